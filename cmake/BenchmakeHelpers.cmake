@@ -1,0 +1,29 @@
+# Helpers shared by every folder's CMakeLists.txt.
+
+# Warnings as errors on our own code only (third-party headers are SYSTEM).
+function(bm_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>)
+endfunction()
+
+# Prints one line per optional feature: "✓ name" or "✗ name".
+function(bm_report_feature name var)
+  if(${var})
+    message(STATUS "benchmake: ✓ ${name}")
+  else()
+    message(STATUS "benchmake: ✗ ${name}")
+  endif()
+endfunction()
+
+# bm_test(NAME SOURCES a.cc b.cc LIBS lib1 lib2 [LABELS l])
+# One GoogleTest binary; each TEST becomes its own ctest entry.
+function(bm_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  bm_warnings(${name})
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
+    PROPERTIES LABELS "${T_LABELS}"
+    ENVIRONMENT "BENCHMAKE_SOURCE_DIR=${PROJECT_SOURCE_DIR};BENCHMAKE_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()

@@ -1,0 +1,132 @@
+// The Rule interface: one step kind (download, tokenize, pretrain, finetune,
+// evaluate, exec). engine/ owns this contract; rules/ implements it, one file
+// per rule, registered by name in rules/registry.cc.
+//
+// A rule declares
+//   - its parameters (ParamSpec): type, default, doc, whether it enters the key,
+//     and whether it names inputs (other targets or source files);
+//   - its version, bumped whenever its outputs for the same key would change;
+//   - whether its results depend on the platform (GPU model and count, driver,
+//     trainer build): then the platform facts enter its key;
+//   - how many GPUs a step needs and whether it streams live progress;
+//   - how to run: Run() reads inputs and writes every output under ctx.out_dir.
+//
+// Parameter values are nlohmann::json, normalized by the engine before they
+// reach a rule: integers are int64 (1_000 == 1000), floats are double, every
+// parameter with a default is present. Inputs (kInput, kInputList) arrive as
+// the target or file names the user wrote; ctx.inputs maps each to a path.
+//
+// Thread safety: a Rule is immutable after registration; Run() may be called
+// from several processes at once (each with its own StepContext).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/command_runner.h"
+#include "base/result.h"
+
+namespace bm::engine {
+
+enum class ParamType {
+  kString,
+  kInt,
+  kFloat,       // an integer literal is accepted and stored as a double
+  kBool,
+  kStringList,  // ["a", "b"]
+  kStringMap,   // { KEY = "value", ... }
+  kTable,       // a table of scalars, e.g. model overrides { hidden = 256, layers = 4 }
+  kInput,       // one upstream target name, or a source file path (relative to the BENCHFILE)
+  kInputList,   // a list of those
+};
+
+std::string_view ParamTypeName(ParamType type);
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::kString;
+  std::optional<nlohmann::json> default_value;  // nullopt: required
+  std::string doc;
+  bool in_key = true;  // false for knobs that cannot change outputs (log interval, ...)
+};
+
+// A parameter value that a rule refuses in Check(). The engine reports it at
+// the parameter's BENCHFILE line and column.
+struct ParamError {
+  std::string param;    // the parameter the message is about ("" = the target)
+  std::string message;  // what is wrong, e.g. "heads (12) must divide hidden (100)"
+};
+
+// What a running step sees. Paths are absolute.
+struct StepContext {
+  std::string target;                // the target's name
+  nlohmann::json params;             // validated, normalized, defaults filled
+  // For each input name the user wrote (a target or a file): its path. A target
+  // input maps to that target's output directory (out/NAME), a file to itself.
+  std::map<std::string, std::string> inputs;
+  std::string workspace_dir;         // the BENCHFILE's directory
+  std::string scratch_dir;           // fresh and empty; the working directory of commands
+  std::string out_dir;               // empty directory; every output goes below it
+  std::string resume_dir;            // survives a killed run of the same action key
+  std::string tools_dir;             // where benchmake and benchmake-train are installed
+  nlohmann::json platform;           // platform facts (benchmake-train --probe), or {}
+  std::vector<int> gpus;             // devices allocated to this step (CUDA_VISIBLE_DEVICES)
+  CommandRunner* runner = nullptr;   // for rules that launch processes
+  std::ostream* log = nullptr;       // the step's log (also shown on failure)
+  bool interactive = false;          // attached to a terminal: progress lines welcome
+};
+
+// What a successful step reports besides its files.
+struct StepResult {
+  // Measurements and results (the metrics.json of a trainer run, stats of a
+  // tokenize step, ...). Stored in the action record; may be empty.
+  nlohmann::json metrics = nlohmann::json::object();
+};
+
+class Rule {
+ public:
+  virtual ~Rule() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual int version() const = 0;
+  virtual const std::vector<ParamSpec>& params() const = 0;
+
+  // True when results depend on the platform: the platform facts enter the key.
+  virtual bool platform_dependent() const { return false; }
+
+  // GPUs the step needs given its parameters (0: none). The engine takes them
+  // from its device allocator before Run() and sets CUDA_VISIBLE_DEVICES.
+  virtual int gpus(const nlohmann::json& /*params*/) const { return 0; }
+
+  // True when the step shows live progress on the terminal (ninja's console pool).
+  virtual bool streams_progress(const nlohmann::json& /*params*/) const { return false; }
+
+  // Semantic checks beyond types, run when the BENCHFILE is loaded (before
+  // anything runs). Types and unknown names are checked by the engine.
+  virtual std::vector<ParamError> Check(const nlohmann::json& /*params*/) const { return {}; }
+
+  // Runs the step. On failure nothing under ctx.out_dir is kept and nothing is
+  // cached; the message should say what failed and where.
+  virtual Result<StepResult> Run(StepContext& ctx) const = 0;
+};
+
+// Rules by name. Adding a step kind is one new file in rules/ and one line in
+// rules/registry.cc.
+class RuleRegistry {
+ public:
+  void Register(std::unique_ptr<Rule> rule);
+  const Rule* Find(std::string_view name) const;  // nullptr when unknown
+  std::vector<std::string> Names() const;         // sorted
+
+ private:
+  std::map<std::string, std::unique_ptr<Rule>, std::less<>> rules_;
+};
+
+}  // namespace bm::engine

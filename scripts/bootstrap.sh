@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Set-up for a fresh Debian 12 machine (root, apt reachable), then one job:
+#   scripts/bootstrap.sh run    install what is missing, build, run `benchmake build`
+#                               on the repository's BENCHFILE.toml and print its report
+#   scripts/bootstrap.sh test   install what is missing, build, run every test (ctest)
+# Environment: BUILD_DIR (default build), JOBS (default: all cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+job=${1:-run}
+build_dir=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+
+packages=(
+  cmake ninja-build g++ pkg-config git
+  libtomlplusplus-dev libfmt-dev libxxhash-dev libcurl4-openssl-dev libssl-dev
+  nlohmann-json3-dev libgtest-dev libgmock-dev libopenblas-dev
+)
+if [ "$job" = test ]; then
+  # Peers and servers that tests start on loopback.
+  packages+=(xxhash nginx-light python3)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd=sudo
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build_dir" -j "$jobs"
+
+case "$job" in
+  run)
+    "$build_dir"/benchmake build
+    ;;
+  test)
+    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
+    ;;
+  *)
+    echo "usage: scripts/bootstrap.sh run|test" >&2
+    exit 2
+    ;;
+esac

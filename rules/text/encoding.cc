@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <unordered_map>
 
 #include "rules/text/bpe.h"
 
@@ -15,14 +16,56 @@ constexpr std::string_view kCl100kPattern =
 constexpr std::string_view kO200kPattern =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return RankMap::Hash(s.data(), s.size()); }
+};
+
+// Encodes pieces, remembering the tokens of pieces that are not a token
+// themselves: in real text the same rare words recur, and a merge costs tens
+// of rank lookups. One cache per Encode() call (so per thread); bounded.
 class BpeSink final : public PieceSink {
  public:
   BpeSink(const RankMap& ranks, std::vector<int32_t>* out) : ranks_(ranks), out_(out) {}
-  void Piece(std::string_view piece) override { BytePairEncode(piece, ranks_, out_); }
+
+  void Piece(std::string_view piece) override {
+    const uint32_t whole =
+        piece.size() <= ranks_.max_key_length() ? ranks_.Find(piece) : RankMap::kNotFound;
+    if (whole != RankMap::kNotFound) {
+      out_->push_back(static_cast<int32_t>(whole));
+      return;
+    }
+    if (piece.size() > kMaxCachedBytes) {
+      BytePairEncode(piece, ranks_, out_);
+      return;
+    }
+    auto hit = cache_.find(piece);
+    if (hit != cache_.end()) {
+      out_->insert(out_->end(), tokens_.begin() + hit->second.first,
+                   tokens_.begin() + hit->second.first + hit->second.second);
+      return;
+    }
+    const size_t before = out_->size();
+    BytePairEncode(piece, ranks_, out_);
+    if (cache_.size() >= kMaxCacheEntries) {
+      cache_.clear();
+      tokens_.clear();
+    }
+    const auto offset = static_cast<uint32_t>(tokens_.size());
+    tokens_.insert(tokens_.end(), out_->begin() + before, out_->end());
+    cache_.emplace(std::string(piece),
+                   std::make_pair(offset, static_cast<uint32_t>(out_->size() - before)));
+  }
 
  private:
+  static constexpr size_t kMaxCachedBytes = 64;
+  static constexpr size_t kMaxCacheEntries = 1 << 16;
+
   const RankMap& ranks_;
   std::vector<int32_t>* out_;
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>>
+      cache_;
+  std::vector<int32_t> tokens_;
 };
 
 bool IsAsciiNonSpace(char c) {
@@ -30,15 +73,20 @@ bool IsAsciiNonSpace(char c) {
   return u > 0x20 && u < 0x7f;
 }
 
-// Cut points for EncodeParallel: about `parts` chunks, each starting after a
-// '\n' that a printable ASCII byte follows (no built-in pattern has a piece
-// that spans such a point).
+// Cut points for EncodeParallel: about `parts` chunks, each starting at a
+// printable ASCII byte after a lone '\n' that follows a printable ASCII byte
+// ("x\ny"). No built-in pattern has a piece that spans such a point, and the
+// '\n' is a piece of its own whether or not the text ends after it (a longer
+// run of white space would not be: \s+(?!\S) sees the end of the chunk).
 std::vector<size_t> ChunkStarts(std::string_view text, size_t parts) {
   std::vector<size_t> starts = {0};
   const size_t step = std::max<size_t>(text.size() / parts, 1 << 16);
   for (size_t target = step; target < text.size(); target += step) {
     size_t p = std::max(target, starts.back() + 1);
-    while (p < text.size() && !(text[p - 1] == '\n' && IsAsciiNonSpace(text[p]))) ++p;
+    while (p < text.size() && !(p >= 2 && text[p - 1] == '\n' && IsAsciiNonSpace(text[p]) &&
+                                IsAsciiNonSpace(text[p - 2]))) {
+      ++p;
+    }
     if (p >= text.size()) break;
     starts.push_back(p);
     target = p;

@@ -73,8 +73,8 @@ class Encoding {
   std::vector<int32_t> Encode(std::string_view text) const;
 
   // The same ids as Encode(text), computed by up to `threads` threads on
-  // chunks cut where no piece can straddle (after a '\n' followed by a
-  // non-space ASCII byte; built-in patterns only, a custom one runs on one
+  // chunks cut where no piece can straddle ("x\n|y": a lone '\n' between
+  // printable ASCII bytes; built-in patterns only, a custom one runs on one
   // thread).
   std::vector<int32_t> EncodeParallel(std::string_view text, int threads) const;
 

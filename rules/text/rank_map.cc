@@ -65,6 +65,7 @@ void RankMap::Insert(std::string_view key, uint32_t rank) {
   arena_.append(key);
   Place(s, h);
   ++count_;
+  if (key.size() > max_key_length_) max_key_length_ = key.size();
 }
 
 }  // namespace bm::text

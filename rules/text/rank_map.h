@@ -39,6 +39,8 @@ class RankMap {
   }
 
   size_t size() const { return count_; }
+  // The length of the longest key (0 when empty).
+  size_t max_key_length() const { return max_key_length_; }
 
   static uint64_t Hash(const char* p, size_t n);
 
@@ -56,6 +58,7 @@ class RankMap {
   std::string arena_;
   size_t mask_ = 0;
   size_t count_ = 0;
+  size_t max_key_length_ = 0;
 };
 
 }  // namespace bm::text

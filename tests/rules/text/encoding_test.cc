@@ -88,6 +88,17 @@ TEST(EncodingTest, ParallelEncodingGivesTheSameIds) {
   for (int threads : {2, 3, 8}) EXPECT_EQ(Gpt2().EncodeParallel(corpus, threads), serial);
 }
 
+// Every line boundary of this text is a candidate cut, and runs of white
+// space end at many of them: a cut inside "\n\n" or "  \n" would change ids.
+TEST(EncodingTest, ParallelCutsNeverSplitWhiteSpaceRuns) {
+  std::string text;
+  for (int i = 0; i < 60000; ++i) {
+    text += i % 3 == 0 ? "bread.\n\n1 Sam\n" : (i % 3 == 1 ? "x  \nY's \n" : "7\n\n\n  z\n");
+  }
+  const auto serial = Gpt2().Encode(text);
+  for (int threads : {2, 8}) EXPECT_EQ(Gpt2().EncodeParallel(text, threads), serial);
+}
+
 TEST(EncodingTest, SpecialTokenTextIsOrdinaryAndEotDecodes) {
   EXPECT_EQ(Gpt2().eot_id(), 50256);
   EXPECT_EQ(Gpt2().vocab_size(), 50257u);

@@ -69,7 +69,6 @@ class DownloadTest : public ::testing::Test {
         params[spec.name] = *spec.default_value;
     }
     if (!params.contains("retry_delay_s")) params["retry_delay_s"] = 0.01;
-    params["retry_delay_s"] = params.value("retry_delay_s", 0.01);
     EXPECT_TRUE(rule->Check(params).empty());
     engine::StepContext ctx;
     ctx.target = "dl";

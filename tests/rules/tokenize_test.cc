@@ -176,6 +176,18 @@ TEST_F(TokenizeTest, AlpacaMasksOnlyTheResponseAndEndOfText) {
   EXPECT_TRUE(json::parse(ReadFile(out + "/stats.json"))["masks"].get<bool>());
 }
 
+TEST_F(TokenizeTest, EmbeddedInstructionSetTokenizes) {
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {"data/kjv_instruct_train.json"}}, {"valid_fraction", 0.0}}, out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->metrics["documents"].get<int>(), 1000);
+  auto mask = IndexedDataset::Open(out + "/train_mask");
+  ASSERT_TRUE(mask.ok());
+  const auto m = *mask->ReadSequence(0);
+  EXPECT_EQ(m.front(), 0);  // the prompt
+  EXPECT_EQ(m.back(), 1);   // end-of-text
+}
+
 TEST_F(TokenizeTest, ConversationsTrainOnGptTurns) {
   const std::string in = WriteInput(
       "c.jsonl",

@@ -16,8 +16,8 @@ class RealFilesystem : public Filesystem {
  public:
   Result<FileInfo> Stat(const std::string& path) override;
   Result<std::string> ReadFile(const std::string& path) override;
-  Status WriteFileAtomic(const std::string& path, std::string_view data,
-                         bool read_only = false) override;
+  Status WriteFileAtomic(const std::string& path, std::string_view data, bool read_only = false,
+                         bool durable = true) override;
   Status MakeDirs(const std::string& path) override;
   Result<std::vector<std::string>> ListDir(const std::string& path) override;
   Status Remove(const std::string& path) override;

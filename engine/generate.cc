@@ -228,7 +228,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
   }
   BM_TRY(CheckOutDirs(ws, stamp.targets));
-  BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp)));
+  BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp), false, /*durable=*/false));
   result.targets = stamp.targets;
   result.files_hashed = stat_cache.hashed_count();
   result.jobs = stamp.jobs;

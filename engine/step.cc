@@ -161,7 +161,7 @@ class Stepper {
     BM_TRY(fs_.MakeDirs(ctx.resume_dir));
     BM_TRY(fs_.MakeDirs(ws_.StateDir() + "/log"));
     ctx.log_path = ws_.LogOf(target_);
-    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, ""));
+    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, "", false, /*durable=*/false));
 
     GpuLease gpus;
     if (params_.gpus > 0) {
@@ -213,7 +213,7 @@ class Stepper {
     std::string text = fs_.ReadFile(path).ok() ? *fs_.ReadFile(path) : "";
     if (!rule_text.empty()) {
       text += rule_text;
-      (void)fs_.WriteFileAtomic(path, text);
+      (void)fs_.WriteFileAtomic(path, text, false, /*durable=*/false);
     }
     return text;
   }

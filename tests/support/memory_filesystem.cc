@@ -64,7 +64,7 @@ Result<std::string> MemoryFilesystem::ReadFile(const std::string& path) {
 }
 
 Status MemoryFilesystem::WriteFileAtomic(const std::string& path, std::string_view data,
-                                         bool read_only) {
+                                         bool read_only, bool /*durable*/) {
   std::lock_guard lock(mu_);
   std::string p = Norm(path);
   if (!IsDirLocked(DirName(p)))

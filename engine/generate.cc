@@ -124,6 +124,8 @@ std::string TargetsNeedingPlatform(const TargetGraph& g) {
 
 Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env) {
   Filesystem& fs = *ws.fs;
+  BM_ASSIGN_OR_RETURN(FileInfo ninja_file, fs.Stat(ws.StateDir() + "/build.ninja"));
+  if (!ninja_file.exists) return false;
   BM_ASSIGN_OR_RETURN(StatSig bf, StatOf(fs, ws.benchfile));
   if (!(bf == stamp.benchfile) || stamp.env != env) return false;
   BM_ASSIGN_OR_RETURN(StatSig exe, StatOf(fs, ws.self_exe));
@@ -224,7 +226,8 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   ninja.gpu_pool_depth = config.gpus;
   std::string ninja_text = RenderNinja(graph, ninja);
   stamp.ninja = DigestOf(ninja_text).Hex();
-  if (!old || old->ninja != stamp.ninja) {
+  BM_ASSIGN_OR_RETURN(FileInfo ninja_info, fs.Stat(ws.StateDir() + "/build.ninja"));
+  if (!old || old->ninja != stamp.ninja || !ninja_info.exists) {
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
   }
   BM_TRY(CheckOutDirs(ws, stamp.targets));

@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   }
   TimeCommand("cat '" + file + "' > /dev/null");  // warm the page cache
   std::vector<double> ours, peer;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 5; ++i) {
     auto start = std::chrono::steady_clock::now();
     bm::Result<bm::Digest> d = bm::DiskFilesystem().HashFile(file);
     ours.push_back(Seconds(start));
@@ -83,14 +83,15 @@ int main(int argc, char** argv) {
 
   // Stat cache through the real binary.
   std::string ws = dir + "/ws";
+  std::filesystem::remove_all(dir + "/cache");
+  std::filesystem::remove_all(ws);
   std::filesystem::create_directories(ws);
-  std::filesystem::remove(ws + "/big.bin");
   std::filesystem::create_hard_link(file, ws + "/big.bin");
   std::ofstream(ws + "/BENCHFILE.toml")
       << "[target.size]\nrule = \"exec\"\ninputs = [\"big.bin\"]\n"
-         "command = [\"sh\", \"-c\", \"echo $PPID >> ../runs; stat -c %s {in.big.bin} > "
-         "{out}/size\"]\n"
-         "outputs = [\"size\"]\n";
+         "command = [\"sh\", \"-c\", \"echo ran >> "
+      << dir << "/runs; stat -c %s {in.big.bin} > {out}/size\"]\n"
+      << "outputs = [\"size\"]\n";
   std::string build = "cd '" + ws + "' && BENCHMAKE_CACHE_DIR='" + dir + "/cache' '" + benchmake +
                       "' build > /dev/null";
   std::filesystem::remove(dir + "/runs");

@@ -99,6 +99,8 @@ class Stepper {
   // Links the record's outputs into out/NAME and remembers them in NAME.last.
   Status Materialize(const cache::ActionRecord& record, std::string outcome) {
     std::string dir = ws_.OutDirOf(target_);
+    // out/ changes below the generator's feet: its next check must look.
+    BM_TRY(fs_.Remove(ws_.StateDir() + "/out_checked"));
     BM_TRY(fs_.RemoveAll(dir));
     BM_TRY(fs_.MakeDirs(dir));
     LastBuild last;

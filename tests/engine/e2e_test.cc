@@ -189,6 +189,12 @@ TEST_F(E2eTest, DeletingOutRestoresEverythingAndRunsNothing) {
   EXPECT_EQ(Runs(), "");
   EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
   EXPECT_NE(r.output.find("eval: restored from cache"), std::string::npos) << r.output;
+  fs::remove_all(ws_ / "out/train");
+  Run one = Benchmake("build");
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(Runs(), "");
+  EXPECT_NE(one.output.find("train: restored from cache"), std::string::npos) << one.output;
+  EXPECT_EQ(one.output.find("eval: restored"), std::string::npos) << one.output;
 }
 
 TEST_F(E2eTest, KilledStepIsRerunAndLeavesNoCacheEntry) {

@@ -1,7 +1,8 @@
 // MemoryFilesystem: an in-memory Filesystem for unit tests (leveldb's memenv,
 // ninja's VirtualFileSystem). Hard links share one file object (same inode,
 // same bytes); mtimes come from a logical clock that ticks on every write or
-// touch. Counters let tests assert how often files were read or hashed.
+// touch, and a directory's mtime ticks when entries are added or removed. Counters let tests assert
+// how often files were read or hashed.
 //
 // Failure injection: FailWritesMatching(substring) makes WriteFileAtomic fail
 // for matching paths (before the rename: the old file stays intact).
@@ -55,6 +56,7 @@ class MemoryFilesystem : public Filesystem {
   };
   static std::string Norm(const std::string& path);
   bool IsDirLocked(const std::string& path) const;
+  void TouchParentLocked(const std::string& path);
   Status MakeDirsLocked(const std::string& path);
   std::shared_ptr<File> NewFileLocked(std::string data);
 

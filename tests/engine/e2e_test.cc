@@ -55,9 +55,14 @@ metrics = "metrics.json"
 class E2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // bm_test sets BENCHMAKE_BINARY_DIR; else the build tree this test lives in
+    // (build/tests/engine/engine_e2e_test → build/benchmake).
     const char* bin = std::getenv("BENCHMAKE_BINARY_DIR");
-    ASSERT_NE(bin, nullptr) << "run through ctest (BENCHMAKE_BINARY_DIR)";
-    binary_ = std::string(bin) + "/benchmake";
+    fs::path dir =
+        bin ? fs::path(bin)
+            : fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
+    binary_ = (dir / "benchmake").string();
+    ASSERT_TRUE(fs::exists(binary_)) << binary_ << " (set BENCHMAKE_BINARY_DIR)";
     char templ[] = "/tmp/benchmake-e2e-XXXXXX";
     ASSERT_NE(::mkdtemp(templ), nullptr);
     root_ = templ;

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     bm::Result<bm::Digest> d = bm::DiskFilesystem().HashFile(file);
     ours.push_back(Seconds(start));
     if (!d.ok()) return 1;
-    peer.push_back(TimeCommand("xxhsum -H2 '" + file + "' > /dev/null"));
+    peer.push_back(TimeCommand("xxhsum -H2 '" + file + "' > /dev/null 2>&1"));
   }
   double o = Median(ours), p = Median(peer);
   double gbs_o = bytes / o / 1e9, gbs_p = bytes / p / 1e9;

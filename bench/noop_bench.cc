@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   std::string benchmake = std::filesystem::absolute(argv[1]).string();
   int n = std::atoi(argv[2]);
   std::string dir = argc > 3 ? argv[3] : "/tmp/benchmake-bench-noop-" + std::to_string(n);
+  for (const char* sub : {"/.benchmake", "/out", "/cache"}) std::filesystem::remove_all(dir + sub);
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/BENCHFILE.toml") << GenerateBenchfile(n);
   std::string env = "BENCHMAKE_CACHE_DIR='" + dir + "/cache' ";

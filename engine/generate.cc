@@ -191,7 +191,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
                                       TargetsNeedingPlatform(graph)));
     stamp.platform = DigestOf(platform.dump()).Hex();
     BM_TRY(
-        WriteFileIfChanged(fs, ws.StateDir() + "/platform.json", platform.dump(1) + "\n").status());
+        WriteFileIfChanged(fs, ws.StateDir() + "/platform", "benchmake-platform 1\n" + platform.dump(1) + "\n").status());
   }
 
   WorkspaceConfig config;

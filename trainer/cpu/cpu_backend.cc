@@ -110,15 +110,21 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
 
-  Status NextTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
-                         int32_t* argmax) override {
+  Status NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) override {
     BM_TRY(CheckBatch("NextTokenArgmax", inputs, nullptr, B, T));
+    model_->NextTokenArgmax(inputs, B, T, argmax);
+    return Status::Ok();
+  }
+
+  Status LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
+                         int32_t* argmax) override {
+    BM_TRY(CheckBatch("LastTokenArgmax", inputs, nullptr, B, T));
     for (int64_t b = 0; b < B; ++b)
       if (lengths[b] < 1 || lengths[b] > T)
         return Errorf(ErrorCode::kInvalidArgument,
-                      "cpu backend: NextTokenArgmax: row {} has length {}, outside [1, {}]", b,
+                      "cpu backend: LastTokenArgmax: row {} has length {}, outside [1, {}]", b,
                       lengths[b], T);
-    model_->NextTokenArgmax(inputs, lengths, B, T, argmax);
+    model_->LastTokenArgmax(inputs, lengths, B, T, argmax);
     return Status::Ok();
   }
 

@@ -291,7 +291,13 @@ void Model<Float>::TokenLosses(const int32_t* inputs, const int32_t* targets, in
 }
 
 template <typename Float>
-void Model<Float>::NextTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B,
+void Model<Float>::NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) {
+  Forward(inputs, B, T);
+  Classifier(nullptr, B * T, nullptr, nullptr, argmax);
+}
+
+template <typename Float>
+void Model<Float>::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B,
                                    int64_t T, int32_t* argmax) {
   Forward(inputs, B, T);
   // gather the last real position of each row to the front of lnf (rows b <= b*T+len-1, in order)

@@ -136,7 +136,7 @@ Result<nlohmann::json> ExactMatch(Backend& backend, const std::vector<Example>& 
     }
     std::vector<int32_t> next(n);
     for (int64_t k = 0; k < steps; ++k) {
-      BM_TRY(backend.NextTokenArgmax(inputs.data(), lengths.data(), n, T, next.data()));
+      BM_TRY(backend.LastTokenArgmax(inputs.data(), lengths.data(), n, T, next.data()));
       for (int64_t b = 0; b < n; ++b) {
         const Example& e = ex[start + b];
         if (k >= static_cast<int64_t>(e.answer.size())) continue;

@@ -9,16 +9,6 @@
 
 namespace bm::train {
 
-std::string_view PrecisionName(Precision precision) {
-  return precision == Precision::kBf16 ? "bf16" : "fp32";
-}
-
-Result<Precision> ParsePrecision(std::string_view name) {
-  if (name == "fp32") return Precision::kFp32;
-  if (name == "bf16" || name == "amp") return Precision::kBf16;
-  return Errorf(ErrorCode::kInvalidArgument, "unknown precision '{}' (fp32, bf16, amp)", name);
-}
-
 Status Backend::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
                                 int32_t* argmax) {
   for (int64_t b = 0; b < B; ++b)

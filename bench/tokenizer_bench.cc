@@ -1,14 +1,18 @@
 // Tokenizer benchmark: single-thread gpt2 encoding of a whole corpus held in
-// memory, then scaling with threads. With --peers FILE (the JSON lines of
-// bench/tokenizer_peers.js, measured in the same run by
-// bench/tokenizer_bench.sh) it checks the ids are identical (count and
-// FNV-1a) and prints the speed ratio against each peer and the target.
+// memory, then scaling with threads, then the end-to-end tokenize step (read,
+// split into chapters, encode, write train/valid .bin/.idx and stats.json). With --peers FILE (the
+// JSON lines of bench/tokenizer_peers.js, measured in the same run by bench/tokenizer_bench.sh) it
+// checks the ids are identical (count and FNV-1a) and prints the speed ratio against each peer and
+// the target.
 //
 // Usage: tokenizer_bench --vocab data/gpt2.tiktoken --text data/kjv.txt
 //                        [--rounds 5] [--threads-max N] [--peers FILE]
+#include <stdlib.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "rules/text/encoding.h"
+#include "rules/tokenize.h"
 
 namespace {
 
@@ -91,6 +96,26 @@ int main(int argc, char** argv) {
                 text.size() / s / 1e6, single / s, par == ids ? "identical" : "DIFFERENT");
     if (par != ids) return 1;
   }
+  double step_one_thread = 0;
+  for (int t = 1; t <= threads_max; t *= 2) {
+    char templ[] = "/tmp/bm_tokenize_bench_XXXXXX";
+    const std::string dir = ::mkdtemp(templ);
+    bm::rules::TokenizeOptions o;
+    o.inputs = {text_path};
+    o.vocab = vocab;
+    o.read.document_start = "^([1-3] )?[A-Z][a-z]+( [A-Za-z]+)* [0-9]+$";
+    o.split.valid_fraction = 0.05;
+    o.threads = t;
+    bool ok = true;
+    const double s = BestSeconds(std::max(1, rounds / 2), [&] {
+      ok = ok && bm::rules::TokenizeToDirectory(o, dir, nullptr).ok();
+    });
+    std::filesystem::remove_all(dir);
+    if (!ok) return 1;
+    if (t == 1) step_one_thread = s;
+    std::printf("tokenize step (end to end), %d thread%s: %.4f s, %.1f MB/s, speed-up %.2fx\n", t,
+                t == 1 ? "" : "s", s, text.size() / s / 1e6, step_one_thread / s);
+  }
   if (peers_path.empty()) return 0;
   std::ifstream peers(peers_path);
   int failures = 0;
@@ -107,6 +132,10 @@ int main(int argc, char** argv) {
                 ratio, target, ratio >= target ? "met" : "NOT met",
                 same ? "identical" : "DIFFERENT");
     if (!same) ++failures;
+    if (name == "tiktoken") {
+      std::printf("tokenize step (end to end, 1 thread) vs %s encode alone: %.2fx faster\n",
+                  name.c_str(), p["seconds"].get<double>() / step_one_thread);
+    }
   }
   return failures == 0 ? 0 : 1;
 }

@@ -1,6 +1,6 @@
-// Causal multi-head self-attention with grouped-query heads, the naive way:
-// it materializes the T×T probabilities (fine for the CPU reference; the CUDA
-// backend uses flash attention and is checked against this).
+// Causal multi-head self-attention with grouped-query heads, the plain way:
+// it materializes the T×T probabilities, through BLAS (fine for the CPU
+// reference; the CUDA backend uses flash attention and is checked against this).
 #pragma once
 
 #include <cstdint>

@@ -2,10 +2,9 @@
 
 #include <cblas.h>
 
-namespace bm::train::cpu {
-namespace {
+#include "trainer/cpu/ops/blas.h"
 
-// C[M,N] = alpha * op(A) op(B) + beta * C, row-major.
+namespace bm::train::cpu {
 void Gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
@@ -19,8 +18,6 @@ void Gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const
               static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
               static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
-
-}  // namespace
 
 template <typename Float>
 void MatmulForward(Float* out, const Float* inp, const Float* weight, const Float* bias, int64_t N,

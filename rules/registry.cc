@@ -1,7 +1,10 @@
 #include "rules/registry.h"
 
 #include "rules/download.h"
+#include "rules/evaluate.h"
 #include "rules/exec.h"
+#include "rules/finetune.h"
+#include "rules/pretrain.h"
 #include "rules/tokenize.h"
 
 namespace bm::rules {
@@ -10,7 +13,9 @@ void RegisterBuiltinRules(engine::RuleRegistry& registry) {
   registry.Register(MakeDownloadRule());
   registry.Register(MakeExecRule());
   registry.Register(MakeTokenizeRule());
-  // One line per rule: registry.Register(MakeTokenizeRule()); ...
+  registry.Register(MakePretrainRule());
+  registry.Register(MakeFinetuneRule());
+  registry.Register(MakeEvaluateRule());
 }
 
 }  // namespace bm::rules

@@ -23,7 +23,12 @@ function(bm_test name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   bm_warnings(${name})
+  # An empty LABELS value would swallow the ENVIRONMENT keyword that follows it.
+  set(labels "")
+  if(T_LABELS)
+    set(labels LABELS "${T_LABELS}")
+  endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
-    PROPERTIES LABELS "${T_LABELS}"
+    PROPERTIES ${labels}
     ENVIRONMENT "BENCHMAKE_SOURCE_DIR=${PROJECT_SOURCE_DIR};BENCHMAKE_BINARY_DIR=${PROJECT_BINARY_DIR}")
 endfunction()

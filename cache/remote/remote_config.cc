@@ -143,6 +143,25 @@ Status ApplyRemoteSetting(RemoteConfig& config, std::string_view key, const nloh
   return Status::Ok();
 }
 
+nlohmann::json RemoteConfigToJson(const RemoteConfig& c) {
+  return {{"remote", c.url},
+          {"remote_write", c.write},
+          {"token_env", c.token_env},
+          {"ca_file", c.ca_file},
+          {"client_cert", c.client_cert},
+          {"client_key", c.client_key},
+          {"signing_key_env", c.signing_key_env},
+          {"remote_timeout", c.timeout_seconds},
+          {"remote_parallel", c.parallel}};
+}
+
+Result<RemoteConfig> RemoteConfigFromJson(const nlohmann::json& json) {
+  RemoteConfig c;
+  if (!json.is_object()) return c;
+  for (const auto& [key, value] : json.items()) BM_TRY(ApplyRemoteSetting(c, key, value));
+  return c;
+}
+
 Status ApplyRemoteSpec(RemoteConfig& config, std::string_view spec) {
   if (spec.empty() || spec == "off") {
     config.url.clear();

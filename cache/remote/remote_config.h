@@ -52,6 +52,11 @@ struct RemoteConfig {
 Status ApplyRemoteSetting(RemoteConfig& config, std::string_view key, const nlohmann::json& value);
 bool IsRemoteSetting(std::string_view key);
 
+// The settings as a JSON object with the names above (what .benchmake/config.json
+// keeps for the steps), and back.
+nlohmann::json RemoteConfigToJson(const RemoteConfig& config);
+Result<RemoteConfig> RemoteConfigFromJson(const nlohmann::json& json);
+
 // Applies a BENCHMAKE_REMOTE_CACHE value on top of `config`.
 Status ApplyRemoteSpec(RemoteConfig& config, std::string_view spec);
 // Applies $BENCHMAKE_REMOTE_CACHE when it is set.

@@ -72,6 +72,19 @@ TEST(RemoteConfigTest, NamedButUnsetVariablesAreErrors) {
   unsetenv("BM_TEST_SURELY_UNSET_TOKEN");
 }
 
+TEST(RemoteConfigTest, JsonRoundTrip) {
+  RemoteConfig c;
+  ASSERT_TRUE(
+      ApplyRemoteSpec(c, "https://h/p|remote_write=false|signing_key_env=K|ca_file=/ca").ok());
+  auto back = RemoteConfigFromJson(RemoteConfigToJson(c));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->url, "https://h/p");
+  EXPECT_FALSE(back->write);
+  EXPECT_EQ(back->signing_key_env, "K");
+  EXPECT_EQ(back->ca_file, "/ca");
+  EXPECT_EQ(back->parallel, c.parallel);
+}
+
 TEST(RemoteConfigTest, RedactUrlDropsCredentials) {
   EXPECT_EQ(RedactUrl("https://u:pw@h:1/x"), "https://h:1/x");
   EXPECT_EQ(RedactUrl("http://h/x@y"), "http://h/x@y");

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "base/file_lock.h"
+#include "cache/run_health.h"
 #include "engine/generate.h"
 #include "engine/target_graph.h"
 
@@ -79,6 +80,8 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     }
     cmd.argv.push_back(fmt::format("t/{}.out", t));
   }
+  // Every step of this build shares one remote-cache verdict (cache/run_health.h).
+  cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
   return Status::Ok();

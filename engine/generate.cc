@@ -197,8 +197,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   WorkspaceConfig config;
   config.cache_dir = graph.settings.cache_dir.empty() ? cache::DefaultCacheDir()
                                                       : JoinPath(ws.root, graph.settings.cache_dir);
-  config.remotes = graph.settings.remotes;
-  config.remote_read_only = graph.settings.remote_read_only;
+  config.remote = graph.settings.remote;
   bool needs_gpus = false;
   for (const Target& t : graph.targets) needs_gpus |= t.rule->gpus(t.params) > 0;
   config.gpus = graph.settings.gpus >= 0 ? graph.settings.gpus

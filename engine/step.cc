@@ -24,6 +24,17 @@ std::string HostName() {
   return buf;
 }
 
+// What NAME.last says about a restore; for a record just fetched from a remote,
+// where and on what it was recorded (what `explain` shows).
+std::string RestoredOutcome(const cache::ActionRecord& record) {
+  if (record.origin.empty()) return "restored";
+  const cache::Provenance& p = record.provenance;
+  std::string platform =
+      p.platform.empty() ? "platform-independent" : "platform " + p.platform.dump();
+  return fmt::format("restored from remote {}; recorded on host {}, {}, {}", record.origin,
+                     p.host.empty() ? "?" : p.host, platform, p.date);
+}
+
 class Stepper {
  public:
   Stepper(const Workspace& ws, const std::string& target, const StepOptions& options)
@@ -59,11 +70,15 @@ class Stepper {
     if (verdict.verdict == Verdict::kUpToDate) {
       report.manifest = cache::ManifestDigest(facts.last->outputs);
     } else if (verdict.verdict == Verdict::kRestore) {
-      Status s = Materialize(*record, "restored");
+      std::vector<Digest> blobs;
+      for (const cache::OutputFile& f : record->outputs) blobs.push_back(f.digest);
+      cache_->Prefetch(blobs);  // remote blobs in parallel; a no-op when all are local
+      Status s = Materialize(*record, RestoredOutcome(*record));
       if (s.ok()) {
         report.outcome = StepOutcome::kRestored;
         report.manifest = cache::ManifestDigest(record->outputs);
-        Notice(fmt::format("{}: restored from cache", target_));
+        Notice(fmt::format("{}: restored from {}", target_,
+                           record->origin.empty() ? "cache" : "remote cache " + record->origin));
       } else if (s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) {
         Notice(fmt::format("{}: {}; rebuilding", target_, s.message()));
         BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));

@@ -92,6 +92,7 @@ Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
   add("val loss", "val_loss", Quantity::kLoss, &ReportRow::val_loss);
   add("perplexity", "perplexity", Quantity::kPerplexity, &ReportRow::perplexity);
   add("accuracy", "accuracy", Quantity::kAccuracy, &ReportRow::accuracy);
+  add("exact match", "exact_match", Quantity::kAccuracy, &ReportRow::exact_match);
 
   const nlohmann::json& ma = a.measurements.back().metrics;
   const nlohmann::json& mb = b.measurements.back().metrics;

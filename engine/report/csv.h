@@ -9,7 +9,7 @@
 //   tokens_per_device_per_s,tokens_per_device_per_s_min,tokens_per_device_per_s_max,
 //   mfu_6n_pct,mfu_6n_pct_min,mfu_6n_pct_max,mfu_palm_pct,mfu_palm_pct_min,
 //   mfu_palm_pct_max,mem_peak_gib,mem_peak_gib_min,mem_peak_gib_max,mem_total_gib,
-//   step_ms,loss,val_loss,perplexity,accuracy_pct,eval_task,host,measured_at,
+//   step_ms,loss,val_loss,perplexity,accuracy_pct,exact_match_pct,eval_task,host,measured_at,
 //   trainer_build
 // host / measured_at / trainer_build are the newest round's.
 #pragma once

@@ -25,6 +25,7 @@ nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
     Put(metrics, "val_loss", r.val_loss);
     Put(metrics, "perplexity", r.perplexity);
     Put(metrics, "accuracy", r.accuracy);
+    Put(metrics, "exact_match", r.exact_match);
     nlohmann::json measurements = nlohmann::json::array();
     for (const Provenance& p : r.provenance) {
       measurements.push_back({{"origin", std::string(OriginName(p.origin))},

@@ -17,6 +17,19 @@ Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_
     if (!j.is_object()) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: not a JSON object", name, line_no);
     }
+    if (j.contains("format") && !j.contains("step")) {  // the header line
+      if (j["format"] != "benchmake-log") {
+        return Errorf(ErrorCode::kCorrupt, "{}:{}: format is {}, expected \"benchmake-log\"", name,
+                      line_no, j["format"].dump());
+      }
+      if (j.value("version", 0) > kLogVersion) {
+        return Errorf(ErrorCode::kUnsupported,
+                      "{}:{}: log version {} is newer than this benchmake reads ({}); upgrade "
+                      "benchmake",
+                      name, line_no, j.value("version", 0), kLogVersion);
+      }
+      continue;
+    }
     auto step = j.find("step");
     auto loss = j.find("loss");
     if (step == j.end() || !step->is_number_integer()) {

@@ -1,11 +1,12 @@
-// Reading the trainer's per-step log (log.jsonl, docs/METRICS.md): one JSON
-// object per line, {"step", "loss", "lr", "grad_norm", "tokens_per_s", "ms"}.
+// Reading the trainer's per-step log (log.jsonl, docs/METRICS.md): a header
+// line {"format": "benchmake-log", "version": 1}, then one JSON object per
+// step, {"step", "loss", "lr", "grad_norm", "tokens", "tokens_per_s", "ms"}.
 // Only step and loss matter to reports; other fields are ignored, blank lines
-// skipped.
+// skipped; the header is optional (logs of other tools have none).
 //
-// Errors (kCorrupt, naming `name` and the 1-based line): a line that is not a
-// JSON object, a missing or non-numeric step or loss, steps not strictly
-// increasing.
+// Errors (naming `name` and the 1-based line): kCorrupt for a line that is not
+// a JSON object, another format, a missing or non-numeric step or loss, steps
+// not strictly increasing; kUnsupported for a log version newer than 1.
 //
 // Thread safety: pure function.
 #pragma once
@@ -17,6 +18,8 @@
 #include "engine/report/measurement.h"
 
 namespace bm::report {
+
+inline constexpr int kLogVersion = 1;
 
 Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_view name);
 

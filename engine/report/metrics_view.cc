@@ -68,6 +68,7 @@ int DeviceCount(const nlohmann::json& metrics) {
 }
 
 std::string ParallelLayout(const nlohmann::json& metrics) {
+  if (auto layout = StringAt(metrics, "config.layout")) return *layout;
   auto tp = NumberAt(metrics, "config.tp");
   auto pp = NumberAt(metrics, "config.pp");
   auto dp = NumberAt(metrics, "config.dp");

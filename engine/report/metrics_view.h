@@ -30,7 +30,7 @@ std::string DeviceName(const nlohmann::json& metrics);
 // Devices the run used: config.devices, else tp × pp × dp; 0 when unknown.
 int DeviceCount(const nlohmann::json& metrics);
 
-// "TP1PP2DP4" from config.tp / pp / dp; "" when any is missing.
+// config.layout, else "TP1PP2DP4" from config.tp / pp / dp; "" when missing.
 std::string ParallelLayout(const nlohmann::json& metrics);
 
 // The knobs that differ from the model preset, in the suites' fix_hp spirit:

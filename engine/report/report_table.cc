@@ -40,6 +40,7 @@ ReportRow BuildRow(const MeasuredTarget& t) {
   row.val_loss = Over(t, "eval.val_loss");
   row.perplexity = Over(t, "eval.perplexity");
   row.accuracy = Over(t, "eval.accuracy");
+  row.exact_match = Over(t, "eval.exact_match");
 
   for (const Measurement& m : t.measurements) {
     switch (m.provenance.origin) {
@@ -100,6 +101,7 @@ std::string EvalText(const ReportRow& row) {
   add("val", Quantity::kLoss, row.val_loss);
   add("ppl", Quantity::kPerplexity, row.perplexity);
   add("acc", Quantity::kAccuracy, row.accuracy);
+  add("em", Quantity::kAccuracy, row.exact_match);
   if (!out.empty() && !row.eval_task.empty()) out += fmt::format(" ({})", row.eval_task);
   return out;
 }

@@ -8,7 +8,7 @@
 //   mem_peak, mem_total      memory.peak_bytes, memory.device_total_bytes
 //   loss                     loss.final
 //   val_loss, perplexity,    eval.val_loss, eval.perplexity, eval.accuracy
-//   accuracy                 (a fraction), eval.task
+//   accuracy, exact_match    (fractions), eval.exact_match, eval.task
 // The platform, layout and fix_hp come from the newest measurement
 // (metrics_view.h); rounds of one target share their action key, hence them.
 //
@@ -41,7 +41,8 @@ struct ReportRow {
   std::optional<Stat> loss;
   std::optional<Stat> val_loss;
   std::optional<Stat> perplexity;
-  std::optional<Stat> accuracy;
+  std::optional<Stat> accuracy;     // multiple-choice, a fraction
+  std::optional<Stat> exact_match;  // greedy decoding on instruction data, a fraction
   std::string eval_task;
 
   int fresh = 0;  // rounds by origin
@@ -62,7 +63,8 @@ std::string PlatformText(const ReportRow& row);
 // "fresh", "cache", "file", or counts when mixed: "2 fresh + 1 cache".
 std::string OriginText(const ReportRow& row);
 
-// "val 3.120, ppl 22.65, acc 61.3% (mmlu)" from whichever are present; "".
+// "val 3.120, ppl 22.65, acc 61.3%, em 12.5% (copa)" from whichever are
+// present; "".
 std::string EvalText(const ReportRow& row);
 
 // "44.2/80.0" GiB, "44.2/?" when the device total is unknown; "" without a peak.

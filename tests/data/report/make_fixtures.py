@@ -30,14 +30,15 @@ def curve(steps, lr_scale, seed, jitter):
     return out
 
 
-def log_lines(losses, lr, tokens_per_s, ms):
+def log_lines(losses, lr, tokens_per_s, ms, tokens):
     rng = random.Random(len(losses))
-    lines = []
+    lines = [json.dumps({"format": "benchmake-log", "version": 1})]
     for i, loss in enumerate(losses):
         step = i + 1
         lines.append(json.dumps({
             "step": step, "loss": round(loss, 6), "lr": lr * min(1.0, step / 10),
             "grad_norm": round(1.5 * math.exp(-step / 60) + 0.3 + rng.random() * 0.05, 4),
+            "tokens": tokens,
             "tokens_per_s": round(tokens_per_s * (0.6 if step <= 2 else 1.0), 1),
             "ms": round(ms * (1.7 if step <= 2 else 1.0), 2)}))
     return "\n".join(lines) + "\n"
@@ -51,7 +52,7 @@ PRESETS = {
     "tiny": dict(family="llama", parameters=3473664, layers=4, hidden=256, heads=4, kv_heads=4,
                  head_dim=64, ffn_hidden=688, vocab=2048),
 }
-PEAK = {"H100": 989.4e12, "H200": 989.4e12, "A800": 312e12}
+PEAK = {"H100": 989.4e12, "H200": 989.4e12, "A800": 312e12, "cpu": 332.8e9}
 
 
 def metrics(preset, overrides, device, gpu_name, dp, tp, pp, lbs, mpe, gas, lr, steps, tps,
@@ -64,10 +65,10 @@ def metrics(preset, overrides, device, gpu_name, dp, tp, pp, lbs, mpe, gas, lr, 
     devices = dp * tp * pp
     step_ms = lbs * mpe * gas * dp / (tps * devices) * 1000
     out = {
-        "format": "benchmake-metrics", "version": 1,
+        "format": "benchmake-metrics", "version": 1, "kind": "pretrain",
         "model": dict(m, preset=preset, overrides=overrides),
         "config": {"lbs": lbs, "mpe": mpe, "gas": gas, "dp": dp, "tp": tp, "pp": pp,
-                   "gbs": lbs * gas * dp, "zero": 0, "precision": precision,
+                   "gbs": lbs * gas * dp, "layout": "TP%dPP%dDP%d" % (tp, pp, dp), "zero": 0, "precision": precision,
                    "recompute": False, "flash_attention": device != "cpu",
                    "lr": lr, "steps": steps, "warmup_steps": 10, "seed": 1234,
                    "device": "cpu" if device == "cpu" else "cuda"},
@@ -76,7 +77,7 @@ def metrics(preset, overrides, device, gpu_name, dp, tp, pp, lbs, mpe, gas, lr, 
                        "measured_steps": steps - 2, "excluded_warmup_steps": 2},
         "flops_per_token": {"6N": f6n, "palm": fpalm},
         "mfu": ({"6N": tps * f6n / peak, "palm": tps * fpalm / peak,
-                 "peak_flops_per_device": peak, "peak_source": "table:%s/%s" % (device, precision)}
+                 "peak_flops_per_device": peak, "peak_source": "table: %s %s" % (device, precision)}
                 if peak else {}),
         "memory": {"peak_bytes": int(peak_gib * GIB), "device_total_bytes": int(total_gib * GIB)},
         "loss": {"final": sum(losses[-10:]) / 10, "final_window": 10, "first": losses[0]},
@@ -89,10 +90,7 @@ def metrics(preset, overrides, device, gpu_name, dp, tp, pp, lbs, mpe, gas, lr, 
                       "driver": "550.54.15", "cuda": "12.4"}),
         "provenance": {"host": host, "started_at": started, "trainer_build": build},
     }
-    if evals:
-        out["eval"] = evals
-    if not peak:
-        del out["mfu"]
+    out["eval"] = evals
     return out
 
 
@@ -103,7 +101,9 @@ def write_run(name, m, losses, lr, ms):
         json.dump(m, f, indent=2, sort_keys=True)
         f.write("\n")
     with open(os.path.join(d, "log.jsonl"), "w") as f:
-        f.write(log_lines(losses, lr, m["throughput"]["tokens_per_device_per_s"], ms))
+        f.write(log_lines(losses, lr, m["throughput"]["tokens_per_s"], ms,
+                          m["config"]["lbs"] * m["config"]["mpe"] * m["config"]["gas"] *
+                          m["config"]["dp"]))
 
 
 def main():
@@ -158,8 +158,9 @@ def main():
         {"metrics": path + "/metrics.json", "log": path + "/log.jsonl", "origin": "fresh",
          "source": "cache ac/9a8b7c6d5e"}]})
 
-    tiny_eval = {"val_loss": 3.4178, "perplexity": 30.5062, "accuracy": 0.4125, "task": "copa",
-                 "examples": 400}
+    tiny_eval = {"val_loss": 3.4178, "perplexity": 30.5062, "tokens": 51200, "task": "copa",
+                 "accuracy": 0.4125, "examples": 400, "choices": 2, "chance": 0.5,
+                 "exact_match": None, "exact_match_examples": 0}
     path = run("tiny.cpu", preset="tiny", overrides={"hidden": 256, "layers": 4}, device="cpu",
                gpu_name="", dp=1, tp=1, pp=1, lbs=8, mpe=256, gas=1, lr=1e-3, steps=steps,
                tps=2351.37, peak_gib=0.412, total_gib=7.7, losses=curve(steps, 0.7, seed=5, jitter=0),
@@ -172,9 +173,13 @@ def main():
     d = os.path.join(HERE, "runs", "tiny.eval")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "metrics.json"), "w") as f:
-        json.dump({"format": "benchmake-metrics", "version": 1,
-                   "eval": {"val_loss": 3.1127, "perplexity": 22.4811, "accuracy": 0.6125,
-                            "task": "instructions", "examples": 160},
+        json.dump({"format": "benchmake-metrics", "version": 1, "kind": "evaluate",
+                   "config": {"lbs": 8, "mpe": 256, "device": "cpu"},
+                   "throughput": None, "loss": None, "tokens": None,
+                   "eval": {"val_loss": 3.1127, "perplexity": 22.4811, "tokens": 40960,
+                            "task": "instructions", "accuracy": 0.6125, "examples": 160,
+                            "choices": 4, "chance": 0.25, "exact_match": 0.1875,
+                            "exact_match_examples": 160},
                    "provenance": {"host": "laptop", "started_at": "2026-11-21T08:58:12Z",
                                   "trainer_build": "benchmake-train 0.1.0 (g62c15d3, cpu)"}},
                   f, indent=2, sort_keys=True)

@@ -79,8 +79,21 @@ void ExpectGolden(const std::string& name, const std::string& actual) {
   Result<std::string> expected = ReadWholeFile(path);
   ASSERT_TRUE(expected.ok()) << expected.status().message()
                              << " (run with BENCHMAKE_UPDATE_GOLDEN=1 to create it)";
-  EXPECT_EQ(*expected, actual) << "golden file " << path
-                               << " differs; BENCHMAKE_UPDATE_GOLDEN=1 rewrites it";
+  if (*expected == actual) return;
+  // Show the first differing line, not two walls of text.
+  size_t line = 1, pos = 0;
+  while (pos < expected->size() && pos < actual.size() && (*expected)[pos] == actual[pos]) {
+    if (actual[pos++] == '\n') ++line;
+  }
+  size_t start = expected->rfind('\n', pos == 0 ? 0 : pos - 1);
+  start = start == std::string::npos ? 0 : start + 1;
+  auto line_at = [start](const std::string& s) {
+    return start >= s.size() ? std::string("(end of file)")
+                             : s.substr(start, s.find('\n', start) - start);
+  };
+  ADD_FAILURE() << "golden file " << path << " differs at line " << line
+                << ":\n  expected: " << line_at(*expected) << "\n  actual:   " << line_at(actual)
+                << "\n(BENCHMAKE_UPDATE_GOLDEN=1 rewrites it; review the diff)";
 }
 
 }  // namespace bm::report::testing

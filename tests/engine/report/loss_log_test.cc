@@ -26,3 +26,20 @@ TEST(LossLog, ErrorsNameTheLine) {
 
 }  // namespace
 }  // namespace bm::report
+
+namespace bm::report {
+namespace {
+
+TEST(LossLog, HeaderLineIsCheckedAndSkipped) {
+  Result<std::vector<LossPoint>> p = ParseLossLog(
+      "{\"format\": \"benchmake-log\", \"version\": 1}\n{\"step\": 1, \"loss\": 9.5}\n", "l");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->size(), 1u);
+  EXPECT_EQ(ParseLossLog("{\"format\": \"benchmake-log\", \"version\": 2}\n", "l").status().code(),
+            ErrorCode::kUnsupported);
+  EXPECT_EQ(ParseLossLog("{\"format\": \"other\"}\n", "l").status().message(),
+            "l:1: format is \"other\", expected \"benchmake-log\"");
+}
+
+}  // namespace
+}  // namespace bm::report

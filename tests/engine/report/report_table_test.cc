@@ -58,7 +58,7 @@ TEST(ReportTable, EvaluateRowHasOnlyEvalColumns) {
   EXPECT_EQ(eval.rule, "evaluate");
   EXPECT_FALSE(eval.tokens_per_device_per_s);
   EXPECT_EQ(MemText(eval), "");
-  EXPECT_EQ(EvalText(eval), "val 3.113, ppl 22.48, acc 61.3% (instructions)");
+  EXPECT_EQ(EvalText(eval), "val 3.113, ppl 22.48, acc 61.3%, em 18.8% (instructions)");
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ packages=(
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.
   packages+=(xxhash nginx-light python3)
+  # The HTML report is checked in a real browser (tests/engine/report/html_browser_test.cc).
+  packages+=(chromium)
 fi
 
 missing=()

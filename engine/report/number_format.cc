@@ -49,8 +49,9 @@ std::string FormatValue(Quantity q, double value, bool with_unit) {
 std::string FormatStat(Quantity q, const Stat& s, bool with_unit) {
   std::string median = FormatValue(q, s.median, with_unit);
   if (!s.varies()) return median;
-  return fmt::format("{} ({}\u2013{})", median, FormatValue(q, s.min, false),
-                     FormatValue(q, s.max, false));
+  std::string lo = FormatValue(q, s.min, false), hi = FormatValue(q, s.max, false);
+  if (lo == hi) return median;  // a spread below the shown precision
+  return fmt::format("{} ({}\u2013{})", median, lo, hi);
 }
 
 }  // namespace bm::report

@@ -40,7 +40,7 @@ double Scaled(Quantity q, double value);
 // "3564.2", "47.9%", "44.2", "3.312", ... (no "%" when with_unit is false).
 std::string FormatValue(Quantity q, double value, bool with_unit = true);
 
-// One round or no spread: the median alone. Otherwise "median (min–max)",
+// One round, or no spread at the shown precision: the median alone. Otherwise "median (min–max)",
 // e.g. "3564.2 (3550.1–3570.3)"; the dash is U+2013.
 std::string FormatStat(Quantity q, const Stat& s, bool with_unit = true);
 

@@ -26,6 +26,7 @@ TEST(NumberFormat, StatShowsRangeOnlyWhenItVaries) {
             "3912.4 (3890.1\u20133935.7)");
   EXPECT_EQ(FormatStat(Quantity::kLoss, Stat{2.5, 2.5, 2.5, 3}), "2.500");
   EXPECT_EQ(FormatStat(Quantity::kMfu, Stat{0.2, 0.1, 0.3, 1}), "20.0%");
+  EXPECT_EQ(FormatStat(Quantity::kMfu, Stat{0.1271, 0.1269, 0.1273, 2}), "12.7%");
 }
 
 TEST(Stat, MedianMinMaxCount) {

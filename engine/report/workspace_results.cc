@@ -93,6 +93,15 @@ Result<MeasuredTarget> FromCache(const engine::Workspace& ws, const std::string&
   for (const cache::RecordedMeasurement& rm : best->remeasurements) {
     t.measurements.push_back(FromRecord(rm.metrics, rm.provenance, Origin::kRestored, source));
   }
+  // The loss curve is one of the cached outputs.
+  for (const cache::OutputFile& f : best->outputs) {
+    if (f.path != "log.jsonl") continue;
+    BM_ASSIGN_OR_RETURN(engine::WorkspaceConfig config, engine::LoadConfig(ws));
+    BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, engine::OpenCache(ws, config));
+    BM_ASSIGN_OR_RETURN(std::string text, cache->ReadBlob(f.digest));
+    BM_ASSIGN_OR_RETURN(std::vector<LossPoint> losses, ParseLossLog(text, source + " log.jsonl"));
+    for (Measurement& m : t.measurements) m.losses = losses;
+  }
   return t;
 }
 

@@ -1,5 +1,6 @@
 #include "base/filesystem.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace bm {

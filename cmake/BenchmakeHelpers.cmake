@@ -23,7 +23,13 @@ function(bm_test name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   bm_warnings(${name})
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
-    PROPERTIES LABELS "${T_LABELS}"
-    ENVIRONMENT "BENCHMAKE_SOURCE_DIR=${PROJECT_SOURCE_DIR};BENCHMAKE_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  # An empty LABELS value would swallow the next property name, so LABELS is
+  # passed only when given.
+  set(env "BENCHMAKE_SOURCE_DIR=${PROJECT_SOURCE_DIR};BENCHMAKE_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(T_LABELS)
+    gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
+      PROPERTIES LABELS "${T_LABELS}" ENVIRONMENT "${env}")
+  else()
+    gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES ENVIRONMENT "${env}")
+  endif()
 endfunction()

@@ -14,10 +14,11 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libtomlplusplus-dev libfmt-dev libxxhash-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libopenblas-dev
+  libicu-dev libarchive-dev zlib1g-dev libzstd-dev
 )
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.
-  packages+=(xxhash nginx-light python3)
+  packages+=(xxhash nginx python3 openssl curl)
   # The HTML report is checked in a real browser (tests/engine/report/html_browser_test.cc).
   packages+=(chromium)
 fi

@@ -1,0 +1,253 @@
+#include "rules/documents.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+namespace bm::rules {
+namespace {
+
+using nlohmann::json;
+
+// Calls f(line, line_number) for each line (without its '\n').
+template <typename F>
+Status ForEachLine(std::string_view contents, F&& f) {
+  size_t pos = 0, line_no = 0;
+  while (pos < contents.size()) {
+    size_t eol = contents.find('\n', pos);
+    if (eol == std::string_view::npos) eol = contents.size();
+    ++line_no;
+    BM_TRY(f(contents.substr(pos, eol - pos), line_no));
+    pos = eol + 1;
+  }
+  return Status::Ok();
+}
+
+bool IsBlank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+Result<std::string> StringField(const json& obj, std::string_view key, bool required,
+                                std::string_view where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (!required) return std::string();
+    return Errorf(ErrorCode::kInvalidArgument, "{}: no \"{}\" field", where, key);
+  }
+  if (!it->is_string()) {
+    return Errorf(ErrorCode::kInvalidArgument, "{}: \"{}\" is not a string", where, key);
+  }
+  return it->get<std::string>();
+}
+
+Status AlpacaDocument(const json& obj, const PromptTemplates& t, std::string_view where,
+                      std::vector<Document>* out) {
+  if (!obj.is_object()) return Errorf(ErrorCode::kInvalidArgument, "{}: not an object", where);
+  BM_ASSIGN_OR_RETURN(std::string instruction, StringField(obj, "instruction", true, where));
+  BM_ASSIGN_OR_RETURN(std::string input, StringField(obj, "input", false, where));
+  BM_ASSIGN_OR_RETURN(std::string output, StringField(obj, "output", true, where));
+  const std::string prompt = RenderTemplate(input.empty() ? t.prompt : t.prompt_input,
+                                            {{"instruction", instruction}, {"input", input}});
+  out->push_back({{{prompt, false}, {output, true}}});
+  return Status::Ok();
+}
+
+Status ConversationDocument(const json& obj, const PromptTemplates& t, std::string_view where,
+                            std::vector<Document>* out) {
+  if (!obj.is_object() || !obj.contains("conversations") || !obj["conversations"].is_array()) {
+    return Errorf(ErrorCode::kInvalidArgument, "{}: no \"conversations\" list", where);
+  }
+  Document doc;
+  BM_ASSIGN_OR_RETURN(std::string system, StringField(obj, "system", false, where));
+  if (system.empty()) {
+    BM_ASSIGN_OR_RETURN(system, StringField(obj, "instruction", false, where));
+  }
+  if (!system.empty())
+    doc.segments.push_back({RenderTemplate(t.system, {{"system", system}}), false});
+  for (const json& turn : obj["conversations"]) {
+    BM_ASSIGN_OR_RETURN(std::string from, StringField(turn, "from", true, where));
+    BM_ASSIGN_OR_RETURN(std::string value, StringField(turn, "value", true, where));
+    if (from == "human" || from == "user") {
+      doc.segments.push_back({RenderTemplate(t.human, {{"value", value}}), false});
+    } else if (from == "gpt" || from == "assistant") {
+      doc.segments.push_back({RenderTemplate(t.gpt, {{"value", value}}), true});
+    } else {
+      return Errorf(ErrorCode::kInvalidArgument, "{}: turn from \"{}\" (expected human or gpt)",
+                    where, from);
+    }
+  }
+  out->push_back(std::move(doc));
+  return Status::Ok();
+}
+
+Status TextDocuments(std::string_view contents, std::string_view origin,
+                     const std::string& document_start, std::vector<Document>* out) {
+  if (document_start.empty()) {
+    out->push_back({{{std::string(contents), true}}});
+    return Status::Ok();
+  }
+  std::regex start;
+  try {
+    start = std::regex(document_start, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return Errorf(ErrorCode::kInvalidArgument, "document_start /{}/: {}", document_start, e.what());
+  }
+  size_t doc_begin = 0, pos = 0;
+  while (pos < contents.size()) {
+    size_t eol = contents.find('\n', pos);
+    eol = eol == std::string_view::npos ? contents.size() : eol + 1;
+    std::string_view line = contents.substr(pos, eol - pos);
+    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+    if (pos > doc_begin && std::regex_search(line.begin(), line.end(), start)) {
+      out->push_back({{{std::string(contents.substr(doc_begin, pos - doc_begin)), true}}});
+      doc_begin = pos;
+    }
+    pos = eol;
+  }
+  if (pos > doc_begin || contents.empty()) {
+    out->push_back({{{std::string(contents.substr(doc_begin)), true}}});
+  }
+  (void)origin;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view FormatName(Format format) {
+  switch (format) {
+    case Format::kText:
+      return "text";
+    case Format::kJsonl:
+      return "jsonl";
+    case Format::kAlpaca:
+      return "alpaca";
+    case Format::kConversations:
+      return "conversations";
+    case Format::kNpy:
+      return "npy";
+    case Format::kPaddle:
+      return "paddle";
+  }
+  return "?";
+}
+
+Result<Format> ParseFormat(std::string_view name) {
+  for (Format f : {Format::kText, Format::kJsonl, Format::kAlpaca, Format::kConversations,
+                   Format::kNpy, Format::kPaddle}) {
+    if (FormatName(f) == name) return f;
+  }
+  return Errorf(ErrorCode::kInvalidArgument,
+                "unknown format '{}' (auto, text, jsonl, alpaca, conversations, npy, paddle)",
+                name);
+}
+
+Format DetectFormat(const std::string& path, std::string_view first_line) {
+  if (path.ends_with("_ids.npy")) return Format::kPaddle;
+  if (path.ends_with(".npy")) return Format::kNpy;
+  if (path.ends_with(".json")) return Format::kAlpaca;
+  if (path.ends_with(".jsonl")) {
+    return first_line.find("\"conversations\"") != std::string_view::npos ? Format::kConversations
+                                                                          : Format::kJsonl;
+  }
+  return Format::kText;
+}
+
+PromptTemplates DefaultPromptTemplates() {
+  PromptTemplates t;
+  t.prompt =
+      "Below is an instruction that describes a task. Write a response that appropriately "
+      "completes the request.\n\n### Instruction:\n{instruction}\n\n### Response:\n";
+  t.prompt_input =
+      "Below is an instruction that describes a task, paired with an input that provides further "
+      "context. Write a response that appropriately completes the request.\n\n### Instruction:\n"
+      "{instruction}\n\n### Input:\n{input}\n\n### Response:\n";
+  t.system = "{system}\n\n";
+  t.human = "### Human: {value}\n### Assistant: ";
+  t.gpt = "{value}\n";
+  return t;
+}
+
+std::string RenderTemplate(std::string_view text,
+                           const std::vector<std::pair<std::string, std::string>>& vars) {
+  std::string out;
+  out.reserve(text.size() + 64);
+  for (size_t i = 0; i < text.size();) {
+    bool replaced = false;
+    if (text[i] == '{') {
+      for (const auto& [name, value] : vars) {
+        if (text.compare(i + 1, name.size(), name) == 0 && i + 1 + name.size() < text.size() &&
+            text[i + 1 + name.size()] == '}') {
+          out += value;
+          i += name.size() + 2;
+          replaced = true;
+          break;
+        }
+      }
+    }
+    if (!replaced) out += text[i++];
+  }
+  return out;
+}
+
+Status ParseDocuments(std::string_view contents, std::string_view origin, Format format,
+                      const ReadOptions& options, std::vector<Document>* out) {
+  switch (format) {
+    case Format::kText:
+      return TextDocuments(contents, origin, options.document_start, out);
+    case Format::kAlpaca: {
+      const size_t first = contents.find_first_not_of(" \t\r\n");
+      if (first != std::string_view::npos && contents[first] == '[') {
+        json list = json::parse(contents, nullptr, false);
+        if (list.is_discarded() || !list.is_array()) {
+          return Errorf(ErrorCode::kInvalidArgument, "{}: not a JSON list", origin);
+        }
+        for (size_t i = 0; i < list.size(); ++i) {
+          BM_TRY(AlpacaDocument(list[i], options.templates, fmt::format("{}: item {}", origin, i),
+                                out));
+        }
+        return Status::Ok();
+      }
+      [[fallthrough]];  // one object per line
+    }
+    case Format::kJsonl:
+    case Format::kConversations:
+      return ForEachLine(contents, [&](std::string_view line, size_t line_no) -> Status {
+        if (IsBlank(line)) return Status::Ok();
+        const std::string where = fmt::format("{}:{}", origin, line_no);
+        json obj = json::parse(line, nullptr, false);
+        if (obj.is_discarded()) return Errorf(ErrorCode::kInvalidArgument, "{}: not JSON", where);
+        if (format == Format::kAlpaca) return AlpacaDocument(obj, options.templates, where, out);
+        if (format == Format::kConversations) {
+          return ConversationDocument(obj, options.templates, where, out);
+        }
+        if (!obj.is_object())
+          return Errorf(ErrorCode::kInvalidArgument, "{}: not an object", where);
+        BM_ASSIGN_OR_RETURN(std::string text, StringField(obj, options.text_field, true, where));
+        out->push_back({{{std::move(text), true}}});
+        return Status::Ok();
+      });
+    case Format::kNpy:
+    case Format::kPaddle:
+      break;
+  }
+  return Errorf(ErrorCode::kInternal, "{}: format {} holds token ids, not text", origin,
+                FormatName(format));
+}
+
+Status ReadDocuments(const std::string& path, Format format, const ReadOptions& options,
+                     std::vector<Document>* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Errorf(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "cannot open {}: {}",
+                  path, std::strerror(errno));
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return Errorf(ErrorCode::kIo, "cannot read {}", path);
+  return ParseDocuments(buf.str(), path, format, options, out);
+}
+
+}  // namespace bm::rules

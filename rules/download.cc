@@ -1,0 +1,327 @@
+#include "rules/download.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "base/archive.h"
+#include "base/http_client.h"
+#include "base/sha256.h"
+#include "rules/download_url.h"
+
+#if __has_include("base/digest.h")
+#include "base/digest.h"
+#define BM_DOWNLOAD_HAVE_XXH128 1
+#endif
+
+namespace bm::rules {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string HumanBytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", b, units[u]);
+}
+
+// "\rNAME: 12.0 MiB / 40.0 MiB  5.1 MiB/s  ETA 6 s" on a terminal, at most
+// five times a second.
+class ProgressLine {
+ public:
+  ProgressLine(std::string name, bool enabled) : name_(std::move(name)), enabled_(enabled) {}
+  ~ProgressLine() {
+    if (shown_) std::cerr << "\n";
+  }
+  void Update(uint64_t base, uint64_t so_far, uint64_t total) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    shown_ = true;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = secs > 0 ? so_far / secs : 0;
+    std::string line = fmt::format("\r{}: {}", name_, HumanBytes(base + so_far));
+    if (total > 0) line += " / " + HumanBytes(base + total);
+    line += fmt::format("  {}/s", HumanBytes(rate));
+    if (total > so_far && rate > 0) line += fmt::format("  ETA {:.0f} s", (total - so_far) / rate);
+    std::cerr << line << "   " << std::flush;
+  }
+
+ private:
+  std::string name_;
+  bool enabled_;
+  bool shown_ = false;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_;
+};
+
+bool IsTransient(const Status& status, long http_status) {
+  switch (status.code()) {
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kCorrupt:  // truncated body
+      return true;
+    case ErrorCode::kFailed:
+      return http_status >= 500 || http_status == 429;
+    default:
+      return false;
+  }
+}
+
+uint64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(size);
+}
+
+// One GET of url from the partial file's end into it.
+Status FetchOnce(http::Client& client, const std::string& url, const std::string& part,
+                 ProgressLine& progress, long* http_status) {
+  const uint64_t offset = FileSize(part);
+  std::FILE* f = std::fopen(part.c_str(), "ab");
+  if (f == nullptr) return Errorf(ErrorCode::kIo, "cannot open {}", part);
+  http::Transfer t;
+  t.url = url;
+  t.range_start = offset;
+  uint64_t base = offset;
+  t.on_response = [&](const http::Response& r) -> Status {
+    if (r.body_offset != offset) {  // the server sent the whole resource
+      if (std::fflush(f) != 0 || ::ftruncate(::fileno(f), 0) != 0) {
+        return Errorf(ErrorCode::kIo, "cannot truncate {}", part);
+      }
+      base = 0;
+    }
+    return Status::Ok();
+  };
+  t.sink = [&](const char* data, size_t n) -> Status {
+    if (std::fwrite(data, 1, n, f) != n) return Errorf(ErrorCode::kIo, "cannot write {}", part);
+    return Status::Ok();
+  };
+  t.progress = [&](uint64_t so_far, uint64_t total) { progress.Update(base, so_far, total); };
+  Status st = client.Run(t);
+  *http_status = t.response.status;
+  if (std::fclose(f) != 0 && st.ok()) st = Errorf(ErrorCode::kIo, "cannot write {}", part);
+  return st;
+}
+
+void EmptyDirectory(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove_all(e.path(), ec);
+}
+
+Status MoveFile(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (!ec) return Status::Ok();
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);  // across filesystems
+  if (ec) return Errorf(ErrorCode::kIo, "cannot move {} to {}: {}", from, to, ec.message());
+  fs::remove(from, ec);
+  return Status::Ok();
+}
+
+Result<std::string> Xxh128OfFile(const std::string& path) {
+#ifdef BM_DOWNLOAD_HAVE_XXH128
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Errorf(ErrorCode::kIo, "cannot open {}", path);
+  Hasher h;
+  char buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) h.Update(buf, n);
+  std::fclose(f);
+  return h.Finish().Hex();
+#else
+  (void)path;
+  return Errorf(ErrorCode::kUnsupported, "xxh128 needs base/digest (not in this build)");
+#endif
+}
+
+class DownloadRule final : public engine::Rule {
+ public:
+  std::string_view name() const override { return "download"; }
+  int version() const override { return 1; }
+
+  const std::vector<engine::ParamSpec>& params() const override {
+    using engine::ParamType;
+    static const std::vector<engine::ParamSpec> specs = {
+        {"url", ParamType::kString, std::nullopt,
+         "https://, http://, file:///abs, or file:relative/to/BENCHFILE (${BENCHFILE_DIR} "
+         "expands)"},
+        {"sha256", ParamType::kString, json(""), "expected SHA-256 (64 hex digits)"},
+        {"xxh128", ParamType::kString, json(""), "expected XXH3-128 (32 hex digits)"},
+        {"headers", ParamType::kStringMap, json::object(),
+         "request headers; ${ENV} in values expands from the environment", false},
+        {"unpack", ParamType::kString, json(""), "\"\", gz, zst, tar, tar.gz, tar.zst"},
+        {"filename", ParamType::kString, json(""), "output file name (default: from the URL)"},
+        {"retries", ParamType::kInt, json(3), "retries of transient failures", false},
+        {"retry_delay_s", ParamType::kFloat, json(1.0), "first retry delay, doubling", false},
+        {"connect_timeout_s", ParamType::kFloat, json(10.0), "connect timeout", false},
+        {"stall_timeout_s", ParamType::kFloat, json(30.0),
+         "fail when no byte arrives for this long", false},
+    };
+    return specs;
+  }
+
+  std::vector<engine::ParamError> Check(const json& p) const override {
+    std::vector<engine::ParamError> errors;
+    auto hex = [&](const char* name, size_t len) {
+      if (!p.contains(name)) return;
+      const std::string v = p[name];
+      if (!v.empty() &&
+          (v.size() != len || v.find_first_not_of("0123456789abcdef") != std::string::npos)) {
+        errors.push_back({name, fmt::format("expected {} lowercase hex digits", len)});
+      }
+    };
+    hex("sha256", 64);
+    hex("xxh128", 32);
+    if (p.contains("unpack") && p["unpack"] != "" &&
+        !IsUnpackFormat(p["unpack"].get<std::string>())) {
+      errors.push_back({"unpack", "expected \"\", gz, zst, tar, tar.gz or tar.zst"});
+    }
+    if (p.contains("url")) {
+      const std::string url = p["url"];
+      if (!url.starts_with("file:") && !url.starts_with("http://") &&
+          !url.starts_with("https://")) {
+        errors.push_back({"url", "expected http://, https:// or file:"});
+      }
+    }
+    if (p.contains("filename")) {
+      const std::string f = p["filename"];
+      if (f.find('/') != std::string::npos || f == "." || f == "..") {
+        errors.push_back({"filename", "a plain file name, without '/'"});
+      }
+    }
+    if (p.contains("retries") && p["retries"].get<int64_t>() < 0) {
+      errors.push_back({"retries", "must be >= 0"});
+    }
+    return errors;
+  }
+
+  Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
+    Result<engine::StepResult> r = Download(ctx);
+    if (!r.ok()) EmptyDirectory(ctx.out_dir);
+    return r;
+  }
+
+ private:
+  Result<engine::StepResult> Download(engine::StepContext& ctx) const {
+    const json& p = ctx.params;
+    std::ostream& log = ctx.log != nullptr ? *ctx.log : std::clog;
+    BM_ASSIGN_OR_RETURN(const std::string url,
+                        ExpandUrl(p.at("url").get<std::string>(), ctx.workspace_dir));
+    http::ClientOptions options;
+    for (const auto& [name, value] : p.at("headers").items()) {
+      BM_ASSIGN_OR_RETURN(std::string v,
+                          ExpandEnvironment(value.get<std::string>(), "header " + name));
+      options.headers.push_back(name + ": " + v);
+    }
+    options.connect_timeout_seconds = p.at("connect_timeout_s").get<double>();
+    options.stall_seconds = p.at("stall_timeout_s").get<double>();
+    options.stall_bytes_per_second = 1;
+    const std::string filename =
+        p.at("filename") != "" ? p.at("filename").get<std::string>() : FileNameForUrl(url);
+    const std::string part_dir = !ctx.resume_dir.empty() ? ctx.resume_dir : ctx.scratch_dir;
+    const std::string part = part_dir + "/" + filename + ".part";
+    const uint64_t resumed_from = FileSize(part);
+    const int retries = static_cast<int>(p.at("retries").get<int64_t>());
+    const double delay = p.at("retry_delay_s").get<double>();
+
+    const auto t0 = Clock::now();
+    http::Client client(options);
+    ProgressLine progress(ctx.target, ctx.interactive);
+    int attempts = 0;
+    for (;;) {
+      ++attempts;
+      long http_status = 0;
+      Status st = FetchOnce(client, url, part, progress, &http_status);
+      if (st.ok()) break;
+      if (http_status == 416) {  // the partial file is not a prefix we can extend
+        fs::remove(part);
+        st = Errorf(ErrorCode::kCorrupt, "the server refused to resume (HTTP 416)");
+      }
+      if (!IsTransient(st, http_status) || attempts > retries) {
+        if (!IsTransient(st, http_status) && http_status != 416) fs::remove(part);
+        return st.WithContext(
+            fmt::format("download {} (attempt {} of {})", url, attempts, retries + 1));
+      }
+      const double wait = delay * static_cast<double>(1 << std::min(attempts - 1, 10));
+      log << fmt::format("download: {} (attempt {}); retrying in {:.1f} s\n", st.message(),
+                         attempts, wait);
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
+
+    json metrics = {{"url", url},
+                    {"file", filename},
+                    {"bytes", FileSize(part)},
+                    {"attempts", attempts},
+                    {"resumed_from", resumed_from},
+                    {"unpack", p.at("unpack")}};
+    BM_ASSIGN_OR_RETURN(metrics["sha256"], Sha256OfFile(part));
+    const std::string want_xxh = p.at("xxh128");
+    Result<std::string> xxh = Xxh128OfFile(part);
+    if (xxh.ok()) metrics["xxh128"] = *xxh;
+    const std::string want_sha = p.at("sha256");
+    auto mismatch = [&](const char* kind, const std::string& want, const std::string& got) {
+      fs::remove(part);
+      return Errorf(ErrorCode::kCorrupt, "download {}: {} mismatch: expected {}, got {}", url, kind,
+                    want, got);
+    };
+    if (!want_sha.empty() && metrics["sha256"] != want_sha) {
+      return mismatch("sha256", want_sha, metrics["sha256"]);
+    }
+    if (!want_xxh.empty()) {
+      if (!xxh.ok()) return xxh.status();
+      if (*xxh != want_xxh) return mismatch("xxh128", want_xxh, *xxh);
+    }
+    if (want_sha.empty() && want_xxh.empty()) {
+      log << fmt::format(
+          "download: warning: no checksum pinned for {}; this download has sha256 = \"{}\" "
+          "(add it to the target to pin the content)\n",
+          url, metrics["sha256"].get<std::string>());
+    }
+
+    const std::string unpack = p.at("unpack");
+    Status placed;
+    if (unpack.empty()) {
+      placed = MoveFile(part, ctx.out_dir + "/" + filename);
+    } else if (unpack == "gz" || unpack == "zst") {
+      std::string out_name = filename;
+      const std::string suffix = "." + unpack;
+      if (out_name.ends_with(suffix) && out_name.size() > suffix.size()) {
+        out_name.resize(out_name.size() - suffix.size());
+      } else {
+        out_name += ".out";
+      }
+      placed = DecompressFile(part, unpack, ctx.out_dir + "/" + out_name);
+    } else {
+      placed = ExtractArchive(part, unpack, ctx.out_dir);
+    }
+    if (!placed.ok()) {
+      fs::remove(part);
+      return placed.WithContext(fmt::format("download {}: unpack {}", url, unpack));
+    }
+    fs::remove(part);
+    metrics["seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
+    log << fmt::format("download: {} ({}) in {:.2f} s\n", filename,
+                       HumanBytes(metrics["bytes"].get<double>()),
+                       metrics["seconds"].get<double>());
+    engine::StepResult result;
+    result.metrics = std::move(metrics);
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<engine::Rule> MakeDownloadRule() { return std::make_unique<DownloadRule>(); }
+
+}  // namespace bm::rules

@@ -1,0 +1,285 @@
+#include "rules/tokenize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "rules/encode_documents.h"
+#include "rules/pretokenized_input.h"
+#include "rules/text/encoding.h"
+
+namespace bm::rules {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct InputFile {
+  std::string path;
+  Format format;
+};
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Files of the inputs in order: a directory contributes its regular files,
+// recursively, sorted by path, hidden names and Paddle index companions
+// (*_idx.npz, read beside their *_ids.npy) excluded.
+Result<std::vector<InputFile>> ResolveInputs(const TokenizeOptions& options) {
+  std::vector<std::string> paths;
+  for (const std::string& input : options.inputs) {
+    std::error_code ec;
+    if (fs::is_directory(input, ec)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(input, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.starts_with(".")) {
+          if (it->is_directory()) it.disable_recursion_pending();
+          continue;
+        }
+        if (it->is_regular_file() && !name.ends_with("_idx.npz")) found.push_back(it->path());
+      }
+      if (ec) return Errorf(ErrorCode::kIo, "cannot list {}: {}", input, ec.message());
+      std::sort(found.begin(), found.end());
+      paths.insert(paths.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(input, ec)) {
+      paths.push_back(input);
+    } else {
+      return Errorf(ErrorCode::kNotFound, "input {} does not exist", input);
+    }
+  }
+  if (paths.empty()) return Errorf(ErrorCode::kInvalidArgument, "no input files");
+  std::vector<InputFile> files;
+  for (const std::string& p : paths) {
+    Format f;
+    if (options.format == "auto") {
+      f = DetectFormat(p, p.ends_with(".jsonl") ? FirstLine(p) : "");
+    } else {
+      BM_ASSIGN_OR_RETURN(f, ParseFormat(options.format));
+    }
+    files.push_back({p, f});
+  }
+  return files;
+}
+
+Status WriteJsonAtomically(const std::string& path, const json& value) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << value.dump(2) << "\n";
+    out.flush();
+    if (!out) {
+      fs::remove(tmp);
+      return Errorf(ErrorCode::kIo, "cannot write {}", tmp);
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp);
+    return Errorf(ErrorCode::kIo, "cannot rename {} to {}: {}", tmp, path, ec.message());
+  }
+  return Status::Ok();
+}
+
+void RemoveOutputs(const std::string& out_dir) {
+  for (const char* name : {"train", "valid", "train_mask", "valid_mask"}) {
+    for (const char* ext : {".bin", ".idx"}) fs::remove(out_dir + "/" + name + ext);
+  }
+  fs::remove(out_dir + "/stats.json");
+}
+
+Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir,
+                      std::ostream* log) {
+  BM_ASSIGN_OR_RETURN(std::vector<InputFile> files, ResolveInputs(options));
+  BM_ASSIGN_OR_RETURN(text::Encoding encoding,
+                      text::Encoding::Load(options.tokenizer, options.vocab));
+  bool masks = false;
+  json formats = json::array();
+  for (const InputFile& f : files) {
+    masks |= f.format == Format::kAlpaca || f.format == Format::kConversations;
+    if (std::find(formats.begin(), formats.end(), FormatName(f.format)) == formats.end()) {
+      formats.push_back(FormatName(f.format));
+    }
+  }
+  const formats::DType dtype = formats::DTypeForVocab(encoding.vocab_size());
+  BM_ASSIGN_OR_RETURN(SplitDatasetWriter writer,
+                      SplitDatasetWriter::Create(out_dir, dtype, masks, options.split));
+  uint64_t documents = 0, tokens = 0, bytes = 0;
+  for (const InputFile& f : files) {
+    if (log != nullptr) *log << "tokenize: " << f.path << " (" << FormatName(f.format) << ")\n";
+    if (f.format == Format::kPaddle || f.format == Format::kNpy) {
+      BM_ASSIGN_OR_RETURN(ConvertedStats c, f.format == Format::kPaddle
+                                                ? ConvertPaddle(f.path, writer)
+                                                : ConvertNpy(f.path, encoding.eot_id(), writer));
+      documents += c.documents;
+      tokens += c.tokens;
+      continue;
+    }
+    std::vector<Document> docs;
+    BM_TRY(ReadDocuments(f.path, f.format, options.read, &docs));
+    const std::vector<EncodedDocument> encoded = EncodeDocuments(encoding, docs, options.threads);
+    for (const EncodedDocument& e : encoded) {
+      writer.BeginDocument();
+      BM_TRY(writer.AddSequence(e.ids, e.mask).WithContext(f.path));
+      writer.EndDocument();
+      tokens += e.ids.size();
+      bytes += e.bytes;
+    }
+    documents += encoded.size();
+  }
+  BM_TRY(writer.Finish());
+  json stats = {
+      {"documents", documents},
+      {"tokens", tokens},
+      {"bytes", bytes},
+      {"bytes_per_token", tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens},
+      {"vocab_size", encoding.vocab_size()},
+      {"eot_id", encoding.eot_id()},
+      {"tokenizer", encoding.name()},
+      {"dtype", formats::DTypeName(dtype)},
+      {"formats", formats},
+      {"masks", masks},
+      {"train", {{"documents", writer.train().documents}, {"tokens", writer.train().tokens}}},
+      {"valid", {{"documents", writer.valid().documents}, {"tokens", writer.valid().tokens}}},
+      {"split",
+       {{"rule", SplitRule::kDescription},
+        {"seed", options.split.seed},
+        {"valid_fraction", options.split.valid_fraction},
+        {"train_documents", writer.train().documents},
+        {"valid_documents", writer.valid().documents}}},
+  };
+  if (log != nullptr && options.split.valid_fraction > 0 && writer.valid().documents == 0) {
+    *log << "tokenize: warning: valid_fraction " << options.split.valid_fraction
+         << " put no document in valid (" << documents << " documents)\n";
+  }
+  BM_TRY(WriteJsonAtomically(out_dir + "/stats.json", stats));
+  return stats;
+}
+
+}  // namespace
+
+Result<json> TokenizeToDirectory(const TokenizeOptions& options, const std::string& out_dir,
+                                 std::ostream* log) {
+  Result<json> r = Tokenize(options, out_dir, log);
+  if (!r.ok()) RemoveOutputs(out_dir);
+  return r;
+}
+
+namespace {
+
+class TokenizeRule final : public engine::Rule {
+ public:
+  std::string_view name() const override { return "tokenize"; }
+  int version() const override { return 1; }
+
+  const std::vector<engine::ParamSpec>& params() const override {
+    using engine::ParamType;
+    static const PromptTemplates t = DefaultPromptTemplates();
+    static const std::vector<engine::ParamSpec> specs = {
+        {"input", ParamType::kInputList, std::nullopt,
+         "files or targets to tokenize (a target's whole output directory)"},
+        {"format", ParamType::kString, json("auto"),
+         "auto, text, jsonl, alpaca, conversations, npy, paddle (auto: by file name)"},
+        {"tokenizer", ParamType::kString, json("gpt2"),
+         "gpt2 (= r50k_base), p50k_base, cl100k_base, o200k_base, bytes"},
+        {"vocab", ParamType::kInput, json("data/gpt2.tiktoken"),
+         "the tiktoken rank file (ignored by tokenizer = \"bytes\")"},
+        {"text_field", ParamType::kString, json("text"), "the JSONL field holding the text"},
+        {"document_start", ParamType::kString, json(""),
+         "plain text: a line matching this regex starts a new document (\"\": one per file)"},
+        {"prompt_template", ParamType::kString, json(t.prompt),
+         "Alpaca prompt without input ({instruction})"},
+        {"prompt_template_input", ParamType::kString, json(t.prompt_input),
+         "Alpaca prompt with input ({instruction}, {input})"},
+        {"system_template", ParamType::kString, json(t.system),
+         "conversation prefix when a record has system or instruction ({system})"},
+        {"human_template", ParamType::kString, json(t.human),
+         "a human turn ({value}), not trained on"},
+        {"gpt_template", ParamType::kString, json(t.gpt), "a gpt turn ({value}), trained on"},
+        {"valid_fraction", ParamType::kFloat, json(0.05),
+         "share of documents held out for validation, by whole documents"},
+        {"seed", ParamType::kInt, json(1234), "seed of the train/valid split"},
+        {"threads", ParamType::kInt, json(0), "encoding threads (0: all cores)", false},
+    };
+    return specs;
+  }
+
+  std::vector<engine::ParamError> Check(const json& p) const override {
+    std::vector<engine::ParamError> errors;
+    if (p.contains("format") && p["format"] != "auto" &&
+        !ParseFormat(p["format"].get<std::string>()).ok()) {
+      errors.push_back({"format", ParseFormat(p["format"].get<std::string>()).status().message()});
+    }
+    if (p.contains("valid_fraction")) {
+      const double f = p["valid_fraction"].get<double>();
+      if (!(f >= 0 && f < 1)) errors.push_back({"valid_fraction", "must be in [0, 1)"});
+    }
+    if (p.contains("threads") && p["threads"].get<int64_t>() < 0) {
+      errors.push_back({"threads", "must be >= 0"});
+    }
+    static const std::vector<std::string> known = {"gpt2",        "r50k_base",  "p50k_base",
+                                                   "cl100k_base", "o200k_base", "bytes"};
+    if (p.contains("tokenizer") &&
+        std::find(known.begin(), known.end(), p["tokenizer"].get<std::string>()) == known.end()) {
+      errors.push_back({"tokenizer",
+                        "unknown tokenizer (gpt2, r50k_base, p50k_base, "
+                        "cl100k_base, o200k_base, bytes)"});
+    }
+    return errors;
+  }
+
+  Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
+    const json& p = ctx.params;
+    auto resolve = [&](const std::string& name) {
+      auto it = ctx.inputs.find(name);
+      if (it != ctx.inputs.end()) return it->second;
+      return name.starts_with("/") ? name : ctx.workspace_dir + "/" + name;
+    };
+    TokenizeOptions o;
+    for (const auto& in : p.at("input")) o.inputs.push_back(resolve(in.get<std::string>()));
+    o.format = p.at("format");
+    o.tokenizer = p.at("tokenizer");
+    o.vocab = resolve(p.at("vocab"));
+    o.read.text_field = p.at("text_field");
+    o.read.document_start = p.at("document_start");
+    o.read.templates.prompt = p.at("prompt_template");
+    o.read.templates.prompt_input = p.at("prompt_template_input");
+    o.read.templates.system = p.at("system_template");
+    o.read.templates.human = p.at("human_template");
+    o.read.templates.gpt = p.at("gpt_template");
+    o.split.valid_fraction = p.at("valid_fraction");
+    o.split.seed = static_cast<uint64_t>(p.at("seed").get<int64_t>());
+    o.threads = static_cast<int>(p.at("threads").get<int64_t>());
+    if (o.threads == 0)
+      o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+    const auto t0 = std::chrono::steady_clock::now();
+    BM_ASSIGN_OR_RETURN(json stats, TokenizeToDirectory(o, ctx.out_dir, ctx.log));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    engine::StepResult result;
+    result.metrics = stats;
+    result.metrics["time_s"] = seconds;
+    result.metrics["threads"] = o.threads;
+    if (ctx.log != nullptr) {
+      *ctx.log << fmt::format("tokenize: {} documents, {} tokens, {:.2f} bytes/token, {:.2f} s\n",
+                              stats["documents"].get<uint64_t>(), stats["tokens"].get<uint64_t>(),
+                              stats["bytes_per_token"].get<double>(), seconds);
+    }
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<engine::Rule> MakeTokenizeRule() { return std::make_unique<TokenizeRule>(); }
+
+}  // namespace bm::rules

@@ -1,0 +1,48 @@
+// The `tokenize` rule: text (or pretokenized ids) → Megatron indexed datasets
+// split into train and valid, plus stats.json. docs/DATA.md is the user's
+// page; this header is the contract.
+//
+// Parameters (see TokenizeRule::params() for defaults and docs): input (a list
+// of files or targets; a target's directory contributes every file in it,
+// recursively, in name order), format, tokenizer, vocab, text_field,
+// document_start, the prompt templates, valid_fraction, seed, threads.
+//
+// Output under out_dir: the layout of split_dataset_writer.h and stats.json:
+//   {documents, tokens, bytes, bytes_per_token, vocab_size, eot_id, tokenizer,
+//    dtype, formats, masks, train: {documents, tokens}, valid: {...},
+//    split: {rule, seed, valid_fraction, train_documents, valid_documents}}
+// stats.json holds only what the inputs and key parameters determine, so the
+// step's output bytes are the same for any thread count or machine; the
+// step's metrics add time_s and threads.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/rule.h"
+#include "rules/documents.h"
+#include "rules/split_dataset_writer.h"
+
+namespace bm::rules {
+
+struct TokenizeOptions {
+  std::vector<std::string> inputs;  // files or directories (absolute or relative to the cwd)
+  std::string format = "auto";      // "auto" or a FormatName
+  std::string tokenizer = "gpt2";   // an Encoding::Load name
+  std::string vocab;                // the rank file (unused for "bytes")
+  ReadOptions read;
+  SplitRule split;
+  int threads = 1;
+};
+
+// Tokenizes into out_dir (which must exist). Returns the stats.json object.
+// On failure nothing is left in out_dir.
+Result<nlohmann::json> TokenizeToDirectory(const TokenizeOptions& options,
+                                           const std::string& out_dir, std::ostream* log);
+
+std::unique_ptr<engine::Rule> MakeTokenizeRule();
+
+}  // namespace bm::rules

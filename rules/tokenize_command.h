@@ -1,0 +1,30 @@
+// `benchmake tokenize`: the tokenizer for people and scripts.
+//
+//   benchmake tokenize --vocab FILE [--encoding NAME] [--threads N] [--eot] [INPUT|-]
+//   benchmake tokenize --vocab FILE --decode [INPUT|-]
+//
+// Encoding prints the ids of INPUT's bytes (stdin for "-" or no INPUT), one
+// per line, like tiktoken's encode_ordinary; --eot appends the end-of-text id.
+// --decode reads whitespace-separated ids and writes their bytes. The
+// encoding comes from --encoding (gpt2, r50k_base, p50k_base, cl100k_base,
+// o200k_base, bytes) or else from the rank file's name (gpt2.tiktoken → gpt2).
+// Errors: kInvalidArgument for bad flags or ids (exit 2), kNotFound/kIo for
+// files.
+#pragma once
+
+#include <istream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace bm::rules {
+
+// args: the words after "tokenize". Reads stdin, writes stdout.
+Status TokenizeCommand(const std::vector<std::string>& args);
+
+// The same with explicit streams (for tests).
+Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out);
+
+}  // namespace bm::rules

@@ -1,0 +1,283 @@
+#include "rules/download.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "base/sha256.h"
+#include "rules/download_url.h"
+#include "tests/rules/text/test_data.h"
+#include "tests/support/nginx_server.h"
+#include "tests/support/raw_http_server.h"
+
+namespace bm::rules {
+namespace {
+
+namespace fs = std::filesystem;
+using bm::testing::NginxServer;
+using bm::testing::RawHttpServer;
+using nlohmann::json;
+using text::testing::ReadFile;
+
+std::string RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng() & 0xff);
+  return s;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+class DownloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = bm::testing::MakeTempDir("bm-download");
+    ASSERT_TRUE(dir.ok());
+    root_ = *dir;
+    for (const char* d : {"out", "resume", "scratch", "files"})
+      fs::create_directories(root_ + "/" + d);
+  }
+  void TearDown() override { bm::testing::RemoveTree(root_); }
+
+  void StartNginx(const std::string& token = "") {
+    bm::testing::NginxOptions options;
+    options.token = token;
+    auto server = NginxServer::Start(options);
+    if (!server.ok() && server.status().code() == ErrorCode::kUnsupported) {
+      GTEST_SKIP() << server.status().message();
+    }
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    nginx_ = std::move(*server);
+  }
+  // Serves bytes at /cache/NAME; returns its URL.
+  std::string Serve(const std::string& name, const std::string& bytes) {
+    WriteFile(nginx_->Root() + "/cache/" + name, bytes);
+    return nginx_->Url("/cache/" + name);
+  }
+
+  Result<engine::StepResult> Download(json params) {
+    auto rule = MakeDownloadRule();
+    for (const auto& spec : rule->params()) {
+      if (!params.contains(spec.name) && spec.default_value)
+        params[spec.name] = *spec.default_value;
+    }
+    if (!params.contains("retry_delay_s")) params["retry_delay_s"] = 0.01;
+    EXPECT_TRUE(rule->Check(params).empty());
+    engine::StepContext ctx;
+    ctx.target = "dl";
+    ctx.params = params;
+    ctx.workspace_dir = text::testing::SourcePath("");
+    ctx.out_dir = root_ + "/out";
+    ctx.resume_dir = root_ + "/resume";
+    ctx.scratch_dir = root_ + "/scratch";
+    ctx.log = &log_;
+    return rule->Run(ctx);
+  }
+
+  bool OutEmpty() { return fs::is_empty(root_ + "/out"); }
+  std::string Out(const std::string& name) { return ReadFile(root_ + "/out/" + name); }
+
+  std::string root_;
+  std::unique_ptr<NginxServer> nginx_;
+  std::ostringstream log_;
+};
+
+TEST_F(DownloadTest, NormalDownloadWithPinnedSha256) {
+  StartNginx();
+  const std::string data = RandomBytes(2 * 1024 * 1024 + 5, 1);
+  auto r = Download({{"url", Serve("blob.bin", data)}, {"sha256", Sha256Hex(data)}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Out("blob.bin"), data);
+  EXPECT_EQ(r->metrics["bytes"], data.size());
+  EXPECT_EQ(r->metrics["sha256"], Sha256Hex(data));
+  EXPECT_EQ(r->metrics["attempts"], 1);
+  EXPECT_TRUE(fs::is_empty(root_ + "/resume"));
+  EXPECT_EQ(log_.str().find("warning"), std::string::npos);
+}
+
+TEST_F(DownloadTest, WithoutChecksumWarnsAndRecordsTheDigest) {
+  StartNginx();
+  auto r = Download({{"url", Serve("a.txt", "hello")}, {"filename", "renamed.txt"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Out("renamed.txt"), "hello");
+  EXPECT_NE(log_.str().find("no checksum pinned"), std::string::npos);
+  EXPECT_NE(log_.str().find(Sha256Hex("hello")), std::string::npos);
+}
+
+TEST_F(DownloadTest, ResumesATruncatedTransfer) {
+  StartNginx();
+  const std::string data = RandomBytes(300000, 2);
+  // A server that sends the first 1000 bytes of a longer body, then hangs up.
+  RawHttpServer truncating(
+      "HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\n" + data.substr(0, 1000), false);
+  ASSERT_TRUE(truncating.status().ok());
+  auto first = Download({{"url", truncating.Url("/blob.bin")}, {"retries", 1}});
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), ErrorCode::kCorrupt) << first.status().message();
+  EXPECT_EQ(truncating.connections(), 2);  // one retry
+  EXPECT_TRUE(OutEmpty());
+  EXPECT_EQ(fs::file_size(root_ + "/resume/blob.bin.part"), 1000u);  // kept for resuming
+
+  auto second = Download({{"url", Serve("blob.bin", data)}, {"sha256", Sha256Hex(data)}});
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(second->metrics["resumed_from"], 1000);
+  EXPECT_EQ(Out("blob.bin"), data);
+  EXPECT_FALSE(fs::exists(root_ + "/resume/blob.bin.part"));
+}
+
+TEST_F(DownloadTest, NotFoundFailsAtOnceAndLeavesNothing) {
+  StartNginx();
+  auto r = Download({{"url", nginx_->Url("/cache/missing.bin")}, {"retries", 3}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(r.status().message().find("attempt 1 of 4"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(OutEmpty());
+  EXPECT_TRUE(fs::is_empty(root_ + "/resume"));
+}
+
+TEST_F(DownloadTest, ChecksumMismatchLeavesNothing) {
+  StartNginx();
+  const std::string url = Serve("x.bin", "actual bytes");
+  auto r = Download({{"url", url}, {"sha256", Sha256Hex("expected bytes")}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("sha256 mismatch"), std::string::npos);
+  EXPECT_TRUE(OutEmpty());
+  EXPECT_TRUE(fs::is_empty(root_ + "/resume"));
+}
+
+TEST_F(DownloadTest, StalledServerHitsTheTimeout) {
+  RawHttpServer stalled("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789", true);
+  ASSERT_TRUE(stalled.status().ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = Download({{"url", stalled.Url("/s.bin")}, {"retries", 0}, {"stall_timeout_s", 1.0}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << r.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  EXPECT_TRUE(OutEmpty());
+}
+
+TEST_F(DownloadTest, ServerErrorsAreRetried) {
+  RawHttpServer busy("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy", false);
+  auto r = Download({{"url", busy.Url("/b")}, {"retries", 2}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(busy.connections(), 3);
+  EXPECT_NE(log_.str().find("retrying"), std::string::npos);
+  EXPECT_TRUE(OutEmpty());
+}
+
+TEST_F(DownloadTest, HeadersExpandEnvironmentAndStayOutOfLogs) {
+  StartNginx("t0ps3cret");
+  const std::string url = Serve("private.bin", "private data");
+  ::setenv("BM_TEST_DOWNLOAD_TOKEN", "t0ps3cret", 1);
+  auto ok = Download(
+      {{"url", url}, {"headers", {{"Authorization", "Bearer ${BM_TEST_DOWNLOAD_TOKEN}"}}}});
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(Out("private.bin"), "private data");
+  EXPECT_EQ(ok->metrics.dump().find("t0ps3cret"), std::string::npos);
+  fs::remove(root_ + "/out/private.bin");
+
+  ::setenv("BM_TEST_DOWNLOAD_TOKEN", "wrong", 1);
+  auto denied = Download(
+      {{"url", url}, {"headers", {{"Authorization", "Bearer ${BM_TEST_DOWNLOAD_TOKEN}"}}}});
+  EXPECT_FALSE(denied.ok());
+  EXPECT_TRUE(OutEmpty());
+  ::unsetenv("BM_TEST_DOWNLOAD_TOKEN");
+  auto unset = Download(
+      {{"url", url}, {"headers", {{"Authorization", "Bearer ${BM_TEST_DOWNLOAD_TOKEN}"}}}});
+  EXPECT_EQ(unset.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(unset.status().message().find("BM_TEST_DOWNLOAD_TOKEN is not set"), std::string::npos);
+  EXPECT_EQ(log_.str().find("t0ps3cret"), std::string::npos);
+}
+
+TEST_F(DownloadTest, RelativeFileUrlAgainstTheWorkspace) {
+  const std::string kjv_sha = "38c828bc0001a8e33f88a4a98917665cff1dbb6964a549ad51b34ea5293f752d";
+  for (const char* url : {"file:data/kjv.txt", "file://${BENCHFILE_DIR}/data/kjv.txt"}) {
+    auto r = Download({{"url", url}, {"sha256", kjv_sha}});
+    ASSERT_TRUE(r.ok()) << url << ": " << r.status().message();
+    EXPECT_EQ(fs::file_size(root_ + "/out/kjv.txt"), 4236034u);
+    fs::remove(root_ + "/out/kjv.txt");
+  }
+  auto missing = Download({{"url", "file:data/nope.txt"}});
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+  EXPECT_TRUE(OutEmpty());
+}
+
+// Archives made by the system's gzip, zstd and tar; fetched over file://.
+TEST_F(DownloadTest, UnpacksEachFormat) {
+  const std::string f = root_ + "/files";
+  WriteFile(f + "/tree/a.txt", "alpha");
+  WriteFile(f + "/tree/sub/b.txt", "beta");
+  WriteFile(f + "/plain.txt", "plain text\n");
+  const std::string cmd = "cd " + f +
+                          " && gzip -k plain.txt && zstd -q -k plain.txt && tar -cf t.tar tree"
+                          " && tar -czf t.tar.gz tree && tar --zstd -cf t.tar.zst tree";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (const char* fmt : {"gz", "zst"}) {
+    auto r = Download({{"url", "file://" + f + "/plain.txt." + fmt}, {"unpack", fmt}});
+    ASSERT_TRUE(r.ok()) << fmt << ": " << r.status().message();
+    EXPECT_EQ(Out("plain.txt"), "plain text\n") << fmt;
+    fs::remove(root_ + "/out/plain.txt");
+    EXPECT_TRUE(OutEmpty()) << fmt;
+  }
+  for (const char* fmt : {"tar", "tar.gz", "tar.zst"}) {
+    auto r = Download({{"url", "file://" + f + "/t." + fmt}, {"unpack", fmt}});
+    ASSERT_TRUE(r.ok()) << fmt << ": " << r.status().message();
+    EXPECT_EQ(Out("tree/a.txt"), "alpha") << fmt;
+    EXPECT_EQ(Out("tree/sub/b.txt"), "beta") << fmt;
+    fs::remove_all(root_ + "/out/tree");
+  }
+}
+
+TEST_F(DownloadTest, BadArchivesLeaveNothing) {
+  const std::string f = root_ + "/files";
+  WriteFile(f + "/not.gz", "this is not gzip");
+  auto r = Download({{"url", "file://" + f + "/not.gz"}, {"unpack", "gz"}});
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_TRUE(OutEmpty());
+  // A tar whose member climbs out of the destination.
+  const std::string cmd = "cd " + f +
+                          " && mkdir -p x && echo evil > evil.txt && tar -cf evil.tar "
+                          "--transform='s,^,../,' evil.txt";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto evil = Download({{"url", "file://" + f + "/evil.tar"}, {"unpack", "tar"}});
+  EXPECT_EQ(evil.status().code(), ErrorCode::kCorrupt) << evil.status().message();
+  EXPECT_TRUE(OutEmpty());
+  EXPECT_FALSE(fs::exists(root_ + "/evil.txt"));
+}
+
+TEST(DownloadRuleTest, CheckRejectsBadParameters) {
+  auto rule = MakeDownloadRule();
+  auto errors = rule->Check({{"url", "ftp://x"},
+                             {"sha256", "abc"},
+                             {"xxh128", "zz"},
+                             {"unpack", "rar"},
+                             {"filename", "a/b"},
+                             {"retries", -1}});
+  EXPECT_EQ(errors.size(), 6u);
+  EXPECT_TRUE(rule->Check({{"url", "file:data/kjv.txt"}, {"unpack", "tar.gz"}}).empty());
+}
+
+TEST(DownloadUrlTest, Expansion) {
+  EXPECT_EQ(*ExpandUrl("file:data/kjv.txt", "/ws"), "file:///ws/data/kjv.txt");
+  EXPECT_EQ(*ExpandUrl("file:/abs/x", "/ws"), "file:///abs/x");
+  EXPECT_EQ(*ExpandUrl("file://${BENCHFILE_DIR}/d", "/ws"), "file:///ws/d");
+  EXPECT_EQ(*ExpandUrl("https://h/x?y=1", "/ws"), "https://h/x?y=1");
+  EXPECT_FALSE(ExpandUrl("ftp://h/x", "/ws").ok());
+  EXPECT_EQ(FileNameForUrl("https://h/a/b.tar.gz?sig=1#f"), "b.tar.gz");
+  EXPECT_EQ(FileNameForUrl("https://h/"), "download");
+  ::setenv("BM_TEST_X", "v", 1);
+  EXPECT_EQ(*ExpandEnvironment("a ${BM_TEST_X} $$ $b", "h"), "a v $ $b");
+  EXPECT_FALSE(ExpandEnvironment("${BM_TEST_X", "h").ok());
+  ::unsetenv("BM_TEST_X");
+}
+
+}  // namespace
+}  // namespace bm::rules

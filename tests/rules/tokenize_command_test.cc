@@ -1,0 +1,57 @@
+#include "rules/tokenize_command.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tests/rules/text/test_data.h"
+
+namespace bm::rules {
+namespace {
+
+Result<std::string> RunCommand(std::vector<std::string> args, const std::string& stdin_text) {
+  std::istringstream in(stdin_text);
+  std::ostringstream out;
+  BM_TRY(TokenizeCommand(args, in, out));
+  return out.str();
+}
+
+const std::string kVocab = bm::text::testing::SourcePath("data/gpt2.tiktoken");
+
+TEST(TokenizeCommandTest, EncodesStdinOneIdPerLine) {
+  EXPECT_EQ(*RunCommand({"--vocab", kVocab}, "Hello world"), "15496\n995\n");
+  EXPECT_EQ(*RunCommand({"--vocab", kVocab, "--eot", "-"}, "Hello world"), "15496\n995\n50256\n");
+  EXPECT_EQ(*RunCommand({"--vocab", kVocab, "--threads", "2"}, ""), "");
+}
+
+TEST(TokenizeCommandTest, DecodesIdsBackToBytes) {
+  EXPECT_EQ(*RunCommand({"--vocab", kVocab, "--decode"}, "15496\n995\n"), "Hello world");
+  EXPECT_EQ(*RunCommand({"--encoding", "bytes", "--decode"}, "104 105 256"), "hi<|endoftext|>");
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--decode"}, "15496 x").status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--decode"}, "99999").status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(TokenizeCommandTest, ReadsAFile) {
+  const std::string kjv = bm::text::testing::SourcePath("data/kjv.txt");
+  auto ids = RunCommand({"--vocab", kVocab, "--threads", "2", kjv}, "");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(std::count(ids->begin(), ids->end(), '\n'), 1061597);
+}
+
+TEST(TokenizeCommandTest, RejectsBadUsage) {
+  EXPECT_EQ(RunCommand({}, "").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab"}, "").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--threads", "x"}, "").status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--frobnicate"}, "").status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab", "/tmp/mystery.tiktoken"}, "").status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "/nonexistent/input"}, "").status().code(),
+            ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace bm::rules

@@ -1,0 +1,315 @@
+#include "rules/tokenize.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "base/formats/megatron_dataset.h"
+#include "rules/text/encoding.h"
+#include "tests/rules/text/test_data.h"
+
+namespace bm::rules {
+namespace {
+
+namespace fs = std::filesystem;
+using formats::IndexedDataset;
+using nlohmann::json;
+using text::testing::ReadFile;
+using text::testing::SourcePath;
+
+constexpr char kChapterStart[] = "^([1-3] )?[A-Z][a-z]+( [A-Za-z]+)* [0-9]+$";
+
+class TokenizeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (fs::temp_directory_path() / "bm_tokenize_XXXXXX").string();
+    root_ = ::mkdtemp(templ.data());
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::string Dir(const std::string& name) {
+    fs::create_directories(root_ + "/" + name);
+    return root_ + "/" + name;
+  }
+  std::string WriteInput(const std::string& name, const std::string& contents) {
+    std::ofstream(root_ + "/" + name, std::ios::binary) << contents;
+    return root_ + "/" + name;
+  }
+  engine::StepContext Context(json params, const std::string& out) {
+    auto rule = MakeTokenizeRule();
+    for (const auto& spec : rule->params()) {
+      if (!params.contains(spec.name) && spec.default_value)
+        params[spec.name] = *spec.default_value;
+    }
+    engine::StepContext ctx;
+    ctx.target = "tok";
+    ctx.params = params;
+    ctx.workspace_dir = SourcePath("");
+    ctx.out_dir = out;
+    ctx.log = &log_;
+    return ctx;
+  }
+  Result<engine::StepResult> RunRule(json params, const std::string& out) {
+    engine::StepContext ctx = Context(std::move(params), out);
+    return MakeTokenizeRule()->Run(ctx);
+  }
+
+  std::string root_;
+  std::ostringstream log_;
+};
+
+const text::Encoding& Gpt2() {
+  static const text::Encoding* enc = new text::Encoding(
+      std::move(*text::Encoding::Load("gpt2", SourcePath("data/gpt2.tiktoken"))));
+  return *enc;
+}
+
+// Rebuilds the input order from the split rule: document i is the next one
+// of valid when the rule says so, else the next one of train.
+std::vector<std::vector<int32_t>> DocumentsInInputOrder(const std::string& dir, SplitRule split) {
+  auto train = IndexedDataset::Open(dir + "/train");
+  auto valid = IndexedDataset::Open(dir + "/valid");
+  EXPECT_TRUE(train.ok() && valid.ok());
+  std::vector<std::vector<int32_t>> docs;
+  size_t t = 0, v = 0;
+  for (size_t i = 0; i < train->num_documents() + valid->num_documents(); ++i) {
+    const bool is_valid = split.IsValid(i);
+    IndexedDataset& ds = is_valid ? *valid : *train;
+    const size_t d = is_valid ? v++ : t++;
+    std::vector<int32_t> ids;
+    for (int64_t s = ds.document_index()[d]; s < ds.document_index()[d + 1]; ++s) {
+      auto seq = ds.ReadSequence(s);
+      ids.insert(ids.end(), seq->begin(), seq->end());
+    }
+    docs.push_back(std::move(ids));
+  }
+  return docs;
+}
+
+TEST_F(TokenizeTest, CorpusRoundTripsThroughTheSplitDatasets) {
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {"data/kjv.txt"}}, {"document_start", kChapterStart}, {"threads", 2}},
+                   out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json stats = json::parse(ReadFile(out + "/stats.json"));
+  EXPECT_EQ(stats["documents"], 1189);
+  // tiktoken's 1,061,597 for the whole file, plus one end-of-text per chapter,
+  // minus one token per chapter but the last: a chapter's closing "\n\n" is
+  // one piece (628) at the end of a document, two (198 198) before a heading.
+  EXPECT_EQ(stats["tokens"], 1061597 + 1189 - 1188);
+  EXPECT_EQ(stats["bytes"], 4236034);
+  EXPECT_EQ(stats["dtype"], "uint16");
+  EXPECT_EQ(stats["eot_id"], 50256);
+  EXPECT_EQ(stats["vocab_size"], 50257);
+  EXPECT_GT(stats["split"]["valid_documents"].get<int>(), 30);
+  EXPECT_EQ(
+      stats["split"]["train_documents"].get<int>() + stats["split"]["valid_documents"].get<int>(),
+      1189);
+  EXPECT_EQ(r->metrics["threads"], 2);
+  EXPECT_FALSE(fs::exists(out + "/train_mask.idx"));
+
+  std::string decoded;
+  for (auto& doc : DocumentsInInputOrder(out, {1234, 0.05})) {
+    ASSERT_EQ(doc.back(), 50256);
+    doc.pop_back();
+    decoded += *Gpt2().Decode(doc);
+  }
+  EXPECT_EQ(decoded, ReadFile(SourcePath("data/kjv.txt")));
+}
+
+TEST_F(TokenizeTest, SameBytesForOneTwoAndEightThreads) {
+  std::map<std::string, std::string> first;
+  for (int threads : {1, 2, 8}) {
+    const std::string out = Dir("t" + std::to_string(threads));
+    ASSERT_TRUE(
+        RunRule(
+            {{"input", {"data/kjv.txt"}}, {"document_start", kChapterStart}, {"threads", threads}},
+            out)
+            .ok());
+    // One big document as well, which EncodeParallel cuts into chunks.
+    const std::string whole = Dir("w" + std::to_string(threads));
+    ASSERT_TRUE(RunRule({{"input", {"data/kjv.txt"}}, {"threads", threads}}, whole).ok());
+    for (const auto& dir : {out, whole}) {
+      for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string kind = (dir == out ? "docs/" : "whole/") + e.path().filename().string();
+        const std::string bytes = ReadFile(e.path());
+        if (threads == 1) {
+          first[kind] = bytes;
+        } else {
+          EXPECT_EQ(bytes, first[kind]) << kind << " differs with " << threads << " threads";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(first.size(), 10u);  // 2 × (train, valid) × (.bin, .idx) + 2 × stats.json
+}
+
+TEST_F(TokenizeTest, AlpacaMasksOnlyTheResponseAndEndOfText) {
+  const std::string in = WriteInput("a.json", R"([
+    {"instruction": "Quote Genesis 1:3", "input": "", "output": "And God said, Let there be light."},
+    {"instruction": "Name the book", "input": "In the beginning", "output": "Genesis"}])");
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {in}}, {"valid_fraction", 0.0}}, out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto ids = IndexedDataset::Open(out + "/train");
+  auto mask = IndexedDataset::Open(out + "/train_mask");
+  ASSERT_TRUE(ids.ok() && mask.ok());
+  ASSERT_EQ(ids->num_sequences(), 2u);
+  EXPECT_EQ(mask->dtype(), formats::DType::kUInt8);
+  const PromptTemplates t = DefaultPromptTemplates();
+  const std::string prompt0 = RenderTemplate(t.prompt, {{"instruction", "Quote Genesis 1:3"}});
+  std::vector<int32_t> expected = Gpt2().Encode(prompt0);
+  const size_t prompt_len = expected.size();
+  const auto response = Gpt2().Encode("And God said, Let there be light.");
+  expected.insert(expected.end(), response.begin(), response.end());
+  expected.push_back(50256);
+  EXPECT_EQ(*ids->ReadSequence(0), expected);
+  std::vector<int32_t> want_mask(expected.size(), 1);
+  std::fill(want_mask.begin(), want_mask.begin() + prompt_len, 0);
+  EXPECT_EQ(*mask->ReadSequence(0), want_mask);
+  EXPECT_EQ(mask->sizes()[1], ids->sizes()[1]);
+  const std::string second = *Gpt2().Decode(*ids->ReadSequence(1));
+  EXPECT_NE(second.find("### Input:\nIn the beginning"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out + "/valid_mask.idx"));
+  EXPECT_TRUE(json::parse(ReadFile(out + "/stats.json"))["masks"].get<bool>());
+}
+
+TEST_F(TokenizeTest, EmbeddedInstructionSetTokenizes) {
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {"data/kjv_instruct_train.json"}}, {"valid_fraction", 0.0}}, out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_GT(r->metrics["documents"].get<int>(), 1000);
+  auto mask = IndexedDataset::Open(out + "/train_mask");
+  ASSERT_TRUE(mask.ok());
+  const auto m = *mask->ReadSequence(0);
+  EXPECT_EQ(m.front(), 0);  // the prompt
+  EXPECT_EQ(m.back(), 1);   // end-of-text
+}
+
+TEST_F(TokenizeTest, ConversationsTrainOnGptTurns) {
+  const std::string in = WriteInput(
+      "c.jsonl",
+      R"({"id": "1", "instruction": "Be brief.", "conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}, {"from": "human", "value": "Bye"}, {"from": "gpt", "value": "Farewell"}]})"
+      "\n");
+  const std::string out = Dir("out");
+  ASSERT_TRUE(RunRule({{"input", {in}}, {"valid_fraction", 0.0}}, out).ok()) << log_.str();
+  auto ids = IndexedDataset::Open(out + "/train");
+  auto mask = IndexedDataset::Open(out + "/train_mask");
+  const auto seq = *ids->ReadSequence(0);
+  const auto m = *mask->ReadSequence(0);
+  std::string trained;
+  std::vector<int32_t> trained_ids;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    if (m[i]) trained_ids.push_back(seq[i]);
+  }
+  EXPECT_EQ(*Gpt2().Decode(trained_ids), "Hello\nFarewell\n<|endoftext|>");
+  EXPECT_EQ(*Gpt2().Decode(seq),
+            "Be brief.\n\n### Human: Hi\n### Assistant: Hello\n### Human: Bye\n### Assistant: "
+            "Farewell\n<|endoftext|>");
+}
+
+TEST_F(TokenizeTest, JsonlTextFieldAndBytesTokenizer) {
+  const std::string in = WriteInput("d.jsonl", "{\"body\": \"ab\"}\n\n{\"body\": \"\\u00e9\"}\n");
+  const std::string out = Dir("out");
+  ASSERT_TRUE(RunRule({{"input", {in}},
+                       {"text_field", "body"},
+                       {"tokenizer", "bytes"},
+                       {"valid_fraction", 0.0}},
+                      out)
+                  .ok());
+  auto ids = IndexedDataset::Open(out + "/train");
+  EXPECT_EQ(*ids->ReadSequence(0), (std::vector<int32_t>{'a', 'b', 256}));
+  EXPECT_EQ(*ids->ReadSequence(1), (std::vector<int32_t>{0xc3, 0xa9, 256}));
+}
+
+TEST_F(TokenizeTest, FailuresLeaveNothingInOutDir) {
+  const std::string out = Dir("out");
+  const std::string bad = WriteInput("bad.jsonl", "{\"text\": \"ok\"}\n{\"other\": 1}\n");
+  auto r = RunRule({{"input", {bad}}}, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bad.jsonl:2"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(fs::is_empty(out));
+  EXPECT_EQ(RunRule({{"input", {root_ + "/missing.txt"}}}, out).status().code(),
+            ErrorCode::kNotFound);
+  const std::string not_json = WriteInput("n.json", "[{\"instruction\": 1}]");
+  EXPECT_FALSE(RunRule({{"input", {not_json}}}, out).ok());
+  EXPECT_FALSE(
+      RunRule({{"input", {"data/kjv.txt"}}, {"vocab", root_ + "/none.tiktoken"}}, out).ok());
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
+TEST_F(TokenizeTest, PaddleConversionKeepsEveryIdAndBoundary) {
+  const std::string dir = SourcePath("tests/rules/testdata/pretokenized");
+  const json expected = json::parse(ReadFile(dir + "/expected.json"));
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {dir + "/tiny_ids.npy"}}, {"valid_fraction", 0.3}}, out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::vector<int64_t> docs = expected["docs"];
+  const std::vector<int32_t> lens = expected["lens"], all = expected["ids"];
+  auto train = IndexedDataset::Open(out + "/train");
+  auto valid = IndexedDataset::Open(out + "/valid");
+  EXPECT_GT(valid->num_documents(), 0u);
+  EXPECT_EQ(train->num_documents() + valid->num_documents(), docs.size() - 1);
+  size_t t = 0, v = 0, pos = 0;
+  SplitRule split{1234, 0.3};
+  for (size_t d = 0; d + 1 < docs.size(); ++d) {
+    IndexedDataset& ds = split.IsValid(d) ? *valid : *train;
+    const size_t di = split.IsValid(d) ? v++ : t++;
+    ASSERT_EQ(ds.document_index()[di + 1] - ds.document_index()[di], docs[d + 1] - docs[d]);
+    for (int64_t s = docs[d]; s < docs[d + 1]; ++s) {
+      const auto seq = *ds.ReadSequence(ds.document_index()[di] + (s - docs[d]));
+      ASSERT_EQ(seq.size(), static_cast<size_t>(lens[s]));
+      EXPECT_EQ(seq, std::vector<int32_t>(all.begin() + pos, all.begin() + pos + lens[s]));
+      pos += lens[s];
+    }
+  }
+  EXPECT_EQ(pos, all.size());
+}
+
+TEST_F(TokenizeTest, PlainNpyDocumentsEndAtEndOfText) {
+  const std::string dir = SourcePath("tests/rules/testdata/pretokenized");
+  const json expected = json::parse(ReadFile(dir + "/expected.json"));
+  const std::string out = Dir("out");
+  ASSERT_TRUE(RunRule({{"input", {dir + "/plain.npy"}}, {"valid_fraction", 0.0}}, out).ok());
+  auto train = IndexedDataset::Open(out + "/train");
+  const std::vector<std::vector<int32_t>> want = expected["plain_documents"];
+  ASSERT_EQ(train->num_documents(), want.size());
+  for (size_t d = 0; d < want.size(); ++d) EXPECT_EQ(*train->ReadSequence(d), want[d]);
+}
+
+TEST_F(TokenizeTest, CorruptPaddleIndexIsAnError) {
+  const std::string src = SourcePath("tests/rules/testdata/pretokenized");
+  fs::copy_file(src + "/tiny_ids.npy", root_ + "/x_ids.npy");
+  const std::string out = Dir("out");
+  EXPECT_FALSE(RunRule({{"input", {root_ + "/x_ids.npy"}}}, out).ok());  // no x_idx.npz
+  std::ofstream(root_ + "/x_idx.npz") << "not a zip";
+  EXPECT_FALSE(RunRule({{"input", {root_ + "/x_ids.npy"}}}, out).ok());
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
+TEST_F(TokenizeTest, CheckRejectsBadParameters) {
+  auto rule = MakeTokenizeRule();
+  auto errors = rule->Check(
+      {{"format", "xml"}, {"valid_fraction", 1.5}, {"threads", -1}, {"tokenizer", "llama"}});
+  ASSERT_EQ(errors.size(), 4u);
+  EXPECT_EQ(errors[0].param, "format");
+  EXPECT_EQ(errors[1].param, "valid_fraction");
+  EXPECT_TRUE(rule->Check({{"format", "auto"}, {"valid_fraction", 0.1}}).empty());
+}
+
+TEST(SplitRuleTest, IsSeededAndRoughlyTheFraction) {
+  SplitRule a{1, 0.1}, b{2, 0.1};
+  int in_a = 0, same = 0;
+  for (uint64_t i = 0; i < 10000; ++i) {
+    in_a += a.IsValid(i);
+    same += a.IsValid(i) == b.IsValid(i);
+  }
+  EXPECT_NEAR(in_a, 1000, 150);
+  EXPECT_LT(same, 9500);  // another seed, another split
+  EXPECT_FALSE((SplitRule{1, 0.0}).IsValid(5));
+}
+
+}  // namespace
+}  // namespace bm::rules

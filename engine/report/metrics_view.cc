@@ -50,6 +50,7 @@ std::string DeviceName(const nlohmann::json& metrics) {
     if (g.is_string()) name = g.get<std::string>();
   }
   if (name.empty()) name = StringAt(metrics, "platform.device").value_or("");
+  if (name.empty() && !cpu_run) name = StringAt(metrics, "platform.gpu_name").value_or("");
   if (name.empty()) name = config_device.value_or("");
   constexpr std::string_view kVendor = "NVIDIA ";
   if (name.size() > kVendor.size() && name.compare(0, kVendor.size(), kVendor) == 0) {

@@ -24,6 +24,11 @@ Measurement FromRecord(const nlohmann::json& metrics, const cache::Provenance& p
                        const std::string& source) {
   Measurement m;
   m.metrics = metrics;
+  // Metrics of external commands (exec, measure) rarely name the platform:
+  // the engine's platform facts of the run stand in.
+  if (m.metrics.is_object() && !m.metrics.contains("platform") && !p.platform.empty()) {
+    m.metrics["platform"] = p.platform;
+  }
   m.provenance.origin = origin;
   m.provenance.host = p.host;
   m.provenance.measured_at = p.date;
@@ -159,7 +164,9 @@ Result<std::vector<MeasuredTarget>> CollectMeasured(const engine::Workspace* ws,
   };
   if (selectors.empty()) {
     for (const engine::TargetResult& r : results) {
-      if (r.built && IsTrainerMetrics(r.record.metrics)) BM_TRY(add(r));
+      bool measured = IsTrainerMetrics(r.record.metrics) ||
+                      (!r.record.provenance.platform.empty() && !r.record.metrics.empty());
+      if (r.built && measured) BM_TRY(add(r));
     }
     if (out.empty()) notes.push_back("no measured target yet (run `benchmake build`)");
     return out;

@@ -7,7 +7,8 @@
 // (ActionRecord::remeasurements) are kFresh when taken on this host after
 // out/NAME was materialized, else kRestored: a measurement that came with the
 // cache is never called fresh.
-// Loss curves come from out/NAME/log.jsonl when the target has one.
+// Loss curves come from out/NAME/log.jsonl when the target has one. Metrics
+// without a "platform" object get the record's platform facts as theirs.
 //
 // Thread safety: none needed (one call per command).
 #pragma once
@@ -28,7 +29,8 @@ Result<MeasuredTarget> FromTargetResult(const engine::TargetResult& result, File
 
 // Resolves selectors (report_args.h) to measured targets, in the order given.
 // Without selectors: every built target whose metrics are a trainer's
-// metrics.json ("format": "benchmake-metrics"), in BENCHFILE order.
+// metrics.json ("format": "benchmake-metrics") or that is platform-dependent
+// (its record has platform facts) and reports metrics, in BENCHFILE order.
 // `ws` may be null when every selector is a path.
 // Errors: kInvalidArgument for an unknown target; kNotFound for a target that
 // has not been built, or NAME@WHERE that matches nothing in the cache (the

@@ -12,7 +12,7 @@ namespace bm::report::testing {
 
 std::string DataDir() {
   const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  return std::string(src ? src : ".") + "/tests/data/report";
+  return std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/tests/data/report";
 }
 
 Measurement LoadRun(const std::string& name) {

@@ -10,7 +10,8 @@
 
 namespace bm::report::testing {
 
-// tests/data/report (from $BENCHMAKE_SOURCE_DIR, set by bm_test).
+// tests/data/report (below $BENCHMAKE_SOURCE_DIR, else the source dir that
+// bm_test compiles in).
 std::string DataDir();
 
 // The fixture set; each measurement's origin and source as set.json says.

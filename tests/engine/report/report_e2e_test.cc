@@ -27,7 +27,7 @@ class ReportE2e : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* bin = std::getenv("BENCHMAKE_BINARY_DIR");
-    benchmake_ = std::string(bin ? bin : ".") + "/benchmake";
+    benchmake_ = std::string(bin ? bin : BENCHMAKE_TEST_BINARY_DIR) + "/benchmake";
     if (!fs::exists(benchmake_)) GTEST_SKIP() << benchmake_ << " not built";
     if (std::system("command -v ninja >/dev/null && command -v python3 >/dev/null") != 0) {
       GTEST_SKIP() << "ninja or python3 missing: end-to-end report tests NOT run";

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 
 #include "base/file_lock.h"
 #include "cache/run_health.h"
@@ -84,6 +85,12 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
+  if (options.remeasure && !options.dry_run) {
+    StepOptions step;
+    step.remeasure = true;
+    step.console = &std::cout;
+    for (const std::string& t : options.targets) BM_TRY(RunStep(ws, t, step).status());
+  }
   return Status::Ok();
 }
 

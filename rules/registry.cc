@@ -16,6 +16,7 @@ void RegisterBuiltinRules(engine::RuleRegistry& registry) {
   registry.Register(MakePretrainRule());
   registry.Register(MakeFinetuneRule());
   registry.Register(MakeEvaluateRule());
+  registry.Register(MakeMeasureRule());
 }
 
 }  // namespace bm::rules

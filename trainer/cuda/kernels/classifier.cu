@@ -1,0 +1,106 @@
+#include <cmath>
+
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/classifier.cuh"
+#include "trainer/cuda/kernels/common.cuh"
+
+namespace bm::train::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+
+// ---- kernels: one block per row; online max/sum in one pass, then the gradient pass.
+
+template <typename T>
+__global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
+                                   const float* weights, float grad_scale, int vocab, int ld,
+                                   bool write_grad) {
+  __shared__ float shared[32];
+  int row = blockIdx.x;
+  T* x = logits + static_cast<size_t>(row) * ld;
+  int target = targets[row];
+  float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
+  float m = -INFINITY, s = 0.0f;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float v = ToF(x[i]);
+    if (v > m) {
+      s = s * expf(m - v) + 1.0f;
+      m = v;
+    } else {
+      s += expf(v - m);
+    }
+  }
+  float block_max = BlockMax(m, shared);
+  float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
+  float block_sum = BlockSum(scaled, shared);
+  float lse = block_max + logf(block_sum);
+  if (threadIdx.x == 0) {
+    losses[row] = weight == 0.0f ? 0.0f : weight * (lse - ToF(x[target]));
+  }
+  if (!write_grad) return;
+  __syncthreads();  // everyone has read x[target] before it is overwritten
+  float scale = grad_scale * weight;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float p = expf(ToF(x[i]) - lse);
+    float g = scale * (p - (i == target ? 1.0f : 0.0f));
+    x[i] = FromF<T>(g);
+  }
+}
+
+__global__ void SumLossesKernel(float* out, const float* losses, int n) {
+  __shared__ float shared[32];
+  float acc = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) acc += losses[i];
+  float total = BlockSum(acc, shared);
+  if (threadIdx.x == 0) out[0] = total;
+}
+
+}  // namespace
+
+// ---- launchers
+
+template <typename T>
+Status CrossEntropy(T* logits, float* losses, const int* targets, const float* weights,
+                    float grad_scale, int n, int vocab, int ld, bool write_grad,
+                    cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  CrossEntropyKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights, grad_scale,
+                                                    vocab, ld, write_grad);
+  BM_LAUNCH_CHECK("CrossEntropyKernel", "N={} V={} ld={}", n, vocab, ld);
+  return Status::Ok();
+}
+
+Status SumLosses(float* out, const float* losses, int n, cudaStream_t stream) {
+  SumLossesKernel<<<1, 1024, 0, stream>>>(out, losses, n);
+  BM_LAUNCH_CHECK("SumLossesKernel", "n={}", n);
+  return Status::Ok();
+}
+
+template Status CrossEntropy<float>(float*, float*, const int*, const float*, float, int, int, int,
+                                    bool, cudaStream_t);
+template Status CrossEntropy<bf16>(bf16*, float*, const int*, const float*, float, int, int, int,
+                                   bool, cudaStream_t);
+
+// ---- CPU twin
+
+void CrossEntropyCpu(float* logits, float* losses, const int* targets, const float* weights,
+                     float grad_scale, int n, int vocab, int ld, bool write_grad) {
+  for (int r = 0; r < n; ++r) {
+    float* x = logits + static_cast<size_t>(r) * ld;
+    int target = targets[r];
+    float weight = target < 0 ? 0.0f : (weights ? weights[r] : 1.0f);
+    double m = -INFINITY;
+    for (int i = 0; i < vocab; ++i) m = std::fmax(m, x[i]);
+    double s = 0.0;
+    for (int i = 0; i < vocab; ++i) s += std::exp(x[i] - m);
+    double lse = m + std::log(s);
+    losses[r] = weight == 0.0f ? 0.0f : static_cast<float>(weight * (lse - x[target]));
+    if (!write_grad) continue;
+    for (int i = 0; i < vocab; ++i) {
+      double p = std::exp(x[i] - lse);
+      x[i] = static_cast<float>(grad_scale * weight * (p - (i == target ? 1.0 : 0.0)));
+    }
+  }
+}
+
+}  // namespace bm::train::cuda

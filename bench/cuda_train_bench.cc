@@ -142,12 +142,19 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     hyper.step = step + 1;
     if (auto s = model.ZeroGradients(); !s.ok()) return Fail(s);
-    if (auto s = model.ForwardBackward(tokens, targets, {}, 1.0f / n); !s.ok()) return Fail(s);
-    auto stats = model.OptimizerStep(hyper);
-    if (!stats.ok()) return Fail(stats.status());
+    bm::train::cuda::TokenBatch batch;
+    batch.tokens = tokens.data(), batch.targets = targets.data();
+    batch.batch = run.micro_batch, batch.seq = run.seq;
+    auto sum = model.ForwardBackward(batch, 1.0f / n);
+    if (!sum.ok()) return Fail(sum.status());
+    if (auto s = model.OptimizerStep(hyper); !s.ok()) return Fail(s);
+    if (auto s = model.Synchronize(); !s.ok()) return Fail(s);
     auto t1 = std::chrono::steady_clock::now();
-    loss = stats->loss_sum / n;
-    norm = stats->grad_norm;
+    loss = *sum / n;
+    if (step + 1 == warmup + steps) {
+      auto g = model.GradNorm();
+      if (g.ok()) norm = *g;
+    }
     if (!std::isfinite(loss))
       return Fail(bm::Errorf(bm::ErrorCode::kFailed, "loss is {} at step {}", loss, step));
     if (step >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());

@@ -67,8 +67,10 @@ class CpuModel {
       }
       A.pre = Linear(A.n2, P(lp.fc_w), gpt ? P(lp.fc_b) : nullptr, n, c, big);
       A.post.resize(static_cast<size_t>(n) * f);
-      if (gpt) GeluForwardCpu(A.post.data(), A.pre.data(), A.post.size());
-      else SwigluForwardCpu(A.post.data(), A.pre.data(), n, f);
+      if (gpt)
+        GeluForwardCpu(A.post.data(), A.pre.data(), A.post.size());
+      else
+        SwigluForwardCpu(A.post.data(), A.pre.data(), n, f);
       x = Linear(A.post, P(lp.fc2_w), gpt ? P(lp.fc2_b) : nullptr, n, f, c);
       for (size_t i = 0; i < x.size(); ++i) x[i] += A.mid[i];
     }
@@ -87,8 +89,8 @@ class CpuModel {
     for (float x_ : losses) loss += x_;
     if (!grad) return loss;
 
-    std::vector<float> dnf = LinearBackward(logits, nf, P(layout_.lm_head), G(layout_.lm_head),
-                                            nullptr, n, c, v);
+    std::vector<float> dnf =
+        LinearBackward(logits, nf, P(layout_.lm_head), G(layout_.lm_head), nullptr, n, c, v);
     std::vector<float> dres(n * c, 0.0f);
     if (gpt) {
       LayerNormBackwardCpu(dres.data(), G(layout_.normf_w), G(layout_.normf_b), dnf.data(),
@@ -103,10 +105,12 @@ class CpuModel {
       std::vector<float> dpost = LinearBackward(dres, A.post, P(lp.fc2_w), G(lp.fc2_w),
                                                 gpt ? G(lp.fc2_b) : nullptr, n, f, c);
       std::vector<float> dpre(static_cast<size_t>(n) * big);
-      if (gpt) GeluBackwardCpu(dpre.data(), dpost.data(), A.pre.data(), dpre.size());
-      else SwigluBackwardCpu(dpre.data(), dpost.data(), A.pre.data(), n, f);
-      std::vector<float> dn2 = LinearBackward(dpre, A.n2, P(lp.fc_w), G(lp.fc_w),
-                                              gpt ? G(lp.fc_b) : nullptr, n, c, big);
+      if (gpt)
+        GeluBackwardCpu(dpre.data(), dpost.data(), A.pre.data(), dpre.size());
+      else
+        SwigluBackwardCpu(dpre.data(), dpost.data(), A.pre.data(), n, f);
+      std::vector<float> dn2 =
+          LinearBackward(dpre, A.n2, P(lp.fc_w), G(lp.fc_w), gpt ? G(lp.fc_b) : nullptr, n, c, big);
       if (gpt) {
         LayerNormBackwardCpu(dres.data(), G(lp.norm2_w), G(lp.norm2_b), dn2.data(), A.mid.data(),
                              P(lp.norm2_w), A.m2.data(), A.r2.data(), n, c);
@@ -130,8 +134,8 @@ class CpuModel {
                            A.r1.data(), n, c);
       }
     }
-    EmbeddingBackwardCpu(G(layout_.wte), gpt ? G(layout_.wpe) : nullptr, dres.data(),
-                         tokens.data(), n, t_, c);
+    EmbeddingBackwardCpu(G(layout_.wte), gpt ? G(layout_.wpe) : nullptr, dres.data(), tokens.data(),
+                         n, t_, c);
     return loss;
   }
 

@@ -37,9 +37,9 @@ class CudaOps : public ::testing::Test {
 using Types = ::testing::Types<float, __nv_bfloat16>;
 TYPED_TEST_SUITE(CudaOps, Types);
 
-#define EXPECT_CLOSE(got, want, tol)                                    \
-  do {                                                                  \
-    double err_ = RelativeError(got, want);                             \
+#define EXPECT_CLOSE(got, want, tol)                                        \
+  do {                                                                      \
+    double err_ = RelativeError(got, want);                                 \
     EXPECT_LT(err_, tol) << #got << " vs " << #want << " rel err " << err_; \
   } while (0)
 
@@ -64,7 +64,8 @@ TYPED_TEST(CudaOps, Embedding) {
   EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), n, v);
   auto upload = [](const std::vector<int>& h) {
     int* d = nullptr;
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
+              cudaSuccess);
     EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     return d;
   };
@@ -93,9 +94,9 @@ TYPED_TEST(CudaOps, LayerNorm) {
   DeviceBuffer<float> mean(n), rstd(n), scratch(LayerNormScratchFloats(n, c));
   auto dw0 = RandomVector(c, 1.0f, this->Seed()), db0 = RandomVector(c, 1.0f, this->Seed());
   DeviceBuffer<float> gdw(dw0), gdb(db0);
-  ASSERT_TRUE(LayerNormForward<T>(gy.get(), mean.get(), rstd.get(), gx.get(), gw.get(), gb.get(),
-                                  n, c, 0)
-                  .ok());
+  ASSERT_TRUE(
+      LayerNormForward<T>(gy.get(), mean.get(), rstd.get(), gx.get(), gw.get(), gb.get(), n, c, 0)
+          .ok());
   std::vector<float> y(n * c), m(n), rs(n);
   LayerNormForwardCpu(y.data(), m.data(), rs.data(), x.data(), w.data(), b.data(), n, c);
   EXPECT_CLOSE(gy.Download(), y, kTol<T>);
@@ -126,8 +127,8 @@ TYPED_TEST(CudaOps, RmsNorm) {
   std::vector<float> y(n * c), rs(n);
   RmsNormForwardCpu(y.data(), rs.data(), x.data(), w.data(), n, c);
   EXPECT_CLOSE(gy.Download(), y, kTol<T>);
-  ASSERT_TRUE(RmsNormBackward<T>(gdx.get(), gdw.get(), scratch.get(), gdy.get(), gx.get(),
-                                 gw.get(), rstd.get(), n, c, 0)
+  ASSERT_TRUE(RmsNormBackward<T>(gdx.get(), gdw.get(), scratch.get(), gdy.get(), gx.get(), gw.get(),
+                                 rstd.get(), n, c, 0)
                   .ok());
   std::vector<float> dx = dx0;
   RmsNormBackwardCpu(dx.data(), dw0.data(), dy.data(), x.data(), w.data(), rs.data(), n, c);
@@ -209,8 +210,7 @@ TYPED_TEST(CudaOps, CrossEntropyWithMask) {
   ASSERT_EQ(cudaMemcpy(dt, targets.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
   DeviceBuffer<T> gl(logits);
   DeviceBuffer<float> gw(weights), gloss(n), gsum(1);
-  ASSERT_TRUE(
-      CrossEntropy<T>(gl.get(), gloss.get(), dt, gw.get(), 0.01f, n, v, ld, true, 0).ok());
+  ASSERT_TRUE(CrossEntropy<T>(gl.get(), gloss.get(), dt, gw.get(), 0.01f, n, v, ld, true, 0).ok());
   ASSERT_TRUE(SumLosses(gsum.get(), gloss.get(), n, 0).ok());
   std::vector<float> losses(n), want = logits;
   CrossEntropyCpu(want.data(), losses.data(), targets.data(), weights.data(), 0.01f, n, v, ld,
@@ -263,9 +263,9 @@ void CheckAttention(const AttnCase& k, uint64_t seed) {
   auto dout = Rounded<T>(RandomVector(n * ocols, 1.0f, seed + 1));
   DeviceBuffer<T> gqkv(qkv), gout(n * ocols), gdout(dout), gdqkv(n * cols);
   DeviceBuffer<float> glse(k.b * k.h * k.t), scratch(AttentionScratchFloats(k.b, k.t, k.h));
-  ASSERT_TRUE(AttentionForward<T>(gout.get(), glse.get(), gqkv.get(), k.b, k.t, k.h, k.hkv, k.d,
-                                  k.impl, 0)
-                  .ok());
+  ASSERT_TRUE(
+      AttentionForward<T>(gout.get(), glse.get(), gqkv.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0)
+          .ok());
   std::vector<float> out(n * ocols), lse(k.b * k.h * k.t), dqkv(n * cols);
   AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d);
   std::string what = "B=" + std::to_string(k.b) + " T=" + std::to_string(k.t) +
@@ -276,8 +276,8 @@ void CheckAttention(const AttnCase& k, uint64_t seed) {
   EXPECT_LT(RelativeError(gout_h, out), kTol<T>) << what;
   EXPECT_LT(RelativeError(glse.Download(), lse), 1e-5 + kTol<T> / 10) << what;
   // Backward from the device's own forward output (what training does).
-  ASSERT_TRUE(AttentionBackward<T>(gdqkv.get(), scratch.get(), gdout.get(), gout.get(),
-                                   gqkv.get(), glse.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0)
+  ASSERT_TRUE(AttentionBackward<T>(gdqkv.get(), scratch.get(), gdout.get(), gout.get(), gqkv.get(),
+                                   glse.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0)
                   .ok());
   AttentionBackwardCpu(dqkv.data(), dout.data(), Rounded<T>(gout_h).data(), qkv.data(), lse.data(),
                        k.b, k.t, k.h, k.hkv, k.d);
@@ -362,8 +362,10 @@ TYPED_TEST(CudaOps, MatmulForms) {
     for (int r = 0; r < rows; ++r) db[o] += dy[r * out + o];
   }
   EXPECT_CLOSE(gdw.Download(), dw, kTol<T>);
-  if (fused) EXPECT_CLOSE(gdb.Download(), db, 1e-4);
-  else std::printf("note: cuBLASLt has no BGRADB epilogue for this shape; fallback used\n");
+  if (fused)
+    EXPECT_CLOSE(gdb.Download(), db, 1e-4);
+  else
+    std::printf("note: cuBLASLt has no BGRADB epilogue for this shape; fallback used\n");
   // GELU epilogue: post = gelu(x W^T + b), pre saved; then DGELU
   DeviceBuffer<T> pre(rows * out), post(rows * out);
   a.epilogue = Epilogue::kGeluAuxBias, a.d = post.get(), a.aux = pre.get(), a.ld_aux = out;

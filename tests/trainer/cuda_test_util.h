@@ -24,21 +24,25 @@ inline std::string NoDeviceReason() {
   return count == 0 ? "no CUDA device" : "";
 }
 
-#define BM_SKIP_WITHOUT_GPU()                                                         \
-  do {                                                                                \
-    std::string reason = ::bm::train::cuda::testing::NoDeviceReason();                \
-    if (!reason.empty()) GTEST_SKIP() << "GPU test skipped: " << reason;              \
+#define BM_SKIP_WITHOUT_GPU()                                            \
+  do {                                                                   \
+    std::string reason = ::bm::train::cuda::testing::NoDeviceReason();   \
+    if (!reason.empty()) GTEST_SKIP() << "GPU test skipped: " << reason; \
   } while (0)
 
 template <typename T>
 float ToFloat(T v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return __bfloat162float(v);
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else
+    return __bfloat162float(v);
 }
 template <typename T>
 T FromFloat(float v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else return __float2bfloat16_rn(v);
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else
+    return __float2bfloat16_rn(v);
 }
 // What the device sees after conversion to T, back in fp32.
 template <typename T>

@@ -23,6 +23,8 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
+enum class Mode { kTrain, kLoss, kArgmax };
+
 // One layer's saved activations (offsets into the arena), per layer or shared (recompute).
 struct LayerActs {
   size_t norm1, mean1, rstd1, qkv, att, lse, res_mid, norm2, mean2, rstd2, pre;
@@ -49,14 +51,13 @@ struct CudaModel::Impl {
   size_t normf = 0, meanf = 0, rstdf = 0, dnormf = 0, logits = 0, losses = 0, loss_sum = 0;
   size_t post = 0, dres = 0, dln = 0, dbig = 0, dpost = 0, dqkv = 0, datt = 0;
   size_t norm_scratch = 0, att_scratch = 0, bias_scratch = 0, norm_sq = 0, norm_partials = 0;
-  size_t rope = 0, tokens = 0, targets = 0, weights = 0, bucket_tokens = 0, bucket_offsets = 0,
-         bucket_positions = 0;
+  size_t argmax = 0, rope = 0, tokens = 0, targets = 0, weights = 0, bucket_tokens = 0,
+         bucket_offsets = 0, bucket_positions = 0;
   size_t workspace = 0;
 
   // host staging (pinned)
-  int* h_ints = nullptr;              // tokens, targets, bucket tokens, offsets, positions
-  float* h_floats = nullptr;          // weights, then results
-  std::vector<float> pending_losses;  // per micro-batch, read at OptimizerStep
+  int* h_ints = nullptr;      // tokens, targets, bucket tokens, offsets, positions
+  float* h_floats = nullptr;  // weights, then results
 
   // Optional per-phase timing (RunSpec::profile): event pairs around each launch group.
   struct Mark {
@@ -95,7 +96,9 @@ struct CudaModel::Impl {
     events_used = 0;
   }
 
-  int N() const { return run.micro_batch * run.seq; }
+  int cur_b = 0, cur_t = 0;  // this call's batch and sequence length (<= run's maxima)
+  int N() const { return cur_b * cur_t; }
+  int MaxN() const { return run.micro_batch * run.seq; }
   int C() const { return spec.hidden; }
   int QkvCols() const { return (spec.heads + 2 * spec.kv_heads) * spec.head_dim(); }
   int BigCols() const { return spec.family == Family::kGpt ? spec.ffn : 2 * spec.ffn; }
@@ -127,18 +130,23 @@ struct CudaModel::Impl {
   template <typename T>
   Status LayerBackward(int l);
   template <typename T>
-  Status Classifier(int rows_offset, int rows, float grad_scale, bool train);
+  Status Classifier(int rows_offset, int rows, float grad_scale, Mode mode);
   template <typename T>
-  Status ForwardBackward(float grad_scale, bool train);
-  Status Stage(const std::vector<int>& tokens, const std::vector<int>& targets,
-               const std::vector<float>& weights, bool buckets, int* num_buckets);
+  Status ForwardBackward(float grad_scale, Mode mode);
+  Status Run(float grad_scale, Mode mode) {
+    return run.bf16 ? ForwardBackward<bf16>(grad_scale, mode)
+                    : ForwardBackward<float>(grad_scale, mode);
+  }
+  Status Stage(const TokenBatch& batch, bool buckets);
+  Status EmbeddingBackwardAll();
+  int num_buckets = 0;
   const LayerActs& Acts(int l) const { return run.recompute ? acts[0] : acts[l]; }
   Status CopyOut(size_t off, std::vector<float>* out);
 };
 
 Status CudaModel::Impl::Plan() {
   MemoryPlan plan;
-  size_t n = N(), c = C(), P = layout.total();
+  size_t n = MaxN(), c = C(), P = layout.total();
   elem = run.bf16 ? 2 : 4;
   p32 = plan.Add("params fp32", P * 4);
   plp = plan.Add("params bf16 copy", run.bf16 ? P * 2 : 0);
@@ -168,7 +176,7 @@ Status CudaModel::Impl::Plan() {
   meanf = plan.Add("final mean", n * 4);
   rstdf = plan.Add("final rstd", n * 4);
   dnormf = plan.Add("final norm grad", n * c * elem);
-  int chunk = std::min<int>(run.logits_chunk_rows, N());
+  int chunk = std::min<int>(run.logits_chunk_rows, MaxN());
   logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.vocab * elem);
   losses = plan.Add("token losses", n * 4);
   loss_sum = plan.Add("loss sum", 4);
@@ -191,6 +199,7 @@ Status CudaModel::Impl::Plan() {
   rope = plan.Add("rope table", static_cast<size_t>(run.seq) * spec.head_dim() * 4);
   tokens = plan.Add("tokens", n * 4);
   targets = plan.Add("targets", n * 4);
+  argmax = plan.Add("argmax", n * 4);
   weights = plan.Add("loss weights", n * 4);
   bucket_tokens = plan.Add("embedding buckets", n * 4);
   bucket_offsets = plan.Add("embedding bucket offsets", (n + 1) * 4);
@@ -309,13 +318,13 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
   }));
   if (!Gpt()) {
     BM_TRY(Phase("rope", [&] {
-      return Rope<T>(A<T>(a.qkv), A<float>(rope), run.micro_batch, run.seq, spec.heads,
-                     spec.kv_heads, hd, false, stream);
+      return Rope<T>(A<T>(a.qkv), A<float>(rope), cur_b, cur_t, spec.heads, spec.kv_heads, hd,
+                     false, stream);
     }));
   }
   BM_TRY(Phase("attention fwd", [&] {
-    return AttentionForward<T>(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv), run.micro_batch, run.seq,
-                               spec.heads, spec.kv_heads, hd, run.attention, stream);
+    return AttentionForward<T>(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv), cur_b, cur_t, spec.heads,
+                               spec.kv_heads, hd, run.attention, stream);
   }));
   BM_TRY(Phase("matmul fwd", [&] {
     return Linear<T>(A<T>(a.res_mid), A<T>(a.att), p.proj_w, p.proj_b, n, spec.heads * hd, c, x);
@@ -395,13 +404,13 @@ Status CudaModel::Impl::LayerBackward(int l) {
   }));
   BM_TRY(Phase("attention bwd", [&] {
     return AttentionBackward<T>(A<T>(dqkv), A<float>(att_scratch), A<T>(datt), A<T>(a.att),
-                                A<T>(a.qkv), A<float>(a.lse), run.micro_batch, run.seq, spec.heads,
+                                A<T>(a.qkv), A<float>(a.lse), cur_b, cur_t, spec.heads,
                                 spec.kv_heads, hd, run.attention, stream);
   }));
   if (!Gpt()) {
     BM_TRY(Phase("rope", [&] {
-      return Rope<T>(A<T>(dqkv), A<float>(rope), run.micro_batch, run.seq, spec.heads,
-                     spec.kv_heads, hd, true, stream);
+      return Rope<T>(A<T>(dqkv), A<float>(rope), cur_b, cur_t, spec.heads, spec.kv_heads, hd, true,
+                     stream);
     }));
   }
   BM_TRY(Phase("matmul bwd", [&] {
@@ -424,17 +433,21 @@ Status CudaModel::Impl::LayerBackward(int l) {
 // Rows [r0, r0 + rows) of the final norm's output through the LM head and the loss; in
 // training also dlogits (in place), dnormf for those rows, and the LM head's gradient.
 template <typename T>
-Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, bool train) {
+Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode) {
   int c = C(), v = spec.vocab;
   T* x = A<T>(normf) + static_cast<size_t>(r0) * c;
   T* lg = A<T>(logits);
   BM_TRY(Phase("lm head matmul",
                [&] { return Linear<T>(lg, x, layout.lm_head, 0, rows, c, v, nullptr); }));
+  if (mode == Mode::kArgmax) {
+    return Phase("cross-entropy",
+                 [&] { return ArgmaxRows<T>(A<int>(argmax) + r0, lg, rows, v, v, stream); });
+  }
   BM_TRY(Phase("cross-entropy", [&] {
     return CrossEntropy<T>(lg, A<float>(losses) + r0, A<int>(targets) + r0, A<float>(weights) + r0,
-                           grad_scale, rows, v, v, train, stream);
+                           grad_scale, rows, v, v, mode == Mode::kTrain, stream);
   }));
-  if (!train) return Status::Ok();
+  if (mode != Mode::kTrain) return Status::Ok();
   return Phase("lm head matmul", [&] {
     return LinearBackward<T>(A<T>(dnormf) + static_cast<size_t>(r0) * c, lg, x, layout.lm_head, 0,
                              rows, c, v, false, nullptr);
@@ -442,11 +455,11 @@ Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, bool trai
 }
 
 template <typename T>
-Status CudaModel::Impl::ForwardBackward(float grad_scale, bool train) {
+Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
   int n = N(), c = C();
   BM_TRY(Phase("embedding", [&] {
     return EmbeddingForward<T>(A<T>(res[0]), A<int>(tokens), W<T>(layout.wte),
-                               Gpt() ? W<T>(layout.wpe) : nullptr, n, run.seq, c, stream);
+                               Gpt() ? W<T>(layout.wpe) : nullptr, n, cur_t, c, stream);
   }));
   for (int l = 0; l < spec.layers; ++l) BM_TRY(LayerForward<T>(l, false));
   T* xl = A<T>(res[spec.layers]);
@@ -463,10 +476,11 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, bool train) {
   }
   int chunk = std::min<int>(run.logits_chunk_rows, n);
   for (int r0 = 0; r0 < n; r0 += chunk) {
-    BM_TRY(Classifier<T>(r0, std::min(chunk, n - r0), grad_scale, train));
+    BM_TRY(Classifier<T>(r0, std::min(chunk, n - r0), grad_scale, mode));
   }
+  if (mode == Mode::kArgmax) return Status::Ok();
   BM_TRY(SumLosses(A<float>(loss_sum), A<float>(losses), n, stream));
-  if (!train) return Status::Ok();
+  if (mode != Mode::kTrain) return Status::Ok();
 
   BM_CUDA_CHECK(cudaMemsetAsync(A<T>(dres), 0, static_cast<size_t>(n) * c * sizeof(T), stream),
                 "zero residual grad");
@@ -483,50 +497,51 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, bool train) {
     }));
   }
   for (int l = spec.layers - 1; l >= 0; --l) BM_TRY(LayerBackward<T>(l));
-  return Status::Ok();
+  return EmbeddingBackwardAll();
 }
 
-Status CudaModel::Impl::Stage(const std::vector<int>& tok, const std::vector<int>& tgt,
-                              const std::vector<float>& wts, bool buckets, int* num_buckets) {
-  size_t n = N();
-  if (tok.size() != n || tgt.size() != n || (!wts.empty() && wts.size() != n)) {
-    return Errorf(
-        ErrorCode::kInvalidArgument,
-        "batch of {} tokens, {} targets, {} weights; expected {} (micro_batch {} x seq {})",
-        tok.size(), tgt.size(), wts.size(), n, run.micro_batch, run.seq);
+Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
+  if (batch.batch <= 0 || batch.seq <= 0 || batch.batch > run.micro_batch || batch.seq > run.seq) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "batch {} x {} tokens; this CUDA model was planned for at most {} x {}",
+                  batch.batch, batch.seq, run.micro_batch, run.seq);
   }
+  cur_b = batch.batch, cur_t = batch.seq;
+  size_t n = N();
   for (size_t i = 0; i < n; ++i) {
-    if (tok[i] < 0 || tok[i] >= spec.vocab || tgt[i] >= spec.vocab) {
+    int tok = batch.tokens[i], tgt = batch.targets ? batch.targets[i] : 0;
+    if (tok < 0 || tok >= spec.vocab || tgt >= spec.vocab) {
       return Errorf(ErrorCode::kInvalidArgument, "token {} or target {} at {} outside vocab {}",
-                    tok[i], tgt[i], i, spec.vocab);
+                    tok, tgt, i, spec.vocab);
     }
   }
   // The previous batch's copies must be done before the staging buffers are reused.
   BM_CUDA_CHECK(cudaEventSynchronize(staged), "staging event");
+  size_t max_n = MaxN();
   int* hi = h_ints;
-  std::memcpy(hi, tok.data(), n * 4);
-  std::memcpy(hi + n, tgt.data(), n * 4);
-  float* hw = h_floats;
-  if (wts.empty())
-    std::fill(hw, hw + n, 1.0f);
+  std::memcpy(hi, batch.tokens, n * 4);
+  if (batch.targets)
+    std::memcpy(hi + max_n, batch.targets, n * 4);
   else
-    std::memcpy(hw, wts.data(), n * 4);
+    std::fill(hi + max_n, hi + max_n + n, 0);
+  float* hw = h_floats;
+  for (size_t i = 0; i < n; ++i) hw[i] = batch.mask ? (batch.mask[i] ? 1.0f : 0.0f) : 1.0f;
   BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(tokens), hi, n * 4, cudaMemcpyHostToDevice, stream),
                 "tokens {}", n);
-  BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(targets), hi + n, n * 4, cudaMemcpyHostToDevice, stream),
+  BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(targets), hi + max_n, n * 4, cudaMemcpyHostToDevice, stream),
                 "targets {}", n);
   BM_CUDA_CHECK(cudaMemcpyAsync(A<float>(weights), hw, n * 4, cudaMemcpyHostToDevice, stream),
                 "weights {}", n);
-  *num_buckets = 0;
+  num_buckets = 0;
   if (buckets) {
-    EmbeddingBuckets b = BuildEmbeddingBuckets(tok.data(), static_cast<int>(n), spec.vocab);
-    int* bt = hi + 2 * n;
-    int* bo = bt + n;
-    int* bp = bo + n + 1;
+    EmbeddingBuckets b = BuildEmbeddingBuckets(batch.tokens, static_cast<int>(n), spec.vocab);
+    int* bt = hi + 2 * max_n;
+    int* bo = bt + max_n;
+    int* bp = bo + max_n + 1;
     std::copy(b.tokens.begin(), b.tokens.end(), bt);
     std::copy(b.offsets.begin(), b.offsets.end(), bo);
     std::copy(b.positions.begin(), b.positions.end(), bp);
-    *num_buckets = static_cast<int>(b.tokens.size());
+    num_buckets = static_cast<int>(b.tokens.size());
     BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_tokens), bt, b.tokens.size() * 4,
                                   cudaMemcpyHostToDevice, stream),
                   "buckets");
@@ -541,6 +556,29 @@ Status CudaModel::Impl::Stage(const std::vector<int>& tok, const std::vector<int
   return Status::Ok();
 }
 
+Status CudaModel::Impl::EmbeddingBackwardAll() {
+  int n = N(), c = C();
+  return Phase("embedding", [&] {
+    if (run.bf16) {
+      return EmbeddingBackward<bf16>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<bf16>(dres),
+                                     A<int>(bucket_tokens), A<int>(bucket_offsets),
+                                     A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
+    }
+    return EmbeddingBackward<float>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<float>(dres),
+                                    A<int>(bucket_tokens), A<int>(bucket_offsets),
+                                    A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
+  });
+}
+
+Status CudaModel::Impl::CopyOut(size_t off, std::vector<float>* out) {
+  size_t P = layout.total();
+  out->resize(P);
+  BM_CUDA_CHECK(cudaMemcpyAsync(out->data(), A<float>(off), P * 4, cudaMemcpyDeviceToHost, stream),
+                "copy out {}", P);
+  BM_CUDA_CHECK(cudaStreamSynchronize(stream), "copy out");
+  return Status::Ok();
+}
+
 // ---- CudaModel
 
 CudaModel::CudaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -550,6 +588,7 @@ CudaModel::~CudaModel() {
   if (impl_->stream) cudaStreamSynchronize(impl_->stream);
   impl_->matmul.reset();
   impl_->arena.reset();
+  for (cudaEvent_t e : impl_->event_pool) cudaEventDestroy(e);
   if (impl_->h_ints) cudaFreeHost(impl_->h_ints);
   if (impl_->h_floats) cudaFreeHost(impl_->h_floats);
   if (impl_->staged) cudaEventDestroy(impl_->staged);
@@ -557,8 +596,9 @@ CudaModel::~CudaModel() {
 }
 
 Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, const RunSpec& run) {
-  if (model.hidden % model.heads != 0 || model.kv_heads <= 0 || model.heads % model.kv_heads != 0 ||
-      run.micro_batch <= 0 || run.seq <= 0 || model.head_dim() % 8 != 0) {
+  if (model.heads <= 0 || model.hidden % model.heads != 0 || model.kv_heads <= 0 ||
+      model.heads % model.kv_heads != 0 || run.micro_batch <= 0 || run.seq <= 0 ||
+      model.head_dim() % 8 != 0) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "CUDA backend: hidden {} heads {} kv_heads {} (head size must be a multiple "
                   "of 8), micro_batch {} seq {}",
@@ -571,21 +611,20 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
   int count = 0;
   BM_CUDA_CHECK(cudaGetDeviceCount(&count), "counting GPUs");
   if (count == 0) return Errorf(ErrorCode::kUnavailable, "no CUDA device");
-  auto impl = std::make_unique<Impl>(model, run);
-  auto m = std::unique_ptr<CudaModel>(new CudaModel(std::move(impl)));
+  auto m = std::unique_ptr<CudaModel>(new CudaModel(std::make_unique<Impl>(model, run)));
   Impl& s = *m->impl_;
   BM_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "stream");
   BM_CUDA_CHECK(cudaEventCreateWithFlags(&s.staged, cudaEventDisableTiming), "event");
   BM_TRY(s.Plan());
-  size_t n = s.N();
+  size_t n = s.MaxN();
   BM_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.h_ints), (5 * n + 1) * 4),
-                "pinned staging");
+                "pinned staging {} ints", 5 * n + 1);
   BM_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.h_floats), (n + 16) * 4),
-                "pinned staging");
+                "pinned staging {} floats", n + 16);
   BM_ASSIGN_OR_RETURN(
       s.matmul, Matmul::Create(s.arena->At<void>(s.workspace), Matmul::kDefaultWorkspaceBytes));
   BM_CUDA_CHECK(cudaMemsetAsync(s.A<char>(s.p32), 0, s.memory.plan_bytes, s.stream),
-                "zeroing the arena");
+                "zeroing the arena ({} bytes)", s.memory.plan_bytes);
   std::vector<float> table = RopeTable(run.seq, model.head_dim(), model.rope_theta);
   BM_CUDA_CHECK(cudaMemcpyAsync(s.A<float>(s.rope), table.data(), table.size() * 4,
                                 cudaMemcpyHostToDevice, s.stream),
@@ -610,15 +649,6 @@ Status CudaModel::SetParameters(const std::vector<float>& flat) {
       "parameters {}", P);
   if (s.run.bf16) BM_TRY(CastF32<bf16>(s.A<bf16>(s.plp), s.A<float>(s.p32), P, s.stream));
   return Synchronize();
-}
-
-Status CudaModel::Impl::CopyOut(size_t off, std::vector<float>* out) {
-  size_t P = layout.total();
-  out->resize(P);
-  BM_CUDA_CHECK(cudaMemcpyAsync(out->data(), A<float>(off), P * 4, cudaMemcpyDeviceToHost, stream),
-                "copy out {}", P);
-  BM_CUDA_CHECK(cudaStreamSynchronize(stream), "copy out");
-  return Status::Ok();
 }
 
 Status CudaModel::GetParameters(std::vector<float>* flat) {
@@ -651,52 +681,35 @@ Status CudaModel::ZeroGradients() {
   Impl& s = *impl_;
   BM_CUDA_CHECK(cudaMemsetAsync(s.A<float>(s.grad), 0, s.layout.total() * 4, s.stream),
                 "zero grads");
-  s.pending_losses.clear();
   return Status::Ok();
 }
 
-Status CudaModel::ForwardBackward(const std::vector<int>& tokens, const std::vector<int>& targets,
-                                  const std::vector<float>& weights, float grad_scale) {
+Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_scale) {
   Impl& s = *impl_;
-  int buckets = 0;
-  BM_TRY(s.Stage(tokens, targets, weights, true, &buckets));
-  Status st = s.run.bf16 ? s.ForwardBackward<bf16>(grad_scale, true)
-                         : s.ForwardBackward<float>(grad_scale, true);
-  BM_TRY(st);
-  // Embedding backward needs the bucket count from the host: done here, after the layers.
-  int n = s.N(), c = s.C();
-  cudaEvent_t emb_begin = nullptr;
-  if (s.run.profile) {
-    emb_begin = s.NextEvent();
-    cudaEventRecord(emb_begin, s.stream);
-  }
-  if (s.run.bf16) {
-    BM_TRY(EmbeddingBackward<bf16>(s.G(s.layout.wte), s.Gpt() ? s.G(s.layout.wpe) : nullptr,
-                                   s.A<bf16>(s.dres), s.A<int>(s.bucket_tokens),
-                                   s.A<int>(s.bucket_offsets), s.A<int>(s.bucket_positions),
-                                   buckets, n, s.run.seq, c, s.stream));
-  } else {
-    BM_TRY(EmbeddingBackward<float>(s.G(s.layout.wte), s.Gpt() ? s.G(s.layout.wpe) : nullptr,
-                                    s.A<float>(s.dres), s.A<int>(s.bucket_tokens),
-                                    s.A<int>(s.bucket_offsets), s.A<int>(s.bucket_positions),
-                                    buckets, n, s.run.seq, c, s.stream));
-  }
-  if (s.run.profile) {
-    cudaEvent_t emb_end = s.NextEvent();
-    cudaEventRecord(emb_end, s.stream);
-    s.marks.push_back({"embedding", emb_begin, emb_end});
-  }
-  // The loss of this micro-batch, read back at OptimizerStep.
-  size_t slot = s.pending_losses.size();
-  if (slot >= 15) return Errorf(ErrorCode::kInvalidArgument, "at most 15 micro-batches per step");
-  s.pending_losses.push_back(0.0f);
-  BM_CUDA_CHECK(cudaMemcpyAsync(s.h_floats + n + slot, s.A<float>(s.loss_sum), 4,
-                                cudaMemcpyDeviceToHost, s.stream),
+  if (!batch.targets) return Errorf(ErrorCode::kInvalidArgument, "ForwardBackward needs targets");
+  BM_TRY(s.Stage(batch, true));
+  BM_TRY(s.Run(grad_scale, Mode::kTrain));
+  float* out = s.h_floats + s.MaxN();
+  BM_CUDA_CHECK(cudaMemcpyAsync(out, s.A<float>(s.loss_sum), 4, cudaMemcpyDeviceToHost, s.stream),
                 "loss");
-  return Status::Ok();
+  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "forward-backward B={} T={}", batch.batch,
+                batch.seq);
+  if (s.run.profile) s.CollectPhases();
+  return static_cast<double>(*out);
 }
 
-Result<StepStats> CudaModel::OptimizerStep(const AdamWHyper& hyper) {
+Result<double> CudaModel::GradNorm() {
+  Impl& s = *impl_;
+  BM_TRY(GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials), s.A<float>(s.grad),
+                        s.layout.total(), s.stream));
+  float* out = s.h_floats + s.MaxN() + 1;
+  BM_CUDA_CHECK(cudaMemcpyAsync(out, s.A<float>(s.norm_sq), 4, cudaMemcpyDeviceToHost, s.stream),
+                "norm");
+  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "grad norm");
+  return std::sqrt(static_cast<double>(*out));
+}
+
+Status CudaModel::OptimizerStep(const AdamWHyper& hyper) {
   Impl& s = *impl_;
   size_t P = s.layout.total();
   BM_TRY(s.Phase("optimizer", [&] {
@@ -705,46 +718,45 @@ Result<StepStats> CudaModel::OptimizerStep(const AdamWHyper& hyper) {
   }));
   bf16* lowp = s.run.bf16 ? s.A<bf16>(s.plp) : nullptr;
   size_t split = s.layout.decay_end();
-  AdamWHyper decay = hyper;
-  BM_TRY(s.Phase("optimizer", [&] {
-    return AdamWUpdate(s.A<float>(s.p32), lowp, s.A<float>(s.adam_m), s.A<float>(s.adam_v),
-                       s.A<float>(s.grad), s.A<float>(s.norm_sq), decay, split, s.stream);
-  }));
   AdamWHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
   BM_TRY(s.Phase("optimizer", [&] {
+    return AdamWUpdate(s.A<float>(s.p32), lowp, s.A<float>(s.adam_m), s.A<float>(s.adam_v),
+                       s.A<float>(s.grad), s.A<float>(s.norm_sq), hyper, split, s.stream);
+  }));
+  return s.Phase("optimizer", [&] {
     return AdamWUpdate(s.A<float>(s.p32) + split, lowp ? lowp + split : nullptr,
                        s.A<float>(s.adam_m) + split, s.A<float>(s.adam_v) + split,
                        s.A<float>(s.grad) + split, s.A<float>(s.norm_sq), no_decay, P - split,
                        s.stream);
-  }));
-  size_t n = s.N();
-  float* sumsq_host = s.h_floats + n + 15;
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(sumsq_host, s.A<float>(s.norm_sq), 4, cudaMemcpyDeviceToHost, s.stream),
-      "grad norm");
-  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "training step");
-  s.CollectPhases();
-  StepStats stats;
-  for (size_t i = 0; i < s.pending_losses.size(); ++i) stats.loss_sum += s.h_floats[n + i];
-  stats.grad_norm = std::sqrt(static_cast<double>(*sumsq_host));
-  s.pending_losses.clear();
-  return stats;
+  });
 }
 
-Result<double> CudaModel::EvalLoss(const std::vector<int>& tokens, const std::vector<int>& targets,
-                                   const std::vector<float>& weights) {
+Status CudaModel::TokenLosses(const TokenBatch& batch, float* losses) {
   Impl& s = *impl_;
-  int buckets = 0;
-  BM_TRY(s.Stage(tokens, targets, weights, false, &buckets));
-  Status st =
-      s.run.bf16 ? s.ForwardBackward<bf16>(0.0f, false) : s.ForwardBackward<float>(0.0f, false);
-  BM_TRY(st);
-  float out = 0.0f;
-  BM_CUDA_CHECK(cudaMemcpyAsync(&out, s.A<float>(s.loss_sum), 4, cudaMemcpyDeviceToHost, s.stream),
-                "loss");
-  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "eval");
-  return static_cast<double>(out);
+  if (!batch.targets) return Errorf(ErrorCode::kInvalidArgument, "TokenLosses needs targets");
+  TokenBatch all = batch;
+  all.mask = nullptr;  // every position's loss
+  BM_TRY(s.Stage(all, false));
+  BM_TRY(s.Run(0.0f, Mode::kLoss));
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(losses, s.A<float>(s.losses), s.N() * 4, cudaMemcpyDeviceToHost, s.stream),
+      "token losses");
+  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "token losses B={} T={}", batch.batch, batch.seq);
+  return Status::Ok();
+}
+
+Status CudaModel::NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* out) {
+  Impl& s = *impl_;
+  TokenBatch b;
+  b.tokens = tokens, b.batch = batch, b.seq = seq;
+  BM_TRY(s.Stage(b, false));
+  BM_TRY(s.Run(0.0f, Mode::kArgmax));
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(out, s.A<int>(s.argmax), s.N() * 4, cudaMemcpyDeviceToHost, s.stream),
+      "argmax");
+  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "argmax B={} T={}", batch, seq);
+  return Status::Ok();
 }
 
 std::map<std::string, double> CudaModel::PhaseTimes() const { return impl_->phase_ms; }
@@ -752,6 +764,7 @@ void CudaModel::ResetPhaseTimes() { impl_->phase_ms.clear(); }
 
 Status CudaModel::Synchronize() {
   BM_CUDA_CHECK(cudaStreamSynchronize(impl_->stream), "synchronize");
+  if (impl_->run.profile) impl_->CollectPhases();
   return Status::Ok();
 }
 

@@ -15,11 +15,13 @@
 // (no order-dependent atomics anywhere).
 //
 // A step: ZeroGradients(); ForwardBackward(...) once per micro-batch (gradient accumulation);
-// OptimizerStep(). Not thread-safe; one instance per GPU.
+// OptimizerStep(). Batches may be smaller than planned (batch <= micro_batch, seq <= seq).
+// Not thread-safe; one instance per GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,9 +34,12 @@
 
 namespace bm::train::cuda {
 
-struct StepStats {
-  double loss_sum = 0.0;   // sum of weighted token losses over the step's micro-batches
-  double grad_norm = 0.0;  // global L2 norm before clipping
+// One batch as the host holds it: batch x seq positions, row-major.
+struct TokenBatch {
+  const int32_t* tokens = nullptr;   // [batch * seq], in [0, vocab)
+  const int32_t* targets = nullptr;  // [batch * seq]; a negative target is ignored
+  const uint8_t* mask = nullptr;     // [batch * seq] loss mask (1 counts), or null: all count
+  int batch = 0, seq = 0;            // at most RunSpec's micro_batch and seq
 };
 
 struct MemoryReport {
@@ -64,17 +69,19 @@ class CudaModel {
   Status SetOptimizerState(const std::vector<float>& m, const std::vector<float>& v);
 
   Status ZeroGradients();
-  // One micro-batch of micro_batch x seq tokens: targets < 0 are ignored; weights (loss mask)
-  // may be empty (all 1). grad_scale multiplies every token's loss gradient (1 / number of
-  // unmasked tokens in the whole step). Gradients accumulate.
-  Status ForwardBackward(const std::vector<int>& tokens, const std::vector<int>& targets,
-                         const std::vector<float>& weights, float grad_scale);
-  // Clips to hyper.max_norm (if > 0), updates, refreshes the bf16 copy, waits for the GPU and
-  // returns the summed losses of the micro-batches since the last step and the gradient norm.
-  Result<StepStats> OptimizerStep(const AdamWHyper& hyper);
-  // Forward only: the sum of weighted token losses of one micro-batch.
-  Result<double> EvalLoss(const std::vector<int>& tokens, const std::vector<int>& targets,
-                          const std::vector<float>& weights);
+  // One micro-batch's forward and backward; gradients accumulate. grad_scale multiplies every
+  // counted token's loss gradient (1 / counted tokens in the whole step). Waits for the GPU and
+  // returns the sum of the counted tokens' losses.
+  Result<double> ForwardBackward(const TokenBatch& batch, float grad_scale);
+  // sqrt of the sum of squared gradients, as they stand (waits for the GPU).
+  Result<double> GradNorm();
+  // Clips by global norm (when hyper.max_norm > 0 and the norm exceeds it: factor
+  // max_norm / (norm + 1e-6)), then AdamW on fp32 masters and the bf16 copy. Asynchronous.
+  Status OptimizerStep(const AdamWHyper& hyper);
+  // Forward only: losses[i] for every position (the mask ignored); waits.
+  Status TokenLosses(const TokenBatch& batch, float* losses);
+  // Forward only: the most likely next token at every position (lowest id on ties); waits.
+  Status NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* argmax);
   Status Synchronize();
   // With RunSpec::profile: milliseconds per phase (matmul kinds, attention, norms, ...) summed
   // over the steps so far; reset by ResetPhaseTimes().

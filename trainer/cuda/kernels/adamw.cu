@@ -34,7 +34,10 @@ __global__ void AdamWKernel(float* params, bf16* lowp, float* m, float* v, const
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   float clip = 1.0f;
-  if (sumsq && max_norm > 0.0f) clip = fminf(1.0f, max_norm / (sqrtf(sumsq[0]) + 1e-6f));
+  if (sumsq && max_norm > 0.0f) {
+    float norm = sqrtf(sumsq[0]);
+    if (norm > max_norm) clip = max_norm / (norm + 1e-6f);
+  }
   float g = grads[i] * clip;
   float p = params[i] * (1.0f - lr * wd);
   float mi = beta1 * m[i] + (1.0f - beta1) * g;
@@ -82,9 +85,8 @@ double GradSumSquaresCpu(const float* grads, size_t n) {
 void AdamWUpdateCpu(float* params, float* m, float* v, const float* grads, double sumsq,
                     const AdamWHyper& h, size_t n) {
   float clip = 1.0f;
-  if (h.max_norm > 0.0f) {
-    clip = std::fmin(1.0f, h.max_norm / (static_cast<float>(std::sqrt(sumsq)) + 1e-6f));
-  }
+  float norm = static_cast<float>(std::sqrt(sumsq));
+  if (h.max_norm > 0.0f && norm > h.max_norm) clip = h.max_norm / (norm + 1e-6f);
   float bc1 = 1.0f - std::pow(h.beta1, static_cast<float>(h.step));
   float bc2_sqrt = std::sqrt(1.0f - std::pow(h.beta2, static_cast<float>(h.step)));
   for (size_t i = 0; i < n; ++i) {

@@ -1,10 +1,8 @@
 // AdamW over fp32 master weights with global-norm gradient clipping, as PyTorch's
 // torch.optim.AdamW and clip_grad_norm_ compute them:
-//   clip = min(1, max_norm / (sqrt(sumsq) + 1e-6))      (no clipping when max_norm <= 0)
-//   g = grad * clip
-//   p = p * (1 - lr * wd)
-//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
-//   p = p - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//   norm = sqrt(sumsq); clip = norm > max_norm ? max_norm / (norm + 1e-6) : 1  (none if max_norm <=
+//   0) g = grad * clip p = p * (1 - lr * wd) m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2 p = p
+//   - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // and, when a low-precision copy is given, p_lowp = (bf16) p.
 //
 // GradSumSquares: out[0] = sum of grads[i]^2 over all n, in two fixed-order stages (deterministic);

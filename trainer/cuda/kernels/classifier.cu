@@ -55,9 +55,58 @@ __global__ void SumLossesKernel(float* out, const float* losses, int n) {
   if (threadIdx.x == 0) out[0] = total;
 }
 
+template <typename T>
+__global__ void ArgmaxKernel(int* argmax, const T* logits, int vocab, int ld) {
+  __shared__ float sv[1024];
+  __shared__ int si[1024];
+  const T* x = logits + static_cast<size_t>(blockIdx.x) * ld;
+  float best = -INFINITY;
+  int idx = vocab;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float v = ToF(x[i]);
+    if (v > best) best = v, idx = i;  // increasing i per thread: first max kept
+  }
+  sv[threadIdx.x] = best;
+  si[threadIdx.x] = idx;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      float ov = sv[threadIdx.x + s];
+      int oi = si[threadIdx.x + s];
+      if (ov > sv[threadIdx.x] || (ov == sv[threadIdx.x] && oi < si[threadIdx.x])) {
+        sv[threadIdx.x] = ov;
+        si[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) argmax[blockIdx.x] = si[0] < vocab ? si[0] : 0;
+}
+
 }  // namespace
 
 // ---- launchers
+
+template <typename T>
+Status ArgmaxRows(int* argmax, const T* logits, int n, int vocab, int ld, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  ArgmaxKernel<T><<<n, 512, 0, stream>>>(argmax, logits, vocab, ld);
+  BM_LAUNCH_CHECK("ArgmaxKernel", "N={} V={}", n, vocab);
+  return Status::Ok();
+}
+template Status ArgmaxRows<float>(int*, const float*, int, int, int, cudaStream_t);
+template Status ArgmaxRows<bf16>(int*, const bf16*, int, int, int, cudaStream_t);
+
+void ArgmaxRowsCpu(int* argmax, const float* logits, int n, int vocab, int ld) {
+  for (int r = 0; r < n; ++r) {
+    const float* x = logits + static_cast<size_t>(r) * ld;
+    int best = 0;
+    for (int i = 1; i < vocab; ++i) {
+      if (x[i] > x[best]) best = i;
+    }
+    argmax[r] = best;
+  }
+}
 
 template <typename T>
 Status CrossEntropy(T* logits, float* losses, const int* targets, const float* weights,

@@ -25,9 +25,13 @@ Status CrossEntropy(T* logits, float* losses, const int* targets, const float* w
                     float grad_scale, int n, int vocab, int ld, bool write_grad,
                     cudaStream_t stream);
 Status SumLosses(float* out, const float* losses, int n, cudaStream_t stream);
+// argmax[r] = the index of the largest of logits[r, 0..V) (the lowest index on ties).
+template <typename T>
+Status ArgmaxRows(int* argmax, const T* logits, int n, int vocab, int ld, cudaStream_t stream);
 
 // ---- CPU twin (fp32)
 void CrossEntropyCpu(float* logits, float* losses, const int* targets, const float* weights,
                      float grad_scale, int n, int vocab, int ld, bool write_grad);
+void ArgmaxRowsCpu(int* argmax, const float* logits, int n, int vocab, int ld);
 
 }  // namespace bm::train::cuda

@@ -1,0 +1,112 @@
+// Tokenizer benchmark: single-thread gpt2 encoding of a whole corpus held in
+// memory, then scaling with threads. With --peers FILE (the JSON lines of
+// bench/tokenizer_peers.js, measured in the same run by
+// bench/tokenizer_bench.sh) it checks the ids are identical (count and
+// FNV-1a) and prints the speed ratio against each peer and the target.
+//
+// Usage: tokenizer_bench --vocab data/gpt2.tiktoken --text data/kjv.txt
+//                        [--rounds 5] [--threads-max N] [--peers FILE]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rules/text/encoding.h"
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+uint32_t Fnv1a(const std::vector<int32_t>& ids) {
+  uint32_t h = 0x811c9dc5u;
+  for (int32_t id : ids) {
+    for (int k = 0; k < 4; ++k) {
+      h ^= (static_cast<uint32_t>(id) >> (8 * k)) & 0xffu;
+      h *= 0x01000193u;
+    }
+  }
+  return h;
+}
+
+template <typename F>
+double BestSeconds(int rounds, F&& f) {
+  double best = 1e30;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string vocab = "data/gpt2.tiktoken", text_path = "data/kjv.txt", peers_path;
+  int rounds = 5;
+  int threads_max = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--vocab")
+      vocab = value;
+    else if (flag == "--text")
+      text_path = value;
+    else if (flag == "--rounds")
+      rounds = std::stoi(value);
+    else if (flag == "--threads-max")
+      threads_max = std::stoi(value);
+    else if (flag == "--peers")
+      peers_path = value;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  auto enc = bm::text::Encoding::Load("gpt2", vocab);
+  if (!enc.ok()) {
+    std::fprintf(stderr, "%s\n", enc.status().message().c_str());
+    return 1;
+  }
+  const std::string text = ReadFile(text_path);
+  std::vector<int32_t> ids = enc->Encode(text);  // warm-up
+  const double single = BestSeconds(rounds, [&] { ids = enc->Encode(text); });
+  const uint32_t digest = Fnv1a(ids);
+  std::printf("benchmake gpt2, 1 thread: %.4f s, %.1f MB/s, %zu tokens, fnv1a %u\n", single,
+              text.size() / single / 1e6, ids.size(), digest);
+  for (int t = 2; t <= threads_max; t *= 2) {
+    std::vector<int32_t> par;
+    const double s = BestSeconds(rounds, [&] { par = enc->EncodeParallel(text, t); });
+    std::printf("benchmake gpt2, %d threads: %.4f s, %.1f MB/s, speed-up %.2fx, ids %s\n", t, s,
+                text.size() / s / 1e6, single / s, par == ids ? "identical" : "DIFFERENT");
+    if (par != ids) return 1;
+  }
+  if (peers_path.empty()) return 0;
+  std::ifstream peers(peers_path);
+  int failures = 0;
+  for (std::string line; std::getline(peers, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    const auto p = nlohmann::json::parse(line);
+    const std::string name = p["peer"];
+    const double target = name == "tiktoken" ? 3.0 : 1.5;
+    const double ratio = p["seconds"].get<double>() / single;
+    const bool same =
+        p["tokens"].get<size_t>() == ids.size() && p["fnv1a"].get<uint32_t>() == digest;
+    std::printf("vs %s %s: %.4f s → benchmake is %.2fx faster (target %.1fx: %s), ids %s\n",
+                name.c_str(), p["version"].get<std::string>().c_str(), p["seconds"].get<double>(),
+                ratio, target, ratio >= target ? "met" : "NOT met",
+                same ? "identical" : "DIFFERENT");
+    if (!same) ++failures;
+  }
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,41 @@
+// The backend registry: one line per backend. The CUDA backend registers
+// itself here under BENCHMAKE_HAVE_CUDA (trainer/cuda/cuda_backend.h).
+#include "trainer/backend.h"
+#include "trainer/cpu/cpu_backend.h"
+
+#ifdef BENCHMAKE_HAVE_CUDA
+#include "trainer/cuda/cuda_backend.h"
+#endif
+
+namespace bm::train {
+
+std::string_view PrecisionName(Precision precision) {
+  return precision == Precision::kBf16 ? "bf16" : "fp32";
+}
+
+Result<Precision> ParsePrecision(std::string_view name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16" || name == "amp") return Precision::kBf16;
+  return Errorf(ErrorCode::kInvalidArgument, "unknown precision '{}' (fp32, bf16, amp)", name);
+}
+
+std::vector<std::string> BackendNames() {
+  std::vector<std::string> names = {"cpu"};
+#ifdef BENCHMAKE_HAVE_CUDA
+  names.push_back("cuda");
+#endif
+  return names;
+}
+
+Result<std::unique_ptr<Backend>> CreateBackend(std::string_view device) {
+  if (device == "cpu") return std::unique_ptr<Backend>(cpu::CreateCpuBackend());
+#ifdef BENCHMAKE_HAVE_CUDA
+  if (device == "cuda") return cuda::CreateCudaBackend();
+#endif
+  std::string names;
+  for (const auto& n : BackendNames()) names += (names.empty() ? "" : ", ") + n;
+  return Errorf(ErrorCode::kUnsupported,
+                "device '{}' is not available in this build (available: {})", device, names);
+}
+
+}  // namespace bm::train

@@ -56,6 +56,63 @@ __global__ void SwigluBackwardKernel(T* din, const T* dout, const T* in, int row
   din[r * 2 * ffn + ffn + c] = FromF<T>(d * g * s);
 }
 
+// Vectorized twins: each thread handles 16 bytes of outputs.
+template <typename T>
+__global__ void GeluForwardVecKernel(T* out, const T* in, size_t n) {
+  constexpr int V = Pack16<T>::kN;
+  size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * V;
+  if (i >= n) return;
+  Pack16<T> p = Load16(in + i);
+#pragma unroll
+  for (int k = 0; k < V; ++k) p.v[k] = FromF<T>(Gelu(ToF(p.v[k])));
+  Store16(out + i, p);
+}
+
+template <typename T>
+__global__ void GeluBackwardVecKernel(T* din, const T* dout, const T* in, size_t n) {
+  constexpr int V = Pack16<T>::kN;
+  size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * V;
+  if (i >= n) return;
+  Pack16<T> x = Load16(in + i), g = Load16(dout + i);
+#pragma unroll
+  for (int k = 0; k < V; ++k) g.v[k] = FromF<T>(ToF(g.v[k]) * GeluGrad(ToF(x.v[k])));
+  Store16(din + i, g);
+}
+
+template <typename T>
+__global__ void SwigluForwardVecKernel(T* out, const T* in, int rows, int ffn) {
+  constexpr int V = Pack16<T>::kN;
+  size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * V;
+  if (i >= static_cast<size_t>(rows) * ffn) return;
+  size_t r = i / ffn, c = i % ffn;
+  Pack16<T> g = Load16(in + r * 2 * ffn + c), u = Load16(in + r * 2 * ffn + ffn + c);
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    float gk = ToF(g.v[k]);
+    g.v[k] = FromF<T>(gk * Sigmoid(gk) * ToF(u.v[k]));
+  }
+  Store16(out + i, g);
+}
+
+template <typename T>
+__global__ void SwigluBackwardVecKernel(T* din, const T* dout, const T* in, int rows, int ffn) {
+  constexpr int V = Pack16<T>::kN;
+  size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * V;
+  if (i >= static_cast<size_t>(rows) * ffn) return;
+  size_t r = i / ffn, c = i % ffn;
+  Pack16<T> g = Load16(in + r * 2 * ffn + c), u = Load16(in + r * 2 * ffn + ffn + c);
+  Pack16<T> d = Load16(dout + i), dg, du;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    float gk = ToF(g.v[k]), uk = ToF(u.v[k]), dk = ToF(d.v[k]);
+    float sg = Sigmoid(gk);
+    dg.v[k] = FromF<T>(dk * uk * sg * (1.0f + gk * (1.0f - sg)));
+    du.v[k] = FromF<T>(dk * gk * sg);
+  }
+  Store16(din + r * 2 * ffn + c, dg);
+  Store16(din + r * 2 * ffn + ffn + c, du);
+}
+
 }  // namespace
 
 // ---- launchers
@@ -63,14 +120,22 @@ __global__ void SwigluBackwardKernel(T* din, const T* dout, const T* in, int row
 template <typename T>
 Status GeluForward(T* out, const T* in, size_t n, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  GeluForwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, n);
+  if (n % Pack16<T>::kN == 0 && Vectorizable<T>(0, out, in)) {
+    GeluForwardVecKernel<T><<<CeilDiv(n / Pack16<T>::kN, 256), 256, 0, stream>>>(out, in, n);
+  } else {
+    GeluForwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, n);
+  }
   BM_LAUNCH_CHECK("GeluForwardKernel", "n={}", n);
   return Status::Ok();
 }
 template <typename T>
 Status GeluBackward(T* din, const T* dout, const T* in, size_t n, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  GeluBackwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(din, dout, in, n);
+  if (n % Pack16<T>::kN == 0 && Vectorizable<T>(0, din, dout) && Vectorizable<T>(0, in)) {
+    GeluBackwardVecKernel<T><<<CeilDiv(n / Pack16<T>::kN, 256), 256, 0, stream>>>(din, dout, in, n);
+  } else {
+    GeluBackwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(din, dout, in, n);
+  }
   BM_LAUNCH_CHECK("GeluBackwardKernel", "n={}", n);
   return Status::Ok();
 }
@@ -78,7 +143,12 @@ template <typename T>
 Status SwigluForward(T* out, const T* in, int rows, int ffn, cudaStream_t stream) {
   size_t n = static_cast<size_t>(rows) * ffn;
   if (n == 0) return Status::Ok();
-  SwigluForwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, rows, ffn);
+  if (Vectorizable<T>(ffn, out, in)) {
+    SwigluForwardVecKernel<T>
+        <<<CeilDiv(n / Pack16<T>::kN, 256), 256, 0, stream>>>(out, in, rows, ffn);
+  } else {
+    SwigluForwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, rows, ffn);
+  }
   BM_LAUNCH_CHECK("SwigluForwardKernel", "N={} F={}", rows, ffn);
   return Status::Ok();
 }
@@ -86,7 +156,12 @@ template <typename T>
 Status SwigluBackward(T* din, const T* dout, const T* in, int rows, int ffn, cudaStream_t stream) {
   size_t n = static_cast<size_t>(rows) * ffn;
   if (n == 0) return Status::Ok();
-  SwigluBackwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(din, dout, in, rows, ffn);
+  if (Vectorizable<T>(ffn, din, dout) && Vectorizable<T>(ffn, in)) {
+    SwigluBackwardVecKernel<T>
+        <<<CeilDiv(n / Pack16<T>::kN, 256), 256, 0, stream>>>(din, dout, in, rows, ffn);
+  } else {
+    SwigluBackwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(din, dout, in, rows, ffn);
+  }
   BM_LAUNCH_CHECK("SwigluBackwardKernel", "N={} F={}", rows, ffn);
   return Status::Ok();
 }

@@ -47,6 +47,51 @@ __global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
   }
 }
 
+// The same with 16-byte accesses (V and ld multiples of 16 / sizeof(T)).
+template <typename T>
+__global__ void CrossEntropyVecKernel(T* logits, float* losses, const int* targets,
+                                      const float* weights, float grad_scale, int vocab, int ld,
+                                      bool write_grad) {
+  constexpr int V = Pack16<T>::kN;
+  __shared__ float shared[32];
+  int row = blockIdx.x;
+  T* x = logits + static_cast<size_t>(row) * ld;
+  int target = targets[row];
+  float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
+  float m = -INFINITY, s = 0.0f;
+  for (int i = threadIdx.x * V; i < vocab; i += blockDim.x * V) {
+    Pack16<T> p = Load16(x + i);
+    float mx = ToF(p.v[0]);
+#pragma unroll
+    for (int k = 1; k < V; ++k) mx = fmaxf(mx, ToF(p.v[k]));
+    if (mx > m) {
+      s *= expf(m - mx);
+      m = mx;
+    }
+#pragma unroll
+    for (int k = 0; k < V; ++k) s += expf(ToF(p.v[k]) - m);
+  }
+  float block_max = BlockMax(m, shared);
+  float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
+  float block_sum = BlockSum(scaled, shared);
+  float lse = block_max + logf(block_sum);
+  if (threadIdx.x == 0) {
+    losses[row] = weight == 0.0f ? 0.0f : weight * (lse - ToF(x[target]));
+  }
+  if (!write_grad) return;
+  __syncthreads();
+  float scale = grad_scale * weight;
+  for (int i = threadIdx.x * V; i < vocab; i += blockDim.x * V) {
+    Pack16<T> p = Load16(x + i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      float g = scale * (expf(ToF(p.v[k]) - lse) - (i + k == target ? 1.0f : 0.0f));
+      p.v[k] = FromF<T>(g);
+    }
+    Store16(x + i, p);
+  }
+}
+
 __global__ void SumLossesKernel(float* out, const float* losses, int n) {
   __shared__ float shared[32];
   float acc = 0.0f;
@@ -113,8 +158,13 @@ Status CrossEntropy(T* logits, float* losses, const int* targets, const float* w
                     float grad_scale, int n, int vocab, int ld, bool write_grad,
                     cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  CrossEntropyKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights, grad_scale,
-                                                    vocab, ld, write_grad);
+  if (Vectorizable<T>(vocab, logits) && ld % Pack16<T>::kN == 0) {
+    CrossEntropyVecKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights,
+                                                         grad_scale, vocab, ld, write_grad);
+  } else {
+    CrossEntropyKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights, grad_scale,
+                                                      vocab, ld, write_grad);
+  }
   BM_LAUNCH_CHECK("CrossEntropyKernel", "N={} V={} ld={}", n, vocab, ld);
   return Status::Ok();
 }

@@ -55,3 +55,28 @@ __device__ __forceinline__ float BlockMax(float v, float* shared) {
 inline unsigned CeilDiv(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 }  // namespace bm::train::cuda
+
+namespace bm::train::cuda {
+
+// 16 bytes of T (8 bf16 or 4 floats): one vector load or store.
+template <typename T>
+struct alignas(16) Pack16 {
+  static constexpr int kN = 16 / sizeof(T);
+  T v[kN];
+};
+template <typename T>
+__device__ __forceinline__ Pack16<T> Load16(const T* p) {
+  return *reinterpret_cast<const Pack16<T>*>(p);
+}
+template <typename T>
+__device__ __forceinline__ void Store16(T* p, const Pack16<T>& x) {
+  *reinterpret_cast<Pack16<T>*>(p) = x;
+}
+// Whether rows of `cols` elements can be read as Pack16 (bases 16-byte aligned).
+template <typename T>
+inline bool Vectorizable(int cols, const void* p0 = nullptr, const void* p1 = nullptr) {
+  auto aligned = [](const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; };
+  return cols % Pack16<T>::kN == 0 && aligned(p0) && aligned(p1);
+}
+
+}  // namespace bm::train::cuda

@@ -37,42 +37,52 @@ __device__ __forceinline__ uint32_t Pack(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
 }
-__device__ __forceinline__ uint32_t Ld32(const bf16* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-// Two bf16 from consecutive rows of a row-major tile (a "column pair"), packed.
-__device__ __forceinline__ uint32_t LdCol(const bf16* p, int stride) {
-  __nv_bfloat162 v;
-  v.x = p[0];
-  v.y = p[stride];
-  return *reinterpret_cast<uint32_t*>(&v);
+// Four 8x8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j.
+__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
 }
 
 // Copies rows [row0, row0 + rows) of a head (D columns at `col` of a row-major matrix with
-// `ld` elements per row) into shared memory with stride D + 8; rows >= seq are zero.
+// `ld` elements per row) into shared memory with stride D + 8, 16 bytes at a time through
+// cp.async; rows >= seq are zero-filled. The caller waits (CpAsyncWait) and syncs.
 template <int D>
 __device__ __forceinline__ void LoadTile(bf16* dst, const bf16* src, size_t ld, int row0, int rows,
                                          int seq) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   for (int i = threadIdx.x; i < rows * kChunks; i += blockDim.x) {
     int r = i / kChunks, c = (i % kChunks) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (row0 + r < seq) v = *reinterpret_cast<const uint4*>(src + (row0 + r) * ld + c);
-    *reinterpret_cast<uint4*>(dst + r * (D + 8) + c) = v;
+    bool in = row0 + r < seq;
+    const bf16* g = src + (in ? (row0 + r) * ld + c : 0);
+    asm volatile(
+        "cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddr(dst + r * (D + 8) + c)),
+        "l"(g), "r"(in ? 16 : 0));
   }
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+// Waits until at most N committed cp.async groups are still in flight.
+template <int N>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // A fragments of a 16 x D row-major tile in shared memory (stride D + 8), rows r0..r0+15.
 template <int D>
 __device__ __forceinline__ void LoadAFrags(uint32_t (*a)[4], const bf16* tile, int r0) {
-  int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  int lane = threadIdx.x % 32, j = lane / 8, row = lane % 8;
   constexpr int S = D + 8;
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
-    a[ks][0] = Ld32(tile + (r0 + g) * S + ks * 16 + 2 * q);
-    a[ks][1] = Ld32(tile + (r0 + g + 8) * S + ks * 16 + 2 * q);
-    a[ks][2] = Ld32(tile + (r0 + g) * S + ks * 16 + 2 * q + 8);
-    a[ks][3] = Ld32(tile + (r0 + g + 8) * S + ks * 16 + 2 * q + 8);
+    LdMatrixX4(a[ks], tile + (r0 + (j % 2) * 8 + row) * S + ks * 16 + (j / 2) * 8);
   }
 }
 
@@ -80,14 +90,16 @@ __device__ __forceinline__ void LoadAFrags(uint32_t (*a)[4], const bf16* tile, i
 // rows and D columns in shared memory (rows = output columns): "scores = Q K^T".
 template <int D, int NT>
 __device__ __forceinline__ void MmaABt(float (*acc)[4], const uint32_t (*a)[4], const bf16* bt) {
-  int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  int lane = threadIdx.x % 32, j = lane / 8, row = lane % 8;
   constexpr int S = D + 8;
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const bf16* p = bt + (nt * 8 + g) * S + ks * 16 + 2 * q;
-      Mma(acc[nt], a[ks], Ld32(p), Ld32(p + 8));
+    for (int nt = 0; nt < NT; nt += 2) {
+      uint32_t b[4];
+      LdMatrixX4(b, bt + ((nt + j / 2) * 8 + row) * S + ks * 16 + (j % 2) * 8);
+      Mma(acc[nt], a[ks], b[0], b[1]);
+      Mma(acc[nt + 1], a[ks], b[2], b[3]);
     }
   }
 }
@@ -96,7 +108,7 @@ __device__ __forceinline__ void MmaABt(float (*acc)[4], const uint32_t (*a)[4], 
 // row-major tile of 16*KT rows and D columns in shared memory: "out = P V".
 template <int D, int KT>
 __device__ __forceinline__ void MmaPB(float (*acc)[4], const float (*p)[4], const bf16* b) {
-  int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  int lane = threadIdx.x % 32, j = lane / 8, row = lane % 8;
   constexpr int S = D + 8;
 #pragma unroll
   for (int kk = 0; kk < KT; ++kk) {
@@ -104,9 +116,11 @@ __device__ __forceinline__ void MmaPB(float (*acc)[4], const float (*p)[4], cons
                      Pack(p[2 * kk + 1][0], p[2 * kk + 1][1]),
                      Pack(p[2 * kk + 1][2], p[2 * kk + 1][3])};
 #pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      const bf16* base = b + (kk * 16 + 2 * q) * S + dt * 8 + g;
-      Mma(acc[dt], a, LdCol(base, S), LdCol(base + 8 * S, S));
+    for (int dt = 0; dt < D / 8; dt += 2) {
+      uint32_t bb[4];
+      LdMatrixX4Trans(bb, b + (kk * 16 + (j % 2) * 8 + row) * S + (dt + j / 2) * 8);
+      Mma(acc[dt], a, bb[0], bb[1]);
+      Mma(acc[dt + 1], a, bb[2], bb[3]);
     }
   }
 }
@@ -117,37 +131,51 @@ struct Geo {
 };
 
 // ---- kernels
+//
+// Every loop over tiles is double-buffered: while tile i is multiplied, tile i + 1 is on its way
+// through cp.async into the other buffer.
 
 template <int D>
 __global__ void __launch_bounds__(128)
     FlashForwardKernel(bf16* out, float* lse, const bf16* qkv, Geo geo, float scale_log2) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sk = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sv = sk + kKeyTile * (D + 8);
+  constexpr int S = D + 8;
+  bf16* buf = reinterpret_cast<bf16*>(smem_raw);  // [2][K tile, V tile]
+  auto sk = [&](int b) { return buf + b * 2 * kKeyTile * S; };
+  auto sv = [&](int b) { return buf + b * 2 * kKeyTile * S + kKeyTile * S; };
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   int qtile = blockIdx.x, bh = blockIdx.y;
   int b = bh / geo.heads, h = bh % geo.heads, hk = h / (geo.heads / geo.kv_heads);
   const bf16* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
+  const bf16* kbase = base + static_cast<size_t>(geo.heads + hk) * D;
+  const bf16* vbase = base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
   int q0 = qtile * kRows;
 
-  LoadTile<D>(sk, base + static_cast<size_t>(h) * D, geo.ld, q0, kRows, geo.seq);
+  LoadTile<D>(sk(1), base + static_cast<size_t>(h) * D, geo.ld, q0, kRows, geo.seq);
+  LoadTile<D>(sk(0), kbase, geo.ld, 0, kKeyTile, geo.seq);
+  LoadTile<D>(sv(0), vbase, geo.ld, 0, kKeyTile, geo.seq);
+  CpAsyncWait<2>();  // Q has landed
   __syncthreads();
   uint32_t qf[D / 16][4];
-  LoadAFrags<D>(qf, sk, warp * 16);
+  LoadAFrags<D>(qf, sk(1), warp * 16);
+  __syncthreads();  // buffer 1 is free for the next tile
 
   float o[D / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
   int last_tile = min((q0 + kRows - 1) / kKeyTile, (geo.seq - 1) / kKeyTile);
   for (int kt = 0; kt <= last_tile; ++kt) {
-    int k0 = kt * kKeyTile;
-    __syncthreads();
-    LoadTile<D>(sk, base + static_cast<size_t>(geo.heads + hk) * D, geo.ld, k0, kKeyTile, geo.seq);
-    LoadTile<D>(sv, base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D, geo.ld, k0,
-                kKeyTile, geo.seq);
+    int k0 = kt * kKeyTile, cur = kt & 1;
+    if (kt < last_tile) {
+      LoadTile<D>(sk(cur ^ 1), kbase, geo.ld, k0 + kKeyTile, kKeyTile, geo.seq);
+      LoadTile<D>(sv(cur ^ 1), vbase, geo.ld, k0 + kKeyTile, kKeyTile, geo.seq);
+      CpAsyncWait<2>();
+    } else {
+      CpAsyncWait<0>();
+    }
     __syncthreads();
     float s[8][4] = {};
-    MmaABt<D, 8>(s, qf, sk);
+    MmaABt<D, 8>(s, qf, sk(cur));
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
@@ -192,7 +220,8 @@ __global__ void __launch_bounds__(128)
       o[dt][2] *= alpha[1];
       o[dt][3] *= alpha[1];
     }
-    MmaPB<D, 4>(o, s, sv);
+    MmaPB<D, 4>(o, s, sv(cur));
+    __syncthreads();  // this buffer is refilled two tiles on
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -222,23 +251,31 @@ __global__ void __launch_bounds__(128)
     FlashBackwardQKernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                          const float* delta, Geo geo, float scale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* sk = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sv = sk + kKeyTile * (D + 8);
+  constexpr int S = D + 8;
+  bf16* buf = reinterpret_cast<bf16*>(smem_raw);
+  auto sk = [&](int b) { return buf + b * 2 * kKeyTile * S; };
+  auto sv = [&](int b) { return buf + b * 2 * kKeyTile * S + kKeyTile * S; };
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   int qtile = blockIdx.x, bh = blockIdx.y;
   int b = bh / geo.heads, h = bh % geo.heads, hk = h / (geo.heads / geo.kv_heads);
   const bf16* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
+  const bf16* kbase = base + static_cast<size_t>(geo.heads + hk) * D;
+  const bf16* vbase = base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
   size_t out_ld = static_cast<size_t>(geo.heads) * D;
   const bf16* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
   int q0 = qtile * kRows;
   float scale_log2 = scale * kLog2e;
 
-  LoadTile<D>(sk, base + static_cast<size_t>(h) * D, geo.ld, q0, kRows, geo.seq);
-  LoadTile<D>(sv, dobase + static_cast<size_t>(h) * D, out_ld, q0, kRows, geo.seq);
+  LoadTile<D>(sk(1), base + static_cast<size_t>(h) * D, geo.ld, q0, kRows, geo.seq);
+  LoadTile<D>(sv(1), dobase + static_cast<size_t>(h) * D, out_ld, q0, kRows, geo.seq);
+  LoadTile<D>(sk(0), kbase, geo.ld, 0, kKeyTile, geo.seq);
+  LoadTile<D>(sv(0), vbase, geo.ld, 0, kKeyTile, geo.seq);
+  CpAsyncWait<2>();
   __syncthreads();
   uint32_t qf[D / 16][4], dof[D / 16][4];
-  LoadAFrags<D>(qf, sk, warp * 16);
-  LoadAFrags<D>(dof, sv, warp * 16);
+  LoadAFrags<D>(qf, sk(1), warp * 16);
+  LoadAFrags<D>(dof, sv(1), warp * 16);
+  __syncthreads();
 
   int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
   float lse2[2], dlt[2];
@@ -251,15 +288,18 @@ __global__ void __launch_bounds__(128)
   float dq[D / 8][4] = {};
   int last_tile = min((q0 + kRows - 1) / kKeyTile, (geo.seq - 1) / kKeyTile);
   for (int kt = 0; kt <= last_tile; ++kt) {
-    int k0 = kt * kKeyTile;
-    __syncthreads();
-    LoadTile<D>(sk, base + static_cast<size_t>(geo.heads + hk) * D, geo.ld, k0, kKeyTile, geo.seq);
-    LoadTile<D>(sv, base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D, geo.ld, k0,
-                kKeyTile, geo.seq);
+    int k0 = kt * kKeyTile, cur = kt & 1;
+    if (kt < last_tile) {
+      LoadTile<D>(sk(cur ^ 1), kbase, geo.ld, k0 + kKeyTile, kKeyTile, geo.seq);
+      LoadTile<D>(sv(cur ^ 1), vbase, geo.ld, k0 + kKeyTile, kKeyTile, geo.seq);
+      CpAsyncWait<2>();
+    } else {
+      CpAsyncWait<0>();
+    }
     __syncthreads();
     float s[8][4] = {}, dp[8][4] = {};
-    MmaABt<D, 8>(s, qf, sk);
-    MmaABt<D, 8>(dp, dof, sv);
+    MmaABt<D, 8>(s, qf, sk(cur));
+    MmaABt<D, 8>(dp, dof, sv(cur));
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
@@ -271,7 +311,8 @@ __global__ void __launch_bounds__(128)
         s[nt][e] = p * (dp[nt][e] - dlt[r]);  // dS (the scale is applied at the end)
       }
     }
-    MmaPB<D, 4>(dq, s, sk);
+    MmaPB<D, 4>(dq, s, sk(cur));
+    __syncthreads();
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -294,10 +335,12 @@ __global__ void __launch_bounds__(128)
   constexpr int S = D + 8;
   bf16* sk = reinterpret_cast<bf16*>(smem_raw);
   bf16* sv = sk + kRows * S;
-  bf16* sq = sv + kRows * S;
-  bf16* sdo = sq + QT * S;
-  float* slse = reinterpret_cast<float*>(sdo + QT * S);
-  float* sdelta = slse + QT;
+  bf16* qbuf = sv + kRows * S;                                // [2][Q tile, dO tile]
+  float* fbuf = reinterpret_cast<float*>(qbuf + 4 * QT * S);  // [2][lse, delta]
+  auto sq = [&](int b) { return qbuf + b * 2 * QT * S; };
+  auto sdo = [&](int b) { return qbuf + b * 2 * QT * S + QT * S; };
+  auto slse = [&](int b) { return fbuf + b * 2 * QT; };
+  auto sdelta = [&](int b) { return fbuf + b * 2 * QT + QT; };
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   int ktile = blockIdx.x, bh = blockIdx.y;
   int b = bh / geo.kv_heads, hk = bh % geo.kv_heads;
@@ -307,48 +350,62 @@ __global__ void __launch_bounds__(128)
   const bf16* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
   int k0 = ktile * kRows;
   float scale_log2 = scale * kLog2e;
+  int tiles = (geo.seq - k0 + QT - 1) / QT;  // query tiles from the diagonal on
+  int total = group * tiles;
+  auto stage = [&](int it, int bf) {
+    int h = hk * group + it / tiles, t0 = k0 + (it % tiles) * QT;
+    LoadTile<D>(sq(bf), base + static_cast<size_t>(h) * D, geo.ld, t0, QT, geo.seq);
+    LoadTile<D>(sdo(bf), dobase + static_cast<size_t>(h) * D, out_ld, t0, QT, geo.seq);
+    for (int i = threadIdx.x; i < QT; i += blockDim.x) {
+      size_t idx = (static_cast<size_t>(b) * geo.heads + h) * geo.seq + t0 + i;
+      bool in = t0 + i < geo.seq;
+      slse(bf)[i] = in ? lse[idx] * kLog2e : 0.0f;
+      sdelta(bf)[i] = in ? delta[idx] : 0.0f;
+    }
+  };
 
   LoadTile<D>(sk, base + static_cast<size_t>(geo.heads + hk) * D, geo.ld, k0, kRows, geo.seq);
   LoadTile<D>(sv, base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D, geo.ld, k0, kRows,
               geo.seq);
+  stage(0, 0);
   int key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
   float dk[D / 8][4] = {}, dv[D / 8][4] = {};
-  for (int h = hk * group; h < (hk + 1) * group; ++h) {
-    for (int t0 = (k0 / QT) * QT; t0 < geo.seq; t0 += QT) {
-      __syncthreads();
-      LoadTile<D>(sq, base + static_cast<size_t>(h) * D, geo.ld, t0, QT, geo.seq);
-      LoadTile<D>(sdo, dobase + static_cast<size_t>(h) * D, out_ld, t0, QT, geo.seq);
-      for (int i = threadIdx.x; i < QT; i += blockDim.x) {
-        size_t idx = (static_cast<size_t>(b) * geo.heads + h) * geo.seq + t0 + i;
-        bool in = t0 + i < geo.seq;
-        slse[i] = in ? lse[idx] * kLog2e : 0.0f;
-        sdelta[i] = in ? delta[idx] : 0.0f;
-      }
-      __syncthreads();
-      uint32_t kf[D / 16][4];
-      LoadAFrags<D>(kf, sk, warp * 16);
-      float s[QT / 8][4] = {};
-      MmaABt<D, QT / 8>(s, kf, sq);  // S^T = K Q^T
-      uint32_t vf[D / 16][4];
-      LoadAFrags<D>(vf, sv, warp * 16);
-      float dp[QT / 8][4] = {};
-      MmaABt<D, QT / 8>(dp, vf, sdo);  // dP^T = V dO^T
-#pragma unroll
-      for (int nt = 0; nt < QT / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int ci = nt * 8 + 2 * q + (e & 1);
-          int t = t0 + ci;
-          int r = e / 2;
-          bool valid = t >= key[r] && t < geo.seq && key[r] < geo.seq;
-          float p = valid ? exp2f(s[nt][e] * scale_log2 - slse[ci]) : 0.0f;
-          s[nt][e] = p;                              // P^T
-          dp[nt][e] = p * (dp[nt][e] - sdelta[ci]);  // dS^T
-        }
-      }
-      MmaPB<D, QT / 16>(dv, s, sdo);  // dV += P^T dO
-      MmaPB<D, QT / 16>(dk, dp, sq);  // dK += dS^T Q
+  for (int it = 0; it < total; ++it) {
+    int cur = it & 1;
+    int t0 = k0 + (it % tiles) * QT;
+    if (it + 1 < total) {
+      stage(it + 1, cur ^ 1);
+      CpAsyncWait<2>();
+    } else {
+      CpAsyncWait<0>();
     }
+    __syncthreads();
+    const float* lse_t = slse(cur);
+    const float* delta_t = sdelta(cur);
+    uint32_t kf[D / 16][4];
+    LoadAFrags<D>(kf, sk, warp * 16);
+    float s[QT / 8][4] = {};
+    MmaABt<D, QT / 8>(s, kf, sq(cur));  // S^T = K Q^T
+    uint32_t vf[D / 16][4];
+    LoadAFrags<D>(vf, sv, warp * 16);
+    float dp[QT / 8][4] = {};
+    MmaABt<D, QT / 8>(dp, vf, sdo(cur));  // dP^T = V dO^T
+#pragma unroll
+    for (int nt = 0; nt < QT / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int ci = nt * 8 + 2 * q + (e & 1);
+        int t = t0 + ci;
+        int r = e / 2;
+        bool valid = t >= key[r] && t < geo.seq && key[r] < geo.seq;
+        float p = valid ? exp2f(s[nt][e] * scale_log2 - lse_t[ci]) : 0.0f;
+        s[nt][e] = p;                               // P^T
+        dp[nt][e] = p * (dp[nt][e] - delta_t[ci]);  // dS^T
+      }
+    }
+    MmaPB<D, QT / 16>(dv, s, sdo(cur));  // dV += P^T dO
+    MmaPB<D, QT / 16>(dk, dp, sq(cur));  // dK += dS^T Q
+    __syncthreads();
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -366,12 +423,12 @@ __global__ void __launch_bounds__(128)
 }
 
 template <int D>
-size_t ForwardSmem() {
-  return 2 * kKeyTile * (D + 8) * sizeof(bf16);
+size_t ForwardSmem() {  // two buffers of (K, V) tiles
+  return 4 * kKeyTile * (D + 8) * sizeof(bf16);
 }
 template <int D, int QT>
-size_t KVSmem() {
-  return (2 * kRows + 2 * QT) * (D + 8) * sizeof(bf16) + 2 * QT * sizeof(float);
+size_t KVSmem() {  // K, V, and two buffers of (Q, dO, lse, delta)
+  return (2 * kRows + 4 * QT) * (D + 8) * sizeof(bf16) + 4 * QT * sizeof(float);
 }
 
 template <int D>

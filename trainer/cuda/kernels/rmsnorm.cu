@@ -50,6 +50,60 @@ __global__ void RmsNormBackwardKernel(T* dx, const T* dy, const T* x, const T* w
   }
 }
 
+template <typename T>
+__global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const T* w, int n,
+                                        int channels) {
+  constexpr int V = Pack16<T>::kN;
+  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  int lane = threadIdx.x % 32;
+  if (row >= n) return;
+  const T* xr = x + static_cast<size_t>(row) * channels;
+  float ss = 0.0f;
+  for (int c = lane * V; c < channels; c += 32 * V) {
+    Pack16<T> p = Load16(xr + c);
+#pragma unroll
+    for (int k = 0; k < V; ++k) ss += ToF(p.v[k]) * ToF(p.v[k]);
+  }
+  float rstd = rsqrtf(WarpSum(ss) / channels + kEps);
+  T* yr = y + static_cast<size_t>(row) * channels;
+  for (int c = lane * V; c < channels; c += 32 * V) {
+    Pack16<T> p = Load16(xr + c), pw = Load16(w + c), o;
+#pragma unroll
+    for (int k = 0; k < V; ++k) o.v[k] = FromF<T>(ToF(p.v[k]) * rstd * ToF(pw.v[k]));
+    Store16(yr + c, o);
+  }
+  if (lane == 0) rstd_out[row] = rstd;
+}
+
+template <typename T>
+__global__ void RmsNormBackwardVecKernel(T* dx, const T* dy, const T* x, const T* w,
+                                         const float* rstd_in, int n, int channels) {
+  constexpr int V = Pack16<T>::kN;
+  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  int lane = threadIdx.x % 32;
+  if (row >= n) return;
+  size_t off = static_cast<size_t>(row) * channels;
+  float rstd = rstd_in[row];
+  float s2 = 0.0f;
+  for (int c = lane * V; c < channels; c += 32 * V) {
+    Pack16<T> pg = Load16(dy + off + c), px = Load16(x + off + c), pw = Load16(w + c);
+#pragma unroll
+    for (int k = 0; k < V; ++k) s2 += ToF(pg.v[k]) * ToF(pw.v[k]) * ToF(px.v[k]) * rstd;
+  }
+  s2 = WarpSum(s2) / channels;
+  for (int c = lane * V; c < channels; c += 32 * V) {
+    Pack16<T> pg = Load16(dy + off + c), px = Load16(x + off + c), pw = Load16(w + c);
+    Pack16<T> pd = Load16(dx + off + c);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      float g = ToF(pg.v[k]) * ToF(pw.v[k]);
+      float xh = ToF(px.v[k]) * rstd;
+      pd.v[k] = FromF<T>(ToF(pd.v[k]) + rstd * (g - xh * s2));
+    }
+    Store16(dx + off + c, pd);
+  }
+}
+
 }  // namespace
 
 size_t RmsNormScratchFloats(int n, int channels) {
@@ -62,7 +116,11 @@ template <typename T>
 Status RmsNormForward(T* y, float* rstd, const T* x, const T* w, int n, int channels,
                       cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  RmsNormForwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(y, rstd, x, w, n, channels);
+  if (Vectorizable<T>(channels, x, y) && Vectorizable<T>(channels, w)) {
+    RmsNormForwardVecKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(y, rstd, x, w, n, channels);
+  } else {
+    RmsNormForwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(y, rstd, x, w, n, channels);
+  }
   BM_LAUNCH_CHECK("RmsNormForwardKernel", "N={} C={}", n, channels);
   return Status::Ok();
 }
@@ -71,12 +129,15 @@ template <typename T>
 Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x, const T* w,
                        const float* rstd, int n, int channels, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  RmsNormBackwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, rstd, n, channels);
+  if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w)) {
+    RmsNormBackwardVecKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, rstd, n, channels);
+  } else {
+    RmsNormBackwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, rstd, n, channels);
+  }
   BM_LAUNCH_CHECK("RmsNormBackwardKernel", "N={} C={}", n, channels);
   int chunks = static_cast<int>(NormChunks(n));
-  NormColumnPartialsKernel<T><<<dim3(CeilDiv(channels, 32), chunks), dim3(32, 8), 0, stream>>>(
-      scratch, nullptr, dy, x, nullptr, rstd, n, channels);
-  BM_LAUNCH_CHECK("NormColumnPartialsKernel", "N={} C={}", n, channels);
+  BM_TRY(LaunchNormColumnPartials<T>(scratch, nullptr, dy, x, nullptr, rstd, n, channels, chunks,
+                                     stream));
   NormColumnFinishKernel<<<CeilDiv(channels, 256), 256, 0, stream>>>(dw, nullptr, scratch, nullptr,
                                                                      chunks, channels);
   BM_LAUNCH_CHECK("NormColumnFinishKernel", "N={} C={}", n, channels);

@@ -28,6 +28,34 @@ __global__ void RopeKernel(T* qkv, const float* table, int rows, int seq, int ro
   x[p + half] = FromF<T>(b * c + a * s);
 }
 
+// Vectorized: each thread rotates V = 16 / sizeof(T) consecutive pairs (head_dim / 2 a multiple
+// of V).
+template <typename T>
+__global__ void RopeVecKernel(T* qkv, const float* table, int rows, int seq, int rot_heads,
+                              int all_heads, int head_dim, float sign) {
+  constexpr int V = Pack16<T>::kN;
+  int half = head_dim / 2, groups = half / V;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  size_t total = static_cast<size_t>(rows) * rot_heads * groups;
+  if (i >= total) return;
+  int p0 = static_cast<int>(i % groups) * V;
+  int h = static_cast<int>((i / groups) % rot_heads);
+  int row = static_cast<int>(i / (static_cast<size_t>(groups) * rot_heads));
+  int t = row % seq;
+  T* x = qkv + (static_cast<size_t>(row) * all_heads + h) * head_dim;
+  Pack16<T> a = Load16(x + p0), b = Load16(x + p0 + half);
+  const float* cs = table + (static_cast<size_t>(t) * half + p0) * 2;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    float c = cs[2 * k], s = sign * cs[2 * k + 1];
+    float ak = ToF(a.v[k]), bk = ToF(b.v[k]);
+    a.v[k] = FromF<T>(ak * c - bk * s);
+    b.v[k] = FromF<T>(bk * c + ak * s);
+  }
+  Store16(x + p0, a);
+  Store16(x + p0 + half, b);
+}
+
 }  // namespace
 
 std::vector<float> RopeTable(int seq, int head_dim, double theta) {

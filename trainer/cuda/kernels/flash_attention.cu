@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(128)
   auto sk = [&](int b) { return buf + b * 2 * kKeyTile * S; };
   auto sv = [&](int b) { return buf + b * 2 * kKeyTile * S + kKeyTile * S; };
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  int qtile = blockIdx.x, bh = blockIdx.y;
+  int qtile = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y;  // longest rows first
   int b = bh / geo.heads, h = bh % geo.heads, hk = h / (geo.heads / geo.kv_heads);
   const bf16* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
   const bf16* kbase = base + static_cast<size_t>(geo.heads + hk) * D;
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(128)
   auto sk = [&](int b) { return buf + b * 2 * kKeyTile * S; };
   auto sv = [&](int b) { return buf + b * 2 * kKeyTile * S + kKeyTile * S; };
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  int qtile = blockIdx.x, bh = blockIdx.y;
+  int qtile = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y;  // longest rows first
   int b = bh / geo.heads, h = bh % geo.heads, hk = h / (geo.heads / geo.kv_heads);
   const bf16* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
   const bf16* kbase = base + static_cast<size_t>(geo.heads + hk) * D;

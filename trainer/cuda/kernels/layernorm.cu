@@ -168,8 +168,13 @@ Status LayerNormBackward(T* dx, float* dw, float* db, float* scratch, const T* d
                          const T* w, const float* mean, const float* rstd, int n, int channels,
                          cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  LayerNormBackwardKernel<T>
-      <<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, mean, rstd, n, channels);
+  if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w)) {
+    LayerNormBackwardVecKernel<T>
+        <<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, mean, rstd, n, channels);
+  } else {
+    LayerNormBackwardKernel<T>
+        <<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, mean, rstd, n, channels);
+  }
   BM_LAUNCH_CHECK("LayerNormBackwardKernel", "N={} C={}", n, channels);
   int chunks = static_cast<int>(NormChunks(n));
   float* pw = scratch;

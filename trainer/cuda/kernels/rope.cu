@@ -80,9 +80,15 @@ Status Rope(T* qkv, const float* table, int batch, int seq, int heads, int kv_he
   int rows = batch * seq;
   size_t total = static_cast<size_t>(rows) * (heads + kv_heads) * (head_dim / 2);
   if (total == 0) return Status::Ok();
-  RopeKernel<T><<<CeilDiv(total, 256), 256, 0, stream>>>(qkv, table, rows, seq, heads + kv_heads,
-                                                         heads + 2 * kv_heads, head_dim,
-                                                         inverse ? -1.0f : 1.0f);
+  if ((head_dim / 2) % Pack16<T>::kN == 0 && Vectorizable<T>(0, qkv)) {
+    RopeVecKernel<T><<<CeilDiv(total / Pack16<T>::kN, 256), 256, 0, stream>>>(
+        qkv, table, rows, seq, heads + kv_heads, heads + 2 * kv_heads, head_dim,
+        inverse ? -1.0f : 1.0f);
+  } else {
+    RopeKernel<T><<<CeilDiv(total, 256), 256, 0, stream>>>(qkv, table, rows, seq, heads + kv_heads,
+                                                           heads + 2 * kv_heads, head_dim,
+                                                           inverse ? -1.0f : 1.0f);
+  }
   BM_LAUNCH_CHECK("RopeKernel", "B={} T={} H={} Hkv={} D={}", batch, seq, heads, kv_heads,
                   head_dim);
   return Status::Ok();

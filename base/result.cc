@@ -4,17 +4,28 @@ namespace bm {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kAlreadyExists: return "already exists";
-    case ErrorCode::kIo: return "i/o error";
-    case ErrorCode::kCorrupt: return "corrupt";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kFailed: return "failed";
-    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kAlreadyExists:
+      return "already exists";
+    case ErrorCode::kIo:
+      return "i/o error";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kFailed:
+      return "failed";
+    case ErrorCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }
@@ -26,9 +37,12 @@ Status Status::WithContext(std::string_view context) const {
 
 int Status::ExitCode() const {
   switch (code_) {
-    case ErrorCode::kOk: return 0;
-    case ErrorCode::kInvalidArgument: return 2;
-    default: return 1;
+    case ErrorCode::kOk:
+      return 0;
+    case ErrorCode::kInvalidArgument:
+      return 2;
+    default:
+      return 1;
   }
 }
 

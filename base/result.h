@@ -30,13 +30,13 @@ enum class ErrorCode {
   kInvalidArgument,  // bad user input: BENCHFILE, flags, parameters (exit 2)
   kNotFound,         // a file, target or key that does not exist
   kAlreadyExists,
-  kIo,               // the operating system refused (open, write, rename, ...)
-  kCorrupt,          // bytes that do not match their digest or format
+  kIo,       // the operating system refused (open, write, rename, ...)
+  kCorrupt,  // bytes that do not match their digest or format
   kTimeout,
-  kUnavailable,      // a remote or a device that cannot be reached
-  kUnsupported,      // a newer file version, a missing optional feature
-  kFailed,           // a step or a command ran and failed
-  kInternal,         // a bug in benchmake
+  kUnavailable,  // a remote or a device that cannot be reached
+  kUnsupported,  // a newer file version, a missing optional feature
+  kFailed,       // a step or a command ran and failed
+  kInternal,     // a bug in benchmake
 };
 
 std::string_view ErrorCodeName(ErrorCode code);
@@ -71,7 +71,7 @@ Status Errorf(ErrorCode code, fmt::format_string<Args...> format, Args&&... args
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : value_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(value_).ok() && "Result<T> built from an OK Status");
   }
@@ -101,9 +101,9 @@ class [[nodiscard]] Result {
 #define BM_CONCAT_INNER_(a, b) a##b
 #define BM_CONCAT_(a, b) BM_CONCAT_INNER_(a, b)
 
-#define BM_TRY(expr)                           \
-  do {                                         \
-    ::bm::Status bm_try_status_ = (expr);      \
+#define BM_TRY(expr)                                 \
+  do {                                               \
+    ::bm::Status bm_try_status_ = (expr);            \
     if (!bm_try_status_.ok()) return bm_try_status_; \
   } while (0)
 

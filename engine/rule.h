@@ -22,15 +22,15 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/command_runner.h"
+#include "base/filesystem.h"
 #include "base/result.h"
 
 namespace bm::engine {
@@ -38,7 +38,7 @@ namespace bm::engine {
 enum class ParamType {
   kString,
   kInt,
-  kFloat,       // an integer literal is accepted and stored as a double
+  kFloat,  // an integer literal is accepted and stored as a double
   kBool,
   kStringList,  // ["a", "b"]
   kStringMap,   // { KEY = "value", ... }
@@ -66,21 +66,23 @@ struct ParamError {
 
 // What a running step sees. Paths are absolute.
 struct StepContext {
-  std::string target;                // the target's name
-  nlohmann::json params;             // validated, normalized, defaults filled
+  std::string target;     // the target's name
+  nlohmann::json params;  // validated, normalized, defaults filled
   // For each input name the user wrote (a target or a file): its path. A target
   // input maps to that target's output directory (out/NAME), a file to itself.
   std::map<std::string, std::string> inputs;
-  std::string workspace_dir;         // the BENCHFILE's directory
-  std::string scratch_dir;           // fresh and empty; the working directory of commands
-  std::string out_dir;               // empty directory; every output goes below it
-  std::string resume_dir;            // survives a killed run of the same action key
-  std::string tools_dir;             // where benchmake and benchmake-train are installed
-  nlohmann::json platform;           // platform facts (benchmake-train --probe), or {}
-  std::vector<int> gpus;             // devices allocated to this step (CUDA_VISIBLE_DEVICES)
-  CommandRunner* runner = nullptr;   // for rules that launch processes
-  std::ostream* log = nullptr;       // the step's log (also shown on failure)
-  bool interactive = false;          // attached to a terminal: progress lines welcome
+  std::string workspace_dir;        // the BENCHFILE's directory
+  std::string scratch_dir;          // fresh and empty; the working directory of commands
+  std::string out_dir;              // empty directory; every output goes below it
+  std::string resume_dir;           // survives a killed run of the same action key
+  std::string tools_dir;            // where benchmake and benchmake-train are installed
+  nlohmann::json platform;          // platform facts (benchmake-train --probe), or {}
+  std::vector<int> gpus;            // devices allocated to this step (CUDA_VISIBLE_DEVICES)
+  CommandRunner* runner = nullptr;  // for rules that launch processes
+  Filesystem* fs = nullptr;         // every file access of the rule (an in-memory fake in tests)
+  std::string log_path;             // the file behind `log`: give it to Command::log_path
+  std::ostream* log = nullptr;      // the step's log (also shown on failure)
+  bool interactive = false;         // attached to a terminal: progress lines welcome
 };
 
 // What a successful step reports besides its files.

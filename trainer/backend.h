@@ -121,8 +121,16 @@ class Backend {
   virtual Status TokenLosses(const MicroBatch& batch, float* losses) = 0;
 
   // Forward only: argmax[b*T+t] = the most likely next token after inputs[b, :t+1]
-  // (lowest id on ties). argmax has B*T entries. For greedy decoding.
+  // (lowest id on ties), for every position. argmax has B*T entries.
   virtual Status NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) = 0;
+
+  // Forward only, for greedy decoding: argmax[b] = the most likely token after
+  // inputs[b, :lengths[b]], 1 <= lengths[b] <= T; positions at or past
+  // lengths[b] are padding and cannot affect it (causal). The default runs
+  // NextTokenArgmax and picks one position per row; a backend may override it
+  // to run the classifier on those B rows only.
+  virtual Status LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B,
+                                 int64_t T, int32_t* argmax);
 
   virtual MemoryStats Memory() const = 0;
 };

@@ -19,6 +19,18 @@ Result<Precision> ParsePrecision(std::string_view name) {
   return Errorf(ErrorCode::kInvalidArgument, "unknown precision '{}' (fp32, bf16, amp)", name);
 }
 
+Status Backend::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
+                                int32_t* argmax) {
+  for (int64_t b = 0; b < B; ++b)
+    if (lengths[b] < 1 || lengths[b] > T)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "LastTokenArgmax: row {} has length {}, outside [1, {}]", b, lengths[b], T);
+  std::vector<int32_t> all(B * T);
+  BM_TRY(NextTokenArgmax(inputs, B, T, all.data()));
+  for (int64_t b = 0; b < B; ++b) argmax[b] = all[b * T + lengths[b] - 1];
+  return Status::Ok();
+}
+
 std::vector<std::string> BackendNames() {
   std::vector<std::string> names = {"cpu"};
 #ifdef BENCHMAKE_HAVE_CUDA

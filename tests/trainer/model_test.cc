@@ -71,5 +71,34 @@ TEST(ModelGradCheck, LlamaTiedEmbeddings) {
   CheckWholeModel(c);
 }
 
+TEST(CpuBackendTest, LastTokenArgmaxMatchesAllPositions) {
+  ModelConfig c = *Preset("llama-tiny");
+  Result<std::unique_ptr<Backend>> b = CreateBackend("cpu");
+  ASSERT_TRUE(b.ok());
+  BackendOptions o;
+  o.max_batch = 3;
+  o.max_seq = 8;
+  ASSERT_TRUE((*b)->Init(c, o).ok());
+  ASSERT_TRUE((*b)->SetParameters(InitParameters(c, ParamLayout(c), 4)).ok());
+  std::vector<int32_t> inputs(24);
+  for (int i = 0; i < 24; ++i) inputs[i] = (i * 37) % 512;
+  std::vector<int32_t> all(24), last(3);
+  std::vector<int64_t> lengths = {8, 1, 5};
+  ASSERT_TRUE((*b)->NextTokenArgmax(inputs.data(), 3, 8, all.data()).ok());
+  ASSERT_TRUE((*b)->LastTokenArgmax(inputs.data(), lengths.data(), 3, 8, last.data()).ok());
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(last[r], all[r * 8 + lengths[r] - 1]) << r;
+  // the base class's default gives the same
+  std::vector<int32_t> base(3);
+  ASSERT_TRUE(
+      (*b)->Backend::LastTokenArgmax(inputs.data(), lengths.data(), 3, 8, base.data()).ok());
+  EXPECT_EQ(base, last);
+  lengths[1] = 0;
+  EXPECT_FALSE((*b)->LastTokenArgmax(inputs.data(), lengths.data(), 3, 8, last.data()).ok());
+  inputs[3] = 512;  // outside the vocabulary
+  EXPECT_EQ((*b)->NextTokenArgmax(inputs.data(), 3, 8, all.data()).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(CreateBackend("tpu").status().code(), ErrorCode::kUnsupported);
+}
+
 }  // namespace
 }  // namespace bm::train::cpu

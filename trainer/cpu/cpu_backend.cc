@@ -116,6 +116,18 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
 
+  Status LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
+                         int32_t* argmax) override {
+    BM_TRY(CheckBatch("LastTokenArgmax", inputs, nullptr, B, T));
+    for (int64_t b = 0; b < B; ++b)
+      if (lengths[b] < 1 || lengths[b] > T)
+        return Errorf(ErrorCode::kInvalidArgument,
+                      "cpu backend: LastTokenArgmax: row {} has length {}, outside [1, {}]", b,
+                      lengths[b], T);
+    model_->LastTokenArgmax(inputs, lengths, B, T, argmax);
+    return Status::Ok();
+  }
+
   MemoryStats Memory() const override {
     MemoryStats s;
     if (model_) s.peak_bytes = model_->bytes() + static_cast<int64_t>((m_.size() + v_.size()) * 4);

@@ -296,6 +296,19 @@ void Model<Float>::NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, 
   Classifier(nullptr, B * T, nullptr, nullptr, argmax);
 }
 
+template <typename Float>
+void Model<Float>::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B,
+                                   int64_t T, int32_t* argmax) {
+  Forward(inputs, B, T);
+  // gather the last real position of each row to the front of lnf (rows b <= b*T+len-1, in order)
+  const int64_t C = config_.hidden;
+  for (int64_t b = 0; b < B; ++b) {
+    const Float* src = lnf_.data() + (b * T + lengths[b] - 1) * C;
+    std::copy(src, src + C, lnf_.data() + b * C);
+  }
+  Classifier(nullptr, B, nullptr, nullptr, argmax);
+}
+
 template class Model<float>;
 template class Model<double>;
 

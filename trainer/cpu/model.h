@@ -42,8 +42,11 @@ class Model {
   void TokenLosses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
                    Float* losses);
 
-  // Forward only: argmax[B*T] of the next-token logits.
+  // Forward only: argmax[B*T] of the next-token logits at every position.
   void NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax);
+  // Forward only: argmax[b] of the next-token logits at position lengths[b] - 1.
+  void LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
+                       int32_t* argmax);
 
   // Bytes held by parameters, gradients and activations.
   int64_t bytes() const;

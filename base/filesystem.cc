@@ -1,0 +1,54 @@
+#include "base/filesystem.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace bm {
+
+Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::string_view data) {
+  BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(path));
+  if (info.exists && !info.is_dir && info.size == data.size()) {
+    Result<std::string> old = fs.ReadFile(path);
+    if (old.ok() && *old == data) return false;
+  }
+  BM_TRY(fs.WriteFileAtomic(path, data));
+  return true;
+}
+
+Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir) {
+  std::vector<std::string> out;
+  std::function<Status(const std::string&)> walk = [&](const std::string& rel) -> Status {
+    std::string abs = rel.empty() ? dir : JoinPath(dir, rel);
+    BM_ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(abs));
+    for (const std::string& name : names) {
+      std::string child = rel.empty() ? name : rel + "/" + name;
+      BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(JoinPath(dir, child)));
+      if (info.is_dir) {
+        BM_TRY(walk(child));
+      } else if (info.exists) {
+        out.push_back(child);
+      }
+    }
+    return Status::Ok();
+  };
+  BM_TRY(walk(""));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string JoinPath(std::string_view a, std::string_view b) {
+  if (a.empty() || (!b.empty() && b.front() == '/')) return std::string(b);
+  std::string out(a);
+  if (out.back() != '/') out.push_back('/');
+  out.append(b);
+  return out;
+}
+
+std::string DirName(std::string_view path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  if (slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+}  // namespace bm

@@ -1,0 +1,241 @@
+#include "base/real_filesystem.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace bm {
+namespace {
+
+Status ErrnoStatus(std::string_view what, const std::string& path, int err = errno) {
+  ErrorCode code = err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
+  return Errorf(code, "{} {}: {}", what, path, std::strerror(err));
+}
+
+std::atomic<uint64_t> g_temp_counter{0};
+
+std::string TempNameFor(const std::string& path) {
+  return fmt::format("{}.tmp.{}.{}", path, getpid(), g_temp_counter.fetch_add(1));
+}
+
+Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("writing", path);
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status CopyFile(const std::string& from, const std::string& to) {
+  int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return ErrnoStatus("opening", from);
+  struct stat st {};
+  ::fstat(in, &st);
+  std::string tmp = TempNameFor(to);
+  int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
+  if (out < 0) {
+    ::close(in);
+    return ErrnoStatus("creating", tmp);
+  }
+  std::vector<char> buf(1 << 20);
+  Status status;
+  for (;;) {
+    ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = ErrnoStatus("reading", from);
+      break;
+    }
+    if (n == 0) break;
+    status = WriteAll(out, buf.data(), static_cast<size_t>(n), tmp);
+    if (!status.ok()) break;
+  }
+  ::close(in);
+  if (::close(out) != 0 && status.ok()) status = ErrnoStatus("closing", tmp);
+  if (status.ok() && ::rename(tmp.c_str(), to.c_str()) != 0)
+    status = ErrnoStatus("renaming to", to);
+  if (!status.ok()) ::unlink(tmp.c_str());
+  return status;
+}
+
+}  // namespace
+
+Result<FileInfo> RealFilesystem::Stat(const std::string& path) {
+  struct stat st {};
+  FileInfo info;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return info;
+    return ErrnoStatus("stat", path);
+  }
+  info.exists = true;
+  info.is_dir = S_ISDIR(st.st_mode);
+  info.executable = (st.st_mode & S_IXUSR) != 0;
+  info.size = static_cast<uint64_t>(st.st_size);
+  info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  info.inode = st.st_ino;
+  info.device = st.st_dev;
+  return info;
+}
+
+Result<std::string> RealFilesystem::ReadFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("opening", path);
+  std::string out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = ErrnoStatus("reading", path);
+      ::close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+Status RealFilesystem::WriteFileAtomic(const std::string& path, std::string_view data,
+                                       bool read_only) {
+  std::string tmp = TempNameFor(path);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("creating", tmp);
+  Status status = WriteAll(fd, data.data(), data.size(), tmp);
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus("fsync", tmp);
+  if (status.ok() && read_only && ::fchmod(fd, 0444) != 0) status = ErrnoStatus("chmod", tmp);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus("closing", tmp);
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    status = ErrnoStatus("renaming to", path);
+  if (!status.ok()) ::unlink(tmp.c_str());
+  return status;
+}
+
+Status RealFilesystem::MakeDirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return Errorf(ErrorCode::kIo, "creating directory {}: {}", path, ec.message());
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> RealFilesystem::ListDir(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (!dir) return ErrnoStatus("listing", path);
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    names.emplace_back(e->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status RealFilesystem::Remove(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("removing", path);
+  return Status::Ok();
+}
+
+Status RealFilesystem::RemoveAll(const std::string& path) {
+  std::error_code ec;
+  // Read-only files inside read-only-less directories are removable; make the
+  // directories writable first in case a step made them read-only.
+  std::filesystem::remove_all(path, ec);
+  if (ec) {
+    for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_directory()) ::chmod(it->path().c_str(), 0755);
+    }
+    ::chmod(path.c_str(), 0755);
+    ec.clear();
+    std::filesystem::remove_all(path, ec);
+  }
+  if (ec) return Errorf(ErrorCode::kIo, "removing {}: {}", path, ec.message());
+  return Status::Ok();
+}
+
+Status RealFilesystem::Rename(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("renaming " + from + " to", to);
+  return Status::Ok();
+}
+
+Status RealFilesystem::LinkOrCopy(const std::string& from, const std::string& to) {
+  if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
+  if (errno == EXDEV || errno == EPERM || errno == EMLINK) return CopyFile(from, to);
+  return ErrnoStatus("linking " + from + " to", to);
+}
+
+Status RealFilesystem::SetReadOnly(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path);
+  if (::chmod(path.c_str(), st.st_mode & 0555) != 0) return ErrnoStatus("chmod", path);
+  return Status::Ok();
+}
+
+Status RealFilesystem::SetExecutable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path);
+  if (::chmod(path.c_str(), st.st_mode | 0111) != 0) return ErrnoStatus("chmod", path);
+  return Status::Ok();
+}
+
+Status RealFilesystem::Touch(const std::string& path) {
+  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) != 0) return ErrnoStatus("touching", path);
+  return Status::Ok();
+}
+
+Result<Digest> HashFd(int fd, const std::string& name) {
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  constexpr size_t kBlock = 4 << 20;
+  std::unique_ptr<char[]> buf(new char[kBlock]);
+  Hasher hasher;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.get(), kBlock);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus("reading", name);
+    if (n == 0) break;
+    hasher.Update(buf.get(), static_cast<size_t>(n));
+  }
+  return hasher.Finish();
+}
+
+Result<Digest> RealFilesystem::HashFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("opening", path);
+  Result<Digest> d = HashFd(fd, path);
+  ::close(fd);
+  return d;
+}
+
+Result<std::string> RealFilesystem::MakeTempDir(const std::string& parent,
+                                                const std::string& prefix) {
+  BM_TRY(MakeDirs(parent));
+  std::string templ = JoinPath(parent, prefix + "XXXXXX");
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) return ErrnoStatus("creating temporary directory in", parent);
+  return std::string(buf.data());
+}
+
+Filesystem& DiskFilesystem() {
+  static RealFilesystem fs;
+  return fs;
+}
+
+}  // namespace bm

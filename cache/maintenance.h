@@ -1,0 +1,41 @@
+// Cache maintenance: `benchmake cache stats|verify|gc`.
+//
+// Gc evicts least recently used entries (by mtime, which hits bump) until the
+// store holds at most max_bytes. Verify re-hashes every blob and re-parses
+// every action record; what does not match is reported and evicted.
+//
+// Thread safety: safe to run beside builds (an evicted entry is a miss).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cache/local_store.h"
+
+namespace bm::cache {
+
+struct StoreStats {
+  uint64_t blobs = 0, blob_bytes = 0;
+  uint64_t actions = 0, action_bytes = 0;
+  uint64_t total_bytes() const { return blob_bytes + action_bytes; }
+};
+
+struct VerifyReport {
+  uint64_t checked = 0;
+  std::vector<std::string> evicted;  // paths, with what was wrong
+};
+
+struct GcReport {
+  uint64_t removed = 0, removed_bytes = 0, kept_bytes = 0;
+};
+
+Result<StoreStats> ComputeStats(LocalStore& store);
+Result<VerifyReport> Verify(LocalStore& store);
+Result<GcReport> CollectGarbage(LocalStore& store, uint64_t max_bytes);
+
+// "10G", "512M", "1.5GiB", "1000" (bytes) → bytes.
+Result<uint64_t> ParseSize(std::string_view text);
+std::string FormatSize(uint64_t bytes);
+
+}  // namespace bm::cache

@@ -1,0 +1,69 @@
+// The BENCHFILE.toml parser: TOML text → targets with their raw parameters and
+// the source location of every key and value. The only file of benchmake that
+// sees toml++ is benchfile.cc. Validation against rules: target_graph.h.
+//
+// Format (docs/BENCHFILE.md):
+//   [benchmake]            workspace settings: cache_dir, jobs, gpus, remote
+//   [target.NAME]          rule = "exec", then the rule's parameters
+//   any other top-level table is kept in Benchfile::extra for other modules
+//   (e.g. [report]).
+// Values become nlohmann::json: integers int64, floats double, dates strings.
+//
+// Errors: kInvalidArgument, message "FILE:LINE:COL: what is wrong" (TOML
+// syntax, duplicate target, bad target name, missing or non-string rule).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace bm::engine {
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string ToString() const;  // "file:line:col"
+};
+
+// "FILE:LINE:COL: message" as a kInvalidArgument Status.
+Status LocatedError(const SourceLocation& loc, std::string_view message);
+
+struct RawParam {
+  std::string name;
+  nlohmann::json value;
+  SourceLocation key_loc;
+  SourceLocation value_loc;
+  std::vector<SourceLocation> element_locs;  // for arrays: one per element
+};
+
+struct RawTarget {
+  std::string name;
+  SourceLocation loc;  // the NAME in [target.NAME]
+  std::string rule;
+  SourceLocation rule_loc;
+  std::vector<RawParam> params;  // in file order, `rule` excluded
+};
+
+struct Settings {
+  std::string cache_dir;             // "" = default (cache/cache.h DefaultCacheDir)
+  int jobs = 0;                      // 0 = ninja's default
+  int gpus = -1;                     // -1 = detect
+  std::vector<std::string> remotes;  // remote cache URLs
+  bool remote_read_only = false;
+};
+
+struct Benchfile {
+  std::string path;
+  Settings settings;
+  std::vector<RawTarget> targets;                   // in file order
+  nlohmann::json extra = nlohmann::json::object();  // other top-level tables
+};
+
+Result<Benchfile> ParseBenchfile(std::string_view text, const std::string& path);
+
+bool IsValidTargetName(std::string_view name);  // [a-z0-9_.-]+
+
+}  // namespace bm::engine

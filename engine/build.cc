@@ -1,0 +1,98 @@
+#include "engine/build.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/file_lock.h"
+#include "engine/generate.h"
+#include "engine/target_graph.h"
+
+namespace bm::engine {
+namespace {
+
+Result<FileLock> LockWorkspace(const Workspace& ws) {
+  BM_TRY(ws.fs->MakeDirs(ws.StateDir()));
+  std::string path = ws.StateDir() + "/lock";
+  FileLock lock;
+  BM_ASSIGN_OR_RETURN(bool got, FileLock::TryLock(path, &lock));
+  if (!got) {
+    std::string holder =
+        ws.fs->ReadFile(path + ".pid").ok() ? *ws.fs->ReadFile(path + ".pid") : "?";
+    while (!holder.empty() && holder.back() == '\n') holder.pop_back();
+    std::fprintf(stderr,
+                 "benchmake: another build of this workspace is running (pid %s); waiting...\n",
+                 holder.c_str());
+    auto start = std::chrono::steady_clock::now();
+    BM_ASSIGN_OR_RETURN(lock, FileLock::Lock(path));
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr,
+                 "benchmake: waited %.1fs for another build of this workspace (pid %s) to finish\n",
+                 waited, holder.c_str());
+  }
+  (void)ws.fs->WriteFileAtomic(path + ".pid", std::to_string(::getpid()) + "\n");
+  return lock;
+}
+
+}  // namespace
+
+Result<std::string> FindOnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/bin:/bin";
+  while (!rest.empty()) {
+    size_t colon = rest.find(':');
+    std::string dir(rest.substr(0, colon));
+    rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon + 1);
+    if (dir.empty()) dir.assign(1, '.');
+    std::string candidate = fmt::format("{}/{}", dir, program);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return Errorf(ErrorCode::kNotFound,
+                "'{}' is not on PATH; install it (Debian: apt-get install ninja-build)", program);
+}
+
+Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
+  BM_ASSIGN_OR_RETURN(std::string ninja, FindOnPath("ninja"));
+  BM_ASSIGN_OR_RETURN(FileLock lock, LockWorkspace(ws));
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  Command cmd;
+  cmd.argv = {ninja, "-f", "build.ninja"};
+  cmd.cwd = ws.StateDir();
+  int jobs = options.jobs > 0 ? options.jobs : gen.jobs;
+  if (jobs > 0) {
+    cmd.argv.push_back("-j");
+    cmd.argv.push_back(std::to_string(jobs));
+  }
+  if (options.keep_going != 1) {
+    cmd.argv.push_back("-k");
+    cmd.argv.push_back(std::to_string(options.keep_going));
+  }
+  if (options.dry_run) cmd.argv.push_back("-n");
+  for (const std::string& t : options.targets) {
+    if (std::find(gen.targets.begin(), gen.targets.end(), t) == gen.targets.end()) {
+      std::string near = NearestName(t, gen.targets);
+      return Errorf(ErrorCode::kInvalidArgument, "no target '{}' in {}{}", t, ws.benchfile,
+                    near.empty() ? "" : " (did you mean '" + near + "'?)");
+    }
+    cmd.argv.push_back(fmt::format("t/{}.out", t));
+  }
+  BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
+  if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
+  return Status::Ok();
+}
+
+Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options) {
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  InProcessSummary summary;
+  for (const std::string& t : gen.targets) {
+    BM_ASSIGN_OR_RETURN(StepReport r, RunStep(ws, t, options));
+    summary.outcomes[t] = r.outcome;
+    summary.ran += r.outcome == StepOutcome::kRan;
+    summary.restored += r.outcome == StepOutcome::kRestored;
+  }
+  return summary;
+}
+
+}  // namespace bm::engine

@@ -1,0 +1,41 @@
+// Building: `benchmake build` through ninja, and an in-process driver with the
+// same results for unit tests (no ninja, any Filesystem and CommandRunner).
+//
+// BuildWithNinja: takes the workspace lock (.benchmake/lock; a second build
+// waits and then says how long and why), runs Generate(), and runs `ninja`
+// from PATH in .benchmake/ on the requested targets' NAME.out files. -j, -k
+// and -n pass through. kNotFound when ninja is not on PATH; kFailed when a
+// step failed (ninja has shown its log).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/step.h"
+#include "engine/workspace.h"
+
+namespace bm::engine {
+
+struct BuildOptions {
+  std::vector<std::string> targets;  // empty: all
+  int jobs = 0;                      // 0: [benchmake] jobs, else ninja's default
+  int keep_going = 1;                // ninja -k
+  bool dry_run = false;              // ninja -n
+};
+
+Status BuildWithNinja(const Workspace& ws, const BuildOptions& options);
+
+struct InProcessSummary {
+  std::map<std::string, StepOutcome> outcomes;
+  int ran = 0, restored = 0;
+};
+
+// Generate() then RunStep() on every target, dependencies first; stops at the
+// first failure. For tests: the outcome of each target.
+Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options = {});
+
+// Absolute path of `program` on $PATH, or kNotFound.
+Result<std::string> FindOnPath(const std::string& program);
+
+}  // namespace bm::engine

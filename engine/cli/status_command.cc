@@ -1,0 +1,52 @@
+// `benchmake status` and `benchmake graph`.
+#include <cstdio>
+
+#include "engine/cli/commands.h"
+#include "engine/cli/flags.h"
+#include "engine/generate.h"
+#include "engine/inspect.h"
+
+namespace bm::engine::cli {
+
+Status StatusCommand(const std::vector<std::string>& args) {
+  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
+  if (!flags.rest.empty()) return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake status");
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  size_t width = 6;
+  for (const TargetInspection& t : all) width = std::max(width, t.name.size());
+  int stale = 0;
+  for (const TargetInspection& t : all) {
+    const Staleness& s = t.staleness;
+    stale += s.verdict != Verdict::kUpToDate;
+    std::string why = s.reasons.empty()
+                          ? ""
+                          : "  (" + s.reasons.front() + (s.reasons.size() > 1 ? ", ..." : "") + ")";
+    std::printf("%-*s  %-18s%s\n", static_cast<int>(width), t.name.c_str(),
+                std::string(VerdictName(s.verdict)).c_str(), why.c_str());
+  }
+  std::printf("%zu targets, %d not up to date\n", all.size(), stale);
+  return Status::Ok();
+}
+
+Status GraphCommand(const std::vector<std::string>& args) {
+  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  std::printf("digraph benchmake {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n");
+  for (const TargetInspection& t : all) {
+    const char* color = t.staleness.verdict == Verdict::kUpToDate  ? "darkgreen"
+                        : t.staleness.verdict == Verdict::kRestore ? "blue"
+                                                                   : "red";
+    std::printf("  \"%s\" [label=\"%s\\n(%s)\", color=%s];\n", t.name.c_str(), t.name.c_str(),
+                t.rule.c_str(), color);
+    for (const std::string& up : t.upstream)
+      std::printf("  \"%s\" -> \"%s\";\n", up.c_str(), t.name.c_str());
+  }
+  std::printf("}\n");
+  return Status::Ok();
+}
+
+}  // namespace bm::engine::cli

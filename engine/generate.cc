@@ -1,0 +1,238 @@
+#include "engine/generate.h"
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "base/stat_cache.h"
+#include "cache/cache.h"
+#include "engine/ninja_writer.h"
+#include "engine/platform.h"
+#include "engine/spec_builder.h"
+#include "engine/target_state.h"
+
+namespace bm::engine {
+namespace {
+
+constexpr std::string_view kStampMagic = "benchmake-generated 1\n";
+
+struct StatSig {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t inode = 0;
+  bool operator==(const StatSig&) const = default;
+};
+
+StatSig SigOf(const FileInfo& i) { return {i.size, i.mtime_ns, i.inode}; }
+
+struct Stamp {
+  StatSig benchfile, exe;
+  std::string env, platform = "-", ninja;
+  int jobs = 0;
+  std::vector<std::pair<std::string, StatSig>> sources;
+  std::vector<std::string> targets;                                    // dependencies first
+  std::map<std::string, std::pair<std::string, std::string>> digests;  // name → (spec, params)
+};
+
+std::string EnvDigest() {
+  Hasher h;
+  for (const char* name :
+       {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "BENCHMAKE_GPUS"}) {
+    const char* v = std::getenv(name);
+    h.Field(name, v ? v : "\x01unset");
+  }
+  return h.Finish().Hex();
+}
+
+std::string SerializeStamp(const Stamp& s) {
+  std::string out(kStampMagic);
+  auto sig = [](const StatSig& g) { return fmt::format("{} {} {}", g.size, g.mtime_ns, g.inode); };
+  out += "benchfile " + sig(s.benchfile) + "\n";
+  out += "exe " + sig(s.exe) + "\n";
+  out += "env " + s.env + "\nplatform " + s.platform + "\nninja " + s.ninja + "\n";
+  out += fmt::format("jobs {}\n", s.jobs);
+  for (const auto& [path, g] : s.sources) out += "source " + sig(g) + " " + path + "\n";
+  for (const std::string& t : s.targets) {
+    const auto& d = s.digests.at(t);
+    out += "target " + t + " " + d.first + " " + d.second + "\n";
+  }
+  return out;
+}
+
+std::optional<Stamp> ParseStamp(std::string_view text) {
+  if (text.substr(0, kStampMagic.size()) != kStampMagic) return std::nullopt;
+  std::istringstream in{std::string(text.substr(kStampMagic.size()))};
+  Stamp s;
+  std::string kind;
+  auto read_sig = [&](StatSig* g) {
+    return static_cast<bool>(in >> g->size >> g->mtime_ns >> g->inode);
+  };
+  while (in >> kind) {
+    bool ok = true;
+    if (kind == "benchfile")
+      ok = read_sig(&s.benchfile);
+    else if (kind == "exe")
+      ok = read_sig(&s.exe);
+    else if (kind == "env")
+      ok = static_cast<bool>(in >> s.env);
+    else if (kind == "platform")
+      ok = static_cast<bool>(in >> s.platform);
+    else if (kind == "ninja")
+      ok = static_cast<bool>(in >> s.ninja);
+    else if (kind == "jobs")
+      ok = static_cast<bool>(in >> s.jobs);
+    else if (kind == "source") {
+      StatSig g;
+      std::string path;
+      ok = read_sig(&g);
+      in.get();
+      ok = ok && std::getline(in, path);
+      s.sources.emplace_back(path, g);
+    } else if (kind == "target") {
+      std::string name, spec, params;
+      ok = static_cast<bool>(in >> name >> spec >> params);
+      s.targets.push_back(name);
+      s.digests[name] = {spec, params};
+    } else {
+      return std::nullopt;
+    }
+    if (!ok) return std::nullopt;
+  }
+  return s;
+}
+
+Result<StatSig> StatOf(Filesystem& fs, const std::string& path) {
+  BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(path));
+  return SigOf(info);
+}
+
+// Forces a step for every target whose out/NAME vanished.
+Status CheckOutDirs(const Workspace& ws, const std::vector<std::string>& targets) {
+  for (const std::string& t : targets) {
+    BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(ws.OutDirOf(t)));
+    if (!info.exists) BM_TRY(ws.fs->Remove(ws.TargetFile(t, "out")));
+  }
+  return Status::Ok();
+}
+
+std::string TargetsNeedingPlatform(const TargetGraph& g) {
+  std::string names;
+  for (const Target& t : g.targets)
+    if (t.rule->platform_dependent()) names += (names.empty() ? "" : ", ") + t.name;
+  return names;
+}
+
+Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env) {
+  Filesystem& fs = *ws.fs;
+  BM_ASSIGN_OR_RETURN(StatSig bf, StatOf(fs, ws.benchfile));
+  if (!(bf == stamp.benchfile) || stamp.env != env) return false;
+  BM_ASSIGN_OR_RETURN(StatSig exe, StatOf(fs, ws.self_exe));
+  if (!(exe == stamp.exe)) return false;
+  for (const auto& [path, sig] : stamp.sources) {
+    BM_ASSIGN_OR_RETURN(StatSig now, StatOf(fs, path));
+    if (!(now == sig)) return false;
+  }
+  if (stamp.platform != "-") {
+    Result<nlohmann::json> facts = ProbePlatform(fs, *ws.runner, ws.tools_dir,
+                                                 ws.StateDir() + "/tmp", "(from the last build)");
+    if (!facts.ok() || DigestOf(facts->dump()).Hex() != stamp.platform) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws) {
+  return LoadGraph(*ws.fs, *ws.rules, ws.benchfile);
+}
+
+Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options) {
+  Filesystem& fs = *ws.fs;
+  std::string stamp_path = ws.StateDir() + "/generated";
+  std::string env = EnvDigest();
+  std::optional<Stamp> old;
+  if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);
+
+  GenerateResult result;
+  if (old && !options.force) {
+    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env));
+    if (valid) {
+      BM_TRY(CheckOutDirs(ws, old->targets));
+      result.fast_path = true;
+      result.targets = old->targets;
+      result.jobs = old->jobs;
+      return result;
+    }
+  }
+
+  BM_ASSIGN_OR_RETURN(TargetGraph graph, LoadWorkspaceGraph(ws));
+  BM_TRY(fs.MakeDirs(ws.StateDir() + "/t"));
+  Stamp stamp;
+  BM_ASSIGN_OR_RETURN(stamp.benchfile, StatOf(fs, ws.benchfile));
+  BM_ASSIGN_OR_RETURN(stamp.exe, StatOf(fs, ws.self_exe));
+  stamp.env = env;
+  stamp.jobs = graph.settings.jobs;
+
+  nlohmann::json platform = nlohmann::json::object();
+  if (graph.AnyPlatformDependent()) {
+    BM_ASSIGN_OR_RETURN(platform,
+                        ProbePlatform(fs, *ws.runner, ws.tools_dir, ws.StateDir() + "/tmp",
+                                      TargetsNeedingPlatform(graph)));
+    stamp.platform = DigestOf(platform.dump()).Hex();
+    BM_TRY(
+        WriteFileIfChanged(fs, ws.StateDir() + "/platform.json", platform.dump(1) + "\n").status());
+  }
+
+  WorkspaceConfig config;
+  config.cache_dir = graph.settings.cache_dir.empty() ? cache::DefaultCacheDir()
+                                                      : JoinPath(ws.root, graph.settings.cache_dir);
+  config.remotes = graph.settings.remotes;
+  config.remote_read_only = graph.settings.remote_read_only;
+  bool needs_gpus = false;
+  for (const Target& t : graph.targets) needs_gpus |= t.rule->gpus(t.params) > 0;
+  config.gpus = graph.settings.gpus >= 0 ? graph.settings.gpus
+                : needs_gpus ? DetectGpuCount(*ws.runner, platform, ws.StateDir() + "/tmp", fs)
+                             : 0;
+  BM_TRY(SaveConfig(ws, config));
+
+  StatCache stat_cache(fs, ws.StateDir() + "/stat_cache");
+  BM_TRY(stat_cache.Load());
+  SourceHasher sources(fs, stat_cache);
+  for (int i : graph.order) {
+    const Target& t = graph.targets[static_cast<size_t>(i)];
+    BM_ASSIGN_OR_RETURN(KeyMaterial spec, BuildSpec(graph, t, sources, platform));
+    std::string spec_text = spec.Serialize();
+    std::string params_text = SerializeStepParams(BuildStepParams(graph, t, ws.OutRoot()));
+    std::string spec_hex = DigestOf(spec_text).Hex(), params_hex = DigestOf(params_text).Hex();
+    bool known = old && old->digests.count(t.name);
+    if (!known || old->digests[t.name].first != spec_hex) {
+      BM_ASSIGN_OR_RETURN(bool wrote,
+                          WriteFileIfChanged(fs, ws.TargetFile(t.name, "spec"), spec_text));
+      result.specs_written += wrote ? 1 : 0;
+    }
+    if (!known || old->digests[t.name].second != params_hex) {
+      BM_TRY(WriteFileIfChanged(fs, ws.TargetFile(t.name, "params"), params_text).status());
+    }
+    stamp.targets.push_back(t.name);
+    stamp.digests[t.name] = {spec_hex, params_hex};
+  }
+  BM_TRY(stat_cache.Save());
+  for (const auto& s : sources.seen()) stamp.sources.emplace_back(s.path, SigOf(s.info));
+
+  NinjaOptions ninja;
+  ninja.step_command = NinjaShellQuote(ws.self_exe) + " step -f " + NinjaShellQuote(ws.benchfile);
+  ninja.gpu_pool_depth = config.gpus;
+  std::string ninja_text = RenderNinja(graph, ninja);
+  stamp.ninja = DigestOf(ninja_text).Hex();
+  if (!old || old->ninja != stamp.ninja) {
+    BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
+  }
+  BM_TRY(CheckOutDirs(ws, stamp.targets));
+  BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp)));
+  result.targets = stamp.targets;
+  result.files_hashed = stat_cache.hashed_count();
+  result.jobs = stamp.jobs;
+  return result;
+}
+
+}  // namespace bm::engine

@@ -1,0 +1,48 @@
+// The generator: brings .benchmake/ up to date with the BENCHFILE before ninja
+// runs — key material (.spec) and step parameters (.params) per target,
+// config.json, platform.json, build.ninja — writing each file only when its
+// bytes change, so that ninja's mtimes mean "content changed".
+//
+// No-op fast path: the stamp .benchmake/generated records the stat (size,
+// mtime, inode) of the BENCHFILE, of the benchmake binary and of every source
+// file, a digest of the environment that affects keys, and each target's spec
+// and params digests. When nothing of that changed, Generate() parses nothing,
+// hashes nothing and writes nothing; it only checks that each out/NAME still
+// exists (a deleted one gets its NAME.out stamp removed so ninja reruns the
+// step, which restores it from the cache). The platform probe runs only when
+// some target is platform-dependent.
+//
+// Stamp layout:
+//   stamp  := "benchmake-generated 1\n" line*
+//   line   := "benchfile" stat | "exe" stat | "env" hex | "platform" (hex|"-") | "ninja" hex
+//           | "source" stat path | "target" name spec-hex params-hex
+//   stat   := size mtime_ns inode
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/target_graph.h"
+#include "engine/workspace.h"
+
+namespace bm::engine {
+
+struct GenerateResult {
+  bool fast_path = false;            // nothing changed; nothing parsed
+  std::vector<std::string> targets;  // every target, dependencies first
+  int files_hashed = 0;              // source files read (stat cache misses)
+  int specs_written = 0;
+  int jobs = 0;  // [benchmake] jobs
+};
+
+struct GenerateOptions {
+  bool force = false;  // skip the fast path
+};
+
+Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options = {});
+
+// The validated graph (parses the BENCHFILE; no state written).
+Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws);
+
+}  // namespace bm::engine

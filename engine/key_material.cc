@@ -1,0 +1,145 @@
+#include "engine/key_material.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace bm::engine {
+namespace {
+
+constexpr std::string_view kMagic = "benchmake-spec 1\n";
+
+std::string Short(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
+
+// A one-word summary of platform facts for messages ("H100", "2x H100").
+std::string PlatformSummary(const std::string& facts_json) {
+  nlohmann::json j = nlohmann::json::parse(facts_json, nullptr, false);
+  if (!j.is_object()) return Short(facts_json);
+  for (const char* k : {"gpu_name", "gpu", "device", "name"}) {
+    if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>();
+  }
+  return Short(facts_json);
+}
+
+std::string PlatformDiff(const std::string& before, const std::string& now) {
+  std::string a = PlatformSummary(before), b = PlatformSummary(now);
+  if (a != b) return fmt::format("platform: {} → {}", a, b);
+  nlohmann::json ja = nlohmann::json::parse(before, nullptr, false);
+  nlohmann::json jb = nlohmann::json::parse(now, nullptr, false);
+  std::string changed;
+  if (ja.is_object() && jb.is_object()) {
+    for (auto& [k, v] : jb.items()) {
+      if (!ja.contains(k) || ja[k] != v) {
+        changed += fmt::format("{}{} {} → {}", changed.empty() ? "" : ", ", k,
+                               ja.contains(k) ? Short(ja[k].dump()) : "(none)", Short(v.dump()));
+      }
+    }
+    for (auto& [k, v] : ja.items())
+      if (!jb.contains(k)) changed += fmt::format("{}{} removed", changed.empty() ? "" : ", ", k);
+  }
+  return "platform: " + (changed.empty() ? "facts changed" : changed);
+}
+
+}  // namespace
+
+Digest KeyMaterial::Key() const {
+  Hasher h;
+  for (const KeyField& f : fields) {
+    h.Field(f.tag, f.name);
+    h.Field("=", f.value);
+  }
+  return h.Finish();
+}
+
+std::string KeyMaterial::Serialize() const {
+  std::string out(kMagic);
+  for (const KeyField& f : fields) {
+    out += nlohmann::json::array({f.tag, f.name, f.value}).dump();
+    out += '\n';
+  }
+  return out;
+}
+
+Result<KeyMaterial> KeyMaterial::Parse(std::string_view text) {
+  if (text.substr(0, kMagic.size()) != kMagic) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "not a benchmake spec (or a newer version: rebuild with `benchmake clean`)");
+  }
+  KeyMaterial m;
+  text.remove_prefix(kMagic.size());
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_string() ||
+        !j[2].is_string()) {
+      return Errorf(ErrorCode::kCorrupt, "bad spec line '{}'", line);
+    }
+    m.fields.push_back(
+        KeyField{j[0].get<std::string>(), j[1].get<std::string>(), j[2].get<std::string>()});
+  }
+  return m;
+}
+
+std::string KeyMaterial::DebugString() const {
+  std::string out;
+  for (const KeyField& f : fields) out += fmt::format("{} {} = {}\n", f.tag, f.name, f.value);
+  out += fmt::format("key = {}\n", Key().Hex());
+  return out;
+}
+
+std::vector<std::string> KeyMaterial::Upstreams() const {
+  std::vector<std::string> out;
+  for (const KeyField& f : fields)
+    if (f.tag == "input") out.push_back(f.name);
+  return out;
+}
+
+void KeyMaterial::SetInput(const std::string& target, const std::string& manifest_hex) {
+  for (KeyField& f : fields)
+    if (f.tag == "input" && f.name == target) f.value = manifest_hex;
+}
+
+std::vector<std::string> DiffKeyMaterial(const KeyMaterial& before, const KeyMaterial& now) {
+  using Id = std::pair<std::string, std::string>;
+  std::map<Id, std::string> a, b;
+  std::vector<Id> order;
+  for (const KeyField& f : before.fields) a[{f.tag, f.name}] = f.value;
+  for (const KeyField& f : now.fields) {
+    b[{f.tag, f.name}] = f.value;
+    order.push_back({f.tag, f.name});
+  }
+  for (const KeyField& f : before.fields)
+    if (!b.count({f.tag, f.name})) order.push_back({f.tag, f.name});
+  std::vector<std::string> out;
+  for (const Id& id : order) {
+    const auto& [tag, name] = id;
+    bool in_a = a.count(id), in_b = b.count(id);
+    if (in_a && in_b && a[id] == b[id]) continue;
+    if (tag == "platform") {
+      out.push_back(in_a && in_b ? PlatformDiff(a[id], b[id])
+                    : in_b       ? "platform: now part of the key"
+                                 : "platform: no longer part of the key");
+    } else if (!in_a) {
+      out.push_back(fmt::format("{} {}: added{}", tag, name,
+                                tag == "param" ? " (" + Short(b[id]) + ")" : ""));
+    } else if (!in_b) {
+      out.push_back(fmt::format("{} {}: removed", tag, name));
+    } else if (tag == "param") {
+      out.push_back(fmt::format("param {}: {} → {}", name, Short(a[id]), Short(b[id])));
+    } else if (tag == "input") {
+      out.push_back(
+          fmt::format("input {}: {}", name, b[id].empty() ? "will be rebuilt" : "output changed"));
+    } else if (tag == "source") {
+      out.push_back(fmt::format("source {}: content changed", name));
+    } else if (tag == "rule") {
+      out.push_back(fmt::format("rule {}: version {} → {}", name, a[id], b[id]));
+    } else {
+      out.push_back(fmt::format("{} {}: {} → {}", tag, name, Short(a[id]), Short(b[id])));
+    }
+  }
+  return out;
+}
+
+}  // namespace bm::engine

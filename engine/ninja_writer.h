@@ -1,0 +1,25 @@
+// Writes .benchmake/build.ninja: one edge per target,
+//   build t/NAME.out: step t/NAME.spec | t/UP.out ...
+// with restat = 1 (a step that leaves NAME.out untouched prunes its
+// dependents: early cutoff), the console pool for targets that stream
+// progress, and a `gpu` pool (depth = GPU count) for targets that need GPUs.
+// Paths are relative to .benchmake/ (ninja runs with -C .benchmake).
+#pragma once
+
+#include <string>
+
+#include "engine/target_graph.h"
+
+namespace bm::engine {
+
+struct NinjaOptions {
+  std::string step_command;  // e.g. "'/usr/bin/benchmake' step -f '/ws/BENCHFILE.toml'"
+  int gpu_pool_depth = 1;
+};
+
+std::string RenderNinja(const TargetGraph& graph, const NinjaOptions& options);
+
+// Single-quotes a word for /bin/sh, escaping '$' for ninja.
+std::string NinjaShellQuote(std::string_view word);
+
+}  // namespace bm::engine

@@ -1,0 +1,82 @@
+#include "engine/spec_builder.h"
+
+#include <algorithm>
+
+namespace bm::engine {
+
+Result<Digest> SourceHasher::Hash(const std::string& path) {
+  BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
+  if (!info.exists) return Errorf(ErrorCode::kNotFound, "source {} disappeared", path);
+  if (!info.is_dir) {
+    seen_.push_back({path, info});
+    return stat_cache_.Hash(path, info);
+  }
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, path));
+  Hasher tree;
+  tree.Field("tree", "1");
+  for (const std::string& rel : files) {
+    std::string abs = path + "/" + rel;
+    BM_ASSIGN_OR_RETURN(FileInfo fi, fs_.Stat(abs));
+    seen_.push_back({abs, fi});
+    BM_ASSIGN_OR_RETURN(Digest d, stat_cache_.Hash(abs, fi));
+    tree.Field(rel, d.Hex());
+  }
+  // Adding or removing a file changes the directory's listing; keep its stat too.
+  seen_.push_back({path, info});
+  return tree.Finish();
+}
+
+Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, SourceHasher& sources,
+                              const nlohmann::json& platform) {
+  KeyMaterial m;
+  m.fields.push_back({"tool", "benchmake", std::string(kKeySalt)});
+  m.fields.push_back(
+      {"rule", std::string(target.rule->name()), std::to_string(target.rule->version())});
+  std::vector<const ParamSpec*> specs;
+  for (const ParamSpec& s : target.rule->params()) specs.push_back(&s);
+  std::sort(specs.begin(), specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  for (const ParamSpec* s : specs) {
+    if (!s->in_key || !target.params.contains(s->name)) continue;
+    m.fields.push_back({"param", s->name, target.params[s->name].dump()});
+  }
+  std::vector<std::pair<std::string, std::string>> srcs;
+  std::vector<std::string> ups;
+  for (const InputRef& in : target.inputs) {
+    if (in.is_target) {
+      ups.push_back(graph.targets[static_cast<size_t>(in.target)].name);
+    } else {
+      BM_ASSIGN_OR_RETURN(Digest d, sources.Hash(in.path));
+      srcs.emplace_back(in.name, d.Hex());
+    }
+  }
+  std::sort(srcs.begin(), srcs.end());
+  srcs.erase(std::unique(srcs.begin(), srcs.end()), srcs.end());
+  for (auto& [name, hex] : srcs) m.fields.push_back({"source", name, hex});
+  std::sort(ups.begin(), ups.end());
+  ups.erase(std::unique(ups.begin(), ups.end()), ups.end());
+  for (const std::string& u : ups) m.fields.push_back({"input", u, ""});
+  if (target.rule->platform_dependent()) m.fields.push_back({"platform", "facts", platform.dump()});
+  return m;
+}
+
+StepParams BuildStepParams(const TargetGraph& graph, const Target& target,
+                           const std::string& out_root) {
+  StepParams p;
+  p.rule = std::string(target.rule->name());
+  p.params = target.params;
+  for (const InputRef& in : target.inputs) {
+    if (in.is_target) {
+      const std::string& up = graph.targets[static_cast<size_t>(in.target)].name;
+      p.inputs[in.name] = out_root + "/" + up;
+    } else {
+      p.inputs[in.name] = in.path;
+    }
+  }
+  for (int d : target.deps)
+    p.upstream_targets.push_back(graph.targets[static_cast<size_t>(d)].name);
+  p.platform_dependent = target.rule->platform_dependent();
+  p.gpus = target.rule->gpus(target.params);
+  return p;
+}
+
+}  // namespace bm::engine

@@ -1,0 +1,44 @@
+// From a validated target to what the generator writes for it: its key
+// material (the .spec, without upstream digests) and its StepParams (the
+// .params). Source-file inputs are hashed through the stat cache; a directory
+// input hashes every file below it (path and digest, sorted).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/stat_cache.h"
+#include "engine/key_material.h"
+#include "engine/target_graph.h"
+#include "engine/target_state.h"
+
+namespace bm::engine {
+
+// Hashes source inputs and remembers every file it looked at (for the
+// generator's no-op stamp).
+class SourceHasher {
+ public:
+  SourceHasher(Filesystem& fs, StatCache& stat_cache) : fs_(fs), stat_cache_(stat_cache) {}
+  Result<Digest> Hash(const std::string& path);
+
+  struct Seen {
+    std::string path;
+    FileInfo info;
+  };
+  const std::vector<Seen>& seen() const { return seen_; }
+
+ private:
+  Filesystem& fs_;
+  StatCache& stat_cache_;
+  std::vector<Seen> seen_;
+};
+
+// `platform` is used only when the target's rule is platform-dependent.
+Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, SourceHasher& sources,
+                              const nlohmann::json& platform);
+
+StepParams BuildStepParams(const TargetGraph& graph, const Target& target,
+                           const std::string& out_root);
+
+}  // namespace bm::engine

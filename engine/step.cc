@@ -1,0 +1,268 @@
+#include "engine/step.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "engine/gpu_allocator.h"
+#include "engine/staleness.h"
+#include "engine/target_state.h"
+
+namespace bm::engine {
+namespace {
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+class Stepper {
+ public:
+  Stepper(const Workspace& ws, const std::string& target, const StepOptions& options)
+      : ws_(ws), fs_(*ws.fs), target_(target), options_(options) {}
+
+  Result<StepReport> Run() {
+    auto start = std::chrono::steady_clock::now();
+    BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws_));
+    BM_ASSIGN_OR_RETURN(cache_, OpenCache(ws_, config));
+    config_ = config;
+    BM_ASSIGN_OR_RETURN(std::string spec_text, ReadState("spec"));
+    BM_ASSIGN_OR_RETURN(material_, KeyMaterial::Parse(spec_text));
+    BM_ASSIGN_OR_RETURN(std::string params_text, ReadState("params"));
+    BM_ASSIGN_OR_RETURN(params_, ParseStepParams(params_text));
+    for (const std::string& up : material_.Upstreams()) {
+      BM_ASSIGN_OR_RETURN(std::optional<Digest> d, ReadOutStamp(ws_, up));
+      if (!d) return Errorf(ErrorCode::kFailed, "{}: input {} has not been built", target_, up);
+      material_.SetInput(up, d->Hex());
+    }
+    TargetFacts facts;
+    facts.material = material_;
+    BM_ASSIGN_OR_RETURN(facts.last, ReadLastBuild(ws_, target_));
+    if (facts.last) {
+      BM_ASSIGN_OR_RETURN(facts.outputs_present, OutputsPresent(ws_, target_, *facts.last));
+    }
+    Digest key = material_.Key();
+    BM_ASSIGN_OR_RETURN(std::optional<cache::ActionRecord> record, cache_->GetAction(key));
+    facts.in_cache = record.has_value();
+    Staleness verdict = Assess(facts);
+
+    StepReport report;
+    report.key = key;
+    if (verdict.verdict == Verdict::kUpToDate) {
+      report.manifest = cache::ManifestDigest(facts.last->outputs);
+    } else if (verdict.verdict == Verdict::kRestore) {
+      Status s = Materialize(*record, "restored");
+      if (s.ok()) {
+        report.outcome = StepOutcome::kRestored;
+        report.manifest = cache::ManifestDigest(record->outputs);
+        Notice(fmt::format("{}: restored from cache", target_));
+      } else if (s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) {
+        Notice(fmt::format("{}: {}; rebuilding", target_, s.message()));
+        BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
+        report.outcome = StepOutcome::kRan;
+      } else {
+        return s;
+      }
+    } else {
+      BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
+      report.outcome = StepOutcome::kRan;
+    }
+    BM_TRY(WriteOutStamp(ws_, target_, report.manifest));
+    report.seconds = Since(start);
+    if (report.outcome == StepOutcome::kRan)
+      Notice(fmt::format("{}: ran in {:.2f}s", target_, report.seconds));
+    return report;
+  }
+
+ private:
+  void Notice(const std::string& line) {
+    if (options_.console) *options_.console << line << "\n" << std::flush;
+  }
+
+  Result<std::string> ReadState(std::string_view ext) {
+    Result<std::string> text = fs_.ReadFile(ws_.TargetFile(target_, ext));
+    if (!text.ok()) {
+      return Errorf(ErrorCode::kNotFound, "no state for target '{}' ({}); run `benchmake build`",
+                    target_, text.status().message());
+    }
+    return text;
+  }
+
+  // Links the record's outputs into out/NAME and remembers them in NAME.last.
+  Status Materialize(const cache::ActionRecord& record, std::string outcome) {
+    std::string dir = ws_.OutDirOf(target_);
+    BM_TRY(fs_.RemoveAll(dir));
+    BM_TRY(fs_.MakeDirs(dir));
+    LastBuild last;
+    last.key = record.key;
+    last.material = material_;
+    last.outputs = record.outputs;
+    last.outcome = std::move(outcome);
+    last.date = NowIso8601();
+    for (const cache::OutputFile& f : record.outputs) {
+      std::string dest = dir + "/" + f.path;
+      BM_TRY(fs_.MakeDirs(DirName(dest)));
+      Status s = cache_->Materialize(f.digest, dest);
+      if (!s.ok()) {
+        (void)fs_.RemoveAll(dir);
+        (void)fs_.Remove(ws_.TargetFile(target_, "last"));
+        return s;
+      }
+      BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(dest));
+      last.files.push_back({f.path, info.size, info.inode});
+    }
+    return WriteLastBuild(ws_, target_, last);
+  }
+
+  Status CleanLeftovers(const std::string& tmp_root) {
+    BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(tmp_root));
+    if (!info.exists) return Status::Ok();
+    BM_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_.ListDir(tmp_root));
+    for (const std::string& n : names)
+      if (n.rfind(target_ + ".", 0) == 0) BM_TRY(fs_.RemoveAll(tmp_root + "/" + n));
+    return Status::Ok();
+  }
+
+  // Runs the rule; returns the manifest digest of what it produced.
+  Result<Digest> Execute(const Digest& key) {
+    const Rule* rule = ws_.rules->Find(params_.rule);
+    if (!rule)
+      return Errorf(ErrorCode::kInvalidArgument, "{}: unknown rule '{}'", target_, params_.rule);
+    std::string tmp_root = ws_.StateDir() + "/tmp";
+    BM_TRY(CleanLeftovers(tmp_root));
+    BM_ASSIGN_OR_RETURN(std::string scratch, fs_.MakeTempDir(tmp_root, target_ + "."));
+    StepContext ctx;
+    ctx.target = target_;
+    ctx.params = params_.params;
+    ctx.inputs = params_.inputs;
+    ctx.workspace_dir = ws_.root;
+    ctx.scratch_dir = scratch + "/work";
+    ctx.out_dir = scratch + "/out";
+    ctx.resume_dir =
+        fmt::format("{}/resume/{}-{}", ws_.StateDir(), target_, key.Hex().substr(0, 16));
+    ctx.tools_dir = ws_.tools_dir;
+    for (const KeyField& f : material_.fields)
+      if (f.tag == "platform") ctx.platform = nlohmann::json::parse(f.value, nullptr, false);
+    if (ctx.platform.is_null() || ctx.platform.is_discarded())
+      ctx.platform = nlohmann::json::object();
+    ctx.runner = ws_.runner;
+    ctx.fs = &fs_;
+    ctx.interactive = options_.interactive;
+    BM_TRY(fs_.MakeDirs(ctx.scratch_dir));
+    BM_TRY(fs_.MakeDirs(ctx.out_dir));
+    BM_TRY(fs_.MakeDirs(ctx.resume_dir));
+    BM_TRY(fs_.MakeDirs(ws_.StateDir() + "/log"));
+    ctx.log_path = ws_.LogOf(target_);
+    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, ""));
+
+    GpuLease gpus;
+    if (params_.gpus > 0) {
+      BM_ASSIGN_OR_RETURN(gpus,
+                          AcquireGpus(params_.gpus, config_.gpus, GpuLockDir(), options_.console));
+      ctx.gpus = gpus.ids;
+      ::setenv("CUDA_VISIBLE_DEVICES", gpus.VisibleDevices().c_str(), 1);
+    }
+
+    // The rule's own messages go to the log; commands append to the same file.
+    std::ostringstream rule_log;
+    ctx.log = &rule_log;
+    auto start = std::chrono::steady_clock::now();
+    Result<StepResult> result = rule->Run(ctx);
+    double seconds = Since(start);
+    std::string log_text = AppendRuleLog(ctx.log_path, rule_log.str());
+    if (!result.ok()) {
+      ShowFailure(log_text);
+      (void)fs_.RemoveAll(scratch);
+      return result.status().WithContext(target_ + " failed");
+    }
+
+    cache::ActionRecord record;
+    record.key = key;
+    record.target = target_;
+    record.metrics = result->metrics;
+    BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, ctx.out_dir));
+    for (const std::string& rel : files) {
+      std::string path = ctx.out_dir + "/" + rel;
+      BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
+      BM_ASSIGN_OR_RETURN(Digest d, cache_->PutFile(path));
+      record.outputs.push_back({rel, d, info.size, info.executable});
+    }
+    BM_ASSIGN_OR_RETURN(Digest log_digest, cache_->PutBytes(log_text));
+    record.log_digest = log_digest.Hex();
+    record.provenance.host = HostName();
+    record.provenance.date = NowIso8601();
+    record.provenance.benchmake_version = BenchmakeVersion();
+    record.provenance.platform = ctx.platform;
+    record.provenance.duration_s = seconds;
+    BM_TRY(cache_->PutAction(record));
+    BM_TRY(Materialize(record, "ran"));
+    (void)fs_.RemoveAll(scratch);
+    (void)fs_.RemoveAll(ctx.resume_dir);
+    return cache::ManifestDigest(record.outputs);
+  }
+
+  std::string AppendRuleLog(const std::string& path, const std::string& rule_text) {
+    std::string text = fs_.ReadFile(path).ok() ? *fs_.ReadFile(path) : "";
+    if (!rule_text.empty()) {
+      text += rule_text;
+      (void)fs_.WriteFileAtomic(path, text);
+    }
+    return text;
+  }
+
+  void ShowFailure(const std::string& log_text) {
+    if (!options_.console) return;
+    std::string tail = log_text;
+    size_t lines = 0, pos = tail.size();
+    while (pos > 0 && lines < 60) {
+      pos = tail.rfind('\n', pos - 1);
+      if (pos == std::string::npos) {
+        pos = 0;
+        break;
+      }
+      ++lines;
+    }
+    if (pos > 0) tail = "[...]\n" + tail.substr(pos + 1);
+    *options_.console << "---- log of " << target_ << " (" << ws_.LogOf(target_) << ") ----\n"
+                      << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << "----\n"
+                      << std::flush;
+  }
+
+  const Workspace& ws_;
+  Filesystem& fs_;
+  std::string target_;
+  StepOptions options_;
+  WorkspaceConfig config_;
+  std::unique_ptr<cache::Cache> cache_;
+  KeyMaterial material_;
+  StepParams params_;
+};
+
+}  // namespace
+
+std::string_view StepOutcomeName(StepOutcome o) {
+  switch (o) {
+    case StepOutcome::kUpToDate:
+      return "up to date";
+    case StepOutcome::kRestored:
+      return "restored";
+    case StepOutcome::kRan:
+      return "ran";
+  }
+  return "?";
+}
+
+Result<StepReport> RunStep(const Workspace& ws, const std::string& target,
+                           const StepOptions& options) {
+  return Stepper(ws, target, options).Run();
+}
+
+}  // namespace bm::engine

@@ -1,0 +1,289 @@
+#include "engine/target_graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace bm::engine {
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string JsonTypeName(const nlohmann::json& v) {
+  if (v.is_string()) return "a string";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number_float()) return "a float";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_array()) return "a list";
+  if (v.is_object()) return "a table";
+  return v.type_name();
+}
+
+bool AllStrings(const nlohmann::json& v) {
+  return std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) { return e.is_string(); });
+}
+
+// Checks `value` against `spec`; returns the normalized value or an error text.
+Result<nlohmann::json> Normalize(const ParamSpec& spec, const nlohmann::json& value) {
+  auto wrong = [&]() {
+    return Errorf(ErrorCode::kInvalidArgument, "parameter '{}' must be {}, not {}", spec.name,
+                  ParamTypeName(spec.type), JsonTypeName(value));
+  };
+  switch (spec.type) {
+    case ParamType::kString:
+    case ParamType::kInput:
+      if (!value.is_string()) return wrong();
+      return value;
+    case ParamType::kInt:
+      if (!value.is_number_integer()) return wrong();
+      return nlohmann::json(value.get<int64_t>());
+    case ParamType::kFloat:
+      if (!value.is_number()) return wrong();
+      return nlohmann::json(value.get<double>());
+    case ParamType::kBool:
+      if (!value.is_boolean()) return wrong();
+      return value;
+    case ParamType::kStringList:
+    case ParamType::kInputList:
+      if (!value.is_array() || !AllStrings(value)) return wrong();
+      return value;
+    case ParamType::kStringMap:
+      if (!value.is_object() || !AllStrings(value)) return wrong();
+      return value;
+    case ParamType::kTable:
+      if (!value.is_object()) return wrong();
+      return value;
+  }
+  return wrong();
+}
+
+class Validator {
+ public:
+  Validator(const Benchfile& bf, const RuleRegistry& rules, Filesystem& fs, const std::string& dir)
+      : bf_(bf), rules_(rules), fs_(fs), dir_(dir) {}
+
+  Result<TargetGraph> Run() {
+    graph_.benchfile = bf_.path;
+    graph_.workspace_dir = dir_;
+    graph_.settings = bf_.settings;
+    graph_.extra = bf_.extra;
+    for (const RawTarget& raw : bf_.targets) {
+      if (graph_.index.count(raw.name)) {
+        Error(raw.loc, fmt::format("duplicate target '{}'", raw.name));
+        continue;
+      }
+      graph_.index[raw.name] = static_cast<int>(graph_.targets.size());
+      graph_.targets.push_back(
+          Target{raw.name, nullptr, nlohmann::json::object(), {}, {}, raw.loc});
+    }
+    for (const RawTarget& raw : bf_.targets) CheckTarget(raw);
+    if (errors_.empty()) Order();
+    if (!errors_.empty()) return Status(ErrorCode::kInvalidArgument, Join());
+    return std::move(graph_);
+  }
+
+ private:
+  void Error(const SourceLocation& loc, std::string_view message) {
+    errors_.push_back(loc.ToString() + ": " + std::string(message));
+  }
+  std::string Join() const {
+    std::string out;
+    for (const std::string& e : errors_) out += (out.empty() ? "" : "\n") + e;
+    return out;
+  }
+
+  void CheckTarget(const RawTarget& raw) {
+    Target& t = graph_.targets[static_cast<size_t>(graph_.index.at(raw.name))];
+    if (t.rule) return;  // a duplicate, reported already
+    t.rule = rules_.Find(raw.rule);
+    if (!t.rule) {
+      std::string near = NearestName(raw.rule, rules_.Names());
+      std::string known;
+      for (const std::string& n : rules_.Names()) known += (known.empty() ? "" : ", ") + n;
+      Error(raw.rule_loc,
+            fmt::format("unknown rule '{}'{} (rules: {})", raw.rule,
+                        near.empty() ? "" : " (did you mean '" + near + "'?)", known));
+      return;
+    }
+    std::map<std::string, const ParamSpec*> specs;
+    std::vector<std::string> names;
+    for (const ParamSpec& s : t.rule->params()) {
+      specs[s.name] = &s;
+      names.push_back(s.name);
+    }
+    std::set<std::string> given;
+    for (const RawParam& p : raw.params) {
+      auto it = specs.find(p.name);
+      if (it == specs.end()) {
+        std::string near = NearestName(p.name, names);
+        Error(p.key_loc, fmt::format("unknown parameter '{}' for rule '{}'{}", p.name, raw.rule,
+                                     near.empty() ? "" : " (did you mean '" + near + "'?)"));
+        continue;
+      }
+      Result<nlohmann::json> v = Normalize(*it->second, p.value);
+      if (!v.ok()) {
+        Error(p.value_loc, v.status().message());
+        continue;
+      }
+      t.params[p.name] = *v;
+      given.insert(p.name);
+      ResolveInputs(t, *it->second, p);
+    }
+    for (const ParamSpec& s : t.rule->params()) {
+      if (given.count(s.name)) continue;
+      if (!s.default_value) {
+        Error(raw.loc, fmt::format("target '{}' lacks required parameter '{}' ({})", raw.name,
+                                   s.name, s.doc));
+        continue;
+      }
+      t.params[s.name] = *s.default_value;
+    }
+    for (const ParamError& e : t.rule->Check(t.params)) {
+      SourceLocation loc = raw.loc;
+      for (const RawParam& p : raw.params)
+        if (p.name == e.param) loc = p.value_loc;
+      Error(loc, e.message);
+    }
+    std::set<int> deps;
+    for (const InputRef& in : t.inputs)
+      if (in.is_target) deps.insert(in.target);
+    t.deps.assign(deps.begin(), deps.end());
+  }
+
+  void ResolveInputs(Target& t, const ParamSpec& spec, const RawParam& p) {
+    if (spec.type != ParamType::kInput && spec.type != ParamType::kInputList) return;
+    std::vector<std::pair<std::string, SourceLocation>> items;
+    if (spec.type == ParamType::kInput) {
+      items.emplace_back(p.value.get<std::string>(), p.value_loc);
+    } else {
+      for (size_t i = 0; i < p.value.size(); ++i) {
+        items.emplace_back(p.value[i].get<std::string>(),
+                           i < p.element_locs.size() ? p.element_locs[i] : p.value_loc);
+      }
+    }
+    for (auto& [name, loc] : items) {
+      InputRef in{p.name, name, false, -1, "", loc};
+      auto it = graph_.index.find(name);
+      if (it != graph_.index.end()) {
+        in.is_target = true;
+        in.target = it->second;
+        t.inputs.push_back(in);
+        continue;
+      }
+      in.path = JoinPath(dir_, name);
+      Result<FileInfo> info = fs_.Stat(in.path);
+      if (info.ok() && info->exists) {
+        t.inputs.push_back(in);
+        continue;
+      }
+      bool looks_like_target = name.find('/') == std::string::npos && IsValidTargetName(name);
+      std::vector<std::string> targets;
+      for (const auto& [n, i] : graph_.index) targets.push_back(n);
+      std::string near = NearestName(name, targets);
+      if (looks_like_target && !near.empty()) {
+        Error(loc,
+              fmt::format("unknown target '{}' in {} (did you mean '{}'?)", name, p.name, near));
+      } else if (looks_like_target && name.find('.') == std::string::npos) {
+        Error(loc,
+              fmt::format("unknown target '{}' in {} (and no file of that name)", name, p.name));
+      } else {
+        Error(loc, fmt::format("source file '{}' not found (looked at {})", name, in.path));
+      }
+    }
+  }
+
+  void Order() {
+    // Depth-first; gray nodes on the stack reveal a cycle.
+    std::vector<int> color(graph_.targets.size(), 0);
+    std::vector<int> stack;
+    std::function<bool(int)> visit = [&](int i) -> bool {
+      if (color[static_cast<size_t>(i)] == 2) return true;
+      if (color[static_cast<size_t>(i)] == 1) {
+        auto from = std::find(stack.begin(), stack.end(), i);
+        std::string cycle;
+        for (auto it = from; it != stack.end(); ++it)
+          cycle += graph_.targets[static_cast<size_t>(*it)].name + " -> ";
+        cycle += graph_.targets[static_cast<size_t>(i)].name;
+        // Point at the input that closes the cycle.
+        const Target& last = graph_.targets[static_cast<size_t>(stack.back())];
+        SourceLocation loc = last.loc;
+        for (const InputRef& in : last.inputs)
+          if (in.is_target && in.target == i) loc = in.loc;
+        Error(loc, "dependency cycle: " + cycle);
+        return false;
+      }
+      color[static_cast<size_t>(i)] = 1;
+      stack.push_back(i);
+      for (int d : graph_.targets[static_cast<size_t>(i)].deps)
+        if (!visit(d)) return false;
+      stack.pop_back();
+      color[static_cast<size_t>(i)] = 2;
+      graph_.order.push_back(i);
+      return true;
+    };
+    for (size_t i = 0; i < graph_.targets.size(); ++i)
+      if (!visit(static_cast<int>(i))) return;
+  }
+
+  const Benchfile& bf_;
+  const RuleRegistry& rules_;
+  Filesystem& fs_;
+  std::string dir_;
+  TargetGraph graph_;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace
+
+const Target* TargetGraph::Find(std::string_view name) const {
+  auto it = index.find(std::string(name));
+  return it == index.end() ? nullptr : &targets[static_cast<size_t>(it->second)];
+}
+
+bool TargetGraph::AnyPlatformDependent() const {
+  return std::any_of(targets.begin(), targets.end(),
+                     [](const Target& t) { return t.rule && t.rule->platform_dependent(); });
+}
+
+std::string NearestName(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    size_t d = EditDistance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+Result<TargetGraph> BuildGraph(const Benchfile& benchfile, const RuleRegistry& rules,
+                               Filesystem& fs, const std::string& workspace_dir) {
+  return Validator(benchfile, rules, fs, workspace_dir).Run();
+}
+
+Result<TargetGraph> LoadGraph(Filesystem& fs, const RuleRegistry& rules,
+                              const std::string& benchfile) {
+  Result<std::string> text = fs.ReadFile(benchfile);
+  if (!text.ok()) {
+    return Errorf(ErrorCode::kInvalidArgument, "cannot read {}: {}", benchfile,
+                  text.status().message());
+  }
+  BM_ASSIGN_OR_RETURN(Benchfile bf, ParseBenchfile(*text, benchfile));
+  return BuildGraph(bf, rules, fs, DirName(benchfile));
+}
+
+}  // namespace bm::engine

@@ -1,0 +1,91 @@
+#include "engine/workspace.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace bm::engine {
+namespace {
+
+constexpr std::string_view kConfigMagic = "benchmake-config 1\n";
+
+}  // namespace
+
+std::string BenchmakeVersion() { return "0.1.0"; }
+
+Result<Workspace> OpenWorkspace(Filesystem& fs, CommandRunner& runner, const RuleRegistry& rules,
+                                const std::string& dir_flag, const std::string& file_flag) {
+  Workspace ws;
+  ws.fs = &fs;
+  ws.runner = &runner;
+  ws.rules = &rules;
+  std::error_code ec;
+  std::filesystem::path dir =
+      dir_flag.empty() ? std::filesystem::current_path(ec) : std::filesystem::path(dir_flag);
+  dir = std::filesystem::absolute(dir, ec).lexically_normal();
+  std::string file = file_flag.empty() ? "BENCHFILE.toml" : file_flag;
+  std::filesystem::path bf =
+      std::filesystem::path(file).is_absolute() ? std::filesystem::path(file) : dir / file;
+  ws.benchfile = bf.lexically_normal().string();
+  ws.root = bf.lexically_normal().parent_path().string();
+  while (ws.root.size() > 1 && ws.root.back() == '/') ws.root.pop_back();
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  ws.self_exe = ec ? "benchmake" : self.string();
+  ws.tools_dir = ec ? "." : self.parent_path().string();
+  return ws;
+}
+
+Status SaveConfig(const Workspace& ws, const WorkspaceConfig& c) {
+  nlohmann::json j = {{"cache_dir", c.cache_dir},
+                      {"remotes", c.remotes},
+                      {"remote_read_only", c.remote_read_only},
+                      {"gpus", c.gpus}};
+  BM_TRY(ws.fs->MakeDirs(ws.StateDir()));
+  return WriteFileIfChanged(*ws.fs, ws.StateDir() + "/config.json",
+                            std::string(kConfigMagic) + j.dump() + "\n")
+      .status();
+}
+
+Result<WorkspaceConfig> LoadConfig(const Workspace& ws) {
+  Result<std::string> text = ws.fs->ReadFile(ws.StateDir() + "/config.json");
+  if (!text.ok()) {
+    return Errorf(ErrorCode::kNotFound, "{} has no build state; run `benchmake build` first",
+                  ws.root);
+  }
+  if (text->compare(0, kConfigMagic.size(), kConfigMagic) != 0) {
+    return Errorf(ErrorCode::kUnsupported,
+                  "{}/config.json is from another benchmake version; run `benchmake build`",
+                  ws.StateDir());
+  }
+  nlohmann::json j = nlohmann::json::parse(text->substr(kConfigMagic.size()), nullptr, false);
+  if (!j.is_object())
+    return Errorf(ErrorCode::kCorrupt, "{}/config.json is corrupt", ws.StateDir());
+  WorkspaceConfig c;
+  c.cache_dir = j.value("cache_dir", "");
+  c.remotes = j.value("remotes", std::vector<std::string>{});
+  c.remote_read_only = j.value("remote_read_only", false);
+  c.gpus = j.value("gpus", 0);
+  return c;
+}
+
+Result<std::unique_ptr<cache::Cache>> OpenCache(const Workspace& ws,
+                                                const WorkspaceConfig& config) {
+  auto c = std::make_unique<cache::Cache>(*ws.fs, config.cache_dir);
+  BM_TRY(c->Init());
+  for (const std::string& url : config.remotes) {
+    cache::RemoteOptions options;
+    options.read_only = config.remote_read_only;
+    Result<std::unique_ptr<cache::RemoteBackend>> r =
+        cache::RemoteRegistry::Global().Create(url, options);
+    if (!r.ok()) {
+      std::fprintf(stderr, "benchmake: warning: remote cache %s: %s\n", url.c_str(),
+                   r.status().message().c_str());
+      continue;
+    }
+    c->AddRemote(std::move(*r), config.remote_read_only);
+  }
+  return c;
+}
+
+}  // namespace bm::engine

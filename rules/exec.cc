@@ -1,0 +1,178 @@
+#include "rules/exec.h"
+
+#include <cctype>
+
+namespace bm::rules {
+namespace {
+
+using engine::ParamSpec;
+using engine::ParamType;
+using nlohmann::json;
+
+std::string EnvName(std::string_view input) {
+  std::string out = "BENCHMAKE_IN_";
+  for (char c : input)
+    out += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
+  return out;
+}
+
+bool IsRelativeInside(std::string_view p) {
+  if (p.empty() || p.front() == '/') return false;
+  size_t pos = 0;
+  while (pos <= p.size()) {
+    size_t slash = p.find('/', pos);
+    std::string_view part =
+        p.substr(pos, slash == std::string_view::npos ? std::string_view::npos : slash - pos);
+    if (part == "..") return false;
+    if (slash == std::string_view::npos) break;
+    pos = slash + 1;
+  }
+  return true;
+}
+
+// Replaces {out}, {in.NAME}, ... ; unknown placeholders are an error.
+Result<std::string> Expand(std::string_view text, const engine::StepContext& ctx) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t open = text.find('{', pos);
+    if (open == std::string_view::npos) break;
+    size_t close = text.find('}', open);
+    if (close == std::string_view::npos) break;
+    out.append(text.substr(pos, open - pos));
+    std::string name(text.substr(open + 1, close - open - 1));
+    if (name == "out")
+      out += ctx.out_dir;
+    else if (name == "scratch")
+      out += ctx.scratch_dir;
+    else if (name == "workspace")
+      out += ctx.workspace_dir;
+    else if (name == "resume")
+      out += ctx.resume_dir;
+    else if (name.rfind("in.", 0) == 0 && ctx.inputs.count(name.substr(3)))
+      out += ctx.inputs.at(name.substr(3));
+    else if (name.rfind("in.", 0) == 0)
+      return Errorf(ErrorCode::kInvalidArgument, "{{{}}}: no input named '{}'", name,
+                    name.substr(3));
+    else
+      out.append(text.substr(open, close - open + 1));  // not ours (e.g. shell ${VAR})
+    pos = close + 1;
+  }
+  out.append(text.substr(pos));
+  return out;
+}
+
+class ExecRule : public engine::Rule {
+ public:
+  ExecRule() {
+    params_ = {
+        {"command", ParamType::kStringList, std::nullopt, "argv; {out} and {in.NAME} are replaced",
+         true},
+        {"shell", ParamType::kBool, json(false), "run the command through sh -c", true},
+        {"inputs", ParamType::kInputList, json::array(), "upstream targets or source files", true},
+        {"outputs", ParamType::kStringList, json::array(), "files the command writes below {out}",
+         true},
+        {"env", ParamType::kStringMap, json::object(), "extra environment variables", true},
+        {"metrics", ParamType::kString, json(""), "a JSON output file holding the step's metrics",
+         true},
+        {"gpus", ParamType::kInt, json(0), "GPUs the command needs (CUDA_VISIBLE_DEVICES is set)",
+         true},
+        {"description", ParamType::kString, json(""), "a note for humans; not part of the key",
+         false},
+        {"progress", ParamType::kBool, json(false), "show the command's output live (console pool)",
+         false},
+        {"timeout", ParamType::kFloat, json(0.0), "seconds before the command is killed (0: none)",
+         false},
+    };
+  }
+
+  std::string_view name() const override { return "exec"; }
+  int version() const override { return 1; }
+  const std::vector<ParamSpec>& params() const override { return params_; }
+  int gpus(const json& p) const override { return static_cast<int>(p.value("gpus", int64_t{0})); }
+  bool streams_progress(const json& p) const override { return p.value("progress", false); }
+
+  std::vector<engine::ParamError> Check(const json& p) const override {
+    std::vector<engine::ParamError> errors;
+    if (p["command"].empty()) errors.push_back({"command", "command must not be empty"});
+    for (const auto& o : p["outputs"]) {
+      if (!IsRelativeInside(o.get<std::string>()))
+        errors.push_back(
+            {"outputs", fmt::format("output '{}' must be a relative path inside {{out}}",
+                                    o.get<std::string>())});
+    }
+    std::string metrics = p["metrics"].get<std::string>();
+    if (!metrics.empty() && !IsRelativeInside(metrics))
+      errors.push_back({"metrics", "metrics must be a relative path inside {out}"});
+    if (p["gpus"].get<int64_t>() < 0) errors.push_back({"gpus", "gpus must be >= 0"});
+    return errors;
+  }
+
+  Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
+    const json& p = ctx.params;
+    Command cmd;
+    for (const auto& a : p["command"]) {
+      BM_ASSIGN_OR_RETURN(std::string arg, Expand(a.get<std::string>(), ctx));
+      cmd.argv.push_back(std::move(arg));
+    }
+    if (p["shell"].get<bool>()) {
+      std::string script;
+      for (const std::string& a : cmd.argv) script += (script.empty() ? "" : " ") + a;
+      cmd.argv = {"/bin/sh", "-c", script};
+    }
+    cmd.cwd = ctx.scratch_dir;
+    cmd.log_path = ctx.log_path;
+    cmd.echo_to_terminal = ctx.interactive && p["progress"].get<bool>();
+    if (double t = p["timeout"].get<double>(); t > 0) cmd.timeout_seconds = t;
+    cmd.env["BENCHMAKE_OUT"] = ctx.out_dir;
+    cmd.env["BENCHMAKE_SCRATCH"] = ctx.scratch_dir;
+    cmd.env["BENCHMAKE_WORKSPACE"] = ctx.workspace_dir;
+    cmd.env["BENCHMAKE_RESUME_DIR"] = ctx.resume_dir;
+    cmd.env["BENCHMAKE_TARGET"] = ctx.target;
+    cmd.env["BENCHMAKE_TOOLS_DIR"] = ctx.tools_dir;
+    for (const auto& [name, path] : ctx.inputs) cmd.env[EnvName(name)] = path;
+    for (const auto& [k, v] : p["env"].items()) {
+      BM_ASSIGN_OR_RETURN(cmd.env[k], Expand(v.get<std::string>(), ctx));
+    }
+    if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
+    BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
+    if (r.timed_out)
+      return Errorf(ErrorCode::kTimeout, "command timed out after {}s", p["timeout"].get<double>());
+    if (r.term_signal)
+      return Errorf(ErrorCode::kFailed, "command killed by signal {}", r.term_signal);
+    if (r.exit_code)
+      return Errorf(ErrorCode::kFailed, "command exited with status {}", r.exit_code);
+
+    Filesystem& fs = *ctx.fs;
+    for (const auto& o : p["outputs"]) {
+      std::string rel = o.get<std::string>();
+      std::string dest = ctx.out_dir + "/" + rel;
+      BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(dest));
+      if (info.exists) continue;
+      std::string left = ctx.scratch_dir + "/" + rel;
+      BM_ASSIGN_OR_RETURN(FileInfo lf, fs.Stat(left));
+      if (!lf.exists)
+        return Errorf(ErrorCode::kFailed, "declared output '{}' was not produced", rel);
+      BM_TRY(fs.MakeDirs(DirName(dest)));
+      BM_TRY(fs.Rename(left, dest));
+    }
+    engine::StepResult result;
+    if (std::string m = p["metrics"].get<std::string>(); !m.empty()) {
+      Result<std::string> text = fs.ReadFile(ctx.out_dir + "/" + m);
+      if (!text.ok()) return Errorf(ErrorCode::kFailed, "metrics file '{}' was not produced", m);
+      json j = json::parse(*text, nullptr, false);
+      if (j.is_discarded()) return Errorf(ErrorCode::kFailed, "metrics file '{}' is not JSON", m);
+      result.metrics = std::move(j);
+    }
+    return result;
+  }
+
+ private:
+  std::vector<ParamSpec> params_;
+};
+
+}  // namespace
+
+std::unique_ptr<engine::Rule> MakeExecRule() { return std::make_unique<ExecRule>(); }
+
+}  // namespace bm::rules

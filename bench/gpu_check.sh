@@ -21,6 +21,7 @@ if want tests; then
   ours "$bin/cuda_ops_test" --gtest_color=no 2>&1 | tee "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |rel err|note:|Failure|Expected|Which is" | head -80
   ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|bf16 grad.*e-0[0-1]" | head -60
   OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|error" | head -60
+  grep -cE "^\[       OK \]" "$OUT/tests.log" | sed 's/^/tests OK: /'
 fi
 
 models=("gpt2-124m 32" "llama-1b 8" "llama7b-8l 2")
@@ -29,6 +30,11 @@ if want bench; then
     set -- $mb
     ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | tee -a "$OUT/bench.log"
   done
+fi
+if want variants; then
+  ours "$bin/cuda_train_bench" --model gpt2-124m --batch 32 --unfused --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/unfused epilogues: /' | tee -a "$OUT/bench.log"
+  ours "$bin/cuda_train_bench" --model llama7b-8l --batch 2 --recompute --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute: /' | tee -a "$OUT/bench.log"
+  ours "$bin/cuda_train_bench" --model llama-1b --batch 8 --recompute --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute: /' | tee -a "$OUT/bench.log"
 fi
 if want profile; then
   for mb in "${models[@]}"; do

@@ -136,7 +136,7 @@ struct Geo {
 // through cp.async into the other buffer.
 
 template <int D>
-__global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
+__global__ void __launch_bounds__(128)
     FlashForwardKernel(bf16* out, float* lse, const bf16* qkv, Geo geo, float scale_log2) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int S = D + 8;
@@ -177,8 +177,6 @@ __global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
     float s[8][4] = {};
     MmaABt<D, 8>(s, qf, sk(cur));
     float mx[2] = {-INFINITY, -INFINITY};
-    // Masking is needed only on tiles that cross this warp's diagonal or the sequence end.
-    bool full = k0 + kKeyTile - 1 <= q0 + warp * 16 && k0 + kKeyTile <= geo.seq;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
@@ -186,7 +184,7 @@ __global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
         int col = k0 + nt * 8 + 2 * q + (e & 1);
         int r = e / 2;
         float v = s[nt][e] * scale_log2;
-        if (!full && (col > row[r] || col >= geo.seq)) v = -INFINITY;
+        if (col > row[r] || col >= geo.seq) v = -INFINITY;
         s[nt][e] = v;
         mx[r] = fmaxf(mx[r], v);
       }
@@ -249,7 +247,7 @@ __global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
 }
 
 template <int D>
-__global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
+__global__ void __launch_bounds__(128)
     FlashBackwardQKernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                          const float* delta, Geo geo, float scale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -302,15 +300,13 @@ __global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
     float s[8][4] = {}, dp[8][4] = {};
     MmaABt<D, 8>(s, qf, sk(cur));
     MmaABt<D, 8>(dp, dof, sv(cur));
-    bool full = k0 + kKeyTile - 1 <= q0 + warp * 16 && k0 + kKeyTile <= geo.seq &&
-                q0 + warp * 16 + 15 < geo.seq;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         int col = k0 + nt * 8 + 2 * q + (e & 1);
         int r = e / 2;
-        bool valid = full || (col <= row[r] && col < geo.seq && row[r] < geo.seq);
+        bool valid = col <= row[r] && col < geo.seq && row[r] < geo.seq;
         float p = valid ? exp2f(s[nt][e] * scale_log2 - lse2[r]) : 0.0f;
         s[nt][e] = p * (dp[nt][e] - dlt[r]);  // dS (the scale is applied at the end)
       }
@@ -332,7 +328,7 @@ __global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
 
 // Rows = keys. Query tiles of QT rows; the heads of the group in turn.
 template <int D, int QT>
-__global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
+__global__ void __launch_bounds__(128)
     FlashBackwardKVKernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                           const float* delta, Geo geo, float scale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -394,8 +390,6 @@ __global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
     LoadAFrags<D>(vf, sv, warp * 16);
     float dp[QT / 8][4] = {};
     MmaABt<D, QT / 8>(dp, vf, sdo(cur));  // dP^T = V dO^T
-    // No mask when every query of the tile is at or after every key of this warp.
-    bool full = t0 >= k0 + warp * 16 + 15 && t0 + QT <= geo.seq && k0 + warp * 16 + 15 < geo.seq;
 #pragma unroll
     for (int nt = 0; nt < QT / 8; ++nt) {
 #pragma unroll
@@ -403,7 +397,7 @@ __global__ void __launch_bounds__(128, D == 64 ? 3 : 1)
         int ci = nt * 8 + 2 * q + (e & 1);
         int t = t0 + ci;
         int r = e / 2;
-        bool valid = full || (t >= key[r] && t < geo.seq && key[r] < geo.seq);
+        bool valid = t >= key[r] && t < geo.seq && key[r] < geo.seq;
         float p = valid ? exp2f(s[nt][e] * scale_log2 - lse_t[ci]) : 0.0f;
         s[nt][e] = p;                               // P^T
         dp[nt][e] = p * (dp[nt][e] - delta_t[ci]);  // dS^T

@@ -48,12 +48,20 @@ Result<std::vector<Span>> MapLayouts(const cuda::ParamLayout& gpu, const train::
   return spans;
 }
 
+// The kernel driver's version ("580.159.04"): /proc/driver/nvidia/version, else
+// /sys/module/nvidia/version (some VMs hide the former); "" when neither is readable.
 std::string DriverVersion() {
-  std::ifstream f("/proc/driver/nvidia/version");
+  std::ifstream proc("/proc/driver/nvidia/version");
   std::string line;
-  if (!std::getline(f, line)) return "";
   std::smatch m;
-  if (std::regex_search(line, m, std::regex("Kernel Module\\s+([0-9]+(\\.[0-9]+)+)"))) return m[1];
+  if (std::getline(proc, line) &&
+      std::regex_search(line, m, std::regex("Kernel Module\\s+([0-9]+(\\.[0-9]+)+)"))) {
+    return m[1];
+  }
+  std::ifstream sys("/sys/module/nvidia/version");
+  if (std::getline(sys, line) && std::regex_match(line, std::regex("[0-9]+(\\.[0-9]+)+"))) {
+    return line;
+  }
   return "";
 }
 

@@ -119,7 +119,7 @@ Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_sc
                 "loss");
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "forward-backward B={} T={}", batch.batch,
                 batch.seq);
-  if (s.run.profile) s.CollectPhases();
+  if (s.run.profile) BM_TRY(s.CollectPhases());
   return static_cast<double>(*out);
 }
 
@@ -189,7 +189,7 @@ void CudaModel::ResetPhaseTimes() { impl_->phase_ms.clear(); }
 
 Status CudaModel::Synchronize() {
   BM_CUDA_CHECK(cudaStreamSynchronize(impl_->stream), "synchronize");
-  if (impl_->run.profile) impl_->CollectPhases();
+  if (impl_->run.profile) BM_TRY(impl_->CollectPhases());
   return Status::Ok();
 }
 

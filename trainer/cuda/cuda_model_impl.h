@@ -77,32 +77,35 @@ struct CudaModel::Impl {
   size_t events_used = 0;
   std::vector<Mark> marks;
   std::map<std::string, double> phase_ms;
-  cudaEvent_t NextEvent() {
+  Result<cudaEvent_t> NextEvent() {
     if (events_used == event_pool.size()) {
       cudaEvent_t e = nullptr;
-      cudaEventCreate(&e);
+      BM_CUDA_CHECK(cudaEventCreate(&e), "profiling event {}", event_pool.size());
       event_pool.push_back(e);
     }
     return event_pool[events_used++];
   }
+  // Runs f(); with RunSpec::profile, between two events whose interval counts toward `name`.
   template <typename F>
   Status Phase(const char* name, F&& f) {
     if (!run.profile) return f();
-    Mark m{name, NextEvent(), NextEvent()};
-    cudaEventRecord(m.begin, stream);
-    Status st = f();
-    cudaEventRecord(m.end, stream);
-    marks.push_back(m);
-    return st;
+    BM_ASSIGN_OR_RETURN(cudaEvent_t begin, NextEvent());
+    BM_ASSIGN_OR_RETURN(cudaEvent_t end, NextEvent());
+    BM_CUDA_CHECK(cudaEventRecord(begin, stream), "profiling {}", name);
+    BM_TRY(f());
+    BM_CUDA_CHECK(cudaEventRecord(end, stream), "profiling {}", name);
+    marks.push_back({name, begin, end});
+    return Status::Ok();
   }
-  void CollectPhases() {  // after a synchronize
+  Status CollectPhases() {  // after a synchronize
     for (const Mark& m : marks) {
       float ms = 0.0f;
-      cudaEventElapsedTime(&ms, m.begin, m.end);
+      BM_CUDA_CHECK(cudaEventElapsedTime(&ms, m.begin, m.end), "profiling {}", m.name);
       phase_ms[m.name] += ms;
     }
     marks.clear();
     events_used = 0;
+    return Status::Ok();
   }
 
   int cur_b = 0, cur_t = 0;  // this call's batch and sequence length (<= run's maxima)

@@ -26,4 +26,9 @@ namespace bm::rules {
 
 std::unique_ptr<engine::Rule> MakeExecRule();
 
+// `measure`: exec whose results hold only for the platform that produced them
+// (an external trainer's throughput): the platform facts enter its key, so a
+// cached result is reused only on a platform with the same facts.
+std::unique_ptr<engine::Rule> MakeMeasureRule();
+
 }  // namespace bm::rules

@@ -6,6 +6,7 @@ namespace bm::rules {
 
 void RegisterBuiltinRules(engine::RuleRegistry& registry) {
   registry.Register(MakeExecRule());
+  registry.Register(MakeMeasureRule());
   // One line per rule: registry.Register(MakeTokenizeRule()); ...
 }
 

@@ -22,6 +22,10 @@ function(bm_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  # gtest_discover_tests splits a multi-variable ENVIRONMENT into separate
+  # properties (only the first variable arrives), so the paths are also compiled in.
+  target_compile_definitions(${name} PRIVATE BM_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    BM_TEST_BINARY_DIR="${PROJECT_BINARY_DIR}")
   bm_warnings(${name})
   # An empty LABELS value would swallow the ENVIRONMENT keyword that follows it.
   set(labels "")

@@ -190,8 +190,9 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
                         ProbePlatform(fs, *ws.runner, ws.tools_dir, ws.StateDir() + "/tmp",
                                       TargetsNeedingPlatform(graph)));
     stamp.platform = DigestOf(platform.dump()).Hex();
-    BM_TRY(
-        WriteFileIfChanged(fs, ws.StateDir() + "/platform", "benchmake-platform 1\n" + platform.dump(1) + "\n").status());
+    BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/platform",
+                              "benchmake-platform 1\n" + platform.dump(1) + "\n")
+               .status());
   }
 
   WorkspaceConfig config;

@@ -36,8 +36,8 @@ struct Stamp {
 
 std::string EnvDigest() {
   Hasher h;
-  for (const char* name :
-       {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "BENCHMAKE_GPUS"}) {
+  for (const char* name : {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                           "BENCHMAKE_GPUS", "BENCHMAKE_REMOTE"}) {
     const char* v = std::getenv(name);
     h.Field(name, v ? v : "\x01unset");
   }
@@ -199,6 +199,13 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   config.cache_dir = graph.settings.cache_dir.empty() ? cache::DefaultCacheDir()
                                                       : JoinPath(ws.root, graph.settings.cache_dir);
   config.remotes = graph.settings.remotes;
+  if (const char* env = std::getenv("BENCHMAKE_REMOTE"); env && *env) {
+    // Space- or comma-separated URLs, tried after those of the BENCHFILE.
+    std::string urls(env);
+    for (char& c : urls) c = c == ',' ? ' ' : c;
+    std::istringstream in(urls);
+    for (std::string url; in >> url;) config.remotes.push_back(url);
+  }
   config.remote_read_only = graph.settings.remote_read_only;
   bool needs_gpus = false;
   for (const Target& t : graph.targets) needs_gpus |= t.rule->gpus(t.params) > 0;

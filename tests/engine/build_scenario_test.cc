@@ -308,6 +308,33 @@ TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets
       << gen.status().message();
 }
 
+TEST_F(BuildScenarioTest, PlatformIsProbedOncePerBuildAndOnlyWhenNeeded) {
+  fs_.Write("/tools/benchmake-train", "binary");
+  std::string gpu = "H100";
+  int probes = 0;
+  runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    if (c.argv.size() == 5 && c.argv[3] == "/tools/benchmake-train") {
+      ++probes;
+      fs_.Write(c.argv[4], R"({"gpu_name":")" + gpu + R"(","gpu_count":1})");
+    }
+    return CommandResult{};
+  });
+  SetBenchfile("[target.a]\nrule = \"count\"\n");
+  Build();
+  EXPECT_EQ(probes, 0) << "nothing platform-dependent: no probe";
+  SetBenchfile("[target.a]\nrule = \"count\"\n[target.b]\nrule = \"measure\"\n");
+  Build();
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  Build();
+  EXPECT_EQ(probes, 2) << "one probe per build";
+  gpu = "H200";
+  Build();
+  EXPECT_EQ(probes, 3) << "a changed platform is still probed once";
+  EXPECT_EQ(measure_->runs, 2);
+  EXPECT_EQ(count_->runs, 1);
+}
+
 TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {
   SetBenchfile(kPipeline);
   Build();

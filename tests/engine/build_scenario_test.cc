@@ -255,6 +255,40 @@ TEST_F(BuildScenarioTest, FailedStepRecordsNothing) {
   EXPECT_TRUE(ac->empty());
 }
 
+// Fails the first time after leaving a checkpoint in resume_dir; succeeds
+// when it finds one.
+class ResumableRule : public Rule {
+ public:
+  std::string_view name() const override { return "resumable"; }
+  int version() const override { return 1; }
+  const std::vector<ParamSpec>& params() const override { return params_; }
+  Result<StepResult> Run(StepContext& ctx) const override {
+    std::string ckpt = ctx.resume_dir + "/ckpt";
+    if (!ctx.fs->Stat(ckpt)->exists) {
+      BM_TRY(ctx.fs->WriteFileAtomic(ckpt, "step 50"));
+      return Errorf(ErrorCode::kFailed, "killed at step 50");
+    }
+    BM_ASSIGN_OR_RETURN(std::string state, ctx.fs->ReadFile(ckpt));
+    BM_TRY(ctx.fs->WriteFileAtomic(ctx.out_dir + "/model", "resumed from " + state));
+    return StepResult{};
+  }
+
+ private:
+  std::vector<ParamSpec> params_;
+};
+
+TEST_F(BuildScenarioTest, ResumeDirSurvivesAFailedRunOfTheSameKey) {
+  rules_.Register(std::make_unique<ResumableRule>());
+  SetBenchfile("[target.train]\nrule = \"resumable\"\n");
+  ASSERT_FALSE(BuildInProcess(ws_).ok());
+  Result<InProcessSummary> second = BuildInProcess(ws_);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(fs_.Read("/ws/out/train/model"), "resumed from step 50");
+  Result<std::vector<std::string>> left = fs_.ListDir("/ws/.benchmake/resume");
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty()) << "removed after success";
+}
+
 TEST_F(BuildScenarioTest, MissingDeclaredOutputFailsTheStep) {
   SetBenchfile(
       "[target.a]\nrule = \"exec\"\ncommand = [\"write\", \"{out}/x\", \"1\"]\noutputs = "

@@ -22,17 +22,15 @@ function(bm_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
-  # gtest_discover_tests splits a multi-variable ENVIRONMENT into separate
-  # properties (only the first variable arrives), so the paths are also compiled in.
-  target_compile_definitions(${name} PRIVATE BM_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    BM_TEST_BINARY_DIR="${PROJECT_BINARY_DIR}")
   bm_warnings(${name})
-  # An empty LABELS value would swallow the ENVIRONMENT keyword that follows it.
-  set(labels "")
+  # Both variables in one ENVIRONMENT value: the ';' must survive four list
+  # expansions on its way through GoogleTest's PRE_TEST discovery (16
+  # backslashes here; checked with `ctest --show-only=json-v1`), and an empty
+  # LABELS must not shift the key/value pairs.
+  set(props ENVIRONMENT
+    "BENCHMAKE_SOURCE_DIR=${PROJECT_SOURCE_DIR}\\\\\\\\\\\\\\\\;BENCHMAKE_BINARY_DIR=${PROJECT_BINARY_DIR}")
   if(T_LABELS)
-    set(labels LABELS "${T_LABELS}")
+    list(APPEND props LABELS "${T_LABELS}")
   endif()
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
-    PROPERTIES ${labels}
-    ENVIRONMENT "BENCHMAKE_SOURCE_DIR=${PROJECT_SOURCE_DIR};BENCHMAKE_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES ${props})
 endfunction()

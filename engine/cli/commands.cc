@@ -20,7 +20,8 @@ const std::vector<CommandEntry>& Commands() {
       {"debug-key", "debug-key TARGET (or --debug-key TARGET)", "print exactly what the key hashes",
        &DebugKeyCommand},
       {"step", "step TARGET", "run one target (what ninja edges call)", &StepCommand},
-      // Other modules add one line each here.
+      // Other modules add one line each here; a two-word name such as
+      // "cache push" is matched before the one-word "cache".
   };
   return kCommands;
 }
@@ -71,6 +72,13 @@ Status Dispatch(const std::vector<std::string>& args) {
     }
   }
   rest.insert(rest.end(), global.begin(), global.end());
+  // Two-word commands ("cache push") win over one-word ones ("cache").
+  if (i + 1 < args.size()) {
+    std::string two = fmt::format("{} {}", args[i], args[i + 1]);
+    for (const CommandEntry& c : Commands()) {
+      if (c.name == two) return c.fn(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    }
+  }
   for (const CommandEntry& c : Commands()) {
     if (c.name == args[i]) return c.fn(rest);
   }

@@ -32,7 +32,8 @@ void ReplaceAll(std::string& s, const std::string& from, const std::string& to) 
 
 // The ```nginx block right after the "<!-- tested: nginx-conf -->" marker.
 std::string DocConfig() {
-  std::ifstream in(std::string(BM_TEST_SOURCE_DIR) + "/docs/REMOTE_CACHE.md");
+  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
+  std::ifstream in(std::string(src != nullptr ? src : ".") + "/docs/REMOTE_CACHE.md");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string doc = ss.str();

@@ -70,7 +70,8 @@ struct Machine {
   void ClearRuns() const { fs::remove(dir + "/runs.log"); }
 
   RunResult Benchmake(const std::string& args) const {
-    std::string bin = std::string(BM_TEST_BINARY_DIR) + "/benchmake";
+    const char* bin_dir = std::getenv("BENCHMAKE_BINARY_DIR");
+    std::string bin = std::string(bin_dir != nullptr ? bin_dir : ".") + "/benchmake";
     std::string cmd = "cd '" + dir + "' && env BENCHMAKE_CACHE_DIR='" + cache +
                       "' BENCHMAKE_PLATFORM='" + platform + "' BENCHMAKE_REMOTE_CACHE='" + remote +
                       "' BM_E2E_TOKEN='" + token + "' BM_E2E_KEY='" + key + "' '" + bin + "' " +

@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "base/real_filesystem.h"
+#include "base/stat_cache.h"
+#include "tests/support/memory_filesystem.h"
+
+namespace bm {
+namespace {
+
+class RealFilesystemTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/fs_test_" + std::to_string(::getpid());
+    ASSERT_TRUE(fs_.MakeDirs(dir_).ok());
+  }
+  void TearDown() override { (void)fs_.RemoveAll(dir_); }
+  RealFilesystem fs_;
+  std::string dir_;
+};
+
+TEST_F(RealFilesystemTest, AtomicWriteReplacesAndLeavesNoTemporaries) {
+  std::string p = dir_ + "/f";
+  ASSERT_TRUE(fs_.WriteFileAtomic(p, "one").ok());
+  ASSERT_TRUE(fs_.WriteFileAtomic(p, "two", /*read_only=*/true).ok());
+  EXPECT_EQ(*fs_.ReadFile(p), "two");
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0222, 0u) << "read-only";
+  EXPECT_EQ(fs_.ListDir(dir_)->size(), 1u);
+}
+
+TEST_F(RealFilesystemTest, FailedWriteLeavesOldFileIntact) {
+  std::string p = dir_ + "/missing_dir/f";
+  EXPECT_FALSE(fs_.WriteFileAtomic(p, "x").ok());
+  EXPECT_FALSE(fs_.Stat(p)->exists);
+}
+
+TEST_F(RealFilesystemTest, LinkOrCopySharesTheInode) {
+  std::string a = dir_ + "/a", b = dir_ + "/b";
+  ASSERT_TRUE(fs_.WriteFileAtomic(a, "data").ok());
+  ASSERT_TRUE(fs_.LinkOrCopy(a, b).ok());
+  EXPECT_EQ(fs_.Stat(a)->inode, fs_.Stat(b)->inode);
+  EXPECT_EQ(*fs_.HashFile(b), DigestOf("data"));
+}
+
+TEST_F(RealFilesystemTest, WriteFileIfChangedKeepsMtime) {
+  std::string p = dir_ + "/stamp";
+  EXPECT_TRUE(*WriteFileIfChanged(fs_, p, "x"));
+  int64_t mtime = fs_.Stat(p)->mtime_ns;
+  EXPECT_FALSE(*WriteFileIfChanged(fs_, p, "x"));
+  EXPECT_EQ(fs_.Stat(p)->mtime_ns, mtime);
+  EXPECT_TRUE(*WriteFileIfChanged(fs_, p, "y"));
+}
+
+TEST(MemoryFilesystemTest, InjectedWriteFailureKeepsOldContent) {
+  testing::MemoryFilesystem fs;
+  fs.Write("/d/f", "old");
+  fs.FailWritesMatching("/d/f");
+  EXPECT_FALSE(fs.WriteFileAtomic("/d/f", "new").ok());
+  EXPECT_EQ(fs.Read("/d/f"), "old");
+}
+
+TEST(StatCacheTest, RehashesOnlyWhenStatChangesAndPersists) {
+  testing::MemoryFilesystem fs;
+  fs.Write("/ws/big", "bytes");
+  {
+    StatCache cache(fs, "/ws/stat_cache");
+    ASSERT_TRUE(cache.Load().ok());
+    EXPECT_EQ(*cache.Hash("/ws/big", *fs.Stat("/ws/big")), DigestOf("bytes"));
+    EXPECT_EQ(*cache.Hash("/ws/big", *fs.Stat("/ws/big")), DigestOf("bytes"));
+    EXPECT_EQ(fs.hash_count("/ws/big"), 1);
+    ASSERT_TRUE(cache.Save().ok());
+  }
+  StatCache reloaded(fs, "/ws/stat_cache");
+  ASSERT_TRUE(reloaded.Load().ok());
+  EXPECT_EQ(*reloaded.Hash("/ws/big", *fs.Stat("/ws/big")), DigestOf("bytes"));
+  EXPECT_EQ(fs.hash_count("/ws/big"), 1) << "persisted entry trusted";
+  fs.Write("/ws/big", "other");
+  EXPECT_EQ(*reloaded.Hash("/ws/big", *fs.Stat("/ws/big")), DigestOf("other"));
+  EXPECT_EQ(fs.hash_count("/ws/big"), 2);
+}
+
+TEST(StatCacheTest, ForeignFileIsAnEmptyCache) {
+  testing::MemoryFilesystem fs;
+  fs.Write("/ws/stat_cache", "benchmake-stat-cache 99\ngarbage");
+  fs.Write("/ws/f", "x");
+  StatCache cache(fs, "/ws/stat_cache");
+  EXPECT_TRUE(cache.Load().ok());
+  EXPECT_EQ(*cache.Hash("/ws/f", *fs.Stat("/ws/f")), DigestOf("x"));
+}
+
+}  // namespace
+}  // namespace bm

@@ -1,0 +1,214 @@
+#include "cache/cache.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "cache/maintenance.h"
+#include "tests/support/memory_filesystem.h"
+
+namespace bm::cache {
+namespace {
+
+class CacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(cache_.Init().ok()); }
+  testing::MemoryFilesystem fs_;
+  Cache cache_{fs_, "/cache"};
+};
+
+TEST_F(CacheTest, PutMaterializeVerifies) {
+  fs_.Write("/work/out/model.bin", "weights");
+  Result<Digest> d = cache_.PutFile("/work/out/model.bin");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, DigestOf("weights"));
+  fs_.Write("/ws/out/a/.keep", "");
+  ASSERT_TRUE(cache_.Materialize(*d, "/ws/out/a/model.bin").ok());
+  EXPECT_EQ(fs_.Read("/ws/out/a/model.bin"), "weights");
+  EXPECT_EQ(fs_.Stat("/ws/out/a/model.bin")->inode,
+            fs_.Stat(cache_.local().PathOf(Namespace::kCas, *d))->inode)
+      << "materialized by hard link";
+}
+
+TEST_F(CacheTest, CorruptBlobIsEvictedAndReported) {
+  Result<Digest> d = cache_.PutBytes("weights");
+  ASSERT_TRUE(d.ok());
+  std::string blob = cache_.local().PathOf(Namespace::kCas, *d);
+  fs_.CorruptInPlace(blob, "weightz");
+  fs_.Write("/ws/x/.keep", "");
+  Status s = cache_.Materialize(*d, "/ws/x/model.bin");
+  EXPECT_EQ(s.code(), ErrorCode::kCorrupt);
+  EXPECT_NE(s.message().find(blob), std::string::npos);
+  EXPECT_FALSE(fs_.Exists(blob)) << "evicted";
+  EXPECT_EQ(cache_.Materialize(*d, "/ws/x/model.bin").code(), ErrorCode::kNotFound);
+}
+
+TEST_F(CacheTest, ActionRecordRoundTripAndVersionCheck) {
+  ActionRecord r;
+  r.key = DigestOf("key");
+  r.target = "train";
+  r.outputs = {{"model.bin", DigestOf("w"), 1, false}};
+  r.metrics = {{"tokens_per_s", 123.5}};
+  r.provenance.host = "h";
+  ASSERT_TRUE(cache_.PutAction(r).ok());
+  Result<std::optional<ActionRecord>> got = cache_.GetAction(r.key);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->outputs, r.outputs);
+  EXPECT_EQ((*got)->metrics["tokens_per_s"], 123.5);
+  std::string text = SerializeRecord(r);
+  EXPECT_EQ(text.rfind("benchmake-action 1\n", 0), 0u);
+  Result<ActionRecord> newer = ParseRecord("benchmake-action 2\n{}");
+  EXPECT_EQ(newer.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(newer.status().message().find("upgrade benchmake"), std::string::npos);
+}
+
+TEST_F(CacheTest, MalformedRecordIsAMissAndEvicted) {
+  Digest key = DigestOf("k");
+  ASSERT_TRUE(
+      cache_.local().InstallBytes(Namespace::kAc, key, "benchmake-action 1\nnot json").ok());
+  Result<std::optional<ActionRecord>> got = cache_.GetAction(key);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  EXPECT_FALSE(fs_.Exists(cache_.local().PathOf(Namespace::kAc, key)));
+}
+
+TEST_F(CacheTest, GcEvictsLeastRecentlyUsedFirst) {
+  Digest old_blob = *cache_.PutBytes(std::string(100, 'a'));
+  Digest new_blob = *cache_.PutBytes(std::string(100, 'b'));
+  Digest used_blob = *cache_.PutBytes(std::string(100, 'c'));
+  cache_.local().MarkUsed(Namespace::kCas, old_blob);  // now the most recent
+  Result<GcReport> r = CollectGarbage(cache_.local(), 250);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->removed, 1u);
+  EXPECT_FALSE(*cache_.HasBlob(new_blob));
+  EXPECT_TRUE(*cache_.HasBlob(old_blob));
+  EXPECT_TRUE(*cache_.HasBlob(used_blob));
+}
+
+TEST_F(CacheTest, VerifyFindsCorruption) {
+  Digest d = *cache_.PutBytes("x");
+  fs_.CorruptInPlace(cache_.local().PathOf(Namespace::kCas, d), "y");
+  Result<VerifyReport> r = Verify(cache_.local());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->evicted.size(), 1u);
+  Result<StoreStats> s = ComputeStats(cache_.local());
+  EXPECT_EQ(s->blobs, 0u);
+}
+
+// A remote in memory; `fail` makes every call fail with that code.
+class FakeRemote : public RemoteBackend {
+ public:
+  explicit FakeRemote(testing::MemoryFilesystem* fs) : fs_(fs) {}
+  std::string url() const override { return "fake://remote"; }
+  Result<bool> Get(Namespace ns, const Digest& key, const std::string& dest) override {
+    ++gets;
+    if (fail != ErrorCode::kOk) return Status(fail, "down");
+    auto it = store.find(Key(ns, key));
+    if (it == store.end()) return false;
+    fs_->Write(dest, it->second);
+    return true;
+  }
+  Status Put(Namespace ns, const Digest& key, const std::string& src) override {
+    if (fail != ErrorCode::kOk) return Status(fail, "down");
+    store[Key(ns, key)] = fs_->Read(src);
+    return Status::Ok();
+  }
+  Result<bool> Exists(Namespace ns, const Digest& key) override {
+    if (fail != ErrorCode::kOk) return Status(fail, "down");
+    return store.count(Key(ns, key)) > 0;
+  }
+  static std::string Key(Namespace ns, const Digest& d) {
+    return std::string(NamespaceName(ns)) + "/" + d.Hex();
+  }
+
+  std::map<std::string, std::string> store;
+  ErrorCode fail = ErrorCode::kOk;
+  int gets = 0;
+
+ private:
+  testing::MemoryFilesystem* fs_;
+};
+
+TEST(RemoteLayeringTest, WritesThroughAndFillsLocalOnRemoteHit) {
+  testing::MemoryFilesystem fs;
+  auto remote = std::make_unique<FakeRemote>(&fs);
+  FakeRemote* r = remote.get();
+  Cache writer(fs, "/cache1");
+  ASSERT_TRUE(writer.Init().ok());
+  writer.AddRemote(std::move(remote), /*read_only=*/false);
+  Digest blob = *writer.PutBytes("weights");
+  ActionRecord rec;
+  rec.key = DigestOf("k");
+  rec.outputs = {{"w", blob, 7, false}};
+  ASSERT_TRUE(writer.PutAction(rec).ok());
+  EXPECT_EQ(r->store.size(), 2u) << "blob and record pushed";
+
+  // A second machine: empty local cache, same remote.
+  auto shared = std::make_unique<FakeRemote>(&fs);
+  shared->store = r->store;
+  FakeRemote* s = shared.get();
+  Cache reader(fs, "/cache2");
+  ASSERT_TRUE(reader.Init().ok());
+  reader.AddRemote(std::move(shared), /*read_only=*/true);
+  Result<std::optional<ActionRecord>> got = reader.GetAction(rec.key);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  fs.Write("/ws/x/.keep", "");
+  ASSERT_TRUE(reader.Materialize(blob, "/ws/x/w").ok());
+  EXPECT_EQ(fs.Read("/ws/x/w"), "weights");
+  int gets = s->gets;
+  ASSERT_TRUE(reader.GetAction(rec.key).ok());
+  EXPECT_EQ(s->gets, gets) << "second lookup served locally";
+}
+
+TEST(RemoteLayeringTest, FailingRemoteIsAMissAndMarkedDead) {
+  testing::MemoryFilesystem fs;
+  auto remote = std::make_unique<FakeRemote>(&fs);
+  FakeRemote* r = remote.get();
+  r->fail = ErrorCode::kTimeout;
+  Cache cache(fs, "/cache");
+  ASSERT_TRUE(cache.Init().ok());
+  cache.AddRemote(std::move(remote), false);
+  Result<std::optional<ActionRecord>> got = cache.GetAction(DigestOf("nope"));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_FALSE(got->has_value());
+  ASSERT_TRUE(cache.GetAction(DigestOf("nope2")).ok());
+  EXPECT_EQ(r->gets, 1) << "dead after the first failure";
+  EXPECT_TRUE(cache.PutBytes("x").ok()) << "a dead remote never fails a write";
+}
+
+TEST(RemoteRegistryTest, CreatesByScheme) {
+  RemoteRegistry registry;
+  registry.Register(
+      "fake",
+      [](const std::string&, const RemoteOptions&) -> Result<std::unique_ptr<RemoteBackend>> {
+        return std::unique_ptr<RemoteBackend>(new FakeRemote(nullptr));
+      });
+  EXPECT_TRUE(registry.Create("fake://x", {}).ok());
+  Result<std::unique_ptr<RemoteBackend>> bad = registry.Create("gopher://x", {});
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("known: fake"), std::string::npos);
+  EXPECT_FALSE(registry.Create("no-scheme", {}).ok());
+}
+
+TEST(SizeTest, ParsesUnits) {
+  EXPECT_EQ(*ParseSize("10G"), 10ull << 30);
+  EXPECT_EQ(*ParseSize("512M"), 512ull << 20);
+  EXPECT_EQ(*ParseSize("1.5KiB"), 1536u);
+  EXPECT_EQ(*ParseSize("100"), 100u);
+  EXPECT_FALSE(ParseSize("ten").ok());
+  EXPECT_FALSE(ParseSize("5X").ok());
+}
+
+TEST(DefaultCacheDirTest, EnvironmentOrder) {
+  ::setenv("BENCHMAKE_CACHE_DIR", "/a", 1);
+  EXPECT_EQ(DefaultCacheDir(), "/a");
+  ::unsetenv("BENCHMAKE_CACHE_DIR");
+  ::setenv("XDG_CACHE_HOME", "/x", 1);
+  EXPECT_EQ(DefaultCacheDir(), "/x/benchmake");
+  ::unsetenv("XDG_CACHE_HOME");
+  ::setenv("HOME", "/h", 1);
+  EXPECT_EQ(DefaultCacheDir(), "/h/.cache/benchmake");
+}
+
+}  // namespace
+}  // namespace bm::cache

@@ -1,0 +1,117 @@
+// Every BENCHFILE error names FILE:LINE:COL and says what is wrong
+// (table-driven; ninja's AssertParse style: inputs inline).
+#include <gtest/gtest.h>
+
+#include "engine/target_graph.h"
+#include "rules/registry.h"
+#include "tests/support/memory_filesystem.h"
+
+namespace bm::engine {
+namespace {
+
+struct ErrorCase {
+  const char* name;
+  const char* text;
+  const char* location;  // "LINE:COL"
+  const char* message;   // a substring of the message
+};
+
+const ErrorCase kCases[] = {
+    {"TomlSyntax", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"\n", "3:16",
+     "TOML syntax error: Error while parsing array"},
+    {"TomlSyntaxBadValue", "[target.a]\nrule = exec\n", "2:8", "TOML syntax error"},
+    {"UnknownRule", "[target.a]\nrule = \"exce\"\ncommand = [\"x\"]\n", "2:8",
+     "unknown rule 'exce' (did you mean 'exec'?)"},
+    {"UnknownParam", "[target.a]\nrule = \"exec\"\ncomand = [\"x\"]\n", "3:1",
+     "unknown parameter 'comand' for rule 'exec' (did you mean 'command'?)"},
+    {"MistypedParam", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\noutputs = 3\n", "4:11",
+     "parameter 'outputs' must be a list of strings, not an integer"},
+    {"MistypedListElement", "[target.a]\nrule = \"exec\"\ncommand = [\"x\", 2]\n", "3:11",
+     "parameter 'command' must be a list of strings"},
+    {"MissingRequired", "[target.a]\nrule = \"exec\"\n", "1:9",
+     "lacks required parameter 'command'"},
+    {"MissingRule", "[target.a]\ncommand = [\"x\"]\n", "1:9", "target 'a' has no rule"},
+    {"MissingInputTarget",
+     "[target.tokens]\nrule = \"exec\"\ncommand = [\"x\"]\n\n[target.b]\nrule = \"exec\"\ncommand "
+     "= [\"x\"]\n"
+     "inputs = [\"tokenz\"]\n",
+     "8:11", "unknown target 'tokenz' in inputs (did you mean 'tokens'?)"},
+    {"MissingSourceFile",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ninputs = [\"src/a.txt\", "
+     "\"data/missing.txt\"]\n",
+     "4:24", "source file 'data/missing.txt' not found"},
+    {"DuplicateName",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\n\n[target.a]\nrule = \"exec\"\n", "5:1",
+     "duplicate target 'a'"},
+    {"Cycle",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ninputs = [\"b\"]\n\n[target.b]\nrule = "
+     "\"exec\"\n"
+     "command = [\"x\"]\ninputs = [\"a\"]\n",
+     "9:11", "dependency cycle: a -> b -> a"},
+    {"BadTargetName", "[target.Train]\nrule = \"exec\"\ncommand = [\"x\"]\n", "1:9",
+     "bad target name 'Train': names use only a-z 0-9 _ . -"},
+    {"BadQuotedTargetName", "[target.\"a b\"]\nrule = \"exec\"\ncommand = [\"x\"]\n", "1:9",
+     "bad target name 'a b'"},
+    {"UnknownSetting", "[benchmake]\njobz = 2\n", "2:1", "unknown setting 'jobz' in [benchmake]"},
+    {"RuleCheck", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\noutputs = [\"../escape\"]\n",
+     "4:11", "output '../escape' must be a relative path inside {out}"},
+};
+
+void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
+
+class BenchfileErrorTest : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(BenchfileErrorTest, NamesFileLineColumnAndWhatIsWrong) {
+  const ErrorCase& c = GetParam();
+  testing::MemoryFilesystem fs;
+  fs.Write("/ws/src/a.txt", "present");
+  fs.Write("/ws/BENCHFILE.toml", c.text);
+  RuleRegistry rules;
+  rules::RegisterBuiltinRules(rules);
+  Result<TargetGraph> graph = LoadGraph(fs, rules, "/ws/BENCHFILE.toml");
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(graph.status().ExitCode(), 2);
+  const std::string& m = graph.status().message();
+  EXPECT_EQ(m.rfind(std::string("/ws/BENCHFILE.toml:") + c.location + ": ", 0), 0u) << m;
+  EXPECT_NE(m.find(c.message), std::string::npos) << m;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllErrors, BenchfileErrorTest, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(BenchfileTest, ValidFileLoadsInDependencyOrder) {
+  testing::MemoryFilesystem fs;
+  fs.Write("/ws/src/a.txt", "present");
+  fs.Write("/ws/BENCHFILE.toml", R"(
+[benchmake]
+jobs = 3
+cache_dir = "cache"
+
+[target.z]
+rule = "exec"
+command = ["x"]
+inputs = ["y", "src/a.txt"]
+
+[target.y]
+rule = "exec"
+command = ["x"]
+)");
+  RuleRegistry rules;
+  rules::RegisterBuiltinRules(rules);
+  Result<TargetGraph> graph = LoadGraph(fs, rules, "/ws/BENCHFILE.toml");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  EXPECT_EQ(graph->settings.jobs, 3);
+  EXPECT_EQ(graph->settings.cache_dir, "cache");
+  ASSERT_EQ(graph->order.size(), 2u);
+  EXPECT_EQ(graph->targets[static_cast<size_t>(graph->order[0])].name, "y");
+  const Target* z = graph->Find("z");
+  ASSERT_NE(z, nullptr);
+  ASSERT_EQ(z->inputs.size(), 2u);
+  EXPECT_TRUE(z->inputs[0].is_target);
+  EXPECT_EQ(z->inputs[1].path, "/ws/src/a.txt");
+  EXPECT_EQ(z->params["shell"], false) << "defaults are filled";
+}
+
+}  // namespace
+}  // namespace bm::engine

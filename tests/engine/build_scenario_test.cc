@@ -1,0 +1,386 @@
+// Whole build scenarios on an in-memory filesystem with a fake command runner:
+// no disk, no ninja, no processes (STYLE §1).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "engine/build.h"
+#include "engine/generate.h"
+#include "engine/inspect.h"
+#include "engine/results.h"
+#include "rules/registry.h"
+#include "tests/engine/test_rules.h"
+#include "tests/support/fake_command_runner.h"
+#include "tests/support/memory_filesystem.h"
+
+namespace bm::engine {
+namespace {
+
+using testing::FakeCommandRunner;
+using testing::MemoryFilesystem;
+
+constexpr char kPipeline[] = R"(
+[target.data]
+rule = "exec"
+inputs = ["src/raw.txt"]
+command = ["copy", "{in.src/raw.txt}", "{out}/data.txt"]
+outputs = ["data.txt"]
+
+[target.train]
+rule = "exec"
+inputs = ["data"]
+command = ["write", "{out}/model.bin", "model-lbs-4"]
+outputs = ["model.bin"]
+description = "the model"
+
+[target.eval]
+rule = "exec"
+inputs = ["train"]
+command = ["copy", "{in.train}/model.bin", "{out}/eval.txt"]
+outputs = ["eval.txt"]
+)";
+
+class BuildScenarioTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("BENCHMAKE_CACHE_DIR", "/cache", 1);
+    ::unsetenv("BENCHMAKE_PLATFORM");
+    rules::RegisterBuiltinRules(rules_);
+    auto count = std::make_unique<testing::CountRule>(false);
+    auto measure = std::make_unique<testing::CountRule>(true);
+    count_ = count.get();
+    measure_ = measure.get();
+    rules_.Register(std::move(count));
+    rules_.Register(std::move(measure));
+    ws_.fs = &fs_;
+    ws_.runner = &runner_;
+    ws_.rules = &rules_;
+    ws_.root = "/ws";
+    ws_.benchfile = "/ws/BENCHFILE.toml";
+    ws_.tools_dir = "/tools";
+    ws_.self_exe = "/tools/benchmake";
+    fs_.Write("/ws/src/raw.txt", "raw bytes");
+  }
+  void TearDown() override { ::unsetenv("BENCHMAKE_PLATFORM"); }
+
+  void SetBenchfile(const std::string& text) { fs_.Write(ws_.benchfile, text); }
+  void Edit(const std::string& from, const std::string& to) {
+    std::string text = fs_.Read(ws_.benchfile);
+    size_t pos = text.find(from);
+    ASSERT_NE(pos, std::string::npos) << from;
+    text.replace(pos, from.size(), to);
+    SetBenchfile(text);
+  }
+
+  // Runs a build; returns the number of commands the fake runner ran.
+  InProcessSummary Build() {
+    runner_.ClearRecord();
+    console_.str("");
+    StepOptions options;
+    options.console = &console_;
+    Result<InProcessSummary> r = BuildInProcess(ws_, options);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : InProcessSummary{};
+  }
+  int ran() { return runner_.run_count(); }
+  std::vector<std::string> Reasons(const std::string& target) {
+    Result<GenerateResult> gen = Generate(ws_);
+    EXPECT_TRUE(gen.ok()) << gen.status().message();
+    Result<std::vector<TargetInspection>> all = InspectWorkspace(ws_, gen->targets);
+    EXPECT_TRUE(all.ok()) << all.status().message();
+    for (const TargetInspection& t : *all)
+      if (t.name == target) return t.staleness.reasons;
+    return {"no such target"};
+  }
+  bool HasReason(const std::string& target, const std::string& reason) {
+    for (const std::string& r : Reasons(target))
+      if (r == reason) return true;
+    return false;
+  }
+
+  MemoryFilesystem fs_;
+  FakeCommandRunner runner_{&fs_};
+  RuleRegistry rules_;
+  testing::CountRule* count_ = nullptr;
+  testing::CountRule* measure_ = nullptr;
+  Workspace ws_;
+  std::ostringstream console_;
+};
+
+TEST_F(BuildScenarioTest, FirstBuildRunsEveryStepOnceSecondRunsNone) {
+  SetBenchfile(kPipeline);
+  InProcessSummary first = Build();
+  EXPECT_EQ(ran(), 3);
+  EXPECT_EQ(first.ran, 3);
+  EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
+  EXPECT_EQ(fs_.Read("/ws/out/data/data.txt"), "raw bytes");
+  InProcessSummary second = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(second.restored, 0);
+}
+
+TEST_F(BuildScenarioTest, EditingOneParamRerunsTargetAndDependentsRevertRestores) {
+  SetBenchfile(kPipeline);
+  Build();
+  Edit("model-lbs-4", "model-lbs-8");
+  EXPECT_TRUE(HasReason(
+      "train",
+      R"(param command: ["write","{out}/model.bin","model-lbs-4"] → ["write","{out}/model.bin","model-lbs-8"])"))
+      << ::testing::PrintToString(Reasons("train"));
+  EXPECT_TRUE(HasReason("eval", "input train: will be rebuilt"))
+      << ::testing::PrintToString(Reasons("eval"));
+  InProcessSummary edited = Build();
+  EXPECT_EQ(ran(), 2);
+  EXPECT_EQ(edited.outcomes["data"], StepOutcome::kUpToDate);
+  EXPECT_EQ(edited.outcomes["train"], StepOutcome::kRan);
+  EXPECT_EQ(edited.outcomes["eval"], StepOutcome::kRan);
+  EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-8");
+
+  Edit("model-lbs-8", "model-lbs-4");
+  InProcessSummary reverted = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(reverted.restored, 2);
+  EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
+}
+
+TEST_F(BuildScenarioTest, NonKeyParamReorderAndCommentRerunNothing) {
+  SetBenchfile(kPipeline);
+  Build();
+  Edit("description = \"the model\"", "description = \"a better description\"");
+  Build();
+  EXPECT_EQ(ran(), 0);
+  // Reorder keys within a table, and add comments.
+  Edit("command = [\"write\", \"{out}/model.bin\", \"model-lbs-4\"]\noutputs = [\"model.bin\"]",
+       "# the model\noutputs = [\"model.bin\"]  # one file\ncommand = [\"write\", "
+       "\"{out}/model.bin\", \"model-lbs-4\"]");
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(s.restored, 0);
+}
+
+TEST_F(BuildScenarioTest, IntegerSpellingsAndDefaultsGiveTheSameKey) {
+  SetBenchfile("[target.a]\nrule = \"count\"\nsteps = 1000\nlr = 1\n");
+  Build();
+  EXPECT_EQ(count_->runs, 1);
+  SetBenchfile(
+      "[target.a]\nrule = \"count\"\n# same values, other spellings\nlr = 1.0\nsteps = 1_000\nlbs "
+      "= 4\nlog_every = 50\n");
+  Build();
+  EXPECT_EQ(count_->runs, 1);
+  SetBenchfile("[target.a]\nrule = \"count\"\nsteps = 1000\nlr = 1\nlbs = 8\n");
+  EXPECT_TRUE(HasReason("a", "param lbs: 4 → 8")) << ::testing::PrintToString(Reasons("a"));
+  Build();
+  EXPECT_EQ(count_->runs, 2);
+}
+
+TEST_F(BuildScenarioTest, TouchWithoutByteChangeRerunsNothingNewBytesRerunDependents) {
+  SetBenchfile(kPipeline);
+  Build();
+  int hashed = fs_.hash_count("/ws/src/raw.txt");
+  Build();
+  EXPECT_EQ(fs_.hash_count("/ws/src/raw.txt"), hashed) << "an untouched source must not be re-read";
+  ASSERT_TRUE(fs_.Touch("/ws/src/raw.txt").ok());
+  Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(fs_.hash_count("/ws/src/raw.txt"), hashed + 1) << "a touched source is re-read once";
+  fs_.Write("/ws/src/raw.txt", "new raw bytes");
+  EXPECT_TRUE(HasReason("data", "source src/raw.txt: content changed"));
+  InProcessSummary s = Build();
+  EXPECT_EQ(s.outcomes["data"], StepOutcome::kRan);
+  // train's command does not read data's bytes: its output is identical, so
+  // eval is cut off even though train reran.
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kRan);
+  EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
+}
+
+TEST_F(BuildScenarioTest, EarlyCutoffWhenUpstreamRerunsWithIdenticalBytes) {
+  SetBenchfile(kPipeline);
+  Build();
+  // A key change of `data` that leaves its output bytes unchanged.
+  Edit("outputs = [\"data.txt\"]", "outputs = [\"data.txt\"]\nenv = { UNUSED = \"1\" }");
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 1);
+  EXPECT_EQ(s.outcomes["data"], StepOutcome::kRan);
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kUpToDate);
+  EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
+}
+
+TEST_F(BuildScenarioTest, DeletingOutRestoresEverythingFromCache) {
+  SetBenchfile(kPipeline);
+  Build();
+  ASSERT_TRUE(fs_.RemoveAll("/ws/out").ok());
+  EXPECT_TRUE(HasReason("eval", "outputs missing from out/"));
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(s.restored, 3);
+  EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
+}
+
+TEST_F(BuildScenarioTest, DeletingOneOutputDirRestoresOnlyThatTarget) {
+  SetBenchfile(kPipeline);
+  Build();
+  ASSERT_TRUE(fs_.RemoveAll("/ws/out/train").ok());
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kRestored);
+  EXPECT_EQ(s.outcomes["data"], StepOutcome::kUpToDate);
+  EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
+}
+
+TEST_F(BuildScenarioTest, CorruptBlobIsReportedEvictedAndRebuilt) {
+  SetBenchfile(kPipeline);
+  Build();
+  std::string blob = "/cache/cas/" + DigestOf("model-lbs-4").Hex().substr(0, 2) + "/" +
+                     DigestOf("model-lbs-4").Hex();
+  ASSERT_TRUE(fs_.Exists(blob));
+  ASSERT_TRUE(fs_.RemoveAll("/ws/out").ok());
+  fs_.CorruptInPlace(blob, "garbage");
+  InProcessSummary s = Build();
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kRan);
+  EXPECT_NE(console_.str().find("corrupt blob"), std::string::npos) << console_.str();
+  EXPECT_EQ(fs_.Read(blob), "model-lbs-4") << "rebuilt blob replaces the evicted one";
+  EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
+}
+
+TEST_F(BuildScenarioTest, FailedStepRecordsNothing) {
+  SetBenchfile("[target.bad]\nrule = \"exec\"\ncommand = [\"fail\", \"3\"]\n");
+  Result<InProcessSummary> r = BuildInProcess(ws_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exited with status 3"), std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(fs_.Exists("/ws/.benchmake/t/bad.out"));
+  Result<std::vector<std::string>> ac = fs_.ListDir("/cache/ac");
+  ASSERT_TRUE(ac.ok());
+  EXPECT_TRUE(ac->empty());
+}
+
+// Fails the first time after leaving a checkpoint in resume_dir; succeeds
+// when it finds one.
+class ResumableRule : public Rule {
+ public:
+  std::string_view name() const override { return "resumable"; }
+  int version() const override { return 1; }
+  const std::vector<ParamSpec>& params() const override { return params_; }
+  Result<StepResult> Run(StepContext& ctx) const override {
+    std::string ckpt = ctx.resume_dir + "/ckpt";
+    if (!ctx.fs->Stat(ckpt)->exists) {
+      BM_TRY(ctx.fs->WriteFileAtomic(ckpt, "step 50"));
+      return Errorf(ErrorCode::kFailed, "killed at step 50");
+    }
+    BM_ASSIGN_OR_RETURN(std::string state, ctx.fs->ReadFile(ckpt));
+    BM_TRY(ctx.fs->WriteFileAtomic(ctx.out_dir + "/model", "resumed from " + state));
+    return StepResult{};
+  }
+
+ private:
+  std::vector<ParamSpec> params_;
+};
+
+TEST_F(BuildScenarioTest, ResumeDirSurvivesAFailedRunOfTheSameKey) {
+  rules_.Register(std::make_unique<ResumableRule>());
+  SetBenchfile("[target.train]\nrule = \"resumable\"\n");
+  ASSERT_FALSE(BuildInProcess(ws_).ok());
+  Result<InProcessSummary> second = BuildInProcess(ws_);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(fs_.Read("/ws/out/train/model"), "resumed from step 50");
+  Result<std::vector<std::string>> left = fs_.ListDir("/ws/.benchmake/resume");
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty()) << "removed after success";
+}
+
+TEST_F(BuildScenarioTest, MissingDeclaredOutputFailsTheStep) {
+  SetBenchfile(
+      "[target.a]\nrule = \"exec\"\ncommand = [\"write\", \"{out}/x\", \"1\"]\noutputs = "
+      "[\"y\"]\n");
+  Result<InProcessSummary> r = BuildInProcess(ws_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("declared output 'y' was not produced"), std::string::npos);
+}
+
+TEST_F(BuildScenarioTest, PlatformChangeRerunsOnlyPlatformDependentTargets) {
+  ::setenv("BENCHMAKE_PLATFORM", R"({"gpu_name":"H100","gpu_count":8})", 1);
+  SetBenchfile(
+      "[target.ckpt]\nrule = \"count\"\n[target.speed]\nrule = \"measure\"\ndata = [\"ckpt\"]\n");
+  Build();
+  EXPECT_EQ(count_->runs, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  ::setenv("BENCHMAKE_PLATFORM", R"({"gpu_name":"H200","gpu_count":8})", 1);
+  EXPECT_TRUE(HasReason("speed", "platform: H100 → H200"))
+      << ::testing::PrintToString(Reasons("speed"));
+  Build();
+  EXPECT_EQ(count_->runs, 1);
+  EXPECT_EQ(measure_->runs, 2);
+  Result<std::vector<TargetResult>> results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  ASSERT_EQ(results->size(), 2u);
+  const TargetResult& speed = (*results)[1];
+  EXPECT_EQ(speed.name, "speed");
+  EXPECT_TRUE(speed.built && speed.fresh && speed.up_to_date);
+  EXPECT_EQ(speed.record.metrics["platform"]["gpu_name"], "H200");
+  EXPECT_EQ(speed.record.provenance.platform["gpu_name"], "H200");
+  // Back to H100: restored from the cache, and reported as not fresh.
+  ::setenv("BENCHMAKE_PLATFORM", R"({"gpu_name":"H100","gpu_count":8})", 1);
+  Build();
+  EXPECT_EQ(measure_->runs, 2);
+  results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok());
+  EXPECT_FALSE((*results)[1].fresh);
+  EXPECT_EQ((*results)[1].record.metrics["platform"]["gpu_name"], "H100");
+}
+
+TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets) {
+  SetBenchfile("[target.a]\nrule = \"count\"\n");
+  Build();
+  EXPECT_EQ(count_->runs, 1);
+  SetBenchfile("[target.a]\nrule = \"count\"\n[target.b]\nrule = \"measure\"\n");
+  Result<GenerateResult> gen = Generate(ws_);
+  ASSERT_FALSE(gen.ok());
+  EXPECT_NE(
+      gen.status().message().find("platform-dependent targets (b) need /tools/benchmake-train"),
+      std::string::npos)
+      << gen.status().message();
+}
+
+TEST_F(BuildScenarioTest, PlatformIsProbedOncePerBuildAndOnlyWhenNeeded) {
+  fs_.Write("/tools/benchmake-train", "binary");
+  std::string gpu = "H100";
+  int probes = 0;
+  runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    if (c.argv.size() == 5 && c.argv[3] == "/tools/benchmake-train") {
+      ++probes;
+      fs_.Write(c.argv[4], R"({"gpu_name":")" + gpu + R"(","gpu_count":1})");
+    }
+    return CommandResult{};
+  });
+  SetBenchfile("[target.a]\nrule = \"count\"\n");
+  Build();
+  EXPECT_EQ(probes, 0) << "nothing platform-dependent: no probe";
+  SetBenchfile("[target.a]\nrule = \"count\"\n[target.b]\nrule = \"measure\"\n");
+  Build();
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  Build();
+  EXPECT_EQ(probes, 2) << "one probe per build";
+  gpu = "H200";
+  Build();
+  EXPECT_EQ(probes, 3) << "a changed platform is still probed once";
+  EXPECT_EQ(measure_->runs, 2);
+  EXPECT_EQ(count_->runs, 1);
+}
+
+TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {
+  SetBenchfile(kPipeline);
+  Build();
+  Result<GenerateResult> gen = Generate(ws_);
+  ASSERT_TRUE(gen.ok());
+  EXPECT_TRUE(gen->fast_path);
+  Edit("model-lbs-4", "model-lbs-5");
+  gen = Generate(ws_);
+  ASSERT_TRUE(gen.ok());
+  EXPECT_FALSE(gen->fast_path);
+  EXPECT_EQ(gen->specs_written, 1);
+}
+
+}  // namespace
+}  // namespace bm::engine

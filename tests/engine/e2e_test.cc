@@ -1,0 +1,378 @@
+// End-to-end: the real `benchmake` binary with real ninja in temporary
+// directories. Each exec step appends its name to $RUNS_LOG, so a test sees
+// exactly which steps ran.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace bm::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteText(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+constexpr char kPipeline[] = R"(# an exec pipeline
+[target.data]
+rule = "exec"
+inputs = ["src/raw.txt"]
+command = ["sh", "-c", "echo data >> $RUNS_LOG; cp {in.src/raw.txt} {out}/data.txt"]
+outputs = ["data.txt"]
+
+[target.train]
+rule = "exec"
+inputs = ["data"]
+command = ["sh", "-c", "echo train >> $RUNS_LOG; echo lbs-4 > {out}/model.bin; cat {in.data}/data.txt >> {out}/model.bin"]
+outputs = ["model.bin"]
+description = "trains"
+
+[target.eval]
+rule = "exec"
+inputs = ["train"]
+command = ["sh", "-c", "echo eval >> $RUNS_LOG; cp {in.train}/model.bin {out}/eval.txt; echo '{\"loss\": 1.5}' > {out}/metrics.json"]
+outputs = ["eval.txt", "metrics.json"]
+metrics = "metrics.json"
+)";
+
+class E2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // bm_test sets BENCHMAKE_BINARY_DIR; else the build tree this test lives in
+    // (build/tests/engine/engine_e2e_test → build/benchmake).
+    const char* bin = std::getenv("BENCHMAKE_BINARY_DIR");
+    fs::path dir =
+        bin ? fs::path(bin)
+            : fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
+    binary_ = (dir / "benchmake").string();
+    ASSERT_TRUE(fs::exists(binary_)) << binary_ << " (set BENCHMAKE_BINARY_DIR)";
+    char templ[] = "/tmp/benchmake-e2e-XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    root_ = templ;
+    ws_ = root_ / "ws";
+    fs::create_directories(ws_);
+    ::setenv("BENCHMAKE_CACHE_DIR", (root_ / "cache").c_str(), 1);
+    ::setenv("RUNS_LOG", (root_ / "runs.log").c_str(), 1);
+    ::unsetenv("BENCHMAKE_PLATFORM");
+    WriteText(ws_ / "src/raw.txt", "raw\n");
+    WriteText(ws_ / "BENCHFILE.toml", kPipeline);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    for (auto& p : fs::recursive_directory_iterator(root_, ec))
+      fs::permissions(p.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(root_, ec);
+  }
+
+  struct Run {
+    int exit_code;
+    std::string output;
+  };
+  Run Benchmake(const std::string& args) {
+    std::string out = (root_ / "output.txt").string();
+    std::string cmd =
+        "cd '" + ws_.string() + "' && '" + binary_ + "' " + args + " > '" + out + "' 2>&1";
+    int status = std::system(cmd.c_str());
+    return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadText(out)};
+  }
+  // The steps that ran since the last call, in order, space-separated.
+  std::string Runs() {
+    std::string text = ReadText(root_ / "runs.log");
+    fs::remove(root_ / "runs.log");
+    std::string out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out += (out.empty() ? "" : " ") + line;
+    return out;
+  }
+  void Edit(const std::string& from, const std::string& to) {
+    std::string text = ReadText(ws_ / "BENCHFILE.toml");
+    size_t pos = text.find(from);
+    ASSERT_NE(pos, std::string::npos) << from;
+    text.replace(pos, from.size(), to);
+    WriteText(ws_ / "BENCHFILE.toml", text);
+  }
+  void BuildOk(const std::string& args = "build") {
+    Run r = Benchmake(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+
+  std::string binary_;
+  fs::path root_, ws_;
+};
+
+TEST_F(E2eTest, FirstBuildRunsEveryStepOnceSecondNone) {
+  BuildOk();
+  EXPECT_EQ(Runs(), "data train eval");
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+  Run second = Benchmake("build");
+  EXPECT_EQ(second.exit_code, 0);
+  EXPECT_EQ(Runs(), "");
+  EXPECT_NE(second.output.find("no work to do"), std::string::npos) << second.output;
+}
+
+TEST_F(E2eTest, EditOneParamRerunsItAndDependentsRevertRestores) {
+  BuildOk();
+  Runs();
+  Edit("lbs-4", "lbs-8");
+  Run explain = Benchmake("explain train eval");
+  EXPECT_NE(explain.output.find("param command: "), std::string::npos) << explain.output;
+  EXPECT_NE(explain.output.find("not in cache"), std::string::npos) << explain.output;
+  EXPECT_NE(explain.output.find("input train: will be rebuilt"), std::string::npos)
+      << explain.output;
+  BuildOk();
+  EXPECT_EQ(Runs(), "train eval");
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-8\nraw\n");
+  Edit("lbs-8", "lbs-4");
+  Run revert = Benchmake("build");
+  EXPECT_EQ(revert.exit_code, 0);
+  EXPECT_EQ(Runs(), "");
+  EXPECT_NE(revert.output.find("train: restored from cache"), std::string::npos) << revert.output;
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+}
+
+TEST_F(E2eTest, NonKeyParamReorderAndCommentRerunNothing) {
+  BuildOk();
+  Runs();
+  Edit("description = \"trains\"", "description = \"trains well\"");
+  BuildOk();
+  Edit("[target.eval]\nrule = \"exec\"\ninputs = [\"train\"]",
+       "[target.eval]\n# a comment\ninputs = [ \"train\" ]  # x\nrule = \"exec\"");
+  BuildOk();
+  EXPECT_EQ(Runs(), "");
+  Run explain = Benchmake("explain eval");
+  EXPECT_EQ(explain.output.rfind("eval: up to date\n", 0), 0u) << explain.output;
+}
+
+TEST_F(E2eTest, TouchRerunsNothingNewBytesRerunDependents) {
+  BuildOk();
+  Runs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  fs::last_write_time(ws_ / "src/raw.txt", fs::file_time_type::clock::now());
+  BuildOk();
+  EXPECT_EQ(Runs(), "");
+  WriteText(ws_ / "src/raw.txt", "new raw\n");
+  Run explain = Benchmake("explain data");
+  EXPECT_NE(explain.output.find("source src/raw.txt: content changed"), std::string::npos)
+      << explain.output;
+  BuildOk();
+  EXPECT_EQ(Runs(), "data train eval");
+}
+
+TEST_F(E2eTest, EarlyCutoffWhenUpstreamWritesIdenticalBytes) {
+  BuildOk();
+  Runs();
+  Edit("echo data >> $RUNS_LOG;", "echo data >> $RUNS_LOG; true;");
+  BuildOk();
+  EXPECT_EQ(Runs(), "data");
+}
+
+TEST_F(E2eTest, DeletingOutRestoresEverythingAndRunsNothing) {
+  BuildOk();
+  Runs();
+  fs::remove_all(ws_ / "out");
+  Run explain = Benchmake("explain eval");
+  EXPECT_NE(explain.output.find("outputs missing from out/"), std::string::npos) << explain.output;
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Runs(), "");
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+  EXPECT_NE(r.output.find("eval: restored from cache"), std::string::npos) << r.output;
+  fs::remove_all(ws_ / "out/train");
+  Run one = Benchmake("build");
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(Runs(), "");
+  EXPECT_NE(one.output.find("train: restored from cache"), std::string::npos) << one.output;
+  EXPECT_EQ(one.output.find("eval: restored"), std::string::npos) << one.output;
+}
+
+TEST_F(E2eTest, KilledStepIsRerunAndLeavesNoCacheEntry) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.slow]
+rule = "exec"
+command = ["sh", "-c", "echo slow >> $RUNS_LOG; if [ ! -e $GATE ]; then echo $PPID $$ > $PIDFILE; sleep 30; fi; echo done > {out}/x"]
+outputs = ["x"]
+)");
+  ::setenv("GATE", (root_ / "gate").c_str(), 1);
+  ::setenv("PIDFILE", (root_ / "step.pid").c_str(), 1);
+  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > /dev/null 2>&1";
+  pid_t build = ::fork();
+  if (build == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 200 && !fs::exists(root_ / "step.pid"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(root_ / "step.pid"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::istringstream pids(ReadText(root_ / "step.pid"));
+  pid_t step = 0, command = 0;
+  pids >> step >> command;
+  ASSERT_GT(step, 0);
+  ASSERT_EQ(::kill(step, SIGKILL), 0);
+  int status = 0;
+  ::waitpid(build, &status, 0);
+  EXPECT_NE(WEXITSTATUS(status), 0) << "the build whose step was killed fails";
+  ::kill(-command, SIGKILL);  // the orphaned command's process group (sh and its sleep)
+  EXPECT_FALSE(fs::exists(root_ / "cache/ac") && !fs::is_empty(root_ / "cache/ac"))
+      << "no cache entry";
+  WriteText(root_ / "gate", "");
+  Runs();
+  BuildOk();
+  EXPECT_EQ(Runs(), "slow");
+  EXPECT_EQ(ReadText(ws_ / "out/slow/x"), "done\n");
+}
+
+TEST_F(E2eTest, CorruptBlobIsDetectedReportedAndRebuilt) {
+  BuildOk();
+  Runs();
+  // Corrupt every blob holding the model, then force a restore.
+  int corrupted = 0;
+  for (auto& p : fs::recursive_directory_iterator(root_ / "cache/cas")) {
+    if (p.is_regular_file() && ReadText(p.path()) == "lbs-4\nraw\n") {
+      fs::permissions(p.path(), fs::perms::owner_write, fs::perm_options::add);
+      std::ofstream(p.path(), std::ios::trunc) << "garbage";
+      ++corrupted;
+    }
+  }
+  ASSERT_GT(corrupted, 0);
+  fs::remove_all(ws_ / "out");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("corrupt blob"), std::string::npos) << r.output;
+  EXPECT_EQ(Runs(), "train");
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+  Run verify = Benchmake("cache verify");
+  EXPECT_EQ(verify.exit_code, 0) << verify.output;
+}
+
+TEST_F(E2eTest, ConcurrentBuildsInOneWorkspaceFinishCorrectly) {
+  Edit("echo data >> $RUNS_LOG;", "echo data >> $RUNS_LOG; sleep 1;");
+  std::string cmd = "cd '" + ws_.string() + "' && '" + binary_ + "' build";
+  std::string a = cmd + " > '" + (root_ / "a.txt").string() + "' 2>&1";
+  std::string b = cmd + " > '" + (root_ / "b.txt").string() + "' 2>&1";
+  std::thread first([&] { EXPECT_EQ(std::system(a.c_str()), 0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::thread second([&] { EXPECT_EQ(std::system(b.c_str()), 0); });
+  first.join();
+  second.join();
+  EXPECT_EQ(Runs(), "data train eval") << "each step ran once";
+  std::string waited = ReadText(root_ / "a.txt") + ReadText(root_ / "b.txt");
+  EXPECT_NE(waited.find("another build of this workspace is running"), std::string::npos) << waited;
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+}
+
+TEST_F(E2eTest, BenchfileErrorsExitTwoWithLocation) {
+  Edit("rule = \"exec\"\ninputs = [\"train\"]", "rule = \"exec\"\ninputs = [\"trian\"]");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find(
+                "BENCHFILE.toml:17:11: unknown target 'trian' in inputs (did you mean 'train'?)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(E2eTest, FailingStepShowsItsLogAndFails) {
+  WriteText(ws_ / "BENCHFILE.toml",
+            "[target.bad]\nrule = \"exec\"\ncommand = [\"sh\", \"-c\", \"echo oops-from-step; exit "
+            "4\"]\n");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("oops-from-step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exited with status 4"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(root_ / "cache/ac") && !fs::is_empty(root_ / "cache/ac"));
+}
+
+TEST_F(E2eTest, StatusGraphDebugKeyCleanAndCacheCommands) {
+  Run status = Benchmake("status");
+  EXPECT_NE(status.output.find("3 targets, 3 not up to date"), std::string::npos) << status.output;
+  BuildOk("build -j 2 eval");
+  Runs();
+  EXPECT_NE(Benchmake("status").output.find("3 targets, 0 not up to date"), std::string::npos);
+  Run graph = Benchmake("graph");
+  EXPECT_NE(graph.output.find("\"train\" -> \"eval\";"), std::string::npos) << graph.output;
+  Run key = Benchmake("--debug-key train");
+  EXPECT_NE(key.output.find("input data = "), std::string::npos) << key.output;
+  EXPECT_NE(key.output.find("param outputs = [\"model.bin\"]"), std::string::npos) << key.output;
+  EXPECT_EQ(key.output.find("description"), std::string::npos) << "non-key params are not hashed";
+  Run dry = Benchmake("build -n");
+  EXPECT_EQ(dry.exit_code, 0) << dry.output;
+  Run stats = Benchmake("cache stats");
+  EXPECT_NE(stats.output.find("actions: 3"), std::string::npos) << stats.output;
+  Run clean = Benchmake("clean");
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_FALSE(fs::exists(ws_ / "out"));
+  EXPECT_FALSE(fs::exists(ws_ / ".benchmake"));
+  EXPECT_TRUE(fs::exists(root_ / "cache/ac")) << "clean never touches the cache";
+  BuildOk();
+  EXPECT_EQ(Runs(), "") << "after clean everything comes from the cache";
+  Run gc = Benchmake("cache gc --max-size 0");
+  EXPECT_EQ(gc.exit_code, 0) << gc.output;
+  EXPECT_NE(Benchmake("cache stats").output.find("actions: 0"), std::string::npos);
+  fs::remove_all(ws_ / "out");
+  BuildOk();
+  EXPECT_EQ(Runs(), "data train eval") << "after gc everything reruns";
+}
+
+TEST_F(E2eTest, DirectoryAndFileFlags) {
+  fs::rename(ws_ / "BENCHFILE.toml", ws_ / "other.toml");
+  std::string cmd = "cd / && '" + binary_ + "' -C '" + ws_.string() +
+                    "' -f other.toml build -k 0 > '" + (root_ / "o.txt").string() + "' 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadText(root_ / "o.txt");
+  EXPECT_EQ(Runs(), "data train eval");
+  EXPECT_TRUE(fs::exists(ws_ / "out/eval/eval.txt"));
+}
+
+TEST_F(E2eTest, GpuStepsGetDistinctDevices) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.g0]
+rule = "exec"
+gpus = 1
+command = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > {out}/dev; sleep 0.5"]
+outputs = ["dev"]
+
+[target.g1]
+rule = "exec"
+gpus = 1
+command = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > {out}/dev; sleep 0.5"]
+outputs = ["dev"]
+)");
+  ::setenv("BENCHMAKE_GPUS", "2", 1);
+  ::setenv("BENCHMAKE_GPU_LOCK_DIR", (root_ / "gpu_locks").c_str(), 1);
+  Run r = Benchmake("build -j 2");
+  ::unsetenv("BENCHMAKE_GPUS");
+  ::unsetenv("BENCHMAKE_GPU_LOCK_DIR");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string a = ReadText(ws_ / "out/g0/dev"), b = ReadText(ws_ / "out/g1/dev");
+  EXPECT_TRUE((a == "0\n" && b == "1\n") || (a == "1\n" && b == "0\n") ||
+              (a == "0\n" && b == "0\n"))
+      << a << b;
+  EXPECT_NE(ReadText(ws_ / ".benchmake/build.ninja").find("pool gpu\n  depth = 2"),
+            std::string::npos);
+}
+
+TEST_F(E2eTest, MissingNinjaIsAClearError) {
+  std::string cmd = "cd '" + ws_.string() + "' && PATH=/nonexistent '" + binary_ + "' build > '" +
+                    (root_ / "o.txt").string() + "' 2>&1";
+  int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(ReadText(root_ / "o.txt").find("'ninja' is not on PATH"), std::string::npos)
+      << ReadText(root_ / "o.txt");
+}
+
+}  // namespace
+}  // namespace bm::engine

@@ -1,0 +1,43 @@
+// FakeCommandRunner: a CommandRunner that runs nothing. Each Run() is recorded
+// and answered by a handler; the default handler is a tiny command language
+// over a MemoryFilesystem, enough for exec-rule scenarios:
+//   write PATH TEXT       writes TEXT to PATH (relative paths: Command::cwd)
+//   copy FROM TO          copies a file
+//   fail [CODE]           exits with CODE (default 1)
+// Anything else fails the Run() with kNotFound ("no such program").
+//
+// Thread safety: a mutex guards the record.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "base/command_runner.h"
+#include "tests/support/memory_filesystem.h"
+
+namespace bm::testing {
+
+class FakeCommandRunner : public CommandRunner {
+ public:
+  using Handler = std::function<Result<CommandResult>(const Command&)>;
+
+  explicit FakeCommandRunner(MemoryFilesystem* fs) : fs_(fs) {}
+  void SetHandler(Handler handler) { handler_ = std::move(handler); }
+
+  Result<CommandResult> Run(const Command& command) override;
+
+  std::vector<Command> commands();  // every command run so far
+  int run_count();
+  void ClearRecord();
+
+ private:
+  Result<CommandResult> Interpret(const Command& command);
+
+  MemoryFilesystem* fs_;
+  Handler handler_;
+  std::mutex mu_;
+  std::vector<Command> record_;
+};
+
+}  // namespace bm::testing

@@ -3,6 +3,10 @@
 //
 //   remote_pipeline_bench [--benchfile FILE] [--data-mb N]
 //
+// --benchfile FILE: each machine's workspace is a copy of the files git tracks
+// in FILE's directory (so source inputs resolve), e.g. the repository's
+// default BENCHFILE.toml.
+//
 // Machine A (its own workspace and local cache) builds the pipeline with an
 // nginx remote on 127.0.0.1 and pushes as it goes; machine B (another workspace,
 // an empty local cache) then runs `benchmake build` on the same BENCHFILE.
@@ -51,9 +55,8 @@ metrics = "metrics.json"
 double Build(const std::string& dir, const std::string& cache, const std::string& remote,
              std::string* output) {
   std::string cmd = "cd '" + dir + "' && env BENCHMAKE_CACHE_DIR='" + cache +
-                    "' BENCHMAKE_PLATFORM='{\"gpu\":\"bench\"}' BENCHMAKE_REMOTE_CACHE='" +
-                    remote + "' BM_BENCH_TOKEN=bench '" + BM_BENCH_BINARY_DIR +
-                    "/benchmake' build 2>&1";
+                    "' BENCHMAKE_PLATFORM='{\"gpu\":\"bench\"}' BENCHMAKE_REMOTE_CACHE='" + remote +
+                    "' BM_BENCH_TOKEN=bench '" + BM_BENCH_BINARY_DIR + "/benchmake' build 2>&1";
   auto start = std::chrono::steady_clock::now();
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -80,6 +83,10 @@ int main(int argc, char** argv) {
     std::stringstream ss;
     ss << in.rdbuf();
     text = ss.str();
+    if (text.empty()) {
+      std::fprintf(stderr, "remote_pipeline_bench: cannot read %s\n", benchfile.c_str());
+      return 1;
+    }
   } else {
     text = kPipeline;
     text.replace(text.find("@BYTES@"), 7, std::to_string(data_mb << 20));
@@ -93,9 +100,17 @@ int main(int argc, char** argv) {
   }
   std::string dir = (*server)->Dir();
   std::string remote = (*server)->Url("/cache/bm") + "|token_env=BM_BENCH_TOKEN";
+  std::string src = benchfile.empty() ? "" : benchfile.substr(0, benchfile.rfind('/') + 1);
+  if (src.empty() && !benchfile.empty()) src = "./";
   for (const char* m : {"a", "b"}) {
     std::string ws = dir + "/" + m;
-    std::system(("mkdir -p '" + ws + "'").c_str());
+    std::string copy =
+        src.empty() ? "true"
+                    : "cd '" + src + "' && git ls-files -z | xargs -0 cp --parents -t '" + ws + "'";
+    if (std::system(("mkdir -p '" + ws + "' && " + copy).c_str()) != 0) {
+      std::fprintf(stderr, "remote_pipeline_bench: cannot copy the workspace\n");
+      return 1;
+    }
     std::ofstream(ws + "/BENCHFILE.toml") << text;
   }
   std::printf("pipeline: %s\n", benchfile.empty()

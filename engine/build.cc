@@ -10,6 +10,7 @@
 #include "cache/run_health.h"
 #include "engine/generate.h"
 #include "engine/target_graph.h"
+#include "engine/target_state.h"
 
 namespace bm::engine {
 namespace {
@@ -72,6 +73,17 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     cmd.argv.push_back(std::to_string(options.keep_going));
   }
   if (options.dry_run) cmd.argv.push_back("-n");
+  if (options.remeasure) {
+    // Make ninja start every platform-dependent step; the steps then run
+    // instead of restoring (StepOptions::remeasure).
+    for (const std::string& t : gen.targets) {
+      Result<std::string> text = ws.fs->ReadFile(ws.TargetFile(t, "params"));
+      if (!text.ok()) continue;
+      Result<StepParams> p = ParseStepParams(*text);
+      if (p.ok() && p->platform_dependent) BM_TRY(ws.fs->Remove(ws.TargetFile(t, "out")));
+    }
+    cmd.env["BENCHMAKE_REMEASURE"] = "1";
+  }
   for (const std::string& t : options.targets) {
     if (std::find(gen.targets.begin(), gen.targets.end(), t) == gen.targets.end()) {
       std::string near = NearestName(t, gen.targets);

@@ -22,6 +22,7 @@ struct BuildOptions {
   int jobs = 0;                      // 0: [benchmake] jobs, else ninja's default
   int keep_going = 1;                // ninja -k
   bool dry_run = false;              // ninja -n
+  bool remeasure = false;            // rerun platform-dependent targets even when cached
 };
 
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options);

@@ -64,6 +64,10 @@ class Stepper {
     BM_ASSIGN_OR_RETURN(std::optional<cache::ActionRecord> record, cache_->GetAction(key));
     facts.in_cache = record.has_value();
     Staleness verdict = Assess(facts);
+    const char* remeasure_env = std::getenv("BENCHMAKE_REMEASURE");
+    bool remeasure =
+        options_.remeasure || (remeasure_env && std::string_view(remeasure_env) == "1");
+    if (remeasure && params_.platform_dependent) verdict.verdict = Verdict::kRun;
 
     StepReport report;
     report.key = key;

@@ -27,6 +27,11 @@ std::string_view StepOutcomeName(StepOutcome o);  // "up to date", "restored", "
 struct StepOptions {
   bool interactive = false;         // attached to a terminal
   std::ostream* console = nullptr;  // one-line notices ("a: ran in 1.2s"); null: silent
+  // Take a fresh measurement: a platform-dependent target runs even when the
+  // cache holds its key (its new record replaces the old one). Also set by the
+  // environment variable BENCHMAKE_REMEASURE=1 (how `build --remeasure` tells
+  // the steps ninja starts).
+  bool remeasure = false;
 };
 
 struct StepReport {

@@ -27,6 +27,8 @@ Status BuildCommand(const std::vector<std::string>& args) {
       BM_ASSIGN_OR_RETURN(options.keep_going, value("-k"));
     } else if (a[i] == "-n") {
       options.dry_run = true;
+    } else if (a[i] == "--remeasure") {
+      options.remeasure = true;
     } else if (!a[i].empty() && a[i][0] == '-') {
       return Errorf(ErrorCode::kInvalidArgument, "unknown flag '{}' for build", a[i]);
     } else {

@@ -8,8 +8,8 @@ namespace bm::engine::cli {
 
 const std::vector<CommandEntry>& Commands() {
   static const std::vector<CommandEntry> kCommands = {
-      {"build", "build [TARGET...] [-j N] [-k N] [-n]", "bring targets up to date (ninja)",
-       &BuildCommand},
+      {"build", "build [TARGET...] [-j N] [-k N] [-n] [--remeasure]",
+       "bring targets up to date (ninja)", &BuildCommand},
       {"explain", "explain TARGET...", "why a target is (not) up to date, field by field",
        &ExplainCommand},
       {"status", "status", "every target and its state", &StatusCommand},

@@ -329,6 +329,24 @@ TEST_F(BuildScenarioTest, PlatformChangeRerunsOnlyPlatformDependentTargets) {
   EXPECT_EQ((*results)[1].record.metrics["platform"]["gpu_name"], "H100");
 }
 
+TEST_F(BuildScenarioTest, RemeasureRerunsOnlyPlatformDependentTargets) {
+  ::setenv("BENCHMAKE_PLATFORM", R"({"gpu_name":"H100"})", 1);
+  SetBenchfile(
+      "[target.ckpt]\nrule = \"count\"\n[target.speed]\nrule = \"measure\"\ndata = [\"ckpt\"]\n");
+  Build();
+  StepOptions options;
+  options.remeasure = true;
+  Result<InProcessSummary> r = BuildInProcess(ws_, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->outcomes["ckpt"], StepOutcome::kUpToDate);
+  EXPECT_EQ(r->outcomes["speed"], StepOutcome::kRan);
+  EXPECT_EQ(measure_->runs, 2);
+  EXPECT_EQ(count_->runs, 1);
+  Result<std::vector<TargetResult>> results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok());
+  EXPECT_TRUE((*results)[1].fresh);
+}
+
 TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets) {
   SetBenchfile("[target.a]\nrule = \"count\"\n");
   Build();

@@ -237,6 +237,8 @@ TEST_F(TokenizeTest, FailuresLeaveNothingInOutDir) {
   EXPECT_FALSE(RunRule({{"input", {not_json}}}, out).ok());
   EXPECT_FALSE(
       RunRule({{"input", {"data/kjv.txt"}}, {"vocab", root_ + "/none.tiktoken"}}, out).ok());
+  EXPECT_EQ(RunRule({{"input", {"data/kjv.txt"}}, {"document_start", "(["}}, out).status().code(),
+            ErrorCode::kInvalidArgument);
   EXPECT_TRUE(fs::is_empty(out));
 }
 

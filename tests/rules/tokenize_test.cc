@@ -301,6 +301,17 @@ TEST_F(TokenizeTest, CheckRejectsBadParameters) {
   EXPECT_TRUE(rule->Check({{"format", "auto"}, {"valid_fraction", 0.1}}).empty());
 }
 
+TEST(DetectFormatTest, ByNameAndFirstLine) {
+  EXPECT_EQ(DetectFormat("a/x_ids.npy", ""), Format::kPaddle);
+  EXPECT_EQ(DetectFormat("x.npy", ""), Format::kNpy);
+  EXPECT_EQ(DetectFormat("x.json", ""), Format::kAlpaca);
+  EXPECT_EQ(DetectFormat("x.jsonl", R"({"conversations": []})"), Format::kConversations);
+  EXPECT_EQ(DetectFormat("x.jsonl", R"({"instruction": "a", "input": "", "output": "b"})"),
+            Format::kAlpaca);
+  EXPECT_EQ(DetectFormat("x.jsonl", R"({"text": "a"})"), Format::kJsonl);
+  EXPECT_EQ(DetectFormat("kjv.txt", ""), Format::kText);
+}
+
 TEST(SplitRuleTest, IsSeededAndRoughlyTheFraction) {
   SplitRule a{1, 0.1}, b{2, 0.1};
   int in_a = 0, same = 0;

@@ -32,7 +32,8 @@ Result<FileLock> LockWorkspace(const Workspace& ws) {
                  "benchmake: waited %.1fs for another build of this workspace (pid %s) to finish\n",
                  waited, holder.c_str());
   }
-  (void)ws.fs->WriteFileAtomic(path + ".pid", std::to_string(::getpid()) + "\n");
+  (void)ws.fs->WriteFileAtomic(path + ".pid", std::to_string(::getpid()) + "\n", false,
+                               /*durable=*/false);
   return lock;
 }
 

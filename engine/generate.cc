@@ -36,8 +36,8 @@ struct Stamp {
 
 std::string EnvDigest() {
   Hasher h;
-  for (const char* name :
-       {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "BENCHMAKE_GPUS"}) {
+  for (const char* name : {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                           "BENCHMAKE_GPUS", "BENCHMAKE_REMOTE"}) {
     const char* v = std::getenv(name);
     h.Field(name, v ? v : "\x01unset");
   }
@@ -106,13 +106,22 @@ Result<StatSig> StatOf(Filesystem& fs, const std::string& path) {
   return SigOf(info);
 }
 
-// Forces a step for every target whose out/NAME vanished.
+// Forces a step for every target whose out/NAME vanished. Removing or adding
+// out/NAME changes the mtime of out/, so when out/ has the mtime recorded in
+// .benchmake/out_checked, the per-target stats are skipped.
 Status CheckOutDirs(const Workspace& ws, const std::vector<std::string>& targets) {
+  Filesystem& fs = *ws.fs;
+  std::string checked = ws.StateDir() + "/out_checked";
+  BM_ASSIGN_OR_RETURN(FileInfo out, fs.Stat(ws.OutRoot()));
+  std::string now =
+      fmt::format("benchmake-out-checked 1\n{} {} {}\n", out.exists, out.mtime_ns, out.inode);
+  Result<std::string> before = fs.ReadFile(checked);
+  if (before.ok() && *before == now) return Status::Ok();
   for (const std::string& t : targets) {
-    BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(ws.OutDirOf(t)));
-    if (!info.exists) BM_TRY(ws.fs->Remove(ws.TargetFile(t, "out")));
+    BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(ws.OutDirOf(t)));
+    if (!info.exists) BM_TRY(fs.Remove(ws.TargetFile(t, "out")));
   }
-  return Status::Ok();
+  return fs.WriteFileAtomic(checked, now, /*read_only=*/false, /*durable=*/false);
 }
 
 std::string TargetsNeedingPlatform(const TargetGraph& g) {
@@ -122,8 +131,13 @@ std::string TargetsNeedingPlatform(const TargetGraph& g) {
   return names;
 }
 
-Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env) {
+// `probed` keeps the platform facts when this check had to probe, so that a
+// build probes at most once.
+Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env,
+                           std::optional<nlohmann::json>* probed) {
   Filesystem& fs = *ws.fs;
+  BM_ASSIGN_OR_RETURN(FileInfo ninja_file, fs.Stat(ws.StateDir() + "/build.ninja"));
+  if (!ninja_file.exists) return false;
   BM_ASSIGN_OR_RETURN(StatSig bf, StatOf(fs, ws.benchfile));
   if (!(bf == stamp.benchfile) || stamp.env != env) return false;
   BM_ASSIGN_OR_RETURN(StatSig exe, StatOf(fs, ws.self_exe));
@@ -135,7 +149,9 @@ Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::s
   if (stamp.platform != "-") {
     Result<nlohmann::json> facts = ProbePlatform(fs, *ws.runner, ws.tools_dir,
                                                  ws.StateDir() + "/tmp", "(from the last build)");
-    if (!facts.ok() || DigestOf(facts->dump()).Hex() != stamp.platform) return false;
+    if (!facts.ok()) return false;  // the slow path reports why
+    *probed = *facts;
+    if (DigestOf(facts->dump()).Hex() != stamp.platform) return false;
   }
   return true;
 }
@@ -154,8 +170,9 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);
 
   GenerateResult result;
+  std::optional<nlohmann::json> probed;
   if (old && !options.force) {
-    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env));
+    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env, &probed));
     if (valid) {
       BM_TRY(CheckOutDirs(ws, old->targets));
       result.fast_path = true;
@@ -174,19 +191,31 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   stamp.jobs = graph.settings.jobs;
 
   nlohmann::json platform = nlohmann::json::object();
-  if (graph.AnyPlatformDependent()) {
+  if (graph.AnyPlatformDependent() && probed) {
+    platform = *probed;
+  } else if (graph.AnyPlatformDependent()) {
     BM_ASSIGN_OR_RETURN(platform,
                         ProbePlatform(fs, *ws.runner, ws.tools_dir, ws.StateDir() + "/tmp",
                                       TargetsNeedingPlatform(graph)));
+  }
+  if (graph.AnyPlatformDependent()) {
     stamp.platform = DigestOf(platform.dump()).Hex();
-    BM_TRY(
-        WriteFileIfChanged(fs, ws.StateDir() + "/platform.json", platform.dump(1) + "\n").status());
+    BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/platform",
+                              "benchmake-platform 1\n" + platform.dump(1) + "\n")
+               .status());
   }
 
   WorkspaceConfig config;
   config.cache_dir = graph.settings.cache_dir.empty() ? cache::DefaultCacheDir()
                                                       : JoinPath(ws.root, graph.settings.cache_dir);
   config.remotes = graph.settings.remotes;
+  if (const char* env = std::getenv("BENCHMAKE_REMOTE"); env && *env) {
+    // Space- or comma-separated URLs, tried after those of the BENCHFILE.
+    std::string urls(env);
+    for (char& c : urls) c = c == ',' ? ' ' : c;
+    std::istringstream in(urls);
+    for (std::string url; in >> url;) config.remotes.push_back(url);
+  }
   config.remote_read_only = graph.settings.remote_read_only;
   bool needs_gpus = false;
   for (const Target& t : graph.targets) needs_gpus |= t.rule->gpus(t.params) > 0;
@@ -224,11 +253,12 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   ninja.gpu_pool_depth = config.gpus;
   std::string ninja_text = RenderNinja(graph, ninja);
   stamp.ninja = DigestOf(ninja_text).Hex();
-  if (!old || old->ninja != stamp.ninja) {
+  BM_ASSIGN_OR_RETURN(FileInfo ninja_info, fs.Stat(ws.StateDir() + "/build.ninja"));
+  if (!old || old->ninja != stamp.ninja || !ninja_info.exists) {
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
   }
   BM_TRY(CheckOutDirs(ws, stamp.targets));
-  BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp)));
+  BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp), false, /*durable=*/false));
   result.targets = stamp.targets;
   result.files_hashed = stat_cache.hashed_count();
   result.jobs = stamp.jobs;

@@ -99,6 +99,8 @@ class Stepper {
   // Links the record's outputs into out/NAME and remembers them in NAME.last.
   Status Materialize(const cache::ActionRecord& record, std::string outcome) {
     std::string dir = ws_.OutDirOf(target_);
+    // out/ changes below the generator's feet: its next check must look.
+    BM_TRY(fs_.Remove(ws_.StateDir() + "/out_checked"));
     BM_TRY(fs_.RemoveAll(dir));
     BM_TRY(fs_.MakeDirs(dir));
     LastBuild last;
@@ -161,7 +163,7 @@ class Stepper {
     BM_TRY(fs_.MakeDirs(ctx.resume_dir));
     BM_TRY(fs_.MakeDirs(ws_.StateDir() + "/log"));
     ctx.log_path = ws_.LogOf(target_);
-    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, ""));
+    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, "", false, /*durable=*/false));
 
     GpuLease gpus;
     if (params_.gpus > 0) {
@@ -209,11 +211,13 @@ class Stepper {
     return cache::ManifestDigest(record.outputs);
   }
 
+  // The rule's own messages (ctx.log) go after its commands' output.
   std::string AppendRuleLog(const std::string& path, const std::string& rule_text) {
-    std::string text = fs_.ReadFile(path).ok() ? *fs_.ReadFile(path) : "";
+    Result<std::string> existing = fs_.ReadFile(path);
+    std::string text = existing.ok() ? std::move(*existing) : std::string();
     if (!rule_text.empty()) {
       text += rule_text;
-      (void)fs_.WriteFileAtomic(path, text);
+      (void)fs_.WriteFileAtomic(path, text, false, /*durable=*/false);
     }
     return text;
   }

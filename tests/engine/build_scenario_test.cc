@@ -217,6 +217,17 @@ TEST_F(BuildScenarioTest, DeletingOutRestoresEverythingFromCache) {
   EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
 }
 
+TEST_F(BuildScenarioTest, DeletingOneOutputDirRestoresOnlyThatTarget) {
+  SetBenchfile(kPipeline);
+  Build();
+  ASSERT_TRUE(fs_.RemoveAll("/ws/out/train").ok());
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kRestored);
+  EXPECT_EQ(s.outcomes["data"], StepOutcome::kUpToDate);
+  EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
+}
+
 TEST_F(BuildScenarioTest, CorruptBlobIsReportedEvictedAndRebuilt) {
   SetBenchfile(kPipeline);
   Build();
@@ -295,6 +306,33 @@ TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets
       gen.status().message().find("platform-dependent targets (b) need /tools/benchmake-train"),
       std::string::npos)
       << gen.status().message();
+}
+
+TEST_F(BuildScenarioTest, PlatformIsProbedOncePerBuildAndOnlyWhenNeeded) {
+  fs_.Write("/tools/benchmake-train", "binary");
+  std::string gpu = "H100";
+  int probes = 0;
+  runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    if (c.argv.size() == 5 && c.argv[3] == "/tools/benchmake-train") {
+      ++probes;
+      fs_.Write(c.argv[4], R"({"gpu_name":")" + gpu + R"(","gpu_count":1})");
+    }
+    return CommandResult{};
+  });
+  SetBenchfile("[target.a]\nrule = \"count\"\n");
+  Build();
+  EXPECT_EQ(probes, 0) << "nothing platform-dependent: no probe";
+  SetBenchfile("[target.a]\nrule = \"count\"\n[target.b]\nrule = \"measure\"\n");
+  Build();
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  Build();
+  EXPECT_EQ(probes, 2) << "one probe per build";
+  gpu = "H200";
+  Build();
+  EXPECT_EQ(probes, 3) << "a changed platform is still probed once";
+  EXPECT_EQ(measure_->runs, 2);
+  EXPECT_EQ(count_->runs, 1);
 }
 
 TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {

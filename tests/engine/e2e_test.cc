@@ -55,9 +55,14 @@ metrics = "metrics.json"
 class E2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // bm_test sets BENCHMAKE_BINARY_DIR; else the build tree this test lives in
+    // (build/tests/engine/engine_e2e_test → build/benchmake).
     const char* bin = std::getenv("BENCHMAKE_BINARY_DIR");
-    ASSERT_NE(bin, nullptr) << "run through ctest (BENCHMAKE_BINARY_DIR)";
-    binary_ = std::string(bin) + "/benchmake";
+    fs::path dir =
+        bin ? fs::path(bin)
+            : fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
+    binary_ = (dir / "benchmake").string();
+    ASSERT_TRUE(fs::exists(binary_)) << binary_ << " (set BENCHMAKE_BINARY_DIR)";
     char templ[] = "/tmp/benchmake-e2e-XXXXXX";
     ASSERT_NE(::mkdtemp(templ), nullptr);
     root_ = templ;
@@ -189,6 +194,12 @@ TEST_F(E2eTest, DeletingOutRestoresEverythingAndRunsNothing) {
   EXPECT_EQ(Runs(), "");
   EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
   EXPECT_NE(r.output.find("eval: restored from cache"), std::string::npos) << r.output;
+  fs::remove_all(ws_ / "out/train");
+  Run one = Benchmake("build");
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(Runs(), "");
+  EXPECT_NE(one.output.find("train: restored from cache"), std::string::npos) << one.output;
+  EXPECT_EQ(one.output.find("eval: restored"), std::string::npos) << one.output;
 }
 
 TEST_F(E2eTest, KilledStepIsRerunAndLeavesNoCacheEntry) {
@@ -325,6 +336,33 @@ TEST_F(E2eTest, DirectoryAndFileFlags) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadText(root_ / "o.txt");
   EXPECT_EQ(Runs(), "data train eval");
   EXPECT_TRUE(fs::exists(ws_ / "out/eval/eval.txt"));
+}
+
+TEST_F(E2eTest, GpuStepsGetDistinctDevices) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.g0]
+rule = "exec"
+gpus = 1
+command = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > {out}/dev; sleep 0.5"]
+outputs = ["dev"]
+
+[target.g1]
+rule = "exec"
+gpus = 1
+command = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > {out}/dev; sleep 0.5"]
+outputs = ["dev"]
+)");
+  ::setenv("BENCHMAKE_GPUS", "2", 1);
+  ::setenv("BENCHMAKE_GPU_LOCK_DIR", (root_ / "gpu_locks").c_str(), 1);
+  Run r = Benchmake("build -j 2");
+  ::unsetenv("BENCHMAKE_GPUS");
+  ::unsetenv("BENCHMAKE_GPU_LOCK_DIR");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string a = ReadText(ws_ / "out/g0/dev"), b = ReadText(ws_ / "out/g1/dev");
+  EXPECT_TRUE((a == "0\n" && b == "1\n") || (a == "1\n" && b == "0\n") ||
+              (a == "0\n" && b == "0\n"))
+      << a << b;
+  EXPECT_NE(ReadText(ws_ / ".benchmake/build.ninja").find("pool gpu\n  depth = 2"),
+            std::string::npos);
 }
 
 TEST_F(E2eTest, MissingNinjaIsAClearError) {

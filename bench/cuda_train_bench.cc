@@ -3,7 +3,7 @@
 // line like the peer's, so bench/gpu_check.sh can put the two side by side.
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
-//                    [--recompute] [--fp32] [--profile] [--json FILE]
+//                    [--recompute] [--fp32] [--profile] [--attention cudnn|flash] [--json FILE]
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh), so the loss
 // must stay near ln V. Timing: each step (staging, forward, backward, optimizer) by the host
@@ -103,7 +103,14 @@ int main(int argc, char** argv) {
       run.bf16 = false;
     else if (a == "--profile")
       run.profile = true;
-    else if (a == "--unfused")
+    else if (a == "--attention") {
+      std::string v = next();
+      if (v != "cudnn" && v != "flash") {
+        std::fprintf(stderr, "cuda_train_bench: --attention cudnn|flash, not %s\n", v.c_str());
+        return 2;
+      }
+      run.attention = v == "cudnn" ? AttentionImpl::kCudnn : AttentionImpl::kAuto;
+    } else if (a == "--unfused")
       run.fused_epilogues = false;
     else if (a == "--chunk")
       run.logits_chunk_rows = std::stoi(next());
@@ -175,6 +182,7 @@ int main(int argc, char** argv) {
   j["seq"] = run.seq;
   j["precision"] = run.bf16 ? "bf16 compute / fp32 params+grads+AdamW" : "fp32";
   j["recompute"] = run.recompute;
+  j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["n_all"] = n_all;
   j["step_ms_median"] = med;
   j["step_ms_min"] = sorted.front();

@@ -46,8 +46,11 @@ struct BackendOptions {
   int64_t max_seq = 1;    // largest T passed to any call (<= model max_seq)
   Precision precision = Precision::kFp32;
   bool recompute = false;  // activation recompute (CUDA); the CPU ignores it
-  int threads = 0;         // CPU threads; 0 = all cores
-  int device_index = 0;    // which GPU (after CUDA_VISIBLE_DEVICES)
+  // CUDA attention kernels: "flash" (ours, deterministic) or "cudnn" (cuDNN's fused SDPA,
+  // deterministic backward; needs a build with cuDNN). The CPU ignores it.
+  std::string attention = "flash";
+  int threads = 0;       // CPU threads; 0 = all cores
+  int device_index = 0;  // which GPU (after CUDA_VISIBLE_DEVICES)
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that

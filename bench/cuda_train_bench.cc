@@ -25,6 +25,7 @@
 
 namespace {
 
+using bm::train::cuda::AttentionImpl;
 using bm::train::cuda::CudaModel;
 using bm::train::cuda::Family;
 using bm::train::cuda::ModelSpec;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/gpu_check.sh [tests] [bench] [torch] [profile]
+#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [bench] [torch] [profile]
 # ATTENTIONS="flash cudnn" times each model with each attention implementation (default flash);
 # tests run the cuDNN attention parity tests first (CUDNN_TESTS=0 skips that head start).
 # Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
@@ -21,10 +21,17 @@ for f in "$here"/../.debs/libfmt9*.deb "$here"/../.debs/libopenblas0-pthread*.de
 cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
 [[ -e /usr/local/cuda/lib64/libcudnn.so.9 ]] && cudnn_dir=/usr/local/cuda/lib64
 echo "cuDNN from: ${cudnn_dir:-none} $(ls "$cudnn_dir"/libcudnn.so.9* 2>/dev/null | head -1)" | tee -a "$OUT/gpu.txt"
-ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent} "$@"; }
+# The test binaries link libarchive (bm_base); its Debian 12 libraries travel packed when the
+# machine lacks them (lib/extra-libs.tar.xz, put there with the binaries).
+extra=/tmp/extralib; mkdir -p $extra
+[[ -f $here/lib/extra-libs.tar.xz ]] && tar -C $extra -xJf "$here/lib/extra-libs.tar.xz"
+ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:$extra "$@"; }
 
-if want tests; then
+if want cudnntests; then  # the cuDNN attention tests alone (also part of tests)
   ours "$bin/cuda_ops_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |note:|Failure|Expected|Which is|failed|cuDNN" | head -40
+  ours "$bin/cuda_model_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee -a "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |cudnn bf16 grad.*e-0[0-1]|Failure|Expected|Which is|failed" | head -40
+fi
+if want tests; then
   ours "$bin/cuda_ops_test" --gtest_color=no 2>&1 | tee "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |rel err|note:|Failure|Expected|Which is" | head -80
   ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|bf16 grad.*e-0[0-1]" | head -60
   OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|error" | head -60
@@ -48,8 +55,10 @@ fi
 if want profile; then
   for mb in "${models[@]}"; do
     set -- $mb
-    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --steps 10 --profile --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
-    tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
+    for attn in ${ATTENTIONS:-flash}; do
+      ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --steps 10 --profile --attention "$attn" --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
+      tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], j.get('attention','flash'), 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
+    done
   done
 fi
 if want torch; then

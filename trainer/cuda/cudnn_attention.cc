@@ -33,6 +33,7 @@ namespace bm::train::cuda {
 #if !BENCHMAKE_HAVE_CUDNN
 
 bool CudnnAttentionBuilt() { return false; }
+bool CudnnAttentionUsable(const AttentionShape&) { return false; }
 
 namespace {
 Status NotBuilt() {
@@ -524,6 +525,10 @@ Result<const Graph*> PlanFor(const AttentionShape& s, bool backward) {
 }
 
 }  // namespace
+
+bool CudnnAttentionUsable(const AttentionShape& shape) {
+  return CudnnAttentionWorkspaceBytes(shape).ok();
+}
 
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
   BM_ASSIGN_OR_RETURN(const Graph* f, PlanFor(shape, false));

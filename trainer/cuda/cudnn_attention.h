@@ -26,6 +26,11 @@ struct AttentionShape {
 
 bool CudnnAttentionBuilt();
 
+// Built in, a shape cuDNN's engines take (head_dim a multiple of 8 up to 128, heads a multiple
+// of kv_heads) and both plans build on this GPU: what attention = "auto" checks before it
+// picks cuDNN over our kernels.
+bool CudnnAttentionUsable(const AttentionShape& shape);
+
 // Largest workspace of the forward and backward plans for this shape (builds and caches them;
 // fails with the cuDNN status when no engine supports the graph).
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape);

@@ -47,7 +47,7 @@ struct RunConfig {
   Precision precision = Precision::kFp32;
   bool recompute = false;
   bool flash_attention = false;
-  std::string attention = "flash";  // CUDA: "flash" (ours) or "cudnn" (BackendOptions)
+  std::string attention = "auto";  // CUDA: "auto", "flash" or "cudnn" (BackendOptions)
   ParallelLayout layout;
   int zero = 0;
   int64_t lbs = 8, mpe = 256, gas = 1, steps = 100, warmup_steps = 10;

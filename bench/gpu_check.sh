@@ -2,7 +2,8 @@
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [bench] [torch] [profile]
-# ATTENTIONS="flash cudnn" times each model with each attention implementation (default flash);
+# ATTENTIONS="flash cudnn" times each model with each attention implementation (default auto,
+# the backend's default: cuDNN when usable);
 # tests run the cuDNN attention parity tests first (CUDNN_TESTS=0 skips that head start).
 # Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
 # libfmt comes from .debs when the machine lacks it. Logs go to $OUT.
@@ -42,7 +43,7 @@ models=("gpt2-124m 32" "llama-1b 8" "llama7b-8l 2")
 if want bench; then
   for mb in "${models[@]}"; do
     set -- $mb
-    for attn in ${ATTENTIONS:-flash}; do
+    for attn in ${ATTENTIONS:-auto}; do
       ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --attention "$attn" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | sed "s/^/[$attn] /" | tee -a "$OUT/bench.log"
     done
   done
@@ -55,7 +56,7 @@ fi
 if want profile; then
   for mb in "${models[@]}"; do
     set -- $mb
-    for attn in ${ATTENTIONS:-flash}; do
+    for attn in ${ATTENTIONS:-auto}; do
       ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --steps 10 --profile --attention "$attn" --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
       tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], j.get('attention','flash'), 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
     done

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# On the GPU machine: the repository's default BENCHFILE.toml with every training
+# step on `device = "cuda"`, run by the real engine (benchmake + ninja), then its
+# report; then the Hugging Face load check of the trainer's checkpoints.
+# Run from the tree root of the device tool's copy as
+#   bash bench/gpu_pipeline.sh
+# Binaries come prebuilt in .devtree/bin (benchmake and benchmake-train, built on the
+# Debian machine with CUDA, sm_90a); the Debian libraries they need that the GPU
+# machine lacks travel packed in .devtree/lib/bm-libs.tar.xz. Logs go to $OUT.
+set -uo pipefail
+root=$(pwd)
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+bin=$root/.devtree/bin
+libs=/tmp/bmlibs; mkdir -p $libs
+tar -C $libs -xJf "$root/.devtree/lib/bm-libs.tar.xz"
+cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
+export NCCL_NVLS_ENABLE=0
+# Our binaries' libraries only; the python process keeps its own (GPU-MACHINE.md).
+ours_path=$libs:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
+
+ws=/tmp/ws; rm -rf $ws; mkdir -p $ws
+cp -r "$root/data" $ws/
+sed 's/^device = "cpu"/device = "cuda"/' "$root/BENCHFILE.toml" > $ws/BENCHFILE.toml
+grep -c '^device = "cuda"' $ws/BENCHFILE.toml | sed 's/^/targets on cuda: /'
+export BENCHMAKE_CACHE_DIR=$ws/cache
+{
+  echo "== benchmake build (device = cuda)"
+  time LD_LIBRARY_PATH=$ours_path "$bin/benchmake" -C $ws build
+  echo "== second build (nothing to do)"
+  time LD_LIBRARY_PATH=$ours_path "$bin/benchmake" -C $ws build
+  echo "== report"
+  LD_LIBRARY_PATH=$ours_path "$bin/benchmake" -C $ws report --format md
+  LD_LIBRARY_PATH=$ours_path "$bin/benchmake" -C $ws report --format json -o "$OUT/report.json"
+} 2>&1 | tee "$OUT/pipeline.log"
+cp $ws/out/pretrain/metrics.json "$OUT/pretrain-metrics.json" 2>/dev/null
+
+echo "== Hugging Face load check"
+cat > /tmp/train-wrapper <<EOF
+#!/bin/sh
+LD_LIBRARY_PATH=$ours_path exec "$bin/benchmake-train" "\$@"
+EOF
+chmod +x /tmp/train-wrapper
+PYTHONUNBUFFERED=1 python3 "$root/tests/trainer/hf_load_check.py" --trainer /tmp/train-wrapper 2>&1 |
+  tee "$OUT/hf_load_check.log"
+echo "hf_load_check exit: ${PIPESTATUS[0]}"

@@ -170,6 +170,7 @@ Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) 
   cmd.log_path = ctx.log_path;
   cmd.echo_to_terminal = ctx.interactive && ctx.params.value("progress", true);
   cmd.env["OMP_WAIT_POLICY"] = "passive";  // trainer/omp_env.h says why
+  cmd.env["OPENBLAS_THREAD_TIMEOUT"] = "4";
   if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
   BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
   if (r.term_signal)

@@ -157,6 +157,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
        {{"peak_bytes", s.memory.peak_bytes}, {"device_total_bytes", s.memory.device_total_bytes}}},
       {"eval", s.eval},
       {"wall_s", s.wall_s},
+      {"cpu_s", ProcessCpuSeconds()},
       {"platform", s.platform},
       {"provenance",
        {{"host",

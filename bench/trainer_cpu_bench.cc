@@ -110,10 +110,12 @@ int main(int argc, char** argv) {
                                   static_cast<int>(m.vocab), static_cast<int>(m.hidden), 3);
     Result r = TimeTraining(m, c.B, c.T, steps, threads);
     std::printf(
-        "%-12s V=%-6lld B=%lld T=%lld: %.0f tokens/s, %.1f GFLOP/s (PaLM count); ratio to sgemm 1024^3 "
+        "%-12s V=%-6lld B=%lld T=%lld: %.0f tokens/s, %.1f GFLOP/s (PaLM count); ratio to sgemm "
+        "1024^3 "
         "%.2f, to sgemm of its classifier shape (%.1f GFLOP/s) %.2f\n",
-        c.preset, static_cast<long long>(m.vocab), static_cast<long long>(c.B), static_cast<long long>(c.T), r.tokens_per_s,
-        r.flops / 1e9, r.flops / square, head / 1e9, r.flops / head);
+        c.preset, static_cast<long long>(m.vocab), static_cast<long long>(c.B),
+        static_cast<long long>(c.T), r.tokens_per_s, r.flops / 1e9, r.flops / square, head / 1e9,
+        r.flops / head);
   }
   return 0;
 }

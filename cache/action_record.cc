@@ -6,6 +6,24 @@ namespace {
 constexpr std::string_view kMagic = "benchmake-action ";
 constexpr int kVersion = 1;
 
+nlohmann::json ProvenanceToJson(const Provenance& p) {
+  return {{"host", p.host},
+          {"date", p.date},
+          {"benchmake", p.benchmake_version},
+          {"platform", p.platform},
+          {"duration_s", p.duration_s}};
+}
+
+Provenance ProvenanceFromJson(const nlohmann::json& p) {
+  Provenance out;
+  out.host = p.value("host", "");
+  out.date = p.value("date", "");
+  out.benchmake_version = p.value("benchmake", "");
+  out.platform = p.value("platform", nlohmann::json::object());
+  out.duration_s = p.value("duration_s", 0.0);
+  return out;
+}
+
 }  // namespace
 
 Digest ManifestDigest(const std::vector<OutputFile>& outputs) {
@@ -48,18 +66,17 @@ Result<std::vector<OutputFile>> ManifestFromJson(const nlohmann::json& json) {
 
 std::string SerializeRecord(const ActionRecord& r) {
   nlohmann::json j = {
-      {"key", r.key.Hex()},
-      {"target", r.target},
-      {"outputs", ManifestToJson(r.outputs)},
-      {"metrics", r.metrics},
-      {"log", r.log_digest},
-      {"provenance",
-       {{"host", r.provenance.host},
-        {"date", r.provenance.date},
-        {"benchmake", r.provenance.benchmake_version},
-        {"platform", r.provenance.platform},
-        {"duration_s", r.provenance.duration_s}}},
+      {"key", r.key.Hex()},   {"target", r.target},  {"outputs", ManifestToJson(r.outputs)},
+      {"metrics", r.metrics}, {"log", r.log_digest}, {"provenance", ProvenanceToJson(r.provenance)},
   };
+  if (!r.remeasurements.empty()) {
+    nlohmann::json& list = j["remeasurements"] = nlohmann::json::array();
+    for (const RecordedMeasurement& m : r.remeasurements) {
+      list.push_back({{"metrics", m.metrics},
+                      {"log", m.log_digest},
+                      {"provenance", ProvenanceToJson(m.provenance)}});
+    }
+  }
   return fmt::format("{}{}\n{}\n", kMagic, kVersion, j.dump(1));
 }
 
@@ -82,12 +99,16 @@ Result<ActionRecord> ParseRecord(std::string_view bytes) {
     BM_ASSIGN_OR_RETURN(r.outputs, ManifestFromJson(j.at("outputs")));
     r.metrics = j.value("metrics", nlohmann::json::object());
     r.log_digest = j.value("log", "");
-    const auto& p = j.at("provenance");
-    r.provenance.host = p.value("host", "");
-    r.provenance.date = p.value("date", "");
-    r.provenance.benchmake_version = p.value("benchmake", "");
-    r.provenance.platform = p.value("platform", nlohmann::json::object());
-    r.provenance.duration_s = p.value("duration_s", 0.0);
+    r.provenance = ProvenanceFromJson(j.at("provenance"));
+    if (auto it = j.find("remeasurements"); it != j.end()) {
+      for (const auto& m : it->get_ref<const nlohmann::json::array_t&>()) {
+        RecordedMeasurement rm;
+        rm.metrics = m.value("metrics", nlohmann::json::object());
+        rm.log_digest = m.value("log", "");
+        rm.provenance = ProvenanceFromJson(m.at("provenance"));
+        r.remeasurements.push_back(std::move(rm));
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     return Errorf(ErrorCode::kCorrupt, "bad action record: {}", e.what());
   }

@@ -7,7 +7,13 @@
 //               "outputs": [ { "path": str, "digest": hex32, "size": int, "exec": bool } ],
 //               "metrics": object, "log": hex32 | "",
 //               "provenance": { "host": str, "date": iso8601, "benchmake": version,
-//                               "platform": object, "duration_s": number } }
+//                               "platform": object, "duration_s": number },
+//               "remeasurements": [ { "metrics": object, "log": hex32 | "",
+//                                     "provenance": {...as above} } ] }   (optional)
+// "remeasurements" (absent when empty, so older records keep their bytes) are
+// later measurements of the same action — `benchmake build --remeasure` and
+// `rounds = N` rerun a platform-dependent step and record what it measured
+// here, reusing the outputs above, whose digests never change.
 // Outputs are sorted by path. A record with a newer version is refused with a
 // hint to upgrade; a malformed one is kCorrupt (the caller evicts it).
 #pragma once
@@ -41,6 +47,13 @@ struct Provenance {
   double duration_s = 0;
 };
 
+// One more measurement of an action whose outputs are already cached.
+struct RecordedMeasurement {
+  nlohmann::json metrics = nlohmann::json::object();
+  std::string log_digest;  // the rerun's step log, "" when none was kept
+  Provenance provenance;
+};
+
 struct ActionRecord {
   Digest key;
   std::string target;
@@ -48,6 +61,10 @@ struct ActionRecord {
   nlohmann::json metrics = nlohmann::json::object();
   std::string log_digest;  // hex, "" when no log was kept
   Provenance provenance;
+  // Not serialized: the remote this record was just fetched from (its URL,
+  // credentials stripped), "" when it came from the local cache.
+  std::string origin;
+  std::vector<RecordedMeasurement> remeasurements;  // oldest first
 };
 
 std::string SerializeRecord(const ActionRecord& record);

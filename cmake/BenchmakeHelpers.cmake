@@ -23,6 +23,10 @@ function(bm_test name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   bm_warnings(${name})
+  # The same paths compiled in: under ctest only the first variable of the
+  # ENVIRONMENT list below reaches the tests (gtest_discover_tests splits it).
+  target_compile_definitions(${name} PRIVATE
+    BENCHMAKE_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}" BENCHMAKE_TEST_BINARY_DIR="${PROJECT_BINARY_DIR}")
   # An empty LABELS value would swallow the next property name, so LABELS is
   # passed only when given.
   set(env "BENCHMAKE_SOURCE_DIR=${PROJECT_SOURCE_DIR};BENCHMAKE_BINARY_DIR=${PROJECT_BINARY_DIR}")

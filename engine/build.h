@@ -22,6 +22,9 @@ struct BuildOptions {
   int jobs = 0;                      // 0: [benchmake] jobs, else ninja's default
   int keep_going = 1;                // ninja -k
   bool dry_run = false;              // ninja -n
+  // After ninja: take one more measurement of each of `targets` (engine/step.h,
+  // step 6), still under the workspace lock. Precondition: targets not empty.
+  bool remeasure = false;
 };
 
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options);

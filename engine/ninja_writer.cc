@@ -29,8 +29,12 @@ std::string RenderNinja(const TargetGraph& graph, const NinjaOptions& options) {
   for (int i : graph.order) {
     const Target& t = graph.targets[static_cast<size_t>(i)];
     out += "build t/" + t.name + ".out: step t/" + t.name + ".spec";
-    if (!t.deps.empty()) {
+    // Measured targets also see their non-key parameters (rounds = N): the step
+    // then tops up measurements without rerunning anything (engine/step.h).
+    bool measured = t.rule->platform_dependent();
+    if (!t.deps.empty() || measured) {
       out += " |";
+      if (measured) out += " t/" + t.name + ".params";
       for (int d : t.deps) out += " t/" + graph.targets[static_cast<size_t>(d)].name + ".out";
     }
     out += "\n  target = " + t.name + "\n";

@@ -1,5 +1,7 @@
 // Writes .benchmake/build.ninja: one edge per target,
-//   build t/NAME.out: step t/NAME.spec | t/UP.out ...
+//   build t/NAME.out: step t/NAME.spec | [t/NAME.params] t/UP.out ...
+// (NAME.params only for platform-dependent targets, so that editing
+// `rounds = N` runs the step, which takes the missing measurements),
 // with restat = 1 (a step that leaves NAME.out untouched prunes its
 // dependents: early cutoff), the console pool for targets that stream
 // progress, and a `gpu` pool (depth = GPU count) for targets that need GPUs.

@@ -24,6 +24,17 @@ std::string HostName() {
   return buf;
 }
 
+// What NAME.last says about a restore; for a record just fetched from a remote,
+// where and on what it was recorded (what `explain` shows).
+std::string RestoredOutcome(const cache::ActionRecord& record) {
+  if (record.origin.empty()) return "restored";
+  const cache::Provenance& p = record.provenance;
+  std::string platform =
+      p.platform.empty() ? "platform-independent" : "platform " + p.platform.dump();
+  return fmt::format("restored from remote {}; recorded on host {}, {}, {}", record.origin,
+                     p.host.empty() ? "?" : p.host, platform, p.date);
+}
+
 class Stepper {
  public:
   Stepper(const Workspace& ws, const std::string& target, const StepOptions& options)
@@ -59,11 +70,15 @@ class Stepper {
     if (verdict.verdict == Verdict::kUpToDate) {
       report.manifest = cache::ManifestDigest(facts.last->outputs);
     } else if (verdict.verdict == Verdict::kRestore) {
-      Status s = Materialize(*record, "restored");
+      std::vector<Digest> blobs;
+      for (const cache::OutputFile& f : record->outputs) blobs.push_back(f.digest);
+      cache_->Prefetch(blobs);  // remote blobs in parallel; a no-op when all are local
+      Status s = Materialize(*record, RestoredOutcome(*record));
       if (s.ok()) {
         report.outcome = StepOutcome::kRestored;
         report.manifest = cache::ManifestDigest(record->outputs);
-        Notice(fmt::format("{}: restored from cache", target_));
+        Notice(fmt::format("{}: restored from {}", target_,
+                           record->origin.empty() ? "cache" : "remote cache " + record->origin));
       } else if (s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) {
         Notice(fmt::format("{}: {}; rebuilding", target_, s.message()));
         BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
@@ -79,6 +94,7 @@ class Stepper {
     report.seconds = Since(start);
     if (report.outcome == StepOutcome::kRan)
       Notice(fmt::format("{}: ran in {:.2f}s", target_, report.seconds));
+    BM_TRY(MeasureMore(key, report));
     return report;
   }
 
@@ -99,6 +115,8 @@ class Stepper {
   // Links the record's outputs into out/NAME and remembers them in NAME.last.
   Status Materialize(const cache::ActionRecord& record, std::string outcome) {
     std::string dir = ws_.OutDirOf(target_);
+    // out/ changes below the generator's feet: its next check must look.
+    BM_TRY(fs_.Remove(ws_.StateDir() + "/out_checked"));
     BM_TRY(fs_.RemoveAll(dir));
     BM_TRY(fs_.MakeDirs(dir));
     LastBuild last;
@@ -131,8 +149,18 @@ class Stepper {
     return Status::Ok();
   }
 
-  // Runs the rule; returns the manifest digest of what it produced.
-  Result<Digest> Execute(const Digest& key) {
+  // One run of the rule in a fresh scratch dir (removed on failure).
+  struct RuleRun {
+    std::string scratch;  // remove when done
+    std::string out_dir;  // what the rule wrote
+    std::string resume_dir;
+    StepResult result;
+    std::string log_text;
+    nlohmann::json platform;
+    double seconds = 0;
+  };
+
+  Result<RuleRun> RunRule(const Digest& key, bool remeasure) {
     const Rule* rule = ws_.rules->Find(params_.rule);
     if (!rule)
       return Errorf(ErrorCode::kInvalidArgument, "{}: unknown rule '{}'", target_, params_.rule);
@@ -148,6 +176,11 @@ class Stepper {
     ctx.out_dir = scratch + "/out";
     ctx.resume_dir =
         fmt::format("{}/resume/{}-{}", ws_.StateDir(), target_, key.Hex().substr(0, 16));
+    // A remeasurement must train from the start: never resume a checkpoint.
+    if (remeasure) {
+      ctx.resume_dir += ".remeasure";
+      BM_TRY(fs_.RemoveAll(ctx.resume_dir));
+    }
     ctx.tools_dir = ws_.tools_dir;
     for (const KeyField& f : material_.fields)
       if (f.tag == "platform") ctx.platform = nlohmann::json::parse(f.value, nullptr, false);
@@ -161,7 +194,7 @@ class Stepper {
     BM_TRY(fs_.MakeDirs(ctx.resume_dir));
     BM_TRY(fs_.MakeDirs(ws_.StateDir() + "/log"));
     ctx.log_path = ws_.LogOf(target_);
-    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, ""));
+    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, "", false, /*durable=*/false));
 
     GpuLease gpus;
     if (params_.gpus > 0) {
@@ -183,37 +216,86 @@ class Stepper {
       (void)fs_.RemoveAll(scratch);
       return result.status().WithContext(target_ + " failed");
     }
+    return RuleRun{scratch,  ctx.out_dir,  ctx.resume_dir, std::move(*result),
+                   log_text, ctx.platform, seconds};
+  }
 
+  cache::Provenance ProvenanceOf(const RuleRun& run) {
+    cache::Provenance p;
+    p.host = HostName();
+    p.date = NowIso8601();
+    p.benchmake_version = BenchmakeVersion();
+    p.platform = run.platform;
+    p.duration_s = run.seconds;
+    return p;
+  }
+
+  // Runs the rule; returns the manifest digest of what it produced.
+  Result<Digest> Execute(const Digest& key) {
+    BM_ASSIGN_OR_RETURN(RuleRun run, RunRule(key, /*remeasure=*/false));
     cache::ActionRecord record;
     record.key = key;
     record.target = target_;
-    record.metrics = result->metrics;
-    BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, ctx.out_dir));
+    record.metrics = run.result.metrics;
+    BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, run.out_dir));
     for (const std::string& rel : files) {
-      std::string path = ctx.out_dir + "/" + rel;
+      std::string path = run.out_dir + "/" + rel;
       BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
       BM_ASSIGN_OR_RETURN(Digest d, cache_->PutFile(path));
       record.outputs.push_back({rel, d, info.size, info.executable});
     }
-    BM_ASSIGN_OR_RETURN(Digest log_digest, cache_->PutBytes(log_text));
+    BM_ASSIGN_OR_RETURN(Digest log_digest, cache_->PutBytes(run.log_text));
     record.log_digest = log_digest.Hex();
-    record.provenance.host = HostName();
-    record.provenance.date = NowIso8601();
-    record.provenance.benchmake_version = BenchmakeVersion();
-    record.provenance.platform = ctx.platform;
-    record.provenance.duration_s = seconds;
+    record.provenance = ProvenanceOf(run);
     BM_TRY(cache_->PutAction(record));
     BM_TRY(Materialize(record, "ran"));
-    (void)fs_.RemoveAll(scratch);
-    (void)fs_.RemoveAll(ctx.resume_dir);
+    (void)fs_.RemoveAll(run.scratch);
+    (void)fs_.RemoveAll(run.resume_dir);
     return cache::ManifestDigest(record.outputs);
+  }
+
+  // Step 6 of the header: more measurements of a cached action.
+  Status MeasureMore(const Digest& key, StepReport& report) {
+    if (!params_.platform_dependent) {
+      if (options_.remeasure) {
+        Notice(fmt::format("{}: rule {} does not depend on the platform: nothing to remeasure",
+                           target_, params_.rule));
+      }
+      return Status::Ok();
+    }
+    int64_t rounds = 1;
+    if (auto it = params_.params.find("rounds"); it != params_.params.end() && it->is_number())
+      rounds = it->get<int64_t>();
+    BM_ASSIGN_OR_RETURN(std::optional<cache::ActionRecord> record, cache_->GetAction(key));
+    if (!record)
+      return Errorf(ErrorCode::kInternal, "{}: no action record after the step", target_);
+    int64_t have = 1 + static_cast<int64_t>(record->remeasurements.size());
+    int64_t want = std::max<int64_t>(rounds - have, 0);
+    if (options_.remeasure && report.outcome != StepOutcome::kRan)
+      want = std::max<int64_t>(want, 1);
+    for (int64_t i = 0; i < want; ++i) {
+      BM_ASSIGN_OR_RETURN(RuleRun run, RunRule(key, /*remeasure=*/true));
+      cache::RecordedMeasurement m;
+      m.metrics = run.result.metrics;
+      BM_ASSIGN_OR_RETURN(Digest log_digest, cache_->PutBytes(run.log_text));
+      m.log_digest = log_digest.Hex();
+      m.provenance = ProvenanceOf(run);
+      record->remeasurements.push_back(std::move(m));
+      BM_TRY(cache_->PutAction(*record));
+      (void)fs_.RemoveAll(run.scratch);
+      (void)fs_.RemoveAll(run.resume_dir);
+      ++report.remeasured;
+      Notice(fmt::format("{}: measured again in {:.2f}s ({} measurements)", target_, run.seconds,
+                         record->remeasurements.size() + 1));
+    }
+    return Status::Ok();
   }
 
   std::string AppendRuleLog(const std::string& path, const std::string& rule_text) {
     std::string text = fs_.ReadFile(path).ok() ? *fs_.ReadFile(path) : "";
     if (!rule_text.empty()) {
       text += rule_text;
-      (void)fs_.WriteFileAtomic(path, text);
+      (void)fs_.WriteFileAtomic(path, text, false, /*durable=*/false);
     }
     return text;
   }

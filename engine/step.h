@@ -9,6 +9,12 @@
 //      step's out dir into the CAS, write the action record (manifest, metrics,
 //      log digest, provenance), materialize
 //   5. NAME.out is rewritten only when the manifest digest changed (restat)
+//   6. measurements (platform-dependent rules only): when the target asks for
+//      `rounds = N` and the record holds fewer, or with options.remeasure, the
+//      rule runs again in a fresh scratch dir with a fresh resume dir; what it
+//      measured is appended to the record's remeasurements, its outputs are
+//      discarded: out/NAME and every digest stay those of the cached artifact.
+//      (--remeasure on a step that just ran adds nothing: that run is fresh.)
 // A failed step records nothing in the cache and leaves NAME.out as it was;
 // its log is shown and kept in .benchmake/log/NAME.log. A killed step leaves
 // only its scratch dir, removed by the next run of the same target.
@@ -27,6 +33,7 @@ std::string_view StepOutcomeName(StepOutcome o);  // "up to date", "restored", "
 struct StepOptions {
   bool interactive = false;         // attached to a terminal
   std::ostream* console = nullptr;  // one-line notices ("a: ran in 1.2s"); null: silent
+  bool remeasure = false;           // take one more measurement even on a cache hit
 };
 
 struct StepReport {
@@ -34,6 +41,7 @@ struct StepReport {
   Digest key;
   Digest manifest;
   double seconds = 0;
+  int remeasured = 0;  // extra measurements recorded (rounds, --remeasure)
 };
 
 Result<StepReport> RunStep(const Workspace& ws, const std::string& target,

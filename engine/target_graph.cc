@@ -123,6 +123,14 @@ class Validator {
       specs[s.name] = &s;
       names.push_back(s.name);
     }
+    // Every platform-dependent target may ask for several measurements
+    // (engine/step.h, step 6); not part of the key.
+    static const ParamSpec kRounds{"rounds", ParamType::kInt, nlohmann::json(1),
+                                   "measurements to keep of this target (median, min-max)", false};
+    if (t.rule->platform_dependent() && !specs.count(kRounds.name)) {
+      specs[kRounds.name] = &kRounds;
+      names.push_back(kRounds.name);
+    }
     std::set<std::string> given;
     for (const RawParam& p : raw.params) {
       auto it = specs.find(p.name);
@@ -135,6 +143,10 @@ class Validator {
       Result<nlohmann::json> v = Normalize(*it->second, p.value);
       if (!v.ok()) {
         Error(p.value_loc, v.status().message());
+        continue;
+      }
+      if (p.name == kRounds.name && it->second == &kRounds && v->get<int64_t>() < 1) {
+        Error(p.value_loc, "rounds must be >= 1");
         continue;
       }
       t.params[p.name] = *v;

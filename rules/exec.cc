@@ -64,7 +64,7 @@ Result<std::string> Expand(std::string_view text, const engine::StepContext& ctx
 
 class ExecRule : public engine::Rule {
  public:
-  ExecRule() {
+  explicit ExecRule(bool measure) : measure_(measure) {
     params_ = {
         {"command", ParamType::kStringList, std::nullopt, "argv; {out} and {in.NAME} are replaced",
          true},
@@ -86,7 +86,8 @@ class ExecRule : public engine::Rule {
     };
   }
 
-  std::string_view name() const override { return "exec"; }
+  std::string_view name() const override { return measure_ ? "measure" : "exec"; }
+  bool platform_dependent() const override { return measure_; }
   int version() const override { return 1; }
   const std::vector<ParamSpec>& params() const override { return params_; }
   int gpus(const json& p) const override { return static_cast<int>(p.value("gpus", int64_t{0})); }
@@ -168,11 +169,13 @@ class ExecRule : public engine::Rule {
   }
 
  private:
+  bool measure_;
   std::vector<ParamSpec> params_;
 };
 
 }  // namespace
 
-std::unique_ptr<engine::Rule> MakeExecRule() { return std::make_unique<ExecRule>(); }
+std::unique_ptr<engine::Rule> MakeExecRule() { return std::make_unique<ExecRule>(false); }
+std::unique_ptr<engine::Rule> MakeMeasureRule() { return std::make_unique<ExecRule>(true); }
 
 }  // namespace bm::rules

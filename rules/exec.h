@@ -26,4 +26,10 @@ namespace bm::rules {
 
 std::unique_ptr<engine::Rule> MakeExecRule();
 
+// The `measure` rule: `exec` whose results depend on the platform — an
+// external trainer or benchmark whose metrics are measurements. Same
+// parameters as exec; its key includes the platform facts, and it accepts
+// `rounds = N` and `benchmake build --remeasure` (engine/step.h, step 6).
+std::unique_ptr<engine::Rule> MakeMeasureRule();
+
 }  // namespace bm::rules

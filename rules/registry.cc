@@ -10,12 +10,13 @@
 namespace bm::rules {
 
 void RegisterBuiltinRules(engine::RuleRegistry& registry) {
-  registry.Register(MakeExecRule());
   registry.Register(MakeDownloadRule());
+  registry.Register(MakeExecRule());
   registry.Register(MakeTokenizeRule());
   registry.Register(MakePretrainRule());
   registry.Register(MakeFinetuneRule());
   registry.Register(MakeEvaluateRule());
+  registry.Register(MakeMeasureRule());
 }
 
 }  // namespace bm::rules

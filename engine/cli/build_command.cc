@@ -27,11 +27,17 @@ Status BuildCommand(const std::vector<std::string>& args) {
       BM_ASSIGN_OR_RETURN(options.keep_going, value("-k"));
     } else if (a[i] == "-n") {
       options.dry_run = true;
+    } else if (a[i] == "--remeasure") {
+      options.remeasure = true;
     } else if (!a[i].empty() && a[i][0] == '-') {
       return Errorf(ErrorCode::kInvalidArgument, "unknown flag '{}' for build", a[i]);
     } else {
       options.targets.push_back(a[i]);
     }
+  }
+  if (options.remeasure && options.targets.empty()) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "--remeasure needs the targets to measure again: build --remeasure TARGET...");
   }
   BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
   return BuildWithNinja(ws, options);

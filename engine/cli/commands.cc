@@ -3,13 +3,14 @@
 #include <cstdio>
 
 #include "engine/workspace.h"
+#include "rules/tokenize_command.h"
 
 namespace bm::engine::cli {
 
 const std::vector<CommandEntry>& Commands() {
   static const std::vector<CommandEntry> kCommands = {
-      {"build", "build [TARGET...] [-j N] [-k N] [-n]", "bring targets up to date (ninja)",
-       &BuildCommand},
+      {"build", "build [TARGET...] [-j N] [-k N] [-n] [--remeasure]",
+       "bring targets up to date (ninja); --remeasure: measure them again", &BuildCommand},
       {"explain", "explain TARGET...", "why a target is (not) up to date, field by field",
        &ExplainCommand},
       {"status", "status", "every target and its state", &StatusCommand},
@@ -20,6 +21,12 @@ const std::vector<CommandEntry>& Commands() {
       {"debug-key", "debug-key TARGET (or --debug-key TARGET)", "print exactly what the key hashes",
        &DebugKeyCommand},
       {"step", "step TARGET", "run one target (what ninja edges call)", &StepCommand},
+      {"tokenize", "tokenize --vocab FILE [--threads N] [--eot] [--decode] [INPUT|-]",
+       "token ids of a text, one per line (or --decode ids to bytes)", &rules::TokenizeCommand},
+      {"report", "report [TARGET|NAME@WHERE|PATH...] [--format md|json|csv|html] [-o FILE]",
+       "tables and plots of the measurements (docs/REPORTS.md)", &ReportCommand},
+      {"compare", "compare A B [--from-step N] [--tolerance PCT] [--no-alignment]",
+       "metric deltas and loss alignment of two runs", &CompareCommand},
       // Other modules add one line each here.
   };
   return kCommands;

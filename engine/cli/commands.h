@@ -48,5 +48,8 @@ Status StatusCommand(const std::vector<std::string>& args);
 Status GraphCommand(const std::vector<std::string>& args);
 Status CleanCommand(const std::vector<std::string>& args);
 Status CacheCommand(const std::vector<std::string>& args);
+// engine/cli/report_command.cc (logic in engine/report/, docs/REPORTS.md).
+Status ReportCommand(const std::vector<std::string>& args);
+Status CompareCommand(const std::vector<std::string>& args);
 
 }  // namespace bm::engine::cli

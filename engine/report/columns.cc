@@ -1,0 +1,68 @@
+#include "engine/report/columns.h"
+
+#include <fmt/format.h>
+
+#include "engine/report/number_format.h"
+
+namespace bm::report {
+namespace {
+
+std::function<std::string(const ReportRow&)> StatCell(std::optional<Stat> ReportRow::*field,
+                                                      Quantity q) {
+  return [field, q](const ReportRow& row) {
+    const std::optional<Stat>& s = row.*field;
+    return s ? FormatStat(q, *s) : std::string();
+  };
+}
+
+}  // namespace
+
+const std::vector<DisplayColumn>& ResultColumns() {
+  static const std::vector<DisplayColumn> kColumns = {
+      {"case", "case", false, [](const ReportRow& r) { return r.target; }},
+      {"config", "config", false, PlatformText},
+      {"parallel", "parallel", false, [](const ReportRow& r) { return r.parallel; }},
+      {"fix_hp", "fix_hp", false, [](const ReportRow& r) { return r.fix_hp; }},
+      {"tokens", "token/p/s", true,
+       StatCell(&ReportRow::tokens_per_device_per_s, Quantity::kTokensPerS)},
+      {"loss", "loss", true, StatCell(&ReportRow::loss, Quantity::kLoss)},
+      {"mem", "mem (GiB)", true, MemText},
+      {"mfu_6n", "MFU (6N)", true, StatCell(&ReportRow::mfu_6n, Quantity::kMfu)},
+      {"mfu_palm", "MFU (PaLM)", true, StatCell(&ReportRow::mfu_palm, Quantity::kMfu)},
+      {"eval", "eval", false, EvalText},
+      {"rounds", "rounds", true, [](const ReportRow& r) { return fmt::format("{}", r.rounds()); }},
+      {"measured", "measured", false, OriginText},
+  };
+  return kColumns;
+}
+
+const std::vector<std::string>& ProvenanceHeaders() {
+  static const std::vector<std::string> kHeaders = {"case", "round",         "measured", "host",
+                                                    "date", "trainer build", "source"};
+  return kHeaders;
+}
+
+std::vector<std::vector<std::string>> ProvenanceCells(const ReportRow& row) {
+  std::vector<std::vector<std::string>> lines;
+  int round = 0;
+  for (const Provenance& p : row.provenance) {
+    ++round;
+    lines.push_back({row.target, fmt::format("{}", round), std::string(OriginName(p.origin)),
+                     p.host, p.measured_at, p.trainer_build, p.source});
+  }
+  return lines;
+}
+
+const std::string& Legend() {
+  static const std::string kLegend =
+      "token/p/s: tokens per device per second, timed after the warm-up steps. "
+      "MFU (6N): 6·N FLOPs per token (FlagPerf); MFU (PaLM): 6·N + 12·L·H·Q·T (PaLM, "
+      "appendix B); both against the device's peak FLOP/s. mem: peak device memory / device "
+      "total, GiB. loss: final training loss (mean of the last steps). Over several rounds: "
+      "median (min–max). measured: fresh = measured by this build; cache = an earlier "
+      "measurement restored from the cache; file = read from a metrics.json. Rounding: "
+      "docs/REPORTS.md.";
+  return kLegend;
+}
+
+}  // namespace bm::report

@@ -1,0 +1,34 @@
+// The columns people read, shared by the Markdown and HTML tables so both show
+// the same cells: the suites' `config | parallel | fix_hp | token/p/s | loss |
+// mem | MFU` (FlagPerf's 配置 read as "config": the platform), with both MFU
+// definitions labelled, evaluation results, the round count and how the
+// numbers were obtained. Absent values are "" (renderers print "-").
+//
+// Thread safety: the table is built once and immutable.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/report/report_table.h"
+
+namespace bm::report {
+
+struct DisplayColumn {
+  std::string id;        // stable name, used as the HTML cell's data-col
+  std::string header;    // "token/p/s"
+  bool numeric = false;  // right-aligned
+  std::function<std::string(const ReportRow&)> cell;
+};
+
+const std::vector<DisplayColumn>& ResultColumns();
+
+// One line per round: case | round | measured | host | date | trainer build | source.
+const std::vector<std::string>& ProvenanceHeaders();
+std::vector<std::vector<std::string>> ProvenanceCells(const ReportRow& row);
+
+// The legend printed under the tables (units, MFU definitions, rounding).
+const std::string& Legend();
+
+}  // namespace bm::report

@@ -1,0 +1,155 @@
+#include "engine/report/compare.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "engine/report/metrics_view.h"
+#include "engine/report/report_table.h"
+
+namespace bm::report {
+namespace {
+
+const Measurement* NewestWithCurve(const MeasuredTarget& t) {
+  for (auto it = t.measurements.rbegin(); it != t.measurements.rend(); ++it) {
+    if (!it->losses.empty()) return &*it;
+  }
+  return nullptr;
+}
+
+void Flatten(const nlohmann::json& node, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  if (node.is_object()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      Flatten(it.value(), prefix + "." + it.key(), out);
+    }
+    return;
+  }
+  out[prefix] = ScalarText(node);
+}
+
+std::map<std::string, std::string> Settings(const nlohmann::json& metrics) {
+  std::map<std::string, std::string> out;
+  for (const char* section : {"config", "model"}) {
+    if (const nlohmann::json* s = ValueAt(metrics, section)) Flatten(*s, section, out);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> PlatformFacts(const nlohmann::json& metrics) {
+  std::map<std::string, std::string> out;
+  int count = DeviceCount(metrics);
+  std::string device = DeviceName(metrics);
+  out["platform"] = count > 0 ? fmt::format("{}\u00d7{}", device, count) : device;
+  for (const char* path : {"platform.driver", "platform.cuda", "provenance.trainer_build"}) {
+    if (auto s = StringAt(metrics, path)) out[path] = *s;
+  }
+  return out;
+}
+
+void Diff(const std::map<std::string, std::string>& a, const std::map<std::string, std::string>& b,
+          bool platform, std::vector<Difference>& out) {
+  static const std::string kAbsent = "(absent)";
+  std::map<std::string, std::pair<std::string, std::string>> both;
+  for (const auto& [k, v] : a) both[k] = {v, kAbsent};
+  for (const auto& [k, v] : b) {
+    auto it = both.find(k);
+    if (it == both.end()) {
+      both[k] = {kAbsent, v};
+    } else {
+      it->second.second = v;
+    }
+  }
+  for (const auto& [k, v] : both) {
+    if (v.first != v.second) out.push_back({k, v.first, v.second, platform});
+  }
+}
+
+std::optional<double> Median(const std::optional<Stat>& s) {
+  return s ? std::optional<double>(s->median) : std::nullopt;
+}
+
+}  // namespace
+
+Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
+                   const AlignmentOptions& options) {
+  Comparison c;
+  c.a_label = a.target;
+  c.b_label = b.target;
+  ReportRow ra = BuildRow(a), rb = BuildRow(b);
+  auto add = [&](const char* name, const char* id, Quantity q,
+                 std::optional<Stat> ReportRow::*field) {
+    std::optional<double> va = Median(ra.*field), vb = Median(rb.*field);
+    if (va || vb) c.metrics.push_back({name, id, q, va, vb});
+  };
+  add("token/p/s", "tokens_per_device_per_s", Quantity::kTokensPerS,
+      &ReportRow::tokens_per_device_per_s);
+  add("step ms", "step_ms", Quantity::kMs, &ReportRow::step_ms);
+  add("MFU (6N)", "mfu_6n", Quantity::kMfu, &ReportRow::mfu_6n);
+  add("MFU (PaLM)", "mfu_palm", Quantity::kMfu, &ReportRow::mfu_palm);
+  add("mem peak (GiB)", "mem_peak_bytes", Quantity::kGiB, &ReportRow::mem_peak_bytes);
+  add("loss", "loss", Quantity::kLoss, &ReportRow::loss);
+  add("val loss", "val_loss", Quantity::kLoss, &ReportRow::val_loss);
+  add("perplexity", "perplexity", Quantity::kPerplexity, &ReportRow::perplexity);
+  add("accuracy", "accuracy", Quantity::kAccuracy, &ReportRow::accuracy);
+  add("exact match", "exact_match", Quantity::kAccuracy, &ReportRow::exact_match);
+
+  const nlohmann::json& ma = a.measurements.back().metrics;
+  const nlohmann::json& mb = b.measurements.back().metrics;
+  Diff(Settings(ma), Settings(mb), false, c.differences);
+  Diff(PlatformFacts(ma), PlatformFacts(mb), true, c.differences);
+
+  const Measurement* ca = NewestWithCurve(a);
+  const Measurement* cb = NewestWithCurve(b);
+  if (ca == nullptr || cb == nullptr) {
+    c.alignment_note =
+        fmt::format("{} has no loss curve (log.jsonl)", ca == nullptr ? c.a_label : c.b_label);
+    return c;
+  }
+  Result<Alignment> al = CheckLossAlignment(ca->losses, cb->losses, options);
+  if (al.ok()) {
+    c.alignment = *al;
+  } else {
+    c.alignment_note = al.status().message();
+  }
+  return c;
+}
+
+std::string Comparison::Verdict() const {
+  if (!alignment) return "loss alignment not checked: " + alignment_note;
+  const Alignment& al = *alignment;
+  std::string head = fmt::format(
+      "{}: mean relative loss difference {} over steps {}\u2013{} ({} steps) is {} the "
+      "tolerance {}",
+      al.pass ? "ALIGNED" : "NOT ALIGNED", FormatValue(Quantity::kRelDiff, al.mean_rel_diff),
+      al.first_step, al.last_step, al.compared_steps, al.pass ? "below" : "not below",
+      FormatValue(Quantity::kRelDiff, al.options.tolerance));
+  if (al.pass) return head + ".";
+  std::vector<std::string> settings;
+  bool platform_differs = false;
+  for (const Difference& d : differences) {
+    if (d.platform) {
+      platform_differs = true;
+    } else {
+      settings.push_back(fmt::format("{} {} \u2192 {}", d.field, d.a, d.b));
+    }
+  }
+  if (!settings.empty()) {
+    std::string list;
+    for (const std::string& s : settings) list += (list.empty() ? "" : ", ") + s;
+    return head + fmt::format(
+                      ". The runs differ in their settings ({}): the curves are expected to "
+                      "diverge; align runs of the same configuration.",
+                      list);
+  }
+  if (platform_differs) {
+    return head +
+           ". The settings are the same and only the platform differs: its numerics (or "
+           "its kernels) change the training beyond the tolerance.";
+  }
+  return head +
+         ". Settings and platform are the same: the run is not reproducible "
+         "(non-deterministic kernels or data order).";
+}
+
+}  // namespace bm::report

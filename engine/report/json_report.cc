@@ -1,0 +1,55 @@
+#include "engine/report/json_report.h"
+
+namespace bm::report {
+namespace {
+
+void Put(nlohmann::json& metrics, const char* name, const std::optional<Stat>& s) {
+  if (!s) return;
+  metrics[name] = {{"median", s->median}, {"min", s->min}, {"max", s->max}, {"n", s->n}};
+}
+
+}  // namespace
+
+nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
+  nlohmann::json out = {{"format", "benchmake-report"}, {"version", 1}};
+  nlohmann::json& list = out["rows"] = nlohmann::json::array();
+  for (const ReportRow& r : rows) {
+    nlohmann::json metrics = nlohmann::json::object();
+    Put(metrics, "tokens_per_device_per_s", r.tokens_per_device_per_s);
+    Put(metrics, "step_ms", r.step_ms);
+    Put(metrics, "mfu_6n", r.mfu_6n);
+    Put(metrics, "mfu_palm", r.mfu_palm);
+    Put(metrics, "mem_peak_bytes", r.mem_peak_bytes);
+    Put(metrics, "mem_total_bytes", r.mem_total_bytes);
+    Put(metrics, "loss", r.loss);
+    Put(metrics, "val_loss", r.val_loss);
+    Put(metrics, "perplexity", r.perplexity);
+    Put(metrics, "accuracy", r.accuracy);
+    Put(metrics, "exact_match", r.exact_match);
+    nlohmann::json measurements = nlohmann::json::array();
+    for (const Provenance& p : r.provenance) {
+      measurements.push_back({{"origin", std::string(OriginName(p.origin))},
+                              {"host", p.host},
+                              {"measured_at", p.measured_at},
+                              {"trainer_build", p.trainer_build},
+                              {"source", p.source}});
+    }
+    list.push_back({{"target", r.target},
+                    {"rule", r.rule},
+                    {"platform", {{"device", r.device}, {"devices", r.devices}}},
+                    {"parallel", r.parallel},
+                    {"fix_hp", r.fix_hp},
+                    {"rounds", r.rounds()},
+                    {"origins", {{"fresh", r.fresh}, {"cache", r.restored}, {"file", r.from_file}}},
+                    {"metrics", std::move(metrics)},
+                    {"eval_task", r.eval_task},
+                    {"measurements", std::move(measurements)}});
+  }
+  return out;
+}
+
+std::string RenderJson(const std::vector<ReportRow>& rows) {
+  return ReportJson(rows).dump(2) + "\n";
+}
+
+}  // namespace bm::report

@@ -1,0 +1,28 @@
+// The report as JSON, for programs: raw values in base units (fractions for
+// MFU and accuracy, bytes for memory; not rounded), every round's provenance.
+//
+//   {"format": "benchmake-report", "version": 1,
+//    "rows": [{"target", "rule", "platform": {"device", "devices"},
+//              "parallel", "fix_hp", "rounds", "origins": {"fresh", "cache", "file"},
+//              "metrics": {NAME: {"median", "min", "max", "n"}, ...},
+//              "eval_task",
+//              "measurements": [{"origin", "host", "measured_at", "trainer_build",
+//                                "source"}, ...]}]}
+// NAME ∈ tokens_per_device_per_s, step_ms, mfu_6n, mfu_palm, mem_peak_bytes,
+// mem_total_bytes, loss, val_loss, perplexity, accuracy,
+// exact_match; absent metrics are
+// left out. Output is pretty-printed with 2 spaces and a final newline.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/report/report_table.h"
+
+namespace bm::report {
+
+nlohmann::json ReportJson(const std::vector<ReportRow>& rows);
+std::string RenderJson(const std::vector<ReportRow>& rows);
+
+}  // namespace bm::report

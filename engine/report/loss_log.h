@@ -1,0 +1,26 @@
+// Reading the trainer's per-step log (log.jsonl, docs/METRICS.md): a header
+// line {"format": "benchmake-log", "version": 1}, then one JSON object per
+// step, {"step", "loss", "lr", "grad_norm", "tokens", "tokens_per_s", "ms"}.
+// Only step and loss matter to reports; other fields are ignored, blank lines
+// skipped; the header is optional (logs of other tools have none).
+//
+// Errors (naming `name` and the 1-based line): kCorrupt for a line that is not
+// a JSON object, another format, a missing or non-numeric step or loss, steps
+// not strictly increasing; kUnsupported for a log version newer than 1.
+//
+// Thread safety: pure function.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/report/measurement.h"
+
+namespace bm::report {
+
+inline constexpr int kLogVersion = 1;
+
+Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_view name);
+
+}  // namespace bm::report

@@ -1,0 +1,116 @@
+#include "engine/report/report_table.h"
+
+#include <fmt/format.h>
+
+#include "engine/report/metrics_view.h"
+#include "engine/report/number_format.h"
+
+namespace bm::report {
+namespace {
+
+std::optional<Stat> Over(const MeasuredTarget& t, std::string_view path) {
+  std::vector<double> values;
+  for (const Measurement& m : t.measurements) {
+    if (auto v = NumberAt(m.metrics, path)) values.push_back(*v);
+  }
+  return Summarize(std::move(values));
+}
+
+}  // namespace
+
+ReportRow BuildRow(const MeasuredTarget& t) {
+  ReportRow row;
+  row.target = t.target;
+  row.rule = t.rule;
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  const nlohmann::json& newest = t.measurements.empty() ? kEmpty : t.measurements.back().metrics;
+  row.device = DeviceName(newest);
+  row.devices = DeviceCount(newest);
+  row.parallel = ParallelLayout(newest);
+  row.fix_hp = FixHp(newest);
+  row.eval_task = StringAt(newest, "eval.task").value_or("");
+
+  row.tokens_per_device_per_s = Over(t, "throughput.tokens_per_device_per_s");
+  row.step_ms = Over(t, "throughput.step_ms_median");
+  row.mfu_6n = Over(t, "mfu.6N");
+  row.mfu_palm = Over(t, "mfu.palm");
+  row.mem_peak_bytes = Over(t, "memory.peak_bytes");
+  row.mem_total_bytes = Over(t, "memory.device_total_bytes");
+  row.loss = Over(t, "loss.final");
+  row.val_loss = Over(t, "eval.val_loss");
+  row.perplexity = Over(t, "eval.perplexity");
+  row.accuracy = Over(t, "eval.accuracy");
+  row.exact_match = Over(t, "eval.exact_match");
+
+  for (const Measurement& m : t.measurements) {
+    switch (m.provenance.origin) {
+      case Origin::kFresh:
+        ++row.fresh;
+        break;
+      case Origin::kRestored:
+        ++row.restored;
+        break;
+      case Origin::kFile:
+        ++row.from_file;
+        break;
+    }
+    row.provenance.push_back(m.provenance);
+  }
+  return row;
+}
+
+std::vector<ReportRow> BuildRows(const std::vector<MeasuredTarget>& targets) {
+  std::vector<ReportRow> rows;
+  rows.reserve(targets.size());
+  for (const MeasuredTarget& t : targets) rows.push_back(BuildRow(t));
+  return rows;
+}
+
+std::string PlatformText(const ReportRow& row) {
+  if (row.devices <= 0) return row.device;
+  return fmt::format("{}\u00d7{}", row.device, row.devices);
+}
+
+std::string OriginText(const ReportRow& row) {
+  struct Part {
+    int count;
+    Origin origin;
+  };
+  Part parts[] = {{row.fresh, Origin::kFresh},
+                  {row.restored, Origin::kRestored},
+                  {row.from_file, Origin::kFile}};
+  int kinds = 0;
+  for (const Part& p : parts) kinds += p.count > 0 ? 1 : 0;
+  std::string out;
+  for (const Part& p : parts) {
+    if (p.count == 0) continue;
+    if (!out.empty()) out += " + ";
+    out += kinds == 1 ? std::string(OriginName(p.origin))
+                      : fmt::format("{} {}", p.count, OriginName(p.origin));
+  }
+  return out;
+}
+
+std::string EvalText(const ReportRow& row) {
+  std::string out;
+  auto add = [&](const char* label, Quantity q, const std::optional<Stat>& s) {
+    if (!s) return;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", label, FormatStat(q, *s));
+  };
+  add("val", Quantity::kLoss, row.val_loss);
+  add("ppl", Quantity::kPerplexity, row.perplexity);
+  add("acc", Quantity::kAccuracy, row.accuracy);
+  add("em", Quantity::kAccuracy, row.exact_match);
+  if (!out.empty() && !row.eval_task.empty()) out += fmt::format(" ({})", row.eval_task);
+  return out;
+}
+
+std::string MemText(const ReportRow& row) {
+  if (!row.mem_peak_bytes) return "";
+  std::string total =
+      row.mem_total_bytes ? FormatValue(Quantity::kGiB, row.mem_total_bytes->median) : "?";
+  return FormatStat(Quantity::kGiB, *row.mem_peak_bytes) + "/" + total;
+}
+
+}  // namespace bm::report

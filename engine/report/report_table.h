@@ -1,0 +1,74 @@
+// The report's table model: one ReportRow per measured target, the rounds of
+// its measurements aggregated (stat.h). Every format (markdown.h, csv.h,
+// json_report.h, html.h) renders these rows; none reads metrics.json itself.
+//
+// Which metrics.json field feeds which column (docs/METRICS.md names):
+//   tokens_per_device_per_s  throughput.tokens_per_device_per_s
+//   mfu_6n, mfu_palm         mfu.6N, mfu.palm (fractions)
+//   mem_peak, mem_total      memory.peak_bytes, memory.device_total_bytes
+//   loss                     loss.final
+//   val_loss, perplexity,    eval.val_loss, eval.perplexity, eval.accuracy
+//   accuracy, exact_match    (fractions), eval.exact_match, eval.task
+// The platform, layout and fix_hp come from the newest measurement
+// (metrics_view.h); rounds of one target share their action key, hence them.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/report/measurement.h"
+#include "engine/report/stat.h"
+
+namespace bm::report {
+
+struct ReportRow {
+  std::string target;
+  std::string rule;
+  std::string device;    // "H100", "cpu"
+  int devices = 0;       // 0: unknown
+  std::string parallel;  // "TP1PP1DP8"; "" when not a training run
+  std::string fix_hp;
+
+  std::optional<Stat> tokens_per_device_per_s;
+  std::optional<Stat> step_ms;
+  std::optional<Stat> mfu_6n;
+  std::optional<Stat> mfu_palm;
+  std::optional<Stat> mem_peak_bytes;
+  std::optional<Stat> mem_total_bytes;
+  std::optional<Stat> loss;
+  std::optional<Stat> val_loss;
+  std::optional<Stat> perplexity;
+  std::optional<Stat> accuracy;     // multiple-choice, a fraction
+  std::optional<Stat> exact_match;  // greedy decoding on instruction data, a fraction
+  std::string eval_task;
+
+  int fresh = 0;  // rounds by origin
+  int restored = 0;
+  int from_file = 0;
+  std::vector<Provenance> provenance;  // one per round, oldest first
+
+  int rounds() const { return fresh + restored + from_file; }
+};
+
+ReportRow BuildRow(const MeasuredTarget& target);
+std::vector<ReportRow> BuildRows(const std::vector<MeasuredTarget>& targets);
+
+// "H100×8", "cpu×1", "H100" when the count is unknown.
+std::string PlatformText(const ReportRow& row);
+
+// How the row's numbers were obtained, never calling a restored one fresh:
+// "fresh", "cache", "file", or counts when mixed: "2 fresh + 1 cache".
+std::string OriginText(const ReportRow& row);
+
+// "val 3.120, ppl 22.65, acc 61.3%, em 12.5% (copa)" from whichever are
+// present; "".
+std::string EvalText(const ReportRow& row);
+
+// "44.2/80.0" GiB, "44.2/?" when the device total is unknown; "" without a peak.
+// A spread over rounds shows on the peak: "44.2 (44.0–44.3)/80.0".
+std::string MemText(const ReportRow& row);
+
+}  // namespace bm::report

@@ -1,0 +1,45 @@
+#include "engine/report/loss_log.h"
+
+#include <gtest/gtest.h>
+
+namespace bm::report {
+namespace {
+
+TEST(LossLog, ReadsStepAndLossIgnoringOtherFields) {
+  Result<std::vector<LossPoint>> p = ParseLossLog(
+      "{\"step\": 1, \"loss\": 9.5, \"lr\": 1e-4}\n\n{\"step\": 2, \"loss\": 8}\n", "log.jsonl");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->size(), 2u);
+  EXPECT_EQ((*p)[1].step, 2);
+  EXPECT_EQ((*p)[1].loss, 8.0);
+}
+
+TEST(LossLog, ErrorsNameTheLine) {
+  auto bad = [](const char* text) { return ParseLossLog(text, "x.jsonl").status().message(); };
+  EXPECT_EQ(bad("{\"step\":1,\"loss\":2}\nnot json\n"), "x.jsonl:2: not a JSON object");
+  EXPECT_EQ(bad("{\"loss\":2}"), "x.jsonl:1: \"step\" missing or not an integer");
+  EXPECT_EQ(bad("{\"step\":1,\"loss\":\"a\"}"), "x.jsonl:1: \"loss\" missing or not a number");
+  EXPECT_EQ(bad("{\"step\":2,\"loss\":1}\n{\"step\":2,\"loss\":1}"),
+            "x.jsonl:2: step 2 does not follow step 2");
+  EXPECT_EQ(ParseLossLog("[1]", "x").status().code(), ErrorCode::kCorrupt);
+}
+
+}  // namespace
+}  // namespace bm::report
+
+namespace bm::report {
+namespace {
+
+TEST(LossLog, HeaderLineIsCheckedAndSkipped) {
+  Result<std::vector<LossPoint>> p = ParseLossLog(
+      "{\"format\": \"benchmake-log\", \"version\": 1}\n{\"step\": 1, \"loss\": 9.5}\n", "l");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->size(), 1u);
+  EXPECT_EQ(ParseLossLog("{\"format\": \"benchmake-log\", \"version\": 2}\n", "l").status().code(),
+            ErrorCode::kUnsupported);
+  EXPECT_EQ(ParseLossLog("{\"format\": \"other\"}\n", "l").status().message(),
+            "l:1: format is \"other\", expected \"benchmake-log\"");
+}
+
+}  // namespace
+}  // namespace bm::report

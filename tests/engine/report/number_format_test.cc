@@ -1,0 +1,45 @@
+#include "engine/report/number_format.h"
+
+#include <gtest/gtest.h>
+
+namespace bm::report {
+namespace {
+
+TEST(NumberFormat, FixedDecimalsPerQuantity) {
+  EXPECT_EQ(FormatValue(Quantity::kTokensPerS, 3912.44), "3912.4");
+  EXPECT_EQ(FormatValue(Quantity::kMfu, 0.47912), "47.9%");
+  EXPECT_EQ(FormatValue(Quantity::kMfu, 0.47912, false), "47.9");
+  EXPECT_EQ(FormatValue(Quantity::kGiB, 61.8 * 1024 * 1024 * 1024), "61.8");
+  EXPECT_EQ(FormatValue(Quantity::kLoss, 3.31249), "3.312");
+  EXPECT_EQ(FormatValue(Quantity::kPerplexity, 22.4811), "22.48");
+  EXPECT_EQ(FormatValue(Quantity::kAccuracy, 0.4125), "41.2%");  // 41.25 is below .25 in binary
+  EXPECT_EQ(FormatValue(Quantity::kRelDiff, 0.0087), "0.87%");
+}
+
+TEST(NumberFormat, NoNegativeZero) {
+  EXPECT_EQ(FormatFixed(-0.00001, 1), "0.0");
+  EXPECT_EQ(FormatFixed(-0.06, 1), "-0.1");
+}
+
+TEST(NumberFormat, StatShowsRangeOnlyWhenItVaries) {
+  EXPECT_EQ(FormatStat(Quantity::kTokensPerS, Stat{3912.4, 3890.1, 3935.7, 3}),
+            "3912.4 (3890.1\u20133935.7)");
+  EXPECT_EQ(FormatStat(Quantity::kLoss, Stat{2.5, 2.5, 2.5, 3}), "2.500");
+  EXPECT_EQ(FormatStat(Quantity::kMfu, Stat{0.2, 0.1, 0.3, 1}), "20.0%");
+  EXPECT_EQ(FormatStat(Quantity::kMfu, Stat{0.1271, 0.1269, 0.1273, 2}), "12.7%");
+}
+
+TEST(Stat, MedianMinMaxCount) {
+  std::optional<Stat> s = Summarize({3.0, 1.0, 2.0});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->median, 2.0);
+  EXPECT_EQ(s->min, 1.0);
+  EXPECT_EQ(s->max, 3.0);
+  EXPECT_EQ(s->n, 3);
+  EXPECT_EQ(Summarize({4.0, 1.0, 2.0, 3.0})->median, 2.5);
+  EXPECT_FALSE(Summarize({}));
+  EXPECT_FALSE(Summarize({7.0})->varies());
+}
+
+}  // namespace
+}  // namespace bm::report

@@ -1,0 +1,65 @@
+#include "engine/report/report_table.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/report/metrics_view.h"
+#include "tests/engine/report/fixtures.h"
+
+namespace bm::report {
+namespace {
+
+TEST(MetricsView, PlatformLayoutAndFixHp) {
+  Measurement m = testing::LoadRun("gpt3_6.7b.h200");
+  EXPECT_EQ(DeviceName(m.metrics), "H200");
+  EXPECT_EQ(DeviceCount(m.metrics), 8);
+  EXPECT_EQ(ParallelLayout(m.metrics), "TP2PP1DP4");
+  EXPECT_EQ(FixHp(m.metrics), "layers=16, lbs=2, mpe=2048, gas=4, gbs=32, bf16, flash");
+  Measurement cpu = testing::LoadRun("tiny.cpu");
+  EXPECT_EQ(DeviceName(cpu.metrics), "cpu");
+}
+
+TEST(MetricsView, MissingFieldsReadAsAbsent) {
+  nlohmann::json empty = nlohmann::json::object();
+  EXPECT_EQ(DeviceName(empty), "");
+  EXPECT_EQ(DeviceCount(empty), 0);
+  EXPECT_EQ(ParallelLayout(empty), "");
+  EXPECT_EQ(FixHp(empty), "");
+  EXPECT_FALSE(NumberAt(nlohmann::json{{"a", "text"}}, "a"));
+  EXPECT_FALSE(NumberAt(nlohmann::json{{"a", 1}}, "a.b"));
+}
+
+TEST(ReportTable, RoundsAreAggregatedAndOriginsCounted) {
+  std::vector<MeasuredTarget> set = testing::LoadFixtureSet();
+  ASSERT_FALSE(set.empty());
+  ReportRow row = BuildRow(set[0]);  // llama2_7b.h100: 3 rounds, one restored
+  EXPECT_EQ(row.rounds(), 3);
+  EXPECT_EQ(row.fresh, 2);
+  EXPECT_EQ(row.restored, 1);
+  ASSERT_TRUE(row.tokens_per_device_per_s);
+  EXPECT_EQ(row.tokens_per_device_per_s->median, 3912.4);
+  EXPECT_EQ(row.tokens_per_device_per_s->min, 3890.1);
+  EXPECT_EQ(row.tokens_per_device_per_s->max, 3935.7);
+  EXPECT_EQ(OriginText(row), "2 fresh + 1 cache");
+  EXPECT_EQ(PlatformText(row), "H100 80GB HBM3\u00d78");
+}
+
+TEST(ReportTable, ARestoredMeasurementIsNeverCalledFresh) {
+  std::vector<MeasuredTarget> set = testing::LoadFixtureSet();
+  ASSERT_GE(set.size(), 2u);
+  ReportRow a800 = BuildRow(set[1]);
+  EXPECT_EQ(a800.fresh, 0);
+  EXPECT_EQ(OriginText(a800), "cache");
+}
+
+TEST(ReportTable, EvaluateRowHasOnlyEvalColumns) {
+  std::vector<MeasuredTarget> set = testing::LoadFixtureSet();
+  ASSERT_FALSE(set.empty());
+  ReportRow eval = BuildRow(set.back());
+  EXPECT_EQ(eval.rule, "evaluate");
+  EXPECT_FALSE(eval.tokens_per_device_per_s);
+  EXPECT_EQ(MemText(eval), "");
+  EXPECT_EQ(EvalText(eval), "val 3.113, ppl 22.48, acc 61.3%, em 18.8% (instructions)");
+}
+
+}  // namespace
+}  // namespace bm::report

@@ -3,8 +3,8 @@
 //
 //   trainer_cpu_bench [--threads N] [--steps S]
 //
-// For each model (the default pipeline's llama-small with the GPT-2
-// vocabulary, and gpt2-124m) it times S training steps (forward, backward,
+// For each model (the default pipeline's llama-small with its byte vocabulary
+// of 257 and with GPT-2's 50,257, and gpt2-124m) it times S training steps (forward, backward,
 // AdamW) after one warm-up step at a small batch, converts tokens/s to FLOP/s
 // with the PaLM count (6N + 12·L·H·Q·T), and prints the ratio to the sgemm rate
 // of a square 1024³ product and of the model's own largest product (the
@@ -98,18 +98,24 @@ int main(int argc, char** argv) {
               openblas_get_num_threads());
   struct Case {
     const char* preset;
+    int64_t vocab;  // 0: the preset's
     int64_t B, T;
   };
-  for (Case c : {Case{"llama-small", 8, 256}, Case{"gpt2-124m", 1, 256}}) {
+  // The default pipeline's model (byte vocabulary), the same with GPT-2's, and gpt2-124m.
+  for (Case c : {Case{"llama-small", 257, 8, 256}, Case{"llama-small", 0, 8, 256},
+                 Case{"gpt2-124m", 0, 1, 256}}) {
     ModelConfig m = *bm::train::Preset(c.preset);
+    if (c.vocab > 0) m.vocab = c.vocab;
     const double head = SgemmRate(static_cast<int>(std::min<int64_t>(128, c.B * c.T)),
                                   static_cast<int>(m.vocab), static_cast<int>(m.hidden), 3);
     Result r = TimeTraining(m, c.B, c.T, steps, threads);
     std::printf(
-        "%-12s B=%lld T=%lld: %.0f tokens/s, %.1f GFLOP/s (PaLM count); ratio to sgemm 1024^3 "
+        "%-12s V=%-6lld B=%lld T=%lld: %.0f tokens/s, %.1f GFLOP/s (PaLM count); ratio to sgemm "
+        "1024^3 "
         "%.2f, to sgemm of its classifier shape (%.1f GFLOP/s) %.2f\n",
-        c.preset, static_cast<long long>(c.B), static_cast<long long>(c.T), r.tokens_per_s,
-        r.flops / 1e9, r.flops / square, head / 1e9, r.flops / head);
+        c.preset, static_cast<long long>(m.vocab), static_cast<long long>(c.B),
+        static_cast<long long>(c.T), r.tokens_per_s, r.flops / 1e9, r.flops / square, head / 1e9,
+        r.flops / head);
   }
   return 0;
 }

@@ -89,6 +89,8 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
     p.push_back({"eval_examples", ParamType::kInt, json(64), "instruction examples scored", true});
     p.push_back({"eval_choices", ParamType::kInt, json(4),
                  "candidates per multiple-choice question", true});
+    p.push_back({"eval_max_answer", ParamType::kInt, json(32),
+                 "exact match: only answers of at most this many tokens are decoded", true});
   }
   return p;
 }
@@ -114,7 +116,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
   if (p["peak_tflops"].get<double>() > 0) j["peak_tflops"] = p["peak_tflops"];
   for (const char* k : {"gas", "steps", "lr", "min_lr", "warmup_steps", "weight_decay", "beta1",
                         "beta2", "grad_clip", "zero", "recompute", "checkpoint_every",
-                        "eval_tokens", "eval_examples", "eval_choices"})
+                        "eval_tokens", "eval_examples", "eval_choices", "eval_max_answer"})
     if (p.contains(k)) j[k] = p[k];
   if (kind == TrainKind::kPretrain)
     j["model"] = {{"preset", p["model"]}, {"overrides", p["overrides"]}};
@@ -170,6 +172,7 @@ Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) 
   cmd.log_path = ctx.log_path;
   cmd.echo_to_terminal = ctx.interactive && ctx.params.value("progress", true);
   cmd.env["OMP_WAIT_POLICY"] = "passive";  // trainer/omp_env.h says why
+  cmd.env["OPENBLAS_THREAD_TIMEOUT"] = "4";
   if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
   BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
   if (r.term_signal)

@@ -7,9 +7,16 @@
 namespace bm::train {
 
 void EnsureOpenMpWaitPolicy(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  setenv("OMP_WAIT_POLICY", "passive", 1);
-  execv("/proc/self/exe", argv);  // returns only on failure: carry on spinning
+  bool changed = false;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    changed = true;
+  }
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    changed = true;
+  }
+  if (changed) execv("/proc/self/exe", argv);  // returns only on failure: carry on spinning
 }
 
 }  // namespace bm::train

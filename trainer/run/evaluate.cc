@@ -116,7 +116,13 @@ Result<nlohmann::json> MultipleChoice(Backend& backend, const std::vector<Exampl
                         {"chance", 1.0 / K}};
 }
 
-Result<nlohmann::json> ExactMatch(Backend& backend, const std::vector<Example>& ex, int64_t B) {
+Result<nlohmann::json> ExactMatch(Backend& backend, const std::vector<Example>& all, int64_t B,
+                                  int64_t max_answer) {
+  // Greedy decoding reruns the whole prefix per token (no KV cache): only
+  // answers of at most max_answer tokens are decoded.
+  std::vector<Example> ex;
+  for (const Example& e : all)
+    if (static_cast<int64_t>(e.answer.size()) <= max_answer) ex.push_back(e);
   int64_t correct = 0;
   for (size_t start = 0; start < ex.size(); start += B) {
     const int64_t n = std::min<int64_t>(B, ex.size() - start);
@@ -135,7 +141,7 @@ Result<nlohmann::json> ExactMatch(Backend& backend, const std::vector<Example>& 
       lengths[b] = static_cast<int64_t>(e.prompt.size());
     }
     std::vector<int32_t> next(n);
-    for (int64_t k = 0; k < steps; ++k) {
+    for (int64_t k = 0; k < steps && std::find(ok.begin(), ok.end(), true) != ok.end(); ++k) {
       BM_TRY(backend.LastTokenArgmax(inputs.data(), lengths.data(), n, T, next.data()));
       for (int64_t b = 0; b < n; ++b) {
         const Example& e = ex[start + b];
@@ -211,7 +217,8 @@ Result<nlohmann::json> RunEvaluation(const RunConfig& run, std::ostream* progres
       eval["task"] = "instruction";
       BM_ASSIGN_OR_RETURN(nlohmann::json mc, MultipleChoice(*backend, examples, run));
       if (!mc.is_null()) eval.update(mc);
-      BM_ASSIGN_OR_RETURN(nlohmann::json em, ExactMatch(*backend, examples, run.lbs));
+      BM_ASSIGN_OR_RETURN(nlohmann::json em,
+                          ExactMatch(*backend, examples, run.lbs, run.eval_max_answer));
       eval.update(em);
       if (progress)
         *progress << fmt::format("multiple choice {} / exact match {} on {} examples\n",

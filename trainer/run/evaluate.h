@@ -8,7 +8,10 @@
 //         position; the candidate with the lowest mean token loss given the
 //         prompt wins (first on ties); chance = 1 / eval_choices;
 //       exact match: greedy decoding of as many tokens as the answer has, from
-//         the prompt; correct when every token id equals the answer's.
+//         the prompt; correct when every token id equals the answer's. Only
+//         answers of at most eval_max_answer tokens are decoded (each token
+//         reruns the prefix: there is no KV cache), and a batch stops early
+//         once every row has missed.
 // Writes metrics.json into out_dir (kind "evaluate") and returns it.
 #pragma once
 

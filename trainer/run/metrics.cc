@@ -1,6 +1,7 @@
 #include "trainer/run/metrics.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +28,14 @@ constexpr PeakEntry kPeaks[] = {
     {"A100", "A100", 312e12, 19.5e12},
     {"A800", "A800", 312e12, 19.5e12},
 };
+
+// User + system CPU time of this process so far.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
 
 }  // namespace
 
@@ -148,6 +157,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
        {{"peak_bytes", s.memory.peak_bytes}, {"device_total_bytes", s.memory.device_total_bytes}}},
       {"eval", s.eval},
       {"wall_s", s.wall_s},
+      {"cpu_s", ProcessCpuSeconds()},
       {"platform", s.platform},
       {"provenance",
        {{"host",

@@ -100,7 +100,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                           {"checkpoint_every", &c.checkpoint_every},
                           {"eval_tokens", &c.eval_tokens},
                           {"eval_examples", &c.eval_examples},
-                          {"eval_choices", &c.eval_choices}})
+                          {"eval_choices", &c.eval_choices},
+                          {"eval_max_answer", &c.eval_max_answer}})
     BM_TRY(Get(j, key, ptr));
   for (auto [key, ptr] : {std::pair{"lr", &c.lr},
                           {"min_lr", &c.min_lr},
@@ -143,6 +144,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     if (c.weight_decay < 0) return invalid("weight_decay must be >= 0");
     if (c.checkpoint_every < 0) return invalid("checkpoint_every must be >= 0");
   }
+  if (c.eval_max_answer < 0)
+    return invalid("eval_max_answer must be >= 0 (got {})", c.eval_max_answer);
   if (c.eval_choices < 2) return invalid("eval_choices must be >= 2 (got {})", c.eval_choices);
   if (c.mode == RunMode::kPretrain && c.preset.empty() && c.init.empty())
     return invalid("pretrain needs model.preset");

@@ -12,7 +12,8 @@
 //    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
 //    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
 //    "grad_clip": 1.0, "seed": 1234, "checkpoint_every": 0, "peak_tflops": null,
-//    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "progress": false}
+//    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "eval_max_answer": 32,
+//    "progress": false}
 //
 // Values only.
 #pragma once
@@ -57,7 +58,7 @@ struct RunConfig {
   uint64_t seed = 1234;
   int64_t checkpoint_every = 0;
   std::optional<double> peak_tflops;
-  int64_t eval_tokens = 0, eval_examples = 64, eval_choices = 4;
+  int64_t eval_tokens = 0, eval_examples = 64, eval_choices = 4, eval_max_answer = 32;
   bool progress = false;
 
   int64_t gbs() const { return lbs * gas * layout.dp; }

@@ -19,7 +19,7 @@ const std::vector<CommandEntry>& Commands() {
        &CacheCommand},
       {"debug-key", "debug-key TARGET (or --debug-key TARGET)", "print exactly what the key hashes",
        &DebugKeyCommand},
-      {"step", "step TARGET", "run one target (what ninja edges call)", &StepCommand},
+      {"step", "step TARGET [--remeasure]", "run one target (what ninja edges call)", &StepCommand},
       {"report", "report [TARGET|NAME@WHERE|PATH...] [--format md|json|csv|html] [-o FILE]",
        "tables and plots of the measurements (docs/REPORTS.md)", &ReportCommand},
       {"compare", "compare A B [--from-step N] [--tolerance PCT] [--no-alignment]",

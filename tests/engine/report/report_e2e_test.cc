@@ -138,9 +138,20 @@ TEST_F(ReportE2e, RemeasureRerunsOnlyTheMeasuredStepAndKeepsEveryDigest) {
   EXPECT_EQ(tps["n"], 2);
   EXPECT_LT(tps["min"].get<double>(), tps["max"].get<double>()) << "two different measurements";
 
-  // Nothing stale: a plain build reruns nothing.
-  ASSERT_EQ(Run("build"), 0) << last_stderr_;
+  // Nothing stale: building again reruns nothing.
+  ASSERT_EQ(Run("build m"), 0) << last_stderr_;
   EXPECT_EQ(Lines("m.count"), 2);
+
+  // `step --remeasure` (what build --remeasure does per target) adds one more;
+  // on a rule that does not depend on the platform it measures nothing.
+  ASSERT_EQ(Run("step m --remeasure"), 0) << last_stderr_;
+  EXPECT_EQ(Lines("m.count"), 3);
+  ASSERT_EQ(Run("build --remeasure prep", &out), 0) << last_stderr_;
+  EXPECT_EQ(Lines("prep.count"), 1);
+  EXPECT_NE(out.find("nothing to remeasure"), std::string::npos) << out;
+  EXPECT_EQ(OutDigests(), before);
+  EXPECT_EQ(ReportJson("m")["rows"][0]["rounds"], 3);
+  EXPECT_EQ(Run("build --remeasure"), 2) << "--remeasure needs targets";
 }
 
 TEST_F(ReportE2e, RoundsTopUpMeasurementsWithoutChangingTheKey) {

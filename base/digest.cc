@@ -4,7 +4,23 @@
 #include <xxhash.h>
 
 namespace bm {
+namespace digest_internal {
+void UpdateAvx2(void* state, const void* data, size_t size);  // digest_avx2.cc
+}  // namespace digest_internal
+
 namespace {
+
+bool HaveAvx2() {
+#if defined(__x86_64__) && defined(BENCHMAKE_DIGEST_AVX2)
+  static const bool have = [] {
+    __builtin_cpu_init();  // may run before libgcc's own constructor
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return have;
+#else
+  return false;
+#endif
+}
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -55,7 +71,11 @@ Hasher::Hasher() : state_(std::make_unique<State>()) { XXH3_128bits_reset(&state
 Hasher::~Hasher() = default;
 
 void Hasher::Update(const void* data, size_t size) {
-  XXH3_128bits_update(&state_->xxh, data, size);
+  if (size >= 1024 && HaveAvx2()) {
+    digest_internal::UpdateAvx2(&state_->xxh, data, size);
+  } else {
+    XXH3_128bits_update(&state_->xxh, data, size);
+  }
 }
 
 void Hasher::Field(std::string_view tag, std::string_view value) {

@@ -11,7 +11,7 @@ Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::st
     Result<std::string> old = fs.ReadFile(path);
     if (old.ok() && *old == data) return false;
   }
-  BM_TRY(fs.WriteFileAtomic(path, data));
+  BM_TRY(fs.WriteFileAtomic(path, data, /*read_only=*/false, /*durable=*/false));
   return true;
 }
 

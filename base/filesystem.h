@@ -38,8 +38,10 @@ class Filesystem {
   // Atomic replace: writes a temporary file beside `path`, fsyncs it and renames
   // it over `path`; on failure the temporary is removed and `path` is untouched.
   // The parent directory must exist. read_only: the file ends up mode 0444.
+  // durable: fsync before the rename (cache entries); state that can be
+  // rebuilt (.benchmake/) passes false and skips the fsync (~8 ms each).
   virtual Status WriteFileAtomic(const std::string& path, std::string_view data,
-                                 bool read_only = false) = 0;
+                                 bool read_only = false, bool durable = true) = 0;
 
   virtual Status MakeDirs(const std::string& path) = 0;  // like mkdir -p
   // Names (not paths) of the entries of a directory, sorted.
@@ -62,7 +64,7 @@ class Filesystem {
 };
 
 // Writes only when the bytes differ (keeps mtimes stable for ninja's restat).
-// Returns true when it wrote.
+// Returns true when it wrote. Not durable: for rebuildable state.
 Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::string_view data);
 
 // Every regular file below `dir`, as paths relative to `dir`, sorted.

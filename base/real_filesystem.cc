@@ -113,12 +113,12 @@ Result<std::string> RealFilesystem::ReadFile(const std::string& path) {
 }
 
 Status RealFilesystem::WriteFileAtomic(const std::string& path, std::string_view data,
-                                       bool read_only) {
+                                       bool read_only, bool durable) {
   std::string tmp = TempNameFor(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus("creating", tmp);
   Status status = WriteAll(fd, data.data(), data.size(), tmp);
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus("fsync", tmp);
+  if (status.ok() && durable && ::fsync(fd) != 0) status = ErrnoStatus("fsync", tmp);
   if (status.ok() && read_only && ::fchmod(fd, 0444) != 0) status = ErrnoStatus("chmod", tmp);
   if (::close(fd) != 0 && status.ok()) status = ErrnoStatus("closing", tmp);
   if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
@@ -202,7 +202,9 @@ Status RealFilesystem::Touch(const std::string& path) {
 
 Result<Digest> HashFd(int fd, const std::string& name) {
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  constexpr size_t kBlock = 4 << 20;
+  // 64 KiB blocks stay in L2 between read() and the hash; measured faster
+  // here than 1-4 MiB blocks (docs/PERFORMANCE.md).
+  constexpr size_t kBlock = 64 << 10;
   std::unique_ptr<char[]> buf(new char[kBlock]);
   Hasher hasher;
   for (;;) {

@@ -53,7 +53,7 @@ Status StatCache::Save() {
   for (const auto& [path, e] : entries_) {
     out += fmt::format("{} {} {} {} {}\n", e.digest.Hex(), e.size, e.mtime_ns, e.inode, path);
   }
-  BM_TRY(fs_.WriteFileAtomic(file_, out));
+  BM_TRY(fs_.WriteFileAtomic(file_, out, /*read_only=*/false, /*durable=*/false));
   dirty_ = false;
   return Status::Ok();
 }

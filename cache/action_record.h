@@ -61,6 +61,9 @@ struct ActionRecord {
   nlohmann::json metrics = nlohmann::json::object();
   std::string log_digest;  // hex, "" when no log was kept
   Provenance provenance;
+  // Not serialized: the remote this record was just fetched from (its URL,
+  // credentials stripped), "" when it came from the local cache.
+  std::string origin;
   std::vector<RecordedMeasurement> remeasurements;  // oldest first
 };
 

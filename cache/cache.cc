@@ -1,5 +1,6 @@
 #include "cache/cache.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -15,39 +16,85 @@ std::string DefaultCacheDir() {
 
 Cache::Cache(Filesystem& fs, std::string root) : fs_(fs), local_(fs, std::move(root)) {}
 
+Cache::~Cache() {
+  // Statistics are best effort: a read-only cache dir must not fail anything.
+  if (!usage_.IsZero()) (void)AppendUsage(local_.root(), usage_);
+}
+
 void Cache::AddRemote(std::unique_ptr<RemoteBackend> remote, bool read_only) {
   remotes_.push_back(Remote{std::move(remote), read_only, false});
 }
 
-void Cache::MarkDead(Remote& remote, const Status& why) {
-  remote.dead = true;
-  std::fprintf(stderr, "benchmake: warning: remote cache %s %s (%s); using the local cache only\n",
-               remote.backend->url().c_str(),
-               why.code() == ErrorCode::kTimeout ? "timed out" : "failed", why.message().c_str());
+void Cache::ReportRemoteProblem(const std::string& what, const Status& why) {
+  ++usage_.remote_failures;
+  if (health_.MarkDead(what, why.message())) {
+    std::fprintf(stderr, "benchmake: warning: remote cache %s: %s; using the local cache only\n",
+                 what.c_str(), why.message().c_str());
+  }
 }
 
-Status Cache::FetchFromRemotes(Namespace ns, const Digest& key) {
+void Cache::MarkDead(Remote& remote, const Status& why) {
+  remote.dead = true;
+  ++usage_.remote_failures;
+  if (health_.MarkDead(remote.backend->url(), why.message())) {
+    std::fprintf(stderr,
+                 "benchmake: warning: remote cache %s %s (%s); using the local cache only for the "
+                 "rest of this build\n",
+                 remote.backend->url().c_str(),
+                 why.code() == ErrorCode::kTimeout ? "timed out" : "failed", why.message().c_str());
+  }
+}
+
+bool Cache::Usable(Remote& remote) {
+  if (remote.dead) return false;
+  if (health_.IsDead(remote.backend->url())) remote.dead = true;  // an earlier step found it dead
+  return !remote.dead;
+}
+
+bool Cache::HasLiveRemote() {
   for (Remote& r : remotes_) {
-    if (r.dead) continue;
+    if (Usable(r)) return true;
+  }
+  return false;
+}
+
+void Cache::Reject(Remote& remote, Namespace ns, const Digest& key, const Status& why) {
+  bool rejected_record = why.message().rfind("rejected", 0) == 0;
+  ++(rejected_record ? usage_.remote_rejected : usage_.remote_corrupt);
+  std::fprintf(stderr, "benchmake: warning: remote cache %s: %s %s refused: %s\n",
+               remote.backend->url().c_str(), std::string(NamespaceName(ns)).c_str(),
+               key.Hex().c_str(), why.message().c_str());
+}
+
+Status Cache::FetchFromRemotes(Namespace ns, const Digest& key, std::string* origin) {
+  for (Remote& r : remotes_) {
+    if (!Usable(r)) continue;
     BM_TRY(fs_.MakeDirs(local_.TempDir()));
     BM_ASSIGN_OR_RETURN(std::string dir, fs_.MakeTempDir(local_.TempDir(), "fetch."));
     std::string tmp = dir + "/value";
     Result<bool> got = r.backend->Get(ns, key, tmp);
-    Status s;
-    if (!got.ok()) {
+    if (!got.ok() && got.status().code() == ErrorCode::kCorrupt) {
+      Reject(r, ns, key, got.status());
+    } else if (!got.ok()) {
       MarkDead(r, got.status());
-    } else if (*got) {
-      if (ns == Namespace::kCas) {
-        Result<Digest> d = fs_.HashFile(tmp);
-        if (!d.ok() || !(*d == key)) {
-          std::fprintf(stderr, "benchmake: warning: remote %s sent a corrupt blob %s; ignored\n",
-                       r.backend->url().c_str(), key.Hex().c_str());
-          (void)fs_.RemoveAll(dir);
-          continue;
-        }
+    } else if (!*got) {
+      ++usage_.remote_misses;
+    } else {
+      // Backends verify blobs while downloading; check again before trusting
+      // any backend's word, since a bad blob here would spread to every build.
+      Result<Digest> d = ns == Namespace::kCas ? fs_.HashFile(tmp) : Result<Digest>(key);
+      if (!d.ok() || !(*d == key)) {
+        Reject(r, ns, key,
+               Status(ErrorCode::kCorrupt, "its bytes do not match the digest; not installed"));
+        (void)fs_.RemoveAll(dir);
+        continue;
       }
-      s = local_.Install(ns, key, tmp);
+      Result<FileInfo> info = fs_.Stat(tmp);
+      ++usage_.remote_hits;
+      if (info.ok()) usage_.remote_bytes_down += info->size;
+      Status s = local_.Install(ns, key, tmp);
       (void)fs_.RemoveAll(dir);
+      if (s.ok() && origin != nullptr) *origin = r.backend->url();
       return s;
     }
     (void)fs_.RemoveAll(dir);
@@ -55,17 +102,75 @@ Status Cache::FetchFromRemotes(Namespace ns, const Digest& key) {
   return Errorf(ErrorCode::kNotFound, "{} {} not in cache", NamespaceName(ns), key.Hex());
 }
 
+void Cache::Prefetch(const std::vector<Digest>& digests) {
+  std::vector<Digest> missing;
+  for (const Digest& d : digests) {
+    Result<bool> have = local_.Exists(Namespace::kCas, d);
+    if (have.ok() && !*have && std::find(missing.begin(), missing.end(), d) == missing.end()) {
+      missing.push_back(d);
+    }
+  }
+  for (Remote& r : remotes_) {
+    if (missing.empty()) return;
+    if (!Usable(r)) continue;
+    if (!fs_.MakeDirs(local_.TempDir()).ok()) return;
+    Result<std::string> dir = fs_.MakeTempDir(local_.TempDir(), "prefetch.");
+    if (!dir.ok()) return;
+    std::vector<RemoteFetch> fetches;
+    for (size_t i = 0; i < missing.size(); ++i) {
+      fetches.push_back({Namespace::kCas, missing[i], *dir + "/" + std::to_string(i)});
+    }
+    std::vector<Result<bool>> got = r.backend->GetMany(fetches, remote_parallel_);
+    std::vector<Digest> still_missing;
+    for (size_t i = 0; i < fetches.size(); ++i) {
+      const Digest& d = fetches[i].key;
+      if (!got[i].ok() && got[i].status().code() == ErrorCode::kCorrupt) {
+        Reject(r, Namespace::kCas, d, got[i].status());
+        still_missing.push_back(d);
+      } else if (!got[i].ok()) {
+        if (!r.dead) MarkDead(r, got[i].status());
+        still_missing.push_back(d);
+      } else if (!*got[i]) {
+        ++usage_.remote_misses;
+        still_missing.push_back(d);
+      } else {
+        Result<Digest> actual = fs_.HashFile(fetches[i].dest_path);
+        Result<FileInfo> info = fs_.Stat(fetches[i].dest_path);
+        if (!actual.ok() || !(*actual == d)) {
+          Reject(r, Namespace::kCas, d,
+                 Status(ErrorCode::kCorrupt, "its bytes do not match the digest; not installed"));
+          still_missing.push_back(d);
+          continue;
+        }
+        ++usage_.remote_hits;
+        if (info.ok()) usage_.remote_bytes_down += info->size;
+        if (!local_.Install(Namespace::kCas, d, fetches[i].dest_path).ok())
+          still_missing.push_back(d);
+      }
+    }
+    (void)fs_.RemoveAll(*dir);
+    missing = std::move(still_missing);
+  }
+}
+
 void Cache::PushToRemotes(Namespace ns, const Digest& key) {
   for (Remote& r : remotes_) {
-    if (r.dead || r.read_only) continue;
+    if (r.read_only || !Usable(r)) continue;
     Result<bool> exists = r.backend->Exists(ns, key);
     if (!exists.ok()) {
       MarkDead(r, exists.status());
       continue;
     }
     if (*exists) continue;
-    Status s = r.backend->Put(ns, key, local_.PathOf(ns, key));
-    if (!s.ok()) MarkDead(r, s);
+    std::string path = local_.PathOf(ns, key);
+    Status s = r.backend->Put(ns, key, path);
+    if (!s.ok()) {
+      MarkDead(r, s);
+      continue;
+    }
+    ++usage_.remote_uploads;
+    Result<FileInfo> info = fs_.Stat(path);
+    if (info.ok()) usage_.remote_bytes_up += info->size;
   }
 }
 
@@ -92,7 +197,7 @@ Result<bool> Cache::HasBlob(const Digest& digest) {
   BM_ASSIGN_OR_RETURN(bool have, local_.Exists(Namespace::kCas, digest));
   if (have) return true;
   for (Remote& r : remotes_) {
-    if (r.dead) continue;
+    if (!Usable(r)) continue;
     Result<bool> e = r.backend->Exists(Namespace::kCas, digest);
     if (!e.ok())
       MarkDead(r, e.status());
@@ -132,8 +237,12 @@ Result<std::string> Cache::ReadBlob(const Digest& digest) {
 Result<std::optional<ActionRecord>> Cache::GetAction(const Digest& key) {
   std::string path = local_.PathOf(Namespace::kAc, key);
   BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
-  if (!info.exists) {
-    Status s = FetchFromRemotes(Namespace::kAc, key);
+  std::string origin;
+  if (info.exists) {
+    ++usage_.local_hits;
+  } else {
+    ++usage_.local_misses;
+    Status s = FetchFromRemotes(Namespace::kAc, key, &origin);
     if (s.code() == ErrorCode::kNotFound) return std::optional<ActionRecord>();
     BM_TRY(s);
   }
@@ -148,6 +257,7 @@ Result<std::optional<ActionRecord>> Cache::GetAction(const Digest& key) {
     return record.status();
   }
   local_.MarkUsed(Namespace::kAc, key);
+  record->origin = origin;
   return std::optional<ActionRecord>(std::move(*record));
 }
 

@@ -4,8 +4,14 @@
 //
 // Reads verify: a blob whose bytes no longer match its digest is reported
 // (kCorrupt, with the path), evicted, and the caller treats the action as a
-// miss and rebuilds. Remote failures never fail a call: the remote is marked
-// dead for the process (warning on stderr once) and the call counts as a miss.
+// miss and rebuilds. Remote failures (errors, timeouts) never fail a call: the
+// remote is marked dead for the run (RunHealth: every step process of one
+// build shares the verdict; one warning on stderr) and the call counts as a
+// miss. A remote value that is corrupt (bytes do not match the digest) or a
+// rejected action record (unsigned, forged) is a miss too, counted, and never
+// installed locally; the remote stays in use. Read-only remotes get no pushes.
+// Hits, misses, bytes and failures are counted in usage() and appended to
+// <root>/stats.log when the Cache goes away (cache/usage_stats.h).
 //
 // Thread safety: one Cache per thread (remotes must be thread-safe themselves).
 #pragma once
@@ -19,6 +25,8 @@
 #include "cache/action_record.h"
 #include "cache/local_store.h"
 #include "cache/remote_backend.h"
+#include "cache/run_health.h"
+#include "cache/usage_stats.h"
 
 namespace bm::cache {
 
@@ -28,10 +36,25 @@ std::string DefaultCacheDir();
 class Cache {
  public:
   Cache(Filesystem& fs, std::string root);
+  ~Cache();
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
 
   LocalStore& local() { return local_; }
   const std::string& root() const { return local_.root(); }
   void AddRemote(std::unique_ptr<RemoteBackend> remote, bool read_only);
+  // Where "dead for the run" is recorded (default: this process only).
+  void SetRunHealth(RunHealth health) { health_ = std::move(health); }
+  void SetRemoteParallel(int n) { remote_parallel_ = n; }
+  // Warns once per run that a remote (named `what`) could not be set up.
+  void ReportRemoteProblem(const std::string& what, const Status& why);
+  const UsageStats& usage() const { return usage_; }
+  bool HasLiveRemote();
+
+  // Fetches, in parallel, the blobs among `digests` that are not local from
+  // the first live remote that has them; verified, then installed. Blobs no
+  // remote has are left for Materialize to report. Never fails the caller.
+  void Prefetch(const std::vector<Digest>& digests);
 
   Status Init() { return local_.Init(); }
 
@@ -45,11 +68,12 @@ class Cache {
   Result<bool> HasBlob(const Digest& digest);
 
   // The record for `key`, or nullopt. A malformed record is evicted (nullopt).
+  // A record fetched from a remote has `origin` set to the remote's URL.
   Result<std::optional<ActionRecord>> GetAction(const Digest& key);
   Status PutAction(const ActionRecord& record);
 
  private:
-  Status FetchFromRemotes(Namespace ns, const Digest& key);
+  Status FetchFromRemotes(Namespace ns, const Digest& key, std::string* origin = nullptr);
   void PushToRemotes(Namespace ns, const Digest& key);
   struct Remote {
     std::unique_ptr<RemoteBackend> backend;
@@ -57,10 +81,16 @@ class Cache {
     bool dead = false;
   };
   void MarkDead(Remote& remote, const Status& why);
+  bool Usable(Remote& remote);
+  // Counts and reports a value a remote sent that we refuse (kCorrupt).
+  void Reject(Remote& remote, Namespace ns, const Digest& key, const Status& why);
 
   Filesystem& fs_;
   LocalStore local_;
   std::vector<Remote> remotes_;
+  RunHealth health_{"", ""};
+  UsageStats usage_;
+  int remote_parallel_ = 16;
 };
 
 }  // namespace bm::cache

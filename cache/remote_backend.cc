@@ -4,6 +4,22 @@ namespace bm::cache {
 
 std::string_view NamespaceName(Namespace ns) { return ns == Namespace::kCas ? "cas" : "ac"; }
 
+std::vector<Result<bool>> RemoteBackend::GetMany(const std::vector<RemoteFetch>& fetches,
+                                                 int /*max_parallel*/) {
+  std::vector<Result<bool>> results;
+  results.reserve(fetches.size());
+  for (const RemoteFetch& f : fetches) results.push_back(Get(f.ns, f.key, f.dest_path));
+  return results;
+}
+
+std::vector<Status> RemoteBackend::PutMany(const std::vector<RemotePush>& pushes,
+                                           int /*max_parallel*/) {
+  std::vector<Status> results;
+  results.reserve(pushes.size());
+  for (const RemotePush& p : pushes) results.push_back(Put(p.ns, p.key, p.src_path));
+  return results;
+}
+
 RemoteRegistry& RemoteRegistry::Global() {
   static RemoteRegistry registry;
   return registry;

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/digest.h"
 #include "base/result.h"
@@ -27,6 +28,18 @@ namespace bm::cache {
 
 enum class Namespace { kCas, kAc };
 std::string_view NamespaceName(Namespace ns);  // "cas" / "ac"
+
+// One value to fetch into dest_path, or to push from src_path (GetMany/PutMany).
+struct RemoteFetch {
+  Namespace ns = Namespace::kCas;
+  Digest key;
+  std::string dest_path;
+};
+struct RemotePush {
+  Namespace ns = Namespace::kCas;
+  Digest key;
+  std::string src_path;
+};
 
 class RemoteBackend {
  public:
@@ -39,11 +52,22 @@ class RemoteBackend {
   // Stores the bytes of src_path under key.
   virtual Status Put(Namespace ns, const Digest& key, const std::string& src_path) = 0;
   virtual Result<bool> Exists(Namespace ns, const Digest& key) = 0;
+
+  // Many transfers, up to max_parallel at once where the backend can; one
+  // result per entry, in order, each as Get / Put would return it. The
+  // defaults run them one at a time.
+  virtual std::vector<Result<bool>> GetMany(const std::vector<RemoteFetch>& fetches,
+                                            int max_parallel);
+  virtual std::vector<Status> PutMany(const std::vector<RemotePush>& pushes, int max_parallel);
 };
 
 struct RemoteOptions {
-  double timeout_seconds = 30;
+  double timeout_seconds = 30;  // connect timeout, and stall timeout (no bytes moving)
   bool read_only = false;
+  std::string bearer_token;  // the value, already read from token_env
+  std::string ca_file;       // TLS: CA bundle to verify the server
+  std::string client_cert;   // TLS: client certificate and key (PEM)
+  std::string client_key;
 };
 
 using RemoteFactory = std::function<Result<std::unique_ptr<RemoteBackend>>(

@@ -48,23 +48,19 @@ Status ParseSettings(const std::string& file, const toml::table& t, Settings* se
       if (!node.is_integer())
         return LocatedError(loc, fmt::format("[benchmake] {} must be an integer", k));
       (k == "jobs" ? settings->jobs : settings->gpus) = static_cast<int>(node.as_integer()->get());
-    } else if (k == "remote") {
-      if (node.is_string()) {
-        settings->remotes.push_back(node.as_string()->get());
-      } else if (auto* a = node.as_array(); a && a->is_homogeneous(toml::node_type::string)) {
-        for (const toml::node& e : *a) settings->remotes.push_back(e.as_string()->get());
-      } else {
-        return LocatedError(loc, "[benchmake] remote must be a URL or a list of URLs");
+    } else if (k == "cache") {
+      if (!node.is_table()) return LocatedError(loc, "[benchmake.cache] must be a table");
+      for (const auto& [ckey, cnode] : *node.as_table()) {
+        Status s = cache::ApplyRemoteSetting(settings->remote, ckey.str(), ToJson(cnode));
+        if (!s.ok()) {
+          return LocatedError(Loc(file, ckey.source()), "[benchmake.cache] " + s.message());
+        }
       }
-    } else if (k == "remote_read_only") {
-      if (!node.is_boolean())
-        return LocatedError(loc, "[benchmake] remote_read_only must be a boolean");
-      settings->remote_read_only = node.as_boolean()->get();
     } else {
       return LocatedError(
           Loc(file, key.source()),
           fmt::format("unknown setting '{}' in [benchmake] (known: cache_dir, jobs, "
-                      "gpus, remote, remote_read_only)",
+                      "gpus, and the table [benchmake.cache])",
                       k));
     }
   }

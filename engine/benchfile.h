@@ -3,7 +3,8 @@
 // sees toml++ is benchfile.cc. Validation against rules: target_graph.h.
 //
 // Format (docs/BENCHFILE.md):
-//   [benchmake]            workspace settings: cache_dir, jobs, gpus, remote
+//   [benchmake]            workspace settings: cache_dir, jobs, gpus
+//   [benchmake.cache]      the remote cache (cache/remote/remote_config.h)
 //   [target.NAME]          rule = "exec", then the rule's parameters
 //   any other top-level table is kept in Benchfile::extra for other modules
 //   (e.g. [report]).
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "cache/remote/remote_config.h"
 
 namespace bm::engine {
 
@@ -48,11 +50,10 @@ struct RawTarget {
 };
 
 struct Settings {
-  std::string cache_dir;             // "" = default (cache/cache.h DefaultCacheDir)
-  int jobs = 0;                      // 0 = ninja's default
-  int gpus = -1;                     // -1 = detect
-  std::vector<std::string> remotes;  // remote cache URLs
-  bool remote_read_only = false;
+  std::string cache_dir;       // "" = default (cache/cache.h DefaultCacheDir)
+  int jobs = 0;                // 0 = ninja's default
+  int gpus = -1;               // -1 = detect
+  cache::RemoteConfig remote;  // [benchmake.cache]
 };
 
 struct Benchfile {

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "base/file_lock.h"
+#include "cache/run_health.h"
 #include "engine/generate.h"
 #include "engine/target_graph.h"
 
@@ -33,7 +34,8 @@ Result<FileLock> LockWorkspace(const Workspace& ws) {
                  "benchmake: waited %.1fs for another build of this workspace (pid %s) to finish\n",
                  waited, holder.c_str());
   }
-  (void)ws.fs->WriteFileAtomic(path + ".pid", std::to_string(::getpid()) + "\n");
+  (void)ws.fs->WriteFileAtomic(path + ".pid", std::to_string(::getpid()) + "\n", false,
+                               /*durable=*/false);
   return lock;
 }
 
@@ -79,6 +81,8 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     }
     cmd.argv.push_back(fmt::format("t/{}.out", t));
   }
+  // Every step of this build shares one remote-cache verdict (cache/run_health.h).
+  cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
   if (options.remeasure && !options.dry_run) {

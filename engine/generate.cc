@@ -106,13 +106,22 @@ Result<StatSig> StatOf(Filesystem& fs, const std::string& path) {
   return SigOf(info);
 }
 
-// Forces a step for every target whose out/NAME vanished.
+// Forces a step for every target whose out/NAME vanished. Removing or adding
+// out/NAME changes the mtime of out/, so when out/ has the mtime recorded in
+// .benchmake/out_checked, the per-target stats are skipped.
 Status CheckOutDirs(const Workspace& ws, const std::vector<std::string>& targets) {
+  Filesystem& fs = *ws.fs;
+  std::string checked = ws.StateDir() + "/out_checked";
+  BM_ASSIGN_OR_RETURN(FileInfo out, fs.Stat(ws.OutRoot()));
+  std::string now =
+      fmt::format("benchmake-out-checked 1\n{} {} {}\n", out.exists, out.mtime_ns, out.inode);
+  Result<std::string> before = fs.ReadFile(checked);
+  if (before.ok() && *before == now) return Status::Ok();
   for (const std::string& t : targets) {
-    BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(ws.OutDirOf(t)));
-    if (!info.exists) BM_TRY(ws.fs->Remove(ws.TargetFile(t, "out")));
+    BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(ws.OutDirOf(t)));
+    if (!info.exists) BM_TRY(fs.Remove(ws.TargetFile(t, "out")));
   }
-  return Status::Ok();
+  return fs.WriteFileAtomic(checked, now, /*read_only=*/false, /*durable=*/false);
 }
 
 std::string TargetsNeedingPlatform(const TargetGraph& g) {
@@ -124,6 +133,8 @@ std::string TargetsNeedingPlatform(const TargetGraph& g) {
 
 Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env) {
   Filesystem& fs = *ws.fs;
+  BM_ASSIGN_OR_RETURN(FileInfo ninja_file, fs.Stat(ws.StateDir() + "/build.ninja"));
+  if (!ninja_file.exists) return false;
   BM_ASSIGN_OR_RETURN(StatSig bf, StatOf(fs, ws.benchfile));
   if (!(bf == stamp.benchfile) || stamp.env != env) return false;
   BM_ASSIGN_OR_RETURN(StatSig exe, StatOf(fs, ws.self_exe));
@@ -180,14 +191,13 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
                                       TargetsNeedingPlatform(graph)));
     stamp.platform = DigestOf(platform.dump()).Hex();
     BM_TRY(
-        WriteFileIfChanged(fs, ws.StateDir() + "/platform.json", platform.dump(1) + "\n").status());
+        WriteFileIfChanged(fs, ws.StateDir() + "/platform", "benchmake-platform 1\n" + platform.dump(1) + "\n").status());
   }
 
   WorkspaceConfig config;
   config.cache_dir = graph.settings.cache_dir.empty() ? cache::DefaultCacheDir()
                                                       : JoinPath(ws.root, graph.settings.cache_dir);
-  config.remotes = graph.settings.remotes;
-  config.remote_read_only = graph.settings.remote_read_only;
+  config.remote = graph.settings.remote;
   bool needs_gpus = false;
   for (const Target& t : graph.targets) needs_gpus |= t.rule->gpus(t.params) > 0;
   config.gpus = graph.settings.gpus >= 0 ? graph.settings.gpus
@@ -224,11 +234,12 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   ninja.gpu_pool_depth = config.gpus;
   std::string ninja_text = RenderNinja(graph, ninja);
   stamp.ninja = DigestOf(ninja_text).Hex();
-  if (!old || old->ninja != stamp.ninja) {
+  BM_ASSIGN_OR_RETURN(FileInfo ninja_info, fs.Stat(ws.StateDir() + "/build.ninja"));
+  if (!old || old->ninja != stamp.ninja || !ninja_info.exists) {
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
   }
   BM_TRY(CheckOutDirs(ws, stamp.targets));
-  BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp)));
+  BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp), false, /*durable=*/false));
   result.targets = stamp.targets;
   result.files_hashed = stat_cache.hashed_count();
   result.jobs = stamp.jobs;

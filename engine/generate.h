@@ -1,6 +1,6 @@
 // The generator: brings .benchmake/ up to date with the BENCHFILE before ninja
 // runs — key material (.spec) and step parameters (.params) per target,
-// config.json, platform.json, build.ninja — writing each file only when its
+// config.json, platform, build.ninja — writing each file only when its
 // bytes change, so that ninja's mtimes mean "content changed".
 //
 // No-op fast path: the stamp .benchmake/generated records the stat (size,

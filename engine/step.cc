@@ -24,6 +24,17 @@ std::string HostName() {
   return buf;
 }
 
+// What NAME.last says about a restore; for a record just fetched from a remote,
+// where and on what it was recorded (what `explain` shows).
+std::string RestoredOutcome(const cache::ActionRecord& record) {
+  if (record.origin.empty()) return "restored";
+  const cache::Provenance& p = record.provenance;
+  std::string platform =
+      p.platform.empty() ? "platform-independent" : "platform " + p.platform.dump();
+  return fmt::format("restored from remote {}; recorded on host {}, {}, {}", record.origin,
+                     p.host.empty() ? "?" : p.host, platform, p.date);
+}
+
 class Stepper {
  public:
   Stepper(const Workspace& ws, const std::string& target, const StepOptions& options)
@@ -59,11 +70,15 @@ class Stepper {
     if (verdict.verdict == Verdict::kUpToDate) {
       report.manifest = cache::ManifestDigest(facts.last->outputs);
     } else if (verdict.verdict == Verdict::kRestore) {
-      Status s = Materialize(*record, "restored");
+      std::vector<Digest> blobs;
+      for (const cache::OutputFile& f : record->outputs) blobs.push_back(f.digest);
+      cache_->Prefetch(blobs);  // remote blobs in parallel; a no-op when all are local
+      Status s = Materialize(*record, RestoredOutcome(*record));
       if (s.ok()) {
         report.outcome = StepOutcome::kRestored;
         report.manifest = cache::ManifestDigest(record->outputs);
-        Notice(fmt::format("{}: restored from cache", target_));
+        Notice(fmt::format("{}: restored from {}", target_,
+                           record->origin.empty() ? "cache" : "remote cache " + record->origin));
       } else if (s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) {
         Notice(fmt::format("{}: {}; rebuilding", target_, s.message()));
         BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
@@ -100,6 +115,8 @@ class Stepper {
   // Links the record's outputs into out/NAME and remembers them in NAME.last.
   Status Materialize(const cache::ActionRecord& record, std::string outcome) {
     std::string dir = ws_.OutDirOf(target_);
+    // out/ changes below the generator's feet: its next check must look.
+    BM_TRY(fs_.Remove(ws_.StateDir() + "/out_checked"));
     BM_TRY(fs_.RemoveAll(dir));
     BM_TRY(fs_.MakeDirs(dir));
     LastBuild last;
@@ -177,7 +194,7 @@ class Stepper {
     BM_TRY(fs_.MakeDirs(ctx.resume_dir));
     BM_TRY(fs_.MakeDirs(ws_.StateDir() + "/log"));
     ctx.log_path = ws_.LogOf(target_);
-    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, ""));
+    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, "", false, /*durable=*/false));
 
     GpuLease gpus;
     if (params_.gpus > 0) {
@@ -278,7 +295,7 @@ class Stepper {
     std::string text = fs_.ReadFile(path).ok() ? *fs_.ReadFile(path) : "";
     if (!rule_text.empty()) {
       text += rule_text;
-      (void)fs_.WriteFileAtomic(path, text);
+      (void)fs_.WriteFileAtomic(path, text, false, /*durable=*/false);
     }
     return text;
   }

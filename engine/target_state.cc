@@ -110,7 +110,8 @@ Status WriteLastBuild(const Workspace& ws, const std::string& target, const Last
                       {"date", last.date},
                       {"files", files}};
   return ws.fs->WriteFileAtomic(ws.TargetFile(target, "last"),
-                                std::string(kLastMagic) + j.dump() + "\n");
+                                std::string(kLastMagic) + j.dump() + "\n",
+                                /*read_only=*/false, /*durable=*/false);
 }
 
 Result<bool> OutputsPresent(const Workspace& ws, const std::string& target, const LastBuild& last) {

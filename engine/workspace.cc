@@ -38,8 +38,7 @@ Result<Workspace> OpenWorkspace(Filesystem& fs, CommandRunner& runner, const Rul
 
 Status SaveConfig(const Workspace& ws, const WorkspaceConfig& c) {
   nlohmann::json j = {{"cache_dir", c.cache_dir},
-                      {"remotes", c.remotes},
-                      {"remote_read_only", c.remote_read_only},
+                      {"remote", cache::RemoteConfigToJson(c.remote)},
                       {"gpus", c.gpus}};
   BM_TRY(ws.fs->MakeDirs(ws.StateDir()));
   return WriteFileIfChanged(*ws.fs, ws.StateDir() + "/config.json",
@@ -63,8 +62,9 @@ Result<WorkspaceConfig> LoadConfig(const Workspace& ws) {
     return Errorf(ErrorCode::kCorrupt, "{}/config.json is corrupt", ws.StateDir());
   WorkspaceConfig c;
   c.cache_dir = j.value("cache_dir", "");
-  c.remotes = j.value("remotes", std::vector<std::string>{});
-  c.remote_read_only = j.value("remote_read_only", false);
+  if (j.contains("remote")) {
+    BM_ASSIGN_OR_RETURN(c.remote, cache::RemoteConfigFromJson(j["remote"]));
+  }
   c.gpus = j.value("gpus", 0);
   return c;
 }
@@ -73,18 +73,22 @@ Result<std::unique_ptr<cache::Cache>> OpenCache(const Workspace& ws,
                                                 const WorkspaceConfig& config) {
   auto c = std::make_unique<cache::Cache>(*ws.fs, config.cache_dir);
   BM_TRY(c->Init());
-  for (const std::string& url : config.remotes) {
-    cache::RemoteOptions options;
-    options.read_only = config.remote_read_only;
-    Result<std::unique_ptr<cache::RemoteBackend>> r =
-        cache::RemoteRegistry::Global().Create(url, options);
-    if (!r.ok()) {
-      std::fprintf(stderr, "benchmake: warning: remote cache %s: %s\n", url.c_str(),
-                   r.status().message().c_str());
-      continue;
-    }
-    c->AddRemote(std::move(*r), config.remote_read_only);
+  c->SetRunHealth(cache::RunHealth::ForWorkspace(ws.StateDir()));
+  cache::RemoteConfig remote = config.remote;
+  Status env = cache::ApplyRemoteEnvironment(remote);
+  if (!env.ok()) {
+    c->ReportRemoteProblem("BENCHMAKE_REMOTE_CACHE", env);
+    return c;
   }
+  if (!remote.enabled()) return c;
+  Result<std::unique_ptr<cache::RemoteBackend>> r =
+      cache::OpenRemote(remote, cache::RemoteRegistry::Global());
+  if (!r.ok()) {
+    c->ReportRemoteProblem(cache::RedactUrl(remote.url), r.status());
+    return c;
+  }
+  c->AddRemote(std::move(*r), !remote.write);
+  c->SetRemoteParallel(remote.parallel);
   return c;
 }
 

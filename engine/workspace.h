@@ -7,7 +7,7 @@
 //     config.json                  resolved settings the steps read (cache dir, remotes)
 //     generated                    no-op fast path stamp (engine/generate.h)
 //     stat_cache                   source file digests (base/stat_cache.h)
-//     platform.json                platform facts of this build (when needed)
+//     platform                     platform facts of this build, for humans ("benchmake-platform 1\n" json)
 //     t/NAME.spec                  key material without upstream digests (key_material.h)
 //     t/NAME.params                what the step runs: rule, all params, input paths
 //     t/NAME.out                   digest of NAME's output manifest (restat stamp)
@@ -23,6 +23,7 @@
 #include "base/command_runner.h"
 #include "base/filesystem.h"
 #include "cache/cache.h"
+#include "cache/remote/remote_config.h"
 #include "engine/rule.h"
 
 namespace bm::engine {
@@ -57,15 +58,16 @@ Result<Workspace> OpenWorkspace(Filesystem& fs, CommandRunner& runner, const Rul
 // Settings that the generator resolves and the steps read (.benchmake/config.json).
 struct WorkspaceConfig {
   std::string cache_dir;
-  std::vector<std::string> remotes;
-  bool remote_read_only = false;
+  cache::RemoteConfig remote;  // [benchmake.cache]; $BENCHMAKE_REMOTE_CACHE applies on open
   int gpus = 0;
 };
 Status SaveConfig(const Workspace& ws, const WorkspaceConfig& config);
 Result<WorkspaceConfig> LoadConfig(const Workspace& ws);
 
-// The cache for this workspace: local store plus configured remotes
-// (created through cache::RemoteRegistry::Global()).
+// The cache for this workspace: local store plus the configured remote
+// (config.remote, then $BENCHMAKE_REMOTE_CACHE on top; created through
+// cache::RemoteRegistry::Global()). A remote that cannot be set up is
+// reported once per build and left out: it never fails the build.
 Result<std::unique_ptr<cache::Cache>> OpenCache(const Workspace& ws, const WorkspaceConfig& config);
 
 std::string BenchmakeVersion();

@@ -4,8 +4,9 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
+
+#include "rules/text/line_regex.h"
 
 namespace bm::rules {
 namespace {
@@ -89,19 +90,14 @@ Status TextDocuments(std::string_view contents, std::string_view origin,
     out->push_back({{{std::string(contents), true}}});
     return Status::Ok();
   }
-  std::regex start;
-  try {
-    start = std::regex(document_start, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Errorf(ErrorCode::kInvalidArgument, "document_start /{}/: {}", document_start, e.what());
-  }
+  BM_ASSIGN_OR_RETURN(text::LineRegex start, text::LineRegex::Create(document_start));
   size_t doc_begin = 0, pos = 0;
   while (pos < contents.size()) {
     size_t eol = contents.find('\n', pos);
     eol = eol == std::string_view::npos ? contents.size() : eol + 1;
     std::string_view line = contents.substr(pos, eol - pos);
     if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-    if (pos > doc_begin && std::regex_search(line.begin(), line.end(), start)) {
+    if (pos > doc_begin && start.Search(line)) {
       out->push_back({{{std::string(contents.substr(doc_begin, pos - doc_begin)), true}}});
       doc_begin = pos;
     }

@@ -9,8 +9,8 @@
 // Input formats (Format):
 //   kText           plain UTF-8 text. Without a document_start pattern the
 //                   whole file is one document; with one, a line matching it
-//                   (ECMAScript regex, std::regex_search) starts a new
-//                   document. The documents' bytes concatenate to the file.
+//                   (a regex search on ICU's engine, rules/text/line_regex.h)
+//                   starts a new document. The documents' bytes concatenate to the file.
 //   kJsonl          one JSON object per line with a string field (text_field)
 //   kAlpaca         a JSON list of {instruction, input, output} (Stanford
 //                   Alpaca), or the same objects one per line (.jsonl)

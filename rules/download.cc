@@ -9,14 +9,10 @@
 #include <thread>
 
 #include "base/archive.h"
+#include "base/digest.h"
 #include "base/http_client.h"
 #include "base/sha256.h"
 #include "rules/download_url.h"
-
-#if __has_include("base/digest.h")
-#include "base/digest.h"
-#define BM_DOWNLOAD_HAVE_XXH128 1
-#endif
 
 namespace bm::rules {
 namespace {
@@ -131,7 +127,6 @@ Status MoveFile(const std::string& from, const std::string& to) {
 }
 
 Result<std::string> Xxh128OfFile(const std::string& path) {
-#ifdef BM_DOWNLOAD_HAVE_XXH128
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return Errorf(ErrorCode::kIo, "cannot open {}", path);
   Hasher h;
@@ -139,10 +134,6 @@ Result<std::string> Xxh128OfFile(const std::string& path) {
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) h.Update(buf, n);
   std::fclose(f);
   return h.Finish().Hex();
-#else
-  (void)path;
-  return Errorf(ErrorCode::kUnsupported, "xxh128 needs base/digest (not in this build)");
-#endif
 }
 
 class DownloadRule final : public engine::Rule {
@@ -266,9 +257,8 @@ class DownloadRule final : public engine::Rule {
                     {"resumed_from", resumed_from},
                     {"unpack", p.at("unpack")}};
     BM_ASSIGN_OR_RETURN(metrics["sha256"], Sha256OfFile(part));
+    BM_ASSIGN_OR_RETURN(metrics["xxh128"], Xxh128OfFile(part));
     const std::string want_xxh = p.at("xxh128");
-    Result<std::string> xxh = Xxh128OfFile(part);
-    if (xxh.ok()) metrics["xxh128"] = *xxh;
     const std::string want_sha = p.at("sha256");
     auto mismatch = [&](const char* kind, const std::string& want, const std::string& got) {
       fs::remove(part);
@@ -278,9 +268,8 @@ class DownloadRule final : public engine::Rule {
     if (!want_sha.empty() && metrics["sha256"] != want_sha) {
       return mismatch("sha256", want_sha, metrics["sha256"]);
     }
-    if (!want_xxh.empty()) {
-      if (!xxh.ok()) return xxh.status();
-      if (*xxh != want_xxh) return mismatch("xxh128", want_xxh, *xxh);
+    if (!want_xxh.empty() && metrics["xxh128"] != want_xxh) {
+      return mismatch("xxh128", want_xxh, metrics["xxh128"]);
     }
     if (want_sha.empty() && want_xxh.empty()) {
       log << fmt::format(

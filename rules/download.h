@@ -18,7 +18,7 @@
 //  - unpack = "gz" | "zst" writes FILENAME without that suffix; "tar",
 //    "tar.gz", "tar.zst" extract into out_dir; "" keeps the file as FILENAME.
 //  - On any failure out_dir is left empty (the engine caches nothing).
-// Metrics: {url (expanded), file, bytes, sha256, xxh128 (when available),
+// Metrics: {url (expanded), file, bytes, sha256, xxh128,
 // attempts, resumed_from, seconds, unpack}. Header values never appear in
 // logs, metrics or errors.
 #pragma once

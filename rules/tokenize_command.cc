@@ -41,7 +41,9 @@ Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, s
         return Errorf(ErrorCode::kInvalidArgument, "{} needs a value\n{}", a, kUsage);
       return args[++i];
     };
-    if (a == "--vocab") {
+    if ((a == "-C" || a == "-f") && i + 1 < args.size()) {
+      ++i;  // global flags the CLI appends; tokenize does not use the workspace
+    } else if (a == "--vocab") {
       BM_ASSIGN_OR_RETURN(vocab, value());
     } else if (a == "--encoding") {
       BM_ASSIGN_OR_RETURN(encoding_name, value());

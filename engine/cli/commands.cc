@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "engine/workspace.h"
+#include "rules/tokenize_command.h"
 
 namespace bm::engine::cli {
 
@@ -20,6 +21,8 @@ const std::vector<CommandEntry>& Commands() {
       {"debug-key", "debug-key TARGET (or --debug-key TARGET)", "print exactly what the key hashes",
        &DebugKeyCommand},
       {"step", "step TARGET [--remeasure]", "run one target (what ninja edges call)", &StepCommand},
+      {"tokenize", "tokenize --vocab FILE [--threads N] [--eot] [--decode] [INPUT|-]",
+       "token ids of a text, one per line (or --decode ids to bytes)", &rules::TokenizeCommand},
       {"report", "report [TARGET|NAME@WHERE|PATH...] [--format md|json|csv|html] [-o FILE]",
        "tables and plots of the measurements (docs/REPORTS.md)", &ReportCommand},
       {"compare", "compare A B [--from-step N] [--tolerance PCT] [--no-alignment]",

@@ -4,10 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "cache/remote/remote_config.h"
 #include "engine/cli/commands.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  bm::cache::RegisterRemoteBackends(bm::cache::RemoteRegistry::Global());
   bm::Status status = bm::engine::cli::Dispatch(args);
   if (!status.ok()) {
     std::fflush(stdout);

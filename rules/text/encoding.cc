@@ -21,12 +21,38 @@ struct StringHash {
   size_t operator()(std::string_view s) const { return RankMap::Hash(s.data(), s.size()); }
 };
 
-// Encodes pieces, remembering the tokens of pieces that are not a token
-// themselves: in real text the same rare words recur, and a merge costs tens
-// of rank lookups. One cache per Encode() call (so per thread); bounded.
+// The tokens of pieces that are not a token themselves: in real text the same
+// rare words recur, and a merge costs tens of rank lookups. One cache per
+// thread, tied to one encoding (by its id, never reused), bounded in size.
+struct PieceCache {
+  static constexpr size_t kMaxEntries = 1 << 16;
+
+  uint64_t encoding_id = 0;
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>>
+      entries;  // piece → (offset, count) in tokens
+  std::vector<int32_t> tokens;
+
+  void Clear() {
+    entries.clear();
+    tokens.clear();
+  }
+};
+
+PieceCache& ThreadCache(uint64_t encoding_id) {
+  thread_local PieceCache cache;
+  if (cache.encoding_id != encoding_id) {
+    cache.Clear();
+    cache.encoding_id = encoding_id;
+  }
+  return cache;
+}
+
+// Encodes pieces: a whole-piece lookup first (most words are one token), then
+// the thread's cache, then BPE.
 class BpeSink final : public PieceSink {
  public:
-  BpeSink(const RankMap& ranks, std::vector<int32_t>* out) : ranks_(ranks), out_(out) {}
+  BpeSink(const RankMap& ranks, PieceCache& cache, std::vector<int32_t>* out)
+      : ranks_(ranks), cache_(cache), out_(out) {}
 
   void Piece(std::string_view piece) override {
     const uint32_t whole =
@@ -39,34 +65,30 @@ class BpeSink final : public PieceSink {
       BytePairEncode(piece, ranks_, out_);
       return;
     }
-    auto hit = cache_.find(piece);
-    if (hit != cache_.end()) {
-      out_->insert(out_->end(), tokens_.begin() + hit->second.first,
-                   tokens_.begin() + hit->second.first + hit->second.second);
+    auto hit = cache_.entries.find(piece);
+    if (hit != cache_.entries.end()) {
+      const auto first = cache_.tokens.begin() + hit->second.first;
+      out_->insert(out_->end(), first, first + hit->second.second);
       return;
     }
     const size_t before = out_->size();
     BytePairEncode(piece, ranks_, out_);
-    if (cache_.size() >= kMaxCacheEntries) {
-      cache_.clear();
-      tokens_.clear();
-    }
-    const auto offset = static_cast<uint32_t>(tokens_.size());
-    tokens_.insert(tokens_.end(), out_->begin() + before, out_->end());
-    cache_.emplace(std::string(piece),
-                   std::make_pair(offset, static_cast<uint32_t>(out_->size() - before)));
+    if (cache_.entries.size() >= PieceCache::kMaxEntries) cache_.Clear();
+    const auto offset = static_cast<uint32_t>(cache_.tokens.size());
+    cache_.tokens.insert(cache_.tokens.end(), out_->begin() + before, out_->end());
+    cache_.entries.emplace(std::string(piece),
+                           std::make_pair(offset, static_cast<uint32_t>(out_->size() - before)));
   }
 
  private:
   static constexpr size_t kMaxCachedBytes = 64;
-  static constexpr size_t kMaxCacheEntries = 1 << 16;
 
   const RankMap& ranks_;
+  PieceCache& cache_;
   std::vector<int32_t>* out_;
-  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>>
-      cache_;
-  std::vector<int32_t> tokens_;
 };
+
+std::atomic<uint64_t> next_encoding_id{1};
 
 bool IsAsciiNonSpace(char c) {
   const auto u = static_cast<unsigned char>(c);
@@ -112,6 +134,7 @@ std::string Encoding::NameForRankFile(std::string_view path) {
 Result<Encoding> Encoding::Custom(std::string name, Vocabulary vocab, std::string_view pattern,
                                   std::vector<SpecialToken> specials) {
   Encoding enc;
+  enc.id_ = next_encoding_id.fetch_add(1);
   enc.name_ = std::move(name);
   if (pattern == kGpt2Pattern) {
     enc.pretokenizer_ = std::make_unique<Gpt2Pretokenizer>();
@@ -171,7 +194,7 @@ Result<Encoding> Encoding::Load(std::string_view name, const std::string& rank_f
 }
 
 void Encoding::Encode(std::string_view text, std::vector<int32_t>* out) const {
-  BpeSink sink(vocab_.ranks, out);
+  BpeSink sink(vocab_.ranks, ThreadCache(id_), out);
   pretokenizer_->Split(text, sink);
 }
 

@@ -23,7 +23,9 @@
 //       no rank file. For tests.
 //
 // Thread safety: immutable after construction; every method is const and safe
-// from any number of threads. Move-only.
+// from any number of threads. Encode() keeps a bounded per-thread cache of
+// pieces that needed merges (thread_local, about 1 MiB at most per thread,
+// tied to this encoding's id), which changes speed, never ids. Move-only.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +95,7 @@ class Encoding {
   int32_t eot_id_ = -1;
   size_t vocab_size_ = 0;
   bool splits_at_lines_ = false;
+  uint64_t id_ = 0;  // keys the per-thread piece cache; unique per Custom()
 };
 
 }  // namespace bm::text

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "cache/maintenance.h"
 #include "tests/support/memory_filesystem.h"
 
@@ -91,6 +93,101 @@ TEST_F(CacheTest, VerifyFindsCorruption) {
   EXPECT_EQ(r->evicted.size(), 1u);
   Result<StoreStats> s = ComputeStats(cache_.local());
   EXPECT_EQ(s->blobs, 0u);
+}
+
+// A remote in memory; `fail` makes every call fail with that code.
+class FakeRemote : public RemoteBackend {
+ public:
+  explicit FakeRemote(testing::MemoryFilesystem* fs) : fs_(fs) {}
+  std::string url() const override { return "fake://remote"; }
+  Result<bool> Get(Namespace ns, const Digest& key, const std::string& dest) override {
+    ++gets;
+    if (fail != ErrorCode::kOk) return Status(fail, "down");
+    auto it = store.find(Key(ns, key));
+    if (it == store.end()) return false;
+    fs_->Write(dest, it->second);
+    return true;
+  }
+  Status Put(Namespace ns, const Digest& key, const std::string& src) override {
+    if (fail != ErrorCode::kOk) return Status(fail, "down");
+    store[Key(ns, key)] = fs_->Read(src);
+    return Status::Ok();
+  }
+  Result<bool> Exists(Namespace ns, const Digest& key) override {
+    if (fail != ErrorCode::kOk) return Status(fail, "down");
+    return store.count(Key(ns, key)) > 0;
+  }
+  static std::string Key(Namespace ns, const Digest& d) {
+    return std::string(NamespaceName(ns)) + "/" + d.Hex();
+  }
+
+  std::map<std::string, std::string> store;
+  ErrorCode fail = ErrorCode::kOk;
+  int gets = 0;
+
+ private:
+  testing::MemoryFilesystem* fs_;
+};
+
+TEST(RemoteLayeringTest, WritesThroughAndFillsLocalOnRemoteHit) {
+  testing::MemoryFilesystem fs;
+  auto remote = std::make_unique<FakeRemote>(&fs);
+  FakeRemote* r = remote.get();
+  Cache writer(fs, "/cache1");
+  ASSERT_TRUE(writer.Init().ok());
+  writer.AddRemote(std::move(remote), /*read_only=*/false);
+  Digest blob = *writer.PutBytes("weights");
+  ActionRecord rec;
+  rec.key = DigestOf("k");
+  rec.outputs = {{"w", blob, 7, false}};
+  ASSERT_TRUE(writer.PutAction(rec).ok());
+  EXPECT_EQ(r->store.size(), 2u) << "blob and record pushed";
+
+  // A second machine: empty local cache, same remote.
+  auto shared = std::make_unique<FakeRemote>(&fs);
+  shared->store = r->store;
+  FakeRemote* s = shared.get();
+  Cache reader(fs, "/cache2");
+  ASSERT_TRUE(reader.Init().ok());
+  reader.AddRemote(std::move(shared), /*read_only=*/true);
+  Result<std::optional<ActionRecord>> got = reader.GetAction(rec.key);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  fs.Write("/ws/x/.keep", "");
+  ASSERT_TRUE(reader.Materialize(blob, "/ws/x/w").ok());
+  EXPECT_EQ(fs.Read("/ws/x/w"), "weights");
+  int gets = s->gets;
+  ASSERT_TRUE(reader.GetAction(rec.key).ok());
+  EXPECT_EQ(s->gets, gets) << "second lookup served locally";
+}
+
+TEST(RemoteLayeringTest, FailingRemoteIsAMissAndMarkedDead) {
+  testing::MemoryFilesystem fs;
+  auto remote = std::make_unique<FakeRemote>(&fs);
+  FakeRemote* r = remote.get();
+  r->fail = ErrorCode::kTimeout;
+  Cache cache(fs, "/cache");
+  ASSERT_TRUE(cache.Init().ok());
+  cache.AddRemote(std::move(remote), false);
+  Result<std::optional<ActionRecord>> got = cache.GetAction(DigestOf("nope"));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_FALSE(got->has_value());
+  ASSERT_TRUE(cache.GetAction(DigestOf("nope2")).ok());
+  EXPECT_EQ(r->gets, 1) << "dead after the first failure";
+  EXPECT_TRUE(cache.PutBytes("x").ok()) << "a dead remote never fails a write";
+}
+
+TEST(RemoteRegistryTest, CreatesByScheme) {
+  RemoteRegistry registry;
+  registry.Register(
+      "fake",
+      [](const std::string&, const RemoteOptions&) -> Result<std::unique_ptr<RemoteBackend>> {
+        return std::unique_ptr<RemoteBackend>(new FakeRemote(nullptr));
+      });
+  EXPECT_TRUE(registry.Create("fake://x", {}).ok());
+  Result<std::unique_ptr<RemoteBackend>> bad = registry.Create("gopher://x", {});
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("known: fake"), std::string::npos);
+  EXPECT_FALSE(registry.Create("no-scheme", {}).ok());
 }
 
 TEST(SizeTest, ParsesUnits) {

@@ -217,6 +217,17 @@ TEST_F(BuildScenarioTest, DeletingOutRestoresEverythingFromCache) {
   EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
 }
 
+TEST_F(BuildScenarioTest, DeletingOneOutputDirRestoresOnlyThatTarget) {
+  SetBenchfile(kPipeline);
+  Build();
+  ASSERT_TRUE(fs_.RemoveAll("/ws/out/train").ok());
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kRestored);
+  EXPECT_EQ(s.outcomes["data"], StepOutcome::kUpToDate);
+  EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
+}
+
 TEST_F(BuildScenarioTest, CorruptBlobIsReportedEvictedAndRebuilt) {
   SetBenchfile(kPipeline);
   Build();

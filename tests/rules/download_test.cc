@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "base/digest.h"
 #include "base/sha256.h"
 #include "rules/download_url.h"
 #include "tests/rules/text/test_data.h"
@@ -100,6 +101,19 @@ TEST_F(DownloadTest, NormalDownloadWithPinnedSha256) {
   EXPECT_EQ(r->metrics["attempts"], 1);
   EXPECT_TRUE(fs::is_empty(root_ + "/resume"));
   EXPECT_EQ(log_.str().find("warning"), std::string::npos);
+}
+
+TEST_F(DownloadTest, Xxh128IsCheckedToo) {
+  StartNginx();
+  const std::string url = Serve("x.bin", "some bytes");
+  auto ok = Download({{"url", url}, {"xxh128", DigestOf("some bytes").Hex()}});
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->metrics["xxh128"], DigestOf("some bytes").Hex());
+  fs::remove(root_ + "/out/x.bin");
+  auto bad = Download({{"url", url}, {"xxh128", DigestOf("other").Hex()}});
+  EXPECT_EQ(bad.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(bad.status().message().find("xxh128 mismatch"), std::string::npos);
+  EXPECT_TRUE(OutEmpty());
 }
 
 TEST_F(DownloadTest, WithoutChecksumWarnsAndRecordsTheDigest) {

@@ -22,6 +22,8 @@ TEST(TokenizeCommandTest, EncodesStdinOneIdPerLine) {
   EXPECT_EQ(*RunCommand({"--vocab", kVocab}, "Hello world"), "15496\n995\n");
   EXPECT_EQ(*RunCommand({"--vocab", kVocab, "--eot", "-"}, "Hello world"), "15496\n995\n50256\n");
   EXPECT_EQ(*RunCommand({"--vocab", kVocab, "--threads", "2"}, ""), "");
+  // The CLI appends global flags (-C DIR, -f FILE) to every command's args.
+  EXPECT_EQ(*RunCommand({"--vocab", kVocab, "-C", "/tmp", "-f", "B.toml"}, "Hi"), "17250\n");
 }
 
 TEST(TokenizeCommandTest, DecodesIdsBackToBytes) {

@@ -27,6 +27,7 @@ Status MemoryFilesystem::MakeDirsLocked(const std::string& path) {
   if (dirs_.count(p)) return Status::Ok();
   BM_TRY(MakeDirsLocked(DirName(p)));
   dirs_[p] = ++clock_;
+  TouchParentLocked(p);
   return Status::Ok();
 }
 
@@ -64,7 +65,7 @@ Result<std::string> MemoryFilesystem::ReadFile(const std::string& path) {
 }
 
 Status MemoryFilesystem::WriteFileAtomic(const std::string& path, std::string_view data,
-                                         bool read_only) {
+                                         bool read_only, bool /*durable*/) {
   std::lock_guard lock(mu_);
   std::string p = Norm(path);
   if (!IsDirLocked(DirName(p)))
@@ -75,6 +76,7 @@ Status MemoryFilesystem::WriteFileAtomic(const std::string& path, std::string_vi
   auto f = NewFileLocked(std::string(data));
   f->read_only = read_only;
   files_[p] = f;  // a new inode replaces the old one, like rename()
+  TouchParentLocked(p);
   return Status::Ok();
 }
 
@@ -102,7 +104,7 @@ Result<std::vector<std::string>> MemoryFilesystem::ListDir(const std::string& pa
 
 Status MemoryFilesystem::Remove(const std::string& path) {
   std::lock_guard lock(mu_);
-  files_.erase(Norm(path));
+  if (files_.erase(Norm(path))) TouchParentLocked(Norm(path));
   return Status::Ok();
 }
 
@@ -129,6 +131,8 @@ Status MemoryFilesystem::Rename(const std::string& from, const std::string& to) 
   if (auto it = files_.find(f); it != files_.end()) {
     files_[t] = it->second;
     files_.erase(f);
+    TouchParentLocked(f);
+    TouchParentLocked(t);
     return Status::Ok();
   }
   if (IsDirLocked(f)) {
@@ -167,6 +171,7 @@ Status MemoryFilesystem::LinkOrCopy(const std::string& from, const std::string& 
   if (!IsDirLocked(DirName(t)))
     return Errorf(ErrorCode::kNotFound, "linking to {}: no such directory", t);
   files_[t] = it->second;
+  TouchParentLocked(t);
   return Status::Ok();
 }
 
@@ -247,6 +252,16 @@ int MemoryFilesystem::hash_count(const std::string& path) {
   std::lock_guard lock(mu_);
   auto it = hash_counts_.find(Norm(path));
   return it == hash_counts_.end() ? 0 : it->second;
+}
+
+}  // namespace bm::testing
+
+namespace bm::testing {
+
+// Like a real directory, a parent's mtime changes when entries come or go.
+void MemoryFilesystem::TouchParentLocked(const std::string& path) {
+  auto it = dirs_.find(DirName(path));
+  if (it != dirs_.end()) it->second = ++clock_;
 }
 
 }  // namespace bm::testing

@@ -1,7 +1,8 @@
 // MemoryFilesystem: an in-memory Filesystem for unit tests (leveldb's memenv,
 // ninja's VirtualFileSystem). Hard links share one file object (same inode,
 // same bytes); mtimes come from a logical clock that ticks on every write or
-// touch. Counters let tests assert how often files were read or hashed.
+// touch, and a directory's mtime ticks when entries are added or removed. Counters let tests assert
+// how often files were read or hashed.
 //
 // Failure injection: FailWritesMatching(substring) makes WriteFileAtomic fail
 // for matching paths (before the rename: the old file stays intact).
@@ -22,8 +23,8 @@ class MemoryFilesystem : public Filesystem {
  public:
   Result<FileInfo> Stat(const std::string& path) override;
   Result<std::string> ReadFile(const std::string& path) override;
-  Status WriteFileAtomic(const std::string& path, std::string_view data,
-                         bool read_only = false) override;
+  Status WriteFileAtomic(const std::string& path, std::string_view data, bool read_only = false,
+                         bool durable = true) override;
   Status MakeDirs(const std::string& path) override;
   Result<std::vector<std::string>> ListDir(const std::string& path) override;
   Status Remove(const std::string& path) override;
@@ -55,6 +56,7 @@ class MemoryFilesystem : public Filesystem {
   };
   static std::string Norm(const std::string& path);
   bool IsDirLocked(const std::string& path) const;
+  void TouchParentLocked(const std::string& path);
   Status MakeDirsLocked(const std::string& path);
   std::shared_ptr<File> NewFileLocked(std::string data);
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rules/text/line_regex.h"
 #include "tests/rules/text/test_data.h"
 
 namespace bm::text {
@@ -70,6 +71,20 @@ TEST(PretokenizerTest, TranslatesWhiteSpaceClasses) {
   EXPECT_EQ(TranslatePatternForIcu(R"(\s+(?!\S)|[^\s\p{L}]|\\s)"),
             R"(\p{White_Space}+(?!\P{White_Space})|[^\p{White_Space}\p{L}]|\\s)");
   EXPECT_FALSE(RegexPretokenizer::Create("(unclosed").ok());
+}
+
+TEST(LineRegexTest, SearchesOneLine) {
+  auto re = LineRegex::Create("^([1-3] )?[A-Z][a-z]+( [A-Za-z]+)* [0-9]+$");
+  ASSERT_TRUE(re.ok()) << re.status().message();
+  EXPECT_TRUE(re->Search("Genesis 1"));
+  EXPECT_TRUE(re->Search("1 Samuel 3"));
+  EXPECT_TRUE(re->Search("Song of Solomon 2"));
+  EXPECT_FALSE(re->Search("1 In the beginning God created the heaven and the earth."));
+  EXPECT_FALSE(re->Search(""));
+  EXPECT_FALSE(re->Search("\xff\xfe"));
+  auto space = LineRegex::Create("^\\s+$");  // \s is White_Space: NBSP counts
+  EXPECT_TRUE(space->Search("\xc2\xa0 "));
+  EXPECT_FALSE(LineRegex::Create("([").ok());
 }
 
 }  // namespace

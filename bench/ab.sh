@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# A/B of two builds of cuda_train_bench on one GPU, in one call (how the attention kernels of
+# commit e30d9dc were kept over a later variant; docs/PERFORMANCE.md). Expects
+# .devtree/bin/cuda_train_bench and .devtree/bin/cuda_train_bench_old, as gpu_check.sh does.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd); OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
+for f in "$here"/../.debs/libfmt9*.deb "$here"/../.debs/libopenblas0-pthread*.deb; do dpkg -x "$f" /tmp/debroot; done
+ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64 "$@"; }
+nvidia-smi --query-gpu=name --format=csv,noheader
+for round in 1 2; do
+for mb in "gpt2-124m 32" "llama-1b 8" "llama7b-8l 2"; do
+  set -- $mb
+  for v in cuda_train_bench cuda_train_bench_old; do
+    ours "$here/bin/$v" --model "$1" --batch "$2" --steps 10 --profile --json "$OUT/ab_$v.jsonl" > /dev/null 2>&1
+    tail -1 "$OUT/ab_$v.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j['phase_ms_per_step']; print('$v', j['model'], 'step %.1f'%j['step_ms_median'], 'attn fwd %.1f bwd %.1f'%(p['attention fwd'], p['attention bwd']))"
+  done
+done
+done

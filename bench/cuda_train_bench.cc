@@ -1,0 +1,211 @@
+// cuda_train_bench: times benchmake-train's CUDA backend on the PyTorch peer's models
+// (bench/torch_reference.py, same names, same batch and precision policy) and prints one JSON
+// line like the peer's, so bench/gpu_check.sh can put the two side by side.
+//
+//   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
+//                    [--recompute] [--fp32] [--profile] [--json FILE]
+//
+// Data: fresh uniform random tokens every step (like the peer's --data fresh), so the loss
+// must stay near ln V. Timing: each step (staging, forward, backward, optimizer) by the host
+// clock around a synchronized step; the median after warm-up.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainer/cuda/cuda_model.h"
+#include "trainer/cuda/probe.h"
+
+namespace {
+
+using bm::train::cuda::CudaModel;
+using bm::train::cuda::Family;
+using bm::train::cuda::ModelSpec;
+using bm::train::cuda::RunSpec;
+
+constexpr double kPeak = 989.4e12;  // H100/H200 SXM bf16 dense
+
+// N(0, std) by a counter-based hash (so threads fill disjoint ranges reproducibly).
+float NormalAt(uint64_t i, float stddev) {
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  double u1 = ((mix(2 * i) >> 11) + 1) * (1.0 / 9007199254740993.0);
+  double u2 = (mix(2 * i + 1) >> 11) * (1.0 / 9007199254740992.0);
+  return static_cast<float>(stddev * std::sqrt(-2.0 * std::log(u1)) *
+                            std::cos(6.283185307179586 * u2));
+}
+
+std::vector<float> InitParams(const bm::train::cuda::ParamLayout& layout) {
+  std::vector<float> flat(layout.total(), 0.0f);
+  std::vector<std::thread> threads;
+  for (const auto& t : layout.tensors()) {
+    bool gain = t.name.find("norm") != std::string::npos || t.name.find("ln_") != std::string::npos;
+    bool bias = t.name.find(".bias") != std::string::npos;
+    if (gain && !bias) {
+      std::fill(flat.begin() + t.offset, flat.begin() + t.offset + t.numel(), 1.0f);
+    } else if (!bias) {
+      size_t begin = t.offset, end = t.offset + t.numel();
+      size_t parts = 16, step = (end - begin + parts - 1) / parts;
+      for (size_t p = 0; p < parts; ++p) {
+        threads.emplace_back([&flat, begin, end, step, p] {
+          for (size_t i = begin + p * step; i < std::min(end, begin + (p + 1) * step); ++i) {
+            flat[i] = NormalAt(i, 0.02f);
+          }
+        });
+      }
+      for (auto& th : threads) th.join();
+      threads.clear();
+    }
+  }
+  return flat;
+}
+
+int Fail(const bm::Status& s) {
+  std::fprintf(stderr, "cuda_train_bench: %s\n", s.message().c_str());
+  return s.code() == bm::ErrorCode::kUnavailable ? 3 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_name = "gpt2-124m", json_path;
+  int batch = 0, seq = 0, warmup = 10, steps = 30;
+  RunSpec run;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--model")
+      model_name = next();
+    else if (a == "--batch")
+      batch = std::stoi(next());
+    else if (a == "--seq")
+      seq = std::stoi(next());
+    else if (a == "--warmup")
+      warmup = std::stoi(next());
+    else if (a == "--steps")
+      steps = std::stoi(next());
+    else if (a == "--json")
+      json_path = next();
+    else if (a == "--recompute")
+      run.recompute = true;
+    else if (a == "--fp32")
+      run.bf16 = false;
+    else if (a == "--profile")
+      run.profile = true;
+    else if (a == "--unfused")
+      run.fused_epilogues = false;
+    else if (a == "--chunk")
+      run.logits_chunk_rows = std::stoi(next());
+    else {
+      std::fprintf(stderr, "cuda_train_bench: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  ModelSpec spec;
+  if (!bm::train::cuda::ModelPreset(model_name, &spec)) {
+    std::fprintf(stderr, "cuda_train_bench: unknown model %s\n", model_name.c_str());
+    return 2;
+  }
+  int default_batch = model_name == "gpt2-124m" ? 32 : model_name == "llama-1b" ? 8 : 2;
+  run.micro_batch = batch > 0 ? batch : default_batch;
+  run.seq = seq > 0 ? seq : spec.max_positions;
+  auto model_or = CudaModel::Create(spec, run);
+  if (!model_or.ok()) return Fail(model_or.status());
+  CudaModel& model = **model_or;
+  const auto& layout = model.layout();
+  if (auto s = model.SetParameters(InitParams(layout)); !s.ok()) return Fail(s);
+
+  int n = run.micro_batch * run.seq;
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<int> tok(0, spec.vocab - 1);
+  std::vector<int> tokens(n), targets(n);
+  bm::train::cuda::AdamWHyper hyper;  // lr 3e-4, betas (0.9, 0.95), wd 0.1, clip 1.0 as the peer
+  std::vector<double> ms;
+  double loss = 0.0, norm = 0.0;
+  for (int step = 0; step < warmup + steps; ++step) {
+    for (int i = 0; i < n; ++i) {
+      tokens[i] = tok(rng);
+      targets[i] = tok(rng);
+    }
+    if (step == warmup) model.ResetPhaseTimes();
+    auto t0 = std::chrono::steady_clock::now();
+    hyper.step = step + 1;
+    if (auto s = model.ZeroGradients(); !s.ok()) return Fail(s);
+    bm::train::cuda::TokenBatch batch;
+    batch.tokens = tokens.data(), batch.targets = targets.data();
+    batch.batch = run.micro_batch, batch.seq = run.seq;
+    auto sum = model.ForwardBackward(batch, 1.0f / n);
+    if (!sum.ok()) return Fail(sum.status());
+    if (auto s = model.OptimizerStep(hyper); !s.ok()) return Fail(s);
+    if (auto s = model.Synchronize(); !s.ok()) return Fail(s);
+    auto t1 = std::chrono::steady_clock::now();
+    loss = *sum / n;
+    if (step + 1 == warmup + steps) {
+      auto g = model.GradNorm();
+      if (g.ok()) norm = *g;
+    }
+    if (!std::isfinite(loss))
+      return Fail(bm::Errorf(bm::ErrorCode::kFailed, "loss is {} at step {}", loss, step));
+    if (step >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  double med = sorted[sorted.size() / 2];
+  double tps = n / (med / 1e3);
+  double n_all = static_cast<double>(layout.count());
+  double n_emb =
+      static_cast<double>(spec.vocab) * spec.hidden * (spec.tied ? 1 : 2) +
+      (spec.family == Family::kGpt ? static_cast<double>(spec.max_positions) * spec.hidden : 0.0);
+  double attn = 12.0 * spec.layers * spec.hidden * run.seq;
+  nlohmann::json j;
+  j["kind"] = "benchmake-cuda";
+  j["model"] = model_name;
+  j["batch"] = run.micro_batch;
+  j["seq"] = run.seq;
+  j["precision"] = run.bf16 ? "bf16 compute / fp32 params+grads+AdamW" : "fp32";
+  j["recompute"] = run.recompute;
+  j["n_all"] = n_all;
+  j["step_ms_median"] = med;
+  j["step_ms_min"] = sorted.front();
+  j["step_ms_max"] = sorted.back();
+  j["tokens_per_s"] = tps;
+  j["mfu_6n_all"] = 6.0 * n_all * tps / kPeak;
+  j["mfu_palm_all"] = (6.0 * n_all + attn) * tps / kPeak;
+  j["mfu_palm_nonemb"] = (6.0 * (n_all - n_emb) + attn) * tps / kPeak;
+  j["final_loss"] = loss;
+  j["ln_vocab"] = std::log(static_cast<double>(spec.vocab));
+  j["grad_norm"] = norm;
+  j["plan_GiB"] = model.memory().plan_bytes / 1073741824.0;
+  j["device_used_GiB"] = model.memory().device_used_bytes / 1073741824.0;
+  if (run.profile) {
+    nlohmann::json phases;
+    for (const auto& [name, total] : model.PhaseTimes()) phases[name] = total / steps;
+    j["phase_ms_per_step"] = phases;
+  }
+  auto facts = bm::train::cuda::ProbeGpus();
+  if (facts.ok() && !facts->gpus.empty()) j["device"] = facts->gpus[0].name;
+  std::printf("%s\n", j.dump().c_str());
+  std::printf(
+      "SUMMARY %s B=%d T=%d: %.0f tok/s, step %.1f ms, MFU 6N %.1f%% PaLM %.1f%%, plan %.1f GiB, "
+      "used %.1f GiB, loss %.3f (ln V %.3f)\n",
+      model_name.c_str(), run.micro_batch, run.seq, tps, med, 100 * j["mfu_6n_all"].get<double>(),
+      100 * j["mfu_palm_all"].get<double>(), j["plan_GiB"].get<double>(),
+      j["device_used_GiB"].get<double>(), loss, std::log(static_cast<double>(spec.vocab)));
+  if (run.profile) std::fprintf(stderr, "%s", model.memory().plan_summary.c_str());
+  if (!json_path.empty()) {
+    std::ofstream f(json_path, std::ios::app);
+    f << j.dump() << "\n";
+  }
+  return 0;
+}

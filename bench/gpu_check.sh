@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: correctness tests, then the timing table side by side with the
+# PyTorch peer. Run from the tree root (the device tool's working copy) as
+#   bash .devtree/bench/gpu_check.sh [tests] [bench] [torch] [profile]
+# Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
+# libfmt comes from .debs when the machine lacks it. Logs go to $OUT.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)   # the .devtree
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+bin=$here/bin
+want() { [[ " $* " == *" all "* ]] && return 0; for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
+MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(all)
+export NCCL_NVLS_ENABLE=0
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+# Our binaries' libraries (never on LD_LIBRARY_PATH of the python process).
+libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
+for f in "$here"/../.debs/libfmt9*.deb "$here"/../.debs/libopenblas0-pthread*.deb; do dpkg -x "$f" /tmp/debroot; done
+ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64 "$@"; }
+
+if want tests; then
+  ours "$bin/cuda_ops_test" --gtest_color=no 2>&1 | tee "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |rel err|note:|Failure|Expected|Which is" | head -80
+  ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|bf16 grad.*e-0[0-1]" | head -60
+  OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|error" | head -60
+  grep -cE "^\[       OK \]" "$OUT/tests.log" | sed 's/^/tests OK: /'
+fi
+
+models=("gpt2-124m 32" "llama-1b 8" "llama7b-8l 2")
+if want bench; then
+  for mb in "${models[@]}"; do
+    set -- $mb
+    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | tee -a "$OUT/bench.log"
+  done
+fi
+if want variants; then
+  ours "$bin/cuda_train_bench" --model gpt2-124m --batch 32 --unfused --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/unfused epilogues: /' | tee -a "$OUT/bench.log"
+  ours "$bin/cuda_train_bench" --model llama7b-8l --batch 2 --recompute --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute: /' | tee -a "$OUT/bench.log"
+  ours "$bin/cuda_train_bench" --model llama-1b --batch 8 --recompute --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute: /' | tee -a "$OUT/bench.log"
+fi
+if want profile; then
+  for mb in "${models[@]}"; do
+    set -- $mb
+    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --steps 10 --profile --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
+    tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
+  done
+fi
+if want torch; then
+  cp "$here/bench/torch_reference.py" /tmp/torch_reference.py
+  for mb in "gpt2-124m 32" "llama-1b 8" "llama7b-8l 2"; do
+    set -- $mb
+    PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" --json "$OUT/torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/bench.log"
+  done
+fi
+echo "== table"
+python3 - "$OUT" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+def load(p):
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+ours = {r["model"]: r for r in load(f"{out}/bench.jsonl")}
+torch = {r["model"]: r for r in load(f"{out}/torch.jsonl") if "tokens_per_s" in r}
+for m, r in ours.items():
+    t = torch.get(m)
+    line = f"{m:12s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
+    if t:
+        line += f" | torch {t['tokens_per_s']:9.0f} tok/s PaLM {100*t['mfu_all']:.1f}% mem {t['peak_mem_alloc_GiB']:.1f}/{t['peak_mem_reserved_GiB']:.1f} GiB | ratio {r['tokens_per_s']/t['tokens_per_s']:.3f}"
+    print(line)
+PY

@@ -1,0 +1,12 @@
+// The evaluate rule (docs/TRAINER.md): platform-dependent; launches benchmake-train.
+#pragma once
+
+#include <memory>
+
+#include "engine/rule.h"
+
+namespace bm::rules {
+
+std::unique_ptr<engine::Rule> MakeEvaluateRule();
+
+}  // namespace bm::rules

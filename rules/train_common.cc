@@ -1,0 +1,191 @@
+#include "rules/train_common.h"
+
+#include <fmt/format.h>
+
+#include "trainer/model/config.h"
+
+namespace bm::rules {
+namespace {
+
+using engine::ParamSpec;
+using engine::ParamType;
+using nlohmann::json;
+
+std::string_view Mode(TrainKind kind) {
+  switch (kind) {
+    case TrainKind::kPretrain:
+      return "pretrain";
+    case TrainKind::kFinetune:
+      return "finetune";
+    case TrainKind::kEvaluate:
+      return "evaluate";
+  }
+  return "?";
+}
+
+// The parameter a trainer message is about: its first word when that is a
+// parameter name ("lbs must be >= 1" -> lbs), else "".
+std::string ParamOf(const std::string& message, const std::vector<ParamSpec>& specs) {
+  std::string first = message.substr(0, message.find_first_of(" :'("));
+  for (const ParamSpec& s : specs)
+    if (s.name == first) return first;
+  if (message.rfind("layout", 0) == 0) return "layout";
+  if (message.rfind("precision", 0) == 0) return "precision";
+  return "";
+}
+
+}  // namespace
+
+std::vector<ParamSpec> TrainParams(TrainKind kind) {
+  const bool train = kind != TrainKind::kEvaluate;
+  std::vector<ParamSpec> p = {
+      {"data", ParamType::kInput, std::nullopt,
+       "a tokenize target (train/valid splits in the Megatron format)", true},
+      {"device", ParamType::kString, json("cpu"), "cpu or cuda", true},
+      {"threads", ParamType::kInt, json(0), "CPU threads (0: all cores); part of the key", true},
+      {"precision", ParamType::kString, json("fp32"), "fp32, or bf16 / amp (cuda)", true},
+      {"layout", ParamType::kString, json("TP1PP1DP1"), "parallel layout TPxPPyDPz", true},
+      {"lbs", ParamType::kInt, json(8), "micro-batch size (LBS)", true},
+      {"mpe", ParamType::kInt, json(256), "sequence length (MPE)", true},
+      {"seed", ParamType::kInt, json(1234), "seed of initialization, data order and evaluation",
+       true},
+      {"peak_tflops", ParamType::kFloat, json(0.0),
+       "peak TFLOP/s per device for MFU (0: the peak table)", true},
+      {"progress", ParamType::kBool, json(true), "live progress line on a terminal", false},
+  };
+  if (train) {
+    const bool ft = kind == TrainKind::kFinetune;
+    std::vector<ParamSpec> t = {
+        {"gas", ParamType::kInt, json(1), "gradient accumulation steps (GAS)", true},
+        {"steps", ParamType::kInt, json(ft ? 100 : 300), "optimizer steps", true},
+        {"lr", ParamType::kFloat, json(ft ? 3e-4 : 2e-3), "peak learning rate", true},
+        {"min_lr", ParamType::kFloat, json(ft ? 3e-5 : 2e-4), "learning rate at the last step",
+         true},
+        {"warmup_steps", ParamType::kInt, json(ft ? 10 : 30), "linear warmup steps", true},
+        {"weight_decay", ParamType::kFloat, json(0.1), "AdamW decoupled weight decay", true},
+        {"beta1", ParamType::kFloat, json(0.9), "AdamW beta1", true},
+        {"beta2", ParamType::kFloat, json(0.95), "AdamW beta2", true},
+        {"grad_clip", ParamType::kFloat, json(1.0), "global gradient-norm clipping (0: off)", true},
+        {"zero", ParamType::kInt, json(0), "ZeRO stage (needs DP > 1)", true},
+        {"recompute", ParamType::kBool, json(false), "activation recompute (cuda)", true},
+        {"checkpoint_every", ParamType::kInt, json(50),
+         "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
+    };
+    p.insert(p.end(), t.begin(), t.end());
+  }
+  if (kind == TrainKind::kPretrain) {
+    p.push_back({"model", ParamType::kString, json("llama-small"), "model preset", true});
+    p.push_back({"overrides", ParamType::kTable, json::object(),
+                 "model fields changed from the preset, e.g. { hidden = 256, layers = 4 }", true});
+  }
+  if (kind == TrainKind::kFinetune)
+    p.push_back({"init", ParamType::kInput, std::nullopt,
+                 "the starting checkpoint: a pretrain target or a .safetensors file", true});
+  if (kind == TrainKind::kEvaluate) {
+    p.push_back({"checkpoint", ParamType::kInput, std::nullopt,
+                 "the model: a pretrain or finetune target, or a .safetensors file", true});
+    p.push_back({"eval_tokens", ParamType::kInt, json(0),
+                 "validation tokens for the loss (0: the whole valid split)", true});
+    p.push_back({"eval_examples", ParamType::kInt, json(64), "instruction examples scored", true});
+    p.push_back({"eval_choices", ParamType::kInt, json(4),
+                 "candidates per multiple-choice question", true});
+  }
+  return p;
+}
+
+json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx) {
+  auto input = [&](const char* name) -> std::string {
+    if (!ctx || !p.contains(name)) return "";
+    auto it = ctx->inputs.find(p[name].get<std::string>());
+    return it == ctx->inputs.end() ? "" : it->second;
+  };
+  json j = {{"mode", Mode(kind)},
+            {"data", ctx ? input("data") : std::string("data")},
+            {"out_dir", ctx ? ctx->out_dir : std::string("out")},
+            {"resume_dir", ctx ? ctx->resume_dir : std::string()},
+            {"device", p["device"]},
+            {"threads", p["threads"]},
+            {"precision", p["precision"]},
+            {"layout", p["layout"]},
+            {"lbs", p["lbs"]},
+            {"mpe", p["mpe"]},
+            {"seed", p["seed"]},
+            {"progress", ctx ? ctx->interactive && p.value("progress", true) : false}};
+  if (p["peak_tflops"].get<double>() > 0) j["peak_tflops"] = p["peak_tflops"];
+  for (const char* k : {"gas", "steps", "lr", "min_lr", "warmup_steps", "weight_decay", "beta1",
+                        "beta2", "grad_clip", "zero", "recompute", "checkpoint_every",
+                        "eval_tokens", "eval_examples", "eval_choices"})
+    if (p.contains(k)) j[k] = p[k];
+  if (kind == TrainKind::kPretrain)
+    j["model"] = {{"preset", p["model"]}, {"overrides", p["overrides"]}};
+  if (kind == TrainKind::kFinetune) j["init"] = ctx ? input("init") : std::string("init");
+  if (kind == TrainKind::kEvaluate) j["init"] = ctx ? input("checkpoint") : std::string("init");
+  return j;
+}
+
+std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) {
+  std::vector<engine::ParamError> errors;
+  const std::vector<ParamSpec> specs = TrainParams(kind);
+  Result<train::RunConfig> run = train::ParseRunConfig(RunConfigJson(kind, p, nullptr));
+  if (!run.ok()) {
+    errors.push_back({ParamOf(run.status().message(), specs), run.status().message()});
+    return errors;
+  }
+  const std::string device = p["device"].get<std::string>();
+  if (device != "cpu" && device != "cuda")
+    errors.push_back({"device", fmt::format("device '{}' (cpu, cuda)", device)});
+  if (kind == TrainKind::kPretrain) {
+    Result<train::ModelConfig> m = train::Preset(p["model"].get<std::string>());
+    if (!m.ok()) {
+      errors.push_back({"model", m.status().message()});
+      return errors;
+    }
+    m = train::ApplyOverrides(*m, p["overrides"]);
+    if (!m.ok()) {
+      errors.push_back({"overrides", m.status().message()});
+      return errors;
+    }
+    if (Status s = train::Validate(*m); !s.ok()) errors.push_back({"overrides", s.message()});
+    if (p["mpe"].get<int64_t>() > m->max_seq)
+      errors.push_back({"mpe", fmt::format("mpe ({}) exceeds the model's max_seq ({}); raise "
+                                           "overrides.max_seq or lower mpe",
+                                           p["mpe"].get<int64_t>(), m->max_seq)});
+  }
+  return errors;
+}
+
+int TrainGpus(const json& p) {
+  if (p.value("device", "cpu") != "cuda") return 0;
+  Result<train::ParallelLayout> l = train::ParseLayout(p.value("layout", "TP1PP1DP1"));
+  return l.ok() ? l->tp * l->pp * l->dp : 1;
+}
+
+Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) {
+  const json config = RunConfigJson(kind, ctx.params, &ctx);
+  const std::string config_path = ctx.scratch_dir + "/run.json";
+  BM_TRY(ctx.fs->WriteFileAtomic(config_path, config.dump(2) + "\n"));
+  Command cmd;
+  cmd.argv = {ctx.tools_dir + "/benchmake-train", "--config", config_path};
+  cmd.cwd = ctx.scratch_dir;
+  cmd.log_path = ctx.log_path;
+  cmd.echo_to_terminal = ctx.interactive && ctx.params.value("progress", true);
+  cmd.env["OMP_WAIT_POLICY"] = "passive";  // trainer/omp_env.h says why
+  if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
+  BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
+  if (r.term_signal)
+    return Errorf(ErrorCode::kFailed, "benchmake-train was killed by signal {}", r.term_signal);
+  if (!r.success())
+    return Errorf(ErrorCode::kFailed, "benchmake-train exited with status {} (its log says why)",
+                  r.exit_code);
+  Result<std::string> text = ctx.fs->ReadFile(ctx.out_dir + "/metrics.json");
+  if (!text.ok())
+    return Errorf(ErrorCode::kFailed, "benchmake-train succeeded but wrote no metrics.json: {}",
+                  text.status().message());
+  json metrics = json::parse(*text, nullptr, false);
+  if (metrics.is_discarded()) return Status(ErrorCode::kCorrupt, "metrics.json is not valid JSON");
+  engine::StepResult result;
+  result.metrics = metrics;
+  return result;
+}
+
+}  // namespace bm::rules

@@ -1,0 +1,42 @@
+// What the pretrain, finetune and evaluate rules share: their parameters, the
+// run config they write for benchmake-train (trainer/run/run_config.h), the
+// checks they make when the BENCHFILE is loaded, and how they launch the
+// trainer and collect metrics.json.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/rule.h"
+#include "trainer/run/run_config.h"
+
+namespace bm::rules {
+
+enum class TrainKind { kPretrain, kFinetune, kEvaluate };
+
+// Parameters common to the three rules (device, threads, precision, layout,
+// batch terms, seed, peak_tflops, progress) plus, for pretrain / finetune, the
+// optimizer's and the schedule's. Defaults suit the kind (finetune: smaller lr).
+std::vector<engine::ParamSpec> TrainParams(TrainKind kind);
+
+// The JSON run config for benchmake-train from the rule's parameters and the
+// step's paths (inputs resolved through ctx.inputs; "" for Check()).
+nlohmann::json RunConfigJson(TrainKind kind, const nlohmann::json& params,
+                             const engine::StepContext* ctx);
+
+// Load-time checks: everything ParseRunConfig refuses, plus, for pretrain, the
+// model (preset, overrides, heads divide hidden, mpe <= max_seq). Each error
+// names the parameter it is about.
+std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann::json& params);
+
+// Writes scratch/run.json, runs <tools_dir>/benchmake-train --config on it
+// (its output into the step's log, echoed when interactive) and returns
+// out/metrics.json. A failed run is kFailed with the trainer's last message
+// in the step log.
+Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx);
+
+// GPUs a step needs: DP of the layout on device "cuda", else 0.
+int TrainGpus(const nlohmann::json& params);
+
+}  // namespace bm::rules

@@ -1,0 +1,117 @@
+// Smaller engine parts: key material, the ninja writer, the GPU allocator.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "engine/gpu_allocator.h"
+#include "engine/key_material.h"
+#include "engine/ninja_writer.h"
+#include "engine/staleness.h"
+#include "engine/target_graph.h"
+#include "rules/registry.h"
+#include "tests/support/memory_filesystem.h"
+
+namespace bm::engine {
+namespace {
+
+TEST(KeyMaterialTest, SerializeParseRoundTripAndKeyDependsOnEveryField) {
+  KeyMaterial m;
+  m.fields = {{"rule", "exec", "1"}, {"param", "lbs", "4"}, {"input", "data", ""}};
+  Result<KeyMaterial> back = KeyMaterial::Parse(m.Serialize());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, m);
+  EXPECT_EQ(m.Serialize().rfind("benchmake-spec 1\n", 0), 0u);
+  KeyMaterial other = m;
+  other.SetInput("data", "ab");
+  EXPECT_NE(other.Key(), m.Key());
+  EXPECT_FALSE(KeyMaterial::Parse("benchmake-spec 2\n").ok());
+}
+
+TEST(KeyMaterialTest, DiffNamesEachChangedField) {
+  KeyMaterial a, b;
+  a.fields = {{"param", "lbs", "4"},
+              {"input", "owt.tokens", "aa"},
+              {"platform", "facts", R"({"gpu_name":"H100"})"},
+              {"source", "x.txt", "11"}};
+  b.fields = {{"param", "lbs", "8"},
+              {"input", "owt.tokens", "bb"},
+              {"platform", "facts", R"({"gpu_name":"H200"})"},
+              {"source", "x.txt", "22"},
+              {"param", "seed", "1"}};
+  std::vector<std::string> d = DiffKeyMaterial(a, b);
+  std::vector<std::string> want = {"param lbs: 4 → 8", "input owt.tokens: output changed",
+                                   "platform: H100 → H200", "source x.txt: content changed",
+                                   "param seed: added (1)"};
+  EXPECT_EQ(d, want);
+}
+
+TEST(StalenessTest, VerdictsAndReasons) {
+  TargetFacts f;
+  f.material.fields = {{"param", "lbs", "4"}};
+  Staleness s = Assess(f);
+  EXPECT_EQ(s.verdict, Verdict::kRun);
+  EXPECT_EQ(s.reasons, (std::vector<std::string>{"never built in this workspace", "not in cache"}));
+  f.last = LastBuild{};
+  f.last->key = f.material.Key();
+  f.last->material = f.material;
+  f.outputs_present = true;
+  EXPECT_EQ(Assess(f).verdict, Verdict::kUpToDate);
+  EXPECT_TRUE(Assess(f).reasons.empty());
+  f.outputs_present = false;
+  f.in_cache = true;
+  s = Assess(f);
+  EXPECT_EQ(s.verdict, Verdict::kRestore);
+  EXPECT_EQ(s.reasons, (std::vector<std::string>{"outputs missing from out/", "in cache"}));
+  f.pending = {"data"};
+  EXPECT_EQ(Assess(f).verdict, Verdict::kPending);
+}
+
+TEST(NinjaWriterTest, EdgesPoolsAndRestat) {
+  testing::MemoryFilesystem fs;
+  fs.Write("/ws/BENCHFILE.toml", R"(
+[target.a]
+rule = "exec"
+command = ["x"]
+progress = true
+[target.b]
+rule = "exec"
+command = ["x"]
+inputs = ["a"]
+gpus = 2
+)");
+  RuleRegistry rules;
+  rules::RegisterBuiltinRules(rules);
+  Result<TargetGraph> g = LoadGraph(fs, rules, "/ws/BENCHFILE.toml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  NinjaOptions o;
+  o.step_command = NinjaShellQuote("/opt/bench make/benchmake$1") + " step";
+  o.gpu_pool_depth = 4;
+  std::string n = RenderNinja(*g, o);
+  EXPECT_NE(n.find("command = '/opt/bench make/benchmake$$1' step $target\n"), std::string::npos)
+      << n;
+  EXPECT_NE(n.find("restat = 1"), std::string::npos);
+  EXPECT_NE(n.find("pool gpu\n  depth = 4"), std::string::npos);
+  EXPECT_NE(n.find("build t/a.out: step t/a.spec\n  target = a\n  pool = console\n"),
+            std::string::npos)
+      << n;
+  EXPECT_NE(n.find("build t/b.out: step t/b.spec | t/a.out\n  target = b\n  pool = gpu\n"),
+            std::string::npos)
+      << n;
+}
+
+TEST(GpuAllocatorTest, HandsOutDistinctDevicesAcrossHolders) {
+  std::string dir = ::testing::TempDir() + "/gpu_locks_" + std::to_string(::getpid());
+  Result<GpuLease> a = AcquireGpus(1, 2, dir, nullptr);
+  ASSERT_TRUE(a.ok());
+  Result<GpuLease> b = AcquireGpus(1, 2, dir, nullptr);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->VisibleDevices(), "0");
+  EXPECT_EQ(b->VisibleDevices(), "1");
+  EXPECT_FALSE(AcquireGpus(3, 2, dir, nullptr).ok());
+  *a = GpuLease();  // release device 0
+  Result<GpuLease> c = AcquireGpus(1, 2, dir, nullptr);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->VisibleDevices(), "0");
+}
+
+}  // namespace
+}  // namespace bm::engine

@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/trainer/test_data.h"
+#include "trainer/checkpoint/hf_config.h"
+#include "trainer/checkpoint/model_checkpoint.h"
+#include "trainer/checkpoint/safetensors.h"
+#include "trainer/model/layout.h"
+
+namespace bm::train {
+namespace {
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::TempDir("ckpt"); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(CheckpointTest, RoundTripBothFamilies) {
+  for (const char* preset : {"llama-tiny", "gpt-tiny"}) {
+    ModelConfig c = *Preset(preset);
+    std::vector<float> params = InitParameters(c, ParamLayout(c), 11);
+    ASSERT_TRUE(SaveModel(dir_, c, params, 63).ok());
+    Result<ModelConfig> back = ReadCheckpointConfig(dir_);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, c);
+    Result<std::vector<float>> loaded = LoadParameters(dir_ + "/model.safetensors", c);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_EQ(*loaded, params) << preset;
+  }
+}
+
+TEST_F(CheckpointTest, GptConv1DWeightsAreTransposedOnDisk) {
+  ModelConfig c = *Preset("gpt-tiny");
+  ParamLayout layout(c);
+  std::vector<float> params = InitParameters(c, layout, 11);
+  ASSERT_TRUE(SaveModel(dir_, c, params, 63).ok());
+  Result<SafetensorsFile> f = ReadSafetensors(dir_ + "/model.safetensors");
+  ASSERT_TRUE(f.ok());
+  const NamedTensor* t = f->Find("transformer.h.0.mlp.c_fc.weight");
+  ASSERT_NE(t, nullptr);
+  const ParamTensor* p = layout.Find("transformer.h.0.mlp.c_fc.weight");
+  // trainer [F=256, C=64] -> HF Conv1D [C=64, F=256]
+  EXPECT_EQ(t->shape, (std::vector<int64_t>{64, 256}));
+  EXPECT_EQ(t->data[1 * 256 + 5], params[p->offset + 5 * 64 + 1]);  // [c=1][f=5] == W[f=5][c=1]
+  EXPECT_EQ(f->Find("lm_head.weight"), nullptr);                    // tied
+}
+
+TEST_F(CheckpointTest, HuggingFaceConfigFields) {
+  nlohmann::json llama = HuggingFaceConfig(*Preset("llama2-7b"), 2);
+  EXPECT_EQ(llama["architectures"][0], "LlamaForCausalLM");
+  EXPECT_EQ(llama["num_key_value_heads"], 32);
+  EXPECT_EQ(llama["intermediate_size"], 11008);
+  nlohmann::json gpt = HuggingFaceConfig(*Preset("gpt2-124m"), 50256);
+  EXPECT_EQ(gpt["architectures"][0], "GPT2LMHeadModel");
+  EXPECT_EQ(gpt["n_positions"], 1024);
+  EXPECT_EQ(gpt["activation_function"], "gelu_new");
+  // read back from the HF fields alone
+  gpt.erase("benchmake");
+  Result<ModelConfig> c = ModelConfigFromHuggingFace(gpt);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(ParameterCount(*c), 124'439'808);
+}
+
+TEST_F(CheckpointTest, WrongShapeIsRefused) {
+  ModelConfig c = *Preset("llama-tiny");
+  ASSERT_TRUE(SaveModel(dir_, c, InitParameters(c, ParamLayout(c), 1), 63).ok());
+  ModelConfig wider = c;
+  wider.ffn_hidden = 192;
+  Result<std::vector<float>> r = LoadParameters(dir_ + "/model.safetensors", wider);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find(
+                "model.layers.0.mlp.gate_proj.weight has shape [160,64], the model needs [192,64]"),
+            std::string::npos)
+      << r.status().message();
+  ModelConfig deeper = c;
+  deeper.layers = 3;
+  r = LoadParameters(dir_ + "/model.safetensors", deeper);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("model.layers.2.input_layernorm.weight is missing"),
+            std::string::npos)
+      << r.status().message();
+  ModelConfig shallower = c;
+  shallower.layers = 1;
+  r = LoadParameters(dir_ + "/model.safetensors", shallower);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unexpected tensor model.layers.1"), std::string::npos)
+      << r.status().message();
+}
+
+TEST_F(CheckpointTest, TruncatedOrDamagedFilesAreRefused) {
+  ModelConfig c = *Preset("llama-tiny");
+  ASSERT_TRUE(SaveModel(dir_, c, InitParameters(c, ParamLayout(c), 1), 63).ok());
+  const std::string path = dir_ + "/model.safetensors";
+  std::string bytes = *ReadFileBytes(path);
+  auto refuse = [&](const std::string& content, const char* expect) {
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/bad.safetensors", content).ok());
+    Result<SafetensorsFile> r = ReadSafetensors(dir_ + "/bad.safetensors");
+    ASSERT_FALSE(r.ok()) << expect;
+    EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("bad.safetensors"), std::string::npos);
+  };
+  refuse(bytes.substr(0, bytes.size() - 100), "truncated");
+  refuse(bytes.substr(0, 5), "shorter than the 8-byte header");
+  refuse(bytes.substr(0, 100), "truncated");
+  refuse(bytes + "extra", "bytes after the last tensor");
+  std::string bad_json = bytes;
+  bad_json[8] = '[';
+  refuse(bad_json, "not a JSON object");
+  // the original still loads
+  EXPECT_TRUE(ReadSafetensors(path).ok());
+}
+
+TEST_F(CheckpointTest, OverlappingRangesAreRefused) {
+  // handwritten header: two tensors sharing bytes
+  std::string json =
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})";
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  file += json + std::string(12, '\0');
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/o.safetensors", file).ok());
+  Result<SafetensorsFile> r = ReadSafetensors(dir_ + "/o.safetensors");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("gap or overlaps"), std::string::npos)
+      << r.status().message();
+}
+
+TEST_F(CheckpointTest, ReadsBf16) {
+  // 1.0 and -2.0 in bf16: 0x3F80, 0xC000
+  std::string json = R"({"w":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})";
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  file += json + std::string("\x80\x3f\x00\xc0", 4);
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/b.safetensors", file).ok());
+  Result<SafetensorsFile> r = ReadSafetensors(dir_ + "/b.safetensors");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->tensors[0].data, (std::vector<float>{1.0f, -2.0f}));
+}
+
+}  // namespace
+}  // namespace bm::train

@@ -1,0 +1,384 @@
+// Per-op parity of the CUDA kernels with their CPU twins: fresh random inputs, outputs
+// poisoned (NaN) before each run, relative L2 error below 2e-5 (fp32) or 1e-2 (bf16); a NaN
+// anywhere fails. Skips (with the reason) on machines without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "tests/trainer/cuda_test_util.h"
+#include "trainer/cuda/kernels/activation.cuh"
+#include "trainer/cuda/kernels/adamw.cuh"
+#include "trainer/cuda/kernels/attention.cuh"
+#include "trainer/cuda/kernels/classifier.cuh"
+#include "trainer/cuda/kernels/embedding.cuh"
+#include "trainer/cuda/kernels/layernorm.cuh"
+#include "trainer/cuda/kernels/residual.cuh"
+#include "trainer/cuda/kernels/rmsnorm.cuh"
+#include "trainer/cuda/kernels/rope.cuh"
+#include "trainer/cuda/matmul.h"
+
+namespace bm::train::cuda {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::kTol;
+using testing::RandomVector;
+using testing::RelativeError;
+using testing::Rounded;
+
+template <typename T>
+class CudaOps : public ::testing::Test {
+ protected:
+  void SetUp() override { BM_SKIP_WITHOUT_GPU(); }
+  uint64_t Seed() { return seed_++ * 7919 + 17; }
+  uint64_t seed_ = static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()) + 1;
+};
+using Types = ::testing::Types<float, __nv_bfloat16>;
+TYPED_TEST_SUITE(CudaOps, Types);
+
+#define EXPECT_CLOSE(got, want, tol)                                        \
+  do {                                                                      \
+    double err_ = RelativeError(got, want);                                 \
+    EXPECT_LT(err_, tol) << #got << " vs " << #want << " rel err " << err_; \
+  } while (0)
+
+TYPED_TEST(CudaOps, Embedding) {
+  using T = TypeParam;
+  int b = 3, t = 17, c = 96, v = 50, n = b * t;
+  std::vector<int> tokens(n);
+  std::mt19937 rng(this->Seed());
+  for (int& x : tokens) x = rng() % 7;  // repeats: several rows per bucket
+  auto wte = Rounded<T>(RandomVector(v * c, 1.0f, this->Seed()));
+  auto wpe = Rounded<T>(RandomVector(t * c, 1.0f, this->Seed()));
+  auto dout = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+  int* dtok = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dtok), n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dtok, tokens.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  DeviceBuffer<T> gwte(wte), gwpe(wpe), gout(n * c), gdout(dout);
+  ASSERT_TRUE(EmbeddingForward<T>(gout.get(), dtok, gwte.get(), gwpe.get(), n, t, c, 0).ok());
+  std::vector<float> want(n * c);
+  EmbeddingForwardCpu(want.data(), tokens.data(), wte.data(), wpe.data(), n, t, c);
+  EXPECT_CLOSE(gout.Download(), want, kTol<T>);
+
+  EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), n, v);
+  auto upload = [](const std::vector<int>& h) {
+    int* d = nullptr;
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
+              cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+  };
+  int *bt = upload(bk.tokens), *bo = upload(bk.offsets), *bp = upload(bk.positions);
+  auto g0 = RandomVector(v * c, 1.0f, this->Seed()), p0 = RandomVector(t * c, 1.0f, this->Seed());
+  DeviceBuffer<float> dwte(g0), dwpe(p0);
+  ASSERT_TRUE(EmbeddingBackward<T>(dwte.get(), dwpe.get(), gdout.get(), bt, bo, bp,
+                                   int(bk.tokens.size()), n, t, c, 0)
+                  .ok());
+  EmbeddingBackwardCpu(g0.data(), p0.data(), dout.data(), tokens.data(), n, t, c);
+  EXPECT_CLOSE(dwte.Download(), g0, 1e-5);
+  EXPECT_CLOSE(dwpe.Download(), p0, 1e-5);
+  cudaFree(dtok), cudaFree(bt), cudaFree(bo), cudaFree(bp);
+}
+
+TYPED_TEST(CudaOps, LayerNorm) {
+  using T = TypeParam;
+  int n = 300, c = 200;  // more rows than one column-reduction chunk
+  auto x = Rounded<T>(RandomVector(n * c, 2.0f, this->Seed()));
+  for (int r = 0; r < n; ++r) x[r * c] += 3.0f;  // a non-zero mean
+  auto w = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
+  auto b = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
+  auto dy = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+  auto dx0 = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+  DeviceBuffer<T> gx(x), gw(w), gb(b), gy(n * c), gdy(dy), gdx(dx0);
+  DeviceBuffer<float> mean(n), rstd(n), scratch(LayerNormScratchFloats(n, c));
+  auto dw0 = RandomVector(c, 1.0f, this->Seed()), db0 = RandomVector(c, 1.0f, this->Seed());
+  DeviceBuffer<float> gdw(dw0), gdb(db0);
+  ASSERT_TRUE(
+      LayerNormForward<T>(gy.get(), mean.get(), rstd.get(), gx.get(), gw.get(), gb.get(), n, c, 0)
+          .ok());
+  std::vector<float> y(n * c), m(n), rs(n);
+  LayerNormForwardCpu(y.data(), m.data(), rs.data(), x.data(), w.data(), b.data(), n, c);
+  EXPECT_CLOSE(gy.Download(), y, kTol<T>);
+  EXPECT_CLOSE(rstd.Download(), rs, 1e-4);
+  ASSERT_TRUE(LayerNormBackward<T>(gdx.get(), gdw.get(), gdb.get(), scratch.get(), gdy.get(),
+                                   gx.get(), gw.get(), mean.get(), rstd.get(), n, c, 0)
+                  .ok());
+  std::vector<float> dx = dx0;
+  LayerNormBackwardCpu(dx.data(), dw0.data(), db0.data(), dy.data(), x.data(), w.data(), m.data(),
+                       rs.data(), n, c);
+  EXPECT_CLOSE(gdx.Download(), dx, kTol<T>);
+  EXPECT_CLOSE(gdw.Download(), dw0, 1e-3);
+  EXPECT_CLOSE(gdb.Download(), db0, 1e-5);
+}
+
+TYPED_TEST(CudaOps, RmsNorm) {
+  using T = TypeParam;
+  int n = 300, c = 136;
+  auto x = Rounded<T>(RandomVector(n * c, 2.0f, this->Seed()));
+  auto w = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
+  auto dy = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+  auto dx0 = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+  DeviceBuffer<T> gx(x), gw(w), gy(n * c), gdy(dy), gdx(dx0);
+  DeviceBuffer<float> rstd(n), scratch(RmsNormScratchFloats(n, c));
+  auto dw0 = RandomVector(c, 1.0f, this->Seed());
+  DeviceBuffer<float> gdw(dw0);
+  ASSERT_TRUE(RmsNormForward<T>(gy.get(), rstd.get(), gx.get(), gw.get(), n, c, 0).ok());
+  std::vector<float> y(n * c), rs(n);
+  RmsNormForwardCpu(y.data(), rs.data(), x.data(), w.data(), n, c);
+  EXPECT_CLOSE(gy.Download(), y, kTol<T>);
+  ASSERT_TRUE(RmsNormBackward<T>(gdx.get(), gdw.get(), scratch.get(), gdy.get(), gx.get(), gw.get(),
+                                 rstd.get(), n, c, 0)
+                  .ok());
+  std::vector<float> dx = dx0;
+  RmsNormBackwardCpu(dx.data(), dw0.data(), dy.data(), x.data(), w.data(), rs.data(), n, c);
+  EXPECT_CLOSE(gdx.Download(), dx, kTol<T>);
+  EXPECT_CLOSE(gdw.Download(), dw0, 1e-3);
+}
+
+TYPED_TEST(CudaOps, Rope) {
+  using T = TypeParam;
+  int b = 2, t = 33, h = 4, hkv = 2, d = 32, n = b * t, cols = (h + 2 * hkv) * d;
+  auto table = RopeTable(t, d, 10000.0);
+  DeviceBuffer<float> gtable(table);
+  for (bool inverse : {false, true}) {
+    auto x = Rounded<T>(RandomVector(n * cols, 1.0f, this->Seed()));
+    DeviceBuffer<T> gx(x);
+    ASSERT_TRUE(Rope<T>(gx.get(), gtable.get(), b, t, h, hkv, d, inverse, 0).ok());
+    RopeCpu(x.data(), table.data(), b, t, h, hkv, d, inverse);
+    EXPECT_CLOSE(gx.Download(), x, kTol<T>);
+  }
+}
+
+TYPED_TEST(CudaOps, GeluAndSwiglu) {
+  using T = TypeParam;
+  size_t n = 5000;
+  int rows = 37, f = 70;
+  auto x = Rounded<T>(RandomVector(n, 2.0f, this->Seed()));
+  auto dy = Rounded<T>(RandomVector(n, 1.0f, this->Seed()));
+  DeviceBuffer<T> gx(x), gy(n), gdy(dy), gdx(n);
+  ASSERT_TRUE(GeluForward<T>(gy.get(), gx.get(), n, 0).ok());
+  ASSERT_TRUE(GeluBackward<T>(gdx.get(), gdy.get(), gx.get(), n, 0).ok());
+  std::vector<float> y(n), dx(n);
+  GeluForwardCpu(y.data(), x.data(), n);
+  GeluBackwardCpu(dx.data(), dy.data(), x.data(), n);
+  EXPECT_CLOSE(gy.Download(), y, kTol<T>);
+  EXPECT_CLOSE(gdx.Download(), dx, kTol<T>);
+
+  auto in = Rounded<T>(RandomVector(rows * 2 * f, 2.0f, this->Seed()));
+  auto dout = Rounded<T>(RandomVector(rows * f, 1.0f, this->Seed()));
+  DeviceBuffer<T> gin(in), gout(rows * f), gdout(dout), gdin(rows * 2 * f);
+  ASSERT_TRUE(SwigluForward<T>(gout.get(), gin.get(), rows, f, 0).ok());
+  ASSERT_TRUE(SwigluBackward<T>(gdin.get(), gdout.get(), gin.get(), rows, f, 0).ok());
+  std::vector<float> out(rows * f), din(rows * 2 * f);
+  SwigluForwardCpu(out.data(), in.data(), rows, f);
+  SwigluBackwardCpu(din.data(), dout.data(), in.data(), rows, f);
+  EXPECT_CLOSE(gout.Download(), out, kTol<T>);
+  EXPECT_CLOSE(gdin.Download(), din, kTol<T>);
+}
+
+TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
+  using T = TypeParam;
+  int rows = 700, cols = 45;
+  auto a = Rounded<T>(RandomVector(rows * cols, 1.0f, this->Seed()));
+  auto b = Rounded<T>(RandomVector(rows * cols, 1.0f, this->Seed()));
+  DeviceBuffer<T> ga(a), gb(b), gout(rows * cols);
+  ASSERT_TRUE(ResidualAdd<T>(gout.get(), ga.get(), gb.get(), a.size(), 0).ok());
+  std::vector<float> out(a.size());
+  ResidualAddCpu(out.data(), a.data(), b.data(), a.size());
+  EXPECT_CLOSE(gout.Download(), out, kTol<T>);
+  auto db = RandomVector(cols, 1.0f, this->Seed());
+  DeviceBuffer<float> gdb(db), scratch(BiasGradScratchFloats(rows, cols));
+  ASSERT_TRUE(BiasGrad<T>(gdb.get(), scratch.get(), ga.get(), rows, cols, 0).ok());
+  BiasGradCpu(db.data(), a.data(), rows, cols);
+  EXPECT_CLOSE(gdb.Download(), db, 1e-5);
+}
+
+TYPED_TEST(CudaOps, CrossEntropyWithMask) {
+  using T = TypeParam;
+  int n = 40, v = 1000, ld = 1008;
+  auto logits = Rounded<T>(RandomVector(n * ld, 3.0f, this->Seed()));
+  std::vector<int> targets(n);
+  std::vector<float> weights(n);
+  std::mt19937 rng(this->Seed());
+  for (int i = 0; i < n; ++i) {
+    targets[i] = i % 9 == 4 ? -1 : int(rng() % v);
+    weights[i] = i % 5 == 0 ? 0.0f : 1.0f;
+  }
+  int* dt = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dt), n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dt, targets.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  DeviceBuffer<T> gl(logits);
+  DeviceBuffer<float> gw(weights), gloss(n), gsum(1);
+  ASSERT_TRUE(CrossEntropy<T>(gl.get(), gloss.get(), dt, gw.get(), 0.01f, n, v, ld, true, 0).ok());
+  ASSERT_TRUE(SumLosses(gsum.get(), gloss.get(), n, 0).ok());
+  std::vector<float> losses(n), want = logits;
+  CrossEntropyCpu(want.data(), losses.data(), targets.data(), weights.data(), 0.01f, n, v, ld,
+                  true);
+  EXPECT_CLOSE(gloss.Download(), losses, 1e-5);
+  auto got = gl.Download();
+  for (int r = 0; r < n; ++r) {  // columns beyond V are not the kernel's: compare [0, V)
+    std::copy(want.begin() + r * ld + v, want.begin() + (r + 1) * ld, got.begin() + r * ld + v);
+  }
+  EXPECT_CLOSE(got, want, kTol<T>);
+  double total = std::accumulate(losses.begin(), losses.end(), 0.0);
+  EXPECT_NEAR(gsum.Download()[0], total, 1e-4 * std::abs(total));
+  cudaFree(dt);
+}
+
+TEST(CudaAdamW, MatchesCpuWithClipping) {
+  BM_SKIP_WITHOUT_GPU();
+  size_t n = 100003;
+  auto p = RandomVector(n, 1.0f, 1), g = RandomVector(n, 0.5f, 2);
+  auto m = RandomVector(n, 0.1f, 3), v = RandomVector(n, 0.1f, 4);
+  for (float& x : v) x = x * x;
+  DeviceBuffer<float> gp(p), gg(g), gm(m), gv(v), sumsq(1), partials(kGradNormBlocks);
+  DeviceBuffer<__nv_bfloat16> lowp(n);
+  ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
+  double want_sumsq = GradSumSquaresCpu(g.data(), n);
+  EXPECT_NEAR(sumsq.Download()[0], want_sumsq, 1e-5 * want_sumsq);
+  AdamWHyper h;
+  h.step = 3;
+  h.max_norm = 1.0f;  // the norm is ~158: clipping is active
+  ASSERT_TRUE(
+      AdamWUpdate(gp.get(), lowp.get(), gm.get(), gv.get(), gg.get(), sumsq.get(), h, n, 0).ok());
+  AdamWUpdateCpu(p.data(), m.data(), v.data(), g.data(), want_sumsq, h, n);
+  EXPECT_CLOSE(gp.Download(), p, 1e-6);
+  EXPECT_CLOSE(gm.Download(), m, 1e-5);
+  EXPECT_CLOSE(gv.Download(), v, 1e-5);
+  EXPECT_CLOSE(lowp.Download(), p, 4e-3);
+}
+
+// Attention: the reference kernel (both types) and the tensor-core kernels (bf16, D 64/128),
+// with GQA and sequence lengths that are not multiples of the tiles.
+struct AttnCase {
+  int b, t, h, hkv, d;
+  AttentionImpl impl;
+};
+
+template <typename T>
+void CheckAttention(const AttnCase& k, uint64_t seed) {
+  int n = k.b * k.t, cols = (k.h + 2 * k.hkv) * k.d, ocols = k.h * k.d;
+  auto qkv = Rounded<T>(RandomVector(n * cols, 1.0f, seed));
+  auto dout = Rounded<T>(RandomVector(n * ocols, 1.0f, seed + 1));
+  DeviceBuffer<T> gqkv(qkv), gout(n * ocols), gdout(dout), gdqkv(n * cols);
+  DeviceBuffer<float> glse(k.b * k.h * k.t), scratch(AttentionScratchFloats(k.b, k.t, k.h));
+  ASSERT_TRUE(
+      AttentionForward<T>(gout.get(), glse.get(), gqkv.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0)
+          .ok());
+  std::vector<float> out(n * ocols), lse(k.b * k.h * k.t), dqkv(n * cols);
+  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d);
+  std::string what = "B=" + std::to_string(k.b) + " T=" + std::to_string(k.t) +
+                     " H=" + std::to_string(k.h) + " Hkv=" + std::to_string(k.hkv) +
+                     " D=" + std::to_string(k.d) +
+                     (k.impl == AttentionImpl::kReference ? " reference" : " auto");
+  auto gout_h = gout.Download();
+  EXPECT_LT(RelativeError(gout_h, out), kTol<T>) << what;
+  EXPECT_LT(RelativeError(glse.Download(), lse), 1e-5 + kTol<T> / 10) << what;
+  // Backward from the device's own forward output (what training does).
+  ASSERT_TRUE(AttentionBackward<T>(gdqkv.get(), scratch.get(), gdout.get(), gout.get(), gqkv.get(),
+                                   glse.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0)
+                  .ok());
+  AttentionBackwardCpu(dqkv.data(), dout.data(), Rounded<T>(gout_h).data(), qkv.data(), lse.data(),
+                       k.b, k.t, k.h, k.hkv, k.d);
+  EXPECT_LT(RelativeError(gdqkv.Download(), dqkv), 2 * kTol<T>) << what;
+}
+
+TYPED_TEST(CudaOps, AttentionReference) {
+  for (AttnCase k : {AttnCase{2, 37, 4, 2, 16, AttentionImpl::kReference},
+                     AttnCase{1, 70, 2, 2, 64, AttentionImpl::kReference}}) {
+    CheckAttention<TypeParam>(k, this->Seed());
+  }
+}
+
+TEST(CudaOpsBf16, FlashAttention) {
+  BM_SKIP_WITHOUT_GPU();
+  uint64_t seed = 99;
+  for (AttnCase k : {AttnCase{2, 64, 2, 2, 64, AttentionImpl::kAuto},
+                     AttnCase{1, 200, 4, 1, 64, AttentionImpl::kAuto},
+                     AttnCase{2, 130, 4, 2, 128, AttentionImpl::kAuto},
+                     AttnCase{1, 256, 2, 2, 128, AttentionImpl::kAuto}}) {
+    CheckAttention<__nv_bfloat16>(k, seed += 10);
+  }
+}
+
+// Matmul in the three forms the model uses, with the fused epilogues, against a naive product.
+TYPED_TEST(CudaOps, MatmulForms) {
+  using T = TypeParam;
+  DType dt = std::is_same_v<T, float> ? DType::kF32 : DType::kBF16;
+  int rows = 96, in = 64, out = 80;
+  auto x = Rounded<T>(RandomVector(rows * in, 1.0f, this->Seed()));
+  auto w = Rounded<T>(RandomVector(out * in, 1.0f, this->Seed()));
+  auto bias = Rounded<T>(RandomVector(out, 1.0f, this->Seed()));
+  auto dy = Rounded<T>(RandomVector(rows * out, 1.0f, this->Seed()));
+  DeviceBuffer<char> ws(Matmul::kDefaultWorkspaceBytes);
+  auto mm = Matmul::Create(ws.get(), Matmul::kDefaultWorkspaceBytes);
+  ASSERT_TRUE(mm.ok()) << mm.status().message();
+  DeviceBuffer<T> gx(x), gw(w), gb(bias), gy(rows * out), gdy(dy), gdx(rows * in);
+  // y = x W^T + b
+  MatmulArgs a;
+  a.m = rows, a.n = out, a.k = in, a.trans_b = true, a.ab_type = a.d_type = dt;
+  a.a = gx.get(), a.lda = in, a.b = gw.get(), a.ldb = in, a.d = gy.get(), a.ldd = out;
+  a.epilogue = Epilogue::kBias, a.bias = gb.get();
+  ASSERT_TRUE((*mm)->Run(a, 0).ok());
+  std::vector<float> y(rows * out), dx(rows * in, 0.0f), dw(out * in, 0.0f), db(out, 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < out; ++o) {
+      double s = bias[o];
+      for (int i = 0; i < in; ++i) s += double(x[r * in + i]) * w[o * in + i];
+      y[r * out + o] = float(s);
+    }
+  }
+  EXPECT_CLOSE(gy.Download(), y, kTol<T>);
+  // dx = dy W
+  MatmulArgs d;
+  d.m = rows, d.n = in, d.k = out, d.ab_type = d.d_type = dt;
+  d.a = gdy.get(), d.lda = out, d.b = gw.get(), d.ldb = in, d.d = gdx.get(), d.ldd = in;
+  ASSERT_TRUE((*mm)->Run(d, 0).ok());
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < in; ++i) {
+      double s = 0;
+      for (int o = 0; o < out; ++o) s += double(dy[r * out + o]) * w[o * in + i];
+      dx[r * in + i] = float(s);
+    }
+  }
+  EXPECT_CLOSE(gdx.Download(), dx, kTol<T>);
+  // dW += dy^T x (fp32, accumulated), db = sum dy (epilogue)
+  auto dw0 = RandomVector(out * in, 1.0f, this->Seed());
+  DeviceBuffer<float> gdw(dw0), gdb(out);
+  MatmulArgs g;
+  g.m = out, g.n = in, g.k = rows, g.trans_a = true, g.ab_type = dt, g.d_type = DType::kF32;
+  g.a = gdy.get(), g.lda = out, g.b = gx.get(), g.ldb = in, g.d = gdw.get(), g.ldd = in;
+  g.beta = 1.0f, g.epilogue = Epilogue::kBGradB, g.bias_grad = gdb.get();
+  bool fused = (*mm)->Supports(g);
+  if (!fused) g.epilogue = Epilogue::kNone;
+  ASSERT_TRUE((*mm)->Run(g, 0).ok());
+  for (int o = 0; o < out; ++o) {
+    for (int i = 0; i < in; ++i) {
+      double s = dw0[o * in + i];
+      for (int r = 0; r < rows; ++r) s += double(dy[r * out + o]) * x[r * in + i];
+      dw[o * in + i] = float(s);
+    }
+    for (int r = 0; r < rows; ++r) db[o] += dy[r * out + o];
+  }
+  EXPECT_CLOSE(gdw.Download(), dw, kTol<T>);
+  if (fused)
+    EXPECT_CLOSE(gdb.Download(), db, 1e-4);
+  else
+    std::printf("note: cuBLASLt has no BGRADB epilogue for this shape; fallback used\n");
+  // GELU epilogue: post = gelu(x W^T + b), pre saved; then DGELU
+  DeviceBuffer<T> pre(rows * out), post(rows * out);
+  a.epilogue = Epilogue::kGeluAuxBias, a.d = post.get(), a.aux = pre.get(), a.ld_aux = out;
+  if ((*mm)->Supports(a)) {
+    ASSERT_TRUE((*mm)->Run(a, 0).ok());
+    std::vector<float> want_post(y.size());
+    GeluForwardCpu(want_post.data(), y.data(), y.size());
+    EXPECT_CLOSE(pre.Download(), y, kTol<T>);
+    EXPECT_CLOSE(post.Download(), want_post, kTol<T>);
+  } else {
+    std::printf("note: cuBLASLt has no GELU_AUX_BIAS epilogue here; fallback used\n");
+  }
+}
+
+}  // namespace
+}  // namespace bm::train::cuda

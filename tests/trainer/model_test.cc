@@ -1,0 +1,104 @@
+// The whole model on the CPU: finite-difference gradients (double) for both
+// families, and the float backend's behaviour (overfitting, accumulation,
+// determinism).
+#include "trainer/cpu/model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "tests/trainer/gradcheck.h"
+#include "trainer/backend.h"
+#include "trainer/model/layout.h"
+
+namespace bm::train::cpu {
+namespace {
+
+ModelConfig Tiny(const char* preset) {
+  ModelConfig c = *Preset(preset);
+  c.vocab = 11;
+  c.hidden = 8;
+  c.layers = 2;
+  c.heads = 2;
+  c.kv_heads = c.family == Family::kLlama ? 1 : 2;  // grouped-query for llama
+  c.ffn_hidden = c.family == Family::kLlama ? 12 : 32;
+  c.max_seq = 6;
+  return c;
+}
+
+void CheckWholeModel(const ModelConfig& config) {
+  const int64_t B = 2, T = 5;
+  Model<double> model(config, B, T);
+  std::vector<float> init = InitParameters(config, model.layout(), 3);
+  // larger weights than the 0.02 init, so every path carries signal
+  for (size_t i = 0; i < init.size(); ++i)
+    model.params()[i] = init[i] * 10.0 + 0.05 * NormalAt(9, 9, i);
+  std::vector<int32_t> inputs = {1, 4, 2, 9, 0, 3, 3, 10, 5, 7};
+  std::vector<int32_t> targets = {4, 2, 9, 0, 6, 3, 10, 5, 7, 1};
+  std::vector<uint8_t> mask = {1, 1, 0, 1, 1, 0, 1, 1, 1, 1};
+  const double scale = 0.37;
+  double sum = 0;
+  int64_t count = 0;
+  model.ForwardBackward(inputs.data(), targets.data(), mask.data(), B, T, scale, &sum, &count);
+  EXPECT_EQ(count, 8);
+  std::vector<double> analytic = model.grads();
+  std::vector<double> losses(B * T);
+  auto f = [&] {
+    model.TokenLosses(inputs.data(), targets.data(), B, T, losses.data());
+    double s = 0;
+    for (int64_t n = 0; n < B * T; ++n) s += mask[n] ? scale * losses[n] : 0.0;
+    return s;
+  };
+  for (const ParamTensor& t : model.layout().tensors()) {
+    std::vector<double> x(model.params().begin() + t.offset,
+                          model.params().begin() + t.offset + t.numel);
+    std::vector<double> g(analytic.begin() + t.offset, analytic.begin() + t.offset + t.numel);
+    auto ft = [&] {
+      std::copy(x.begin(), x.end(), model.params().begin() + t.offset);
+      return f();
+    };
+    testing::ExpectGradientMatches(x, g, ft, t.name.c_str(), 1e-6, 60);
+    std::copy(x.begin(), x.end(), model.params().begin() + t.offset);
+  }
+}
+
+TEST(ModelGradCheck, Llama) { CheckWholeModel(Tiny("llama-tiny")); }
+TEST(ModelGradCheck, Gpt) { CheckWholeModel(Tiny("gpt-tiny")); }
+TEST(ModelGradCheck, LlamaTiedEmbeddings) {
+  ModelConfig c = Tiny("llama-tiny");
+  c.tied_embeddings = true;
+  CheckWholeModel(c);
+}
+
+TEST(CpuBackendTest, LastTokenArgmaxMatchesAllPositions) {
+  ModelConfig c = *Preset("llama-tiny");
+  Result<std::unique_ptr<Backend>> b = CreateBackend("cpu");
+  ASSERT_TRUE(b.ok());
+  BackendOptions o;
+  o.max_batch = 3;
+  o.max_seq = 8;
+  ASSERT_TRUE((*b)->Init(c, o).ok());
+  ASSERT_TRUE((*b)->SetParameters(InitParameters(c, ParamLayout(c), 4)).ok());
+  std::vector<int32_t> inputs(24);
+  for (int i = 0; i < 24; ++i) inputs[i] = (i * 37) % 512;
+  std::vector<int32_t> all(24), last(3);
+  std::vector<int64_t> lengths = {8, 1, 5};
+  ASSERT_TRUE((*b)->NextTokenArgmax(inputs.data(), 3, 8, all.data()).ok());
+  ASSERT_TRUE((*b)->LastTokenArgmax(inputs.data(), lengths.data(), 3, 8, last.data()).ok());
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(last[r], all[r * 8 + lengths[r] - 1]) << r;
+  // the base class's default gives the same
+  std::vector<int32_t> base(3);
+  ASSERT_TRUE(
+      (*b)->Backend::LastTokenArgmax(inputs.data(), lengths.data(), 3, 8, base.data()).ok());
+  EXPECT_EQ(base, last);
+  lengths[1] = 0;
+  EXPECT_FALSE((*b)->LastTokenArgmax(inputs.data(), lengths.data(), 3, 8, last.data()).ok());
+  inputs[3] = 512;  // outside the vocabulary
+  EXPECT_EQ((*b)->NextTokenArgmax(inputs.data(), 3, 8, all.data()).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(CreateBackend("tpu").status().code(), ErrorCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace bm::train::cpu

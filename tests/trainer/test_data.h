@@ -1,0 +1,71 @@
+// Helpers that write small tokenize outputs (Megatron datasets + stats.json)
+// into a temporary directory for the trainer's tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/formats/megatron_dataset.h"
+#include "trainer/rng.h"
+
+namespace bm::train::testing {
+
+inline std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("bm_trainer_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+inline void WriteSplit(const std::string& dir, const std::string& split,
+                       const std::vector<std::vector<int32_t>>& docs,
+                       const std::vector<std::vector<int32_t>>& masks = {}) {
+  std::filesystem::create_directories(dir);
+  auto w = formats::IndexedDatasetWriter::Create(dir + "/" + split, formats::DType::kUInt16);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (const auto& d : docs) {
+    ASSERT_TRUE(w->AddSequence(d).ok()) << w->AddSequence(d).message();
+    w->EndDocument();
+  }
+  ASSERT_TRUE(w->Finish().ok());
+  if (masks.empty()) return;
+  auto m =
+      formats::IndexedDatasetWriter::Create(dir + "/" + split + "_mask", formats::DType::kUInt8);
+  ASSERT_TRUE(m.ok());
+  for (const auto& d : masks) {
+    ASSERT_TRUE(m->AddSequence(d).ok());
+    m->EndDocument();
+  }
+  ASSERT_TRUE(m->Finish().ok());
+}
+
+inline void WriteStats(const std::string& dir, int64_t vocab, int32_t eot) {
+  std::ofstream(dir + "/stats.json")
+      << nlohmann::json{{"vocab_size", vocab}, {"eot_id", eot}}.dump();
+}
+
+// A corpus with structure: documents of a repeating pattern with noise, ending in eot.
+inline std::vector<std::vector<int32_t>> PatternDocs(int64_t docs, int64_t len, int32_t vocab,
+                                                     int32_t eot, uint64_t seed) {
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t d = 0; d < docs; ++d) {
+    std::vector<int32_t> doc;
+    int32_t x = static_cast<int32_t>(UniformIntAt(seed, 5, d, vocab - 1));
+    for (int64_t i = 0; i < len; ++i) {
+      doc.push_back(x);
+      x = (x * 7 + 3) % (vocab - 1);  // deterministic successor: learnable
+    }
+    doc.push_back(eot);
+    out.push_back(doc);
+  }
+  return out;
+}
+
+}  // namespace bm::train::testing

@@ -1,0 +1,201 @@
+// The training loop end to end on tiny models: overfitting, accumulation,
+// determinism, kill-and-resume, divergence, evaluation.
+#include "trainer/run/train_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/trainer/test_data.h"
+#include "trainer/checkpoint/safetensors.h"
+#include "trainer/run/evaluate.h"
+
+namespace bm::train {
+namespace {
+
+constexpr int32_t kVocab = 64, kEot = 63;
+
+class TrainLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    testing::WriteSplit(data_ + "/data", "train", testing::PatternDocs(40, 30, kVocab, kEot, 1));
+    testing::WriteSplit(data_ + "/data", "valid", testing::PatternDocs(8, 30, kVocab, kEot, 2));
+    testing::WriteStats(data_ + "/data", kVocab, kEot);
+  }
+  void TearDown() override { std::filesystem::remove_all(data_); }
+
+  RunConfig Config(const std::string& out, const char* preset = "llama-tiny") {
+    nlohmann::json j = {{"mode", "pretrain"},
+                        {"data", data_ + "/data"},
+                        {"out_dir", data_ + "/" + out},
+                        {"model", {{"preset", preset}, {"overrides", {{"max_seq", 32}}}}},
+                        {"lbs", 4},
+                        {"mpe", 16},
+                        {"gas", 1},
+                        {"steps", 12},
+                        {"warmup_steps", 2},
+                        {"lr", 3e-3},
+                        {"min_lr", 3e-4},
+                        {"seed", 5},
+                        {"threads", 2}};
+    Result<RunConfig> c = ParseRunConfig(j);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return *c;
+  }
+
+  static std::vector<double> Losses(const nlohmann::json& metrics, const std::string& dir) {
+    std::vector<double> losses;
+    std::ifstream in(dir + "/log.jsonl");
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+    (void)metrics;
+    return losses;
+  }
+
+  std::string data_;
+};
+
+TEST_F(TrainLoopTest, LossFallsAndMetricsAreComplete) {
+  RunConfig c = Config("out");
+  c.steps = 30;
+  Result<nlohmann::json> m = RunTraining(c, nullptr);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<double> losses = Losses(*m, c.out_dir);
+  ASSERT_EQ(losses.size(), 30u);
+  EXPECT_NEAR(losses[0], std::log(64.0), 0.3);  // uniform start
+  EXPECT_LT((*m)["loss"]["final"].get<double>(), losses[0] - 1.0);
+  EXPECT_EQ((*m)["format"], "benchmake-metrics");
+  EXPECT_EQ((*m)["config"]["gbs"], 4);
+  EXPECT_EQ((*m)["tokens"], 30 * 4 * 16);
+  EXPECT_GT((*m)["throughput"]["tokens_per_device_per_s"].get<double>(), 0);
+  EXPECT_GT((*m)["mfu"]["palm"].get<double>(), (*m)["mfu"]["6N"].get<double>());
+  EXPECT_TRUE(std::filesystem::exists(c.out_dir + "/model.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(c.out_dir + "/config.json"));
+  EXPECT_EQ((*m)["model"]["vocab"], kVocab);  // from stats.json
+}
+
+TEST_F(TrainLoopTest, BitIdenticalReruns) {
+  RunConfig a = Config("a"), b = Config("b");
+  ASSERT_TRUE(RunTraining(a, nullptr).ok());
+  ASSERT_TRUE(RunTraining(b, nullptr).ok());
+  EXPECT_EQ(Losses({}, a.out_dir), Losses({}, b.out_dir));
+  EXPECT_EQ(*ReadFileBytes(a.out_dir + "/model.safetensors"),
+            *ReadFileBytes(b.out_dir + "/model.safetensors"));
+  RunConfig other = Config("c");
+  other.seed = 6;
+  ASSERT_TRUE(RunTraining(other, nullptr).ok());
+  EXPECT_NE(Losses({}, a.out_dir), Losses({}, other.out_dir));
+}
+
+TEST_F(TrainLoopTest, AccumulationMatchesLargerBatch) {
+  RunConfig big = Config("big"), acc = Config("acc");
+  acc.lbs = 2;
+  acc.gas = 2;
+  ASSERT_TRUE(RunTraining(big, nullptr).ok());
+  ASSERT_TRUE(RunTraining(acc, nullptr).ok());
+  std::vector<double> l1 = Losses({}, big.out_dir), l2 = Losses({}, acc.out_dir);
+  ASSERT_EQ(l1.size(), l2.size());
+  for (size_t i = 0; i < l1.size(); ++i)
+    EXPECT_NEAR(l1[i], l2[i], 1e-4 * l1[i]) << "step " << i + 1;
+}
+
+TEST_F(TrainLoopTest, KillAndResumeEqualsUninterrupted) {
+  RunConfig full = Config("full");
+  ASSERT_TRUE(RunTraining(full, nullptr).ok());
+  RunConfig part = Config("part");
+  part.resume_dir = data_ + "/resume";
+  part.checkpoint_every = 5;
+  TrainHooks kill;
+  kill.after_step = [](int64_t step) { return step < 8; };  // dies after step 8, checkpoint at 5
+  EXPECT_FALSE(RunTraining(part, nullptr, kill).ok());
+  Result<nlohmann::json> resumed = RunTraining(part, nullptr);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_EQ((*resumed)["provenance"]["resumed_from_step"], 5);
+  EXPECT_EQ(Losses({}, full.out_dir), Losses({}, part.out_dir));
+  EXPECT_EQ(*ReadFileBytes(full.out_dir + "/model.safetensors"),
+            *ReadFileBytes(part.out_dir + "/model.safetensors"));
+  // a changed setting does not resume from the old checkpoint
+  RunConfig changed = part;
+  changed.lr = 1e-3;
+  Result<nlohmann::json> fresh = RunTraining(changed, nullptr);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_TRUE((*fresh)["provenance"]["resumed_from_step"].is_null());
+}
+
+TEST_F(TrainLoopTest, DivergenceStopsWithAClearError) {
+  RunConfig c = Config("nan");
+  c.lr = 1e30;
+  c.min_lr = 0;
+  c.warmup_steps = 0;
+  c.grad_clip = 0;
+  Result<nlohmann::json> m = RunTraining(c, nullptr);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), ErrorCode::kFailed);
+  EXPECT_NE(m.status().message().find("diverged"), std::string::npos) << m.status().message();
+  EXPECT_FALSE(std::filesystem::exists(c.out_dir + "/metrics.json"));
+}
+
+TEST_F(TrainLoopTest, TinyModelOverfitsOneBatch) {
+  // one document, windows all drawn from it: the model memorizes it
+  testing::WriteSplit(data_ + "/one", "train", {testing::PatternDocs(1, 17, kVocab, kEot, 9)[0]});
+  testing::WriteStats(data_ + "/one", kVocab, kEot);
+  RunConfig c = Config("overfit", "gpt-tiny");
+  c.data_dir = data_ + "/one";
+  c.steps = 250;
+  c.lr = 1e-2;
+  c.min_lr = 1e-2;
+  c.weight_decay = 0;
+  Result<nlohmann::json> m = RunTraining(c, nullptr);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_LT((*m)["loss"]["final"].get<double>(), 0.05);
+}
+
+TEST_F(TrainLoopTest, FinetuneAndEvaluateOnMaskedData) {
+  // instruction data: prompt token p (mask 0) -> answer (p+1, p+2, eot) (mask 1)
+  std::vector<std::vector<int32_t>> docs, masks;
+  for (int32_t p = 0; p < 40; ++p) {
+    docs.push_back({p, (p * 3 + 1) % 60, (p * 5 + 2) % 60, kEot});
+    masks.push_back({0, 1, 1, 1});
+  }
+  testing::WriteSplit(data_ + "/ft", "train", docs, masks);
+  testing::WriteSplit(data_ + "/ft", "valid", docs, masks);
+  testing::WriteStats(data_ + "/ft", kVocab, kEot);
+  RunConfig pre = Config("pre");
+  ASSERT_TRUE(RunTraining(pre, nullptr).ok());
+  nlohmann::json ft = {{"mode", "finetune"},
+                       {"data", data_ + "/ft"},
+                       {"out_dir", data_ + "/ftout"},
+                       {"init", pre.out_dir},
+                       {"lbs", 8},
+                       {"mpe", 16},
+                       {"steps", 150},
+                       {"warmup_steps", 5},
+                       {"lr", 1e-2},
+                       {"min_lr", 1e-3},
+                       {"weight_decay", 0.0},
+                       {"threads", 2}};
+  Result<nlohmann::json> m = RunTraining(*ParseRunConfig(ft), nullptr);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  nlohmann::json ev = {{"mode", "evaluate"},
+                       {"data", data_ + "/ft"},
+                       {"out_dir", data_ + "/evout"},
+                       {"init", data_ + "/ftout"},
+                       {"lbs", 8},
+                       {"mpe", 16},
+                       {"eval_choices", 4},
+                       {"threads", 2}};
+  Result<nlohmann::json> e = RunEvaluation(*ParseRunConfig(ev), nullptr);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const nlohmann::json& eval = (*e)["eval"];
+  EXPECT_EQ(eval["task"], "instruction");
+  EXPECT_EQ(eval["examples"], 40);
+  EXPECT_GT(eval["accuracy"].get<double>(), 0.9) << eval.dump();
+  EXPECT_GT(eval["exact_match"].get<double>(), 0.5) << eval.dump();
+  EXPECT_LT(eval["val_loss"].get<double>(), 0.5) << eval.dump();
+}
+
+}  // namespace
+}  // namespace bm::train

@@ -1,0 +1,148 @@
+// Backend: where a model's parameters live and its steps run. The CPU
+// reference (trainer/cpu/, fp32) and the CUDA backend (trainer/cuda/, bf16 or
+// fp32) implement it; the training loop, evaluation and checkpoints see only
+// this interface. Coarse-grained like llm.c: a backend fuses what it likes.
+//
+// Parameters, gradients and AdamW moments are exchanged with the host as flat
+// fp32 buffers in ParamLayout order (trainer/model/layout.h).
+//
+// One training step, as the loop drives it:
+//   ZeroGrad();
+//   for each of gas micro-batches: ForwardBackward(micro, loss_scale);
+//   norm = GradNorm();
+//   OptimizerStep({lr, ..., clip, step});
+// loss_scale is 1 / (number of loss-bearing target tokens in the whole step),
+// so that LBS=4,GAS=1 and LBS=2,GAS=2 give the same gradient.
+//
+// Contracts common to every method:
+//   - Init() first; every other method before Init() returns kInternal.
+//   - B <= BackendOptions::max_batch and T <= BackendOptions::max_seq, else
+//     kInvalidArgument. Token ids must lie in [0, vocab).
+//   - Deterministic: the same calls on the same device and thread count give
+//     the same bits.
+//   - Errors name the call and the shapes; nothing throws or exits.
+// Not thread-safe: one thread drives a backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "trainer/model/config.h"
+
+namespace bm::train {
+
+enum class Precision { kFp32, kBf16 };  // kBf16: bf16 compute, fp32 master weights and AdamW
+std::string_view PrecisionName(Precision precision);      // "fp32" | "bf16"
+Result<Precision> ParsePrecision(std::string_view name);  // also accepts "amp" = bf16
+
+struct BackendOptions {
+  int64_t max_batch = 1;  // largest B passed to any call
+  int64_t max_seq = 1;    // largest T passed to any call (<= model max_seq)
+  Precision precision = Precision::kFp32;
+  bool recompute = false;  // activation recompute (CUDA); the CPU ignores it
+  int threads = 0;         // CPU threads; 0 = all cores
+  int device_index = 0;    // which GPU (after CUDA_VISIBLE_DEVICES)
+};
+
+// One micro-batch: B rows of T positions. targets[b*T+t] is the token that
+// should follow inputs[b*T+t]. loss_mask (nullable = all ones) is 1 where that
+// target counts for the loss and 0 where it does not (prompt tokens).
+struct MicroBatch {
+  const int32_t* inputs = nullptr;     // [B, T]
+  const int32_t* targets = nullptr;    // [B, T]
+  const uint8_t* loss_mask = nullptr;  // [B, T] or nullptr
+  int64_t B = 0;
+  int64_t T = 0;
+};
+
+struct LossSum {
+  double sum = 0;     // sum of -log p(target) over masked-in positions
+  int64_t count = 0;  // number of masked-in positions
+};
+
+struct AdamWStep {
+  float lr = 0;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.1f;  // decoupled, on tensors with ParamTensor::weight_decay only
+  float grad_clip = 1.0f;     // global-norm clipping; <= 0 disables
+  int64_t step = 1;           // 1-based, for bias correction
+};
+
+struct MemoryStats {
+  int64_t peak_bytes = 0;  // peak bytes held by the backend (parameters, state, activations)
+  int64_t device_total_bytes = 0;  // the device's memory (CPU: physical RAM)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view device() const = 0;  // "cpu" | "cuda"
+  // A short description of the device ("AMD EPYC, 2 threads"; "NVIDIA H100 80GB HBM3").
+  virtual std::string device_name() const = 0;
+
+  // Allocates parameters, gradients, optimizer state and activations for
+  // `options`. Parameters start at zero; call SetParameters next.
+  virtual Status Init(const ModelConfig& model, const BackendOptions& options) = 0;
+
+  // Flat fp32 buffers of ParamLayout(model).total() floats.
+  virtual Status SetParameters(std::span<const float> params) = 0;
+  virtual Status GetParameters(std::span<float> params) const = 0;
+  virtual Status GetGradients(std::span<float> grads) const = 0;
+
+  // AdamW first and second moments, fp32, ParamLayout order (for resume).
+  virtual Status GetOptimizerState(std::span<float> m, std::span<float> v) const = 0;
+  virtual Status SetOptimizerState(std::span<const float> m, std::span<const float> v) = 0;
+
+  virtual Status ZeroGrad() = 0;
+
+  // Forward and backward of one micro-batch: adds
+  //   d/dθ [ loss_scale * Σ_{b,t} mask[b,t] * -log p(targets[b,t] | inputs[b,:t+1]) ]
+  // to the gradients. Returns the unscaled masked loss sum and count.
+  virtual Result<LossSum> ForwardBackward(const MicroBatch& batch, float loss_scale) = 0;
+
+  // sqrt(Σ g²) over all gradients, as they stand.
+  virtual Result<float> GradNorm() = 0;
+
+  // Clips gradients to step.grad_clip by global norm, then one AdamW update;
+  // leaves the gradients as they were (ZeroGrad clears them).
+  virtual Status OptimizerStep(const AdamWStep& step) = 0;
+
+  // Forward only: losses[b*T+t] = -log p(targets[b*T+t] | inputs[b, :t+1]) for
+  // every position (the mask is ignored). losses has B*T floats.
+  virtual Status TokenLosses(const MicroBatch& batch, float* losses) = 0;
+
+  // Forward only: argmax[b*T+t] = the most likely next token after inputs[b, :t+1]
+  // (lowest id on ties), for every position. argmax has B*T entries.
+  virtual Status NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) = 0;
+
+  // Forward only, for greedy decoding: argmax[b] = the most likely token after
+  // inputs[b, :lengths[b]], 1 <= lengths[b] <= T; positions at or past
+  // lengths[b] are padding and cannot affect it (causal). The default runs
+  // NextTokenArgmax and picks one position per row; a backend may override it
+  // to run the classifier on those B rows only.
+  virtual Status LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B,
+                                 int64_t T, int32_t* argmax);
+
+  virtual MemoryStats Memory() const = 0;
+};
+
+// Backends by name: "cpu" always; "cuda" when built with CUDA. The CUDA backend
+// provides, in trainer/cuda/cuda_backend.h (namespace bm::train::cuda):
+//   Result<std::unique_ptr<Backend>> CreateCudaBackend();
+//   nlohmann::json ProbeCudaPlatform();   // see trainer/platform.h
+// and a trainer/cuda/CMakeLists.txt defining the library bm_train_cuda;
+// trainer/backends.cc and trainer/platform.cc call them under BENCHMAKE_HAVE_CUDA.
+// kUnsupported for a device this build lacks, naming the ones it has.
+Result<std::unique_ptr<Backend>> CreateBackend(std::string_view device);
+std::vector<std::string> BackendNames();
+
+}  // namespace bm::train

@@ -1,0 +1,209 @@
+#include "trainer/checkpoint/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace bm::train {
+namespace {
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+float Bf16ToFloat(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float F16ToFloat(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(static_cast<float>(man), -24);
+  } else if (exp == 31) {
+    f = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    f = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  }
+  return sign ? -f : f;
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return Errorf(ErrorCode::kIo, "cannot create {}: {}", tmp, std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = Errorf(ErrorCode::kIo, "cannot write {}: {}", tmp, std::strerror(errno));
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    return Errorf(ErrorCode::kIo, "cannot flush {}: {}", tmp, std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return Errorf(ErrorCode::kIo, "cannot rename {} to {}: {}", tmp, path, std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Errorf(ErrorCode::kNotFound, "cannot open {}", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  int64_t offset = 0;
+  for (const NamedTensor& t : tensors) {
+    if (Numel(t.shape) != static_cast<int64_t>(t.data.size()))
+      return Errorf(ErrorCode::kInvalidArgument, "tensor {}: {} floats for a shape of {} elements",
+                    t.name, t.data.size(), Numel(t.shape));
+    const int64_t bytes = static_cast<int64_t>(t.data.size()) * 4;
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string out;
+  out.reserve(8 + json.size() + offset);
+  const uint64_t n = json.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += json;
+  for (const NamedTensor& t : tensors)
+    out.append(reinterpret_cast<const char*>(t.data.data()),
+               t.data.size() * 4);  // little-endian host
+  return WriteFileAtomically(path, out);
+}
+
+const NamedTensor* SafetensorsFile::Find(const std::string& name) const {
+  for (const NamedTensor& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
+  BM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+  auto corrupt = [&](const std::string& what) {
+    return Errorf(ErrorCode::kCorrupt, "{}: not a valid safetensors file: {}", path, what);
+  };
+  if (bytes.size() < 8)
+    return corrupt(fmt::format("{} bytes, shorter than the 8-byte header size", bytes.size()));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+  if (n > bytes.size() - 8)
+    return corrupt(
+        fmt::format("header of {} bytes but the file has {} (truncated?)", n, bytes.size()));
+  nlohmann::json header =
+      nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + n, nullptr, false);
+  if (header.is_discarded() || !header.is_object())
+    return corrupt("the header is not a JSON object");
+  const uint64_t data_size = bytes.size() - 8 - n;
+  const char* data = bytes.data() + 8 + n;
+  SafetensorsFile file;
+  struct Range {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Range> ranges;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) return corrupt("__metadata__ is not an object");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string()) return corrupt("__metadata__." + k + " is not a string");
+        file.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+        !entry.contains("data_offsets") || !entry["dtype"].is_string() ||
+        !entry["shape"].is_array() || !entry["data_offsets"].is_array() ||
+        entry["data_offsets"].size() != 2)
+      return corrupt("tensor " + name + " lacks dtype, shape or data_offsets");
+    NamedTensor t;
+    t.name = name;
+    for (const auto& d : entry["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        return corrupt("tensor " + name + " has a bad shape");
+      t.shape.push_back(d.get<int64_t>());
+    }
+    const std::string dtype = entry["dtype"];
+    size_t elem = dtype == "F32" ? 4 : (dtype == "BF16" || dtype == "F16") ? 2 : 0;
+    if (elem == 0)
+      return Errorf(ErrorCode::kUnsupported, "{}: tensor {} has dtype {} (F32, BF16, F16 are read)",
+                    path, name, dtype);
+    const auto& off = entry["data_offsets"];
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      return corrupt("tensor " + name + " has bad data_offsets");
+    const uint64_t begin = off[0], end = off[1];
+    const uint64_t numel = static_cast<uint64_t>(Numel(t.shape));
+    if (end < begin || end - begin != numel * elem)
+      return corrupt(fmt::format("tensor {} spans {} bytes but shape {} of {} needs {}", name,
+                                 end - begin, nlohmann::json(t.shape).dump(), dtype, numel * elem));
+    if (end > data_size)
+      return corrupt(fmt::format("tensor {} ends at byte {} of a {}-byte data section (truncated?)",
+                                 name, end, data_size));
+    t.data.resize(numel);
+    if (elem == 4) {
+      std::memcpy(t.data.data(), data + begin, numel * 4);
+    } else {
+      for (uint64_t i = 0; i < numel; ++i) {
+        uint16_t h;
+        std::memcpy(&h, data + begin + 2 * i, 2);
+        t.data[i] = dtype == "BF16" ? Bf16ToFloat(h) : F16ToFloat(h);
+      }
+    }
+    ranges.push_back({begin, end, name});
+    file.tensors.push_back(std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  uint64_t pos = 0;
+  for (const Range& r : ranges) {
+    if (r.begin != pos)
+      return corrupt(fmt::format("tensor {} leaves a gap or overlaps at byte {}", r.name, pos));
+    pos = r.end;
+  }
+  if (pos != data_size)
+    return corrupt(fmt::format("{} bytes after the last tensor", data_size - pos));
+  // file order = data order
+  std::sort(file.tensors.begin(), file.tensors.end(),
+            [&](const NamedTensor& a, const NamedTensor& b) {
+              auto at = [&](const std::string& name) {
+                return std::find_if(ranges.begin(), ranges.end(),
+                                    [&](const Range& r) { return r.name == name; })
+                    ->begin;
+              };
+              return at(a.name) < at(b.name);
+            });
+  return file;
+}
+
+}  // namespace bm::train

@@ -1,0 +1,42 @@
+#include "trainer/cpu/ops/gelu.h"
+
+#include <cmath>
+
+namespace bm::train::cpu {
+namespace {
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+}
+
+template <typename Float>
+void GeluForward(Float* out, const Float* inp, int64_t N) {
+  const Float k = static_cast<Float>(kSqrt2OverPi);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < N; ++i) {
+    const Float x = inp[i];
+    const Float cube = static_cast<Float>(0.044715) * x * x * x;
+    out[i] = static_cast<Float>(0.5) * x * (static_cast<Float>(1) + std::tanh(k * (x + cube)));
+  }
+}
+
+template <typename Float>
+void GeluBackward(Float* dinp, const Float* inp, const Float* dout, int64_t N) {
+  const Float k = static_cast<Float>(kSqrt2OverPi);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < N; ++i) {
+    const Float x = inp[i];
+    const Float u = k * (x + static_cast<Float>(0.044715) * x * x * x);
+    const Float th = std::tanh(u);
+    const Float sech2 = static_cast<Float>(1) - th * th;
+    const Float du = k * (static_cast<Float>(1) + static_cast<Float>(3 * 0.044715) * x * x);
+    const Float grad = static_cast<Float>(0.5) * (static_cast<Float>(1) + th) +
+                       static_cast<Float>(0.5) * x * sech2 * du;
+    dinp[i] += grad * dout[i];
+  }
+}
+
+template void GeluForward<float>(float*, const float*, int64_t);
+template void GeluForward<double>(double*, const double*, int64_t);
+template void GeluBackward<float>(float*, const float*, const float*, int64_t);
+template void GeluBackward<double>(double*, const double*, const double*, int64_t);
+
+}  // namespace bm::train::cpu

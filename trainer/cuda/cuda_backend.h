@@ -1,0 +1,25 @@
+// The CUDA backend behind trainer/backend.h (device = "cuda"): a CudaModel on one GPU, with
+// the trainer's flat fp32 ParamLayout (trainer/model/layout.h) mapped to and from the GPU's
+// own aligned layout (trainer/cuda/param_layout.h) by tensor name.
+//
+// Supports both families as trainer/model/config.h defines them, with the usual pairing
+// (gpt: biases and tied embeddings; llama: neither) and norm_eps = 1e-5; anything else is
+// kUnsupported at Init, with the field named. Precision kBf16 (bf16 compute, fp32 master
+// weights, gradients and AdamW state) or kFp32 (a checking mode).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "trainer/backend.h"
+
+namespace bm::train::cuda {
+
+Result<std::unique_ptr<Backend>> CreateCudaBackend();
+
+// {"gpus": [{"name", "memory_bytes", "compute_capability"}...], "driver": "580.159.04",
+//  "cuda": "13.0"}; never fails (no GPU: an empty list; an unknown driver: null).
+nlohmann::json ProbeCudaPlatform();
+
+}  // namespace bm::train::cuda

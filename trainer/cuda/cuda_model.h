@@ -1,0 +1,97 @@
+// CudaModel: one GPU's training state for a decoder-only transformer (gpt or llama family)
+// and its training step: forward, the fused classifier, backward, gradient-norm clipping and
+// AdamW, all on one stream.
+//
+// Precision (bf16 mode, the suites' "amp"): fp32 master weights, fp32 gradients and fp32 AdamW
+// moments; bf16 working copies of the weights and bf16 activations; fp32 accumulation in every
+// matmul, norm and reduction. fp32 mode (RunSpec::bf16 = false) runs everything in fp32 for
+// checking against the CPU reference.
+//
+// Memory: everything lives in one arena planned at Create() (MemoryPlan); nothing is allocated
+// afterwards. With recompute, only each layer's input is kept and a layer's activations are
+// recomputed during the backward pass.
+//
+// Determinism: the same parameters and batches give bit-identical results on the same GPU
+// (no order-dependent atomics anywhere).
+//
+// A step: ZeroGradients(); ForwardBackward(...) once per micro-batch (gradient accumulation);
+// OptimizerStep(). Batches may be smaller than planned (batch <= micro_batch, seq <= seq).
+// Not thread-safe; one instance per GPU.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "trainer/cuda/kernels/adamw.cuh"
+#include "trainer/cuda/model_spec.h"
+#include "trainer/cuda/param_layout.h"
+
+namespace bm::train::cuda {
+
+// One batch as the host holds it: batch x seq positions, row-major.
+struct TokenBatch {
+  const int32_t* tokens = nullptr;   // [batch * seq], in [0, vocab)
+  const int32_t* targets = nullptr;  // [batch * seq]; a negative target is ignored
+  const uint8_t* mask = nullptr;     // [batch * seq] loss mask (1 counts), or null: all count
+  int batch = 0, seq = 0;            // at most RunSpec's micro_batch and seq
+};
+
+struct MemoryReport {
+  size_t plan_bytes = 0;         // the arena (the plan's peak)
+  size_t device_used_bytes = 0;  // cudaMemGetInfo: total - free, after Create()
+  std::string plan_summary;
+};
+
+class CudaModel {
+ public:
+  // Selects the current device (0 unless CUDA_VISIBLE_DEVICES says otherwise), plans and
+  // allocates. Fails with kUnavailable when there is no GPU or not enough memory.
+  static Result<std::unique_ptr<CudaModel>> Create(const ModelSpec& model, const RunSpec& run);
+  ~CudaModel();
+  CudaModel(const CudaModel&) = delete;
+  CudaModel& operator=(const CudaModel&) = delete;
+
+  const ParamLayout& layout() const;
+  const MemoryReport& memory() const;
+
+  // Host <-> device, flat in layout() order (layout().total() floats, padding included).
+  Status SetParameters(const std::vector<float>& flat);
+  Status GetParameters(std::vector<float>* flat);
+  Status GetGradients(std::vector<float>* flat);
+  // AdamW moments, for resume files: m then v, each layout().total() floats.
+  Status GetOptimizerState(std::vector<float>* m, std::vector<float>* v);
+  Status SetOptimizerState(const std::vector<float>& m, const std::vector<float>& v);
+
+  Status ZeroGradients();
+  // One micro-batch's forward and backward; gradients accumulate. grad_scale multiplies every
+  // counted token's loss gradient (1 / counted tokens in the whole step). Waits for the GPU and
+  // returns the sum of the counted tokens' losses.
+  Result<double> ForwardBackward(const TokenBatch& batch, float grad_scale);
+  // sqrt of the sum of squared gradients, as they stand (waits for the GPU).
+  Result<double> GradNorm();
+  // Clips by global norm (when hyper.max_norm > 0 and the norm exceeds it: factor
+  // max_norm / (norm + 1e-6)), then AdamW on fp32 masters and the bf16 copy. Asynchronous.
+  Status OptimizerStep(const AdamWHyper& hyper);
+  // Forward only: losses[i] for every position (the mask ignored); waits.
+  Status TokenLosses(const TokenBatch& batch, float* losses);
+  // Forward only: the most likely next token at every position (lowest id on ties); waits.
+  Status NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* argmax);
+  Status Synchronize();
+  // With RunSpec::profile: milliseconds per phase (matmul kinds, attention, norms, ...) summed
+  // over the steps so far; reset by ResetPhaseTimes().
+  std::map<std::string, double> PhaseTimes() const;
+  void ResetPhaseTimes();
+
+ private:
+  struct Impl;
+  explicit CudaModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bm::train::cuda

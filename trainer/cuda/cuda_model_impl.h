@@ -1,0 +1,156 @@
+// CudaModel's internals, shared by its three source files (internal to trainer/cuda):
+//   cuda_model.cc       the public API (create, parameters, steps)
+//   cuda_model_plan.cc  the memory plan and the host-to-device staging of batches
+//   cuda_model_step.cc  forward, classifier and backward of both families
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/cuda_model.h"
+#include "trainer/cuda/kernels/activation.cuh"
+#include "trainer/cuda/kernels/attention.cuh"
+#include "trainer/cuda/kernels/classifier.cuh"
+#include "trainer/cuda/kernels/embedding.cuh"
+#include "trainer/cuda/kernels/layernorm.cuh"
+#include "trainer/cuda/kernels/residual.cuh"
+#include "trainer/cuda/kernels/rmsnorm.cuh"
+#include "trainer/cuda/kernels/rope.cuh"
+#include "trainer/cuda/matmul.h"
+#include "trainer/cuda/memory_plan.h"
+
+namespace bm::train::cuda {
+namespace model_internal {
+
+using bf16 = __nv_bfloat16;
+
+enum class Mode { kTrain, kLoss, kArgmax };
+
+// One layer's saved activations (offsets into the arena), per layer or shared (recompute).
+struct LayerActs {
+  size_t norm1, mean1, rstd1, qkv, att, lse, res_mid, norm2, mean2, rstd2, pre;
+};
+
+}  // namespace model_internal
+using model_internal::bf16;
+using model_internal::LayerActs;
+using model_internal::Mode;
+
+struct CudaModel::Impl {
+  Impl(const ModelSpec& m, const RunSpec& r) : spec(m), run(r), layout(m) {}
+  ModelSpec spec;
+  RunSpec run;
+  ParamLayout layout;
+  MemoryReport memory;
+  std::unique_ptr<DeviceArena> arena;
+  std::unique_ptr<Matmul> matmul;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t staged = nullptr;
+  size_t elem = 2;  // bytes per activation element
+
+  // arena offsets
+  size_t p32 = 0, plp = 0, grad = 0, adam_m = 0, adam_v = 0;
+  std::vector<size_t> res;  // layers + 1 residual streams
+  std::vector<LayerActs> acts;
+  size_t normf = 0, meanf = 0, rstdf = 0, dnormf = 0, logits = 0, losses = 0, loss_sum = 0;
+  size_t post = 0, dres = 0, dln = 0, dbig = 0, dpost = 0, dqkv = 0, datt = 0;
+  size_t norm_scratch = 0, att_scratch = 0, bias_scratch = 0, norm_sq = 0, norm_partials = 0;
+  size_t argmax = 0, rope = 0, tokens = 0, targets = 0, weights = 0, bucket_tokens = 0,
+         bucket_offsets = 0, bucket_positions = 0;
+  size_t workspace = 0;
+
+  // host staging (pinned)
+  int* h_ints = nullptr;      // tokens, targets, bucket tokens, offsets, positions
+  float* h_floats = nullptr;  // weights, then results
+
+  // Optional per-phase timing (RunSpec::profile): event pairs around each launch group.
+  struct Mark {
+    const char* name;
+    cudaEvent_t begin, end;
+  };
+  std::vector<cudaEvent_t> event_pool;
+  size_t events_used = 0;
+  std::vector<Mark> marks;
+  std::map<std::string, double> phase_ms;
+  Result<cudaEvent_t> NextEvent() {
+    if (events_used == event_pool.size()) {
+      cudaEvent_t e = nullptr;
+      BM_CUDA_CHECK(cudaEventCreate(&e), "profiling event {}", event_pool.size());
+      event_pool.push_back(e);
+    }
+    return event_pool[events_used++];
+  }
+  // Runs f(); with RunSpec::profile, between two events whose interval counts toward `name`.
+  template <typename F>
+  Status Phase(const char* name, F&& f) {
+    if (!run.profile) return f();
+    BM_ASSIGN_OR_RETURN(cudaEvent_t begin, NextEvent());
+    BM_ASSIGN_OR_RETURN(cudaEvent_t end, NextEvent());
+    BM_CUDA_CHECK(cudaEventRecord(begin, stream), "profiling {}", name);
+    BM_TRY(f());
+    BM_CUDA_CHECK(cudaEventRecord(end, stream), "profiling {}", name);
+    marks.push_back({name, begin, end});
+    return Status::Ok();
+  }
+  Status CollectPhases() {  // after a synchronize
+    for (const Mark& m : marks) {
+      float ms = 0.0f;
+      BM_CUDA_CHECK(cudaEventElapsedTime(&ms, m.begin, m.end), "profiling {}", m.name);
+      phase_ms[m.name] += ms;
+    }
+    marks.clear();
+    events_used = 0;
+    return Status::Ok();
+  }
+
+  int cur_b = 0, cur_t = 0;  // this call's batch and sequence length (<= run's maxima)
+  int N() const { return cur_b * cur_t; }
+  int MaxN() const { return run.micro_batch * run.seq; }
+  int C() const { return spec.hidden; }
+  int QkvCols() const { return (spec.heads + 2 * spec.kv_heads) * spec.head_dim(); }
+  int BigCols() const { return spec.family == Family::kGpt ? spec.ffn : 2 * spec.ffn; }
+  bool Gpt() const { return spec.family == Family::kGpt; }
+  template <typename T>
+  T* A(size_t off) const {
+    return arena->At<T>(off);
+  }
+  DType Dt() const { return run.bf16 ? DType::kBF16 : DType::kF32; }
+  // Weights as the matmuls read them: bf16 copy or the fp32 master.
+  template <typename T>
+  const T* W(size_t off) const {
+    return run.bf16 ? reinterpret_cast<const T*>(A<bf16>(plp) + off)
+                    : reinterpret_cast<const T*>(A<float>(p32) + off);
+  }
+  float* G(size_t off) const { return A<float>(grad) + off; }
+
+  Status Plan();
+  template <typename T>
+  Status Linear(T* y, const T* x, size_t w, size_t b, int rows, int in, int out, const T* residual);
+  template <typename T>
+  Status LinearGelu(T* post_out, T* pre_out, const T* x, size_t w, size_t b, int rows, int in,
+                    int out);
+  template <typename T>
+  Status LinearBackward(T* dx, const T* dy, const T* x, size_t w, size_t b, int rows, int in,
+                        int out, bool dgelu_aux, const T* aux);
+  template <typename T>
+  Status LayerForward(int l, bool recompute);
+  template <typename T>
+  Status LayerBackward(int l);
+  template <typename T>
+  Status Classifier(int rows_offset, int rows, float grad_scale, Mode mode);
+  template <typename T>
+  Status ForwardBackward(float grad_scale, Mode mode);
+  Status Run(float grad_scale, Mode mode);  // ForwardBackward<bf16 or float>
+  Status Stage(const TokenBatch& batch, bool buckets);
+  Status EmbeddingBackwardAll();
+  int num_buckets = 0;
+  const LayerActs& Acts(int l) const { return run.recompute ? acts[0] : acts[l]; }
+  Status CopyOut(size_t off, std::vector<float>* out);
+};
+
+}  // namespace bm::train::cuda

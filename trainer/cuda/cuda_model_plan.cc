@@ -1,0 +1,151 @@
+#include "trainer/cuda/cuda_model_impl.h"
+
+namespace bm::train::cuda {
+
+Status CudaModel::Impl::Plan() {
+  MemoryPlan plan;
+  size_t n = MaxN(), c = C(), P = layout.total();
+  elem = run.bf16 ? 2 : 4;
+  p32 = plan.Add("params fp32", P * 4);
+  plp = plan.Add("params bf16 copy", run.bf16 ? P * 2 : 0);
+  grad = plan.Add("grads fp32", P * 4);
+  adam_m = plan.Add("adamw m", P * 4);
+  adam_v = plan.Add("adamw v", P * 4);
+  res.resize(spec.layers + 1);
+  for (int l = 0; l <= spec.layers; ++l) res[l] = plan.Add("residual stream", n * c * elem);
+  int slots = run.recompute ? 1 : spec.layers;
+  acts.resize(slots);
+  size_t bh = static_cast<size_t>(run.micro_batch) * spec.heads * run.seq;
+  for (int l = 0; l < slots; ++l) {
+    LayerActs& a = acts[l];
+    a.norm1 = plan.Add("layer norm1", n * c * elem);
+    a.mean1 = plan.Add("layer mean1", n * 4);
+    a.rstd1 = plan.Add("layer rstd1", n * 4);
+    a.qkv = plan.Add("layer qkv", n * QkvCols() * elem);
+    a.att = plan.Add("layer attention out", n * spec.heads * spec.head_dim() * elem);
+    a.lse = plan.Add("layer attention lse", bh * 4);
+    a.res_mid = plan.Add("layer residual mid", n * c * elem);
+    a.norm2 = plan.Add("layer norm2", n * c * elem);
+    a.mean2 = plan.Add("layer mean2", n * 4);
+    a.rstd2 = plan.Add("layer rstd2", n * 4);
+    a.pre = plan.Add("layer mlp pre-activation", n * BigCols() * elem);
+  }
+  normf = plan.Add("final norm", n * c * elem);
+  meanf = plan.Add("final mean", n * 4);
+  rstdf = plan.Add("final rstd", n * 4);
+  dnormf = plan.Add("final norm grad", n * c * elem);
+  int chunk = std::min<int>(run.logits_chunk_rows, MaxN());
+  logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.vocab * elem);
+  losses = plan.Add("token losses", n * 4);
+  loss_sum = plan.Add("loss sum", 4);
+  post = plan.Add("mlp activation (shared)", n * spec.ffn * elem);
+  dres = plan.Add("residual grad", n * c * elem);
+  dln = plan.Add("norm grad", n * c * elem);
+  dbig = plan.Add("mlp pre-activation grad", n * BigCols() * elem);
+  dpost = plan.Add("mlp activation grad", n * spec.ffn * elem);
+  dqkv = plan.Add("qkv grad", n * QkvCols() * elem);
+  datt = plan.Add("attention out grad", n * spec.heads * spec.head_dim() * elem);
+  size_t ns = std::max(LayerNormScratchFloats(n, c), RmsNormScratchFloats(n, c));
+  norm_scratch = plan.Add("norm scratch", ns * 4);
+  att_scratch = plan.Add("attention scratch",
+                         AttentionScratchFloats(run.micro_batch, run.seq, spec.heads) * 4);
+  size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
+  bias_scratch = plan.Add("bias grad scratch",
+                          (BiasGradScratchFloats(static_cast<int>(n), widest) + widest) * 4);
+  norm_sq = plan.Add("grad sum of squares", 4);
+  norm_partials = plan.Add("grad norm partials", kGradNormBlocks * 4);
+  rope = plan.Add("rope table", static_cast<size_t>(run.seq) * spec.head_dim() * 4);
+  tokens = plan.Add("tokens", n * 4);
+  targets = plan.Add("targets", n * 4);
+  argmax = plan.Add("argmax", n * 4);
+  weights = plan.Add("loss weights", n * 4);
+  bucket_tokens = plan.Add("embedding buckets", n * 4);
+  bucket_offsets = plan.Add("embedding bucket offsets", (n + 1) * 4);
+  bucket_positions = plan.Add("embedding bucket positions", n * 4);
+  workspace = plan.Add("cuBLASLt workspace", Matmul::kDefaultWorkspaceBytes);
+  memory.plan_bytes = plan.total();
+  memory.plan_summary = plan.Summary();
+  BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
+  return Status::Ok();
+}
+
+Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
+  if (batch.batch <= 0 || batch.seq <= 0 || batch.batch > run.micro_batch || batch.seq > run.seq) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "batch {} x {} tokens; this CUDA model was planned for at most {} x {}",
+                  batch.batch, batch.seq, run.micro_batch, run.seq);
+  }
+  cur_b = batch.batch, cur_t = batch.seq;
+  size_t n = N();
+  for (size_t i = 0; i < n; ++i) {
+    int tok = batch.tokens[i], tgt = batch.targets ? batch.targets[i] : 0;
+    if (tok < 0 || tok >= spec.vocab || tgt >= spec.vocab) {
+      return Errorf(ErrorCode::kInvalidArgument, "token {} or target {} at {} outside vocab {}",
+                    tok, tgt, i, spec.vocab);
+    }
+  }
+  // The previous batch's copies must be done before the staging buffers are reused.
+  BM_CUDA_CHECK(cudaEventSynchronize(staged), "staging event");
+  size_t max_n = MaxN();
+  int* hi = h_ints;
+  std::memcpy(hi, batch.tokens, n * 4);
+  if (batch.targets)
+    std::memcpy(hi + max_n, batch.targets, n * 4);
+  else
+    std::fill(hi + max_n, hi + max_n + n, 0);
+  float* hw = h_floats;
+  for (size_t i = 0; i < n; ++i) hw[i] = batch.mask ? (batch.mask[i] ? 1.0f : 0.0f) : 1.0f;
+  BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(tokens), hi, n * 4, cudaMemcpyHostToDevice, stream),
+                "tokens {}", n);
+  BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(targets), hi + max_n, n * 4, cudaMemcpyHostToDevice, stream),
+                "targets {}", n);
+  BM_CUDA_CHECK(cudaMemcpyAsync(A<float>(weights), hw, n * 4, cudaMemcpyHostToDevice, stream),
+                "weights {}", n);
+  num_buckets = 0;
+  if (buckets) {
+    EmbeddingBuckets b = BuildEmbeddingBuckets(batch.tokens, static_cast<int>(n), spec.vocab);
+    int* bt = hi + 2 * max_n;
+    int* bo = bt + max_n;
+    int* bp = bo + max_n + 1;
+    std::copy(b.tokens.begin(), b.tokens.end(), bt);
+    std::copy(b.offsets.begin(), b.offsets.end(), bo);
+    std::copy(b.positions.begin(), b.positions.end(), bp);
+    num_buckets = static_cast<int>(b.tokens.size());
+    BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_tokens), bt, b.tokens.size() * 4,
+                                  cudaMemcpyHostToDevice, stream),
+                  "buckets");
+    BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_offsets), bo, b.offsets.size() * 4,
+                                  cudaMemcpyHostToDevice, stream),
+                  "bucket offsets");
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(A<int>(bucket_positions), bp, n * 4, cudaMemcpyHostToDevice, stream),
+        "bucket positions");
+  }
+  BM_CUDA_CHECK(cudaEventRecord(staged, stream), "staging event");
+  return Status::Ok();
+}
+
+Status CudaModel::Impl::EmbeddingBackwardAll() {
+  int n = N(), c = C();
+  return Phase("embedding", [&] {
+    if (run.bf16) {
+      return EmbeddingBackward<bf16>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<bf16>(dres),
+                                     A<int>(bucket_tokens), A<int>(bucket_offsets),
+                                     A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
+    }
+    return EmbeddingBackward<float>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<float>(dres),
+                                    A<int>(bucket_tokens), A<int>(bucket_offsets),
+                                    A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
+  });
+}
+
+Status CudaModel::Impl::CopyOut(size_t off, std::vector<float>* out) {
+  size_t P = layout.total();
+  out->resize(P);
+  BM_CUDA_CHECK(cudaMemcpyAsync(out->data(), A<float>(off), P * 4, cudaMemcpyDeviceToHost, stream),
+                "copy out {}", P);
+  BM_CUDA_CHECK(cudaStreamSynchronize(stream), "copy out");
+  return Status::Ok();
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,299 @@
+#include "trainer/cuda/cuda_model_impl.h"
+
+namespace bm::train::cuda {
+
+// y[rows, out] = x[rows, in] W^T + b (+ residual)
+template <typename T>
+Status CudaModel::Impl::Linear(T* y, const T* x, size_t w, size_t b, int rows, int in, int out,
+                               const T* residual) {
+  MatmulArgs a;
+  a.m = rows, a.n = out, a.k = in;
+  a.trans_a = false, a.trans_b = true;
+  a.ab_type = a.d_type = Dt();
+  a.a = x, a.lda = in, a.b = W<T>(w), a.ldb = in, a.d = y, a.ldd = out;
+  if (residual) a.c = residual, a.beta = 1.0f;
+  bool has_bias = Gpt() && b != 0;
+  if (has_bias && run.fused_epilogues) {
+    a.epilogue = Epilogue::kBias;
+    a.bias = W<T>(b);
+    if (matmul->Supports(a)) return matmul->Run(a, stream);
+    a.epilogue = Epilogue::kNone;
+  }
+  BM_TRY(matmul->Run(a, stream));
+  if (!has_bias) return Status::Ok();
+  return AddBias<T>(y, W<T>(b), rows, out, stream);
+}
+
+template <typename T>
+Status CudaModel::Impl::LinearGelu(T* post_out, T* pre_out, const T* x, size_t w, size_t b,
+                                   int rows, int in, int out) {
+  MatmulArgs a;
+  a.m = rows, a.n = out, a.k = in;
+  a.trans_a = false, a.trans_b = true;
+  a.ab_type = a.d_type = Dt();
+  a.a = x, a.lda = in, a.b = W<T>(w), a.ldb = in, a.ldd = out;
+  a.bias = W<T>(b);
+  if (run.fused_epilogues) {
+    a.epilogue = Epilogue::kGeluAuxBias;
+    a.d = post_out, a.aux = pre_out, a.ld_aux = out;
+    if (matmul->Supports(a)) return matmul->Run(a, stream);
+  }
+  BM_TRY(Linear<T>(pre_out, x, w, b, rows, in, out, nullptr));
+  return GeluForward<T>(post_out, pre_out, static_cast<size_t>(rows) * out, stream);
+}
+
+// dx[rows, in] = dy[rows, out] W (written), dW += dy^T x, db += sum dy. With dgelu_aux,
+// dx is multiplied by gelu'(aux) (the caller's "dx" is then the pre-activation's gradient).
+template <typename T>
+Status CudaModel::Impl::LinearBackward(T* dx, const T* dy, const T* x, size_t w, size_t b, int rows,
+                                       int in, int out, bool dgelu_aux, const T* aux) {
+  // weight (and bias) gradient
+  MatmulArgs g;
+  g.m = out, g.n = in, g.k = rows;
+  g.trans_a = true, g.trans_b = false;
+  g.ab_type = Dt(), g.d_type = DType::kF32;
+  g.a = dy, g.lda = out, g.b = x, g.ldb = in, g.d = G(w), g.ldd = in, g.beta = 1.0f;
+  bool has_bias = Gpt() && b != 0;
+  bool bias_done = false;
+  if (has_bias && run.fused_epilogues) {
+    g.epilogue = Epilogue::kBGradB;
+    g.bias_grad = A<float>(bias_scratch);
+    if (matmul->Supports(g)) {
+      BM_TRY(matmul->Run(g, stream));
+      BM_TRY(AccumulateF32(G(b), A<float>(bias_scratch), out, stream));
+      bias_done = true;
+    } else {
+      g.epilogue = Epilogue::kNone;
+    }
+  }
+  if (!bias_done) {
+    g.epilogue = Epilogue::kNone;
+    BM_TRY(matmul->Run(g, stream));
+    if (has_bias) BM_TRY(BiasGrad<T>(G(b), A<float>(bias_scratch), dy, rows, out, stream));
+  }
+  if (!dx) return Status::Ok();
+  MatmulArgs d;
+  d.m = rows, d.n = in, d.k = out;
+  d.trans_a = false, d.trans_b = false;
+  d.ab_type = d.d_type = Dt();
+  d.a = dy, d.lda = out, d.b = W<T>(w), d.ldb = in, d.d = dx, d.ldd = in;
+  if (dgelu_aux && run.fused_epilogues) {
+    d.epilogue = Epilogue::kDGelu;
+    d.aux = const_cast<T*>(aux), d.ld_aux = in;
+    if (matmul->Supports(d)) return matmul->Run(d, stream);
+    d.epilogue = Epilogue::kNone, d.aux = nullptr, d.ld_aux = 0;
+  }
+  BM_TRY(matmul->Run(d, stream));
+  if (dgelu_aux) return GeluBackward<T>(dx, dx, aux, static_cast<size_t>(rows) * in, stream);
+  return Status::Ok();
+}
+
+template <typename T>
+Status CudaModel::Impl::LayerForward(int l, bool recompute) {
+  const LayerActs& a = Acts(l);
+  const LayerParams& p = layout.layers[l];
+  int n = N(), c = C(), hd = spec.head_dim();
+  T* x = A<T>(res[l]);
+  if (Gpt()) {
+    BM_TRY(Phase("norm fwd", [&] {
+      return LayerNormForward<T>(A<T>(a.norm1), A<float>(a.mean1), A<float>(a.rstd1), x,
+                                 W<T>(p.norm1_w), W<T>(p.norm1_b), n, c, stream);
+    }));
+  } else {
+    BM_TRY(Phase("norm fwd", [&] {
+      return RmsNormForward<T>(A<T>(a.norm1), A<float>(a.rstd1), x, W<T>(p.norm1_w), n, c, stream);
+    }));
+  }
+  BM_TRY(Phase("matmul fwd", [&] {
+    return Linear<T>(A<T>(a.qkv), A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c, QkvCols(), nullptr);
+  }));
+  if (!Gpt()) {
+    BM_TRY(Phase("rope", [&] {
+      return Rope<T>(A<T>(a.qkv), A<float>(rope), cur_b, cur_t, spec.heads, spec.kv_heads, hd,
+                     false, stream);
+    }));
+  }
+  BM_TRY(Phase("attention fwd", [&] {
+    return AttentionForward<T>(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv), cur_b, cur_t, spec.heads,
+                               spec.kv_heads, hd, run.attention, stream);
+  }));
+  BM_TRY(Phase("matmul fwd", [&] {
+    return Linear<T>(A<T>(a.res_mid), A<T>(a.att), p.proj_w, p.proj_b, n, spec.heads * hd, c, x);
+  }));
+  if (Gpt()) {
+    BM_TRY(Phase("norm fwd", [&] {
+      return LayerNormForward<T>(A<T>(a.norm2), A<float>(a.mean2), A<float>(a.rstd2),
+                                 A<T>(a.res_mid), W<T>(p.norm2_w), W<T>(p.norm2_b), n, c, stream);
+    }));
+    BM_TRY(Phase("matmul fwd", [&] {
+      return LinearGelu<T>(A<T>(post), A<T>(a.pre), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, spec.ffn);
+    }));
+  } else {
+    BM_TRY(Phase("norm fwd", [&] {
+      return RmsNormForward<T>(A<T>(a.norm2), A<float>(a.rstd2), A<T>(a.res_mid), W<T>(p.norm2_w),
+                               n, c, stream);
+    }));
+    BM_TRY(Phase("matmul fwd", [&] {
+      return Linear<T>(A<T>(a.pre), A<T>(a.norm2), p.fc_w, 0, n, c, 2 * spec.ffn, nullptr);
+    }));
+    BM_TRY(Phase("activation",
+                 [&] { return SwigluForward<T>(A<T>(post), A<T>(a.pre), n, spec.ffn, stream); }));
+  }
+  if (recompute) return Status::Ok();  // the layer's output is already stored
+  return Phase("matmul fwd", [&] {
+    return Linear<T>(A<T>(res[l + 1]), A<T>(post), p.fc2_w, p.fc2_b, n, spec.ffn, c,
+                     A<T>(a.res_mid));
+  });
+}
+
+template <typename T>
+Status CudaModel::Impl::LayerBackward(int l) {
+  if (run.recompute) BM_TRY(LayerForward<T>(l, true));
+  const LayerActs& a = Acts(l);
+  const LayerParams& p = layout.layers[l];
+  int n = N(), c = C(), hd = spec.head_dim(), f = spec.ffn;
+  T* dr = A<T>(dres);
+  // MLP: res[l+1] = res_mid + fc2(act(fc(norm2(res_mid))))
+  if (Gpt()) {
+    BM_TRY(Phase("activation", [&] {
+      return GeluForward<T>(A<T>(post), A<T>(a.pre), static_cast<size_t>(n) * f, stream);
+    }));
+    BM_TRY(Phase("matmul bwd", [&] {
+      return LinearBackward<T>(A<T>(dbig), dr, A<T>(post), p.fc2_w, p.fc2_b, n, f, c, true,
+                               A<T>(a.pre));
+    }));
+  } else {
+    BM_TRY(Phase("activation",
+                 [&] { return SwigluForward<T>(A<T>(post), A<T>(a.pre), n, f, stream); }));
+    BM_TRY(Phase("matmul bwd", [&] {
+      return LinearBackward<T>(A<T>(dpost), dr, A<T>(post), p.fc2_w, 0, n, f, c, false, nullptr);
+    }));
+    BM_TRY(Phase("activation", [&] {
+      return SwigluBackward<T>(A<T>(dbig), A<T>(dpost), A<T>(a.pre), n, f, stream);
+    }));
+  }
+  BM_TRY(Phase("matmul bwd", [&] {
+    return LinearBackward<T>(A<T>(dln), A<T>(dbig), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, BigCols(),
+                             false, nullptr);
+  }));
+  if (Gpt()) {
+    BM_TRY(Phase("norm bwd", [&] {
+      return LayerNormBackward<T>(dr, G(p.norm2_w), G(p.norm2_b), A<float>(norm_scratch), A<T>(dln),
+                                  A<T>(a.res_mid), W<T>(p.norm2_w), A<float>(a.mean2),
+                                  A<float>(a.rstd2), n, c, stream);
+    }));
+  } else {
+    BM_TRY(Phase("norm bwd", [&] {
+      return RmsNormBackward<T>(dr, G(p.norm2_w), A<float>(norm_scratch), A<T>(dln),
+                                A<T>(a.res_mid), W<T>(p.norm2_w), A<float>(a.rstd2), n, c, stream);
+    }));
+  }
+  // Attention: res_mid = res[l] + proj(attn(qkv(norm1(res[l]))))
+  BM_TRY(Phase("matmul bwd", [&] {
+    return LinearBackward<T>(A<T>(datt), dr, A<T>(a.att), p.proj_w, p.proj_b, n, spec.heads * hd, c,
+                             false, nullptr);
+  }));
+  BM_TRY(Phase("attention bwd", [&] {
+    return AttentionBackward<T>(A<T>(dqkv), A<float>(att_scratch), A<T>(datt), A<T>(a.att),
+                                A<T>(a.qkv), A<float>(a.lse), cur_b, cur_t, spec.heads,
+                                spec.kv_heads, hd, run.attention, stream);
+  }));
+  if (!Gpt()) {
+    BM_TRY(Phase("rope", [&] {
+      return Rope<T>(A<T>(dqkv), A<float>(rope), cur_b, cur_t, spec.heads, spec.kv_heads, hd, true,
+                     stream);
+    }));
+  }
+  BM_TRY(Phase("matmul bwd", [&] {
+    return LinearBackward<T>(A<T>(dln), A<T>(dqkv), A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c,
+                             QkvCols(), false, nullptr);
+  }));
+  if (Gpt()) {
+    return Phase("norm bwd", [&] {
+      return LayerNormBackward<T>(dr, G(p.norm1_w), G(p.norm1_b), A<float>(norm_scratch), A<T>(dln),
+                                  A<T>(res[l]), W<T>(p.norm1_w), A<float>(a.mean1),
+                                  A<float>(a.rstd1), n, c, stream);
+    });
+  }
+  return Phase("norm bwd", [&] {
+    return RmsNormBackward<T>(dr, G(p.norm1_w), A<float>(norm_scratch), A<T>(dln), A<T>(res[l]),
+                              W<T>(p.norm1_w), A<float>(a.rstd1), n, c, stream);
+  });
+}
+
+// Rows [r0, r0 + rows) of the final norm's output through the LM head and the loss; in
+// training also dlogits (in place), dnormf for those rows, and the LM head's gradient.
+template <typename T>
+Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode) {
+  int c = C(), v = spec.vocab;
+  T* x = A<T>(normf) + static_cast<size_t>(r0) * c;
+  T* lg = A<T>(logits);
+  BM_TRY(Phase("lm head matmul",
+               [&] { return Linear<T>(lg, x, layout.lm_head, 0, rows, c, v, nullptr); }));
+  if (mode == Mode::kArgmax) {
+    return Phase("cross-entropy",
+                 [&] { return ArgmaxRows<T>(A<int>(argmax) + r0, lg, rows, v, v, stream); });
+  }
+  BM_TRY(Phase("cross-entropy", [&] {
+    return CrossEntropy<T>(lg, A<float>(losses) + r0, A<int>(targets) + r0, A<float>(weights) + r0,
+                           grad_scale, rows, v, v, mode == Mode::kTrain, stream);
+  }));
+  if (mode != Mode::kTrain) return Status::Ok();
+  return Phase("lm head matmul", [&] {
+    return LinearBackward<T>(A<T>(dnormf) + static_cast<size_t>(r0) * c, lg, x, layout.lm_head, 0,
+                             rows, c, v, false, nullptr);
+  });
+}
+
+template <typename T>
+Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
+  int n = N(), c = C();
+  BM_TRY(Phase("embedding", [&] {
+    return EmbeddingForward<T>(A<T>(res[0]), A<int>(tokens), W<T>(layout.wte),
+                               Gpt() ? W<T>(layout.wpe) : nullptr, n, cur_t, c, stream);
+  }));
+  for (int l = 0; l < spec.layers; ++l) BM_TRY(LayerForward<T>(l, false));
+  T* xl = A<T>(res[spec.layers]);
+  if (Gpt()) {
+    BM_TRY(Phase("norm fwd", [&] {
+      return LayerNormForward<T>(A<T>(normf), A<float>(meanf), A<float>(rstdf), xl,
+                                 W<T>(layout.normf_w), W<T>(layout.normf_b), n, c, stream);
+    }));
+  } else {
+    BM_TRY(Phase("norm fwd", [&] {
+      return RmsNormForward<T>(A<T>(normf), A<float>(rstdf), xl, W<T>(layout.normf_w), n, c,
+                               stream);
+    }));
+  }
+  int chunk = std::min<int>(run.logits_chunk_rows, n);
+  for (int r0 = 0; r0 < n; r0 += chunk) {
+    BM_TRY(Classifier<T>(r0, std::min(chunk, n - r0), grad_scale, mode));
+  }
+  if (mode == Mode::kArgmax) return Status::Ok();
+  BM_TRY(SumLosses(A<float>(loss_sum), A<float>(losses), n, stream));
+  if (mode != Mode::kTrain) return Status::Ok();
+
+  BM_CUDA_CHECK(cudaMemsetAsync(A<T>(dres), 0, static_cast<size_t>(n) * c * sizeof(T), stream),
+                "zero residual grad");
+  if (Gpt()) {
+    BM_TRY(Phase("norm bwd", [&] {
+      return LayerNormBackward<T>(A<T>(dres), G(layout.normf_w), G(layout.normf_b),
+                                  A<float>(norm_scratch), A<T>(dnormf), xl, W<T>(layout.normf_w),
+                                  A<float>(meanf), A<float>(rstdf), n, c, stream);
+    }));
+  } else {
+    BM_TRY(Phase("norm bwd", [&] {
+      return RmsNormBackward<T>(A<T>(dres), G(layout.normf_w), A<float>(norm_scratch), A<T>(dnormf),
+                                xl, W<T>(layout.normf_w), A<float>(rstdf), n, c, stream);
+    }));
+  }
+  for (int l = spec.layers - 1; l >= 0; --l) BM_TRY(LayerBackward<T>(l));
+  return EmbeddingBackwardAll();
+}
+
+Status CudaModel::Impl::Run(float grad_scale, Mode mode) {
+  return run.bf16 ? ForwardBackward<bf16>(grad_scale, mode)
+                  : ForwardBackward<float>(grad_scale, mode);
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,32 @@
+// Activations: GELU (tanh approximation, GPT-2's) and SwiGLU (LLaMA's), forward and backward.
+//
+// GELU:   out[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise over n.
+// SwiGLU: in [N, 2F] holds gate g = in[:, :F] and up u = in[:, F:]; out [N, F] = silu(g) * u.
+// Backward passes write (not accumulate) the input gradient.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "base/result.h"
+
+namespace bm::train::cuda {
+
+// ---- launchers (T = float or __nv_bfloat16)
+template <typename T>
+Status GeluForward(T* out, const T* in, size_t n, cudaStream_t stream);
+template <typename T>
+Status GeluBackward(T* din, const T* dout, const T* in, size_t n, cudaStream_t stream);
+template <typename T>
+Status SwigluForward(T* out, const T* in, int rows, int ffn, cudaStream_t stream);
+template <typename T>
+Status SwigluBackward(T* din, const T* dout, const T* in, int rows, int ffn, cudaStream_t stream);
+
+// ---- CPU twins (fp32)
+void GeluForwardCpu(float* out, const float* in, size_t n);
+void GeluBackwardCpu(float* din, const float* dout, const float* in, size_t n);
+void SwigluForwardCpu(float* out, const float* in, int rows, int ffn);
+void SwigluBackwardCpu(float* din, const float* dout, const float* in, int rows, int ffn);
+
+}  // namespace bm::train::cuda

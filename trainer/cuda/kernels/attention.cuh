@@ -1,0 +1,47 @@
+// Causal scaled-dot-product attention, forward and backward, flash-style: the T x T score
+// matrix is never stored (memory linear in T). Grouped-query attention through kv_heads.
+//
+// Layouts (row n = b*T + t):
+//   qkv  [B*T, (H + 2*Hkv) * D]: q heads, then k heads, then v heads (the fused projection)
+//   out  [B*T, H*D]              (ready for the output projection)
+//   lse  [B, H, T] fp32: log-sum-exp of each row's scaled scores (saved for the backward pass)
+//   dqkv like qkv, written (not accumulated)
+// Query head h reads kv head h / (H / Hkv). Scale 1/sqrt(D).
+//
+// Implementations: for bf16 with D = 64 or 128, tensor-core kernels (flash_attention.cu:
+// mma.sync m16n8k16, fp32 accumulation); otherwise, or when kReference is asked for, a
+// warp-per-row reference kernel. Both are deterministic: the backward pass computes dQ in one
+// kernel (over key tiles) and dK/dV in another (over query tiles and the heads of a group),
+// so no gradient is summed with atomics.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "base/result.h"
+
+namespace bm::train::cuda {
+
+enum class AttentionImpl { kAuto, kReference };
+
+// Device scratch the backward pass needs, in floats.
+size_t AttentionScratchFloats(int batch, int seq, int heads);
+
+// ---- launchers (T = float or __nv_bfloat16)
+template <typename T>
+Status AttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, int heads,
+                        int kv_heads, int head_dim, AttentionImpl impl, cudaStream_t stream);
+template <typename T>
+Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
+                         const float* lse, int batch, int seq, int heads, int kv_heads,
+                         int head_dim, AttentionImpl impl, cudaStream_t stream);
+
+// ---- CPU twins (fp32)
+void AttentionForwardCpu(float* out, float* lse, const float* qkv, int batch, int seq, int heads,
+                         int kv_heads, int head_dim);
+void AttentionBackwardCpu(float* dqkv, const float* dout, const float* out, const float* qkv,
+                          const float* lse, int batch, int seq, int heads, int kv_heads,
+                          int head_dim);
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,205 @@
+#include <cmath>
+
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/classifier.cuh"
+#include "trainer/cuda/kernels/common.cuh"
+
+namespace bm::train::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+
+// ---- kernels: one block per row; online max/sum in one pass, then the gradient pass.
+
+template <typename T>
+__global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
+                                   const float* weights, float grad_scale, int vocab, int ld,
+                                   bool write_grad) {
+  __shared__ float shared[32];
+  int row = blockIdx.x;
+  T* x = logits + static_cast<size_t>(row) * ld;
+  int target = targets[row];
+  float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
+  float m = -INFINITY, s = 0.0f;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float v = ToF(x[i]);
+    if (v > m) {
+      s = s * expf(m - v) + 1.0f;
+      m = v;
+    } else {
+      s += expf(v - m);
+    }
+  }
+  float block_max = BlockMax(m, shared);
+  float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
+  float block_sum = BlockSum(scaled, shared);
+  float lse = block_max + logf(block_sum);
+  if (threadIdx.x == 0) {
+    losses[row] = weight == 0.0f ? 0.0f : weight * (lse - ToF(x[target]));
+  }
+  if (!write_grad) return;
+  __syncthreads();  // everyone has read x[target] before it is overwritten
+  float scale = grad_scale * weight;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float p = expf(ToF(x[i]) - lse);
+    float g = scale * (p - (i == target ? 1.0f : 0.0f));
+    x[i] = FromF<T>(g);
+  }
+}
+
+// The same with 16-byte accesses (V and ld multiples of 16 / sizeof(T)).
+template <typename T>
+__global__ void CrossEntropyVecKernel(T* logits, float* losses, const int* targets,
+                                      const float* weights, float grad_scale, int vocab, int ld,
+                                      bool write_grad) {
+  constexpr int V = Pack16<T>::kN;
+  __shared__ float shared[32];
+  int row = blockIdx.x;
+  T* x = logits + static_cast<size_t>(row) * ld;
+  int target = targets[row];
+  float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
+  float m = -INFINITY, s = 0.0f;
+  for (int i = threadIdx.x * V; i < vocab; i += blockDim.x * V) {
+    Pack16<T> p = Load16(x + i);
+    float mx = ToF(p.v[0]);
+#pragma unroll
+    for (int k = 1; k < V; ++k) mx = fmaxf(mx, ToF(p.v[k]));
+    if (mx > m) {
+      s *= expf(m - mx);
+      m = mx;
+    }
+#pragma unroll
+    for (int k = 0; k < V; ++k) s += expf(ToF(p.v[k]) - m);
+  }
+  float block_max = BlockMax(m, shared);
+  float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
+  float block_sum = BlockSum(scaled, shared);
+  float lse = block_max + logf(block_sum);
+  if (threadIdx.x == 0) {
+    losses[row] = weight == 0.0f ? 0.0f : weight * (lse - ToF(x[target]));
+  }
+  if (!write_grad) return;
+  __syncthreads();
+  float scale = grad_scale * weight;
+  for (int i = threadIdx.x * V; i < vocab; i += blockDim.x * V) {
+    Pack16<T> p = Load16(x + i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      float g = scale * (expf(ToF(p.v[k]) - lse) - (i + k == target ? 1.0f : 0.0f));
+      p.v[k] = FromF<T>(g);
+    }
+    Store16(x + i, p);
+  }
+}
+
+__global__ void SumLossesKernel(float* out, const float* losses, int n) {
+  __shared__ float shared[32];
+  float acc = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) acc += losses[i];
+  float total = BlockSum(acc, shared);
+  if (threadIdx.x == 0) out[0] = total;
+}
+
+template <typename T>
+__global__ void ArgmaxKernel(int* argmax, const T* logits, int vocab, int ld) {
+  __shared__ float sv[1024];
+  __shared__ int si[1024];
+  const T* x = logits + static_cast<size_t>(blockIdx.x) * ld;
+  float best = -INFINITY;
+  int idx = vocab;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float v = ToF(x[i]);
+    if (v > best) best = v, idx = i;  // increasing i per thread: first max kept
+  }
+  sv[threadIdx.x] = best;
+  si[threadIdx.x] = idx;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      float ov = sv[threadIdx.x + s];
+      int oi = si[threadIdx.x + s];
+      if (ov > sv[threadIdx.x] || (ov == sv[threadIdx.x] && oi < si[threadIdx.x])) {
+        sv[threadIdx.x] = ov;
+        si[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) argmax[blockIdx.x] = si[0] < vocab ? si[0] : 0;
+}
+
+}  // namespace
+
+// ---- launchers
+
+template <typename T>
+Status ArgmaxRows(int* argmax, const T* logits, int n, int vocab, int ld, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  ArgmaxKernel<T><<<n, 512, 0, stream>>>(argmax, logits, vocab, ld);
+  BM_LAUNCH_CHECK("ArgmaxKernel", "N={} V={}", n, vocab);
+  return Status::Ok();
+}
+template Status ArgmaxRows<float>(int*, const float*, int, int, int, cudaStream_t);
+template Status ArgmaxRows<bf16>(int*, const bf16*, int, int, int, cudaStream_t);
+
+void ArgmaxRowsCpu(int* argmax, const float* logits, int n, int vocab, int ld) {
+  for (int r = 0; r < n; ++r) {
+    const float* x = logits + static_cast<size_t>(r) * ld;
+    int best = 0;
+    for (int i = 1; i < vocab; ++i) {
+      if (x[i] > x[best]) best = i;
+    }
+    argmax[r] = best;
+  }
+}
+
+template <typename T>
+Status CrossEntropy(T* logits, float* losses, const int* targets, const float* weights,
+                    float grad_scale, int n, int vocab, int ld, bool write_grad,
+                    cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  if (Vectorizable<T>(vocab, logits) && ld % Pack16<T>::kN == 0) {
+    CrossEntropyVecKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights,
+                                                         grad_scale, vocab, ld, write_grad);
+  } else {
+    CrossEntropyKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights, grad_scale,
+                                                      vocab, ld, write_grad);
+  }
+  BM_LAUNCH_CHECK("CrossEntropyKernel", "N={} V={} ld={}", n, vocab, ld);
+  return Status::Ok();
+}
+
+Status SumLosses(float* out, const float* losses, int n, cudaStream_t stream) {
+  SumLossesKernel<<<1, 1024, 0, stream>>>(out, losses, n);
+  BM_LAUNCH_CHECK("SumLossesKernel", "n={}", n);
+  return Status::Ok();
+}
+
+template Status CrossEntropy<float>(float*, float*, const int*, const float*, float, int, int, int,
+                                    bool, cudaStream_t);
+template Status CrossEntropy<bf16>(bf16*, float*, const int*, const float*, float, int, int, int,
+                                   bool, cudaStream_t);
+
+// ---- CPU twin
+
+void CrossEntropyCpu(float* logits, float* losses, const int* targets, const float* weights,
+                     float grad_scale, int n, int vocab, int ld, bool write_grad) {
+  for (int r = 0; r < n; ++r) {
+    float* x = logits + static_cast<size_t>(r) * ld;
+    int target = targets[r];
+    float weight = target < 0 ? 0.0f : (weights ? weights[r] : 1.0f);
+    double m = -INFINITY;
+    for (int i = 0; i < vocab; ++i) m = std::fmax(m, x[i]);
+    double s = 0.0;
+    for (int i = 0; i < vocab; ++i) s += std::exp(x[i] - m);
+    double lse = m + std::log(s);
+    losses[r] = weight == 0.0f ? 0.0f : static_cast<float>(weight * (lse - x[target]));
+    if (!write_grad) continue;
+    for (int i = 0; i < vocab; ++i) {
+      double p = std::exp(x[i] - lse);
+      x[i] = static_cast<float>(grad_scale * weight * (p - (i == target ? 1.0 : 0.0)));
+    }
+  }
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,82 @@
+// Device helpers shared by the kernel files (included by .cu files only): element type
+// conversion, warp and block reductions.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace bm::train::cuda {
+
+using bf16 = __nv_bfloat16;
+
+__device__ __forceinline__ float ToF(float x) { return x; }
+__device__ __forceinline__ float ToF(bf16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T FromF(float x);
+template <>
+__device__ __forceinline__ float FromF<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ bf16 FromF<bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+__device__ __forceinline__ float WarpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float WarpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the
+// result. Fixed order: deterministic. `shared` holds 32 floats.
+__device__ __forceinline__ float BlockSum(float v, float* shared) {
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = WarpSum(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : 0.0f;
+  return WarpSum(v);
+}
+__device__ __forceinline__ float BlockMax(float v, float* shared) {
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = WarpMax(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : -INFINITY;
+  return WarpMax(v);
+}
+
+inline unsigned CeilDiv(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+}  // namespace bm::train::cuda
+
+namespace bm::train::cuda {
+
+// 16 bytes of T (8 bf16 or 4 floats): one vector load or store.
+template <typename T>
+struct alignas(16) Pack16 {
+  static constexpr int kN = 16 / sizeof(T);
+  T v[kN];
+};
+template <typename T>
+__device__ __forceinline__ Pack16<T> Load16(const T* p) {
+  return *reinterpret_cast<const Pack16<T>*>(p);
+}
+template <typename T>
+__device__ __forceinline__ void Store16(T* p, const Pack16<T>& x) {
+  *reinterpret_cast<Pack16<T>*>(p) = x;
+}
+// Whether rows of `cols` elements can be read as Pack16 (bases 16-byte aligned).
+template <typename T>
+inline bool Vectorizable(int cols, const void* p0 = nullptr, const void* p1 = nullptr) {
+  auto aligned = [](const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; };
+  return cols % Pack16<T>::kN == 0 && aligned(p0) && aligned(p1);
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,136 @@
+#include <algorithm>
+
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/common.cuh"
+#include "trainer/cuda/kernels/embedding.cuh"
+
+namespace bm::train::cuda {
+namespace {
+
+// ---- kernels
+
+template <typename T>
+__global__ void EmbeddingForwardKernel(T* out, const int* tokens, const T* wte, const T* wpe,
+                                       int seq, int channels) {
+  int row = blockIdx.x;
+  int tok = tokens[row];
+  const T* e = wte + static_cast<size_t>(tok) * channels;
+  const T* p = wpe ? wpe + static_cast<size_t>(row % seq) * channels : nullptr;
+  T* o = out + static_cast<size_t>(row) * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    float v = ToF(e[c]);
+    if (p) v += ToF(p[c]);
+    o[c] = FromF<T>(v);
+  }
+}
+
+template <typename T>
+__global__ void EmbeddingBackwardTokensKernel(float* dwte, const T* dout, const int* bucket_tokens,
+                                              const int* bucket_offsets,
+                                              const int* bucket_positions, int channels) {
+  int b = blockIdx.x;
+  int begin = bucket_offsets[b], end = bucket_offsets[b + 1];
+  float* g = dwte + static_cast<size_t>(bucket_tokens[b]) * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    float acc = 0.0f;
+    for (int i = begin; i < end; ++i) {
+      acc += ToF(dout[static_cast<size_t>(bucket_positions[i]) * channels + c]);
+    }
+    g[c] += acc;
+  }
+}
+
+template <typename T>
+__global__ void EmbeddingBackwardPositionsKernel(float* dwpe, const T* dout, int n, int seq,
+                                                 int channels) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= static_cast<size_t>(seq) * channels) return;
+  int t = static_cast<int>(i / channels), c = static_cast<int>(i % channels);
+  float acc = 0.0f;
+  for (int row = t; row < n; row += seq) acc += ToF(dout[static_cast<size_t>(row) * channels + c]);
+  dwpe[i] += acc;
+}
+
+}  // namespace
+
+// ---- launchers
+
+template <typename T>
+Status EmbeddingForward(T* out, const int* tokens, const T* wte, const T* wpe, int n, int seq,
+                        int channels, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  EmbeddingForwardKernel<T><<<n, 256, 0, stream>>>(out, tokens, wte, wpe, seq, channels);
+  BM_LAUNCH_CHECK("EmbeddingForwardKernel", "N={} T={} C={}", n, seq, channels);
+  return Status::Ok();
+}
+
+template <typename T>
+Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* bucket_tokens,
+                         const int* bucket_offsets, const int* bucket_positions, int num_buckets,
+                         int n, int seq, int channels, cudaStream_t stream) {
+  if (num_buckets > 0) {
+    EmbeddingBackwardTokensKernel<T><<<num_buckets, 256, 0, stream>>>(
+        dwte, dout, bucket_tokens, bucket_offsets, bucket_positions, channels);
+    BM_LAUNCH_CHECK("EmbeddingBackwardTokensKernel", "buckets={} C={}", num_buckets, channels);
+  }
+  if (dwpe) {
+    size_t total = static_cast<size_t>(seq) * channels;
+    EmbeddingBackwardPositionsKernel<T>
+        <<<CeilDiv(total, 256), 256, 0, stream>>>(dwpe, dout, n, seq, channels);
+    BM_LAUNCH_CHECK("EmbeddingBackwardPositionsKernel", "N={} T={} C={}", n, seq, channels);
+  }
+  return Status::Ok();
+}
+
+template Status EmbeddingForward<float>(float*, const int*, const float*, const float*, int, int,
+                                        int, cudaStream_t);
+template Status EmbeddingForward<bf16>(bf16*, const int*, const bf16*, const bf16*, int, int, int,
+                                       cudaStream_t);
+template Status EmbeddingBackward<float>(float*, float*, const float*, const int*, const int*,
+                                         const int*, int, int, int, int, cudaStream_t);
+template Status EmbeddingBackward<bf16>(float*, float*, const bf16*, const int*, const int*,
+                                        const int*, int, int, int, int, cudaStream_t);
+
+EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab) {
+  EmbeddingBuckets b;
+  std::vector<int> count(static_cast<size_t>(vocab) + 1, 0);
+  for (int i = 0; i < n; ++i) ++count[tokens[i] + 1];
+  for (int v = 0; v < vocab; ++v) count[v + 1] += count[v];  // count[v] = start of token v
+  b.positions.resize(n);
+  std::vector<int> cursor(count.begin(), count.end() - 1);
+  for (int i = 0; i < n; ++i) b.positions[cursor[tokens[i]]++] = i;
+  b.offsets.push_back(0);
+  for (int v = 0; v < vocab; ++v) {
+    if (count[v + 1] > count[v]) {
+      b.tokens.push_back(v);
+      b.offsets.push_back(count[v + 1]);
+    }
+  }
+  return b;
+}
+
+// ---- CPU twins
+
+void EmbeddingForwardCpu(float* out, const int* tokens, const float* wte, const float* wpe, int n,
+                         int seq, int channels) {
+  for (int row = 0; row < n; ++row) {
+    for (int c = 0; c < channels; ++c) {
+      float v = wte[static_cast<size_t>(tokens[row]) * channels + c];
+      if (wpe) v += wpe[static_cast<size_t>(row % seq) * channels + c];
+      out[static_cast<size_t>(row) * channels + c] = v;
+    }
+  }
+}
+
+void EmbeddingBackwardCpu(float* dwte, float* dwpe, const float* dout, const int* tokens, int n,
+                          int seq, int channels) {
+  for (int row = 0; row < n; ++row) {
+    for (int c = 0; c < channels; ++c) {
+      float g = dout[static_cast<size_t>(row) * channels + c];
+      dwte[static_cast<size_t>(tokens[row]) * channels + c] += g;
+      if (dwpe) dwpe[static_cast<size_t>(row % seq) * channels + c] += g;
+    }
+  }
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,44 @@
+// Token (and learned position) embedding, forward and backward.
+//
+// Shapes: tokens [N] with N = B*T (row n is position n % T); wte [V, C]; wpe [T, C] or null;
+// out [N, C]. Gradients are fp32 and accumulated (+=).
+//
+// The backward pass is deterministic without atomics: the host groups positions by token
+// (EmbeddingBuckets, positions in increasing order) and one block sums each token's rows in
+// that order.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "base/result.h"
+
+namespace bm::train::cuda {
+
+struct EmbeddingBuckets {
+  std::vector<int> tokens;     // distinct tokens, increasing
+  std::vector<int> offsets;    // size tokens.size() + 1, into positions
+  std::vector<int> positions;  // row indices n, grouped by token, increasing within a group
+};
+// Precondition: 0 <= tokens[n] < vocab.
+EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab);
+
+// ---- launchers (T = float or __nv_bfloat16)
+template <typename T>
+Status EmbeddingForward(T* out, const int* tokens, const T* wte, const T* wpe, int n, int seq,
+                        int channels, cudaStream_t stream);
+// dwte[tok] += sum of dout rows of that token; dwpe[t] += sum over batch of dout[b*seq + t].
+// bucket_* are device copies of EmbeddingBuckets; dwpe may be null.
+template <typename T>
+Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* bucket_tokens,
+                         const int* bucket_offsets, const int* bucket_positions, int num_buckets,
+                         int n, int seq, int channels, cudaStream_t stream);
+
+// ---- CPU twins (fp32)
+void EmbeddingForwardCpu(float* out, const int* tokens, const float* wte, const float* wpe, int n,
+                         int seq, int channels);
+void EmbeddingBackwardCpu(float* dwte, float* dwpe, const float* dout, const int* tokens, int n,
+                          int seq, int channels);
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,136 @@
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/common.cuh"
+#include "trainer/cuda/kernels/residual.cuh"
+
+namespace bm::train::cuda {
+namespace {
+
+// ---- kernels
+
+template <typename T>
+__global__ void ResidualAddKernel(T* out, const T* a, const T* b, size_t n) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = FromF<T>(ToF(a[i]) + ToF(b[i]));
+}
+
+__global__ void AccumulateF32Kernel(float* dst, const float* src, size_t n) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] += src[i];
+}
+
+template <typename T>
+__global__ void CastF32Kernel(T* out, const float* in, size_t n) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = FromF<T>(in[i]);
+}
+
+constexpr int kBiasRowsPerChunk = 256;
+
+template <typename T>
+__global__ void AddBiasKernel(T* y, const T* bias, int rows, int cols) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < static_cast<size_t>(rows) * cols) y[i] = FromF<T>(ToF(y[i]) + ToF(bias[i % cols]));
+}
+
+// grid (ceil(cols/32), chunks), block (32, 8): partial[chunk][c] = sum of the chunk's rows.
+template <typename T>
+__global__ void BiasGradPartialKernel(float* partial, const T* dy, int rows, int cols) {
+  __shared__ float s[8][33];
+  int c = blockIdx.x * 32 + threadIdx.x;
+  int begin = blockIdx.y * kBiasRowsPerChunk, end = min(rows, begin + kBiasRowsPerChunk);
+  float acc = 0.0f;
+  if (c < cols) {
+    for (int r = begin + threadIdx.y; r < end; r += 8)
+      acc += ToF(dy[static_cast<size_t>(r) * cols + c]);
+  }
+  s[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    float t = 0.0f;
+    for (int k = 0; k < 8; ++k) t += s[k][threadIdx.x];
+    partial[static_cast<size_t>(blockIdx.y) * cols + c] = t;
+  }
+}
+
+__global__ void BiasGradFinishKernel(float* db, const float* partial, int chunks, int cols) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float t = 0.0f;
+  for (int k = 0; k < chunks; ++k) t += partial[static_cast<size_t>(k) * cols + c];
+  db[c] += t;
+}
+
+}  // namespace
+
+// ---- launchers
+
+template <typename T>
+Status AddBias(T* y, const T* bias, int rows, int cols, cudaStream_t stream) {
+  size_t n = static_cast<size_t>(rows) * cols;
+  if (n == 0) return Status::Ok();
+  AddBiasKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(y, bias, rows, cols);
+  BM_LAUNCH_CHECK("AddBiasKernel", "rows={} cols={}", rows, cols);
+  return Status::Ok();
+}
+
+size_t BiasGradScratchFloats(int rows, int cols) {
+  return static_cast<size_t>((rows + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk) * cols;
+}
+
+template <typename T>
+Status BiasGrad(float* db, float* scratch, const T* dy, int rows, int cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return Status::Ok();
+  int chunks = (rows + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk;
+  BiasGradPartialKernel<T>
+      <<<dim3(CeilDiv(cols, 32), chunks), dim3(32, 8), 0, stream>>>(scratch, dy, rows, cols);
+  BM_LAUNCH_CHECK("BiasGradPartialKernel", "rows={} cols={}", rows, cols);
+  BiasGradFinishKernel<<<CeilDiv(cols, 256), 256, 0, stream>>>(db, scratch, chunks, cols);
+  BM_LAUNCH_CHECK("BiasGradFinishKernel", "rows={} cols={}", rows, cols);
+  return Status::Ok();
+}
+
+template <typename T>
+Status ResidualAdd(T* out, const T* a, const T* b, size_t n, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  ResidualAddKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, a, b, n);
+  BM_LAUNCH_CHECK("ResidualAddKernel", "n={}", n);
+  return Status::Ok();
+}
+
+Status AccumulateF32(float* dst, const float* src, size_t n, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  AccumulateF32Kernel<<<CeilDiv(n, 256), 256, 0, stream>>>(dst, src, n);
+  BM_LAUNCH_CHECK("AccumulateF32Kernel", "n={}", n);
+  return Status::Ok();
+}
+
+template <typename T>
+Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  CastF32Kernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, n);
+  BM_LAUNCH_CHECK("CastF32Kernel", "n={}", n);
+  return Status::Ok();
+}
+
+template Status ResidualAdd<float>(float*, const float*, const float*, size_t, cudaStream_t);
+template Status ResidualAdd<bf16>(bf16*, const bf16*, const bf16*, size_t, cudaStream_t);
+template Status CastF32<float>(float*, const float*, size_t, cudaStream_t);
+template Status CastF32<bf16>(bf16*, const float*, size_t, cudaStream_t);
+template Status AddBias<float>(float*, const float*, int, int, cudaStream_t);
+template Status AddBias<bf16>(bf16*, const bf16*, int, int, cudaStream_t);
+template Status BiasGrad<float>(float*, float*, const float*, int, int, cudaStream_t);
+template Status BiasGrad<bf16>(float*, float*, const bf16*, int, int, cudaStream_t);
+
+// ---- CPU twin
+
+void ResidualAddCpu(float* out, const float* a, const float* b, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void BiasGradCpu(float* db, const float* dy, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) db[c] += dy[static_cast<size_t>(r) * cols + c];
+  }
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,36 @@
+// Residual adds and the small elementwise helpers around them.
+//
+// ResidualAdd: out[i] = a[i] + b[i] (out may alias a or b).
+// AccumulateF32: dst[i] += src[i] (fp32 gradients, e.g. a bias gradient computed by a matmul
+//   epilogue into a scratch vector).
+// CastF32: out[i] = (T) in[i] (bf16 working copies of the fp32 master weights).
+// AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
+// BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through
+//   `scratch`, BiasGradScratchFloats(rows, cols) floats).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "base/result.h"
+
+namespace bm::train::cuda {
+
+// ---- launchers (T = float or __nv_bfloat16)
+template <typename T>
+Status ResidualAdd(T* out, const T* a, const T* b, size_t n, cudaStream_t stream);
+Status AccumulateF32(float* dst, const float* src, size_t n, cudaStream_t stream);
+template <typename T>
+Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream);
+template <typename T>
+Status AddBias(T* y, const T* bias, int rows, int cols, cudaStream_t stream);
+size_t BiasGradScratchFloats(int rows, int cols);
+template <typename T>
+Status BiasGrad(float* db, float* scratch, const T* dy, int rows, int cols, cudaStream_t stream);
+
+// ---- CPU twin (fp32)
+void ResidualAddCpu(float* out, const float* a, const float* b, size_t n);
+void BiasGradCpu(float* db, const float* dy, int rows, int cols);
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,183 @@
+#include "trainer/cuda/matmul.h"
+
+#include <fmt/format.h>
+
+#include "trainer/cuda/check.h"
+
+namespace bm::train::cuda {
+namespace {
+
+cudaDataType_t CudaType(DType t) { return t == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF; }
+
+cublasLtEpilogue_t LtEpilogue(Epilogue e) {
+  switch (e) {
+    case Epilogue::kNone:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::kBias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::kGeluAuxBias:
+      return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case Epilogue::kDGelu:
+      return CUBLASLT_EPILOGUE_DGELU;
+    case Epilogue::kBGradB:
+      return CUBLASLT_EPILOGUE_BGRADB;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+std::string Describe(const MatmulArgs& a) {
+  return fmt::format("m={} n={} k={} op(A)={} op(B)={} lda={} ldb={} ldd={} ab={} d={} epilogue={}",
+                     a.m, a.n, a.k, a.trans_a ? "T" : "N", a.trans_b ? "T" : "N", a.lda, a.ldb,
+                     a.ldd, a.ab_type == DType::kF32 ? "f32" : "bf16",
+                     a.d_type == DType::kF32 ? "f32" : "bf16", static_cast<int>(a.epilogue));
+}
+
+}  // namespace
+
+// Row-major D = op(A) op(B) is column-major D^T = op(B)^T op(A)^T, so cuBLASLt sees
+// A' = B (op = trans_b ? T : N, rows n), B' = A (op = trans_a ? T : N, cols m), D' = D^T (n x m).
+// The bias broadcast along rows of D' is per column n of our D; BGRADB reduces B' = our A
+// along k, giving a vector of length m (for dW = dY^T X with A = dY: the bias gradient).
+struct Matmul::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool ok = false;
+  ~Plan() {
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (lc) cublasLtMatrixLayoutDestroy(lc);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+Matmul::Matmul(cublasLtHandle_t handle, void* workspace, size_t bytes)
+    : handle_(handle), workspace_(workspace), workspace_bytes_(bytes) {}
+
+Result<std::unique_ptr<Matmul>> Matmul::Create(void* workspace, size_t workspace_bytes) {
+  cublasLtHandle_t handle = nullptr;
+  BM_CUBLAS_CHECK(cublasLtCreate(&handle), "cuBLASLt handle");
+  return std::unique_ptr<Matmul>(new Matmul(handle, workspace, workspace_bytes));
+}
+
+Matmul::~Matmul() {
+  plans_.clear();
+  cublasLtDestroy(handle_);
+}
+
+Result<Matmul::Plan*> Matmul::GetPlan(const MatmulArgs& a) {
+  Key key{a.m,
+          a.n,
+          a.k,
+          a.trans_a,
+          a.trans_b,
+          a.lda,
+          a.ldb,
+          a.ldd,
+          static_cast<int>(a.ab_type),
+          static_cast<int>(a.d_type),
+          static_cast<int>(a.epilogue),
+          a.ld_aux,
+          a.beta != 0.0f};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second.get();
+
+  auto plan = std::make_unique<Plan>();
+  std::string what = Describe(a);
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // fp32 accumulation for both types
+  BM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, CUDA_R_32F), "{}", what);
+  cublasOperation_t op_a = a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS A' = our B
+  cublasOperation_t op_b = a.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS B' = our A
+  BM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
+      "{}", what);
+  BM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
+      "{}", what);
+  cublasLtEpilogue_t epi = LtEpilogue(a.epilogue);
+  BM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
+      "{}", what);
+  if (a.epilogue == Epilogue::kBias || a.epilogue == Epilogue::kGeluAuxBias) {
+    cudaDataType_t bias_type = a.d_type == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF;
+    BM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                   &bias_type, sizeof(bias_type)),
+                    "{}", what);
+  }
+  if (a.epilogue == Epilogue::kBGradB) {
+    cudaDataType_t bias_type = CUDA_R_32F;
+    BM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                   &bias_type, sizeof(bias_type)),
+                    "{}", what);
+  }
+  if (a.epilogue == Epilogue::kGeluAuxBias || a.epilogue == Epilogue::kDGelu) {
+    int64_t ld_aux = a.ld_aux;
+    BM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                   &ld_aux, sizeof(ld_aux)),
+                    "{}", what);
+  }
+  // cuBLAS column-major shapes: A' is (op_a ? k x n : n x k) stored; B' likewise with m.
+  cudaDataType_t ab = CudaType(a.ab_type), dt = CudaType(a.d_type);
+  BM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->la, ab, a.trans_b ? a.k : a.n,
+                                             a.trans_b ? a.n : a.k, a.ldb),
+                  "{}", what);
+  BM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lb, ab, a.trans_a ? a.m : a.k,
+                                             a.trans_a ? a.k : a.m, a.lda),
+                  "{}", what);
+  BM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lc, dt, a.n, a.m, a.ldd), "{}", what);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  BM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref), "{}", what);
+  size_t ws = workspace_bytes_;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS) {
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->la, plan->lb, plan->lc, plan->lc,
+                                        pref, 1, &result, &found);
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  plan->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan->ok) plan->algo = result.algo;
+  Plan* raw = plan.get();
+  plans_.emplace(key, std::move(plan));
+  return raw;
+}
+
+bool Matmul::Supports(const MatmulArgs& args) {
+  Result<Plan*> plan = GetPlan(args);
+  return plan.ok() && (*plan)->ok;
+}
+
+Status Matmul::Run(const MatmulArgs& a, cudaStream_t stream) {
+  BM_ASSIGN_OR_RETURN(Plan * plan, GetPlan(a));
+  if (!plan->ok) {
+    return Errorf(ErrorCode::kUnsupported, "cuBLASLt has no algorithm for matmul [{}]",
+                  Describe(a));
+  }
+  if (a.epilogue == Epilogue::kBias || a.epilogue == Epilogue::kGeluAuxBias) {
+    BM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &a.bias, sizeof(a.bias)),
+                    "{}", Describe(a));
+  }
+  if (a.epilogue == Epilogue::kBGradB) {
+    BM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                   &a.bias_grad, sizeof(a.bias_grad)),
+                    "{}", Describe(a));
+  }
+  if (a.epilogue == Epilogue::kGeluAuxBias || a.epilogue == Epilogue::kDGelu) {
+    BM_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                       &a.aux, sizeof(a.aux)),
+        "{}", Describe(a));
+  }
+  const void* c = a.c ? a.c : a.d;
+  BM_CUBLAS_CHECK(
+      cublasLtMatmul(handle_, plan->desc, &a.alpha, a.b, plan->la, a.a, plan->lb, &a.beta, c,
+                     plan->lc, a.d, plan->lc, &plan->algo, workspace_, workspace_bytes_, stream),
+      "{}", Describe(a));
+  return Status::Ok();
+}
+
+}  // namespace bm::train::cuda

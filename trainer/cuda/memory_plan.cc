@@ -1,0 +1,45 @@
+#include "trainer/cuda/memory_plan.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+
+#include "trainer/cuda/check.h"
+
+namespace bm::train::cuda {
+
+size_t MemoryPlan::Add(std::string name, size_t bytes) {
+  size_t offset = total_;
+  size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  entries_.push_back({std::move(name), offset, bytes});
+  total_ += rounded;
+  return offset;
+}
+
+std::string MemoryPlan::Summary() const {
+  std::vector<Entry> sorted = entries_;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Entry& a, const Entry& b) { return a.bytes > b.bytes; });
+  std::string out =
+      fmt::format("memory plan: {:.1f} MiB in {} entries\n", total_ / 1048576.0, entries_.size());
+  for (const Entry& e : sorted)
+    out += fmt::format("  {:>10.1f} MiB  {}\n", e.bytes / 1048576.0, e.name);
+  return out;
+}
+
+Result<std::unique_ptr<DeviceArena>> DeviceArena::Create(const MemoryPlan& plan) {
+  void* base = nullptr;
+  size_t bytes = std::max<size_t>(plan.total(), MemoryPlan::kAlign);
+  BM_CUDA_CHECK(cudaMalloc(&base, bytes), "device arena of {:.1f} MiB", bytes / 1048576.0);
+  return std::unique_ptr<DeviceArena>(new DeviceArena(static_cast<char*>(base), bytes));
+}
+
+DeviceArena::~DeviceArena() { cudaFree(base_); }
+
+Result<size_t> DeviceArena::DeviceUsedBytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  BM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes), "memory info");
+  return total_bytes - free_bytes;
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,68 @@
+// MemoryPlan and DeviceArena: all device memory of a training run comes from one
+// cudaMalloc (never managed memory), carved up by a plan made before anything is allocated.
+//
+//   MemoryPlan plan;
+//   size_t w = plan.Add("params.fp32", n * 4);      // offsets, 256-byte aligned
+//   BM_ASSIGN_OR_RETURN(auto arena, DeviceArena::Create(plan));
+//   float* p = arena->At<float>(w);
+//
+// The plan is the peak: nothing is allocated on the device after the arena (cuBLASLt's
+// workspace is an entry of the plan too). PeakReport() adds what cudaMemGetInfo says the
+// process holds beyond the arena (CUDA context, library handles).
+//
+// Thread safety: none; one arena per training run.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace bm::train::cuda {
+
+class MemoryPlan {
+ public:
+  struct Entry {
+    std::string name;
+    size_t offset;
+    size_t bytes;
+  };
+  static constexpr size_t kAlign = 256;
+
+  // Reserves `bytes` (rounded up to kAlign) and returns its offset.
+  size_t Add(std::string name, size_t bytes);
+  size_t total() const { return total_; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  // One line per entry, largest first, in MiB.
+  std::string Summary() const;
+
+ private:
+  std::vector<Entry> entries_;
+  size_t total_ = 0;
+};
+
+class DeviceArena {
+ public:
+  // Allocates plan.total() bytes on the current device with one cudaMalloc.
+  static Result<std::unique_ptr<DeviceArena>> Create(const MemoryPlan& plan);
+  ~DeviceArena();
+  DeviceArena(const DeviceArena&) = delete;
+  DeviceArena& operator=(const DeviceArena&) = delete;
+
+  template <typename T>
+  T* At(size_t offset) const {
+    return reinterpret_cast<T*>(base_ + offset);
+  }
+  size_t bytes() const { return bytes_; }
+  // Device memory this process uses now by cudaMemGetInfo (total - free), in bytes.
+  static Result<size_t> DeviceUsedBytes();
+
+ private:
+  DeviceArena(char* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  char* base_;
+  size_t bytes_;
+};
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,45 @@
+// What the CUDA backend trains: the model geometry and the run's knobs. Deliberately plain,
+// so the trainer's own config (trainer/model/config.h) maps onto it in one function.
+#pragma once
+
+#include <string>
+
+#include "trainer/cuda/kernels/attention.cuh"
+
+namespace bm::train::cuda {
+
+enum class Family { kGpt, kLlama };
+
+// gpt:   LayerNorm (with bias), GELU (tanh), learned positions, biases, tied embeddings.
+// llama: RMSNorm, RoPE, SwiGLU, grouped-query attention, no biases, untied LM head.
+struct ModelSpec {
+  Family family = Family::kGpt;
+  int vocab = 0;
+  int hidden = 0;
+  int layers = 0;
+  int heads = 0;
+  int kv_heads = 0;       // llama; gpt uses heads
+  int ffn = 0;            // gpt: 4 * hidden
+  int max_positions = 0;  // gpt: rows of wpe; llama: rope table length
+  bool tied = true;       // gpt true, llama false
+  double rope_theta = 10000.0;
+
+  int head_dim() const { return hidden / heads; }
+};
+
+struct RunSpec {
+  int micro_batch = 1;  // LBS
+  int seq = 0;          // MPE
+  bool bf16 = true;     // false: fp32 activations and matmuls (a checking mode)
+  bool recompute = false;
+  AttentionImpl attention = AttentionImpl::kAuto;
+  bool fused_epilogues = true;   // cuBLASLt bias/GELU/bias-gradient epilogues
+  int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
+  bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)
+};
+
+// "gpt2-124m", "llama-1b", "llama7b-8l" (the PyTorch peer's models) and the tiny test models
+// "tiny-gpt", "tiny-llama". Returns false for an unknown name.
+bool ModelPreset(const std::string& name, ModelSpec* spec);
+
+}  // namespace bm::train::cuda

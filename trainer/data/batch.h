@@ -1,0 +1,41 @@
+// Batches: seeded windows for training, fixed windows for evaluation.
+//
+// A training window is T+1 consecutive stream tokens starting at a position
+// drawn from the counter-based RNG (trainer/rng.h) by (seed, step, row), where
+// row = micro * LBS + b counts the rows of the whole optimizer step. So a step
+// sees the same windows whatever LBS × GAS split it uses, and a resumed run
+// draws exactly what an uninterrupted one would: the data position is the
+// step number alone.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "trainer/backend.h"
+#include "trainer/data/token_data.h"
+
+namespace bm::train {
+
+struct Batch {
+  int64_t B = 0, T = 0;
+  std::vector<int32_t> inputs;   // [B, T]
+  std::vector<int32_t> targets;  // [B, T]
+  std::vector<uint8_t> mask;     // [B, T] mask of each target (empty: the data has none)
+
+  MicroBatch View() const {
+    return {inputs.data(), targets.data(), mask.empty() ? nullptr : mask.data(), B, T};
+  }
+  int64_t MaskedCount() const;  // targets that count for the loss
+};
+
+// Rows micro*B .. micro*B+B-1 of optimizer step `step` (1-based).
+// Precondition: data.num_tokens() > T.
+Status SampleTrainBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t micro,
+                        int64_t B, int64_t T, Batch* batch);
+
+// Evaluation window w: tokens [w*T, w*T + T + 1) of the stream.
+int64_t NumEvalWindows(const TokenData& data, int64_t T);
+Status ReadEvalWindows(const TokenData& data, int64_t first_window, int64_t B, int64_t T,
+                       Batch* batch);
+
+}  // namespace bm::train

@@ -1,0 +1,106 @@
+#include "trainer/model/layout.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "trainer/rng.h"
+
+namespace bm::train {
+
+ParamLayout::ParamLayout(const ModelConfig& c) {
+  const int64_t V = c.vocab, C = c.hidden, F = c.ffn_hidden, KV = c.kv_dim();
+  if (c.family == Family::kLlama) {
+    Add("model.embed_tokens.weight", {V, C}, InitKind::kNormal);
+    for (int64_t l = 0; l < c.layers; ++l) {
+      std::string p = fmt::format("model.layers.{}.", l);
+      Add(p + "input_layernorm.weight", {C}, InitKind::kOnes);
+      Add(p + "self_attn.q_proj.weight", {C, C}, InitKind::kNormal);
+      Add(p + "self_attn.k_proj.weight", {KV, C}, InitKind::kNormal);
+      Add(p + "self_attn.v_proj.weight", {KV, C}, InitKind::kNormal);
+      Add(p + "self_attn.o_proj.weight", {C, C}, InitKind::kNormalResidual);
+      Add(p + "post_attention_layernorm.weight", {C}, InitKind::kOnes);
+      Add(p + "mlp.gate_proj.weight", {F, C}, InitKind::kNormal);
+      Add(p + "mlp.up_proj.weight", {F, C}, InitKind::kNormal);
+      Add(p + "mlp.down_proj.weight", {C, F}, InitKind::kNormalResidual);
+    }
+    Add("model.norm.weight", {C}, InitKind::kOnes);
+    if (!c.tied_embeddings) Add("lm_head.weight", {V, C}, InitKind::kNormal);
+    return;
+  }
+  Add("transformer.wte.weight", {V, C}, InitKind::kNormal);
+  Add("transformer.wpe.weight", {c.max_seq, C}, InitKind::kNormal);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    std::string p = fmt::format("transformer.h.{}.", l);
+    Add(p + "ln_1.weight", {C}, InitKind::kOnes);
+    Add(p + "ln_1.bias", {C}, InitKind::kZeros);
+    Add(p + "attn.c_attn.weight", {C + 2 * KV, C}, InitKind::kNormal, true);
+    Add(p + "attn.c_attn.bias", {C + 2 * KV}, InitKind::kZeros);
+    Add(p + "attn.c_proj.weight", {C, C}, InitKind::kNormalResidual, true);
+    Add(p + "attn.c_proj.bias", {C}, InitKind::kZeros);
+    Add(p + "ln_2.weight", {C}, InitKind::kOnes);
+    Add(p + "ln_2.bias", {C}, InitKind::kZeros);
+    Add(p + "mlp.c_fc.weight", {F, C}, InitKind::kNormal, true);
+    Add(p + "mlp.c_fc.bias", {F}, InitKind::kZeros);
+    Add(p + "mlp.c_proj.weight", {C, F}, InitKind::kNormalResidual, true);
+    Add(p + "mlp.c_proj.bias", {C}, InitKind::kZeros);
+  }
+  Add("transformer.ln_f.weight", {C}, InitKind::kOnes);
+  Add("transformer.ln_f.bias", {C}, InitKind::kZeros);
+  if (!c.tied_embeddings) Add("lm_head.weight", {V, C}, InitKind::kNormal);
+}
+
+void ParamLayout::Add(std::string name, std::vector<int64_t> shape, InitKind init,
+                      bool transposed) {
+  ParamTensor t;
+  t.name = std::move(name);
+  t.numel = 1;
+  for (int64_t d : shape) t.numel *= d;
+  t.shape = std::move(shape);
+  t.offset = total_;
+  t.transposed_in_checkpoint = transposed;
+  t.weight_decay = t.shape.size() == 2;
+  t.init = init;
+  total_ += t.numel;
+  tensors_.push_back(std::move(t));
+}
+
+const ParamTensor* ParamLayout::Find(const std::string& name) const {
+  int i = Index(name);
+  return i < 0 ? nullptr : &tensors_[i];
+}
+
+int ParamLayout::Index(const std::string& name) const {
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (tensors_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<float> InitParameters(const ModelConfig& config, const ParamLayout& layout,
+                                  uint64_t seed) {
+  std::vector<float> params(layout.total());
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers));
+  for (size_t t = 0; t < layout.tensors().size(); ++t) {
+    const ParamTensor& p = layout.tensors()[t];
+    float* out = params.data() + p.offset;
+    double std = p.init == InitKind::kNormalResidual ? residual_std : 0.02;
+    switch (p.init) {
+      case InitKind::kZeros:
+        for (int64_t j = 0; j < p.numel; ++j) out[j] = 0.0f;
+        break;
+      case InitKind::kOnes:
+        for (int64_t j = 0; j < p.numel; ++j) out[j] = 1.0f;
+        break;
+      case InitKind::kNormal:
+      case InitKind::kNormalResidual:
+#pragma omp parallel for schedule(static)
+        for (int64_t j = 0; j < p.numel; ++j)
+          out[j] =
+              static_cast<float>(std * NormalAt(seed, kStreamInit + t, static_cast<uint64_t>(j)));
+        break;
+    }
+  }
+  return params;
+}
+
+}  // namespace bm::train

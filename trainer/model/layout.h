@@ -1,0 +1,97 @@
+// The parameter layout: every trainable tensor of a model, in one fixed order,
+// with its Hugging Face name, its shape and its offset in one flat fp32 buffer.
+// Both backends keep parameters, gradients and AdamW moments in this order, so
+// "the parameters" of a model are one std::vector<float> on the host.
+//
+// Shapes are as the trainer uses them: a linear layer's weight is [out, in]
+// (y = x W^T + b, llm.c's matmul_forward). Hugging Face's GPT-2 stores its
+// Conv1D weights as [in, out]: those tensors have transposed_in_checkpoint set,
+// and the checkpoint writer/reader transposes them.
+//
+// Order, llama (HF LlamaForCausalLM names):
+//   model.embed_tokens.weight                 [V, C]
+//   per layer i, prefix model.layers.i.:
+//     input_layernorm.weight                  [C]
+//     self_attn.q_proj.weight                 [C, C]      } contiguous: one fused
+//     self_attn.k_proj.weight                 [KV, C]     } q|k|v weight of
+//     self_attn.v_proj.weight                 [KV, C]     } [C + 2 KV, C]
+//     self_attn.o_proj.weight                 [C, C]
+//     post_attention_layernorm.weight         [C]
+//     mlp.gate_proj.weight                    [F, C]      } contiguous: one fused
+//     mlp.up_proj.weight                      [F, C]      } gate|up weight [2F, C]
+//     mlp.down_proj.weight                    [C, F]
+//   model.norm.weight                         [C]
+//   lm_head.weight                            [V, C]      (absent when tied)
+//
+// Order, gpt (HF GPT2LMHeadModel names):
+//   transformer.wte.weight                    [V, C]
+//   transformer.wpe.weight                    [maxT, C]
+//   per layer i, prefix transformer.h.i.:
+//     ln_1.weight, ln_1.bias                  [C]
+//     attn.c_attn.weight                      [3C, C]    (checkpoint: [C, 3C])
+//     attn.c_attn.bias                        [3C]
+//     attn.c_proj.weight                      [C, C]     (checkpoint: transposed)
+//     attn.c_proj.bias                        [C]
+//     ln_2.weight, ln_2.bias                  [C]
+//     mlp.c_fc.weight                         [F, C]     (checkpoint: [C, F])
+//     mlp.c_fc.bias                           [F]
+//     mlp.c_proj.weight                       [C, F]     (checkpoint: [F, C])
+//     mlp.c_proj.bias                         [C]
+//   transformer.ln_f.weight, ln_f.bias        [C]
+//   (the classifier is tied to wte)
+//
+// Values only; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainer/model/config.h"
+
+namespace bm::train {
+
+enum class InitKind {
+  kNormal,          // N(0, 0.02)
+  kNormalResidual,  // N(0, 0.02 / sqrt(2 L)): projections into the residual stream
+  kZeros,           // biases
+  kOnes,            // norm weights
+};
+
+struct ParamTensor {
+  std::string name;            // Hugging Face name
+  std::vector<int64_t> shape;  // trainer shape ([out, in] for linear weights)
+  int64_t offset = 0;          // in floats, in the flat buffer
+  int64_t numel = 0;
+  bool transposed_in_checkpoint = false;  // GPT-2 Conv1D weights
+  bool weight_decay = false;              // AdamW decays matrices only, not norms or biases
+  InitKind init = InitKind::kNormal;
+};
+
+class ParamLayout {
+ public:
+  explicit ParamLayout(const ModelConfig& config);
+
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  int64_t total() const { return total_; }  // == ParameterCount(config)
+  // nullptr when no tensor has that name.
+  const ParamTensor* Find(const std::string& name) const;
+  // Index of a tensor in tensors(), by name; -1 if absent.
+  int Index(const std::string& name) const;
+
+ private:
+  void Add(std::string name, std::vector<int64_t> shape, InitKind init, bool transposed = false);
+
+  std::vector<ParamTensor> tensors_;
+  int64_t total_ = 0;
+};
+
+// Fills a flat buffer of layout.total() floats with the initial weights for
+// `seed`: value j of tensor t is computed in double from NormalAt(seed,
+// kStreamInit + t, j) and rounded once, so every backend starts from the same
+// bits. Deterministic for any thread count.
+std::vector<float> InitParameters(const ModelConfig& config, const ParamLayout& layout,
+                                  uint64_t seed);
+
+}  // namespace bm::train

@@ -1,0 +1,85 @@
+#include "trainer/platform.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <thread>
+
+#include "trainer/backend.h"
+#include "trainer/cpu/cpu_backend.h"
+
+#ifdef BENCHMAKE_HAVE_CUDA
+#include "trainer/cuda/cuda_backend.h"
+#endif
+
+#ifndef BENCHMAKE_VERSION
+#define BENCHMAKE_VERSION "0.1.0"
+#endif
+
+namespace bm::train {
+namespace {
+
+// CPU flags and nominal clock from /proc/cpuinfo (first processor).
+nlohmann::json CpuFacts() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  double mhz = 0;
+  while (std::getline(in, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    if (key == "flags" && flags.empty()) flags = line.substr(colon + 1) + " ";
+  }
+  // The nominal clock: the BogoMIPS/2 of x86 guests is the TSC rate, stable
+  // across runs (cpu MHz is not), and close to the base clock.
+  std::ifstream in2("/proc/cpuinfo");
+  while (std::getline(in2, line)) {
+    if (line.rfind("bogomips", 0) == 0) {
+      mhz = std::stod(line.substr(line.find(':') + 1)) / 2.0;
+      break;
+    }
+  }
+  auto has = [&](const char* f) {
+    return flags.find(std::string(" ") + f + " ") != std::string::npos;
+  };
+  return {{"model", cpu::CpuModelName()},
+          {"cores", static_cast<int>(std::thread::hardware_concurrency())},
+          {"ghz", std::round(mhz / 100.0) / 10.0},
+          {"avx2", has("avx2")},
+          {"fma", has("fma")},
+          {"avx512", has("avx512f")},
+          {"memory_bytes", cpu::PhysicalMemoryBytes()}};
+}
+
+}  // namespace
+
+std::string TrainerBuildId() {
+#ifdef BENCHMAKE_HAVE_CUDA
+  const char* cuda = "on";
+#else
+  const char* cuda = "off";
+#endif
+  return fmt::format("benchmake-train {} (g++ {}.{}.{}; cuda: {})", BENCHMAKE_VERSION, __GNUC__,
+                     __GNUC_MINOR__, __GNUC_PATCHLEVEL__, cuda);
+}
+
+nlohmann::json ProbePlatform() {
+  nlohmann::json p = {{"format", "benchmake-platform"},
+                      {"version", 1},
+                      {"trainer_build", TrainerBuildId()},
+                      {"cpu", CpuFacts()},
+                      {"gpus", nlohmann::json::array()},
+                      {"gpu_count", 0},
+                      {"driver", nullptr},
+                      {"cuda", nullptr},
+                      {"devices", BackendNames()}};
+#ifdef BENCHMAKE_HAVE_CUDA
+  nlohmann::json g = cuda::ProbeCudaPlatform();
+  for (const char* key : {"gpus", "driver", "cuda"})
+    if (g.contains(key)) p[key] = g[key];
+  p["gpu_count"] = p["gpus"].size();
+#endif
+  return p;
+}
+
+}  // namespace bm::train

@@ -1,0 +1,25 @@
+// The platform facts of this machine, as `benchmake-train --probe` prints
+// them (docs/METRICS.md): CPU model and cores, GPUs, driver and CUDA versions,
+// and the trainer's build id. The engine puts them in the key of
+// platform-dependent steps, so they must be stable across runs on one machine
+// (no clocks, loads or free memory).
+//
+// The CUDA backend fills the GPU part: with BENCHMAKE_HAVE_CUDA, Probe() calls
+//   nlohmann::json bm::train::cuda::ProbeCudaPlatform();
+// (declared in trainer/cuda/cuda_backend.h) which returns
+//   {"gpus": [{"name", "memory_bytes", "compute_capability"}...], "driver": "580.159.04", "cuda":
+//   "13.0"}
+// and never fails (no GPU: an empty list and nulls).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace bm::train {
+
+// "benchmake-train 0.1.0 (g++ 12.2.0; cuda: off)".
+std::string TrainerBuildId();
+
+nlohmann::json ProbePlatform();
+
+}  // namespace bm::train

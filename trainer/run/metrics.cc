@@ -1,0 +1,222 @@
+#include "trainer/run/metrics.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
+#include "trainer/platform.h"
+
+namespace bm::train {
+namespace {
+
+struct PeakEntry {
+  const char* match;  // substring of the device name
+  const char* label;
+  double bf16, fp32;
+};
+
+// Dense, per device, from the vendors' datasheets (fp32 without TF32).
+constexpr PeakEntry kPeaks[] = {
+    {"H100 PCIe", "H100 PCIe", 756.5e12, 51.2e12},
+    {"H100", "H100 SXM", 989.4e12, 66.9e12},
+    {"H800", "H800 SXM", 989.4e12, 66.9e12},
+    {"H200", "H200 SXM", 989.4e12, 66.9e12},
+    {"A100", "A100", 312e12, 19.5e12},
+    {"A800", "A800", 312e12, 19.5e12},
+};
+
+}  // namespace
+
+std::optional<PeakFlops> LookupPeakFlops(std::string_view device, std::string_view device_name,
+                                         Precision precision, int threads,
+                                         const nlohmann::json& platform,
+                                         std::optional<double> peak_tflops) {
+  if (peak_tflops) return PeakFlops{*peak_tflops * 1e12, "parameter peak_tflops"};
+  if (device == "cpu") {
+    const nlohmann::json cpu = platform.value("cpu", nlohmann::json::object());
+    const double ghz = cpu.value("ghz", 0.0);
+    if (ghz <= 0 || threads <= 0) return std::nullopt;
+    // fp32 FLOP per cycle per core: 2 FMA pipes x lanes x 2
+    const double per_cycle = cpu.value("avx512", false) ? 64.0
+                             : cpu.value("avx2", false) ? 32.0
+                                                        : 8.0;
+    return PeakFlops{threads * per_cycle * ghz * 1e9,
+                     fmt::format("table: cpu fp32 ({} threads x {} FLOP/cycle x {} GHz)", threads,
+                                 per_cycle, ghz)};
+  }
+  for (const PeakEntry& e : kPeaks) {
+    if (device_name.find(e.match) != std::string_view::npos) {
+      const bool bf16 = precision == Precision::kBf16;
+      return PeakFlops{bf16 ? e.bf16 : e.fp32,
+                       fmt::format("table: {} {} dense", e.label, bf16 ? "bf16" : "fp32")};
+    }
+  }
+  return std::nullopt;
+}
+
+nlohmann::json StepRecord::ToJson() const {
+  return {{"step", step},     {"loss", loss},
+          {"lr", lr},         {"grad_norm", grad_norm},
+          {"tokens", tokens}, {"tokens_per_s", ms > 0 ? tokens / (ms / 1000.0) : 0.0},
+          {"ms", ms}};
+}
+
+StepRecord StepRecord::FromJson(const nlohmann::json& j) {
+  StepRecord r;
+  r.step = j.value("step", int64_t{0});
+  r.loss = j.value("loss", 0.0);
+  r.lr = j.value("lr", 0.0);
+  r.grad_norm = j.value("grad_norm", 0.0);
+  r.ms = j.value("ms", 0.0);
+  r.tokens = j.value("tokens", int64_t{0});
+  return r;
+}
+
+Throughput MeasureThroughput(const std::vector<StepRecord>& steps) {
+  Throughput t;
+  const int64_t n = static_cast<int64_t>(steps.size());
+  if (n == 0) return t;
+  t.excluded_warmup_steps = n >= 2 ? std::min<int64_t>(5, std::max<int64_t>(1, n / 10)) : 0;
+  double ms = 0;
+  int64_t tokens = 0;
+  std::vector<double> times;
+  for (int64_t i = t.excluded_warmup_steps; i < n; ++i) {
+    ms += steps[i].ms;
+    tokens += steps[i].tokens;
+    times.push_back(steps[i].ms);
+  }
+  t.measured_steps = static_cast<int64_t>(times.size());
+  t.tokens_per_s = ms > 0 ? tokens / (ms / 1000.0) : 0.0;
+  std::sort(times.begin(), times.end());
+  const size_t m = times.size();
+  t.step_ms_median = m % 2 ? times[m / 2] : (times[m / 2 - 1] + times[m / 2]) / 2;
+  return t;
+}
+
+nlohmann::json BuildMetrics(const TrainSummary& s) {
+  const ModelConfig& m = s.model;
+  const RunConfig& r = s.run;
+  const bool training = r.mode != RunMode::kEvaluate;
+  nlohmann::json overrides = r.overrides;
+  nlohmann::json model = {{"family", FamilyName(m.family)},
+                          {"preset", m.preset},
+                          {"parameters", ParameterCount(m)},
+                          {"non_embedding_parameters", NonEmbeddingParameterCount(m)},
+                          {"layers", m.layers},
+                          {"hidden", m.hidden},
+                          {"heads", m.heads},
+                          {"kv_heads", m.kv_heads},
+                          {"head_dim", m.head_dim()},
+                          {"ffn_hidden", m.ffn_hidden},
+                          {"vocab", m.vocab},
+                          {"max_seq", m.max_seq},
+                          {"tied_embeddings", m.tied_embeddings},
+                          {"overrides", overrides}};
+  nlohmann::json config = {{"lbs", r.lbs},
+                           {"mpe", r.mpe},
+                           {"gas", r.gas},
+                           {"dp", r.layout.dp},
+                           {"tp", r.layout.tp},
+                           {"pp", r.layout.pp},
+                           {"gbs", r.gbs()},
+                           {"layout", r.layout.ToString()},
+                           {"zero", r.zero},
+                           {"precision", PrecisionName(r.precision)},
+                           {"recompute", r.recompute},
+                           {"flash_attention", r.flash_attention},
+                           {"lr", r.lr},
+                           {"min_lr", r.min_lr},
+                           {"steps", r.steps},
+                           {"warmup_steps", r.warmup_steps},
+                           {"weight_decay", r.weight_decay},
+                           {"grad_clip", r.grad_clip},
+                           {"seed", r.seed},
+                           {"device", r.device},
+                           {"threads", r.threads}};
+  const FlopsPerToken fpt = TrainingFlopsPerToken(m, r.mpe);
+  nlohmann::json j = {
+      {"format", "benchmake-metrics"},
+      {"version", 1},
+      {"kind", RunModeName(r.mode)},
+      {"model", model},
+      {"config", config},
+      {"flops_per_token", {{"6N", fpt.six_n}, {"palm", fpt.palm}}},
+      {"memory",
+       {{"peak_bytes", s.memory.peak_bytes}, {"device_total_bytes", s.memory.device_total_bytes}}},
+      {"eval", s.eval},
+      {"wall_s", s.wall_s},
+      {"platform", s.platform},
+      {"provenance",
+       {{"host",
+         [] {
+           char h[256] = {0};
+           gethostname(h, sizeof(h) - 1);
+           return std::string(h);
+         }()},
+        {"started_at", s.started_at},
+        {"trainer_build", TrainerBuildId()},
+        {"device_name", s.device_name},
+        {"resumed_from_step",
+         s.resumed_from_step ? nlohmann::json(*s.resumed_from_step) : nlohmann::json(nullptr)}}}};
+  if (!training || s.steps.empty()) {
+    j["throughput"] = nullptr;
+    j["mfu"] = nullptr;
+    j["loss"] = nullptr;
+    j["tokens"] = nullptr;
+    return j;
+  }
+  const Throughput t = MeasureThroughput(s.steps);
+  const double per_device = t.tokens_per_s / r.layout.dp;
+  j["throughput"] = {{"tokens_per_s", t.tokens_per_s},
+                     {"tokens_per_device_per_s", per_device},
+                     {"step_ms_median", t.step_ms_median},
+                     {"measured_steps", t.measured_steps},
+                     {"excluded_warmup_steps", t.excluded_warmup_steps}};
+  const int threads = r.threads > 0
+                          ? r.threads
+                          : s.platform.value("cpu", nlohmann::json::object()).value("cores", 1);
+  std::optional<PeakFlops> peak =
+      LookupPeakFlops(r.device, s.device_name, r.precision, threads, s.platform, r.peak_tflops);
+  if (peak) {
+    j["mfu"] = {{"6N", fpt.six_n * per_device / peak->flops_per_device},
+                {"palm", fpt.palm * per_device / peak->flops_per_device},
+                {"peak_flops_per_device", peak->flops_per_device},
+                {"peak_source", peak->source},
+                {"achieved_flops_per_device", fpt.palm * per_device}};
+  } else {
+    j["mfu"] = {{"6N", nullptr},
+                {"palm", nullptr},
+                {"peak_flops_per_device", nullptr},
+                {"peak_source", "unknown device: set peak_tflops"},
+                {"achieved_flops_per_device", fpt.palm * per_device}};
+  }
+  const int64_t n = static_cast<int64_t>(s.steps.size());
+  const int64_t window = std::min<int64_t>(10, n);
+  double tail = 0, min_loss = s.steps[0].loss;
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i >= n - window) tail += s.steps[i].loss;
+    min_loss = std::min(min_loss, s.steps[i].loss);
+    tokens += s.steps[i].tokens;
+  }
+  j["loss"] = {{"first", s.steps[0].loss},
+               {"final", tail / window},
+               {"final_window", window},
+               {"min", min_loss}};
+  j["tokens"] = tokens;
+  return j;
+}
+
+std::string UtcNow() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace bm::train

@@ -1,0 +1,196 @@
+#include "trainer/run/run_config.h"
+
+#include <fmt/format.h>
+
+namespace bm::train {
+namespace {
+
+template <typename T>
+Status Get(const nlohmann::json& j, const char* key, T* out) {
+  if (!j.contains(key) || j[key].is_null()) return Status::Ok();
+  const nlohmann::json& v = j[key];
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) return Errorf(ErrorCode::kInvalidArgument, "{} must be a boolean", key);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) return Errorf(ErrorCode::kInvalidArgument, "{} must be a string", key);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!v.is_number()) return Errorf(ErrorCode::kInvalidArgument, "{} must be a number", key);
+  } else {
+    if (!v.is_number_integer())
+      return Errorf(ErrorCode::kInvalidArgument, "{} must be an integer", key);
+  }
+  *out = v.get<T>();
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view RunModeName(RunMode mode) {
+  switch (mode) {
+    case RunMode::kPretrain:
+      return "pretrain";
+    case RunMode::kFinetune:
+      return "finetune";
+    case RunMode::kEvaluate:
+      return "evaluate";
+  }
+  return "?";
+}
+
+std::string ParallelLayout::ToString() const { return fmt::format("TP{}PP{}DP{}", tp, pp, dp); }
+
+Result<ParallelLayout> ParseLayout(std::string_view text) {
+  ParallelLayout l;
+  bool seen[3] = {false, false, false};
+  size_t i = 0;
+  auto bad = [&] {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "layout '{}' is not of the form TPxPPyDPz (e.g. TP1PP1DP1)", text);
+  };
+  while (i < text.size()) {
+    if (i + 2 > text.size()) return bad();
+    std::string_view tag = text.substr(i, 2);
+    int which = tag == "TP" ? 0 : tag == "PP" ? 1 : tag == "DP" ? 2 : -1;
+    if (which < 0 || seen[which]) return bad();
+    seen[which] = true;
+    i += 2;
+    size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    if (i == start || i - start > 6) return bad();
+    int value = std::stoi(std::string(text.substr(start, i - start)));
+    if (value < 1) return bad();
+    (which == 0 ? l.tp : which == 1 ? l.pp : l.dp) = value;
+  }
+  return l;
+}
+
+Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
+  if (!j.is_object())
+    return Status(ErrorCode::kInvalidArgument, "the run config must be a JSON object");
+  RunConfig c;
+  std::string mode = "pretrain", precision = "fp32", layout = "TP1PP1DP1";
+  BM_TRY(Get(j, "mode", &mode));
+  if (mode == "pretrain")
+    c.mode = RunMode::kPretrain;
+  else if (mode == "finetune")
+    c.mode = RunMode::kFinetune;
+  else if (mode == "evaluate")
+    c.mode = RunMode::kEvaluate;
+  else
+    return Errorf(ErrorCode::kInvalidArgument, "mode '{}' (pretrain, finetune, evaluate)", mode);
+  BM_TRY(Get(j, "data", &c.data_dir));
+  BM_TRY(Get(j, "out_dir", &c.out_dir));
+  BM_TRY(Get(j, "resume_dir", &c.resume_dir));
+  BM_TRY(Get(j, "init", &c.init));
+  BM_TRY(Get(j, "device", &c.device));
+  BM_TRY(Get(j, "threads", &c.threads));
+  BM_TRY(Get(j, "precision", &precision));
+  BM_ASSIGN_OR_RETURN(c.precision, ParsePrecision(precision));
+  BM_TRY(Get(j, "recompute", &c.recompute));
+  BM_TRY(Get(j, "flash_attention", &c.flash_attention));
+  BM_TRY(Get(j, "layout", &layout));
+  BM_ASSIGN_OR_RETURN(c.layout, ParseLayout(layout));
+  BM_TRY(Get(j, "zero", &c.zero));
+  for (auto [key, ptr] : {std::pair{"lbs", &c.lbs},
+                          {"mpe", &c.mpe},
+                          {"gas", &c.gas},
+                          {"steps", &c.steps},
+                          {"warmup_steps", &c.warmup_steps},
+                          {"checkpoint_every", &c.checkpoint_every},
+                          {"eval_tokens", &c.eval_tokens},
+                          {"eval_examples", &c.eval_examples},
+                          {"eval_choices", &c.eval_choices}})
+    BM_TRY(Get(j, key, ptr));
+  for (auto [key, ptr] : {std::pair{"lr", &c.lr},
+                          {"min_lr", &c.min_lr},
+                          {"weight_decay", &c.weight_decay},
+                          {"beta1", &c.beta1},
+                          {"beta2", &c.beta2},
+                          {"eps", &c.eps},
+                          {"grad_clip", &c.grad_clip}})
+    BM_TRY(Get(j, key, ptr));
+  int64_t seed = static_cast<int64_t>(c.seed);
+  BM_TRY(Get(j, "seed", &seed));
+  c.seed = static_cast<uint64_t>(seed);
+  BM_TRY(Get(j, "progress", &c.progress));
+  if (j.contains("peak_tflops") && !j["peak_tflops"].is_null()) {
+    double p = 0;
+    BM_TRY(Get(j, "peak_tflops", &p));
+    if (!(p > 0)) return Status(ErrorCode::kInvalidArgument, "peak_tflops must be positive");
+    c.peak_tflops = p;
+  }
+  if (j.contains("model")) {
+    const nlohmann::json& m = j["model"];
+    if (!m.is_object()) return Status(ErrorCode::kInvalidArgument, "model must be an object");
+    BM_TRY(Get(m, "preset", &c.preset));
+    if (m.contains("overrides") && !m["overrides"].is_null()) c.overrides = m["overrides"];
+  }
+
+#define invalid(...) Errorf(ErrorCode::kInvalidArgument, __VA_ARGS__)
+  if (c.lbs < 1) return invalid("lbs must be >= 1 (got {})", c.lbs);
+  if (c.mpe < 1) return invalid("mpe must be >= 1 (got {})", c.mpe);
+  if (c.gas < 1) return invalid("gas must be >= 1 (got {})", c.gas);
+  if (c.mode != RunMode::kEvaluate) {
+    if (c.steps < 1) return invalid("steps must be >= 1 (got {})", c.steps);
+    if (c.warmup_steps < 0 || c.warmup_steps > c.steps)
+      return invalid("warmup_steps must lie in [0, steps = {}] (got {})", c.steps, c.warmup_steps);
+    if (!(c.lr > 0)) return invalid("lr must be positive (got {})", c.lr);
+    if (c.min_lr < 0 || c.min_lr > c.lr)
+      return invalid("min_lr must lie in [0, lr] (got {})", c.min_lr);
+    if (c.beta1 < 0 || c.beta1 >= 1 || c.beta2 < 0 || c.beta2 >= 1)
+      return invalid("beta1 and beta2 must lie in [0, 1)");
+    if (c.weight_decay < 0) return invalid("weight_decay must be >= 0");
+    if (c.checkpoint_every < 0) return invalid("checkpoint_every must be >= 0");
+  }
+  if (c.eval_choices < 2) return invalid("eval_choices must be >= 2 (got {})", c.eval_choices);
+  if (c.mode == RunMode::kPretrain && c.preset.empty() && c.init.empty())
+    return invalid("pretrain needs model.preset");
+  if (c.mode != RunMode::kPretrain && c.init.empty())
+    return invalid("{} needs init (a checkpoint)", mode);
+  if (c.data_dir.empty()) return invalid("data is required");
+  if (c.out_dir.empty()) return invalid("out_dir is required");
+#undef invalid
+  // What this trainer supports.
+  if (c.layout.tp != 1 || c.layout.pp != 1)
+    return Errorf(ErrorCode::kUnsupported,
+                  "layout {}: tensor and pipeline parallelism are not implemented (use TP1PP1)",
+                  c.layout.ToString());
+  if (c.layout.dp != 1)
+    return Errorf(ErrorCode::kUnsupported,
+                  "layout {}: data parallelism is not implemented in this trainer build (use DP1)",
+                  c.layout.ToString());
+  if (c.zero != 0)
+    return Errorf(ErrorCode::kUnsupported, "zero = {}: ZeRO sharding needs DP > 1", c.zero);
+  if (c.device == "cpu" && c.precision != Precision::kFp32)
+    return Errorf(ErrorCode::kUnsupported,
+                  "precision '{}' on device cpu: the cpu backend is fp32 only",
+                  PrecisionName(c.precision));
+  return c;
+}
+
+std::string Fingerprint(const RunConfig& c, const ModelConfig& model) {
+  nlohmann::json j = {{"model", ToJson(model)},
+                      {"mode", RunModeName(c.mode)},
+                      {"init", c.init},
+                      {"device", c.device},
+                      {"threads", c.threads},
+                      {"precision", PrecisionName(c.precision)},
+                      {"recompute", c.recompute},
+                      {"lbs", c.lbs},
+                      {"mpe", c.mpe},
+                      {"gas", c.gas},
+                      {"steps", c.steps},
+                      {"warmup", c.warmup_steps},
+                      {"lr", c.lr},
+                      {"min_lr", c.min_lr},
+                      {"wd", c.weight_decay},
+                      {"b1", c.beta1},
+                      {"b2", c.beta2},
+                      {"eps", c.eps},
+                      {"clip", c.grad_clip},
+                      {"seed", c.seed},
+                      {"data", c.data_dir}};
+  return j.dump();
+}
+
+}  // namespace bm::train

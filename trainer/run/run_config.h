@@ -1,0 +1,72 @@
+// RunConfig: what one benchmake-train run does, read from the JSON file the
+// pretrain / finetune / evaluate rules write (docs/TRAINER.md lists every key).
+//
+//   {"mode": "pretrain" | "finetune" | "evaluate",
+//    "data": "/abs/tokenize/out",            tokenize output directory
+//    "out_dir": "/abs/out", "resume_dir": "/abs/resume" (may be ""),
+//    "model": {"preset": "llama-small", "overrides": {...}},     pretrain
+//    "init": "/abs/checkpoint dir or file.safetensors",          finetune, evaluate
+//    "device": "cpu", "threads": 0, "precision": "fp32", "recompute": false,
+//    "layout": "TP1PP1DP1", "zero": 0,
+//    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
+//    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
+//    "grad_clip": 1.0, "seed": 1234, "checkpoint_every": 0, "peak_tflops": null,
+//    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "progress": false}
+//
+// Values only.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "trainer/backend.h"
+#include "trainer/model/config.h"
+
+namespace bm::train {
+
+enum class RunMode { kPretrain, kFinetune, kEvaluate };
+std::string_view RunModeName(RunMode mode);
+
+struct ParallelLayout {
+  int tp = 1, pp = 1, dp = 1;
+  std::string ToString() const;  // "TP1PP1DP1"
+};
+// "TP1PP1DP1" (any order of the three, each at most once; missing ones are 1).
+Result<ParallelLayout> ParseLayout(std::string_view text);
+
+struct RunConfig {
+  RunMode mode = RunMode::kPretrain;
+  std::string data_dir, out_dir, resume_dir, init;
+  std::string preset;
+  nlohmann::json overrides = nlohmann::json::object();
+  std::string device = "cpu";
+  int threads = 0;
+  Precision precision = Precision::kFp32;
+  bool recompute = false;
+  bool flash_attention = false;
+  ParallelLayout layout;
+  int zero = 0;
+  int64_t lbs = 8, mpe = 256, gas = 1, steps = 100, warmup_steps = 10;
+  double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  double grad_clip = 1.0;
+  uint64_t seed = 1234;
+  int64_t checkpoint_every = 0;
+  std::optional<double> peak_tflops;
+  int64_t eval_tokens = 0, eval_examples = 64, eval_choices = 4;
+  bool progress = false;
+
+  int64_t gbs() const { return lbs * gas * layout.dp; }
+};
+
+// Checks types and ranges (gas >= 1, lbs >= 1, 0 <= warmup <= steps, ...) and
+// what this trainer supports (TP = PP = 1, DP = 1, zero = 0; precision by
+// device), naming the key in every message.
+Result<RunConfig> ParseRunConfig(const nlohmann::json& json);
+
+// The canonical JSON of the settings that determine a run's bits (for resume).
+std::string Fingerprint(const RunConfig& config, const ModelConfig& model);
+
+}  // namespace bm::train

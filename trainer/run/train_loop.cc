@@ -1,0 +1,165 @@
+#include "trainer/run/train_loop.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "trainer/backend.h"
+#include "trainer/checkpoint/model_checkpoint.h"
+#include "trainer/checkpoint/resume.h"
+#include "trainer/checkpoint/safetensors.h"
+#include "trainer/data/batch.h"
+#include "trainer/model/layout.h"
+#include "trainer/platform.h"
+#include "trainer/run/metrics.h"
+#include "trainer/run/model_setup.h"
+#include "trainer/run/schedule.h"
+
+namespace bm::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string FormatDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  return fmt::format("{}:{:02d}", s / 60, s % 60);
+}
+
+}  // namespace
+
+Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
+                                   const TrainHooks& hooks) {
+  const Clock::time_point t0 = Clock::now();
+  const std::string started_at = UtcNow();
+  BM_ASSIGN_OR_RETURN(nlohmann::json stats, ReadDataStats(run.data_dir));
+  BM_ASSIGN_OR_RETURN(TokenData data, TokenData::Open(run.data_dir, "train"));
+  BM_ASSIGN_OR_RETURN(ModelSetup setup, SetUpModel(run, stats));
+  const ModelConfig& model = setup.model;
+  const ParamLayout layout(model);
+
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(run.device));
+  BackendOptions options;
+  options.max_batch = run.lbs;
+  options.max_seq = run.mpe;
+  options.precision = run.precision;
+  options.recompute = run.recompute;
+  options.threads = run.threads;
+  BM_TRY(backend->Init(model, options));
+  if (setup.params.empty()) setup.params = InitParameters(model, layout, run.seed);
+  BM_TRY(backend->SetParameters(setup.params));
+
+  // Resume from the last checkpoint of an identical run, if any.
+  const std::string fingerprint = Fingerprint(run, model);
+  int64_t start = 0;
+  std::vector<StepRecord> records;
+  std::optional<int64_t> resumed_from;
+  if (!run.resume_dir.empty()) {
+    std::string why;
+    BM_ASSIGN_OR_RETURN(std::optional<ResumeState> resume,
+                        LoadResume(run.resume_dir, model, fingerprint, &why));
+    if (resume && resume->step <= run.steps) {
+      BM_TRY(backend->SetParameters(resume->params));
+      BM_TRY(backend->SetOptimizerState(resume->m, resume->v));
+      start = resume->step;
+      resumed_from = start;
+      for (const auto& r : resume->log) records.push_back(StepRecord::FromJson(r));
+      if (progress) *progress << fmt::format("resuming from step {} ({})\n", start, run.resume_dir);
+    }
+  }
+
+  std::filesystem::create_directories(run.out_dir);
+  std::ofstream log(run.out_dir + "/log.jsonl", std::ios::trunc);
+  log << nlohmann::json{{"format", "benchmake-log"}, {"version", 1}}.dump() << "\n";
+  for (const StepRecord& r : records) log << r.ToJson().dump() << "\n";
+
+  const int64_t tokens_per_step = run.lbs * run.mpe * run.gas * run.layout.dp;
+  std::vector<Batch> micro(run.gas);
+  for (int64_t step = start + 1; step <= run.steps; ++step) {
+    const Clock::time_point s0 = Clock::now();
+    int64_t masked = 0;
+    for (int64_t g = 0; g < run.gas; ++g) {
+      BM_TRY(SampleTrainBatch(data, run.seed, step, g, run.lbs, run.mpe, &micro[g]));
+      masked += micro[g].MaskedCount();
+    }
+    const float scale = masked > 0 ? 1.0f / static_cast<float>(masked) : 0.0f;
+    BM_TRY(backend->ZeroGrad());
+    double loss_sum = 0;
+    for (int64_t g = 0; g < run.gas; ++g) {
+      BM_ASSIGN_OR_RETURN(LossSum l, backend->ForwardBackward(micro[g].View(), scale));
+      loss_sum += l.sum;
+    }
+    const double loss = masked > 0 ? loss_sum / static_cast<double>(masked) : 0.0;
+    BM_ASSIGN_OR_RETURN(float norm, backend->GradNorm());
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+      return Errorf(ErrorCode::kFailed,
+                    "training diverged at step {}: loss {}, gradient norm {} (lr {}); lower lr or "
+                    "raise warmup_steps — nothing was saved",
+                    step, loss, norm,
+                    LearningRate(step, run.steps, run.warmup_steps, run.lr, run.min_lr));
+    const double lr = LearningRate(step, run.steps, run.warmup_steps, run.lr, run.min_lr);
+    AdamWStep adam;
+    adam.lr = static_cast<float>(lr);
+    adam.beta1 = static_cast<float>(run.beta1);
+    adam.beta2 = static_cast<float>(run.beta2);
+    adam.eps = static_cast<float>(run.eps);
+    adam.weight_decay = static_cast<float>(run.weight_decay);
+    adam.grad_clip = static_cast<float>(run.grad_clip);
+    adam.step = step;
+    BM_TRY(backend->OptimizerStep(adam));
+    StepRecord r;
+    r.step = step;
+    r.loss = loss;
+    r.lr = lr;
+    r.grad_norm = norm;
+    r.tokens = tokens_per_step;
+    r.ms = std::chrono::duration<double, std::milli>(Clock::now() - s0).count();
+    records.push_back(r);
+    log << r.ToJson().dump() << "\n" << std::flush;
+    if (progress && run.progress) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double eta =
+          elapsed / static_cast<double>(step - start) * static_cast<double>(run.steps - step);
+      *progress << fmt::format("\rstep {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}   ", step,
+                               run.steps, loss, r.tokens / (r.ms / 1000.0), FormatDuration(eta))
+                << std::flush;
+    }
+    if (run.checkpoint_every > 0 && step % run.checkpoint_every == 0 && step < run.steps &&
+        !run.resume_dir.empty()) {
+      ResumeState state;
+      state.step = step;
+      state.params.resize(layout.total());
+      state.m.resize(layout.total());
+      state.v.resize(layout.total());
+      BM_TRY(backend->GetParameters(state.params));
+      BM_TRY(backend->GetOptimizerState(state.m, state.v));
+      for (const StepRecord& rec : records) state.log.push_back(rec.ToJson());
+      BM_TRY(SaveResume(run.resume_dir, model, fingerprint, state));
+    }
+    if (hooks.after_step && !hooks.after_step(step))
+      return Errorf(ErrorCode::kFailed, "stopped after step {} (test hook)", step);
+  }
+  if (progress && run.progress) *progress << "\n";
+
+  std::vector<float> params(layout.total());
+  BM_TRY(backend->GetParameters(params));
+  BM_TRY(SaveModel(run.out_dir, model, params, stats.value("eot_id", int64_t{-1})));
+  TrainSummary summary;
+  summary.model = model;
+  summary.run = run;
+  summary.steps = records;
+  summary.memory = backend->Memory();
+  summary.device_name = backend->device_name();
+  summary.resumed_from_step = resumed_from;
+  summary.started_at = started_at;
+  summary.platform = ProbePlatform();
+  summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  summary.eval = nullptr;
+  nlohmann::json metrics = BuildMetrics(summary);
+  BM_TRY(WriteFileAtomically(run.out_dir + "/metrics.json", metrics.dump(2) + "\n"));
+  return metrics;
+}
+
+}  // namespace bm::train

@@ -3,7 +3,8 @@
 // line like the peer's, so bench/gpu_check.sh can put the two side by side.
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
-//                    [--recompute] [--fp32] [--profile] [--json FILE]
+//                    [--recompute] [--fp32] [--profile] [--attention auto|cudnn|flash] [--json
+//                    FILE]
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh), so the loss
 // must stay near ln V. Timing: each step (staging, forward, backward, optimizer) by the host
@@ -21,10 +22,12 @@
 #include <vector>
 
 #include "trainer/cuda/cuda_model.h"
+#include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/probe.h"
 
 namespace {
 
+using bm::train::cuda::AttentionImpl;
 using bm::train::cuda::CudaModel;
 using bm::train::cuda::Family;
 using bm::train::cuda::ModelSpec;
@@ -81,6 +84,7 @@ int Fail(const bm::Status& s) {
 int main(int argc, char** argv) {
   std::string model_name = "gpt2-124m", json_path;
   int batch = 0, seq = 0, warmup = 10, steps = 30;
+  std::string attention = "auto";
   RunSpec run;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -103,7 +107,14 @@ int main(int argc, char** argv) {
       run.bf16 = false;
     else if (a == "--profile")
       run.profile = true;
-    else if (a == "--unfused")
+    else if (a == "--attention") {
+      attention = next();
+      if (attention != "cudnn" && attention != "flash" && attention != "auto") {
+        std::fprintf(stderr, "cuda_train_bench: --attention auto|cudnn|flash, not %s\n",
+                     attention.c_str());
+        return 2;
+      }
+    } else if (a == "--unfused")
       run.fused_epilogues = false;
     else if (a == "--chunk")
       run.logits_chunk_rows = std::stoi(next());
@@ -120,6 +131,12 @@ int main(int argc, char** argv) {
   int default_batch = model_name == "gpt2-124m" ? 32 : model_name == "llama-1b" ? 8 : 2;
   run.micro_batch = batch > 0 ? batch : default_batch;
   run.seq = seq > 0 ? seq : spec.max_positions;
+  // auto (the default): cuDNN's fused attention when built in and usable, like the backend.
+  bm::train::cuda::AttentionShape shape{run.micro_batch, run.seq, spec.heads, spec.kv_heads,
+                                        spec.head_dim()};
+  if (attention == "cudnn" ||
+      (attention == "auto" && run.bf16 && bm::train::cuda::CudnnAttentionUsable(shape)))
+    run.attention = AttentionImpl::kCudnn;
   auto model_or = CudaModel::Create(spec, run);
   if (!model_or.ok()) return Fail(model_or.status());
   CudaModel& model = **model_or;
@@ -175,6 +192,7 @@ int main(int argc, char** argv) {
   j["seq"] = run.seq;
   j["precision"] = run.bf16 ? "bf16 compute / fp32 params+grads+AdamW" : "fp32";
   j["recompute"] = run.recompute;
+  j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["n_all"] = n_all;
   j["step_ms_median"] = med;
   j["step_ms_min"] = sorted.front();

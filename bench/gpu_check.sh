@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/gpu_check.sh [tests] [bench] [torch] [profile]
+#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [bench] [torch] [profile]
+# ATTENTIONS="flash cudnn" times each model with each attention implementation (default auto,
+# the backend's default: cuDNN when usable);
+# tests run the cuDNN attention parity tests first (CUDNN_TESTS=0 skips that head start).
 # Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
 # libfmt comes from .debs when the machine lacks it. Logs go to $OUT.
 set -uo pipefail
@@ -15,8 +18,20 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 # Our binaries' libraries (never on LD_LIBRARY_PATH of the python process).
 libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
 for f in "$here"/../.debs/libfmt9*.deb "$here"/../.debs/libopenblas0-pthread*.deb; do dpkg -x "$f" /tmp/debroot; done
-ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64 "$@"; }
+# cuDNN: the image's pip wheel (nvidia-cudnn-cu13) unless the system has one.
+cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
+[[ -e /usr/local/cuda/lib64/libcudnn.so.9 ]] && cudnn_dir=/usr/local/cuda/lib64
+echo "cuDNN from: ${cudnn_dir:-none} $(ls "$cudnn_dir"/libcudnn.so.9* 2>/dev/null | head -1)" | tee -a "$OUT/gpu.txt"
+# The test binaries link libarchive (bm_base); its Debian 12 libraries travel packed when the
+# machine lacks them (lib/extra-libs.tar.xz, put there with the binaries).
+extra=/tmp/extralib; mkdir -p $extra
+[[ -f $here/lib/extra-libs.tar.xz ]] && tar -C $extra -xJf "$here/lib/extra-libs.tar.xz"
+ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:$extra "$@"; }
 
+if want cudnntests; then  # the cuDNN attention tests alone (also part of tests)
+  ours "$bin/cuda_ops_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |note:|Failure|Expected|Which is|failed|cuDNN" | head -40
+  ours "$bin/cuda_model_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee -a "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |cudnn bf16 grad.*e-0[0-1]|Failure|Expected|Which is|failed" | head -40
+fi
 if want tests; then
   ours "$bin/cuda_ops_test" --gtest_color=no 2>&1 | tee "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |rel err|note:|Failure|Expected|Which is" | head -80
   ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|bf16 grad.*e-0[0-1]" | head -60
@@ -28,7 +43,9 @@ models=("gpt2-124m 32" "llama-1b 8" "llama7b-8l 2")
 if want bench; then
   for mb in "${models[@]}"; do
     set -- $mb
-    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | tee -a "$OUT/bench.log"
+    for attn in ${ATTENTIONS:-auto}; do
+      ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --attention "$attn" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | sed "s/^/[$attn] /" | tee -a "$OUT/bench.log"
+    done
   done
 fi
 if want variants; then
@@ -39,8 +56,10 @@ fi
 if want profile; then
   for mb in "${models[@]}"; do
     set -- $mb
-    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --steps 10 --profile --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
-    tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
+    for attn in ${ATTENTIONS:-auto}; do
+      ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --steps 10 --profile --attention "$attn" --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
+      tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], j.get('attention','flash'), 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
+    done
   done
 fi
 if want torch; then
@@ -56,11 +75,11 @@ import json, sys, os
 out = sys.argv[1]
 def load(p):
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
-ours = {r["model"]: r for r in load(f"{out}/bench.jsonl")}
+ours = {(r["model"], r.get("attention", "flash")): r for r in load(f"{out}/bench.jsonl")}
 torch = {r["model"]: r for r in load(f"{out}/torch.jsonl") if "tokens_per_s" in r}
-for m, r in ours.items():
+for (m, attn), r in ours.items():
     t = torch.get(m)
-    line = f"{m:12s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
+    line = f"{m:12s} {attn:5s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
     if t:
         line += f" | torch {t['tokens_per_s']:9.0f} tok/s PaLM {100*t['mfu_all']:.1f}% mem {t['peak_mem_alloc_GiB']:.1f}/{t['peak_mem_reserved_GiB']:.1f} GiB | ratio {r['tokens_per_s']/t['tokens_per_s']:.3f}"
     print(line)

@@ -174,6 +174,65 @@ void Cache::PushToRemotes(Namespace ns, const Digest& key) {
   }
 }
 
+Status Cache::PushRecord(const ActionRecord& record, uint64_t* uploaded) {
+  std::vector<Digest> blobs;
+  for (const OutputFile& f : record.outputs) blobs.push_back(f.digest);
+  if (Result<Digest> log = Digest::FromHex(record.log_digest); log.ok()) blobs.push_back(*log);
+  bool any = false;
+  for (Remote& r : remotes_) {
+    if (r.read_only || !Usable(r)) continue;
+    any = true;
+    std::vector<RemotePush> pushes;
+    for (const Digest& d : blobs) {
+      Result<bool> exists = r.backend->Exists(Namespace::kCas, d);
+      if (!exists.ok()) {
+        MarkDead(r, exists.status());
+        return exists.status();
+      }
+      if (!*exists) pushes.push_back({Namespace::kCas, d, local_.PathOf(Namespace::kCas, d)});
+    }
+    for (const RemotePush& p : pushes) {
+      BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(p.src_path));
+      if (!info.exists) {
+        return Errorf(ErrorCode::kNotFound, "blob {} of {} is not in the local cache", p.key.Hex(),
+                      record.target);
+      }
+      usage_.remote_bytes_up += info.size;
+    }
+    std::vector<Status> put = r.backend->PutMany(pushes, remote_parallel_);
+    for (const Status& s : put) {
+      if (!s.ok()) {
+        MarkDead(r, s);
+        return s;
+      }
+    }
+    std::string ac = local_.PathOf(Namespace::kAc, record.key);
+    Result<bool> have = r.backend->Exists(Namespace::kAc, record.key);
+    if (!have.ok()) {
+      MarkDead(r, have.status());
+      return have.status();
+    }
+    size_t sent = pushes.size();
+    if (!*have) {
+      Status s = r.backend->Put(Namespace::kAc, record.key, ac);
+      if (!s.ok()) {
+        MarkDead(r, s);
+        return s;
+      }
+      ++sent;
+    }
+    usage_.remote_uploads += sent;
+    if (uploaded != nullptr) *uploaded += sent;
+  }
+  if (!any) {
+    return Status(ErrorCode::kUnavailable,
+                  remotes_.empty() ? "no remote cache is configured ([benchmake.cache] remote, or "
+                                     "BENCHMAKE_REMOTE_CACHE)"
+                                   : "no writable remote cache (read-only, or failed earlier)");
+  }
+  return Status::Ok();
+}
+
 Result<Digest> Cache::PutFile(const std::string& path) {
   BM_ASSIGN_OR_RETURN(Digest d, fs_.HashFile(path));
   BM_ASSIGN_OR_RETURN(bool have, local_.Exists(Namespace::kCas, d));

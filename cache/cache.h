@@ -67,6 +67,13 @@ class Cache {
   Result<std::string> ReadBlob(const Digest& digest);  // verified
   Result<bool> HasBlob(const Digest& digest);
 
+  // `benchmake cache push`: sends the record's blobs (outputs and log; HEAD
+  // first, missing ones in parallel) and then the record itself to every
+  // writable live remote, so a remote never holds a record whose blobs it
+  // lacks. Unlike the build path, failures are returned: kUnavailable when no
+  // remote can be written, else the first error. `uploaded` counts values sent.
+  Status PushRecord(const ActionRecord& record, uint64_t* uploaded = nullptr);
+
   // The record for `key`, or nullopt. A malformed record is evicted (nullopt).
   // A record fetched from a remote has `origin` set to the remote's URL.
   Result<std::optional<ActionRecord>> GetAction(const Digest& key);

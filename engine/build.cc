@@ -11,6 +11,7 @@
 #include "cache/run_health.h"
 #include "engine/generate.h"
 #include "engine/target_graph.h"
+#include "engine/target_state.h"
 
 namespace bm::engine {
 namespace {
@@ -102,6 +103,7 @@ Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& 
     summary.outcomes[t] = r.outcome;
     summary.ran += r.outcome == StepOutcome::kRan;
     summary.restored += r.outcome == StepOutcome::kRestored;
+    if (r.remeasured > 0) summary.remeasured[t] = r.remeasured;
   }
   return summary;
 }

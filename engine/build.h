@@ -32,6 +32,7 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options);
 struct InProcessSummary {
   std::map<std::string, StepOutcome> outcomes;
   int ran = 0, restored = 0;
+  std::map<std::string, int> remeasured;  // extra measurements per target
 };
 
 // Generate() then RunStep() on every target, dependencies first; stops at the

@@ -36,8 +36,8 @@ struct Stamp {
 
 std::string EnvDigest() {
   Hasher h;
-  for (const char* name :
-       {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "BENCHMAKE_GPUS"}) {
+  for (const char* name : {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
+                           "BENCHMAKE_GPUS", "BENCHMAKE_REMOTE"}) {
     const char* v = std::getenv(name);
     h.Field(name, v ? v : "\x01unset");
   }
@@ -131,7 +131,10 @@ std::string TargetsNeedingPlatform(const TargetGraph& g) {
   return names;
 }
 
-Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env) {
+// `probed` keeps the platform facts when this check had to probe, so that a
+// build probes at most once.
+Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env,
+                           std::optional<nlohmann::json>* probed) {
   Filesystem& fs = *ws.fs;
   BM_ASSIGN_OR_RETURN(FileInfo ninja_file, fs.Stat(ws.StateDir() + "/build.ninja"));
   if (!ninja_file.exists) return false;
@@ -146,7 +149,9 @@ Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::s
   if (stamp.platform != "-") {
     Result<nlohmann::json> facts = ProbePlatform(fs, *ws.runner, ws.tools_dir,
                                                  ws.StateDir() + "/tmp", "(from the last build)");
-    if (!facts.ok() || DigestOf(facts->dump()).Hex() != stamp.platform) return false;
+    if (!facts.ok()) return false;  // the slow path reports why
+    *probed = *facts;
+    if (DigestOf(facts->dump()).Hex() != stamp.platform) return false;
   }
   return true;
 }
@@ -165,8 +170,9 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);
 
   GenerateResult result;
+  std::optional<nlohmann::json> probed;
   if (old && !options.force) {
-    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env));
+    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env, &probed));
     if (valid) {
       BM_TRY(CheckOutDirs(ws, old->targets));
       result.fast_path = true;
@@ -185,13 +191,18 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   stamp.jobs = graph.settings.jobs;
 
   nlohmann::json platform = nlohmann::json::object();
-  if (graph.AnyPlatformDependent()) {
+  if (graph.AnyPlatformDependent() && probed) {
+    platform = *probed;
+  } else if (graph.AnyPlatformDependent()) {
     BM_ASSIGN_OR_RETURN(platform,
                         ProbePlatform(fs, *ws.runner, ws.tools_dir, ws.StateDir() + "/tmp",
                                       TargetsNeedingPlatform(graph)));
+  }
+  if (graph.AnyPlatformDependent()) {
     stamp.platform = DigestOf(platform.dump()).Hex();
-    BM_TRY(
-        WriteFileIfChanged(fs, ws.StateDir() + "/platform", "benchmake-platform 1\n" + platform.dump(1) + "\n").status());
+    BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/platform",
+                              "benchmake-platform 1\n" + platform.dump(1) + "\n")
+               .status());
   }
 
   WorkspaceConfig config;

@@ -291,8 +291,10 @@ class Stepper {
     return Status::Ok();
   }
 
+  // The rule's own messages (ctx.log) go after its commands' output.
   std::string AppendRuleLog(const std::string& path, const std::string& rule_text) {
-    std::string text = fs_.ReadFile(path).ok() ? *fs_.ReadFile(path) : "";
+    Result<std::string> existing = fs_.ReadFile(path);
+    std::string text = existing.ok() ? std::move(*existing) : std::string();
     if (!rule_text.empty()) {
       text += rule_text;
       (void)fs_.WriteFileAtomic(path, text, false, /*durable=*/false);

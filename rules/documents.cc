@@ -145,8 +145,12 @@ Format DetectFormat(const std::string& path, std::string_view first_line) {
   if (path.ends_with(".npy")) return Format::kNpy;
   if (path.ends_with(".json")) return Format::kAlpaca;
   if (path.ends_with(".jsonl")) {
-    return first_line.find("\"conversations\"") != std::string_view::npos ? Format::kConversations
-                                                                          : Format::kJsonl;
+    if (first_line.find("\"conversations\"") != std::string_view::npos) {
+      return Format::kConversations;
+    }
+    const bool alpaca = first_line.find("\"instruction\"") != std::string_view::npos &&
+                        first_line.find("\"output\"") != std::string_view::npos;
+    return alpaca ? Format::kAlpaca : Format::kJsonl;
   }
   return Format::kText;
 }

@@ -43,8 +43,9 @@ enum class Format { kText, kJsonl, kAlpaca, kConversations, kNpy, kPaddle };
 std::string_view FormatName(Format format);
 Result<Format> ParseFormat(std::string_view name);
 // Format by file name: *_ids.npy → kPaddle, *.npy → kNpy, *.json → kAlpaca,
-// *.jsonl → kConversations when the first object has "conversations", kJsonl
-// otherwise; anything else → kText.
+// *.jsonl → kConversations when the first object has "conversations",
+// kAlpaca when it has "instruction" and "output", kJsonl otherwise; anything
+// else → kText.
 Format DetectFormat(const std::string& path, std::string_view first_line);
 
 // How instructions and conversations become prompt and response text.

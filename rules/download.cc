@@ -162,6 +162,13 @@ class DownloadRule final : public engine::Rule {
     return specs;
   }
 
+  // Network downloads take the terminal (ninja's console pool) for their
+  // progress line; file:// copies are quick and run alongside other steps.
+  bool streams_progress(const json& p) const override {
+    const std::string url = p.value("url", "");
+    return url.starts_with("http://") || url.starts_with("https://");
+  }
+
   std::vector<engine::ParamError> Check(const json& p) const override {
     std::vector<engine::ParamError> errors;
     auto hex = [&](const char* name, size_t len) {

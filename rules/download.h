@@ -18,6 +18,7 @@
 //  - unpack = "gz" | "zst" writes FILENAME without that suffix; "tar",
 //    "tar.gz", "tar.zst" extract into out_dir; "" keeps the file as FILENAME.
 //  - On any failure out_dir is left empty (the engine caches nothing).
+//  - http(s) downloads stream progress (ninja's console pool); file:// do not.
 // Metrics: {url (expanded), file, bytes, sha256, xxh128,
 // attempts, resumed_from, seconds, unpack}. Header values never appear in
 // logs, metrics or errors.

@@ -64,7 +64,8 @@ Result<std::string> Expand(std::string_view text, const engine::StepContext& ctx
 
 class ExecRule : public engine::Rule {
  public:
-  explicit ExecRule(bool measure) : measure_(measure) {
+  ExecRule(std::string_view name, bool platform_dependent)
+      : name_(name), platform_dependent_(platform_dependent) {
     params_ = {
         {"command", ParamType::kStringList, std::nullopt, "argv; {out} and {in.NAME} are replaced",
          true},
@@ -86,8 +87,8 @@ class ExecRule : public engine::Rule {
     };
   }
 
-  std::string_view name() const override { return measure_ ? "measure" : "exec"; }
-  bool platform_dependent() const override { return measure_; }
+  std::string_view name() const override { return name_; }
+  bool platform_dependent() const override { return platform_dependent_; }
   int version() const override { return 1; }
   const std::vector<ParamSpec>& params() const override { return params_; }
   int gpus(const json& p) const override { return static_cast<int>(p.value("gpus", int64_t{0})); }
@@ -169,13 +170,17 @@ class ExecRule : public engine::Rule {
   }
 
  private:
-  bool measure_;
   std::vector<ParamSpec> params_;
+  std::string name_;
+  bool platform_dependent_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<engine::Rule> MakeExecRule() { return std::make_unique<ExecRule>(false); }
-std::unique_ptr<engine::Rule> MakeMeasureRule() { return std::make_unique<ExecRule>(true); }
+std::unique_ptr<engine::Rule> MakeExecRule() { return std::make_unique<ExecRule>("exec", false); }
+
+std::unique_ptr<engine::Rule> MakeMeasureRule() {
+  return std::make_unique<ExecRule>("measure", true);
+}
 
 }  // namespace bm::rules

@@ -46,8 +46,12 @@ struct BackendOptions {
   int64_t max_seq = 1;    // largest T passed to any call (<= model max_seq)
   Precision precision = Precision::kFp32;
   bool recompute = false;  // activation recompute (CUDA); the CPU ignores it
-  int threads = 0;         // CPU threads; 0 = all cores
-  int device_index = 0;    // which GPU (after CUDA_VISIBLE_DEVICES)
+  // CUDA attention: "auto" (cuDNN's fused SDPA when built in and the shape suits it in bf16,
+  // else ours), "flash" (our kernels) or "cudnn" (insists). Both are deterministic. The CPU
+  // ignores it.
+  std::string attention = "auto";
+  int threads = 0;       // CPU threads; 0 = all cores
+  int device_index = 0;  // which GPU (after CUDA_VISIBLE_DEVICES)
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that

@@ -1,6 +1,7 @@
 #include "cache/remote/http_remote.h"
 
 #include "cache/remote/blob_sink.h"
+#include "cache/remote/remote_config.h"
 
 namespace bm::cache {
 namespace {
@@ -34,6 +35,8 @@ HttpRemote::HttpRemote(std::string base_url, http::ClientOptions options)
     : base_url_(std::move(base_url)), options_(std::move(options)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
 }
+
+std::string HttpRemote::url() const { return RedactUrl(base_url_); }
 
 std::string HttpRemote::KeyUrl(Namespace ns, const Digest& key) const {
   return base_url_ + "/" + std::string(NamespaceName(ns)) + "/" + key.Hex();

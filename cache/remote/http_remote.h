@@ -34,7 +34,8 @@ class HttpRemote : public RemoteBackend {
   // base_url: http(s)://host[:port][/prefix], no trailing slash needed.
   HttpRemote(std::string base_url, http::ClientOptions options);
 
-  std::string url() const override { return base_url_; }
+  // The base URL with any user:password@ removed, for messages.
+  std::string url() const override;
   Result<bool> Get(Namespace ns, const Digest& key, const std::string& dest_path) override;
   Status Put(Namespace ns, const Digest& key, const std::string& src_path) override;
   Result<bool> Exists(Namespace ns, const Digest& key) override;

@@ -4,6 +4,7 @@
 #include "base/real_filesystem.h"
 #include "cache/cache.h"
 #include "cache/maintenance.h"
+#include "engine/cli/cache_remote_command.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/flags.h"
 #include "engine/generate.h"
@@ -30,8 +31,9 @@ Status CacheCommand(const std::vector<std::string>& args) {
   BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
   const std::vector<std::string>& a = flags.rest;
   if (a.empty())
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "usage: benchmake cache stats|verify|gc --max-size SIZE");
+    return Errorf(
+        ErrorCode::kInvalidArgument,
+        "usage: benchmake cache stats|verify|gc --max-size SIZE|push [TARGET...]|pull [TARGET...]");
   cache::LocalStore store(DiskFilesystem(), CacheDirFor(flags));
   if (a[0] == "stats") {
     BM_ASSIGN_OR_RETURN(cache::StoreStats s, cache::ComputeStats(store));
@@ -40,8 +42,10 @@ Status CacheCommand(const std::vector<std::string>& args) {
                 cache::FormatSize(s.blob_bytes).c_str(), static_cast<unsigned long long>(s.actions),
                 cache::FormatSize(s.action_bytes).c_str(),
                 cache::FormatSize(s.total_bytes()).c_str());
-    return Status::Ok();
+    return PrintUsageStats(store.root());
   }
+  if (a[0] == "push") return CachePushCommand(flags);
+  if (a[0] == "pull") return CachePullCommand(flags);
   if (a[0] == "verify") {
     BM_ASSIGN_OR_RETURN(cache::VerifyReport r, cache::Verify(store));
     for (const std::string& e : r.evicted) std::printf("corrupt, evicted: %s\n", e.c_str());
@@ -63,8 +67,8 @@ Status CacheCommand(const std::vector<std::string>& args) {
                 cache::FormatSize(r.kept_bytes).c_str());
     return Status::Ok();
   }
-  return Errorf(ErrorCode::kInvalidArgument, "unknown cache command '{}' (stats, verify, gc)",
-                a[0]);
+  return Errorf(ErrorCode::kInvalidArgument,
+                "unknown cache command '{}' (stats, verify, gc, push, pull)", a[0]);
 }
 
 }  // namespace bm::engine::cli

@@ -16,8 +16,8 @@ const std::vector<CommandEntry>& Commands() {
       {"status", "status", "every target and its state", &StatusCommand},
       {"graph", "graph", "the target graph as Graphviz dot", &GraphCommand},
       {"clean", "clean", "remove out/ and .benchmake/ (never the shared cache)", &CleanCommand},
-      {"cache", "cache stats|verify|gc --max-size SIZE", "inspect and trim the local cache",
-       &CacheCommand},
+      {"cache", "cache stats|verify|gc --max-size SIZE|push|pull [TARGET...]",
+       "inspect and trim the local cache; push to / pull from the remote", &CacheCommand},
       {"debug-key", "debug-key TARGET (or --debug-key TARGET)", "print exactly what the key hashes",
        &DebugKeyCommand},
       {"step", "step TARGET [--remeasure]", "run one target (what ninja edges call)", &StepCommand},
@@ -27,7 +27,8 @@ const std::vector<CommandEntry>& Commands() {
        "tables and plots of the measurements (docs/REPORTS.md)", &ReportCommand},
       {"compare", "compare A B [--from-step N] [--tolerance PCT] [--no-alignment]",
        "metric deltas and loss alignment of two runs", &CompareCommand},
-      // Other modules add one line each here.
+      // Other modules add one line each here; a two-word name such as
+      // "cache push" is matched before the one-word "cache".
   };
   return kCommands;
 }
@@ -78,6 +79,13 @@ Status Dispatch(const std::vector<std::string>& args) {
     }
   }
   rest.insert(rest.end(), global.begin(), global.end());
+  // Two-word commands ("cache push") win over one-word ones ("cache").
+  if (i + 1 < args.size()) {
+    std::string two = fmt::format("{} {}", args[i], args[i + 1]);
+    for (const CommandEntry& c : Commands()) {
+      if (c.name == two) return c.fn(std::vector<std::string>(rest.begin() + 1, rest.end()));
+    }
+  }
   for (const CommandEntry& c : Commands()) {
     if (c.name == args[i]) return c.fn(rest);
   }

@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "cache/remote/remote_config.h"
+#include "cache/builtin_remotes.h"
 #include "engine/cli/commands.h"
 
 int main(int argc, char** argv) {
+  bm::cache::RegisterBuiltinRemotes(bm::cache::RemoteRegistry::Global());
   std::vector<std::string> args(argv + 1, argv + argc);
-  bm::cache::RegisterRemoteBackends(bm::cache::RemoteRegistry::Global());
   bm::Status status = bm::engine::cli::Dispatch(args);
   if (!status.ok()) {
     std::fflush(stdout);

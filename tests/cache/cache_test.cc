@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "cache/maintenance.h"
 #include "tests/support/memory_filesystem.h"
@@ -200,6 +202,19 @@ TEST(SizeTest, ParsesUnits) {
 }
 
 TEST(DefaultCacheDirTest, EnvironmentOrder) {
+  struct Restore {
+    std::map<std::string, std::optional<std::string>> saved;
+    Restore() {
+      for (const char* n : {"BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+        const char* v = std::getenv(n);
+        saved[n] = v ? std::optional<std::string>(v) : std::nullopt;
+      }
+    }
+    ~Restore() {
+      for (const auto& [n, v] : saved)
+        v ? (void)::setenv(n.c_str(), v->c_str(), 1) : (void)::unsetenv(n.c_str());
+    }
+  } restore;
   ::setenv("BENCHMAKE_CACHE_DIR", "/a", 1);
   EXPECT_EQ(DefaultCacheDir(), "/a");
   ::unsetenv("BENCHMAKE_CACHE_DIR");

@@ -108,6 +108,7 @@ TEST_F(HttpRemoteTest, KeysAreHexUnderThePrefix) {
   EXPECT_EQ(remote.KeyUrl(Namespace::kCas, d), Base() + "/cas/" + d.Hex());
   EXPECT_EQ(remote.KeyUrl(Namespace::kAc, d), Base() + "/ac/" + d.Hex());
   EXPECT_EQ(d.Hex().find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(HttpRemote("http://u:pw@127.0.0.1:1/bm", Options()).url(), "http://127.0.0.1:1/bm");
 }
 
 TEST_F(HttpRemoteTest, CorruptBytesOnTheServerAreRejectedAndNeverLand) {

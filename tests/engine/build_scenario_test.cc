@@ -255,6 +255,40 @@ TEST_F(BuildScenarioTest, FailedStepRecordsNothing) {
   EXPECT_TRUE(ac->empty());
 }
 
+// Fails the first time after leaving a checkpoint in resume_dir; succeeds
+// when it finds one.
+class ResumableRule : public Rule {
+ public:
+  std::string_view name() const override { return "resumable"; }
+  int version() const override { return 1; }
+  const std::vector<ParamSpec>& params() const override { return params_; }
+  Result<StepResult> Run(StepContext& ctx) const override {
+    std::string ckpt = ctx.resume_dir + "/ckpt";
+    if (!ctx.fs->Stat(ckpt)->exists) {
+      BM_TRY(ctx.fs->WriteFileAtomic(ckpt, "step 50"));
+      return Errorf(ErrorCode::kFailed, "killed at step 50");
+    }
+    BM_ASSIGN_OR_RETURN(std::string state, ctx.fs->ReadFile(ckpt));
+    BM_TRY(ctx.fs->WriteFileAtomic(ctx.out_dir + "/model", "resumed from " + state));
+    return StepResult{};
+  }
+
+ private:
+  std::vector<ParamSpec> params_;
+};
+
+TEST_F(BuildScenarioTest, ResumeDirSurvivesAFailedRunOfTheSameKey) {
+  rules_.Register(std::make_unique<ResumableRule>());
+  SetBenchfile("[target.train]\nrule = \"resumable\"\n");
+  ASSERT_FALSE(BuildInProcess(ws_).ok());
+  Result<InProcessSummary> second = BuildInProcess(ws_);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(fs_.Read("/ws/out/train/model"), "resumed from step 50");
+  Result<std::vector<std::string>> left = fs_.ListDir("/ws/.benchmake/resume");
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty()) << "removed after success";
+}
+
 TEST_F(BuildScenarioTest, MissingDeclaredOutputFailsTheStep) {
   SetBenchfile(
       "[target.a]\nrule = \"exec\"\ncommand = [\"write\", \"{out}/x\", \"1\"]\noutputs = "
@@ -295,6 +329,28 @@ TEST_F(BuildScenarioTest, PlatformChangeRerunsOnlyPlatformDependentTargets) {
   EXPECT_EQ((*results)[1].record.metrics["platform"]["gpu_name"], "H100");
 }
 
+TEST_F(BuildScenarioTest, RemeasureRerunsOnlyPlatformDependentTargets) {
+  ::setenv("BENCHMAKE_PLATFORM", R"({"gpu_name":"H100"})", 1);
+  SetBenchfile(
+      "[target.ckpt]\nrule = \"count\"\n[target.speed]\nrule = \"measure\"\ndata = [\"ckpt\"]\n");
+  Build();
+  StepOptions options;
+  options.remeasure = true;
+  Result<InProcessSummary> r = BuildInProcess(ws_, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // The artifact stays as it was; the measured step ran once more and its
+  // measurement is recorded beside the first one.
+  EXPECT_EQ(r->outcomes["ckpt"], StepOutcome::kUpToDate);
+  EXPECT_EQ(r->outcomes["speed"], StepOutcome::kUpToDate);
+  EXPECT_EQ(r->remeasured.count("ckpt"), 0u);
+  EXPECT_EQ(r->remeasured["speed"], 1);
+  EXPECT_EQ(measure_->runs, 2);
+  EXPECT_EQ(count_->runs, 1);
+  Result<std::vector<TargetResult>> results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ((*results)[1].record.remeasurements.size(), 1u);
+}
+
 TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets) {
   SetBenchfile("[target.a]\nrule = \"count\"\n");
   Build();
@@ -306,6 +362,33 @@ TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets
       gen.status().message().find("platform-dependent targets (b) need /tools/benchmake-train"),
       std::string::npos)
       << gen.status().message();
+}
+
+TEST_F(BuildScenarioTest, PlatformIsProbedOncePerBuildAndOnlyWhenNeeded) {
+  fs_.Write("/tools/benchmake-train", "binary");
+  std::string gpu = "H100";
+  int probes = 0;
+  runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    if (c.argv.size() == 5 && c.argv[3] == "/tools/benchmake-train") {
+      ++probes;
+      fs_.Write(c.argv[4], R"({"gpu_name":")" + gpu + R"(","gpu_count":1})");
+    }
+    return CommandResult{};
+  });
+  SetBenchfile("[target.a]\nrule = \"count\"\n");
+  Build();
+  EXPECT_EQ(probes, 0) << "nothing platform-dependent: no probe";
+  SetBenchfile("[target.a]\nrule = \"count\"\n[target.b]\nrule = \"measure\"\n");
+  Build();
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  Build();
+  EXPECT_EQ(probes, 2) << "one probe per build";
+  gpu = "H200";
+  Build();
+  EXPECT_EQ(probes, 3) << "a changed platform is still probed once";
+  EXPECT_EQ(measure_->runs, 2);
+  EXPECT_EQ(count_->runs, 1);
 }
 
 TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {

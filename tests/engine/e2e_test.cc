@@ -338,6 +338,33 @@ TEST_F(E2eTest, DirectoryAndFileFlags) {
   EXPECT_TRUE(fs::exists(ws_ / "out/eval/eval.txt"));
 }
 
+TEST_F(E2eTest, GpuStepsGetDistinctDevices) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.g0]
+rule = "exec"
+gpus = 1
+command = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > {out}/dev; sleep 0.5"]
+outputs = ["dev"]
+
+[target.g1]
+rule = "exec"
+gpus = 1
+command = ["sh", "-c", "echo $CUDA_VISIBLE_DEVICES > {out}/dev; sleep 0.5"]
+outputs = ["dev"]
+)");
+  ::setenv("BENCHMAKE_GPUS", "2", 1);
+  ::setenv("BENCHMAKE_GPU_LOCK_DIR", (root_ / "gpu_locks").c_str(), 1);
+  Run r = Benchmake("build -j 2");
+  ::unsetenv("BENCHMAKE_GPUS");
+  ::unsetenv("BENCHMAKE_GPU_LOCK_DIR");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string a = ReadText(ws_ / "out/g0/dev"), b = ReadText(ws_ / "out/g1/dev");
+  EXPECT_TRUE((a == "0\n" && b == "1\n") || (a == "1\n" && b == "0\n") ||
+              (a == "0\n" && b == "0\n"))
+      << a << b;
+  EXPECT_NE(ReadText(ws_ / ".benchmake/build.ninja").find("pool gpu\n  depth = 2"),
+            std::string::npos);
+}
+
 TEST_F(E2eTest, MissingNinjaIsAClearError) {
   std::string cmd = "cd '" + ws_.string() + "' && PATH=/nonexistent '" + binary_ + "' build > '" +
                     (root_ / "o.txt").string() + "' 2>&1";

@@ -277,6 +277,8 @@ TEST(DownloadRuleTest, CheckRejectsBadParameters) {
                              {"retries", -1}});
   EXPECT_EQ(errors.size(), 6u);
   EXPECT_TRUE(rule->Check({{"url", "file:data/kjv.txt"}, {"unpack", "tar.gz"}}).empty());
+  EXPECT_TRUE(rule->streams_progress({{"url", "https://h/x"}}));
+  EXPECT_FALSE(rule->streams_progress({{"url", "file:data/kjv.txt"}}));
 }
 
 TEST(DownloadUrlTest, Expansion) {

@@ -237,6 +237,8 @@ TEST_F(TokenizeTest, FailuresLeaveNothingInOutDir) {
   EXPECT_FALSE(RunRule({{"input", {not_json}}}, out).ok());
   EXPECT_FALSE(
       RunRule({{"input", {"data/kjv.txt"}}, {"vocab", root_ + "/none.tiktoken"}}, out).ok());
+  EXPECT_EQ(RunRule({{"input", {"data/kjv.txt"}}, {"document_start", "(["}}, out).status().code(),
+            ErrorCode::kInvalidArgument);
   EXPECT_TRUE(fs::is_empty(out));
 }
 
@@ -297,6 +299,17 @@ TEST_F(TokenizeTest, CheckRejectsBadParameters) {
   EXPECT_EQ(errors[0].param, "format");
   EXPECT_EQ(errors[1].param, "valid_fraction");
   EXPECT_TRUE(rule->Check({{"format", "auto"}, {"valid_fraction", 0.1}}).empty());
+}
+
+TEST(DetectFormatTest, ByNameAndFirstLine) {
+  EXPECT_EQ(DetectFormat("a/x_ids.npy", ""), Format::kPaddle);
+  EXPECT_EQ(DetectFormat("x.npy", ""), Format::kNpy);
+  EXPECT_EQ(DetectFormat("x.json", ""), Format::kAlpaca);
+  EXPECT_EQ(DetectFormat("x.jsonl", R"({"conversations": []})"), Format::kConversations);
+  EXPECT_EQ(DetectFormat("x.jsonl", R"({"instruction": "a", "input": "", "output": "b"})"),
+            Format::kAlpaca);
+  EXPECT_EQ(DetectFormat("x.jsonl", R"({"text": "a"})"), Format::kJsonl);
+  EXPECT_EQ(DetectFormat("kjv.txt", ""), Format::kText);
 }
 
 TEST(SplitRuleTest, IsSeededAndRoughlyTheFraction) {

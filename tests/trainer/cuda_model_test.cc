@@ -16,6 +16,7 @@
 
 #include "tests/trainer/cuda_cpu_model.h"
 #include "tests/trainer/cuda_test_util.h"
+#include "trainer/cuda/cudnn_attention.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -63,9 +64,11 @@ Batch MakeBatch(int vocab, int which) {
   return b;
 }
 
-std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, bool bf16, bool recompute = false) {
+std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, bool bf16, bool recompute = false,
+                                     AttentionImpl attention = AttentionImpl::kAuto) {
   RunSpec run;
   run.micro_batch = kBatch, run.seq = kSeq, run.bf16 = bf16, run.recompute = recompute;
+  run.attention = attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
   auto m = CudaModel::Create(spec, run);
   EXPECT_TRUE(m.ok()) << m.status().message();
@@ -176,6 +179,38 @@ TEST_P(CudaModelTest, FiftyStepsTrackCpuLossCurve) {
   EXPECT_LT(sum / 30, 0.02);
   EXPECT_LT(worst, 0.05);
   EXPECT_LT(gpu.back(), 0.5 * gpu.front()) << "the model should learn the repetitive data";
+}
+
+// The whole step with cuDNN's fused attention: gradients against the CPU twin (bf16
+// tolerance), and two runs of five steps bit-identical (its deterministic backward).
+TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
+  if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
+  ModelSpec spec = Tiny(GetParam());
+  CpuModel cpu(spec, kBatch, kSeq);
+  auto params = InitParams(cpu.layout(), 7);
+  Batch b = MakeBatch(spec.vocab, 0);
+  float scale = 1.0f / (kBatch * kSeq);
+  std::vector<float> want(cpu.layout().total(), 0.0f);
+  double want_loss = cpu.ForwardBackward(params, b.tokens, b.targets, scale, &want);
+  auto m = MakeModel(spec, true, false, AttentionImpl::kCudnn);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->SetParameters(params).ok());
+  ASSERT_TRUE(m->ZeroGradients().ok());
+  auto loss = m->ForwardBackward(b.View(), scale);
+  ASSERT_TRUE(loss.ok()) << loss.status().message();
+  std::vector<float> got;
+  ASSERT_TRUE(m->GetGradients(&got).ok());
+  EXPECT_NEAR(*loss, want_loss, 1e-2 * want_loss);
+  EXPECT_LT(WorstTensorError(cpu.layout(), got, want, "cudnn bf16"), 5e-2) << GetParam();
+  AdamWHyper h;
+  std::vector<std::vector<double>> curves;
+  for (int run = 0; run < 2; ++run) {
+    auto r = MakeModel(spec, true, false, AttentionImpl::kCudnn);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(r->SetParameters(params).ok());
+    curves.push_back(GpuCurve(r.get(), spec, 0, 5, h));
+  }
+  EXPECT_EQ(curves[0], curves[1]) << "cuDNN attention must be deterministic";
 }
 
 TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {

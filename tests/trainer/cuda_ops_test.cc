@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <numeric>
 
 #include "tests/trainer/cuda_test_util.h"
+#include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/kernels/activation.cuh"
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/kernels/attention.cuh"
@@ -299,6 +302,60 @@ TEST(CudaOpsBf16, FlashAttention) {
                      AttnCase{2, 130, 4, 2, 128, AttentionImpl::kAuto},
                      AttnCase{1, 256, 2, 2, 128, AttentionImpl::kAuto}}) {
     CheckAttention<__nv_bfloat16>(k, seed += 10);
+  }
+}
+
+// cuDNN's fused attention (backend graph API) against the same CPU twins: forward, lse and
+// backward, head sizes 64 and 128, GQA, lengths not multiples of 64; outputs NaN-poisoned;
+// the backward run twice must give identical bits (the deterministic engines).
+void CheckCudnnAttention(const AttnCase& k, uint64_t seed) {
+  using T = __nv_bfloat16;
+  int n = k.b * k.t, cols = (k.h + 2 * k.hkv) * k.d, ocols = k.h * k.d;
+  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d};
+  std::string what = "cuDNN B=" + std::to_string(k.b) + " T=" + std::to_string(k.t) +
+                     " H=" + std::to_string(k.h) + " Hkv=" + std::to_string(k.hkv) +
+                     " D=" + std::to_string(k.d);
+  auto ws = CudnnAttentionWorkspaceBytes(shape);
+  ASSERT_TRUE(ws.ok()) << what << ": " << ws.status().message();
+  auto qkv = Rounded<T>(RandomVector(n * cols, 1.0f, seed));
+  auto dout = Rounded<T>(RandomVector(n * ocols, 1.0f, seed + 1));
+  DeviceBuffer<T> gqkv(qkv), gout(n * ocols), gdout(dout), gdqkv(n * cols), gdqkv2(n * cols);
+  DeviceBuffer<float> glse(k.b * k.h * k.t);
+  DeviceBuffer<char> work(std::max<size_t>(*ws, 1));
+  Status st = CudnnAttentionForward(gout.get(), glse.get(), gqkv.get(), shape, work.get(), *ws, 0);
+  ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+  std::vector<float> out(n * ocols), lse(k.b * k.h * k.t), dqkv(n * cols);
+  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d);
+  auto gout_h = gout.Download();
+  double e_out = RelativeError(gout_h, out), e_lse = RelativeError(glse.Download(), lse);
+  EXPECT_LT(e_out, kTol<T>) << what;
+  EXPECT_LT(e_lse, 1e-5 + kTol<T> / 10) << what;
+  for (DeviceBuffer<T>* d : {&gdqkv, &gdqkv2}) {
+    st = CudnnAttentionBackward(d->get(), gdout.get(), gout.get(), gqkv.get(), glse.get(), shape,
+                                work.get(), *ws, 0);
+    ASSERT_TRUE(st.ok()) << what << ": " << st.message();
+  }
+  AttentionBackwardCpu(dqkv.data(), dout.data(), Rounded<T>(gout_h).data(), qkv.data(), lse.data(),
+                       k.b, k.t, k.h, k.hkv, k.d);
+  auto g1 = gdqkv.Download(), g2 = gdqkv2.Download();
+  double e_d = RelativeError(g1, dqkv);
+  EXPECT_LT(e_d, 2 * kTol<T>) << what;
+  EXPECT_TRUE(std::equal(g1.begin(), g1.end(), g2.begin(),
+                         [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }))
+      << what << ": backward not bitwise repeatable";
+  std::printf("note: %s rel err out %.2e lse %.2e dqkv %.2e workspace %zu B\n", what.c_str(), e_out,
+              e_lse, e_d, *ws);
+}
+
+TEST(CudaOpsBf16, CudnnAttention) {
+  BM_SKIP_WITHOUT_GPU();
+  if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
+  uint64_t seed = 199;
+  for (AttnCase k : {AttnCase{2, 64, 2, 2, 64, AttentionImpl::kCudnn},
+                     AttnCase{1, 200, 4, 1, 64, AttentionImpl::kCudnn},
+                     AttnCase{2, 130, 4, 2, 128, AttentionImpl::kCudnn},
+                     AttnCase{1, 256, 2, 2, 128, AttentionImpl::kCudnn}}) {
+    CheckCudnnAttention(k, seed += 10);
   }
 }
 

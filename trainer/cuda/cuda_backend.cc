@@ -8,6 +8,7 @@
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/cuda_model.h"
+#include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/probe.h"
 #include "trainer/model/layout.h"
 
@@ -108,6 +109,20 @@ class CudaBackend final : public Backend {
     run.seq = static_cast<int>(o.max_seq);
     run.bf16 = o.precision == Precision::kBf16;
     run.recompute = o.recompute;
+    // "auto": cuDNN's fused attention (deterministic, measured faster: docs/PERFORMANCE.md)
+    // when it is built in and takes this shape in bf16; otherwise our flash kernels.
+    AttentionShape shape{run.micro_batch, run.seq, spec.heads, spec.kv_heads, spec.head_dim()};
+    if (o.attention == "cudnn") {
+      if (!CudnnAttentionBuilt())
+        return Status(ErrorCode::kUnsupported,
+                      "attention = \"cudnn\": this build has no cuDNN; use \"flash\"");
+      run.attention = AttentionImpl::kCudnn;
+    } else if (o.attention == "auto") {
+      if (run.bf16 && CudnnAttentionUsable(shape)) run.attention = AttentionImpl::kCudnn;
+    } else if (o.attention != "flash") {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "attention must be \"auto\", \"flash\" or \"cudnn\", not \"{}\"", o.attention);
+    }
     BM_ASSIGN_OR_RETURN(model_, CudaModel::Create(spec, run));
     host_layout_ = std::make_unique<train::ParamLayout>(c);
     BM_ASSIGN_OR_RETURN(spans_, MapLayouts(model_->layout(), *host_layout_));

@@ -13,6 +13,7 @@
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/cuda_model.h"
+#include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/kernels/activation.cuh"
 #include "trainer/cuda/kernels/attention.cuh"
 #include "trainer/cuda/kernels/classifier.cuh"
@@ -62,6 +63,7 @@ struct CudaModel::Impl {
   size_t norm_scratch = 0, att_scratch = 0, bias_scratch = 0, norm_sq = 0, norm_partials = 0;
   size_t argmax = 0, rope = 0, tokens = 0, targets = 0, weights = 0, bucket_tokens = 0,
          bucket_offsets = 0, bucket_positions = 0;
+  size_t att_scratch_bytes = 0;
   size_t workspace = 0;
 
   // host staging (pinned)
@@ -115,6 +117,9 @@ struct CudaModel::Impl {
   int QkvCols() const { return (spec.heads + 2 * spec.kv_heads) * spec.head_dim(); }
   int BigCols() const { return spec.family == Family::kGpt ? spec.ffn : 2 * spec.ffn; }
   bool Gpt() const { return spec.family == Family::kGpt; }
+  AttentionShape AttShape(int b, int t) const {
+    return {b, t, spec.heads, spec.kv_heads, spec.head_dim()};
+  }
   template <typename T>
   T* A(size_t off) const {
     return arena->At<T>(off);

@@ -47,8 +47,15 @@ Status CudaModel::Impl::Plan() {
   datt = plan.Add("attention out grad", n * spec.heads * spec.head_dim() * elem);
   size_t ns = std::max(LayerNormScratchFloats(n, c), RmsNormScratchFloats(n, c));
   norm_scratch = plan.Add("norm scratch", ns * 4);
-  att_scratch = plan.Add("attention scratch",
-                         AttentionScratchFloats(run.micro_batch, run.seq, spec.heads) * 4);
+  att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, spec.heads) * 4;
+  if (run.attention == AttentionImpl::kCudnn) {
+    if (!run.bf16)
+      return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 (not --fp32)");
+    BM_ASSIGN_OR_RETURN(size_t ws,
+                        CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
+    att_scratch_bytes = std::max(att_scratch_bytes, ws);
+  }
+  att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
   bias_scratch = plan.Add("bias grad scratch",
                           (BiasGradScratchFloats(static_cast<int>(n), widest) + widest) * 4);

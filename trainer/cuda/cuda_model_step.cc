@@ -114,6 +114,10 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
     }));
   }
   BM_TRY(Phase("attention fwd", [&] {
+    if (run.attention == AttentionImpl::kCudnn)
+      return CudnnAttentionForward(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv),
+                                   AttShape(cur_b, cur_t), A<char>(att_scratch), att_scratch_bytes,
+                                   stream);
     return AttentionForward<T>(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv), cur_b, cur_t, spec.heads,
                                spec.kv_heads, hd, run.attention, stream);
   }));
@@ -194,6 +198,10 @@ Status CudaModel::Impl::LayerBackward(int l) {
                              false, nullptr);
   }));
   BM_TRY(Phase("attention bwd", [&] {
+    if (run.attention == AttentionImpl::kCudnn)
+      return CudnnAttentionBackward(A<T>(dqkv), A<T>(datt), A<T>(a.att), A<T>(a.qkv),
+                                    A<float>(a.lse), AttShape(cur_b, cur_t), A<char>(att_scratch),
+                                    att_scratch_bytes, stream);
     return AttentionBackward<T>(A<T>(dqkv), A<float>(att_scratch), A<T>(datt), A<T>(a.att),
                                 A<T>(a.qkv), A<float>(a.lse), cur_b, cur_t, spec.heads,
                                 spec.kv_heads, hd, run.attention, stream);

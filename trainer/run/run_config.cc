@@ -88,6 +88,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   BM_ASSIGN_OR_RETURN(c.precision, ParsePrecision(precision));
   BM_TRY(Get(j, "recompute", &c.recompute));
   BM_TRY(Get(j, "flash_attention", &c.flash_attention));
+  BM_TRY(Get(j, "attention", &c.attention));
   BM_TRY(Get(j, "layout", &layout));
   BM_ASSIGN_OR_RETURN(c.layout, ParseLayout(layout));
   BM_TRY(Get(j, "zero", &c.zero));

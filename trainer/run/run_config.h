@@ -7,6 +7,7 @@
 //    "model": {"preset": "llama-small", "overrides": {...}},     pretrain
 //    "init": "/abs/checkpoint dir or file.safetensors",          finetune, evaluate
 //    "device": "cpu", "threads": 0, "precision": "fp32", "recompute": false,
+//    "attention": "auto" (CUDA: "auto" = cuDNN when usable, "flash", "cudnn"),
 //    "layout": "TP1PP1DP1", "zero": 0,
 //    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
 //    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
@@ -47,6 +48,7 @@ struct RunConfig {
   Precision precision = Precision::kFp32;
   bool recompute = false;
   bool flash_attention = false;
+  std::string attention = "auto";  // CUDA: "auto", "flash" or "cudnn" (BackendOptions)
   ParallelLayout layout;
   int zero = 0;
   int64_t lbs = 8, mpe = 256, gas = 1, steps = 100, warmup_steps = 10;

@@ -46,6 +46,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   options.max_seq = run.mpe;
   options.precision = run.precision;
   options.recompute = run.recompute;
+  options.attention = run.attention;
   options.threads = run.threads;
   BM_TRY(backend->Init(model, options));
   if (setup.params.empty()) setup.params = InitParameters(model, layout, run.seed);

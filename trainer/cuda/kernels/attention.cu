@@ -174,6 +174,12 @@ Status CheckGeometry(const Geometry& g) {
 template <typename T>
 constexpr bool kIsBf16 = std::is_same_v<T, bf16>;
 
+Status RefuseCudnn(AttentionImpl impl) {
+  if (impl != AttentionImpl::kCudnn) return Status::Ok();
+  return Status(ErrorCode::kInternal,
+                "AttentionImpl::kCudnn goes through cudnn_attention.h, not these launchers");
+}
+
 }  // namespace
 
 size_t AttentionScratchFloats(int batch, int seq, int heads) {
@@ -187,6 +193,7 @@ Status AttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, in
                         int kv_heads, int head_dim, AttentionImpl impl, cudaStream_t stream) {
   Geometry g{batch, seq, heads, kv_heads, head_dim};
   BM_TRY(CheckGeometry(g));
+  BM_TRY(RefuseCudnn(impl));
   if constexpr (kIsBf16<T>) {
     if (impl == AttentionImpl::kAuto && FlashAttentionSupports(head_dim)) {
       return FlashAttentionForward(out, lse, qkv, batch, seq, heads, kv_heads, head_dim, stream);
@@ -207,6 +214,7 @@ Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, c
                          int head_dim, AttentionImpl impl, cudaStream_t stream) {
   Geometry g{batch, seq, heads, kv_heads, head_dim};
   BM_TRY(CheckGeometry(g));
+  BM_TRY(RefuseCudnn(impl));
   size_t rows = static_cast<size_t>(batch) * heads * seq;
   if (rows == 0) return Status::Ok();
   float* delta = scratch;

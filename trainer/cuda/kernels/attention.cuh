@@ -23,7 +23,10 @@
 
 namespace bm::train::cuda {
 
-enum class AttentionImpl { kAuto, kReference };
+// kAuto: our tensor-core kernels where they apply (else the reference kernel); kReference:
+// the reference kernel; kCudnn: cuDNN's fused attention (cudnn_attention.h, bf16 only; the
+// launchers below refuse it: the model calls cudnn_attention.h with its arena workspace).
+enum class AttentionImpl { kAuto, kReference, kCudnn };
 
 // Device scratch the backward pass needs, in floats.
 size_t AttentionScratchFloats(int batch, int seq, int heads);

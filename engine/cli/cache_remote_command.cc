@@ -1,0 +1,143 @@
+// `benchmake cache push|pull [TARGET...]` and the usage part of `cache stats`.
+//
+// push: the outputs, log and action record of every named target (default: all)
+//       as last materialized in this workspace, to the writable remote.
+// pull: restores from the remote every named target (default: all) and the
+//       upstreams its key depends on, running nothing; what no cache holds is
+//       listed as needing a build.
+#include "engine/cli/cache_remote_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "cache/usage_stats.h"
+#include "engine/cli/flags.h"
+#include "engine/generate.h"
+#include "engine/inspect.h"
+#include "engine/step.h"
+#include "engine/target_state.h"
+
+namespace bm::engine::cli {
+namespace {
+
+// `wanted` (all when empty) and, with upstreams, everything they depend on,
+// in `order` (dependencies first).
+Result<std::vector<std::string>> Select(const std::vector<TargetInspection>& all,
+                                        const std::vector<std::string>& wanted, bool upstreams) {
+  std::vector<std::string> names;
+  for (const TargetInspection& t : all) names.push_back(t.name);
+  if (wanted.empty()) return names;
+  std::set<std::string> chosen;
+  std::vector<std::string> stack;
+  for (const std::string& w : wanted) {
+    if (std::find(names.begin(), names.end(), w) == names.end()) {
+      std::string near = NearestName(w, names);
+      return Errorf(ErrorCode::kInvalidArgument, "no target '{}'{}", w,
+                    near.empty() ? "" : " (did you mean '" + near + "'?)");
+    }
+    stack.push_back(w);
+  }
+  while (!stack.empty()) {
+    std::string n = stack.back();
+    stack.pop_back();
+    if (!chosen.insert(n).second || !upstreams) continue;
+    for (const TargetInspection& t : all) {
+      if (t.name == n) stack.insert(stack.end(), t.upstream.begin(), t.upstream.end());
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& n : names) {
+    if (chosen.count(n)) out.push_back(n);
+  }
+  return out;
+}
+
+std::string Size(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", bytes / double(1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
+  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", bytes / double(1ull << 10));
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+Status CachePushCommand(const CommonFlags& flags) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  std::vector<std::string> wanted(flags.rest.begin() + 1, flags.rest.end());
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, wanted, false));
+  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws));
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, OpenCache(ws, config));
+  uint64_t sent = 0, pushed = 0, skipped = 0;
+  for (const std::string& t : targets) {
+    BM_ASSIGN_OR_RETURN(std::optional<LastBuild> last, ReadLastBuild(ws, t));
+    std::optional<cache::ActionRecord> record;
+    if (last) {
+      BM_ASSIGN_OR_RETURN(record, cache->GetAction(last->key));
+    }
+    if (!record) {
+      std::printf("%s: not built here; skipped\n", t.c_str());
+      ++skipped;
+      continue;
+    }
+    uint64_t n = 0;
+    BM_TRY(cache->PushRecord(*record, &n).WithContext("pushing " + t));
+    sent += n;
+    ++pushed;
+    std::printf("%s: %s\n", t.c_str(),
+                n == 0 ? "already in the remote" : fmt::format("{} values sent", n).c_str());
+  }
+  std::printf("pushed %llu targets (%llu values sent, %s), %llu skipped\n",
+              static_cast<unsigned long long>(pushed), static_cast<unsigned long long>(sent),
+              Size(cache->usage().remote_bytes_up).c_str(),
+              static_cast<unsigned long long>(skipped));
+  return Status::Ok();
+}
+
+Status CachePullCommand(const CommonFlags& flags) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  std::vector<std::string> wanted(flags.rest.begin() + 1, flags.rest.end());
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, wanted, true));
+  StepOptions options;
+  options.console = &std::cout;
+  uint64_t restored = 0, missing = 0;
+  for (const std::string& t : targets) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const TargetInspection& i) { return i.name == t; });
+    if (it->staleness.verdict == Verdict::kUpToDate) continue;
+    if (it->staleness.verdict != Verdict::kRestore) {
+      std::printf("%s: not in the cache (%s); needs `benchmake build`\n", t.c_str(),
+                  std::string(VerdictName(it->staleness.verdict)).c_str());
+      ++missing;
+      continue;
+    }
+    BM_ASSIGN_OR_RETURN(StepReport r, RunStep(ws, t, options));
+    if (r.outcome == StepOutcome::kRestored) ++restored;
+  }
+  std::printf("pulled %llu targets, %llu not in the cache\n",
+              static_cast<unsigned long long>(restored), static_cast<unsigned long long>(missing));
+  return Status::Ok();
+}
+
+Status PrintUsageStats(const std::string& cache_root) {
+  BM_ASSIGN_OR_RETURN(cache::UsageStats u, cache::LoadUsage(cache_root));
+  std::printf("local:   %llu hits, %llu misses\n", static_cast<unsigned long long>(u.local_hits),
+              static_cast<unsigned long long>(u.local_misses));
+  std::printf(
+      "remote:  %llu hits, %llu misses, %s down, %s up (%llu values), %llu failures, "
+      "%llu corrupt, %llu rejected\n",
+      static_cast<unsigned long long>(u.remote_hits),
+      static_cast<unsigned long long>(u.remote_misses), Size(u.remote_bytes_down).c_str(),
+      Size(u.remote_bytes_up).c_str(), static_cast<unsigned long long>(u.remote_uploads),
+      static_cast<unsigned long long>(u.remote_failures),
+      static_cast<unsigned long long>(u.remote_corrupt),
+      static_cast<unsigned long long>(u.remote_rejected));
+  return Status::Ok();
+}
+
+}  // namespace bm::engine::cli

@@ -1,0 +1,574 @@
+// cuDNN fused attention through the backend graph API. The graphs are the ones cuDNN's
+// flash-attention engines recognise (the pattern cudnn-frontend's SDPA nodes emit):
+//
+//   forward:  S = Q·Kᵀ, S *= scale, causal select (row >= col, else lowest float),
+//             M = max_row(S), E = exp(S - M), Z = sum_row(E), lse = M + log Z,
+//             P = E / Z (bf16), O = P·V
+//   backward: sum_dO_O = sum_row(dO * O), S as above, E = exp(S - lse), dV = Eᵀ·dO,
+//             dP = dO·Vᵀ, dS = E * (dP - sum_dO_O) * scale, dK = dSᵀ·Q, dQ = dS·K
+//
+// With GQA the dK/dV products are per query head and a head reduction sums each group. No
+// fp32 dQ accumulator tensor is given, which selects the deterministic backward engines.
+#include "trainer/cuda/cudnn_attention.h"
+
+#include <fmt/format.h>
+
+#if BENCHMAKE_HAVE_CUDNN
+#include <cudnn.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+#endif
+
+namespace bm::train::cuda {
+
+#if !BENCHMAKE_HAVE_CUDNN
+
+bool CudnnAttentionBuilt() { return false; }
+bool CudnnAttentionUsable(const AttentionShape&) { return false; }
+
+namespace {
+Status NotBuilt() {
+  return Status(ErrorCode::kUnsupported,
+                "cuDNN attention: this build has no cuDNN (BENCHMAKE_HAVE_CUDNN is off); use "
+                "attention = \"flash\"");
+}
+}  // namespace
+
+Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape&) { return NotBuilt(); }
+Status CudnnAttentionForward(void*, float*, const void*, const AttentionShape&, void*, size_t,
+                             cudaStream_t) {
+  return NotBuilt();
+}
+Status CudnnAttentionBackward(void*, const void*, const void*, const void*, const float*,
+                              const AttentionShape&, void*, size_t, cudaStream_t) {
+  return NotBuilt();
+}
+
+#else
+
+bool CudnnAttentionBuilt() { return true; }
+
+namespace {
+
+Status CudnnError(cudnnStatus_t status, std::string_view call, std::string_view what) {
+  char last[512] = {0};
+  cudnnGetLastErrorString(last, sizeof(last));
+  return Errorf(ErrorCode::kFailed, "{} failed: {} ({}) [{}]", call, cudnnGetErrorString(status),
+                last, what);
+}
+
+#define BM_CUDNN_CHECK(call, ...)                                       \
+  do {                                                                  \
+    cudnnStatus_t bm_cudnn_st_ = (call);                                \
+    if (bm_cudnn_st_ != CUDNN_STATUS_SUCCESS)                           \
+      return CudnnError(bm_cudnn_st_, #call, fmt::format(__VA_ARGS__)); \
+  } while (0)
+
+std::string Describe(const AttentionShape& s) {
+  return fmt::format("B={} T={} H={} Hkv={} D={}", s.batch, s.seq, s.heads, s.kv_heads, s.head_dim);
+}
+
+// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  Desc() = default;
+  ~Desc() {
+    if (d_ != nullptr) cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  cudnnBackendDescriptor_t* out() { return &d_; }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+using Dims = std::array<int64_t, 4>;
+
+// Unique ids of the tensors the variant pack names; virtual tensors count up from kVirtual.
+enum Uid : int64_t {
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kScale,
+  kLowest,
+  kDo,
+  kDq,
+  kDk,
+  kDv,
+  kOne,
+  kVirtual = 100
+};
+
+// A graph under construction and, once finalized, its execution plan. Owns every descriptor.
+class Graph {
+ public:
+  Graph(cudnnHandle_t handle, std::string what) : handle_(handle), what_(std::move(what)) {}
+
+  // Non-virtual (uid given) or virtual (uid 0: a fresh one) tensor.
+  Status Tensor(cudnnBackendDescriptor_t* t, cudnnDataType_t type, Dims dims, Dims strides,
+                int64_t uid = 0, bool by_value = false) {
+    bool is_virtual = uid == 0;
+    if (is_virtual) uid = next_uid_++;
+    Desc& d = Keep();
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, d.out()),
+                   "tensor {} of {}", uid, what_);
+    int64_t align = 16;
+    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
+    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data()));
+    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data()));
+    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
+    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual));
+    if (by_value) BM_TRY(Set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(d.get()), "tensor uid {} dims [{}] strides [{}] of {}", uid,
+                   fmt::join(dims, ","), fmt::join(strides, ","), what_);
+    *t = d.get();
+    return Status::Ok();
+  }
+  Status Scalar(cudnnBackendDescriptor_t* t, int64_t uid) {
+    return Tensor(t, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, uid, true);
+  }
+
+  // y = mode(x[, b][, t]); axis >= 0 for GEN_INDEX.
+  Status Pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                   cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
+                   cudnnBackendDescriptor_t y, cudnnDataType_t prec = CUDNN_DATA_FLOAT,
+                   int64_t axis = -1) {
+    Desc& pw = Keep();
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw.out()),
+                   "pointwise {} of {}", static_cast<int>(mode), what_);
+    BM_TRY(Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+    BM_TRY(Set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec));
+    if (axis >= 0) BM_TRY(Set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(pw.get()), "pointwise mode {} of {}",
+                   static_cast<int>(mode), what_);
+    Desc& op = Keep();
+    BM_CUDNN_CHECK(
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op.out()),
+        "pointwise op of {}", what_);
+    auto pwd = pw.get();
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+               &pwd));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+    if (b != nullptr)
+      BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
+    if (t != nullptr)
+      BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+    return AddOp(op, fmt::format("pointwise mode {}", static_cast<int>(mode)));
+  }
+
+  Status Reduction(cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x,
+                   cudnnBackendDescriptor_t y) {
+    Desc& r = Keep();
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, r.out()),
+                   "reduction of {}", what_);
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    BM_TRY(Set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode));
+    BM_TRY(Set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(r.get()), "reduction {} of {}", static_cast<int>(mode),
+                   what_);
+    Desc& op = Keep();
+    BM_CUDNN_CHECK(
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, op.out()),
+        "reduction op of {}", what_);
+    auto rd = r.get();
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+    return AddOp(op, fmt::format("reduction {}", static_cast<int>(mode)));
+  }
+
+  // c = a · b (batched over the first two dimensions; b's heads broadcast over a's groups).
+  Status Matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
+                cudnnBackendDescriptor_t c) {
+    Desc& m = Keep();
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_MATMUL_DESCRIPTOR, m.out()),
+                   "matmul of {}", what_);
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    BM_TRY(Set(m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(m.get()), "matmul of {}", what_);
+    Desc& op = Keep();
+    BM_CUDNN_CHECK(
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, op.out()),
+        "matmul op of {}", what_);
+    auto md = m.get();
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &md));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c));
+    return AddOp(op, "matmul");
+  }
+
+  // y: a view of x with other dimensions and strides (a transpose, here).
+  Status Reshape(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+    Desc& op = Keep();
+    BM_CUDNN_CHECK(
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, op.out()),
+        "reshape op of {}", what_);
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+    return AddOp(op, "reshape");
+  }
+
+  // The operation graph, the heuristic's engine configurations in order, and the first one
+  // that finalizes into an execution plan (skipping non-deterministic engines when asked).
+  Status Finalize(bool deterministic) {
+    Desc& g = Keep();
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, g.out()),
+                   "operation graph of {}", what_);
+    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               static_cast<int64_t>(ops_.size()), ops_.data()));
+    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(g.get()), "operation graph ({} ops) of {}", ops_.size(),
+                   what_);
+    Desc& heur = Keep();
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heur.out()),
+                   "engine heuristics of {}", what_);
+    auto gd = g.get();
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    BM_TRY(Set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &gd));
+    BM_TRY(Set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(heur.get()), "engine heuristics of {}", what_);
+    int64_t count = 0;
+    BM_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+                   "engine count of {}", what_);
+    if (count == 0)
+      return Errorf(ErrorCode::kUnsupported, "cuDNN attention: no engine for {}", what_);
+    std::vector<cudnnBackendDescriptor_t> cfgs;
+    for (int64_t i = 0; i < count; ++i) {
+      Desc& c = Keep();
+      BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, c.out()),
+                     "engine config of {}", what_);
+      cfgs.push_back(c.get());
+    }
+    int64_t got = 0;
+    BM_CUDNN_CHECK(
+        cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs.data()),
+        "engine configs of {}", what_);
+    std::string tried;
+    for (int64_t i = 0; i < got; ++i) {
+      if (deterministic && !Deterministic(cfgs[i])) {
+        tried += fmt::format(" cfg{}:nondeterministic", i);
+        continue;
+      }
+      auto plan = std::make_unique<Desc>();
+      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan->out()) !=
+          CUDNN_STATUS_SUCCESS)
+        continue;
+      cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                               &handle_);
+      cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]);
+      cudnnStatus_t st = cudnnBackendFinalize(plan->get());
+      if (st != CUDNN_STATUS_SUCCESS) {
+        tried += fmt::format(" cfg{}:{}", i, cudnnGetErrorString(st));
+        continue;
+      }
+      int64_t ws = 0, n = 0;
+      BM_CUDNN_CHECK(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                              CUDNN_TYPE_INT64, 1, &n, &ws),
+                     "workspace size of {}", what_);
+      workspace_ = static_cast<size_t>(ws);
+      plan_ = std::move(plan);
+      return Status::Ok();
+    }
+    char last[512] = {0};
+    cudnnGetLastErrorString(last, sizeof(last));
+    return Errorf(ErrorCode::kUnsupported,
+                  "cuDNN attention: none of {} engine configs builds a plan for {}:{} ({})", got,
+                  what_, tried, last);
+  }
+
+  size_t workspace() const { return workspace_; }
+
+  Status Execute(const std::vector<int64_t>& uids, std::vector<void*> ptrs, void* workspace,
+                 size_t workspace_bytes, cudaStream_t stream) const {
+    if (workspace_bytes < workspace_)
+      return Errorf(ErrorCode::kInternal, "cuDNN attention: workspace {} bytes < {} needed for {}",
+                    workspace_bytes, workspace_, what_);
+    BM_CUDNN_CHECK(cudnnSetStream(handle_, stream), "{}", what_);
+    Desc pack;
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, pack.out()),
+                   "variant pack of {}", what_);
+    BM_TRY(Set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+               static_cast<int64_t>(uids.size()), uids.data()));
+    BM_TRY(Set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+               static_cast<int64_t>(ptrs.size()), ptrs.data()));
+    BM_TRY(Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(pack.get()), "variant pack of {}", what_);
+    BM_CUDNN_CHECK(cudnnBackendExecute(handle_, plan_->get(), pack.get()), "{}", what_);
+    return Status::Ok();
+  }
+
+ private:
+  Desc& Keep() {
+    owned_.push_back(std::make_unique<Desc>());
+    return *owned_.back();
+  }
+  template <typename V>
+  Status Set(const Desc& d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+             int64_t n, const V* values) const {
+    BM_CUDNN_CHECK(cudnnBackendSetAttribute(d.get(), name, type, n, values), "attribute {} of {}",
+                   static_cast<int>(name), what_);
+    return Status::Ok();
+  }
+  Status AddOp(Desc& op, const std::string& kind) {
+    BM_CUDNN_CHECK(cudnnBackendFinalize(op.get()), "{} op #{} of {}", kind, ops_.size(), what_);
+    ops_.push_back(op.get());
+    return Status::Ok();
+  }
+  bool Deterministic(cudnnBackendDescriptor_t cfg) {
+    Desc engine;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine.out()) !=
+        CUDNN_STATUS_SUCCESS)
+      return false;
+    auto e = engine.get();
+    int64_t n = 0;
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &n, &e) != CUDNN_STATUS_SUCCESS)
+      return false;
+    std::array<cudnnBackendNumericalNote_t, 32> notes{};
+    if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                 notes.size(), &n, notes.data()) != CUDNN_STATUS_SUCCESS)
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
+    return true;
+  }
+
+  cudnnHandle_t handle_;
+  std::string what_;
+  int64_t next_uid_ = kVirtual;
+  std::vector<std::unique_ptr<Desc> > owned_;
+  std::vector<cudnnBackendDescriptor_t> ops_;
+  std::unique_ptr<Desc> plan_;
+  size_t workspace_ = 0;
+};
+
+// Layout of the packed qkv and of out/lse as cuDNN [B, H, T, D] tensors.
+struct Layout {
+  int64_t b, t, h, hk, d, w;
+  explicit Layout(const AttentionShape& s)
+      : b(s.batch),
+        t(s.seq),
+        h(s.heads),
+        hk(s.kv_heads),
+        d(s.head_dim),
+        w((s.heads + 2 * s.kv_heads) * static_cast<int64_t>(s.head_dim)) {}
+  Dims QkvStrides() const { return {t * w, d, w, 1}; }   // [B, heads, T, D] in qkv
+  Dims QkvTStrides() const { return {t * w, d, 1, w}; }  // [B, heads, D, T] in qkv
+  Dims OutStrides() const { return {t * h * d, d, h * d, 1}; }
+  Dims RowStrides() const { return {h * t, t, 1, 1}; }  // [B, H, T, 1]
+  Dims Scores() const { return {b, h, t, t}; }
+  Dims ScoreStrides() const { return {h * t * t, t * t, t, 1}; }
+  Dims ScoreTStrides() const { return {h * t * t, t * t, 1, t}; }
+};
+
+// S = scale * Q·Kᵀ with the causal mask applied (the start of both graphs).
+Status MaskedScores(Graph& g, const Layout& L, cudnnBackendDescriptor_t q,
+                    cudnnBackendDescriptor_t kt, cudnnBackendDescriptor_t scale,
+                    cudnnBackendDescriptor_t lowest, cudnnBackendDescriptor_t* s_out) {
+  cudnnBackendDescriptor_t s, s1, ri, ci, mask, s2;
+  BM_TRY(g.Tensor(&s, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Matmul(q, kt, s));
+  BM_TRY(g.Tensor(&s1, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, s, scale, nullptr, s1));
+  BM_TRY(g.Tensor(&ri, CUDNN_DATA_INT32, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s1, nullptr, nullptr, ri, CUDNN_DATA_INT32, 2));
+  BM_TRY(g.Tensor(&ci, CUDNN_DATA_INT32, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s1, nullptr, nullptr, ci, CUDNN_DATA_INT32, 3));
+  BM_TRY(g.Tensor(&mask, CUDNN_DATA_BOOLEAN, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri, ci, nullptr, mask, CUDNN_DATA_BOOLEAN));
+  BM_TRY(g.Tensor(&s2, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s1, lowest, mask, s2));
+  *s_out = s2;
+  return Status::Ok();
+}
+
+Status BuildForward(Graph& g, const AttentionShape& shape) {
+  Layout L(shape);
+  cudnnBackendDescriptor_t q, kt, v, o, stats, scale, lowest, s, mx, sub, e, z, lg, p;
+  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.QkvStrides(), kQ));
+  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.t}, L.QkvTStrides(), kK));
+  BM_TRY(g.Tensor(&v, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides(), kV));
+  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.OutStrides(), kO));
+  BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides(), kStats));
+  BM_TRY(g.Scalar(&scale, kScale));
+  BM_TRY(g.Scalar(&lowest, kLowest));
+  BM_TRY(MaskedScores(g, L, q, kt, scale, lowest, &s));
+  BM_TRY(g.Tensor(&mx, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Reduction(CUDNN_REDUCE_TENSOR_MAX, s, mx));
+  BM_TRY(g.Tensor(&sub, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_SUB, s, mx, nullptr, sub));
+  BM_TRY(g.Tensor(&e, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, nullptr, e));
+  BM_TRY(g.Tensor(&z, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Reduction(CUDNN_REDUCE_TENSOR_ADD, e, z));
+  BM_TRY(g.Tensor(&lg, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_LOG, z, nullptr, nullptr, lg));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, nullptr, stats));
+  BM_TRY(g.Tensor(&p, CUDNN_DATA_BFLOAT16, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_DIV, e, z, nullptr, p));
+  BM_TRY(g.Matmul(p, v, o));
+  return g.Finalize(false);
+}
+
+// dX for the kv heads: the product per query head, then (GQA) summed over each group.
+Status KvGradient(Graph& g, const Layout& L, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
+                  cudnnBackendDescriptor_t dx) {
+  if (L.h == L.hk) return g.Matmul(a, b, dx);
+  cudnnBackendDescriptor_t full;
+  BM_TRY(g.Tensor(&full, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d},
+                  {L.h * L.t * L.d, L.t * L.d, L.d, 1}));
+  BM_TRY(g.Matmul(a, b, full));
+  return g.Reduction(CUDNN_REDUCE_TENSOR_ADD, full, dx);
+}
+
+Status BuildBackward(Graph& g, const AttentionShape& shape) {
+  Layout L(shape);
+  cudnnBackendDescriptor_t q, kt, vt, o, stats, scale, lowest, one, dout, dq, dk, dv;
+  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.QkvStrides(), kQ));
+  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.t}, L.QkvTStrides(), kK));
+  BM_TRY(g.Tensor(&vt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.t}, L.QkvTStrides(), kV));
+  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.OutStrides(), kO));
+  BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides(), kStats));
+  BM_TRY(g.Scalar(&scale, kScale));
+  BM_TRY(g.Scalar(&lowest, kLowest));
+  BM_TRY(g.Scalar(&one, kOne));
+  BM_TRY(g.Tensor(&dout, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.OutStrides(), kDo));
+  BM_TRY(g.Tensor(&dq, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.QkvStrides(), kDq));
+  BM_TRY(g.Tensor(&dk, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides(), kDk));
+  BM_TRY(g.Tensor(&dv, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides(), kDv));
+  // sum_dO_O = rowsum(dO * O)
+  cudnnBackendDescriptor_t doo, rs, rs1;
+  BM_TRY(g.Tensor(&doo, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, L.d}, L.OutStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, dout, o, nullptr, doo));
+  BM_TRY(g.Tensor(&rs, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Reduction(CUDNN_REDUCE_TENSOR_ADD, doo, rs));
+  BM_TRY(g.Tensor(&rs1, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, rs, one, nullptr, rs1));
+  // E = exp(S - lse); dV = Eᵀ·dO
+  cudnnBackendDescriptor_t s, sub, e, et;
+  BM_TRY(MaskedScores(g, L, q, kt, scale, lowest, &s));
+  BM_TRY(g.Tensor(&sub, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_SUB, s, stats, nullptr, sub));
+  BM_TRY(g.Tensor(&e, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, nullptr, e));
+  BM_TRY(g.Tensor(&et, CUDNN_DATA_BFLOAT16, L.Scores(), L.ScoreTStrides()));
+  BM_TRY(g.Reshape(e, et));
+  BM_TRY(KvGradient(g, L, et, dout, dv));
+  // dS = E * (dO·Vᵀ - sum_dO_O) * scale
+  cudnnBackendDescriptor_t dp, dp1, dp2, ds0, ds, dst;
+  BM_TRY(g.Tensor(&dp, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Matmul(dout, vt, dp));
+  BM_TRY(g.Tensor(&dp1, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, dp, one, nullptr, dp1));
+  BM_TRY(g.Tensor(&dp2, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_SUB, dp1, rs1, nullptr, dp2));
+  BM_TRY(g.Tensor(&ds0, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, dp2, e, nullptr, ds0));
+  BM_TRY(g.Tensor(&ds, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, ds0, scale, nullptr, ds));
+  // dK = dSᵀ·Q; dQ = dS·K
+  BM_TRY(g.Tensor(&dst, CUDNN_DATA_BFLOAT16, L.Scores(), L.ScoreTStrides()));
+  BM_TRY(g.Reshape(ds, dst));
+  BM_TRY(KvGradient(g, L, dst, q, dk));
+  cudnnBackendDescriptor_t k;
+  BM_TRY(g.Tensor(&k, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides()));
+  BM_TRY(g.Reshape(kt, k));
+  BM_TRY(g.Matmul(ds, k, dq));
+  return g.Finalize(true);
+}
+
+// The process's handle and plans (built on first use, per shape and direction).
+struct Cache {
+  std::mutex mu;
+  cudnnHandle_t handle = nullptr;
+  std::map<std::tuple<int, int, int, int, int, bool>, std::unique_ptr<Graph> > plans;
+};
+Cache& TheCache() {
+  static Cache* c = new Cache();  // never destroyed: cuDNN may be torn down first at exit
+  return *c;
+}
+
+Result<const Graph*> PlanFor(const AttentionShape& s, bool backward) {
+  if (s.head_dim % 8 != 0 || s.head_dim > 128 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
+    return Errorf(ErrorCode::kUnsupported, "cuDNN attention does not support {}", Describe(s));
+  Cache& c = TheCache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.handle == nullptr) BM_CUDNN_CHECK(cudnnCreate(&c.handle), "cuDNN handle");
+  auto key = std::make_tuple(s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, backward);
+  auto it = c.plans.find(key);
+  if (it != c.plans.end()) return static_cast<const Graph*>(it->second.get());
+  auto g = std::make_unique<Graph>(
+      c.handle, fmt::format("cuDNN SDPA {} {}", backward ? "backward" : "forward", Describe(s)));
+  BM_TRY(backward ? BuildBackward(*g, s) : BuildForward(*g, s));
+  const Graph* out = g.get();
+  c.plans.emplace(key, std::move(g));
+  return out;
+}
+
+}  // namespace
+
+bool CudnnAttentionUsable(const AttentionShape& shape) {
+  return CudnnAttentionWorkspaceBytes(shape).ok();
+}
+
+Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
+  BM_ASSIGN_OR_RETURN(const Graph* f, PlanFor(shape, false));
+  BM_ASSIGN_OR_RETURN(const Graph* b, PlanFor(shape, true));
+  return std::max(f->workspace(), b->workspace());
+}
+
+Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const AttentionShape& s,
+                             void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (s.batch == 0 || s.seq == 0) return Status::Ok();
+  BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, false));
+  auto* base = static_cast<char*>(const_cast<void*>(qkv));
+  size_t hd = static_cast<size_t>(s.head_dim) * 2;
+  float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  float lowest = std::numeric_limits<float>::lowest();
+  return g->Execute(
+      {kQ, kK, kV, kO, kStats, kScale, kLowest},
+      {base, base + s.heads * hd, base + (s.heads + s.kv_heads) * hd, out, lse, &scale, &lowest},
+      workspace, workspace_bytes, stream);
+}
+
+Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, const void* qkv,
+                              const float* lse, const AttentionShape& s, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  if (s.batch == 0 || s.seq == 0) return Status::Ok();
+  BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, true));
+  auto* base = static_cast<char*>(const_cast<void*>(qkv));
+  auto* dbase = static_cast<char*>(dqkv);
+  size_t hd = static_cast<size_t>(s.head_dim) * 2;
+  size_t k_off = s.heads * hd, v_off = (s.heads + s.kv_heads) * hd;
+  float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  float lowest = std::numeric_limits<float>::lowest();
+  float one = 1.0f;
+  return g->Execute(
+      {kQ, kK, kV, kO, kStats, kScale, kLowest, kOne, kDo, kDq, kDk, kDv},
+      {base, base + k_off, base + v_off, const_cast<void*>(out), const_cast<float*>(lse), &scale,
+       &lowest, &one, const_cast<void*>(dout), dbase, dbase + k_off, dbase + v_off},
+      workspace, workspace_bytes, stream);
+}
+
+#endif  // BENCHMAKE_HAVE_CUDNN
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,45 @@
+// Causal scaled-dot-product attention through cuDNN's fused flash-attention engines, built
+// with the cuDNN backend (graph) API: the same layouts as kernels/attention.cuh (packed qkv,
+// out [B*T, H*D], lse [B, H, T] natural-log log-sum-exp of the scaled scores), bf16 only,
+// grouped-query attention through kv_heads, scale 1/sqrt(D), head_dim a multiple of 8, <= 128.
+//
+// The backward graph is the deterministic one (no fp32 dQ accumulator with atomics; engines
+// that carry cuDNN's NONDETERMINISTIC numerical note are refused), so two runs give the same
+// bits. Execution plans are built once per shape (first call) and cached for the process;
+// the caller passes the workspace (from the arena), sized by CudnnAttentionWorkspaceBytes.
+//
+// Without cuDNN in the build (BENCHMAKE_HAVE_CUDNN unset) every entry point returns
+// kUnsupported with a message saying so; CudnnAttentionBuilt() tells beforehand.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "base/result.h"
+
+namespace bm::train::cuda {
+
+struct AttentionShape {
+  int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
+};
+
+bool CudnnAttentionBuilt();
+
+// Built in, a shape cuDNN's engines take (head_dim a multiple of 8 up to 128, heads a multiple
+// of kv_heads) and both plans build on this GPU: what attention = "auto" checks before it
+// picks cuDNN over our kernels.
+bool CudnnAttentionUsable(const AttentionShape& shape);
+
+// Largest workspace of the forward and backward plans for this shape (builds and caches them;
+// fails with the cuDNN status when no engine supports the graph).
+Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape);
+
+// bf16 tensors passed as void* (__nv_bfloat16 on the device).
+Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const AttentionShape& shape,
+                             void* workspace, size_t workspace_bytes, cudaStream_t stream);
+Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, const void* qkv,
+                              const float* lse, const AttentionShape& shape, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+
+}  // namespace bm::train::cuda

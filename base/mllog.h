@@ -4,8 +4,8 @@
 //   :::MLLOG {"namespace": "", "time_ms": 1763715600000, "event_type": "POINT_IN_TIME",
 //             "key": "seed", "value": 1234, "metadata": {"file": "train.cc", "lineno": 88}}
 //
-// The fields, their order and the event types are those of
-// mlperf_logging/mllog/mllog.py; `metadata` gets "file" and "lineno" of the
+// The fields, their order, the event types and the float conversion of values
+// are those of mlperf_logging/mllog/mllog.py; `metadata` gets "file" and "lineno" of the
 // caller (std::source_location), as mllog fills them in Python. Keys are
 // mlperf_logging/mllog/constants.py's (the common ones are below).
 //
@@ -93,9 +93,26 @@ inline std::string FormatLine(std::string_view name_space, int64_t time_ms, Even
   j["time_ms"] = time_ms;
   j["event_type"] = EventTypeName(type);
   j["key"] = key;
-  j["value"] = nlohmann::ordered_json::parse(value.dump());
-  j["metadata"] = metadata.is_object() ? nlohmann::ordered_json::parse(metadata.dump())
-                                       : nlohmann::ordered_json::object();
+  // mllog.py turns every value float() accepts into a float: 1234 -> 1234.0, true -> 1.0.
+  if (value.is_number() || value.is_boolean()) {
+    j["value"] = value.is_boolean() ? (value.get<bool>() ? 1.0 : 0.0) : value.get<double>();
+  } else {
+    j["value"] = nlohmann::ordered_json::parse(value.dump());
+  }
+  // "file" and "lineno" first, as mllog.py writes them, then the caller's keys.
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  if (metadata.is_object()) {
+    for (const char* first : {"file", "lineno"}) {
+      if (metadata.contains(first))
+        meta[first] = nlohmann::ordered_json::parse(metadata[first].dump());
+    }
+    for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+      if (it.key() != "file" && it.key() != "lineno") {
+        meta[it.key()] = nlohmann::ordered_json::parse(it.value().dump());
+      }
+    }
+  }
+  j["metadata"] = std::move(meta);
   // ", " and ": " as Python's json.dumps writes them.
   std::string out = ":::MLLOG ";
   std::string compact = j.dump();

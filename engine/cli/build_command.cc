@@ -1,6 +1,7 @@
 // `benchmake build` and `benchmake step` (the command each ninja edge runs).
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "engine/build.h"
@@ -45,10 +46,15 @@ Status BuildCommand(const std::vector<std::string>& args) {
 
 Status StepCommand(const std::vector<std::string>& args) {
   BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  if (flags.rest.size() != 1)
-    return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake step TARGET");
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
   StepOptions options;
+  auto remeasure = std::find(flags.rest.begin(), flags.rest.end(), "--remeasure");
+  if (remeasure != flags.rest.end()) {
+    options.remeasure = true;
+    flags.rest.erase(remeasure);
+  }
+  if (flags.rest.size() != 1)
+    return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake step TARGET [--remeasure]");
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
   options.interactive = ::isatty(1) || ::isatty(2);
   options.console = &std::cout;
   BM_ASSIGN_OR_RETURN(StepReport report, RunStep(ws, flags.rest[0], options));

@@ -20,7 +20,7 @@ const std::vector<CommandEntry>& Commands() {
        "inspect and trim the local cache; push to / pull from the remote", &CacheCommand},
       {"debug-key", "debug-key TARGET (or --debug-key TARGET)", "print exactly what the key hashes",
        &DebugKeyCommand},
-      {"step", "step TARGET", "run one target (what ninja edges call)", &StepCommand},
+      {"step", "step TARGET [--remeasure]", "run one target (what ninja edges call)", &StepCommand},
       {"tokenize", "tokenize --vocab FILE [--threads N] [--eot] [--decode] [INPUT|-]",
        "token ids of a text, one per line (or --decode ids to bytes)", &rules::TokenizeCommand},
       {"report", "report [TARGET|NAME@WHERE|PATH...] [--format md|json|csv|html] [-o FILE]",

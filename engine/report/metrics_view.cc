@@ -49,6 +49,7 @@ std::string DeviceName(const nlohmann::json& metrics) {
     if (g.is_object() && g.contains("name") && g["name"].is_string()) name = g["name"];
     if (g.is_string()) name = g.get<std::string>();
   }
+  if (name.empty() && !cpu_run) name = StringAt(metrics, "provenance.device_name").value_or("");
   if (name.empty()) name = StringAt(metrics, "platform.device").value_or("");
   if (name.empty() && !cpu_run) name = StringAt(metrics, "platform.gpu_name").value_or("");
   if (name.empty()) name = config_device.value_or("");

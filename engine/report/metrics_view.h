@@ -24,8 +24,9 @@ std::optional<std::string> StringAt(const nlohmann::json& metrics, std::string_v
 std::string ScalarText(const nlohmann::json& value);
 
 // The device name: the first GPU's name without a leading "NVIDIA "
-// (platform.gpus[0].name), else platform.device, else platform.gpu_name, else
-// config.device, else "". A run with config.device "cpu" is "cpu".
+// (platform.gpus[0].name), else provenance.device_name, else platform.device,
+// else platform.gpu_name, else config.device, else "". A run with
+// config.device "cpu" is "cpu".
 std::string DeviceName(const nlohmann::json& metrics);
 
 // Devices the run used: config.devices, else tp × pp × dp; 0 when unknown.

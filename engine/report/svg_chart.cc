@@ -152,7 +152,7 @@ std::string RenderBarChart(const BarChart& c) {
   // Slots: one per bar plus one gap between groups.
   double slots = static_cast<double>(bars + c.groups.size() - 1) + 0.6;
   double slot = (x1 - x0) / slots;
-  double width = slot * 0.8;
+  double width = std::min(slot * 0.8, 64.0);  // few bars stay bars, not slabs
   double px = x0 + slot * 0.3;
   for (const BarGroup& g : c.groups) {
     double gx = px;

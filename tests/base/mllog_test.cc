@@ -11,7 +11,7 @@ TEST(Mllog, LineMatchesMlperfLoggingFormat) {
   EXPECT_EQ(FormatLine("", 1763715600000, EventType::kPointInTime, kSeed, 1234,
                        {{"file", "train.cc"}, {"lineno", 88}}),
             ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1763715600000, \"event_type\": "
-            "\"POINT_IN_TIME\", \"key\": \"seed\", \"value\": 1234, \"metadata\": {\"file\": "
+            "\"POINT_IN_TIME\", \"key\": \"seed\", \"value\": 1234.0, \"metadata\": {\"file\": "
             "\"train.cc\", \"lineno\": 88}}");
 }
 
@@ -46,6 +46,11 @@ TEST(Mllog, LoggerFillsTimeFileAndLine) {
   EXPECT_EQ(a["metadata"]["file"], "mllog_test.cc");
   EXPECT_GT(a["metadata"]["lineno"].get<int>(), 0);
   EXPECT_EQ(b["metadata"]["status"], "success");
+  // Caller metadata comes after file and lineno, as in mllog.py.
+  EXPECT_LT(second.find("\"lineno\""), second.find("\"status\""));
+  EXPECT_NE(
+      FormatLine("", 1, EventType::kPointInTime, kCacheClear, true, {}).find("\"value\": 1.0"),
+      std::string::npos);
 }
 
 }  // namespace

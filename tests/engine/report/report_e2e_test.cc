@@ -138,9 +138,20 @@ TEST_F(ReportE2e, RemeasureRerunsOnlyTheMeasuredStepAndKeepsEveryDigest) {
   EXPECT_EQ(tps["n"], 2);
   EXPECT_LT(tps["min"].get<double>(), tps["max"].get<double>()) << "two different measurements";
 
-  // Nothing stale: a plain build reruns nothing.
-  ASSERT_EQ(Run("build"), 0) << last_stderr_;
+  // Nothing stale: building again reruns nothing.
+  ASSERT_EQ(Run("build m"), 0) << last_stderr_;
   EXPECT_EQ(Lines("m.count"), 2);
+
+  // `step --remeasure` (what build --remeasure does per target) adds one more;
+  // on a rule that does not depend on the platform it measures nothing.
+  ASSERT_EQ(Run("step m --remeasure"), 0) << last_stderr_;
+  EXPECT_EQ(Lines("m.count"), 3);
+  ASSERT_EQ(Run("build --remeasure prep", &out), 0) << last_stderr_;
+  EXPECT_EQ(Lines("prep.count"), 1);
+  EXPECT_NE(out.find("nothing to remeasure"), std::string::npos) << out;
+  EXPECT_EQ(OutDigests(), before);
+  EXPECT_EQ(ReportJson("m")["rows"][0]["rounds"], 3);
+  EXPECT_EQ(Run("build --remeasure"), 2) << "--remeasure needs targets";
 }
 
 TEST_F(ReportE2e, RoundsTopUpMeasurementsWithoutChangingTheKey) {
@@ -212,6 +223,46 @@ TEST_F(ReportE2e, CompareExitCodeIsTheAlignmentVerdict) {
   EXPECT_EQ(Run("compare m m@h200"), 1);
   EXPECT_NE(last_stderr_.find("no cached measurement of m matches 'h200'"), std::string::npos)
       << last_stderr_;
+}
+
+// The same with the real trainer (benchmake-train, CPU): a short pretrain of
+// the embedded corpus, remeasured; a 10x smaller learning rate is not aligned.
+TEST_F(ReportE2e, RealTrainerRemeasureAndCompare) {
+  std::string train = fs::path(benchmake_).parent_path() / "benchmake-train";
+  if (!fs::exists(train)) GTEST_SKIP() << train << " not built: real-trainer report test NOT run";
+  fs::create_directories(root_ / "ws" / "data");
+  fs::copy_file(testing::DataDir() + "/../../../data/kjv.txt", root_ / "ws" / "data" / "kjv.txt");
+  std::string pretrain = R"(
+rule = "pretrain"
+data = "kjv_bytes"
+model = "llama-small"
+device = "cpu"
+lbs = 4
+mpe = 64
+steps = 40
+warmup_steps = 5
+seed = 1234
+)";
+  std::ofstream(root_ / "ws" / "BENCHFILE.toml")
+      << "[target.kjv]\nrule = \"download\"\nurl = \"file:data/kjv.txt\"\n"
+         "[target.kjv_bytes]\nrule = \"tokenize\"\ninput = [\"kjv\"]\ntokenizer = \"bytes\"\n"
+         "valid_fraction = 0.05\n"
+         "[target.p]"
+      << pretrain << "lr = 3e-3\nmin_lr = 3e-4\n[target.p_low]" << pretrain
+      << "lr = 3e-4\nmin_lr = 3e-5\n";
+  ASSERT_EQ(Run("build p p_low"), 0) << last_stderr_;
+  std::map<std::string, std::string> before = OutDigests();
+  ASSERT_EQ(Run("build --remeasure p"), 0) << last_stderr_;
+  EXPECT_EQ(OutDigests(), before);
+  nlohmann::json j = ReportJson("p");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["rows"][0]["rounds"], 2);
+  EXPECT_EQ(j["rows"][0]["origins"]["fresh"], 2);
+  EXPECT_EQ(j["rows"][0]["parallel"], "TP1PP1DP1");
+  std::string out;
+  EXPECT_EQ(Run("compare p p", &out), 0) << out;
+  EXPECT_EQ(Run("compare p p_low", &out), 1) << out;
+  EXPECT_NE(out.find("config.lr: 0.003 \u2192 0.0003"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -21,6 +21,8 @@ TEST(MetricsView, PlatformLayoutAndFixHp) {
 TEST(MetricsView, MissingFieldsReadAsAbsent) {
   nlohmann::json empty = nlohmann::json::object();
   EXPECT_EQ(DeviceName(empty), "");
+  EXPECT_EQ(DeviceName({{"provenance", {{"device_name", "NVIDIA H200"}}}}), "H200");
+  EXPECT_EQ(DeviceName({{"platform", {{"gpu_name", "H100"}}}}), "H100");
   EXPECT_EQ(DeviceCount(empty), 0);
   EXPECT_EQ(ParallelLayout(empty), "");
   EXPECT_EQ(FixHp(empty), "");

@@ -6,13 +6,13 @@
 #   bash bench/gpu_pipeline.sh
 # Binaries come prebuilt in .devtree/bin (benchmake and benchmake-train, built on the
 # Debian machine with CUDA, sm_90a); the Debian libraries they need that the GPU
-# machine lacks travel packed in .devtree/lib/bm-libs.tar.xz. Logs go to $OUT.
+# machine lacks travel packed in .devtree/lib/extra-libs.tar.xz. Logs go to $OUT.
 set -uo pipefail
 root=$(pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=$root/.devtree/bin
 libs=/tmp/bmlibs; mkdir -p $libs
-tar -C $libs -xJf "$root/.devtree/lib/bm-libs.tar.xz"
+tar -C $libs -xJf "$root/.devtree/lib/extra-libs.tar.xz"
 cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
 export NCCL_NVLS_ENABLE=0
 # Our binaries' libraries only; the python process keeps its own (GPU-MACHINE.md).

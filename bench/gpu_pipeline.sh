@@ -20,7 +20,7 @@ ours_path=$libs:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 
 ws=/tmp/ws; rm -rf $ws; mkdir -p $ws
-cp -r "$root/data" $ws/
+cp -r "$root/data" "$root/README.md" "$root/docs" $ws/
 sed 's/^device = "cpu"/device = "cuda"/' "$root/BENCHFILE.toml" > $ws/BENCHFILE.toml
 grep -c '^device = "cuda"' $ws/BENCHFILE.toml | sed 's/^/targets on cuda: /'
 export BENCHMAKE_CACHE_DIR=$ws/cache

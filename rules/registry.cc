@@ -1,11 +1,9 @@
 #include "rules/registry.h"
 
 #include "rules/download.h"
-#include "rules/evaluate.h"
 #include "rules/exec.h"
-#include "rules/finetune.h"
-#include "rules/pretrain.h"
 #include "rules/tokenize.h"
+#include "rules/train_rules.h"
 
 namespace bm::rules {
 

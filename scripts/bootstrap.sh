@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set-up for a fresh Debian 12 machine (root, apt reachable), then one job:
 #   scripts/bootstrap.sh run    install what is missing, build, run `benchmake build`
-#                               on the repository's BENCHFILE.toml and print its report
+#                               on the repository's BENCHFILE.toml, then `benchmake report`
 #   scripts/bootstrap.sh test   install what is missing, build, run every test (ctest)
 # Environment: BUILD_DIR (default build), JOBS (default: all cores).
 set -euo pipefail
@@ -40,6 +40,7 @@ cmake --build "$build_dir" -j "$jobs"
 case "$job" in
   run)
     "$build_dir"/benchmake build
+    "$build_dir"/benchmake report
     ;;
   test)
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/real_filesystem.h"
+
 namespace bm::formats {
 namespace {
 
@@ -181,14 +183,8 @@ std::string SerializeNpy(const NpyArray& array) {
 }
 
 Result<NpyArray> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Errorf(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "cannot open {}: {}",
-                  path, std::strerror(errno));
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return ParseNpy(buf.str(), path);
+  BM_ASSIGN_OR_RETURN(std::string bytes, DiskFilesystem().ReadFile(path));
+  return ParseNpy(bytes, path);
 }
 
 Status WriteNpy(const std::string& path, const NpyArray& array) {

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/real_filesystem.h"
+
 namespace bm::text {
 namespace {
 
@@ -94,15 +96,8 @@ Result<Vocabulary> ParseTiktokenRanks(std::string_view contents, std::string_vie
 }
 
 Result<Vocabulary> LoadTiktokenRanks(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Errorf(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "cannot open {}: {}",
-                  path, std::strerror(errno));
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return Errorf(ErrorCode::kIo, "cannot read {}", path);
-  return ParseTiktokenRanks(buf.str(), path);
+  BM_ASSIGN_OR_RETURN(std::string contents, DiskFilesystem().ReadFile(path));
+  return ParseTiktokenRanks(contents, path);
 }
 
 Vocabulary ByteVocabulary() {

@@ -1,11 +1,10 @@
 // The pretrain / finetune / evaluate rules: load-time checks and how they
 // launch benchmake-train (with a fake runner and an in-memory filesystem).
+#include "rules/train_rules.h"
+
 #include <gtest/gtest.h>
 
 #include "engine/rule.h"
-#include "rules/evaluate.h"
-#include "rules/finetune.h"
-#include "rules/pretrain.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
 

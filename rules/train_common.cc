@@ -70,6 +70,8 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
         {"recompute", ParamType::kBool, json(false), "activation recompute (cuda)", true},
         {"checkpoint_every", ParamType::kInt, json(50),
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
+        {"mllog", ParamType::kBool, json(false),
+         "also write mllog.txt: MLPerf :::MLLOG lines that mlperf-logging's checkers read", true},
     };
     p.insert(p.end(), t.begin(), t.end());
   }
@@ -115,7 +117,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
             {"progress", ctx ? ctx->interactive && p.value("progress", true) : false}};
   if (p["peak_tflops"].get<double>() > 0) j["peak_tflops"] = p["peak_tflops"];
   for (const char* k : {"gas", "steps", "lr", "min_lr", "warmup_steps", "weight_decay", "beta1",
-                        "beta2", "grad_clip", "zero", "recompute", "checkpoint_every",
+                        "beta2", "grad_clip", "zero", "recompute", "checkpoint_every", "mllog",
                         "eval_tokens", "eval_examples", "eval_choices", "eval_max_answer"})
     if (p.contains(k)) j[k] = p[k];
   if (kind == TrainKind::kPretrain)

@@ -77,6 +77,40 @@ TEST_F(TrainLoopTest, LossFallsAndMetricsAreComplete) {
   EXPECT_EQ((*m)["model"]["vocab"], kVocab);  // from stats.json
 }
 
+TEST_F(TrainLoopTest, MllogLinesFollowMlperfsOrder) {
+  RunConfig c = Config("ml");
+  c.mllog = true;
+  ASSERT_TRUE(RunTraining(c, nullptr).ok());
+  std::ifstream in(c.out_dir + "/mllog.txt");
+  std::vector<nlohmann::json> events;
+  for (std::string line; std::getline(in, line);) {
+    ASSERT_EQ(line.rfind(":::MLLOG ", 0), 0u) << line;
+    events.push_back(nlohmann::json::parse(line.substr(9)));
+  }
+  std::vector<std::string> keys;
+  int losses = 0;
+  for (const nlohmann::json& e : events) {
+    if (e["key"] == "train_loss") {
+      ++losses;
+      EXPECT_EQ(e["metadata"]["step"], losses);
+    } else {
+      keys.push_back(e["key"]);
+    }
+  }
+  EXPECT_EQ(losses, 12);
+  ASSERT_GE(keys.size(), 4u);
+  EXPECT_EQ(keys.front(), "cache_clear");
+  EXPECT_EQ(keys[1], "init_start");
+  EXPECT_EQ(keys[keys.size() - 2], "run_start");
+  EXPECT_EQ(keys.back(), "run_stop");
+  EXPECT_EQ(events.back()["metadata"]["status"], "success");
+  EXPECT_EQ(events.back()["event_type"], "INTERVAL_END");
+  // Without the option there is no MLPerf log.
+  RunConfig plain = Config("plain");
+  ASSERT_TRUE(RunTraining(plain, nullptr).ok());
+  EXPECT_FALSE(std::filesystem::exists(plain.out_dir + "/mllog.txt"));
+}
+
 TEST_F(TrainLoopTest, BitIdenticalReruns) {
   RunConfig a = Config("a"), b = Config("b");
   ASSERT_TRUE(RunTraining(a, nullptr).ok());

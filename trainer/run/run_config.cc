@@ -115,6 +115,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   BM_TRY(Get(j, "seed", &seed));
   c.seed = static_cast<uint64_t>(seed);
   BM_TRY(Get(j, "progress", &c.progress));
+  BM_TRY(Get(j, "mllog", &c.mllog));
   if (j.contains("peak_tflops") && !j["peak_tflops"].is_null()) {
     double p = 0;
     BM_TRY(Get(j, "peak_tflops", &p));

@@ -60,6 +60,7 @@ struct RunConfig {
   std::optional<double> peak_tflops;
   int64_t eval_tokens = 0, eval_examples = 64, eval_choices = 4, eval_max_answer = 32;
   bool progress = false;
+  bool mllog = false;  // also write out_dir/mllog.txt: MLPerf :::MLLOG lines (base/mllog.h)
 
   int64_t gbs() const { return lbs * gas * layout.dp; }
 };

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
+#include "base/mllog.h"
 #include "trainer/backend.h"
 #include "trainer/checkpoint/model_checkpoint.h"
 #include "trainer/checkpoint/resume.h"
@@ -34,6 +36,19 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
                                    const TrainHooks& hooks) {
   const Clock::time_point t0 = Clock::now();
   const std::string started_at = UtcNow();
+  // MLPerf's log (base/mllog.h): init_start .. init_stop around the set-up,
+  // run_start .. run_stop around training, a train_loss point per step.
+  std::ofstream mllog_file;
+  std::optional<mllog::Logger> ml;
+  if (run.mllog) {
+    std::filesystem::create_directories(run.out_dir);
+    mllog_file.open(run.out_dir + "/mllog.txt", std::ios::trunc);
+    if (!mllog_file) return Errorf(ErrorCode::kIo, "cannot write {}/mllog.txt", run.out_dir);
+    ml.emplace(mllog_file);
+    // benchmake-train does not drop the page cache before a run: logged as false.
+    ml->Point(mllog::kCacheClear, false);
+    ml->Start(mllog::kInitStart);
+  }
   BM_ASSIGN_OR_RETURN(nlohmann::json stats, ReadDataStats(run.data_dir));
   BM_ASSIGN_OR_RETURN(TokenData data, TokenData::Open(run.data_dir, "train"));
   BM_ASSIGN_OR_RETURN(ModelSetup setup, SetUpModel(run, stats));
@@ -69,6 +84,18 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
       for (const auto& r : resume->log) records.push_back(StepRecord::FromJson(r));
       if (progress) *progress << fmt::format("resuming from step {} ({})\n", start, run.resume_dir);
     }
+  }
+
+  if (ml) {
+    ml->Point(mllog::kSeed, run.seed);
+    ml->Point(mllog::kGlobalBatchSize, run.gbs());
+    ml->Point(mllog::kGradientAccumulationSteps, run.gas);
+    ml->Point(mllog::kMaxSequenceLength, run.mpe);
+    ml->Point(mllog::kOptName, "adamw");
+    ml->Point(mllog::kOptBaseLearningRate, run.lr);
+    ml->Point(mllog::kOptLearningRateWarmupSteps, run.warmup_steps);
+    ml->End(mllog::kInitStop);
+    ml->Start(mllog::kRunStart);
   }
 
   std::filesystem::create_directories(run.out_dir);
@@ -119,6 +146,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     r.ms = std::chrono::duration<double, std::milli>(Clock::now() - s0).count();
     records.push_back(r);
     log << r.ToJson().dump() << "\n" << std::flush;
+    if (ml) ml->Point(mllog::kTrainLoss, loss, {{"step", step}});
     if (progress && run.progress) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
       const double eta =
@@ -160,6 +188,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   summary.eval = nullptr;
   nlohmann::json metrics = BuildMetrics(summary);
   BM_TRY(WriteFileAtomically(run.out_dir + "/metrics.json", metrics.dump(2) + "\n"));
+  if (ml) ml->End(mllog::kRunStop, nullptr, {{"status", "success"}});
   return metrics;
 }
 

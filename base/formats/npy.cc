@@ -5,6 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "base/real_filesystem.h"
 
 namespace bm::formats {
@@ -18,7 +21,7 @@ Status Corrupt(std::string_view origin, std::string_view what) {
 
 // The value of 'key' in the header dict, up to the next ',' at depth 0 or '}'.
 std::string HeaderValue(std::string_view header, std::string_view key) {
-  const std::string quoted = "'" + std::string(key) + "'";
+  const std::string quoted = fmt::format("'{}'", key);
   size_t p = header.find(quoted);
   if (p == std::string_view::npos) return "";
   p = header.find(':', p + quoted.size());
@@ -160,13 +163,9 @@ Result<NpyArray> ParseNpy(std::string_view bytes, std::string_view origin) {
 }
 
 std::string SerializeNpy(const NpyArray& array) {
-  std::string shape = "(";
-  for (uint64_t d : array.shape) shape += std::to_string(d) + ", ";
-  if (array.shape.size() > 1) shape.resize(shape.size() - 1);
-  if (array.shape.size() > 1)
-    shape.back() = ')';
-  else
-    shape = array.shape.empty() ? "()" : "(" + std::to_string(array.shape[0]) + ",)";
+  // Python's tuple repr: (), (n,), (a, b)
+  std::string shape = array.shape.size() == 1 ? fmt::format("({},)", array.shape[0])
+                                              : fmt::format("({})", fmt::join(array.shape, ", "));
   std::string header =
       "{'descr': '" + array.descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const size_t total = 10 + header.size() + 1;

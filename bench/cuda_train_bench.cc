@@ -3,8 +3,8 @@
 // line like the peer's, so bench/gpu_check.sh can put the two side by side.
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
-//                    [--recompute] [--fp32] [--profile] [--attention auto|cudnn|flash] [--json
-//                    FILE]
+//                    [--recompute] [--fp32] [--profile] [--attention auto|cudnn|flash]
+//                    [--attention-chunk KEYS] [--json FILE]
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh), so the loss
 // must stay near ln V. Timing: each step (staging, forward, backward, optimizer) by the host
@@ -118,6 +118,8 @@ int main(int argc, char** argv) {
       run.fused_epilogues = false;
     else if (a == "--chunk")
       run.logits_chunk_rows = std::stoi(next());
+    else if (a == "--attention-chunk")
+      run.attention_chunk = std::stoi(next());
     else {
       std::fprintf(stderr, "cuda_train_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -132,8 +134,8 @@ int main(int argc, char** argv) {
   run.micro_batch = batch > 0 ? batch : default_batch;
   run.seq = seq > 0 ? seq : spec.max_positions;
   // auto (the default): cuDNN's fused attention when built in and usable, like the backend.
-  bm::train::cuda::AttentionShape shape{run.micro_batch, run.seq, spec.heads, spec.kv_heads,
-                                        spec.head_dim()};
+  bm::train::cuda::AttentionShape shape{run.micro_batch, run.seq,       spec.heads,
+                                        spec.kv_heads,   spec.head_dim(), run.attention_chunk};
   if (attention == "cudnn" ||
       (attention == "auto" && run.bf16 && bm::train::cuda::CudnnAttentionUsable(shape)))
     run.attention = AttentionImpl::kCudnn;
@@ -193,6 +195,7 @@ int main(int argc, char** argv) {
   j["precision"] = run.bf16 ? "bf16 compute / fp32 params+grads+AdamW" : "fp32";
   j["recompute"] = run.recompute;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
+  j["attention_chunk"] = run.attention_chunk;
   j["n_all"] = n_all;
   j["step_ms_median"] = med;
   j["step_ms_min"] = sorted.front();

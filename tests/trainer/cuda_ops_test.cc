@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "tests/trainer/cuda_test_util.h"
 #include "trainer/cuda/cudnn_attention.h"
@@ -170,14 +171,20 @@ TYPED_TEST(CudaOps, GeluAndSwiglu) {
 
   auto in = Rounded<T>(RandomVector(rows * 2 * f, 2.0f, this->Seed()));
   auto dout = Rounded<T>(RandomVector(rows * f, 1.0f, this->Seed()));
-  DeviceBuffer<T> gin(in), gout(rows * f), gdout(dout), gdin(rows * 2 * f);
+  DeviceBuffer<T> gin(in), gout(rows * f), gout2(rows * f), gdout(dout), gdin(rows * 2 * f);
   ASSERT_TRUE(SwigluForward<T>(gout.get(), gin.get(), rows, f, 0).ok());
-  ASSERT_TRUE(SwigluBackward<T>(gdin.get(), gdout.get(), gin.get(), rows, f, 0).ok());
   std::vector<float> out(rows * f), din(rows * 2 * f);
   SwigluForwardCpu(out.data(), in.data(), rows, f);
   SwigluBackwardCpu(din.data(), dout.data(), in.data(), rows, f);
   EXPECT_CLOSE(gout.Download(), out, kTol<T>);
+  // Backward alone, then with the forward output recomputed on the way (the same bits as
+  // SwigluForward's).
+  ASSERT_TRUE(SwigluBackward<T>(gdin.get(), nullptr, gdout.get(), gin.get(), rows, f, 0).ok());
   EXPECT_CLOSE(gdin.Download(), din, kTol<T>);
+  DeviceBuffer<T> gdin2(rows * 2 * f);
+  ASSERT_TRUE(SwigluBackward<T>(gdin2.get(), gout2.get(), gdout.get(), gin.get(), rows, f, 0).ok());
+  EXPECT_CLOSE(gdin2.Download(), din, kTol<T>);
+  EXPECT_EQ(gout2.Download(), gout.Download());
 }
 
 TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
@@ -195,6 +202,16 @@ TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
   ASSERT_TRUE(BiasGrad<T>(gdb.get(), scratch.get(), ga.get(), rows, cols, 0).ok());
   BiasGradCpu(db.data(), a.data(), rows, cols);
   EXPECT_CLOSE(gdb.Download(), db, 1e-5);
+  // AddRows: rows 3.. of 2 sequences of 350, 40 columns of 45-wide rows, from 45-wide rows
+  // (scalar path) and 16 of 24 from 16 (vector path when aligned).
+  for (auto [ld_dst, ld_src, use] : {std::tuple{45, 45, 40}, std::tuple{24, 16, 16}}) {
+    auto dst = Rounded<T>(RandomVector(rows * ld_dst, 1.0f, this->Seed()));
+    auto src = Rounded<T>(RandomVector(rows * ld_src, 1.0f, this->Seed()));
+    DeviceBuffer<T> gdst(dst), gsrc(src);
+    ASSERT_TRUE(AddRows<T>(gdst.get(), ld_dst, gsrc.get(), ld_src, 2, rows / 2, 3, use, 0).ok());
+    AddRowsCpu(dst.data(), ld_dst, src.data(), ld_src, 2, rows / 2, 3, use);
+    EXPECT_CLOSE(gdst.Download(), dst, kTol<T>);
+  }
 }
 
 TYPED_TEST(CudaOps, CrossEntropyWithMask) {
@@ -308,13 +325,14 @@ TEST(CudaOpsBf16, FlashAttention) {
 // cuDNN's fused attention (backend graph API) against the same CPU twins: forward, lse and
 // backward, head sizes 64 and 128, GQA, lengths not multiples of 64; outputs NaN-poisoned;
 // the backward run twice must give identical bits (the deterministic engines).
-void CheckCudnnAttention(const AttnCase& k, uint64_t seed) {
+// key_chunk > 0 runs the backward over blocks of that many keys (the default path).
+void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk) {
   using T = __nv_bfloat16;
   int n = k.b * k.t, cols = (k.h + 2 * k.hkv) * k.d, ocols = k.h * k.d;
-  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d};
+  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d, key_chunk};
   std::string what = "cuDNN B=" + std::to_string(k.b) + " T=" + std::to_string(k.t) +
                      " H=" + std::to_string(k.h) + " Hkv=" + std::to_string(k.hkv) +
-                     " D=" + std::to_string(k.d);
+                     " D=" + std::to_string(k.d) + " key chunk " + std::to_string(key_chunk);
   auto ws = CudnnAttentionWorkspaceBytes(shape);
   ASSERT_TRUE(ws.ok()) << what << ": " << ws.status().message();
   auto qkv = Rounded<T>(RandomVector(n * cols, 1.0f, seed));
@@ -351,12 +369,31 @@ TEST(CudaOpsBf16, CudnnAttention) {
   BM_SKIP_WITHOUT_GPU();
   if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
   uint64_t seed = 199;
-  for (AttnCase k : {AttnCase{2, 64, 2, 2, 64, AttentionImpl::kCudnn},
-                     AttnCase{1, 200, 4, 1, 64, AttentionImpl::kCudnn},
-                     AttnCase{2, 130, 4, 2, 128, AttentionImpl::kCudnn},
-                     AttnCase{1, 256, 2, 2, 128, AttentionImpl::kCudnn}}) {
-    CheckCudnnAttention(k, seed += 10);
+  for (int chunk : {0, 64}) {
+    for (AttnCase k : {AttnCase{2, 64, 2, 2, 64, AttentionImpl::kCudnn},
+                       AttnCase{1, 200, 4, 1, 64, AttentionImpl::kCudnn},
+                       AttnCase{2, 130, 4, 2, 128, AttentionImpl::kCudnn},
+                       AttnCase{1, 256, 2, 2, 128, AttentionImpl::kCudnn}}) {
+      CheckCudnnAttention(k, seed += 10, chunk);
+    }
   }
+  CheckCudnnAttention(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10, 128);
+}
+
+// The backward's memory is linear in T with key blocks (quadratic without: cuDNN's
+// deterministic engines keep dP for all the keys of a call).
+TEST(CudaOpsBf16, CudnnAttentionWorkspaceLinearInT) {
+  BM_SKIP_WITHOUT_GPU();
+  if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
+  auto bytes = [](int t, int chunk) {
+    auto ws = CudnnAttentionWorkspaceBytes(AttentionShape{1, t, 8, 8, 64, chunk});
+    EXPECT_TRUE(ws.ok()) << ws.status().message();
+    return ws.ok() ? static_cast<double>(*ws) : 0.0;
+  };
+  double chunked = bytes(4096, 512) / bytes(2048, 512), whole = bytes(4096, 0) / bytes(2048, 0);
+  std::printf("note: workspace T 2048 -> 4096: x%.2f with 512-key blocks, x%.2f in one call\n",
+              chunked, whole);
+  EXPECT_LT(chunked, 2.2);
 }
 
 // Matmul in the three forms the model uses, with the fused epilogues, against a naive product.

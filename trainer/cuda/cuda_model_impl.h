@@ -118,7 +118,7 @@ struct CudaModel::Impl {
   int BigCols() const { return spec.family == Family::kGpt ? spec.ffn : 2 * spec.ffn; }
   bool Gpt() const { return spec.family == Family::kGpt; }
   AttentionShape AttShape(int b, int t) const {
-    return {b, t, spec.heads, spec.kv_heads, spec.head_dim()};
+    return {b, t, spec.heads, spec.kv_heads, spec.head_dim(), run.attention_chunk};
   }
   template <typename T>
   T* A(size_t off) const {
@@ -142,6 +142,11 @@ struct CudaModel::Impl {
   template <typename T>
   Status LinearBackward(T* dx, const T* dy, const T* x, size_t w, size_t b, int rows, int in,
                         int out, bool dgelu_aux, const T* aux);
+  template <typename T>
+  Status LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows, int in, int out);
+  template <typename T>
+  Status LinearInputGrad(T* dx, const T* dy, size_t w, int rows, int in, int out, bool dgelu_aux,
+                         const T* aux);
   template <typename T>
   Status LayerForward(int l, bool recompute);
   template <typename T>

@@ -47,7 +47,15 @@ Status CudaModel::Impl::LinearGelu(T* post_out, T* pre_out, const T* x, size_t w
 template <typename T>
 Status CudaModel::Impl::LinearBackward(T* dx, const T* dy, const T* x, size_t w, size_t b, int rows,
                                        int in, int out, bool dgelu_aux, const T* aux) {
-  // weight (and bias) gradient
+  BM_TRY(LinearWeightGrad<T>(dy, x, w, b, rows, in, out));
+  if (!dx) return Status::Ok();
+  return LinearInputGrad<T>(dx, dy, w, rows, in, out, dgelu_aux, aux);
+}
+
+// dW += dy^T x and db += sum dy.
+template <typename T>
+Status CudaModel::Impl::LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows,
+                                         int in, int out) {
   MatmulArgs g;
   g.m = out, g.n = in, g.k = rows;
   g.trans_a = true, g.trans_b = false;
@@ -71,7 +79,13 @@ Status CudaModel::Impl::LinearBackward(T* dx, const T* dy, const T* x, size_t w,
     BM_TRY(matmul->Run(g, stream));
     if (has_bias) BM_TRY(BiasGrad<T>(G(b), A<float>(bias_scratch), dy, rows, out, stream));
   }
-  if (!dx) return Status::Ok();
+  return Status::Ok();
+}
+
+// dx = dy W (written), times gelu'(aux) with dgelu_aux.
+template <typename T>
+Status CudaModel::Impl::LinearInputGrad(T* dx, const T* dy, size_t w, int rows, int in, int out,
+                                        bool dgelu_aux, const T* aux) {
   MatmulArgs d;
   d.m = rows, d.n = in, d.k = out;
   d.trans_a = false, d.trans_b = false;
@@ -167,14 +181,16 @@ Status CudaModel::Impl::LayerBackward(int l) {
                                A<T>(a.pre));
     }));
   } else {
-    BM_TRY(Phase("activation",
-                 [&] { return SwigluForward<T>(A<T>(post), A<T>(a.pre), n, f, stream); }));
+    // The activation is not kept: the SwiGLU backward recomputes it on its way (one read of
+    // the pre-activation for both), before the down projection's weight gradient reads it.
     BM_TRY(Phase("matmul bwd", [&] {
-      return LinearBackward<T>(A<T>(dpost), dr, A<T>(post), p.fc2_w, 0, n, f, c, false, nullptr);
+      return LinearInputGrad<T>(A<T>(dpost), dr, p.fc2_w, n, f, c, false, nullptr);
     }));
     BM_TRY(Phase("activation", [&] {
-      return SwigluBackward<T>(A<T>(dbig), A<T>(dpost), A<T>(a.pre), n, f, stream);
+      return SwigluBackward<T>(A<T>(dbig), A<T>(post), A<T>(dpost), A<T>(a.pre), n, f, stream);
     }));
+    BM_TRY(Phase("matmul bwd",
+                 [&] { return LinearWeightGrad<T>(dr, A<T>(post), p.fc2_w, 0, n, f, c); }));
   }
   BM_TRY(Phase("matmul bwd", [&] {
     return LinearBackward<T>(A<T>(dln), A<T>(dbig), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, BigCols(),

@@ -8,12 +8,16 @@
 //             dP = dO·Vᵀ, dS = E * (dP - sum_dO_O) * scale, dK = dSᵀ·Q, dQ = dS·K
 //
 // With GQA the dK/dV products are per query head and a head reduction sums each group. No
-// fp32 dQ accumulator tensor is given, which selects the deterministic backward engines.
+// fp32 dQ accumulator tensor is given, which selects the deterministic backward engines (they
+// keep dP in the workspace); the backward is therefore run over blocks of keys (header).
 #include "trainer/cuda/cudnn_attention.h"
 
 #include <fmt/format.h>
 
+#include "trainer/cuda/kernels/residual.cuh"
+
 #if BENCHMAKE_HAVE_CUDNN
+#include <cuda_bf16.h>
 #include <cudnn.h>
 #include <fmt/ranges.h>
 
@@ -361,23 +365,27 @@ class Graph {
   size_t workspace_ = 0;
 };
 
-// Layout of the packed qkv and of out/lse as cuDNN [B, H, T, D] tensors.
+// Layout of the packed qkv and of out/lse as cuDNN [B, H, rows, D] tensors: a graph covers
+// `tq` query rows and `tk` keys of sequences `t` long (strides are the whole sequence's).
 struct Layout {
-  int64_t b, t, h, hk, d, w;
-  explicit Layout(const AttentionShape& s)
+  int64_t b, t, h, hk, d, w, tq, tk;
+  Layout(const AttentionShape& s, int64_t rows, int64_t keys)
       : b(s.batch),
         t(s.seq),
         h(s.heads),
         hk(s.kv_heads),
         d(s.head_dim),
-        w((s.heads + 2 * s.kv_heads) * static_cast<int64_t>(s.head_dim)) {}
+        w((s.heads + 2 * s.kv_heads) * static_cast<int64_t>(s.head_dim)),
+        tq(rows),
+        tk(keys) {}
   Dims QkvStrides() const { return {t * w, d, w, 1}; }   // [B, heads, T, D] in qkv
   Dims QkvTStrides() const { return {t * w, d, 1, w}; }  // [B, heads, D, T] in qkv
   Dims OutStrides() const { return {t * h * d, d, h * d, 1}; }
-  Dims RowStrides() const { return {h * t, t, 1, 1}; }  // [B, H, T, 1]
-  Dims Scores() const { return {b, h, t, t}; }
-  Dims ScoreStrides() const { return {h * t * t, t * t, t, 1}; }
-  Dims ScoreTStrides() const { return {h * t * t, t * t, 1, t}; }
+  Dims RowStrides() const { return {h * t, t, 1, 1}; }       // lse [B, H, T, 1]
+  Dims PackedRows() const { return {h * tq, tq, 1, 1}; }     // virtual [B, H, tq, 1]
+  Dims Scores() const { return {b, h, tq, tk}; }
+  Dims ScoreStrides() const { return {h * tq * tk, tq * tk, tk, 1}; }
+  Dims ScoreTStrides() const { return {h * tq * tk, tq * tk, 1, tk}; }
 };
 
 // S = scale * Q·Kᵀ with the causal mask applied (the start of both graphs).
@@ -402,25 +410,25 @@ Status MaskedScores(Graph& g, const Layout& L, cudnnBackendDescriptor_t q,
 }
 
 Status BuildForward(Graph& g, const AttentionShape& shape) {
-  Layout L(shape);
+  Layout L(shape, shape.seq, shape.seq);
   cudnnBackendDescriptor_t q, kt, v, o, stats, scale, lowest, s, mx, sub, e, z, lg, p;
-  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.QkvStrides(), kQ));
-  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.t}, L.QkvTStrides(), kK));
-  BM_TRY(g.Tensor(&v, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides(), kV));
-  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.OutStrides(), kO));
-  BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides(), kStats));
+  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
+  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
+  BM_TRY(g.Tensor(&v, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kV));
+  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
+  BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.RowStrides(), kStats));
   BM_TRY(g.Scalar(&scale, kScale));
   BM_TRY(g.Scalar(&lowest, kLowest));
   BM_TRY(MaskedScores(g, L, q, kt, scale, lowest, &s));
-  BM_TRY(g.Tensor(&mx, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Tensor(&mx, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.PackedRows()));
   BM_TRY(g.Reduction(CUDNN_REDUCE_TENSOR_MAX, s, mx));
   BM_TRY(g.Tensor(&sub, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_SUB, s, mx, nullptr, sub));
   BM_TRY(g.Tensor(&e, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, nullptr, e));
-  BM_TRY(g.Tensor(&z, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Tensor(&z, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.PackedRows()));
   BM_TRY(g.Reduction(CUDNN_REDUCE_TENSOR_ADD, e, z));
-  BM_TRY(g.Tensor(&lg, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Tensor(&lg, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.PackedRows()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_LOG, z, nullptr, nullptr, lg));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, nullptr, stats));
   BM_TRY(g.Tensor(&p, CUDNN_DATA_BFLOAT16, L.Scores(), L.ScoreStrides()));
@@ -434,34 +442,37 @@ Status KvGradient(Graph& g, const Layout& L, cudnnBackendDescriptor_t a, cudnnBa
                   cudnnBackendDescriptor_t dx) {
   if (L.h == L.hk) return g.Matmul(a, b, dx);
   cudnnBackendDescriptor_t full;
-  BM_TRY(g.Tensor(&full, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d},
-                  {L.h * L.t * L.d, L.t * L.d, L.d, 1}));
+  BM_TRY(g.Tensor(&full, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tk, L.d},
+                  {L.h * L.tk * L.d, L.tk * L.d, L.d, 1}));
   BM_TRY(g.Matmul(a, b, full));
   return g.Reduction(CUDNN_REDUCE_TENSOR_ADD, full, dx);
 }
 
-Status BuildBackward(Graph& g, const AttentionShape& shape) {
-  Layout L(shape);
+// The backward for the keys [k0, k0 + keys) and the queries [k0, T). dQ goes into qkv's layout
+// (the first block, which has every query) or, partial, into a [B, T, H·D] buffer.
+Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
+  Layout L(shape, shape.seq - k0, keys);
   cudnnBackendDescriptor_t q, kt, vt, o, stats, scale, lowest, one, dout, dq, dk, dv;
-  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.QkvStrides(), kQ));
-  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.t}, L.QkvTStrides(), kK));
-  BM_TRY(g.Tensor(&vt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.t}, L.QkvTStrides(), kV));
-  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.OutStrides(), kO));
-  BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides(), kStats));
+  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
+  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
+  BM_TRY(g.Tensor(&vt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kV));
+  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
+  BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.RowStrides(), kStats));
   BM_TRY(g.Scalar(&scale, kScale));
   BM_TRY(g.Scalar(&lowest, kLowest));
   BM_TRY(g.Scalar(&one, kOne));
-  BM_TRY(g.Tensor(&dout, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.OutStrides(), kDo));
-  BM_TRY(g.Tensor(&dq, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.t, L.d}, L.QkvStrides(), kDq));
-  BM_TRY(g.Tensor(&dk, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides(), kDk));
-  BM_TRY(g.Tensor(&dv, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides(), kDv));
+  BM_TRY(g.Tensor(&dout, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kDo));
+  BM_TRY(g.Tensor(&dq, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d},
+                  k0 == 0 ? L.QkvStrides() : L.OutStrides(), kDq));
+  BM_TRY(g.Tensor(&dk, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kDk));
+  BM_TRY(g.Tensor(&dv, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kDv));
   // sum_dO_O = rowsum(dO * O)
   cudnnBackendDescriptor_t doo, rs, rs1;
-  BM_TRY(g.Tensor(&doo, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, L.d}, L.OutStrides()));
+  BM_TRY(g.Tensor(&doo, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, L.d}, L.OutStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, dout, o, nullptr, doo));
-  BM_TRY(g.Tensor(&rs, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Tensor(&rs, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.PackedRows()));
   BM_TRY(g.Reduction(CUDNN_REDUCE_TENSOR_ADD, doo, rs));
-  BM_TRY(g.Tensor(&rs1, CUDNN_DATA_FLOAT, {L.b, L.h, L.t, 1}, L.RowStrides()));
+  BM_TRY(g.Tensor(&rs1, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.PackedRows()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, rs, one, nullptr, rs1));
   // E = exp(S - lse); dV = Eᵀ·dO
   cudnnBackendDescriptor_t s, sub, e, et;
@@ -490,39 +501,56 @@ Status BuildBackward(Graph& g, const AttentionShape& shape) {
   BM_TRY(g.Reshape(ds, dst));
   BM_TRY(KvGradient(g, L, dst, q, dk));
   cudnnBackendDescriptor_t k;
-  BM_TRY(g.Tensor(&k, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.t, L.d}, L.QkvStrides()));
+  BM_TRY(g.Tensor(&k, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides()));
   BM_TRY(g.Reshape(kt, k));
   BM_TRY(g.Matmul(ds, k, dq));
   return g.Finalize(true);
 }
 
-// The process's handle and plans (built on first use, per shape and direction).
+// The process's handle and plans (built on first use, per shape, direction and key block).
 struct Cache {
   std::mutex mu;
   cudnnHandle_t handle = nullptr;
-  std::map<std::tuple<int, int, int, int, int, bool>, std::unique_ptr<Graph> > plans;
+  std::map<std::tuple<int, int, int, int, int, int, int>, std::unique_ptr<Graph> > plans;
 };
 Cache& TheCache() {
   static Cache* c = new Cache();  // never destroyed: cuDNN may be torn down first at exit
   return *c;
 }
 
-Result<const Graph*> PlanFor(const AttentionShape& s, bool backward) {
+// The forward (keys < 0) or the backward for the keys [k0, k0 + keys).
+Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   if (s.head_dim % 8 != 0 || s.head_dim > 128 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     return Errorf(ErrorCode::kUnsupported, "cuDNN attention does not support {}", Describe(s));
   Cache& c = TheCache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.handle == nullptr) BM_CUDNN_CHECK(cudnnCreate(&c.handle), "cuDNN handle");
-  auto key = std::make_tuple(s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, backward);
+  auto key = std::make_tuple(s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, k0, keys);
   auto it = c.plans.find(key);
   if (it != c.plans.end()) return static_cast<const Graph*>(it->second.get());
+  bool backward = keys >= 0;
   auto g = std::make_unique<Graph>(
-      c.handle, fmt::format("cuDNN SDPA {} {}", backward ? "backward" : "forward", Describe(s)));
-  BM_TRY(backward ? BuildBackward(*g, s) : BuildForward(*g, s));
+      c.handle, backward ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0,
+                                       k0 + keys)
+                         : fmt::format("cuDNN SDPA forward {}", Describe(s)));
+  BM_TRY(backward ? BuildBackward(*g, s, k0, keys) : BuildForward(*g, s));
   const Graph* out = g.get();
   c.plans.emplace(key, std::move(g));
   return out;
 }
+
+// The backward's key blocks: [k0, k0 + keys) for k0 = 0, chunk, 2 chunk, ...
+int KeyChunk(const AttentionShape& s) {
+  return s.key_chunk <= 0 || s.key_chunk >= s.seq ? s.seq : s.key_chunk;
+}
+
+// Bytes of the partial dQ ([B, T, H·D] bf16) when there is more than one key block: the start
+// of the workspace, rounded up to 256; cuDNN's workspace follows.
+size_t PartialDqBytes(const AttentionShape& s) {
+  if (KeyChunk(s) >= s.seq) return 0;
+  return static_cast<size_t>(s.batch) * s.seq * s.heads * s.head_dim * 2;
+}
+size_t Round256(size_t n) { return (n + 255) / 256 * 256; }
 
 }  // namespace
 
@@ -531,15 +559,20 @@ bool CudnnAttentionUsable(const AttentionShape& shape) {
 }
 
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
-  BM_ASSIGN_OR_RETURN(const Graph* f, PlanFor(shape, false));
-  BM_ASSIGN_OR_RETURN(const Graph* b, PlanFor(shape, true));
-  return std::max(f->workspace(), b->workspace());
+  BM_ASSIGN_OR_RETURN(const Graph* f, PlanFor(shape, 0, -1));
+  size_t cudnn = f->workspace();
+  int chunk = KeyChunk(shape);
+  for (int k0 = 0; k0 < shape.seq; k0 += chunk) {
+    BM_ASSIGN_OR_RETURN(const Graph* b, PlanFor(shape, k0, std::min(chunk, shape.seq - k0)));
+    cudnn = std::max(cudnn, b->workspace());
+  }
+  return Round256(PartialDqBytes(shape)) + cudnn;
 }
 
 Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const AttentionShape& s,
                              void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (s.batch == 0 || s.seq == 0) return Status::Ok();
-  BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, false));
+  BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, 0, -1));
   auto* base = static_cast<char*>(const_cast<void*>(qkv));
   size_t hd = static_cast<size_t>(s.head_dim) * 2;
   float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
@@ -554,19 +587,42 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
                               const float* lse, const AttentionShape& s, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream) {
   if (s.batch == 0 || s.seq == 0) return Status::Ok();
-  BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, true));
+  size_t skip = Round256(PartialDqBytes(s));
+  if (workspace_bytes < skip)
+    return Errorf(ErrorCode::kInternal, "cuDNN attention backward: workspace {} bytes < {} for {}",
+                  workspace_bytes, skip, Describe(s));
+  auto* dq_partial = static_cast<__nv_bfloat16*>(workspace);
+  void* cudnn_ws = static_cast<char*>(workspace) + skip;
   auto* base = static_cast<char*>(const_cast<void*>(qkv));
   auto* dbase = static_cast<char*>(dqkv);
-  size_t hd = static_cast<size_t>(s.head_dim) * 2;
-  size_t k_off = s.heads * hd, v_off = (s.heads + s.kv_heads) * hd;
+  const size_t width = (s.heads + 2 * s.kv_heads) * static_cast<size_t>(s.head_dim);  // qkv row
+  const size_t hd = static_cast<size_t>(s.head_dim) * 2, k_off = s.heads * hd,
+               v_off = (s.heads + s.kv_heads) * hd, out_row = s.heads * hd;
   float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   float lowest = std::numeric_limits<float>::lowest();
   float one = 1.0f;
-  return g->Execute(
-      {kQ, kK, kV, kO, kStats, kScale, kLowest, kOne, kDo, kDq, kDk, kDv},
-      {base, base + k_off, base + v_off, const_cast<void*>(out), const_cast<float*>(lse), &scale,
-       &lowest, &one, const_cast<void*>(dout), dbase, dbase + k_off, dbase + v_off},
-      workspace, workspace_bytes, stream);
+  int chunk = KeyChunk(s);
+  for (int k0 = 0; k0 < s.seq; k0 += chunk) {
+    int keys = std::min(chunk, s.seq - k0);
+    BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, k0, keys));
+    size_t row = static_cast<size_t>(k0) * width * 2;  // byte offset of row k0 in qkv
+    size_t orow = static_cast<size_t>(k0) * out_row;   // ... in out, dout
+    void* dq = k0 == 0 ? static_cast<void*>(dbase)
+                       : static_cast<void*>(reinterpret_cast<char*>(dq_partial) + orow);
+    BM_TRY(g->Execute({kQ, kK, kV, kO, kStats, kScale, kLowest, kOne, kDo, kDq, kDk, kDv},
+                      {base + row, base + row + k_off, base + row + v_off,
+                       static_cast<char*>(const_cast<void*>(out)) + orow,
+                       const_cast<float*>(lse) + k0, &scale, &lowest, &one,
+                       static_cast<char*>(const_cast<void*>(dout)) + orow, dq,
+                       dbase + row + k_off, dbase + row + v_off},
+                      cudnn_ws, workspace_bytes - skip, stream));
+    if (k0 == 0) continue;
+    // dQ rows k0.. += this block's part, in block order.
+    BM_TRY(AddRows<__nv_bfloat16>(reinterpret_cast<__nv_bfloat16*>(dbase), static_cast<int>(width),
+                                  dq_partial, s.heads * s.head_dim, s.batch, s.seq, k0,
+                                  s.heads * s.head_dim, stream));
+  }
+  return Status::Ok();
 }
 
 #endif  // BENCHMAKE_HAVE_CUDNN

@@ -5,8 +5,16 @@
 //
 // The backward graph is the deterministic one (no fp32 dQ accumulator with atomics; engines
 // that carry cuDNN's NONDETERMINISTIC numerical note are refused), so two runs give the same
-// bits. Execution plans are built once per shape (first call) and cached for the process;
-// the caller passes the workspace (from the arena), sized by CudnnAttentionWorkspaceBytes.
+// bits. On Hopper cuDNN's deterministic backward keeps dP (the scores' gradient) for all the
+// keys of its call in its workspace, bf16. So that nothing T x T exists, the backward runs
+// over blocks of `key_chunk` keys: the call for keys [k0, k1) takes the queries [k0, T) (top-
+// left causal within the block), writes dK and dV of its keys whole and a partial dQ for rows
+// k0.. that is added, in block order, to the others (deterministic). Workspace: B·H·T·key_chunk
+// ·2 bytes for dP plus one partial dQ, linear in T.
+//
+// Execution plans are built once per shape and key block (first call) and cached for the
+// process; the caller passes the workspace (from the arena), sized by
+// CudnnAttentionWorkspaceBytes.
 //
 // Without cuDNN in the build (BENCHMAKE_HAVE_CUDNN unset) every entry point returns
 // kUnsupported with a message saying so; CudnnAttentionBuilt() tells beforehand.
@@ -20,8 +28,12 @@
 
 namespace bm::train::cuda {
 
+// Keys per backward call (see above); RunSpec::attention_chunk.
+constexpr int kCudnnKeyChunk = 512;
+
 struct AttentionShape {
   int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int key_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call; 0 or >= seq: one call
 };
 
 bool CudnnAttentionBuilt();
@@ -31,8 +43,9 @@ bool CudnnAttentionBuilt();
 // picks cuDNN over our kernels.
 bool CudnnAttentionUsable(const AttentionShape& shape);
 
-// Largest workspace of the forward and backward plans for this shape (builds and caches them;
-// fails with the cuDNN status when no engine supports the graph).
+// Largest workspace of the forward and backward plans for this shape, the backward's partial
+// dQ included (builds and caches the plans; fails with the cuDNN status when no engine
+// supports a graph).
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape);
 
 // bf16 tensors passed as void* (__nv_bfloat16 on the device).

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/kernels/attention.cuh"
 
 namespace bm::train::cuda {
@@ -33,6 +34,7 @@ struct RunSpec {
   bool bf16 = true;     // false: fp32 activations and matmuls (a checking mode)
   bool recompute = false;
   AttentionImpl attention = AttentionImpl::kAuto;
+  int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call (0: all at once)
   bool fused_epilogues = true;   // cuBLASLt bias/GELU/bias-gradient epilogues
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
   bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)

@@ -45,7 +45,8 @@ __global__ void SwigluForwardKernel(T* out, const T* in, int rows, int ffn) {
 }
 
 template <typename T>
-__global__ void SwigluBackwardKernel(T* din, const T* dout, const T* in, int rows, int ffn) {
+__global__ void SwigluBackwardKernel(T* din, T* out, const T* dout, const T* in, int rows,
+                                     int ffn) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<size_t>(rows) * ffn) return;
   size_t r = i / ffn, c = i % ffn;
@@ -54,6 +55,7 @@ __global__ void SwigluBackwardKernel(T* din, const T* dout, const T* in, int row
   float s = Sigmoid(g);
   din[r * 2 * ffn + c] = FromF<T>(d * u * s * (1.0f + g * (1.0f - s)));
   din[r * 2 * ffn + ffn + c] = FromF<T>(d * g * s);
+  if (out) out[i] = FromF<T>(g * s * u);
 }
 
 // Vectorized twins: each thread handles 16 bytes of outputs.
@@ -95,22 +97,25 @@ __global__ void SwigluForwardVecKernel(T* out, const T* in, int rows, int ffn) {
 }
 
 template <typename T>
-__global__ void SwigluBackwardVecKernel(T* din, const T* dout, const T* in, int rows, int ffn) {
+__global__ void SwigluBackwardVecKernel(T* din, T* out, const T* dout, const T* in, int rows,
+                                        int ffn) {
   constexpr int V = Pack16<T>::kN;
   size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * V;
   if (i >= static_cast<size_t>(rows) * ffn) return;
   size_t r = i / ffn, c = i % ffn;
   Pack16<T> g = Load16(in + r * 2 * ffn + c), u = Load16(in + r * 2 * ffn + ffn + c);
-  Pack16<T> d = Load16(dout + i), dg, du;
+  Pack16<T> d = Load16(dout + i), dg, du, o;
 #pragma unroll
   for (int k = 0; k < V; ++k) {
     float gk = ToF(g.v[k]), uk = ToF(u.v[k]), dk = ToF(d.v[k]);
     float sg = Sigmoid(gk);
     dg.v[k] = FromF<T>(dk * uk * sg * (1.0f + gk * (1.0f - sg)));
     du.v[k] = FromF<T>(dk * gk * sg);
+    o.v[k] = FromF<T>(gk * sg * uk);
   }
   Store16(din + r * 2 * ffn + c, dg);
   Store16(din + r * 2 * ffn + ffn + c, du);
+  if (out) Store16(out + i, o);
 }
 
 }  // namespace
@@ -153,14 +158,15 @@ Status SwigluForward(T* out, const T* in, int rows, int ffn, cudaStream_t stream
   return Status::Ok();
 }
 template <typename T>
-Status SwigluBackward(T* din, const T* dout, const T* in, int rows, int ffn, cudaStream_t stream) {
+Status SwigluBackward(T* din, T* out, const T* dout, const T* in, int rows, int ffn,
+                      cudaStream_t stream) {
   size_t n = static_cast<size_t>(rows) * ffn;
   if (n == 0) return Status::Ok();
-  if (Vectorizable<T>(ffn, din, dout) && Vectorizable<T>(ffn, in)) {
+  if (Vectorizable<T>(ffn, din, dout) && Vectorizable<T>(ffn, in, out)) {
     SwigluBackwardVecKernel<T>
-        <<<CeilDiv(n / Pack16<T>::kN, 256), 256, 0, stream>>>(din, dout, in, rows, ffn);
+        <<<CeilDiv(n / Pack16<T>::kN, 256), 256, 0, stream>>>(din, out, dout, in, rows, ffn);
   } else {
-    SwigluBackwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(din, dout, in, rows, ffn);
+    SwigluBackwardKernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(din, out, dout, in, rows, ffn);
   }
   BM_LAUNCH_CHECK("SwigluBackwardKernel", "N={} F={}", rows, ffn);
   return Status::Ok();
@@ -170,7 +176,7 @@ Status SwigluBackward(T* din, const T* dout, const T* in, int rows, int ffn, cud
   template Status GeluForward<T>(T*, const T*, size_t, cudaStream_t);            \
   template Status GeluBackward<T>(T*, const T*, const T*, size_t, cudaStream_t); \
   template Status SwigluForward<T>(T*, const T*, int, int, cudaStream_t);        \
-  template Status SwigluBackward<T>(T*, const T*, const T*, int, int, cudaStream_t);
+  template Status SwigluBackward<T>(T*, T*, const T*, const T*, int, int, cudaStream_t);
 BM_INSTANTIATE(float)
 BM_INSTANTIATE(bf16)
 #undef BM_INSTANTIATE

@@ -2,7 +2,10 @@
 //
 // GELU:   out[i] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise over n.
 // SwiGLU: in [N, 2F] holds gate g = in[:, :F] and up u = in[:, F:]; out [N, F] = silu(g) * u.
-// Backward passes write (not accumulate) the input gradient.
+// Backward passes write (not accumulate) the input gradient. SwigluBackward can also write the
+// forward output `out` (null: not), which costs no extra read: the backward pass of an MLP
+// whose activation was not kept recomputes it there, just before the down projection's
+// weight gradient needs it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,7 +24,8 @@ Status GeluBackward(T* din, const T* dout, const T* in, size_t n, cudaStream_t s
 template <typename T>
 Status SwigluForward(T* out, const T* in, int rows, int ffn, cudaStream_t stream);
 template <typename T>
-Status SwigluBackward(T* din, const T* dout, const T* in, int rows, int ffn, cudaStream_t stream);
+Status SwigluBackward(T* din, T* out, const T* dout, const T* in, int rows, int ffn,
+                      cudaStream_t stream);
 
 // ---- CPU twins (fp32)
 void GeluForwardCpu(float* out, const float* in, size_t n);

@@ -60,9 +60,48 @@ __global__ void BiasGradFinishKernel(float* db, const float* partial, int chunks
   db[c] += t;
 }
 
+// One thread per V consecutive columns of one row (V = 1, or a Pack16 when aligned).
+template <typename T, int V>
+__global__ void AddRowsKernel(T* dst, int ld_dst, const T* src, int ld_src, int batch, int seq,
+                              int row0, int cols) {
+  int groups = cols / V, rows = seq - row0;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= static_cast<size_t>(batch) * rows * groups) return;
+  int g = static_cast<int>(i % groups);
+  size_t r = i / groups;
+  size_t t = static_cast<size_t>(r / rows) * seq + row0 + r % rows;  // row in [batch * seq]
+  T* d = dst + t * ld_dst + static_cast<size_t>(g) * V;
+  const T* s = src + t * ld_src + static_cast<size_t>(g) * V;
+  if constexpr (V == 1) {
+    *d = FromF<T>(ToF(*d) + ToF(*s));
+  } else {
+    Pack16<T> a = Load16(d), b = Load16(s);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a.v[k] = FromF<T>(ToF(a.v[k]) + ToF(b.v[k]));
+    Store16(d, a);
+  }
+}
+
 }  // namespace
 
 // ---- launchers
+
+template <typename T>
+Status AddRows(T* dst, int ld_dst, const T* src, int ld_src, int batch, int seq, int row0,
+               int cols, cudaStream_t stream) {
+  size_t n = static_cast<size_t>(batch) * (seq - row0) * cols;
+  if (n == 0) return Status::Ok();
+  constexpr int V = Pack16<T>::kN;
+  if (Vectorizable<T>(cols, dst, src) && ld_dst % V == 0 && ld_src % V == 0) {
+    AddRowsKernel<T, V>
+        <<<CeilDiv(n / V, 256), 256, 0, stream>>>(dst, ld_dst, src, ld_src, batch, seq, row0, cols);
+  } else {
+    AddRowsKernel<T, 1>
+        <<<CeilDiv(n, 256), 256, 0, stream>>>(dst, ld_dst, src, ld_src, batch, seq, row0, cols);
+  }
+  BM_LAUNCH_CHECK("AddRowsKernel", "batch={} seq={} row0={} cols={}", batch, seq, row0, cols);
+  return Status::Ok();
+}
 
 template <typename T>
 Status AddBias(T* y, const T* bias, int rows, int cols, cudaStream_t stream) {
@@ -120,6 +159,8 @@ template Status AddBias<float>(float*, const float*, int, int, cudaStream_t);
 template Status AddBias<bf16>(bf16*, const bf16*, int, int, cudaStream_t);
 template Status BiasGrad<float>(float*, float*, const float*, int, int, cudaStream_t);
 template Status BiasGrad<bf16>(float*, float*, const bf16*, int, int, cudaStream_t);
+template Status AddRows<float>(float*, int, const float*, int, int, int, int, int, cudaStream_t);
+template Status AddRows<bf16>(bf16*, int, const bf16*, int, int, int, int, int, cudaStream_t);
 
 // ---- CPU twin
 
@@ -130,6 +171,16 @@ void ResidualAddCpu(float* out, const float* a, const float* b, size_t n) {
 void BiasGradCpu(float* db, const float* dy, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     for (int c = 0; c < cols; ++c) db[c] += dy[static_cast<size_t>(r) * cols + c];
+  }
+}
+
+void AddRowsCpu(float* dst, int ld_dst, const float* src, int ld_src, int batch, int seq,
+                int row0, int cols) {
+  for (int b = 0; b < batch; ++b) {
+    for (int t = row0; t < seq; ++t) {
+      size_t r = static_cast<size_t>(b) * seq + t;
+      for (int c = 0; c < cols; ++c) dst[r * ld_dst + c] += src[r * ld_src + c];
+    }
   }
 }
 

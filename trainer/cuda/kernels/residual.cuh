@@ -7,6 +7,9 @@
 // AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
 // BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through
 //   `scratch`, BiasGradScratchFloats(rows, cols) floats).
+// AddRows: dst[b, t, c] += src[b, t, c] for the rows t in [row0, seq) of each of `batch`
+//   sequences and columns c < cols; dst's rows are ld_dst elements apart, src's ld_src (a
+//   partial gradient added into a wider packed tensor, e.g. dQ into dqkv).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -28,9 +31,14 @@ Status AddBias(T* y, const T* bias, int rows, int cols, cudaStream_t stream);
 size_t BiasGradScratchFloats(int rows, int cols);
 template <typename T>
 Status BiasGrad(float* db, float* scratch, const T* dy, int rows, int cols, cudaStream_t stream);
+template <typename T>
+Status AddRows(T* dst, int ld_dst, const T* src, int ld_src, int batch, int seq, int row0,
+               int cols, cudaStream_t stream);
 
 // ---- CPU twin (fp32)
 void ResidualAddCpu(float* out, const float* a, const float* b, size_t n);
 void BiasGradCpu(float* db, const float* dy, int rows, int cols);
+void AddRowsCpu(float* dst, int ld_dst, const float* src, int ld_src, int batch, int seq,
+                int row0, int cols);
 
 }  // namespace bm::train::cuda

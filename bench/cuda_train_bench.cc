@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   run.micro_batch = batch > 0 ? batch : default_batch;
   run.seq = seq > 0 ? seq : spec.max_positions;
   // auto (the default): cuDNN's fused attention when built in and usable, like the backend.
-  bm::train::cuda::AttentionShape shape{run.micro_batch, run.seq,       spec.heads,
+  bm::train::cuda::AttentionShape shape{run.micro_batch, run.seq,         spec.heads,
                                         spec.kv_heads,   spec.head_dim(), run.attention_chunk};
   if (attention == "cudnn" ||
       (attention == "auto" && run.bf16 && bm::train::cuda::CudnnAttentionUsable(shape)))

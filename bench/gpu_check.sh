@@ -3,7 +3,8 @@
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [bench] [torch] [profile]
 # ATTENTIONS="flash cudnn" times each model with each attention implementation (default auto,
-# the backend's default: cuDNN when usable);
+# the backend's default: cuDNN when usable); CHUNKS="0 512 1024" times each cuDNN backward key
+# block (0: all keys in one call; default: the backend's);
 # tests run the cuDNN attention parity tests first (CUDNN_TESTS=0 skips that head start).
 # Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
 # libfmt comes from .debs when the machine lacks it. Logs go to $OUT.
@@ -44,7 +45,10 @@ if want bench; then
   for mb in "${models[@]}"; do
     set -- $mb
     for attn in ${ATTENTIONS:-auto}; do
-      ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --attention "$attn" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | sed "s/^/[$attn] /" | tee -a "$OUT/bench.log"
+      for ch in ${CHUNKS:-default}; do
+        chunk=(); [[ $ch != default ]] && chunk=(--attention-chunk "$ch")
+        ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --attention "$attn" "${chunk[@]}" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | sed "s/^/[$attn $ch] /" | tee -a "$OUT/bench.log"
+      done
     done
   done
 fi
@@ -75,11 +79,11 @@ import json, sys, os
 out = sys.argv[1]
 def load(p):
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
-ours = {(r["model"], r.get("attention", "flash")): r for r in load(f"{out}/bench.jsonl")}
+ours = {(r["model"], r.get("attention", "flash") + (f"/{r['attention_chunk']}" if r.get("attention") == "cudnn" else "")): r for r in load(f"{out}/bench.jsonl")}
 torch = {r["model"]: r for r in load(f"{out}/torch.jsonl") if "tokens_per_s" in r}
 for (m, attn), r in ours.items():
     t = torch.get(m)
-    line = f"{m:12s} {attn:5s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
+    line = f"{m:12s} {attn:10s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
     if t:
         line += f" | torch {t['tokens_per_s']:9.0f} tok/s PaLM {100*t['mfu_all']:.1f}% mem {t['peak_mem_alloc_GiB']:.1f}/{t['peak_mem_reserved_GiB']:.1f} GiB | ratio {r['tokens_per_s']/t['tokens_per_s']:.3f}"
     print(line)

@@ -1,12 +1,12 @@
 #include "base/formats/npy.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "base/real_filesystem.h"
 

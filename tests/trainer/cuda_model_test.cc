@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -114,6 +115,37 @@ TEST_P(CudaModelTest, OneStepGradientsMatchCpu) {
     EXPECT_NEAR(*loss, want_loss, (bf16 ? 1e-2 : 1e-5) * want_loss);
     double worst = WorstTensorError(cpu.layout(), got, want, bf16 ? "bf16" : "fp32");
     EXPECT_LT(worst, bf16 ? 5e-2 : 1e-4) << GetParam() << (bf16 ? " bf16" : " fp32");
+  }
+}
+
+// Gradient accumulation: the first micro-batch writes the gradients (ZeroGradients only marks
+// them), the second adds; stale gradients from an earlier step must not leak into either, and
+// ZeroGradients followed by a read gives zeros.
+TEST_P(CudaModelTest, TwoMicroBatchesAccumulateOverStaleGradients) {
+  ModelSpec spec = Tiny(GetParam());
+  CpuModel cpu(spec, kBatch, kSeq);
+  auto params = InitParams(cpu.layout(), 11);
+  Batch b0 = MakeBatch(spec.vocab, 0), b1 = MakeBatch(spec.vocab, 1);
+  float scale = 0.5f / (kBatch * kSeq);
+  std::vector<float> want(cpu.layout().total(), 0.0f);
+  cpu.ForwardBackward(params, b0.tokens, b0.targets, scale, &want);
+  cpu.ForwardBackward(params, b1.tokens, b1.targets, scale, &want);
+  for (bool bf16 : {false, true}) {
+    auto m = MakeModel(spec, bf16);
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(m->SetParameters(params).ok());
+    ASSERT_TRUE(m->ZeroGradients().ok());
+    ASSERT_TRUE(m->ForwardBackward(b1.View(), 3.0f * scale).ok());  // stale: a "previous step"
+    ASSERT_TRUE(m->ZeroGradients().ok());
+    ASSERT_TRUE(m->ForwardBackward(b0.View(), scale).ok());
+    ASSERT_TRUE(m->ForwardBackward(b1.View(), scale).ok());
+    std::vector<float> got;
+    ASSERT_TRUE(m->GetGradients(&got).ok());
+    double worst = WorstTensorError(cpu.layout(), got, want, bf16 ? "bf16 accum" : "fp32 accum");
+    EXPECT_LT(worst, bf16 ? 5e-2 : 1e-4) << GetParam() << (bf16 ? " bf16" : " fp32");
+    ASSERT_TRUE(m->ZeroGradients().ok());
+    ASSERT_TRUE(m->GetGradients(&got).ok());
+    EXPECT_EQ(std::count(got.begin(), got.end(), 0.0f), static_cast<long>(got.size()));
   }
 }
 

@@ -80,6 +80,7 @@ Status CudaModel::GetParameters(std::vector<float>* flat) {
   return impl_->CopyOut(impl_->p32, flat);
 }
 Status CudaModel::GetGradients(std::vector<float>* flat) {
+  BM_TRY(impl_->ZeroPendingGradients());
   return impl_->CopyOut(impl_->grad, flat);
 }
 Status CudaModel::GetOptimizerState(std::vector<float>* m, std::vector<float>* v) {
@@ -103,9 +104,8 @@ Status CudaModel::SetOptimizerState(const std::vector<float>& m, const std::vect
 }
 
 Status CudaModel::ZeroGradients() {
-  Impl& s = *impl_;
-  BM_CUDA_CHECK(cudaMemsetAsync(s.A<float>(s.grad), 0, s.layout.total() * 4, s.stream),
-                "zero grads");
+  impl_->zero_pending = true;  // done by the next training pass (Impl::Run)
+  impl_->norm_fresh = false;
   return Status::Ok();
 }
 
@@ -125,22 +125,27 @@ Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_sc
 
 Result<double> CudaModel::GradNorm() {
   Impl& s = *impl_;
+  BM_TRY(s.ZeroPendingGradients());
   BM_TRY(GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials), s.A<float>(s.grad),
                         s.layout.total(), s.stream));
   float* out = s.h_floats + s.MaxN() + 1;
   BM_CUDA_CHECK(cudaMemcpyAsync(out, s.A<float>(s.norm_sq), 4, cudaMemcpyDeviceToHost, s.stream),
                 "norm");
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "grad norm");
+  s.norm_fresh = true;  // OptimizerStep clips with it
   return std::sqrt(static_cast<double>(*out));
 }
 
 Status CudaModel::OptimizerStep(const AdamWHyper& hyper) {
   Impl& s = *impl_;
+  BM_TRY(s.ZeroPendingGradients());
   size_t P = s.layout.total();
-  BM_TRY(s.Phase("optimizer", [&] {
-    return GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials), s.A<float>(s.grad), P,
-                          s.stream);
-  }));
+  if (!s.norm_fresh) {
+    BM_TRY(s.Phase("optimizer", [&] {
+      return GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials), s.A<float>(s.grad),
+                            P, s.stream);
+    }));
+  }
   bf16* lowp = s.run.bf16 ? s.A<bf16>(s.plp) : nullptr;
   size_t split = s.layout.decay_end();
   AdamWHyper no_decay = hyper;

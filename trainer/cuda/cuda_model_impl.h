@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/cuda_model.h"
@@ -143,7 +145,8 @@ struct CudaModel::Impl {
   Status LinearBackward(T* dx, const T* dy, const T* x, size_t w, size_t b, int rows, int in,
                         int out, bool dgelu_aux, const T* aux);
   template <typename T>
-  Status LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows, int in, int out);
+  Status LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows, int in, int out,
+                          bool accumulate);
   template <typename T>
   Status LinearInputGrad(T* dx, const T* dy, size_t w, int rows, int in, int out, bool dgelu_aux,
                          const T* aux);
@@ -156,6 +159,17 @@ struct CudaModel::Impl {
   template <typename T>
   Status ForwardBackward(float grad_scale, Mode mode);
   Status Run(float grad_scale, Mode mode);  // ForwardBackward<bf16 or float>
+
+  // ZeroGradients() only marks the gradients: the next training pass writes them (the weight
+  // matrices' products with beta 0, no memset and no read of the old values) after zeroing
+  // zero_ranges, the gradients that are only added to (embeddings, norms, biases).
+  // ZeroPendingGradients() zeroes them all when something reads them before such a pass.
+  bool zero_pending = false;
+  bool first_micro = false;  // this pass writes rather than adds the matrices' gradients
+  std::vector<std::pair<size_t, size_t>> zero_ranges;  // [begin, end) element offsets
+  Status ZeroPendingGradients();
+  void PlanGradientZeroing();
+  bool norm_fresh = false;  // norm_sq holds the gradients' sum of squares (GradNorm since Run)
   Status Stage(const TokenBatch& batch, bool buckets);
   Status EmbeddingBackwardAll();
   int num_buckets = 0;

@@ -73,7 +73,29 @@ Status CudaModel::Impl::Plan() {
   memory.plan_bytes = plan.total();
   memory.plan_summary = plan.Summary();
   BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
+  PlanGradientZeroing();
   return Status::Ok();
+}
+
+// The gradients the weight matrices' products write whole in a step's first micro-batch
+// (every layer's four and the LM head's, which is wte when tied); zero_ranges is the rest.
+void CudaModel::Impl::PlanGradientZeroing() {
+  std::vector<size_t> written{layout.lm_head};
+  for (const LayerParams& p : layout.layers) {
+    for (size_t w : {p.qkv_w, p.proj_w, p.fc_w, p.fc2_w}) written.push_back(w);
+  }
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const ParamTensor& t : layout.tensors()) {
+    if (std::find(written.begin(), written.end(), t.offset) != written.end())
+      spans.push_back({t.offset, t.offset + t.numel()});
+  }
+  std::sort(spans.begin(), spans.end());
+  size_t at = 0;
+  for (auto [begin, end] : spans) {
+    if (begin > at) zero_ranges.push_back({at, begin});
+    at = std::max(at, end);
+  }
+  if (at < layout.total()) zero_ranges.push_back({at, layout.total()});
 }
 
 Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {

@@ -47,20 +47,21 @@ Status CudaModel::Impl::LinearGelu(T* post_out, T* pre_out, const T* x, size_t w
 template <typename T>
 Status CudaModel::Impl::LinearBackward(T* dx, const T* dy, const T* x, size_t w, size_t b, int rows,
                                        int in, int out, bool dgelu_aux, const T* aux) {
-  BM_TRY(LinearWeightGrad<T>(dy, x, w, b, rows, in, out));
+  BM_TRY(LinearWeightGrad<T>(dy, x, w, b, rows, in, out, !first_micro));
   if (!dx) return Status::Ok();
   return LinearInputGrad<T>(dx, dy, w, rows, in, out, dgelu_aux, aux);
 }
 
-// dW += dy^T x and db += sum dy.
+// dW += dy^T x (dW = dy^T x without `accumulate`) and db += sum dy.
 template <typename T>
 Status CudaModel::Impl::LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows,
-                                         int in, int out) {
+                                         int in, int out, bool accumulate) {
   MatmulArgs g;
   g.m = out, g.n = in, g.k = rows;
   g.trans_a = true, g.trans_b = false;
   g.ab_type = Dt(), g.d_type = DType::kF32;
-  g.a = dy, g.lda = out, g.b = x, g.ldb = in, g.d = G(w), g.ldd = in, g.beta = 1.0f;
+  g.a = dy, g.lda = out, g.b = x, g.ldb = in, g.d = G(w), g.ldd = in;
+  g.beta = accumulate ? 1.0f : 0.0f;
   bool has_bias = Gpt() && b != 0;
   bool bias_done = false;
   if (has_bias && run.fused_epilogues) {
@@ -189,8 +190,9 @@ Status CudaModel::Impl::LayerBackward(int l) {
     BM_TRY(Phase("activation", [&] {
       return SwigluBackward<T>(A<T>(dbig), A<T>(post), A<T>(dpost), A<T>(a.pre), n, f, stream);
     }));
-    BM_TRY(Phase("matmul bwd",
-                 [&] { return LinearWeightGrad<T>(dr, A<T>(post), p.fc2_w, 0, n, f, c); }));
+    BM_TRY(Phase("matmul bwd", [&] {
+      return LinearWeightGrad<T>(dr, A<T>(post), p.fc2_w, 0, n, f, c, !first_micro);
+    }));
   }
   BM_TRY(Phase("matmul bwd", [&] {
     return LinearBackward<T>(A<T>(dln), A<T>(dbig), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, BigCols(),
@@ -263,9 +265,11 @@ Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode
                            grad_scale, rows, v, v, mode == Mode::kTrain, stream);
   }));
   if (mode != Mode::kTrain) return Status::Ok();
+  // The first chunk of a step's first micro-batch writes the LM head's gradient; the rest add.
   return Phase("lm head matmul", [&] {
-    return LinearBackward<T>(A<T>(dnormf) + static_cast<size_t>(r0) * c, lg, x, layout.lm_head, 0,
-                             rows, c, v, false, nullptr);
+    BM_TRY(LinearWeightGrad<T>(lg, x, layout.lm_head, 0, rows, c, v, !first_micro || r0 > 0));
+    return LinearInputGrad<T>(A<T>(dnormf) + static_cast<size_t>(r0) * c, lg, layout.lm_head, rows,
+                              c, v, false, nullptr);
   });
 }
 
@@ -316,8 +320,24 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
 }
 
 Status CudaModel::Impl::Run(float grad_scale, Mode mode) {
-  return run.bf16 ? ForwardBackward<bf16>(grad_scale, mode)
-                  : ForwardBackward<float>(grad_scale, mode);
+  first_micro = mode == Mode::kTrain && zero_pending;
+  if (first_micro) {
+    for (auto [begin, end] : zero_ranges) {
+      BM_CUDA_CHECK(cudaMemsetAsync(G(begin), 0, (end - begin) * 4, stream),
+                    "zero gradients [{}, {})", begin, end);
+    }
+  }
+  Status s =
+      run.bf16 ? ForwardBackward<bf16>(grad_scale, mode) : ForwardBackward<float>(grad_scale, mode);
+  if (mode == Mode::kTrain) zero_pending = norm_fresh = false;
+  return s;
+}
+
+Status CudaModel::Impl::ZeroPendingGradients() {
+  if (!zero_pending) return Status::Ok();
+  zero_pending = false;
+  BM_CUDA_CHECK(cudaMemsetAsync(G(0), 0, layout.total() * 4, stream), "zero grads");
+  return Status::Ok();
 }
 
 }  // namespace bm::train::cuda

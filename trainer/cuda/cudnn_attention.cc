@@ -381,10 +381,11 @@ struct Layout {
   Dims QkvStrides() const { return {t * w, d, w, 1}; }   // [B, heads, T, D] in qkv
   Dims QkvTStrides() const { return {t * w, d, 1, w}; }  // [B, heads, D, T] in qkv
   Dims OutStrides() const { return {t * h * d, d, h * d, 1}; }
-  Dims RowStrides() const { return {h * t, t, 1, 1}; }       // lse [B, H, T, 1]
-  Dims PackedRows() const { return {h * tq, tq, 1, 1}; }     // virtual [B, H, tq, 1]
+  Dims RowStrides() const { return {h * t, t, 1, 1}; }    // lse [B, H, T, 1]
+  Dims PackedRows() const { return {h * tq, tq, 1, 1}; }  // virtual [B, H, tq, 1]
   Dims Scores() const { return {b, h, tq, tk}; }
   Dims ScoreStrides() const { return {h * tq * tk, tq * tk, tk, 1}; }
+  Dims ScoresT() const { return {b, h, tk, tq}; }  // a transposed view of the scores
   Dims ScoreTStrides() const { return {h * tq * tk, tq * tk, 1, tk}; }
 };
 
@@ -481,7 +482,7 @@ Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_SUB, s, stats, nullptr, sub));
   BM_TRY(g.Tensor(&e, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, nullptr, e));
-  BM_TRY(g.Tensor(&et, CUDNN_DATA_BFLOAT16, L.Scores(), L.ScoreTStrides()));
+  BM_TRY(g.Tensor(&et, CUDNN_DATA_BFLOAT16, L.ScoresT(), L.ScoreTStrides()));
   BM_TRY(g.Reshape(e, et));
   BM_TRY(KvGradient(g, L, et, dout, dv));
   // dS = E * (dO·Vᵀ - sum_dO_O) * scale
@@ -497,7 +498,7 @@ Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
   BM_TRY(g.Tensor(&ds, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, ds0, scale, nullptr, ds));
   // dK = dSᵀ·Q; dQ = dS·K
-  BM_TRY(g.Tensor(&dst, CUDNN_DATA_BFLOAT16, L.Scores(), L.ScoreTStrides()));
+  BM_TRY(g.Tensor(&dst, CUDNN_DATA_BFLOAT16, L.ScoresT(), L.ScoreTStrides()));
   BM_TRY(g.Reshape(ds, dst));
   BM_TRY(KvGradient(g, L, dst, q, dk));
   cudnnBackendDescriptor_t k;
@@ -530,9 +531,9 @@ Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   if (it != c.plans.end()) return static_cast<const Graph*>(it->second.get());
   bool backward = keys >= 0;
   auto g = std::make_unique<Graph>(
-      c.handle, backward ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0,
-                                       k0 + keys)
-                         : fmt::format("cuDNN SDPA forward {}", Describe(s)));
+      c.handle,
+      backward ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0, k0 + keys)
+               : fmt::format("cuDNN SDPA forward {}", Describe(s)));
   BM_TRY(backward ? BuildBackward(*g, s, k0, keys) : BuildForward(*g, s));
   const Graph* out = g.get();
   c.plans.emplace(key, std::move(g));
@@ -609,13 +610,13 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
     size_t orow = static_cast<size_t>(k0) * out_row;   // ... in out, dout
     void* dq = k0 == 0 ? static_cast<void*>(dbase)
                        : static_cast<void*>(reinterpret_cast<char*>(dq_partial) + orow);
-    BM_TRY(g->Execute({kQ, kK, kV, kO, kStats, kScale, kLowest, kOne, kDo, kDq, kDk, kDv},
-                      {base + row, base + row + k_off, base + row + v_off,
-                       static_cast<char*>(const_cast<void*>(out)) + orow,
-                       const_cast<float*>(lse) + k0, &scale, &lowest, &one,
-                       static_cast<char*>(const_cast<void*>(dout)) + orow, dq,
-                       dbase + row + k_off, dbase + row + v_off},
-                      cudnn_ws, workspace_bytes - skip, stream));
+    BM_TRY(
+        g->Execute({kQ, kK, kV, kO, kStats, kScale, kLowest, kOne, kDo, kDq, kDk, kDv},
+                   {base + row, base + row + k_off, base + row + v_off,
+                    static_cast<char*>(const_cast<void*>(out)) + orow, const_cast<float*>(lse) + k0,
+                    &scale, &lowest, &one, static_cast<char*>(const_cast<void*>(dout)) + orow, dq,
+                    dbase + row + k_off, dbase + row + v_off},
+                   cudnn_ws, workspace_bytes - skip, stream));
     if (k0 == 0) continue;
     // dQ rows k0.. += this block's part, in block order.
     BM_TRY(AddRows<__nv_bfloat16>(reinterpret_cast<__nv_bfloat16*>(dbase), static_cast<int>(width),

@@ -35,7 +35,7 @@ struct RunSpec {
   bool recompute = false;
   AttentionImpl attention = AttentionImpl::kAuto;
   int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call (0: all at once)
-  bool fused_epilogues = true;   // cuBLASLt bias/GELU/bias-gradient epilogues
+  bool fused_epilogues = true;           // cuBLASLt bias/GELU/bias-gradient epilogues
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
   bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)
 };

@@ -87,8 +87,8 @@ __global__ void AddRowsKernel(T* dst, int ld_dst, const T* src, int ld_src, int 
 // ---- launchers
 
 template <typename T>
-Status AddRows(T* dst, int ld_dst, const T* src, int ld_src, int batch, int seq, int row0,
-               int cols, cudaStream_t stream) {
+Status AddRows(T* dst, int ld_dst, const T* src, int ld_src, int batch, int seq, int row0, int cols,
+               cudaStream_t stream) {
   size_t n = static_cast<size_t>(batch) * (seq - row0) * cols;
   if (n == 0) return Status::Ok();
   constexpr int V = Pack16<T>::kN;
@@ -174,8 +174,8 @@ void BiasGradCpu(float* db, const float* dy, int rows, int cols) {
   }
 }
 
-void AddRowsCpu(float* dst, int ld_dst, const float* src, int ld_src, int batch, int seq,
-                int row0, int cols) {
+void AddRowsCpu(float* dst, int ld_dst, const float* src, int ld_src, int batch, int seq, int row0,
+                int cols) {
   for (int b = 0; b < batch; ++b) {
     for (int t = row0; t < seq; ++t) {
       size_t r = static_cast<size_t>(b) * seq + t;

@@ -32,13 +32,13 @@ size_t BiasGradScratchFloats(int rows, int cols);
 template <typename T>
 Status BiasGrad(float* db, float* scratch, const T* dy, int rows, int cols, cudaStream_t stream);
 template <typename T>
-Status AddRows(T* dst, int ld_dst, const T* src, int ld_src, int batch, int seq, int row0,
-               int cols, cudaStream_t stream);
+Status AddRows(T* dst, int ld_dst, const T* src, int ld_src, int batch, int seq, int row0, int cols,
+               cudaStream_t stream);
 
 // ---- CPU twin (fp32)
 void ResidualAddCpu(float* out, const float* a, const float* b, size_t n);
 void BiasGradCpu(float* db, const float* dy, int rows, int cols);
-void AddRowsCpu(float* dst, int ld_dst, const float* src, int ld_src, int batch, int seq,
-                int row0, int cols);
+void AddRowsCpu(float* dst, int ld_dst, const float* src, int ld_src, int batch, int seq, int row0,
+                int cols);
 
 }  // namespace bm::train::cuda

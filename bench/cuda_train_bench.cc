@@ -4,7 +4,7 @@
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
 //                    [--recompute] [--fp32] [--profile] [--attention auto|cudnn|flash]
-//                    [--attention-chunk KEYS] [--json FILE]
+//                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh), so the loss
 // must stay near ln V. Timing: each step (staging, forward, backward, optimizer) by the host
@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   std::string model_name = "gpt2-124m", json_path;
   int batch = 0, seq = 0, warmup = 10, steps = 30;
   std::string attention = "auto";
+  bool tuning_log = false;
   RunSpec run;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -116,6 +117,10 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--unfused")
       run.fused_epilogues = false;
+    else if (a == "--no-tune")
+      run.matmul_tuning = false;
+    else if (a == "--tuning-log")
+      tuning_log = true;
     else if (a == "--chunk")
       run.logits_chunk_rows = std::stoi(next());
     else if (a == "--attention-chunk")
@@ -196,6 +201,7 @@ int main(int argc, char** argv) {
   j["recompute"] = run.recompute;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["attention_chunk"] = run.attention_chunk;
+  j["matmul_tuning"] = run.matmul_tuning;
   j["n_all"] = n_all;
   j["step_ms_median"] = med;
   j["step_ms_min"] = sorted.front();
@@ -224,6 +230,10 @@ int main(int argc, char** argv) {
       100 * j["mfu_palm_all"].get<double>(), j["plan_GiB"].get<double>(),
       j["device_used_GiB"].get<double>(), loss, std::log(static_cast<double>(spec.vocab)));
   if (run.profile) std::fprintf(stderr, "%s", model.memory().plan_summary.c_str());
+  if (tuning_log) {
+    for (const std::string& line : model.MatmulTuningLog())
+      std::printf("tuning %s\n", line.c_str());
+  }
   if (!json_path.empty()) {
     std::ofstream f(json_path, std::ios::app);
     f << j.dump() << "\n";

@@ -4,7 +4,8 @@
 #   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [bench] [torch] [profile]
 # ATTENTIONS="flash cudnn" times each model with each attention implementation (default auto,
 # the backend's default: cuDNN when usable); CHUNKS="0 512 1024" times each cuDNN backward key
-# block (0: all keys in one call; default: the backend's);
+# block (0: all keys in one call; default: the backend's); TUNES="on off" times each with and
+# without the matmul tuner (--no-tune);
 # tests run the cuDNN attention parity tests first (CUDNN_TESTS=0 skips that head start).
 # Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
 # libfmt comes from .debs when the machine lacks it. Logs go to $OUT.
@@ -46,8 +47,13 @@ if want bench; then
     set -- $mb
     for attn in ${ATTENTIONS:-auto}; do
       for ch in ${CHUNKS:-default}; do
-        chunk=(); [[ $ch != default ]] && chunk=(--attention-chunk "$ch")
-        ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --attention "$attn" "${chunk[@]}" --json "$OUT/bench.jsonl" 2>&1 | tail -3 | sed "s/^/[$attn $ch] /" | tee -a "$OUT/bench.log"
+        for tn in ${TUNES:-on}; do
+          flags=(); [[ $ch != default ]] && flags=(--attention-chunk "$ch")
+          [[ $tn == off ]] && flags+=(--no-tune)
+          ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --attention "$attn" "${flags[@]}" --tuning-log --json "$OUT/bench.jsonl" > "$OUT/run.log" 2>&1
+          grep "^tuning" "$OUT/run.log" >> "$OUT/tuning.log"
+          grep -v "^tuning" "$OUT/run.log" | tail -2 | sed "s/^/[$attn $ch tune-$tn] /" | tee -a "$OUT/bench.log"
+        done
       done
     done
   done
@@ -79,11 +85,11 @@ import json, sys, os
 out = sys.argv[1]
 def load(p):
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
-ours = {(r["model"], r.get("attention", "flash") + (f"/{r['attention_chunk']}" if r.get("attention") == "cudnn" else "")): r for r in load(f"{out}/bench.jsonl")}
+ours = {(r["model"], r.get("attention", "flash") + (f"/{r['attention_chunk']}" if r.get("attention") == "cudnn" else "") + ("" if r.get("matmul_tuning", True) else "/notune")): r for r in load(f"{out}/bench.jsonl")}
 torch = {r["model"]: r for r in load(f"{out}/torch.jsonl") if "tokens_per_s" in r}
 for (m, attn), r in ours.items():
     t = torch.get(m)
-    line = f"{m:12s} {attn:10s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
+    line = f"{m:12s} {attn:17s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
     if t:
         line += f" | torch {t['tokens_per_s']:9.0f} tok/s PaLM {100*t['mfu_all']:.1f}% mem {t['peak_mem_alloc_GiB']:.1f}/{t['peak_mem_reserved_GiB']:.1f} GiB | ratio {r['tokens_per_s']/t['tokens_per_s']:.3f}"
     print(line)

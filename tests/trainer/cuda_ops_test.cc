@@ -14,6 +14,7 @@
 #include "trainer/cuda/kernels/activation.cuh"
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/kernels/attention.cuh"
+#include "trainer/cuda/kernels/bit_checksum.cuh"
 #include "trainer/cuda/kernels/classifier.cuh"
 #include "trainer/cuda/kernels/embedding.cuh"
 #include "trainer/cuda/kernels/layernorm.cuh"
@@ -397,6 +398,48 @@ TEST(CudaOpsBf16, CudnnAttentionWorkspaceLinearInT) {
 }
 
 // Matmul in the three forms the model uses, with the fused epilogues, against a naive product.
+// The tuner (matmul.h): a tuned Matmul computes the same bits as an untuned one (the
+// heuristic's first choice), for a weight-gradient shape big enough to have candidates, with
+// beta 0 (tuned) and then beta 1 into itself (never tuned); the fingerprint equals its CPU twin.
+TEST(CudaOpsBf16, MatmulTuningKeepsTheFirstChoicesBits) {
+  BM_SKIP_WITHOUT_GPU();
+  using T = __nv_bfloat16;
+  int m = 768, n = 1024, k = 2048;
+  auto a = Rounded<T>(RandomVector(size_t(k) * m, 1.0f, 5));
+  auto b = Rounded<T>(RandomVector(size_t(k) * n, 1.0f, 6));
+  DeviceBuffer<T> ga(a), gb(b);
+  std::vector<std::vector<float>> got;
+  for (bool tune : {false, true}) {
+    DeviceBuffer<char> ws(Matmul::kDefaultWorkspaceBytes);
+    auto mm = Matmul::Create(ws.get(), Matmul::kDefaultWorkspaceBytes, tune);
+    ASSERT_TRUE(mm.ok()) << mm.status().message();
+    DeviceBuffer<float> gd(size_t(m) * n);
+    MatmulArgs g;
+    g.m = m, g.n = n, g.k = k, g.trans_a = true, g.ab_type = DType::kBF16, g.d_type = DType::kF32;
+    g.a = ga.get(), g.lda = m, g.b = gb.get(), g.ldb = n, g.d = gd.get(), g.ldd = n;
+    ASSERT_TRUE((*mm)->Run(g, 0).ok());
+    g.beta = 1.0f;
+    ASSERT_TRUE((*mm)->Run(g, 0).ok());
+    got.push_back(gd.Download());
+    for (const std::string& line : (*mm)->tuning_log())
+      std::printf("note: tuning %s\n", line.c_str());
+    if (tune) {
+      EXPECT_EQ((*mm)->tuning_log().size(), 1u);
+    }
+  }
+  EXPECT_TRUE(std::equal(got[0].begin(), got[0].end(), got[1].begin(), [](float x, float y) {
+    return std::memcmp(&x, &y, 4) == 0;
+  })) << "tuned matmul differs from the heuristic's first algorithm";
+  DeviceBuffer<float> gx(got[0]);
+  DeviceBuffer<float> sum(2);
+  ASSERT_TRUE(
+      BitChecksum(reinterpret_cast<unsigned long long*>(sum.get()), gx.get(), got[0].size() * 4, 0)
+          .ok());
+  uint64_t device_sum = 0;
+  ASSERT_EQ(cudaMemcpy(&device_sum, sum.get(), 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(device_sum, BitChecksumCpu(got[0].data(), got[0].size() * 4));
+}
+
 TYPED_TEST(CudaOps, MatmulForms) {
   using T = TypeParam;
   DType dt = std::is_same_v<T, float> ? DType::kF32 : DType::kBF16;

@@ -46,8 +46,8 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                 "pinned staging {} ints", 5 * n + 1);
   BM_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.h_floats), (n + 16) * 4),
                 "pinned staging {} floats", n + 16);
-  BM_ASSIGN_OR_RETURN(
-      s.matmul, Matmul::Create(s.arena->At<void>(s.workspace), Matmul::kDefaultWorkspaceBytes));
+  BM_ASSIGN_OR_RETURN(s.matmul, Matmul::Create(s.arena->At<void>(s.workspace),
+                                               Matmul::kDefaultWorkspaceBytes, run.matmul_tuning));
   BM_CUDA_CHECK(cudaMemsetAsync(s.A<char>(s.p32), 0, s.memory.plan_bytes, s.stream),
                 "zeroing the arena ({} bytes)", s.memory.plan_bytes);
   std::vector<float> table = RopeTable(run.seq, model.head_dim(), model.rope_theta);
@@ -190,6 +190,9 @@ Status CudaModel::NextTokenArgmax(const int32_t* tokens, int batch, int seq, int
 }
 
 std::map<std::string, double> CudaModel::PhaseTimes() const { return impl_->phase_ms; }
+const std::vector<std::string>& CudaModel::MatmulTuningLog() const {
+  return impl_->matmul->tuning_log();
+}
 void CudaModel::ResetPhaseTimes() { impl_->phase_ms.clear(); }
 
 Status CudaModel::Synchronize() {

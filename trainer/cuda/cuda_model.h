@@ -83,6 +83,8 @@ class CudaModel {
   // Forward only: the most likely next token at every position (lowest id on ties); waits.
   Status NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* argmax);
   Status Synchronize();
+  // One line per matmul shape tuned (RunSpec::matmul_tuning): see matmul.h.
+  const std::vector<std::string>& MatmulTuningLog() const;
   // With RunSpec::profile: milliseconds per phase (matmul kinds, attention, norms, ...) summed
   // over the steps so far; reset by ResetPhaseTimes().
   std::map<std::string, double> PhaseTimes() const;

@@ -540,9 +540,13 @@ Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   return out;
 }
 
-// The backward's key blocks: [k0, k0 + keys) for k0 = 0, chunk, 2 chunk, ...
+// The backward's key blocks: [k0, k0 + keys) for k0 = 0, chunk, 2 chunk, ... At most
+// key_chunk keys and at most half the sequence (a multiple of 64, at least 64), so that no
+// call holds the whole T x T; key_chunk <= 0 asks for one call.
 int KeyChunk(const AttentionShape& s) {
-  return s.key_chunk <= 0 || s.key_chunk >= s.seq ? s.seq : s.key_chunk;
+  if (s.key_chunk <= 0) return s.seq;
+  int half = std::max(64, s.seq / 2 / 64 * 64);
+  return std::min({s.key_chunk, half, s.seq});
 }
 
 // Bytes of the partial dQ ([B, T, H·D] bf16) when there is more than one key block: the start

@@ -7,10 +7,11 @@
 // that carry cuDNN's NONDETERMINISTIC numerical note are refused), so two runs give the same
 // bits. On Hopper cuDNN's deterministic backward keeps dP (the scores' gradient) for all the
 // keys of its call in its workspace, bf16. So that nothing T x T exists, the backward runs
-// over blocks of `key_chunk` keys: the call for keys [k0, k1) takes the queries [k0, T) (top-
-// left causal within the block), writes dK and dV of its keys whole and a partial dQ for rows
-// k0.. that is added, in block order, to the others (deterministic). Workspace: B·H·T·key_chunk
-// ·2 bytes for dP plus one partial dQ, linear in T.
+// over blocks of keys: at most `key_chunk` of them and at most half the sequence (rounded
+// down to a multiple of 64). The call for keys [k0, k1) takes the queries [k0, T) (top-left
+// causal within the block), writes dK and dV of its keys whole and a partial dQ for the rows
+// k0.. that is added, in block order, to the others (deterministic). Workspace: B·H·T·block·2
+// bytes for dP plus one partial dQ (B·T·H·D·2), linear in T.
 //
 // Execution plans are built once per shape and key block (first call) and cached for the
 // process; the caller passes the workspace (from the arena), sized by
@@ -29,11 +30,11 @@
 namespace bm::train::cuda {
 
 // Keys per backward call (see above); RunSpec::attention_chunk.
-constexpr int kCudnnKeyChunk = 512;
+constexpr int kCudnnKeyChunk = 1024;
 
 struct AttentionShape {
   int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  int key_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call; 0 or >= seq: one call
+  int key_chunk = kCudnnKeyChunk;  // cuDNN backward: at most this many keys per call; 0: one
 };
 
 bool CudnnAttentionBuilt();

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+
 #include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/bit_checksum.cuh"
 
 namespace bm::train::cuda {
 namespace {
@@ -41,8 +45,10 @@ std::string Describe(const MatmulArgs& a) {
 struct Matmul::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  cublasLtMatmulAlgo_t algo{};
+  cublasLtMatmulAlgo_t algo{};                   // the one used
+  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's ranking, first = default
   bool ok = false;
+  bool tuned = false;
   ~Plan() {
     if (la) cublasLtMatrixLayoutDestroy(la);
     if (lb) cublasLtMatrixLayoutDestroy(lb);
@@ -51,13 +57,20 @@ struct Matmul::Plan {
   }
 };
 
-Matmul::Matmul(cublasLtHandle_t handle, void* workspace, size_t bytes)
-    : handle_(handle), workspace_(workspace), workspace_bytes_(bytes) {}
+Matmul::Matmul(cublasLtHandle_t handle, void* workspace, size_t bytes, bool tune)
+    : handle_(handle),
+      workspace_(workspace),
+      workspace_bytes_((bytes - 256) / 256 * 256),
+      tune_(tune),
+      fingerprint_(reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) +
+                                                         workspace_bytes_)) {}
 
-Result<std::unique_ptr<Matmul>> Matmul::Create(void* workspace, size_t workspace_bytes) {
+Result<std::unique_ptr<Matmul>> Matmul::Create(void* workspace, size_t workspace_bytes, bool tune) {
+  if (workspace_bytes < 4096)
+    return Errorf(ErrorCode::kInvalidArgument, "matmul workspace of {} bytes", workspace_bytes);
   cublasLtHandle_t handle = nullptr;
   BM_CUBLAS_CHECK(cublasLtCreate(&handle), "cuBLASLt handle");
-  return std::unique_ptr<Matmul>(new Matmul(handle, workspace, workspace_bytes));
+  return std::unique_ptr<Matmul>(new Matmul(handle, workspace, workspace_bytes, tune));
 }
 
 Matmul::~Matmul() {
@@ -131,15 +144,19 @@ Result<Matmul::Plan*> Matmul::GetPlan(const MatmulArgs& a) {
   size_t ws = workspace_bytes_;
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::array<cublasLtMatmulHeuristicResult_t, kCandidates> results{};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS) {
     st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->la, plan->lb, plan->lc, plan->lc,
-                                        pref, 1, &result, &found);
+                                        pref, tune_ ? kCandidates : 1, results.data(), &found);
   }
   cublasLtMatmulPreferenceDestroy(pref);
-  plan->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
-  if (plan->ok) plan->algo = result.algo;
+  for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates.push_back(results[i].algo);
+  }
+  plan->ok = !plan->candidates.empty();
+  if (plan->ok) plan->algo = plan->candidates[0];
+  plan->tuned = plan->candidates.size() < 2;
   Plan* raw = plan.get();
   plans_.emplace(key, std::move(plan));
   return raw;
@@ -156,6 +173,85 @@ Status Matmul::Run(const MatmulArgs& a, cudaStream_t stream) {
     return Errorf(ErrorCode::kUnsupported, "cuBLASLt has no algorithm for matmul [{}]",
                   Describe(a));
   }
+  // Running it more than once must not change what it computes: no accumulation into itself.
+  bool repeatable = a.beta == 0.0f || (a.c != nullptr && a.c != a.d);
+  if (!plan->tuned && repeatable) return Tune(a, plan, stream);
+  return Launch(a, plan, plan->algo, stream);
+}
+
+// The outputs' fingerprint: D, then aux or the bias gradient.
+Result<uint64_t> Matmul::Fingerprint(const MatmulArgs& a, cudaStream_t stream) {
+  size_t elem = a.d_type == DType::kF32 ? 4 : 2;
+  uint64_t sum = 0;
+  std::array<std::pair<const void*, size_t>, 2> parts{
+      std::pair<const void*, size_t>{a.d, static_cast<size_t>(a.m) * a.ldd * elem}, {nullptr, 0}};
+  if (a.epilogue == Epilogue::kGeluAuxBias)
+    parts[1] = {a.aux, static_cast<size_t>(a.m) * a.ld_aux * elem};
+  if (a.epilogue == Epilogue::kBGradB) parts[1] = {a.bias_grad, static_cast<size_t>(a.m) * 4};
+  for (auto [data, bytes] : parts) {
+    if (data == nullptr) continue;
+    unsigned long long h = 0;
+    BM_TRY(BitChecksum(fingerprint_, data, bytes / 4 * 4, stream));
+    BM_CUDA_CHECK(cudaMemcpyAsync(&h, fingerprint_, sizeof(h), cudaMemcpyDeviceToHost, stream),
+                  "matmul fingerprint");
+    BM_CUDA_CHECK(cudaStreamSynchronize(stream), "matmul fingerprint");
+    sum = sum * 1000003u + h;
+  }
+  return sum;
+}
+
+Status Matmul::Tune(const MatmulArgs& a, Plan* plan, cudaStream_t stream) {
+  plan->tuned = true;
+  cudaEvent_t begin = nullptr, end = nullptr;
+  BM_CUDA_CHECK(cudaEventCreate(&begin), "tuning event");
+  BM_CUDA_CHECK(cudaEventCreate(&end), "tuning event");
+  auto destroy = [&] {
+    cudaEventDestroy(begin);
+    cudaEventDestroy(end);
+  };
+  // Median of three timed runs after one untimed; the untimed one's outputs are fingerprinted.
+  auto time = [&](const cublasLtMatmulAlgo_t& algo, uint64_t* print) -> Result<float> {
+    BM_TRY(Launch(a, plan, algo, stream));
+    BM_ASSIGN_OR_RETURN(*print, Fingerprint(a, stream));
+    std::array<float, 3> ms{};
+    for (float& t : ms) {
+      BM_CUDA_CHECK(cudaEventRecord(begin, stream), "tuning");
+      BM_TRY(Launch(a, plan, algo, stream));
+      BM_CUDA_CHECK(cudaEventRecord(end, stream), "tuning");
+      BM_CUDA_CHECK(cudaEventSynchronize(end), "tuning");
+      BM_CUDA_CHECK(cudaEventElapsedTime(&t, begin, end), "tuning");
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[1];
+  };
+  uint64_t first_print = 0;
+  Result<float> first = time(plan->candidates[0], &first_print);
+  if (!first.ok()) {
+    destroy();
+    return first.status();
+  }
+  float kept = *first, fastest = *first;
+  int same = 1;
+  for (size_t i = 1; i < plan->candidates.size(); ++i) {
+    uint64_t print = 0;
+    Result<float> t = time(plan->candidates[i], &print);
+    if (!t.ok()) continue;  // a candidate that fails is skipped, like a slow one
+    fastest = std::min(fastest, *t);
+    if (print != first_print) continue;
+    ++same;
+    if (*t < kept) kept = *t, plan->algo = plan->candidates[i];
+  }
+  destroy();
+  tuning_log_.push_back(
+      fmt::format("[{}] first {:.3f} ms, kept {:.3f} ms, fastest {:.3f} ms; {} of {} "
+                  "candidates give the first's bits",
+                  Describe(a), *first, kept, fastest, same, plan->candidates.size()));
+  // The call's outputs: the kept algorithm's, which are the first's.
+  return Launch(a, plan, plan->algo, stream);
+}
+
+Status Matmul::Launch(const MatmulArgs& a, Plan* plan, const cublasLtMatmulAlgo_t& algo,
+                      cudaStream_t stream) {
   if (a.epilogue == Epilogue::kBias || a.epilogue == Epilogue::kGeluAuxBias) {
     BM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                    &a.bias, sizeof(a.bias)),
@@ -175,7 +271,7 @@ Status Matmul::Run(const MatmulArgs& a, cudaStream_t stream) {
   const void* c = a.c ? a.c : a.d;
   BM_CUBLAS_CHECK(
       cublasLtMatmul(handle_, plan->desc, &a.alpha, a.b, plan->la, a.a, plan->lb, &a.beta, c,
-                     plan->lc, a.d, plan->lc, &plan->algo, workspace_, workspace_bytes_, stream),
+                     plan->lc, a.d, plan->lc, &algo, workspace_, workspace_bytes_, stream),
       "{}", Describe(a));
   return Status::Ok();
 }

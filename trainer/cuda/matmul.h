@@ -14,9 +14,17 @@
 //                 dW[out,in] = dY^T X (A = dY stored [tokens, out], trans_a) it is the bias
 //                 gradient, the sum of dY over tokens. (cuBLASLt's "B" is our A; see matmul.cc.)
 //
-// Algorithms are chosen once per shape (cuBLASLt heuristics) and cached, with one workspace
-// preallocated by the caller (from the arena). A fused epilogue that cuBLASLt refuses for a
-// shape is reported as kUnsupported so the caller can fall back to separate kernels.
+// Algorithms are chosen once per shape and cached, with one workspace preallocated by the
+// caller (from the arena). A fused epilogue that cuBLASLt refuses for a shape is reported as
+// kUnsupported so the caller can fall back to separate kernels.
+//
+// Choosing (Create's `tune`): cuBLASLt's heuristic ranks up to kCandidates algorithms. Without
+// tuning its first is used. With tuning, a shape's first call that may safely run more than
+// once (beta 0, or C not D) runs every candidate on the call's own operands, times it (median
+// of 3) and fingerprints its outputs' bits (D, and aux or the bias gradient); the fastest
+// candidate whose bits equal the first's is kept and the call's outputs are the first's. Every
+// algorithm kept computes exactly what the heuristic's first computes, so tuning changes
+// speed, never results: reruns stay bit-identical whatever the timings were.
 //
 // Thread safety: one Matmul per stream/thread.
 #pragma once
@@ -25,9 +33,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "base/result.h"
 
@@ -58,8 +69,10 @@ struct MatmulArgs {
 
 class Matmul {
  public:
-  // `workspace` (device, `workspace_bytes`) stays owned by the caller and must outlive this.
-  static Result<std::unique_ptr<Matmul>> Create(void* workspace, size_t workspace_bytes);
+  // `workspace` (device, `workspace_bytes`) stays owned by the caller and must outlive this;
+  // its last 256 bytes hold the tuner's fingerprints.
+  static Result<std::unique_ptr<Matmul>> Create(void* workspace, size_t workspace_bytes,
+                                                bool tune = false);
   ~Matmul();
   Matmul(const Matmul&) = delete;
   Matmul& operator=(const Matmul&) = delete;
@@ -69,17 +82,29 @@ class Matmul {
   bool Supports(const MatmulArgs& args);
 
   static constexpr size_t kDefaultWorkspaceBytes = 32u << 20;
+  static constexpr int kCandidates = 8;
+
+  // One line per tuned shape: the heuristic's first, the kept and the fastest candidate (ms),
+  // and how many candidates gave the first's bits.
+  const std::vector<std::string>& tuning_log() const { return tuning_log_; }
 
  private:
   struct Plan;
   using Key = std::tuple<int, int, int, bool, bool, int, int, int, int, int, int, int, bool>;
-  Matmul(cublasLtHandle_t handle, void* workspace, size_t bytes);
+  Matmul(cublasLtHandle_t handle, void* workspace, size_t bytes, bool tune);
   Result<Plan*> GetPlan(const MatmulArgs& args);
+  Status Launch(const MatmulArgs& a, Plan* plan, const cublasLtMatmulAlgo_t& algo,
+                cudaStream_t stream);
+  Status Tune(const MatmulArgs& a, Plan* plan, cudaStream_t stream);
+  Result<uint64_t> Fingerprint(const MatmulArgs& a, cudaStream_t stream);
 
   cublasLtHandle_t handle_;
   void* workspace_;
-  size_t workspace_bytes_;
+  size_t workspace_bytes_;  // for cuBLASLt: the fingerprints' 256 bytes excluded
+  bool tune_;
+  unsigned long long* fingerprint_;  // in the workspace's last 256 bytes
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::vector<std::string> tuning_log_;
 };
 
 }  // namespace bm::train::cuda

@@ -34,8 +34,9 @@ struct RunSpec {
   bool bf16 = true;     // false: fp32 activations and matmuls (a checking mode)
   bool recompute = false;
   AttentionImpl attention = AttentionImpl::kAuto;
-  int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call (0: all at once)
+  int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call at most (0: one call)
   bool fused_epilogues = true;           // cuBLASLt bias/GELU/bias-gradient epilogues
+  bool matmul_tuning = true;     // time cuBLASLt's candidates, keep bit-identical ones (matmul.h)
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
   bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)
 };

@@ -117,16 +117,17 @@ TYPED_TEST(CudaOps, LayerNorm) {
   EXPECT_CLOSE(gdb.Download(), db0, 1e-5);
 }
 
-TYPED_TEST(CudaOps, RmsNorm) {
-  using T = TypeParam;
-  int n = 300, c = 136;
-  auto x = Rounded<T>(RandomVector(n * c, 2.0f, this->Seed()));
-  auto w = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
-  auto dy = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
-  auto dx0 = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+// Both backward paths: the fused one (vectorizable rows) for 136 and 2048 channels, rows not
+// a multiple of the kernel's 32.
+template <typename T>
+void CheckRmsNorm(int n, int c, uint64_t seed) {
+  auto x = Rounded<T>(RandomVector(n * c, 2.0f, seed));
+  auto w = Rounded<T>(RandomVector(c, 1.0f, seed + 1));
+  auto dy = Rounded<T>(RandomVector(n * c, 1.0f, seed + 2));
+  auto dx0 = Rounded<T>(RandomVector(n * c, 1.0f, seed + 3));
   DeviceBuffer<T> gx(x), gw(w), gy(n * c), gdy(dy), gdx(dx0);
   DeviceBuffer<float> rstd(n), scratch(RmsNormScratchFloats(n, c));
-  auto dw0 = RandomVector(c, 1.0f, this->Seed());
+  auto dw0 = RandomVector(c, 1.0f, seed + 4);
   DeviceBuffer<float> gdw(dw0);
   ASSERT_TRUE(RmsNormForward<T>(gy.get(), rstd.get(), gx.get(), gw.get(), n, c, 0).ok());
   std::vector<float> y(n * c), rs(n);
@@ -139,6 +140,11 @@ TYPED_TEST(CudaOps, RmsNorm) {
   RmsNormBackwardCpu(dx.data(), dw0.data(), dy.data(), x.data(), w.data(), rs.data(), n, c);
   EXPECT_CLOSE(gdx.Download(), dx, kTol<T>);
   EXPECT_CLOSE(gdw.Download(), dw0, 1e-3);
+}
+
+TYPED_TEST(CudaOps, RmsNorm) {
+  CheckRmsNorm<TypeParam>(300, 136, this->Seed());
+  CheckRmsNorm<TypeParam>(70, 2048, this->Seed());
 }
 
 TYPED_TEST(CudaOps, Rope) {

@@ -76,67 +76,58 @@ __global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const
   if (lane == 0) rstd_out[row] = rstd;
 }
 
-// The vectorized backward also sums the weight gradient while dy and x are in hand: a block
-// takes `rows_per_block` consecutive rows, its warp w the rows w, w + kBwdWarps, ..., and adds
-// dy * xhat into
-// its own shared-memory row (lanes own disjoint channels: no atomics), laid out so that the
-// warp's 32 lanes touch 32 consecutive floats (no bank conflicts): channel c = (j 32 + lane) V
-// + k sits at (j V + k) 32 + lane. Then the block sums its warps' rows in warp order into
-// partial[block][channels]. The column pass over dy and x (norm_reduce.cuh) is not needed: one
-// read of each instead of two.
-// The grid is at most kBwdBlocksPerSm blocks per SM, so the partials stay few (the finish
-// below reads them all).
-constexpr int kBwdWarps = 4, kBwdBlocksPerSm = 2;
-
-template <int V>
-__host__ __device__ inline int PaddedChannels(int channels) {
-  return (channels + 32 * V - 1) / (32 * V) * (32 * V);
-}
-template <int V>
-__device__ inline int SmemSlot(int c) {
-  int j = c / (32 * V), lane = c % (32 * V) / V, k = c % V;
-  return (j * V + k) * 32 + lane;
-}
+// The vectorized backward also sums the weight gradient while dy and x are in hand. A block
+// of C / V threads covers a row (thread t owns the V channels t V ..), takes
+// `rows_per_block` consecutive rows one after the other (a block-wide sum per row for
+// sum(dy w xhat)), keeps its channels' sums of dy * xhat in registers and writes them to
+// partial[block][channels] at the end: one read of dy and x instead of two (no column pass,
+// norm_reduce.cuh), no shared-memory accumulators, fixed order (deterministic). At most
+// kBwdBlocksPerSm blocks per SM, so the partials stay few (the finish below reads them all).
+constexpr int kBwdBlocksPerSm = 8;
 
 template <typename T>
 __global__ void RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
                                          const float* rstd_in, int n, int channels,
                                          int rows_per_block) {
   constexpr int V = Pack16<T>::kN;
-  extern __shared__ float acc[];  // [kBwdWarps][PaddedChannels], slots as above
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32, padded = PaddedChannels<V>(channels);
-  float* mine = acc + static_cast<size_t>(warp) * padded;
-  for (int i = lane; i < padded; i += 32) mine[i] = 0.0f;
+  __shared__ float red[32];
+  int c = threadIdx.x * V;
+  bool on = c < channels;
+  Pack16<T> pw{};
+  if (on) pw = Load16(w + c);
+  float aw[V] = {};
   int first = blockIdx.x * rows_per_block, last = min(n, first + rows_per_block);
-  for (int row = first + warp; row < last; row += kBwdWarps) {
-    size_t off = static_cast<size_t>(row) * channels;
+  for (int row = first; row < last; ++row) {
+    size_t off = static_cast<size_t>(row) * channels + c;
     float rstd = rstd_in[row];
+    Pack16<T> pg{}, px{}, pd{};
     float s2 = 0.0f;
-    for (int c = lane * V; c < channels; c += 32 * V) {
-      Pack16<T> pg = Load16(dy + off + c), px = Load16(x + off + c), pw = Load16(w + c);
+    if (on) {
+      pg = Load16(dy + off), px = Load16(x + off), pd = Load16(dx + off);
 #pragma unroll
       for (int k = 0; k < V; ++k) s2 += ToF(pg.v[k]) * ToF(pw.v[k]) * ToF(px.v[k]) * rstd;
     }
-    s2 = WarpSum(s2) / channels;
-    for (int c = lane * V; c < channels; c += 32 * V) {
-      Pack16<T> pg = Load16(dy + off + c), px = Load16(x + off + c), pw = Load16(w + c);
-      Pack16<T> pd = Load16(dx + off + c);
+    s2 = BlockSum(s2, red) / channels;
+    if (!on) continue;
 #pragma unroll
-      for (int k = 0; k < V; ++k) {
-        float gy = ToF(pg.v[k]);
-        float xh = ToF(px.v[k]) * rstd;
-        pd.v[k] = FromF<T>(ToF(pd.v[k]) + rstd * (gy * ToF(pw.v[k]) - xh * s2));
-        mine[SmemSlot<V>(c + k)] += gy * xh;
-      }
-      Store16(dx + off + c, pd);
+    for (int k = 0; k < V; ++k) {
+      float gy = ToF(pg.v[k]);
+      float xh = ToF(px.v[k]) * rstd;
+      pd.v[k] = FromF<T>(ToF(pd.v[k]) + rstd * (gy * ToF(pw.v[k]) - xh * s2));
+      aw[k] += gy * xh;
     }
+    Store16(dx + off, pd);
   }
-  __syncthreads();
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float s = 0.0f;
-    for (int k = 0; k < kBwdWarps; ++k) s += acc[static_cast<size_t>(k) * padded + SmemSlot<V>(c)];
-    partial[static_cast<size_t>(blockIdx.x) * channels + c] = s;
-  }
+  if (!on) return;
+#pragma unroll
+  for (int k = 0; k < V; ++k) partial[static_cast<size_t>(blockIdx.x) * channels + c + k] = aw[k];
+}
+
+// Threads of the fused backward's blocks (0: the channels do not fit one block).
+template <typename T>
+int FusedBackwardThreads(int channels) {
+  int threads = (channels / Pack16<T>::kN + 31) / 32 * 32;
+  return threads <= 1024 ? threads : 0;
 }
 
 // dw[c] += sum over chunks of partial[chunk][c]: block (32, 8) for 32 columns, the 8 rows of
@@ -167,14 +158,8 @@ int FusedBackwardBlocks(int n) {
       return 132;
     return count;
   }();
-  return std::min<int>(CeilDiv(n, kBwdWarps), kBwdBlocksPerSm * sms);
+  return std::min(n, kBwdBlocksPerSm * sms);
 }
-
-template <typename T>
-size_t FusedBackwardSmem(int channels) {
-  return static_cast<size_t>(kBwdWarps) * PaddedChannels<Pack16<T>::kN>(channels) * 4;
-}
-constexpr size_t kMaxFusedSmem = 160u << 10;
 
 }  // namespace
 
@@ -202,22 +187,13 @@ template <typename T>
 Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x, const T* w,
                        const float* rstd, int n, int channels, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  size_t smem = FusedBackwardSmem<T>(channels);
+  int threads = FusedBackwardThreads<T>(channels);
   int chunks = 0;
-  if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w) &&
-      smem <= kMaxFusedSmem) {
-    static bool opted_in = false;  // once per type: shared memory above 48 KiB is opt-in
-    if (!opted_in) {
-      BM_CUDA_CHECK(cudaFuncSetAttribute(RmsNormBackwardVecKernel<T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kMaxFusedSmem)),
-                    "RmsNormBackwardVecKernel shared memory");
-      opted_in = true;
-    }
+  if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w) && threads > 0) {
     chunks = FusedBackwardBlocks(n);
     int rows_per_block = static_cast<int>(CeilDiv(n, chunks));
-    RmsNormBackwardVecKernel<T><<<chunks, 32 * kBwdWarps, smem, stream>>>(
-        dx, scratch, dy, x, w, rstd, n, channels, rows_per_block);
+    RmsNormBackwardVecKernel<T>
+        <<<chunks, threads, 0, stream>>>(dx, scratch, dy, x, w, rstd, n, channels, rows_per_block);
     BM_LAUNCH_CHECK("RmsNormBackwardVecKernel", "N={} C={}", n, channels);
   } else {
     RmsNormBackwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, rstd, n, channels);

@@ -22,9 +22,11 @@
 // tuning its first is used. With tuning, a shape's first call that may safely run more than
 // once (beta 0, or C not D) runs every candidate on the call's own operands, times it (median
 // of 3) and fingerprints its outputs' bits (D, and aux or the bias gradient); the fastest
-// candidate whose bits equal the first's is kept and the call's outputs are the first's. Every
-// algorithm kept computes exactly what the heuristic's first computes, so tuning changes
-// speed, never results: reruns stay bit-identical whatever the timings were.
+// candidate whose bits equal the first's is kept and the call's outputs are the first's.
+// Equal bits on real data mean the same arithmetic (another summation order would differ
+// somewhere), so tuning changes speed, not results: reruns stay bit-identical whatever the
+// timings were. A call that accumulates into its own output runs the current choice (the
+// first, until a call of its shape that can run twice has tuned it).
 //
 // Thread safety: one Matmul per stream/thread.
 #pragma once

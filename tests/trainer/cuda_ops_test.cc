@@ -253,27 +253,29 @@ TYPED_TEST(CudaOps, CrossEntropyWithMask) {
   cudaFree(dt);
 }
 
+// n = 100003 runs the one-element kernel, n = 100000 the four-element one.
 TEST(CudaAdamW, MatchesCpuWithClipping) {
   BM_SKIP_WITHOUT_GPU();
-  size_t n = 100003;
-  auto p = RandomVector(n, 1.0f, 1), g = RandomVector(n, 0.5f, 2);
-  auto m = RandomVector(n, 0.1f, 3), v = RandomVector(n, 0.1f, 4);
-  for (float& x : v) x = x * x;
-  DeviceBuffer<float> gp(p), gg(g), gm(m), gv(v), sumsq(1), partials(kGradNormBlocks);
-  DeviceBuffer<__nv_bfloat16> lowp(n);
-  ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
-  double want_sumsq = GradSumSquaresCpu(g.data(), n);
-  EXPECT_NEAR(sumsq.Download()[0], want_sumsq, 1e-5 * want_sumsq);
-  AdamWHyper h;
-  h.step = 3;
-  h.max_norm = 1.0f;  // the norm is ~158: clipping is active
-  ASSERT_TRUE(
-      AdamWUpdate(gp.get(), lowp.get(), gm.get(), gv.get(), gg.get(), sumsq.get(), h, n, 0).ok());
-  AdamWUpdateCpu(p.data(), m.data(), v.data(), g.data(), want_sumsq, h, n);
-  EXPECT_CLOSE(gp.Download(), p, 1e-6);
-  EXPECT_CLOSE(gm.Download(), m, 1e-5);
-  EXPECT_CLOSE(gv.Download(), v, 1e-5);
-  EXPECT_CLOSE(lowp.Download(), p, 4e-3);
+  for (size_t n : {size_t{100003}, size_t{100000}}) {
+    auto p = RandomVector(n, 1.0f, 1), g = RandomVector(n, 0.5f, 2);
+    auto m = RandomVector(n, 0.1f, 3), v = RandomVector(n, 0.1f, 4);
+    for (float& x : v) x = x * x;
+    DeviceBuffer<float> gp(p), gg(g), gm(m), gv(v), sumsq(1), partials(kGradNormBlocks);
+    DeviceBuffer<__nv_bfloat16> lowp(n);
+    ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
+    double want_sumsq = GradSumSquaresCpu(g.data(), n);
+    EXPECT_NEAR(sumsq.Download()[0], want_sumsq, 1e-5 * want_sumsq);
+    AdamWHyper h;
+    h.step = 3;
+    h.max_norm = 1.0f;  // the norm is ~158: clipping is active
+    ASSERT_TRUE(
+        AdamWUpdate(gp.get(), lowp.get(), gm.get(), gv.get(), gg.get(), sumsq.get(), h, n, 0).ok());
+    AdamWUpdateCpu(p.data(), m.data(), v.data(), g.data(), want_sumsq, h, n);
+    EXPECT_CLOSE(gp.Download(), p, 1e-6);
+    EXPECT_CLOSE(gm.Download(), m, 1e-5);
+    EXPECT_CLOSE(gv.Download(), v, 1e-5);
+    EXPECT_CLOSE(lowp.Download(), p, 4e-3);
+  }
 }
 
 // Attention: the reference kernel (both types) and the tensor-core kernels (bf16, D 64/128),

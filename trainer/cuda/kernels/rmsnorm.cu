@@ -51,29 +51,36 @@ __global__ void RmsNormBackwardKernel(T* dx, const T* dy, const T* x, const T* w
   }
 }
 
+// Vectorized: like the backward below, a block of C / V threads covers a row (thread t owns
+// the V channels t V ..) and takes `rows_per_block` rows one after the other; x is read once
+// (kept in registers across the row's block-wide sum of squares).
 template <typename T>
 __global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const T* w, int n,
-                                        int channels) {
+                                        int channels, int rows_per_block) {
   constexpr int V = Pack16<T>::kN;
-  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  int lane = threadIdx.x % 32;
-  if (row >= n) return;
-  const T* xr = x + static_cast<size_t>(row) * channels;
-  float ss = 0.0f;
-  for (int c = lane * V; c < channels; c += 32 * V) {
-    Pack16<T> p = Load16(xr + c);
+  __shared__ float red[32];
+  int c = threadIdx.x * V;
+  bool on = c < channels;
+  Pack16<T> pw{};
+  if (on) pw = Load16(w + c);
+  int first = blockIdx.x * rows_per_block, last = min(n, first + rows_per_block);
+  for (int row = first; row < last; ++row) {
+    size_t off = static_cast<size_t>(row) * channels + c;
+    Pack16<T> px{};
+    float ss = 0.0f;
+    if (on) {
+      px = Load16(x + off);
 #pragma unroll
-    for (int k = 0; k < V; ++k) ss += ToF(p.v[k]) * ToF(p.v[k]);
-  }
-  float rstd = rsqrtf(WarpSum(ss) / channels + kEps);
-  T* yr = y + static_cast<size_t>(row) * channels;
-  for (int c = lane * V; c < channels; c += 32 * V) {
-    Pack16<T> p = Load16(xr + c), pw = Load16(w + c), o;
+      for (int k = 0; k < V; ++k) ss += ToF(px.v[k]) * ToF(px.v[k]);
+    }
+    float rstd = rsqrtf(BlockSum(ss, red) / channels + kEps);
+    if (threadIdx.x == 0) rstd_out[row] = rstd;
+    if (!on) continue;
+    Pack16<T> o;
 #pragma unroll
-    for (int k = 0; k < V; ++k) o.v[k] = FromF<T>(ToF(p.v[k]) * rstd * ToF(pw.v[k]));
-    Store16(yr + c, o);
+    for (int k = 0; k < V; ++k) o.v[k] = FromF<T>(ToF(px.v[k]) * rstd * ToF(pw.v[k]));
+    Store16(y + off, o);
   }
-  if (lane == 0) rstd_out[row] = rstd;
 }
 
 // The vectorized backward also sums the weight gradient while dy and x are in hand. A block
@@ -82,8 +89,8 @@ __global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const
 // sum(dy w xhat)), keeps its channels' sums of dy * xhat in registers and writes them to
 // partial[block][channels] at the end: one read of dy and x instead of two (no column pass,
 // norm_reduce.cuh), no shared-memory accumulators, fixed order (deterministic). At most
-// kBwdBlocksPerSm blocks per SM, so the partials stay few (the finish below reads them all).
-constexpr int kBwdBlocksPerSm = 8;
+// kRowBlocksPerSm blocks per SM, so the partials stay few (the finish below reads them all).
+constexpr int kRowBlocksPerSm = 8;
 
 template <typename T>
 __global__ void RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
@@ -123,9 +130,9 @@ __global__ void RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, con
   for (int k = 0; k < V; ++k) partial[static_cast<size_t>(blockIdx.x) * channels + c + k] = aw[k];
 }
 
-// Threads of the fused backward's blocks (0: the channels do not fit one block).
+// Threads of a row-covering block (0: the channels do not fit one block).
 template <typename T>
-int FusedBackwardThreads(int channels) {
+int RowBlockThreads(int channels) {
   int threads = (channels / Pack16<T>::kN + 31) / 32 * 32;
   return threads <= 1024 ? threads : 0;
 }
@@ -149,8 +156,8 @@ __global__ void PartialsFinishKernel(float* dw, const float* partial, int chunks
   dw[c] += t;
 }
 
-// Blocks of the fused backward for n rows: kBwdBlocksPerSm per SM at most.
-int FusedBackwardBlocks(int n) {
+// Blocks of the row-covering kernels for n rows: kRowBlocksPerSm per SM at most.
+int RowBlocks(int n) {
   static int sms = [] {
     int device = 0, count = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
@@ -158,13 +165,13 @@ int FusedBackwardBlocks(int n) {
       return 132;
     return count;
   }();
-  return std::min(n, kBwdBlocksPerSm * sms);
+  return std::min(n, kRowBlocksPerSm * sms);
 }
 
 }  // namespace
 
 size_t RmsNormScratchFloats(int n, int channels) {
-  size_t fused = static_cast<size_t>(FusedBackwardBlocks(n));
+  size_t fused = static_cast<size_t>(RowBlocks(n));
   return std::max(NormChunks(n), fused) * static_cast<size_t>(channels);
 }
 
@@ -174,8 +181,12 @@ template <typename T>
 Status RmsNormForward(T* y, float* rstd, const T* x, const T* w, int n, int channels,
                       cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  if (Vectorizable<T>(channels, x, y) && Vectorizable<T>(channels, w)) {
-    RmsNormForwardVecKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(y, rstd, x, w, n, channels);
+  int threads = RowBlockThreads<T>(channels);
+  if (Vectorizable<T>(channels, x, y) && Vectorizable<T>(channels, w) && threads > 0) {
+    int blocks = RowBlocks(n);
+    int rows_per_block = static_cast<int>(CeilDiv(n, blocks));
+    RmsNormForwardVecKernel<T>
+        <<<blocks, threads, 0, stream>>>(y, rstd, x, w, n, channels, rows_per_block);
   } else {
     RmsNormForwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(y, rstd, x, w, n, channels);
   }
@@ -187,10 +198,10 @@ template <typename T>
 Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x, const T* w,
                        const float* rstd, int n, int channels, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  int threads = FusedBackwardThreads<T>(channels);
+  int threads = RowBlockThreads<T>(channels);
   int chunks = 0;
   if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w) && threads > 0) {
-    chunks = FusedBackwardBlocks(n);
+    chunks = RowBlocks(n);
     int rows_per_block = static_cast<int>(CeilDiv(n, chunks));
     RmsNormBackwardVecKernel<T>
         <<<chunks, threads, 0, stream>>>(dx, scratch, dy, x, w, rstd, n, channels, rows_per_block);

@@ -3,7 +3,7 @@
 #include <unicode/regex.h>
 #include <unicode/utext.h>
 
-#include "rules/text/pretokenizer.h"
+#include "rules/text/icu_pattern.h"
 
 namespace bm::text {
 
@@ -20,13 +20,10 @@ LineRegex& LineRegex::operator=(LineRegex&&) noexcept = default;
 LineRegex::~LineRegex() = default;
 
 Result<LineRegex> LineRegex::Create(std::string_view pattern) {
-  const std::string translated = TranslatePatternForIcu(pattern);
   UErrorCode status = U_ZERO_ERROR;
   UParseError parse_error;
   auto impl = std::make_unique<Impl>();
-  impl->pattern.reset(icu::RegexPattern::compile(
-      icu::UnicodeString::fromUTF8(icu::StringPiece(translated.data(), translated.size())), 0,
-      parse_error, status));
+  impl->pattern = CompileIcuPattern(pattern, status, parse_error);
   if (U_SUCCESS(status)) impl->matcher.reset(impl->pattern->matcher(status));
   if (U_FAILURE(status)) {
     return Errorf(ErrorCode::kInvalidArgument, "regex /{}/ does not compile ({} at offset {})",

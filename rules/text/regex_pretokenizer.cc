@@ -1,6 +1,7 @@
 #include <unicode/regex.h>
 #include <unicode/utext.h>
 
+#include "rules/text/icu_pattern.h"
 #include "rules/text/pretokenizer.h"
 
 namespace bm::text {
@@ -30,17 +31,22 @@ std::string TranslatePatternForIcu(std::string_view pattern) {
   return out;
 }
 
+std::unique_ptr<icu::RegexPattern> CompileIcuPattern(std::string_view pattern, UErrorCode& status,
+                                                     UParseError& error) {
+  const std::string translated = TranslatePatternForIcu(pattern);
+  return std::unique_ptr<icu::RegexPattern>(icu::RegexPattern::compile(
+      icu::UnicodeString::fromUTF8(icu::StringPiece(translated.data(), translated.size())), 0,
+      error, status));
+}
+
 RegexPretokenizer::RegexPretokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RegexPretokenizer::~RegexPretokenizer() = default;
 
 Result<std::unique_ptr<RegexPretokenizer>> RegexPretokenizer::Create(std::string_view pattern) {
-  const std::string translated = TranslatePatternForIcu(pattern);
   UErrorCode status = U_ZERO_ERROR;
   UParseError parse_error;
   auto impl = std::make_unique<Impl>();
-  impl->pattern.reset(icu::RegexPattern::compile(
-      icu::UnicodeString::fromUTF8(icu::StringPiece(translated.data(), translated.size())), 0,
-      parse_error, status));
+  impl->pattern = CompileIcuPattern(pattern, status, parse_error);
   if (U_FAILURE(status)) {
     return Errorf(ErrorCode::kInvalidArgument, "pattern does not compile ({} at offset {}): {}",
                   u_errorName(status), parse_error.offset, pattern);

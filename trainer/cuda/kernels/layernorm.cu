@@ -180,9 +180,7 @@ Status LayerNormBackward(T* dx, float* dw, float* db, float* scratch, const T* d
   float* pw = scratch;
   float* pb = scratch + static_cast<size_t>(chunks) * channels;
   BM_TRY(LaunchNormColumnPartials<T>(pw, pb, dy, x, mean, rstd, n, channels, chunks, stream));
-  NormColumnFinishKernel<<<CeilDiv(channels, 256), 256, 0, stream>>>(dw, db, pw, pb, chunks,
-                                                                     channels);
-  BM_LAUNCH_CHECK("NormColumnFinishKernel", "N={} C={}", n, channels);
+  BM_TRY(LaunchNormColumnFinish(dw, db, pw, pb, chunks, channels, stream));
   return Status::Ok();
 }
 

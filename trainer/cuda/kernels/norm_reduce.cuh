@@ -114,18 +114,41 @@ Status LaunchNormColumnPartials(float* pw, float* pb, const T* dy, const T* x, c
   return Status::Ok();
 }
 
-// Stage 2: dw[c] += sum over chunks of partial_w[chunk][c] (and db likewise), in chunk order.
+// Stage 2: dw[c] += sum over chunks of partial_w[chunk][c] (and db likewise when given).
+// Block (32, 8) for 32 columns: the 8 rows of threads take every 8th chunk, then the sums are
+// added in row order (deterministic).
 __global__ void NormColumnFinishKernel(float* dw, float* db, const float* partial_w,
                                        const float* partial_b, int chunks, int channels) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
+  __shared__ float sw[8][33];
+  __shared__ float sb[8][33];
+  int c = blockIdx.x * 32 + threadIdx.x;
   float w = 0.0f, b = 0.0f;
-  for (int k = 0; k < chunks; ++k) {
-    w += partial_w[static_cast<size_t>(k) * channels + c];
-    if (db) b += partial_b[static_cast<size_t>(k) * channels + c];
+  if (c < channels) {
+#pragma unroll 8
+    for (int k = threadIdx.y; k < chunks; k += 8) {
+      w += partial_w[static_cast<size_t>(k) * channels + c];
+      if (db) b += partial_b[static_cast<size_t>(k) * channels + c];
+    }
   }
-  dw[c] += w;
-  if (db) db[c] += b;
+  sw[threadIdx.y][threadIdx.x] = w;
+  sb[threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= channels) return;
+  float tw = 0.0f, tb = 0.0f;
+  for (int k = 0; k < 8; ++k) {
+    tw += sw[k][threadIdx.x];
+    tb += sb[k][threadIdx.x];
+  }
+  dw[c] += tw;
+  if (db) db[c] += tb;
+}
+
+Status LaunchNormColumnFinish(float* dw, float* db, const float* partial_w, const float* partial_b,
+                              int chunks, int channels, cudaStream_t stream) {
+  NormColumnFinishKernel<<<CeilDiv(channels, 32), dim3(32, 8), 0, stream>>>(
+      dw, db, partial_w, partial_b, chunks, channels);
+  BM_LAUNCH_CHECK("NormColumnFinishKernel", "chunks={} C={}", chunks, channels);
+  return Status::Ok();
 }
 
 }  // namespace

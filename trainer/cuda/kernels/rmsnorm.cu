@@ -137,25 +137,6 @@ int RowBlockThreads(int channels) {
   return threads <= 1024 ? threads : 0;
 }
 
-// dw[c] += sum over chunks of partial[chunk][c]: block (32, 8) for 32 columns, the 8 rows of
-// threads take every 8th chunk, then sum in row order (deterministic).
-__global__ void PartialsFinishKernel(float* dw, const float* partial, int chunks, int channels) {
-  __shared__ float s[8][33];
-  int c = blockIdx.x * 32 + threadIdx.x;
-  float acc = 0.0f;
-  if (c < channels) {
-#pragma unroll 8
-    for (int k = threadIdx.y; k < chunks; k += 8)
-      acc += partial[static_cast<size_t>(k) * channels + c];
-  }
-  s[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= channels) return;
-  float t = 0.0f;
-  for (int k = 0; k < 8; ++k) t += s[k][threadIdx.x];
-  dw[c] += t;
-}
-
 // Blocks of the row-covering kernels for n rows: kRowBlocksPerSm per SM at most.
 int RowBlocks(int n) {
   static int sms = [] {
@@ -213,9 +194,7 @@ Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x
     BM_TRY(LaunchNormColumnPartials<T>(scratch, nullptr, dy, x, nullptr, rstd, n, channels, chunks,
                                        stream));
   }
-  PartialsFinishKernel<<<CeilDiv(channels, 32), dim3(32, 8), 0, stream>>>(dw, scratch, chunks,
-                                                                          channels);
-  BM_LAUNCH_CHECK("PartialsFinishKernel", "N={} C={}", n, channels);
+  BM_TRY(LaunchNormColumnFinish(dw, nullptr, scratch, nullptr, chunks, channels, stream));
   return Status::Ok();
 }
 

@@ -1,0 +1,79 @@
+#include "trainer/dist/communicator.h"
+
+#include <cstring>
+
+namespace bm::train::dist {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return 4;
+    case DType::kBFloat16:
+    case DType::kFloat16:
+      return 2;
+    case DType::kInt64:
+      return 8;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "fp32";
+    case DType::kBFloat16:
+      return "bf16";
+    case DType::kFloat16:
+      return "fp16";
+    case DType::kInt64:
+      return "int64";
+  }
+  return "?";
+}
+
+namespace {
+
+// A world of one host rank: collectives are copies at most.
+class SelfCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string_view transport() const override { return "self"; }
+  bool device() const override { return false; }
+
+  Status AllReduce(void*, int64_t, DType, ReduceOp, void*) override { return Status::Ok(); }
+  Status ReduceScatter(const void* send, void* recv, int64_t count, DType dtype, ReduceOp,
+                       void*) override {
+    Copy(send, recv, count, dtype);
+    return Status::Ok();
+  }
+  Status AllGather(const void* send, void* recv, int64_t count, DType dtype, void*) override {
+    Copy(send, recv, count, dtype);
+    return Status::Ok();
+  }
+  Status Broadcast(void*, int64_t, DType, int root, void*) override {
+    if (root != 0) return Errorf(ErrorCode::kInvalidArgument, "broadcast from rank {} of 1", root);
+    return Status::Ok();
+  }
+  Status Send(const void*, int64_t, DType, int peer, void*) override {
+    return Errorf(ErrorCode::kInvalidArgument, "send to rank {} in a world of one rank", peer);
+  }
+  Status Recv(void*, int64_t, DType, int peer, void*) override {
+    return Errorf(ErrorCode::kInvalidArgument, "receive from rank {} in a world of one rank",
+                  peer);
+  }
+  Status Barrier() override { return Status::Ok(); }
+
+ private:
+  static void Copy(const void* send, void* recv, int64_t count, DType dtype) {
+    if (send != recv) std::memmove(recv, send, static_cast<size_t>(count) * DTypeSize(dtype));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeSelfCommunicator() {
+  return std::make_unique<SelfCommunicator>();
+}
+
+}  // namespace bm::train::dist

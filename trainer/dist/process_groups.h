@@ -1,0 +1,53 @@
+// ProcessGroups: the communicators of one rank in a `TPxPPyDPz` layout.
+//
+// Rank order is Megatron's: tensor parallel innermost, then data parallel,
+// then pipeline parallel outermost:
+//     rank = tp + TP * (dp + DP * pp)
+// so the TP group of a rank is TP consecutive ranks (one machine's NVLink
+// domain), its DP group the ranks with the same (tp, pp), its PP group those
+// with the same (tp, dp). world spans every rank.
+//
+// Connecting is collective: every rank of the world calls
+// ConnectProcessGroups with the same layout; they meet through the file store
+// in RankEnv::rendezvous (gloo::rendezvous::FileStore; NCCL's unique ids are
+// exchanged through it too) and fail with kUnavailable naming the ranks that
+// did not arrive within RankEnv::timeout_s.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "base/result.h"
+#include "trainer/dist/communicator.h"
+#include "trainer/dist/rank_env.h"
+
+namespace bm::train::dist {
+
+struct Coords {
+  int tp = 0, pp = 0, dp = 0;
+};
+// Precondition: 0 <= rank < tp*pp*dp.
+Coords CoordsOf(int rank, int tp, int pp, int dp);
+int RankOf(Coords c, int tp, int pp, int dp);
+
+enum class Transport {
+  kGloo,  // host buffers, TCP (the CPU backend)
+  kNccl,  // device buffers (the CUDA backend); kUnsupported in a build without NCCL
+};
+std::string_view TransportName(Transport t);
+
+struct ProcessGroups {
+  Coords coords;
+  std::unique_ptr<Communicator> world, tp, pp, dp;
+};
+
+// A world of one rank gets self communicators (no rendezvous) unless
+// force_transport: then a one-rank communicator of `transport` (a one-rank
+// NCCL run must equal the run without one, bit for bit). `device` is the CUDA
+// device the NCCL communicators bind to (ignored by Gloo).
+// kInvalidArgument when tp*pp*dp != env.world_size.
+Result<ProcessGroups> ConnectProcessGroups(const RankEnv& env, int tp, int pp, int dp,
+                                           Transport transport, int device = 0,
+                                           bool force_transport = false);
+
+}  // namespace bm::train::dist

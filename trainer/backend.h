@@ -14,6 +14,17 @@
 // loss_scale is 1 / (number of loss-bearing target tokens in the whole step),
 // so that LBS=4,GAS=1 and LBS=2,GAS=2 give the same gradient.
 //
+// Data parallel (BackendOptions::dp, a communicator over the DP group): every
+// rank runs the same calls on its own rows; loss_scale is 1 / the tokens of
+// the whole step over all ranks, and gradients are summed across the group
+// during the backward of the micro-batch marked `last` (overlapped with it),
+// so GradNorm and OptimizerStep see the global gradient. BackendOptions::zero
+// shards the AdamW state (1), the gradients (2) and the parameters (3) across
+// the group (trainer/dist/shard_plan.h). Calls that communicate are collective:
+// every rank of the group makes them in the same order — ForwardBackward,
+// GradNorm, OptimizerStep, and with zero >= 1 Get/SetParameters and
+// SetLocalState. With no communicator the backend is a world of one.
+//
 // Contracts common to every method:
 //   - Init() first; every other method before Init() returns kInternal.
 //   - B <= BackendOptions::max_batch and T <= BackendOptions::max_seq, else
@@ -37,6 +48,10 @@
 
 namespace bm::train {
 
+namespace dist {
+class Communicator;
+}
+
 enum class Precision { kFp32, kBf16 };  // kBf16: bf16 compute, fp32 master weights and AdamW
 std::string_view PrecisionName(Precision precision);      // "fp32" | "bf16"
 Result<Precision> ParsePrecision(std::string_view name);  // also accepts "amp" = bf16
@@ -52,6 +67,11 @@ struct BackendOptions {
   std::string attention = "auto";
   int threads = 0;       // CPU threads; 0 = all cores
   int device_index = 0;  // which GPU (after CUDA_VISIBLE_DEVICES)
+  // Data parallel: the DP group's communicator (host buffers for the CPU,
+  // device buffers for CUDA; not owned, outlives the backend), nullptr for a
+  // world of one; and the ZeRO stage, 0-3 (stages run with a group of one too).
+  dist::Communicator* dp = nullptr;
+  int zero = 0;
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that
@@ -63,6 +83,9 @@ struct MicroBatch {
   const uint8_t* loss_mask = nullptr;  // [B, T] or nullptr
   int64_t B = 0;
   int64_t T = 0;
+  // The optimizer step's last micro-batch: data-parallel gradients are reduced
+  // during its backward (ZeRO 2-3 reduce every micro-batch's).
+  bool last = true;
 };
 
 struct LossSum {
@@ -102,9 +125,20 @@ class Backend {
   virtual Status GetParameters(std::span<float> params) const = 0;
   virtual Status GetGradients(std::span<float> grads) const = 0;
 
-  // AdamW first and second moments, fp32, ParamLayout order (for resume).
+  // AdamW first and second moments, fp32, ParamLayout order. kUnsupported when
+  // they are sharded (zero >= 1): use the local state.
   virtual Status GetOptimizerState(std::span<float> m, std::span<float> v) const = 0;
   virtual Status SetOptimizerState(std::span<const float> m, std::span<const float> v) = 0;
+
+  // This rank's part of the training state, for resume checkpoints: the fp32
+  // master parameters and AdamW moments it owns, LocalStateSize() floats each
+  // — everything without ZeRO (every rank of the group then holds the same),
+  // its shard (trainer/dist/shard_plan.h order) with zero >= 1.
+  virtual int64_t LocalStateSize() const = 0;
+  virtual Status GetLocalState(std::span<float> params, std::span<float> m,
+                               std::span<float> v) const = 0;
+  virtual Status SetLocalState(std::span<const float> params, std::span<const float> m,
+                               std::span<const float> v) = 0;
 
   virtual Status ZeroGrad() = 0;
 
@@ -137,6 +171,10 @@ class Backend {
                                  int64_t T, int32_t* argmax);
 
   virtual MemoryStats Memory() const = 0;
+
+  // Seconds the computation has waited for data-parallel communication since
+  // Init (the part the overlap did not hide); 0 without a communicator.
+  virtual double CommWaitSeconds() const { return 0; }
 };
 
 // Backends by name: "cpu" always; "cuda" when built with CUDA. The CUDA backend

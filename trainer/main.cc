@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "trainer/dist/rank_env.h"
 #include "trainer/model/config.h"
 #include "trainer/omp_env.h"
 #include "trainer/platform.h"
@@ -33,8 +34,10 @@ bm::Result<nlohmann::json> Run(const std::string& path) {
   bm::Result<bm::train::RunConfig> run = bm::train::ParseRunConfig(j);
   if (!run.ok()) return run.status().WithContext(path);
   if (!run->progress) run.value().progress = isatty(STDERR_FILENO);
+  bm::Result<bm::train::dist::RankEnv> env = bm::train::dist::ReadRankEnvFromProcess();
+  if (!env.ok()) return env.status();
   if (run->mode == bm::train::RunMode::kEvaluate) return bm::train::RunEvaluation(*run, &std::cerr);
-  return bm::train::RunTraining(*run, &std::cerr);
+  return bm::train::RunTraining(*run, &std::cerr, {}, *env);
 }
 
 int Usage() {

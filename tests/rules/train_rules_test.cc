@@ -63,7 +63,14 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   expect({{"data", "d"}, {"gas", 0}}, "gas: gas must be >= 1");
   expect({{"data", "d"}, {"lbs", -1}}, "lbs: lbs must be >= 1");
   expect({{"data", "d"}, {"layout", "TP2PP1DP1"}}, "layout: layout TP2PP1DP1: tensor and pipeline");
-  expect({{"data", "d"}, {"layout", "DP4"}}, "data parallelism is not implemented");
+  expect({{"data", "d"}, {"zero", 4}}, "zero: zero = 4: the ZeRO stage is 0, 1, 2 or 3");
+  EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"layout", "DP4"}, {"zero", 3}}).empty());
+  std::vector<std::string> eval =
+      Errors(*MakeEvaluateRule(), {{"data", "d"}, {"checkpoint", "c"}, {"layout", "DP2"}});
+  ASSERT_EQ(eval.size(), 1u);
+  EXPECT_NE(eval[0].find("layout: layout TP1PP1DP2: evaluation runs on one rank"),
+            std::string::npos)
+      << eval[0];
   expect({{"data", "d"}, {"layout", "TP1xPP1"}}, "not of the form TPxPPyDPz");
   expect({{"data", "d"}, {"precision", "bf16"}}, "the cpu backend is fp32 only");
   expect({{"data", "d"}, {"model", "gpt5"}}, "model: unknown model preset 'gpt5'");

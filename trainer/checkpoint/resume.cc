@@ -5,46 +5,70 @@
 #include <cstring>
 #include <filesystem>
 
-#include "trainer/checkpoint/model_checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
-#include "trainer/model/layout.h"
 
 namespace bm::train {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'M', 'O', 'P', 'T', 'I', 'M', '\0'};
-constexpr uint32_t kVersion = 1;
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'B', 'M', 'S', 'T', 'A', 'T', 'E', '\0'};
+constexpr uint32_t kVersion = 2;
+constexpr size_t kHeader = 8 + 4 + 4 + 8 + 8;
 
 template <typename T>
 void Put(std::string& out, T value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
 
+std::string StepName(int64_t step) { return fmt::format("step-{:08d}", step); }
+
+// The rank whose file holds `who`'s state.
+int FileRank(const ResumeRank& who) { return who.sharded ? who.rank : 0; }
+
+fs::path RankFile(const fs::path& step_dir, int rank) {
+  return step_dir / fmt::format("rank-{:05d}.bin", rank);
+}
+
 }  // namespace
 
-Status SaveResume(const std::string& dir, const ModelConfig& config, const std::string& fingerprint,
-                  const ResumeState& state) {
-  namespace fs = std::filesystem;
-  const std::string name = fmt::format("step-{:08d}", state.step);
-  const fs::path step_dir = fs::path(dir) / name;
+Status SaveResumeRank(const std::string& dir, const ResumeRank& who, const ResumeState& state) {
+  if (FileRank(who) != who.rank) return Status::Ok();  // rank 0's file holds this state
+  const fs::path step_dir = fs::path(dir) / StepName(state.step);
   std::error_code ec;
-  fs::remove_all(step_dir, ec);
   fs::create_directories(step_dir, ec);
   if (ec) return Errorf(ErrorCode::kIo, "cannot create {}: {}", step_dir.string(), ec.message());
-  BM_TRY(SaveModel(step_dir.string(), config, state.params, -1));
-  std::string opt;
-  opt.append(kMagic, 8);
-  Put<uint32_t>(opt, kVersion);
-  Put<uint32_t>(opt, 0);
-  Put<uint64_t>(opt, static_cast<uint64_t>(state.step));
-  Put<uint64_t>(opt, state.m.size());
-  opt.append(reinterpret_cast<const char*>(state.m.data()), state.m.size() * 4);
-  opt.append(reinterpret_cast<const char*>(state.v.data()), state.v.size() * 4);
-  BM_TRY(WriteFileAtomically((step_dir / "optimizer.bin").string(), opt));
-  nlohmann::json s = {{"format", "benchmake-resume"}, {"version", 1},     {"step", state.step},
-                      {"fingerprint", fingerprint},   {"log", state.log}, {"extra", state.extra}};
+  const size_t n = state.params.size();
+  if (state.m.size() != n || state.v.size() != n)
+    return Errorf(ErrorCode::kInternal, "resume state of rank {}: {} parameters, {} and {} moments",
+                  who.rank, n, state.m.size(), state.v.size());
+  std::string bytes;
+  bytes.reserve(kHeader + 12 * n);
+  bytes.append(kMagic, 8);
+  Put<uint32_t>(bytes, kVersion);
+  Put<uint32_t>(bytes, static_cast<uint32_t>(who.rank));
+  Put<uint64_t>(bytes, static_cast<uint64_t>(state.step));
+  Put<uint64_t>(bytes, n);
+  for (const std::vector<float>* v : {&state.params, &state.m, &state.v})
+    bytes.append(reinterpret_cast<const char*>(v->data()), 4 * n);
+  return WriteFileAtomically(RankFile(step_dir, who.rank).string(), bytes);
+}
+
+Status CommitResume(const std::string& dir, const ResumeRank& who, const std::string& fingerprint,
+                    const ResumeState& state) {
+  const std::string name = StepName(state.step);
+  const fs::path step_dir = fs::path(dir) / name;
+  nlohmann::json s = {{"format", "benchmake-resume"},
+                      {"version", kVersion},
+                      {"step", state.step},
+                      {"fingerprint", fingerprint},
+                      {"ranks", who.ranks},
+                      {"sharded", who.sharded},
+                      {"log", state.log},
+                      {"extra", state.extra}};
   BM_TRY(WriteFileAtomically((step_dir / "state.json").string(), s.dump()));
   BM_TRY(WriteFileAtomically((fs::path(dir) / "LATEST").string(), name + "\n"));
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string other = entry.path().filename().string();
     if (other.rfind("step-", 0) == 0 && other != name) fs::remove_all(entry.path(), ec);
@@ -52,9 +76,9 @@ Status SaveResume(const std::string& dir, const ModelConfig& config, const std::
   return Status::Ok();
 }
 
-Result<std::optional<ResumeState>> LoadResume(const std::string& dir, const ModelConfig& config,
-                                              const std::string& fingerprint, std::string* why) {
-  namespace fs = std::filesystem;
+Result<std::optional<ResumeState>> LoadResume(const std::string& dir, const ResumeRank& who,
+                                              const std::string& fingerprint, int64_t local_size,
+                                              std::string* why) {
   auto none = [&](std::string reason) -> Result<std::optional<ResumeState>> {
     if (why) *why = std::move(reason);
     return std::optional<ResumeState>();
@@ -68,34 +92,41 @@ Result<std::optional<ResumeState>> LoadResume(const std::string& dir, const Mode
   if (s.is_discarded() || s.value("format", "") != "benchmake-resume")
     return Errorf(ErrorCode::kCorrupt, "{}/state.json is not a benchmake resume state",
                   step_dir.string());
-  if (s.value("version", 0) != 1)
-    return Errorf(ErrorCode::kUnsupported, "{}/state.json has version {}; this trainer reads 1",
-                  step_dir.string(), s.value("version", 0));
+  if (s.value("version", 0) != static_cast<int>(kVersion))
+    return none(fmt::format("the checkpoint has version {}; this trainer reads {}",
+                            s.value("version", 0), kVersion));
   if (s.value("fingerprint", "") != fingerprint)
     return none("the checkpoint was written by a run with other settings");
+  if (s.value("ranks", 0) != who.ranks || s.value("sharded", false) != who.sharded)
+    return none(fmt::format("the checkpoint was written by {} ranks ({}), this run has {} ({})",
+                            s.value("ranks", 0), s.value("sharded", false) ? "sharded" : "whole",
+                            who.ranks, who.sharded ? "sharded" : "whole"));
   ResumeState state;
   state.step = s.value("step", int64_t{0});
   state.log = s.value("log", nlohmann::json::array());
   state.extra = s.value("extra", nlohmann::json::object());
-  BM_ASSIGN_OR_RETURN(state.params, LoadParameters((step_dir / kModelFile).string(), config));
-  BM_ASSIGN_OR_RETURN(std::string opt, ReadFileBytes((step_dir / "optimizer.bin").string()));
-  const size_t n = state.params.size();
-  const size_t want = 8 + 4 + 4 + 8 + 8 + 2 * 4 * n;
-  if (opt.size() != want || std::memcmp(opt.data(), kMagic, 8) != 0)
-    return Errorf(ErrorCode::kCorrupt, "{}/optimizer.bin: {} bytes, expected {} for {} parameters",
-                  step_dir.string(), opt.size(), want, n);
-  uint32_t version;
+  const fs::path file = RankFile(step_dir, FileRank(who));
+  BM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(file.string()));
+  const size_t n = static_cast<size_t>(local_size);
+  if (bytes.size() != kHeader + 12 * n || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return Errorf(ErrorCode::kCorrupt, "{}: {} bytes, expected {} for a local state of {} floats",
+                  file.string(), bytes.size(), kHeader + 12 * n, n);
+  uint32_t version, rank;
   uint64_t step, count;
-  std::memcpy(&version, opt.data() + 8, 4);
-  std::memcpy(&step, opt.data() + 16, 8);
-  std::memcpy(&count, opt.data() + 24, 8);
-  if (version != kVersion || count != n || static_cast<int64_t>(step) != state.step)
-    return Errorf(ErrorCode::kCorrupt, "{}/optimizer.bin does not match state.json",
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&rank, bytes.data() + 12, 4);
+  std::memcpy(&step, bytes.data() + 16, 8);
+  std::memcpy(&count, bytes.data() + 24, 8);
+  if (version != kVersion || static_cast<int>(rank) != FileRank(who) || count != n ||
+      static_cast<int64_t>(step) != state.step)
+    return Errorf(ErrorCode::kCorrupt, "{} does not match {}/state.json", file.string(),
                   step_dir.string());
-  state.m.resize(n);
-  state.v.resize(n);
-  std::memcpy(state.m.data(), opt.data() + 32, 4 * n);
-  std::memcpy(state.v.data(), opt.data() + 32 + 4 * n, 4 * n);
+  for (std::vector<float>* v : {&state.params, &state.m, &state.v}) v->resize(n);
+  const char* p = bytes.data() + kHeader;
+  for (std::vector<float>* v : {&state.params, &state.m, &state.v}) {
+    std::memcpy(v->data(), p, 4 * n);
+    p += 4 * n;
+  }
   return std::optional<ResumeState>(std::move(state));
 }
 

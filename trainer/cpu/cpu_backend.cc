@@ -7,9 +7,11 @@
 #include <memory>
 #include <thread>
 
+#include "trainer/cpu/data_parallel.h"
 #include "trainer/cpu/model.h"
 #include "trainer/cpu/ops/adamw.h"
 #include "trainer/cpu/ops/matmul.h"
+#include "trainer/dist/communicator.h"
 
 namespace bm::train::cpu {
 namespace {
@@ -30,90 +32,101 @@ class CpuBackend final : public Backend {
     if (options.precision != Precision::kFp32)
       return Status(ErrorCode::kUnsupported,
                     "the cpu backend computes in fp32 only (precision = \"fp32\")");
+    if (options.zero < 0 || options.zero > 3)
+      return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
+                    options.zero);
+    if (options.dp && options.dp->device())
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "cpu backend: the {} communicator works on device buffers; the cpu needs a "
+                    "host one",
+                    options.dp->transport());
     threads_ = options.threads > 0 ? options.threads
                                    : static_cast<int>(std::thread::hardware_concurrency());
     omp_set_num_threads(threads_);
     SetBlasThreads(threads_);
     options_ = options;
     model_ = std::make_unique<Model<float>>(model, options.max_batch, options.max_seq);
-    m_.assign(model_->params().size(), 0.0f);
-    v_.assign(model_->params().size(), 0.0f);
+    if (!options.dp) {
+      self_ = dist::MakeSelfCommunicator();
+      options_.dp = self_.get();
+    }
+    dp_ = std::make_unique<DataParallel>(model_.get(), options_.dp, options.zero);
+    model_->set_hooks(dp_.get());
     return Status::Ok();
   }
 
   Status SetParameters(std::span<const float> params) override {
     BM_TRY(CheckSize("SetParameters", params.size()));
-    std::copy(params.begin(), params.end(), model_->params().begin());
-    return Status::Ok();
+    return dp_->SetParameters(params);
   }
   Status GetParameters(std::span<float> params) const override {
     BM_TRY(CheckSize("GetParameters", params.size()));
-    std::copy(model_->params().begin(), model_->params().end(), params.begin());
-    return Status::Ok();
+    return dp_->GetParameters(params);
   }
   Status GetGradients(std::span<float> grads) const override {
     BM_TRY(CheckSize("GetGradients", grads.size()));
-    std::copy(model_->grads().begin(), model_->grads().end(), grads.begin());
-    return Status::Ok();
+    return dp_->GetGradients(grads);
   }
   Status GetOptimizerState(std::span<float> m, std::span<float> v) const override {
     BM_TRY(CheckSize("GetOptimizerState", m.size()));
     BM_TRY(CheckSize("GetOptimizerState", v.size()));
-    std::copy(m_.begin(), m_.end(), m.begin());
-    std::copy(v_.begin(), v_.end(), v.begin());
-    return Status::Ok();
+    return dp_->GetOptimizerState(m, v);
   }
   Status SetOptimizerState(std::span<const float> m, std::span<const float> v) override {
     BM_TRY(CheckSize("SetOptimizerState", m.size()));
     BM_TRY(CheckSize("SetOptimizerState", v.size()));
-    std::copy(m.begin(), m.end(), m_.begin());
-    std::copy(v.begin(), v.end(), v_.begin());
-    return Status::Ok();
+    return dp_->SetOptimizerState(m, v);
+  }
+
+  int64_t LocalStateSize() const override { return dp_ ? dp_->local_state_size() : 0; }
+  Status GetLocalState(std::span<float> params, std::span<float> m,
+                       std::span<float> v) const override {
+    BM_TRY(CheckLocal("GetLocalState", params.size(), m.size(), v.size()));
+    return dp_->GetLocalState(params, m, v);
+  }
+  Status SetLocalState(std::span<const float> params, std::span<const float> m,
+                       std::span<const float> v) override {
+    BM_TRY(CheckLocal("SetLocalState", params.size(), m.size(), v.size()));
+    return dp_->SetLocalState(params, m, v);
   }
 
   Status ZeroGrad() override {
     if (!model_) return NotInitialized("ZeroGrad");
-    std::fill(model_->grads().begin(), model_->grads().end(), 0.0f);
-    return Status::Ok();
+    return dp_->ZeroGrad();
   }
 
   Result<LossSum> ForwardBackward(const MicroBatch& batch, float loss_scale) override {
     BM_TRY(CheckBatch("ForwardBackward", batch.inputs, batch.targets, batch.B, batch.T));
     LossSum loss;
+    dp_->BeginMicroBatch(batch.last);
     model_->ForwardBackward(batch.inputs, batch.targets, batch.loss_mask, batch.B, batch.T,
                             loss_scale, &loss.sum, &loss.count);
+    BM_TRY(dp_->EndMicroBatch());
     return loss;
   }
 
   Result<float> GradNorm() override {
     if (!model_) return NotInitialized("GradNorm");
-    return static_cast<float>(std::sqrt(
-        SumOfSquares(model_->grads().data(), static_cast<int64_t>(model_->grads().size()))));
+    BM_ASSIGN_OR_RETURN(double sum, dp_->GradNormSquared());
+    return static_cast<float>(std::sqrt(sum));
   }
 
   Status OptimizerStep(const AdamWStep& step) override {
     if (!model_) return NotInitialized("OptimizerStep");
     BM_ASSIGN_OR_RETURN(float norm, GradNorm());
-    const float scale = ClipScale(norm, step.grad_clip);
-    for (const ParamTensor& t : model_->layout().tensors()) {
-      AdamWUpdate(model_->params().data() + t.offset, model_->grads().data() + t.offset,
-                  m_.data() + t.offset, v_.data() + t.offset, t.numel, step.lr, step.beta1,
-                  step.beta2, step.eps, t.weight_decay ? step.weight_decay : 0.0f, scale,
-                  step.step);
-    }
-    return Status::Ok();
+    return dp_->OptimizerStep(step, norm);
   }
 
   Status TokenLosses(const MicroBatch& batch, float* losses) override {
     BM_TRY(CheckBatch("TokenLosses", batch.inputs, batch.targets, batch.B, batch.T));
     model_->TokenLosses(batch.inputs, batch.targets, batch.B, batch.T, losses);
-    return Status::Ok();
+    return dp_->EndMicroBatch();
   }
 
   Status NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) override {
     BM_TRY(CheckBatch("NextTokenArgmax", inputs, nullptr, B, T));
     model_->NextTokenArgmax(inputs, B, T, argmax);
-    return Status::Ok();
+    return dp_->EndMicroBatch();
   }
 
   Status LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
@@ -125,15 +138,17 @@ class CpuBackend final : public Backend {
                       "cpu backend: LastTokenArgmax: row {} has length {}, outside [1, {}]", b,
                       lengths[b], T);
     model_->LastTokenArgmax(inputs, lengths, B, T, argmax);
-    return Status::Ok();
+    return dp_->EndMicroBatch();
   }
 
   MemoryStats Memory() const override {
     MemoryStats s;
-    if (model_) s.peak_bytes = model_->bytes() + static_cast<int64_t>((m_.size() + v_.size()) * 4);
+    if (model_) s.peak_bytes = model_->bytes() + dp_->bytes();
     s.device_total_bytes = PhysicalMemoryBytes();
     return s;
   }
+
+  double CommWaitSeconds() const override { return dp_ ? dp_->comm_wait_s() : 0; }
 
  private:
   static Status NotInitialized(std::string_view call) {
@@ -164,10 +179,22 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
 
+  Status CheckLocal(std::string_view call, size_t p, size_t m, size_t v) const {
+    if (!model_) return NotInitialized(call);
+    const size_t n = static_cast<size_t>(dp_->local_state_size());
+    if (p != n || m != n || v != n)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "cpu backend: {}: buffers of {}, {} and {} floats, the local state has {}",
+                    call, p, m, v, n);
+    return Status::Ok();
+  }
+
   BackendOptions options_;
   int threads_ = 1;
+  std::unique_ptr<dist::Communicator> self_;  // the group of one when options.dp is null
+  // Declared after model_: destroyed first (it holds hooks the model calls).
   std::unique_ptr<Model<float>> model_;
-  std::vector<float> m_, v_;
+  std::unique_ptr<DataParallel> dp_;
 };
 
 }  // namespace

@@ -127,8 +127,11 @@ void Model<Float>::Forward(const int32_t* inputs, int64_t B, int64_t T) {
   const bool llama = c.family == Family::kLlama;
   const Float* wte = params_.data();  // first tensor in both layouts
   const Float* wpe = llama ? nullptr : params_.data() + layout_.tensors()[1].offset;
+  Acquire(0, 1);
   EmbeddingForward(residual_[0].data(), inputs, wte, wpe, B, T, C);  // [N, C]
+  if (!c.tied_embeddings) Release(0);  // tied: the classifier reads wte again
   for (int64_t l = 0; l < c.layers; ++l) {
+    Acquire(static_cast<int>(l) + 1, static_cast<int>(l) + 2);
     LayerParams p = Layer(params_, l);
     const Float* x = residual_[l].data();
     // attention block: x -> norm -> qkv [N, QKV] -> (rope) -> attention [N, C] -> proj [N, C]
@@ -158,8 +161,11 @@ void Model<Float>::Forward(const int32_t* inputs, int64_t B, int64_t T) {
     }
     MatmulForward(tmp_.data(), act_[l].data(), p.down_w, p.down_b, N, F, C);
     ResidualForward(residual_[l + 1].data(), res2_[l].data(), tmp_.data(), N * C);
+    Release(static_cast<int>(l) + 1);
   }
-  // final norm: lnf [N, C]
+  // final norm: lnf [N, C]; the final unit stays acquired for the classifier
+  // (and the backward), released by the caller.
+  Acquire(FinalUnit(), -1);
   const ParamTensor* nw = layout_.Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
   const Float* x = residual_[c.layers].data();
   if (llama) {
@@ -218,7 +224,11 @@ void Model<Float>::Backward(const int32_t* inputs, int64_t B, int64_t T) {
                       dlnf_.data(), x, params_.data() + nw->offset, lnf_mean_.data(),
                       lnf_rstd_.data(), N, C);
   }
+  GradientsReady(FinalUnit());  // the classifier's lm_head gradient came first
+  Release(FinalUnit());
   for (int64_t l = c.layers - 1; l >= 0; --l) {
+    // Next: layer l-1 (unit l); none after layer 0 (the embedding backward reads no parameters).
+    Acquire(static_cast<int>(l) + 1, l > 0 ? static_cast<int>(l) : -1);
     LayerParams p = Layer(params_, l);
     LayerParams g = Layer(grads_, l);
     // dres holds d(residual[l+1]) = d(res2) through the skip + d(mlp down output)
@@ -256,10 +266,21 @@ void Model<Float>::Backward(const int32_t* inputs, int64_t B, int64_t T) {
       LayerNormBackward(dres_.data(), g.ln1_w, g.ln1_b, dln_.data(), residual_[l].data(), p.ln1_w,
                         ln1_mean_[l].data(), ln1_rstd_[l].data(), N, C);
     }
+    GradientsReady(static_cast<int>(l) + 1);
+    Release(static_cast<int>(l) + 1);
   }
+  // The embedding backward reads no parameters.
   Float* dwte = grads_.data();
   Float* dwpe = llama ? nullptr : grads_.data() + layout_.tensors()[1].offset;
   EmbeddingBackward(dwte, dwpe, dres_.data(), inputs, B, T, C);
+  GradientsReady(0);
+  if (c.tied_embeddings) Release(0);
+}
+
+template <typename Float>
+void Model<Float>::ReleaseAfterForward() {
+  Release(FinalUnit());
+  if (config_.tied_embeddings) Release(0);
 }
 
 template <typename Float>
@@ -288,12 +309,14 @@ void Model<Float>::TokenLosses(const int32_t* inputs, const int32_t* targets, in
                                Float* losses) {
   Forward(inputs, B, T);
   Classifier(targets, B * T, losses, nullptr, nullptr);
+  ReleaseAfterForward();
 }
 
 template <typename Float>
 void Model<Float>::NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) {
   Forward(inputs, B, T);
   Classifier(nullptr, B * T, nullptr, nullptr, argmax);
+  ReleaseAfterForward();
 }
 
 template <typename Float>
@@ -307,6 +330,7 @@ void Model<Float>::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths
     std::copy(src, src + C, lnf_.data() + b * C);
   }
   Classifier(nullptr, B, nullptr, nullptr, argmax);
+  ReleaseAfterForward();
 }
 
 template class Model<float>;

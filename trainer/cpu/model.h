@@ -17,6 +17,23 @@
 
 namespace bm::train::cpu {
 
+// What the model tells a data-parallel layer (trainer/cpu/data_parallel.h)
+// around each unit of the layout (trainer/model/layout.h: unit 0 the
+// embeddings, 1..L the layers, L+1 the final norm and head). The model calls
+// them in the order it uses the units; the default is to do nothing (all
+// parameters resident, gradients local).
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  // The parameters of `unit` must be in params() when this returns; `next`
+  // (-1: none) is the unit the model acquires after it (ZeRO-3 prefetches it).
+  virtual void Acquire(int unit, int next) = 0;
+  // The parameters of `unit` are not read again until it is acquired again.
+  virtual void Release(int unit) = 0;
+  // The gradients of `unit` are complete for this micro-batch.
+  virtual void GradientsReady(int unit) = 0;
+};
+
 template <typename Float>
 class Model {
  public:
@@ -51,6 +68,9 @@ class Model {
   // Bytes held by parameters, gradients and activations.
   int64_t bytes() const;
 
+  // nullptr (default): no hooks. Not owned.
+  void set_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+
  private:
   struct LayerParams;
   struct LayerActs;
@@ -63,8 +83,23 @@ class Model {
                   int32_t* argmax);
   void Backward(const int32_t* inputs, int64_t B, int64_t T);
 
+  // Hook calls (no-ops without hooks).
+  void Acquire(int unit, int next) {
+    if (hooks_) hooks_->Acquire(unit, next);
+  }
+  void Release(int unit) {
+    if (hooks_) hooks_->Release(unit);
+  }
+  void GradientsReady(int unit) {
+    if (hooks_) hooks_->GradientsReady(unit);
+  }
+  int FinalUnit() const { return static_cast<int>(config_.layers) + 1; }
+  // After a forward-only pass: the units the forward left acquired.
+  void ReleaseAfterForward();
+
   ModelConfig config_;
   ParamLayout layout_;
+  UnitHooks* hooks_ = nullptr;
   int64_t max_batch_, max_seq_;
   std::vector<Float> params_, grads_;
 

@@ -34,7 +34,7 @@ int64_t Batch::MaskedCount() const {
   return n;
 }
 
-Status SampleTrainBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t micro,
+Status SampleTrainBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t first_row,
                         int64_t B, int64_t T, Batch* batch) {
   if (data.num_tokens() <= T)
     return Errorf(ErrorCode::kInvalidArgument,
@@ -44,7 +44,7 @@ Status SampleTrainBatch(const TokenData& data, uint64_t seed, int64_t step, int6
   const uint64_t starts =
       static_cast<uint64_t>(data.num_tokens() - T);  // window start in [0, starts)
   for (int64_t b = 0; b < B; ++b) {
-    const uint64_t row = static_cast<uint64_t>(micro * B + b);
+    const uint64_t row = static_cast<uint64_t>(first_row + b);
     const uint64_t index = (static_cast<uint64_t>(step) << 24) | row;
     const int64_t start = static_cast<int64_t>(UniformIntAt(seed, kStreamData, index, starts));
     BM_TRY(FillRow(data, start, T, b, batch));

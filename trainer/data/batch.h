@@ -5,7 +5,7 @@
 // row = micro * LBS + b counts the rows of the whole optimizer step. So a step
 // sees the same windows whatever LBS × GAS split it uses, and a resumed run
 // draws exactly what an uninterrupted one would: the data position is the
-// step number alone.
+// step number alone. Data-parallel ranks draw disjoint rows of the same step.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +28,13 @@ struct Batch {
   int64_t MaskedCount() const;  // targets that count for the loss
 };
 
-// Rows micro*B .. micro*B+B-1 of optimizer step `step` (1-based).
+// Rows first_row .. first_row+B-1 of optimizer step `step` (1-based). Rows
+// count the whole step's global batch: micro-batch g of a single process
+// holds rows g*LBS..; with data parallelism, micro-batch g of DP rank r holds
+// rows (g*DP + r)*LBS.. — so the ranks' rows together are exactly the rows of
+// a single process with the same global batch.
 // Precondition: data.num_tokens() > T.
-Status SampleTrainBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t micro,
+Status SampleTrainBatch(const TokenData& data, uint64_t seed, int64_t step, int64_t first_row,
                         int64_t B, int64_t T, Batch* batch);
 
 // Evaluation window w: tokens [w*T, w*T + T + 1) of the stream.

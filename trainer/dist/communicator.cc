@@ -11,6 +11,7 @@ size_t DTypeSize(DType dtype) {
     case DType::kBFloat16:
     case DType::kFloat16:
       return 2;
+    case DType::kFloat64:
     case DType::kInt64:
       return 8;
   }
@@ -25,6 +26,8 @@ std::string_view DTypeName(DType dtype) {
       return "bf16";
     case DType::kFloat16:
       return "fp16";
+    case DType::kFloat64:
+      return "fp64";
     case DType::kInt64:
       return "int64";
   }

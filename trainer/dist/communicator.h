@@ -46,9 +46,9 @@
 
 namespace bm::train::dist {
 
-enum class DType { kFloat32, kBFloat16, kFloat16, kInt64 };
+enum class DType { kFloat32, kBFloat16, kFloat16, kFloat64, kInt64 };
 size_t DTypeSize(DType dtype);
-std::string_view DTypeName(DType dtype);  // "fp32" | "bf16" | "fp16" | "int64"
+std::string_view DTypeName(DType dtype);  // "fp32" | "bf16" | "fp16" | "fp64" | "int64"
 
 enum class ReduceOp { kSum, kMax };
 

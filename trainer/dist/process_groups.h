@@ -38,7 +38,12 @@ std::string_view TransportName(Transport t);
 
 struct ProcessGroups {
   Coords coords;
+  // The groups' communicators, of `transport` (NCCL: device buffers).
   std::unique_ptr<Communicator> world, tp, pp, dp;
+  // A host communicator over the whole world (Gloo, or self for one rank) for
+  // the training loop's own small reductions — token counts, losses, memory
+  // maxima, barriers around checkpoints — whatever the backend's transport.
+  std::unique_ptr<Communicator> control;
 };
 
 // A world of one rank gets self communicators (no rendezvous) unless

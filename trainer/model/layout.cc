@@ -11,8 +11,10 @@ namespace bm::train {
 ParamLayout::ParamLayout(const ModelConfig& c) {
   const int64_t V = c.vocab, C = c.hidden, F = c.ffn_hidden, KV = c.kv_dim();
   if (c.family == Family::kLlama) {
+    StartUnit("embeddings");
     Add("model.embed_tokens.weight", {V, C}, InitKind::kNormal);
     for (int64_t l = 0; l < c.layers; ++l) {
+      StartUnit(fmt::format("layer {}", l));
       std::string p = fmt::format("model.layers.{}.", l);
       Add(p + "input_layernorm.weight", {C}, InitKind::kOnes);
       Add(p + "self_attn.q_proj.weight", {C, C}, InitKind::kNormal);
@@ -24,13 +26,16 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
       Add(p + "mlp.up_proj.weight", {F, C}, InitKind::kNormal);
       Add(p + "mlp.down_proj.weight", {C, F}, InitKind::kNormalResidual);
     }
+    StartUnit("final");
     Add("model.norm.weight", {C}, InitKind::kOnes);
     if (!c.tied_embeddings) Add("lm_head.weight", {V, C}, InitKind::kNormal);
     return;
   }
+  StartUnit("embeddings");
   Add("transformer.wte.weight", {V, C}, InitKind::kNormal);
   Add("transformer.wpe.weight", {c.max_seq, C}, InitKind::kNormal);
   for (int64_t l = 0; l < c.layers; ++l) {
+    StartUnit(fmt::format("layer {}", l));
     std::string p = fmt::format("transformer.h.{}.", l);
     Add(p + "ln_1.weight", {C}, InitKind::kOnes);
     Add(p + "ln_1.bias", {C}, InitKind::kZeros);
@@ -45,9 +50,14 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     Add(p + "mlp.c_proj.weight", {C, F}, InitKind::kNormalResidual, true);
     Add(p + "mlp.c_proj.bias", {C}, InitKind::kZeros);
   }
+  StartUnit("final");
   Add("transformer.ln_f.weight", {C}, InitKind::kOnes);
   Add("transformer.ln_f.bias", {C}, InitKind::kZeros);
   if (!c.tied_embeddings) Add("lm_head.weight", {V, C}, InitKind::kNormal);
+}
+
+void ParamLayout::StartUnit(std::string name) {
+  units_.push_back({std::move(name), total_, 0});
 }
 
 void ParamLayout::Add(std::string name, std::vector<int64_t> shape, InitKind init,
@@ -62,6 +72,7 @@ void ParamLayout::Add(std::string name, std::vector<int64_t> shape, InitKind ini
   t.weight_decay = t.shape.size() == 2;
   t.init = init;
   total_ += t.numel;
+  units_.back().numel += t.numel;
   tensors_.push_back(std::move(t));
 }
 

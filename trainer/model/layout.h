@@ -69,6 +69,17 @@ struct ParamTensor {
   InitKind init = InitKind::kNormal;
 };
 
+// A contiguous range of the flat buffer that is used together: the
+// embeddings, one transformer layer, or the final norm and head. The units of
+// a layout tile it in order. Gradients are reduced across data-parallel ranks
+// a unit at a time (as each one's backward finishes) and ZeRO-3 gathers
+// parameters a unit at a time (trainer/dist/shard_plan.h).
+struct ParamUnit {
+  std::string name;  // "embeddings", "layer 3", "final"
+  int64_t offset = 0;
+  int64_t numel = 0;
+};
+
 class ParamLayout {
  public:
   explicit ParamLayout(const ModelConfig& config);
@@ -79,11 +90,15 @@ class ParamLayout {
   const ParamTensor* Find(const std::string& name) const;
   // Index of a tensor in tensors(), by name; -1 if absent.
   int Index(const std::string& name) const;
+  // The units: embeddings, layers 0..L-1, final (its norm and, untied, lm_head).
+  const std::vector<ParamUnit>& units() const { return units_; }
 
  private:
+  void StartUnit(std::string name);  // the tensors added next belong to a new unit
   void Add(std::string name, std::vector<int64_t> shape, InitKind init, bool transposed = false);
 
   std::vector<ParamTensor> tensors_;
+  std::vector<ParamUnit> units_;
   int64_t total_ = 0;
 };
 

@@ -155,6 +155,12 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
       {"flops_per_token", {{"6N", fpt.six_n}, {"palm", fpt.palm}}},
       {"memory",
        {{"peak_bytes", s.memory.peak_bytes}, {"device_total_bytes", s.memory.device_total_bytes}}},
+      {"parallel",
+       {{"world_size", s.world_size},
+        {"layout", r.layout.ToString()},
+        {"zero", r.zero},
+        {"comm_wait_s", s.comm_wait_s},
+        {"comm_wait_fraction", s.train_s > 0 ? s.comm_wait_s / s.train_s : 0.0}}},
       {"eval", s.eval},
       {"wall_s", s.wall_s},
       {"cpu_s", ProcessCpuSeconds()},
@@ -179,7 +185,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
     return j;
   }
   const Throughput t = MeasureThroughput(s.steps);
-  const double per_device = t.tokens_per_s / r.layout.dp;
+  const double per_device = t.tokens_per_s / s.world_size;
   j["throughput"] = {{"tokens_per_s", t.tokens_per_s},
                      {"tokens_per_device_per_s", per_device},
                      {"step_ms_median", t.step_ms_median},

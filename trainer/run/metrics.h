@@ -49,7 +49,12 @@ struct TrainSummary {
   ModelConfig model;
   RunConfig run;
   std::vector<StepRecord> steps;
-  MemoryStats memory;
+  MemoryStats memory;  // peak_bytes: the maximum over ranks
+  int world_size = 1;  // ranks (= GPUs on cuda): throughput per device divides by it
+  // Mean over ranks of the seconds the computation waited on data-parallel
+  // communication, and the seconds this process spent in training steps.
+  double comm_wait_s = 0;
+  double train_s = 0;
   std::string device_name;
   double wall_s = 0;
   std::optional<int64_t> resumed_from_step;

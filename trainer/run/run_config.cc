@@ -92,6 +92,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   BM_TRY(Get(j, "layout", &layout));
   BM_ASSIGN_OR_RETURN(c.layout, ParseLayout(layout));
   BM_TRY(Get(j, "zero", &c.zero));
+  BM_TRY(Get(j, "communicator", &c.communicator));
   for (auto [key, ptr] : {std::pair{"lbs", &c.lbs},
                           {"mpe", &c.mpe},
                           {"gas", &c.gas},
@@ -160,12 +161,16 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     return Errorf(ErrorCode::kUnsupported,
                   "layout {}: tensor and pipeline parallelism are not implemented (use TP1PP1)",
                   c.layout.ToString());
-  if (c.layout.dp != 1)
+  if (c.zero < 0 || c.zero > 3)
+    return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
+                  c.zero);
+  if (c.mode == RunMode::kEvaluate && c.layout.dp != 1)
     return Errorf(ErrorCode::kUnsupported,
-                  "layout {}: data parallelism is not implemented in this trainer build (use DP1)",
+                  "layout {}: evaluation runs on one rank (use DP1; the checkpoint is whole)",
                   c.layout.ToString());
-  if (c.zero != 0)
-    return Errorf(ErrorCode::kUnsupported, "zero = {}: ZeRO sharding needs DP > 1", c.zero);
+  if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
+    return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",
+                  c.communicator);
   if (c.device == "cpu" && c.precision != Precision::kFp32)
     return Errorf(ErrorCode::kUnsupported,
                   "precision '{}' on device cpu: the cpu backend is fp32 only",
@@ -181,6 +186,8 @@ std::string Fingerprint(const RunConfig& c, const ModelConfig& model) {
                       {"threads", c.threads},
                       {"precision", PrecisionName(c.precision)},
                       {"recompute", c.recompute},
+                      {"layout", c.layout.ToString()},
+                      {"zero", c.zero},
                       {"lbs", c.lbs},
                       {"mpe", c.mpe},
                       {"gas", c.gas},

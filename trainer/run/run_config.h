@@ -8,7 +8,7 @@
 //    "init": "/abs/checkpoint dir or file.safetensors",          finetune, evaluate
 //    "device": "cpu", "threads": 0, "precision": "fp32", "recompute": false,
 //    "attention": "auto" (CUDA: "auto" = cuDNN when usable, "flash", "cudnn"),
-//    "layout": "TP1PP1DP1", "zero": 0,
+//    "layout": "TP1PP1DP1", "zero": 0, "communicator": "auto",
 //    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
 //    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
 //    "grad_clip": 1.0, "seed": 1234, "checkpoint_every": 0, "peak_tflops": null,
@@ -51,7 +51,11 @@ struct RunConfig {
   bool flash_attention = false;
   std::string attention = "auto";  // CUDA: "auto", "flash" or "cudnn" (BackendOptions)
   ParallelLayout layout;
-  int zero = 0;
+  int zero = 0;  // ZeRO stage 0-3 over the DP group
+  // The transport of the groups: "auto" (NCCL for cuda, Gloo for the cpu; a
+  // world of one communicates with nobody), or "gloo"/"nccl" to insist, even
+  // with one rank (tests: a one-rank NCCL run equals the run without one).
+  std::string communicator = "auto";
   int64_t lbs = 8, mpe = 256, gas = 1, steps = 100, warmup_steps = 10;
   double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double grad_clip = 1.0;
@@ -65,9 +69,9 @@ struct RunConfig {
   int64_t gbs() const { return lbs * gas * layout.dp; }
 };
 
-// Checks types and ranges (gas >= 1, lbs >= 1, 0 <= warmup <= steps, ...) and
-// what this trainer supports (TP = PP = 1, DP = 1, zero = 0; precision by
-// device), naming the key in every message.
+// Checks types and ranges (gas >= 1, lbs >= 1, 0 <= warmup <= steps, 0 <= zero
+// <= 3, ...) and what this trainer supports (TP = PP = 1; evaluation on one
+// rank; precision by device), naming the key in every message.
 Result<RunConfig> ParseRunConfig(const nlohmann::json& json);
 
 // The canonical JSON of the settings that determine a run's bits (for resume).

@@ -18,6 +18,7 @@
 #include "trainer/platform.h"
 #include "trainer/run/metrics.h"
 #include "trainer/run/model_setup.h"
+#include "trainer/run/run_ranks.h"
 #include "trainer/run/schedule.h"
 
 namespace bm::train {
@@ -30,17 +31,41 @@ std::string FormatDuration(double seconds) {
   return fmt::format("{}:{:02d}", s / 60, s % 60);
 }
 
+// Restores the latest resume checkpoint of an identical run on every rank, or
+// on none: a rank that finds nothing (or another step) makes all start over.
+Result<std::optional<ResumeState>> Resume(const RunConfig& run, const RunRanks& ranks,
+                                          const ResumeRank& who, const std::string& fingerprint,
+                                          int64_t local_size, std::ostream* progress) {
+  std::optional<ResumeState> resume;
+  if (!run.resume_dir.empty()) {
+    std::string why;
+    BM_ASSIGN_OR_RETURN(resume, LoadResume(run.resume_dir, who, fingerprint, local_size, &why));
+    if (resume && resume->step > run.steps) resume.reset();
+  }
+  const double step = resume ? static_cast<double>(resume->step) : -1.0;
+  BM_ASSIGN_OR_RETURN(double highest, ranks.Max(step));
+  BM_ASSIGN_OR_RETURN(double lowest_negated, ranks.Max(-step));
+  if (highest != -lowest_negated) {
+    if (progress && ranks.root() && highest >= 0)
+      *progress << "not resuming: the ranks' checkpoints disagree; starting over\n";
+    resume.reset();
+  }
+  return resume;
+}
+
 }  // namespace
 
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
-                                   const TrainHooks& hooks) {
+                                   const TrainHooks& hooks, const dist::RankEnv& env) {
   const Clock::time_point t0 = Clock::now();
   const std::string started_at = UtcNow();
+  BM_ASSIGN_OR_RETURN(RunRanks ranks, RunRanks::Connect(run, env));
+  if (!ranks.root()) progress = nullptr;  // rank 0 speaks for the run
   // MLPerf's log (base/mllog.h): init_start .. init_stop around the set-up,
   // run_start .. run_stop around training, a train_loss point per step.
   std::ofstream mllog_file;
   std::optional<mllog::Logger> ml;
-  if (run.mllog) {
+  if (run.mllog && ranks.root()) {
     std::filesystem::create_directories(run.out_dir);
     mllog_file.open(run.out_dir + "/mllog.txt", std::ios::trunc);
     if (!mllog_file) return Errorf(ErrorCode::kIo, "cannot write {}/mllog.txt", run.out_dir);
@@ -63,27 +88,30 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   options.recompute = run.recompute;
   options.attention = run.attention;
   options.threads = run.threads;
+  options.device_index = ranks.local_rank();
+  options.dp = ranks.dp();
+  options.zero = run.zero;
   BM_TRY(backend->Init(model, options));
   if (setup.params.empty()) setup.params = InitParameters(model, layout, run.seed);
   BM_TRY(backend->SetParameters(setup.params));
+  setup.params = {};
 
   // Resume from the last checkpoint of an identical run, if any.
   const std::string fingerprint = Fingerprint(run, model);
+  const ResumeRank who{ranks.rank(), ranks.world(), run.zero >= 1 && run.layout.dp > 1};
+  const int64_t local_size = backend->LocalStateSize();
   int64_t start = 0;
   std::vector<StepRecord> records;
   std::optional<int64_t> resumed_from;
-  if (!run.resume_dir.empty()) {
-    std::string why;
-    BM_ASSIGN_OR_RETURN(std::optional<ResumeState> resume,
-                        LoadResume(run.resume_dir, model, fingerprint, &why));
-    if (resume && resume->step <= run.steps) {
-      BM_TRY(backend->SetParameters(resume->params));
-      BM_TRY(backend->SetOptimizerState(resume->m, resume->v));
-      start = resume->step;
-      resumed_from = start;
-      for (const auto& r : resume->log) records.push_back(StepRecord::FromJson(r));
-      if (progress) *progress << fmt::format("resuming from step {} ({})\n", start, run.resume_dir);
-    }
+  BM_ASSIGN_OR_RETURN(std::optional<ResumeState> resume,
+                      Resume(run, ranks, who, fingerprint, local_size, progress));
+  if (resume) {
+    BM_TRY(backend->SetLocalState(resume->params, resume->m, resume->v));
+    start = resume->step;
+    resumed_from = start;
+    for (const auto& r : resume->log) records.push_back(StepRecord::FromJson(r));
+    if (progress) *progress << fmt::format("resuming from step {} ({})\n", start, run.resume_dir);
+    resume.reset();
   }
 
   if (ml) {
@@ -98,27 +126,36 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     ml->Start(mllog::kRunStart);
   }
 
-  std::filesystem::create_directories(run.out_dir);
-  std::ofstream log(run.out_dir + "/log.jsonl", std::ios::trunc);
-  log << nlohmann::json{{"format", "benchmake-log"}, {"version", 1}}.dump() << "\n";
-  for (const StepRecord& r : records) log << r.ToJson().dump() << "\n";
+  std::ofstream log;
+  if (ranks.root()) {
+    std::filesystem::create_directories(run.out_dir);
+    log.open(run.out_dir + "/log.jsonl", std::ios::trunc);
+    log << nlohmann::json{{"format", "benchmake-log"}, {"version", 1}}.dump() << "\n";
+    for (const StepRecord& r : records) log << r.ToJson().dump() << "\n";
+  }
 
   const int64_t tokens_per_step = run.lbs * run.mpe * run.gas * run.layout.dp;
+  const double comm_wait_at_start = backend->CommWaitSeconds();
   std::vector<Batch> micro(run.gas);
   for (int64_t step = start + 1; step <= run.steps; ++step) {
     const Clock::time_point s0 = Clock::now();
-    int64_t masked = 0;
+    int64_t local_masked = 0;
     for (int64_t g = 0; g < run.gas; ++g) {
-      BM_TRY(SampleTrainBatch(data, run.seed, step, g, run.lbs, run.mpe, &micro[g]));
-      masked += micro[g].MaskedCount();
+      const int64_t first_row = (g * run.layout.dp + ranks.dp_rank()) * run.lbs;
+      BM_TRY(SampleTrainBatch(data, run.seed, step, first_row, run.lbs, run.mpe, &micro[g]));
+      local_masked += micro[g].MaskedCount();
     }
+    BM_ASSIGN_OR_RETURN(int64_t masked, ranks.Sum(local_masked));
     const float scale = masked > 0 ? 1.0f / static_cast<float>(masked) : 0.0f;
     BM_TRY(backend->ZeroGrad());
-    double loss_sum = 0;
+    double local_loss = 0;
     for (int64_t g = 0; g < run.gas; ++g) {
-      BM_ASSIGN_OR_RETURN(LossSum l, backend->ForwardBackward(micro[g].View(), scale));
-      loss_sum += l.sum;
+      MicroBatch view = micro[g].View();
+      view.last = g == run.gas - 1;
+      BM_ASSIGN_OR_RETURN(LossSum l, backend->ForwardBackward(view, scale));
+      local_loss += l.sum;
     }
+    BM_ASSIGN_OR_RETURN(double loss_sum, ranks.Sum(local_loss));
     const double loss = masked > 0 ? loss_sum / static_cast<double>(masked) : 0.0;
     BM_ASSIGN_OR_RETURN(float norm, backend->GradNorm());
     if (!std::isfinite(loss) || !std::isfinite(norm))
@@ -145,7 +182,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     r.tokens = tokens_per_step;
     r.ms = std::chrono::duration<double, std::milli>(Clock::now() - s0).count();
     records.push_back(r);
-    log << r.ToJson().dump() << "\n" << std::flush;
+    if (ranks.root()) log << r.ToJson().dump() << "\n" << std::flush;
     if (ml) ml->Point(mllog::kTrainLoss, loss, {{"step", step}});
     if (progress && run.progress) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -159,27 +196,35 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
         !run.resume_dir.empty()) {
       ResumeState state;
       state.step = step;
-      state.params.resize(layout.total());
-      state.m.resize(layout.total());
-      state.v.resize(layout.total());
-      BM_TRY(backend->GetParameters(state.params));
-      BM_TRY(backend->GetOptimizerState(state.m, state.v));
-      for (const StepRecord& rec : records) state.log.push_back(rec.ToJson());
-      BM_TRY(SaveResume(run.resume_dir, model, fingerprint, state));
+      for (std::vector<float>* v : {&state.params, &state.m, &state.v}) v->resize(local_size);
+      BM_TRY(backend->GetLocalState(state.params, state.m, state.v));
+      BM_TRY(SaveResumeRank(run.resume_dir, who, state));
+      BM_TRY(ranks.Barrier());  // every rank's file is written before LATEST moves
+      if (ranks.root()) {
+        for (const StepRecord& rec : records) state.log.push_back(rec.ToJson());
+        BM_TRY(CommitResume(run.resume_dir, who, fingerprint, state));
+      }
     }
     if (hooks.after_step && !hooks.after_step(step))
       return Errorf(ErrorCode::kFailed, "stopped after step {} (test hook)", step);
   }
   if (progress && run.progress) *progress << "\n";
 
+  // The whole model, gathered (collective under ZeRO-3); rank 0 writes it.
   std::vector<float> params(layout.total());
   BM_TRY(backend->GetParameters(params));
-  BM_TRY(SaveModel(run.out_dir, model, params, stats.value("eot_id", int64_t{-1})));
   TrainSummary summary;
   summary.model = model;
   summary.run = run;
   summary.steps = records;
   summary.memory = backend->Memory();
+  BM_ASSIGN_OR_RETURN(double peak, ranks.Max(static_cast<double>(summary.memory.peak_bytes)));
+  summary.memory.peak_bytes = static_cast<int64_t>(peak);
+  summary.world_size = ranks.world();
+  BM_ASSIGN_OR_RETURN(double waited, ranks.Sum(backend->CommWaitSeconds() - comm_wait_at_start));
+  summary.comm_wait_s = waited / ranks.world();  // the ranks' mean
+  for (const StepRecord& rec : records)
+    if (rec.step > start) summary.train_s += rec.ms / 1000.0;
   summary.device_name = backend->device_name();
   summary.resumed_from_step = resumed_from;
   summary.started_at = started_at;
@@ -187,8 +232,14 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   summary.eval = nullptr;
   nlohmann::json metrics = BuildMetrics(summary);
-  BM_TRY(WriteFileAtomically(run.out_dir + "/metrics.json", metrics.dump(2) + "\n"));
-  if (ml) ml->End(mllog::kRunStop, nullptr, {{"status", "success"}});
+  if (ranks.root()) {
+    BM_TRY(SaveModel(run.out_dir, model, params, stats.value("eot_id", int64_t{-1})));
+    BM_TRY(WriteFileAtomically(run.out_dir + "/metrics.json", metrics.dump(2) + "\n"));
+    if (ml) ml->End(mllog::kRunStop, nullptr, {{"status", "success"}});
+  }
+  // No rank exits before rank 0 has written the outputs: a launcher that sees
+  // one rank end stops the others.
+  BM_TRY(ranks.Barrier());
   return metrics;
 }
 

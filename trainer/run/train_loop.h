@@ -1,12 +1,16 @@
-// The training loop of pretrain and finetune runs:
+// The training loop of pretrain and finetune runs, for one rank of any
+// number (trainer/dist/rank_env.h):
 //   for step in start+1 .. steps:
-//     ZeroGrad; GAS micro-batches of LBS seeded windows (trainer/data/batch.h),
-//     loss_scale = 1 / masked tokens of the whole step; GradNorm; AdamW with
-//     the warmup-cosine lr (trainer/run/schedule.h) and global-norm clipping;
-//     a log.jsonl record; every checkpoint_every steps a resume checkpoint.
+//     ZeroGrad; GAS micro-batches of LBS seeded windows — this data-parallel
+//     rank's rows of the step's global batch (trainer/data/batch.h);
+//     loss_scale = 1 / masked tokens of the whole step over all ranks;
+//     GradNorm; AdamW with the warmup-cosine lr (trainer/run/schedule.h) and
+//     global-norm clipping; a log.jsonl record; every checkpoint_every steps a
+//     resume checkpoint (every rank its local state: trainer/checkpoint/resume.h).
 // A non-finite loss or gradient norm stops the run with kFailed.
-// On success out_dir holds model.safetensors, config.json, log.jsonl and
-// metrics.json (returned).
+// Only rank 0 writes out_dir: on success it holds model.safetensors (the whole
+// model, gathered), config.json, log.jsonl and metrics.json (returned on every
+// rank).
 #pragma once
 
 #include <functional>
@@ -14,6 +18,7 @@
 #include <ostream>
 
 #include "base/result.h"
+#include "trainer/dist/rank_env.h"
 #include "trainer/run/run_config.h"
 
 namespace bm::train {
@@ -24,7 +29,11 @@ struct TrainHooks {
   std::function<bool(int64_t)> after_step;
 };
 
+// env: which rank of how many this process is (default: a world of one).
+// Errors: kInvalidArgument when the layout's rank count differs from the
+// world's; the communicators' errors (kUnavailable: a peer died or timed out).
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
-                                   const TrainHooks& hooks = {});
+                                   const TrainHooks& hooks = {},
+                                   const dist::RankEnv& env = dist::RankEnv());
 
 }  // namespace bm::train

@@ -1,0 +1,236 @@
+#include "trainer/cpu/data_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "trainer/cpu/ops/adamw.h"
+
+namespace bm::train::cpu {
+namespace {
+
+using dist::DType;
+using dist::ReduceOp;
+
+std::vector<dist::UnitSpan> Spans(const ParamLayout& layout) {
+  std::vector<dist::UnitSpan> spans;
+  for (const ParamUnit& u : layout.units()) spans.push_back({u.offset, u.numel});
+  return spans;
+}
+
+}  // namespace
+
+DataParallel::DataParallel(Model<float>* model, dist::Communicator* comm, int zero)
+    : model_(model),
+      comm_(comm),
+      zero_(zero),
+      plan_(Spans(model->layout()), zero >= 1 ? comm->size() : 1, zero >= 1 ? comm->rank() : 0) {
+  // The AdamW segments: each tensor's part of each owned range, in shard
+  // coordinates (without ZeRO the plan has one rank and shard == flat).
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const dist::ShardPlan::Range own = plan_.Owned(u);
+    const int64_t slice_begin = plan_.unit(u).offset + plan_.rank() * plan_.slice(u);
+    for (const ParamTensor& t : model_->layout().tensors()) {
+      const int64_t b = std::max(own.begin, t.offset), e = std::min(own.end, t.offset + t.numel);
+      if (b >= e) continue;
+      segments_.push_back({b, plan_.shard_offset(u) + (b - slice_begin), e - b, t.weight_decay});
+    }
+  }
+  m_.assign(plan_.shard_size(), 0.0f);
+  v_.assign(plan_.shard_size(), 0.0f);
+  if (zero_ >= 2) shard_grads_.assign(plan_.shard_size(), 0.0f);
+  if (zero_ == 3) shard_params_.assign(plan_.shard_size(), 0.0f);
+  gather_.resize(plan_.num_units());
+  gather_ticket_.assign(plan_.num_units(), 0);
+  resident_.assign(plan_.num_units(), zero_ != 3);
+  if (zero_ == 3) std::fill(model_->params().begin(), model_->params().end(), NAN);
+}
+
+DataParallel::~DataParallel() { (void)queue_.Drain(); }
+
+void DataParallel::ExtractShard(const float* full, float* shard) const {
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const dist::ShardPlan::Range own = plan_.Owned(u);
+    float* out = shard + plan_.shard_offset(u);
+    std::copy(full + own.begin, full + own.end, out);
+    std::fill(out + own.size(), out + plan_.slice(u), 0.0f);  // padding
+  }
+}
+
+void DataParallel::SubmitGather(int u, const float* slice) {
+  std::vector<float> send(slice, slice + plan_.slice(u));
+  gather_[u].resize(plan_.padded(u));
+  gather_ticket_[u] = queue_.Submit([this, u, send = std::move(send)] {
+    return comm_->AllGather(send.data(), gather_[u].data(), plan_.slice(u), DType::kFloat32);
+  });
+}
+
+Status DataParallel::FinishGather(int u, float* dest) {
+  BM_TRY(queue_.Wait(gather_ticket_[u]));
+  gather_ticket_[u] = 0;
+  std::copy(gather_[u].begin(), gather_[u].begin() + plan_.unit(u).numel, dest);
+  return Status::Ok();
+}
+
+Status DataParallel::GatherAllUnits(const float* shard, float* full) {
+  for (int u = 0; u < plan_.num_units(); ++u) SubmitGather(u, shard + plan_.shard_offset(u));
+  for (int u = 0; u < plan_.num_units(); ++u) BM_TRY(FinishGather(u, full + plan_.unit(u).offset));
+  return Status::Ok();
+}
+
+Status DataParallel::SetParameters(std::span<const float> full) {
+  if (zero_ == 3) {
+    ExtractShard(full.data(), shard_params_.data());
+    return Status::Ok();
+  }
+  std::copy(full.begin(), full.end(), model_->params().begin());
+  return Status::Ok();
+}
+
+Status DataParallel::GetParameters(std::span<float> full) {
+  if (zero_ == 3) return GatherAllUnits(shard_params_.data(), full.data());
+  std::copy(model_->params().begin(), model_->params().end(), full.begin());
+  return Status::Ok();
+}
+
+Status DataParallel::ZeroGrad() {
+  std::fill(model_->grads().begin(), model_->grads().end(), 0.0f);
+  std::fill(shard_grads_.begin(), shard_grads_.end(), 0.0f);
+  return Status::Ok();
+}
+
+void DataParallel::Acquire(int unit, int next) {
+  if (zero_ != 3) return;
+  if (!resident_[unit]) {
+    if (gather_ticket_[unit] == 0) SubmitGather(unit, shard_params_.data() + plan_.shard_offset(unit));
+    // A failed gather leaves NaN parameters; the error comes back from
+    // EndMicroBatch (the queue's errors are sticky).
+    (void)FinishGather(unit, model_->params().data() + plan_.unit(unit).offset);
+    resident_[unit] = true;
+  }
+  if (next >= 0 && !resident_[next] && gather_ticket_[next] == 0)
+    SubmitGather(next, shard_params_.data() + plan_.shard_offset(next));
+}
+
+void DataParallel::Release(int unit) {
+  if (zero_ != 3) return;
+  float* p = model_->params().data() + plan_.unit(unit).offset;
+  std::fill(p, p + plan_.unit(unit).numel, NAN);
+  resident_[unit] = false;
+}
+
+void DataParallel::GradientsReady(int unit) {
+  float* grads = model_->grads().data() + plan_.unit(unit).offset;
+  const int64_t n = plan_.unit(unit).numel;
+  if (zero_ <= 1) {
+    if (!last_micro_) return;  // accumulate locally; reduce once per step
+    queue_.Submit([this, grads, n] {
+      return comm_->AllReduce(grads, n, DType::kFloat32, ReduceOp::kSum);
+    });
+    return;
+  }
+  // Stages 2-3: every micro-batch's unit gradient is reduce-scattered into
+  // this rank's slice, added to the shard, and the local copy cleared.
+  float* shard = shard_grads_.data() + plan_.shard_offset(unit);
+  const int64_t slice = plan_.slice(unit), padded = plan_.padded(unit);
+  queue_.Submit([this, grads, n, shard, slice, padded] {
+    std::vector<float> send(padded, 0.0f), recv(slice);
+    std::copy(grads, grads + n, send.begin());
+    BM_TRY(comm_->ReduceScatter(send.data(), recv.data(), slice, DType::kFloat32, ReduceOp::kSum));
+    for (int64_t i = 0; i < slice; ++i) shard[i] += recv[i];
+    std::fill(grads, grads + n, 0.0f);
+    return Status::Ok();
+  });
+}
+
+Status DataParallel::EndMicroBatch() { return queue_.Drain(); }
+
+Result<double> DataParallel::GradNormSquared() {
+  if (zero_ <= 1)
+    return SumOfSquares(model_->grads().data(), static_cast<int64_t>(model_->grads().size()));
+  double sum = SumOfSquares(shard_grads_.data(), static_cast<int64_t>(shard_grads_.size()));
+  BM_TRY(queue_.Wait(queue_.Submit(
+      [this, &sum] { return comm_->AllReduce(&sum, 1, DType::kFloat64, ReduceOp::kSum); })));
+  return sum;
+}
+
+Status DataParallel::OptimizerStep(const AdamWStep& step, float norm) {
+  const float scale = ClipScale(norm, step.grad_clip);
+  float* params = zero_ == 3 ? shard_params_.data() : model_->params().data();
+  const float* grads = zero_ >= 2 ? shard_grads_.data() : model_->grads().data();
+  for (const Segment& s : segments_) {
+    const int64_t p = zero_ == 3 ? s.shard : s.flat, g = zero_ >= 2 ? s.shard : s.flat;
+    AdamWUpdate(params + p, grads + g, m_.data() + s.shard, v_.data() + s.shard, s.n, step.lr,
+                step.beta1, step.beta2, step.eps, s.decay ? step.weight_decay : 0.0f, scale,
+                step.step);
+  }
+  if (zero_ == 1 || zero_ == 2) {
+    // Every rank updated its own slices: gather them so all hold all parameters.
+    std::vector<float> shard(plan_.shard_size());
+    ExtractShard(model_->params().data(), shard.data());
+    BM_TRY(GatherAllUnits(shard.data(), model_->params().data()));
+  }
+  return Status::Ok();
+}
+
+Status DataParallel::GetLocalState(std::span<float> params, std::span<float> m,
+                                   std::span<float> v) const {
+  if (zero_ == 3) {
+    std::copy(shard_params_.begin(), shard_params_.end(), params.begin());
+  } else if (Sharded()) {
+    ExtractShard(model_->params().data(), params.data());
+  } else {
+    std::copy(model_->params().begin(), model_->params().end(), params.begin());
+  }
+  std::copy(m_.begin(), m_.end(), m.begin());
+  std::copy(v_.begin(), v_.end(), v.begin());
+  return Status::Ok();
+}
+
+Status DataParallel::SetLocalState(std::span<const float> params, std::span<const float> m,
+                                   std::span<const float> v) {
+  std::copy(m.begin(), m.end(), m_.begin());
+  std::copy(v.begin(), v.end(), v_.begin());
+  if (zero_ == 3) {
+    std::copy(params.begin(), params.end(), shard_params_.begin());
+    return Status::Ok();
+  }
+  if (Sharded()) return GatherAllUnits(params.data(), model_->params().data());
+  std::copy(params.begin(), params.end(), model_->params().begin());
+  return Status::Ok();
+}
+
+Status DataParallel::GetOptimizerState(std::span<float> m, std::span<float> v) const {
+  if (Sharded())
+    return Status(ErrorCode::kUnsupported,
+                  "the AdamW state is sharded (zero >= 1): each rank holds its local state");
+  std::copy(m_.begin(), m_.end(), m.begin());
+  std::copy(v_.begin(), v_.end(), v.begin());
+  return Status::Ok();
+}
+
+Status DataParallel::SetOptimizerState(std::span<const float> m, std::span<const float> v) {
+  if (Sharded())
+    return Status(ErrorCode::kUnsupported,
+                  "the AdamW state is sharded (zero >= 1): set each rank's local state");
+  std::copy(m.begin(), m.end(), m_.begin());
+  std::copy(v.begin(), v.end(), v_.begin());
+  return Status::Ok();
+}
+
+Status DataParallel::GetGradients(std::span<float> grads) const {
+  if (zero_ >= 2)
+    return Status(ErrorCode::kUnsupported,
+                  "the gradients are sharded (zero >= 2): each rank holds its slices");
+  std::copy(model_->grads().begin(), model_->grads().end(), grads.begin());
+  return Status::Ok();
+}
+
+int64_t DataParallel::bytes() const {
+  int64_t n = static_cast<int64_t>(m_.size() + v_.size() + shard_params_.size() +
+                                   shard_grads_.size());
+  for (const auto& g : gather_) n += static_cast<int64_t>(g.capacity());
+  return n * 4;
+}
+
+}  // namespace bm::train::cpu

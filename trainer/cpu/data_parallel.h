@@ -1,0 +1,115 @@
+// DataParallel: the CPU backend's data parallelism and ZeRO — the CPU twin of
+// the CUDA backend's, proven against the single-process run in
+// tests/trainer/data_parallel_test.cc. It owns the AdamW state, reduces
+// gradients across the ranks of a data-parallel group as the model's backward
+// finishes each unit (trainer/model/layout.h), on a communication thread
+// (trainer/dist/comm_queue.h) so that unit u's reduction overlaps the backward
+// of unit u-1, and shards what the ZeRO stage says:
+//
+//   zero  AdamW state      gradients                         parameters
+//   0     all, every rank  all-reduced, last micro-batch     all, every rank
+//   1     own shard        all-reduced, last micro-batch     all; own shard updated, then all-gathered
+//   2     own shard        reduce-scattered, every micro     all; own shard updated, then all-gathered
+//   3     own shard        reduce-scattered, every micro     own shard only; each unit all-gathered
+//                                                            just before use (the next one prefetched)
+//                                                            and dropped after (filled with NaN, so a
+//                                                            read of a dropped unit cannot go unseen)
+// Shards follow trainer/dist/shard_plan.h. Reductions sum (the loss scale
+// already divides by the global token count). With a group of one rank every
+// stage runs the same code with trivial collectives; zero = 0 on one rank is
+// the plain single-process trainer, bit for bit.
+//
+// Collective calls (every rank of the group, same order): SetLocalState with
+// zero 1-2, GetParameters with zero 3, GradNormSquared with zero >= 2,
+// OptimizerStep with zero >= 1, and every ForwardBackward.
+// Errors of the communicator come back from EndMicroBatch and the collective
+// calls. Not thread-safe (the backend's thread; the communication thread is
+// internal).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/result.h"
+#include "trainer/backend.h"
+#include "trainer/cpu/model.h"
+#include "trainer/dist/comm_queue.h"
+#include "trainer/dist/communicator.h"
+#include "trainer/dist/shard_plan.h"
+
+namespace bm::train::cpu {
+
+class DataParallel final : public UnitHooks {
+ public:
+  // model and comm outlive this; 0 <= zero <= 3.
+  DataParallel(Model<float>* model, dist::Communicator* comm, int zero);
+  ~DataParallel() override;
+
+  Status SetParameters(std::span<const float> full);
+  Status GetParameters(std::span<float> full);
+  Status ZeroGrad();
+
+  // Around each micro-batch's ForwardBackward: `last` = the step's last
+  // micro-batch (stages 0-1 reduce then). End waits for the reductions.
+  void BeginMicroBatch(bool last) { last_micro_ = last; }
+  Status EndMicroBatch();
+
+  // Σ g² over all (reduced) gradients, the same on every rank.
+  Result<double> GradNormSquared();
+  // Clipping by `norm` (the global gradient norm) and one AdamW update.
+  Status OptimizerStep(const AdamWStep& step, float norm);
+
+  // This rank's part of the state (resume checkpoints): the master parameters
+  // and the moments it owns, local_state_size() floats each.
+  int64_t local_state_size() const { return plan_.shard_size(); }
+  Status GetLocalState(std::span<float> params, std::span<float> m, std::span<float> v) const;
+  Status SetLocalState(std::span<const float> params, std::span<const float> m,
+                       std::span<const float> v);
+
+  // Unsharded state only (zero 0; gradients: zero <= 1), else kUnsupported.
+  Status GetOptimizerState(std::span<float> m, std::span<float> v) const;
+  Status SetOptimizerState(std::span<const float> m, std::span<const float> v);
+  Status GetGradients(std::span<float> grads) const;
+
+  int zero() const { return zero_; }
+  int64_t bytes() const;  // optimizer state, shards and gather buffers
+  // Seconds the compute waited on communication, and bytes sent, since the start.
+  double comm_wait_s() const { return queue_.waited_s(); }
+
+  // UnitHooks (called by the model).
+  void Acquire(int unit, int next) override;
+  void Release(int unit) override;
+  void GradientsReady(int unit) override;
+
+ private:
+  struct Segment {  // a tensor's part of one unit's owned range
+    int64_t flat = 0, shard = 0, n = 0;
+    bool decay = false;
+  };
+  bool Sharded() const { return zero_ >= 1; }
+  // Submits an all-gather of unit u's slice `slice` (plan_.slice(u) floats,
+  // copied) into gather_[u].
+  void SubmitGather(int u, const float* slice);
+  // Waits for unit u's gather and copies its real elements to `dest`.
+  Status FinishGather(int u, float* dest);
+  // Copies this rank's owned elements of `full` into shard coordinates.
+  void ExtractShard(const float* full, float* shard) const;
+  Status GatherAllUnits(const float* shard, float* full);
+
+  Model<float>* model_;
+  dist::Communicator* comm_;
+  int zero_;
+  dist::ShardPlan plan_;
+  std::vector<Segment> segments_;
+  std::vector<float> m_, v_;
+  std::vector<float> shard_params_;  // zero 3: the master parameters
+  std::vector<float> shard_grads_;   // zero >= 2: reduced gradients
+  std::vector<std::vector<float>> gather_;
+  std::vector<dist::CommQueue::Ticket> gather_ticket_;  // 0: none pending
+  std::vector<bool> resident_;                          // zero 3: unit in params()
+  bool last_micro_ = true;
+  mutable dist::CommQueue queue_;
+};
+
+}  // namespace bm::train::cpu

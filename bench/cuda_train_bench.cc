@@ -3,12 +3,19 @@
 // line like the peer's, so bench/gpu_check.sh can put the two side by side.
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
+//                    [--accum N] [--zero 0-3] [--nccl]
 //                    [--recompute] [--fp32] [--profile] [--attention auto|cudnn|flash]
 //                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
 //
-// Data: fresh uniform random tokens every step (like the peer's --data fresh), so the loss
-// must stay near ln V. Timing: each step (staging, forward, backward, optimizer) by the host
-// clock around a synchronized step; the median after warm-up.
+// Several GPUs: start one process per GPU with RANK, WORLD_SIZE, LOCAL_RANK and
+// BENCHMAKE_RENDEZVOUS set (bench/multi_gpu.sh does; trainer/dist/rank_env.h): data parallel
+// over NCCL with the ZeRO stage of --zero, like the multi-GPU peer
+// (../shared/bench/multi_reference.py). --nccl uses NCCL even for one rank.
+//
+// Data: fresh uniform random tokens every step (like the peer's --data fresh; a different
+// stream per rank), so the loss must stay near ln V. Timing: each step (staging, forward,
+// backward, optimizer) by the host clock around a synchronized step; the median after warm-up,
+// the largest over ranks; tokens/s per GPU = batch × seq × accum / step time.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +31,8 @@
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/probe.h"
+#include "trainer/dist/process_groups.h"
+#include "trainer/dist/rank_env.h"
 
 namespace {
 
@@ -83,7 +92,8 @@ int Fail(const bm::Status& s) {
 
 int main(int argc, char** argv) {
   std::string model_name = "gpt2-124m", json_path;
-  int batch = 0, seq = 0, warmup = 10, steps = 30;
+  int batch = 0, seq = 0, warmup = 10, steps = 30, accum = 1;
+  bool force_nccl = false;
   std::string attention = "auto";
   bool tuning_log = false;
   RunSpec run;
@@ -102,6 +112,12 @@ int main(int argc, char** argv) {
       steps = std::stoi(next());
     else if (a == "--json")
       json_path = next();
+    else if (a == "--accum")
+      accum = std::stoi(next());
+    else if (a == "--zero")
+      run.zero = std::stoi(next());
+    else if (a == "--nccl")
+      force_nccl = true;
     else if (a == "--recompute")
       run.recompute = true;
     else if (a == "--fp32")
@@ -144,6 +160,15 @@ int main(int argc, char** argv) {
   if (attention == "cudnn" ||
       (attention == "auto" && run.bf16 && bm::train::cuda::CudnnAttentionUsable(shape)))
     run.attention = AttentionImpl::kCudnn;
+  auto env = bm::train::dist::ReadRankEnvFromProcess();
+  if (!env.ok()) return Fail(env.status());
+  if (cudaSetDevice(env->local_rank) != cudaSuccess)
+    return Fail(bm::Errorf(bm::ErrorCode::kUnavailable, "no GPU {}", env->local_rank));
+  auto groups = bm::train::dist::ConnectProcessGroups(
+      *env, 1, 1, env->world_size, bm::train::dist::Transport::kNccl, env->local_rank, force_nccl);
+  if (!groups.ok()) return Fail(groups.status());
+  const int rank = env->rank, world = env->world_size;
+  if (world > 1 || force_nccl) run.comm = groups->dp.get();
   auto model_or = CudaModel::Create(spec, run);
   if (!model_or.ok()) return Fail(model_or.status());
   CudaModel& model = **model_or;
@@ -151,7 +176,7 @@ int main(int argc, char** argv) {
   if (auto s = model.SetParameters(InitParams(layout)); !s.ok()) return Fail(s);
 
   int n = run.micro_batch * run.seq;
-  std::mt19937_64 rng(1);
+  std::mt19937_64 rng(1 + rank);
   std::uniform_int_distribution<int> tok(0, spec.vocab - 1);
   std::vector<int> tokens(n), targets(n);
   bm::train::cuda::AdamWHyper hyper;  // lr 3e-4, betas (0.9, 0.95), wd 0.1, clip 1.0 as the peer
@@ -169,12 +194,23 @@ int main(int argc, char** argv) {
     bm::train::cuda::TokenBatch batch;
     batch.tokens = tokens.data(), batch.targets = targets.data();
     batch.batch = run.micro_batch, batch.seq = run.seq;
-    auto sum = model.ForwardBackward(batch, 1.0f / n);
-    if (!sum.ok()) return Fail(sum.status());
+    double total = 0;
+    for (int a = 0; a < accum; ++a) {
+      if (a > 0) {
+        for (int i = 0; i < n; ++i) {
+          tokens[i] = tok(rng);
+          targets[i] = tok(rng);
+        }
+      }
+      auto sum = model.ForwardBackward(batch, 1.0f / (static_cast<float>(n) * accum * world),
+                                       a == accum - 1);
+      if (!sum.ok()) return Fail(sum.status());
+      total += *sum;
+    }
     if (auto s = model.OptimizerStep(hyper); !s.ok()) return Fail(s);
     if (auto s = model.Synchronize(); !s.ok()) return Fail(s);
     auto t1 = std::chrono::steady_clock::now();
-    loss = *sum / n;
+    loss = total / (static_cast<double>(n) * accum);
     if (step + 1 == warmup + steps) {
       auto g = model.GradNorm();
       if (g.ok()) norm = *g;
@@ -186,7 +222,15 @@ int main(int argc, char** argv) {
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   double med = sorted[sorted.size() / 2];
-  double tps = n / (med / 1e3);
+  // The slowest rank's median, and the largest memory, as the peer reports them.
+  double used = static_cast<double>(model.memory().device_used_bytes);
+  for (double* v : {&med, &used}) {
+    if (auto s = groups->control->AllReduce(v, 1, bm::train::dist::DType::kFloat64,
+                                            bm::train::dist::ReduceOp::kMax);
+        !s.ok())
+      return Fail(s);
+  }
+  double tps = static_cast<double>(n) * accum / (med / 1e3);  // per GPU
   double n_all = static_cast<double>(layout.count());
   double n_emb =
       static_cast<double>(spec.vocab) * spec.hidden * (spec.tied ? 1 : 2) +
@@ -196,6 +240,10 @@ int main(int argc, char** argv) {
   j["kind"] = "benchmake-cuda";
   j["model"] = model_name;
   j["batch"] = run.micro_batch;
+  j["accum"] = accum;
+  j["gpus"] = world;
+  j["zero"] = run.zero;
+  j["communicator"] = run.comm ? std::string(run.comm->transport()) : "none";
   j["seq"] = run.seq;
   j["precision"] = run.bf16 ? "bf16 compute / fp32 params+grads+AdamW" : "fp32";
   j["recompute"] = run.recompute;
@@ -206,7 +254,8 @@ int main(int argc, char** argv) {
   j["step_ms_median"] = med;
   j["step_ms_min"] = sorted.front();
   j["step_ms_max"] = sorted.back();
-  j["tokens_per_s"] = tps;
+  j["tokens_per_s"] = tps;  // per GPU
+  j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
   j["mfu_6n_all"] = 6.0 * n_all * tps / kPeak;
   j["mfu_palm_all"] = (6.0 * n_all + attn) * tps / kPeak;
   j["mfu_palm_nonemb"] = (6.0 * (n_all - n_emb) + attn) * tps / kPeak;
@@ -214,21 +263,23 @@ int main(int argc, char** argv) {
   j["ln_vocab"] = std::log(static_cast<double>(spec.vocab));
   j["grad_norm"] = norm;
   j["plan_GiB"] = model.memory().plan_bytes / 1073741824.0;
-  j["device_used_GiB"] = model.memory().device_used_bytes / 1073741824.0;
+  j["device_used_GiB"] = used / 1073741824.0;  // the largest over ranks
   if (run.profile) {
     nlohmann::json phases;
     for (const auto& [name, total] : model.PhaseTimes()) phases[name] = total / steps;
     j["phase_ms_per_step"] = phases;
   }
+  if (rank != 0) return 0;
   auto facts = bm::train::cuda::ProbeGpus();
   if (facts.ok() && !facts->gpus.empty()) j["device"] = facts->gpus[0].name;
   std::printf("%s\n", j.dump().c_str());
   std::printf(
-      "SUMMARY %s B=%d T=%d: %.0f tok/s, step %.1f ms, MFU 6N %.1f%% PaLM %.1f%%, plan %.1f GiB, "
-      "used %.1f GiB, loss %.3f (ln V %.3f)\n",
-      model_name.c_str(), run.micro_batch, run.seq, tps, med, 100 * j["mfu_6n_all"].get<double>(),
-      100 * j["mfu_palm_all"].get<double>(), j["plan_GiB"].get<double>(),
-      j["device_used_GiB"].get<double>(), loss, std::log(static_cast<double>(spec.vocab)));
+      "SUMMARY %s B=%d T=%d accum %d GPUs %d zero %d: %.0f tok/s/GPU, step %.1f ms, MFU 6N %.1f%% "
+      "PaLM %.1f%%, plan %.1f GiB, used %.1f GiB, loss %.3f (ln V %.3f)\n",
+      model_name.c_str(), run.micro_batch, run.seq, accum, world, run.zero, tps, med,
+      100 * j["mfu_6n_all"].get<double>(), 100 * j["mfu_palm_all"].get<double>(),
+      j["plan_GiB"].get<double>(), j["device_used_GiB"].get<double>(), loss,
+      std::log(static_cast<double>(spec.vocab)));
   if (run.profile) std::fprintf(stderr, "%s", model.memory().plan_summary.c_str());
   if (tuning_log) {
     for (const std::string& line : model.MatmulTuningLog())

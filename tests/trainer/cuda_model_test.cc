@@ -162,11 +162,12 @@ std::vector<double> CpuCurve(const ModelSpec& spec, const std::vector<float>& in
     AdamWHyper h = base;
     h.step = s + 1;
     double sumsq = GradSumSquaresCpu(g.data(), g.size());
-    size_t split = cpu.layout().decay_end();
-    AdamWUpdateCpu(p.data(), m.data(), v.data(), g.data(), sumsq, h, split);
-    h.weight_decay = 0.0f;
-    AdamWUpdateCpu(p.data() + split, m.data() + split, v.data() + split, g.data() + split, sumsq, h,
-                   p.size() - split);
+    const float decay = h.weight_decay;
+    for (const Range& seg : cpu.layout().segments()) {
+      h.weight_decay = seg.decay ? decay : 0.0f;
+      AdamWUpdateCpu(p.data() + seg.offset, m.data() + seg.offset, v.data() + seg.offset,
+                     g.data() + seg.offset, sumsq, h, seg.numel);
+    }
   }
   return losses;
 }

@@ -34,8 +34,8 @@
 namespace bm::train {
 
 struct ResumeState {
-  int64_t step = 0;                   // optimizer steps completed
-  std::vector<float> params, m, v;    // this rank's local state
+  int64_t step = 0;                                 // optimizer steps completed
+  std::vector<float> params, m, v;                  // this rank's local state
   nlohmann::json log = nlohmann::json::array();     // the log.jsonl records so far (rank 0)
   nlohmann::json extra = nlohmann::json::object();  // loop state (rank 0)
 };

@@ -102,7 +102,8 @@ Status DataParallel::ZeroGrad() {
 void DataParallel::Acquire(int unit, int next) {
   if (zero_ != 3) return;
   if (!resident_[unit]) {
-    if (gather_ticket_[unit] == 0) SubmitGather(unit, shard_params_.data() + plan_.shard_offset(unit));
+    if (gather_ticket_[unit] == 0)
+      SubmitGather(unit, shard_params_.data() + plan_.shard_offset(unit));
     // A failed gather leaves NaN parameters; the error comes back from
     // EndMicroBatch (the queue's errors are sticky).
     (void)FinishGather(unit, model_->params().data() + plan_.unit(unit).offset);
@@ -124,9 +125,8 @@ void DataParallel::GradientsReady(int unit) {
   const int64_t n = plan_.unit(unit).numel;
   if (zero_ <= 1) {
     if (!last_micro_) return;  // accumulate locally; reduce once per step
-    queue_.Submit([this, grads, n] {
-      return comm_->AllReduce(grads, n, DType::kFloat32, ReduceOp::kSum);
-    });
+    queue_.Submit(
+        [this, grads, n] { return comm_->AllReduce(grads, n, DType::kFloat32, ReduceOp::kSum); });
     return;
   }
   // Stages 2-3: every micro-batch's unit gradient is reduce-scattered into
@@ -227,8 +227,8 @@ Status DataParallel::GetGradients(std::span<float> grads) const {
 }
 
 int64_t DataParallel::bytes() const {
-  int64_t n = static_cast<int64_t>(m_.size() + v_.size() + shard_params_.size() +
-                                   shard_grads_.size());
+  int64_t n =
+      static_cast<int64_t>(m_.size() + v_.size() + shard_params_.size() + shard_grads_.size());
   for (const auto& g : gather_) n += static_cast<int64_t>(g.capacity());
   return n * 4;
 }

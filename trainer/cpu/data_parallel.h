@@ -8,12 +8,14 @@
 //
 //   zero  AdamW state      gradients                         parameters
 //   0     all, every rank  all-reduced, last micro-batch     all, every rank
-//   1     own shard        all-reduced, last micro-batch     all; own shard updated, then all-gathered
-//   2     own shard        reduce-scattered, every micro     all; own shard updated, then all-gathered
-//   3     own shard        reduce-scattered, every micro     own shard only; each unit all-gathered
-//                                                            just before use (the next one prefetched)
-//                                                            and dropped after (filled with NaN, so a
-//                                                            read of a dropped unit cannot go unseen)
+//   1     own shard        all-reduced, last micro-batch     all; own shard updated, then
+//   all-gathered 2     own shard        reduce-scattered, every micro     all; own shard updated,
+//   then all-gathered 3     own shard        reduce-scattered, every micro     own shard only; each
+//   unit all-gathered
+//                                                            just before use (the next one
+//                                                            prefetched) and dropped after (filled
+//                                                            with NaN, so a read of a dropped unit
+//                                                            cannot go unseen)
 // Shards follow trainer/dist/shard_plan.h. Reductions sum (the loss scale
 // already divides by the global token count). With a group of one rank every
 // stage runs the same code with trivial collectives; zero = 0 on one rank is

@@ -10,6 +10,7 @@
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/probe.h"
+#include "trainer/dist/communicator.h"
 #include "trainer/model/layout.h"
 
 namespace bm::train::cuda {
@@ -104,7 +105,16 @@ class CudaBackend final : public Backend {
     spec.max_positions = static_cast<int>(c.max_seq);
     spec.tied = c.tied_embeddings;
     spec.rope_theta = c.rope_theta;
+    if (o.zero < 0 || o.zero > 3)
+      return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
+                    o.zero);
+    if (o.dp && !o.dp->device() && o.dp->size() > 1)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "cuda backend: {} ranks need a device communicator (NCCL), not {}",
+                    o.dp->size(), o.dp->transport());
     RunSpec run;
+    run.comm = o.dp;
+    run.zero = o.zero;
     run.micro_batch = static_cast<int>(o.max_batch);
     run.seq = static_cast<int>(o.max_seq);
     run.bf16 = o.precision == Precision::kBf16;
@@ -161,6 +171,24 @@ class CudaBackend final : public Backend {
     BM_TRY(Check("SetOptimizerState", v.size()));
     return model_->SetOptimizerState(ToGpu(m), ToGpu(v));
   }
+  int64_t LocalStateSize() const override { return model_ ? model_->LocalStateSize() : 0; }
+  Status GetLocalState(std::span<float> params, std::span<float> m,
+                       std::span<float> v) const override {
+    BM_TRY(CheckLocal("GetLocalState", params.size(), m.size(), v.size()));
+    std::vector<float> gp, gm, gv;
+    BM_TRY(model_->GetLocalState(&gp, &gm, &gv));
+    std::copy(gp.begin(), gp.end(), params.begin());
+    std::copy(gm.begin(), gm.end(), m.begin());
+    std::copy(gv.begin(), gv.end(), v.begin());
+    return Status::Ok();
+  }
+  Status SetLocalState(std::span<const float> params, std::span<const float> m,
+                       std::span<const float> v) override {
+    BM_TRY(CheckLocal("SetLocalState", params.size(), m.size(), v.size()));
+    return model_->SetLocalState({params.begin(), params.end()}, {m.begin(), m.end()},
+                                 {v.begin(), v.end()});
+  }
+  double CommWaitSeconds() const override { return model_ ? model_->CommWaitSeconds() : 0; }
   Status ZeroGrad() override {
     if (!model_) return NotInitialized("ZeroGrad");
     return model_->ZeroGradients();
@@ -175,7 +203,7 @@ class CudaBackend final : public Backend {
     } else {
       loss.count = n;
     }
-    BM_ASSIGN_OR_RETURN(loss.sum, model_->ForwardBackward(Batch(b), loss_scale));
+    BM_ASSIGN_OR_RETURN(loss.sum, model_->ForwardBackward(Batch(b), loss_scale, b.last));
     return loss;
   }
   Result<float> GradNorm() override {
@@ -222,6 +250,16 @@ class CudaBackend final : public Backend {
       return Errorf(ErrorCode::kInvalidArgument, "cuda backend: {} with {} floats, layout has {}",
                     call, n, host_layout_->total());
     }
+    return Status::Ok();
+  }
+  // The local state is in the GPU's layout and order (its ZeRO slices), opaque to the host.
+  Status CheckLocal(std::string_view call, size_t p, size_t m, size_t v) const {
+    if (!model_) return NotInitialized(call);
+    const size_t n = static_cast<size_t>(model_->LocalStateSize());
+    if (p != n || m != n || v != n)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "cuda backend: {}: buffers of {}, {} and {} floats, the local state has {}",
+                    call, p, m, v, n);
     return Status::Ok();
   }
   Status CheckBatch(std::string_view call, const int32_t* inputs, int64_t B, int64_t T) const {

@@ -48,7 +48,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                 "pinned staging {} floats", n + 16);
   BM_ASSIGN_OR_RETURN(s.matmul, Matmul::Create(s.arena->At<void>(s.workspace),
                                                Matmul::kDefaultWorkspaceBytes, run.matmul_tuning));
-  BM_CUDA_CHECK(cudaMemsetAsync(s.A<char>(s.p32), 0, s.memory.plan_bytes, s.stream),
+  BM_CUDA_CHECK(cudaMemsetAsync(s.arena->At<char>(0), 0, s.memory.plan_bytes, s.stream),
                 "zeroing the arena ({} bytes)", s.memory.plan_bytes);
   std::vector<float> table = RopeTable(run.seq, model.head_dim(), model.rope_theta);
   BM_CUDA_CHECK(cudaMemcpyAsync(s.A<float>(s.rope), table.data(), table.size() * 4,
@@ -63,71 +63,52 @@ const ParamLayout& CudaModel::layout() const { return impl_->layout; }
 const MemoryReport& CudaModel::memory() const { return impl_->memory; }
 
 Status CudaModel::SetParameters(const std::vector<float>& flat) {
-  Impl& s = *impl_;
-  size_t P = s.layout.total();
-  if (flat.size() != P) {
-    return Errorf(ErrorCode::kInvalidArgument, "{} parameters given, layout has {}", flat.size(),
-                  P);
-  }
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(s.A<float>(s.p32), flat.data(), P * 4, cudaMemcpyHostToDevice, s.stream),
-      "parameters {}", P);
-  if (s.run.bf16) BM_TRY(CastF32<bf16>(s.A<bf16>(s.plp), s.A<float>(s.p32), P, s.stream));
-  return Synchronize();
+  return impl_->dp.SetParameters(flat);
 }
-
-Status CudaModel::GetParameters(std::vector<float>* flat) {
-  return impl_->CopyOut(impl_->p32, flat);
-}
-Status CudaModel::GetGradients(std::vector<float>* flat) {
-  BM_TRY(impl_->ZeroPendingGradients());
-  return impl_->CopyOut(impl_->grad, flat);
-}
+Status CudaModel::GetParameters(std::vector<float>* flat) { return impl_->dp.GetParameters(flat); }
+Status CudaModel::GetGradients(std::vector<float>* flat) { return impl_->dp.GetGradients(flat); }
 Status CudaModel::GetOptimizerState(std::vector<float>* m, std::vector<float>* v) {
-  BM_TRY(impl_->CopyOut(impl_->adam_m, m));
-  return impl_->CopyOut(impl_->adam_v, v);
+  return impl_->dp.GetOptimizerState(m, v);
 }
 Status CudaModel::SetOptimizerState(const std::vector<float>& m, const std::vector<float>& v) {
-  Impl& s = *impl_;
-  size_t P = s.layout.total();
-  if (m.size() != P || v.size() != P) {
-    return Errorf(ErrorCode::kInvalidArgument, "optimizer state of {}/{} floats, layout has {}",
-                  m.size(), v.size(), P);
-  }
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(s.A<float>(s.adam_m), m.data(), P * 4, cudaMemcpyHostToDevice, s.stream),
-      "adam m");
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(s.A<float>(s.adam_v), v.data(), P * 4, cudaMemcpyHostToDevice, s.stream),
-      "adam v");
-  return Synchronize();
+  return impl_->dp.SetOptimizerState(m, v);
 }
+int64_t CudaModel::LocalStateSize() const { return impl_->dp.local_size(); }
+Status CudaModel::GetLocalState(std::vector<float>* master, std::vector<float>* m,
+                                std::vector<float>* v) {
+  return impl_->dp.GetLocalState(master, m, v);
+}
+Status CudaModel::SetLocalState(const std::vector<float>& master, const std::vector<float>& m,
+                                const std::vector<float>& v) {
+  return impl_->dp.SetLocalState(master, m, v);
+}
+double CudaModel::CommWaitSeconds() const { return impl_->dp.wait_ms() / 1000.0; }
 
 Status CudaModel::ZeroGradients() {
-  impl_->zero_pending = true;  // done by the next training pass (Impl::Run)
+  impl_->dp.ZeroGradients();  // done by the next training pass (Impl::Run)
   impl_->norm_fresh = false;
   return Status::Ok();
 }
 
-Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_scale) {
+Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_scale, bool last) {
   Impl& s = *impl_;
   if (!batch.targets) return Errorf(ErrorCode::kInvalidArgument, "ForwardBackward needs targets");
   BM_TRY(s.Stage(batch, true));
+  s.last_micro = last;
   BM_TRY(s.Run(grad_scale, Mode::kTrain));
   float* out = s.h_floats + s.MaxN();
   BM_CUDA_CHECK(cudaMemcpyAsync(out, s.A<float>(s.loss_sum), 4, cudaMemcpyDeviceToHost, s.stream),
                 "loss");
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "forward-backward B={} T={}", batch.batch,
                 batch.seq);
+  BM_TRY(s.dp.CollectWaits());
   if (s.run.profile) BM_TRY(s.CollectPhases());
   return static_cast<double>(*out);
 }
 
 Result<double> CudaModel::GradNorm() {
   Impl& s = *impl_;
-  BM_TRY(s.ZeroPendingGradients());
-  BM_TRY(GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials), s.A<float>(s.grad),
-                        s.layout.total(), s.stream));
+  BM_TRY(s.dp.GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials)));
   float* out = s.h_floats + s.MaxN() + 1;
   BM_CUDA_CHECK(cudaMemcpyAsync(out, s.A<float>(s.norm_sq), 4, cudaMemcpyDeviceToHost, s.stream),
                 "norm");
@@ -138,28 +119,12 @@ Result<double> CudaModel::GradNorm() {
 
 Status CudaModel::OptimizerStep(const AdamWHyper& hyper) {
   Impl& s = *impl_;
-  BM_TRY(s.ZeroPendingGradients());
-  size_t P = s.layout.total();
   if (!s.norm_fresh) {
     BM_TRY(s.Phase("optimizer", [&] {
-      return GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials), s.A<float>(s.grad),
-                            P, s.stream);
+      return s.dp.GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials));
     }));
   }
-  bf16* lowp = s.run.bf16 ? s.A<bf16>(s.plp) : nullptr;
-  size_t split = s.layout.decay_end();
-  AdamWHyper no_decay = hyper;
-  no_decay.weight_decay = 0.0f;
-  BM_TRY(s.Phase("optimizer", [&] {
-    return AdamWUpdate(s.A<float>(s.p32), lowp, s.A<float>(s.adam_m), s.A<float>(s.adam_v),
-                       s.A<float>(s.grad), s.A<float>(s.norm_sq), hyper, split, s.stream);
-  }));
-  return s.Phase("optimizer", [&] {
-    return AdamWUpdate(s.A<float>(s.p32) + split, lowp ? lowp + split : nullptr,
-                       s.A<float>(s.adam_m) + split, s.A<float>(s.adam_v) + split,
-                       s.A<float>(s.grad) + split, s.A<float>(s.norm_sq), no_decay, P - split,
-                       s.stream);
-  });
+  return s.Phase("optimizer", [&] { return s.dp.OptimizerStep(hyper, s.A<float>(s.norm_sq)); });
 }
 
 Status CudaModel::TokenLosses(const TokenBatch& batch, float* losses) {

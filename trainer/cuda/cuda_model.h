@@ -8,7 +8,9 @@
 // checking against the CPU reference.
 //
 // Memory: everything lives in one arena planned at Create() (MemoryPlan); nothing is allocated
-// afterwards. With recompute, only each layer's input is kept and a layer's activations are
+// afterwards, and a plan the GPU cannot hold is refused with its numbers. Parameters,
+// gradients and AdamW state belong to CudaDataParallel (data parallelism, ZeRO 0-3, one rank
+// included). With recompute, only each layer's input is kept and a layer's activations are
 // recomputed during the backward pass.
 //
 // Determinism: the same parameters and batches give bit-identical results on the same GPU
@@ -64,15 +66,24 @@ class CudaModel {
   Status SetParameters(const std::vector<float>& flat);
   Status GetParameters(std::vector<float>* flat);
   Status GetGradients(std::vector<float>* flat);
-  // AdamW moments, for resume files: m then v, each layout().total() floats.
+  // AdamW moments, each layout().total() floats (unsharded runs only: zero 0).
   Status GetOptimizerState(std::vector<float>* m, std::vector<float>* v);
   Status SetOptimizerState(const std::vector<float>& m, const std::vector<float>& v);
+  // This rank's fp32 master weights and moments (its ZeRO slices, or everything), for resume.
+  int64_t LocalStateSize() const;
+  Status GetLocalState(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v);
+  Status SetLocalState(const std::vector<float>& master, const std::vector<float>& m,
+                       const std::vector<float>& v);
+  // Seconds the compute stream waited on data-parallel communication since Create.
+  double CommWaitSeconds() const;
 
   Status ZeroGradients();
   // One micro-batch's forward and backward; gradients accumulate. grad_scale multiplies every
-  // counted token's loss gradient (1 / counted tokens in the whole step). Waits for the GPU and
-  // returns the sum of the counted tokens' losses.
-  Result<double> ForwardBackward(const TokenBatch& batch, float grad_scale);
+  // counted token's loss gradient (1 / counted tokens in the whole step, over all ranks).
+  // `last`: the step's last micro-batch (data-parallel gradients are reduced during its
+  // backward; ZeRO 2-3 reduce every one's). Waits for the GPU and returns the sum of the
+  // counted tokens' losses.
+  Result<double> ForwardBackward(const TokenBatch& batch, float grad_scale, bool last = true);
   // sqrt of the sum of squared gradients, as they stand (waits for the GPU).
   Result<double> GradNorm();
   // Clips by global norm (when hyper.max_norm > 0 and the norm exceeds it: factor

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "trainer/cuda/check.h"
+#include "trainer/cuda/cuda_data_parallel.h"
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/kernels/activation.cuh"
@@ -26,6 +27,7 @@
 #include "trainer/cuda/kernels/rope.cuh"
 #include "trainer/cuda/matmul.h"
 #include "trainer/cuda/memory_plan.h"
+#include "trainer/dist/communicator.h"
 
 namespace bm::train::cuda {
 namespace model_internal {
@@ -45,10 +47,20 @@ using model_internal::LayerActs;
 using model_internal::Mode;
 
 struct CudaModel::Impl {
-  Impl(const ModelSpec& m, const RunSpec& r) : spec(m), run(r), layout(m) {}
+  Impl(const ModelSpec& m, const RunSpec& r)
+      : spec(m),
+        run(r),
+        self(r.comm ? nullptr : dist::MakeSelfCommunicator()),
+        comm(r.comm ? r.comm : self.get()),
+        layout(m, CudaDataParallel::UnitAlign(r.zero, comm->size())),
+        dp(layout, comm, r.zero, r.bf16) {}
   ModelSpec spec;
   RunSpec run;
+  std::unique_ptr<dist::Communicator> self;  // the group of one when run.comm is null
+  dist::Communicator* comm;
   ParamLayout layout;
+  // Parameters, gradients and AdamW state, with data parallelism and ZeRO.
+  CudaDataParallel dp;
   MemoryReport memory;
   std::unique_ptr<DeviceArena> arena;
   std::unique_ptr<Matmul> matmul;
@@ -56,8 +68,7 @@ struct CudaModel::Impl {
   cudaEvent_t staged = nullptr;
   size_t elem = 2;  // bytes per activation element
 
-  // arena offsets
-  size_t p32 = 0, plp = 0, grad = 0, adam_m = 0, adam_v = 0;
+  // arena offsets (the parameters' buffers are dp's)
   std::vector<size_t> res;  // layers + 1 residual streams
   std::vector<LayerActs> acts;
   size_t normf = 0, meanf = 0, rstdf = 0, dnormf = 0, logits = 0, losses = 0, loss_sum = 0;
@@ -127,15 +138,16 @@ struct CudaModel::Impl {
     return arena->At<T>(off);
   }
   DType Dt() const { return run.bf16 ? DType::kBF16 : DType::kF32; }
-  // Weights as the matmuls read them: bf16 copy or the fp32 master.
+  // Weights as the matmuls read them (the working copy: bf16, or the fp32 masters) and
+  // where gradients go, by flat offset (through dp: full buffers or the unit's slot).
   template <typename T>
   const T* W(size_t off) const {
-    return run.bf16 ? reinterpret_cast<const T*>(A<bf16>(plp) + off)
-                    : reinterpret_cast<const T*>(A<float>(p32) + off);
+    return dp.Work<T>(off);
   }
-  float* G(size_t off) const { return A<float>(grad) + off; }
+  float* G(size_t off) const { return dp.Grad(off); }
 
   Status Plan();
+  Status CheckFits(const MemoryPlan& plan) const;
   template <typename T>
   Status Linear(T* y, const T* x, size_t w, size_t b, int rows, int in, int out, const T* residual);
   template <typename T>
@@ -158,23 +170,20 @@ struct CudaModel::Impl {
   Status Classifier(int rows_offset, int rows, float grad_scale, Mode mode);
   template <typename T>
   Status ForwardBackward(float grad_scale, Mode mode);
+  template <typename T>
+  Status FinalNormForward();
   Status Run(float grad_scale, Mode mode);  // ForwardBackward<bf16 or float>
 
   // ZeroGradients() only marks the gradients: the next training pass writes them (the weight
   // matrices' products with beta 0, no memset and no read of the old values) after zeroing
-  // zero_ranges, the gradients that are only added to (embeddings, norms, biases).
-  // ZeroPendingGradients() zeroes them all when something reads them before such a pass.
-  bool zero_pending = false;
+  // the gradients that are only added to (embeddings, norms, biases): dp's BeginMicroBatch.
   bool first_micro = false;  // this pass writes rather than adds the matrices' gradients
-  std::vector<std::pair<size_t, size_t>> zero_ranges;  // [begin, end) element offsets
-  Status ZeroPendingGradients();
-  void PlanGradientZeroing();
-  bool norm_fresh = false;  // norm_sq holds the gradients' sum of squares (GradNorm since Run)
+  bool last_micro = true;    // the step's last micro-batch (data-parallel reductions)
+  bool norm_fresh = false;   // norm_sq holds the gradients' sum of squares (GradNorm since Run)
   Status Stage(const TokenBatch& batch, bool buckets);
   Status EmbeddingBackwardAll();
   int num_buckets = 0;
   const LayerActs& Acts(int l) const { return run.recompute ? acts[0] : acts[l]; }
-  Status CopyOut(size_t off, std::vector<float>* out);
 };
 
 }  // namespace bm::train::cuda

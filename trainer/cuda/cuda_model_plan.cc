@@ -4,13 +4,9 @@ namespace bm::train::cuda {
 
 Status CudaModel::Impl::Plan() {
   MemoryPlan plan;
-  size_t n = MaxN(), c = C(), P = layout.total();
+  size_t n = MaxN(), c = C();
   elem = run.bf16 ? 2 : 4;
-  p32 = plan.Add("params fp32", P * 4);
-  plp = plan.Add("params bf16 copy", run.bf16 ? P * 2 : 0);
-  grad = plan.Add("grads fp32", P * 4);
-  adam_m = plan.Add("adamw m", P * 4);
-  adam_v = plan.Add("adamw v", P * 4);
+  dp.Plan(&plan);
   res.resize(spec.layers + 1);
   for (int l = 0; l <= spec.layers; ++l) res[l] = plan.Add("residual stream", n * c * elem);
   int slots = run.recompute ? 1 : spec.layers;
@@ -72,30 +68,26 @@ Status CudaModel::Impl::Plan() {
   workspace = plan.Add("cuBLASLt workspace", Matmul::kDefaultWorkspaceBytes);
   memory.plan_bytes = plan.total();
   memory.plan_summary = plan.Summary();
+  BM_TRY(CheckFits(plan));
   BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
-  PlanGradientZeroing();
-  return Status::Ok();
+  return dp.Bind(arena.get(), stream);
 }
 
-// The gradients the weight matrices' products write whole in a step's first micro-batch
-// (every layer's four and the LM head's, which is wte when tied); zero_ranges is the rest.
-void CudaModel::Impl::PlanGradientZeroing() {
-  std::vector<size_t> written{layout.lm_head};
-  for (const LayerParams& p : layout.layers) {
-    for (size_t w : {p.qkv_w, p.proj_w, p.fc_w, p.fc2_w}) written.push_back(w);
-  }
-  std::vector<std::pair<size_t, size_t>> spans;
-  for (const ParamTensor& t : layout.tensors()) {
-    if (std::find(written.begin(), written.end(), t.offset) != written.end())
-      spans.push_back({t.offset, t.offset + t.numel()});
-  }
-  std::sort(spans.begin(), spans.end());
-  size_t at = 0;
-  for (auto [begin, end] : spans) {
-    if (begin > at) zero_ranges.push_back({at, begin});
-    at = std::max(at, end);
-  }
-  if (at < layout.total()) zero_ranges.push_back({at, layout.total()});
+// Refuses a plan the GPU cannot hold, with the plan's numbers and what would help.
+Status CudaModel::Impl::CheckFits(const MemoryPlan& plan) const {
+  size_t free_bytes = 0, total_bytes = 0;
+  BM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes), "memory info");
+  if (plan.total() <= free_bytes) return Status::Ok();
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::string hint;
+  if (run.zero < 3)
+    hint = fmt::format("try zero = {} or more ranks", run.zero + 1);
+  else
+    hint = "try more ranks, a smaller lbs, or recompute = true";
+  return Errorf(
+      ErrorCode::kUnavailable,
+      "the run needs {:.1f} GiB per GPU, the GPU has {:.1f} GiB free of {:.1f} GiB; {}\n{}",
+      plan.total() / kGiB, free_bytes / kGiB, total_bytes / kGiB, hint, plan.Summary());
 }
 
 Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
@@ -166,15 +158,6 @@ Status CudaModel::Impl::EmbeddingBackwardAll() {
                                     A<int>(bucket_tokens), A<int>(bucket_offsets),
                                     A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
   });
-}
-
-Status CudaModel::Impl::CopyOut(size_t off, std::vector<float>* out) {
-  size_t P = layout.total();
-  out->resize(P);
-  BM_CUDA_CHECK(cudaMemcpyAsync(out->data(), A<float>(off), P * 4, cudaMemcpyDeviceToHost, stream),
-                "copy out {}", P);
-  BM_CUDA_CHECK(cudaStreamSynchronize(stream), "copy out");
-  return Status::Ok();
 }
 
 }  // namespace bm::train::cuda

@@ -274,33 +274,60 @@ Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode
 }
 
 template <typename T>
+Status CudaModel::Impl::FinalNormForward() {
+  int n = N(), c = C();
+  T* xl = A<T>(res[spec.layers]);
+  if (Gpt()) {
+    return Phase("norm fwd", [&] {
+      return LayerNormForward<T>(A<T>(normf), A<float>(meanf), A<float>(rstdf), xl,
+                                 W<T>(layout.normf_w), W<T>(layout.normf_b), n, c, stream);
+    });
+  }
+  return Phase("norm fwd", [&] {
+    return RmsNormForward<T>(A<T>(normf), A<float>(rstdf), xl, W<T>(layout.normf_w), n, c, stream);
+  });
+}
+
+// The units (trainer/cuda/param_layout.h) go through dp's hooks in the order they are used,
+// as in the CPU twin (trainer/cpu/model.cc): acquired before (ZeRO-3 gathers, the next one
+// prefetched), released after, and in training their gradients begun (ZeRO 2-3: a fresh unit
+// bucket) and reported ready when their backward is done (the reduction starts, overlapping
+// the next unit's backward).
+template <typename T>
 Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
   int n = N(), c = C();
+  const int final_unit = layout.final_unit();
+  BM_TRY(dp.Acquire(0, 1));
   BM_TRY(Phase("embedding", [&] {
     return EmbeddingForward<T>(A<T>(res[0]), A<int>(tokens), W<T>(layout.wte),
                                Gpt() ? W<T>(layout.wpe) : nullptr, n, cur_t, c, stream);
   }));
-  for (int l = 0; l < spec.layers; ++l) BM_TRY(LayerForward<T>(l, false));
-  T* xl = A<T>(res[spec.layers]);
-  if (Gpt()) {
-    BM_TRY(Phase("norm fwd", [&] {
-      return LayerNormForward<T>(A<T>(normf), A<float>(meanf), A<float>(rstdf), xl,
-                                 W<T>(layout.normf_w), W<T>(layout.normf_b), n, c, stream);
-    }));
-  } else {
-    BM_TRY(Phase("norm fwd", [&] {
-      return RmsNormForward<T>(A<T>(normf), A<float>(rstdf), xl, W<T>(layout.normf_w), n, c,
-                               stream);
-    }));
+  if (!spec.tied) BM_TRY(dp.Release(0));  // tied: the classifier reads wte again
+  for (int l = 0; l < spec.layers; ++l) {
+    BM_TRY(dp.Acquire(layout.unit_of_layer(l), layout.unit_of_layer(l) + 1));
+    BM_TRY(LayerForward<T>(l, false));
+    BM_TRY(dp.Release(layout.unit_of_layer(l)));
+  }
+  BM_TRY(dp.Acquire(final_unit, -1));
+  BM_TRY(FinalNormForward<T>());
+  if (mode == Mode::kTrain) {
+    // The classifier writes the LM head's gradient first: the final unit's (or, tied, wte's).
+    BM_TRY(dp.BeginUnitGradients(final_unit));
+    if (spec.tied) BM_TRY(dp.BeginUnitGradients(0));
   }
   int chunk = std::min<int>(run.logits_chunk_rows, n);
   for (int r0 = 0; r0 < n; r0 += chunk) {
     BM_TRY(Classifier<T>(r0, std::min(chunk, n - r0), grad_scale, mode));
   }
-  if (mode == Mode::kArgmax) return Status::Ok();
+  if (mode != Mode::kTrain) {
+    BM_TRY(dp.Release(final_unit));
+    if (spec.tied) BM_TRY(dp.Release(0));
+    if (mode == Mode::kArgmax) return Status::Ok();
+    return SumLosses(A<float>(loss_sum), A<float>(losses), n, stream);
+  }
   BM_TRY(SumLosses(A<float>(loss_sum), A<float>(losses), n, stream));
-  if (mode != Mode::kTrain) return Status::Ok();
 
+  T* xl = A<T>(res[spec.layers]);
   BM_CUDA_CHECK(cudaMemsetAsync(A<T>(dres), 0, static_cast<size_t>(n) * c * sizeof(T), stream),
                 "zero residual grad");
   if (Gpt()) {
@@ -315,28 +342,37 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
                                 xl, W<T>(layout.normf_w), A<float>(rstdf), n, c, stream);
     }));
   }
-  for (int l = spec.layers - 1; l >= 0; --l) BM_TRY(LayerBackward<T>(l));
-  return EmbeddingBackwardAll();
+  BM_TRY(dp.GradientsReady(final_unit));
+  BM_TRY(dp.Release(final_unit));
+  for (int l = spec.layers - 1; l >= 0; --l) {
+    const int u = layout.unit_of_layer(l);
+    BM_TRY(dp.Acquire(u, l > 0 ? u - 1 : -1));  // the embedding backward reads no weights
+    BM_TRY(dp.BeginUnitGradients(u));
+    BM_TRY(LayerBackward<T>(l));
+    BM_TRY(dp.GradientsReady(u));
+    BM_TRY(dp.Release(u));
+  }
+  if (!spec.tied) BM_TRY(dp.BeginUnitGradients(0));
+  BM_TRY(EmbeddingBackwardAll());
+  BM_TRY(dp.GradientsReady(0));
+  if (spec.tied) BM_TRY(dp.Release(0));
+  return Status::Ok();
 }
 
 Status CudaModel::Impl::Run(float grad_scale, Mode mode) {
-  first_micro = mode == Mode::kTrain && zero_pending;
-  if (first_micro) {
-    for (auto [begin, end] : zero_ranges) {
-      BM_CUDA_CHECK(cudaMemsetAsync(G(begin), 0, (end - begin) * 4, stream),
-                    "zero gradients [{}, {})", begin, end);
-    }
+  if (mode == Mode::kTrain) {
+    BM_TRY(dp.BeginMicroBatch(last_micro));
+    first_micro = dp.writes_fresh_gradients();
+  } else {
+    first_micro = false;
   }
   Status s =
       run.bf16 ? ForwardBackward<bf16>(grad_scale, mode) : ForwardBackward<float>(grad_scale, mode);
-  if (mode == Mode::kTrain) zero_pending = norm_fresh = false;
-  return s;
-}
-
-Status CudaModel::Impl::ZeroPendingGradients() {
-  if (!zero_pending) return Status::Ok();
-  zero_pending = false;
-  BM_CUDA_CHECK(cudaMemsetAsync(G(0), 0, layout.total() * 4, stream), "zero grads");
+  if (!s.ok()) return s;
+  if (mode == Mode::kTrain) {
+    norm_fresh = false;
+    BM_TRY(dp.EndMicroBatch());
+  }
   return Status::Ok();
 }
 

@@ -10,6 +10,8 @@ bool ModelPreset(const std::string& name, ModelSpec* s) {
     m = {Family::kLlama, 32000, 2048, 16, 32, 32, 5632, 2048, false};
   } else if (name == "llama7b-8l") {
     m = {Family::kLlama, 32000, 4096, 8, 32, 32, 11008, 4096, false};
+  } else if (name == "llama2-7b") {
+    m = {Family::kLlama, 32000, 4096, 32, 32, 32, 11008, 4096, false};
   } else if (name == "tiny-gpt") {
     m = {Family::kGpt, 512, 128, 2, 2, 2, 512, 128, true};
   } else if (name == "tiny-llama") {

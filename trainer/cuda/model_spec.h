@@ -7,6 +7,10 @@
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/kernels/attention.cuh"
 
+namespace bm::train::dist {
+class Communicator;
+}
+
 namespace bm::train::cuda {
 
 enum class Family { kGpt, kLlama };
@@ -39,9 +43,14 @@ struct RunSpec {
   bool matmul_tuning = true;     // time cuBLASLt's candidates, keep bit-identical ones (matmul.h)
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
   bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)
+  // Data parallel (trainer/cuda/cuda_data_parallel.h): the DP group's communicator (not owned;
+  // null: a world of one) and the ZeRO stage 0-3.
+  dist::Communicator* comm = nullptr;
+  int zero = 0;
 };
 
-// "gpt2-124m", "llama-1b", "llama7b-8l" (the PyTorch peer's models) and the tiny test models
+// "gpt2-124m", "llama-1b", "llama7b-8l", "llama2-7b" (the PyTorch peers' models) and the tiny
+// test models
 // "tiny-gpt", "tiny-llama". Returns false for an unknown name.
 bool ModelPreset(const std::string& name, ModelSpec* spec);
 

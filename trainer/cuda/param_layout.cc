@@ -6,62 +6,64 @@ namespace bm::train::cuda {
 
 size_t ParamLayout::Add(std::string name, int rows, int cols, bool decay) {
   ParamTensor t{std::move(name), rows, cols, total_, decay};
-  total_ += (t.numel() + 63) / 64 * 64;
+  const size_t size = (t.numel() + 63) / 64 * 64;
+  if (!segments_.empty() && segments_.back().decay == decay)
+    segments_.back().numel += size;
+  else
+    segments_.push_back({total_, size, decay});
+  total_ += size;
   tensors_.push_back(t);
   return t.offset;
 }
 
-ParamLayout::ParamLayout(const ModelSpec& s) {
+// Pads the unit that began after the previous one to a multiple of unit_align_.
+void ParamLayout::EndUnit() {
+  const size_t begin = units_.empty() ? 0 : units_.back().end();
+  const size_t end = (total_ + unit_align_ - 1) / unit_align_ * unit_align_;
+  segments_.back().numel += end - total_;
+  total_ = end;
+  units_.push_back({begin, end - begin, false});
+}
+
+ParamLayout::ParamLayout(const ModelSpec& s, size_t unit_align) : unit_align_(unit_align) {
   int c = s.hidden, d = s.head_dim();
   bool gpt = s.family == Family::kGpt;
   int qkv_rows = gpt ? 3 * c : (s.heads + 2 * s.kv_heads) * d;
+  wte = Add(gpt ? "transformer.wte.weight" : "model.embed_tokens.weight", s.vocab, c, true);
+  if (gpt) wpe = Add("transformer.wpe.weight", s.max_positions, c, true);
+  EndUnit();
   layers.resize(s.layers);
-  // Matrices first (decayed), then vectors.
-  for (int pass = 0; pass < 2; ++pass) {
-    bool mats = pass == 0;
-    if (mats) {
-      wte = Add(gpt ? "transformer.wte.weight" : "model.embed_tokens.weight", s.vocab, c, true);
-      if (gpt) wpe = Add("transformer.wpe.weight", s.max_positions, c, true);
-    }
-    for (int l = 0; l < s.layers; ++l) {
-      LayerParams& p = layers[l];
-      std::string pre =
-          gpt ? fmt::format("transformer.h.{}.", l) : fmt::format("model.layers.{}.", l);
-      if (gpt && mats) {
-        p.qkv_w = Add(pre + "attn.c_attn.weight", qkv_rows, c, true);
-        p.proj_w = Add(pre + "attn.c_proj.weight", c, c, true);
-        p.fc_w = Add(pre + "mlp.c_fc.weight", s.ffn, c, true);
-        p.fc2_w = Add(pre + "mlp.c_proj.weight", c, s.ffn, true);
-      } else if (gpt) {
-        p.norm1_w = Add(pre + "ln_1.weight", c, 1, false);
-        p.norm1_b = Add(pre + "ln_1.bias", c, 1, false);
-        p.qkv_b = Add(pre + "attn.c_attn.bias", qkv_rows, 1, false);
-        p.proj_b = Add(pre + "attn.c_proj.bias", c, 1, false);
-        p.norm2_w = Add(pre + "ln_2.weight", c, 1, false);
-        p.norm2_b = Add(pre + "ln_2.bias", c, 1, false);
-        p.fc_b = Add(pre + "mlp.c_fc.bias", s.ffn, 1, false);
-        p.fc2_b = Add(pre + "mlp.c_proj.bias", c, 1, false);
-      } else if (mats) {
-        p.qkv_w = Add(pre + "self_attn.qkv_proj.weight", qkv_rows, c, true);
-        p.proj_w = Add(pre + "self_attn.o_proj.weight", c, s.heads * d, true);
-        p.fc_w = Add(pre + "mlp.gate_up_proj.weight", 2 * s.ffn, c, true);
-        p.fc2_w = Add(pre + "mlp.down_proj.weight", c, s.ffn, true);
-      } else {
-        p.norm1_w = Add(pre + "input_layernorm.weight", c, 1, false);
-        p.norm2_w = Add(pre + "post_attention_layernorm.weight", c, 1, false);
-      }
-    }
-    if (mats) {
-      if (!s.tied)
-        lm_head = Add("lm_head.weight", s.vocab, c, true);
-      else
-        lm_head = wte;
-      decay_end_ = total_;
+  for (int l = 0; l < s.layers; ++l) {
+    LayerParams& p = layers[l];
+    std::string pre =
+        gpt ? fmt::format("transformer.h.{}.", l) : fmt::format("model.layers.{}.", l);
+    if (gpt) {
+      p.qkv_w = Add(pre + "attn.c_attn.weight", qkv_rows, c, true);
+      p.proj_w = Add(pre + "attn.c_proj.weight", c, c, true);
+      p.fc_w = Add(pre + "mlp.c_fc.weight", s.ffn, c, true);
+      p.fc2_w = Add(pre + "mlp.c_proj.weight", c, s.ffn, true);
+      p.norm1_w = Add(pre + "ln_1.weight", c, 1, false);
+      p.norm1_b = Add(pre + "ln_1.bias", c, 1, false);
+      p.qkv_b = Add(pre + "attn.c_attn.bias", qkv_rows, 1, false);
+      p.proj_b = Add(pre + "attn.c_proj.bias", c, 1, false);
+      p.norm2_w = Add(pre + "ln_2.weight", c, 1, false);
+      p.norm2_b = Add(pre + "ln_2.bias", c, 1, false);
+      p.fc_b = Add(pre + "mlp.c_fc.bias", s.ffn, 1, false);
+      p.fc2_b = Add(pre + "mlp.c_proj.bias", c, 1, false);
     } else {
-      normf_w = Add(gpt ? "transformer.ln_f.weight" : "model.norm.weight", c, 1, false);
-      if (gpt) normf_b = Add("transformer.ln_f.bias", c, 1, false);
+      p.qkv_w = Add(pre + "self_attn.qkv_proj.weight", qkv_rows, c, true);
+      p.proj_w = Add(pre + "self_attn.o_proj.weight", c, s.heads * d, true);
+      p.fc_w = Add(pre + "mlp.gate_up_proj.weight", 2 * s.ffn, c, true);
+      p.fc2_w = Add(pre + "mlp.down_proj.weight", c, s.ffn, true);
+      p.norm1_w = Add(pre + "input_layernorm.weight", c, 1, false);
+      p.norm2_w = Add(pre + "post_attention_layernorm.weight", c, 1, false);
     }
+    EndUnit();
   }
+  lm_head = s.tied ? wte : Add("lm_head.weight", s.vocab, c, true);
+  normf_w = Add(gpt ? "transformer.ln_f.weight" : "model.norm.weight", c, 1, false);
+  if (gpt) normf_b = Add("transformer.ln_f.bias", c, 1, false);
+  EndUnit();
 }
 
 size_t ParamLayout::count() const {

@@ -1,8 +1,16 @@
 // ParamLayout: where each parameter tensor lives in the flat parameter buffer. The same
 // offsets index the fp32 master weights, their bf16 working copy, the fp32 gradients and the
-// two AdamW moments. Weight matrices (decayed) come first, then vectors (biases and norm
-// gains, not decayed), so AdamW runs as two launches. Each tensor starts at a multiple of
-// 64 elements; padding stays zero.
+// two AdamW moments (or, with ZeRO, the unit buffers and shards that stand for them:
+// trainer/cuda/cuda_data_parallel.h).
+//
+// The buffer is tiled by units, in the order the forward pass uses them: the embeddings
+// (wte, gpt's wpe), each layer (its weight matrices, then its vectors: biases and norm gains),
+// and the final unit (the untied lm_head, then the final norm). Gradients are reduced across
+// data-parallel ranks a unit at a time and ZeRO-3 gathers parameters a unit at a time. Each
+// tensor starts at a multiple of 64 elements and each unit's size is a multiple of
+// `unit_align` (64 × the data-parallel ranks under ZeRO, so that every rank's slice of every
+// unit is 64-aligned); padding stays zero. Weight matrices are decayed, vectors not:
+// segments() lists the runs of each, so AdamW runs as one launch per run.
 //
 // Names follow Hugging Face's (model.layers.N.self_attn..., transformer.h.N....) except that
 // the fused projections are single tensors: llama "model.layers.N.self_attn.qkv_proj.weight"
@@ -33,23 +41,38 @@ struct LayerParams {
   size_t norm2_w = 0, norm2_b = 0, fc_w = 0, fc_b = 0, fc2_w = 0, fc2_b = 0;
 };
 
+struct Range {
+  size_t offset = 0, numel = 0;
+  bool decay = false;  // segments only
+  size_t end() const { return offset + numel; }
+};
+
 class ParamLayout {
  public:
-  explicit ParamLayout(const ModelSpec& spec);
+  // unit_align: a multiple of 64.
+  explicit ParamLayout(const ModelSpec& spec, size_t unit_align = 64);
 
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
-  size_t total() const { return total_; }          // elements, padding included
-  size_t decay_end() const { return decay_end_; }  // [0, decay_end) is decayed
-  size_t count() const;                            // parameters, padding excluded
+  size_t total() const { return total_; }  // elements, padding included
+  size_t count() const;                    // parameters, padding excluded
   const ParamTensor* Find(const std::string& name) const;
+  // Unit 0 the embeddings, 1..L the layers, L+1 the final unit; they tile [0, total()).
+  const std::vector<Range>& units() const { return units_; }
+  int unit_of_layer(int l) const { return l + 1; }
+  int final_unit() const { return static_cast<int>(units_.size()) - 1; }
+  // Maximal runs of decayed / not decayed elements, tiling [0, total()) (padding goes with
+  // the tensor before it).
+  const std::vector<Range>& segments() const { return segments_; }
 
   size_t wte = 0, wpe = 0, lm_head = 0, normf_w = 0, normf_b = 0;
   std::vector<LayerParams> layers;
 
  private:
   size_t Add(std::string name, int rows, int cols, bool decay);
+  void EndUnit();
   std::vector<ParamTensor> tensors_;
-  size_t total_ = 0, decay_end_ = 0;
+  std::vector<Range> units_, segments_;
+  size_t total_ = 0, unit_align_ = 64;
 };
 
 }  // namespace bm::train::cuda

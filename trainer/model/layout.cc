@@ -56,9 +56,7 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
   if (!c.tied_embeddings) Add("lm_head.weight", {V, C}, InitKind::kNormal);
 }
 
-void ParamLayout::StartUnit(std::string name) {
-  units_.push_back({std::move(name), total_, 0});
-}
+void ParamLayout::StartUnit(std::string name) { units_.push_back({std::move(name), total_, 0}); }
 
 void ParamLayout::Add(std::string name, std::vector<int64_t> shape, InitKind init,
                       bool transposed) {

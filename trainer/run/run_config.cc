@@ -162,8 +162,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "layout {}: tensor and pipeline parallelism are not implemented (use TP1PP1)",
                   c.layout.ToString());
   if (c.zero < 0 || c.zero > 3)
-    return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
-                  c.zero);
+    return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3", c.zero);
   if (c.mode == RunMode::kEvaluate && c.layout.dp != 1)
     return Errorf(ErrorCode::kUnsupported,
                   "layout {}: evaluation runs on one rank (use DP1; the checkpoint is whole)",

@@ -1,0 +1,546 @@
+#include "trainer/cuda/cuda_data_parallel.h"
+
+#include <algorithm>
+
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/residual.cuh"
+
+namespace bm::train::cuda {
+namespace {
+
+using dist::DType;
+using dist::ReduceOp;
+using bf16 = __nv_bfloat16;
+
+std::vector<dist::UnitSpan> Spans(const ParamLayout& layout) {
+  std::vector<dist::UnitSpan> spans;
+  for (const Range& u : layout.units())
+    spans.push_back({static_cast<int64_t>(u.offset), static_cast<int64_t>(u.numel)});
+  return spans;
+}
+
+}  // namespace
+
+CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero,
+                                   bool bf16)
+    : layout_(layout),
+      comm_(comm),
+      zero_(zero),
+      bf16_(bf16),
+      plan_(Spans(layout), zero >= 1 ? comm->size() : 1, zero >= 1 ? comm->rank() : 0) {
+  // The gradients that the weight matrices' products write whole in a micro-batch that
+  // writes fresh gradients (every layer's four and the LM head's, which is wte when tied);
+  // zero_ranges_ is the rest, padding included.
+  std::vector<size_t> written{layout.lm_head};
+  for (const LayerParams& p : layout.layers)
+    for (size_t w : {p.qkv_w, p.proj_w, p.fc_w, p.fc2_w}) written.push_back(w);
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const ParamTensor& t : layout.tensors())
+    if (std::find(written.begin(), written.end(), t.offset) != written.end())
+      spans.push_back({t.offset, t.offset + t.numel()});
+  std::sort(spans.begin(), spans.end());
+  size_t at = 0;
+  for (auto [begin, end] : spans) {
+    if (begin > at) zero_ranges_.push_back({at, begin});
+    at = std::max(at, end);
+  }
+  if (at < layout.total()) zero_ranges_.push_back({at, layout.total()});
+  grad_slot_of_unit_.assign(layout.units().size(), nullptr);
+  work_slot_of_unit_.assign(layout.units().size(), nullptr);
+}
+
+CudaDataParallel::~CudaDataParallel() {
+  if (comm_stream_) cudaStreamSynchronize(comm_stream_);
+  for (Slot* s :
+       {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0], &grad_ring_[1]}) {
+    if (s->ready) cudaEventDestroy(s->ready);
+    if (s->free) cudaEventDestroy(s->free);
+  }
+  for (cudaEvent_t e : timing_pool_) cudaEventDestroy(e);
+  if (comm_done_) cudaEventDestroy(comm_done_);
+  if (compute_mark_) cudaEventDestroy(compute_mark_);
+  if (comm_stream_) cudaStreamDestroy(comm_stream_);
+}
+
+void CudaDataParallel::Plan(MemoryPlan* plan) {
+  const size_t P = layout_.total(), L = static_cast<size_t>(local_size());
+  size_t widest = 0, widest_slice = 0;
+  for (int u = 1; u < plan_.num_units(); ++u)
+    widest = std::max(widest, static_cast<size_t>(plan_.unit(u).numel));
+  for (int u = 0; u < plan_.num_units(); ++u)
+    widest_slice = std::max(widest_slice, static_cast<size_t>(plan_.slice(u)));
+  const size_t embeddings = static_cast<size_t>(plan_.unit(0).numel);
+  master_ = plan->Add(zero_ >= 1 ? "master weights fp32 (own slices)" : "params fp32", L * 4);
+  m_ = plan->Add(zero_ >= 1 ? "adamw m (own slices)" : "adamw m", L * 4);
+  v_ = plan->Add(zero_ >= 1 ? "adamw v (own slices)" : "adamw v", L * 4);
+  if (zero_ <= 2 && (bf16_ || zero_ >= 1))
+    work_ = plan->Add(bf16_ ? "params bf16 copy" : "params fp32 working copy", P * elem());
+  if (zero_ == 0 && !bf16_) work_ = master_;
+  if (zero_ == 3) {
+    if (bf16_) work_shard_ = plan->Add("params bf16 (own slices)", L * 2);
+    emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
+    for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
+  }
+  if (zero_ <= 1) {
+    grad_ = plan->Add("grads fp32", P * 4);
+  } else {
+    grad_shard_ = plan->Add("grads fp32 (own slices)", L * 4);
+    rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
+    emb_grad_.offset = plan->Add("embeddings gradient bucket", embeddings * 4);
+    for (Slot& s : grad_ring_) s.offset = plan->Add("gradient bucket", widest * 4);
+  }
+}
+
+Status CudaDataParallel::Bind(const DeviceArena* arena, cudaStream_t compute) {
+  arena_ = arena;
+  compute_ = compute;
+  BM_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking),
+                "communication stream");
+  BM_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming), "event");
+  BM_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming), "event");
+  for (Slot* s :
+       {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0], &grad_ring_[1]}) {
+    BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), "slot event");
+    BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->free, cudaEventDisableTiming), "slot event");
+  }
+  return Status::Ok();
+}
+
+int CudaDataParallel::UnitOf(size_t off) const {
+  const std::vector<Range>& units = layout_.units();
+  auto it = std::upper_bound(units.begin(), units.end(), off,
+                             [](size_t o, const Range& u) { return o < u.offset; });
+  return static_cast<int>(it - units.begin()) - 1;
+}
+
+const char* CudaDataParallel::WorkBytes(size_t off) const {
+  if (zero_ != 3) return At<char>(work_) + off * elem();
+  const int u = UnitOf(off);
+  const Slot* s = work_slot_of_unit_[u];
+  return At<char>(s->offset) + (off - layout_.units()[u].offset) * elem();
+}
+
+float* CudaDataParallel::Grad(size_t off) const {
+  if (zero_ <= 1) return At<float>(grad_) + off;
+  const int u = UnitOf(off);
+  const Slot* s = grad_slot_of_unit_[u];
+  return At<float>(s->offset) + (off - layout_.units()[u].offset);
+}
+
+// ---- collectives (a host communicator has one rank: local copies)
+
+Status CudaDataParallel::AllReduce(void* data, size_t n, DType t, cudaStream_t s) {
+  if (comm_->device()) return comm_->AllReduce(data, static_cast<int64_t>(n), t, ReduceOp::kSum, s);
+  return Status::Ok();
+}
+
+Status CudaDataParallel::ReduceScatter(const void* send, void* recv, size_t n, DType t,
+                                       cudaStream_t s) {
+  if (comm_->device())
+    return comm_->ReduceScatter(send, recv, static_cast<int64_t>(n), t, ReduceOp::kSum, s);
+  if (send != recv)
+    BM_CUDA_CHECK(cudaMemcpyAsync(recv, send, n * dist::DTypeSize(t), cudaMemcpyDeviceToDevice, s),
+                  "reduce-scatter of one rank, {} elements", n);
+  return Status::Ok();
+}
+
+Status CudaDataParallel::AllGather(const void* send, void* recv, size_t n, DType t,
+                                   cudaStream_t s) {
+  if (comm_->device()) return comm_->AllGather(send, recv, static_cast<int64_t>(n), t, s);
+  if (send != recv)
+    BM_CUDA_CHECK(cudaMemcpyAsync(recv, send, n * dist::DTypeSize(t), cudaMemcpyDeviceToDevice, s),
+                  "all-gather of one rank, {} elements", n);
+  return Status::Ok();
+}
+
+// ---- stream ordering
+
+Status CudaDataParallel::CommAfterCompute() {
+  BM_CUDA_CHECK(cudaEventRecord(compute_mark_, compute_), "compute mark");
+  BM_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, compute_mark_, 0), "comm waits on compute");
+  return Status::Ok();
+}
+
+// The compute stream waits for `comm_event`, between two timing events (the exposed wait).
+Status CudaDataParallel::ComputeAfter(cudaEvent_t comm_event) {
+  if (timing_used_ + 2 > timing_pool_.size()) {
+    for (int i = 0; i < 2; ++i) {
+      cudaEvent_t e = nullptr;
+      BM_CUDA_CHECK(cudaEventCreate(&e), "timing event");
+      timing_pool_.push_back(e);
+    }
+  }
+  WaitPair w{timing_pool_[timing_used_], timing_pool_[timing_used_ + 1]};
+  timing_used_ += 2;
+  BM_CUDA_CHECK(cudaEventRecord(w.before, compute_), "wait timing");
+  BM_CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_event, 0), "compute waits on comm");
+  BM_CUDA_CHECK(cudaEventRecord(w.after, compute_), "wait timing");
+  waits_.push_back(w);
+  return Status::Ok();
+}
+
+Status CudaDataParallel::CollectWaits() {
+  for (const WaitPair& w : waits_) {
+    float ms = 0;
+    BM_CUDA_CHECK(cudaEventElapsedTime(&ms, w.before, w.after), "wait timing");
+    wait_ms_ += ms;
+  }
+  waits_.clear();
+  timing_used_ = 0;
+  return Status::Ok();
+}
+
+// ---- a step
+
+Status CudaDataParallel::ZeroPendingGradients() {
+  if (!zero_pending_ || zero_ >= 2) return Status::Ok();
+  zero_pending_ = false;
+  BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_), 0, layout_.total() * 4, compute_), "zero grads");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::BeginMicroBatch(bool last) {
+  last_micro_ = last;
+  if (zero_ >= 2) {
+    // Fresh buckets every micro-batch; the own slices accumulate (zeroed once per step).
+    first_micro_ = true;
+    if (zero_pending_) {
+      BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_shard_), 0, local_size() * 4, compute_),
+                    "zero gradient slices");
+      zero_pending_ = false;
+      accumulate_ = false;
+    } else {
+      accumulate_ = true;
+    }
+    return Status::Ok();
+  }
+  first_micro_ = zero_pending_;
+  if (first_micro_) {
+    for (auto [begin, end] : zero_ranges_)
+      BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_) + begin, 0, (end - begin) * 4, compute_),
+                    "zero gradients [{}, {})", begin, end);
+    zero_pending_ = false;
+  }
+  return Status::Ok();
+}
+
+Status CudaDataParallel::EndMicroBatch() {
+  BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "communication done");
+  return ComputeAfter(comm_done_);
+}
+
+// Units are used in order, forward and backward, one at a time: by parity, the unit in use
+// and the next one (prefetched, or reduced while the next computes) never share a slot.
+CudaDataParallel::Slot* CudaDataParallel::WorkSlotFor(int unit) {
+  return unit == 0 ? &emb_work_ : &work_ring_[unit % 2];
+}
+
+CudaDataParallel::Slot* CudaDataParallel::GradSlotFor(int unit) {
+  return unit == 0 ? &emb_grad_ : &grad_ring_[unit % 2];
+}
+
+Status CudaDataParallel::IssueGather(int unit) {
+  Slot* s = WorkSlotFor(unit);
+  // The slot's previous unit: the compute stream must be done with it.
+  BM_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, s->free, 0), "gather waits for its slot");
+  const size_t slice = static_cast<size_t>(plan_.slice(unit));
+  const void* send =
+      bf16_ ? static_cast<const void*>(At<bf16>(work_shard_) + plan_.shard_offset(unit))
+            : static_cast<const void*>(At<float>(master_) + plan_.shard_offset(unit));
+  BM_TRY(AllGather(send, At<char>(s->offset), slice, work_dtype(), comm_stream_));
+  BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "gathered unit {}", unit);
+  s->unit = unit;
+  s->pending = true;
+  work_slot_of_unit_[unit] = s;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::Acquire(int unit, int next) {
+  if (zero_ != 3) return Status::Ok();
+  Slot* s = work_slot_of_unit_[unit];
+  if (!s || s->unit != unit) {
+    BM_TRY(CommAfterCompute());  // the shards are current (after the optimizer step)
+    BM_TRY(IssueGather(unit));
+    s = work_slot_of_unit_[unit];
+  }
+  if (s->pending) {
+    BM_TRY(ComputeAfter(s->ready));
+    s->pending = false;
+  }
+  if (next >= 0) {
+    Slot* n = work_slot_of_unit_[next];
+    if (!n || n->unit != next) BM_TRY(IssueGather(next));
+  }
+  return Status::Ok();
+}
+
+Status CudaDataParallel::Release(int unit) {
+  if (zero_ != 3) return Status::Ok();
+  // The data stays until another unit is gathered into the slot (a unit used again
+  // right away, as the last layers at the turn from forward to backward, is not gathered
+  // twice).
+  BM_CUDA_CHECK(cudaEventRecord(work_slot_of_unit_[unit]->free, compute_), "release unit {}", unit);
+  return Status::Ok();
+}
+
+Status CudaDataParallel::BeginUnitGradients(int unit) {
+  if (zero_ <= 1) return Status::Ok();
+  Slot* s = GradSlotFor(unit);
+  // The slot's previous reduction must have read it.
+  if (s->pending) {
+    BM_TRY(ComputeAfter(s->ready));
+    s->pending = false;
+  }
+  s->unit = unit;
+  grad_slot_of_unit_[unit] = s;
+  const Range& u = layout_.units()[unit];
+  for (auto [begin, end] : zero_ranges_) {
+    const size_t b = std::max(begin, u.offset), e = std::min(end, u.end());
+    if (b < e)
+      BM_CUDA_CHECK(
+          cudaMemsetAsync(At<float>(s->offset) + (b - u.offset), 0, (e - b) * 4, compute_),
+          "zero unit {} gradients", unit);
+  }
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GradientsReady(int unit) {
+  const Range& u = layout_.units()[unit];
+  if (zero_ <= 1) {
+    if (!last_micro_) return Status::Ok();
+    BM_TRY(CommAfterCompute());
+    return AllReduce(At<float>(grad_) + u.offset, u.numel, DType::kFloat32, comm_stream_);
+  }
+  Slot* s = grad_slot_of_unit_[unit];
+  BM_TRY(CommAfterCompute());
+  float* slice = At<float>(grad_shard_) + plan_.shard_offset(unit);
+  const size_t n = static_cast<size_t>(plan_.slice(unit));
+  if (!accumulate_) {
+    BM_TRY(ReduceScatter(At<float>(s->offset), slice, n, DType::kFloat32, comm_stream_));
+  } else {
+    BM_TRY(
+        ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, DType::kFloat32, comm_stream_));
+    BM_TRY(AccumulateF32(slice, At<float>(rs_tmp_), n, comm_stream_));
+  }
+  BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "unit {} reduced", unit);
+  s->pending = true;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
+  if (zero_ <= 1) {
+    BM_TRY(ZeroPendingGradients());
+    return cuda::GradSumSquares(out, scratch, At<float>(grad_), layout_.total(), compute_);
+  }
+  BM_TRY(cuda::GradSumSquares(out, scratch, At<float>(grad_shard_), local_size(), compute_));
+  return AllReduce(out, 1, DType::kFloat32, compute_);
+}
+
+Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
+  BM_TRY(ZeroPendingGradients());
+  AdamWHyper no_decay = hyper;
+  no_decay.weight_decay = 0.0f;
+  const std::vector<Range>& segments = layout_.segments();
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const dist::ShardPlan::Range own = plan_.Owned(u);
+    const size_t slice_begin = static_cast<size_t>(plan_.unit(u).offset) +
+                               static_cast<size_t>(plan_.rank() * plan_.slice(u));
+    for (const Range& seg : segments) {
+      const size_t b = std::max<size_t>(seg.offset, own.begin);
+      const size_t e = std::min<size_t>(seg.end(), own.end);
+      if (b >= e) continue;
+      const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
+      const size_t at = zero_ >= 1 ? local : b;  // master and moments: own slices or all
+      float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
+      bf16* lowp = nullptr;
+      if (bf16_) lowp = zero_ == 3 ? At<bf16>(work_shard_) + local : At<bf16>(work_) + b;
+      BM_TRY(AdamWUpdate(At<float>(master_) + at, lowp, At<float>(m_) + at, At<float>(v_) + at,
+                         grads, sumsq, seg.decay ? hyper : no_decay, e - b, compute_));
+      if (!bf16_ && (zero_ == 1 || zero_ == 2))
+        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_) + b, At<float>(master_) + at, (e - b) * 4,
+                                      cudaMemcpyDeviceToDevice, compute_),
+                      "working copy");
+    }
+  }
+  if (zero_ == 1 || zero_ == 2) return GatherWorkAllUnits();
+  if (zero_ == 3)
+    for (int u = 0; u < plan_.num_units(); ++u) {  // every gathered unit is stale now
+      if (work_slot_of_unit_[u]) work_slot_of_unit_[u]->unit = -1;
+      work_slot_of_unit_[u] = nullptr;
+    }
+  return Status::Ok();
+}
+
+// zero 1-2: every rank's slices of the working weights, to every rank (in place).
+Status CudaDataParallel::GatherWorkAllUnits() {
+  BM_TRY(CommAfterCompute());
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    char* unit = At<char>(work_) + static_cast<size_t>(plan_.unit(u).offset) * elem();
+    BM_TRY(
+        AllGather(unit + plan_.rank() * slice * elem(), unit, slice, work_dtype(), comm_stream_));
+  }
+  BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "working weights gathered");
+  return ComputeAfter(comm_done_);
+}
+
+// The working weights' own slices from the masters (zero >= 1).
+Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    const float* from = At<float>(master_) + plan_.shard_offset(u);
+    if (zero_ == 3) {
+      if (bf16_)
+        BM_TRY(CastF32<bf16>(At<bf16>(work_shard_) + plan_.shard_offset(u), from, slice, s));
+      continue;
+    }
+    const size_t to = static_cast<size_t>(plan_.unit(u).offset) + plan_.rank() * slice;
+    if (bf16_) {
+      BM_TRY(CastF32<bf16>(At<bf16>(work_) + to, from, slice, s));
+    } else {
+      BM_CUDA_CHECK(
+          cudaMemcpyAsync(At<float>(work_) + to, from, slice * 4, cudaMemcpyDeviceToDevice, s),
+          "working copy");
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- host exchange
+
+Status CudaDataParallel::SetParameters(const std::vector<float>& flat) {
+  const size_t P = layout_.total();
+  if (flat.size() != P)
+    return Errorf(ErrorCode::kInvalidArgument, "{} parameters given, layout has {}", flat.size(),
+                  P);
+  if (zero_ == 0) {
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(At<float>(master_), flat.data(), P * 4, cudaMemcpyHostToDevice, compute_),
+        "parameters {}", P);
+    return MastersChanged();
+  }
+  std::vector<float> own(local_size());
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t begin = static_cast<size_t>(plan_.unit(u).offset) +
+                         static_cast<size_t>(plan_.rank() * plan_.slice(u));
+    std::copy(flat.begin() + begin, flat.begin() + begin + plan_.slice(u),
+              own.begin() + plan_.shard_offset(u));
+  }
+  BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(master_), own.data(), own.size() * 4,
+                                cudaMemcpyHostToDevice, compute_),
+                "own slices of the parameters");
+  return MastersChanged();
+}
+
+// After the masters were written: the working weights follow (collective for zero 1-2).
+Status CudaDataParallel::MastersChanged() {
+  if (zero_ == 0) {
+    if (bf16_)
+      BM_TRY(CastF32<bf16>(At<bf16>(work_), At<float>(master_), layout_.total(), compute_));
+  } else {
+    BM_TRY(WriteWorkSlices(compute_));
+    if (zero_ <= 2) BM_TRY(GatherWorkAllUnits());
+    for (Slot* s : {&emb_work_, &work_ring_[0], &work_ring_[1]}) s->unit = -1;
+    std::fill(work_slot_of_unit_.begin(), work_slot_of_unit_.end(), nullptr);
+  }
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "parameters");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GatherMaster(std::vector<float>* flat) {
+  flat->assign(layout_.total(), 0.0f);
+  BM_TRY(CommAfterCompute());
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    float* space = zero_ == 1 ? At<float>(grad_) : At<float>(GradSlotFor(u)->offset);
+    BM_TRY(AllGather(At<float>(master_) + plan_.shard_offset(u), space, slice, DType::kFloat32,
+                     comm_stream_));
+    BM_CUDA_CHECK(cudaMemcpyAsync(flat->data() + plan_.unit(u).offset, space,
+                                  plan_.unit(u).numel * 4, cudaMemcpyDeviceToHost, comm_stream_),
+                  "parameters of unit {}", u);
+    BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gathering parameters");
+  }
+  // The gradient buffers served as gather space: the next step writes them fresh.
+  zero_pending_ = true;
+  for (Slot* s : {&emb_grad_, &grad_ring_[0], &grad_ring_[1]}) s->unit = -1;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetParameters(std::vector<float>* flat) {
+  if (zero_ >= 1) return GatherMaster(flat);
+  flat->resize(layout_.total());
+  BM_CUDA_CHECK(cudaMemcpyAsync(flat->data(), At<float>(master_), flat->size() * 4,
+                                cudaMemcpyDeviceToHost, compute_),
+                "parameters");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
+  if (zero_ >= 2)
+    return Status(ErrorCode::kUnsupported,
+                  "the gradients are sharded (zero >= 2): each rank holds its slices");
+  BM_TRY(ZeroPendingGradients());
+  BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gradients");
+  flat->resize(layout_.total());
+  BM_CUDA_CHECK(cudaMemcpyAsync(flat->data(), At<float>(grad_), flat->size() * 4,
+                                cudaMemcpyDeviceToHost, compute_),
+                "gradients");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "gradients");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetOptimizerState(std::vector<float>* m, std::vector<float>* v) {
+  if (zero_ >= 1)
+    return Status(ErrorCode::kUnsupported,
+                  "the AdamW state is sharded (zero >= 1): each rank holds its local state");
+  return GetLocalState(nullptr, m, v);
+}
+
+Status CudaDataParallel::SetOptimizerState(const std::vector<float>& m,
+                                           const std::vector<float>& v) {
+  if (zero_ >= 1)
+    return Status(ErrorCode::kUnsupported,
+                  "the AdamW state is sharded (zero >= 1): set each rank's local state");
+  const size_t n = static_cast<size_t>(local_size());
+  if (m.size() != n || v.size() != n)
+    return Errorf(ErrorCode::kInvalidArgument, "optimizer state of {}/{} floats, layout has {}",
+                  m.size(), v.size(), n);
+  BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(m_), m.data(), n * 4, cudaMemcpyHostToDevice, compute_),
+                "adam m");
+  BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(v_), v.data(), n * 4, cudaMemcpyHostToDevice, compute_),
+                "adam v");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "optimizer state");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetLocalState(std::vector<float>* master, std::vector<float>* m,
+                                       std::vector<float>* v) {
+  const size_t n = static_cast<size_t>(local_size());
+  for (auto [out, off] : {std::pair{master, master_}, {m, m_}, {v, v_}}) {
+    if (!out) continue;
+    out->resize(n);
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(out->data(), At<float>(off), n * 4, cudaMemcpyDeviceToHost, compute_),
+        "local state");
+  }
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "local state");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::SetLocalState(const std::vector<float>& master,
+                                       const std::vector<float>& m, const std::vector<float>& v) {
+  const size_t n = static_cast<size_t>(local_size());
+  if (master.size() != n || m.size() != n || v.size() != n)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "local state of {}, {} and {} floats; this rank holds {}", master.size(),
+                  m.size(), v.size(), n);
+  for (auto [in, off] : {std::pair{&master, master_}, {&m, m_}, {&v, v_}})
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(At<float>(off), in->data(), n * 4, cudaMemcpyHostToDevice, compute_),
+        "local state");
+  return MastersChanged();
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,176 @@
+// CudaDataParallel: the CUDA backend's parameters, gradients and AdamW state, with data
+// parallelism and ZeRO — the design of the CPU twin (trainer/cpu/data_parallel.h, which the
+// multi-process tests prove against one process) on device buffers, with the collectives on a
+// communication stream of their own so that they overlap the backward pass:
+//
+//   zero  AdamW state + fp32 master  gradients (fp32)                   working weights (bf16/fp32)
+//   0     all                        all; all-reduced per unit during   all
+//                                    the step's last backward
+//   1     own slices                 as 0                               all; own slices updated,
+//   then
+//                                                                       all-gathered per unit
+//   2     own slices                 reduce-scattered per unit during   as 1
+//                                    every backward into the own slices;
+//                                    two unit buckets (+ the embeddings')
+//   3     own slices                 as 2                               own slices; each unit
+//   gathered
+//                                                                       into one of two slots (+
+//                                                                       the embeddings') just
+//                                                                       before use, the next one
+//                                                                       prefetched
+//
+// Slices follow trainer/dist/shard_plan.h over the layout's units (ParamLayout, aligned so
+// every slice is 64-aligned). The step code addresses everything by flat-layout offset:
+// Work(off) and Grad(off) resolve to the full buffer or to the unit's slot. Events order the
+// streams: a unit's reduction waits for its backward; the compute stream waits for a slot's
+// gather before using it and for every reduction before the gradient norm.
+//
+// A world of one (a host SelfCommunicator) runs every stage with local copies; "nccl" with one
+// rank runs the same through NCCL (and must give the same bits).
+//
+// Not thread-safe; one per CudaModel. Collective calls (every rank, same order): Set/
+// GetParameters and SetLocalState with zero >= 1, each micro-batch's backward, GradSumSquares
+// with zero >= 2, OptimizerStep.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "base/result.h"
+#include "trainer/cuda/kernels/adamw.cuh"
+#include "trainer/cuda/memory_plan.h"
+#include "trainer/cuda/param_layout.h"
+#include "trainer/dist/communicator.h"
+#include "trainer/dist/shard_plan.h"
+
+namespace bm::train::cuda {
+
+class CudaDataParallel {
+ public:
+  // comm: the data-parallel group (not owned; a host communicator must have one rank).
+  // bf16: working weights in bf16 (else the fp32 masters are the working weights, zero 0).
+  CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, bool bf16);
+  ~CudaDataParallel();
+  CudaDataParallel(const CudaDataParallel&) = delete;
+  CudaDataParallel& operator=(const CudaDataParallel&) = delete;
+
+  // The layout's unit alignment for `ranks` ranks at this stage.
+  static size_t UnitAlign(int zero, int ranks) { return zero >= 1 ? 64 * ranks : 64; }
+
+  // Adds its buffers to the plan; Bind after the arena exists (creates the communication
+  // stream and events; zeroes nothing: the arena is zeroed by its owner).
+  void Plan(MemoryPlan* plan);
+  Status Bind(const DeviceArena* arena, cudaStream_t compute);
+
+  int zero() const { return zero_; }
+  int64_t local_size() const { return static_cast<int64_t>(plan_.shard_size()); }
+
+  // Addresses by flat offset (valid for the unit being computed).
+  template <typename T>
+  const T* Work(size_t off) const {
+    return reinterpret_cast<const T*>(WorkBytes(off));
+  }
+  float* Grad(size_t off) const;
+
+  // Host <-> device (flat GPU layout; collective with zero >= 1).
+  Status SetParameters(const std::vector<float>& flat);
+  Status GetParameters(std::vector<float>* flat);
+  Status GetGradients(std::vector<float>* flat);                           // zero <= 1
+  Status GetOptimizerState(std::vector<float>* m, std::vector<float>* v);  // zero 0
+  Status SetOptimizerState(const std::vector<float>& m, const std::vector<float>& v);
+  Status GetLocalState(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v);
+  Status SetLocalState(const std::vector<float>& master, const std::vector<float>& m,
+                       const std::vector<float>& v);
+
+  // A training step: ZeroGradients marks; each micro-batch is Begin .. End around the
+  // forward-backward; the step code calls the unit hooks in between.
+  void ZeroGradients() { zero_pending_ = true; }
+  Status ZeroPendingGradients();  // before something reads full gradients (zero <= 1)
+  // first: the step's first micro-batch (its products write rather than add the gradients
+  // for zero <= 1; with zero >= 2 every micro-batch writes fresh unit buckets).
+  Status BeginMicroBatch(bool last);
+  bool writes_fresh_gradients() const { return first_micro_; }
+  Status EndMicroBatch();  // the compute stream waits for every reduction issued
+
+  // Unit hooks, in the order the model uses the units (see the CPU twin).
+  Status Acquire(int unit, int next);
+  Status Release(int unit);
+  Status BeginUnitGradients(int unit);
+  Status GradientsReady(int unit);
+
+  // out = Σ g² over the whole (reduced) gradient, on the device, the same on every rank.
+  Status GradSumSquares(float* out, float* scratch);
+  // AdamW with clipping by the global norm from `sumsq`; then the working weights.
+  Status OptimizerStep(const AdamWHyper& hyper, const float* sumsq);
+
+  // Exposed communication: milliseconds the compute stream waited on the communication
+  // stream, summed since Bind (call after the compute stream synchronized).
+  Status CollectWaits();
+  double wait_ms() const { return wait_ms_; }
+
+ private:
+  struct Slot {  // a unit-sized device buffer that holds one unit at a time
+    size_t offset = 0;
+    int unit = -1;  // whose data it holds (-1: none, or stale)
+    bool pending = false;
+    cudaEvent_t ready = nullptr;  // on the comm stream: the gather (or reduction) is done
+    cudaEvent_t free = nullptr;   // on the compute stream: done reading / writing it
+  };
+  const char* WorkBytes(size_t off) const;
+  size_t elem() const { return bf16_ ? 2 : 4; }
+  dist::DType work_dtype() const { return bf16_ ? dist::DType::kBFloat16 : dist::DType::kFloat32; }
+  int UnitOf(size_t off) const;
+  Slot* WorkSlotFor(int unit);
+  Slot* GradSlotFor(int unit);
+  Status IssueGather(int unit);
+  // The communication stream waits for the compute stream's work so far (and vice versa).
+  Status CommAfterCompute();
+  Status ComputeAfter(cudaEvent_t comm_event);
+  // Collectives on the communication stream (a host communicator of one rank: copies).
+  Status AllReduce(void* data, size_t n, dist::DType t, cudaStream_t s);
+  Status ReduceScatter(const void* send, void* recv, size_t n, dist::DType t, cudaStream_t s);
+  Status AllGather(const void* send, void* recv, size_t n, dist::DType t, cudaStream_t s);
+  // Unit u's slice of the working weights, from this rank's master slice.
+  Status WriteWorkSlices(cudaStream_t s);
+  Status MastersChanged();
+  Status GatherWorkAllUnits();
+  // flat[unit] <- all ranks' master slices, unit by unit through fp32 gather space.
+  Status GatherMaster(std::vector<float>* flat);
+  template <typename T>
+  T* At(size_t off) const {
+    return arena_->At<T>(off);
+  }
+
+  const ParamLayout& layout_;
+  dist::Communicator* comm_;
+  int zero_;
+  bool bf16_;
+  dist::ShardPlan plan_;
+  const DeviceArena* arena_ = nullptr;
+  cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
+  // arena offsets
+  size_t master_ = 0, m_ = 0, v_ = 0;   // local_size() fp32 each
+  size_t work_ = 0;                     // full working weights (zero <= 2; zero 0 fp32: master)
+  size_t work_shard_ = 0;               // zero 3 bf16: the own slices as the working dtype
+  size_t grad_ = 0;                     // full gradients (zero <= 1)
+  size_t grad_shard_ = 0, rs_tmp_ = 0;  // zero >= 2: reduced slices; one slice of scratch
+  Slot emb_work_, emb_grad_;            // the embeddings' own slots (zero 3 / zero >= 2)
+  Slot work_ring_[2], grad_ring_[2];    // the other units
+  std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
+  std::vector<std::pair<size_t, size_t>> zero_ranges_;  // gradients only added to
+  bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
+  bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's
+  cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;
+  struct WaitPair {
+    cudaEvent_t before, after;
+  };
+  std::vector<WaitPair> waits_;
+  std::vector<cudaEvent_t> timing_pool_;
+  size_t timing_used_ = 0;
+  double wait_ms_ = 0;
+};
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Several GPUs of one machine, ours against PyTorch in the same call (issue "Several GPUs"):
+#   1. LLaMA 1B, 8 x 2048 per GPU: one GPU, then data parallel on every GPU (accum 1 and 4):
+#      ours (cuda_train_bench, NCCL) vs PyTorch DDP + torch.compile; scaling efficiency =
+#      tokens/s/GPU on N GPUs / tokens/s on one GPU of the same machine.
+#   2. Full LLaMA-2-7B, 2 x 4096 per GPU: our ZeRO-3 vs PyTorch FSDP2 + compile.
+# Run from the tree root (the device tool's working copy) as
+#   bash .devtree/bench/multi_gpu.sh [dp] [zero3]          (default: both)
+# Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
+# ../shared/bench/multi_reference.py, carried unchanged into .devtree/peer/ with
+# torch_reference.py beside it. GPUS (default: all) sets N. Logs and JSON go to $OUT.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)   # the .devtree
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+bin=$here/bin peer=$here/peer
+MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3)
+want() { for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
+# NVLink multicast stays off on these machines, for us and for PyTorch (GPU-MACHINE.md).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+N=${GPUS:-$(nvidia-smi -L | wc -l)}
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt"
+nvidia-smi topo -m >> "$OUT/gpus.txt" 2>&1
+libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
+for f in "$here"/../.debs/*.deb; do dpkg -x "$f" /tmp/debroot; done
+extra=/tmp/extralib; mkdir -p $extra
+[[ -f $here/lib/extra-libs.tar.xz ]] && tar -C $extra -xJf "$here/lib/extra-libs.tar.xz"
+cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
+ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:$extra "$@"; }
+
+# N ranks of cuda_train_bench, torchrun-style environment (trainer/dist/rank_env.h).
+ranks() {
+  local n=$1; shift
+  local rdv; rdv=$(mktemp -d)
+  local pids=()
+  for ((r = 0; r < n; r++)); do
+    RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n BENCHMAKE_RENDEZVOUS=$rdv \
+      ours "$bin/cuda_train_bench" "$@" > "$OUT/rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  cat "$OUT/rank0.log"
+  [[ $rc -eq 0 ]] || { echo "a rank failed:"; tail -5 "$OUT"/rank*.log; }
+  rm -rf "$rdv"
+}
+torch_peer() {  # runs the peer from its folder, as its docstring says
+  (cd "$peer" && PYTHONUNBUFFERED=1 "$@")
+}
+jq_last() { python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; r=[x for x in rows if all(str(x.get(k))==v for k,v in (a.split('=') for a in sys.argv[3:]))]; print(r[-1][sys.argv[2]] if r else 'nan')" "$@"; }
+
+if want dp; then
+  ranks 1 --model llama-1b --batch 8 --json "$OUT/ours.jsonl"
+  for acc in 1 4; do ranks "$N" --model llama-1b --batch 8 --accum $acc --json "$OUT/ours.jsonl"; done
+  torch_peer python3 multi_reference.py --mode single --model llama-1b --batch 8 --json "$OUT/torch.jsonl"
+  torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \
+    --model llama-1b --batch 8 --accum 1,4 --json "$OUT/torch.jsonl"
+fi
+if want zero3; then
+  ranks "$N" --model llama2-7b --batch 2 --zero 3 --json "$OUT/ours.jsonl"
+  torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode fsdp \
+    --model llama2-7b --batch 2 --json "$OUT/torch.jsonl"
+fi
+
+python3 - "$OUT" "$N" <<'PY'
+import json, sys
+out, n = sys.argv[1], int(sys.argv[2])
+rows = lambda f: [json.loads(l) for l in open(f"{out}/{f}") if l.strip().startswith("{")]
+ours = [r for r in rows("ours.jsonl")]
+torch = [r for r in rows("torch.jsonl") if r.get("kind") == "train"]
+def o(model, gpus, accum=1, zero=0):
+    r = [x for x in ours if x["model"] == model and x["gpus"] == gpus and x["accum"] == accum and x["zero"] == zero]
+    return r[-1] if r else None
+def t(mode, model, world, accum=1):
+    r = [x for x in torch if x["mode"] == mode and x["model"] == model and x["world"] == world and x.get("accum", 1) == accum]
+    return r[-1] if r else None
+print(f"\n{'row':44} {'ours tok/s/GPU':>15} {'torch tok/s/GPU':>16} {'ratio':>6} {'ours scaling':>13} {'torch scaling':>14} {'ours GiB':>9} {'torch GiB':>10}")
+o1, t1 = o("llama-1b", 1), t("single", "llama-1b", 1)
+for acc in (1, 4):
+    a, b = o("llama-1b", n, acc), t("ddp", "llama-1b", n, acc)
+    if not a or not b: continue
+    so = a["tokens_per_s"] / o1["tokens_per_s"] if o1 else float("nan")
+    st = b["tokens_per_s_per_gpu"] / t1["tokens_per_s_per_gpu"] if t1 else float("nan")
+    print(f"{f'LLaMA 1B 8x2048 DP{n} accum {acc} (vs DDP)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {so:13.1%} {st:14.1%} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")
+a, b = o("llama2-7b", n, 1, 3), t("fsdp2", "llama2-7b", n)
+if a and b:
+    print(f"{f'LLaMA-2-7B 2x4096 ZeRO-3 on {n} (vs FSDP2)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {'':13} {'':14} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")
+print("targets: scaling >= 97% on 4 GPUs without accumulation; ZeRO-3 >= 1.1x FSDP2 tokens/s/GPU")
+PY

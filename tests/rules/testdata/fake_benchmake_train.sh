@@ -2,7 +2,8 @@
 # A stand-in for benchmake-train in launcher tests (installed as
 # <tools_dir>/benchmake-train). Called as `benchmake-train --config RUN.json`:
 # writes the rank variables it got to $BENCHMAKE_RENDEZVOUS/rank-$RANK.env (or
-# $FAKE_TRAINER_ENV_DIR when set), then does what $FAKE_TRAINER_<RANK> says:
+# $FAKE_TRAINER_ENV_DIR when set) and its pid to $FAKE_TRAINER_PID_DIR/rank-$RANK.pid
+# when that is set, then does what $FAKE_TRAINER_<RANK> says:
 #   ok    (default) rank 0 writes out_dir/metrics.json, the others nothing
 #   fail  prints 30 numbered lines and exits 1
 #   hang  sleeps (until the launcher stops it)
@@ -15,6 +16,7 @@ if [ -n "$envdir" ]; then
   env | grep -E '^(RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|BENCHMAKE_RENDEZVOUS|BENCHMAKE_COLLECTIVE_TIMEOUT|CUDA_VISIBLE_DEVICES|OMP_WAIT_POLICY)=' |
     sort > "$envdir/rank-$rank.env"
 fi
+[ -n "$FAKE_TRAINER_PID_DIR" ] && echo $$ > "$FAKE_TRAINER_PID_DIR/rank-$rank.pid"
 echo "fake trainer: rank $rank of ${WORLD_SIZE:-1} starting"
 eval "what=\${FAKE_TRAINER_$rank:-ok}"
 case "$what" in

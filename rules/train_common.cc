@@ -207,7 +207,11 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
   spec.log_path = cmd.log_path;
   spec.echo_rank0 = cmd.echo_to_terminal;
   spec.log_dir = ctx.scratch_dir;
-  if (ctx.params.value("device", "cpu") == "cuda") spec.gpus = ctx.gpus;
+  if (ctx.params.value("device", "cpu") == "cuda") {
+    if (ctx.gpus.empty())
+      return Errorf(ErrorCode::kInternal, "{} ranks on cuda but the step holds no GPUs", world);
+    spec.gpus = ctx.gpus;
+  }
   if (ctx.log)
     *ctx.log << fmt::format("$ {}   # {} ranks ({} launcher; ranks 1.. log to {})\n",
                             fmt::join(cmd.argv, " "), world, launcher.name(),

@@ -15,7 +15,8 @@ std::string SignalName(int sig) {
 }
 
 std::string HowItEnded(const CommandResult& r) {
-  if (r.timed_out) return "timed out";
+  // Ranks have no time limit of their own: only a straggler times out.
+  if (r.timed_out) return "timed out (still running long after another rank had finished)";
   if (r.term_signal) return "was killed by " + SignalName(r.term_signal);
   return fmt::format("exited with status {}", r.exit_code);
 }

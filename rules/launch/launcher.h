@@ -83,7 +83,7 @@ class Launcher {
 Result<std::unique_ptr<Launcher>> MakeLauncher(std::string_view name, CommandRunner& runner);
 
 // How a rank ended, for people: "exited with status 1", "was killed by signal
-// 9 (SIGKILL)", "timed out", "was stopped after rank 2 failed: killed by
+// 9 (SIGKILL)", "timed out (...)", "was stopped after rank 2 failed: killed by
 // signal 15 (SIGTERM)".
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure);
 

@@ -25,8 +25,25 @@ struct CommandResult {
   int exit_code = 0;    // valid when term_signal == 0
   int term_signal = 0;  // the signal that ended the process, 0 if it exited
   bool timed_out = false;
+  bool stopped = false;  // RunGroup ended it because another member failed first
 
-  bool success() const { return exit_code == 0 && term_signal == 0 && !timed_out; }
+  bool success() const { return exit_code == 0 && term_signal == 0 && !timed_out && !stopped; }
+};
+
+// How RunGroup stops the members still running once one has failed.
+struct GroupOptions {
+  double grace_seconds = 5;  // SIGTERM, then SIGKILL this long after
+  // Once a member has exited successfully, a member still running this long
+  // after is timed out (and fails the group): no member waits forever for a
+  // peer that has left. Unset: members may end at any time apart.
+  std::optional<double> straggler_seconds;
+};
+
+struct GroupResult {
+  std::vector<CommandResult> results;  // one per command, in the order given
+  int first_failure = -1;  // the member whose failure stopped the others; -1: all succeeded
+
+  bool success() const { return first_failure < 0; }
 };
 
 class CommandRunner {
@@ -37,6 +54,17 @@ class CommandRunner {
   // started (no such program, fork failed); a command that ran and failed is
   // an OK Result with !success(). Thread-safe in implementations.
   virtual Result<CommandResult> Run(const Command& command) = 0;
+
+  // Runs the commands concurrently, as one unit (the ranks of a training
+  // step): the first member to fail (non-zero exit, a signal, its timeout)
+  // stops the others, which get SIGTERM and, grace_seconds later, SIGKILL, so
+  // the call returns within about grace_seconds of that failure. Each member
+  // runs in its own process group (its children are stopped with it) and is
+  // killed if this process dies. Returns when every member has ended. A Status
+  // error means some member could not be started; the members already started
+  // have then been killed and waited for. Thread-safe in implementations.
+  virtual Result<GroupResult> RunGroup(const std::vector<Command>& commands,
+                                       const GroupOptions& options) = 0;
 };
 
 }  // namespace bm

@@ -3,13 +3,17 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 extern char** environ;
@@ -17,14 +21,64 @@ extern char** environ;
 namespace bm {
 namespace {
 
-std::atomic<pid_t> g_child_group{0};
+using Clock = std::chrono::steady_clock;
+
+// The process groups of every running child, for the handler that forwards
+// SIGINT and SIGTERM to them. A fixed table of atomics: a signal handler may
+// only read memory it cannot see half-written. A child beyond the table still
+// runs; it just misses the forwarded signal.
+constexpr int kMaxForwarded = 256;
+std::atomic<pid_t> g_groups[kMaxForwarded];
+std::mutex g_forward_mu;
+int g_forward_users = 0;  // guarded by g_forward_mu
+struct sigaction g_old_int {};
+struct sigaction g_old_term {};
 
 void ForwardSignal(int sig) {
-  pid_t group = g_child_group.load();
-  if (group > 0) ::kill(-group, sig);
+  for (std::atomic<pid_t>& group : g_groups) {
+    pid_t g = group.load();
+    if (g > 0) ::kill(-g, sig);
+  }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
+
+// While alive: SIGINT and SIGTERM sent to benchmake are forwarded to the
+// groups added. The first scope installs the handler, the last restores the
+// previous one (several threads may run commands at once).
+class ForwardingScope {
+ public:
+  ForwardingScope() {
+    std::lock_guard lock(g_forward_mu);
+    if (g_forward_users++ > 0) return;
+    struct sigaction sa {};
+    sa.sa_handler = ForwardSignal;
+    ::sigaction(SIGINT, &sa, &g_old_int);
+    ::sigaction(SIGTERM, &sa, &g_old_term);
+  }
+  ~ForwardingScope() {
+    for (std::atomic<pid_t>* slot : slots_) slot->store(0);
+    std::lock_guard lock(g_forward_mu);
+    if (--g_forward_users > 0) return;
+    ::sigaction(SIGINT, &g_old_int, nullptr);
+    ::sigaction(SIGTERM, &g_old_term, nullptr);
+  }
+  ForwardingScope(const ForwardingScope&) = delete;
+  ForwardingScope& operator=(const ForwardingScope&) = delete;
+
+  void Add(pid_t group) {
+    for (std::atomic<pid_t>& slot : g_groups) {
+      pid_t free = 0;
+      if (slot.compare_exchange_strong(free, group)) {
+        slots_.push_back(&slot);
+        return;
+      }
+    }
+  }
+
+ private:
+  std::vector<std::atomic<pid_t>*> slots_;
+};
 
 std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
   std::vector<std::string> env;
@@ -38,27 +92,79 @@ std::vector<std::string> MergedEnvironment(const std::map<std::string, std::stri
   return env;
 }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-}  // namespace
+void CloseFd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
 
-Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
+// One started command and what is known about it.
+struct Child {
+  const Command* cmd = nullptr;
+  pid_t pid = -1;   // also its process group
+  int log_fd = -1;  // Command::log_path, or -1
+  int tee_fd = -1;  // read end of the output pipe when echoing to the terminal
+  Clock::time_point start;
+  bool ended = false;
+  int wstatus = 0;
+  bool timed_out = false;
+  bool stopped = false;
+  std::optional<Clock::time_point> kill_at;  // SIGKILL due (a SIGTERM was sent)
+
+  ~Child() {
+    CloseFd(log_fd);
+    CloseFd(tee_fd);
+  }
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  bool running() const { return !ended; }
+  bool failed() const {
+    return timed_out || (ended && (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0));
+  }
+  // SIGTERM to the whole group now, SIGKILL `grace` seconds later.
+  void Terminate(double grace) {
+    ::kill(-pid, SIGTERM);
+    kill_at = Clock::now() +
+              std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
+  }
+  CommandResult Result() const {
+    CommandResult r;
+    r.timed_out = timed_out;
+    r.stopped = stopped;
+    if (WIFEXITED(wstatus)) r.exit_code = WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus)) r.term_signal = WTERMSIG(wstatus);
+    return r;
+  }
+};
+
+// Forks and execs `cmd` in its own process group. With die_with_parent the
+// child is SIGKILLed when this thread's process dies (PR_SET_PDEATHSIG), so
+// that no rank outlives a killed step and keeps a GPU the allocator has
+// already handed back. A program that cannot be started is a Status, after
+// the failed child was reaped.
+Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   if (cmd.argv.empty()) return Errorf(ErrorCode::kInvalidArgument, "empty command");
-  int log_fd = -1;
+  child->cmd = &cmd;
   if (!cmd.log_path.empty()) {
-    log_fd = ::open(cmd.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0)
+    child->log_fd = ::open(cmd.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (child->log_fd < 0)
       return Errorf(ErrorCode::kIo, "opening log {}: {}", cmd.log_path, std::strerror(errno));
   }
-  bool tee = log_fd >= 0 && cmd.echo_to_terminal;
+  const bool tee = child->log_fd >= 0 && cmd.echo_to_terminal;
   int out_pipe[2] = {-1, -1};
   if (tee && ::pipe2(out_pipe, O_CLOEXEC) != 0)
     return Errorf(ErrorCode::kIo, "pipe: {}", std::strerror(errno));
+  child->tee_fd = out_pipe[0];
   int err_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0)
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    CloseFd(out_pipe[1]);
     return Errorf(ErrorCode::kIo, "pipe: {}", std::strerror(errno));
+  }
 
   std::vector<std::string> env = MergedEnvironment(cmd.env);
   std::vector<char*> envp, argv;
@@ -68,13 +174,23 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) return Errorf(ErrorCode::kIo, "fork: {}", std::strerror(errno));
+  if (pid < 0) {
+    CloseFd(out_pipe[1]);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    return Errorf(ErrorCode::kIo, "fork: {}", std::strerror(errno));
+  }
   if (pid == 0) {
     ::setpgid(0, 0);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
-    int out = tee ? out_pipe[1] : log_fd;
+    if (die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
+    }
+    int out = tee ? out_pipe[1] : child->log_fd;
     if (out >= 0) {
       ::dup2(out, 1);
       ::dup2(out, 2);
@@ -90,76 +206,151 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
     ::_exit(127);
   }
   ::setpgid(pid, pid);
-  g_child_group.store(pid);
-  struct sigaction sa {
-  }, old_int{}, old_term{};
-  sa.sa_handler = ForwardSignal;
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-
+  child->pid = pid;
+  child->start = Clock::now();
   ::close(err_pipe[1]);
-  if (tee) ::close(out_pipe[1]);
+  CloseFd(out_pipe[1]);
   int exec_errno = 0;
   ssize_t got = ::read(err_pipe[0], &exec_errno, sizeof exec_errno);
   ::close(err_pipe[0]);
-
-  auto start = std::chrono::steady_clock::now();
-  bool timed_out = false, killed = false;
-  int wstatus = 0;
-  char buf[65536];
-  if (!tee && !cmd.timeout_seconds) {
-    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-  }
-  bool polling = tee || cmd.timeout_seconds.has_value();
-  while (polling) {
-    if (tee) {
-      struct pollfd p {
-        out_pipe[0], POLLIN, 0
-      };
-      if (::poll(&p, 1, 50) > 0) {
-        ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
-        if (n > 0) {
-          (void)!::write(log_fd, buf, static_cast<size_t>(n));
-          (void)!::write(2, buf, static_cast<size_t>(n));
-        }
-      }
-    }
-    pid_t w = ::waitpid(pid, &wstatus, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-    if (cmd.timeout_seconds && !timed_out && SecondsSince(start) > *cmd.timeout_seconds) {
-      timed_out = true;
-      ::kill(-pid, SIGTERM);
-    }
-    if (timed_out && !killed && SecondsSince(start) > *cmd.timeout_seconds + 5) {
-      killed = true;
-      ::kill(-pid, SIGKILL);
-    }
-    if (!tee) std::this_thread::sleep_for(std::chrono::milliseconds(got == 0 ? 2 : 1));
-  }
-  if (tee) {
-    for (;;) {
-      ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
-      if (n <= 0) break;
-      (void)!::write(log_fd, buf, static_cast<size_t>(n));
-      (void)!::write(2, buf, static_cast<size_t>(n));
-    }
-    ::close(out_pipe[0]);
-  }
-  g_child_group.store(0);
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  if (log_fd >= 0) ::close(log_fd);
-
   if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    while (::waitpid(pid, &child->wstatus, 0) < 0 && errno == EINTR) {
+    }
+    child->ended = true;
     ErrorCode code = exec_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
     return Errorf(code, "cannot run '{}': {}", cmd.argv[0], std::strerror(exec_errno));
   }
-  CommandResult result;
-  result.timed_out = timed_out;
-  if (WIFEXITED(wstatus)) result.exit_code = WEXITSTATUS(wstatus);
-  if (WIFSIGNALED(wstatus)) result.term_signal = WTERMSIG(wstatus);
+  return Status::Ok();
+}
+
+// Copies what is waiting on the children's output pipes to their logs and to
+// our stderr, waiting at most `wait_ms` for something to arrive. A pipe at
+// end of file is closed.
+void PumpOutput(std::vector<std::unique_ptr<Child>>& children, int wait_ms) {
+  std::vector<pollfd> fds;
+  std::vector<Child*> owners;
+  for (auto& c : children) {
+    if (c->tee_fd < 0) continue;
+    fds.push_back({c->tee_fd, POLLIN, 0});
+    owners.push_back(c.get());
+  }
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    return;
+  }
+  if (::poll(fds.data(), fds.size(), wait_ms) <= 0) return;
+  char buf[65536];
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+    if (n > 0) {
+      (void)!::write(owners[i]->log_fd, buf, static_cast<size_t>(n));
+      (void)!::write(2, buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      CloseFd(owners[i]->tee_fd);
+    }
+  }
+}
+
+// Waits until every child has ended and its output is copied. With `group`,
+// the first failure stops the others and `stragglers` bounds how long the
+// rest may run after one succeeded (RunGroup's contract); a timeout sends
+// SIGTERM and, `grace` seconds later, SIGKILL. Returns the first failed
+// member in group mode, else -1.
+int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double grace,
+              std::optional<double> stragglers = std::nullopt) {
+  int first_failure = -1;
+  auto fail = [&](size_t i) {
+    if (!group || first_failure >= 0) return;
+    first_failure = static_cast<int>(i);
+    for (size_t j = 0; j < children.size(); ++j) {
+      Child& other = *children[j];
+      if (j == i || !other.running()) continue;
+      other.stopped = true;
+      other.Terminate(grace);
+    }
+  };
+  // One command without a timeout and without echo: nothing to do but wait.
+  if (children.size() == 1 && children[0]->tee_fd < 0 && !children[0]->cmd->timeout_seconds) {
+    Child& c = *children[0];
+    while (::waitpid(c.pid, &c.wstatus, 0) < 0 && errno == EINTR) {
+    }
+    c.ended = true;
+    return -1;
+  }
+  std::optional<Clock::time_point> first_success;
+  int wait_ms = 1;  // short commands end fast; long ones are polled at 50 Hz
+  for (;;) {
+    bool busy = false;
+    for (size_t i = 0; i < children.size(); ++i) {
+      Child& c = *children[i];
+      busy |= c.tee_fd >= 0;
+      if (!c.running()) continue;
+      pid_t w = ::waitpid(c.pid, &c.wstatus, WNOHANG);
+      if (w == c.pid || (w < 0 && errno != EINTR)) {
+        c.ended = true;
+        if (c.failed()) {
+          if (group) ::kill(-c.pid, SIGKILL);  // what the failed member left behind
+          fail(i);
+        } else if (!first_success) {
+          first_success = Clock::now();
+        }
+        continue;
+      }
+      busy = true;
+      const std::optional<double>& timeout = c.cmd->timeout_seconds;
+      const bool straggling =
+          group && stragglers && first_success && SecondsSince(*first_success) > *stragglers;
+      if (!c.timed_out && ((timeout && SecondsSince(c.start) > *timeout) || straggling)) {
+        c.timed_out = true;
+        c.Terminate(grace);
+        fail(i);
+      }
+      if (c.kill_at && Clock::now() >= *c.kill_at) {
+        ::kill(-c.pid, SIGKILL);
+        c.kill_at.reset();
+      }
+    }
+    if (!busy) return first_failure;
+    PumpOutput(children, wait_ms);
+    wait_ms = std::min(wait_ms * 2, 20);
+  }
+}
+
+}  // namespace
+
+Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
+  std::vector<std::unique_ptr<Child>> children;
+  children.push_back(std::make_unique<Child>());
+  ForwardingScope forwarding;
+  BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
+  forwarding.Add(children[0]->pid);
+  Supervise(children, /*group=*/false, /*grace=*/5);
+  return children[0]->Result();
+}
+
+Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& commands,
+                                               const GroupOptions& options) {
+  std::vector<std::unique_ptr<Child>> children;
+  ForwardingScope forwarding;
+  for (const Command& cmd : commands) {
+    children.push_back(std::make_unique<Child>());
+    Status started = Spawn(cmd, /*die_with_parent=*/true, children.back().get());
+    if (!started.ok()) {
+      children.pop_back();
+      for (auto& c : children) {
+        ::kill(-c->pid, SIGKILL);
+        c->stopped = true;
+      }
+      Supervise(children, /*group=*/false, options.grace_seconds);
+      return started;
+    }
+    forwarding.Add(children.back()->pid);
+  }
+  GroupResult result;
+  result.first_failure =
+      Supervise(children, /*group=*/true, options.grace_seconds, options.straggler_seconds);
+  for (auto& c : children) result.results.push_back(c->Result());
   return result;
 }
 

@@ -1,13 +1,20 @@
 // SubprocessRunner: the real CommandRunner (fork + execvpe).
 //
-// The child runs in its own process group; a timeout sends SIGTERM to the
-// group, then SIGKILL after 5 s. While a command runs, SIGINT and SIGTERM sent
-// to benchmake are forwarded to the child's group. Output: appended to
-// Command::log_path (stdout and stderr together), copied to our stderr as well
-// when echo_to_terminal; with no log_path the child inherits our stdio.
-// A program that cannot be started (exec failed) is a kNotFound/kIo Status.
+// Each child runs in its own process group; a timeout sends SIGTERM to the
+// group, then SIGKILL after 5 s (RunGroup: after GroupOptions::grace_seconds).
+// While commands run, SIGINT and SIGTERM sent to benchmake are forwarded to
+// their groups. Output: appended to Command::log_path (stdout and stderr
+// together), copied to our stderr as well when echo_to_terminal; with no
+// log_path the child inherits our stdio. A program that cannot be started
+// (exec failed) is a kNotFound/kIo Status.
 //
-// Thread safety: Run() may be called from several threads.
+// RunGroup's members also get PR_SET_PDEATHSIG = SIGKILL: they die with the
+// thread that started them (a killed `benchmake step` leaves no rank running
+// on GPUs it no longer holds), so call it from a thread that outlives the call.
+// The group is polled (waitpid WNOHANG) every 20 ms at most, so a failure is
+// noticed within about that.
+//
+// Thread safety: Run() and RunGroup() may be called from several threads.
 #pragma once
 
 #include "base/command_runner.h"
@@ -17,6 +24,8 @@ namespace bm {
 class SubprocessRunner : public CommandRunner {
  public:
   Result<CommandResult> Run(const Command& command) override;
+  Result<GroupResult> RunGroup(const std::vector<Command>& commands,
+                               const GroupOptions& options) override;
 };
 
 }  // namespace bm

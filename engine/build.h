@@ -5,7 +5,9 @@
 // waits and then says how long and why), runs Generate(), and runs `ninja`
 // from PATH in .benchmake/ on the requested targets' NAME.out files. -j, -k
 // and -n pass through. kNotFound when ninja is not on PATH; kFailed when a
-// step failed (ninja has shown its log).
+// step failed (ninja has shown its log); kInvalidArgument, before anything
+// runs, when a target to build (or one it depends on) needs more GPUs than
+// the machine has (the message names each, its layout and the GPU count).
 #pragma once
 
 #include <map>
@@ -36,7 +38,8 @@ struct InProcessSummary {
 };
 
 // Generate() then RunStep() on every target, dependencies first; stops at the
-// first failure. For tests: the outcome of each target.
+// first failure (and, like BuildWithNinja, runs nothing when a target needs
+// more GPUs than the machine has). For tests: the outcome of each target.
 Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options = {});
 
 // Absolute path of `program` on $PATH, or kNotFound.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -29,26 +30,43 @@ Result<GpuLease> AcquireGpus(int count, int total, const std::string& lock_dir,
   std::error_code ec;
   std::filesystem::create_directories(lock_dir, ec);
   bool said = false;
+  auto say_waiting = [&] {
+    if (!said && notice)
+      *notice << "benchmake: waiting for " << count << " free GPU(s) (locks in " << lock_dir
+              << ")\n";
+    said = true;
+  };
+  const std::string turn_path = lock_dir + "/acquire.lock";
+  FileLock turn;
+  BM_ASSIGN_OR_RETURN(bool my_turn, FileLock::TryLock(turn_path, &turn));
+  if (!my_turn) {
+    say_waiting();
+    BM_ASSIGN_OR_RETURN(turn, FileLock::Lock(turn_path));
+  }
+  std::vector<std::pair<int, FileLock>> held;
+  std::vector<bool> mine(static_cast<size_t>(total), false);
   for (;;) {
-    GpuLease lease;
-    for (int id = 0; id < total && static_cast<int>(lease.ids.size()) < count; ++id) {
+    for (int id = 0; id < total && static_cast<int>(held.size()) < count; ++id) {
+      if (mine[static_cast<size_t>(id)]) continue;
       FileLock lock;
       BM_ASSIGN_OR_RETURN(bool got,
                           FileLock::TryLock(fmt::format("{}/gpu{}.lock", lock_dir, id), &lock));
-      if (got) {
-        lease.ids.push_back(id);
-        lease.locks.push_back(std::move(lock));
-      }
+      if (!got) continue;
+      mine[static_cast<size_t>(id)] = true;
+      held.emplace_back(id, std::move(lock));
     }
-    if (static_cast<int>(lease.ids.size()) == count) return lease;
-    if (!said && notice) {
-      *notice << "benchmake: waiting for " << count << " free GPU(s) (locks in " << lock_dir
-              << ")\n";
-      said = true;
-    }
-    lease = GpuLease();  // release what we took before waiting
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (static_cast<int>(held.size()) == count) break;
+    say_waiting();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  std::sort(held.begin(), held.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  GpuLease lease;
+  for (auto& [id, lock] : held) {
+    lease.ids.push_back(id);
+    lease.locks.push_back(std::move(lock));
+  }
+  return lease;  // `turn` is released: the next acquirer may gather
 }
 
 }  // namespace bm::engine

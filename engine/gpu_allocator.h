@@ -3,6 +3,13 @@
 // (flock, released when the step exits or dies) from a machine-wide directory:
 //   $BENCHMAKE_GPU_LOCK_DIR, else /tmp/benchmake-gpus-$UID, file gpuN.lock.
 // The step then sets CUDA_VISIBLE_DEVICES to the ids it got.
+//
+// All or nothing, and no deadlock: one acquirer at a time holds acquire.lock
+// (the others queue on it holding no GPU) and gathers free GPUs until it has
+// all k; only then does the step run. GPUs are freed only by running steps,
+// which wait for nothing, so the acquirer always gets its k in the end, and a
+// 4-GPU step is not starved by 2-GPU steps that keep slipping in: while it
+// gathers, they queue. Two leases never share a GPU (each GPU is one flock).
 #pragma once
 
 #include <ostream>

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <thread>
+
+#include "rules/launch/launcher.h"
 #include "trainer/model/config.h"
 
 namespace bm::rules {
@@ -42,7 +46,8 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
       {"data", ParamType::kInput, std::nullopt,
        "a tokenize target (train/valid splits in the Megatron format)", true},
       {"device", ParamType::kString, json("cpu"), "cpu or cuda", true},
-      {"threads", ParamType::kInt, json(0), "CPU threads (0: all cores); part of the key", true},
+      {"threads", ParamType::kInt, json(0),
+       "CPU threads per rank (0: the machine's cores divided by its ranks); part of the key", true},
       {"precision", ParamType::kString, json("fp32"), "fp32, or bf16 / amp (cuda)", true},
       {"layout", ParamType::kString, json("TP1PP1DP1"), "parallel layout TPxPPyDPz", true},
       {"lbs", ParamType::kInt, json(8), "micro-batch size (LBS)", true},
@@ -52,6 +57,10 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
       {"peak_tflops", ParamType::kFloat, json(0.0),
        "peak TFLOP/s per device for MFU (0: the peak table)", true},
       {"progress", ParamType::kBool, json(true), "live progress line on a terminal", false},
+      {"collective_timeout", ParamType::kFloat, json(300.0),
+       "seconds a rank waits for its peers (rendezvous, collectives, the last rank to finish) "
+       "before the step fails as hung; several ranks only",
+       false},
   };
   if (train) {
     const bool ft = kind == TrainKind::kFinetune;
@@ -138,6 +147,8 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) 
   const std::string device = p["device"].get<std::string>();
   if (device != "cpu" && device != "cuda")
     errors.push_back({"device", fmt::format("device '{}' (cpu, cuda)", device)});
+  if (!(p["collective_timeout"].get<double>() > 0))
+    errors.push_back({"collective_timeout", "collective_timeout must be > 0 seconds"});
   if (kind == TrainKind::kPretrain) {
     Result<train::ModelConfig> m = train::Preset(p["model"].get<std::string>());
     if (!m.ok()) {
@@ -158,14 +169,75 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) 
   return errors;
 }
 
-int TrainGpus(const json& p) {
-  if (p.value("device", "cpu") != "cuda") return 0;
+int TrainWorldSize(const json& p) {
   Result<train::ParallelLayout> l = train::ParseLayout(p.value("layout", "TP1PP1DP1"));
   return l.ok() ? l->tp * l->pp * l->dp : 1;
 }
 
+int TrainGpus(const json& p) { return p.value("device", "cpu") == "cuda" ? TrainWorldSize(p) : 0; }
+
+namespace {
+
+// One benchmake-train process: the single-rank run, exactly as before ranks.
+Status RunOneProcess(const Command& cmd, engine::StepContext& ctx) {
+  if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
+  BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
+  if (r.term_signal)
+    return Errorf(ErrorCode::kFailed, "benchmake-train was killed by signal {}", r.term_signal);
+  if (!r.success())
+    return Errorf(ErrorCode::kFailed, "benchmake-train exited with status {} (its log says why)",
+                  r.exit_code);
+  return Status::Ok();
+}
+
+// `world` benchmake-train processes through the launcher (rules/launch/):
+// rank 0 writes the step log, rank k <scratch>/rank-k.log; the first failure
+// stops every rank and fails the step naming it.
+Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
+                engine::StepContext& ctx) {
+  launch::LaunchSpec spec;
+  spec.argv = cmd.argv;
+  spec.cwd = cmd.cwd;
+  spec.env = cmd.env;
+  spec.world_size = world;
+  spec.rendezvous = ctx.scratch_dir + "/rendezvous";
+  BM_TRY(ctx.fs->RemoveAll(spec.rendezvous));
+  BM_TRY(ctx.fs->MakeDirs(spec.rendezvous));
+  spec.collective_timeout_s = ctx.params.value("collective_timeout", 300.0);
+  spec.log_path = cmd.log_path;
+  spec.echo_rank0 = cmd.echo_to_terminal;
+  spec.log_dir = ctx.scratch_dir;
+  if (ctx.params.value("device", "cpu") == "cuda") {
+    if (ctx.gpus.empty())
+      return Errorf(ErrorCode::kInternal, "{} ranks on cuda but the step holds no GPUs", world);
+    spec.gpus = ctx.gpus;
+  }
+  if (ctx.log)
+    *ctx.log << fmt::format("$ {}   # {} ranks ({} launcher; ranks 1.. log to {})\n",
+                            fmt::join(cmd.argv, " "), world, launcher.name(),
+                            launch::RankLogPath(spec, 1));
+  BM_ASSIGN_OR_RETURN(launch::LaunchResult r, launcher.Launch(spec));
+  if (r.success()) return Status::Ok();
+  if (ctx.log)
+    for (const launch::RankOutcome& rank : r.ranks)
+      *ctx.log << fmt::format("rank {} {}\n", rank.rank,
+                              launch::DescribeRankEnd(rank, r.first_failure));
+  return Status(ErrorCode::kFailed, launch::DescribeFailure(r, *ctx.fs));
+}
+
+}  // namespace
+
 Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) {
-  const json config = RunConfigJson(kind, ctx.params, &ctx);
+  json config = RunConfigJson(kind, ctx.params, &ctx);
+  const int world = TrainWorldSize(ctx.params);
+  std::unique_ptr<launch::Launcher> launcher;
+  if (world > 1) {
+    BM_ASSIGN_OR_RETURN(launcher, launch::MakeLauncher("local", *ctx.runner));
+    // `threads` is per rank; 0 shares the machine's cores among its ranks.
+    if (config["threads"].get<int64_t>() == 0 && ctx.params.value("device", "cpu") == "cpu")
+      config["threads"] = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                          launcher->LocalWorldSize(world));
+  }
   const std::string config_path = ctx.scratch_dir + "/run.json";
   BM_TRY(ctx.fs->WriteFileAtomic(config_path, config.dump(2) + "\n"));
   Command cmd;
@@ -175,13 +247,7 @@ Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) 
   cmd.echo_to_terminal = ctx.interactive && ctx.params.value("progress", true);
   cmd.env["OMP_WAIT_POLICY"] = "passive";  // trainer/omp_env.h says why
   cmd.env["OPENBLAS_THREAD_TIMEOUT"] = "4";
-  if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
-  BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
-  if (r.term_signal)
-    return Errorf(ErrorCode::kFailed, "benchmake-train was killed by signal {}", r.term_signal);
-  if (!r.success())
-    return Errorf(ErrorCode::kFailed, "benchmake-train exited with status {} (its log says why)",
-                  r.exit_code);
+  BM_TRY(launcher ? RunRanks(cmd, world, *launcher, ctx) : RunOneProcess(cmd, ctx));
   Result<std::string> text = ctx.fs->ReadFile(ctx.out_dir + "/metrics.json");
   if (!text.ok())
     return Errorf(ErrorCode::kFailed, "benchmake-train succeeded but wrote no metrics.json: {}",

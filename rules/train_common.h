@@ -34,9 +34,20 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann:
 // (its output into the step's log, echoed when interactive) and returns
 // out/metrics.json. A failed run is kFailed with the trainer's last message
 // in the step log.
+//
+// A layout of N = TP*PP*DP > 1 ranks starts N processes through the local
+// launcher (rules/launch/launcher.h), all on the same run.json: on cuda one
+// per GPU of ctx.gpus, on cpu `threads` each (0: the cores divided by N).
+// Rank 0 writes the step log and out/; rank k logs to scratch/rank-k.log.
+// The first rank to fail stops the others; the step then fails with that
+// rank's name, how it ended and its log's last lines, and the step log lists
+// how every rank ended. BENCHMAKE_COLLECTIVE_TIMEOUT is `collective_timeout`.
 Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx);
 
-// GPUs a step needs: DP of the layout on device "cuda", else 0.
+// Ranks of the layout: TP*PP*DP (1 for a layout that does not parse).
+int TrainWorldSize(const nlohmann::json& params);
+
+// GPUs a step needs: every rank of the layout on device "cuda", else 0.
 int TrainGpus(const nlohmann::json& params);
 
 }  // namespace bm::rules

@@ -1,10 +1,14 @@
 #include "base/subprocess_runner.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace bm {
 namespace {
@@ -62,6 +66,155 @@ TEST(SubprocessRunnerTest, TeeCopiesToLog) {
   c.log_path = log;
   c.echo_to_terminal = true;
   ASSERT_TRUE(runner.Run(c)->success());
+  EXPECT_EQ(Slurp(log), "live\n");
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Command Sh(const std::string& script) {
+  Command c;
+  c.argv = {"sh", "-c", script};
+  return c;
+}
+
+// Running, not a zombie waiting for whoever inherited it to reap it.
+bool Alive(pid_t pid) {
+  std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+TEST(SubprocessRunnerGroupTest, AllSucceedEachWithItsEnvAndLog) {
+  std::string dir = ::testing::TempDir();
+  SubprocessRunner runner;
+  std::vector<Command> group;
+  for (int i = 0; i < 3; ++i) {
+    Command c = Sh("sleep 0.1; echo member $ME");
+    c.env["ME"] = std::to_string(i);
+    c.log_path = dir + "/group_ok." + std::to_string(i) + ".log";
+    std::remove(c.log_path.c_str());
+    group.push_back(c);
+  }
+  Result<GroupResult> r = runner.RunGroup(group, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->success());
+  ASSERT_EQ(r->results.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(r->results[i].success());
+    EXPECT_EQ(Slurp(group[i].log_path), "member " + std::to_string(i) + "\n");
+  }
+}
+
+// The first failure stops the rest at once, their children included: a member
+// that fails after 0.2 s ends a group whose others would sleep for 30 s.
+TEST(SubprocessRunnerGroupTest, FirstFailureStopsTheOthersAndTheirChildren) {
+  std::string pidfile = ::testing::TempDir() + "/group_grandchild.pid";
+  std::remove(pidfile.c_str());
+  SubprocessRunner runner;
+  std::vector<Command> group = {Sh("sleep 30"), Sh("sleep 0.2; exit 3"),
+                                Sh("sleep 30 & echo $! > " + pidfile + "; wait")};
+  auto start = std::chrono::steady_clock::now();
+  Result<GroupResult> r = runner.RunGroup(group, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LT(SecondsSince(start), 5);
+  EXPECT_FALSE(r->success());
+  EXPECT_EQ(r->first_failure, 1);
+  EXPECT_EQ(r->results[1].exit_code, 3);
+  EXPECT_FALSE(r->results[1].stopped);
+  for (int i : {0, 2}) {
+    EXPECT_TRUE(r->results[i].stopped) << i;
+    EXPECT_EQ(r->results[i].term_signal, SIGTERM) << i;
+    EXPECT_FALSE(r->results[i].success()) << i;
+  }
+  pid_t grandchild = std::stoi(Slurp(pidfile));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(Alive(grandchild)) << "the stopped member's child died with its group";
+}
+
+// A member that ignores SIGTERM is killed grace_seconds later; one killed by
+// a signal is a failure that names it.
+TEST(SubprocessRunnerGroupTest, SigtermIgnoredMeansSigkillAfterTheGrace) {
+  SubprocessRunner runner;
+  std::vector<Command> group = {Sh("trap '' TERM; sleep 30 & wait; sleep 30"),
+                                Sh("sleep 0.2; kill -9 $$")};
+  GroupOptions options;
+  options.grace_seconds = 0.3;
+  auto start = std::chrono::steady_clock::now();
+  Result<GroupResult> r = runner.RunGroup(group, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LT(SecondsSince(start), 5);
+  EXPECT_EQ(r->first_failure, 1);
+  EXPECT_EQ(r->results[1].term_signal, SIGKILL);
+  EXPECT_TRUE(r->results[0].stopped);
+  EXPECT_EQ(r->results[0].term_signal, SIGKILL);
+}
+
+TEST(SubprocessRunnerGroupTest, AMemberTimingOutFailsTheGroup) {
+  SubprocessRunner runner;
+  std::vector<Command> group = {Sh("sleep 30"), Sh("sleep 30")};
+  group[1].timeout_seconds = 0.2;
+  auto start = std::chrono::steady_clock::now();
+  Result<GroupResult> r = runner.RunGroup(group, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_LT(SecondsSince(start), 5);
+  EXPECT_EQ(r->first_failure, 1);
+  EXPECT_TRUE(r->results[1].timed_out);
+  EXPECT_TRUE(r->results[0].stopped);
+}
+
+// A member left running long after a peer succeeded is timed out: no member
+// waits forever for one that has gone.
+TEST(SubprocessRunnerGroupTest, StragglersAfterASuccessAreTimedOut) {
+  SubprocessRunner runner;
+  std::vector<Command> group = {Sh("exit 0"), Sh("sleep 30")};
+  GroupOptions options;
+  options.straggler_seconds = 0.3;
+  auto start = std::chrono::steady_clock::now();
+  Result<GroupResult> r = runner.RunGroup(group, options);
+  ASSERT_TRUE(r.ok());
+  EXPECT_LT(SecondsSince(start), 5);
+  EXPECT_EQ(r->first_failure, 1);
+  EXPECT_TRUE(r->results[0].success());
+  EXPECT_TRUE(r->results[1].timed_out);
+}
+
+// True when some process's command line contains `needle`.
+bool AnyProcessRuns(const std::string& needle) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string cmdline = Slurp(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(SubprocessRunnerGroupTest, AMemberThatCannotStartKillsTheStartedOnes) {
+  SubprocessRunner runner;
+  Command missing;
+  missing.argv = {"benchmake-no-such-program"};
+  Command sleeper;
+  sleeper.argv = {"sleep", "31.2345"};
+  std::vector<Command> group = {sleeper, missing};
+  auto start = std::chrono::steady_clock::now();
+  Result<GroupResult> r = runner.RunGroup(group, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+  EXPECT_LT(SecondsSince(start), 5);
+  EXPECT_FALSE(AnyProcessRuns("sleep 31.2345"));
+}
+
+TEST(SubprocessRunnerGroupTest, EchoedMemberStillWritesItsLog) {
+  std::string log = ::testing::TempDir() + "/group_tee.log";
+  std::remove(log.c_str());
+  SubprocessRunner runner;
+  std::vector<Command> group = {Sh("echo live"), Sh("true")};
+  group[0].log_path = log;
+  group[0].echo_to_terminal = true;
+  Result<GroupResult> r = runner.RunGroup(group, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->success());
   EXPECT_EQ(Slurp(log), "live\n");
 }
 

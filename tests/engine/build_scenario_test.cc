@@ -404,5 +404,33 @@ TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {
   EXPECT_EQ(gen->specs_written, 1);
 }
 
+// A target needing more GPUs than the machine has fails the build before
+// anything runs, naming the target and the counts.
+TEST_F(BuildScenarioTest, TooManyGpusFailsBeforeAnythingRuns) {
+  SetBenchfile(std::string(kPipeline) + R"(
+[target.big]
+rule = "exec"
+inputs = ["train"]
+command = ["write", "{out}/x", "x"]
+outputs = ["x"]
+gpus = 8
+
+[benchmake]
+gpus = 4
+)");
+  StepOptions options;
+  Result<InProcessSummary> r = BuildInProcess(ws_, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message().rfind("target 'big' needs 8 GPU(s) but this machine has 4", 0), 0u)
+      << r.status().message();
+  EXPECT_EQ(ran(), 0) << "not even the data step";
+  Edit("gpus = 8", "gpus = 4");
+  ::setenv("BENCHMAKE_GPU_LOCK_DIR", (::testing::TempDir() + "/scenario_gpu_locks").c_str(), 1);
+  Build();
+  ::unsetenv("BENCHMAKE_GPU_LOCK_DIR");
+  EXPECT_EQ(ran(), 4);
+}
+
 }  // namespace
 }  // namespace bm::engine

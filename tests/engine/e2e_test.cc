@@ -75,6 +75,9 @@ class E2eTest : public ::testing::Test {
     WriteText(ws_ / "BENCHFILE.toml", kPipeline);
   }
   void TearDown() override {
+    for (const char* v : {"FAKE_TRAINER_0", "FAKE_TRAINER_1", "FAKE_TRAINER_2", "FAKE_TRAINER_3",
+                          "FAKE_TRAINER_PID_DIR", "BENCHMAKE_PLATFORM"})
+      ::unsetenv(v);
     std::error_code ec;
     for (auto& p : fs::recursive_directory_iterator(root_, ec))
       fs::permissions(p.path(), fs::perms::owner_all, fs::perm_options::add, ec);
@@ -363,6 +366,72 @@ outputs = ["dev"]
       << a << b;
   EXPECT_NE(ReadText(ws_ / ".benchmake/build.ninja").find("pool gpu\n  depth = 2"),
             std::string::npos);
+}
+
+// Several ranks, one SIGKILLed mid-run while the others wait for it forever:
+// the build fails at once naming the rank and the signal, caches nothing,
+// leaves no out/ for the target and no rank running. benchmake is linked next
+// to tests/rules/testdata/fake_benchmake_train.sh as benchmake-train (a
+// step's tools are the ones beside the binary).
+TEST_F(E2eTest, AKilledRankFailsTheStepAndCachesNothing) {
+  fs::path tools = root_ / "tools";
+  fs::create_directories(tools);
+  std::error_code ec;
+  fs::create_hard_link(binary_, tools / "benchmake", ec);
+  if (ec) fs::copy_file(binary_, tools / "benchmake");
+  fs::copy_file(
+      fs::path(BENCHMAKE_TEST_SOURCE_DIR) / "tests/rules/testdata/fake_benchmake_train.sh",
+      tools / "benchmake-train");
+  WriteText(ws_ / "src/tokens/train.bin", "tokens");
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.dp]
+rule = "pretrain"
+data = "src/tokens"
+model = "llama-tiny"
+mpe = 32
+layout = "TP1PP1DP4"
+)");
+  ::setenv("BENCHMAKE_PLATFORM", R"({"trainer_build": "fake", "gpu_count": 0})", 1);
+  ::setenv("FAKE_TRAINER_PID_DIR", root_.c_str(), 1);
+  for (const char* v : {"FAKE_TRAINER_0", "FAKE_TRAINER_1", "FAKE_TRAINER_3"})
+    ::setenv(v, "hang", 1);
+  ::setenv("FAKE_TRAINER_2", "kill", 1);
+  binary_ = (tools / "benchmake").string();
+  auto start = std::chrono::steady_clock::now();
+  Run r = Benchmake("build");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r.output.find("data parallelism is not implemented") != std::string::npos)
+    GTEST_SKIP() << "the trainer's run config refuses DP > 1 (until it trains data parallel), "
+                    "so no multi-rank target loads yet";
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_LT(seconds, 60) << r.output;
+  EXPECT_NE(r.output.find("dp failed: rank 2 of 4 was killed by signal 9 (SIGKILL); ranks 0, 1, 3 "
+                          "were stopped"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 0 was stopped after rank 2 failed"), std::string::npos)
+      << "the step log says which ranks were stopped: " << r.output;
+  EXPECT_FALSE(fs::exists(root_ / "cache/ac") && !fs::is_empty(root_ / "cache/ac"))
+      << "nothing cached";
+  EXPECT_FALSE(fs::exists(ws_ / "out/dp"));
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string pid = ReadText(root_ / ("rank-" + std::to_string(rank) + ".pid"));
+    ASSERT_FALSE(pid.empty()) << "rank " << rank << " never started";
+    std::string stat = ReadText("/proc/" + std::to_string(std::stoi(pid)) + "/stat");
+    EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos)
+        << "rank " << rank << " still runs: " << stat;
+  }
+  std::printf("a rank killed after 0.3 s failed `benchmake build` after %.2f s\n", seconds);
+
+  // A layout wider than the machine fails before anything runs.
+  Edit("layout = \"TP1PP1DP4\"", "layout = \"TP1PP1DP8\"\ndevice = \"cuda\"\nprecision = \"bf16\"");
+  ::setenv("BENCHMAKE_GPUS", "4", 1);
+  Run wide = Benchmake("build");
+  ::unsetenv("BENCHMAKE_GPUS");
+  EXPECT_EQ(wide.exit_code, 2) << wide.output;
+  EXPECT_NE(wide.output.find("target 'dp' needs 8 GPU(s) for layout TP1PP1DP8 but this machine "
+                             "has 4"),
+            std::string::npos)
+      << wide.output;
 }
 
 TEST_F(E2eTest, MissingNinjaIsAClearError) {

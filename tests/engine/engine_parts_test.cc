@@ -2,6 +2,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include "engine/gpu_allocator.h"
 #include "engine/key_material.h"
 #include "engine/ninja_writer.h"
@@ -111,6 +116,56 @@ TEST(GpuAllocatorTest, HandsOutDistinctDevicesAcrossHolders) {
   Result<GpuLease> c = AcquireGpus(1, 2, dir, nullptr);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->VisibleDevices(), "0");
+}
+
+// A 4-GPU step and two 2-GPU steps on 4 GPUs, each taking its GPUs again and
+// again (threads: every AcquireGpus opens its own lock files, as processes
+// do), the 2-GPU ones until the 4-GPU one is done: every lease is whole, no
+// GPU is ever in two leases, nobody deadlocks, and the 4-GPU step is not
+// starved by 2-GPU steps slipping into every gap.
+TEST(GpuAllocatorTest, WholeLeasesNeverOverlapNorDeadlockNorStarve) {
+  std::string dir = ::testing::TempDir() + "/gpu_locks_mixed_" + std::to_string(::getpid());
+  std::atomic<int> in_use[4] = {};
+  std::atomic<int> overlaps{0}, errors{0}, finished{0};
+  std::atomic<bool> big_done{false};
+  auto hold = [&](int count) {
+    Result<GpuLease> lease = AcquireGpus(count, 4, dir, nullptr);
+    if (!lease.ok() || static_cast<int>(lease->ids.size()) != count) {
+      ++errors;
+      return false;
+    }
+    for (int id : lease->ids)
+      if (in_use[id].fetch_add(1) != 0) ++overlaps;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int id : lease->ids) in_use[id].fetch_sub(1);
+    return true;
+  };
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    for (int i = 0; i < 3 && hold(4); ++i) {
+    }
+    big_done = true;
+    ++finished;
+  });
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      while (!big_done && hold(2)) {
+      }
+      ++finished;
+    });
+  }
+  auto start = std::chrono::steady_clock::now();
+  while (finished.load() < 3) {
+    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+      ADD_FAILURE() << "deadlock or starvation: " << finished.load()
+                    << " of 3 holders finished in 20 s";
+      std::_Exit(1);  // the stuck threads cannot be joined
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
 }
 
 }  // namespace

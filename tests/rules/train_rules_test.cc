@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/rule.h"
+#include "engine/spec_builder.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
 
@@ -125,6 +126,117 @@ TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {
   Result<engine::StepResult> failed = pre->Run(ctx);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), ErrorCode::kFailed);
+}
+
+// The key of a pretrain target with these parameters (no inputs).
+Digest KeyOf(const engine::Rule& rule, json params) {
+  testing::MemoryFilesystem fs;
+  StatCache stat_cache(fs, "/stat_cache");
+  engine::SourceHasher sources(fs, stat_cache);
+  engine::TargetGraph graph;
+  engine::Target target;
+  target.name = "p";
+  target.rule = &rule;
+  target.params = WithDefaults(rule, std::move(params));
+  Result<engine::KeyMaterial> m = engine::BuildSpec(graph, target, sources, json::object());
+  EXPECT_TRUE(m.ok());
+  return m.ok() ? m->Key() : Digest();
+}
+
+TEST(TrainRulesTest, TheLayoutEntersTheKeyAndSetsTheGpusTheCollectiveTimeoutDoesNot) {
+  auto pre = MakePretrainRule();
+  const json base = {{"data", "d"}, {"device", "cuda"}};
+  auto with = [&](const char* name, json value) {
+    json p = base;
+    p[name] = std::move(value);
+    return p;
+  };
+  const Digest dp1 = KeyOf(*pre, with("layout", "TP1PP1DP1"));
+  const Digest dp2 = KeyOf(*pre, with("layout", "TP1PP1DP2"));
+  const Digest tp2dp2 = KeyOf(*pre, with("layout", "TP2PP1DP2"));
+  EXPECT_NE(dp1, dp2);
+  EXPECT_NE(dp2, tp2dp2);
+  EXPECT_NE(dp1, tp2dp2);
+  EXPECT_EQ(KeyOf(*pre, with("collective_timeout", 30.0)), dp1);
+  EXPECT_EQ(pre->gpus(WithDefaults(*pre, with("layout", "TP1PP1DP2"))), 2);
+  EXPECT_EQ(pre->gpus(WithDefaults(*pre, with("layout", "TP2PP2DP2"))), 8);
+  EXPECT_EQ(pre->gpus(WithDefaults(*pre, {{"data", "d"}, {"layout", "TP1PP1DP4"}})), 0) << "cpu";
+  EXPECT_EQ(Errors(*pre, {{"data", "d"}, {"collective_timeout", 0.0}}),
+            std::vector<std::string>{"collective_timeout: collective_timeout must be > 0 seconds"});
+}
+
+// Several ranks through the fake runner's RunGroup: each rank's command gets
+// its rank variables and the step's GPUs; a failing rank stops the ones after
+// it and the step's error names it.
+TEST(TrainRulesTest, RanksRunAsAGroupOnTheStepsGpus) {
+  testing::MemoryFilesystem fs;
+  testing::FakeCommandRunner runner(&fs);
+  std::vector<Command> seen;
+  int failing_rank = -1;
+  runner.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    seen.push_back(c);
+    CommandResult r;
+    if (c.env.at("RANK") == std::to_string(failing_rank)) r.exit_code = 3;
+    if (c.env.at("RANK") == "0") {
+      EXPECT_TRUE(fs.WriteFileAtomic("/ws/out/p/metrics.json", R"({"rank": 0})").ok());
+    }
+    return r;
+  });
+  EXPECT_TRUE(fs.MakeDirs("/ws/scratch").ok());
+  EXPECT_TRUE(fs.MakeDirs("/ws/out/p").ok());
+  auto pre = MakePretrainRule();
+  std::ostringstream rule_log;
+  engine::StepContext ctx;
+  ctx.target = "p";
+  ctx.params = WithDefaults(*pre, {{"data", "tok"}, {"device", "cuda"}, {"layout", "TP1PP1DP4"}});
+  ctx.inputs = {{"tok", "/ws/out/tok"}};
+  ctx.scratch_dir = "/ws/scratch";
+  ctx.out_dir = "/ws/out/p";
+  ctx.tools_dir = "/tools";
+  ctx.log_path = "/ws/p.log";
+  ctx.gpus = {4, 5, 6, 7};
+  ctx.runner = &runner;
+  ctx.fs = &fs;
+  ctx.log = &rule_log;
+  Result<engine::StepResult> ok = pre->Run(ctx);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->metrics["rank"], 0);
+  ASSERT_EQ(seen.size(), 4u);
+  for (int rank = 0; rank < 4; ++rank) {
+    const Command& c = seen[static_cast<size_t>(rank)];
+    EXPECT_EQ(c.argv, (std::vector<std::string>{"/tools/benchmake-train", "--config",
+                                                "/ws/scratch/run.json"}));
+    EXPECT_EQ(c.env.at("RANK"), std::to_string(rank));
+    EXPECT_EQ(c.env.at("LOCAL_RANK"), std::to_string(rank));
+    EXPECT_EQ(c.env.at("WORLD_SIZE"), "4");
+    EXPECT_EQ(c.env.at("CUDA_VISIBLE_DEVICES"), "4,5,6,7");
+    EXPECT_EQ(c.env.at("BENCHMAKE_RENDEZVOUS"), "/ws/scratch/rendezvous");
+    EXPECT_EQ(c.env.at("BENCHMAKE_COLLECTIVE_TIMEOUT"), "300");
+    EXPECT_EQ(c.log_path, rank == 0 ? "/ws/p.log" : fmt::format("/ws/scratch/rank-{}.log", rank));
+  }
+  EXPECT_TRUE(fs.Exists("/ws/scratch/rendezvous"));
+
+  failing_rank = 1;
+  fs.Write("/ws/scratch/rank-1.log", "loading\nNCCL error: unhandled system error\n");
+  Result<engine::StepResult> failed = pre->Run(ctx);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), ErrorCode::kFailed);
+  EXPECT_EQ(failed.status().message(),
+            "rank 1 of 4 exited with status 3; ranks 2, 3 were stopped\n"
+            "last lines of rank 1's log (/ws/scratch/rank-1.log):\n"
+            "loading\nNCCL error: unhandled system error");
+  EXPECT_NE(rule_log.str().find("rank 0 succeeded\nrank 1 exited with status 3\n"
+                                "rank 2 was stopped after rank 1 failed: killed by signal 15 "
+                                "(SIGTERM)\n"),
+            std::string::npos)
+      << rule_log.str();
+  // the step holds the wrong number of GPUs: a clear error, nothing started
+  ctx.gpus = {0, 1};
+  seen.clear();
+  Result<engine::StepResult> wrong = pre->Run(ctx);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("need 4 GPUs"), std::string::npos);
+  EXPECT_TRUE(seen.empty());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "tests/support/fake_command_runner.h"
 
+#include <csignal>
+
 namespace bm::testing {
 
 Result<CommandResult> FakeCommandRunner::Run(const Command& command) {
@@ -9,6 +11,26 @@ Result<CommandResult> FakeCommandRunner::Run(const Command& command) {
   }
   if (handler_) return handler_(command);
   return Interpret(command);
+}
+
+Result<GroupResult> FakeCommandRunner::RunGroup(const std::vector<Command>& commands,
+                                                const GroupOptions& /*options*/) {
+  GroupResult group;
+  for (const Command& c : commands) {
+    if (group.first_failure >= 0) {
+      std::lock_guard lock(mu_);
+      record_.push_back(c);
+      CommandResult stopped;
+      stopped.term_signal = SIGTERM;
+      stopped.stopped = true;
+      group.results.push_back(stopped);
+      continue;
+    }
+    BM_ASSIGN_OR_RETURN(CommandResult r, Run(c));
+    if (!r.success()) group.first_failure = static_cast<int>(group.results.size());
+    group.results.push_back(r);
+  }
+  return group;
 }
 
 Result<CommandResult> FakeCommandRunner::Interpret(const Command& c) {

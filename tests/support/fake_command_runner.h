@@ -5,6 +5,10 @@
 //   copy FROM TO          copies a file
 //   fail [CODE]           exits with CODE (default 1)
 // Anything else fails the Run() with kNotFound ("no such program").
+// RunGroup() answers its members one after another in order, through the same
+// handler; the first failure stops the group: the members after it are
+// recorded but not answered, and come back stopped (SIGTERM). Members before
+// it have already ended as their handler said.
 //
 // Thread safety: a mutex guards the record.
 #pragma once
@@ -26,6 +30,8 @@ class FakeCommandRunner : public CommandRunner {
   void SetHandler(Handler handler) { handler_ = std::move(handler); }
 
   Result<CommandResult> Run(const Command& command) override;
+  Result<GroupResult> RunGroup(const std::vector<Command>& commands,
+                               const GroupOptions& options) override;
 
   std::vector<Command> commands();  // every command run so far
   int run_count();

@@ -1,0 +1,49 @@
+#include "rules/launch/local_launcher.h"
+
+#include <fmt/format.h>
+
+#include "trainer/dist/rank_env.h"
+
+namespace bm::launch {
+
+Result<LaunchResult> LocalLauncher::Launch(const LaunchSpec& spec) {
+  if (spec.world_size < 1)
+    return Errorf(ErrorCode::kInvalidArgument, "a launch needs at least one rank, not {}",
+                  spec.world_size);
+  if (!spec.gpus.empty() && static_cast<int>(spec.gpus.size()) != spec.world_size)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "{} ranks on this machine need {} GPUs, one each, but the step holds {}",
+                  spec.world_size, spec.world_size, spec.gpus.size());
+  const std::string visible_devices = fmt::format("{}", fmt::join(spec.gpus, ","));
+  std::vector<Command> commands;
+  for (int rank = 0; rank < spec.world_size; ++rank) {
+    train::dist::RankEnv env;
+    env.rank = rank;
+    env.world_size = spec.world_size;
+    env.local_rank = rank;
+    env.local_world_size = LocalWorldSize(spec.world_size);
+    env.rendezvous = spec.rendezvous;
+    env.timeout_s = spec.collective_timeout_s;
+    Command c;
+    c.argv = spec.argv;
+    c.cwd = spec.cwd;
+    c.env = spec.env;
+    for (auto& [k, v] : train::dist::RankEnvVars(env)) c.env[k] = v;
+    if (!spec.gpus.empty()) c.env["CUDA_VISIBLE_DEVICES"] = visible_devices;
+    c.log_path = RankLogPath(spec, rank);
+    c.echo_to_terminal = rank == 0 && spec.echo_rank0;
+    commands.push_back(std::move(c));
+  }
+  GroupOptions options;
+  options.grace_seconds = spec.grace_s;
+  options.straggler_seconds = spec.collective_timeout_s;
+  BM_ASSIGN_OR_RETURN(GroupResult group, runner_.RunGroup(commands, options));
+  LaunchResult result;
+  result.first_failure = group.first_failure;
+  for (int rank = 0; rank < spec.world_size; ++rank)
+    result.ranks.push_back({rank, group.results.at(static_cast<size_t>(rank)),
+                            commands[static_cast<size_t>(rank)].log_path});
+  return result;
+}
+
+}  // namespace bm::launch

@@ -191,7 +191,8 @@ Status RunOneProcess(const Command& cmd, engine::StepContext& ctx) {
 }
 
 // `world` benchmake-train processes through the launcher (rules/launch/):
-// rank 0 writes the step log, rank k <scratch>/rank-k.log; the first failure
+// rank 0 writes the step log NAME.log, rank k NAME.rank-k.log beside it (kept
+// when the step fails, as the step log is); the first failure
 // stops every rank and fails the step naming it.
 Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
                 engine::StepContext& ctx) {
@@ -206,7 +207,6 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
   spec.collective_timeout_s = ctx.params.value("collective_timeout", 300.0);
   spec.log_path = cmd.log_path;
   spec.echo_rank0 = cmd.echo_to_terminal;
-  spec.log_dir = ctx.scratch_dir;
   if (ctx.params.value("device", "cpu") == "cuda") {
     if (ctx.gpus.empty())
       return Errorf(ErrorCode::kInternal, "{} ranks on cuda but the step holds no GPUs", world);

@@ -38,7 +38,7 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann:
 // A layout of N = TP*PP*DP > 1 ranks starts N processes through the local
 // launcher (rules/launch/launcher.h), all on the same run.json: on cuda one
 // per GPU of ctx.gpus, on cpu `threads` each (0: the cores divided by N).
-// Rank 0 writes the step log and out/; rank k logs to scratch/rank-k.log.
+// Rank 0 writes the step log and out/; rank k logs to NAME.rank-k.log beside it.
 // The first rank to fail stops the others; the step then fails with that
 // rank's name, how it ended and its log's last lines, and the step log lists
 // how every rank ended. BENCHMAKE_COLLECTIVE_TIMEOUT is `collective_timeout`.

@@ -37,7 +37,10 @@ std::string_view LastLines(std::string_view text, int n) {
 }  // namespace
 
 std::string RankLogPath(const LaunchSpec& spec, int rank) {
-  return rank == 0 ? spec.log_path : fmt::format("{}/rank-{}.log", spec.log_dir, rank);
+  if (rank == 0) return spec.log_path;
+  std::string_view base = spec.log_path;
+  if (base.ends_with(".log")) base.remove_suffix(4);
+  return fmt::format("{}.rank-{}.log", base, rank);
 }
 
 Result<std::unique_ptr<Launcher>> MakeLauncher(std::string_view name, CommandRunner& runner) {

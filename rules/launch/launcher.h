@@ -39,7 +39,6 @@ struct LaunchSpec {
   double collective_timeout_s = 300;  // BENCHMAKE_COLLECTIVE_TIMEOUT
   std::string log_path;               // rank 0's output: the step log
   bool echo_rank0 = false;            // also copy rank 0's output to the terminal
-  std::string log_dir;                // rank k > 0 writes log_dir/rank-k.log
   // The step's GPUs (CUDA_VISIBLE_DEVICES of every rank; rank r drives entry
   // LOCAL_RANK). Empty: CPU ranks.
   std::vector<int> gpus;

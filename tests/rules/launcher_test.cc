@@ -99,7 +99,6 @@ TEST_F(LauncherTest, EachRankGetsItsRankWorldRendezvousAndDevice) {
   spec.rendezvous = (root_ / "work/rendezvous").string();
   spec.collective_timeout_s = 42;
   spec.log_path = (root_ / "step.log").string();
-  spec.log_dir = (root_ / "work").string();
   spec.gpus = {3, 1, 7, 5};
   Result<launch::LaunchResult> r = launcher.Launch(spec);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -116,7 +115,7 @@ TEST_F(LauncherTest, EachRankGetsItsRankWorldRendezvousAndDevice) {
               std::string::npos);
   }
   EXPECT_EQ(r->ranks[0].log_path, spec.log_path) << "rank 0 writes the step log";
-  EXPECT_EQ(r->ranks[2].log_path, (root_ / "work/rank-2.log").string());
+  EXPECT_EQ(r->ranks[2].log_path, (root_ / "step.rank-2.log").string());
 }
 
 TEST_F(LauncherTest, RefusesGpusThatDoNotMatchTheRanksAndUnknownLaunchers) {
@@ -148,7 +147,7 @@ TEST_F(LauncherTest, AllRanksSucceedMetricsComeFromRankZero) {
     EXPECT_NE(RankEnv(root_ / "work/rendezvous", rank).find("RANK=" + std::to_string(rank)),
               std::string::npos);
   EXPECT_NE(ReadText(root_ / "step.log").find("rank 0 done"), std::string::npos);
-  EXPECT_NE(ReadText(root_ / "work/rank-3.log").find("rank 3 done"), std::string::npos);
+  EXPECT_NE(ReadText(root_ / "step.rank-3.log").find("rank 3 done"), std::string::npos);
   EXPECT_NE(rule_log_.str().find("4 ranks (local launcher"), std::string::npos) << rule_log_.str();
 }
 
@@ -174,7 +173,7 @@ TEST_F(LauncherTest, AFailingRankFailsTheStepNamingItWithItsLogTail) {
   EXPECT_EQ(r.status().code(), ErrorCode::kFailed);
   const std::string& m = r.status().message();
   EXPECT_EQ(m.rfind("rank 1 of 4 exited with status 1; ranks 0, 2, 3 were stopped\n", 0), 0u) << m;
-  EXPECT_NE(m.find("rank 1's log (" + (root_ / "work/rank-1.log").string() + ")"),
+  EXPECT_NE(m.find("rank 1's log (" + (root_ / "step.rank-1.log").string() + ")"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("rank 1 line 11\n"), std::string::npos) << "the last 20 lines: " << m;

@@ -207,6 +207,8 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
   spec.collective_timeout_s = ctx.params.value("collective_timeout", 300.0);
   spec.log_path = cmd.log_path;
   spec.echo_rank0 = cmd.echo_to_terminal;
+  for (int k = 1; k < world; ++k)  // fresh, like the step log (the runner appends)
+    BM_TRY(ctx.fs->WriteFileAtomic(launch::RankLogPath(spec, k), "", false, /*durable=*/false));
   if (ctx.params.value("device", "cpu") == "cuda") {
     if (ctx.gpus.empty())
       return Errorf(ErrorCode::kInternal, "{} ranks on cuda but the step holds no GPUs", world);

@@ -176,7 +176,10 @@ TEST(TrainRulesTest, RanksRunAsAGroupOnTheStepsGpus) {
   runner.SetHandler([&](const Command& c) -> Result<CommandResult> {
     seen.push_back(c);
     CommandResult r;
-    if (c.env.at("RANK") == std::to_string(failing_rank)) r.exit_code = 3;
+    if (c.env.at("RANK") == std::to_string(failing_rank)) {
+      r.exit_code = 3;
+      fs.Write(c.log_path, "loading\nNCCL error: unhandled system error\n");
+    }
     if (c.env.at("RANK") == "0") {
       EXPECT_TRUE(fs.WriteFileAtomic("/ws/out/p/metrics.json", R"({"rank": 0})").ok());
     }
@@ -212,18 +215,18 @@ TEST(TrainRulesTest, RanksRunAsAGroupOnTheStepsGpus) {
     EXPECT_EQ(c.env.at("CUDA_VISIBLE_DEVICES"), "4,5,6,7");
     EXPECT_EQ(c.env.at("BENCHMAKE_RENDEZVOUS"), "/ws/scratch/rendezvous");
     EXPECT_EQ(c.env.at("BENCHMAKE_COLLECTIVE_TIMEOUT"), "300");
-    EXPECT_EQ(c.log_path, rank == 0 ? "/ws/p.log" : fmt::format("/ws/scratch/rank-{}.log", rank));
+    EXPECT_EQ(c.log_path, rank == 0 ? "/ws/p.log" : fmt::format("/ws/p.rank-{}.log", rank));
   }
   EXPECT_TRUE(fs.Exists("/ws/scratch/rendezvous"));
 
   failing_rank = 1;
-  fs.Write("/ws/scratch/rank-1.log", "loading\nNCCL error: unhandled system error\n");
+  fs.Write("/ws/p.rank-1.log", "the last run's lines\n");  // a fresh log each run
   Result<engine::StepResult> failed = pre->Run(ctx);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), ErrorCode::kFailed);
   EXPECT_EQ(failed.status().message(),
             "rank 1 of 4 exited with status 3; ranks 2, 3 were stopped\n"
-            "last lines of rank 1's log (/ws/scratch/rank-1.log):\n"
+            "last lines of rank 1's log (/ws/p.rank-1.log):\n"
             "loading\nNCCL error: unhandled system error");
   EXPECT_NE(rule_log.str().find("rank 0 succeeded\nrank 1 exited with status 3\n"
                                 "rank 2 was stopped after rank 1 failed: killed by signal 15 "

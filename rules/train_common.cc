@@ -235,10 +235,6 @@ Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) 
   std::unique_ptr<launch::Launcher> launcher;
   if (world > 1) {
     BM_ASSIGN_OR_RETURN(launcher, launch::MakeLauncher("local", *ctx.runner));
-    // `threads` is per rank; 0 shares the machine's cores among its ranks.
-    if (config["threads"].get<int64_t>() == 0 && ctx.params.value("device", "cpu") == "cpu")
-      config["threads"] = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                                          launcher->LocalWorldSize(world));
   }
   const std::string config_path = ctx.scratch_dir + "/run.json";
   BM_TRY(ctx.fs->WriteFileAtomic(config_path, config.dump(2) + "\n"));

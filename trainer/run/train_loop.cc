@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include "base/mllog.h"
 #include "trainer/backend.h"
@@ -87,7 +88,12 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   options.precision = run.precision;
   options.recompute = run.recompute;
   options.attention = run.attention;
-  options.threads = run.threads;
+  // `threads` is per rank; 0 shares this machine's cores among its ranks.
+  const int threads =
+      run.threads > 0 ? run.threads
+                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                        env.local_world_size);
+  options.threads = threads;
   options.device_index = ranks.local_rank();
   options.dp = ranks.dp();
   options.zero = run.zero;
@@ -216,6 +222,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   TrainSummary summary;
   summary.model = model;
   summary.run = run;
+  summary.run.threads = threads;
   summary.steps = records;
   summary.memory = backend->Memory();
   BM_ASSIGN_OR_RETURN(double peak, ranks.Max(static_cast<double>(summary.memory.peak_bytes)));

@@ -59,8 +59,7 @@ class SelfCommunicator final : public Communicator {
     return Errorf(ErrorCode::kInvalidArgument, "send to rank {} in a world of one rank", peer);
   }
   Status Recv(void*, int64_t, DType, int peer, void*) override {
-    return Errorf(ErrorCode::kInvalidArgument, "receive from rank {} in a world of one rank",
-                  peer);
+    return Errorf(ErrorCode::kInvalidArgument, "receive from rank {} in a world of one rank", peer);
   }
   Status Barrier() override { return Status::Ok(); }
 

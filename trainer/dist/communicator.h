@@ -71,8 +71,7 @@ class Communicator {
                            void* stream = nullptr) = 0;
   virtual Status Send(const void* data, int64_t count, DType dtype, int peer,
                       void* stream = nullptr) = 0;
-  virtual Status Recv(void* data, int64_t count, DType dtype, int peer,
-                      void* stream = nullptr) = 0;
+  virtual Status Recv(void* data, int64_t count, DType dtype, int peer, void* stream = nullptr) = 0;
   virtual Status Barrier() = 0;
 };
 

@@ -296,7 +296,10 @@ class NcclCommunicator final : public Communicator {
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
           async != ncclInProgress) {
-        AbortLocked(NcclError(async, "ncclCommGetAsyncError", Describe(oldest.op), comm_));
+        // Between operations an error is a peer or a link that failed.
+        AbortLocked(Status(
+            ErrorCode::kUnavailable,
+            NcclError(async, "ncclCommGetAsyncError", Describe(oldest.op), comm_).message()));
       } else if (Clock::now() - oldest.queued > timeout_) {
         AbortLocked(Errorf(ErrorCode::kUnavailable,
                            "{} did not complete within {} s of being queued: a peer died or "

@@ -28,8 +28,9 @@
 // Environment: NCCL_NVLS_ENABLE=0 is set when unset, before NCCL initializes.
 // NVLink SHARP (NVLS) uses NVLink multicast objects, and on the shared
 // multi-GPU machines this project runs on a program that uses them can put
-// the host's GPUs out of service for a long time; NCCL gives the same results
-// without. A user who owns the machine may set NCCL_NVLS_ENABLE=1.
+// the host's GPUs out of service for a long time; without NVLS, NCCL uses its
+// ring and tree algorithms. A user who owns the machine may set
+// NCCL_NVLS_ENABLE=1.
 #pragma once
 
 #include <memory>

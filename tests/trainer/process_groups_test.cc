@@ -52,6 +52,16 @@ TEST(ProcessGroupsTest, AWorldOfOneGetsSelfCommunicators) {
   EXPECT_EQ(nccl->world->transport(), "self");
 }
 
+#if !BENCHMAKE_HAVE_NCCL
+TEST(ProcessGroupsTest, NcclInABuildWithoutItIsUnsupported) {
+  Result<ProcessGroups> g =
+      ConnectProcessGroups(EnvOf(0, 1, "", 5), 1, 1, 1, Transport::kNccl, 0, /*force=*/true);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(g.status().message().find("without NCCL"), std::string::npos) << g.status().message();
+}
+#endif
+
 TEST(ProcessGroupsTest, RefusesALayoutThatDoesNotFitTheWorld) {
   Result<ProcessGroups> g = ConnectProcessGroups(EnvOf(0, 4, "/tmp", 5), 3, 1, 1, Transport::kGloo);
   ASSERT_FALSE(g.ok());

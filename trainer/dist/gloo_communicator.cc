@@ -195,7 +195,8 @@ class GlooCommunicator final : public Communicator {
     WithElem(dtype, [&](auto e) {
       using T = decltype(e);
       gloo::AllreduceOptions opts(context_);
-      if (in != out) opts.setInput(const_cast<T*>(static_cast<const T*>(in)), size_t(count));
+      if (in != out)
+        opts.setInput(const_cast<T*>(static_cast<const T*>(in)), static_cast<size_t>(count));
       opts.setOutput(static_cast<T*>(out), static_cast<size_t>(count));
       opts.setReduceFunction(ReduceFor(dtype, op));
       opts.setTimeout(timeout_);

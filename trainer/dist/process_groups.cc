@@ -63,25 +63,30 @@ class Connector {
       : env_(env), transport_(transport), device_(device) {}
 
   Result<std::unique_ptr<Communicator>> Connect(const Group& g) {
-    const bool alone = g.members.size() == 1;
+    return transport_ == Transport::kGloo ? ConnectGloo(g) : ConnectNccl(g);
+  }
+
+ private:
+  Result<std::unique_ptr<Communicator>> ConnectGloo(const Group& g) {
     // Gloo's algorithms need a peer; alone, the self communicator is the same.
-    if (transport_ == Transport::kGloo && alone) return MakeSelfCommunicator();
-    if (!alone) {
-      BM_TRY(OpenRendezvous());
-      BM_TRY(rendezvous_->Arrive(g.name, g.me, g.members));
+    if (g.members.size() == 1) return MakeSelfCommunicator();
+    BM_TRY(Meet(g));
+    if (!network_) {
+      std::map<std::string, std::string> vars;
+      for (const char* name : {kEnvGlooIfname, kEnvGlooHostname})
+        if (const char* value = std::getenv(name)) vars[name] = value;
+      BM_ASSIGN_OR_RETURN(GlooAddress address, ChooseGlooAddress(env_, vars));
+      BM_ASSIGN_OR_RETURN(network_, GlooNetwork::Open(address));
     }
-    if (transport_ == Transport::kGloo) {
-      if (!network_) {
-        std::map<std::string, std::string> vars;
-        for (const char* name : {kEnvGlooIfname, kEnvGlooHostname})
-          if (const char* value = std::getenv(name)) vars[name] = value;
-        BM_ASSIGN_OR_RETURN(GlooAddress address, ChooseGlooAddress(env_, vars));
-        BM_ASSIGN_OR_RETURN(network_, GlooNetwork::Open(address));
-      }
-      return network_->Connect(*rendezvous_, g.name, g.me, g.members);
-    }
+    return network_->Connect(*rendezvous_, g.name, g.me, g.members);
+  }
+
+  Result<std::unique_ptr<Communicator>> ConnectNccl(const Group& g) {
 #if BENCHMAKE_HAVE_NCCL
-    // Member 0 makes the group's id and hands it to the others.
+    // Member 0 makes the group's id and hands it to the others; a group of
+    // one needs no rendezvous.
+    const bool alone = g.members.size() == 1;
+    if (!alone) BM_TRY(Meet(g));
     std::string id;
     const std::string key = g.name + "/nccl-id";
     if (g.me == 0) {
@@ -92,12 +97,18 @@ class Connector {
     }
     return ConnectNcclCommunicator(id, g.name, g.me, g.members, device_, env_.timeout_s);
 #else
+    (void)g;
     return Errorf(ErrorCode::kUnsupported,
                   "the nccl transport: this benchmake-train was built without NCCL");
 #endif
   }
 
- private:
+  // Every member of the group announces itself and waits for the others.
+  Status Meet(const Group& g) {
+    BM_TRY(OpenRendezvous());
+    return rendezvous_->Arrive(g.name, g.me, g.members);
+  }
+
   Status OpenRendezvous() {
     if (rendezvous_) return Status::Ok();
     if (env_.rendezvous.empty())

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [bench] [torch] [profile]
+#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [comm] [bench] [torch] [profile]
 # ATTENTIONS="flash cudnn" times each model with each attention implementation (default auto,
 # the backend's default: cuDNN when usable); CHUNKS="0 512 1024" times each cuDNN backward key
 # block (0: all keys in one call; default: the backend's); TUNES="on off" times each with and
@@ -20,6 +20,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 # Our binaries' libraries (never on LD_LIBRARY_PATH of the python process).
 libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
 for f in "$here"/../.debs/libfmt9*.deb "$here"/../.debs/libopenblas0-pthread*.deb; do dpkg -x "$f" /tmp/debroot; done
+# Gloo (trainer/dist/, the CPU ranks' collectives) and what it links, for binaries that link it.
+for f in "$here"/../.debs/lib{gloo0,hiredis0.14,ibverbs1,nl-3-200,nl-route-3-200}_*.deb; do
+  [[ -f $f ]] && dpkg -x "$f" /tmp/debroot
+done
 # cuDNN: the image's pip wheel (nvidia-cudnn-cu13) unless the system has one.
 cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
 [[ -e /usr/local/cuda/lib64/libcudnn.so.9 ]] && cudnn_dir=/usr/local/cuda/lib64
@@ -28,7 +32,10 @@ echo "cuDNN from: ${cudnn_dir:-none} $(ls "$cudnn_dir"/libcudnn.so.9* 2>/dev/nul
 # machine lacks them (lib/extra-libs.tar.xz, put there with the binaries).
 extra=/tmp/extralib; mkdir -p $extra
 [[ -f $here/lib/extra-libs.tar.xz ]] && tar -C $extra -xJf "$here/lib/extra-libs.tar.xz"
-ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:$extra "$@"; }
+# NCCL: the toolkit's if it has one, else the image's pip wheel (nvidia-nccl-cu13).
+nccl_dir=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0] + '/lib')" 2>/dev/null)
+# /tmp/debroot/usr/lib and /tmp/debroot/lib/...: where the libgloo0 and libnl .debs unpack.
+ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/tmp/debroot/usr/lib:/tmp/debroot/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:$extra:${nccl_dir:-/nonexistent} "$@"; }
 
 if want cudnntests; then  # the cuDNN attention tests alone (also part of tests)
   ours "$bin/cuda_ops_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |note:|Failure|Expected|Which is|failed|cuDNN" | head -40
@@ -39,6 +46,9 @@ if want tests; then
   ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|bf16 grad.*e-0[0-1]" | head -60
   OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|error" | head -60
   grep -cE "^\[       OK \]" "$OUT/tests.log" | sed 's/^/tests OK: /'
+fi
+if want comm; then  # the NCCL communicator (trainer/dist/); tests needing 2+ GPUs skip on one
+  ours "$bin/nccl_communicator_test" --gtest_color=no 2>&1 | tee "$OUT/comm.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |skipped:|Failure|rank [0-9]|error while loading" | head -40
 fi
 
 models=("gpt2-124m 32" "llama-1b 8" "llama7b-8l 2")

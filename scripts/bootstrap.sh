@@ -14,7 +14,7 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libtomlplusplus-dev libfmt-dev libxxhash-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libopenblas-dev
-  libicu-dev libarchive-dev zlib1g-dev libzstd-dev
+  libicu-dev libarchive-dev zlib1g-dev libzstd-dev libgloo-dev
 )
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.

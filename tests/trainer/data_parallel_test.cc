@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -181,6 +182,7 @@ TEST_F(DataParallelTest, GptMatchesOneProcessForEveryStage) {
       const std::string name = "dp" + std::to_string(dp) + "z" + std::to_string(zero);
       RunOk(Config(name, "gpt-tiny", dp, 4 / dp, 2, zero));
       auto [loss, weight] = Distance(name, "single");
+      std::printf("gpt %s: loss rel %.2e, weight abs %.2e\n", name.c_str(), loss, weight);
       EXPECT_LT(loss, kLossTol) << name;
       EXPECT_LT(weight, kWeightTol) << name;
       json m = Metrics(name);
@@ -194,6 +196,7 @@ TEST_F(DataParallelTest, GptMatchesOneProcessForEveryStage) {
   other["seed"] = 8;
   RunOk(other);
   auto [loss, weight] = Distance("other", "single");
+  std::printf("gpt other rows: loss rel %.2e, weight abs %.2e\n", loss, weight);
   EXPECT_GT(loss, 100 * kLossTol);
   EXPECT_GT(weight, 10 * kWeightTol);
 }
@@ -205,6 +208,7 @@ TEST_F(DataParallelTest, GqaLlamaMatchesOneProcessForEveryStage) {
       const std::string name = "dp" + std::to_string(dp) + "z" + std::to_string(zero);
       RunOk(Config(name, "llama-tiny", dp, 4 / dp, 2, zero));
       auto [loss, weight] = Distance(name, "single");
+      std::printf("llama %s: loss rel %.2e, weight abs %.2e\n", name.c_str(), loss, weight);
       EXPECT_LT(loss, kLossTol) << name;
       EXPECT_LT(weight, kWeightTol) << name;
     }
@@ -215,8 +219,8 @@ TEST_F(DataParallelTest, GqaLlamaMatchesOneProcessForEveryStage) {
 // uninterrupted run.
 TEST_F(DataParallelTest, KilledShardedRunResumesBitForBit) {
   json full = Config("full", "llama-tiny", 2, 2, 2, 3);
-  full["steps"] = 200;
-  full["checkpoint_every"] = 20;
+  full["steps"] = 40;
+  full["checkpoint_every"] = 10;
   RunOk(full);
   json part = full;
   part["out_dir"] = dir_ + "/part";
@@ -236,7 +240,7 @@ TEST_F(DataParallelTest, KilledShardedRunResumesBitForBit) {
   RunOk(part);
   json m = Metrics("part");
   ASSERT_TRUE(m["provenance"]["resumed_from_step"].is_number()) << m.dump();
-  EXPECT_GE(m["provenance"]["resumed_from_step"].get<int>(), 20);
+  EXPECT_GE(m["provenance"]["resumed_from_step"].get<int>(), 10);
   EXPECT_EQ(Weights("part"), Weights("full"));
   EXPECT_EQ(Losses("part"), Losses("full"));
 }

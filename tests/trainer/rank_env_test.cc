@@ -82,6 +82,8 @@ TEST(SelfCommunicatorTest, CollectivesOfOneRankAreCopies) {
   EXPECT_EQ(b[0], 1);
   EXPECT_FALSE(c->Send(a, 3, DType::kFloat32, 1).ok());
   EXPECT_FALSE(c->Broadcast(a, 3, DType::kFloat32, 1).ok());
+  EXPECT_EQ(c->ReduceScatter(a, b, -1, DType::kFloat32, ReduceOp::kSum).code(),
+            ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -44,19 +44,19 @@ class SelfCommunicator final : public Communicator {
   std::string_view transport() const override { return "self"; }
   bool device() const override { return false; }
 
-  Status AllReduce(void*, int64_t, DType, ReduceOp, void*) override { return Status::Ok(); }
+  Status AllReduce(void*, int64_t count, DType, ReduceOp, void*) override {
+    return CheckCount("AllReduce", count);
+  }
   Status ReduceScatter(const void* send, void* recv, int64_t count, DType dtype, ReduceOp,
                        void*) override {
-    Copy(send, recv, count, dtype);
-    return Status::Ok();
+    return Copy("ReduceScatter", send, recv, count, dtype);
   }
   Status AllGather(const void* send, void* recv, int64_t count, DType dtype, void*) override {
-    Copy(send, recv, count, dtype);
-    return Status::Ok();
+    return Copy("AllGather", send, recv, count, dtype);
   }
-  Status Broadcast(void*, int64_t, DType, int root, void*) override {
+  Status Broadcast(void*, int64_t count, DType, int root, void*) override {
     if (root != 0) return Errorf(ErrorCode::kInvalidArgument, "broadcast from rank {} of 1", root);
-    return Status::Ok();
+    return CheckCount("Broadcast", count);
   }
   Status Send(const void*, int64_t, DType, int peer, void*) override {
     return Errorf(ErrorCode::kInvalidArgument, "send to rank {} in a world of one rank", peer);
@@ -67,8 +67,15 @@ class SelfCommunicator final : public Communicator {
   Status Barrier() override { return Status::Ok(); }
 
  private:
-  static void Copy(const void* send, void* recv, int64_t count, DType dtype) {
+  static Status CheckCount(std::string_view op, int64_t count) {
+    if (count < 0) return Errorf(ErrorCode::kInvalidArgument, "{} of {} elements", op, count);
+    return Status::Ok();
+  }
+  static Status Copy(std::string_view op, const void* send, void* recv, int64_t count,
+                     DType dtype) {
+    BM_TRY(CheckCount(op, count));
     if (send != recv) std::memmove(recv, send, static_cast<size_t>(count) * DTypeSize(dtype));
+    return Status::Ok();
   }
 };
 

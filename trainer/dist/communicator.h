@@ -24,8 +24,13 @@
 //   AllGather(send, recv, n)    recv[r*n + i] = send_r[i]; recv holds size()*n (recv may
 //                               alias the rank's own slot: send == recv + rank()*n)
 //   Broadcast(data, n, root)    data = data_root
-//   Send / Recv                 point to point, matched in order per peer pair
+//   Send / Recv                 point to point, matched in order per peer pair; a Send
+//                               may wait for the peer's matching Recv, so two ranks
+//                               must not both Send to each other first
 //   Barrier()                   returns when every rank has entered it
+// A count of 0 returns at once on every rank, without communicating; a
+// negative count, a root or peer outside the group, or a Send/Recv to
+// oneself is kInvalidArgument.
 // Every rank ends an AllReduce with the same bits (the reduction order is the
 // library's, fixed for a given size and count). A reduction in kBf16/kFp16
 // accumulates in that type as the library does (NCCL, Gloo); the trainer
@@ -33,7 +38,8 @@
 //
 // Errors: a Status naming the operation, the count and the peer or group,
 // never an exception or exit. A peer that died or a collective that outlasts
-// the timeout (RankEnv::timeout_s) is kUnavailable; the caller stops the run.
+// the timeout (RankEnv::timeout_s) is kUnavailable; the caller stops the run
+// (after a failure a communicator returns that failure from every call).
 // Thread safety: one thread at a time per communicator (a backend may issue
 // from a communication thread of its own, never from two at once).
 #pragma once

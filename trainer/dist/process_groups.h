@@ -9,9 +9,15 @@
 //
 // Connecting is collective: every rank of the world calls
 // ConnectProcessGroups with the same layout; they meet through the file store
-// in RankEnv::rendezvous (gloo::rendezvous::FileStore; NCCL's unique ids are
+// in RankEnv::rendezvous (trainer/dist/rendezvous.h; NCCL's unique ids are
 // exchanged through it too) and fail with kUnavailable naming the ranks that
-// did not arrive within RankEnv::timeout_s.
+// did not arrive within RankEnv::timeout_s. Every rank connects its groups in
+// one order (world, tp, pp, dp), each over its own key prefix: "world",
+// "tp.pp<p>.dp<d>", "pp.tp<t>.dp<d>", "dp.tp<t>.pp<p>".
+//
+// A group of one rank needs no rendezvous: over Gloo it is the self
+// communicator (host buffers, copies), over NCCL a one-rank NCCL communicator
+// (device buffers, queued on the stream like any other).
 #pragma once
 
 #include <memory>
@@ -35,6 +41,9 @@ enum class Transport {
   kNccl,  // device buffers (the CUDA backend); kUnsupported in a build without NCCL
 };
 std::string_view TransportName(Transport t);
+// The transport of a backend's buffers: "cpu" → kGloo, "cuda" → kNccl, so
+// that the trainer names its device and never a library.
+Result<Transport> TransportForDevice(std::string_view device);
 
 struct ProcessGroups {
   Coords coords;
@@ -46,11 +55,14 @@ struct ProcessGroups {
   std::unique_ptr<Communicator> control;
 };
 
-// A world of one rank gets self communicators (no rendezvous) unless
-// force_transport: then a one-rank communicator of `transport` (a one-rank
-// NCCL run must equal the run without one, bit for bit). `device` is the CUDA
-// device the NCCL communicators bind to (ignored by Gloo).
-// kInvalidArgument when tp*pp*dp != env.world_size.
+// A world of one rank gets self communicators (no rendezvous; host buffers)
+// unless force_transport: then one-rank communicators of `transport` (a
+// one-rank NCCL run must equal the run without one, bit for bit; over Gloo
+// they are self communicators all the same). `device` is the CUDA device the
+// NCCL communicators bind to (ignored by Gloo).
+// kInvalidArgument when tp*pp*dp != env.world_size; kUnsupported for NCCL in
+// a build without it; kUnavailable for a rank that does not arrive or a
+// connection that fails; errors name the rank and the group.
 Result<ProcessGroups> ConnectProcessGroups(const RankEnv& env, int tp, int pp, int dp,
                                            Transport transport, int device = 0,
                                            bool force_transport = false);

@@ -106,6 +106,9 @@ Values RandomValues(DType dtype, int64_t count, uint64_t seed) {
       case DType::kFloat16:
         bits &= ~(uint64_t{1} << 14);
         break;
+      case DType::kFloat64:
+        bits &= ~(uint64_t{1} << 62);
+        break;
       case DType::kInt64:
         break;
     }

@@ -201,8 +201,8 @@ Result<Timing> MeasureTiming(const logparse::LogParser& parser, const ParsedLog&
   }
   timing.tokens_per_s = tokens / seconds;
   timing.step_ms_median = Median(times);
-  timing.method = fmt::format("tokens / time of steps after the first {} ({} steps)", warmup,
-                              timing.measured_steps);
+  timing.method = fmt::format("tokens / time of the {} timed steps after step {}",
+                              timing.measured_steps, warmup);
   return timing;
 }
 
@@ -219,6 +219,12 @@ Result<ModelFacts> ResolveModel(const Facts& f, const json& p) {
   if (!preset.empty()) {
     BM_ASSIGN_OR_RETURN(train::ModelConfig c, train::Preset(preset));
     BM_ASSIGN_OR_RETURN(c, train::ApplyOverrides(c, p["overrides"]));
+    // The log's geometry is what ran: a preset that differs is the wrong one.
+    for (auto [fact, value] : {std::pair{"layers", c.layers}, std::pair{"hidden", c.hidden},
+                               std::pair{"heads", c.heads}}) {
+      std::string what = fmt::format("model = {} has {} {}", preset, fact, value);
+      BM_TRY(f.Agree(what.c_str(), static_cast<double>(value), fact));
+    }
     m.parameters = static_cast<double>(train::ParameterCount(c));
     m.layers = static_cast<double>(c.layers);
     m.hidden = static_cast<double>(c.hidden);
@@ -523,11 +529,13 @@ Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx) {
     if (!in_out.exists) path = ctx.scratch_dir + "/" + rel;
   }
   Result<std::string> text = fs.ReadFile(path);
+  if (!text.ok() && rel.empty()) {
+    return Errorf(ErrorCode::kFailed, "the command's output ({}) cannot be read: {}", path,
+                  text.status().message());
+  }
   if (!text.ok()) {
     return Errorf(ErrorCode::kFailed,
-                  "log '{}' was not produced ({{out}} and the working "
-                  "directory have none)",
-                  rel);
+                  "log '{}' was not produced ({{out}} and the working directory have none)", rel);
   }
   BM_ASSIGN_OR_RETURN(ParsedLog log, parser->parse(*text, name));
   BM_ASSIGN_OR_RETURN(ExternalMetrics ext,

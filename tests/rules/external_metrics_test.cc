@@ -205,6 +205,11 @@ TEST(ExternalMetrics, BenchfileFactsMustAgreeWithTheLog) {
                {{"log_format", "megatron"}, {"layout", "TP1PP1DP8"}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "layout = TP1PP1DP8, but megatron_tp2dp4.log:16 says tp 2");
+  r = FromFile("megatron_tp2dp4.log", "megatron",
+               {{"log_format", "megatron"}, {"model", "llama-small"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "model = llama-small has hidden 128, but megatron_tp2dp4.log:8 says hidden 256");
   // Agreeing values are fine.
   EXPECT_TRUE(FromFile("megatron_tp2dp4.log", "megatron",
                        {{"log_format", "megatron"}, {"mpe", 1024}, {"layout", "TP2PP1DP4"}})
@@ -246,7 +251,7 @@ TEST_F(ExecWithLog, ParsesALogFileTheCommandWrites) {
   EXPECT_EQ(written, r->metrics);
   EXPECT_NE(fs_.Read("/tmp/s/out/log.jsonl").find("\"step\":8"), std::string::npos);
   EXPECT_NE(step_log_.str().find("megatron log train.log: 9 records up to step 9; token/p/s "
-                                 "2048.0"),
+                                 "2048.0 (tokens / time of the 7 timed steps after step 1)"),
             std::string::npos)
       << step_log_.str();
 }

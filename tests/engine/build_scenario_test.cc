@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "engine/build.h"
@@ -402,6 +403,51 @@ TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {
   ASSERT_TRUE(gen.ok());
   EXPECT_FALSE(gen->fast_path);
   EXPECT_EQ(gen->specs_written, 1);
+}
+
+// exec's log_format parameters are key parameters (they change metrics.json),
+// so the cheap way to reinterpret an expensive run is two targets: one runs the
+// trainer and keeps its log, one parses it. Editing how the log is read reruns
+// only the parsing target.
+TEST_F(BuildScenarioTest, ReinterpretingALogRerunsOnlyTheParsingTarget) {
+  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
+  std::ifstream in(std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) +
+                   "/tests/data/logs/megatron_tp2dp4.log");
+  std::ostringstream log;
+  log << in.rdbuf();
+  fs_.Write("/ws/src/megatron.log", log.str());
+  SetBenchfile(R"(
+[target.run]
+rule = "exec"
+inputs = ["src/megatron.log"]
+command = ["copy", "{in.src/megatron.log}", "{out}/train.log"]
+outputs = ["train.log"]
+
+[target.parse]
+rule = "exec"
+inputs = ["run"]
+command = ["copy", "{in.run}/train.log", "train.log"]
+log_format = "megatron"
+log = "train.log"
+device = "A100"
+)");
+  Build();
+  EXPECT_EQ(ran(), 2);
+  Result<std::vector<TargetResult>> results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  EXPECT_EQ((*results)[1].record.metrics["provenance"]["trainer"], "megatron");
+  EXPECT_TRUE(fs_.Exists("/ws/out/parse/log.jsonl"));
+
+  Edit("device = \"A100\"", "device = \"H100\"");
+  EXPECT_TRUE(HasReason("parse", R"(param device: "A100" → "H100")"))
+      << ::testing::PrintToString(Reasons("parse"));
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 1);
+  EXPECT_EQ(s.outcomes["run"], StepOutcome::kUpToDate);
+  EXPECT_EQ(s.outcomes["parse"], StepOutcome::kRan);
+  results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ((*results)[1].record.metrics["config"]["device"], "H100");
 }
 
 }  // namespace

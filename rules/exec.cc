@@ -114,13 +114,11 @@ class ExecRule : public engine::Rule {
     if (p["log_format"] != "none") {
       std::string log = p["log"].get<std::string>();
       if (!log.empty() && !IsRelativeInside(log))
-        errors.push_back({"log",
-                          "log must be a relative path inside {out} or the working "
-                          "directory"});
+        errors.push_back(
+            {"log", "log must be a relative path inside {out} or the working directory"});
       if (!metrics.empty())
-        errors.push_back({"metrics",
-                          "metrics and log_format both make the step's metrics: use "
-                          "one"});
+        errors.push_back(
+            {"metrics", "metrics and log_format both make the step's metrics: use one"});
       for (const auto& o : p["outputs"]) {
         if (o == "metrics.json" || o == "log.jsonl")
           errors.push_back({"outputs", fmt::format("{} is what log_format writes: do not declare "

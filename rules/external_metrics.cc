@@ -250,22 +250,29 @@ Result<ModelFacts> ResolveModel(const Facts& f, const json& p) {
   return m;
 }
 
-std::string DeviceName(const json& p, const json& platform) {
-  std::string device = p["device"].get<std::string>();
-  if (!device.empty()) return device;
-  const json* gpus = platform.contains("gpus") ? &platform["gpus"] : nullptr;
-  if (gpus && gpus->is_array() && !gpus->empty() && (*gpus)[0].is_object())
-    return (*gpus)[0].value("name", "");
-  return "";
+// The platform's first GPU ({"name", "memory_bytes", ...}), or nullptr.
+const json* FirstGpu(const json& platform) {
+  auto gpus = platform.find("gpus");
+  if (gpus == platform.end() || !gpus->is_array() || gpus->empty() || !(*gpus)[0].is_object())
+    return nullptr;
+  return &(*gpus)[0];
 }
 
+// Where the log was measured: the `device` parameter, else the platform's GPU.
+std::string LoggedDevice(const json& p, const json& platform) {
+  std::string device = p["device"].get<std::string>();
+  if (!device.empty()) return device;
+  const json* gpu = FirstGpu(platform);
+  return gpu ? gpu->value("name", "") : "";
+}
+
+// The platform GPU's memory, unless `device` says the log came from elsewhere.
 std::optional<double> DeviceMemory(const json& p, const json& platform) {
-  if (!p["device"].get<std::string>().empty()) return std::nullopt;  // not this machine's
-  const json* gpus = platform.contains("gpus") ? &platform["gpus"] : nullptr;
-  if (gpus && gpus->is_array() && !gpus->empty() && (*gpus)[0].is_object() &&
-      (*gpus)[0].contains("memory_bytes") && (*gpus)[0]["memory_bytes"].is_number())
-    return (*gpus)[0]["memory_bytes"].get<double>();
-  return std::nullopt;
+  const json* gpu = FirstGpu(platform);
+  if (!p["device"].get<std::string>().empty() || !gpu) return std::nullopt;
+  auto bytes = gpu->find("memory_bytes");
+  if (bytes == gpu->end() || !bytes->is_number()) return std::nullopt;
+  return bytes->get<double>();
 }
 
 json MfuJson(const ModelFacts& m, const Terms& t, double per_device, const json& p,
@@ -288,7 +295,7 @@ json MfuJson(const ModelFacts& m, const Terms& t, double per_device, const json&
   }
   std::optional<double> tflops = Given(p, "peak_tflops");
   std::optional<train::PeakFlops> peak;
-  const std::string device = DeviceName(p, platform);
+  const std::string device = LoggedDevice(p, platform);
   std::optional<train::Precision> column;
   if (t.precision == "bf16" || t.precision == "fp16" || t.precision == "amp") {
     column = train::Precision::kBf16;
@@ -445,7 +452,7 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& parser,
   BM_ASSIGN_OR_RETURN(Timing timing, MeasureTiming(parser, log, log_name, t, p));
   BM_ASSIGN_OR_RETURN(ModelFacts model, ResolveModel(facts, p));
   const double per_device = timing.tokens_per_s / static_cast<double>(t.devices);
-  const std::string device = DeviceName(p, platform);
+  const std::string device = LoggedDevice(p, platform);
 
   json& m = out.metrics;
   m = {{"format", "benchmake-metrics"}, {"version", 1}, {"kind", "train"}};

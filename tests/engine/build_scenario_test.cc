@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "engine/build.h"
@@ -14,6 +13,7 @@
 #include "tests/engine/test_rules.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
+#include "tests/support/test_data.h"
 
 namespace bm::engine {
 namespace {
@@ -410,12 +410,7 @@ TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {
 // trainer and keeps its log, one parses it. Editing how the log is read reruns
 // only the parsing target.
 TEST_F(BuildScenarioTest, ReinterpretingALogRerunsOnlyTheParsingTarget) {
-  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  std::ifstream in(std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) +
-                   "/tests/data/logs/megatron_tp2dp4.log");
-  std::ostringstream log;
-  log << in.rdbuf();
-  fs_.Write("/ws/src/megatron.log", log.str());
+  fs_.Write("/ws/src/megatron.log", testing::ReadTestData("logs/megatron_tp2dp4.log"));
   SetBenchfile(R"(
 [target.run]
 rule = "exec"

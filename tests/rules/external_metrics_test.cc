@@ -6,26 +6,20 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "engine/report/loss_log.h"
 #include "rules/exec.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
+#include "tests/support/test_data.h"
 
 namespace bm::rules {
 namespace {
 
 using nlohmann::json;
 
-std::string ReadLog(const std::string& name) {
-  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  std::ifstream in(std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/tests/data/logs/" + name);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string ReadLog(const std::string& name) { return testing::ReadTestData("logs/" + name); }
 
 // exec's parameters with their defaults, then `overrides`.
 json Params(json overrides) {

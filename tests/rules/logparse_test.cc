@@ -7,22 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "tests/support/test_data.h"
 
 namespace bm::logparse {
 namespace {
 
-std::string ReadLog(const std::string& name) {
-  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  std::ifstream in(std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/tests/data/logs/" + name);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string ReadLog(const std::string& name) { return testing::ReadTestData("logs/" + name); }
 
 double FactOf(const ParsedLog& log, const char* name) {
   auto it = log.facts.find(name);

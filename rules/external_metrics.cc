@@ -308,9 +308,14 @@ json MfuJson(const ModelFacts& m, const Terms& t, double per_device, const json&
   }
   std::string peak_source = peak ? peak->source : "";
   if (!peak) {
-    peak_source =
-        !column ? fmt::format("unknown precision '{}': set precision or peak_tflops", t.precision)
-                : fmt::format("unknown device '{}': set device or peak_tflops", device);
+    if (t.precision.empty()) {
+      peak_source = "the log does not say the precision: set precision or peak_tflops";
+    } else if (!column) {
+      peak_source =
+          fmt::format("no peak for precision '{}' in the table: set peak_tflops", t.precision);
+    } else {
+      peak_source = fmt::format("unknown device '{}': set device or peak_tflops", device);
+    }
     notes.push_back("MFU: " + peak_source);
   }
   auto mfu = [&](std::optional<double> fpt) -> json {

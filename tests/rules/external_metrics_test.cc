@@ -168,7 +168,8 @@ TEST(ExternalMetrics, WhatTheLogLacksIsNamed) {
       FromFile("mllog_lora.log", "mllog", {{"log_format", "mllog"}, {"layout", "TP1PP1DP2"}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->metrics["mfu"]["6N"].is_null());
-  EXPECT_EQ(r->metrics["mfu"]["peak_source"], "unknown precision '': set precision or peak_tflops");
+  EXPECT_EQ(r->metrics["mfu"]["peak_source"],
+            "the log does not say the precision: set precision or peak_tflops");
   EXPECT_NE(std::find(r->notes.begin(), r->notes.end(),
                       "MFU needs the parameter count: set model (a preset) or parameters"),
             r->notes.end());

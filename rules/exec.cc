@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "rules/external_metrics.h"
+
 namespace bm::rules {
 namespace {
 
@@ -85,6 +87,7 @@ class ExecRule : public engine::Rule {
         {"timeout", ParamType::kFloat, json(0.0), "seconds before the command is killed (0: none)",
          false},
     };
+    for (ParamSpec& s : ExternalLogParams()) params_.push_back(std::move(s));
   }
 
   std::string_view name() const override { return name_; }
@@ -107,6 +110,22 @@ class ExecRule : public engine::Rule {
     if (!metrics.empty() && !IsRelativeInside(metrics))
       errors.push_back({"metrics", "metrics must be a relative path inside {out}"});
     if (p["gpus"].get<int64_t>() < 0) errors.push_back({"gpus", "gpus must be >= 0"});
+    for (engine::ParamError& e : CheckExternalLogParams(p)) errors.push_back(std::move(e));
+    if (p["log_format"] != "none") {
+      std::string log = p["log"].get<std::string>();
+      if (!log.empty() && !IsRelativeInside(log))
+        errors.push_back(
+            {"log", "log must be a relative path inside {out} or the working directory"});
+      if (!metrics.empty())
+        errors.push_back(
+            {"metrics", "metrics and log_format both make the step's metrics: use one"});
+      for (const auto& o : p["outputs"]) {
+        if (o == "metrics.json" || o == "log.jsonl")
+          errors.push_back({"outputs", fmt::format("{} is what log_format writes: do not declare "
+                                                   "it as an output",
+                                                   o.get<std::string>())});
+      }
+    }
     return errors;
   }
 
@@ -158,6 +177,7 @@ class ExecRule : public engine::Rule {
       BM_TRY(fs.MakeDirs(DirName(dest)));
       BM_TRY(fs.Rename(left, dest));
     }
+    if (p["log_format"] != "none") return MetricsFromLog(ctx);
     engine::StepResult result;
     if (std::string m = p["metrics"].get<std::string>(); !m.empty()) {
       Result<std::string> text = fs.ReadFile(ctx.out_dir + "/" + m);

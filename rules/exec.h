@@ -8,6 +8,8 @@
 //   outputs = ["hello.txt"]                                 # relative to {out}; missing = failure
 //   env = { LANG = "C" }
 //   metrics = "metrics.json"                                # optional, one of the outputs
+//   log_format = "megatron"        # or: an external trainer's log, parsed into metrics.json and
+//   log = "train.log"              # log.jsonl (rules/external_metrics.h lists the parameters)
 //
 // Placeholders in command and env values: {out} (the step's output dir),
 // {in.NAME} (the path of input NAME as written), {scratch} (the working

@@ -20,8 +20,9 @@ std::function<std::string(const ReportRow&)> StatCell(std::optional<Stat> Report
 const std::vector<DisplayColumn>& ResultColumns() {
   static const std::vector<DisplayColumn> kColumns = {
       {"case", "case", false, [](const ReportRow& r) { return r.target; }},
+      {"trainer", "trainer", false, [](const ReportRow& r) { return r.trainer; }},
       {"config", "config", false, PlatformText},
-      {"parallel", "parallel", false, [](const ReportRow& r) { return r.parallel; }},
+      {"parallel", "layout", false, [](const ReportRow& r) { return r.parallel; }},
       {"fix_hp", "fix_hp", false, [](const ReportRow& r) { return r.fix_hp; }},
       {"tokens", "token/p/s", true,
        StatCell(&ReportRow::tokens_per_device_per_s, Quantity::kTokensPerS)},
@@ -55,7 +56,9 @@ std::vector<std::vector<std::string>> ProvenanceCells(const ReportRow& row) {
 
 const std::string& Legend() {
   static const std::string kLegend =
-      "token/p/s: tokens per device per second, timed after the warm-up steps. "
+      "trainer: what measured the run (benchmake-train, or the external trainer whose log was "
+      "parsed). layout: TPxPPyDPz. fix_hp: MPE (sequence length), LBS (micro-batch), GAS when "
+      "not 1. token/p/s: tokens per device per second, timed after the warm-up steps. "
       "MFU (6N): 6·N FLOPs per token (FlagPerf); MFU (PaLM): 6·N + 12·L·H·Q·T (PaLM, "
       "appendix B); both against the device's peak FLOP/s. mem: peak device memory / device "
       "total, GiB. loss: final training loss (mean of the last steps). Over several rounds: "

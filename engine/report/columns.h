@@ -1,8 +1,10 @@
 // The columns people read, shared by the Markdown and HTML tables so both show
 // the same cells: the suites' `config | parallel | fix_hp | token/p/s | loss |
-// mem | MFU` (FlagPerf's 配置 read as "config": the platform), with both MFU
-// definitions labelled, evaluation results, the round count and how the
-// numbers were obtained. Absent values are "" (renderers print "-").
+// mem | MFU` (FlagPerf's 配置 read as "config": the platform; its "parallel"
+// headed "layout"), after the case and the trainer that measured it, with both
+// MFU definitions labelled, evaluation results, the round count and how the
+// numbers were obtained. Absent values are "" (renderers print "-"). Cells
+// are formatted by number_format.h alone.
 //
 // Thread safety: the table is built once and immutable.
 #pragma once

@@ -41,15 +41,17 @@ std::map<std::string, std::string> PlatformFacts(const nlohmann::json& metrics) 
   int count = DeviceCount(metrics);
   std::string device = DeviceName(metrics);
   out["platform"] = count > 0 ? fmt::format("{}\u00d7{}", device, count) : device;
+  if (std::string trainer = TrainerName(metrics); !trainer.empty()) out["trainer"] = trainer;
   for (const char* path : {"platform.driver", "platform.cuda", "provenance.trainer_build"}) {
     if (auto s = StringAt(metrics, path)) out[path] = *s;
   }
   return out;
 }
 
+const std::string kAbsent = "(absent)";
+
 void Diff(const std::map<std::string, std::string>& a, const std::map<std::string, std::string>& b,
           bool platform, std::vector<Difference>& out) {
-  static const std::string kAbsent = "(absent)";
   std::map<std::string, std::pair<std::string, std::string>> both;
   for (const auto& [k, v] : a) both[k] = {v, kAbsent};
   for (const auto& [k, v] : b) {
@@ -125,13 +127,19 @@ std::string Comparison::Verdict() const {
       al.first_step, al.last_step, al.compared_steps, al.pass ? "below" : "not below",
       FormatValue(Quantity::kRelDiff, al.options.tolerance));
   if (al.pass) return head + ".";
+  // A setting one side does not report (an external trainer's log says less
+  // than benchmake-train) is unknown, not a known cause.
+  auto known = [](const std::string& v) { return v != kAbsent && v != "null"; };
   std::vector<std::string> settings;
+  int one_sided = 0;
   bool platform_differs = false;
   for (const Difference& d : differences) {
     if (d.platform) {
       platform_differs = true;
-    } else {
+    } else if (known(d.a) && known(d.b)) {
       settings.push_back(fmt::format("{} {} \u2192 {}", d.field, d.a, d.b));
+    } else {
+      ++one_sided;
     }
   }
   if (!settings.empty()) {
@@ -141,6 +149,13 @@ std::string Comparison::Verdict() const {
                       ". The runs differ in their settings ({}): the curves are expected to "
                       "diverge; align runs of the same configuration.",
                       list);
+  }
+  if (platform_differs && one_sided > 0) {
+    return head + fmt::format(
+                      ". The settings both runs report are the same ({} known on one side only) "
+                      "and the platform or trainer differs: its numerics (or its kernels) "
+                      "change the training beyond the tolerance.",
+                      one_sided);
   }
   if (platform_differs) {
     return head +

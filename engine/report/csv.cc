@@ -31,7 +31,7 @@ std::string CsvField(const std::string& field) {
 
 std::string RenderCsv(const std::vector<ReportRow>& rows) {
   static const char* kHeader =
-      "target,rule,device,devices,parallel,fix_hp,rounds,fresh,cache,file,"
+      "target,rule,trainer,device,devices,parallel,fix_hp,rounds,fresh,cache,file,"
       "tokens_per_device_per_s,tokens_per_device_per_s_min,tokens_per_device_per_s_max,"
       "mfu_6n_pct,mfu_6n_pct_min,mfu_6n_pct_max,mfu_palm_pct,mfu_palm_pct_min,"
       "mfu_palm_pct_max,mem_peak_gib,mem_peak_gib_min,mem_peak_gib_max,mem_total_gib,"
@@ -43,6 +43,7 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
     std::vector<std::string> f = {
         r.target,
         r.rule,
+        r.trainer,
         r.device,
         r.devices > 0 ? fmt::format("{}", r.devices) : "",
         r.parallel,

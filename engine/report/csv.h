@@ -5,7 +5,7 @@
 // memory. Measured quantities that vary between rounds have _min and _max
 // columns beside their median. Absent values are empty fields.
 //
-// Columns: target,rule,device,devices,parallel,fix_hp,rounds,fresh,cache,file,
+// Columns: target,rule,trainer,device,devices,parallel,fix_hp,rounds,fresh,cache,file,
 //   tokens_per_device_per_s,tokens_per_device_per_s_min,tokens_per_device_per_s_max,
 //   mfu_6n_pct,mfu_6n_pct_min,mfu_6n_pct_max,mfu_palm_pct,mfu_palm_pct_min,
 //   mfu_palm_pct_max,mem_peak_gib,mem_peak_gib_min,mem_peak_gib_max,mem_total_gib,

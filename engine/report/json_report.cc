@@ -36,6 +36,7 @@ nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
     }
     list.push_back({{"target", r.target},
                     {"rule", r.rule},
+                    {"trainer", r.trainer},
                     {"platform", {{"device", r.device}, {"devices", r.devices}}},
                     {"parallel", r.parallel},
                     {"fix_hp", r.fix_hp},

@@ -2,7 +2,7 @@
 // MFU and accuracy, bytes for memory; not rounded), every round's provenance.
 //
 //   {"format": "benchmake-report", "version": 1,
-//    "rows": [{"target", "rule", "platform": {"device", "devices"},
+//    "rows": [{"target", "rule", "trainer", "platform": {"device", "devices"},
 //              "parallel", "fix_hp", "rounds", "origins": {"fresh", "cache", "file"},
 //              "metrics": {NAME: {"median", "min", "max", "n"}, ...},
 //              "eval_task",

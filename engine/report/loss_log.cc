@@ -1,9 +1,12 @@
 #include "engine/report/loss_log.h"
 
+#include <optional>
+
 namespace bm::report {
 
 Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_view name) {
   std::vector<LossPoint> points;
+  std::optional<int64_t> last_step;
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < jsonl.size()) {
@@ -36,14 +39,17 @@ Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_
       return Errorf(ErrorCode::kCorrupt, "{}:{}: \"step\" missing or not an integer", name,
                     line_no);
     }
-    if (loss == j.end() || !loss->is_number()) {
+    if (loss == j.end() || !(loss->is_number() || loss->is_null())) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: \"loss\" missing or not a number", name, line_no);
     }
-    LossPoint p{step->get<int64_t>(), loss->get<double>()};
-    if (!points.empty() && p.step <= points.back().step) {
+    LossPoint p{step->get<int64_t>(), 0};
+    if (last_step && p.step <= *last_step) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: step {} does not follow step {}", name, line_no,
-                    p.step, points.back().step);
+                    p.step, *last_step);
     }
+    last_step = p.step;
+    if (loss->is_null()) continue;  // a step without a loss (every micro-batch skipped)
+    p.loss = loss->get<double>();
     points.push_back(p);
   }
   return points;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <utility>
 #include <vector>
 
 namespace bm::report {
@@ -86,9 +87,13 @@ std::string FixHp(const nlohmann::json& metrics) {
       items.push_back(fmt::format("{}={}", it.key(), ScalarText(it.value())));
     }
   }
-  for (const char* key : {"lbs", "mpe", "gas", "gbs"}) {
-    const nlohmann::json* v = ValueAt(metrics, std::string("config.") + key);
-    if (v != nullptr && !v->is_null()) items.push_back(fmt::format("{}={}", key, ScalarText(*v)));
+  constexpr std::pair<const char*, const char*> kTerms[] = {
+      {"MPE", "config.mpe"}, {"LBS", "config.lbs"}, {"GAS", "config.gas"}};
+  for (const auto& [label, path] : kTerms) {
+    const nlohmann::json* v = ValueAt(metrics, path);
+    if (v == nullptr || v->is_null()) continue;
+    if (std::string_view(label) == "GAS" && v->is_number() && v->get<double>() == 1) continue;
+    items.push_back(fmt::format("{}={}", label, ScalarText(*v)));
   }
   if (auto p = StringAt(metrics, "config.precision")) items.push_back(*p);
   if (auto z = NumberAt(metrics, "config.zero"); z && *z > 0) {
@@ -104,6 +109,14 @@ std::string FixHp(const nlohmann::json& metrics) {
     out += item;
   }
   return out;
+}
+
+std::string TrainerName(const nlohmann::json& metrics) {
+  if (auto t = StringAt(metrics, "provenance.trainer")) return *t;
+  constexpr std::string_view kOurs = "benchmake-train";
+  if (auto b = StringAt(metrics, "provenance.trainer_build"); b && b->rfind(kOurs, 0) == 0)
+    return std::string(kOurs);
+  return "";
 }
 
 }  // namespace bm::report

@@ -35,11 +35,17 @@ int DeviceCount(const nlohmann::json& metrics);
 // config.layout, else "TP1PP2DP4" from config.tp / pp / dp; "" when missing.
 std::string ParallelLayout(const nlohmann::json& metrics);
 
-// The knobs that differ from the model preset, in the suites' fix_hp spirit:
-// model overrides ("layers=4") in key order, then the batch terms and the
-// training switches: "lbs=1 mpe=4096 gas=1 gbs=8 bf16", "zero=1" when
+// The suites' fix_hp: model overrides ("layers=4") in key order, then the
+// batch terms as FlagPerf writes them — "MPE=4096", "LBS=1", "GAS=8" only
+// when GAS is not 1 — then the training switches: precision, "zero=1" when
 // zero > 0, "recompute" and "flash" when on. Items are joined by ", ";
 // "" when the metrics carry none of these.
 std::string FixHp(const nlohmann::json& metrics);
+
+// Which trainer measured the run: provenance.trainer ("benchmake-train",
+// "megatron", "deepspeed", ...), else "benchmake-train" for metrics whose
+// trainer_build is benchmake-train's (written before the field existed),
+// else "".
+std::string TrainerName(const nlohmann::json& metrics);
 
 }  // namespace bm::report

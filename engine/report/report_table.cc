@@ -24,6 +24,7 @@ ReportRow BuildRow(const MeasuredTarget& t) {
   row.rule = t.rule;
   static const nlohmann::json kEmpty = nlohmann::json::object();
   const nlohmann::json& newest = t.measurements.empty() ? kEmpty : t.measurements.back().metrics;
+  row.trainer = TrainerName(newest);
   row.device = DeviceName(newest);
   row.devices = DeviceCount(newest);
   row.parallel = ParallelLayout(newest);
@@ -68,7 +69,7 @@ std::vector<ReportRow> BuildRows(const std::vector<MeasuredTarget>& targets) {
 
 std::string PlatformText(const ReportRow& row) {
   if (row.devices <= 0) return row.device;
-  return fmt::format("{}\u00d7{}", row.device, row.devices);
+  return fmt::format("{}\u00d7{}", row.device.empty() ? "?" : row.device, row.devices);
 }
 
 std::string OriginText(const ReportRow& row) {

@@ -9,7 +9,7 @@
 //   loss                     loss.final
 //   val_loss, perplexity,    eval.val_loss, eval.perplexity, eval.accuracy
 //   accuracy, exact_match    (fractions), eval.exact_match, eval.task
-// The platform, layout and fix_hp come from the newest measurement
+// The trainer, platform, layout and fix_hp come from the newest measurement
 // (metrics_view.h); rounds of one target share their action key, hence them.
 //
 // Thread safety: pure functions.
@@ -27,6 +27,7 @@ namespace bm::report {
 struct ReportRow {
   std::string target;
   std::string rule;
+  std::string trainer;   // "benchmake-train", "megatron", ... ("" unknown)
   std::string device;    // "H100", "cpu"
   int devices = 0;       // 0: unknown
   std::string parallel;  // "TP1PP1DP8"; "" when not a training run
@@ -56,7 +57,7 @@ struct ReportRow {
 ReportRow BuildRow(const MeasuredTarget& target);
 std::vector<ReportRow> BuildRows(const std::vector<MeasuredTarget>& targets);
 
-// "H100×8", "cpu×1", "H100" when the count is unknown.
+// "H100×8", "cpu×1", "H100" when the count is unknown, "?×8" when the device is.
 std::string PlatformText(const ReportRow& row);
 
 // How the row's numbers were obtained, never calling a restored one fresh:

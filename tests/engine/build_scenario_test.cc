@@ -13,6 +13,7 @@
 #include "tests/engine/test_rules.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
+#include "tests/support/test_data.h"
 
 namespace bm::engine {
 namespace {
@@ -430,6 +431,46 @@ gpus = 4
   Build();
   ::unsetenv("BENCHMAKE_GPU_LOCK_DIR");
   EXPECT_EQ(ran(), 4);
+}
+
+// exec's log_format parameters are key parameters (they change metrics.json),
+// so the cheap way to reinterpret an expensive run is two targets: one runs the
+// trainer and keeps its log, one parses it. Editing how the log is read reruns
+// only the parsing target.
+TEST_F(BuildScenarioTest, ReinterpretingALogRerunsOnlyTheParsingTarget) {
+  fs_.Write("/ws/src/megatron.log", testing::ReadTestData("logs/megatron_tp2dp4.log"));
+  SetBenchfile(R"(
+[target.run]
+rule = "exec"
+inputs = ["src/megatron.log"]
+command = ["copy", "{in.src/megatron.log}", "{out}/train.log"]
+outputs = ["train.log"]
+
+[target.parse]
+rule = "exec"
+inputs = ["run"]
+command = ["copy", "{in.run}/train.log", "train.log"]
+log_format = "megatron"
+log = "train.log"
+device = "A100"
+)");
+  Build();
+  EXPECT_EQ(ran(), 2);
+  Result<std::vector<TargetResult>> results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  EXPECT_EQ((*results)[1].record.metrics["provenance"]["trainer"], "megatron");
+  EXPECT_TRUE(fs_.Exists("/ws/out/parse/log.jsonl"));
+
+  Edit("device = \"A100\"", "device = \"H100\"");
+  EXPECT_TRUE(HasReason("parse", R"(param device: "A100" → "H100")"))
+      << ::testing::PrintToString(Reasons("parse"));
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 1);
+  EXPECT_EQ(s.outcomes["run"], StepOutcome::kUpToDate);
+  EXPECT_EQ(s.outcomes["parse"], StepOutcome::kRan);
+  results = LoadResults(ws_);
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ((*results)[1].record.metrics["config"]["device"], "H100");
 }
 
 }  // namespace

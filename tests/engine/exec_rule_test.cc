@@ -22,17 +22,11 @@ class ExecRuleTest : public ::testing::Test {
     ASSERT_TRUE(fs_.MakeDirs(ctx_.scratch_dir).ok());
     ASSERT_TRUE(fs_.MakeDirs(ctx_.out_dir).ok());
   }
+  // The rule's defaults (as the engine fills them), then `overrides`.
   nlohmann::json Params(nlohmann::json overrides) {
-    nlohmann::json p = {{"command", nlohmann::json::array()},
-                        {"shell", false},
-                        {"inputs", nlohmann::json::array()},
-                        {"outputs", nlohmann::json::array()},
-                        {"env", nlohmann::json::object()},
-                        {"metrics", ""},
-                        {"gpus", 0},
-                        {"description", ""},
-                        {"progress", false},
-                        {"timeout", 0.0}};
+    nlohmann::json p = {{"command", nlohmann::json::array()}};
+    for (const engine::ParamSpec& s : rule_->params())
+      if (s.default_value) p[s.name] = *s.default_value;
     for (auto& [k, v] : overrides.items()) p[k] = v;
     return p;
   }

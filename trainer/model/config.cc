@@ -220,13 +220,17 @@ int64_t ParameterCount(const ModelConfig& c) {
   return n;
 }
 
-FlopsPerToken TrainingFlopsPerToken(const ModelConfig& c, int64_t seq_len) {
+FlopsPerToken TrainingFlopsPerToken(double parameters, int64_t layers, int64_t hidden,
+                                    int64_t seq_len) {
   FlopsPerToken f;
-  const double n = static_cast<double>(ParameterCount(c));
-  f.six_n = 6.0 * n;
-  f.palm = f.six_n + 12.0 * static_cast<double>(c.layers) * static_cast<double>(c.hidden) *
+  f.six_n = 6.0 * parameters;
+  f.palm = f.six_n + 12.0 * static_cast<double>(layers) * static_cast<double>(hidden) *
                          static_cast<double>(seq_len);
   return f;
+}
+
+FlopsPerToken TrainingFlopsPerToken(const ModelConfig& c, int64_t seq_len) {
+  return TrainingFlopsPerToken(static_cast<double>(ParameterCount(c)), c.layers, c.hidden, seq_len);
 }
 
 nlohmann::json ToJson(const ModelConfig& c) {

@@ -84,6 +84,10 @@ struct FlopsPerToken {
   double palm = 0;
 };
 FlopsPerToken TrainingFlopsPerToken(const ModelConfig& config, int64_t seq_len);
+// The same from the numbers alone (a model known only by N, L and hidden: an
+// external trainer's log).
+FlopsPerToken TrainingFlopsPerToken(double parameters, int64_t layers, int64_t hidden,
+                                    int64_t seq_len);
 
 nlohmann::json ToJson(const ModelConfig& config);
 Result<ModelConfig> ModelConfigFromJson(const nlohmann::json& json);

@@ -1,5 +1,5 @@
-// Metrics of a run (docs/METRICS.md is the schema): the peak FLOP/s table,
-// throughput over measured steps, and the metrics.json document.
+// Metrics of a run (docs/METRICS.md is the schema): throughput over measured
+// steps and the metrics.json document (the peak FLOP/s table: peak_flops.h).
 #pragma once
 
 #include <cstdint>
@@ -10,22 +10,10 @@
 
 #include "trainer/backend.h"
 #include "trainer/model/config.h"
+#include "trainer/run/peak_flops.h"
 #include "trainer/run/run_config.h"
 
 namespace bm::train {
-
-struct PeakFlops {
-  double flops_per_device = 0;
-  std::string source;  // "table: H100 bf16" or "parameter peak_tflops"
-};
-
-// Dense peak FLOP/s of one device for a precision. device_name is the
-// backend's (GPU name or "cpu"); platform is the probe (CPU cores, clock,
-// AVX2/AVX-512). nullopt when unknown.
-std::optional<PeakFlops> LookupPeakFlops(std::string_view device, std::string_view device_name,
-                                         Precision precision, int threads,
-                                         const nlohmann::json& platform,
-                                         std::optional<double> peak_tflops);
 
 struct StepRecord {
   int64_t step = 0;

@@ -5,6 +5,7 @@
 // digest unchanged, records a fresh measurement), `rounds = N`, restored
 // measurements labelled as cache, `report` in every format and `compare`'s
 // exit code.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/digest.h"
 #include "base/real_filesystem.h"
@@ -263,6 +265,106 @@ seed = 1234
   EXPECT_EQ(Run("compare p p", &out), 0) << out;
   EXPECT_EQ(Run("compare p p_low", &out), 1) << out;
   EXPECT_NE(out.find("config.lr: 0.003 \u2192 0.0003"), std::string::npos) << out;
+}
+
+// An external trainer beside benchmake-train, as the suites' tables put them:
+// a tiny CPU pretrain, and an exec target whose command prints a Megatron-style
+// log (`cat` of a workspace file) parsed with log_format. The log repeats the
+// pretrain's losses, so compare finds the curves aligned across trainers.
+TEST_F(ReportE2e, ExternalMegatronRunBesideBenchmakeTrain) {
+  std::string train = fs::path(benchmake_).parent_path() / "benchmake-train";
+  if (!fs::exists(train)) GTEST_SKIP() << train << " not built: external-run report test NOT run";
+  fs::create_directories(root_ / "ws" / "data");
+  fs::copy_file(testing::DataDir() + "/../../../data/kjv.txt", root_ / "ws" / "data" / "kjv.txt");
+  std::string benchfile = R"(
+[target.kjv]
+rule = "download"
+url = "file:data/kjv.txt"
+
+[target.kjv_bytes]
+rule = "tokenize"
+input = ["kjv"]
+tokenizer = "bytes"
+valid_fraction = 0.05
+
+[target.p]
+rule = "pretrain"
+data = "kjv_bytes"
+model = "llama-small"
+lbs = 4
+mpe = 64
+steps = 30
+warmup_steps = 5
+lr = 3e-3
+)";
+  std::ofstream(root_ / "ws" / "BENCHFILE.toml") << benchfile;
+  ASSERT_EQ(Run("build p"), 0) << last_stderr_;
+
+  // The Megatron log: its argument block, then one iteration line per step
+  // with the pretrain's loss; 100 ms a step on 2 devices.
+  std::ostringstream log;
+  log << "------------------------ arguments ------------------------\n"
+      << "  bf16 ............................................ True\n"
+      << "  data_parallel_size .............................. 2\n"
+      << "  global_batch_size ............................... 8\n"
+      << "  micro_batch_size ................................ 4\n"
+      << "  seq_length ...................................... 64\n"
+      << "  world_size ...................................... 2\n"
+      << "-------------------- end of arguments ---------------------\n"
+      << "[W init.cpp:767] Warning: nvfuser is no longer supported in torch script\n";
+  std::istringstream curve(Read(root_ / "ws" / "out" / "p" / "log.jsonl"));
+  int steps = 0;
+  for (std::string line; std::getline(curve, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (!j.contains("step")) continue;
+    ++steps;
+    log << fmt::format(
+        " [2024-06-01 10:00:00] iteration {:8d}/{:8d} | consumed samples: {:12d} | elapsed time "
+        "per iteration (ms): 100.0 | learning rate: 3.000000E-03 | global batch size:     8 | "
+        "lm loss: {:.6E} | loss scale: 1.0 | grad norm: 1.000 | number of skipped iterations:   "
+        "0 | number of nan iterations:   0 |\n",
+        j["step"].get<int>(), 30, 8 * j["step"].get<int>(), j["loss"].get<double>());
+  }
+  ASSERT_EQ(steps, 30);
+  std::ofstream(root_ / "ws" / "megatron.log") << log.str();
+  std::ofstream(root_ / "ws" / "BENCHFILE.toml", std::ios::app) << R"(
+[target.megatron]
+rule = "exec"
+command = ["cat", "{in.megatron.log}"]
+inputs = ["megatron.log"]
+log_format = "megatron"
+device = "H100"
+model = "llama-small"
+)";
+  ASSERT_EQ(Run("build megatron"), 0) << last_stderr_;
+
+  std::string md;
+  ASSERT_EQ(Run("report", &md), 0) << last_stderr_;
+  EXPECT_NE(md.find("| case | trainer | config | layout | fix_hp | token/p/s | loss | mem (GiB) | "
+                    "MFU (6N) | MFU (PaLM) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| p | benchmake-train | cpu\u00d71 | TP1PP1DP1 | MPE=64, LBS=4, fp32 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| megatron | megatron | H100\u00d72 | TP1PP1DP2 | MPE=64, LBS=4, bf16 |"),
+            std::string::npos)
+      << md;
+  nlohmann::json j = ReportJson("");
+  ASSERT_TRUE(j.is_object());
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const nlohmann::json& ext = j["rows"][1];
+  EXPECT_EQ(ext["trainer"], "megatron");
+  // Steps 2-30: 8 x 64 tokens per 100 ms, over 2 devices.
+  EXPECT_DOUBLE_EQ(ext["metrics"]["tokens_per_device_per_s"]["median"].get<double>(), 2560.0);
+  EXPECT_TRUE(ext["metrics"].contains("mfu_palm"));
+
+  std::string out;
+  EXPECT_EQ(Run("compare p megatron", &out), 0) << out << last_stderr_;
+  EXPECT_NE(out.find("ALIGNED"), std::string::npos) << out;
+  EXPECT_NE(out.find("benchmake-train"), std::string::npos) << "the trainers differ: " << out;
+  ASSERT_EQ(Run("report --format csv", &out), 0);
+  EXPECT_NE(out.find("megatron,exec,megatron,H100,2,TP1PP1DP2,"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -13,9 +13,23 @@ TEST(MetricsView, PlatformLayoutAndFixHp) {
   EXPECT_EQ(DeviceName(m.metrics), "H200");
   EXPECT_EQ(DeviceCount(m.metrics), 8);
   EXPECT_EQ(ParallelLayout(m.metrics), "TP2PP1DP4");
-  EXPECT_EQ(FixHp(m.metrics), "layers=16, lbs=2, mpe=2048, gas=4, gbs=32, bf16, flash");
+  EXPECT_EQ(FixHp(m.metrics), "layers=16, MPE=2048, LBS=2, GAS=4, bf16, flash");
+  EXPECT_EQ(TrainerName(m.metrics), "benchmake-train") << "from trainer_build";
   Measurement cpu = testing::LoadRun("tiny.cpu");
   EXPECT_EQ(DeviceName(cpu.metrics), "cpu");
+  EXPECT_EQ(FixHp(cpu.metrics), "hidden=256, layers=4, MPE=256, LBS=8, fp32") << "GAS 1 left out";
+}
+
+TEST(MetricsView, ExternalTrainer) {
+  nlohmann::json m = {
+      {"config",
+       {{"mpe", 4096}, {"lbs", nullptr}, {"gas", 2}, {"layout", "TP2PP1DP4"}, {"devices", 8}}},
+      {"provenance", {{"trainer", "megatron"}, {"trainer_build", "megatron (log)"}}}};
+  EXPECT_EQ(TrainerName(m), "megatron");
+  EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2") << "an unknown LBS is left out";
+  ReportRow row = BuildRow({"ext", "exec", {Measurement{m, {}, {}}}});
+  EXPECT_EQ(row.trainer, "megatron");
+  EXPECT_EQ(PlatformText(row), "?\u00d78") << "device unknown, 8 devices";
 }
 
 TEST(MetricsView, MissingFieldsReadAsAbsent) {
@@ -26,6 +40,7 @@ TEST(MetricsView, MissingFieldsReadAsAbsent) {
   EXPECT_EQ(DeviceCount(empty), 0);
   EXPECT_EQ(ParallelLayout(empty), "");
   EXPECT_EQ(FixHp(empty), "");
+  EXPECT_EQ(TrainerName(empty), "");
   EXPECT_FALSE(NumberAt(nlohmann::json{{"a", "text"}}, "a"));
   EXPECT_FALSE(NumberAt(nlohmann::json{{"a", 1}}, "a.b"));
 }

@@ -1,0 +1,576 @@
+#include "rules/external_metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "trainer/model/config.h"
+#include "trainer/run/peak_flops.h"
+#include "trainer/run/run_config.h"
+
+namespace bm::rules {
+namespace {
+
+using engine::ParamSpec;
+using engine::ParamType;
+using logparse::Iteration;
+using logparse::ParsedLog;
+using nlohmann::json;
+
+constexpr std::string_view kNoLog = "none";
+constexpr int64_t kFinalLossWindow = 10;  // as benchmake-train's loss.final
+
+// JSON has no NaN: a missing or non-finite number is null.
+json Num(std::optional<double> v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
+
+// A count (a batch size, a sequence length) as a JSON integer when it is one.
+json Count(std::optional<double> v) {
+  if (v && std::isfinite(*v) && *v == std::floor(*v)) return static_cast<int64_t>(*v);
+  return Num(v);
+}
+
+std::optional<double> Given(const json& params, const char* name) {
+  double v = params[name].get<double>();
+  return v > 0 ? std::optional<double>(v) : std::nullopt;
+}
+
+// What the log says and what the BENCHFILE says, reconciled.
+class Facts {
+ public:
+  Facts(const ParsedLog& log, std::string_view log_name, const json& params)
+      : log_(log), name_(log_name), params_(params) {}
+
+  std::optional<double> Logged(const char* fact) const {
+    auto it = log_.facts.find(fact);
+    return it == log_.facts.end() ? std::nullopt : std::optional<double>(it->second.value);
+  }
+
+  // The BENCHFILE's value when given, else the log's; both and different: an error.
+  Result<std::optional<double>> Pick(const char* param, const char* fact) const {
+    std::optional<double> given = Given(params_, param);
+    auto it = log_.facts.find(fact);
+    if (given && it != log_.facts.end() && it->second.value != *given) {
+      return Errorf(ErrorCode::kInvalidArgument, "{} = {}, but {}:{} says {}", param, *given, name_,
+                    it->second.line, it->second.value);
+    }
+    return given ? given : Logged(fact);
+  }
+
+  Status Agree(const char* what, double value, const char* fact) const {
+    auto it = log_.facts.find(fact);
+    if (it == log_.facts.end() || it->second.value == value) return Status::Ok();
+    return Errorf(ErrorCode::kInvalidArgument, "{}, but {}:{} says {} {}", what, name_,
+                  it->second.line, fact, it->second.value);
+  }
+
+  std::string_view name() const { return name_; }
+
+ private:
+  const ParsedLog& log_;
+  std::string_view name_;
+  const json& params_;
+};
+
+// The run's terms: layout, devices, sequence length, batch sizes, precision.
+struct Terms {
+  int64_t tp = 1, pp = 1, dp = 1, devices = 1;
+  double mpe = 0;
+  std::optional<double> lbs, gas, gbs;
+  std::string precision;
+};
+
+Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) {
+  Terms t;
+  const std::string layout = p["layout"].get<std::string>();
+  if (!layout.empty()) {
+    BM_ASSIGN_OR_RETURN(train::ParallelLayout l, train::ParseLayout(layout));
+    const std::string what = "layout = " + layout;
+    BM_TRY(f.Agree(what.c_str(), l.tp, "tp"));
+    BM_TRY(f.Agree(what.c_str(), l.pp, "pp"));
+    BM_TRY(f.Agree(what.c_str(), l.dp, "dp"));
+    t.tp = l.tp, t.pp = l.pp, t.dp = l.dp;
+    t.devices = t.tp * t.pp * t.dp;
+  } else {
+    t.tp = static_cast<int64_t>(f.Logged("tp").value_or(1));
+    t.pp = static_cast<int64_t>(f.Logged("pp").value_or(1));
+    std::optional<double> devices = f.Logged("devices");
+    if (!devices && p["gpus"].get<int64_t>() > 0) devices = p["gpus"].get<double>();
+    if (std::optional<double> dp = f.Logged("dp")) {
+      t.dp = static_cast<int64_t>(*dp);
+    } else if (devices) {
+      t.dp = std::max<int64_t>(1, static_cast<int64_t>(*devices) / (t.tp * t.pp));
+    } else {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "{} does not say how many devices ran it: set layout (TPxPPyDPz)", f.name());
+    }
+    // world_size also counts context-parallel ranks, which TPxPPyDPz does not show.
+    t.devices = devices ? static_cast<int64_t>(*devices) : t.tp * t.pp * t.dp;
+  }
+  BM_ASSIGN_OR_RETURN(std::optional<double> mpe, f.Pick("mpe", "mpe"));
+  if (!mpe) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "{} does not say the sequence length: set mpe (tokens = samples x mpe)",
+                  f.name());
+  }
+  t.mpe = *mpe;
+  BM_ASSIGN_OR_RETURN(t.lbs, f.Pick("lbs", "lbs"));
+  BM_ASSIGN_OR_RETURN(t.gas, f.Pick("gas", "gas"));
+  t.gbs = f.Logged("gbs");
+  if (!t.gbs && t.lbs) t.gbs = *t.lbs * t.gas.value_or(1) * static_cast<double>(t.dp);
+  if (!t.gas && t.gbs && t.lbs) {
+    double gas = *t.gbs / (*t.lbs * static_cast<double>(t.dp));
+    if (gas >= 1 && gas == std::floor(gas)) t.gas = gas;
+  }
+  t.precision = p["precision"].get<std::string>();
+  if (t.precision.empty()) t.precision = log.precision;
+  return t;
+}
+
+struct Timing {
+  double tokens_per_s = 0;
+  std::optional<double> step_ms_median;
+  int64_t measured_steps = 0;
+  int64_t excluded_warmup_steps = 0;
+  std::string method;
+};
+
+std::optional<double> SamplesOf(const Iteration& it, const Terms& t) {
+  return it.samples ? it.samples : t.gbs;
+}
+
+std::optional<double> MsOf(const Iteration& it, const Terms& t) {
+  if (it.ms) return it.ms;
+  std::optional<double> samples = SamplesOf(it, t);
+  if (samples && it.samples_per_s && *it.samples_per_s > 0)
+    return *samples / *it.samples_per_s * 1000.0;
+  return std::nullopt;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
+Result<Timing> MeasureTiming(const logparse::LogParser& parser, const ParsedLog& log,
+                             std::string_view name, const Terms& t, const json& p) {
+  Timing timing;
+  int64_t warmup = p["excluded_warmup_steps"].get<int64_t>();
+  std::vector<double> times;
+  if (warmup < 0 && log.trainer_average) {
+    const logparse::TrainerAverage& avg = *log.trainer_average;
+    timing.tokens_per_s = avg.samples_per_s * t.mpe;
+    timing.excluded_warmup_steps = avg.excluded_steps;
+    timing.measured_steps = avg.through_step - avg.excluded_steps;
+    timing.method = fmt::format("{}'s running average of steps {}\u2013{} ({}:{})", parser.name,
+                                avg.excluded_steps + 1, avg.through_step, name, avg.line);
+    for (const Iteration& it : log.iterations) {
+      std::optional<double> ms = MsOf(it, t);
+      if (it.step > avg.excluded_steps && it.step <= avg.through_step && ms) times.push_back(*ms);
+    }
+    if (!times.empty()) timing.step_ms_median = Median(times);
+    return timing;
+  }
+  if (warmup < 0) warmup = parser.default_warmup_steps;
+  double tokens = 0, seconds = 0;
+  bool batch_known = false;
+  for (const Iteration& it : log.iterations) {
+    if (it.step - it.span + 1 <= warmup) {
+      timing.excluded_warmup_steps += it.span;
+      continue;
+    }
+    std::optional<double> samples = SamplesOf(it, t);
+    std::optional<double> ms = MsOf(it, t);
+    batch_known = batch_known || samples.has_value();
+    if (!samples || !ms) continue;
+    tokens += static_cast<double>(it.span) * *samples * t.mpe;
+    seconds += static_cast<double>(it.span) * *ms / 1000.0;
+    timing.measured_steps += it.span;
+    times.push_back(*ms);
+  }
+  if (timing.measured_steps == 0 || seconds <= 0) {
+    if (!batch_known) {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "{} does not give the global batch size: set lbs (and gas when not 1)", name);
+    }
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "{}: no timed step after the first {} warm-up steps ({} records up to step {}); "
+                  "lower excluded_warmup_steps",
+                  name, warmup, log.iterations.size(), log.iterations.back().step);
+  }
+  timing.tokens_per_s = tokens / seconds;
+  timing.step_ms_median = Median(times);
+  timing.method = fmt::format("tokens / time of the {} timed steps after step {}",
+                              timing.measured_steps, warmup);
+  return timing;
+}
+
+// N, L and hidden: from a preset, the parameters, or the log.
+struct ModelFacts {
+  json model = json::object();
+  std::optional<double> parameters;
+  std::optional<double> layers, hidden;
+};
+
+Result<ModelFacts> ResolveModel(const Facts& f, const json& p) {
+  ModelFacts m;
+  const std::string preset = p["model"].get<std::string>();
+  if (!preset.empty()) {
+    BM_ASSIGN_OR_RETURN(train::ModelConfig c, train::Preset(preset));
+    BM_ASSIGN_OR_RETURN(c, train::ApplyOverrides(c, p["overrides"]));
+    // The log's geometry is what ran: a preset that differs is the wrong one.
+    for (auto [fact, value] : {std::pair{"layers", c.layers}, std::pair{"hidden", c.hidden},
+                               std::pair{"heads", c.heads}}) {
+      std::string what = fmt::format("model = {} has {} {}", preset, fact, value);
+      BM_TRY(f.Agree(what.c_str(), static_cast<double>(value), fact));
+    }
+    m.parameters = static_cast<double>(train::ParameterCount(c));
+    m.layers = static_cast<double>(c.layers);
+    m.hidden = static_cast<double>(c.hidden);
+    m.model = {{"family", train::FamilyName(c.family)},
+               {"preset", preset},
+               {"parameters", train::ParameterCount(c)},
+               {"layers", c.layers},
+               {"hidden", c.hidden},
+               {"heads", c.heads},
+               {"overrides", p["overrides"]}};
+    return m;
+  }
+  m.parameters = Given(p, "parameters");
+  if (!m.parameters) m.parameters = f.Logged("parameters");
+  BM_ASSIGN_OR_RETURN(m.layers, f.Pick("layers", "layers"));
+  BM_ASSIGN_OR_RETURN(m.hidden, f.Pick("hidden", "hidden"));
+  m.model = {{"preset", nullptr},
+             {"parameters", Count(m.parameters)},
+             {"layers", Count(m.layers)},
+             {"hidden", Count(m.hidden)},
+             {"heads", Count(f.Logged("heads"))},
+             {"overrides", json::object()}};
+  return m;
+}
+
+// The platform's first GPU ({"name", "memory_bytes", ...}), or nullptr.
+const json* FirstGpu(const json& platform) {
+  auto gpus = platform.find("gpus");
+  if (gpus == platform.end() || !gpus->is_array() || gpus->empty() || !(*gpus)[0].is_object())
+    return nullptr;
+  return &(*gpus)[0];
+}
+
+// Where the log was measured: the `device` parameter, else the platform's GPU.
+std::string LoggedDevice(const json& p, const json& platform) {
+  std::string device = p["device"].get<std::string>();
+  if (!device.empty()) return device;
+  const json* gpu = FirstGpu(platform);
+  return gpu ? gpu->value("name", "") : "";
+}
+
+// The platform GPU's memory, unless `device` says the log came from elsewhere.
+std::optional<double> DeviceMemory(const json& p, const json& platform) {
+  const json* gpu = FirstGpu(platform);
+  if (!p["device"].get<std::string>().empty() || !gpu) return std::nullopt;
+  auto bytes = gpu->find("memory_bytes");
+  if (bytes == gpu->end() || !bytes->is_number()) return std::nullopt;
+  return bytes->get<double>();
+}
+
+json MfuJson(const ModelFacts& m, const Terms& t, double per_device, const json& p,
+             const json& platform, std::vector<std::string>& notes) {
+  std::optional<double> six_n, palm;
+  if (m.parameters) {
+    train::FlopsPerToken f = train::TrainingFlopsPerToken(
+        *m.parameters, static_cast<int64_t>(m.layers.value_or(0)),
+        static_cast<int64_t>(m.hidden.value_or(0)), static_cast<int64_t>(t.mpe));
+    six_n = f.six_n;
+    if (m.layers && m.hidden) {
+      palm = f.palm;
+    } else {
+      notes.push_back(
+          "MFU (PaLM) needs layers and hidden: set model (a preset), or layers and "
+          "hidden");
+    }
+  } else {
+    notes.push_back("MFU needs the parameter count: set model (a preset) or parameters");
+  }
+  std::optional<double> tflops = Given(p, "peak_tflops");
+  std::optional<train::PeakFlops> peak;
+  const std::string device = LoggedDevice(p, platform);
+  std::optional<train::Precision> column;
+  if (t.precision == "bf16" || t.precision == "fp16" || t.precision == "amp") {
+    column = train::Precision::kBf16;
+  } else if (t.precision == "fp32") {
+    column = train::Precision::kFp32;
+  }
+  if (tflops || column) {
+    peak = train::LookupPeakFlops("cuda", device, column.value_or(train::Precision::kBf16), 0,
+                                  platform, tflops);
+  }
+  std::string peak_source = peak ? peak->source : "";
+  if (!peak) {
+    if (t.precision.empty()) {
+      peak_source = "the log does not say the precision: set precision or peak_tflops";
+    } else if (!column) {
+      peak_source =
+          fmt::format("no peak for precision '{}' in the table: set peak_tflops", t.precision);
+    } else {
+      peak_source = fmt::format("unknown device '{}': set device or peak_tflops", device);
+    }
+    notes.push_back("MFU: " + peak_source);
+  }
+  auto mfu = [&](std::optional<double> fpt) -> json {
+    return peak && fpt ? json(*fpt * per_device / peak->flops_per_device) : json(nullptr);
+  };
+  std::optional<double> achieved = palm ? palm : six_n;
+  return {
+      {"flops_per_token", {{"6N", Num(six_n)}, {"palm", Num(palm)}}},
+      {"mfu",
+       {{"6N", mfu(six_n)},
+        {"palm", mfu(palm)},
+        {"peak_flops_per_device", peak ? json(peak->flops_per_device) : json(nullptr)},
+        {"peak_source", peak_source},
+        {"achieved_flops_per_device", achieved ? json(*achieved * per_device) : json(nullptr)}}}};
+}
+
+json LossJson(const ParsedLog& log) {
+  std::vector<double> losses;
+  for (const Iteration& it : log.iterations)
+    if (it.loss && std::isfinite(*it.loss)) losses.push_back(*it.loss);
+  if (losses.empty()) return nullptr;
+  const size_t window = std::min<size_t>(kFinalLossWindow, losses.size());
+  double tail = 0;
+  for (size_t i = losses.size() - window; i < losses.size(); ++i) tail += losses[i];
+  return {{"first", losses.front()},
+          {"final", tail / static_cast<double>(window)},
+          {"final_window", window},
+          {"min", *std::min_element(losses.begin(), losses.end())}};
+}
+
+std::string LogJsonl(const ParsedLog& log, const Terms& t) {
+  std::string out = json{{"format", "benchmake-log"}, {"version", 1}}.dump() + "\n";
+  for (const Iteration& it : log.iterations) {
+    std::optional<double> samples = SamplesOf(it, t);
+    std::optional<double> tokens = samples ? std::optional<double>(*samples * t.mpe) : std::nullopt;
+    std::optional<double> ms = MsOf(it, t);
+    json rate = nullptr;
+    if (tokens && ms && *ms > 0) rate = Num(*tokens / (*ms / 1000.0));
+    json line = {{"step", it.step},
+                 {"loss", Num(it.loss)},
+                 {"lr", Num(it.lr)},
+                 {"grad_norm", Num(it.grad_norm)},
+                 {"tokens", Count(tokens)},
+                 {"tokens_per_s", rate},
+                 {"ms", Num(ms)},
+                 {"steps", it.span},
+                 {"loss_scale", Num(it.loss_scale)},
+                 {"skipped", it.skipped},
+                 {"nan", it.nan}};
+    out += line.dump() + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ParamSpec> ExternalLogParams() {
+  return {
+      {"log_format", ParamType::kString, json(kNoLog),
+       "parse a training log into metrics.json and log.jsonl: none, " + logparse::LogParserNames(),
+       true},
+      {"log", ParamType::kString, json(""),
+       "the log file, relative to {out} or the working directory (\"\": the command's output)",
+       true},
+      {"layout", ParamType::kString, json(""),
+       "the logged run's parallel layout TPxPPyDPz (\"\": the log's, else gpus)", true},
+      {"mpe", ParamType::kInt, json(0), "sequence length (MPE) where the log does not say", true},
+      {"lbs", ParamType::kInt, json(0), "micro-batch size (LBS) where the log does not say", true},
+      {"gas", ParamType::kInt, json(0),
+       "gradient accumulation steps (GAS) where the log does not say", true},
+      {"precision", ParamType::kString, json(""),
+       "bf16, fp16, amp, fp32, ... (\"\": the log's): the peak table's column", true},
+      {"model", ParamType::kString, json(""), "a model preset: N, layers and hidden for MFU", true},
+      {"overrides", ParamType::kTable, json::object(), "model fields changed from the preset",
+       true},
+      {"parameters", ParamType::kFloat, json(0.0), "parameter count N for MFU without a preset",
+       true},
+      {"layers", ParamType::kInt, json(0), "layers L for MFU (PaLM) without a preset", true},
+      {"hidden", ParamType::kInt, json(0), "hidden size (H x Q) for MFU (PaLM) without a preset",
+       true},
+      {"peak_tflops", ParamType::kFloat, json(0.0), "peak TFLOP/s per device (0: the peak table)",
+       true},
+      {"device", ParamType::kString, json(""),
+       "the device the log was measured on, e.g. \"H100\" (\"\": the platform's)", true},
+      {"excluded_warmup_steps", ParamType::kInt, json(-1),
+       "leading steps left out of token/p/s (-1: the format's convention)", true},
+  };
+}
+
+std::vector<engine::ParamError> CheckExternalLogParams(const json& p) {
+  std::vector<engine::ParamError> errors;
+  const std::string format = p["log_format"].get<std::string>();
+  if (format == kNoLog) {
+    for (const ParamSpec& s : ExternalLogParams()) {
+      if (s.name != "log_format" && p[s.name] != *s.default_value)
+        errors.push_back({s.name, fmt::format("{} describes a parsed log: set log_format too "
+                                              "(one of {})",
+                                              s.name, logparse::LogParserNames())});
+    }
+    return errors;
+  }
+  if (!logparse::FindLogParser(format)) {
+    errors.push_back({"log_format", fmt::format("unknown log_format '{}' (none, {})", format,
+                                                logparse::LogParserNames())});
+  }
+  if (const std::string layout = p["layout"].get<std::string>(); !layout.empty()) {
+    if (Result<train::ParallelLayout> l = train::ParseLayout(layout); !l.ok())
+      errors.push_back({"layout", l.status().message()});
+  }
+  for (const char* n : {"mpe", "lbs", "gas", "layers", "hidden"})
+    if (p[n].get<int64_t>() < 0) errors.push_back({n, fmt::format("{} must be >= 0", n)});
+  for (const char* n : {"parameters", "peak_tflops"})
+    if (p[n].get<double>() < 0) errors.push_back({n, fmt::format("{} must be >= 0", n)});
+  if (p["excluded_warmup_steps"].get<int64_t>() < -1)
+    errors.push_back({"excluded_warmup_steps", "excluded_warmup_steps must be >= -1"});
+  const std::string preset = p["model"].get<std::string>();
+  if (!preset.empty()) {
+    Result<train::ModelConfig> m = train::Preset(preset);
+    if (!m.ok()) {
+      errors.push_back({"model", m.status().message()});
+    } else if (Result<train::ModelConfig> o = train::ApplyOverrides(*m, p["overrides"]); !o.ok()) {
+      errors.push_back({"overrides", o.status().message()});
+    }
+    for (const char* n : {"parameters", "layers", "hidden"})
+      if (p[n].get<double>() > 0)
+        errors.push_back({n, fmt::format("{} comes from model '{}': set one of them", n, preset)});
+  } else if (!p["overrides"].empty()) {
+    errors.push_back({"overrides", "overrides change a preset: set model"});
+  }
+  return errors;
+}
+
+Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& parser,
+                                             const ParsedLog& log, std::string_view log_name,
+                                             const json& p, const json& platform) {
+  ExternalMetrics out;
+  Facts facts(log, log_name, p);
+  BM_ASSIGN_OR_RETURN(Terms t, ResolveTerms(log, facts, p));
+  BM_ASSIGN_OR_RETURN(Timing timing, MeasureTiming(parser, log, log_name, t, p));
+  BM_ASSIGN_OR_RETURN(ModelFacts model, ResolveModel(facts, p));
+  const double per_device = timing.tokens_per_s / static_cast<double>(t.devices);
+  const std::string device = LoggedDevice(p, platform);
+
+  json& m = out.metrics;
+  m = {{"format", "benchmake-metrics"}, {"version", 1}, {"kind", "train"}};
+  m["model"] = model.model;
+  m["config"] = {{"lbs", Count(t.lbs)},
+                 {"mpe", Count(t.mpe)},
+                 {"gas", Count(t.gas)},
+                 {"dp", t.dp},
+                 {"tp", t.tp},
+                 {"pp", t.pp},
+                 {"gbs", Count(t.gbs)},
+                 {"layout", train::ParallelLayout{static_cast<int>(t.tp), static_cast<int>(t.pp),
+                                                  static_cast<int>(t.dp)}
+                                .ToString()},
+                 {"devices", t.devices},
+                 {"precision", t.precision.empty() ? json(nullptr) : json(t.precision)},
+                 {"steps", log.iterations.back().step},
+                 {"device", device.empty() ? json(nullptr) : json(device)}};
+  m["throughput"] = {{"tokens_per_s", timing.tokens_per_s},
+                     {"tokens_per_device_per_s", per_device},
+                     {"step_ms_median", Num(timing.step_ms_median)},
+                     {"measured_steps", timing.measured_steps},
+                     {"excluded_warmup_steps", timing.excluded_warmup_steps},
+                     {"method", timing.method}};
+  json mfu = MfuJson(model, t, per_device, p, platform, out.notes);
+  m["flops_per_token"] = mfu["flops_per_token"];
+  m["mfu"] = mfu["mfu"];
+  if (!log.peak_memory_bytes) out.notes.push_back("mem: the log reports no memory");
+  m["memory"] = {{"peak_bytes", Num(log.peak_memory_bytes)},
+                 {"device_total_bytes", Num(DeviceMemory(p, platform))},
+                 {"source", log.memory_source.empty() ? json(nullptr) : json(log.memory_source)}};
+  m["loss"] = LossJson(log);
+  if (m["loss"].is_null()) out.notes.push_back("loss: no iteration of the log has a loss");
+  m["eval"] = nullptr;
+  double tokens = 0;
+  bool all_counted = true;
+  int64_t skipped = 0, nans = 0;
+  for (const Iteration& it : log.iterations) {
+    std::optional<double> samples = SamplesOf(it, t);
+    all_counted = all_counted && samples.has_value();
+    if (samples) tokens += static_cast<double>(it.span) * *samples * t.mpe;
+    skipped += it.skipped;
+    nans += it.nan;
+  }
+  m["tokens"] = all_counted ? Count(tokens) : json(nullptr);
+  m["wall_s"] = Num(log.wall_s);
+  m["cpu_s"] = nullptr;
+  if (!device.empty() && !p["device"].get<std::string>().empty())
+    m["platform"] = {{"gpus", json::array({{{"name", device}}})}, {"source", "parameter device"}};
+  if (log.restarts > 0) {
+    out.notes.push_back(fmt::format(
+        "the step count went back {} time(s) (a resumed run, or several ranks' output): the later "
+        "records won",
+        log.restarts));
+  }
+  m["provenance"] = {{"trainer", parser.name},
+                     {"trainer_build", fmt::format("{} (log)", parser.name)},
+                     {"log", log_name},
+                     {"device_name", device.empty() ? json(nullptr) : json(device)},
+                     {"skipped_iterations", skipped},
+                     {"nan_iterations", nans},
+                     {"notes", out.notes}};
+  out.log_jsonl = LogJsonl(log, t);
+  return out;
+}
+
+Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx) {
+  const json& p = ctx.params;
+  const logparse::LogParser* parser = logparse::FindLogParser(p["log_format"].get<std::string>());
+  if (!parser) {
+    return Errorf(ErrorCode::kInvalidArgument, "unknown log_format '{}'",
+                  p["log_format"].get<std::string>());
+  }
+  Filesystem& fs = *ctx.fs;
+  const std::string rel = p["log"].get<std::string>();
+  std::string path = ctx.log_path, name = ctx.log_path;  // the command's own output
+  if (!rel.empty()) {
+    name = rel;
+    path = ctx.out_dir + "/" + rel;
+    BM_ASSIGN_OR_RETURN(FileInfo in_out, fs.Stat(path));
+    if (!in_out.exists) path = ctx.scratch_dir + "/" + rel;
+  }
+  Result<std::string> text = fs.ReadFile(path);
+  if (!text.ok() && rel.empty()) {
+    return Errorf(ErrorCode::kFailed, "the command's output ({}) cannot be read: {}", path,
+                  text.status().message());
+  }
+  if (!text.ok()) {
+    return Errorf(ErrorCode::kFailed,
+                  "log '{}' was not produced ({{out}} and the working directory have none)", rel);
+  }
+  BM_ASSIGN_OR_RETURN(ParsedLog log, parser->parse(*text, name));
+  BM_ASSIGN_OR_RETURN(ExternalMetrics ext,
+                      BuildExternalMetrics(*parser, log, name, p, ctx.platform));
+  for (const char* own : {"metrics.json", "log.jsonl"}) {
+    BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(ctx.out_dir + "/" + own));
+    if (info.exists) {
+      return Errorf(ErrorCode::kFailed,
+                    "the command wrote {{out}}/{} itself, which log_format writes: drop one", own);
+    }
+  }
+  BM_TRY(fs.WriteFileAtomic(ctx.out_dir + "/metrics.json", ext.metrics.dump(2) + "\n"));
+  BM_TRY(fs.WriteFileAtomic(ctx.out_dir + "/log.jsonl", ext.log_jsonl));
+  if (ctx.log) {
+    *ctx.log << fmt::format("{} log {}: {} records up to step {}; token/p/s {:.1f} ({})\n",
+                            parser->name, name, log.iterations.size(), log.iterations.back().step,
+                            ext.metrics["throughput"]["tokens_per_device_per_s"].get<double>(),
+                            ext.metrics["throughput"]["method"].get<std::string>());
+    for (const std::string& n : ext.notes) *ctx.log << "note: " << n << "\n";
+  }
+  engine::StepResult result;
+  result.metrics = std::move(ext.metrics);
+  return result;
+}
+
+}  // namespace bm::rules

@@ -1,0 +1,67 @@
+// An external trainer's run as benchmake's own: from its training log
+// (rules/logparse/log_parser.h) and the facts the BENCHFILE adds, the
+// metrics.json and log.jsonl that benchmake-train writes (docs/METRICS.md,
+// "External trainers"), so that `report` and `compare` put a Megatron,
+// FlagScale, DeepSpeed or MLPerf run beside a benchmake-train run.
+//
+// The exec and measure rules take these parameters (docs/BENCHFILE.md):
+//   log_format  none | megatron | flagscale | deepspeed | mllog
+//   log         the log file, relative to {out} or the working directory
+//               ("": the command's own output)
+//   layout, mpe, lbs, gas, precision      the run's terms where the log is silent
+//   model, overrides | parameters, layers, hidden    the model, for MFU
+//   peak_tflops, device, excluded_warmup_steps       MFU's peak, the timing window
+// All enter the key: they change metrics.json, an output of the step, and a
+// key must determine its outputs. Reinterpreting an expensive run is cheap
+// all the same: let one target run the trainer and declare its log as an
+// output, and a second target `cat` it with log_format (docs/BENCHFILE.md).
+//
+// A value the BENCHFILE gives and the log states differently is an error
+// naming both ("mpe = 2048, but train.log:31 says 4096"): the log is what ran.
+// Facts neither gives make the metrics that need them null, with a note
+// (provenance.notes and the step log) saying what to set; the few without
+// which there is no token/p/s (the sequence length, the batch, the device
+// count) are errors that say which parameter to set.
+//
+// Thread safety: pure functions except MetricsFromLog (the step's files).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/rule.h"
+#include "rules/logparse/log_parser.h"
+
+namespace bm::rules {
+
+// The parameters above, with their defaults (every one "not given").
+std::vector<engine::ParamSpec> ExternalLogParams();
+
+// Load-time checks: a known log_format, a relative log path, a valid layout,
+// non-negative sizes, model or parameters (not both; layers/hidden only
+// without a model), and — with log_format = "none" — none of the others set.
+std::vector<engine::ParamError> CheckExternalLogParams(const nlohmann::json& params);
+
+struct ExternalMetrics {
+  nlohmann::json metrics;          // metrics.json (docs/METRICS.md)
+  std::string log_jsonl;           // log.jsonl, its header first
+  std::vector<std::string> notes;  // what could not be computed, and why
+};
+
+// params: the step's (validated, defaults filled); platform: its platform
+// facts, or {} (exec). log_name names the log in messages.
+Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& parser,
+                                             const logparse::ParsedLog& log,
+                                             std::string_view log_name,
+                                             const nlohmann::json& params,
+                                             const nlohmann::json& platform);
+
+// After the command of an exec/measure step with log_format set: reads the
+// log, writes {out}/metrics.json and {out}/log.jsonl, returns the metrics.
+// Errors: kFailed when the log was not produced, or when the command wrote
+// metrics.json or log.jsonl itself; the parser's and BuildExternalMetrics'.
+Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx);
+
+}  // namespace bm::rules

@@ -1,0 +1,123 @@
+#include "rules/logparse/line_scan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+namespace bm::logparse {
+
+std::string_view Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+std::optional<double> LeadingNumber(std::string_view s, size_t* end) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return std::nullopt;
+  double v = 0;
+  // from_chars reads nan / inf in any case, as strtod does, but never a '+'.
+  const char* first = s.data() + b;
+  if (*first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, s.data() + s.size(), v);
+  if (ec != std::errc()) return std::nullopt;
+  if (end) *end = static_cast<size_t>(ptr - s.data());
+  return v;
+}
+
+std::optional<double> ParseNumber(std::string_view s) {
+  s = Trim(s);
+  size_t end = 0;
+  std::optional<double> v = LeadingNumber(s, &end);
+  if (!v || end != s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string_view> DottedArg(std::string_view line, std::string_view name) {
+  size_t from = 0;
+  while (true) {
+    size_t at = line.find(name, from);
+    if (at == std::string_view::npos) return std::nullopt;
+    from = at + 1;
+    if (at < 2 || line.substr(at - 2, 2) != "  ") continue;
+    size_t p = at + name.size();
+    if (p >= line.size() || line[p] != ' ') continue;
+    ++p;
+    while (p < line.size() && line[p] == '.') ++p;
+    if (p >= line.size() || line[p] != ' ') continue;
+    return Trim(line.substr(p + 1));
+  }
+}
+
+size_t FindNoCase(std::string_view line, std::string_view key, size_t from) {
+  if (from > line.size()) return std::string_view::npos;
+  auto lower_eq = [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
+  };
+  auto it = std::search(line.begin() + static_cast<std::ptrdiff_t>(from), line.end(), key.begin(),
+                        key.end(), lower_eq);
+  return it == line.end() ? std::string_view::npos : static_cast<size_t>(it - line.begin());
+}
+
+size_t FindKeyValue(std::string_view line, std::string_view key, std::string_view seps,
+                    size_t from) {
+  while (true) {
+    size_t at = FindNoCase(line, key, from);
+    if (at == std::string_view::npos) return at;
+    size_t p = at + key.size();
+    from = at + 1;
+    while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
+    if (p < line.size() && seps.find(line[p]) != std::string_view::npos) return p + 1;
+  }
+}
+
+namespace {
+
+bool Same(const std::optional<double>& a, const std::optional<double>& b) {
+  if (!a || !b) return a.has_value() == b.has_value();
+  return *a == *b || (std::isnan(*a) && std::isnan(*b));
+}
+
+// Another rank's (or node's) copy of a record: the same numbers.
+bool SameRecord(const Iteration& a, const Iteration& b) {
+  return a.step == b.step && Same(a.ms, b.ms) && Same(a.loss, b.loss) && Same(a.lr, b.lr) &&
+         Same(a.samples, b.samples) && Same(a.grad_norm, b.grad_norm) &&
+         Same(a.loss_scale, b.loss_scale) && a.skipped == b.skipped && a.nan == b.nan;
+}
+
+}  // namespace
+
+void AddIteration(std::vector<Iteration>& its, Iteration it, int64_t* restarts) {
+  if (!its.empty() && SameRecord(it, its.back())) return;
+  if (!its.empty() && it.step <= its.back().step) {
+    auto first_replaced =
+        std::lower_bound(its.begin(), its.end(), it.step,
+                         [](const Iteration& a, int64_t step) { return a.step < step; });
+    its.erase(first_replaced, its.end());
+    ++*restarts;
+  }
+  its.push_back(it);
+}
+
+void FillSpansFromGaps(std::vector<Iteration>& its) {
+  for (size_t i = 0; i < its.size(); ++i) {
+    int64_t span = 0;
+    if (i > 0) {
+      span = its[i].step - its[i - 1].step;
+    } else if (its.size() > 1) {
+      span = std::min(its[0].step, its[1].step - its[0].step);
+    } else {
+      span = its[0].step;
+    }
+    its[i].span = std::max<int64_t>(1, span);
+  }
+}
+
+void SetFact(ParsedLog& log, const char* name, double value, int64_t line) {
+  log.facts.emplace(name, Fact{value, line});
+}
+
+}  // namespace bm::logparse

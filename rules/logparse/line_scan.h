@@ -1,0 +1,75 @@
+// Small text helpers the log parsers share (log_parser.h): lines, numbers as
+// Python prints them, the dotted argument lines Megatron and DeepSpeed print
+// at start-up, and keeping an iteration series ascending.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "rules/logparse/log_parser.h"
+
+namespace bm::logparse {
+
+std::string_view Trim(std::string_view s);
+
+// Calls fn(line, line_no) for every line of text ("\n"-separated, a trailing
+// "\r" dropped, 1-based numbers). Returns the number of lines.
+template <class Fn>
+int64_t ForEachLine(std::string_view text, Fn&& fn) {
+  int64_t no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    fn(line, ++no);
+    pos = end + 1;
+  }
+  return no;
+}
+
+// The whole of s (spaces around it ignored) as a number: 12, -3.5,
+// 1.234560E+00, nan, inf, NAN (Python's %E of a NaN). nullopt otherwise.
+std::optional<double> ParseNumber(std::string_view s);
+
+// The number at the start of s (after spaces), and where it ends; nullopt
+// when s does not start with one.
+std::optional<double> LeadingNumber(std::string_view s, size_t* end = nullptr);
+
+// The value of an argument line as Megatron (`  seq_length ........ 4096`)
+// and DeepSpeed (`  train_batch_size ..... 8`, or without dots when the name
+// is long: `  train_micro_batch_size_per_gpu  1`) print them, anywhere in the
+// line (after a timestamp or logger prefix): two spaces, the exact name, a
+// space, dots (possibly none), a space, the value. nullopt when line is not
+// that argument's line.
+std::optional<std::string_view> DottedArg(std::string_view line, std::string_view name);
+
+// Where `key` occurs in line at or after `from`, case-insensitively; npos if not.
+size_t FindNoCase(std::string_view line, std::string_view key, size_t from = 0);
+
+// Position just after `key`, optional spaces and quotes, and one of `seps`
+// (e.g. "=:"), searching case-insensitively from `from`; npos if absent.
+// "'loss': 2.3" with key "loss" and seps ":" gives the position of " 2.3".
+size_t FindKeyValue(std::string_view line, std::string_view key, std::string_view seps,
+                    size_t from = 0);
+
+// Appends `it` keeping the series strictly ascending: a record equal to the
+// last one (another rank's copy) is dropped; any other record for a step at
+// or below the last is a resumed run's, and replaces the records from that
+// step on (counted in *restarts).
+void AddIteration(std::vector<Iteration>& its, Iteration it, int64_t* restarts);
+
+// Fills each record's span from the gaps between steps (the first: the gap to
+// the next, or its step when it is alone, at most its step), at least 1.
+void FillSpansFromGaps(std::vector<Iteration>& its);
+
+// Records a fact unless the log already stated it (the first statement wins:
+// every rank prints the same).
+void SetFact(ParsedLog& log, const char* name, double value, int64_t line);
+
+}  // namespace bm::logparse

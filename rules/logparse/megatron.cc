@@ -1,0 +1,226 @@
+// Megatron-LM's (and FlagScale's, a fork that keeps them) log lines, as
+// megatron/training/training.py `training_log` and utils.py `report_memory`
+// print them:
+//
+//    [2024-06-01 10:00:00] iteration       10/     100 | consumed samples:          640 |
+//    elapsed time per iteration (ms): 812.4 | throughput per GPU (TFLOP/s/GPU): 402.1 |
+//    learning rate: 1.500000E-04 | global batch size:    64 | lm loss: 7.812345E+00 |
+//    loss scale: 65536.0 | grad norm: 2.345 | number of skipped iterations:   0 |
+//    number of nan iterations:   0 |                                      (one line)
+//   [Rank 0] (after 10 iterations) memory (MB) | allocated: 15123.5 | max allocated: 40211.2 |
+//    reserved: 42000.0 | max reserved: 42000.0                            (one line)
+//
+// A line's numbers are averages over the --log-interval iterations since the
+// previous line (elapsed time, losses over the iterations not skipped), so a
+// record's span is the gap to the previous line. Start-up prints supply facts:
+// the argument block (`  seq_length ..... 4096`, micro/global batch size, the
+// parallel sizes, world size, layers, hidden size, heads, bf16 / fp16) and
+// ` > number of parameters on (tensor, pipeline) model parallel rank (0, 0): N`
+// (summed over the distinct ranks: the model's parameter count, with a tied
+// embedding counted once per pipeline end).
+#include <fmt/format.h>
+
+#include <set>
+
+#include "rules/logparse/line_scan.h"
+#include "rules/logparse/log_parser.h"
+
+namespace bm::logparse {
+namespace {
+
+// After " iteration N/M |": the step and where the fields start; npos if the
+// line is not an iteration line.
+size_t IterationFields(std::string_view line, int64_t* step) {
+  size_t from = 0;
+  while (true) {
+    size_t at = line.find("iteration ", from);
+    if (at == std::string_view::npos) return std::string_view::npos;
+    from = at + 1;
+    size_t end = 0;
+    std::string_view rest = line.substr(at + 10);
+    std::optional<double> n = LeadingNumber(rest, &end);
+    if (!n || end >= rest.size() || rest[end] != '/') continue;
+    std::string_view after = rest.substr(end + 1);
+    size_t end2 = 0;
+    if (!LeadingNumber(after, &end2)) continue;
+    size_t bar = after.find_first_not_of(' ', end2);
+    if (bar == std::string_view::npos || after[bar] != '|') continue;
+    *step = static_cast<int64_t>(*n);
+    return static_cast<size_t>(after.data() - line.data()) + bar + 1;
+  }
+}
+
+struct FieldTarget {
+  std::string_view key;
+  std::optional<double> Iteration::*number;  // or nullptr for the counters
+  int64_t Iteration::*count;
+};
+
+const FieldTarget kFields[] = {
+    {"elapsed time per iteration (ms)", &Iteration::ms, nullptr},
+    {"learning rate", &Iteration::lr, nullptr},
+    {"global batch size", &Iteration::samples, nullptr},
+    {"lm loss", &Iteration::loss, nullptr},
+    {"loss scale", &Iteration::loss_scale, nullptr},
+    {"grad norm", &Iteration::grad_norm, nullptr},
+    {"number of skipped iterations", nullptr, &Iteration::skipped},
+    {"number of nan iterations", nullptr, &Iteration::nan},
+};
+
+Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64_t step,
+                                     std::string_view name, int64_t line_no) {
+  Iteration it;
+  it.step = step;
+  it.line = line_no;
+  std::optional<double> plain_loss;  // a field named just "loss" (some forks)
+  size_t pos = fields;
+  while (true) {
+    size_t bar = line.find('|', pos);
+    if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
+    std::string_view field = line.substr(pos, bar - pos);
+    pos = bar + 1;
+    size_t colon = field.rfind(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view key = Trim(field.substr(0, colon));
+    std::string_view text = Trim(field.substr(colon + 1));
+    const FieldTarget* target = nullptr;
+    for (const FieldTarget& f : kFields)
+      if (key == f.key) target = &f;
+    if (target == nullptr && key != "loss") continue;
+    std::optional<double> v = ParseNumber(text);
+    if (!v) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, line_no, key,
+                    text);
+    }
+    if (target == nullptr) {
+      plain_loss = v;
+    } else if (target->number) {
+      it.*(target->number) = v;
+    } else {
+      it.*(target->count) = static_cast<int64_t>(*v);
+    }
+  }
+  if (!it.loss) it.loss = plain_loss;
+  return it;
+}
+
+// "| max reserved: 42000.0" -> 42000.0 (MB)
+std::optional<double> MemoryField(std::string_view line, std::string_view key) {
+  size_t at = line.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(at + key.size());
+  return ParseNumber(rest.substr(0, rest.find('|')));
+}
+
+// " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 209445120"
+bool ParameterLine(std::string_view line, std::pair<int, int>* rank, double* count) {
+  constexpr std::string_view kKey =
+      "number of parameters on (tensor, pipeline) model parallel rank";
+  size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return false;
+  std::string_view rest = line.substr(at + kKey.size());
+  size_t open = rest.find('('), comma = rest.find(','), close = rest.find(')');
+  if (open == std::string_view::npos || comma == std::string_view::npos ||
+      close == std::string_view::npos || !(open < comma && comma < close))
+    return false;
+  std::optional<double> t = ParseNumber(rest.substr(open + 1, comma - open - 1));
+  std::optional<double> p = ParseNumber(rest.substr(comma + 1, close - comma - 1));
+  size_t colon = rest.find(':', close);
+  if (!t || !p || colon == std::string_view::npos) return false;
+  std::optional<double> n = ParseNumber(rest.substr(colon + 1));
+  if (!n) return false;
+  *rank = {static_cast<int>(*t), static_cast<int>(*p)};
+  *count = *n;
+  return true;
+}
+
+struct ArgFact {
+  std::string_view arg;
+  const char* fact;
+};
+constexpr ArgFact kArgs[] = {
+    {"seq_length", "mpe"},
+    {"micro_batch_size", "lbs"},
+    {"global_batch_size", "gbs"},
+    {"tensor_model_parallel_size", "tp"},
+    {"pipeline_model_parallel_size", "pp"},
+    {"data_parallel_size", "dp"},
+    {"world_size", "devices"},
+    {"num_layers", "layers"},
+    {"hidden_size", "hidden"},
+    {"num_attention_heads", "heads"},
+};
+
+}  // namespace
+
+Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name) {
+  ParsedLog log;
+  Status error = Status::Ok();
+  std::set<std::pair<int, int>> param_ranks;
+  double parameters = 0;
+  int64_t parameters_line = 0;
+  std::optional<bool> bf16, fp16;
+  int64_t precision_line = 0;
+  double peak_mb = -1;
+  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!error.ok()) return;
+    int64_t step = 0;
+    if (size_t fields = IterationFields(line, &step); fields != std::string_view::npos) {
+      Result<Iteration> it = ParseIterationLine(line, fields, step, name, no);
+      if (!it.ok()) {
+        error = it.status();
+        return;
+      }
+      AddIteration(log.iterations, *it, &log.restarts);
+      return;
+    }
+    if (line.find("memory (MB)") != std::string_view::npos) {
+      std::optional<double> mb = MemoryField(line, "max reserved:");
+      if (!mb) mb = MemoryField(line, "max allocated:");
+      if (mb && *mb > peak_mb) {
+        peak_mb = *mb;
+        log.memory_source = MemoryField(line, "max reserved:")
+                                ? "max reserved (Megatron report_memory)"
+                                : "max allocated (Megatron report_memory)";
+      }
+      return;
+    }
+    std::pair<int, int> rank;
+    double count = 0;
+    if (ParameterLine(line, &rank, &count)) {
+      if (param_ranks.insert(rank).second) parameters += count;
+      parameters_line = parameters_line ? parameters_line : no;
+      return;
+    }
+    for (const ArgFact& a : kArgs) {
+      if (std::optional<std::string_view> v = DottedArg(line, a.arg)) {
+        if (std::optional<double> n = ParseNumber(*v)) SetFact(log, a.fact, *n, no);
+        return;
+      }
+    }
+    for (auto [arg, flag] : {std::pair{"bf16", &bf16}, std::pair{"fp16", &fp16}}) {
+      if (std::optional<std::string_view> v = DottedArg(line, arg); v && !flag->has_value()) {
+        *flag = *v == "True";
+        precision_line = precision_line ? precision_line : no;
+      }
+    }
+  });
+  BM_TRY(error);
+  if (log.iterations.empty()) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines", name,
+                  log.lines);
+  }
+  FillSpansFromGaps(log.iterations);
+  if (peak_mb >= 0) log.peak_memory_bytes = peak_mb * 1024.0 * 1024.0;
+  if (!param_ranks.empty()) SetFact(log, "parameters", parameters, parameters_line);
+  if (bf16.value_or(false) || fp16.value_or(false)) {
+    log.precision = bf16.value_or(false) ? "bf16" : "fp16";
+  } else if (bf16 && fp16) {
+    log.precision = "fp32";
+  }
+  if (!log.precision.empty()) log.precision_line = precision_line;
+  return log;
+}
+
+}  // namespace bm::logparse

@@ -1,0 +1,329 @@
+// External trainers' logs as metrics.json and log.jsonl (rules/external_metrics.h):
+// every number checked against a hand computation from tests/data/logs/, the
+// BENCHFILE's facts against the log's, what is missing, and the exec rule
+// running a command whose log it parses (fake runner, in-memory files).
+#include "rules/external_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "engine/report/loss_log.h"
+#include "rules/exec.h"
+#include "tests/support/fake_command_runner.h"
+#include "tests/support/memory_filesystem.h"
+#include "tests/support/test_data.h"
+
+namespace bm::rules {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadLog(const std::string& name) { return testing::ReadTestData("logs/" + name); }
+
+// exec's parameters with their defaults, then `overrides`.
+json Params(json overrides) {
+  std::unique_ptr<engine::Rule> rule = MakeExecRule();
+  json p = json::object();
+  for (const engine::ParamSpec& s : rule->params())
+    if (s.default_value) p[s.name] = *s.default_value;
+  p["command"] = json::array({"true"});
+  for (auto& [k, v] : overrides.items()) p[k] = v;
+  return p;
+}
+
+Result<ExternalMetrics> FromFile(const std::string& file, const std::string& format,
+                                 const json& overrides, const json& platform = json::object()) {
+  const logparse::LogParser* parser = logparse::FindLogParser(format);
+  BM_ASSIGN_OR_RETURN(logparse::ParsedLog log, parser->parse(ReadLog(file), file));
+  return BuildExternalMetrics(*parser, log, file, Params(overrides), platform);
+}
+
+TEST(ExternalMetrics, MegatronByHand) {
+  Result<ExternalMetrics> r =
+      FromFile("megatron_tp2dp4.log", "megatron", {{"log_format", "megatron"}, {"device", "A100"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json& m = r->metrics;
+  EXPECT_EQ(m["format"], "benchmake-metrics");
+  // Steps 2-8 timed (1 is warm-up, 9 was cut off): 7 x 16 x 1024 tokens in 7000 ms, 8 devices.
+  EXPECT_DOUBLE_EQ(m["throughput"]["tokens_per_s"].get<double>(), 7 * 16 * 1024 / 7.0);
+  EXPECT_DOUBLE_EQ(m["throughput"]["tokens_per_device_per_s"].get<double>(), 2048.0);
+  EXPECT_EQ(m["throughput"]["step_ms_median"], 1000.0);
+  EXPECT_EQ(m["throughput"]["measured_steps"], 7);
+  EXPECT_EQ(m["throughput"]["excluded_warmup_steps"], 1);
+  // N = 2 x 5,000,000 (TP ranks); L = 4, hidden = 256, T = 1024; A100 fp16 312 TFLOP/s.
+  const double six_n = 6 * 10e6, palm = six_n + 12.0 * 4 * 256 * 1024;
+  EXPECT_DOUBLE_EQ(m["flops_per_token"]["6N"].get<double>(), six_n);
+  EXPECT_DOUBLE_EQ(m["flops_per_token"]["palm"].get<double>(), palm);
+  EXPECT_DOUBLE_EQ(m["mfu"]["6N"].get<double>(), six_n * 2048 / 312e12);
+  EXPECT_DOUBLE_EQ(m["mfu"]["palm"].get<double>(), palm * 2048 / 312e12);
+  EXPECT_EQ(m["mfu"]["peak_source"], "table: A100 bf16 dense");
+  EXPECT_EQ(m["memory"]["peak_bytes"], 22528.0 * 1048576);
+  EXPECT_TRUE(m["memory"]["device_total_bytes"].is_null());
+  const json& c = m["config"];
+  EXPECT_EQ(c["layout"], "TP2PP1DP4");
+  EXPECT_EQ(c["devices"], 8);
+  EXPECT_EQ(c["mpe"], 1024);
+  EXPECT_EQ(c["lbs"], 2);
+  EXPECT_EQ(c["gas"], 2) << "16 / (2 x 4)";
+  EXPECT_EQ(c["gbs"], 16);
+  EXPECT_EQ(c["precision"], "fp16");
+  EXPECT_EQ(c["steps"], 9);
+  // Losses of steps 1, 2, 4, 5, 7, 8 (3 and 6 were skipped): final = their mean.
+  EXPECT_EQ(m["loss"]["first"], 10.5);
+  EXPECT_DOUBLE_EQ(m["loss"]["final"].get<double>(), 51.0 / 6);
+  EXPECT_EQ(m["loss"]["final_window"], 6);
+  EXPECT_EQ(m["loss"]["min"], 7.0);
+  EXPECT_EQ(m["tokens"], 9 * 16 * 1024);
+  EXPECT_EQ(m["provenance"]["trainer"], "megatron");
+  EXPECT_EQ(m["provenance"]["skipped_iterations"], 2);
+  EXPECT_EQ(m["provenance"]["nan_iterations"], 1);
+  EXPECT_EQ(m["platform"]["gpus"][0]["name"], "A100");
+
+  // log.jsonl: the header and one line per record; report reads the steps with a loss.
+  std::istringstream lines(r->log_jsonl);
+  std::string header, step3;
+  std::getline(lines, header);
+  EXPECT_EQ(json::parse(header), json({{"format", "benchmake-log"}, {"version", 1}}));
+  for (int i = 0; i < 3; ++i) std::getline(lines, step3);
+  json s3 = json::parse(step3);
+  EXPECT_EQ(s3["step"], 3);
+  EXPECT_TRUE(s3["loss"].is_null());
+  EXPECT_EQ(s3["skipped"], 1);
+  EXPECT_EQ(s3["loss_scale"], 32768.0);
+  EXPECT_EQ(s3["tokens"], 16 * 1024);
+  EXPECT_DOUBLE_EQ(s3["tokens_per_s"].get<double>(), 16 * 1024 / 1.0);
+  Result<std::vector<report::LossPoint>> curve = report::ParseLossLog(r->log_jsonl, "log.jsonl");
+  ASSERT_TRUE(curve.ok()) << curve.status().message();
+  ASSERT_EQ(curve->size(), 6u);
+  EXPECT_EQ((*curve)[2].step, 4);
+}
+
+TEST(ExternalMetrics, DeepSpeedRunningAverageAndExplicitWarmup) {
+  json params = {{"log_format", "deepspeed"},
+                 {"mpe", 2048},
+                 {"parameters", 1e9},
+                 {"layers", 16},
+                 {"hidden", 2048},
+                 {"device", "H100"}};
+  Result<ExternalMetrics> r = FromFile("deepspeed_zero3.log", "deepspeed", params);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json& m = r->metrics;
+  // RunningAvgSamplesPerSec 64 at step 8 (steps 3-8) x 2048 tokens, over 8 devices.
+  EXPECT_EQ(m["throughput"]["tokens_per_s"], 64.0 * 2048);
+  EXPECT_EQ(m["throughput"]["tokens_per_device_per_s"], 64.0 * 2048 / 8);
+  EXPECT_EQ(m["throughput"]["measured_steps"], 6);
+  EXPECT_EQ(m["throughput"]["excluded_warmup_steps"], 2);
+  // Median of 32 samples / CurrSamplesPerSec at steps 4, 6, 8 (60, 64, 66).
+  EXPECT_DOUBLE_EQ(m["throughput"]["step_ms_median"].get<double>(), 500.0);
+  const double six_n = 6e9, palm = six_n + 12.0 * 16 * 2048 * 2048;
+  EXPECT_DOUBLE_EQ(m["mfu"]["6N"].get<double>(), six_n * 16384 / 989.4e12);
+  EXPECT_DOUBLE_EQ(m["mfu"]["palm"].get<double>(), palm * 16384 / 989.4e12);
+  EXPECT_EQ(m["mfu"]["peak_source"], "table: H100 SXM bf16 dense");
+  EXPECT_EQ(m["memory"]["peak_bytes"], 31.25 * 1073741824);
+  EXPECT_EQ(m["config"]["layout"], "TP1PP1DP8");
+  EXPECT_EQ(m["config"]["gbs"], 32);
+  EXPECT_EQ(m["config"]["precision"], "bf16");
+  EXPECT_DOUBLE_EQ(m["loss"]["final"].get<double>(), 9.0);
+  EXPECT_EQ(m["tokens"], 8 * 32 * 2048);
+  EXPECT_EQ(m["provenance"]["skipped_iterations"], 2);
+
+  // An explicit window times the logged steps themselves: 4, 6 and 8 carry a rate.
+  params["excluded_warmup_steps"] = 2;
+  r = FromFile("deepspeed_zero3.log", "deepspeed", params);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const double seconds = 32 / 60.0 + 32 / 64.0 + 32 / 66.0;
+  EXPECT_DOUBLE_EQ(r->metrics["throughput"]["tokens_per_s"].get<double>(), 3 * 32 * 2048 / seconds);
+  EXPECT_EQ(r->metrics["throughput"]["measured_steps"], 3);
+}
+
+TEST(ExternalMetrics, MllogWithPresetAndPlatform) {
+  json platform = {{"gpus", json::array({{{"name", "NVIDIA H100 80GB HBM3"},
+                                          {"memory_bytes", 85520809984.0}}})}};
+  Result<ExternalMetrics> r = FromFile("mllog_lora.log", "mllog",
+                                       {{"log_format", "mllog"},
+                                        {"layout", "TP1PP1DP2"},
+                                        {"model", "llama2-7b"},
+                                        {"precision", "bf16"}},
+                                       platform);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json& m = r->metrics;
+  // Steps 2-6: 5 x 8 x 512 tokens in 1000 + 1000 + 900 + 1200 + 1000 ms, 2 devices.
+  EXPECT_DOUBLE_EQ(m["throughput"]["tokens_per_s"].get<double>(), 5 * 8 * 512 / 5.1);
+  EXPECT_DOUBLE_EQ(m["throughput"]["tokens_per_device_per_s"].get<double>(), 5 * 8 * 512 / 5.1 / 2);
+  EXPECT_EQ(m["throughput"]["step_ms_median"], 1000.0);
+  EXPECT_EQ(m["model"]["parameters"], 6738415616);  // Llama 2 7B
+  const double palm = 6.0 * 6738415616 + 12.0 * 32 * 4096 * 512;
+  EXPECT_DOUBLE_EQ(m["mfu"]["palm"].get<double>(), palm * (5 * 8 * 512 / 5.1 / 2) / 989.4e12);
+  EXPECT_EQ(m["memory"]["device_total_bytes"], 85520809984.0) << "the platform's GPU";
+  EXPECT_TRUE(m["memory"]["peak_bytes"].is_null());
+  EXPECT_EQ(m["wall_s"], 7.0);
+  EXPECT_DOUBLE_EQ(m["loss"]["final"].get<double>(), 5.0);
+  EXPECT_EQ(r->notes, std::vector<std::string>{"mem: the log reports no memory"});
+}
+
+TEST(ExternalMetrics, WhatTheLogLacksIsNamed) {
+  // No precision anywhere: MFU is null and the note says what to set.
+  Result<ExternalMetrics> r =
+      FromFile("mllog_lora.log", "mllog", {{"log_format", "mllog"}, {"layout", "TP1PP1DP2"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->metrics["mfu"]["6N"].is_null());
+  EXPECT_EQ(r->metrics["mfu"]["peak_source"],
+            "the log does not say the precision: set precision or peak_tflops");
+  EXPECT_NE(std::find(r->notes.begin(), r->notes.end(),
+                      "MFU needs the parameter count: set model (a preset) or parameters"),
+            r->notes.end());
+
+  r = FromFile("mllog_lora.log", "mllog", {{"log_format", "mllog"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "mllog_lora.log does not say how many devices ran it: set layout (TPxPPyDPz)");
+  r = FromFile("deepspeed_zero3.log", "deepspeed", {{"log_format", "deepspeed"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "deepspeed_zero3.log does not say the sequence length: set mpe (tokens = samples x "
+            "mpe)");
+  r = FromFile("megatron_tp2dp4.log", "megatron",
+               {{"log_format", "megatron"}, {"excluded_warmup_steps", 8}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "megatron_tp2dp4.log: no timed step after the first 8 warm-up steps (9 records up to "
+            "step 9); lower excluded_warmup_steps");
+}
+
+TEST(ExternalMetrics, BenchfileFactsMustAgreeWithTheLog) {
+  Result<ExternalMetrics> r =
+      FromFile("megatron_tp2dp4.log", "megatron", {{"log_format", "megatron"}, {"mpe", 2048}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "mpe = 2048, but megatron_tp2dp4.log:15 says 1024");
+  r = FromFile("megatron_tp2dp4.log", "megatron",
+               {{"log_format", "megatron"}, {"layout", "TP1PP1DP8"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "layout = TP1PP1DP8, but megatron_tp2dp4.log:16 says tp 2");
+  r = FromFile("megatron_tp2dp4.log", "megatron",
+               {{"log_format", "megatron"}, {"model", "llama-small"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "model = llama-small has hidden 128, but megatron_tp2dp4.log:8 says hidden 256");
+  // Agreeing values are fine.
+  EXPECT_TRUE(FromFile("megatron_tp2dp4.log", "megatron",
+                       {{"log_format", "megatron"}, {"mpe", 1024}, {"layout", "TP2PP1DP4"}})
+                  .ok());
+}
+
+class ExecWithLog : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ctx_.target = "ext";
+    ctx_.workspace_dir = "/ws";
+    ctx_.scratch_dir = "/tmp/s/work";
+    ctx_.out_dir = "/tmp/s/out";
+    ctx_.log_path = "/ws/.benchmake/log/ext.log";
+    ctx_.fs = &fs_;
+    ctx_.runner = &runner_;
+    ctx_.log = &step_log_;
+    ASSERT_TRUE(fs_.MakeDirs(ctx_.scratch_dir).ok());
+    ASSERT_TRUE(fs_.MakeDirs(ctx_.out_dir).ok());
+    fs_.Write("/ws/megatron.log", ReadLog("megatron_tp2dp4.log"));
+  }
+  testing::MemoryFilesystem fs_;
+  testing::FakeCommandRunner runner_{&fs_};
+  engine::StepContext ctx_;
+  std::ostringstream step_log_;
+  std::unique_ptr<engine::Rule> rule_ = MakeExecRule();
+};
+
+TEST_F(ExecWithLog, ParsesALogFileTheCommandWrites) {
+  ctx_.params = Params({{"command", {"copy", "/ws/megatron.log", "train.log"}},
+                        {"log_format", "megatron"},
+                        {"log", "train.log"},
+                        {"device", "A100"}});
+  Result<engine::StepResult> r = rule_->Run(ctx_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["provenance"]["trainer"], "megatron");
+  EXPECT_EQ(r->metrics["provenance"]["log"], "train.log");
+  json written = json::parse(fs_.Read("/tmp/s/out/metrics.json"));
+  EXPECT_EQ(written, r->metrics);
+  EXPECT_NE(fs_.Read("/tmp/s/out/log.jsonl").find("\"step\":8"), std::string::npos);
+  EXPECT_NE(step_log_.str().find("megatron log train.log: 9 records up to step 9; token/p/s "
+                                 "2048.0 (tokens / time of the 7 timed steps after step 1)"),
+            std::string::npos)
+      << step_log_.str();
+}
+
+TEST_F(ExecWithLog, ParsesTheCommandsOwnOutput) {
+  runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    fs_.Write(c.log_path, fs_.Read("/ws/megatron.log"));
+    return CommandResult{};
+  });
+  ctx_.params = Params({{"log_format", "flagscale"}, {"device", "A100"}});
+  Result<engine::StepResult> r = rule_->Run(ctx_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["provenance"]["trainer"], "flagscale");
+  EXPECT_EQ(r->metrics["provenance"]["log"], ctx_.log_path);
+}
+
+TEST_F(ExecWithLog, FailuresSayWhat) {
+  ctx_.params = Params({{"log_format", "megatron"}, {"log", "train.log"}});
+  runner_.SetHandler([](const Command&) -> Result<CommandResult> { return CommandResult{}; });
+  Result<engine::StepResult> r = rule_->Run(ctx_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "log 'train.log' was not produced ({out} and the working directory have none)");
+
+  runner_.SetHandler([&](const Command&) -> Result<CommandResult> {
+    fs_.Write("/tmp/s/work/train.log", "W0601 warning only\n");
+    return CommandResult{};
+  });
+  r = rule_->Run(ctx_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "train.log: no Megatron iteration lines (' iteration N/M | ... |') in 1 lines");
+
+  runner_.SetHandler([&](const Command&) -> Result<CommandResult> {
+    fs_.Write("/tmp/s/work/train.log", fs_.Read("/ws/megatron.log"));
+    fs_.Write("/tmp/s/out/metrics.json", "{}");
+    return CommandResult{};
+  });
+  r = rule_->Run(ctx_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "the command wrote {out}/metrics.json itself, which log_format writes: drop one");
+}
+
+TEST(ExecCheck, LogParametersAreChecked) {
+  std::unique_ptr<engine::Rule> rule = MakeExecRule();
+  auto errors = [&](json overrides) {
+    std::vector<std::string> out;
+    for (const engine::ParamError& e : rule->Check(Params(overrides)))
+      out.push_back(e.param + ": " + e.message);
+    return out;
+  };
+  EXPECT_TRUE(errors({}).empty());
+  EXPECT_TRUE(errors({{"log_format", "deepspeed"}, {"mpe", 4096}, {"model", "llama2-7b"}}).empty());
+  EXPECT_EQ(errors({{"log_format", "nemo"}}),
+            std::vector<std::string>{
+                "log_format: unknown log_format 'nemo' (none, deepspeed, flagscale, megatron, "
+                "mllog)"});
+  EXPECT_EQ(errors({{"mpe", 4096}}),
+            std::vector<std::string>{"mpe: mpe describes a parsed log: set log_format too (one "
+                                     "of deepspeed, flagscale, megatron, mllog)"});
+  EXPECT_EQ(errors({{"log_format", "megatron"},
+                    {"log", "../x.log"},
+                    {"metrics", "m.json"},
+                    {"outputs", {"log.jsonl"}}}),
+            (std::vector<std::string>{
+                "log: log must be a relative path inside {out} or the working directory",
+                "metrics: metrics and log_format both make the step's metrics: use one",
+                "outputs: log.jsonl is what log_format writes: do not declare it as an output"}));
+  EXPECT_EQ(errors({{"log_format", "megatron"}, {"model", "llama2-7b"}, {"parameters", 7e9}}),
+            std::vector<std::string>{
+                "parameters: parameters comes from model 'llama2-7b': set one of them"});
+  EXPECT_EQ(errors({{"log_format", "megatron"}, {"layout", "TP2XX"}}).size(), 1u);
+  EXPECT_EQ(errors({{"log_format", "megatron"}, {"model", "llama-9"}})[0].rfind("model: ", 0), 0u);
+  EXPECT_EQ(errors({{"log_format", "megatron"}, {"excluded_warmup_steps", -2}}),
+            std::vector<std::string>{"excluded_warmup_steps: excluded_warmup_steps must be >= -1"});
+}
+
+}  // namespace
+}  // namespace bm::rules

@@ -1,0 +1,227 @@
+// The log parsers (rules/logparse/) on realistic multi-rank logs written for
+// these tests (tests/data/logs/: Megatron TP2 DP4 fp16 with skipped and NaN
+// iterations, a loss-scale change, two ranks' memory reports, a duplicated
+// line and a cut-off last line; DeepSpeed ZeRO-3 with two ranks' timer lines;
+// MLPerf :::MLLOG with srun prefixes), and on malformed ones inline.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rules/logparse/line_scan.h"
+#include "rules/logparse/log_parser.h"
+#include "tests/support/test_data.h"
+
+namespace bm::logparse {
+namespace {
+
+std::string ReadLog(const std::string& name) { return testing::ReadTestData("logs/" + name); }
+
+double FactOf(const ParsedLog& log, const char* name) {
+  auto it = log.facts.find(name);
+  return it == log.facts.end() ? -1 : it->second.value;
+}
+
+const Iteration* At(const ParsedLog& log, int64_t step) {
+  for (const Iteration& it : log.iterations)
+    if (it.step == step) return &it;
+  return nullptr;
+}
+
+TEST(LineScan, NumbersAsPythonPrintsThem) {
+  EXPECT_EQ(ParseNumber(" 1.050000E+01 "), 10.5);
+  EXPECT_EQ(ParseNumber("65536.0"), 65536.0);
+  EXPECT_TRUE(std::isnan(*ParseNumber("NAN")));
+  EXPECT_TRUE(std::isinf(*ParseNumber("-inf")));
+  EXPECT_FALSE(ParseNumber("12abc"));
+  EXPECT_FALSE(ParseNumber(""));
+  EXPECT_EQ(
+      DottedArg("[x] [INFO]   train_micro_batch_size_per_gpu  4", "train_micro_batch_size_per_gpu"),
+      "4");
+  EXPECT_EQ(DottedArg("  seq_length ........ 4096", "seq_length"), "4096");
+  EXPECT_FALSE(DottedArg("  max_seq_length ........ 4096", "seq_length"));
+  EXPECT_FALSE(DottedArg("seq_length is 4096", "seq_length"));
+}
+
+TEST(Megatron, RealisticMultiRankLog) {
+  Result<ParsedLog> r = ParseMegatronLog(ReadLog("megatron_tp2dp4.log"), "megatron_tp2dp4.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ParsedLog& log = *r;
+  // Iterations 1-9: the second copy of 5 (another node's) is dropped; 9 is cut off.
+  ASSERT_EQ(log.iterations.size(), 9u);
+  EXPECT_EQ(log.restarts, 0);
+  for (size_t i = 0; i < 9; ++i) {
+    EXPECT_EQ(log.iterations[i].step, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(log.iterations[i].span, 1);  // --log-interval 1
+  }
+  const Iteration& first = *At(log, 1);
+  EXPECT_EQ(first.ms, 2000.0);
+  EXPECT_EQ(first.loss, 10.5);
+  EXPECT_EQ(first.samples, 16.0);
+  EXPECT_EQ(first.loss_scale, 65536.0);
+  EXPECT_EQ(first.grad_norm, 5.0);
+  EXPECT_DOUBLE_EQ(*At(log, 2)->lr, 6e-5);
+  // Skipped (overflow): no loss printed, the loss scale halves.
+  EXPECT_FALSE(At(log, 3)->loss);
+  EXPECT_EQ(At(log, 3)->skipped, 1);
+  EXPECT_EQ(At(log, 3)->loss_scale, 32768.0);
+  EXPECT_EQ(At(log, 6)->nan, 1);
+  EXPECT_EQ(At(log, 6)->loss_scale, 16384.0);
+  // The cut-off line: a record without its unterminated fields.
+  EXPECT_FALSE(At(log, 9)->ms);
+  EXPECT_FALSE(At(log, 9)->loss);
+  // Memory: the largest max reserved of the two ranks, MB = 2^20 bytes.
+  ASSERT_TRUE(log.peak_memory_bytes);
+  EXPECT_EQ(*log.peak_memory_bytes, 22528.0 * 1048576.0);
+  EXPECT_EQ(log.memory_source, "max reserved (Megatron report_memory)");
+  // Facts from the argument block and the parameter lines ((0, 0) printed twice).
+  EXPECT_EQ(FactOf(log, "mpe"), 1024);
+  EXPECT_EQ(FactOf(log, "lbs"), 2);
+  EXPECT_EQ(FactOf(log, "gbs"), 16);
+  EXPECT_EQ(FactOf(log, "tp"), 2);
+  EXPECT_EQ(FactOf(log, "pp"), 1);
+  EXPECT_EQ(FactOf(log, "dp"), 4);
+  EXPECT_EQ(FactOf(log, "devices"), 8);
+  EXPECT_EQ(FactOf(log, "layers"), 4);
+  EXPECT_EQ(FactOf(log, "hidden"), 256);
+  EXPECT_EQ(FactOf(log, "heads"), 8);
+  EXPECT_EQ(FactOf(log, "parameters"), 10000000);
+  EXPECT_EQ(log.facts.at("mpe").line, 15);
+  EXPECT_EQ(log.precision, "fp16");
+}
+
+TEST(Megatron, LogIntervalSpansAndResumedRun) {
+  auto line = [](int it, double ms, double loss) {
+    return fmt::format(
+        " iteration {:8d}/{:8d} | consumed samples: {:12d} | elapsed time per iteration (ms): "
+        "{:.1f} | learning rate: 1.000000E-04 | global batch size:     8 | lm loss: {:.6E} | "
+        "loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+        it, 100, it * 8, ms, loss);
+  };
+  // --log-interval 10; the run dies after 30 and resumes from the checkpoint at 20.
+  std::string text = line(10, 500, 9) + line(20, 400, 8) + line(30, 400, 7) +
+                     "resuming from checkpoint at iteration 20\n" + line(30, 410, 7.1) +
+                     line(40, 420, 6);
+  Result<ParsedLog> r = ParseMegatronLog(text, "resumed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(r->restarts, 1);
+  EXPECT_EQ(r->iterations[0].span, 10);
+  EXPECT_EQ(r->iterations[2].step, 30);
+  EXPECT_EQ(r->iterations[2].ms, 410.0) << "the resumed run's line replaces the first";
+  EXPECT_EQ(r->iterations[3].span, 10);
+}
+
+TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {
+  Result<ParsedLog> r = ParseMegatronLog(
+      "noise\n iteration        1/      10 | elapsed time per iteration (ms): 12.5 | lm loss: "
+      "abc | loss scale: 1.0 |\n",
+      "bad.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "bad.log:2: 'lm loss' is 'abc', not a number");
+
+  r = ParseMegatronLog("", "empty.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "empty.log: no Megatron iteration lines (' iteration N/M | ... |') in 0 lines");
+  r = ParseMegatronLog("Traceback (most recent call last):\nRuntimeError: CUDA out of memory\n",
+                       "oom.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("oom.log: no Megatron iteration lines"), std::string::npos);
+}
+
+TEST(DeepSpeed, RealisticZero3Log) {
+  Result<ParsedLog> r = ParseDeepSpeedLog(ReadLog("deepspeed_zero3.log"), "ds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ParsedLog& log = *r;
+  ASSERT_EQ(log.iterations.size(), 8u);
+  EXPECT_EQ(At(log, 1)->loss, 10.4);
+  EXPECT_EQ(At(log, 8)->loss, 7.6);
+  EXPECT_DOUBLE_EQ(*At(log, 2)->lr, 2.5e-5);
+  // Rank 0's timer line came first: its rates are kept.
+  EXPECT_EQ(At(log, 4)->samples_per_s, 60.0);
+  EXPECT_EQ(At(log, 8)->samples_per_s, 66.0);
+  EXPECT_FALSE(At(log, 3)->samples_per_s);
+  // skipped= is cumulative (0, 1, 1, 2).
+  EXPECT_EQ(At(log, 4)->skipped, 1);
+  EXPECT_EQ(At(log, 6)->skipped, 0);
+  EXPECT_EQ(At(log, 8)->skipped, 1);
+  ASSERT_TRUE(log.trainer_average);
+  EXPECT_EQ(log.trainer_average->samples_per_s, 64.0);
+  EXPECT_EQ(log.trainer_average->excluded_steps, 2);
+  EXPECT_EQ(log.trainer_average->through_step, 8);
+  ASSERT_TRUE(log.peak_memory_bytes);
+  EXPECT_EQ(*log.peak_memory_bytes, 31.25 * 1073741824.0);
+  EXPECT_EQ(FactOf(log, "gbs"), 32);
+  EXPECT_EQ(FactOf(log, "lbs"), 4);
+  EXPECT_EQ(FactOf(log, "gas"), 1);
+  EXPECT_EQ(FactOf(log, "dp"), 8);
+  EXPECT_EQ(log.precision, "bf16");
+}
+
+TEST(DeepSpeed, LossLineShapes) {
+  Result<ParsedLog> r = ParseDeepSpeedLog(
+      "step=1, loss=2.5\n"
+      "global_step: 2 | train loss: 2.25\n"
+      "{'loss': 2.0, 'step': 3}\n"
+      "micro_step=7 loss=9.9\n"  // micro_step is not the step: no record
+      "epoch 0 step 4/10 Loss: tensor(1.75, device='cuda:0')\n",
+      "shapes.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(At(*r, 1)->loss, 2.5);
+  EXPECT_EQ(At(*r, 2)->loss, 2.25);
+  EXPECT_EQ(At(*r, 3)->loss, 2.0);
+  EXPECT_EQ(At(*r, 4)->loss, 1.75);
+  EXPECT_FALSE(At(*r, 7));
+
+  r = ParseDeepSpeedLog("[INFO] DeepSpeed info: version=0.13.1\n", "none.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("none.log: no DeepSpeed step lines"), std::string::npos);
+}
+
+TEST(Mllog, MlperfLogWithRankPrefixes) {
+  Result<ParsedLog> r = ParseMllog(ReadLog("mllog_lora.log"), "result_0.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ParsedLog& log = *r;
+  ASSERT_EQ(log.iterations.size(), 6u);  // rank 1's copy of step 3 merged
+  EXPECT_EQ(At(log, 1)->span, 1);
+  EXPECT_EQ(At(log, 1)->ms, 1500.0) << "timed from run_start";
+  EXPECT_EQ(At(log, 2)->ms, 1000.0);
+  EXPECT_EQ(At(log, 4)->ms, 900.0);
+  EXPECT_EQ(At(log, 5)->ms, 1200.0);
+  EXPECT_EQ(At(log, 4)->loss, 4.8) << "train_loss wins over tracked_stats' loss";
+  EXPECT_EQ(At(log, 4)->lr, 1e-4);
+  EXPECT_EQ(FactOf(log, "gbs"), 8);
+  EXPECT_EQ(FactOf(log, "mpe"), 512);
+  EXPECT_EQ(FactOf(log, "gas"), 1);
+  EXPECT_EQ(log.wall_s, 7.0);
+  EXPECT_FALSE(log.peak_memory_bytes);
+}
+
+TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
+  std::string good =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", \"key\": "
+      "\"train_loss\", \"value\": 2.0, \"metadata\": {\"step\": 1}}\n";
+  Result<ParsedLog> r = ParseMllog(good + ":::MLLOG {\"key\": \n" + good, "broken.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "broken.txt:2: an :::MLLOG line that is not a JSON event");
+  r = ParseMllog(":::MLLOG {\"namespace\": \"\", \"key\": \"run_start\", \"value\": null}\n",
+                 "no_loss.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no MLPerf train_loss or tracked_stats events"),
+            std::string::npos);
+}
+
+TEST(Registry, FormatsByName) {
+  ASSERT_NE(FindLogParser("megatron"), nullptr);
+  EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);
+  EXPECT_EQ(FindLogParser("deepspeed")->default_warmup_steps, 2);
+  EXPECT_EQ(FindLogParser("megatron")->default_warmup_steps, 1);
+  EXPECT_EQ(FindLogParser("nemo"), nullptr);
+  EXPECT_EQ(LogParserNames(), "deepspeed, flagscale, megatron, mllog");
+}
+
+}  // namespace
+}  // namespace bm::logparse

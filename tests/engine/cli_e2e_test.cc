@@ -62,7 +62,7 @@ class CliE2e : public ::testing::Test {
   // `command` through sh in the workspace, with $BM the binary.
   Run Shell(const std::string& command) {
     std::string out = (root_ / "out.txt").string();
-    std::string script = "cd '" + (root_ / "ws").string() + "' && BM='" + binary_ + "' && " +
+    std::string script = "cd '" + (root_ / "ws").string() + "' && export BM='" + binary_ + "' && " +
                          command + " > '" + out + "' 2>&1";
     int status = std::system(script.c_str());
     std::ifstream in(out);
@@ -114,8 +114,11 @@ TEST_F(CliE2e, MistakesExitTwoWithASuggestion) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("no target 'pretrian'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("(did you mean 'pretrain'?)"), std::string::npos) << r.output;
-  r = Benchmake("explain pretrian");
-  EXPECT_NE(r.output.find("(did you mean 'pretrain'?)"), std::string::npos) << r.output;
+  for (const char* command : {"explain pretrian", "report pretrian", "compare pretrian finetune"}) {
+    r = Benchmake(command);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.output.find("did you mean"), std::string::npos) << command << ": " << r.output;
+  }
   r = Benchmake("cache stat");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown cache command 'stat' (did you mean 'stats'?)"),
@@ -134,6 +137,13 @@ TEST_F(CliE2e, ColorFollowsTheFlagNoColorAndTheTerminal) {
   EXPECT_NE(forced.output.find("\x1b[1;31merror:\x1b[0m"), std::string::npos) << forced.output;
   EXPECT_EQ(Shell("BENCHMAKE_COLOR=never \"$BM\" bild").output.find('\x1b'), std::string::npos);
   EXPECT_NE(Shell("BENCHMAKE_COLOR=always \"$BM\" bild").output.find('\x1b'), std::string::npos);
+  // On a terminal (script(1) gives the command a pty): colored unless NO_COLOR or TERM=dumb.
+  if (OnPath("script")) {
+    const std::string kOnTty = "script -qec '\"$BM\" bild' /dev/null";
+    EXPECT_NE(Shell("TERM=xterm " + kOnTty).output.find("\x1b[1;31merror:"), std::string::npos);
+    EXPECT_EQ(Shell("NO_COLOR=1 TERM=xterm " + kOnTty).output.find('\x1b'), std::string::npos);
+    EXPECT_EQ(Shell("TERM=dumb " + kOnTty).output.find('\x1b'), std::string::npos);
+  }
   // The steps' notices, through ninja's pipe.
   if (!OnPath("ninja")) GTEST_SKIP() << "ninja is not on PATH";
   Run plain = Benchmake("build");
@@ -158,8 +168,8 @@ _benchmake
 printf '%s\n' "${COMPREPLY[@]}"
 )";
   auto complete = [&](const std::string& line) {
-    return Shell("PATH=\"$(dirname \"$BM\"):$PATH\" BM=\"$BM\" bash '" +
-                 (root_ / "complete.sh").string() + "' '" + line + "'");
+    return Shell("PATH=\"$(dirname \"$BM\"):$PATH\" bash '" + (root_ / "complete.sh").string() +
+                 "' '" + line + "'");
   };
   Run r = complete("benchmake build pre");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -179,7 +189,7 @@ TEST_F(CliE2e, ZshCompletesATargetName) {
       "compdef() { :; }; compadd() { print -l -- \"$@\"; }; _files() { print _files; }; "
       "compset() { :; }; source <(\"$BM\" completion zsh); words=(benchmake build fin); "
       "CURRENT=3; _benchmake";
-  Run r = Shell("PATH=\"$(dirname \"$BM\"):$PATH\" BM=\"$BM\" zsh -f -c '" + script + "'");
+  Run r = Shell("PATH=\"$(dirname \"$BM\"):$PATH\" zsh -f -c '" + script + "'");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "--\nfinetune\n");
 }

@@ -106,14 +106,6 @@ TEST(CliFlagTable, ColorComesFromTheFlagElseTheEnvironment) {
   EXPECT_EQ(Parse({"--color", "never"})->color(), ColorMode::kNever);
   ::unsetenv(kColorEnv);
   EXPECT_EQ(Parse({})->color(), ColorMode::kAuto);
-  EXPECT_FALSE(UseColor(ColorMode::kNever, 1));
-  EXPECT_TRUE(UseColor(ColorMode::kAlways, 1));
-  ::setenv("NO_COLOR", "1", 1);
-  EXPECT_FALSE(UseColor(ColorMode::kAuto, 1));
-  EXPECT_TRUE(UseColor(ColorMode::kAlways, 1));  // the flag wins over NO_COLOR
-  ::unsetenv("NO_COLOR");
-  EXPECT_EQ(Styled("x", Style::kError, false), "x");
-  EXPECT_EQ(Styled("x", Style::kError, true), "\x1b[1;31mx\x1b[0m");
 }
 
 // A sample value a flag accepts.

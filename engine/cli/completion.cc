@@ -83,17 +83,6 @@ std::vector<std::string> ValuesOf(ValueKind kind, const std::vector<std::string_
   return {};
 }
 
-std::vector<std::string> FlagNames(const CommandSpec& spec) {
-  std::vector<std::string> out;
-  for (const std::vector<FlagSpec>* table : {&spec.flags, &CommonFlags()}) {
-    for (const FlagSpec& f : *table) {
-      out.emplace_back(f.name);
-      if (!f.short_name.empty()) out.emplace_back(f.short_name);
-    }
-  }
-  return out;
-}
-
 // The candidates starting with `prefix` (paths requests pass as they are),
 // each once, with `lead` put before each.
 std::vector<std::string> Matching(const std::vector<std::string>& all, std::string_view prefix,

@@ -66,6 +66,17 @@ const FlagSpec* FindFlag(const CommandSpec& spec, std::string_view word) {
   return nullptr;
 }
 
+std::vector<std::string> FlagNames(const CommandSpec& spec) {
+  std::vector<std::string> out;
+  for (const std::vector<FlagSpec>* table : {&spec.flags, &CommonFlags()}) {
+    for (const FlagSpec& f : *table) {
+      out.emplace_back(f.name);
+      if (!f.short_name.empty()) out.emplace_back(f.short_name);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // The top-level table is named "benchmake".
@@ -75,14 +86,7 @@ std::string SeeHelp(const CommandSpec& spec) {
 }
 
 Status UnknownFlag(const CommandSpec& spec, std::string_view word) {
-  std::vector<std::string> names;
-  for (const std::vector<FlagSpec>* table : {&spec.flags, &CommonFlags()}) {
-    for (const FlagSpec& f : *table) {
-      names.emplace_back(f.name);
-      if (!f.short_name.empty()) names.emplace_back(f.short_name);
-    }
-  }
-  std::string near = DidYouMean(word, names);
+  std::string near = DidYouMean(word, FlagNames(spec));
   return Errorf(ErrorCode::kInvalidArgument, "unknown flag '{}' for {}{}{}", word, spec.name, near,
                 near.empty() ? SeeHelp(spec) : "");
 }

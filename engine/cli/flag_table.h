@@ -117,6 +117,9 @@ class ParsedArgs {
 // The flag of `spec` or of CommonFlags() spelled `word` ("--jobs", "-j"), or null.
 const FlagSpec* FindFlag(const CommandSpec& spec, std::string_view word);
 
+// Every name and short name of spec.flags and CommonFlags(), in table order.
+std::vector<std::string> FlagNames(const CommandSpec& spec);
+
 // Reads `args` (the words after the command's name) against spec.flags and
 // CommonFlags(), on top of `base` (flags given before the command's name).
 // Errors (kInvalidArgument), each naming the command and pointing to its help:

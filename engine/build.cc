@@ -9,6 +9,8 @@
 #include <set>
 
 #include "base/file_lock.h"
+#include "base/nearest_name.h"
+#include "base/terminal.h"
 #include "cache/run_health.h"
 #include "engine/generate.h"
 #include "engine/target_graph.h"
@@ -60,7 +62,8 @@ Status CheckGpusFit(const Workspace& ws, const std::vector<std::string>& wanted)
           fmt::format("target '{}' needs {} GPU(s){} but this machine has {} ([benchmake] gpus or "
                       "$BENCHMAKE_GPUS set the count)",
                       name, p.gpus,
-                      layout != p.params.end() && layout->is_string()
+                      layout != p.params.end() && layout->is_string() &&
+                              !layout->get<std::string>().empty()
                           ? " for layout " + layout->get<std::string>()
                           : std::string(),
                       config.gpus));
@@ -108,21 +111,23 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   if (options.dry_run) cmd.argv.push_back("-n");
   for (const std::string& t : options.targets) {
     if (std::find(gen.targets.begin(), gen.targets.end(), t) == gen.targets.end()) {
-      std::string near = NearestName(t, gen.targets);
       return Errorf(ErrorCode::kInvalidArgument, "no target '{}' in {}{}", t, ws.benchfile,
-                    near.empty() ? "" : " (did you mean '" + near + "'?)");
+                    DidYouMean(t, gen.targets));
     }
     cmd.argv.push_back(fmt::format("t/{}.out", t));
   }
   BM_TRY(CheckGpusFit(ws, options.targets.empty() ? gen.targets : options.targets));
   // Every step of this build shares one remote-cache verdict (cache/run_health.h).
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
+  cmd.env[kColorEnv] = options.color ? "always" : "never";
+  cmd.env[options.color ? "CLICOLOR_FORCE" : "NO_COLOR"] = "1";
   BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
   if (options.remeasure && !options.dry_run) {
     StepOptions step;
     step.remeasure = true;
     step.console = &std::cout;
+    step.color = options.color;
     for (const std::string& t : options.targets) BM_TRY(RunStep(ws, t, step).status());
   }
   return Status::Ok();

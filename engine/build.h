@@ -24,6 +24,10 @@ struct BuildOptions {
   int jobs = 0;                      // 0: [benchmake] jobs, else ninja's default
   int keep_going = 1;                // ninja -k
   bool dry_run = false;              // ninja -n
+  // Color for the steps' notices and progress lines: passed to them as
+  // BENCHMAKE_COLOR=always|never, and to ninja as CLICOLOR_FORCE / NO_COLOR
+  // (base/terminal.h).
+  bool color = false;
   // After ninja: take one more measurement of each of `targets` (engine/step.h,
   // step 6), still under the workspace lock. Precondition: targets not empty.
   bool remeasure = false;

@@ -83,6 +83,7 @@ struct StepContext {
   std::string log_path;             // the file behind `log`: give it to Command::log_path
   std::ostream* log = nullptr;      // the step's log (also shown on failure)
   bool interactive = false;         // attached to a terminal: progress lines welcome
+  bool color = false;               // progress lines may be colored (base/terminal.h)
 };
 
 // What a successful step reports besides its files.

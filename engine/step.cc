@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/terminal.h"
 #include "engine/gpu_allocator.h"
 #include "engine/staleness.h"
 #include "engine/target_state.h"
@@ -77,10 +78,10 @@ class Stepper {
       if (s.ok()) {
         report.outcome = StepOutcome::kRestored;
         report.manifest = cache::ManifestDigest(record->outputs);
-        Notice(fmt::format("{}: restored from {}", target_,
+        Notice(fmt::format("restored from {}",
                            record->origin.empty() ? "cache" : "remote cache " + record->origin));
       } else if (s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) {
-        Notice(fmt::format("{}: {}; rebuilding", target_, s.message()));
+        Notice(fmt::format("{}; rebuilding", s.message()));
         BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
         report.outcome = StepOutcome::kRan;
       } else {
@@ -92,15 +93,18 @@ class Stepper {
     }
     BM_TRY(WriteOutStamp(ws_, target_, report.manifest));
     report.seconds = Since(start);
-    if (report.outcome == StepOutcome::kRan)
-      Notice(fmt::format("{}: ran in {:.2f}s", target_, report.seconds));
+    if (report.outcome == StepOutcome::kRan) Notice(fmt::format("ran in {:.2f}s", report.seconds));
     BM_TRY(MeasureMore(key, report));
     return report;
   }
 
  private:
-  void Notice(const std::string& line) {
-    if (options_.console) *options_.console << line << "\n" << std::flush;
+  // "NAME: what", the name styled when color is on.
+  void Notice(const std::string& what) {
+    if (!options_.console) return;
+    *options_.console << Styled(target_ + ":", Style::kSuccess, options_.color) << " " << what
+                      << "\n"
+                      << std::flush;
   }
 
   Result<std::string> ReadState(std::string_view ext) {
@@ -189,6 +193,7 @@ class Stepper {
     ctx.runner = ws_.runner;
     ctx.fs = &fs_;
     ctx.interactive = options_.interactive;
+    ctx.color = options_.color;
     BM_TRY(fs_.MakeDirs(ctx.scratch_dir));
     BM_TRY(fs_.MakeDirs(ctx.out_dir));
     BM_TRY(fs_.MakeDirs(ctx.resume_dir));
@@ -258,8 +263,8 @@ class Stepper {
   Status MeasureMore(const Digest& key, StepReport& report) {
     if (!params_.platform_dependent) {
       if (options_.remeasure) {
-        Notice(fmt::format("{}: rule {} does not depend on the platform: nothing to remeasure",
-                           target_, params_.rule));
+        Notice(fmt::format("rule {} does not depend on the platform: nothing to remeasure",
+                           params_.rule));
       }
       return Status::Ok();
     }
@@ -285,7 +290,7 @@ class Stepper {
       (void)fs_.RemoveAll(run.scratch);
       (void)fs_.RemoveAll(run.resume_dir);
       ++report.remeasured;
-      Notice(fmt::format("{}: measured again in {:.2f}s ({} measurements)", target_, run.seconds,
+      Notice(fmt::format("measured again in {:.2f}s ({} measurements)", run.seconds,
                          record->remeasurements.size() + 1));
     }
     return Status::Ok();
@@ -315,7 +320,8 @@ class Stepper {
       ++lines;
     }
     if (pos > 0) tail = "[...]\n" + tail.substr(pos + 1);
-    *options_.console << "---- log of " << target_ << " (" << ws_.LogOf(target_) << ") ----\n"
+    *options_.console << Styled("---- log of " + target_, Style::kError, options_.color) << " ("
+                      << ws_.LogOf(target_) << ") ----\n"
                       << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << "----\n"
                       << std::flush;
   }

@@ -32,6 +32,7 @@ std::string_view StepOutcomeName(StepOutcome o);  // "up to date", "restored", "
 
 struct StepOptions {
   bool interactive = false;         // attached to a terminal
+  bool color = false;               // color the notices and progress lines (base/terminal.h)
   std::ostream* console = nullptr;  // one-line notices ("a: ran in 1.2s"); null: silent
   bool remeasure = false;           // take one more measurement even on a cache hit
 };

@@ -4,22 +4,10 @@
 #include <functional>
 #include <set>
 
+#include "base/nearest_name.h"
+
 namespace bm::engine {
 namespace {
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] =
-          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 std::string JsonTypeName(const nlohmann::json& v) {
   if (v.is_string()) return "a string";
@@ -109,12 +97,10 @@ class Validator {
     if (t.rule) return;  // a duplicate, reported already
     t.rule = rules_.Find(raw.rule);
     if (!t.rule) {
-      std::string near = NearestName(raw.rule, rules_.Names());
       std::string known;
       for (const std::string& n : rules_.Names()) known += (known.empty() ? "" : ", ") + n;
-      Error(raw.rule_loc,
-            fmt::format("unknown rule '{}'{} (rules: {})", raw.rule,
-                        near.empty() ? "" : " (did you mean '" + near + "'?)", known));
+      Error(raw.rule_loc, fmt::format("unknown rule '{}'{} (rules: {})", raw.rule,
+                                      DidYouMean(raw.rule, rules_.Names()), known));
       return;
     }
     std::map<std::string, const ParamSpec*> specs;
@@ -135,9 +121,8 @@ class Validator {
     for (const RawParam& p : raw.params) {
       auto it = specs.find(p.name);
       if (it == specs.end()) {
-        std::string near = NearestName(p.name, names);
         Error(p.key_loc, fmt::format("unknown parameter '{}' for rule '{}'{}", p.name, raw.rule,
-                                     near.empty() ? "" : " (did you mean '" + near + "'?)"));
+                                     DidYouMean(p.name, names)));
         continue;
       }
       Result<nlohmann::json> v = Normalize(*it->second, p.value);
@@ -267,19 +252,6 @@ const Target* TargetGraph::Find(std::string_view name) const {
 bool TargetGraph::AnyPlatformDependent() const {
   return std::any_of(targets.begin(), targets.end(),
                      [](const Target& t) { return t.rule && t.rule->platform_dependent(); });
-}
-
-std::string NearestName(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const std::string& c : candidates) {
-    size_t d = EditDistance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
 }
 
 Result<TargetGraph> BuildGraph(const Benchfile& benchfile, const RuleRegistry& rules,

@@ -59,7 +59,4 @@ Result<TargetGraph> BuildGraph(const Benchfile& benchfile, const RuleRegistry& r
 Result<TargetGraph> LoadGraph(Filesystem& fs, const RuleRegistry& rules,
                               const std::string& benchfile);
 
-// The candidate closest to `word` by edit distance, or "" when none is close.
-std::string NearestName(std::string_view word, const std::vector<std::string>& candidates);
-
 }  // namespace bm::engine

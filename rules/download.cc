@@ -12,6 +12,7 @@
 #include "base/digest.h"
 #include "base/http_client.h"
 #include "base/sha256.h"
+#include "base/terminal.h"
 #include "rules/download_url.h"
 
 namespace bm::rules {
@@ -35,7 +36,8 @@ std::string HumanBytes(double b) {
 // five times a second.
 class ProgressLine {
  public:
-  ProgressLine(std::string name, bool enabled) : name_(std::move(name)), enabled_(enabled) {}
+  ProgressLine(std::string name, bool enabled, bool color)
+      : name_(Styled(name, Style::kBold, color)), enabled_(enabled) {}
   ~ProgressLine() {
     if (shown_) std::cerr << "\n";
   }
@@ -235,7 +237,7 @@ class DownloadRule final : public engine::Rule {
 
     const auto t0 = Clock::now();
     http::Client client(options);
-    ProgressLine progress(ctx.target, ctx.interactive);
+    ProgressLine progress(ctx.target, ctx.interactive, ctx.color);
     int attempts = 0;
     for (;;) {
       ++attempts;

@@ -10,11 +10,12 @@
 #include "rules/text/encoding.h"
 
 namespace bm::rules {
-namespace {
 
-constexpr char kUsage[] =
-    "usage: benchmake tokenize --vocab FILE [--encoding NAME] [--threads N] [--eot] [--decode] "
-    "[INPUT|-]";
+using engine::cli::CommandSpec;
+using engine::cli::ParsedArgs;
+using engine::cli::ValueKind;
+
+namespace {
 
 Result<std::string> ReadInput(const std::string& input, std::istream& in) {
   std::ostringstream buf;
@@ -30,49 +31,57 @@ Result<std::string> ReadInput(const std::string& input, std::istream& in) {
 
 }  // namespace
 
-Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out) {
-  std::string vocab, encoding_name, input;
+const CommandSpec& TokenizeSpec() {
+  static const CommandSpec kSpec{
+      .name = "tokenize",
+      .operands = "[INPUT|-]",
+      .operand_kind = ValueKind::kFile,
+      .max_operands = 1,
+      .summary = "token ids of a text, one per line (or --decode ids to bytes)",
+      .description =
+          "Encodes the bytes of INPUT (stdin for - or none) with a tiktoken vocabulary and "
+          "prints the token ids, one per line, as tiktoken's encode_ordinary does. With "
+          "--decode, reads whitespace-separated ids and writes their bytes.",
+      .flags = {{.name = "--vocab",
+                 .value_name = "FILE",
+                 .kind = ValueKind::kFile,
+                 .help = "the .tiktoken rank file (base64 token, rank)"},
+                {.name = "--encoding",
+                 .value_name = "NAME",
+                 .kind = ValueKind::kChoice,
+                 .help = "the pre-tokenizer and special tokens",
+                 .default_text = "from the --vocab file's name (gpt2.tiktoken: gpt2)",
+                 .choices = {"gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base",
+                             "bytes"}},
+                {.name = "--threads",
+                 .value_name = "N",
+                 .kind = ValueKind::kNumber,
+                 .help = "encode with N threads; 0: one per core",
+                 .default_text = "1"},
+                {.name = "--eot", .help = "append the end-of-text id"},
+                {.name = "--decode", .help = "turn ids back into bytes"}},
+      .examples = {{"benchmake tokenize --vocab data/gpt2.tiktoken README.md", "GPT-2 ids"},
+                   {"echo 15496 995 | benchmake tokenize --vocab data/gpt2.tiktoken --decode",
+                    "prints \"Hello world\""}}};
+  return kSpec;
+}
+
+Status TokenizeCommand(const ParsedArgs& args, std::istream& in, std::ostream& out) {
+  std::string vocab = args.ValueOr("--vocab", "");
+  std::string encoding_name = args.ValueOr("--encoding", "");
+  std::string input = args.operands().empty() ? "" : args.operands()[0];
+  bool eot = args.Has("--eot"), decode = args.Has("--decode");
   int threads = 1;
-  bool eot = false, decode = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> Result<std::string> {
-      if (i + 1 >= args.size())
-        return Errorf(ErrorCode::kInvalidArgument, "{} needs a value\n{}", a, kUsage);
-      return args[++i];
-    };
-    if ((a == "-C" || a == "-f") && i + 1 < args.size()) {
-      ++i;  // global flags the CLI appends; tokenize does not use the workspace
-    } else if (a == "--vocab") {
-      BM_ASSIGN_OR_RETURN(vocab, value());
-    } else if (a == "--encoding") {
-      BM_ASSIGN_OR_RETURN(encoding_name, value());
-    } else if (a == "--threads") {
-      BM_ASSIGN_OR_RETURN(std::string n, value());
-      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), threads);
-      if (ec != std::errc() || end != n.data() + n.size() || threads < 0) {
-        return Errorf(ErrorCode::kInvalidArgument, "--threads {}: not a count", n);
-      }
-      if (threads == 0)
-        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    } else if (a == "--eot") {
-      eot = true;
-    } else if (a == "--decode") {
-      decode = true;
-    } else if (a == "-h" || a == "--help") {
-      out << kUsage << "\n";
-      return Status::Ok();
-    } else if (a.starts_with("--")) {
-      return Errorf(ErrorCode::kInvalidArgument, "unknown flag {}\n{}", a, kUsage);
-    } else if (input.empty()) {
-      input = a;
-    } else {
-      return Errorf(ErrorCode::kInvalidArgument, "one INPUT only\n{}", kUsage);
-    }
+  if (std::optional<std::string> n = args.Value("--threads")) {
+    BM_ASSIGN_OR_RETURN(threads, engine::cli::ParseIntFlag("--threads", *n));
+    if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
   if (encoding_name.empty()) {
-    if (vocab.empty())
-      return Errorf(ErrorCode::kInvalidArgument, "--vocab is required\n{}", kUsage);
+    if (vocab.empty()) {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "tokenize needs --vocab FILE or --encoding NAME\n{}",
+                    engine::cli::UsageLine(TokenizeSpec()));
+    }
     encoding_name = text::Encoding::NameForRankFile(vocab);
     if (encoding_name.empty()) {
       return Errorf(ErrorCode::kInvalidArgument,
@@ -110,8 +119,13 @@ Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, s
   return Status::Ok();
 }
 
-Status TokenizeCommand(const std::vector<std::string>& args) {
+Status TokenizeCommand(const ParsedArgs& args) {
   return TokenizeCommand(args, std::cin, std::cout);
+}
+
+Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out) {
+  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, engine::cli::ParseCommandLine(TokenizeSpec(), args));
+  return TokenizeCommand(parsed, in, out);
 }
 
 }  // namespace bm::rules

@@ -8,6 +8,7 @@
 // --decode reads whitespace-separated ids and writes their bytes. The
 // encoding comes from --encoding (gpt2, r50k_base, p50k_base, cl100k_base,
 // o200k_base, bytes) or else from the rank file's name (gpt2.tiktoken → gpt2).
+// Its flags, help and completion: TokenizeSpec() (engine/cli/flag_table.h).
 // Errors: kInvalidArgument for bad flags or ids (exit 2), kNotFound/kIo for
 // files.
 #pragma once
@@ -18,13 +19,17 @@
 #include <vector>
 
 #include "base/result.h"
+#include "engine/cli/flag_table.h"
 
 namespace bm::rules {
 
-// args: the words after "tokenize". Reads stdin, writes stdout.
-Status TokenizeCommand(const std::vector<std::string>& args);
+const engine::cli::CommandSpec& TokenizeSpec();
 
-// The same with explicit streams (for tests).
+// args: parsed with TokenizeSpec(). Reads stdin, writes stdout.
+Status TokenizeCommand(const engine::cli::ParsedArgs& args);
+
+// The same with explicit streams, and from the words after "tokenize" (tests).
+Status TokenizeCommand(const engine::cli::ParsedArgs& args, std::istream& in, std::ostream& out);
 Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out);
 
 }  // namespace bm::rules

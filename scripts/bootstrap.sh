@@ -21,6 +21,9 @@ if [ "$job" = test ]; then
   packages+=(xxhash nginx python3 openssl curl zstd)
   # The HTML report is checked in a real browser (tests/engine/report/html_browser_test.cc).
   packages+=(chromium)
+  # The man page through `man -l`, the completion scripts in real shells
+  # (tests/engine/cli_e2e_test.cc).
+  packages+=(man-db groff-base bash zsh)
 fi
 
 missing=()

@@ -1,9 +1,12 @@
 #include "cache/remote/remote_config.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <vector>
 
+#include "base/nearest_name.h"
 #include "cache/remote/file_remote.h"
 #include "cache/remote/http_remote.h"
 #include "cache/remote/signed_remote.h"
@@ -26,21 +29,6 @@ constexpr Setting kSettings[] = {
     {"remote_parallel", Type::kInt},
 };
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 const Setting* Find(std::string_view key) {
   for (const Setting& s : kSettings) {
     if (s.name == key) return &s;
@@ -48,12 +36,12 @@ const Setting* Find(std::string_view key) {
   return nullptr;
 }
 
-std::string Nearest(std::string_view key) {
-  std::string_view best = kSettings[0].name;
-  for (const Setting& s : kSettings) {
-    if (EditDistance(key, s.name) < EditDistance(key, best)) best = s.name;
-  }
-  return std::string(best);
+// " (did you mean 'x'?)", else the list of every setting.
+std::string Hint(std::string_view key) {
+  std::vector<std::string> names;
+  for (const Setting& s : kSettings) names.emplace_back(s.name);
+  std::string near = DidYouMean(key, names);
+  return near.empty() ? fmt::format(" (settings: {})", fmt::join(names, ", ")) : near;
 }
 
 std::string_view TypeName(Type t) {
@@ -110,8 +98,8 @@ bool IsRemoteSetting(std::string_view key) { return Find(key) != nullptr; }
 Status ApplyRemoteSetting(RemoteConfig& config, std::string_view key, const nlohmann::json& value) {
   const Setting* s = Find(key);
   if (s == nullptr) {
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "unknown remote cache setting '{}' (did you mean '{}'?)", key, Nearest(key));
+    return Errorf(ErrorCode::kInvalidArgument, "unknown remote cache setting '{}'{}", key,
+                  Hint(key));
   }
   bool ok = (s->type == Type::kString && value.is_string()) ||
             (s->type == Type::kBool && value.is_boolean()) ||

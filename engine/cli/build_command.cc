@@ -1,7 +1,6 @@
 // `benchmake build` and `benchmake step` (the command each ninja edge runs).
 #include <unistd.h>
 
-#include <algorithm>
 #include <iostream>
 
 #include "engine/build.h"
@@ -11,53 +10,101 @@
 
 namespace bm::engine::cli {
 
-Status BuildCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  BuildOptions options;
-  const std::vector<std::string>& a = flags.rest;
-  for (size_t i = 0; i < a.size(); ++i) {
-    auto value = [&](const std::string& flag) -> Result<int> {
-      if (i + 1 >= a.size()) return Errorf(ErrorCode::kInvalidArgument, "{} needs a value", flag);
-      return ParseIntFlag(flag, a[++i]);
-    };
-    if (a[i] == "-j") {
-      BM_ASSIGN_OR_RETURN(options.jobs, value("-j"));
-    } else if (a[i].rfind("-j", 0) == 0 && a[i].size() > 2) {
-      BM_ASSIGN_OR_RETURN(options.jobs, ParseIntFlag("-j", a[i].substr(2)));
-    } else if (a[i] == "-k") {
-      BM_ASSIGN_OR_RETURN(options.keep_going, value("-k"));
-    } else if (a[i] == "-n") {
-      options.dry_run = true;
-    } else if (a[i] == "--remeasure") {
-      options.remeasure = true;
-    } else if (!a[i].empty() && a[i][0] == '-') {
-      return Errorf(ErrorCode::kInvalidArgument, "unknown flag '{}' for build", a[i]);
-    } else {
-      options.targets.push_back(a[i]);
+const CommandSpec& BuildSpec() {
+  static const CommandSpec kSpec{
+      .name = "build",
+      .operands = "[TARGET...]",
+      .operand_kind = ValueKind::kTarget,
+      .max_operands = -1,
+      .summary = "bring targets up to date (ninja runs the stale steps)",
+      .description =
+          "Brings the TARGETs (default: every target of the BENCHFILE) and what they depend on "
+          "up to date. Every input is hashed; a step whose key is in the cache (local, then "
+          "remote) is restored without running, and only the stale steps run, through ninja. A "
+          "failed step records nothing and shows its log.",
+      .flags = {{.name = "--jobs",
+                 .short_name = "-j",
+                 .value_name = "N",
+                 .kind = ValueKind::kNumber,
+                 .help = "run N steps at once (ninja -j)",
+                 .default_text = "[benchmake] jobs in the BENCHFILE, else ninja's"},
+                {.name = "--keep-going",
+                 .short_name = "-k",
+                 .value_name = "N",
+                 .kind = ValueKind::kNumber,
+                 .help = "keep going until N steps failed; 0: never stop (ninja -k)",
+                 .default_text = "1"},
+                {.name = "--dry-run",
+                 .short_name = "-n",
+                 .help = "show what would run without running it (ninja -n)"},
+                {.name = "--remeasure",
+                 .help = "after building, take one more measurement of each TARGET (needs "
+                         "TARGETs; docs/REPORTS.md)"},
+                {.name = "--debug-key",
+                 .value_name = "TARGET",
+                 .kind = ValueKind::kTarget,
+                 .help = "print exactly what TARGET's key hashes instead of building"}},
+      .examples = {{"benchmake build", "every target"},
+                   {"benchmake build -j 2 pretrain", "pretrain and what it needs, two at a time"},
+                   {"benchmake build --remeasure pretrain",
+                    "one more throughput measurement of pretrain, reusing its checkpoint"}}};
+  return kSpec;
+}
+
+Status BuildCommand(const ParsedArgs& args) {
+  if (std::optional<std::string> target = args.Value("--debug-key")) {
+    ParsedArgs debug = args;
+    debug.AddOperand(*target);
+    if (debug.operands().size() != 1) {
+      return Errorf(ErrorCode::kInvalidArgument, "--debug-key takes one TARGET and no others");
     }
+    return DebugKeyCommand(debug);
   }
+  BuildOptions options;
+  options.targets = args.operands();
+  if (std::optional<std::string> jobs = args.Value("--jobs")) {
+    BM_ASSIGN_OR_RETURN(options.jobs, ParseIntFlag("--jobs", *jobs));
+  }
+  if (std::optional<std::string> k = args.Value("--keep-going")) {
+    BM_ASSIGN_OR_RETURN(options.keep_going, ParseIntFlag("--keep-going", *k));
+  }
+  options.dry_run = args.Has("--dry-run");
+  options.remeasure = args.Has("--remeasure");
+  options.color = UseColor(args.color(), STDOUT_FILENO);
   if (options.remeasure && options.targets.empty()) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "--remeasure needs the targets to measure again: build --remeasure TARGET...");
   }
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   return BuildWithNinja(ws, options);
 }
 
-Status StepCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
+const CommandSpec& StepSpec() {
+  static const CommandSpec kSpec{
+      .name = "step",
+      .operands = "TARGET",
+      .operand_kind = ValueKind::kTarget,
+      .min_operands = 1,
+      .max_operands = 1,
+      .summary = "run one target's step (what ninja's edges call)",
+      .description =
+          "Runs the step of TARGET alone, as the edges of .benchmake/build.ninja do: looks its "
+          "key up in the cache and restores the outputs on a hit, else runs the rule and records "
+          "the result. Its inputs must be built already; `benchmake build` is what people run.",
+      .flags = {{.name = "--remeasure",
+                 .help = "take one more measurement even when the step is cached"}},
+      .examples = {{"benchmake step tokens", "the step of `tokens`, its inputs being built"}}};
+  return kSpec;
+}
+
+Status StepCommand(const ParsedArgs& args) {
   StepOptions options;
-  auto remeasure = std::find(flags.rest.begin(), flags.rest.end(), "--remeasure");
-  if (remeasure != flags.rest.end()) {
-    options.remeasure = true;
-    flags.rest.erase(remeasure);
-  }
-  if (flags.rest.size() != 1)
-    return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake step TARGET [--remeasure]");
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
-  options.interactive = ::isatty(1) || ::isatty(2);
+  options.remeasure = args.Has("--remeasure");
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
+  options.interactive = ::isatty(STDOUT_FILENO) || ::isatty(STDERR_FILENO);
+  options.color = UseColor(args.color(), STDOUT_FILENO);
   options.console = &std::cout;
-  BM_ASSIGN_OR_RETURN(StepReport report, RunStep(ws, flags.rest[0], options));
+  BM_ASSIGN_OR_RETURN(StepReport report, RunStep(ws, args.operands()[0], options));
   (void)report;
   return Status::Ok();
 }

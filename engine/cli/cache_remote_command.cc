@@ -1,10 +1,5 @@
-// `benchmake cache push|pull [TARGET...]` and the usage part of `cache stats`.
-//
-// push: the outputs, log and action record of every named target (default: all)
-//       as last materialized in this workspace, to the writable remote.
-// pull: restores from the remote every named target (default: all) and the
-//       upstreams its key depends on, running nothing; what no cache holds is
-//       listed as needing a build.
+// `benchmake cache push|pull [TARGET...]` (their tables say what they do) and
+// the usage part of `cache stats`.
 #include "engine/cli/cache_remote_command.h"
 
 #include <algorithm>
@@ -12,7 +7,9 @@
 #include <iostream>
 #include <set>
 
+#include "base/nearest_name.h"
 #include "cache/usage_stats.h"
+#include "engine/cli/commands.h"
 #include "engine/cli/flags.h"
 #include "engine/generate.h"
 #include "engine/inspect.h"
@@ -33,9 +30,7 @@ Result<std::vector<std::string>> Select(const std::vector<TargetInspection>& all
   std::vector<std::string> stack;
   for (const std::string& w : wanted) {
     if (std::find(names.begin(), names.end(), w) == names.end()) {
-      std::string near = NearestName(w, names);
-      return Errorf(ErrorCode::kInvalidArgument, "no target '{}'{}", w,
-                    near.empty() ? "" : " (did you mean '" + near + "'?)");
+      return Errorf(ErrorCode::kInvalidArgument, "no target '{}'{}", w, DidYouMean(w, names));
     }
     stack.push_back(w);
   }
@@ -63,12 +58,28 @@ std::string Size(uint64_t bytes) {
 
 }  // namespace
 
-Status CachePushCommand(const CommonFlags& flags) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+const CommandSpec& CachePushSpec() {
+  static const CommandSpec kSpec{
+      .name = "cache push",
+      .operands = "[TARGET...]",
+      .operand_kind = ValueKind::kTarget,
+      .max_operands = -1,
+      .summary = "upload what this workspace built to the remote cache",
+      .description =
+          "Uploads the outputs, log and action record of each TARGET (default: every target) as "
+          "last materialized in this workspace to the writable remote cache ([benchmake.cache] "
+          "or $BENCHMAKE_REMOTE_CACHE; docs/REMOTE_CACHE.md). Values the remote holds already "
+          "are not sent again. Unlike during a build, a failed upload is an error.",
+      .examples = {{"benchmake cache push", "share every built target"},
+                   {"benchmake cache push pretrain", "share pretrain only"}}};
+  return kSpec;
+}
+
+Status CachePushCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
-  std::vector<std::string> wanted(flags.rest.begin() + 1, flags.rest.end());
-  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, wanted, false));
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), false));
   BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws));
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, OpenCache(ws, config));
   uint64_t sent = 0, pushed = 0, skipped = 0;
@@ -97,12 +108,27 @@ Status CachePushCommand(const CommonFlags& flags) {
   return Status::Ok();
 }
 
-Status CachePullCommand(const CommonFlags& flags) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+const CommandSpec& CachePullSpec() {
+  static const CommandSpec kSpec{
+      .name = "cache pull",
+      .operands = "[TARGET...]",
+      .operand_kind = ValueKind::kTarget,
+      .max_operands = -1,
+      .summary = "restore targets from the caches without running anything",
+      .description =
+          "Restores each TARGET (default: every target) and the upstream targets its key "
+          "depends on from the local cache, else the remote one, running no step. A target that "
+          "no cache holds is listed as needing `benchmake build`.",
+      .examples = {
+          {"benchmake cache pull pretrain", "the checkpoint and metrics another machine pushed"}}};
+  return kSpec;
+}
+
+Status CachePullCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
-  std::vector<std::string> wanted(flags.rest.begin() + 1, flags.rest.end());
-  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, wanted, true));
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), true));
   StepOptions options;
   options.console = &std::cout;
   uint64_t restored = 0, missing = 0;

@@ -8,10 +8,21 @@
 
 namespace bm::engine::cli {
 
-Status CleanCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  if (!flags.rest.empty()) return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake clean");
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+const CommandSpec& CleanSpec() {
+  static const CommandSpec kSpec{
+      .name = "clean",
+      .summary = "remove out/ and .benchmake/ (never the shared cache)",
+      .description =
+          "Removes the workspace's out/ (the materialized outputs) and .benchmake/ "
+          "(build.ninja, logs, state). The cache is shared by every workspace and is "
+          "kept: the next build restores everything from it. Refuses while a build of "
+          "the workspace runs.",
+      .examples = {{"benchmake clean && benchmake build", "restore every target from the cache"}}};
+  return kSpec;
+}
+
+Status CleanCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(FileInfo state, ws.fs->Stat(ws.StateDir()));
   FileLock lock;
   if (state.exists) {

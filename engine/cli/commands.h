@@ -1,19 +1,21 @@
-// The `benchmake` command table. Each subcommand is one function
+// The `benchmake` command registry. Each command is a table (CommandSpec,
+// engine/cli/flag_table.h: its operands, flags with help and defaults,
+// description, examples) and the function that runs it:
 //
-//   bm::Status Fn(const std::vector<std::string>& args);
+//   bm::Status Fn(const ParsedArgs& args);
 //
-// receiving the arguments after its name (global flags such as -C DIR and
-// -f FILE given before the subcommand are appended to them). It prints its own
-// output to stdout and returns a Status; main() prints a failed Status as
-// "benchmake: error: MESSAGE" and exits with Status::ExitCode()
-// (0 ok, 1 failure, 2 bad input). Nothing below main calls exit().
+// Dispatch() reads the flags through the table, answers --help/-h itself,
+// checks the operand count, then calls the function. The function prints its
+// own output to stdout and returns a Status; main() prints a failed Status as
+// "benchmake: error: MESSAGE" and exits with Status::ExitCode() (0 ok,
+// 1 failure, 2 bad input). Nothing below main calls exit().
 //
-// Adding a subcommand (e.g. `report`): declare its function in your module's
-// header and add one line to the table in commands.cc:
-//   {"report", "report [--format md|json|csv|html]", "tables of the metrics",
-//   &report::ReportCommand},
-// To reach the workspace, use ParseCommonFlags() and OpenWorkspaceFromFlags()
-// (engine/cli/flags.h) and engine::LoadResults() (engine/results.h).
+// Adding a command (e.g. `report`): write its CommandSpec beside the code that
+// reads its flags (engine/report/report_args.cc: ReportSpec()), its function,
+// and add one line to the list in commands.cc. Help, completion and the man
+// page follow from the table. A two-word name ("cache gc") makes its first
+// word a group: `benchmake cache --help` lists the group's commands.
+// To reach the workspace, use OpenWorkspaceFromFlags() (engine/cli/flags.h).
 #pragma once
 
 #include <string>
@@ -21,35 +23,69 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/terminal.h"
+#include "engine/cli/flag_table.h"
 
 namespace bm::engine::cli {
 
-using CommandFn = Status (*)(const std::vector<std::string>& args);
+using CommandFn = Status (*)(const ParsedArgs& args);
 
-struct CommandEntry {
-  std::string_view name;
-  std::string_view usage;    // "build [TARGET...] [-j N] [-k N] [-n]"
-  std::string_view summary;  // one line for `benchmake help`
-  CommandFn fn;
+struct Command {
+  const CommandSpec* spec;
+  CommandFn run;
 };
 
-const std::vector<CommandEntry>& Commands();
+// Every command, in the order `benchmake help` lists them (hidden ones too).
+const std::vector<Command>& Commands();
+// The specs of Commands(), hidden ones left out when `visible_only`.
+std::vector<const CommandSpec*> CommandSpecs(bool visible_only);
 
-// argv without the program name. Handles `help`, `--help`, `--version` and
-// `--debug-key TARGET` itself.
-Status Dispatch(const std::vector<std::string>& args);
+// The flags `benchmake` takes before a command name: --version and
+// --debug-key TARGET (an alias of `benchmake debug-key TARGET`), besides the
+// common ones.
+const CommandSpec& TopLevelSpec();
 
-// The built-in commands (engine/cli/*_command.cc).
-Status BuildCommand(const std::vector<std::string>& args);
-Status StepCommand(const std::vector<std::string>& args);
-Status ExplainCommand(const std::vector<std::string>& args);
-Status DebugKeyCommand(const std::vector<std::string>& args);
-Status StatusCommand(const std::vector<std::string>& args);
-Status GraphCommand(const std::vector<std::string>& args);
-Status CleanCommand(const std::vector<std::string>& args);
-Status CacheCommand(const std::vector<std::string>& args);
-// engine/cli/report_command.cc (logic in engine/report/, docs/REPORTS.md).
-Status ReportCommand(const std::vector<std::string>& args);
-Status CompareCommand(const std::vector<std::string>& args);
+// argv without the program name. Sets *color as soon as --color (or its
+// absence) is known, for main's error message.
+Status Dispatch(const std::vector<std::string>& args, ColorMode* color);
+
+// The built-in commands (engine/cli/*_command.cc) and their tables.
+const CommandSpec& BuildSpec();
+Status BuildCommand(const ParsedArgs& args);
+const CommandSpec& StepSpec();
+Status StepCommand(const ParsedArgs& args);
+const CommandSpec& ExplainSpec();
+Status ExplainCommand(const ParsedArgs& args);
+const CommandSpec& DebugKeySpec();
+Status DebugKeyCommand(const ParsedArgs& args);
+const CommandSpec& StatusSpec();
+Status StatusCommand(const ParsedArgs& args);
+const CommandSpec& GraphSpec();
+Status GraphCommand(const ParsedArgs& args);
+const CommandSpec& CleanSpec();
+Status CleanCommand(const ParsedArgs& args);
+const CommandSpec& CacheStatsSpec();
+Status CacheStatsCommand(const ParsedArgs& args);
+const CommandSpec& CacheVerifySpec();
+Status CacheVerifyCommand(const ParsedArgs& args);
+const CommandSpec& CacheGcSpec();
+Status CacheGcCommand(const ParsedArgs& args);
+// engine/cli/cache_remote_command.cc
+const CommandSpec& CachePushSpec();
+Status CachePushCommand(const ParsedArgs& args);
+const CommandSpec& CachePullSpec();
+Status CachePullCommand(const ParsedArgs& args);
+// engine/cli/report_command.cc (tables and parsing in engine/report/report_args.h).
+Status ReportCommand(const ParsedArgs& args);
+Status CompareCommand(const ParsedArgs& args);
+// engine/cli/completion_command.cc
+const CommandSpec& CompletionSpec();
+Status CompletionCommand(const ParsedArgs& args);
+// `benchmake __complete WORD...` (hidden; the shell scripts call it; not parsed
+// through a table: its operands are another command line).
+Status CompleteCommand(const std::vector<std::string>& words);
+// engine/cli/man_page.cc: `benchmake __man` (hidden) prints benchmake.1.
+const CommandSpec& ManSpec();
+Status ManCommand(const ParsedArgs& args);
 
 }  // namespace bm::engine::cli

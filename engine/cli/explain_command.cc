@@ -1,6 +1,7 @@
 // `benchmake explain TARGET...` and `benchmake --debug-key TARGET`.
 #include <cstdio>
 
+#include "base/nearest_name.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/flags.h"
 #include "engine/generate.h"
@@ -23,20 +24,32 @@ Result<const TargetInspection*> FindTarget(const std::vector<TargetInspection>& 
     if (t.name == name) return &t;
     names.push_back(t.name);
   }
-  std::string near = NearestName(name, names);
-  return Errorf(ErrorCode::kInvalidArgument, "no target '{}'{}", name,
-                near.empty() ? "" : " (did you mean '" + near + "'?)");
+  return Errorf(ErrorCode::kInvalidArgument, "no target '{}'{}", name, DidYouMean(name, names));
 }
 
 }  // namespace
 
-Status ExplainCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  if (flags.rest.empty())
-    return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake explain TARGET...");
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+const CommandSpec& ExplainSpec() {
+  static const CommandSpec kSpec{
+      .name = "explain",
+      .operands = "TARGET...",
+      .operand_kind = ValueKind::kTarget,
+      .min_operands = 1,
+      .max_operands = -1,
+      .summary = "why a target is (not) up to date, field by field",
+      .description =
+          "For each TARGET: whether it is up to date, can be restored from the "
+          "cache, or must run, and why, parameter by parameter (`param lbs: 4 → 8`, "
+          "`input data: output changed`, `platform: H100 → H200`), then when and how "
+          "it was last materialized.",
+      .examples = {{"benchmake explain pretrain", "what changed since pretrain last ran"}}};
+  return kSpec;
+}
+
+Status ExplainCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectAll(ws));
-  for (const std::string& name : flags.rest) {
+  for (const std::string& name : args.operands()) {
     BM_ASSIGN_OR_RETURN(const TargetInspection* t, FindTarget(all, name));
     const Staleness& s = t->staleness;
     std::printf("%s: %s\n", t->name.c_str(),
@@ -52,13 +65,27 @@ Status ExplainCommand(const std::vector<std::string>& args) {
   return Status::Ok();
 }
 
-Status DebugKeyCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  if (flags.rest.size() != 1)
-    return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake --debug-key TARGET");
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+const CommandSpec& DebugKeySpec() {
+  static const CommandSpec kSpec{
+      .name = "debug-key",
+      .operands = "TARGET",
+      .operand_kind = ValueKind::kTarget,
+      .min_operands = 1,
+      .max_operands = 1,
+      .summary = "print exactly what a target's key hashes",
+      .description =
+          "Prints every field that enters TARGET's action key, in the order hashed: "
+          "the rule and its version, the key parameters, the digest of each input "
+          "and, for platform-dependent rules, the platform facts. Also spelled "
+          "`benchmake --debug-key TARGET`.",
+      .examples = {{"benchmake debug-key pretrain", "the key material of pretrain"}}};
+  return kSpec;
+}
+
+Status DebugKeyCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectAll(ws));
-  BM_ASSIGN_OR_RETURN(const TargetInspection* t, FindTarget(all, flags.rest[0]));
+  BM_ASSIGN_OR_RETURN(const TargetInspection* t, FindTarget(all, args.operands()[0]));
   std::printf("# fields hashed for %s: Field(tag, name), Field(\"=\", value) each, XXH3-128\n",
               t->name.c_str());
   std::printf("%s", t->material.DebugString().c_str());

@@ -1,6 +1,8 @@
 // `benchmake report` and `benchmake compare`: argument parsing, rendering and
 // the measured targets all live in engine/report/; this file only wires them
 // to the workspace, stdout and -o.
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "base/real_filesystem.h"
@@ -20,16 +22,18 @@ bool NeedsWorkspace(const std::vector<std::string>& selectors) {
   return false;
 }
 
-Result<std::vector<report::MeasuredTarget>> Collect(const CommonFlags& flags,
+Result<std::vector<report::MeasuredTarget>> Collect(const ParsedArgs& args,
                                                     const std::vector<std::string>& selectors) {
   std::vector<std::string> notes;
   Result<std::vector<report::MeasuredTarget>> out =
       [&]() -> Result<std::vector<report::MeasuredTarget>> {
     if (!NeedsWorkspace(selectors)) return report::CollectMeasured(nullptr, selectors, notes);
-    BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+    BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
     return report::CollectMeasured(&ws, selectors, notes);
   }();
-  for (const std::string& n : notes) std::fprintf(stderr, "benchmake: note: %s\n", n.c_str());
+  std::string note = Styled("note:", Style::kNote, UseColor(args.color(), STDERR_FILENO));
+  for (const std::string& n : notes)
+    std::fprintf(stderr, "benchmake: %s %s\n", note.c_str(), n.c_str());
   return out;
 }
 
@@ -44,17 +48,15 @@ Status Emit(const std::string& output, const std::string& text) {
 
 }  // namespace
 
-Status ReportCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  BM_ASSIGN_OR_RETURN(report::ReportArgs ra, report::ParseReportArgs(flags.rest));
-  BM_ASSIGN_OR_RETURN(std::vector<report::MeasuredTarget> targets, Collect(flags, ra.selectors));
+Status ReportCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(report::ReportArgs ra, report::ReportArgsFrom(args));
+  BM_ASSIGN_OR_RETURN(std::vector<report::MeasuredTarget> targets, Collect(args, ra.selectors));
   return Emit(ra.output, report::RenderReport(ra.format, targets));
 }
 
-Status CompareCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  BM_ASSIGN_OR_RETURN(report::CompareArgs ca, report::ParseCompareArgs(flags.rest));
-  BM_ASSIGN_OR_RETURN(std::vector<report::MeasuredTarget> two, Collect(flags, {ca.a, ca.b}));
+Status CompareCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(report::CompareArgs ca, report::CompareArgsFrom(args));
+  BM_ASSIGN_OR_RETURN(std::vector<report::MeasuredTarget> two, Collect(args, {ca.a, ca.b}));
   report::Comparison c = report::Compare(two[0], two[1], ca.alignment);
   BM_TRY(Emit(ca.output, ca.format == report::Format::kJson ? report::RenderComparisonJson(c)
                                                             : report::RenderComparisonMarkdown(c)));

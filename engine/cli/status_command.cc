@@ -8,10 +8,20 @@
 
 namespace bm::engine::cli {
 
-Status StatusCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  if (!flags.rest.empty()) return Errorf(ErrorCode::kInvalidArgument, "usage: benchmake status");
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+const CommandSpec& StatusSpec() {
+  static const CommandSpec kSpec{
+      .name = "status",
+      .summary = "every target and its state",
+      .description =
+          "One line per target of the BENCHFILE: up to date, restorable from the "
+          "cache, or to run, with the first reason; then how many are not up to "
+          "date. Runs nothing.",
+      .examples = {{"benchmake status", "what a build would do"}}};
+  return kSpec;
+}
+
+Status StatusCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
   size_t width = 6;
@@ -30,9 +40,19 @@ Status StatusCommand(const std::vector<std::string>& args) {
   return Status::Ok();
 }
 
-Status GraphCommand(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(CommonFlags flags, ParseCommonFlags(args));
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(flags));
+const CommandSpec& GraphSpec() {
+  static const CommandSpec kSpec{
+      .name = "graph",
+      .summary = "the target graph as Graphviz dot",
+      .description =
+          "Prints the targets and their dependencies in Graphviz's dot language: "
+          "up-to-date targets green, restorable ones blue, stale ones red.",
+      .examples = {{"benchmake graph | dot -Tsvg > graph.svg", "draw it"}}};
+  return kSpec;
+}
+
+Status GraphCommand(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
   std::printf("digraph benchmake {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n");

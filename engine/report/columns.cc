@@ -61,7 +61,8 @@ const std::string& Legend() {
       "not 1. token/p/s: tokens per device per second, timed after the warm-up steps. "
       "MFU (6N): 6·N FLOPs per token (FlagPerf); MFU (PaLM): 6·N + 12·L·H·Q·T (PaLM, "
       "appendix B); both against the device's peak FLOP/s. mem: peak device memory / device "
-      "total, GiB. loss: final training loss (mean of the last steps). Over several rounds: "
+      "total, GiB (host: a CPU run's memory / the machine's RAM). loss: final training loss (mean "
+      "of the last steps). Over several rounds: "
       "median (min–max). measured: fresh = measured by this build; cache = an earlier "
       "measurement restored from the cache; file = read from a metrics.json. Rounding: "
       "docs/REPORTS.md.";

@@ -8,13 +8,13 @@ namespace bm::report {
 namespace {
 
 std::string Num(const std::optional<Stat>& s, Quantity q) {
-  return s ? FormatValue(q, s->median, false) : "";
+  return s ? FormatPlain(q, s->median) : "";
 }
 std::string Min(const std::optional<Stat>& s, Quantity q) {
-  return s ? FormatValue(q, s->min, false) : "";
+  return s ? FormatPlain(q, s->min) : "";
 }
 std::string Max(const std::optional<Stat>& s, Quantity q) {
-  return s ? FormatValue(q, s->max, false) : "";
+  return s ? FormatPlain(q, s->max) : "";
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace bm::report {
 
 int Decimals(Quantity q) {
@@ -40,10 +42,38 @@ std::string FormatFixed(double value, int decimals) {
   return s;
 }
 
+std::string GroupThousands(std::string number) {
+  size_t begin = number.find_first_of("0123456789");
+  if (begin == std::string::npos) return number;
+  size_t end = number.find_first_not_of("0123456789", begin);
+  if (end == std::string::npos) end = number.size();
+  std::string out = number.substr(0, begin);
+  for (size_t i = begin; i < end; ++i) {
+    if (i > begin && (end - i) % 3 == 0) out += ',';
+    out += number[i];
+  }
+  return out + number.substr(end);
+}
+
 std::string FormatValue(Quantity q, double value, bool with_unit) {
-  std::string s = FormatFixed(Scaled(q, value), Decimals(q));
+  double shown = Scaled(q, value);
+  std::string s;
+  switch (q) {
+    case Quantity::kTokensPerS:
+      s = GroupThousands(FormatFixed(shown, 0));
+      break;
+    case Quantity::kGiB:  // whole GiB as the suites print them; small (CPU) sizes keep a decimal
+      s = FormatFixed(shown, std::abs(shown) >= 9.95 ? 0 : 1);
+      break;
+    default:
+      s = FormatFixed(shown, Decimals(q));
+  }
   if (with_unit && IsPercent(q)) s += "%";
   return s;
+}
+
+std::string FormatPlain(Quantity q, double value) {
+  return FormatFixed(Scaled(q, value), Decimals(q));
 }
 
 std::string FormatStat(Quantity q, const Stat& s, bool with_unit) {

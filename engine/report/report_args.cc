@@ -11,20 +11,24 @@
 #include "engine/report/report_table.h"
 
 namespace bm::report {
-namespace {
 
-Result<Format> ParseFormat(const std::string& value, const char* usage) {
-  if (value == "md" || value == "markdown") return Format::kMarkdown;
-  if (value == "json") return Format::kJson;
-  if (value == "csv") return Format::kCsv;
-  if (value == "html") return Format::kHtml;
-  return Errorf(ErrorCode::kInvalidArgument, "unknown format '{}' (md, json, csv, html)\n{}", value,
-                usage);
-}
+using engine::cli::CommandSpec;
+using engine::cli::FlagSpec;
+using engine::cli::ParsedArgs;
+using engine::cli::ValueKind;
+
+namespace {
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Format FormatNamed(const std::string& value) {
+  if (value == "json") return Format::kJson;
+  if (value == "csv") return Format::kCsv;
+  if (value == "html") return Format::kHtml;
+  return Format::kMarkdown;
 }
 
 Format FormatFromExtension(const std::string& path) {
@@ -34,37 +38,13 @@ Format FormatFromExtension(const std::string& path) {
   return Format::kMarkdown;
 }
 
-// Walks args; for each flag calls on_flag(flag, value-or-null). Returns the positionals.
-struct Flags {
-  std::vector<std::string> positional;
-  std::string format, output, from_step, tolerance, worst;
-  bool no_alignment = false;
-};
-
-Result<Flags> Split(const std::vector<std::string>& args, bool compare, const char* usage) {
-  Flags f;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    std::string* slot = nullptr;
-    if (a == "--format") slot = &f.format;
-    if (a == "-o" || a == "--output") slot = &f.output;
-    if (compare && a == "--from-step") slot = &f.from_step;
-    if (compare && a == "--tolerance") slot = &f.tolerance;
-    if (compare && a == "--worst") slot = &f.worst;
-    if (slot != nullptr) {
-      if (i + 1 >= args.size()) {
-        return Errorf(ErrorCode::kInvalidArgument, "{} needs a value\n{}", a, usage);
-      }
-      *slot = args[++i];
-    } else if (compare && a == "--no-alignment") {
-      f.no_alignment = true;
-    } else if (a.size() > 1 && a[0] == '-') {
-      return Errorf(ErrorCode::kInvalidArgument, "unknown option '{}'\n{}", a, usage);
-    } else {
-      f.positional.push_back(a);
-    }
-  }
-  return f;
+FlagSpec OutputFlag() {
+  return {.name = "--output",
+          .short_name = "-o",
+          .value_name = "FILE",
+          .kind = ValueKind::kFile,
+          .help = "write to FILE, atomically (never half a report)",
+          .default_text = "stdout"};
 }
 
 Result<int64_t> ParseInt(const std::string& flag, const std::string& v, int64_t min) {
@@ -78,60 +58,131 @@ Result<int64_t> ParseInt(const std::string& flag, const std::string& v, int64_t 
 
 }  // namespace
 
+const CommandSpec& ReportSpec() {
+  static const CommandSpec kSpec{
+      .name = "report",
+      .operands = "[TARGET|NAME@WHERE|PATH...]",
+      .operand_kind = ValueKind::kTarget,
+      .max_operands = -1,
+      .summary = "the measurements as the suites' tables, or HTML with plots",
+      .description =
+          "Tables of the measured targets: token/p/s, loss, memory, MFU (6N and PaLM), "
+          "evaluation results, rounds, and where each number comes from (docs/REPORTS.md).\n\n"
+          "Without an operand: every measured target, in BENCHFILE order. TARGET: its "
+          "measurements. NAME@WHERE: the newest cached measurement of NAME whose device, host "
+          "or key contains WHERE (the same target on another platform). PATH (contains '/' or "
+          "ends in .json): a run directory or metrics.json from elsewhere.",
+      .flags = {{.name = "--format",
+                 .value_name = "FORMAT",
+                 .kind = ValueKind::kChoice,
+                 .help = "md (tables), json, csv or html (one file with charts)",
+                 .default_text = "from -o's extension, else md",
+                 .choices = {"md", "json", "csv", "html"}},
+                OutputFlag()},
+      .examples = {{"benchmake report", "every measured target as Markdown tables"},
+                   {"benchmake report -o report.html", "the HTML report with loss curves"},
+                   {"benchmake report pretrain@H100 pretrain@H200",
+                    "one target measured on two platforms"}}};
+  return kSpec;
+}
+
+const CommandSpec& CompareSpec() {
+  static const AlignmentOptions kDefaults;
+  static const CommandSpec kSpec{
+      .name = "compare",
+      .operands = "A B",
+      .operand_kind = ValueKind::kTarget,
+      .min_operands = 2,
+      .max_operands = 2,
+      .summary = "metric deltas and loss alignment of two runs",
+      .description =
+          "Compares run B (the candidate) with run A (the reference); each is a target, "
+          "NAME@WHERE or a path, as for `benchmake report`. Prints both runs' metrics with "
+          "B - A and (B - A) / A, the settings and platform facts that differ, and the loss "
+          "alignment as the suites check it: from --from-step on, the mean of |loss_B - "
+          "loss_A| / loss_A below --tolerance.\n\n"
+          "The exit status is the verdict: 0 aligned, 1 not aligned or not checkable.",
+      .flags = {{.name = "--from-step",
+                 .value_name = "N",
+                 .kind = ValueKind::kNumber,
+                 .help = "the first step the alignment counts",
+                 .default_text = fmt::format("{}", kDefaults.from_step)},
+                {.name = "--tolerance",
+                 .value_name = "PCT",
+                 .kind = ValueKind::kText,
+                 .help = "the largest mean relative loss difference, in percent (2, 2%, 0.5)",
+                 .default_text = fmt::format("{}%", kDefaults.tolerance * 100)},
+                {.name = "--worst",
+                 .value_name = "K",
+                 .kind = ValueKind::kNumber,
+                 .help = "list the K steps that differ most",
+                 .default_text = fmt::format("{}", kDefaults.worst)},
+                {.name = "--format",
+                 .value_name = "FORMAT",
+                 .kind = ValueKind::kChoice,
+                 .help = "md or json",
+                 .default_text = "from -o's extension, else md",
+                 .choices = {"md", "json"}},
+                {.name = "--no-alignment",
+                 .help = "print the deltas only and exit 0, whatever the loss curves say"},
+                OutputFlag()},
+      .examples = {{"benchmake compare pretrain@H100 pretrain@H200",
+                    "is the H200 run aligned with the H100 one?"},
+                   {"benchmake compare a b --tolerance 1 -o diff.json", "stricter, as JSON"}}};
+  return kSpec;
+}
+
 bool IsPathSelector(const std::string& s) {
   return s.find('/') != std::string::npos || EndsWith(s, ".json");
 }
 
-Result<ReportArgs> ParseReportArgs(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(Flags f, Split(args, false, kReportUsage));
+Result<ReportArgs> ReportArgsFrom(const ParsedArgs& args) {
   ReportArgs r;
-  r.selectors = f.positional;
-  r.output = f.output;
-  if (!f.format.empty()) {
-    BM_ASSIGN_OR_RETURN(r.format, ParseFormat(f.format, kReportUsage));
-  } else {
-    r.format = FormatFromExtension(f.output);
-  }
+  r.selectors = args.operands();
+  r.output = args.ValueOr("--output", "");
+  std::optional<std::string> format = args.Value("--format");
+  r.format = format ? FormatNamed(*format) : FormatFromExtension(r.output);
   return r;
 }
 
-Result<CompareArgs> ParseCompareArgs(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(Flags f, Split(args, true, kCompareUsage));
-  if (f.positional.size() != 2) {
-    return Errorf(ErrorCode::kInvalidArgument, "compare needs two targets or runs, got {}\n{}",
-                  f.positional.size(), kCompareUsage);
-  }
+Result<CompareArgs> CompareArgsFrom(const ParsedArgs& args) {
   CompareArgs c;
-  c.a = f.positional[0];
-  c.b = f.positional[1];
-  c.output = f.output;
-  c.check_alignment = !f.no_alignment;
-  std::string format = f.format.empty() ? (EndsWith(f.output, ".json") ? "json" : "md") : f.format;
-  BM_ASSIGN_OR_RETURN(c.format, ParseFormat(format, kCompareUsage));
-  if (c.format != Format::kMarkdown && c.format != Format::kJson) {
-    return Errorf(ErrorCode::kInvalidArgument, "compare writes md or json, not '{}'\n{}", format,
-                  kCompareUsage);
+  c.a = args.operands().at(0);
+  c.b = args.operands().at(1);
+  c.output = args.ValueOr("--output", "");
+  c.check_alignment = !args.Has("--no-alignment");
+  std::optional<std::string> format = args.Value("--format");
+  c.format = format ? FormatNamed(*format)
+                    : (EndsWith(c.output, ".json") ? Format::kJson : Format::kMarkdown);
+  if (std::optional<std::string> v = args.Value("--from-step")) {
+    BM_ASSIGN_OR_RETURN(c.alignment.from_step, ParseInt("--from-step", *v, 0));
   }
-  if (!f.from_step.empty()) {
-    BM_ASSIGN_OR_RETURN(c.alignment.from_step, ParseInt("--from-step", f.from_step, 0));
-  }
-  if (!f.worst.empty()) {
-    BM_ASSIGN_OR_RETURN(int64_t worst, ParseInt("--worst", f.worst, 0));
+  if (std::optional<std::string> v = args.Value("--worst")) {
+    BM_ASSIGN_OR_RETURN(int64_t worst, ParseInt("--worst", *v, 0));
     c.alignment.worst = static_cast<int>(std::min<int64_t>(worst, 1000000));
   }
-  if (!f.tolerance.empty()) {
-    std::string t = f.tolerance;
+  if (std::optional<std::string> v = args.Value("--tolerance")) {
+    std::string t = *v;
     if (!t.empty() && t.back() == '%') t.pop_back();
     double pct = 0;
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), pct);
     if (ec != std::errc() || p != t.data() + t.size() || !(pct > 0) || !std::isfinite(pct)) {
       return Errorf(ErrorCode::kInvalidArgument,
-                    "--tolerance wants a positive percentage such as 2 or 2%, not '{}'",
-                    f.tolerance);
+                    "--tolerance wants a positive percentage such as 2 or 2%, not '{}'", *v);
     }
     c.alignment.tolerance = pct / 100;
   }
   return c;
+}
+
+Result<ReportArgs> ParseReportArgs(const std::vector<std::string>& args) {
+  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, engine::cli::ParseCommandLine(ReportSpec(), args));
+  return ReportArgsFrom(parsed);
+}
+
+Result<CompareArgs> ParseCompareArgs(const std::vector<std::string>& args) {
+  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, engine::cli::ParseCommandLine(CompareSpec(), args));
+  return CompareArgsFrom(parsed);
 }
 
 std::string RenderReport(Format format, const std::vector<MeasuredTarget>& targets) {

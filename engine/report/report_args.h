@@ -1,6 +1,7 @@
-// Command-line arguments of `benchmake report` and `benchmake compare`, parsed
-// into plain values (the CLI in engine/cli/ stays thin), and the dispatch from
-// a format to its renderer.
+// Command-line arguments of `benchmake report` and `benchmake compare`: their
+// tables (engine/cli/flag_table.h; help, completion and the man page come
+// from them), parsed into plain values (the CLI in engine/cli/ stays thin),
+// and the dispatch from a format to its renderer.
 //
 //   report [SEL...] [--format md|json|csv|html] [-o FILE]
 //   compare A B [--from-step N] [--tolerance PCT] [--worst K]
@@ -12,13 +13,14 @@
 // Without --format, -o's extension picks it (.md .json .csv .html), else md.
 // --tolerance is in percent: "2", "2%" and "0.5" mean 2%, 2%, 0.5%.
 //
-// Errors: kInvalidArgument with the usage line.
+// Errors: kInvalidArgument naming the flag or the operands at fault.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "engine/cli/flag_table.h"
 #include "engine/report/loss_alignment.h"
 #include "engine/report/measurement.h"
 
@@ -41,12 +43,14 @@ struct CompareArgs {
   std::string output;
 };
 
-inline constexpr const char* kReportUsage =
-    "usage: benchmake report [TARGET|NAME@WHERE|PATH...] [--format md|json|csv|html] [-o FILE]";
-inline constexpr const char* kCompareUsage =
-    "usage: benchmake compare A B [--from-step N] [--tolerance PCT] [--worst K] "
-    "[--format md|json] [--no-alignment] [-o FILE]";
+const engine::cli::CommandSpec& ReportSpec();
+const engine::cli::CommandSpec& CompareSpec();
 
+// From arguments parsed with ReportSpec() / CompareSpec().
+Result<ReportArgs> ReportArgsFrom(const engine::cli::ParsedArgs& args);
+Result<CompareArgs> CompareArgsFrom(const engine::cli::ParsedArgs& args);
+
+// The words after the command name, through the table, then the above.
 Result<ReportArgs> ParseReportArgs(const std::vector<std::string>& args);
 Result<CompareArgs> ParseCompareArgs(const std::vector<std::string>& args);
 

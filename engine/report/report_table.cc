@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "engine/report/metrics_view.h"
 #include "engine/report/number_format.h"
 
@@ -111,7 +113,14 @@ std::string MemText(const ReportRow& row) {
   if (!row.mem_peak_bytes) return "";
   std::string total =
       row.mem_total_bytes ? FormatValue(Quantity::kGiB, row.mem_total_bytes->median) : "?";
-  return FormatStat(Quantity::kGiB, *row.mem_peak_bytes) + "/" + total;
+  std::string text = FormatStat(Quantity::kGiB, *row.mem_peak_bytes) + "/" + total;
+  return IsHostRun(row) ? text + " host" : text;
+}
+
+bool IsHostRun(const ReportRow& row) {
+  std::string device = row.device;
+  for (char& c : device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return device == "cpu";
 }
 
 }  // namespace bm::report

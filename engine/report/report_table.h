@@ -68,8 +68,12 @@ std::string OriginText(const ReportRow& row);
 // present; "".
 std::string EvalText(const ReportRow& row);
 
-// "44.2/80.0" GiB, "44.2/?" when the device total is unknown; "" without a peak.
-// A spread over rounds shows on the peak: "44.2 (44.0–44.3)/80.0".
+// "44/80" GiB, "44/?" when the device total is unknown; "" without a peak.
+// A spread over rounds shows on the peak: "44 (43–45)/80".
+// A CPU run's memory is the host's: "0.4/7.7 host" (its RAM, docs/METRICS.md).
 std::string MemText(const ReportRow& row);
+
+// Whether the row measured a CPU run (device "cpu"): its memory is host memory.
+bool IsHostRun(const ReportRow& row);
 
 }  // namespace bm::report

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/nearest_name.h"
 #include "cache/action_record.h"
 #include "engine/report/loss_log.h"
 #include "engine/report/metrics_view.h"
@@ -182,7 +183,10 @@ Result<std::vector<MeasuredTarget>> CollectMeasured(const engine::Workspace* ws,
     auto it = std::find_if(results.begin(), results.end(),
                            [&](const engine::TargetResult& r) { return r.name == name; });
     if (it == results.end()) {
-      return Errorf(ErrorCode::kInvalidArgument, "unknown target '{}' in {}", name, ws->benchfile);
+      std::vector<std::string> names;
+      for (const engine::TargetResult& r : results) names.push_back(r.name);
+      return Errorf(ErrorCode::kInvalidArgument, "unknown target '{}' in {}{}", name, ws->benchfile,
+                    DidYouMean(name, names));
     }
     if (at != std::string::npos) {
       BM_ASSIGN_OR_RETURN(MeasuredTarget t, FromCache(*ws, name, sel.substr(at + 1)));

@@ -6,14 +6,34 @@ namespace bm::report {
 namespace {
 
 TEST(NumberFormat, FixedDecimalsPerQuantity) {
-  EXPECT_EQ(FormatValue(Quantity::kTokensPerS, 3912.44), "3912.4");
+  EXPECT_EQ(FormatValue(Quantity::kTokensPerS, 3912.44), "3,912");
+  EXPECT_EQ(FormatValue(Quantity::kTokensPerS, 325924.0), "325,924");
+  EXPECT_EQ(FormatValue(Quantity::kTokensPerS, 10348.9), "10,349");
+  EXPECT_EQ(FormatValue(Quantity::kTokensPerS, 812.5), "812");  // to nearest even, as printf
   EXPECT_EQ(FormatValue(Quantity::kMfu, 0.47912), "47.9%");
   EXPECT_EQ(FormatValue(Quantity::kMfu, 0.47912, false), "47.9");
-  EXPECT_EQ(FormatValue(Quantity::kGiB, 61.8 * 1024 * 1024 * 1024), "61.8");
+  EXPECT_EQ(FormatValue(Quantity::kGiB, 61.8 * 1024 * 1024 * 1024), "62");
+  EXPECT_EQ(FormatValue(Quantity::kGiB, 9.96 * 1024 * 1024 * 1024), "10");
+  EXPECT_EQ(FormatValue(Quantity::kGiB, 0.4 * 1024 * 1024 * 1024), "0.4");
   EXPECT_EQ(FormatValue(Quantity::kLoss, 3.31249), "3.312");
   EXPECT_EQ(FormatValue(Quantity::kPerplexity, 22.4811), "22.48");
   EXPECT_EQ(FormatValue(Quantity::kAccuracy, 0.4125), "41.2%");  // 41.25 is below .25 in binary
   EXPECT_EQ(FormatValue(Quantity::kRelDiff, 0.0087), "0.87%");
+}
+
+TEST(NumberFormat, PlainNumbersForCsv) {
+  EXPECT_EQ(FormatPlain(Quantity::kTokensPerS, 10348.94), "10348.9");
+  EXPECT_EQ(FormatPlain(Quantity::kGiB, 61.8 * 1024 * 1024 * 1024), "61.8");
+  EXPECT_EQ(FormatPlain(Quantity::kMfu, 0.47912), "47.9");
+}
+
+TEST(NumberFormat, GroupsThousandsOfTheIntegerPart) {
+  EXPECT_EQ(GroupThousands("1234567.25"), "1,234,567.25");
+  EXPECT_EQ(GroupThousands("-1234"), "-1,234");
+  EXPECT_EQ(GroupThousands("+999"), "+999");
+  EXPECT_EQ(GroupThousands("1000"), "1,000");
+  EXPECT_EQ(GroupThousands("0.12345"), "0.12345");
+  EXPECT_EQ(GroupThousands(""), "");
 }
 
 TEST(NumberFormat, NoNegativeZero) {
@@ -23,7 +43,8 @@ TEST(NumberFormat, NoNegativeZero) {
 
 TEST(NumberFormat, StatShowsRangeOnlyWhenItVaries) {
   EXPECT_EQ(FormatStat(Quantity::kTokensPerS, Stat{3912.4, 3890.1, 3935.7, 3}),
-            "3912.4 (3890.1\u20133935.7)");
+            "3,912 (3,890\u20133,936)");
+  EXPECT_EQ(FormatStat(Quantity::kTokensPerS, Stat{3912.4, 3912.1, 3912.3, 3}), "3,912");
   EXPECT_EQ(FormatStat(Quantity::kLoss, Stat{2.5, 2.5, 2.5, 3}), "2.500");
   EXPECT_EQ(FormatStat(Quantity::kMfu, Stat{0.2, 0.1, 0.3, 1}), "20.0%");
   EXPECT_EQ(FormatStat(Quantity::kMfu, Stat{0.1271, 0.1269, 0.1273, 2}), "12.7%");

@@ -58,6 +58,19 @@ TEST(ReportTable, RoundsAreAggregatedAndOriginsCounted) {
   EXPECT_EQ(row.tokens_per_device_per_s->max, 3935.7);
   EXPECT_EQ(OriginText(row), "2 fresh + 1 cache");
   EXPECT_EQ(PlatformText(row), "H100 80GB HBM3\u00d78");
+  EXPECT_EQ(MemText(row), "62/80");  // whole GiB, as the suites print it
+}
+
+TEST(ReportTable, ACpuRunsMemoryIsMarkedHost) {
+  ReportRow row;
+  row.device = "cpu";
+  row.mem_peak_bytes = Stat{0.4 * (1 << 30), 0.4 * (1 << 30), 0.4 * (1 << 30), 1};
+  row.mem_total_bytes = Stat{31.3 * (1 << 30), 31.3 * (1 << 30), 31.3 * (1 << 30), 1};
+  EXPECT_TRUE(IsHostRun(row));
+  EXPECT_EQ(MemText(row), "0.4/31 host");
+  row.device = "H100";
+  EXPECT_FALSE(IsHostRun(row));
+  EXPECT_EQ(MemText(row), "0.4/31");
 }
 
 TEST(ReportTable, ARestoredMeasurementIsNeverCalledFresh) {

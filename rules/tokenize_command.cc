@@ -7,14 +7,14 @@
 #include <sstream>
 #include <thread>
 
-#include "rules/text/encoding.h"
+#include "rules/text/tokenizer.h"
 
 namespace bm::rules {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: benchmake tokenize --vocab FILE [--encoding NAME] [--threads N] [--eot] [--decode] "
-    "[INPUT|-]";
+    "usage: benchmake tokenize --vocab FILE [--tokenizer KIND] [--threads N] [--bos] [--eot] "
+    "[--decode] [INPUT|-]";
 
 Result<std::string> ReadInput(const std::string& input, std::istream& in) {
   std::ostringstream buf;
@@ -31,9 +31,9 @@ Result<std::string> ReadInput(const std::string& input, std::istream& in) {
 }  // namespace
 
 Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out) {
-  std::string vocab, encoding_name, input;
+  std::string vocab, kind = "auto", input;
   int threads = 1;
-  bool eot = false, decode = false;
+  bool bos = false, eot = false, decode = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> Result<std::string> {
@@ -45,8 +45,8 @@ Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, s
       ++i;  // global flags the CLI appends; tokenize does not use the workspace
     } else if (a == "--vocab") {
       BM_ASSIGN_OR_RETURN(vocab, value());
-    } else if (a == "--encoding") {
-      BM_ASSIGN_OR_RETURN(encoding_name, value());
+    } else if (a == "--tokenizer" || a == "--encoding") {
+      BM_ASSIGN_OR_RETURN(kind, value());
     } else if (a == "--threads") {
       BM_ASSIGN_OR_RETURN(std::string n, value());
       auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), threads);
@@ -55,6 +55,8 @@ Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, s
       }
       if (threads == 0)
         threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    } else if (a == "--bos") {
+      bos = true;
     } else if (a == "--eot") {
       eot = true;
     } else if (a == "--decode") {
@@ -70,16 +72,10 @@ Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, s
       return Errorf(ErrorCode::kInvalidArgument, "one INPUT only\n{}", kUsage);
     }
   }
-  if (encoding_name.empty()) {
-    if (vocab.empty())
-      return Errorf(ErrorCode::kInvalidArgument, "--vocab is required\n{}", kUsage);
-    encoding_name = text::Encoding::NameForRankFile(vocab);
-    if (encoding_name.empty()) {
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "cannot tell the encoding of {} from its name; pass --encoding", vocab);
-    }
+  if (vocab.empty() && kind != "bytes") {
+    return Errorf(ErrorCode::kInvalidArgument, "--vocab is required\n{}", kUsage);
   }
-  BM_ASSIGN_OR_RETURN(text::Encoding enc, text::Encoding::Load(encoding_name, vocab));
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tok, text::OpenTokenizer(kind, vocab));
   BM_ASSIGN_OR_RETURN(std::string data, ReadInput(input, in));
   if (decode) {
     std::vector<int32_t> ids;
@@ -92,11 +88,26 @@ Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, s
       }
       ids.push_back(id);
     }
-    BM_ASSIGN_OR_RETURN(std::string bytes, enc.Decode(ids));
+    BM_ASSIGN_OR_RETURN(std::string bytes, tok->Decode(ids));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   } else {
-    std::vector<int32_t> ids = enc.EncodeParallel(data, threads);
-    if (eot) ids.push_back(enc.eot_id());
+    std::vector<int32_t> ids;
+    if (bos) {
+      if (!tok->bos_id()) {
+        return Errorf(ErrorCode::kInvalidArgument, "--bos: tokenizer {} has no BOS token",
+                      tok->name());
+      }
+      ids.push_back(*tok->bos_id());
+    }
+    const std::vector<int32_t> text_ids = tok->EncodeParallel(data, threads);
+    ids.insert(ids.end(), text_ids.begin(), text_ids.end());
+    if (eot) {
+      if (!tok->eos_id()) {
+        return Errorf(ErrorCode::kInvalidArgument, "--eot: tokenizer {} has no end-of-text token",
+                      tok->name());
+      }
+      ids.push_back(*tok->eos_id());
+    }
     std::string text;
     text.reserve(ids.size() * 6);
     for (int32_t id : ids) {

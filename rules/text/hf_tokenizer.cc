@@ -87,11 +87,11 @@ struct HfTokenizer::Impl {
   // Pre-tokenizes and encodes one normalized stretch without added tokens.
   void EncodeStretch(std::string_view text, std::vector<int32_t>* out) const {
     BpeSink bpe(*this, out);
-    std::vector<std::unique_ptr<StageSink>> sinks;
+    std::vector<StageSink> sinks;
+    sinks.reserve(stages.size());  // no reallocation: each sink refers to the one before
     PieceSink* next = &bpe;
     for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
-      sinks.push_back(std::make_unique<StageSink>(*it, *next));
-      next = sinks.back().get();
+      next = &sinks.emplace_back(*it, *next);
     }
     next->Piece(text);
   }

@@ -22,7 +22,8 @@
 // <|end_of_text|>, </s> or <eos> (first found); the tokenize rule adds them
 // per document.
 // Text that is not valid UTF-8 (which the library cannot be given) is encoded
-// as its bytes, pieces cut as if each bad byte were U+FFFD (char_class.h).
+// as its bytes, pieces cut as if each bad byte were U+FFFD (char_class.h); NFC
+// (ICU's) leaves such bytes as they are.
 //
 // Decode appends each token's bytes; an added token decodes to its content.
 //

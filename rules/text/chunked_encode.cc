@@ -59,4 +59,13 @@ std::vector<int32_t> EncodeChunks(std::string_view text, const std::vector<size_
   return ids;
 }
 
+std::vector<int32_t> EncodeByCuts(const Tokenizer& tokenizer, std::string_view text, int threads,
+                                  CutRule rule) {
+  return EncodeChunks(text, ChunkStarts(text, static_cast<size_t>(threads) * 4, 1 << 16, rule),
+                      threads,
+                      [&tokenizer](std::string_view chunk, size_t, std::vector<int32_t>* out) {
+                        tokenizer.Encode(chunk, out);
+                      });
+}
+
 }  // namespace bm::text

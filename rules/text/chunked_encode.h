@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rules/text/tokenizer.h"
+
 namespace bm::text {
 
 enum class CutRule {
@@ -34,5 +36,10 @@ using ChunkEncoder = std::function<void(std::string_view, size_t, std::vector<in
 // calling one included) and returns their ids in order.
 std::vector<int32_t> EncodeChunks(std::string_view text, const std::vector<size_t>& starts,
                                   int threads, const ChunkEncoder& encode);
+
+// tokenizer.Encode on chunks of at least 64 KiB cut by `rule`, about four per
+// thread (the EncodeParallel of kinds whose chunks need nothing else).
+std::vector<int32_t> EncodeByCuts(const Tokenizer& tokenizer, std::string_view text, int threads,
+                                  CutRule rule);
 
 }  // namespace bm::text

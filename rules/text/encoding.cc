@@ -124,10 +124,7 @@ void Encoding::Encode(std::string_view text, std::vector<int32_t>* out) const {
 
 std::vector<int32_t> Encoding::EncodeParallel(std::string_view text, int threads) const {
   if (threads <= 1 || !splits_at_lines_) return Encode(text);
-  return EncodeChunks(
-      text, ChunkStarts(text, static_cast<size_t>(threads) * 4, 1 << 16, CutRule::kLoneNewline),
-      threads,
-      [this](std::string_view chunk, size_t, std::vector<int32_t>* out) { Encode(chunk, out); });
+  return EncodeByCuts(*this, text, threads, CutRule::kLoneNewline);
 }
 
 Status Encoding::Decode(std::span<const int32_t> ids, std::string* out) const {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rules/text/chunked_encode.h"
 #include "rules/text/hf_tokenizer.h"
 #include "rules/text/sentencepiece_tokenizer.h"
 #include "tests/rules/text/test_data.h"
@@ -56,6 +57,25 @@ TEST(TokenizerKindTest, OpensEveryKind) {
   EXPECT_EQ((*sp)->Encode(""), std::vector<int32_t>{});
   EXPECT_EQ(*(*sp)->Decode((*sp)->Encode("In the beginning")), "In the beginning");
   EXPECT_EQ((*sp)->Decode(std::vector<int32_t>{8000}).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(ChunkStartsTest, CutsOnlyWhereTheRuleAllows) {
+  std::string text;
+  for (int i = 0; i < 40000; ++i) text += i % 7 == 0 ? "x\n\n" : "word y\n";
+  for (CutRule rule : {CutRule::kLoneNewline, CutRule::kAfterNewline}) {
+    const std::vector<size_t> starts = ChunkStarts(text, 8, 1 << 12, rule);
+    ASSERT_GT(starts.size(), 4u);
+    EXPECT_EQ(starts[0], 0u);
+    for (size_t i = 1; i < starts.size(); ++i) {
+      const size_t p = starts[i];
+      EXPECT_GT(p, starts[i - 1]);
+      EXPECT_EQ(text[p - 1], '\n');
+      if (rule == CutRule::kLoneNewline) {
+        EXPECT_NE(text[p - 2], '\n');
+      }
+    }
+  }
+  EXPECT_EQ(ChunkStarts("short\ntext", 8, 1 << 12, CutRule::kAfterNewline), std::vector<size_t>{0});
 }
 
 TEST(SentencePieceTokenizerTest, RefusesFilesThatAreNotModels) {

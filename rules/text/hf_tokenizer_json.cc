@@ -374,6 +374,7 @@ Result<HfTokenizerSpec> ParseHfTokenizerJson(std::string_view contents, std::str
   BM_TRY(ReadModel(r, j["model"], &spec));
   BM_TRY(ReadPostProcessor(r, j.value("post_processor", json()), "post_processor", &spec));
   const json decoder = j.value("decoder", json());
+  if (decoder.is_null()) return r.Unsupported("decoder", "null (ByteLevel only)");
   BM_ASSIGN_OR_RETURN(std::string decoder_type, r.Type(decoder, "decoder"));
   if (decoder_type != "ByteLevel") {
     return r.Unsupported("decoder.type", fmt::format("decoder {} (ByteLevel only)", decoder_type));

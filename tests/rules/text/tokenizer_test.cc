@@ -153,6 +153,7 @@ TEST(HfTokenizerTest, RefusesWhatItDoesNotImplementNamingThePath) {
       },
       "pre_tokenizer.pretokenizers[1]: a Split after ByteLevel");
   ExpectRefused([](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder.type");
+  ExpectRefused([](json& j) { j["decoder"] = nullptr; }, "decoder: null");
   ExpectRefused(
       [](json& j) {
         j["post_processor"] = {{"type", "BertProcessing"}};

@@ -3,10 +3,12 @@
 // split into chapters, encode, write train/valid .bin/.idx and stats.json). With --peers FILE (the
 // JSON lines of bench/tokenizer_peers.js, measured in the same run by bench/tokenizer_bench.sh) it
 // checks the ids are identical (count and FNV-1a) and prints the speed ratio against each peer and
-// the target.
+// the target. Each --compare FILE (a SentencePiece model or a tokenizer.json) is encoded on one
+// thread too, and compared with the peer lines that name it ("vocab": python3-sentencepiece,
+// npm tokenizers, npm @huggingface/tokenizers; target: at least as fast).
 //
 // Usage: tokenizer_bench --vocab data/gpt2.tiktoken --text data/kjv.txt
-//                        [--rounds 5] [--threads-max N] [--peers FILE]
+//                        [--rounds 5] [--threads-max N] [--peers FILE] [--compare FILE]...
 #include <stdlib.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "rules/text/encoding.h"
+#include "rules/text/tokenizer.h"
 #include "rules/tokenize.h"
 
 namespace {
@@ -62,6 +66,7 @@ double BestSeconds(
 
 int main(int argc, char** argv) {
   std::string vocab = "data/gpt2.tiktoken", text_path = "data/kjv.txt", peers_path;
+  std::vector<std::string> compare;
   int rounds = 5;
   int threads_max = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -76,6 +81,8 @@ int main(int argc, char** argv) {
       threads_max = std::stoi(value);
     else if (flag == "--peers")
       peers_path = value;
+    else if (flag == "--compare")
+      compare.push_back(value);
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -127,6 +134,30 @@ int main(int argc, char** argv) {
     std::printf("tokenize step (end to end), %d thread%s: %.4f s, %.1f MB/s, speed-up %.2fx\n", t,
                 t == 1 ? "" : "s", s, text.size() / s / 1e6, step_one_thread / s);
   }
+  // The other kinds, one thread, a freshly opened tokenizer per round.
+  struct Ours {
+    double seconds;
+    size_t tokens;
+    uint32_t digest;
+  };
+  std::map<std::string, Ours> ours;
+  for (const std::string& path : compare) {
+    auto tok = bm::text::OpenTokenizer("auto", path);
+    if (!tok.ok()) {
+      std::fprintf(stderr, "%s\n", tok.status().message().c_str());
+      return 1;
+    }
+    std::vector<int32_t> other = (*tok)->Encode(text);
+    const double s = BestSeconds(
+        rounds, [&] { other = (*tok)->Encode(text); },
+        [&] { tok = bm::text::OpenTokenizer("auto", path); });
+    ours[path] = {s, other.size(), Fnv1a(other)};
+    std::printf(
+        "benchmake %s %s, 1 thread (cold cache): %.4f s, %.1f MB/s, %.0f tokens/s, %zu "
+        "tokens\n",
+        (*tok)->name().c_str(), path.c_str(), s, text.size() / s / 1e6, other.size() / s,
+        other.size());
+  }
   if (peers_path.empty()) return 0;
   std::ifstream peers(peers_path);
   int failures = 0;
@@ -134,6 +165,21 @@ int main(int argc, char** argv) {
     if (line.empty() || line[0] != '{') continue;
     const auto p = nlohmann::json::parse(line);
     const std::string name = p["peer"];
+    if (p.contains("vocab")) {
+      auto it = ours.find(p["vocab"].get<std::string>());
+      if (it == ours.end()) continue;
+      const double ratio = p["seconds"].get<double>() / it->second.seconds;
+      const bool same = p["tokens"].get<size_t>() == it->second.tokens &&
+                        p["fnv1a"].get<uint32_t>() == it->second.digest;
+      std::printf(
+          "%s vs %s %s: %.4f s, %.0f tokens/s → benchmake is %.2fx faster (target 1.0x: "
+          "%s), ids %s\n",
+          it->first.c_str(), name.c_str(), p["version"].get<std::string>().c_str(),
+          p["seconds"].get<double>(), p["tokens"].get<double>() / p["seconds"].get<double>(), ratio,
+          ratio >= 1.0 ? "met" : "NOT met", same ? "identical" : "DIFFERENT");
+      if (!same) ++failures;
+      continue;
+    }
     const double target = name == "tiktoken" ? 3.0 : 1.5;
     const double ratio = p["seconds"].get<double>() / single;
     const bool same =

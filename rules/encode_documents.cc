@@ -8,19 +8,23 @@ namespace {
 
 constexpr size_t kLargeSegment = 1 << 20;
 
-void EncodeOne(const text::Encoding& encoding, const Document& doc, int threads,
+void EncodeOne(const text::Tokenizer& tokenizer, const Document& doc, int threads,
                EncodedDocument* out) {
+  if (tokenizer.adds_bos()) {
+    out->ids.push_back(*tokenizer.bos_id());
+    out->mask.push_back(0);
+  }
   for (const Segment& s : doc.segments) {
     if (s.text.size() > kLargeSegment && threads > 1) {
-      std::vector<int32_t> ids = encoding.EncodeParallel(s.text, threads);
+      std::vector<int32_t> ids = tokenizer.EncodeParallel(s.text, threads);
       out->ids.insert(out->ids.end(), ids.begin(), ids.end());
     } else {
-      encoding.Encode(s.text, &out->ids);
+      tokenizer.Encode(s.text, &out->ids);
     }
     out->mask.resize(out->ids.size(), s.trained ? 1 : 0);
     out->bytes += s.text.size();
   }
-  out->ids.push_back(encoding.eot_id());
+  out->ids.push_back(*tokenizer.eos_id());
   out->mask.push_back(1);
 }
 
@@ -33,13 +37,13 @@ bool IsLarge(const Document& doc) {
 
 }  // namespace
 
-std::vector<EncodedDocument> EncodeDocuments(const text::Encoding& encoding,
+std::vector<EncodedDocument> EncodeDocuments(const text::Tokenizer& tokenizer,
                                              const std::vector<Document>& documents, int threads) {
   std::vector<EncodedDocument> out(documents.size());
   // Large documents first, each with every thread; then the rest, one
   // document per task, claimed in blocks from a shared counter.
   for (size_t i = 0; i < documents.size(); ++i) {
-    if (IsLarge(documents[i])) EncodeOne(encoding, documents[i], threads, &out[i]);
+    if (IsLarge(documents[i])) EncodeOne(tokenizer, documents[i], threads, &out[i]);
   }
   constexpr size_t kBlock = 8;
   std::atomic<size_t> next{0};
@@ -47,7 +51,7 @@ std::vector<EncodedDocument> EncodeDocuments(const text::Encoding& encoding,
     for (size_t start; (start = next.fetch_add(kBlock)) < documents.size();) {
       const size_t end = std::min(start + kBlock, documents.size());
       for (size_t i = start; i < end; ++i) {
-        if (!IsLarge(documents[i])) EncodeOne(encoding, documents[i], 1, &out[i]);
+        if (!IsLarge(documents[i])) EncodeOne(tokenizer, documents[i], 1, &out[i]);
       }
     }
   };

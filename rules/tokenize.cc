@@ -8,7 +8,7 @@
 
 #include "rules/encode_documents.h"
 #include "rules/pretokenized_input.h"
-#include "rules/text/encoding.h"
+#include "rules/text/tokenizer.h"
 
 namespace bm::rules {
 namespace {
@@ -99,8 +99,14 @@ void RemoveOutputs(const std::string& out_dir) {
 Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir,
                       std::ostream* log) {
   BM_ASSIGN_OR_RETURN(std::vector<InputFile> files, ResolveInputs(options));
-  BM_ASSIGN_OR_RETURN(text::Encoding encoding,
-                      text::Encoding::Load(options.tokenizer, options.vocab));
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
+                      text::OpenTokenizer(options.tokenizer, options.vocab));
+  if (!tokenizer->eos_id()) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "tokenizer {} ({}) has no end-of-text token, which ends every document",
+                  tokenizer->name(), options.vocab);
+  }
+  const int32_t eos = *tokenizer->eos_id();
   bool masks = false;
   json formats = json::array();
   for (const InputFile& f : files) {
@@ -109,7 +115,7 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
       formats.push_back(FormatName(f.format));
     }
   }
-  const formats::DType dtype = formats::DTypeForVocab(encoding.vocab_size());
+  const formats::DType dtype = formats::DTypeForVocab(tokenizer->vocab_size());
   BM_ASSIGN_OR_RETURN(SplitDatasetWriter writer,
                       SplitDatasetWriter::Create(out_dir, dtype, masks, options.split));
   uint64_t documents = 0, tokens = 0, bytes = 0;
@@ -118,14 +124,14 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
     if (f.format == Format::kPaddle || f.format == Format::kNpy) {
       BM_ASSIGN_OR_RETURN(ConvertedStats c, f.format == Format::kPaddle
                                                 ? ConvertPaddle(f.path, writer)
-                                                : ConvertNpy(f.path, encoding.eot_id(), writer));
+                                                : ConvertNpy(f.path, eos, writer));
       documents += c.documents;
       tokens += c.tokens;
       continue;
     }
     std::vector<Document> docs;
     BM_TRY(ReadDocuments(f.path, f.format, options.read, &docs));
-    const std::vector<EncodedDocument> encoded = EncodeDocuments(encoding, docs, options.threads);
+    const std::vector<EncodedDocument> encoded = EncodeDocuments(*tokenizer, docs, options.threads);
     for (const EncodedDocument& e : encoded) {
       writer.BeginDocument();
       BM_TRY(writer.AddSequence(e.ids, e.mask).WithContext(f.path));
@@ -141,9 +147,9 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
       {"tokens", tokens},
       {"bytes", bytes},
       {"bytes_per_token", tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens},
-      {"vocab_size", encoding.vocab_size()},
-      {"eot_id", encoding.eot_id()},
-      {"tokenizer", encoding.name()},
+      {"vocab_size", tokenizer->vocab_size()},
+      {"eot_id", eos},
+      {"tokenizer", tokenizer->name()},
       {"dtype", formats::DTypeName(dtype)},
       {"formats", formats},
       {"masks", masks},
@@ -156,6 +162,7 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
         {"train_documents", writer.train().documents},
         {"valid_documents", writer.valid().documents}}},
   };
+  if (tokenizer->adds_bos()) stats["bos_id"] = *tokenizer->bos_id();
   if (log != nullptr && options.split.valid_fraction > 0 && writer.valid().documents == 0) {
     *log << "tokenize: warning: valid_fraction " << options.split.valid_fraction
          << " put no document in valid (" << documents << " documents)\n";
@@ -188,10 +195,12 @@ class TokenizeRule final : public engine::Rule {
          "files or targets to tokenize (a target's whole output directory)"},
         {"format", ParamType::kString, json("auto"),
          "auto, text, jsonl, alpaca, conversations, npy, paddle (auto: by file name)"},
-        {"tokenizer", ParamType::kString, json("gpt2"),
+        {"tokenizer", ParamType::kString, json("auto"),
+         "auto (by the vocab file), sentencepiece, huggingface, or a tiktoken encoding: "
          "gpt2 (= r50k_base), p50k_base, cl100k_base, o200k_base, bytes"},
         {"vocab", ParamType::kInput, json("data/gpt2.tiktoken"),
-         "the tiktoken rank file (ignored by tokenizer = \"bytes\")"},
+         "the tokenizer's file: a tiktoken rank file, a SentencePiece tokenizer.model or a "
+         "Hugging Face tokenizer.json (ignored by tokenizer = \"bytes\")"},
         {"text_field", ParamType::kString, json("text"), "the JSONL field holding the text"},
         {"document_start", ParamType::kString, json(""),
          "plain text: a line matching this regex starts a new document (\"\": one per file)"},
@@ -225,13 +234,15 @@ class TokenizeRule final : public engine::Rule {
     if (p.contains("threads") && p["threads"].get<int64_t>() < 0) {
       errors.push_back({"threads", "must be >= 0"});
     }
-    static const std::vector<std::string> known = {"gpt2",        "r50k_base",  "p50k_base",
-                                                   "cl100k_base", "o200k_base", "bytes"};
-    if (p.contains("tokenizer") &&
-        std::find(known.begin(), known.end(), p["tokenizer"].get<std::string>()) == known.end()) {
-      errors.push_back({"tokenizer",
-                        "unknown tokenizer (gpt2, r50k_base, p50k_base, "
-                        "cl100k_base, o200k_base, bytes)"});
+    // Kind and file, by name (the file may be a target's output, not built yet).
+    if (p.contains("tokenizer")) {
+      const std::string kind = p["tokenizer"].get<std::string>();
+      const std::string vocab = p.contains("vocab") ? p["vocab"].get<std::string>() : "";
+      const Status s = text::CheckTokenizerFile(kind, vocab);
+      if (!s.ok()) {
+        const bool kind_known = text::CheckTokenizerFile(kind, "").ok();
+        errors.push_back({kind_known ? "vocab" : "tokenizer", s.message()});
+      }
     }
     return errors;
   }

@@ -8,9 +8,11 @@
 // document_start, the prompt templates, valid_fraction, seed, threads.
 //
 // Output under out_dir: the layout of split_dataset_writer.h and stats.json:
-//   {documents, tokens, bytes, bytes_per_token, vocab_size, eot_id, tokenizer,
-//    dtype, formats, masks, train: {documents, tokens}, valid: {...},
+//   {documents, tokens, bytes, bytes_per_token, vocab_size, eot_id, [bos_id,]
+//    tokenizer, dtype, formats, masks, train: {documents, tokens}, valid: {...},
 //    split: {rule, seed, valid_fraction, train_documents, valid_documents}}
+// bos_id is there only for tokenizers that start documents with BOS
+// (Tokenizer::adds_bos: SentencePiece models, some tokenizer.json files).
 // stats.json holds only what the inputs and key parameters determine, so the
 // step's output bytes are the same for any thread count or machine; the
 // step's metrics add time_s and threads.
@@ -31,8 +33,8 @@ namespace bm::rules {
 struct TokenizeOptions {
   std::vector<std::string> inputs;  // files or directories (absolute or relative to the cwd)
   std::string format = "auto";      // "auto" or a FormatName
-  std::string tokenizer = "gpt2";   // an Encoding::Load name
-  std::string vocab;                // the rank file (unused for "bytes")
+  std::string tokenizer = "auto";   // a kind of text::OpenTokenizer (rules/text/tokenizer.h)
+  std::string vocab;                // its file (unused for "bytes")
   ReadOptions read;
   SplitRule split;
   int threads = 1;

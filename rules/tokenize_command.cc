@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "rules/text/encoding.h"
+#include "rules/text/tokenizer.h"
 
 namespace bm::rules {
 
@@ -39,28 +39,42 @@ const CommandSpec& TokenizeSpec() {
       .max_operands = 1,
       .summary = "token ids of a text, one per line (or --decode ids to bytes)",
       .description =
-          "Encodes the bytes of INPUT (stdin for - or none) with a tiktoken vocabulary and "
-          "prints the token ids, one per line, as tiktoken's encode_ordinary does. With "
-          "--decode, reads whitespace-separated ids and writes their bytes.",
+          "Encodes the bytes of INPUT (stdin for - or none) with a tokenizer and prints the "
+          "token ids, one per line, as the reference does for plain text (tiktoken's "
+          "encode_ordinary, SentencePiece's EncodeAsIds, Hugging Face's encode without "
+          "special tokens added). With --decode, reads whitespace-separated ids and writes "
+          "their text.",
       .flags = {{.name = "--vocab",
                  .value_name = "FILE",
                  .kind = ValueKind::kFile,
-                 .help = "the .tiktoken rank file (base64 token, rank)"},
-                {.name = "--encoding",
-                 .value_name = "NAME",
+                 .help = "the tokenizer file: a .tiktoken rank file, a SentencePiece "
+                         "tokenizer.model or a Hugging Face tokenizer.json"},
+                {.name = "--tokenizer",
+                 .value_name = "KIND",
                  .kind = ValueKind::kChoice,
-                 .help = "the pre-tokenizer and special tokens",
-                 .default_text = "from the --vocab file's name (gpt2.tiktoken: gpt2)",
-                 .choices = {"gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base",
-                             "bytes"}},
+                 .help = "the kind of tokenizer (rules/text/tokenizer.h)",
+                 .default_text = "auto: from the --vocab file's name (tokenizer.model: "
+                                 "sentencepiece, tokenizer.json: huggingface, gpt2.tiktoken: "
+                                 "gpt2)",
+                 .choices = {"auto", "sentencepiece", "huggingface", "gpt2", "r50k_base",
+                             "p50k_base", "cl100k_base", "o200k_base", "bytes"}},
+                {.name = "--encoding",
+                 .value_name = "KIND",
+                 .kind = ValueKind::kChoice,
+                 .help = "the old name of --tokenizer",
+                 .choices = {"auto", "sentencepiece", "huggingface", "gpt2", "r50k_base",
+                             "p50k_base", "cl100k_base", "o200k_base", "bytes"}},
                 {.name = "--threads",
                  .value_name = "N",
                  .kind = ValueKind::kNumber,
                  .help = "encode with N threads; 0: one per core",
                  .default_text = "1"},
+                {.name = "--bos", .help = "prepend the beginning-of-document id (LLaMA's <s>)"},
                 {.name = "--eot", .help = "append the end-of-text id"},
                 {.name = "--decode", .help = "turn ids back into bytes"}},
       .examples = {{"benchmake tokenize --vocab data/gpt2.tiktoken README.md", "GPT-2 ids"},
+                   {"benchmake tokenize --vocab data/kjv_sp.model --bos README.md",
+                    "SentencePiece ids as LLaMA's documents start"},
                    {"echo 15496 995 | benchmake tokenize --vocab data/gpt2.tiktoken --decode",
                     "prints \"Hello world\""}}};
   return kSpec;
@@ -68,27 +82,22 @@ const CommandSpec& TokenizeSpec() {
 
 Status TokenizeCommand(const ParsedArgs& args, std::istream& in, std::ostream& out) {
   std::string vocab = args.ValueOr("--vocab", "");
-  std::string encoding_name = args.ValueOr("--encoding", "");
+  if (args.Has("--tokenizer") && args.Has("--encoding"))
+    return Status(ErrorCode::kInvalidArgument,
+                  "--encoding is the old name of --tokenizer: give one of them");
+  std::string kind = args.ValueOr("--tokenizer", args.ValueOr("--encoding", "auto"));
   std::string input = args.operands().empty() ? "" : args.operands()[0];
-  bool eot = args.Has("--eot"), decode = args.Has("--decode");
+  bool bos = args.Has("--bos"), eot = args.Has("--eot"), decode = args.Has("--decode");
   int threads = 1;
   if (std::optional<std::string> n = args.Value("--threads")) {
     BM_ASSIGN_OR_RETURN(threads, engine::cli::ParseIntFlag("--threads", *n));
     if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
-  if (encoding_name.empty()) {
-    if (vocab.empty()) {
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "tokenize needs --vocab FILE or --encoding NAME\n{}",
-                    engine::cli::UsageLine(TokenizeSpec()));
-    }
-    encoding_name = text::Encoding::NameForRankFile(vocab);
-    if (encoding_name.empty()) {
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "cannot tell the encoding of {} from its name; pass --encoding", vocab);
-    }
+  if (vocab.empty() && kind != "bytes") {
+    return Errorf(ErrorCode::kInvalidArgument, "tokenize needs --vocab FILE\n{}",
+                  engine::cli::UsageLine(TokenizeSpec()));
   }
-  BM_ASSIGN_OR_RETURN(text::Encoding enc, text::Encoding::Load(encoding_name, vocab));
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tok, text::OpenTokenizer(kind, vocab));
   BM_ASSIGN_OR_RETURN(std::string data, ReadInput(input, in));
   if (decode) {
     std::vector<int32_t> ids;
@@ -101,11 +110,24 @@ Status TokenizeCommand(const ParsedArgs& args, std::istream& in, std::ostream& o
       }
       ids.push_back(id);
     }
-    BM_ASSIGN_OR_RETURN(std::string bytes, enc.Decode(ids));
+    BM_ASSIGN_OR_RETURN(std::string bytes, tok->Decode(ids));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   } else {
-    std::vector<int32_t> ids = enc.EncodeParallel(data, threads);
-    if (eot) ids.push_back(enc.eot_id());
+    std::vector<int32_t> ids;
+    if (bos) {
+      if (!tok->bos_id())
+        return Errorf(ErrorCode::kInvalidArgument, "--bos: tokenizer {} has no BOS token",
+                      tok->name());
+      ids.push_back(*tok->bos_id());
+    }
+    const std::vector<int32_t> text_ids = tok->EncodeParallel(data, threads);
+    ids.insert(ids.end(), text_ids.begin(), text_ids.end());
+    if (eot) {
+      if (!tok->eos_id())
+        return Errorf(ErrorCode::kInvalidArgument, "--eot: tokenizer {} has no end-of-text token",
+                      tok->name());
+      ids.push_back(*tok->eos_id());
+    }
     std::string text;
     text.reserve(ids.size() * 6);
     for (int32_t id : ids) {

@@ -1,13 +1,17 @@
 // `benchmake tokenize`: the tokenizer for people and scripts.
 //
-//   benchmake tokenize --vocab FILE [--encoding NAME] [--threads N] [--eot] [INPUT|-]
-//   benchmake tokenize --vocab FILE --decode [INPUT|-]
+//   benchmake tokenize --vocab FILE [--tokenizer KIND] [--threads N] [--bos] [--eot] [INPUT|-]
+//   benchmake tokenize --vocab FILE [--tokenizer KIND] --decode [INPUT|-]
 //
 // Encoding prints the ids of INPUT's bytes (stdin for "-" or no INPUT), one
-// per line, like tiktoken's encode_ordinary; --eot appends the end-of-text id.
-// --decode reads whitespace-separated ids and writes their bytes. The
-// encoding comes from --encoding (gpt2, r50k_base, p50k_base, cl100k_base,
-// o200k_base, bytes) or else from the rank file's name (gpt2.tiktoken → gpt2).
+// per line, as the tokenizer's Encode (rules/text/tokenizer.h: no BOS, no
+// EOS); --bos prepends the beginning-of-document id, --eot appends the
+// end-of-text id. --decode reads whitespace-separated ids and writes their
+// text. The kind comes from --tokenizer (auto, sentencepiece, huggingface,
+// gpt2, r50k_base, p50k_base, cl100k_base, o200k_base, bytes; --encoding is
+// the same flag's old name), default auto: by the file's name
+// (tokenizer.model → sentencepiece, tokenizer.json → huggingface,
+// gpt2.tiktoken → gpt2).
 // Its flags, help and completion: TokenizeSpec() (engine/cli/flag_table.h).
 // Errors: kInvalidArgument for bad flags or ids (exit 2), kNotFound/kIo for
 // files.

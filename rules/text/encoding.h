@@ -1,5 +1,6 @@
 // Encoding: a byte-level BPE tokenizer as tiktoken defines one — a
-// pre-tokenization pattern, a rank file, and special tokens.
+// pre-tokenization pattern, a rank file, and special tokens. The tiktoken kind
+// of Tokenizer (tokenizer.h).
 //
 //   BM_ASSIGN_OR_RETURN(Encoding enc, Encoding::Load("gpt2", "data/gpt2.tiktoken"));
 //   std::vector<int32_t> ids = enc.Encode("Hello world");   // {15496, 995}
@@ -22,10 +23,12 @@
 //   "bytes": 256 single-byte tokens (id = byte value) and end-of-text = 256;
 //       no rank file. For tests.
 //
+// No BOS (bos_id() is nullopt); eos_id() is the end-of-text token.
+//
 // Thread safety: immutable after construction; every method is const and safe
 // from any number of threads. Encode() keeps a bounded per-thread cache of
-// pieces that needed merges (thread_local, about 1 MiB at most per thread,
-// tied to this encoding's id), which changes speed, never ids. Move-only.
+// pieces that needed merges (piece_cache.h), which changes speed, never ids.
+// Move-only.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +41,7 @@
 #include "base/result.h"
 #include "rules/text/pretokenizer.h"
 #include "rules/text/tiktoken_ranks.h"
+#include "rules/text/tokenizer.h"
 
 namespace bm::text {
 
@@ -46,7 +50,7 @@ struct SpecialToken {
   int32_t id;
 };
 
-class Encoding {
+class Encoding final : public Tokenizer {
  public:
   // name as listed above; rank_file is ignored for "bytes".
   // Errors: kInvalidArgument (unknown name), the rank file's errors.
@@ -63,27 +67,29 @@ class Encoding {
 
   Encoding(Encoding&&) noexcept;
   Encoding& operator=(Encoding&&) noexcept;
-  ~Encoding();
+  ~Encoding() override;
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const override { return name_; }
   // One more than the largest id, special tokens included (gpt2: 50257).
-  size_t vocab_size() const { return vocab_size_; }
+  size_t vocab_size() const override { return vocab_size_; }
   int32_t eot_id() const { return eot_id_; }
+  std::optional<int32_t> bos_id() const override { return std::nullopt; }
+  std::optional<int32_t> eos_id() const override { return eot_id_; }
+  bool adds_bos() const override { return false; }
 
   // Appends the ids of text to out.
-  void Encode(std::string_view text, std::vector<int32_t>* out) const;
-  std::vector<int32_t> Encode(std::string_view text) const;
+  void Encode(std::string_view text, std::vector<int32_t>* out) const override;
+  using Tokenizer::Encode;
 
   // The same ids as Encode(text), computed by up to `threads` threads on
-  // chunks cut where no piece can straddle ("x\n|y": a lone '\n' between
-  // printable ASCII bytes; built-in patterns only, a custom one runs on one
-  // thread).
-  std::vector<int32_t> EncodeParallel(std::string_view text, int threads) const;
+  // chunks cut where no piece can straddle ("x\n|y": CutRule::kLoneNewline;
+  // built-in patterns only, a custom one runs on one thread).
+  std::vector<int32_t> EncodeParallel(std::string_view text, int threads) const override;
 
   // Appends the bytes of ids to out. Errors: kInvalidArgument for an id that
   // is not a token of this encoding (out then holds the bytes before it).
-  Status Decode(std::span<const int32_t> ids, std::string* out) const;
-  Result<std::string> Decode(std::span<const int32_t> ids) const;
+  Status Decode(std::span<const int32_t> ids, std::string* out) const override;
+  using Tokenizer::Decode;
 
  private:
   Encoding() = default;
@@ -95,7 +101,7 @@ class Encoding {
   int32_t eot_id_ = -1;
   size_t vocab_size_ = 0;
   bool splits_at_lines_ = false;
-  uint64_t id_ = 0;  // keys the per-thread piece cache; unique per Custom()
+  uint64_t cache_owner_ = 0;  // keys the per-thread piece cache; unique per Custom()
 };
 
 }  // namespace bm::text

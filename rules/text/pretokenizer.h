@@ -46,8 +46,10 @@ class Gpt2Pretokenizer final : public Pretokenizer {
 
 class RegexPretokenizer final : public Pretokenizer {
  public:
+  enum class Unmatched { kDrop, kKeep };
   // Errors: kInvalidArgument when ICU cannot compile the pattern.
-  static Result<std::unique_ptr<RegexPretokenizer>> Create(std::string_view pattern);
+  static Result<std::unique_ptr<RegexPretokenizer>> Create(std::string_view pattern,
+                                                           Unmatched unmatched = Unmatched::kDrop);
   ~RegexPretokenizer() override;
   void Split(std::string_view text, PieceSink& sink) const override;
 

@@ -8,6 +8,7 @@ namespace bm::text {
 
 struct RegexPretokenizer::Impl {
   std::unique_ptr<icu::RegexPattern> pattern;
+  bool keep_unmatched = false;
 };
 
 std::string TranslatePatternForIcu(std::string_view pattern) {
@@ -42,10 +43,12 @@ std::unique_ptr<icu::RegexPattern> CompileIcuPattern(std::string_view pattern, U
 RegexPretokenizer::RegexPretokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RegexPretokenizer::~RegexPretokenizer() = default;
 
-Result<std::unique_ptr<RegexPretokenizer>> RegexPretokenizer::Create(std::string_view pattern) {
+Result<std::unique_ptr<RegexPretokenizer>> RegexPretokenizer::Create(std::string_view pattern,
+                                                                     Unmatched unmatched) {
   UErrorCode status = U_ZERO_ERROR;
   UParseError parse_error;
   auto impl = std::make_unique<Impl>();
+  impl->keep_unmatched = unmatched == Unmatched::kKeep;
   impl->pattern = CompileIcuPattern(pattern, status, parse_error);
   if (U_FAILURE(status)) {
     return Errorf(ErrorCode::kInvalidArgument, "pattern does not compile ({} at offset {}): {}",
@@ -64,11 +67,16 @@ void RegexPretokenizer::Split(std::string_view text, PieceSink& sink) const {
   }
   matcher->reset(ut);
   // With a UTF-8 UText, ICU's native indexes are byte offsets into `text`.
+  size_t done = 0;  // end of the last match
   while (matcher->find(status) && U_SUCCESS(status)) {
-    const int64_t start = matcher->start64(status);
-    const int64_t end = matcher->end64(status);
-    if (end > start) sink.Piece(text.substr(static_cast<size_t>(start), end - start));
+    const auto start = static_cast<size_t>(matcher->start64(status));
+    const auto end = static_cast<size_t>(matcher->end64(status));
+    if (end == start) continue;
+    if (impl_->keep_unmatched && start > done) sink.Piece(text.substr(done, start - done));
+    sink.Piece(text.substr(start, end - start));
+    done = end;
   }
+  if (impl_->keep_unmatched && done < text.size()) sink.Piece(text.substr(done));
   utext_close(ut);
 }
 

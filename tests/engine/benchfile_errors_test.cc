@@ -55,6 +55,15 @@ const ErrorCase kCases[] = {
     {"UnknownSetting", "[benchmake]\njobz = 2\n", "2:1", "unknown setting 'jobz' in [benchmake]"},
     {"RuleCheck", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\noutputs = [\"../escape\"]\n",
      "4:11", "output '../escape' must be a relative path inside {out}"},
+    {"TokenizerKind",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\ntokenizer = \"llama\"\n", "4:13",
+     "unknown tokenizer 'llama'"},
+    {"TokenizerFileOfAnotherKind",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\ntokenizer = \"gpt2\"\n"
+     "vocab = \"data/x.model\"\n",
+     "5:9",
+     "tokenizer 'gpt2' reads a tiktoken rank file (.tiktoken), but data/x.model is a "
+     "SentencePiece model"},
 };
 
 void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
@@ -65,6 +74,8 @@ TEST_P(BenchfileErrorTest, NamesFileLineColumnAndWhatIsWrong) {
   const ErrorCase& c = GetParam();
   testing::MemoryFilesystem fs;
   fs.Write("/ws/src/a.txt", "present");
+  fs.Write("/ws/data/gpt2.tiktoken", "present");  // the tokenize rule's default vocab
+  fs.Write("/ws/data/x.model", "present");
   fs.Write("/ws/BENCHFILE.toml", c.text);
   RuleRegistry rules;
   rules::RegisterBuiltinRules(rules);

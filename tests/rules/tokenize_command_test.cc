@@ -26,6 +26,22 @@ TEST(TokenizeCommandTest, EncodesStdinOneIdPerLine) {
   EXPECT_EQ(*RunCommand({"--vocab", kVocab, "-C", "/tmp", "-f", "B.toml"}, "Hi"), "17250\n");
 }
 
+TEST(TokenizeCommandTest, PicksTheTokenizerKind) {
+  const std::string sp = bm::text::testing::SourcePath("data/kjv_sp.model");
+  const std::string hf = bm::text::testing::SourcePath("data/gpt2_tokenizer.json");
+  const std::string ids = *RunCommand({"--vocab", sp}, "In the beginning");
+  EXPECT_EQ(*RunCommand({"--vocab", sp, "--tokenizer", "sentencepiece", "--bos", "--eot"},
+                        "In the beginning"),
+            "1\n" + ids + "2\n");
+  EXPECT_EQ(*RunCommand({"--vocab", sp, "--decode"}, ids), "In the beginning");
+  EXPECT_EQ(*RunCommand({"--vocab", hf, "--threads", "2"}, "Hello world<|endoftext|>"),
+            "15496\n995\n50256\n");
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--bos"}, "x").status().code(),
+            ErrorCode::kInvalidArgument);  // gpt2 has no BOS
+  EXPECT_EQ(RunCommand({"--vocab", sp, "--tokenizer", "gpt2"}, "x").status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
 TEST(TokenizeCommandTest, DecodesIdsBackToBytes) {
   EXPECT_EQ(*RunCommand({"--vocab", kVocab, "--decode"}, "15496\n995\n"), "Hello world");
   EXPECT_EQ(*RunCommand({"--encoding", "bytes", "--decode"}, "104 105 256"), "hi<|endoftext|>");
@@ -49,7 +65,12 @@ TEST(TokenizeCommandTest, RejectsBadUsage) {
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(RunCommand({"--vocab", kVocab, "--frobnicate"}, "").status().code(),
             ErrorCode::kInvalidArgument);
+  // An unknown rank file name means gpt2 (tokenizer "auto"); this one is missing.
   EXPECT_EQ(RunCommand({"--vocab", "/tmp/mystery.tiktoken"}, "").status().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--tokenizer", "wordpiece"}, "").status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(RunCommand({"--vocab", kVocab, "--tokenizer", "sentencepiece"}, "").status().code(),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(RunCommand({"--vocab", kVocab, "/nonexistent/input"}, "").status().code(),
             ErrorCode::kNotFound);

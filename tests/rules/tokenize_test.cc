@@ -8,6 +8,7 @@
 
 #include "base/formats/megatron_dataset.h"
 #include "rules/text/encoding.h"
+#include "rules/text/tokenizer.h"
 #include "tests/rules/text/test_data.h"
 
 namespace bm::rules {
@@ -298,6 +299,15 @@ TEST_F(TokenizeTest, CheckRejectsBadParameters) {
   ASSERT_EQ(errors.size(), 4u);
   EXPECT_EQ(errors[0].param, "format");
   EXPECT_EQ(errors[1].param, "valid_fraction");
+  EXPECT_EQ(errors[3].param, "tokenizer");
+  // A file of another kind is an error at the vocab parameter.
+  auto wrong = rule->Check({{"tokenizer", "gpt2"}, {"vocab", "llama/tokenizer.model"}});
+  ASSERT_EQ(wrong.size(), 1u);
+  EXPECT_EQ(wrong[0].param, "vocab");
+  EXPECT_NE(wrong[0].message.find("SentencePiece"), std::string::npos) << wrong[0].message;
+  EXPECT_EQ(rule->Check({{"tokenizer", "huggingface"}, {"vocab", "data/kjv_sp.model"}}).size(), 1u);
+  EXPECT_TRUE(rule->Check({{"tokenizer", "auto"}, {"vocab", "data/kjv_sp.model"}}).empty());
+  EXPECT_TRUE(rule->Check({{"tokenizer", "bytes"}, {"vocab", "data/gpt2.tiktoken"}}).empty());
   EXPECT_TRUE(rule->Check({{"format", "auto"}, {"valid_fraction", 0.1}}).empty());
 }
 
@@ -322,6 +332,109 @@ TEST(SplitRuleTest, IsSeededAndRoughlyTheFraction) {
   EXPECT_NEAR(in_a, 1000, 150);
   EXPECT_LT(same, 9500);  // another seed, another split
   EXPECT_FALSE((SplitRule{1, 0.0}).IsValid(5));
+}
+
+}  // namespace
+}  // namespace bm::rules
+
+namespace bm::rules {
+namespace {
+
+const text::Tokenizer& KjvSp() {
+  static const text::Tokenizer* tok =
+      text::OpenTokenizer("auto", SourcePath("data/kjv_sp.model"))->release();
+  return *tok;
+}
+
+// LLaMA's conventions: every document opens with BOS and closes with EOS.
+TEST_F(TokenizeTest, SentencePieceDocumentsStartWithBosAndEndWithEos) {
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {"data/kjv.txt"}},
+                    {"vocab", "data/kjv_sp.model"},
+                    {"document_start", kChapterStart},
+                    {"threads", 2}},
+                   out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json stats = json::parse(ReadFile(out + "/stats.json"));
+  EXPECT_EQ(stats["tokenizer"], "sentencepiece");
+  EXPECT_EQ(stats["vocab_size"], 8000);
+  EXPECT_EQ(stats["bos_id"], 1);
+  EXPECT_EQ(stats["eot_id"], 2);
+  EXPECT_EQ(stats["dtype"], "uint16");
+  EXPECT_EQ(stats["documents"], 1189);
+  std::string decoded;
+  for (auto& doc : DocumentsInInputOrder(out, {1234, 0.05})) {
+    ASSERT_GE(doc.size(), 2u);
+    ASSERT_EQ(doc.front(), 1);
+    ASSERT_EQ(doc.back(), 2);
+    EXPECT_EQ(std::count(doc.begin(), doc.end(), 1), 1);
+    doc.erase(doc.begin());
+    doc.pop_back();
+    decoded += *KjvSp().Decode(doc);
+  }
+  EXPECT_EQ(decoded, ReadFile(SourcePath("data/kjv.txt")));
+}
+
+TEST_F(TokenizeTest, EmptyDocumentsKeepTheirMarkers) {
+  const std::string in = WriteInput("e.jsonl", "{\"text\": \"\"}\n{\"text\": \"a\"}\n");
+  for (const auto& [vocab, expected] : std::vector<std::pair<std::string, std::vector<int32_t>>>{
+           {"data/kjv_sp.model", {1, 2}},
+           {"data/gpt2.tiktoken", {50256}},
+           {"data/gpt2_tokenizer.json", {50256}}}) {
+    const std::string out = Dir("out_" + std::to_string(expected.size()) + vocab.substr(5, 4));
+    ASSERT_TRUE(RunRule({{"input", {in}}, {"vocab", vocab}, {"valid_fraction", 0.0}}, out).ok())
+        << vocab;
+    auto ids = IndexedDataset::Open(out + "/train");
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids->ReadSequence(0), expected) << vocab;
+  }
+}
+
+TEST_F(TokenizeTest, SentencePieceBosIsNotTrainedOn) {
+  const std::string in = WriteInput(
+      "a.json",
+      R"([{"instruction": "Quote Genesis 1:3", "input": "", "output": "Let there be light."}])");
+  const std::string out = Dir("out");
+  ASSERT_TRUE(
+      RunRule({{"input", {in}}, {"vocab", "data/kjv_sp.model"}, {"valid_fraction", 0.0}}, out)
+          .ok());
+  const auto seq = *IndexedDataset::Open(out + "/train")->ReadSequence(0);
+  const auto mask = *IndexedDataset::Open(out + "/train_mask")->ReadSequence(0);
+  EXPECT_EQ(seq.front(), 1);
+  EXPECT_EQ(mask.front(), 0);
+  EXPECT_EQ(seq.back(), 2);
+  EXPECT_EQ(mask.back(), 1);
+}
+
+// Hugging Face's encode matches added tokens in the text: <|endoftext|> written
+// in a document is the end-of-text id there (tiktoken's kind encodes it as text).
+TEST_F(TokenizeTest, HuggingFaceMatchesSpecialTokensInText) {
+  const std::string in = WriteInput("s.jsonl", "{\"text\": \"a<|endoftext|>b\"}\n");
+  const std::string hf = Dir("hf"), tk = Dir("tk");
+  ASSERT_TRUE(
+      RunRule({{"input", {in}}, {"vocab", "data/gpt2_tokenizer.json"}, {"valid_fraction", 0.0}}, hf)
+          .ok());
+  ASSERT_TRUE(
+      RunRule({{"input", {in}}, {"vocab", "data/gpt2.tiktoken"}, {"valid_fraction", 0.0}}, tk)
+          .ok());
+  EXPECT_EQ(*IndexedDataset::Open(hf + "/train")->ReadSequence(0),
+            (std::vector<int32_t>{64, 50256, 65, 50256}));
+  std::vector<int32_t> as_text = Gpt2().Encode("a<|endoftext|>b");
+  as_text.push_back(50256);
+  EXPECT_EQ(*IndexedDataset::Open(tk + "/train")->ReadSequence(0), as_text);
+  EXPECT_EQ(json::parse(ReadFile(hf + "/stats.json"))["tokenizer"], "huggingface");
+}
+
+TEST_F(TokenizeTest, TokenizerWithoutEndOfTextIsAnError) {
+  json j = json::parse(ReadFile(SourcePath("data/gpt2_tokenizer.json")));
+  j["added_tokens"] = json::array();
+  const std::string vocab = WriteInput("tokenizer.json", j.dump());
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {"data/kjv.txt"}}, {"vocab", vocab}}, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no end-of-text token"), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(fs::is_empty(out));
 }
 
 }  // namespace

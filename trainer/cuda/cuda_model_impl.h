@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,21 @@ namespace bm::train::cuda {
 namespace model_internal {
 
 using bf16 = __nv_bfloat16;
+using fp16 = __half;
+
+// Calls f(T{}) with the element type of `dtype`: float, bf16 or fp16 (the kernels' T).
+template <typename F>
+auto WithElementType(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kBF16:
+      return f(bf16{});
+    case DType::kF16:
+      return f(fp16{});
+    case DType::kF32:
+      break;
+  }
+  return f(float{});
+}
 
 enum class Mode { kTrain, kLoss, kArgmax };
 
@@ -41,8 +58,10 @@ struct LayerActs {
 
 }  // namespace model_internal
 using model_internal::bf16;
+using model_internal::fp16;
 using model_internal::LayerActs;
 using model_internal::Mode;
+using model_internal::WithElementType;
 
 struct CudaModel::Impl {
   Impl(const ModelSpec& m, const RunSpec& r) : spec(m), run(r), layout(m) {}
@@ -54,7 +73,7 @@ struct CudaModel::Impl {
   std::unique_ptr<Matmul> matmul;
   cudaStream_t stream = nullptr;
   cudaEvent_t staged = nullptr;
-  size_t elem = 2;  // bytes per activation element
+  size_t elem = 2;  // bytes per activation element (4 in fp32 mode)
 
   // arena offsets
   size_t p32 = 0, plp = 0, grad = 0, adam_m = 0, adam_v = 0;
@@ -120,18 +139,20 @@ struct CudaModel::Impl {
   int BigCols() const { return spec.family == Family::kGpt ? spec.ffn : 2 * spec.ffn; }
   bool Gpt() const { return spec.family == Family::kGpt; }
   AttentionShape AttShape(int b, int t) const {
-    return {b, t, spec.heads, spec.kv_heads, spec.head_dim(), run.attention_chunk};
+    return {b, t, spec.heads, spec.kv_heads, spec.head_dim(), run.attention_chunk, Fp16()};
   }
+  bool Fp16() const { return run.dtype == DType::kF16; }
+  bool Lowp() const { return run.dtype != DType::kF32; }  // 16-bit weight copy and activations
   template <typename T>
   T* A(size_t off) const {
     return arena->At<T>(off);
   }
-  DType Dt() const { return run.bf16 ? DType::kBF16 : DType::kF32; }
-  // Weights as the matmuls read them: bf16 copy or the fp32 master.
+  DType Dt() const { return run.dtype; }
+  // Weights as the matmuls read them: the 16-bit copy or the fp32 master.
   template <typename T>
   const T* W(size_t off) const {
-    return run.bf16 ? reinterpret_cast<const T*>(A<bf16>(plp) + off)
-                    : reinterpret_cast<const T*>(A<float>(p32) + off);
+    return Lowp() ? reinterpret_cast<const T*>(A<uint16_t>(plp) + off)
+                  : reinterpret_cast<const T*>(A<float>(p32) + off);
   }
   float* G(size_t off) const { return A<float>(grad) + off; }
 
@@ -158,7 +179,7 @@ struct CudaModel::Impl {
   Status Classifier(int rows_offset, int rows, float grad_scale, Mode mode);
   template <typename T>
   Status ForwardBackward(float grad_scale, Mode mode);
-  Status Run(float grad_scale, Mode mode);  // ForwardBackward<bf16 or float>
+  Status Run(float grad_scale, Mode mode);  // ForwardBackward<the element type>
 
   // ZeroGradients() only marks the gradients: the next training pass writes them (the weight
   // matrices' products with beta 0, no memset and no read of the old values) after zeroing

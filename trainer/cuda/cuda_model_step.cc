@@ -327,8 +327,8 @@ Status CudaModel::Impl::Run(float grad_scale, Mode mode) {
                     "zero gradients [{}, {})", begin, end);
     }
   }
-  Status s =
-      run.bf16 ? ForwardBackward<bf16>(grad_scale, mode) : ForwardBackward<float>(grad_scale, mode);
+  Status s = WithElementType(
+      run.dtype, [&](auto tag) { return ForwardBackward<decltype(tag)>(grad_scale, mode); });
   if (mode == Mode::kTrain) zero_pending = norm_fresh = false;
   return s;
 }

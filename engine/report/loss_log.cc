@@ -4,6 +4,8 @@ namespace bm::report {
 
 Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_view name) {
   std::vector<LossPoint> points;
+  int64_t last_step = 0;  // steps with a null loss count for the order too
+  bool any_step = false;
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < jsonl.size()) {
@@ -36,15 +38,17 @@ Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_
       return Errorf(ErrorCode::kCorrupt, "{}:{}: \"step\" missing or not an integer", name,
                     line_no);
     }
-    if (loss == j.end() || !loss->is_number()) {
+    if (loss == j.end() || !(loss->is_number() || loss->is_null())) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: \"loss\" missing or not a number", name, line_no);
     }
-    LossPoint p{step->get<int64_t>(), loss->get<double>()};
-    if (!points.empty() && p.step <= points.back().step) {
-      return Errorf(ErrorCode::kCorrupt, "{}:{}: step {} does not follow step {}", name, line_no,
-                    p.step, points.back().step);
+    const int64_t s = step->get<int64_t>();
+    if (any_step && s <= last_step) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: step {} does not follow step {}", name, line_no, s,
+                    last_step);
     }
-    points.push_back(p);
+    any_step = true;
+    last_step = s;
+    if (loss->is_number()) points.push_back(LossPoint{s, loss->get<double>()});
   }
   return points;
 }

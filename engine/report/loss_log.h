@@ -2,7 +2,8 @@
 // line {"format": "benchmake-log", "version": 1}, then one JSON object per
 // step, {"step", "loss", "lr", "grad_norm", "tokens", "tokens_per_s", "ms"}.
 // Only step and loss matter to reports; other fields are ignored, blank lines
-// skipped; the header is optional (logs of other tools have none).
+// skipped; the header is optional (logs of other tools have none). A null loss
+// (an fp16 step whose forward pass overflowed) gives no point.
 //
 // Errors (naming `name` and the 1-based line): kCorrupt for a line that is not
 // a JSON object, another format, a missing or non-numeric step or loss, steps

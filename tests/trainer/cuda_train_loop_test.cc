@@ -36,36 +36,18 @@ class CudaTrainLoopTest : public ::testing::TestWithParam<const char*> {
 
   RunConfig Config(const std::string& out, const std::string& precision = "bf16",
                    nlohmann::json overrides = {{"max_seq", 32}}) {
-    nlohmann::json j = {{"mode", "pretrain"},
-                        {"data", data_ + "/data"},
-                        {"out_dir", data_ + "/" + out},
-                        {"model", {{"preset", GetParam()}, {"overrides", overrides}}},
-                        {"lbs", 4},
-                        {"mpe", 16},
-                        {"gas", 1},
-                        {"steps", 12},
-                        {"warmup_steps", 2},
-                        {"lr", 3e-3},
-                        {"min_lr", 3e-4},
-                        {"seed", 5},
-                        {"device", "cuda"},
-                        {"precision", precision}};
+    nlohmann::json j =
+        testing::TinyPretrainConfig(data_ + "/data", data_ + "/" + out, GetParam(), overrides);
+    j["device"] = "cuda";
+    j["precision"] = precision;
     Result<RunConfig> c = ParseRunConfig(j);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return *c;
   }
 
-  static std::vector<nlohmann::json> Log(const std::string& dir) {
-    std::vector<nlohmann::json> lines;
-    std::ifstream in(dir + "/log.jsonl");
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
-    return lines;
-  }
   static std::vector<double> Losses(const std::string& dir) {
     std::vector<double> losses;
-    for (const nlohmann::json& j : Log(dir)) losses.push_back(j["loss"]);
+    for (const nlohmann::json& j : testing::ReadLog(dir)) losses.push_back(j["loss"]);
     return losses;
   }
 
@@ -104,7 +86,8 @@ TEST_P(CudaTrainLoopTest, KillAndResumeEqualsUninterrupted) {
     Result<nlohmann::json> resumed = RunTraining(part, nullptr);
     ASSERT_TRUE(resumed.ok()) << resumed.status().message();
     EXPECT_EQ((*resumed)["provenance"]["resumed_from_step"], 5) << p;
-    std::vector<nlohmann::json> a = Log(full.out_dir), b = Log(part.out_dir);
+    std::vector<nlohmann::json> a = testing::ReadLog(full.out_dir),
+                                b = testing::ReadLog(part.out_dir);
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
       for (const char* key : {"loss", "grad_norm", "loss_scale", "skipped"})
@@ -161,7 +144,7 @@ TEST_P(CudaTrainLoopTest, Fp16InjectedOverflowIsSkippedAndCounted) {
   c.loss_scaler.init_scale = std::ldexp(1.0, 40);
   Result<nlohmann::json> m = RunTraining(c, nullptr);
   ASSERT_TRUE(m.ok()) << m.status().message();
-  std::vector<nlohmann::json> log = Log(c.out_dir);
+  std::vector<nlohmann::json> log = testing::ReadLog(c.out_dir);
   ASSERT_EQ(log.size(), 40u);
   int skipped = 0;
   double scale = c.loss_scaler.init_scale;

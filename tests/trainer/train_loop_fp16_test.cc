@@ -95,18 +95,9 @@ class TrainLoopFp16Test : public ::testing::Test {
   // An fp32 CPU config; Fp16() turns it into what the loop sees for precision = "fp16" (which
   // the CPU backend itself refuses: the test backend stands in for the GPU).
   RunConfig Config(const std::string& out) {
-    nlohmann::json j = {{"mode", "pretrain"},
-                        {"data", data_ + "/data"},
-                        {"out_dir", data_ + "/" + out},
-                        {"model", {{"preset", "llama-tiny"}, {"overrides", {{"max_seq", 32}}}}},
-                        {"lbs", 4},
-                        {"mpe", 16},
-                        {"steps", 12},
-                        {"warmup_steps", 2},
-                        {"lr", 3e-3},
-                        {"min_lr", 3e-4},
-                        {"seed", 5},
-                        {"threads", 2}};
+    nlohmann::json j =
+        testing::TinyPretrainConfig(data_ + "/data", data_ + "/" + out, "llama-tiny");
+    j["threads"] = 2;
     Result<RunConfig> c = ParseRunConfig(j);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return *c;
@@ -126,15 +117,6 @@ class TrainLoopFp16Test : public ::testing::Test {
     };
     return h;
   }
-  static std::vector<nlohmann::json> Log(const std::string& dir) {
-    std::vector<nlohmann::json> lines;
-    std::ifstream in(dir + "/log.jsonl");
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
-    return lines;
-  }
-
   std::string data_;
 };
 
@@ -143,7 +125,7 @@ TEST_F(TrainLoopFp16Test, SkipsOverflowsHalvesAndGrows) {
   std::vector<OptimizerCall> calls;
   Result<nlohmann::json> m = RunTraining(c, nullptr, Overflows({2, 3}, &calls));
   ASSERT_TRUE(m.ok()) << m.status().message();
-  std::vector<nlohmann::json> log = Log(c.out_dir);
+  std::vector<nlohmann::json> log = testing::ReadLog(c.out_dir);
   ASSERT_EQ(log.size(), 12u);
   // 1 clean at 1024; 2, 3 overflow (1024 -> 512 -> 256); 4-6 clean, then x2; 7-9, then x2.
   const double want_scale[] = {1024, 1024, 512, 256, 256, 256, 512, 512, 512, 1024, 1024, 1024};
@@ -177,7 +159,8 @@ TEST_F(TrainLoopFp16Test, WithoutOverflowEqualsFp32BitForBit) {
   RunConfig half = Fp16("fp16", 65536, 4);
   Result<nlohmann::json> m16 = RunTraining(half, nullptr, Overflows({}));
   ASSERT_TRUE(m16.ok()) << m16.status().message();
-  std::vector<nlohmann::json> a = Log(plain.out_dir), b = Log(half.out_dir);
+  std::vector<nlohmann::json> a = testing::ReadLog(plain.out_dir),
+                              b = testing::ReadLog(half.out_dir);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << "step " << i + 1;
@@ -208,7 +191,8 @@ TEST_F(TrainLoopFp16Test, KillAndResumeRestoresTheScaler) {
   Result<nlohmann::json> resumed = RunTraining(part, nullptr, Overflows(overflow, nullptr, 6));
   ASSERT_TRUE(resumed.ok()) << resumed.status().message();
   EXPECT_EQ((*resumed)["provenance"]["resumed_from_step"], 5);
-  std::vector<nlohmann::json> a = Log(full.out_dir), b = Log(part.out_dir);
+  std::vector<nlohmann::json> a = testing::ReadLog(full.out_dir),
+                              b = testing::ReadLog(part.out_dir);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     for (const char* key : {"loss", "grad_norm", "loss_scale", "skipped", "lr"})

@@ -3,8 +3,8 @@
 // line like the peer's, so bench/gpu_check.sh can put the two side by side.
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
-//                    [--accum N] [--zero 0-3] [--nccl]
-//                    [--recompute] [--fp32] [--profile] [--attention auto|cudnn|flash]
+//                    [--accum N] [--zero 0-3] [--nccl] [--precision bf16|fp16|fp32]
+//                    [--recompute] [--profile] [--attention auto|cudnn|flash]
 //                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
 //
 // Several GPUs: start one process per GPU with RANK, WORLD_SIZE, LOCAL_RANK and
@@ -15,7 +15,11 @@
 // Data: fresh uniform random tokens every step (like the peer's --data fresh; a different
 // stream per rank), so the loss must stay near ln V. Timing: each step (staging, forward,
 // backward, optimizer) by the host clock around a synchronized step; the median after warm-up,
-// the largest over ranks; tokens/s per GPU = batch × seq × accum / step time.
+// the largest over ranks; tokens/s per GPU = batch × seq × accum / step time. fp16 steps run
+// as the training loop runs them (trainer/run/train_loop.cc): the backward on loss x S, the
+// gradient norm read back to decide (an overflowing step skips AdamW), AdamW with grad_scale
+// 1 / S, S moved by the loss scaler (trainer/run/loss_scaler.h, GradScaler's defaults) — the
+// peer's counterpart is autocast(float16) with torch.amp.GradScaler.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -33,16 +38,18 @@
 #include "trainer/cuda/probe.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/rank_env.h"
+#include "trainer/run/loss_scaler.h"
 
 namespace {
 
 using bm::train::cuda::AttentionImpl;
 using bm::train::cuda::CudaModel;
+using bm::train::cuda::DType;
 using bm::train::cuda::Family;
 using bm::train::cuda::ModelSpec;
 using bm::train::cuda::RunSpec;
 
-constexpr double kPeak = 989.4e12;  // H100/H200 SXM bf16 dense
+constexpr double kPeak = 989.4e12;  // H100/H200 SXM bf16 (= fp16) dense
 
 // N(0, std) by a counter-based hash (so threads fill disjoint ranges reproducibly).
 float NormalAt(uint64_t i, float stddev) {
@@ -121,8 +128,15 @@ int main(int argc, char** argv) {
     else if (a == "--recompute")
       run.recompute = true;
     else if (a == "--fp32")
-      run.bf16 = false;
-    else if (a == "--profile")
+      run.dtype = DType::kF32;
+    else if (a == "--precision") {
+      std::string p = next();
+      if (p != "bf16" && p != "fp16" && p != "fp32") {
+        std::fprintf(stderr, "cuda_train_bench: --precision bf16|fp16|fp32, not %s\n", p.c_str());
+        return 2;
+      }
+      run.dtype = p == "bf16" ? DType::kBF16 : p == "fp16" ? DType::kF16 : DType::kF32;
+    } else if (a == "--profile")
       run.profile = true;
     else if (a == "--attention") {
       attention = next();
@@ -155,10 +169,12 @@ int main(int argc, char** argv) {
   run.micro_batch = batch > 0 ? batch : default_batch;
   run.seq = seq > 0 ? seq : spec.max_positions;
   // auto (the default): cuDNN's fused attention when built in and usable, like the backend.
-  bm::train::cuda::AttentionShape shape{run.micro_batch, run.seq,         spec.heads,
-                                        spec.kv_heads,   spec.head_dim(), run.attention_chunk};
-  if (attention == "cudnn" ||
-      (attention == "auto" && run.bf16 && bm::train::cuda::CudnnAttentionUsable(shape)))
+  bm::train::cuda::AttentionShape shape{
+      run.micro_batch,         run.seq,         spec.heads,
+      spec.kv_heads,           spec.head_dim(), run.attention_chunk,
+      run.dtype == DType::kF16};
+  if (attention == "cudnn" || (attention == "auto" && run.dtype != DType::kF32 &&
+                               bm::train::cuda::CudnnAttentionUsable(shape)))
     run.attention = AttentionImpl::kCudnn;
   auto env = bm::train::dist::ReadRankEnvFromProcess();
   if (!env.ok()) return Fail(env.status());
@@ -180,6 +196,8 @@ int main(int argc, char** argv) {
   std::uniform_int_distribution<int> tok(0, spec.vocab - 1);
   std::vector<int> tokens(n), targets(n);
   bm::train::cuda::AdamWHyper hyper;  // lr 3e-4, betas (0.9, 0.95), wd 0.1, clip 1.0 as the peer
+  std::optional<bm::train::LossScaler> scaler;
+  if (run.dtype == DType::kF16) scaler.emplace(bm::train::LossScalerOptions{});
   std::vector<double> ms;
   double loss = 0.0, norm = 0.0;
   for (int step = 0; step < warmup + steps; ++step) {
@@ -189,7 +207,9 @@ int main(int argc, char** argv) {
     }
     if (step == warmup) model.ResetPhaseTimes();
     auto t0 = std::chrono::steady_clock::now();
-    hyper.step = step + 1;
+    const double loss_scale = scaler ? scaler->scale() : 1.0;
+    hyper.step = step + 1 - (scaler ? scaler->skipped() : 0);
+    hyper.grad_scale = static_cast<float>(1.0 / loss_scale);
     if (auto s = model.ZeroGradients(); !s.ok()) return Fail(s);
     bm::train::cuda::TokenBatch batch;
     batch.tokens = tokens.data(), batch.targets = targets.data();
@@ -202,20 +222,30 @@ int main(int argc, char** argv) {
           targets[i] = tok(rng);
         }
       }
-      auto sum = model.ForwardBackward(batch, 1.0f / (static_cast<float>(n) * accum * world),
-                                       a == accum - 1);
+      auto sum = model.ForwardBackward(
+          batch, static_cast<float>(loss_scale) / (static_cast<float>(n) * accum * world),
+          a == accum - 1);
       if (!sum.ok()) return Fail(sum.status());
       total += *sum;
     }
-    if (auto s = model.OptimizerStep(hyper); !s.ok()) return Fail(s);
+    bool apply = true;
+    if (scaler) {  // the loop's decision: the norm read back, an overflow skips AdamW
+      auto g = model.GradNorm();
+      if (!g.ok()) return Fail(g.status());
+      apply = std::isfinite(*g) && std::isfinite(total);
+      if (auto s = scaler->Update(!apply); !s.ok()) return Fail(s);
+    }
+    if (apply) {
+      if (auto s = model.OptimizerStep(hyper); !s.ok()) return Fail(s);
+    }
     if (auto s = model.Synchronize(); !s.ok()) return Fail(s);
     auto t1 = std::chrono::steady_clock::now();
     loss = total / (static_cast<double>(n) * accum);
     if (step + 1 == warmup + steps) {
       auto g = model.GradNorm();
-      if (g.ok()) norm = *g;
+      if (g.ok()) norm = *g / loss_scale;
     }
-    if (!std::isfinite(loss))
+    if (!std::isfinite(loss) && !scaler)
       return Fail(bm::Errorf(bm::ErrorCode::kFailed, "loss is {} at step {}", loss, step));
     if (step >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
@@ -245,7 +275,13 @@ int main(int argc, char** argv) {
   j["zero"] = run.zero;
   j["communicator"] = run.comm ? std::string(run.comm->transport()) : "none";
   j["seq"] = run.seq;
-  j["precision"] = run.bf16 ? "bf16 compute / fp32 params+grads+AdamW" : "fp32";
+  j["precision"] = run.dtype == DType::kBF16 ? "bf16 compute / fp32 params+grads+AdamW"
+                   : run.dtype == DType::kF16
+                       ? "fp16 compute / fp32 params+grads+AdamW, dynamic loss scale"
+                       : "fp32";
+  j["dtype"] = bm::train::cuda::DTypeName(run.dtype);
+  j["skipped_steps"] = scaler ? scaler->skipped() : 0;
+  j["loss_scale"] = scaler ? nlohmann::json(scaler->scale()) : nlohmann::json(nullptr);
   j["recompute"] = run.recompute;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["attention_chunk"] = run.attention_chunk;
@@ -274,9 +310,10 @@ int main(int argc, char** argv) {
   if (facts.ok() && !facts->gpus.empty()) j["device"] = facts->gpus[0].name;
   std::printf("%s\n", j.dump().c_str());
   std::printf(
-      "SUMMARY %s B=%d T=%d accum %d GPUs %d zero %d: %.0f tok/s/GPU, step %.1f ms, MFU 6N %.1f%% "
-      "PaLM %.1f%%, plan %.1f GiB, used %.1f GiB, loss %.3f (ln V %.3f)\n",
-      model_name.c_str(), run.micro_batch, run.seq, accum, world, run.zero, tps, med,
+      "SUMMARY %s %s B=%d T=%d accum %d GPUs %d zero %d: %.0f tok/s/GPU, step %.1f ms, MFU 6N "
+      "%.1f%% PaLM %.1f%%, plan %.1f GiB, used %.1f GiB, loss %.3f (ln V %.3f)\n",
+      model_name.c_str(), bm::train::cuda::DTypeName(run.dtype), run.micro_batch, run.seq, accum,
+      world, run.zero, tps, med,
       100 * j["mfu_6n_all"].get<double>(), 100 * j["mfu_palm_all"].get<double>(),
       j["plan_GiB"].get<double>(), j["device_used_GiB"].get<double>(), loss,
       std::log(static_cast<double>(spec.vocab)));

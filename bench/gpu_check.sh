@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [comm] [bench] [torch] [profile]
+#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [comm] [bench] [torch] [profile] [fp16]
 # ATTENTIONS="flash cudnn" times each model with each attention implementation (default auto,
 # the backend's default: cuDNN when usable); CHUNKS="0 512 1024" times each cuDNN backward key
 # block (0: all keys in one call; default: the backend's); TUNES="on off" times each with and
 # without the matmul tuner (--no-tune);
 # tests run the cuDNN attention parity tests first (CUDNN_TESTS=0 skips that head start).
+# fp16 times, on the same rows, our fp16 (dynamic loss scaling) and bf16 and PyTorch's fp16
+# (autocast + GradScaler) and bf16 (TORCH_BF16=0 leaves PyTorch's bf16 out; OURS_ONLY=1 leaves
+# PyTorch out), and prints the ratios.
 # Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
 # libfmt comes from .debs when the machine lacks it. Logs go to $OUT.
 set -uo pipefail
@@ -39,12 +42,12 @@ ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/tmp/debroot
 
 if want cudnntests; then  # the cuDNN attention tests alone (also part of tests)
   ours "$bin/cuda_ops_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |note:|Failure|Expected|Which is|failed|cuDNN" | head -40
-  ours "$bin/cuda_model_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee -a "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |cudnn bf16 grad.*e-0[0-1]|Failure|Expected|Which is|failed" | head -40
+  ours "$bin/cuda_model_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee -a "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |cudnn .*f16 grad.*e-0[0-1]|Failure|Expected|Which is|failed" | head -40
 fi
 if want tests; then
   ours "$bin/cuda_ops_test" --gtest_color=no 2>&1 | tee "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |rel err|note:|Failure|Expected|Which is" | head -80
-  ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|bf16 grad.*e-0[0-1]" | head -60
-  OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|error" | head -60
+  ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|f16 grad.*e-0[0-1]" | head -60
+  OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|note:|Failure|Expected|Which is|error" | head -60
   grep -cE "^\[       OK \]" "$OUT/tests.log" | sed 's/^/tests OK: /'
 fi
 if want comm; then  # the NCCL communicator (trainer/dist/); tests needing 2+ GPUs skip on one
@@ -73,12 +76,16 @@ if want variants; then
   ours "$bin/cuda_train_bench" --model llama7b-8l --batch 2 --recompute --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute: /' | tee -a "$OUT/bench.log"
   ours "$bin/cuda_train_bench" --model llama-1b --batch 8 --recompute --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute: /' | tee -a "$OUT/bench.log"
 fi
-if want profile; then
-  for mb in "${models[@]}"; do
+if want profile; then  # PROFILE_MODELS="llama-1b:8" profiles those rows only; PRECISIONS="bf16 fp16"
+  prof=(); for m in ${PROFILE_MODELS:-}; do prof+=("${m/:/ }"); done
+  [[ ${#prof[@]} -eq 0 ]] && prof=("${models[@]}")
+  for mb in "${prof[@]}"; do
     set -- $mb
     for attn in ${ATTENTIONS:-auto}; do
-      ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --steps 10 --profile --attention "$attn" --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
-      tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], j.get('attention','flash'), 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
+      for p in ${PRECISIONS:-bf16}; do
+        ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --precision "$p" --steps 10 --profile --attention "$attn" --json "$OUT/profile.jsonl" >> "$OUT/profile.log" 2>&1
+        tail -1 "$OUT/profile.jsonl" | python3 -c "import json,sys; j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step',{}); t=sum(p.values()); print(j['model'], j.get('dtype','bf16'), j.get('attention','flash'), 'step', round(j['step_ms_median'],1), 'ms;', ', '.join(f'{k} {v:.1f} ({100*v/t:.0f}%)' for k,v in sorted(p.items(), key=lambda x:-x[1])))"
+      done
     done
   done
 fi
@@ -88,6 +95,41 @@ if want torch; then
     set -- $mb
     PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" --json "$OUT/torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/bench.log"
   done
+fi
+if want fp16; then
+  cp "$here/bench/torch_reference.py" /tmp/torch_reference.py
+  for mb in "${models[@]}"; do
+    set -- $mb
+    for p in fp16 bf16; do
+      ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --precision $p --json "$OUT/fp16.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/fp16.log"
+    done
+    [[ ${OURS_ONLY:-0} == 1 ]] && continue
+    for p in fp16 $([[ ${TORCH_BF16:-1} == 1 ]] && echo bf16); do
+      PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" --precision $p --json "$OUT/fp16-torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/fp16.log"
+    done
+  done
+  echo "== fp16 table (tokens/s; ratios in the same call)"
+  python3 - "$OUT" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+def load(p):
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+ours = {(r["model"], r.get("dtype", "bf16")): r for r in load(f"{out}/fp16.jsonl")}
+torch = {(r["model"], r.get("dtype", "bf16")): r for r in load(f"{out}/fp16-torch.jsonl") if "tokens_per_s" in r}
+def tps(d, k):
+    return d[k]["tokens_per_s"] if k in d else None
+def ratio(a, b):
+    return f"{a / b:.3f}" if a and b else "-"
+def num(x):
+    return f"{x:9.0f}" if x else "        -"
+for m in dict.fromkeys(k[0] for k in ours):
+    o16, o16b, t16, t16b = tps(ours, (m, "f16")), tps(ours, (m, "bf16")), tps(torch, (m, "fp16")), tps(torch, (m, "bf16"))
+    r = ours.get((m, "f16"), {})
+    print(f"{m:12s} ours fp16 {num(o16)} bf16 {num(o16b)} | torch fp16 {num(t16)} bf16 {num(t16b)} | "
+          f"ours fp16/bf16 {ratio(o16, o16b)}, fp16 ours/torch {ratio(o16, t16)}, bf16 ours/torch {ratio(o16b, t16b)}, "
+          f"torch fp16/bf16 {ratio(t16, t16b)} | ours fp16 skipped {r.get('skipped_steps', '-')} scale {r.get('loss_scale', '-')} "
+          f"loss {r.get('final_loss', float('nan')):.3f} plan {r.get('plan_GiB', float('nan')):.1f} GiB")
+PY
 fi
 echo "== table"
 python3 - "$OUT" <<'PY'

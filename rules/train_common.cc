@@ -48,7 +48,8 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
       {"device", ParamType::kString, json("cpu"), "cpu or cuda", true},
       {"threads", ParamType::kInt, json(0),
        "CPU threads per rank (0: the machine's cores divided by its ranks); part of the key", true},
-      {"precision", ParamType::kString, json("fp32"), "fp32, or bf16 / amp (cuda)", true},
+      {"precision", ParamType::kString, json("fp32"),
+       "fp32, or on cuda bf16 / fp16 (amp = bf16); fp16 with dynamic loss scaling", true},
       {"layout", ParamType::kString, json("TP1PP1DP1"), "parallel layout TPxPPyDPz", true},
       {"lbs", ParamType::kInt, json(8), "micro-batch size (LBS)", true},
       {"mpe", ParamType::kInt, json(256), "sequence length (MPE)", true},
@@ -75,6 +76,19 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
         {"beta1", ParamType::kFloat, json(0.9), "AdamW beta1", true},
         {"beta2", ParamType::kFloat, json(0.95), "AdamW beta2", true},
         {"grad_clip", ParamType::kFloat, json(1.0), "global gradient-norm clipping (0: off)", true},
+        // fp16's dynamic loss scaler (PyTorch GradScaler's names and defaults): they can
+        // change a run's bits, so they are key parameters even though only fp16 reads them.
+        {"init_scale", ParamType::kFloat, json(65536.0), "fp16: initial loss scale", true},
+        {"growth_factor", ParamType::kFloat, json(2.0),
+         "fp16: loss scale factor after growth_interval clean steps", true},
+        {"backoff_factor", ParamType::kFloat, json(0.5),
+         "fp16: loss scale factor on an overflowing (skipped) step", true},
+        {"growth_interval", ParamType::kInt, json(2000),
+         "fp16: clean steps in a row before the loss scale grows", true},
+        {"min_scale", ParamType::kFloat, json(1.0),
+         "fp16: the run fails when the loss scale would fall below this", true},
+        {"hysteresis", ParamType::kInt, json(1),
+         "fp16: overflows tolerated before the loss scale backs off", true},
         {"zero", ParamType::kInt, json(0), "ZeRO stage (needs DP > 1)", true},
         {"recompute", ParamType::kBool, json(false), "activation recompute (cuda)", true},
         {"checkpoint_every", ParamType::kInt, json(50),
@@ -125,9 +139,29 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
             {"seed", p["seed"]},
             {"progress", ctx ? ctx->interactive && p.value("progress", true) : false}};
   if (p["peak_tflops"].get<double>() > 0) j["peak_tflops"] = p["peak_tflops"];
-  for (const char* k : {"gas", "steps", "lr", "min_lr", "warmup_steps", "weight_decay", "beta1",
-                        "beta2", "grad_clip", "zero", "recompute", "checkpoint_every", "mllog",
-                        "eval_tokens", "eval_examples", "eval_choices", "eval_max_answer"})
+  for (const char* k : {"gas",
+                        "steps",
+                        "lr",
+                        "min_lr",
+                        "warmup_steps",
+                        "weight_decay",
+                        "beta1",
+                        "beta2",
+                        "grad_clip",
+                        "init_scale",
+                        "growth_factor",
+                        "backoff_factor",
+                        "growth_interval",
+                        "min_scale",
+                        "hysteresis",
+                        "zero",
+                        "recompute",
+                        "checkpoint_every",
+                        "mllog",
+                        "eval_tokens",
+                        "eval_examples",
+                        "eval_choices",
+                        "eval_max_answer"})
     if (p.contains(k)) j[k] = p[k];
   if (kind == TrainKind::kPretrain)
     j["model"] = {{"preset", p["model"]}, {"overrides", p["overrides"]}};

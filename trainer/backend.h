@@ -1,6 +1,6 @@
 // Backend: where a model's parameters live and its steps run. The CPU
-// reference (trainer/cpu/, fp32) and the CUDA backend (trainer/cuda/, bf16 or
-// fp32) implement it; the training loop, evaluation and checkpoints see only
+// reference (trainer/cpu/, fp32) and the CUDA backend (trainer/cuda/, bf16, fp16
+// or fp32) implement it; the training loop, evaluation and checkpoints see only
 // this interface. Coarse-grained like llm.c: a backend fuses what it likes.
 //
 // Parameters, gradients and AdamW moments are exchanged with the host as flat
@@ -10,9 +10,11 @@
 //   ZeroGrad();
 //   for each of gas micro-batches: ForwardBackward(micro, loss_scale);
 //   norm = GradNorm();
-//   OptimizerStep({lr, ..., clip, step});
+//   OptimizerStep({lr, ..., clip, step, grad_scale});
 // loss_scale is 1 / (number of loss-bearing target tokens in the whole step),
-// so that LBS=4,GAS=1 and LBS=2,GAS=2 give the same gradient.
+// so that LBS=4,GAS=1 and LBS=2,GAS=2 give the same gradient; with fp16 it is
+// also multiplied by the dynamic loss scale S (trainer/run/loss_scaler.h), and
+// OptimizerStep's grad_scale = 1 / S takes it out again.
 //
 // Data parallel (BackendOptions::dp, a communicator over the DP group): every
 // rank runs the same calls on its own rows; loss_scale is 1 / the tokens of
@@ -52,9 +54,13 @@ namespace dist {
 class Communicator;
 }
 
-enum class Precision { kFp32, kBf16 };  // kBf16: bf16 compute, fp32 master weights and AdamW
-std::string_view PrecisionName(Precision precision);      // "fp32" | "bf16"
-Result<Precision> ParsePrecision(std::string_view name);  // also accepts "amp" = bf16
+// kBf16 / kFp16: bf16 / fp16 compute over fp32 master weights, gradients and AdamW moments
+// (kFp16 with dynamic loss scaling in the training loop). The CPU backend is fp32 only.
+enum class Precision { kFp32, kBf16, kFp16 };
+std::string_view PrecisionName(Precision precision);  // "fp32" | "bf16" | "fp16"
+// Also accepts "amp", which means bf16: what the suites' "amp" runs on NVIDIA GPUs are
+// (FlagPerf's llama2 README says amp, its NVIDIA ds_config enables bf16); docs/TRAINER.md.
+Result<Precision> ParsePrecision(std::string_view name);
 
 struct BackendOptions {
   int64_t max_batch = 1;  // largest B passed to any call
@@ -101,6 +107,9 @@ struct AdamWStep {
   float weight_decay = 0.1f;  // decoupled, on tensors with ParamTensor::weight_decay only
   float grad_clip = 1.0f;     // global-norm clipping; <= 0 disables
   int64_t step = 1;           // 1-based, for bias correction
+  // The true gradients are the accumulated ones times grad_scale (1 / the loss scale with
+  // fp16, else 1): clipping sees their norm, AdamW their values, with no extra pass.
+  float grad_scale = 1.0f;
 };
 
 struct MemoryStats {
@@ -150,8 +159,9 @@ class Backend {
   // sqrt(Σ g²) over all gradients, as they stand.
   virtual Result<float> GradNorm() = 0;
 
-  // Clips gradients to step.grad_clip by global norm, then one AdamW update;
-  // leaves the gradients as they were (ZeroGrad clears them).
+  // Multiplies the gradients by step.grad_scale, clips them to step.grad_clip by
+  // global norm (of the scaled ones), then one AdamW update; leaves the gradient
+  // buffers as they were (ZeroGrad clears them).
   virtual Status OptimizerStep(const AdamWStep& step) = 0;
 
   // Forward only: losses[b*T+t] = -log p(targets[b*T+t] | inputs[b, :t+1]) for

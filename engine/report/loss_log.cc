@@ -6,7 +6,8 @@ namespace bm::report {
 
 Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_view name) {
   std::vector<LossPoint> points;
-  std::optional<int64_t> last_step;
+  int64_t last_step = 0;  // steps with a null loss count for the order too
+  bool any_step = false;
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < jsonl.size()) {
@@ -42,15 +43,14 @@ Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_
     if (loss == j.end() || !(loss->is_number() || loss->is_null())) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: \"loss\" missing or not a number", name, line_no);
     }
-    LossPoint p{step->get<int64_t>(), 0};
-    if (last_step && p.step <= *last_step) {
-      return Errorf(ErrorCode::kCorrupt, "{}:{}: step {} does not follow step {}", name, line_no,
-                    p.step, *last_step);
+    const int64_t s = step->get<int64_t>();
+    if (any_step && s <= last_step) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: step {} does not follow step {}", name, line_no, s,
+                    last_step);
     }
-    last_step = p.step;
-    if (loss->is_null()) continue;  // a step without a loss (every micro-batch skipped)
-    p.loss = loss->get<double>();
-    points.push_back(p);
+    any_step = true;
+    last_step = s;
+    if (loss->is_number()) points.push_back(LossPoint{s, loss->get<double>()});
   }
   return points;
 }

@@ -2,9 +2,9 @@
 // line {"format": "benchmake-log", "version": 1}, then one JSON object per
 // step, {"step", "loss", "lr", "grad_norm", "tokens", "tokens_per_s", "ms"}.
 // Only step and loss matter to reports; other fields are ignored, blank lines
-// skipped; the header is optional (logs of other tools have none). A step
-// whose loss is null (an external trainer's step that skipped every
-// micro-batch) is not part of the curve.
+// skipped; the header is optional (logs of other tools have none). A null loss
+// (an fp16 step whose forward pass overflowed, or an external trainer's step
+// that skipped every micro-batch) gives no point.
 //
 // Errors (naming `name` and the 1-based line): kCorrupt for a line that is not
 // a JSON object, another format, a missing or non-numeric step or loss, steps

@@ -79,8 +79,14 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   expect({{"data", "d"}, {"overrides", {{"depth", 3}}}}, "overrides: unknown model field 'depth'");
   expect({{"data", "d"}, {"warmup_steps", 1000}}, "warmup_steps: warmup_steps must lie in");
   expect({{"data", "d"}, {"device", "tpu"}}, "device: device 'tpu'");
-  // bf16 is accepted for cuda
-  EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"precision", "bf16"}}).empty());
+  expect({{"data", "d"}, {"precision", "fp16"}}, "precision 'fp16' on device cpu");
+  expect({{"data", "d"}, {"device", "cuda"}, {"precision", "fp16"}, {"growth_interval", 0}},
+         "growth_interval: growth_interval must be >= 1");
+  expect({{"data", "d"}, {"device", "cuda"}, {"precision", "fp16"}, {"backoff_factor", 2.0}},
+         "backoff_factor: backoff_factor must be in (0, 1)");
+  // bf16, fp16 and amp are accepted for cuda
+  for (const char* p : {"bf16", "fp16", "amp"})
+    EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"precision", p}}).empty()) << p;
 }
 
 TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {
@@ -117,6 +123,8 @@ TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {
   EXPECT_EQ(seen["resume_dir"], "/ws/resume/p");
   EXPECT_EQ(seen["lr"], 0.01);
   EXPECT_EQ(seen["model"]["overrides"]["layers"], 2);
+  EXPECT_EQ(seen["init_scale"], 65536.0);  // the fp16 loss scaler's settings travel too
+  EXPECT_EQ(seen["growth_interval"], 2000);
   // a failing trainer fails the step
   runner.SetHandler([](const Command&) -> Result<CommandResult> {
     CommandResult c;

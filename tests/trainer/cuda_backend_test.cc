@@ -1,9 +1,9 @@
 // The CUDA backend through the trainer's Backend interface, against the CPU reference backend
 // (the oracle), on small models of both families:
 //  - one step: the loss and every tensor's gradient (relative L2 error per tensor: fp32 below
-//    1e-4, bf16 below 5e-2), with a loss mask;
-//  - 50 steps of AdamW with clipping: the bf16 loss curve tracks the CPU one (mean relative
-//    difference over steps 21-50 below 2%, every step below 5%);
+//    1e-4, bf16 and fp16 below 5e-2), with a loss mask; fp16 on loss x 1024, unscaled after;
+//  - 50 steps of AdamW with clipping: the bf16 and fp16 loss curves track the CPU one (mean
+//    relative difference over steps 21-50 below 2%, every step below 5%);
 //  - token losses and greedy next tokens agree; bit-identical reruns; resume from parameters
 //    and AdamW state equals running through.
 // GPU tests skip, saying so, on a machine without a GPU.
@@ -60,6 +60,8 @@ Data MakeData(int64_t vocab, int which) {
   return d;
 }
 
+float LossScale(Precision p) { return p == Precision::kFp16 ? 1024.0f : 1.0f; }
+
 class CudaBackendTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override { BM_SKIP_WITHOUT_GPU(); }
@@ -77,55 +79,61 @@ TEST_P(CudaBackendTest, OneStepMatchesCpu) {
   ASSERT_TRUE(cl.ok());
   std::vector<float> want(layout.total());
   ASSERT_TRUE(cpu->GetGradients(want).ok());
-  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+  for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kFp16}) {
+    const float loss_scale = LossScale(p);
     auto gpu = Make("cuda", m, p);
     ASSERT_TRUE(gpu->SetParameters(init).ok());
     std::vector<float> back(layout.total());
     ASSERT_TRUE(gpu->GetParameters(back).ok());
     EXPECT_EQ(back, init) << "parameters must round-trip through the GPU layout";
     ASSERT_TRUE(gpu->ZeroGrad().ok());
-    auto gl = gpu->ForwardBackward(d.Batch(), 1.0f / 112);
+    auto gl = gpu->ForwardBackward(d.Batch(), loss_scale / 112);
     ASSERT_TRUE(gl.ok()) << gl.status().message();
     EXPECT_EQ(gl->count, cl->count);
-    bool bf16 = p == Precision::kBf16;
-    EXPECT_NEAR(gl->sum, cl->sum, (bf16 ? 1e-2 : 1e-5) * cl->sum);
+    bool lowp = p != Precision::kFp32;  // bf16 or fp16
+    const std::string name(PrecisionName(p));
+    EXPECT_NEAR(gl->sum, cl->sum, (lowp ? 1e-2 : 1e-5) * cl->sum);
     std::vector<float> got(layout.total());
     ASSERT_TRUE(gpu->GetGradients(got).ok());
+    for (float& x : got) x /= loss_scale;
     for (const ParamTensor& t : layout.tensors()) {
       std::vector<float> g(got.begin() + t.offset, got.begin() + t.offset + t.numel);
       std::vector<float> w(want.begin() + t.offset, want.begin() + t.offset + t.numel);
       double e = cuda::testing::RelativeError(g, w);
-      EXPECT_LT(e, bf16 ? 5e-2 : 1e-4) << t.name << (bf16 ? " bf16" : " fp32");
+      EXPECT_LT(e, lowp ? 5e-2 : 1e-4) << t.name << " " << name;
     }
     auto norm = gpu->GradNorm();
     ASSERT_TRUE(norm.ok());
     double want_norm = 0;
     for (float x : want) want_norm += double(x) * x;
-    EXPECT_NEAR(*norm, std::sqrt(want_norm), (bf16 ? 3e-2 : 1e-5) * std::sqrt(want_norm));
+    EXPECT_NEAR(*norm / loss_scale, std::sqrt(want_norm),
+                (lowp ? 3e-2 : 1e-5) * std::sqrt(want_norm))
+        << name;
     // Token losses and greedy tokens.
     std::vector<float> tl(kB * kT), tl_cpu(kB * kT);
     ASSERT_TRUE(gpu->TokenLosses(d.Batch(), tl.data()).ok());
     ASSERT_TRUE(cpu->TokenLosses(d.Batch(), tl_cpu.data()).ok());
-    EXPECT_LT(cuda::testing::RelativeError(tl, tl_cpu), bf16 ? 2e-2 : 1e-5);
+    EXPECT_LT(cuda::testing::RelativeError(tl, tl_cpu), lowp ? 2e-2 : 1e-5);
     std::vector<int32_t> am(kB * kT), am_cpu(kB * kT);
     ASSERT_TRUE(gpu->NextTokenArgmax(d.in.data(), kB, kT, am.data()).ok());
     ASSERT_TRUE(cpu->NextTokenArgmax(d.in.data(), kB, kT, am_cpu.data()).ok());
     int same = 0;
     for (size_t i = 0; i < am.size(); ++i) same += am[i] == am_cpu[i];
-    EXPECT_GE(same, bf16 ? int(am.size() * 0.9) : int(am.size()) - 1);
+    EXPECT_GE(same, lowp ? int(am.size() * 0.9) : int(am.size()) - 1);
   }
 }
 
-std::vector<double> Train(Backend* b, const ModelConfig& m, int first, int steps,
-                          float lr = 3e-3f) {
+// fp16 with a static loss scale of 1024 (the loop's dynamic scaler: cuda_train_loop_test.cc).
+std::vector<double> Train(Backend* b, const ModelConfig& m, int first, int steps, float lr = 3e-3f,
+                          float loss_scale = 1.0f) {
   std::vector<double> losses;
   for (int s = first; s < first + steps; ++s) {
     Data d = MakeData(m.vocab, s % 2);
     EXPECT_TRUE(b->ZeroGrad().ok());
-    auto l = b->ForwardBackward(d.Batch(), 1.0f / 112);
+    auto l = b->ForwardBackward(d.Batch(), loss_scale / 112);
     EXPECT_TRUE(l.ok()) << l.status().message();
     AdamWStep st;
-    st.lr = lr, st.step = s + 1, st.grad_clip = 1.0f;
+    st.lr = lr, st.step = s + 1, st.grad_clip = 1.0f, st.grad_scale = 1.0f / loss_scale;
     EXPECT_TRUE(b->OptimizerStep(st).ok());
     losses.push_back(l.ok() ? l->sum / l->count : NAN);
   }
@@ -156,23 +164,25 @@ TEST_P(CudaBackendTest, FiftyStepsTrackCpu) {
     bool checked;
   };
   for (Run r : {Run{Precision::kFp32, 1e-3f, true}, Run{Precision::kBf16, 1e-3f, true},
-                Run{Precision::kBf16, 3e-3f, false}}) {
+                Run{Precision::kFp16, 1e-3f, true}, Run{Precision::kBf16, 3e-3f, false},
+                Run{Precision::kFp16, 3e-3f, false}}) {
     Precision p = r.p;
     float lr = r.lr;
     auto cpu = Make("cpu", m, Precision::kFp32);
     auto gpu = Make("cuda", m, p);
     ASSERT_TRUE(cpu->SetParameters(init).ok());
     ASSERT_TRUE(gpu->SetParameters(init).ok());
-    auto a = Train(cpu.get(), m, 0, 50, lr), b = Train(gpu.get(), m, 0, 50, lr);
+    auto a = Train(cpu.get(), m, 0, 50, lr), b = Train(gpu.get(), m, 0, 50, lr, LossScale(p));
     auto [mean, worst] = Compare(a, b);
-    bool bf16 = p == Precision::kBf16;
+    bool lowp = p != Precision::kFp32;  // bf16 or fp16
     std::printf(
         "  %s %s lr %g: cpu %.4f -> %.4f, cuda %.4f -> %.4f; mean rel diff 21-50 %.5f, "
         "worst %.5f\n",
-        GetParam().name.c_str(), bf16 ? "bf16" : "fp32", lr, a[0], a[49], b[0], b[49], mean, worst);
+        GetParam().name.c_str(), std::string(PrecisionName(p)).c_str(), lr, a[0], a[49], b[0],
+        b[49], mean, worst);
     if (!r.checked) continue;  // reported only
-    EXPECT_LT(mean, bf16 ? 0.02 : 1e-3);
-    EXPECT_LT(worst, bf16 ? 0.05 : 5e-3);
+    EXPECT_LT(mean, lowp ? 0.02 : 1e-3) << PrecisionName(p);
+    EXPECT_LT(worst, lowp ? 0.05 : 5e-3) << PrecisionName(p);
   }
 }
 

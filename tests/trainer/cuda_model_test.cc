@@ -1,8 +1,9 @@
 // Whole-model tests of the CUDA backend against the CPU twin of the step (cuda_cpu_model.h):
-//  - one step's per-tensor gradients: fp32 within 1e-4 relative, bf16 within 5e-2 (per tensor,
-//    L2 relative; stated in docs/PERFORMANCE.md);
-//  - 50 AdamW steps: the bf16 loss curve tracks the CPU one (mean relative difference from
-//    step 21 on below 2%, the suites' loss-alignment rule; every step within 5%);
+//  - one step's per-tensor gradients: fp32 within 1e-4 relative, bf16 and fp16 within 5e-2 (per
+//    tensor, L2 relative; stated in docs/PERFORMANCE.md); fp16 with a static loss scale of 1024
+//    taken out again (the training loop's dynamic scaler is tested through the backend);
+//  - 50 AdamW steps: the bf16 and fp16 loss curves track the CPU one (mean relative difference
+//    from step 21 on below 2%, the suites' loss-alignment rule; every step within 5%);
 //  - bit-identical reruns; recompute equals no recompute bitwise; resuming from saved
 //    parameters and AdamW moments equals running through.
 // Skips with the reason on machines without a GPU.
@@ -65,16 +66,24 @@ Batch MakeBatch(int vocab, int which) {
   return b;
 }
 
-std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, bool bf16, bool recompute = false,
+std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, bool recompute = false,
                                      AttentionImpl attention = AttentionImpl::kAuto) {
   RunSpec run;
-  run.micro_batch = kBatch, run.seq = kSeq, run.bf16 = bf16, run.recompute = recompute;
+  run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.recompute = recompute;
   run.attention = attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
   auto m = CudaModel::Create(spec, run);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return m.ok() ? std::move(*m) : nullptr;
 }
+
+// fp16 runs on loss x 1024 (a static loss scale) and takes it out of the gradients again.
+float LossScale(DType t) { return t == DType::kF16 ? 1024.0f : 1.0f; }
+std::vector<float> Unscaled(std::vector<float> g, DType t) {
+  for (float& x : g) x /= LossScale(t);
+  return g;
+}
+constexpr DType kAllTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
 class CudaModelTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -103,18 +112,19 @@ TEST_P(CudaModelTest, OneStepGradientsMatchCpu) {
   float scale = 1.0f / (kBatch * kSeq);
   std::vector<float> want(cpu.layout().total(), 0.0f);
   double want_loss = cpu.ForwardBackward(params, b.tokens, b.targets, scale, &want);
-  for (bool bf16 : {false, true}) {
-    auto m = MakeModel(spec, bf16);
+  for (DType t : kAllTypes) {
+    bool half = t != DType::kF32;
+    auto m = MakeModel(spec, t);
     ASSERT_TRUE(m);
     ASSERT_TRUE(m->SetParameters(params).ok());
     ASSERT_TRUE(m->ZeroGradients().ok());
-    auto loss = m->ForwardBackward(b.View(), scale);
+    auto loss = m->ForwardBackward(b.View(), scale * LossScale(t));
     ASSERT_TRUE(loss.ok()) << loss.status().message();
     std::vector<float> got;
     ASSERT_TRUE(m->GetGradients(&got).ok());
-    EXPECT_NEAR(*loss, want_loss, (bf16 ? 1e-2 : 1e-5) * want_loss);
-    double worst = WorstTensorError(cpu.layout(), got, want, bf16 ? "bf16" : "fp32");
-    EXPECT_LT(worst, bf16 ? 5e-2 : 1e-4) << GetParam() << (bf16 ? " bf16" : " fp32");
+    EXPECT_NEAR(*loss, want_loss, (half ? 1e-2 : 1e-5) * want_loss);
+    double worst = WorstTensorError(cpu.layout(), Unscaled(got, t), want, DTypeName(t));
+    EXPECT_LT(worst, half ? 5e-2 : 1e-4) << GetParam() << " " << DTypeName(t);
   }
 }
 
@@ -130,19 +140,22 @@ TEST_P(CudaModelTest, TwoMicroBatchesAccumulateOverStaleGradients) {
   std::vector<float> want(cpu.layout().total(), 0.0f);
   cpu.ForwardBackward(params, b0.tokens, b0.targets, scale, &want);
   cpu.ForwardBackward(params, b1.tokens, b1.targets, scale, &want);
-  for (bool bf16 : {false, true}) {
-    auto m = MakeModel(spec, bf16);
+  for (DType t : kAllTypes) {
+    bool half = t != DType::kF32;
+    float s = scale * LossScale(t);
+    auto m = MakeModel(spec, t);
     ASSERT_TRUE(m);
     ASSERT_TRUE(m->SetParameters(params).ok());
     ASSERT_TRUE(m->ZeroGradients().ok());
-    ASSERT_TRUE(m->ForwardBackward(b1.View(), 3.0f * scale).ok());  // stale: a "previous step"
+    ASSERT_TRUE(m->ForwardBackward(b1.View(), 3.0f * s).ok());  // stale: a "previous step"
     ASSERT_TRUE(m->ZeroGradients().ok());
-    ASSERT_TRUE(m->ForwardBackward(b0.View(), scale).ok());
-    ASSERT_TRUE(m->ForwardBackward(b1.View(), scale).ok());
+    ASSERT_TRUE(m->ForwardBackward(b0.View(), s).ok());
+    ASSERT_TRUE(m->ForwardBackward(b1.View(), s).ok());
     std::vector<float> got;
     ASSERT_TRUE(m->GetGradients(&got).ok());
-    double worst = WorstTensorError(cpu.layout(), got, want, bf16 ? "bf16 accum" : "fp32 accum");
-    EXPECT_LT(worst, bf16 ? 5e-2 : 1e-4) << GetParam() << (bf16 ? " bf16" : " fp32");
+    double worst = WorstTensorError(cpu.layout(), Unscaled(got, t), want,
+                                    std::string(DTypeName(t)) + " accum");
+    EXPECT_LT(worst, half ? 5e-2 : 1e-4) << GetParam() << " " << DTypeName(t);
     ASSERT_TRUE(m->ZeroGradients().ok());
     ASSERT_TRUE(m->GetGradients(&got).ok());
     EXPECT_EQ(std::count(got.begin(), got.end(), 0.0f), static_cast<long>(got.size()));
@@ -172,16 +185,18 @@ std::vector<double> CpuCurve(const ModelSpec& spec, const std::vector<float>& in
   return losses;
 }
 
+// With loss_scale S (fp16), the backward runs on loss x S and AdamW gets grad_scale 1 / S.
 std::vector<double> GpuCurve(CudaModel* m, const ModelSpec& spec, int first, int steps,
-                             const AdamWHyper& base) {
+                             const AdamWHyper& base, float loss_scale = 1.0f) {
   std::vector<double> losses;
   float scale = 1.0f / (kBatch * kSeq);
   for (int s = first; s < first + steps; ++s) {
     Batch b = MakeBatch(spec.vocab, s % 2);
     AdamWHyper h = base;
     h.step = s + 1;
+    h.grad_scale = 1.0f / loss_scale;
     EXPECT_TRUE(m->ZeroGradients().ok());
-    auto loss = m->ForwardBackward(b.View(), scale);
+    auto loss = m->ForwardBackward(b.View(), scale * loss_scale);
     EXPECT_TRUE(loss.ok()) << loss.status().message();
     EXPECT_TRUE(m->OptimizerStep(h).ok());
     losses.push_back(loss.ok() ? *loss * scale : NAN);
@@ -196,26 +211,29 @@ TEST_P(CudaModelTest, FiftyStepsTrackCpuLossCurve) {
   AdamWHyper h;
   h.lr = 3e-3f;
   auto cpu = CpuCurve(spec, init, 50, h);
-  auto m = MakeModel(spec, true);
-  ASSERT_TRUE(m);
-  ASSERT_TRUE(m->SetParameters(init).ok());
-  auto gpu = GpuCurve(m.get(), spec, 0, 50, h);
-  double sum = 0.0, worst = 0.0;
-  for (int s = 0; s < 50; ++s) {
-    double rel = std::abs(gpu[s] - cpu[s]) / cpu[s];
-    if (s >= 20) sum += rel;
-    worst = std::max(worst, rel);
-    if (s % 10 == 0 || s == 49) std::printf("  step %2d cpu %.5f gpu %.5f\n", s, cpu[s], gpu[s]);
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    auto m = MakeModel(spec, t);
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(m->SetParameters(init).ok());
+    auto gpu = GpuCurve(m.get(), spec, 0, 50, h, LossScale(t));
+    double sum = 0.0, worst = 0.0;
+    for (int s = 0; s < 50; ++s) {
+      double rel = std::abs(gpu[s] - cpu[s]) / cpu[s];
+      if (s >= 20) sum += rel;
+      worst = std::max(worst, rel);
+      if (s % 10 == 0 || s == 49)
+        std::printf("  %s step %2d cpu %.5f gpu %.5f\n", DTypeName(t), s, cpu[s], gpu[s]);
+    }
+    std::printf("  %s %s: mean rel diff (steps 21-50) %.4f, worst %.4f\n", GetParam().c_str(),
+                DTypeName(t), sum / 30, worst);
+    EXPECT_LT(sum / 30, 0.02) << DTypeName(t);
+    EXPECT_LT(worst, 0.05) << DTypeName(t);
+    EXPECT_LT(gpu.back(), 0.5 * gpu.front()) << "the model should learn the repetitive data";
   }
-  std::printf("  %s: mean rel diff (steps 21-50) %.4f, worst %.4f\n", GetParam().c_str(), sum / 30,
-              worst);
-  EXPECT_LT(sum / 30, 0.02);
-  EXPECT_LT(worst, 0.05);
-  EXPECT_LT(gpu.back(), 0.5 * gpu.front()) << "the model should learn the repetitive data";
 }
 
-// The whole step with cuDNN's fused attention: gradients against the CPU twin (bf16
-// tolerance), and two runs of five steps bit-identical (its deterministic backward).
+// The whole step with cuDNN's fused attention, bf16 and fp16: gradients against the CPU twin
+// (16-bit tolerance), and two runs of five steps bit-identical (its deterministic backward).
 TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
   ModelSpec spec = Tiny(GetParam());
@@ -225,25 +243,30 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   float scale = 1.0f / (kBatch * kSeq);
   std::vector<float> want(cpu.layout().total(), 0.0f);
   double want_loss = cpu.ForwardBackward(params, b.tokens, b.targets, scale, &want);
-  auto m = MakeModel(spec, true, false, AttentionImpl::kCudnn);
-  ASSERT_TRUE(m);
-  ASSERT_TRUE(m->SetParameters(params).ok());
-  ASSERT_TRUE(m->ZeroGradients().ok());
-  auto loss = m->ForwardBackward(b.View(), scale);
-  ASSERT_TRUE(loss.ok()) << loss.status().message();
-  std::vector<float> got;
-  ASSERT_TRUE(m->GetGradients(&got).ok());
-  EXPECT_NEAR(*loss, want_loss, 1e-2 * want_loss);
-  EXPECT_LT(WorstTensorError(cpu.layout(), got, want, "cudnn bf16"), 5e-2) << GetParam();
-  AdamWHyper h;
-  std::vector<std::vector<double>> curves;
-  for (int run = 0; run < 2; ++run) {
-    auto r = MakeModel(spec, true, false, AttentionImpl::kCudnn);
-    ASSERT_TRUE(r);
-    ASSERT_TRUE(r->SetParameters(params).ok());
-    curves.push_back(GpuCurve(r.get(), spec, 0, 5, h));
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    auto m = MakeModel(spec, t, false, AttentionImpl::kCudnn);
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(m->SetParameters(params).ok());
+    ASSERT_TRUE(m->ZeroGradients().ok());
+    auto loss = m->ForwardBackward(b.View(), scale * LossScale(t));
+    ASSERT_TRUE(loss.ok()) << loss.status().message();
+    std::vector<float> got;
+    ASSERT_TRUE(m->GetGradients(&got).ok());
+    EXPECT_NEAR(*loss, want_loss, 1e-2 * want_loss);
+    EXPECT_LT(WorstTensorError(cpu.layout(), Unscaled(got, t), want,
+                               std::string("cudnn ") + DTypeName(t)),
+              5e-2)
+        << GetParam() << " " << DTypeName(t);
+    AdamWHyper h;
+    std::vector<std::vector<double>> curves;
+    for (int run = 0; run < 2; ++run) {
+      auto r = MakeModel(spec, t, false, AttentionImpl::kCudnn);
+      ASSERT_TRUE(r);
+      ASSERT_TRUE(r->SetParameters(params).ok());
+      curves.push_back(GpuCurve(r.get(), spec, 0, 5, h, LossScale(t)));
+    }
+    EXPECT_EQ(curves[0], curves[1]) << "cuDNN attention must be deterministic";
   }
-  EXPECT_EQ(curves[0], curves[1]) << "cuDNN attention must be deterministic";
 }
 
 TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
@@ -254,7 +277,7 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   std::vector<std::vector<float>> finals;
   std::vector<std::vector<double>> curves;
   for (bool recompute : {false, false, true}) {
-    auto m = MakeModel(spec, true, recompute);
+    auto m = MakeModel(spec, DType::kBF16, recompute);
     ASSERT_TRUE(m);
     ASSERT_TRUE(m->SetParameters(init).ok());
     curves.push_back(GpuCurve(m.get(), spec, 0, 5, h));
@@ -272,7 +295,7 @@ TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {
   ParamLayout layout(spec);
   auto init = InitParams(layout, 3);
   AdamWHyper h;
-  auto through = MakeModel(spec, true);
+  auto through = MakeModel(spec, DType::kBF16);
   ASSERT_TRUE(through);
   ASSERT_TRUE(through->SetParameters(init).ok());
   auto full = GpuCurve(through.get(), spec, 0, 6, h);
@@ -282,13 +305,13 @@ TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {
   std::vector<float> p, m1, v1;
   std::vector<double> first;
   {
-    auto a = MakeModel(spec, true);
+    auto a = MakeModel(spec, DType::kBF16);
     ASSERT_TRUE(a->SetParameters(init).ok());
     first = GpuCurve(a.get(), spec, 0, 3, h);
     ASSERT_TRUE(a->GetParameters(&p).ok());
     ASSERT_TRUE(a->GetOptimizerState(&m1, &v1).ok());
   }  // "killed"
-  auto b = MakeModel(spec, true);
+  auto b = MakeModel(spec, DType::kBF16);
   ASSERT_TRUE(b->SetParameters(p).ok());
   ASSERT_TRUE(b->SetOptimizerState(m1, v1).ok());
   auto second = GpuCurve(b.get(), spec, 3, 3, h);

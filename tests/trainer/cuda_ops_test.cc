@@ -1,6 +1,6 @@
 // Per-op parity of the CUDA kernels with their CPU twins: fresh random inputs, outputs
-// poisoned (NaN) before each run, relative L2 error below 2e-5 (fp32) or 1e-2 (bf16); a NaN
-// anywhere fails. Skips (with the reason) on machines without a GPU.
+// poisoned (NaN) before each run, relative L2 error below 2e-5 (fp32) or 1e-2 (bf16, fp16); a
+// NaN anywhere fails. Skips (with the reason) on machines without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,7 +39,7 @@ class CudaOps : public ::testing::Test {
   uint64_t Seed() { return seed_++ * 7919 + 17; }
   uint64_t seed_ = static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()) + 1;
 };
-using Types = ::testing::Types<float, __nv_bfloat16>;
+using Types = ::testing::Types<float, __nv_bfloat16, __half>;
 TYPED_TEST_SUITE(CudaOps, Types);
 
 #define EXPECT_CLOSE(got, want, tol)                                        \
@@ -253,29 +253,39 @@ TYPED_TEST(CudaOps, CrossEntropyWithMask) {
   cudaFree(dt);
 }
 
-// n = 100003 runs the one-element kernel, n = 100000 the four-element one.
-TEST(CudaAdamW, MatchesCpuWithClipping) {
-  BM_SKIP_WITHOUT_GPU();
+// n = 100003 runs the one-element kernel, n = 100000 the four-element one. With grad_scale
+// (fp16's 1 / loss scale) the gradients are given scaled by 1024 and must update the same.
+template <typename L>
+void CheckAdamW(float loss_scale) {
   for (size_t n : {size_t{100003}, size_t{100000}}) {
     auto p = RandomVector(n, 1.0f, 1), g = RandomVector(n, 0.5f, 2);
     auto m = RandomVector(n, 0.1f, 3), v = RandomVector(n, 0.1f, 4);
     for (float& x : v) x = x * x;
-    DeviceBuffer<float> gp(p), gg(g), gm(m), gv(v), sumsq(1), partials(kGradNormBlocks);
-    DeviceBuffer<__nv_bfloat16> lowp(n);
+    std::vector<float> scaled = g;
+    for (float& x : scaled) x *= loss_scale;
+    DeviceBuffer<float> gp(p), gg(scaled), gm(m), gv(v), sumsq(1), partials(kGradNormBlocks);
+    DeviceBuffer<L> lowp(n);
     ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
-    double want_sumsq = GradSumSquaresCpu(g.data(), n);
+    double want_sumsq = GradSumSquaresCpu(scaled.data(), n);
     EXPECT_NEAR(sumsq.Download()[0], want_sumsq, 1e-5 * want_sumsq);
     AdamWHyper h;
     h.step = 3;
     h.max_norm = 1.0f;  // the norm is ~158: clipping is active
+    h.grad_scale = 1.0f / loss_scale;
     ASSERT_TRUE(
         AdamWUpdate(gp.get(), lowp.get(), gm.get(), gv.get(), gg.get(), sumsq.get(), h, n, 0).ok());
-    AdamWUpdateCpu(p.data(), m.data(), v.data(), g.data(), want_sumsq, h, n);
+    AdamWUpdateCpu(p.data(), m.data(), v.data(), scaled.data(), want_sumsq, h, n);
     EXPECT_CLOSE(gp.Download(), p, 1e-6);
     EXPECT_CLOSE(gm.Download(), m, 1e-5);
     EXPECT_CLOSE(gv.Download(), v, 1e-5);
     EXPECT_CLOSE(lowp.Download(), p, 4e-3);
   }
+}
+
+TEST(CudaAdamW, MatchesCpuWithClipping) {
+  BM_SKIP_WITHOUT_GPU();
+  CheckAdamW<__nv_bfloat16>(1.0f);
+  CheckAdamW<__half>(1024.0f);
 }
 
 // Attention: the reference kernel (both types) and the tensor-core kernels (bf16, D 64/128),
@@ -297,9 +307,9 @@ void CheckAttention(const AttnCase& k, uint64_t seed) {
           .ok());
   std::vector<float> out(n * ocols), lse(k.b * k.h * k.t), dqkv(n * cols);
   AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d);
-  std::string what = "B=" + std::to_string(k.b) + " T=" + std::to_string(k.t) +
-                     " H=" + std::to_string(k.h) + " Hkv=" + std::to_string(k.hkv) +
-                     " D=" + std::to_string(k.d) +
+  std::string what = std::string(testing::TypeName<T>()) + " B=" + std::to_string(k.b) +
+                     " T=" + std::to_string(k.t) + " H=" + std::to_string(k.h) +
+                     " Hkv=" + std::to_string(k.hkv) + " D=" + std::to_string(k.d) +
                      (k.impl == AttentionImpl::kReference ? " reference" : " auto");
   auto gout_h = gout.Download();
   EXPECT_LT(RelativeError(gout_h, out), kTol<T>) << what;
@@ -320,7 +330,7 @@ TYPED_TEST(CudaOps, AttentionReference) {
   }
 }
 
-TEST(CudaOpsBf16, FlashAttention) {
+TEST(CudaOps16Bit, FlashAttention) {
   BM_SKIP_WITHOUT_GPU();
   uint64_t seed = 99;
   for (AttnCase k : {AttnCase{2, 64, 2, 2, 64, AttentionImpl::kAuto},
@@ -328,6 +338,7 @@ TEST(CudaOpsBf16, FlashAttention) {
                      AttnCase{2, 130, 4, 2, 128, AttentionImpl::kAuto},
                      AttnCase{1, 256, 2, 2, 128, AttentionImpl::kAuto}}) {
     CheckAttention<__nv_bfloat16>(k, seed += 10);
+    CheckAttention<__half>(k, seed += 10);
   }
 }
 
@@ -335,13 +346,14 @@ TEST(CudaOpsBf16, FlashAttention) {
 // backward, head sizes 64 and 128, GQA, lengths not multiples of 64; outputs NaN-poisoned;
 // the backward run twice must give identical bits (the deterministic engines).
 // key_chunk > 0 runs the backward over blocks of that many keys (the default path).
+template <typename T>
 void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk) {
-  using T = __nv_bfloat16;
   int n = k.b * k.t, cols = (k.h + 2 * k.hkv) * k.d, ocols = k.h * k.d;
-  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d, key_chunk};
-  std::string what = "cuDNN B=" + std::to_string(k.b) + " T=" + std::to_string(k.t) +
-                     " H=" + std::to_string(k.h) + " Hkv=" + std::to_string(k.hkv) +
-                     " D=" + std::to_string(k.d) + " key chunk " + std::to_string(key_chunk);
+  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d, key_chunk, std::is_same_v<T, __half>};
+  std::string what = std::string("cuDNN ") + testing::TypeName<T>() + " B=" + std::to_string(k.b) +
+                     " T=" + std::to_string(k.t) + " H=" + std::to_string(k.h) +
+                     " Hkv=" + std::to_string(k.hkv) + " D=" + std::to_string(k.d) + " key chunk " +
+                     std::to_string(key_chunk);
   auto ws = CudnnAttentionWorkspaceBytes(shape);
   ASSERT_TRUE(ws.ok()) << what << ": " << ws.status().message();
   auto qkv = Rounded<T>(RandomVector(n * cols, 1.0f, seed));
@@ -374,7 +386,7 @@ void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk) {
               e_lse, e_d, *ws);
 }
 
-TEST(CudaOpsBf16, CudnnAttention) {
+TEST(CudaOps16Bit, CudnnAttention) {
   BM_SKIP_WITHOUT_GPU();
   if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
   uint64_t seed = 199;
@@ -383,10 +395,13 @@ TEST(CudaOpsBf16, CudnnAttention) {
                        AttnCase{1, 200, 4, 1, 64, AttentionImpl::kCudnn},
                        AttnCase{2, 130, 4, 2, 128, AttentionImpl::kCudnn},
                        AttnCase{1, 256, 2, 2, 128, AttentionImpl::kCudnn}}) {
-      CheckCudnnAttention(k, seed += 10, chunk);
+      CheckCudnnAttention<__nv_bfloat16>(k, seed += 10, chunk);
+      CheckCudnnAttention<__half>(k, seed += 10, chunk);
     }
   }
-  CheckCudnnAttention(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10, 128);
+  CheckCudnnAttention<__nv_bfloat16>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10,
+                                     128);
+  CheckCudnnAttention<__half>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10, 128);
 }
 
 // The backward's memory is linear in T with key blocks (quadratic without: cuDNN's
@@ -450,7 +465,9 @@ TEST(CudaOpsBf16, MatmulTuningKeepsTheFirstChoicesBits) {
 
 TYPED_TEST(CudaOps, MatmulForms) {
   using T = TypeParam;
-  DType dt = std::is_same_v<T, float> ? DType::kF32 : DType::kBF16;
+  DType dt = std::is_same_v<T, float>    ? DType::kF32
+             : std::is_same_v<T, __half> ? DType::kF16
+                                         : DType::kBF16;
   int rows = 96, in = 64, out = 80;
   auto x = Rounded<T>(RandomVector(rows * in, 1.0f, this->Seed()));
   auto w = Rounded<T>(RandomVector(out * in, 1.0f, this->Seed()));

@@ -1,8 +1,9 @@
-// Helpers for the CUDA backend's tests: device buffers, poisoning, bf16 rounding on the host,
-// the relative-error check, and the skip when no GPU is present.
+// Helpers for the CUDA backend's tests: device buffers, poisoning, bf16 / fp16 rounding on the
+// host, the relative-error check, and the skip when no GPU is present.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -34,6 +35,8 @@ template <typename T>
 float ToFloat(T v) {
   if constexpr (std::is_same_v<T, float>)
     return v;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __half2float(v);
   else
     return __bfloat162float(v);
 }
@@ -41,6 +44,8 @@ template <typename T>
 T FromFloat(float v) {
   if constexpr (std::is_same_v<T, float>)
     return v;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(v);
   else
     return __float2bfloat16_rn(v);
 }
@@ -65,7 +70,7 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   T* get() const { return static_cast<T*>(ptr_); }
-  // All bits set: NaN for fp32 and bf16.
+  // All bits set: NaN for fp32, bf16 and fp16.
   void Poison() { EXPECT_EQ(cudaMemset(ptr_, 0xff, n_ * sizeof(T)), cudaSuccess); }
   void Upload(const std::vector<float>& host) {
     std::vector<T> tmp(host.size());
@@ -108,7 +113,13 @@ inline double RelativeError(const std::vector<float>& got, const std::vector<flo
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
+// fp16 (10 mantissa bits) is finer than bf16 (7): the 16-bit tolerance holds for both.
 template <typename T>
 constexpr double kTol = std::is_same_v<T, float> ? 2e-5 : 1e-2;
+
+template <typename T>
+const char* TypeName() {
+  return std::is_same_v<T, float> ? "fp32" : std::is_same_v<T, __half> ? "fp16" : "bf16";
+}
 
 }  // namespace bm::train::cuda::testing

@@ -68,4 +68,28 @@ inline std::vector<std::vector<int32_t>> PatternDocs(int64_t docs, int64_t len, 
   return out;
 }
 
+// The run config the training-loop tests share: 12 steps of a tiny `preset` (max_seq 32 unless
+// `overrides` says otherwise) on LBS 4 x MPE 16 windows of data_dir; callers add the device.
+inline nlohmann::json TinyPretrainConfig(const std::string& data_dir, const std::string& out_dir,
+                                         const std::string& preset,
+                                         nlohmann::json overrides = {{"max_seq", 32}}) {
+  return {
+      {"mode", "pretrain"}, {"data", data_dir},
+      {"out_dir", out_dir}, {"model", {{"preset", preset}, {"overrides", std::move(overrides)}}},
+      {"lbs", 4},           {"mpe", 16},
+      {"gas", 1},           {"steps", 12},
+      {"warmup_steps", 2},  {"lr", 3e-3},
+      {"min_lr", 3e-4},     {"seed", 5}};
+}
+
+// The step records of out_dir/log.jsonl (its header line skipped).
+inline std::vector<nlohmann::json> ReadLog(const std::string& out_dir) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(out_dir + "/log.jsonl");
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
 }  // namespace bm::train::testing

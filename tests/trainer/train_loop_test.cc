@@ -27,19 +27,8 @@ class TrainLoopTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(data_); }
 
   RunConfig Config(const std::string& out, const char* preset = "llama-tiny") {
-    nlohmann::json j = {{"mode", "pretrain"},
-                        {"data", data_ + "/data"},
-                        {"out_dir", data_ + "/" + out},
-                        {"model", {{"preset", preset}, {"overrides", {{"max_seq", 32}}}}},
-                        {"lbs", 4},
-                        {"mpe", 16},
-                        {"gas", 1},
-                        {"steps", 12},
-                        {"warmup_steps", 2},
-                        {"lr", 3e-3},
-                        {"min_lr", 3e-4},
-                        {"seed", 5},
-                        {"threads", 2}};
+    nlohmann::json j = testing::TinyPretrainConfig(data_ + "/data", data_ + "/" + out, preset);
+    j["threads"] = 2;
     Result<RunConfig> c = ParseRunConfig(j);
     EXPECT_TRUE(c.ok()) << c.status().message();
     return *c;
@@ -47,10 +36,7 @@ class TrainLoopTest : public ::testing::Test {
 
   static std::vector<double> Losses(const nlohmann::json& metrics, const std::string& dir) {
     std::vector<double> losses;
-    std::ifstream in(dir + "/log.jsonl");
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+    for (const nlohmann::json& j : testing::ReadLog(dir)) losses.push_back(j["loss"]);
     (void)metrics;
     return losses;
   }

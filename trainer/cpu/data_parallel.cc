@@ -155,7 +155,8 @@ Result<double> DataParallel::GradNormSquared() {
 }
 
 Status DataParallel::OptimizerStep(const AdamWStep& step, float norm) {
-  const float scale = ClipScale(norm, step.grad_clip);
+  // grad_scale (1 / the loss scale) folds into the clipping factor: one pass.
+  const float scale = ClipScale(norm * step.grad_scale, step.grad_clip) * step.grad_scale;
   float* params = zero_ == 3 ? shard_params_.data() : model_->params().data();
   const float* grads = zero_ >= 2 ? shard_grads_.data() : model_->grads().data();
   for (const Segment& s : segments_) {

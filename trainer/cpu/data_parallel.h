@@ -59,7 +59,8 @@ class DataParallel final : public UnitHooks {
 
   // Σ g² over all (reduced) gradients, the same on every rank.
   Result<double> GradNormSquared();
-  // Clipping by `norm` (the global gradient norm) and one AdamW update.
+  // Clipping by `norm` (the global norm of the gradients as they stand, times
+  // step.grad_scale) and one AdamW update.
   Status OptimizerStep(const AdamWStep& step, float norm);
 
   // This rank's part of the state (resume checkpoints): the master parameters

@@ -117,18 +117,23 @@ class CudaBackend final : public Backend {
     run.zero = o.zero;
     run.micro_batch = static_cast<int>(o.max_batch);
     run.seq = static_cast<int>(o.max_seq);
-    run.bf16 = o.precision == Precision::kBf16;
+    run.dtype = o.precision == Precision::kBf16   ? DType::kBF16
+                : o.precision == Precision::kFp16 ? DType::kF16
+                                                  : DType::kF32;
     run.recompute = o.recompute;
     // "auto": cuDNN's fused attention (deterministic, measured faster: docs/PERFORMANCE.md)
-    // when it is built in and takes this shape in bf16; otherwise our flash kernels.
-    AttentionShape shape{run.micro_batch, run.seq, spec.heads, spec.kv_heads, spec.head_dim()};
+    // when it is built in and takes this shape in bf16 or fp16; otherwise our flash kernels.
+    AttentionShape shape{run.micro_batch,         run.seq,         spec.heads,
+                         spec.kv_heads,           spec.head_dim(), run.attention_chunk,
+                         run.dtype == DType::kF16};
     if (o.attention == "cudnn") {
       if (!CudnnAttentionBuilt())
         return Status(ErrorCode::kUnsupported,
                       "attention = \"cudnn\": this build has no cuDNN; use \"flash\"");
       run.attention = AttentionImpl::kCudnn;
     } else if (o.attention == "auto") {
-      if (run.bf16 && CudnnAttentionUsable(shape)) run.attention = AttentionImpl::kCudnn;
+      if (run.dtype != DType::kF32 && CudnnAttentionUsable(shape))
+        run.attention = AttentionImpl::kCudnn;
     } else if (o.attention != "flash") {
       return Errorf(ErrorCode::kInvalidArgument,
                     "attention must be \"auto\", \"flash\" or \"cudnn\", not \"{}\"", o.attention);
@@ -216,6 +221,7 @@ class CudaBackend final : public Backend {
     AdamWHyper h;
     h.lr = s.lr, h.beta1 = s.beta1, h.beta2 = s.beta2, h.eps = s.eps;
     h.weight_decay = s.weight_decay, h.max_norm = s.grad_clip, h.step = static_cast<int>(s.step);
+    h.grad_scale = s.grad_scale;
     return model_->OptimizerStep(h);
   }
   Status TokenLosses(const MicroBatch& b, float* losses) override {

@@ -4,8 +4,9 @@
 //
 // Supports both families as trainer/model/config.h defines them, with the usual pairing
 // (gpt: biases and tied embeddings; llama: neither) and norm_eps = 1e-5; anything else is
-// kUnsupported at Init, with the field named. Precision kBf16 (bf16 compute, fp32 master
-// weights, gradients and AdamW state) or kFp32 (a checking mode).
+// kUnsupported at Init, with the field named. Precision kBf16 or kFp16 (16-bit compute, fp32
+// master weights, gradients and AdamW state; fp16 needs the training loop's loss scaling) or
+// kFp32 (a checking mode).
 #pragma once
 
 #include <memory>

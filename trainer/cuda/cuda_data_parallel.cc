@@ -1,6 +1,7 @@
 #include "trainer/cuda/cuda_data_parallel.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/residual.cuh"
@@ -8,9 +9,8 @@
 namespace bm::train::cuda {
 namespace {
 
-using dist::DType;
 using dist::ReduceOp;
-using bf16 = __nv_bfloat16;
+using CommType = dist::DType;
 
 std::vector<dist::UnitSpan> Spans(const ParamLayout& layout) {
   std::vector<dist::UnitSpan> spans;
@@ -22,11 +22,12 @@ std::vector<dist::UnitSpan> Spans(const ParamLayout& layout) {
 }  // namespace
 
 CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero,
-                                   bool bf16)
+                                   DType work)
     : layout_(layout),
       comm_(comm),
       zero_(zero),
-      bf16_(bf16),
+      work_(work),
+      lowp_(work != DType::kF32),
       plan_(Spans(layout), zero >= 1 ? comm->size() : 1, zero >= 1 ? comm->rank() : 0) {
   // The gradients that the weight matrices' products write whole in a micro-batch that
   // writes fresh gradients (every layer's four and the LM head's, which is wte when tied);
@@ -73,11 +74,11 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
   master_ = plan->Add(zero_ >= 1 ? "master weights fp32 (own slices)" : "params fp32", L * 4);
   m_ = plan->Add(zero_ >= 1 ? "adamw m (own slices)" : "adamw m", L * 4);
   v_ = plan->Add(zero_ >= 1 ? "adamw v (own slices)" : "adamw v", L * 4);
-  if (zero_ <= 2 && (bf16_ || zero_ >= 1))
-    work_ = plan->Add(bf16_ ? "params bf16 copy" : "params fp32 working copy", P * elem());
-  if (zero_ == 0 && !bf16_) work_ = master_;
+  if (zero_ <= 2 && (lowp_ || zero_ >= 1))
+    work_off_ = plan->Add(lowp_ ? "params 16-bit copy" : "params fp32 working copy", P * elem());
+  if (zero_ == 0 && !lowp_) work_off_ = master_;
   if (zero_ == 3) {
-    if (bf16_) work_shard_ = plan->Add("params bf16 (own slices)", L * 2);
+    if (lowp_) work_shard_ = plan->Add("params 16-bit (own slices)", L * 2);
     emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
     for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
   }
@@ -114,7 +115,7 @@ int CudaDataParallel::UnitOf(size_t off) const {
 }
 
 const char* CudaDataParallel::WorkBytes(size_t off) const {
-  if (zero_ != 3) return At<char>(work_) + off * elem();
+  if (zero_ != 3) return At<char>(work_off_) + off * elem();
   const int u = UnitOf(off);
   const Slot* s = work_slot_of_unit_[u];
   return At<char>(s->offset) + (off - layout_.units()[u].offset) * elem();
@@ -127,14 +128,27 @@ float* CudaDataParallel::Grad(size_t off) const {
   return At<float>(s->offset) + (off - layout_.units()[u].offset);
 }
 
+dist::DType CudaDataParallel::work_dtype() const {
+  return work_ == DType::kBF16  ? CommType::kBFloat16
+         : work_ == DType::kF16 ? CommType::kFloat16
+                                : CommType::kFloat32;
+}
+
+Status CudaDataParallel::CastToWork(void* out, const float* in, size_t n, cudaStream_t s) const {
+  return WithElementType(work_, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    return CastF32<T>(static_cast<T*>(out), in, n, s);
+  });
+}
+
 // ---- collectives (a host communicator has one rank: local copies)
 
-Status CudaDataParallel::AllReduce(void* data, size_t n, DType t, cudaStream_t s) {
+Status CudaDataParallel::AllReduce(void* data, size_t n, CommType t, cudaStream_t s) {
   if (comm_->device()) return comm_->AllReduce(data, static_cast<int64_t>(n), t, ReduceOp::kSum, s);
   return Status::Ok();
 }
 
-Status CudaDataParallel::ReduceScatter(const void* send, void* recv, size_t n, DType t,
+Status CudaDataParallel::ReduceScatter(const void* send, void* recv, size_t n, CommType t,
                                        cudaStream_t s) {
   if (comm_->device())
     return comm_->ReduceScatter(send, recv, static_cast<int64_t>(n), t, ReduceOp::kSum, s);
@@ -144,7 +158,7 @@ Status CudaDataParallel::ReduceScatter(const void* send, void* recv, size_t n, D
   return Status::Ok();
 }
 
-Status CudaDataParallel::AllGather(const void* send, void* recv, size_t n, DType t,
+Status CudaDataParallel::AllGather(const void* send, void* recv, size_t n, CommType t,
                                    cudaStream_t s) {
   if (comm_->device()) return comm_->AllGather(send, recv, static_cast<int64_t>(n), t, s);
   if (send != recv)
@@ -245,7 +259,7 @@ Status CudaDataParallel::IssueGather(int unit) {
   BM_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, s->free, 0), "gather waits for its slot");
   const size_t slice = static_cast<size_t>(plan_.slice(unit));
   const void* send =
-      bf16_ ? static_cast<const void*>(At<bf16>(work_shard_) + plan_.shard_offset(unit))
+      lowp_ ? static_cast<const void*>(At<uint16_t>(work_shard_) + plan_.shard_offset(unit))
             : static_cast<const void*>(At<float>(master_) + plan_.shard_offset(unit));
   BM_TRY(AllGather(send, At<char>(s->offset), slice, work_dtype(), comm_stream_));
   BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "gathered unit {}", unit);
@@ -309,17 +323,17 @@ Status CudaDataParallel::GradientsReady(int unit) {
   if (zero_ <= 1) {
     if (!last_micro_) return Status::Ok();
     BM_TRY(CommAfterCompute());
-    return AllReduce(At<float>(grad_) + u.offset, u.numel, DType::kFloat32, comm_stream_);
+    return AllReduce(At<float>(grad_) + u.offset, u.numel, CommType::kFloat32, comm_stream_);
   }
   Slot* s = grad_slot_of_unit_[unit];
   BM_TRY(CommAfterCompute());
   float* slice = At<float>(grad_shard_) + plan_.shard_offset(unit);
   const size_t n = static_cast<size_t>(plan_.slice(unit));
   if (!accumulate_) {
-    BM_TRY(ReduceScatter(At<float>(s->offset), slice, n, DType::kFloat32, comm_stream_));
+    BM_TRY(ReduceScatter(At<float>(s->offset), slice, n, CommType::kFloat32, comm_stream_));
   } else {
     BM_TRY(
-        ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, DType::kFloat32, comm_stream_));
+        ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, CommType::kFloat32, comm_stream_));
     BM_TRY(AccumulateF32(slice, At<float>(rs_tmp_), n, comm_stream_));
   }
   BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "unit {} reduced", unit);
@@ -333,7 +347,7 @@ Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
     return cuda::GradSumSquares(out, scratch, At<float>(grad_), layout_.total(), compute_);
   }
   BM_TRY(cuda::GradSumSquares(out, scratch, At<float>(grad_shard_), local_size(), compute_));
-  return AllReduce(out, 1, DType::kFloat32, compute_);
+  return AllReduce(out, 1, CommType::kFloat32, compute_);
 }
 
 Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
@@ -352,12 +366,18 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
       const size_t at = zero_ >= 1 ? local : b;  // master and moments: own slices or all
       float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
-      bf16* lowp = nullptr;
-      if (bf16_) lowp = zero_ == 3 ? At<bf16>(work_shard_) + local : At<bf16>(work_) + b;
-      BM_TRY(AdamWUpdate(At<float>(master_) + at, lowp, At<float>(m_) + at, At<float>(v_) + at,
-                         grads, sumsq, seg.decay ? hyper : no_decay, e - b, compute_));
-      if (!bf16_ && (zero_ == 1 || zero_ == 2))
-        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_) + b, At<float>(master_) + at, (e - b) * 4,
+      uint16_t* lowp = nullptr;
+      if (lowp_) lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
+      // The 16-bit copy's type (fp32 mode has none: a null bf16 pointer).
+      BM_TRY(WithElementType(work_, [&](auto tag) -> Status {
+        using T = decltype(tag);
+        using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
+        return AdamWUpdate<L>(At<float>(master_) + at, reinterpret_cast<L*>(lowp),
+                              At<float>(m_) + at, At<float>(v_) + at, grads, sumsq,
+                              seg.decay ? hyper : no_decay, e - b, compute_);
+      }));
+      if (!lowp_ && (zero_ == 1 || zero_ == 2))
+        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + at, (e - b) * 4,
                                       cudaMemcpyDeviceToDevice, compute_),
                       "working copy");
     }
@@ -376,7 +396,7 @@ Status CudaDataParallel::GatherWorkAllUnits() {
   BM_TRY(CommAfterCompute());
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
-    char* unit = At<char>(work_) + static_cast<size_t>(plan_.unit(u).offset) * elem();
+    char* unit = At<char>(work_off_) + static_cast<size_t>(plan_.unit(u).offset) * elem();
     BM_TRY(
         AllGather(unit + plan_.rank() * slice * elem(), unit, slice, work_dtype(), comm_stream_));
   }
@@ -390,16 +410,15 @@ Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
     const float* from = At<float>(master_) + plan_.shard_offset(u);
     if (zero_ == 3) {
-      if (bf16_)
-        BM_TRY(CastF32<bf16>(At<bf16>(work_shard_) + plan_.shard_offset(u), from, slice, s));
+      if (lowp_) BM_TRY(CastToWork(At<uint16_t>(work_shard_) + plan_.shard_offset(u), from, slice, s));
       continue;
     }
     const size_t to = static_cast<size_t>(plan_.unit(u).offset) + plan_.rank() * slice;
-    if (bf16_) {
-      BM_TRY(CastF32<bf16>(At<bf16>(work_) + to, from, slice, s));
+    if (lowp_) {
+      BM_TRY(CastToWork(At<uint16_t>(work_off_) + to, from, slice, s));
     } else {
       BM_CUDA_CHECK(
-          cudaMemcpyAsync(At<float>(work_) + to, from, slice * 4, cudaMemcpyDeviceToDevice, s),
+          cudaMemcpyAsync(At<float>(work_off_) + to, from, slice * 4, cudaMemcpyDeviceToDevice, s),
           "working copy");
     }
   }
@@ -435,8 +454,8 @@ Status CudaDataParallel::SetParameters(const std::vector<float>& flat) {
 // After the masters were written: the working weights follow (collective for zero 1-2).
 Status CudaDataParallel::MastersChanged() {
   if (zero_ == 0) {
-    if (bf16_)
-      BM_TRY(CastF32<bf16>(At<bf16>(work_), At<float>(master_), layout_.total(), compute_));
+    if (lowp_)
+      BM_TRY(CastToWork(At<uint16_t>(work_off_), At<float>(master_), layout_.total(), compute_));
   } else {
     BM_TRY(WriteWorkSlices(compute_));
     if (zero_ <= 2) BM_TRY(GatherWorkAllUnits());
@@ -454,7 +473,7 @@ Status CudaDataParallel::GatherMaster(std::vector<float>* flat) {
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
     float* space = zero_ == 1 ? At<float>(grad_) : At<float>(GradSlotFor(u)->offset);
-    BM_TRY(AllGather(At<float>(master_) + plan_.shard_offset(u), space, slice, DType::kFloat32,
+    BM_TRY(AllGather(At<float>(master_) + plan_.shard_offset(u), space, slice, CommType::kFloat32,
                      comm_stream_));
     BM_CUDA_CHECK(cudaMemcpyAsync(flat->data() + plan_.unit(u).offset, space,
                                   plan_.unit(u).numel * 4, cudaMemcpyDeviceToHost, comm_stream_),

@@ -33,7 +33,6 @@
 // with zero >= 2, OptimizerStep.
 #pragma once
 
-#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -41,6 +40,7 @@
 
 #include "base/result.h"
 #include "trainer/cuda/kernels/adamw.cuh"
+#include "trainer/cuda/dtype.h"
 #include "trainer/cuda/memory_plan.h"
 #include "trainer/cuda/param_layout.h"
 #include "trainer/dist/communicator.h"
@@ -51,8 +51,9 @@ namespace bm::train::cuda {
 class CudaDataParallel {
  public:
   // comm: the data-parallel group (not owned; a host communicator must have one rank).
-  // bf16: working weights in bf16 (else the fp32 masters are the working weights, zero 0).
-  CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, bool bf16);
+  // work: the working weights' type, bf16 or fp16 (a copy of the fp32 masters) or fp32 (the
+  // masters themselves at zero 0; a full fp32 copy at zero 1-2).
+  CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, DType work);
   ~CudaDataParallel();
   CudaDataParallel(const CudaDataParallel&) = delete;
   CudaDataParallel& operator=(const CudaDataParallel&) = delete;
@@ -120,8 +121,10 @@ class CudaDataParallel {
     cudaEvent_t free = nullptr;   // on the compute stream: done reading / writing it
   };
   const char* WorkBytes(size_t off) const;
-  size_t elem() const { return bf16_ ? 2 : 4; }
-  dist::DType work_dtype() const { return bf16_ ? dist::DType::kBFloat16 : dist::DType::kFloat32; }
+  size_t elem() const { return lowp_ ? 2 : 4; }
+  dist::DType work_dtype() const;
+  // The working weights' 16-bit copy of n fp32 masters (lowp_ only).
+  Status CastToWork(void* out, const float* in, size_t n, cudaStream_t s) const;
   int UnitOf(size_t off) const;
   Slot* WorkSlotFor(int unit);
   Slot* GradSlotFor(int unit);
@@ -147,14 +150,15 @@ class CudaDataParallel {
   const ParamLayout& layout_;
   dist::Communicator* comm_;
   int zero_;
-  bool bf16_;
+  DType work_;
+  bool lowp_;  // a 16-bit working copy
   dist::ShardPlan plan_;
   const DeviceArena* arena_ = nullptr;
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   // arena offsets
   size_t master_ = 0, m_ = 0, v_ = 0;   // local_size() fp32 each
-  size_t work_ = 0;                     // full working weights (zero <= 2; zero 0 fp32: master)
-  size_t work_shard_ = 0;               // zero 3 bf16: the own slices as the working dtype
+  size_t work_off_ = 0;                 // full working weights (zero <= 2; zero 0 fp32: master)
+  size_t work_shard_ = 0;               // zero 3 16-bit: the own slices as the working dtype
   size_t grad_ = 0;                     // full gradients (zero <= 1)
   size_t grad_shard_ = 0, rs_tmp_ = 0;  // zero >= 2: reduced slices; one slice of scratch
   Slot emb_work_, emb_grad_;            // the embeddings' own slots (zero 3 / zero >= 2)

@@ -2,10 +2,12 @@
 // and its training step: forward, the fused classifier, backward, gradient-norm clipping and
 // AdamW, all on one stream.
 //
-// Precision (bf16 mode, the suites' "amp"): fp32 master weights, fp32 gradients and fp32 AdamW
-// moments; bf16 working copies of the weights and bf16 activations; fp32 accumulation in every
-// matmul, norm and reduction. fp32 mode (RunSpec::bf16 = false) runs everything in fp32 for
-// checking against the CPU reference.
+// Precision (RunSpec::dtype bf16 — the suites' "amp" — or fp16): fp32 master weights, fp32
+// gradients and fp32 AdamW moments; 16-bit working copies of the weights and 16-bit
+// activations; fp32 accumulation in every matmul, norm and reduction. fp16 needs the caller's
+// loss scaling (ForwardBackward's grad_scale times S, OptimizerStep's grad_scale 1 / S; an
+// overflow shows as a non-finite GradNorm). fp32 mode runs everything in fp32 for checking
+// against the CPU reference.
 //
 // Memory: everything lives in one arena planned at Create() (MemoryPlan); nothing is allocated
 // afterwards, and a plan the GPU cannot hold is refused with its numbers. Parameters,
@@ -86,8 +88,9 @@ class CudaModel {
   Result<double> ForwardBackward(const TokenBatch& batch, float grad_scale, bool last = true);
   // sqrt of the sum of squared gradients, as they stand (waits for the GPU).
   Result<double> GradNorm();
-  // Clips by global norm (when hyper.max_norm > 0 and the norm exceeds it: factor
-  // max_norm / (norm + 1e-6)), then AdamW on fp32 masters and the bf16 copy. Asynchronous.
+  // Multiplies the gradients by hyper.grad_scale and clips them by global norm (when
+  // hyper.max_norm > 0 and the norm exceeds it: factor max_norm / (norm + 1e-6)), then AdamW on
+  // fp32 masters and the 16-bit copy. Asynchronous.
   Status OptimizerStep(const AdamWHyper& hyper);
   // Forward only: losses[i] for every position (the mask ignored); waits.
   Status TokenLosses(const TokenBatch& batch, float* losses);

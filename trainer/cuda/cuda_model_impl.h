@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,7 @@ namespace bm::train::cuda {
 namespace model_internal {
 
 using bf16 = __nv_bfloat16;
+using fp16 = __half;
 
 enum class Mode { kTrain, kLoss, kArgmax };
 
@@ -43,6 +46,7 @@ struct LayerActs {
 
 }  // namespace model_internal
 using model_internal::bf16;
+using model_internal::fp16;
 using model_internal::LayerActs;
 using model_internal::Mode;
 
@@ -53,7 +57,7 @@ struct CudaModel::Impl {
         self(r.comm ? nullptr : dist::MakeSelfCommunicator()),
         comm(r.comm ? r.comm : self.get()),
         layout(m, CudaDataParallel::UnitAlign(r.zero, comm->size())),
-        dp(layout, comm, r.zero, r.bf16) {}
+        dp(layout, comm, r.zero, r.dtype) {}
   ModelSpec spec;
   RunSpec run;
   std::unique_ptr<dist::Communicator> self;  // the group of one when run.comm is null
@@ -66,7 +70,7 @@ struct CudaModel::Impl {
   std::unique_ptr<Matmul> matmul;
   cudaStream_t stream = nullptr;
   cudaEvent_t staged = nullptr;
-  size_t elem = 2;  // bytes per activation element
+  size_t elem = 2;  // bytes per activation element (4 in fp32 mode)
 
   // arena offsets (the parameters' buffers are dp's)
   std::vector<size_t> res;  // layers + 1 residual streams
@@ -131,14 +135,16 @@ struct CudaModel::Impl {
   int BigCols() const { return spec.family == Family::kGpt ? spec.ffn : 2 * spec.ffn; }
   bool Gpt() const { return spec.family == Family::kGpt; }
   AttentionShape AttShape(int b, int t) const {
-    return {b, t, spec.heads, spec.kv_heads, spec.head_dim(), run.attention_chunk};
+    return {b, t, spec.heads, spec.kv_heads, spec.head_dim(), run.attention_chunk, Fp16()};
   }
+  bool Fp16() const { return run.dtype == DType::kF16; }
+  bool Lowp() const { return run.dtype != DType::kF32; }  // 16-bit weight copy and activations
   template <typename T>
   T* A(size_t off) const {
     return arena->At<T>(off);
   }
-  DType Dt() const { return run.bf16 ? DType::kBF16 : DType::kF32; }
-  // Weights as the matmuls read them (the working copy: bf16, or the fp32 masters) and
+  DType Dt() const { return run.dtype; }
+  // Weights as the matmuls read them (the working copy: 16-bit, or the fp32 masters) and
   // where gradients go, by flat offset (through dp: full buffers or the unit's slot).
   template <typename T>
   const T* W(size_t off) const {
@@ -172,7 +178,7 @@ struct CudaModel::Impl {
   Status ForwardBackward(float grad_scale, Mode mode);
   template <typename T>
   Status FinalNormForward();
-  Status Run(float grad_scale, Mode mode);  // ForwardBackward<bf16 or float>
+  Status Run(float grad_scale, Mode mode);  // ForwardBackward<the element type>
 
   // ZeroGradients() only marks the gradients: the next training pass writes them (the weight
   // matrices' products with beta 0, no memset and no read of the old values) after zeroing

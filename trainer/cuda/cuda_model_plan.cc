@@ -5,7 +5,7 @@ namespace bm::train::cuda {
 Status CudaModel::Impl::Plan() {
   MemoryPlan plan;
   size_t n = MaxN(), c = C();
-  elem = run.bf16 ? 2 : 4;
+  elem = Lowp() ? 2 : 4;
   dp.Plan(&plan);
   res.resize(spec.layers + 1);
   for (int l = 0; l <= spec.layers; ++l) res[l] = plan.Add("residual stream", n * c * elem);
@@ -45,8 +45,8 @@ Status CudaModel::Impl::Plan() {
   norm_scratch = plan.Add("norm scratch", ns * 4);
   att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, spec.heads) * 4;
   if (run.attention == AttentionImpl::kCudnn) {
-    if (!run.bf16)
-      return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 (not --fp32)");
+    if (!Lowp())
+      return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 or fp16 (not fp32)");
     BM_ASSIGN_OR_RETURN(size_t ws,
                         CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
     att_scratch_bytes = std::max(att_scratch_bytes, ws);
@@ -149,14 +149,12 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
 Status CudaModel::Impl::EmbeddingBackwardAll() {
   int n = N(), c = C();
   return Phase("embedding", [&] {
-    if (run.bf16) {
-      return EmbeddingBackward<bf16>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<bf16>(dres),
-                                     A<int>(bucket_tokens), A<int>(bucket_offsets),
-                                     A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
-    }
-    return EmbeddingBackward<float>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<float>(dres),
-                                    A<int>(bucket_tokens), A<int>(bucket_offsets),
-                                    A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
+    return WithElementType(run.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      return EmbeddingBackward<T>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<T>(dres),
+                                  A<int>(bucket_tokens), A<int>(bucket_offsets),
+                                  A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
+    });
   });
 }
 

@@ -366,8 +366,8 @@ Status CudaModel::Impl::Run(float grad_scale, Mode mode) {
   } else {
     first_micro = false;
   }
-  Status s =
-      run.bf16 ? ForwardBackward<bf16>(grad_scale, mode) : ForwardBackward<float>(grad_scale, mode);
+  Status s = WithElementType(
+      run.dtype, [&](auto tag) { return ForwardBackward<decltype(tag)>(grad_scale, mode); });
   if (!s.ok()) return s;
   if (mode == Mode::kTrain) {
     norm_fresh = false;

@@ -3,7 +3,7 @@
 //
 //   forward:  S = Q·Kᵀ, S *= scale, causal select (row >= col, else lowest float),
 //             M = max_row(S), E = exp(S - M), Z = sum_row(E), lse = M + log Z,
-//             P = E / Z (bf16), O = P·V
+//             P = E / Z (16-bit), O = P·V
 //   backward: sum_dO_O = sum_row(dO * O), S as above, E = exp(S - lse), dV = Eᵀ·dO,
 //             dP = dO·Vᵀ, dS = E * (dP - sum_dO_O) * scale, dK = dSᵀ·Q, dQ = dS·K
 //
@@ -18,6 +18,7 @@
 
 #if BENCHMAKE_HAVE_CUDNN
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cudnn.h>
 #include <fmt/ranges.h>
 
@@ -78,7 +79,13 @@ Status CudnnError(cudnnStatus_t status, std::string_view call, std::string_view 
   } while (0)
 
 std::string Describe(const AttentionShape& s) {
-  return fmt::format("B={} T={} H={} Hkv={} D={}", s.batch, s.seq, s.heads, s.kv_heads, s.head_dim);
+  return fmt::format("B={} T={} H={} Hkv={} D={} {}", s.batch, s.seq, s.heads, s.kv_heads,
+                     s.head_dim, s.fp16 ? "fp16" : "bf16");
+}
+
+// The 16-bit tensors' type (scores and statistics stay fp32).
+cudnnDataType_t IoType(const AttentionShape& s) {
+  return s.fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
 }
 
 // One backend descriptor, destroyed with its owner.
@@ -411,12 +418,13 @@ Status MaskedScores(Graph& g, const Layout& L, cudnnBackendDescriptor_t q,
 }
 
 Status BuildForward(Graph& g, const AttentionShape& shape) {
+  const cudnnDataType_t io = IoType(shape);
   Layout L(shape, shape.seq, shape.seq);
   cudnnBackendDescriptor_t q, kt, v, o, stats, scale, lowest, s, mx, sub, e, z, lg, p;
-  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
-  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
-  BM_TRY(g.Tensor(&v, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kV));
-  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
+  BM_TRY(g.Tensor(&q, io, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
+  BM_TRY(g.Tensor(&kt, io, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
+  BM_TRY(g.Tensor(&v, io, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kV));
+  BM_TRY(g.Tensor(&o, io, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
   BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.RowStrides(), kStats));
   BM_TRY(g.Scalar(&scale, kScale));
   BM_TRY(g.Scalar(&lowest, kLowest));
@@ -432,19 +440,18 @@ Status BuildForward(Graph& g, const AttentionShape& shape) {
   BM_TRY(g.Tensor(&lg, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.PackedRows()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_LOG, z, nullptr, nullptr, lg));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, nullptr, stats));
-  BM_TRY(g.Tensor(&p, CUDNN_DATA_BFLOAT16, L.Scores(), L.ScoreStrides()));
+  BM_TRY(g.Tensor(&p, io, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_DIV, e, z, nullptr, p));
   BM_TRY(g.Matmul(p, v, o));
   return g.Finalize(false);
 }
 
 // dX for the kv heads: the product per query head, then (GQA) summed over each group.
-Status KvGradient(Graph& g, const Layout& L, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
-                  cudnnBackendDescriptor_t dx) {
+Status KvGradient(Graph& g, const Layout& L, cudnnDataType_t io, cudnnBackendDescriptor_t a,
+                  cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t dx) {
   if (L.h == L.hk) return g.Matmul(a, b, dx);
   cudnnBackendDescriptor_t full;
-  BM_TRY(g.Tensor(&full, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tk, L.d},
-                  {L.h * L.tk * L.d, L.tk * L.d, L.d, 1}));
+  BM_TRY(g.Tensor(&full, io, {L.b, L.h, L.tk, L.d}, {L.h * L.tk * L.d, L.tk * L.d, L.d, 1}));
   BM_TRY(g.Matmul(a, b, full));
   return g.Reduction(CUDNN_REDUCE_TENSOR_ADD, full, dx);
 }
@@ -452,21 +459,21 @@ Status KvGradient(Graph& g, const Layout& L, cudnnBackendDescriptor_t a, cudnnBa
 // The backward for the keys [k0, k0 + keys) and the queries [k0, T). dQ goes into qkv's layout
 // (the first block, which has every query) or, partial, into a [B, T, H·D] buffer.
 Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
+  const cudnnDataType_t io = IoType(shape);
   Layout L(shape, shape.seq - k0, keys);
   cudnnBackendDescriptor_t q, kt, vt, o, stats, scale, lowest, one, dout, dq, dk, dv;
-  BM_TRY(g.Tensor(&q, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
-  BM_TRY(g.Tensor(&kt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
-  BM_TRY(g.Tensor(&vt, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kV));
-  BM_TRY(g.Tensor(&o, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
+  BM_TRY(g.Tensor(&q, io, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
+  BM_TRY(g.Tensor(&kt, io, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
+  BM_TRY(g.Tensor(&vt, io, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kV));
+  BM_TRY(g.Tensor(&o, io, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
   BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.RowStrides(), kStats));
   BM_TRY(g.Scalar(&scale, kScale));
   BM_TRY(g.Scalar(&lowest, kLowest));
   BM_TRY(g.Scalar(&one, kOne));
-  BM_TRY(g.Tensor(&dout, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kDo));
-  BM_TRY(g.Tensor(&dq, CUDNN_DATA_BFLOAT16, {L.b, L.h, L.tq, L.d},
-                  k0 == 0 ? L.QkvStrides() : L.OutStrides(), kDq));
-  BM_TRY(g.Tensor(&dk, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kDk));
-  BM_TRY(g.Tensor(&dv, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kDv));
+  BM_TRY(g.Tensor(&dout, io, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kDo));
+  BM_TRY(g.Tensor(&dq, io, {L.b, L.h, L.tq, L.d}, k0 == 0 ? L.QkvStrides() : L.OutStrides(), kDq));
+  BM_TRY(g.Tensor(&dk, io, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kDk));
+  BM_TRY(g.Tensor(&dv, io, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kDv));
   // sum_dO_O = rowsum(dO * O)
   cudnnBackendDescriptor_t doo, rs, rs1;
   BM_TRY(g.Tensor(&doo, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, L.d}, L.OutStrides()));
@@ -482,9 +489,9 @@ Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_SUB, s, stats, nullptr, sub));
   BM_TRY(g.Tensor(&e, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, nullptr, e));
-  BM_TRY(g.Tensor(&et, CUDNN_DATA_BFLOAT16, L.ScoresT(), L.ScoreTStrides()));
+  BM_TRY(g.Tensor(&et, io, L.ScoresT(), L.ScoreTStrides()));
   BM_TRY(g.Reshape(e, et));
-  BM_TRY(KvGradient(g, L, et, dout, dv));
+  BM_TRY(KvGradient(g, L, io, et, dout, dv));
   // dS = E * (dO·Vᵀ - sum_dO_O) * scale
   cudnnBackendDescriptor_t dp, dp1, dp2, ds0, ds, dst;
   BM_TRY(g.Tensor(&dp, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
@@ -498,11 +505,11 @@ Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
   BM_TRY(g.Tensor(&ds, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, ds0, scale, nullptr, ds));
   // dK = dSᵀ·Q; dQ = dS·K
-  BM_TRY(g.Tensor(&dst, CUDNN_DATA_BFLOAT16, L.ScoresT(), L.ScoreTStrides()));
+  BM_TRY(g.Tensor(&dst, io, L.ScoresT(), L.ScoreTStrides()));
   BM_TRY(g.Reshape(ds, dst));
-  BM_TRY(KvGradient(g, L, dst, q, dk));
+  BM_TRY(KvGradient(g, L, io, dst, q, dk));
   cudnnBackendDescriptor_t k;
-  BM_TRY(g.Tensor(&k, CUDNN_DATA_BFLOAT16, {L.b, L.hk, L.tk, L.d}, L.QkvStrides()));
+  BM_TRY(g.Tensor(&k, io, {L.b, L.hk, L.tk, L.d}, L.QkvStrides()));
   BM_TRY(g.Reshape(kt, k));
   BM_TRY(g.Matmul(ds, k, dq));
   return g.Finalize(true);
@@ -512,7 +519,7 @@ Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
 struct Cache {
   std::mutex mu;
   cudnnHandle_t handle = nullptr;
-  std::map<std::tuple<int, int, int, int, int, int, int>, std::unique_ptr<Graph> > plans;
+  std::map<std::tuple<int, int, int, int, int, bool, int, int>, std::unique_ptr<Graph> > plans;
 };
 Cache& TheCache() {
   static Cache* c = new Cache();  // never destroyed: cuDNN may be torn down first at exit
@@ -526,7 +533,7 @@ Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   Cache& c = TheCache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.handle == nullptr) BM_CUDNN_CHECK(cudnnCreate(&c.handle), "cuDNN handle");
-  auto key = std::make_tuple(s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, k0, keys);
+  auto key = std::make_tuple(s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.fp16, k0, keys);
   auto it = c.plans.find(key);
   if (it != c.plans.end()) return static_cast<const Graph*>(it->second.get());
   bool backward = keys >= 0;
@@ -549,7 +556,7 @@ int KeyChunk(const AttentionShape& s) {
   return std::min({s.key_chunk, half, s.seq});
 }
 
-// Bytes of the partial dQ ([B, T, H·D] bf16) when there is more than one key block: the start
+// Bytes of the partial dQ ([B, T, H·D], 16-bit) when there is more than one key block: the start
 // of the workspace, rounded up to 256; cuDNN's workspace follows.
 size_t PartialDqBytes(const AttentionShape& s) {
   if (KeyChunk(s) >= s.seq) return 0;
@@ -596,7 +603,7 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
   if (workspace_bytes < skip)
     return Errorf(ErrorCode::kInternal, "cuDNN attention backward: workspace {} bytes < {} for {}",
                   workspace_bytes, skip, Describe(s));
-  auto* dq_partial = static_cast<__nv_bfloat16*>(workspace);
+  void* dq_partial = workspace;
   void* cudnn_ws = static_cast<char*>(workspace) + skip;
   auto* base = static_cast<char*>(const_cast<void*>(qkv));
   auto* dbase = static_cast<char*>(dqkv);
@@ -623,9 +630,16 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
                    cudnn_ws, workspace_bytes - skip, stream));
     if (k0 == 0) continue;
     // dQ rows k0.. += this block's part, in block order.
-    BM_TRY(AddRows<__nv_bfloat16>(reinterpret_cast<__nv_bfloat16*>(dbase), static_cast<int>(width),
-                                  dq_partial, s.heads * s.head_dim, s.batch, s.seq, k0,
-                                  s.heads * s.head_dim, stream));
+    const int cols = s.heads * s.head_dim;
+    if (s.fp16) {
+      BM_TRY(AddRows<__half>(reinterpret_cast<__half*>(dbase), static_cast<int>(width),
+                             static_cast<const __half*>(dq_partial), cols, s.batch, s.seq, k0, cols,
+                             stream));
+    } else {
+      BM_TRY(AddRows<__nv_bfloat16>(
+          reinterpret_cast<__nv_bfloat16*>(dbase), static_cast<int>(width),
+          static_cast<const __nv_bfloat16*>(dq_partial), cols, s.batch, s.seq, k0, cols, stream));
+    }
   }
   return Status::Ok();
 }

@@ -11,7 +11,9 @@
 namespace bm::train::cuda {
 namespace {
 
-cudaDataType_t CudaType(DType t) { return t == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF; }
+cudaDataType_t CudaType(DType t) {
+  return t == DType::kF32 ? CUDA_R_32F : t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
 
 cublasLtEpilogue_t LtEpilogue(Epilogue e) {
   switch (e) {
@@ -32,8 +34,8 @@ cublasLtEpilogue_t LtEpilogue(Epilogue e) {
 std::string Describe(const MatmulArgs& a) {
   return fmt::format("m={} n={} k={} op(A)={} op(B)={} lda={} ldb={} ldd={} ab={} d={} epilogue={}",
                      a.m, a.n, a.k, a.trans_a ? "T" : "N", a.trans_b ? "T" : "N", a.lda, a.ldb,
-                     a.ldd, a.ab_type == DType::kF32 ? "f32" : "bf16",
-                     a.d_type == DType::kF32 ? "f32" : "bf16", static_cast<int>(a.epilogue));
+                     a.ldd, DTypeName(a.ab_type), DTypeName(a.d_type),
+                     static_cast<int>(a.epilogue));
 }
 
 }  // namespace
@@ -97,7 +99,7 @@ Result<Matmul::Plan*> Matmul::GetPlan(const MatmulArgs& a) {
 
   auto plan = std::make_unique<Plan>();
   std::string what = Describe(a);
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // fp32 accumulation for both types
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // fp32 accumulation for every type
   BM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, CUDA_R_32F), "{}", what);
   cublasOperation_t op_a = a.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS A' = our B
   cublasOperation_t op_b = a.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS B' = our A
@@ -112,7 +114,7 @@ Result<Matmul::Plan*> Matmul::GetPlan(const MatmulArgs& a) {
       cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)),
       "{}", what);
   if (a.epilogue == Epilogue::kBias || a.epilogue == Epilogue::kGeluAuxBias) {
-    cudaDataType_t bias_type = a.d_type == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF;
+    cudaDataType_t bias_type = CudaType(a.d_type);
     BM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                    &bias_type, sizeof(bias_type)),
                     "{}", what);

@@ -2,9 +2,9 @@
 //
 //   D[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C[m,n]   (+ epilogue)
 //
-// op(X) is X or X^T as stored (row-major, leading dimension = row length). A and B are bf16
-// or fp32; C and D are bf16 or fp32 (bf16 inputs with fp32 D is how weight gradients are
-// accumulated into fp32 gradient buffers). Accumulation is always fp32.
+// op(X) is X or X^T as stored (row-major, leading dimension = row length). A and B are bf16,
+// fp16 or fp32; C and D are of A's type or fp32 (16-bit inputs with fp32 D is how weight
+// gradients are accumulated into fp32 gradient buffers). Accumulation is always fp32.
 //
 // Epilogues (n is the column count of D, i.e. the output features):
 //   kBias         D += bias[n]                              (bias of D's type)
@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "base/result.h"
+#include "trainer/cuda/dtype.h"
 
 namespace bm::train::cuda {
 
-enum class DType { kF32, kBF16 };
 enum class Epilogue { kNone, kBias, kGeluAuxBias, kDGelu, kBGradB };
 
 struct MatmulArgs {

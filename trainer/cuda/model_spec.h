@@ -5,6 +5,7 @@
 #include <string>
 
 #include "trainer/cuda/cudnn_attention.h"
+#include "trainer/cuda/dtype.h"
 #include "trainer/cuda/kernels/attention.cuh"
 
 namespace bm::train::dist {
@@ -35,7 +36,9 @@ struct ModelSpec {
 struct RunSpec {
   int micro_batch = 1;  // LBS
   int seq = 0;          // MPE
-  bool bf16 = true;     // false: fp32 activations and matmuls (a checking mode)
+  // Activations, weight copies and matmul operands: bf16, fp16 (over fp32 masters either way)
+  // or fp32 (a checking mode).
+  DType dtype = DType::kBF16;
   bool recompute = false;
   AttentionImpl attention = AttentionImpl::kAuto;
   int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call at most (0: one call)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include "trainer/platform.h"
@@ -23,21 +24,42 @@ double ProcessCpuSeconds() {
 
 }  // namespace
 
+namespace {
+
+// A number, or null when it is not finite.
+nlohmann::json FiniteOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
+
+// j[key]: 0 when absent, NaN when null.
+double NumberOr(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return 0.0;
+  return j[key].is_number() ? j[key].get<double>() : std::nan("");
+}
+
+}  // namespace
+
 nlohmann::json StepRecord::ToJson() const {
-  return {{"step", step},     {"loss", loss},
-          {"lr", lr},         {"grad_norm", grad_norm},
-          {"tokens", tokens}, {"tokens_per_s", ms > 0 ? tokens / (ms / 1000.0) : 0.0},
+  return {{"step", step},
+          {"loss", FiniteOrNull(loss)},
+          {"lr", lr},
+          {"grad_norm", FiniteOrNull(grad_norm)},
+          {"loss_scale", loss_scale ? nlohmann::json(*loss_scale) : nlohmann::json(nullptr)},
+          {"skipped", skipped},
+          {"tokens", tokens},
+          {"tokens_per_s", ms > 0 ? tokens / (ms / 1000.0) : 0.0},
           {"ms", ms}};
 }
 
 StepRecord StepRecord::FromJson(const nlohmann::json& j) {
   StepRecord r;
   r.step = j.value("step", int64_t{0});
-  r.loss = j.value("loss", 0.0);
-  r.lr = j.value("lr", 0.0);
-  r.grad_norm = j.value("grad_norm", 0.0);
-  r.ms = j.value("ms", 0.0);
+  r.loss = NumberOr(j, "loss");
+  r.lr = NumberOr(j, "lr");
+  r.grad_norm = NumberOr(j, "grad_norm");
+  r.ms = NumberOr(j, "ms");
   r.tokens = j.value("tokens", int64_t{0});
+  if (j.contains("loss_scale") && j["loss_scale"].is_number())
+    r.loss_scale = j["loss_scale"].get<double>();
+  r.skipped = j.contains("skipped") && j["skipped"].is_boolean() && j["skipped"].get<bool>();
   return r;
 }
 
@@ -81,27 +103,30 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
                           {"max_seq", m.max_seq},
                           {"tied_embeddings", m.tied_embeddings},
                           {"overrides", overrides}};
-  nlohmann::json config = {{"lbs", r.lbs},
-                           {"mpe", r.mpe},
-                           {"gas", r.gas},
-                           {"dp", r.layout.dp},
-                           {"tp", r.layout.tp},
-                           {"pp", r.layout.pp},
-                           {"gbs", r.gbs()},
-                           {"layout", r.layout.ToString()},
-                           {"zero", r.zero},
-                           {"precision", PrecisionName(r.precision)},
-                           {"recompute", r.recompute},
-                           {"flash_attention", r.flash_attention},
-                           {"lr", r.lr},
-                           {"min_lr", r.min_lr},
-                           {"steps", r.steps},
-                           {"warmup_steps", r.warmup_steps},
-                           {"weight_decay", r.weight_decay},
-                           {"grad_clip", r.grad_clip},
-                           {"seed", r.seed},
-                           {"device", r.device},
-                           {"threads", r.threads}};
+  nlohmann::json config = {
+      {"lbs", r.lbs},
+      {"mpe", r.mpe},
+      {"gas", r.gas},
+      {"dp", r.layout.dp},
+      {"tp", r.layout.tp},
+      {"pp", r.layout.pp},
+      {"gbs", r.gbs()},
+      {"layout", r.layout.ToString()},
+      {"zero", r.zero},
+      {"precision", PrecisionName(r.precision)},
+      {"recompute", r.recompute},
+      {"flash_attention", r.flash_attention},
+      {"lr", r.lr},
+      {"min_lr", r.min_lr},
+      {"steps", r.steps},
+      {"warmup_steps", r.warmup_steps},
+      {"weight_decay", r.weight_decay},
+      {"grad_clip", r.grad_clip},
+      {"loss_scaler",
+       r.precision == Precision::kFp16 ? r.loss_scaler.ToJson() : nlohmann::json(nullptr)},
+      {"seed", r.seed},
+      {"device", r.device},
+      {"threads", r.threads}};
   const FlopsPerToken fpt = TrainingFlopsPerToken(m, r.mpe);
   nlohmann::json j = {
       {"format", "benchmake-metrics"},
@@ -140,6 +165,8 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
     j["mfu"] = nullptr;
     j["loss"] = nullptr;
     j["tokens"] = nullptr;
+    j["skipped_steps"] = nullptr;
+    j["loss_scale"] = nullptr;
     return j;
   }
   const Throughput t = MeasureThroughput(s.steps);
@@ -167,20 +194,27 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
                 {"peak_source", "unknown device: set peak_tflops"},
                 {"achieved_flops_per_device", fpt.palm * per_device}};
   }
-  const int64_t n = static_cast<int64_t>(s.steps.size());
-  const int64_t window = std::min<int64_t>(10, n);
-  double tail = 0, min_loss = s.steps[0].loss;
-  int64_t tokens = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (i >= n - window) tail += s.steps[i].loss;
-    min_loss = std::min(min_loss, s.steps[i].loss);
-    tokens += s.steps[i].tokens;
+  // Loss statistics over the steps with a finite loss (an fp16 step that overflowed in the
+  // forward pass has none); skipped steps with a finite loss count: it is the model's loss.
+  std::vector<double> losses;
+  int64_t tokens = 0, skipped = 0;
+  for (const StepRecord& step : s.steps) {
+    if (std::isfinite(step.loss)) losses.push_back(step.loss);
+    tokens += step.tokens;
+    skipped += step.skipped ? 1 : 0;
   }
-  j["loss"] = {{"first", s.steps[0].loss},
-               {"final", tail / window},
-               {"final_window", window},
-               {"min", min_loss}};
+  const size_t window = std::min<size_t>(10, losses.size());
+  double tail = 0;
+  for (size_t i = losses.size() - window; i < losses.size(); ++i) tail += losses[i];
+  j["loss"] = losses.empty()
+                  ? nlohmann::json(nullptr)
+                  : nlohmann::json{{"first", FiniteOrNull(s.steps[0].loss)},
+                                   {"final", tail / static_cast<double>(window)},
+                                   {"final_window", window},
+                                   {"min", *std::min_element(losses.begin(), losses.end())}};
   j["tokens"] = tokens;
+  j["skipped_steps"] = skipped;
+  j["loss_scale"] = s.loss_scale ? nlohmann::json(*s.loss_scale) : nlohmann::json(nullptr);
   return j;
 }
 

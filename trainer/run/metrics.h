@@ -15,10 +15,14 @@
 
 namespace bm::train {
 
+// One log.jsonl line. A non-finite loss or gradient norm (an fp16 step that overflowed) is
+// written as null and read back as NaN.
 struct StepRecord {
   int64_t step = 0;
   double loss = 0, lr = 0, grad_norm = 0, ms = 0;
   int64_t tokens = 0;
+  std::optional<double> loss_scale;  // fp16: the loss scale this step's backward ran with
+  bool skipped = false;              // fp16: the step overflowed; no optimizer update
   nlohmann::json ToJson() const;
   static StepRecord FromJson(const nlohmann::json& j);
 };
@@ -46,7 +50,8 @@ struct TrainSummary {
   std::string device_name;
   double wall_s = 0;
   std::optional<int64_t> resumed_from_step;
-  std::string started_at;  // ISO 8601 UTC
+  std::optional<double> loss_scale;  // fp16: the loss scale after the last step
+  std::string started_at;            // ISO 8601 UTC
   nlohmann::json platform;
   nlohmann::json eval;  // null for training runs
 };

@@ -8,7 +8,7 @@ namespace {
 struct PeakEntry {
   const char* match;  // substring of the device name
   const char* label;
-  double bf16, fp32;
+  double bf16, fp32;  // bf16 = fp16 dense tensor-core peak on every entry
 };
 
 // Dense, per device, from the vendors' datasheets (fp32 without TF32).
@@ -42,9 +42,9 @@ std::optional<PeakFlops> LookupPeakFlops(std::string_view device, std::string_vi
   }
   for (const PeakEntry& e : kPeaks) {
     if (device_name.find(e.match) != std::string_view::npos) {
-      const bool bf16 = precision == Precision::kBf16;
-      return PeakFlops{bf16 ? e.bf16 : e.fp32,
-                       fmt::format("table: {} {} dense", e.label, bf16 ? "bf16" : "fp32")};
+      const bool half = precision != Precision::kFp32;
+      return PeakFlops{half ? e.bf16 : e.fp32,
+                       fmt::format("table: {} {} dense", e.label, PrecisionName(precision))};
     }
   }
   return std::nullopt;

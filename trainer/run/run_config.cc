@@ -110,8 +110,14 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                           {"beta1", &c.beta1},
                           {"beta2", &c.beta2},
                           {"eps", &c.eps},
-                          {"grad_clip", &c.grad_clip}})
+                          {"grad_clip", &c.grad_clip},
+                          {"init_scale", &c.loss_scaler.init_scale},
+                          {"growth_factor", &c.loss_scaler.growth_factor},
+                          {"backoff_factor", &c.loss_scaler.backoff_factor},
+                          {"min_scale", &c.loss_scaler.min_scale}})
     BM_TRY(Get(j, key, ptr));
+  BM_TRY(Get(j, "growth_interval", &c.loss_scaler.growth_interval));
+  BM_TRY(Get(j, "hysteresis", &c.loss_scaler.hysteresis));
   int64_t seed = static_cast<int64_t>(c.seed);
   BM_TRY(Get(j, "seed", &seed));
   c.seed = static_cast<uint64_t>(seed);
@@ -145,6 +151,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
       return invalid("beta1 and beta2 must lie in [0, 1)");
     if (c.weight_decay < 0) return invalid("weight_decay must be >= 0");
     if (c.checkpoint_every < 0) return invalid("checkpoint_every must be >= 0");
+    BM_TRY(c.loss_scaler.Validate());
   }
   if (c.eval_max_answer < 0)
     return invalid("eval_max_answer must be >= 0 (got {})", c.eval_max_answer);
@@ -172,7 +179,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   c.communicator);
   if (c.device == "cpu" && c.precision != Precision::kFp32)
     return Errorf(ErrorCode::kUnsupported,
-                  "precision '{}' on device cpu: the cpu backend is fp32 only",
+                  "precision '{}' on device cpu: the cpu backend is fp32 only (bf16 and fp16 "
+                  "need device cuda)",
                   PrecisionName(c.precision));
   return c;
 }
@@ -201,6 +209,7 @@ std::string Fingerprint(const RunConfig& c, const ModelConfig& model) {
                       {"clip", c.grad_clip},
                       {"seed", c.seed},
                       {"data", c.data_dir}};
+  if (c.precision == Precision::kFp16) j["loss_scaler"] = c.loss_scaler.ToJson();
   return j.dump();
 }
 

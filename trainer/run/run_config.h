@@ -6,12 +6,16 @@
 //    "out_dir": "/abs/out", "resume_dir": "/abs/resume" (may be ""),
 //    "model": {"preset": "llama-small", "overrides": {...}},     pretrain
 //    "init": "/abs/checkpoint dir or file.safetensors",          finetune, evaluate
-//    "device": "cpu", "threads": 0, "precision": "fp32", "recompute": false,
+//    "device": "cpu", "threads": 0, "precision": "fp32" (fp32, bf16, fp16; amp = bf16),
+//    "recompute": false,
 //    "attention": "auto" (CUDA: "auto" = cuDNN when usable, "flash", "cudnn"),
 //    "layout": "TP1PP1DP1", "zero": 0, "communicator": "auto",
 //    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
 //    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
 //    "grad_clip": 1.0, "seed": 1234, "checkpoint_every": 0, "peak_tflops": null,
+//    fp16's dynamic loss scaling (trainer/run/loss_scaler.h; validated for any precision,
+//    used with fp16 only): "init_scale": 65536, "growth_factor": 2, "backoff_factor": 0.5,
+//    "growth_interval": 2000, "min_scale": 1, "hysteresis": 1,
 //    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "eval_max_answer": 32,
 //    "progress": false}
 //
@@ -26,6 +30,7 @@
 #include "base/result.h"
 #include "trainer/backend.h"
 #include "trainer/model/config.h"
+#include "trainer/run/loss_scaler.h"
 
 namespace bm::train {
 
@@ -59,6 +64,7 @@ struct RunConfig {
   int64_t lbs = 8, mpe = 256, gas = 1, steps = 100, warmup_steps = 10;
   double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double grad_clip = 1.0;
+  LossScalerOptions loss_scaler;  // precision fp16 only
   uint64_t seed = 1234;
   int64_t checkpoint_every = 0;
   std::optional<double> peak_tflops;
@@ -74,7 +80,8 @@ struct RunConfig {
 // rank; precision by device), naming the key in every message.
 Result<RunConfig> ParseRunConfig(const nlohmann::json& json);
 
-// The canonical JSON of the settings that determine a run's bits (for resume).
+// The canonical JSON of the settings that determine a run's bits (for resume); with fp16 the
+// loss scaler's settings too.
 std::string Fingerprint(const RunConfig& config, const ModelConfig& model);
 
 }  // namespace bm::train

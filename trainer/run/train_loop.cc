@@ -17,6 +17,7 @@
 #include "trainer/data/batch.h"
 #include "trainer/model/layout.h"
 #include "trainer/platform.h"
+#include "trainer/run/loss_scaler.h"
 #include "trainer/run/metrics.h"
 #include "trainer/run/model_setup.h"
 #include "trainer/run/run_ranks.h"
@@ -26,6 +27,21 @@ namespace bm::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// One AdamW update: `applied` counts the updates made so far including this one (its bias
+// correction), and the accumulated gradients are loss_scale times the true ones.
+AdamWStep MakeAdamWStep(const RunConfig& run, double lr, int64_t applied, double loss_scale) {
+  AdamWStep adam;
+  adam.lr = static_cast<float>(lr);
+  adam.beta1 = static_cast<float>(run.beta1);
+  adam.beta2 = static_cast<float>(run.beta2);
+  adam.eps = static_cast<float>(run.eps);
+  adam.weight_decay = static_cast<float>(run.weight_decay);
+  adam.grad_clip = static_cast<float>(run.grad_clip);
+  adam.step = applied;
+  adam.grad_scale = static_cast<float>(1.0 / loss_scale);
+  return adam;
+}
 
 std::string FormatDuration(double seconds) {
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
@@ -81,7 +97,8 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   const ModelConfig& model = setup.model;
   const ParamLayout layout(model);
 
-  BM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(run.device));
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+                      hooks.make_backend ? hooks.make_backend() : CreateBackend(run.device));
   BackendOptions options;
   options.max_batch = run.lbs;
   options.max_seq = run.mpe;
@@ -109,9 +126,17 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   int64_t start = 0;
   std::vector<StepRecord> records;
   std::optional<int64_t> resumed_from;
+  std::optional<LossScaler> scaler;
+  if (run.precision == Precision::kFp16) scaler.emplace(run.loss_scaler);
   BM_ASSIGN_OR_RETURN(std::optional<ResumeState> resume,
                       Resume(run, ranks, who, fingerprint, local_size, progress));
   if (resume) {
+    if (scaler) {
+      Status restored = scaler->Restore(resume->extra.value("loss_scaler", nlohmann::json()));
+      if (!restored.ok())
+        return Errorf(ErrorCode::kCorrupt, "resume checkpoint in {}: {}", run.resume_dir,
+                      restored.message());
+    }
     BM_TRY(backend->SetLocalState(resume->params, resume->m, resume->v));
     start = resume->step;
     resumed_from = start;
@@ -152,7 +177,11 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
       local_masked += micro[g].MaskedCount();
     }
     BM_ASSIGN_OR_RETURN(int64_t masked, ranks.Sum(local_masked));
-    const float scale = masked > 0 ? 1.0f / static_cast<float>(masked) : 0.0f;
+    // fp16: the backward runs on loss x S. S is a power of two with the default factors, so
+    // the scaling is exact and S = 1 would give fp32's and bf16's bits.
+    const double loss_scale = scaler ? scaler->scale() : 1.0;
+    const float per_token = masked > 0 ? 1.0f / static_cast<float>(masked) : 0.0f;
+    const float scale = scaler ? static_cast<float>(loss_scale) * per_token : per_token;
     BM_TRY(backend->ZeroGrad());
     double local_loss = 0;
     for (int64_t g = 0; g < run.gas; ++g) {
@@ -163,28 +192,34 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     }
     BM_ASSIGN_OR_RETURN(double loss_sum, ranks.Sum(local_loss));
     const double loss = masked > 0 ? loss_sum / static_cast<double>(masked) : 0.0;
-    BM_ASSIGN_OR_RETURN(float norm, backend->GradNorm());
-    if (!std::isfinite(loss) || !std::isfinite(norm))
+    BM_ASSIGN_OR_RETURN(float scaled_norm, backend->GradNorm());
+    const double lr = LearningRate(step, run.steps, run.warmup_steps, run.lr, run.min_lr);
+    const bool finite = std::isfinite(loss) && std::isfinite(scaled_norm);
+    if (!finite && !scaler)
       return Errorf(ErrorCode::kFailed,
                     "training diverged at step {}: loss {}, gradient norm {} (lr {}); lower lr or "
                     "raise warmup_steps — nothing was saved",
-                    step, loss, norm,
-                    LearningRate(step, run.steps, run.warmup_steps, run.lr, run.min_lr));
-    const double lr = LearningRate(step, run.steps, run.warmup_steps, run.lr, run.min_lr);
-    AdamWStep adam;
-    adam.lr = static_cast<float>(lr);
-    adam.beta1 = static_cast<float>(run.beta1);
-    adam.beta2 = static_cast<float>(run.beta2);
-    adam.eps = static_cast<float>(run.eps);
-    adam.weight_decay = static_cast<float>(run.weight_decay);
-    adam.grad_clip = static_cast<float>(run.grad_clip);
-    adam.step = step;
-    BM_TRY(backend->OptimizerStep(adam));
+                    step, loss, scaled_norm, lr);
+    if (scaler) {
+      // An overflow is decided before any update, from the loss and the scaled norm.
+      const int64_t applied = step - scaler->skipped();  // AdamW's own step count
+      if (Status s = scaler->Update(!finite); !s.ok())
+        return Errorf(ErrorCode::kFailed,
+                      "training diverged at step {} (fp16): {}; lower lr, raise warmup_steps or "
+                      "use bf16 — nothing was saved",
+                      step, s.message());
+      if (finite) BM_TRY(backend->OptimizerStep(MakeAdamWStep(run, lr, applied, loss_scale)));
+    } else {
+      BM_TRY(backend->OptimizerStep(MakeAdamWStep(run, lr, step, 1.0)));
+    }
+    const double norm = finite ? scaled_norm / loss_scale : std::nan("");
     StepRecord r;
     r.step = step;
     r.loss = loss;
     r.lr = lr;
     r.grad_norm = norm;
+    if (scaler) r.loss_scale = loss_scale;
+    r.skipped = !finite;
     r.tokens = tokens_per_step;
     r.ms = std::chrono::duration<double, std::milli>(Clock::now() - s0).count();
     records.push_back(r);
@@ -208,6 +243,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
       BM_TRY(ranks.Barrier());  // every rank's file is written before LATEST moves
       if (ranks.root()) {
         for (const StepRecord& rec : records) state.log.push_back(rec.ToJson());
+        if (scaler) state.extra["loss_scaler"] = scaler->State();
         BM_TRY(CommitResume(run.resume_dir, who, fingerprint, state));
       }
     }
@@ -234,6 +270,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     if (rec.step > start) summary.train_s += rec.ms / 1000.0;
   summary.device_name = backend->device_name();
   summary.resumed_from_step = resumed_from;
+  if (scaler) summary.loss_scale = scaler->scale();
   summary.started_at = started_at;
   summary.platform = ProbePlatform();
   summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();

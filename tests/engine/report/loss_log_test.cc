@@ -14,6 +14,21 @@ TEST(LossLog, ReadsStepAndLossIgnoringOtherFields) {
   EXPECT_EQ((*p)[1].loss, 8.0);
 }
 
+// An fp16 step that overflowed in the forward pass logs a null loss: no point, but its step
+// still counts for the order.
+TEST(LossLog, NullLossGivesNoPoint) {
+  Result<std::vector<LossPoint>> p = ParseLossLog(
+      "{\"step\": 1, \"loss\": 9.5}\n{\"step\": 2, \"loss\": null, \"skipped\": true}\n"
+      "{\"step\": 3, \"loss\": 9}\n",
+      "log.jsonl");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->size(), 2u);
+  EXPECT_EQ((*p)[1].step, 3);
+  EXPECT_EQ(
+      ParseLossLog("{\"step\":2,\"loss\":null}\n{\"step\":2,\"loss\":1}", "x").status().message(),
+      "x:2: step 2 does not follow step 2");
+}
+
 TEST(LossLog, ErrorsNameTheLine) {
   auto bad = [](const char* text) { return ParseLossLog(text, "x.jsonl").status().message(); };
   EXPECT_EQ(bad("{\"step\":1,\"loss\":2}\nnot json\n"), "x.jsonl:2: not a JSON object");

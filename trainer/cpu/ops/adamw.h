@@ -7,7 +7,7 @@
 namespace bm::train::cpu {
 
 // One update of n parameters at step t (1-based):
-//   g = grads * grad_scale                     (grad_scale: clipping factor)
+//   g = grads * grad_scale        (grad_scale: clipping factor times 1 / the loss scale)
 //   m = beta1 m + (1 - beta1) g
 //   v = beta2 v + (1 - beta2) g²
 //   params -= lr * ( (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps) + weight_decay * params

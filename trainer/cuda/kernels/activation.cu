@@ -179,6 +179,7 @@ Status SwigluBackward(T* din, T* out, const T* dout, const T* in, int rows, int 
   template Status SwigluBackward<T>(T*, T*, const T*, const T*, int, int, cudaStream_t);
 BM_INSTANTIATE(float)
 BM_INSTANTIATE(bf16)
+BM_INSTANTIATE(fp16)
 #undef BM_INSTANTIATE
 
 // ---- CPU twins

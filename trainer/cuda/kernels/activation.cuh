@@ -16,7 +16,7 @@
 
 namespace bm::train::cuda {
 
-// ---- launchers (T = float or __nv_bfloat16)
+// ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status GeluForward(T* out, const T* in, size_t n, cudaStream_t stream);
 template <typename T>

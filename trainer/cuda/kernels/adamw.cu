@@ -29,13 +29,16 @@ __global__ void SumSquaresFinishKernel(float* out, const float* partials, int co
 }
 
 struct AdamWArgs {
-  float lr, beta1, beta2, eps, wd, bc1, bc2_sqrt, max_norm;
+  float lr, beta1, beta2, eps, wd, bc1, bc2_sqrt, max_norm, grad_scale;
 };
 
-__device__ inline float ClipFactor(const float* sumsq, float max_norm) {
-  if (!sumsq || max_norm <= 0.0f) return 1.0f;
-  float norm = sqrtf(sumsq[0]);
-  return norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+// What the accumulated gradients are multiplied by: grad_scale (1 / the loss scale), and the
+// clipping factor of the norm of the gradients so scaled. grad_scale = 1 gives the bits of a
+// plain clip.
+__device__ inline float GradFactor(const float* sumsq, const AdamWArgs& a) {
+  if (!sumsq || a.max_norm <= 0.0f) return a.grad_scale;
+  float norm = sqrtf(sumsq[0]) * a.grad_scale;
+  return (norm > a.max_norm ? a.max_norm / (norm + 1e-6f) : 1.0f) * a.grad_scale;
 }
 
 // One element's update (both kernels: the same arithmetic, the same bits).
@@ -51,24 +54,32 @@ __device__ inline void AdamWOne(float& p, float& m, float& v, float grad, float 
   p = q;
 }
 
-__global__ void AdamWKernel(float* params, bf16* lowp, float* m, float* v, const float* grads,
+template <typename L>
+__global__ void AdamWKernel(float* params, L* lowp, float* m, float* v, const float* grads,
                             const float* sumsq, AdamWArgs a, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   float p = params[i], mi = m[i], vi = v[i];
-  AdamWOne(p, mi, vi, grads[i], ClipFactor(sumsq, a.max_norm), a);
+  AdamWOne(p, mi, vi, grads[i], GradFactor(sumsq, a), a);
   m[i] = mi;
   v[i] = vi;
   params[i] = p;
-  if (lowp) lowp[i] = __float2bfloat16_rn(p);
+  if (lowp) lowp[i] = FromF<L>(p);
 }
 
+// Four low-precision elements: one 8-byte store.
+template <typename L>
+struct alignas(8) Lowp4 {
+  L v[4];
+};
+
 // Four elements per thread with 16-byte loads and stores (n4 = n / 4; 16-byte aligned arrays).
-__global__ void AdamWVec4Kernel(float* params, bf16* lowp, float* m, float* v, const float* grads,
+template <typename L>
+__global__ void AdamWVec4Kernel(float* params, L* lowp, float* m, float* v, const float* grads,
                                 const float* sumsq, AdamWArgs a, size_t n4) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n4) return;
-  float clip = ClipFactor(sumsq, a.max_norm);
+  float clip = GradFactor(sumsq, a);
   float4 p = reinterpret_cast<float4*>(params)[i], mi = reinterpret_cast<float4*>(m)[i];
   float4 vi = reinterpret_cast<float4*>(v)[i];
   float4 g = reinterpret_cast<const float4*>(grads)[i];
@@ -80,9 +91,8 @@ __global__ void AdamWVec4Kernel(float* params, bf16* lowp, float* m, float* v, c
   reinterpret_cast<float4*>(m)[i] = mi;
   reinterpret_cast<float4*>(v)[i] = vi;
   if (lowp) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(p.x, p.y), hi = __floats2bfloat162_rn(p.z, p.w);
-    reinterpret_cast<__nv_bfloat162*>(lowp)[2 * i] = lo;
-    reinterpret_cast<__nv_bfloat162*>(lowp)[2 * i + 1] = hi;
+    reinterpret_cast<Lowp4<L>*>(lowp)[i] =
+        Lowp4<L>{{FromF<L>(p.x), FromF<L>(p.y), FromF<L>(p.z), FromF<L>(p.w)}};
   }
 }
 
@@ -99,7 +109,8 @@ Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
   return Status::Ok();
 }
 
-Status AdamWUpdate(float* params, bf16* params_lowp, float* m, float* v, const float* grads,
+template <typename L>
+Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
                    const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
   AdamWArgs a{h.lr,
@@ -109,7 +120,8 @@ Status AdamWUpdate(float* params, bf16* params_lowp, float* m, float* v, const f
               h.weight_decay,
               1.0f - std::pow(h.beta1, static_cast<float>(h.step)),
               std::sqrt(1.0f - std::pow(h.beta2, static_cast<float>(h.step))),
-              h.max_norm};
+              h.max_norm,
+              h.grad_scale};
   auto aligned = [](const void* p, size_t bytes) {
     return (reinterpret_cast<size_t>(p) & (bytes - 1)) == 0;
   };
@@ -124,6 +136,11 @@ Status AdamWUpdate(float* params, bf16* params_lowp, float* m, float* v, const f
   return Status::Ok();
 }
 
+template Status AdamWUpdate<bf16>(float*, bf16*, float*, float*, const float*, const float*,
+                                  const AdamWHyper&, size_t, cudaStream_t);
+template Status AdamWUpdate<fp16>(float*, fp16*, float*, float*, const float*, const float*,
+                                  const AdamWHyper&, size_t, cudaStream_t);
+
 // ---- CPU twins
 
 double GradSumSquaresCpu(const float* grads, size_t n) {
@@ -135,8 +152,9 @@ double GradSumSquaresCpu(const float* grads, size_t n) {
 void AdamWUpdateCpu(float* params, float* m, float* v, const float* grads, double sumsq,
                     const AdamWHyper& h, size_t n) {
   float clip = 1.0f;
-  float norm = static_cast<float>(std::sqrt(sumsq));
+  float norm = static_cast<float>(std::sqrt(sumsq)) * h.grad_scale;
   if (h.max_norm > 0.0f && norm > h.max_norm) clip = h.max_norm / (norm + 1e-6f);
+  clip *= h.grad_scale;
   float bc1 = 1.0f - std::pow(h.beta1, static_cast<float>(h.step));
   float bc2_sqrt = std::sqrt(1.0f - std::pow(h.beta2, static_cast<float>(h.step)));
   for (size_t i = 0; i < n; ++i) {

@@ -1,9 +1,11 @@
 // AdamW over fp32 master weights with global-norm gradient clipping, as PyTorch's
-// torch.optim.AdamW and clip_grad_norm_ compute them:
-//   norm = sqrt(sumsq); clip = norm > max_norm ? max_norm / (norm + 1e-6) : 1  (none if max_norm <=
-//   0) g = grad * clip p = p * (1 - lr * wd) m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2 p = p
-//   - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-// and, when a low-precision copy is given, p_lowp = (bf16) p.
+// torch.optim.AdamW and clip_grad_norm_ compute them (after GradScaler's unscale_ with fp16):
+//   s = grad_scale (1 / the loss scale; 1 without one)
+//   norm = sqrt(sumsq) * s;  clip = norm > max_norm ? max_norm / (norm + 1e-6) : 1
+//   (clip = 1 if max_norm <= 0);  g = grad * (clip * s)
+//   p = p * (1 - lr * wd);  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//   p = p - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// and, when a low-precision copy is given, p_lowp = (L) p, L = bf16 or fp16.
 //
 // GradSumSquares: out[0] = sum of grads[i]^2 over all n, in two fixed-order stages (deterministic);
 // scratch holds kGradNormBlocks floats. The clip factor is read on the device, so the update
@@ -25,15 +27,17 @@ struct AdamWHyper {
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
   int step = 1;  // 1-based, for the bias corrections
   float max_norm = 1.0f;
+  float grad_scale = 1.0f;  // the gradients as accumulated times this are the true ones
 };
 
 // ---- launchers
 Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
                       cudaStream_t stream);
 // sumsq: device pointer to the global sum of squares (from GradSumSquares), or null.
-Status AdamWUpdate(float* params, __nv_bfloat16* params_lowp, float* m, float* v,
-                   const float* grads, const float* sumsq, const AdamWHyper& h, size_t n,
-                   cudaStream_t stream);
+// L = __nv_bfloat16 or __half; params_lowp may be null (fp32 mode).
+template <typename L>
+Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
+                   const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream);
 
 // ---- CPU twins
 double GradSumSquaresCpu(const float* grads, size_t n);

@@ -171,8 +171,9 @@ Status CheckGeometry(const Geometry& g) {
   return Status::Ok();
 }
 
+// The tensor-core kernels take the 16-bit types.
 template <typename T>
-constexpr bool kIsBf16 = std::is_same_v<T, bf16>;
+constexpr bool kSixteenBit = std::is_same_v<T, bf16> || std::is_same_v<T, fp16>;
 
 Status RefuseCudnn(AttentionImpl impl) {
   if (impl != AttentionImpl::kCudnn) return Status::Ok();
@@ -194,7 +195,7 @@ Status AttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, in
   Geometry g{batch, seq, heads, kv_heads, head_dim};
   BM_TRY(CheckGeometry(g));
   BM_TRY(RefuseCudnn(impl));
-  if constexpr (kIsBf16<T>) {
+  if constexpr (kSixteenBit<T>) {
     if (impl == AttentionImpl::kAuto && FlashAttentionSupports(head_dim)) {
       return FlashAttentionForward(out, lse, qkv, batch, seq, heads, kv_heads, head_dim, stream);
     }
@@ -220,7 +221,7 @@ Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, c
   float* delta = scratch;
   DeltaKernel<T><<<CeilDiv(rows, 8), 256, 0, stream>>>(delta, dout, out, g);
   BM_LAUNCH_CHECK("DeltaKernel", "B={} T={} H={} D={}", batch, seq, heads, head_dim);
-  if constexpr (kIsBf16<T>) {
+  if constexpr (kSixteenBit<T>) {
     if (impl == AttentionImpl::kAuto && FlashAttentionSupports(head_dim)) {
       return FlashAttentionBackward(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads,
                                     head_dim, stream);
@@ -243,10 +244,15 @@ template Status AttentionForward<float>(float*, float*, const float*, int, int, 
                                         AttentionImpl, cudaStream_t);
 template Status AttentionForward<bf16>(bf16*, float*, const bf16*, int, int, int, int, int,
                                        AttentionImpl, cudaStream_t);
+template Status AttentionForward<fp16>(fp16*, float*, const fp16*, int, int, int, int, int,
+                                       AttentionImpl, cudaStream_t);
 template Status AttentionBackward<float>(float*, float*, const float*, const float*, const float*,
                                          const float*, int, int, int, int, int, AttentionImpl,
                                          cudaStream_t);
 template Status AttentionBackward<bf16>(bf16*, float*, const bf16*, const bf16*, const bf16*,
+                                        const float*, int, int, int, int, int, AttentionImpl,
+                                        cudaStream_t);
+template Status AttentionBackward<fp16>(fp16*, float*, const fp16*, const fp16*, const fp16*,
                                         const float*, int, int, int, int, int, AttentionImpl,
                                         cudaStream_t);
 

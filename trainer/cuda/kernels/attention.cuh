@@ -8,7 +8,7 @@
 //   dqkv like qkv, written (not accumulated)
 // Query head h reads kv head h / (H / Hkv). Scale 1/sqrt(D).
 //
-// Implementations: for bf16 with D = 64 or 128, tensor-core kernels (flash_attention.cu:
+// Implementations: for bf16 and fp16 with D = 64 or 128, tensor-core kernels (flash_attention.cu:
 // mma.sync m16n8k16, fp32 accumulation); otherwise, or when kReference is asked for, a
 // warp-per-row reference kernel. Both are deterministic: the backward pass computes dQ in one
 // kernel (over key tiles) and dK/dV in another (over query tiles and the heads of a group),
@@ -24,14 +24,14 @@
 namespace bm::train::cuda {
 
 // kAuto: our tensor-core kernels where they apply (else the reference kernel); kReference:
-// the reference kernel; kCudnn: cuDNN's fused attention (cudnn_attention.h, bf16 only; the
+// the reference kernel; kCudnn: cuDNN's fused attention (cudnn_attention.h, bf16 / fp16; the
 // launchers below refuse it: the model calls cudnn_attention.h with its arena workspace).
 enum class AttentionImpl { kAuto, kReference, kCudnn };
 
 // Device scratch the backward pass needs, in floats.
 size_t AttentionScratchFloats(int batch, int seq, int heads);
 
-// ---- launchers (T = float or __nv_bfloat16)
+// ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status AttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, int heads,
                         int kv_heads, int head_dim, AttentionImpl impl, cudaStream_t stream);

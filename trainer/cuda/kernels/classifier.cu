@@ -141,6 +141,7 @@ Status ArgmaxRows(int* argmax, const T* logits, int n, int vocab, int ld, cudaSt
 }
 template Status ArgmaxRows<float>(int*, const float*, int, int, int, cudaStream_t);
 template Status ArgmaxRows<bf16>(int*, const bf16*, int, int, int, cudaStream_t);
+template Status ArgmaxRows<fp16>(int*, const fp16*, int, int, int, cudaStream_t);
 
 void ArgmaxRowsCpu(int* argmax, const float* logits, int n, int vocab, int ld) {
   for (int r = 0; r < n; ++r) {
@@ -178,6 +179,8 @@ Status SumLosses(float* out, const float* losses, int n, cudaStream_t stream) {
 template Status CrossEntropy<float>(float*, float*, const int*, const float*, float, int, int, int,
                                     bool, cudaStream_t);
 template Status CrossEntropy<bf16>(bf16*, float*, const int*, const float*, float, int, int, int,
+                                   bool, cudaStream_t);
+template Status CrossEntropy<fp16>(fp16*, float*, const int*, const float*, float, int, int, int,
                                    bool, cudaStream_t);
 
 // ---- CPU twin

@@ -19,7 +19,7 @@
 
 namespace bm::train::cuda {
 
-// ---- launchers (T = float or __nv_bfloat16)
+// ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status CrossEntropy(T* logits, float* losses, const int* targets, const float* weights,
                     float grad_scale, int n, int vocab, int ld, bool write_grad,

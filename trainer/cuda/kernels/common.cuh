@@ -3,14 +3,17 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 namespace bm::train::cuda {
 
 using bf16 = __nv_bfloat16;
+using fp16 = __half;
 
 __device__ __forceinline__ float ToF(float x) { return x; }
 __device__ __forceinline__ float ToF(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float ToF(fp16 x) { return __half2float(x); }
 template <typename T>
 __device__ __forceinline__ T FromF(float x);
 template <>
@@ -20,6 +23,12 @@ __device__ __forceinline__ float FromF<float>(float x) {
 template <>
 __device__ __forceinline__ bf16 FromF<bf16>(float x) {
   return __float2bfloat16_rn(x);
+}
+// Round to nearest even; beyond fp16's range (65504) it gives +-inf, which the fp16 loss
+// scaler then sees as an overflow.
+template <>
+__device__ __forceinline__ fp16 FromF<fp16>(float x) {
+  return __float2half_rn(x);
 }
 
 __device__ __forceinline__ float WarpSum(float v) {
@@ -58,7 +67,7 @@ inline unsigned CeilDiv(size_t a, size_t b) { return static_cast<unsigned>((a + 
 
 namespace bm::train::cuda {
 
-// 16 bytes of T (8 bf16 or 4 floats): one vector load or store.
+// 16 bytes of T (8 bf16 / fp16 or 4 floats): one vector load or store.
 template <typename T>
 struct alignas(16) Pack16 {
   static constexpr int kN = 16 / sizeof(T);

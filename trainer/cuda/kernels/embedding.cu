@@ -86,9 +86,13 @@ template Status EmbeddingForward<float>(float*, const int*, const float*, const 
                                         int, cudaStream_t);
 template Status EmbeddingForward<bf16>(bf16*, const int*, const bf16*, const bf16*, int, int, int,
                                        cudaStream_t);
+template Status EmbeddingForward<fp16>(fp16*, const int*, const fp16*, const fp16*, int, int, int,
+                                       cudaStream_t);
 template Status EmbeddingBackward<float>(float*, float*, const float*, const int*, const int*,
                                          const int*, int, int, int, int, cudaStream_t);
 template Status EmbeddingBackward<bf16>(float*, float*, const bf16*, const int*, const int*,
+                                        const int*, int, int, int, int, cudaStream_t);
+template Status EmbeddingBackward<fp16>(float*, float*, const fp16*, const int*, const int*,
                                         const int*, int, int, int, int, cudaStream_t);
 
 EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab) {

@@ -24,7 +24,7 @@ struct EmbeddingBuckets {
 // Precondition: 0 <= tokens[n] < vocab.
 EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab);
 
-// ---- launchers (T = float or __nv_bfloat16)
+// ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status EmbeddingForward(T* out, const int* tokens, const T* wte, const T* wpe, int n, int seq,
                         int channels, cudaStream_t stream);

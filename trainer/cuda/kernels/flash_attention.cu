@@ -1,4 +1,6 @@
-// Tensor-core flash attention (bf16 in, fp32 accumulation) for head_dim 64 and 128.
+// Tensor-core flash attention (bf16 or fp16 in, fp32 accumulation) for head_dim 64 and 128.
+// Everything is templated on the element type T (bf16 or fp16): only the mma instruction's
+// operand type and the float-to-pair conversion differ.
 //
 // mma.sync.m16n8k16 fragments, lane = 4*g + q (g = lane / 4, q = lane % 4):
 //   A 16x16 (row-major):  a0 = A[g][2q..2q+1]   a1 = A[g+8][2q..]   a2 = A[g][2q+8..]  a3 =
@@ -12,6 +14,7 @@
 // over key tiles), dK and dV in another (rows = keys, over query tiles and over the query
 // heads of the group): no atomics, deterministic.
 #include <cstdint>
+#include <type_traits>
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/common.cuh"
@@ -25,28 +28,45 @@ constexpr int kRows = 16 * kWarps;  // query rows (forward, dQ) or key rows (dK/
 constexpr int kKeyTile = 64;        // keys per tile (forward, dQ)
 constexpr float kLog2e = 1.4426950408889634f;
 
+template <typename T>
 __device__ __forceinline__ void Mma(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  if constexpr (std::is_same_v<T, bf16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(std::is_same_v<T, fp16>, "flash attention: bf16 or fp16");
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
 }
 
+// Two floats as one register of two T (lo in the low half), rounded to nearest even.
+template <typename T>
 __device__ __forceinline__ uint32_t Pack(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
+  if constexpr (std::is_same_v<T, bf16>) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
 }
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 // Four 8x8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j.
-__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const bf16* p) {
+__device__ __forceinline__ void LdMatrixX4(uint32_t* r, const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(SmemAddr(p)));
 }
-__device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const bf16* p) {
+__device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(SmemAddr(p)));
@@ -55,14 +75,14 @@ __device__ __forceinline__ void LdMatrixX4Trans(uint32_t* r, const bf16* p) {
 // Copies rows [row0, row0 + rows) of a head (D columns at `col` of a row-major matrix with
 // `ld` elements per row) into shared memory with stride D + 8, 16 bytes at a time through
 // cp.async; rows >= seq are zero-filled. The caller waits (CpAsyncWait) and syncs.
-template <int D>
-__device__ __forceinline__ void LoadTile(bf16* dst, const bf16* src, size_t ld, int row0, int rows,
+template <int D, typename T>
+__device__ __forceinline__ void LoadTile(T* dst, const T* src, size_t ld, int row0, int rows,
                                          int seq) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   for (int i = threadIdx.x; i < rows * kChunks; i += blockDim.x) {
     int r = i / kChunks, c = (i % kChunks) * 8;
     bool in = row0 + r < seq;
-    const bf16* g = src + (in ? (row0 + r) * ld + c : 0);
+    const T* g = src + (in ? (row0 + r) * ld + c : 0);
     asm volatile(
         "cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddr(dst + r * (D + 8) + c)),
         "l"(g), "r"(in ? 16 : 0));
@@ -76,8 +96,8 @@ __device__ __forceinline__ void CpAsyncWait() {
 }
 
 // A fragments of a 16 x D row-major tile in shared memory (stride D + 8), rows r0..r0+15.
-template <int D>
-__device__ __forceinline__ void LoadAFrags(uint32_t (*a)[4], const bf16* tile, int r0) {
+template <int D, typename T>
+__device__ __forceinline__ void LoadAFrags(uint32_t (*a)[4], const T* tile, int r0) {
   int lane = threadIdx.x % 32, j = lane / 8, row = lane % 8;
   constexpr int S = D + 8;
 #pragma unroll
@@ -88,8 +108,8 @@ __device__ __forceinline__ void LoadAFrags(uint32_t (*a)[4], const bf16* tile, i
 
 // acc[NT][4] (16 x 8*NT) += A (16 x D, fragments) * Bt^T where Bt is a row-major tile of NT*8
 // rows and D columns in shared memory (rows = output columns): "scores = Q K^T".
-template <int D, int NT>
-__device__ __forceinline__ void MmaABt(float (*acc)[4], const uint32_t (*a)[4], const bf16* bt) {
+template <int D, int NT, typename T>
+__device__ __forceinline__ void MmaABt(float (*acc)[4], const uint32_t (*a)[4], const T* bt) {
   int lane = threadIdx.x % 32, j = lane / 8, row = lane % 8;
   constexpr int S = D + 8;
 #pragma unroll
@@ -98,29 +118,29 @@ __device__ __forceinline__ void MmaABt(float (*acc)[4], const uint32_t (*a)[4], 
     for (int nt = 0; nt < NT; nt += 2) {
       uint32_t b[4];
       LdMatrixX4(b, bt + ((nt + j / 2) * 8 + row) * S + ks * 16 + (j % 2) * 8);
-      Mma(acc[nt], a[ks], b[0], b[1]);
-      Mma(acc[nt + 1], a[ks], b[2], b[3]);
+      Mma<T>(acc[nt], a[ks], b[0], b[1]);
+      Mma<T>(acc[nt + 1], a[ks], b[2], b[3]);
     }
   }
 }
 
 // acc[D/8][4] (16 x D) += P (16 x 16*KT, given as C fragments p[2*KT][4]) * B where B is a
 // row-major tile of 16*KT rows and D columns in shared memory: "out = P V".
-template <int D, int KT>
-__device__ __forceinline__ void MmaPB(float (*acc)[4], const float (*p)[4], const bf16* b) {
+template <int D, int KT, typename T>
+__device__ __forceinline__ void MmaPB(float (*acc)[4], const float (*p)[4], const T* b) {
   int lane = threadIdx.x % 32, j = lane / 8, row = lane % 8;
   constexpr int S = D + 8;
 #pragma unroll
   for (int kk = 0; kk < KT; ++kk) {
-    uint32_t a[4] = {Pack(p[2 * kk][0], p[2 * kk][1]), Pack(p[2 * kk][2], p[2 * kk][3]),
-                     Pack(p[2 * kk + 1][0], p[2 * kk + 1][1]),
-                     Pack(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+    uint32_t a[4] = {Pack<T>(p[2 * kk][0], p[2 * kk][1]), Pack<T>(p[2 * kk][2], p[2 * kk][3]),
+                     Pack<T>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
+                     Pack<T>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
 #pragma unroll
     for (int dt = 0; dt < D / 8; dt += 2) {
       uint32_t bb[4];
       LdMatrixX4Trans(bb, b + (kk * 16 + (j % 2) * 8 + row) * S + (dt + j / 2) * 8);
-      Mma(acc[dt], a, bb[0], bb[1]);
-      Mma(acc[dt + 1], a, bb[2], bb[3]);
+      Mma<T>(acc[dt], a, bb[0], bb[1]);
+      Mma<T>(acc[dt + 1], a, bb[2], bb[3]);
     }
   }
 }
@@ -135,20 +155,20 @@ struct Geo {
 // Every loop over tiles is double-buffered: while tile i is multiplied, tile i + 1 is on its way
 // through cp.async into the other buffer.
 
-template <int D>
+template <typename T, int D>
 __global__ void __launch_bounds__(128)
-    FlashForwardKernel(bf16* out, float* lse, const bf16* qkv, Geo geo, float scale_log2) {
+    FlashForwardKernel(T* out, float* lse, const T* qkv, Geo geo, float scale_log2) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int S = D + 8;
-  bf16* buf = reinterpret_cast<bf16*>(smem_raw);  // [2][K tile, V tile]
+  T* buf = reinterpret_cast<T*>(smem_raw);  // [2][K tile, V tile]
   auto sk = [&](int b) { return buf + b * 2 * kKeyTile * S; };
   auto sv = [&](int b) { return buf + b * 2 * kKeyTile * S + kKeyTile * S; };
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   int qtile = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y;  // longest rows first
   int b = bh / geo.heads, h = bh % geo.heads, hk = h / (geo.heads / geo.kv_heads);
-  const bf16* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
-  const bf16* kbase = base + static_cast<size_t>(geo.heads + hk) * D;
-  const bf16* vbase = base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
+  const T* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
+  const T* kbase = base + static_cast<size_t>(geo.heads + hk) * D;
+  const T* vbase = base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
   int q0 = qtile * kRows;
 
   LoadTile<D>(sk(1), base + static_cast<size_t>(h) * D, geo.ld, q0, kRows, geo.seq);
@@ -232,12 +252,12 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (row[r] >= geo.seq) continue;
-    bf16* orow = out + (static_cast<size_t>(b) * geo.seq + row[r]) * out_ld + h * D;
+    T* orow = out + (static_cast<size_t>(b) * geo.seq + row[r]) * out_ld + h * D;
     float inv = 1.0f / l[r];
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt) {
       *reinterpret_cast<uint32_t*>(orow + dt * 8 + 2 * q) =
-          Pack(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
+          Pack<T>(o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
     }
     if (q == 0) {
       lse[(static_cast<size_t>(b) * geo.heads + h) * geo.seq + row[r]] =
@@ -246,23 +266,23 @@ __global__ void __launch_bounds__(128)
   }
 }
 
-template <int D>
+template <typename T, int D>
 __global__ void __launch_bounds__(128)
-    FlashBackwardQKernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                         const float* delta, Geo geo, float scale) {
+    FlashBackwardQKernel(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta,
+                         Geo geo, float scale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int S = D + 8;
-  bf16* buf = reinterpret_cast<bf16*>(smem_raw);
+  T* buf = reinterpret_cast<T*>(smem_raw);
   auto sk = [&](int b) { return buf + b * 2 * kKeyTile * S; };
   auto sv = [&](int b) { return buf + b * 2 * kKeyTile * S + kKeyTile * S; };
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   int qtile = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y;  // longest rows first
   int b = bh / geo.heads, h = bh % geo.heads, hk = h / (geo.heads / geo.kv_heads);
-  const bf16* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
-  const bf16* kbase = base + static_cast<size_t>(geo.heads + hk) * D;
-  const bf16* vbase = base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
+  const T* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
+  const T* kbase = base + static_cast<size_t>(geo.heads + hk) * D;
+  const T* vbase = base + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
   size_t out_ld = static_cast<size_t>(geo.heads) * D;
-  const bf16* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
+  const T* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
   int q0 = qtile * kRows;
   float scale_log2 = scale * kLog2e;
 
@@ -317,25 +337,25 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (row[r] >= geo.seq) continue;
-    bf16* dst = dqkv + (static_cast<size_t>(b) * geo.seq + row[r]) * geo.ld + h * D;
+    T* dst = dqkv + (static_cast<size_t>(b) * geo.seq + row[r]) * geo.ld + h * D;
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt) {
       *reinterpret_cast<uint32_t*>(dst + dt * 8 + 2 * q) =
-          Pack(dq[dt][2 * r] * scale, dq[dt][2 * r + 1] * scale);
+          Pack<T>(dq[dt][2 * r] * scale, dq[dt][2 * r + 1] * scale);
     }
   }
 }
 
 // Rows = keys. Query tiles of QT rows; the heads of the group in turn.
-template <int D, int QT>
+template <typename T, int D, int QT>
 __global__ void __launch_bounds__(128)
-    FlashBackwardKVKernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+    FlashBackwardKVKernel(T* dqkv, const T* dout, const T* qkv, const float* lse,
                           const float* delta, Geo geo, float scale) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int S = D + 8;
-  bf16* sk = reinterpret_cast<bf16*>(smem_raw);
-  bf16* sv = sk + kRows * S;
-  bf16* qbuf = sv + kRows * S;                                // [2][Q tile, dO tile]
+  T* sk = reinterpret_cast<T*>(smem_raw);
+  T* sv = sk + kRows * S;
+  T* qbuf = sv + kRows * S;                                   // [2][Q tile, dO tile]
   float* fbuf = reinterpret_cast<float*>(qbuf + 4 * QT * S);  // [2][lse, delta]
   auto sq = [&](int b) { return qbuf + b * 2 * QT * S; };
   auto sdo = [&](int b) { return qbuf + b * 2 * QT * S + QT * S; };
@@ -345,9 +365,9 @@ __global__ void __launch_bounds__(128)
   int ktile = blockIdx.x, bh = blockIdx.y;
   int b = bh / geo.kv_heads, hk = bh % geo.kv_heads;
   int group = geo.heads / geo.kv_heads;
-  const bf16* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
+  const T* base = qkv + static_cast<size_t>(b) * geo.seq * geo.ld;
   size_t out_ld = static_cast<size_t>(geo.heads) * D;
-  const bf16* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
+  const T* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
   int k0 = ktile * kRows;
   float scale_log2 = scale * kLog2e;
   int tiles = (geo.seq - k0 + QT - 1) / QT;  // query tiles from the diagonal on
@@ -410,61 +430,63 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (key[r] >= geo.seq) continue;
-    bf16* row = dqkv + (static_cast<size_t>(b) * geo.seq + key[r]) * geo.ld;
-    bf16* gk = row + static_cast<size_t>(geo.heads + hk) * D;
-    bf16* gv = row + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
+    T* row = dqkv + (static_cast<size_t>(b) * geo.seq + key[r]) * geo.ld;
+    T* gk = row + static_cast<size_t>(geo.heads + hk) * D;
+    T* gv = row + static_cast<size_t>(geo.heads + geo.kv_heads + hk) * D;
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt) {
       *reinterpret_cast<uint32_t*>(gk + dt * 8 + 2 * q) =
-          Pack(dk[dt][2 * r] * scale, dk[dt][2 * r + 1] * scale);
-      *reinterpret_cast<uint32_t*>(gv + dt * 8 + 2 * q) = Pack(dv[dt][2 * r], dv[dt][2 * r + 1]);
+          Pack<T>(dk[dt][2 * r] * scale, dk[dt][2 * r + 1] * scale);
+      *reinterpret_cast<uint32_t*>(gv + dt * 8 + 2 * q) = Pack<T>(dv[dt][2 * r], dv[dt][2 * r + 1]);
     }
   }
 }
 
+constexpr size_t kElem = 2;  // bytes of bf16 and fp16
+
 template <int D>
 size_t ForwardSmem() {  // two buffers of (K, V) tiles
-  return 4 * kKeyTile * (D + 8) * sizeof(bf16);
+  return 4 * kKeyTile * (D + 8) * kElem;
 }
 template <int D, int QT>
 size_t KVSmem() {  // K, V, and two buffers of (Q, dO, lse, delta)
-  return (2 * kRows + 4 * QT) * (D + 8) * sizeof(bf16) + 4 * QT * sizeof(float);
+  return (2 * kRows + 4 * QT) * (D + 8) * kElem + 4 * QT * sizeof(float);
 }
 
-template <int D>
-Status Forward(bf16* out, float* lse, const bf16* qkv, int batch, int seq, int heads, int kv_heads,
+template <typename T, int D>
+Status Forward(T* out, float* lse, const T* qkv, int batch, int seq, int heads, int kv_heads,
                cudaStream_t stream) {
   Geo geo{seq, heads, kv_heads, static_cast<size_t>(heads + 2 * kv_heads) * D};
   size_t smem = ForwardSmem<D>();
-  BM_CUDA_CHECK(cudaFuncSetAttribute(FlashForwardKernel<D>,
+  BM_CUDA_CHECK(cudaFuncSetAttribute(FlashForwardKernel<T, D>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
                 "flash forward smem {} D={}", smem, D);
   dim3 grid(CeilDiv(seq, kRows), batch * heads);
   float scale_log2 = kLog2e / sqrtf(static_cast<float>(D));
-  FlashForwardKernel<D><<<grid, 128, smem, stream>>>(out, lse, qkv, geo, scale_log2);
+  FlashForwardKernel<T, D><<<grid, 128, smem, stream>>>(out, lse, qkv, geo, scale_log2);
   BM_LAUNCH_CHECK("FlashForwardKernel", "B={} T={} H={} Hkv={} D={}", batch, seq, heads, kv_heads,
                   D);
   return Status::Ok();
 }
 
-template <int D, int QT>
-Status Backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* delta,
+template <typename T, int D, int QT>
+Status Backward(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta,
                 int batch, int seq, int heads, int kv_heads, cudaStream_t stream) {
   Geo geo{seq, heads, kv_heads, static_cast<size_t>(heads + 2 * kv_heads) * D};
   float scale = 1.0f / sqrtf(static_cast<float>(D));
   size_t smem_q = ForwardSmem<D>();
-  BM_CUDA_CHECK(cudaFuncSetAttribute(FlashBackwardQKernel<D>,
+  BM_CUDA_CHECK(cudaFuncSetAttribute(FlashBackwardQKernel<T, D>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_q)),
                 "flash dQ smem {} D={}", smem_q, D);
-  FlashBackwardQKernel<D><<<dim3(CeilDiv(seq, kRows), batch * heads), 128, smem_q, stream>>>(
+  FlashBackwardQKernel<T, D><<<dim3(CeilDiv(seq, kRows), batch * heads), 128, smem_q, stream>>>(
       dqkv, dout, qkv, lse, delta, geo, scale);
   BM_LAUNCH_CHECK("FlashBackwardQKernel", "B={} T={} H={} Hkv={} D={}", batch, seq, heads, kv_heads,
                   D);
   size_t smem_kv = KVSmem<D, QT>();
-  BM_CUDA_CHECK(cudaFuncSetAttribute(FlashBackwardKVKernel<D, QT>,
+  BM_CUDA_CHECK(cudaFuncSetAttribute(FlashBackwardKVKernel<T, D, QT>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_kv)),
                 "flash dK/dV smem {} D={}", smem_kv, D);
-  FlashBackwardKVKernel<D, QT>
+  FlashBackwardKVKernel<T, D, QT>
       <<<dim3(CeilDiv(seq, kRows), batch * kv_heads), 128, smem_kv, stream>>>(dqkv, dout, qkv, lse,
                                                                               delta, geo, scale);
   BM_LAUNCH_CHECK("FlashBackwardKVKernel", "B={} T={} H={} Hkv={} D={}", batch, seq, heads,
@@ -478,25 +500,36 @@ Status Backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
 
 bool FlashAttentionSupports(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
-Status FlashAttentionForward(bf16* out, float* lse, const bf16* qkv, int batch, int seq, int heads,
+template <typename T>
+Status FlashAttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, int heads,
                              int kv_heads, int head_dim, cudaStream_t stream) {
   if (batch * seq == 0) return Status::Ok();
-  if (head_dim == 64) return Forward<64>(out, lse, qkv, batch, seq, heads, kv_heads, stream);
-  if (head_dim == 128) return Forward<128>(out, lse, qkv, batch, seq, heads, kv_heads, stream);
+  if (head_dim == 64) return Forward<T, 64>(out, lse, qkv, batch, seq, heads, kv_heads, stream);
+  if (head_dim == 128) return Forward<T, 128>(out, lse, qkv, batch, seq, heads, kv_heads, stream);
   return Errorf(ErrorCode::kUnsupported, "flash attention: head_dim {} (64 or 128)", head_dim);
 }
 
-Status FlashAttentionBackward(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+template <typename T>
+Status FlashAttentionBackward(T* dqkv, const T* dout, const T* qkv, const float* lse,
                               const float* delta, int batch, int seq, int heads, int kv_heads,
                               int head_dim, cudaStream_t stream) {
   if (batch * seq == 0) return Status::Ok();
   if (head_dim == 64) {
-    return Backward<64, 64>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream);
+    return Backward<T, 64, 64>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream);
   }
   if (head_dim == 128) {
-    return Backward<128, 32>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream);
+    return Backward<T, 128, 32>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream);
   }
   return Errorf(ErrorCode::kUnsupported, "flash attention: head_dim {} (64 or 128)", head_dim);
 }
+
+#define BM_INSTANTIATE(T)                                                                       \
+  template Status FlashAttentionForward<T>(T*, float*, const T*, int, int, int, int, int,       \
+                                           cudaStream_t);                                       \
+  template Status FlashAttentionBackward<T>(T*, const T*, const T*, const float*, const float*, \
+                                            int, int, int, int, int, cudaStream_t);
+BM_INSTANTIATE(bf16)
+BM_INSTANTIATE(fp16)
+#undef BM_INSTANTIATE
 
 }  // namespace bm::train::cuda

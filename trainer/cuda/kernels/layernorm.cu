@@ -188,11 +188,16 @@ template Status LayerNormForward<float>(float*, float*, float*, const float*, co
                                         const float*, int, int, cudaStream_t);
 template Status LayerNormForward<bf16>(bf16*, float*, float*, const bf16*, const bf16*, const bf16*,
                                        int, int, cudaStream_t);
+template Status LayerNormForward<fp16>(fp16*, float*, float*, const fp16*, const fp16*, const fp16*,
+                                       int, int, cudaStream_t);
 template Status LayerNormBackward<float>(float*, float*, float*, float*, const float*, const float*,
                                          const float*, const float*, const float*, int, int,
                                          cudaStream_t);
 template Status LayerNormBackward<bf16>(bf16*, float*, float*, float*, const bf16*, const bf16*,
                                         const bf16*, const float*, const float*, int, int,
+                                        cudaStream_t);
+template Status LayerNormBackward<fp16>(fp16*, float*, float*, float*, const fp16*, const fp16*,
+                                        const fp16*, const float*, const float*, int, int,
                                         cudaStream_t);
 
 // ---- CPU twins

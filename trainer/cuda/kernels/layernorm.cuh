@@ -16,7 +16,7 @@ namespace bm::train::cuda {
 
 size_t LayerNormScratchFloats(int n, int channels);
 
-// ---- launchers (T = float or __nv_bfloat16)
+// ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status LayerNormForward(T* y, float* mean, float* rstd, const T* x, const T* w, const T* b, int n,
                         int channels, cudaStream_t stream);

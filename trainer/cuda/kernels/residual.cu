@@ -153,14 +153,19 @@ Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream) {
 
 template Status ResidualAdd<float>(float*, const float*, const float*, size_t, cudaStream_t);
 template Status ResidualAdd<bf16>(bf16*, const bf16*, const bf16*, size_t, cudaStream_t);
+template Status ResidualAdd<fp16>(fp16*, const fp16*, const fp16*, size_t, cudaStream_t);
 template Status CastF32<float>(float*, const float*, size_t, cudaStream_t);
 template Status CastF32<bf16>(bf16*, const float*, size_t, cudaStream_t);
+template Status CastF32<fp16>(fp16*, const float*, size_t, cudaStream_t);
 template Status AddBias<float>(float*, const float*, int, int, cudaStream_t);
 template Status AddBias<bf16>(bf16*, const bf16*, int, int, cudaStream_t);
+template Status AddBias<fp16>(fp16*, const fp16*, int, int, cudaStream_t);
 template Status BiasGrad<float>(float*, float*, const float*, int, int, cudaStream_t);
 template Status BiasGrad<bf16>(float*, float*, const bf16*, int, int, cudaStream_t);
+template Status BiasGrad<fp16>(float*, float*, const fp16*, int, int, cudaStream_t);
 template Status AddRows<float>(float*, int, const float*, int, int, int, int, int, cudaStream_t);
 template Status AddRows<bf16>(bf16*, int, const bf16*, int, int, int, int, int, cudaStream_t);
+template Status AddRows<fp16>(fp16*, int, const fp16*, int, int, int, int, int, cudaStream_t);
 
 // ---- CPU twin
 

@@ -3,7 +3,7 @@
 // ResidualAdd: out[i] = a[i] + b[i] (out may alias a or b).
 // AccumulateF32: dst[i] += src[i] (fp32 gradients, e.g. a bias gradient computed by a matmul
 //   epilogue into a scratch vector).
-// CastF32: out[i] = (T) in[i] (bf16 working copies of the fp32 master weights).
+// CastF32: out[i] = (T) in[i] (bf16 / fp16 working copies of the fp32 master weights).
 // AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
 // BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through
 //   `scratch`, BiasGradScratchFloats(rows, cols) floats).
@@ -20,7 +20,7 @@
 
 namespace bm::train::cuda {
 
-// ---- launchers (T = float or __nv_bfloat16)
+// ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status ResidualAdd(T* out, const T* a, const T* b, size_t n, cudaStream_t stream);
 Status AccumulateF32(float* dst, const float* src, size_t n, cudaStream_t stream);

@@ -202,9 +202,13 @@ template Status RmsNormForward<float>(float*, float*, const float*, const float*
                                       cudaStream_t);
 template Status RmsNormForward<bf16>(bf16*, float*, const bf16*, const bf16*, int, int,
                                      cudaStream_t);
+template Status RmsNormForward<fp16>(fp16*, float*, const fp16*, const fp16*, int, int,
+                                     cudaStream_t);
 template Status RmsNormBackward<float>(float*, float*, float*, const float*, const float*,
                                        const float*, const float*, int, int, cudaStream_t);
 template Status RmsNormBackward<bf16>(bf16*, float*, float*, const bf16*, const bf16*, const bf16*,
+                                      const float*, int, int, cudaStream_t);
+template Status RmsNormBackward<fp16>(fp16*, float*, float*, const fp16*, const fp16*, const fp16*,
                                       const float*, int, int, cudaStream_t);
 
 // ---- CPU twins

@@ -96,6 +96,7 @@ Status Rope(T* qkv, const float* table, int batch, int seq, int heads, int kv_he
 
 template Status Rope<float>(float*, const float*, int, int, int, int, int, bool, cudaStream_t);
 template Status Rope<bf16>(bf16*, const float*, int, int, int, int, int, bool, cudaStream_t);
+template Status Rope<fp16>(fp16*, const float*, int, int, int, int, int, bool, cudaStream_t);
 
 // ---- CPU twin
 

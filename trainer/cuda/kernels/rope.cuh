@@ -18,7 +18,7 @@ namespace bm::train::cuda {
 
 std::vector<float> RopeTable(int seq, int head_dim, double theta);
 
-// ---- launchers (T = float or __nv_bfloat16); inverse = true for the backward pass
+// ---- launchers (T = float, __nv_bfloat16 or __half); inverse = true for the backward pass
 template <typename T>
 Status Rope(T* qkv, const float* table, int batch, int seq, int heads, int kv_heads, int head_dim,
             bool inverse, cudaStream_t stream);

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Packs what one device call needs into .devtree/ (git-ignored; name it in the call's carry):
+#   .devtree/bin.tar.xz  the GPU tests, the benchmarks, benchmake and benchmake-train,
+#                   stripped (packed: the CUDA code in them compresses 7:1, and a call carries
+#                   64 MiB at most); the call unpacks it first: tar -C .devtree -xJf .devtree/bin.tar.xz
+#   .devtree/lib    extra-libs.tar.xz: the Debian libraries they link that the GPU machine
+#                   (Ubuntu 24.04) lacks or has in other versions (ldd minus glibc, libstdc++,
+#                   libgcc and CUDA's own)
+#   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, the PyTorch peer)
+#   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged
+# Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bins=(benchmake benchmake-train bench/cuda_train_bench tests/trainer/cuda_ops_test
+      tests/trainer/cuda_model_test tests/trainer/cuda_backend_test
+      tests/trainer/nccl_communicator_test)
+cmake --build "$build" --target benchmake benchmake-train cuda_train_bench cuda_ops_test \
+  cuda_model_test cuda_backend_test nccl_communicator_test
+rm -rf .devtree && mkdir -p .devtree/bin .devtree/lib .devtree/bench .devtree/peer
+for b in "${bins[@]}"; do
+  cp "$build/$b" .devtree/bin/
+  strip --strip-debug ".devtree/bin/$(basename "$b")"
+done
+libs=$(for b in .devtree/bin/*; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
+  grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas[^/]*|libcudnn[^/]*|libnccl|libnvrtc[^/]*|libnvJitLink)\.so')
+tar -C / -cJf .devtree/lib/extra-libs.tar.xz --transform 's,.*/,,' $(for l in $libs; do
+  echo "${l#/}"; r=$(readlink -f "$l"); [[ $r != "$l" ]] && echo "${r#/}"; done | sort -u)
+tar -C .devtree -cJf .devtree/bin.tar.xz bin
+cp bench/gpu_check.sh bench/multi_gpu.sh bench/torch_reference.py .devtree/bench/
+[[ -f bench/examples_gpu.sh ]] && cp bench/examples_gpu.sh .devtree/bench/
+for f in multi_reference.py torch_reference.py; do
+  [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
+done
+rm -rf .devtree/bin
+du -sh .devtree .devtree/*

@@ -46,7 +46,6 @@ ranks() {
 torch_peer() {  # runs the peer from its folder, as its docstring says
   (cd "$peer" && PYTHONUNBUFFERED=1 "$@")
 }
-jq_last() { python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; r=[x for x in rows if all(str(x.get(k))==v for k,v in (a.split('=') for a in sys.argv[3:]))]; print(r[-1][sys.argv[2]] if r else 'nan')" "$@"; }
 
 if want dp; then
   ranks 1 --model llama-1b --batch 8 --json "$OUT/ours.jsonl"

@@ -100,6 +100,44 @@ Status Unzstd(std::FILE* in, std::FILE* out, const std::string& source) {
   return Status::Ok();
 }
 
+// libarchive's xz filter over its "raw" format: the file's one stream.
+Status Unxz(const std::string& source, std::FILE* out) {
+  std::unique_ptr<archive, ReadFree> in(archive_read_new());
+  archive_read_support_filter_xz(in.get());
+  archive_read_support_format_raw(in.get());
+  archive_entry* entry = nullptr;
+  if (archive_read_open_filename(in.get(), source.c_str(), 1 << 16) != ARCHIVE_OK ||
+      archive_read_next_header(in.get(), &entry) != ARCHIVE_OK) {
+    return Errorf(ErrorCode::kCorrupt, "{}: not valid xz data ({})", source,
+                  ArchiveError(in.get()));
+  }
+  if (archive_filter_code(in.get(), 0) != ARCHIVE_FILTER_XZ)
+    return Errorf(ErrorCode::kCorrupt, "{}: not valid xz data (no xz header)", source);
+  char buf[1 << 16];
+  for (la_ssize_t n; (n = archive_read_data(in.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      return Errorf(ErrorCode::kCorrupt, "{}: truncated or bad xz data ({})", source,
+                    ArchiveError(in.get()));
+    }
+    if (std::fwrite(buf, 1, static_cast<size_t>(n), out) != static_cast<size_t>(n))
+      return Errorf(ErrorCode::kIo, "write failed: {}", std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// The file name without its directory and compression suffix.
+std::string StrippedName(std::string_view path) {
+  std::string_view name =
+      path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+  for (std::string_view suffix : {".gz", ".zst", ".xz"}) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      name.remove_suffix(suffix.size());
+      break;
+    }
+  }
+  return std::string(name);
+}
+
 bool IsSafeMemberPath(std::string_view path) {
   if (path.empty() || path.front() == '/') return false;
   size_t start = 0;
@@ -115,8 +153,8 @@ bool IsSafeMemberPath(std::string_view path) {
 }  // namespace
 
 bool IsUnpackFormat(std::string_view format) {
-  return format == "gz" || format == "zst" || format == "tar" || format == "tar.gz" ||
-         format == "tar.zst";
+  return format == "gz" || format == "zst" || format == "xz" || format == "tar" ||
+         format == "tar.gz" || format == "tar.zst" || format == "tar.xz";
 }
 
 Status DecompressFile(const std::string& source, std::string_view format,
@@ -127,15 +165,16 @@ Status DecompressFile(const std::string& source, std::string_view format,
   if (!out) return ErrnoStatus("cannot create", dest_file);
   Status st = format == "gz"    ? Gunzip(in.get(), out.get(), source)
               : format == "zst" ? Unzstd(in.get(), out.get(), source)
+              : format == "xz"  ? Unxz(source, out.get())
                                 : Errorf(ErrorCode::kInvalidArgument,
-                                         "unknown compression '{}' (gz, zst)", format);
+                                         "unknown compression '{}' (gz, zst, xz)", format);
   if (st.ok() && std::fflush(out.get()) != 0) st = ErrnoStatus("cannot write", dest_file);
   return st;
 }
 
 Status ExtractArchive(const std::string& source, std::string_view format,
                       const std::string& dest_dir) {
-  if (format != "tar" && format != "tar.gz" && format != "tar.zst") {
+  if (format != "tar" && format != "tar.gz" && format != "tar.zst" && format != "tar.xz") {
     return Errorf(ErrorCode::kInvalidArgument, "unknown archive format '{}'", format);
   }
   std::unique_ptr<archive, ReadFree> in(archive_read_new());
@@ -143,6 +182,7 @@ Status ExtractArchive(const std::string& source, std::string_view format,
   archive_read_support_format_gnutar(in.get());
   if (format == "tar.gz") archive_read_support_filter_gzip(in.get());
   if (format == "tar.zst") archive_read_support_filter_zstd(in.get());
+  if (format == "tar.xz") archive_read_support_filter_xz(in.get());
   if (archive_read_open_filename(in.get(), source.c_str(), 1 << 16) != ARCHIVE_OK) {
     return Errorf(ErrorCode::kCorrupt, "{}: not a {} archive: {}", source, format,
                   ArchiveError(in.get()));
@@ -205,6 +245,53 @@ Status ExtractArchive(const std::string& source, std::string_view format,
   }
   if (members == 0)
     return Errorf(ErrorCode::kCorrupt, "{}: empty or not a {} archive", source, format);
+  return Status::Ok();
+}
+
+bool IsCompressedOrArchive(std::string_view path) {
+  return path.ends_with(".gz") || path.ends_with(".zst") || path.ends_with(".xz") ||
+         path.ends_with(".tar");
+}
+
+Status ForEachMember(const std::string& path,
+                     const std::function<Status(const std::string& name, std::string bytes)>& f) {
+  std::unique_ptr<archive, ReadFree> in(archive_read_new());
+  archive_read_support_filter_gzip(in.get());
+  archive_read_support_filter_zstd(in.get());
+  archive_read_support_filter_xz(in.get());
+  archive_read_support_format_tar(in.get());
+  archive_read_support_format_gnutar(in.get());
+  // Bids below every real format: what is not a tar is one stream.
+  archive_read_support_format_raw(in.get());
+  if (archive_read_open_filename(in.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    const bool missing = archive_errno(in.get()) == ENOENT;
+    return Errorf(missing ? ErrorCode::kNotFound : ErrorCode::kCorrupt, "cannot read {}: {}", path,
+                  ArchiveError(in.get()));
+  }
+  archive_entry* entry = nullptr;
+  int r;
+  while ((r = archive_read_next_header(in.get(), &entry)) == ARCHIVE_OK) {
+    const bool raw = archive_format(in.get()) == ARCHIVE_FORMAT_RAW;
+    const std::string name = raw ? StrippedName(path) : archive_entry_pathname(entry);
+    const auto type = archive_entry_filetype(entry);
+    if (type == AE_IFDIR) continue;
+    if (!raw && (type != AE_IFREG || archive_entry_hardlink(entry) != nullptr)) {
+      return Errorf(ErrorCode::kCorrupt, "{}: member '{}' is not a regular file", path, name);
+    }
+    std::string bytes;
+    char buf[1 << 16];
+    for (la_ssize_t n; (n = archive_read_data(in.get(), buf, sizeof buf)) != 0;) {
+      if (n < 0) {
+        return Errorf(ErrorCode::kCorrupt, "{}: member '{}' is truncated or bad: {}", path, name,
+                      ArchiveError(in.get()));
+      }
+      bytes.append(buf, static_cast<size_t>(n));
+    }
+    BM_TRY(f(name, std::move(bytes)));
+  }
+  if (r != ARCHIVE_EOF) {
+    return Errorf(ErrorCode::kCorrupt, "{}: bad archive: {}", path, ArchiveError(in.get()));
+  }
   return Status::Ok();
 }
 

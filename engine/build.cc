@@ -6,13 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <set>
 
 #include "base/file_lock.h"
-#include "base/nearest_name.h"
 #include "base/terminal.h"
 #include "cache/run_health.h"
 #include "engine/generate.h"
+#include "engine/plan.h"
 #include "engine/target_graph.h"
 #include "engine/target_state.h"
 
@@ -41,38 +40,6 @@ Result<FileLock> LockWorkspace(const Workspace& ws) {
   (void)ws.fs->WriteFileAtomic(path + ".pid", std::to_string(::getpid()) + "\n", false,
                                /*durable=*/false);
   return lock;
-}
-
-// Before anything runs: every target to build (those asked for and what they
-// depend on) must fit on this machine's GPUs, or the build would run for
-// hours and then wait forever for GPUs it can never get.
-Status CheckGpusFit(const Workspace& ws, const std::vector<std::string>& wanted) {
-  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws));
-  std::vector<std::string> todo = wanted, errors;
-  std::set<std::string> seen;
-  while (!todo.empty()) {
-    std::string name = std::move(todo.back());
-    todo.pop_back();
-    if (!seen.insert(name).second) continue;
-    BM_ASSIGN_OR_RETURN(std::string text, ws.fs->ReadFile(ws.TargetFile(name, "params")));
-    BM_ASSIGN_OR_RETURN(StepParams p, ParseStepParams(text));
-    if (p.gpus > config.gpus) {
-      auto layout = p.params.find("layout");
-      errors.push_back(
-          fmt::format("target '{}' needs {} GPU(s){} but this machine has {} ([benchmake] gpus or "
-                      "$BENCHMAKE_GPUS set the count)",
-                      name, p.gpus,
-                      layout != p.params.end() && layout->is_string() &&
-                              !layout->get<std::string>().empty()
-                          ? " for layout " + layout->get<std::string>()
-                          : std::string(),
-                      config.gpus));
-    }
-    todo.insert(todo.end(), p.upstream_targets.begin(), p.upstream_targets.end());
-  }
-  if (errors.empty()) return Status::Ok();
-  std::sort(errors.begin(), errors.end());
-  return Errorf(ErrorCode::kInvalidArgument, "{}; nothing was run", fmt::join(errors, "\n"));
 }
 
 }  // namespace
@@ -109,14 +76,9 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     cmd.argv.push_back(std::to_string(options.keep_going));
   }
   if (options.dry_run) cmd.argv.push_back("-n");
-  for (const std::string& t : options.targets) {
-    if (std::find(gen.targets.begin(), gen.targets.end(), t) == gen.targets.end()) {
-      return Errorf(ErrorCode::kInvalidArgument, "no target '{}' in {}{}", t, ws.benchfile,
-                    DidYouMean(t, gen.targets));
-    }
-    cmd.argv.push_back(fmt::format("t/{}.out", t));
-  }
-  BM_TRY(CheckGpusFit(ws, options.targets.empty() ? gen.targets : options.targets));
+  // Unknown names and targets that cannot run here fail before anything runs.
+  BM_TRY(PlanBuild(ws, options.targets, gen.targets).status());
+  for (const std::string& t : options.targets) cmd.argv.push_back(fmt::format("t/{}.out", t));
   // Every step of this build shares one remote-cache verdict (cache/run_health.h).
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   cmd.env[kColorEnv] = options.color ? "always" : "never";
@@ -133,11 +95,12 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   return Status::Ok();
 }
 
-Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options) {
+Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options,
+                                        const std::vector<std::string>& targets) {
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
-  BM_TRY(CheckGpusFit(ws, gen.targets));
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> plan, PlanBuild(ws, targets, gen.targets));
   InProcessSummary summary;
-  for (const std::string& t : gen.targets) {
+  for (const std::string& t : plan) {
     BM_ASSIGN_OR_RETURN(StepReport r, RunStep(ws, t, options));
     summary.outcomes[t] = r.outcome;
     summary.ran += r.outcome == StepOutcome::kRan;

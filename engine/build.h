@@ -2,12 +2,13 @@
 // same results for unit tests (no ninja, any Filesystem and CommandRunner).
 //
 // BuildWithNinja: takes the workspace lock (.benchmake/lock; a second build
-// waits and then says how long and why), runs Generate(), and runs `ninja`
+// waits and then says how long and why), runs Generate(), checks the plan
+// (engine/plan.h: every target to build can run here), and runs `ninja`
 // from PATH in .benchmake/ on the requested targets' NAME.out files. -j, -k
 // and -n pass through. kNotFound when ninja is not on PATH; kFailed when a
 // step failed (ninja has shown its log); kInvalidArgument, before anything
-// runs, when a target to build (or one it depends on) needs more GPUs than
-// the machine has (the message names each, its layout and the GPU count).
+// runs, when a target to build (or one it depends on) cannot run here: it
+// needs more GPUs than the machine has, or what its rule lacks (engine/plan.h).
 #pragma once
 
 #include <map>
@@ -41,10 +42,11 @@ struct InProcessSummary {
   std::map<std::string, int> remeasured;  // extra measurements per target
 };
 
-// Generate() then RunStep() on every target, dependencies first; stops at the
-// first failure (and, like BuildWithNinja, runs nothing when a target needs
-// more GPUs than the machine has). For tests: the outcome of each target.
-Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options = {});
+// Generate(), the plan (engine/plan.h), then RunStep() on `targets` (empty:
+// all) and their dependencies, dependencies first; stops at the first
+// failure. For tests: the outcome of each target.
+Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options = {},
+                                        const std::vector<std::string>& targets = {});
 
 // Absolute path of `program` on $PATH, or kNotFound.
 Result<std::string> FindOnPath(const std::string& program);

@@ -115,6 +115,18 @@ class Rule {
   // anything runs). Types and unknown names are checked by the engine.
   virtual std::vector<ParamError> Check(const nlohmann::json& /*params*/) const { return {}; }
 
+  // What valid parameters need that this build lacks (a layout needing tensor
+  // parallelism this trainer does not implement, a precision the device does
+  // not have): one message per missing thing, empty when the target can run.
+  // Checked when a build is planned (engine/plan.h), for the targets being
+  // built and their dependencies only, so that a BENCHFILE holding such a
+  // target still loads and its other targets still build; Check() keeps
+  // refusing invalid values at load time. (GPUs the machine lacks are the
+  // engine's check, from gpus().)
+  virtual std::vector<std::string> Unsupported(const nlohmann::json& /*params*/) const {
+    return {};
+  }
+
   // Runs the step. On failure nothing under ctx.out_dir is kept and nothing is
   // cached; the message should say what failed and where.
   virtual Result<StepResult> Run(StepContext& ctx) const = 0;

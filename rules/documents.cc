@@ -197,7 +197,8 @@ Status ParseDocuments(std::string_view contents, std::string_view origin, Format
   switch (format) {
     case Format::kText:
       return TextDocuments(contents, origin, options.document_start, out);
-    case Format::kAlpaca: {
+    case Format::kAlpaca:
+    case Format::kConversations: {
       const size_t first = contents.find_first_not_of(" \t\r\n");
       if (first != std::string_view::npos && contents[first] == '[') {
         json list = json::parse(contents, nullptr, false);
@@ -205,15 +206,16 @@ Status ParseDocuments(std::string_view contents, std::string_view origin, Format
           return Errorf(ErrorCode::kInvalidArgument, "{}: not a JSON list", origin);
         }
         for (size_t i = 0; i < list.size(); ++i) {
-          BM_TRY(AlpacaDocument(list[i], options.templates, fmt::format("{}: item {}", origin, i),
-                                out));
+          const std::string where = fmt::format("{}: item {}", origin, i);
+          BM_TRY(format == Format::kAlpaca
+                     ? AlpacaDocument(list[i], options.templates, where, out)
+                     : ConversationDocument(list[i], options.templates, where, out));
         }
         return Status::Ok();
       }
       [[fallthrough]];  // one object per line
     }
     case Format::kJsonl:
-    case Format::kConversations:
       return ForEachLine(contents, [&](std::string_view line, size_t line_no) -> Status {
         if (IsBlank(line)) return Status::Ok();
         const std::string where = fmt::format("{}:{}", origin, line_no);

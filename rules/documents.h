@@ -15,7 +15,8 @@
 //   kAlpaca         a JSON list of {instruction, input, output} (Stanford
 //                   Alpaca), or the same objects one per line (.jsonl)
 //   kConversations  JSONL {conversations: [{from: human|gpt, value}], and an
-//                   optional instruction or system} (FlagScale's Aquila data)
+//                   optional instruction or system} (FlagScale's Aquila data), or
+//                   a JSON list of the same objects (LLaVA's llava_v1_5_mix665k.json)
 // Blank JSONL lines are skipped. Errors name the file and line.
 // Thread safety: pure functions.
 #pragma once

@@ -153,7 +153,7 @@ class DownloadRule final : public engine::Rule {
         {"xxh128", ParamType::kString, json(""), "expected XXH3-128 (32 hex digits)"},
         {"headers", ParamType::kStringMap, json::object(),
          "request headers; ${ENV} in values expands from the environment", false},
-        {"unpack", ParamType::kString, json(""), "\"\", gz, zst, tar, tar.gz, tar.zst"},
+        {"unpack", ParamType::kString, json(""), "\"\", gz, zst, xz, tar, tar.gz, tar.zst, tar.xz"},
         {"filename", ParamType::kString, json(""), "output file name (default: from the URL)"},
         {"retries", ParamType::kInt, json(3), "retries of transient failures", false},
         {"retry_delay_s", ParamType::kFloat, json(1.0), "first retry delay, doubling", false},
@@ -185,7 +185,7 @@ class DownloadRule final : public engine::Rule {
     hex("xxh128", 32);
     if (p.contains("unpack") && p["unpack"] != "" &&
         !IsUnpackFormat(p["unpack"].get<std::string>())) {
-      errors.push_back({"unpack", "expected \"\", gz, zst, tar, tar.gz or tar.zst"});
+      errors.push_back({"unpack", "expected \"\", gz, zst, xz, tar, tar.gz, tar.zst or tar.xz"});
     }
     if (p.contains("url")) {
       const std::string url = p["url"];
@@ -291,7 +291,7 @@ class DownloadRule final : public engine::Rule {
     Status placed;
     if (unpack.empty()) {
       placed = MoveFile(part, ctx.out_dir + "/" + filename);
-    } else if (unpack == "gz" || unpack == "zst") {
+    } else if (unpack == "gz" || unpack == "zst" || unpack == "xz") {
       std::string out_name = filename;
       const std::string suffix = "." + unpack;
       if (out_name.ends_with(suffix) && out_name.size() > suffix.size()) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "base/archive.h"
 #include "rules/encode_documents.h"
 #include "rules/pretokenized_input.h"
 #include "rules/text/tokenizer.h"
@@ -18,7 +19,8 @@ using nlohmann::json;
 
 struct InputFile {
   std::string path;
-  Format format;
+  Format format;         // for an archive: of its members when the format is not "auto"
+  bool archive = false;  // compressed or a tar (base/archive.h): read member by member
 };
 
 std::string FirstLine(const std::string& path) {
@@ -58,15 +60,44 @@ Result<std::vector<InputFile>> ResolveInputs(const TokenizeOptions& options) {
   if (paths.empty()) return Errorf(ErrorCode::kInvalidArgument, "no input files");
   std::vector<InputFile> files;
   for (const std::string& p : paths) {
-    Format f;
-    if (options.format == "auto") {
-      f = DetectFormat(p, p.ends_with(".jsonl") ? FirstLine(p) : "");
-    } else {
+    const bool archive = IsCompressedOrArchive(p);
+    Format f = Format::kText;
+    if (options.format != "auto") {
       BM_ASSIGN_OR_RETURN(f, ParseFormat(options.format));
+    } else if (!archive) {
+      f = DetectFormat(p, p.ends_with(".jsonl") ? FirstLine(p) : "");
     }
-    files.push_back({p, f});
+    files.push_back({p, f, archive});
   }
   return files;
+}
+
+// The documents of an archive's members (base/archive.h ForEachMember), each
+// member's format detected from its name under "auto".
+Status ReadArchiveDocuments(const InputFile& f, const TokenizeOptions& options, bool masks,
+                            std::vector<Document>* docs, json* formats) {
+  return ForEachMember(f.path, [&](const std::string& name, std::string bytes) -> Status {
+    const std::string where = f.path + ":" + name;
+    Format format = f.format;
+    if (options.format == "auto") {
+      std::string_view first(bytes);
+      format = DetectFormat(name, first.substr(0, first.find('\n')));
+    }
+    if (format == Format::kNpy || format == Format::kPaddle) {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "{}: token ids ({}) are not read from archives; unpack it with the download "
+                    "rule's unpack",
+                    where, FormatName(format));
+    }
+    if (!masks && (format == Format::kAlpaca || format == Format::kConversations)) {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "{}: {} data inside an archive needs format = \"{}\" set on the target", where,
+                    FormatName(format), FormatName(format));
+    }
+    if (std::find(formats->begin(), formats->end(), FormatName(format)) == formats->end())
+      formats->push_back(FormatName(format));
+    return ParseDocuments(bytes, where, format, options.read, docs);
+  });
 }
 
 Status WriteJsonAtomically(const std::string& path, const json& value) {
@@ -111,6 +142,7 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
   json formats = json::array();
   for (const InputFile& f : files) {
     masks |= f.format == Format::kAlpaca || f.format == Format::kConversations;
+    if (f.archive && options.format == "auto") continue;  // members' formats, as they are read
     if (std::find(formats.begin(), formats.end(), FormatName(f.format)) == formats.end()) {
       formats.push_back(FormatName(f.format));
     }
@@ -119,9 +151,19 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
   BM_ASSIGN_OR_RETURN(SplitDatasetWriter writer,
                       SplitDatasetWriter::Create(out_dir, dtype, masks, options.split));
   uint64_t documents = 0, tokens = 0, bytes = 0;
+  const bool budget = options.max_tokens > 0;
   for (const InputFile& f : files) {
-    if (log != nullptr) *log << "tokenize: " << f.path << " (" << FormatName(f.format) << ")\n";
-    if (f.format == Format::kPaddle || f.format == Format::kNpy) {
+    if (budget && tokens >= options.max_tokens) break;
+    if (log != nullptr) {
+      *log << "tokenize: " << f.path << " ("
+           << (f.archive && options.format == "auto" ? "archive" : FormatName(f.format)) << ")\n";
+    }
+    if (!f.archive && (f.format == Format::kPaddle || f.format == Format::kNpy)) {
+      if (budget) {
+        return Errorf(ErrorCode::kInvalidArgument,
+                      "{}: max_tokens applies to text inputs; token ids ({}) are copied whole",
+                      f.path, FormatName(f.format));
+      }
       BM_ASSIGN_OR_RETURN(ConvertedStats c, f.format == Format::kPaddle
                                                 ? ConvertPaddle(f.path, writer)
                                                 : ConvertNpy(f.path, eos, writer));
@@ -130,16 +172,22 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
       continue;
     }
     std::vector<Document> docs;
-    BM_TRY(ReadDocuments(f.path, f.format, options.read, &docs));
+    if (f.archive) {
+      BM_TRY(ReadArchiveDocuments(f, options, masks, &docs, &formats));
+    } else {
+      BM_TRY(ReadDocuments(f.path, f.format, options.read, &docs));
+    }
     const std::vector<EncodedDocument> encoded = EncodeDocuments(*tokenizer, docs, options.threads);
     for (const EncodedDocument& e : encoded) {
+      // The document that reaches the budget is kept whole, then input stops.
+      if (budget && tokens >= options.max_tokens) break;
       writer.BeginDocument();
       BM_TRY(writer.AddSequence(e.ids, e.mask).WithContext(f.path));
       writer.EndDocument();
       tokens += e.ids.size();
       bytes += e.bytes;
+      ++documents;
     }
-    documents += encoded.size();
   }
   BM_TRY(writer.Finish());
   json stats = {
@@ -182,6 +230,24 @@ Result<json> TokenizeToDirectory(const TokenizeOptions& options, const std::stri
 
 namespace {
 
+// The vocabulary file: `path` itself, or the one file in it when it is a
+// directory (the output of a download target, e.g. out/llama2_tokenizer/).
+Result<std::string> VocabFile(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return path;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(path, ec))
+    if (e.is_regular_file() && !e.path().filename().string().starts_with("."))
+      found.push_back(e.path().string());
+  if (ec) return Errorf(ErrorCode::kIo, "cannot list {}: {}", path, ec.message());
+  if (found.size() != 1) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "vocab {} is a directory with {} files; it must hold exactly one", path,
+                  found.size());
+  }
+  return found[0];
+}
+
 class TokenizeRule final : public engine::Rule {
  public:
   std::string_view name() const override { return "tokenize"; }
@@ -213,6 +279,8 @@ class TokenizeRule final : public engine::Rule {
         {"human_template", ParamType::kString, json(t.human),
          "a human turn ({value}), not trained on"},
         {"gpt_template", ParamType::kString, json(t.gpt), "a gpt turn ({value}), trained on"},
+        {"max_tokens", ParamType::kInt, json(0),
+         "stop after the document that brings the total to this many tokens (0: all input)"},
         {"valid_fraction", ParamType::kFloat, json(0.05),
          "share of documents held out for validation, by whole documents"},
         {"seed", ParamType::kInt, json(1234), "seed of the train/valid split"},
@@ -233,6 +301,9 @@ class TokenizeRule final : public engine::Rule {
     }
     if (p.contains("threads") && p["threads"].get<int64_t>() < 0) {
       errors.push_back({"threads", "must be >= 0"});
+    }
+    if (p.contains("max_tokens") && p["max_tokens"].get<int64_t>() < 0) {
+      errors.push_back({"max_tokens", "must be >= 0 (0: no limit)"});
     }
     // Kind and file, by name (the file may be a target's output, not built yet).
     if (p.contains("tokenizer")) {
@@ -258,7 +329,8 @@ class TokenizeRule final : public engine::Rule {
     for (const auto& in : p.at("input")) o.inputs.push_back(resolve(in.get<std::string>()));
     o.format = p.at("format");
     o.tokenizer = p.at("tokenizer");
-    o.vocab = resolve(p.at("vocab"));
+    BM_ASSIGN_OR_RETURN(o.vocab, VocabFile(resolve(p.at("vocab"))));
+    o.max_tokens = static_cast<uint64_t>(p.at("max_tokens").get<int64_t>());
     o.read.text_field = p.at("text_field");
     o.read.document_start = p.at("document_start");
     o.read.templates.prompt = p.at("prompt_template");

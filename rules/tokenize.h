@@ -4,8 +4,11 @@
 //
 // Parameters (see TokenizeRule::params() for defaults and docs): input (a list
 // of files or targets; a target's directory contributes every file in it,
-// recursively, in name order), format, tokenizer, vocab, text_field,
-// document_start, the prompt templates, valid_fraction, seed, threads.
+// recursively, in name order; a compressed file or tar — .gz .zst .xz .tar —
+// contributes its members in archive order, base/archive.h ForEachMember),
+// format, tokenizer, vocab (a file, or a directory holding one file),
+// text_field, document_start, the prompt templates, max_tokens,
+// valid_fraction, seed, threads.
 //
 // Output under out_dir: the layout of split_dataset_writer.h and stats.json:
 //   {documents, tokens, bytes, bytes_per_token, vocab_size, eot_id, [bos_id,]
@@ -38,6 +41,9 @@ struct TokenizeOptions {
   ReadOptions read;
   SplitRule split;
   int threads = 1;
+  // Stop after the document that brings the total to this many tokens (text
+  // inputs, in input order; 0: all). FlagPerf's "first 100M tokens".
+  uint64_t max_tokens = 0;
 };
 
 // Tokenizes into out_dir (which must exist). Returns the stats.json object.

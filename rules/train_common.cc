@@ -173,8 +173,10 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
 std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) {
   std::vector<engine::ParamError> errors;
   const std::vector<ParamSpec> specs = TrainParams(kind);
+  // kUnsupported (a valid layout or precision this trainer cannot run) is
+  // left to the plan check (TrainUnsupported): the BENCHFILE still loads.
   Result<train::RunConfig> run = train::ParseRunConfig(RunConfigJson(kind, p, nullptr));
-  if (!run.ok()) {
+  if (!run.ok() && run.status().code() != ErrorCode::kUnsupported) {
     errors.push_back({ParamOf(run.status().message(), specs), run.status().message()});
     return errors;
   }
@@ -201,6 +203,12 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) 
                                            p["mpe"].get<int64_t>(), m->max_seq)});
   }
   return errors;
+}
+
+std::vector<std::string> TrainUnsupported(TrainKind kind, const json& p) {
+  Result<train::RunConfig> run = train::ParseRunConfig(RunConfigJson(kind, p, nullptr));
+  if (!run.ok() && run.status().code() == ErrorCode::kUnsupported) return {run.status().message()};
+  return {};
 }
 
 int TrainWorldSize(const json& p) {

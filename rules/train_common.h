@@ -25,7 +25,8 @@ std::vector<engine::ParamSpec> TrainParams(TrainKind kind);
 nlohmann::json RunConfigJson(TrainKind kind, const nlohmann::json& params,
                              const engine::StepContext* ctx);
 
-// Load-time checks: everything ParseRunConfig refuses, plus, for pretrain, the
+// Load-time checks: everything ParseRunConfig calls invalid (not what it calls
+// unsupported: TrainUnsupported), plus, for pretrain, the
 // model (preset, overrides, heads divide hidden, mpe <= max_seq). Each error
 // names the parameter it is about.
 std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann::json& params);
@@ -43,6 +44,11 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann:
 // rank's name, how it ended and its log's last lines, and the step log lists
 // how every rank ended. BENCHMAKE_COLLECTIVE_TIMEOUT is `collective_timeout`.
 Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx);
+
+// Plan-time refusals (engine::Rule::Unsupported): what ParseRunConfig calls
+// unsupported (tensor or pipeline parallelism, a precision the device lacks,
+// ...), each message naming the layout or value. (GPUs: the engine's check.)
+std::vector<std::string> TrainUnsupported(TrainKind kind, const nlohmann::json& params);
 
 // Ranks of the layout: TP*PP*DP (1 for a layout that does not parse).
 int TrainWorldSize(const nlohmann::json& params);

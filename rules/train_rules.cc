@@ -21,6 +21,9 @@ class TrainRule : public engine::Rule {
   std::vector<engine::ParamError> Check(const nlohmann::json& p) const override {
     return CheckTrainParams(kind_, p);
   }
+  std::vector<std::string> Unsupported(const nlohmann::json& p) const override {
+    return TrainUnsupported(kind_, p);
+  }
   Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
     return RunTrainer(kind_, ctx);
   }

@@ -290,6 +290,101 @@ TEST_F(BuildScenarioTest, ResumeDirSurvivesAFailedRunOfTheSameKey) {
   EXPECT_TRUE(left->empty()) << "removed after success";
 }
 
+// A trainer-like rule: `layout` with TP > 1 is refused at plan time, as the
+// train rules refuse tensor parallelism (rules/train_common.h,
+// TrainUnsupported); it needs `gpus` GPUs (the engine's own check).
+class LayoutRule : public Rule {
+ public:
+  LayoutRule() {
+    params_ = {{"layout", ParamType::kString, nlohmann::json("TP1PP1DP1"), "layout", true},
+               {"gpus", ParamType::kInt, nlohmann::json(0), "GPUs", true},
+               {"data", ParamType::kInputList, nlohmann::json::array(), "inputs", true}};
+  }
+  std::string_view name() const override { return "layout"; }
+  int version() const override { return 1; }
+  const std::vector<ParamSpec>& params() const override { return params_; }
+  int gpus(const nlohmann::json& p) const override { return p["gpus"].get<int>(); }
+  std::vector<std::string> Unsupported(const nlohmann::json& p) const override {
+    const std::string layout = p["layout"].get<std::string>();
+    if (layout.rfind("TP1", 0) == 0) return {};
+    return {"layout " + layout + ": tensor parallelism is not implemented"};
+  }
+  Result<StepResult> Run(StepContext& ctx) const override {
+    ++runs;
+    BM_TRY(ctx.fs->WriteFileAtomic(ctx.out_dir + "/result.txt", ctx.params["layout"].dump()));
+    return StepResult{};
+  }
+  mutable int runs = 0;
+
+ private:
+  std::vector<ParamSpec> params_;
+};
+
+TEST_F(BuildScenarioTest, UnsupportedTargetLoadsAndFailsOnlyWhenPlannedBeforeAnythingRuns) {
+  auto owned = std::make_unique<LayoutRule>();
+  const LayoutRule* rule = owned.get();
+  rules_.Register(std::move(owned));
+  SetBenchfile(R"(
+[target.data]
+rule = "exec"
+inputs = ["src/raw.txt"]
+command = ["copy", "{in.src/raw.txt}", "{out}/data.txt"]
+outputs = ["data.txt"]
+
+[target.smoke]
+rule = "layout"
+data = ["data"]
+layout = "TP1PP1DP1"
+
+[target.full_tp2]
+rule = "layout"
+data = ["data"]
+layout = "TP2PP1DP4"
+
+[target.report_full]
+rule = "layout"
+data = ["full_tp2"]
+layout = "TP1PP1DP1"
+
+[target.eight_gpus]
+rule = "layout"
+layout = "TP1PP1DP8"
+gpus = 8
+)");
+  // The unsupported target alone, or through a dependent: refused, nothing ran.
+  Result<InProcessSummary> r = BuildInProcess(ws_, {}, {"report_full"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "target 'full_tp2' (needed by 'report_full') cannot run here: layout TP2PP1DP4: "
+            "tensor parallelism is not implemented; nothing was run");
+  EXPECT_EQ(rule->runs, 0);
+  EXPECT_FALSE(fs_.Exists("/ws/out/data")) << "the exec dependency did not run either";
+  // Building everything names every such target (the GPU count: the engine's
+  // own check, [benchmake] gpus unset, none detected) and says how to build others.
+  r = BuildInProcess(ws_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("target 'full_tp2' cannot run here"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("target 'eight_gpus' needs 8 GPU(s) for layout TP1PP1DP8 "
+                                      "but this machine has 0"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("name the targets to build"), std::string::npos);
+  EXPECT_EQ(rule->runs, 0);
+  // The supported target beside them builds, with its dependency only.
+  r = BuildInProcess(ws_, {}, {"smoke"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->ran, 2);
+  EXPECT_EQ(rule->runs, 1);
+  EXPECT_TRUE(fs_.Exists("/ws/out/smoke/result.txt"));
+  // An unknown name is bad input, with the nearest name.
+  r = BuildInProcess(ws_, {}, {"smokes"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "no target 'smokes' in /ws/BENCHFILE.toml (did you mean 'smoke'?)");
+}
+
 TEST_F(BuildScenarioTest, MissingDeclaredOutputFailsTheStep) {
   SetBenchfile(
       "[target.a]\nrule = \"exec\"\ncommand = [\"write\", \"{out}/x\", \"1\"]\noutputs = "

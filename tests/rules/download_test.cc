@@ -231,17 +231,18 @@ TEST_F(DownloadTest, UnpacksEachFormat) {
   WriteFile(f + "/tree/sub/b.txt", "beta");
   WriteFile(f + "/plain.txt", "plain text\n");
   const std::string cmd = "cd " + f +
-                          " && gzip -k plain.txt && zstd -q -k plain.txt && tar -cf t.tar tree"
-                          " && tar -czf t.tar.gz tree && tar --zstd -cf t.tar.zst tree";
+                          " && gzip -k plain.txt && zstd -q -k plain.txt && xz -k plain.txt"
+                          " && tar -cf t.tar tree && tar -czf t.tar.gz tree"
+                          " && tar --zstd -cf t.tar.zst tree && tar -cJf t.tar.xz tree";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  for (const char* fmt : {"gz", "zst"}) {
+  for (const char* fmt : {"gz", "zst", "xz"}) {
     auto r = Download({{"url", "file://" + f + "/plain.txt." + fmt}, {"unpack", fmt}});
     ASSERT_TRUE(r.ok()) << fmt << ": " << r.status().message();
     EXPECT_EQ(Out("plain.txt"), "plain text\n") << fmt;
     fs::remove(root_ + "/out/plain.txt");
     EXPECT_TRUE(OutEmpty()) << fmt;
   }
-  for (const char* fmt : {"tar", "tar.gz", "tar.zst"}) {
+  for (const char* fmt : {"tar", "tar.gz", "tar.zst", "tar.xz"}) {
     auto r = Download({{"url", "file://" + f + "/t." + fmt}, {"unpack", fmt}});
     ASSERT_TRUE(r.ok()) << fmt << ": " << r.status().message();
     EXPECT_EQ(Out("tree/a.txt"), "alpha") << fmt;

@@ -211,6 +211,88 @@ TEST_F(TokenizeTest, ConversationsTrainOnGptTurns) {
             "Farewell\n<|endoftext|>");
 }
 
+// LLaVA's llava_v1_5_mix665k.json: a JSON list of conversation records.
+TEST_F(TokenizeTest, ConversationsAsAJsonList) {
+  const std::string in = WriteInput(
+      "mix.json",
+      R"([{"id": "a", "image": "coco/1.jpg", "conversations": [{"from": "human", "value": "<image>\nWhat?"}, {"from": "gpt", "value": "A cat."}]},
+          {"id": "b", "conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]}])");
+  const std::string out = Dir("out");
+  ASSERT_TRUE(
+      RunRule({{"input", {in}}, {"format", "conversations"}, {"valid_fraction", 0.0}}, out).ok())
+      << log_.str();
+  auto ids = IndexedDataset::Open(out + "/train");
+  ASSERT_EQ(ids->num_documents(), 2u);
+  EXPECT_EQ(*Gpt2().Decode(*ids->ReadSequence(0)),
+            "### Human: <image>\nWhat?\n### Assistant: A cat.\n<|endoftext|>");
+  const std::string bad =
+      WriteInput("bad.json", R"([{"conversations": [{"from": "robot", "value": "x"}]}])");
+  auto r = RunRule({{"input", {bad}}, {"format", "conversations"}}, Dir("out2"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bad.json: item 0: turn from \"robot\""), std::string::npos)
+      << r.status().message();
+}
+
+// OpenWebText's layout: a directory of urlsf_subset*_data.xz shards, each a
+// tar of .txt files compressed with xz; every .txt is one document, shards in
+// name order, members in archive order; max_tokens keeps the documents up to
+// and including the one that reaches it.
+TEST_F(TokenizeTest, XzShardsOfTextFilesAndTheTokenBudget) {
+  const std::string d = Dir("owt");
+  WriteInput("owt/0001-a.txt", "alpha");
+  WriteInput("owt/0002-b.txt", "beta!");
+  WriteInput("owt/0003-c.txt", "gamma");
+  WriteInput("owt/0004-d.txt", "delta");
+  ASSERT_EQ(std::system(("cd " + d +
+                         " && tar -cJf urlsf_subset00-2_data.xz 0003-c.txt 0004-d.txt"
+                         " && tar -cJf urlsf_subset00-1_data.xz 0002-b.txt 0001-a.txt"
+                         " && rm *.txt")
+                            .c_str()),
+            0);
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {d}}, {"tokenizer", "bytes"}, {"valid_fraction", 0.0}}, out);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto ids = IndexedDataset::Open(out + "/train");
+  ASSERT_EQ(ids->num_documents(), 4u);
+  std::string order;
+  for (size_t i = 0; i < 4; ++i) {
+    const auto seq = *ids->ReadSequence(i);
+    order += std::string(seq.begin(), seq.end() - 1) + " ";  // without end-of-text
+  }
+  EXPECT_EQ(order, "beta! alpha gamma delta ");
+  EXPECT_EQ(r->metrics["formats"], json({"text"}));
+  // 6 tokens per document with its end-of-text: 13 tokens keep three.
+  const std::string cut = Dir("cut");
+  r = RunRule({{"input", {d}}, {"tokenizer", "bytes"}, {"valid_fraction", 0.0}, {"max_tokens", 13}},
+              cut);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["documents"], 3);
+  EXPECT_EQ(r->metrics["tokens"], 18);
+  // Instruction data inside an archive needs its format named.
+  WriteInput("i.jsonl", R"({"instruction": "x", "output": "y"})");
+  ASSERT_EQ(std::system(("cd " + root_ + " && gzip i.jsonl").c_str()), 0);
+  r = RunRule({{"input", {root_ + "/i.jsonl.gz"}}}, Dir("instr"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("needs format = \"alpaca\""), std::string::npos)
+      << r.status().message();
+  r = RunRule({{"input", {root_ + "/i.jsonl.gz"}}, {"format", "alpaca"}, {"valid_fraction", 0.0}},
+              Dir("instr2"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->metrics["masks"].get<bool>());
+}
+
+TEST_F(TokenizeTest, VocabMayBeADirectoryHoldingOneFile) {
+  const std::string v = Dir("vocab");
+  fs::copy_file(SourcePath("data/gpt2.tiktoken"), v + "/gpt2.tiktoken");
+  const std::string in = WriteInput("t.txt", "hello world");
+  ASSERT_TRUE(RunRule({{"input", {in}}, {"vocab", v}, {"valid_fraction", 0.0}}, Dir("out")).ok())
+      << log_.str();
+  WriteInput("vocab/second", "x");
+  auto r = RunRule({{"input", {in}}, {"vocab", v}}, Dir("out2"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("is a directory with 2 files"), std::string::npos);
+}
+
 TEST_F(TokenizeTest, JsonlTextFieldAndBytesTokenizer) {
   const std::string in = WriteInput("d.jsonl", "{\"body\": \"ab\"}\n\n{\"body\": \"\\u00e9\"}\n");
   const std::string out = Dir("out");
@@ -294,9 +376,12 @@ TEST_F(TokenizeTest, CorruptPaddleIndexIsAnError) {
 
 TEST_F(TokenizeTest, CheckRejectsBadParameters) {
   auto rule = MakeTokenizeRule();
-  auto errors = rule->Check(
-      {{"format", "xml"}, {"valid_fraction", 1.5}, {"threads", -1}, {"tokenizer", "llama"}});
-  ASSERT_EQ(errors.size(), 4u);
+  auto errors = rule->Check({{"format", "xml"},
+                             {"valid_fraction", 1.5},
+                             {"threads", -1},
+                             {"tokenizer", "llama"},
+                             {"max_tokens", -1}});
+  ASSERT_EQ(errors.size(), 5u);
   EXPECT_EQ(errors[0].param, "format");
   EXPECT_EQ(errors[1].param, "valid_fraction");
   EXPECT_EQ(errors[3].param, "tokenizer");

@@ -63,17 +63,9 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
          "overrides: heads (12) must divide hidden (100)");
   expect({{"data", "d"}, {"gas", 0}}, "gas: gas must be >= 1");
   expect({{"data", "d"}, {"lbs", -1}}, "lbs: lbs must be >= 1");
-  expect({{"data", "d"}, {"layout", "TP2PP1DP1"}}, "layout: layout TP2PP1DP1: tensor and pipeline");
   expect({{"data", "d"}, {"zero", 4}}, "zero: zero = 4: the ZeRO stage is 0, 1, 2 or 3");
   EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"layout", "DP4"}, {"zero", 3}}).empty());
-  std::vector<std::string> eval =
-      Errors(*MakeEvaluateRule(), {{"data", "d"}, {"checkpoint", "c"}, {"layout", "DP2"}});
-  ASSERT_EQ(eval.size(), 1u);
-  EXPECT_NE(eval[0].find("layout: layout TP1PP1DP2: evaluation runs on one rank"),
-            std::string::npos)
-      << eval[0];
   expect({{"data", "d"}, {"layout", "TP1xPP1"}}, "not of the form TPxPPyDPz");
-  expect({{"data", "d"}, {"precision", "bf16"}}, "the cpu backend is fp32 only");
   expect({{"data", "d"}, {"model", "gpt5"}}, "model: unknown model preset 'gpt5'");
   expect({{"data", "d"}, {"mpe", 4096}}, "mpe: mpe (4096) exceeds the model's max_seq (256)");
   expect({{"data", "d"}, {"overrides", {{"depth", 3}}}}, "overrides: unknown model field 'depth'");
@@ -87,6 +79,32 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   // bf16, fp16 and amp are accepted for cuda
   for (const char* p : {"bf16", "fp16", "amp"})
     EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"precision", p}}).empty()) << p;
+}
+
+// Valid values this trainer or machine cannot run load fine and are refused
+// when a build is planned (engine/plan.h), each message naming the value.
+TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
+  auto unsupported = [&](const engine::Rule& rule, json params) {
+    params = WithDefaults(rule, std::move(params));
+    EXPECT_TRUE(rule.Check(params).empty()) << params.dump();
+    std::string all;
+    for (const std::string& m : rule.Unsupported(params)) all += m + "\n";
+    return all;
+  };
+  auto pre = MakePretrainRule();
+  EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}})
+                .find("layout TP2PP1DP4: tensor and pipeline parallelism are not implemented"),
+            std::string::npos);
+  EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"precision", "bf16"}}).find("fp32 only"),
+            std::string::npos);
+  EXPECT_NE(unsupported(*MakeEvaluateRule(), {{"data", "d"}, {"checkpoint", "c"}, {"layout", "DP2"}})
+                .find("layout TP1PP1DP2: evaluation runs on one rank"),
+            std::string::npos);
+  // GPUs are the engine's check (engine/plan.h), not the rule's.
+  EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"device", "cuda"}, {"layout", "DP8"}}), "");
+  EXPECT_EQ(unsupported(*pre, {{"data", "d"}}), "");
+  // The model is still checked at load time alongside an unsupported layout.
+  EXPECT_EQ(Errors(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"model", "gpt5"}}).size(), 1u);
 }
 
 TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {

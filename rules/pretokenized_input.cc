@@ -27,9 +27,8 @@ Result<std::vector<int32_t>> LoadIds(const std::string& path) {
 
 }  // namespace
 
-Result<ConvertedStats> ConvertPaddle(const std::string& ids_path, SplitDatasetWriter& writer) {
-  const std::string prefix = ids_path.substr(0, ids_path.size() - std::string("_ids.npy").size());
-  const std::string idx_path = prefix + "_idx.npz";
+Result<ConvertedStats> ConvertPaddle(const std::string& ids_path, const std::string& idx_path,
+                                     SplitDatasetWriter& writer) {
   BM_ASSIGN_OR_RETURN(std::vector<int32_t> ids, LoadIds(ids_path));
   BM_ASSIGN_OR_RETURN(auto arrays, formats::ReadNpz(idx_path));
   if (!arrays.contains("lens") || !arrays.contains("docs")) {

@@ -29,8 +29,9 @@ struct ConvertedStats {
   uint64_t tokens = 0;
 };
 
-// ids_path ends with "_ids.npy"; the index is the "_idx.npz" beside it.
-Result<ConvertedStats> ConvertPaddle(const std::string& ids_path, SplitDatasetWriter& writer);
+// ids_path ends with "_ids.npy"; idx_path is its "_idx.npz".
+Result<ConvertedStats> ConvertPaddle(const std::string& ids_path, const std::string& idx_path,
+                                     SplitDatasetWriter& writer);
 Result<ConvertedStats> ConvertNpy(const std::string& path, int32_t eot_id,
                                   SplitDatasetWriter& writer);
 

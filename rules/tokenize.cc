@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "base/archive.h"
@@ -21,7 +22,10 @@ struct InputFile {
   std::string path;
   Format format;         // for an archive: of its members when the format is not "auto"
   bool archive = false;  // compressed or a tar (base/archive.h): read member by member
+  std::string index;     // kPaddle: the PREFIX_idx.npz companion of PREFIX_ids.npy
 };
+
+constexpr std::string_view kPaddleIds = "_ids.npy", kPaddleIdx = "_idx.npz";
 
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);
@@ -31,8 +35,9 @@ std::string FirstLine(const std::string& path) {
 }
 
 // Files of the inputs in order: a directory contributes its regular files,
-// recursively, sorted by path, hidden names and Paddle index companions
-// (*_idx.npz, read beside their *_ids.npy) excluded.
+// recursively, sorted by path, hidden names excluded. Paddle index companions
+// (PREFIX_idx.npz) are not inputs: each goes with its PREFIX_ids.npy, found
+// beside it or, when two download targets hold the pair, among the inputs.
 Result<std::vector<InputFile>> ResolveInputs(const TokenizeOptions& options) {
   std::vector<std::string> paths;
   for (const std::string& input : options.inputs) {
@@ -46,7 +51,7 @@ Result<std::vector<InputFile>> ResolveInputs(const TokenizeOptions& options) {
           if (it->is_directory()) it.disable_recursion_pending();
           continue;
         }
-        if (it->is_regular_file() && !name.ends_with("_idx.npz")) found.push_back(it->path());
+        if (it->is_regular_file()) found.push_back(it->path());
       }
       if (ec) return Errorf(ErrorCode::kIo, "cannot list {}: {}", input, ec.message());
       std::sort(found.begin(), found.end());
@@ -57,6 +62,12 @@ Result<std::vector<InputFile>> ResolveInputs(const TokenizeOptions& options) {
       return Errorf(ErrorCode::kNotFound, "input {} does not exist", input);
     }
   }
+  std::map<std::string, std::string> indexes;  // file name → path
+  std::erase_if(paths, [&](const std::string& p) {
+    if (!p.ends_with(kPaddleIdx)) return false;
+    indexes.emplace(fs::path(p).filename().string(), p);
+    return true;
+  });
   if (paths.empty()) return Errorf(ErrorCode::kInvalidArgument, "no input files");
   std::vector<InputFile> files;
   for (const std::string& p : paths) {
@@ -67,7 +78,18 @@ Result<std::vector<InputFile>> ResolveInputs(const TokenizeOptions& options) {
     } else if (!archive) {
       f = DetectFormat(p, p.ends_with(".jsonl") ? FirstLine(p) : "");
     }
-    files.push_back({p, f, archive});
+    InputFile file{p, f, archive, ""};
+    if (f == Format::kPaddle) {
+      if (!p.ends_with(kPaddleIds)) {
+        return Errorf(ErrorCode::kInvalidArgument, "{}: paddle input must be named PREFIX{}", p,
+                      kPaddleIds);
+      }
+      const std::string beside =
+          p.substr(0, p.size() - kPaddleIds.size()) + std::string(kPaddleIdx);
+      auto it = indexes.find(fs::path(beside).filename().string());
+      file.index = fs::exists(beside) || it == indexes.end() ? beside : it->second;
+    }
+    files.push_back(std::move(file));
   }
   return files;
 }
@@ -165,7 +187,7 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
                       f.path, FormatName(f.format));
       }
       BM_ASSIGN_OR_RETURN(ConvertedStats c, f.format == Format::kPaddle
-                                                ? ConvertPaddle(f.path, writer)
+                                                ? ConvertPaddle(f.path, f.index, writer)
                                                 : ConvertNpy(f.path, eos, writer));
       documents += c.documents;
       tokens += c.tokens;

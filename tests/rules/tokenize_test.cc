@@ -353,6 +353,27 @@ TEST_F(TokenizeTest, PaddleConversionKeepsEveryIdAndBoundary) {
   EXPECT_EQ(pos, all.size());
 }
 
+// Two download targets give the pair in two directories: the index is found
+// among the inputs; the same ids come out as from one directory.
+TEST_F(TokenizeTest, PaddleIndexAmongTheOtherInputs) {
+  const std::string dir = SourcePath("tests/rules/testdata/pretokenized");
+  const std::string ids = Dir("ids"), idx = Dir("idx");
+  fs::copy_file(dir + "/tiny_ids.npy", ids + "/tiny_ids.npy");
+  fs::copy_file(dir + "/tiny_idx.npz", idx + "/tiny_idx.npz");
+  auto apart = RunRule({{"input", {ids, idx}}, {"valid_fraction", 0.0}}, Dir("apart"));
+  ASSERT_TRUE(apart.ok()) << apart.status().message();
+  auto together =
+      RunRule({{"input", {dir + "/tiny_ids.npy"}}, {"valid_fraction", 0.0}}, Dir("together"));
+  ASSERT_TRUE(together.ok()) << together.status().message();
+  EXPECT_EQ(ReadFile(root_ + "/apart/train.bin"), ReadFile(root_ + "/together/train.bin"));
+  EXPECT_EQ(ReadFile(root_ + "/apart/train.idx"), ReadFile(root_ + "/together/train.idx"));
+  // Without its index anywhere: an error naming the missing file.
+  auto alone = RunRule({{"input", {ids}}}, Dir("alone"));
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("tiny_idx.npz"), std::string::npos)
+      << alone.status().message();
+}
+
 TEST_F(TokenizeTest, PlainNpyDocumentsEndAtEndOfText) {
   const std::string dir = SourcePath("tests/rules/testdata/pretokenized");
   const json expected = json::parse(ReadFile(dir + "/expected.json"));

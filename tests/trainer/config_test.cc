@@ -12,6 +12,8 @@ int64_t Count(const char* preset) { return ParameterCount(*Preset(preset)); }
 TEST(ConfigTest, PublishedParameterCounts) {
   // Hugging Face meta-llama/Llama-2-7b-hf: 6,738,415,616 parameters.
   EXPECT_EQ(Count("llama2-7b"), 6'738'415'616);
+  // meta-llama/Llama-2-13b-hf (and lmsys/vicuna-13b-v1.5): 13,015,864,320.
+  EXPECT_EQ(Count("llama2-13b"), 13'015'864'320);
   // GPT-2 small, tied embeddings, vocabulary 50257: 124,439,808 (HF gpt2).
   EXPECT_EQ(Count("gpt2-124m"), 124'439'808);
   // GPT-3 paper table 2.1 rounds to 6.7B and 13.0B (vocabulary 50257, context 2048).

@@ -46,12 +46,19 @@ const std::map<std::string, ModelConfig, std::less<>>& Presets() {
   static const auto* presets = [] {
     auto* m = new std::map<std::string, ModelConfig, std::less<>>;
     auto add = [&](ModelConfig c) { (*m)[c.preset] = c; };
-    // Published geometries (GPT-2 paper/HF config; GPT-3 paper table 2.1;
-    // HF meta-llama/Llama-2-7b-hf and BAAI/Aquila2-7B config.json).
+    // Published geometries: GPT-2 paper / HF gpt2 config.json; GPT-3 paper
+    // table 2.1 (13B: d_model 5120, as PaddleNLP's gpt3-13B-en; the table's
+    // 5140 is a typo); HF config.json fields (vocab_size, hidden_size,
+    // num_hidden_layers, num_attention_heads, num_key_value_heads,
+    // intermediate_size, max_position_embeddings, rms_norm_eps; rope_theta
+    // 10000, tie_word_embeddings false) of meta-llama/Llama-2-7b-hf,
+    // meta-llama/Llama-2-13b-hf (= lmsys/vicuna-13b-v1.5, LLaVA-1.5-13B's
+    // language model) and BAAI/Aquila2-7B.
     add(Gpt("gpt2-124m", 50257, 768, 12, 12, 1024));
     add(Gpt("gpt3-6.7b", 50257, 4096, 32, 32, 2048));
     add(Gpt("gpt3-13b", 50257, 5120, 40, 40, 2048));
     add(Llama("llama2-7b", 32000, 4096, 32, 32, 32, 11008, 4096, 1e-5));
+    add(Llama("llama2-13b", 32000, 5120, 40, 40, 40, 13824, 4096, 1e-5));
     add(Llama("aquila2-7b", 100008, 4096, 32, 32, 32, 11008, 2048, 1e-6));
     // Small models for CPU runs and tests.
     add(Gpt("gpt-tiny", 512, 64, 2, 4, 64));

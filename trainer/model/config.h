@@ -52,7 +52,7 @@ struct ModelConfig {
 };
 
 // Presets with their real geometry: gpt2-124m, gpt3-6.7b, gpt3-13b, llama2-7b,
-// aquila2-7b; and small ones for CPU runs: gpt-tiny, llama-tiny (tests), llama-small
+// llama2-13b, aquila2-7b; and small ones for CPU runs: gpt-tiny, llama-tiny (tests), llama-small
 // (the default pipeline), gpt-small.
 Result<ModelConfig> Preset(std::string_view name);
 std::vector<std::string> PresetNames();

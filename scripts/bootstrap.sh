@@ -19,6 +19,8 @@ packages=(
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.
   packages+=(xxhash nginx python3 openssl curl zstd xz-utils)
+  # examples/make_samples.py writes the Paddle sample with NumPy (tests/examples).
+  packages+=(python3-numpy)
   # The HTML report is checked in a real browser (tests/engine/report/html_browser_test.cc).
   packages+=(chromium)
   # The man page through `man -l`, the completion scripts in real shells

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# On the GPU machine: every example's smoke variant (examples/*/BENCHFILE.toml, the
+# targets named smoke and smoke_*) with `device = "cuda"`, through the real engine
+# (benchmake + ninja), then each example's report. The smoke targets say
+# device = "cpu" so that CI runs them; this script rewrites that line in a copy, the
+# only difference from the CPU runs. Run from the tree root of the device tool's copy:
+#   bash bench/examples_gpu.sh [EXAMPLE...]        (default: every example)
+# DEVICE=cpu checks the script itself on a machine without a GPU.
+# Binaries: $BIN (default .devtree/bin: benchmake and benchmake-train built with CUDA);
+# the Debian libraries they need travel packed in .devtree/lib/extra-libs.tar.xz, as
+# for bench/gpu_pipeline.sh. Logs and reports go to $OUT; exit status 1 if a build failed.
+set -uo pipefail
+root=$(pwd)
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+bin=${BIN:-$root/.devtree/bin}
+device=${DEVICE:-cuda}
+libs=/tmp/bmlibs; mkdir -p $libs
+[[ -f $root/.devtree/lib/extra-libs.tar.xz ]] && tar -C $libs -xJf "$root/.devtree/lib/extra-libs.tar.xz"
+cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
+export NCCL_NVLS_ENABLE=0
+ours_path=$libs:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}
+bm() { LD_LIBRARY_PATH=$ours_path "$bin/benchmake" "$@"; }
+[[ $device == cuda ]] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
+
+examples=("$@")
+if [[ ${#examples[@]} -eq 0 ]]; then
+  for f in "$root"/examples/*/BENCHFILE.toml; do examples+=("$(basename "$(dirname "$f")")"); done
+fi
+tree=/tmp/examples-gpu; rm -rf $tree; mkdir -p $tree/examples
+ln -s "$root/data" $tree/data
+cp -r "$root/examples/tools" $tree/examples/
+export BENCHMAKE_CACHE_DIR=$tree/cache
+unset BENCHMAKE_GPUS BENCHMAKE_PLATFORM
+failed=0
+for ex in "${examples[@]}"; do
+  ws=$tree/examples/$ex
+  cp -r "$root/examples/$ex" $ws
+  sed -i "s/^device = \"cpu\"/device = \"$device\"/" $ws/BENCHFILE.toml
+  mapfile -t targets < <(sed -n 's/^\[target\.\(smoke[a-z0-9_.-]*\)\]$/\1/p' $ws/BENCHFILE.toml)
+  {
+    echo "== $ex: benchmake build ${targets[*]} (device = $device: $(grep -c "^device = \"$device\"" $ws/BENCHFILE.toml) targets)"
+    start=$(date +%s%N)
+    if bm -C $ws build "${targets[@]}"; then
+      echo "$ex: built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+      bm -C $ws report --format md
+      bm -C $ws report --format json -o "$OUT/$ex-report.json"
+    else
+      echo "$ex: FAILED"; failed=1
+    fi
+  } 2>&1 | tee "$OUT/$ex.log"
+  [[ ${PIPESTATUS[0]} -ne 0 ]] && failed=1
+  grep -q "^$ex: FAILED" "$OUT/$ex.log" && failed=1
+done
+echo "examples_gpu: $([[ $failed -eq 0 ]] && echo all built || echo some FAILED)" | tee -a "$OUT/summary.txt"
+exit $failed

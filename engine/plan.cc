@@ -40,8 +40,8 @@ Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
         fmt::format("target '{}'{}", name, root == name ? "" : " (needed by '" + root + "')");
     if (step.gpus > config.gpus) {
       auto layout = step.params.find("layout");
-      const bool named = layout != step.params.end() && layout->is_string() &&
-                         !layout->get<std::string>().empty();
+      const bool named =
+          layout != step.params.end() && layout->is_string() && !layout->get<std::string>().empty();
       errors.push_back(fmt::format(
           "{} needs {} GPU(s){} but this machine has {} ([benchmake] gpus or $BENCHMAKE_GPUS "
           "set the count)",

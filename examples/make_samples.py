@@ -119,9 +119,21 @@ def megatron_log():
     lines = [
         "# SYNTHETIC log for benchmake's CI (examples/make_samples.py), not a measurement: "
         "Megatron-LM's format, numbers set to FlagPerf's published A800 TP1PP1DP8 row",
-        "using world size: 8, data-parallel size: 8, context-parallel size: 1 tensor-model-parallel "
-        "size: 1, pipeline-model-parallel size: 1",
+        "using world size: 8, data-parallel size: 8, tensor-model-parallel size: 1, "
+        "pipeline-model-parallel size: 1",
         "using torch.bfloat16 for parameters ...",
+        "------------------------ arguments ------------------------",
+    ]
+    # Megatron's argument dump: name, dots to column 50, value.
+    for name, value in (("bf16", "True"), ("data_parallel_size", "8"), ("fp16", "False"),
+                        ("global_batch_size", "32"), ("hidden_size", "4096"),
+                        ("micro_batch_size", "1"), ("num_attention_heads", "32"),
+                        ("num_layers", "32"), ("pipeline_model_parallel_size", "1"),
+                        ("seq_length", "2048"), ("tensor_model_parallel_size", "1"),
+                        ("world_size", "8")):
+        lines.append(f"  {name} {'.' * (48 - len(name))} {value}")
+    lines += [
+        "-------------------- end of arguments ---------------------",
         "[after dataloaders are built] datetime: 2024-01-10 10:02:11",
         "training ...",
     ]
@@ -133,6 +145,9 @@ def megatron_log():
             f"iteration (ms): {ms:.1f} | learning rate: {lr * i / warmup:.3E} | global batch size: "
             f"{gbs:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: {1.9 + jitter(200 + i, 0.3):.3f} "
             f"| number of skipped iterations:   0 | number of nan iterations:   0 |")
+        if i == 1:  # Megatron's report_memory after the first iteration; 76,800 MB = 75 GiB
+            lines.append("[Rank 0] (after 1 iterations) memory (MB) | allocated: 41327.2 | max "
+                         "allocated: 70412.9 | reserved: 76800.0 | max reserved: 76800.0")
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
@@ -150,6 +165,8 @@ def deepspeed_log():
         "[2024-03-01 09:00:09,901] [INFO] [config.py:988:print]   train_micro_batch_size_per_gpu  16",
         "[2024-03-01 09:00:09,901] [INFO] [config.py:988:print]   gradient_accumulation_steps .. 1",
         "[2024-03-01 09:00:09,902] [INFO] [config.py:988:print]   zero_optimization_stage ...... 3",
+        "[2024-03-01 09:00:09,902] [INFO] [config.py:988:print]   bfloat16_enabled ............. True",
+        "[2024-03-01 09:00:09,902] [INFO] [config.py:988:print]   world_size ................... 8",
     ]
     seconds = 0
     for step in range(1, 31):

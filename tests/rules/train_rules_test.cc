@@ -97,9 +97,10 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
             std::string::npos);
   EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"precision", "bf16"}}).find("fp32 only"),
             std::string::npos);
-  EXPECT_NE(unsupported(*MakeEvaluateRule(), {{"data", "d"}, {"checkpoint", "c"}, {"layout", "DP2"}})
-                .find("layout TP1PP1DP2: evaluation runs on one rank"),
-            std::string::npos);
+  EXPECT_NE(
+      unsupported(*MakeEvaluateRule(), {{"data", "d"}, {"checkpoint", "c"}, {"layout", "DP2"}})
+          .find("layout TP1PP1DP2: evaluation runs on one rank"),
+      std::string::npos);
   // GPUs are the engine's check (engine/plan.h), not the rule's.
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"device", "cuda"}, {"layout", "DP8"}}), "");
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}}), "");

@@ -405,7 +405,8 @@ TEST_F(TokenizeTest, CheckRejectsBadParameters) {
   ASSERT_EQ(errors.size(), 5u);
   EXPECT_EQ(errors[0].param, "format");
   EXPECT_EQ(errors[1].param, "valid_fraction");
-  EXPECT_EQ(errors[3].param, "tokenizer");
+  EXPECT_EQ(errors[3].param, "max_tokens");
+  EXPECT_EQ(errors[4].param, "tokenizer");
   // A file of another kind is an error at the vocab parameter.
   auto wrong = rule->Check({{"tokenizer", "gpt2"}, {"vocab", "llama/tokenizer.model"}});
   ASSERT_EQ(wrong.size(), 1u);

@@ -3,8 +3,9 @@
 # targets named smoke and smoke_*) with `device = "cuda"`, through the real engine
 # (benchmake + ninja), then each example's report. The smoke targets say
 # device = "cpu" so that CI runs them; this script rewrites that line in a copy, the
-# only difference from the CPU runs. Run from the tree root of the device tool's copy:
-#   bash bench/examples_gpu.sh [EXAMPLE...]        (default: every example)
+# only difference from the CPU runs. Run from the tree root of the device tool's copy
+# (after bench/pack_devtree.sh, carrying .devtree):
+#   bash .devtree/bench/examples_gpu.sh [EXAMPLE...]        (default: every example)
 # DEVICE=cpu checks the script itself on a machine without a GPU.
 # Binaries: $BIN (default .devtree/bin: benchmake and benchmake-train built with CUDA);
 # the Debian libraries they need travel packed in .devtree/lib/extra-libs.tar.xz, as
@@ -13,6 +14,7 @@ set -uo pipefail
 root=$(pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=${BIN:-$root/.devtree/bin}
+[[ -z ${BIN:-} && ! -d $bin && -f $root/.devtree/bin.tar.xz ]] && tar -C "$root/.devtree" -xJf "$root/.devtree/bin.tar.xz"
 device=${DEVICE:-cuda}
 libs=/tmp/bmlibs; mkdir -p $libs
 [[ -f $root/.devtree/lib/extra-libs.tar.xz ]] && tar -C $libs -xJf "$root/.devtree/lib/extra-libs.tar.xz"

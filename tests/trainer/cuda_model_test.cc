@@ -34,14 +34,19 @@ ModelSpec Tiny(const std::string& name) {
   return s;
 }
 
+// Matrices first, then vectors, each in layout order: the draws do not depend on how the
+// layout interleaves them (it tiles by units), so the curves below stay those measured before.
 std::vector<float> InitParams(const ParamLayout& layout, uint64_t seed) {
   std::vector<float> p(layout.total(), 0.0f);
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> d(0.0f, 0.05f);
-  for (const ParamTensor& t : layout.tensors()) {
-    bool vec = t.cols == 1;
-    bool gain = vec && t.name.find("bias") == std::string::npos;
-    for (size_t i = 0; i < t.numel(); ++i) p[t.offset + i] = gain ? 1.0f + d(rng) : d(rng);
+  for (bool vectors : {false, true}) {
+    for (const ParamTensor& t : layout.tensors()) {
+      bool vec = t.cols == 1;
+      if (vec != vectors) continue;
+      bool gain = vec && t.name.find("bias") == std::string::npos;
+      for (size_t i = 0; i < t.numel(); ++i) p[t.offset + i] = gain ? 1.0f + d(rng) : d(rng);
+    }
   }
   return p;
 }

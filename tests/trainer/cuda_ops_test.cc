@@ -118,10 +118,11 @@ TYPED_TEST(CudaOps, LayerNorm) {
 }
 
 // Both backward paths: the fused one (vectorizable rows) for 136 and 2048 channels, rows not
-// a multiple of the kernel's 32.
+// a multiple of the kernel's 32; and the model's epsilon (LLaMA-2's and Aquila2's 1e-6) on
+// inputs small enough for it to matter.
 template <typename T>
-void CheckRmsNorm(int n, int c, uint64_t seed) {
-  auto x = Rounded<T>(RandomVector(n * c, 2.0f, seed));
+void CheckRmsNorm(int n, int c, uint64_t seed, float amplitude = 2.0f, float eps = 1e-5f) {
+  auto x = Rounded<T>(RandomVector(n * c, amplitude, seed));
   auto w = Rounded<T>(RandomVector(c, 1.0f, seed + 1));
   auto dy = Rounded<T>(RandomVector(n * c, 1.0f, seed + 2));
   auto dx0 = Rounded<T>(RandomVector(n * c, 1.0f, seed + 3));
@@ -129,10 +130,16 @@ void CheckRmsNorm(int n, int c, uint64_t seed) {
   DeviceBuffer<float> rstd(n), scratch(RmsNormScratchFloats(n, c));
   auto dw0 = RandomVector(c, 1.0f, seed + 4);
   DeviceBuffer<float> gdw(dw0);
-  ASSERT_TRUE(RmsNormForward<T>(gy.get(), rstd.get(), gx.get(), gw.get(), n, c, 0).ok());
+  ASSERT_TRUE(RmsNormForward<T>(gy.get(), rstd.get(), gx.get(), gw.get(), n, c, 0, eps).ok());
   std::vector<float> y(n * c), rs(n);
-  RmsNormForwardCpu(y.data(), rs.data(), x.data(), w.data(), n, c);
+  RmsNormForwardCpu(y.data(), rs.data(), x.data(), w.data(), n, c, eps);
   EXPECT_CLOSE(gy.Download(), y, kTol<T>);
+  if (eps != 1e-5f) {  // the epsilon given is the one used
+    std::vector<float> y5(n * c), rs5(n);
+    RmsNormForwardCpu(y5.data(), rs5.data(), x.data(), w.data(), n, c, 1e-5f);
+    EXPECT_GT(std::abs(rs5[0] - rs[0]), 0.05f * rs[0]);
+    EXPECT_CLOSE(rstd.Download(), rs, 1e-3);
+  }
   ASSERT_TRUE(RmsNormBackward<T>(gdx.get(), gdw.get(), scratch.get(), gdy.get(), gx.get(), gw.get(),
                                  rstd.get(), n, c, 0)
                   .ok());
@@ -145,6 +152,7 @@ void CheckRmsNorm(int n, int c, uint64_t seed) {
 TYPED_TEST(CudaOps, RmsNorm) {
   CheckRmsNorm<TypeParam>(300, 136, this->Seed());
   CheckRmsNorm<TypeParam>(70, 2048, this->Seed());
+  CheckRmsNorm<TypeParam>(70, 2048, this->Seed(), 2e-3f, 1e-6f);
 }
 
 TYPED_TEST(CudaOps, Rope) {

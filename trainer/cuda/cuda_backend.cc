@@ -80,9 +80,9 @@ class CudaBackend final : public Backend {
                     "the cuda backend trains {} with biases = {} and tied_embeddings = {} only",
                     FamilyName(c.family), gpt, gpt);
     }
-    if (c.norm_eps != 1e-5) {
-      return Errorf(ErrorCode::kUnsupported, "the cuda backend uses norm_eps = 1e-5 (got {})",
-                    c.norm_eps);
+    if (gpt && c.norm_eps != 1e-5) {
+      return Errorf(ErrorCode::kUnsupported,
+                    "the cuda backend's LayerNorm (gpt) uses norm_eps = 1e-5 (got {})", c.norm_eps);
     }
     if (o.max_batch < 1 || o.max_seq < 1 || o.max_seq > c.max_seq) {
       return Errorf(ErrorCode::kInvalidArgument,
@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
     spec.max_positions = static_cast<int>(c.max_seq);
     spec.tied = c.tied_embeddings;
     spec.rope_theta = c.rope_theta;
+    spec.norm_eps = static_cast<float>(c.norm_eps);
     if (o.zero < 0 || o.zero > 3)
       return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
                     o.zero);

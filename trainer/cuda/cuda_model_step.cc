@@ -116,7 +116,8 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
     }));
   } else {
     BM_TRY(Phase("norm fwd", [&] {
-      return RmsNormForward<T>(A<T>(a.norm1), A<float>(a.rstd1), x, W<T>(p.norm1_w), n, c, stream);
+      return RmsNormForward<T>(A<T>(a.norm1), A<float>(a.rstd1), x, W<T>(p.norm1_w), n, c, stream,
+                               spec.norm_eps);
     }));
   }
   BM_TRY(Phase("matmul fwd", [&] {
@@ -150,7 +151,8 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
   } else {
     BM_TRY(Phase("norm fwd", [&] {
       return RmsNormForward<T>(A<T>(a.norm2), A<float>(a.rstd2), A<T>(a.res_mid), W<T>(p.norm2_w),
-                               n, c, stream);
+                               n, c, stream,
+                               spec.norm_eps);
     }));
     BM_TRY(Phase("matmul fwd", [&] {
       return Linear<T>(A<T>(a.pre), A<T>(a.norm2), p.fc_w, 0, n, c, 2 * spec.ffn, nullptr);
@@ -284,7 +286,8 @@ Status CudaModel::Impl::FinalNormForward() {
     });
   }
   return Phase("norm fwd", [&] {
-    return RmsNormForward<T>(A<T>(normf), A<float>(rstdf), xl, W<T>(layout.normf_w), n, c, stream);
+    return RmsNormForward<T>(A<T>(normf), A<float>(rstdf), xl, W<T>(layout.normf_w), n, c, stream,
+                             spec.norm_eps);
   });
 }
 

@@ -29,6 +29,7 @@ struct ModelSpec {
   int max_positions = 0;  // gpt: rows of wpe; llama: rope table length
   bool tied = true;       // gpt true, llama false
   double rope_theta = 10000.0;
+  float norm_eps = 1e-5f;  // RMSNorm's epsilon (llama); gpt's LayerNorm uses 1e-5
 
   int head_dim() const { return hidden / heads; }
 };

@@ -9,13 +9,12 @@
 namespace bm::train::cuda {
 namespace {
 
-constexpr float kEps = 1e-5f;
 
 // ---- kernels: one warp per row.
 
 template <typename T>
 __global__ void RmsNormForwardKernel(T* y, float* rstd_out, const T* x, const T* w, int n,
-                                     int channels) {
+                                     int channels, float eps) {
   int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   int lane = threadIdx.x % 32;
   if (row >= n) return;
@@ -25,7 +24,7 @@ __global__ void RmsNormForwardKernel(T* y, float* rstd_out, const T* x, const T*
     float v = ToF(xr[c]);
     ss += v * v;
   }
-  float rstd = rsqrtf(WarpSum(ss) / channels + kEps);
+  float rstd = rsqrtf(WarpSum(ss) / channels + eps);
   T* yr = y + static_cast<size_t>(row) * channels;
   for (int c = lane; c < channels; c += 32) yr[c] = FromF<T>(ToF(xr[c]) * rstd * ToF(w[c]));
   if (lane == 0) rstd_out[row] = rstd;
@@ -56,7 +55,7 @@ __global__ void RmsNormBackwardKernel(T* dx, const T* dy, const T* x, const T* w
 // (kept in registers across the row's block-wide sum of squares).
 template <typename T>
 __global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const T* w, int n,
-                                        int channels, int rows_per_block) {
+                                        int channels, int rows_per_block, float eps) {
   constexpr int V = Pack16<T>::kN;
   __shared__ float red[32];
   int c = threadIdx.x * V;
@@ -73,7 +72,7 @@ __global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const
 #pragma unroll
       for (int k = 0; k < V; ++k) ss += ToF(px.v[k]) * ToF(px.v[k]);
     }
-    float rstd = rsqrtf(BlockSum(ss, red) / channels + kEps);
+    float rstd = rsqrtf(BlockSum(ss, red) / channels + eps);
     if (threadIdx.x == 0) rstd_out[row] = rstd;
     if (!on) continue;
     Pack16<T> o;
@@ -160,16 +159,16 @@ size_t RmsNormScratchFloats(int n, int channels) {
 
 template <typename T>
 Status RmsNormForward(T* y, float* rstd, const T* x, const T* w, int n, int channels,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, float eps) {
   if (n == 0) return Status::Ok();
   int threads = RowBlockThreads<T>(channels);
   if (Vectorizable<T>(channels, x, y) && Vectorizable<T>(channels, w) && threads > 0) {
     int blocks = RowBlocks(n);
     int rows_per_block = static_cast<int>(CeilDiv(n, blocks));
     RmsNormForwardVecKernel<T>
-        <<<blocks, threads, 0, stream>>>(y, rstd, x, w, n, channels, rows_per_block);
+        <<<blocks, threads, 0, stream>>>(y, rstd, x, w, n, channels, rows_per_block, eps);
   } else {
-    RmsNormForwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(y, rstd, x, w, n, channels);
+    RmsNormForwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(y, rstd, x, w, n, channels, eps);
   }
   BM_LAUNCH_CHECK("RmsNormForwardKernel", "N={} C={}", n, channels);
   return Status::Ok();
@@ -199,11 +198,11 @@ Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x
 }
 
 template Status RmsNormForward<float>(float*, float*, const float*, const float*, int, int,
-                                      cudaStream_t);
+                                      cudaStream_t, float);
 template Status RmsNormForward<bf16>(bf16*, float*, const bf16*, const bf16*, int, int,
-                                     cudaStream_t);
+                                     cudaStream_t, float);
 template Status RmsNormForward<fp16>(fp16*, float*, const fp16*, const fp16*, int, int,
-                                     cudaStream_t);
+                                     cudaStream_t, float);
 template Status RmsNormBackward<float>(float*, float*, float*, const float*, const float*,
                                        const float*, const float*, int, int, cudaStream_t);
 template Status RmsNormBackward<bf16>(bf16*, float*, float*, const bf16*, const bf16*, const bf16*,
@@ -213,12 +212,13 @@ template Status RmsNormBackward<fp16>(fp16*, float*, float*, const fp16*, const 
 
 // ---- CPU twins
 
-void RmsNormForwardCpu(float* y, float* rstd, const float* x, const float* w, int n, int channels) {
+void RmsNormForwardCpu(float* y, float* rstd, const float* x, const float* w, int n, int channels,
+                       float eps) {
   for (int r = 0; r < n; ++r) {
     const float* xr = x + static_cast<size_t>(r) * channels;
     double ss = 0.0;
     for (int c = 0; c < channels; ++c) ss += static_cast<double>(xr[c]) * xr[c];
-    float rs = static_cast<float>(1.0 / std::sqrt(ss / channels + kEps));
+    float rs = static_cast<float>(1.0 / std::sqrt(ss / channels + eps));
     for (int c = 0; c < channels; ++c) y[static_cast<size_t>(r) * channels + c] = xr[c] * rs * w[c];
     rstd[r] = rs;
   }

@@ -118,7 +118,7 @@ TYPED_TEST(CudaOps, LayerNorm) {
 }
 
 // Both backward paths: the fused one (vectorizable rows) for 136 and 2048 channels, rows not
-// a multiple of the kernel's 32; and the model's epsilon (LLaMA-2's and Aquila2's 1e-6) on
+// a multiple of the kernel's 32; and the model's epsilon (the aquila2-7b preset's 1e-6) on
 // inputs small enough for it to matter.
 template <typename T>
 void CheckRmsNorm(int n, int c, uint64_t seed, float amplitude = 2.0f, float eps = 1e-5f) {

@@ -21,7 +21,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 
 ws=/tmp/ws; rm -rf $ws; mkdir -p $ws
 cp -r "$root/data" "$root/README.md" "$root/docs" $ws/
-sed 's/^device = "cpu"/device = "cuda"/' "$root/BENCHFILE.toml" > $ws/BENCHFILE.toml
+# Every training step on cuda but the data-parallel one, which needs 2 GPUs (on a 1-GPU
+# machine it stays on the CPU: its ranks are CPU processes).
+awk '/^\[target\./ { dp = ($0 ~ /_dp[0-9]/) } !dp { sub(/^device = "cpu"/, "device = \"cuda\"") } { print }' \
+  "$root/BENCHFILE.toml" > $ws/BENCHFILE.toml
 grep -c '^device = "cuda"' $ws/BENCHFILE.toml | sed 's/^/targets on cuda: /'
 export BENCHMAKE_CACHE_DIR=$ws/cache
 {

@@ -8,7 +8,8 @@
 //
 // One training step, as the loop drives it:
 //   ZeroGrad();
-//   for each of gas micro-batches: ForwardBackward(micro, loss_scale);
+//   ForwardBackwardStep(the gas micro-batches, loss_scale)
+//     (= ForwardBackward(micro, loss_scale) on each, unless pipelined);
 //   norm = GradNorm();
 //   OptimizerStep({lr, ..., clip, step, grad_scale});
 // loss_scale is 1 / (number of loss-bearing target tokens in the whole step),
@@ -26,6 +27,20 @@
 // every rank of the group makes them in the same order — ForwardBackward,
 // GradNorm, OptimizerStep, and with zero >= 1 Get/SetParameters and
 // SetLocalState. With no communicator the backend is a world of one.
+//
+// Tensor and pipeline parallel (BackendOptions::tp and ::pp, the rank's TP and
+// PP groups; docs/TRAINER.md): the rank holds its shard of the model
+// (trainer/model/shard.h) and its local state; the flat fp32 buffers of
+// Get/SetParameters, GetGradients and Get/SetOptimizerState stay the whole
+// model's (ParamLayout(model) order): SetParameters takes this rank's slices
+// of the whole model, GetParameters gathers the whole model onto every rank
+// of the TP x PP group — both work across layouts, so a checkpoint of any
+// layout initializes any other. Every call is collective over the TP group;
+// ForwardBackwardStep, GradNorm, OptimizerStep and GetParameters over the PP
+// group too. ForwardBackward (one micro-batch alone) needs PP1; forward-only
+// evaluation (TokenLosses, the argmax calls) runs on one rank (TP1 PP1).
+// A backend that does not implement them refuses tp or pp groups of more
+// than one rank in Init (kUnsupported).
 //
 // Contracts common to every method:
 //   - Init() first; every other method before Init() returns kInternal.
@@ -78,6 +93,10 @@ struct BackendOptions {
   // world of one; and the ZeRO stage, 0-3 (stages run with a group of one too).
   dist::Communicator* dp = nullptr;
   int zero = 0;
+  // Tensor and pipeline parallel: the TP and PP groups (not owned; nullptr or
+  // a group of one: none). With either, zero <= 1 (ZeRO-1 over the DP group).
+  dist::Communicator* tp = nullptr;
+  dist::Communicator* pp = nullptr;
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that
@@ -156,7 +175,14 @@ class Backend {
   // to the gradients. Returns the unscaled masked loss sum and count.
   virtual Result<LossSum> ForwardBackward(const MicroBatch& batch, float loss_scale) = 0;
 
-  // sqrt(Σ g²) over all gradients, as they stand.
+  // One optimizer step's micro-batches (the last one `last`), as
+  // ForwardBackward on each in order — the default — or, pipelined, in the
+  // 1F1B schedule (trainer/dist/pipeline_schedule.h). Returns the sum of
+  // their losses: on a pipeline's last stage only (zero elsewhere).
+  virtual Result<LossSum> ForwardBackwardStep(std::span<const MicroBatch> micro, float loss_scale);
+
+  // sqrt(Σ g²) over all gradients, as they stand (of the whole model, every
+  // parameter once, whatever the layout).
   virtual Result<float> GradNorm() = 0;
 
   // Multiplies the gradients by step.grad_scale, clips them to step.grad_clip by
@@ -185,6 +211,9 @@ class Backend {
   // Seconds the computation has waited for data-parallel communication since
   // Init (the part the overlap did not hide); 0 without a communicator.
   virtual double CommWaitSeconds() const { return 0; }
+  // Seconds this rank has spent in pipeline sends and receives since Init
+  // (the bubble as it saw it, and the transfers); 0 without pipeline stages.
+  virtual double PipelineWaitSeconds() const { return 0; }
 };
 
 // Backends by name: "cpu" always; "cuda" when built with CUDA. The CUDA backend

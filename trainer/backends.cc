@@ -21,6 +21,18 @@ Status Backend::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, i
   return Status::Ok();
 }
 
+Result<LossSum> Backend::ForwardBackwardStep(std::span<const MicroBatch> micro, float loss_scale) {
+  LossSum total;
+  for (size_t g = 0; g < micro.size(); ++g) {
+    MicroBatch view = micro[g];
+    view.last = g + 1 == micro.size();
+    BM_ASSIGN_OR_RETURN(LossSum l, ForwardBackward(view, loss_scale));
+    total.sum += l.sum;
+    total.count += l.count;
+  }
+  return total;
+}
+
 std::vector<std::string> BackendNames() {
   std::vector<std::string> names = {"cpu"};
 #ifdef BENCHMAKE_HAVE_CUDA

@@ -11,7 +11,9 @@
 #include "trainer/cpu/model.h"
 #include "trainer/cpu/ops/adamw.h"
 #include "trainer/cpu/ops/matmul.h"
+#include "trainer/cpu/pipeline.h"
 #include "trainer/dist/communicator.h"
+#include "trainer/model/shard.h"
 
 namespace bm::train::cpu {
 namespace {
@@ -35,47 +37,80 @@ class CpuBackend final : public Backend {
     if (options.zero < 0 || options.zero > 3)
       return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
                     options.zero);
-    if (options.dp && options.dp->device())
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "cpu backend: the {} communicator works on device buffers; the cpu needs a "
-                    "host one",
-                    options.dp->transport());
+    for (dist::Communicator* c : {options.dp, options.tp, options.pp})
+      if (c && c->device())
+        return Errorf(ErrorCode::kInvalidArgument,
+                      "cpu backend: the {} communicator works on device buffers; the cpu needs a "
+                      "host one",
+                      c->transport());
+    const int tp = options.tp ? options.tp->size() : 1, pp = options.pp ? options.pp->size() : 1;
+    Result<ModelShard> shard = ModelShard::Make(
+        model, {tp, options.tp ? options.tp->rank() : 0, pp, options.pp ? options.pp->rank() : 0});
+    if (!shard.ok()) return shard.status();
+    if (!shard->whole() && options.zero > 1)
+      return Errorf(ErrorCode::kUnsupported,
+                    "zero = {} with TP{} PP{}: tensor and pipeline parallelism run with ZeRO-1 "
+                    "over the data-parallel group at most (zero = 0 or 1)",
+                    options.zero, tp, pp);
     threads_ = options.threads > 0 ? options.threads
                                    : static_cast<int>(std::thread::hardware_concurrency());
     omp_set_num_threads(threads_);
     SetBlasThreads(threads_);
     options_ = options;
-    model_ = std::make_unique<Model<float>>(model, options.max_batch, options.max_seq);
+    model_ = std::make_unique<Model<float>>(*shard, options.max_batch, options.max_seq);
+    model_->set_tensor_parallel(options.tp);
     if (!options.dp) {
       self_ = dist::MakeSelfCommunicator();
       options_.dp = self_.get();
     }
     dp_ = std::make_unique<DataParallel>(model_.get(), options_.dp, options.zero);
     model_->set_hooks(dp_.get());
+    if (pp > 1) pipeline_ = std::make_unique<Pipeline>(model_.get(), dp_.get(), options.pp);
     return Status::Ok();
   }
 
+  // The whole model's buffers; with tensor or pipeline parallelism each rank
+  // takes its slices (Set) and the shards are gathered (Get).
   Status SetParameters(std::span<const float> params) override {
     BM_TRY(CheckSize("SetParameters", params.size()));
-    return dp_->SetParameters(params);
+    if (Whole()) return dp_->SetParameters(params);
+    std::vector<float> local(model_->layout().total());
+    model_->shard().Extract(params, local);
+    return dp_->SetParameters(local);
   }
   Status GetParameters(std::span<float> params) const override {
     BM_TRY(CheckSize("GetParameters", params.size()));
-    return dp_->GetParameters(params);
+    if (Whole()) return dp_->GetParameters(params);
+    std::vector<float> local(model_->layout().total());
+    BM_TRY(dp_->GetParameters(local));
+    return GatherWhole(local, params);
   }
   Status GetGradients(std::span<float> grads) const override {
     BM_TRY(CheckSize("GetGradients", grads.size()));
-    return dp_->GetGradients(grads);
+    if (Whole()) return dp_->GetGradients(grads);
+    std::vector<float> local(model_->layout().total());
+    BM_TRY(dp_->GetGradients(local));
+    return GatherWhole(local, grads);
   }
   Status GetOptimizerState(std::span<float> m, std::span<float> v) const override {
     BM_TRY(CheckSize("GetOptimizerState", m.size()));
     BM_TRY(CheckSize("GetOptimizerState", v.size()));
-    return dp_->GetOptimizerState(m, v);
+    if (Whole()) return dp_->GetOptimizerState(m, v);
+    const size_t n = model_->layout().total();
+    std::vector<float> local_m(n), local_v(n);
+    BM_TRY(dp_->GetOptimizerState(local_m, local_v));
+    BM_TRY(GatherWhole(local_m, m));
+    return GatherWhole(local_v, v);
   }
   Status SetOptimizerState(std::span<const float> m, std::span<const float> v) override {
     BM_TRY(CheckSize("SetOptimizerState", m.size()));
     BM_TRY(CheckSize("SetOptimizerState", v.size()));
-    return dp_->SetOptimizerState(m, v);
+    if (Whole()) return dp_->SetOptimizerState(m, v);
+    const size_t n = model_->layout().total();
+    std::vector<float> local_m(n), local_v(n);
+    model_->shard().Extract(m, local_m);
+    model_->shard().Extract(v, local_v);
+    return dp_->SetOptimizerState(local_m, local_v);
   }
 
   int64_t LocalStateSize() const override { return dp_ ? dp_->local_state_size() : 0; }
@@ -97,17 +132,35 @@ class CpuBackend final : public Backend {
 
   Result<LossSum> ForwardBackward(const MicroBatch& batch, float loss_scale) override {
     BM_TRY(CheckBatch("ForwardBackward", batch.inputs, batch.targets, batch.B, batch.T));
+    if (pipeline_)
+      return Status(ErrorCode::kUnsupported,
+                    "cpu backend: ForwardBackward of one micro-batch with pipeline stages: use "
+                    "ForwardBackwardStep");
     LossSum loss;
     dp_->BeginMicroBatch(batch.last);
     model_->ForwardBackward(batch.inputs, batch.targets, batch.loss_mask, batch.B, batch.T,
                             loss_scale, &loss.sum, &loss.count);
+    BM_TRY(model_->status());
     BM_TRY(dp_->EndMicroBatch());
     return loss;
+  }
+
+  Result<LossSum> ForwardBackwardStep(std::span<const MicroBatch> micro,
+                                      float loss_scale) override {
+    if (!pipeline_) return Backend::ForwardBackwardStep(micro, loss_scale);
+    for (const MicroBatch& b : micro)
+      BM_TRY(CheckBatch("ForwardBackwardStep", b.inputs, b.targets, b.B, b.T));
+    return pipeline_->Step(micro, loss_scale);
   }
 
   Result<float> GradNorm() override {
     if (!model_) return NotInitialized("GradNorm");
     BM_ASSIGN_OR_RETURN(double sum, dp_->GradNormSquared());
+    // Each rank summed the parameters it owns: the model-parallel ranks
+    // together count every parameter once (the data-parallel ones hold the same).
+    for (dist::Communicator* c : {options_.tp, options_.pp})
+      if (c && c->size() > 1)
+        BM_TRY(c->AllReduce(&sum, 1, dist::DType::kFloat64, dist::ReduceOp::kSum));
     return static_cast<float>(std::sqrt(sum));
   }
 
@@ -119,12 +172,14 @@ class CpuBackend final : public Backend {
 
   Status TokenLosses(const MicroBatch& batch, float* losses) override {
     BM_TRY(CheckBatch("TokenLosses", batch.inputs, batch.targets, batch.B, batch.T));
+    BM_TRY(CheckOneRank("TokenLosses"));
     model_->TokenLosses(batch.inputs, batch.targets, batch.B, batch.T, losses);
     return dp_->EndMicroBatch();
   }
 
   Status NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) override {
     BM_TRY(CheckBatch("NextTokenArgmax", inputs, nullptr, B, T));
+    BM_TRY(CheckOneRank("NextTokenArgmax"));
     model_->NextTokenArgmax(inputs, B, T, argmax);
     return dp_->EndMicroBatch();
   }
@@ -132,6 +187,7 @@ class CpuBackend final : public Backend {
   Status LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
                          int32_t* argmax) override {
     BM_TRY(CheckBatch("LastTokenArgmax", inputs, nullptr, B, T));
+    BM_TRY(CheckOneRank("LastTokenArgmax"));
     for (int64_t b = 0; b < B; ++b)
       if (lengths[b] < 1 || lengths[b] > T)
         return Errorf(ErrorCode::kInvalidArgument,
@@ -149,17 +205,62 @@ class CpuBackend final : public Backend {
   }
 
   double CommWaitSeconds() const override { return dp_ ? dp_->comm_wait_s() : 0; }
+  double PipelineWaitSeconds() const override { return pipeline_ ? pipeline_->wait_s() : 0; }
 
  private:
   static Status NotInitialized(std::string_view call) {
     return Errorf(ErrorCode::kInternal, "cpu backend: {} before Init", call);
   }
+  bool Whole() const { return model_->shard().whole(); }
   Status CheckSize(std::string_view call, size_t n) const {
     if (!model_) return NotInitialized(call);
-    if (n != model_->params().size())
+    const int64_t whole = model_->shard().full_size();
+    if (static_cast<int64_t>(n) != whole)
       return Errorf(ErrorCode::kInvalidArgument,
-                    "cpu backend: {}: buffer of {} floats, model has {}", call, n,
-                    model_->params().size());
+                    "cpu backend: {}: buffer of {} floats, model has {}", call, n, whole);
+    return Status::Ok();
+  }
+  Status CheckOneRank(std::string_view call) const {
+    if (Whole()) return Status::Ok();
+    return Errorf(ErrorCode::kUnsupported,
+                  "cpu backend: {} runs on one rank (TP1 PP1): evaluate the gathered checkpoint",
+                  call);
+  }
+
+  // Every TP x PP shard's `local` gathered into the whole model's `whole`, on
+  // every rank: an all-gather over the TP group (equal shards), then one over
+  // the PP group (each stage's TP shards, padded to the largest stage), then
+  // each shard places the elements it owns (ModelShard::Place). Copies only:
+  // the whole model has the shards' exact bits.
+  Status GatherWhole(std::span<const float> local, std::span<float> whole) const {
+    const ModelShard& me = model_->shard();
+    const ModelParallelRank r = me.rank();
+    std::vector<ModelShard> shards;  // [stage][tp rank]
+    int64_t largest = 0;
+    for (int p = 0; p < r.pp; ++p)
+      for (int t = 0; t < r.tp; ++t) {
+        BM_ASSIGN_OR_RETURN(ModelShard s, ModelShard::Make(me.config(), {r.tp, t, r.pp, p}));
+        largest = std::max(largest, s.layout().total());
+        shards.push_back(std::move(s));
+      }
+    const int64_t n = me.layout().total();
+    // stage p's block: its TP shards at [t * largest, t * largest + size), the rest padding
+    std::vector<float> stage(r.tp * largest, 0.0f), all(r.pp * r.tp * largest);
+    std::vector<float> mine(largest, 0.0f);
+    std::copy(local.begin(), local.begin() + n, mine.begin());
+    auto gather = [](dist::Communicator* c, const float* send, float* recv, int64_t count) {
+      if (!c || c->size() == 1) {
+        std::copy(send, send + count, recv);
+        return Status::Ok();
+      }
+      return c->AllGather(send, recv, count, dist::DType::kFloat32);
+    };
+    BM_TRY(gather(options_.tp, mine.data(), stage.data(), largest));
+    BM_TRY(gather(options_.pp, stage.data(), all.data(), r.tp * largest));
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const int64_t size = shards[i].layout().total();
+      shards[i].Place(std::span<const float>(all.data() + i * largest, size), whole);
+    }
     return Status::Ok();
   }
   Status CheckBatch(std::string_view call, const int32_t* inputs, const int32_t* targets, int64_t B,
@@ -195,6 +296,7 @@ class CpuBackend final : public Backend {
   // Declared after model_: destroyed first (it holds hooks the model calls).
   std::unique_ptr<Model<float>> model_;
   std::unique_ptr<DataParallel> dp_;
+  std::unique_ptr<Pipeline> pipeline_;  // pipeline stages (PP > 1) only
 };
 
 }  // namespace

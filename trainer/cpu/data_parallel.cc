@@ -146,8 +146,13 @@ void DataParallel::GradientsReady(int unit) {
 Status DataParallel::EndMicroBatch() { return queue_.Drain(); }
 
 Result<double> DataParallel::GradNormSquared() {
-  if (zero_ <= 1)
-    return SumOfSquares(model_->grads().data(), static_cast<int64_t>(model_->grads().size()));
+  if (zero_ <= 1) {
+    // The parameters this rank owns (all of them without tensor or pipeline parallelism).
+    double sum = 0;
+    for (auto [begin, end] : model_->shard().OwnedRanges())
+      sum += SumOfSquares(model_->grads().data() + begin, end - begin);
+    return sum;
+  }
   double sum = SumOfSquares(shard_grads_.data(), static_cast<int64_t>(shard_grads_.size()));
   BM_TRY(queue_.Wait(queue_.Submit(
       [this, &sum] { return comm_->AllReduce(&sum, 1, DType::kFloat64, ReduceOp::kSum); })));

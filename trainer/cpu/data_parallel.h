@@ -57,7 +57,9 @@ class DataParallel final : public UnitHooks {
   void BeginMicroBatch(bool last) { last_micro_ = last; }
   Status EndMicroBatch();
 
-  // Σ g² over all (reduced) gradients, the same on every rank.
+  // Σ g² over all (reduced) gradients, the same on every rank of the group;
+  // with tensor or pipeline parallelism over the tensors this rank owns
+  // (ModelShard::OwnedRanges), to be summed over the model-parallel ranks.
   Result<double> GradNormSquared();
   // Clipping by `norm` (the global norm of the gradients as they stand, times
   // step.grad_scale) and one AdamW update.

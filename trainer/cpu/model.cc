@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <type_traits>
 
 #include "trainer/cpu/ops/attention.h"
 #include "trainer/cpu/ops/embedding.h"
@@ -28,7 +30,7 @@ struct Model<Float>::LayerParams {
   Float* ln1_b = nullptr;
   Float* qkv_w = nullptr;   // [QKV, C]: llama q|k|v (contiguous), gpt c_attn
   Float* qkv_b = nullptr;   // [QKV]
-  Float* proj_w = nullptr;  // [C, C]
+  Float* proj_w = nullptr;  // [C, Q]
   Float* proj_b = nullptr;
   Float* ln2_w = nullptr;
   Float* ln2_b = nullptr;
@@ -40,10 +42,11 @@ struct Model<Float>::LayerParams {
 
 template <typename Float>
 typename Model<Float>::LayerParams Model<Float>::Layer(std::vector<Float>& buf, int64_t l) const {
-  auto at = [&](const std::string& name) { return buf.data() + layout_.Find(name)->offset; };
+  auto at = [&](const std::string& name) { return buf.data() + layout().Find(name)->offset; };
+  const int64_t global = shard_.part().layer_begin + l;
   LayerParams p;
-  if (config_.family == Family::kLlama) {
-    const std::string s = fmt::format("model.layers.{}.", l);
+  if (config().family == Family::kLlama) {
+    const std::string s = fmt::format("model.layers.{}.", global);
     p.ln1_w = at(s + "input_layernorm.weight");
     p.qkv_w = at(s + "self_attn.q_proj.weight");
     p.proj_w = at(s + "self_attn.o_proj.weight");
@@ -52,7 +55,7 @@ typename Model<Float>::LayerParams Model<Float>::Layer(std::vector<Float>& buf, 
     p.down_w = at(s + "mlp.down_proj.weight");
     return p;
   }
-  const std::string s = fmt::format("transformer.h.{}.", l);
+  const std::string s = fmt::format("transformer.h.{}.", global);
   p.ln1_w = at(s + "ln_1.weight");
   p.ln1_b = at(s + "ln_1.bias");
   p.qkv_w = at(s + "attn.c_attn.weight");
@@ -70,266 +73,370 @@ typename Model<Float>::LayerParams Model<Float>::Layer(std::vector<Float>& buf, 
 
 template <typename Float>
 Model<Float>::Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq)
-    : config_(config), layout_(config), max_batch_(max_batch), max_seq_(max_seq) {
-  const int64_t N = max_batch * max_seq, C = config.hidden, L = config.layers;
-  const int64_t F = config.ffn_hidden, QKV = config.qkv_dim(), NH = config.heads;
-  const bool llama = config.family == Family::kLlama;
-  params_.assign(layout_.total(), Float(0));
-  grads_.assign(layout_.total(), Float(0));
-  auto alloc = [&](std::vector<std::vector<Float>>& v, int64_t count, int64_t size) {
-    v.assign(count, std::vector<Float>(size));
-  };
-  alloc(residual_, L + 1, N * C);
-  alloc(ln1_, L, N * C);
-  alloc(ln1_mean_, L, N);
-  alloc(ln1_rstd_, L, N);
-  alloc(qkv_, L, N * QKV);
-  alloc(att_, L, max_batch * NH * max_seq * max_seq);
-  alloc(atty_, L, N * C);
-  alloc(res2_, L, N * C);
-  alloc(ln2_, L, N * C);
-  alloc(ln2_mean_, L, N);
-  alloc(ln2_rstd_, L, N);
-  alloc(fc_, L, N * (llama ? 2 * F : F));
-  alloc(act_, L, N * F);
-  lnf_.resize(N * C);
-  lnf_mean_.resize(N);
-  lnf_rstd_.resize(N);
-  logits_.resize(kClassifierChunk * config.vocab);
+    : Model(ModelShard::Whole(config), max_batch, max_seq) {}
+
+template <typename Float>
+Model<Float>::Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq)
+    : shard_(shard),
+      layers_(shard.part().layer_end - shard.part().layer_begin),
+      tied_here_(shard.config().tied_embeddings && shard.part().embeddings && shard.part().head),
+      max_batch_(max_batch),
+      max_seq_(max_seq) {
+  const ModelPart& part = shard.part();
+  const int64_t N = max_batch * max_seq, C = config().hidden, HS = config().head_dim();
+  const int64_t F = part.ffn_hidden, Q = part.heads * HS,
+                QKV = (part.heads + 2 * part.kv_heads) * HS;
+  const bool llama = config().family == Family::kLlama;
+  params_.assign(layout().total(), Float(0));
+  grads_.assign(layout().total(), Float(0));
+  EnsureSlots(1);
+  if (part.head) logits_.resize(kClassifierChunk * part.vocab);
+  xent_.resize(3 * kClassifierChunk);
   tmp_.resize(N * C);
   dres_.resize(N * C);
   dln_.resize(N * C);
   dqkv_.resize(N * QKV);
-  datty_.resize(N * C);
+  datty_.resize(N * Q);
   dfc_.resize(N * (llama ? 2 * F : F));
   dact_.resize(N * F);
-  dlnf_.resize(N * C);
+  if (part.head) dlnf_.resize(N * C);
   losses_.resize(N);
   dlosses_.resize(N);
 }
 
 template <typename Float>
+void Model<Float>::EnsureSlots(int slots) {
+  const ModelPart& part = shard_.part();
+  const int64_t N = max_batch_ * max_seq_, C = config().hidden, L = layers_;
+  const int64_t HS = config().head_dim(), NH = part.heads, F = part.ffn_hidden;
+  const int64_t Q = NH * HS, QKV = (NH + 2 * part.kv_heads) * HS;
+  const bool llama = config().family == Family::kLlama;
+  auto alloc = [&](std::vector<std::vector<Float>>& v, int64_t count, int64_t size) {
+    v.assign(count, std::vector<Float>(size));
+  };
+  while (static_cast<int>(acts_.size()) < slots) {
+    Acts a;
+    alloc(a.residual, L + 1, N * C);
+    alloc(a.ln1, L, N * C);
+    alloc(a.ln1_mean, L, N);
+    alloc(a.ln1_rstd, L, N);
+    alloc(a.qkv, L, N * QKV);
+    alloc(a.att, L, max_batch_ * NH * max_seq_ * max_seq_);
+    alloc(a.atty, L, N * Q);
+    alloc(a.res2, L, N * C);
+    alloc(a.ln2, L, N * C);
+    alloc(a.ln2_mean, L, N);
+    alloc(a.ln2_rstd, L, N);
+    alloc(a.fc, L, N * (llama ? 2 * F : F));
+    alloc(a.act, L, N * F);
+    if (part.head) {
+      a.lnf.resize(N * C);
+      a.lnf_mean.resize(N);
+      a.lnf_rstd.resize(N);
+    }
+    acts_.push_back(std::move(a));
+  }
+}
+
+template <typename Float>
 int64_t Model<Float>::bytes() const {
   int64_t n = static_cast<int64_t>(params_.size() + grads_.size());
-  for (const auto* group : {&residual_, &ln1_, &ln1_mean_, &ln1_rstd_, &qkv_, &att_, &atty_, &res2_,
-                            &ln2_, &ln2_mean_, &ln2_rstd_, &fc_, &act_})
-    for (const auto& v : *group) n += static_cast<int64_t>(v.size());
-  for (const auto* v : {&lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &tmp_, &dres_, &dln_, &dqkv_,
-                        &datty_, &dfc_, &dact_, &dlnf_, &losses_, &dlosses_})
+  for (const Acts& a : acts_) {
+    for (const auto* group : {&a.residual, &a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.att,
+                              &a.atty, &a.res2, &a.ln2, &a.ln2_mean, &a.ln2_rstd, &a.fc, &a.act})
+      for (const auto& v : *group) n += static_cast<int64_t>(v.size());
+    n += static_cast<int64_t>(a.lnf.size() + a.lnf_mean.size() + a.lnf_rstd.size());
+  }
+  for (const auto* v : {&logits_, &tmp_, &xent_, &dres_, &dln_, &dqkv_, &datty_, &dfc_, &dact_,
+                        &dlnf_, &losses_, &dlosses_})
     n += static_cast<int64_t>(v->size());
   return n * static_cast<int64_t>(sizeof(Float));
 }
 
 template <typename Float>
-void Model<Float>::Forward(const int32_t* inputs, int64_t B, int64_t T) {
-  const ModelConfig& c = config_;
-  const int64_t N = B * T, C = c.hidden, F = c.ffn_hidden, QKV = c.qkv_dim();
-  const bool llama = c.family == Family::kLlama;
-  const Float* wte = params_.data();  // first tensor in both layouts
-  const Float* wpe = llama ? nullptr : params_.data() + layout_.tensors()[1].offset;
-  Acquire(0, 1);
-  EmbeddingForward(residual_[0].data(), inputs, wte, wpe, B, T, C);  // [N, C]
-  if (!c.tied_embeddings) Release(0);  // tied: the classifier reads wte again
-  for (int64_t l = 0; l < c.layers; ++l) {
-    Acquire(static_cast<int>(l) + 1, static_cast<int>(l) + 2);
-    LayerParams p = Layer(params_, l);
-    const Float* x = residual_[l].data();
-    // attention block: x -> norm -> qkv [N, QKV] -> (rope) -> attention [N, C] -> proj [N, C]
-    if (llama) {
-      RmsNormForward(ln1_[l].data(), ln1_rstd_[l].data(), x, p.ln1_w, N, C, c.norm_eps);
+void Model<Float>::AllReduce(Float* data, int64_t n, dist::ReduceOp op) {
+  if (!tensor_parallel() || !status_.ok()) return;
+  constexpr dist::DType dtype =
+      std::is_same_v<Float, float> ? dist::DType::kFloat32 : dist::DType::kFloat64;
+  status_ = tp_->AllReduce(data, n, dtype, op);
+}
+
+template <typename Float>
+void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int64_t T) {
+  const ModelConfig& c = config();
+  const ModelPart& part = shard_.part();
+  const int64_t N = B * T, C = c.hidden, F = part.ffn_hidden, HS = c.head_dim();
+  const int64_t NH = part.heads, KVH = part.kv_heads, Q = NH * HS, QKV = (NH + 2 * KVH) * HS;
+  const bool llama = c.family == Family::kLlama, tp = tensor_parallel();
+  const int num_units = static_cast<int>(layout().units().size());
+  Acts& a = acts_[slot];
+  if (part.embeddings) {
+    const Float* wte = params_.data() + shard_.token_embedding()->offset;
+    const Float* wpe =
+        llama ? nullptr : params_.data() + layout().Find("transformer.wpe.weight")->offset;
+    Acquire(0, num_units > 1 ? 1 : -1);
+    if (!tp) {
+      EmbeddingForward(a.residual[0].data(), inputs, wte, wpe, B, T, C);  // [N, C]
     } else {
-      LayerNormForward(ln1_[l].data(), ln1_mean_[l].data(), ln1_rstd_[l].data(), x, p.ln1_w,
+      // Each rank looks up its vocabulary rows; the sum over ranks is the lookup.
+      EmbeddingForward(a.residual[0].data(), inputs, wte, static_cast<const Float*>(nullptr), B, T,
+                       C, shard_.vocab_begin(), part.vocab);
+      AllReduce(a.residual[0].data(), N * C, dist::ReduceOp::kSum);
+      if (wpe) AddPositions(a.residual[0].data(), wpe, B, T, C);
+    }
+    if (!tied_here_) Release(0);  // tied: the classifier reads wte again
+  }
+  for (int64_t l = 0; l < layers_; ++l) {
+    const int unit = LayerUnit(l);
+    Acquire(unit, unit + 1 < num_units ? unit + 1 : -1);
+    LayerParams p = Layer(params_, l);
+    const Float* x = a.residual[l].data();
+    // attention block: x -> norm -> qkv [N, QKV] -> (rope) -> attention [N, Q] -> proj [N, C]
+    if (llama) {
+      RmsNormForward(a.ln1[l].data(), a.ln1_rstd[l].data(), x, p.ln1_w, N, C, c.norm_eps);
+    } else {
+      LayerNormForward(a.ln1[l].data(), a.ln1_mean[l].data(), a.ln1_rstd[l].data(), x, p.ln1_w,
                        p.ln1_b, N, C, c.norm_eps);
     }
-    MatmulForward(qkv_[l].data(), ln1_[l].data(), p.qkv_w, p.qkv_b, N, C, QKV);
-    if (llama) RopeForward(qkv_[l].data(), B, T, c.heads, c.kv_heads, c.head_dim(), c.rope_theta);
-    AttentionForward(atty_[l].data(), att_[l].data(), qkv_[l].data(), B, T, c.heads, c.kv_heads,
-                     c.head_dim());
-    MatmulForward(tmp_.data(), atty_[l].data(), p.proj_w, p.proj_b, N, C, C);
-    ResidualForward(res2_[l].data(), x, tmp_.data(), N * C);
+    MatmulForward(a.qkv[l].data(), a.ln1[l].data(), p.qkv_w, p.qkv_b, N, C, QKV);
+    if (llama) RopeForward(a.qkv[l].data(), B, T, NH, KVH, HS, c.rope_theta);
+    AttentionForward(a.atty[l].data(), a.att[l].data(), a.qkv[l].data(), B, T, NH, KVH, HS);
+    // row-parallel: partial products summed over the ranks, then the bias
+    MatmulForward(tmp_.data(), a.atty[l].data(), p.proj_w, tp ? nullptr : p.proj_b, N, Q, C);
+    if (tp) {
+      AllReduce(tmp_.data(), N * C, dist::ReduceOp::kSum);
+      if (p.proj_b) AddBias(tmp_.data(), p.proj_b, N, C);
+    }
+    ResidualForward(a.res2[l].data(), x, tmp_.data(), N * C);
     // MLP block: res2 -> norm -> fc -> activation [N, F] -> down [N, C]
     if (llama) {
-      RmsNormForward(ln2_[l].data(), ln2_rstd_[l].data(), res2_[l].data(), p.ln2_w, N, C,
+      RmsNormForward(a.ln2[l].data(), a.ln2_rstd[l].data(), a.res2[l].data(), p.ln2_w, N, C,
                      c.norm_eps);
-      MatmulForward(fc_[l].data(), ln2_[l].data(), p.fc_w, p.fc_b, N, C, 2 * F);
-      SwiGluForward(act_[l].data(), fc_[l].data(), N, F);
+      MatmulForward(a.fc[l].data(), a.ln2[l].data(), p.fc_w, p.fc_b, N, C, 2 * F);
+      SwiGluForward(a.act[l].data(), a.fc[l].data(), N, F);
     } else {
-      LayerNormForward(ln2_[l].data(), ln2_mean_[l].data(), ln2_rstd_[l].data(), res2_[l].data(),
-                       p.ln2_w, p.ln2_b, N, C, c.norm_eps);
-      MatmulForward(fc_[l].data(), ln2_[l].data(), p.fc_w, p.fc_b, N, C, F);
-      GeluForward(act_[l].data(), fc_[l].data(), N * F);
+      LayerNormForward(a.ln2[l].data(), a.ln2_mean[l].data(), a.ln2_rstd[l].data(),
+                       a.res2[l].data(), p.ln2_w, p.ln2_b, N, C, c.norm_eps);
+      MatmulForward(a.fc[l].data(), a.ln2[l].data(), p.fc_w, p.fc_b, N, C, F);
+      GeluForward(a.act[l].data(), a.fc[l].data(), N * F);
     }
-    MatmulForward(tmp_.data(), act_[l].data(), p.down_w, p.down_b, N, F, C);
-    ResidualForward(residual_[l + 1].data(), res2_[l].data(), tmp_.data(), N * C);
-    Release(static_cast<int>(l) + 1);
+    MatmulForward(tmp_.data(), a.act[l].data(), p.down_w, tp ? nullptr : p.down_b, N, F, C);
+    if (tp) {
+      AllReduce(tmp_.data(), N * C, dist::ReduceOp::kSum);
+      if (p.down_b) AddBias(tmp_.data(), p.down_b, N, C);
+    }
+    ResidualForward(a.residual[l + 1].data(), a.res2[l].data(), tmp_.data(), N * C);
+    Release(unit);
   }
+  if (!part.head) return;
   // final norm: lnf [N, C]; the final unit stays acquired for the classifier
   // (and the backward), released by the caller.
   Acquire(FinalUnit(), -1);
-  const ParamTensor* nw = layout_.Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
-  const Float* x = residual_[c.layers].data();
+  const ParamTensor* nw = layout().Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
+  const Float* x = a.residual[layers_].data();
   if (llama) {
-    RmsNormForward(lnf_.data(), lnf_rstd_.data(), x, params_.data() + nw->offset, N, C, c.norm_eps);
+    RmsNormForward(a.lnf.data(), a.lnf_rstd.data(), x, params_.data() + nw->offset, N, C,
+                   c.norm_eps);
   } else {
-    const Float* nb = params_.data() + layout_.Find("transformer.ln_f.bias")->offset;
-    LayerNormForward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x,
+    const Float* nb = params_.data() + layout().Find("transformer.ln_f.bias")->offset;
+    LayerNormForward(a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x,
                      params_.data() + nw->offset, nb, N, C, c.norm_eps);
   }
 }
 
 template <typename Float>
-void Model<Float>::Classifier(const int32_t* targets, int64_t N, Float* losses,
+void Model<Float>::Classifier(int slot, const int32_t* targets, int64_t N, Float* losses,
                               const Float* dlosses, int32_t* argmax) {
-  const int64_t C = config_.hidden, V = config_.vocab;
-  const ParamTensor* head =
-      config_.tied_embeddings ? &layout_.tensors()[0] : layout_.Find("lm_head.weight");
+  const int64_t C = config().hidden, V = shard_.part().vocab, real = shard_.vocab_real();
+  const int64_t v0 = shard_.vocab_begin();
+  const bool tp = tensor_parallel();
+  const ParamTensor* head = shard_.classifier();
+  const Float* lnf = acts_[slot].lnf.data();
   const Float* w = params_.data() + head->offset;  // [V, C]
   Float* dw = grads_.data() + head->offset;
   for (int64_t start = 0; start < N; start += kClassifierChunk) {
     const int64_t rows = std::min(kClassifierChunk, N - start);
     // logits [rows, V] = lnf[rows, C] @ w[V, C]^T
-    MatmulForward(logits_.data(), lnf_.data() + start * C, w, static_cast<const Float*>(nullptr),
-                  rows, C, V);
+    MatmulForward(logits_.data(), lnf + start * C, w, static_cast<const Float*>(nullptr), rows, C,
+                  V);
+    if (real < V) {  // vocabulary padding (tensor parallelism): never a prediction
+      for (int64_t r = 0; r < rows; ++r)
+        std::fill(logits_.data() + r * V + real, logits_.data() + (r + 1) * V,
+                  -std::numeric_limits<Float>::infinity());
+    }
     if (argmax) {
       ArgmaxRows(argmax + start, logits_.data(), rows, V);
       continue;
     }
-    // probs overwrite logits; then dlogits overwrite probs
-    CrossEntropyForward(losses + start, logits_.data(), logits_.data(), targets + start, rows, V);
+    if (!tp) {
+      // probs overwrite logits; then dlogits overwrite probs
+      CrossEntropyForward(losses + start, logits_.data(), logits_.data(), targets + start, rows, V);
+    } else {
+      Float* maxes = xent_.data();
+      Float* sums = maxes + kClassifierChunk;  // then the target logits: one all-reduce
+      Float* target_logits = sums + rows;
+      RowMax(maxes, logits_.data(), rows, V);
+      AllReduce(maxes, rows, dist::ReduceOp::kMax);
+      ShiftedExp(logits_.data(), sums, target_logits, logits_.data(), maxes, targets + start, rows,
+                 V, v0);
+      AllReduce(sums, 2 * rows, dist::ReduceOp::kSum);
+      NormalizeXent(losses + start, logits_.data(), sums, target_logits, maxes, rows, V);
+    }
     if (!dlosses) continue;
-    CrossEntropyBackward(logits_.data(), logits_.data(), targets + start, dlosses + start, rows, V);
+    CrossEntropyBackward(logits_.data(), logits_.data(), targets + start, dlosses + start, rows, V,
+                         v0);
     MatmulBackward(dlnf_.data() + start * C, dw, static_cast<Float*>(nullptr), logits_.data(),
-                   lnf_.data() + start * C, w, rows, C, V);
+                   lnf + start * C, w, rows, C, V);
   }
+  // the head is column-parallel over the vocabulary: its input gradient is summed over the ranks
+  if (dlosses) AllReduce(dlnf_.data(), N * C, dist::ReduceOp::kSum);
 }
 
 template <typename Float>
-void Model<Float>::Backward(const int32_t* inputs, int64_t B, int64_t T) {
-  const ModelConfig& c = config_;
-  const int64_t N = B * T, C = c.hidden, F = c.ffn_hidden, QKV = c.qkv_dim();
+void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t* targets,
+                                 const uint8_t* mask, int64_t B, int64_t T, Float loss_scale,
+                                 double* loss_sum, int64_t* count) {
+  const ModelConfig& c = config();
+  const ModelPart& part = shard_.part();
+  const int64_t N = B * T, C = c.hidden, F = part.ffn_hidden, HS = c.head_dim();
+  const int64_t NH = part.heads, KVH = part.kv_heads, Q = NH * HS, QKV = (NH + 2 * KVH) * HS;
   const bool llama = c.family == Family::kLlama;
+  Acts& a = acts_[slot];
   auto zero = [](std::vector<Float>& v, int64_t n) {
     std::fill(v.begin(), v.begin() + n, Float(0));
   };
-  // final norm: dlnf -> dres (gradient of the last residual stream)
-  zero(dres_, N * C);
-  const ParamTensor* nw = layout_.Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
-  const Float* x = residual_[c.layers].data();
-  if (llama) {
-    RmsNormBackward(dres_.data(), grads_.data() + nw->offset, dlnf_.data(), x,
-                    params_.data() + nw->offset, lnf_rstd_.data(), N, C);
-  } else {
-    const ParamTensor* nb = layout_.Find("transformer.ln_f.bias");
-    LayerNormBackward(dres_.data(), grads_.data() + nw->offset, grads_.data() + nb->offset,
-                      dlnf_.data(), x, params_.data() + nw->offset, lnf_mean_.data(),
-                      lnf_rstd_.data(), N, C);
+  *loss_sum = 0;
+  *count = 0;
+  if (part.head) {
+    for (int64_t n = 0; n < N; ++n) dlosses_[n] = (!mask || mask[n]) ? loss_scale : Float(0);
+    zero(dlnf_, N * C);
+    Classifier(slot, targets, N, losses_.data(), dlosses_.data(), nullptr);
+    double sum = 0;
+    int64_t n_in = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      if (mask && !mask[n]) continue;
+      sum += static_cast<double>(losses_[n]);
+      ++n_in;
+    }
+    *loss_sum = sum;
+    *count = n_in;
+    // final norm: dlnf -> dres (gradient of the last residual stream)
+    zero(dres_, N * C);
+    const ParamTensor* nw = layout().Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
+    const Float* x = a.residual[layers_].data();
+    if (llama) {
+      RmsNormBackward(dres_.data(), grads_.data() + nw->offset, dlnf_.data(), x,
+                      params_.data() + nw->offset, a.lnf_rstd.data(), N, C);
+    } else {
+      const ParamTensor* nb = layout().Find("transformer.ln_f.bias");
+      LayerNormBackward(dres_.data(), grads_.data() + nw->offset, grads_.data() + nb->offset,
+                        dlnf_.data(), x, params_.data() + nw->offset, a.lnf_mean.data(),
+                        a.lnf_rstd.data(), N, C);
+    }
+    GradientsReady(FinalUnit());  // the classifier's lm_head gradient came first
+    Release(FinalUnit());
   }
-  GradientsReady(FinalUnit());  // the classifier's lm_head gradient came first
-  Release(FinalUnit());
-  for (int64_t l = c.layers - 1; l >= 0; --l) {
-    // Next: layer l-1 (unit l); none after layer 0 (the embedding backward reads no parameters).
-    Acquire(static_cast<int>(l) + 1, l > 0 ? static_cast<int>(l) : -1);
+  // Otherwise dres holds the next stage's input gradient (output_grad()).
+  for (int64_t l = layers_ - 1; l >= 0; --l) {
+    // Next: the layer below; none after the stage's first (the embedding backward reads no
+    // parameters).
+    const int unit = LayerUnit(l);
+    Acquire(unit, l > 0 ? unit - 1 : -1);
     LayerParams p = Layer(params_, l);
     LayerParams g = Layer(grads_, l);
     // dres holds d(residual[l+1]) = d(res2) through the skip + d(mlp down output)
     zero(dact_, N * F);
-    MatmulBackward(dact_.data(), g.down_w, g.down_b, dres_.data(), act_[l].data(), p.down_w, N, F,
+    MatmulBackward(dact_.data(), g.down_w, g.down_b, dres_.data(), a.act[l].data(), p.down_w, N, F,
                    C);
     zero(dln_, N * C);
     if (llama) {
       zero(dfc_, N * 2 * F);
-      SwiGluBackward(dfc_.data(), dact_.data(), fc_[l].data(), N, F);
-      MatmulBackward(dln_.data(), g.fc_w, g.fc_b, dfc_.data(), ln2_[l].data(), p.fc_w, N, C, 2 * F);
-      RmsNormBackward(dres_.data(), g.ln2_w, dln_.data(), res2_[l].data(), p.ln2_w,
-                      ln2_rstd_[l].data(), N, C);
+      SwiGluBackward(dfc_.data(), dact_.data(), a.fc[l].data(), N, F);
+      MatmulBackward(dln_.data(), g.fc_w, g.fc_b, dfc_.data(), a.ln2[l].data(), p.fc_w, N, C,
+                     2 * F);
+      AllReduce(dln_.data(), N * C, dist::ReduceOp::kSum);  // column-parallel input gradient
+      RmsNormBackward(dres_.data(), g.ln2_w, dln_.data(), a.res2[l].data(), p.ln2_w,
+                      a.ln2_rstd[l].data(), N, C);
     } else {
       zero(dfc_, N * F);
-      GeluBackward(dfc_.data(), fc_[l].data(), dact_.data(), N * F);
-      MatmulBackward(dln_.data(), g.fc_w, g.fc_b, dfc_.data(), ln2_[l].data(), p.fc_w, N, C, F);
-      LayerNormBackward(dres_.data(), g.ln2_w, g.ln2_b, dln_.data(), res2_[l].data(), p.ln2_w,
-                        ln2_mean_[l].data(), ln2_rstd_[l].data(), N, C);
+      GeluBackward(dfc_.data(), a.fc[l].data(), dact_.data(), N * F);
+      MatmulBackward(dln_.data(), g.fc_w, g.fc_b, dfc_.data(), a.ln2[l].data(), p.fc_w, N, C, F);
+      AllReduce(dln_.data(), N * C, dist::ReduceOp::kSum);
+      LayerNormBackward(dres_.data(), g.ln2_w, g.ln2_b, dln_.data(), a.res2[l].data(), p.ln2_w,
+                        a.ln2_mean[l].data(), a.ln2_rstd[l].data(), N, C);
     }
     // dres now holds d(res2) = d(residual[l]) through the skip + d(attention proj output)
-    zero(datty_, N * C);
-    MatmulBackward(datty_.data(), g.proj_w, g.proj_b, dres_.data(), atty_[l].data(), p.proj_w, N, C,
-                   C);
+    zero(datty_, N * Q);
+    MatmulBackward(datty_.data(), g.proj_w, g.proj_b, dres_.data(), a.atty[l].data(), p.proj_w, N,
+                   Q, C);
     zero(dqkv_, N * QKV);
-    AttentionBackward(dqkv_.data(), datty_.data(), qkv_[l].data(), att_[l].data(), B, T, c.heads,
-                      c.kv_heads, c.head_dim());
-    if (llama) RopeBackward(dqkv_.data(), B, T, c.heads, c.kv_heads, c.head_dim(), c.rope_theta);
+    AttentionBackward(dqkv_.data(), datty_.data(), a.qkv[l].data(), a.att[l].data(), B, T, NH, KVH,
+                      HS);
+    if (llama) RopeBackward(dqkv_.data(), B, T, NH, KVH, HS, c.rope_theta);
     zero(dln_, N * C);
-    MatmulBackward(dln_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), ln1_[l].data(), p.qkv_w, N, C, QKV);
+    MatmulBackward(dln_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1[l].data(), p.qkv_w, N, C,
+                   QKV);
+    AllReduce(dln_.data(), N * C, dist::ReduceOp::kSum);
     if (llama) {
-      RmsNormBackward(dres_.data(), g.ln1_w, dln_.data(), residual_[l].data(), p.ln1_w,
-                      ln1_rstd_[l].data(), N, C);
+      RmsNormBackward(dres_.data(), g.ln1_w, dln_.data(), a.residual[l].data(), p.ln1_w,
+                      a.ln1_rstd[l].data(), N, C);
     } else {
-      LayerNormBackward(dres_.data(), g.ln1_w, g.ln1_b, dln_.data(), residual_[l].data(), p.ln1_w,
-                        ln1_mean_[l].data(), ln1_rstd_[l].data(), N, C);
+      LayerNormBackward(dres_.data(), g.ln1_w, g.ln1_b, dln_.data(), a.residual[l].data(), p.ln1_w,
+                        a.ln1_mean[l].data(), a.ln1_rstd[l].data(), N, C);
     }
-    GradientsReady(static_cast<int>(l) + 1);
-    Release(static_cast<int>(l) + 1);
+    GradientsReady(unit);
+    Release(unit);
   }
+  if (!part.embeddings) return;  // dres = the gradient of this stage's input (input_grad())
   // The embedding backward reads no parameters.
-  Float* dwte = grads_.data();
-  Float* dwpe = llama ? nullptr : grads_.data() + layout_.tensors()[1].offset;
-  EmbeddingBackward(dwte, dwpe, dres_.data(), inputs, B, T, C);
+  Float* dwte = grads_.data() + shard_.token_embedding()->offset;
+  Float* dwpe = llama ? nullptr : grads_.data() + layout().Find("transformer.wpe.weight")->offset;
+  EmbeddingBackward(dwte, dwpe, dres_.data(), inputs, B, T, C, shard_.vocab_begin(), part.vocab);
   GradientsReady(0);
-  if (c.tied_embeddings) Release(0);
+  if (tied_here_) Release(0);
 }
 
 template <typename Float>
 void Model<Float>::ReleaseAfterForward() {
   Release(FinalUnit());
-  if (config_.tied_embeddings) Release(0);
+  if (tied_here_) Release(0);
 }
 
 template <typename Float>
 void Model<Float>::ForwardBackward(const int32_t* inputs, const int32_t* targets,
                                    const uint8_t* mask, int64_t B, int64_t T, Float loss_scale,
                                    double* loss_sum, int64_t* count) {
-  const int64_t N = B * T;
-  Forward(inputs, B, T);
-  for (int64_t n = 0; n < N; ++n) dlosses_[n] = (!mask || mask[n]) ? loss_scale : Float(0);
-  std::fill(dlnf_.begin(), dlnf_.begin() + N * config_.hidden, Float(0));
-  Classifier(targets, N, losses_.data(), dlosses_.data(), nullptr);
-  double sum = 0;
-  int64_t n_in = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    if (mask && !mask[n]) continue;
-    sum += static_cast<double>(losses_[n]);
-    ++n_in;
-  }
-  *loss_sum = sum;
-  *count = n_in;
-  Backward(inputs, B, T);
+  ForwardStage(0, inputs, B, T);
+  BackwardStage(0, inputs, targets, mask, B, T, loss_scale, loss_sum, count);
 }
 
 template <typename Float>
 void Model<Float>::TokenLosses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
                                Float* losses) {
-  Forward(inputs, B, T);
-  Classifier(targets, B * T, losses, nullptr, nullptr);
+  ForwardStage(0, inputs, B, T);
+  Classifier(0, targets, B * T, losses, nullptr, nullptr);
   ReleaseAfterForward();
 }
 
 template <typename Float>
 void Model<Float>::NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) {
-  Forward(inputs, B, T);
-  Classifier(nullptr, B * T, nullptr, nullptr, argmax);
+  ForwardStage(0, inputs, B, T);
+  Classifier(0, nullptr, B * T, nullptr, nullptr, argmax);
   ReleaseAfterForward();
 }
 
 template <typename Float>
 void Model<Float>::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B,
                                    int64_t T, int32_t* argmax) {
-  Forward(inputs, B, T);
+  ForwardStage(0, inputs, B, T);
   // gather the last real position of each row to the front of lnf (rows b <= b*T+len-1, in order)
-  const int64_t C = config_.hidden;
+  const int64_t C = config().hidden;
+  std::vector<Float>& lnf = acts_[0].lnf;
   for (int64_t b = 0; b < B; ++b) {
-    const Float* src = lnf_.data() + (b * T + lengths[b] - 1) * C;
-    std::copy(src, src + C, lnf_.data() + b * C);
+    const Float* src = lnf.data() + (b * T + lengths[b] - 1) * C;
+    std::copy(src, src + C, lnf.data() + b * C);
   }
-  Classifier(nullptr, B, nullptr, nullptr, argmax);
+  Classifier(0, nullptr, B, nullptr, nullptr, argmax);
   ReleaseAfterForward();
 }
 

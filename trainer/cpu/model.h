@@ -6,20 +6,46 @@
 // for up to max_batch × max_seq positions are allocated once. The classifier
 // runs over chunks of rows, so [B*T, V] logits never exist at once.
 //
+// A rank of a tensor- or pipeline-parallel layout builds the Model of its
+// shard (trainer/model/shard.h): its layers, its heads, ffn and vocabulary
+// rows, with Megatron-LM's collectives over the TP group (set_tensor_parallel):
+//   column-parallel (q|k|v, MLP up): identity forward; the input gradient
+//     all-reduced (sum) in backward
+//   row-parallel (attention output, MLP down): the output all-reduced (sum)
+//     in forward, then the bias added; identity backward
+//   vocabulary-parallel embedding: each rank looks up its ids (zero rows for
+//     the others), all-reduce (sum), then the positions added
+//   vocabulary-parallel cross-entropy: local logits [rows, V/TP] (padding
+//     ids -inf); the row maxima all-reduced (max), the sums of exponentials
+//     and the target logits all-reduced (sum): every TP rank gets the same
+//     loss, no rank holds a whole row of logits; the head's input gradient is
+//     all-reduced (sum)
+//   norms: replicated; their inputs and output gradients are identical on
+//     every TP rank (they come out of all-reduces), so are their gradients:
+//     no reduction
+// With one TP rank none of this runs: the whole model computes exactly what
+// it always did. A pipeline stage runs its part of each micro-batch through
+// ForwardStage / BackwardStage, in one of several activation slots (the
+// micro-batches a 1F1B schedule keeps in flight: trainer/cpu/pipeline.h).
+//
 // Not thread-safe (one caller); the ops inside use OpenMP threads.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "base/result.h"
+#include "trainer/dist/communicator.h"
 #include "trainer/model/config.h"
 #include "trainer/model/layout.h"
+#include "trainer/model/shard.h"
 
 namespace bm::train::cpu {
 
 // What the model tells a data-parallel layer (trainer/cpu/data_parallel.h)
-// around each unit of the layout (trainer/model/layout.h: unit 0 the
-// embeddings, 1..L the layers, L+1 the final norm and head). The model calls
+// around each unit of its layout (trainer/model/layout.h: unit 0 the
+// embeddings, 1..L the layers, L+1 the final norm and head; a pipeline
+// stage's layout has the units of its part only, numbered from 0). The model calls
 // them in the order it uses the units; the default is to do nothing (all
 // parameters resident, gradients local).
 class UnitHooks {
@@ -37,16 +63,30 @@ class UnitHooks {
 template <typename Float>
 class Model {
  public:
-  // Preconditions: Validate(config) is OK; max_seq <= config.max_seq.
+  // The whole model. Preconditions: Validate(config) is OK; max_seq <= config.max_seq.
   Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq);
+  // A rank's shard; the same preconditions.
+  Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq);
 
-  const ModelConfig& config() const { return config_; }
-  const ParamLayout& layout() const { return layout_; }
+  const ModelConfig& config() const { return shard_.config(); }  // the whole model's
+  const ModelShard& shard() const { return shard_; }
+  const ParamLayout& layout() const { return shard_.layout(); }  // this shard's tensors
   std::vector<Float>& params() { return params_; }
   const std::vector<Float>& params() const { return params_; }
   std::vector<Float>& grads() { return grads_; }
   const std::vector<Float>& grads() const { return grads_; }
 
+  // The tensor-parallel group (not owned; host buffers), of shard().rank().tp
+  // ranks; nullptr or a group of one: no tensor parallelism.
+  void set_tensor_parallel(dist::Communicator* tp) { tp_ = tp; }
+  // The first failure of a collective, sticky: the computation goes on with
+  // whatever the buffers hold and the caller stops the run.
+  const Status& status() const { return status_; }
+
+  // Whole-model entry points (one pipeline stage: PP1). With tensor
+  // parallelism ForwardBackward and TokenLosses are collective over the TP
+  // group; the argmax functions need TP1.
+  //
   // Forward, loss and backward of one micro-batch; gradients accumulate.
   // weights[b*T+t] (nullable = all ones) multiplies each token's loss; the
   // gradient is that of Σ loss_scale * weight * loss. Returns Σ weight*loss
@@ -65,6 +105,31 @@ class Model {
   void LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
                        int32_t* argmax);
 
+  // Pipeline stages. Each micro-batch in flight has an activation slot,
+  // 0 <= slot < slots() (EnsureSlots allocates more).
+  //   ForwardStage: the first stage embeds `inputs`; another reads
+  //     stage_input(slot) ([B*T, C]: the previous stage's output, filled by
+  //     the caller). Runs the stage's layers (and the final norm on the last),
+  //     leaving stage_output(slot) for the next stage.
+  //   BackwardStage: the last stage takes the loss of `targets` (mask and
+  //     loss_scale as ForwardBackward's; loss_sum / count as there, 0 on other
+  //     stages) and backpropagates from it; another starts from output_grad()
+  //     ([B*T, C]: the next stage's input gradient, filled by the caller).
+  //     Gradients accumulate. Leaves input_grad() = the gradient of
+  //     stage_input(slot) for the previous stage; the first stage runs the
+  //     embedding backward instead.
+  // The same B and T in both calls of a slot. ForwardBackward is ForwardStage
+  // then BackwardStage in slot 0.
+  void EnsureSlots(int slots);
+  int slots() const { return static_cast<int>(acts_.size()); }
+  void ForwardStage(int slot, const int32_t* inputs, int64_t B, int64_t T);
+  void BackwardStage(int slot, const int32_t* inputs, const int32_t* targets, const uint8_t* mask,
+                     int64_t B, int64_t T, Float loss_scale, double* loss_sum, int64_t* count);
+  Float* stage_input(int slot) { return acts_[slot].residual.front().data(); }
+  const Float* stage_output(int slot) const { return acts_[slot].residual.back().data(); }
+  Float* output_grad() { return dres_.data(); }
+  const Float* input_grad() const { return dres_.data(); }
+
   // Bytes held by parameters, gradients and activations.
   int64_t bytes() const;
 
@@ -73,15 +138,23 @@ class Model {
 
  private:
   struct LayerParams;
-  struct LayerActs;
+  // One micro-batch's activations; per layer of the stage: [L][...], residual
+  // L+1 entries (residual[0] the stage's input, residual[L] its output).
+  struct Acts {
+    std::vector<std::vector<Float>> residual, ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2,
+        ln2_mean, ln2_rstd, fc, act;
+    std::vector<Float> lnf, lnf_mean, lnf_rstd;
+  };
+  // l: the layer's index in this stage (0-based).
   LayerParams Layer(std::vector<Float>& buffer, int64_t l) const;
 
-  void Forward(const int32_t* inputs, int64_t B, int64_t T);
-  // Runs the classifier over lnf_ rows in chunks. With dlosses (per row, nullable)
-  // it also backpropagates into dlnf_ and the classifier's gradient.
-  void Classifier(const int32_t* targets, int64_t N, Float* losses, const Float* dlosses,
+  // Runs the classifier over the slot's lnf rows in chunks. With dlosses (per
+  // row, nullable) it also backpropagates into dlnf_ and the classifier's gradient.
+  void Classifier(int slot, const int32_t* targets, int64_t N, Float* losses, const Float* dlosses,
                   int32_t* argmax);
-  void Backward(const int32_t* inputs, int64_t B, int64_t T);
+  // In-place all-reduce over the TP group; nothing without one.
+  void AllReduce(Float* data, int64_t n, dist::ReduceOp op);
+  bool tensor_parallel() const { return tp_ && tp_->size() > 1; }
 
   // Hook calls (no-ops without hooks).
   void Acquire(int unit, int next) {
@@ -93,20 +166,25 @@ class Model {
   void GradientsReady(int unit) {
     if (hooks_) hooks_->GradientsReady(unit);
   }
-  int FinalUnit() const { return static_cast<int>(config_.layers) + 1; }
+  // Units of the shard's layout: the embeddings (first stage), its layers, the final one (last).
+  int LayerUnit(int64_t l) const {
+    return static_cast<int>(l) + (shard_.part().embeddings ? 1 : 0);
+  }
+  int FinalUnit() const { return LayerUnit(layers_); }
   // After a forward-only pass: the units the forward left acquired.
   void ReleaseAfterForward();
 
-  ModelConfig config_;
-  ParamLayout layout_;
+  ModelShard shard_;
+  int64_t layers_;  // this stage's
+  // The classifier reads the token embedding of this very stage (tied, PP1).
+  bool tied_here_;
   UnitHooks* hooks_ = nullptr;
+  dist::Communicator* tp_ = nullptr;
+  Status status_;
   int64_t max_batch_, max_seq_;
   std::vector<Float> params_, grads_;
-
-  // Activations, per layer: [L][...]; residual_ has L+1 entries.
-  std::vector<std::vector<Float>> residual_, ln1_, ln1_mean_, ln1_rstd_, qkv_, att_, atty_, res2_,
-      ln2_, ln2_mean_, ln2_rstd_, fc_, act_;
-  std::vector<Float> lnf_, lnf_mean_, lnf_rstd_, logits_, tmp_;
+  std::vector<Acts> acts_;
+  std::vector<Float> logits_, tmp_, xent_;  // xent_: vocabulary-parallel row statistics
   // Gradient scratch, reused by every layer.
   std::vector<Float> dres_, dln_, dqkv_, datty_, dfc_, dact_, dlnf_, losses_, dlosses_;
 };

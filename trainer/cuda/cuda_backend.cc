@@ -89,6 +89,14 @@ class CudaBackend final : public Backend {
                     "cuda backend: batch {} and sequence {} must be >= 1, sequence <= max_seq {}",
                     o.max_batch, o.max_seq, c.max_seq);
     }
+    // Tensor and pipeline parallelism: the cpu backend has them (trainer/cpu/pipeline.h,
+    // trainer/model/shard.h); this backend does not yet.
+    if ((o.tp && o.tp->size() > 1) || (o.pp && o.pp->size() > 1)) {
+      return Errorf(ErrorCode::kUnsupported,
+                    "the cuda backend does not implement tensor or pipeline parallelism yet "
+                    "(TP{} PP{}); use TP1PP1 with DP and ZeRO, or device = \"cpu\"",
+                    o.tp ? o.tp->size() : 1, o.pp ? o.pp->size() : 1);
+    }
     BM_CUDA_CHECK(cudaSetDevice(o.device_index), "selecting GPU {}", o.device_index);
     cudaDeviceProp props{};
     BM_CUDA_CHECK(cudaGetDeviceProperties(&props, o.device_index), "GPU {}", o.device_index);

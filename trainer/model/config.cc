@@ -200,6 +200,37 @@ Status Validate(const ModelConfig& c) {
   return Status::Ok();
 }
 
+Status CheckModelParallel(const ModelConfig& c, int tp, int pp) {
+  if (tp < 1 || pp < 1)
+    return Errorf(ErrorCode::kInvalidArgument, "TP ({}) and PP ({}) must be >= 1", tp, pp);
+  auto divides = [&](const char* what, int64_t n) -> Status {
+    if (n % tp == 0) return Status::Ok();
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "tensor parallelism TP{} splits {} across ranks, but the model's {} ({}) is not "
+                  "divisible by {}",
+                  tp, what, what, n, tp);
+  };
+  BM_TRY(divides("heads", c.heads));
+  if (c.kv_heads % tp != 0)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "tensor parallelism TP{} splits the key/value heads across ranks, but the "
+                  "model's kv_heads ({}) is not divisible by {} (grouped-query attention: choose "
+                  "a TP that divides kv_heads = {})",
+                  tp, c.kv_heads, tp, c.kv_heads);
+  BM_TRY(divides("ffn_hidden", c.ffn_hidden));
+  if (c.vocab < tp)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "tensor parallelism TP{} splits the vocabulary ({} tokens) across more ranks "
+                  "than it has tokens",
+                  tp, c.vocab);
+  if (pp > c.layers)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "pipeline parallelism PP{} needs at least as many layers as stages; the model "
+                  "has {}",
+                  pp, c.layers);
+  return Status::Ok();
+}
+
 int64_t NonEmbeddingParameterCount(const ModelConfig& c) {
   const int64_t C = c.hidden, F = c.ffn_hidden, KV = c.kv_dim();
   int64_t per_layer = 0;

@@ -69,6 +69,12 @@ Result<ModelConfig> ApplyOverrides(ModelConfig config, const nlohmann::json& ove
 // names the fields and values ("heads (12) must divide hidden (100)").
 Status Validate(const ModelConfig& config);
 
+// Whether `config` can be split over TP tensor-parallel ranks and PP pipeline
+// stages (trainer/model/shard.h): TP must divide heads, kv_heads and
+// ffn_hidden and not exceed vocab; PP must not exceed layers.
+// kInvalidArgument naming the numbers otherwise.
+Status CheckModelParallel(const ModelConfig& config, int tp, int pp);
+
 // Exact number of unique trainable parameters (tied embeddings counted once).
 int64_t ParameterCount(const ModelConfig& config);
 // Parameters outside embeddings, position table and (untied) classifier.

@@ -8,40 +8,49 @@
 
 namespace bm::train {
 
-ParamLayout::ParamLayout(const ModelConfig& c) {
-  const int64_t V = c.vocab, C = c.hidden, F = c.ffn_hidden, KV = c.kv_dim();
-  if (c.family == Family::kLlama) {
+ModelPart ModelPart::Whole(const ModelConfig& c) {
+  ModelPart p;
+  p.layer_end = c.layers;
+  p.vocab = c.vocab;
+  p.heads = c.heads;
+  p.kv_heads = c.kv_heads;
+  p.ffn_hidden = c.ffn_hidden;
+  return p;
+}
+
+ParamLayout::ParamLayout(const ModelConfig& c) : ParamLayout(c, ModelPart::Whole(c)) {}
+
+ParamLayout::ParamLayout(const ModelConfig& c, const ModelPart& part) {
+  const int64_t V = part.vocab, C = c.hidden, F = part.ffn_hidden, HS = c.head_dim();
+  const int64_t Q = part.heads * HS, KV = part.kv_heads * HS;
+  const bool llama = c.family == Family::kLlama;
+  const std::string wte = llama ? "model.embed_tokens.weight" : "transformer.wte.weight";
+  if (part.embeddings) {
     StartUnit("embeddings");
-    Add("model.embed_tokens.weight", {V, C}, InitKind::kNormal);
-    for (int64_t l = 0; l < c.layers; ++l) {
-      StartUnit(fmt::format("layer {}", l));
+    Add(wte, {V, C}, InitKind::kNormal);
+    if (!llama) Add("transformer.wpe.weight", {c.max_seq, C}, InitKind::kNormal);
+  }
+  for (int64_t l = part.layer_begin; l < part.layer_end; ++l) {
+    StartUnit(fmt::format("layer {}", l));
+    if (llama) {
       std::string p = fmt::format("model.layers.{}.", l);
       Add(p + "input_layernorm.weight", {C}, InitKind::kOnes);
-      Add(p + "self_attn.q_proj.weight", {C, C}, InitKind::kNormal);
+      Add(p + "self_attn.q_proj.weight", {Q, C}, InitKind::kNormal);
       Add(p + "self_attn.k_proj.weight", {KV, C}, InitKind::kNormal);
       Add(p + "self_attn.v_proj.weight", {KV, C}, InitKind::kNormal);
-      Add(p + "self_attn.o_proj.weight", {C, C}, InitKind::kNormalResidual);
+      Add(p + "self_attn.o_proj.weight", {C, Q}, InitKind::kNormalResidual);
       Add(p + "post_attention_layernorm.weight", {C}, InitKind::kOnes);
       Add(p + "mlp.gate_proj.weight", {F, C}, InitKind::kNormal);
       Add(p + "mlp.up_proj.weight", {F, C}, InitKind::kNormal);
       Add(p + "mlp.down_proj.weight", {C, F}, InitKind::kNormalResidual);
+      continue;
     }
-    StartUnit("final");
-    Add("model.norm.weight", {C}, InitKind::kOnes);
-    if (!c.tied_embeddings) Add("lm_head.weight", {V, C}, InitKind::kNormal);
-    return;
-  }
-  StartUnit("embeddings");
-  Add("transformer.wte.weight", {V, C}, InitKind::kNormal);
-  Add("transformer.wpe.weight", {c.max_seq, C}, InitKind::kNormal);
-  for (int64_t l = 0; l < c.layers; ++l) {
-    StartUnit(fmt::format("layer {}", l));
     std::string p = fmt::format("transformer.h.{}.", l);
     Add(p + "ln_1.weight", {C}, InitKind::kOnes);
     Add(p + "ln_1.bias", {C}, InitKind::kZeros);
-    Add(p + "attn.c_attn.weight", {C + 2 * KV, C}, InitKind::kNormal, true);
-    Add(p + "attn.c_attn.bias", {C + 2 * KV}, InitKind::kZeros);
-    Add(p + "attn.c_proj.weight", {C, C}, InitKind::kNormalResidual, true);
+    Add(p + "attn.c_attn.weight", {Q + 2 * KV, C}, InitKind::kNormal, true);
+    Add(p + "attn.c_attn.bias", {Q + 2 * KV}, InitKind::kZeros);
+    Add(p + "attn.c_proj.weight", {C, Q}, InitKind::kNormalResidual, true);
     Add(p + "attn.c_proj.bias", {C}, InitKind::kZeros);
     Add(p + "ln_2.weight", {C}, InitKind::kOnes);
     Add(p + "ln_2.bias", {C}, InitKind::kZeros);
@@ -50,10 +59,16 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     Add(p + "mlp.c_proj.weight", {C, F}, InitKind::kNormalResidual, true);
     Add(p + "mlp.c_proj.bias", {C}, InitKind::kZeros);
   }
+  if (!part.head) return;
   StartUnit("final");
-  Add("transformer.ln_f.weight", {C}, InitKind::kOnes);
-  Add("transformer.ln_f.bias", {C}, InitKind::kZeros);
+  if (llama) {
+    Add("model.norm.weight", {C}, InitKind::kOnes);
+  } else {
+    Add("transformer.ln_f.weight", {C}, InitKind::kOnes);
+    Add("transformer.ln_f.bias", {C}, InitKind::kZeros);
+  }
   if (!c.tied_embeddings) Add("lm_head.weight", {V, C}, InitKind::kNormal);
+  if (part.tied_copy) Add(wte, {V, C}, InitKind::kNormal);
 }
 
 void ParamLayout::StartUnit(std::string name) { units_.push_back({std::move(name), total_, 0}); }

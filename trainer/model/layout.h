@@ -40,6 +40,12 @@
 //   transformer.ln_f.weight, ln_f.bias        [C]
 //   (the classifier is tied to wte)
 //
+// A rank of a tensor- or pipeline-parallel layout holds a part of the model
+// (trainer/model/shard.h says which): ParamLayout(config, part) is that part's
+// layout, in the same order and names, with local shapes (heads, kv_heads,
+// ffn_hidden and vocabulary rows split across tensor-parallel ranks) and only
+// the units of its stage. ParamLayout(config) is the whole model.
+//
 // Values only; thread-safe.
 #pragma once
 
@@ -80,9 +86,25 @@ struct ParamUnit {
   int64_t numel = 0;
 };
 
+// The part of a model one rank holds (trainer/model/shard.h derives it from a
+// layout): layers [layer_begin, layer_end) by their global indices; the
+// embeddings (the first pipeline stage) and the final norm and classifier (the
+// last); and the widths held here. With tied embeddings and the classifier on
+// another stage than the embeddings, `tied_copy` puts a copy of the token
+// embedding in the final unit (Megatron's word-embedding copy on the last stage).
+struct ModelPart {
+  int64_t layer_begin = 0, layer_end = 0;
+  bool embeddings = true, head = true, tied_copy = false;
+  int64_t vocab = 0;  // rows of the token embedding and the classifier (a padded share of V)
+  int64_t heads = 0, kv_heads = 0, ffn_hidden = 0;
+  static ModelPart Whole(const ModelConfig& config);
+};
+
 class ParamLayout {
  public:
   explicit ParamLayout(const ModelConfig& config);
+  // Preconditions: part's widths divide the model's as shard.h makes them.
+  ParamLayout(const ModelConfig& config, const ModelPart& part);
 
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   int64_t total() const { return total_; }  // == ParameterCount(config)
@@ -90,7 +112,8 @@ class ParamLayout {
   const ParamTensor* Find(const std::string& name) const;
   // Index of a tensor in tensors(), by name; -1 if absent.
   int Index(const std::string& name) const;
-  // The units: embeddings, layers 0..L-1, final (its norm and, untied, lm_head).
+  // The units: embeddings, layers 0..L-1, final (its norm and, untied, lm_head);
+  // a part's: those it holds, in that order.
   const std::vector<ParamUnit>& units() const { return units_; }
 
  private:

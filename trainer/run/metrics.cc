@@ -9,6 +9,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "trainer/dist/pipeline_schedule.h"
 #include "trainer/platform.h"
 
 namespace bm::train {
@@ -140,9 +141,15 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
       {"parallel",
        {{"world_size", s.world_size},
         {"layout", r.layout.ToString()},
+        {"tp", r.layout.tp},
+        {"pp", r.layout.pp},
+        {"dp", r.layout.dp},
         {"zero", r.zero},
         {"comm_wait_s", s.comm_wait_s},
-        {"comm_wait_fraction", s.train_s > 0 ? s.comm_wait_s / s.train_s : 0.0}}},
+        {"comm_wait_fraction", s.train_s > 0 ? s.comm_wait_s / s.train_s : 0.0},
+        {"pipeline_bubble", dist::BubbleFraction(r.layout.pp, static_cast<int>(r.gas))},
+        {"pipeline_wait_s", s.pipeline_wait_s},
+        {"pipeline_wait_fraction", s.train_s > 0 ? s.pipeline_wait_s / s.train_s : 0.0}}},
       {"eval", s.eval},
       {"wall_s", s.wall_s},
       {"cpu_s", ProcessCpuSeconds()},

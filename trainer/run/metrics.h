@@ -47,6 +47,8 @@ struct TrainSummary {
   // communication, and the seconds this process spent in training steps.
   double comm_wait_s = 0;
   double train_s = 0;
+  // Mean over ranks of the seconds spent in pipeline sends and receives.
+  double pipeline_wait_s = 0;
   std::string device_name;
   double wall_s = 0;
   std::optional<int64_t> resumed_from_step;

@@ -164,15 +164,24 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   if (c.out_dir.empty()) return invalid("out_dir is required");
 #undef invalid
   // What this trainer supports.
-  if (c.layout.tp != 1 || c.layout.pp != 1)
-    return Errorf(ErrorCode::kUnsupported,
-                  "layout {}: tensor and pipeline parallelism are not implemented (use TP1PP1)",
-                  c.layout.ToString());
   if (c.zero < 0 || c.zero > 3)
     return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3", c.zero);
-  if (c.mode == RunMode::kEvaluate && c.layout.dp != 1)
+  if (c.mode == RunMode::kEvaluate && c.layout.tp * c.layout.pp * c.layout.dp != 1)
     return Errorf(ErrorCode::kUnsupported,
-                  "layout {}: evaluation runs on one rank (use DP1; the checkpoint is whole)",
+                  "layout {}: evaluation runs on one rank (use TP1PP1DP1; the checkpoint is "
+                  "whole)",
+                  c.layout.ToString());
+  const bool model_parallel = c.layout.tp > 1 || c.layout.pp > 1;
+  if (model_parallel && c.zero > 1)
+    return Errorf(ErrorCode::kUnsupported,
+                  "layout {} with zero = {}: tensor and pipeline parallelism run with ZeRO-1 over "
+                  "the data-parallel group at most (zero = 0 or 1)",
+                  c.layout.ToString(), c.zero);
+  if (model_parallel && c.device == "cuda")
+    return Errorf(ErrorCode::kUnsupported,
+                  "layout {} on device cuda: the cuda backend does not implement tensor or "
+                  "pipeline parallelism yet (the cpu backend does; use TP1PP1 with DP and ZeRO "
+                  "on cuda)",
                   c.layout.ToString());
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",

@@ -1,8 +1,13 @@
 // RunRanks: the processes of one run as the training loop sees them — which
-// rank this is, its data-parallel group (handed to the backend), and the
-// loop's own small reductions over the whole world (token counts, losses,
-// memory maxima, the barrier around a checkpoint), on the host control
-// communicator (trainer/dist/process_groups.h).
+// rank this is, its data-, tensor- and pipeline-parallel groups (handed to the
+// backend), and the loop's own small reductions over the whole world (token
+// counts, losses, memory maxima, the barrier around a checkpoint), on the host
+// control communicator (trainer/dist/process_groups.h).
+//
+// The ranks of one data-parallel index (its TP x PP ranks) train on the same
+// rows, and the loss exists on the last pipeline stage only (the same on its
+// TP ranks): what the loop sums over the world, each DP index contributes
+// once, from its counting rank (tp 0 of the last stage).
 //
 // Connect is collective: every rank of the world calls it with the same run
 // config. A world of one needs no rendezvous and has self communicators
@@ -30,8 +35,14 @@ class RunRanks {
   bool root() const { return env_.rank == 0; }
   int local_rank() const { return env_.local_rank; }
   int dp_rank() const { return groups_.coords.dp; }
-  // The data-parallel group, for BackendOptions::dp.
+  // The data-, tensor- and pipeline-parallel groups, for BackendOptions.
   dist::Communicator* dp() const { return groups_.dp.get(); }
+  dist::Communicator* tp() const { return groups_.tp.get(); }
+  dist::Communicator* pp() const { return groups_.pp.get(); }
+  // tp 0 of the last pipeline stage: the rank whose rows and loss count for its DP index.
+  bool counting() const {
+    return groups_.coords.tp == 0 && groups_.coords.pp == groups_.pp->size() - 1;
+  }
 
   // Sums / maxima over every rank (identical results on all).
   Result<int64_t> Sum(int64_t value) const;

@@ -106,14 +106,16 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   options.recompute = run.recompute;
   options.attention = run.attention;
   // `threads` is per rank; 0 shares this machine's cores among its ranks.
-  const int threads =
-      run.threads > 0 ? run.threads
-                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                                        env.local_world_size);
+  const int threads = run.threads > 0
+                          ? run.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                            env.local_world_size);
   options.threads = threads;
   options.device_index = ranks.local_rank();
   options.dp = ranks.dp();
   options.zero = run.zero;
+  options.tp = ranks.tp();
+  options.pp = ranks.pp();
   BM_TRY(backend->Init(model, options));
   if (setup.params.empty()) setup.params = InitParameters(model, layout, run.seed);
   BM_TRY(backend->SetParameters(setup.params));
@@ -121,7 +123,10 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
 
   // Resume from the last checkpoint of an identical run, if any.
   const std::string fingerprint = Fingerprint(run, model);
-  const ResumeRank who{ranks.rank(), ranks.world(), run.zero >= 1 && run.layout.dp > 1};
+  // Each rank keeps its own state when they differ: ZeRO shards, or model-parallel shards.
+  const bool sharded =
+      (run.zero >= 1 && run.layout.dp > 1) || run.layout.tp > 1 || run.layout.pp > 1;
+  const ResumeRank who{ranks.rank(), ranks.world(), sharded};
   const int64_t local_size = backend->LocalStateSize();
   int64_t start = 0;
   std::vector<StepRecord> records;
@@ -167,6 +172,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
 
   const int64_t tokens_per_step = run.lbs * run.mpe * run.gas * run.layout.dp;
   const double comm_wait_at_start = backend->CommWaitSeconds();
+  const double pipeline_wait_at_start = backend->PipelineWaitSeconds();
   std::vector<Batch> micro(run.gas);
   for (int64_t step = start + 1; step <= run.steps; ++step) {
     const Clock::time_point s0 = Clock::now();
@@ -176,21 +182,18 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
       BM_TRY(SampleTrainBatch(data, run.seed, step, first_row, run.lbs, run.mpe, &micro[g]));
       local_masked += micro[g].MaskedCount();
     }
-    BM_ASSIGN_OR_RETURN(int64_t masked, ranks.Sum(local_masked));
+    // Every DP index's rows counted once (the TP x PP ranks of one share them).
+    BM_ASSIGN_OR_RETURN(int64_t masked, ranks.Sum(ranks.counting() ? local_masked : 0));
     // fp16: the backward runs on loss x S. S is a power of two with the default factors, so
     // the scaling is exact and S = 1 would give fp32's and bf16's bits.
     const double loss_scale = scaler ? scaler->scale() : 1.0;
     const float per_token = masked > 0 ? 1.0f / static_cast<float>(masked) : 0.0f;
     const float scale = scaler ? static_cast<float>(loss_scale) * per_token : per_token;
     BM_TRY(backend->ZeroGrad());
-    double local_loss = 0;
-    for (int64_t g = 0; g < run.gas; ++g) {
-      MicroBatch view = micro[g].View();
-      view.last = g == run.gas - 1;
-      BM_ASSIGN_OR_RETURN(LossSum l, backend->ForwardBackward(view, scale));
-      local_loss += l.sum;
-    }
-    BM_ASSIGN_OR_RETURN(double loss_sum, ranks.Sum(local_loss));
+    std::vector<MicroBatch> views;
+    for (const Batch& b : micro) views.push_back(b.View());
+    BM_ASSIGN_OR_RETURN(LossSum local, backend->ForwardBackwardStep(views, scale));
+    BM_ASSIGN_OR_RETURN(double loss_sum, ranks.Sum(ranks.counting() ? local.sum : 0.0));
     const double loss = masked > 0 ? loss_sum / static_cast<double>(masked) : 0.0;
     BM_ASSIGN_OR_RETURN(float scaled_norm, backend->GradNorm());
     const double lr = LearningRate(step, run.steps, run.warmup_steps, run.lr, run.min_lr);
@@ -266,6 +269,9 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   summary.world_size = ranks.world();
   BM_ASSIGN_OR_RETURN(double waited, ranks.Sum(backend->CommWaitSeconds() - comm_wait_at_start));
   summary.comm_wait_s = waited / ranks.world();  // the ranks' mean
+  BM_ASSIGN_OR_RETURN(double pipeline_waited,
+                      ranks.Sum(backend->PipelineWaitSeconds() - pipeline_wait_at_start));
+  summary.pipeline_wait_s = pipeline_waited / ranks.world();
   for (const StepRecord& rec : records)
     if (rec.step > start) summary.train_s += rec.ms / 1000.0;
   summary.device_name = backend->device_name();

@@ -48,6 +48,13 @@ void MatmulBackward(Float* dinp, Float* dweight, Float* dbias, const Float* dout
   }
 }
 
+template <typename Float>
+void AddBias(Float* out, const Float* bias, int64_t N, int64_t OC) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < OC; ++o) out[n * OC + o] += bias[o];
+}
+
 int SetBlasThreads(int threads) {
   if (threads > 0) openblas_set_num_threads(threads);
   return openblas_get_num_threads();
@@ -59,6 +66,8 @@ template void MatmulForward<double>(double*, const double*, const double*, const
                                     int64_t, int64_t);
 template void MatmulBackward<float>(float*, float*, float*, const float*, const float*,
                                     const float*, int64_t, int64_t, int64_t);
+template void AddBias<float>(float*, const float*, int64_t, int64_t);
+template void AddBias<double>(double*, const double*, int64_t, int64_t);
 template void MatmulBackward<double>(double*, double*, double*, const double*, const double*,
                                      const double*, int64_t, int64_t, int64_t);
 

@@ -17,6 +17,11 @@ template <typename Float>
 void MatmulBackward(Float* dinp, Float* dweight, Float* dbias, const Float* dout, const Float* inp,
                     const Float* weight, int64_t N, int64_t C, int64_t OC);
 
+// out[n, o] += bias[o]: a row-parallel layer's bias, added once after the
+// all-reduce of its partial products (tensor parallelism).
+template <typename Float>
+void AddBias(Float* out, const Float* bias, int64_t N, int64_t OC);
+
 // Sets the BLAS library's thread count (0: leave as is). Returns the count in use.
 int SetBlasThreads(int threads);
 

@@ -1,0 +1,175 @@
+#include "trainer/model/shard.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+
+namespace bm::train {
+namespace {
+
+// How a tensor is split across tensor-parallel ranks (shard.h).
+enum class Split {
+  kReplicated,  // whole on every rank
+  kVocabRows,   // rows [t Vp/TP, (t+1) Vp/TP) ∩ [0, V)
+  kFusedQkv,    // the query rows of the rank's heads, then its key rows, then its value rows
+  kQueryRows,   // LLaMA q_proj
+  kKvRows,      // LLaMA k_proj, v_proj
+  kFfnRows,     // MLP up: c_fc, gate_proj, up_proj
+  kQueryCols,   // attention output: c_proj, o_proj
+  kFfnCols,     // MLP down: mlp.c_proj, down_proj
+};
+
+Split SplitOf(std::string_view name) {
+  auto ends = [&](std::string_view suffix) { return name.ends_with(suffix); };
+  if (ends("wte.weight") || ends("embed_tokens.weight") || name == "lm_head.weight")
+    return Split::kVocabRows;
+  if (ends("attn.c_attn.weight") || ends("attn.c_attn.bias")) return Split::kFusedQkv;
+  if (ends("q_proj.weight")) return Split::kQueryRows;
+  if (ends("k_proj.weight") || ends("v_proj.weight")) return Split::kKvRows;
+  if (ends("mlp.c_fc.weight") || ends("mlp.c_fc.bias") || ends("gate_proj.weight") ||
+      ends("up_proj.weight"))
+    return Split::kFfnRows;
+  if (ends("attn.c_proj.weight") || ends("o_proj.weight")) return Split::kQueryCols;
+  if (ends("mlp.c_proj.weight") || ends("down_proj.weight")) return Split::kFfnCols;
+  return Split::kReplicated;  // norms, wpe, the row-parallel biases
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+PipelineStage StageOf(int64_t layers, int pp, int stage) {
+  const int64_t items = layers + 2;
+  const int64_t a = stage * items / pp, b = (stage + 1) * items / pp;
+  PipelineStage s;
+  s.embeddings = a == 0;
+  s.head = b == items;
+  s.layer_begin = std::max<int64_t>(a, 1) - 1;
+  s.layer_end = std::min<int64_t>(b, layers + 1) - 1;
+  if (s.layer_end < s.layer_begin) s.layer_end = s.layer_begin;
+  return s;
+}
+
+ModelShard::ModelShard(const ModelConfig& config, ModelParallelRank rank, const ModelPart& part)
+    : config_(config), rank_(rank), part_(part), layout_(config, part) {
+  const ParamLayout full(config);
+  full_size_ = full.total();
+  vocab_begin_ = rank.tp_rank * part.vocab;
+  vocab_real_ = std::clamp<int64_t>(config.vocab - vocab_begin_, 0, part.vocab);
+  const int64_t C = config.hidden, HS = config.head_dim(), t = rank.tp_rank;
+  const int64_t Q = part.heads * HS, KV = part.kv_heads * HS, F = part.ffn_hidden;
+  const int n = static_cast<int>(layout_.tensors().size());
+  replicated_.assign(n, false);
+  tied_copy_.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    const ParamTensor& lt = layout_.tensors()[i];
+    const ParamTensor& ft = *full.Find(lt.name);
+    const int64_t width = lt.shape.size() == 2 ? lt.shape[1] : 1;
+    // `count` rows of the full tensor from `full_row`, to local rows from `local_row`.
+    auto rows = [&](int64_t full_row, int64_t local_row, int64_t count) {
+      if (count > 0)
+        blocks_.push_back({lt.offset + local_row * width, ft.offset + full_row * width, 1,
+                           count * width, 0, 0, i});
+    };
+    switch (SplitOf(lt.name)) {
+      case Split::kReplicated:
+        replicated_[i] = true;
+        rows(0, 0, lt.shape[0]);
+        break;
+      case Split::kVocabRows:
+        tied_copy_[i] = part.tied_copy && lt.offset >= layout_.units().back().offset;
+        rows(vocab_begin_, 0, vocab_real_);
+        break;
+      case Split::kFusedQkv: {
+        const int64_t full_kv = config.kv_dim();
+        rows(t * Q, 0, Q);
+        rows(C + t * KV, Q, KV);
+        rows(C + full_kv + t * KV, Q + KV, KV);
+        break;
+      }
+      case Split::kQueryRows:
+        rows(t * Q, 0, Q);
+        break;
+      case Split::kKvRows:
+        rows(t * KV, 0, KV);
+        break;
+      case Split::kFfnRows:
+        rows(t * F, 0, F);
+        break;
+      case Split::kQueryCols:
+      case Split::kFfnCols: {
+        const int64_t w = lt.shape[1], full_w = ft.shape[1];
+        blocks_.push_back({lt.offset, ft.offset + t * w, C, w, w, full_w, i});
+        break;
+      }
+    }
+  }
+}
+
+Result<ModelShard> ModelShard::Make(const ModelConfig& config, ModelParallelRank rank) {
+  BM_TRY(CheckModelParallel(config, rank.tp, rank.pp));
+  if (rank.tp_rank < 0 || rank.tp_rank >= rank.tp || rank.pp_rank < 0 || rank.pp_rank >= rank.pp)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "model-parallel rank (tp {}, stage {}) outside TP{} PP{}", rank.tp_rank,
+                  rank.pp_rank, rank.tp, rank.pp);
+  const PipelineStage stage = StageOf(config.layers, rank.pp, rank.pp_rank);
+  ModelPart part;
+  part.layer_begin = stage.layer_begin;
+  part.layer_end = stage.layer_end;
+  part.embeddings = stage.embeddings;
+  part.head = stage.head;
+  part.tied_copy = config.tied_embeddings && stage.head && !stage.embeddings;
+  part.vocab = CeilDiv(config.vocab, rank.tp);
+  part.heads = config.heads / rank.tp;
+  part.kv_heads = config.kv_heads / rank.tp;
+  part.ffn_hidden = config.ffn_hidden / rank.tp;
+  return ModelShard(config, rank, part);
+}
+
+ModelShard ModelShard::Whole(const ModelConfig& config) {
+  return ModelShard(config, ModelParallelRank{}, ModelPart::Whole(config));
+}
+
+const ParamTensor* ModelShard::token_embedding() const {
+  return layout_.Find(config_.family == Family::kLlama ? "model.embed_tokens.weight"
+                                                       : "transformer.wte.weight");
+}
+
+const ParamTensor* ModelShard::classifier() const {
+  if (!part_.head) return nullptr;
+  return config_.tied_embeddings ? token_embedding() : layout_.Find("lm_head.weight");
+}
+
+void ModelShard::Extract(std::span<const float> full, std::span<float> local) const {
+  std::fill(local.begin(), local.end(), 0.0f);
+  for (const Block& b : blocks_)
+    for (int64_t r = 0; r < b.rows; ++r)
+      std::copy_n(full.data() + b.full + r * b.full_stride, b.width,
+                  local.data() + b.local + r * b.local_stride);
+}
+
+void ModelShard::Place(std::span<const float> local, std::span<float> full) const {
+  for (const Block& b : blocks_) {
+    if (!owns(b.tensor)) continue;
+    for (int64_t r = 0; r < b.rows; ++r)
+      std::copy_n(local.data() + b.local + r * b.local_stride, b.width,
+                  full.data() + b.full + r * b.full_stride);
+  }
+}
+
+std::vector<std::pair<int64_t, int64_t>> ModelShard::OwnedRanges() const {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t i = 0; i < layout_.tensors().size(); ++i) {
+    if (!owns(static_cast<int>(i))) continue;
+    const ParamTensor& t = layout_.tensors()[i];
+    if (!ranges.empty() && ranges.back().second == t.offset) {
+      ranges.back().second += t.numel;
+    } else {
+      ranges.emplace_back(t.offset, t.offset + t.numel);
+    }
+  }
+  return ranges;
+}
+
+}  // namespace bm::train

@@ -196,11 +196,15 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) 
       errors.push_back({"overrides", m.status().message()});
       return errors;
     }
-    if (Status s = train::Validate(*m); !s.ok())
+    Result<train::ParallelLayout> layout = train::ParseLayout(p["layout"].get<std::string>());
+    if (Status s = train::Validate(*m); !s.ok()) {
       errors.push_back({"overrides", s.message()});
-    else if (Status mp = train::CheckModelParallel(*m, run->layout.tp, run->layout.pp); !mp.ok())
-      errors.push_back(
-          {"layout", fmt::format("layout {}: {}", run->layout.ToString(), mp.message())});
+    } else if (Status mp = layout.ok() ? train::CheckModelParallel(*m, layout->tp, layout->pp)
+                                       : Status::Ok();
+               !mp.ok()) {
+      // The model must split the way the layout says.
+      errors.push_back({"layout", fmt::format("layout {}: {}", layout->ToString(), mp.message())});
+    }
     if (p["mpe"].get<int64_t>() > m->max_seq)
       errors.push_back({"mpe", fmt::format("mpe ({}) exceeds the model's max_seq ({}); raise "
                                            "overrides.max_seq or lower mpe",

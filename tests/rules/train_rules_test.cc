@@ -65,6 +65,13 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   expect({{"data", "d"}, {"lbs", -1}}, "lbs: lbs must be >= 1");
   expect({{"data", "d"}, {"zero", 4}}, "zero: zero = 4: the ZeRO stage is 0, 1, 2 or 3");
   EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"layout", "DP4"}, {"zero", 3}}).empty());
+  // Tensor and pipeline parallelism load when the model splits that way.
+  EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"layout", "TP2PP2DP2"}, {"zero", 1}}).empty());
+  expect({{"data", "d"}, {"layout", "TP4"}, {"model", "llama-tiny"}, {"mpe", 32}},
+         "layout: layout TP4PP1DP1: tensor parallelism TP4 splits the key/value heads across "
+         "ranks, but the model's kv_heads (2) is not divisible by 4");
+  expect({{"data", "d"}, {"layout", "PP8"}},
+         "layout: layout TP1PP8DP1: pipeline parallelism PP8 needs at least as many layers");
   expect({{"data", "d"}, {"layout", "TP1xPP1"}}, "not of the form TPxPPyDPz");
   expect({{"data", "d"}, {"model", "gpt5"}}, "model: unknown model preset 'gpt5'");
   expect({{"data", "d"}, {"mpe", 4096}}, "mpe: mpe (4096) exceeds the model's max_seq (256)");
@@ -91,8 +98,15 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
     return all;
   };
   auto pre = MakePretrainRule();
-  EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}})
-                .find("layout TP2PP1DP4: tensor and pipeline parallelism are not implemented"),
+  // TP/PP: the cpu backend, ZeRO-1 at most.
+  EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}}), "");
+  EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP2"}, {"zero", 2}})
+                .find("layout TP2PP1DP2 with zero = 2: tensor and pipeline parallelism run with "
+                      "ZeRO-1"),
+            std::string::npos);
+  EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"device", "cuda"}})
+                .find("layout TP2PP1DP4 on device cuda: the cuda backend does not implement "
+                      "tensor or pipeline parallelism yet"),
             std::string::npos);
   EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"precision", "bf16"}}).find("fp32 only"),
             std::string::npos);
@@ -107,7 +121,10 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"device", "cuda"}, {"layout", "DP8"}}), "");
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}}), "");
   // The model is still checked at load time alongside an unsupported layout.
-  EXPECT_EQ(Errors(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"model", "gpt5"}}).size(), 1u);
+  EXPECT_EQ(
+      Errors(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"device", "cuda"}, {"model", "gpt5"}})
+          .size(),
+      1u);
 }
 
 TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {

@@ -26,8 +26,8 @@
 #include <ostream>
 
 #include "base/result.h"
-#include "trainer/dist/rank_env.h"
 #include "trainer/backend.h"
+#include "trainer/dist/rank_env.h"
 #include "trainer/run/run_config.h"
 
 namespace bm::train {

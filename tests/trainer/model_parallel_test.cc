@@ -1,0 +1,160 @@
+// Tensor and pipeline parallelism on the CPU backend, proven as data
+// parallelism was (data_parallel_test.cc): benchmake-train processes in the
+// layouts the issue names — TP2, PP2, TP2PP2, TP2PP1DP2, TP1PP2DP2 (ZeRO-1) —
+// train a tiny GPT (tied embeddings) and a tiny GQA LLaMA (heads 4, kv_heads
+// 2) with GAS 4 and a loss mask for 20 steps, against one process over the
+// same global batch.
+//
+// What may differ, and by how much. Pipeline stages compute every parameter's
+// gradient with the very operations of one process, in the same micro-batch
+// order; only sums that span stages change their grouping: the global
+// gradient norm (fp64 partial sums per stage) and, with tied embeddings, the
+// token embedding's gradient (first stage's part + last stage's part instead
+// of one accumulation). So a pipeline without clipping, untied (LLaMA), is
+// bit-identical — tested below — and otherwise the clipping factor moves in
+// its last bits. Tensor parallelism changes the order of fp32 sums: each
+// row-parallel matmul sums its inner dimension in TP partial products plus an
+// all-reduce, the vocabulary-parallel softmax sums its exponentials in TP
+// parts, the column-parallel input gradients likewise — each ~k·2^-24
+// relative for k terms (~1e-7..1e-6 here), the same kind and size of
+// difference as data parallelism's reduction order. Through 20 AdamW steps at
+// lr 3e-3 that gives ~1e-5 in weights (data_parallel_test.cc derives it), so
+// the same bounds hold: 1e-4 relative on each step's loss, 1e-4 absolute on
+// weights (5e-3 of a 0.02-std weight). A missing all-reduce, a wrong slice, a
+// doubled tied gradient or a norm counting a replicated tensor twice moves
+// losses by >1e-3 within a few steps (the first test checks that other rows do).
+#include <gtest/gtest.h>
+
+#include "tests/trainer/train_ranks.h"
+
+namespace bm::train {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kLossTol = 1e-4, kWeightTol = 1e-4;
+constexpr int kGas = 4, kRows = 4;  // rows per micro-batch of the global batch
+
+class ModelParallelTest : public testing::TrainRanksTest {
+ protected:
+  // `layout` over the global batch of kRows x kGas rows per step.
+  json Config(const std::string& name, const std::string& preset, const std::string& layout,
+              int zero = 0) const {
+    Result<ParallelLayout> l = ParseLayout(layout);
+    EXPECT_TRUE(l.ok());
+    return TrainRanksTest::Config(name, preset, layout, kRows / l->dp, kGas, zero);
+  }
+
+  void CheckEveryLayout(const std::string& preset) {
+    RunOk(Config("single", preset, "TP1PP1DP1"));
+    for (const auto& [layout, zero] : std::vector<std::pair<std::string, int>>{{"TP2PP1DP1", 0},
+                                                                               {"TP1PP2DP1", 0},
+                                                                               {"TP2PP2DP1", 0},
+                                                                               {"TP2PP1DP2", 1},
+                                                                               {"TP1PP2DP2", 1}}) {
+      RunOk(Config(layout, preset, layout, zero));
+      auto [loss, weight] = Distance(layout, "single");
+      std::printf("%s %s: loss rel %.2e, weight abs %.2e\n", preset.c_str(), layout.c_str(), loss,
+                  weight);
+      EXPECT_LT(loss, kLossTol) << layout;
+      EXPECT_LT(weight, kWeightTol) << layout;
+      json m = Metrics(layout);
+      ParallelLayout l = *ParseLayout(layout);
+      EXPECT_EQ(m["config"]["gbs"], kRows * kGas) << layout;
+      EXPECT_EQ(m["parallel"]["world_size"], l.tp * l.pp * l.dp) << layout;
+      EXPECT_EQ(m["parallel"]["tp"], l.tp) << layout;
+      EXPECT_EQ(m["parallel"]["pp"], l.pp) << layout;
+      EXPECT_DOUBLE_EQ(m["parallel"]["pipeline_bubble"].get<double>(),
+                       (l.pp - 1.0) / (kGas + l.pp - 1.0))
+          << layout;
+      EXPECT_EQ(m["parallel"]["pipeline_wait_s"].get<double>() > 0, l.pp > 1) << layout;
+    }
+  }
+};
+
+TEST_F(ModelParallelTest, GptMatchesOneProcessInEveryLayout) {
+  CheckEveryLayout("gpt-tiny");
+  // The check can fail: other rows (another seed) move far beyond it.
+  json other = Config("other", "gpt-tiny", "TP2PP2DP1");
+  other["seed"] = 8;
+  RunOk(other);
+  auto [loss, weight] = Distance("other", "single");
+  EXPECT_GT(loss, 100 * kLossTol);
+  EXPECT_GT(weight, 10 * kWeightTol);
+}
+
+TEST_F(ModelParallelTest, GqaLlamaMatchesOneProcessInEveryLayout) {
+  CheckEveryLayout("llama-tiny");
+}
+
+// Untied and unclipped, a pipeline computes exactly what one process does.
+TEST_F(ModelParallelTest, PipelineStagesChangeNoBitWithoutClipping) {
+  json single = Config("single", "llama-tiny", "TP1PP1DP1"),
+       pp2 = Config("pp2", "llama-tiny", "PP2");
+  single["grad_clip"] = pp2["grad_clip"] = 0.0;
+  RunOk(single);
+  RunOk(pp2);
+  EXPECT_EQ(Losses("pp2"), Losses("single"));
+  EXPECT_EQ(Weights("pp2"), Weights("single"));
+}
+
+// A TP2PP2 run killed after a checkpoint resumes to the uninterrupted run's
+// bits: every rank keeps its own shard of the state.
+TEST_F(ModelParallelTest, KilledTp2Pp2RunResumesBitForBit) {
+  json full = Config("full", "gpt-tiny", "TP2PP2");
+  full["steps"] = 24;
+  full["checkpoint_every"] = 8;
+  RunOk(full);
+  json part = full;
+  part["out_dir"] = dir_ + "/part";
+  part["resume_dir"] = dir_ + "/part.resume";
+  KillAfterFirstCheckpoint(part);
+  RunOk(part);
+  json m = Metrics("part");
+  ASSERT_TRUE(m["provenance"]["resumed_from_step"].is_number()) << m.dump();
+  EXPECT_GE(m["provenance"]["resumed_from_step"].get<int>(), 8);
+  EXPECT_EQ(Weights("part"), Weights("full"));
+  EXPECT_EQ(Losses("part"), Losses("full"));
+}
+
+// The checkpoint is one whole model whatever the layout: a TP2PP2 finetune
+// starts from a one-process pretrain and a one-process finetune from a TP2PP2
+// pretrain, each matching the run on the other layout.
+TEST_F(ModelParallelTest, CheckpointsInitializeAnyLayout) {
+  json a = Config("a", "llama-tiny", "TP1PP1DP1"), b = Config("b", "llama-tiny", "TP2PP2");
+  a["steps"] = b["steps"] = 8;
+  RunOk(a);
+  RunOk(b);
+  auto finetune = [&](const std::string& name, const std::string& init, const std::string& layout) {
+    json f = Config(name, "llama-tiny", layout);
+    f["mode"] = "finetune";
+    f["init"] = dir_ + "/" + init;
+    f["steps"] = 8;
+    f.erase("model");
+    RunOk(f);
+  };
+  finetune("a_tp1", "a", "TP1PP1DP1");
+  finetune("a_tp2pp2", "a", "TP2PP2");
+  finetune("b_tp1", "b", "TP1PP1DP1");
+  for (const char* run : {"a_tp2pp2", "b_tp1"}) {
+    auto [loss, weight] = Distance(run, "a_tp1");
+    std::printf("finetune %s: loss rel %.2e, weight abs %.2e\n", run, loss, weight);
+    EXPECT_LT(loss, kLossTol) << run;
+    EXPECT_LT(weight, kWeightTol) << run;
+  }
+}
+
+// Grouped-query attention splits by key/value heads: kv_heads 2 over TP4 is
+// refused on every rank, naming both numbers.
+TEST_F(ModelParallelTest, RefusesKvHeadsThatTpDoesNotDivide) {
+  json bad = Config("bad", "llama-tiny", "TP4");
+  std::vector<int> status = Run(bad);
+  for (size_t r = 0; r < status.size(); ++r) {
+    const std::string log = Log("bad", static_cast<int>(r));
+    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 2) << log;
+    EXPECT_NE(log.find("kv_heads (2) is not divisible by 4"), std::string::npos) << log;
+  }
+}
+
+}  // namespace
+}  // namespace bm::train

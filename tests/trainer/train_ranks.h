@@ -1,0 +1,189 @@
+// Tests that run benchmake-train as several processes (Gloo between them), the
+// way a launcher does, over a small corpus with a loss mask: the fixture of
+// data_parallel_test.cc and model_parallel_test.cc. Each rank's stderr goes to
+// a log file named after the run; a failed rank's log is in the failure.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/trainer/test_data.h"
+#include "trainer/checkpoint/model_checkpoint.h"
+#include "trainer/model/config.h"
+#include "trainer/run/run_config.h"
+
+namespace bm::train::testing {
+
+inline std::string TrainerPath() {
+  return std::string(BENCHMAKE_TEST_BINARY_DIR) + "/benchmake-train";
+}
+
+// One rank as a child process; returns its pid.
+inline pid_t StartRank(const std::string& config, int rank, int world, const std::string& rdv,
+                       const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("LOCAL_WORLD_SIZE", std::to_string(world).c_str(), 1);
+    setenv("BENCHMAKE_RENDEZVOUS", rdv.c_str(), 1);
+    setenv("BENCHMAKE_COLLECTIVE_TIMEOUT", "60", 1);
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    FILE* f = freopen(log.c_str(), "w", stderr);
+    (void)f;
+    execl(TrainerPath().c_str(), "benchmake-train", "--config", config.c_str(), nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+class TrainRanksTest : public ::testing::Test {
+ protected:
+  static constexpr int32_t kVocab = 64, kEot = 63;
+
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A loss mask: the first third of every document does not count.
+    std::vector<std::vector<int32_t>> docs = PatternDocs(40, 30, kVocab, kEot, 1), masks;
+    for (const auto& d : docs) {
+      std::vector<int32_t> m(d.size(), 1);
+      for (size_t i = 0; i < d.size() / 3; ++i) m[i] = 0;
+      masks.push_back(m);
+    }
+    WriteSplit(dir_ + "/data", "train", docs, masks);
+    WriteSplit(dir_ + "/data", "valid", PatternDocs(4, 30, kVocab, kEot, 2));
+    WriteStats(dir_ + "/data", kVocab, kEot);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // 20 steps of a tiny preset on `layout`, one thread per rank.
+  nlohmann::json Config(const std::string& name, const std::string& preset,
+                        const std::string& layout, int lbs, int gas, int zero) const {
+    return {{"mode", "pretrain"},
+            {"data", dir_ + "/data"},
+            {"out_dir", dir_ + "/" + name},
+            {"resume_dir", dir_ + "/" + name + ".resume"},
+            {"model", {{"preset", preset}, {"overrides", {{"max_seq", 32}}}}},
+            {"layout", layout},
+            {"zero", zero},
+            {"lbs", lbs},
+            {"mpe", 16},
+            {"gas", gas},
+            {"steps", 20},
+            {"warmup_steps", 2},
+            {"lr", 3e-3},
+            {"min_lr", 3e-4},
+            {"seed", 7},
+            {"threads", 1},
+            {"checkpoint_every", 0}};
+  }
+
+  static std::string NameOf(const nlohmann::json& config) {
+    return std::filesystem::path(config["out_dir"].get<std::string>()).filename();
+  }
+  static int WorldOf(const nlohmann::json& config) {
+    Result<ParallelLayout> l = ParseLayout(config["layout"].get<std::string>());
+    return l.ok() ? l->tp * l->pp * l->dp : 1;
+  }
+
+  // Starts every rank of `config` (a fresh rendezvous); returns their pids.
+  std::vector<pid_t> Start(const nlohmann::json& config) const {
+    const std::string name = NameOf(config);
+    const std::string path = dir_ + "/" + name + ".json", rdv = dir_ + "/" + name + ".rdv";
+    std::ofstream(path) << config.dump();
+    std::filesystem::remove_all(rdv);
+    std::filesystem::create_directories(rdv);
+    std::vector<pid_t> pids;
+    const int world = WorldOf(config);
+    for (int r = 0; r < world; ++r)
+      pids.push_back(StartRank(path, r, world, rdv, LogPath(name, r)));
+    return pids;
+  }
+  // Runs every rank of `config` to the end; returns their exit statuses.
+  std::vector<int> Run(const nlohmann::json& config) const {
+    std::vector<int> status;
+    for (pid_t p : Start(config)) {
+      int s = 0;
+      waitpid(p, &s, 0);
+      status.push_back(s);
+    }
+    return status;
+  }
+  // Starts every rank of `config` (which checkpoints) and kills them all with
+  // SIGKILL as soon as the first resume checkpoint is committed.
+  void KillAfterFirstCheckpoint(const nlohmann::json& config) const {
+    const std::string latest = config["resume_dir"].get<std::string>() + "/LATEST";
+    std::vector<pid_t> pids = Start(config);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(latest) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (pid_t p : pids) kill(p, SIGKILL);
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+    ASSERT_TRUE(std::filesystem::exists(latest)) << NameOf(config) << " wrote no checkpoint";
+  }
+
+  std::string LogPath(const std::string& name, int rank) const {
+    return dir_ + "/" + name + ".rank" + std::to_string(rank) + ".log";
+  }
+  std::string Log(const std::string& name, int rank) const {
+    std::ifstream in(LogPath(name, rank));
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  void RunOk(const nlohmann::json& config) const {
+    const std::string name = NameOf(config);
+    std::vector<int> status = Run(config);
+    for (size_t r = 0; r < status.size(); ++r)
+      ASSERT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
+          << name << " rank " << r << " failed:\n"
+          << Log(name, static_cast<int>(r));
+  }
+
+  std::vector<double> Losses(const std::string& name) const {
+    std::vector<double> out;
+    for (const nlohmann::json& r : ReadLog(dir_ + "/" + name)) out.push_back(r["loss"]);
+    return out;
+  }
+  std::vector<float> Weights(const std::string& name) const {
+    Result<ModelConfig> c = ReadCheckpointConfig(dir_ + "/" + name);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    if (!c.ok()) return {};
+    Result<std::vector<float>> w = LoadParameters(dir_ + "/" + name + "/model.safetensors", *c);
+    EXPECT_TRUE(w.ok()) << w.status().message();
+    return w.ok() ? *w : std::vector<float>();
+  }
+  nlohmann::json Metrics(const std::string& name) const {
+    return nlohmann::json::parse(std::ifstream(dir_ + "/" + name + "/metrics.json"));
+  }
+
+  // Largest relative loss difference and absolute weight difference.
+  std::pair<double, double> Distance(const std::string& a, const std::string& b) const {
+    std::vector<double> la = Losses(a), lb = Losses(b);
+    EXPECT_EQ(la.size(), lb.size());
+    double loss = 0, weight = 0;
+    for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
+      loss = std::max(loss, std::abs(la[i] - lb[i]) / std::abs(lb[i]));
+    std::vector<float> wa = Weights(a), wb = Weights(b);
+    EXPECT_EQ(wa.size(), wb.size());
+    for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i)
+      weight = std::max(weight, static_cast<double>(std::abs(wa[i] - wb[i])));
+    return {loss, weight};
+  }
+
+  std::string dir_;
+};
+
+}  // namespace bm::train::testing

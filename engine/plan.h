@@ -10,8 +10,8 @@
 // no-op fast path. A target that cannot run here fails the build before
 // anything runs, one line per target and reason (sorted), e.g.
 //
-//   target 'aquila2_7b_tp2pp1dp4' cannot run here: layout TP2PP1DP4: tensor and
-//   pipeline parallelism are not implemented (use TP1PP1)
+//   target 'aquila2_7b_tp2pp1dp4' cannot run here: layout TP2PP1DP4 on device
+//   cuda: the cuda backend does not implement tensor or pipeline parallelism yet ...
 //   target 'aquila2_7b_tp2pp1dp4' needs 8 GPU(s) for layout TP2PP1DP4 but this
 //   machine has 1 ([benchmake] gpus or $BENCHMAKE_GPUS set the count); nothing was run
 //

@@ -35,10 +35,11 @@
 // model's (ParamLayout(model) order): SetParameters takes this rank's slices
 // of the whole model, GetParameters gathers the whole model onto every rank
 // of the TP x PP group — both work across layouts, so a checkpoint of any
-// layout initializes any other. Every call is collective over the TP group;
-// ForwardBackwardStep, GradNorm, OptimizerStep and GetParameters over the PP
-// group too. ForwardBackward (one micro-batch alone) needs PP1; forward-only
-// evaluation (TokenLosses, the argmax calls) runs on one rank (TP1 PP1).
+// layout initializes any other. ForwardBackwardStep, GradNorm, OptimizerStep,
+// GetParameters, GetGradients and GetOptimizerState are collective over the
+// TP and PP groups; ForwardBackward (one micro-batch alone) needs PP1 and is
+// collective over TP; forward-only evaluation (TokenLosses, the argmax calls)
+// runs on one rank (TP1 PP1).
 // A backend that does not implement them refuses tp or pp groups of more
 // than one rank in Init (kUnsupported).
 //

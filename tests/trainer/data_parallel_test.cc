@@ -85,17 +85,7 @@ TEST_F(DataParallelTest, KilledShardedRunResumesBitForBit) {
   json full = Config("full", "llama-tiny", 2, 2, 2, 3);
   full["steps"] = 40;
   full["checkpoint_every"] = 10;
-  RunOk(full);
-  json part = full;
-  part["out_dir"] = dir_ + "/part";
-  part["resume_dir"] = dir_ + "/part.resume";
-  KillAfterFirstCheckpoint(part);
-  RunOk(part);
-  json m = Metrics("part");
-  ASSERT_TRUE(m["provenance"]["resumed_from_step"].is_number()) << m.dump();
-  EXPECT_GE(m["provenance"]["resumed_from_step"].get<int>(), 10);
-  EXPECT_EQ(Weights("part"), Weights("full"));
-  EXPECT_EQ(Losses("part"), Losses("full"));
+  ExpectKilledRunResumesBitForBit(full);
 }
 
 // Layout and world must agree: a DP2 run started as one process says how to start it.

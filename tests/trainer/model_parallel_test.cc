@@ -104,17 +104,7 @@ TEST_F(ModelParallelTest, KilledTp2Pp2RunResumesBitForBit) {
   json full = Config("full", "gpt-tiny", "TP2PP2");
   full["steps"] = 24;
   full["checkpoint_every"] = 8;
-  RunOk(full);
-  json part = full;
-  part["out_dir"] = dir_ + "/part";
-  part["resume_dir"] = dir_ + "/part.resume";
-  KillAfterFirstCheckpoint(part);
-  RunOk(part);
-  json m = Metrics("part");
-  ASSERT_TRUE(m["provenance"]["resumed_from_step"].is_number()) << m.dump();
-  EXPECT_GE(m["provenance"]["resumed_from_step"].get<int>(), 8);
-  EXPECT_EQ(Weights("part"), Weights("full"));
-  EXPECT_EQ(Losses("part"), Losses("full"));
+  ExpectKilledRunResumesBitForBit(full);
 }
 
 // The checkpoint is one whole model whatever the layout: a TP2PP2 finetune

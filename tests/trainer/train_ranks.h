@@ -123,17 +123,28 @@ class TrainRanksTest : public ::testing::Test {
     }
     return status;
   }
-  // Starts every rank of `config` (which checkpoints) and kills them all with
-  // SIGKILL as soon as the first resume checkpoint is committed.
-  void KillAfterFirstCheckpoint(const nlohmann::json& config) const {
-    const std::string latest = config["resume_dir"].get<std::string>() + "/LATEST";
-    std::vector<pid_t> pids = Start(config);
+  // Runs `full` (which writes resume checkpoints) to the end; then the same
+  // run again elsewhere, killed with SIGKILL as soon as its first checkpoint
+  // is committed and rerun: it must resume and end with the same bits.
+  void ExpectKilledRunResumesBitForBit(const nlohmann::json& full) const {
+    RunOk(full);
+    nlohmann::json part = full;
+    part["out_dir"] = dir_ + "/part";
+    part["resume_dir"] = dir_ + "/part.resume";
+    const std::string latest = dir_ + "/part.resume/LATEST";
+    std::vector<pid_t> pids = Start(part);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!std::filesystem::exists(latest) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     for (pid_t p : pids) kill(p, SIGKILL);
     for (pid_t p : pids) waitpid(p, nullptr, 0);
-    ASSERT_TRUE(std::filesystem::exists(latest)) << NameOf(config) << " wrote no checkpoint";
+    ASSERT_TRUE(std::filesystem::exists(latest)) << "the run wrote no checkpoint";
+    RunOk(part);
+    nlohmann::json m = Metrics("part");
+    ASSERT_TRUE(m["provenance"]["resumed_from_step"].is_number()) << m.dump();
+    EXPECT_GE(m["provenance"]["resumed_from_step"].get<int>(), full["checkpoint_every"].get<int>());
+    EXPECT_EQ(Weights("part"), Weights(NameOf(full)));
+    EXPECT_EQ(Losses("part"), Losses(NameOf(full)));
   }
 
   std::string LogPath(const std::string& name, int rank) const {

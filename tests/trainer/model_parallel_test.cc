@@ -58,6 +58,13 @@ class ModelParallelTest : public testing::TrainRanksTest {
                   weight);
       EXPECT_LT(loss, kLossTol) << layout;
       EXPECT_LT(weight, kWeightTol) << layout;
+      // The global gradient norm (> 1 on every step here, so clipping acts on every update):
+      // every parameter counted once, whatever the layout.
+      const std::vector<double> norm = Logged(layout, "grad_norm"),
+                                want = Logged("single", "grad_norm");
+      ASSERT_EQ(norm.size(), want.size());
+      for (size_t i = 0; i < norm.size(); ++i)
+        EXPECT_NEAR(norm[i], want[i], kLossTol * want[i]) << layout << " step " << i + 1;
       json m = Metrics(layout);
       ParallelLayout l = *ParseLayout(layout);
       EXPECT_EQ(m["config"]["gbs"], kRows * kGas) << layout;

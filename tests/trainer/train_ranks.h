@@ -163,11 +163,13 @@ class TrainRanksTest : public ::testing::Test {
           << Log(name, static_cast<int>(r));
   }
 
-  std::vector<double> Losses(const std::string& name) const {
+  // A field of every log.jsonl record: "loss", "grad_norm".
+  std::vector<double> Logged(const std::string& name, const char* field = "loss") const {
     std::vector<double> out;
-    for (const nlohmann::json& r : ReadLog(dir_ + "/" + name)) out.push_back(r["loss"]);
+    for (const nlohmann::json& r : ReadLog(dir_ + "/" + name)) out.push_back(r[field]);
     return out;
   }
+  std::vector<double> Losses(const std::string& name) const { return Logged(name); }
   std::vector<float> Weights(const std::string& name) const {
     Result<ModelConfig> c = ReadCheckpointConfig(dir_ + "/" + name);
     EXPECT_TRUE(c.ok()) << c.status().message();

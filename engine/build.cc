@@ -56,17 +56,17 @@ Status CheckGpusFit(const Workspace& ws, const std::vector<std::string>& wanted)
     if (!seen.insert(name).second) continue;
     BM_ASSIGN_OR_RETURN(std::string text, ws.fs->ReadFile(ws.TargetFile(name, "params")));
     BM_ASSIGN_OR_RETURN(StepParams p, ParseStepParams(text));
-    if (p.gpus > config.gpus) {
+    // Slurm places its steps' GPUs, mpirun's hosts have their own.
+    if (p.gpus > config.gpus && UsesLocalGpus(p.placement)) {
       auto layout = p.params.find("layout");
-      errors.push_back(
-          fmt::format("target '{}' needs {} GPU(s){} but this machine has {} ([benchmake] gpus or "
-                      "$BENCHMAKE_GPUS set the count)",
-                      name, p.gpus,
-                      layout != p.params.end() && layout->is_string() &&
-                              !layout->get<std::string>().empty()
-                          ? " for layout " + layout->get<std::string>()
-                          : std::string(),
-                      config.gpus));
+      errors.push_back(fmt::format(
+          "target '{}' needs {} GPU(s){} but this machine has {} ([benchmake] gpus or "
+          "$BENCHMAKE_GPUS set the count)",
+          name, p.gpus,
+          layout != p.params.end() && layout->is_string() && !layout->get<std::string>().empty()
+              ? " for layout " + layout->get<std::string>()
+              : std::string(),
+          config.gpus));
     }
     todo.insert(todo.end(), p.upstream_targets.begin(), p.upstream_targets.end());
   }
@@ -95,7 +95,9 @@ Result<std::string> FindOnPath(const std::string& program) {
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   BM_ASSIGN_OR_RETURN(std::string ninja, FindOnPath("ninja"));
   BM_ASSIGN_OR_RETURN(FileLock lock, LockWorkspace(ws));
-  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  GenerateOptions generate;
+  generate.executor = options.executor;
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws, generate));
   Command cmd;
   cmd.argv = {ninja, "-f", "build.ninja"};
   cmd.cwd = ws.StateDir();

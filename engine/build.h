@@ -7,7 +7,8 @@
 // and -n pass through. kNotFound when ninja is not on PATH; kFailed when a
 // step failed (ninja has shown its log); kInvalidArgument, before anything
 // runs, when a target to build (or one it depends on) needs more GPUs than
-// the machine has (the message names each, its layout and the GPU count).
+// the machine has (the message names each, its layout and the GPU count;
+// steps whose GPUs Slurm or mpirun's hosts provide are not counted).
 #pragma once
 
 #include <map>
@@ -31,6 +32,9 @@ struct BuildOptions {
   // After ninja: take one more measurement of each of `targets` (engine/step.h,
   // step 6), still under the workspace lock. Precondition: targets not empty.
   bool remeasure = false;
+  // The executor for this build (--executor): "local" or "slurm" over the
+  // BENCHFILE's; "" keeps it (engine/placement.h).
+  std::string executor;
 };
 
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options);

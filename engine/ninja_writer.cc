@@ -40,7 +40,7 @@ std::string RenderNinja(const TargetGraph& graph, const NinjaOptions& options) {
     out += "\n  target = " + t.name + "\n";
     if (t.rule->streams_progress(t.params))
       out += "  pool = console\n";
-    else if (t.rule->gpus(t.params) > 0)
+    else if (t.rule->gpus(t.params) > 0 && !options.remote_gpus.count(t.name))
       out += "  pool = gpu\n";
   }
   return out;

@@ -255,6 +255,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
     StepParams& p = params[t.name] = BuildStepParams(graph, t, ws.OutRoot(), placement);
     if (t.rule->platform_dependent()) site_keys.insert(ProbeSiteOf(p.placement, p.gpus).Key());
     if (p.gpus > 0 && !UsesLocalGpus(p.placement)) ninja.remote_gpus.insert(t.name);
+    if (p.placement.executor == "slurm") ninja.slurm.insert(t.name);
     needs_gpus |= p.gpus > 0 && UsesLocalGpus(p.placement);
   }
   stamp.probe_sites.assign(site_keys.begin(), site_keys.end());

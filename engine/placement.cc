@@ -77,7 +77,7 @@ Status ApplySlurmSetting(SlurmOptions& o, std::string_view key, const json& valu
   if (key == "partition" || key == "account" || key == "time" || key == "steps") {
     if (!value.is_string()) return Wrong(key, "a string", value);
     const std::string v = value.get<std::string>();
-    if (key == "time" && !IsSlurmTime(v))
+    if (key == "time" && !v.empty() && !IsSlurmTime(v))
       return Errorf(ErrorCode::kInvalidArgument,
                     "time must be a Slurm time limit (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]), "
                     "not '{}'",

@@ -18,7 +18,6 @@ class LocalExecutor : public Executor {
   Status Prepare(StepContext& ctx) override {
     ctx.placement = placement_;
     if (gpus_ > 0 && UsesLocalGpus(placement_)) {
-      lease_ = GpuLease();  // a rerun gives the last lease back first
       BM_ASSIGN_OR_RETURN(lease_, AcquireGpus(gpus_, machine_gpus_, GpuLockDir(), console_));
       ctx.gpus = lease_.ids;
       ::setenv("CUDA_VISIBLE_DEVICES", lease_.VisibleDevices().c_str(), 1);

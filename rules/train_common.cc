@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "rules/launch/launcher.h"
+#include "trainer/dist/rank_env.h"
 #include "trainer/model/config.h"
 
 namespace bm::rules {
@@ -212,9 +213,13 @@ int TrainGpus(const json& p) { return p.value("device", "cpu") == "cuda" ? Train
 
 namespace {
 
-// One benchmake-train process: the single-rank run, exactly as before ranks,
-// where the step is placed (this machine, or a srun task).
+// One benchmake-train process: the single-rank run, where the step is placed
+// (this machine, or a srun task). It is told it is a world of one, so that
+// the variables of a Slurm allocation benchmake runs in (SLURM_PROCID,
+// SLURM_NTASKS of the whole job) do not make it wait for ranks that never come.
 Status RunOneProcess(Command cmd, engine::StepContext& ctx) {
+  cmd.env[train::dist::kEnvRank] = "0";
+  cmd.env[train::dist::kEnvWorldSize] = "1";
   cmd = engine::PlaceCommand(ctx.placement, std::move(cmd), TrainGpus(ctx.params));
   if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
   BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));

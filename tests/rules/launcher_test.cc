@@ -158,12 +158,17 @@ TEST_F(LauncherTest, AllRanksSucceedMetricsComeFromRankZero) {
   EXPECT_NE(rule_log_.str().find("4 ranks (local launcher"), std::string::npos) << rule_log_.str();
 }
 
-TEST_F(LauncherTest, OneProcessForAWorldOfOneWithNoRankVariables) {
+// A world of one is told so, whatever a Slurm allocation around benchmake says.
+TEST_F(LauncherTest, OneProcessForAWorldOfOne) {
   ::setenv("FAKE_TRAINER_ENV_DIR", root_.c_str(), 1);
+  ::setenv("SLURM_PROCID", "0", 1);
+  ::setenv("SLURM_NTASKS", "8", 1);
   engine::StepContext ctx = Context("TP1PP1DP1");
   Result<engine::StepResult> r = RunTrainer(TrainKind::kPretrain, ctx);
+  ::unsetenv("SLURM_PROCID");
+  ::unsetenv("SLURM_NTASKS");
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(RankEnv(root_, 0), "OMP_WAIT_POLICY=passive\n");
+  EXPECT_EQ(RankEnv(root_, 0), "OMP_WAIT_POLICY=passive\nRANK=0\nWORLD_SIZE=1\n");
   EXPECT_EQ(json::parse(ReadText(root_ / "work/run.json"))["threads"], 0);
   EXPECT_FALSE(fs::exists(root_ / "work/rendezvous"));
 }

@@ -13,8 +13,6 @@ class LocalExecutor : public Executor {
   LocalExecutor(const Placement& placement, int gpus, int machine_gpus, std::ostream* console)
       : placement_(placement), gpus_(gpus), machine_gpus_(machine_gpus), console_(console) {}
 
-  std::string_view name() const override { return "local"; }
-
   Status Prepare(StepContext& ctx) override {
     ctx.placement = placement_;
     if (gpus_ > 0 && UsesLocalGpus(placement_)) {
@@ -37,8 +35,6 @@ class LocalExecutor : public Executor {
 class SlurmExecutor : public Executor {
  public:
   SlurmExecutor(const Workspace& ws, const Placement& placement) : ws_(ws), placement_(placement) {}
-
-  std::string_view name() const override { return "slurm"; }
 
   Status Prepare(StepContext& ctx) override {
     ctx.placement = placement_;

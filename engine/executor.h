@@ -40,14 +40,12 @@ class Executor {
  public:
   virtual ~Executor() = default;
 
-  virtual std::string_view name() const = 0;
-
   // Readies `ctx` for one run of the rule: its placement (under Slurm with a
   // fresh job name) and its GPUs. Errors: the GPUs cannot be had.
   virtual Status Prepare(StepContext& ctx) = 0;
 
   // After the rule failed: what the executor can add (what Slurm said about
-  // the run's job), given the step log's text.
+  // the run's job), given what the run wrote into the step log.
   virtual ExecutorVerdict Explain(const StepContext& ctx, std::string_view log_text) = 0;
 
   // How many times a retryable failure is run again.

@@ -221,10 +221,11 @@ class Stepper {
     BM_TRY(fs_.MakeDirs(ws_.StateDir() + "/log"));
     ctx.log_path = ws_.LogOf(target_);
     // A rerun after a retryable failure keeps that run's log before its own.
+    size_t log_start = 0;  // where this run's output begins
     if (attempt == 0)
       BM_TRY(fs_.WriteFileAtomic(ctx.log_path, "", false, /*durable=*/false));
     else
-      (void)AppendRuleLog(ctx.log_path, retry_note_);
+      log_start = AppendRuleLog(ctx.log_path, retry_note_).size();
     BM_TRY(executor.Prepare(ctx));
 
     // The rule's own messages go to the log; commands append to the same file.
@@ -235,7 +236,8 @@ class Stepper {
     double seconds = Since(start);
     std::string log_text = AppendRuleLog(ctx.log_path, rule_log.str());
     if (!result.ok()) {
-      *verdict = executor.Explain(ctx, log_text);
+      *verdict = executor.Explain(
+          ctx, std::string_view(log_text).substr(std::min(log_start, log_text.size())));
       if (!verdict->retryable || attempt >= executor.retries()) ShowFailure(log_text);
       (void)fs_.RemoveAll(scratch);
       Status failed = result.status();

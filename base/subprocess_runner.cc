@@ -130,25 +130,11 @@ std::vector<std::string> MergedEnvironment(const std::map<std::string, std::stri
   return env;
 }
 
-// argv[0] on PATH (as execvp would find it), or argv[0] itself.
-std::string ResolveProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "/usr/bin:/bin";
-  while (!rest.empty()) {
-    size_t colon = rest.find(':');
-    std::string dir(rest.substr(0, colon));
-    rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon + 1);
-    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return program;
-}
-
 std::unique_ptr<PreparedExec> PrepareExec(const Command& cmd) {
   if (cmd.on_interrupt.empty()) return nullptr;
   auto p = std::make_unique<PreparedExec>();
-  p->path = ResolveProgram(cmd.on_interrupt[0]);
+  Result<std::string> path = FindOnPath(cmd.on_interrupt[0]);
+  p->path = path.ok() ? *path : cmd.on_interrupt[0];  // execve then fails: nothing to cancel
   p->args = cmd.on_interrupt;
   p->env = MergedEnvironment(cmd.env);
   for (std::string& a : p->args) p->argv.push_back(a.data());
@@ -384,6 +370,20 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
 }
 
 }  // namespace
+
+Result<std::string> FindOnPath(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/bin:/bin";
+  while (!rest.empty()) {
+    size_t colon = rest.find(':');
+    std::string dir(rest.substr(0, colon));
+    rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon + 1);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return Errorf(ErrorCode::kNotFound, "'{}' is not on PATH", program);
+}
 
 Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   std::vector<std::unique_ptr<Child>> children;

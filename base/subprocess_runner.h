@@ -22,6 +22,9 @@
 
 namespace bm {
 
+// The absolute path of `program` on $PATH (as execvp finds it), or kNotFound.
+Result<std::string> FindOnPath(const std::string& program);
+
 class SubprocessRunner : public CommandRunner {
  public:
   Result<CommandResult> Run(const Command& command) override;

@@ -50,7 +50,4 @@ struct InProcessSummary {
 // more GPUs than the machine has). For tests: the outcome of each target.
 Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options = {});
 
-// Absolute path of `program` on $PATH, or kNotFound.
-Result<std::string> FindOnPath(const std::string& program);
-
 }  // namespace bm::engine

@@ -82,13 +82,21 @@ std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec) {
   return env;
 }
 
-LaunchResult RanksOfOneCommand(const LaunchSpec& spec, const CommandResult& result,
-                               const std::vector<std::pair<int, CommandResult>>& parsed) {
+Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
+                                          const LaunchSpec& spec, const Command& cmd,
+                                          RankEndParser parse) {
+  BM_ASSIGN_OR_RETURN(FileInfo before, fs.Stat(spec.log_path));
+  BM_ASSIGN_OR_RETURN(CommandResult ended, runner.Run(cmd));
   LaunchResult r;
+  r.command = cmd.argv;
   for (int rank = 0; rank < spec.world_size; ++rank)
     r.ranks.push_back({rank, CommandResult{}, RankLogPath(spec, rank)});
-  if (result.success()) return r;
-  for (const auto& [rank, how] : parsed) {
+  if (ended.success()) return r;
+  std::vector<std::pair<int, CommandResult>> ends;
+  Result<std::string> log = fs.ReadFile(spec.log_path);  // what this command added
+  if (log.ok() && log->size() >= before.size)
+    ends = parse(std::string_view(*log).substr(before.size));
+  for (const auto& [rank, how] : ends) {
     if (rank < 0 || rank >= spec.world_size) continue;
     RankOutcome& o = r.ranks[static_cast<size_t>(rank)];
     if (!o.result.success()) continue;  // named twice: the first word stands
@@ -100,7 +108,7 @@ LaunchResult RanksOfOneCommand(const LaunchSpec& spec, const CommandResult& resu
   }
   if (r.first_failure < 0) {
     r.first_failure = 0;
-    r.ranks[0].result = result;
+    r.ranks[0].result = ended;
     r.ranks[0].result.stopped = false;
   }
   return r;

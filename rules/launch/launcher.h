@@ -105,13 +105,17 @@ std::vector<std::string> RankLogWrapper(const LaunchSpec& spec, std::string_view
 // variables (rank_env.h) whatever benchmake inherited.
 std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec);
 
-// A run of ranks that ended as one command (srun, mpirun) ended: every rank
-// succeeded when `result` did; otherwise each rank's outcome as `parsed`
-// (rank → how it ended; the first entry failed first) says, the ranks it does
-// not name stopped, and rank 0 failed first when it names none (the
-// launcher's own failure: the step log says why).
-LaunchResult RanksOfOneCommand(const LaunchSpec& spec, const CommandResult& result,
-                               const std::vector<std::pair<int, CommandResult>>& parsed);
+// Runs `cmd`, the one command that runs every rank (srun, mpirun), and makes
+// its end the ranks': all succeeded when it did; otherwise `parse` reads what
+// the command added to the step log (spec.log_path) into (rank, how it ended)
+// pairs, the first of which failed first: the ranks named after it were
+// stopped, those not named succeeded, and rank 0 failed first when none is
+// named (the launcher's own failure; the step log says why).
+// LaunchResult::command is `cmd.argv`.
+using RankEndParser = std::vector<std::pair<int, CommandResult>> (*)(std::string_view log);
+Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
+                                          const LaunchSpec& spec, const Command& cmd,
+                                          RankEndParser parse);
 
 // How a rank ended, for people: "exited with status 1", "was killed by signal
 // 9 (SIGKILL)", "timed out (...)", "was stopped after rank 2 failed: killed by

@@ -43,16 +43,7 @@ Result<LaunchResult> MpirunLauncher::Launch(const LaunchSpec& spec) {
   cmd.cwd = spec.cwd;
   cmd.log_path = spec.log_path;
   cmd.echo_to_terminal = spec.echo_rank0;
-  BM_ASSIGN_OR_RETURN(FileInfo before, fs_.Stat(spec.log_path));
-  BM_ASSIGN_OR_RETURN(CommandResult r, runner_.Run(cmd));
-  std::vector<std::pair<int, CommandResult>> ends;
-  if (!r.success()) {
-    Result<std::string> log = fs_.ReadFile(spec.log_path);  // what this mpirun added
-    if (log.ok() && log->size() >= before.size) ends = ParseMpirunReport(log->substr(before.size));
-  }
-  LaunchResult result = RanksOfOneCommand(spec, r, ends);
-  result.command = cmd.argv;
-  return result;
+  return RunRanksAsOneCommand(runner_, fs_, spec, cmd, &ParseMpirunReport);
 }
 
 }  // namespace bm::launch

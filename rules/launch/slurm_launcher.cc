@@ -76,16 +76,7 @@ Result<LaunchResult> SlurmLauncher::Launch(const LaunchSpec& spec) {
   cmd.log_path = spec.log_path;
   cmd.echo_to_terminal = spec.echo_rank0;
   cmd = engine::SrunCommand(options_, job_name_, shape, std::move(cmd));
-  BM_ASSIGN_OR_RETURN(FileInfo before, fs_.Stat(spec.log_path));
-  BM_ASSIGN_OR_RETURN(CommandResult r, runner_.Run(cmd));
-  std::vector<std::pair<int, CommandResult>> ends;
-  if (!r.success()) {
-    Result<std::string> log = fs_.ReadFile(spec.log_path);  // what this srun added
-    if (log.ok() && log->size() >= before.size) ends = ParseSrunTaskEnds(log->substr(before.size));
-  }
-  LaunchResult result = RanksOfOneCommand(spec, r, ends);
-  result.command = cmd.argv;
-  return result;
+  return RunRanksAsOneCommand(runner_, fs_, spec, cmd, &ParseSrunTaskEnds);
 }
 
 }  // namespace bm::launch

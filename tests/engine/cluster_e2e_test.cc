@@ -257,13 +257,22 @@ class ClusterE2eTest : public ::testing::Test {
     return Losses(ws);
   }
 
-  // Action records in the workspace's cache: a failed step adds none.
-  static int ActionRecords(const fs::path& ws) {
-    int n = 0;
+  // A workspace of kSleepy's one step with a time limit of `time` minutes.
+  fs::path Sleepy(const std::string& time) {
+    fs::path ws = root_ / "sleepy";
+    WriteText(ws / "BENCHFILE.toml", std::regex_replace(kSleepy, std::regex("@TIME@"), time));
+    return ws;
+  }
+
+  // The failed step left no output, no stamp and no action record.
+  static void ExpectNothingCached(const fs::path& ws) {
+    EXPECT_FALSE(fs::exists(ws / "out/sleepy"));
+    EXPECT_FALSE(fs::exists(ws / ".benchmake/t/sleepy.out"));
+    int records = 0;
     std::error_code ec;
     for (auto& p : fs::recursive_directory_iterator(ws / "cache/ac", ec))
-      n += p.is_regular_file() ? 1 : 0;
-    return n;
+      records += p.is_regular_file() ? 1 : 0;
+    EXPECT_EQ(records, 0);
   }
 
   std::string binary_;
@@ -318,8 +327,7 @@ TEST_F(ClusterE2eTest, StepsAndTwoRankTrainingRunThroughSlurmAndARerunDoesNothin
 // scancel of a running job fails its step naming CANCELLED; nothing is cached.
 TEST_F(ClusterE2eTest, AJobCancelledWithScancelFailsItsStep) {
   START_SLURM_OR_SKIP();
-  fs::path ws = root_ / "sleepy";
-  WriteText(ws / "BENCHFILE.toml", std::regex_replace(kSleepy, std::regex("@TIME@"), "5"));
+  const fs::path ws = Sleepy("5");
   StartBuild(ws);
   const std::string id = WaitRunning("sleepy");
   ASSERT_FALSE(id.empty()) << ReadText(ws / "output.txt") << cluster_->Logs();
@@ -329,16 +337,13 @@ TEST_F(ClusterE2eTest, AJobCancelledWithScancelFailsItsStep) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << out;
   EXPECT_NE(out.find("sleepy failed: Slurm job " + id + " ended CANCELLED"), std::string::npos)
       << out;
-  EXPECT_FALSE(fs::exists(ws / "out/sleepy"));
-  EXPECT_FALSE(fs::exists(ws / ".benchmake/t/sleepy.out"));
-  EXPECT_EQ(ActionRecords(ws), 0);
+  ExpectNothingCached(ws);
 }
 
 // Ctrl-C on `benchmake build` cancels the Slurm job of the running step.
 TEST_F(ClusterE2eTest, CtrlCCancelsTheJob) {
   START_SLURM_OR_SKIP();
-  fs::path ws = root_ / "sleepy";
-  WriteText(ws / "BENCHFILE.toml", std::regex_replace(kSleepy, std::regex("@TIME@"), "5"));
+  const fs::path ws = Sleepy("5");
   StartBuild(ws);
   ASSERT_FALSE(WaitRunning("sleepy").empty()) << ReadText(ws / "output.txt") << cluster_->Logs();
   ::kill(-build_, SIGINT);  // the terminal's Ctrl-C: the whole foreground group
@@ -348,15 +353,13 @@ TEST_F(ClusterE2eTest, CtrlCCancelsTheJob) {
   while (JobStates("sleepy") != std::vector<std::string>{"CANCELLED"} && SecondsSince(start) < 10)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(JobStates("sleepy"), std::vector<std::string>{"CANCELLED"});
-  EXPECT_FALSE(fs::exists(ws / "out/sleepy"));
-  EXPECT_EQ(ActionRecords(ws), 0);
+  ExpectNothingCached(ws);
 }
 
 // A step past its time limit (one minute: Slurm's unit) fails naming TIMEOUT.
 TEST_F(ClusterE2eTest, AStepPastItsTimeLimitFailsNamingTimeout) {
   START_SLURM_OR_SKIP();
-  fs::path ws = root_ / "sleepy";
-  WriteText(ws / "BENCHFILE.toml", std::regex_replace(kSleepy, std::regex("@TIME@"), "1"));
+  const fs::path ws = Sleepy("1");
   auto start = Clock::now();
   Run r = Benchmake(ws, "build");
   std::printf("a 1-minute job was ended after %.1f s\n", SecondsSince(start));
@@ -364,8 +367,7 @@ TEST_F(ClusterE2eTest, AStepPastItsTimeLimitFailsNamingTimeout) {
   EXPECT_TRUE(std::regex_search(
       r.output, std::regex("sleepy failed: Slurm job \\d+ ended TIMEOUT \\(TimeLimit\\)")))
       << r.output;
-  EXPECT_FALSE(fs::exists(ws / "out/sleepy"));
-  EXPECT_EQ(ActionRecords(ws), 0);
+  ExpectNothingCached(ws);
 }
 
 // A training job preempted after a checkpoint (a job in partition "urgent"

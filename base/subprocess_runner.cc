@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -29,6 +31,15 @@ using Clock = std::chrono::steady_clock;
 // runs; it just misses the forwarded signal.
 constexpr int kMaxForwarded = 256;
 std::atomic<pid_t> g_groups[kMaxForwarded];
+
+// A Command::on_interrupt made ready for execve in a signal handler: every
+// string and pointer array built before, nothing allocated after.
+struct PreparedExec {
+  std::string path;
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+};
+std::atomic<const PreparedExec*> g_cancels[kMaxForwarded];
 std::mutex g_forward_mu;
 int g_forward_users = 0;  // guarded by g_forward_mu
 struct sigaction g_old_int {};
@@ -38,6 +49,20 @@ void ForwardSignal(int sig) {
   for (std::atomic<pid_t>& group : g_groups) {
     pid_t g = group.load();
     if (g > 0) ::kill(-g, sig);
+  }
+  // Then the cancellations (scancel ...), each waited for: what they cancel
+  // outlives us otherwise. fork, execve, waitpid and _exit are async-signal-safe.
+  for (std::atomic<const PreparedExec*>& slot : g_cancels) {
+    const PreparedExec* c = slot.load();
+    if (c == nullptr) continue;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execve(c->path.c_str(), c->argv.data(), c->envp.data());
+      ::_exit(127);
+    }
+    int wstatus = 0;
+    while (pid > 0 && ::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
   }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -58,6 +83,7 @@ class ForwardingScope {
   }
   ~ForwardingScope() {
     for (std::atomic<pid_t>* slot : slots_) slot->store(0);
+    for (std::atomic<const PreparedExec*>* slot : cancel_slots_) slot->store(nullptr);
     std::lock_guard lock(g_forward_mu);
     if (--g_forward_users > 0) return;
     ::sigaction(SIGINT, &g_old_int, nullptr);
@@ -75,9 +101,21 @@ class ForwardingScope {
       }
     }
   }
+  // `cancel` (kept alive by the caller for the scope's life) runs when a
+  // signal is forwarded.
+  void AddCancel(const PreparedExec* cancel) {
+    for (std::atomic<const PreparedExec*>& slot : g_cancels) {
+      const PreparedExec* free = nullptr;
+      if (slot.compare_exchange_strong(free, cancel)) {
+        cancel_slots_.push_back(&slot);
+        return;
+      }
+    }
+  }
 
  private:
   std::vector<std::atomic<pid_t>*> slots_;
+  std::vector<std::atomic<const PreparedExec*>*> cancel_slots_;
 };
 
 std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
@@ -90,6 +128,20 @@ std::vector<std::string> MergedEnvironment(const std::map<std::string, std::stri
   }
   for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
   return env;
+}
+
+std::unique_ptr<PreparedExec> PrepareExec(const Command& cmd) {
+  if (cmd.on_interrupt.empty()) return nullptr;
+  auto p = std::make_unique<PreparedExec>();
+  Result<std::string> path = FindOnPath(cmd.on_interrupt[0]);
+  p->path = path.ok() ? *path : cmd.on_interrupt[0];  // execve then fails: nothing to cancel
+  p->args = cmd.on_interrupt;
+  p->env = MergedEnvironment(cmd.env);
+  for (std::string& a : p->args) p->argv.push_back(a.data());
+  p->argv.push_back(nullptr);
+  for (std::string& e : p->env) p->envp.push_back(e.data());
+  p->envp.push_back(nullptr);
+  return p;
 }
 
 double SecondsSince(Clock::time_point start) {
@@ -319,12 +371,28 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
 
 }  // namespace
 
+Result<std::string> FindOnPath(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/bin:/bin";
+  while (!rest.empty()) {
+    size_t colon = rest.find(':');
+    std::string dir(rest.substr(0, colon));
+    rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon + 1);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return Errorf(ErrorCode::kNotFound, "'{}' is not on PATH", program);
+}
+
 Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   std::vector<std::unique_ptr<Child>> children;
   children.push_back(std::make_unique<Child>());
+  std::unique_ptr<PreparedExec> cancel = PrepareExec(cmd);  // outlives `forwarding`
   ForwardingScope forwarding;
   BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
   forwarding.Add(children[0]->pid);
+  if (cancel) forwarding.AddCancel(cancel.get());
   Supervise(children, /*group=*/false, /*grace=*/5);
   return children[0]->Result();
 }
@@ -332,7 +400,11 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
 Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& commands,
                                                const GroupOptions& options) {
   std::vector<std::unique_ptr<Child>> children;
+  std::vector<std::unique_ptr<PreparedExec>> cancels;  // outlive `forwarding`
+  for (const Command& cmd : commands)
+    if (std::unique_ptr<PreparedExec> c = PrepareExec(cmd)) cancels.push_back(std::move(c));
   ForwardingScope forwarding;
+  for (const std::unique_ptr<PreparedExec>& c : cancels) forwarding.AddCancel(c.get());
   for (const Command& cmd : commands) {
     children.push_back(std::make_unique<Child>());
     Status started = Spawn(cmd, /*die_with_parent=*/true, children.back().get());

@@ -3,8 +3,9 @@
 // Each child runs in its own process group; a timeout sends SIGTERM to the
 // group, then SIGKILL after 5 s (RunGroup: after GroupOptions::grace_seconds).
 // While commands run, SIGINT and SIGTERM sent to benchmake are forwarded to
-// their groups. Output: appended to Command::log_path (stdout and stderr
-// together), copied to our stderr as well when echo_to_terminal; with no
+// their groups, and then each running command's Command::on_interrupt is run
+// and waited for, before benchmake dies of the signal. Output: appended to Command::log_path
+// (stdout and stderr together), copied to our stderr as well when echo_to_terminal; with no
 // log_path the child inherits our stdio. A program that cannot be started
 // (exec failed) is a kNotFound/kIo Status.
 //
@@ -20,6 +21,9 @@
 #include "base/command_runner.h"
 
 namespace bm {
+
+// The absolute path of `program` on $PATH (as execvp finds it), or kNotFound.
+Result<std::string> FindOnPath(const std::string& program);
 
 class SubprocessRunner : public CommandRunner {
  public:

@@ -48,6 +48,20 @@ Status ParseSettings(const std::string& file, const toml::table& t, Settings* se
       if (!node.is_integer())
         return LocatedError(loc, fmt::format("[benchmake] {} must be an integer", k));
       (k == "jobs" ? settings->jobs : settings->gpus) = static_cast<int>(node.as_integer()->get());
+    } else if (IsPlacementSetting(k)) {
+      Status s = ApplyPlacementSetting(settings->placement, k, ToJson(node));
+      if (!s.ok()) return LocatedError(loc, "[benchmake] " + s.message());
+    } else if (k == "slurm" || k == "mpirun") {
+      if (!node.is_table())
+        return LocatedError(loc, fmt::format("[benchmake.{}] must be a table", k));
+      for (const auto& [skey, snode] : *node.as_table()) {
+        Status s = k == "slurm"
+                       ? ApplySlurmSetting(settings->placement.slurm, skey.str(), ToJson(snode),
+                                           /*workspace=*/true)
+                       : ApplyMpirunSetting(settings->placement.mpirun, skey.str(), ToJson(snode));
+        if (!s.ok())
+          return LocatedError(Loc(file, skey.source()), "[benchmake." + k + "] " + s.message());
+      }
     } else if (k == "cache") {
       if (!node.is_table()) return LocatedError(loc, "[benchmake.cache] must be a table");
       for (const auto& [ckey, cnode] : *node.as_table()) {
@@ -59,8 +73,9 @@ Status ParseSettings(const std::string& file, const toml::table& t, Settings* se
     } else {
       return LocatedError(
           Loc(file, key.source()),
-          fmt::format("unknown setting '{}' in [benchmake] (known: cache_dir, jobs, "
-                      "gpus, and the table [benchmake.cache])",
+          fmt::format("unknown setting '{}' in [benchmake] (known: cache_dir, jobs, gpus, "
+                      "executor, launcher, and the tables [benchmake.cache], [benchmake.slurm], "
+                      "[benchmake.mpirun])",
                       k));
     }
   }

@@ -3,8 +3,10 @@
 // sees toml++ is benchfile.cc. Validation against rules: target_graph.h.
 //
 // Format (docs/BENCHFILE.md):
-//   [benchmake]            workspace settings: cache_dir, jobs, gpus
+//   [benchmake]            workspace settings: cache_dir, jobs, gpus, executor, launcher
 //   [benchmake.cache]      the remote cache (cache/remote/remote_config.h)
+//   [benchmake.slurm]      the Slurm executor's settings (engine/placement.h)
+//   [benchmake.mpirun]     the mpirun launcher's settings (engine/placement.h)
 //   [target.NAME]          rule = "exec", then the rule's parameters
 //   any other top-level table is kept in Benchfile::extra for other modules
 //   (e.g. [report]).
@@ -20,6 +22,7 @@
 
 #include "base/result.h"
 #include "cache/remote/remote_config.h"
+#include "engine/placement.h"
 
 namespace bm::engine {
 
@@ -54,6 +57,7 @@ struct Settings {
   int jobs = 0;                // 0 = ninja's default
   int gpus = -1;               // -1 = detect
   cache::RemoteConfig remote;  // [benchmake.cache]
+  Placement placement;         // executor, launcher, [benchmake.slurm], [benchmake.mpirun]
 };
 
 struct Benchfile {

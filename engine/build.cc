@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "base/file_lock.h"
+#include "base/nearest_name.h"
+#include "base/subprocess_runner.h"
 #include "base/terminal.h"
 #include "cache/run_health.h"
 #include "engine/generate.h"
@@ -44,27 +46,17 @@ Result<FileLock> LockWorkspace(const Workspace& ws) {
 
 }  // namespace
 
-Result<std::string> FindOnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "/usr/bin:/bin";
-  while (!rest.empty()) {
-    size_t colon = rest.find(':');
-    std::string dir(rest.substr(0, colon));
-    rest.remove_prefix(colon == std::string_view::npos ? rest.size() : colon + 1);
-    if (dir.empty()) dir.assign(1, '.');
-    std::string candidate = fmt::format("{}/{}", dir, program);
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return Errorf(ErrorCode::kNotFound,
-                "'{}' is not on PATH; install it (Debian: apt-get install ninja-build)", program);
-}
-
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
-  BM_ASSIGN_OR_RETURN(std::string ninja, FindOnPath("ninja"));
+  Result<std::string> ninja = FindOnPath("ninja");
+  if (!ninja.ok())
+    return Errorf(ErrorCode::kNotFound, "{}; install it (Debian: apt-get install ninja-build)",
+                  ninja.status().message());
   BM_ASSIGN_OR_RETURN(FileLock lock, LockWorkspace(ws));
-  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  GenerateOptions generate;
+  generate.executor = options.executor;
+  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws, generate));
   Command cmd;
-  cmd.argv = {ninja, "-f", "build.ninja"};
+  cmd.argv = {*ninja, "-f", "build.ninja"};
   cmd.cwd = ws.StateDir();
   int jobs = options.jobs > 0 ? options.jobs : gen.jobs;
   if (jobs > 0) {

@@ -8,7 +8,8 @@
 // and -n pass through. kNotFound when ninja is not on PATH; kFailed when a
 // step failed (ninja has shown its log); kInvalidArgument, before anything
 // runs, when a target to build (or one it depends on) cannot run here: it
-// needs more GPUs than the machine has, or what its rule lacks (engine/plan.h).
+// needs more GPUs than the machine has (steps whose GPUs Slurm or mpirun's
+// hosts provide are not counted), or what its rule lacks (engine/plan.h).
 #pragma once
 
 #include <map>
@@ -32,6 +33,9 @@ struct BuildOptions {
   // After ninja: take one more measurement of each of `targets` (engine/step.h,
   // step 6), still under the workspace lock. Precondition: targets not empty.
   bool remeasure = false;
+  // The executor for this build (--executor): "local" or "slurm" over the
+  // BENCHFILE's; "" keeps it (engine/placement.h).
+  std::string executor;
 };
 
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options);
@@ -47,8 +51,5 @@ struct InProcessSummary {
 // failure. For tests: the outcome of each target.
 Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options = {},
                                         const std::vector<std::string>& targets = {});
-
-// Absolute path of `program` on $PATH, or kNotFound.
-Result<std::string> FindOnPath(const std::string& program);
 
 }  // namespace bm::engine

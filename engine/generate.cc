@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "base/stat_cache.h"
@@ -28,19 +29,22 @@ StatSig SigOf(const FileInfo& i) { return {i.size, i.mtime_ns, i.inode}; }
 struct Stamp {
   StatSig benchfile, exe;
   std::string env, platform = "-", ninja;
+  std::vector<std::string> probe_sites;  // ProbeSite::Key() of every site probed
   int jobs = 0;
   std::vector<std::pair<std::string, StatSig>> sources;
   std::vector<std::string> targets;                                    // dependencies first
   std::map<std::string, std::pair<std::string, std::string>> digests;  // name → (spec, params)
 };
 
-std::string EnvDigest() {
+// `executor`: the executor the build was asked for (--executor), or "".
+std::string EnvDigest(const std::string& executor) {
   Hasher h;
   for (const char* name : {"BENCHMAKE_PLATFORM", "BENCHMAKE_CACHE_DIR", "XDG_CACHE_HOME", "HOME",
-                           "BENCHMAKE_GPUS", "BENCHMAKE_REMOTE"}) {
+                           "BENCHMAKE_GPUS", "BENCHMAKE_REMOTE", "BENCHMAKE_EXECUTOR"}) {
     const char* v = std::getenv(name);
     h.Field(name, v ? v : "\x01unset");
   }
+  h.Field("executor", executor);
   return h.Finish().Hex();
 }
 
@@ -51,6 +55,7 @@ std::string SerializeStamp(const Stamp& s) {
   out += "exe " + sig(s.exe) + "\n";
   out += "env " + s.env + "\nplatform " + s.platform + "\nninja " + s.ninja + "\n";
   out += fmt::format("jobs {}\n", s.jobs);
+  for (const std::string& site : s.probe_sites) out += "probe " + site + "\n";
   for (const auto& [path, g] : s.sources) out += "source " + sig(g) + " " + path + "\n";
   for (const std::string& t : s.targets) {
     const auto& d = s.digests.at(t);
@@ -81,7 +86,12 @@ std::optional<Stamp> ParseStamp(std::string_view text) {
       ok = static_cast<bool>(in >> s.ninja);
     else if (kind == "jobs")
       ok = static_cast<bool>(in >> s.jobs);
-    else if (kind == "source") {
+    else if (kind == "probe") {
+      std::string site;
+      in.get();
+      ok = static_cast<bool>(std::getline(in, site));
+      s.probe_sites.push_back(site);
+    } else if (kind == "source") {
       StatSig g;
       std::string path;
       ok = read_sig(&g);
@@ -131,6 +141,40 @@ std::string TargetsNeedingPlatform(const TargetGraph& g) {
   return names;
 }
 
+// The facts of every site, keyed by ProbeSite::Key(); those already in
+// `probed` are not probed again.
+Result<nlohmann::json> ProbeSites(const Workspace& ws, const std::vector<std::string>& sites,
+                                  const std::string& needed_by,
+                                  const std::optional<nlohmann::json>& probed) {
+  nlohmann::json facts = nlohmann::json::object();
+  for (const std::string& key : sites) {
+    if (probed && probed->contains(key)) {
+      facts[key] = (*probed)[key];
+      continue;
+    }
+    BM_ASSIGN_OR_RETURN(ProbeSite site, ProbeSite::FromKey(key));
+    BM_ASSIGN_OR_RETURN(facts[key], ProbePlatform(*ws.fs, *ws.runner, ws.tools_dir,
+                                                  ws.StateDir() + "/tmp", needed_by, site));
+  }
+  return facts;
+}
+
+// The workspace's placement as the steps see it: the executor the build asks
+// for (--executor, else $BENCHMAKE_EXECUTOR) over the BENCHFILE's, the
+// hostfile relative to the workspace.
+Result<Placement> WorkspacePlacement(const Workspace& ws, const TargetGraph& graph,
+                                     const std::string& executor) {
+  Placement p = graph.settings.placement;
+  std::string wanted = executor;
+  if (const char* env = std::getenv("BENCHMAKE_EXECUTOR"); wanted.empty() && env && *env)
+    wanted = env;
+  if (!wanted.empty())
+    BM_TRY(ApplyPlacementSetting(p, "executor", wanted)
+               .WithContext(executor.empty() ? "BENCHMAKE_EXECUTOR" : "--executor"));
+  if (!p.mpirun.hostfile.empty()) p.mpirun.hostfile = JoinPath(ws.root, p.mpirun.hostfile);
+  return p;
+}
+
 // `probed` keeps the platform facts when this check had to probe, so that a
 // build probes at most once.
 Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env,
@@ -147,13 +191,24 @@ Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::s
     if (!(now == sig)) return false;
   }
   if (stamp.platform != "-") {
-    Result<nlohmann::json> facts = ProbePlatform(fs, *ws.runner, ws.tools_dir,
-                                                 ws.StateDir() + "/tmp", "(from the last build)");
+    Result<nlohmann::json> facts =
+        ProbeSites(ws, stamp.probe_sites, "(from the last build)", std::nullopt);
     if (!facts.ok()) return false;  // the slow path reports why
     *probed = *facts;
     if (DigestOf(facts->dump()).Hex() != stamp.platform) return false;
   }
   return true;
+}
+
+// The platform facts in a platform-dependent target's key: those of the site
+// it runs at; under Slurm also how many of its ranks share a node (its
+// measurement spans that many nodes fewer or more).
+nlohmann::json PlatformOf(const Target& t, const StepParams& p, const nlohmann::json& facts) {
+  if (!t.rule->platform_dependent()) return nlohmann::json::object();
+  nlohmann::json f = facts.value(ProbeSiteOf(p.placement, p.gpus).Key(), nlohmann::json::object());
+  if (p.placement.executor == "slurm" && t.rule->ranks(t.params) > 1)
+    f["slurm_ranks_per_node"] = p.placement.slurm.ranks_per_node;
+  return f;
 }
 
 }  // namespace
@@ -165,7 +220,7 @@ Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws) {
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options) {
   Filesystem& fs = *ws.fs;
   std::string stamp_path = ws.StateDir() + "/generated";
-  std::string env = EnvDigest();
+  std::string env = EnvDigest(options.executor);
   std::optional<Stamp> old;
   if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);
 
@@ -190,18 +245,27 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   stamp.env = env;
   stamp.jobs = graph.settings.jobs;
 
-  nlohmann::json platform = nlohmann::json::object();
-  if (graph.AnyPlatformDependent() && probed) {
-    platform = *probed;
-  } else if (graph.AnyPlatformDependent()) {
-    BM_ASSIGN_OR_RETURN(platform,
-                        ProbePlatform(fs, *ws.runner, ws.tools_dir, ws.StateDir() + "/tmp",
-                                      TargetsNeedingPlatform(graph)));
+  // Where each step runs, and so where its platform is probed (platform.h).
+  BM_ASSIGN_OR_RETURN(Placement placement, WorkspacePlacement(ws, graph, options.executor));
+  std::map<std::string, StepParams> params;
+  std::set<std::string> site_keys;
+  NinjaOptions ninja;
+  bool needs_gpus = false;
+  for (const Target& t : graph.targets) {
+    StepParams& p = params[t.name] = BuildStepParams(graph, t, ws.OutRoot(), placement);
+    if (t.rule->platform_dependent()) site_keys.insert(ProbeSiteOf(p.placement, p.gpus).Key());
+    if (p.gpus > 0 && !UsesLocalGpus(p.placement)) ninja.remote_gpus.insert(t.name);
+    if (p.placement.executor == "slurm") ninja.slurm.insert(t.name);
+    needs_gpus |= p.gpus > 0 && UsesLocalGpus(p.placement);
   }
-  if (graph.AnyPlatformDependent()) {
-    stamp.platform = DigestOf(platform.dump()).Hex();
+  stamp.probe_sites.assign(site_keys.begin(), site_keys.end());
+  nlohmann::json facts = nlohmann::json::object();  // by site
+  if (!stamp.probe_sites.empty()) {
+    BM_ASSIGN_OR_RETURN(facts,
+                        ProbeSites(ws, stamp.probe_sites, TargetsNeedingPlatform(graph), probed));
+    stamp.platform = DigestOf(facts.dump()).Hex();
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/platform",
-                              "benchmake-platform 1\n" + platform.dump(1) + "\n")
+                              "benchmake-platform 2\n" + facts.dump(1) + "\n")
                .status());
   }
 
@@ -209,10 +273,9 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   config.cache_dir = graph.settings.cache_dir.empty() ? cache::DefaultCacheDir()
                                                       : JoinPath(ws.root, graph.settings.cache_dir);
   config.remote = graph.settings.remote;
-  bool needs_gpus = false;
-  for (const Target& t : graph.targets) needs_gpus |= t.rule->gpus(t.params) > 0;
+  const nlohmann::json local_facts = facts.value("local", nlohmann::json::object());
   config.gpus = graph.settings.gpus >= 0 ? graph.settings.gpus
-                : needs_gpus ? DetectGpuCount(*ws.runner, platform, ws.StateDir() + "/tmp", fs)
+                : needs_gpus ? DetectGpuCount(*ws.runner, local_facts, ws.StateDir() + "/tmp", fs)
                              : 0;
   BM_TRY(SaveConfig(ws, config));
 
@@ -221,9 +284,10 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   SourceHasher sources(fs, stat_cache);
   for (int i : graph.order) {
     const Target& t = graph.targets[static_cast<size_t>(i)];
-    BM_ASSIGN_OR_RETURN(KeyMaterial spec, BuildSpec(graph, t, sources, platform));
+    const StepParams& p = params.at(t.name);
+    BM_ASSIGN_OR_RETURN(KeyMaterial spec, BuildSpec(graph, t, sources, PlatformOf(t, p, facts)));
     std::string spec_text = spec.Serialize();
-    std::string params_text = SerializeStepParams(BuildStepParams(graph, t, ws.OutRoot()));
+    std::string params_text = SerializeStepParams(p);
     std::string spec_hex = DigestOf(spec_text).Hex(), params_hex = DigestOf(params_text).Hex();
     bool known = old && old->digests.count(t.name);
     if (!known || old->digests[t.name].first != spec_hex) {
@@ -240,7 +304,6 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   BM_TRY(stat_cache.Save());
   for (const auto& s : sources.seen()) stamp.sources.emplace_back(s.path, SigOf(s.info));
 
-  NinjaOptions ninja;
   ninja.step_command = NinjaShellQuote(ws.self_exe) + " step -f " + NinjaShellQuote(ws.benchfile);
   ninja.gpu_pool_depth = config.gpus;
   std::string ninja_text = RenderNinja(graph, ninja);

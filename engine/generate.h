@@ -10,11 +10,13 @@
 // hashes nothing and writes nothing; it only checks that each out/NAME still
 // exists (a deleted one gets its NAME.out stamp removed so ninja reruns the
 // step, which restores it from the cache). The platform probe runs only when
-// some target is platform-dependent.
+// some target is platform-dependent, once per site (engine/platform.h:
+// this machine, or a node of a Slurm placement), in the fast path too.
 //
 // Stamp layout:
 //   stamp  := "benchmake-generated 1\n" line*
 //   line   := "benchfile" stat | "exe" stat | "env" hex | "platform" (hex|"-") | "ninja" hex
+//           | "probe" site   (a ProbeSite::Key(): where the platform was probed)
 //           | "source" stat path | "target" name spec-hex params-hex
 //   stat   := size mtime_ns inode
 #pragma once
@@ -38,6 +40,9 @@ struct GenerateResult {
 
 struct GenerateOptions {
   bool force = false;  // skip the fast path
+  // The executor the build asks for (--executor): "local", "slurm", or "" for
+  // $BENCHMAKE_EXECUTOR, else the BENCHFILE's (engine/placement.h).
+  std::string executor;
 };
 
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options = {});

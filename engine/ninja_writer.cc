@@ -38,9 +38,9 @@ std::string RenderNinja(const TargetGraph& graph, const NinjaOptions& options) {
       for (int d : t.deps) out += " t/" + graph.targets[static_cast<size_t>(d)].name + ".out";
     }
     out += "\n  target = " + t.name + "\n";
-    if (t.rule->streams_progress(t.params))
+    if (t.rule->streams_progress(t.params) && !options.slurm.count(t.name))
       out += "  pool = console\n";
-    else if (t.rule->gpus(t.params) > 0)
+    else if (t.rule->gpus(t.params) > 0 && !options.remote_gpus.count(t.name))
       out += "  pool = gpu\n";
   }
   return out;

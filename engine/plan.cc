@@ -38,7 +38,8 @@ Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
     const std::string& root = needed_by.at(name);
     const std::string who =
         fmt::format("target '{}'{}", name, root == name ? "" : " (needed by '" + root + "')");
-    if (step.gpus > config.gpus) {
+    // Slurm places its steps' GPUs, mpirun's hosts have their own.
+    if (step.gpus > config.gpus && UsesLocalGpus(step.placement)) {
       auto layout = step.params.find("layout");
       const bool named =
           layout != step.params.end() && layout->is_string() && !layout->get<std::string>().empty();

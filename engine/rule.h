@@ -32,6 +32,7 @@
 #include "base/command_runner.h"
 #include "base/filesystem.h"
 #include "base/result.h"
+#include "engine/placement.h"
 
 namespace bm::engine {
 
@@ -71,13 +72,18 @@ struct StepContext {
   // For each input name the user wrote (a target or a file): its path. A target
   // input maps to that target's output directory (out/NAME), a file to itself.
   std::map<std::string, std::string> inputs;
-  std::string workspace_dir;        // the BENCHFILE's directory
-  std::string scratch_dir;          // fresh and empty; the working directory of commands
-  std::string out_dir;              // empty directory; every output goes below it
-  std::string resume_dir;           // survives a killed run of the same action key
-  std::string tools_dir;            // where benchmake and benchmake-train are installed
-  nlohmann::json platform;          // platform facts (benchmake-train --probe), or {}
-  std::vector<int> gpus;            // devices allocated to this step (CUDA_VISIBLE_DEVICES)
+  std::string workspace_dir;  // the BENCHFILE's directory
+  std::string scratch_dir;    // fresh and empty; the working directory of commands
+  std::string out_dir;        // empty directory; every output goes below it
+  std::string resume_dir;     // survives a killed run of the same action key
+  std::string tools_dir;      // where benchmake and benchmake-train are installed
+  nlohmann::json platform;    // platform facts (benchmake-train --probe), or {}
+  std::vector<int> gpus;      // devices allocated to this step (CUDA_VISIBLE_DEVICES)
+  // Where the rule's processes run (engine/placement.h, set by the executor):
+  // every command goes through PlaceCommand(placement, ...), several ranks
+  // through the launcher it names (rules/launch/launcher.h). Under Slurm,
+  // ctx.gpus is empty: srun asks for the GPUs.
+  Placement placement;
   CommandRunner* runner = nullptr;  // for rules that launch processes
   Filesystem* fs = nullptr;         // every file access of the rule (an in-memory fake in tests)
   std::string log_path;             // the file behind `log`: give it to Command::log_path
@@ -107,6 +113,16 @@ class Rule {
   // GPUs the step needs given its parameters (0: none). The engine takes them
   // from its device allocator before Run() and sets CUDA_VISIBLE_DEVICES.
   virtual int gpus(const nlohmann::json& /*params*/) const { return 0; }
+
+  // Processes the step starts as the ranks of one run (a training layout's
+  // TP*PP*DP); several are started by a launcher (rules/launch/launcher.h).
+  virtual int ranks(const nlohmann::json& /*params*/) const { return 1; }
+
+  // True when the rule's work is the processes it starts (through
+  // PlaceCommand and the launchers), so that an executor can run them on
+  // another machine (engine/placement.h); false for rules that work inside
+  // benchmake: they run where benchmake runs.
+  virtual bool placeable() const { return false; }
 
   // True when the step shows live progress on the terminal (ninja's console pool).
   virtual bool streams_progress(const nlohmann::json& /*params*/) const { return false; }

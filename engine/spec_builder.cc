@@ -60,7 +60,7 @@ Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, So
 }
 
 StepParams BuildStepParams(const TargetGraph& graph, const Target& target,
-                           const std::string& out_root) {
+                           const std::string& out_root, const Placement& workspace) {
   StepParams p;
   p.rule = std::string(target.rule->name());
   p.params = target.params;
@@ -76,6 +76,8 @@ StepParams BuildStepParams(const TargetGraph& graph, const Target& target,
     p.upstream_targets.push_back(graph.targets[static_cast<size_t>(d)].name);
   p.platform_dependent = target.rule->platform_dependent();
   p.gpus = target.rule->gpus(target.params);
+  p.placement = PlaceTarget(workspace, target.rule->placeable(), p.gpus,
+                            target.rule->ranks(target.params), target.params);
   return p;
 }
 

@@ -38,7 +38,9 @@ class SourceHasher {
 Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, SourceHasher& sources,
                               const nlohmann::json& platform);
 
+// `workspace`: the workspace's placement as the generator resolved it (the
+// --executor override applied, the hostfile made absolute).
 StepParams BuildStepParams(const TargetGraph& graph, const Target& target,
-                           const std::string& out_root);
+                           const std::string& out_root, const Placement& workspace);
 
 }  // namespace bm::engine

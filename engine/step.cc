@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "base/terminal.h"
-#include "engine/gpu_allocator.h"
+#include "engine/executor.h"
 #include "engine/staleness.h"
 #include "engine/target_state.h"
 
@@ -164,10 +164,37 @@ class Stepper {
     double seconds = 0;
   };
 
+  // Runs the rule through the step's executor (engine/executor.h); a failure
+  // the executor calls retryable (a preempted Slurm job) runs it again, up to
+  // its retries, in a fresh scratch dir with the same resume dir.
   Result<RuleRun> RunRule(const Digest& key, bool remeasure) {
     const Rule* rule = ws_.rules->Find(params_.rule);
     if (!rule)
       return Errorf(ErrorCode::kInvalidArgument, "{}: unknown rule '{}'", target_, params_.rule);
+    std::string resume_dir =
+        fmt::format("{}/resume/{}-{}", ws_.StateDir(), target_, key.Hex().substr(0, 16));
+    // A remeasurement must train from the start: never resume a checkpoint.
+    if (remeasure) {
+      resume_dir += ".remeasure";
+      BM_TRY(fs_.RemoveAll(resume_dir));
+    }
+    std::unique_ptr<Executor> executor =
+        MakeExecutor(ws_, params_.placement, params_.gpus, config_.gpus, options_.console);
+    for (int attempt = 0;; ++attempt) {
+      ExecutorVerdict verdict;
+      Result<RuleRun> run = RunRuleOnce(*rule, *executor, resume_dir, attempt, &verdict);
+      if (run.ok() || !verdict.retryable || attempt >= executor->retries()) return run;
+      Notice(fmt::format("{}; running it again ({} of {}), from its last checkpoint", verdict.why,
+                         attempt + 2, executor->retries() + 1));
+      retry_note_ = fmt::format("---- benchmake: {}; running it again ({} of {}) ----\n",
+                                verdict.why, attempt + 2, executor->retries() + 1);
+    }
+  }
+
+  // One run of the rule in a fresh scratch dir (removed on failure). A failed
+  // run's error carries what the executor knows of it (`verdict`).
+  Result<RuleRun> RunRuleOnce(const Rule& rule, Executor& executor, const std::string& resume_dir,
+                              int attempt, ExecutorVerdict* verdict) {
     std::string tmp_root = ws_.StateDir() + "/tmp";
     BM_TRY(CleanLeftovers(tmp_root));
     BM_ASSIGN_OR_RETURN(std::string scratch, fs_.MakeTempDir(tmp_root, target_ + "."));
@@ -178,13 +205,7 @@ class Stepper {
     ctx.workspace_dir = ws_.root;
     ctx.scratch_dir = scratch + "/work";
     ctx.out_dir = scratch + "/out";
-    ctx.resume_dir =
-        fmt::format("{}/resume/{}-{}", ws_.StateDir(), target_, key.Hex().substr(0, 16));
-    // A remeasurement must train from the start: never resume a checkpoint.
-    if (remeasure) {
-      ctx.resume_dir += ".remeasure";
-      BM_TRY(fs_.RemoveAll(ctx.resume_dir));
-    }
+    ctx.resume_dir = resume_dir;
     ctx.tools_dir = ws_.tools_dir;
     for (const KeyField& f : material_.fields)
       if (f.tag == "platform") ctx.platform = nlohmann::json::parse(f.value, nullptr, false);
@@ -199,27 +220,29 @@ class Stepper {
     BM_TRY(fs_.MakeDirs(ctx.resume_dir));
     BM_TRY(fs_.MakeDirs(ws_.StateDir() + "/log"));
     ctx.log_path = ws_.LogOf(target_);
-    BM_TRY(fs_.WriteFileAtomic(ctx.log_path, "", false, /*durable=*/false));
-
-    GpuLease gpus;
-    if (params_.gpus > 0) {
-      BM_ASSIGN_OR_RETURN(gpus,
-                          AcquireGpus(params_.gpus, config_.gpus, GpuLockDir(), options_.console));
-      ctx.gpus = gpus.ids;
-      ::setenv("CUDA_VISIBLE_DEVICES", gpus.VisibleDevices().c_str(), 1);
-    }
+    // A rerun after a retryable failure keeps that run's log before its own.
+    size_t log_start = 0;  // where this run's output begins
+    if (attempt == 0)
+      BM_TRY(fs_.WriteFileAtomic(ctx.log_path, "", false, /*durable=*/false));
+    else
+      log_start = AppendRuleLog(ctx.log_path, retry_note_).size();
+    BM_TRY(executor.Prepare(ctx));
 
     // The rule's own messages go to the log; commands append to the same file.
     std::ostringstream rule_log;
     ctx.log = &rule_log;
     auto start = std::chrono::steady_clock::now();
-    Result<StepResult> result = rule->Run(ctx);
+    Result<StepResult> result = rule.Run(ctx);
     double seconds = Since(start);
     std::string log_text = AppendRuleLog(ctx.log_path, rule_log.str());
     if (!result.ok()) {
-      ShowFailure(log_text);
+      *verdict = executor.Explain(
+          ctx, std::string_view(log_text).substr(std::min(log_start, log_text.size())));
+      if (!verdict->retryable || attempt >= executor.retries()) ShowFailure(log_text);
       (void)fs_.RemoveAll(scratch);
-      return result.status().WithContext(target_ + " failed");
+      Status failed = result.status();
+      if (!verdict->why.empty()) failed = failed.WithContext(verdict->why);
+      return failed.WithContext(target_ + " failed");
     }
     return RuleRun{scratch,  ctx.out_dir,  ctx.resume_dir, std::move(*result),
                    log_text, ctx.platform, seconds};
@@ -334,6 +357,7 @@ class Stepper {
   std::unique_ptr<cache::Cache> cache_;
   KeyMaterial material_;
   StepParams params_;
+  std::string retry_note_;  // the line that separates a rerun's log from the failed run's
 };
 
 }  // namespace

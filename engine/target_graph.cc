@@ -117,6 +117,13 @@ class Validator {
       specs[kRounds.name] = &kRounds;
       names.push_back(kRounds.name);
     }
+    // Where the step runs (engine/placement.h): any target may say; only
+    // placeable rules may say anything but the default.
+    for (const ParamSpec& s : PlacementParams()) {
+      if (specs.count(s.name)) continue;
+      specs[s.name] = &s;
+      names.push_back(s.name);
+    }
     std::set<std::string> given;
     for (const RawParam& p : raw.params) {
       auto it = specs.find(p.name);
@@ -147,7 +154,10 @@ class Validator {
       }
       t.params[s.name] = *s.default_value;
     }
-    for (const ParamError& e : t.rule->Check(t.params)) {
+    std::vector<ParamError> errors = t.rule->Check(t.params);
+    for (auto& [param, message] : CheckTargetPlacement(t.rule->placeable(), raw.rule, t.params))
+      errors.push_back({param, message});
+    for (const ParamError& e : errors) {
       SourceLocation loc = raw.loc;
       for (const RawParam& p : raw.params)
         if (p.name == e.param) loc = p.value_loc;

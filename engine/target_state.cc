@@ -33,7 +33,8 @@ std::string SerializeStepParams(const StepParams& p) {
                       {"inputs", p.inputs},
                       {"upstream", p.upstream_targets},
                       {"platform_dependent", p.platform_dependent},
-                      {"gpus", p.gpus}};
+                      {"gpus", p.gpus},
+                      {"placement", PlacementToJson(p.placement)}};
   return std::string(kParamsMagic) + j.dump() + "\n";
 }
 
@@ -51,6 +52,12 @@ Result<StepParams> ParseStepParams(std::string_view text) {
     p.gpus = j->at("gpus").get<int>();
   } catch (const nlohmann::json::exception& e) {
     return Errorf(ErrorCode::kCorrupt, "bad .params file: {}", e.what());
+  }
+  if (j->contains("placement")) {
+    Result<Placement> placement = PlacementFromJson((*j)["placement"]);
+    if (!placement.ok())
+      return Errorf(ErrorCode::kCorrupt, "bad .params file: {}", placement.status().message());
+    p.placement = std::move(*placement);
   }
   return p;
 }

@@ -25,6 +25,7 @@ struct StepParams {
   std::vector<std::string> upstream_targets;  // target inputs
   bool platform_dependent = false;
   int gpus = 0;
+  Placement placement;  // where it runs (engine/placement.h); job_name unset
 };
 
 // The last materialization of a target in this workspace.

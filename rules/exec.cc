@@ -95,6 +95,7 @@ class ExecRule : public engine::Rule {
   int version() const override { return 1; }
   const std::vector<ParamSpec>& params() const override { return params_; }
   int gpus(const json& p) const override { return static_cast<int>(p.value("gpus", int64_t{0})); }
+  bool placeable() const override { return true; }
   bool streams_progress(const json& p) const override { return p.value("progress", false); }
 
   std::vector<engine::ParamError> Check(const json& p) const override {
@@ -155,6 +156,7 @@ class ExecRule : public engine::Rule {
     for (const auto& [k, v] : p["env"].items()) {
       BM_ASSIGN_OR_RETURN(cmd.env[k], Expand(v.get<std::string>(), ctx));
     }
+    cmd = engine::PlaceCommand(ctx.placement, std::move(cmd), gpus(p));
     if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
     BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
     if (r.timed_out)

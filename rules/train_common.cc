@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "rules/launch/launcher.h"
+#include "trainer/dist/rank_env.h"
 #include "trainer/model/config.h"
 
 namespace bm::rules {
@@ -228,8 +229,14 @@ int TrainGpus(const json& p) { return p.value("device", "cpu") == "cuda" ? Train
 
 namespace {
 
-// One benchmake-train process: the single-rank run, exactly as before ranks.
-Status RunOneProcess(const Command& cmd, engine::StepContext& ctx) {
+// One benchmake-train process: the single-rank run, where the step is placed
+// (this machine, or a srun task). It is told it is a world of one, so that
+// the variables of a Slurm allocation benchmake runs in (SLURM_PROCID,
+// SLURM_NTASKS of the whole job) do not make it wait for ranks that never come.
+Status RunOneProcess(Command cmd, engine::StepContext& ctx) {
+  cmd.env[train::dist::kEnvRank] = "0";
+  cmd.env[train::dist::kEnvWorldSize] = "1";
+  cmd = engine::PlaceCommand(ctx.placement, std::move(cmd), TrainGpus(ctx.params));
   if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
   BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
   if (r.term_signal)
@@ -259,16 +266,14 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
   spec.echo_rank0 = cmd.echo_to_terminal;
   for (int k = 1; k < world; ++k)  // fresh, like the step log (the runner appends)
     BM_TRY(ctx.fs->WriteFileAtomic(launch::RankLogPath(spec, k), "", false, /*durable=*/false));
-  if (ctx.params.value("device", "cpu") == "cuda") {
-    if (ctx.gpus.empty())
-      return Errorf(ErrorCode::kInternal, "{} ranks on cuda but the step holds no GPUs", world);
-    spec.gpus = ctx.gpus;
-  }
+  spec.gpu = ctx.params.value("device", "cpu") == "cuda";
+  spec.gpus = ctx.gpus;  // this machine's lease; none when Slurm or mpirun's hosts provide them
+  spec.cpus_per_rank = static_cast<int>(ctx.params.value("threads", int64_t{0}));
+  BM_ASSIGN_OR_RETURN(launch::LaunchResult r, launcher.Launch(spec));
   if (ctx.log)
     *ctx.log << fmt::format("$ {}   # {} ranks ({} launcher; ranks 1.. log to {})\n",
-                            fmt::join(cmd.argv, " "), world, launcher.name(),
-                            launch::RankLogPath(spec, 1));
-  BM_ASSIGN_OR_RETURN(launch::LaunchResult r, launcher.Launch(spec));
+                            fmt::join(r.command.empty() ? cmd.argv : r.command, " "), world,
+                            launcher.name(), launch::RankLogPath(spec, 1));
   if (r.success()) return Status::Ok();
   if (ctx.log)
     for (const launch::RankOutcome& rank : r.ranks)
@@ -284,7 +289,7 @@ Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) 
   const int world = TrainWorldSize(ctx.params);
   std::unique_ptr<launch::Launcher> launcher;
   if (world > 1) {
-    BM_ASSIGN_OR_RETURN(launcher, launch::MakeLauncher("local", *ctx.runner));
+    BM_ASSIGN_OR_RETURN(launcher, launch::MakeLauncher(ctx.placement, *ctx.runner, *ctx.fs));
   }
   const std::string config_path = ctx.scratch_dir + "/run.json";
   BM_TRY(ctx.fs->WriteFileAtomic(config_path, config.dump(2) + "\n"));

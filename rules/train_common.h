@@ -36,9 +36,12 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann:
 // out/metrics.json. A failed run is kFailed with the trainer's last message
 // in the step log.
 //
-// A layout of N = TP*PP*DP > 1 ranks starts N processes through the local
-// launcher (rules/launch/launcher.h), all on the same run.json: on cuda one
-// per GPU of ctx.gpus, on cpu `threads` each (0: the cores divided by N).
+// The process runs where the step is placed (ctx.placement: this machine, or a
+// srun task under the Slurm executor). A layout of N = TP*PP*DP > 1 ranks
+// starts N processes through the placement's launcher (rules/launch/: local
+// processes, srun's tasks, mpirun's), all on the same run.json: on cuda one
+// per GPU (of ctx.gpus locally), on cpu `threads` each (0: the cores of each
+// rank's machine divided by its ranks there).
 // Rank 0 writes the step log and out/; rank k logs to NAME.rank-k.log beside it.
 // The first rank to fail stops the others; the step then fails with that
 // rank's name, how it ended and its log's last lines, and the step log lists

@@ -15,6 +15,8 @@ class TrainRule : public engine::Rule {
   const std::vector<engine::ParamSpec>& params() const override { return params_; }
   bool platform_dependent() const override { return true; }
   int gpus(const nlohmann::json& p) const override { return TrainGpus(p); }
+  int ranks(const nlohmann::json& p) const override { return TrainWorldSize(p); }
+  bool placeable() const override { return true; }
   bool streams_progress(const nlohmann::json& p) const override {
     return p.value("progress", true);
   }

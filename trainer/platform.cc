@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "trainer/backend.h"
 #include "trainer/cpu/cpu_backend.h"
@@ -51,6 +54,36 @@ nlohmann::json CpuFacts() {
           {"memory_bytes", cpu::PhysicalMemoryBytes()}};
 }
 
+// The InfiniBand / RoCE ports of this machine, from sysfs (no verbs library):
+// what the ranks of a step across machines talk over. Only stable facts — the
+// device, port, link layer and rate, not the port's state.
+nlohmann::json InterconnectFacts() {
+  namespace fs = std::filesystem;
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  std::vector<std::pair<std::string, nlohmann::json>> ports;
+  std::error_code ec;
+  for (const fs::directory_entry& dev : fs::directory_iterator("/sys/class/infiniband", ec)) {
+    std::error_code ec2;
+    for (const fs::directory_entry& port : fs::directory_iterator(dev.path() / "ports", ec2)) {
+      const std::string name =
+          dev.path().filename().string() + "/" + port.path().filename().string();
+      ports.emplace_back(name, nlohmann::json{{"port", name},
+                                              {"link_layer", read(port.path() / "link_layer")},
+                                              {"rate", read(port.path() / "rate")}});
+    }
+  }
+  std::sort(ports.begin(), ports.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [name, facts] : ports) out.push_back(std::move(facts));
+  return out;
+}
+
 }  // namespace
 
 std::string TrainerBuildId() {
@@ -68,6 +101,7 @@ nlohmann::json ProbePlatform() {
                       {"version", 1},
                       {"trainer_build", TrainerBuildId()},
                       {"cpu", CpuFacts()},
+                      {"interconnect", InterconnectFacts()},
                       {"gpus", nlohmann::json::array()},
                       {"gpu_count", 0},
                       {"driver", nullptr},

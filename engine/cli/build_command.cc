@@ -40,14 +40,24 @@ const CommandSpec& BuildSpec() {
                 {.name = "--remeasure",
                  .help = "after building, take one more measurement of each TARGET (needs "
                          "TARGETs; docs/REPORTS.md)"},
+                {.name = "--executor",
+                 .value_name = "WHERE",
+                 .kind = ValueKind::kChoice,
+                 .help = "where stale steps' processes run: local (this machine) or slurm "
+                         "(srun on the cluster; docs/CLUSTER.md)",
+                 .default_text = "$BENCHMAKE_EXECUTOR, else [benchmake] executor in the BENCHFILE, "
+                                 "else local",
+                 .choices = {"local", "slurm"}},
                 {.name = "--debug-key",
                  .value_name = "TARGET",
                  .kind = ValueKind::kTarget,
                  .help = "print exactly what TARGET's key hashes instead of building"}},
-      .examples = {{"benchmake build", "every target"},
-                   {"benchmake build -j 2 pretrain", "pretrain and what it needs, two at a time"},
-                   {"benchmake build --remeasure pretrain",
-                    "one more throughput measurement of pretrain, reusing its checkpoint"}}};
+      .examples = {
+          {"benchmake build", "every target"},
+          {"benchmake build -j 2 pretrain", "pretrain and what it needs, two at a time"},
+          {"benchmake build --remeasure pretrain",
+           "one more throughput measurement of pretrain, reusing its checkpoint"},
+          {"benchmake build --executor slurm", "run the stale steps on the Slurm cluster"}}};
   return kSpec;
 }
 
@@ -70,6 +80,7 @@ Status BuildCommand(const ParsedArgs& args) {
   }
   options.dry_run = args.Has("--dry-run");
   options.remeasure = args.Has("--remeasure");
+  options.executor = args.ValueOr("--executor", "");
   options.color = UseColor(args.color(), STDOUT_FILENO);
   if (options.remeasure && options.targets.empty()) {
     return Errorf(ErrorCode::kInvalidArgument,

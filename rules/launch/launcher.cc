@@ -5,6 +5,9 @@
 #include <cstring>
 
 #include "rules/launch/local_launcher.h"
+#include "rules/launch/mpirun_launcher.h"
+#include "rules/launch/slurm_launcher.h"
+#include "trainer/dist/rank_env.h"
 
 namespace bm::launch {
 namespace {
@@ -43,9 +46,72 @@ std::string RankLogPath(const LaunchSpec& spec, int rank) {
   return fmt::format("{}.rank-{}.log", base, rank);
 }
 
-Result<std::unique_ptr<Launcher>> MakeLauncher(std::string_view name, CommandRunner& runner) {
+Result<std::unique_ptr<Launcher>> MakeLauncher(const engine::Placement& placement,
+                                               CommandRunner& runner, Filesystem& fs) {
+  const std::string& name = placement.launcher;
   if (name == "local") return std::unique_ptr<Launcher>(new LocalLauncher(runner));
-  return Errorf(ErrorCode::kInvalidArgument, "unknown launcher '{}' (known: local)", name);
+  if (name == "slurm")
+    return std::unique_ptr<Launcher>(
+        new SlurmLauncher(runner, fs, placement.slurm, placement.job_name));
+  if (name == "mpirun")
+    return std::unique_ptr<Launcher>(new MpirunLauncher(runner, fs, placement.mpirun));
+  return Errorf(ErrorCode::kInvalidArgument, "unknown launcher '{}' (known: local, mpirun, slurm)",
+                name);
+}
+
+std::vector<std::string> RankLogWrapper(const LaunchSpec& spec, std::string_view rank_var) {
+  std::string_view base = spec.log_path;
+  if (base.ends_with(".log")) base.remove_suffix(4);
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c",
+      fmt::format("r=${{{}:-0}}; if [ \"$r\" != 0 ]; then exec >\"$0.rank-$r.log\" 2>&1; fi; "
+                  "exec \"$@\"",
+                  rank_var),
+      std::string(base)};
+  argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+  return argv;
+}
+
+std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec) {
+  std::map<std::string, std::string> env = spec.env;
+  env[train::dist::kEnvRendezvous] = spec.rendezvous;
+  env[train::dist::kEnvTimeout] = fmt::format("{}", spec.collective_timeout_s);
+  for (const char* v : {train::dist::kEnvRank, train::dist::kEnvWorldSize,
+                        train::dist::kEnvLocalRank, train::dist::kEnvLocalWorldSize})
+    env[v] = "";
+  return env;
+}
+
+Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
+                                          const LaunchSpec& spec, const Command& cmd,
+                                          RankEndParser parse) {
+  BM_ASSIGN_OR_RETURN(FileInfo before, fs.Stat(spec.log_path));
+  BM_ASSIGN_OR_RETURN(CommandResult ended, runner.Run(cmd));
+  LaunchResult r;
+  r.command = cmd.argv;
+  for (int rank = 0; rank < spec.world_size; ++rank)
+    r.ranks.push_back({rank, CommandResult{}, RankLogPath(spec, rank)});
+  if (ended.success()) return r;
+  std::vector<std::pair<int, CommandResult>> ends;
+  Result<std::string> log = fs.ReadFile(spec.log_path);  // what this command added
+  if (log.ok() && log->size() >= before.size)
+    ends = parse(std::string_view(*log).substr(before.size));
+  for (const auto& [rank, how] : ends) {
+    if (rank < 0 || rank >= spec.world_size) continue;
+    RankOutcome& o = r.ranks[static_cast<size_t>(rank)];
+    if (!o.result.success()) continue;  // named twice: the first word stands
+    o.result = how;
+    if (r.first_failure < 0)
+      r.first_failure = rank;
+    else
+      o.result.stopped = true;
+  }
+  if (r.first_failure < 0) {
+    r.first_failure = 0;
+    r.ranks[0].result = ended;
+    r.ranks[0].result.stopped = false;
+  }
+  return r;
 }
 
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure) {

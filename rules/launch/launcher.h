@@ -1,14 +1,16 @@
 // Launcher: how the ranks of a multi-process training step are started. A
 // step whose layout has N = TP*PP*DP > 1 ranks runs N benchmake-train
 // processes, like torchrun; where they run is the launcher's business — local
-// processes on the step's GPUs (local_launcher.h, the default), and later srun
-// inside a Slurm allocation or mpirun with a hostfile (one new file each, plus
-// a line in MakeLauncher). Every launcher hands every rank the same facts
-// (trainer/dist/rank_env.h: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// BENCHMAKE_RENDEZVOUS, BENCHMAKE_COLLECTIVE_TIMEOUT; the device is GPU
-// LOCAL_RANK of CUDA_VISIBLE_DEVICES) and keeps the step's semantics: all
-// ranks succeed, or the first failure (exit status, signal, timeout) stops the
-// others within a bounded time and the step fails naming that rank.
+// processes on the step's GPUs (local_launcher.h, the default), the tasks of
+// one srun under the Slurm executor (slurm_launcher.h), or mpirun with a
+// hostfile (mpirun_launcher.h); one file each, plus a line in MakeLauncher.
+// Every launcher hands every rank the same facts (trainer/dist/rank_env.h:
+// rank, world size, local rank and local world size — as RANK, ... or as
+// Slurm's and OpenMPI's own variables —, BENCHMAKE_RENDEZVOUS,
+// BENCHMAKE_COLLECTIVE_TIMEOUT; the device is GPU LOCAL_RANK of
+// CUDA_VISIBLE_DEVICES) and keeps the step's semantics: all ranks succeed, or
+// the first failure (exit status, signal, timeout) stops the others within a
+// bounded time and the step fails naming that rank.
 //
 // Logs: rank 0 writes the step log (LaunchSpec::log_path, echoed to the
 // terminal when asked), rank k > 0 writes RankLogPath(spec, k).
@@ -26,6 +28,7 @@
 #include "base/command_runner.h"
 #include "base/filesystem.h"
 #include "base/result.h"
+#include "engine/placement.h"
 
 namespace bm::launch {
 
@@ -39,10 +42,13 @@ struct LaunchSpec {
   double collective_timeout_s = 300;  // BENCHMAKE_COLLECTIVE_TIMEOUT
   std::string log_path;               // rank 0's output: the step log
   bool echo_rank0 = false;            // also copy rank 0's output to the terminal
-  // The step's GPUs (CUDA_VISIBLE_DEVICES of every rank; rank r drives entry
-  // LOCAL_RANK). Empty: CPU ranks.
+  bool gpu = false;                   // each rank drives a GPU (device "cuda")
+  // The step's GPUs leased on this machine (CUDA_VISIBLE_DEVICES of every
+  // local rank; rank r drives entry LOCAL_RANK). Empty for CPU ranks, and for
+  // launchers whose ranks get GPUs elsewhere (Slurm, mpirun's hosts).
   std::vector<int> gpus;
-  double grace_s = 5;  // after a failure: SIGTERM to the others, SIGKILL this much later
+  int cpus_per_rank = 0;  // CPU threads each rank uses (`threads`); 0: unsaid
+  double grace_s = 5;     // after a failure: SIGTERM to the others, SIGKILL this much later
 };
 
 std::string RankLogPath(const LaunchSpec& spec, int rank);
@@ -54,6 +60,9 @@ struct RankOutcome {
 };
 
 struct LaunchResult {
+  // The one command that ran every rank (srun, mpirun), for the step log;
+  // empty when each rank was a process of its own.
+  std::vector<std::string> command;
   std::vector<RankOutcome> ranks;  // by rank
   int first_failure = -1;          // the rank whose failure ended the run; -1: all succeeded
 
@@ -77,9 +86,36 @@ class Launcher {
   virtual Result<LaunchResult> Launch(const LaunchSpec& spec) = 0;
 };
 
-// The launcher called `name` ("local"), starting processes through `runner`
-// (which must outlive it). kInvalidArgument naming the known launchers.
-Result<std::unique_ptr<Launcher>> MakeLauncher(std::string_view name, CommandRunner& runner);
+// The launcher `placement.launcher` names ("local", "slurm", "mpirun"), with
+// the placement's settings, starting processes through `runner` and reading
+// logs through `fs` (both must outlive it). kInvalidArgument naming the known
+// launchers.
+Result<std::unique_ptr<Launcher>> MakeLauncher(const engine::Placement& placement,
+                                               CommandRunner& runner, Filesystem& fs);
+
+// The launchers whose ranks are the tasks of one command (srun, mpirun):
+// `argv` run by a shell that sends the output of any rank but 0 (the rank in
+// variable `rank_var`) to RankLogPath(spec, rank); rank 0's stays the
+// command's, which goes to the step log.
+std::vector<std::string> RankLogWrapper(const LaunchSpec& spec, std::string_view rank_var);
+
+// The environment of every rank of such a launcher: spec.env, the rendezvous
+// and the collective timeout, and RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE emptied, so that the ranks read the launcher's own
+// variables (rank_env.h) whatever benchmake inherited.
+std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec);
+
+// Runs `cmd`, the one command that runs every rank (srun, mpirun), and makes
+// its end the ranks': all succeeded when it did; otherwise `parse` reads what
+// the command added to the step log (spec.log_path) into (rank, how it ended)
+// pairs, the first of which failed first: the ranks named after it were
+// stopped, those not named succeeded, and rank 0 failed first when none is
+// named (the launcher's own failure; the step log says why).
+// LaunchResult::command is `cmd.argv`.
+using RankEndParser = std::vector<std::pair<int, CommandResult>> (*)(std::string_view log);
+Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
+                                          const LaunchSpec& spec, const Command& cmd,
+                                          RankEndParser parse);
 
 // How a rank ended, for people: "exited with status 1", "was killed by signal
 // 9 (SIGKILL)", "timed out (...)", "was stopped after rank 2 failed: killed by

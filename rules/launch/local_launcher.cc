@@ -10,7 +10,7 @@ Result<LaunchResult> LocalLauncher::Launch(const LaunchSpec& spec) {
   if (spec.world_size < 1)
     return Errorf(ErrorCode::kInvalidArgument, "a launch needs at least one rank, not {}",
                   spec.world_size);
-  if (!spec.gpus.empty() && static_cast<int>(spec.gpus.size()) != spec.world_size)
+  if ((spec.gpu || !spec.gpus.empty()) && static_cast<int>(spec.gpus.size()) != spec.world_size)
     return Errorf(ErrorCode::kInvalidArgument,
                   "{} ranks on this machine need {} GPUs, one each, but the step holds {}",
                   spec.world_size, spec.world_size, spec.gpus.size());

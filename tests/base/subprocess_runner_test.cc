@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -216,6 +218,40 @@ TEST(SubprocessRunnerGroupTest, EchoedMemberStillWritesItsLog) {
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->success());
   EXPECT_EQ(Slurp(log), "live\n");
+}
+
+// Interrupted while a command runs, benchmake forwards the signal to it, then
+// runs the command's on_interrupt (how a Slurm job is cancelled) and waits for
+// it before dying of the signal itself.
+TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
+  const std::string dir = ::testing::TempDir();
+  const std::string started = dir + "/interrupt.started", cancelled = dir + "/interrupt.cancelled",
+                    forwarded = dir + "/interrupt.forwarded";
+  for (const std::string& f : {started, cancelled, forwarded}) std::remove(f.c_str());
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    SubprocessRunner runner;
+    Command c = Sh("trap 'kill $!; echo INT > " + forwarded + "; exit 130' INT; touch " + started +
+                   "; sleep 30 & wait");
+    c.env["WHY"] = "ctrl-c";
+    c.on_interrupt = {"sh", "-c", "sleep 0.2; echo cancelled $WHY > " + cancelled};
+    (void)runner.Run(c);
+    ::_exit(0);
+  }
+  auto start = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(started) && SecondsSince(start) < 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(std::filesystem::exists(started));
+  ::kill(pid, SIGINT);
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
+  EXPECT_EQ(Slurp(cancelled), "cancelled ctrl-c\n") << "on_interrupt ran, with the command's env, "
+                                                       "and was waited for";
+  for (int i = 0; i < 100 && !std::filesystem::exists(forwarded); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(Slurp(forwarded), "INT\n") << "the command got the signal";
 }
 
 }  // namespace

@@ -465,9 +465,10 @@ TEST_F(BuildScenarioTest, PlatformIsProbedOncePerBuildAndOnlyWhenNeeded) {
   std::string gpu = "H100";
   int probes = 0;
   runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
-    if (c.argv.size() == 5 && c.argv[3] == "/tools/benchmake-train") {
+    if (c.argv.size() == 6 &&
+        c.argv[4] == "/tools/benchmake-train") {  // sh -c '...' OUT trainer --probe
       ++probes;
-      fs_.Write(c.argv[4], R"({"gpu_name":")" + gpu + R"(","gpu_count":1})");
+      fs_.Write(c.argv[3], R"({"gpu_name":")" + gpu + R"(","gpu_count":1})");
     }
     return CommandResult{};
   });

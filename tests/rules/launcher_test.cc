@@ -16,8 +16,12 @@
 #include "base/real_filesystem.h"
 #include "base/subprocess_runner.h"
 #include "rules/launch/local_launcher.h"
+#include "rules/launch/mpirun_launcher.h"
+#include "rules/launch/slurm_launcher.h"
 #include "rules/train_common.h"
 #include "rules/train_rules.h"
+#include "tests/support/fake_command_runner.h"
+#include "tests/support/memory_filesystem.h"
 
 namespace bm::rules {
 namespace {
@@ -130,9 +134,13 @@ TEST_F(LauncherTest, RefusesGpusThatDoNotMatchTheRanksAndUnknownLaunchers) {
   EXPECT_NE(r.status().message().find("need 4 GPUs, one each, but the step holds 2"),
             std::string::npos)
       << r.status().message();
-  Result<std::unique_ptr<launch::Launcher>> slurm = launch::MakeLauncher("slurm", runner_);
-  ASSERT_FALSE(slurm.ok());
-  EXPECT_NE(slurm.status().message().find("known: local"), std::string::npos);
+  engine::Placement placement;
+  placement.launcher = "pbs";
+  Result<std::unique_ptr<launch::Launcher>> pbs = launch::MakeLauncher(placement, runner_, fs_);
+  ASSERT_FALSE(pbs.ok());
+  EXPECT_NE(pbs.status().message().find("unknown launcher 'pbs' (known: local, mpirun, slurm)"),
+            std::string::npos)
+      << pbs.status().message();
 }
 
 TEST_F(LauncherTest, AllRanksSucceedMetricsComeFromRankZero) {
@@ -150,12 +158,17 @@ TEST_F(LauncherTest, AllRanksSucceedMetricsComeFromRankZero) {
   EXPECT_NE(rule_log_.str().find("4 ranks (local launcher"), std::string::npos) << rule_log_.str();
 }
 
-TEST_F(LauncherTest, OneProcessForAWorldOfOneWithNoRankVariables) {
+// A world of one is told so, whatever a Slurm allocation around benchmake says.
+TEST_F(LauncherTest, OneProcessForAWorldOfOne) {
   ::setenv("FAKE_TRAINER_ENV_DIR", root_.c_str(), 1);
+  ::setenv("SLURM_PROCID", "0", 1);
+  ::setenv("SLURM_NTASKS", "8", 1);
   engine::StepContext ctx = Context("TP1PP1DP1");
   Result<engine::StepResult> r = RunTrainer(TrainKind::kPretrain, ctx);
+  ::unsetenv("SLURM_PROCID");
+  ::unsetenv("SLURM_NTASKS");
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(RankEnv(root_, 0), "OMP_WAIT_POLICY=passive\n");
+  EXPECT_EQ(RankEnv(root_, 0), "OMP_WAIT_POLICY=passive\nRANK=0\nWORLD_SIZE=1\n");
   EXPECT_EQ(json::parse(ReadText(root_ / "work/run.json"))["threads"], 0);
   EXPECT_FALSE(fs::exists(root_ / "work/rendezvous"));
 }
@@ -205,6 +218,202 @@ TEST_F(LauncherTest, ARankKilledMidRunFailsTheStepInBoundedTime) {
       << r.status().message();
   EXPECT_FALSE(fs::exists(root_ / "out/metrics.json"));
   std::printf("a rank killed after 0.3 s failed the step after %.2f s\n", seconds);
+}
+
+// ---- The launchers whose ranks are the tasks of one command (srun, mpirun):
+// the command they build and how they read its failure, on a fake runner.
+
+class OneCommandLauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::unsetenv("SLURM_JOB_ID");  // a job of our own: cancelled by name on Ctrl-C
+    fs_.Write("/ws/.benchmake/log/p.log", "");
+    spec_.argv = {"/tools/benchmake-train", "--config", "/ws/work/run.json"};
+    spec_.cwd = "/ws/work";
+    spec_.env = {{"OMP_WAIT_POLICY", "passive"}};
+    spec_.world_size = 2;
+    spec_.rendezvous = "/ws/work/rendezvous";
+    spec_.collective_timeout_s = 60;
+    spec_.log_path = "/ws/.benchmake/log/p.log";
+  }
+  // The runner answers with `output` (appended to the command's log) and `exit_code`.
+  void Answer(const std::string& output, int exit_code) {
+    runner_.SetHandler([this, output, exit_code](const Command& c) -> Result<CommandResult> {
+      fs_.Write(c.log_path, fs_.Read(c.log_path) + output);
+      CommandResult r;
+      r.exit_code = exit_code;
+      return r;
+    });
+  }
+
+  bm::testing::MemoryFilesystem fs_;
+  bm::testing::FakeCommandRunner runner_{&fs_};
+  launch::LaunchSpec spec_;
+};
+
+const char kWrapper[] = "if [ \"$r\" != 0 ]; then exec >\"$0.rank-$r.log\" 2>&1; fi; exec \"$@\"";
+
+TEST_F(OneCommandLauncherTest, SlurmRanksAreTheTasksOfOneSrun) {
+  engine::SlurmOptions options;
+  options.partition = "debug";
+  options.time = "5";
+  options.srun_args = {"--qos=hi"};
+  spec_.cpus_per_rank = 1;
+  Answer("", 0);
+  launch::SlurmLauncher launcher(runner_, fs_, options, "bm.p.1234abcd");
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->success());
+  ASSERT_EQ(runner_.commands().size(), 1u);
+  const Command c = runner_.commands()[0];
+  EXPECT_EQ(c.argv, (std::vector<std::string>{"srun",
+                                              "--job-name=bm.p.1234abcd",
+                                              "--nodes=1",
+                                              "--ntasks=2",
+                                              "--ntasks-per-node=2",
+                                              "--cpus-per-task=1",
+                                              "--partition=debug",
+                                              "--time=5",
+                                              "--export=ALL",
+                                              "--input=none",
+                                              "--quit-on-interrupt",
+                                              "--kill-on-bad-exit=1",
+                                              "--qos=hi",
+                                              "/bin/sh",
+                                              "-c",
+                                              std::string("r=${SLURM_PROCID:-0}; ") + kWrapper,
+                                              "/ws/.benchmake/log/p",
+                                              "/tools/benchmake-train",
+                                              "--config",
+                                              "/ws/work/run.json"}));
+  EXPECT_EQ(r->command, c.argv) << "what the step log shows";
+  // Slurm's variables say where each task is: the launcher's own are emptied.
+  EXPECT_EQ(c.env, (std::map<std::string, std::string>{{"BENCHMAKE_COLLECTIVE_TIMEOUT", "60"},
+                                                       {"BENCHMAKE_RENDEZVOUS", spec_.rendezvous},
+                                                       {"LOCAL_RANK", ""},
+                                                       {"LOCAL_WORLD_SIZE", ""},
+                                                       {"OMP_WAIT_POLICY", "passive"},
+                                                       {"RANK", ""},
+                                                       {"WORLD_SIZE", ""}}));
+  EXPECT_EQ(c.cwd, "/ws/work");
+  EXPECT_EQ(c.log_path, spec_.log_path);
+  EXPECT_EQ(c.on_interrupt, (std::vector<std::string>{"scancel", "--name=bm.p.1234abcd"}));
+  EXPECT_EQ(launcher.LocalWorldSize(2), 2);
+}
+
+TEST_F(OneCommandLauncherTest, SlurmGpuRanksFillWholeNodes) {
+  engine::SlurmOptions options;
+  options.ranks_per_node = 4;
+  spec_.world_size = 8;
+  spec_.gpu = true;
+  Answer("", 0);
+  launch::SlurmLauncher launcher(runner_, fs_, options, "bm.p.1");
+  ASSERT_TRUE(launcher.Launch(spec_).ok());
+  const std::vector<std::string> argv = runner_.commands()[0].argv;
+  EXPECT_EQ(std::vector<std::string>(argv.begin() + 2, argv.begin() + 7),
+            (std::vector<std::string>{"--nodes=2", "--ntasks=8", "--ntasks-per-node=4",
+                                      "--gpus-per-task=1", "--gpu-bind=none"}));
+  EXPECT_EQ(launcher.LocalWorldSize(8), 4);
+  spec_.world_size = 6;
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("6 ranks do not fill whole nodes of 4 ranks"),
+            std::string::npos)
+      << r.status().message();
+}
+
+// srun says which task failed first and which it then killed.
+TEST_F(OneCommandLauncherTest, SlurmFailureNamesTheFirstRankToFail) {
+  spec_.world_size = 4;
+  fs_.Write(spec_.log_path, "srun: error: n1: task 2: Exited with exit code 9\n");  // an older run
+  Answer(
+      "rank 1 says goodbye\nsrun: error: n1: task 1: Exited with exit code 3\n"
+      "srun: error: n1: tasks 0,2-3: Killed\n",
+      3);
+  launch::SlurmLauncher launcher(runner_, fs_, {}, "bm.p.1");
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->first_failure, 1);
+  EXPECT_EQ(r->ranks[1].result.exit_code, 3);
+  for (int rank : {0, 2, 3}) {
+    EXPECT_TRUE(r->ranks[rank].result.stopped) << rank;
+    EXPECT_EQ(r->ranks[rank].result.term_signal, SIGKILL) << rank;
+  }
+  EXPECT_EQ(launch::DescribeFailure(*r, fs_).substr(0, 61),
+            "rank 1 of 4 exited with status 3; ranks 0, 2, 3 were stopped\n");
+  EXPECT_EQ(r->ranks[1].log_path, "/ws/.benchmake/log/p.rank-1.log");
+}
+
+// srun itself failed (no job): rank 0 carries it, and the step log says why.
+TEST_F(OneCommandLauncherTest, SlurmRefusalFailsRankZero) {
+  Answer("srun: error: Unable to allocate resources: Invalid partition name specified\n", 1);
+  launch::SlurmLauncher launcher(runner_, fs_, {}, "bm.p.1");
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first_failure, 0);
+  EXPECT_EQ(r->ranks[0].result.exit_code, 1);
+  EXPECT_TRUE(r->ranks[1].result.success());
+}
+
+TEST_F(OneCommandLauncherTest, MpirunRanksAreTheProcessesOfOneMpirun) {
+  engine::MpirunOptions options;
+  options.hostfile = "/ws/hosts";
+  options.mpirun_args = {"--mca", "btl_tcp_if_include", "lo"};
+  Answer("", 0);
+  launch::MpirunLauncher launcher(runner_, fs_, options);
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Command c = runner_.commands()[0];
+  std::vector<std::string> want = {"mpirun",    "-np",       "2",   "--hostfile",
+                                   "/ws/hosts", "--bind-to", "none"};
+  if (::geteuid() == 0) want.push_back("--allow-run-as-root");
+  for (const char* v : {"BENCHMAKE_COLLECTIVE_TIMEOUT", "BENCHMAKE_RENDEZVOUS", "LOCAL_RANK",
+                        "LOCAL_WORLD_SIZE", "OMP_WAIT_POLICY", "RANK", "WORLD_SIZE"})
+    want.insert(want.end(), {"-x", v});
+  want.insert(want.end(),
+              {"--mca", "btl_tcp_if_include", "lo", "/bin/sh", "-c",
+               std::string("r=${OMPI_COMM_WORLD_RANK:-0}; ") + kWrapper, "/ws/.benchmake/log/p",
+               "/tools/benchmake-train", "--config", "/ws/work/run.json"});
+  EXPECT_EQ(c.argv, want);
+  EXPECT_EQ(c.env.at("BENCHMAKE_RENDEZVOUS"), spec_.rendezvous);
+  EXPECT_EQ(c.env.at("RANK"), "");
+  EXPECT_TRUE(c.on_interrupt.empty());
+}
+
+TEST_F(OneCommandLauncherTest, MpirunFailureNamesTheRankItReports) {
+  Answer(
+      "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+      "the job to be terminated. The first process to do so was:\n\n"
+      "  Process name: [[32359,1],1]\n  Exit code:    3\n",
+      3);
+  launch::MpirunLauncher launcher(runner_, fs_, {});
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first_failure, 1);
+  EXPECT_EQ(r->ranks[1].result.exit_code, 3);
+  EXPECT_EQ(launch::ParseMpirunReport(
+                "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 "
+                "(Killed).")[0]
+                .second.term_signal,
+            9);
+}
+
+// The wrapper on a real shell: rank 0's output stays the command's, rank k's
+// goes to its own log beside the step log.
+TEST_F(LauncherTest, RankLogWrapperSendsRanksButZeroToTheirLogs) {
+  launch::LaunchSpec spec;
+  spec.argv = {"sh", "-c", "echo hello from $MY_RANK"};
+  spec.log_path = (root_ / "step.log").string();
+  for (const char* rank : {"0", "1"}) {
+    Command c;
+    c.argv = launch::RankLogWrapper(spec, "MY_RANK");
+    c.env = {{"MY_RANK", rank}};
+    c.log_path = spec.log_path;
+    Result<CommandResult> r = runner_.Run(c);
+    ASSERT_TRUE(r.ok() && r->success());
+  }
+  EXPECT_EQ(ReadText(root_ / "step.log"), "hello from 0\n");
+  EXPECT_EQ(ReadText(root_ / "step.rank-1.log"), "hello from 1\n");
 }
 
 }  // namespace

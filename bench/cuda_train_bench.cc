@@ -313,10 +313,9 @@ int main(int argc, char** argv) {
       "SUMMARY %s %s B=%d T=%d accum %d GPUs %d zero %d: %.0f tok/s/GPU, step %.1f ms, MFU 6N "
       "%.1f%% PaLM %.1f%%, plan %.1f GiB, used %.1f GiB, loss %.3f (ln V %.3f)\n",
       model_name.c_str(), bm::train::cuda::DTypeName(run.dtype), run.micro_batch, run.seq, accum,
-      world, run.zero, tps, med,
-      100 * j["mfu_6n_all"].get<double>(), 100 * j["mfu_palm_all"].get<double>(),
-      j["plan_GiB"].get<double>(), j["device_used_GiB"].get<double>(), loss,
-      std::log(static_cast<double>(spec.vocab)));
+      world, run.zero, tps, med, 100 * j["mfu_6n_all"].get<double>(),
+      100 * j["mfu_palm_all"].get<double>(), j["plan_GiB"].get<double>(),
+      j["device_used_GiB"].get<double>(), loss, std::log(static_cast<double>(spec.vocab)));
   if (run.profile) std::fprintf(stderr, "%s", model.memory().plan_summary.c_str());
   if (tuning_log) {
     for (const std::string& line : model.MatmulTuningLog())

@@ -332,8 +332,8 @@ Status CudaDataParallel::GradientsReady(int unit) {
   if (!accumulate_) {
     BM_TRY(ReduceScatter(At<float>(s->offset), slice, n, CommType::kFloat32, comm_stream_));
   } else {
-    BM_TRY(
-        ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, CommType::kFloat32, comm_stream_));
+    BM_TRY(ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, CommType::kFloat32,
+                         comm_stream_));
     BM_TRY(AccumulateF32(slice, At<float>(rs_tmp_), n, comm_stream_));
   }
   BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "unit {} reduced", unit);
@@ -367,7 +367,8 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       const size_t at = zero_ >= 1 ? local : b;  // master and moments: own slices or all
       float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
       uint16_t* lowp = nullptr;
-      if (lowp_) lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
+      if (lowp_)
+        lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
       // The 16-bit copy's type (fp32 mode has none: a null bf16 pointer).
       BM_TRY(WithElementType(work_, [&](auto tag) -> Status {
         using T = decltype(tag);
@@ -377,8 +378,8 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
                               seg.decay ? hyper : no_decay, e - b, compute_);
       }));
       if (!lowp_ && (zero_ == 1 || zero_ == 2))
-        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + at, (e - b) * 4,
-                                      cudaMemcpyDeviceToDevice, compute_),
+        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + at,
+                                      (e - b) * 4, cudaMemcpyDeviceToDevice, compute_),
                       "working copy");
     }
   }
@@ -410,7 +411,8 @@ Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
     const float* from = At<float>(master_) + plan_.shard_offset(u);
     if (zero_ == 3) {
-      if (lowp_) BM_TRY(CastToWork(At<uint16_t>(work_shard_) + plan_.shard_offset(u), from, slice, s));
+      if (lowp_)
+        BM_TRY(CastToWork(At<uint16_t>(work_shard_) + plan_.shard_offset(u), from, slice, s));
       continue;
     }
     const size_t to = static_cast<size_t>(plan_.unit(u).offset) + plan_.rank() * slice;

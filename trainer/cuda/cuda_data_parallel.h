@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "base/result.h"
-#include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/dtype.h"
+#include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/memory_plan.h"
 #include "trainer/cuda/param_layout.h"
 #include "trainer/dist/communicator.h"

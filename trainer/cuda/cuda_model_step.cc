@@ -151,8 +151,7 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
   } else {
     BM_TRY(Phase("norm fwd", [&] {
       return RmsNormForward<T>(A<T>(a.norm2), A<float>(a.rstd2), A<T>(a.res_mid), W<T>(p.norm2_w),
-                               n, c, stream,
-                               spec.norm_eps);
+                               n, c, stream, spec.norm_eps);
     }));
     BM_TRY(Phase("matmul fwd", [&] {
       return Linear<T>(A<T>(a.pre), A<T>(a.norm2), p.fc_w, 0, n, c, 2 * spec.ffn, nullptr);

@@ -9,7 +9,6 @@
 namespace bm::train::cuda {
 namespace {
 
-
 // ---- kernels: one warp per row.
 
 template <typename T>

@@ -1,5 +1,6 @@
 // RMSNorm over the last dimension, forward and backward: y = x * rstd * w,
-// rstd = 1 / sqrt(mean(x^2) + eps), eps the model's (1e-5 by default; the aquila2-7b preset's 1e-6).
+// rstd = 1 / sqrt(mean(x^2) + eps), eps the model's (1e-5 by default; the aquila2-7b preset's
+// 1e-6).
 //
 // Shapes: x, y, dy, dx [N, C]; w [C]; rstd [N] fp32 (saved by forward for backward);
 // dw [C] fp32, accumulated (+=); dx accumulated (+=) like LayerNormBackward.

@@ -79,6 +79,34 @@ TEST_F(DataParallelTest, GqaLlamaMatchesOneProcessForEveryStage) {
   }
 }
 
+// The checkpoint is one whole model whatever the layout: a DP4 ZeRO-3 finetune
+// starts from a one-process pretrain, and a one-process finetune from a DP4
+// ZeRO-3 pretrain, each matching the finetune on the other layout.
+TEST_F(DataParallelTest, CheckpointsInitializeEveryDataParallelLayout) {
+  json one = Config("pre1", "llama-tiny", 1, 4, 1, 0),
+       four = Config("pre4", "llama-tiny", 4, 1, 1, 3);
+  one["steps"] = four["steps"] = 8;
+  RunOk(one);
+  RunOk(four);
+  auto finetune = [&](const std::string& name, const std::string& init, int dp, int zero) {
+    json f = Config(name, "llama-tiny", dp, 4 / dp, 1, zero);
+    f["mode"] = "finetune";
+    f["init"] = dir_ + "/" + init;
+    f["steps"] = 8;
+    f.erase("model");
+    RunOk(f);
+  };
+  finetune("ft_1_from_1", "pre1", 1, 0);
+  finetune("ft_4_from_1", "pre1", 4, 3);
+  finetune("ft_1_from_4", "pre4", 1, 0);
+  for (const char* run : {"ft_4_from_1", "ft_1_from_4"}) {
+    auto [loss, weight] = Distance(run, "ft_1_from_1");
+    std::printf("finetune %s: loss rel %.2e, weight abs %.2e\n", run, loss, weight);
+    EXPECT_LT(loss, kLossTol) << run;
+    EXPECT_LT(weight, kWeightTol) << run;
+  }
+}
+
 // A sharded run killed after a checkpoint resumes to exactly the weights of an
 // uninterrupted run.
 TEST_F(DataParallelTest, KilledShardedRunResumesBitForBit) {

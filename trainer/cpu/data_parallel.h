@@ -79,7 +79,7 @@ class DataParallel final : public UnitHooks {
 
   int zero() const { return zero_; }
   int64_t bytes() const;  // optimizer state, shards and gather buffers
-  // Seconds the compute waited on communication, and bytes sent, since the start.
+  // Seconds the compute waited on communication since the start.
   double comm_wait_s() const { return queue_.waited_s(); }
 
   // UnitHooks (called by the model).

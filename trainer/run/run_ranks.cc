@@ -11,11 +11,12 @@ Result<RunRanks> RunRanks::Connect(const RunConfig& run, const dist::RankEnv& en
                   "benchmake-train per rank with RANK, WORLD_SIZE and BENCHMAKE_RENDEZVOUS set "
                   "(benchmake build does this)",
                   l.ToString(), ranks, env.rank, env.world_size);
-  const dist::Transport transport =
-      run.communicator == "gloo"
-          ? dist::Transport::kGloo
-          : (run.communicator == "nccl" || run.device == "cuda" ? dist::Transport::kNccl
-                                                                : dist::Transport::kGloo);
+  dist::Transport transport = dist::Transport::kGloo;
+  if (run.communicator == "nccl") {
+    transport = dist::Transport::kNccl;
+  } else if (run.communicator == "auto") {
+    BM_ASSIGN_OR_RETURN(transport, dist::TransportForDevice(run.device));
+  }
   RunRanks r;
   r.env_ = env;
   BM_ASSIGN_OR_RETURN(r.groups_,

@@ -160,6 +160,12 @@ Result<ProcessGroups> ConnectProcessGroups(const RankEnv& env, int tp, int pp, i
     return c.status().WithContext(
         fmt::format("rank {} connecting its control group over gloo", env.rank));
   groups.control = std::move(*c);
+  // A rank leaves only once every rank holds every connection: one that
+  // returned at once and failed (a refused layout, say) would otherwise close
+  // its sockets under peers still finishing their handshakes with it, and they
+  // would report a broken connection instead of the error that stopped it.
+  if (Status s = groups.control->Barrier(); !s.ok())
+    return s.WithContext(fmt::format("rank {} waiting for every rank to connect", env.rank));
   return groups;
 }
 

@@ -98,6 +98,9 @@ struct BackendOptions {
   // a group of one: none). With either, zero <= 1 (ZeRO-1 over the DP group).
   dist::Communicator* tp = nullptr;
   dist::Communicator* pp = nullptr;
+  // Megatron's sequence parallelism over the TP group (trainer/cpu/model.h);
+  // nothing with TP1. The CPU backend implements it.
+  bool sequence_parallel = false;
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that

@@ -99,6 +99,8 @@ std::string FixHp(const nlohmann::json& metrics) {
   if (auto z = NumberAt(metrics, "config.zero"); z && *z > 0) {
     items.push_back(fmt::format("zero={}", static_cast<long long>(*z)));
   }
+  const nlohmann::json* sp = ValueAt(metrics, "config.sequence_parallel");
+  if (sp != nullptr && sp->is_boolean() && sp->get<bool>()) items.push_back("sequence_parallel");
   const nlohmann::json* rc = ValueAt(metrics, "config.recompute");
   if (rc != nullptr && rc->is_boolean() && rc->get<bool>()) items.push_back("recompute");
   const nlohmann::json* fa = ValueAt(metrics, "config.flash_attention");

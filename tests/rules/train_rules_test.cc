@@ -70,6 +70,14 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   expect({{"data", "d"}, {"layout", "TP4"}, {"model", "llama-tiny"}, {"mpe", 32}},
          "layout: layout TP4PP1DP1: tensor parallelism TP4 splits the key/value heads across "
          "ranks, but the model's kv_heads (2) is not divisible by 4");
+  expect({{"data", "d"}, {"layout", "DP2"}, {"sequence_parallel", true}},
+         "sequence_parallel: sequence_parallel = true with layout TP1PP1DP2: sequence "
+         "parallelism splits the tokens over the tensor-parallel group, so it needs TP > 1");
+  expect({{"data", "d"}, {"layout", "TP4"}, {"lbs", 1}, {"mpe", 30}, {"sequence_parallel", true}},
+         "sequence_parallel: sequence_parallel = true: TP4 must divide a micro-batch's lbs x mpe "
+         "= 1 x 30 tokens");
+  EXPECT_TRUE(
+      Errors(*pre, {{"data", "d"}, {"layout", "TP2PP2"}, {"sequence_parallel", true}}).empty());
   expect({{"data", "d"}, {"layout", "PP8"}},
          "layout: layout TP1PP8DP1: pipeline parallelism PP8 needs at least as many layers");
   expect({{"data", "d"}, {"layout", "TP1xPP1"}}, "not of the form TPxPPyDPz");

@@ -1,6 +1,7 @@
 // Tensor and pipeline parallelism on the CPU backend, proven as data
 // parallelism was (data_parallel_test.cc): benchmake-train processes in the
-// layouts the issue names — TP2, PP2, TP2PP2, TP2PP1DP2, TP1PP2DP2 (ZeRO-1) —
+// layouts the issue names — TP2, PP2, TP2PP2, TP2PP1DP2, TP1PP2DP2 (ZeRO-1),
+// and TP2 and TP2PP2 with sequence parallelism —
 // train a tiny GPT (tied embeddings) and a tiny GQA LLaMA (heads 4, kv_heads
 // 2) with GAS 4 and a loss mask for 20 steps, against one process over the
 // same global batch.
@@ -47,12 +48,22 @@ class ModelParallelTest : public testing::TrainRanksTest {
 
   void CheckEveryLayout(const std::string& preset) {
     RunOk(Config("single", preset, "TP1PP1DP1"));
-    for (const auto& [layout, zero] : std::vector<std::pair<std::string, int>>{{"TP2PP1DP1", 0},
-                                                                               {"TP1PP2DP1", 0},
-                                                                               {"TP2PP2DP1", 0},
-                                                                               {"TP2PP1DP2", 1},
-                                                                               {"TP1PP2DP2", 1}}) {
-      RunOk(Config(layout, preset, layout, zero));
+    struct Case {
+      std::string layout;
+      int zero;
+      bool sequence_parallel;
+    };
+    for (const Case& c : std::vector<Case>{{"TP2PP1DP1", 0, false},
+                                           {"TP1PP2DP1", 0, false},
+                                           {"TP2PP2DP1", 0, false},
+                                           {"TP2PP1DP2", 1, false},
+                                           {"TP1PP2DP2", 1, false},
+                                           {"TP2PP1DP1", 0, true},
+                                           {"TP2PP2DP1", 0, true}}) {
+      const std::string layout = c.sequence_parallel ? c.layout + "_sp" : c.layout;
+      json config = Config(layout, preset, c.layout, c.zero);
+      config["sequence_parallel"] = c.sequence_parallel;
+      RunOk(config);
       auto [loss, weight] = Distance(layout, "single");
       std::printf("%s %s: loss rel %.2e, weight abs %.2e\n", preset.c_str(), layout.c_str(), loss,
                   weight);
@@ -66,7 +77,14 @@ class ModelParallelTest : public testing::TrainRanksTest {
       for (size_t i = 0; i < norm.size(); ++i)
         EXPECT_NEAR(norm[i], want[i], kLossTol * want[i]) << layout << " step " << i + 1;
       json m = Metrics(layout);
-      ParallelLayout l = *ParseLayout(layout);
+      ParallelLayout l = *ParseLayout(c.layout);
+      EXPECT_EQ(m["config"]["sequence_parallel"], c.sequence_parallel) << layout;
+      // Sequence parallelism keeps 1/TP of the residual stream and the norms' statistics.
+      if (c.sequence_parallel) {
+        EXPECT_LT(m["memory"]["peak_bytes"].get<double>(),
+                  Metrics(c.layout)["memory"]["peak_bytes"].get<double>())
+            << layout;
+      }
       EXPECT_EQ(m["config"]["gbs"], kRows * kGas) << layout;
       EXPECT_EQ(m["parallel"]["world_size"], l.tp * l.pp * l.dp) << layout;
       EXPECT_EQ(m["parallel"]["tp"], l.tp) << layout;

@@ -9,7 +9,8 @@
 // In double the only differences are the order of sums (row-parallel partial
 // products, the vocabulary-parallel softmax), ~1e-16 relative per sum: we
 // allow 1e-11; a wrong slice, a missed all-reduce or a misplaced bias moves
-// gradients by ~1e-2.
+// gradients by ~1e-2. Sequence parallelism is checked the same way: its norms'
+// weight gradients are all-reduced partial sums, identical on every rank too.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -76,7 +77,7 @@ const std::vector<int32_t> kInputs = {1, 4, 12, 9, 0, 3, 11, 3, 10, 5, 7, 12, 6,
 const std::vector<int32_t> kTargets = {4, 12, 9, 0, 6, 3, 8, 10, 5, 7, 1, 12, 2, 11};
 const std::vector<uint8_t> kMask = {1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1};
 
-void CheckTensorParallel(const ModelConfig& c, int tp) {
+void CheckTensorParallel(const ModelConfig& c, int tp, bool sequence_parallel = false) {
   TempDir dir;
   auto outcomes = RunRanks(tp, 120, [&](int rank) -> RankResult {
     omp_set_num_threads(1);
@@ -95,7 +96,7 @@ void CheckTensorParallel(const ModelConfig& c, int tp) {
     RANK_OK(groups.status());
     Result<ModelShard> shard = ModelShard::Make(c, {tp, rank, 1, 0});
     RANK_OK(shard.status());
-    Model<double> model(*shard, kB, kT);
+    Model<double> model(*shard, kB, kT, sequence_parallel);
     model.set_tensor_parallel(groups->tp.get());
     Extract(*shard, w, model.params());
     double sum = 0;
@@ -153,6 +154,39 @@ TEST(TensorParallelModelTest, GptMatchesTheWholeModel) {
 TEST(TensorParallelModelTest, GqaLlamaMatchesTheWholeModel) {
   CheckTensorParallel(Small("llama-tiny"), 2);
 }
+TEST(TensorParallelModelTest, GptWithSequenceParallelismMatchesTheWholeModel) {
+  CheckTensorParallel(Small("gpt-tiny"), 2, /*sequence_parallel=*/true);
+}
+TEST(TensorParallelModelTest, GqaLlamaWithSequenceParallelismMatchesTheWholeModel) {
+  CheckTensorParallel(Small("llama-tiny"), 2, /*sequence_parallel=*/true);
+}
+
+// Sequence parallelism splits the B*T = 14 tokens: TP4 does not divide them,
+// and every rank says so before any collective (none waits for another).
+TEST(TensorParallelModelTest, SequenceParallelismRefusesTokensTpDoesNotDivide) {
+  ModelConfig c = Small("llama-tiny");
+  c.kv_heads = 4;
+  TempDir dir;
+  auto outcomes = RunRanks(4, 60, [&](int rank) -> RankResult {
+    omp_set_num_threads(1);
+    Result<dist::ProcessGroups> groups =
+        dist::ConnectProcessGroups(EnvOf(rank, 4, dir.path(), 60), 4, 1, 1, dist::Transport::kGloo);
+    RANK_OK(groups.status());
+    Result<ModelShard> shard = ModelShard::Make(c, {4, rank, 1, 0});
+    RANK_OK(shard.status());
+    Model<double> model(*shard, kB, kT, /*sequence_parallel=*/true);
+    model.set_tensor_parallel(groups->tp.get());
+    double sum = 0;
+    int64_t count = 0;
+    model.ForwardBackward(kInputs.data(), kTargets.data(), kMask.data(), kB, kT, 1.0, &sum, &count);
+    RANK_CHECK(!model.status().ok(), "TP4 over 14 tokens was accepted");
+    RANK_CHECK(model.status().message().find("2x7 = 14 tokens over TP4") != std::string::npos, "{}",
+               model.status().message());
+    return RankResult{};
+  });
+  EXPECT_TRUE(AllRanksPassed(outcomes));
+}
+
 TEST(TensorParallelModelTest, FourRanksOneKvHeadEach) {
   ModelConfig c = Small("llama-tiny");
   c.kv_heads = 4;

@@ -57,7 +57,8 @@ class CpuBackend final : public Backend {
     omp_set_num_threads(threads_);
     SetBlasThreads(threads_);
     options_ = options;
-    model_ = std::make_unique<Model<float>>(*shard, options.max_batch, options.max_seq);
+    model_ = std::make_unique<Model<float>>(*shard, options.max_batch, options.max_seq,
+                                            options.sequence_parallel);
     model_->set_tensor_parallel(options.tp);
     if (!options.dp) {
       self_ = dist::MakeSelfCommunicator();

@@ -20,7 +20,10 @@
 namespace bm::train::cpu {
 namespace {
 constexpr int64_t kClassifierChunk = 128;  // rows of logits held at once
-}
+template <typename Float>
+constexpr dist::DType kDType =
+    std::is_same_v<Float, float> ? dist::DType::kFloat32 : dist::DType::kFloat64;
+}  // namespace
 
 // Pointers into a flat buffer (parameters or gradients) for one layer.
 // Biases and LayerNorm biases are null for llama.
@@ -76,10 +79,12 @@ Model<Float>::Model(const ModelConfig& config, int64_t max_batch, int64_t max_se
     : Model(ModelShard::Whole(config), max_batch, max_seq) {}
 
 template <typename Float>
-Model<Float>::Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq)
+Model<Float>::Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq,
+                    bool sequence_parallel)
     : shard_(shard),
       layers_(shard.part().layer_end - shard.part().layer_begin),
       tied_here_(shard.config().tied_embeddings && shard.part().embeddings && shard.part().head),
+      sequence_parallel_(sequence_parallel && shard.rank().tp > 1),
       max_batch_(max_batch),
       max_seq_(max_seq) {
   const ModelPart& part = shard.part();
@@ -102,6 +107,16 @@ Model<Float>::Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq)
   if (part.head) dlnf_.resize(N * C);
   losses_.resize(N);
   dlosses_.resize(N);
+  if (sequence_parallel_) {
+    rows_.resize(StreamCapacity() * C);
+    norm_grad_.resize(2 * C);
+  }
+}
+
+template <typename Float>
+int64_t Model<Float>::StreamCapacity() const {
+  const int64_t N = max_batch_ * max_seq_, tp = shard_.rank().tp;
+  return sequence_parallel_ ? (N + tp - 1) / tp : N;
 }
 
 template <typename Float>
@@ -110,29 +125,30 @@ void Model<Float>::EnsureSlots(int slots) {
   const int64_t N = max_batch_ * max_seq_, C = config().hidden, L = layers_;
   const int64_t HS = config().head_dim(), NH = part.heads, F = part.ffn_hidden;
   const int64_t Q = NH * HS, QKV = (NH + 2 * part.kv_heads) * HS;
+  const int64_t S = StreamCapacity();  // rows of the residual stream and the norms' statistics
   const bool llama = config().family == Family::kLlama;
   auto alloc = [&](std::vector<std::vector<Float>>& v, int64_t count, int64_t size) {
     v.assign(count, std::vector<Float>(size));
   };
   while (static_cast<int>(acts_.size()) < slots) {
     Acts a;
-    alloc(a.residual, L + 1, N * C);
+    alloc(a.residual, L + 1, S * C);
     alloc(a.ln1, L, N * C);
-    alloc(a.ln1_mean, L, N);
-    alloc(a.ln1_rstd, L, N);
+    alloc(a.ln1_mean, L, S);
+    alloc(a.ln1_rstd, L, S);
     alloc(a.qkv, L, N * QKV);
     alloc(a.att, L, max_batch_ * NH * max_seq_ * max_seq_);
     alloc(a.atty, L, N * Q);
-    alloc(a.res2, L, N * C);
+    alloc(a.res2, L, S * C);
     alloc(a.ln2, L, N * C);
-    alloc(a.ln2_mean, L, N);
-    alloc(a.ln2_rstd, L, N);
+    alloc(a.ln2_mean, L, S);
+    alloc(a.ln2_rstd, L, S);
     alloc(a.fc, L, N * (llama ? 2 * F : F));
     alloc(a.act, L, N * F);
     if (part.head) {
       a.lnf.resize(N * C);
-      a.lnf_mean.resize(N);
-      a.lnf_rstd.resize(N);
+      a.lnf_mean.resize(S);
+      a.lnf_rstd.resize(S);
     }
     acts_.push_back(std::move(a));
   }
@@ -148,7 +164,7 @@ int64_t Model<Float>::bytes() const {
     n += static_cast<int64_t>(a.lnf.size() + a.lnf_mean.size() + a.lnf_rstd.size());
   }
   for (const auto* v : {&logits_, &tmp_, &xent_, &dres_, &dln_, &dqkv_, &datty_, &dfc_, &dact_,
-                        &dlnf_, &losses_, &dlosses_})
+                        &dlnf_, &losses_, &dlosses_, &rows_, &norm_grad_})
     n += static_cast<int64_t>(v->size());
   return n * static_cast<int64_t>(sizeof(Float));
 }
@@ -156,9 +172,48 @@ int64_t Model<Float>::bytes() const {
 template <typename Float>
 void Model<Float>::AllReduce(Float* data, int64_t n, dist::ReduceOp op) {
   if (!tensor_parallel() || !status_.ok()) return;
-  constexpr dist::DType dtype =
-      std::is_same_v<Float, float> ? dist::DType::kFloat32 : dist::DType::kFloat64;
-  status_ = tp_->AllReduce(data, n, dtype, op);
+  status_ = tp_->AllReduce(data, n, kDType<Float>, op);
+}
+
+template <typename Float>
+void Model<Float>::ReduceScatterRows(const Float* full, Float* local, int64_t N) {
+  if (!status_.ok()) return;
+  status_ = tp_->ReduceScatter(full, local, StreamRows(N) * config().hidden, kDType<Float>,
+                               dist::ReduceOp::kSum);
+}
+
+template <typename Float>
+void Model<Float>::AllGatherRows(const Float* local, Float* full, int64_t N) {
+  if (!status_.ok()) return;
+  status_ = tp_->AllGather(local, full, StreamRows(N) * config().hidden, kDType<Float>);
+}
+
+template <typename Float>
+template <typename Backward>
+void Model<Float>::NormBackward(Float* dw, Float* db, Backward backward) {
+  if (!sequence_parallel_) {
+    backward(dw, db);
+    return;
+  }
+  const int64_t C = config().hidden;
+  std::fill(norm_grad_.begin(), norm_grad_.end(), Float(0));
+  backward(norm_grad_.data(), db ? norm_grad_.data() + C : nullptr);
+  AllReduce(norm_grad_.data(), db ? 2 * C : C, dist::ReduceOp::kSum);
+  for (int64_t i = 0; i < C; ++i) dw[i] += norm_grad_[i];
+  if (db)
+    for (int64_t i = 0; i < C; ++i) db[i] += norm_grad_[C + i];
+}
+
+template <typename Float>
+bool Model<Float>::CheckStreamSplit(int64_t B, int64_t T) {
+  const int tp = shard_.rank().tp;
+  if (!sequence_parallel_ || (B * T) % tp == 0) return status_.ok();
+  if (status_.ok())
+    status_ = Errorf(ErrorCode::kInvalidArgument,
+                     "sequence parallelism splits a micro-batch's {}x{} = {} tokens over TP{}, "
+                     "which does not divide them (choose lbs·mpe divisible by {})",
+                     B, T, B * T, tp, tp);
+  return false;
 }
 
 template <typename Float>
@@ -168,8 +223,37 @@ void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int6
   const int64_t N = B * T, C = c.hidden, F = part.ffn_hidden, HS = c.head_dim();
   const int64_t NH = part.heads, KVH = part.kv_heads, Q = NH * HS, QKV = (NH + 2 * KVH) * HS;
   const bool llama = c.family == Family::kLlama, tp = tensor_parallel();
+  const bool sp = sequence_parallel_;
+  const int64_t S = StreamRows(N);  // rows of the residual stream here
   const int num_units = static_cast<int>(layout().units().size());
+  if (!CheckStreamSplit(B, T)) return;
   Acts& a = acts_[slot];
+  // A norm over the stream's S rows into `out` [N, C]: directly, or this
+  // rank's rows gathered from every rank's (sequence parallelism).
+  auto norm = [&](Float* out, Float* mean, Float* rstd, const Float* x, const Float* w,
+                  const Float* b) {
+    Float* y = sp ? rows_.data() : out;
+    if (llama) {
+      RmsNormForward(y, rstd, x, w, S, C, c.norm_eps);
+    } else {
+      LayerNormForward(y, mean, rstd, x, w, b, S, C, c.norm_eps);
+    }
+    if (sp) AllGatherRows(rows_.data(), out, N);
+  };
+  // A row-parallel output: tmp_ [N, C] holds this rank's partial products;
+  // returns the summed S rows of the stream with the bias added.
+  auto row_parallel_sum = [&](const Float* bias) -> const Float* {
+    if (!tp) return tmp_.data();  // the matmul added the bias
+    Float* y = tmp_.data();
+    if (sp) {
+      ReduceScatterRows(tmp_.data(), rows_.data(), N);
+      y = rows_.data();
+    } else {
+      AllReduce(tmp_.data(), N * C, dist::ReduceOp::kSum);
+    }
+    if (bias) AddBias(y, bias, S, C);
+    return y;
+  };
   if (part.embeddings) {
     const Float* wte = params_.data() + shard_.token_embedding()->offset;
     const Float* wpe =
@@ -179,10 +263,16 @@ void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int6
       EmbeddingForward(a.residual[0].data(), inputs, wte, wpe, B, T, C);  // [N, C]
     } else {
       // Each rank looks up its vocabulary rows; the sum over ranks is the lookup.
-      EmbeddingForward(a.residual[0].data(), inputs, wte, static_cast<const Float*>(nullptr), B, T,
-                       C, shard_.vocab_begin(), part.vocab);
-      AllReduce(a.residual[0].data(), N * C, dist::ReduceOp::kSum);
-      if (wpe) AddPositions(a.residual[0].data(), wpe, B, T, C);
+      Float* lookup = sp ? tmp_.data() : a.residual[0].data();
+      EmbeddingForward(lookup, inputs, wte, static_cast<const Float*>(nullptr), B, T, C,
+                       shard_.vocab_begin(), part.vocab);
+      if (sp) {
+        ReduceScatterRows(lookup, a.residual[0].data(), N);
+      } else {
+        AllReduce(lookup, N * C, dist::ReduceOp::kSum);
+      }
+      const int64_t first_row = sp ? shard_.rank().tp_rank * S : 0;
+      if (wpe) AddPositions(a.residual[0].data(), wpe, first_row, S, T, C);
     }
     if (!tied_here_) Release(0);  // tied: the classifier reads wte again
   }
@@ -192,40 +282,25 @@ void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int6
     LayerParams p = Layer(params_, l);
     const Float* x = a.residual[l].data();
     // attention block: x -> norm -> qkv [N, QKV] -> (rope) -> attention [N, Q] -> proj [N, C]
-    if (llama) {
-      RmsNormForward(a.ln1[l].data(), a.ln1_rstd[l].data(), x, p.ln1_w, N, C, c.norm_eps);
-    } else {
-      LayerNormForward(a.ln1[l].data(), a.ln1_mean[l].data(), a.ln1_rstd[l].data(), x, p.ln1_w,
-                       p.ln1_b, N, C, c.norm_eps);
-    }
+    norm(a.ln1[l].data(), a.ln1_mean[l].data(), a.ln1_rstd[l].data(), x, p.ln1_w, p.ln1_b);
     MatmulForward(a.qkv[l].data(), a.ln1[l].data(), p.qkv_w, p.qkv_b, N, C, QKV);
     if (llama) RopeForward(a.qkv[l].data(), B, T, NH, KVH, HS, c.rope_theta);
     AttentionForward(a.atty[l].data(), a.att[l].data(), a.qkv[l].data(), B, T, NH, KVH, HS);
     // row-parallel: partial products summed over the ranks, then the bias
     MatmulForward(tmp_.data(), a.atty[l].data(), p.proj_w, tp ? nullptr : p.proj_b, N, Q, C);
-    if (tp) {
-      AllReduce(tmp_.data(), N * C, dist::ReduceOp::kSum);
-      if (p.proj_b) AddBias(tmp_.data(), p.proj_b, N, C);
-    }
-    ResidualForward(a.res2[l].data(), x, tmp_.data(), N * C);
+    ResidualForward(a.res2[l].data(), x, row_parallel_sum(p.proj_b), S * C);
     // MLP block: res2 -> norm -> fc -> activation [N, F] -> down [N, C]
+    norm(a.ln2[l].data(), a.ln2_mean[l].data(), a.ln2_rstd[l].data(), a.res2[l].data(), p.ln2_w,
+         p.ln2_b);
     if (llama) {
-      RmsNormForward(a.ln2[l].data(), a.ln2_rstd[l].data(), a.res2[l].data(), p.ln2_w, N, C,
-                     c.norm_eps);
       MatmulForward(a.fc[l].data(), a.ln2[l].data(), p.fc_w, p.fc_b, N, C, 2 * F);
       SwiGluForward(a.act[l].data(), a.fc[l].data(), N, F);
     } else {
-      LayerNormForward(a.ln2[l].data(), a.ln2_mean[l].data(), a.ln2_rstd[l].data(),
-                       a.res2[l].data(), p.ln2_w, p.ln2_b, N, C, c.norm_eps);
       MatmulForward(a.fc[l].data(), a.ln2[l].data(), p.fc_w, p.fc_b, N, C, F);
       GeluForward(a.act[l].data(), a.fc[l].data(), N * F);
     }
     MatmulForward(tmp_.data(), a.act[l].data(), p.down_w, tp ? nullptr : p.down_b, N, F, C);
-    if (tp) {
-      AllReduce(tmp_.data(), N * C, dist::ReduceOp::kSum);
-      if (p.down_b) AddBias(tmp_.data(), p.down_b, N, C);
-    }
-    ResidualForward(a.residual[l + 1].data(), a.res2[l].data(), tmp_.data(), N * C);
+    ResidualForward(a.residual[l + 1].data(), a.res2[l].data(), row_parallel_sum(p.down_b), S * C);
     Release(unit);
   }
   if (!part.head) return;
@@ -233,15 +308,9 @@ void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int6
   // (and the backward), released by the caller.
   Acquire(FinalUnit(), -1);
   const ParamTensor* nw = layout().Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
-  const Float* x = a.residual[layers_].data();
-  if (llama) {
-    RmsNormForward(a.lnf.data(), a.lnf_rstd.data(), x, params_.data() + nw->offset, N, C,
-                   c.norm_eps);
-  } else {
-    const Float* nb = params_.data() + layout().Find("transformer.ln_f.bias")->offset;
-    LayerNormForward(a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x,
-                     params_.data() + nw->offset, nb, N, C, c.norm_eps);
-  }
+  const ParamTensor* nb = llama ? nullptr : layout().Find("transformer.ln_f.bias");
+  norm(a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(), a.residual[layers_].data(),
+       params_.data() + nw->offset, nb ? params_.data() + nb->offset : nullptr);
 }
 
 template <typename Float>
@@ -288,8 +357,9 @@ void Model<Float>::Classifier(int slot, const int32_t* targets, int64_t N, Float
     MatmulBackward(dlnf_.data() + start * C, dw, static_cast<Float*>(nullptr), logits_.data(),
                    lnf + start * C, w, rows, C, V);
   }
-  // the head is column-parallel over the vocabulary: its input gradient is summed over the ranks
-  if (dlosses) AllReduce(dlnf_.data(), N * C, dist::ReduceOp::kSum);
+  // the head is column-parallel over the vocabulary: its input gradient is summed over the
+  // ranks (under sequence parallelism reduce-scattered by the caller)
+  if (dlosses && !sequence_parallel_) AllReduce(dlnf_.data(), N * C, dist::ReduceOp::kSum);
 }
 
 template <typename Float>
@@ -300,13 +370,43 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
   const ModelPart& part = shard_.part();
   const int64_t N = B * T, C = c.hidden, F = part.ffn_hidden, HS = c.head_dim();
   const int64_t NH = part.heads, KVH = part.kv_heads, Q = NH * HS, QKV = (NH + 2 * KVH) * HS;
-  const bool llama = c.family == Family::kLlama;
+  const bool llama = c.family == Family::kLlama, sp = sequence_parallel_;
+  const int64_t S = StreamRows(N);  // rows of the residual stream (and of dres_) here
   Acts& a = acts_[slot];
   auto zero = [](std::vector<Float>& v, int64_t n) {
     std::fill(v.begin(), v.begin() + n, Float(0));
   };
   *loss_sum = 0;
   *count = 0;
+  if (!CheckStreamSplit(B, T)) return;
+  // The gradient of a row-parallel output [N, C]: dres_, or its rows of every
+  // rank gathered (sequence parallelism).
+  auto output_gradient = [&]() -> const Float* {
+    if (!sp) return dres_.data();
+    AllGatherRows(dres_.data(), tmp_.data(), N);
+    return tmp_.data();
+  };
+  // A column-parallel input gradient din [N, C], summed over the TP group:
+  // whole, or this rank's rows (sequence parallelism).
+  auto input_gradient = [&](Float* din) -> const Float* {
+    if (!sp) {
+      AllReduce(din, N * C, dist::ReduceOp::kSum);
+      return din;
+    }
+    ReduceScatterRows(din, rows_.data(), N);
+    return rows_.data();
+  };
+  // A norm's backward over the stream's S rows: dout -> dres_ (accumulated).
+  auto norm_backward = [&](Float* dw, Float* db, const Float* dout, const Float* x, const Float* w,
+                           const Float* mean, const Float* rstd) {
+    NormBackward(dw, db, [&](Float* dw_part, Float* db_part) {
+      if (llama) {
+        RmsNormBackward(dres_.data(), dw_part, dout, x, w, rstd, S, C);
+      } else {
+        LayerNormBackward(dres_.data(), dw_part, db_part, dout, x, w, mean, rstd, S, C);
+      }
+    });
+  };
   if (part.head) {
     for (int64_t n = 0; n < N; ++n) dlosses_[n] = (!mask || mask[n]) ? loss_scale : Float(0);
     zero(dlnf_, N * C);
@@ -321,18 +421,17 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
     *loss_sum = sum;
     *count = n_in;
     // final norm: dlnf -> dres (gradient of the last residual stream)
-    zero(dres_, N * C);
-    const ParamTensor* nw = layout().Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
-    const Float* x = a.residual[layers_].data();
-    if (llama) {
-      RmsNormBackward(dres_.data(), grads_.data() + nw->offset, dlnf_.data(), x,
-                      params_.data() + nw->offset, a.lnf_rstd.data(), N, C);
-    } else {
-      const ParamTensor* nb = layout().Find("transformer.ln_f.bias");
-      LayerNormBackward(dres_.data(), grads_.data() + nw->offset, grads_.data() + nb->offset,
-                        dlnf_.data(), x, params_.data() + nw->offset, a.lnf_mean.data(),
-                        a.lnf_rstd.data(), N, C);
+    const Float* dlnf = dlnf_.data();
+    if (sp) {
+      ReduceScatterRows(dlnf_.data(), rows_.data(), N);
+      dlnf = rows_.data();
     }
+    zero(dres_, S * C);
+    const ParamTensor* nw = layout().Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
+    const ParamTensor* nb = llama ? nullptr : layout().Find("transformer.ln_f.bias");
+    norm_backward(grads_.data() + nw->offset, nb ? grads_.data() + nb->offset : nullptr, dlnf,
+                  a.residual[layers_].data(), params_.data() + nw->offset, a.lnf_mean.data(),
+                  a.lnf_rstd.data());
     GradientsReady(FinalUnit());  // the classifier's lm_head gradient came first
     Release(FinalUnit());
   }
@@ -346,29 +445,25 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
     LayerParams g = Layer(grads_, l);
     // dres holds d(residual[l+1]) = d(res2) through the skip + d(mlp down output)
     zero(dact_, N * F);
-    MatmulBackward(dact_.data(), g.down_w, g.down_b, dres_.data(), a.act[l].data(), p.down_w, N, F,
-                   C);
+    MatmulBackward(dact_.data(), g.down_w, g.down_b, output_gradient(), a.act[l].data(), p.down_w,
+                   N, F, C);
     zero(dln_, N * C);
     if (llama) {
       zero(dfc_, N * 2 * F);
       SwiGluBackward(dfc_.data(), dact_.data(), a.fc[l].data(), N, F);
       MatmulBackward(dln_.data(), g.fc_w, g.fc_b, dfc_.data(), a.ln2[l].data(), p.fc_w, N, C,
                      2 * F);
-      AllReduce(dln_.data(), N * C, dist::ReduceOp::kSum);  // column-parallel input gradient
-      RmsNormBackward(dres_.data(), g.ln2_w, dln_.data(), a.res2[l].data(), p.ln2_w,
-                      a.ln2_rstd[l].data(), N, C);
     } else {
       zero(dfc_, N * F);
       GeluBackward(dfc_.data(), a.fc[l].data(), dact_.data(), N * F);
       MatmulBackward(dln_.data(), g.fc_w, g.fc_b, dfc_.data(), a.ln2[l].data(), p.fc_w, N, C, F);
-      AllReduce(dln_.data(), N * C, dist::ReduceOp::kSum);
-      LayerNormBackward(dres_.data(), g.ln2_w, g.ln2_b, dln_.data(), a.res2[l].data(), p.ln2_w,
-                        a.ln2_mean[l].data(), a.ln2_rstd[l].data(), N, C);
     }
+    norm_backward(g.ln2_w, g.ln2_b, input_gradient(dln_.data()), a.res2[l].data(), p.ln2_w,
+                  a.ln2_mean[l].data(), a.ln2_rstd[l].data());
     // dres now holds d(res2) = d(residual[l]) through the skip + d(attention proj output)
     zero(datty_, N * Q);
-    MatmulBackward(datty_.data(), g.proj_w, g.proj_b, dres_.data(), a.atty[l].data(), p.proj_w, N,
-                   Q, C);
+    MatmulBackward(datty_.data(), g.proj_w, g.proj_b, output_gradient(), a.atty[l].data(), p.proj_w,
+                   N, Q, C);
     zero(dqkv_, N * QKV);
     AttentionBackward(dqkv_.data(), datty_.data(), a.qkv[l].data(), a.att[l].data(), B, T, NH, KVH,
                       HS);
@@ -376,14 +471,8 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
     zero(dln_, N * C);
     MatmulBackward(dln_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1[l].data(), p.qkv_w, N, C,
                    QKV);
-    AllReduce(dln_.data(), N * C, dist::ReduceOp::kSum);
-    if (llama) {
-      RmsNormBackward(dres_.data(), g.ln1_w, dln_.data(), a.residual[l].data(), p.ln1_w,
-                      a.ln1_rstd[l].data(), N, C);
-    } else {
-      LayerNormBackward(dres_.data(), g.ln1_w, g.ln1_b, dln_.data(), a.residual[l].data(), p.ln1_w,
-                        a.ln1_mean[l].data(), a.ln1_rstd[l].data(), N, C);
-    }
+    norm_backward(g.ln1_w, g.ln1_b, input_gradient(dln_.data()), a.residual[l].data(), p.ln1_w,
+                  a.ln1_mean[l].data(), a.ln1_rstd[l].data());
     GradientsReady(unit);
     Release(unit);
   }
@@ -391,7 +480,8 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
   // The embedding backward reads no parameters.
   Float* dwte = grads_.data() + shard_.token_embedding()->offset;
   Float* dwpe = llama ? nullptr : grads_.data() + layout().Find("transformer.wpe.weight")->offset;
-  EmbeddingBackward(dwte, dwpe, dres_.data(), inputs, B, T, C, shard_.vocab_begin(), part.vocab);
+  EmbeddingBackward(dwte, dwpe, output_gradient(), inputs, B, T, C, shard_.vocab_begin(),
+                    part.vocab);
   GradientsReady(0);
   if (tied_here_) Release(0);
 }

@@ -23,6 +23,20 @@
 //   norms: replicated; their inputs and output gradients are identical on
 //     every TP rank (they come out of all-reduces), so are their gradients:
 //     no reduction
+// Sequence parallelism (Megatron's --sequence-parallel, a constructor option):
+// outside the TP regions each rank holds rows [rank·N/TP, (rank+1)·N/TP) of the
+// residual stream ([N, C], N = B·T: tokens, so whole sequences need not
+// divide), and runs the norms, residual additions and row-parallel biases on
+// those rows only. The all-reduces around the TP regions become pairs:
+//   entering one (before q|k|v, the MLP up, the head): the norm's output rows
+//     all-gathered; in backward the input gradient reduce-scattered
+//   leaving one (attention output, MLP down, the embedding lookup): the partial
+//     products reduce-scattered, then the bias on the rank's rows; in backward
+//     the output gradient all-gathered
+// The norms' weight gradients cover this rank's rows, so they are all-reduced
+// (sum) over the TP group; the biases' and positions' come from the gathered
+// gradient, whole on every rank. The residual stream, the norms' statistics
+// and the pipeline's messages shrink by TP; N must be a multiple of TP.
 // With one TP rank none of this runs: the whole model computes exactly what
 // it always did. A pipeline stage runs its part of each micro-batch through
 // ForwardStage / BackwardStage, in one of several activation slots (the
@@ -65,8 +79,10 @@ class Model {
  public:
   // The whole model. Preconditions: Validate(config) is OK; max_seq <= config.max_seq.
   Model(const ModelConfig& config, int64_t max_batch, int64_t max_seq);
-  // A rank's shard; the same preconditions.
-  Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq);
+  // A rank's shard; the same preconditions. sequence_parallel: as above, when
+  // the shard has TP > 1 (ignored otherwise).
+  Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq,
+        bool sequence_parallel = false);
 
   const ModelConfig& config() const { return shard_.config(); }  // the whole model's
   const ModelShard& shard() const { return shard_; }
@@ -108,13 +124,13 @@ class Model {
   // Pipeline stages. Each micro-batch in flight has an activation slot,
   // 0 <= slot < slots() (EnsureSlots allocates more).
   //   ForwardStage: the first stage embeds `inputs`; another reads
-  //     stage_input(slot) ([B*T, C]: the previous stage's output, filled by
+  //     stage_input(slot) ([StreamRows(B*T), C]: the previous stage's output, filled by
   //     the caller). Runs the stage's layers (and the final norm on the last),
   //     leaving stage_output(slot) for the next stage.
   //   BackwardStage: the last stage takes the loss of `targets` (mask and
   //     loss_scale as ForwardBackward's; loss_sum / count as there, 0 on other
   //     stages) and backpropagates from it; another starts from output_grad()
-  //     ([B*T, C]: the next stage's input gradient, filled by the caller).
+  //     ([StreamRows(B*T), C]: the next stage's input gradient, filled by the caller).
   //     Gradients accumulate. Leaves input_grad() = the gradient of
   //     stage_input(slot) for the previous stage; the first stage runs the
   //     embedding backward instead.
@@ -129,6 +145,9 @@ class Model {
   const Float* stage_output(int slot) const { return acts_[slot].residual.back().data(); }
   Float* output_grad() { return dres_.data(); }
   const Float* input_grad() const { return dres_.data(); }
+  // The rows of the residual stream this rank holds for N = B*T tokens: N, or
+  // N / TP under sequence parallelism.
+  int64_t StreamRows(int64_t N) const { return sequence_parallel_ ? N / shard_.rank().tp : N; }
 
   // Bytes held by parameters, gradients and activations.
   int64_t bytes() const;
@@ -154,6 +173,19 @@ class Model {
                   int32_t* argmax);
   // In-place all-reduce over the TP group; nothing without one.
   void AllReduce(Float* data, int64_t n, dist::ReduceOp op);
+  // Sequence parallelism: full[N, C] summed over the TP group, this rank's
+  // rows into local; this rank's rows of every rank gathered into full.
+  void ReduceScatterRows(const Float* full, Float* local, int64_t N);
+  void AllGatherRows(const Float* local, Float* full, int64_t N);
+  // A norm's weight (and bias, nullable) gradient over this rank's rows: under
+  // sequence parallelism summed over the TP group before it is added to `dw`.
+  template <typename Backward>
+  void NormBackward(Float* dw, Float* db, Backward backward);
+  // Under sequence parallelism, whether TP divides the B*T tokens (status_ says
+  // why not); else whether status_ is OK.
+  bool CheckStreamSplit(int64_t B, int64_t T);
+  // Rows of the residual-stream buffers: StreamRows of the largest N, rounded up.
+  int64_t StreamCapacity() const;
   bool tensor_parallel() const { return tp_ && tp_->size() > 1; }
 
   // Hook calls (no-ops without hooks).
@@ -180,6 +212,7 @@ class Model {
   bool tied_here_;
   UnitHooks* hooks_ = nullptr;
   dist::Communicator* tp_ = nullptr;
+  const bool sequence_parallel_;
   Status status_;
   int64_t max_batch_, max_seq_;
   std::vector<Float> params_, grads_;
@@ -187,6 +220,9 @@ class Model {
   std::vector<Float> logits_, tmp_, xent_;  // xent_: vocabulary-parallel row statistics
   // Gradient scratch, reused by every layer.
   std::vector<Float> dres_, dln_, dqkv_, datty_, dfc_, dact_, dlnf_, losses_, dlosses_;
+  // Sequence parallelism: this rank's rows of a reduce-scatter's result or of a
+  // norm's output, and a norm's weight and bias gradients before their all-reduce.
+  std::vector<Float> rows_, norm_grad_;
 };
 
 extern template class Model<float>;

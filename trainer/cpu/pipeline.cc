@@ -40,7 +40,7 @@ Result<LossSum> Pipeline::Step(std::span<const MicroBatch> micro, float loss_sca
   size_t next = 0;                    // the next message on the link to stage + 1
   std::vector<bool> forward_done(m);  // forwards whose output may go down
   const int64_t C = model_->config().hidden;
-  auto size = [&](int i) { return micro[i].B * micro[i].T * C; };
+  auto size = [&](int i) { return model_->StreamRows(micro[i].B * micro[i].T) * C; };
   // Sends every activation the link has reached and this stage has computed.
   auto send_ready = [&]() -> Status {
     while (next < link.size() && link[next].forward && forward_done[link[next].micro]) {

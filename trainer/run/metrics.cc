@@ -114,6 +114,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
       {"gbs", r.gbs()},
       {"layout", r.layout.ToString()},
       {"zero", r.zero},
+      {"sequence_parallel", r.sequence_parallel},
       {"precision", PrecisionName(r.precision)},
       {"recompute", r.recompute},
       {"flash_attention", r.flash_attention},

@@ -92,6 +92,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   BM_TRY(Get(j, "layout", &layout));
   BM_ASSIGN_OR_RETURN(c.layout, ParseLayout(layout));
   BM_TRY(Get(j, "zero", &c.zero));
+  BM_TRY(Get(j, "sequence_parallel", &c.sequence_parallel));
   BM_TRY(Get(j, "communicator", &c.communicator));
   for (auto [key, ptr] : {std::pair{"lbs", &c.lbs},
                           {"mpe", &c.mpe},
@@ -171,6 +172,16 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "layout {}: evaluation runs on one rank (use TP1PP1DP1; the checkpoint is "
                   "whole)",
                   c.layout.ToString());
+  if (c.sequence_parallel && c.layout.tp == 1)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "sequence_parallel = true with layout {}: sequence parallelism splits the "
+                  "tokens over the tensor-parallel group, so it needs TP > 1",
+                  c.layout.ToString());
+  if (c.sequence_parallel && (c.lbs * c.mpe) % c.layout.tp != 0)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "sequence_parallel = true: TP{} must divide a micro-batch's lbs x mpe = {} x {} "
+                  "tokens",
+                  c.layout.tp, c.lbs, c.mpe);
   const bool model_parallel = c.layout.tp > 1 || c.layout.pp > 1;
   if (model_parallel && c.zero > 1)
     return Errorf(ErrorCode::kUnsupported,
@@ -219,6 +230,7 @@ std::string Fingerprint(const RunConfig& c, const ModelConfig& model) {
                       {"seed", c.seed},
                       {"data", c.data_dir}};
   if (c.precision == Precision::kFp16) j["loss_scaler"] = c.loss_scaler.ToJson();
+  if (c.sequence_parallel) j["sequence_parallel"] = true;  // other sums: other bits
   return j.dump();
 }
 

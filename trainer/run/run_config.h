@@ -9,7 +9,7 @@
 //    "device": "cpu", "threads": 0, "precision": "fp32" (fp32, bf16, fp16; amp = bf16),
 //    "recompute": false,
 //    "attention": "auto" (CUDA: "auto" = cuDNN when usable, "flash", "cudnn"),
-//    "layout": "TP1PP1DP1", "zero": 0, "communicator": "auto",
+//    "layout": "TP1PP1DP1", "zero": 0, "sequence_parallel": false, "communicator": "auto",
 //    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
 //    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
 //    "grad_clip": 1.0, "seed": 1234, "checkpoint_every": 0, "peak_tflops": null,
@@ -57,6 +57,9 @@ struct RunConfig {
   std::string attention = "auto";  // CUDA: "auto", "flash" or "cudnn" (BackendOptions)
   ParallelLayout layout;
   int zero = 0;  // ZeRO stage 0-3 over the DP group
+  // Megatron's sequence parallelism over the TP group (BackendOptions); needs
+  // TP > 1 and lbs·mpe divisible by TP.
+  bool sequence_parallel = false;
   // The transport of the groups: "auto" (NCCL for cuda, Gloo for the cpu; a
   // world of one communicates with nobody), or "gloo"/"nccl" to insist, even
   // with one rank (tests: a one-rank NCCL run equals the run without one).

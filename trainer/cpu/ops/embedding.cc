@@ -40,10 +40,11 @@ void EmbeddingBackward(Float* dwte, Float* dwpe, const Float* dout, const int32_
 }
 
 template <typename Float>
-void AddPositions(Float* out, const Float* wpe, int64_t B, int64_t T, int64_t C) {
+void AddPositions(Float* out, const Float* wpe, int64_t first_row, int64_t rows, int64_t T,
+                  int64_t C) {
 #pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < B * T; ++n)
-    for (int64_t i = 0; i < C; ++i) out[n * C + i] += wpe[(n % T) * C + i];
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t i = 0; i < C; ++i) out[n * C + i] += wpe[((first_row + n) % T) * C + i];
 }
 
 template void EmbeddingForward<float>(float*, const int32_t*, const float*, const float*, int64_t,
@@ -54,7 +55,7 @@ template void EmbeddingBackward<float>(float*, float*, const float*, const int32
                                        int64_t, int64_t, int64_t, int64_t);
 template void EmbeddingBackward<double>(double*, double*, const double*, const int32_t*, int64_t,
                                         int64_t, int64_t, int64_t, int64_t);
-template void AddPositions<float>(float*, const float*, int64_t, int64_t, int64_t);
-template void AddPositions<double>(double*, const double*, int64_t, int64_t, int64_t);
+template void AddPositions<float>(float*, const float*, int64_t, int64_t, int64_t, int64_t);
+template void AddPositions<double>(double*, const double*, int64_t, int64_t, int64_t, int64_t);
 
 }  // namespace bm::train::cpu

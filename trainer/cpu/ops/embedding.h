@@ -20,9 +20,11 @@ template <typename Float>
 void EmbeddingBackward(Float* dwte, Float* dwpe, const Float* dout, const int32_t* inp, int64_t B,
                        int64_t T, int64_t C, int64_t v0 = 0, int64_t rows = kAllRows);
 
-// out[b,t,:] += wpe[t,:]: the positions added after a vocabulary-parallel
-// lookup's all-reduce (one addition, as EmbeddingForward's).
+// out[r,:] += wpe[(first_row + r) % T, :] for r < rows: the positions added
+// after a vocabulary-parallel lookup's all-reduce (one addition, as
+// EmbeddingForward's), to rows first_row.. of the [B*T, C] stream.
 template <typename Float>
-void AddPositions(Float* out, const Float* wpe, int64_t B, int64_t T, int64_t C);
+void AddPositions(Float* out, const Float* wpe, int64_t first_row, int64_t rows, int64_t T,
+                  int64_t C);
 
 }  // namespace bm::train::cpu

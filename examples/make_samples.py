@@ -173,7 +173,7 @@ def deepspeed_log():
         seconds += 20.2 * (1 + jitter(300 + step, 0.01))
         loss = 0.7759 + 0.45 * 0.85 ** step + jitter(400 + step, 0.01)
         lr = 2e-5 * min(1.0, step / 157)
-        lines.append(f"{{'loss': {loss:.4f}, 'learning_rate': {lr:.4g}, 'epoch': {step / 5198:.2f}}}")
+        # DeepSpeed reports inside engine.step(); the Trainer logs the step after it.
         if step % 10 == 0:
             stamp = f"[2024-03-01 {9 + int(seconds) // 3600:02d}:{int(seconds) // 60 % 60:02d}:" \
                     f"{int(seconds) % 60:02d},000]"
@@ -184,6 +184,7 @@ def deepspeed_log():
                          f"global_step={step}, RunningAvgSamplesPerSec={avg:.15g}, "
                          f"CurrSamplesPerSec={avg * (1 + jitter(600 + step, 0.01)):.15g}, "
                          f"MemAllocated=31.47GB, MaxMemAllocated=76.12GB")
+        lines.append(f"{{'loss': {loss:.4f}, 'learning_rate': {lr:.4g}, 'epoch': {step / 5198:.2f}}}")
     return ("\n".join(lines) + "\n").encode("ascii")
 
 

@@ -14,6 +14,15 @@
 // A loss line is any other line with a step ("step 10", "Step 10/1000",
 // "step=10", "global_step: 10") and a loss ("loss: 2.3", "Loss=2.3",
 // "'loss': 2.3", "loss: tensor(2.3"), case-insensitive: the first of each.
+// The Hugging Face Trainer's log dicts carry no step:
+//   {'loss': 1.1656, 'learning_rate': 1.274e-07, 'epoch': 0.0}
+// The Trainer prints one every `logging_steps` optimizer steps (1 unless the
+// log states `logging_steps` = N, as TrainingArguments or a command line
+// print it), right after DeepSpeed's lines for that step: so the first dict
+// after DeepSpeed's `step=N` line is step N rounded up to a multiple of
+// logging_steps, and each further dict logging_steps later (from the log's
+// start: logging_steps). Other dicts ('eval_loss', the closing 'train_loss')
+// are not loss records; a dict that names its step is a loss line as above.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
 // the previous progress line. Every rank may print the timer line: per step,
 // the first value of each field wins. RunningAvgSamplesPerSec at the last
@@ -80,6 +89,32 @@ const char* const kPrecisions[][2] = {
     {"fp16_enabled", "fp16"},
 };
 
+// The Trainer's loss dict: "{'loss': X, ...}" (the 'loss' key itself, not
+// 'train_loss' or 'eval_loss'), its loss or nullopt.
+std::optional<double> TrainerDictLoss(std::string_view line) {
+  line = Trim(line);
+  if (line.size() < 2 || line.front() != '{' || line.back() != '}') return std::nullopt;
+  size_t at = line.find("'loss':");
+  if (at == std::string_view::npos || (at != 1 && line.substr(at - 2, 2) != ", "))
+    return std::nullopt;
+  return LeadingNumber(line.substr(at + 7));
+}
+
+// "logging_steps=5", "logging_steps: 5", "--logging_steps 5": N, or nullopt.
+std::optional<double> LoggingSteps(std::string_view line) {
+  size_t at = FindNoCase(line, "logging_steps");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(at + 13);
+  size_t p = 0;
+  while (p < rest.size() &&
+         (rest[p] == ' ' || rest[p] == '\'' || rest[p] == '"' || rest[p] == '=' || rest[p] == ':'))
+    ++p;
+  size_t end = 0;
+  std::optional<double> n = LeadingNumber(rest.substr(p), &end);
+  if (!n || *n < 1 || *n != std::floor(*n)) return std::nullopt;
+  return n;
+}
+
 }  // namespace
 
 Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name) {
@@ -87,6 +122,8 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   std::map<int64_t, Iteration> steps;
   int64_t last_skipped_total = 0;
   double peak_gb = -1;
+  int64_t logging_steps = 1;
+  std::optional<int64_t> next_dict_step;  // the step of the Trainer's next loss dict
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
     Iteration& it = steps[step];
     if (it.line == 0) {
@@ -117,7 +154,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       std::optional<double> step = StepNumber(line);
       std::optional<double> skipped = NumberAfter(line, "skipped", "=");
       if (!step || !skipped) return;
-      Iteration& it = at_step(static_cast<int64_t>(*step), no);
+      const int64_t n = static_cast<int64_t>(*step);
+      next_dict_step = (n + logging_steps - 1) / logging_steps * logging_steps;
+      Iteration& it = at_step(n, no);
       set(it.lr, NumberAfter(line, "lr", "="));
       int64_t total = static_cast<int64_t>(*skipped);
       if (total >= last_skipped_total) it.skipped = total - last_skipped_total;
@@ -138,6 +177,19 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         }
         return;
       }
+    }
+    if (std::optional<double> dict_loss = TrainerDictLoss(line); dict_loss && !StepNumber(line)) {
+      const int64_t step = next_dict_step.value_or(logging_steps);
+      next_dict_step = step + logging_steps;
+      Iteration& it = at_step(step, no);
+      set(it.loss, dict_loss);
+      set(it.lr, NumberAfter(line, "'learning_rate'", ":"));
+      set(it.grad_norm, NumberAfter(line, "'grad_norm'", ":"));
+      return;
+    }
+    if (std::optional<double> n = LoggingSteps(line)) {
+      logging_steps = static_cast<int64_t>(*n);
+      return;
     }
     std::optional<double> loss = NumberAfter(line, "loss", "=:");
     if (!loss) return;

@@ -184,10 +184,11 @@ TEST_P(ExampleTest, ReportPrintsTheSuitesColumns) {
       << r.output;
   for (const std::string& t : SmokeTargets()) {
     if (!ParsesALog(t)) continue;
-    // The external run's row: its trainer, 8 devices, its layout, a token/p/s.
+    // The external run's row: its trainer, 8 devices, its layout, a token/p/s, a loss.
     EXPECT_TRUE(std::regex_search(
         r.output,
-        std::regex("\\n\\| " + t + R"( \| [a-z]+ \| [^|]*×8 \| TP1PP1DP8 \| [^|]*\| [0-9,.]+ \|)")))
+        std::regex("\\n\\| " + t +
+                   R"( \| [a-z]+ \| [^|]*×8 \| TP1PP1DP8 \| [^|]*\| [0-9,.]+ \| [0-9.]+ \|)")))
         << r.output;
     Run c = Benchmake("compare " + t + " smoke --no-alignment");
     EXPECT_EQ(c.exit_code, 0) << c.output;

@@ -160,6 +160,45 @@ TEST(DeepSpeed, RealisticZero3Log) {
   EXPECT_EQ(log.precision, "bf16");
 }
 
+// The Hugging Face Trainer's dicts carry no step: numbered from DeepSpeed's
+// last step line (printed before the Trainer logs that step), every
+// logging_steps; the closing summary and evaluation dicts are not losses.
+TEST(DeepSpeed, TrainerDictsTakeTheirStepsFromDeepSpeedsLines) {
+  Result<ParsedLog> r = ParseDeepSpeedLog(
+      "{'loss': 3.0, 'learning_rate': 1e-06, 'epoch': 0.0}\n"
+      "{'loss': 2.9, 'grad_norm': 1.5, 'learning_rate': 2e-06, 'epoch': 0.0}\n"
+      "[2024-03-01 09:03:21,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, "
+      "lr=[3e-06], mom=[(0.9, 0.999)]\n"
+      "{'loss': 2.5, 'learning_rate': 3e-06, 'epoch': 0.01}\n"
+      "{'eval_loss': 2.4, 'epoch': 0.01}\n"
+      "{'loss': 2.25, 'learning_rate': 4e-06, 'epoch': 0.01}\n"
+      "{'train_runtime': 100.0, 'train_loss': 2.6, 'epoch': 1.0}\n",
+      "trainer.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(At(*r, 1)->loss, 3.0);
+  EXPECT_EQ(At(*r, 2)->loss, 2.9);
+  EXPECT_EQ(At(*r, 2)->grad_norm, 1.5);
+  EXPECT_EQ(At(*r, 10)->loss, 2.5);
+  EXPECT_DOUBLE_EQ(*At(*r, 10)->lr, 3e-6);
+  EXPECT_EQ(At(*r, 11)->loss, 2.25);
+  EXPECT_DOUBLE_EQ(*At(*r, 11)->lr, 4e-6);
+  // logging_steps 5: the dicts are steps 5, 10, then 15 after DeepSpeed's step=12 line.
+  r = ParseDeepSpeedLog(
+      "  --logging_steps 5 --bf16 True\n"
+      "{'loss': 3.0, 'learning_rate': 1e-06, 'epoch': 0.0}\n"
+      "{'loss': 2.9, 'learning_rate': 2e-06, 'epoch': 0.0}\n"
+      "step=12, skipped=0, lr=[3e-06]\n"
+      "{'loss': 2.5, 'learning_rate': 3e-06, 'epoch': 0.01}\n",
+      "every5.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(At(*r, 5)->loss, 3.0);
+  EXPECT_EQ(At(*r, 10)->loss, 2.9);
+  EXPECT_FALSE(At(*r, 12)->loss);
+  EXPECT_EQ(At(*r, 15)->loss, 2.5);
+}
+
 TEST(DeepSpeed, LossLineShapes) {
   Result<ParsedLog> r = ParseDeepSpeedLog(
       "step=1, loss=2.5\n"

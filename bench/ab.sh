@@ -4,9 +4,7 @@
 # .devtree/bin/cuda_train_bench and .devtree/bin/cuda_train_bench_old, as gpu_check.sh does.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd); OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
-for f in "$here"/../.debs/libfmt9*.deb "$here"/../.debs/libopenblas0-pthread*.deb; do dpkg -x "$f" /tmp/debroot; done
-ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64 "$@"; }
+source "$(dirname "$0")/device_env.sh" "$here"
 nvidia-smi --query-gpu=name --format=csv,noheader
 for round in 1 2; do
 for mb in "gpt2-124m 32" "llama-1b 8" "llama7b-8l 2"; do

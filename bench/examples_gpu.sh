@@ -16,12 +16,8 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=${BIN:-$root/.devtree/bin}
 [[ -z ${BIN:-} && ! -d $bin && -f $root/.devtree/bin.tar.xz ]] && tar -C "$root/.devtree" -xJf "$root/.devtree/bin.tar.xz"
 device=${DEVICE:-cuda}
-libs=/tmp/bmlibs; mkdir -p $libs
-[[ -f $root/.devtree/lib/extra-libs.tar.xz ]] && tar -C $libs -xJf "$root/.devtree/lib/extra-libs.tar.xz"
-cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
-export NCCL_NVLS_ENABLE=0
-ours_path=$libs:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}
-bm() { LD_LIBRARY_PATH=$ours_path "$bin/benchmake" "$@"; }
+source "$(dirname "$0")/device_env.sh" "$root/.devtree"
+bm() { ours "$bin/benchmake" "$@"; }
 [[ $device == cuda ]] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 
 examples=("$@")

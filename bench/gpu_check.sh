@@ -18,27 +18,9 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=$here/bin
 want() { [[ " $* " == *" all "* ]] && return 0; for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
 MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(all)
-export NCCL_NVLS_ENABLE=0
+source "$(dirname "$0")/device_env.sh" "$here"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-# Our binaries' libraries (never on LD_LIBRARY_PATH of the python process).
-libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
-for f in "$here"/../.debs/libfmt9*.deb "$here"/../.debs/libopenblas0-pthread*.deb; do dpkg -x "$f" /tmp/debroot; done
-# Gloo (trainer/dist/, the CPU ranks' collectives) and what it links, for binaries that link it.
-for f in "$here"/../.debs/lib{gloo0,hiredis0.14,ibverbs1,nl-3-200,nl-route-3-200}_*.deb; do
-  [[ -f $f ]] && dpkg -x "$f" /tmp/debroot
-done
-# cuDNN: the image's pip wheel (nvidia-cudnn-cu13) unless the system has one.
-cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
-[[ -e /usr/local/cuda/lib64/libcudnn.so.9 ]] && cudnn_dir=/usr/local/cuda/lib64
 echo "cuDNN from: ${cudnn_dir:-none} $(ls "$cudnn_dir"/libcudnn.so.9* 2>/dev/null | head -1)" | tee -a "$OUT/gpu.txt"
-# The test binaries link libarchive (bm_base); its Debian 12 libraries travel packed when the
-# machine lacks them (lib/extra-libs.tar.xz, put there with the binaries).
-extra=/tmp/extralib; mkdir -p $extra
-[[ -f $here/lib/extra-libs.tar.xz ]] && tar -C $extra -xJf "$here/lib/extra-libs.tar.xz"
-# NCCL: the toolkit's if it has one, else the image's pip wheel (nvidia-nccl-cu13).
-nccl_dir=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0] + '/lib')" 2>/dev/null)
-# /tmp/debroot/usr/lib and /tmp/debroot/lib/...: where the libgloo0 and libnl .debs unpack.
-ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/tmp/debroot/usr/lib:/tmp/debroot/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:$extra:${nccl_dir:-/nonexistent} "$@"; }
 
 if want cudnntests; then  # the cuDNN attention tests alone (also part of tests)
   ours "$bin/cuda_ops_test" --gtest_color=no --gtest_filter='*Cudnn*' 2>&1 | tee "$OUT/cudnn.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |note:|Failure|Expected|Which is|failed|cuDNN" | head -40

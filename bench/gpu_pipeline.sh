@@ -11,12 +11,7 @@ set -uo pipefail
 root=$(pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=$root/.devtree/bin
-libs=/tmp/bmlibs; mkdir -p $libs
-tar -C $libs -xJf "$root/.devtree/lib/extra-libs.tar.xz"
-cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
-export NCCL_NVLS_ENABLE=0
-# Our binaries' libraries only; the python process keeps its own (GPU-MACHINE.md).
-ours_path=$libs:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}
+source "$(dirname "$0")/device_env.sh" "$root/.devtree"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 
 ws=/tmp/ws; rm -rf $ws; mkdir -p $ws

@@ -16,16 +16,11 @@ bin=$here/bin peer=$here/peer
 MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3)
 want() { for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
 # NVLink multicast stays off on these machines, for us and for PyTorch (GPU-MACHINE.md).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "$0")/device_env.sh" "$here"
+export TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 N=${GPUS:-$(nvidia-smi -L | wc -l)}
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt"
 nvidia-smi topo -m >> "$OUT/gpus.txt" 2>&1
-libdir=/tmp/debroot/usr/lib/x86_64-linux-gnu
-for f in "$here"/../.debs/*.deb; do dpkg -x "$f" /tmp/debroot; done
-extra=/tmp/extralib; mkdir -p $extra
-[[ -f $here/lib/extra-libs.tar.xz ]] && tar -C $extra -xJf "$here/lib/extra-libs.tar.xz"
-cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
-ours() { LD_LIBRARY_PATH=$here/lib:$libdir:$libdir/openblas-pthread:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:$extra "$@"; }
 
 # N ranks of cuda_train_bench, torchrun-style environment (trainer/dist/rank_env.h).
 ranks() {

@@ -27,7 +27,7 @@ libs=$(for b in .devtree/bin/*; do ldd "$b"; done | awk '/=> \//{print $3}' | so
 tar -C / -cJf .devtree/lib/extra-libs.tar.xz --transform 's,.*/,,' $(for l in $libs; do
   echo "${l#/}"; r=$(readlink -f "$l"); [[ $r != "$l" ]] && echo "${r#/}"; done | sort -u)
 tar -C .devtree -cJf .devtree/bin.tar.xz bin
-cp bench/gpu_check.sh bench/multi_gpu.sh bench/torch_reference.py .devtree/bench/
+cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/torch_reference.py .devtree/bench/
 [[ -f bench/examples_gpu.sh ]] && cp bench/examples_gpu.sh .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/

@@ -1,0 +1,21 @@
+# Sourced by the scripts that run on the GPU machine (gpu_check.sh, multi_gpu.sh,
+# examples_gpu.sh, gpu_pipeline.sh, ab.sh): where our binaries find their libraries there.
+#   source "$(dirname "$0")/device_env.sh" DEVTREE      (DEVTREE: the carried .devtree folder)
+# Sets ours_path (LD_LIBRARY_PATH for our binaries only: the python process keeps its own,
+# torch brings its CUDA libraries; GPU-MACHINE.md) and ours CMD... (runs CMD with it), and
+# keeps NVLink multicast off for NCCL (GPU-MACHINE.md).
+#   - the Debian libraries our binaries link that the machine lacks (fmt, OpenBLAS, Gloo,
+#     libarchive, ...): DEVTREE/lib/extra-libs.tar.xz, packed by bench/pack_devtree.sh
+#   - CUDA: the toolkit's lib64; cuDNN and NCCL: the toolkit's when it has them, else the
+#     image's pip wheels (nvidia-cudnn-cu13, nvidia-nccl-cu13)
+bm_devtree=${1:?device_env.sh: the .devtree folder}
+bm_libs=/tmp/bmlibs
+mkdir -p "$bm_libs"
+[[ -f $bm_devtree/lib/extra-libs.tar.xz ]] && tar -C "$bm_libs" -xJf "$bm_devtree/lib/extra-libs.tar.xz"
+cudnn_dir=$(python3 -c "import nvidia.cudnn as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
+[[ -e /usr/local/cuda/lib64/libcudnn.so.9 ]] && cudnn_dir=/usr/local/cuda/lib64
+nccl_dir=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0] + '/lib')" 2>/dev/null)
+[[ -e /usr/local/cuda/lib64/libnccl.so.2 ]] && nccl_dir=/usr/local/cuda/lib64
+export NCCL_NVLS_ENABLE=0
+ours_path=$bm_libs:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:${nccl_dir:-/nonexistent}
+ours() { LD_LIBRARY_PATH=$ours_path "$@"; }

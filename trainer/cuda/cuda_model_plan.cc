@@ -37,10 +37,13 @@ Status CudaModel::Impl::Plan() {
   post = plan.Add("mlp activation (shared)", n * spec.ffn * elem);
   dres = plan.Add("residual grad", n * c * elem);
   dln = plan.Add("norm grad", n * c * elem);
-  dbig = plan.Add("mlp pre-activation grad", n * BigCols() * elem);
-  dpost = plan.Add("mlp activation grad", n * spec.ffn * elem);
-  dqkv = plan.Add("qkv grad", n * QkvCols() * elem);
-  datt = plan.Add("attention out grad", n * spec.heads * spec.head_dim() * elem);
+  // A layer's backward is done with the MLP's gradients (dbig, dpost) before it writes the
+  // attention's (dqkv, datt): each pair shares its storage.
+  const size_t att_cols = static_cast<size_t>(spec.heads) * spec.head_dim();
+  dbig = dqkv = plan.Add("mlp pre-activation grad | qkv grad",
+                         n * std::max<size_t>(BigCols(), QkvCols()) * elem);
+  dpost = datt = plan.Add("mlp activation grad | attention out grad",
+                          n * std::max<size_t>(spec.ffn, att_cols) * elem);
   size_t ns = std::max(LayerNormScratchFloats(n, c), RmsNormScratchFloats(n, c));
   norm_scratch = plan.Add("norm scratch", ns * 4);
   att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, spec.heads) * 4;

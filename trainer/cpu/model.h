@@ -181,8 +181,8 @@ class Model {
   // sequence parallelism summed over the TP group before it is added to `dw`.
   template <typename Backward>
   void NormBackward(Float* dw, Float* db, Backward backward);
-  // Under sequence parallelism, whether TP divides the B*T tokens (status_ says
-  // why not); else whether status_ is OK.
+  // Whether TP divides the B*T tokens under sequence parallelism (status_ says
+  // why not); true without it.
   bool CheckStreamSplit(int64_t B, int64_t T);
   // Rows of the residual-stream buffers: StreamRows of the largest N, rounded up.
   int64_t StreamCapacity() const;

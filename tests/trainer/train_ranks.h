@@ -31,14 +31,15 @@ inline std::string TrainerPath() {
   return std::string(BENCHMAKE_TEST_BINARY_DIR) + "/benchmake-train";
 }
 
-// One rank as a child process; returns its pid.
+// One rank as a child process; returns its pid. local_rank: the GPU it
+// drives (its rank unless several share one).
 inline pid_t StartRank(const std::string& config, int rank, int world, const std::string& rdv,
-                       const std::string& log) {
+                       const std::string& log, int local_rank) {
   pid_t pid = fork();
   if (pid == 0) {
     setenv("RANK", std::to_string(rank).c_str(), 1);
     setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
     setenv("LOCAL_WORLD_SIZE", std::to_string(world).c_str(), 1);
     setenv("BENCHMAKE_RENDEZVOUS", rdv.c_str(), 1);
     setenv("BENCHMAKE_COLLECTIVE_TIMEOUT", "60", 1);
@@ -110,7 +111,7 @@ class TrainRanksTest : public ::testing::Test {
     std::vector<pid_t> pids;
     const int world = WorldOf(config);
     for (int r = 0; r < world; ++r)
-      pids.push_back(StartRank(path, r, world, rdv, LogPath(name, r)));
+      pids.push_back(StartRank(path, r, world, rdv, LogPath(name, r), share_one_gpu_ ? 0 : r));
     return pids;
   }
   // Runs every rank of `config` to the end; returns their exit statuses.
@@ -197,6 +198,7 @@ class TrainRanksTest : public ::testing::Test {
   }
 
   std::string dir_;
+  bool share_one_gpu_ = false;  // every rank drives GPU 0 (LOCAL_RANK 0)
 };
 
 }  // namespace bm::train::testing

@@ -10,6 +10,9 @@
 #if BENCHMAKE_HAVE_NCCL
 #include "trainer/dist/nccl_communicator.h"
 #endif
+#if BENCHMAKE_HAVE_CUDA_STAGING
+#include "trainer/dist/staged_communicator.h"
+#endif
 
 namespace bm::train::dist {
 
@@ -23,7 +26,17 @@ int RankOf(Coords c, int tp, int pp, int dp) {
   return c.tp + tp * (c.dp + dp * c.pp);
 }
 
-std::string_view TransportName(Transport t) { return t == Transport::kGloo ? "gloo" : "nccl"; }
+std::string_view TransportName(Transport t) {
+  switch (t) {
+    case Transport::kGloo:
+      return "gloo";
+    case Transport::kNccl:
+      return "nccl";
+    case Transport::kStagedGloo:
+      return "gloo (staged through host memory)";
+  }
+  return "?";
+}
 
 Result<Transport> TransportForDevice(std::string_view device) {
   if (device == "cpu") return Transport::kGloo;
@@ -63,7 +76,15 @@ class Connector {
       : env_(env), transport_(transport), device_(device) {}
 
   Result<std::unique_ptr<Communicator>> Connect(const Group& g) {
-    return transport_ == Transport::kGloo ? ConnectGloo(g) : ConnectNccl(g);
+    if (transport_ == Transport::kNccl) return ConnectNccl(g);
+    BM_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> c, ConnectGloo(g));
+    if (transport_ == Transport::kGloo || g.members.size() == 1) return c;
+#if BENCHMAKE_HAVE_CUDA_STAGING
+    return MakeStagedCommunicator(std::move(c));
+#else
+    return Errorf(ErrorCode::kUnsupported,
+                  "gloo between device buffers: this benchmake-train was built without CUDA");
+#endif
   }
 
   Result<std::unique_ptr<Communicator>> ConnectGloo(const Group& g) {

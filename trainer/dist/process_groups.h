@@ -17,7 +17,9 @@
 //
 // A group of one rank needs no rendezvous: over Gloo it is the self
 // communicator (host buffers, copies), over NCCL a one-rank NCCL communicator
-// (device buffers, queued on the stream like any other).
+// (device buffers, queued on the stream like any other). Staged Gloo is Gloo
+// for device buffers (trainer/dist/staged_communicator.h); its group of one is
+// the self communicator too.
 #pragma once
 
 #include <memory>
@@ -39,6 +41,9 @@ int RankOf(Coords c, int tp, int pp, int dp);
 enum class Transport {
   kGloo,  // host buffers, TCP (the CPU backend)
   kNccl,  // device buffers (the CUDA backend); kUnsupported in a build without NCCL
+  // device buffers through pinned host memory over Gloo (the CUDA backend with
+  // communicator = "gloo": no NCCL, ranks may share a GPU); kUnsupported without CUDA
+  kStagedGloo,
 };
 std::string_view TransportName(Transport t);
 // The transport of a backend's buffers: "cpu" → kGloo, "cuda" → kNccl, so

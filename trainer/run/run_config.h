@@ -63,6 +63,8 @@ struct RunConfig {
   // The transport of the groups: "auto" (NCCL for cuda, Gloo for the cpu; a
   // world of one communicates with nobody), or "gloo"/"nccl" to insist, even
   // with one rank (tests: a one-rank NCCL run equals the run without one).
+  // "gloo" on cuda stages the GPU's buffers through host memory: no NCCL, and
+  // ranks may share a GPU (trainer/dist/staged_communicator.h).
   std::string communicator = "auto";
   int64_t lbs = 8, mpe = 256, gas = 1, steps = 100, warmup_steps = 10;
   double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;

@@ -14,6 +14,8 @@ Result<RunRanks> RunRanks::Connect(const RunConfig& run, const dist::RankEnv& en
   dist::Transport transport = dist::Transport::kGloo;
   if (run.communicator == "nccl") {
     transport = dist::Transport::kNccl;
+  } else if (run.communicator == "gloo" && run.device == "cuda") {
+    transport = dist::Transport::kStagedGloo;  // the GPU's buffers through the host
   } else if (run.communicator == "auto") {
     BM_ASSIGN_OR_RETURN(transport, dist::TransportForDevice(run.device));
   }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,10 @@
 
 namespace bm::train::testing {
 
+// $BENCHMAKE_TRAIN, else the build's: the GPU machine runs the test binaries
+// from where the device call unpacked them (bench/gpu_check.sh).
 inline std::string TrainerPath() {
+  if (const char* path = std::getenv("BENCHMAKE_TRAIN"); path && *path) return path;
   return std::string(BENCHMAKE_TEST_BINARY_DIR) + "/benchmake-train";
 }
 

@@ -99,22 +99,21 @@ class StagedCommunicator final : public Communicator {
     return Status::Ok();
   }
 
-  // After the work queued on `stream` before the call.
-  static Status ToHost(void* host, const void* dev, size_t bytes, void* stream, const char* op) {
+  // Copies and waits: to the host after the work queued on `stream` before the
+  // call, to the device before the staging buffer is reused by the next call.
+  static Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, void* stream,
+                     const char* op) {
     auto s = static_cast<cudaStream_t>(stream);
-    BM_CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s),
-                  "{} over gloo: copying {} bytes to the host", op, bytes);
+    BM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s), "{} over gloo: copying {} bytes {}",
+                  op, bytes, kind == cudaMemcpyDeviceToHost ? "to the host" : "to the device");
     BM_CUDA_CHECK(cudaStreamSynchronize(s), "{} over gloo: waiting for the stream", op);
     return Status::Ok();
   }
-
-  // Waits for the copy: the staging buffer is reused by the next call.
+  static Status ToHost(void* host, const void* dev, size_t bytes, void* stream, const char* op) {
+    return Copy(host, dev, bytes, cudaMemcpyDeviceToHost, stream, op);
+  }
   static Status ToDevice(void* dev, const void* host, size_t bytes, void* stream, const char* op) {
-    auto s = static_cast<cudaStream_t>(stream);
-    BM_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s),
-                  "{} over gloo: copying {} bytes to the device", op, bytes);
-    BM_CUDA_CHECK(cudaStreamSynchronize(s), "{} over gloo: waiting for the stream", op);
-    return Status::Ok();
+    return Copy(dev, host, bytes, cudaMemcpyHostToDevice, stream, op);
   }
 
   std::unique_ptr<Communicator> host_;

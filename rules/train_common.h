@@ -49,7 +49,7 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann:
 Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx);
 
 // Plan-time refusals (engine::Rule::Unsupported): what ParseRunConfig calls
-// unsupported (tensor or pipeline parallelism, a precision the device lacks,
+// unsupported (ZeRO-2 or 3 with model parallelism, a precision the device lacks,
 // ...), each message naming the layout or value. (GPUs: the engine's check.)
 std::vector<std::string> TrainUnsupported(TrainKind kind, const nlohmann::json& params);
 

@@ -98,6 +98,9 @@ struct BackendOptions {
   // a group of one: none). With either, zero <= 1 (ZeRO-1 over the DP group).
   dist::Communicator* tp = nullptr;
   dist::Communicator* pp = nullptr;
+  // The micro-batches of one optimizer step (GAS): a pipeline stage keeps up to
+  // that many in flight and the CUDA backend plans their activation slots at Init.
+  int micro_batches = 1;
   // Megatron's sequence parallelism over the TP group (trainer/cpu/model.h);
   // nothing with TP1. The CPU backend implements it.
   bool sequence_parallel = false;

@@ -199,18 +199,17 @@ TEST_P(ExampleTest, ReportPrintsTheSuitesColumns) {
 // offers fails when planned, naming it, its layout and what is missing, and
 // nothing runs (not even its downloads); the smoke variant beside it builds.
 TEST_F(ExampleWorkspace, UnsupportedLayoutFailsWhenPlannedNothingRuns) {
-  Prepare("aquila2_7b_finetune");
+  Prepare("gpt3_paddle");
   ::setenv("BENCHMAKE_GPUS", "8", 1);  // enough GPUs: only the layout is missing
-  Run r = Benchmake("build aquila2_7b_tp2pp1dp4");
+  Run r = Benchmake("build gpt3_6.7b_tp2pp1sh2sp4");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("target 'aquila2_7b_tp2pp1dp4' cannot run here: layout TP2PP1DP4 on "
-                          "device cuda: the cuda backend does not implement tensor or pipeline "
-                          "parallelism yet"),
+  EXPECT_NE(r.output.find("target 'gpt3_6.7b_tp2pp1sh2sp4' cannot run here: layout TP2PP1DP4 with "
+                          "zero = 2: tensor and pipeline parallelism run with ZeRO-1"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("nothing was run"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(ws_ / "out/alpaca_data_train")) << "its download did not start";
-  EXPECT_FALSE(fs::exists(ws_ / "out/aquila2_7b_weights"));
+  EXPECT_FALSE(fs::exists(ws_ / "out/gpt_en_ids")) << "its download did not start";
+  EXPECT_FALSE(fs::exists(ws_ / "out/gpt_en_tokens"));
   // The smoke variant in the same file builds.
   ::setenv("BENCHMAKE_GPUS", "0", 1);
   r = Benchmake("build smoke");

@@ -39,7 +39,7 @@ class CpuModel {
     std::vector<Acts> a(s_.layers);
     std::vector<float> x(static_cast<size_t>(n) * c);
     EmbeddingForwardCpu(x.data(), tokens.data(), P(layout_.wte), gpt ? P(layout_.wpe) : nullptr, n,
-                        t_, c);
+                        t_, c, 0, v);
     for (int l = 0; l < s_.layers; ++l) {
       const LayerParams& lp = layout_.layers[l];
       Acts& A = a[l];

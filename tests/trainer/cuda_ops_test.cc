@@ -61,12 +61,17 @@ TYPED_TEST(CudaOps, Embedding) {
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dtok), n * 4), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dtok, tokens.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
   DeviceBuffer<T> gwte(wte), gwpe(wpe), gout(n * c), gdout(dout);
-  ASSERT_TRUE(EmbeddingForward<T>(gout.get(), dtok, gwte.get(), gwpe.get(), n, t, c, 0).ok());
+  ASSERT_TRUE(EmbeddingForward<T>(gout.get(), dtok, gwte.get(), gwpe.get(), n, t, c, 0, v, 0).ok());
   std::vector<float> want(n * c);
-  EmbeddingForwardCpu(want.data(), tokens.data(), wte.data(), wpe.data(), n, t, c);
+  EmbeddingForwardCpu(want.data(), tokens.data(), wte.data(), wpe.data(), n, t, c, 0, v);
+  EXPECT_CLOSE(gout.Download(), want, kTol<T>);
+  // A vocabulary-parallel share (ids 4..9): its own rows, zeros for the other tokens.
+  ASSERT_TRUE(
+      EmbeddingForward<T>(gout.get(), dtok, gwte.get() + 4 * c, nullptr, n, t, c, 4, 6, 0).ok());
+  EmbeddingForwardCpu(want.data(), tokens.data(), wte.data() + 4 * c, nullptr, n, t, c, 4, 6);
   EXPECT_CLOSE(gout.Download(), want, kTol<T>);
 
-  EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), n, v);
+  EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), n, 0, v);
   auto upload = [](const std::vector<int>& h) {
     int* d = nullptr;
     EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
@@ -258,6 +263,49 @@ TYPED_TEST(CudaOps, CrossEntropyWithMask) {
   EXPECT_CLOSE(got, want, kTol<T>);
   double total = std::accumulate(losses.begin(), losses.end(), 0.0);
   EXPECT_NEAR(gsum.Download()[0], total, 1e-4 * std::abs(total));
+  cudaFree(dt);
+}
+
+// The vocabulary-parallel steps against their twins, one rank's share (ids 300.. of which 250
+// real of ld 256); the group's all-reduces are stood in for by a larger maximum and sums.
+TYPED_TEST(CudaOps, VocabParallelCrossEntropy) {
+  using T = TypeParam;
+  int n = 40, real = 250, ld = 256, begin = 300;
+  auto logits = Rounded<T>(RandomVector(n * ld, 3.0f, this->Seed()));
+  std::vector<int> targets(n);
+  std::vector<float> weights(n);
+  std::mt19937 rng(this->Seed());
+  for (int i = 0; i < n; ++i) {
+    targets[i] = i % 9 == 4 ? -1 : int(rng() % 600);  // here or on another rank
+    weights[i] = i % 5 == 0 ? 0.0f : 1.0f;
+  }
+  int* dt = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dt), n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dt, targets.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  DeviceBuffer<T> gl(logits);
+  DeviceBuffer<float> gstats(4 * n), gw(weights), gloss(n);
+  ASSERT_TRUE(VocabParallelStats<T>(gstats.get(), gl.get(), dt, n, real, ld, begin, 0).ok());
+  std::vector<float> stats(4 * n);
+  VocabParallelStatsCpu(stats.data(), logits.data(), targets.data(), n, real, ld, begin);
+  EXPECT_CLOSE(gstats.Download(), stats, 1e-5);
+  for (int r = 0; r < n; ++r) {  // as if other ranks had larger logits and more mass
+    stats[n + r] += 0.5f;
+    stats[3 * n + r] += 1.0f;
+  }
+  gstats.Upload(stats);
+  ASSERT_TRUE(VocabParallelRescale(gstats.get(), n, 0).ok());
+  VocabParallelRescaleCpu(stats.data(), n);
+  EXPECT_CLOSE(gstats.Download(), stats, 1e-5);
+  for (int r = 0; r < n; ++r) stats[2 * n + r] += 3.0f;
+  gstats.Upload(stats);
+  ASSERT_TRUE(VocabParallelFinish<T>(gl.get(), gloss.get(), gstats.get(), dt, gw.get(), 0.01f, n,
+                                     real, ld, begin, true, 0)
+                  .ok());
+  std::vector<float> losses(n), want = logits;
+  VocabParallelFinishCpu(want.data(), losses.data(), stats.data(), targets.data(), weights.data(),
+                         0.01f, n, real, ld, begin, true);
+  EXPECT_CLOSE(gloss.Download(), losses, 1e-5);
+  EXPECT_CLOSE(gl.Download(), want, kTol<T>);
   cudaFree(dt);
 }
 

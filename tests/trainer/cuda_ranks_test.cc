@@ -1,12 +1,16 @@
-// The CUDA backend's data parallelism with several ranks, on a machine of one
-// GPU: benchmake-train processes that all drive GPU 0, their collectives over
-// Gloo staged through host memory (communicator = "gloo"; NCCL refuses two
-// ranks on one device). DP2 at every ZeRO stage trains a tiny GPT and a tiny
-// GQA LLaMA with GAS 2 and a loss mask for 20 steps in fp32 against one rank
-// over the same global batch, within the bounds the CPU's proof derives from
-// the order of the sums (data_parallel_test.cc: 1e-4 relative on each step's
-// loss, 1e-4 absolute on weights; another seed moves them by > 1e-2). The
-// multi-GPU machine then only has to confirm it over NCCL. Skips without a GPU.
+// The CUDA backend's data, tensor and pipeline parallelism with several ranks,
+// on a machine of one GPU: benchmake-train processes that all drive GPU 0,
+// their collectives over Gloo staged through host memory (communicator =
+// "gloo"; NCCL refuses two ranks on one device). DP2 at every ZeRO stage, and
+// the layouts of the CPU's proof — TP2, PP2, TP2PP2, TP2PP1DP2 and TP1PP2DP2
+// (ZeRO-1) — train a tiny GPT (tied embeddings) and a tiny GQA LLaMA (heads 4,
+// kv_heads 2) with a loss mask for 20 steps in fp32 (GAS 2; the pipelines
+// GAS 4) against one rank over the same global batch, within the bounds the
+// CPU's proofs derive from the order of the sums (data_parallel_test.cc,
+// model_parallel_test.cc: 1e-4 relative on each step's loss and gradient norm,
+// 1e-4 absolute on weights; another seed moves them by > 1e-2); a TP2PP2 run
+// killed after its first checkpoint resumes bit for bit. The multi-GPU
+// machine then only has to confirm it over NCCL. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include "tests/trainer/cuda_test_util.h"
@@ -27,13 +31,50 @@ class CudaRanksTest : public testing::TrainRanksTest {
     BM_SKIP_WITHOUT_GPU();
     share_one_gpu_ = true;
   }
-  json Config(const std::string& name, const std::string& preset, int dp, int zero) const {
-    json c =
-        TrainRanksTest::Config(name, preset, "DP" + std::to_string(dp), kRows / dp, kGas, zero);
+  json Config(const std::string& name, const std::string& preset, const std::string& layout,
+              int zero, int gas = kGas) const {
+    Result<ParallelLayout> l = ParseLayout(layout);
+    EXPECT_TRUE(l.ok()) << layout;
+    json c = TrainRanksTest::Config(name, preset, layout, kRows / l->dp, gas, zero);
     c["device"] = "cuda";
     c["precision"] = "fp32";
     c["communicator"] = "gloo";
     return c;
+  }
+  json Config(const std::string& name, const std::string& preset, int dp, int zero) const {
+    return Config(name, preset, "DP" + std::to_string(dp), zero);
+  }
+  // `name` against "single": losses, weights and every step's gradient norm.
+  void ExpectMatchesSingle(const std::string& preset, const std::string& name) {
+    auto [loss, weight] = Distance(name, "single");
+    std::printf("%s %s: loss rel %.2e, weight abs %.2e\n", preset.c_str(), name.c_str(), loss,
+                weight);
+    EXPECT_LT(loss, kLossTol) << name;
+    EXPECT_LT(weight, kWeightTol) << name;
+    const std::vector<double> norm = Logged(name, "grad_norm"),
+                              want = Logged("single", "grad_norm");
+    ASSERT_EQ(norm.size(), want.size());
+    for (size_t i = 0; i < norm.size(); ++i)
+      EXPECT_NEAR(norm[i], want[i], kLossTol * want[i]) << name << " step " << i + 1;
+  }
+  // Every layout of the CPU's proof, GAS 4 (pipelines need micro-batches to overlap).
+  void CheckModelParallel(const std::string& preset) {
+    constexpr int kPipelineGas = 4;
+    RunOk(Config("single", preset, "TP1PP1DP1", 0, kPipelineGas));
+    for (auto [layout, zero] : std::vector<std::pair<std::string, int>>{{"TP2PP1DP1", 0},
+                                                                        {"TP1PP2DP1", 0},
+                                                                        {"TP2PP2DP1", 0},
+                                                                        {"TP2PP1DP2", 1},
+                                                                        {"TP1PP2DP2", 1}}) {
+      RunOk(Config(layout, preset, layout, zero, kPipelineGas));
+      ExpectMatchesSingle(preset, layout);
+      json m = Metrics(layout);
+      ParallelLayout l = *ParseLayout(layout);
+      EXPECT_EQ(m["parallel"]["tp"], l.tp) << layout;
+      EXPECT_EQ(m["parallel"]["pp"], l.pp) << layout;
+      EXPECT_EQ(m["config"]["gbs"], kRows * kPipelineGas) << layout;
+      EXPECT_EQ(m["parallel"]["pipeline_wait_s"].get<double>() > 0, l.pp > 1) << layout;
+    }
   }
   void CheckEveryZeroStage(const std::string& preset) {
     RunOk(Config("single", preset, 1, 0));
@@ -63,6 +104,26 @@ TEST_F(CudaRanksTest, GptDataParallelOnOneGpuMatchesOneRank) { CheckEveryZeroSta
 
 TEST_F(CudaRanksTest, GqaLlamaDataParallelOnOneGpuMatchesOneRank) {
   CheckEveryZeroStage("llama-tiny");
+}
+
+TEST_F(CudaRanksTest, GptModelParallelOnOneGpuMatchesOneRank) { CheckModelParallel("gpt-tiny"); }
+
+TEST_F(CudaRanksTest, GqaLlamaModelParallelOnOneGpuMatchesOneRank) {
+  CheckModelParallel("llama-tiny");
+}
+
+TEST_F(CudaRanksTest, KilledTp2Pp2RunResumesBitForBit) {
+  json full = Config("full", "gpt-tiny", "TP2PP2", 0, 4);
+  full["checkpoint_every"] = 5;
+  ExpectKilledRunResumesBitForBit(full);
+}
+
+TEST_F(CudaRanksTest, RefusesSequenceParallelism) {
+  json sp = Config("sp", "gpt-tiny", "TP2", 0);
+  sp["sequence_parallel"] = true;
+  std::vector<int> status = Run(sp);
+  EXPECT_FALSE(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
+  EXPECT_NE(Log("sp", 0).find("sequence parallelism"), std::string::npos) << Log("sp", 0);
 }
 
 }  // namespace

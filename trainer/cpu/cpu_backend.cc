@@ -228,41 +228,15 @@ class CpuBackend final : public Backend {
                   call);
   }
 
-  // Every TP x PP shard's `local` gathered into the whole model's `whole`, on
-  // every rank: an all-gather over the TP group (equal shards), then one over
-  // the PP group (each stage's TP shards, padded to the largest stage), then
-  // each shard places the elements it owns (ModelShard::Place). Copies only:
-  // the whole model has the shards' exact bits.
+  // The shards gathered into the whole model (GatherShards) over the host groups.
   Status GatherWhole(std::span<const float> local, std::span<float> whole) const {
-    const ModelShard& me = model_->shard();
-    const ModelParallelRank r = me.rank();
-    std::vector<ModelShard> shards;  // [stage][tp rank]
-    int64_t largest = 0;
-    for (int p = 0; p < r.pp; ++p)
-      for (int t = 0; t < r.tp; ++t) {
-        BM_ASSIGN_OR_RETURN(ModelShard s, ModelShard::Make(me.config(), {r.tp, t, r.pp, p}));
-        largest = std::max(largest, s.layout().total());
-        shards.push_back(std::move(s));
-      }
-    const int64_t n = me.layout().total();
-    // stage p's block: its TP shards at [t * largest, t * largest + size), the rest padding
-    std::vector<float> stage(r.tp * largest, 0.0f), all(r.pp * r.tp * largest);
-    std::vector<float> mine(largest, 0.0f);
-    std::copy(local.begin(), local.begin() + n, mine.begin());
-    auto gather = [](dist::Communicator* c, const float* send, float* recv, int64_t count) {
-      if (!c || c->size() == 1) {
-        std::copy(send, send + count, recv);
-        return Status::Ok();
-      }
-      return c->AllGather(send, recv, count, dist::DType::kFloat32);
+    auto over = [](dist::Communicator* c) -> ShardAllGather {
+      if (!c || c->size() == 1) return nullptr;
+      return [c](const float* send, float* recv, int64_t count) {
+        return c->AllGather(send, recv, count, dist::DType::kFloat32);
+      };
     };
-    BM_TRY(gather(options_.tp, mine.data(), stage.data(), largest));
-    BM_TRY(gather(options_.pp, stage.data(), all.data(), r.tp * largest));
-    for (size_t i = 0; i < shards.size(); ++i) {
-      const int64_t size = shards[i].layout().total();
-      shards[i].Place(std::span<const float>(all.data() + i * largest, size), whole);
-    }
-    return Status::Ok();
+    return GatherShards(model_->shard(), local, whole, over(options_.tp), over(options_.pp));
   }
   Status CheckBatch(std::string_view call, const int32_t* inputs, const int32_t* targets, int64_t B,
                     int64_t T) const {

@@ -1,14 +1,10 @@
 // Pipeline: the CPU backend's pipeline parallelism — one stage's part of an
-// optimizer step's micro-batches, in the 1F1B schedule of
-// trainer/dist/pipeline_schedule.h, with the residual stream [B, T, C] sent to
-// the next stage after each forward and its gradient sent back after each
-// backward (Send/Recv on the pipeline group, in each link's order).
-//
-// With tied embeddings (GPT) the first stage's token embedding and the last
-// stage's copy (trainer/model/shard.h) then get the sum of both gradients —
-// Megatron's embedding-group all-reduce, here the last stage sending its
-// gradient to the first, which adds and sends the sum back — so both copies
-// see the same gradient and stay equal through the optimizer.
+// optimizer step's micro-batches, run by the shared 1F1B driver
+// (trainer/dist/pipeline_driver.h) over this model's stage: the residual
+// stream [B, T, C] (or this rank's rows of it under sequence parallelism) sent
+// to the next stage after each forward and its gradient sent back after each
+// backward; with tied embeddings (GPT) the first stage's token embedding and
+// the last stage's copy (trainer/model/shard.h) get the sum of both gradients.
 //
 // Collective over the pipeline group (and, inside the model, the TP group);
 // data-parallel reductions run as the DataParallel hooks say, the last
@@ -17,16 +13,18 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "base/result.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/data_parallel.h"
 #include "trainer/cpu/model.h"
 #include "trainer/dist/communicator.h"
+#include "trainer/dist/pipeline_driver.h"
 
 namespace bm::train::cpu {
 
-class Pipeline {
+class Pipeline final : public dist::PipelineStage {
  public:
   // All outlive this; pp is the pipeline group of model->shard().rank().pp ranks.
   Pipeline(Model<float>* model, DataParallel* dp, dist::Communicator* pp);
@@ -40,15 +38,30 @@ class Pipeline {
   // pipeline bubble and the transfers, as this stage saw them.
   double wait_s() const { return wait_s_; }
 
- private:
-  Status Send(const float* data, int64_t n, int peer);
-  Status Recv(float* data, int64_t n, int peer);
-  Status ExchangeTiedEmbedding();
+  // dist::PipelineStage, for the driver.
+  int64_t MessageElems(int micro) const override;
+  dist::DType MessageType() const override { return dist::DType::kFloat32; }
+  Status Forward(int micro, int slot) override;
+  Status Backward(int micro, int slot, bool last) override;
+  Status EndStep() override { return dp_->EndMicroBatch(); }
+  void* Input(int slot) override { return model_->stage_input(slot); }
+  const void* Output(int slot) override { return model_->stage_output(slot); }
+  void* OutputGrad() override { return model_->output_grad(); }
+  const void* InputGrad() override { return model_->input_grad(); }
+  Tied TiedEmbedding() override;
+  Status AddTiedScratch() override;
+  void* stream() override { return nullptr; }
 
+ private:
   Model<float>* model_;
   DataParallel* dp_;
   dist::Communicator* pp_;
   double wait_s_ = 0;
+  // The step being run.
+  std::span<const MicroBatch> micro_;
+  float loss_scale_ = 0;
+  LossSum loss_;
+  std::vector<float> tied_scratch_;
 };
 
 }  // namespace bm::train::cpu

@@ -10,45 +10,14 @@
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/probe.h"
+#include "trainer/cuda/shard_map.h"
 #include "trainer/dist/communicator.h"
+#include "trainer/dist/pipeline_schedule.h"
 #include "trainer/model/layout.h"
+#include "trainer/model/shard.h"
 
 namespace bm::train::cuda {
 namespace {
-
-// One tensor's place in both layouts. The GPU layout fuses q|k|v and gate|up into single
-// tensors; the trainer's keeps them as consecutive tensors, so the fused tensor maps to the
-// first one's offset.
-struct Span {
-  size_t gpu = 0, host = 0, numel = 0;
-};
-
-Result<std::vector<Span>> MapLayouts(const cuda::ParamLayout& gpu, const train::ParamLayout& host) {
-  std::vector<Span> spans;
-  size_t mapped = 0;
-  for (const cuda::ParamTensor& t : gpu.tensors()) {
-    std::string name = t.name;
-    size_t pos;
-    if ((pos = name.find("qkv_proj")) != std::string::npos) name.replace(pos, 8, "q_proj");
-    if ((pos = name.find("gate_up_proj")) != std::string::npos) name.replace(pos, 12, "gate_proj");
-    const train::ParamTensor* h = host.Find(name);
-    if (!h) {
-      return Errorf(ErrorCode::kInternal, "CUDA layout tensor {} has no trainer tensor {}", t.name,
-                    name);
-    }
-    if (static_cast<size_t>(h->offset) + t.numel() > static_cast<size_t>(host.total())) {
-      return Errorf(ErrorCode::kInternal, "CUDA tensor {} ({} floats) overruns the trainer layout",
-                    t.name, t.numel());
-    }
-    spans.push_back({t.offset, static_cast<size_t>(h->offset), t.numel()});
-    mapped += t.numel();
-  }
-  if (mapped != static_cast<size_t>(host.total())) {
-    return Errorf(ErrorCode::kInternal, "CUDA layout covers {} of the trainer's {} parameters",
-                  mapped, host.total());
-  }
-  return spans;
-}
 
 // The kernel driver's version ("580.159.04"): /proc/driver/nvidia/version, else
 // /sys/module/nvidia/version (some VMs hide the former); "" when neither is readable.
@@ -89,31 +58,34 @@ class CudaBackend final : public Backend {
                     "cuda backend: batch {} and sequence {} must be >= 1, sequence <= max_seq {}",
                     o.max_batch, o.max_seq, c.max_seq);
     }
-    // Tensor and pipeline parallelism: the cpu backend has them (trainer/cpu/pipeline.h,
-    // trainer/model/shard.h); this backend does not yet.
-    if ((o.tp && o.tp->size() > 1) || (o.pp && o.pp->size() > 1)) {
+    // Tensor and pipeline parallelism: this rank's shard (trainer/model/shard.h) with
+    // Megatron's collectives and the 1F1B stage (cuda_model.h).
+    const int tp = o.tp ? o.tp->size() : 1, pp = o.pp ? o.pp->size() : 1;
+    BM_ASSIGN_OR_RETURN(ModelShard shard, ModelShard::Make(c, {tp, o.tp ? o.tp->rank() : 0, pp,
+                                                               o.pp ? o.pp->rank() : 0}));
+    if (!shard.whole() && o.zero > 1)
       return Errorf(ErrorCode::kUnsupported,
-                    "the cuda backend does not implement tensor or pipeline parallelism yet "
-                    "(TP{} PP{}); use TP1PP1 with DP and ZeRO, or device = \"cpu\"",
-                    o.tp ? o.tp->size() : 1, o.pp ? o.pp->size() : 1);
-    }
+                    "zero = {} with TP{} PP{}: tensor and pipeline parallelism run with ZeRO-1 "
+                    "over the data-parallel group at most (zero = 0 or 1)",
+                    o.zero, tp, pp);
+    for (dist::Communicator* group : {o.tp, o.pp})
+      if (group && group->size() > 1 && !group->device())
+        return Errorf(ErrorCode::kInvalidArgument,
+                      "cuda backend: TP{} PP{} need device communicators (NCCL or staged Gloo), "
+                      "not {}",
+                      tp, pp, group->transport());
+    if (tp > 1 && o.sequence_parallel)
+      return Status(ErrorCode::kUnsupported,
+                    "sequence_parallel = true: the cuda backend does not implement sequence "
+                    "parallelism yet (the cpu backend does)");
+    if (tp > 1) tp_ = o.tp;
+    if (pp > 1) pp_ = o.pp;
     BM_CUDA_CHECK(cudaSetDevice(o.device_index), "selecting GPU {}", o.device_index);
     cudaDeviceProp props{};
     BM_CUDA_CHECK(cudaGetDeviceProperties(&props, o.device_index), "GPU {}", o.device_index);
     name_ = props.name;
     total_bytes_ = static_cast<int64_t>(props.totalGlobalMem);
-    ModelSpec spec;
-    spec.family = gpt ? cuda::Family::kGpt : cuda::Family::kLlama;
-    spec.vocab = static_cast<int>(c.vocab);
-    spec.hidden = static_cast<int>(c.hidden);
-    spec.layers = static_cast<int>(c.layers);
-    spec.heads = static_cast<int>(c.heads);
-    spec.kv_heads = static_cast<int>(c.kv_heads);
-    spec.ffn = static_cast<int>(c.ffn_hidden);
-    spec.max_positions = static_cast<int>(c.max_seq);
-    spec.tied = c.tied_embeddings;
-    spec.rope_theta = c.rope_theta;
-    spec.norm_eps = static_cast<float>(c.norm_eps);
+    const ModelSpec spec = SpecOfShard(c, shard);
     if (o.zero < 0 || o.zero > 3)
       return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
                     o.zero);
@@ -124,6 +96,9 @@ class CudaBackend final : public Backend {
     RunSpec run;
     run.comm = o.dp;
     run.zero = o.zero;
+    run.tp = tp_;
+    run.pp = pp_;
+    if (pp_) run.pipeline_slots = dist::MaxInFlight(pp, spec.pp_rank, std::max(1, o.micro_batches));
     run.micro_batch = static_cast<int>(o.max_batch);
     run.seq = static_cast<int>(o.max_seq);
     run.dtype = o.precision == Precision::kBf16   ? DType::kBF16
@@ -132,8 +107,8 @@ class CudaBackend final : public Backend {
     run.recompute = o.recompute;
     // "auto": cuDNN's fused attention (deterministic, measured faster: docs/PERFORMANCE.md)
     // when it is built in and takes this shape in bf16 or fp16; otherwise our flash kernels.
-    AttentionShape shape{run.micro_batch,         run.seq,         spec.heads,
-                         spec.kv_heads,           spec.head_dim(), run.attention_chunk,
+    AttentionShape shape{run.micro_batch,         run.seq,         spec.local_heads(),
+                         spec.local_kv_heads(),   spec.head_dim(), run.attention_chunk,
                          run.dtype == DType::kF16};
     if (o.attention == "cudnn") {
       if (!CudnnAttentionBuilt())
@@ -148,8 +123,9 @@ class CudaBackend final : public Backend {
                     "attention must be \"auto\", \"flash\" or \"cudnn\", not \"{}\"", o.attention);
     }
     BM_ASSIGN_OR_RETURN(model_, CudaModel::Create(spec, run));
-    host_layout_ = std::make_unique<train::ParamLayout>(c);
-    BM_ASSIGN_OR_RETURN(spans_, MapLayouts(model_->layout(), *host_layout_));
+    shard_ = std::make_unique<ModelShard>(std::move(shard));
+    BM_ASSIGN_OR_RETURN(spans_, MapOntoTrainer(model_->layout(), shard_->layout()));
+    if (tp_ || pp_) BM_TRY(model_->CountGradients(OwnedRanges()));
     return Status::Ok();
   }
 
@@ -161,24 +137,21 @@ class CudaBackend final : public Backend {
     BM_TRY(Check("GetParameters", params.size()));
     std::vector<float> flat;
     BM_TRY(model_->GetParameters(&flat));
-    FromGpu(flat, params);
-    return Status::Ok();
+    return FromGpu(flat, params);
   }
   Status GetGradients(std::span<float> grads) const override {
     BM_TRY(Check("GetGradients", grads.size()));
     std::vector<float> flat;
     BM_TRY(model_->GetGradients(&flat));
-    FromGpu(flat, grads);
-    return Status::Ok();
+    return FromGpu(flat, grads);
   }
   Status GetOptimizerState(std::span<float> m, std::span<float> v) const override {
     BM_TRY(Check("GetOptimizerState", m.size()));
     BM_TRY(Check("GetOptimizerState", v.size()));
     std::vector<float> gm, gv;
     BM_TRY(model_->GetOptimizerState(&gm, &gv));
-    FromGpu(gm, m);
-    FromGpu(gv, v);
-    return Status::Ok();
+    BM_TRY(FromGpu(gm, m));
+    return FromGpu(gv, v);
   }
   Status SetOptimizerState(std::span<const float> m, std::span<const float> v) override {
     BM_TRY(Check("SetOptimizerState", m.size()));
@@ -210,16 +183,31 @@ class CudaBackend final : public Backend {
   Result<LossSum> ForwardBackward(const MicroBatch& b, float loss_scale) override {
     BM_TRY(CheckBatch("ForwardBackward", b.inputs, b.B, b.T));
     if (!b.targets) return Errorf(ErrorCode::kInvalidArgument, "ForwardBackward: no targets");
+    if (pp_)
+      return Status(ErrorCode::kUnsupported,
+                    "cuda backend: ForwardBackward of one micro-batch with pipeline stages: use "
+                    "ForwardBackwardStep");
     LossSum loss;
-    int64_t n = b.B * b.T;
-    if (b.loss_mask) {
-      for (int64_t i = 0; i < n; ++i) loss.count += b.loss_mask[i] ? 1 : 0;
-    } else {
-      loss.count = n;
-    }
+    loss.count = Counted(b);
     BM_ASSIGN_OR_RETURN(loss.sum, model_->ForwardBackward(Batch(b), loss_scale, b.last));
     return loss;
   }
+  Result<LossSum> ForwardBackwardStep(std::span<const MicroBatch> micro,
+                                      float loss_scale) override {
+    if (!pp_) return Backend::ForwardBackwardStep(micro, loss_scale);
+    std::vector<TokenBatch> batches;
+    LossSum loss;
+    for (const MicroBatch& b : micro) {
+      BM_TRY(CheckBatch("ForwardBackwardStep", b.inputs, b.B, b.T));
+      if (!b.targets) return Errorf(ErrorCode::kInvalidArgument, "ForwardBackwardStep: no targets");
+      batches.push_back(Batch(b));
+      loss.count += Counted(b);
+    }
+    BM_ASSIGN_OR_RETURN(loss.sum, model_->PipelineStep(batches, loss_scale));
+    if (pp_->rank() != pp_->size() - 1) loss.count = 0;  // the loss is the last stage's
+    return loss;
+  }
+  double PipelineWaitSeconds() const override { return model_ ? model_->PipelineWaitSeconds() : 0; }
   Result<float> GradNorm() override {
     if (!model_) return NotInitialized("GradNorm");
     BM_ASSIGN_OR_RETURN(double norm, model_->GradNorm());
@@ -235,11 +223,13 @@ class CudaBackend final : public Backend {
   }
   Status TokenLosses(const MicroBatch& b, float* losses) override {
     BM_TRY(CheckBatch("TokenLosses", b.inputs, b.B, b.T));
+    BM_TRY(CheckOneRank("TokenLosses"));
     if (!b.targets) return Errorf(ErrorCode::kInvalidArgument, "TokenLosses: no targets");
     return model_->TokenLosses(Batch(b), losses);
   }
   Status NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) override {
     BM_TRY(CheckBatch("NextTokenArgmax", inputs, B, T));
+    BM_TRY(CheckOneRank("NextTokenArgmax"));
     return model_->NextTokenArgmax(inputs, static_cast<int>(B), static_cast<int>(T), argmax);
   }
   MemoryStats Memory() const override {
@@ -256,16 +246,30 @@ class CudaBackend final : public Backend {
     t.batch = static_cast<int>(b.B), t.seq = static_cast<int>(b.T);
     return t;
   }
+  // The positions whose loss counts.
+  static int64_t Counted(const MicroBatch& b) {
+    const int64_t n = b.B * b.T;
+    if (!b.loss_mask) return n;
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) count += b.loss_mask[i] ? 1 : 0;
+    return count;
+  }
   static Status NotInitialized(std::string_view call) {
     return Errorf(ErrorCode::kInternal, "cuda backend: {} before Init", call);
   }
   Status Check(std::string_view call, size_t n) const {
     if (!model_) return NotInitialized(call);
-    if (n != static_cast<size_t>(host_layout_->total())) {
+    if (n != static_cast<size_t>(shard_->full_size())) {
       return Errorf(ErrorCode::kInvalidArgument, "cuda backend: {} with {} floats, layout has {}",
-                    call, n, host_layout_->total());
+                    call, n, shard_->full_size());
     }
     return Status::Ok();
+  }
+  Status CheckOneRank(std::string_view call) const {
+    if (shard_->whole()) return Status::Ok();
+    return Errorf(ErrorCode::kUnsupported,
+                  "cuda backend: {} runs on one rank (TP1 PP1): evaluate the gathered checkpoint",
+                  call);
   }
   // The local state is in the GPU's layout and order (its ZeRO slices), opaque to the host.
   Status CheckLocal(std::string_view call, size_t p, size_t m, size_t v) const {
@@ -284,22 +288,67 @@ class CudaBackend final : public Backend {
     }
     return Status::Ok();  // bounds and token ids: CudaModel checks them
   }
-  std::vector<float> ToGpu(std::span<const float> host) const {
+  // The whole model's flat buffer (ParamLayout(model) order) -> this rank's share in the GPU's
+  // layout.
+  std::vector<float> ToGpu(std::span<const float> whole) const {
+    std::vector<float> local;
+    std::span<const float> host = whole;
+    if (!shard_->whole()) {
+      local.resize(shard_->layout().total());
+      shard_->Extract(whole, local);
+      host = local;
+    }
     std::vector<float> flat(model_->layout().total(), 0.0f);
-    for (const Span& s : spans_) {
+    for (const TensorSpan& s : spans_) {
       std::copy(host.begin() + s.host, host.begin() + s.host + s.numel, flat.begin() + s.gpu);
     }
     return flat;
   }
-  void FromGpu(const std::vector<float>& flat, std::span<float> host) const {
-    for (const Span& s : spans_) {
+  // The GPU's layout -> the whole model's buffer: under tensor parallelism the TP group's
+  // shards gathered (collective).
+  Status FromGpu(const std::vector<float>& flat, std::span<float> whole) const {
+    std::vector<float> local;
+    std::span<float> host = whole;
+    if (!shard_->whole()) {
+      local.resize(shard_->layout().total());
+      host = local;
+    }
+    for (const TensorSpan& s : spans_) {
       std::copy(flat.begin() + s.gpu, flat.begin() + s.gpu + s.numel, host.begin() + s.host);
     }
+    if (shard_->whole()) return Status::Ok();
+    CudaModel* model = model_.get();
+    auto over = [model](dist::Communicator* group) -> ShardAllGather {
+      if (!group) return nullptr;
+      return [model, group](const float* send, float* recv, int64_t count) {
+        return model->AllGatherHost(group, send, recv, count);
+      };
+    };
+    return GatherShards(*shard_, local, whole, over(tp_), over(pp_));
+  }
+  // The GPU tensors (with their padding) this rank owns (ModelShard::owns), adjacent ones
+  // merged: its part of the gradient norm.
+  std::vector<Range> OwnedRanges() const {
+    std::vector<Range> ranges;
+    const std::vector<cuda::ParamTensor>& tensors = model_->layout().tensors();
+    for (size_t i = 0; i < spans_.size(); ++i) {
+      if (!shard_->owns(spans_[i].host_tensor)) continue;
+      const size_t begin = tensors[i].offset;
+      const size_t end = i + 1 < tensors.size() ? tensors[i + 1].offset : model_->layout().total();
+      if (!ranges.empty() && ranges.back().end() == begin)
+        ranges.back().numel += end - begin;
+      else
+        ranges.push_back({begin, end - begin, false});
+    }
+    return ranges;
   }
 
   std::unique_ptr<CudaModel> model_;
-  std::unique_ptr<train::ParamLayout> host_layout_;
-  std::vector<Span> spans_;
+  std::unique_ptr<ModelShard> shard_;
+  // The TP and PP groups when they have more than one rank, else null.
+  dist::Communicator* tp_ = nullptr;
+  dist::Communicator* pp_ = nullptr;
+  std::vector<TensorSpan> spans_;
   std::string name_ = "CUDA GPU";
   int64_t total_bytes_ = 0;
 };

@@ -33,6 +33,49 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
     return Errorf(ErrorCode::kInvalidArgument, "seq {} exceeds the {} learned positions", run.seq,
                   model.max_positions);
   }
+  if (model.tp < 1 || model.tp_rank < 0 || model.tp_rank >= model.tp ||
+      model.heads % model.tp != 0 || model.kv_heads % model.tp != 0 || model.ffn % model.tp != 0) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CUDA backend: rank {} of TP{} must divide heads {}, kv_heads {} and ffn {}",
+                  model.tp_rank, model.tp, model.heads, model.kv_heads, model.ffn);
+  }
+  if (model.tp > 1) {
+    if (!run.tp || !run.tp->device() || run.tp->size() != model.tp ||
+        run.tp->rank() != model.tp_rank)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "CUDA backend: rank {} of TP{} needs its TP group's device communicator",
+                    model.tp_rank, model.tp);
+    if (run.zero > 1)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "CUDA backend: zero = {} with TP{}; tensor parallelism takes zero <= 1",
+                    run.zero, model.tp);
+  } else if (run.tp) {
+    return Status(ErrorCode::kInvalidArgument, "CUDA backend: a TP group with ModelSpec::tp = 1");
+  }
+  const int layer_end = model.layer_end < 0 ? model.layers : model.layer_end;
+  if (model.pp < 1 || model.pp_rank < 0 || model.pp_rank >= model.pp || model.layer_begin < 0 ||
+      model.layer_begin > layer_end || layer_end > model.layers ||
+      model.embeddings != (model.pp_rank == 0) || model.head != (model.pp_rank == model.pp - 1) ||
+      run.pipeline_slots < 1) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CUDA backend: stage {} of PP{} with layers [{}, {}) of {}, {} slots",
+                  model.pp_rank, model.pp, model.layer_begin, layer_end, model.layers,
+                  run.pipeline_slots);
+  }
+  if (model.pp > 1) {
+    if (!run.pp || !run.pp->device() || run.pp->size() != model.pp ||
+        run.pp->rank() != model.pp_rank)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "CUDA backend: stage {} of PP{} needs its PP group's device communicator",
+                    model.pp_rank, model.pp);
+    if (run.zero > 1)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "CUDA backend: zero = {} with PP{}; pipeline parallelism takes zero <= 1",
+                    run.zero, model.pp);
+  } else if (run.pp || run.pipeline_slots != 1) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "CUDA backend: a PP group or activation slots with ModelSpec::pp = 1");
+  }
   int count = 0;
   BM_CUDA_CHECK(cudaGetDeviceCount(&count), "counting GPUs");
   if (count == 0) return Errorf(ErrorCode::kUnavailable, "no CUDA device");
@@ -82,6 +125,46 @@ Status CudaModel::SetLocalState(const std::vector<float>& master, const std::vec
                                 const std::vector<float>& v) {
   return impl_->dp.SetLocalState(master, m, v);
 }
+Status CudaModel::CountGradients(std::vector<Range> ranges) {
+  Impl& s = *impl_;
+  if (!s.Tp() && !s.Pp())
+    return Status(ErrorCode::kInvalidArgument, "CountGradients without a TP or PP group");
+  if (ranges.size() > s.layout.tensors().size())
+    return Errorf(ErrorCode::kInvalidArgument, "{} gradient ranges for {} tensors", ranges.size(),
+                  s.layout.tensors().size());
+  for (const Range& r : ranges)
+    if (r.end() > s.layout.total())
+      return Errorf(ErrorCode::kInvalidArgument, "gradient range [{}, {}) past the layout's {}",
+                    r.offset, r.end(), s.layout.total());
+  s.counted = std::move(ranges);
+  s.norm_fresh = false;
+  return Status::Ok();
+}
+
+Status CudaModel::AllGatherHost(dist::Communicator* group, const float* send, float* recv,
+                                int64_t count) {
+  Impl& s = *impl_;
+  const int ranks = group->size();
+  // The residual streams are idle between steps: [send chunk | ranks received chunks].
+  const size_t bytes = static_cast<size_t>(s.MaxN()) * s.C() * s.elem;
+  const int64_t chunk = static_cast<int64_t>(bytes / 4 / (ranks + 1));
+  if (chunk < 1) return Status(ErrorCode::kInternal, "AllGatherHost: no staging space");
+  float* dsend = s.A<float>(s.res[0]);
+  float* drecv = dsend + chunk;
+  for (int64_t at = 0; at < count; at += chunk) {
+    const int64_t n = std::min(chunk, count - at);
+    BM_CUDA_CHECK(cudaMemcpyAsync(dsend, send + at, n * 4, cudaMemcpyHostToDevice, s.stream),
+                  "gather staging {} floats", n);
+    BM_TRY(group->AllGather(dsend, drecv, n, dist::DType::kFloat32, s.stream));
+    for (int r = 0; r < ranks; ++r)
+      BM_CUDA_CHECK(cudaMemcpyAsync(recv + r * count + at, drecv + r * n, n * 4,
+                                    cudaMemcpyDeviceToHost, s.stream),
+                    "gathered {} floats of rank {}", n, r);
+    BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "gathering {} floats", count);
+  }
+  return Status::Ok();
+}
+
 double CudaModel::CommWaitSeconds() const { return impl_->dp.wait_ms() / 1000.0; }
 
 Status CudaModel::ZeroGradients() {
@@ -93,6 +176,8 @@ Status CudaModel::ZeroGradients() {
 Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_scale, bool last) {
   Impl& s = *impl_;
   if (!batch.targets) return Errorf(ErrorCode::kInvalidArgument, "ForwardBackward needs targets");
+  if (s.Pp())
+    return Status(ErrorCode::kInvalidArgument, "ForwardBackward with PP > 1: PipelineStep");
   BM_TRY(s.Stage(batch, true));
   s.last_micro = last;
   BM_TRY(s.Run(grad_scale, Mode::kTrain));
@@ -108,7 +193,7 @@ Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_sc
 
 Result<double> CudaModel::GradNorm() {
   Impl& s = *impl_;
-  BM_TRY(s.dp.GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials)));
+  BM_TRY(s.GradSumSquares());
   float* out = s.h_floats + s.MaxN() + 1;
   BM_CUDA_CHECK(cudaMemcpyAsync(out, s.A<float>(s.norm_sq), 4, cudaMemcpyDeviceToHost, s.stream),
                 "norm");
@@ -120,9 +205,7 @@ Result<double> CudaModel::GradNorm() {
 Status CudaModel::OptimizerStep(const AdamWHyper& hyper) {
   Impl& s = *impl_;
   if (!s.norm_fresh) {
-    BM_TRY(s.Phase("optimizer", [&] {
-      return s.dp.GradSumSquares(s.A<float>(s.norm_sq), s.A<float>(s.norm_partials));
-    }));
+    BM_TRY(s.Phase("optimizer", [&] { return s.GradSumSquares(); }));
   }
   return s.Phase("optimizer", [&] { return s.dp.OptimizerStep(hyper, s.A<float>(s.norm_sq)); });
 }
@@ -130,6 +213,7 @@ Status CudaModel::OptimizerStep(const AdamWHyper& hyper) {
 Status CudaModel::TokenLosses(const TokenBatch& batch, float* losses) {
   Impl& s = *impl_;
   if (!batch.targets) return Errorf(ErrorCode::kInvalidArgument, "TokenLosses needs targets");
+  if (s.Pp()) return Status(ErrorCode::kInvalidArgument, "TokenLosses needs PP1");
   TokenBatch all = batch;
   all.mask = nullptr;  // every position's loss
   BM_TRY(s.Stage(all, false));
@@ -143,6 +227,7 @@ Status CudaModel::TokenLosses(const TokenBatch& batch, float* losses) {
 
 Status CudaModel::NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* out) {
   Impl& s = *impl_;
+  if (s.Pp() || s.Tp()) return Status(ErrorCode::kInvalidArgument, "NextTokenArgmax needs TP1 PP1");
   TokenBatch b;
   b.tokens = tokens, b.batch = batch, b.seq = seq;
   BM_TRY(s.Stage(b, false));

@@ -15,6 +15,14 @@
 // included). With recompute, only each layer's input is kept and a layer's activations are
 // recomputed during the backward pass.
 //
+// Tensor parallelism (ModelSpec::tp > 1, RunSpec::tp the TP group's device communicator): the
+// model is rank tp_rank's shard (trainer/model/shard.h: heads, ffn and vocabulary rows split)
+// with Megatron's collectives on the compute stream, as the CPU twin's (trainer/cpu/model.h):
+// row-parallel outputs and column-parallel input gradients summed, the embedding and the
+// cross-entropy vocabulary-parallel (classifier.cuh), the gradient norm over the TP group
+// counting each parameter once (CountGradients). With ZeRO <= 1; forward-only calls that
+// return per-token results of the whole vocabulary (NextTokenArgmax) need TP1.
+//
 // Determinism: the same parameters and batches give bit-identical results on the same GPU
 // (no order-dependent atomics anywhere).
 //
@@ -28,6 +36,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +44,7 @@
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/model_spec.h"
 #include "trainer/cuda/param_layout.h"
+#include "trainer/dist/communicator.h"
 
 namespace bm::train::cuda {
 
@@ -76,6 +86,16 @@ class CudaModel {
   Status GetLocalState(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v);
   Status SetLocalState(const std::vector<float>& master, const std::vector<float>& m,
                        const std::vector<float>& v);
+  // Tensor or pipeline parallel: the ranges of layout() whose squared gradients this rank adds
+  // to the gradient norm before the TP and PP groups' sums — the tensors it owns
+  // (ModelShard::owns), so that replicated ones and the tied copy count once; each range within
+  // one tensor and its padding, at most one per tensor. Without model parallelism the whole
+  // layout counts and this is refused.
+  Status CountGradients(std::vector<Range> ranges);
+  // All-gathers `count` floats of host memory from every rank of `group` (a device
+  // communicator) into recv (group->size() * count floats, rank r's at r * count), through
+  // device memory the model is not using between steps; waits. For gathering a whole model.
+  Status AllGatherHost(dist::Communicator* group, const float* send, float* recv, int64_t count);
   // Seconds the compute stream waited on data-parallel communication since Create.
   double CommWaitSeconds() const;
 
@@ -86,6 +106,14 @@ class CudaModel {
   // backward; ZeRO 2-3 reduce every one's). Waits for the GPU and returns the sum of the
   // counted tokens' losses.
   Result<double> ForwardBackward(const TokenBatch& batch, float grad_scale, bool last = true);
+  // Pipeline stages (ModelSpec::pp > 1, RunSpec::pp): one optimizer step's micro-batches in the
+  // 1F1B schedule (trainer/dist/pipeline_driver.h), the activations and their gradients sent
+  // between stages on the compute stream, the tied embedding's two copies given the sum of their
+  // gradients. Collective over the PP group (and the TP and DP groups). Waits; returns the sum
+  // of the counted tokens' losses on the last stage, 0 on the others. ForwardBackward needs PP1.
+  Result<double> PipelineStep(std::span<const TokenBatch> micro, float grad_scale);
+  // Seconds spent in the pipeline's sends and receives since Create (enqueueing them, with NCCL).
+  double PipelineWaitSeconds() const;
   // sqrt of the sum of squared gradients, as they stand (waits for the GPU).
   Result<double> GradNorm();
   // Multiplies the gradients by hyper.grad_scale and clips them by global norm (when
@@ -106,6 +134,7 @@ class CudaModel {
 
  private:
   struct Impl;
+  class Stage;  // a pipeline stage for the 1F1B driver (cuda_model_pipeline.cc)
   explicit CudaModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,7 +1,8 @@
-// CudaModel's internals, shared by its three source files (internal to trainer/cuda):
-//   cuda_model.cc       the public API (create, parameters, steps)
-//   cuda_model_plan.cc  the memory plan and the host-to-device staging of batches
-//   cuda_model_step.cc  forward, classifier and backward of both families
+// CudaModel's internals, shared by its source files (internal to trainer/cuda):
+//   cuda_model.cc           the public API (create, parameters, steps)
+//   cuda_model_plan.cc      the memory plan and the host-to-device staging of batches
+//   cuda_model_step.cc      forward, classifier and backward of both families
+//   cuda_model_pipeline.cc  a pipeline stage's step (1F1B)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -73,7 +74,7 @@ struct CudaModel::Impl {
   size_t elem = 2;  // bytes per activation element (4 in fp32 mode)
 
   // arena offsets (the parameters' buffers are dp's)
-  std::vector<size_t> res;  // layers + 1 residual streams
+  std::vector<size_t> res;  // per activation slot, the stage's layers + 1 residual streams
   std::vector<LayerActs> acts;
   size_t normf = 0, meanf = 0, rstdf = 0, dnormf = 0, logits = 0, losses = 0, loss_sum = 0;
   size_t post = 0, dres = 0, dln = 0, dbig = 0, dpost = 0, dqkv = 0, datt = 0;
@@ -82,6 +83,15 @@ struct CudaModel::Impl {
          bucket_offsets = 0, bucket_positions = 0;
   size_t att_scratch_bytes = 0;
   size_t workspace = 0;
+  // Tensor parallel only: the vocabulary-parallel cross-entropy's row statistics
+  // ([4, chunk] fp32, classifier.cuh) and one sum of squares per counted gradient range
+  // (CudaModel::CountGradients; at most one per tensor).
+  size_t xent_stats = 0, range_sums = 0;
+  std::vector<Range> counted;
+  // Pipeline parallel, the first of several stages with tied embeddings: the last stage's copy's
+  // gradient, received.
+  size_t tied_scratch = 0;
+  double pipeline_wait_s = 0;  // CudaModel::PipelineWaitSeconds
 
   // host staging (pinned)
   int* h_ints = nullptr;      // tokens, targets, bucket tokens, offsets, positions
@@ -131,11 +141,31 @@ struct CudaModel::Impl {
   int N() const { return cur_b * cur_t; }
   int MaxN() const { return run.micro_batch * run.seq; }
   int C() const { return spec.hidden; }
-  int QkvCols() const { return (spec.heads + 2 * spec.kv_heads) * spec.head_dim(); }
-  int BigCols() const { return spec.family == Family::kGpt ? spec.ffn : 2 * spec.ffn; }
+  // This GPU's share of the heads and the MLP (all of them without tensor parallelism).
+  int Heads() const { return spec.local_heads(); }
+  int KvHeads() const { return spec.local_kv_heads(); }
+  int Ffn() const { return spec.local_ffn(); }
+  int AttCols() const { return Heads() * spec.head_dim(); }
+  int QkvCols() const { return (Heads() + 2 * KvHeads()) * spec.head_dim(); }
+  int BigCols() const { return spec.family == Family::kGpt ? Ffn() : 2 * Ffn(); }
   bool Gpt() const { return spec.family == Family::kGpt; }
   AttentionShape AttShape(int b, int t) const {
-    return {b, t, spec.heads, spec.kv_heads, spec.head_dim(), run.attention_chunk, Fp16()};
+    return {b, t, Heads(), KvHeads(), spec.head_dim(), run.attention_chunk, Fp16()};
+  }
+  // Tensor parallelism (Megatron's collectives, as the CPU twin's: trainer/cpu/model.h): the
+  // row-parallel outputs and the column-parallel input gradients summed over the TP group, in
+  // place on the compute stream.
+  bool Tp() const { return run.tp != nullptr; }
+  bool Pp() const { return run.pp != nullptr; }
+  dist::DType ActType() const {
+    return run.dtype == DType::kBF16  ? dist::DType::kBFloat16
+           : run.dtype == DType::kF16 ? dist::DType::kFloat16
+                                      : dist::DType::kFloat32;
+  }
+  Status TpAllReduce(void* data, size_t n, dist::DType type,
+                     dist::ReduceOp op = dist::ReduceOp::kSum) {
+    if (!Tp()) return Status::Ok();
+    return Phase("tp all-reduce", [&] { return run.tp->AllReduce(data, n, type, op, stream); });
   }
   bool Fp16() const { return run.dtype == DType::kF16; }
   bool Lowp() const { return run.dtype != DType::kF32; }  // 16-bit weight copy and activations
@@ -156,6 +186,14 @@ struct CudaModel::Impl {
   Status CheckFits(const MemoryPlan& plan) const;
   template <typename T>
   Status Linear(T* y, const T* x, size_t w, size_t b, int rows, int in, int out, const T* residual);
+  // A row-parallel Linear (attention output, MLP down): with tensor parallelism the partial
+  // products are summed over the TP group before the bias and the residual are added.
+  template <typename T>
+  Status RowParallelLinear(T* y, const T* x, size_t w, size_t b, int rows, int in, int out,
+                           const T* residual);
+  template <typename T>
+  Status VocabParallelLoss(T* logits, int r0, int rows, float grad_scale, bool write_grad);
+  Status GradSumSquares();  // norm_sq = Σ g² of the whole model, counted once
   template <typename T>
   Status LinearGelu(T* post_out, T* pre_out, const T* x, size_t w, size_t b, int rows, int in,
                     int out);
@@ -175,6 +213,12 @@ struct CudaModel::Impl {
   template <typename T>
   Status Classifier(int rows_offset, int rows, float grad_scale, Mode mode);
   template <typename T>
+  Status ForwardLayers();
+  template <typename T>
+  Status Head(float grad_scale, Mode mode);
+  template <typename T>
+  Status BackwardLayers();
+  template <typename T>
   Status ForwardBackward(float grad_scale, Mode mode);
   template <typename T>
   Status FinalNormForward();
@@ -189,7 +233,14 @@ struct CudaModel::Impl {
   Status Stage(const TokenBatch& batch, bool buckets);
   Status EmbeddingBackwardAll();
   int num_buckets = 0;
-  const LayerActs& Acts(int l) const { return run.recompute ? acts[0] : acts[l]; }
+  // This stage's layers; the activation slot in use (pipeline stages: the micro-batch's) and its
+  // residual stream l (0: the stage's input, Layers(): its output) and layer l's activations.
+  int Layers() const { return spec.stage_layers(); }
+  int cur_slot = 0;
+  size_t Res(int l) const { return res[static_cast<size_t>(cur_slot) * (Layers() + 1) + l]; }
+  const LayerActs& Acts(int l) const {
+    return run.recompute ? acts[0] : acts[static_cast<size_t>(cur_slot) * Layers() + l];
+  }
 };
 
 }  // namespace bm::train::cuda

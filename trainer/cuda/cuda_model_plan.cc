@@ -7,18 +7,20 @@ Status CudaModel::Impl::Plan() {
   size_t n = MaxN(), c = C();
   elem = Lowp() ? 2 : 4;
   dp.Plan(&plan);
-  res.resize(spec.layers + 1);
-  for (int l = 0; l <= spec.layers; ++l) res[l] = plan.Add("residual stream", n * c * elem);
-  int slots = run.recompute ? 1 : spec.layers;
-  acts.resize(slots);
-  size_t bh = static_cast<size_t>(run.micro_batch) * spec.heads * run.seq;
-  for (int l = 0; l < slots; ++l) {
+  // Per activation slot (one, or the micro-batches a pipeline stage keeps in flight): the
+  // stage's residual streams and, without recompute, each layer's activations.
+  const int slots = run.pipeline_slots, layers = Layers();
+  res.resize(static_cast<size_t>(slots) * (layers + 1));
+  for (size_t& r : res) r = plan.Add("residual stream", n * c * elem);
+  acts.resize(run.recompute ? 1 : static_cast<size_t>(slots) * layers);
+  size_t bh = static_cast<size_t>(run.micro_batch) * Heads() * run.seq;
+  for (size_t l = 0; l < acts.size(); ++l) {
     LayerActs& a = acts[l];
     a.norm1 = plan.Add("layer norm1", n * c * elem);
     a.mean1 = plan.Add("layer mean1", n * 4);
     a.rstd1 = plan.Add("layer rstd1", n * 4);
     a.qkv = plan.Add("layer qkv", n * QkvCols() * elem);
-    a.att = plan.Add("layer attention out", n * spec.heads * spec.head_dim() * elem);
+    a.att = plan.Add("layer attention out", n * AttCols() * elem);
     a.lse = plan.Add("layer attention lse", bh * 4);
     a.res_mid = plan.Add("layer residual mid", n * c * elem);
     a.norm2 = plan.Add("layer norm2", n * c * elem);
@@ -26,27 +28,38 @@ Status CudaModel::Impl::Plan() {
     a.rstd2 = plan.Add("layer rstd2", n * 4);
     a.pre = plan.Add("layer mlp pre-activation", n * BigCols() * elem);
   }
-  normf = plan.Add("final norm", n * c * elem);
-  meanf = plan.Add("final mean", n * 4);
-  rstdf = plan.Add("final rstd", n * 4);
-  dnormf = plan.Add("final norm grad", n * c * elem);
   int chunk = std::min<int>(run.logits_chunk_rows, MaxN());
-  logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.vocab * elem);
+  if (spec.head) {
+    normf = plan.Add("final norm", n * c * elem);
+    meanf = plan.Add("final mean", n * 4);
+    rstdf = plan.Add("final rstd", n * 4);
+    dnormf = plan.Add("final norm grad", n * c * elem);
+    logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.local_vocab() * elem);
+    if (Tp())
+      xent_stats = plan.Add("vocabulary-parallel row statistics", static_cast<size_t>(chunk) * 16);
+  }
+  if (Tp() || Pp()) {
+    counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
+    range_sums = plan.Add("grad sum of squares per counted range", layout.tensors().size() * 4);
+  }
+  // The first of several stages receives the last stage's tied-embedding gradient here.
+  if (spec.tied && spec.embeddings && !spec.head)
+    tied_scratch = plan.Add("tied embedding gradient (received)",
+                            static_cast<size_t>(spec.local_vocab()) * c * 4);
   losses = plan.Add("token losses", n * 4);
   loss_sum = plan.Add("loss sum", 4);
-  post = plan.Add("mlp activation (shared)", n * spec.ffn * elem);
+  post = plan.Add("mlp activation (shared)", n * Ffn() * elem);
   dres = plan.Add("residual grad", n * c * elem);
   dln = plan.Add("norm grad", n * c * elem);
   // A layer's backward is done with the MLP's gradients (dbig, dpost) before it writes the
   // attention's (dqkv, datt): each pair shares its storage.
-  const size_t att_cols = static_cast<size_t>(spec.heads) * spec.head_dim();
   dbig = dqkv = plan.Add("mlp pre-activation grad | qkv grad",
                          n * std::max<size_t>(BigCols(), QkvCols()) * elem);
   dpost = datt = plan.Add("mlp activation grad | attention out grad",
-                          n * std::max<size_t>(spec.ffn, att_cols) * elem);
+                          n * std::max<size_t>(Ffn(), AttCols()) * elem);
   size_t ns = std::max(LayerNormScratchFloats(n, c), RmsNormScratchFloats(n, c));
   norm_scratch = plan.Add("norm scratch", ns * 4);
-  att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, spec.heads) * 4;
+  att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, Heads()) * 4;
   if (run.attention == AttentionImpl::kCudnn) {
     if (!Lowp())
       return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 or fp16 (not fp32)");
@@ -127,7 +140,8 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
                 "weights {}", n);
   num_buckets = 0;
   if (buckets) {
-    EmbeddingBuckets b = BuildEmbeddingBuckets(batch.tokens, static_cast<int>(n), spec.vocab);
+    EmbeddingBuckets b = BuildEmbeddingBuckets(batch.tokens, static_cast<int>(n),
+                                               spec.vocab_begin(), spec.local_vocab());
     int* bt = hi + 2 * max_n;
     int* bo = bt + max_n;
     int* bp = bo + max_n + 1;
@@ -141,9 +155,9 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
     BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_offsets), bo, b.offsets.size() * 4,
                                   cudaMemcpyHostToDevice, stream),
                   "bucket offsets");
-    BM_CUDA_CHECK(
-        cudaMemcpyAsync(A<int>(bucket_positions), bp, n * 4, cudaMemcpyHostToDevice, stream),
-        "bucket positions");
+    BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_positions), bp, b.positions.size() * 4,
+                                  cudaMemcpyHostToDevice, stream),
+                  "bucket positions");
   }
   BM_CUDA_CHECK(cudaEventRecord(staged, stream), "staging event");
   return Status::Ok();

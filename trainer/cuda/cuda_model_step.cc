@@ -25,6 +25,20 @@ Status CudaModel::Impl::Linear(T* y, const T* x, size_t w, size_t b, int rows, i
 }
 
 template <typename T>
+Status CudaModel::Impl::RowParallelLinear(T* y, const T* x, size_t w, size_t b, int rows, int in,
+                                          int out, const T* residual) {
+  if (!Tp())
+    return Phase("matmul fwd", [&] { return Linear<T>(y, x, w, b, rows, in, out, residual); });
+  BM_TRY(Phase("matmul fwd", [&] { return Linear<T>(y, x, w, 0, rows, in, out, nullptr); }));
+  const size_t count = static_cast<size_t>(rows) * out;
+  BM_TRY(TpAllReduce(y, count, ActType()));
+  return Phase("residual", [&] {
+    if (Gpt() && b != 0) BM_TRY(AddBias<T>(y, W<T>(b), rows, out, stream));
+    return ResidualAdd<T>(y, y, residual, count, stream);
+  });
+}
+
+template <typename T>
 Status CudaModel::Impl::LinearGelu(T* post_out, T* pre_out, const T* x, size_t w, size_t b,
                                    int rows, int in, int out) {
   MatmulArgs a;
@@ -108,7 +122,7 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
   const LayerActs& a = Acts(l);
   const LayerParams& p = layout.layers[l];
   int n = N(), c = C(), hd = spec.head_dim();
-  T* x = A<T>(res[l]);
+  T* x = A<T>(Res(l));
   if (Gpt()) {
     BM_TRY(Phase("norm fwd", [&] {
       return LayerNormForward<T>(A<T>(a.norm1), A<float>(a.mean1), A<float>(a.rstd1), x,
@@ -125,8 +139,8 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
   }));
   if (!Gpt()) {
     BM_TRY(Phase("rope", [&] {
-      return Rope<T>(A<T>(a.qkv), A<float>(rope), cur_b, cur_t, spec.heads, spec.kv_heads, hd,
-                     false, stream);
+      return Rope<T>(A<T>(a.qkv), A<float>(rope), cur_b, cur_t, Heads(), KvHeads(), hd, false,
+                     stream);
     }));
   }
   BM_TRY(Phase("attention fwd", [&] {
@@ -134,19 +148,18 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
       return CudnnAttentionForward(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv),
                                    AttShape(cur_b, cur_t), A<char>(att_scratch), att_scratch_bytes,
                                    stream);
-    return AttentionForward<T>(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv), cur_b, cur_t, spec.heads,
-                               spec.kv_heads, hd, run.attention, stream);
+    return AttentionForward<T>(A<T>(a.att), A<float>(a.lse), A<T>(a.qkv), cur_b, cur_t, Heads(),
+                               KvHeads(), hd, run.attention, stream);
   }));
-  BM_TRY(Phase("matmul fwd", [&] {
-    return Linear<T>(A<T>(a.res_mid), A<T>(a.att), p.proj_w, p.proj_b, n, spec.heads * hd, c, x);
-  }));
+  BM_TRY(
+      RowParallelLinear<T>(A<T>(a.res_mid), A<T>(a.att), p.proj_w, p.proj_b, n, AttCols(), c, x));
   if (Gpt()) {
     BM_TRY(Phase("norm fwd", [&] {
       return LayerNormForward<T>(A<T>(a.norm2), A<float>(a.mean2), A<float>(a.rstd2),
                                  A<T>(a.res_mid), W<T>(p.norm2_w), W<T>(p.norm2_b), n, c, stream);
     }));
     BM_TRY(Phase("matmul fwd", [&] {
-      return LinearGelu<T>(A<T>(post), A<T>(a.pre), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, spec.ffn);
+      return LinearGelu<T>(A<T>(post), A<T>(a.pre), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, Ffn());
     }));
   } else {
     BM_TRY(Phase("norm fwd", [&] {
@@ -154,16 +167,14 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
                                n, c, stream, spec.norm_eps);
     }));
     BM_TRY(Phase("matmul fwd", [&] {
-      return Linear<T>(A<T>(a.pre), A<T>(a.norm2), p.fc_w, 0, n, c, 2 * spec.ffn, nullptr);
+      return Linear<T>(A<T>(a.pre), A<T>(a.norm2), p.fc_w, 0, n, c, BigCols(), nullptr);
     }));
     BM_TRY(Phase("activation",
-                 [&] { return SwigluForward<T>(A<T>(post), A<T>(a.pre), n, spec.ffn, stream); }));
+                 [&] { return SwigluForward<T>(A<T>(post), A<T>(a.pre), n, Ffn(), stream); }));
   }
   if (recompute) return Status::Ok();  // the layer's output is already stored
-  return Phase("matmul fwd", [&] {
-    return Linear<T>(A<T>(res[l + 1]), A<T>(post), p.fc2_w, p.fc2_b, n, spec.ffn, c,
-                     A<T>(a.res_mid));
-  });
+  return RowParallelLinear<T>(A<T>(Res(l + 1)), A<T>(post), p.fc2_w, p.fc2_b, n, Ffn(), c,
+                              A<T>(a.res_mid));
 }
 
 template <typename T>
@@ -171,7 +182,8 @@ Status CudaModel::Impl::LayerBackward(int l) {
   if (run.recompute) BM_TRY(LayerForward<T>(l, true));
   const LayerActs& a = Acts(l);
   const LayerParams& p = layout.layers[l];
-  int n = N(), c = C(), hd = spec.head_dim(), f = spec.ffn;
+  int n = N(), c = C(), hd = spec.head_dim(), f = Ffn();
+  const size_t nc = static_cast<size_t>(n) * c;
   T* dr = A<T>(dres);
   // MLP: res[l+1] = res_mid + fc2(act(fc(norm2(res_mid))))
   if (Gpt()) {
@@ -199,6 +211,7 @@ Status CudaModel::Impl::LayerBackward(int l) {
     return LinearBackward<T>(A<T>(dln), A<T>(dbig), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, BigCols(),
                              false, nullptr);
   }));
+  BM_TRY(TpAllReduce(A<T>(dln), nc, ActType()));  // column-parallel: the input gradient's sum
   if (Gpt()) {
     BM_TRY(Phase("norm bwd", [&] {
       return LayerNormBackward<T>(dr, G(p.norm2_w), G(p.norm2_b), A<float>(norm_scratch), A<T>(dln),
@@ -213,7 +226,7 @@ Status CudaModel::Impl::LayerBackward(int l) {
   }
   // Attention: res_mid = res[l] + proj(attn(qkv(norm1(res[l]))))
   BM_TRY(Phase("matmul bwd", [&] {
-    return LinearBackward<T>(A<T>(datt), dr, A<T>(a.att), p.proj_w, p.proj_b, n, spec.heads * hd, c,
+    return LinearBackward<T>(A<T>(datt), dr, A<T>(a.att), p.proj_w, p.proj_b, n, AttCols(), c,
                              false, nullptr);
   }));
   BM_TRY(Phase("attention bwd", [&] {
@@ -222,12 +235,12 @@ Status CudaModel::Impl::LayerBackward(int l) {
                                     A<float>(a.lse), AttShape(cur_b, cur_t), A<char>(att_scratch),
                                     att_scratch_bytes, stream);
     return AttentionBackward<T>(A<T>(dqkv), A<float>(att_scratch), A<T>(datt), A<T>(a.att),
-                                A<T>(a.qkv), A<float>(a.lse), cur_b, cur_t, spec.heads,
-                                spec.kv_heads, hd, run.attention, stream);
+                                A<T>(a.qkv), A<float>(a.lse), cur_b, cur_t, Heads(), KvHeads(), hd,
+                                run.attention, stream);
   }));
   if (!Gpt()) {
     BM_TRY(Phase("rope", [&] {
-      return Rope<T>(A<T>(dqkv), A<float>(rope), cur_b, cur_t, spec.heads, spec.kv_heads, hd, true,
+      return Rope<T>(A<T>(dqkv), A<float>(rope), cur_b, cur_t, Heads(), KvHeads(), hd, true,
                      stream);
     }));
   }
@@ -235,15 +248,16 @@ Status CudaModel::Impl::LayerBackward(int l) {
     return LinearBackward<T>(A<T>(dln), A<T>(dqkv), A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c,
                              QkvCols(), false, nullptr);
   }));
+  BM_TRY(TpAllReduce(A<T>(dln), nc, ActType()));
   if (Gpt()) {
     return Phase("norm bwd", [&] {
       return LayerNormBackward<T>(dr, G(p.norm1_w), G(p.norm1_b), A<float>(norm_scratch), A<T>(dln),
-                                  A<T>(res[l]), W<T>(p.norm1_w), A<float>(a.mean1),
+                                  A<T>(Res(l)), W<T>(p.norm1_w), A<float>(a.mean1),
                                   A<float>(a.rstd1), n, c, stream);
     });
   }
   return Phase("norm bwd", [&] {
-    return RmsNormBackward<T>(dr, G(p.norm1_w), A<float>(norm_scratch), A<T>(dln), A<T>(res[l]),
+    return RmsNormBackward<T>(dr, G(p.norm1_w), A<float>(norm_scratch), A<T>(dln), A<T>(Res(l)),
                               W<T>(p.norm1_w), A<float>(a.rstd1), n, c, stream);
   });
 }
@@ -252,19 +266,25 @@ Status CudaModel::Impl::LayerBackward(int l) {
 // training also dlogits (in place), dnormf for those rows, and the LM head's gradient.
 template <typename T>
 Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode) {
-  int c = C(), v = spec.vocab;
+  int c = C(), v = spec.local_vocab();
   T* x = A<T>(normf) + static_cast<size_t>(r0) * c;
   T* lg = A<T>(logits);
   BM_TRY(Phase("lm head matmul",
                [&] { return Linear<T>(lg, x, layout.lm_head, 0, rows, c, v, nullptr); }));
   if (mode == Mode::kArgmax) {
+    if (Tp()) return Status(ErrorCode::kUnsupported, "argmax under tensor parallelism");
     return Phase("cross-entropy",
                  [&] { return ArgmaxRows<T>(A<int>(argmax) + r0, lg, rows, v, v, stream); });
   }
-  BM_TRY(Phase("cross-entropy", [&] {
-    return CrossEntropy<T>(lg, A<float>(losses) + r0, A<int>(targets) + r0, A<float>(weights) + r0,
-                           grad_scale, rows, v, v, mode == Mode::kTrain, stream);
-  }));
+  if (Tp()) {
+    BM_TRY(VocabParallelLoss<T>(lg, r0, rows, grad_scale, mode == Mode::kTrain));
+  } else {
+    BM_TRY(Phase("cross-entropy", [&] {
+      return CrossEntropy<T>(lg, A<float>(losses) + r0, A<int>(targets) + r0,
+                             A<float>(weights) + r0, grad_scale, rows, v, v, mode == Mode::kTrain,
+                             stream);
+    }));
+  }
   if (mode != Mode::kTrain) return Status::Ok();
   // The first chunk of a step's first micro-batch writes the LM head's gradient; the rest add.
   return Phase("lm head matmul", [&] {
@@ -274,10 +294,29 @@ Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode
   });
 }
 
+// The cross-entropy of rows [r0, r0 + rows) over the TP group's vocabulary shares
+// (classifier.cuh): every rank gets the rows' whole losses and its own columns of dlogits.
+template <typename T>
+Status CudaModel::Impl::VocabParallelLoss(T* lg, int r0, int rows, float grad_scale,
+                                          bool write_grad) {
+  const int v = spec.local_vocab(), real = spec.vocab_real(), begin = spec.vocab_begin();
+  float* stats = A<float>(xent_stats);  // [4, rows]
+  const int* tg = A<int>(targets) + r0;
+  BM_TRY(Phase("cross-entropy",
+               [&] { return VocabParallelStats<T>(stats, lg, tg, rows, real, v, begin, stream); }));
+  BM_TRY(TpAllReduce(stats + rows, rows, dist::DType::kFloat32, dist::ReduceOp::kMax));
+  BM_TRY(Phase("cross-entropy", [&] { return VocabParallelRescale(stats, rows, stream); }));
+  BM_TRY(TpAllReduce(stats + 2 * rows, 2 * static_cast<size_t>(rows), dist::DType::kFloat32));
+  return Phase("cross-entropy", [&] {
+    return VocabParallelFinish<T>(lg, A<float>(losses) + r0, stats, tg, A<float>(weights) + r0,
+                                  grad_scale, rows, real, v, begin, write_grad, stream);
+  });
+}
+
 template <typename T>
 Status CudaModel::Impl::FinalNormForward() {
   int n = N(), c = C();
-  T* xl = A<T>(res[spec.layers]);
+  T* xl = A<T>(Res(Layers()));
   if (Gpt()) {
     return Phase("norm fwd", [&] {
       return LayerNormForward<T>(A<T>(normf), A<float>(meanf), A<float>(rstdf), xl,
@@ -294,28 +333,44 @@ Status CudaModel::Impl::FinalNormForward() {
 // as in the CPU twin (trainer/cpu/model.cc): acquired before (ZeRO-3 gathers, the next one
 // prefetched), released after, and in training their gradients begun (ZeRO 2-3: a fresh unit
 // bucket) and reported ready when their backward is done (the reduction starts, overlapping
-// the next unit's backward).
+// the next unit's backward). A pipeline stage has its own units only (ZeRO <= 1 there).
 template <typename T>
-Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
+Status CudaModel::Impl::ForwardLayers() {
+  int n = N(), c = C();
+  if (spec.embeddings) {
+    BM_TRY(dp.Acquire(0, 1));
+    BM_TRY(Phase("embedding", [&] {
+      // Vocabulary-parallel: each TP rank looks up its ids (zeros for the others) and the first
+      // adds the positions; the sum over the group is the whole embedding.
+      const T* wpe = Gpt() && spec.tp_rank == 0 ? W<T>(layout.wpe) : nullptr;
+      return EmbeddingForward<T>(A<T>(Res(0)), A<int>(tokens), W<T>(layout.wte), wpe, n, cur_t, c,
+                                 spec.vocab_begin(), spec.local_vocab(), stream);
+    }));
+    BM_TRY(TpAllReduce(A<T>(Res(0)), static_cast<size_t>(n) * c, ActType()));
+    if (!spec.tied_here()) BM_TRY(dp.Release(0));  // tied: the classifier reads wte again
+  }
+  const int units = static_cast<int>(layout.units().size());
+  for (int l = 0; l < Layers(); ++l) {
+    const int u = layout.unit_of_layer(l);
+    BM_TRY(dp.Acquire(u, u + 1 < units ? u + 1 : -1));
+    BM_TRY(LayerForward<T>(l, false));
+    BM_TRY(dp.Release(u));
+  }
+  return Status::Ok();
+}
+
+// The last stage's head on the stage's output: the final norm, the classifier over chunks of
+// rows and, in training, the loss's gradient back to dres (the gradient of the output).
+template <typename T>
+Status CudaModel::Impl::Head(float grad_scale, Mode mode) {
   int n = N(), c = C();
   const int final_unit = layout.final_unit();
-  BM_TRY(dp.Acquire(0, 1));
-  BM_TRY(Phase("embedding", [&] {
-    return EmbeddingForward<T>(A<T>(res[0]), A<int>(tokens), W<T>(layout.wte),
-                               Gpt() ? W<T>(layout.wpe) : nullptr, n, cur_t, c, stream);
-  }));
-  if (!spec.tied) BM_TRY(dp.Release(0));  // tied: the classifier reads wte again
-  for (int l = 0; l < spec.layers; ++l) {
-    BM_TRY(dp.Acquire(layout.unit_of_layer(l), layout.unit_of_layer(l) + 1));
-    BM_TRY(LayerForward<T>(l, false));
-    BM_TRY(dp.Release(layout.unit_of_layer(l)));
-  }
   BM_TRY(dp.Acquire(final_unit, -1));
   BM_TRY(FinalNormForward<T>());
   if (mode == Mode::kTrain) {
     // The classifier writes the LM head's gradient first: the final unit's (or, tied, wte's).
     BM_TRY(dp.BeginUnitGradients(final_unit));
-    if (spec.tied) BM_TRY(dp.BeginUnitGradients(0));
+    if (spec.tied_here()) BM_TRY(dp.BeginUnitGradients(0));
   }
   int chunk = std::min<int>(run.logits_chunk_rows, n);
   for (int r0 = 0; r0 < n; r0 += chunk) {
@@ -323,13 +378,14 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
   }
   if (mode != Mode::kTrain) {
     BM_TRY(dp.Release(final_unit));
-    if (spec.tied) BM_TRY(dp.Release(0));
+    if (spec.tied_here()) BM_TRY(dp.Release(0));
     if (mode == Mode::kArgmax) return Status::Ok();
     return SumLosses(A<float>(loss_sum), A<float>(losses), n, stream);
   }
   BM_TRY(SumLosses(A<float>(loss_sum), A<float>(losses), n, stream));
+  BM_TRY(TpAllReduce(A<T>(dnormf), static_cast<size_t>(n) * c, ActType()));  // the head's input
 
-  T* xl = A<T>(res[spec.layers]);
+  T* xl = A<T>(Res(Layers()));
   BM_CUDA_CHECK(cudaMemsetAsync(A<T>(dres), 0, static_cast<size_t>(n) * c * sizeof(T), stream),
                 "zero residual grad");
   if (Gpt()) {
@@ -345,8 +401,14 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
     }));
   }
   BM_TRY(dp.GradientsReady(final_unit));
-  BM_TRY(dp.Release(final_unit));
-  for (int l = spec.layers - 1; l >= 0; --l) {
+  return dp.Release(final_unit);
+}
+
+// From dres (the gradient of the stage's output) through the stage's layers; the first stage
+// then runs the embedding backward, another leaves dres = the gradient of its input.
+template <typename T>
+Status CudaModel::Impl::BackwardLayers() {
+  for (int l = Layers() - 1; l >= 0; --l) {
     const int u = layout.unit_of_layer(l);
     BM_TRY(dp.Acquire(u, l > 0 ? u - 1 : -1));  // the embedding backward reads no weights
     BM_TRY(dp.BeginUnitGradients(u));
@@ -354,11 +416,36 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
     BM_TRY(dp.GradientsReady(u));
     BM_TRY(dp.Release(u));
   }
-  if (!spec.tied) BM_TRY(dp.BeginUnitGradients(0));
+  if (!spec.embeddings) return Status::Ok();
+  if (!spec.tied_here()) BM_TRY(dp.BeginUnitGradients(0));
   BM_TRY(EmbeddingBackwardAll());
   BM_TRY(dp.GradientsReady(0));
-  if (spec.tied) BM_TRY(dp.Release(0));
+  if (spec.tied_here()) BM_TRY(dp.Release(0));
   return Status::Ok();
+}
+
+// The whole model on one stage.
+template <typename T>
+Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
+  BM_TRY(ForwardLayers<T>());
+  BM_TRY(Head<T>(grad_scale, mode));
+  if (mode != Mode::kTrain) return Status::Ok();
+  return BackwardLayers<T>();
+}
+
+Status CudaModel::Impl::GradSumSquares() {
+  float* out = A<float>(norm_sq);
+  if (!Tp() && !Pp()) return dp.GradSumSquares(out, A<float>(norm_partials));
+  // Model parallel (ZeRO <= 1: whole local gradients): the ranges this rank counts, summed in
+  // a fixed order, then over the TP and the PP group.
+  BM_TRY(dp.ZeroPendingGradients());
+  for (size_t i = 0; i < counted.size(); ++i)
+    BM_TRY(cuda::GradSumSquares(A<float>(range_sums) + i, A<float>(norm_partials),
+                                G(counted[i].offset), counted[i].numel, stream));
+  BM_TRY(SumLosses(out, A<float>(range_sums), static_cast<int>(counted.size()), stream));
+  BM_TRY(TpAllReduce(out, 1, dist::DType::kFloat32));
+  if (!Pp()) return Status::Ok();
+  return run.pp->AllReduce(out, 1, dist::DType::kFloat32, dist::ReduceOp::kSum, stream);
 }
 
 Status CudaModel::Impl::Run(float grad_scale, Mode mode) {

@@ -30,8 +30,34 @@ struct ModelSpec {
   bool tied = true;       // gpt true, llama false
   double rope_theta = 10000.0;
   float norm_eps = 1e-5f;  // RMSNorm's epsilon (llama); gpt's LayerNorm uses 1e-5
+  // Tensor parallelism (Megatron's split, trainer/model/shard.h): this GPU is rank tp_rank of
+  // tp and holds its share of the heads, kv heads, ffn columns and vocabulary rows; the fields
+  // above stay the whole model's. tp 1: the whole model.
+  int tp = 1, tp_rank = 0;
+  // Pipeline parallelism (trainer/model/shard.h's StageOf): this GPU is stage pp_rank of pp and
+  // holds layers [layer_begin, layer_end) (global indices; layer_end -1: to the last), the
+  // embeddings on the first stage and the final norm and head on the last. With tied
+  // embeddings and several stages the last stage holds a copy of the token embedding for its
+  // head (the pipeline keeps both copies' gradients equal).
+  int pp = 1, pp_rank = 0;
+  int layer_begin = 0, layer_end = -1;
+  bool embeddings = true, head = true;
 
   int head_dim() const { return hidden / heads; }
+  int stage_layers() const { return (layer_end < 0 ? layers : layer_end) - layer_begin; }
+  bool tied_here() const { return tied && embeddings && head; }  // the head reads wte itself
+  bool tied_copy() const { return tied && head && !embeddings; }
+  int local_heads() const { return heads / tp; }
+  int local_kv_heads() const { return kv_heads / tp; }
+  int local_ffn() const { return ffn / tp; }
+  // Vocabulary rows of the embedding and the LM head here: V rounded up to a multiple of tp,
+  // split; the first is vocab_begin(), the first vocab_real() are real ids, the rest padding.
+  int local_vocab() const { return (vocab + tp - 1) / tp; }
+  int vocab_begin() const { return tp_rank * local_vocab(); }
+  int vocab_real() const {
+    const int real = vocab - vocab_begin();
+    return real < 0 ? 0 : real < local_vocab() ? real : local_vocab();
+  }
 };
 
 struct RunSpec {
@@ -51,6 +77,14 @@ struct RunSpec {
   // null: a world of one) and the ZeRO stage 0-3.
   dist::Communicator* comm = nullptr;
   int zero = 0;
+  // Tensor parallel: the TP group's communicator (device buffers, not owned), of ModelSpec::tp
+  // ranks; null when tp is 1. The collectives run on the compute stream.
+  dist::Communicator* tp = nullptr;
+  // Pipeline parallel: the PP group's communicator (device buffers, not owned), of
+  // ModelSpec::pp ranks, null when pp is 1; and the micro-batches this stage keeps in flight
+  // (activation slots: trainer/dist/pipeline_schedule.h's MaxInFlight).
+  dist::Communicator* pp = nullptr;
+  int pipeline_slots = 1;
 };
 
 // "gpt2-124m", "llama-1b", "llama7b-8l", "llama2-7b" (the PyTorch peers' models) and the tiny

@@ -25,42 +25,53 @@ void ParamLayout::EndUnit() {
   units_.push_back({begin, end - begin, false});
 }
 
-ParamLayout::ParamLayout(const ModelSpec& s, size_t unit_align) : unit_align_(unit_align) {
-  int c = s.hidden, d = s.head_dim();
+ParamLayout::ParamLayout(const ModelSpec& s, size_t unit_align)
+    : unit_align_(unit_align), embeddings_(s.embeddings) {
+  // This GPU's share under tensor parallelism (the whole model with tp 1).
+  int c = s.hidden, d = s.head_dim(), h = s.local_heads() * d, f = s.local_ffn();
   bool gpt = s.family == Family::kGpt;
-  int qkv_rows = gpt ? 3 * c : (s.heads + 2 * s.kv_heads) * d;
-  wte = Add(gpt ? "transformer.wte.weight" : "model.embed_tokens.weight", s.vocab, c, true);
-  if (gpt) wpe = Add("transformer.wpe.weight", s.max_positions, c, true);
-  EndUnit();
-  layers.resize(s.layers);
-  for (int l = 0; l < s.layers; ++l) {
+  int qkv_rows = (s.local_heads() + 2 * (gpt ? s.local_heads() : s.local_kv_heads())) * d;
+  const std::string wte_name = gpt ? "transformer.wte.weight" : "model.embed_tokens.weight";
+  if (s.embeddings) {
+    wte = Add(wte_name, s.local_vocab(), c, true);
+    if (gpt) wpe = Add("transformer.wpe.weight", s.max_positions, c, true);
+    EndUnit();
+  }
+  // This stage's layers, named by their index in the whole model.
+  layers.resize(s.stage_layers());
+  for (int l = 0; l < s.stage_layers(); ++l) {
     LayerParams& p = layers[l];
+    const int g = s.layer_begin + l;
     std::string pre =
-        gpt ? fmt::format("transformer.h.{}.", l) : fmt::format("model.layers.{}.", l);
+        gpt ? fmt::format("transformer.h.{}.", g) : fmt::format("model.layers.{}.", g);
     if (gpt) {
       p.qkv_w = Add(pre + "attn.c_attn.weight", qkv_rows, c, true);
-      p.proj_w = Add(pre + "attn.c_proj.weight", c, c, true);
-      p.fc_w = Add(pre + "mlp.c_fc.weight", s.ffn, c, true);
-      p.fc2_w = Add(pre + "mlp.c_proj.weight", c, s.ffn, true);
+      p.proj_w = Add(pre + "attn.c_proj.weight", c, h, true);
+      p.fc_w = Add(pre + "mlp.c_fc.weight", f, c, true);
+      p.fc2_w = Add(pre + "mlp.c_proj.weight", c, f, true);
       p.norm1_w = Add(pre + "ln_1.weight", c, 1, false);
       p.norm1_b = Add(pre + "ln_1.bias", c, 1, false);
       p.qkv_b = Add(pre + "attn.c_attn.bias", qkv_rows, 1, false);
       p.proj_b = Add(pre + "attn.c_proj.bias", c, 1, false);
       p.norm2_w = Add(pre + "ln_2.weight", c, 1, false);
       p.norm2_b = Add(pre + "ln_2.bias", c, 1, false);
-      p.fc_b = Add(pre + "mlp.c_fc.bias", s.ffn, 1, false);
+      p.fc_b = Add(pre + "mlp.c_fc.bias", f, 1, false);
       p.fc2_b = Add(pre + "mlp.c_proj.bias", c, 1, false);
     } else {
       p.qkv_w = Add(pre + "self_attn.qkv_proj.weight", qkv_rows, c, true);
-      p.proj_w = Add(pre + "self_attn.o_proj.weight", c, s.heads * d, true);
-      p.fc_w = Add(pre + "mlp.gate_up_proj.weight", 2 * s.ffn, c, true);
-      p.fc2_w = Add(pre + "mlp.down_proj.weight", c, s.ffn, true);
+      p.proj_w = Add(pre + "self_attn.o_proj.weight", c, h, true);
+      p.fc_w = Add(pre + "mlp.gate_up_proj.weight", 2 * f, c, true);
+      p.fc2_w = Add(pre + "mlp.down_proj.weight", c, f, true);
       p.norm1_w = Add(pre + "input_layernorm.weight", c, 1, false);
       p.norm2_w = Add(pre + "post_attention_layernorm.weight", c, 1, false);
     }
     EndUnit();
   }
-  lm_head = s.tied ? wte : Add("lm_head.weight", s.vocab, c, true);
+  if (!s.head) return;
+  // The head: the untied lm_head, the tied embedding itself (one stage) or its copy (the last
+  // of several, named as the embedding).
+  lm_head =
+      s.tied_here() ? wte : Add(s.tied ? wte_name : "lm_head.weight", s.local_vocab(), c, true);
   normf_w = Add(gpt ? "transformer.ln_f.weight" : "model.norm.weight", c, 1, false);
   if (gpt) normf_b = Add("transformer.ln_f.bias", c, 1, false);
   EndUnit();

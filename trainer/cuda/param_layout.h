@@ -12,6 +12,9 @@
 // unit is 64-aligned); padding stays zero. Weight matrices are decayed, vectors not:
 // segments() lists the runs of each, so AdamW runs as one launch per run.
 //
+// Under tensor parallelism (ModelSpec::tp > 1) the tensors are this rank's share, named as the
+// whole model's: trainer/model/shard.h says which rows or columns.
+//
 // Names follow Hugging Face's (model.layers.N.self_attn..., transformer.h.N....) except that
 // the fused projections are single tensors: llama "model.layers.N.self_attn.qkv_proj.weight"
 // [(H+2Hkv)*D, C] (q rows, then k, then v) and "model.layers.N.mlp.gate_up_proj.weight"
@@ -56,10 +59,11 @@ class ParamLayout {
   size_t total() const { return total_; }  // elements, padding included
   size_t count() const;                    // parameters, padding excluded
   const ParamTensor* Find(const std::string& name) const;
-  // Unit 0 the embeddings, 1..L the layers, L+1 the final unit; they tile [0, total()).
+  // Unit 0 the embeddings, 1..L the layers, L+1 the final unit; they tile [0, total()). A
+  // pipeline stage has its units only: the embeddings on the first, the final on the last.
   const std::vector<Range>& units() const { return units_; }
-  int unit_of_layer(int l) const { return l + 1; }
-  int final_unit() const { return static_cast<int>(units_.size()) - 1; }
+  int unit_of_layer(int l) const { return l + (embeddings_ ? 1 : 0); }
+  int final_unit() const { return static_cast<int>(units_.size()) - 1; }  // the last stage's
   // Maximal runs of decayed / not decayed elements, tiling [0, total()) (padding goes with
   // the tensor before it).
   const std::vector<Range>& segments() const { return segments_; }
@@ -73,6 +77,7 @@ class ParamLayout {
   std::vector<ParamTensor> tensors_;
   std::vector<Range> units_, segments_;
   size_t total_ = 0, unit_align_ = 64;
+  bool embeddings_ = true;
 };
 
 }  // namespace bm::train::cuda

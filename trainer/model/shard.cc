@@ -172,4 +172,36 @@ std::vector<std::pair<int64_t, int64_t>> ModelShard::OwnedRanges() const {
   return ranges;
 }
 
+Status GatherShards(const ModelShard& me, std::span<const float> local, std::span<float> whole,
+                    const ShardAllGather& tp, const ShardAllGather& pp) {
+  const ModelParallelRank r = me.rank();
+  std::vector<ModelShard> shards;  // [stage][tp rank]
+  int64_t largest = 0;
+  for (int p = 0; p < r.pp; ++p)
+    for (int t = 0; t < r.tp; ++t) {
+      BM_ASSIGN_OR_RETURN(ModelShard s, ModelShard::Make(me.config(), {r.tp, t, r.pp, p}));
+      largest = std::max(largest, s.layout().total());
+      shards.push_back(std::move(s));
+    }
+  const int64_t n = me.layout().total();
+  // stage p's block: its TP shards at [t * largest, t * largest + size), the rest padding
+  std::vector<float> stage(r.tp * largest, 0.0f), all(r.pp * r.tp * largest);
+  std::vector<float> mine(largest, 0.0f);
+  std::copy(local.begin(), local.begin() + n, mine.begin());
+  auto gather = [](const ShardAllGather& g, const float* send, float* recv, int64_t count) {
+    if (!g) {
+      std::copy(send, send + count, recv);
+      return Status::Ok();
+    }
+    return g(send, recv, count);
+  };
+  BM_TRY(gather(tp, mine.data(), stage.data(), largest));
+  BM_TRY(gather(pp, stage.data(), all.data(), r.tp * largest));
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const int64_t size = shards[i].layout().total();
+    shards[i].Place(std::span<const float>(all.data() + i * largest, size), whole);
+  }
+  return Status::Ok();
+}
+
 }  // namespace bm::train

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -124,5 +125,17 @@ class ModelShard {
   std::vector<bool> replicated_;
   std::vector<bool> tied_copy_;
 };
+
+// An all-gather over one model-parallel group: every rank's `count` floats of `send` into
+// `recv` (group size x count floats, rank r's at r * count). Empty: a group of one.
+using ShardAllGather = std::function<Status(const float* send, float* recv, int64_t count)>;
+
+// Every TP x PP shard's `local` (its layout().total() floats) gathered into the whole model's
+// `whole` (full_size() floats) on every rank of the TP x PP group: an all-gather over the TP
+// group (equal shards), then one over the PP group (each stage's TP shards, padded to the
+// largest stage), then each shard places the elements it owns (Place). Copies only: the whole
+// model has the shards' exact bits. Collective over both groups.
+Status GatherShards(const ModelShard& me, std::span<const float> local, std::span<float> whole,
+                    const ShardAllGather& tp, const ShardAllGather& pp);
 
 }  // namespace bm::train

@@ -116,6 +116,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   options.zero = run.zero;
   options.tp = ranks.tp();
   options.pp = ranks.pp();
+  options.micro_batches = static_cast<int>(run.gas);
   options.sequence_parallel = run.sequence_parallel;
   BM_TRY(backend->Init(model, options));
   if (setup.params.empty()) setup.params = InitParameters(model, layout, run.seed);

@@ -92,6 +92,61 @@ __global__ void CrossEntropyVecKernel(T* logits, float* losses, const int* targe
   }
 }
 
+template <typename T>
+__global__ void VocabParallelStatsKernel(float* stats, const T* logits, const int* targets, int n,
+                                         int real, int ld, int vocab_begin) {
+  __shared__ float shared[32];
+  int row = blockIdx.x;
+  const T* x = logits + static_cast<size_t>(row) * ld;
+  float m = -INFINITY, s = 0.0f;
+  for (int i = threadIdx.x; i < real; i += blockDim.x) {
+    float v = ToF(x[i]);
+    if (v > m) {
+      s = s * expf(m - v) + 1.0f;
+      m = v;
+    } else {
+      s += expf(v - m);
+    }
+  }
+  float block_max = BlockMax(m, shared);
+  float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
+  float block_sum = BlockSum(scaled, shared);
+  if (threadIdx.x == 0) {
+    int local = targets[row] < 0 ? -1 : targets[row] - vocab_begin;
+    stats[row] = block_max;
+    stats[n + row] = block_max;
+    stats[2 * n + row] = block_sum;
+    stats[3 * n + row] = local >= 0 && local < real ? ToF(x[local]) : 0.0f;
+  }
+}
+
+__global__ void VocabParallelRescaleKernel(float* stats, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float local = stats[i];
+  stats[2 * n + i] = local == -INFINITY ? 0.0f : stats[2 * n + i] * expf(local - stats[n + i]);
+}
+
+template <typename T>
+__global__ void VocabParallelFinishKernel(T* logits, float* losses, const float* stats,
+                                          const int* targets, const float* weights,
+                                          float grad_scale, int n, int real, int ld,
+                                          int vocab_begin, bool write_grad) {
+  int row = blockIdx.x;
+  T* x = logits + static_cast<size_t>(row) * ld;
+  int target = targets[row];
+  float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
+  float lse = stats[n + row] + logf(stats[2 * n + row]);
+  if (threadIdx.x == 0) losses[row] = weight == 0.0f ? 0.0f : weight * (lse - stats[3 * n + row]);
+  if (!write_grad) return;
+  float scale = grad_scale * weight;
+  int local = target < 0 ? -1 : target - vocab_begin;
+  for (int i = threadIdx.x; i < ld; i += blockDim.x) {
+    float g = i < real ? scale * (expf(ToF(x[i]) - lse) - (i == local ? 1.0f : 0.0f)) : 0.0f;
+    x[i] = FromF<T>(g);
+  }
+}
+
 __global__ void SumLossesKernel(float* out, const float* losses, int n) {
   __shared__ float shared[32];
   float acc = 0.0f;
@@ -170,6 +225,44 @@ Status CrossEntropy(T* logits, float* losses, const int* targets, const float* w
   return Status::Ok();
 }
 
+template <typename T>
+Status VocabParallelStats(float* stats, const T* logits, const int* targets, int n, int real,
+                          int ld, int vocab_begin, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  VocabParallelStatsKernel<T>
+      <<<n, kThreads, 0, stream>>>(stats, logits, targets, n, real, ld, vocab_begin);
+  BM_LAUNCH_CHECK("VocabParallelStatsKernel", "N={} real={} ld={}", n, real, ld);
+  return Status::Ok();
+}
+
+Status VocabParallelRescale(float* stats, int n, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  VocabParallelRescaleKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(stats, n);
+  BM_LAUNCH_CHECK("VocabParallelRescaleKernel", "N={}", n);
+  return Status::Ok();
+}
+
+template <typename T>
+Status VocabParallelFinish(T* logits, float* losses, const float* stats, const int* targets,
+                           const float* weights, float grad_scale, int n, int real, int ld,
+                           int vocab_begin, bool write_grad, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  VocabParallelFinishKernel<T><<<n, kThreads, 0, stream>>>(
+      logits, losses, stats, targets, weights, grad_scale, n, real, ld, vocab_begin, write_grad);
+  BM_LAUNCH_CHECK("VocabParallelFinishKernel", "N={} real={} ld={}", n, real, ld);
+  return Status::Ok();
+}
+
+#define BM_VOCAB_PARALLEL(T)                                                                 \
+  template Status VocabParallelStats<T>(float*, const T*, const int*, int, int, int, int,    \
+                                        cudaStream_t);                                       \
+  template Status VocabParallelFinish<T>(T*, float*, const float*, const int*, const float*, \
+                                         float, int, int, int, int, bool, cudaStream_t);
+BM_VOCAB_PARALLEL(float)
+BM_VOCAB_PARALLEL(bf16)
+BM_VOCAB_PARALLEL(fp16)
+#undef BM_VOCAB_PARALLEL
+
 Status SumLosses(float* out, const float* losses, int n, cudaStream_t stream) {
   SumLossesKernel<<<1, 1024, 0, stream>>>(out, losses, n);
   BM_LAUNCH_CHECK("SumLossesKernel", "n={}", n);
@@ -201,6 +294,48 @@ void CrossEntropyCpu(float* logits, float* losses, const int* targets, const flo
     for (int i = 0; i < vocab; ++i) {
       double p = std::exp(x[i] - lse);
       x[i] = static_cast<float>(grad_scale * weight * (p - (i == target ? 1.0 : 0.0)));
+    }
+  }
+}
+
+void VocabParallelStatsCpu(float* stats, const float* logits, const int* targets, int n, int real,
+                           int ld, int vocab_begin) {
+  for (int r = 0; r < n; ++r) {
+    const float* x = logits + static_cast<size_t>(r) * ld;
+    double m = -INFINITY, s = 0.0;
+    for (int i = 0; i < real; ++i) m = std::fmax(m, x[i]);
+    for (int i = 0; i < real; ++i) s += std::exp(x[i] - m);
+    const int local = targets[r] < 0 ? -1 : targets[r] - vocab_begin;
+    stats[r] = stats[n + r] = static_cast<float>(m);
+    stats[2 * n + r] = static_cast<float>(s);
+    stats[3 * n + r] = local >= 0 && local < real ? x[local] : 0.0f;
+  }
+}
+
+void VocabParallelRescaleCpu(float* stats, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float local = stats[i];
+    stats[2 * n + i] =
+        local == -INFINITY
+            ? 0.0f
+            : static_cast<float>(stats[2 * n + i] * std::exp(double(local) - stats[n + i]));
+  }
+}
+
+void VocabParallelFinishCpu(float* logits, float* losses, const float* stats, const int* targets,
+                            const float* weights, float grad_scale, int n, int real, int ld,
+                            int vocab_begin, bool write_grad) {
+  for (int r = 0; r < n; ++r) {
+    float* x = logits + static_cast<size_t>(r) * ld;
+    const int target = targets[r];
+    const float weight = target < 0 ? 0.0f : (weights ? weights[r] : 1.0f);
+    const double lse = stats[n + r] + std::log(double(stats[2 * n + r]));
+    losses[r] = weight == 0.0f ? 0.0f : static_cast<float>(weight * (lse - stats[3 * n + r]));
+    if (!write_grad) continue;
+    const int local = target < 0 ? -1 : target - vocab_begin;
+    for (int i = 0; i < ld; ++i) {
+      const double p = i < real ? std::exp(x[i] - lse) - (i == local ? 1.0 : 0.0) : 0.0;
+      x[i] = static_cast<float>(grad_scale * weight * p);
     }
   }
 }

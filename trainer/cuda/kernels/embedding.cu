@@ -11,14 +11,15 @@ namespace {
 
 template <typename T>
 __global__ void EmbeddingForwardKernel(T* out, const int* tokens, const T* wte, const T* wpe,
-                                       int seq, int channels) {
+                                       int seq, int channels, int vocab_begin, int vocab_rows) {
   int row = blockIdx.x;
-  int tok = tokens[row];
-  const T* e = wte + static_cast<size_t>(tok) * channels;
+  int local = tokens[row] - vocab_begin;
+  const T* e =
+      local >= 0 && local < vocab_rows ? wte + static_cast<size_t>(local) * channels : nullptr;
   const T* p = wpe ? wpe + static_cast<size_t>(row % seq) * channels : nullptr;
   T* o = out + static_cast<size_t>(row) * channels;
   for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float v = ToF(e[c]);
+    float v = e ? ToF(e[c]) : 0.0f;
     if (p) v += ToF(p[c]);
     o[c] = FromF<T>(v);
   }
@@ -57,9 +58,10 @@ __global__ void EmbeddingBackwardPositionsKernel(float* dwpe, const T* dout, int
 
 template <typename T>
 Status EmbeddingForward(T* out, const int* tokens, const T* wte, const T* wpe, int n, int seq,
-                        int channels, cudaStream_t stream) {
+                        int channels, int vocab_begin, int vocab_rows, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  EmbeddingForwardKernel<T><<<n, 256, 0, stream>>>(out, tokens, wte, wpe, seq, channels);
+  EmbeddingForwardKernel<T>
+      <<<n, 256, 0, stream>>>(out, tokens, wte, wpe, seq, channels, vocab_begin, vocab_rows);
   BM_LAUNCH_CHECK("EmbeddingForwardKernel", "N={} T={} C={}", n, seq, channels);
   return Status::Ok();
 }
@@ -83,11 +85,11 @@ Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* buc
 }
 
 template Status EmbeddingForward<float>(float*, const int*, const float*, const float*, int, int,
-                                        int, cudaStream_t);
+                                        int, int, int, cudaStream_t);
 template Status EmbeddingForward<bf16>(bf16*, const int*, const bf16*, const bf16*, int, int, int,
-                                       cudaStream_t);
+                                       int, int, cudaStream_t);
 template Status EmbeddingForward<fp16>(fp16*, const int*, const fp16*, const fp16*, int, int, int,
-                                       cudaStream_t);
+                                       int, int, cudaStream_t);
 template Status EmbeddingBackward<float>(float*, float*, const float*, const int*, const int*,
                                          const int*, int, int, int, int, cudaStream_t);
 template Status EmbeddingBackward<bf16>(float*, float*, const bf16*, const int*, const int*,
@@ -95,16 +97,22 @@ template Status EmbeddingBackward<bf16>(float*, float*, const bf16*, const int*,
 template Status EmbeddingBackward<fp16>(float*, float*, const fp16*, const int*, const int*,
                                         const int*, int, int, int, int, cudaStream_t);
 
-EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab) {
+EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab_begin, int vocab_rows) {
   EmbeddingBuckets b;
-  std::vector<int> count(static_cast<size_t>(vocab) + 1, 0);
-  for (int i = 0; i < n; ++i) ++count[tokens[i] + 1];
-  for (int v = 0; v < vocab; ++v) count[v + 1] += count[v];  // count[v] = start of token v
-  b.positions.resize(n);
+  auto local = [&](int i) {
+    const int v = tokens[i] - vocab_begin;
+    return v >= 0 && v < vocab_rows ? v : -1;
+  };
+  std::vector<int> count(static_cast<size_t>(vocab_rows) + 1, 0);
+  for (int i = 0; i < n; ++i)
+    if (local(i) >= 0) ++count[local(i) + 1];
+  for (int v = 0; v < vocab_rows; ++v) count[v + 1] += count[v];  // count[v] = start of row v
+  b.positions.resize(count[vocab_rows]);
   std::vector<int> cursor(count.begin(), count.end() - 1);
-  for (int i = 0; i < n; ++i) b.positions[cursor[tokens[i]]++] = i;
+  for (int i = 0; i < n; ++i)
+    if (local(i) >= 0) b.positions[cursor[local(i)]++] = i;
   b.offsets.push_back(0);
-  for (int v = 0; v < vocab; ++v) {
+  for (int v = 0; v < vocab_rows; ++v) {
     if (count[v + 1] > count[v]) {
       b.tokens.push_back(v);
       b.offsets.push_back(count[v + 1]);
@@ -116,10 +124,12 @@ EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab) {
 // ---- CPU twins
 
 void EmbeddingForwardCpu(float* out, const int* tokens, const float* wte, const float* wpe, int n,
-                         int seq, int channels) {
+                         int seq, int channels, int vocab_begin, int vocab_rows) {
   for (int row = 0; row < n; ++row) {
+    const int local = tokens[row] - vocab_begin;
+    const bool here = local >= 0 && local < vocab_rows;
     for (int c = 0; c < channels; ++c) {
-      float v = wte[static_cast<size_t>(tokens[row]) * channels + c];
+      float v = here ? wte[static_cast<size_t>(local) * channels + c] : 0.0f;
       if (wpe) v += wpe[static_cast<size_t>(row % seq) * channels + c];
       out[static_cast<size_t>(row) * channels + c] = v;
     }

@@ -3,6 +3,11 @@
 // Shapes: tokens [N] with N = B*T (row n is position n % T); wte [V, C]; wpe [T, C] or null;
 // out [N, C]. Gradients are fp32 and accumulated (+=).
 //
+// A vocabulary-parallel embedding (tensor parallelism) holds the rows of the ids
+// [vocab_begin, vocab_begin + vocab_rows) only: wte's row i is id vocab_begin + i, and a token
+// outside that range looks up zeros (the TP group's all-reduce then sums the one real row).
+// The whole table is vocab_begin 0, vocab_rows V.
+//
 // The backward pass is deterministic without atomics: the host groups positions by token
 // (EmbeddingBuckets, positions in increasing order) and one block sums each token's rows in
 // that order.
@@ -21,13 +26,14 @@ struct EmbeddingBuckets {
   std::vector<int> offsets;    // size tokens.size() + 1, into positions
   std::vector<int> positions;  // row indices n, grouped by token, increasing within a group
 };
-// Precondition: 0 <= tokens[n] < vocab.
-EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab);
+// The tokens in [vocab_begin, vocab_begin + vocab_rows), as local rows (token - vocab_begin);
+// the others have no bucket. Precondition: tokens[n] >= 0.
+EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab_begin, int vocab_rows);
 
 // ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status EmbeddingForward(T* out, const int* tokens, const T* wte, const T* wpe, int n, int seq,
-                        int channels, cudaStream_t stream);
+                        int channels, int vocab_begin, int vocab_rows, cudaStream_t stream);
 // dwte[tok] += sum of dout rows of that token; dwpe[t] += sum over batch of dout[b*seq + t].
 // bucket_* are device copies of EmbeddingBuckets; dwpe may be null.
 template <typename T>
@@ -37,7 +43,7 @@ Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* buc
 
 // ---- CPU twins (fp32)
 void EmbeddingForwardCpu(float* out, const int* tokens, const float* wte, const float* wpe, int n,
-                         int seq, int channels);
+                         int seq, int channels, int vocab_begin, int vocab_rows);
 void EmbeddingBackwardCpu(float* dwte, float* dwpe, const float* dout, const int* tokens, int n,
                           int seq, int channels);
 

@@ -3,17 +3,23 @@
 // line like the peer's, so bench/gpu_check.sh can put the two side by side.
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
-//                    [--accum N] [--zero 0-3] [--nccl] [--precision bf16|fp16|fp32]
+//                    [--accum N] [--zero 0-3] [--tp N] [--pp N] [--vocab V] [--nccl]
+//                    [--precision bf16|fp16|fp32]
 //                    [--recompute] [--profile] [--attention auto|cudnn|flash]
 //                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
 //
 // Several GPUs: start one process per GPU with RANK, WORLD_SIZE, LOCAL_RANK and
 // BENCHMAKE_RENDEZVOUS set (bench/multi_gpu.sh does; trainer/dist/rank_env.h): data parallel
 // over NCCL with the ZeRO stage of --zero, like the multi-GPU peer
-// (../shared/bench/multi_reference.py). --nccl uses NCCL even for one rank.
+// (../shared/bench/multi_reference.py); with --tp / --pp the layout TPxPPyDPz (y = the world
+// over TP·PP; Megatron's rank order, trainer/dist/process_groups.h), a pipeline running its
+// --accum micro-batches in 1F1B. --nccl uses NCCL even for one rank. Models: the PyTorch peer's
+// names (trainer/cuda/model_spec.h) or the trainer's presets (gpt3-6.7b, aquila2-7b, ...);
+// --vocab pads the vocabulary (PaddleNLP's GPT-3 runs 50304).
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh; a different
-// stream per rank), so the loss must stay near ln V. Timing: each step (staging, forward,
+// stream per data-parallel replica, the same on its TP and PP ranks), so the loss must stay
+// near ln V (the last stage's, with a pipeline). Timing: each step (staging, forward,
 // backward, optimizer) by the host clock around a synchronized step; the median after warm-up,
 // the largest over ranks; tokens/s per GPU = batch × seq × accum / step time. fp16 steps run
 // as the training loop runs them (trainer/run/train_loop.cc): the backward on loss x S, the
@@ -36,8 +42,11 @@
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/probe.h"
+#include "trainer/cuda/shard_map.h"
+#include "trainer/dist/pipeline_schedule.h"
 #include "trainer/dist/process_groups.h"
 #include "trainer/dist/rank_env.h"
+#include "trainer/model/shard.h"
 #include "trainer/run/loss_scaler.h"
 
 namespace {
@@ -90,6 +99,31 @@ std::vector<float> InitParams(const bm::train::cuda::ParamLayout& layout) {
   return flat;
 }
 
+// The model as rank (tp_rank, pp_rank) of TPxPP holds it: a peer's name (ModelPreset) split by
+// the trainer's stage rule, or a trainer preset through its shard (shard_map.h). vocab > 0
+// replaces the vocabulary.
+bm::Result<ModelSpec> RankSpec(const std::string& name, int vocab, int tp, int tp_rank, int pp,
+                               int pp_rank) {
+  ModelSpec spec;
+  if (bm::train::cuda::ModelPreset(name, &spec)) {
+    if (vocab > 0) spec.vocab = vocab;
+    if (pp > spec.layers)
+      return bm::Errorf(bm::ErrorCode::kInvalidArgument, "PP{} over {} layers", pp, spec.layers);
+    const bm::train::PipelineStage stage = bm::train::StageOf(spec.layers, pp, pp_rank);
+    spec.tp = tp, spec.tp_rank = tp_rank, spec.pp = pp, spec.pp_rank = pp_rank;
+    spec.layer_begin = static_cast<int>(stage.layer_begin);
+    spec.layer_end = static_cast<int>(stage.layer_end);
+    spec.embeddings = stage.embeddings;
+    spec.head = stage.head;
+    return spec;
+  }
+  BM_ASSIGN_OR_RETURN(bm::train::ModelConfig config, bm::train::Preset(name));
+  if (vocab > 0) config.vocab = vocab;
+  BM_ASSIGN_OR_RETURN(bm::train::ModelShard shard,
+                      bm::train::ModelShard::Make(config, {tp, tp_rank, pp, pp_rank}));
+  return bm::train::cuda::SpecOfShard(config, shard);
+}
+
 int Fail(const bm::Status& s) {
   std::fprintf(stderr, "cuda_train_bench: %s\n", s.message().c_str());
   return s.code() == bm::ErrorCode::kUnavailable ? 3 : 1;
@@ -99,7 +133,7 @@ int Fail(const bm::Status& s) {
 
 int main(int argc, char** argv) {
   std::string model_name = "gpt2-124m", json_path;
-  int batch = 0, seq = 0, warmup = 10, steps = 30, accum = 1;
+  int batch = 0, seq = 0, warmup = 10, steps = 30, accum = 1, tp = 1, pp = 1, vocab = 0;
   bool force_nccl = false;
   std::string attention = "auto";
   bool tuning_log = false;
@@ -123,6 +157,12 @@ int main(int argc, char** argv) {
       accum = std::stoi(next());
     else if (a == "--zero")
       run.zero = std::stoi(next());
+    else if (a == "--tp")
+      tp = std::stoi(next());
+    else if (a == "--pp")
+      pp = std::stoi(next());
+    else if (a == "--vocab")
+      vocab = std::stoi(next());
     else if (a == "--nccl")
       force_nccl = true;
     else if (a == "--recompute")
@@ -160,31 +200,42 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  ModelSpec spec;
-  if (!bm::train::cuda::ModelPreset(model_name, &spec)) {
-    std::fprintf(stderr, "cuda_train_bench: unknown model %s\n", model_name.c_str());
+  auto env = bm::train::dist::ReadRankEnvFromProcess();
+  if (!env.ok()) return Fail(env.status());
+  const int rank = env->rank, world = env->world_size;
+  if (tp < 1 || pp < 1 || world % (tp * pp) != 0) {
+    std::fprintf(stderr, "cuda_train_bench: TP%d PP%d does not divide %d ranks\n", tp, pp, world);
     return 2;
   }
+  const int dp = world / (tp * pp);
+  const bm::train::dist::Coords at = bm::train::dist::CoordsOf(rank, tp, pp, dp);
+  auto spec_or = RankSpec(model_name, vocab, tp, at.tp, pp, at.pp);
+  auto whole = RankSpec(model_name, vocab, 1, 0, 1, 0);
+  if (!spec_or.ok()) return Fail(spec_or.status());
+  if (!whole.ok()) return Fail(whole.status());
+  const ModelSpec spec = *spec_or;
   int default_batch = model_name == "gpt2-124m" ? 32 : model_name == "llama-1b" ? 8 : 2;
   run.micro_batch = batch > 0 ? batch : default_batch;
   run.seq = seq > 0 ? seq : spec.max_positions;
   // auto (the default): cuDNN's fused attention when built in and usable, like the backend.
-  bm::train::cuda::AttentionShape shape{
-      run.micro_batch,         run.seq,         spec.heads,
-      spec.kv_heads,           spec.head_dim(), run.attention_chunk,
-      run.dtype == DType::kF16};
+  bm::train::cuda::AttentionShape shape{run.micro_batch,         run.seq,
+                                        spec.local_heads(),      spec.local_kv_heads(),
+                                        spec.head_dim(),         run.attention_chunk,
+                                        run.dtype == DType::kF16};
   if (attention == "cudnn" || (attention == "auto" && run.dtype != DType::kF32 &&
                                bm::train::cuda::CudnnAttentionUsable(shape)))
     run.attention = AttentionImpl::kCudnn;
-  auto env = bm::train::dist::ReadRankEnvFromProcess();
-  if (!env.ok()) return Fail(env.status());
   if (cudaSetDevice(env->local_rank) != cudaSuccess)
     return Fail(bm::Errorf(bm::ErrorCode::kUnavailable, "no GPU {}", env->local_rank));
   auto groups = bm::train::dist::ConnectProcessGroups(
-      *env, 1, 1, env->world_size, bm::train::dist::Transport::kNccl, env->local_rank, force_nccl);
+      *env, tp, pp, dp, bm::train::dist::Transport::kNccl, env->local_rank, force_nccl);
   if (!groups.ok()) return Fail(groups.status());
-  const int rank = env->rank, world = env->world_size;
-  if (world > 1 || force_nccl) run.comm = groups->dp.get();
+  if (dp > 1 || force_nccl) run.comm = groups->dp.get();
+  if (tp > 1) run.tp = groups->tp.get();
+  if (pp > 1) {
+    run.pp = groups->pp.get();
+    run.pipeline_slots = bm::train::dist::MaxInFlight(pp, at.pp, accum);
+  }
   auto model_or = CudaModel::Create(spec, run);
   if (!model_or.ok()) return Fail(model_or.status());
   CudaModel& model = **model_or;
@@ -192,7 +243,7 @@ int main(int argc, char** argv) {
   if (auto s = model.SetParameters(InitParams(layout)); !s.ok()) return Fail(s);
 
   int n = run.micro_batch * run.seq;
-  std::mt19937_64 rng(1 + rank);
+  std::mt19937_64 rng(1 + at.dp);
   std::uniform_int_distribution<int> tok(0, spec.vocab - 1);
   std::vector<int> tokens(n), targets(n);
   bm::train::cuda::AdamWHyper hyper;  // lr 3e-4, betas (0.9, 0.95), wd 0.1, clip 1.0 as the peer
@@ -200,6 +251,8 @@ int main(int argc, char** argv) {
   if (run.dtype == DType::kF16) scaler.emplace(bm::train::LossScalerOptions{});
   std::vector<double> ms;
   double loss = 0.0, norm = 0.0;
+  std::vector<std::vector<int>> micro_tokens, micro_targets;  // a pipeline's micro-batches
+  std::vector<bm::train::cuda::TokenBatch> micro;
   for (int step = 0; step < warmup + steps; ++step) {
     for (int i = 0; i < n; ++i) {
       tokens[i] = tok(rng);
@@ -215,16 +268,31 @@ int main(int argc, char** argv) {
     batch.tokens = tokens.data(), batch.targets = targets.data();
     batch.batch = run.micro_batch, batch.seq = run.seq;
     double total = 0;
-    for (int a = 0; a < accum; ++a) {
+    const float grad_scale = static_cast<float>(loss_scale) / (static_cast<float>(n) * accum * dp);
+    if (pp > 1) {  // the step's micro-batches at once, in 1F1B
+      micro_tokens.resize(accum), micro_targets.resize(accum), micro.resize(accum);
+      for (int a = 0; a < accum; ++a) {
+        micro_tokens[a] = a == 0 ? tokens : std::vector<int>(n);
+        micro_targets[a] = a == 0 ? targets : std::vector<int>(n);
+        for (int i = 0; a > 0 && i < n; ++i) {
+          micro_tokens[a][i] = tok(rng);
+          micro_targets[a][i] = tok(rng);
+        }
+        micro[a] = batch;
+        micro[a].tokens = micro_tokens[a].data(), micro[a].targets = micro_targets[a].data();
+      }
+      auto sum = model.PipelineStep(micro, grad_scale);
+      if (!sum.ok()) return Fail(sum.status());
+      total = *sum;
+    }
+    for (int a = 0; pp == 1 && a < accum; ++a) {
       if (a > 0) {
         for (int i = 0; i < n; ++i) {
           tokens[i] = tok(rng);
           targets[i] = tok(rng);
         }
       }
-      auto sum = model.ForwardBackward(
-          batch, static_cast<float>(loss_scale) / (static_cast<float>(n) * accum * world),
-          a == accum - 1);
+      auto sum = model.ForwardBackward(batch, grad_scale, a == accum - 1);
       if (!sum.ok()) return Fail(sum.status());
       total += *sum;
     }
@@ -245,6 +313,7 @@ int main(int argc, char** argv) {
       auto g = model.GradNorm();
       if (g.ok()) norm = *g / loss_scale;
     }
+    if (pp > 1 && at.pp != pp - 1) loss = 0;  // the last stage's (the largest, below)
     if (!std::isfinite(loss) && !scaler)
       return Fail(bm::Errorf(bm::ErrorCode::kFailed, "loss is {} at step {}", loss, step));
     if (step >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -254,14 +323,15 @@ int main(int argc, char** argv) {
   double med = sorted[sorted.size() / 2];
   // The slowest rank's median, and the largest memory, as the peer reports them.
   double used = static_cast<double>(model.memory().device_used_bytes);
-  for (double* v : {&med, &used}) {
+  for (double* v : {&med, &used, &loss}) {
     if (auto s = groups->control->AllReduce(v, 1, bm::train::dist::DType::kFloat64,
                                             bm::train::dist::ReduceOp::kMax);
         !s.ok())
       return Fail(s);
   }
-  double tps = static_cast<double>(n) * accum / (med / 1e3);  // per GPU
-  double n_all = static_cast<double>(layout.count());
+  // Per GPU: each data-parallel replica's tokens over its TP x PP GPUs.
+  double tps = static_cast<double>(n) * accum * dp / world / (med / 1e3);
+  double n_all = static_cast<double>(bm::train::cuda::ParamLayout(*whole).count());
   double n_emb =
       static_cast<double>(spec.vocab) * spec.hidden * (spec.tied ? 1 : 2) +
       (spec.family == Family::kGpt ? static_cast<double>(spec.max_positions) * spec.hidden : 0.0);
@@ -272,6 +342,10 @@ int main(int argc, char** argv) {
   j["batch"] = run.micro_batch;
   j["accum"] = accum;
   j["gpus"] = world;
+  j["tp"] = tp;
+  j["pp"] = pp;
+  j["dp"] = dp;
+  j["vocab"] = spec.vocab;
   j["zero"] = run.zero;
   j["communicator"] = run.comm ? std::string(run.comm->transport()) : "none";
   j["seq"] = run.seq;
@@ -310,10 +384,10 @@ int main(int argc, char** argv) {
   if (facts.ok() && !facts->gpus.empty()) j["device"] = facts->gpus[0].name;
   std::printf("%s\n", j.dump().c_str());
   std::printf(
-      "SUMMARY %s %s B=%d T=%d accum %d GPUs %d zero %d: %.0f tok/s/GPU, step %.1f ms, MFU 6N "
-      "%.1f%% PaLM %.1f%%, plan %.1f GiB, used %.1f GiB, loss %.3f (ln V %.3f)\n",
+      "SUMMARY %s %s B=%d T=%d accum %d GPUs %d TP%dPP%dDP%d zero %d: %.0f tok/s/GPU, step %.1f "
+      "ms, MFU 6N %.1f%% PaLM %.1f%%, plan %.1f GiB, used %.1f GiB, loss %.3f (ln V %.3f)\n",
       model_name.c_str(), bm::train::cuda::DTypeName(run.dtype), run.micro_batch, run.seq, accum,
-      world, run.zero, tps, med, 100 * j["mfu_6n_all"].get<double>(),
+      world, tp, pp, dp, run.zero, tps, med, 100 * j["mfu_6n_all"].get<double>(),
       100 * j["mfu_palm_all"].get<double>(), j["plan_GiB"].get<double>(),
       j["device_used_GiB"].get<double>(), loss, std::log(static_cast<double>(spec.vocab)));
   if (run.profile) std::fprintf(stderr, "%s", model.memory().plan_summary.c_str());

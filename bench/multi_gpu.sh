@@ -4,8 +4,13 @@
 #      ours (cuda_train_bench, NCCL) vs PyTorch DDP + torch.compile; scaling efficiency =
 #      tokens/s/GPU on N GPUs / tokens/s on one GPU of the same machine.
 #   2. Full LLaMA-2-7B, 2 x 4096 per GPU: our ZeRO-3 vs PyTorch FSDP2 + compile.
+#   3. Tensor and pipeline parallel on 4 GPUs, the suites' cases (Megatron's layouts): Aquila2-7B
+#      TP2PP1DP2 (ZeRO-1, LBS 1 x 2048, GAS 8, bf16) and GPT-3 6.7B TP2PP2 (vocabulary 50304,
+#      LBS 4 x 2048, GAS 16, fp16), ours only — no PyTorch TP/PP peer is written yet (torch's
+#      DTensor tensor parallel API would be it) — beside the suites' published A800/A100 figures
+#      for context (other GPUs, other frameworks, the whole 8-GPU layouts).
 # Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/multi_gpu.sh [dp] [zero3]          (default: both)
+#   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp]      (default: all three; tp needs 4 GPUs)
 # Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
 # ../shared/bench/multi_reference.py, carried unchanged into .devtree/peer/ with
 # torch_reference.py beside it. GPUS (default: all) sets N. Logs and JSON go to $OUT.
@@ -13,7 +18,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)   # the .devtree
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=$here/bin peer=$here/peer
-MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3)
+MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3 tp)
 want() { for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
 # NVLink multicast stays off on these machines, for us and for PyTorch (GPU-MACHINE.md).
 source "$(dirname "$0")/device_env.sh" "$here"
@@ -54,6 +59,11 @@ if want zero3; then
   torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode fsdp \
     --model llama2-7b --batch 2 --json "$OUT/torch.jsonl"
 fi
+if want tp && [[ $N -ge 4 ]]; then
+  ranks 4 --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 --json "$OUT/ours.jsonl"
+  ranks 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
+    --precision fp16 --json "$OUT/ours.jsonl"
+fi
 
 python3 - "$OUT" "$N" <<'PY'
 import json, sys
@@ -75,6 +85,14 @@ for acc in (1, 4):
     so = a["tokens_per_s"] / o1["tokens_per_s"] if o1 else float("nan")
     st = b["tokens_per_s_per_gpu"] / t1["tokens_per_s_per_gpu"] if t1 else float("nan")
     print(f"{f'LLaMA 1B 8x2048 DP{n} accum {acc} (vs DDP)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {so:13.1%} {st:14.1%} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")
+for model, tp, pp, published in (
+        ("aquila2-7b", 2, 1, "FlagScale TP2PP1DP4 on 8 A800: 3639.8 token/p/s"),
+        ("gpt3-6.7b", 2, 2, "PaddleNLP TP2PP4 on 8 A100: 3791 token/p/s")):
+    r = [x for x in ours if x["model"] == model and x.get("tp") == tp and x.get("pp") == pp]
+    if r:
+        a = r[-1]
+        name = f"{model} TP{tp}PP{pp}DP{a['dp']} ({a['dtype']})"
+        print(f"{name:44} {a['tokens_per_s']:15.0f} {'-':>16} {'-':>6} MFU 6N {a['mfu_6n_all']:.1%}; {published}; {a['device_used_GiB']:.1f} GiB")
 a, b = o("llama2-7b", n, 1, 3), t("fsdp2", "llama2-7b", n)
 if a and b:
     print(f"{f'LLaMA-2-7B 2x4096 ZeRO-3 on {n} (vs FSDP2)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {'':13} {'':14} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")

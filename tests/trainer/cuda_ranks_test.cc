@@ -44,19 +44,6 @@ class CudaRanksTest : public testing::TrainRanksTest {
   json Config(const std::string& name, const std::string& preset, int dp, int zero) const {
     return Config(name, preset, "DP" + std::to_string(dp), zero);
   }
-  // `name` against "single": losses, weights and every step's gradient norm.
-  void ExpectMatchesSingle(const std::string& preset, const std::string& name) {
-    auto [loss, weight] = Distance(name, "single");
-    std::printf("%s %s: loss rel %.2e, weight abs %.2e\n", preset.c_str(), name.c_str(), loss,
-                weight);
-    EXPECT_LT(loss, kLossTol) << name;
-    EXPECT_LT(weight, kWeightTol) << name;
-    const std::vector<double> norm = Logged(name, "grad_norm"),
-                              want = Logged("single", "grad_norm");
-    ASSERT_EQ(norm.size(), want.size());
-    for (size_t i = 0; i < norm.size(); ++i)
-      EXPECT_NEAR(norm[i], want[i], kLossTol * want[i]) << name << " step " << i + 1;
-  }
   // Every layout of the CPU's proof, GAS 4 (pipelines need micro-batches to overlap).
   void CheckModelParallel(const std::string& preset) {
     constexpr int kPipelineGas = 4;
@@ -67,7 +54,7 @@ class CudaRanksTest : public testing::TrainRanksTest {
                                                                         {"TP2PP1DP2", 1},
                                                                         {"TP1PP2DP2", 1}}) {
       RunOk(Config(layout, preset, layout, zero, kPipelineGas));
-      ExpectMatchesSingle(preset, layout);
+      ExpectMatches(preset, layout, "single", kLossTol, kWeightTol);
       json m = Metrics(layout);
       ParallelLayout l = *ParseLayout(layout);
       EXPECT_EQ(m["parallel"]["tp"], l.tp) << layout;

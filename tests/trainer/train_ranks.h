@@ -187,6 +187,22 @@ class TrainRanksTest : public ::testing::Test {
     return nlohmann::json::parse(std::ifstream(dir_ + "/" + name + "/metrics.json"));
   }
 
+  // Run `name` against `reference`: every step's loss and gradient norm within loss_tol
+  // (relative), the final weights within weight_tol (absolute); prints the distances.
+  void ExpectMatches(const std::string& preset, const std::string& name,
+                     const std::string& reference, double loss_tol, double weight_tol) const {
+    auto [loss, weight] = Distance(name, reference);
+    std::printf("%s %s: loss rel %.2e, weight abs %.2e\n", preset.c_str(), name.c_str(), loss,
+                weight);
+    EXPECT_LT(loss, loss_tol) << name;
+    EXPECT_LT(weight, weight_tol) << name;
+    const std::vector<double> norm = Logged(name, "grad_norm"),
+                              want = Logged(reference, "grad_norm");
+    ASSERT_EQ(norm.size(), want.size());
+    for (size_t i = 0; i < norm.size(); ++i)
+      EXPECT_NEAR(norm[i], want[i], loss_tol * want[i]) << name << " step " << i + 1;
+  }
+
   // Largest relative loss difference and absolute weight difference.
   std::pair<double, double> Distance(const std::string& a, const std::string& b) const {
     std::vector<double> la = Losses(a), lb = Losses(b);

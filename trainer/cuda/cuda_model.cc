@@ -4,6 +4,29 @@
 
 namespace bm::train::cuda {
 
+namespace {
+
+// A model-parallel group of `size` ranks (TP or PP) as RunSpec gives it: a device communicator
+// of that size where this model is rank `rank`, none for one rank; ZeRO <= 1 with it.
+Status CheckModelParallelGroup(const char* what, int size, int rank, dist::Communicator* group,
+                               int zero) {
+  if (size == 1) {
+    if (!group) return Status::Ok();
+    return Errorf(ErrorCode::kInvalidArgument, "CUDA backend: a {} group for {}1", what, what);
+  }
+  if (!group || !group->device() || group->size() != size || group->rank() != rank)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CUDA backend: rank {} of {}{} needs its {} group's device communicator", rank,
+                  what, size, what);
+  if (zero > 1)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CUDA backend: zero = {} with {}{}; model parallelism takes zero <= 1", zero,
+                  what, size);
+  return Status::Ok();
+}
+
+}  // namespace
+
 // ---- CudaModel
 
 CudaModel::CudaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -39,19 +62,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   "CUDA backend: rank {} of TP{} must divide heads {}, kv_heads {} and ffn {}",
                   model.tp_rank, model.tp, model.heads, model.kv_heads, model.ffn);
   }
-  if (model.tp > 1) {
-    if (!run.tp || !run.tp->device() || run.tp->size() != model.tp ||
-        run.tp->rank() != model.tp_rank)
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "CUDA backend: rank {} of TP{} needs its TP group's device communicator",
-                    model.tp_rank, model.tp);
-    if (run.zero > 1)
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "CUDA backend: zero = {} with TP{}; tensor parallelism takes zero <= 1",
-                    run.zero, model.tp);
-  } else if (run.tp) {
-    return Status(ErrorCode::kInvalidArgument, "CUDA backend: a TP group with ModelSpec::tp = 1");
-  }
+  BM_TRY(CheckModelParallelGroup("TP", model.tp, model.tp_rank, run.tp, run.zero));
   const int layer_end = model.layer_end < 0 ? model.layers : model.layer_end;
   if (model.pp < 1 || model.pp_rank < 0 || model.pp_rank >= model.pp || model.layer_begin < 0 ||
       model.layer_begin > layer_end || layer_end > model.layers ||
@@ -62,20 +73,9 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   model.pp_rank, model.pp, model.layer_begin, layer_end, model.layers,
                   run.pipeline_slots);
   }
-  if (model.pp > 1) {
-    if (!run.pp || !run.pp->device() || run.pp->size() != model.pp ||
-        run.pp->rank() != model.pp_rank)
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "CUDA backend: stage {} of PP{} needs its PP group's device communicator",
-                    model.pp_rank, model.pp);
-    if (run.zero > 1)
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "CUDA backend: zero = {} with PP{}; pipeline parallelism takes zero <= 1",
-                    run.zero, model.pp);
-  } else if (run.pp || run.pipeline_slots != 1) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "CUDA backend: a PP group or activation slots with ModelSpec::pp = 1");
-  }
+  BM_TRY(CheckModelParallelGroup("PP", model.pp, model.pp_rank, run.pp, run.zero));
+  if (model.pp == 1 && run.pipeline_slots != 1)
+    return Status(ErrorCode::kInvalidArgument, "CUDA backend: activation slots without PP");
   int count = 0;
   BM_CUDA_CHECK(cudaGetDeviceCount(&count), "counting GPUs");
   if (count == 0) return Errorf(ErrorCode::kUnavailable, "no CUDA device");

@@ -20,8 +20,12 @@
 // with Megatron's collectives on the compute stream, as the CPU twin's (trainer/cpu/model.h):
 // row-parallel outputs and column-parallel input gradients summed, the embedding and the
 // cross-entropy vocabulary-parallel (classifier.cuh), the gradient norm over the TP group
-// counting each parameter once (CountGradients). With ZeRO <= 1; forward-only calls that
-// return per-token results of the whole vocabulary (NextTokenArgmax) need TP1.
+// counting each parameter once (CountGradients). With ZeRO <= 1.
+//
+// Pipeline parallelism (ModelSpec::pp > 1, RunSpec::pp): the stage's layers (the embeddings on
+// the first, the head on the last), an activation slot per micro-batch in flight
+// (RunSpec::pipeline_slots), and PipelineStep in place of ForwardBackward. Forward-only calls
+// (TokenLosses, NextTokenArgmax) need PP1, NextTokenArgmax TP1 too.
 //
 // Determinism: the same parameters and batches give bit-identical results on the same GPU
 // (no order-dependent atomics anywhere).

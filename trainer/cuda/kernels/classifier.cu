@@ -11,17 +11,12 @@ constexpr int kThreads = 512;
 
 // ---- kernels: one block per row; online max/sum in one pass, then the gradient pass.
 
+// Over x[0, n): {the maximum (-inf for n = 0), Σ exp(x - maximum)}, in one pass (online), on
+// every thread of the block; fixed order.
 template <typename T>
-__global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
-                                   const float* weights, float grad_scale, int vocab, int ld,
-                                   bool write_grad) {
-  __shared__ float shared[32];
-  int row = blockIdx.x;
-  T* x = logits + static_cast<size_t>(row) * ld;
-  int target = targets[row];
-  float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
+__device__ float2 BlockMaxSumExp(const T* x, int n, float* shared) {
   float m = -INFINITY, s = 0.0f;
-  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
     float v = ToF(x[i]);
     if (v > m) {
       s = s * expf(m - v) + 1.0f;
@@ -32,8 +27,20 @@ __global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
   }
   float block_max = BlockMax(m, shared);
   float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
-  float block_sum = BlockSum(scaled, shared);
-  float lse = block_max + logf(block_sum);
+  return make_float2(block_max, BlockSum(scaled, shared));
+}
+
+template <typename T>
+__global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
+                                   const float* weights, float grad_scale, int vocab, int ld,
+                                   bool write_grad) {
+  __shared__ float shared[32];
+  int row = blockIdx.x;
+  T* x = logits + static_cast<size_t>(row) * ld;
+  int target = targets[row];
+  float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
+  const float2 max_sum = BlockMaxSumExp(x, vocab, shared);
+  float lse = max_sum.x + logf(max_sum.y);
   if (threadIdx.x == 0) {
     losses[row] = weight == 0.0f ? 0.0f : weight * (lse - ToF(x[target]));
   }
@@ -98,24 +105,12 @@ __global__ void VocabParallelStatsKernel(float* stats, const T* logits, const in
   __shared__ float shared[32];
   int row = blockIdx.x;
   const T* x = logits + static_cast<size_t>(row) * ld;
-  float m = -INFINITY, s = 0.0f;
-  for (int i = threadIdx.x; i < real; i += blockDim.x) {
-    float v = ToF(x[i]);
-    if (v > m) {
-      s = s * expf(m - v) + 1.0f;
-      m = v;
-    } else {
-      s += expf(v - m);
-    }
-  }
-  float block_max = BlockMax(m, shared);
-  float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
-  float block_sum = BlockSum(scaled, shared);
+  const float2 max_sum = BlockMaxSumExp(x, real, shared);
   if (threadIdx.x == 0) {
     int local = targets[row] < 0 ? -1 : targets[row] - vocab_begin;
-    stats[row] = block_max;
-    stats[n + row] = block_max;
-    stats[2 * n + row] = block_sum;
+    stats[row] = max_sum.x;
+    stats[n + row] = max_sum.x;
+    stats[2 * n + row] = max_sum.y;
     stats[3 * n + row] = local >= 0 && local < real ? ToF(x[local]) : 0.0f;
   }
 }

@@ -5,10 +5,11 @@
 #      tokens/s/GPU on N GPUs / tokens/s on one GPU of the same machine.
 #   2. Full LLaMA-2-7B, 2 x 4096 per GPU: our ZeRO-3 vs PyTorch FSDP2 + compile.
 #   3. Tensor and pipeline parallel on 4 GPUs, the suites' cases (Megatron's layouts): Aquila2-7B
-#      TP2PP1DP2 (ZeRO-1, LBS 1 x 2048, GAS 8, bf16) and GPT-3 6.7B TP2PP2 (vocabulary 50304,
-#      LBS 4 x 2048, GAS 16, fp16), ours only — no PyTorch TP/PP peer is written yet (torch's
-#      DTensor tensor parallel API would be it) — beside the suites' published A800/A100 figures
-#      for context (other GPUs, other frameworks, the whole 8-GPU layouts).
+#      TP2PP1DP2 (ZeRO-1, LBS 1 x 2048, GAS 8, bf16) against PyTorch's DTensor tensor parallel
+#      (bench/tp_reference.py: TP2 x FSDP2 DP2, torchtitan's 2-D recipe), and GPT-3 6.7B TP2PP2
+#      (vocabulary 50304, LBS 4 x 2048, GAS 16, fp16), ours only (no PyTorch pipeline peer), both
+#      beside the suites' published A800/A100 figures for context (other GPUs, other frameworks,
+#      the whole 8-GPU layouts).
 # Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp]      (default: all three; tp needs 4 GPUs)
 # Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
@@ -61,6 +62,8 @@ if want zero3; then
 fi
 if want tp && [[ $N -ge 4 ]]; then
   ranks 4 --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 --json "$OUT/ours.jsonl"
+  torch_peer torchrun --standalone --nproc_per_node=4 tp_reference.py --model aquila2-7b --tp 2 \
+    --batch 1 --seq 2048 --accum 8 --json "$OUT/torch.jsonl"
   ranks 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
     --precision fp16 --json "$OUT/ours.jsonl"
 fi
@@ -89,10 +92,13 @@ for model, tp, pp, published in (
         ("aquila2-7b", 2, 1, "FlagScale TP2PP1DP4 on 8 A800: 3639.8 token/p/s"),
         ("gpt3-6.7b", 2, 2, "PaddleNLP TP2PP4 on 8 A100: 3791 token/p/s")):
     r = [x for x in ours if x["model"] == model and x.get("tp") == tp and x.get("pp") == pp]
+    p = [x for x in torch if x["model"] == model and x.get("tp") == tp and pp == 1]
     if r:
-        a = r[-1]
+        a, b = r[-1], (p[-1] if p else None)
         name = f"{model} TP{tp}PP{pp}DP{a['dp']} ({a['dtype']})"
-        print(f"{name:44} {a['tokens_per_s']:15.0f} {'-':>16} {'-':>6} MFU 6N {a['mfu_6n_all']:.1%}; {published}; {a['device_used_GiB']:.1f} GiB")
+        peer = f"{b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s'] / b['tokens_per_s_per_gpu']:6.3f}" if b else f"{'-':>16} {'-':>6}"
+        peer_mem = f", torch {b['peak_alloc_GiB_max']:.1f} GiB" if b else ""
+        print(f"{name:44} {a['tokens_per_s']:15.0f} {peer} MFU 6N {a['mfu_6n_all']:.1%}; {published}; {a['device_used_GiB']:.1f} GiB{peer_mem}")
 a, b = o("llama2-7b", n, 1, 3), t("fsdp2", "llama2-7b", n)
 if a and b:
     print(f"{f'LLaMA-2-7B 2x4096 ZeRO-3 on {n} (vs FSDP2)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {'':13} {'':14} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")

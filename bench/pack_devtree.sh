@@ -7,7 +7,8 @@
 #                   (Ubuntu 24.04) lacks or has in other versions (ldd minus glibc, libstdc++,
 #                   libgcc and CUDA's own)
 #   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, the PyTorch peer)
-#   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged
+#   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged, and
+#                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them)
 # Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,5 +33,6 @@ cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/torch_referen
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
 done
+cp bench/tp_reference.py .devtree/peer/  # our TP peer, run beside multi_reference.py
 rm -rf .devtree/bin
 du -sh .devtree .devtree/*

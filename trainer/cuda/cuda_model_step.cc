@@ -337,8 +337,9 @@ Status CudaModel::Impl::FinalNormForward() {
 template <typename T>
 Status CudaModel::Impl::ForwardLayers() {
   int n = N(), c = C();
+  const int units = static_cast<int>(layout.units().size());
   if (spec.embeddings) {
-    BM_TRY(dp.Acquire(0, 1));
+    BM_TRY(dp.Acquire(0, units > 1 ? 1 : -1));
     BM_TRY(Phase("embedding", [&] {
       // Vocabulary-parallel: each TP rank looks up its ids (zeros for the others) and the first
       // adds the positions; the sum over the group is the whole embedding.
@@ -349,7 +350,6 @@ Status CudaModel::Impl::ForwardLayers() {
     BM_TRY(TpAllReduce(A<T>(Res(0)), static_cast<size_t>(n) * c, ActType()));
     if (!spec.tied_here()) BM_TRY(dp.Release(0));  // tied: the classifier reads wte again
   }
-  const int units = static_cast<int>(layout.units().size());
   for (int l = 0; l < Layers(); ++l) {
     const int u = layout.unit_of_layer(l);
     BM_TRY(dp.Acquire(u, u + 1 < units ? u + 1 : -1));

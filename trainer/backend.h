@@ -101,8 +101,8 @@ struct BackendOptions {
   // The micro-batches of one optimizer step (GAS): a pipeline stage keeps up to
   // that many in flight and the CUDA backend plans their activation slots at Init.
   int micro_batches = 1;
-  // Megatron's sequence parallelism over the TP group (trainer/cpu/model.h);
-  // nothing with TP1. The CPU backend implements it.
+  // Megatron's sequence parallelism over the TP group (trainer/cpu/model.h,
+  // trainer/cuda/cuda_model.h); nothing with TP1.
   bool sequence_parallel = false;
 };
 

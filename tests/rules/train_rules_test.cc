@@ -112,15 +112,13 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
                 .find("layout TP2PP1DP2 with zero = 2: tensor and pipeline parallelism run with "
                       "ZeRO-1"),
             std::string::npos);
-  // cuda: tensor and pipeline parallelism, not yet sequence parallelism.
+  // cuda: tensor, pipeline and sequence parallelism.
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"device", "cuda"}}), "");
-  EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP2DP2"}, {"device", "cuda"}}), "");
-  EXPECT_NE(
-      unsupported(
-          *pre,
-          {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"device", "cuda"}, {"sequence_parallel", true}})
-          .find("the cuda backend does not implement sequence parallelism yet"),
-      std::string::npos);
+  EXPECT_EQ(unsupported(*pre, {{"data", "d"},
+                               {"layout", "TP2PP2DP2"},
+                               {"device", "cuda"},
+                               {"sequence_parallel", true}}),
+            "");
   EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"precision", "bf16"}}).find("fp32 only"),
             std::string::npos);
   EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"precision", "fp16"}})

@@ -105,12 +105,22 @@ TEST_F(CudaRanksTest, KilledTp2Pp2RunResumesBitForBit) {
   ExpectKilledRunResumesBitForBit(full);
 }
 
-TEST_F(CudaRanksTest, RefusesSequenceParallelism) {
-  json sp = Config("sp", "gpt-tiny", "TP2", 0);
-  sp["sequence_parallel"] = true;
-  std::vector<int> status = Run(sp);
-  EXPECT_FALSE(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
-  EXPECT_NE(Log("sp", 0).find("sequence parallelism"), std::string::npos) << Log("sp", 0);
+TEST_F(CudaRanksTest, SequenceParallelismMatchesOneRankInLessMemory) {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    RunOk(Config("single", preset, "TP1PP1DP1", 0, 4));
+    for (const char* layout : {"TP2PP1DP1", "TP2PP2DP1"}) {
+      const std::string name = std::string(layout) + "_sp";
+      json sp = Config(name, preset, layout, 0, 4);
+      sp["sequence_parallel"] = true;
+      RunOk(sp);
+      ExpectMatches(preset, name, "single", kLossTol, kWeightTol);
+      RunOk(Config(layout, preset, layout, 0, 4));
+      EXPECT_EQ(Metrics(name)["config"]["sequence_parallel"], true);
+      EXPECT_LT(Metrics(name)["memory"]["peak_bytes"].get<double>(),
+                Metrics(layout)["memory"]["peak_bytes"].get<double>())
+          << preset << " " << name;
+    }
+  }
 }
 
 }  // namespace

@@ -74,10 +74,6 @@ class CudaBackend final : public Backend {
                       "cuda backend: TP{} PP{} need device communicators (NCCL or staged Gloo), "
                       "not {}",
                       tp, pp, group->transport());
-    if (tp > 1 && o.sequence_parallel)
-      return Status(ErrorCode::kUnsupported,
-                    "sequence_parallel = true: the cuda backend does not implement sequence "
-                    "parallelism yet (the cpu backend does)");
     if (tp > 1) tp_ = o.tp;
     if (pp > 1) pp_ = o.pp;
     BM_CUDA_CHECK(cudaSetDevice(o.device_index), "selecting GPU {}", o.device_index);
@@ -97,6 +93,7 @@ class CudaBackend final : public Backend {
     run.comm = o.dp;
     run.zero = o.zero;
     run.tp = tp_;
+    run.sequence_parallel = tp_ && o.sequence_parallel;
     run.pp = pp_;
     if (pp_) run.pipeline_slots = dist::MaxInFlight(pp, spec.pp_rank, std::max(1, o.micro_batches));
     run.micro_batch = static_cast<int>(o.max_batch);

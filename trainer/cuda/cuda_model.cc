@@ -63,6 +63,12 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   model.tp_rank, model.tp, model.heads, model.kv_heads, model.ffn);
   }
   BM_TRY(CheckModelParallelGroup("TP", model.tp, model.tp_rank, run.tp, run.zero));
+  if (run.sequence_parallel &&
+      (model.tp == 1 || (static_cast<int64_t>(run.micro_batch) * run.seq) % model.tp != 0))
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CUDA backend: sequence parallelism needs TP > 1 dividing micro_batch x seq "
+                  "({} x {}), TP{}",
+                  run.micro_batch, run.seq, model.tp);
   const int layer_end = model.layer_end < 0 ? model.layers : model.layer_end;
   if (model.pp < 1 || model.pp_rank < 0 || model.pp_rank >= model.pp || model.layer_begin < 0 ||
       model.layer_begin > layer_end || layer_end > model.layers ||
@@ -146,7 +152,7 @@ Status CudaModel::AllGatherHost(dist::Communicator* group, const float* send, fl
   Impl& s = *impl_;
   const int ranks = group->size();
   // The residual streams are idle between steps: [send chunk | ranks received chunks].
-  const size_t bytes = static_cast<size_t>(s.MaxN()) * s.C() * s.elem;
+  const size_t bytes = static_cast<size_t>(s.StreamRows(s.MaxN())) * s.C() * s.elem;
   const int64_t chunk = static_cast<int64_t>(bytes / 4 / (ranks + 1));
   if (chunk < 1) return Status(ErrorCode::kInternal, "AllGatherHost: no staging space");
   float* dsend = s.A<float>(s.res[0]);

@@ -20,7 +20,9 @@
 // with Megatron's collectives on the compute stream, as the CPU twin's (trainer/cpu/model.h):
 // row-parallel outputs and column-parallel input gradients summed, the embedding and the
 // cross-entropy vocabulary-parallel (classifier.cuh), the gradient norm over the TP group
-// counting each parameter once (CountGradients). With ZeRO <= 1.
+// counting each parameter once (CountGradients). With ZeRO <= 1. RunSpec::sequence_parallel:
+// Megatron's sequence parallelism on top (the residual stream's rows split over the TP group,
+// norms on a rank's rows, all-gathers and reduce-scatters at the TP regions' edges).
 //
 // Pipeline parallelism (ModelSpec::pp > 1, RunSpec::pp): the stage's layers (the embeddings on
 // the first, the head on the last), an activation slot per micro-batch in flight

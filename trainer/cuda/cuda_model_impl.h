@@ -91,6 +91,9 @@ struct CudaModel::Impl {
   // Pipeline parallel, the first of several stages with tied embeddings: the last stage's copy's
   // gradient, received.
   size_t tied_scratch = 0;
+  // Sequence parallel only: a norm's output rows before the gather, and a norm's weight and bias
+  // gradients before their TP sum.
+  size_t sp_rows = 0, sp_norm_grad = 0;
   double pipeline_wait_s = 0;  // CudaModel::PipelineWaitSeconds
 
   // host staging (pinned)
@@ -157,6 +160,12 @@ struct CudaModel::Impl {
   // place on the compute stream.
   bool Tp() const { return run.tp != nullptr; }
   bool Pp() const { return run.pp != nullptr; }
+  // Sequence parallelism: this rank holds rows [tp_rank·N/TP, (tp_rank+1)·N/TP) of the residual
+  // stream (its norms, residual adds and row-parallel biases run on those rows); the norms'
+  // outputs are gathered whole before the TP regions and their gradients reduce-scattered back.
+  bool Sp() const { return Tp() && run.sequence_parallel; }
+  int StreamRows(int n) const { return Sp() ? n / spec.tp : n; }
+  int Rows() const { return StreamRows(N()); }  // the residual stream's rows of this call
   dist::DType ActType() const {
     return run.dtype == DType::kBF16  ? dist::DType::kBFloat16
            : run.dtype == DType::kF16 ? dist::DType::kFloat16
@@ -194,6 +203,21 @@ struct CudaModel::Impl {
   template <typename T>
   Status VocabParallelLoss(T* logits, int r0, int rows, float grad_scale, bool write_grad);
   Status GradSumSquares();  // norm_sq = Σ g² of the whole model, counted once
+  // The family's norm (LayerNorm for gpt, RMSNorm for llama) of the residual stream's rows here
+  // (x), its output whole in `out` ([N, C], gathered over the TP group under sequence
+  // parallelism); mean / rstd: the rows' statistics (arena offsets).
+  template <typename T>
+  Status NormForward(T* out, size_t mean, size_t rstd, const T* x, size_t w, size_t b);
+  // Its backward: dx (the residual stream's rows' gradient) += through the norm from dy, the
+  // output's gradient [N, C] — partial sums over the TP group when tensor parallel, reduced here
+  // (all-reduced, or reduce-scattered to this rank's rows); the weight (and bias) gradients
+  // added, summed over the TP group under sequence parallelism.
+  template <typename T>
+  Status NormBackward(T* dx, T* dy, const T* x, size_t w, size_t b, size_t mean, size_t rstd);
+  // The residual stream's gradient whole: dres itself, or gathered into dln under sequence
+  // parallelism (the row-parallel backward and the embedding's read every row).
+  template <typename T>
+  Result<T*> WholeStreamGrad();
   template <typename T>
   Status LinearGelu(T* post_out, T* pre_out, const T* x, size_t w, size_t b, int rows, int in,
                     int out);
@@ -220,8 +244,6 @@ struct CudaModel::Impl {
   Status BackwardLayers();
   template <typename T>
   Status ForwardBackward(float grad_scale, Mode mode);
-  template <typename T>
-  Status FinalNormForward();
   Status Run(float grad_scale, Mode mode);  // ForwardBackward<the element type>
 
   // ZeroGradients() only marks the gradients: the next training pass writes them (the weight

@@ -16,7 +16,7 @@ class CudaModel::Stage final : public dist::PipelineStage {
   double loss() const { return loss_; }
 
   int64_t MessageElems(int micro) const override {
-    return static_cast<int64_t>(micro_[micro].batch) * micro_[micro].seq * s_.C();
+    return static_cast<int64_t>(s_.StreamRows(micro_[micro].batch * micro_[micro].seq)) * s_.C();
   }
   dist::DType MessageType() const override { return s_.ActType(); }
 

@@ -5,34 +5,37 @@ namespace bm::train::cuda {
 Status CudaModel::Impl::Plan() {
   MemoryPlan plan;
   size_t n = MaxN(), c = C();
+  // The residual stream's rows here (a TP rank's share under sequence parallelism); the norms'
+  // gathered outputs and the TP regions keep every row.
+  const size_t rows = StreamRows(MaxN());
   elem = Lowp() ? 2 : 4;
   dp.Plan(&plan);
   // Per activation slot (one, or the micro-batches a pipeline stage keeps in flight): the
   // stage's residual streams and, without recompute, each layer's activations.
   const int slots = run.pipeline_slots, layers = Layers();
   res.resize(static_cast<size_t>(slots) * (layers + 1));
-  for (size_t& r : res) r = plan.Add("residual stream", n * c * elem);
+  for (size_t& r : res) r = plan.Add("residual stream", rows * c * elem);
   acts.resize(run.recompute ? 1 : static_cast<size_t>(slots) * layers);
   size_t bh = static_cast<size_t>(run.micro_batch) * Heads() * run.seq;
   for (size_t l = 0; l < acts.size(); ++l) {
     LayerActs& a = acts[l];
     a.norm1 = plan.Add("layer norm1", n * c * elem);
-    a.mean1 = plan.Add("layer mean1", n * 4);
-    a.rstd1 = plan.Add("layer rstd1", n * 4);
+    a.mean1 = plan.Add("layer mean1", rows * 4);
+    a.rstd1 = plan.Add("layer rstd1", rows * 4);
     a.qkv = plan.Add("layer qkv", n * QkvCols() * elem);
     a.att = plan.Add("layer attention out", n * AttCols() * elem);
     a.lse = plan.Add("layer attention lse", bh * 4);
-    a.res_mid = plan.Add("layer residual mid", n * c * elem);
+    a.res_mid = plan.Add("layer residual mid", rows * c * elem);
     a.norm2 = plan.Add("layer norm2", n * c * elem);
-    a.mean2 = plan.Add("layer mean2", n * 4);
-    a.rstd2 = plan.Add("layer rstd2", n * 4);
+    a.mean2 = plan.Add("layer mean2", rows * 4);
+    a.rstd2 = plan.Add("layer rstd2", rows * 4);
     a.pre = plan.Add("layer mlp pre-activation", n * BigCols() * elem);
   }
   int chunk = std::min<int>(run.logits_chunk_rows, MaxN());
   if (spec.head) {
     normf = plan.Add("final norm", n * c * elem);
-    meanf = plan.Add("final mean", n * 4);
-    rstdf = plan.Add("final rstd", n * 4);
+    meanf = plan.Add("final mean", rows * 4);
+    rstdf = plan.Add("final rstd", rows * 4);
     dnormf = plan.Add("final norm grad", n * c * elem);
     logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.local_vocab() * elem);
     if (Tp())
@@ -42,6 +45,10 @@ Status CudaModel::Impl::Plan() {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
     range_sums = plan.Add("grad sum of squares per counted range", layout.tensors().size() * 4);
   }
+  if (Sp()) {
+    sp_rows = plan.Add("sequence-parallel norm rows", rows * c * elem);
+    sp_norm_grad = plan.Add("sequence-parallel norm gradients", 2 * c * 4);
+  }
   // The first of several stages receives the last stage's tied-embedding gradient here.
   if (spec.tied && spec.embeddings && !spec.head)
     tied_scratch = plan.Add("tied embedding gradient (received)",
@@ -49,7 +56,7 @@ Status CudaModel::Impl::Plan() {
   losses = plan.Add("token losses", n * 4);
   loss_sum = plan.Add("loss sum", 4);
   post = plan.Add("mlp activation (shared)", n * Ffn() * elem);
-  dres = plan.Add("residual grad", n * c * elem);
+  dres = plan.Add("residual grad", rows * c * elem);
   dln = plan.Add("norm grad", n * c * elem);
   // A layer's backward is done with the MLP's gradients (dbig, dpost) before it writes the
   // attention's (dqkv, datt): each pair shares its storage.
@@ -114,6 +121,11 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
   }
   cur_b = batch.batch, cur_t = batch.seq;
   size_t n = N();
+  if (Sp() && n % spec.tp != 0)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "sequence parallelism splits a micro-batch's {} x {} tokens over TP{}: not "
+                  "divisible",
+                  batch.batch, batch.seq, spec.tp);
   for (size_t i = 0; i < n; ++i) {
     int tok = batch.tokens[i], tgt = batch.targets ? batch.targets[i] : 0;
     if (tok < 0 || tok >= spec.vocab || tgt >= spec.vocab) {
@@ -165,10 +177,11 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
 
 Status CudaModel::Impl::EmbeddingBackwardAll() {
   int n = N(), c = C();
-  return Phase("embedding", [&] {
-    return WithElementType(run.dtype, [&](auto tag) {
-      using T = decltype(tag);
-      return EmbeddingBackward<T>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, A<T>(dres),
+  return WithElementType(run.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    BM_ASSIGN_OR_RETURN(T * dout, WholeStreamGrad<T>());  // every row's gradient
+    return Phase("embedding", [&] {
+      return EmbeddingBackward<T>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, dout,
                                   A<int>(bucket_tokens), A<int>(bucket_offsets),
                                   A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);
     });

@@ -29,13 +29,84 @@ Status CudaModel::Impl::RowParallelLinear(T* y, const T* x, size_t w, size_t b, 
                                           int out, const T* residual) {
   if (!Tp())
     return Phase("matmul fwd", [&] { return Linear<T>(y, x, w, b, rows, in, out, residual); });
-  BM_TRY(Phase("matmul fwd", [&] { return Linear<T>(y, x, w, 0, rows, in, out, nullptr); }));
-  const size_t count = static_cast<size_t>(rows) * out;
-  BM_TRY(TpAllReduce(y, count, ActType()));
+  // Sequence parallel: the partial products (every row) in dln, reduce-scattered to this rank's
+  // rows of y; otherwise all-reduced in y.
+  T* partial = Sp() ? A<T>(dln) : y;
+  BM_TRY(Phase("matmul fwd", [&] { return Linear<T>(partial, x, w, 0, rows, in, out, nullptr); }));
+  const int mine = StreamRows(rows);
+  const size_t count = static_cast<size_t>(mine) * out;
+  if (Sp()) {
+    BM_TRY(Phase("tp all-reduce", [&] {
+      return run.tp->ReduceScatter(partial, y, count, ActType(), dist::ReduceOp::kSum, stream);
+    }));
+  } else {
+    BM_TRY(TpAllReduce(y, count, ActType()));
+  }
   return Phase("residual", [&] {
-    if (Gpt() && b != 0) BM_TRY(AddBias<T>(y, W<T>(b), rows, out, stream));
+    if (Gpt() && b != 0) BM_TRY(AddBias<T>(y, W<T>(b), mine, out, stream));
     return ResidualAdd<T>(y, y, residual, count, stream);
   });
+}
+
+template <typename T>
+Status CudaModel::Impl::NormForward(T* out, size_t mean, size_t rstd, const T* x, size_t w,
+                                    size_t b) {
+  const int rows = Rows(), c = C();
+  T* y = Sp() ? A<T>(sp_rows) : out;
+  BM_TRY(Phase("norm fwd", [&] {
+    if (Gpt())
+      return LayerNormForward<T>(y, A<float>(mean), A<float>(rstd), x, W<T>(w), W<T>(b), rows, c,
+                                 stream);
+    return RmsNormForward<T>(y, A<float>(rstd), x, W<T>(w), rows, c, stream, spec.norm_eps);
+  }));
+  if (!Sp()) return Status::Ok();
+  return Phase("tp all-reduce", [&] {
+    return run.tp->AllGather(y, out, static_cast<int64_t>(rows) * c, ActType(), stream);
+  });
+}
+
+template <typename T>
+Status CudaModel::Impl::NormBackward(T* dx, T* dy, const T* x, size_t w, size_t b, size_t mean,
+                                     size_t rstd) {
+  const int rows = Rows(), c = C();
+  if (Sp()) {  // this rank's rows of the summed output gradient
+    BM_TRY(Phase("tp all-reduce", [&] {
+      return run.tp->ReduceScatter(dy, A<T>(sp_rows), static_cast<int64_t>(rows) * c, ActType(),
+                                   dist::ReduceOp::kSum, stream);
+    }));
+    dy = A<T>(sp_rows);
+  } else {
+    BM_TRY(TpAllReduce(dy, static_cast<size_t>(rows) * c, ActType()));
+  }
+  // Under sequence parallelism the weight gradients of this rank's rows are summed over the TP
+  // group before they are added.
+  float* dw = Sp() ? A<float>(sp_norm_grad) : G(w);
+  float* db = Gpt() ? (Sp() ? A<float>(sp_norm_grad) + c : G(b)) : nullptr;
+  if (Sp())
+    BM_CUDA_CHECK(cudaMemsetAsync(dw, 0, 2 * static_cast<size_t>(c) * 4, stream),
+                  "norm gradient scratch");
+  BM_TRY(Phase("norm bwd", [&] {
+    if (Gpt())
+      return LayerNormBackward<T>(dx, dw, db, A<float>(norm_scratch), dy, x, W<T>(w),
+                                  A<float>(mean), A<float>(rstd), rows, c, stream);
+    return RmsNormBackward<T>(dx, dw, A<float>(norm_scratch), dy, x, W<T>(w), A<float>(rstd), rows,
+                              c, stream);
+  }));
+  if (!Sp()) return Status::Ok();
+  const size_t n = Gpt() ? 2 * static_cast<size_t>(c) : c;
+  BM_TRY(TpAllReduce(dw, n, dist::DType::kFloat32));
+  BM_TRY(AccumulateF32(G(w), dw, c, stream));
+  return Gpt() ? AccumulateF32(G(b), db, c, stream) : Status::Ok();
+}
+
+template <typename T>
+Result<T*> CudaModel::Impl::WholeStreamGrad() {
+  if (!Sp()) return A<T>(dres);
+  BM_TRY(Phase("tp all-reduce", [&] {
+    return run.tp->AllGather(A<T>(dres), A<T>(dln), static_cast<int64_t>(Rows()) * C(), ActType(),
+                             stream);
+  }));
+  return A<T>(dln);
 }
 
 template <typename T>
@@ -123,17 +194,7 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
   const LayerParams& p = layout.layers[l];
   int n = N(), c = C(), hd = spec.head_dim();
   T* x = A<T>(Res(l));
-  if (Gpt()) {
-    BM_TRY(Phase("norm fwd", [&] {
-      return LayerNormForward<T>(A<T>(a.norm1), A<float>(a.mean1), A<float>(a.rstd1), x,
-                                 W<T>(p.norm1_w), W<T>(p.norm1_b), n, c, stream);
-    }));
-  } else {
-    BM_TRY(Phase("norm fwd", [&] {
-      return RmsNormForward<T>(A<T>(a.norm1), A<float>(a.rstd1), x, W<T>(p.norm1_w), n, c, stream,
-                               spec.norm_eps);
-    }));
-  }
+  BM_TRY(NormForward<T>(A<T>(a.norm1), a.mean1, a.rstd1, x, p.norm1_w, p.norm1_b));
   BM_TRY(Phase("matmul fwd", [&] {
     return Linear<T>(A<T>(a.qkv), A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c, QkvCols(), nullptr);
   }));
@@ -153,19 +214,12 @@ Status CudaModel::Impl::LayerForward(int l, bool recompute) {
   }));
   BM_TRY(
       RowParallelLinear<T>(A<T>(a.res_mid), A<T>(a.att), p.proj_w, p.proj_b, n, AttCols(), c, x));
+  BM_TRY(NormForward<T>(A<T>(a.norm2), a.mean2, a.rstd2, A<T>(a.res_mid), p.norm2_w, p.norm2_b));
   if (Gpt()) {
-    BM_TRY(Phase("norm fwd", [&] {
-      return LayerNormForward<T>(A<T>(a.norm2), A<float>(a.mean2), A<float>(a.rstd2),
-                                 A<T>(a.res_mid), W<T>(p.norm2_w), W<T>(p.norm2_b), n, c, stream);
-    }));
     BM_TRY(Phase("matmul fwd", [&] {
       return LinearGelu<T>(A<T>(post), A<T>(a.pre), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, Ffn());
     }));
   } else {
-    BM_TRY(Phase("norm fwd", [&] {
-      return RmsNormForward<T>(A<T>(a.norm2), A<float>(a.rstd2), A<T>(a.res_mid), W<T>(p.norm2_w),
-                               n, c, stream, spec.norm_eps);
-    }));
     BM_TRY(Phase("matmul fwd", [&] {
       return Linear<T>(A<T>(a.pre), A<T>(a.norm2), p.fc_w, 0, n, c, BigCols(), nullptr);
     }));
@@ -183,50 +237,41 @@ Status CudaModel::Impl::LayerBackward(int l) {
   const LayerActs& a = Acts(l);
   const LayerParams& p = layout.layers[l];
   int n = N(), c = C(), hd = spec.head_dim(), f = Ffn();
-  const size_t nc = static_cast<size_t>(n) * c;
-  T* dr = A<T>(dres);
-  // MLP: res[l+1] = res_mid + fc2(act(fc(norm2(res_mid))))
+  T* dr = A<T>(dres);  // the residual stream's rows here
+  // MLP: res[l+1] = res_mid + fc2(act(fc(norm2(res_mid)))). The row-parallel fc2 reads the
+  // whole stream's gradient (gathered into dln under sequence parallelism; done with it before
+  // the fc backward writes dln).
+  BM_ASSIGN_OR_RETURN(T * drw, WholeStreamGrad<T>());
   if (Gpt()) {
     BM_TRY(Phase("activation", [&] {
       return GeluForward<T>(A<T>(post), A<T>(a.pre), static_cast<size_t>(n) * f, stream);
     }));
     BM_TRY(Phase("matmul bwd", [&] {
-      return LinearBackward<T>(A<T>(dbig), dr, A<T>(post), p.fc2_w, p.fc2_b, n, f, c, true,
+      return LinearBackward<T>(A<T>(dbig), drw, A<T>(post), p.fc2_w, p.fc2_b, n, f, c, true,
                                A<T>(a.pre));
     }));
   } else {
     // The activation is not kept: the SwiGLU backward recomputes it on its way (one read of
     // the pre-activation for both), before the down projection's weight gradient reads it.
     BM_TRY(Phase("matmul bwd", [&] {
-      return LinearInputGrad<T>(A<T>(dpost), dr, p.fc2_w, n, f, c, false, nullptr);
+      return LinearInputGrad<T>(A<T>(dpost), drw, p.fc2_w, n, f, c, false, nullptr);
     }));
     BM_TRY(Phase("activation", [&] {
       return SwigluBackward<T>(A<T>(dbig), A<T>(post), A<T>(dpost), A<T>(a.pre), n, f, stream);
     }));
     BM_TRY(Phase("matmul bwd", [&] {
-      return LinearWeightGrad<T>(dr, A<T>(post), p.fc2_w, 0, n, f, c, !first_micro);
+      return LinearWeightGrad<T>(drw, A<T>(post), p.fc2_w, 0, n, f, c, !first_micro);
     }));
   }
   BM_TRY(Phase("matmul bwd", [&] {
     return LinearBackward<T>(A<T>(dln), A<T>(dbig), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, BigCols(),
                              false, nullptr);
   }));
-  BM_TRY(TpAllReduce(A<T>(dln), nc, ActType()));  // column-parallel: the input gradient's sum
-  if (Gpt()) {
-    BM_TRY(Phase("norm bwd", [&] {
-      return LayerNormBackward<T>(dr, G(p.norm2_w), G(p.norm2_b), A<float>(norm_scratch), A<T>(dln),
-                                  A<T>(a.res_mid), W<T>(p.norm2_w), A<float>(a.mean2),
-                                  A<float>(a.rstd2), n, c, stream);
-    }));
-  } else {
-    BM_TRY(Phase("norm bwd", [&] {
-      return RmsNormBackward<T>(dr, G(p.norm2_w), A<float>(norm_scratch), A<T>(dln),
-                                A<T>(a.res_mid), W<T>(p.norm2_w), A<float>(a.rstd2), n, c, stream);
-    }));
-  }
+  BM_TRY(NormBackward<T>(dr, A<T>(dln), A<T>(a.res_mid), p.norm2_w, p.norm2_b, a.mean2, a.rstd2));
   // Attention: res_mid = res[l] + proj(attn(qkv(norm1(res[l]))))
+  BM_ASSIGN_OR_RETURN(drw, WholeStreamGrad<T>());
   BM_TRY(Phase("matmul bwd", [&] {
-    return LinearBackward<T>(A<T>(datt), dr, A<T>(a.att), p.proj_w, p.proj_b, n, AttCols(), c,
+    return LinearBackward<T>(A<T>(datt), drw, A<T>(a.att), p.proj_w, p.proj_b, n, AttCols(), c,
                              false, nullptr);
   }));
   BM_TRY(Phase("attention bwd", [&] {
@@ -248,18 +293,7 @@ Status CudaModel::Impl::LayerBackward(int l) {
     return LinearBackward<T>(A<T>(dln), A<T>(dqkv), A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c,
                              QkvCols(), false, nullptr);
   }));
-  BM_TRY(TpAllReduce(A<T>(dln), nc, ActType()));
-  if (Gpt()) {
-    return Phase("norm bwd", [&] {
-      return LayerNormBackward<T>(dr, G(p.norm1_w), G(p.norm1_b), A<float>(norm_scratch), A<T>(dln),
-                                  A<T>(Res(l)), W<T>(p.norm1_w), A<float>(a.mean1),
-                                  A<float>(a.rstd1), n, c, stream);
-    });
-  }
-  return Phase("norm bwd", [&] {
-    return RmsNormBackward<T>(dr, G(p.norm1_w), A<float>(norm_scratch), A<T>(dln), A<T>(Res(l)),
-                              W<T>(p.norm1_w), A<float>(a.rstd1), n, c, stream);
-  });
+  return NormBackward<T>(dr, A<T>(dln), A<T>(Res(l)), p.norm1_w, p.norm1_b, a.mean1, a.rstd1);
 }
 
 // Rows [r0, r0 + rows) of the final norm's output through the LM head and the loss; in
@@ -313,22 +347,6 @@ Status CudaModel::Impl::VocabParallelLoss(T* lg, int r0, int rows, float grad_sc
   });
 }
 
-template <typename T>
-Status CudaModel::Impl::FinalNormForward() {
-  int n = N(), c = C();
-  T* xl = A<T>(Res(Layers()));
-  if (Gpt()) {
-    return Phase("norm fwd", [&] {
-      return LayerNormForward<T>(A<T>(normf), A<float>(meanf), A<float>(rstdf), xl,
-                                 W<T>(layout.normf_w), W<T>(layout.normf_b), n, c, stream);
-    });
-  }
-  return Phase("norm fwd", [&] {
-    return RmsNormForward<T>(A<T>(normf), A<float>(rstdf), xl, W<T>(layout.normf_w), n, c, stream,
-                             spec.norm_eps);
-  });
-}
-
 // The units (trainer/cuda/param_layout.h) go through dp's hooks in the order they are used,
 // as in the CPU twin (trainer/cpu/model.cc): acquired before (ZeRO-3 gathers, the next one
 // prefetched), released after, and in training their gradients begun (ZeRO 2-3: a fresh unit
@@ -342,12 +360,20 @@ Status CudaModel::Impl::ForwardLayers() {
     BM_TRY(dp.Acquire(0, units > 1 ? 1 : -1));
     BM_TRY(Phase("embedding", [&] {
       // Vocabulary-parallel: each TP rank looks up its ids (zeros for the others) and the first
-      // adds the positions; the sum over the group is the whole embedding.
+      // adds the positions; the sum over the group is the whole embedding (under sequence
+      // parallelism every row is looked up into dln and reduce-scattered to this rank's rows).
       const T* wpe = Gpt() && spec.tp_rank == 0 ? W<T>(layout.wpe) : nullptr;
-      return EmbeddingForward<T>(A<T>(Res(0)), A<int>(tokens), W<T>(layout.wte), wpe, n, cur_t, c,
-                                 spec.vocab_begin(), spec.local_vocab(), stream);
+      return EmbeddingForward<T>(Sp() ? A<T>(dln) : A<T>(Res(0)), A<int>(tokens), W<T>(layout.wte),
+                                 wpe, n, cur_t, c, spec.vocab_begin(), spec.local_vocab(), stream);
     }));
-    BM_TRY(TpAllReduce(A<T>(Res(0)), static_cast<size_t>(n) * c, ActType()));
+    if (Sp()) {
+      BM_TRY(Phase("tp all-reduce", [&] {
+        return run.tp->ReduceScatter(A<T>(dln), A<T>(Res(0)), static_cast<int64_t>(Rows()) * c,
+                                     ActType(), dist::ReduceOp::kSum, stream);
+      }));
+    } else {
+      BM_TRY(TpAllReduce(A<T>(Res(0)), static_cast<size_t>(n) * c, ActType()));
+    }
     if (!spec.tied_here()) BM_TRY(dp.Release(0));  // tied: the classifier reads wte again
   }
   for (int l = 0; l < Layers(); ++l) {
@@ -366,7 +392,8 @@ Status CudaModel::Impl::Head(float grad_scale, Mode mode) {
   int n = N(), c = C();
   const int final_unit = layout.final_unit();
   BM_TRY(dp.Acquire(final_unit, -1));
-  BM_TRY(FinalNormForward<T>());
+  T* xl = A<T>(Res(Layers()));
+  BM_TRY(NormForward<T>(A<T>(normf), meanf, rstdf, xl, layout.normf_w, layout.normf_b));
   if (mode == Mode::kTrain) {
     // The classifier writes the LM head's gradient first: the final unit's (or, tied, wte's).
     BM_TRY(dp.BeginUnitGradients(final_unit));
@@ -383,23 +410,11 @@ Status CudaModel::Impl::Head(float grad_scale, Mode mode) {
     return SumLosses(A<float>(loss_sum), A<float>(losses), n, stream);
   }
   BM_TRY(SumLosses(A<float>(loss_sum), A<float>(losses), n, stream));
-  BM_TRY(TpAllReduce(A<T>(dnormf), static_cast<size_t>(n) * c, ActType()));  // the head's input
-
-  T* xl = A<T>(Res(Layers()));
-  BM_CUDA_CHECK(cudaMemsetAsync(A<T>(dres), 0, static_cast<size_t>(n) * c * sizeof(T), stream),
+  BM_CUDA_CHECK(cudaMemsetAsync(A<T>(dres), 0, static_cast<size_t>(Rows()) * c * sizeof(T), stream),
                 "zero residual grad");
-  if (Gpt()) {
-    BM_TRY(Phase("norm bwd", [&] {
-      return LayerNormBackward<T>(A<T>(dres), G(layout.normf_w), G(layout.normf_b),
-                                  A<float>(norm_scratch), A<T>(dnormf), xl, W<T>(layout.normf_w),
-                                  A<float>(meanf), A<float>(rstdf), n, c, stream);
-    }));
-  } else {
-    BM_TRY(Phase("norm bwd", [&] {
-      return RmsNormBackward<T>(A<T>(dres), G(layout.normf_w), A<float>(norm_scratch), A<T>(dnormf),
-                                xl, W<T>(layout.normf_w), A<float>(rstdf), n, c, stream);
-    }));
-  }
+  // The head's input gradient: partial sums over the TP group, reduced by the norm's backward.
+  BM_TRY(
+      NormBackward<T>(A<T>(dres), A<T>(dnormf), xl, layout.normf_w, layout.normf_b, meanf, rstdf));
   BM_TRY(dp.GradientsReady(final_unit));
   return dp.Release(final_unit);
 }

@@ -85,6 +85,9 @@ struct RunSpec {
   // (activation slots: trainer/dist/pipeline_schedule.h's MaxInFlight).
   dist::Communicator* pp = nullptr;
   int pipeline_slots = 1;
+  // With tensor parallelism: Megatron's sequence parallelism (docs/TRAINER.md) — the residual
+  // stream's rows split over the TP group outside the tensor-parallel regions.
+  bool sequence_parallel = false;
 };
 
 // "gpt2-124m", "llama-1b", "llama7b-8l", "llama2-7b" (the PyTorch peers' models) and the tiny

@@ -188,10 +188,6 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "layout {} with zero = {}: tensor and pipeline parallelism run with ZeRO-1 over "
                   "the data-parallel group at most (zero = 0 or 1)",
                   c.layout.ToString(), c.zero);
-  if (c.sequence_parallel && c.device == "cuda")
-    return Status(ErrorCode::kUnsupported,
-                  "sequence_parallel = true on device cuda: the cuda backend does not implement "
-                  "sequence parallelism yet (the cpu backend does)");
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",
                   c.communicator);

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [comm] [bench] [torch] [profile] [fp16]
+#   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [ranks] [comm] [bench] [torch] [profile]
+#                                    [fp16]
+# ranks: several benchmake-train ranks sharing this GPU (DP, TP, PP, sequence parallelism against
+# one rank; cuda_ranks_test, a few minutes: its own call when time is short; RANKS_FILTER picks
+# tests by gtest filter).
 # ATTENTIONS="flash cudnn" times each model with each attention implementation (default auto,
 # the backend's default: cuDNN when usable); CHUNKS="0 512 1024" times each cuDNN backward key
 # block (0: all keys in one call; default: the backend's); TUNES="on off" times each with and
@@ -30,9 +34,12 @@ if want tests; then
   ours "$bin/cuda_ops_test" --gtest_color=no 2>&1 | tee "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |rel err|note:|Failure|Expected|Which is" | head -80
   ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|f16 grad.*e-0[0-1]" | head -60
   OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|note:|Failure|Expected|Which is|error" | head -60
-  # Several ranks sharing this GPU (Gloo staged through host memory) against one rank.
-  BENCHMAKE_TRAIN=$bin/benchmake-train ours "$bin/cuda_ranks_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |loss rel|Failure|Expected|Which is|failed" | head -40
   grep -cE "^\[       OK \]" "$OUT/tests.log" | sed 's/^/tests OK: /'
+fi
+if want ranks; then  # several ranks sharing this GPU (Gloo staged through host memory)
+  BENCHMAKE_TRAIN=$bin/benchmake-train ours "$bin/cuda_ranks_test" --gtest_color=no \
+    --gtest_filter="${RANKS_FILTER:-*}" 2>&1 | tee "$OUT/ranks.log" |
+    grep -E "^\[  (FAILED|PASSED|SKIPPED) |^\[       OK|loss rel|Failure|Expected|Which is|failed" | head -80
 fi
 if want comm; then  # the NCCL communicator (trainer/dist/); tests needing 2+ GPUs skip on one
   ours "$bin/nccl_communicator_test" --gtest_color=no 2>&1 | tee "$OUT/comm.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |skipped:|Failure|rank [0-9]|error while loading" | head -40

@@ -5,7 +5,7 @@
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
 //                    [--accum N] [--zero 0-3] [--tp N] [--pp N] [--vocab V] [--nccl]
 //                    [--precision bf16|fp16|fp32]
-//                    [--recompute] [--profile] [--attention auto|cudnn|flash]
+//                    [--recompute] [--recompute-norms] [--profile] [--attention auto|cudnn|flash]
 //                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
 //
 // Several GPUs: start one process per GPU with RANK, WORLD_SIZE, LOCAL_RANK and
@@ -167,6 +167,8 @@ int main(int argc, char** argv) {
       force_nccl = true;
     else if (a == "--recompute")
       run.recompute = true;
+    else if (a == "--recompute-norms")
+      run.recompute_norms = true;
     else if (a == "--fp32")
       run.dtype = DType::kF32;
     else if (a == "--precision") {
@@ -357,6 +359,7 @@ int main(int argc, char** argv) {
   j["skipped_steps"] = scaler ? scaler->skipped() : 0;
   j["loss_scale"] = scaler ? nlohmann::json(scaler->scale()) : nlohmann::json(nullptr);
   j["recompute"] = run.recompute;
+  j["recompute_norms"] = run.recompute_norms;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["attention_chunk"] = run.attention_chunk;
   j["matmul_tuning"] = run.matmul_tuning;

@@ -72,9 +72,11 @@ Batch MakeBatch(int vocab, int which) {
 }
 
 std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, bool recompute = false,
-                                     AttentionImpl attention = AttentionImpl::kAuto) {
+                                     AttentionImpl attention = AttentionImpl::kAuto,
+                                     bool recompute_norms = false) {
   RunSpec run;
   run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.recompute = recompute;
+  run.recompute_norms = recompute_norms;
   run.attention = attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
   auto m = CudaModel::Create(spec, run);
@@ -281,18 +283,27 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   AdamWHyper h;
   std::vector<std::vector<float>> finals;
   std::vector<std::vector<double>> curves;
-  for (bool recompute : {false, false, true}) {
-    auto m = MakeModel(spec, DType::kBF16, recompute);
+  std::vector<size_t> plans;
+  // rerun, recompute, the norms recomputed (alone and with recompute)
+  for (auto [recompute, norms] : std::vector<std::pair<bool, bool>>{
+           {false, false}, {false, false}, {true, false}, {false, true}, {true, true}}) {
+    auto m = MakeModel(spec, DType::kBF16, recompute, AttentionImpl::kAuto, norms);
     ASSERT_TRUE(m);
+    plans.push_back(m->memory().plan_bytes);
     ASSERT_TRUE(m->SetParameters(init).ok());
     curves.push_back(GpuCurve(m.get(), spec, 0, 5, h));
     finals.emplace_back();
     ASSERT_TRUE(m->GetParameters(&finals.back()).ok());
   }
+  // Without the norms' outputs kept: 2 x layers - 1 activations of [B*T, C] fewer.
+  EXPECT_EQ(plans[0] - plans[3],
+            (2 * static_cast<size_t>(spec.layers) - 1) * kBatch * kSeq * spec.hidden * 2);
   EXPECT_EQ(curves[0], curves[1]);
   EXPECT_EQ(0, std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * 4));
-  EXPECT_EQ(curves[0], curves[2]) << "recompute must not change the numbers";
-  EXPECT_EQ(0, std::memcmp(finals[0].data(), finals[2].data(), finals[0].size() * 4));
+  for (size_t i = 2; i < curves.size(); ++i) {
+    EXPECT_EQ(curves[0], curves[i]) << "recomputing must not change the numbers (run " << i << ")";
+    EXPECT_EQ(0, std::memcmp(finals[0].data(), finals[i].data(), finals[0].size() * 4)) << i;
+  }
 }
 
 TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {

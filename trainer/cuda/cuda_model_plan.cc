@@ -17,16 +17,18 @@ Status CudaModel::Impl::Plan() {
   for (size_t& r : res) r = plan.Add("residual stream", rows * c * elem);
   acts.resize(run.recompute ? 1 : static_cast<size_t>(slots) * layers);
   size_t bh = static_cast<size_t>(run.micro_batch) * Heads() * run.seq;
+  const size_t norm_out =
+      run.recompute_norms ? plan.Add("norm output (shared, recomputed)", n * c * elem) : 0;
   for (size_t l = 0; l < acts.size(); ++l) {
     LayerActs& a = acts[l];
-    a.norm1 = plan.Add("layer norm1", n * c * elem);
+    a.norm1 = run.recompute_norms ? norm_out : plan.Add("layer norm1", n * c * elem);
     a.mean1 = plan.Add("layer mean1", rows * 4);
     a.rstd1 = plan.Add("layer rstd1", rows * 4);
     a.qkv = plan.Add("layer qkv", n * QkvCols() * elem);
     a.att = plan.Add("layer attention out", n * AttCols() * elem);
     a.lse = plan.Add("layer attention lse", bh * 4);
     a.res_mid = plan.Add("layer residual mid", rows * c * elem);
-    a.norm2 = plan.Add("layer norm2", n * c * elem);
+    a.norm2 = run.recompute_norms ? norm_out : plan.Add("layer norm2", n * c * elem);
     a.mean2 = plan.Add("layer mean2", rows * 4);
     a.rstd2 = plan.Add("layer rstd2", rows * 4);
     a.pre = plan.Add("layer mlp pre-activation", n * BigCols() * elem);

@@ -242,6 +242,10 @@ Status CudaModel::Impl::LayerBackward(int l) {
   // whole stream's gradient (gathered into dln under sequence parallelism; done with it before
   // the fc backward writes dln).
   BM_ASSIGN_OR_RETURN(T * drw, WholeStreamGrad<T>());
+  // recompute_norms: the norms' outputs share one buffer; the fc backward reads norm2's (already
+  // there after a recomputed forward), the qkv backward norm1's (recomputed below).
+  if (run.recompute_norms && !run.recompute)
+    BM_TRY(NormForward<T>(A<T>(a.norm2), a.mean2, a.rstd2, A<T>(a.res_mid), p.norm2_w, p.norm2_b));
   if (Gpt()) {
     BM_TRY(Phase("activation", [&] {
       return GeluForward<T>(A<T>(post), A<T>(a.pre), static_cast<size_t>(n) * f, stream);
@@ -289,6 +293,8 @@ Status CudaModel::Impl::LayerBackward(int l) {
                      stream);
     }));
   }
+  if (run.recompute_norms)
+    BM_TRY(NormForward<T>(A<T>(a.norm1), a.mean1, a.rstd1, A<T>(Res(l)), p.norm1_w, p.norm1_b));
   BM_TRY(Phase("matmul bwd", [&] {
     return LinearBackward<T>(A<T>(dln), A<T>(dqkv), A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c,
                              QkvCols(), false, nullptr);

@@ -67,6 +67,10 @@ struct RunSpec {
   // or fp32 (a checking mode).
   DType dtype = DType::kBF16;
   bool recompute = false;
+  // The norms' outputs are not kept for the backward (one shared buffer); the backward recomputes
+  // them from the residual stream before the matmuls that read them (issue 16's candidate:
+  // 2 x N x C activations per layer fewer, one norm forward per norm more).
+  bool recompute_norms = false;
   AttentionImpl attention = AttentionImpl::kAuto;
   int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call at most (0: one call)
   bool fused_epilogues = true;           // cuBLASLt bias/GELU/bias-gradient epilogues

@@ -68,9 +68,12 @@ if want variants; then
   ours "$bin/cuda_train_bench" --model llama-1b --batch 8 --recompute --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute: /' | tee -a "$OUT/bench.log"
   # Issue 16's candidate: the norms' outputs recomputed in the backward (expected: -1.0 GiB on
   # the 7B-width row, ~1% slower; docs/PERFORMANCE.md).
+  # and the classifier's logits chunk 8192 -> 2048 rows (expected: -0.37 GiB there, four head
+  # GEMMs instead of one).
   for mb in "${models[@]}"; do
     set -- $mb
     ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --recompute-norms --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute norms: /' | tee -a "$OUT/bench.log"
+    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --chunk 2048 --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/logits chunk 2048: /' | tee -a "$OUT/bench.log"
   done
 fi
 if want profile; then  # PROFILE_MODELS="llama-1b:8" profiles those rows only; PRECISIONS="bf16 fp16"

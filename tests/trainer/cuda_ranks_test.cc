@@ -9,7 +9,8 @@
 // CPU's proofs derive from the order of the sums (data_parallel_test.cc,
 // model_parallel_test.cc: 1e-4 relative on each step's loss and gradient norm,
 // 1e-4 absolute on weights; another seed moves them by > 1e-2); a TP2PP2 run
-// killed after its first checkpoint resumes bit for bit. The multi-GPU
+// killed after its first checkpoint resumes bit for bit, and TP2PP2 and one-rank
+// checkpoints initialize each other's finetunes. The multi-GPU
 // machine then only has to confirm it over NCCL. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -103,6 +104,34 @@ TEST_F(CudaRanksTest, KilledTp2Pp2RunResumesBitForBit) {
   json full = Config("full", "gpt-tiny", "TP2PP2", 0, 4);
   full["checkpoint_every"] = 5;
   ExpectKilledRunResumesBitForBit(full);
+}
+
+// The checkpoint is one whole model whatever the layout: a TP2PP2 pretrain initializes a
+// one-rank finetune and a one-rank pretrain a TP2PP2 one, both to the one-rank finetune of the
+// one-rank pretrain (the CPU's ModelParallelTest.CheckpointsInitializeAnyLayout on the GPU).
+TEST_F(CudaRanksTest, CheckpointsInitializeAnyLayout) {
+  json a = Config("a", "llama-tiny", "TP1PP1DP1", 0, 4),
+       b = Config("b", "llama-tiny", "TP2PP2", 0, 4);
+  a["steps"] = b["steps"] = 8;
+  RunOk(a);
+  RunOk(b);
+  auto finetune = [&](const std::string& name, const std::string& init, const std::string& layout) {
+    json f = Config(name, "llama-tiny", layout, 0, 4);
+    f["mode"] = "finetune";
+    f["init"] = dir_ + "/" + init;
+    f["steps"] = 8;
+    f.erase("model");
+    RunOk(f);
+  };
+  finetune("a_tp1", "a", "TP1PP1DP1");
+  finetune("a_tp2pp2", "a", "TP2PP2");
+  finetune("b_tp1", "b", "TP1PP1DP1");
+  for (const char* run : {"a_tp2pp2", "b_tp1"}) {
+    auto [loss, weight] = Distance(run, "a_tp1");
+    std::printf("finetune %s: loss rel %.2e, weight abs %.2e\n", run, loss, weight);
+    EXPECT_LT(loss, kLossTol) << run;
+    EXPECT_LT(weight, kWeightTol) << run;
+  }
 }
 
 TEST_F(CudaRanksTest, SequenceParallelismMatchesOneRankInLessMemory) {

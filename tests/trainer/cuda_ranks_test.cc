@@ -69,11 +69,7 @@ class CudaRanksTest : public testing::TrainRanksTest {
     for (int zero : {0, 1, 2, 3}) {
       const std::string name = "dp2_zero" + std::to_string(zero);
       RunOk(Config(name, preset, 2, zero));
-      auto [loss, weight] = Distance(name, "single");
-      std::printf("%s %s: loss rel %.2e, weight abs %.2e\n", preset.c_str(), name.c_str(), loss,
-                  weight);
-      EXPECT_LT(loss, kLossTol) << name;
-      EXPECT_LT(weight, kWeightTol) << name;
+      ExpectClose(preset, name, "single", kLossTol, kWeightTol);
       json m = Metrics(name);
       EXPECT_EQ(m["parallel"]["world_size"], 2) << name;
       EXPECT_EQ(m["parallel"]["zero"], zero) << name;
@@ -116,22 +112,13 @@ TEST_F(CudaRanksTest, CheckpointsInitializeAnyLayout) {
   RunOk(a);
   RunOk(b);
   auto finetune = [&](const std::string& name, const std::string& init, const std::string& layout) {
-    json f = Config(name, "llama-tiny", layout, 0, 4);
-    f["mode"] = "finetune";
-    f["init"] = dir_ + "/" + init;
-    f["steps"] = 8;
-    f.erase("model");
-    RunOk(f);
+    RunOk(Finetune(Config(name, "llama-tiny", layout, 0, 4), init));
   };
   finetune("a_tp1", "a", "TP1PP1DP1");
   finetune("a_tp2pp2", "a", "TP2PP2");
   finetune("b_tp1", "b", "TP1PP1DP1");
-  for (const char* run : {"a_tp2pp2", "b_tp1"}) {
-    auto [loss, weight] = Distance(run, "a_tp1");
-    std::printf("finetune %s: loss rel %.2e, weight abs %.2e\n", run, loss, weight);
-    EXPECT_LT(loss, kLossTol) << run;
-    EXPECT_LT(weight, kWeightTol) << run;
-  }
+  for (const char* run : {"a_tp2pp2", "b_tp1"})
+    ExpectClose("finetune", run, "a_tp1", kLossTol, kWeightTol);
 }
 
 TEST_F(CudaRanksTest, SequenceParallelismMatchesOneRankInLessMemory) {

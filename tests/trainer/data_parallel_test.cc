@@ -45,10 +45,7 @@ TEST_F(DataParallelTest, GptMatchesOneProcessForEveryStage) {
     for (int zero : {0, 1, 2, 3}) {
       const std::string name = "dp" + std::to_string(dp) + "z" + std::to_string(zero);
       RunOk(Config(name, "gpt-tiny", dp, 4 / dp, 2, zero));
-      auto [loss, weight] = Distance(name, "single");
-      std::printf("gpt %s: loss rel %.2e, weight abs %.2e\n", name.c_str(), loss, weight);
-      EXPECT_LT(loss, kLossTol) << name;
-      EXPECT_LT(weight, kWeightTol) << name;
+      ExpectClose("gpt", name, "single", kLossTol, kWeightTol);
       json m = Metrics(name);
       EXPECT_EQ(m["config"]["gbs"], 8) << name;
       EXPECT_EQ(m["parallel"]["world_size"], dp) << name;
@@ -71,10 +68,7 @@ TEST_F(DataParallelTest, GqaLlamaMatchesOneProcessForEveryStage) {
     for (int zero : {0, 1, 2, 3}) {
       const std::string name = "dp" + std::to_string(dp) + "z" + std::to_string(zero);
       RunOk(Config(name, "llama-tiny", dp, 4 / dp, 2, zero));
-      auto [loss, weight] = Distance(name, "single");
-      std::printf("llama %s: loss rel %.2e, weight abs %.2e\n", name.c_str(), loss, weight);
-      EXPECT_LT(loss, kLossTol) << name;
-      EXPECT_LT(weight, kWeightTol) << name;
+      ExpectClose("llama", name, "single", kLossTol, kWeightTol);
     }
   }
 }
@@ -89,22 +83,13 @@ TEST_F(DataParallelTest, CheckpointsInitializeEveryDataParallelLayout) {
   RunOk(one);
   RunOk(four);
   auto finetune = [&](const std::string& name, const std::string& init, int dp, int zero) {
-    json f = Config(name, "llama-tiny", dp, 4 / dp, 1, zero);
-    f["mode"] = "finetune";
-    f["init"] = dir_ + "/" + init;
-    f["steps"] = 8;
-    f.erase("model");
-    RunOk(f);
+    RunOk(Finetune(Config(name, "llama-tiny", dp, 4 / dp, 1, zero), init));
   };
   finetune("ft_1_from_1", "pre1", 1, 0);
   finetune("ft_4_from_1", "pre1", 4, 3);
   finetune("ft_1_from_4", "pre4", 1, 0);
-  for (const char* run : {"ft_4_from_1", "ft_1_from_4"}) {
-    auto [loss, weight] = Distance(run, "ft_1_from_1");
-    std::printf("finetune %s: loss rel %.2e, weight abs %.2e\n", run, loss, weight);
-    EXPECT_LT(loss, kLossTol) << run;
-    EXPECT_LT(weight, kWeightTol) << run;
-  }
+  for (const char* run : {"ft_4_from_1", "ft_1_from_4"})
+    ExpectClose("finetune", run, "ft_1_from_1", kLossTol, kWeightTol);
 }
 
 // A sharded run killed after a checkpoint resumes to exactly the weights of an

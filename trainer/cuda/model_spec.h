@@ -46,7 +46,6 @@ struct ModelSpec {
   int head_dim() const { return hidden / heads; }
   int stage_layers() const { return (layer_end < 0 ? layers : layer_end) - layer_begin; }
   bool tied_here() const { return tied && embeddings && head; }  // the head reads wte itself
-  bool tied_copy() const { return tied && head && !embeddings; }
   int local_heads() const { return heads / tp; }
   int local_kv_heads() const { return kv_heads / tp; }
   int local_ffn() const { return ffn / tp; }

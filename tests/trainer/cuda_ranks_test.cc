@@ -1,18 +1,24 @@
 // The CUDA backend's data, tensor and pipeline parallelism with several ranks,
-// on a machine of one GPU: benchmake-train processes that all drive GPU 0,
-// their collectives over Gloo staged through host memory (communicator =
-// "gloo"; NCCL refuses two ranks on one device). DP2 at every ZeRO stage, and
-// the layouts of the CPU's proof — TP2, PP2, TP2PP2, TP2PP1DP2 and TP1PP2DP2
-// (ZeRO-1) — train a tiny GPT (tied embeddings) and a tiny GQA LLaMA (heads 4,
-// kv_heads 2) with a loss mask for 20 steps in fp32 (GAS 2; the pipelines
-// GAS 4) against one rank over the same global batch, within the bounds the
-// CPU's proofs derive from the order of the sums (data_parallel_test.cc,
-// model_parallel_test.cc: 1e-4 relative on each step's loss and gradient norm,
-// 1e-4 absolute on weights; another seed moves them by > 1e-2); a TP2PP2 run
-// killed after its first checkpoint resumes bit for bit, and TP2PP2 and one-rank
-// checkpoints initialize each other's finetunes. The multi-GPU
-// machine then only has to confirm it over NCCL. Skips without a GPU.
+// benchmake-train processes, for each communicator:
+//   - gloo: on a machine of one GPU, every rank drives GPU 0, the collectives
+//     over Gloo staged through host memory (NCCL refuses two ranks on one
+//     device);
+//   - nccl: a rank per GPU, over NCCL (skips on fewer than 4 GPUs: the
+//     multi-GPU machine's confirmation of what the one GPU proves).
+// DP2 at every ZeRO stage, and the layouts of the CPU's proof — TP2, PP2,
+// TP2PP2, TP2PP1DP2 and TP1PP2DP2 (ZeRO-1) — train a tiny GPT (tied embeddings)
+// and a tiny GQA LLaMA (heads 4, kv_heads 2) with a loss mask for 20 steps in
+// fp32 (GAS 2; the pipelines GAS 4) against one rank over the same global
+// batch, within the bounds the CPU's proofs derive from the order of the sums
+// (data_parallel_test.cc, model_parallel_test.cc: 1e-4 relative on each step's
+// loss and gradient norm, 1e-4 absolute on weights; another seed moves them by
+// > 1e-2); a TP2PP2 run killed after its first checkpoint resumes bit for bit,
+// and TP2PP2 and one-rank checkpoints initialize each other's finetunes.
+// Skips without a GPU.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/trainer/cuda_test_util.h"
 #include "tests/trainer/train_ranks.h"
@@ -25,12 +31,20 @@ using nlohmann::json;
 constexpr double kLossTol = 1e-4, kWeightTol = 1e-4;
 constexpr int kRows = 4, kGas = 2;  // rows per micro-batch of the global batch
 
-class CudaRanksTest : public testing::TrainRanksTest {
+constexpr int kMostRanks = 4;  // TP2PP2, TP2PP1DP2
+
+class CudaRanksTest : public testing::TrainRanksTest,
+                      public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
     TrainRanksTest::SetUp();
     BM_SKIP_WITHOUT_GPU();
-    share_one_gpu_ = true;
+    share_one_gpu_ = GetParam() == "gloo";
+    int gpus = 0;
+    cudaGetDeviceCount(&gpus);
+    if (!share_one_gpu_ && gpus < kMostRanks)
+      GTEST_SKIP() << "GPU test skipped: " << gpus << " GPU(s), a rank per GPU needs "
+                   << kMostRanks;
   }
   json Config(const std::string& name, const std::string& preset, const std::string& layout,
               int zero, int gas = kGas) const {
@@ -39,7 +53,7 @@ class CudaRanksTest : public testing::TrainRanksTest {
     json c = TrainRanksTest::Config(name, preset, layout, kRows / l->dp, gas, zero);
     c["device"] = "cuda";
     c["precision"] = "fp32";
-    c["communicator"] = "gloo";
+    c["communicator"] = GetParam();
     return c;
   }
   json Config(const std::string& name, const std::string& preset, int dp, int zero) const {
@@ -84,19 +98,15 @@ class CudaRanksTest : public testing::TrainRanksTest {
   }
 };
 
-TEST_F(CudaRanksTest, GptDataParallelOnOneGpuMatchesOneRank) { CheckEveryZeroStage("gpt-tiny"); }
+TEST_P(CudaRanksTest, GptDataParallelMatchesOneRank) { CheckEveryZeroStage("gpt-tiny"); }
 
-TEST_F(CudaRanksTest, GqaLlamaDataParallelOnOneGpuMatchesOneRank) {
-  CheckEveryZeroStage("llama-tiny");
-}
+TEST_P(CudaRanksTest, GqaLlamaDataParallelMatchesOneRank) { CheckEveryZeroStage("llama-tiny"); }
 
-TEST_F(CudaRanksTest, GptModelParallelOnOneGpuMatchesOneRank) { CheckModelParallel("gpt-tiny"); }
+TEST_P(CudaRanksTest, GptModelParallelMatchesOneRank) { CheckModelParallel("gpt-tiny"); }
 
-TEST_F(CudaRanksTest, GqaLlamaModelParallelOnOneGpuMatchesOneRank) {
-  CheckModelParallel("llama-tiny");
-}
+TEST_P(CudaRanksTest, GqaLlamaModelParallelMatchesOneRank) { CheckModelParallel("llama-tiny"); }
 
-TEST_F(CudaRanksTest, KilledTp2Pp2RunResumesBitForBit) {
+TEST_P(CudaRanksTest, KilledTp2Pp2RunResumesBitForBit) {
   json full = Config("full", "gpt-tiny", "TP2PP2", 0, 4);
   full["checkpoint_every"] = 5;
   ExpectKilledRunResumesBitForBit(full);
@@ -105,7 +115,7 @@ TEST_F(CudaRanksTest, KilledTp2Pp2RunResumesBitForBit) {
 // The checkpoint is one whole model whatever the layout: a TP2PP2 pretrain initializes a
 // one-rank finetune and a one-rank pretrain a TP2PP2 one, both to the one-rank finetune of the
 // one-rank pretrain (the CPU's ModelParallelTest.CheckpointsInitializeAnyLayout on the GPU).
-TEST_F(CudaRanksTest, CheckpointsInitializeAnyLayout) {
+TEST_P(CudaRanksTest, CheckpointsInitializeAnyLayout) {
   json a = Config("a", "llama-tiny", "TP1PP1DP1", 0, 4),
        b = Config("b", "llama-tiny", "TP2PP2", 0, 4);
   a["steps"] = b["steps"] = 8;
@@ -121,7 +131,7 @@ TEST_F(CudaRanksTest, CheckpointsInitializeAnyLayout) {
     ExpectClose("finetune", run, "a_tp1", kLossTol, kWeightTol);
 }
 
-TEST_F(CudaRanksTest, SequenceParallelismMatchesOneRankInLessMemory) {
+TEST_P(CudaRanksTest, SequenceParallelismMatchesOneRankInLessMemory) {
   for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
     RunOk(Config("single", preset, "TP1PP1DP1", 0, 4));
     for (const char* layout : {"TP2PP1DP1", "TP2PP2DP1"}) {
@@ -138,6 +148,9 @@ TEST_F(CudaRanksTest, SequenceParallelismMatchesOneRankInLessMemory) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Communicators, CudaRanksTest, ::testing::Values("gloo", "nccl"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace bm::train

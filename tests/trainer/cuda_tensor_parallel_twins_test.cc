@@ -11,6 +11,7 @@
 //   - the GPU layout of each TP rank holds 1/TP of every split tensor, and every
 //     rank's GPU layout of every TPxPPy layout maps onto its trainer shard
 //     exactly, the ranks' owned tensors counting every parameter once.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -170,6 +171,48 @@ TEST(TensorParallelLayout, EachRankHoldsItsShareOfEverySplitTensor) {
     }
     EXPECT_EQ(s.vocab_begin(), 501 * t);
     EXPECT_EQ(s.vocab_real(), t == 0 ? 501 : 500);
+  }
+}
+
+// A step's first backward writes the gradients of the matrices whose products it runs and
+// zeroes the rest before adding to them: on every stage of every layout, each gradient element
+// is in exactly one of the two, and the embedding that a first stage only scatters into is
+// zeroed (a pipeline's first stage has no LM head; before the fix its wte gradient was taken
+// for the head's and grew from step to step).
+TEST(TensorParallelLayout, EveryStageZeroesExactlyTheGradientsItOnlyAddsTo) {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    Result<train::ModelConfig> config = train::Preset(preset);
+    ASSERT_TRUE(config.ok());
+    config->layers = 4;
+    for (auto [tp, pp] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {1, 2}, {2, 2}, {1, 4}})
+      for (int p = 0; p < pp; ++p) {
+        Result<ModelShard> shard = ModelShard::Make(*config, {tp, 0, pp, p});
+        ASSERT_TRUE(shard.ok()) << shard.status().message();
+        const ModelSpec spec = SpecOfShard(*config, *shard);
+        const ParamLayout gpu(spec);
+        const std::string where = fmt::format("{} TP{} PP{} stage {}", preset, tp, pp, p);
+        std::vector<int> marks(gpu.total(), 0);  // 1 written, 2 zeroed
+        for (const ParamTensor& t : gpu.tensors()) {
+          const bool embedding = t.name.find("wte") != std::string::npos ||
+                                 t.name.find("wpe") != std::string::npos ||
+                                 t.name.find("embed_tokens") != std::string::npos;
+          // The head's product writes the LM head, also when it is the tied embedding.
+          const bool head = spec.head && t.offset == gpu.lm_head;
+          if (t.cols > 1 && (!embedding || head))
+            std::fill_n(marks.begin() + static_cast<ptrdiff_t>(t.offset), t.numel(), 1);
+        }
+        for (const Range& r : gpu.AddedGradients())
+          for (size_t i = r.offset; i < r.end(); ++i) {
+            ASSERT_EQ(marks[i], 0) << where << ": element " << i << " written and zeroed";
+            marks[i] = 2;
+          }
+        for (const ParamTensor& t : gpu.tensors())
+          EXPECT_NE(marks[t.offset], 0) << where << ": " << t.name << " neither written nor zeroed";
+        EXPECT_EQ(std::count(marks.begin(), marks.end(), 0), 0) << where;
+        if (spec.embeddings) {  // the lookup only scatters into it unless it is the head too
+          EXPECT_EQ(marks[gpu.wte], spec.head && spec.tied ? 1 : 2) << where;
+        }
+      }
   }
 }
 

@@ -28,24 +28,8 @@ CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator
       zero_(zero),
       work_(work),
       lowp_(work != DType::kF32),
-      plan_(Spans(layout), zero >= 1 ? comm->size() : 1, zero >= 1 ? comm->rank() : 0) {
-  // The gradients that the weight matrices' products write whole in a micro-batch that
-  // writes fresh gradients (every layer's four and the LM head's, which is wte when tied);
-  // zero_ranges_ is the rest, padding included.
-  std::vector<size_t> written{layout.lm_head};
-  for (const LayerParams& p : layout.layers)
-    for (size_t w : {p.qkv_w, p.proj_w, p.fc_w, p.fc2_w}) written.push_back(w);
-  std::vector<std::pair<size_t, size_t>> spans;
-  for (const ParamTensor& t : layout.tensors())
-    if (std::find(written.begin(), written.end(), t.offset) != written.end())
-      spans.push_back({t.offset, t.offset + t.numel()});
-  std::sort(spans.begin(), spans.end());
-  size_t at = 0;
-  for (auto [begin, end] : spans) {
-    if (begin > at) zero_ranges_.push_back({at, begin});
-    at = std::max(at, end);
-  }
-  if (at < layout.total()) zero_ranges_.push_back({at, layout.total()});
+      plan_(Spans(layout), zero >= 1 ? comm->size() : 1, zero >= 1 ? comm->rank() : 0),
+      zero_ranges_(layout.AddedGradients()) {
   grad_slot_of_unit_.assign(layout.units().size(), nullptr);
   work_slot_of_unit_.assign(layout.units().size(), nullptr);
 }
@@ -230,9 +214,9 @@ Status CudaDataParallel::BeginMicroBatch(bool last) {
   }
   first_micro_ = zero_pending_;
   if (first_micro_) {
-    for (auto [begin, end] : zero_ranges_)
-      BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_) + begin, 0, (end - begin) * 4, compute_),
-                    "zero gradients [{}, {})", begin, end);
+    for (const Range& r : zero_ranges_)
+      BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_) + r.offset, 0, r.numel * 4, compute_),
+                    "zero gradients [{}, {})", r.offset, r.end());
     zero_pending_ = false;
   }
   return Status::Ok();
@@ -308,8 +292,8 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
   s->unit = unit;
   grad_slot_of_unit_[unit] = s;
   const Range& u = layout_.units()[unit];
-  for (auto [begin, end] : zero_ranges_) {
-    const size_t b = std::max(begin, u.offset), e = std::min(end, u.end());
+  for (const Range& r : zero_ranges_) {
+    const size_t b = std::max(r.offset, u.offset), e = std::min(r.end(), u.end());
     if (b < e)
       BM_CUDA_CHECK(
           cudaMemsetAsync(At<float>(s->offset) + (b - u.offset), 0, (e - b) * 4, compute_),

@@ -164,7 +164,7 @@ class CudaDataParallel {
   Slot emb_work_, emb_grad_;            // the embeddings' own slots (zero 3 / zero >= 2)
   Slot work_ring_[2], grad_ring_[2];    // the other units
   std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
-  std::vector<std::pair<size_t, size_t>> zero_ranges_;  // gradients only added to
+  std::vector<Range> zero_ranges_;  // gradients only added to (ParamLayout::AddedGradients)
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's
   cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace bm::train::cuda {
 
 size_t ParamLayout::Add(std::string name, int rows, int cols, bool decay) {
@@ -26,7 +28,7 @@ void ParamLayout::EndUnit() {
 }
 
 ParamLayout::ParamLayout(const ModelSpec& s, size_t unit_align)
-    : unit_align_(unit_align), embeddings_(s.embeddings) {
+    : unit_align_(unit_align), embeddings_(s.embeddings), head_(s.head) {
   // This GPU's share under tensor parallelism (the whole model with tp 1).
   int c = s.hidden, d = s.head_dim(), h = s.local_heads() * d, f = s.local_ffn();
   bool gpt = s.family == Family::kGpt;
@@ -75,6 +77,26 @@ ParamLayout::ParamLayout(const ModelSpec& s, size_t unit_align)
   normf_w = Add(gpt ? "transformer.ln_f.weight" : "model.norm.weight", c, 1, false);
   if (gpt) normf_b = Add("transformer.ln_f.bias", c, 1, false);
   EndUnit();
+}
+
+std::vector<Range> ParamLayout::AddedGradients() const {
+  std::vector<size_t> written;
+  if (head_) written.push_back(lm_head);
+  for (const LayerParams& p : layers)
+    for (size_t w : {p.qkv_w, p.proj_w, p.fc_w, p.fc2_w}) written.push_back(w);
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const ParamTensor& t : tensors_)
+    if (std::find(written.begin(), written.end(), t.offset) != written.end())
+      spans.push_back({t.offset, t.offset + t.numel()});
+  std::sort(spans.begin(), spans.end());
+  std::vector<Range> added;
+  size_t at = 0;
+  for (auto [begin, end] : spans) {
+    if (begin > at) added.push_back({at, begin - at});
+    at = std::max(at, end);
+  }
+  if (at < total_) added.push_back({at, total_ - at});
+  return added;
 }
 
 size_t ParamLayout::count() const {

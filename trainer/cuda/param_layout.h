@@ -64,9 +64,15 @@ class ParamLayout {
   const std::vector<Range>& units() const { return units_; }
   int unit_of_layer(int l) const { return l + (embeddings_ ? 1 : 0); }
   int final_unit() const { return static_cast<int>(units_.size()) - 1; }  // the last stage's
+  bool has_head() const { return head_; }  // lm_head and the final norm (the last stage)
   // Maximal runs of decayed / not decayed elements, tiling [0, total()) (padding goes with
   // the tensor before it).
   const std::vector<Range>& segments() const { return segments_; }
+  // The gradients that a micro-batch writing fresh gradients only adds to, so they are zeroed
+  // first: all but the weight matrices whose products write their gradient whole (every
+  // layer's four and, on the stage with the head, the LM head's, which is wte when tied);
+  // padding included. Sorted, disjoint.
+  std::vector<Range> AddedGradients() const;
 
   size_t wte = 0, wpe = 0, lm_head = 0, normf_w = 0, normf_b = 0;
   std::vector<LayerParams> layers;
@@ -77,7 +83,7 @@ class ParamLayout {
   std::vector<ParamTensor> tensors_;
   std::vector<Range> units_, segments_;
   size_t total_ = 0, unit_align_ = 64;
-  bool embeddings_ = true;
+  bool embeddings_ = true, head_ = false;
 };
 
 }  // namespace bm::train::cuda

@@ -61,17 +61,20 @@ if want zero3; then
     --model llama2-7b --batch 2 --json "$OUT/torch.jsonl"
 fi
 if want tp && [[ $N -ge 4 ]]; then
-  ranks 4 --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 --json "$OUT/ours.jsonl"
+  # 5 warm-up and 10 timed steps, as the peer (steps of seconds each).
+  ranks 4 --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 --warmup 5 --steps 10 \
+    --json "$OUT/ours.jsonl"
   torch_peer torchrun --standalone --nproc_per_node=4 tp_reference.py --model aquila2-7b --tp 2 \
     --batch 1 --seq 2048 --accum 8 --json "$OUT/torch.jsonl"
   ranks 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
-    --precision fp16 --json "$OUT/ours.jsonl"
+    --precision fp16 --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
 fi
 
 python3 - "$OUT" "$N" <<'PY'
 import json, sys
 out, n = sys.argv[1], int(sys.argv[2])
-rows = lambda f: [json.loads(l) for l in open(f"{out}/{f}") if l.strip().startswith("{")]
+import os
+rows = lambda f: [json.loads(l) for l in open(f"{out}/{f}") if l.strip().startswith("{")] if os.path.exists(f"{out}/{f}") else []
 ours = [r for r in rows("ours.jsonl")]
 torch = [r for r in rows("torch.jsonl") if r.get("kind") == "train"]
 def o(model, gpus, accum=1, zero=0):

@@ -219,6 +219,9 @@ int main(int argc, char** argv) {
   int default_batch = model_name == "gpt2-124m" ? 32 : model_name == "llama-1b" ? 8 : 2;
   run.micro_batch = batch > 0 ? batch : default_batch;
   run.seq = seq > 0 ? seq : spec.max_positions;
+  // This rank's GPU first: the cuDNN check below builds plans on the current one.
+  if (cudaSetDevice(env->local_rank) != cudaSuccess)
+    return Fail(bm::Errorf(bm::ErrorCode::kUnavailable, "no GPU {}", env->local_rank));
   // auto (the default): cuDNN's fused attention when built in and usable, like the backend.
   bm::train::cuda::AttentionShape shape{run.micro_batch,         run.seq,
                                         spec.local_heads(),      spec.local_kv_heads(),
@@ -227,8 +230,6 @@ int main(int argc, char** argv) {
   if (attention == "cudnn" || (attention == "auto" && run.dtype != DType::kF32 &&
                                bm::train::cuda::CudnnAttentionUsable(shape)))
     run.attention = AttentionImpl::kCudnn;
-  if (cudaSetDevice(env->local_rank) != cudaSuccess)
-    return Fail(bm::Errorf(bm::ErrorCode::kUnavailable, "no GPU {}", env->local_rank));
   auto groups = bm::train::dist::ConnectProcessGroups(
       *env, tp, pp, dp, bm::train::dist::Transport::kNccl, env->local_rank, force_nccl);
   if (!groups.ok()) return Fail(groups.status());

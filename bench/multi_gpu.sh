@@ -28,20 +28,21 @@ N=${GPUS:-$(nvidia-smi -L | wc -l)}
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt"
 nvidia-smi topo -m >> "$OUT/gpus.txt" 2>&1
 
-# N ranks of cuda_train_bench, torchrun-style environment (trainer/dist/rank_env.h).
+# N ranks of cuda_train_bench, torchrun-style environment (trainer/dist/rank_env.h); each rank's
+# log in $OUT/TAG.rankR.log. ROW_LIMIT_S (default 0: none) stops a row's ranks after that long.
 ranks() {
-  local n=$1; shift
+  local tag=$1 n=$2; shift 2
   local rdv; rdv=$(mktemp -d)
   local pids=()
   for ((r = 0; r < n; r++)); do
     RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n BENCHMAKE_RENDEZVOUS=$rdv \
-      ours "$bin/cuda_train_bench" "$@" > "$OUT/rank$r.log" 2>&1 &
+      ours timeout "${ROW_LIMIT_S:-0}" "$bin/cuda_train_bench" "$@" > "$OUT/$tag.rank$r.log" 2>&1 &
     pids+=($!)
   done
   local rc=0
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  cat "$OUT/rank0.log"
-  [[ $rc -eq 0 ]] || { echo "a rank failed:"; tail -5 "$OUT"/rank*.log; }
+  grep -v "^tuning" "$OUT/$tag.rank0.log"
+  [[ $rc -eq 0 ]] || { echo "a rank of $tag failed:"; tail -n 5 "$OUT/$tag".rank*.log; }
   rm -rf "$rdv"
 }
 torch_peer() {  # runs the peer from its folder, as its docstring says
@@ -49,24 +50,24 @@ torch_peer() {  # runs the peer from its folder, as its docstring says
 }
 
 if want dp; then
-  ranks 1 --model llama-1b --batch 8 --json "$OUT/ours.jsonl"
-  for acc in 1 4; do ranks "$N" --model llama-1b --batch 8 --accum $acc --json "$OUT/ours.jsonl"; done
+  ranks dp1 1 --model llama-1b --batch 8 --json "$OUT/ours.jsonl"
+  for acc in 1 4; do ranks "dp$N-accum$acc" "$N" --model llama-1b --batch 8 --accum $acc --json "$OUT/ours.jsonl"; done
   torch_peer python3 multi_reference.py --mode single --model llama-1b --batch 8 --json "$OUT/torch.jsonl"
   torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \
     --model llama-1b --batch 8 --accum 1,4 --json "$OUT/torch.jsonl"
 fi
 if want zero3; then
-  ranks "$N" --model llama2-7b --batch 2 --zero 3 --json "$OUT/ours.jsonl"
+  ranks zero3 "$N" --model llama2-7b --batch 2 --zero 3 --json "$OUT/ours.jsonl"
   torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode fsdp \
     --model llama2-7b --batch 2 --json "$OUT/torch.jsonl"
 fi
 if want tp && [[ $N -ge 4 ]]; then
   # 5 warm-up and 10 timed steps, as the peer (steps of seconds each).
-  ranks 4 --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 --warmup 5 --steps 10 \
+  ranks aquila-tp2dp2 4 --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 --warmup 5 --steps 10 \
     --json "$OUT/ours.jsonl"
   torch_peer torchrun --standalone --nproc_per_node=4 tp_reference.py --model aquila2-7b --tp 2 \
     --batch 1 --seq 2048 --accum 8 --json "$OUT/torch.jsonl"
-  ranks 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
+  ranks gpt3-tp2pp2 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
     --precision fp16 --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
 fi
 

@@ -14,7 +14,7 @@ and fp32 reductions; with one DP rank, autocast(bf16) over fp32 parameters. torc
 (fused, else foreach), clipping 1.0 over the whole model's norm. Timing, memory and the JSON line: the helpers of
 multi_reference.py (timed, summarize, emit). tokens/s/GPU = B * T * accum * dp / world / step time.
 
-Written for the multi-GPU issue's TP rows; it has not been run yet (no multi-GPU machine so far).
+Run 24 (4x H200): torch.nn.utils.get_total_norm failed on the grads' two meshes; the norm is now summed by hand.
 """
 import argparse, math, os, sys
 
@@ -164,11 +164,22 @@ def main():
                 loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(0, 1)) / args.accum
                 loss.backward()
             loss_sum = loss_sum + loss.detach()
+        # The whole model's gradient norm: the grads live on different meshes (TP x FSDP blocks on (dp, tp),
+        # the replicated norms on (dp) alone), which get_total_norm cannot stack; each rank adds its local
+        # squares divided by the ranks holding the same shard, and one all-reduce sums them. Clipping at 1.0.
         grads = [p.grad for p in params if p.grad is not None]
-        total = torch.nn.utils.get_total_norm(grads, 2.0, False, True)
-        if isinstance(total, DTensor):
-            total = total.full_tensor()
-        torch.nn.utils.clip_grads_with_norm_(params, 1.0, total, True)
+        local_sq = torch.zeros((), device=dev, dtype=torch.float32)
+        for gr in grads:
+            if isinstance(gr, DTensor):
+                shards = math.prod(gr.device_mesh.size(i) for i, pl in enumerate(gr.placements) if pl.is_shard())
+                local_sq += gr.to_local().float().square().sum() * (shards / world)
+            else:
+                local_sq += gr.float().square().sum() / world
+        torch.distributed.all_reduce(local_sq)
+        coef = min(1.0, 1.0 / (local_sq.sqrt().item() + 1e-6))
+        if coef < 1.0:
+            for gr in grads:
+                gr.mul_(coef)
         try:
             st["opt"].step()
         except Exception as e:  # noqa: BLE001  fused AdamW on these DTensors unsupported -> foreach, once

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/residual.cuh"
 
 #if BENCHMAKE_HAVE_CUDNN
@@ -515,11 +516,12 @@ Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
   return g.Finalize(true);
 }
 
-// The process's handle and plans (built on first use, per shape, direction and key block).
+// The process's handles and plans, per GPU (a handle and its plans belong to the device that
+// was current when they were made; built on first use, per shape, direction and key block).
 struct Cache {
   std::mutex mu;
-  cudnnHandle_t handle = nullptr;
-  std::map<std::tuple<int, int, int, int, int, bool, int, int>, std::unique_ptr<Graph> > plans;
+  std::map<int, cudnnHandle_t> handles;
+  std::map<std::tuple<int, int, int, int, int, int, bool, int, int>, std::unique_ptr<Graph> > plans;
 };
 Cache& TheCache() {
   static Cache* c = new Cache();  // never destroyed: cuDNN may be torn down first at exit
@@ -530,17 +532,21 @@ Cache& TheCache() {
 Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   if (s.head_dim % 8 != 0 || s.head_dim > 128 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     return Errorf(ErrorCode::kUnsupported, "cuDNN attention does not support {}", Describe(s));
+  int device = 0;
+  BM_CUDA_CHECK(cudaGetDevice(&device), "the current GPU");
   Cache& c = TheCache();
   std::lock_guard<std::mutex> lock(c.mu);
-  if (c.handle == nullptr) BM_CUDNN_CHECK(cudnnCreate(&c.handle), "cuDNN handle");
-  auto key = std::make_tuple(s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.fp16, k0, keys);
+  cudnnHandle_t& handle = c.handles[device];
+  if (handle == nullptr) BM_CUDNN_CHECK(cudnnCreate(&handle), "cuDNN handle on GPU {}", device);
+  auto key =
+      std::make_tuple(device, s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.fp16, k0, keys);
   auto it = c.plans.find(key);
   if (it != c.plans.end()) return static_cast<const Graph*>(it->second.get());
   bool backward = keys >= 0;
   auto g = std::make_unique<Graph>(
-      c.handle,
-      backward ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0, k0 + keys)
-               : fmt::format("cuDNN SDPA forward {}", Describe(s)));
+      handle, backward
+                  ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0, k0 + keys)
+                  : fmt::format("cuDNN SDPA forward {}", Describe(s)));
   BM_TRY(backward ? BuildBackward(*g, s, k0, keys) : BuildForward(*g, s));
   const Graph* out = g.get();
   c.plans.emplace(key, std::move(g));

@@ -29,7 +29,8 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee
 nvidia-smi topo -m >> "$OUT/gpus.txt" 2>&1
 
 # N ranks of cuda_train_bench, torchrun-style environment (trainer/dist/rank_env.h); each rank's
-# log in $OUT/TAG.rankR.log. ROW_LIMIT_S (default 0: none) stops a row's ranks after that long.
+# log in $OUT/TAG.rankR.log. ROW_LIMIT_S (default 0: none) stops a row (ours or the peer) after
+# that long.
 ranks() {
   local tag=$1 n=$2; shift 2
   local rdv; rdv=$(mktemp -d)
@@ -45,8 +46,8 @@ ranks() {
   [[ $rc -eq 0 ]] || { echo "a rank of $tag failed:"; tail -n 5 "$OUT/$tag".rank*.log; }
   rm -rf "$rdv"
 }
-torch_peer() {  # runs the peer from its folder, as its docstring says
-  (cd "$peer" && PYTHONUNBUFFERED=1 "$@")
+torch_peer() {  # runs the peer from its folder, as its docstring says (ROW_LIMIT_S too)
+  (cd "$peer" && PYTHONUNBUFFERED=1 timeout "${ROW_LIMIT_S:-0}" "$@")
 }
 
 if want dp; then

@@ -145,6 +145,47 @@ TEST(GlooCommunicatorTest, SendAndRecvChainForwardAndBack) {
   AllRanksPassed(outcomes);
 }
 
+TEST(GlooCommunicatorTest, SendRecvExchangesWithBothNeighboursAtOnce) {
+  // What a pipeline stage does between two operations: its output to one
+  // neighbour while it receives from the other, or both ways with one
+  // neighbour. Every rank sends first, so plain Sends could wait on each other
+  // forever; SendRecv posts both. Messages of 1 MiB, several rounds, and a
+  // round that only receives (a count of 0 to send).
+  const int n = 3;
+  const int64_t count = 1 << 18;
+  TempDir dir;
+  auto outcomes = RunRanks(n, 60, [&](int rank) -> RankResult {
+    Result<ProcessGroups> groups = Connect(rank, n, dir.path());
+    RANK_OK(groups.status());
+    Communicator& c = *groups->world;
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    std::vector<float> out(count), in(count);
+    for (int round = 0; round < 3; ++round) {
+      for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(1000 * rank + round + i % 7);
+      RANK_OK(c.SendRecv(out.data(), count, next, in.data(), count, prev, DType::kFloat32));
+      for (int64_t i = 0; i < count; ++i)
+        RANK_CHECK(in[i] == static_cast<float>(1000 * prev + round + i % 7),
+                   "round {} element {}: {}", round, i, in[i]);
+    }
+    if (rank < 2) {  // ranks 0 and 1 swap with each other
+      const int other = 1 - rank;
+      int64_t mine = rank + 10, theirs = -1;
+      RANK_OK(c.SendRecv(&mine, 1, other, &theirs, 1, other, DType::kInt64));
+      RANK_CHECK(theirs == other + 10, "swap got {}", theirs);
+      // Rank 0 only receives, rank 1 only sends.
+      RANK_OK(c.SendRecv(&mine, rank == 1 ? 1 : 0, other, &theirs, rank == 0 ? 1 : 0, other,
+                         DType::kInt64));
+      if (rank == 0) RANK_CHECK(theirs == 11, "one-way got {}", theirs);
+    }
+    float x = 0;
+    Status self = c.SendRecv(&x, 1, rank, &x, 1, next, DType::kFloat32);
+    RANK_CHECK(self.code() == ErrorCode::kInvalidArgument, "{}", self.message());
+    RANK_OK(c.Barrier());
+    return {};
+  });
+  AllRanksPassed(outcomes);
+}
+
 TEST(GlooCommunicatorTest, RefusesBadArgumentsWithoutCommunicating) {
   TempDir dir;
   auto outcomes = RunRanks(2, 60, [&](int rank) -> RankResult {

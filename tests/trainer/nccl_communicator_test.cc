@@ -195,6 +195,17 @@ TEST(NcclCommunicatorTest, CollectivesAcrossGpusAreExactAndAgree) {
     for (int64_t i = 0; i < 1000; ++i) got.Set(i, got.Get(i) + rank);
     buf = memory.Upload(got);
     if (rank + 1 < n) RANK_OK(c.Send(buf, 1000, DType::kFloat32, rank + 1));
+    // Around the ring at once, every rank sending first (a pipeline's exchanges).
+    const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
+    Values mine(DType::kFloat32, 1 << 20);
+    for (int64_t i = 0; i < mine.count(); ++i)
+      mine.Set(i, static_cast<double>(rank * 4096 + i % 4096));
+    void* out = memory.Upload(mine);
+    void* in = memory.Upload(mine);
+    RANK_OK(c.SendRecv(out, mine.count(), next, in, mine.count(), prev, DType::kFloat32));
+    Values ring = memory.Download(in, DType::kFloat32, mine.count());
+    for (int64_t i = 0; i < mine.count(); ++i)
+      RANK_CHECK(ring.Get(i) == static_cast<double>(prev * 4096 + i % 4096), "ring element {}", i);
     // Every rank ends an all-reduce of rank-dependent floats with the same bits.
     Values x(DType::kFloat32, 4099);
     for (int64_t i = 0; i < x.count(); ++i)

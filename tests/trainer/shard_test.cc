@@ -4,10 +4,14 @@
 // owned once), the refusals, and the schedule's order and link agreement.
 #include "trainer/model/shard.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <numeric>
+#include <vector>
 
 #include "trainer/dist/pipeline_schedule.h"
 #include "trainer/model/layout.h"
@@ -216,11 +220,9 @@ TEST(PipelineScheduleTest, OneForwardOneBackward) {
   EXPECT_DOUBLE_EQ(dist::BubbleFraction(4, 4), 3.0 / 7.0);
 }
 
-// Every micro-batch's forward precedes its backward, each once; and on every
-// link the upstream stage can meet the downstream stage's order: it has run
-// forward i before the link wants activation i, and receives gradient i only
-// before its own backward i (LinkOrder is what the CPU pipeline follows).
-TEST(PipelineScheduleTest, EveryLinkCanMeetItsOrder) {
+// Every micro-batch's forward precedes its backward, each once, and the stage
+// keeps at most MaxInFlight of them.
+TEST(PipelineScheduleTest, EveryForwardPrecedesItsBackward) {
   for (int stages = 1; stages <= 5; ++stages)
     for (int m = 1; m <= 7; ++m)
       for (int s = 0; s < stages; ++s) {
@@ -237,25 +239,94 @@ TEST(PipelineScheduleTest, EveryLinkCanMeetItsOrder) {
         }
         EXPECT_EQ(most, dist::MaxInFlight(stages, s, m));
         for (int i = 0; i < m; ++i) ASSERT_LT(forward_at.at(i), backward_at.at(i));
-        if (s + 1 == stages) continue;
-        // Walk this stage's ops, meeting the link's messages as the CPU pipeline does.
-        const auto link = dist::LinkOrder(stages, s, m);
-        size_t next = 0;
-        std::vector<bool> done(m);
-        for (const auto& op : ops) {
-          if (op.forward) {
-            done[op.micro] = true;
-          } else {
-            while (next < link.size() && link[next].forward && done[link[next].micro]) ++next;
-            ASSERT_LT(next, link.size());
-            ASSERT_FALSE(link[next].forward) << "stage " << s << " would wait for a forward";
-            ASSERT_EQ(link[next].micro, op.micro);
-            ++next;
-          }
-          while (next < link.size() && link[next].forward && done[link[next].micro]) ++next;
-        }
-        EXPECT_EQ(next, link.size());
       }
+}
+
+// Every stage's exchanges, run together as point-to-point operations that wait
+// for their match (the k-th send from a to b meets b's k-th receive from a, as
+// NCCL and Gloo match them; a send completes only once its receive is posted,
+// the worst case): no chain of stages deadlocks, every message meets the one
+// its peer expects (the same activation or gradient), each operation's input
+// has arrived before it runs, and every output goes to its neighbour once.
+TEST(PipelineScheduleTest, TheStagesExchangesMeetWithoutDeadlock) {
+  struct P2p {
+    bool send;
+    dist::PipelineMessage msg;
+    int index;  // the k-th send or receive between this pair, this direction
+    bool done = false;
+  };
+  for (int stages = 1; stages <= 5; ++stages)
+    for (int m = 1; m <= 8; ++m) {
+      SCOPED_TRACE(fmt::format("P{} M{}", stages, m));
+      // Each stage's program: groups of point-to-point operations, done together; a
+      // group of none stands for the operation that follows an exchange.
+      std::vector<std::vector<std::vector<P2p>>> program(stages);
+      std::map<std::pair<int, int>, int> sends, recvs;  // (from, to) -> count so far
+      for (int s = 0; s < stages; ++s) {
+        const auto ops = dist::OneFOneB(stages, s, m);
+        const auto ex = dist::Exchanges(stages, s, m);
+        ASSERT_EQ(ex.size(), ops.size() + 1);
+        for (size_t k = 0; k < ex.size(); ++k) {
+          std::vector<P2p> group;
+          auto add = [&](bool send, const dist::PipelineMessage& msg) {
+            if (msg.peer < 0) return;
+            ASSERT_NE(msg.peer, s);
+            ASSERT_EQ(std::abs(msg.peer - s), 1);
+            int& n = send ? sends[{s, msg.peer}] : recvs[{msg.peer, s}];
+            group.push_back({send, msg, n++});
+          };
+          add(true, ex[k].send);
+          if (!ex[k].together) {
+            program[s].push_back(group);
+            group.clear();
+          }
+          add(false, ex[k].recv);
+          if (k < ops.size()) {  // the input of operation k is what arrives just before it
+            const dist::PipelineOp& op = ops[k];
+            const bool needs = op.forward ? s > 0 : s + 1 < stages;
+            ASSERT_EQ(ex[k].recv.peer >= 0, needs) << "stage " << s << " op " << k;
+            if (needs) {
+              EXPECT_EQ(ex[k].recv.activation, op.forward);
+              EXPECT_EQ(ex[k].recv.micro, op.micro);
+            }
+          }
+          program[s].push_back(group);
+          if (k < ops.size()) program[s].push_back({});  // the operation itself
+        }
+      }
+      for (const auto& [link, n] : sends) EXPECT_EQ(n, m) << link.first << " -> " << link.second;
+      EXPECT_EQ(sends.size(), recvs.size());
+      // Run: a posted send and the posted receive that matches it complete together.
+      std::vector<size_t> at(stages, 0);
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (int s = 0; s < stages; ++s) {
+          if (at[s] >= program[s].size()) continue;
+          for (P2p& op : program[s][at[s]]) {
+            if (op.done) continue;
+            const int peer = op.msg.peer;
+            if (at[peer] >= program[peer].size()) continue;
+            for (P2p& other : program[peer][at[peer]]) {
+              if (other.done || other.send == op.send || other.msg.peer != s ||
+                  other.index != op.index)
+                continue;
+              EXPECT_EQ(other.msg.activation, op.msg.activation) << "stage " << s;
+              EXPECT_EQ(other.msg.micro, op.msg.micro) << "stage " << s;
+              op.done = other.done = true;
+              progress = true;
+            }
+          }
+          auto& group = program[s][at[s]];
+          if (std::all_of(group.begin(), group.end(), [](const P2p& p) { return p.done; })) {
+            ++at[s];
+            progress = true;
+          }
+        }
+      }
+      for (int s = 0; s < stages; ++s)
+        EXPECT_EQ(at[s], program[s].size()) << "stage " << s << " deadlocked";
+    }
 }
 
 }  // namespace

@@ -64,6 +64,9 @@ class SelfCommunicator final : public Communicator {
   Status Recv(void*, int64_t, DType, int peer, void*) override {
     return Errorf(ErrorCode::kInvalidArgument, "receive from rank {} in a world of one rank", peer);
   }
+  Status SendRecv(const void*, int64_t, int to, void*, int64_t, int, DType, void*) override {
+    return Errorf(ErrorCode::kInvalidArgument, "send to rank {} in a world of one rank", to);
+  }
   Status Barrier() override { return Status::Ok(); }
 
  private:

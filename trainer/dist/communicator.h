@@ -27,6 +27,11 @@
 //   Send / Recv                 point to point, matched in order per peer pair; a Send
 //                               may wait for the peer's matching Recv, so two ranks
 //                               must not both Send to each other first
+//   SendRecv(send, to, recv, from)  a Send to `to` and a Recv from `from` at once,
+//                               neither waiting for the other (each is matched as a
+//                               Send and a Recv would be), so two ranks may SendRecv to
+//                               each other (a pipeline's exchange of an activation for
+//                               a gradient: Megatron's send_forward_recv_backward)
 //   Barrier()                   returns when every rank has entered it
 // A count of 0 returns at once on every rank, without communicating; a
 // negative count, a root or peer outside the group, or a Send/Recv to
@@ -78,11 +83,13 @@ class Communicator {
   virtual Status Send(const void* data, int64_t count, DType dtype, int peer,
                       void* stream = nullptr) = 0;
   virtual Status Recv(void* data, int64_t count, DType dtype, int peer, void* stream = nullptr) = 0;
+  virtual Status SendRecv(const void* send, int64_t send_count, int to, void* recv,
+                          int64_t recv_count, int from, DType dtype, void* stream = nullptr) = 0;
   virtual Status Barrier() = 0;
 };
 
 // The communicator of a world (or group) of one host rank: every collective is
-// the identity (a copy where send and recv differ); Send/Recv are errors. The
+// the identity (a copy where send and recv differ); point to point is an error. The
 // CUDA backend with one rank uses NCCL's one-rank communicator instead.
 std::unique_ptr<Communicator> MakeSelfCommunicator();
 

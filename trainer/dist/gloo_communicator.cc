@@ -178,6 +178,30 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
+  // Both posted, then both waited for: the peer may be sending to this rank too.
+  Status SendRecv(const void* send, int64_t send_count, int to, void* recv, int64_t recv_count,
+                  int from, DType dtype, void*) override {
+    BM_TRY(CheckPeer("Send to", to));
+    BM_TRY(CheckPeer("Recv from", from));
+    if (!failed_.ok()) return failed_;
+    if (send_count < 0 || recv_count < 0)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "gloo SendRecv of {} and {} elements in group '{}'", send_count, recv_count,
+                    group_);
+    if (send_count == 0) return Recv(recv, recv_count, dtype, from, nullptr);
+    if (recv_count == 0) return Send(send, send_count, dtype, to, nullptr);
+    const std::string what = fmt::format("SendRecv of {} {} to rank {} and {} from rank {}",
+                                         send_count, DTypeName(dtype), to, recv_count, from);
+    return Guard(what, [&] {
+      auto out = context_->createUnboundBuffer(const_cast<void*>(send), Bytes(send_count, dtype));
+      auto in = context_->createUnboundBuffer(recv, Bytes(recv_count, dtype));
+      out->send(to, gloo::Slot::build(kPointToPointSlotPrefix, sent_[to]++));
+      in->recv(from, gloo::Slot::build(kPointToPointSlotPrefix, received_[from]++));
+      if (!out->waitSend(timeout_)) throw gloo::IoException("the send was aborted");
+      if (!in->waitRecv(timeout_)) throw gloo::IoException("the receive was aborted");
+    });
+  }
+
   Status Barrier() override {
     if (!failed_.ok()) return failed_;
     return Guard("Barrier", [&] {

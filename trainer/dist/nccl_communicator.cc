@@ -180,6 +180,27 @@ class NcclCommunicator final : public Communicator {
     });
   }
 
+  // Both in one NCCL group: neither waits for the other.
+  Status SendRecv(const void* send, int64_t send_count, int to, void* recv, int64_t recv_count,
+                  int from, DType dtype, void* stream) override {
+    BM_TRY(CheckPeer("Send to", to));
+    BM_TRY(CheckPeer("Recv from", from));
+    if (send_count < 0 || recv_count < 0)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "nccl SendRecv of {} and {} elements in group '{}'", send_count, recv_count,
+                    group_);
+    return Issue({"SendRecv", send_count + recv_count, dtype, to}, stream, [&](cudaStream_t s) {
+      ncclResult_t r = ncclGroupStart();
+      if (r != ncclSuccess) return r;
+      if (send_count > 0)
+        r = ncclSend(send, static_cast<size_t>(send_count), NcclType(dtype), to, comm_, s);
+      if (r == ncclSuccess && recv_count > 0)
+        r = ncclRecv(recv, static_cast<size_t>(recv_count), NcclType(dtype), from, comm_, s);
+      const ncclResult_t end = ncclGroupEnd();
+      return r != ncclSuccess ? r : end;
+    });
+  }
+
   // A one-word all-reduce on the barrier's own stream, waited for here. The
   // wait polls, so that the watchdog's abort (after the timeout) ends it
   // even if the aborted kernel never lets the stream finish.
@@ -212,7 +233,7 @@ class NcclCommunicator final : public Communicator {
 
   std::string Describe(const Op& op) const {
     std::string peer;
-    if (op.peer >= 0) peer = fmt::format(" {} rank {}", op.name == "Send" ? "to" : "from", op.peer);
+    if (op.peer >= 0) peer = fmt::format(" {} rank {}", op.name == "Recv" ? "from" : "to", op.peer);
     return fmt::format("nccl {} of {} {}{} in group '{}' (rank {} of {}; global ranks {})", op.name,
                        op.count, DTypeName(op.dtype), peer, group_, rank_, size(),
                        fmt::join(members_, ", "));

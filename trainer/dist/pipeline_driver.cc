@@ -20,6 +20,10 @@ class Link {
   Status Recv(void* data, int64_t n, DType t, int peer) {
     return Timed([&] { return pp_.Recv(data, n, t, peer, stream_); });
   }
+  Status SendRecv(const void* send, int64_t n_send, int to, void* recv, int64_t n_recv, int from,
+                  DType t) {
+    return Timed([&] { return pp_.SendRecv(send, n_send, to, recv, n_recv, from, t, stream_); });
+  }
 
  private:
   template <typename F>
@@ -51,46 +55,36 @@ Status ExchangeTiedEmbedding(PipelineStage& stage, Link& link, int stages, int m
 Status RunOneFOneB(PipelineStage& stage, Communicator& pp, int micro_batches, int slots,
                    double* wait_s) {
   const int stages = pp.size(), me = pp.rank(), m = micro_batches;
-  const bool first = me == 0, last = me == stages - 1;
   if (slots < MaxInFlight(stages, me, m))
     return Errorf(ErrorCode::kInternal,
                   "pipeline stage {}: {} activation slots for {} micro-batches in flight", me,
                   slots, MaxInFlight(stages, me, m));
   Link link(pp, stage.stream(), wait_s);
-  const std::vector<PipelineOp> ops = OneFOneB(stages, me, m);
-  const std::vector<PipelineOp> order = last ? std::vector<PipelineOp>() : LinkOrder(stages, me, m);
-  size_t next = 0;                    // the next message on the link to stage + 1
-  std::vector<bool> forward_done(m);  // forwards whose output may go down
   const DType type = stage.MessageType();
-  // Sends every activation the link has reached and this stage has computed.
-  auto send_ready = [&]() -> Status {
-    while (next < order.size() && order[next].forward && forward_done[order[next].micro]) {
-      const int i = order[next++].micro;
-      BM_TRY(link.Send(stage.Output(i % slots), stage.MessageElems(i), type, me + 1));
-    }
+  // A message's buffer on this stage: an activation's slot, or the gradient buffer.
+  auto sent = [&](const PipelineMessage& msg) -> const void* {
+    return msg.activation ? stage.Output(msg.micro % slots) : stage.InputGrad();
+  };
+  auto received = [&](const PipelineMessage& msg) -> void* {
+    return msg.activation ? stage.Input(msg.micro % slots) : stage.OutputGrad();
+  };
+  auto exchange = [&](const PipelineExchange& e) -> Status {
+    const PipelineMessage &out = e.send, &in = e.recv;
+    if (out.peer >= 0 && in.peer >= 0 && e.together)
+      return link.SendRecv(sent(out), stage.MessageElems(out.micro), out.peer, received(in),
+                           stage.MessageElems(in.micro), in.peer, type);
+    if (out.peer >= 0) BM_TRY(link.Send(sent(out), stage.MessageElems(out.micro), type, out.peer));
+    if (in.peer >= 0) BM_TRY(link.Recv(received(in), stage.MessageElems(in.micro), type, in.peer));
     return Status::Ok();
   };
-  for (const PipelineOp& op : ops) {
-    const int i = op.micro;
-    if (op.forward) {
-      if (!first) BM_TRY(link.Recv(stage.Input(i % slots), stage.MessageElems(i), type, me - 1));
-      BM_TRY(stage.Forward(i, i % slots));
-      forward_done[i] = true;
-      BM_TRY(send_ready());
-      continue;
-    }
-    if (!last) {
-      BM_TRY(send_ready());
-      if (next >= order.size() || order[next].forward || order[next].micro != i)
-        return Errorf(ErrorCode::kInternal,
-                      "pipeline stage {}: the link to stage {} is not at gradient {}", me, me + 1,
-                      i);
-      ++next;
-      BM_TRY(link.Recv(stage.OutputGrad(), stage.MessageElems(i), type, me + 1));
-    }
-    BM_TRY(stage.Backward(i, i % slots, i == m - 1));
-    if (!first) BM_TRY(link.Send(stage.InputGrad(), stage.MessageElems(i), type, me - 1));
+  const std::vector<PipelineOp> ops = OneFOneB(stages, me, m);
+  const std::vector<PipelineExchange> exchanges = Exchanges(stages, me, m);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    BM_TRY(exchange(exchanges[k]));
+    const int i = ops[k].micro;
+    BM_TRY(ops[k].forward ? stage.Forward(i, i % slots) : stage.Backward(i, i % slots, i == m - 1));
   }
+  BM_TRY(exchange(exchanges.back()));
   BM_TRY(stage.EndStep());
   return ExchangeTiedEmbedding(stage, link, stages, me);
 }

@@ -1,13 +1,12 @@
 // RunOneFOneB: one pipeline stage's part of an optimizer step, the driver both
 // backends share. It runs the stage's operations in the 1F1B order of
-// pipeline_schedule.h and moves the messages between stages over the pipeline
-// group: the activation to the next stage after each forward (as soon as the
-// link has reached it), the gradient from the next stage just before each
-// backward, the input gradient to the previous stage after it — each link in
-// its LinkOrder, so no chain of stages deadlocks. Then, with tied embeddings,
-// Megatron's embedding-group exchange: the last stage sends its copy's
-// gradient to the first, which adds it and sends the sum back, so both copies
-// take the same updates.
+// pipeline_schedule.h and, before each, that schedule's exchange with the
+// neighbours over the pipeline group: the previous operation's message out (an
+// activation down, an input gradient up) and this one's in, at once
+// (Communicator::SendRecv), so a stage's output goes down as soon as it is
+// computed. Then, with tied embeddings, Megatron's embedding-group exchange:
+// the last stage sends its copy's gradient to the first, which adds it and
+// sends the sum back, so both copies take the same updates.
 //
 // What a stage computes is its backend's (PipelineStage); the driver only
 // orders the calls and the messages. Collective over the pipeline group (and,
@@ -65,8 +64,9 @@ class PipelineStage {
 
 // Runs the stage's part of `micro_batches` micro-batches. `slots` activation
 // slots must hold MaxInFlight(pp.size(), pp.rank(), micro_batches) of them
-// (kInternal otherwise). wait_s (nullable) gains the seconds spent in Send and
-// Recv: the bubble as this stage saw it, and the transfers.
+// (kInternal otherwise). wait_s (nullable) gains the seconds spent in the
+// exchanges: the bubble as this stage saw it, and the transfers (with a device
+// communicator, only the time to queue them).
 Status RunOneFOneB(PipelineStage& stage, Communicator& pp, int micro_batches, int slots,
                    double* wait_s);
 

@@ -16,8 +16,27 @@ std::vector<PipelineOp> OneFOneB(int stages, int stage, int micro_batches) {
   return ops;
 }
 
-std::vector<PipelineOp> LinkOrder(int stages, int stage, int micro_batches) {
-  return OneFOneB(stages, stage + 1, micro_batches);
+std::vector<PipelineExchange> Exchanges(int stages, int stage, int micro_batches) {
+  const std::vector<PipelineOp> ops = OneFOneB(stages, stage, micro_batches);
+  const bool first = stage == 0, last = stage == stages - 1;
+  // What operation `op` sends after it and receives before it.
+  auto produced = [&](const PipelineOp& op) -> PipelineMessage {
+    if (op.forward) return last ? PipelineMessage{} : PipelineMessage{true, op.micro, stage + 1};
+    return first ? PipelineMessage{} : PipelineMessage{false, op.micro, stage - 1};
+  };
+  auto needed = [&](const PipelineOp& op) -> PipelineMessage {
+    if (op.forward) return first ? PipelineMessage{} : PipelineMessage{true, op.micro, stage - 1};
+    return last ? PipelineMessage{} : PipelineMessage{false, op.micro, stage + 1};
+  };
+  std::vector<PipelineExchange> exchanges(ops.size() + 1);
+  for (size_t k = 0; k <= ops.size(); ++k) {
+    PipelineExchange& e = exchanges[k];
+    if (k > 0) e.send = produced(ops[k - 1]);
+    if (k < ops.size()) e.recv = needed(ops[k]);
+    e.together =
+        !(e.send.peer >= 0 && !e.send.activation && e.recv.peer >= 0 && !e.recv.activation);
+  }
+  return exchanges;
 }
 
 int MaxInFlight(int stages, int stage, int micro_batches) {

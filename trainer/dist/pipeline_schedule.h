@@ -11,16 +11,15 @@
 // and two units) is (P - 1) / (M + P - 1).
 //
 // Messages: a forward sends the micro-batch's output to the next stage, a
-// backward sends its input gradient to the previous one. With point-to-point
-// sends that may wait for the matching receive (trainer/dist/communicator.h),
-// both sides of a link must meet its messages in one order: the order of the
-// downstream stage's operations (its forward i receives activation i, its
-// backward i sends gradient i). The upstream stage therefore sends activation
-// i as soon as its forward i is done and the link has reached it, and receives
-// gradient i just before its backward i — LinkOrder gives it that order.
-// Every link agreeing, a chain of stages cannot deadlock.
-//
-// Values only.
+// backward sends its input gradient to the previous one. Before each of its
+// operations a stage sends what its previous operation produced and receives
+// what this one needs, both at once (Communicator::SendRecv; Megatron's
+// send_forward_recv_backward and send_backward_recv_forward), so that a
+// stage's output goes down as soon as it is computed and both neighbours may
+// send to each other at the same moment. One exchange is not done at once: a
+// gradient sent up with a gradient received from below (a run of backwards)
+// share the stage's gradient buffer, so the send goes first. After its last
+// operation a stage sends that operation's message.
 #pragma once
 
 #include <vector>
@@ -35,10 +34,22 @@ struct PipelineOp {
 // Stage `stage`'s operations, in order. Preconditions: 0 <= stage < stages, M >= 1.
 std::vector<PipelineOp> OneFOneB(int stages, int stage, int micro_batches);
 
-// The messages on the link between `stage` and stage + 1, in the order both
-// meet them: {forward, i} = activation i goes down, {false, i} = gradient i
-// comes up. Precondition: stage + 1 < stages.
-std::vector<PipelineOp> LinkOrder(int stages, int stage, int micro_batches);
+// A message: activation `micro` (going down) or its gradient (going up), to or
+// from stage `peer`; peer < 0: none.
+struct PipelineMessage {
+  bool activation = true;
+  int micro = -1;
+  int peer = -1;
+};
+// What a stage sends and receives before one of its operations (or after the
+// last); `together`: at once, else the send and then the receive.
+struct PipelineExchange {
+  PipelineMessage send, recv;
+  bool together = true;
+};
+// Stage `stage`'s exchanges: element k before OneFOneB's operation k, and one
+// more after the last (2·M + 1 in all).
+std::vector<PipelineExchange> Exchanges(int stages, int stage, int micro_batches);
 
 // Micro-batches stage `stage` keeps in flight at most: min(P - stage, M).
 int MaxInFlight(int stages, int stage, int micro_batches);

@@ -79,6 +79,20 @@ class StagedCommunicator final : public Communicator {
     return ToDevice(data, buffer_, bytes, stream, "recv");
   }
 
+  // The send staged in the first half of the pinned buffer, the receive in the second.
+  Status SendRecv(const void* send, int64_t send_count, int to, void* recv, int64_t recv_count,
+                  int from, DType dtype, void* stream) override {
+    if (send_count < 0 || recv_count < 0)  // the host communicator's error
+      return host_->SendRecv(send, send_count, to, recv, recv_count, from, dtype);
+    if (send_count == 0) return Recv(recv, recv_count, dtype, from, stream);
+    if (recv_count == 0) return Send(send, send_count, dtype, to, stream);
+    const size_t out = Bytes(send_count, dtype), in = Bytes(recv_count, dtype);
+    BM_TRY(Reserve(out + in));
+    BM_TRY(ToHost(buffer_, send, out, stream, "send"));
+    BM_TRY(host_->SendRecv(buffer_, send_count, to, buffer_ + out, recv_count, from, dtype));
+    return ToDevice(recv, buffer_ + out, in, stream, "recv");
+  }
+
   Status Barrier() override { return host_->Barrier(); }
 
  private:

@@ -11,7 +11,8 @@
 #      beside the suites' published A800/A100 figures for context (other GPUs, other frameworks,
 #      the whole 8-GPU layouts).
 # Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp]      (default: all three; tp needs 4 GPUs)
+#   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp] [pp]  (default: all; tp: the Aquila2 row and
+#                                                            its peer, pp: the GPT-3 row; 4 GPUs)
 # Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
 # ../shared/bench/multi_reference.py, carried unchanged into .devtree/peer/ with
 # torch_reference.py beside it. GPUS (default: all) sets N. Logs and JSON go to $OUT.
@@ -19,7 +20,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)   # the .devtree
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=$here/bin peer=$here/peer
-MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3 tp)
+MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3 tp pp)
 want() { for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
 # NVLink multicast stays off on these machines, for us and for PyTorch (GPU-MACHINE.md).
 source "$(dirname "$0")/device_env.sh" "$here"
@@ -68,6 +69,8 @@ if want tp && [[ $N -ge 4 ]]; then
     --json "$OUT/ours.jsonl"
   torch_peer torchrun --standalone --nproc_per_node=4 tp_reference.py --model aquila2-7b --tp 2 \
     --batch 1 --seq 2048 --accum 8 --json "$OUT/torch.jsonl"
+fi
+if want pp && [[ $N -ge 4 ]]; then
   ranks gpt3-tp2pp2 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
     --precision fp16 --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
 fi

@@ -91,6 +91,10 @@ def main():
     ap.add_argument("--seq", type=int, default=None)
     ap.add_argument("--accum", type=int, default=1)
     ap.add_argument("--no-compile", action="store_true")
+    # FSDP2 reduce-scatters the gradients after every micro-batch by default ("every", what run 25
+    # timed); "last" turns the sync off for all but the step's last micro-batch
+    # (set_requires_gradient_sync), as benchmake's ZeRO-1 reduces once per step.
+    ap.add_argument("--accum-sync", choices=["every", "last"], default="every")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--json", default=None)
@@ -152,7 +156,9 @@ def main():
 
     def step(i):
         loss_sum = 0.0
-        for _ in range(args.accum):
+        for a in range(args.accum):
+            if dp > 1 and args.accum_sync == "last":
+                model.set_requires_gradient_sync(a == args.accum - 1)
             buf = torch.randint(0, V, (B, T + 1), device=dev, generator=g)
             x, y = buf[:, :-1].contiguous(), buf[:, 1:].contiguous()
             if autocast is not None:
@@ -193,7 +199,7 @@ def main():
 
     fpt = {"6N": 6 * n_all, "palm_all": 6 * n_all + attn, "palm_nonemb": 6 * (n_all - n_emb) + attn}
     res = dict(kind="train", mode=f"tp{tp}dp{dp}", model=args.model, world=world, tp=tp, dp=dp, batch=B, seq=T,
-               accum=args.accum, vocab=V, n_all=n_all, flops_per_token=fpt,
+               accum=args.accum, accum_sync=args.accum_sync, vocab=V, n_all=n_all, flops_per_token=fpt,
                compile=("per block" if not args.no_compile else False),
                precision=("FSDP2 bf16 params / fp32 reduce over dp" if dp > 1 else "autocast bf16, fp32 params"),
                torch=torch.__version__, device=torch.cuda.get_device_name(dev), ln_vocab=math.log(V))

@@ -74,6 +74,9 @@ if want variants; then
     set -- $mb
     ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --recompute-norms --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute norms: /' | tee -a "$OUT/bench.log"
     ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --chunk 2048 --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/logits chunk 2048: /' | tee -a "$OUT/bench.log"
+    # the masters as the bf16 copy and a 16-bit low half (expected: -3.5 GiB on the 7B-width
+    # row, AdamW 2 bytes/param lighter; the same bits, cuda_model_test)
+    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --split-masters --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/split masters: /' | tee -a "$OUT/bench.log"
   done
 fi
 if want profile; then  # PROFILE_MODELS="llama-1b:8" profiles those rows only; PRECISIONS="bf16 fp16"

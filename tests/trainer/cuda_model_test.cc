@@ -73,10 +73,11 @@ Batch MakeBatch(int vocab, int which) {
 
 std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, bool recompute = false,
                                      AttentionImpl attention = AttentionImpl::kAuto,
-                                     bool recompute_norms = false) {
+                                     bool recompute_norms = false, bool split_masters = false) {
   RunSpec run;
   run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.recompute = recompute;
   run.recompute_norms = recompute_norms;
+  run.split_masters = split_masters;
   run.attention = attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
   auto m = CudaModel::Create(spec, run);
@@ -276,6 +277,7 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   }
 }
 
+// Recomputing (all, or the norms) and splitting the masters change no bit.
 TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   ModelSpec spec = Tiny(GetParam());
   ParamLayout layout(spec);
@@ -284,10 +286,17 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   std::vector<std::vector<float>> finals;
   std::vector<std::vector<double>> curves;
   std::vector<size_t> plans;
-  // rerun, recompute, the norms recomputed (alone and with recompute)
-  for (auto [recompute, norms] : std::vector<std::pair<bool, bool>>{
-           {false, false}, {false, false}, {true, false}, {false, true}, {true, true}}) {
-    auto m = MakeModel(spec, DType::kBF16, recompute, AttentionImpl::kAuto, norms);
+  // rerun, recompute, the norms recomputed (alone and with recompute), split masters
+  struct Variant {
+    bool recompute, norms, split;
+  };
+  for (auto [recompute, norms, split] : std::vector<Variant>{{false, false, false},
+                                                             {false, false, false},
+                                                             {true, false, false},
+                                                             {false, true, false},
+                                                             {true, true, false},
+                                                             {false, false, true}}) {
+    auto m = MakeModel(spec, DType::kBF16, recompute, AttentionImpl::kAuto, norms, split);
     ASSERT_TRUE(m);
     plans.push_back(m->memory().plan_bytes);
     ASSERT_TRUE(m->SetParameters(init).ok());
@@ -298,44 +307,56 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   // Without the norms' outputs kept: 2 x layers - 1 activations of [B*T, C] fewer.
   EXPECT_EQ(plans[0] - plans[3],
             (2 * static_cast<size_t>(spec.layers) - 1) * kBatch * kSeq * spec.hidden * 2);
+  // Split masters: the fp32 masters' 4 bytes a parameter become a 2-byte low half.
+  EXPECT_NEAR(static_cast<double>(plans[0] - plans[5]), 2.0 * static_cast<double>(layout.total()),
+              256.0);
   EXPECT_EQ(curves[0], curves[1]);
   EXPECT_EQ(0, std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * 4));
   for (size_t i = 2; i < curves.size(); ++i) {
-    EXPECT_EQ(curves[0], curves[i]) << "recomputing must not change the numbers (run " << i << ")";
+    EXPECT_EQ(curves[0], curves[i])
+        << "recomputing or splitting must not change the numbers (run " << i << ")";
     EXPECT_EQ(0, std::memcmp(finals[0].data(), finals[i].data(), finals[0].size() * 4)) << i;
   }
 }
 
+// Interrupted after 3 steps and resumed from the parameters and AdamW state: the uninterrupted
+// run's bits, with the masters whole and split.
 TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {
   ModelSpec spec = Tiny(GetParam());
   ParamLayout layout(spec);
   auto init = InitParams(layout, 3);
   AdamWHyper h;
-  auto through = MakeModel(spec, DType::kBF16);
-  ASSERT_TRUE(through);
-  ASSERT_TRUE(through->SetParameters(init).ok());
-  auto full = GpuCurve(through.get(), spec, 0, 6, h);
-  std::vector<float> want;
-  ASSERT_TRUE(through->GetParameters(&want).ok());
+  for (bool split : {false, true}) {
+    SCOPED_TRACE(split ? "split masters" : "fp32 masters");
+    auto make = [&] {
+      return MakeModel(spec, DType::kBF16, false, AttentionImpl::kAuto, false, split);
+    };
+    auto through = make();
+    ASSERT_TRUE(through);
+    ASSERT_TRUE(through->SetParameters(init).ok());
+    auto full = GpuCurve(through.get(), spec, 0, 6, h);
+    std::vector<float> want;
+    ASSERT_TRUE(through->GetParameters(&want).ok());
 
-  std::vector<float> p, m1, v1;
-  std::vector<double> first;
-  {
-    auto a = MakeModel(spec, DType::kBF16);
-    ASSERT_TRUE(a->SetParameters(init).ok());
-    first = GpuCurve(a.get(), spec, 0, 3, h);
-    ASSERT_TRUE(a->GetParameters(&p).ok());
-    ASSERT_TRUE(a->GetOptimizerState(&m1, &v1).ok());
-  }  // "killed"
-  auto b = MakeModel(spec, DType::kBF16);
-  ASSERT_TRUE(b->SetParameters(p).ok());
-  ASSERT_TRUE(b->SetOptimizerState(m1, v1).ok());
-  auto second = GpuCurve(b.get(), spec, 3, 3, h);
-  first.insert(first.end(), second.begin(), second.end());
-  EXPECT_EQ(first, full);
-  std::vector<float> got;
-  ASSERT_TRUE(b->GetParameters(&got).ok());
-  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4));
+    std::vector<float> p, m1, v1;
+    std::vector<double> first;
+    {
+      auto a = make();
+      ASSERT_TRUE(a->SetParameters(init).ok());
+      first = GpuCurve(a.get(), spec, 0, 3, h);
+      ASSERT_TRUE(a->GetParameters(&p).ok());
+      ASSERT_TRUE(a->GetOptimizerState(&m1, &v1).ok());
+    }  // "killed"
+    auto b = make();
+    ASSERT_TRUE(b->SetParameters(p).ok());
+    ASSERT_TRUE(b->SetOptimizerState(m1, v1).ok());
+    auto second = GpuCurve(b.get(), spec, 3, 3, h);
+    first.insert(first.end(), second.begin(), second.end());
+    EXPECT_EQ(first, full);
+    std::vector<float> got;
+    ASSERT_TRUE(b->GetParameters(&got).ok());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaModelTest, ::testing::Values("tiny-gpt", "tiny-llama"),

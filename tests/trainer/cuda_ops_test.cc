@@ -21,6 +21,7 @@
 #include "trainer/cuda/kernels/residual.cuh"
 #include "trainer/cuda/kernels/rmsnorm.cuh"
 #include "trainer/cuda/kernels/rope.cuh"
+#include "trainer/cuda/kernels/split_master.h"
 #include "trainer/cuda/matmul.h"
 
 namespace bm::train::cuda {
@@ -335,6 +336,46 @@ void CheckAdamW(float loss_scale) {
     EXPECT_CLOSE(gm.Download(), m, 1e-5);
     EXPECT_CLOSE(gv.Download(), v, 1e-5);
     EXPECT_CLOSE(lowp.Download(), p, 4e-3);
+  }
+}
+
+// Split masters (kernels/split_master.h): SplitMasters gives the host's halves, and AdamW over
+// the halves gives the fp32 update's bits and its bf16 copy, on both kernels.
+TEST(CudaAdamW, SplitMastersUpdateAsTheFp32Masters) {
+  BM_SKIP_WITHOUT_GPU();
+  for (size_t n : {size_t{100003}, size_t{100000}}) {
+    auto p = RandomVector(n, 1.0f, 1), g = RandomVector(n, 0.5f, 2);
+    auto m = RandomVector(n, 0.1f, 3), v = RandomVector(n, 0.1f, 4);
+    for (float& x : v) x = x * x;
+    DeviceBuffer<float> gp(p), gg(g), gm(m), gv(v), sumsq(1), partials(kGradNormBlocks);
+    DeviceBuffer<float> sm(m), sv(v);
+    DeviceBuffer<uint16_t> hi(n), lo(n), copy(n);
+    ASSERT_TRUE(SplitMasters(hi.get(), lo.get(), gp.get(), n, 0).ok());
+    std::vector<uint16_t> want_hi(n), want_lo(n), got_hi(n), got_lo(n);
+    SplitMastersCpu(p.data(), n, want_hi.data(), want_lo.data());
+    auto download = [&](const DeviceBuffer<uint16_t>& b, std::vector<uint16_t>* out) {
+      ASSERT_EQ(cudaMemcpy(out->data(), b.get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    };
+    download(hi, &got_hi), download(lo, &got_lo);
+    EXPECT_EQ(got_hi, want_hi) << n;
+    EXPECT_EQ(got_lo, want_lo) << n;
+    ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
+    AdamWHyper h;
+    h.step = 3;
+    ASSERT_TRUE(AdamWUpdate(gp.get(), reinterpret_cast<__nv_bfloat16*>(copy.get()), gm.get(),
+                            gv.get(), gg.get(), sumsq.get(), h, n, 0)
+                    .ok());
+    ASSERT_TRUE(
+        AdamWSplitUpdate(hi.get(), lo.get(), sm.get(), sv.get(), gg.get(), sumsq.get(), h, n, 0)
+            .ok());
+    std::vector<float> want = gp.Download(), joined(n);
+    std::vector<uint16_t> want_copy(n);
+    download(hi, &got_hi), download(lo, &got_lo), download(copy, &want_copy);
+    JoinMastersCpu(got_hi.data(), got_lo.data(), n, joined.data());
+    EXPECT_EQ(0, std::memcmp(joined.data(), want.data(), n * 4)) << n;
+    EXPECT_EQ(got_hi, want_copy) << n;
+    EXPECT_EQ(0, std::memcmp(sm.Download().data(), gm.Download().data(), n * 4)) << n;
+    EXPECT_EQ(0, std::memcmp(sv.Download().data(), gv.Download().data(), n * 4)) << n;
   }
 }
 

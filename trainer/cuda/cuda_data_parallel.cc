@@ -5,6 +5,7 @@
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/residual.cuh"
+#include "trainer/cuda/kernels/split_master.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -22,12 +23,13 @@ std::vector<dist::UnitSpan> Spans(const ParamLayout& layout) {
 }  // namespace
 
 CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero,
-                                   DType work)
+                                   DType work, bool split_masters)
     : layout_(layout),
       comm_(comm),
       zero_(zero),
       work_(work),
       lowp_(work != DType::kF32),
+      split_(split_masters && zero == 0 && work == DType::kBF16),
       plan_(Spans(layout), zero >= 1 ? comm->size() : 1, zero >= 1 ? comm->rank() : 0),
       zero_ranges_(layout.AddedGradients()) {
   grad_slot_of_unit_.assign(layout.units().size(), nullptr);
@@ -55,7 +57,10 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
   for (int u = 0; u < plan_.num_units(); ++u)
     widest_slice = std::max(widest_slice, static_cast<size_t>(plan_.slice(u)));
   const size_t embeddings = static_cast<size_t>(plan_.unit(0).numel);
-  master_ = plan->Add(zero_ >= 1 ? "master weights fp32 (own slices)" : "params fp32", L * 4);
+  if (split_)
+    lo_ = plan->Add("params fp32 low halves (the high halves are the bf16 copy)", L * 2);
+  else
+    master_ = plan->Add(zero_ >= 1 ? "master weights fp32 (own slices)" : "params fp32", L * 4);
   m_ = plan->Add(zero_ >= 1 ? "adamw m (own slices)" : "adamw m", L * 4);
   v_ = plan->Add(zero_ >= 1 ? "adamw v (own slices)" : "adamw v", L * 4);
   if (zero_ <= 2 && (lowp_ || zero_ >= 1))
@@ -119,6 +124,8 @@ dist::DType CudaDataParallel::work_dtype() const {
 }
 
 Status CudaDataParallel::CastToWork(void* out, const float* in, size_t n, cudaStream_t s) const {
+  // bf16 rounded as AdamW rounds it (kernels/split_master.h)
+  if (work_ == DType::kBF16) return SplitMasters(static_cast<uint16_t*>(out), nullptr, in, n, s);
   return WithElementType(work_, [&](auto tag) -> Status {
     using T = decltype(tag);
     return CastF32<T>(static_cast<T*>(out), in, n, s);
@@ -353,6 +360,11 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       uint16_t* lowp = nullptr;
       if (lowp_)
         lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
+      if (split_) {
+        BM_TRY(AdamWSplitUpdate(lowp, At<uint16_t>(lo_) + b, At<float>(m_) + b, At<float>(v_) + b,
+                                grads, sumsq, seg.decay ? hyper : no_decay, e - b, compute_));
+        continue;
+      }
       // The 16-bit copy's type (fp32 mode has none: a null bf16 pointer).
       BM_TRY(WithElementType(work_, [&](auto tag) -> Status {
         using T = decltype(tag);
@@ -418,6 +430,7 @@ Status CudaDataParallel::SetParameters(const std::vector<float>& flat) {
   if (flat.size() != P)
     return Errorf(ErrorCode::kInvalidArgument, "{} parameters given, layout has {}", flat.size(),
                   P);
+  if (split_) return SetSplitMasters(flat);
   if (zero_ == 0) {
     BM_CUDA_CHECK(
         cudaMemcpyAsync(At<float>(master_), flat.data(), P * 4, cudaMemcpyHostToDevice, compute_),
@@ -472,7 +485,38 @@ Status CudaDataParallel::GatherMaster(std::vector<float>* flat) {
   return Status::Ok();
 }
 
+// split_: the halves from the host's fp32 values (zero 0: all of them).
+Status CudaDataParallel::SetSplitMasters(const std::vector<float>& flat) {
+  const size_t n = flat.size();
+  std::vector<uint16_t> hi(n), lo(n);
+  SplitMastersCpu(flat.data(), n, hi.data(), lo.data());
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(At<uint16_t>(work_off_), hi.data(), n * 2, cudaMemcpyHostToDevice, compute_),
+      "parameters' high halves");
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(At<uint16_t>(lo_), lo.data(), n * 2, cudaMemcpyHostToDevice, compute_),
+      "parameters' low halves");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetSplitMasters(std::vector<float>* flat) {
+  const size_t n = layout_.total();
+  std::vector<uint16_t> hi(n), lo(n);
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(hi.data(), At<uint16_t>(work_off_), n * 2, cudaMemcpyDeviceToHost, compute_),
+      "parameters' high halves");
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(lo.data(), At<uint16_t>(lo_), n * 2, cudaMemcpyDeviceToHost, compute_),
+      "parameters' low halves");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  flat->resize(n);
+  JoinMastersCpu(hi.data(), lo.data(), n, flat->data());
+  return Status::Ok();
+}
+
 Status CudaDataParallel::GetParameters(std::vector<float>* flat) {
+  if (split_) return GetSplitMasters(flat);
   if (zero_ >= 1) return GatherMaster(flat);
   flat->resize(layout_.total());
   BM_CUDA_CHECK(cudaMemcpyAsync(flat->data(), At<float>(master_), flat->size() * 4,
@@ -523,7 +567,8 @@ Status CudaDataParallel::SetOptimizerState(const std::vector<float>& m,
 Status CudaDataParallel::GetLocalState(std::vector<float>* master, std::vector<float>* m,
                                        std::vector<float>* v) {
   const size_t n = static_cast<size_t>(local_size());
-  for (auto [out, off] : {std::pair{master, master_}, {m, m_}, {v, v_}}) {
+  if (split_ && master) BM_TRY(GetSplitMasters(master));
+  for (auto [out, off] : {std::pair{split_ ? nullptr : master, master_}, {m, m_}, {v, v_}}) {
     if (!out) continue;
     out->resize(n);
     BM_CUDA_CHECK(
@@ -541,11 +586,13 @@ Status CudaDataParallel::SetLocalState(const std::vector<float>& master,
     return Errorf(ErrorCode::kInvalidArgument,
                   "local state of {}, {} and {} floats; this rank holds {}", master.size(),
                   m.size(), v.size(), n);
-  for (auto [in, off] : {std::pair{&master, master_}, {&m, m_}, {&v, v_}})
+  for (auto [in, off] : {std::pair{&master, master_}, {&m, m_}, {&v, v_}}) {
+    if (split_ && in == &master) continue;
     BM_CUDA_CHECK(
         cudaMemcpyAsync(At<float>(off), in->data(), n * 4, cudaMemcpyHostToDevice, compute_),
         "local state");
-  return MastersChanged();
+  }
+  return split_ ? SetSplitMasters(master) : MastersChanged();
 }
 
 }  // namespace bm::train::cuda

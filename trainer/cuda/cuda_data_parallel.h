@@ -52,8 +52,11 @@ class CudaDataParallel {
  public:
   // comm: the data-parallel group (not owned; a host communicator must have one rank).
   // work: the working weights' type, bf16 or fp16 (a copy of the fp32 masters) or fp32 (the
-  // masters themselves at zero 0; a full fp32 copy at zero 1-2).
-  CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, DType work);
+  // masters themselves at zero 0; a full fp32 copy at zero 1-2). split_masters (zero 0, bf16;
+  // RunSpec::split_masters, checked by CudaModel::Create): the masters are kept as the bf16
+  // copy and their low halves (kernels/split_master.h), 2 bytes per parameter fewer.
+  CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, DType work,
+                   bool split_masters = false);
   ~CudaDataParallel();
   CudaDataParallel(const CudaDataParallel&) = delete;
   CudaDataParallel& operator=(const CudaDataParallel&) = delete;
@@ -139,6 +142,8 @@ class CudaDataParallel {
   // Unit u's slice of the working weights, from this rank's master slice.
   Status WriteWorkSlices(cudaStream_t s);
   Status MastersChanged();
+  Status SetSplitMasters(const std::vector<float>& flat);
+  Status GetSplitMasters(std::vector<float>* flat);
   Status GatherWorkAllUnits();
   // flat[unit] <- all ranks' master slices, unit by unit through fp32 gather space.
   Status GatherMaster(std::vector<float>* flat);
@@ -151,12 +156,14 @@ class CudaDataParallel {
   dist::Communicator* comm_;
   int zero_;
   DType work_;
-  bool lowp_;  // a 16-bit working copy
+  bool lowp_;   // a 16-bit working copy
+  bool split_;  // the masters as the bf16 copy and their low halves (lo_)
   dist::ShardPlan plan_;
   const DeviceArena* arena_ = nullptr;
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   // arena offsets
-  size_t master_ = 0, m_ = 0, v_ = 0;   // local_size() fp32 each
+  size_t master_ = 0, m_ = 0, v_ = 0;   // local_size() fp32 each (no master_ when split_)
+  size_t lo_ = 0;                       // split_: the masters' low halves, 16 bits each
   size_t work_off_ = 0;                 // full working weights (zero <= 2; zero 0 fp32: master)
   size_t work_shard_ = 0;               // zero 3 16-bit: the own slices as the working dtype
   size_t grad_ = 0;                     // full gradients (zero <= 1)

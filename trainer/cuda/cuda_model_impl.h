@@ -58,7 +58,7 @@ struct CudaModel::Impl {
         self(r.comm ? nullptr : dist::MakeSelfCommunicator()),
         comm(r.comm ? r.comm : self.get()),
         layout(m, CudaDataParallel::UnitAlign(r.zero, comm->size())),
-        dp(layout, comm, r.zero, r.dtype) {}
+        dp(layout, comm, r.zero, r.dtype, r.split_masters) {}
   ModelSpec spec;
   RunSpec run;
   std::unique_ptr<dist::Communicator> self;  // the group of one when run.comm is null

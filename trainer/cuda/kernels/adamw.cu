@@ -3,6 +3,7 @@
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/kernels/common.cuh"
+#include "trainer/cuda/kernels/split_master.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -54,6 +55,16 @@ __device__ inline void AdamWOne(float& p, float& m, float& v, float grad, float 
   p = q;
 }
 
+// The working copy of an updated master: bf16 as split_master.h rounds it.
+template <typename L>
+__device__ __forceinline__ L ToWork(float p) {
+  return FromF<L>(p);
+}
+template <>
+__device__ __forceinline__ bf16 ToWork<bf16>(float p) {
+  return __ushort_as_bfloat16(MasterHigh(FloatBits(p)));
+}
+
 template <typename L>
 __global__ void AdamWKernel(float* params, L* lowp, float* m, float* v, const float* grads,
                             const float* sumsq, AdamWArgs a, size_t n) {
@@ -64,7 +75,7 @@ __global__ void AdamWKernel(float* params, L* lowp, float* m, float* v, const fl
   m[i] = mi;
   v[i] = vi;
   params[i] = p;
-  if (lowp) lowp[i] = FromF<L>(p);
+  if (lowp) lowp[i] = ToWork<L>(p);
 }
 
 // Four low-precision elements: one 8-byte store.
@@ -92,8 +103,60 @@ __global__ void AdamWVec4Kernel(float* params, L* lowp, float* m, float* v, cons
   reinterpret_cast<float4*>(v)[i] = vi;
   if (lowp) {
     reinterpret_cast<Lowp4<L>*>(lowp)[i] =
-        Lowp4<L>{{FromF<L>(p.x), FromF<L>(p.y), FromF<L>(p.z), FromF<L>(p.w)}};
+        Lowp4<L>{{ToWork<L>(p.x), ToWork<L>(p.y), ToWork<L>(p.z), ToWork<L>(p.w)}};
   }
+}
+
+// Split masters: the fp32 value rebuilt from its halves, updated, split back.
+__device__ __forceinline__ void AdamWSplitOne(uint16_t& hi, uint16_t& lo, float& m, float& v,
+                                              float grad, float clip, const AdamWArgs& a) {
+  float p = BitsFloat(JoinMaster(hi, lo));
+  AdamWOne(p, m, v, grad, clip, a);
+  const uint32_t b = FloatBits(p);
+  hi = MasterHigh(b);
+  lo = MasterLow(b);
+}
+
+__global__ void AdamWSplitKernel(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
+                                 const float* sumsq, AdamWArgs a, size_t n) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  uint16_t h = hi[i], l = lo[i];
+  float mi = m[i], vi = v[i];
+  AdamWSplitOne(h, l, mi, vi, grads[i], GradFactor(sumsq, a), a);
+  hi[i] = h, lo[i] = l, m[i] = mi, v[i] = vi;
+}
+
+struct alignas(8) Half4 {
+  uint16_t v[4];
+};
+
+// Four elements per thread (n4 = n / 4; 16-byte aligned fp32 arrays, 8-byte aligned halves).
+__global__ void AdamWSplitVec4Kernel(uint16_t* hi, uint16_t* lo, float* m, float* v,
+                                     const float* grads, const float* sumsq, AdamWArgs a,
+                                     size_t n4) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n4) return;
+  const float clip = GradFactor(sumsq, a);
+  Half4 h = reinterpret_cast<Half4*>(hi)[i], l = reinterpret_cast<Half4*>(lo)[i];
+  float4 mi = reinterpret_cast<float4*>(m)[i], vi = reinterpret_cast<float4*>(v)[i];
+  const float4 g = reinterpret_cast<const float4*>(grads)[i];
+  AdamWSplitOne(h.v[0], l.v[0], mi.x, vi.x, g.x, clip, a);
+  AdamWSplitOne(h.v[1], l.v[1], mi.y, vi.y, g.y, clip, a);
+  AdamWSplitOne(h.v[2], l.v[2], mi.z, vi.z, g.z, clip, a);
+  AdamWSplitOne(h.v[3], l.v[3], mi.w, vi.w, g.w, clip, a);
+  reinterpret_cast<Half4*>(hi)[i] = h;
+  reinterpret_cast<Half4*>(lo)[i] = l;
+  reinterpret_cast<float4*>(m)[i] = mi;
+  reinterpret_cast<float4*>(v)[i] = vi;
+}
+
+__global__ void SplitMastersKernel(uint16_t* hi, uint16_t* lo, const float* p, size_t n) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t b = FloatBits(p[i]);
+  hi[i] = MasterHigh(b);
+  if (lo) lo[i] = MasterLow(b);
 }
 
 }  // namespace
@@ -109,24 +172,33 @@ Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
   return Status::Ok();
 }
 
+namespace {
+
+AdamWArgs ArgsOf(const AdamWHyper& h) {
+  return {h.lr,
+          h.beta1,
+          h.beta2,
+          h.eps,
+          h.weight_decay,
+          1.0f - std::pow(h.beta1, static_cast<float>(h.step)),
+          std::sqrt(1.0f - std::pow(h.beta2, static_cast<float>(h.step))),
+          h.max_norm,
+          h.grad_scale};
+}
+
+bool Aligned(const void* p, size_t bytes) {
+  return (reinterpret_cast<size_t>(p) & (bytes - 1)) == 0;
+}
+
+}  // namespace
+
 template <typename L>
 Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
                    const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  AdamWArgs a{h.lr,
-              h.beta1,
-              h.beta2,
-              h.eps,
-              h.weight_decay,
-              1.0f - std::pow(h.beta1, static_cast<float>(h.step)),
-              std::sqrt(1.0f - std::pow(h.beta2, static_cast<float>(h.step))),
-              h.max_norm,
-              h.grad_scale};
-  auto aligned = [](const void* p, size_t bytes) {
-    return (reinterpret_cast<size_t>(p) & (bytes - 1)) == 0;
-  };
-  if (n % 4 == 0 && aligned(params, 16) && aligned(m, 16) && aligned(v, 16) && aligned(grads, 16) &&
-      aligned(params_lowp, 8)) {
+  const AdamWArgs a = ArgsOf(h);
+  if (n % 4 == 0 && Aligned(params, 16) && Aligned(m, 16) && Aligned(v, 16) && Aligned(grads, 16) &&
+      Aligned(params_lowp, 8)) {
     AdamWVec4Kernel<<<CeilDiv(n / 4, 256), 256, 0, stream>>>(params, params_lowp, m, v, grads,
                                                              sumsq, a, n / 4);
   } else {
@@ -140,6 +212,29 @@ template Status AdamWUpdate<bf16>(float*, bf16*, float*, float*, const float*, c
                                   const AdamWHyper&, size_t, cudaStream_t);
 template Status AdamWUpdate<fp16>(float*, fp16*, float*, float*, const float*, const float*,
                                   const AdamWHyper&, size_t, cudaStream_t);
+
+Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
+                        const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  const AdamWArgs a = ArgsOf(h);
+  if (n % 4 == 0 && Aligned(hi, 8) && Aligned(lo, 8) && Aligned(m, 16) && Aligned(v, 16) &&
+      Aligned(grads, 16)) {
+    AdamWSplitVec4Kernel<<<CeilDiv(n / 4, 256), 256, 0, stream>>>(hi, lo, m, v, grads, sumsq, a,
+                                                                  n / 4);
+  } else {
+    AdamWSplitKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(hi, lo, m, v, grads, sumsq, a, n);
+  }
+  BM_LAUNCH_CHECK("AdamWSplitKernel", "n={}", n);
+  return Status::Ok();
+}
+
+Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n,
+                    cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  SplitMastersKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(hi, lo, params, n);
+  BM_LAUNCH_CHECK("SplitMastersKernel", "n={}", n);
+  return Status::Ok();
+}
 
 // ---- CPU twins
 

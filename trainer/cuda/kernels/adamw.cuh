@@ -5,7 +5,8 @@
 //   (clip = 1 if max_norm <= 0);  g = grad * (clip * s)
 //   p = p * (1 - lr * wd);  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 //   p = p - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-// and, when a low-precision copy is given, p_lowp = (L) p, L = bf16 or fp16.
+// and, when a low-precision copy is given, p_lowp = (L) p, L = bf16 or fp16 (bf16 rounded to
+// nearest with ties away from zero: kernels/split_master.h).
 //
 // GradSumSquares: out[0] = sum of grads[i]^2 over all n, in two fixed-order stages (deterministic);
 // scratch holds kGradNormBlocks floats. The clip factor is read on the device, so the update
@@ -16,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "base/result.h"
 
@@ -38,6 +40,14 @@ Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
 template <typename L>
 Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
                    const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream);
+
+// The masters' bf16 working copy (hi) and, when lo is given, their low halves
+// (kernels/split_master.h).
+Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n, cudaStream_t stream);
+// AdamW over split masters (RunSpec::split_masters): each fp32 master rebuilt exactly from its
+// bf16 working copy `hi` and low half `lo`, updated as AdamWUpdate does, and split back.
+Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
+                        const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream);
 
 // ---- CPU twins
 double GradSumSquaresCpu(const float* grads, size_t n);

@@ -127,18 +127,11 @@ TEST_F(ModelParallelTest, KilledTp2Pp2RunResumesBitForBit) {
 // starts from a one-process pretrain and a one-process finetune from a TP2PP2
 // pretrain, each matching the run on the other layout.
 TEST_F(ModelParallelTest, CheckpointsInitializeAnyLayout) {
-  json a = Config("a", "llama-tiny", "TP1PP1DP1"), b = Config("b", "llama-tiny", "TP2PP2");
-  a["steps"] = b["steps"] = 8;
-  RunOk(a);
-  RunOk(b);
-  auto finetune = [&](const std::string& name, const std::string& init, const std::string& layout) {
-    RunOk(Finetune(Config(name, "llama-tiny", layout), init));
-  };
-  finetune("a_tp1", "a", "TP1PP1DP1");
-  finetune("a_tp2pp2", "a", "TP2PP2");
-  finetune("b_tp1", "b", "TP1PP1DP1");
-  for (const char* run : {"a_tp2pp2", "b_tp1"})
-    ExpectClose("finetune", run, "a_tp1", kLossTol, kWeightTol);
+  ExpectCheckpointsInitializeAnyLayout(
+      [&](const std::string& name, const std::string& layout) {
+        return Config(name, "llama-tiny", layout);
+      },
+      kLossTol, kWeightTol);
 }
 
 // Grouped-query attention splits by key/value heads: kv_heads 2 over TP4 is

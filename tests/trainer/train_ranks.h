@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/trainer/test_data.h"
@@ -216,6 +217,25 @@ class TrainRanksTest : public ::testing::Test {
     config["steps"] = 8;
     config.erase("model");
     return config;
+  }
+
+  // The checkpoint is one whole model whatever the layout: an 8-step llama-tiny pretrain on
+  // TP1PP1DP1 ("a") and one on TP2PP2 ("b") initialize finetunes on the other layout, each
+  // within the bounds of the finetune of "a" on TP1PP1DP1. config(name, layout) makes a
+  // fixture's llama-tiny run.
+  template <typename MakeConfig>
+  void ExpectCheckpointsInitializeAnyLayout(MakeConfig config, double loss_tol,
+                                            double weight_tol) const {
+    nlohmann::json a = config("a", "TP1PP1DP1"), b = config("b", "TP2PP2");
+    a["steps"] = b["steps"] = 8;
+    RunOk(a);
+    RunOk(b);
+    for (auto [name, init, layout] : {std::tuple{"a_tp1", "a", "TP1PP1DP1"},
+                                      {"a_tp2pp2", "a", "TP2PP2"},
+                                      {"b_tp1", "b", "TP1PP1DP1"}})
+      RunOk(Finetune(config(name, layout), init));
+    for (const char* run : {"a_tp2pp2", "b_tp1"})
+      ExpectClose("finetune", run, "a_tp1", loss_tol, weight_tol);
   }
 
   // Largest relative loss difference and absolute weight difference.

@@ -117,11 +117,7 @@ float* CudaDataParallel::Grad(size_t off) const {
   return At<float>(s->offset) + (off - layout_.units()[u].offset);
 }
 
-dist::DType CudaDataParallel::work_dtype() const {
-  return work_ == DType::kBF16  ? CommType::kBFloat16
-         : work_ == DType::kF16 ? CommType::kFloat16
-                                : CommType::kFloat32;
-}
+dist::DType CudaDataParallel::work_dtype() const { return CommDType(work_); }
 
 Status CudaDataParallel::CastToWork(void* out, const float* in, size_t n, cudaStream_t s) const {
   // bf16 rounded as AdamW rounds it (kernels/split_master.h)

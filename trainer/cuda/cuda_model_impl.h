@@ -166,11 +166,7 @@ struct CudaModel::Impl {
   bool Sp() const { return Tp() && run.sequence_parallel; }
   int StreamRows(int n) const { return Sp() ? n / spec.tp : n; }
   int Rows() const { return StreamRows(N()); }  // the residual stream's rows of this call
-  dist::DType ActType() const {
-    return run.dtype == DType::kBF16  ? dist::DType::kBFloat16
-           : run.dtype == DType::kF16 ? dist::DType::kFloat16
-                                      : dist::DType::kFloat32;
-  }
+  dist::DType ActType() const { return CommDType(run.dtype); }
   Status TpAllReduce(void* data, size_t n, dist::DType type,
                      dist::ReduceOp op = dist::ReduceOp::kSum) {
     if (!Tp()) return Status::Ok();

@@ -5,12 +5,21 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "trainer/dist/communicator.h"
+
 namespace bm::train::cuda {
 
 enum class DType { kF32, kBF16, kF16 };
 
 inline const char* DTypeName(DType t) {
   return t == DType::kF32 ? "f32" : t == DType::kBF16 ? "bf16" : "f16";
+}
+
+// The communicators' name for the type (the collectives on activations and working weights).
+inline dist::DType CommDType(DType t) {
+  return t == DType::kBF16  ? dist::DType::kBFloat16
+         : t == DType::kF16 ? dist::DType::kFloat16
+                            : dist::DType::kFloat32;
 }
 
 // Calls f(T{}) with the element type of `dtype`: float, __nv_bfloat16 or __half (the

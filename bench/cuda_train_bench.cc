@@ -5,7 +5,7 @@
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
 //                    [--accum N] [--zero 0-3] [--tp N] [--pp N] [--vocab V] [--nccl]
 //                    [--precision bf16|fp16|fp32]
-//                    [--recompute] [--recompute-norms] [--split-masters] [--profile]
+//                    [--recompute] [--recompute-norms] [--whole-masters] [--profile]
 //                    [--attention auto|cudnn|flash]
 //                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
 //
@@ -170,8 +170,8 @@ int main(int argc, char** argv) {
       run.recompute = true;
     else if (a == "--recompute-norms")
       run.recompute_norms = true;
-    else if (a == "--split-masters")
-      run.split_masters = true;
+    else if (a == "--whole-masters")
+      run.split_masters = false;
     else if (a == "--fp32")
       run.dtype = DType::kF32;
     else if (a == "--precision") {
@@ -364,7 +364,7 @@ int main(int argc, char** argv) {
   j["loss_scale"] = scaler ? nlohmann::json(scaler->scale()) : nlohmann::json(nullptr);
   j["recompute"] = run.recompute;
   j["recompute_norms"] = run.recompute_norms;
-  j["split_masters"] = run.split_masters;
+  j["split_masters"] = model.memory().split_masters;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["attention_chunk"] = run.attention_chunk;
   j["matmul_tuning"] = run.matmul_tuning;

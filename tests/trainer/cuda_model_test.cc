@@ -73,7 +73,7 @@ Batch MakeBatch(int vocab, int which) {
 
 std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, bool recompute = false,
                                      AttentionImpl attention = AttentionImpl::kAuto,
-                                     bool recompute_norms = false, bool split_masters = false) {
+                                     bool recompute_norms = false, bool split_masters = true) {
   RunSpec run;
   run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.recompute = recompute;
   run.recompute_norms = recompute_norms;
@@ -277,7 +277,8 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   }
 }
 
-// Recomputing (all, or the norms) and splitting the masters change no bit.
+// Recomputing (all, or the norms) and splitting the masters (the default with bf16) change no
+// bit.
 TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   ModelSpec spec = Tiny(GetParam());
   ParamLayout layout(spec);
@@ -286,16 +287,16 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   std::vector<std::vector<float>> finals;
   std::vector<std::vector<double>> curves;
   std::vector<size_t> plans;
-  // rerun, recompute, the norms recomputed (alone and with recompute), split masters
+  // rerun, recompute, the norms recomputed (alone and with recompute), whole masters
   struct Variant {
     bool recompute, norms, split;
   };
-  for (auto [recompute, norms, split] : std::vector<Variant>{{false, false, false},
-                                                             {false, false, false},
-                                                             {true, false, false},
-                                                             {false, true, false},
-                                                             {true, true, false},
-                                                             {false, false, true}}) {
+  for (auto [recompute, norms, split] : std::vector<Variant>{{false, false, true},
+                                                             {false, false, true},
+                                                             {true, false, true},
+                                                             {false, true, true},
+                                                             {true, true, true},
+                                                             {false, false, false}}) {
     auto m = MakeModel(spec, DType::kBF16, recompute, AttentionImpl::kAuto, norms, split);
     ASSERT_TRUE(m);
     plans.push_back(m->memory().plan_bytes);
@@ -308,8 +309,25 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   EXPECT_EQ(plans[0] - plans[3],
             (2 * static_cast<size_t>(spec.layers) - 1) * kBatch * kSeq * spec.hidden * 2);
   // Split masters: the fp32 masters' 4 bytes a parameter become a 2-byte low half.
-  EXPECT_NEAR(static_cast<double>(plans[0] - plans[5]), 2.0 * static_cast<double>(layout.total()),
+  EXPECT_NEAR(static_cast<double>(plans[5] - plans[0]), 2.0 * static_cast<double>(layout.total()),
               256.0);
+  // Where they do not apply (fp16, fp32, ZeRO) asking for them changes nothing.
+  for (auto [dtype, zero] : {std::pair{DType::kF16, 0}, {DType::kF32, 0}, {DType::kBF16, 1}}) {
+    size_t plan[2];
+    for (bool split : {false, true}) {
+      RunSpec run;
+      run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.zero = zero;
+      run.split_masters = split;
+      auto m = CudaModel::Create(spec, run);
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      EXPECT_EQ((*m)->memory().split_masters, split && zero == 0 && dtype == DType::kBF16);
+      plan[split] = (*m)->memory().plan_bytes;
+    }
+    EXPECT_EQ(plan[0], plan[1]) << DTypeName(dtype) << " zero " << zero;
+  }
+  auto by_default = CudaModel::Create(spec, RunSpec{.micro_batch = kBatch, .seq = kSeq});
+  ASSERT_TRUE(by_default.ok()) << by_default.status().message();
+  EXPECT_TRUE((*by_default)->memory().split_masters) << "bf16 at zero 0 splits by default";
   EXPECT_EQ(curves[0], curves[1]);
   EXPECT_EQ(0, std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * 4));
   for (size_t i = 2; i < curves.size(); ++i) {

@@ -4,8 +4,7 @@
 //   - every fp32 pattern that is not a NaN comes back exactly (all 65,536 high halves with the
 //     low halves at and around the rounding points, and a million random patterns);
 //   - the high half is bf16 rounded to nearest: round-to-nearest-even's bits except at exact
-//     ties, which go away from zero; a NaN stays a NaN;
-//   - the model refuses split masters without bf16 or with ZeRO.
+//     ties, which go away from zero; a NaN stays a NaN.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +12,6 @@
 #include <random>
 #include <vector>
 
-#include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/kernels/split_master.h"
 
 namespace bm::train::cuda {
@@ -68,21 +66,6 @@ TEST(SplitMaster, HostLoopsRoundTripWeights) {
   JoinMastersCpu(hi.data(), lo.data(), w.size(), back.data());
   for (size_t i = 0; i < w.size(); ++i)
     ASSERT_EQ(FloatBits(back[i]), FloatBits(w[i])) << "element " << i;
-}
-
-TEST(SplitMaster, TheModelRefusesThemWithoutBf16OrWithZero) {
-  ModelSpec spec;
-  ASSERT_TRUE(ModelPreset("tiny-llama", &spec));
-  for (auto [dtype, zero] : {std::pair{DType::kF16, 0}, {DType::kF32, 0}, {DType::kBF16, 1}}) {
-    RunSpec run;
-    run.micro_batch = 2, run.seq = 16, run.dtype = dtype, run.zero = zero;
-    run.split_masters = true;
-    auto m = CudaModel::Create(spec, run);
-    ASSERT_FALSE(m.ok());
-    EXPECT_EQ(m.status().code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(m.status().message().find("split masters"), std::string::npos)
-        << m.status().message();
-  }
 }
 
 }  // namespace

@@ -52,9 +52,9 @@ class CudaDataParallel {
  public:
   // comm: the data-parallel group (not owned; a host communicator must have one rank).
   // work: the working weights' type, bf16 or fp16 (a copy of the fp32 masters) or fp32 (the
-  // masters themselves at zero 0; a full fp32 copy at zero 1-2). split_masters (zero 0, bf16;
-  // RunSpec::split_masters, checked by CudaModel::Create): the masters are kept as the bf16
-  // copy and their low halves (kernels/split_master.h), 2 bytes per parameter fewer.
+  // masters themselves at zero 0; a full fp32 copy at zero 1-2). split_masters (RunSpec's;
+  // applies at zero 0 with bf16 work, else ignored): the masters are kept as the bf16 copy and
+  // their low halves (kernels/split_master.h), 2 bytes per parameter fewer.
   CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, DType work,
                    bool split_masters = false);
   ~CudaDataParallel();
@@ -97,6 +97,7 @@ class CudaDataParallel {
   // for zero <= 1; with zero >= 2 every micro-batch writes fresh unit buckets).
   Status BeginMicroBatch(bool last);
   bool writes_fresh_gradients() const { return first_micro_; }
+  bool splits_masters() const { return split_; }
   Status EndMicroBatch();  // the compute stream waits for every reduction issued
 
   // Unit hooks, in the order the model uses the units (see the CPU twin).

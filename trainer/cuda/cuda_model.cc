@@ -80,11 +80,6 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   run.pipeline_slots);
   }
   BM_TRY(CheckModelParallelGroup("PP", model.pp, model.pp_rank, run.pp, run.zero));
-  if (run.split_masters && (run.dtype != DType::kBF16 || run.zero != 0))
-    return Errorf(
-        ErrorCode::kInvalidArgument,
-        "CUDA backend: split masters need bf16 working weights and zero = 0 ({}, zero {})",
-        DTypeName(run.dtype), run.zero);
   if (model.pp == 1 && run.pipeline_slots != 1)
     return Status(ErrorCode::kInvalidArgument, "CUDA backend: activation slots without PP");
   int count = 0;
@@ -110,6 +105,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                 "rope table");
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "setup");
   BM_ASSIGN_OR_RETURN(s.memory.device_used_bytes, DeviceArena::DeviceUsedBytes());
+  s.memory.split_masters = s.dp.splits_masters();
   return m;
 }
 

@@ -65,6 +65,7 @@ struct TokenBatch {
 struct MemoryReport {
   size_t plan_bytes = 0;         // the arena (the plan's peak)
   size_t device_used_bytes = 0;  // cudaMemGetInfo: total - free, after Create()
+  bool split_masters = false;    // RunSpec::split_masters applied (bf16, zero 0)
   std::string plan_summary;
 };
 

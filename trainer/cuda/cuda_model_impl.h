@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -77,7 +78,17 @@ struct CudaModel::Impl {
   std::vector<size_t> res;  // per activation slot, the stage's layers + 1 residual streams
   std::vector<LayerActs> acts;
   size_t normf = 0, meanf = 0, rstdf = 0, dnormf = 0, logits = 0, losses = 0, loss_sum = 0;
-  size_t post = 0, dres = 0, dln = 0, dbig = 0, dpost = 0, dqkv = 0, datt = 0;
+  size_t post = 0, dres = 0, dln = 0;
+  // A layer's backward temporaries (cuda_model_plan.cc) lie over its activations already read
+  // for the last time where they fit: the MLP pre-activation's gradient over the pre-activation
+  // (SwiGLU's backward runs in place; GELU's gradient is a cuBLASLt epilogue that reads it, so
+  // it has its own), the qkv gradient there too once the MLP is done, the attention output's
+  // over norm2's output (the fc backward read it last), the activation's over the activation.
+  size_t gelu_grad = 0;
+  std::optional<size_t> qkv_grad, att_grad;  // their own storage when they do not fit
+  size_t BigGrad(const LayerActs& a) const { return Gpt() ? gelu_grad : a.pre; }
+  size_t QkvGrad(const LayerActs& a) const { return qkv_grad.value_or(a.pre); }
+  size_t AttGrad(const LayerActs& a) const { return att_grad.value_or(a.norm2); }
   size_t norm_scratch = 0, att_scratch = 0, bias_scratch = 0, norm_sq = 0, norm_partials = 0;
   size_t argmax = 0, rope = 0, tokens = 0, targets = 0, weights = 0, bucket_tokens = 0,
          bucket_offsets = 0, bucket_positions = 0;

@@ -33,16 +33,6 @@ Status CudaModel::Impl::Plan() {
     a.rstd2 = plan.Add("layer rstd2", rows * 4);
     a.pre = plan.Add("layer mlp pre-activation", n * BigCols() * elem);
   }
-  int chunk = std::min<int>(run.logits_chunk_rows, MaxN());
-  if (spec.head) {
-    normf = plan.Add("final norm", n * c * elem);
-    meanf = plan.Add("final mean", rows * 4);
-    rstdf = plan.Add("final rstd", rows * 4);
-    dnormf = plan.Add("final norm grad", n * c * elem);
-    logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.local_vocab() * elem);
-    if (Tp())
-      xent_stats = plan.Add("vocabulary-parallel row statistics", static_cast<size_t>(chunk) * 16);
-  }
   if (Tp() || Pp()) {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
     range_sums = plan.Add("grad sum of squares per counted range", layout.tensors().size() * 4);
@@ -57,15 +47,8 @@ Status CudaModel::Impl::Plan() {
                             static_cast<size_t>(spec.local_vocab()) * c * 4);
   losses = plan.Add("token losses", n * 4);
   loss_sum = plan.Add("loss sum", 4);
-  post = plan.Add("mlp activation (shared)", n * Ffn() * elem);
   dres = plan.Add("residual grad", rows * c * elem);
   dln = plan.Add("norm grad", n * c * elem);
-  // A layer's backward is done with the MLP's gradients (dbig, dpost) before it writes the
-  // attention's (dqkv, datt): each pair shares its storage.
-  dbig = dqkv = plan.Add("mlp pre-activation grad | qkv grad",
-                         n * std::max<size_t>(BigCols(), QkvCols()) * elem);
-  dpost = datt = plan.Add("mlp activation grad | attention out grad",
-                          n * std::max<size_t>(Ffn(), AttCols()) * elem);
   size_t ns = std::max(LayerNormScratchFloats(n, c), RmsNormScratchFloats(n, c));
   norm_scratch = plan.Add("norm scratch", ns * 4);
   att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, Heads()) * 4;
@@ -76,7 +59,27 @@ Status CudaModel::Impl::Plan() {
                         CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
     att_scratch_bytes = std::max(att_scratch_bytes, ws);
   }
+  // One layer's temporaries and the head's are never live together (the head runs between the
+  // last layer's forward and its backward, each operation whole on one stream): they share.
+  plan.BeginShared("a layer | the head");
+  post = plan.Add("mlp activation", n * Ffn() * elem);
+  if (Gpt()) gelu_grad = plan.Add("mlp pre-activation grad", n * BigCols() * elem);
+  if (QkvCols() > BigCols()) qkv_grad = plan.Add("qkv grad", n * QkvCols() * elem);
+  if (static_cast<size_t>(AttCols()) > c)
+    att_grad = plan.Add("attention out grad", n * AttCols() * elem);
   att_scratch = plan.Add("attention scratch", att_scratch_bytes);
+  if (spec.head) {
+    plan.NextPart();
+    int chunk = std::min<int>(run.logits_chunk_rows, MaxN());
+    normf = plan.Add("final norm", n * c * elem);
+    meanf = plan.Add("final mean", rows * 4);
+    rstdf = plan.Add("final rstd", rows * 4);
+    dnormf = plan.Add("final norm grad", n * c * elem);
+    logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.local_vocab() * elem);
+    if (Tp())
+      xent_stats = plan.Add("vocabulary-parallel row statistics", static_cast<size_t>(chunk) * 16);
+  }
+  plan.EndShared();
   size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
   bias_scratch = plan.Add("bias grad scratch",
                           (BiasGradScratchFloats(static_cast<int>(n), widest) + widest) * 4);

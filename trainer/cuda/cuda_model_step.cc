@@ -246,58 +246,61 @@ Status CudaModel::Impl::LayerBackward(int l) {
   // there after a recomputed forward), the qkv backward norm1's (recomputed below).
   if (run.recompute_norms && !run.recompute)
     BM_TRY(NormForward<T>(A<T>(a.norm2), a.mean2, a.rstd2, A<T>(a.res_mid), p.norm2_w, p.norm2_b));
+  T* dbig = A<T>(BigGrad(a));
   if (Gpt()) {
     BM_TRY(Phase("activation", [&] {
       return GeluForward<T>(A<T>(post), A<T>(a.pre), static_cast<size_t>(n) * f, stream);
     }));
     BM_TRY(Phase("matmul bwd", [&] {
-      return LinearBackward<T>(A<T>(dbig), drw, A<T>(post), p.fc2_w, p.fc2_b, n, f, c, true,
-                               A<T>(a.pre));
+      return LinearBackward<T>(dbig, drw, A<T>(post), p.fc2_w, p.fc2_b, n, f, c, true, A<T>(a.pre));
     }));
   } else {
     // The activation is not kept: the SwiGLU backward recomputes it on its way (one read of
-    // the pre-activation for both), before the down projection's weight gradient reads it.
+    // the pre-activation for both), before the down projection's weight gradient reads it. Its
+    // gradient comes in the activation's buffer and the pre-activation's goes out over the
+    // pre-activation (each element read before it is written, by the same thread).
     BM_TRY(Phase("matmul bwd", [&] {
-      return LinearInputGrad<T>(A<T>(dpost), drw, p.fc2_w, n, f, c, false, nullptr);
+      return LinearInputGrad<T>(A<T>(post), drw, p.fc2_w, n, f, c, false, nullptr);
     }));
     BM_TRY(Phase("activation", [&] {
-      return SwigluBackward<T>(A<T>(dbig), A<T>(post), A<T>(dpost), A<T>(a.pre), n, f, stream);
+      return SwigluBackward<T>(dbig, A<T>(post), A<T>(post), A<T>(a.pre), n, f, stream);
     }));
     BM_TRY(Phase("matmul bwd", [&] {
       return LinearWeightGrad<T>(drw, A<T>(post), p.fc2_w, 0, n, f, c, !first_micro);
     }));
   }
   BM_TRY(Phase("matmul bwd", [&] {
-    return LinearBackward<T>(A<T>(dln), A<T>(dbig), A<T>(a.norm2), p.fc_w, p.fc_b, n, c, BigCols(),
-                             false, nullptr);
+    return LinearBackward<T>(A<T>(dln), dbig, A<T>(a.norm2), p.fc_w, p.fc_b, n, c, BigCols(), false,
+                             nullptr);
   }));
   BM_TRY(NormBackward<T>(dr, A<T>(dln), A<T>(a.res_mid), p.norm2_w, p.norm2_b, a.mean2, a.rstd2));
   // Attention: res_mid = res[l] + proj(attn(qkv(norm1(res[l]))))
   BM_ASSIGN_OR_RETURN(drw, WholeStreamGrad<T>());
+  T* datt = A<T>(AttGrad(a));
+  T* dqkv = A<T>(QkvGrad(a));
   BM_TRY(Phase("matmul bwd", [&] {
-    return LinearBackward<T>(A<T>(datt), drw, A<T>(a.att), p.proj_w, p.proj_b, n, AttCols(), c,
-                             false, nullptr);
+    return LinearBackward<T>(datt, drw, A<T>(a.att), p.proj_w, p.proj_b, n, AttCols(), c, false,
+                             nullptr);
   }));
   BM_TRY(Phase("attention bwd", [&] {
     if (run.attention == AttentionImpl::kCudnn)
-      return CudnnAttentionBackward(A<T>(dqkv), A<T>(datt), A<T>(a.att), A<T>(a.qkv),
-                                    A<float>(a.lse), AttShape(cur_b, cur_t), A<char>(att_scratch),
-                                    att_scratch_bytes, stream);
-    return AttentionBackward<T>(A<T>(dqkv), A<float>(att_scratch), A<T>(datt), A<T>(a.att),
-                                A<T>(a.qkv), A<float>(a.lse), cur_b, cur_t, Heads(), KvHeads(), hd,
+      return CudnnAttentionBackward(dqkv, datt, A<T>(a.att), A<T>(a.qkv), A<float>(a.lse),
+                                    AttShape(cur_b, cur_t), A<char>(att_scratch), att_scratch_bytes,
+                                    stream);
+    return AttentionBackward<T>(dqkv, A<float>(att_scratch), datt, A<T>(a.att), A<T>(a.qkv),
+                                A<float>(a.lse), cur_b, cur_t, Heads(), KvHeads(), hd,
                                 run.attention, stream);
   }));
   if (!Gpt()) {
     BM_TRY(Phase("rope", [&] {
-      return Rope<T>(A<T>(dqkv), A<float>(rope), cur_b, cur_t, Heads(), KvHeads(), hd, true,
-                     stream);
+      return Rope<T>(dqkv, A<float>(rope), cur_b, cur_t, Heads(), KvHeads(), hd, true, stream);
     }));
   }
   if (run.recompute_norms)
     BM_TRY(NormForward<T>(A<T>(a.norm1), a.mean1, a.rstd1, A<T>(Res(l)), p.norm1_w, p.norm1_b));
   BM_TRY(Phase("matmul bwd", [&] {
-    return LinearBackward<T>(A<T>(dln), A<T>(dqkv), A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c,
-                             QkvCols(), false, nullptr);
+    return LinearBackward<T>(A<T>(dln), dqkv, A<T>(a.norm1), p.qkv_w, p.qkv_b, n, c, QkvCols(),
+                             false, nullptr);
   }));
   return NormBackward<T>(dr, A<T>(dln), A<T>(Res(l)), p.norm1_w, p.norm1_b, a.mean1, a.rstd1);
 }

@@ -11,9 +11,25 @@ namespace bm::train::cuda {
 size_t MemoryPlan::Add(std::string name, size_t bytes) {
   size_t offset = total_;
   size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (!region_.empty()) name = fmt::format("{} (shared: {})", name, region_);
   entries_.push_back({std::move(name), offset, bytes});
   total_ += rounded;
   return offset;
+}
+
+void MemoryPlan::BeginShared(std::string region) {
+  region_ = std::move(region);
+  region_begin_ = region_end_ = total_;
+}
+
+void MemoryPlan::NextPart() {
+  region_end_ = std::max(region_end_, total_);
+  total_ = region_begin_;
+}
+
+void MemoryPlan::EndShared() {
+  total_ = std::max(region_end_, total_);
+  region_.clear();
 }
 
 std::string MemoryPlan::Summary() const {

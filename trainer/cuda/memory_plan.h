@@ -10,6 +10,14 @@
 // workspace is an entry of the plan too). PeakReport() adds what cudaMemGetInfo says the
 // process holds beyond the arena (CUDA context, library handles).
 //
+// Entries never live at the same time share storage through a shared region of parts:
+//
+//   plan.BeginShared("scratch");             // part 1 starts at the region's start
+//   size_t a = plan.Add("layer temp", ...);
+//   plan.NextPart();                         // part 2 starts there again
+//   size_t b = plan.Add("head temp", ...);
+//   plan.EndShared();                        // the region takes its largest part's bytes
+//
 // Thread safety: none; one arena per training run.
 #pragma once
 
@@ -33,14 +41,20 @@ class MemoryPlan {
 
   // Reserves `bytes` (rounded up to kAlign) and returns its offset.
   size_t Add(std::string name, size_t bytes);
+  // A shared region (above); regions do not nest.
+  void BeginShared(std::string region);
+  void NextPart();
+  void EndShared();
   size_t total() const { return total_; }
   const std::vector<Entry>& entries() const { return entries_; }
-  // One line per entry, largest first, in MiB.
+  // One line per entry, largest first, in MiB (a shared region's entries named after it).
   std::string Summary() const;
 
  private:
   std::vector<Entry> entries_;
   size_t total_ = 0;
+  std::string region_;  // the open shared region's name; empty outside one
+  size_t region_begin_ = 0, region_end_ = 0;
 };
 
 class DeviceArena {

@@ -71,9 +71,9 @@ struct RunSpec {
   // 2 x N x C activations per layer fewer, one norm forward per norm more).
   bool recompute_norms = false;
   // The fp32 masters kept as the bf16 working copy and their low halves (2 bytes per parameter
-  // instead of 4 beside the copy; kernels/split_master.h): bf16 with zero 0 only. The same
-  // bits as without (issue 16's candidate, off by default until measured).
-  bool split_masters = false;
+  // instead of 4 beside the copy; kernels/split_master.h) where that applies: bf16 at zero 0
+  // (otherwise ignored). The same bits as without; false keeps them whole (for measuring).
+  bool split_masters = true;
   AttentionImpl attention = AttentionImpl::kAuto;
   int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call at most (0: one call)
   bool fused_epilogues = true;           // cuBLASLt bias/GELU/bias-gradient epilogues

@@ -2,7 +2,7 @@
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [ranks] [comm] [bench] [torch] [profile]
-#                                    [fp16] [variants] [split]
+#                                    [fp16] [variants] [whole] [norms]
 # ranks: several benchmake-train ranks sharing this GPU (DP, TP, PP, sequence parallelism against
 # one rank; cuda_ranks_test, a few minutes: its own call when time is short; RANKS_FILTER picks
 # tests by gtest filter).
@@ -76,12 +76,18 @@ if want variants; then
     ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --chunk 2048 --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/logits chunk 2048: /' | tee -a "$OUT/bench.log"
   done
 fi
-if want variants || want split; then  # split: this variant alone
-  # the masters as the bf16 copy and a 16-bit low half (expected: -3.5 GiB on the 7B-width
-  # row, AdamW 2 bytes/param lighter; the same bits, cuda_model_test)
+if want variants || want whole; then  # whole: this variant alone
+  # the masters whole in fp32 beside the bf16 copy instead of split into it and a 16-bit low
+  # half (the default since run 27: +3.5 GiB on the 7B-width row, the same bits)
   for mb in "${models[@]}"; do
     set -- $mb
-    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --split-masters --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/split masters: /' | tee -a "$OUT/bench.log"
+    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --whole-masters --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/whole masters: /' | tee -a "$OUT/bench.log"
+  done
+fi
+if want norms; then  # the norms recomputed alone (variants has it too)
+  for mb in "${models[@]}"; do
+    set -- $mb
+    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --recompute-norms --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/recompute norms: /' | tee -a "$OUT/bench.log"
   done
 fi
 if want profile; then  # PROFILE_MODELS="llama-1b:8" profiles those rows only; PRECISIONS="bf16 fp16"

@@ -5,7 +5,8 @@
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
 //                    [--accum N] [--zero 0-3] [--tp N] [--pp N] [--vocab V] [--nccl]
 //                    [--precision bf16|fp16|fp32]
-//                    [--recompute] [--recompute-norms] [--whole-masters] [--profile]
+//                    [--recompute] [--recompute-norms] [--whole-masters]
+//                    [--activations-apart] [--profile]
 //                    [--attention auto|cudnn|flash]
 //                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
 //
@@ -16,7 +17,10 @@
 // over TP·PP; Megatron's rank order, trainer/dist/process_groups.h), a pipeline running its
 // --accum micro-batches in 1F1B. --nccl uses NCCL even for one rank. Models: the PyTorch peer's
 // names (trainer/cuda/model_spec.h) or the trainer's presets (gpt3-6.7b, aquila2-7b, ...);
-// --vocab pads the vocabulary (PaddleNLP's GPT-3 runs 50304).
+// --vocab pads the vocabulary (PaddleNLP's GPT-3 runs 50304). --whole-masters and
+// --activations-apart turn two memory savings off, for measuring them (RunSpec::split_masters,
+// RunSpec::micro_batches_per_step): the fp32 masters kept whole beside the bf16 copy, and no
+// layer's activations over the gradients.
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh; a different
 // stream per data-parallel replica, the same on its TP and PP ranks), so the loss must stay
@@ -135,6 +139,7 @@ int Fail(const bm::Status& s) {
 int main(int argc, char** argv) {
   std::string model_name = "gpt2-124m", json_path;
   int batch = 0, seq = 0, warmup = 10, steps = 30, accum = 1, tp = 1, pp = 1, vocab = 0;
+  bool apart = false;  // --activations-apart: no layer's activations over the gradients
   bool force_nccl = false;
   std::string attention = "auto";
   bool tuning_log = false;
@@ -172,6 +177,8 @@ int main(int argc, char** argv) {
       run.recompute_norms = true;
     else if (a == "--whole-masters")
       run.split_masters = false;
+    else if (a == "--activations-apart")
+      apart = true;
     else if (a == "--fp32")
       run.dtype = DType::kF32;
     else if (a == "--precision") {
@@ -242,6 +249,7 @@ int main(int argc, char** argv) {
     run.pp = groups->pp.get();
     run.pipeline_slots = bm::train::dist::MaxInFlight(pp, at.pp, accum);
   }
+  run.micro_batches_per_step = apart ? 0 : accum;
   auto model_or = CudaModel::Create(spec, run);
   if (!model_or.ok()) return Fail(model_or.status());
   CudaModel& model = **model_or;
@@ -381,6 +389,7 @@ int main(int argc, char** argv) {
   j["ln_vocab"] = std::log(static_cast<double>(spec.vocab));
   j["grad_norm"] = norm;
   j["plan_GiB"] = model.memory().plan_bytes / 1073741824.0;
+  j["layers_over_gradients"] = model.memory().layers_over_gradients;
   j["device_used_GiB"] = used / 1073741824.0;  // the largest over ranks
   if (run.profile) {
     nlohmann::json phases;

@@ -2,7 +2,7 @@
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [ranks] [comm] [bench] [torch] [profile]
-#                                    [fp16] [variants] [whole] [norms]
+#                                    [fp16] [variants] [whole] [apart] [norms]
 # ranks: several benchmake-train ranks sharing this GPU (DP, TP, PP, sequence parallelism against
 # one rank; cuda_ranks_test, a few minutes: its own call when time is short; RANKS_FILTER picks
 # tests by gtest filter).
@@ -82,6 +82,15 @@ if want variants || want whole; then  # whole: this variant alone
   for mb in "${models[@]}"; do
     set -- $mb
     ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --whole-masters --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/whole masters: /' | tee -a "$OUT/bench.log"
+  done
+fi
+if want variants || want apart; then  # apart: this variant alone
+  # every layer's activations in storage of their own instead of the top layers' over the
+  # gradients written after their backward (the default since run 29 with one micro-batch a
+  # step: -3.1 GiB expected on the 7B-width row, -2.3 on LLaMA 1B, none on GPT-2; same bits)
+  for mb in "${models[@]}"; do
+    set -- $mb
+    ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --activations-apart --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/activations apart: /' | tee -a "$OUT/bench.log"
   done
 fi
 if want norms; then  # the norms recomputed alone (variants has it too)

@@ -71,14 +71,22 @@ Batch MakeBatch(int vocab, int which) {
   return b;
 }
 
-std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, bool recompute = false,
-                                     AttentionImpl attention = AttentionImpl::kAuto,
-                                     bool recompute_norms = false, bool split_masters = true) {
+// The RunSpec choices the tests vary (the rest as RunSpec's defaults). A step is one
+// micro-batch unless a test accumulates: the top layer's activations lie over gradients.
+struct Options {
+  bool recompute = false;
+  AttentionImpl attention = AttentionImpl::kAuto;
+  bool recompute_norms = false, split_masters = true;
+  int micro_batches_per_step = 1;
+};
+
+std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options o = {}) {
   RunSpec run;
-  run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.recompute = recompute;
-  run.recompute_norms = recompute_norms;
-  run.split_masters = split_masters;
-  run.attention = attention;
+  run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.recompute = o.recompute;
+  run.recompute_norms = o.recompute_norms;
+  run.split_masters = o.split_masters;
+  run.micro_batches_per_step = o.micro_batches_per_step;
+  run.attention = o.attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
   auto m = CudaModel::Create(spec, run);
   EXPECT_TRUE(m.ok()) << m.status().message();
@@ -151,8 +159,9 @@ TEST_P(CudaModelTest, TwoMicroBatchesAccumulateOverStaleGradients) {
   for (DType t : kAllTypes) {
     bool half = t != DType::kF32;
     float s = scale * LossScale(t);
-    auto m = MakeModel(spec, t);
+    auto m = MakeModel(spec, t, {.micro_batches_per_step = 2});
     ASSERT_TRUE(m);
+    ASSERT_EQ(m->memory().layers_over_gradients, 0);
     ASSERT_TRUE(m->SetParameters(params).ok());
     ASSERT_TRUE(m->ZeroGradients().ok());
     ASSERT_TRUE(m->ForwardBackward(b1.View(), 3.0f * s).ok());  // stale: a "previous step"
@@ -252,7 +261,7 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   std::vector<float> want(cpu.layout().total(), 0.0f);
   double want_loss = cpu.ForwardBackward(params, b.tokens, b.targets, scale, &want);
   for (DType t : {DType::kBF16, DType::kF16}) {
-    auto m = MakeModel(spec, t, false, AttentionImpl::kCudnn);
+    auto m = MakeModel(spec, t, {.attention = AttentionImpl::kCudnn});
     ASSERT_TRUE(m);
     ASSERT_TRUE(m->SetParameters(params).ok());
     ASSERT_TRUE(m->ZeroGradients().ok());
@@ -268,7 +277,7 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
     AdamWHyper h;
     std::vector<std::vector<double>> curves;
     for (int run = 0; run < 2; ++run) {
-      auto r = MakeModel(spec, t, false, AttentionImpl::kCudnn);
+      auto r = MakeModel(spec, t, {.attention = AttentionImpl::kCudnn});
       ASSERT_TRUE(r);
       ASSERT_TRUE(r->SetParameters(params).ok());
       curves.push_back(GpuCurve(r.get(), spec, 0, 5, h, LossScale(t)));
@@ -287,19 +296,21 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   std::vector<std::vector<float>> finals;
   std::vector<std::vector<double>> curves;
   std::vector<size_t> plans;
-  // rerun, recompute, the norms recomputed (alone and with recompute), whole masters
-  struct Variant {
-    bool recompute, norms, split;
-  };
-  for (auto [recompute, norms, split] : std::vector<Variant>{{false, false, true},
-                                                             {false, false, true},
-                                                             {true, false, true},
-                                                             {false, true, true},
-                                                             {true, true, true},
-                                                             {false, false, false}}) {
-    auto m = MakeModel(spec, DType::kBF16, recompute, AttentionImpl::kAuto, norms, split);
+  int over = 0;
+  // rerun, recompute, the norms recomputed (alone and with recompute), whole masters (all with
+  // every layer's activations apart), then the top layer's over the gradients
+  for (Options o : std::vector<Options>{
+           {.micro_batches_per_step = 0},
+           {.micro_batches_per_step = 0},
+           {.recompute = true, .micro_batches_per_step = 0},
+           {.recompute_norms = true, .micro_batches_per_step = 0},
+           {.recompute = true, .recompute_norms = true, .micro_batches_per_step = 0},
+           {.split_masters = false, .micro_batches_per_step = 0},
+           {}}) {
+    auto m = MakeModel(spec, DType::kBF16, o);
     ASSERT_TRUE(m);
     plans.push_back(m->memory().plan_bytes);
+    over = m->memory().layers_over_gradients;
     ASSERT_TRUE(m->SetParameters(init).ok());
     curves.push_back(GpuCurve(m.get(), spec, 0, 5, h));
     finals.emplace_back();
@@ -308,6 +319,11 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   // Without the norms' outputs kept: 2 x layers - 1 activations of [B*T, C] fewer.
   EXPECT_EQ(plans[0] - plans[3],
             (2 * static_cast<size_t>(spec.layers) - 1) * kBatch * kSeq * spec.hidden * 2);
+  // Over the gradients (tiny models: the top layer's fits below the bottom one's gradients),
+  // one layer's activations fewer in the plan (full recompute keeps one layer's).
+  EXPECT_EQ(over, 1);
+  EXPECT_EQ(plans[0] - plans[6], static_cast<size_t>(over) * (plans[0] - plans[2]) /
+                                     static_cast<size_t>(spec.layers - 1));
   // Split masters: the fp32 masters' 4 bytes a parameter become a 2-byte low half.
   EXPECT_NEAR(static_cast<double>(plans[5] - plans[0]), 2.0 * static_cast<double>(layout.total()),
               256.0);
@@ -346,9 +362,7 @@ TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {
   AdamWHyper h;
   for (bool split : {false, true}) {
     SCOPED_TRACE(split ? "split masters" : "fp32 masters");
-    auto make = [&] {
-      return MakeModel(spec, DType::kBF16, false, AttentionImpl::kAuto, false, split);
-    };
+    auto make = [&] { return MakeModel(spec, DType::kBF16, {.split_masters = split}); };
     auto through = make();
     ASSERT_TRUE(through);
     ASSERT_TRUE(through->SetParameters(init).ok());

@@ -97,6 +97,7 @@ class CudaBackend final : public Backend {
     run.pp = pp_;
     if (pp_) run.pipeline_slots = dist::MaxInFlight(pp, spec.pp_rank, std::max(1, o.micro_batches));
     run.micro_batch = static_cast<int>(o.max_batch);
+    run.micro_batches_per_step = o.micro_batches;
     run.seq = static_cast<int>(o.max_seq);
     run.dtype = o.precision == Precision::kBf16   ? DType::kBF16
                 : o.precision == Precision::kFp16 ? DType::kF16

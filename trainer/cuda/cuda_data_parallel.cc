@@ -217,10 +217,25 @@ Status CudaDataParallel::BeginMicroBatch(bool last) {
   }
   first_micro_ = zero_pending_;
   if (first_micro_) {
-    for (const Range& r : zero_ranges_)
-      BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_) + r.offset, 0, r.numel * 4, compute_),
-                    "zero gradients [{}, {})", r.offset, r.end());
+    if (!per_unit_zeroing_) {
+      for (const Range& r : zero_ranges_)
+        BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_) + r.offset, 0, r.numel * 4, compute_),
+                      "zero gradients [{}, {})", r.offset, r.end());
+    }
     zero_pending_ = false;
+  }
+  return Status::Ok();
+}
+
+// Zeroes unit u's share of the added gradients in its gradient storage at `base` (the unit's
+// first element).
+Status CudaDataParallel::ZeroAddedGradients(int unit, float* base) {
+  const Range& u = layout_.units()[unit];
+  for (const Range& r : zero_ranges_) {
+    const size_t b = std::max(r.offset, u.offset), e = std::min(r.end(), u.end());
+    if (b < e)
+      BM_CUDA_CHECK(cudaMemsetAsync(base + (b - u.offset), 0, (e - b) * 4, compute_),
+                    "zero unit {} gradients", unit);
   }
   return Status::Ok();
 }
@@ -285,7 +300,10 @@ Status CudaDataParallel::Release(int unit) {
 }
 
 Status CudaDataParallel::BeginUnitGradients(int unit) {
-  if (zero_ <= 1) return Status::Ok();
+  if (zero_ <= 1) {
+    if (!per_unit_zeroing_ || !first_micro_) return Status::Ok();
+    return ZeroAddedGradients(unit, At<float>(grad_) + layout_.units()[unit].offset);
+  }
   Slot* s = GradSlotFor(unit);
   // The slot's previous reduction must have read it.
   if (s->pending) {
@@ -294,15 +312,7 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
   }
   s->unit = unit;
   grad_slot_of_unit_[unit] = s;
-  const Range& u = layout_.units()[unit];
-  for (const Range& r : zero_ranges_) {
-    const size_t b = std::max(r.offset, u.offset), e = std::min(r.end(), u.end());
-    if (b < e)
-      BM_CUDA_CHECK(
-          cudaMemsetAsync(At<float>(s->offset) + (b - u.offset), 0, (e - b) * 4, compute_),
-          "zero unit {} gradients", unit);
-  }
-  return Status::Ok();
+  return ZeroAddedGradients(unit, At<float>(s->offset));
 }
 
 Status CudaDataParallel::GradientsReady(int unit) {

@@ -97,7 +97,15 @@ class CudaDataParallel {
   // for zero <= 1; with zero >= 2 every micro-batch writes fresh unit buckets).
   Status BeginMicroBatch(bool last);
   bool writes_fresh_gradients() const { return first_micro_; }
+  bool last_micro_batch() const { return last_micro_; }
   bool splits_masters() const { return split_; }
+  // Zero 0-1: the arena offset of the flat fp32 gradients (ParamLayout's offsets, x 4 bytes).
+  size_t grad_offset() const { return grad_; }
+  // Zero 0-1: a unit's gradients that are only added to (ParamLayout::AddedGradients, padding
+  // included) are zeroed when its backward begins rather than when the step's first micro-batch
+  // does, so that until then its gradient storage may hold other data (CudaModel's activations;
+  // every unit's backward must then begin in each first micro-batch: one pipeline stage).
+  void ZeroGradientsPerUnit() { per_unit_zeroing_ = true; }
   Status EndMicroBatch();  // the compute stream waits for every reduction issued
 
   // Unit hooks, in the order the model uses the units (see the CPU twin).
@@ -132,6 +140,7 @@ class CudaDataParallel {
   int UnitOf(size_t off) const;
   Slot* WorkSlotFor(int unit);
   Slot* GradSlotFor(int unit);
+  Status ZeroAddedGradients(int unit, float* base);
   Status IssueGather(int unit);
   // The communication stream waits for the compute stream's work so far (and vice versa).
   Status CommAfterCompute();
@@ -174,6 +183,7 @@ class CudaDataParallel {
   std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
   std::vector<Range> zero_ranges_;  // gradients only added to (ParamLayout::AddedGradients)
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
+  bool per_unit_zeroing_ = false;
   bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's
   cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;
   struct WaitPair {

@@ -19,20 +19,49 @@ Status CudaModel::Impl::Plan() {
   size_t bh = static_cast<size_t>(run.micro_batch) * Heads() * run.seq;
   const size_t norm_out =
       run.recompute_norms ? plan.Add("norm output (shared, recomputed)", n * c * elem) : 0;
-  for (size_t l = 0; l < acts.size(); ++l) {
+  // One layer's activations, at offsets from 0 (a sub-plan placed as a whole below).
+  MemoryPlan one;
+  LayerActs rel{};
+  if (!run.recompute_norms) rel.norm1 = one.Add("norm1", n * c * elem);
+  rel.mean1 = one.Add("mean1", rows * 4);
+  rel.rstd1 = one.Add("rstd1", rows * 4);
+  rel.qkv = one.Add("qkv", n * QkvCols() * elem);
+  rel.att = one.Add("attention out", n * AttCols() * elem);
+  rel.lse = one.Add("attention lse", bh * 4);
+  rel.res_mid = one.Add("residual mid", rows * c * elem);
+  if (!run.recompute_norms) rel.norm2 = one.Add("norm2", n * c * elem);
+  rel.mean2 = one.Add("mean2", rows * 4);
+  rel.rstd2 = one.Add("rstd2", rows * 4);
+  rel.pre = one.Add("mlp pre-activation", n * BigCols() * elem);
+  // With one micro-batch a step, layer l's activations are dead when its backward ends, and the
+  // gradients of the layers below it (and of untied embeddings, the last) are first written
+  // after that (their added parts zeroed only then: dp.ZeroGradientsPerUnit). So the top
+  // layers' activations go there, packed from the gradients' start (after tied embeddings,
+  // whose gradient the head writes), each ending before layer l - 1's gradients do.
+  bool packing = run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1;
+  const auto grads_end = [&](int unit) {
+    return dp.grad_offset() + layout.units()[unit].end() * 4;
+  };
+  size_t over = spec.tied_here() ? grads_end(0) : dp.grad_offset();  // the next free byte there
+  memory.layers_over_gradients = 0;
+  for (int l = static_cast<int>(acts.size()) - 1; l >= 0; --l) {
+    packing = packing && l > 0 && over + one.total() <= grads_end(layout.unit_of_layer(l - 1));
+    size_t base;
+    if (packing) {
+      base = over;
+      over += one.total();
+      ++memory.layers_over_gradients;
+    } else {
+      base = plan.Add("layer activations", one.total());
+    }
     LayerActs& a = acts[l];
-    a.norm1 = run.recompute_norms ? norm_out : plan.Add("layer norm1", n * c * elem);
-    a.mean1 = plan.Add("layer mean1", rows * 4);
-    a.rstd1 = plan.Add("layer rstd1", rows * 4);
-    a.qkv = plan.Add("layer qkv", n * QkvCols() * elem);
-    a.att = plan.Add("layer attention out", n * AttCols() * elem);
-    a.lse = plan.Add("layer attention lse", bh * 4);
-    a.res_mid = plan.Add("layer residual mid", rows * c * elem);
-    a.norm2 = run.recompute_norms ? norm_out : plan.Add("layer norm2", n * c * elem);
-    a.mean2 = plan.Add("layer mean2", rows * 4);
-    a.rstd2 = plan.Add("layer rstd2", rows * 4);
-    a.pre = plan.Add("layer mlp pre-activation", n * BigCols() * elem);
+    a = rel;
+    for (size_t* f : {&a.norm1, &a.mean1, &a.rstd1, &a.qkv, &a.att, &a.lse, &a.res_mid, &a.norm2,
+                      &a.mean2, &a.rstd2, &a.pre})
+      *f += base;
+    if (run.recompute_norms) a.norm1 = a.norm2 = norm_out;
   }
+  if (memory.layers_over_gradients > 0) dp.ZeroGradientsPerUnit();
   if (Tp() || Pp()) {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
     range_sums = plan.Add("grad sum of squares per counted range", layout.tensors().size() * 4);
@@ -59,11 +88,13 @@ Status CudaModel::Impl::Plan() {
                         CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
     att_scratch_bytes = std::max(att_scratch_bytes, ws);
   }
-  // One layer's temporaries and the head's are never live together (the head runs between the
-  // last layer's forward and its backward, each operation whole on one stream): they share.
-  plan.BeginShared("a layer | the head");
+  // A layer's MLP temporaries, its attention's and the head's are never live together (a layer
+  // runs its attention, then its MLP, backward the other way round; the head runs between the
+  // last layer's forward and its backward; each operation whole on one stream): they share.
+  plan.BeginShared("a layer's MLP | its attention | the head");
   post = plan.Add("mlp activation", n * Ffn() * elem);
   if (Gpt()) gelu_grad = plan.Add("mlp pre-activation grad", n * BigCols() * elem);
+  plan.NextPart();
   if (QkvCols() > BigCols()) qkv_grad = plan.Add("qkv grad", n * QkvCols() * elem);
   if (static_cast<size_t>(AttCols()) > c)
     att_grad = plan.Add("attention out grad", n * AttCols() * elem);
@@ -96,6 +127,11 @@ Status CudaModel::Impl::Plan() {
   workspace = plan.Add("cuBLASLt workspace", Matmul::kDefaultWorkspaceBytes);
   memory.plan_bytes = plan.total();
   memory.plan_summary = plan.Summary();
+  if (memory.layers_over_gradients > 0)
+    memory.plan_summary += fmt::format(
+        "  and {} layers' activations ({:.1f} MiB each) over the "
+        "gradients written after their backward\n",
+        memory.layers_over_gradients, one.total() / 1048576.0);
   BM_TRY(CheckFits(plan));
   BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
   return dp.Bind(arena.get(), stream);

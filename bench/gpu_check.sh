@@ -45,7 +45,9 @@ if want comm; then  # the NCCL communicator (trainer/dist/); tests needing 2+ GP
   ours "$bin/nccl_communicator_test" --gtest_color=no 2>&1 | tee "$OUT/comm.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |skipped:|Failure|rank [0-9]|error while loading" | head -40
 fi
 
+# MODELS="gpt2-124m:16 llama-1b:4 llama7b-8l:1" picks other rows (bench, variants, torch)
 models=("gpt2-124m 32" "llama-1b 8" "llama7b-8l 2")
+if [[ -n ${MODELS:-} ]]; then models=(); for m in $MODELS; do models+=("${m/:/ }"); done; fi
 if want bench; then
   for mb in "${models[@]}"; do
     set -- $mb
@@ -114,7 +116,7 @@ if want profile; then  # PROFILE_MODELS="llama-1b:8" profiles those rows only; P
 fi
 if want torch; then
   cp "$here/bench/torch_reference.py" /tmp/torch_reference.py
-  for mb in "gpt2-124m 32" "llama-1b 8" "llama7b-8l 2"; do
+  for mb in "${models[@]}"; do
     set -- $mb
     PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" --json "$OUT/torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/bench.log"
   done
@@ -160,11 +162,11 @@ import json, sys, os
 out = sys.argv[1]
 def load(p):
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
-ours = {(r["model"], r.get("attention", "flash") + (f"/{r['attention_chunk']}" if r.get("attention") == "cudnn" else "") + ("" if r.get("matmul_tuning", True) else "/notune")): r for r in load(f"{out}/bench.jsonl")}
-torch = {r["model"]: r for r in load(f"{out}/torch.jsonl") if "tokens_per_s" in r}
-for (m, attn), r in ours.items():
-    t = torch.get(m)
-    line = f"{m:12s} {attn:17s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
+ours = {(r["model"], r.get("batch"), r.get("attention", "flash") + (f"/{r['attention_chunk']}" if r.get("attention") == "cudnn" else "") + ("" if r.get("matmul_tuning", True) else "/notune")): r for r in load(f"{out}/bench.jsonl")}
+torch = {(r["model"], r.get("batch")): r for r in load(f"{out}/torch.jsonl") if "tokens_per_s" in r}
+for (m, b, attn), r in ours.items():
+    t = torch.get((m, b))
+    line = f"{m:12s} B={b} {attn:17s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} GiB loss {r['final_loss']:.3f}"
     if t:
         line += f" | torch {t['tokens_per_s']:9.0f} tok/s PaLM {100*t['mfu_all']:.1f}% mem {t['peak_mem_alloc_GiB']:.1f}/{t['peak_mem_reserved_GiB']:.1f} GiB | ratio {r['tokens_per_s']/t['tokens_per_s']:.3f}"
     print(line)

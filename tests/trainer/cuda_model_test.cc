@@ -319,7 +319,8 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   // Without the norms' outputs kept: 2 x layers - 1 activations of [B*T, C] fewer.
   EXPECT_EQ(plans[0] - plans[3],
             (2 * static_cast<size_t>(spec.layers) - 1) * kBatch * kSeq * spec.hidden * 2);
-  // Over the gradients (tiny models: the top layer's fits below the bottom one's gradients),
+  // Over the gradients (tiny models: layer 1's fits below the end of layer 0's gradients, layer
+  // 0's not in the embeddings' alone),
   // one layer's activations fewer in the plan (full recompute keeps one layer's).
   EXPECT_EQ(over, 1);
   EXPECT_EQ(plans[0] - plans[6], static_cast<size_t>(over) * (plans[0] - plans[2]) /

@@ -35,19 +35,21 @@ Status CudaModel::Impl::Plan() {
   rel.pre = one.Add("mlp pre-activation", n * BigCols() * elem);
   // With one micro-batch a step, layer l's activations are dead when its backward ends, and the
   // gradients of the layers below it (and of untied embeddings, the last) are first written
-  // after that (their added parts zeroed only then: dp.ZeroGradientsPerUnit). So the top
-  // layers' activations go there, packed from the gradients' start (after tied embeddings,
-  // whose gradient the head writes), each ending before layer l - 1's gradients do.
-  bool packing = run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1;
+  // after that (their added parts zeroed only then: dp.ZeroGradientsPerUnit). So layers'
+  // activations go there, packed bottom up from the gradients' start (after tied embeddings,
+  // whose gradient the head writes), layer l's ending before the gradients of layer l - 1 do
+  // (layer 0's before the embeddings' do): the limits only grow, so taking every layer that
+  // still fits places the most.
+  const bool packing = run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1;
   const auto grads_end = [&](int unit) {
     return dp.grad_offset() + layout.units()[unit].end() * 4;
   };
   size_t over = spec.tied_here() ? grads_end(0) : dp.grad_offset();  // the next free byte there
   memory.layers_over_gradients = 0;
-  for (int l = static_cast<int>(acts.size()) - 1; l >= 0; --l) {
-    packing = packing && l > 0 && over + one.total() <= grads_end(layout.unit_of_layer(l - 1));
+  for (int l = 0; l < static_cast<int>(acts.size()); ++l) {
+    const size_t limit = grads_end(l > 0 ? layout.unit_of_layer(l - 1) : 0);
     size_t base;
-    if (packing) {
+    if (packing && over + one.total() <= limit) {
       base = over;
       over += one.total();
       ++memory.layers_over_gradients;

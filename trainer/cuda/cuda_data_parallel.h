@@ -97,7 +97,6 @@ class CudaDataParallel {
   // for zero <= 1; with zero >= 2 every micro-batch writes fresh unit buckets).
   Status BeginMicroBatch(bool last);
   bool writes_fresh_gradients() const { return first_micro_; }
-  bool last_micro_batch() const { return last_micro_; }
   bool splits_masters() const { return split_; }
   // Zero 0-1: the arena offset of the flat fp32 gradients (ParamLayout's offsets, x 4 bytes).
   size_t grad_offset() const { return grad_; }

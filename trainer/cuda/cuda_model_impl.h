@@ -83,7 +83,8 @@ struct CudaModel::Impl {
   // for the last time where they fit: the MLP pre-activation's gradient over the pre-activation
   // (SwiGLU's backward runs in place; GELU's gradient is a cuBLASLt epilogue that reads it, so
   // it has its own), the qkv gradient there too once the MLP is done, the attention output's
-  // over norm2's output (the fc backward read it last), the activation's over the activation.
+  // over norm2's output (the fc backward read it last); the activation's gradient comes in the
+  // activation's buffer (post).
   size_t gelu_grad = 0;
   std::optional<size_t> qkv_grad, att_grad;  // their own storage when they do not fit
   size_t BigGrad(const LayerActs& a) const { return Gpt() ? gelu_grad : a.pre; }

@@ -38,20 +38,21 @@ Status CudaModel::Impl::Plan() {
   // after that (their added parts zeroed only then: dp.ZeroGradientsPerUnit). So layers'
   // activations go there, packed bottom up from the gradients' start (after tied embeddings,
   // whose gradient the head writes), layer l's ending before the gradients of layer l - 1 do
-  // (layer 0's before the embeddings' do): the limits only grow, so taking every layer that
-  // still fits places the most.
+  // (layer 0's before the embeddings' do).
   const bool packing = run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1;
   const auto grads_end = [&](int unit) {
     return dp.grad_offset() + layout.units()[unit].end() * 4;
   };
-  size_t over = spec.tied_here() ? grads_end(0) : dp.grad_offset();  // the next free byte there
+  std::vector<size_t> limits;  // none without packing
+  for (int l = 0; packing && l < static_cast<int>(acts.size()); ++l)
+    limits.push_back(grads_end(l > 0 ? layout.unit_of_layer(l - 1) : 0));
+  const auto over =
+      PackUnderLimits(spec.tied_here() ? grads_end(0) : dp.grad_offset(), one.total(), limits);
   memory.layers_over_gradients = 0;
   for (int l = 0; l < static_cast<int>(acts.size()); ++l) {
-    const size_t limit = grads_end(l > 0 ? layout.unit_of_layer(l - 1) : 0);
     size_t base;
-    if (packing && over + one.total() <= limit) {
-      base = over;
-      over += one.total();
+    if (packing && over[l]) {
+      base = *over[l];
       ++memory.layers_over_gradients;
     } else {
       base = plan.Add("layer activations", one.total());

@@ -43,6 +43,17 @@ std::string MemoryPlan::Summary() const {
   return out;
 }
 
+std::vector<std::optional<size_t>> PackUnderLimits(size_t start, size_t bytes,
+                                                   const std::vector<size_t>& limits) {
+  std::vector<std::optional<size_t>> at(limits.size());
+  for (size_t i = 0; i < limits.size(); ++i) {
+    if (start + bytes > limits[i]) continue;
+    at[i] = start;
+    start += bytes;
+  }
+  return at;
+}
+
 Result<std::unique_ptr<DeviceArena>> DeviceArena::Create(const MemoryPlan& plan) {
   void* base = nullptr;
   size_t bytes = std::max<size_t>(plan.total(), MemoryPlan::kAlign);

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,12 @@ class MemoryPlan {
   std::string region_;  // the open shared region's name; empty outside one
   size_t region_begin_ = 0, region_end_ = 0;
 };
+
+// Places items of `bytes` each from `start` upward, item i ending at or below limits[i] (the
+// limits must not fall): each item that still fits is taken, which places the most. Returns
+// each item's offset, or nullopt for one left out.
+std::vector<std::optional<size_t>> PackUnderLimits(size_t start, size_t bytes,
+                                                   const std::vector<size_t>& limits);
 
 class DeviceArena {
  public:

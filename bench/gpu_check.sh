@@ -87,9 +87,9 @@ if want variants || want whole; then  # whole: this variant alone
   done
 fi
 if want variants || want apart; then  # apart: this variant alone
-  # every layer's activations in storage of their own instead of the top layers' over the
+  # every layer's activations in storage of their own instead of as many as fit over the
   # gradients written after their backward (the default since run 29 with one micro-batch a
-  # step: -3.1 GiB expected on the 7B-width row, -2.3 on LLaMA 1B, none on GPT-2; same bits)
+  # step: 7 of 8 layers on the 7B-width row since run 30, 3 of 16 on LLaMA 1B, none on GPT-2)
   for mb in "${models[@]}"; do
     set -- $mb
     ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --activations-apart --json "$OUT/variants.jsonl" 2>&1 | grep SUMMARY | sed 's/^/activations apart: /' | tee -a "$OUT/bench.log"

@@ -75,9 +75,9 @@ struct RunSpec {
   // (otherwise ignored). The same bits as without; false keeps them whole (for measuring).
   bool split_masters = true;
   // Micro-batches per optimizer step when the caller knows them (GAS; 0: not known). With one
-  // (and one pipeline stage, ZeRO <= 1, no full recompute) the top layers' activations lie over
-  // gradients that are first written after their backward (cuda_model_plan.cc); every training
-  // micro-batch must then be a step's first and last, which CudaModel checks.
+  // (and one pipeline stage, ZeRO <= 1, no full recompute) layers' activations lie over the
+  // gradients first written after their backward, as many as fit (cuda_model_plan.cc); every
+  // training micro-batch must then be a step's first and last, which CudaModel checks.
   int micro_batches_per_step = 0;
   AttentionImpl attention = AttentionImpl::kAuto;
   int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call at most (0: one call)

@@ -179,6 +179,25 @@ TEST_P(CudaModelTest, TwoMicroBatchesAccumulateOverStaleGradients) {
   }
 }
 
+// With activations over the gradients a micro-batch that would accumulate (not the step's last,
+// or no ZeroGradients before it) is refused rather than run over its own gradients.
+TEST_P(CudaModelTest, ActivationsOverGradientsRefuseAccumulation) {
+  ModelSpec spec = Tiny(GetParam());
+  auto m = MakeModel(spec, DType::kBF16);
+  ASSERT_TRUE(m);
+  ASSERT_GT(m->memory().layers_over_gradients, 0);
+  Batch b = MakeBatch(spec.vocab, 0);
+  ASSERT_TRUE(m->ZeroGradients().ok());
+  auto first = m->ForwardBackward(b.View(), 1.0f, /*last=*/false);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(first.status().message().find("one micro-batch a step"), std::string::npos)
+      << first.status().message();
+  ASSERT_TRUE(m->ZeroGradients().ok());
+  ASSERT_TRUE(m->ForwardBackward(b.View(), 1.0f).ok());
+  EXPECT_FALSE(m->ForwardBackward(b.View(), 1.0f).ok()) << "a second micro-batch in the step";
+}
+
 std::vector<double> CpuCurve(const ModelSpec& spec, const std::vector<float>& init, int steps,
                              const AdamWHyper& base) {
   CpuModel cpu(spec, kBatch, kSeq);
@@ -320,8 +339,8 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   EXPECT_EQ(plans[0] - plans[3],
             (2 * static_cast<size_t>(spec.layers) - 1) * kBatch * kSeq * spec.hidden * 2);
   // Over the gradients (tiny models: layer 1's fits below the end of layer 0's gradients, layer
-  // 0's not in the embeddings' alone),
-  // one layer's activations fewer in the plan (full recompute keeps one layer's).
+  // 0's not in the embeddings' alone): one layer's activations fewer in the plan (full
+  // recompute keeps one layer's).
   EXPECT_EQ(over, 1);
   EXPECT_EQ(plans[0] - plans[6], static_cast<size_t>(over) * (plans[0] - plans[2]) /
                                      static_cast<size_t>(spec.layers - 1));

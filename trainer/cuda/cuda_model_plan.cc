@@ -39,19 +39,20 @@ Status CudaModel::Impl::Plan() {
   // activations go there, packed bottom up from the gradients' start (after tied embeddings,
   // whose gradient the head writes), layer l's ending before the gradients of layer l - 1 do
   // (layer 0's before the embeddings' do).
-  const bool packing = run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1;
-  const auto grads_end = [&](int unit) {
-    return dp.grad_offset() + layout.units()[unit].end() * 4;
-  };
-  std::vector<size_t> limits;  // none without packing
-  for (int l = 0; packing && l < static_cast<int>(acts.size()); ++l)
-    limits.push_back(grads_end(l > 0 ? layout.unit_of_layer(l - 1) : 0));
-  const auto over =
-      PackUnderLimits(spec.tied_here() ? grads_end(0) : dp.grad_offset(), one.total(), limits);
+  std::vector<std::optional<size_t>> over(acts.size());  // each layer's place there, if any
+  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1) {
+    const auto grads_end = [&](int unit) {
+      return dp.grad_offset() + layout.units()[unit].end() * 4;
+    };
+    std::vector<size_t> limits;
+    for (int l = 0; l < static_cast<int>(acts.size()); ++l)
+      limits.push_back(grads_end(l > 0 ? layout.unit_of_layer(l - 1) : 0));
+    over = PackUnderLimits(spec.tied_here() ? grads_end(0) : dp.grad_offset(), one.total(), limits);
+  }
   memory.layers_over_gradients = 0;
   for (int l = 0; l < static_cast<int>(acts.size()); ++l) {
     size_t base;
-    if (packing && over[l]) {
+    if (over[l]) {
       base = *over[l];
       ++memory.layers_over_gradients;
     } else {

@@ -381,7 +381,7 @@ int main(int argc, char** argv) {
   j["recompute_norms"] = run.recompute_norms;
   j["split_masters"] = model.memory().split_masters;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
-  j["attention_chunk"] = run.attention_chunk;
+  j["attention_chunk"] = model.memory().attention_key_block;  // keys per backward call
   j["matmul_tuning"] = run.matmul_tuning;
   j["n_all"] = n_all;
   j["step_ms_median"] = med;

@@ -411,6 +411,48 @@ TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {
   }
 }
 
+// The cuDNN backward's keys per call by default (kCudnnKeyChunkAuto): all of them in one call
+// when that call's scratch fits in the room the shared region gives the MLP or the head anyway
+// (a large vocabulary: the logits chunk), so the plan is exactly the blocked one's; blocks of
+// kCudnnKeyChunk keys (here half the sequence) when it does not (a small vocabulary), again the
+// blocked plan, smaller than one call's. Forcing either still works.
+TEST_P(CudaModelTest, CudnnKeyBlocksByDefaultCostNoMemory) {
+  if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
+  constexpr int kLongSeq = 512;
+  for (int vocab : {8192, 64}) {
+    ModelSpec spec = Tiny(GetParam());
+    spec.vocab = vocab;
+    spec.heads = 8;  // head_dim 16: one call's scores (B·H·T·T) well above the MLP's part
+    spec.max_positions = std::max(spec.max_positions, kLongSeq);
+    auto plan = [&](int chunk, int* keys) -> size_t {
+      RunSpec run;
+      run.micro_batch = kBatch, run.seq = kLongSeq, run.dtype = DType::kBF16;
+      run.micro_batches_per_step = 1;
+      run.attention = AttentionImpl::kCudnn;
+      run.attention_chunk = chunk;
+      auto m = CudaModel::Create(spec, run);
+      EXPECT_TRUE(m.ok()) << m.status().message();
+      if (!m.ok()) return 0;
+      *keys = (*m)->memory().attention_key_block;
+      return (*m)->memory().plan_bytes;
+    };
+    int auto_keys = 0, one_keys = 0, block_keys = 0;
+    size_t by_default = plan(kCudnnKeyChunkAuto, &auto_keys);
+    size_t one = plan(0, &one_keys);
+    size_t blocked = plan(kLongSeq / 2, &block_keys);
+    EXPECT_EQ(one_keys, kLongSeq);
+    EXPECT_EQ(block_keys, kLongSeq / 2);
+    EXPECT_EQ(by_default, blocked) << "vocab " << vocab << ": the default must cost no memory";
+    if (vocab == 8192) {
+      EXPECT_EQ(auto_keys, kLongSeq) << "one call fits beside the logits chunk";
+      EXPECT_EQ(one, blocked);
+    } else {
+      EXPECT_EQ(auto_keys, kLongSeq / 2) << "one call would grow the plan";
+      EXPECT_GT(one, blocked);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, CudaModelTest, ::testing::Values("tiny-gpt", "tiny-llama"),
                          [](const auto& info) {
                            std::string s = info.param;

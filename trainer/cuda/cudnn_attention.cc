@@ -14,7 +14,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/bit_checksum.cuh"
 #include "trainer/cuda/kernels/residual.cuh"
 
 #if BENCHMAKE_HAVE_CUDNN
@@ -23,18 +26,29 @@
 #include <cudnn.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <span>
 #include <tuple>
 #include <vector>
 #endif
 
 namespace bm::train::cuda {
+
+// The backward's key blocks: [k0, k0 + keys) for k0 = 0, chunk, 2 chunk, ... At most
+// key_chunk keys and at most half the sequence (a multiple of 64, at least 64), so that no
+// call holds the whole T x T; key_chunk 0 asks for one call (kCudnnKeyChunkAuto: the default).
+int CudnnKeysPerCall(const AttentionShape& s) {
+  if (s.key_chunk == 0) return s.seq;
+  int half = std::max(64, s.seq / 2 / 64 * 64);
+  return std::min({s.key_chunk < 0 ? kCudnnKeyChunk : s.key_chunk, half, s.seq});
+}
 
 #if !BENCHMAKE_HAVE_CUDNN
 
@@ -56,6 +70,11 @@ Status CudnnAttentionForward(void*, float*, const void*, const AttentionShape&, 
 }
 Status CudnnAttentionBackward(void*, const void*, const void*, const void*, const float*,
                               const AttentionShape&, void*, size_t, cudaStream_t) {
+  return NotBuilt();
+}
+Status CudnnAttentionBackwardSurvey(const AttentionShape&, void*, const void*, const void*,
+                                    const void*, const float*, int, cudaStream_t,
+                                    const std::function<void(const CudnnBackwardCandidate&)>&) {
   return NotBuilt();
 }
 
@@ -239,28 +258,39 @@ class Graph {
   // The operation graph, the heuristic's engine configurations in order, and the first one
   // that finalizes into an execution plan (skipping non-deterministic engines when asked).
   Status Finalize(bool deterministic) {
-    Desc& g = Keep();
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, g.out()),
-                   "operation graph of {}", what_);
-    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-               static_cast<int64_t>(ops_.size()), ops_.data()));
-    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(g.get()), "operation graph ({} ops) of {}", ops_.size(),
-                   what_);
+    BM_ASSIGN_OR_RETURN(auto cfgs, HeuristicConfigs(CUDNN_HEUR_MODE_A));
+    if (cfgs.empty())
+      return Errorf(ErrorCode::kUnsupported, "cuDNN attention: no engine for {}", what_);
+    std::string tried;
+    for (size_t i = 0; i < cfgs.size(); ++i) {
+      if (deterministic && !Deterministic(cfgs[i])) {
+        tried += fmt::format(" cfg{}:nondeterministic", i);
+        continue;
+      }
+      std::string why;
+      if (Plan(cfgs[i], &why)) return Status::Ok();
+      tried += fmt::format(" cfg{}:{}", i, why);
+    }
+    return Errorf(ErrorCode::kUnsupported,
+                  "cuDNN attention: none of {} engine configs builds a plan for {}:{}", cfgs.size(),
+                  what_, tried);
+  }
+
+  // The engine configurations a heuristic mode proposes for the graph, best first (kept).
+  Result<std::vector<cudnnBackendDescriptor_t> > HeuristicConfigs(cudnnBackendHeurMode_t mode) {
+    BM_TRY(OperationGraph());
     Desc& heur = Keep();
     BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heur.out()),
                    "engine heuristics of {}", what_);
-    auto gd = g.get();
-    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-    BM_TRY(Set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &gd));
+    BM_TRY(Set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+               &graph_));
     BM_TRY(Set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(heur.get()), "engine heuristics of {}", what_);
+    BM_CUDNN_CHECK(cudnnBackendFinalize(heur.get()), "engine heuristics (mode {}) of {}",
+                   static_cast<int>(mode), what_);
     int64_t count = 0;
     BM_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
                    "engine count of {}", what_);
-    if (count == 0)
-      return Errorf(ErrorCode::kUnsupported, "cuDNN attention: no engine for {}", what_);
     std::vector<cudnnBackendDescriptor_t> cfgs;
     for (int64_t i = 0; i < count; ++i) {
       Desc& c = Keep();
@@ -269,47 +299,136 @@ class Graph {
       cfgs.push_back(c.get());
     }
     int64_t got = 0;
-    BM_CUDNN_CHECK(
-        cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs.data()),
-        "engine configs of {}", what_);
-    std::string tried;
-    for (int64_t i = 0; i < got; ++i) {
-      if (deterministic && !Deterministic(cfgs[i])) {
-        tried += fmt::format(" cfg{}:nondeterministic", i);
-        continue;
-      }
-      auto plan = std::make_unique<Desc>();
-      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan->out()) !=
+    if (count > 0)
+      BM_CUDNN_CHECK(
+          cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs.data()),
+          "engine configs of {}", what_);
+    cfgs.resize(static_cast<size_t>(got));
+    return cfgs;
+  }
+
+  // What an engine configuration is, for the survey: its engine's global index, whether the
+  // engine is free of the NONDETERMINISTIC note, its knob choices (type, value) and each
+  // tunable knob's range.
+  struct Knob {
+    int64_t type = 0, min = 0, max = 0, stride = 1;
+  };
+  struct ConfigInfo {
+    int64_t engine = -1;
+    bool deterministic = false;
+    std::vector<std::pair<int64_t, int64_t> > choices;
+    std::vector<Knob> knobs;
+  };
+  ConfigInfo Describe(cudnnBackendDescriptor_t cfg) {
+    ConfigInfo info;
+    Desc& engine = Keep();
+    int64_t n = 0;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine.out()) !=
+        CUDNN_STATUS_SUCCESS)
+      return info;
+    auto e = engine.get();
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &n, &e) != CUDNN_STATUS_SUCCESS)
+      return info;
+    cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                             &info.engine);
+    info.deterministic = NoteFree(e);
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+      Desc& d = Keep();
+      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, d.out()) !=
           CUDNN_STATUS_SUCCESS)
-        continue;
-      cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                               &handle_);
-      cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                               CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]);
-      cudnnStatus_t st = cudnnBackendFinalize(plan->get());
-      if (st != CUDNN_STATUS_SUCCESS) {
-        tried += fmt::format(" cfg{}:{}", i, cudnnGetErrorString(st));
-        continue;
-      }
-      int64_t ws = 0, n = 0;
-      BM_CUDNN_CHECK(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                              CUDNN_TYPE_INT64, 1, &n, &ws),
-                     "workspace size of {}", what_);
-      workspace_ = static_cast<size_t>(ws);
-      plan_ = std::move(plan);
-      return Status::Ok();
+        break;
+      raw.push_back(d.get());
     }
-    char last[512] = {0};
-    cudnnGetLastErrorString(last, sizeof(last));
-    return Errorf(ErrorCode::kUnsupported,
-                  "cuDNN attention: none of {} engine configs builds a plan for {}:{} ({})", got,
-                  what_, tried, last);
+    int64_t got = 0;
+    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(raw.size()),
+                                 &got, raw.data()) == CUDNN_STATUS_SUCCESS) {
+      for (int64_t k = 0; k < got; ++k) {
+        cudnnBackendKnobType_t type{};
+        int64_t value = 0;
+        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                                 &n, &type);
+        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n,
+                                 &value);
+        info.choices.emplace_back(type, value);
+      }
+    }
+    raw.clear();
+    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+      Desc& d = Keep();
+      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, d.out()) !=
+          CUDNN_STATUS_SUCCESS)
+        break;
+      raw.push_back(d.get());
+    }
+    if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 static_cast<int64_t>(raw.size()), &got,
+                                 raw.data()) == CUDNN_STATUS_SUCCESS) {
+      for (int64_t k = 0; k < got; ++k) {
+        Knob knob;
+        cudnnBackendKnobType_t type{};
+        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n,
+                                 &type);
+        knob.type = type;
+        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, 1,
+                                 &n, &knob.min);
+        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1,
+                                 &n, &knob.max);
+        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &n,
+                                 &knob.stride);
+        info.knobs.push_back(knob);
+      }
+    }
+    return info;
+  }
+
+  // The plan of engine `index` with the given knob values (type, value; the others at their
+  // defaults) in place of the current one; false with the reason when it does not build.
+  bool PlanEngine(int64_t index, const std::vector<std::pair<int64_t, int64_t> >& knobs,
+                  std::string* why) {
+    cudnnBackendDescriptor_t e = nullptr;
+    if (!OperationGraph().ok() || !EngineAt(index, &e)) {
+      *why = "engine does not take the graph";
+      return false;
+    }
+    std::vector<cudnnBackendDescriptor_t> choices;
+    for (auto [type, value] : knobs) {
+      Desc& c = Keep();
+      auto t = static_cast<cudnnBackendKnobType_t>(type);
+      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, c.out()) !=
+              CUDNN_STATUS_SUCCESS ||
+          cudnnBackendSetAttribute(c.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE,
+                                   1, &t) != CUDNN_STATUS_SUCCESS ||
+          cudnnBackendSetAttribute(c.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+                                   &value) != CUDNN_STATUS_SUCCESS ||
+          cudnnBackendFinalize(c.get()) != CUDNN_STATUS_SUCCESS) {
+        *why = fmt::format("knob {}={} refused: {}", type, value, LastError());
+        return false;
+      }
+      choices.push_back(c.get());
+    }
+    Desc& cfg = Keep();
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, cfg.out()) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &e) != CUDNN_STATUS_SUCCESS ||
+        (!choices.empty() && cudnnBackendSetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                                      CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                      static_cast<int64_t>(choices.size()),
+                                                      choices.data()) != CUDNN_STATUS_SUCCESS) ||
+        cudnnBackendFinalize(cfg.get()) != CUDNN_STATUS_SUCCESS) {
+      *why = "engine config refused: " + LastError();
+      return false;
+    }
+    return Plan(cfg.get(), why);
   }
 
   size_t workspace() const { return workspace_; }
 
-  Status Execute(const std::vector<int64_t>& uids, std::vector<void*> ptrs, void* workspace,
+  Status Execute(std::span<const int64_t> uids, std::vector<void*> ptrs, void* workspace,
                  size_t workspace_bytes, cudaStream_t stream) const {
     if (workspace_bytes < workspace_)
       return Errorf(ErrorCode::kInternal, "cuDNN attention: workspace {} bytes < {} needed for {}",
@@ -345,6 +464,76 @@ class Graph {
     ops_.push_back(op.get());
     return Status::Ok();
   }
+  // The operation graph of the ops added so far (built once).
+  Status OperationGraph() {
+    if (graph_ != nullptr) return Status::Ok();
+    Desc& g = Keep();
+    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, g.out()),
+                   "operation graph of {}", what_);
+    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+               static_cast<int64_t>(ops_.size()), ops_.data()));
+    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
+    BM_CUDNN_CHECK(cudnnBackendFinalize(g.get()), "operation graph ({} ops) of {}", ops_.size(),
+                   what_);
+    graph_ = g.get();
+    return Status::Ok();
+  }
+  // The execution plan of an engine configuration, kept with its workspace size when it builds.
+  bool Plan(cudnnBackendDescriptor_t cfg, std::string* why) {
+    auto plan = std::make_unique<Desc>();
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan->out()) !=
+        CUDNN_STATUS_SUCCESS) {
+      *why = "no plan descriptor";
+      return false;
+    }
+    cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                             &handle_);
+    cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+    cudnnStatus_t st = cudnnBackendFinalize(plan->get());
+    int64_t ws = 0, n = 0;
+    if (st == CUDNN_STATUS_SUCCESS)
+      st = cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                    CUDNN_TYPE_INT64, 1, &n, &ws);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      *why = fmt::format("{}: {}", cudnnGetErrorString(st), LastError());
+      return false;
+    }
+    workspace_ = static_cast<size_t>(ws);
+    plan_ = std::move(plan);
+    return true;
+  }
+  // The engine of global index i for this graph (kept), or false when it does not take it.
+  bool EngineAt(int64_t i, cudnnBackendDescriptor_t* out) {
+    Desc& e = Keep();
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, e.out()) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(e.get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                 &graph_) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(e.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+                                 &i) != CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(e.get()) != CUDNN_STATUS_SUCCESS)
+      return false;
+    *out = e.get();
+    return true;
+  }
+  static std::string LastError() {
+    char last[512] = {0};
+    cudnnGetLastErrorString(last, sizeof(last));
+    return last;
+  }
+  // An engine without cuDNN's NONDETERMINISTIC numerical note.
+  static bool NoteFree(cudnnBackendDescriptor_t e) {
+    std::array<cudnnBackendNumericalNote_t, 32> notes{};
+    int64_t n = 0;
+    if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                 notes.size(), &n, notes.data()) != CUDNN_STATUS_SUCCESS)
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
+    return true;
+  }
   bool Deterministic(cudnnBackendDescriptor_t cfg) {
     Desc engine;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine.out()) !=
@@ -355,13 +544,7 @@ class Graph {
     if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                  &n, &e) != CUDNN_STATUS_SUCCESS)
       return false;
-    std::array<cudnnBackendNumericalNote_t, 32> notes{};
-    if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                 notes.size(), &n, notes.data()) != CUDNN_STATUS_SUCCESS)
-      return false;
-    for (int64_t i = 0; i < n; ++i)
-      if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
-    return true;
+    return NoteFree(e);
   }
 
   cudnnHandle_t handle_;
@@ -369,6 +552,7 @@ class Graph {
   int64_t next_uid_ = kVirtual;
   std::vector<std::unique_ptr<Desc> > owned_;
   std::vector<cudnnBackendDescriptor_t> ops_;
+  cudnnBackendDescriptor_t graph_ = nullptr;  // once OperationGraph() built it
   std::unique_ptr<Desc> plan_;
   size_t workspace_ = 0;
 };
@@ -553,22 +737,47 @@ Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   return out;
 }
 
-// The backward's key blocks: [k0, k0 + keys) for k0 = 0, chunk, 2 chunk, ... At most
-// key_chunk keys and at most half the sequence (a multiple of 64, at least 64), so that no
-// call holds the whole T x T; key_chunk <= 0 asks for one call.
-int KeyChunk(const AttentionShape& s) {
-  if (s.key_chunk <= 0) return s.seq;
-  int half = std::max(64, s.seq / 2 / 64 * 64);
-  return std::min({s.key_chunk, half, s.seq});
-}
-
 // Bytes of the partial dQ ([B, T, H·D], 16-bit) when there is more than one key block: the start
 // of the workspace, rounded up to 256; cuDNN's workspace follows.
 size_t PartialDqBytes(const AttentionShape& s) {
-  if (KeyChunk(s) >= s.seq) return 0;
+  if (CudnnKeysPerCall(s) >= s.seq) return 0;
   return static_cast<size_t>(s.batch) * s.seq * s.heads * s.head_dim * 2;
 }
 size_t Round256(size_t n) { return (n + 255) / 256 * 256; }
+
+// The backward's by-value scalars (their addresses go into the variant pack).
+struct BackwardScalars {
+  float scale, lowest = std::numeric_limits<float>::lowest(), one = 1.0f;
+  explicit BackwardScalars(const AttentionShape& s)
+      : scale(1.0f / std::sqrt(static_cast<float>(s.head_dim))) {}
+};
+constexpr std::array<int64_t, 12> kBackwardUids = {kQ,      kK,   kV,  kO,  kStats, kScale,
+                                                   kLowest, kOne, kDo, kDq, kDk,    kDv};
+
+// The variant pack's pointers of the backward for the keys from k0 (rows k0.. of qkv, out,
+// dout and lse); dq: where this block's dQ goes (dqkv itself for the first block).
+std::vector<void*> BackwardPointers(const AttentionShape& s, int k0, BackwardScalars& sc, void* dq,
+                                    void* dqkv, const void* dout, const void* out, const void* qkv,
+                                    const float* lse) {
+  const size_t hd = static_cast<size_t>(s.head_dim) * 2, k_off = s.heads * hd,
+               v_off = (s.heads + s.kv_heads) * hd;
+  const size_t row = static_cast<size_t>(k0) * (s.heads + 2 * s.kv_heads) * hd;  // in qkv
+  const size_t orow = static_cast<size_t>(k0) * s.heads * hd;                    // out, dout
+  auto* base = static_cast<char*>(const_cast<void*>(qkv)) + row;
+  auto* dbase = static_cast<char*>(dqkv) + row;
+  return {base,
+          base + k_off,
+          base + v_off,
+          static_cast<char*>(const_cast<void*>(out)) + orow,
+          const_cast<float*>(lse) + k0,
+          &sc.scale,
+          &sc.lowest,
+          &sc.one,
+          static_cast<char*>(const_cast<void*>(dout)) + orow,
+          dq,
+          dbase + k_off,
+          dbase + v_off};
+}
 
 }  // namespace
 
@@ -579,7 +788,7 @@ bool CudnnAttentionUsable(const AttentionShape& shape) {
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
   BM_ASSIGN_OR_RETURN(const Graph* f, PlanFor(shape, 0, -1));
   size_t cudnn = f->workspace();
-  int chunk = KeyChunk(shape);
+  int chunk = CudnnKeysPerCall(shape);
   for (int k0 = 0; k0 < shape.seq; k0 += chunk) {
     BM_ASSIGN_OR_RETURN(const Graph* b, PlanFor(shape, k0, std::min(chunk, shape.seq - k0)));
     cudnn = std::max(cudnn, b->workspace());
@@ -595,8 +804,9 @@ Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const Atten
   size_t hd = static_cast<size_t>(s.head_dim) * 2;
   float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   float lowest = std::numeric_limits<float>::lowest();
+  constexpr std::array<int64_t, 7> kUids = {kQ, kK, kV, kO, kStats, kScale, kLowest};
   return g->Execute(
-      {kQ, kK, kV, kO, kStats, kScale, kLowest},
+      kUids,
       {base, base + s.heads * hd, base + (s.heads + s.kv_heads) * hd, out, lse, &scale, &lowest},
       workspace, workspace_bytes, stream);
 }
@@ -611,29 +821,18 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
                   workspace_bytes, skip, Describe(s));
   void* dq_partial = workspace;
   void* cudnn_ws = static_cast<char*>(workspace) + skip;
-  auto* base = static_cast<char*>(const_cast<void*>(qkv));
   auto* dbase = static_cast<char*>(dqkv);
   const size_t width = (s.heads + 2 * s.kv_heads) * static_cast<size_t>(s.head_dim);  // qkv row
-  const size_t hd = static_cast<size_t>(s.head_dim) * 2, k_off = s.heads * hd,
-               v_off = (s.heads + s.kv_heads) * hd, out_row = s.heads * hd;
-  float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  float lowest = std::numeric_limits<float>::lowest();
-  float one = 1.0f;
-  int chunk = KeyChunk(s);
+  const size_t out_row = static_cast<size_t>(s.heads) * s.head_dim * 2;
+  BackwardScalars scalars(s);
+  int chunk = CudnnKeysPerCall(s);
   for (int k0 = 0; k0 < s.seq; k0 += chunk) {
     int keys = std::min(chunk, s.seq - k0);
     BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, k0, keys));
-    size_t row = static_cast<size_t>(k0) * width * 2;  // byte offset of row k0 in qkv
-    size_t orow = static_cast<size_t>(k0) * out_row;   // ... in out, dout
-    void* dq = k0 == 0 ? static_cast<void*>(dbase)
-                       : static_cast<void*>(reinterpret_cast<char*>(dq_partial) + orow);
-    BM_TRY(
-        g->Execute({kQ, kK, kV, kO, kStats, kScale, kLowest, kOne, kDo, kDq, kDk, kDv},
-                   {base + row, base + row + k_off, base + row + v_off,
-                    static_cast<char*>(const_cast<void*>(out)) + orow, const_cast<float*>(lse) + k0,
-                    &scale, &lowest, &one, static_cast<char*>(const_cast<void*>(dout)) + orow, dq,
-                    dbase + row + k_off, dbase + row + v_off},
-                   cudnn_ws, workspace_bytes - skip, stream));
+    void* dq = k0 == 0 ? dqkv : static_cast<char*>(dq_partial) + static_cast<size_t>(k0) * out_row;
+    BM_TRY(g->Execute(kBackwardUids,
+                      BackwardPointers(s, k0, scalars, dq, dqkv, dout, out, qkv, lse), cudnn_ws,
+                      workspace_bytes - skip, stream));
     if (k0 == 0) continue;
     // dQ rows k0.. += this block's part, in block order.
     const int cols = s.heads * s.head_dim;
@@ -646,6 +845,140 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
           reinterpret_cast<__nv_bfloat16*>(dbase), static_cast<int>(width),
           static_cast<const __nv_bfloat16*>(dq_partial), cols, s.batch, s.seq, k0, cols, stream));
     }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// One candidate's plan timed on the caller's tensors: a warm-up call, `repeats` timed calls,
+// the output's bits after the warm-up and after the last.
+void TimeCandidate(const Graph& g, const AttentionShape& s, int repeats, void* dqkv,
+                   const void* dout, const void* out, const void* qkv, const float* lse,
+                   cudaStream_t stream, CudnnBackwardCandidate* c) {
+  c->workspace_bytes = g.workspace();
+  void* ws = nullptr;
+  unsigned long long* sum = nullptr;
+  cudaEvent_t t0 = nullptr, t1 = nullptr;
+  const size_t bytes =
+      static_cast<size_t>(s.batch) * s.seq * (s.heads + 2 * s.kv_heads) * s.head_dim * 2;
+  BackwardScalars scalars(s);
+  auto run = [&]() {
+    return g.Execute(kBackwardUids,
+                     BackwardPointers(s, 0, scalars, dqkv, dqkv, dout, out, qkv, lse), ws,
+                     c->workspace_bytes, stream);
+  };
+  auto fingerprint = [&](uint64_t* into) -> Status {
+    BM_TRY(BitChecksum(sum, dqkv, bytes, stream));
+    unsigned long long host = 0;
+    BM_CUDA_CHECK(cudaMemcpyAsync(&host, sum, sizeof(host), cudaMemcpyDeviceToHost, stream),
+                  "survey checksum");
+    BM_CUDA_CHECK(cudaStreamSynchronize(stream), "survey checksum");
+    *into = host;
+    return Status::Ok();
+  };
+  Status st = [&]() -> Status {
+    BM_CUDA_CHECK(cudaMalloc(&ws, std::max<size_t>(c->workspace_bytes, 256)), "{} B workspace",
+                  c->workspace_bytes);
+    BM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sum), sizeof(*sum)), "survey checksum");
+    BM_CUDA_CHECK(cudaEventCreate(&t0), "event");
+    BM_CUDA_CHECK(cudaEventCreate(&t1), "event");
+    BM_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, bytes, stream), "clear dqkv");
+    BM_TRY(run());
+    uint64_t first = 0;
+    BM_TRY(fingerprint(&first));
+    BM_CUDA_CHECK(cudaEventRecord(t0, stream), "event");
+    for (int i = 0; i < repeats; ++i) BM_TRY(run());
+    BM_CUDA_CHECK(cudaEventRecord(t1, stream), "event");
+    BM_TRY(fingerprint(&c->checksum));
+    float ms = 0;
+    BM_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1), "event");
+    c->ms = ms / std::max(repeats, 1);
+    c->repeatable = first == c->checksum;
+    return Status::Ok();
+  }();
+  if (!st.ok()) c->error = st.message();
+  if (ws != nullptr) cudaFree(ws);
+  if (sum != nullptr) cudaFree(sum);
+  if (t0 != nullptr) cudaEventDestroy(t0);
+  if (t1 != nullptr) cudaEventDestroy(t1);
+  cudaGetLastError();  // a failed candidate must not fail the next
+}
+
+}  // namespace
+
+Status CudnnAttentionBackwardSurvey(
+    const AttentionShape& s, void* dqkv, const void* dout, const void* out, const void* qkv,
+    const float* lse, int repeats, cudaStream_t stream,
+    const std::function<void(const CudnnBackwardCandidate&)>& report) {
+  const int keys = CudnnKeysPerCall(s);
+  BM_ASSIGN_OR_RETURN(const Graph* current, PlanFor(s, 0, keys));
+  CudnnBackwardCandidate first;
+  first.config = "heuristic's first deterministic";
+  first.heuristic = first.note_deterministic = true;
+  TimeCandidate(*current, s, repeats, dqkv, dout, out, qkv, lse, stream, &first);
+  report(first);
+  cudnnHandle_t handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(TheCache().mu);
+    int device = 0;
+    BM_CUDA_CHECK(cudaGetDevice(&device), "the current GPU");
+    handle = TheCache().handles[device];
+  }
+  auto fresh = [&]() {
+    return std::make_unique<Graph>(handle,
+                                   fmt::format("survey {} keys [0, {})", Describe(s), keys));
+  };
+  // The configurations heuristics A, B and the fallback propose, as they come and then with
+  // each knob's every value (at most 48 a knob; the others as proposed), each once.
+  auto probe = fresh();
+  BM_TRY(BuildBackward(*probe, s, 0, keys));
+  using Choices = std::vector<std::pair<int64_t, int64_t> >;
+  std::vector<std::tuple<std::string, int64_t, bool, Choices> > todo;  // label, engine, det
+  std::set<std::pair<int64_t, Choices> > seen;
+  auto add = [&](std::string label, int64_t engine, bool det, Choices c) {
+    std::sort(c.begin(), c.end());
+    if (seen.insert({engine, c}).second) todo.emplace_back(std::move(label), engine, det, c);
+  };
+  const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {
+      {CUDNN_HEUR_MODE_A, "A"}, {CUDNN_HEUR_MODE_B, "B"}, {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
+  for (auto [mode, name] : modes) {
+    auto cfgs = probe->HeuristicConfigs(mode);
+    if (!cfgs.ok()) continue;
+    for (size_t i = 0; i < cfgs->size(); ++i) {
+      auto info = probe->Describe((*cfgs)[i]);
+      add(fmt::format("heuristic {} #{}", name, i), info.engine, info.deterministic, info.choices);
+      for (const auto& k : info.knobs) {
+        int64_t stride = std::max<int64_t>(k.stride, 1);
+        for (int64_t v = k.min, n = 0; v <= k.max && n < 48; v += stride, ++n) {
+          Choices c = info.choices;
+          auto it = std::find_if(c.begin(), c.end(), [&](auto& p) { return p.first == k.type; });
+          if (it != c.end())
+            it->second = v;
+          else
+            c.emplace_back(k.type, v);
+          add(fmt::format("heuristic {} #{} knob {}={}", name, i, k.type, v), info.engine,
+              info.deterministic, c);
+        }
+      }
+    }
+  }
+  for (const auto& [label, engine, det, choices] : todo) {
+    CudnnBackwardCandidate c;
+    c.config = fmt::format("{}: engine {} knobs", label, engine);
+    for (auto [t, v] : choices) c.config += fmt::format(" {}={}", t, v);
+    c.note_deterministic = det;
+    auto g = fresh();
+    Status built = BuildBackward(*g, s, 0, keys);  // builds the heuristic plan first
+    std::string why;
+    if (!built.ok()) {
+      c.error = built.message();
+    } else if (!g->PlanEngine(engine, choices, &why)) {
+      c.error = why;
+    } else {
+      TimeCandidate(*g, s, repeats, dqkv, dout, out, qkv, lse, stream, &c);
+    }
+    report(c);
   }
   return Status::Ok();
 }

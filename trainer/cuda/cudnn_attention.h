@@ -25,13 +25,21 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "base/result.h"
 
 namespace bm::train::cuda {
 
-// Keys per backward call (see above); RunSpec::attention_chunk.
+// Keys per backward call (see above); RunSpec::attention_chunk. kCudnnKeyChunkAuto (the
+// RunSpec's default) lets the memory plan choose: one call when its scratch fits in what the
+// plan holds anyway, else kCudnnKeyChunk (cuda_model_plan.cc); a shape carrying it before the
+// plan chose (the usability checks) means kCudnnKeyChunk.
 constexpr int kCudnnKeyChunk = 1024;
+constexpr int kCudnnKeyChunkAuto = -1;
 
 struct AttentionShape {
   int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
@@ -40,6 +48,9 @@ struct AttentionShape {
 };
 
 bool CudnnAttentionBuilt();
+
+// The keys of each backward call for this shape (the sequence when one call).
+int CudnnKeysPerCall(const AttentionShape& shape);
 
 // Built in, a shape cuDNN's engines take (head_dim a multiple of 8 up to 128, heads a multiple
 // of kv_heads) and both plans build on this GPU: what attention = "auto" checks before it
@@ -57,5 +68,28 @@ Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const Atten
 Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, const void* qkv,
                               const float* lse, const AttentionShape& shape, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream);
+
+// What bench/cudnn_attention_survey measures: every engine configuration cuDNN has for the
+// backward graph of the first key block of `shape` (all the queries, the first KeyChunk keys):
+// the plan CudnnAttentionBackward runs first, then each engine that takes the graph at its
+// defaults and with each of its knobs' values tried one at a time (at most 6 a knob). Each is
+// timed on the caller's tensors (one warm-up call, then the mean of `repeats`) and
+// fingerprinted (dq, dk, dv of dqkv, whose bits after the warm-up and after the last call must
+// agree), and passed to `report` as soon as it is measured. For finding an engine faster than
+// the heuristic's; the trainer does not call it.
+struct CudnnBackwardCandidate {
+  std::string config;               // "engine 3 knob 40=128"
+  bool heuristic = false;           // the plan CudnnAttentionBackward runs
+  bool note_deterministic = false;  // no NONDETERMINISTIC numerical note
+  size_t workspace_bytes = 0;
+  double ms = 0;
+  uint64_t checksum = 0;    // BitChecksum of dqkv after the last call
+  bool repeatable = false;  // ... equal to the one after the warm-up
+  std::string error;        // the plan did not build or run (no timing then)
+};
+Status CudnnAttentionBackwardSurvey(
+    const AttentionShape& shape, void* dqkv, const void* dout, const void* out, const void* qkv,
+    const float* lse, int repeats, cudaStream_t stream,
+    const std::function<void(const CudnnBackwardCandidate&)>& report);
 
 }  // namespace bm::train::cuda

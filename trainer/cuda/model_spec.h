@@ -80,8 +80,10 @@ struct RunSpec {
   // training micro-batch must then be a step's first and last, which CudaModel checks.
   int micro_batches_per_step = 0;
   AttentionImpl attention = AttentionImpl::kAuto;
-  int attention_chunk = kCudnnKeyChunk;  // cuDNN backward: keys per call at most (0: one call)
-  bool fused_epilogues = true;           // cuBLASLt bias/GELU/bias-gradient epilogues
+  // cuDNN backward: keys per call at most (0: one call; kCudnnKeyChunkAuto: the plan chooses,
+  // MemoryReport::attention_key_block says what).
+  int attention_chunk = kCudnnKeyChunkAuto;
+  bool fused_epilogues = true;   // cuBLASLt bias/GELU/bias-gradient epilogues
   bool matmul_tuning = true;     // time cuBLASLt's candidates, keep bit-identical ones (matmul.h)
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
   bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)

@@ -235,8 +235,8 @@ TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
   }
 }
 
-// A vocabulary whose row the kernel keeps in shared memory for the gradient pass, and one too
-// wide for that (read twice); without the gradient the losses are the same bits.
+// A narrow vocabulary and one as wide as the largest presets'; without the gradient pass the
+// losses are the same bits.
 TYPED_TEST(CudaOps, CrossEntropyWithMask) {
   using T = TypeParam;
   for (auto [v, ld] : {std::pair{1000, 1008}, std::pair{60000, 60000}}) {

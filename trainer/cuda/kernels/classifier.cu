@@ -8,7 +8,6 @@ namespace bm::train::cuda {
 namespace {
 
 constexpr int kThreads = 512;
-constexpr size_t kMaxStagedRowBytes = 110 * 1024;  // two blocks an SM (227 KiB on Hopper)
 
 // ---- kernels: one block per row; online max/sum in one pass, then the gradient pass.
 
@@ -55,18 +54,13 @@ __global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
   }
 }
 
-// The same with 16-byte accesses (V and ld multiples of 16 / sizeof(T)). kStaged keeps the row
-// in shared memory (vocab * sizeof(T) bytes, dynamic) from the first pass for the gradient
-// pass: one read of the logits from memory instead of two, the same arithmetic in the same
-// order (the same bits).
-template <typename T, bool kStaged>
+// The same with 16-byte accesses (V and ld multiples of 16 / sizeof(T)).
+template <typename T>
 __global__ void CrossEntropyVecKernel(T* logits, float* losses, const int* targets,
                                       const float* weights, float grad_scale, int vocab, int ld,
                                       bool write_grad) {
   constexpr int V = Pack16<T>::kN;
   __shared__ float shared[32];
-  extern __shared__ __align__(16) unsigned char staged[];
-  auto* row_copy = reinterpret_cast<Pack16<T>*>(staged);
   int row = blockIdx.x;
   T* x = logits + static_cast<size_t>(row) * ld;
   int target = targets[row];
@@ -74,7 +68,6 @@ __global__ void CrossEntropyVecKernel(T* logits, float* losses, const int* targe
   float m = -INFINITY, s = 0.0f;
   for (int i = threadIdx.x * V; i < vocab; i += blockDim.x * V) {
     Pack16<T> p = Load16(x + i);
-    if constexpr (kStaged) row_copy[i / V] = p;
     float mx = ToF(p.v[0]);
 #pragma unroll
     for (int k = 1; k < V; ++k) mx = fmaxf(mx, ToF(p.v[k]));
@@ -96,11 +89,7 @@ __global__ void CrossEntropyVecKernel(T* logits, float* losses, const int* targe
   __syncthreads();
   float scale = grad_scale * weight;
   for (int i = threadIdx.x * V; i < vocab; i += blockDim.x * V) {
-    Pack16<T> p;
-    if constexpr (kStaged)
-      p = row_copy[i / V];  // written by this thread in the first pass
-    else
-      p = Load16(x + i);
+    Pack16<T> p = Load16(x + i);
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       float g = scale * (expf(ToF(p.v[k]) - lse) - (i + k == target ? 1.0f : 0.0f));
@@ -221,19 +210,8 @@ Status CrossEntropy(T* logits, float* losses, const int* targets, const float* w
                     cudaStream_t stream) {
   if (n == 0) return Status::Ok();
   if (Vectorizable<T>(vocab, logits) && ld % Pack16<T>::kN == 0) {
-    // The row kept in shared memory for the gradient pass when two blocks still fit an SM
-    // (GPT-2's 50,304 bf16 logits: 98 KiB; LLaMA's 32,000: 62.5 KiB).
-    const size_t row_bytes = static_cast<size_t>(vocab) * sizeof(T);
-    static const bool staging = cudaFuncSetAttribute(CrossEntropyVecKernel<T, true>,
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     kMaxStagedRowBytes) == cudaSuccess;
-    if (write_grad && staging && row_bytes <= kMaxStagedRowBytes) {
-      CrossEntropyVecKernel<T, true><<<n, kThreads, row_bytes, stream>>>(
-          logits, losses, targets, weights, grad_scale, vocab, ld, write_grad);
-    } else {
-      CrossEntropyVecKernel<T, false><<<n, kThreads, 0, stream>>>(
-          logits, losses, targets, weights, grad_scale, vocab, ld, write_grad);
-    }
+    CrossEntropyVecKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights,
+                                                         grad_scale, vocab, ld, write_grad);
   } else {
     CrossEntropyKernel<T><<<n, kThreads, 0, stream>>>(logits, losses, targets, weights, grad_scale,
                                                       vocab, ld, write_grad);

@@ -92,18 +92,19 @@ TYPED_TEST(CudaOps, Embedding) {
   cudaFree(dtok), cudaFree(bt), cudaFree(bo), cudaFree(bp);
 }
 
-TYPED_TEST(CudaOps, LayerNorm) {
-  using T = TypeParam;
-  int n = 300, c = 200;  // more rows than one column-reduction chunk
-  auto x = Rounded<T>(RandomVector(n * c, 2.0f, this->Seed()));
+// Widths from small to twice GPT-2's (200, 768, 1536), rows not a multiple of the kernels'
+// blocks or of the column pass's chunks.
+template <typename T>
+void CheckLayerNorm(int n, int c, uint64_t seed) {
+  auto x = Rounded<T>(RandomVector(n * c, 2.0f, seed));
   for (int r = 0; r < n; ++r) x[r * c] += 3.0f;  // a non-zero mean
-  auto w = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
-  auto b = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
-  auto dy = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
-  auto dx0 = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+  auto w = Rounded<T>(RandomVector(c, 1.0f, seed));
+  auto b = Rounded<T>(RandomVector(c, 1.0f, seed));
+  auto dy = Rounded<T>(RandomVector(n * c, 1.0f, seed));
+  auto dx0 = Rounded<T>(RandomVector(n * c, 1.0f, seed));
   DeviceBuffer<T> gx(x), gw(w), gb(b), gy(n * c), gdy(dy), gdx(dx0);
   DeviceBuffer<float> mean(n), rstd(n), scratch(LayerNormScratchFloats(n, c));
-  auto dw0 = RandomVector(c, 1.0f, this->Seed()), db0 = RandomVector(c, 1.0f, this->Seed());
+  auto dw0 = RandomVector(c, 1.0f, seed), db0 = RandomVector(c, 1.0f, seed);
   DeviceBuffer<float> gdw(dw0), gdb(db0);
   ASSERT_TRUE(
       LayerNormForward<T>(gy.get(), mean.get(), rstd.get(), gx.get(), gw.get(), gb.get(), n, c, 0)
@@ -121,6 +122,12 @@ TYPED_TEST(CudaOps, LayerNorm) {
   EXPECT_CLOSE(gdx.Download(), dx, kTol<T>);
   EXPECT_CLOSE(gdw.Download(), dw0, 1e-3);
   EXPECT_CLOSE(gdb.Download(), db0, 1e-5);
+}
+
+TYPED_TEST(CudaOps, LayerNorm) {
+  CheckLayerNorm<TypeParam>(300, 200, this->Seed());  // more rows than one column chunk
+  CheckLayerNorm<TypeParam>(333, 768, this->Seed());
+  CheckLayerNorm<TypeParam>(70, 1536, this->Seed());
 }
 
 // Both backward paths: the fused one (vectorizable rows) for 136 and 2048 channels, rows not

@@ -230,6 +230,21 @@ TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
   ASSERT_TRUE(BiasGrad<T>(gdb.get(), scratch.get(), ga.get(), rows, cols, 0).ok());
   BiasGradCpu(db.data(), a.data(), rows, cols);
   EXPECT_CLOSE(gdb.Download(), db, 1e-5);
+  {  // 16-byte loads where rows are aligned: the same sums, to the bit, as one column at a time
+    const int wide = 296;
+    auto dy = Rounded<T>(RandomVector(rows * wide, 1.0f, this->Seed()));
+    std::vector<float> shifted(dy.size() + 1, 0.0f);
+    std::copy(dy.begin(), dy.end(), shifted.begin() + 1);
+    DeviceBuffer<T> gdy(dy), gshifted(shifted);  // the latter's rows start 1 element off
+    std::vector<float> zeros(wide, 0.0f);
+    DeviceBuffer<float> vec_db(zeros), one_db(zeros), s2(BiasGradScratchFloats(rows, wide));
+    ASSERT_TRUE(BiasGrad<T>(vec_db.get(), s2.get(), gdy.get(), rows, wide, 0).ok());
+    ASSERT_TRUE(BiasGrad<T>(one_db.get(), s2.get(), gshifted.get() + 1, rows, wide, 0).ok());
+    std::vector<float> want(wide, 0.0f);
+    BiasGradCpu(want.data(), dy.data(), rows, wide);
+    EXPECT_CLOSE(vec_db.Download(), want, 1e-5);
+    EXPECT_EQ(vec_db.Download(), one_db.Download());
+  }
   // AddRows: rows 3.. of 2 sequences of 350, 40 columns of 45-wide rows, from 45-wide rows
   // (scalar path) and 16 of 24 from 16 (vector path when aligned).
   for (auto [ld_dst, ld_src, use] : {std::tuple{45, 45, 40}, std::tuple{24, 16, 16}}) {

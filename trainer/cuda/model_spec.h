@@ -83,7 +83,7 @@ struct RunSpec {
   // cuDNN backward: keys per call at most (0: one call; kCudnnKeyChunkAuto: the plan chooses,
   // MemoryReport::attention_key_block says what).
   int attention_chunk = kCudnnKeyChunkAuto;
-  bool fused_epilogues = true;   // cuBLASLt bias/GELU/bias-gradient epilogues
+  bool fused_epilogues = true;   // cuBLASLt bias and GELU epilogues
   bool matmul_tuning = true;     // time cuBLASLt's candidates, keep bit-identical ones (matmul.h)
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
   bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)

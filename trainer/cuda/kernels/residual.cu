@@ -52,6 +52,34 @@ __global__ void BiasGradPartialKernel(float* partial, const T* dy, int rows, int
   }
 }
 
+// The same with 16-byte loads (cols a multiple of V = 16 / sizeof(T), dy aligned): thread x owns
+// the V columns from (blockIdx.x * 32 + x) V; each column's sum in the scalar kernel's order.
+template <typename T>
+__global__ void BiasGradPartialVecKernel(float* partial, const T* dy, int rows, int cols) {
+  constexpr int V = Pack16<T>::kN;
+  __shared__ float s[8][32 * V + 1];
+  int c0 = (blockIdx.x * 32 + threadIdx.x) * V;
+  int begin = blockIdx.y * kBiasRowsPerChunk, end = min(rows, begin + kBiasRowsPerChunk);
+  float acc[V] = {};
+  if (c0 < cols) {
+    for (int r = begin + threadIdx.y; r < end; r += 8) {
+      Pack16<T> p = Load16(dy + static_cast<size_t>(r) * cols + c0);
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] += ToF(p.v[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) s[threadIdx.y][threadIdx.x * V + k] = acc[k];
+  __syncthreads();
+  for (int i = threadIdx.y * 32 + threadIdx.x; i < 32 * V; i += 256) {
+    int c = blockIdx.x * 32 * V + i;
+    if (c >= cols) continue;
+    float t = 0.0f;
+    for (int k = 0; k < 8; ++k) t += s[k][i];
+    partial[static_cast<size_t>(blockIdx.y) * cols + c] = t;
+  }
+}
+
 __global__ void BiasGradFinishKernel(float* db, const float* partial, int chunks, int cols) {
   int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= cols) return;
@@ -120,8 +148,14 @@ template <typename T>
 Status BiasGrad(float* db, float* scratch, const T* dy, int rows, int cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return Status::Ok();
   int chunks = (rows + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk;
-  BiasGradPartialKernel<T>
-      <<<dim3(CeilDiv(cols, 32), chunks), dim3(32, 8), 0, stream>>>(scratch, dy, rows, cols);
+  if (Vectorizable<T>(cols, dy)) {
+    BiasGradPartialVecKernel<T>
+        <<<dim3(CeilDiv(cols, 32 * Pack16<T>::kN), chunks), dim3(32, 8), 0, stream>>>(scratch, dy,
+                                                                                      rows, cols);
+  } else {
+    BiasGradPartialKernel<T>
+        <<<dim3(CeilDiv(cols, 32), chunks), dim3(32, 8), 0, stream>>>(scratch, dy, rows, cols);
+  }
   BM_LAUNCH_CHECK("BiasGradPartialKernel", "rows={} cols={}", rows, cols);
   BiasGradFinishKernel<<<CeilDiv(cols, 256), 256, 0, stream>>>(db, scratch, chunks, cols);
   BM_LAUNCH_CHECK("BiasGradFinishKernel", "rows={} cols={}", rows, cols);

@@ -8,7 +8,8 @@
 //                    [--recompute] [--recompute-norms] [--whole-masters]
 //                    [--activations-apart] [--profile]
 //                    [--attention auto|cudnn|flash]
-//                    [--attention-chunk KEYS] [--no-tune] [--tuning-log] [--json FILE]
+//                    [--attention-chunk KEYS (default: the plan chooses)] [--no-tune]
+//                    [--tuning-log] [--json FILE]
 //
 // Several GPUs: start one process per GPU with RANK, WORLD_SIZE, LOCAL_RANK and
 // BENCHMAKE_RENDEZVOUS set (bench/multi_gpu.sh does; trainer/dist/rank_env.h): data parallel

@@ -320,17 +320,11 @@ class Graph {
     std::vector<std::pair<int64_t, int64_t> > choices;
     std::vector<Knob> knobs;
   };
-  ConfigInfo Describe(cudnnBackendDescriptor_t cfg) {
+  ConfigInfo Info(cudnnBackendDescriptor_t cfg) {
     ConfigInfo info;
-    Desc& engine = Keep();
+    cudnnBackendDescriptor_t e = nullptr;
+    if (!EngineOf(cfg, &e)) return info;
     int64_t n = 0;
-    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine.out()) !=
-        CUDNN_STATUS_SUCCESS)
-      return info;
-    auto e = engine.get();
-    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                 &n, &e) != CUDNN_STATUS_SUCCESS)
-      return info;
     cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
                              &info.engine);
     info.deterministic = NoteFree(e);
@@ -534,17 +528,24 @@ class Graph {
       if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
     return true;
   }
-  bool Deterministic(cudnnBackendDescriptor_t cfg) {
-    Desc engine;
+  // The engine of an engine configuration (kept), or false.
+  bool EngineOf(cudnnBackendDescriptor_t cfg, cudnnBackendDescriptor_t* out) {
+    Desc& engine = Keep();
+    int64_t n = 0;
+    *out = nullptr;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine.out()) !=
         CUDNN_STATUS_SUCCESS)
       return false;
     auto e = engine.get();
-    int64_t n = 0;
     if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                  &n, &e) != CUDNN_STATUS_SUCCESS)
       return false;
-    return NoteFree(e);
+    *out = e;
+    return true;
+  }
+  bool Deterministic(cudnnBackendDescriptor_t cfg) {
+    cudnnBackendDescriptor_t e = nullptr;
+    return EngineOf(cfg, &e) && NoteFree(e);
   }
 
   cudnnHandle_t handle_;
@@ -946,7 +947,7 @@ Status CudnnAttentionBackwardSurvey(
     auto cfgs = probe->HeuristicConfigs(mode);
     if (!cfgs.ok()) continue;
     for (size_t i = 0; i < cfgs->size(); ++i) {
-      auto info = probe->Describe((*cfgs)[i]);
+      auto info = probe->Info((*cfgs)[i]);
       add(fmt::format("heuristic {} #{}", name, i), info.engine, info.deterministic, info.choices);
       for (const auto& k : info.knobs) {
         int64_t stride = std::max<int64_t>(k.stride, 1);

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "trainer/cuda/check.h"
+#include "trainer/cuda/cudnn_graph.h"
 #include "trainer/cuda/kernels/bit_checksum.cuh"
 #include "trainer/cuda/kernels/residual.cuh"
 
@@ -84,20 +85,6 @@ bool CudnnAttentionBuilt() { return true; }
 
 namespace {
 
-Status CudnnError(cudnnStatus_t status, std::string_view call, std::string_view what) {
-  char last[512] = {0};
-  cudnnGetLastErrorString(last, sizeof(last));
-  return Errorf(ErrorCode::kFailed, "{} failed: {} ({}) [{}]", call, cudnnGetErrorString(status),
-                last, what);
-}
-
-#define BM_CUDNN_CHECK(call, ...)                                       \
-  do {                                                                  \
-    cudnnStatus_t bm_cudnn_st_ = (call);                                \
-    if (bm_cudnn_st_ != CUDNN_STATUS_SUCCESS)                           \
-      return CudnnError(bm_cudnn_st_, #call, fmt::format(__VA_ARGS__)); \
-  } while (0)
-
 std::string Describe(const AttentionShape& s) {
   return fmt::format("B={} T={} H={} Hkv={} D={} {}", s.batch, s.seq, s.heads, s.kv_heads,
                      s.head_dim, s.fp16 ? "fp16" : "bf16");
@@ -107,24 +94,6 @@ std::string Describe(const AttentionShape& s) {
 cudnnDataType_t IoType(const AttentionShape& s) {
   return s.fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
 }
-
-// One backend descriptor, destroyed with its owner.
-class Desc {
- public:
-  Desc() = default;
-  ~Desc() {
-    if (d_ != nullptr) cudnnBackendDestroyDescriptor(d_);
-  }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-  cudnnBackendDescriptor_t get() const { return d_; }
-  cudnnBackendDescriptor_t* out() { return &d_; }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-};
-
-using Dims = std::array<int64_t, 4>;
 
 // Unique ids of the tensors the variant pack names; virtual tensors count up from kVirtual.
 enum Uid : int64_t {
@@ -141,421 +110,6 @@ enum Uid : int64_t {
   kDv,
   kOne,
   kVirtual = 100
-};
-
-// A graph under construction and, once finalized, its execution plan. Owns every descriptor.
-class Graph {
- public:
-  Graph(cudnnHandle_t handle, std::string what) : handle_(handle), what_(std::move(what)) {}
-
-  // Non-virtual (uid given) or virtual (uid 0: a fresh one) tensor.
-  Status Tensor(cudnnBackendDescriptor_t* t, cudnnDataType_t type, Dims dims, Dims strides,
-                int64_t uid = 0, bool by_value = false) {
-    bool is_virtual = uid == 0;
-    if (is_virtual) uid = next_uid_++;
-    Desc& d = Keep();
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, d.out()),
-                   "tensor {} of {}", uid, what_);
-    int64_t align = 16;
-    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
-    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data()));
-    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data()));
-    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-    BM_TRY(Set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual));
-    if (by_value) BM_TRY(Set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(d.get()), "tensor uid {} dims [{}] strides [{}] of {}", uid,
-                   fmt::join(dims, ","), fmt::join(strides, ","), what_);
-    *t = d.get();
-    return Status::Ok();
-  }
-  Status Scalar(cudnnBackendDescriptor_t* t, int64_t uid) {
-    return Tensor(t, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, uid, true);
-  }
-
-  // y = mode(x[, b][, t]); axis >= 0 for GEN_INDEX.
-  Status Pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
-                   cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
-                   cudnnBackendDescriptor_t y, cudnnDataType_t prec = CUDNN_DATA_FLOAT,
-                   int64_t axis = -1) {
-    Desc& pw = Keep();
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw.out()),
-                   "pointwise {} of {}", static_cast<int>(mode), what_);
-    BM_TRY(Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
-    BM_TRY(Set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec));
-    if (axis >= 0) BM_TRY(Set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(pw.get()), "pointwise mode {} of {}",
-                   static_cast<int>(mode), what_);
-    Desc& op = Keep();
-    BM_CUDNN_CHECK(
-        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op.out()),
-        "pointwise op of {}", what_);
-    auto pwd = pw.get();
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-               &pwd));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-    if (b != nullptr)
-      BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
-    if (t != nullptr)
-      BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-    return AddOp(op, fmt::format("pointwise mode {}", static_cast<int>(mode)));
-  }
-
-  Status Reduction(cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x,
-                   cudnnBackendDescriptor_t y) {
-    Desc& r = Keep();
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, r.out()),
-                   "reduction of {}", what_);
-    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    BM_TRY(Set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode));
-    BM_TRY(Set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(r.get()), "reduction {} of {}", static_cast<int>(mode),
-                   what_);
-    Desc& op = Keep();
-    BM_CUDNN_CHECK(
-        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, op.out()),
-        "reduction op of {}", what_);
-    auto rd = r.get();
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-    return AddOp(op, fmt::format("reduction {}", static_cast<int>(mode)));
-  }
-
-  // c = a · b (batched over the first two dimensions; b's heads broadcast over a's groups).
-  Status Matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b,
-                cudnnBackendDescriptor_t c) {
-    Desc& m = Keep();
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_MATMUL_DESCRIPTOR, m.out()),
-                   "matmul of {}", what_);
-    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    BM_TRY(Set(m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(m.get()), "matmul of {}", what_);
-    Desc& op = Keep();
-    BM_CUDNN_CHECK(
-        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, op.out()),
-        "matmul op of {}", what_);
-    auto md = m.get();
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &md));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c));
-    return AddOp(op, "matmul");
-  }
-
-  // y: a view of x with other dimensions and strides (a transpose, here).
-  Status Reshape(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
-    Desc& op = Keep();
-    BM_CUDNN_CHECK(
-        cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, op.out()),
-        "reshape op of {}", what_);
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-    BM_TRY(Set(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-    return AddOp(op, "reshape");
-  }
-
-  // The operation graph, the heuristic's engine configurations in order, and the first one
-  // that finalizes into an execution plan (skipping non-deterministic engines when asked).
-  Status Finalize(bool deterministic) {
-    BM_ASSIGN_OR_RETURN(auto cfgs, HeuristicConfigs(CUDNN_HEUR_MODE_A));
-    if (cfgs.empty())
-      return Errorf(ErrorCode::kUnsupported, "cuDNN attention: no engine for {}", what_);
-    std::string tried;
-    for (size_t i = 0; i < cfgs.size(); ++i) {
-      if (deterministic && !Deterministic(cfgs[i])) {
-        tried += fmt::format(" cfg{}:nondeterministic", i);
-        continue;
-      }
-      std::string why;
-      if (Plan(cfgs[i], &why)) return Status::Ok();
-      tried += fmt::format(" cfg{}:{}", i, why);
-    }
-    return Errorf(ErrorCode::kUnsupported,
-                  "cuDNN attention: none of {} engine configs builds a plan for {}:{}", cfgs.size(),
-                  what_, tried);
-  }
-
-  // The engine configurations a heuristic mode proposes for the graph, best first (kept).
-  Result<std::vector<cudnnBackendDescriptor_t> > HeuristicConfigs(cudnnBackendHeurMode_t mode) {
-    BM_TRY(OperationGraph());
-    Desc& heur = Keep();
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, heur.out()),
-                   "engine heuristics of {}", what_);
-    BM_TRY(Set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-               &graph_));
-    BM_TRY(Set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(heur.get()), "engine heuristics (mode {}) of {}",
-                   static_cast<int>(mode), what_);
-    int64_t count = 0;
-    BM_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
-                   "engine count of {}", what_);
-    std::vector<cudnnBackendDescriptor_t> cfgs;
-    for (int64_t i = 0; i < count; ++i) {
-      Desc& c = Keep();
-      BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, c.out()),
-                     "engine config of {}", what_);
-      cfgs.push_back(c.get());
-    }
-    int64_t got = 0;
-    if (count > 0)
-      BM_CUDNN_CHECK(
-          cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs.data()),
-          "engine configs of {}", what_);
-    cfgs.resize(static_cast<size_t>(got));
-    return cfgs;
-  }
-
-  // What an engine configuration is, for the survey: its engine's global index, whether the
-  // engine is free of the NONDETERMINISTIC note, its knob choices (type, value) and each
-  // tunable knob's range.
-  struct Knob {
-    int64_t type = 0, min = 0, max = 0, stride = 1;
-  };
-  struct ConfigInfo {
-    int64_t engine = -1;
-    bool deterministic = false;
-    std::vector<std::pair<int64_t, int64_t> > choices;
-    std::vector<Knob> knobs;
-  };
-  ConfigInfo Info(cudnnBackendDescriptor_t cfg) {
-    ConfigInfo info;
-    cudnnBackendDescriptor_t e = nullptr;
-    if (!EngineOf(cfg, &e)) return info;
-    int64_t n = 0;
-    cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
-                             &info.engine);
-    info.deterministic = NoteFree(e);
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
-      Desc& d = Keep();
-      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, d.out()) !=
-          CUDNN_STATUS_SUCCESS)
-        break;
-      raw.push_back(d.get());
-    }
-    int64_t got = 0;
-    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(raw.size()),
-                                 &got, raw.data()) == CUDNN_STATUS_SUCCESS) {
-      for (int64_t k = 0; k < got; ++k) {
-        cudnnBackendKnobType_t type{};
-        int64_t value = 0;
-        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
-                                 &n, &type);
-        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n,
-                                 &value);
-        info.choices.emplace_back(type, value);
-      }
-    }
-    raw.clear();
-    for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
-      Desc& d = Keep();
-      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, d.out()) !=
-          CUDNN_STATUS_SUCCESS)
-        break;
-      raw.push_back(d.get());
-    }
-    if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                 static_cast<int64_t>(raw.size()), &got,
-                                 raw.data()) == CUDNN_STATUS_SUCCESS) {
-      for (int64_t k = 0; k < got; ++k) {
-        Knob knob;
-        cudnnBackendKnobType_t type{};
-        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n,
-                                 &type);
-        knob.type = type;
-        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, 1,
-                                 &n, &knob.min);
-        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1,
-                                 &n, &knob.max);
-        cudnnBackendGetAttribute(raw[k], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &n,
-                                 &knob.stride);
-        info.knobs.push_back(knob);
-      }
-    }
-    return info;
-  }
-
-  // The plan of engine `index` with the given knob values (type, value; the others at their
-  // defaults) in place of the current one; false with the reason when it does not build.
-  bool PlanEngine(int64_t index, const std::vector<std::pair<int64_t, int64_t> >& knobs,
-                  std::string* why) {
-    cudnnBackendDescriptor_t e = nullptr;
-    if (!OperationGraph().ok() || !EngineAt(index, &e)) {
-      *why = "engine does not take the graph";
-      return false;
-    }
-    std::vector<cudnnBackendDescriptor_t> choices;
-    for (auto [type, value] : knobs) {
-      Desc& c = Keep();
-      auto t = static_cast<cudnnBackendKnobType_t>(type);
-      if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, c.out()) !=
-              CUDNN_STATUS_SUCCESS ||
-          cudnnBackendSetAttribute(c.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE,
-                                   1, &t) != CUDNN_STATUS_SUCCESS ||
-          cudnnBackendSetAttribute(c.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
-                                   &value) != CUDNN_STATUS_SUCCESS ||
-          cudnnBackendFinalize(c.get()) != CUDNN_STATUS_SUCCESS) {
-        *why = fmt::format("knob {}={} refused: {}", type, value, LastError());
-        return false;
-      }
-      choices.push_back(c.get());
-    }
-    Desc& cfg = Keep();
-    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, cfg.out()) !=
-            CUDNN_STATUS_SUCCESS ||
-        cudnnBackendSetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &e) != CUDNN_STATUS_SUCCESS ||
-        (!choices.empty() && cudnnBackendSetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                                      CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                                      static_cast<int64_t>(choices.size()),
-                                                      choices.data()) != CUDNN_STATUS_SUCCESS) ||
-        cudnnBackendFinalize(cfg.get()) != CUDNN_STATUS_SUCCESS) {
-      *why = "engine config refused: " + LastError();
-      return false;
-    }
-    return Plan(cfg.get(), why);
-  }
-
-  size_t workspace() const { return workspace_; }
-
-  Status Execute(std::span<const int64_t> uids, std::vector<void*> ptrs, void* workspace,
-                 size_t workspace_bytes, cudaStream_t stream) const {
-    if (workspace_bytes < workspace_)
-      return Errorf(ErrorCode::kInternal, "cuDNN attention: workspace {} bytes < {} needed for {}",
-                    workspace_bytes, workspace_, what_);
-    BM_CUDNN_CHECK(cudnnSetStream(handle_, stream), "{}", what_);
-    Desc pack;
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, pack.out()),
-                   "variant pack of {}", what_);
-    BM_TRY(Set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
-               static_cast<int64_t>(uids.size()), uids.data()));
-    BM_TRY(Set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
-               static_cast<int64_t>(ptrs.size()), ptrs.data()));
-    BM_TRY(Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(pack.get()), "variant pack of {}", what_);
-    BM_CUDNN_CHECK(cudnnBackendExecute(handle_, plan_->get(), pack.get()), "{}", what_);
-    return Status::Ok();
-  }
-
- private:
-  Desc& Keep() {
-    owned_.push_back(std::make_unique<Desc>());
-    return *owned_.back();
-  }
-  template <typename V>
-  Status Set(const Desc& d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-             int64_t n, const V* values) const {
-    BM_CUDNN_CHECK(cudnnBackendSetAttribute(d.get(), name, type, n, values), "attribute {} of {}",
-                   static_cast<int>(name), what_);
-    return Status::Ok();
-  }
-  Status AddOp(Desc& op, const std::string& kind) {
-    BM_CUDNN_CHECK(cudnnBackendFinalize(op.get()), "{} op #{} of {}", kind, ops_.size(), what_);
-    ops_.push_back(op.get());
-    return Status::Ok();
-  }
-  // The operation graph of the ops added so far (built once).
-  Status OperationGraph() {
-    if (graph_ != nullptr) return Status::Ok();
-    Desc& g = Keep();
-    BM_CUDNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, g.out()),
-                   "operation graph of {}", what_);
-    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-               static_cast<int64_t>(ops_.size()), ops_.data()));
-    BM_TRY(Set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle_));
-    BM_CUDNN_CHECK(cudnnBackendFinalize(g.get()), "operation graph ({} ops) of {}", ops_.size(),
-                   what_);
-    graph_ = g.get();
-    return Status::Ok();
-  }
-  // The execution plan of an engine configuration, kept with its workspace size when it builds.
-  bool Plan(cudnnBackendDescriptor_t cfg, std::string* why) {
-    auto plan = std::make_unique<Desc>();
-    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan->out()) !=
-        CUDNN_STATUS_SUCCESS) {
-      *why = "no plan descriptor";
-      return false;
-    }
-    cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                             &handle_);
-    cudnnBackendSetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
-    cudnnStatus_t st = cudnnBackendFinalize(plan->get());
-    int64_t ws = 0, n = 0;
-    if (st == CUDNN_STATUS_SUCCESS)
-      st = cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                    CUDNN_TYPE_INT64, 1, &n, &ws);
-    if (st != CUDNN_STATUS_SUCCESS) {
-      *why = fmt::format("{}: {}", cudnnGetErrorString(st), LastError());
-      return false;
-    }
-    workspace_ = static_cast<size_t>(ws);
-    plan_ = std::move(plan);
-    return true;
-  }
-  // The engine of global index i for this graph (kept), or false when it does not take it.
-  bool EngineAt(int64_t i, cudnnBackendDescriptor_t* out) {
-    Desc& e = Keep();
-    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, e.out()) !=
-            CUDNN_STATUS_SUCCESS ||
-        cudnnBackendSetAttribute(e.get(), CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
-                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                 &graph_) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendSetAttribute(e.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
-                                 &i) != CUDNN_STATUS_SUCCESS ||
-        cudnnBackendFinalize(e.get()) != CUDNN_STATUS_SUCCESS)
-      return false;
-    *out = e.get();
-    return true;
-  }
-  static std::string LastError() {
-    char last[512] = {0};
-    cudnnGetLastErrorString(last, sizeof(last));
-    return last;
-  }
-  // An engine without cuDNN's NONDETERMINISTIC numerical note.
-  static bool NoteFree(cudnnBackendDescriptor_t e) {
-    std::array<cudnnBackendNumericalNote_t, 32> notes{};
-    int64_t n = 0;
-    if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                 notes.size(), &n, notes.data()) != CUDNN_STATUS_SUCCESS)
-      return false;
-    for (int64_t i = 0; i < n; ++i)
-      if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
-    return true;
-  }
-  // The engine of an engine configuration (kept), or false.
-  bool EngineOf(cudnnBackendDescriptor_t cfg, cudnnBackendDescriptor_t* out) {
-    Desc& engine = Keep();
-    int64_t n = 0;
-    *out = nullptr;
-    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, engine.out()) !=
-        CUDNN_STATUS_SUCCESS)
-      return false;
-    auto e = engine.get();
-    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                 &n, &e) != CUDNN_STATUS_SUCCESS)
-      return false;
-    *out = e;
-    return true;
-  }
-  bool Deterministic(cudnnBackendDescriptor_t cfg) {
-    cudnnBackendDescriptor_t e = nullptr;
-    return EngineOf(cfg, &e) && NoteFree(e);
-  }
-
-  cudnnHandle_t handle_;
-  std::string what_;
-  int64_t next_uid_ = kVirtual;
-  std::vector<std::unique_ptr<Desc> > owned_;
-  std::vector<cudnnBackendDescriptor_t> ops_;
-  cudnnBackendDescriptor_t graph_ = nullptr;  // once OperationGraph() built it
-  std::unique_ptr<Desc> plan_;
-  size_t workspace_ = 0;
 };
 
 // Layout of the packed qkv and of out/lse as cuDNN [B, H, rows, D] tensors: a graph covers
@@ -583,7 +137,7 @@ struct Layout {
 };
 
 // S = scale * Q·Kᵀ with the causal mask applied (the start of both graphs).
-Status MaskedScores(Graph& g, const Layout& L, cudnnBackendDescriptor_t q,
+Status MaskedScores(CudnnGraph& g, const Layout& L, cudnnBackendDescriptor_t q,
                     cudnnBackendDescriptor_t kt, cudnnBackendDescriptor_t scale,
                     cudnnBackendDescriptor_t lowest, cudnnBackendDescriptor_t* s_out) {
   cudnnBackendDescriptor_t s, s1, ri, ci, mask, s2;
@@ -603,7 +157,7 @@ Status MaskedScores(Graph& g, const Layout& L, cudnnBackendDescriptor_t q,
   return Status::Ok();
 }
 
-Status BuildForward(Graph& g, const AttentionShape& shape) {
+Status BuildForward(CudnnGraph& g, const AttentionShape& shape) {
   const cudnnDataType_t io = IoType(shape);
   Layout L(shape, shape.seq, shape.seq);
   cudnnBackendDescriptor_t q, kt, v, o, stats, scale, lowest, s, mx, sub, e, z, lg, p;
@@ -633,7 +187,7 @@ Status BuildForward(Graph& g, const AttentionShape& shape) {
 }
 
 // dX for the kv heads: the product per query head, then (GQA) summed over each group.
-Status KvGradient(Graph& g, const Layout& L, cudnnDataType_t io, cudnnBackendDescriptor_t a,
+Status KvGradient(CudnnGraph& g, const Layout& L, cudnnDataType_t io, cudnnBackendDescriptor_t a,
                   cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t dx) {
   if (L.h == L.hk) return g.Matmul(a, b, dx);
   cudnnBackendDescriptor_t full;
@@ -644,7 +198,7 @@ Status KvGradient(Graph& g, const Layout& L, cudnnDataType_t io, cudnnBackendDes
 
 // The backward for the keys [k0, k0 + keys) and the queries [k0, T). dQ goes into qkv's layout
 // (the first block, which has every query) or, partial, into a [B, T, H·D] buffer.
-Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
+Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int keys) {
   const cudnnDataType_t io = IoType(shape);
   Layout L(shape, shape.seq - k0, keys);
   cudnnBackendDescriptor_t q, kt, vt, o, stats, scale, lowest, one, dout, dq, dk, dv;
@@ -706,7 +260,8 @@ Status BuildBackward(Graph& g, const AttentionShape& shape, int k0, int keys) {
 struct Cache {
   std::mutex mu;
   std::map<int, cudnnHandle_t> handles;
-  std::map<std::tuple<int, int, int, int, int, int, bool, int, int>, std::unique_ptr<Graph> > plans;
+  std::map<std::tuple<int, int, int, int, int, int, bool, int, int>, std::unique_ptr<CudnnGraph> >
+      plans;
 };
 Cache& TheCache() {
   static Cache* c = new Cache();  // never destroyed: cuDNN may be torn down first at exit
@@ -714,7 +269,7 @@ Cache& TheCache() {
 }
 
 // The forward (keys < 0) or the backward for the keys [k0, k0 + keys).
-Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
+Result<const CudnnGraph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   if (s.head_dim % 8 != 0 || s.head_dim > 128 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     return Errorf(ErrorCode::kUnsupported, "cuDNN attention does not support {}", Describe(s));
   int device = 0;
@@ -726,14 +281,15 @@ Result<const Graph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   auto key =
       std::make_tuple(device, s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.fp16, k0, keys);
   auto it = c.plans.find(key);
-  if (it != c.plans.end()) return static_cast<const Graph*>(it->second.get());
+  if (it != c.plans.end()) return static_cast<const CudnnGraph*>(it->second.get());
   bool backward = keys >= 0;
-  auto g = std::make_unique<Graph>(
-      handle, backward
-                  ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0, k0 + keys)
-                  : fmt::format("cuDNN SDPA forward {}", Describe(s)));
+  auto g = std::make_unique<CudnnGraph>(
+      handle,
+      backward ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0, k0 + keys)
+               : fmt::format("cuDNN SDPA forward {}", Describe(s)),
+      kVirtual);
   BM_TRY(backward ? BuildBackward(*g, s, k0, keys) : BuildForward(*g, s));
-  const Graph* out = g.get();
+  const CudnnGraph* out = g.get();
   c.plans.emplace(key, std::move(g));
   return out;
 }
@@ -787,11 +343,11 @@ bool CudnnAttentionUsable(const AttentionShape& shape) {
 }
 
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
-  BM_ASSIGN_OR_RETURN(const Graph* f, PlanFor(shape, 0, -1));
+  BM_ASSIGN_OR_RETURN(const CudnnGraph* f, PlanFor(shape, 0, -1));
   size_t cudnn = f->workspace();
   int chunk = CudnnKeysPerCall(shape);
   for (int k0 = 0; k0 < shape.seq; k0 += chunk) {
-    BM_ASSIGN_OR_RETURN(const Graph* b, PlanFor(shape, k0, std::min(chunk, shape.seq - k0)));
+    BM_ASSIGN_OR_RETURN(const CudnnGraph* b, PlanFor(shape, k0, std::min(chunk, shape.seq - k0)));
     cudnn = std::max(cudnn, b->workspace());
   }
   return Round256(PartialDqBytes(shape)) + cudnn;
@@ -800,7 +356,7 @@ Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
 Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const AttentionShape& s,
                              void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (s.batch == 0 || s.seq == 0) return Status::Ok();
-  BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, 0, -1));
+  BM_ASSIGN_OR_RETURN(const CudnnGraph* g, PlanFor(s, 0, -1));
   auto* base = static_cast<char*>(const_cast<void*>(qkv));
   size_t hd = static_cast<size_t>(s.head_dim) * 2;
   float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
@@ -829,7 +385,7 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
   int chunk = CudnnKeysPerCall(s);
   for (int k0 = 0; k0 < s.seq; k0 += chunk) {
     int keys = std::min(chunk, s.seq - k0);
-    BM_ASSIGN_OR_RETURN(const Graph* g, PlanFor(s, k0, keys));
+    BM_ASSIGN_OR_RETURN(const CudnnGraph* g, PlanFor(s, k0, keys));
     void* dq = k0 == 0 ? dqkv : static_cast<char*>(dq_partial) + static_cast<size_t>(k0) * out_row;
     BM_TRY(g->Execute(kBackwardUids,
                       BackwardPointers(s, k0, scalars, dq, dqkv, dout, out, qkv, lse), cudnn_ws,
@@ -854,7 +410,7 @@ namespace {
 
 // One candidate's plan timed on the caller's tensors: a warm-up call, `repeats` timed calls,
 // the output's bits after the warm-up and after the last.
-void TimeCandidate(const Graph& g, const AttentionShape& s, int repeats, void* dqkv,
+void TimeCandidate(const CudnnGraph& g, const AttentionShape& s, int repeats, void* dqkv,
                    const void* dout, const void* out, const void* qkv, const float* lse,
                    cudaStream_t stream, CudnnBackwardCandidate* c) {
   c->workspace_bytes = g.workspace();
@@ -913,7 +469,7 @@ Status CudnnAttentionBackwardSurvey(
     const float* lse, int repeats, cudaStream_t stream,
     const std::function<void(const CudnnBackwardCandidate&)>& report) {
   const int keys = CudnnKeysPerCall(s);
-  BM_ASSIGN_OR_RETURN(const Graph* current, PlanFor(s, 0, keys));
+  BM_ASSIGN_OR_RETURN(const CudnnGraph* current, PlanFor(s, 0, keys));
   CudnnBackwardCandidate first;
   first.config = "heuristic's first deterministic";
   first.heuristic = first.note_deterministic = true;
@@ -927,8 +483,8 @@ Status CudnnAttentionBackwardSurvey(
     handle = TheCache().handles[device];
   }
   auto fresh = [&]() {
-    return std::make_unique<Graph>(handle,
-                                   fmt::format("survey {} keys [0, {})", Describe(s), keys));
+    return std::make_unique<CudnnGraph>(
+        handle, fmt::format("survey {} keys [0, {})", Describe(s), keys), kVirtual);
   };
   // The configurations heuristics A, B and the fallback propose, as they come and then with
   // each knob's every value (at most 48 a knob; the others as proposed), each once.

@@ -28,7 +28,11 @@ TEST(MemoryPlan, SharedPartsStartTogetherAndTheRegionTakesTheLargest) {
   plan.NextPart();
   size_t c = plan.Add("head temp", 2000);  // 2048: the largest part
   plan.NextPart();
+  EXPECT_TRUE(plan.PartFits(2048));   // as large as the largest part so far
+  EXPECT_FALSE(plan.PartFits(2049));  // rounded up to 2304: the region would grow
   size_t d = plan.Add("small", 10);
+  EXPECT_TRUE(plan.PartFits(2048 - 256));
+  EXPECT_FALSE(plan.PartFits(2048 - 255));
   plan.EndShared();
   size_t after = plan.Add("after", 10);
   EXPECT_EQ(a, 256u);

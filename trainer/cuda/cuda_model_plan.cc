@@ -87,44 +87,14 @@ Status CudaModel::Impl::Plan() {
   // A layer's MLP temporaries, its attention's and the head's are never live together (a layer
   // runs its attention, then its MLP, backward the other way round; the head runs between the
   // last layer's forward and its backward; each operation whole on one stream): they share.
-  const int logits_rows = std::min<int>(run.logits_chunk_rows, MaxN());
-  const size_t mlp_part = n * Ffn() * elem + (Gpt() ? n * BigCols() * elem : 0);
-  const size_t head_part = spec.head
-                               ? 2 * n * c * elem + 2 * rows * 4 +
-                                     static_cast<size_t>(logits_rows) * spec.local_vocab() * elem
-                               : 0;
-  const size_t att_grads = (QkvCols() > BigCols() ? n * QkvCols() * elem : 0) +
-                           (static_cast<size_t>(AttCols()) > c ? n * AttCols() * elem : 0);
-  att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, Heads()) * 4;
-  if (run.attention == AttentionImpl::kCudnn) {
-    if (!Lowp())
-      return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 or fp16 (not fp32)");
-    // kCudnnKeyChunkAuto: the backward as one call (faster: no partial dQ to add, fewer
-    // launches; run 31) when its scratch fits in the room the MLP's or the head's part of the
-    // region takes anyway, so that it costs no memory; else blocks of kCudnnKeyChunk keys.
-    if (run.attention_chunk == kCudnnKeyChunkAuto) {
-      run.attention_chunk = 0;
-      BM_ASSIGN_OR_RETURN(size_t one,
-                          CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
-      if (att_grads + std::max(one, att_scratch_bytes) > std::max(mlp_part, head_part))
-        run.attention_chunk = kCudnnKeyChunk;
-    }
-    BM_ASSIGN_OR_RETURN(size_t ws,
-                        CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
-    att_scratch_bytes = std::max(att_scratch_bytes, ws);
-    memory.attention_key_block = CudnnKeysPerCall(AttShape(run.micro_batch, run.seq));
-  }
-  plan.BeginShared("a layer's MLP | its attention | the head");
+  // The attention's part comes last, so that its cuDNN scratch can be sized to the room the
+  // others leave.
+  plan.BeginShared("a layer's MLP | the head | a layer's attention");
   post = plan.Add("mlp activation", n * Ffn() * elem);
   if (Gpt()) gelu_grad = plan.Add("mlp pre-activation grad", n * BigCols() * elem);
   plan.NextPart();
-  if (QkvCols() > BigCols()) qkv_grad = plan.Add("qkv grad", n * QkvCols() * elem);
-  if (static_cast<size_t>(AttCols()) > c)
-    att_grad = plan.Add("attention out grad", n * AttCols() * elem);
-  att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   if (spec.head) {
-    plan.NextPart();
-    int chunk = logits_rows;
+    int chunk = std::min<int>(run.logits_chunk_rows, MaxN());
     normf = plan.Add("final norm", n * c * elem);
     meanf = plan.Add("final mean", rows * 4);
     rstdf = plan.Add("final rstd", rows * 4);
@@ -132,7 +102,30 @@ Status CudaModel::Impl::Plan() {
     logits = plan.Add("logits chunk", static_cast<size_t>(chunk) * spec.local_vocab() * elem);
     if (Tp())
       xent_stats = plan.Add("vocabulary-parallel row statistics", static_cast<size_t>(chunk) * 16);
+    plan.NextPart();
   }
+  if (QkvCols() > BigCols()) qkv_grad = plan.Add("qkv grad", n * QkvCols() * elem);
+  if (static_cast<size_t>(AttCols()) > c)
+    att_grad = plan.Add("attention out grad", n * AttCols() * elem);
+  att_scratch_bytes = AttentionScratchFloats(run.micro_batch, run.seq, Heads()) * 4;
+  if (run.attention == AttentionImpl::kCudnn) {
+    if (!Lowp())
+      return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 or fp16 (not fp32)");
+    // kCudnnKeyChunkAuto: the backward as one call (faster: no partial dQ to add, fewer
+    // launches; run 31) when its scratch fits in the room the MLP's or the head's part takes
+    // anyway, so that it costs no memory; else blocks of kCudnnKeyChunk keys.
+    if (run.attention_chunk == kCudnnKeyChunkAuto) {
+      run.attention_chunk = 0;
+      BM_ASSIGN_OR_RETURN(size_t one,
+                          CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
+      if (!plan.PartFits(std::max(one, att_scratch_bytes))) run.attention_chunk = kCudnnKeyChunk;
+    }
+    BM_ASSIGN_OR_RETURN(size_t ws,
+                        CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
+    att_scratch_bytes = std::max(att_scratch_bytes, ws);
+    memory.attention_key_block = CudnnKeysPerCall(AttShape(run.micro_batch, run.seq));
+  }
+  att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   plan.EndShared();
   size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
   bias_scratch = plan.Add("bias grad scratch",

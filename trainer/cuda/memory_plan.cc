@@ -27,6 +27,10 @@ void MemoryPlan::NextPart() {
   total_ = region_begin_;
 }
 
+bool MemoryPlan::PartFits(size_t bytes) const {
+  return total_ + (bytes + kAlign - 1) / kAlign * kAlign <= region_end_;
+}
+
 void MemoryPlan::EndShared() {
   total_ = std::max(region_end_, total_);
   region_.clear();

@@ -46,6 +46,9 @@ class MemoryPlan {
   void BeginShared(std::string region);
   void NextPart();
   void EndShared();
+  // Inside a shared region: whether `bytes` more in the current part leave the region no larger
+  // than its earlier parts made it.
+  bool PartFits(size_t bytes) const;
   size_t total() const { return total_; }
   const std::vector<Entry>& entries() const { return entries_; }
   // One line per entry, largest first, in MiB (a shared region's entries named after it).

@@ -144,8 +144,7 @@ int main(int argc, char** argv) {
   }
 
   // Every engine on the first key block's graph.
-  const int keys =
-      std::min({s.key_chunk <= 0 ? s.seq : s.key_chunk, std::max(64, s.seq / 2 / 64 * 64), s.seq});
+  const int keys = bm::train::cuda::CudnnKeysPerCall(s);
   const double block_flops = 10.0 * Pairs(s.seq, keys) * s.head_dim * s.batch * s.heads;
   uint64_t chosen = 0;  // the trainer's plan's bits, reported first
   auto st = bm::train::cuda::CudnnAttentionBackwardSurvey(

@@ -48,8 +48,8 @@ constexpr int kPinSmem = 160 * 1024;  // more than half an SM's shared memory: o
 // AdamW over n parameters (split masters): 28 bytes moved per parameter.
 __global__ void __launch_bounds__(kThreads)
     AdamWLike(const float4* g, float4* m, float4* v, ushort4* hi, ushort4* lo, size_t n4) {
-  extern __shared__ char pin[];  // unused: it only keeps other blocks off this SM
-  if (n4 == 0) pin[threadIdx.x] = 0;
+  // Launched with kPinSmem bytes of dynamic shared memory that it never touches: they keep
+  // other blocks off its SM.
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     float4 gg = g[i], mm = m[i], vv = v[i];

@@ -128,8 +128,8 @@ Status CudaModel::Impl::Plan() {
   att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   plan.EndShared();
   size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
-  bias_scratch = plan.Add("bias grad scratch",
-                          (BiasGradScratchFloats(static_cast<int>(n), widest) + widest) * 4);
+  bias_scratch =
+      plan.Add("bias grad scratch", BiasGradScratchFloats(static_cast<int>(n), widest) * 4);
   norm_sq = plan.Add("grad sum of squares", 4);
   norm_partials = plan.Add("grad norm partials", kGradNormBlocks * 4);
   rope = plan.Add("rope table", static_cast<size_t>(run.seq) * spec.head_dim() * 4);

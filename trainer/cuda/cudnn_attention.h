@@ -69,10 +69,11 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
                               const float* lse, const AttentionShape& shape, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream);
 
-// What bench/cudnn_attention_survey measures: every engine configuration cuDNN has for the
-// backward graph of the first key block of `shape` (all the queries, the first KeyChunk keys):
-// the plan CudnnAttentionBackward runs first, then each engine that takes the graph at its
-// defaults and with each of its knobs' values tried one at a time (at most 6 a knob). Each is
+// What bench/cudnn_attention_survey measures: the engine configurations cuDNN offers for the
+// backward graph of the first key block of `shape` (all the queries, the first
+// CudnnKeysPerCall keys): the plan CudnnAttentionBackward runs first, then every configuration
+// heuristics A, B and the fallback propose, as proposed and with each knob's every value (at
+// most 48 a knob; the others as proposed), each configuration once. Each is
 // timed on the caller's tensors (one warm-up call, then the mean of `repeats`) and
 // fingerprinted (dq, dk, dv of dqkv, whose bits after the warm-up and after the last call must
 // agree), and passed to `report` as soon as it is measured. For finding an engine faster than

@@ -1,8 +1,8 @@
 // Residual adds and the small elementwise helpers around them.
 //
 // ResidualAdd: out[i] = a[i] + b[i] (out may alias a or b).
-// AccumulateF32: dst[i] += src[i] (fp32 gradients, e.g. a bias gradient computed by a matmul
-//   epilogue into a scratch vector).
+// AccumulateF32: dst[i] += src[i] (fp32 gradients computed into a scratch first, e.g. a norm's
+//   weight gradients under sequence parallelism or a reduced ZeRO slice).
 // CastF32: out[i] = (T) in[i] (bf16 / fp16 working copies of the fp32 master weights).
 // AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
 // BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through

@@ -1,4 +1,6 @@
 #include <cmath>
+#include <type_traits>
+#include <utility>
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/common.cuh"
@@ -140,6 +142,66 @@ __global__ void LayerNormBackwardVecKernel(T* dx, const T* dy, const T* x, const
   }
 }
 
+// A row-resident twin of the vectorized forward, for C = 32 V P (P packs a lane): a lane loads
+// all its packs of the row at once and keeps them in registers for the three passes, where
+// the loop above waits on one load at a time and reads the row again for each pass (run 38:
+// 0.96 -> 0.76 ms a step on GPT-2 32x1024; the same done to the backward gained 0.05 ms and was
+// left out). Each lane's packs, and the arithmetic on them, come in the loop's order.
+template <typename T, int P>
+__global__ void LayerNormForwardRowKernel(T* y, float* mean_out, float* rstd_out, const T* x,
+                                          const T* w, const T* b, int n) {
+  constexpr int V = Pack16<T>::kN, C = 32 * V * P;
+  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  int lane = threadIdx.x % 32;
+  if (row >= n) return;
+  const T* xr = x + static_cast<size_t>(row) * C;
+  Pack16<T> p[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) p[j] = Load16(xr + lane * V + j * 32 * V);
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) sum += ToF(p[j].v[k]);
+  }
+  float mean = WarpSum(sum) / C;
+  float var = 0.0f;
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      float d = ToF(p[j].v[k]) - mean;
+      var += d * d;
+    }
+  }
+  float rstd = rsqrtf(WarpSum(var) / C + kEps);
+  T* yr = y + static_cast<size_t>(row) * C;
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const int c = lane * V + j * 32 * V;
+    Pack16<T> pw = Load16(w + c), pb = Load16(b + c), o;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      o.v[k] = FromF<T>((ToF(p[j].v[k]) - mean) * rstd * ToF(pw.v[k]) + ToF(pb.v[k]));
+    }
+    Store16(yr + c, o);
+  }
+  if (lane == 0) {
+    mean_out[row] = mean;
+    rstd_out[row] = rstd;
+  }
+}
+
+// Calls f(std::integral_constant<int, P>) for the row kernel's P = C / (32 V) when C is a
+// whole number of a warp's packs and P is one of Ps; false otherwise.
+template <typename T, int... Ps, typename F>
+bool WithRowPacks(int channels, std::integer_sequence<int, Ps...>, F&& f) {
+  constexpr int kWarpCols = 32 * Pack16<T>::kN;
+  const int packs = channels % kWarpCols == 0 ? channels / kWarpCols : 0;
+  return ((packs == Ps && (f(std::integral_constant<int, Ps>{}), true)) || ...);
+}
+using RowPacksBuilt = std::integer_sequence<int, 1, 2, 3, 4, 6, 8>;
+
 }  // namespace
 
 size_t LayerNormScratchFloats(int n, int channels) {
@@ -152,7 +214,14 @@ template <typename T>
 Status LayerNormForward(T* y, float* mean, float* rstd, const T* x, const T* w, const T* b, int n,
                         int channels, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  if (Vectorizable<T>(channels, x, y) && Vectorizable<T>(channels, w, b)) {
+  const bool vec = Vectorizable<T>(channels, x, y) && Vectorizable<T>(channels, w, b);
+  const auto row_kernel = [&](auto p) {
+    LayerNormForwardRowKernel<T, decltype(p)::value>
+        <<<CeilDiv(n, 8), 256, 0, stream>>>(y, mean, rstd, x, w, b, n);
+  };
+  if (vec && WithRowPacks<T>(channels, RowPacksBuilt{}, row_kernel)) {
+    // launched
+  } else if (vec) {
     LayerNormForwardVecKernel<T>
         <<<CeilDiv(n, 8), 256, 0, stream>>>(y, mean, rstd, x, w, b, n, channels);
   } else {

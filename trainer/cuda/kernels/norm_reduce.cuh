@@ -115,17 +115,21 @@ Status LaunchNormColumnPartials(float* pw, float* pb, const T* dy, const T* x, c
 }
 
 // Stage 2: dw[c] += sum over chunks of partial_w[chunk][c] (and db likewise when given).
-// Block (32, 8) for 32 columns: the 8 rows of threads take every 8th chunk, then the sums are
-// added in row order (deterministic).
+// Block (32, kFinishRows) for 32 columns: thread row y takes every kFinishRows-th chunk from
+// y, eight loads issued at a time; then the rows' sums are added in row order (deterministic).
+// The chunks are many where the rows are few (RmsNormBackward keeps one per row block, 8 a SM:
+// 1,056 on 132 SMs), so the depth of this loop, not the bytes, sets the kernel's time.
+constexpr int kFinishRows = 32;
+
 __global__ void NormColumnFinishKernel(float* dw, float* db, const float* partial_w,
                                        const float* partial_b, int chunks, int channels) {
-  __shared__ float sw[8][33];
-  __shared__ float sb[8][33];
+  __shared__ float sw[kFinishRows][33];
+  __shared__ float sb[kFinishRows][33];
   int c = blockIdx.x * 32 + threadIdx.x;
   float w = 0.0f, b = 0.0f;
   if (c < channels) {
 #pragma unroll 8
-    for (int k = threadIdx.y; k < chunks; k += 8) {
+    for (int k = threadIdx.y; k < chunks; k += kFinishRows) {
       w += partial_w[static_cast<size_t>(k) * channels + c];
       if (db) b += partial_b[static_cast<size_t>(k) * channels + c];
     }
@@ -135,7 +139,7 @@ __global__ void NormColumnFinishKernel(float* dw, float* db, const float* partia
   __syncthreads();
   if (threadIdx.y != 0 || c >= channels) return;
   float tw = 0.0f, tb = 0.0f;
-  for (int k = 0; k < 8; ++k) {
+  for (int k = 0; k < kFinishRows; ++k) {
     tw += sw[k][threadIdx.x];
     tb += sb[k][threadIdx.x];
   }
@@ -145,7 +149,7 @@ __global__ void NormColumnFinishKernel(float* dw, float* db, const float* partia
 
 Status LaunchNormColumnFinish(float* dw, float* db, const float* partial_w, const float* partial_b,
                               int chunks, int channels, cudaStream_t stream) {
-  NormColumnFinishKernel<<<CeilDiv(channels, 32), dim3(32, 8), 0, stream>>>(
+  NormColumnFinishKernel<<<CeilDiv(channels, 32), dim3(32, kFinishRows), 0, stream>>>(
       dw, db, partial_w, partial_b, chunks, channels);
   BM_LAUNCH_CHECK("NormColumnFinishKernel", "chunks={} C={}", chunks, channels);
   return Status::Ok();

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A/B of two builds of cuda_train_bench on one GPU, in one call (how the attention kernels of
 # commit e30d9dc were kept over a later variant; docs/PERFORMANCE.md). Expects
-# .devtree/bin/cuda_train_bench and .devtree/bin/cuda_train_bench_old, as gpu_check.sh does.
+# .devtree/bin/cuda_train_bench and .devtree/bin/cuda_train_bench_old: pack with
+#   AB_OLD=/path/to/old/cuda_train_bench bash bench/pack_devtree.sh build
+# and run, after unpacking bin.tar.xz, bash .devtree/bench/ab.sh.
 # AB_MODELS="gpt2-124m:32 llama-1b:8" picks the rows; PHASES="cross-entropy,lm head matmul" the
 # profile's phases printed (default: the attention's).
 set -uo pipefail

@@ -6,10 +6,13 @@
 #   .devtree/lib    extra-libs.tar.xz: the Debian libraries they link that the GPU machine
 #                   (Ubuntu 24.04) lacks or has in other versions (ldd minus glibc, libstdc++,
 #                   libgcc and CUDA's own)
-#   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, the PyTorch peer)
+#   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, ab.sh, the PyTorch
+#                   peer)
 #   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged, and
 #                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them)
 # Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
+# AB_OLD=FILE packs FILE (a cuda_train_bench of an earlier commit) as bin/cuda_train_bench_old,
+# the baseline of bench/ab.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -30,8 +33,13 @@ libs=$(for b in .devtree/bin/*; do ldd "$b"; done | awk '/=> \//{print $3}' | so
   grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas[^/]*|libcudnn[^/]*|libnccl|libnvrtc[^/]*|libnvJitLink)\.so')
 tar -C / -cJf .devtree/lib/extra-libs.tar.xz --transform 's,.*/,,' $(for l in $libs; do
   echo "${l#/}"; r=$(readlink -f "$l"); [[ $r != "$l" ]] && echo "${r#/}"; done | sort -u)
+if [[ -n ${AB_OLD:-} ]]; then
+  cp "$AB_OLD" .devtree/bin/cuda_train_bench_old
+  strip --strip-debug .devtree/bin/cuda_train_bench_old
+fi
 tar -C .devtree -cJf .devtree/bin.tar.xz bin
-cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/torch_reference.py .devtree/bench/
+cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
+  .devtree/bench/
 [[ -f bench/examples_gpu.sh ]] && cp bench/examples_gpu.sh .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/

@@ -93,7 +93,8 @@ TYPED_TEST(CudaOps, Embedding) {
 }
 
 // Widths from small to twice GPT-2's (200, 768, 1536), rows not a multiple of the kernels'
-// blocks or of the column pass's chunks.
+// blocks or of the column pass's chunks. 256, 512 and bf16's 768 take the backward that sums
+// the weight and bias gradients in its row pass; 9,000 rows give each warp several.
 template <typename T>
 void CheckLayerNorm(int n, int c, uint64_t seed) {
   auto x = Rounded<T>(RandomVector(n * c, 2.0f, seed));
@@ -128,11 +129,14 @@ TYPED_TEST(CudaOps, LayerNorm) {
   CheckLayerNorm<TypeParam>(300, 200, this->Seed());  // more rows than one column chunk
   CheckLayerNorm<TypeParam>(333, 768, this->Seed());
   CheckLayerNorm<TypeParam>(70, 1536, this->Seed());
+  CheckLayerNorm<TypeParam>(9000, 256, this->Seed());
+  CheckLayerNorm<TypeParam>(2001, 512, this->Seed());
 }
 
-// Both backward paths: the fused one (vectorizable rows) for 136 and 2048 channels, rows not
-// a multiple of the kernel's 32; and the model's epsilon (the aquila2-7b preset's 1e-6) on
-// inputs small enough for it to matter.
+// Both backward paths: the fused one (vectorizable rows) for 136, 2048 and 4096 channels, rows
+// not a multiple of the kernel's 32; and the model's epsilon (the aquila2-7b preset's 1e-6) on
+// inputs small enough for it to matter. The forward: a block a row at 136 channels (and fp32's
+// 4096), a warp a row with the row in registers at 2048 and bf16's 4096.
 template <typename T>
 void CheckRmsNorm(int n, int c, uint64_t seed, float amplitude = 2.0f, float eps = 1e-5f) {
   auto x = Rounded<T>(RandomVector(n * c, amplitude, seed));
@@ -166,6 +170,7 @@ TYPED_TEST(CudaOps, RmsNorm) {
   CheckRmsNorm<TypeParam>(300, 136, this->Seed());
   CheckRmsNorm<TypeParam>(70, 2048, this->Seed());
   CheckRmsNorm<TypeParam>(70, 2048, this->Seed(), 2e-3f, 1e-6f);
+  CheckRmsNorm<TypeParam>(37, 4096, this->Seed());
 }
 
 TYPED_TEST(CudaOps, Rope) {
@@ -257,11 +262,13 @@ TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
   }
 }
 
-// A narrow vocabulary and one as wide as the largest presets'; without the gradient pass the
-// losses are the same bits.
+// A narrow vocabulary and one as wide as the largest presets'; GPT-2's 50,257, whose rows
+// start at every 16-byte offset, one narrower than a pack and one with a row stride of its own;
+// without the gradient pass the losses are the same bits.
 TYPED_TEST(CudaOps, CrossEntropyWithMask) {
   using T = TypeParam;
-  for (auto [v, ld] : {std::pair{1000, 1008}, std::pair{60000, 60000}}) {
+  for (auto [v, ld] : {std::pair{1000, 1008}, std::pair{60000, 60000}, std::pair{50257, 50257},
+                       std::pair{3, 3}, std::pair{1001, 1003}}) {
     int n = 40;
     auto logits = Rounded<T>(RandomVector(n * ld, 3.0f, this->Seed()));
     std::vector<int> targets(n);

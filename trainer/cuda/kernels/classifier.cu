@@ -27,24 +27,35 @@ __device__ __forceinline__ float Exp2Approx(float x) {
   return y;
 }
 
+// e^(a - b), exactly (expf) or as 2^(a log2 e - b log2 e) by one fused multiply-add and
+// Exp2Approx.
+struct ExpExact {
+  __device__ static float Diff(float a, float b) { return expf(a - b); }
+};
+struct ExpFast {
+  __device__ static float Diff(float a, float b) {
+    return Exp2Approx(fmaf(a, kLog2e, -b * kLog2e));
+  }
+};
+
 // ---- kernels: one block per row; online max/sum in one pass, then the gradient pass.
 
-// Over x[0, n): {the maximum (-inf for n = 0), Σ exp(x - maximum)}, in one pass (online), on
-// every thread of the block; fixed order.
-template <typename T>
+// Over x[0, n): {the maximum (-inf for n = 0), Σ e^(x - maximum)} by Exp, in one pass (online),
+// on every thread of the block; fixed order.
+template <typename Exp, typename T>
 __device__ float2 BlockMaxSumExp(const T* x, int n, float* shared) {
   float m = -INFINITY, s = 0.0f;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     float v = ToF(x[i]);
     if (v > m) {
-      s = s * expf(m - v) + 1.0f;
+      s = s * Exp::Diff(m, v) + 1.0f;
       m = v;
     } else {
-      s += expf(v - m);
+      s += Exp::Diff(v, m);
     }
   }
   float block_max = BlockMax(m, shared);
-  float scaled = m == -INFINITY ? 0.0f : s * expf(m - block_max);
+  float scaled = m == -INFINITY ? 0.0f : s * Exp::Diff(m, block_max);
   return make_float2(block_max, BlockSum(scaled, shared));
 }
 
@@ -57,19 +68,8 @@ __global__ void CrossEntropyKernel(T* logits, float* losses, const int* targets,
   T* x = logits + static_cast<size_t>(row) * ld;
   int target = targets[row];
   float weight = target < 0 ? 0.0f : (weights ? weights[row] : 1.0f);
-  float m = -INFINITY, s = 0.0f;
-  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
-    float v = ToF(x[i]);
-    if (v > m) {
-      s = s * Exp2Approx((m - v) * kLog2e) + 1.0f;
-      m = v;
-    } else {
-      s += Exp2Approx(fmaf(v, kLog2e, -m * kLog2e));
-    }
-  }
-  float block_max = BlockMax(m, shared);
-  float scaled = m == -INFINITY ? 0.0f : s * Exp2Approx((m - block_max) * kLog2e);
-  float lse = block_max + logf(BlockSum(scaled, shared));
+  const float2 max_sum = BlockMaxSumExp<ExpFast>(x, vocab, shared);
+  float lse = max_sum.x + logf(max_sum.y);
   if (threadIdx.x == 0) {
     losses[row] = weight == 0.0f ? 0.0f : weight * (lse - ToF(x[target]));
   }
@@ -136,7 +136,7 @@ __global__ void VocabParallelStatsKernel(float* stats, const T* logits, const in
   __shared__ float shared[32];
   int row = blockIdx.x;
   const T* x = logits + static_cast<size_t>(row) * ld;
-  const float2 max_sum = BlockMaxSumExp(x, real, shared);
+  const float2 max_sum = BlockMaxSumExp<ExpExact>(x, real, shared);
   if (threadIdx.x == 0) {
     int local = targets[row] < 0 ? -1 : targets[row] - vocab_begin;
     stats[row] = max_sum.x;

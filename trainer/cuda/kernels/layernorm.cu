@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <utility>
@@ -142,70 +143,109 @@ __global__ void LayerNormBackwardVecKernel(T* dx, const T* dy, const T* x, const
   }
 }
 
-// A row-resident twin of the vectorized forward, for C = 32 V P (P packs a lane): a lane loads
-// all its packs of the row at once and keeps them in registers for the three passes, where
-// the loop above waits on one load at a time and reads the row again for each pass (run 38:
-// 0.96 -> 0.76 ms a step on GPT-2 32x1024; the same done to the backward gained 0.05 ms and was
-// left out). Each lane's packs, and the arithmetic on them, come in the loop's order.
+// The backward for C = 32 V P with the weight and bias gradients summed in the same pass, so
+// dy and x are read once (the loop kernel above leaves them to a column pass that reads both
+// again). A warp a row, as in the kernels above; warp w of block b takes rows_per_warp
+// consecutive rows from (kBackwardWarps b + w) rows_per_warp, its lanes load all their packs of
+// dy, x and dx at once and add dy * xhat and dy into registers; at the end the block's warps
+// add theirs in warp order through shared memory into partial_w / partial_b[b][C] (fixed order:
+// deterministic). Run 34's fused backward took a block a row (96 threads at C = 768, a
+// block-wide sum per row) and was slower than the loop and the column pass; here a row needs
+// only warp shuffles. A lane's loads and sums take 168 registers at P = 3 (bf16, C = 768):
+// blocks of 4 warps, 3 an SM, no spills. Built where that holds: P <= 4 and P V <= 24
+// channels a lane (bf16 and fp16 up to C = 768, fp32 up to 512). BackwardRowBlocks: as many
+// blocks as are resident at once, RowBlocks(n) at most.
+constexpr int kBackwardWarps = 4;
+
 template <typename T, int P>
-__global__ void LayerNormForwardRowKernel(T* y, float* mean_out, float* rstd_out, const T* x,
-                                          const T* w, const T* b, int n) {
+__global__ void __launch_bounds__(kBackwardWarps * 32, 3)
+    LayerNormBackwardRowKernel(T* dx, float* partial_w, float* partial_b, const T* dy, const T* x,
+                               const T* w, const float* mean_in, const float* rstd_in, int n,
+                               int rows_per_warp) {
   constexpr int V = Pack16<T>::kN, C = 32 * V * P;
-  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  int lane = threadIdx.x % 32;
-  if (row >= n) return;
-  const T* xr = x + static_cast<size_t>(row) * C;
-  Pack16<T> p[P];
+  __shared__ float stage[kBackwardWarps][C];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  Pack16<T> pw[P];
 #pragma unroll
-  for (int j = 0; j < P; ++j) p[j] = Load16(xr + lane * V + j * 32 * V);
-  float sum = 0.0f;
+  for (int j = 0; j < P; ++j) pw[j] = Load16(w + lane * V + j * 32 * V);
+  float aw[P][V] = {}, ab[P][V] = {};
+  const int first = (blockIdx.x * kBackwardWarps + warp) * rows_per_warp;
+  const int last = min(n, first + rows_per_warp);
+  for (int row = first; row < last; ++row) {
+    const size_t off = static_cast<size_t>(row) * C + lane * V;
+    Pack16<T> pg[P], px[P], pd[P];
 #pragma unroll
-  for (int j = 0; j < P; ++j) {
+    for (int j = 0; j < P; ++j) {
+      pg[j] = Load16(dy + off + j * 32 * V);
+      px[j] = Load16(x + off + j * 32 * V);
+      pd[j] = Load16(dx + off + j * 32 * V);
+    }
+    const float mean = mean_in[row], rstd = rstd_in[row];
+    float s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
-    for (int k = 0; k < V; ++k) sum += ToF(p[j].v[k]);
-  }
-  float mean = WarpSum(sum) / C;
-  float var = 0.0f;
+    for (int j = 0; j < P; ++j) {
 #pragma unroll
-  for (int j = 0; j < P; ++j) {
+      for (int k = 0; k < V; ++k) {
+        float gy = ToF(pg[j].v[k]), g = gy * ToF(pw[j].v[k]);
+        float xh = (ToF(px[j].v[k]) - mean) * rstd;
+        s1 += g;
+        s2 += g * xh;
+        aw[j][k] += gy * xh;
+        ab[j][k] += gy;
+      }
+    }
+    s1 = WarpSum(s1) / C;
+    s2 = WarpSum(s2) / C;
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      float d = ToF(p[j].v[k]) - mean;
-      var += d * d;
+    for (int j = 0; j < P; ++j) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        float g = ToF(pg[j].v[k]) * ToF(pw[j].v[k]);
+        float xh = (ToF(px[j].v[k]) - mean) * rstd;
+        pd[j].v[k] = FromF<T>(ToF(pd[j].v[k]) + rstd * (g - s1 - xh * s2));
+      }
+      Store16(dx + off + j * 32 * V, pd[j]);
     }
   }
-  float rstd = rsqrtf(WarpSum(var) / C + kEps);
-  T* yr = y + static_cast<size_t>(row) * C;
+  const auto block_sum = [&](const float(&acc)[P][V], float* partial) {
 #pragma unroll
-  for (int j = 0; j < P; ++j) {
-    const int c = lane * V + j * 32 * V;
-    Pack16<T> pw = Load16(w + c), pb = Load16(b + c), o;
+    for (int j = 0; j < P; ++j) {
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      o.v[k] = FromF<T>((ToF(p[j].v[k]) - mean) * rstd * ToF(pw.v[k]) + ToF(pb.v[k]));
+      for (int k = 0; k < V; ++k) stage[warp][lane * V + j * 32 * V + k] = acc[j][k];
     }
-    Store16(yr + c, o);
-  }
-  if (lane == 0) {
-    mean_out[row] = mean;
-    rstd_out[row] = rstd;
-  }
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += kBackwardWarps * 32) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kBackwardWarps; ++i) sum += stage[i][c];
+      partial[static_cast<size_t>(blockIdx.x) * C + c] = sum;
+    }
+    __syncthreads();
+  };
+  block_sum(aw, partial_w);
+  block_sum(ab, partial_b);
 }
 
-// Calls f(std::integral_constant<int, P>) for the row kernel's P = C / (32 V) when C is a
-// whole number of a warp's packs and P is one of Ps; false otherwise.
-template <typename T, int... Ps, typename F>
-bool WithRowPacks(int channels, std::integer_sequence<int, Ps...>, F&& f) {
-  constexpr int kWarpCols = 32 * Pack16<T>::kN;
-  const int packs = channels % kWarpCols == 0 ? channels / kWarpCols : 0;
-  return ((packs == Ps && (f(std::integral_constant<int, Ps>{}), true)) || ...);
+// Blocks of LayerNormBackwardRowKernel<T, P> for n rows: as many as the SMs hold at once (each
+// warp then has ceil(n / (kBackwardWarps blocks)) rows), at most RowBlocks(n).
+template <typename T, int P>
+int BackwardRowBlocks(int n) {
+  static const int per_sm = [] {
+    int blocks = 1;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, LayerNormBackwardRowKernel<T, P>,
+                                                      kBackwardWarps * 32, 0) != cudaSuccess)
+      blocks = 1;
+    return std::clamp(blocks, 1, kRowBlocksPerSm);
+  }();
+  return std::min(
+      {static_cast<int>(CeilDiv(n, kBackwardWarps)), per_sm * DeviceSms(), RowBlocks(n)});
 }
-using RowPacksBuilt = std::integer_sequence<int, 1, 2, 3, 4, 6, 8>;
 
 }  // namespace
 
+// The column pass's chunks or the fused backward's blocks, a weight and a bias partial each.
 size_t LayerNormScratchFloats(int n, int channels) {
-  return 2 * NormChunks(n) * static_cast<size_t>(channels);
+  return 2 * std::max<size_t>(NormChunks(n), RowBlocks(n)) * static_cast<size_t>(channels);
 }
 
 // ---- launchers
@@ -216,8 +256,7 @@ Status LayerNormForward(T* y, float* mean, float* rstd, const T* x, const T* w, 
   if (n == 0) return Status::Ok();
   const bool vec = Vectorizable<T>(channels, x, y) && Vectorizable<T>(channels, w, b);
   const auto row_kernel = [&](auto p) {
-    LayerNormForwardRowKernel<T, decltype(p)::value>
-        <<<CeilDiv(n, 8), 256, 0, stream>>>(y, mean, rstd, x, w, b, n);
+    LaunchNormForwardRow<T, decltype(p)::value, true>(y, mean, rstd, x, w, b, n, kEps, stream);
   };
   if (vec && WithRowPacks<T>(channels, RowPacksBuilt{}, row_kernel)) {
     // launched
@@ -237,7 +276,24 @@ Status LayerNormBackward(T* dx, float* dw, float* db, float* scratch, const T* d
                          const T* w, const float* mean, const float* rstd, int n, int channels,
                          cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w)) {
+  const bool vec = Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w);
+  int chunks = 0;
+  const auto row_kernel = [&](auto p) {
+    constexpr int P = decltype(p)::value;
+    if constexpr (P <= 4 && P * Pack16<T>::kN <= 24) {
+      chunks = BackwardRowBlocks<T, P>(n);
+      const int rows_per_warp = static_cast<int>(CeilDiv(n, chunks * kBackwardWarps));
+      LayerNormBackwardRowKernel<T, P><<<chunks, kBackwardWarps * 32, 0, stream>>>(
+          dx, scratch, scratch + static_cast<size_t>(chunks) * channels, dy, x, w, mean, rstd, n,
+          rows_per_warp);
+    }
+  };
+  if (vec && WithRowPacks<T>(channels, RowPacksBuilt{}, row_kernel) && chunks > 0) {
+    BM_LAUNCH_CHECK("LayerNormBackwardRowKernel", "N={} C={}", n, channels);
+    return LaunchNormColumnFinish(dw, db, scratch, scratch + static_cast<size_t>(chunks) * channels,
+                                  chunks, channels, stream);
+  }
+  if (vec) {
     LayerNormBackwardVecKernel<T>
         <<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, mean, rstd, n, channels);
   } else {
@@ -245,7 +301,7 @@ Status LayerNormBackward(T* dx, float* dw, float* db, float* scratch, const T* d
         <<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, mean, rstd, n, channels);
   }
   BM_LAUNCH_CHECK("LayerNormBackwardKernel", "N={} C={}", n, channels);
-  int chunks = static_cast<int>(NormChunks(n));
+  chunks = static_cast<int>(NormChunks(n));
   float* pw = scratch;
   float* pb = scratch + static_cast<size_t>(chunks) * channels;
   BM_TRY(LaunchNormColumnPartials<T>(pw, pb, dy, x, mean, rstd, n, channels, chunks, stream));

@@ -133,10 +133,11 @@ TYPED_TEST(CudaOps, LayerNorm) {
   CheckLayerNorm<TypeParam>(2001, 512, this->Seed());
 }
 
-// Both backward paths: the fused one (vectorizable rows) for 136, 2048 and 4096 channels, rows
-// not a multiple of the kernel's 32; and the model's epsilon (the aquila2-7b preset's 1e-6) on
-// inputs small enough for it to matter. The forward: a block a row at 136 channels (and fp32's
-// 4096), a warp a row with the row in registers at 2048 and bf16's 4096.
+// Both backward paths: the fused one (vectorizable rows) for 136, 512, 2048 and 4096 channels,
+// rows not a multiple of the kernel's 32 and, at 5,000 rows, several a block; and the model's
+// epsilon (the aquila2-7b preset's 1e-6) on inputs small enough for it to matter. The forward:
+// a block a row at 136 channels (and fp32's 4096), a warp a row with the row in registers at
+// 512, 2048 and bf16's 4096.
 template <typename T>
 void CheckRmsNorm(int n, int c, uint64_t seed, float amplitude = 2.0f, float eps = 1e-5f) {
   auto x = Rounded<T>(RandomVector(n * c, amplitude, seed));
@@ -171,6 +172,7 @@ TYPED_TEST(CudaOps, RmsNorm) {
   CheckRmsNorm<TypeParam>(70, 2048, this->Seed());
   CheckRmsNorm<TypeParam>(70, 2048, this->Seed(), 2e-3f, 1e-6f);
   CheckRmsNorm<TypeParam>(37, 4096, this->Seed());
+  CheckRmsNorm<TypeParam>(5000, 512, this->Seed());
 }
 
 TYPED_TEST(CudaOps, Rope) {

@@ -82,7 +82,7 @@ Status CudaModel::Impl::Plan() {
   loss_sum = plan.Add("loss sum", 4);
   dres = plan.Add("residual grad", rows * c * elem);
   dln = plan.Add("norm grad", n * c * elem);
-  size_t ns = std::max(LayerNormScratchFloats(n, c), RmsNormScratchFloats(n, c));
+  size_t ns = Gpt() ? LayerNormScratchFloats(n, c) : RmsNormScratchFloats(n, c);
   norm_scratch = plan.Add("norm scratch", ns * 4);
   // A layer's MLP temporaries, its attention's and the head's are never live together (a layer
   // runs its attention, then its MLP, backward the other way round; the head runs between the

@@ -7,6 +7,7 @@
 #include "trainer/cuda/kernels/common.cuh"
 #include "trainer/cuda/kernels/layernorm.cuh"
 #include "trainer/cuda/kernels/norm_reduce.cuh"
+#include "trainer/cuda/kernels/norm_rows.cuh"
 
 namespace bm::train::cuda {
 namespace {

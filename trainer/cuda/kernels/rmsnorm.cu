@@ -4,6 +4,7 @@
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/common.cuh"
 #include "trainer/cuda/kernels/norm_reduce.cuh"
+#include "trainer/cuda/kernels/norm_rows.cuh"
 #include "trainer/cuda/kernels/rmsnorm.cuh"
 
 namespace bm::train::cuda {
@@ -49,7 +50,7 @@ __global__ void RmsNormBackwardKernel(T* dx, const T* dy, const T* x, const T* w
   }
 }
 
-// Vectorized, for the widths NormForwardRowKernel (norm_reduce.cuh) is not built for: like the
+// Vectorized, for the widths NormForwardRowKernel (norm_rows.cuh) is not built for: like the
 // backward below, a block of C / V threads covers a row (thread t owns the V channels t V ..)
 // and takes `rows_per_block` rows one after the other; x is read once (kept in registers
 // across the row's block-wide sum of squares). A block-wide sum a row, with one pack a thread

@@ -86,48 +86,87 @@ __global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const
 
 // The vectorized backward also sums the weight gradient while dy and x are in hand. A block
 // of C / V threads covers a row (thread t owns the V channels t V ..), takes
-// `rows_per_block` consecutive rows one after the other (a block-wide sum per row for
-// sum(dy w xhat)), keeps its channels' sums of dy * xhat in registers and writes them to
+// `rows_per_block` consecutive rows, kRows at a time (one block-wide sum per kRows rows for
+// their sum(dy w xhat)), keeps its channels' sums of dy * xhat in registers and writes them to
 // partial[block][channels] at the end: one read of dy and x instead of two (no column pass,
 // norm_reduce.cuh), no shared-memory accumulators, fixed order (deterministic). RowBlocks(n)
 // blocks, so the partials stay few (the finish reads them all).
 
-template <typename T>
-__global__ void RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
-                                         const float* rstd_in, int n, int channels,
-                                         int rows_per_block) {
+template <typename T, int kRows>
+__global__ void __launch_bounds__(kRows == 1 ? 1024 : 256, kRows == 1 ? 1 : 3)
+    RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
+                             const float* rstd_in, int n, int channels, int rows_per_block) {
   constexpr int V = Pack16<T>::kN;
-  __shared__ float red[32];
+  __shared__ float red[32 * kRows];
   int c = threadIdx.x * V;
   bool on = c < channels;
   Pack16<T> pw{};
   if (on) pw = Load16(w + c);
   float aw[V] = {};
   int first = blockIdx.x * rows_per_block, last = min(n, first + rows_per_block);
-  for (int row = first; row < last; ++row) {
-    size_t off = static_cast<size_t>(row) * channels + c;
-    float rstd = rstd_in[row];
-    Pack16<T> pg{}, px{}, pd{};
-    float s2 = 0.0f;
-    if (on) {
-      pg = Load16(dy + off), px = Load16(x + off), pd = Load16(dx + off);
+  for (int row = first; row < last; row += kRows) {
+    const int rows = min(kRows, last - row);
+    size_t off[kRows];
+    float rstd[kRows], s2[kRows] = {};
+    Pack16<T> pg[kRows] = {}, px[kRows] = {}, pd[kRows] = {};
 #pragma unroll
-      for (int k = 0; k < V; ++k) s2 += ToF(pg.v[k]) * ToF(pw.v[k]) * ToF(px.v[k]) * rstd;
+    for (int r = 0; r < kRows; ++r) {
+      off[r] = static_cast<size_t>(row + r) * channels + c;
+      rstd[r] = r < rows ? rstd_in[row + r] : 0.0f;
+      if (on && r < rows) {
+        pg[r] = Load16(dy + off[r]), px[r] = Load16(x + off[r]), pd[r] = Load16(dx + off[r]);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          s2[r] += ToF(pg[r].v[k]) * ToF(pw.v[k]) * ToF(px[r].v[k]) * rstd[r];
+        }
+      }
     }
-    s2 = BlockSum(s2, red) / channels;
+    BlockSums(s2, red);
     if (!on) continue;
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      float gy = ToF(pg.v[k]);
-      float xh = ToF(px.v[k]) * rstd;
-      pd.v[k] = FromF<T>(ToF(pd.v[k]) + rstd * (gy * ToF(pw.v[k]) - xh * s2));
-      aw[k] += gy * xh;
+    for (int r = 0; r < kRows; ++r) {
+      if (r == rows) break;
+      const float mean_s2 = s2[r] / channels;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        float gy = ToF(pg[r].v[k]);
+        float xh = ToF(px[r].v[k]) * rstd[r];
+        pd[r].v[k] = FromF<T>(ToF(pd[r].v[k]) + rstd[r] * (gy * ToF(pw.v[k]) - xh * mean_s2));
+        aw[k] += gy * xh;
+      }
+      Store16(dx + off[r], pd[r]);
     }
-    Store16(dx + off, pd);
   }
   if (!on) return;
 #pragma unroll
   for (int k = 0; k < V; ++k) partial[static_cast<size_t>(blockIdx.x) * channels + c + k] = aw[k];
+}
+
+// Launches RmsNormBackwardVecKernel: two rows at a time where a row takes at most 256 threads
+// (bf16 C <= 2,048; 80 registers, 3 blocks an SM, as many blocks as fit at once: one wave),
+// else a row at a time (blocks up to 1,024 threads), RowBlocks(n) blocks. Returns the blocks
+// (the partial rows written).
+template <typename T>
+int LaunchRmsNormBackwardVec(T* dx, float* partial, const T* dy, const T* x, const T* w,
+                             const float* rstd, int n, int channels, int threads,
+                             cudaStream_t stream) {
+  int blocks = RowBlocks(n);
+  if (threads <= 256) {
+    static const int per_sm = [] {
+      int b = 1;
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, RmsNormBackwardVecKernel<T, 2>, 256,
+                                                        0) != cudaSuccess)
+        b = 1;
+      return std::max(b, 1);
+    }();
+    blocks = std::min(blocks, per_sm * DeviceSms());
+    RmsNormBackwardVecKernel<T, 2><<<blocks, threads, 0, stream>>>(
+        dx, partial, dy, x, w, rstd, n, channels, static_cast<int>(CeilDiv(n, blocks)));
+  } else {
+    RmsNormBackwardVecKernel<T, 1><<<blocks, threads, 0, stream>>>(
+        dx, partial, dy, x, w, rstd, n, channels, static_cast<int>(CeilDiv(n, blocks)));
+  }
+  return blocks;
 }
 
 // Threads of a row-covering block (0: the channels do not fit one block).
@@ -177,10 +216,7 @@ Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x
   int threads = RowBlockThreads<T>(channels);
   int chunks = 0;
   if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w) && threads > 0) {
-    chunks = RowBlocks(n);
-    int rows_per_block = static_cast<int>(CeilDiv(n, chunks));
-    RmsNormBackwardVecKernel<T>
-        <<<chunks, threads, 0, stream>>>(dx, scratch, dy, x, w, rstd, n, channels, rows_per_block);
+    chunks = LaunchRmsNormBackwardVec<T>(dx, scratch, dy, x, w, rstd, n, channels, threads, stream);
     BM_LAUNCH_CHECK("RmsNormBackwardVecKernel", "N={} C={}", n, channels);
   } else {
     RmsNormBackwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, rstd, n, channels);

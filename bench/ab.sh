@@ -5,7 +5,7 @@
 #   AB_OLD=/path/to/old/cuda_train_bench bash bench/pack_devtree.sh build
 # and run, after unpacking bin.tar.xz, bash .devtree/bench/ab.sh.
 # AB_MODELS="gpt2-124m:32 llama-1b:8" picks the rows; PHASES="cross-entropy,lm head matmul" the
-# profile's phases printed (default: the attention's).
+# profile's phases printed (default: the attention's; PHASES=all: every phase).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd); OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source "$(dirname "$0")/device_env.sh" "$here"
@@ -15,7 +15,7 @@ for mb in ${AB_MODELS:-gpt2-124m:32 llama-1b:8 llama7b-8l:2}; do
   set -- ${mb/:/ }
   for v in cuda_train_bench cuda_train_bench_old; do
     ours "$here/bin/$v" --model "$1" --batch "$2" --steps 10 --profile --json "$OUT/ab_$v.jsonl" > /dev/null 2>&1
-    tail -1 "$OUT/ab_$v.jsonl" | PHASES=${PHASES:-attention fwd,attention bwd} python3 -c "import json,os,sys; j=json.loads(sys.stdin.read()); p=j['phase_ms_per_step']; print('$v', j['model'], 'step %.2f'%j['step_ms_median'], 'loss %.9f'%j['final_loss'], ', '.join('%s %.2f'%(k, p[k]) for k in os.environ['PHASES'].split(',')))"
+    tail -1 "$OUT/ab_$v.jsonl" | PHASES=${PHASES:-attention fwd,attention bwd} python3 -c "import json,os,sys; j=json.loads(sys.stdin.read()); p=j['phase_ms_per_step']; ph=os.environ['PHASES']; ks=sorted(p, key=lambda k: -p[k]) if ph=='all' else ph.split(','); print('$v', j['model'], j['batch'], 'step %.2f'%j['step_ms_median'], 'loss %.9f'%j['final_loss'], 'att keys/seqs %s/%s'%(j['attention_chunk'], j.get('attention_batch_per_call')), ', '.join('%s %.2f'%(k, p[k]) for k in ks))"
   done
 done
 done

@@ -383,7 +383,6 @@ int main(int argc, char** argv) {
   j["split_masters"] = model.memory().split_masters;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["attention_chunk"] = model.memory().attention_key_block;  // keys per backward call
-  j["attention_batch_per_call"] = model.memory().attention_batch_per_call;
   j["matmul_tuning"] = run.matmul_tuning;
   j["n_all"] = n_all;
   j["step_ms_median"] = med;

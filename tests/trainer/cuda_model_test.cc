@@ -411,38 +411,20 @@ TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {
   }
 }
 
-// The cuDNN backward's keys per call by default (kCudnnKeyChunkAuto): all of them, over the
-// whole batch when that call's scratch fits in the room the shared region gives the MLP or the
-// head anyway (a large vocabulary: the logits chunk), so the plan is exactly the blocked one's;
-// over one sequence a call when only that fits (a vocabulary whose logits chunk lies between
-// the two calls' scratch), again the blocked plan; blocks of kCudnnKeyChunk keys (here half the
-// sequence) when neither fits (a small vocabulary), again the blocked plan, smaller than one
-// call's. Forcing either still works.
+// The cuDNN backward's keys per call by default (kCudnnKeyChunkAuto): all of them in one call
+// when that call's scratch fits in the room the shared region gives the MLP or the head anyway
+// (a large vocabulary: the logits chunk), so the plan is exactly the blocked one's; blocks of
+// kCudnnKeyChunk keys (here half the sequence) when it does not (a small vocabulary), again the
+// blocked plan, smaller than one call's. Forcing either still works.
 TEST_P(CudaModelTest, CudnnKeyBlocksByDefaultCostNoMemory) {
   if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
   constexpr int kLongSeq = 512;
-  ModelSpec base = Tiny(GetParam());
-  base.heads = 8;  // head_dim 16: one call's scores (B·H·T·T) well above the MLP's part
-  base.max_positions = std::max(base.max_positions, kLongSeq);
-  auto scratch = [&](int per_call) {
-    AttentionShape s{
-        kBatch, kLongSeq, base.local_heads(), base.local_kv_heads(), base.head_dim(), 0,
-        false,  per_call};
-    auto ws = CudnnAttentionWorkspaceBytes(s);
-    EXPECT_TRUE(ws.ok()) << ws.status().message();
-    return ws.ok() ? *ws : 0;
-  };
-  // The logits chunk (all kBatch·kLongSeq rows, bf16) halfway between one sequence's call and
-  // the whole batch's.
-  const int between = static_cast<int>((scratch(1) + scratch(0)) / 2 / (kBatch * kLongSeq * 2));
-  for (int vocab : {8192, between, 64}) {
-    ModelSpec spec = base;
+  for (int vocab : {8192, 64}) {
+    ModelSpec spec = Tiny(GetParam());
     spec.vocab = vocab;
-    struct Chosen {
-      size_t plan = 0;
-      int keys = 0, per_call = 0;
-    };
-    auto plan = [&](int chunk) {
+    spec.heads = 8;  // head_dim 16: one call's scores (B·H·T·T) well above the MLP's part
+    spec.max_positions = std::max(spec.max_positions, kLongSeq);
+    auto plan = [&](int chunk, int* keys) -> size_t {
       RunSpec run;
       run.micro_batch = kBatch, run.seq = kLongSeq, run.dtype = DType::kBF16;
       run.micro_batches_per_step = 1;
@@ -450,27 +432,23 @@ TEST_P(CudaModelTest, CudnnKeyBlocksByDefaultCostNoMemory) {
       run.attention_chunk = chunk;
       auto m = CudaModel::Create(spec, run);
       EXPECT_TRUE(m.ok()) << m.status().message();
-      if (!m.ok()) return Chosen{};
-      const MemoryReport& r = (*m)->memory();
-      return Chosen{r.plan_bytes, r.attention_key_block, r.attention_batch_per_call};
+      if (!m.ok()) return 0;
+      *keys = (*m)->memory().attention_key_block;
+      return (*m)->memory().plan_bytes;
     };
-    Chosen by_default = plan(kCudnnKeyChunkAuto), one = plan(0), blocked = plan(kLongSeq / 2);
-    EXPECT_EQ(one.keys, kLongSeq);
-    EXPECT_EQ(one.per_call, kBatch);
-    EXPECT_EQ(blocked.keys, kLongSeq / 2);
-    EXPECT_EQ(by_default.plan, blocked.plan)
-        << "vocab " << vocab << ": the default must cost no memory";
+    int auto_keys = 0, one_keys = 0, block_keys = 0;
+    size_t by_default = plan(kCudnnKeyChunkAuto, &auto_keys);
+    size_t one = plan(0, &one_keys);
+    size_t blocked = plan(kLongSeq / 2, &block_keys);
+    EXPECT_EQ(one_keys, kLongSeq);
+    EXPECT_EQ(block_keys, kLongSeq / 2);
+    EXPECT_EQ(by_default, blocked) << "vocab " << vocab << ": the default must cost no memory";
     if (vocab == 8192) {
-      EXPECT_EQ(by_default.keys, kLongSeq) << "one call fits beside the logits chunk";
-      EXPECT_EQ(by_default.per_call, kBatch);
-      EXPECT_EQ(one.plan, blocked.plan);
-    } else if (vocab == between) {
-      EXPECT_EQ(by_default.keys, kLongSeq) << "one sequence's call fits beside the logits chunk";
-      EXPECT_EQ(by_default.per_call, 1);
-      EXPECT_GT(one.plan, blocked.plan);
+      EXPECT_EQ(auto_keys, kLongSeq) << "one call fits beside the logits chunk";
+      EXPECT_EQ(one, blocked);
     } else {
-      EXPECT_EQ(by_default.keys, kLongSeq / 2) << "one call would grow the plan";
-      EXPECT_GT(one.plan, blocked.plan);
+      EXPECT_EQ(auto_keys, kLongSeq / 2) << "one call would grow the plan";
+      EXPECT_GT(one, blocked);
     }
   }
 }

@@ -484,18 +484,15 @@ TEST(CudaOps16Bit, FlashAttention) {
 // cuDNN's fused attention (backend graph API) against the same CPU twins: forward, lse and
 // backward, head sizes 64 and 128, GQA, lengths not multiples of 64; outputs NaN-poisoned;
 // the backward run twice must give identical bits (the deterministic engines).
-// key_chunk > 0 runs the backward over blocks of that many keys; key_chunk 0 with
-// batch_per_call > 0 over that many sequences a call.
+// key_chunk > 0 runs the backward over blocks of that many keys (the default path).
 template <typename T>
-void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk, int batch_per_call = 0) {
+void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk) {
   int n = k.b * k.t, cols = (k.h + 2 * k.hkv) * k.d, ocols = k.h * k.d;
-  AttentionShape shape{k.b,           k.t, k.h, k.hkv, k.d, key_chunk, std::is_same_v<T, __half>,
-                       batch_per_call};
+  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d, key_chunk, std::is_same_v<T, __half>};
   std::string what = std::string("cuDNN ") + testing::TypeName<T>() + " B=" + std::to_string(k.b) +
                      " T=" + std::to_string(k.t) + " H=" + std::to_string(k.h) +
                      " Hkv=" + std::to_string(k.hkv) + " D=" + std::to_string(k.d) + " key chunk " +
-                     std::to_string(key_chunk) + " sequences a call " +
-                     std::to_string(CudnnBatchPerCall(shape));
+                     std::to_string(key_chunk);
   auto ws = CudnnAttentionWorkspaceBytes(shape);
   ASSERT_TRUE(ws.ok()) << what << ": " << ws.status().message();
   auto qkv = Rounded<T>(RandomVector(n * cols, 1.0f, seed));
@@ -544,26 +541,6 @@ TEST(CudaOps16Bit, CudnnAttention) {
   CheckCudnnAttention<__nv_bfloat16>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10,
                                      128);
   CheckCudnnAttention<__half>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10, 128);
-  // All the keys a call, the batch split: one sequence a call, and 2 + 2 + 1 (a smaller last).
-  CheckCudnnAttention<__nv_bfloat16>(AttnCase{2, 130, 4, 2, 128, AttentionImpl::kCudnn}, seed += 10,
-                                     0, 1);
-  CheckCudnnAttention<__half>(AttnCase{5, 200, 4, 1, 64, AttentionImpl::kCudnn}, seed += 10, 0, 2);
-}
-
-// Split over the batch, the backward's workspace is that of its largest call: a quarter of the
-// whole batch's for a quarter of the sequences.
-TEST(CudaOpsBf16, CudnnAttentionWorkspaceByBatch) {
-  BM_SKIP_WITHOUT_GPU();
-  if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
-  auto bytes = [](int per_call) {
-    auto ws = CudnnAttentionWorkspaceBytes(AttentionShape{8, 1024, 8, 8, 64, 0, false, per_call});
-    EXPECT_TRUE(ws.ok()) << ws.status().message();
-    return ws.ok() ? static_cast<double>(*ws) : 0.0;
-  };
-  double ratio = bytes(2) / bytes(0);
-  std::printf("note: workspace, 2 of 8 sequences a call against 8: x%.3f\n", ratio);
-  EXPECT_GT(ratio, 0.2);
-  EXPECT_LT(ratio, 0.3);
 }
 
 // The backward's memory is linear in T with key blocks (quadratic without: cuDNN's

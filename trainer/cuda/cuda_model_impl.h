@@ -94,7 +94,6 @@ struct CudaModel::Impl {
   size_t argmax = 0, rope = 0, tokens = 0, targets = 0, weights = 0, bucket_tokens = 0,
          bucket_offsets = 0, bucket_positions = 0;
   size_t att_scratch_bytes = 0;
-  int att_batch_per_call = 0;  // the cuDNN backward's sequences a call (0: all; the plan's choice)
   size_t workspace = 0;
   // Tensor parallel only: the vocabulary-parallel cross-entropy's row statistics
   // ([4, chunk] fp32, classifier.cuh) and one sum of squares per counted gradient range
@@ -166,8 +165,7 @@ struct CudaModel::Impl {
   int BigCols() const { return spec.family == Family::kGpt ? Ffn() : 2 * Ffn(); }
   bool Gpt() const { return spec.family == Family::kGpt; }
   AttentionShape AttShape(int b, int t) const {
-    return {
-        b, t, Heads(), KvHeads(), spec.head_dim(), run.attention_chunk, Fp16(), att_batch_per_call};
+    return {b, t, Heads(), KvHeads(), spec.head_dim(), run.attention_chunk, Fp16()};
   }
   // Tensor parallelism (Megatron's collectives, as the CPU twin's: trainer/cpu/model.h): the
   // row-parallel outputs and the column-parallel input gradients summed over the TP group, in

@@ -111,28 +111,19 @@ Status CudaModel::Impl::Plan() {
   if (run.attention == AttentionImpl::kCudnn) {
     if (!Lowp())
       return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 or fp16 (not fp32)");
-    // kCudnnKeyChunkAuto: all the keys in a call (faster: no partial dQ to add, fewer
-    // launches; run 31), over the whole batch or the largest of its halves, quarters, ...
-    // whose scratch fits in the room the MLP's or the head's part takes anyway, so that it
-    // costs no memory; else blocks of kCudnnKeyChunk keys.
+    // kCudnnKeyChunkAuto: the backward as one call (faster: no partial dQ to add, fewer
+    // launches; run 31) when its scratch fits in the room the MLP's or the head's part takes
+    // anyway, so that it costs no memory; else blocks of kCudnnKeyChunk keys.
     if (run.attention_chunk == kCudnnKeyChunkAuto) {
       run.attention_chunk = 0;
-      for (int per_call = run.micro_batch;; per_call = (per_call + 1) / 2) {
-        att_batch_per_call = per_call;
-        BM_ASSIGN_OR_RETURN(size_t ws,
-                            CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
-        if (plan.PartFits(std::max(ws, att_scratch_bytes))) break;
-        if (per_call == 1) {
-          run.attention_chunk = kCudnnKeyChunk, att_batch_per_call = 0;
-          break;
-        }
-      }
+      BM_ASSIGN_OR_RETURN(size_t one,
+                          CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
+      if (!plan.PartFits(std::max(one, att_scratch_bytes))) run.attention_chunk = kCudnnKeyChunk;
     }
     BM_ASSIGN_OR_RETURN(size_t ws,
                         CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
     att_scratch_bytes = std::max(att_scratch_bytes, ws);
     memory.attention_key_block = CudnnKeysPerCall(AttShape(run.micro_batch, run.seq));
-    memory.attention_batch_per_call = CudnnBatchPerCall(AttShape(run.micro_batch, run.seq));
   }
   att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   plan.EndShared();

@@ -51,11 +51,6 @@ int CudnnKeysPerCall(const AttentionShape& s) {
   return std::min({s.key_chunk < 0 ? kCudnnKeyChunk : s.key_chunk, half, s.seq});
 }
 
-int CudnnBatchPerCall(const AttentionShape& s) {
-  if (CudnnKeysPerCall(s) < s.seq || s.batch_per_call <= 0) return s.batch;
-  return std::min(s.batch_per_call, s.batch);
-}
-
 #if !BENCHMAKE_HAVE_CUDNN
 
 bool CudnnAttentionBuilt() { return false; }
@@ -341,15 +336,6 @@ std::vector<void*> BackwardPointers(const AttentionShape& s, int k0, BackwardSca
           dbase + v_off};
 }
 
-// The shape of the backward call over the sequences [b0, b0 + CudnnBatchPerCall) (all of them
-// with key blocks).
-AttentionShape BatchPart(const AttentionShape& s, int b0) {
-  AttentionShape part = s;
-  part.batch = std::min(CudnnBatchPerCall(s), s.batch - b0);
-  part.batch_per_call = 0;
-  return part;
-}
-
 }  // namespace
 
 bool CudnnAttentionUsable(const AttentionShape& shape) {
@@ -359,16 +345,7 @@ bool CudnnAttentionUsable(const AttentionShape& shape) {
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
   BM_ASSIGN_OR_RETURN(const CudnnGraph* f, PlanFor(shape, 0, -1));
   size_t cudnn = f->workspace();
-  int chunk = CudnnKeysPerCall(shape), per_call = CudnnBatchPerCall(shape);
-  if (per_call < shape.batch) {
-    // The calls' shapes: per_call sequences, and the rest's.
-    for (int b0 : {0, shape.batch / per_call * per_call}) {
-      if (b0 >= shape.batch) continue;
-      BM_ASSIGN_OR_RETURN(const CudnnGraph* b, PlanFor(BatchPart(shape, b0), 0, shape.seq));
-      cudnn = std::max(cudnn, b->workspace());
-    }
-    return cudnn;
-  }
+  int chunk = CudnnKeysPerCall(shape);
   for (int k0 = 0; k0 < shape.seq; k0 += chunk) {
     BM_ASSIGN_OR_RETURN(const CudnnGraph* b, PlanFor(shape, k0, std::min(chunk, shape.seq - k0)));
     cudnn = std::max(cudnn, b->workspace());
@@ -395,21 +372,6 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
                               const float* lse, const AttentionShape& s, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream) {
   if (s.batch == 0 || s.seq == 0) return Status::Ok();
-  const size_t width = (s.heads + 2 * s.kv_heads) * static_cast<size_t>(s.head_dim);  // qkv row
-  const size_t out_row = static_cast<size_t>(s.heads) * s.head_dim * 2;
-  if (const int per_call = CudnnBatchPerCall(s); per_call < s.batch) {
-    // The sequences are independent: each call does its own whole, nothing to add.
-    const size_t qkv_seq = s.seq * width * 2, out_seq = s.seq * out_row;
-    for (int b0 = 0; b0 < s.batch; b0 += per_call) {
-      BM_TRY(CudnnAttentionBackward(static_cast<char*>(dqkv) + b0 * qkv_seq,
-                                    static_cast<const char*>(dout) + b0 * out_seq,
-                                    static_cast<const char*>(out) + b0 * out_seq,
-                                    static_cast<const char*>(qkv) + b0 * qkv_seq,
-                                    lse + static_cast<size_t>(b0) * s.heads * s.seq,
-                                    BatchPart(s, b0), workspace, workspace_bytes, stream));
-    }
-    return Status::Ok();
-  }
   size_t skip = Round256(PartialDqBytes(s));
   if (workspace_bytes < skip)
     return Errorf(ErrorCode::kInternal, "cuDNN attention backward: workspace {} bytes < {} for {}",
@@ -417,6 +379,8 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
   void* dq_partial = workspace;
   void* cudnn_ws = static_cast<char*>(workspace) + skip;
   auto* dbase = static_cast<char*>(dqkv);
+  const size_t width = (s.heads + 2 * s.kv_heads) * static_cast<size_t>(s.head_dim);  // qkv row
+  const size_t out_row = static_cast<size_t>(s.heads) * s.head_dim * 2;
   BackwardScalars scalars(s);
   int chunk = CudnnKeysPerCall(s);
   for (int k0 = 0; k0 < s.seq; k0 += chunk) {

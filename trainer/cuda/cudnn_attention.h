@@ -11,11 +11,8 @@
 // down to a multiple of 64). The call for keys [k0, k1) takes the queries [k0, T) (top-left
 // causal within the block), writes dK and dV of its keys whole and a partial dQ for the rows
 // k0.. that is added, in block order, to the others (deterministic). Workspace: B·H·T·block·2
-// bytes for dP plus one partial dQ (B·T·H·D·2), linear in T. With all the keys in a call
-// (key_chunk 0), `batch_per_call` splits the batch instead: the sequences are independent, so
-// calls over [b0, b0 + batch_per_call) do the whole backward with nothing to add, in a
-// workspace of batch_per_call·H·T·T·2 bytes. fp16 runs the same graphs with fp16 tensors (every
-// intermediate stays fp32).
+// bytes for dP plus one partial dQ (B·T·H·D·2), linear in T. fp16 runs the same graphs with
+// fp16 tensors (every intermediate stays fp32).
 //
 // Execution plans are built once per shape and key block (first call) and cached for the
 // process; the caller passes the workspace (from the arena), sized by
@@ -38,9 +35,9 @@
 namespace bm::train::cuda {
 
 // Keys per backward call (see above); RunSpec::attention_chunk. kCudnnKeyChunkAuto (the
-// RunSpec's default) lets the memory plan choose: all the keys in a call, over as many of the
-// sequences as fit in what the plan holds anyway, else kCudnnKeyChunk (cuda_model_plan.cc); a
-// shape carrying it before the plan chose (the usability checks) means kCudnnKeyChunk.
+// RunSpec's default) lets the memory plan choose: one call when its scratch fits in what the
+// plan holds anyway, else kCudnnKeyChunk (cuda_model_plan.cc); a shape carrying it before the
+// plan chose (the usability checks) means kCudnnKeyChunk.
 constexpr int kCudnnKeyChunk = 1024;
 constexpr int kCudnnKeyChunkAuto = -1;
 
@@ -48,15 +45,12 @@ struct AttentionShape {
   int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
   int key_chunk = kCudnnKeyChunk;  // cuDNN backward: at most this many keys per call; 0: one
   bool fp16 = false;               // the tensors are __half rather than __nv_bfloat16
-  int batch_per_call = 0;  // cuDNN backward with all the keys in a call: sequences a call; 0: all
 };
 
 bool CudnnAttentionBuilt();
 
 // The keys of each backward call for this shape (the sequence when one call).
 int CudnnKeysPerCall(const AttentionShape& shape);
-// The sequences of each backward call (the batch with key blocks).
-int CudnnBatchPerCall(const AttentionShape& shape);
 
 // Built in, a shape cuDNN's engines take (head_dim a multiple of 8 up to 128, heads a multiple
 // of kv_heads) and both plans build on this GPU: what attention = "auto" checks before it

@@ -80,8 +80,8 @@ struct RunSpec {
   // training micro-batch must then be a step's first and last, which CudaModel checks.
   int micro_batches_per_step = 0;
   AttentionImpl attention = AttentionImpl::kAuto;
-  // cuDNN backward: keys per call at most (0: all, over the whole batch; kCudnnKeyChunkAuto:
-  // the plan chooses, MemoryReport::attention_key_block and attention_batch_per_call say what).
+  // cuDNN backward: keys per call at most (0: one call; kCudnnKeyChunkAuto: the plan chooses,
+  // MemoryReport::attention_key_block says what).
   int attention_chunk = kCudnnKeyChunkAuto;
   bool fused_epilogues = true;   // cuBLASLt bias and GELU epilogues
   bool matmul_tuning = true;     // time cuBLASLt's candidates, keep bit-identical ones (matmul.h)

@@ -6,16 +6,26 @@
 # and run, after unpacking bin.tar.xz, bash .devtree/bench/ab.sh.
 # AB_MODELS="gpt2-124m:32 llama-1b:8" picks the rows; PHASES="cross-entropy,lm head matmul" the
 # profile's phases printed (default: the attention's; PHASES=all: every phase).
+# AB_FLAG="--no-overlap-optimizer": the one build with and without that flag instead of two
+# builds. AB_PROFILE=0: without --profile (step times only). ROUNDS (default 2).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd); OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source "$(dirname "$0")/device_env.sh" "$here"
 nvidia-smi --query-gpu=name --format=csv,noheader
-for round in 1 2; do
+profile=--profile; [[ ${AB_PROFILE:-1} == 0 ]] && profile=
+for round in $(seq "${ROUNDS:-2}"); do
 for mb in ${AB_MODELS:-gpt2-124m:32 llama-1b:8 llama7b-8l:2}; do
   set -- ${mb/:/ }
-  for v in cuda_train_bench cuda_train_bench_old; do
-    ours "$here/bin/$v" --model "$1" --batch "$2" --steps 10 --profile --json "$OUT/ab_$v.jsonl" > /dev/null 2>&1
-    tail -1 "$OUT/ab_$v.jsonl" | PHASES=${PHASES:-attention fwd,attention bwd} python3 -c "import json,os,sys; j=json.loads(sys.stdin.read()); p=j['phase_ms_per_step']; ph=os.environ['PHASES']; ks=sorted(p, key=lambda k: -p[k]) if ph=='all' else ph.split(','); print('$v', j['model'], j['batch'], 'step %.2f'%j['step_ms_median'], 'loss %.9f'%j['final_loss'], 'att keys/seqs %s/%s'%(j['attention_chunk'], j.get('attention_batch_per_call')), ', '.join('%s %.2f'%(k, p[k]) for k in ks))"
+  for v in new old; do
+    bin=$here/bin/cuda_train_bench flag=
+    if [[ -n ${AB_FLAG:-} ]]; then [[ $v == old ]] && flag=$AB_FLAG
+    else [[ $v == old ]] && bin=$here/bin/cuda_train_bench_old; fi
+    ours "$bin" --model "$1" --batch "$2" --steps 10 $profile $flag --json "$OUT/ab_$v.jsonl" > /dev/null 2>&1
+    tail -1 "$OUT/ab_$v.jsonl" | PHASES=${PHASES:-attention fwd,attention bwd} python3 -c "
+import json,os,sys
+j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step', {}); ph=os.environ['PHASES']
+ks=sorted(p, key=lambda k: -p[k]) if ph=='all' else [k for k in ph.split(',') if k in p]
+print('$v${flag:+ $flag}', j['model'], j['batch'], 'step %.2f'%j['step_ms_median'], 'to last sync %.2f'%j.get('step_ms_mean_to_last_sync', 0), 'loss %.9f'%j['final_loss'], 'att keys %s'%j['attention_chunk'], ', '.join('%s %.2f'%(k, p[k]) for k in ks))"
   done
 done
 done

@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kRows == 1 ? 1024 : 256, kRows == 1 ? 1 : 3)
   float aw[V] = {};
   int first = blockIdx.x * rows_per_block, last = min(n, first + rows_per_block);
   for (int row = first; row < last; row += kRows) {
-    const int rows = min(kRows, last - row);
+    const int rows = kRows == 1 ? 1 : min(kRows, last - row);
     size_t off[kRows];
     float rstd[kRows], s2[kRows] = {};
     Pack16<T> pg[kRows] = {}, px[kRows] = {}, pd[kRows] = {};

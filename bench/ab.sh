@@ -6,7 +6,7 @@
 # and run, after unpacking bin.tar.xz, bash .devtree/bench/ab.sh.
 # AB_MODELS="gpt2-124m:32 llama-1b:8" picks the rows; PHASES="cross-entropy,lm head matmul" the
 # profile's phases printed (default: the attention's; PHASES=all: every phase).
-# AB_FLAG="--no-overlap-optimizer": the one build with and without that flag instead of two
+# AB_FLAG="--recompute-norms": the one build with and without that flag instead of two
 # builds. AB_PROFILE=0: without --profile (step times only). ROUNDS (default 2).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd); OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -25,7 +25,7 @@ for mb in ${AB_MODELS:-gpt2-124m:32 llama-1b:8 llama7b-8l:2}; do
 import json,os,sys
 j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step', {}); ph=os.environ['PHASES']
 ks=sorted(p, key=lambda k: -p[k]) if ph=='all' else [k for k in ph.split(',') if k in p]
-print('$v${flag:+ $flag}', j['model'], j['batch'], 'step %.2f'%j['step_ms_median'], 'to last sync %.2f'%j.get('step_ms_mean_to_last_sync', 0), 'loss %.9f'%j['final_loss'], 'att keys %s'%j['attention_chunk'], ', '.join('%s %.2f'%(k, p[k]) for k in ks))"
+print('$v${flag:+ $flag}', j['model'], j['batch'], 'step %.2f'%j['step_ms_median'], 'loss %.9f'%j['final_loss'], 'att keys %s'%j['attention_chunk'], ', '.join('%s %.2f'%(k, p[k]) for k in ks))"
   done
 done
 done

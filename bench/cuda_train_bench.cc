@@ -192,8 +192,6 @@ int main(int argc, char** argv) {
       run.dtype = p == "bf16" ? DType::kBF16 : p == "fp16" ? DType::kF16 : DType::kF32;
     } else if (a == "--profile")
       run.profile = true;
-    else if (a == "--no-overlap-optimizer")
-      run.overlap_optimizer = false;
     else if (a == "--attention") {
       attention = next();
       if (attention != "cudnn" && attention != "flash" && attention != "auto") {
@@ -263,17 +261,7 @@ int main(int argc, char** argv) {
   int n = run.micro_batch * run.seq;
   std::mt19937_64 rng(1 + at.dp);
   std::uniform_int_distribution<int> tok(0, spec.vocab - 1);
-  // Every step's first micro-batch drawn before the clock starts (with the optimizer beside the
-  // next forward, drawing between steps would hide its time); the steps' times are the
-  // intervals between consecutive steps' ends, so nothing falls between them.
-  std::vector<std::vector<int>> step_tokens(warmup + steps), step_targets(warmup + steps);
-  for (int step = 0; step < warmup + steps; ++step) {
-    step_tokens[step].resize(n), step_targets[step].resize(n);
-    for (int i = 0; i < n; ++i) {
-      step_tokens[step][i] = tok(rng);
-      step_targets[step][i] = tok(rng);
-    }
-  }
+  std::vector<int> tokens(n), targets(n);
   bm::train::cuda::AdamWHyper hyper;  // lr 3e-4, betas (0.9, 0.95), wd 0.1, clip 1.0 as the peer
   std::optional<bm::train::LossScaler> scaler;
   if (run.dtype == DType::kF16) scaler.emplace(bm::train::LossScalerOptions{});
@@ -281,14 +269,13 @@ int main(int argc, char** argv) {
   double loss = 0.0, norm = 0.0;
   std::vector<std::vector<int>> micro_tokens, micro_targets;  // a pipeline's micro-batches
   std::vector<bm::train::cuda::TokenBatch> micro;
-  auto t0 = std::chrono::steady_clock::now(), timed_from = t0;
   for (int step = 0; step < warmup + steps; ++step) {
-    std::vector<int>& tokens = step_tokens[step];
-    std::vector<int>& targets = step_targets[step];
-    if (step == warmup) {
-      model.ResetPhaseTimes();
-      timed_from = t0;
+    for (int i = 0; i < n; ++i) {
+      tokens[i] = tok(rng);
+      targets[i] = tok(rng);
     }
+    if (step == warmup) model.ResetPhaseTimes();
+    auto t0 = std::chrono::steady_clock::now();
     const double loss_scale = scaler ? scaler->scale() : 1.0;
     hyper.step = step + 1 - (scaler ? scaler->skipped() : 0);
     hyper.grad_scale = static_cast<float>(1.0 / loss_scale);
@@ -335,11 +322,7 @@ int main(int argc, char** argv) {
     if (apply) {
       if (auto s = model.OptimizerStep(hyper); !s.ok()) return Fail(s);
     }
-    // Profiling times each phase's events at the step's end; otherwise the optimizer step may
-    // still run beside the next step's forward (RunSpec::overlap_optimizer).
-    if (run.profile || !model.memory().overlaps_optimizer) {
-      if (auto s = model.Synchronize(); !s.ok()) return Fail(s);
-    }
+    if (auto s = model.Synchronize(); !s.ok()) return Fail(s);
     auto t1 = std::chrono::steady_clock::now();
     loss = total / (static_cast<double>(n) * accum);
     if (step + 1 == warmup + steps) {
@@ -350,12 +333,7 @@ int main(int argc, char** argv) {
     if (!std::isfinite(loss) && !scaler)
       return Fail(bm::Errorf(bm::ErrorCode::kFailed, "loss is {} at step {}", loss, step));
     if (step >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    t0 = t1;
   }
-  if (auto s = model.Synchronize(); !s.ok()) return Fail(s);
-  const double timed_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - timed_from)
-          .count();
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   double med = sorted[sorted.size() / 2];
@@ -410,8 +388,6 @@ int main(int argc, char** argv) {
   j["step_ms_median"] = med;
   j["step_ms_min"] = sorted.front();
   j["step_ms_max"] = sorted.back();
-  j["step_ms_mean_to_last_sync"] = timed_ms / steps;  // the last step's optimizer included
-  j["overlap_optimizer"] = model.memory().overlaps_optimizer;
   j["tokens_per_s"] = tps;  // per GPU
   j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
   j["mfu_6n_all"] = 6.0 * n_all * tps / kPeak;

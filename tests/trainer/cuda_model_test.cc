@@ -78,7 +78,6 @@ struct Options {
   AttentionImpl attention = AttentionImpl::kAuto;
   bool recompute_norms = false, split_masters = true;
   int micro_batches_per_step = 1;
-  bool overlap_optimizer = true;
 };
 
 std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options o = {}) {
@@ -86,7 +85,6 @@ std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options
   run.micro_batch = kBatch, run.seq = kSeq, run.dtype = dtype, run.recompute = o.recompute;
   run.recompute_norms = o.recompute_norms;
   run.split_masters = o.split_masters;
-  run.overlap_optimizer = o.overlap_optimizer;
   run.micro_batches_per_step = o.micro_batches_per_step;
   run.attention = o.attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
@@ -372,59 +370,6 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
     EXPECT_EQ(curves[0], curves[i])
         << "recomputing or splitting must not change the numbers (run " << i << ")";
     EXPECT_EQ(0, std::memcmp(finals[0].data(), finals[i].data(), finals[0].size() * 4)) << i;
-  }
-}
-
-// AdamW beside the next forward (the default at ZeRO 0) gives the same bits as after the step:
-// with every layer's activations apart and with the top layer's over the gradients, with the
-// masters split and whole; a forward-only pass between steps (TokenLosses) and a read of the
-// parameters mid-run wait for the update as a step's forward does.
-TEST_P(CudaModelTest, OptimizerBesideTheNextForwardChangesNoBit) {
-  ModelSpec spec = Tiny(GetParam());
-  ParamLayout layout(spec);
-  auto init = InitParams(layout, 9);
-  AdamWHyper h;
-  Batch eval = MakeBatch(spec.vocab, 1);
-  for (int micro : {0, 1}) {
-    for (bool split : {true, false}) {
-      SCOPED_TRACE(std::string(micro ? "activations over gradients" : "activations apart") +
-                   (split ? ", split masters" : ", whole masters"));
-      std::vector<double> curve[2];
-      std::vector<float> mid[2], final[2], m[2], v[2], losses[2];
-      for (bool overlap : {false, true}) {
-        auto model = MakeModel(spec, DType::kBF16,
-                               {.split_masters = split,
-                                .micro_batches_per_step = micro,
-                                .overlap_optimizer = overlap});
-        ASSERT_TRUE(model);
-        EXPECT_EQ(model->memory().overlaps_optimizer, overlap);
-        ASSERT_TRUE(model->SetParameters(init).ok());
-        curve[overlap] = GpuCurve(model.get(), spec, 0, 3, h);
-        losses[overlap].resize(kBatch * kSeq);
-        ASSERT_TRUE(model->TokenLosses(eval.View(), losses[overlap].data()).ok());
-        for (int first : {3, 5}) {
-          if (first == 5) {
-            ASSERT_TRUE(model->GetParameters(&mid[overlap]).ok());
-          }
-          auto more = GpuCurve(model.get(), spec, first, 2, h);
-          curve[overlap].insert(curve[overlap].end(), more.begin(), more.end());
-        }
-        ASSERT_TRUE(model->GetParameters(&final[overlap]).ok());
-        ASSERT_TRUE(model->GetOptimizerState(&m[overlap], &v[overlap]).ok());
-      }
-      EXPECT_EQ(curve[0], curve[1]);
-      EXPECT_EQ(losses[0], losses[1]);
-      for (auto* pair : {&mid, &final, &m, &v})
-        EXPECT_EQ(0, std::memcmp((*pair)[0].data(), (*pair)[1].data(), (*pair)[0].size() * 4));
-    }
-  }
-  // Where it does not apply: profiling (the phases would not add up), ZeRO >= 1.
-  for (auto [profile, zero] : {std::pair{true, 0}, {false, 1}}) {
-    RunSpec run{.micro_batch = kBatch, .seq = kSeq};
-    run.profile = profile, run.zero = zero;
-    auto m = CudaModel::Create(spec, run);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    EXPECT_FALSE((*m)->memory().overlaps_optimizer) << "profile " << profile << " zero " << zero;
   }
 }
 

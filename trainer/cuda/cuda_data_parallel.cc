@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <type_traits>
-#include <utility>
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/residual.cuh"
@@ -45,9 +44,6 @@ CudaDataParallel::~CudaDataParallel() {
     if (s->free) cudaEventDestroy(s->free);
   }
   for (cudaEvent_t e : timing_pool_) cudaEventDestroy(e);
-  if (update_stream_) cudaStreamSynchronize(update_stream_);
-  for (cudaEvent_t e : updated_) cudaEventDestroy(e);
-  if (update_stream_) cudaStreamDestroy(update_stream_);
   if (comm_done_) cudaEventDestroy(comm_done_);
   if (compute_mark_) cudaEventDestroy(compute_mark_);
   if (comm_stream_) cudaStreamDestroy(comm_stream_);
@@ -97,23 +93,6 @@ Status CudaDataParallel::Bind(const DeviceArena* arena, cudaStream_t compute) {
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), "slot event");
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->free, cudaEventDisableTiming), "slot event");
   }
-  if (overlap_) {
-    BM_CUDA_CHECK(cudaStreamCreateWithFlags(&update_stream_, cudaStreamNonBlocking),
-                  "update stream");
-    updated_.assign(plan_.num_units(), nullptr);
-    update_pending_.assign(plan_.num_units(), 0);
-    for (cudaEvent_t& e : updated_)
-      BM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "update event");
-  }
-  return Status::Ok();
-}
-
-Status CudaDataParallel::JoinUpdates() {
-  bool any = false;
-  for (char& p : update_pending_) any |= std::exchange(p, 0) != 0;
-  // The update stream runs the units in order: the last one's event covers them all.
-  if (any)
-    BM_CUDA_CHECK(cudaStreamWaitEvent(compute_, updated_.back()), "the optimizer step's updates");
   return Status::Ok();
 }
 
@@ -215,7 +194,6 @@ Status CudaDataParallel::CollectWaits() {
 // ---- a step
 
 Status CudaDataParallel::ZeroPendingGradients() {
-  BM_TRY(JoinUpdates());
   if (!zero_pending_ || zero_ >= 2) return Status::Ok();
   zero_pending_ = false;
   BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_), 0, layout_.total() * 4, compute_), "zero grads");
@@ -240,7 +218,6 @@ Status CudaDataParallel::BeginMicroBatch(bool last) {
   first_micro_ = zero_pending_;
   if (first_micro_) {
     if (!per_unit_zeroing_) {
-      if (!zero_ranges_.empty()) BM_TRY(JoinUpdates());  // AdamW may still read them
       for (const Range& r : zero_ranges_)
         BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_) + r.offset, 0, r.numel * 4, compute_),
                       "zero gradients [{}, {})", r.offset, r.end());
@@ -295,10 +272,6 @@ Status CudaDataParallel::IssueGather(int unit) {
 }
 
 Status CudaDataParallel::Acquire(int unit, int next) {
-  if (overlap_ && update_pending_[unit]) {
-    BM_CUDA_CHECK(cudaStreamWaitEvent(compute_, updated_[unit]), "unit {} updated", unit);
-    update_pending_[unit] = 0;
-  }
   if (zero_ != 3) return Status::Ok();
   Slot* s = work_slot_of_unit_[unit];
   if (!s || s->unit != unit) {
@@ -376,12 +349,6 @@ Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
 
 Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
   BM_TRY(ZeroPendingGradients());
-  cudaStream_t stream = compute_;
-  if (overlap_) {  // from where the compute stream is now: the gradients and their norm done
-    stream = update_stream_;
-    BM_CUDA_CHECK(cudaEventRecord(compute_mark_, compute_), "optimizer step");
-    BM_CUDA_CHECK(cudaStreamWaitEvent(stream, compute_mark_), "optimizer step");
-  }
   AdamWHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
   const std::vector<Range>& segments = layout_.segments();
@@ -401,7 +368,7 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
         lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
       if (split_) {
         BM_TRY(AdamWSplitUpdate(lowp, At<uint16_t>(lo_) + b, At<float>(m_) + b, At<float>(v_) + b,
-                                grads, sumsq, seg.decay ? hyper : no_decay, e - b, stream));
+                                grads, sumsq, seg.decay ? hyper : no_decay, e - b, compute_));
         continue;
       }
       // The 16-bit copy's type (fp32 mode has none: a null bf16 pointer).
@@ -410,16 +377,12 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
         using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
         return AdamWUpdate<L>(At<float>(master_) + at, reinterpret_cast<L*>(lowp),
                               At<float>(m_) + at, At<float>(v_) + at, grads, sumsq,
-                              seg.decay ? hyper : no_decay, e - b, stream);
+                              seg.decay ? hyper : no_decay, e - b, compute_);
       }));
       if (!lowp_ && (zero_ == 1 || zero_ == 2))
         BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + at,
-                                      (e - b) * 4, cudaMemcpyDeviceToDevice, stream),
+                                      (e - b) * 4, cudaMemcpyDeviceToDevice, compute_),
                       "working copy");
-    }
-    if (overlap_) {
-      BM_CUDA_CHECK(cudaEventRecord(updated_[u], stream), "unit {} updated", u);
-      update_pending_[u] = 1;
     }
   }
   if (zero_ == 1 || zero_ == 2) return GatherWorkAllUnits();
@@ -469,7 +432,6 @@ Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
 // ---- host exchange
 
 Status CudaDataParallel::SetParameters(const std::vector<float>& flat) {
-  BM_TRY(JoinUpdates());
   const size_t P = layout_.total();
   if (flat.size() != P)
     return Errorf(ErrorCode::kInvalidArgument, "{} parameters given, layout has {}", flat.size(),
@@ -560,7 +522,6 @@ Status CudaDataParallel::GetSplitMasters(std::vector<float>* flat) {
 }
 
 Status CudaDataParallel::GetParameters(std::vector<float>* flat) {
-  BM_TRY(JoinUpdates());
   if (split_) return GetSplitMasters(flat);
   if (zero_ >= 1) return GatherMaster(flat);
   flat->resize(layout_.total());
@@ -572,7 +533,6 @@ Status CudaDataParallel::GetParameters(std::vector<float>* flat) {
 }
 
 Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
-  BM_TRY(JoinUpdates());
   if (zero_ >= 2)
     return Status(ErrorCode::kUnsupported,
                   "the gradients are sharded (zero >= 2): each rank holds its slices");
@@ -587,7 +547,6 @@ Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
 }
 
 Status CudaDataParallel::GetOptimizerState(std::vector<float>* m, std::vector<float>* v) {
-  BM_TRY(JoinUpdates());
   if (zero_ >= 1)
     return Status(ErrorCode::kUnsupported,
                   "the AdamW state is sharded (zero >= 1): each rank holds its local state");
@@ -596,7 +555,6 @@ Status CudaDataParallel::GetOptimizerState(std::vector<float>* m, std::vector<fl
 
 Status CudaDataParallel::SetOptimizerState(const std::vector<float>& m,
                                            const std::vector<float>& v) {
-  BM_TRY(JoinUpdates());
   if (zero_ >= 1)
     return Status(ErrorCode::kUnsupported,
                   "the AdamW state is sharded (zero >= 1): set each rank's local state");
@@ -614,7 +572,6 @@ Status CudaDataParallel::SetOptimizerState(const std::vector<float>& m,
 
 Status CudaDataParallel::GetLocalState(std::vector<float>* master, std::vector<float>* m,
                                        std::vector<float>* v) {
-  BM_TRY(JoinUpdates());
   const size_t n = static_cast<size_t>(local_size());
   if (split_ && master) BM_TRY(GetSplitMasters(master));
   for (auto [out, off] : {std::pair{split_ ? nullptr : master, master_}, {m, m_}, {v, v_}}) {
@@ -630,7 +587,6 @@ Status CudaDataParallel::GetLocalState(std::vector<float>* master, std::vector<f
 
 Status CudaDataParallel::SetLocalState(const std::vector<float>& master,
                                        const std::vector<float>& m, const std::vector<float>& v) {
-  BM_TRY(JoinUpdates());
   const size_t n = static_cast<size_t>(local_size());
   if (master.size() != n || m.size() != n || v.size() != n)
     return Errorf(ErrorCode::kInvalidArgument,

@@ -79,16 +79,6 @@ class CudaDataParallel {
   }
   float* Grad(size_t off) const;
 
-  // Zero 0 (call before Bind): OptimizerStep issues AdamW unit by unit on an update stream of
-  // its own and returns; the compute stream waits for a unit's update only where the next pass
-  // acquires the unit (Acquire, which every pass calls before it reads a unit's weights or
-  // writes its gradients), so the update overlaps the next forward. The units' order is the
-  // forward's. Whatever else reads or writes the weights, gradients or AdamW state waits for
-  // the whole update first (JoinUpdates). The numbers are the same bits either way.
-  void OverlapUpdates(bool on) { overlap_ = on && zero_ == 0; }
-  bool overlaps_updates() const { return overlap_; }
-  Status JoinUpdates();  // the compute stream waits for every update issued
-
   // Host <-> device (flat GPU layout; collective with zero >= 1).
   Status SetParameters(const std::vector<float>& flat);
   Status GetParameters(std::vector<float>* flat);
@@ -194,10 +184,6 @@ class CudaDataParallel {
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool per_unit_zeroing_ = false;
   bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's
-  bool overlap_ = false;     // OverlapUpdates
-  cudaStream_t update_stream_ = nullptr;
-  std::vector<cudaEvent_t> updated_;  // per unit: its AdamW done (on the update stream)
-  std::vector<char> update_pending_;  // per unit: the compute stream has not waited for it yet
   cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;
   struct WaitPair {
     cudaEvent_t before, after;

@@ -253,7 +253,6 @@ const std::vector<std::string>& CudaModel::MatmulTuningLog() const {
 void CudaModel::ResetPhaseTimes() { impl_->phase_ms.clear(); }
 
 Status CudaModel::Synchronize() {
-  BM_TRY(impl_->dp.JoinUpdates());
   BM_CUDA_CHECK(cudaStreamSynchronize(impl_->stream), "synchronize");
   if (impl_->run.profile) BM_TRY(impl_->CollectPhases());
   return Status::Ok();

@@ -1,6 +1,6 @@
 // CudaModel: one GPU's training state for a decoder-only transformer (gpt or llama family)
 // and its training step: forward, the fused classifier, backward, gradient-norm clipping and
-// AdamW, on one stream (AdamW, by default, on a second beside the next step's forward).
+// AdamW, all on one stream.
 //
 // Precision (RunSpec::dtype bf16 — the suites' "amp" — or fp16): fp32 master weights, fp32
 // gradients and fp32 AdamW moments; 16-bit working copies of the weights and 16-bit
@@ -63,12 +63,11 @@ struct TokenBatch {
 };
 
 struct MemoryReport {
-  size_t plan_bytes = 0;            // the arena (the plan's peak)
-  size_t device_used_bytes = 0;     // cudaMemGetInfo: total - free, after Create()
-  bool split_masters = false;       // RunSpec::split_masters applied (bf16, zero 0)
-  bool overlaps_optimizer = false;  // RunSpec::overlap_optimizer applied
-  int layers_over_gradients = 0;    // layers whose activations lie over gradients written later
-  int attention_key_block = 0;      // keys per cuDNN attention backward call (0: not cuDNN)
+  size_t plan_bytes = 0;          // the arena (the plan's peak)
+  size_t device_used_bytes = 0;   // cudaMemGetInfo: total - free, after Create()
+  bool split_masters = false;     // RunSpec::split_masters applied (bf16, zero 0)
+  int layers_over_gradients = 0;  // layers whose activations lie over gradients written later
+  int attention_key_block = 0;    // keys per cuDNN attention backward call (0: not cuDNN)
   std::string plan_summary;
 };
 
@@ -128,15 +127,12 @@ class CudaModel {
   Result<double> GradNorm();
   // Multiplies the gradients by hyper.grad_scale and clips them by global norm (when
   // hyper.max_norm > 0 and the norm exceeds it: factor max_norm / (norm + 1e-6)), then AdamW on
-  // fp32 masters and the 16-bit copy. Asynchronous; with RunSpec::overlap_optimizer it runs
-  // beside the next ForwardBackward, which waits for each unit's update before it uses the
-  // unit (the same bits as one after the other); every other call waits for all of it.
+  // fp32 masters and the 16-bit copy. Asynchronous.
   Status OptimizerStep(const AdamWHyper& hyper);
   // Forward only: losses[i] for every position (the mask ignored); waits.
   Status TokenLosses(const TokenBatch& batch, float* losses);
   // Forward only: the most likely next token at every position (lowest id on ties); waits.
   Status NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* argmax);
-  // Waits for everything issued, the optimizer step's updates included.
   Status Synchronize();
   // One line per matmul shape tuned (RunSpec::matmul_tuning): see matmul.h.
   const std::vector<std::string>& MatmulTuningLog() const;

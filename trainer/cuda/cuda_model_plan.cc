@@ -150,8 +150,6 @@ Status CudaModel::Impl::Plan() {
         memory.layers_over_gradients, one.total() / 1048576.0);
   BM_TRY(CheckFits(plan));
   BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
-  dp.OverlapUpdates(run.overlap_optimizer && !Pp() && !run.profile);
-  memory.overlaps_optimizer = dp.overlaps_updates();
   return dp.Bind(arena.get(), stream);
 }
 

@@ -87,9 +87,6 @@ struct RunSpec {
   bool matmul_tuning = true;     // time cuBLASLt's candidates, keep bit-identical ones (matmul.h)
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time
   bool profile = false;          // time each phase with CUDA events (CudaModel::PhaseTimes)
-  // AdamW beside the next pass's forward, unit by unit (CudaDataParallel::OverlapUpdates): at
-  // ZeRO 0 with one pipeline stage, and not while profiling (the phases would not add up).
-  bool overlap_optimizer = true;
   // Data parallel (trainer/cuda/cuda_data_parallel.h): the DP group's communicator (not owned;
   // null: a world of one) and the ZeRO stage 0-3.
   dist::Communicator* comm = nullptr;

@@ -185,7 +185,7 @@ Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_sc
   if (!batch.targets) return Errorf(ErrorCode::kInvalidArgument, "ForwardBackward needs targets");
   if (s.Pp())
     return Status(ErrorCode::kInvalidArgument, "ForwardBackward with PP > 1: PipelineStep");
-  BM_TRY(s.Stage(batch, true));
+  BM_TRY(s.Stage(batch));
   s.last_micro = last;
   BM_TRY(s.Run(grad_scale, Mode::kTrain));
   float* out = s.h_floats + s.MaxN();
@@ -223,7 +223,7 @@ Status CudaModel::TokenLosses(const TokenBatch& batch, float* losses) {
   if (s.Pp()) return Status(ErrorCode::kInvalidArgument, "TokenLosses needs PP1");
   TokenBatch all = batch;
   all.mask = nullptr;  // every position's loss
-  BM_TRY(s.Stage(all, false));
+  BM_TRY(s.Stage(all));
   BM_TRY(s.Run(0.0f, Mode::kLoss));
   BM_CUDA_CHECK(
       cudaMemcpyAsync(losses, s.A<float>(s.losses), s.N() * 4, cudaMemcpyDeviceToHost, s.stream),
@@ -237,7 +237,7 @@ Status CudaModel::NextTokenArgmax(const int32_t* tokens, int batch, int seq, int
   if (s.Pp() || s.Tp()) return Status(ErrorCode::kInvalidArgument, "NextTokenArgmax needs TP1 PP1");
   TokenBatch b;
   b.tokens = tokens, b.batch = batch, b.seq = seq;
-  BM_TRY(s.Stage(b, false));
+  BM_TRY(s.Stage(b));
   BM_TRY(s.Run(0.0f, Mode::kArgmax));
   BM_CUDA_CHECK(
       cudaMemcpyAsync(out, s.A<int>(s.argmax), s.N() * 4, cudaMemcpyDeviceToHost, s.stream),

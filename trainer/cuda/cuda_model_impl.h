@@ -260,9 +260,13 @@ struct CudaModel::Impl {
   bool first_micro = false;  // this pass writes rather than adds the matrices' gradients
   bool last_micro = true;    // the step's last micro-batch (data-parallel reductions)
   bool norm_fresh = false;   // norm_sq holds the gradients' sum of squares (GradNorm since Run)
-  Status Stage(const TokenBatch& batch, bool buckets);
+  // The batch's tokens, targets and loss weights to the device. The embedding backward's
+  // buckets (positions grouped by token) wait for EmbeddingBackwardAll, which builds them on
+  // the host from `host_tokens` (the caller's, valid for the call) while the GPU runs the
+  // forward and backward queued before it: not on the step's critical path.
+  Status Stage(const TokenBatch& batch);
   Status EmbeddingBackwardAll();
-  int num_buckets = 0;
+  const int32_t* host_tokens = nullptr;
   // This stage's layers; the activation slot in use (pipeline stages: the micro-batch's) and its
   // residual stream l (0: the stage's input, Layers(): its output) and layer l's activations.
   int Layers() const { return spec.stage_layers(); }

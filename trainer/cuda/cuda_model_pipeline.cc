@@ -22,14 +22,14 @@ class CudaModel::Stage final : public dist::PipelineStage {
 
   Status Forward(int micro, int slot) override {
     s_.cur_slot = slot;
-    BM_TRY(s_.Stage(micro_[micro], false));
+    BM_TRY(s_.Stage(micro_[micro]));
     return WithElementType(s_.run.dtype,
                            [&](auto tag) { return s_.ForwardLayers<decltype(tag)>(); });
   }
 
   Status Backward(int micro, int slot, bool last) override {
     s_.cur_slot = slot;
-    BM_TRY(s_.Stage(micro_[micro], s_.spec.embeddings));
+    BM_TRY(s_.Stage(micro_[micro]));
     // The step's first backward writes the gradients (dp: ZeroGradients was called).
     BM_TRY(s_.dp.BeginMicroBatch(last));
     s_.first_micro = s_.dp.writes_fresh_gradients();

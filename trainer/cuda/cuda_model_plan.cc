@@ -170,7 +170,7 @@ Status CudaModel::Impl::CheckFits(const MemoryPlan& plan) const {
       plan.total() / kGiB, free_bytes / kGiB, total_bytes / kGiB, hint, plan.Summary());
 }
 
-Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
+Status CudaModel::Impl::Stage(const TokenBatch& batch) {
   if (batch.batch <= 0 || batch.seq <= 0 || batch.batch > run.micro_batch || batch.seq > run.seq) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "batch {} x {} tokens; this CUDA model was planned for at most {} x {}",
@@ -207,33 +207,35 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch, bool buckets) {
                 "targets {}", n);
   BM_CUDA_CHECK(cudaMemcpyAsync(A<float>(weights), hw, n * 4, cudaMemcpyHostToDevice, stream),
                 "weights {}", n);
-  num_buckets = 0;
-  if (buckets) {
-    EmbeddingBuckets b = BuildEmbeddingBuckets(batch.tokens, static_cast<int>(n),
-                                               spec.vocab_begin(), spec.local_vocab());
-    int* bt = hi + 2 * max_n;
-    int* bo = bt + max_n;
-    int* bp = bo + max_n + 1;
-    std::copy(b.tokens.begin(), b.tokens.end(), bt);
-    std::copy(b.offsets.begin(), b.offsets.end(), bo);
-    std::copy(b.positions.begin(), b.positions.end(), bp);
-    num_buckets = static_cast<int>(b.tokens.size());
-    BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_tokens), bt, b.tokens.size() * 4,
-                                  cudaMemcpyHostToDevice, stream),
-                  "buckets");
-    BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_offsets), bo, b.offsets.size() * 4,
-                                  cudaMemcpyHostToDevice, stream),
-                  "bucket offsets");
-    BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_positions), bp, b.positions.size() * 4,
-                                  cudaMemcpyHostToDevice, stream),
-                  "bucket positions");
-  }
+  host_tokens = batch.tokens;
   BM_CUDA_CHECK(cudaEventRecord(staged, stream), "staging event");
   return Status::Ok();
 }
 
 Status CudaModel::Impl::EmbeddingBackwardAll() {
   int n = N(), c = C();
+  // The staging buffers are free: Stage waited for their last copies, and the host is here
+  // before the GPU is (the forward and backward before this are queued, not done).
+  EmbeddingBuckets b =
+      BuildEmbeddingBuckets(host_tokens, n, spec.vocab_begin(), spec.local_vocab());
+  const size_t max_n = MaxN();
+  int* bt = h_ints + 2 * max_n;
+  int* bo = bt + max_n;
+  int* bp = bo + max_n + 1;
+  std::copy(b.tokens.begin(), b.tokens.end(), bt);
+  std::copy(b.offsets.begin(), b.offsets.end(), bo);
+  std::copy(b.positions.begin(), b.positions.end(), bp);
+  const int num_buckets = static_cast<int>(b.tokens.size());
+  BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_tokens), bt, b.tokens.size() * 4,
+                                cudaMemcpyHostToDevice, stream),
+                "buckets");
+  BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_offsets), bo, b.offsets.size() * 4,
+                                cudaMemcpyHostToDevice, stream),
+                "bucket offsets");
+  BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(bucket_positions), bp, b.positions.size() * 4,
+                                cudaMemcpyHostToDevice, stream),
+                "bucket positions");
+  BM_CUDA_CHECK(cudaEventRecord(staged, stream), "staging event");
   return WithElementType(run.dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     BM_ASSIGN_OR_RETURN(T * dout, WholeStreamGrad<T>());  // every row's gradient

@@ -269,12 +269,16 @@ int main(int argc, char** argv) {
   double loss = 0.0, norm = 0.0;
   std::vector<std::vector<int>> micro_tokens, micro_targets;  // a pipeline's micro-batches
   std::vector<bm::train::cuda::TokenBatch> micro;
+  double queue_s_before = 0;  // HostQueueSeconds before the timed steps
   for (int step = 0; step < warmup + steps; ++step) {
     for (int i = 0; i < n; ++i) {
       tokens[i] = tok(rng);
       targets[i] = tok(rng);
     }
-    if (step == warmup) model.ResetPhaseTimes();
+    if (step == warmup) {
+      model.ResetPhaseTimes();
+      queue_s_before = model.HostQueueSeconds();
+    }
     auto t0 = std::chrono::steady_clock::now();
     const double loss_scale = scaler ? scaler->scale() : 1.0;
     hyper.step = step + 1 - (scaler ? scaler->skipped() : 0);
@@ -390,6 +394,7 @@ int main(int argc, char** argv) {
   j["step_ms_max"] = sorted.back();
   j["tokens_per_s"] = tps;  // per GPU
   j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
+  j["host_queue_ms_per_step"] = (model.HostQueueSeconds() - queue_s_before) * 1e3 / steps;
   j["mfu_6n_all"] = 6.0 * n_all * tps / kPeak;
   j["mfu_palm_all"] = (6.0 * n_all + attn) * tps / kPeak;
   j["mfu_palm_nonemb"] = (6.0 * (n_all - n_emb) + attn) * tps / kPeak;

@@ -421,6 +421,74 @@ TEST(CudaAdamW, SplitMastersUpdateAsTheFp32Masters) {
   }
 }
 
+// One launch with a weight-decay mask (a bit per kDecayChunk elements) gives the bits of one
+// launch per run of decayed or undecayed chunks, with the masters whole and split, on both
+// kernels (n = 100003: one element a thread).
+TEST(CudaAdamW, DecayMaskGivesEachRunsOwnLaunchBits) {
+  BM_SKIP_WITHOUT_GPU();
+  for (size_t n : {size_t{100003}, size_t{100000}}) {
+    const size_t chunks = (n + kDecayChunk - 1) / kDecayChunk;
+    std::vector<uint32_t> mask((chunks + 31) / 32, 0u);
+    std::vector<bool> decayed(chunks);
+    for (size_t c = 0; c < chunks; ++c) {
+      decayed[c] = (c / 3) % 2 == 0 || c % 7 == 0;  // runs of several lengths
+      if (decayed[c]) mask[c / 32] |= 1u << (c % 32);
+    }
+    auto p = RandomVector(n, 1.0f, 1), g = RandomVector(n, 0.5f, 2);
+    auto m = RandomVector(n, 0.1f, 3), v = RandomVector(n, 0.1f, 4);
+    for (float& x : v) x = x * x;
+    DeviceBuffer<uint32_t> gmask(mask.size());
+    ASSERT_EQ(cudaMemcpy(gmask.get(), mask.data(), mask.size() * 4, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    DeviceBuffer<float> gg(g), sumsq(1), partials(kGradNormBlocks);
+    ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
+    AdamWHyper h;
+    h.step = 4, h.weight_decay = 0.3f, h.lr = 1e-2f;
+    AdamWHyper none = h;
+    none.weight_decay = 0.0f;
+    DeviceBuffer<float> p1(p), m1(m), v1(v), p2(p), m2(m), v2(v);
+    DeviceBuffer<uint16_t> hi1(n), lo1(n), hi2(n), lo2(n);
+    DeviceBuffer<__nv_bfloat16> w1(n), w2(n);
+    ASSERT_TRUE(SplitMasters(hi1.get(), lo1.get(), p1.get(), n, 0).ok());
+    ASSERT_TRUE(SplitMasters(hi2.get(), lo2.get(), p1.get(), n, 0).ok());
+    DeviceBuffer<float> sm1(m), sv1(v), sm2(m), sv2(v);
+    // Masked: one launch each.
+    ASSERT_TRUE(AdamWUpdate(p1.get(), w1.get(), m1.get(), v1.get(), gg.get(), sumsq.get(), h, n, 0,
+                            gmask.get())
+                    .ok());
+    ASSERT_TRUE(AdamWSplitUpdate(hi1.get(), lo1.get(), sm1.get(), sv1.get(), gg.get(), sumsq.get(),
+                                 h, n, 0, gmask.get())
+                    .ok());
+    // A launch per run.
+    for (size_t c = 0; c < chunks;) {
+      size_t e = c;
+      while (e < chunks && decayed[e] == decayed[c]) ++e;
+      const size_t b = c * kDecayChunk, len = std::min(e * kDecayChunk, n) - b;
+      const AdamWHyper& hh = decayed[c] ? h : none;
+      ASSERT_TRUE(AdamWUpdate(p2.get() + b, w2.get() + b, m2.get() + b, v2.get() + b, gg.get() + b,
+                              sumsq.get(), hh, len, 0)
+                      .ok());
+      ASSERT_TRUE(AdamWSplitUpdate(hi2.get() + b, lo2.get() + b, sm2.get() + b, sv2.get() + b,
+                                   gg.get() + b, sumsq.get(), hh, len, 0)
+                      .ok());
+      c = e;
+    }
+    auto same = [&](const auto& x, const auto& y, const char* what) {
+      auto a = x.Download(), b = y.Download();
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0]))) << what << " " << n;
+    };
+    same(p1, p2, "params"), same(m1, m2, "m"), same(v1, v2, "v"), same(w1, w2, "bf16 copy");
+    same(sm1, sm2, "split m"), same(sv1, sv2, "split v");
+    std::vector<uint16_t> a(n), b(n);
+    for (auto [x, y] : {std::pair{&hi1, &hi2}, {&lo1, &lo2}}) {
+      ASSERT_EQ(cudaMemcpy(a.data(), x->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(b.data(), y->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(a, b) << "split halves " << n;
+    }
+    EXPECT_NE(0, std::memcmp(p1.Download().data(), p.data(), n * 4)) << "the update ran";
+  }
+}
+
 TEST(CudaAdamW, MatchesCpuWithClipping) {
   BM_SKIP_WITHOUT_GPU();
   CheckAdamW<__nv_bfloat16>(1.0f);

@@ -63,6 +63,15 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     master_ = plan->Add(zero_ >= 1 ? "master weights fp32 (own slices)" : "params fp32", L * 4);
   m_ = plan->Add(zero_ >= 1 ? "adamw m (own slices)" : "adamw m", L * 4);
   v_ = plan->Add(zero_ >= 1 ? "adamw v (own slices)" : "adamw v", L * 4);
+  if (zero_ == 0) {  // AdamW in one launch: which 64-element chunks are decayed
+    decay_mask_host_.assign((P / kDecayChunk + 31) / 32, 0u);
+    for (const Range& seg : layout_.segments()) {
+      if (!seg.decay) continue;
+      for (size_t c = seg.offset / kDecayChunk; c * kDecayChunk < seg.end(); ++c)
+        decay_mask_host_[c / 32] |= 1u << (c % 32);
+    }
+    decay_mask_ = plan->Add("weight decay mask", decay_mask_host_.size() * 4);
+  }
   if (zero_ <= 2 && (lowp_ || zero_ >= 1))
     work_off_ = plan->Add(lowp_ ? "params 16-bit copy" : "params fp32 working copy", P * elem());
   if (zero_ == 0 && !lowp_) work_off_ = master_;
@@ -349,6 +358,30 @@ Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
 
 Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
   BM_TRY(ZeroPendingGradients());
+  if (zero_ == 0) {
+    // Unsharded: one launch over the whole layout (padding included: zeros stay zeros), the
+    // decay chunk by chunk from the mask, rather than one launch per run of matrices or vectors
+    // (GPT-2 has about a hundred, most of them a few thousand elements).
+    uint32_t* mask = At<uint32_t>(decay_mask_);
+    if (!decay_mask_staged_) {
+      BM_CUDA_CHECK(cudaMemcpyAsync(mask, decay_mask_host_.data(), decay_mask_host_.size() * 4,
+                                    cudaMemcpyHostToDevice, compute_),
+                    "weight decay mask");
+      decay_mask_staged_ = true;
+    }
+    const size_t n = layout_.total();
+    float* grads = At<float>(grad_);
+    if (split_)
+      return AdamWSplitUpdate(At<uint16_t>(work_off_), At<uint16_t>(lo_), At<float>(m_),
+                              At<float>(v_), grads, sumsq, hyper, n, compute_, mask);
+    return WithElementType(work_, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
+      L* lowp = lowp_ ? At<L>(work_off_) : nullptr;
+      return AdamWUpdate<L>(At<float>(master_), lowp, At<float>(m_), At<float>(v_), grads, sumsq,
+                            hyper, n, compute_, mask);
+    });
+  }
   AdamWHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
   const std::vector<Range>& segments = layout_.segments();

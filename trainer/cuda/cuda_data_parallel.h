@@ -171,11 +171,14 @@ class CudaDataParallel {
   const DeviceArena* arena_ = nullptr;
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   // arena offsets
-  size_t master_ = 0, m_ = 0, v_ = 0;   // local_size() fp32 each (no master_ when split_)
-  size_t lo_ = 0;                       // split_: the masters' low halves, 16 bits each
-  size_t work_off_ = 0;                 // full working weights (zero <= 2; zero 0 fp32: master)
-  size_t work_shard_ = 0;               // zero 3 16-bit: the own slices as the working dtype
-  size_t grad_ = 0;                     // full gradients (zero <= 1)
+  size_t master_ = 0, m_ = 0, v_ = 0;  // local_size() fp32 each (no master_ when split_)
+  size_t lo_ = 0;                      // split_: the masters' low halves, 16 bits each
+  size_t work_off_ = 0;                // full working weights (zero <= 2; zero 0 fp32: master)
+  size_t work_shard_ = 0;              // zero 3 16-bit: the own slices as the working dtype
+  size_t grad_ = 0;                    // full gradients (zero <= 1)
+  size_t decay_mask_ = 0;              // zero 0: AdamW's weight decay per 64 elements
+  std::vector<uint32_t> decay_mask_host_;
+  bool decay_mask_staged_ = false;      // copied into the arena (after its owner zeroed it)
   size_t grad_shard_ = 0, rs_tmp_ = 0;  // zero >= 2: reduced slices; one slice of scratch
   Slot emb_work_, emb_grad_;            // the embeddings' own slots (zero 3 / zero >= 2)
   Slot work_ring_[2], grad_ring_[2];    // the other units

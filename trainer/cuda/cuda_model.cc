@@ -1,5 +1,7 @@
 #include "trainer/cuda/cuda_model.h"
 
+#include <chrono>
+
 #include "trainer/cuda/cuda_model_impl.h"
 
 namespace bm::train::cuda {
@@ -173,6 +175,7 @@ Status CudaModel::AllGatherHost(dist::Communicator* group, const float* send, fl
 }
 
 double CudaModel::CommWaitSeconds() const { return impl_->dp.wait_ms() / 1000.0; }
+double CudaModel::HostQueueSeconds() const { return impl_->host_queue_s; }
 
 Status CudaModel::ZeroGradients() {
   impl_->dp.ZeroGradients();  // done by the next training pass (Impl::Run)
@@ -185,12 +188,14 @@ Result<double> CudaModel::ForwardBackward(const TokenBatch& batch, float grad_sc
   if (!batch.targets) return Errorf(ErrorCode::kInvalidArgument, "ForwardBackward needs targets");
   if (s.Pp())
     return Status(ErrorCode::kInvalidArgument, "ForwardBackward with PP > 1: PipelineStep");
+  const auto start = std::chrono::steady_clock::now();
   BM_TRY(s.Stage(batch));
   s.last_micro = last;
   BM_TRY(s.Run(grad_scale, Mode::kTrain));
   float* out = s.h_floats + s.MaxN();
   BM_CUDA_CHECK(cudaMemcpyAsync(out, s.A<float>(s.loss_sum), 4, cudaMemcpyDeviceToHost, s.stream),
                 "loss");
+  s.host_queue_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "forward-backward B={} T={}", batch.batch,
                 batch.seq);
   BM_TRY(s.dp.CollectWaits());

@@ -115,6 +115,9 @@ class CudaModel {
   // backward; ZeRO 2-3 reduce every one's). Waits for the GPU and returns the sum of the
   // counted tokens' losses.
   Result<double> ForwardBackward(const TokenBatch& batch, float grad_scale, bool last = true);
+  // Seconds ForwardBackward spent on the host before it waited for the GPU (staging the batch
+  // and queueing the work), summed since Create: near the step's time, the host sets the pace.
+  double HostQueueSeconds() const;
   // Pipeline stages (ModelSpec::pp > 1, RunSpec::pp): one optimizer step's micro-batches in the
   // 1F1B schedule (trainer/dist/pipeline_driver.h), the activations and their gradients sent
   // between stages on the compute stream, the tied embedding's two copies given the sum of their

@@ -107,6 +107,7 @@ struct CudaModel::Impl {
   // gradients before their TP sum.
   size_t sp_rows = 0, sp_norm_grad = 0;
   double pipeline_wait_s = 0;  // CudaModel::PipelineWaitSeconds
+  double host_queue_s = 0;     // CudaModel::HostQueueSeconds
 
   // host staging (pinned)
   int* h_ints = nullptr;      // tokens, targets, bucket tokens, offsets, positions

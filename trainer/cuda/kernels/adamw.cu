@@ -50,11 +50,19 @@ __device__ inline float GradFactor(const float* sumsq, const AdamWArgs& a) {
   return (norm > a.max_norm ? a.max_norm / (norm + 1e-6f) : 1.0f) * a.grad_scale;
 }
 
+// The weight decay of element i: a.wd where decay_mask (one bit per kDecayChunk elements) has
+// its chunk's bit, else 0; a.wd everywhere without a mask.
+__device__ __forceinline__ float DecayOf(const uint32_t* decay_mask, size_t i, float wd) {
+  if (!decay_mask) return wd;
+  const size_t chunk = i / kDecayChunk;
+  return (decay_mask[chunk / 32] >> (chunk % 32)) & 1u ? wd : 0.0f;
+}
+
 // One element's update (both kernels: the same arithmetic, the same bits).
 __device__ inline void AdamWOne(float& p, float& m, float& v, float grad, float clip,
-                                const AdamWArgs& a) {
+                                const AdamWArgs& a, float wd) {
   float g = grad * clip;
-  float q = p * (1.0f - a.lr * a.wd);
+  float q = p * (1.0f - a.lr * wd);
   float mi = a.beta1 * m + (1.0f - a.beta1) * g;
   float vi = a.beta2 * v + (1.0f - a.beta2) * g * g;
   q -= (a.lr / a.bc1) * mi / (sqrtf(vi) / a.bc2_sqrt + a.eps);
@@ -75,11 +83,11 @@ __device__ __forceinline__ bf16 ToWork<bf16>(float p) {
 
 template <typename L>
 __global__ void AdamWKernel(float* params, L* lowp, float* m, float* v, const float* grads,
-                            const float* sumsq, AdamWArgs a, size_t n) {
+                            const float* sumsq, AdamWArgs a, const uint32_t* decay_mask, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   float p = params[i], mi = m[i], vi = v[i];
-  AdamWOne(p, mi, vi, grads[i], GradFactor(sumsq, a), a);
+  AdamWOne(p, mi, vi, grads[i], GradFactor(sumsq, a), a, DecayOf(decay_mask, i, a.wd));
   m[i] = mi;
   v[i] = vi;
   params[i] = p;
@@ -95,17 +103,19 @@ struct alignas(8) Lowp4 {
 // Four elements per thread with 16-byte loads and stores (n4 = n / 4; 16-byte aligned arrays).
 template <typename L>
 __global__ void AdamWVec4Kernel(float* params, L* lowp, float* m, float* v, const float* grads,
-                                const float* sumsq, AdamWArgs a, size_t n4) {
+                                const float* sumsq, AdamWArgs a, const uint32_t* decay_mask,
+                                size_t n4) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n4) return;
   float clip = GradFactor(sumsq, a);
+  const float wd = DecayOf(decay_mask, 4 * i, a.wd);  // the four share a chunk
   float4 p = reinterpret_cast<float4*>(params)[i], mi = reinterpret_cast<float4*>(m)[i];
   float4 vi = reinterpret_cast<float4*>(v)[i];
   float4 g = reinterpret_cast<const float4*>(grads)[i];
-  AdamWOne(p.x, mi.x, vi.x, g.x, clip, a);
-  AdamWOne(p.y, mi.y, vi.y, g.y, clip, a);
-  AdamWOne(p.z, mi.z, vi.z, g.z, clip, a);
-  AdamWOne(p.w, mi.w, vi.w, g.w, clip, a);
+  AdamWOne(p.x, mi.x, vi.x, g.x, clip, a, wd);
+  AdamWOne(p.y, mi.y, vi.y, g.y, clip, a, wd);
+  AdamWOne(p.z, mi.z, vi.z, g.z, clip, a, wd);
+  AdamWOne(p.w, mi.w, vi.w, g.w, clip, a, wd);
   reinterpret_cast<float4*>(params)[i] = p;
   reinterpret_cast<float4*>(m)[i] = mi;
   reinterpret_cast<float4*>(v)[i] = vi;
@@ -117,21 +127,23 @@ __global__ void AdamWVec4Kernel(float* params, L* lowp, float* m, float* v, cons
 
 // Split masters: the fp32 value rebuilt from its halves, updated, split back.
 __device__ __forceinline__ void AdamWSplitOne(uint16_t& hi, uint16_t& lo, float& m, float& v,
-                                              float grad, float clip, const AdamWArgs& a) {
+                                              float grad, float clip, const AdamWArgs& a,
+                                              float wd) {
   float p = BitsFloat(JoinMaster(hi, lo));
-  AdamWOne(p, m, v, grad, clip, a);
+  AdamWOne(p, m, v, grad, clip, a, wd);
   const uint32_t b = FloatBits(p);
   hi = MasterHigh(b);
   lo = MasterLow(b);
 }
 
 __global__ void AdamWSplitKernel(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
-                                 const float* sumsq, AdamWArgs a, size_t n) {
+                                 const float* sumsq, AdamWArgs a, const uint32_t* decay_mask,
+                                 size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   uint16_t h = hi[i], l = lo[i];
   float mi = m[i], vi = v[i];
-  AdamWSplitOne(h, l, mi, vi, grads[i], GradFactor(sumsq, a), a);
+  AdamWSplitOne(h, l, mi, vi, grads[i], GradFactor(sumsq, a), a, DecayOf(decay_mask, i, a.wd));
   hi[i] = h, lo[i] = l, m[i] = mi, v[i] = vi;
 }
 
@@ -142,17 +154,18 @@ struct alignas(8) Half4 {
 // Four elements per thread (n4 = n / 4; 16-byte aligned fp32 arrays, 8-byte aligned halves).
 __global__ void AdamWSplitVec4Kernel(uint16_t* hi, uint16_t* lo, float* m, float* v,
                                      const float* grads, const float* sumsq, AdamWArgs a,
-                                     size_t n4) {
+                                     const uint32_t* decay_mask, size_t n4) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n4) return;
   const float clip = GradFactor(sumsq, a);
+  const float wd = DecayOf(decay_mask, 4 * i, a.wd);  // the four share a chunk
   Half4 h = reinterpret_cast<Half4*>(hi)[i], l = reinterpret_cast<Half4*>(lo)[i];
   float4 mi = reinterpret_cast<float4*>(m)[i], vi = reinterpret_cast<float4*>(v)[i];
   const float4 g = reinterpret_cast<const float4*>(grads)[i];
-  AdamWSplitOne(h.v[0], l.v[0], mi.x, vi.x, g.x, clip, a);
-  AdamWSplitOne(h.v[1], l.v[1], mi.y, vi.y, g.y, clip, a);
-  AdamWSplitOne(h.v[2], l.v[2], mi.z, vi.z, g.z, clip, a);
-  AdamWSplitOne(h.v[3], l.v[3], mi.w, vi.w, g.w, clip, a);
+  AdamWSplitOne(h.v[0], l.v[0], mi.x, vi.x, g.x, clip, a, wd);
+  AdamWSplitOne(h.v[1], l.v[1], mi.y, vi.y, g.y, clip, a, wd);
+  AdamWSplitOne(h.v[2], l.v[2], mi.z, vi.z, g.z, clip, a, wd);
+  AdamWSplitOne(h.v[3], l.v[3], mi.w, vi.w, g.w, clip, a, wd);
   reinterpret_cast<Half4*>(hi)[i] = h;
   reinterpret_cast<Half4*>(lo)[i] = l;
   reinterpret_cast<float4*>(m)[i] = mi;
@@ -202,35 +215,39 @@ bool Aligned(const void* p, size_t bytes) {
 
 template <typename L>
 Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
-                   const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream) {
+                   const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
+                   const uint32_t* decay_mask) {
   if (n == 0) return Status::Ok();
   const AdamWArgs a = ArgsOf(h);
   if (n % 4 == 0 && Aligned(params, 16) && Aligned(m, 16) && Aligned(v, 16) && Aligned(grads, 16) &&
       Aligned(params_lowp, 8)) {
     AdamWVec4Kernel<<<CeilDiv(n / 4, 256), 256, 0, stream>>>(params, params_lowp, m, v, grads,
-                                                             sumsq, a, n / 4);
+                                                             sumsq, a, decay_mask, n / 4);
   } else {
-    AdamWKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(params, params_lowp, m, v, grads, sumsq, a, n);
+    AdamWKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(params, params_lowp, m, v, grads, sumsq, a,
+                                                     decay_mask, n);
   }
   BM_LAUNCH_CHECK("AdamWKernel", "n={}", n);
   return Status::Ok();
 }
 
 template Status AdamWUpdate<bf16>(float*, bf16*, float*, float*, const float*, const float*,
-                                  const AdamWHyper&, size_t, cudaStream_t);
+                                  const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
 template Status AdamWUpdate<fp16>(float*, fp16*, float*, float*, const float*, const float*,
-                                  const AdamWHyper&, size_t, cudaStream_t);
+                                  const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
 
 Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
-                        const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream) {
+                        const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
+                        const uint32_t* decay_mask) {
   if (n == 0) return Status::Ok();
   const AdamWArgs a = ArgsOf(h);
   if (n % 4 == 0 && Aligned(hi, 8) && Aligned(lo, 8) && Aligned(m, 16) && Aligned(v, 16) &&
       Aligned(grads, 16)) {
     AdamWSplitVec4Kernel<<<CeilDiv(n / 4, 256), 256, 0, stream>>>(hi, lo, m, v, grads, sumsq, a,
-                                                                  n / 4);
+                                                                  decay_mask, n / 4);
   } else {
-    AdamWSplitKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(hi, lo, m, v, grads, sumsq, a, n);
+    AdamWSplitKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(hi, lo, m, v, grads, sumsq, a, decay_mask,
+                                                          n);
   }
   BM_LAUNCH_CHECK("AdamWSplitKernel", "n={}", n);
   return Status::Ok();

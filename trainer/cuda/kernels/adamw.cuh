@@ -24,6 +24,8 @@
 namespace bm::train::cuda {
 
 constexpr int kGradNormBlocks = 1024;
+// A weight-decay mask's granularity (ParamLayout starts every tensor at a multiple of it).
+constexpr size_t kDecayChunk = 64;
 
 struct AdamWHyper {
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
@@ -36,10 +38,14 @@ struct AdamWHyper {
 Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
                       cudaStream_t stream);
 // sumsq: device pointer to the global sum of squares (from GradSumSquares), or null.
-// L = __nv_bfloat16 or __half; params_lowp may be null (fp32 mode).
+// L = __nv_bfloat16 or __half; params_lowp may be null (fp32 mode). decay_mask (device): bit c
+// of word c / 32 set where elements [c kDecayChunk, (c + 1) kDecayChunk) of the arrays are
+// decayed (h.weight_decay), clear where not (0); null: h.weight_decay everywhere. With it, one
+// launch covers a whole layout of decayed matrices and undecayed vectors.
 template <typename L>
 Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
-                   const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream);
+                   const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
+                   const uint32_t* decay_mask = nullptr);
 
 // The masters' bf16 working copy (hi) and, when lo is given, their low halves
 // (kernels/split_master.h).
@@ -47,7 +53,8 @@ Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n, c
 // AdamW over split masters (RunSpec::split_masters): each fp32 master rebuilt exactly from its
 // bf16 working copy `hi` and low half `lo`, updated as AdamWUpdate does, and split back.
 Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
-                        const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream);
+                        const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
+                        const uint32_t* decay_mask = nullptr);
 
 // ---- CPU twins
 double GradSumSquaresCpu(const float* grads, size_t n);

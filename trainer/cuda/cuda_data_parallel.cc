@@ -382,6 +382,7 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
                             hyper, n, compute_, mask);
     });
   }
+  // ZeRO 1-3: each run of decayed or undecayed elements of the own slices.
   AdamWHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
   const std::vector<Range>& segments = layout_.segments();
@@ -393,27 +394,22 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       const size_t b = std::max<size_t>(seg.offset, own.begin);
       const size_t e = std::min<size_t>(seg.end(), own.end);
       if (b >= e) continue;
+      // Master and moments: the own slices (the masters are whole: split_ is zero 0's).
       const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
-      const size_t at = zero_ >= 1 ? local : b;  // master and moments: own slices or all
       float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
       uint16_t* lowp = nullptr;
       if (lowp_)
         lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
-      if (split_) {
-        BM_TRY(AdamWSplitUpdate(lowp, At<uint16_t>(lo_) + b, At<float>(m_) + b, At<float>(v_) + b,
-                                grads, sumsq, seg.decay ? hyper : no_decay, e - b, compute_));
-        continue;
-      }
       // The 16-bit copy's type (fp32 mode has none: a null bf16 pointer).
       BM_TRY(WithElementType(work_, [&](auto tag) -> Status {
         using T = decltype(tag);
         using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
-        return AdamWUpdate<L>(At<float>(master_) + at, reinterpret_cast<L*>(lowp),
-                              At<float>(m_) + at, At<float>(v_) + at, grads, sumsq,
+        return AdamWUpdate<L>(At<float>(master_) + local, reinterpret_cast<L*>(lowp),
+                              At<float>(m_) + local, At<float>(v_) + local, grads, sumsq,
                               seg.decay ? hyper : no_decay, e - b, compute_);
       }));
       if (!lowp_ && (zero_ == 1 || zero_ == 2))
-        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + at,
+        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + local,
                                       (e - b) * 4, cudaMemcpyDeviceToDevice, compute_),
                       "working copy");
     }

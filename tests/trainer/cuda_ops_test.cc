@@ -175,6 +175,11 @@ TYPED_TEST(CudaOps, RmsNorm) {
   CheckRmsNorm<TypeParam>(70, 2048, this->Seed(), 2e-3f, 1e-6f);
   CheckRmsNorm<TypeParam>(37, 4096, this->Seed());
   CheckRmsNorm<TypeParam>(5000, 512, this->Seed());
+  // Many rows a warp pair (bf16 2,048: four packs a lane; 1,024: two, fp32 four; 1,536: three,
+  // fp32 six, which takes the block-a-row kernel).
+  CheckRmsNorm<TypeParam>(3001, 2048, this->Seed());
+  CheckRmsNorm<TypeParam>(9001, 1024, this->Seed());
+  CheckRmsNorm<TypeParam>(257, 1536, this->Seed());
 }
 
 TYPED_TEST(CudaOps, Rope) {

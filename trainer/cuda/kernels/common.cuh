@@ -51,22 +51,6 @@ __device__ __forceinline__ float BlockSum(float v, float* shared) {
   v = lane < warps ? shared[lane] : 0.0f;
   return WarpSum(v);
 }
-// N sums at once, each in BlockSum's order (the same bits), for one pair of barriers.
-// `shared` holds 32 N floats.
-template <int N>
-__device__ __forceinline__ void BlockSums(float (&v)[N], float* shared) {
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = WarpSum(v[i]);
-  __syncthreads();
-  if (lane == 0) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) shared[i * 32 + warp] = v[i];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = WarpSum(lane < warps ? shared[i * 32 + lane] : 0.0f);
-}
 __device__ __forceinline__ float BlockMax(float v, float* shared) {
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   v = WarpMax(v);

@@ -86,87 +86,158 @@ __global__ void RmsNormForwardVecKernel(T* y, float* rstd_out, const T* x, const
 
 // The vectorized backward also sums the weight gradient while dy and x are in hand. A block
 // of C / V threads covers a row (thread t owns the V channels t V ..), takes
-// `rows_per_block` consecutive rows, kRows at a time (one block-wide sum per kRows rows for
-// their sum(dy w xhat)), keeps its channels' sums of dy * xhat in registers and writes them to
+// `rows_per_block` consecutive rows one after the other (a block-wide sum per row for
+// sum(dy w xhat)), keeps its channels' sums of dy * xhat in registers and writes them to
 // partial[block][channels] at the end: one read of dy and x instead of two (no column pass,
 // norm_reduce.cuh), no shared-memory accumulators, fixed order (deterministic). RowBlocks(n)
 // blocks, so the partials stay few (the finish reads them all).
 
-template <typename T, int kRows>
-__global__ void __launch_bounds__(kRows == 1 ? 1024 : 256, kRows == 1 ? 1 : 3)
-    RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
-                             const float* rstd_in, int n, int channels, int rows_per_block) {
+template <typename T>
+__global__ void RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
+                                         const float* rstd_in, int n, int channels,
+                                         int rows_per_block) {
   constexpr int V = Pack16<T>::kN;
-  __shared__ float red[32 * kRows];
+  __shared__ float red[32];
   int c = threadIdx.x * V;
   bool on = c < channels;
   Pack16<T> pw{};
   if (on) pw = Load16(w + c);
   float aw[V] = {};
   int first = blockIdx.x * rows_per_block, last = min(n, first + rows_per_block);
-  for (int row = first; row < last; row += kRows) {
-    const int rows = kRows == 1 ? 1 : min(kRows, last - row);
-    size_t off[kRows];
-    float rstd[kRows], s2[kRows] = {};
-    Pack16<T> pg[kRows] = {}, px[kRows] = {}, pd[kRows] = {};
+  for (int row = first; row < last; ++row) {
+    size_t off = static_cast<size_t>(row) * channels + c;
+    float rstd = rstd_in[row];
+    Pack16<T> pg{}, px{}, pd{};
+    float s2 = 0.0f;
+    if (on) {
+      pg = Load16(dy + off), px = Load16(x + off), pd = Load16(dx + off);
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      off[r] = static_cast<size_t>(row + r) * channels + c;
-      rstd[r] = r < rows ? rstd_in[row + r] : 0.0f;
-      if (on && r < rows) {
-        pg[r] = Load16(dy + off[r]), px[r] = Load16(x + off[r]), pd[r] = Load16(dx + off[r]);
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          s2[r] += ToF(pg[r].v[k]) * ToF(pw.v[k]) * ToF(px[r].v[k]) * rstd[r];
-        }
-      }
+      for (int k = 0; k < V; ++k) s2 += ToF(pg.v[k]) * ToF(pw.v[k]) * ToF(px.v[k]) * rstd;
     }
-    BlockSums(s2, red);
+    s2 = BlockSum(s2, red) / channels;
     if (!on) continue;
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      if (r == rows) break;
-      const float mean_s2 = s2[r] / channels;
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        float gy = ToF(pg[r].v[k]);
-        float xh = ToF(px[r].v[k]) * rstd[r];
-        pd[r].v[k] = FromF<T>(ToF(pd[r].v[k]) + rstd[r] * (gy * ToF(pw.v[k]) - xh * mean_s2));
-        aw[k] += gy * xh;
-      }
-      Store16(dx + off[r], pd[r]);
+    for (int k = 0; k < V; ++k) {
+      float gy = ToF(pg.v[k]);
+      float xh = ToF(px.v[k]) * rstd;
+      pd.v[k] = FromF<T>(ToF(pd.v[k]) + rstd * (gy * ToF(pw.v[k]) - xh * s2));
+      aw[k] += gy * xh;
     }
+    Store16(dx + off, pd);
   }
   if (!on) return;
 #pragma unroll
   for (int k = 0; k < V; ++k) partial[static_cast<size_t>(blockIdx.x) * channels + c + k] = aw[k];
 }
 
-// Launches RmsNormBackwardVecKernel: two rows at a time where a row takes at most 256 threads
-// (bf16 C <= 2,048; 80 registers, 3 blocks an SM, as many blocks as fit at once: one wave),
-// else a row at a time (blocks up to 1,024 threads), RowBlocks(n) blocks. Returns the blocks
-// (the partial rows written).
-template <typename T>
-int LaunchRmsNormBackwardVec(T* dx, float* partial, const T* dy, const T* x, const T* w,
-                             const float* rstd, int n, int channels, int threads,
-                             cudaStream_t stream) {
-  int blocks = RowBlocks(n);
-  if (threads <= 256) {
-    static const int per_sm = [] {
-      int b = 1;
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, RmsNormBackwardVecKernel<T, 2>, 256,
-                                                        0) != cudaSuccess)
-        b = 1;
-      return std::max(b, 1);
-    }();
-    blocks = std::min(blocks, per_sm * DeviceSms());
-    RmsNormBackwardVecKernel<T, 2><<<blocks, threads, 0, stream>>>(
-        dx, partial, dy, x, w, rstd, n, channels, static_cast<int>(CeilDiv(n, blocks)));
-  } else {
-    RmsNormBackwardVecKernel<T, 1><<<blocks, threads, 0, stream>>>(
-        dx, partial, dy, x, w, rstd, n, channels, static_cast<int>(CeilDiv(n, blocks)));
+// The backward of rows of C = 64 V P channels (bf16 512 P: LLaMA 1B's 2,048 at P = 4) with
+// no block-wide barrier: a row across a pair of warps, each lane holding P packs of its warp's
+// half (dy, x and dx loaded at once) and its channels' dw sums in registers. The row's
+// sum(dy w xhat) is each half's warp sum added over the pair through shared memory, half 0
+// first (deterministic), at a 64-thread named barrier; each pair goes through its rows at its
+// own pace. kRmsPairs pairs a block; their dw sums are added in pair order into
+// partial[block][C] at the end, for the column finish.
+constexpr int kRmsPairs = 2;
+
+template <typename T, int P>
+__global__ void __launch_bounds__(kRmsPairs * 64, P >= 4 ? 3 : 4)
+    RmsNormBackwardPairKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
+                              const float* rstd_in, int n, int rows_per_pair) {
+  constexpr int V = Pack16<T>::kN, H = 32 * V * P, C = 2 * H;
+  __shared__ float half_sums[2][kRmsPairs][2];  // [row parity][pair][half]
+  __shared__ float stage[kRmsPairs][C];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pair = warp / 2, half = warp % 2;
+  const int base = half * H + lane * V;  // the lane's first channel
+  Pack16<T> pw[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) pw[j] = Load16(w + base + j * 32 * V);
+  float aw[P][V] = {};
+  const int first = (blockIdx.x * kRmsPairs + pair) * rows_per_pair;
+  const int last = min(n, first + rows_per_pair);
+  for (int row = first; row < last; ++row) {
+    const size_t off = static_cast<size_t>(row) * C + base;
+    Pack16<T> pg[P], px[P], pd[P];
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+      pg[j] = Load16(dy + off + j * 32 * V);
+      px[j] = Load16(x + off + j * 32 * V);
+      pd[j] = Load16(dx + off + j * 32 * V);
+    }
+    const float rstd = rstd_in[row];
+    float s2 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) s2 += ToF(pg[j].v[k]) * ToF(pw[j].v[k]) * ToF(px[j].v[k]) * rstd;
+    }
+    s2 = WarpSum(s2);
+    // Two slots by row parity: a pair's warp writes a slot again only after both passed the
+    // barrier of the row between, so after its partner read it.
+    if (lane == 0) half_sums[row & 1][pair][half] = s2;
+    asm volatile("bar.sync %0, 64;" ::"r"(1 + pair) : "memory");
+    const float mean_s2 = (half_sums[row & 1][pair][0] + half_sums[row & 1][pair][1]) / C;
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        float gy = ToF(pg[j].v[k]);
+        float xh = ToF(px[j].v[k]) * rstd;
+        pd[j].v[k] = FromF<T>(ToF(pd[j].v[k]) + rstd * (gy * ToF(pw[j].v[k]) - xh * mean_s2));
+        aw[j][k] += gy * xh;
+      }
+      Store16(dx + off + j * 32 * V, pd[j]);
+    }
   }
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+#pragma unroll
+    for (int k = 0; k < V; ++k) stage[pair][base + j * 32 * V + k] = aw[j][k];
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < C; c += kRmsPairs * 64) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kRmsPairs; ++i) sum += stage[i][c];
+    partial[static_cast<size_t>(blockIdx.x) * C + c] = sum;
+  }
+}
+
+// Launches RmsNormBackwardPairKernel<T, P> for C = 64 V P, P <= 4; returns the blocks (the
+// partial rows written), or 0 for other widths. As many blocks as are resident at once, at most
+// RowBlocks(n) (the scratch's partials).
+template <typename T, int P>
+int LaunchRmsNormBackwardPairs(T* dx, float* partial, const T* dy, const T* x, const T* w,
+                               const float* rstd, int n, cudaStream_t stream) {
+  static const int per_sm = [] {
+    int b = 1;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, RmsNormBackwardPairKernel<T, P>,
+                                                      kRmsPairs * 64, 0) != cudaSuccess)
+      b = 1;
+    return std::max(b, 1);
+  }();
+  const int blocks =
+      std::min({static_cast<int>(CeilDiv(n, kRmsPairs)), per_sm * DeviceSms(), RowBlocks(n)});
+  RmsNormBackwardPairKernel<T, P><<<blocks, kRmsPairs * 64, 0, stream>>>(
+      dx, partial, dy, x, w, rstd, n, static_cast<int>(CeilDiv(n, blocks * kRmsPairs)));
   return blocks;
+}
+
+template <typename T>
+int LaunchRmsNormBackwardPairs(T* dx, float* partial, const T* dy, const T* x, const T* w,
+                               const float* rstd, int n, int channels, cudaStream_t stream) {
+  constexpr int row64 = 64 * Pack16<T>::kN;  // the channels of a pair's packs, one each
+  switch (channels % row64 == 0 ? channels / row64 : 0) {
+    case 1:
+      return LaunchRmsNormBackwardPairs<T, 1>(dx, partial, dy, x, w, rstd, n, stream);
+    case 2:
+      return LaunchRmsNormBackwardPairs<T, 2>(dx, partial, dy, x, w, rstd, n, stream);
+    case 3:
+      return LaunchRmsNormBackwardPairs<T, 3>(dx, partial, dy, x, w, rstd, n, stream);
+    case 4:
+      return LaunchRmsNormBackwardPairs<T, 4>(dx, partial, dy, x, w, rstd, n, stream);
+    default:
+      return 0;
+  }
 }
 
 // Threads of a row-covering block (0: the channels do not fit one block).
@@ -215,8 +286,15 @@ Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x
   if (n == 0) return Status::Ok();
   int threads = RowBlockThreads<T>(channels);
   int chunks = 0;
-  if (Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w) && threads > 0) {
-    chunks = LaunchRmsNormBackwardVec<T>(dx, scratch, dy, x, w, rstd, n, channels, threads, stream);
+  const bool vec = Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w);
+  if (vec && (chunks = LaunchRmsNormBackwardPairs<T>(dx, scratch, dy, x, w, rstd, n, channels,
+                                                     stream)) > 0) {
+    BM_LAUNCH_CHECK("RmsNormBackwardPairKernel", "N={} C={}", n, channels);
+  } else if (vec && threads > 0) {
+    chunks = RowBlocks(n);
+    int rows_per_block = static_cast<int>(CeilDiv(n, chunks));
+    RmsNormBackwardVecKernel<T>
+        <<<chunks, threads, 0, stream>>>(dx, scratch, dy, x, w, rstd, n, channels, rows_per_block);
     BM_LAUNCH_CHECK("RmsNormBackwardVecKernel", "N={} C={}", n, channels);
   } else {
     RmsNormBackwardKernel<T><<<CeilDiv(n, 8), 256, 0, stream>>>(dx, dy, x, w, rstd, n, channels);

@@ -175,12 +175,7 @@ __global__ void __launch_bounds__(kBackwardWarps * 32, 3)
   for (int row = first; row < last; ++row) {
     const size_t off = static_cast<size_t>(row) * C + lane * V;
     Pack16<T> pg[P], px[P], pd[P];
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-      pg[j] = Load16(dy + off + j * 32 * V);
-      px[j] = Load16(x + off + j * 32 * V);
-      pd[j] = Load16(dx + off + j * 32 * V);
-    }
+    LoadBackwardPacks(pg, px, pd, dy, x, dx, off);
     const float mean = mean_in[row], rstd = rstd_in[row];
     float s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
@@ -215,12 +210,7 @@ __global__ void __launch_bounds__(kBackwardWarps * 32, 3)
       for (int k = 0; k < V; ++k) stage[warp][lane * V + j * 32 * V + k] = acc[j][k];
     }
     __syncthreads();
-    for (int c = threadIdx.x; c < C; c += kBackwardWarps * 32) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kBackwardWarps; ++i) sum += stage[i][c];
-      partial[static_cast<size_t>(blockIdx.x) * C + c] = sum;
-    }
+    SumStagedParts(stage, partial);
     __syncthreads();
   };
   block_sum(aw, partial_w);

@@ -1,5 +1,6 @@
-// The norms' row-resident forward, a warp a row (included by layernorm.cu and rmsnorm.cu), and
-// the dispatch over the widths their row kernels are built for.
+// The norms' row-resident forward, a warp a row (included by layernorm.cu and rmsnorm.cu), the
+// dispatch over the widths their row kernels are built for, and the backward row kernels' shared
+// loads and block sums.
 #pragma once
 
 #include <type_traits>
@@ -89,6 +90,33 @@ bool WithRowPacks(int channels, std::integer_sequence<int, Ps...>, F&& f) {
 }
 // bf16 widths 256 to 2,048 and 4,096 (LLaMA-2-7B's).
 using RowPacksBuilt = std::integer_sequence<int, 1, 2, 3, 4, 6, 8, 16>;
+
+// The backward row kernels' shared pieces (LayerNorm's a warp a row, RMSNorm's a warp pair):
+// a lane's P packs of one row's dy, x and dx from `off` (32 V apart), all loads issued at once;
+// and the block's weight-gradient partial, partial[block][c] = the sum over its kParts staged
+// parts in part order (deterministic), the block's threads striding over the C channels.
+template <typename T, int P>
+__device__ __forceinline__ void LoadBackwardPacks(Pack16<T> (&g)[P], Pack16<T> (&xs)[P],
+                                                  Pack16<T> (&d)[P], const T* dy, const T* x,
+                                                  const T* dx, size_t off) {
+  constexpr int V = Pack16<T>::kN;
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    g[j] = Load16(dy + off + j * 32 * V);
+    xs[j] = Load16(x + off + j * 32 * V);
+    d[j] = Load16(dx + off + j * 32 * V);
+  }
+}
+
+template <int kParts, int C>
+__device__ __forceinline__ void SumStagedParts(const float (&stage)[kParts][C], float* partial) {
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kParts; ++i) sum += stage[i][c];
+    partial[static_cast<size_t>(blockIdx.x) * C + c] = sum;
+  }
+}
 
 }  // namespace
 }  // namespace bm::train::cuda

@@ -157,12 +157,7 @@ __global__ void __launch_bounds__(kRmsPairs * 64, P >= 4 ? 3 : 4)
   for (int row = first; row < last; ++row) {
     const size_t off = static_cast<size_t>(row) * C + base;
     Pack16<T> pg[P], px[P], pd[P];
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-      pg[j] = Load16(dy + off + j * 32 * V);
-      px[j] = Load16(x + off + j * 32 * V);
-      pd[j] = Load16(dx + off + j * 32 * V);
-    }
+    LoadBackwardPacks(pg, px, pd, dy, x, dx, off);
     const float rstd = rstd_in[row];
     float s2 = 0.0f;
 #pragma unroll
@@ -194,12 +189,7 @@ __global__ void __launch_bounds__(kRmsPairs * 64, P >= 4 ? 3 : 4)
     for (int k = 0; k < V; ++k) stage[pair][base + j * 32 * V + k] = aw[j][k];
   }
   __syncthreads();
-  for (int c = threadIdx.x; c < C; c += kRmsPairs * 64) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kRmsPairs; ++i) sum += stage[i][c];
-    partial[static_cast<size_t>(blockIdx.x) * C + c] = sum;
-  }
+  SumStagedParts(stage, partial);
 }
 
 // Launches RmsNormBackwardPairKernel<T, P> for C = 64 V P, P <= 4; returns the blocks (the

@@ -221,15 +221,9 @@ __global__ void __launch_bounds__(kBackwardWarps * 32, 3)
 // warp then has ceil(n / (kBackwardWarps blocks)) rows), at most RowBlocks(n).
 template <typename T, int P>
 int BackwardRowBlocks(int n) {
-  static const int per_sm = [] {
-    int blocks = 1;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, LayerNormBackwardRowKernel<T, P>,
-                                                      kBackwardWarps * 32, 0) != cudaSuccess)
-      blocks = 1;
-    return std::clamp(blocks, 1, kRowBlocksPerSm);
-  }();
-  return std::min(
-      {static_cast<int>(CeilDiv(n, kBackwardWarps)), per_sm * DeviceSms(), RowBlocks(n)});
+  static const int per_sm =
+      RowKernelBlocksPerSm(LayerNormBackwardRowKernel<T, P>, kBackwardWarps * 32);
+  return ResidentRowBlocks(per_sm, n, kBackwardWarps);
 }
 
 }  // namespace

@@ -35,6 +35,22 @@ constexpr int kRowBlocksPerSm = 8;
 
 int RowBlocks(int n) { return std::min(n, kRowBlocksPerSm * DeviceSms()); }
 
+// Blocks of `threads` of a row kernel that one SM holds at once (1 to kRowBlocksPerSm); the
+// caller keeps it (a static per kernel instantiation).
+template <typename Kernel>
+int RowKernelBlocksPerSm(Kernel kernel, int threads) {
+  int blocks = 1;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0) != cudaSuccess)
+    blocks = 1;
+  return std::clamp(blocks, 1, kRowBlocksPerSm);
+}
+
+// A row kernel's blocks for n rows, `rows_a_block` at least each: as many as the SMs hold at
+// once (per_sm each), at most RowBlocks(n).
+int ResidentRowBlocks(int per_sm, int n, int rows_a_block) {
+  return std::min({static_cast<int>(CeilDiv(n, rows_a_block)), per_sm * DeviceSms(), RowBlocks(n)});
+}
+
 // Stage 1: grid (ceil(C/32), chunks), block (32, 8). partial_w[chunk][c] = sum over the
 // chunk's rows of dy * xhat, partial_b[chunk][c] = sum of dy (when partial_b is non-null).
 // xhat = (x - mean) * rstd (mean null for RMSNorm).

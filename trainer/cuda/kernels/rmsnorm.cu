@@ -192,42 +192,21 @@ __global__ void __launch_bounds__(kRmsPairs * 64, P >= 4 ? 3 : 4)
   SumStagedParts(stage, partial);
 }
 
-// Launches RmsNormBackwardPairKernel<T, P> for C = 64 V P, P <= 4; returns the blocks (the
-// partial rows written), or 0 for other widths. As many blocks as are resident at once, at most
-// RowBlocks(n) (the scratch's partials).
-template <typename T, int P>
-int LaunchRmsNormBackwardPairs(T* dx, float* partial, const T* dy, const T* x, const T* w,
-                               const float* rstd, int n, cudaStream_t stream) {
-  static const int per_sm = [] {
-    int b = 1;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, RmsNormBackwardPairKernel<T, P>,
-                                                      kRmsPairs * 64, 0) != cudaSuccess)
-      b = 1;
-    return std::max(b, 1);
-  }();
-  const int blocks =
-      std::min({static_cast<int>(CeilDiv(n, kRmsPairs)), per_sm * DeviceSms(), RowBlocks(n)});
-  RmsNormBackwardPairKernel<T, P><<<blocks, kRmsPairs * 64, 0, stream>>>(
-      dx, partial, dy, x, w, rstd, n, static_cast<int>(CeilDiv(n, blocks * kRmsPairs)));
-  return blocks;
-}
-
+// Launches RmsNormBackwardPairKernel for C = 64 V P, P <= 4 (an even number of a warp's packs,
+// WithRowPacks); returns the blocks (the partial rows written), or 0 for other widths. As many
+// blocks as are resident at once, at most RowBlocks(n) (the scratch's partials).
 template <typename T>
 int LaunchRmsNormBackwardPairs(T* dx, float* partial, const T* dy, const T* x, const T* w,
                                const float* rstd, int n, int channels, cudaStream_t stream) {
-  constexpr int row64 = 64 * Pack16<T>::kN;  // the channels of a pair's packs, one each
-  switch (channels % row64 == 0 ? channels / row64 : 0) {
-    case 1:
-      return LaunchRmsNormBackwardPairs<T, 1>(dx, partial, dy, x, w, rstd, n, stream);
-    case 2:
-      return LaunchRmsNormBackwardPairs<T, 2>(dx, partial, dy, x, w, rstd, n, stream);
-    case 3:
-      return LaunchRmsNormBackwardPairs<T, 3>(dx, partial, dy, x, w, rstd, n, stream);
-    case 4:
-      return LaunchRmsNormBackwardPairs<T, 4>(dx, partial, dy, x, w, rstd, n, stream);
-    default:
-      return 0;
-  }
+  int blocks = 0;
+  WithRowPacks<T>(channels, std::integer_sequence<int, 2, 4, 6, 8>{}, [&](auto warp_packs) {
+    constexpr int P = decltype(warp_packs)::value / 2;  // a pair's lane holds half the row's
+    static const int per_sm = RowKernelBlocksPerSm(RmsNormBackwardPairKernel<T, P>, kRmsPairs * 64);
+    blocks = ResidentRowBlocks(per_sm, n, kRmsPairs);
+    RmsNormBackwardPairKernel<T, P><<<blocks, kRmsPairs * 64, 0, stream>>>(
+        dx, partial, dy, x, w, rstd, n, static_cast<int>(CeilDiv(n, blocks * kRmsPairs)));
+  });
+  return blocks;
 }
 
 // Threads of a row-covering block (0: the channels do not fit one block).

@@ -135,9 +135,11 @@ TYPED_TEST(CudaOps, LayerNorm) {
   CheckLayerNorm<TypeParam>(37, 4096, this->Seed());  // GPT-3 6.7B's width: 16 packs a lane
 }
 
-// Both backward paths: the fused one (vectorizable rows) for 136, 512, 2048 and 4096 channels,
-// rows not a multiple of the kernel's 32 and, at 5,000 rows, several a block; and the model's
-// epsilon (the aquila2-7b preset's 1e-6) on inputs small enough for it to matter. The forward:
+// The backward paths: a warp pair a row at 64 x a pack x 1-4 channels (bf16 512 to 2,048, fp32
+// 512 and 1,024), a block a row summing the weight gradient in its row pass elsewhere (136,
+// 4,096, fp32's 1,536 and 2,048), rows not a multiple of the kernels' blocks and, at 5,000 rows
+// and more, several a block; and the model's epsilon (the aquila2-7b preset's 1e-6) on inputs
+// small enough for it to matter. The forward:
 // a block a row at 136 channels (and fp32's 4096), a warp a row with the row in registers at
 // 512, 2048 and bf16's 4096.
 template <typename T>

@@ -3,6 +3,10 @@
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [ranks] [comm] [bench] [torch] [profile]
 #                                    [fp16] [variants] [whole] [apart] [norms] [survey]
+#                                    [determinism]
+# determinism: the peer on each row as it is timed (flash attention's backward adds dQ with
+# atomics) and under torch.use_deterministic_algorithms(True), each after a check that two
+# trainings of RERUN_STEPS (default 2) steps from the same seeds agree bit for bit.
 # survey: every cuDNN engine configuration for the attention backward of the three rows'
 # shapes (cudnn_attention_survey), fastest first; SURVEY_SHAPES picks others.
 # ranks: several benchmake-train ranks sharing this GPU (DP, TP, PP, sequence parallelism against
@@ -145,6 +149,15 @@ if want torch; then
   for mb in "${models[@]}"; do
     set -- $mb
     PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" --json "$OUT/torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/bench.log"
+  done
+fi
+if want determinism; then
+  cp "$here/bench/torch_reference.py" /tmp/torch_reference.py
+  for mb in "${models[@]}"; do
+    set -- $mb
+    for det in "" --deterministic; do
+      PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" $det --rerun-check "${RERUN_STEPS:-2}" --json "$OUT/determinism.jsonl" 2>&1 | grep -E '^SUMMARY|"error"|Error' | tee -a "$OUT/bench.log"
+    done
   done
 fi
 if want fp16; then

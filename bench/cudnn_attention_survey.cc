@@ -1,12 +1,16 @@
 // cudnn_attention_survey: is there a cuDNN attention backward faster than the one the trainer
 // runs? Times, on random bf16 tensors of one shape, the trainer's backward (all its key blocks,
-// as CudnnAttentionBackward runs it, and the same as one call) and then every engine
+// as CudnnAttentionBackward runs it, and the same as one call), the backward with dQ
+// accumulated in fp32 by cuDNN's non-deterministic engines (what determinism costs; each of
+// these three with whether its bits repeat over the timed calls and its largest difference
+// from the trainer's dq, dk, dv), and then every engine
 // configuration cuDNN offers for the first key block's graph (CudnnAttentionBackwardSurvey),
 // one JSON line each: its time, TFLOP/s, workspace, whether it carries cuDNN's
 // NONDETERMINISTIC note, whether its bits repeat, and whether they equal the trainer's choice.
 //
 //   cudnn_attention_survey --batch 8 --seq 2048 --heads 32 [--kv-heads 32] [--head-dim 64]
-//                          [--key-chunk 1024] [--repeats 10]
+//                          [--key-chunk 1024] [--repeats 10] [--whole-only 1]
+// (--whole-only 1: the three whole backwards only, no engine survey)
 //
 // Causal attention backward FLOPs: 5 products of 2·D per (query, key) pair the mask keeps.
 #include <cuda_bf16.h>
@@ -18,8 +22,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainer/cuda/cudnn_attention.h"
@@ -55,6 +61,15 @@ void* RandomBf16(size_t n, uint64_t seed) {
   return d;
 }
 
+// The n bf16 values at d, on the host as floats.
+std::vector<float> Download(const void* d, size_t n) {
+  std::vector<__nv_bfloat16> host(n);
+  Check(cudaMemcpy(host.data(), d, n * 2, cudaMemcpyDeviceToHost), "download");
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = __bfloat162float(host[i]);
+  return f;
+}
+
 // (query, key) pairs of the causal mask with queries [0, T) and keys [0, keys).
 double Pairs(int seq, int keys) {
   return static_cast<double>(keys) * (keys + 1) / 2 + static_cast<double>(seq - keys) * keys;
@@ -66,6 +81,7 @@ int main(int argc, char** argv) {
   AttentionShape s;
   s.head_dim = 64;
   int repeats = 10;
+  bool whole_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) Die("missing value after " + a);
@@ -84,6 +100,8 @@ int main(int argc, char** argv) {
       s.key_chunk = v;
     else if (a == "--repeats")
       repeats = v;
+    else if (a == "--whole-only")
+      whole_only = v != 0;
     else
       Die("unknown option " + a);
   }
@@ -109,40 +127,77 @@ int main(int argc, char** argv) {
     if (!w.ok()) Die(w.status().message());
     ws_bytes = std::max(ws_bytes, *w);
   }
+  auto acc_ws = bm::train::cuda::CudnnAttentionAccumulatedWorkspaceBytes(s);
+  if (acc_ws.ok()) ws_bytes = std::max(ws_bytes, *acc_ws);
   Check(cudaMalloc(&ws, ws_bytes), "cudaMalloc workspace");
   cudaStream_t stream = nullptr;
   Check(cudaStreamCreate(&stream), "stream");
   auto fwd = bm::train::cuda::CudnnAttentionForward(out, lse, qkv, s, ws, ws_bytes, stream);
   if (!fwd.ok()) Die(fwd.message());
 
-  // The trainer's whole backward (every key block), and the same as one call.
+  // The trainer's whole backward (every key block), the same as one call, and the one call with
+  // dQ accumulated (non-deterministic): time, whether the bits after the warm-up call are those
+  // after the last timed one, and the largest difference from the trainer's result.
   const double whole_flops = 10.0 * Pairs(s.seq, s.seq) * s.head_dim * s.batch * s.heads;
-  for (const AttentionShape* sh : {&s, &one_call}) {
+  const size_t grads = rows * width;
+  std::vector<float> trainer;  // the first variant's dq, dk, dv
+  const std::pair<const char*, std::function<bm::Status()> > variants[] = {
+      {"whole backward, the trainer's key blocks",
+       [&] {
+         return bm::train::cuda::CudnnAttentionBackward(dqkv, dout, out, qkv, lse, s, ws, ws_bytes,
+                                                        stream);
+       }},
+      {"whole backward, one call",
+       [&] {
+         return bm::train::cuda::CudnnAttentionBackward(dqkv, dout, out, qkv, lse, one_call, ws,
+                                                        ws_bytes, stream);
+       }},
+      {"whole backward, one call, dQ accumulated (non-deterministic engines)",
+       [&] {
+         return bm::train::cuda::CudnnAttentionAccumulatedBackward(dqkv, dout, out, qkv, lse, s, ws,
+                                                                   ws_bytes, stream);
+       }},
+  };
+  for (const auto& [what, call] : variants) {
+    nlohmann::json j = {{"shape", shape}, {"what", what}};
+    bm::Status first_call = call();
+    if (!first_call.ok()) {  // the accumulated graph may have no engine on this GPU
+      j["error"] = first_call.message();
+      std::printf("%s\n", j.dump().c_str());
+      continue;
+    }
+    Check(cudaStreamSynchronize(stream), "sync");
+    std::vector<float> warm = Download(dqkv, grads);
     cudaEvent_t t0, t1;
     Check(cudaEventCreate(&t0), "event");
     Check(cudaEventCreate(&t1), "event");
-    auto run = [&]() {
-      auto st = bm::train::cuda::CudnnAttentionBackward(dqkv, dout, out, qkv, lse, *sh, ws,
-                                                        ws_bytes, stream);
-      if (!st.ok()) Die(st.message());
-    };
-    run();
     Check(cudaEventRecord(t0, stream), "event");
-    for (int i = 0; i < repeats; ++i) run();
+    for (int i = 0; i < repeats; ++i) {
+      auto st = call();
+      if (!st.ok()) Die(st.message());
+    }
     Check(cudaEventRecord(t1, stream), "event");
     Check(cudaEventSynchronize(t1), "sync");
     float ms = 0;
     Check(cudaEventElapsedTime(&ms, t0, t1), "event");
     ms /= repeats;
-    nlohmann::json j = {{"shape", shape},
-                        {"what", sh->key_chunk <= 0 ? "whole backward, one call"
-                                                    : "whole backward, the trainer's key blocks"},
-                        {"key_chunk", sh->key_chunk},
-                        {"ms", ms},
-                        {"tflops", whole_flops / ms / 1e9}};
+    std::vector<float> last = Download(dqkv, grads);
+    if (trainer.empty()) trainer = warm;
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < grads; ++i) {
+      diff = std::max(diff, static_cast<double>(std::fabs(last[i] - trainer[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(trainer[i])));
+    }
+    j["ms"] = ms;
+    j["tflops"] = whole_flops / ms / 1e9;
+    j["repeatable"] = std::memcmp(warm.data(), last.data(), grads * sizeof(float)) == 0;
+    j["max_abs_diff_vs_trainer"] = diff;
+    j["max_abs_trainer"] = scale;
     std::printf("%s\n", j.dump().c_str());
+    std::fflush(stdout);
   }
 
+  if (whole_only) return 0;
   // Every engine on the first key block's graph.
   const int keys = bm::train::cuda::CudnnKeysPerCall(s);
   const double block_flops = 10.0 * Pairs(s.seq, keys) * s.head_dim * s.batch * s.heads;

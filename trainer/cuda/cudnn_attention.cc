@@ -9,7 +9,9 @@
 //
 // With GQA the dK/dV products are per query head and a head reduction sums each group. No
 // fp32 dQ accumulator tensor is given, which selects the deterministic backward engines (they
-// keep dP in the workspace); the backward is therefore run over blocks of keys (header).
+// keep dP in the workspace); the backward is therefore run over blocks of keys (header). The
+// survey's accumulated variant gives one (dQ = dS·K into it, then to dQ), which selects the
+// non-deterministic engines.
 #include "trainer/cuda/cudnn_attention.h"
 
 #include <fmt/format.h>
@@ -73,6 +75,11 @@ Status CudnnAttentionBackward(void*, const void*, const void*, const void*, cons
                               const AttentionShape&, void*, size_t, cudaStream_t) {
   return NotBuilt();
 }
+Result<size_t> CudnnAttentionAccumulatedWorkspaceBytes(const AttentionShape&) { return NotBuilt(); }
+Status CudnnAttentionAccumulatedBackward(void*, const void*, const void*, const void*, const float*,
+                                         const AttentionShape&, void*, size_t, cudaStream_t) {
+  return NotBuilt();
+}
 Status CudnnAttentionBackwardSurvey(const AttentionShape&, void*, const void*, const void*,
                                     const void*, const float*, int, cudaStream_t,
                                     const std::function<void(const CudnnBackwardCandidate&)>&) {
@@ -109,6 +116,7 @@ enum Uid : int64_t {
   kDk,
   kDv,
   kOne,
+  kDqAccum,
   kVirtual = 100
 };
 
@@ -197,8 +205,12 @@ Status KvGradient(CudnnGraph& g, const Layout& L, cudnnDataType_t io, cudnnBacke
 }
 
 // The backward for the keys [k0, k0 + keys) and the queries [k0, T). dQ goes into qkv's layout
-// (the first block, which has every query) or, partial, into a [B, T, H·D] buffer.
-Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int keys) {
+// (the first block, which has every query) or, partial, into a [B, T, H·D] buffer. With
+// `accumulate_dq` (all the keys in one call) the dQ product goes into a non-virtual fp32
+// [B, H, T, D] accumulator, F16x16-reordered, and from it to dQ: the graph that selects cuDNN's
+// non-deterministic engines (cudnn-frontend's SDPA backward when determinism is not asked for).
+Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int keys,
+                     bool accumulate_dq = false) {
   const cudnnDataType_t io = IoType(shape);
   Layout L(shape, shape.seq - k0, keys);
   cudnnBackendDescriptor_t q, kt, vt, o, stats, scale, lowest, one, dout, dq, dk, dv;
@@ -251,8 +263,17 @@ Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int key
   cudnnBackendDescriptor_t k;
   BM_TRY(g.Tensor(&k, io, {L.b, L.hk, L.tk, L.d}, L.QkvStrides()));
   BM_TRY(g.Reshape(kt, k));
-  BM_TRY(g.Matmul(ds, k, dq));
-  return g.Finalize(true);
+  if (!accumulate_dq) {
+    BM_TRY(g.Matmul(ds, k, dq));
+    return g.Finalize(true);
+  }
+  cudnnBackendDescriptor_t acc;
+  BM_TRY(g.Tensor(&acc, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, L.d},
+                  {L.h * L.tq * L.d, L.tq * L.d, L.d, 1}, kDqAccum, false,
+                  CUDNN_TENSOR_REORDERING_F16x16));
+  BM_TRY(g.Matmul(ds, k, acc));
+  BM_TRY(g.Pointwise(CUDNN_POINTWISE_IDENTITY, acc, nullptr, nullptr, dq));
+  return g.Finalize(false);
 }
 
 // The process's handles and plans, per GPU (a handle and its plans belong to the device that
@@ -260,7 +281,8 @@ Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int key
 struct Cache {
   std::mutex mu;
   std::map<int, cudnnHandle_t> handles;
-  std::map<std::tuple<int, int, int, int, int, int, bool, int, int>, std::unique_ptr<CudnnGraph> >
+  std::map<std::tuple<int, int, int, int, int, int, bool, int, int, bool>,
+           std::unique_ptr<CudnnGraph> >
       plans;
 };
 Cache& TheCache() {
@@ -268,8 +290,10 @@ Cache& TheCache() {
   return *c;
 }
 
-// The forward (keys < 0) or the backward for the keys [k0, k0 + keys).
-Result<const CudnnGraph*> PlanFor(const AttentionShape& s, int k0, int keys) {
+// The forward (keys < 0) or the backward for the keys [k0, k0 + keys) (BuildBackward's
+// accumulate_dq).
+Result<const CudnnGraph*> PlanFor(const AttentionShape& s, int k0, int keys,
+                                  bool accumulate_dq = false) {
   if (s.head_dim % 8 != 0 || s.head_dim > 128 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     return Errorf(ErrorCode::kUnsupported, "cuDNN attention does not support {}", Describe(s));
   int device = 0;
@@ -278,17 +302,18 @@ Result<const CudnnGraph*> PlanFor(const AttentionShape& s, int k0, int keys) {
   std::lock_guard<std::mutex> lock(c.mu);
   cudnnHandle_t& handle = c.handles[device];
   if (handle == nullptr) BM_CUDNN_CHECK(cudnnCreate(&handle), "cuDNN handle on GPU {}", device);
-  auto key =
-      std::make_tuple(device, s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.fp16, k0, keys);
+  auto key = std::make_tuple(device, s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.fp16, k0,
+                             keys, accumulate_dq);
   auto it = c.plans.find(key);
   if (it != c.plans.end()) return static_cast<const CudnnGraph*>(it->second.get());
   bool backward = keys >= 0;
   auto g = std::make_unique<CudnnGraph>(
       handle,
-      backward ? fmt::format("cuDNN SDPA backward {} keys [{}, {})", Describe(s), k0, k0 + keys)
+      backward ? fmt::format("cuDNN SDPA backward {} keys [{}, {}){}", Describe(s), k0, k0 + keys,
+                             accumulate_dq ? " dQ accumulated" : "")
                : fmt::format("cuDNN SDPA forward {}", Describe(s)),
       kVirtual);
-  BM_TRY(backward ? BuildBackward(*g, s, k0, keys) : BuildForward(*g, s));
+  BM_TRY(backward ? BuildBackward(*g, s, k0, keys, accumulate_dq) : BuildForward(*g, s));
   const CudnnGraph* out = g.get();
   c.plans.emplace(key, std::move(g));
   return out;
@@ -404,6 +429,42 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
     }
   }
   return Status::Ok();
+}
+
+namespace {
+
+// The accumulator's bytes at the workspace's start ([B, H, T, D] fp32).
+size_t DqAccumBytes(const AttentionShape& s) {
+  return Round256(static_cast<size_t>(s.batch) * s.heads * s.seq * s.head_dim * 4);
+}
+
+}  // namespace
+
+Result<size_t> CudnnAttentionAccumulatedWorkspaceBytes(const AttentionShape& s) {
+  BM_ASSIGN_OR_RETURN(const CudnnGraph* g, PlanFor(s, 0, s.seq, true));
+  return DqAccumBytes(s) + g->workspace();
+}
+
+Status CudnnAttentionAccumulatedBackward(void* dqkv, const void* dout, const void* out,
+                                         const void* qkv, const float* lse, const AttentionShape& s,
+                                         void* workspace, size_t workspace_bytes,
+                                         cudaStream_t stream) {
+  if (s.batch == 0 || s.seq == 0) return Status::Ok();
+  BM_ASSIGN_OR_RETURN(const CudnnGraph* g, PlanFor(s, 0, s.seq, true));
+  const size_t acc = DqAccumBytes(s);
+  if (workspace_bytes < acc + g->workspace())
+    return Errorf(ErrorCode::kInternal,
+                  "cuDNN attention backward (dQ accumulated): workspace {} bytes < {} for {}",
+                  workspace_bytes, acc + g->workspace(), Describe(s));
+  BM_CUDA_CHECK(cudaMemsetAsync(workspace, 0, acc, stream), "clear the dQ accumulator");
+  BackwardScalars scalars(s);
+  std::vector<void*> ptrs = BackwardPointers(s, 0, scalars, dqkv, dqkv, dout, out, qkv, lse);
+  ptrs.push_back(workspace);
+  std::array<int64_t, kBackwardUids.size() + 1> uids;
+  std::copy(kBackwardUids.begin(), kBackwardUids.end(), uids.begin());
+  uids.back() = kDqAccum;
+  return g->Execute(uids, std::move(ptrs), static_cast<char*>(workspace) + acc,
+                    workspace_bytes - acc, stream);
 }
 
 namespace {

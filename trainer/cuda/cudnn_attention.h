@@ -69,6 +69,18 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
                               const float* lse, const AttentionShape& shape, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream);
 
+// The backward with dQ accumulated in fp32 (BuildBackward's accumulate_dq): all the keys in one
+// call, no dP workspace, cuDNN's non-deterministic engines allowed — what cudnn-frontend builds
+// when determinism is not asked for, and in kind what PyTorch's flash backward does by default
+// (dQ added with atomics). Its bits need not repeat. The workspace holds the [B, H, T, D] fp32
+// accumulator (zeroed on the stream before each call), then cuDNN's. For measuring what the
+// deterministic backward costs (bench/cudnn_attention_survey); the trainer does not call it.
+Result<size_t> CudnnAttentionAccumulatedWorkspaceBytes(const AttentionShape& shape);
+Status CudnnAttentionAccumulatedBackward(void* dqkv, const void* dout, const void* out,
+                                         const void* qkv, const float* lse,
+                                         const AttentionShape& shape, void* workspace,
+                                         size_t workspace_bytes, cudaStream_t stream);
+
 // What bench/cudnn_attention_survey measures: the engine configurations cuDNN offers for the
 // backward graph of the first key block of `shape` (all the queries, the first
 // CudnnKeysPerCall keys): the plan CudnnAttentionBackward runs first, then every configuration

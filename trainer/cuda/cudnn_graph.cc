@@ -15,7 +15,8 @@ Status CudnnError(cudnnStatus_t status, std::string_view call, std::string_view 
 }
 
 Status CudnnGraph::Tensor(cudnnBackendDescriptor_t* t, cudnnDataType_t type, Dims dims,
-                          Dims strides, int64_t uid, bool by_value) {
+                          Dims strides, int64_t uid, bool by_value,
+                          cudnnBackendTensorReordering_t reorder) {
   bool is_virtual = uid == 0;
   if (is_virtual) uid = next_uid_++;
   CudnnDesc& d = Keep();
@@ -29,6 +30,9 @@ Status CudnnGraph::Tensor(cudnnBackendDescriptor_t* t, cudnnDataType_t type, Dim
   BM_TRY(Set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
   BM_TRY(Set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual));
   if (by_value) BM_TRY(Set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value));
+  if (reorder != CUDNN_TENSOR_REORDERING_NONE)
+    BM_TRY(
+        Set(d, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1, &reorder));
   BM_CUDNN_CHECK(cudnnBackendFinalize(d.get()), "tensor uid {} dims [{}] strides [{}] of {}", uid,
                  fmt::join(dims, ","), fmt::join(strides, ","), what_);
   *t = d.get();

@@ -60,9 +60,11 @@ class CudnnGraph {
   CudnnGraph(cudnnHandle_t handle, std::string what, int64_t first_virtual_uid)
       : handle_(handle), what_(std::move(what)), next_uid_(first_virtual_uid) {}
 
-  // Non-virtual (uid given) or virtual (uid 0: a fresh one) tensor.
+  // Non-virtual (uid given) or virtual (uid 0: a fresh one) tensor; `reorder` is the layout
+  // cuDNN keeps it in (F16x16 for the attention backward's fp32 dQ accumulator).
   Status Tensor(cudnnBackendDescriptor_t* t, cudnnDataType_t type, Dims dims, Dims strides,
-                int64_t uid = 0, bool by_value = false);
+                int64_t uid = 0, bool by_value = false,
+                cudnnBackendTensorReordering_t reorder = CUDNN_TENSOR_REORDERING_NONE);
   Status Scalar(cudnnBackendDescriptor_t* t, int64_t uid);
 
   // y = mode(x[, b][, t]); axis >= 0 for GEN_INDEX.

@@ -8,7 +8,8 @@
 //                    [--recompute] [--recompute-norms] [--whole-masters]
 //                    [--activations-apart] [--profile]
 //                    [--attention auto|cudnn|flash]
-//                    [--attention-chunk KEYS (default: the plan chooses)] [--no-tune]
+//                    [--attention-chunk KEYS (default: the plan chooses)]
+//                    [--nondeterministic-attention (cuDNN's dQ-accumulating backward)] [--no-tune]
 //                    [--tuning-log] [--json FILE]
 //
 // Several GPUs: start one process per GPU with RANK, WORLD_SIZE, LOCAL_RANK and
@@ -209,6 +210,8 @@ int main(int argc, char** argv) {
       run.logits_chunk_rows = std::stoi(next());
     else if (a == "--attention-chunk")
       run.attention_chunk = std::stoi(next());
+    else if (a == "--nondeterministic-attention")
+      run.deterministic_attention = false;
     else {
       std::fprintf(stderr, "cuda_train_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -387,6 +390,7 @@ int main(int argc, char** argv) {
   j["split_masters"] = model.memory().split_masters;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
   j["attention_chunk"] = model.memory().attention_key_block;  // keys per backward call
+  j["deterministic_attention"] = run.deterministic_attention;
   j["matmul_tuning"] = run.matmul_tuning;
   j["n_all"] = n_all;
   j["step_ms_median"] = med;

@@ -76,6 +76,7 @@ Batch MakeBatch(int vocab, int which) {
 struct Options {
   bool recompute = false;
   AttentionImpl attention = AttentionImpl::kAuto;
+  bool deterministic_attention = true;
   bool recompute_norms = false, split_masters = true;
   int micro_batches_per_step = 1;
 };
@@ -87,6 +88,7 @@ std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options
   run.split_masters = o.split_masters;
   run.micro_batches_per_step = o.micro_batches_per_step;
   run.attention = o.attention;
+  run.deterministic_attention = o.deterministic_attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
   auto m = CudaModel::Create(spec, run);
   EXPECT_TRUE(m.ok()) << m.status().message();
@@ -270,6 +272,8 @@ TEST_P(CudaModelTest, FiftyStepsTrackCpuLossCurve) {
 
 // The whole step with cuDNN's fused attention, bf16 and fp16: gradients against the CPU twin
 // (16-bit tolerance), and two runs of five steps bit-identical (its deterministic backward).
+// With deterministic_attention off (dQ accumulated in fp32), the same tolerance; its reruns
+// need not agree bit for bit, only within it.
 TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
   ModelSpec spec = Tiny(GetParam());
@@ -279,30 +283,36 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   float scale = 1.0f / (kBatch * kSeq);
   std::vector<float> want(cpu.layout().total(), 0.0f);
   double want_loss = cpu.ForwardBackward(params, b.tokens, b.targets, scale, &want);
-  for (DType t : {DType::kBF16, DType::kF16}) {
-    auto m = MakeModel(spec, t, {.attention = AttentionImpl::kCudnn});
-    ASSERT_TRUE(m);
-    ASSERT_TRUE(m->SetParameters(params).ok());
-    ASSERT_TRUE(m->ZeroGradients().ok());
-    auto loss = m->ForwardBackward(b.View(), scale * LossScale(t));
-    ASSERT_TRUE(loss.ok()) << loss.status().message();
-    std::vector<float> got;
-    ASSERT_TRUE(m->GetGradients(&got).ok());
-    EXPECT_NEAR(*loss, want_loss, 1e-2 * want_loss);
-    EXPECT_LT(WorstTensorError(cpu.layout(), Unscaled(got, t), want,
-                               std::string("cudnn ") + DTypeName(t)),
-              5e-2)
-        << GetParam() << " " << DTypeName(t);
-    AdamWHyper h;
-    std::vector<std::vector<double>> curves;
-    for (int run = 0; run < 2; ++run) {
-      auto r = MakeModel(spec, t, {.attention = AttentionImpl::kCudnn});
-      ASSERT_TRUE(r);
-      ASSERT_TRUE(r->SetParameters(params).ok());
-      curves.push_back(GpuCurve(r.get(), spec, 0, 5, h, LossScale(t)));
+  for (bool det : {true, false})
+    for (DType t : {DType::kBF16, DType::kF16}) {
+      const Options o{.attention = AttentionImpl::kCudnn, .deterministic_attention = det};
+      auto m = MakeModel(spec, t, o);
+      ASSERT_TRUE(m);
+      ASSERT_TRUE(m->SetParameters(params).ok());
+      ASSERT_TRUE(m->ZeroGradients().ok());
+      auto loss = m->ForwardBackward(b.View(), scale * LossScale(t));
+      ASSERT_TRUE(loss.ok()) << loss.status().message();
+      std::vector<float> got;
+      ASSERT_TRUE(m->GetGradients(&got).ok());
+      EXPECT_NEAR(*loss, want_loss, 1e-2 * want_loss);
+      const std::string what = std::string(det ? "cudnn " : "cudnn dQ accumulated ") + DTypeName(t);
+      EXPECT_LT(WorstTensorError(cpu.layout(), Unscaled(got, t), want, what), 5e-2)
+          << GetParam() << " " << what;
+      AdamWHyper h;
+      std::vector<std::vector<double>> curves;
+      for (int run = 0; run < 2; ++run) {
+        auto r = MakeModel(spec, t, o);
+        ASSERT_TRUE(r);
+        ASSERT_TRUE(r->SetParameters(params).ok());
+        curves.push_back(GpuCurve(r.get(), spec, 0, 5, h, LossScale(t)));
+      }
+      if (det) {
+        EXPECT_EQ(curves[0], curves[1]) << "cuDNN attention must be deterministic";
+      } else {
+        for (size_t s = 0; s < curves[0].size(); ++s)
+          EXPECT_NEAR(curves[0][s], curves[1][s], 1e-2 * curves[0][s]) << what << " step " << s;
+      }
     }
-    EXPECT_EQ(curves[0], curves[1]) << "cuDNN attention must be deterministic";
-  }
 }
 
 // Recomputing (all, or the norms) and splitting the masters (the default with bf16) change no

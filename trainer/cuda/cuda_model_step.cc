@@ -270,6 +270,10 @@ Status CudaModel::Impl::LayerBackward(int l) {
                              nullptr);
   }));
   BM_TRY(Phase("attention bwd", [&] {
+    if (run.attention == AttentionImpl::kCudnn && !run.deterministic_attention)
+      return CudnnAttentionAccumulatedBackward(dqkv, datt, A<T>(a.att), A<T>(a.qkv),
+                                               A<float>(a.lse), AttShape(cur_b, cur_t),
+                                               A<char>(att_scratch), att_scratch_bytes, stream);
     if (run.attention == AttentionImpl::kCudnn)
       return CudnnAttentionBackward(dqkv, datt, A<T>(a.att), A<T>(a.qkv), A<float>(a.lse),
                                     AttShape(cur_b, cur_t), A<char>(att_scratch), att_scratch_bytes,

@@ -83,6 +83,11 @@ struct RunSpec {
   // cuDNN backward: keys per call at most (0: one call; kCudnnKeyChunkAuto: the plan chooses,
   // MemoryReport::attention_key_block says what).
   int attention_chunk = kCudnnKeyChunkAuto;
+  // false: the cuDNN backward with dQ accumulated in fp32 by cuDNN's non-deterministic engines
+  // (CudnnAttentionAccumulatedBackward: all the keys in one call, no dP workspace), so reruns
+  // may differ in their last bits. For measuring what determinism costs
+  // (cuda_train_bench --nondeterministic-attention); the trainer's runs keep true.
+  bool deterministic_attention = true;
   bool fused_epilogues = true;   // cuBLASLt bias and GELU epilogues
   bool matmul_tuning = true;     // time cuBLASLt's candidates, keep bit-identical ones (matmul.h)
   int logits_chunk_rows = 8192;  // the classifier's logits exist for this many rows at a time

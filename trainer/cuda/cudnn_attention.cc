@@ -441,8 +441,9 @@ size_t DqAccumBytes(const AttentionShape& s) {
 }  // namespace
 
 Result<size_t> CudnnAttentionAccumulatedWorkspaceBytes(const AttentionShape& s) {
+  BM_ASSIGN_OR_RETURN(const CudnnGraph* f, PlanFor(s, 0, -1));
   BM_ASSIGN_OR_RETURN(const CudnnGraph* g, PlanFor(s, 0, s.seq, true));
-  return DqAccumBytes(s) + g->workspace();
+  return std::max(f->workspace(), DqAccumBytes(s) + g->workspace());
 }
 
 Status CudnnAttentionAccumulatedBackward(void* dqkv, const void* dout, const void* out,

@@ -73,7 +73,8 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
 // call, no dP workspace, cuDNN's non-deterministic engines allowed — what cudnn-frontend builds
 // when determinism is not asked for, and in kind what PyTorch's flash backward does by default
 // (dQ added with atomics). Its bits need not repeat. The workspace holds the [B, H, T, D] fp32
-// accumulator (zeroed on the stream before each call), then cuDNN's. For measuring what the
+// accumulator (zeroed on the stream before each call), then cuDNN's; its bytes cover the
+// forward's workspace too, as CudnnAttentionWorkspaceBytes's do. For measuring what the
 // deterministic backward costs (bench/cudnn_attention_survey; in the model only with
 // RunSpec::deterministic_attention off, cuda_train_bench --nondeterministic-attention).
 Result<size_t> CudnnAttentionAccumulatedWorkspaceBytes(const AttentionShape& shape);

@@ -111,15 +111,15 @@ Status CudaModel::Impl::Plan() {
   if (run.attention == AttentionImpl::kCudnn) {
     if (!Lowp())
       return Status(ErrorCode::kInvalidArgument, "cuDNN attention needs bf16 or fp16 (not fp32)");
-    // kCudnnKeyChunkAuto: the backward as one call (faster: no partial dQ to add, fewer
-    // launches; run 31) when its scratch fits in the room the MLP's or the head's part takes
-    // anyway, so that it costs no memory; else blocks of kCudnnKeyChunk keys.
     if (!run.deterministic_attention) {  // one call, its fp32 dQ accumulator in the scratch
       BM_ASSIGN_OR_RETURN(
           size_t ws, CudnnAttentionAccumulatedWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
       att_scratch_bytes = std::max(att_scratch_bytes, ws);
       memory.attention_key_block = run.seq;
     } else {
+      // kCudnnKeyChunkAuto: the backward as one call (faster: no partial dQ to add, fewer
+      // launches; run 31) when its scratch fits in the room the MLP's or the head's part takes
+      // anyway, so that it costs no memory; else blocks of kCudnnKeyChunk keys.
       if (run.attention_chunk == kCudnnKeyChunkAuto) {
         run.attention_chunk = 0;
         BM_ASSIGN_OR_RETURN(size_t one,

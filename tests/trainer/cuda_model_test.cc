@@ -122,6 +122,23 @@ double WorstTensorError(const ParamLayout& layout, const std::vector<float>& got
   return worst;
 }
 
+// One forward and backward of b from params on a fresh model: its loss and its gradients
+// (unscaled: divided by LossScale(t) again).
+void GpuGradients(const ModelSpec& spec, DType t, const Options& o,
+                  const std::vector<float>& params, const Batch& b, float scale, double* loss,
+                  std::vector<float>* grads) {
+  auto m = MakeModel(spec, t, o);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->SetParameters(params).ok());
+  ASSERT_TRUE(m->ZeroGradients().ok());
+  auto l = m->ForwardBackward(b.View(), scale * LossScale(t));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  *loss = *l;
+  std::vector<float> got;
+  ASSERT_TRUE(m->GetGradients(&got).ok());
+  *grads = Unscaled(std::move(got), t);
+}
+
 TEST_P(CudaModelTest, OneStepGradientsMatchCpu) {
   ModelSpec spec = Tiny(GetParam());
   CpuModel cpu(spec, kBatch, kSeq);
@@ -132,16 +149,11 @@ TEST_P(CudaModelTest, OneStepGradientsMatchCpu) {
   double want_loss = cpu.ForwardBackward(params, b.tokens, b.targets, scale, &want);
   for (DType t : kAllTypes) {
     bool half = t != DType::kF32;
-    auto m = MakeModel(spec, t);
-    ASSERT_TRUE(m);
-    ASSERT_TRUE(m->SetParameters(params).ok());
-    ASSERT_TRUE(m->ZeroGradients().ok());
-    auto loss = m->ForwardBackward(b.View(), scale * LossScale(t));
-    ASSERT_TRUE(loss.ok()) << loss.status().message();
+    double loss = 0;
     std::vector<float> got;
-    ASSERT_TRUE(m->GetGradients(&got).ok());
-    EXPECT_NEAR(*loss, want_loss, (half ? 1e-2 : 1e-5) * want_loss);
-    double worst = WorstTensorError(cpu.layout(), Unscaled(got, t), want, DTypeName(t));
+    ASSERT_NO_FATAL_FAILURE(GpuGradients(spec, t, {}, params, b, scale, &loss, &got));
+    EXPECT_NEAR(loss, want_loss, (half ? 1e-2 : 1e-5) * want_loss);
+    double worst = WorstTensorError(cpu.layout(), got, want, DTypeName(t));
     EXPECT_LT(worst, half ? 5e-2 : 1e-4) << GetParam() << " " << DTypeName(t);
   }
 }
@@ -286,18 +298,12 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   for (bool det : {true, false})
     for (DType t : {DType::kBF16, DType::kF16}) {
       const Options o{.attention = AttentionImpl::kCudnn, .deterministic_attention = det};
-      auto m = MakeModel(spec, t, o);
-      ASSERT_TRUE(m);
-      ASSERT_TRUE(m->SetParameters(params).ok());
-      ASSERT_TRUE(m->ZeroGradients().ok());
-      auto loss = m->ForwardBackward(b.View(), scale * LossScale(t));
-      ASSERT_TRUE(loss.ok()) << loss.status().message();
+      double loss = 0;
       std::vector<float> got;
-      ASSERT_TRUE(m->GetGradients(&got).ok());
-      EXPECT_NEAR(*loss, want_loss, 1e-2 * want_loss);
+      ASSERT_NO_FATAL_FAILURE(GpuGradients(spec, t, o, params, b, scale, &loss, &got));
+      EXPECT_NEAR(loss, want_loss, 1e-2 * want_loss);
       const std::string what = std::string(det ? "cudnn " : "cudnn dQ accumulated ") + DTypeName(t);
-      EXPECT_LT(WorstTensorError(cpu.layout(), Unscaled(got, t), want, what), 5e-2)
-          << GetParam() << " " << what;
+      EXPECT_LT(WorstTensorError(cpu.layout(), got, want, what), 5e-2) << GetParam() << " " << what;
       AdamWHyper h;
       std::vector<std::vector<double>> curves;
       for (int run = 0; run < 2; ++run) {

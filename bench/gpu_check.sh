@@ -21,6 +21,8 @@
 # fp16 times, on the same rows, our fp16 (dynamic loss scaling) and bf16 and PyTorch's fp16
 # (autocast + GradScaler) and bf16 (TORCH_BF16=0 leaves PyTorch's bf16 out; OURS_ONLY=1 leaves
 # PyTorch out), and prints the ratios.
+# TORCH_FLAGS=--deterministic passes flags to the peer in torch (like for like: issue 16 holds
+# our reruns to bit-identical).
 # Binaries come prebuilt in .devtree/bin (built on the Debian machine: nvcc 13, sm_90a);
 # libfmt comes from .debs when the machine lacks it. Logs go to $OUT.
 set -uo pipefail
@@ -155,7 +157,7 @@ if want torch; then
   cp "$here/bench/torch_reference.py" /tmp/torch_reference.py
   for mb in "${models[@]}"; do
     set -- $mb
-    PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" --json "$OUT/torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/bench.log"
+    PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" ${TORCH_FLAGS:-} --json "$OUT/torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/bench.log"
   done
 fi
 if want determinism; then

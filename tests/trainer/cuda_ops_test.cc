@@ -133,15 +133,24 @@ TYPED_TEST(CudaOps, LayerNorm) {
   CheckLayerNorm<TypeParam>(9000, 256, this->Seed());
   CheckLayerNorm<TypeParam>(2001, 512, this->Seed());
   CheckLayerNorm<TypeParam>(37, 4096, this->Seed());  // GPT-3 6.7B's width: 16 packs a lane
+  // The backward's row kernel over 2, 4, 8 and 10 warps a row (bf16 1,024: 2 x 2 packs a lane;
+  // 2,048: 4 x 2; 3,072: 4 x 3; 4,096: 8 x 2; 5,120, GPT-3 13B's: 10 x 2; fp32 1,024 and 2,048
+  // at 4 x 2 and 8 x 2), many rows a group.
+  CheckLayerNorm<TypeParam>(3001, 1024, this->Seed());
+  CheckLayerNorm<TypeParam>(1500, 2048, this->Seed());
+  CheckLayerNorm<TypeParam>(257, 3072, this->Seed());
+  CheckLayerNorm<TypeParam>(1001, 4096, this->Seed());
+  CheckLayerNorm<TypeParam>(129, 5120, this->Seed());
 }
 
-// The backward paths: a warp pair a row at 64 x a pack x 1-4 channels (bf16 512 to 2,048, fp32
-// 512 and 1,024), a block a row summing the weight gradient in its row pass elsewhere (136,
-// 4,096, fp32's 1,536 and 2,048), rows not a multiple of the kernels' blocks and, at 5,000 rows
-// and more, several a block; and the model's epsilon (the aquila2-7b preset's 1e-6) on inputs
-// small enough for it to matter. The forward:
-// a block a row at 136 channels (and fp32's 4096), a warp a row with the row in registers at
-// 512, 2048 and bf16's 4096.
+// The backward paths: the row kernel a warp pair a row at 64 x a pack x 1-4 channels (bf16 512
+// to 2,048, fp32 512 and 1,024), 4 warps at bf16 3,072 and 4,096 and fp32 1,536 and 2,048, 10
+// at bf16 5,120; a block a row summing the weight gradient in its row pass elsewhere (136, fp32's
+// 3,072 and 4,096); a warp a row and a column pass where a block cannot hold a row (fp32 5,120);
+// rows not a multiple of the kernels' blocks and, at 1,001 rows and more, several a group; and the
+// model's epsilon (the aquila2-7b preset's 1e-6) on inputs small enough for it to matter. The
+// forward: a block a row at 136 channels (and fp32's 4096), a warp a row with the row in registers
+// at 512, 2048 and bf16's 4096.
 template <typename T>
 void CheckRmsNorm(int n, int c, uint64_t seed, float amplitude = 2.0f, float eps = 1e-5f) {
   auto x = Rounded<T>(RandomVector(n * c, amplitude, seed));
@@ -182,6 +191,10 @@ TYPED_TEST(CudaOps, RmsNorm) {
   CheckRmsNorm<TypeParam>(3001, 2048, this->Seed());
   CheckRmsNorm<TypeParam>(9001, 1024, this->Seed());
   CheckRmsNorm<TypeParam>(257, 1536, this->Seed());
+  // 4 warps a row (bf16 4,096, LLaMA-2-7B's: four packs a lane; 3,072: three), 10 (5,120).
+  CheckRmsNorm<TypeParam>(1001, 4096, this->Seed());
+  CheckRmsNorm<TypeParam>(257, 3072, this->Seed());
+  CheckRmsNorm<TypeParam>(129, 5120, this->Seed());
 }
 
 TYPED_TEST(CudaOps, Rope) {

@@ -144,88 +144,6 @@ __global__ void LayerNormBackwardVecKernel(T* dx, const T* dy, const T* x, const
   }
 }
 
-// The backward for C = 32 V P with the weight and bias gradients summed in the same pass, so
-// dy and x are read once (the loop kernel above leaves them to a column pass that reads both
-// again). A warp a row, as in the kernels above; warp w of block b takes rows_per_warp
-// consecutive rows from (kBackwardWarps b + w) rows_per_warp, its lanes load all their packs of
-// dy, x and dx at once and add dy * xhat and dy into registers; at the end the block's warps
-// add theirs in warp order through shared memory into partial_w / partial_b[b][C] (fixed order:
-// deterministic). Run 34's fused backward took a block a row (96 threads at C = 768, a
-// block-wide sum per row) and was slower than the loop and the column pass; here a row needs
-// only warp shuffles. A lane's loads and sums take 168 registers at P = 3 (bf16, C = 768):
-// blocks of 4 warps, 3 an SM, no spills. Built where that holds: P <= 4 and P V <= 24
-// channels a lane (bf16 and fp16 up to C = 768, fp32 up to 512). BackwardRowBlocks: as many
-// blocks as are resident at once, RowBlocks(n) at most.
-constexpr int kBackwardWarps = 4;
-
-template <typename T, int P>
-__global__ void __launch_bounds__(kBackwardWarps * 32, 3)
-    LayerNormBackwardRowKernel(T* dx, float* partial_w, float* partial_b, const T* dy, const T* x,
-                               const T* w, const float* mean_in, const float* rstd_in, int n,
-                               int rows_per_warp) {
-  constexpr int V = Pack16<T>::kN, C = 32 * V * P;
-  __shared__ float stage[kBackwardWarps][C];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  Pack16<T> pw[P];
-#pragma unroll
-  for (int j = 0; j < P; ++j) pw[j] = Load16(w + lane * V + j * 32 * V);
-  float aw[P][V] = {}, ab[P][V] = {};
-  const int first = (blockIdx.x * kBackwardWarps + warp) * rows_per_warp;
-  const int last = min(n, first + rows_per_warp);
-  for (int row = first; row < last; ++row) {
-    const size_t off = static_cast<size_t>(row) * C + lane * V;
-    Pack16<T> pg[P], px[P], pd[P];
-    LoadBackwardPacks(pg, px, pd, dy, x, dx, off);
-    const float mean = mean_in[row], rstd = rstd_in[row];
-    float s1 = 0.0f, s2 = 0.0f;
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        float gy = ToF(pg[j].v[k]), g = gy * ToF(pw[j].v[k]);
-        float xh = (ToF(px[j].v[k]) - mean) * rstd;
-        s1 += g;
-        s2 += g * xh;
-        aw[j][k] += gy * xh;
-        ab[j][k] += gy;
-      }
-    }
-    s1 = WarpSum(s1) / C;
-    s2 = WarpSum(s2) / C;
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        float g = ToF(pg[j].v[k]) * ToF(pw[j].v[k]);
-        float xh = (ToF(px[j].v[k]) - mean) * rstd;
-        pd[j].v[k] = FromF<T>(ToF(pd[j].v[k]) + rstd * (g - s1 - xh * s2));
-      }
-      Store16(dx + off + j * 32 * V, pd[j]);
-    }
-  }
-  const auto block_sum = [&](const float(&acc)[P][V], float* partial) {
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) stage[warp][lane * V + j * 32 * V + k] = acc[j][k];
-    }
-    __syncthreads();
-    SumStagedParts(stage, partial);
-    __syncthreads();
-  };
-  block_sum(aw, partial_w);
-  block_sum(ab, partial_b);
-}
-
-// Blocks of LayerNormBackwardRowKernel<T, P> for n rows: as many as the SMs hold at once (each
-// warp then has ceil(n / (kBackwardWarps blocks)) rows), at most RowBlocks(n).
-template <typename T, int P>
-int BackwardRowBlocks(int n) {
-  static const int per_sm =
-      RowKernelBlocksPerSm(LayerNormBackwardRowKernel<T, P>, kBackwardWarps * 32);
-  return ResidentRowBlocks(per_sm, n, kBackwardWarps);
-}
-
 }  // namespace
 
 // The column pass's chunks or the fused backward's blocks, a weight and a bias partial each.
@@ -263,18 +181,9 @@ Status LayerNormBackward(T* dx, float* dw, float* db, float* scratch, const T* d
   if (n == 0) return Status::Ok();
   const bool vec = Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w);
   int chunks = 0;
-  const auto row_kernel = [&](auto p) {
-    constexpr int P = decltype(p)::value;
-    if constexpr (P <= 4 && P * Pack16<T>::kN <= 24) {
-      chunks = BackwardRowBlocks<T, P>(n);
-      const int rows_per_warp = static_cast<int>(CeilDiv(n, chunks * kBackwardWarps));
-      LayerNormBackwardRowKernel<T, P><<<chunks, kBackwardWarps * 32, 0, stream>>>(
-          dx, scratch, scratch + static_cast<size_t>(chunks) * channels, dy, x, w, mean, rstd, n,
-          rows_per_warp);
-    }
-  };
-  if (vec && WithRowPacks<T>(channels, RowPacksBuilt{}, row_kernel) && chunks > 0) {
-    BM_LAUNCH_CHECK("LayerNormBackwardRowKernel", "N={} C={}", n, channels);
+  if (vec && (chunks = LaunchNormBackwardRows<T, true>(dx, scratch, dy, x, w, mean, rstd, n,
+                                                       channels, stream)) > 0) {
+    BM_LAUNCH_CHECK("NormBackwardRowKernel", "N={} C={}", n, channels);
     return LaunchNormColumnFinish(dw, db, scratch, scratch + static_cast<size_t>(chunks) * channels,
                                   chunks, channels, stream);
   }

@@ -130,85 +130,6 @@ __global__ void RmsNormBackwardVecKernel(T* dx, float* partial, const T* dy, con
   for (int k = 0; k < V; ++k) partial[static_cast<size_t>(blockIdx.x) * channels + c + k] = aw[k];
 }
 
-// The backward of rows of C = 64 V P channels (bf16 512 P: LLaMA 1B's 2,048 at P = 4) with
-// no block-wide barrier: a row across a pair of warps, each lane holding P packs of its warp's
-// half (dy, x and dx loaded at once) and its channels' dw sums in registers. The row's
-// sum(dy w xhat) is each half's warp sum added over the pair through shared memory, half 0
-// first (deterministic), at a 64-thread named barrier; each pair goes through its rows at its
-// own pace. kRmsPairs pairs a block; their dw sums are added in pair order into
-// partial[block][C] at the end, for the column finish.
-constexpr int kRmsPairs = 2;
-
-template <typename T, int P>
-__global__ void __launch_bounds__(kRmsPairs * 64, P >= 4 ? 3 : 4)
-    RmsNormBackwardPairKernel(T* dx, float* partial, const T* dy, const T* x, const T* w,
-                              const float* rstd_in, int n, int rows_per_pair) {
-  constexpr int V = Pack16<T>::kN, H = 32 * V * P, C = 2 * H;
-  __shared__ float half_sums[2][kRmsPairs][2];  // [row parity][pair][half]
-  __shared__ float stage[kRmsPairs][C];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pair = warp / 2, half = warp % 2;
-  const int base = half * H + lane * V;  // the lane's first channel
-  Pack16<T> pw[P];
-#pragma unroll
-  for (int j = 0; j < P; ++j) pw[j] = Load16(w + base + j * 32 * V);
-  float aw[P][V] = {};
-  const int first = (blockIdx.x * kRmsPairs + pair) * rows_per_pair;
-  const int last = min(n, first + rows_per_pair);
-  for (int row = first; row < last; ++row) {
-    const size_t off = static_cast<size_t>(row) * C + base;
-    Pack16<T> pg[P], px[P], pd[P];
-    LoadBackwardPacks(pg, px, pd, dy, x, dx, off);
-    const float rstd = rstd_in[row];
-    float s2 = 0.0f;
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) s2 += ToF(pg[j].v[k]) * ToF(pw[j].v[k]) * ToF(px[j].v[k]) * rstd;
-    }
-    s2 = WarpSum(s2);
-    // Two slots by row parity: a pair's warp writes a slot again only after both passed the
-    // barrier of the row between, so after its partner read it.
-    if (lane == 0) half_sums[row & 1][pair][half] = s2;
-    asm volatile("bar.sync %0, 64;" ::"r"(1 + pair) : "memory");
-    const float mean_s2 = (half_sums[row & 1][pair][0] + half_sums[row & 1][pair][1]) / C;
-#pragma unroll
-    for (int j = 0; j < P; ++j) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        float gy = ToF(pg[j].v[k]);
-        float xh = ToF(px[j].v[k]) * rstd;
-        pd[j].v[k] = FromF<T>(ToF(pd[j].v[k]) + rstd * (gy * ToF(pw[j].v[k]) - xh * mean_s2));
-        aw[j][k] += gy * xh;
-      }
-      Store16(dx + off + j * 32 * V, pd[j]);
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < P; ++j) {
-#pragma unroll
-    for (int k = 0; k < V; ++k) stage[pair][base + j * 32 * V + k] = aw[j][k];
-  }
-  __syncthreads();
-  SumStagedParts(stage, partial);
-}
-
-// Launches RmsNormBackwardPairKernel for C = 64 V P, P <= 4 (an even number of a warp's packs,
-// WithRowPacks); returns the blocks (the partial rows written), or 0 for other widths. As many
-// blocks as are resident at once, at most RowBlocks(n) (the scratch's partials).
-template <typename T>
-int LaunchRmsNormBackwardPairs(T* dx, float* partial, const T* dy, const T* x, const T* w,
-                               const float* rstd, int n, int channels, cudaStream_t stream) {
-  int blocks = 0;
-  WithRowPacks<T>(channels, std::integer_sequence<int, 2, 4, 6, 8>{}, [&](auto warp_packs) {
-    constexpr int P = decltype(warp_packs)::value / 2;  // a pair's lane holds half the row's
-    static const int per_sm = RowKernelBlocksPerSm(RmsNormBackwardPairKernel<T, P>, kRmsPairs * 64);
-    blocks = ResidentRowBlocks(per_sm, n, kRmsPairs);
-    RmsNormBackwardPairKernel<T, P><<<blocks, kRmsPairs * 64, 0, stream>>>(
-        dx, partial, dy, x, w, rstd, n, static_cast<int>(CeilDiv(n, blocks * kRmsPairs)));
-  });
-  return blocks;
-}
-
 // Threads of a row-covering block (0: the channels do not fit one block).
 template <typename T>
 int RowBlockThreads(int channels) {
@@ -256,9 +177,9 @@ Status RmsNormBackward(T* dx, float* dw, float* scratch, const T* dy, const T* x
   int threads = RowBlockThreads<T>(channels);
   int chunks = 0;
   const bool vec = Vectorizable<T>(channels, dx, dy) && Vectorizable<T>(channels, x, w);
-  if (vec && (chunks = LaunchRmsNormBackwardPairs<T>(dx, scratch, dy, x, w, rstd, n, channels,
-                                                     stream)) > 0) {
-    BM_LAUNCH_CHECK("RmsNormBackwardPairKernel", "N={} C={}", n, channels);
+  if (vec && (chunks = LaunchNormBackwardRows<T, false>(dx, scratch, dy, x, w, nullptr, rstd, n,
+                                                        channels, stream)) > 0) {
+    BM_LAUNCH_CHECK("NormBackwardRowKernel", "N={} C={}", n, channels);
   } else if (vec && threads > 0) {
     chunks = RowBlocks(n);
     int rows_per_block = static_cast<int>(CeilDiv(n, chunks));

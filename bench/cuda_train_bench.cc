@@ -33,6 +33,8 @@
 // gradient norm read back to decide (an overflowing step skips AdamW), AdamW with grad_scale
 // 1 / S, S moved by the loss scaler (trainer/run/loss_scaler.h, GradScaler's defaults) — the
 // peer's counterpart is autocast(float16) with torch.amp.GradScaler.
+#include <cublasLt.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -417,6 +419,7 @@ int main(int argc, char** argv) {
   if (rank != 0) return 0;
   auto facts = bm::train::cuda::ProbeGpus();
   if (facts.ok() && !facts->gpus.empty()) j["device"] = facts->gpus[0].name;
+  j["cublaslt_version"] = cublasLtGetVersion();  // the library loaded (LD_LIBRARY_PATH decides)
   std::printf("%s\n", j.dump().c_str());
   std::printf(
       "SUMMARY %s %s B=%d T=%d accum %d GPUs %d TP%dPP%dDP%d zero %d: %.0f tok/s/GPU, step %.1f "

@@ -19,3 +19,7 @@ nccl_dir=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0] + '/li
 export NCCL_NVLS_ENABLE=0
 ours_path=$bm_libs:/usr/local/cuda/lib64:${cudnn_dir:-/nonexistent}:${nccl_dir:-/nonexistent}
 ours() { LD_LIBRARY_PATH=$ours_path "$@"; }
+# ours with the cuBLAS of torch's wheel (nvidia-cublas) ahead of the toolkit's: does the peer's
+# library run our products faster? (bench/ab.sh AB_CUBLAS=torch)
+cublas_torch_dir=$(python3 -c "import nvidia.cublas as c; print(list(c.__path__)[0] + '/lib')" 2>/dev/null)
+ours_torch_cublas() { LD_LIBRARY_PATH=${cublas_torch_dir:?no cuBLAS wheel beside torch}:$ours_path "$@"; }

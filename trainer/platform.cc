@@ -106,10 +106,12 @@ nlohmann::json ProbePlatform() {
                       {"gpu_count", 0},
                       {"driver", nullptr},
                       {"cuda", nullptr},
+                      {"cublaslt", nullptr},
+                      {"cudnn", nullptr},
                       {"devices", BackendNames()}};
 #ifdef BENCHMAKE_HAVE_CUDA
   nlohmann::json g = cuda::ProbeCudaPlatform();
-  for (const char* key : {"gpus", "driver", "cuda"})
+  for (const char* key : {"gpus", "driver", "cuda", "cublaslt", "cudnn"})
     if (g.contains(key)) p[key] = g[key];
   p["gpu_count"] = p["gpus"].size();
 #endif

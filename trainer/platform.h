@@ -1,6 +1,7 @@
 // The platform facts of this machine, as `benchmake-train --probe` prints
-// them (docs/METRICS.md): CPU model and cores, GPUs, driver and CUDA versions,
-// the InfiniBand/RoCE ports (interconnect), and the trainer's build id. The engine puts them in the
+// them (docs/METRICS.md): CPU model and cores, GPUs, driver and CUDA versions, the cuBLASLt
+// and cuDNN libraries loaded, the InfiniBand/RoCE ports (interconnect), and the trainer's build
+// id. The engine puts them in the
 // key of platform-dependent steps, so they must be stable across runs on one machine (no clocks,
 // loads or free memory).
 //
@@ -8,7 +9,7 @@
 //   nlohmann::json bm::train::cuda::ProbeCudaPlatform();
 // (declared in trainer/cuda/cuda_backend.h) which returns
 //   {"gpus": [{"name", "memory_bytes", "compute_capability"}...], "driver": "580.159.04", "cuda":
-//   "13.0"}
+//   "13.0", "cublaslt": "13.1.0", "cudnn": "9.19.0"}
 // and never fails (no GPU: an empty list and nulls).
 #pragma once
 

@@ -7,15 +7,19 @@
 //  - token losses and greedy next tokens agree; bit-identical reruns; resume from parameters
 //    and AdamW state equals running through.
 // GPU tests skip, saying so, on a machine without a GPU.
+#include <cublas_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <regex>
 
 #include "tests/trainer/cuda_test_util.h"
 #include "trainer/backend.h"
+#include "trainer/cuda/cudnn_attention.h"
 #include "trainer/model/layout.h"
+#include "trainer/platform.h"
 
 namespace bm::train {
 namespace {
@@ -229,6 +233,26 @@ INSTANTIATE_TEST_SUITE_P(
                            "llama-tiny",
                            {{"hidden", 256}, {"heads", 4}, {"kv_heads", 2}, {"ffn_hidden", 512}}}),
     [](const auto& info) { return info.param.name; });
+
+// The platform facts name the cuBLASLt and cuDNN the process loaded (no GPU needed): the same
+// major version as the headers built against (the soname), cuDNN only where it is built in.
+TEST(CudaBackend, ProbeNamesTheLibrariesLoaded) {
+  const nlohmann::json p = ProbePlatform();
+  const std::regex version(R"((\d+)\.\d+\.\d+)");
+  std::smatch m;
+  ASSERT_TRUE(p["cublaslt"].is_string()) << p.dump();
+  const std::string lt = p["cublaslt"].get<std::string>();
+  ASSERT_TRUE(std::regex_match(lt, m, version)) << lt;
+  EXPECT_EQ(std::stoi(m[1]), CUBLAS_VER_MAJOR);
+  if (!cuda::CudnnAttentionBuilt()) {
+    EXPECT_TRUE(p["cudnn"].is_null()) << p.dump();
+    return;
+  }
+  ASSERT_TRUE(p["cudnn"].is_string()) << p.dump();
+  const std::string dnn = p["cudnn"].get<std::string>();
+  ASSERT_TRUE(std::regex_match(dnn, m, version)) << dnn;
+  EXPECT_GE(std::stoi(m[1]), 9);
+}
 
 TEST(CudaBackend, ProbeAndRegistry) {
   auto names = BackendNames();

@@ -1,5 +1,6 @@
 #include "trainer/cuda/cuda_backend.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <fstream>
@@ -368,6 +369,12 @@ nlohmann::json ProbeCudaPlatform() {
   }
   std::string driver = DriverVersion();
   if (!driver.empty()) j["driver"] = driver;
+  // The libraries loaded, which LD_LIBRARY_PATH may change under the same build: their kernels
+  // set the measurements (and the bits).
+  const size_t lt = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
+  j["cublaslt"] = fmt::format("{}.{}.{}", lt / 10000, lt / 100 % 100, lt % 100);
+  const std::string cudnn = CudnnLibraryVersion();
+  j["cudnn"] = cudnn.empty() ? nlohmann::json(nullptr) : nlohmann::json(cudnn);
   if (facts->driver_version > 0) {
     j["cuda"] =
         fmt::format("{}.{}", facts->driver_version / 1000, (facts->driver_version % 1000) / 10);

@@ -56,6 +56,7 @@ int CudnnKeysPerCall(const AttentionShape& s) {
 #if !BENCHMAKE_HAVE_CUDNN
 
 bool CudnnAttentionBuilt() { return false; }
+std::string CudnnLibraryVersion() { return ""; }
 bool CudnnAttentionUsable(const AttentionShape&) { return false; }
 
 namespace {
@@ -89,6 +90,10 @@ Status CudnnAttentionBackwardSurvey(const AttentionShape&, void*, const void*, c
 #else
 
 bool CudnnAttentionBuilt() { return true; }
+std::string CudnnLibraryVersion() {  // cuDNN 9: major * 10000 + minor * 100 + patch
+  const size_t v = cudnnGetVersion();
+  return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+}
 
 namespace {
 

@@ -48,6 +48,8 @@ struct AttentionShape {
 };
 
 bool CudnnAttentionBuilt();
+// The cuDNN library loaded, e.g. "9.19.0" (empty when not built with cuDNN).
+std::string CudnnLibraryVersion();
 
 // The keys of each backward call for this shape (the sequence when one call).
 int CudnnKeysPerCall(const AttentionShape& shape);

@@ -85,6 +85,35 @@ PY
 fi
 
 # MODELS="gpt2-124m:16 llama-1b:4 llama7b-8l:1" picks other rows (bench, variants, torch)
+# CLOCKS=1: nvidia-smi samples the SM clock and the power every 100 ms while each bench and torch
+# row runs; "clocks NAME" prints their medians over the busy samples (power at 60% of the row's
+# largest or more: the timed steps, not start-up or compilation). Do our products run at lower
+# clocks than the peer's because less of our step is memory-bound (the power limit)?
+clocks_start() {
+  [[ ${CLOCKS:-0} == 1 ]] || return 0
+  nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 \
+    > "$OUT/clocks_$1.csv" 2>/dev/null &
+  clocks_pid=$!
+}
+clocks_stop() {
+  [[ -n ${clocks_pid:-} ]] || return 0
+  kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; clocks_pid=
+  python3 - "$OUT/clocks_$1.csv" "$1" <<'PY' | tee -a "$OUT/bench.log"
+import statistics, sys
+rows = []
+for line in open(sys.argv[1]):
+    try:
+        mhz, watts = (float(v) for v in line.split(","))
+        rows.append((mhz, watts))
+    except ValueError:
+        pass
+busy = [r for r in rows if rows and r[1] >= 0.6 * max(w for _, w in rows)]
+if busy:
+    print(f"clocks {sys.argv[2]}: SM {statistics.median(m for m, _ in busy):.0f} MHz, "
+          f"power {statistics.median(w for _, w in busy):.0f} W over {len(busy)} busy samples")
+PY
+}
+
 models=("gpt2-124m 32" "llama-1b 8" "llama7b-8l 2")
 if [[ -n ${MODELS:-} ]]; then models=(); for m in $MODELS; do models+=("${m/:/ }"); done; fi
 if want bench; then
@@ -95,7 +124,9 @@ if want bench; then
         for tn in ${TUNES:-on}; do
           flags=(); [[ $ch != default ]] && flags=(--attention-chunk "$ch")
           [[ $tn == off ]] && flags+=(--no-tune)
+          clocks_start "ours_$1_$2"
           ours "$bin/cuda_train_bench" --model "$1" --batch "$2" --attention "$attn" "${flags[@]}" --tuning-log --json "$OUT/bench.jsonl" > "$OUT/run.log" 2>&1
+          clocks_stop "ours_$1_$2"
           grep "^tuning" "$OUT/run.log" >> "$OUT/tuning.log"
           grep -v "^tuning" "$OUT/run.log" | tail -2 | sed "s/^/[$attn $ch tune-$tn] /" | tee -a "$OUT/bench.log"
         done
@@ -157,7 +188,9 @@ if want torch; then
   cp "$here/bench/torch_reference.py" /tmp/torch_reference.py
   for mb in "${models[@]}"; do
     set -- $mb
+    clocks_start "torch_$1_$2"
     PYTHONUNBUFFERED=1 python3 /tmp/torch_reference.py --model "$1" --batch "$2" ${TORCH_FLAGS:-} --json "$OUT/torch.jsonl" 2>&1 | grep SUMMARY | tee -a "$OUT/bench.log"
+    clocks_stop "torch_$1_$2"
   done
 fi
 if want determinism; then

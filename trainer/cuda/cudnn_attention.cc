@@ -10,8 +10,9 @@
 // With GQA the dK/dV products are per query head and a head reduction sums each group. No
 // fp32 dQ accumulator tensor is given, which selects the deterministic backward engines (they
 // keep dP in the workspace); the backward is therefore run over blocks of keys (header). The
-// survey's accumulated variant gives one (dQ = dS·K into it, then to dQ), which selects the
-// non-deterministic engines.
+// accumulated variant (CudnnAttentionAccumulatedBackward: the survey's, and the model's with
+// RunSpec::deterministic_attention off) gives one (dQ = dS·K into it, then to dQ), which
+// selects the non-deterministic engines.
 #include "trainer/cuda/cudnn_attention.h"
 
 #include <fmt/format.h>

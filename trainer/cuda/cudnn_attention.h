@@ -3,16 +3,16 @@
 // out [B*T, H*D], lse [B, H, T] natural-log log-sum-exp of the scaled scores), bf16 or fp16,
 // grouped-query attention through kv_heads, scale 1/sqrt(D), head_dim a multiple of 8, <= 128.
 //
-// The backward graph is the deterministic one (no fp32 dQ accumulator with atomics; engines
-// that carry cuDNN's NONDETERMINISTIC numerical note are refused), so two runs give the same
-// bits. On Hopper cuDNN's deterministic backward keeps dP (the scores' gradient) for all the
-// keys of its call in its workspace, bf16. So that nothing T x T exists, the backward runs
-// over blocks of keys: at most `key_chunk` of them and at most half the sequence (rounded
-// down to a multiple of 64). The call for keys [k0, k1) takes the queries [k0, T) (top-left
-// causal within the block), writes dK and dV of its keys whole and a partial dQ for the rows
-// k0.. that is added, in block order, to the others (deterministic). Workspace: B·H·T·block·2
-// bytes for dP plus one partial dQ (B·T·H·D·2), linear in T. fp16 runs the same graphs with
-// fp16 tensors (every intermediate stays fp32).
+// CudnnAttentionBackward's graph is the deterministic one (no fp32 dQ accumulator with atomics;
+// engines that carry cuDNN's NONDETERMINISTIC numerical note are refused), so two runs give the
+// same bits (CudnnAttentionAccumulatedBackward, below, is the one that is not). On Hopper cuDNN's
+// deterministic backward keeps dP (the scores' gradient) for all the keys of its call in its
+// workspace, bf16. So that nothing T x T exists, the backward runs over blocks of keys: at most
+// `key_chunk` of them and at most half the sequence (rounded down to a multiple of 64). The call
+// for keys [k0, k1) takes the queries [k0, T) (top-left causal within the block), writes dK and dV
+// of its keys whole and a partial dQ for the rows k0.. that is added, in block order, to the others
+// (deterministic). Workspace: B·H·T·block·2 bytes for dP plus one partial dQ (B·T·H·D·2), linear in
+// T. fp16 runs the same graphs with fp16 tensors (every intermediate stays fp32).
 //
 // Execution plans are built once per shape and key block (first call) and cached for the
 // process; the caller passes the workspace (from the arena), sized by

@@ -23,7 +23,10 @@ for mb in ${AB_MODELS:-gpt2-124m:32 llama-1b:8 llama7b-8l:2}; do
     if [[ -n ${AB_CUBLAS:-} ]]; then [[ $v == new ]] && runner=ours_torch_cublas
     elif [[ -n ${AB_FLAG:-} ]]; then [[ $v == old ]] && flag=$AB_FLAG
     else [[ $v == old ]] && bin=$here/bin/cuda_train_bench_old; fi
-    $runner "$bin" --model "$1" --batch "$2" --steps 10 $profile $flag --json "$OUT/ab_$v.jsonl" > /dev/null 2>&1
+    if ! $runner "$bin" --model "$1" --batch "$2" --steps 10 $profile $flag --json "$OUT/ab_$v.jsonl" \
+        > "$OUT/ab_$v.log" 2>&1; then
+      echo "$v $1 $2: $runner $bin failed:"; tail -3 "$OUT/ab_$v.log"; continue
+    fi
     tail -1 "$OUT/ab_$v.jsonl" | PHASES=${PHASES:-attention fwd,attention bwd} python3 -c "
 import json,os,sys
 j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step', {}); ph=os.environ['PHASES']

@@ -32,7 +32,8 @@
 // as the training loop runs them (trainer/run/train_loop.cc): the backward on loss x S, the
 // gradient norm read back to decide (an overflowing step skips AdamW), AdamW with grad_scale
 // 1 / S, S moved by the loss scaler (trainer/run/loss_scaler.h, GradScaler's defaults) — the
-// peer's counterpart is autocast(float16) with torch.amp.GradScaler.
+// peer's counterpart is autocast(float16) with torch.amp.GradScaler. Energy: NVML's counter over
+// the timed steps gives joules_per_step and watts_mean (bench/nvml_gpu.h; absent without NVML).
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -48,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/nvml_gpu.h"
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/memory_plan.h"
@@ -275,6 +277,11 @@ int main(int argc, char** argv) {
   std::vector<std::vector<int>> micro_tokens, micro_targets;  // a pipeline's micro-batches
   std::vector<bm::train::cuda::TokenBatch> micro;
   double queue_s_before = 0;  // HostQueueSeconds before the timed steps
+  bm::bench::NvmlGpu nvml;    // the energy the timed steps take (none without NVML)
+  int cuda_device = 0;
+  if (cudaGetDevice(&cuda_device) == cudaSuccess) nvml.Open(cuda_device);
+  double joules_before = 0;
+  std::chrono::steady_clock::time_point timed_from;
   for (int step = 0; step < warmup + steps; ++step) {
     for (int i = 0; i < n; ++i) {
       tokens[i] = tok(rng);
@@ -283,6 +290,8 @@ int main(int argc, char** argv) {
     if (step == warmup) {
       model.ResetPhaseTimes();
       queue_s_before = model.HostQueueSeconds();
+      joules_before = nvml.Joules();
+      timed_from = std::chrono::steady_clock::now();
     }
     auto t0 = std::chrono::steady_clock::now();
     const double loss_scale = scaler ? scaler->scale() : 1.0;
@@ -343,6 +352,9 @@ int main(int argc, char** argv) {
       return Fail(bm::Errorf(bm::ErrorCode::kFailed, "loss is {} at step {}", loss, step));
     if (step >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
+  const double timed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_from).count();
+  const double joules = nvml.ok() ? nvml.Joules() - joules_before : -1.0;
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   double med = sorted[sorted.size() / 2];
@@ -401,6 +413,10 @@ int main(int argc, char** argv) {
   j["tokens_per_s"] = tps;  // per GPU
   j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
   j["host_queue_ms_per_step"] = (model.HostQueueSeconds() - queue_s_before) * 1e3 / steps;
+  if (joules >= 0) {  // this rank's GPU over the timed steps (NVML's energy counter)
+    j["joules_per_step"] = joules / steps;
+    j["watts_mean"] = joules / timed_s;
+  }
   j["mfu_6n_all"] = 6.0 * n_all * tps / kPeak;
   j["mfu_palm_all"] = (6.0 * n_all + attn) * tps / kPeak;
   j["mfu_palm_nonemb"] = (6.0 * (n_all - n_emb) + attn) * tps / kPeak;

@@ -87,11 +87,13 @@ fi
 # MODELS="gpt2-124m:16 llama-1b:4 llama7b-8l:1" picks other rows (bench, variants, torch)
 # CLOCKS=1: nvidia-smi samples the SM clock and the power every 100 ms while each bench and torch
 # row runs; "clocks NAME" prints their medians over the busy samples (power at 60% of the row's
-# largest or more: the timed steps, not start-up or compilation). Do our products run at lower
-# clocks than the peer's because less of our step is memory-bound (the power limit)?
+# largest or more: the timed steps, not start-up or compilation), and the share of them in which
+# the driver held the clock down for the power cap (clocks_event_reasons: SW power cap, 0x4).
+# Run 68: both sides' steps run at the 700 W cap, ours at a lower clock.
 clocks_start() {
   [[ ${CLOCKS:-0} == 1 ]] || return 0
-  nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 \
+  nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_event_reasons.active \
+    --format=csv,noheader,nounits -lms 100 \
     > "$OUT/clocks_$1.csv" 2>/dev/null &
   clocks_pid=$!
 }
@@ -103,14 +105,16 @@ import statistics, sys
 rows = []
 for line in open(sys.argv[1]):
     try:
-        mhz, watts = (float(v) for v in line.split(","))
-        rows.append((mhz, watts))
+        mhz, watts, reasons = line.split(",")
+        rows.append((float(mhz), float(watts), int(reasons, 16)))
     except ValueError:
         pass
-busy = [r for r in rows if rows and r[1] >= 0.6 * max(w for _, w in rows)]
+busy = [r for r in rows if rows and r[1] >= 0.6 * max(r[1] for r in rows)]
 if busy:
-    print(f"clocks {sys.argv[2]}: SM {statistics.median(m for m, _ in busy):.0f} MHz, "
-          f"power {statistics.median(w for _, w in busy):.0f} W over {len(busy)} busy samples")
+    capped = sum(1 for r in busy if r[2] & 0x4)
+    print(f"clocks {sys.argv[2]}: SM {statistics.median(r[0] for r in busy):.0f} MHz, "
+          f"power {statistics.median(r[1] for r in busy):.0f} W over {len(busy)} busy samples, "
+          f"power-capped in {capped}")
 PY
 }
 
@@ -250,5 +254,7 @@ for (m, b, attn), r in ours.items():
     line = f"{m:12s} B={b} {attn:17s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} (after Create {r.get('device_used_after_create_GiB', float('nan')):.1f}) GiB loss {r['final_loss']:.3f}"
     if t:
         line += f" | torch {t['tokens_per_s']:9.0f} tok/s PaLM {100*t['mfu_all']:.1f}% mem {t['peak_mem_alloc_GiB']:.1f}/{t['peak_mem_reserved_GiB']:.1f} GiB | ratio {r['tokens_per_s']/t['tokens_per_s']:.3f}"
+        if "joules_per_step" in r and "joules_per_step" in t:  # NVML's energy counters
+            line += f" | J/step ours {r['joules_per_step']:.1f} ({r['watts_mean']:.0f} W) torch {t['joules_per_step']:.1f} ({t['watts_mean']:.0f} W)"
     print(line)
 PY

@@ -31,7 +31,7 @@ for mb in ${AB_MODELS:-gpt2-124m:32 llama-1b:8 llama7b-8l:2}; do
 import json,os,sys
 j=json.loads(sys.stdin.read()); p=j.get('phase_ms_per_step', {}); ph=os.environ['PHASES']
 ks=sorted(p, key=lambda k: -p[k]) if ph=='all' else [k for k in ph.split(',') if k in p]
-print('$v${flag:+ $flag}', j['model'], j['batch'], 'cublasLt %s'%j.get('cublaslt_version'), 'step %.2f'%j['step_ms_median'], 'J/step %.1f'%j.get('joules_per_step', -1), 'loss %.9f'%j['final_loss'], 'att keys %s'%j['attention_chunk'], 'seqs %s'%j.get('attention_sequences'), 'host queue %.2f'%j.get('host_queue_ms_per_step', 0), ', '.join('%s %.2f'%(k, p[k]) for k in ks))"
+print('$v${flag:+ $flag}', j['model'], j['batch'], 'cublasLt %s'%j.get('cublaslt_version'), 'step %.2f'%j['step_ms_median'], 'loss %.9f'%j['final_loss'], 'att keys %s'%j['attention_chunk'], 'host queue %.2f'%j.get('host_queue_ms_per_step', 0), ', '.join('%s %.2f'%(k, p[k]) for k in ks))"
   done
 done
 done

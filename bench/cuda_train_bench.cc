@@ -8,8 +8,7 @@
 //                    [--recompute] [--recompute-norms] [--whole-masters]
 //                    [--activations-apart] [--profile]
 //                    [--attention auto|cudnn|flash]
-//                    [--attention-chunk KEYS] [--attention-sequences N]
-//                    (the cuDNN backward's keys and sequences a call; default: the plan chooses)
+//                    [--attention-chunk KEYS (default: the plan chooses)]
 //                    [--nondeterministic-attention (cuDNN's dQ-accumulating backward)] [--no-tune]
 //                    [--tuning-log] [--json FILE]
 //
@@ -215,8 +214,6 @@ int main(int argc, char** argv) {
       run.logits_chunk_rows = std::stoi(next());
     else if (a == "--attention-chunk")
       run.attention_chunk = std::stoi(next());
-    else if (a == "--attention-sequences")
-      run.attention_batch_chunk = std::stoi(next());
     else if (a == "--nondeterministic-attention")
       run.deterministic_attention = false;
     else {
@@ -406,8 +403,7 @@ int main(int argc, char** argv) {
   j["recompute_norms"] = run.recompute_norms;
   j["split_masters"] = model.memory().split_masters;
   j["attention"] = run.attention == AttentionImpl::kCudnn ? "cudnn" : "flash";
-  j["attention_chunk"] = model.memory().attention_key_block;      // keys per backward call
-  j["attention_sequences"] = model.memory().attention_sequences;  // sequences per backward call
+  j["attention_chunk"] = model.memory().attention_key_block;  // keys per backward call
   j["deterministic_attention"] = run.deterministic_attention;
   j["matmul_tuning"] = run.matmul_tuning;
   j["n_all"] = n_all;

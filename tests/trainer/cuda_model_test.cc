@@ -9,11 +9,9 @@
 // Skips with the reason on machines without a GPU.
 #include "trainer/cuda/cuda_model.h"
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -81,7 +79,6 @@ struct Options {
   bool deterministic_attention = true;
   bool recompute_norms = false, split_masters = true;
   int micro_batches_per_step = 1;
-  int attention_chunk = kCudnnKeyChunkAuto, attention_batch_chunk = 0;
 };
 
 std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options o = {}) {
@@ -92,8 +89,6 @@ std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options
   run.micro_batches_per_step = o.micro_batches_per_step;
   run.attention = o.attention;
   run.deterministic_attention = o.deterministic_attention;
-  run.attention_chunk = o.attention_chunk;
-  run.attention_batch_chunk = o.attention_batch_chunk;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
   auto m = CudaModel::Create(spec, run);
   EXPECT_TRUE(m.ok()) << m.status().message();
@@ -288,8 +283,7 @@ TEST_P(CudaModelTest, FiftyStepsTrackCpuLossCurve) {
 }
 
 // The whole step with cuDNN's fused attention, bf16 and fp16: gradients against the CPU twin
-// (16-bit tolerance), and two runs of five steps bit-identical (its deterministic backward), the
-// backward as the plan cuts it and one sequence a call (all the keys, and key blocks).
+// (16-bit tolerance), and two runs of five steps bit-identical (its deterministic backward).
 // With deterministic_attention off (dQ accumulated in fp32), the same tolerance; its reruns
 // need not agree bit for bit, only within it.
 TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
@@ -301,26 +295,14 @@ TEST_P(CudaModelTest, CudnnAttentionStepMatchesCpuAndReruns) {
   float scale = 1.0f / (kBatch * kSeq);
   std::vector<float> want(cpu.layout().total(), 0.0f);
   double want_loss = cpu.ForwardBackward(params, b.tokens, b.targets, scale, &want);
-  // The plan's choice; one sequence a call, all keys and blocks of 32; dQ accumulated.
-  const std::array<Options, 4> ways = {
-      Options{.attention = AttentionImpl::kCudnn},
-      Options{.attention = AttentionImpl::kCudnn, .attention_chunk = 0, .attention_batch_chunk = 1},
-      Options{
-          .attention = AttentionImpl::kCudnn, .attention_chunk = 32, .attention_batch_chunk = 1},
-      Options{.attention = AttentionImpl::kCudnn, .deterministic_attention = false}};
-  for (const Options& o : ways)
+  for (bool det : {true, false})
     for (DType t : {DType::kBF16, DType::kF16}) {
-      const bool det = o.deterministic_attention;
+      const Options o{.attention = AttentionImpl::kCudnn, .deterministic_attention = det};
       double loss = 0;
       std::vector<float> got;
       ASSERT_NO_FATAL_FAILURE(GpuGradients(spec, t, o, params, b, scale, &loss, &got));
       EXPECT_NEAR(loss, want_loss, 1e-2 * want_loss);
-      const std::string what = std::string(det ? "cudnn " : "cudnn dQ accumulated ") +
-                               DTypeName(t) +
-                               (o.attention_batch_chunk > 0
-                                    ? fmt::format(" {} keys, 1 sequence a call",
-                                                  o.attention_chunk == 0 ? kSeq : o.attention_chunk)
-                                    : "");
+      const std::string what = std::string(det ? "cudnn " : "cudnn dQ accumulated ") + DTypeName(t);
       EXPECT_LT(WorstTensorError(cpu.layout(), got, want, what), 5e-2) << GetParam() << " " << what;
       AdamWHyper h;
       std::vector<std::vector<double>> curves;
@@ -445,15 +427,12 @@ TEST_P(CudaModelTest, ResumeEqualsUninterrupted) {
   }
 }
 
-// The cuDNN backward's calls by default (kCudnnKeyChunkAuto): all the keys of the micro-batch in
-// one call when that call's scratch fits in the room the shared region gives the MLP or the
-// head anyway (a large vocabulary: the logits chunk), so the plan is exactly the blocked one's.
-// When it does not (a small vocabulary), the fewest calls whose scratch is no larger than that
-// of kCudnnKeyChunk-key blocks (here half the sequence) over the whole micro-batch: all the keys
-// of one sequence at a time, whose dP is as large as two sequences' blocks of half the keys
-// (the partial dQ tips it), or those blocks. Either way the plan is no larger than the blocked
-// one. Forcing any way still works.
-TEST_P(CudaModelTest, CudnnBackwardCallsByDefaultCostNoMemory) {
+// The cuDNN backward's keys per call by default (kCudnnKeyChunkAuto): all of them in one call
+// when that call's scratch fits in the room the shared region gives the MLP or the head anyway
+// (a large vocabulary: the logits chunk), so the plan is exactly the blocked one's; blocks of
+// kCudnnKeyChunk keys (here half the sequence) when it does not (a small vocabulary), again the
+// blocked plan, smaller than one call's. Forcing either still works.
+TEST_P(CudaModelTest, CudnnKeyBlocksByDefaultCostNoMemory) {
   if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
   constexpr int kLongSeq = 512;
   for (int vocab : {8192, 64}) {
@@ -461,49 +440,31 @@ TEST_P(CudaModelTest, CudnnBackwardCallsByDefaultCostNoMemory) {
     spec.vocab = vocab;
     spec.heads = 8;  // head_dim 16: one call's scores (B·H·T·T) well above the MLP's part
     spec.max_positions = std::max(spec.max_positions, kLongSeq);
-    struct Calls {
-      int keys = 0, sequences = 0;
-      size_t plan_bytes = 0;
-    };
-    auto plan = [&](int chunk, int batch_chunk) -> Calls {
+    auto plan = [&](int chunk, int* keys) -> size_t {
       RunSpec run;
       run.micro_batch = kBatch, run.seq = kLongSeq, run.dtype = DType::kBF16;
       run.micro_batches_per_step = 1;
       run.attention = AttentionImpl::kCudnn;
       run.attention_chunk = chunk;
-      run.attention_batch_chunk = batch_chunk;
       auto m = CudaModel::Create(spec, run);
       EXPECT_TRUE(m.ok()) << m.status().message();
-      if (!m.ok()) return {};
-      const MemoryReport& r = (*m)->memory();
-      return {r.attention_key_block, r.attention_sequences, r.plan_bytes};
+      if (!m.ok()) return 0;
+      *keys = (*m)->memory().attention_key_block;
+      return (*m)->memory().plan_bytes;
     };
-    Calls by_default = plan(kCudnnKeyChunkAuto, 0), one = plan(0, 0),
-          blocked = plan(kLongSeq / 2, 0);
-    Calls one_a_sequence = plan(0, 1);
-    std::printf(
-        "note: vocab %d: by default %d keys x %d sequences a call, plan %zu B (one call "
-        "%zu, one sequence a call %zu, blocked %zu)\n",
-        vocab, by_default.keys, by_default.sequences, by_default.plan_bytes, one.plan_bytes,
-        one_a_sequence.plan_bytes, blocked.plan_bytes);
-    EXPECT_EQ(one.keys, kLongSeq);
-    EXPECT_EQ(one.sequences, kBatch);
-    EXPECT_EQ(one_a_sequence.keys, kLongSeq);
-    EXPECT_EQ(one_a_sequence.sequences, 1);
-    EXPECT_EQ(blocked.keys, kLongSeq / 2);
-    EXPECT_EQ(blocked.sequences, kBatch);
-    EXPECT_LE(one_a_sequence.plan_bytes, one.plan_bytes);
-    EXPECT_LE(by_default.plan_bytes, blocked.plan_bytes)
-        << "vocab " << vocab << ": the default must cost no memory";
+    int auto_keys = 0, one_keys = 0, block_keys = 0;
+    size_t by_default = plan(kCudnnKeyChunkAuto, &auto_keys);
+    size_t one = plan(0, &one_keys);
+    size_t blocked = plan(kLongSeq / 2, &block_keys);
+    EXPECT_EQ(one_keys, kLongSeq);
+    EXPECT_EQ(block_keys, kLongSeq / 2);
+    EXPECT_EQ(by_default, blocked) << "vocab " << vocab << ": the default must cost no memory";
     if (vocab == 8192) {
-      EXPECT_EQ(by_default.keys, kLongSeq) << "one call fits beside the logits chunk";
-      EXPECT_EQ(by_default.sequences, kBatch);
-      EXPECT_EQ(one.plan_bytes, blocked.plan_bytes);
+      EXPECT_EQ(auto_keys, kLongSeq) << "one call fits beside the logits chunk";
+      EXPECT_EQ(one, blocked);
     } else {
-      EXPECT_GT(one.plan_bytes, blocked.plan_bytes) << "one call would grow the plan";
-      EXPECT_TRUE((by_default.keys == kLongSeq && by_default.sequences == 1) ||
-                  (by_default.keys == kLongSeq / 2 && by_default.sequences == kBatch))
-          << by_default.keys << " keys x " << by_default.sequences << " sequences";
+      EXPECT_EQ(auto_keys, kLongSeq / 2) << "one call would grow the plan";
+      EXPECT_GT(one, blocked);
     }
   }
 }

@@ -575,20 +575,16 @@ TEST(CudaOps16Bit, FlashAttention) {
 // key_chunk > 0 runs the backward over blocks of that many keys (the default path).
 // `accumulated` runs the bench's backward with dQ accumulated in fp32 instead
 // (CudnnAttentionAccumulatedBackward: the same tolerance, its bits need not repeat).
-// batch_chunk > 0 runs it over slices of that many sequences (the last one shorter when they
-// do not divide the batch).
 template <typename T>
-void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk, bool accumulated = false,
-                         int batch_chunk = 0) {
+void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk,
+                         bool accumulated = false) {
   int n = k.b * k.t, cols = (k.h + 2 * k.hkv) * k.d, ocols = k.h * k.d;
-  AttentionShape shape{k.b,        k.t, k.h, k.hkv, k.d, key_chunk, std::is_same_v<T, __half>,
-                       batch_chunk};
+  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d, key_chunk, std::is_same_v<T, __half>};
   std::string what =
       std::string("cuDNN ") + testing::TypeName<T>() + " B=" + std::to_string(k.b) +
       " T=" + std::to_string(k.t) + " H=" + std::to_string(k.h) + " Hkv=" + std::to_string(k.hkv) +
       " D=" + std::to_string(k.d) +
-      (accumulated ? std::string(" dQ accumulated") : " key chunk " + std::to_string(key_chunk)) +
-      (batch_chunk > 0 ? " sequences a call " + std::to_string(batch_chunk) : "");
+      (accumulated ? std::string(" dQ accumulated") : " key chunk " + std::to_string(key_chunk));
   auto ws = CudnnAttentionWorkspaceBytes(shape);
   ASSERT_TRUE(ws.ok()) << what << ": " << ws.status().message();
   if (accumulated) {
@@ -648,23 +644,6 @@ TEST(CudaOps16Bit, CudnnAttention) {
   CheckCudnnAttention<__nv_bfloat16>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10,
                                      128);
   CheckCudnnAttention<__half>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10, 128);
-}
-
-// The backward a few sequences at a time (AttentionShape::batch_chunk): with all the keys a call
-// and with key blocks, sequences that divide the batch and a shorter last slice, GQA.
-TEST(CudaOps16Bit, CudnnAttentionSequencesPerCall) {
-  BM_SKIP_WITHOUT_GPU();
-  if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
-  uint64_t seed = 299;
-  for (int chunk : {0, 64}) {
-    for (int sequences : {1, 2}) {
-      for (AttnCase k : {AttnCase{3, 130, 4, 2, 64, AttentionImpl::kCudnn},
-                         AttnCase{4, 256, 2, 2, 128, AttentionImpl::kCudnn}}) {
-        CheckCudnnAttention<__nv_bfloat16>(k, seed += 10, chunk, false, sequences);
-        CheckCudnnAttention<__half>(k, seed += 10, chunk, false, sequences);
-      }
-    }
-  }
 }
 
 // The survey's backward with dQ accumulated in fp32 (cuDNN's non-deterministic engines, all the

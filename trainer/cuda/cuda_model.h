@@ -68,7 +68,6 @@ struct MemoryReport {
   bool split_masters = false;     // RunSpec::split_masters applied (bf16, zero 0)
   int layers_over_gradients = 0;  // layers whose activations lie over gradients written later
   int attention_key_block = 0;    // keys per cuDNN attention backward call (0: not cuDNN)
-  int attention_sequences = 0;    // sequences per cuDNN attention backward call (0: not cuDNN)
   std::string plan_summary;
 };
 

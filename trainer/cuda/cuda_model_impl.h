@@ -166,9 +166,7 @@ struct CudaModel::Impl {
   int BigCols() const { return spec.family == Family::kGpt ? Ffn() : 2 * Ffn(); }
   bool Gpt() const { return spec.family == Family::kGpt; }
   AttentionShape AttShape(int b, int t) const {
-    AttentionShape shape{b, t, Heads(), KvHeads(), spec.head_dim(), run.attention_chunk, Fp16()};
-    shape.batch_chunk = run.attention_batch_chunk;
-    return shape;
+    return {b, t, Heads(), KvHeads(), spec.head_dim(), run.attention_chunk, Fp16()};
   }
   // Tensor parallelism (Megatron's collectives, as the CPU twin's: trainer/cpu/model.h): the
   // row-parallel outputs and the column-parallel input gradients summed over the TP group, in

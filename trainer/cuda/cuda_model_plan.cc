@@ -1,49 +1,6 @@
-#include <tuple>
-#include <utility>
-#include <vector>
-
 #include "trainer/cuda/cuda_model_impl.h"
 
 namespace bm::train::cuda {
-namespace {
-
-// kCudnnKeyChunkAuto: how the cuDNN backward of `s` (the micro-batch) is cut into calls, as
-// {RunSpec::attention_chunk, RunSpec::attention_batch_chunk}: the fewest calls that cost no
-// memory. Ways in order of preference: the most keys a call (key blocks add partial dQs and
-// sum dO·O again a block), then the most sequences a call (the sequences are independent).
-// The first whose scratch (beside `other`, the rest of the attention's part) fits in the room
-// the MLP's or the head's part of the shared region takes anyway, or is no larger than the
-// fallback's: blocks of kCudnnKeyChunk keys over the whole micro-batch. Estimates pick,
-// cuDNN's plans confirm (CudnnAttentionWorkspaceBytes builds them).
-Result<std::pair<int, int>> AttentionCalls(AttentionShape s, const MemoryPlan& plan, size_t other) {
-  AttentionShape fallback = s;
-  fallback.key_chunk = kCudnnKeyChunk, fallback.batch_chunk = 0;
-  const size_t fallback_estimate = CudnnBackwardScratchEstimate(fallback);
-  size_t fallback_bytes = 0;  // built only when an estimate needs the comparison confirmed
-  auto costs_nothing = [&](size_t bytes, size_t against) {
-    return plan.PartFits(std::max(bytes, other)) || bytes <= against;
-  };
-  std::vector<int> key_blocks = {s.seq};  // all the keys, then halves down to the fallback's
-  for (int k = s.seq / 2 / 64 * 64; k > kCudnnKeyChunk; k = k / 2 / 64 * 64)
-    key_blocks.push_back(k);
-  for (int keys : key_blocks) {
-    for (int b = s.batch; b >= 1; --b) {
-      if (s.batch % b != 0) continue;
-      s.key_chunk = keys == s.seq ? 0 : keys;
-      s.batch_chunk = b == s.batch ? 0 : b;
-      if (!costs_nothing(CudnnBackwardScratchEstimate(s), fallback_estimate)) continue;
-      BM_ASSIGN_OR_RETURN(size_t bytes, CudnnAttentionWorkspaceBytes(s));
-      if (plan.PartFits(std::max(bytes, other))) return std::pair{s.key_chunk, s.batch_chunk};
-      if (fallback_bytes == 0) {
-        BM_ASSIGN_OR_RETURN(fallback_bytes, CudnnAttentionWorkspaceBytes(fallback));
-      }
-      if (bytes <= fallback_bytes) return std::pair{s.key_chunk, s.batch_chunk};
-    }
-  }
-  return std::pair{kCudnnKeyChunk, 0};
-}
-
-}  // namespace
 
 Status CudaModel::Impl::Plan() {
   MemoryPlan plan;
@@ -159,20 +116,20 @@ Status CudaModel::Impl::Plan() {
           size_t ws, CudnnAttentionAccumulatedWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
       att_scratch_bytes = std::max(att_scratch_bytes, ws);
       memory.attention_key_block = run.seq;
-      memory.attention_sequences = run.micro_batch;
     } else {
-      // kCudnnKeyChunkAuto: the fewest backward calls that cost no memory (faster: no partial
-      // dQ to add, fewer launches; runs 31, 71).
+      // kCudnnKeyChunkAuto: the backward as one call (faster: no partial dQ to add, fewer
+      // launches; run 31) when its scratch fits in the room the MLP's or the head's part takes
+      // anyway, so that it costs no memory; else blocks of kCudnnKeyChunk keys.
       if (run.attention_chunk == kCudnnKeyChunkAuto) {
-        BM_ASSIGN_OR_RETURN(auto calls, AttentionCalls(AttShape(run.micro_batch, run.seq), plan,
-                                                       att_scratch_bytes));
-        std::tie(run.attention_chunk, run.attention_batch_chunk) = calls;
+        run.attention_chunk = 0;
+        BM_ASSIGN_OR_RETURN(size_t one,
+                            CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
+        if (!plan.PartFits(std::max(one, att_scratch_bytes))) run.attention_chunk = kCudnnKeyChunk;
       }
       BM_ASSIGN_OR_RETURN(size_t ws,
                           CudnnAttentionWorkspaceBytes(AttShape(run.micro_batch, run.seq)));
       att_scratch_bytes = std::max(att_scratch_bytes, ws);
       memory.attention_key_block = CudnnKeysPerCall(AttShape(run.micro_batch, run.seq));
-      memory.attention_sequences = CudnnSequencesPerCall(AttShape(run.micro_batch, run.seq));
     }
   }
   att_scratch = plan.Add("attention scratch", att_scratch_bytes);

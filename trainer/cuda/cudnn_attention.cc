@@ -54,16 +54,6 @@ int CudnnKeysPerCall(const AttentionShape& s) {
   return std::min({s.key_chunk < 0 ? kCudnnKeyChunk : s.key_chunk, half, s.seq});
 }
 
-int CudnnSequencesPerCall(const AttentionShape& s) {
-  return s.batch_chunk <= 0 ? s.batch : std::min(s.batch_chunk, s.batch);
-}
-
-size_t CudnnBackwardScratchEstimate(const AttentionShape& s) {
-  const size_t b = CudnnSequencesPerCall(s), keys = CudnnKeysPerCall(s);
-  const size_t dq = keys < static_cast<size_t>(s.seq) ? b * s.seq * s.heads * s.head_dim * 2 : 0;
-  return b * s.heads * s.seq * keys * 2 + dq;
-}
-
 #if !BENCHMAKE_HAVE_CUDNN
 
 bool CudnnAttentionBuilt() { return false; }
@@ -343,14 +333,6 @@ size_t PartialDqBytes(const AttentionShape& s) {
 }
 size_t Round256(size_t n) { return (n + 255) / 256 * 256; }
 
-// `b` of the shape's sequences, as one backward call's shape sees them.
-AttentionShape Slice(const AttentionShape& s, int b) {
-  AttentionShape slice = s;
-  slice.batch = b;
-  slice.batch_chunk = 0;
-  return slice;
-}
-
 // The backward's by-value scalars (their addresses go into the variant pack).
 struct BackwardScalars {
   float scale, lowest = std::numeric_limits<float>::lowest(), one = 1.0f;
@@ -393,21 +375,13 @@ bool CudnnAttentionUsable(const AttentionShape& shape) {
 
 Result<size_t> CudnnAttentionWorkspaceBytes(const AttentionShape& shape) {
   BM_ASSIGN_OR_RETURN(const CudnnGraph* f, PlanFor(shape, 0, -1));
-  size_t bytes = f->workspace();
-  // The backward's calls: a full slice of sequences, and the rest when they do not divide.
-  const int per = std::max(1, CudnnSequencesPerCall(shape));
-  for (int b : {per, shape.batch % per}) {
-    if (b == 0) continue;
-    const AttentionShape slice = Slice(shape, b);
-    const int chunk = CudnnKeysPerCall(slice);
-    size_t cudnn = 0;
-    for (int k0 = 0; k0 < slice.seq; k0 += chunk) {
-      BM_ASSIGN_OR_RETURN(const CudnnGraph* g, PlanFor(slice, k0, std::min(chunk, slice.seq - k0)));
-      cudnn = std::max(cudnn, g->workspace());
-    }
-    bytes = std::max(bytes, Round256(PartialDqBytes(slice)) + cudnn);
+  size_t cudnn = f->workspace();
+  int chunk = CudnnKeysPerCall(shape);
+  for (int k0 = 0; k0 < shape.seq; k0 += chunk) {
+    BM_ASSIGN_OR_RETURN(const CudnnGraph* b, PlanFor(shape, k0, std::min(chunk, shape.seq - k0)));
+    cudnn = std::max(cudnn, b->workspace());
   }
-  return bytes;
+  return Round256(PartialDqBytes(shape)) + cudnn;
 }
 
 Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const AttentionShape& s,
@@ -425,12 +399,10 @@ Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const Atten
       workspace, workspace_bytes, stream);
 }
 
-namespace {
-
-// The backward of the sequences of `s` (one slice of the batch), over its key blocks.
-Status BackwardSequences(void* dqkv, const void* dout, const void* out, const void* qkv,
-                         const float* lse, const AttentionShape& s, void* workspace,
-                         size_t workspace_bytes, cudaStream_t stream) {
+Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, const void* qkv,
+                              const float* lse, const AttentionShape& s, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  if (s.batch == 0 || s.seq == 0) return Status::Ok();
   size_t skip = Round256(PartialDqBytes(s));
   if (workspace_bytes < skip)
     return Errorf(ErrorCode::kInternal, "cuDNN attention backward: workspace {} bytes < {} for {}",
@@ -461,26 +433,6 @@ Status BackwardSequences(void* dqkv, const void* dout, const void* out, const vo
           reinterpret_cast<__nv_bfloat16*>(dbase), static_cast<int>(width),
           static_cast<const __nv_bfloat16*>(dq_partial), cols, s.batch, s.seq, k0, cols, stream));
     }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, const void* qkv,
-                              const float* lse, const AttentionShape& s, void* workspace,
-                              size_t workspace_bytes, cudaStream_t stream) {
-  if (s.batch == 0 || s.seq == 0) return Status::Ok();
-  // Sequence b starts at row b·T of qkv, out, dout and dqkv, and at b·H·T in lse.
-  const size_t qkv_seq = static_cast<size_t>(s.seq) * (s.heads + 2 * s.kv_heads) * s.head_dim * 2;
-  const size_t out_seq = static_cast<size_t>(s.seq) * s.heads * s.head_dim * 2;
-  const int per = CudnnSequencesPerCall(s);
-  for (int b0 = 0; b0 < s.batch; b0 += per) {
-    BM_TRY(BackwardSequences(
-        static_cast<char*>(dqkv) + b0 * qkv_seq, static_cast<const char*>(dout) + b0 * out_seq,
-        static_cast<const char*>(out) + b0 * out_seq, static_cast<const char*>(qkv) + b0 * qkv_seq,
-        lse + static_cast<size_t>(b0) * s.heads * s.seq, Slice(s, std::min(per, s.batch - b0)),
-        workspace, workspace_bytes, stream));
   }
   return Status::Ok();
 }

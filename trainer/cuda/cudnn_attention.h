@@ -11,12 +11,8 @@
 // `key_chunk` of them and at most half the sequence (rounded down to a multiple of 64). The call
 // for keys [k0, k1) takes the queries [k0, T) (top-left causal within the block), writes dK and dV
 // of its keys whole and a partial dQ for the rows k0.. that is added, in block order, to the others
-// (deterministic). The backward may also take the batch's sequences a few at a time
-// (`batch_chunk`): the sequences are independent, so that cuts dP without adding anything, and
-// a call over all the keys of fewer sequences can replace key blocks over all of them at the same
-// memory. Workspace: b·H·T·block·2 bytes for dP (b: the sequences of a call) plus one partial dQ
-// (b·T·H·D·2), linear in T. fp16 runs the same graphs with fp16 tensors (every intermediate stays
-// fp32).
+// (deterministic). Workspace: B·H·T·block·2 bytes for dP plus one partial dQ (B·T·H·D·2), linear in
+// T. fp16 runs the same graphs with fp16 tensors (every intermediate stays fp32).
 //
 // Execution plans are built once per shape and key block (first call) and cached for the
 // process; the caller passes the workspace (from the arena), sized by
@@ -49,7 +45,6 @@ struct AttentionShape {
   int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
   int key_chunk = kCudnnKeyChunk;  // cuDNN backward: at most this many keys per call; 0: one
   bool fp16 = false;               // the tensors are __half rather than __nv_bfloat16
-  int batch_chunk = 0;  // cuDNN backward: at most this many sequences per call; 0: the batch
 };
 
 bool CudnnAttentionBuilt();
@@ -58,13 +53,6 @@ std::string CudnnLibraryVersion();
 
 // The keys of each backward call for this shape (the sequence when one call).
 int CudnnKeysPerCall(const AttentionShape& shape);
-// The sequences of each backward call (the batch unless batch_chunk says fewer).
-int CudnnSequencesPerCall(const AttentionShape& shape);
-// The backward's scratch as the header's comment counts it (dP for the keys of a call, bf16,
-// and the partial dQ when there are several key blocks), without building plans: for comparing
-// ways of cutting the backward into calls (cuda_model_plan.cc); CudnnAttentionWorkspaceBytes
-// gives the real figure.
-size_t CudnnBackwardScratchEstimate(const AttentionShape& shape);
 
 // Built in, a shape cuDNN's engines take (head_dim a multiple of 8 up to 128, heads a multiple
 // of kv_heads) and both plans build on this GPU: what attention = "auto" checks before it

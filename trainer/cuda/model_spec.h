@@ -83,9 +83,6 @@ struct RunSpec {
   // cuDNN backward: keys per call at most (0: one call; kCudnnKeyChunkAuto: the plan chooses,
   // MemoryReport::attention_key_block says what).
   int attention_chunk = kCudnnKeyChunkAuto;
-  // cuDNN backward: sequences per call at most (0: the micro-batch). With attention_chunk
-  // kCudnnKeyChunkAuto the plan chooses this too (MemoryReport::attention_sequences).
-  int attention_batch_chunk = 0;
   // false: the cuDNN backward with dQ accumulated in fp32 by cuDNN's non-deterministic engines
   // (CudnnAttentionAccumulatedBackward: all the keys in one call, no dP workspace), so reruns
   // may differ in their last bits. For measuring what determinism costs

@@ -413,9 +413,10 @@ int main(int argc, char** argv) {
   j["tokens_per_s"] = tps;  // per GPU
   j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
   j["host_queue_ms_per_step"] = (model.HostQueueSeconds() - queue_s_before) * 1e3 / steps;
-  if (joules >= 0) {  // this rank's GPU over the timed steps (NVML's energy counter)
+  if (joules >= 0) {  // this rank's GPU over the timed steps (NVML's energy counter: seconds)
     j["joules_per_step"] = joules / steps;
     j["watts_mean"] = joules / timed_s;
+    j["energy_window_s"] = timed_s;
   }
   j["mfu_6n_all"] = 6.0 * n_all * tps / kPeak;
   j["mfu_palm_all"] = (6.0 * n_all + attn) * tps / kPeak;

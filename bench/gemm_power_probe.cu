@@ -8,9 +8,8 @@
 //   alone_ms       the tuner's measure
 //   sustained_ms   the mean launch time over the last half of back-to-back launches lasting
 //                  --ms milliseconds (default 200)
-//   mhz            the SM clock NVML reads in the burst's second half
-//   watts, mj_per_launch  the energy NVML counts over the burst's second half, over its time
-//                  and per launch (bench/nvml_gpu.h)
+//   mhz            the SM clock NVML reads in the burst's second half (its energy counter does
+//                  not resolve a burst: bench/nvml_gpu.h)
 // and, for the first candidate, the launch times over the burst in ten slices of its launches
 // (how fast the clock comes down). Shapes are read from the tuner's log lines (stdin or a file):
 //   tuning [m=16384 n=6144 k=2048 op(A)=N op(B)=T lda=2048 ldb=2048 ldd=6144 ab=bf16 d=bf16
@@ -133,8 +132,7 @@ int main(int argc, char** argv) {
   bm::bench::NvmlGpu nvml;
   int cuda_device = 0;
   Check(cudaGetDevice(&cuda_device), "device");
-  if (!nvml.Open(cuda_device))
-    std::fprintf(stderr, "gemm_power_probe: no NVML, clocks and energy not read\n");
+  if (!nvml.Open(cuda_device)) std::fprintf(stderr, "gemm_power_probe: no NVML, clocks not read\n");
   std::vector<cudaEvent_t> ev(4096);
   for (auto& e : ev) Check(cudaEventCreate(&e), "event");
 
@@ -189,24 +187,20 @@ int main(int argc, char** argv) {
         Check(cudaEventRecord(ev[i], st), "event");
       }
       Check(cudaEventSynchronize(ev[launches / 2]), "sync");  // NVML reads in the second half
-      const double joules0 = nvml.Joules();
       std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(burst_ms / 4)));
       const double mhz = nvml.SmMhz();
       Check(cudaEventSynchronize(ev[launches]), "sync");
-      const double joules = nvml.Joules() - joules0;
       if (!ok) {
         std::printf("%s{\"index\":%d,\"failed\":true}", c ? "," : "", c);
         continue;
       }
       float half = 0;
       Check(cudaEventElapsedTime(&half, ev[launches / 2], ev[launches]), "elapsed");
-      const int timed = launches - launches / 2;
-      const double sustained = half / timed;
+      const double sustained = half / (launches - launches / 2);
       std::printf(
           "%s{\"index\":%d,\"alone_ms\":%.4f,\"sustained_ms\":%.4f,\"sustained_tflops\":%.0f,"
-          "\"launches\":%d,\"mhz\":%.0f,\"watts\":%.0f,\"mj_per_launch\":%.2f",
-          c ? "," : "", c, alone[1], sustained, tflop / sustained * 1e3, launches, mhz,
-          joules0 < 0 ? -1.0 : joules / (half / 1e3), joules0 < 0 ? -1.0 : joules * 1e3 / timed);
+          "\"launches\":%d,\"mhz\":%.0f",
+          c ? "," : "", c, alone[1], sustained, tflop / sustained * 1e3, launches, mhz);
       if (c == 0) {  // the clock coming down: mean launch time in ten slices of the burst
         std::printf(",\"slices_ms\":[");
         for (int p = 0; p < 10; ++p) {

@@ -34,15 +34,11 @@
 #include <vector>
 
 #include "bench/nvml_gpu.h"
+#include "bench/probe_util.h"
 
 namespace {
 
-void Check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "gemm_power_probe: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using bm::bench::Check;
 bool Ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
 struct Shape {
@@ -113,12 +109,7 @@ int main(int argc, char** argv) {
   Check(cudaMalloc(&b, max_b * 2), "B");
   Check(cudaMalloc(&d, max_d), "D");
   {
-    std::vector<__nv_bfloat16> h(std::max(max_a, max_b));
-    uint32_t z = 12345;
-    for (auto& v : h) {
-      z = z * 1664525u + 1013904223u;
-      v = __float2bfloat16(static_cast<float>(static_cast<int>(z >> 9) - (1 << 22)) / (1 << 22));
-    }
+    std::vector<__nv_bfloat16> h = bm::bench::RandomBf16(std::max(max_a, max_b));
     Check(cudaMemcpy(a, h.data(), max_a * 2, cudaMemcpyHostToDevice), "upload");
     Check(cudaMemcpy(b, h.data(), max_b * 2, cudaMemcpyHostToDevice), "upload");
   }

@@ -27,14 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/probe_util.h"
+
 namespace {
 
-void Check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "overlap_probe: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using bm::bench::Check;
 void Check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "overlap_probe: %s: cuBLAS status %d\n", what, static_cast<int>(s));

@@ -18,14 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/probe_util.h"
+
 namespace {
 
-void Check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "splitk_probe: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using bm::bench::Check;
 bool Ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
 // grad[i] += p[0][i] + p[1][i] + ... (in that order).
@@ -66,13 +63,8 @@ int main(int argc, char** argv) {
   Check(cudaMalloc(&x, max_in * 2), "x");
   Check(cudaMalloc(&grad, max_w * 4), "grad");
   Check(cudaMalloc(&partials, 4 * max_w * 4), "partials");
-  {  // random-looking bf16 (not constant: the tensor cores' power depends on the data)
-    std::vector<__nv_bfloat16> h(max_in);
-    uint32_t z = 12345;
-    for (auto& v : h) {
-      z = z * 1664525u + 1013904223u;
-      v = __float2bfloat16(static_cast<float>(static_cast<int>(z >> 9) - (1 << 22)) / (1 << 22));
-    }
+  {
+    std::vector<__nv_bfloat16> h = bm::bench::RandomBf16(max_in);
     Check(cudaMemcpy(dy, h.data(), max_in * 2, cudaMemcpyHostToDevice), "upload");
     Check(cudaMemcpy(x, h.data(), max_in * 2, cudaMemcpyHostToDevice), "upload");
   }

@@ -33,7 +33,8 @@
 // gradient norm read back to decide (an overflowing step skips AdamW), AdamW with grad_scale
 // 1 / S, S moved by the loss scaler (trainer/run/loss_scaler.h, GradScaler's defaults) — the
 // peer's counterpart is autocast(float16) with torch.amp.GradScaler. Energy: NVML's counter over
-// the timed steps gives joules_per_step and watts_mean (bench/nvml_gpu.h; absent without NVML).
+// the timed steps gives joules_per_step and watts_mean over energy_window_s seconds (bench/
+// nvml_gpu.h: trust it over seconds, not less; absent without NVML).
 #include <cublasLt.h>
 
 #include <algorithm>

@@ -22,7 +22,7 @@ ours() { LD_LIBRARY_PATH=$ours_path "$@"; }
 # ours with the cuBLAS of torch's wheel (nvidia-cublas) ahead of the toolkit's: does the peer's
 # library run our products faster? (bench/ab.sh AB_CUBLAS=torch)
 # (the CUDA 13 wheels keep it in nvidia/cu13/lib, the CUDA 12 ones in nvidia/cublas/lib).
-cublas_torch_dir=$(python3 -c "import nvidia, os; print(*nvidia.__path__, sep=chr(10))" 2>/dev/null |
+cublas_torch_dir=$(python3 -c "import nvidia; print(*nvidia.__path__, sep=chr(10))" 2>/dev/null |
   xargs -r -I{} find {} -name 'libcublasLt.so.*' -printf '%h\n' 2>/dev/null | head -1)
 ours_torch_cublas() {
   if [[ -z $cublas_torch_dir ]]; then echo "device_env.sh: no cuBLAS wheel beside torch" >&2; return 1; fi

@@ -254,7 +254,8 @@ for (m, b, attn), r in ours.items():
     line = f"{m:12s} B={b} {attn:17s} ours {r['tokens_per_s']:9.0f} tok/s MFU6N {100*r['mfu_6n_all']:.1f}% PaLM {100*r['mfu_palm_all']:.1f}% mem plan {r['plan_GiB']:.1f} used {r['device_used_GiB']:.1f} (after Create {r.get('device_used_after_create_GiB', float('nan')):.1f}) GiB loss {r['final_loss']:.3f}"
     if t:
         line += f" | torch {t['tokens_per_s']:9.0f} tok/s PaLM {100*t['mfu_all']:.1f}% mem {t['peak_mem_alloc_GiB']:.1f}/{t['peak_mem_reserved_GiB']:.1f} GiB | ratio {r['tokens_per_s']/t['tokens_per_s']:.3f}"
-        if "joules_per_step" in r and "joules_per_step" in t:  # NVML's energy counters
+        # NVML's energy counters, where both timed windows last long enough for them (nvml_gpu.h)
+        if min(r.get("energy_window_s", 0), t.get("energy_window_s", 0)) >= 3:
             line += f" | J/step ours {r['joules_per_step']:.1f} ({r['watts_mean']:.0f} W) torch {t['joules_per_step']:.1f} ({t['watts_mean']:.0f} W)"
     print(line)
 PY

@@ -1,9 +1,8 @@
 // The platform facts of this machine, as `benchmake-train --probe` prints
 // them (docs/METRICS.md): CPU model and cores, GPUs, driver and CUDA versions, the cuBLASLt
 // and cuDNN libraries loaded, the InfiniBand/RoCE ports (interconnect), and the trainer's build
-// id. The engine puts them in the
-// key of platform-dependent steps, so they must be stable across runs on one machine (no clocks,
-// loads or free memory).
+// id. The engine puts them in the key of platform-dependent steps, so they must be stable across
+// runs on one machine (no clocks, loads or free memory).
 //
 // The CUDA backend fills the GPU part: with BENCHMAKE_HAVE_CUDA, Probe() calls
 //   nlohmann::json bm::train::cuda::ProbeCudaPlatform();

@@ -6,6 +6,8 @@
 # only difference from the CPU runs. Run from the tree root of the device tool's copy
 # (after bench/pack_devtree.sh, carrying .devtree):
 #   bash .devtree/bench/examples_gpu.sh [EXAMPLE...]        (default: every example)
+# TARGETS="a b" builds those targets of each example instead of its smoke ones (e.g. the
+# LLaMA-2-7B example's sample_dp4: the full-size model on 4 GPUs).
 # DEVICE=cpu checks the script itself on a machine without a GPU.
 # Binaries: $BIN (default .devtree/bin: benchmake and benchmake-train built with CUDA);
 # the Debian libraries they need travel packed in .devtree/lib/extra-libs.tar.xz, as
@@ -34,7 +36,11 @@ for ex in "${examples[@]}"; do
   ws=$tree/examples/$ex
   cp -r "$root/examples/$ex" $ws
   sed -i "s/^device = \"cpu\"/device = \"$device\"/" $ws/BENCHFILE.toml
-  mapfile -t targets < <(sed -n 's/^\[target\.\(smoke[a-z0-9_.-]*\)\]$/\1/p' $ws/BENCHFILE.toml)
+  if [[ -n ${TARGETS:-} ]]; then
+    read -ra targets <<< "$TARGETS"
+  else
+    mapfile -t targets < <(sed -n 's/^\[target\.\(smoke[a-z0-9_.-]*\)\]$/\1/p' $ws/BENCHFILE.toml)
+  fi
   {
     echo "== $ex: benchmake build ${targets[*]} (device = $device: $(grep -c "^device = \"$device\"" $ws/BENCHFILE.toml) targets)"
     start=$(date +%s%N)

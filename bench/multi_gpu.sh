@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several GPUs of one machine, ours against PyTorch in the same call (issue "Several GPUs"):
-#   1. LLaMA 1B, 8 x 2048 per GPU: one GPU, then data parallel on every GPU (accum 1 and 4):
-#      ours (cuda_train_bench, NCCL) vs PyTorch DDP + torch.compile; scaling efficiency =
+#   1. LLaMA 1B, 8 x 2048 per GPU: one GPU, then data parallel on every GPU (accum 1 and 4, and
+#      ZeRO-2 at accum 1): ours (cuda_train_bench, NCCL) vs PyTorch DDP + torch.compile; scaling efficiency =
 #      tokens/s/GPU on N GPUs / tokens/s on one GPU of the same machine.
 #   2. Full LLaMA-2-7B, 2 x 4096 per GPU: our ZeRO-3 vs PyTorch FSDP2 + compile.
 #   3. Tensor and pipeline parallel on 4 GPUs, the suites' cases (Megatron's layouts): Aquila2-7B
@@ -13,6 +13,10 @@
 # Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp] [pp]  (default: all; tp: the Aquila2 row and
 #                                                            its peer, pp: the GPT-3 row; 4 GPUs)
+#   bash .devtree/bench/multi_gpu.sh dpsweep   ours only, LLaMA 1B 8 x 2048 on one GPU and data
+#       parallel on N without accumulation, once per SWEEP entry ZERO:CHANNELS (CHANNELS: NCCL's
+#       NCCL_MAX_NCHANNELS, "-" for NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"), with
+#       SWEEP_FLAGS added to every run (e.g. --profile); prints each one's scaling.
 # Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
 # ../shared/bench/multi_reference.py, carried unchanged into .devtree/peer/ with
 # torch_reference.py beside it. GPUS (default: all) sets N. Logs and JSON go to $OUT.
@@ -54,9 +58,38 @@ torch_peer() {  # runs the peer from its folder, as its docstring says (ROW_LIMI
 if want dp; then
   ranks dp1 1 --model llama-1b --batch 8 --json "$OUT/ours.jsonl"
   for acc in 1 4; do ranks "dp$N-accum$acc" "$N" --model llama-1b --batch 8 --accum $acc --json "$OUT/ours.jsonl"; done
+  # ZeRO-2: the gradients reduce-scattered, each rank updating its slices, the weights gathered.
+  ranks "dp$N-zero2" "$N" --model llama-1b --batch 8 --zero 2 --json "$OUT/ours.jsonl"
   torch_peer python3 multi_reference.py --mode single --model llama-1b --batch 8 --json "$OUT/torch.jsonl"
   torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \
     --model llama-1b --batch 8 --accum 1,4 --json "$OUT/torch.jsonl"
+fi
+if want dpsweep; then
+  rm -f "$OUT/sweep.jsonl"
+  ranks sweep-dp1 1 --model llama-1b --batch 8 ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
+  tags=(one-GPU)
+  for v in ${SWEEP:-0:- 1:- 2:- 0:8 0:4}; do
+    z=${v%:*} ch=${v#*:} tag=dp$N-zero${v%:*}-channels${v#*:}
+    if [[ $ch == - ]]; then
+      ranks "$tag" "$N" --model llama-1b --batch 8 --zero "$z" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
+    else
+      NCCL_MAX_NCHANNELS=$ch ranks "$tag" "$N" --model llama-1b --batch 8 --zero "$z" \
+        ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
+    fi
+    tags+=("$tag")
+  done
+  python3 - "$OUT/sweep.jsonl" "${tags[@]}" <<'PY2'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+if len(rows) != len(sys.argv) - 2: print(f"sweep: {len(rows)} rows for {len(sys.argv) - 2} runs")
+one = rows[0]["tokens_per_s"] if rows else float("nan")
+for tag, r in zip(sys.argv[2:], rows):
+    print(f"{tag:24} {r['tokens_per_s']:8.0f} tok/s/GPU  scaling {r['tokens_per_s'] / one:6.1%}  "
+          f"step {r['step_ms_median']:6.1f} ms  comm wait {r['comm_wait_ms_per_step']:5.1f} ms  "
+          f"J/step {r.get('joules_per_step', float('nan')):6.1f}  {r['device_used_GiB']:5.1f} GiB"
+          + ("  " + " ".join(f"{k} {v:.1f}" for k, v in sorted(r["phase_ms_per_step"].items()))
+             if "phase_ms_per_step" in r else ""))
+PY2
 fi
 if want zero3; then
   ranks zero3 "$N" --model llama2-7b --batch 2 --zero 3 --json "$OUT/ours.jsonl"
@@ -94,12 +127,12 @@ def t(mode, model, world, accum=1):
     return r[-1] if r else None
 print(f"\n{'row':44} {'ours tok/s/GPU':>15} {'torch tok/s/GPU':>16} {'ratio':>6} {'ours scaling':>13} {'torch scaling':>14} {'ours GiB':>9} {'torch GiB':>10}")
 o1, t1 = o("llama-1b", 1), t("single", "llama-1b", 1)
-for acc in (1, 4):
-    a, b = o("llama-1b", n, acc), t("ddp", "llama-1b", n, acc)
+for acc, zero in ((1, 0), (4, 0), (1, 2)):
+    a, b = o("llama-1b", n, acc, zero), t("ddp", "llama-1b", n, acc)
     if not a or not b: continue
     so = a["tokens_per_s"] / o1["tokens_per_s"] if o1 else float("nan")
     st = b["tokens_per_s_per_gpu"] / t1["tokens_per_s_per_gpu"] if t1 else float("nan")
-    print(f"{f'LLaMA 1B 8x2048 DP{n} accum {acc} (vs DDP)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {so:13.1%} {st:14.1%} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")
+    print(f"{f'LLaMA 1B 8x2048 DP{n} ZeRO-{zero} accum {acc} (vs DDP)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {so:13.1%} {st:14.1%} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")
 for model, tp, pp, published in (
         ("aquila2-7b", 2, 1, "FlagScale TP2PP1DP4 on 8 A800: 3639.8 token/p/s"),
         ("gpt3-6.7b", 2, 2, "PaddleNLP TP2PP4 on 8 A100: 3791 token/p/s")):

@@ -45,6 +45,8 @@ CudaDataParallel::~CudaDataParallel() {
   }
   for (cudaEvent_t e : timing_pool_) cudaEventDestroy(e);
   if (comm_done_) cudaEventDestroy(comm_done_);
+  for (cudaEvent_t e : unit_gathered_) cudaEventDestroy(e);
+  if (gathers_done_) cudaEventDestroy(gathers_done_);
   if (compute_mark_) cudaEventDestroy(compute_mark_);
   if (comm_stream_) cudaStreamDestroy(comm_stream_);
 }
@@ -97,6 +99,13 @@ Status CudaDataParallel::Bind(const DeviceArena* arena, cudaStream_t compute) {
                 "communication stream");
   BM_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming), "event");
   BM_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming), "event");
+  if (zero_ == 1 || zero_ == 2) {
+    BM_CUDA_CHECK(cudaEventCreateWithFlags(&gathers_done_, cudaEventDisableTiming), "event");
+    unit_gathered_.assign(plan_.num_units(), nullptr);
+    gather_pending_.assign(plan_.num_units(), 0);
+    for (cudaEvent_t& e : unit_gathered_)
+      BM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gather event");
+  }
   for (Slot* s :
        {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0], &grad_ring_[1]}) {
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), "slot event");
@@ -251,7 +260,9 @@ Status CudaDataParallel::ZeroAddedGradients(int unit, float* base) {
 
 Status CudaDataParallel::EndMicroBatch() {
   BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "communication done");
-  return ComputeAfter(comm_done_);
+  BM_TRY(ComputeAfter(comm_done_));
+  GathersAwaited();  // issued before this micro-batch's reductions, on the same stream
+  return Status::Ok();
 }
 
 // Units are used in order, forward and backward, one at a time: by parity, the unit in use
@@ -281,6 +292,11 @@ Status CudaDataParallel::IssueGather(int unit) {
 }
 
 Status CudaDataParallel::Acquire(int unit, int next) {
+  if (zero_ == 1 || zero_ == 2) {
+    if (!gather_pending_[unit]) return Status::Ok();
+    gather_pending_[unit] = 0;
+    return ComputeAfter(unit_gathered_[unit]);
+  }
   if (zero_ != 3) return Status::Ok();
   Slot* s = work_slot_of_unit_[unit];
   if (!s || s->unit != unit) {
@@ -358,6 +374,7 @@ Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
 
 Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
   BM_TRY(ZeroPendingGradients());
+  BM_TRY(AwaitGathers());  // the own slices are their send buffers
   if (zero_ == 0) {
     // Unsharded: one launch over the whole layout (padding included: zeros stay zeros), the
     // decay chunk by chunk from the mask, rather than one launch per run of matrices or vectors
@@ -423,7 +440,8 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
   return Status::Ok();
 }
 
-// zero 1-2: every rank's slices of the working weights, to every rank (in place).
+// zero 1-2: every rank's slices of the working weights, to every rank (in place), unit by
+// unit in the order the forward uses them; nothing waits here (Acquire, AwaitGathers).
 Status CudaDataParallel::GatherWorkAllUnits() {
   BM_TRY(CommAfterCompute());
   for (int u = 0; u < plan_.num_units(); ++u) {
@@ -431,9 +449,25 @@ Status CudaDataParallel::GatherWorkAllUnits() {
     char* unit = At<char>(work_off_) + static_cast<size_t>(plan_.unit(u).offset) * elem();
     BM_TRY(
         AllGather(unit + plan_.rank() * slice * elem(), unit, slice, work_dtype(), comm_stream_));
+    BM_CUDA_CHECK(cudaEventRecord(unit_gathered_[u], comm_stream_), "unit {} gathered", u);
+    gather_pending_[u] = 1;
   }
-  BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "working weights gathered");
-  return ComputeAfter(comm_done_);
+  BM_CUDA_CHECK(cudaEventRecord(gathers_done_, comm_stream_), "working weights gathered");
+  gathers_outstanding_ = true;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::AwaitGathers() {
+  if (!gathers_outstanding_) return Status::Ok();
+  BM_TRY(ComputeAfter(gathers_done_));
+  GathersAwaited();
+  return Status::Ok();
+}
+
+void CudaDataParallel::GathersAwaited() {
+  if (!gathers_outstanding_) return;
+  std::fill(gather_pending_.begin(), gather_pending_.end(), 0);
+  gathers_outstanding_ = false;
 }
 
 // The working weights' own slices from the masters (zero >= 1).
@@ -491,6 +525,7 @@ Status CudaDataParallel::MastersChanged() {
     if (lowp_)
       BM_TRY(CastToWork(At<uint16_t>(work_off_), At<float>(master_), layout_.total(), compute_));
   } else {
+    BM_TRY(AwaitGathers());  // a gather still reading the own slices the write replaces
     BM_TRY(WriteWorkSlices(compute_));
     if (zero_ <= 2) BM_TRY(GatherWorkAllUnits());
     for (Slot* s : {&emb_work_, &work_ring_[0], &work_ring_[1]}) s->unit = -1;
@@ -498,6 +533,7 @@ Status CudaDataParallel::MastersChanged() {
   }
   BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
   BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "parameters");
+  GathersAwaited();
   return Status::Ok();
 }
 

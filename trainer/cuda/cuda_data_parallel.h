@@ -3,27 +3,22 @@
 // multi-process tests prove against one process) on device buffers, with the collectives on a
 // communication stream of their own so that they overlap the backward pass:
 //
-//   zero  AdamW state + fp32 master  gradients (fp32)                   working weights (bf16/fp32)
-//   0     all                        all; all-reduced per unit during   all
-//                                    the step's last backward
-//   1     own slices                 as 0                               all; own slices updated,
-//   then
-//                                                                       all-gathered per unit
-//   2     own slices                 reduce-scattered per unit during   as 1
-//                                    every backward into the own slices;
-//                                    two unit buckets (+ the embeddings')
-//   3     own slices                 as 2                               own slices; each unit
-//   gathered
-//                                                                       into one of two slots (+
-//                                                                       the embeddings') just
-//                                                                       before use, the next one
-//                                                                       prefetched
+//   zero 0  AdamW state and fp32 masters: all. Gradients (fp32): all, all-reduced per unit during
+//           the step's last backward. Working weights (bf16/fp32): all.
+//   zero 1  AdamW state and masters: the own slices. Gradients: as 0. Working weights: all; the
+//           own slices updated, then all-gathered per unit, each unit's gather waited for when
+//           the next forward acquires the unit.
+//   zero 2  As 1, but the gradients are reduce-scattered per unit during every backward into the
+//           own slices (two unit buckets, and the embeddings').
+//   zero 3  As 2, but the working weights are the own slices; each unit is gathered into one of
+//           two slots (and the embeddings' own) just before use, the next one prefetched.
 //
 // Slices follow trainer/dist/shard_plan.h over the layout's units (ParamLayout, aligned so
 // every slice is 64-aligned). The step code addresses everything by flat-layout offset:
 // Work(off) and Grad(off) resolve to the full buffer or to the unit's slot. Events order the
 // streams: a unit's reduction waits for its backward; the compute stream waits for a slot's
-// gather before using it and for every reduction before the gradient norm.
+// gather (ZeRO-3), or for the unit's gather after the optimizer step (ZeRO 1-2), before using
+// it, and for every reduction before the gradient norm.
 //
 // A world of one (a host SelfCommunicator) runs every stage with local copies; "nccl" with one
 // rank runs the same through NCCL (and must give the same bits).
@@ -153,7 +148,12 @@ class CudaDataParallel {
   Status MastersChanged();
   Status SetSplitMasters(const std::vector<float>& flat);
   Status GetSplitMasters(std::vector<float>* flat);
+  // zero 1-2: issues every unit's gather of the working weights; the compute stream waits for
+  // unit u's in Acquire(u) (the next forward overlaps the gathers of the units after it), and
+  // for all of them in AwaitGathers (before it writes the working weights again).
   Status GatherWorkAllUnits();
+  Status AwaitGathers();
+  void GathersAwaited();  // every gather issued is done on the compute stream's side
   // flat[unit] <- all ranks' master slices, unit by unit through fp32 gather space.
   Status GatherMaster(std::vector<float>* flat);
   template <typename T>
@@ -188,6 +188,12 @@ class CudaDataParallel {
   bool per_unit_zeroing_ = false;
   bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's
   cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;
+  // zero 1-2: each unit's gather of the working weights (recorded on the comm stream), whether
+  // the compute stream has yet to wait for it, and the last one's (all of them done).
+  std::vector<cudaEvent_t> unit_gathered_;
+  std::vector<char> gather_pending_;
+  cudaEvent_t gathers_done_ = nullptr;
+  bool gathers_outstanding_ = false;
   struct WaitPair {
     cudaEvent_t before, after;
   };

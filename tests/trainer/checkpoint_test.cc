@@ -49,6 +49,27 @@ TEST_F(CheckpointTest, GptConv1DWeightsAreTransposedOnDisk) {
   EXPECT_EQ(f->Find("lm_head.weight"), nullptr);                    // tied
 }
 
+// The transposed tensors go through tiles of 64: shapes that are not multiples of it, and a
+// file that cannot be written leaves nothing behind.
+TEST_F(CheckpointTest, UnevenShapesRoundTripAndAFailedWriteLeavesNoFile) {
+  ModelConfig c = *Preset("gpt-tiny");
+  c.hidden = 72, c.heads = 3, c.kv_heads = 3, c.ffn_hidden = 200;
+  std::vector<float> params = InitParameters(c, ParamLayout(c), 5);
+  ASSERT_TRUE(SaveModel(dir_, c, params, 63).ok());
+  Result<std::vector<float>> loaded = LoadParameters(dir_ + "/model.safetensors", c);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(*loaded, params);
+
+  const std::string missing = dir_ + "/no/such/dir";
+  Status s = SaveModel(missing, c, params, 63);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(missing), std::string::npos) << s.message();
+  size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_))
+    files += e.is_regular_file();
+  EXPECT_EQ(files, 2u);  // model.safetensors and config.json of the first save, no temporary
+}
+
 TEST_F(CheckpointTest, HuggingFaceConfigFields) {
   nlohmann::json llama = HuggingFaceConfig(*Preset("llama2-7b"), 2);
   EXPECT_EQ(llama["architectures"][0], "LlamaForCausalLM");

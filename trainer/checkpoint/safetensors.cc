@@ -39,33 +39,63 @@ float F16ToFloat(uint16_t h) {
   return sign ? -f : f;
 }
 
+// A file written under a temporary name beside `path` and renamed over it by Commit; removed
+// if never committed.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path)
+      : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(getpid())) {}
+  ~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(tmp_.c_str());
+  }
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  Status Open() {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Errorf(ErrorCode::kIo, "cannot create {}: {}", tmp_, std::strerror(errno));
+    return Status::Ok();
+  }
+  Status Write(const void* data, size_t bytes) {
+    const char* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+      ssize_t n = ::write(fd_, p, bytes);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Errorf(ErrorCode::kIo, "cannot write {}: {}", tmp_, std::strerror(errno));
+      }
+      p += n;
+      bytes -= static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  }
+  Status Commit() {
+    const bool flushed = ::fsync(fd_) == 0;
+    const bool closed = ::close(fd_) == 0;
+    fd_ = -1;
+    if (!flushed || !closed)
+      return Errorf(ErrorCode::kIo, "cannot flush {}: {}", tmp_, std::strerror(errno));
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+      return Errorf(ErrorCode::kIo, "cannot rename {} to {}: {}", tmp_, path_,
+                    std::strerror(errno));
+    committed_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return Errorf(ErrorCode::kIo, "cannot create {}: {}", tmp, std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = Errorf(ErrorCode::kIo, "cannot write {}: {}", tmp, std::strerror(errno));
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return Errorf(ErrorCode::kIo, "cannot flush {}: {}", tmp, std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return Errorf(ErrorCode::kIo, "cannot rename {} to {}: {}", tmp, path, std::strerror(errno));
-  }
-  return Status::Ok();
+  AtomicFile file(path);
+  BM_TRY(file.Open());
+  BM_TRY(file.Write(bytes.data(), bytes.size()));
+  return file.Commit();
 }
 
 Result<std::string> ReadFileBytes(const std::string& path) {
@@ -76,31 +106,38 @@ Result<std::string> ReadFileBytes(const std::string& path) {
   return s.str();
 }
 
-Status WriteSafetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+Status WriteSafetensors(const std::string& path, const std::vector<TensorSource>& tensors,
                         const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  int64_t offset = 0;
-  for (const NamedTensor& t : tensors) {
-    if (Numel(t.shape) != static_cast<int64_t>(t.data.size()))
-      return Errorf(ErrorCode::kInvalidArgument, "tensor {}: {} floats for a shape of {} elements",
-                    t.name, t.data.size(), Numel(t.shape));
-    const int64_t bytes = static_cast<int64_t>(t.data.size()) * 4;
+  int64_t offset = 0, widest_fill = 0;
+  for (const TensorSource& t : tensors) {
+    if (!t.data && !t.fill)
+      return Errorf(ErrorCode::kInvalidArgument, "tensor {}: neither data nor a fill", t.name);
+    const int64_t bytes = Numel(t.shape) * 4;
     header[t.name] = {
         {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
+    if (t.fill) widest_fill = std::max(widest_fill, Numel(t.shape));
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');
-  std::string out;
-  out.reserve(8 + json.size() + offset);
-  const uint64_t n = json.size();
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  out += json;
-  for (const NamedTensor& t : tensors)
-    out.append(reinterpret_cast<const char*>(t.data.data()),
-               t.data.size() * 4);  // little-endian host
-  return WriteFileAtomically(path, out);
+  char size[8];
+  for (int i = 0; i < 8; ++i) size[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  AtomicFile file(path);
+  BM_TRY(file.Open());
+  BM_TRY(file.Write(size, 8));
+  BM_TRY(file.Write(json.data(), json.size()));
+  std::vector<float> filled(static_cast<size_t>(widest_fill));
+  for (const TensorSource& t : tensors) {
+    const float* data = t.data;
+    if (t.fill) {
+      t.fill(filled.data());
+      data = filled.data();
+    }
+    BM_TRY(file.Write(data, static_cast<size_t>(Numel(t.shape)) * 4));  // little-endian host
+  }
+  return file.Commit();
 }
 
 const NamedTensor* SafetensorsFile::Find(const std::string& name) const {

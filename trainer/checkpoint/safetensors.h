@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,9 +29,19 @@ struct NamedTensor {
   std::vector<float> data;  // numel(shape) floats
 };
 
-// Writes atomically (temporary file, fsync, rename). Tensors are stored in the
-// given order. Errors: kIo, kInvalidArgument (data size != shape).
-Status WriteSafetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+// A tensor to write: its name and shape, and its numel(shape) floats: at `data`, or, when
+// `fill` is set, written by it into a buffer of that many (a tensor kept in another layout).
+struct TensorSource {
+  std::string name;
+  std::vector<int64_t> shape;
+  const float* data = nullptr;
+  std::function<void(float* out)> fill;
+};
+
+// Writes atomically (temporary file, fsync, rename), streaming the tensors in the given
+// order: beside the caller's data it holds one filled tensor at a time, never the file.
+// Errors: kIo, kInvalidArgument (a tensor with neither data nor fill).
+Status WriteSafetensors(const std::string& path, const std::vector<TensorSource>& tensors,
                         const std::map<std::string, std::string>& metadata);
 
 struct SafetensorsFile {

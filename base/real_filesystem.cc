@@ -114,16 +114,39 @@ Result<std::string> RealFilesystem::ReadFile(const std::string& path) {
 
 Status RealFilesystem::WriteFileAtomic(const std::string& path, std::string_view data,
                                        bool read_only, bool durable) {
-  std::string tmp = TempNameFor(path);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("creating", tmp);
-  Status status = WriteAll(fd, data.data(), data.size(), tmp);
-  if (status.ok() && durable && ::fsync(fd) != 0) status = ErrnoStatus("fsync", tmp);
-  if (status.ok() && read_only && ::fchmod(fd, 0444) != 0) status = ErrnoStatus("chmod", tmp);
-  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus("closing", tmp);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    status = ErrnoStatus("renaming to", path);
-  if (!status.ok()) ::unlink(tmp.c_str());
+  AtomicFileWriter file(path);
+  BM_TRY(file.Open());
+  BM_TRY(file.Write(data.data(), data.size()));
+  return file.Commit(read_only, durable);
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path)
+    : path_(std::move(path)), tmp_(TempNameFor(path_)) {}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+Status AtomicFileWriter::Open() {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) return ErrnoStatus("creating", tmp_);
+  return Status::Ok();
+}
+
+Status AtomicFileWriter::Write(const void* data, size_t bytes) {
+  return WriteAll(fd_, static_cast<const char*>(data), bytes, tmp_);
+}
+
+Status AtomicFileWriter::Commit(bool read_only, bool durable) {
+  Status status;
+  if (durable && ::fsync(fd_) != 0) status = ErrnoStatus("fsync", tmp_);
+  if (status.ok() && read_only && ::fchmod(fd_, 0444) != 0) status = ErrnoStatus("chmod", tmp_);
+  if (::close(fd_) != 0 && status.ok()) status = ErrnoStatus("closing", tmp_);
+  fd_ = -1;
+  if (status.ok() && ::rename(tmp_.c_str(), path_.c_str()) != 0)
+    status = ErrnoStatus("renaming to", path_);
+  committed_ = status.ok();
   return status;
 }
 

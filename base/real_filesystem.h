@@ -8,6 +8,8 @@
 // Thread safety: stateless apart from an atomic counter for temp names.
 #pragma once
 
+#include <string>
+
 #include "base/filesystem.h"
 
 namespace bm {
@@ -29,6 +31,27 @@ class RealFilesystem : public Filesystem {
   Status Touch(const std::string& path) override;
   Result<Digest> HashFile(const std::string& path) override;
   Result<std::string> MakeTempDir(const std::string& parent, const std::string& prefix) override;
+};
+
+// A file written under a temporary name beside `path` (name.tmp.PID.N) and renamed over it
+// by Commit; the temporary is removed if Commit is never reached or fails. For contents
+// written piece by piece (WriteFileAtomic's, or a file too large to hold in memory).
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  Status Open();
+  Status Write(const void* data, size_t bytes);
+  // fsync first when durable, mode 0444 when read_only, then the rename.
+  Status Commit(bool read_only = false, bool durable = true);
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
 };
 
 // The process-wide real filesystem.

@@ -1,14 +1,12 @@
 #include "trainer/checkpoint/safetensors.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "base/real_filesystem.h"
 
 namespace bm::train {
 namespace {
@@ -39,63 +37,10 @@ float F16ToFloat(uint16_t h) {
   return sign ? -f : f;
 }
 
-// A file written under a temporary name beside `path` and renamed over it by Commit; removed
-// if never committed.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path)
-      : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(getpid())) {}
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  Status Open() {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return Errorf(ErrorCode::kIo, "cannot create {}: {}", tmp_, std::strerror(errno));
-    return Status::Ok();
-  }
-  Status Write(const void* data, size_t bytes) {
-    const char* p = static_cast<const char*>(data);
-    while (bytes > 0) {
-      ssize_t n = ::write(fd_, p, bytes);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Errorf(ErrorCode::kIo, "cannot write {}: {}", tmp_, std::strerror(errno));
-      }
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    }
-    return Status::Ok();
-  }
-  Status Commit() {
-    const bool flushed = ::fsync(fd_) == 0;
-    const bool closed = ::close(fd_) == 0;
-    fd_ = -1;
-    if (!flushed || !closed)
-      return Errorf(ErrorCode::kIo, "cannot flush {}: {}", tmp_, std::strerror(errno));
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      return Errorf(ErrorCode::kIo, "cannot rename {} to {}: {}", tmp_, path_,
-                    std::strerror(errno));
-    committed_ = true;
-    return Status::Ok();
-  }
-
- private:
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  AtomicFile file(path);
-  BM_TRY(file.Open());
-  BM_TRY(file.Write(bytes.data(), bytes.size()));
-  return file.Commit();
+  return DiskFilesystem().WriteFileAtomic(path, bytes);
 }
 
 Result<std::string> ReadFileBytes(const std::string& path) {
@@ -124,7 +69,7 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorSource>
   json.append((8 - json.size() % 8) % 8, ' ');
   char size[8];
   for (int i = 0; i < 8; ++i) size[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
-  AtomicFile file(path);
+  AtomicFileWriter file(path);
   BM_TRY(file.Open());
   BM_TRY(file.Write(size, 8));
   BM_TRY(file.Write(json.data(), json.size()));

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Several GPUs of one machine, ours against PyTorch in the same call (issue "Several GPUs"):
 #   1. LLaMA 1B, 8 x 2048 per GPU: one GPU, then data parallel on every GPU (accum 1 and 4, and
-#      ZeRO-2 at accum 1): ours (cuda_train_bench, NCCL) vs PyTorch DDP + torch.compile; scaling efficiency =
-#      tokens/s/GPU on N GPUs / tokens/s on one GPU of the same machine.
+#      ZeRO-2 at accum 1): ours (cuda_train_bench, NCCL) vs PyTorch DDP + torch.compile;
+#      scaling efficiency = tokens/s/GPU on N GPUs / tokens/s on one GPU of the same machine.
 #   2. Full LLaMA-2-7B, 2 x 4096 per GPU: our ZeRO-3 vs PyTorch FSDP2 + compile.
 #   3. Tensor and pipeline parallel on 4 GPUs, the suites' cases (Megatron's layouts): Aquila2-7B
 #      TP2PP1DP2 (ZeRO-1, LBS 1 x 2048, GAS 8, bf16) against PyTorch's DTensor tensor parallel
@@ -69,7 +69,8 @@ if want dpsweep; then
   ranks sweep-dp1 1 --model llama-1b --batch 8 ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
   tags=(one-GPU)
   for v in ${SWEEP:-0:- 1:- 2:- 0:8 0:4}; do
-    z=${v%:*} ch=${v#*:} tag=dp$N-zero${v%:*}-channels${v#*:}
+    z=${v%:*} ch=${v#*:}
+    tag=dp$N-zero$z-channels$ch
     if [[ $ch == - ]]; then
       ranks "$tag" "$N" --model llama-1b --batch 8 --zero "$z" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
     else

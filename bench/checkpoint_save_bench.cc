@@ -3,17 +3,15 @@
 // and fsynced as one raw file (the peer: what the disk takes for those bytes at all). Prints
 // both times, their ratio and the process's peak resident memory beside the parameters'.
 //   checkpoint_save_bench PRESET LAYERS DIR      e.g. llama2-7b 4 /tmp/ckpt
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "base/real_filesystem.h"
 #include "trainer/checkpoint/model_checkpoint.h"
-#include "trainer/checkpoint/safetensors.h"
 #include "trainer/model/config.h"
 #include "trainer/model/layout.h"
 
@@ -58,18 +56,17 @@ int main(int argc, char** argv) {
   }
   const double save_peak_gb = PeakResidentGB();
   const std::string raw = dir + "/raw.bin";
+  bm::Status written = bm::Status::Ok();
   const double raw_s = Seconds([&] {
-    int fd = ::open(raw.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const char* p = reinterpret_cast<const char*>(params.data());
-    size_t left = params.size() * 4;
-    while (left > 0) {
-      ssize_t n = ::write(fd, p, left);
-      if (n <= 0) break;
-      p += n, left -= static_cast<size_t>(n);
-    }
-    ::fsync(fd);
-    ::close(fd);
+    bm::AtomicFileWriter file(raw);
+    written = file.Open();
+    if (written.ok()) written = file.Write(params.data(), params.size() * 4);
+    if (written.ok()) written = file.Commit();
   });
+  if (!written.ok()) {
+    std::fprintf(stderr, "raw write: %s\n", written.message().c_str());
+    return 1;
+  }
   std::filesystem::remove(raw);
   std::printf(
       "%s, %s layers: %zu parameters (%.2f GB fp32); SaveModel %.2f s, raw write %.2f s, "

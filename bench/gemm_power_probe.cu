@@ -103,16 +103,10 @@ int main(int argc, char** argv) {
     max_b = std::max(max_b, static_cast<size_t>(s.trans_b ? s.n : s.k) * s.ldb);
     max_d = std::max(max_d, static_cast<size_t>(s.m) * s.ldd * (s.d_f32 ? 4 : 2));
   }
-  __nv_bfloat16 *a, *b;
+  __nv_bfloat16* a = bm::bench::DeviceRandomBf16(max_a, "A");
+  __nv_bfloat16* b = bm::bench::DeviceRandomBf16(max_b, "B");
   void* d;
-  Check(cudaMalloc(&a, max_a * 2), "A");
-  Check(cudaMalloc(&b, max_b * 2), "B");
   Check(cudaMalloc(&d, max_d), "D");
-  {
-    std::vector<__nv_bfloat16> h = bm::bench::RandomBf16(std::max(max_a, max_b));
-    Check(cudaMemcpy(a, h.data(), max_a * 2, cudaMemcpyHostToDevice), "upload");
-    Check(cudaMemcpy(b, h.data(), max_b * 2, cudaMemcpyHostToDevice), "upload");
-  }
   const size_t ws_bytes = (32u << 20) - 256;  // the trainer's (Matmul::kDefaultWorkspaceBytes)
   void* ws;
   Check(cudaMalloc(&ws, ws_bytes), "workspace");

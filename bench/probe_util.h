@@ -1,6 +1,6 @@
 // What the GPU probes (bench/*_probe.cu) share: stopping with a message on a CUDA error, and
-// random-looking bf16 operands (not constant: the tensor cores' power, and so the clock under
-// the power cap, depends on the data).
+// random-looking bf16 operands, on the host or uploaded (not constant: the tensor cores' power, and
+// so the clock under the power cap, depends on the data).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -31,6 +31,15 @@ inline std::vector<__nv_bfloat16> RandomBf16(size_t n, uint32_t seed = 12345) {
     v = __float2bfloat16(static_cast<float>(static_cast<int>(z >> 9) - (1 << 22)) / (1 << 22));
   }
   return h;
+}
+
+// A device buffer of n such values (every buffer of the same seed starts with the same ones).
+inline __nv_bfloat16* DeviceRandomBf16(size_t n, const char* what, uint32_t seed = 12345) {
+  __nv_bfloat16* d = nullptr;
+  Check(cudaMalloc(&d, n * 2), what);
+  const std::vector<__nv_bfloat16> h = RandomBf16(n, seed);
+  Check(cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice), what);
+  return d;
 }
 
 }  // namespace bm::bench

@@ -57,17 +57,11 @@ int main(int argc, char** argv) {
     max_in = std::max(max_in, static_cast<size_t>(s.tokens) * std::max(s.out, s.in));
     max_w = std::max(max_w, static_cast<size_t>(s.out) * s.in);
   }
-  __nv_bfloat16 *dy, *x;
+  __nv_bfloat16* dy = bm::bench::DeviceRandomBf16(max_in, "dy");
+  __nv_bfloat16* x = bm::bench::DeviceRandomBf16(max_in, "x");
   float *grad, *partials;
-  Check(cudaMalloc(&dy, max_in * 2), "dy");
-  Check(cudaMalloc(&x, max_in * 2), "x");
   Check(cudaMalloc(&grad, max_w * 4), "grad");
   Check(cudaMalloc(&partials, 4 * max_w * 4), "partials");
-  {
-    std::vector<__nv_bfloat16> h = bm::bench::RandomBf16(max_in);
-    Check(cudaMemcpy(dy, h.data(), max_in * 2, cudaMemcpyHostToDevice), "upload");
-    Check(cudaMemcpy(x, h.data(), max_in * 2, cudaMemcpyHostToDevice), "upload");
-  }
   Check(cudaMemset(grad, 0, max_w * 4), "grad");
   const size_t ws_bytes = 32u << 20;
   void* ws;

@@ -63,6 +63,7 @@
 
 #include "base/result.h"
 #include "trainer/model/config.h"
+#include "trainer/model/layout.h"
 
 namespace bm::train {
 
@@ -155,9 +156,16 @@ class Backend {
   // `options`. Parameters start at zero; call SetParameters next.
   virtual Status Init(const ModelConfig& model, const BackendOptions& options) = 0;
 
-  // Flat fp32 buffers of ParamLayout(model).total() floats.
+  // Flat fp32 buffers of ParamLayout(model).total() floats. GetParameters also takes an
+  // empty span: the rank takes part in the gather (collective under ZeRO and TP/PP) and keeps
+  // nothing, so that only the rank that writes the checkpoint holds the whole model.
   virtual Status SetParameters(std::span<const float> params) = 0;
   virtual Status GetParameters(std::span<float> params) const = 0;
+  // SetParameters from a source (trainer/model/layout.h) that the backend asks for the ranges
+  // this rank holds only: under ZeRO-3, TP or PP a rank never holds the whole model, and a
+  // fresh run draws only its own slices of the initial weights. The same bits as
+  // SetParameters of the whole buffer.
+  virtual Status SetParametersFrom(const ParamSource& source) = 0;
   virtual Status GetGradients(std::span<float> grads) const = 0;
 
   // AdamW first and second moments, fp32, ParamLayout order. kUnsupported when

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "trainer/model/layout.h"
 
 namespace bm::train {
@@ -92,6 +94,36 @@ TEST(LayoutTest, HuggingFaceNamesAndOrder) {
   EXPECT_TRUE(attn->transposed_in_checkpoint);
   EXPECT_EQ(gpt.Find("lm_head.weight"), nullptr);  // tied
   EXPECT_FALSE(gpt.Find("transformer.h.0.ln_1.bias")->weight_decay);
+}
+
+TEST(LayoutTest, InitRangesDrawTheWholeModelsBits) {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    SCOPED_TRACE(preset);
+    ModelConfig c = *Preset(preset);
+    ParamLayout layout(c);
+    const std::vector<float> whole = InitParameters(c, layout, 7);
+    const int64_t P = layout.total();
+    const ParamTensor& second = layout.tensors()[1];
+    // ranges inside one tensor, across tensor boundaries, empty, the tail, the whole
+    const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 1},
+                                                             {5, 300},
+                                                             {second.offset - 3, 7},
+                                                             {second.offset, second.numel},
+                                                             {P / 3, P / 3},
+                                                             {P - 1, 1},
+                                                             {17, 0},
+                                                             {0, P}};
+    const ParamSource source = InitialParameters(c, layout, 7);
+    for (auto [begin, n] : ranges) {
+      std::vector<float> part(static_cast<size_t>(n), -1.0f);
+      source(begin, part);
+      ASSERT_TRUE(std::equal(part.begin(), part.end(), whole.begin() + begin))
+          << "[" << begin << ", " << begin + n << ")";
+    }
+    std::vector<float> copied(10);
+    SourceOf(whole)(P - 10, copied);
+    EXPECT_TRUE(std::equal(copied.begin(), copied.end(), whole.end() - 10));
+  }
 }
 
 TEST(LayoutTest, InitIsDeterministicAndScaled) {

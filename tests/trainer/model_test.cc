@@ -71,6 +71,32 @@ TEST(ModelGradCheck, LlamaTiedEmbeddings) {
   CheckWholeModel(c);
 }
 
+// SetParametersFrom gives SetParameters' bits; GetParameters into an empty span keeps nothing;
+// a wrong size is refused.
+TEST(CpuBackendTest, ParametersFromASourceAndAGatherThatKeepsNothing) {
+  ModelConfig c = *Preset("llama-tiny");
+  const ParamLayout layout(c);
+  BackendOptions o;
+  o.max_batch = 1;
+  o.max_seq = 8;
+  std::vector<float> from_buffer(layout.total()), from_source(layout.total());
+  for (bool sourced : {false, true}) {
+    std::unique_ptr<Backend> b = std::move(*CreateBackend("cpu"));
+    ASSERT_TRUE(b->Init(c, o).ok());
+    Status set = sourced ? b->SetParametersFrom(InitialParameters(c, layout, 4))
+                         : b->SetParameters(InitParameters(c, layout, 4));
+    ASSERT_TRUE(set.ok()) << set.message();
+    EXPECT_TRUE(b->GetParameters({}).ok());
+    ASSERT_TRUE(b->GetParameters(sourced ? from_source : from_buffer).ok());
+    std::vector<float> short_buffer(3);
+    EXPECT_EQ(b->GetParameters(short_buffer).code(), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_EQ(from_source, from_buffer);
+  EXPECT_EQ(from_source, InitParameters(c, layout, 4));
+  std::unique_ptr<Backend> fresh = std::move(*CreateBackend("cpu"));
+  EXPECT_EQ(fresh->SetParametersFrom(InitialParameters(c, layout, 4)).code(), ErrorCode::kInternal);
+}
+
 TEST(CpuBackendTest, LastTokenArgmaxMatchesAllPositions) {
   ModelConfig c = *Preset("llama-tiny");
   Result<std::unique_ptr<Backend>> b = CreateBackend("cpu");

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "trainer/dist/pipeline_schedule.h"
@@ -134,6 +135,17 @@ void CheckRoundTrip(const ModelConfig& c, int tp, int pp) {
       ModelShard s = Make(c, tp, t, pp, p);
       std::vector<float> local(s.layout().total());
       s.Extract(full, local);
+      // From a source, the same values, and the source is asked for the real elements only.
+      std::vector<float> sourced(local.size(), -1.0f);
+      int64_t asked = 0;
+      s.Extract(
+          [&](int64_t begin, std::span<float> out) {
+            asked += static_cast<int64_t>(out.size());
+            std::copy_n(full.begin() + begin, out.size(), out.begin());
+          },
+          sourced);
+      EXPECT_EQ(sourced, local);
+      EXPECT_EQ(asked, std::count_if(local.begin(), local.end(), [](float v) { return v != 0; }));
       // padding rows are zero; nothing else is
       for (const ParamTensor& lt : s.layout().tensors()) {
         const bool vocab = lt.name == "lm_head.weight" || lt.name.ends_with("wte.weight") ||

@@ -45,6 +45,7 @@ class OverflowBackend final : public Backend {
   }
   Status SetParameters(std::span<const float> p) override { return inner_->SetParameters(p); }
   Status GetParameters(std::span<float> p) const override { return inner_->GetParameters(p); }
+  Status SetParametersFrom(const ParamSource& s) override { return inner_->SetParametersFrom(s); }
   Status GetGradients(std::span<float> g) const override { return inner_->GetGradients(g); }
   Status GetOptimizerState(std::span<float> m, std::span<float> v) const override {
     return inner_->GetOptimizerState(m, v);

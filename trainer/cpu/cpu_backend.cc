@@ -79,7 +79,20 @@ class CpuBackend final : public Backend {
     model_->shard().Extract(params, local);
     return dp_->SetParameters(local);
   }
+  Status SetParametersFrom(const ParamSource& source) override {
+    if (!model_) return NotInitialized("SetParametersFrom");
+    std::vector<float> local(model_->layout().total());
+    if (Whole())
+      source(0, local);
+    else
+      model_->shard().Extract(source, local);
+    return dp_->SetParameters(local);
+  }
   Status GetParameters(std::span<float> params) const override {
+    if (params.empty() && model_) {  // take part, keep nothing
+      std::vector<float> scratch(model_->shard().full_size());
+      return GetParameters(scratch);
+    }
     BM_TRY(CheckSize("GetParameters", params.size()));
     if (Whole()) return dp_->GetParameters(params);
     std::vector<float> local(model_->layout().total());

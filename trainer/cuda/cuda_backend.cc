@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <vector>
@@ -130,13 +131,29 @@ class CudaBackend final : public Backend {
 
   Status SetParameters(std::span<const float> params) override {
     BM_TRY(Check("SetParameters", params.size()));
-    return model_->SetParameters(ToGpu(params));
+    return SetParametersFrom(SourceOf(params));
+  }
+  // Only this rank's part is asked for: its TP x PP shard, and of that what CudaDataParallel
+  // keeps (its ZeRO slices), a chunk at a time.
+  Status SetParametersFrom(const ParamSource& source) override {
+    if (!model_) return NotInitialized("SetParametersFrom");
+    if (shard_->whole()) return model_->SetParameters(OnGpu(source));
+    std::vector<float> local(shard_->layout().total());
+    shard_->Extract(source, local);
+    return model_->SetParameters(OnGpu(SourceOf(local)));
   }
   Status GetParameters(std::span<float> params) const override {
-    BM_TRY(Check("GetParameters", params.size()));
-    std::vector<float> flat;
-    BM_TRY(model_->GetParameters(&flat));
-    return FromGpu(flat, params);
+    if (!model_) return NotInitialized("GetParameters");
+    if (!params.empty()) BM_TRY(Check("GetParameters", params.size()));
+    if (shard_->whole())
+      return model_->GetParameters(params.empty() ? RangeSink() : OnHost(params));
+    std::vector<float> local(shard_->layout().total()), scratch;
+    BM_TRY(model_->GetParameters(OnHost(local)));
+    if (params.empty()) {  // the TP x PP gather gives every rank the whole model
+      scratch.resize(shard_->full_size());
+      params = scratch;
+    }
+    return GatherWhole(local, params);
   }
   Status GetGradients(std::span<float> grads) const override {
     BM_TRY(Check("GetGradients", grads.size()));
@@ -287,6 +304,36 @@ class CudaBackend final : public Backend {
     }
     return Status::Ok();  // bounds and token ids: CudaModel checks them
   }
+  // Calls fn(gpu, host, n) for each run of n elements of [begin, begin + count) of the GPU's
+  // layout that holds trainer elements (not padding), at those offsets of the GPU's and this
+  // rank's trainer layout.
+  template <typename Fn>
+  void ForEachRun(size_t begin, size_t count, Fn fn) const {
+    const size_t end = begin + count;
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), begin,
+                               [](size_t b, const TensorSpan& s) { return b < s.gpu + s.numel; });
+    for (; it != spans_.end() && it->gpu < end; ++it) {
+      const size_t lo = std::max(begin, it->gpu), hi = std::min(end, it->gpu + it->numel);
+      if (lo < hi) fn(lo, it->host + (lo - it->gpu), hi - lo);
+    }
+  }
+  // The GPU's layout by ranges (padding zero) from this rank's trainer layout.
+  RangeSource OnGpu(ParamSource local) const {
+    return [this, local = std::move(local)](size_t begin, std::span<float> out) {
+      std::fill(out.begin(), out.end(), 0.0f);
+      ForEachRun(begin, out.size(), [&](size_t gpu, size_t host, size_t n) {
+        local(static_cast<int64_t>(host), out.subspan(gpu - begin, n));
+      });
+    };
+  }
+  // The GPU's layout by ranges into this rank's trainer layout.
+  RangeSink OnHost(std::span<float> local) const {
+    return [this, local](size_t begin, std::span<const float> values) {
+      ForEachRun(begin, values.size(), [&](size_t gpu, size_t host, size_t n) {
+        std::copy_n(values.begin() + (gpu - begin), n, local.begin() + host);
+      });
+    };
+  }
   // The whole model's flat buffer (ParamLayout(model) order) -> this rank's share in the GPU's
   // layout.
   std::vector<float> ToGpu(std::span<const float> whole) const {
@@ -297,25 +344,23 @@ class CudaBackend final : public Backend {
       shard_->Extract(whole, local);
       host = local;
     }
-    std::vector<float> flat(model_->layout().total(), 0.0f);
-    for (const TensorSpan& s : spans_) {
-      std::copy(host.begin() + s.host, host.begin() + s.host + s.numel, flat.begin() + s.gpu);
-    }
+    std::vector<float> flat(model_->layout().total());
+    OnGpu(SourceOf(host))(0, flat);
     return flat;
   }
   // The GPU's layout -> the whole model's buffer: under tensor parallelism the TP group's
   // shards gathered (collective).
   Status FromGpu(const std::vector<float>& flat, std::span<float> whole) const {
-    std::vector<float> local;
-    std::span<float> host = whole;
-    if (!shard_->whole()) {
-      local.resize(shard_->layout().total());
-      host = local;
+    if (shard_->whole()) {
+      OnHost(whole)(0, flat);
+      return Status::Ok();
     }
-    for (const TensorSpan& s : spans_) {
-      std::copy(flat.begin() + s.gpu, flat.begin() + s.gpu + s.numel, host.begin() + s.host);
-    }
-    if (shard_->whole()) return Status::Ok();
+    std::vector<float> local(shard_->layout().total());
+    OnHost(local)(0, flat);
+    return GatherWhole(local, whole);
+  }
+  // Every TP x PP shard's local buffer gathered into the whole model's (collective).
+  Status GatherWhole(std::span<const float> local, std::span<float> whole) const {
     CudaModel* model = model_.get();
     auto over = [model](dist::Communicator* group) -> ShardAllGather {
       if (!group) return nullptr;

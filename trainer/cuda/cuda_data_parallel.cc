@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "trainer/cuda/check.h"
+#include "trainer/cuda/host_staging.h"
 #include "trainer/cuda/kernels/residual.cuh"
 #include "trainer/cuda/kernels/split_master.h"
 
@@ -494,28 +495,25 @@ Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
 
 // ---- host exchange
 
-Status CudaDataParallel::SetParameters(const std::vector<float>& flat) {
+Status CudaDataParallel::SetParameters(const RangeSource& fill) {
   const size_t P = layout_.total();
-  if (flat.size() != P)
-    return Errorf(ErrorCode::kInvalidArgument, "{} parameters given, layout has {}", flat.size(),
-                  P);
-  if (split_) return SetSplitMasters(flat);
+  if (split_) {
+    std::vector<float> flat(P);
+    fill(0, flat);
+    return SetSplitMasters(flat);
+  }
+  HostStaging staging;
+  BM_TRY(staging.Init(compute_));
   if (zero_ == 0) {
-    BM_CUDA_CHECK(
-        cudaMemcpyAsync(At<float>(master_), flat.data(), P * 4, cudaMemcpyHostToDevice, compute_),
-        "parameters {}", P);
+    BM_TRY(staging.Upload(fill, 0, P, At<float>(master_)));
     return MastersChanged();
   }
-  std::vector<float> own(local_size());
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t begin = static_cast<size_t>(plan_.unit(u).offset) +
                          static_cast<size_t>(plan_.rank() * plan_.slice(u));
-    std::copy(flat.begin() + begin, flat.begin() + begin + plan_.slice(u),
-              own.begin() + plan_.shard_offset(u));
+    BM_TRY(staging.Upload(fill, begin, static_cast<size_t>(plan_.slice(u)),
+                          At<float>(master_) + plan_.shard_offset(u)));
   }
-  BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(master_), own.data(), own.size() * 4,
-                                cudaMemcpyHostToDevice, compute_),
-                "own slices of the parameters");
   return MastersChanged();
 }
 
@@ -537,19 +535,21 @@ Status CudaDataParallel::MastersChanged() {
   return Status::Ok();
 }
 
-Status CudaDataParallel::GatherMaster(std::vector<float>* flat) {
-  flat->assign(layout_.total(), 0.0f);
+Status CudaDataParallel::GatherMaster(const RangeSink& take) {
   BM_TRY(CommAfterCompute());
+  HostStaging staging;
+  if (take) BM_TRY(staging.Init(comm_stream_));
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
     float* space = zero_ == 1 ? At<float>(grad_) : At<float>(GradSlotFor(u)->offset);
     BM_TRY(AllGather(At<float>(master_) + plan_.shard_offset(u), space, slice, CommType::kFloat32,
                      comm_stream_));
-    BM_CUDA_CHECK(cudaMemcpyAsync(flat->data() + plan_.unit(u).offset, space,
-                                  plan_.unit(u).numel * 4, cudaMemcpyDeviceToHost, comm_stream_),
-                  "parameters of unit {}", u);
-    BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gathering parameters");
+    if (take) {
+      BM_TRY(staging.Download(space, static_cast<size_t>(plan_.unit(u).numel),
+                              static_cast<size_t>(plan_.unit(u).offset), take));
+    }
   }
+  BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gathering parameters");
   // The gradient buffers served as gather space: the next step writes them fresh.
   zero_pending_ = true;
   for (Slot* s : {&emb_grad_, &grad_ring_[0], &grad_ring_[1]}) s->unit = -1;
@@ -586,15 +586,18 @@ Status CudaDataParallel::GetSplitMasters(std::vector<float>* flat) {
   return Status::Ok();
 }
 
-Status CudaDataParallel::GetParameters(std::vector<float>* flat) {
-  if (split_) return GetSplitMasters(flat);
-  if (zero_ >= 1) return GatherMaster(flat);
-  flat->resize(layout_.total());
-  BM_CUDA_CHECK(cudaMemcpyAsync(flat->data(), At<float>(master_), flat->size() * 4,
-                                cudaMemcpyDeviceToHost, compute_),
-                "parameters");
-  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
-  return Status::Ok();
+Status CudaDataParallel::GetParameters(const RangeSink& take) {
+  if (split_) {
+    std::vector<float> flat;
+    BM_TRY(GetSplitMasters(&flat));
+    if (take) take(0, flat);
+    return Status::Ok();
+  }
+  if (zero_ >= 1) return GatherMaster(take);
+  if (!take) return Status::Ok();
+  HostStaging staging;
+  BM_TRY(staging.Init(compute_));
+  return staging.Download(At<float>(master_), layout_.total(), 0, take);
 }
 
 Status CudaDataParallel::GetGradients(std::vector<float>* flat) {

@@ -35,6 +35,7 @@
 
 #include "base/result.h"
 #include "trainer/cuda/dtype.h"
+#include "trainer/cuda/host_staging.h"
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/memory_plan.h"
 #include "trainer/cuda/param_layout.h"
@@ -74,9 +75,12 @@ class CudaDataParallel {
   }
   float* Grad(size_t off) const;
 
-  // Host <-> device (flat GPU layout; collective with zero >= 1).
-  Status SetParameters(const std::vector<float>& flat);
-  Status GetParameters(std::vector<float>* flat);
+  // Host <-> device (flat GPU layout; collective with zero >= 1). SetParameters asks `fill` for
+  // the ranges this rank keeps only (everything at zero 0, its slices at zero >= 1);
+  // GetParameters hands `take` every unit in order, or, with an empty `take`, only takes part
+  // in the gather.
+  Status SetParameters(const RangeSource& fill);
+  Status GetParameters(const RangeSink& take);
   Status GetGradients(std::vector<float>* flat);                           // zero <= 1
   Status GetOptimizerState(std::vector<float>* m, std::vector<float>* v);  // zero 0
   Status SetOptimizerState(const std::vector<float>& m, const std::vector<float>& v);
@@ -154,8 +158,9 @@ class CudaDataParallel {
   Status GatherWorkAllUnits();
   Status AwaitGathers();
   void GathersAwaited();  // every gather issued is done on the compute stream's side
-  // flat[unit] <- all ranks' master slices, unit by unit through fp32 gather space.
-  Status GatherMaster(std::vector<float>* flat);
+  // Every unit's master slices from all ranks, unit by unit through fp32 gather space, to
+  // `take` (if any).
+  Status GatherMaster(const RangeSink& take);
   template <typename T>
   T* At(size_t off) const {
     return arena_->At<T>(off);

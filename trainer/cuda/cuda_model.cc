@@ -115,9 +115,21 @@ const ParamLayout& CudaModel::layout() const { return impl_->layout; }
 const MemoryReport& CudaModel::memory() const { return impl_->memory; }
 
 Status CudaModel::SetParameters(const std::vector<float>& flat) {
-  return impl_->dp.SetParameters(flat);
+  if (flat.size() != layout().total())
+    return Errorf(ErrorCode::kInvalidArgument, "{} parameters given, layout has {}", flat.size(),
+                  layout().total());
+  return SetParameters([&flat](size_t begin, std::span<float> out) {
+    std::copy_n(flat.begin() + begin, out.size(), out.begin());
+  });
 }
-Status CudaModel::GetParameters(std::vector<float>* flat) { return impl_->dp.GetParameters(flat); }
+Status CudaModel::GetParameters(std::vector<float>* flat) {
+  flat->assign(layout().total(), 0.0f);
+  return GetParameters([flat](size_t begin, std::span<const float> values) {
+    std::copy(values.begin(), values.end(), flat->begin() + begin);
+  });
+}
+Status CudaModel::SetParameters(const RangeSource& fill) { return impl_->dp.SetParameters(fill); }
+Status CudaModel::GetParameters(const RangeSink& take) { return impl_->dp.GetParameters(take); }
 Status CudaModel::GetGradients(std::vector<float>* flat) { return impl_->dp.GetGradients(flat); }
 Status CudaModel::GetOptimizerState(std::vector<float>* m, std::vector<float>* v) {
   return impl_->dp.GetOptimizerState(m, v);

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "trainer/cuda/host_staging.h"
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/model_spec.h"
 #include "trainer/cuda/param_layout.h"
@@ -86,6 +87,10 @@ class CudaModel {
   // Host <-> device, flat in layout() order (layout().total() floats, padding included).
   Status SetParameters(const std::vector<float>& flat);
   Status GetParameters(std::vector<float>* flat);
+  // The same by ranges (CudaDataParallel::Set/GetParameters): `fill` is asked for what this
+  // rank keeps only; an empty `take` takes part in the gather and keeps nothing.
+  Status SetParameters(const RangeSource& fill);
+  Status GetParameters(const RangeSink& take);
   Status GetGradients(std::vector<float>* flat);
   // AdamW moments, each layout().total() floats (unsharded runs only: zero 0).
   Status GetOptimizerState(std::vector<float>* m, std::vector<float>* v);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "trainer/rng.h"
@@ -103,28 +104,54 @@ int ParamLayout::Index(const std::string& name) const {
 std::vector<float> InitParameters(const ModelConfig& config, const ParamLayout& layout,
                                   uint64_t seed) {
   std::vector<float> params(layout.total());
+  InitParameterRange(config, layout, seed, 0, params);
+  return params;
+}
+
+void InitParameterRange(const ModelConfig& config, const ParamLayout& layout, uint64_t seed,
+                        int64_t begin, std::span<float> out) {
+  const int64_t end = begin + static_cast<int64_t>(out.size());
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers));
-  for (size_t t = 0; t < layout.tensors().size(); ++t) {
-    const ParamTensor& p = layout.tensors()[t];
-    float* out = params.data() + p.offset;
-    double std = p.init == InitKind::kNormalResidual ? residual_std : 0.02;
+  const std::vector<ParamTensor>& tensors = layout.tensors();
+  // The first tensor that ends past `begin`; the tensors lie back to back in offset order.
+  size_t t =
+      std::upper_bound(tensors.begin(), tensors.end(), begin,
+                       [](int64_t b, const ParamTensor& p) { return b < p.offset + p.numel; }) -
+      tensors.begin();
+  for (; t < tensors.size() && tensors[t].offset < end; ++t) {
+    const ParamTensor& p = tensors[t];
+    const int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.numel);
+    float* dst = out.data() + (lo - begin);
+    const int64_t first = lo - p.offset, n = hi - lo;
+    const double scale = p.init == InitKind::kNormalResidual ? residual_std : 0.02;
     switch (p.init) {
       case InitKind::kZeros:
-        for (int64_t j = 0; j < p.numel; ++j) out[j] = 0.0f;
+        std::fill(dst, dst + n, 0.0f);
         break;
       case InitKind::kOnes:
-        for (int64_t j = 0; j < p.numel; ++j) out[j] = 1.0f;
+        std::fill(dst, dst + n, 1.0f);
         break;
       case InitKind::kNormal:
       case InitKind::kNormalResidual:
 #pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < p.numel; ++j)
-          out[j] =
-              static_cast<float>(std * NormalAt(seed, kStreamInit + t, static_cast<uint64_t>(j)));
+        for (int64_t j = 0; j < n; ++j)
+          dst[j] = static_cast<float>(
+              scale * NormalAt(seed, kStreamInit + t, static_cast<uint64_t>(first + j)));
         break;
     }
   }
-  return params;
+}
+
+ParamSource SourceOf(std::span<const float> whole) {
+  return [whole](int64_t begin, std::span<float> out) {
+    std::copy_n(whole.begin() + begin, out.size(), out.begin());
+  };
+}
+
+ParamSource InitialParameters(const ModelConfig& config, const ParamLayout& layout, uint64_t seed) {
+  return [&config, &layout, seed](int64_t begin, std::span<float> out) {
+    InitParameterRange(config, layout, seed, begin, out);
+  };
 }
 
 }  // namespace bm::train

@@ -50,7 +50,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -131,5 +133,19 @@ class ParamLayout {
 // bits. Deterministic for any thread count.
 std::vector<float> InitParameters(const ModelConfig& config, const ParamLayout& layout,
                                   uint64_t seed);
+// Values [begin, begin + out.size()) of InitParameters(config, layout, seed), the same bits,
+// drawn alone: a rank that holds a slice of the model draws only that slice. Precondition:
+// the range lies in [0, layout.total()).
+void InitParameterRange(const ModelConfig& config, const ParamLayout& layout, uint64_t seed,
+                        int64_t begin, std::span<float> out);
+
+// The whole model's flat parameters (ParamLayout order) by range: fills `out` with values
+// [begin, begin + out.size()). Backend::SetParametersFrom asks it for what the rank holds
+// only, so that no rank needs the whole model in memory.
+using ParamSource = std::function<void(int64_t begin, std::span<float> out)>;
+// Copies from `whole`, which must outlive the source.
+ParamSource SourceOf(std::span<const float> whole);
+// Draws InitParameterRange's values; the config and layout must outlive the source.
+ParamSource InitialParameters(const ModelConfig& config, const ParamLayout& layout, uint64_t seed);
 
 }  // namespace bm::train

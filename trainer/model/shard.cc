@@ -142,11 +142,19 @@ const ParamTensor* ModelShard::classifier() const {
 }
 
 void ModelShard::Extract(std::span<const float> full, std::span<float> local) const {
+  Extract(SourceOf(full), local);
+}
+
+void ModelShard::Extract(const ParamSource& full, std::span<float> local) const {
   std::fill(local.begin(), local.end(), 0.0f);
-  for (const Block& b : blocks_)
+  for (const Block& b : blocks_) {
+    if (b.full_stride == b.width && b.local_stride == b.width) {  // one run
+      full(b.full, local.subspan(b.local, b.rows * b.width));
+      continue;
+    }
     for (int64_t r = 0; r < b.rows; ++r)
-      std::copy_n(full.data() + b.full + r * b.full_stride, b.width,
-                  local.data() + b.local + r * b.local_stride);
+      full(b.full + r * b.full_stride, local.subspan(b.local + r * b.local_stride, b.width));
+  }
 }
 
 void ModelShard::Place(std::span<const float> local, std::span<float> full) const {

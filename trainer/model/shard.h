@@ -105,6 +105,8 @@ class ModelShard {
   // full (full_size() floats) -> local (layout().total() floats): every local
   // element from the whole model, padding rows zero.
   void Extract(std::span<const float> full, std::span<float> local) const;
+  // The same from a source: asks it for this rank's elements only.
+  void Extract(const ParamSource& full, std::span<float> local) const;
   // local -> full: writes the elements this rank owns; others are untouched.
   // The owners of all TP x PP shards together write every element once.
   void Place(std::span<const float> local, std::span<float> full) const;

@@ -119,8 +119,11 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   options.micro_batches = static_cast<int>(run.gas);
   options.sequence_parallel = run.sequence_parallel;
   BM_TRY(backend->Init(model, options));
-  if (setup.params.empty()) setup.params = InitParameters(model, layout, run.seed);
-  BM_TRY(backend->SetParameters(setup.params));
+  // A fresh run draws only what this rank holds (its shard, its ZeRO slices).
+  if (setup.params.empty())
+    BM_TRY(backend->SetParametersFrom(InitialParameters(model, layout, run.seed)));
+  else
+    BM_TRY(backend->SetParameters(setup.params));
   setup.params = {};
 
   // Resume from the last checkpoint of an identical run, if any.
@@ -257,8 +260,8 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   }
   if (progress && run.progress) *progress << "\n";
 
-  // The whole model, gathered (collective under ZeRO-3); rank 0 writes it.
-  std::vector<float> params(layout.total());
+  // The whole model, gathered (collective under ZeRO and TP/PP) onto rank 0, which writes it.
+  std::vector<float> params(ranks.root() ? layout.total() : 0);
   BM_TRY(backend->GetParameters(params));
   TrainSummary summary;
   summary.model = model;

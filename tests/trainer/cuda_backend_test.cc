@@ -269,7 +269,7 @@ TEST(CudaBackend, HostStagingMovesRangesInChunks) {
   BM_SKIP_WITHOUT_GPU();
   constexpr size_t kN = 1000, kFirst = 37;
   float* device = nullptr;
-  ASSERT_EQ(cudaMalloc(&device, kN * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device), kN * sizeof(float)), cudaSuccess);
   {
     cuda::HostStaging staging;
     ASSERT_TRUE(staging.Init(nullptr, 7).ok());

@@ -33,8 +33,9 @@
 // (trainer/model/shard.h) and its local state; the flat fp32 buffers of
 // Get/SetParameters, GetGradients and Get/SetOptimizerState stay the whole
 // model's (ParamLayout(model) order): SetParameters takes this rank's slices
-// of the whole model, GetParameters gathers the whole model onto every rank
-// of the TP x PP group — both work across layouts, so a checkpoint of any
+// of the whole model, GetParameters gathers the whole model onto the first
+// rank of the TP x PP group (GetGradients and GetOptimizerState onto every rank of it) — both
+// work across layouts, so a checkpoint of any
 // layout initializes any other. ForwardBackwardStep, GradNorm, OptimizerStep,
 // GetParameters, GetGradients and GetOptimizerState are collective over the
 // TP and PP groups; ForwardBackward (one micro-batch alone) needs PP1 and is
@@ -158,7 +159,9 @@ class Backend {
 
   // Flat fp32 buffers of ParamLayout(model).total() floats. GetParameters also takes an
   // empty span: the rank takes part in the gather (collective under ZeRO and TP/PP) and keeps
-  // nothing, so that only the rank that writes the checkpoint holds the whole model.
+  // nothing, so that only the rank that writes the checkpoint holds the whole model. Under
+  // TP/PP the whole model arrives on the first rank of the TP x PP group (TP rank 0 of stage
+  // 0) only; the group's other ranks pass an empty span (else kInvalidArgument).
   virtual Status SetParameters(std::span<const float> params) = 0;
   virtual Status GetParameters(std::span<float> params) const = 0;
   // SetParameters from a source (trainer/model/layout.h) that the backend asks for the ranges

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -31,6 +32,36 @@ TEST_F(CheckpointTest, RoundTripBothFamilies) {
     ASSERT_TRUE(loaded.ok()) << loaded.status().message();
     EXPECT_EQ(*loaded, params) << preset;
   }
+}
+
+// The checkpoint by range: any range of the mapped file's parameters, transposed tensors and
+// tensor boundaries included, is the saved model's; the source outlives the file's name.
+TEST_F(CheckpointTest, RangesOfTheMappedCheckpointAreTheSavedParameters) {
+  for (const char* preset : {"llama-tiny", "gpt-tiny"}) {
+    SCOPED_TRACE(preset);
+    ModelConfig c = *Preset(preset);
+    c.hidden = 72, c.heads = 3, c.kv_heads = 3, c.ffn_hidden = 200;
+    const ParamLayout layout(c);
+    std::vector<float> params = InitParameters(c, layout, 3);
+    ASSERT_TRUE(SaveModel(dir_, c, params, 63).ok());
+    Result<ParamSource> source = CheckpointParameters(dir_ + "/model.safetensors", c);
+    ASSERT_TRUE(source.ok()) << source.status().message();
+    std::filesystem::remove(dir_ + "/model.safetensors");  // the mapping stays valid
+    const int64_t P = layout.total();
+    const ParamTensor& fc = layout.tensors()[layout.Index(
+        c.family == Family::kGpt ? "transformer.h.0.mlp.c_fc.weight"
+                                 : "model.layers.0.mlp.up_proj.weight")];
+    for (auto [begin, n] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, P}, {1, 17}, {fc.offset - 5, 300}, {fc.offset + 71, 1000}, {P - 3, 3}, {9, 0}}) {
+      std::vector<float> part(static_cast<size_t>(n), -1.0f);
+      (*source)(begin, part);
+      ASSERT_TRUE(std::equal(part.begin(), part.end(), params.begin() + begin))
+          << "[" << begin << ", " << begin + n << ")";
+    }
+  }
+  ModelConfig c = *Preset("llama-tiny");
+  EXPECT_EQ(CheckpointParameters(dir_ + "/none.safetensors", c).status().code(),
+            ErrorCode::kNotFound);
 }
 
 TEST_F(CheckpointTest, GptConv1DWeightsAreTransposedOnDisk) {

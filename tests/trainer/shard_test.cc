@@ -8,10 +8,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <span>
+#include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "trainer/dist/pipeline_schedule.h"
@@ -192,6 +200,102 @@ TEST(ShardTest, WholeToShardsToWholeIsTheIdentity) {
   ModelConfig tied = *Preset("llama-tiny");
   tied.tied_embeddings = true;
   CheckRoundTrip(tied, 2, 2);
+}
+
+// Blocking messages between the threads of one test: a send waits until its message is taken
+// (as a rendezvous transport would), so an order that could deadlock fails within seconds.
+class Mailbox {
+ public:
+  Status Send(const std::string& group, int from, int to, const float* data, int64_t count) {
+    std::unique_lock lock(mu_);
+    auto msg = std::make_shared<Message>(Message{std::vector<float>(data, data + count), false});
+    boxes_[{group, from, to}].push_back(msg);
+    cv_.notify_all();
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return msg->taken; }))
+      return Errorf(ErrorCode::kInternal, "{}: {} -> {} never taken", group, from, to);
+    return Status::Ok();
+  }
+  Status Recv(const std::string& group, int from, int to, float* data, int64_t count) {
+    std::unique_lock lock(mu_);
+    auto& box = boxes_[{group, from, to}];
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !box.empty(); }))
+      return Errorf(ErrorCode::kInternal, "{}: {} -> {} never sent", group, from, to);
+    std::shared_ptr<Message> msg = box.front();
+    box.pop_front();
+    if (static_cast<int64_t>(msg->data.size()) != count)
+      return Errorf(ErrorCode::kInternal, "{}: {} -> {}: {} floats, expected {}", group, from, to,
+                    msg->data.size(), count);
+    std::copy(msg->data.begin(), msg->data.end(), data);
+    msg->taken = true;
+    cv_.notify_all();
+    return Status::Ok();
+  }
+  ShardLink Link(const std::string& group, int rank, int size) {
+    ShardLink link{rank, size, nullptr, nullptr};
+    link.send = [this, group, rank](const float* d, int64_t n, int peer) {
+      return Send(group, rank, peer, d, n);
+    };
+    link.recv = [this, group, rank](float* d, int64_t n, int peer) {
+      return Recv(group, peer, rank, d, n);
+    };
+    return link;
+  }
+
+ private:
+  struct Message {
+    std::vector<float> data;
+    bool taken;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::tuple<std::string, int, int>, std::deque<std::shared_ptr<Message>>> boxes_;
+};
+
+// Every shard, a thread each, gathered onto the first rank: the whole model there, exactly;
+// nothing asked of the others; a buffer on another rank refused.
+void CheckGatherToFirst(const ModelConfig& c, int tp, int pp) {
+  SCOPED_TRACE(fmt::format("{} TP{} PP{}", c.preset, tp, pp));
+  const ParamLayout whole_layout(c);
+  std::vector<float> full(whole_layout.total());
+  std::iota(full.begin(), full.end(), 1.0f);
+  std::vector<float> gathered(full.size(), 0.0f);
+  Mailbox mail;
+  std::vector<Status> results(static_cast<size_t>(tp * pp), Status::Ok());
+  std::vector<std::thread> threads;
+  for (int p = 0; p < pp; ++p)
+    for (int t = 0; t < tp; ++t)
+      threads.emplace_back([&, t, p] {
+        ModelShard s = Make(c, tp, t, pp, p);
+        std::vector<float> local(s.layout().total());
+        s.Extract(full, local);
+        std::span<float> out = t == 0 && p == 0 ? std::span<float>(gathered) : std::span<float>();
+        results[p * tp + t] =
+            GatherShardsToFirst(s, local, out, mail.Link(fmt::format("tp{}", p), t, tp),
+                                mail.Link(fmt::format("pp{}", t), p, pp));
+      });
+  for (std::thread& th : threads) th.join();
+  for (const Status& st : results) ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(gathered, full);
+  if (tp * pp > 1) {
+    ModelShard last = Make(c, tp, tp - 1, pp, pp - 1);
+    std::vector<float> local(last.layout().total()), wrong(full.size());
+    EXPECT_EQ(GatherShardsToFirst(last, local, wrong, {}, {}).code(), ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST(ShardTest, GatheringOntoTheFirstRankGivesTheWholeModelThere) {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    ModelConfig c = *Preset(preset);
+    c.vocab = 13;
+    c.layers = 4;
+    for (int tp : {1, 2})
+      for (int pp : {1, 2, 3}) CheckGatherToFirst(c, tp, pp);
+  }
+  ModelConfig gqa = *Preset("llama-tiny");
+  gqa.heads = 8;
+  gqa.kv_heads = 4;
+  gqa.hidden = 64;
+  CheckGatherToFirst(gqa, 4, 2);
 }
 
 TEST(ShardTest, TheWholeShardIsTheWholeModel) {

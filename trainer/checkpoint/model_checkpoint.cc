@@ -1,6 +1,7 @@
 #include "trainer/checkpoint/model_checkpoint.h"
 
 #include <algorithm>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -51,14 +52,16 @@ Status SaveModel(const std::string& dir, const ModelConfig& config, std::span<co
                              HuggingFaceConfig(config, eot_id).dump(2) + "\n");
 }
 
-Result<std::vector<float>> LoadParameters(const std::string& path, const ModelConfig& config) {
-  BM_ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensors(path));
-  ParamLayout layout(config);
-  std::vector<float> params(layout.total());
+Result<ParamSource> CheckpointParameters(const std::string& path, const ModelConfig& config) {
+  BM_ASSIGN_OR_RETURN(MappedSafetensors mapped, MappedSafetensors::Open(path));
+  auto file = std::make_shared<const MappedSafetensors>(std::move(mapped));
+  auto layout = std::make_shared<const ParamLayout>(config);
+  // file->tensors()' entry of each layout tensor
+  auto of = std::make_shared<std::vector<const MappedSafetensors::Tensor*>>();
   std::set<std::string> expected;
-  for (const ParamTensor& t : layout.tensors()) {
+  for (const ParamTensor& t : layout->tensors()) {
     expected.insert(t.name);
-    const NamedTensor* n = file.Find(t.name);
+    const MappedSafetensors::Tensor* n = file->Find(t.name);
     if (!n)
       return Errorf(ErrorCode::kInvalidArgument, "{}: tensor {} is missing (the model needs it)",
                     path, t.name);
@@ -66,13 +69,9 @@ Result<std::vector<float>> LoadParameters(const std::string& path, const ModelCo
     if (n->shape != shape)
       return Errorf(ErrorCode::kInvalidArgument, "{}: tensor {} has shape {}, the model needs {}",
                     path, t.name, nlohmann::json(n->shape).dump(), nlohmann::json(shape).dump());
-    if (t.transposed_in_checkpoint) {
-      Transpose(n->data.data(), shape[0], shape[1], params.data() + t.offset);
-    } else {
-      std::copy(n->data.begin(), n->data.end(), params.begin() + t.offset);
-    }
+    of->push_back(n);
   }
-  for (const NamedTensor& n : file.tensors) {
+  for (const MappedSafetensors::Tensor& n : file->tensors()) {
     // HF GPT-2 files may carry attention-mask buffers; they are not parameters.
     if (n.name.ends_with(".attn.bias") || n.name.ends_with(".attn.masked_bias")) continue;
     if (n.name == "lm_head.weight" && config.tied_embeddings) continue;
@@ -80,6 +79,30 @@ Result<std::vector<float>> LoadParameters(const std::string& path, const ModelCo
       return Errorf(ErrorCode::kInvalidArgument, "{}: unexpected tensor {} (not in a {} model)",
                     path, n.name, FamilyName(config.family));
   }
+  return ParamSource([file, layout, of](int64_t begin, std::span<float> out) {
+    ForEachTensorRange(*layout, begin, static_cast<int64_t>(out.size()),
+                       [&](size_t t, int64_t first, int64_t n, int64_t at) {
+                         const ParamTensor& p = layout->tensors()[t];
+                         const MappedSafetensors::Tensor& f = *(*of)[t];
+                         if (!p.transposed_in_checkpoint) {
+                           file->Read(f, first, out.subspan(at, n));
+                           return;
+                         }
+                         // trainer [rows, cols] element (r, c) is the file's (c, r)
+                         const int64_t rows = p.shape[0], cols = p.shape[1];
+#pragma omp parallel for schedule(static)
+                         for (int64_t j = 0; j < n; ++j) {
+                           const int64_t e = first + j;
+                           out[at + j] = file->At(f, (e % cols) * rows + e / cols);
+                         }
+                       });
+  });
+}
+
+Result<std::vector<float>> LoadParameters(const std::string& path, const ModelConfig& config) {
+  BM_ASSIGN_OR_RETURN(ParamSource source, CheckpointParameters(path, config));
+  std::vector<float> params(ParamLayout(config).total());
+  source(0, params);
   return params;
 }
 

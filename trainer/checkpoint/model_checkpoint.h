@@ -26,6 +26,12 @@ Status SaveModel(const std::string& dir, const ModelConfig& config, std::span<co
 // model needs [64, 64]"); and any file the safetensors reader refuses.
 Result<std::vector<float>> LoadParameters(const std::string& safetensors_path,
                                           const ModelConfig& config);
+// The same checks, then the parameters by range (trainer/model/layout.h's ParamSource) from
+// the file mapped read-only: values are read (and widened, transposed) only as they are asked
+// for, so each rank of a run reads only what it keeps and none holds the file. The source
+// keeps the mapping alive.
+Result<ParamSource> CheckpointParameters(const std::string& safetensors_path,
+                                         const ModelConfig& config);
 
 // The ModelConfig of a checkpoint directory (its config.json).
 Result<ModelConfig> ReadCheckpointConfig(const std::string& dir);

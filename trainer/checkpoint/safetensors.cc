@@ -1,10 +1,20 @@
 #include "trainer/checkpoint/safetensors.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "base/real_filesystem.h"
 
@@ -91,36 +101,56 @@ const NamedTensor* SafetensorsFile::Find(const std::string& name) const {
   return nullptr;
 }
 
-Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
-  BM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+MappedSafetensors::~MappedSafetensors() {
+  if (base_) ::munmap(const_cast<char*>(base_), size_);
+}
+
+MappedSafetensors::MappedSafetensors(MappedSafetensors&& o) noexcept
+    : path_(std::move(o.path_)),
+      base_(std::exchange(o.base_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      data_(std::exchange(o.data_, nullptr)),
+      tensors_(std::move(o.tensors_)),
+      metadata_(std::move(o.metadata_)) {}
+
+Result<MappedSafetensors> MappedSafetensors::Open(const std::string& path) {
+  MappedSafetensors f;
+  f.path_ = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errorf(ErrorCode::kNotFound, "cannot open {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Errorf(ErrorCode::kIo, "cannot stat {}: {}", path, std::strerror(errno));
+  }
+  f.size_ = static_cast<uint64_t>(st.st_size);
   auto corrupt = [&](const std::string& what) {
     return Errorf(ErrorCode::kCorrupt, "{}: not a valid safetensors file: {}", path, what);
   };
-  if (bytes.size() < 8)
-    return corrupt(fmt::format("{} bytes, shorter than the 8-byte header size", bytes.size()));
+  if (f.size_ < 8) {
+    ::close(fd);
+    return corrupt(fmt::format("{} bytes, shorter than the 8-byte header size", f.size_));
+  }
+  void* base = ::mmap(nullptr, f.size_, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED)
+    return Errorf(ErrorCode::kIo, "cannot map {}: {}", path, std::strerror(errno));
+  f.base_ = static_cast<const char*>(base);
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
-  if (n > bytes.size() - 8)
-    return corrupt(
-        fmt::format("header of {} bytes but the file has {} (truncated?)", n, bytes.size()));
-  nlohmann::json header =
-      nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + n, nullptr, false);
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(f.base_[i]);
+  if (n > f.size_ - 8)
+    return corrupt(fmt::format("header of {} bytes but the file has {} (truncated?)", n, f.size_));
+  nlohmann::json header = nlohmann::json::parse(f.base_ + 8, f.base_ + 8 + n, nullptr, false);
   if (header.is_discarded() || !header.is_object())
     return corrupt("the header is not a JSON object");
-  const uint64_t data_size = bytes.size() - 8 - n;
-  const char* data = bytes.data() + 8 + n;
-  SafetensorsFile file;
-  struct Range {
-    uint64_t begin, end;
-    std::string name;
-  };
-  std::vector<Range> ranges;
+  const uint64_t data_size = f.size_ - 8 - n;
+  f.data_ = f.base_ + 8 + n;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) return corrupt("__metadata__ is not an object");
       for (const auto& [k, v] : entry.items()) {
         if (!v.is_string()) return corrupt("__metadata__." + k + " is not a string");
-        file.metadata[k] = v.get<std::string>();
+        f.metadata_[k] = v.get<std::string>();
       }
       continue;
     }
@@ -129,7 +159,7 @@ Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
         !entry["shape"].is_array() || !entry["data_offsets"].is_array() ||
         entry["data_offsets"].size() != 2)
       return corrupt("tensor " + name + " lacks dtype, shape or data_offsets");
-    NamedTensor t;
+    Tensor t;
     t.name = name;
     for (const auto& d : entry["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
@@ -137,10 +167,11 @@ Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
       t.shape.push_back(d.get<int64_t>());
     }
     const std::string dtype = entry["dtype"];
-    size_t elem = dtype == "F32" ? 4 : (dtype == "BF16" || dtype == "F16") ? 2 : 0;
-    if (elem == 0)
+    t.dtype = dtype == "F32" ? Dtype::kF32 : dtype == "BF16" ? Dtype::kBf16 : Dtype::kF16;
+    if (dtype != "F32" && dtype != "BF16" && dtype != "F16")
       return Errorf(ErrorCode::kUnsupported, "{}: tensor {} has dtype {} (F32, BF16, F16 are read)",
                     path, name, dtype);
+    const uint64_t elem = t.dtype == Dtype::kF32 ? 4 : 2;
     const auto& off = entry["data_offsets"];
     if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       return corrupt("tensor " + name + " has bad data_offsets");
@@ -152,39 +183,59 @@ Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
     if (end > data_size)
       return corrupt(fmt::format("tensor {} ends at byte {} of a {}-byte data section (truncated?)",
                                  name, end, data_size));
-    t.data.resize(numel);
-    if (elem == 4) {
-      std::memcpy(t.data.data(), data + begin, numel * 4);
-    } else {
-      for (uint64_t i = 0; i < numel; ++i) {
-        uint16_t h;
-        std::memcpy(&h, data + begin + 2 * i, 2);
-        t.data[i] = dtype == "BF16" ? Bf16ToFloat(h) : F16ToFloat(h);
-      }
-    }
-    ranges.push_back({begin, end, name});
-    file.tensors.push_back(std::move(t));
+    t.offset = begin;
+    t.bytes = end - begin;
+    f.tensors_.push_back(std::move(t));
   }
-  std::sort(ranges.begin(), ranges.end(),
-            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  // data order; the tensors must tile the data section exactly
+  std::sort(f.tensors_.begin(), f.tensors_.end(),
+            [](const Tensor& a, const Tensor& b) { return a.offset < b.offset; });
   uint64_t pos = 0;
-  for (const Range& r : ranges) {
-    if (r.begin != pos)
-      return corrupt(fmt::format("tensor {} leaves a gap or overlaps at byte {}", r.name, pos));
-    pos = r.end;
+  for (const Tensor& t : f.tensors_) {
+    if (t.offset != pos)
+      return corrupt(fmt::format("tensor {} leaves a gap or overlaps at byte {}", t.name, pos));
+    pos = t.offset + t.bytes;
   }
   if (pos != data_size)
     return corrupt(fmt::format("{} bytes after the last tensor", data_size - pos));
-  // file order = data order
-  std::sort(file.tensors.begin(), file.tensors.end(),
-            [&](const NamedTensor& a, const NamedTensor& b) {
-              auto at = [&](const std::string& name) {
-                return std::find_if(ranges.begin(), ranges.end(),
-                                    [&](const Range& r) { return r.name == name; })
-                    ->begin;
-              };
-              return at(a.name) < at(b.name);
-            });
+  return f;
+}
+
+const MappedSafetensors::Tensor* MappedSafetensors::Find(const std::string& name) const {
+  for (const Tensor& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+float MappedSafetensors::At(const Tensor& t, int64_t i) const {
+  const char* p = data_ + t.offset;
+  if (t.dtype == Dtype::kF32) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return t.dtype == Dtype::kBf16 ? Bf16ToFloat(h) : F16ToFloat(h);
+}
+
+void MappedSafetensors::Read(const Tensor& t, int64_t first, std::span<float> out) const {
+  if (t.dtype == Dtype::kF32) {
+    std::memcpy(out.data(), data_ + t.offset + 4 * first, out.size() * 4);
+    return;
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i] = At(t, first + static_cast<int64_t>(i));
+}
+
+Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
+  BM_ASSIGN_OR_RETURN(MappedSafetensors mapped, MappedSafetensors::Open(path));
+  SafetensorsFile file;
+  file.metadata = mapped.metadata();
+  for (const MappedSafetensors::Tensor& t : mapped.tensors()) {
+    NamedTensor n{t.name, t.shape, std::vector<float>(static_cast<size_t>(Numel(t.shape)))};
+    mapped.Read(t, 0, n.data);
+    file.tensors.push_back(std::move(n));
+  }
   return file;
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,46 @@ struct SafetensorsFile {
   const NamedTensor* Find(const std::string& name) const;
 };
 
+// The whole file, every tensor widened to float (small files: tests, tools).
 Result<SafetensorsFile> ReadSafetensors(const std::string& path);
+
+// A safetensors file mapped read-only (its pages shared with the page cache and with every
+// process that maps it), its header checked as ReadSafetensors checks it; values are read by
+// range, widened to float, so a rank that keeps a slice of a 7B checkpoint touches only that
+// slice's pages and never holds the file. Movable; unmaps when destroyed.
+class MappedSafetensors {
+ public:
+  enum class Dtype { kF32, kBf16, kF16 };
+  struct Tensor {
+    std::string name;
+    std::vector<int64_t> shape;
+    Dtype dtype = Dtype::kF32;
+    uint64_t offset = 0, bytes = 0;  // in the data section
+  };
+
+  static Result<MappedSafetensors> Open(const std::string& path);
+  ~MappedSafetensors();
+  MappedSafetensors(MappedSafetensors&& other) noexcept;
+  MappedSafetensors& operator=(MappedSafetensors&&) = delete;
+  MappedSafetensors(const MappedSafetensors&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::vector<Tensor>& tensors() const { return tensors_; }  // in data order
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const Tensor* Find(const std::string& name) const;
+  // Element i of t (row-major), and elements [first, first + out.size()).
+  float At(const Tensor& t, int64_t i) const;
+  void Read(const Tensor& t, int64_t first, std::span<float> out) const;
+
+ private:
+  MappedSafetensors() = default;
+  std::string path_;
+  const char* base_ = nullptr;
+  uint64_t size_ = 0;
+  const char* data_ = nullptr;
+  std::vector<Tensor> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
 
 // Writes `bytes` to path atomically (temporary, fsync, rename). Shared with the
 // other checkpoint files.

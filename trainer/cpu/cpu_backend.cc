@@ -89,15 +89,29 @@ class CpuBackend final : public Backend {
     return dp_->SetParameters(local);
   }
   Status GetParameters(std::span<float> params) const override {
-    if (params.empty() && model_) {  // take part, keep nothing
-      std::vector<float> scratch(model_->shard().full_size());
-      return GetParameters(scratch);
+    if (!model_) return NotInitialized("GetParameters");
+    if (!params.empty()) BM_TRY(CheckSize("GetParameters", params.size()));
+    if (Whole()) {
+      if (!params.empty()) return dp_->GetParameters(params);
+      std::vector<float> scratch(model_->shard().full_size());  // take part, keep nothing
+      return dp_->GetParameters(scratch);
     }
-    BM_TRY(CheckSize("GetParameters", params.size()));
-    if (Whole()) return dp_->GetParameters(params);
     std::vector<float> local(model_->layout().total());
     BM_TRY(dp_->GetParameters(local));
-    return GatherWhole(local, params);
+    auto link = [](dist::Communicator* c) {
+      ShardLink l;
+      if (!c) return l;
+      l.rank = c->rank(), l.size = c->size();
+      l.send = [c](const float* data, int64_t count, int peer) {
+        return c->Send(data, count, dist::DType::kFloat32, peer);
+      };
+      l.recv = [c](float* data, int64_t count, int peer) {
+        return c->Recv(data, count, dist::DType::kFloat32, peer);
+      };
+      return l;
+    };
+    return GatherShardsToFirst(model_->shard(), local, params, link(options_.tp),
+                               link(options_.pp));
   }
   Status GetGradients(std::span<float> grads) const override {
     BM_TRY(CheckSize("GetGradients", grads.size()));

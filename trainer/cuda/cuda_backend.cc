@@ -147,13 +147,22 @@ class CudaBackend final : public Backend {
     if (!params.empty()) BM_TRY(Check("GetParameters", params.size()));
     if (shard_->whole())
       return model_->GetParameters(params.empty() ? RangeSink() : OnHost(params));
-    std::vector<float> local(shard_->layout().total()), scratch;
+    std::vector<float> local(shard_->layout().total());
     BM_TRY(model_->GetParameters(OnHost(local)));
-    if (params.empty()) {  // the TP x PP gather gives every rank the whole model
-      scratch.resize(shard_->full_size());
-      params = scratch;
-    }
-    return GatherWhole(local, params);
+    CudaModel* model = model_.get();
+    auto link = [model](dist::Communicator* group) {
+      ShardLink l;
+      if (!group) return l;
+      l.rank = group->rank(), l.size = group->size();
+      l.send = [model, group](const float* data, int64_t count, int peer) {
+        return model->SendHost(group, data, count, peer);
+      };
+      l.recv = [model, group](float* data, int64_t count, int peer) {
+        return model->RecvHost(group, data, count, peer);
+      };
+      return l;
+    };
+    return GatherShardsToFirst(*shard_, local, params, link(tp_), link(pp_));
   }
   Status GetGradients(std::span<float> grads) const override {
     BM_TRY(Check("GetGradients", grads.size()));

@@ -186,6 +186,34 @@ Status CudaModel::AllGatherHost(dist::Communicator* group, const float* send, fl
   return Status::Ok();
 }
 
+Status CudaModel::SendHost(dist::Communicator* group, const float* data, int64_t count, int peer) {
+  Impl& s = *impl_;
+  const int64_t chunk = s.HostMessageChunk();
+  float* staging = s.A<float>(s.res[0]);
+  for (int64_t at = 0; at < count; at += chunk) {
+    const int64_t n = std::min(chunk, count - at);
+    BM_CUDA_CHECK(cudaMemcpyAsync(staging, data + at, n * 4, cudaMemcpyHostToDevice, s.stream),
+                  "send staging {} floats", n);
+    BM_TRY(group->Send(staging, n, dist::DType::kFloat32, peer, s.stream));
+    BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "sending {} floats to {}", count, peer);
+  }
+  return Status::Ok();
+}
+
+Status CudaModel::RecvHost(dist::Communicator* group, float* data, int64_t count, int peer) {
+  Impl& s = *impl_;
+  const int64_t chunk = s.HostMessageChunk();
+  float* staging = s.A<float>(s.res[0]);
+  for (int64_t at = 0; at < count; at += chunk) {
+    const int64_t n = std::min(chunk, count - at);
+    BM_TRY(group->Recv(staging, n, dist::DType::kFloat32, peer, s.stream));
+    BM_CUDA_CHECK(cudaMemcpyAsync(data + at, staging, n * 4, cudaMemcpyDeviceToHost, s.stream),
+                  "received {} floats", n);
+    BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "receiving {} floats from {}", count, peer);
+  }
+  return Status::Ok();
+}
+
 double CudaModel::CommWaitSeconds() const { return impl_->dp.wait_ms() / 1000.0; }
 double CudaModel::HostQueueSeconds() const { return impl_->host_queue_s; }
 

@@ -110,6 +110,10 @@ class CudaModel {
   // communicator) into recv (group->size() * count floats, rank r's at r * count), through
   // device memory the model is not using between steps; waits. For gathering a whole model.
   Status AllGatherHost(dist::Communicator* group, const float* send, float* recv, int64_t count);
+  // Sends / receives `count` floats of host memory to / from `peer` of `group` the same way,
+  // in chunks of the same staging space on both sides; waits.
+  Status SendHost(dist::Communicator* group, const float* data, int64_t count, int peer);
+  Status RecvHost(dist::Communicator* group, float* data, int64_t count, int peer);
   // Seconds the compute stream waited on data-parallel communication since Create.
   double CommWaitSeconds() const;
 

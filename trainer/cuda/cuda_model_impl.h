@@ -179,6 +179,11 @@ struct CudaModel::Impl {
   bool Sp() const { return Tp() && run.sequence_parallel; }
   int StreamRows(int n) const { return Sp() ? n / spec.tp : n; }
   int Rows() const { return StreamRows(N()); }  // the residual stream's rows of this call
+  // Floats of host messages staged in the first residual stream between steps (SendHost,
+  // RecvHost): the same on every rank of a TP or PP group, so both sides chunk alike.
+  int64_t HostMessageChunk() const {
+    return static_cast<int64_t>(StreamRows(MaxN())) * C() * static_cast<int64_t>(elem) / 4;
+  }
   dist::DType ActType() const { return CommDType(run.dtype); }
   Status TpAllReduce(void* data, size_t n, dist::DType type,
                      dist::ReduceOp op = dist::ReduceOp::kSum) {

@@ -110,36 +110,29 @@ std::vector<float> InitParameters(const ModelConfig& config, const ParamLayout& 
 
 void InitParameterRange(const ModelConfig& config, const ParamLayout& layout, uint64_t seed,
                         int64_t begin, std::span<float> out) {
-  const int64_t end = begin + static_cast<int64_t>(out.size());
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.layers));
-  const std::vector<ParamTensor>& tensors = layout.tensors();
-  // The first tensor that ends past `begin`; the tensors lie back to back in offset order.
-  size_t t =
-      std::upper_bound(tensors.begin(), tensors.end(), begin,
-                       [](int64_t b, const ParamTensor& p) { return b < p.offset + p.numel; }) -
-      tensors.begin();
-  for (; t < tensors.size() && tensors[t].offset < end; ++t) {
-    const ParamTensor& p = tensors[t];
-    const int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.numel);
-    float* dst = out.data() + (lo - begin);
-    const int64_t first = lo - p.offset, n = hi - lo;
-    const double scale = p.init == InitKind::kNormalResidual ? residual_std : 0.02;
-    switch (p.init) {
-      case InitKind::kZeros:
-        std::fill(dst, dst + n, 0.0f);
-        break;
-      case InitKind::kOnes:
-        std::fill(dst, dst + n, 1.0f);
-        break;
-      case InitKind::kNormal:
-      case InitKind::kNormalResidual:
+  ForEachTensorRange(
+      layout, begin, static_cast<int64_t>(out.size()),
+      [&](size_t t, int64_t first, int64_t n, int64_t at) {
+        const ParamTensor& p = layout.tensors()[t];
+        float* dst = out.data() + at;
+        const double scale = p.init == InitKind::kNormalResidual ? residual_std : 0.02;
+        switch (p.init) {
+          case InitKind::kZeros:
+            std::fill(dst, dst + n, 0.0f);
+            break;
+          case InitKind::kOnes:
+            std::fill(dst, dst + n, 1.0f);
+            break;
+          case InitKind::kNormal:
+          case InitKind::kNormalResidual:
 #pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < n; ++j)
-          dst[j] = static_cast<float>(
-              scale * NormalAt(seed, kStreamInit + t, static_cast<uint64_t>(first + j)));
-        break;
-    }
-  }
+            for (int64_t j = 0; j < n; ++j)
+              dst[j] = static_cast<float>(
+                  scale * NormalAt(seed, kStreamInit + t, static_cast<uint64_t>(first + j)));
+            break;
+        }
+      });
 }
 
 ParamSource SourceOf(std::span<const float> whole) {

@@ -49,6 +49,7 @@
 // Values only; thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -138,6 +139,24 @@ std::vector<float> InitParameters(const ModelConfig& config, const ParamLayout& 
 // the range lies in [0, layout.total()).
 void InitParameterRange(const ModelConfig& config, const ParamLayout& layout, uint64_t seed,
                         int64_t begin, std::span<float> out);
+
+// Calls fn(t, first, n, at) for each tensor t that [begin, begin + count) of the flat buffer
+// overlaps, in order: its elements [first, first + n) are the range's [at, at + n).
+template <typename Fn>
+void ForEachTensorRange(const ParamLayout& layout, int64_t begin, int64_t count, Fn&& fn) {
+  const std::vector<ParamTensor>& tensors = layout.tensors();
+  const int64_t end = begin + count;
+  // the first tensor that ends past `begin`; the tensors lie back to back in offset order
+  size_t t = static_cast<size_t>(
+      std::upper_bound(tensors.begin(), tensors.end(), begin,
+                       [](int64_t b, const ParamTensor& p) { return b < p.offset + p.numel; }) -
+      tensors.begin());
+  for (; t < tensors.size() && tensors[t].offset < end; ++t) {
+    const ParamTensor& p = tensors[t];
+    const int64_t lo = std::max(begin, p.offset), hi = std::min(end, p.offset + p.numel);
+    if (lo < hi) fn(t, lo - p.offset, hi - lo, lo - begin);
+  }
+}
 
 // The whole model's flat parameters (ParamLayout order) by range: fills `out` with values
 // [begin, begin + out.size()). Backend::SetParametersFrom asks it for what the rank holds

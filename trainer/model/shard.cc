@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 
 namespace bm::train {
@@ -209,6 +210,50 @@ Status GatherShards(const ModelShard& me, std::span<const float> local, std::spa
     const int64_t size = shards[i].layout().total();
     shards[i].Place(std::span<const float>(all.data() + i * largest, size), whole);
   }
+  return Status::Ok();
+}
+
+Status GatherShardsToFirst(const ModelShard& me, std::span<const float> local,
+                           std::span<float> whole, const ShardLink& tp, const ShardLink& pp) {
+  const ModelParallelRank r = me.rank();
+  const bool first = r.tp_rank == 0 && r.pp_rank == 0;
+  if (!first && !whole.empty())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "the whole model is gathered onto TP rank 0 of stage 0 only; TP rank {} of "
+                  "stage {} passes an empty buffer",
+                  r.tp_rank, r.pp_rank);
+  if (first && !whole.empty() && static_cast<int64_t>(whole.size()) != me.full_size())
+    return Errorf(ErrorCode::kInvalidArgument, "gathering {} floats into a buffer of {}",
+                  me.full_size(), whole.size());
+  const int64_t n = me.layout().total();
+  if (r.tp_rank != 0) return tp.send(local.data(), n, 0);
+  // TP rank 0 of a stage: each of the stage's shards, placed here (stage 0) or passed on.
+  std::vector<float> received;
+  auto take = [&](int t, int p, const ShardLink& from, int peer) -> Result<ModelShard> {
+    BM_ASSIGN_OR_RETURN(ModelShard s, ModelShard::Make(me.config(), {r.tp, t, r.pp, p}));
+    received.resize(static_cast<size_t>(s.layout().total()));
+    BM_TRY(from.recv(received.data(), s.layout().total(), peer));
+    return s;
+  };
+  for (int t = 0; t < r.tp; ++t) {
+    std::span<const float> data = local.first(static_cast<size_t>(n));
+    std::optional<ModelShard> shard;
+    if (t > 0) {
+      BM_ASSIGN_OR_RETURN(shard, take(t, r.pp_rank, tp, t));
+      data = received;
+    }
+    if (r.pp_rank > 0) {
+      BM_TRY(pp.send(data.data(), static_cast<int64_t>(data.size()), 0));
+    } else if (!whole.empty()) {
+      (shard ? *shard : me).Place(data, whole);
+    }
+  }
+  if (r.pp_rank > 0) return Status::Ok();
+  for (int p = 1; p < r.pp; ++p)
+    for (int t = 0; t < r.tp; ++t) {
+      BM_ASSIGN_OR_RETURN(ModelShard shard, take(t, p, pp, p));
+      if (!whole.empty()) shard.Place(received, whole);
+    }
   return Status::Ok();
 }
 

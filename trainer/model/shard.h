@@ -140,4 +140,23 @@ using ShardAllGather = std::function<Status(const float* send, float* recv, int6
 Status GatherShards(const ModelShard& me, std::span<const float> local, std::span<float> whole,
                     const ShardAllGather& tp, const ShardAllGather& pp);
 
+// Point-to-point messages of host floats over one model-parallel group: this rank's index and
+// the group's size, and blocking send / receive of `count` floats to / from a peer of the group
+// (unused in a group of one).
+struct ShardLink {
+  int rank = 0, size = 1;
+  std::function<Status(const float* data, int64_t count, int peer)> send;
+  std::function<Status(float* data, int64_t count, int peer)> recv;
+};
+
+// Every TP x PP shard's `local` placed into `whole` on the group's first rank (TP rank 0 of
+// stage 0) only, one shard at a time: TP rank t > 0 sends its shard to its stage's TP rank 0;
+// stage p > 0's TP rank 0 passes each of its stage's shards on to the first rank over the PP
+// group. No rank holds more than its own shard and one received one, and the first rank the
+// whole model besides. `whole`: full_size() floats on the first rank (empty there: the shards
+// are received and dropped), empty elsewhere (else kInvalidArgument). Copies only, as
+// GatherShards. Collective over both groups.
+Status GatherShardsToFirst(const ModelShard& me, std::span<const float> local,
+                           std::span<float> whole, const ShardLink& tp, const ShardLink& pp);
+
 }  // namespace bm::train

@@ -172,7 +172,9 @@ Result<nlohmann::json> RunEvaluation(const RunConfig& run, std::ostream* progres
   options.precision = run.precision;
   options.threads = run.threads;
   BM_TRY(backend->Init(setup.model, options));
-  BM_TRY(backend->SetParameters(setup.params));
+  const ParamLayout layout(setup.model);
+  BM_TRY(backend->SetParametersFrom(
+      setup.loaded ? setup.loaded : InitialParameters(setup.model, layout, run.seed)));
 
   // validation loss over consecutive windows
   int64_t windows = NumEvalWindows(data, run.mpe);

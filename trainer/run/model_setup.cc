@@ -21,9 +21,9 @@ Result<ModelSetup> SetUpModel(const RunConfig& run, const nlohmann::json& stats)
     if (!fs::exists(file))
       return Errorf(ErrorCode::kNotFound, "init checkpoint {} does not exist", file.string());
     BM_ASSIGN_OR_RETURN(setup.model, ReadCheckpointConfig(dir.string()));
-    Result<std::vector<float>> params = LoadParameters(file.string(), setup.model);
-    if (!params.ok()) return params.status().WithContext("loading init");
-    setup.params = std::move(*params);
+    Result<ParamSource> loaded = CheckpointParameters(file.string(), setup.model);
+    if (!loaded.ok()) return loaded.status().WithContext("loading init");
+    setup.loaded = std::move(*loaded);
     setup.init_file = file.string();
   }
   BM_TRY(Validate(setup.model));

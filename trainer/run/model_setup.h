@@ -7,14 +7,17 @@
 
 #include "base/result.h"
 #include "trainer/model/config.h"
+#include "trainer/model/layout.h"
 #include "trainer/run/run_config.h"
 
 namespace bm::train {
 
 struct ModelSetup {
   ModelConfig model;
-  std::vector<float> params;  // empty: fresh initialization from the seed
-  std::string init_file;      // the safetensors file read, if any
+  // The init checkpoint's parameters by range, read from the mapped file as a backend asks
+  // for them (CheckpointParameters); empty: fresh initialization from the seed.
+  ParamSource loaded;
+  std::string init_file;  // the safetensors file read, if any
 };
 
 // pretrain: preset + overrides; the vocabulary defaults to the data's

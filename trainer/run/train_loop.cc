@@ -119,12 +119,11 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   options.micro_batches = static_cast<int>(run.gas);
   options.sequence_parallel = run.sequence_parallel;
   BM_TRY(backend->Init(model, options));
-  // A fresh run draws only what this rank holds (its shard, its ZeRO slices).
-  if (setup.params.empty())
-    BM_TRY(backend->SetParametersFrom(InitialParameters(model, layout, run.seed)));
-  else
-    BM_TRY(backend->SetParameters(setup.params));
-  setup.params = {};
+  // Each rank draws, or reads from the init checkpoint, only what it holds (its shard, its
+  // ZeRO slices).
+  BM_TRY(backend->SetParametersFrom(setup.loaded ? setup.loaded
+                                                 : InitialParameters(model, layout, run.seed)));
+  setup.loaded = nullptr;  // unmaps the checkpoint
 
   // Resume from the last checkpoint of an identical run, if any.
   const std::string fingerprint = Fingerprint(run, model);

@@ -366,10 +366,6 @@ class CudaBackend final : public Backend {
     }
     std::vector<float> local(shard_->layout().total());
     OnHost(local)(0, flat);
-    return GatherWhole(local, whole);
-  }
-  // Every TP x PP shard's local buffer gathered into the whole model's (collective).
-  Status GatherWhole(std::span<const float> local, std::span<float> whole) const {
     CudaModel* model = model_.get();
     auto over = [model](dist::Communicator* group) -> ShardAllGather {
       if (!group) return nullptr;

@@ -502,8 +502,8 @@ Status CudaDataParallel::SetParameters(const RangeSource& fill) {
     fill(0, flat);
     return SetSplitMasters(flat);
   }
-  HostStaging staging;
-  BM_TRY(staging.Init(compute_));
+  HostStaging staging;  // chunks no larger than what goes up (a small model's are small)
+  BM_TRY(staging.Init(compute_, zero_ == 0 ? P : static_cast<size_t>(local_size())));
   if (zero_ == 0) {
     BM_TRY(staging.Upload(fill, 0, P, At<float>(master_)));
     return MastersChanged();
@@ -538,7 +538,11 @@ Status CudaDataParallel::MastersChanged() {
 Status CudaDataParallel::GatherMaster(const RangeSink& take) {
   BM_TRY(CommAfterCompute());
   HostStaging staging;
-  if (take) BM_TRY(staging.Init(comm_stream_));
+  if (take) {
+    int64_t widest = 0;
+    for (int u = 0; u < plan_.num_units(); ++u) widest = std::max(widest, plan_.unit(u).numel);
+    BM_TRY(staging.Init(comm_stream_, static_cast<size_t>(widest)));
+  }
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
     float* space = zero_ == 1 ? At<float>(grad_) : At<float>(GradSlotFor(u)->offset);
@@ -596,7 +600,7 @@ Status CudaDataParallel::GetParameters(const RangeSink& take) {
   if (zero_ >= 1) return GatherMaster(take);
   if (!take) return Status::Ok();
   HostStaging staging;
-  BM_TRY(staging.Init(compute_));
+  BM_TRY(staging.Init(compute_, layout_.total()));
   return staging.Download(At<float>(master_), layout_.total(), 0, take);
 }
 

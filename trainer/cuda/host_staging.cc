@@ -14,9 +14,9 @@ HostStaging::~HostStaging() {
   }
 }
 
-Status HostStaging::Init(cudaStream_t stream, size_t chunk) {
+Status HostStaging::Init(cudaStream_t stream, size_t largest) {
   stream_ = stream;
-  chunk_ = std::max<size_t>(chunk, 1);
+  chunk_ = std::clamp<size_t>(largest, 1, kChunk);
   for (int k = 0; k < 2; ++k) {
     BM_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_[k]), chunk_ * sizeof(float)),
                   "pinned staging chunk of {} floats", chunk_);

@@ -38,8 +38,9 @@ class HostStaging {
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
 
-  // Pins the two chunks; copies run on `stream`. chunk: floats per chunk (tests use small ones).
-  Status Init(cudaStream_t stream, size_t chunk = kChunk);
+  // Pins the two chunks of min(kChunk, largest) floats: `largest`, the longest copy to come
+  // (a small model pins little); copies run on `stream`.
+  Status Init(cudaStream_t stream, size_t largest = kChunk);
 
   // dst[i] = the source's value first + i, for i < n.
   Status Upload(const RangeSource& fill, size_t first, size_t n, float* dst);

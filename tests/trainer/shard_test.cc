@@ -230,8 +230,8 @@ class Mailbox {
     cv_.notify_all();
     return Status::Ok();
   }
-  ShardLink Link(const std::string& group, int rank, int size) {
-    ShardLink link{rank, size, nullptr, nullptr};
+  ShardLink Link(const std::string& group, int rank) {
+    ShardLink link;
     link.send = [this, group, rank](const float* d, int64_t n, int peer) {
       return Send(group, rank, peer, d, n);
     };
@@ -270,8 +270,8 @@ void CheckGatherToFirst(const ModelConfig& c, int tp, int pp) {
         s.Extract(full, local);
         std::span<float> out = t == 0 && p == 0 ? std::span<float>(gathered) : std::span<float>();
         results[p * tp + t] =
-            GatherShardsToFirst(s, local, out, mail.Link(fmt::format("tp{}", p), t, tp),
-                                mail.Link(fmt::format("pp{}", t), p, pp));
+            GatherShardsToFirst(s, local, out, mail.Link(fmt::format("tp{}", p), t),
+                                mail.Link(fmt::format("pp{}", t), p));
       });
   for (std::thread& th : threads) th.join();
   for (const Status& st : results) ASSERT_TRUE(st.ok()) << st.message();

@@ -75,9 +75,7 @@ class CpuBackend final : public Backend {
   Status SetParameters(std::span<const float> params) override {
     BM_TRY(CheckSize("SetParameters", params.size()));
     if (Whole()) return dp_->SetParameters(params);
-    std::vector<float> local(model_->layout().total());
-    model_->shard().Extract(params, local);
-    return dp_->SetParameters(local);
+    return SetParametersFrom(SourceOf(params));
   }
   Status SetParametersFrom(const ParamSource& source) override {
     if (!model_) return NotInitialized("SetParametersFrom");
@@ -101,7 +99,6 @@ class CpuBackend final : public Backend {
     auto link = [](dist::Communicator* c) {
       ShardLink l;
       if (!c) return l;
-      l.rank = c->rank(), l.size = c->size();
       l.send = [c](const float* data, int64_t count, int peer) {
         return c->Send(data, count, dist::DType::kFloat32, peer);
       };

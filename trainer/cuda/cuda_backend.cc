@@ -153,7 +153,6 @@ class CudaBackend final : public Backend {
     auto link = [model](dist::Communicator* group) {
       ShardLink l;
       if (!group) return l;
-      l.rank = group->rank(), l.size = group->size();
       l.send = [model, group](const float* data, int64_t count, int peer) {
         return model->SendHost(group, data, count, peer);
       };

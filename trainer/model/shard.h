@@ -140,11 +140,9 @@ using ShardAllGather = std::function<Status(const float* send, float* recv, int6
 Status GatherShards(const ModelShard& me, std::span<const float> local, std::span<float> whole,
                     const ShardAllGather& tp, const ShardAllGather& pp);
 
-// Point-to-point messages of host floats over one model-parallel group: this rank's index and
-// the group's size, and blocking send / receive of `count` floats to / from a peer of the group
-// (unused in a group of one).
+// Point-to-point messages of host floats over one model-parallel group: blocking send / receive
+// of `count` floats to / from a peer (its index in the group); unused in a group of one.
 struct ShardLink {
-  int rank = 0, size = 1;
   std::function<Status(const float* data, int64_t count, int peer)> send;
   std::function<Status(float* data, int64_t count, int peer)> recv;
 };

@@ -172,9 +172,9 @@ Result<nlohmann::json> RunEvaluation(const RunConfig& run, std::ostream* progres
   options.precision = run.precision;
   options.threads = run.threads;
   BM_TRY(backend->Init(setup.model, options));
-  const ParamLayout layout(setup.model);
-  BM_TRY(backend->SetParametersFrom(
-      setup.loaded ? setup.loaded : InitialParameters(setup.model, layout, run.seed)));
+  if (!setup.loaded)
+    return Status(ErrorCode::kInvalidArgument, "evaluate needs an init checkpoint (init = ...)");
+  BM_TRY(backend->SetParametersFrom(setup.loaded));
 
   // validation loss over consecutive windows
   int64_t windows = NumEvalWindows(data, run.mpe);

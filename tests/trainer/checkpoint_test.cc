@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/trainer/test_data.h"
 #include "trainer/checkpoint/hf_config.h"
@@ -194,6 +196,54 @@ TEST_F(CheckpointTest, ReadsBf16) {
   Result<SafetensorsFile> r = ReadSafetensors(dir_ + "/b.safetensors");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->tensors[0].data, (std::vector<float>{1.0f, -2.0f}));
+}
+
+// A bf16 checkpoint (as Hugging Face ships them) of a model with transposed tensors, by range:
+// every value widened from its bf16 bits and put back in the trainer's layout.
+TEST_F(CheckpointTest, Bf16CheckpointsReadByRangeWidenAndTranspose) {
+  ModelConfig c = *Preset("gpt-tiny");
+  const ParamLayout layout(c);
+  const std::vector<float> params = InitParameters(c, layout, 8);
+  auto high_half = [](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<uint16_t>(bits >> 16);
+  };
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  std::string data;
+  std::vector<float> want(params.size());
+  for (const ParamTensor& t : layout.tensors()) {
+    const int64_t rows = t.shape[0], cols = t.shape.size() > 1 ? t.shape[1] : 1;
+    std::vector<int64_t> shape = t.shape;
+    if (t.transposed_in_checkpoint) shape = {cols, rows};
+    header[t.name] = {{"dtype", "BF16"},
+                      {"shape", shape},
+                      {"data_offsets", {data.size(), data.size() + 2 * t.numel}}};
+    for (int64_t i = 0; i < t.numel; ++i) {
+      // file element i: the trainer's (r, c) = (i % rows, i / rows) when transposed
+      const int64_t j = t.transposed_in_checkpoint ? (i % rows) * cols + i / rows : i;
+      const uint16_t h = high_half(params[t.offset + j]);
+      data.append(reinterpret_cast<const char*>(&h), 2);
+      const uint32_t bits = static_cast<uint32_t>(h) << 16;
+      std::memcpy(&want[t.offset + j], &bits, 4);
+    }
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/bf16.safetensors", file + json + data).ok());
+  Result<ParamSource> source = CheckpointParameters(dir_ + "/bf16.safetensors", c);
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  const ParamTensor* fc = layout.Find("transformer.h.1.mlp.c_fc.weight");
+  const int64_t P = layout.total();
+  for (auto [begin, n] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, P}, {fc->offset + 3, fc->numel}, {fc->offset - 7, 20}, {P - 5, 5}}) {
+    std::vector<float> part(static_cast<size_t>(n));
+    (*source)(begin, part);
+    ASSERT_TRUE(std::equal(part.begin(), part.end(), want.begin() + begin))
+        << "[" << begin << ", " << begin + n << ")";
+  }
 }
 
 }  // namespace

@@ -167,10 +167,10 @@ Result<MappedSafetensors> MappedSafetensors::Open(const std::string& path) {
       t.shape.push_back(d.get<int64_t>());
     }
     const std::string dtype = entry["dtype"];
-    t.dtype = dtype == "F32" ? Dtype::kF32 : dtype == "BF16" ? Dtype::kBf16 : Dtype::kF16;
     if (dtype != "F32" && dtype != "BF16" && dtype != "F16")
       return Errorf(ErrorCode::kUnsupported, "{}: tensor {} has dtype {} (F32, BF16, F16 are read)",
                     path, name, dtype);
+    t.dtype = dtype == "F32" ? Dtype::kF32 : dtype == "BF16" ? Dtype::kBf16 : Dtype::kF16;
     const uint64_t elem = t.dtype == Dtype::kF32 ? 4 : 2;
     const auto& off = entry["data_offsets"];
     if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())

@@ -23,7 +23,9 @@
 // during the backward of the micro-batch marked `last` (overlapped with it),
 // so GradNorm and OptimizerStep see the global gradient. BackendOptions::zero
 // shards the AdamW state (1), the gradients (2) and the parameters (3) across
-// the group (trainer/dist/shard_plan.h). Calls that communicate are collective:
+// the group (trainer/dist/shard_plan.h). From zero 1 on, each rank receives the
+// sum of its own slices only (a reduce-scatter: Megatron's distributed
+// optimizer), so GetGradients then needs a group of one. Calls that communicate are collective:
 // every rank of the group makes them in the same order — ForwardBackward,
 // GradNorm, OptimizerStep, and with zero >= 1 Get/SetParameters and
 // SetLocalState. With no communicator the backend is a world of one.
@@ -169,6 +171,9 @@ class Backend {
   // fresh run draws only its own slices of the initial weights. The same bits as
   // SetParameters of the whole buffer.
   virtual Status SetParametersFrom(const ParamSource& source) = 0;
+  // The gradients as they stand after the step's backward: summed over the DP group at zero 0;
+  // kUnsupported when each rank holds the sum of its own slices only (zero >= 1, several DP
+  // ranks) or at zero >= 2.
   virtual Status GetGradients(std::span<float> grads) const = 0;
 
   // AdamW first and second moments, fp32, ParamLayout order. kUnsupported when

@@ -131,14 +131,18 @@ std::string CheckCollectives(Communicator& c, DType dtype, int64_t count, Memory
       RANK_CHECK(got.Get(i) == Reduced(n, i, op), "AllReduce {} of {} {}: element {} is {}",
                  OpName(op), count, type, i, got.Get(i));
 
-    void* send = memory.Upload(Inputs(dtype, me, count * n));
-    void* recv = memory.Upload(Values(dtype, count));
-    RANK_OK(c.ReduceScatter(send, recv, count, dtype, op, memory.stream()));
-    const Values block = memory.Download(recv, dtype, count);
-    for (int64_t i = 0; i < count; ++i)
-      RANK_CHECK(block.Get(i) == Reduced(n, me * count + i, op),
-                 "ReduceScatter {} of {} {}: element {} is {}", OpName(op), count, type, i,
-                 block.Get(i));
+    // ReduceScatter into a buffer of its own, and in place into this rank's block.
+    for (bool in_place : {false, true}) {
+      void* send = memory.Upload(Inputs(dtype, me, count * n));
+      void* recv = in_place ? static_cast<unsigned char*>(send) + me * count * DTypeSize(dtype)
+                            : memory.Upload(Values(dtype, count));
+      RANK_OK(c.ReduceScatter(send, recv, count, dtype, op, memory.stream()));
+      const Values block = memory.Download(recv, dtype, count);
+      for (int64_t i = 0; i < count; ++i)
+        RANK_CHECK(block.Get(i) == Reduced(n, me * count + i, op),
+                   "ReduceScatter {} ({}) of {} {}: element {} is {}", OpName(op),
+                   in_place ? "in place" : "apart", count, type, i, block.Get(i));
+    }
   }
 
   // AllGather from a buffer of its own, and in place from this rank's block.

@@ -36,6 +36,17 @@ DataParallel::DataParallel(Model<float>* model, dist::Communicator* comm, int ze
       segments_.push_back({b, plan_.shard_offset(u) + (b - slice_begin), e - b, t.weight_decay});
     }
   }
+  // Zero 1 sums the own slices only, except where another pipeline stage adds its gradient
+  // after the reduction (the tied embedding): the two stages' units are cut into slices at
+  // different places, so those units are summed whole.
+  whole_sum_.assign(plan_.num_units(), zero_ == 0);
+  if (const ParamTensor* tied = model_->shard().tied_across_stages()) {
+    for (int u = 0; u < plan_.num_units(); ++u) {
+      const dist::UnitSpan& unit = plan_.unit(u);
+      if (unit.offset < tied->offset + tied->numel && tied->offset < unit.offset + unit.numel)
+        whole_sum_[u] = true;
+    }
+  }
   m_.assign(plan_.shard_size(), 0.0f);
   v_.assign(plan_.shard_size(), 0.0f);
   if (zero_ >= 2) shard_grads_.assign(plan_.shard_size(), 0.0f);
@@ -123,37 +134,66 @@ void DataParallel::Release(int unit) {
 void DataParallel::GradientsReady(int unit) {
   float* grads = model_->grads().data() + plan_.unit(unit).offset;
   const int64_t n = plan_.unit(unit).numel;
-  if (zero_ <= 1) {
-    if (!last_micro_) return;  // accumulate locally; reduce once per step
+  if (zero_ <= 1 && !last_micro_) return;  // accumulate locally; reduce once per step
+  if (zero_ <= 1 && whole_sum_[unit]) {
     queue_.Submit(
         [this, grads, n] { return comm_->AllReduce(grads, n, DType::kFloat32, ReduceOp::kSum); });
+    return;
+  }
+  if (zero_ == 1) {
+    // The optimizer updates the own slice only, so only it needs the sum (Megatron's
+    // distributed optimizer): the rest of the unit's gradients stay this rank's own.
+    queue_.Submit([this, unit, grads] {
+      std::vector<float> recv(plan_.slice(unit));
+      BM_TRY(ReduceScatterUnit(unit, grads, recv.data()));
+      const dist::ShardPlan::Range own = plan_.Owned(unit);
+      std::copy_n(recv.begin(), own.size(), model_->grads().data() + own.begin);
+      return Status::Ok();
+    });
     return;
   }
   // Stages 2-3: every micro-batch's unit gradient is reduce-scattered into
   // this rank's slice, added to the shard, and the local copy cleared.
   float* shard = shard_grads_.data() + plan_.shard_offset(unit);
-  const int64_t slice = plan_.slice(unit), padded = plan_.padded(unit);
-  queue_.Submit([this, grads, n, shard, slice, padded] {
-    std::vector<float> send(padded, 0.0f), recv(slice);
-    std::copy(grads, grads + n, send.begin());
-    BM_TRY(comm_->ReduceScatter(send.data(), recv.data(), slice, DType::kFloat32, ReduceOp::kSum));
-    for (int64_t i = 0; i < slice; ++i) shard[i] += recv[i];
+  queue_.Submit([this, unit, grads, n, shard] {
+    std::vector<float> recv(plan_.slice(unit));
+    BM_TRY(ReduceScatterUnit(unit, grads, recv.data()));
+    for (size_t i = 0; i < recv.size(); ++i) shard[i] += recv[i];
     std::fill(grads, grads + n, 0.0f);
     return Status::Ok();
   });
 }
 
+Status DataParallel::ReduceScatterUnit(int unit, const float* grads, float* slice) {
+  std::vector<float> send(plan_.padded(unit), 0.0f);
+  std::copy_n(grads, plan_.unit(unit).numel, send.begin());
+  return comm_->ReduceScatter(send.data(), slice, plan_.slice(unit), DType::kFloat32,
+                              ReduceOp::kSum);
+}
+
 Status DataParallel::EndMicroBatch() { return queue_.Drain(); }
 
 Result<double> DataParallel::GradNormSquared() {
-  if (zero_ <= 1) {
-    // The parameters this rank owns (all of them without tensor or pipeline parallelism).
-    double sum = 0;
-    for (auto [begin, end] : model_->shard().OwnedRanges())
+  // The parameters this rank owns (all of them without tensor or pipeline parallelism).
+  const std::vector<std::pair<int64_t, int64_t>> owned = model_->shard().OwnedRanges();
+  double sum = 0;
+  if (zero_ == 0) {
+    for (auto [begin, end] : owned)
       sum += SumOfSquares(model_->grads().data() + begin, end - begin);
-    return sum;
+    return sum;  // the same on every rank of the group
   }
-  double sum = SumOfSquares(shard_grads_.data(), static_cast<int64_t>(shard_grads_.size()));
+  if (zero_ == 1) {
+    // Reduced are the own slices only: their part of the owned ranges, then over the group.
+    for (int u = 0; u < plan_.num_units(); ++u) {
+      const dist::ShardPlan::Range own = plan_.Owned(u);
+      for (auto [begin, end] : owned) {
+        const int64_t b = std::max(begin, own.begin), e = std::min(end, own.end);
+        if (b < e) sum += SumOfSquares(model_->grads().data() + b, e - b);
+      }
+    }
+  } else {
+    sum = SumOfSquares(shard_grads_.data(), static_cast<int64_t>(shard_grads_.size()));
+  }
   BM_TRY(queue_.Wait(queue_.Submit(
       [this, &sum] { return comm_->AllReduce(&sum, 1, DType::kFloat64, ReduceOp::kSum); })));
   return sum;
@@ -225,9 +265,10 @@ Status DataParallel::SetOptimizerState(std::span<const float> m, std::span<const
 }
 
 Status DataParallel::GetGradients(std::span<float> grads) const {
-  if (zero_ >= 2)
+  if (zero_ >= 2 || (zero_ == 1 && plan_.ranks() > 1))
     return Status(ErrorCode::kUnsupported,
-                  "the gradients are sharded (zero >= 2): each rank holds its slices");
+                  "the gradients are reduce-scattered (zero >= 1 over several ranks): each rank "
+                  "holds the sum of its own slices");
   std::copy(model_->grads().begin(), model_->grads().end(), grads.begin());
   return Status::Ok();
 }

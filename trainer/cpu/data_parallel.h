@@ -8,10 +8,12 @@
 //
 //   zero  AdamW state      gradients                         parameters
 //   0     all, every rank  all-reduced, last micro-batch     all, every rank
-//   1     own shard        all-reduced, last micro-batch     all; own shard updated, then
-//   all-gathered 2     own shard        reduce-scattered, every micro     all; own shard updated,
-//   then all-gathered 3     own shard        reduce-scattered, every micro     own shard only; each
-//   unit all-gathered
+//   1     own shard        reduce-scattered, last micro;     all; own shard updated, then
+//                          the rest: local sums (a tied      all-gathered
+//                          embedding's unit: all-reduced)
+//   2     own shard        reduce-scattered, every micro     all; own shard updated, then
+//                                                            all-gathered
+//   3     own shard        reduce-scattered, every micro     own shard only; each unit gathered
 //                                                            just before use (the next one
 //                                                            prefetched) and dropped after (filled
 //                                                            with NaN, so a read of a dropped unit
@@ -22,7 +24,7 @@
 // the plain single-process trainer, bit for bit.
 //
 // Collective calls (every rank of the group, same order): SetLocalState with
-// zero 1-2, GetParameters with zero 3, GradNormSquared with zero >= 2,
+// zero 1-2, GetParameters with zero 3, GradNormSquared with zero >= 1,
 // OptimizerStep with zero >= 1, and every ForwardBackward.
 // Errors of the communicator come back from EndMicroBatch and the collective
 // calls. Not thread-safe (the backend's thread; the communication thread is
@@ -57,8 +59,9 @@ class DataParallel final : public UnitHooks {
   void BeginMicroBatch(bool last) { last_micro_ = last; }
   Status EndMicroBatch();
 
-  // Σ g² over all (reduced) gradients, the same on every rank of the group;
-  // with tensor or pipeline parallelism over the tensors this rank owns
+  // Σ g² over all (reduced) gradients, the same on every rank of the group
+  // (with zero >= 1 each rank sums its own slices, then the group); with
+  // tensor or pipeline parallelism over the tensors this rank owns
   // (ModelShard::OwnedRanges), to be summed over the model-parallel ranks.
   Result<double> GradNormSquared();
   // Clipping by `norm` (the global norm of the gradients as they stand, times
@@ -72,7 +75,8 @@ class DataParallel final : public UnitHooks {
   Status SetLocalState(std::span<const float> params, std::span<const float> m,
                        std::span<const float> v);
 
-  // Unsharded state only (zero 0; gradients: zero <= 1), else kUnsupported.
+  // Unsharded state only (zero 0; gradients: zero 0, or zero 1 on one rank),
+  // else kUnsupported.
   Status GetOptimizerState(std::span<float> m, std::span<float> v) const;
   Status SetOptimizerState(std::span<const float> m, std::span<const float> v);
   Status GetGradients(std::span<float> grads) const;
@@ -93,6 +97,9 @@ class DataParallel final : public UnitHooks {
     bool decay = false;
   };
   bool Sharded() const { return zero_ >= 1; }
+  // Reduce-scatters unit u's gradients `grads` (numel floats; padded here)
+  // into this rank's slice, plan_.slice(u) floats (the communication thread).
+  Status ReduceScatterUnit(int u, const float* grads, float* slice);
   // Submits an all-gather of unit u's slice `slice` (plan_.slice(u) floats,
   // copied) into gather_[u].
   void SubmitGather(int u, const float* slice);
@@ -110,6 +117,7 @@ class DataParallel final : public UnitHooks {
   std::vector<float> m_, v_;
   std::vector<float> shard_params_;  // zero 3: the master parameters
   std::vector<float> shard_grads_;   // zero >= 2: reduced gradients
+  std::vector<bool> whole_sum_;      // zero <= 1: units all-reduced (else reduce-scattered)
   std::vector<std::vector<float>> gather_;
   std::vector<dist::CommQueue::Ticket> gather_ticket_;  // 0: none pending
   std::vector<bool> resident_;                          // zero 3: unit in params()

@@ -42,10 +42,8 @@ Status Pipeline::Backward(int micro, int slot, bool last) {
 }
 
 dist::PipelineStage::Tied Pipeline::TiedEmbedding() {
-  const ModelParallelRank& r = model_->shard().rank();
-  if (!model_->config().tied_embeddings || r.pp == 1 || (r.pp_rank != 0 && r.pp_rank != r.pp - 1))
-    return {};
-  const ParamTensor* wte = model_->shard().token_embedding();
+  const ParamTensor* wte = model_->shard().tied_across_stages();
+  if (!wte) return {};
   tied_scratch_.resize(wte->numel);
   return {model_->grads().data() + wte->offset, tied_scratch_.data(), wte->numel};
 }

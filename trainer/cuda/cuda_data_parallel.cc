@@ -35,6 +35,7 @@ CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator
       zero_ranges_(layout.AddedGradients()) {
   grad_slot_of_unit_.assign(layout.units().size(), nullptr);
   work_slot_of_unit_.assign(layout.units().size(), nullptr);
+  whole_sum_.assign(layout.units().size(), 0);
 }
 
 CudaDataParallel::~CudaDataParallel() {
@@ -346,7 +347,13 @@ Status CudaDataParallel::GradientsReady(int unit) {
   if (zero_ <= 1) {
     if (!last_micro_) return Status::Ok();
     BM_TRY(CommAfterCompute());
-    return AllReduce(At<float>(grad_) + u.offset, u.numel, CommType::kFloat32, comm_stream_);
+    float* grads = At<float>(grad_) + u.offset;
+    if (zero_ == 0 || whole_sum_[unit])
+      return AllReduce(grads, u.numel, CommType::kFloat32, comm_stream_);
+    // Zero 1: the optimizer reads the own slice only, so only it is summed, in place (the
+    // unit's numel is a multiple of the ranks: UnitAlign).
+    const size_t n = static_cast<size_t>(plan_.slice(unit));
+    return ReduceScatter(grads, grads + plan_.rank() * n, n, CommType::kFloat32, comm_stream_);
   }
   Slot* s = grad_slot_of_unit_[unit];
   BM_TRY(CommAfterCompute());
@@ -365,12 +372,41 @@ Status CudaDataParallel::GradientsReady(int unit) {
 }
 
 Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
+  if (sums_own_slices())
+    return Status(ErrorCode::kInternal,
+                  "GradSumSquares: at zero 1 over several ranks the norm counts the own slices "
+                  "(OwnSlicesOf), then the group (SumOverGroup)");
   if (zero_ <= 1) {
     BM_TRY(ZeroPendingGradients());
     return cuda::GradSumSquares(out, scratch, At<float>(grad_), layout_.total(), compute_);
   }
   BM_TRY(cuda::GradSumSquares(out, scratch, At<float>(grad_shard_), local_size(), compute_));
-  return AllReduce(out, 1, CommType::kFloat32, compute_);
+  return SumOverGroup(out);
+}
+
+void CudaDataParallel::SumWhole(const Range& r) {
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t begin = static_cast<size_t>(plan_.unit(u).offset);
+    if (begin < r.end() && r.offset < begin + static_cast<size_t>(plan_.unit(u).numel))
+      whole_sum_[u] = 1;
+  }
+}
+
+std::vector<Range> CudaDataParallel::OwnSlicesOf(const std::vector<Range>& ranges) const {
+  std::vector<Range> parts;
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    const size_t begin = static_cast<size_t>(plan_.unit(u).offset) + plan_.rank() * slice;
+    for (const Range& r : ranges) {
+      const size_t b = std::max(begin, r.offset), e = std::min(begin + slice, r.end());
+      if (b < e) parts.push_back({b, e - b, false});
+    }
+  }
+  return parts;
+}
+
+Status CudaDataParallel::SumOverGroup(float* value) {
+  return AllReduce(value, 1, CommType::kFloat32, compute_);
 }
 
 Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
@@ -605,9 +641,10 @@ Status CudaDataParallel::GetParameters(const RangeSink& take) {
 }
 
 Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
-  if (zero_ >= 2)
+  if (zero_ >= 2 || sums_own_slices())
     return Status(ErrorCode::kUnsupported,
-                  "the gradients are sharded (zero >= 2): each rank holds its slices");
+                  "the gradients are reduce-scattered (zero >= 1 over several ranks): each rank "
+                  "holds the sum of its own slices");
   BM_TRY(ZeroPendingGradients());
   BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gradients");
   flat->resize(layout_.total());

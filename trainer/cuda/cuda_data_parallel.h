@@ -5,9 +5,11 @@
 //
 //   zero 0  AdamW state and fp32 masters: all. Gradients (fp32): all, all-reduced per unit during
 //           the step's last backward. Working weights (bf16/fp32): all.
-//   zero 1  AdamW state and masters: the own slices. Gradients: as 0. Working weights: all; the
-//           own slices updated, then all-gathered per unit, each unit's gather waited for when
-//           the next forward acquires the unit.
+//   zero 1  AdamW state and masters: the own slices. Gradients (fp32): all, each unit's
+//           reduce-scattered in place during the step's last backward, so that only the own
+//           slices hold the group's sum (Megatron's distributed optimizer; the rest stays this
+//           rank's). Working weights: all; the own slices updated, then all-gathered per unit,
+//           each unit's gather waited for when the next forward acquires the unit.
 //   zero 2  As 1, but the gradients are reduce-scattered per unit during every backward into the
 //           own slices (two unit buckets, and the embeddings').
 //   zero 3  As 2, but the working weights are the own slices; each unit is gathered into one of
@@ -25,7 +27,7 @@
 //
 // Not thread-safe; one per CudaModel. Collective calls (every rank, same order): Set/
 // GetParameters and SetLocalState with zero >= 1, each micro-batch's backward, GradSumSquares
-// with zero >= 2, OptimizerStep.
+// with zero >= 2, SumOverGroup, OptimizerStep.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -81,7 +83,8 @@ class CudaDataParallel {
   // in the gather.
   Status SetParameters(const RangeSource& fill);
   Status GetParameters(const RangeSink& take);
-  Status GetGradients(std::vector<float>* flat);                           // zero <= 1
+  // zero 0, or zero 1 on one rank (the full gradients are summed only then).
+  Status GetGradients(std::vector<float>* flat);
   Status GetOptimizerState(std::vector<float>* m, std::vector<float>* v);  // zero 0
   Status SetOptimizerState(const std::vector<float>& m, const std::vector<float>& v);
   Status GetLocalState(std::vector<float>* master, std::vector<float>* m, std::vector<float>* v);
@@ -112,8 +115,19 @@ class CudaDataParallel {
   Status BeginUnitGradients(int unit);
   Status GradientsReady(int unit);
 
-  // out = Σ g² over the whole (reduced) gradient, on the device, the same on every rank.
+  // out = Σ g² over the whole (reduced) gradient, on the device, the same on every rank; not
+  // when sums_own_slices() (the caller sums OwnSlicesOf its ranges, then SumOverGroup).
   Status GradSumSquares(float* out, float* scratch);
+  // Zero 1: the units that overlap `r` are all-reduced rather than reduce-scattered (another
+  // pipeline stage adds its gradient to them after the reduction, and its units are cut into
+  // slices elsewhere: the tied embedding). Before the first step.
+  void SumWhole(const Range& r);
+  // Zero 1 over several ranks: each rank holds the group's sum of its own slices only.
+  bool sums_own_slices() const { return zero_ == 1 && plan_.ranks() > 1; }
+  // The parts of `ranges` (ascending flat offsets) in this rank's own slices, ascending.
+  std::vector<Range> OwnSlicesOf(const std::vector<Range>& ranges) const;
+  // value (one float on the device) summed over the group, on the compute stream.
+  Status SumOverGroup(float* value);
   // AdamW with clipping by the global norm from `sumsq`; then the working weights.
   Status OptimizerStep(const AdamWHyper& hyper, const float* sumsq);
 
@@ -189,6 +203,7 @@ class CudaDataParallel {
   Slot work_ring_[2], grad_ring_[2];    // the other units
   std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
   std::vector<Range> zero_ranges_;  // gradients only added to (ParamLayout::AddedGradients)
+  std::vector<char> whole_sum_;     // zero 1: units all-reduced (SumWhole), not reduce-scattered
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool per_unit_zeroing_ = false;
   bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's

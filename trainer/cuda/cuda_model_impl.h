@@ -59,7 +59,9 @@ struct CudaModel::Impl {
         self(r.comm ? nullptr : dist::MakeSelfCommunicator()),
         comm(r.comm ? r.comm : self.get()),
         layout(m, CudaDataParallel::UnitAlign(r.zero, comm->size())),
-        dp(layout, comm, r.zero, r.dtype, r.split_masters) {}
+        dp(layout, comm, r.zero, r.dtype, r.split_masters) {
+    dp.SumWhole(TiedAcrossStages());
+  }
   ModelSpec spec;
   RunSpec run;
   std::unique_ptr<dist::Communicator> self;  // the group of one when run.comm is null
@@ -177,6 +179,21 @@ struct CudaModel::Impl {
   // stream (its norms, residual adds and row-parallel biases run on those rows); the norms'
   // outputs are gathered whole before the TP regions and their gradients reduce-scattered back.
   bool Sp() const { return Tp() && run.sequence_parallel; }
+  // The tied token embedding's gradients on the first or last of several stages, which those
+  // two add to each other after the step's backward (the LM head's on the last); numel 0 if
+  // none.
+  Range TiedAcrossStages() const {
+    if (!spec.tied || spec.pp == 1) return {};
+    const size_t n = static_cast<size_t>(spec.local_vocab()) * C();
+    if (spec.embeddings) return {layout.wte, n, false};
+    if (spec.head) return {layout.lm_head, n, false};
+    return {};
+  }
+  // The gradient norm sums ranges (`counted`; under ZeRO-1 over several ranks, their parts in
+  // the own slices) into range_sums: model parallel, or ZeRO-1 over several ranks.
+  bool CountsRanges() const { return Tp() || Pp() || dp.sums_own_slices(); }
+  // Each range summed is one tensor's, or its part in one unit's own slice.
+  size_t RangeSumsCapacity() const { return layout.tensors().size() + layout.units().size(); }
   int StreamRows(int n) const { return Sp() ? n / spec.tp : n; }
   int Rows() const { return StreamRows(N()); }  // the residual stream's rows of this call
   // Floats of host messages staged in the first residual stream between steps (SendHost,

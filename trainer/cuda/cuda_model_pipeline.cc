@@ -60,11 +60,10 @@ class CudaModel::Stage final : public dist::PipelineStage {
   const void* InputGrad() override { return s_.A<char>(s_.dres); }
 
   Tied TiedEmbedding() override {
-    if (!s_.spec.tied || s_.spec.pp == 1) return {};
-    const int64_t n = static_cast<int64_t>(s_.spec.local_vocab()) * s_.C();
-    if (s_.spec.embeddings) return {s_.G(s_.layout.wte), s_.A<float>(s_.tied_scratch), n};
-    if (s_.spec.head) return {s_.G(s_.layout.lm_head), nullptr, n};
-    return {};
+    const Range r = s_.TiedAcrossStages();
+    if (r.numel == 0) return {};
+    float* scratch = s_.spec.embeddings ? s_.A<float>(s_.tied_scratch) : nullptr;
+    return {s_.G(r.offset), scratch, static_cast<int64_t>(r.numel)};
   }
   Status AddTiedScratch() override {
     const Tied t = TiedEmbedding();

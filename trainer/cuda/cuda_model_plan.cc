@@ -66,9 +66,9 @@ Status CudaModel::Impl::Plan() {
     if (run.recompute_norms) a.norm1 = a.norm2 = norm_out;
   }
   if (memory.layers_over_gradients > 0) dp.ZeroGradientsPerUnit();
-  if (Tp() || Pp()) {
+  if (CountsRanges()) {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
-    range_sums = plan.Add("grad sum of squares per counted range", layout.tensors().size() * 4);
+    range_sums = plan.Add("grad sum of squares per counted range", RangeSumsCapacity() * 4);
   }
   if (Sp()) {
     sp_rows = plan.Add("sequence-parallel norm rows", rows * c * elem);

@@ -20,7 +20,8 @@
 // order with the same counts and dtypes):
 //   AllReduce(data, n)          data[i] = op over ranks of data[i]       (in place)
 //   ReduceScatter(send, recv, n) recv[i] = op over ranks r of send_r[rank()*n + i];
-//                               send holds size()*n elements, recv n
+//                               send holds size()*n elements, recv n (recv may be
+//                               the rank's own block of send: recv == send + rank()*n)
 //   AllGather(send, recv, n)    recv[r*n + i] = send_r[i]; recv holds size()*n (recv may
 //                               alias the rank's own slot: send == recv + rank()*n)
 //   Broadcast(data, n, root)    data = data_root

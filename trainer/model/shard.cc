@@ -142,6 +142,12 @@ const ParamTensor* ModelShard::classifier() const {
   return config_.tied_embeddings ? token_embedding() : layout_.Find("lm_head.weight");
 }
 
+const ParamTensor* ModelShard::tied_across_stages() const {
+  if (!config_.tied_embeddings || rank_.pp == 1) return nullptr;
+  if (rank_.pp_rank != 0 && rank_.pp_rank != rank_.pp - 1) return nullptr;
+  return token_embedding();
+}
+
 void ModelShard::Extract(std::span<const float> full, std::span<float> local) const {
   Extract(SourceOf(full), local);
 }

@@ -89,6 +89,10 @@ class ModelShard {
   // The classifier's weight here (lm_head, or the tied token embedding), or
   // nullptr when this stage has no head.
   const ParamTensor* classifier() const;
+  // The tied token embedding on the first or the last of several pipeline
+  // stages, whose gradients those two stages add to each other after the step's
+  // backward (trainer/dist/pipeline_driver.h); else nullptr.
+  const ParamTensor* tied_across_stages() const;
 
   const std::vector<Block>& blocks() const { return blocks_; }
   // Identical on every tensor-parallel rank (norms, positions, row-parallel biases).

@@ -171,6 +171,11 @@ class Backend {
   // fresh run draws only its own slices of the initial weights. The same bits as
   // SetParameters of the whole buffer.
   virtual Status SetParametersFrom(const ParamSource& source) = 0;
+  // GetParameters handing the values to `sink` as the gather brings them: each piece inside one
+  // unit of ParamLayout(model), the units in order, so that the rank writing the model never
+  // holds it whole (trainer/checkpoint's ModelWriter; under TP/PP the first rank still
+  // assembles it from the shards). Collective as GetParameters; the other ranks pass no sink.
+  virtual Status GetParametersTo(const ParamSink& sink) const = 0;
   // The gradients as they stand after the step's backward: summed over the DP group at zero 0;
   // kUnsupported when each rank holds the sum of its own slices only (zero >= 1, several DP
   // ranks) or at zero >= 2.

@@ -1,9 +1,12 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "tests/trainer/test_data.h"
@@ -64,6 +67,102 @@ TEST_F(CheckpointTest, RangesOfTheMappedCheckpointAreTheSavedParameters) {
   ModelConfig c = *Preset("llama-tiny");
   EXPECT_EQ(CheckpointParameters(dir_ + "/none.safetensors", c).status().code(),
             ErrorCode::kNotFound);
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// What a gather hands over: each unit in pieces, the pieces of a unit out of order and crossing
+// its tensors' boundaries. The file is SaveModel's, byte for byte, for both families (GPT-2's
+// transposed Conv1D weights included).
+TEST_F(CheckpointTest, AModelWrittenAsItsUnitsComeIsSaveModelsFile) {
+  for (const char* preset : {"llama-tiny", "gpt-tiny"}) {
+    SCOPED_TRACE(preset);
+    ModelConfig c = *Preset(preset);
+    const ParamLayout layout(c);
+    std::vector<float> params = InitParameters(c, layout, 5);
+    const std::string whole = dir_ + "/" + preset + "/whole",
+                      pieces = dir_ + "/" + preset + "/pieces";
+    std::filesystem::create_directories(whole);
+    std::filesystem::create_directories(pieces);
+    ASSERT_TRUE(SaveModel(whole, c, params, 63).ok());
+    Result<std::unique_ptr<ModelWriter>> w = ModelWriter::Create(pieces, c, 63);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    for (const ParamUnit& u : layout.units()) {
+      const int64_t third = u.numel / 3;  // the last third, the first, then the middle
+      for (auto [b, e] : {std::pair{2 * third, u.numel}, {0, third}, {third, 2 * third}})
+        (*w)->Put(u.offset + b, std::span<const float>(params).subspan(u.offset + b, e - b));
+    }
+    ASSERT_FALSE(std::filesystem::exists(pieces + "/model.safetensors")) << "before Commit";
+    Status s = (*w)->Commit();
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(FileBytes(pieces + "/model.safetensors"), FileBytes(whole + "/model.safetensors"));
+    EXPECT_EQ(FileBytes(pieces + "/config.json"), FileBytes(whole + "/config.json"));
+  }
+}
+
+// Values out of the gather's order, or a unit that never comes whole: Commit says which, and no
+// file is left behind.
+TEST_F(CheckpointTest, AModelWriterGivenUnitsOutOfOrderOrMissingLeavesNoFile) {
+  ModelConfig c = *Preset("llama-tiny");
+  const ParamLayout layout(c);
+  std::vector<float> params = InitParameters(c, layout, 5);
+  const ParamUnit& first = layout.units()[0];
+  const ParamUnit& second = layout.units()[1];
+  {
+    auto w = ModelWriter::Create(dir_, c, 63);
+    ASSERT_TRUE(w.ok());
+    (*w)->Put(0, std::span<const float>(params).first(10));  // unit 0 begun
+    (*w)->Put(second.offset, std::span<const float>(params).subspan(second.offset, 4));
+    (*w)->Put(0, std::span<const float>(params).first(first.numel));  // ignored: already failed
+    Status s = (*w)->Commit();
+    EXPECT_EQ(s.code(), ErrorCode::kInternal);
+    EXPECT_NE(s.message().find("outside unit 'embeddings'"), std::string::npos) << s.message();
+  }
+  {
+    auto w = ModelWriter::Create(dir_, c, 63);
+    ASSERT_TRUE(w.ok());
+    (*w)->Put(0, std::span<const float>(params).first(first.numel + second.numel));
+    Status s = (*w)->Commit();
+    EXPECT_EQ(s.code(), ErrorCode::kInternal);
+    EXPECT_NE(s.message().find(fmt::format("2 of the model's {} units", layout.units().size())),
+              std::string::npos)
+        << s.message();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir_)) << "no model file, no temporary";
+}
+
+TEST_F(CheckpointTest, ASafetensorsWriterTakesExactlyItsTensorsValues) {
+  const std::string path = dir_ + "/t.safetensors";
+  const std::vector<float> v = {1, 2, 3, 4, 5, 6, 7};
+  auto make = [&] {
+    auto w = SafetensorsWriter::Create(path, {{"a", {2, 2}}, {"b", {3}}}, {});
+    EXPECT_TRUE(w.ok());
+    return std::move(*w);
+  };
+  {
+    auto w = make();
+    EXPECT_TRUE(w->Append(v.data(), 3).ok());
+    Status s = w->Commit();
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("3 of the tensors' 7 values"), std::string::npos) << s.message();
+  }
+  {
+    auto w = make();
+    EXPECT_TRUE(w->Append(v.data(), 5).ok());
+    EXPECT_EQ(w->Append(v.data(), 3).code(), ErrorCode::kInvalidArgument);  // one past b
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+  auto w = make();
+  ASSERT_TRUE(w->Append(v.data(), 2).ok());
+  ASSERT_TRUE(w->Append(v.data() + 2, 5).ok());
+  ASSERT_TRUE(w->Commit().ok());
+  Result<SafetensorsFile> f = ReadSafetensors(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->Find("a")->data, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(f->Find("b")->data, (std::vector<float>{5, 6, 7}));
 }
 
 TEST_F(CheckpointTest, GptConv1DWeightsAreTransposedOnDisk) {

@@ -47,6 +47,9 @@ class OverflowBackend final : public Backend {
   Status GetParameters(std::span<float> p) const override { return inner_->GetParameters(p); }
   Status SetParametersFrom(const ParamSource& s) override { return inner_->SetParametersFrom(s); }
   Status GetGradients(std::span<float> g) const override { return inner_->GetGradients(g); }
+  Status GetParametersTo(const ParamSink& sink) const override {
+    return inner_->GetParametersTo(sink);
+  }
   Status GetOptimizerState(std::span<float> m, std::span<float> v) const override {
     return inner_->GetOptimizerState(m, v);
   }

@@ -32,24 +32,100 @@ std::vector<int64_t> CheckpointShape(const ParamTensor& t) {
 
 Status SaveModel(const std::string& dir, const ModelConfig& config, std::span<const float> params,
                  int64_t eot_id) {
-  ParamLayout layout(config);
-  if (static_cast<int64_t>(params.size()) != layout.total())
+  if (static_cast<int64_t>(params.size()) != ParamLayout(config).total())
     return Errorf(ErrorCode::kInternal, "SaveModel: {} floats for a model of {}", params.size(),
-                  layout.total());
-  // Straight from `params`; a transposed tensor through one buffer (the file is streamed).
-  std::vector<TensorSource> tensors;
-  for (const ParamTensor& t : layout.tensors()) {
-    TensorSource source{t.name, CheckpointShape(t), params.data() + t.offset, nullptr};
-    if (t.transposed_in_checkpoint) {
-      const float* in = source.data;
-      source.data = nullptr;
-      source.fill = [in, &t](float* out) { Transpose(in, t.shape[0], t.shape[1], out); };
-    }
-    tensors.push_back(std::move(source));
+                  ParamLayout(config).total());
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<ModelWriter> writer,
+                      ModelWriter::Create(dir, config, eot_id));
+  writer->Put(0, params);  // whole units: written straight from `params`
+  return writer->Commit();
+}
+
+ModelWriter::ModelWriter(const std::string& dir, const ModelConfig& config, int64_t eot_id)
+    : dir_(dir), config_(config), eot_id_(eot_id), layout_(config) {}
+
+ModelWriter::~ModelWriter() = default;
+
+Result<std::unique_ptr<ModelWriter>> ModelWriter::Create(const std::string& dir,
+                                                         const ModelConfig& config,
+                                                         int64_t eot_id) {
+  std::unique_ptr<ModelWriter> w(new ModelWriter(dir, config, eot_id));
+  std::vector<SafetensorsWriter::Tensor> tensors;
+  int64_t widest = 0;
+  for (const ParamTensor& t : w->layout_.tensors()) {
+    tensors.push_back({t.name, CheckpointShape(t)});
+    if (t.transposed_in_checkpoint) widest = std::max(widest, t.numel);
   }
-  BM_TRY(WriteSafetensors(dir + "/" + kModelFile, tensors, {{"format", "pt"}}));
-  return WriteFileAtomically(dir + "/" + kConfigFile,
-                             HuggingFaceConfig(config, eot_id).dump(2) + "\n");
+  BM_ASSIGN_OR_RETURN(
+      w->file_, SafetensorsWriter::Create(dir + "/" + kModelFile, tensors, {{"format", "pt"}}));
+  w->transposed_.resize(static_cast<size_t>(widest));
+  return w;
+}
+
+void ModelWriter::Put(int64_t begin, std::span<const float> values) {
+  // A piece may span units (SaveModel's whole buffer): one unit at a time.
+  while (failed_.ok() && !values.empty()) {
+    const int64_t end = begin + static_cast<int64_t>(values.size());
+    if (unit_ >= layout_.units().size()) {
+      failed_ = Errorf(ErrorCode::kInternal, "ModelWriter: values [{}, {}) after the last unit",
+                       begin, end);
+      return;
+    }
+    const ParamUnit& u = layout_.units()[unit_];
+    if (begin < u.offset || begin >= u.offset + u.numel) {
+      failed_ = Errorf(ErrorCode::kInternal,
+                       "ModelWriter: values [{}, {}) outside unit '{}' [{}, {}), the one being "
+                       "written",
+                       begin, end, u.name, u.offset, u.offset + u.numel);
+      return;
+    }
+    const int64_t n = std::min(end, u.offset + u.numel) - begin;
+    failed_ = PutInUnit(begin, values.first(static_cast<size_t>(n)));
+    begin += n;
+    values = values.subspan(static_cast<size_t>(n));
+  }
+}
+
+Status ModelWriter::PutInUnit(int64_t begin, std::span<const float> values) {
+  const ParamUnit& u = layout_.units()[unit_];
+  const int64_t n = static_cast<int64_t>(values.size());
+  if (received_ == 0 && n == u.numel) return WriteUnit(values.data());  // whole: no copy
+  if (buffer_.empty()) buffer_.resize(static_cast<size_t>(u.numel));
+  std::copy(values.begin(), values.end(), buffer_.begin() + (begin - u.offset));
+  received_ += n;
+  if (received_ > u.numel)
+    return Errorf(ErrorCode::kInternal, "ModelWriter: {} values for unit '{}' of {}", received_,
+                  u.name, u.numel);
+  if (received_ < u.numel) return Status::Ok();
+  BM_TRY(WriteUnit(buffer_.data()));
+  buffer_ = {};
+  return Status::Ok();
+}
+
+Status ModelWriter::WriteUnit(const float* unit) {
+  const ParamUnit& u = layout_.units()[unit_];
+  for (const ParamTensor& t : layout_.tensors()) {
+    if (t.offset < u.offset || t.offset >= u.offset + u.numel) continue;
+    const float* data = unit + (t.offset - u.offset);
+    if (t.transposed_in_checkpoint) {
+      Transpose(data, t.shape[0], t.shape[1], transposed_.data());
+      data = transposed_.data();
+    }
+    BM_TRY(file_->Append(data, t.numel));
+  }
+  ++unit_;
+  received_ = 0;
+  return Status::Ok();
+}
+
+Status ModelWriter::Commit() {
+  BM_TRY(failed_);
+  if (unit_ != layout_.units().size())
+    return Errorf(ErrorCode::kInternal, "ModelWriter: {} of the model's {} units came whole", unit_,
+                  layout_.units().size());
+  BM_TRY(file_->Commit());
+  return WriteFileAtomically(dir_ + "/" + kConfigFile,
+                             HuggingFaceConfig(config_, eot_id_).dump(2) + "\n");
 }
 
 Result<ParamSource> CheckpointParameters(const std::string& path, const ModelConfig& config) {

@@ -3,6 +3,7 @@
 // them) and config.json (trainer/checkpoint/hf_config.h).
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,40 @@ inline constexpr char kConfigFile[] = "config.json";
 // Writes DIR/model.safetensors and DIR/config.json (atomically each).
 Status SaveModel(const std::string& dir, const ModelConfig& config, std::span<const float> params,
                  int64_t eot_id);
+
+class SafetensorsWriter;
+
+// SaveModel as the parameters come, from a gather that hands them over unit by unit
+// (Backend::GetParametersTo): pieces of the flat buffer (ParamLayout order), each inside one
+// unit, the units in order, a unit's pieces in any order. It holds at most one unit (a 7B
+// layer: 808 MB) when the pieces are smaller, none when a piece is a whole unit; never the
+// model. Put's failures are kept and returned by Commit, so that a Put that cannot return a
+// Status (a gather's sink) loses none.
+class ModelWriter {
+ public:
+  static Result<std::unique_ptr<ModelWriter>> Create(const std::string& dir,
+                                                     const ModelConfig& config, int64_t eot_id);
+  ~ModelWriter();
+  void Put(int64_t begin, std::span<const float> values);
+  // model.safetensors, then config.json; kInternal unless every unit came whole.
+  Status Commit();
+
+ private:
+  ModelWriter(const std::string& dir, const ModelConfig& config, int64_t eot_id);
+  Status PutInUnit(int64_t begin, std::span<const float> values);
+  Status WriteUnit(const float* unit);  // the current unit's tensors, then the next unit
+
+  std::string dir_;
+  ModelConfig config_;
+  int64_t eot_id_;
+  ParamLayout layout_;
+  std::unique_ptr<SafetensorsWriter> file_;
+  size_t unit_ = 0;            // the unit being written
+  std::vector<float> buffer_;  // its values, when they come in pieces
+  int64_t received_ = 0;       // of its values
+  std::vector<float> transposed_;
+  Status failed_;
+};
 
 // Reads parameters for `config` from a safetensors file into layout order.
 // Refuses, naming the tensor, a missing tensor, an unexpected one, or a shape

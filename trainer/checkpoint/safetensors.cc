@@ -61,28 +61,60 @@ Result<std::string> ReadFileBytes(const std::string& path) {
   return s.str();
 }
 
-Status WriteSafetensors(const std::string& path, const std::vector<TensorSource>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
+SafetensorsWriter::SafetensorsWriter(const std::string& path)
+    : file_(std::make_unique<AtomicFileWriter>(path)), path_(path) {}
+
+Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
+    const std::string& path, const std::vector<Tensor>& tensors,
+    const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  int64_t offset = 0, widest_fill = 0;
-  for (const TensorSource& t : tensors) {
-    if (!t.data && !t.fill)
-      return Errorf(ErrorCode::kInvalidArgument, "tensor {}: neither data nor a fill", t.name);
+  std::unique_ptr<SafetensorsWriter> w(new SafetensorsWriter(path));
+  for (const Tensor& t : tensors) {
     const int64_t bytes = Numel(t.shape) * 4;
-    header[t.name] = {
-        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-    if (t.fill) widest_fill = std::max(widest_fill, Numel(t.shape));
+    header[t.name] = {{"dtype", "F32"},
+                      {"shape", t.shape},
+                      {"data_offsets", {w->expected_ * 4, w->expected_ * 4 + bytes}}};
+    w->expected_ += Numel(t.shape);
   }
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');
   char size[8];
   for (int i = 0; i < 8; ++i) size[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
-  AtomicFileWriter file(path);
-  BM_TRY(file.Open());
-  BM_TRY(file.Write(size, 8));
-  BM_TRY(file.Write(json.data(), json.size()));
+  BM_TRY(w->file_->Open());
+  BM_TRY(w->file_->Write(size, 8));
+  BM_TRY(w->file_->Write(json.data(), json.size()));
+  return w;
+}
+
+Status SafetensorsWriter::Append(const float* values, int64_t n) {
+  if (n > expected_ - written_)
+    return Errorf(ErrorCode::kInvalidArgument, "{}: {} values past the last tensor's end", path_,
+                  n - (expected_ - written_));
+  BM_TRY(file_->Write(values, static_cast<size_t>(n) * 4));  // little-endian host
+  written_ += n;
+  return Status::Ok();
+}
+
+Status SafetensorsWriter::Commit() {
+  if (written_ != expected_)
+    return Errorf(ErrorCode::kInvalidArgument, "{}: {} of the tensors' {} values written", path_,
+                  written_, expected_);
+  return file_->Commit();
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<TensorSource>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsWriter::Tensor> specs;
+  int64_t widest_fill = 0;
+  for (const TensorSource& t : tensors) {
+    if (!t.data && !t.fill)
+      return Errorf(ErrorCode::kInvalidArgument, "tensor {}: neither data nor a fill", t.name);
+    specs.push_back({t.name, t.shape});
+    if (t.fill) widest_fill = std::max(widest_fill, Numel(t.shape));
+  }
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsWriter> file,
+                      SafetensorsWriter::Create(path, specs, metadata));
   std::vector<float> filled(static_cast<size_t>(widest_fill));
   for (const TensorSource& t : tensors) {
     const float* data = t.data;
@@ -90,9 +122,9 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorSource>
       t.fill(filled.data());
       data = filled.data();
     }
-    BM_TRY(file.Write(data, static_cast<size_t>(Numel(t.shape)) * 4));  // little-endian host
+    BM_TRY(file->Append(data, Numel(t.shape)));
   }
-  return file.Commit();
+  return file->Commit();
 }
 
 const NamedTensor* SafetensorsFile::Find(const std::string& name) const {

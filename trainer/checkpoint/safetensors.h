@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/real_filesystem.h"
 #include "base/result.h"
 
 namespace bm::train {
@@ -44,6 +46,32 @@ struct TensorSource {
 // Errors: kIo, kInvalidArgument (a tensor with neither data nor fill).
 Status WriteSafetensors(const std::string& path, const std::vector<TensorSource>& tensors,
                         const std::map<std::string, std::string>& metadata);
+
+// A safetensors file (fp32) written as its values come: the header (every tensor's name and
+// shape) at Create, then the tensors' values in that order by Append, in pieces of any size.
+// The file appears at Commit, whole, or not at all (a writer destroyed before Commit removes
+// its temporary file).
+class SafetensorsWriter {
+ public:
+  struct Tensor {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  // Errors: kIo.
+  static Result<std::unique_ptr<SafetensorsWriter>> Create(
+      const std::string& path, const std::vector<Tensor>& tensors,
+      const std::map<std::string, std::string>& metadata);
+  // The next n values. kInvalidArgument past the last tensor's end; kIo.
+  Status Append(const float* values, int64_t n);
+  // kInvalidArgument unless every tensor's values were appended; kIo.
+  Status Commit();
+
+ private:
+  explicit SafetensorsWriter(const std::string& path);
+  std::unique_ptr<AtomicFileWriter> file_;
+  std::string path_;
+  int64_t expected_ = 0, written_ = 0;  // values
+};
 
 struct SafetensorsFile {
   std::vector<NamedTensor> tensors;  // in file order

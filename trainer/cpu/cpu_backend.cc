@@ -86,6 +86,14 @@ class CpuBackend final : public Backend {
       model_->shard().Extract(source, local);
     return dp_->SetParameters(local);
   }
+  // The CPU's models are small: the gathered buffer, in one piece.
+  Status GetParametersTo(const ParamSink& sink) const override {
+    if (!model_) return NotInitialized("GetParametersTo");
+    std::vector<float> all(sink ? model_->shard().full_size() : 0);
+    BM_TRY(GetParameters(all));
+    if (sink) sink(0, all);
+    return Status::Ok();
+  }
   Status GetParameters(std::span<float> params) const override {
     if (!model_) return NotInitialized("GetParameters");
     if (!params.empty()) BM_TRY(CheckSize("GetParameters", params.size()));

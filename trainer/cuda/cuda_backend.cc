@@ -163,6 +163,24 @@ class CudaBackend final : public Backend {
     };
     return GatherShardsToFirst(*shard_, local, params, link(tp_), link(pp_));
   }
+  // Data parallel: the GPU's ranges as the gather brings them, unit by unit (its units are the
+  // trainer's, in order). Under TP/PP the group's first rank assembles the whole model from
+  // the shards anyway: handed over whole.
+  Status GetParametersTo(const ParamSink& sink) const override {
+    if (!model_) return NotInitialized("GetParametersTo");
+    if (!shard_->whole()) {
+      std::vector<float> all(sink ? shard_->full_size() : 0);
+      BM_TRY(GetParameters(all));
+      if (sink) sink(0, all);
+      return Status::Ok();
+    }
+    if (!sink) return model_->GetParameters(RangeSink());
+    return model_->GetParameters([this, &sink](size_t begin, std::span<const float> values) {
+      ForEachRun(begin, values.size(), [&](size_t gpu, size_t host, size_t n) {
+        sink(static_cast<int64_t>(host), values.subspan(gpu - begin, n));
+      });
+    });
+  }
   Status GetGradients(std::span<float> grads) const override {
     BM_TRY(Check("GetGradients", grads.size()));
     std::vector<float> flat;

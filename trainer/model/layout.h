@@ -166,5 +166,8 @@ using ParamSource = std::function<void(int64_t begin, std::span<float> out)>;
 ParamSource SourceOf(std::span<const float> whole);
 // Draws InitParameterRange's values; the config and layout must outlive the source.
 ParamSource InitialParameters(const ModelConfig& config, const ParamLayout& layout, uint64_t seed);
+// Takes the whole model's flat values [begin, begin + values.size()) (Backend::GetParametersTo
+// hands a gather's pieces to one as they come).
+using ParamSink = std::function<void(int64_t begin, std::span<const float> values)>;
 
 }  // namespace bm::train

@@ -259,9 +259,20 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   }
   if (progress && run.progress) *progress << "\n";
 
-  // The whole model, gathered (collective under ZeRO and TP/PP) onto rank 0, which writes it.
-  std::vector<float> params(ranks.root() ? layout.total() : 0);
-  BM_TRY(backend->GetParameters(params));
+  // The whole model, gathered (collective under ZeRO and TP/PP) onto rank 0, which writes it as
+  // it comes (a unit at a time). A rank 0 that cannot open the file still takes part.
+  const int64_t eot_id = stats.value("eot_id", int64_t{-1});
+  std::unique_ptr<ModelWriter> writer;
+  Status opened;
+  if (ranks.root()) {
+    Result<std::unique_ptr<ModelWriter>> w = ModelWriter::Create(run.out_dir, model, eot_id);
+    if (w.ok()) writer = std::move(*w);
+    opened = w.status();
+  }
+  ParamSink sink;
+  if (writer) sink = [&writer](int64_t begin, std::span<const float> v) { writer->Put(begin, v); };
+  BM_TRY(backend->GetParametersTo(sink));
+  BM_TRY(opened);
   TrainSummary summary;
   summary.model = model;
   summary.run = run;
@@ -287,7 +298,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   summary.eval = nullptr;
   nlohmann::json metrics = BuildMetrics(summary);
   if (ranks.root()) {
-    BM_TRY(SaveModel(run.out_dir, model, params, stats.value("eot_id", int64_t{-1})));
+    BM_TRY(writer->Commit());
     BM_TRY(WriteFileAtomically(run.out_dir + "/metrics.json", metrics.dump(2) + "\n"));
     if (ml) ml->End(mllog::kRunStop, nullptr, {{"status", "success"}});
   }

@@ -247,7 +247,7 @@ class Backend {
 // Backends by name: "cpu" always; "cuda" when built with CUDA. The CUDA backend
 // provides, in trainer/cuda/cuda_backend.h (namespace bm::train::cuda):
 //   Result<std::unique_ptr<Backend>> CreateCudaBackend();
-//   nlohmann::json ProbeCudaPlatform();   // see trainer/platform.h
+//   nlohmann::json ProbeCudaPlatform(bool libraries);   // see trainer/platform.h
 // and a trainer/cuda/CMakeLists.txt defining the library bm_train_cuda;
 // trainer/backends.cc and trainer/platform.cc call them under BENCHMAKE_HAVE_CUDA.
 // kUnsupported for a device this build lacks, naming the ones it has.

@@ -96,7 +96,7 @@ std::string TrainerBuildId() {
                      __GNUC_MINOR__, __GNUC_PATCHLEVEL__, cuda);
 }
 
-nlohmann::json ProbePlatform() {
+nlohmann::json ProbePlatform(bool gpu_libraries) {
   nlohmann::json p = {{"format", "benchmake-platform"},
                       {"version", 1},
                       {"trainer_build", TrainerBuildId()},
@@ -110,10 +110,12 @@ nlohmann::json ProbePlatform() {
                       {"cudnn", nullptr},
                       {"devices", BackendNames()}};
 #ifdef BENCHMAKE_HAVE_CUDA
-  nlohmann::json g = cuda::ProbeCudaPlatform();
+  nlohmann::json g = cuda::ProbeCudaPlatform(gpu_libraries);
   for (const char* key : {"gpus", "driver", "cuda", "cublaslt", "cudnn"})
     if (g.contains(key)) p[key] = g[key];
   p["gpu_count"] = p["gpus"].size();
+#else
+  (void)gpu_libraries;
 #endif
   return p;
 }

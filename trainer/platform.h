@@ -5,7 +5,7 @@
 // runs on one machine (no clocks, loads or free memory).
 //
 // The CUDA backend fills the GPU part: with BENCHMAKE_HAVE_CUDA, Probe() calls
-//   nlohmann::json bm::train::cuda::ProbeCudaPlatform();
+//   nlohmann::json bm::train::cuda::ProbeCudaPlatform(bool libraries);
 // (declared in trainer/cuda/cuda_backend.h) which returns
 //   {"gpus": [{"name", "memory_bytes", "compute_capability"}...], "driver": "580.159.04", "cuda":
 //   "13.0", "cublaslt": "13.1.0", "cudnn": "9.19.0"}
@@ -20,6 +20,8 @@ namespace bm::train {
 // "benchmake-train 0.1.0 (g++ 12.2.0; cuda: off)".
 std::string TrainerBuildId();
 
-nlohmann::json ProbePlatform();
+// gpu_libraries = false leaves "cublaslt" and "cudnn" null without loading them (cuBLASLt alone
+// costs about 0.4 s): the record of a CPU run, in which none of their kernels ran.
+nlohmann::json ProbePlatform(bool gpu_libraries = true);
 
 }  // namespace bm::train

@@ -301,6 +301,14 @@ TEST(CudaBackend, HostStagingMovesRangesInChunks) {
 
 // The platform facts name the cuBLASLt and cuDNN the process loaded (no GPU needed): the same
 // major version as the headers built against (the soname), cuDNN only where it is built in.
+// A CPU run's record: the GPU libraries are not loaded for it (cuBLASLt alone costs ~0.4 s).
+TEST(CudaBackend, ACpuRunsProbeLeavesTheGpuLibrariesOut) {
+  const nlohmann::json p = ProbePlatform(/*gpu_libraries=*/false);
+  EXPECT_TRUE(p["cublaslt"].is_null()) << p.dump();
+  EXPECT_TRUE(p["cudnn"].is_null()) << p.dump();
+  EXPECT_TRUE(p["gpus"].is_array()) << p.dump();
+}
+
 TEST(CudaBackend, ProbeNamesTheLibrariesLoaded) {
   const nlohmann::json p = ProbePlatform();
   const std::regex version(R"((\d+)\.\d+\.\d+)");

@@ -425,7 +425,7 @@ Result<std::unique_ptr<Backend>> CreateCudaBackend() {
   return std::unique_ptr<Backend>(new CudaBackend());
 }
 
-nlohmann::json ProbeCudaPlatform() {
+nlohmann::json ProbeCudaPlatform(bool libraries) {
   nlohmann::json j = {{"gpus", nlohmann::json::array()}, {"driver", nullptr}, {"cuda", nullptr}};
   Result<GpuFacts> facts = ProbeGpus();
   if (!facts.ok()) return j;
@@ -438,10 +438,13 @@ nlohmann::json ProbeCudaPlatform() {
   if (!driver.empty()) j["driver"] = driver;
   // The libraries loaded, which LD_LIBRARY_PATH may change under the same build: their kernels
   // set the measurements (and the bits).
-  const size_t lt = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
-  j["cublaslt"] = fmt::format("{}.{}.{}", lt / 10000, lt / 100 % 100, lt % 100);
-  const std::string cudnn = CudnnLibraryVersion();
-  j["cudnn"] = cudnn.empty() ? nlohmann::json(nullptr) : nlohmann::json(cudnn);
+  j["cublaslt"] = j["cudnn"] = nullptr;
+  if (libraries) {
+    const size_t lt = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
+    j["cublaslt"] = fmt::format("{}.{}.{}", lt / 10000, lt / 100 % 100, lt % 100);
+    const std::string cudnn = CudnnLibraryVersion();
+    if (!cudnn.empty()) j["cudnn"] = cudnn;
+  }
   if (facts->driver_version > 0) {
     j["cuda"] =
         fmt::format("{}.{}", facts->driver_version / 1000, (facts->driver_version % 1000) / 10);

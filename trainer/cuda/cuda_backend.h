@@ -20,7 +20,8 @@ namespace bm::train::cuda {
 Result<std::unique_ptr<Backend>> CreateCudaBackend();
 
 // {"gpus": [{"name", "memory_bytes", "compute_capability"}...], "driver": "580.159.04",
-//  "cuda": "13.0"}; never fails (no GPU: an empty list; an unknown driver: null).
-nlohmann::json ProbeCudaPlatform();
+//  "cuda": "13.0", "cublaslt": "13.1.0", "cudnn": "9.19.0"}; never fails (no GPU: an empty
+// list; an unknown driver: null). The library versions only when `libraries` (loading them).
+nlohmann::json ProbeCudaPlatform(bool libraries);
 
 }  // namespace bm::train::cuda

@@ -234,7 +234,7 @@ Result<nlohmann::json> RunEvaluation(const RunConfig& run, std::ostream* progres
   summary.memory = backend->Memory();
   summary.device_name = backend->device_name();
   summary.started_at = started_at;
-  summary.platform = ProbePlatform();
+  summary.platform = ProbePlatform(/*gpu_libraries=*/run.device != "cpu");
   summary.eval = eval;
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json metrics = BuildMetrics(summary);

@@ -293,7 +293,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   summary.resumed_from_step = resumed_from;
   if (scaler) summary.loss_scale = scaler->scale();
   summary.started_at = started_at;
-  summary.platform = ProbePlatform();
+  summary.platform = ProbePlatform(/*gpu_libraries=*/run.device != "cpu");
   summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   summary.eval = nullptr;
   nlohmann::json metrics = BuildMetrics(summary);

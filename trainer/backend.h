@@ -242,6 +242,11 @@ class Backend {
   // Seconds this rank has spent in pipeline sends and receives since Init
   // (the bubble as it saw it, and the transfers); 0 without pipeline stages.
   virtual double PipelineWaitSeconds() const { return 0; }
+
+ protected:
+  // GetParametersTo for a backend that assembles the whole model (`total` floats) anyway: into
+  // one buffer on the rank with a sink, handed over in one piece; the others only take part.
+  Status GetWholeTo(int64_t total, const ParamSink& sink) const;
 };
 
 // Backends by name: "cpu" always; "cuda" when built with CUDA. The CUDA backend

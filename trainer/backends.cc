@@ -33,6 +33,13 @@ Result<LossSum> Backend::ForwardBackwardStep(std::span<const MicroBatch> micro, 
   return total;
 }
 
+Status Backend::GetWholeTo(int64_t total, const ParamSink& sink) const {
+  std::vector<float> all(sink ? static_cast<size_t>(total) : 0);
+  BM_TRY(GetParameters(all));
+  if (sink) sink(0, all);
+  return Status::Ok();
+}
+
 std::vector<std::string> BackendNames() {
   std::vector<std::string> names = {"cpu"};
 #ifdef BENCHMAKE_HAVE_CUDA

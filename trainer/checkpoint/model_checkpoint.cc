@@ -32,9 +32,10 @@ std::vector<int64_t> CheckpointShape(const ParamTensor& t) {
 
 Status SaveModel(const std::string& dir, const ModelConfig& config, std::span<const float> params,
                  int64_t eot_id) {
-  if (static_cast<int64_t>(params.size()) != ParamLayout(config).total())
+  const int64_t total = ParamLayout(config).total();
+  if (static_cast<int64_t>(params.size()) != total)
     return Errorf(ErrorCode::kInternal, "SaveModel: {} floats for a model of {}", params.size(),
-                  ParamLayout(config).total());
+                  total);
   BM_ASSIGN_OR_RETURN(std::unique_ptr<ModelWriter> writer,
                       ModelWriter::Create(dir, config, eot_id));
   writer->Put(0, params);  // whole units: written straight from `params`

@@ -89,10 +89,7 @@ class CpuBackend final : public Backend {
   // The CPU's models are small: the gathered buffer, in one piece.
   Status GetParametersTo(const ParamSink& sink) const override {
     if (!model_) return NotInitialized("GetParametersTo");
-    std::vector<float> all(sink ? model_->shard().full_size() : 0);
-    BM_TRY(GetParameters(all));
-    if (sink) sink(0, all);
-    return Status::Ok();
+    return GetWholeTo(model_->shard().full_size(), sink);
   }
   Status GetParameters(std::span<float> params) const override {
     if (!model_) return NotInitialized("GetParameters");

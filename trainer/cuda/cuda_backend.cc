@@ -168,12 +168,7 @@ class CudaBackend final : public Backend {
   // the shards anyway: handed over whole.
   Status GetParametersTo(const ParamSink& sink) const override {
     if (!model_) return NotInitialized("GetParametersTo");
-    if (!shard_->whole()) {
-      std::vector<float> all(sink ? shard_->full_size() : 0);
-      BM_TRY(GetParameters(all));
-      if (sink) sink(0, all);
-      return Status::Ok();
-    }
+    if (!shard_->whole()) return GetWholeTo(shard_->full_size(), sink);
     if (!sink) return model_->GetParameters(RangeSink());
     return model_->GetParameters([this, &sink](size_t begin, std::span<const float> values) {
       ForEachRun(begin, values.size(), [&](size_t gpu, size_t host, size_t n) {

@@ -50,10 +50,10 @@
 #include <thread>
 #include <vector>
 
-#include "bench/nvml_gpu.h"
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/memory_plan.h"
+#include "trainer/cuda/nvml_gpu.h"
 #include "trainer/cuda/probe.h"
 #include "trainer/cuda/shard_map.h"
 #include "trainer/dist/pipeline_schedule.h"
@@ -277,8 +277,8 @@ int main(int argc, char** argv) {
   double loss = 0.0, norm = 0.0;
   std::vector<std::vector<int>> micro_tokens, micro_targets;  // a pipeline's micro-batches
   std::vector<bm::train::cuda::TokenBatch> micro;
-  double queue_s_before = 0;  // HostQueueSeconds before the timed steps
-  bm::bench::NvmlGpu nvml;    // the energy the timed steps take (none without NVML)
+  double queue_s_before = 0;      // HostQueueSeconds before the timed steps
+  bm::train::cuda::NvmlGpu nvml;  // the energy the timed steps take (none without NVML)
   int cuda_device = 0;
   if (cudaGetDevice(&cuda_device) == cudaSuccess) nvml.Open(cuda_device);
   double joules_before = 0;

@@ -9,7 +9,7 @@
 //   sustained_ms   the mean launch time over the last half of back-to-back launches lasting
 //                  --ms milliseconds (default 200)
 //   mhz            the SM clock NVML reads in the burst's second half (its energy counter does
-//                  not resolve a burst: bench/nvml_gpu.h)
+//                  not resolve a burst: trainer/cuda/nvml_gpu.h)
 // and, for the first candidate, the launch times over the burst in ten slices of its launches
 // (how fast the clock comes down). Shapes are read from the tuner's log lines (stdin or a file):
 //   tuning [m=16384 n=6144 k=2048 op(A)=N op(B)=T lda=2048 ldb=2048 ldd=6144 ab=bf16 d=bf16
@@ -33,8 +33,8 @@
 #include <thread>
 #include <vector>
 
-#include "bench/nvml_gpu.h"
 #include "bench/probe_util.h"
+#include "trainer/cuda/nvml_gpu.h"
 
 namespace {
 
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   if (!Ok(cublasLtCreate(&lt))) return 1;
   cudaStream_t st;
   Check(cudaStreamCreate(&st), "stream");
-  bm::bench::NvmlGpu nvml;
+  bm::train::cuda::NvmlGpu nvml;
   int cuda_device = 0;
   Check(cudaGetDevice(&cuda_device), "device");
   if (!nvml.Open(cuda_device)) std::fprintf(stderr, "gemm_power_probe: no NVML, clocks not read\n");

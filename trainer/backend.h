@@ -59,6 +59,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -145,6 +146,12 @@ struct AdamWStep {
 struct MemoryStats {
   int64_t peak_bytes = 0;  // peak bytes held by the backend (parameters, state, activations)
   int64_t device_total_bytes = 0;  // the device's memory (CPU: physical RAM)
+};
+
+// The energy counter of the device a rank trains on (CUDA: NVML's, of its GPU's board).
+struct EnergyReading {
+  std::string device;  // which device: ranks sharing one count its energy once
+  double joules = 0;   // used since the counter started (the driver loaded); subtract two
 };
 
 class Backend {
@@ -242,6 +249,9 @@ class Backend {
   // Seconds this rank has spent in pipeline sends and receives since Init
   // (the bubble as it saw it, and the transfers); 0 without pipeline stages.
   virtual double PipelineWaitSeconds() const { return 0; }
+  // The device's energy counter once the work queued so far has run; nullopt where there is
+  // none to read (the CPU backend; a GPU without NVML, as in CI).
+  virtual std::optional<EnergyReading> ReadEnergy() { return std::nullopt; }
 
  protected:
   // GetParametersTo for a backend that assembles the whole model (`total` floats) anyway: into

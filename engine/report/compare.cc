@@ -91,6 +91,9 @@ Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
   add("MFU (PaLM)", "mfu_palm", Quantity::kMfu, &ReportRow::mfu_palm);
   add("mem peak (GiB)", "mem_peak_bytes", Quantity::kGiB, &ReportRow::mem_peak_bytes);
   add("loss", "loss", Quantity::kLoss, &ReportRow::loss);
+  add("energy (mJ/token)", "joules_per_token", Quantity::kJoulesPerToken,
+      &ReportRow::joules_per_token);
+  add("power (W/device)", "watts_per_device", Quantity::kWatts, &ReportRow::watts_per_device);
   add("val loss", "val_loss", Quantity::kLoss, &ReportRow::val_loss);
   add("perplexity", "perplexity", Quantity::kPerplexity, &ReportRow::perplexity);
   add("accuracy", "accuracy", Quantity::kAccuracy, &ReportRow::accuracy);

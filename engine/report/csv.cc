@@ -35,8 +35,8 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
       "tokens_per_device_per_s,tokens_per_device_per_s_min,tokens_per_device_per_s_max,"
       "mfu_6n_pct,mfu_6n_pct_min,mfu_6n_pct_max,mfu_palm_pct,mfu_palm_pct_min,"
       "mfu_palm_pct_max,mem_peak_gib,mem_peak_gib_min,mem_peak_gib_max,mem_total_gib,"
-      "step_ms,loss,val_loss,perplexity,accuracy_pct,exact_match_pct,eval_task,host,measured_at,"
-      "trainer_build\n";
+      "step_ms,loss,energy_mj_per_token,watts_per_device,val_loss,perplexity,accuracy_pct,"
+      "exact_match_pct,eval_task,host,measured_at,trainer_build\n";
   std::string out = kHeader;
   for (const ReportRow& r : rows) {
     Provenance newest = r.provenance.empty() ? Provenance{} : r.provenance.back();
@@ -67,6 +67,8 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
         Num(r.mem_total_bytes, Quantity::kGiB),
         Num(r.step_ms, Quantity::kMs),
         Num(r.loss, Quantity::kLoss),
+        Num(r.joules_per_token, Quantity::kJoulesPerToken),
+        Num(r.watts_per_device, Quantity::kWatts),
         Num(r.val_loss, Quantity::kLoss),
         Num(r.perplexity, Quantity::kPerplexity),
         Num(r.accuracy, Quantity::kAccuracy),

@@ -22,6 +22,8 @@ nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
     Put(metrics, "mem_peak_bytes", r.mem_peak_bytes);
     Put(metrics, "mem_total_bytes", r.mem_total_bytes);
     Put(metrics, "loss", r.loss);
+    Put(metrics, "joules_per_token", r.joules_per_token);
+    Put(metrics, "watts_per_device", r.watts_per_device);
     Put(metrics, "val_loss", r.val_loss);
     Put(metrics, "perplexity", r.perplexity);
     Put(metrics, "accuracy", r.accuracy);

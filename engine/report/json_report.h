@@ -9,7 +9,7 @@
 //              "measurements": [{"origin", "host", "measured_at", "trainer_build",
 //                                "source"}, ...]}]}
 // NAME ∈ tokens_per_device_per_s, step_ms, mfu_6n, mfu_palm, mem_peak_bytes,
-// mem_total_bytes, loss, val_loss, perplexity, accuracy,
+// mem_total_bytes, loss, joules_per_token, watts_per_device, val_loss, perplexity, accuracy,
 // exact_match; absent metrics are
 // left out. Output is pretty-printed with 2 spaces and a final newline.
 #pragma once

@@ -12,6 +12,7 @@ int Decimals(Quantity q) {
       return 3;
     case Quantity::kPerplexity:
     case Quantity::kRelDiff:
+    case Quantity::kJoulesPerToken:
       return 2;
     default:
       return 1;
@@ -26,6 +27,8 @@ double Scaled(Quantity q, double value) {
       return value * 100;
     case Quantity::kGiB:
       return value / (1024.0 * 1024.0 * 1024.0);
+    case Quantity::kJoulesPerToken:
+      return value * 1000;
     default:
       return value;
   }

@@ -16,6 +16,8 @@
 //   accuracy                 percent        61.3%                  61.3
 //   step time                ms             812.4                  812.4
 //   relative difference      percent        0.87%                  0.87
+//   energy per token         mJ             175.84                 175.84
+//   power per device         W              688.0                  688.0
 //
 // Thread safety: pure functions.
 #pragma once
@@ -34,13 +36,15 @@ enum class Quantity {
   kPerplexity,
   kAccuracy,  // a fraction, shown as a percent
   kMs,
-  kRelDiff,  // a fraction, shown as a percent with 2 decimals
+  kRelDiff,         // a fraction, shown as a percent with 2 decimals
+  kJoulesPerToken,  // joules, shown in mJ with 2 decimals
+  kWatts,
 };
 
 // The decimals of CSV's plain numbers.
 int Decimals(Quantity q);
 
-// The value in the unit shown (percent for fractions, GiB for bytes).
+// The value in the unit shown (percent for fractions, GiB for bytes, mJ for joules per token).
 double Scaled(Quantity q, double value);
 
 // For tables: "3,564", "47.9%", "44", "0.4", "3.312", ... (no "%" when

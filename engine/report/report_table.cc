@@ -40,6 +40,8 @@ ReportRow BuildRow(const MeasuredTarget& t) {
   row.mem_peak_bytes = Over(t, "memory.peak_bytes");
   row.mem_total_bytes = Over(t, "memory.device_total_bytes");
   row.loss = Over(t, "loss.final");
+  row.joules_per_token = Over(t, "energy.joules_per_token");
+  row.watts_per_device = Over(t, "energy.watts_per_device");
   row.val_loss = Over(t, "eval.val_loss");
   row.perplexity = Over(t, "eval.perplexity");
   row.accuracy = Over(t, "eval.accuracy");

@@ -7,6 +7,8 @@
 //   mfu_6n, mfu_palm         mfu.6N, mfu.palm (fractions)
 //   mem_peak, mem_total      memory.peak_bytes, memory.device_total_bytes
 //   loss                     loss.final
+//   joules_per_token,        energy.joules_per_token, energy.watts_per_device
+//   watts_per_device         (JSON, CSV and compare; the suites' table has no column for them)
 //   val_loss, perplexity,    eval.val_loss, eval.perplexity, eval.accuracy
 //   accuracy, exact_match    (fractions), eval.exact_match, eval.task
 // The trainer, platform, layout and fix_hp come from the newest measurement
@@ -40,6 +42,8 @@ struct ReportRow {
   std::optional<Stat> mem_peak_bytes;
   std::optional<Stat> mem_total_bytes;
   std::optional<Stat> loss;
+  std::optional<Stat> joules_per_token;  // what the GPUs drew over the steps, per token
+  std::optional<Stat> watts_per_device;
   std::optional<Stat> val_loss;
   std::optional<Stat> perplexity;
   std::optional<Stat> accuracy;     // multiple-choice, a fraction

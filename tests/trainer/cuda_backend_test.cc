@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -261,6 +262,41 @@ TEST(CudaBackend, ParametersFromASourceAtEveryZeroStage) {
       EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4));
     }
   }
+}
+
+// The energy counter of the GPU (NVML, which every machine with the driver has): nothing before
+// Init; then it names the GPU by its UUID and moves, over 1.5 s of steps, by what a GPU draws
+// (above an idle board's, below any board's limit).
+TEST(CudaBackend, EnergyCounterMovesWithTheSteps) {
+  BM_SKIP_WITHOUT_GPU();
+  auto b = CreateBackend("cuda");
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE((*b)->ReadEnergy());
+  const ModelConfig m =
+      Config({"llama",
+              "llama-tiny",
+              {{"hidden", 256}, {"heads", 4}, {"kv_heads", 2}, {"ffn_hidden", 512}}});
+  BackendOptions o;
+  o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16;
+  ASSERT_TRUE((*b)->Init(m, o).ok());
+  ASSERT_TRUE((*b)->SetParametersFrom(InitialParameters(m, ParamLayout(m), 3)).ok());
+  const Data d = MakeData(m.vocab, 0);
+  const std::optional<EnergyReading> before = (*b)->ReadEnergy();
+  ASSERT_TRUE(before) << "no NVML energy counter on a machine with a GPU";
+  EXPECT_TRUE(std::regex_match(before->device, std::regex("[0-9a-f]{32}"))) << before->device;
+  const auto t0 = std::chrono::steady_clock::now();
+  double seconds = 0;
+  while (seconds < 1.5) {
+    ASSERT_TRUE((*b)->ForwardBackward(d.Batch(), 1.0f).ok());
+    ASSERT_TRUE((*b)->GradNorm().ok());
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const std::optional<EnergyReading> after = (*b)->ReadEnergy();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->device, before->device);
+  const double watts = (after->joules - before->joules) / seconds;
+  EXPECT_GT(watts, 30.0);
+  EXPECT_LT(watts, 1500.0);
 }
 
 // HostStaging in chunks far smaller than the range: every value arrives where it belongs, the

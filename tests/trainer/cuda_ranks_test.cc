@@ -87,6 +87,8 @@ class CudaRanksTest : public testing::TrainRanksTest,
       json m = Metrics(name);
       EXPECT_EQ(m["parallel"]["world_size"], 2) << name;
       EXPECT_EQ(m["parallel"]["zero"], zero) << name;
+      // Ranks sharing the one GPU (Gloo) count its energy once; over NCCL each has its own.
+      EXPECT_EQ(m["energy"]["devices"], share_one_gpu_ ? 1 : 2) << name;
     }
     // The check can fail: another seed moves far beyond it.
     json other = Config("other", preset, 2, 0);

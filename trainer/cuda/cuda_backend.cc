@@ -2,6 +2,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/cudnn_attention.h"
+#include "trainer/cuda/nvml_gpu.h"
 #include "trainer/cuda/probe.h"
 #include "trainer/cuda/shard_map.h"
 #include "trainer/dist/communicator.h"
@@ -83,6 +85,10 @@ class CudaBackend final : public Backend {
     BM_CUDA_CHECK(cudaGetDeviceProperties(&props, o.device_index), "GPU {}", o.device_index);
     name_ = props.name;
     total_bytes_ = static_cast<int64_t>(props.totalGlobalMem);
+    device_index_ = o.device_index;
+    device_uuid_.clear();
+    for (char byte : props.uuid.bytes)
+      device_uuid_ += fmt::format("{:02x}", static_cast<unsigned char>(byte));
     const ModelSpec spec = SpecOfShard(c, shard);
     if (o.zero < 0 || o.zero > 3)
       return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
@@ -275,6 +281,15 @@ class CudaBackend final : public Backend {
     m.device_total_bytes = total_bytes_;
     return m;
   }
+  // NVML opened on the first reading: a run that never asks does not load it.
+  std::optional<EnergyReading> ReadEnergy() override {
+    if (!model_) return std::nullopt;
+    if (!nvml_opened_) nvml_opened_ = true, nvml_.Open(device_index_);
+    if (!nvml_.ok() || cudaDeviceSynchronize() != cudaSuccess) return std::nullopt;
+    const double joules = nvml_.Joules();
+    if (joules < 0) return std::nullopt;
+    return EnergyReading{device_uuid_, joules};
+  }
 
  private:
   static TokenBatch Batch(const MicroBatch& b) {
@@ -412,6 +427,10 @@ class CudaBackend final : public Backend {
   std::vector<TensorSpan> spans_;
   std::string name_ = "CUDA GPU";
   int64_t total_bytes_ = 0;
+  int device_index_ = 0;
+  std::string device_uuid_;  // the GPU's, in hex: ranks sharing it count its energy once
+  NvmlGpu nvml_;
+  bool nvml_opened_ = false;
 };
 
 }  // namespace

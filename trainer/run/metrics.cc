@@ -23,6 +23,24 @@ double ProcessCpuSeconds() {
   return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
+// The energy block: the steps this process ran (a resumed run's from its resume on) and what
+// their devices drew.
+nlohmann::json EnergyJson(const TrainSummary& s) {
+  if (!s.energy || s.energy->seconds <= 0) return nullptr;
+  int64_t tokens = 0;
+  for (const StepRecord& step : s.steps)
+    if (step.step > s.resumed_from_step.value_or(0)) tokens += step.tokens;
+  const RunEnergy& e = *s.energy;
+  return {{"joules", e.joules},
+          {"joules_per_token", tokens > 0 ? nlohmann::json(e.joules / static_cast<double>(tokens))
+                                          : nlohmann::json(nullptr)},
+          {"watts_per_device", e.joules / e.devices / e.seconds},
+          {"seconds", e.seconds},
+          {"devices", e.devices},
+          {"tokens", tokens},
+          {"source", "nvml"}};
+}
+
 }  // namespace
 
 namespace {
@@ -175,6 +193,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
     j["tokens"] = nullptr;
     j["skipped_steps"] = nullptr;
     j["loss_scale"] = nullptr;
+    j["energy"] = nullptr;
     return j;
   }
   const Throughput t = MeasureThroughput(s.steps);
@@ -223,6 +242,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
   j["tokens"] = tokens;
   j["skipped_steps"] = skipped;
   j["loss_scale"] = s.loss_scale ? nlohmann::json(*s.loss_scale) : nlohmann::json(nullptr);
+  j["energy"] = EnergyJson(s);
   return j;
 }
 

@@ -10,6 +10,7 @@
 
 #include "trainer/backend.h"
 #include "trainer/model/config.h"
+#include "trainer/run/energy.h"
 #include "trainer/run/peak_flops.h"
 #include "trainer/run/run_config.h"
 
@@ -54,6 +55,9 @@ struct TrainSummary {
   std::optional<int64_t> resumed_from_step;
   std::optional<double> loss_scale;  // fp16: the loss scale after the last step
   std::string started_at;            // ISO 8601 UTC
+  // What the devices drew over this process's steps (a resumed run's from its resume on);
+  // nullopt where a rank could not read its device's counter.
+  std::optional<RunEnergy> energy;
   nlohmann::json platform;
   nlohmann::json eval;  // null for training runs
 };

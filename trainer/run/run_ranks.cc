@@ -42,6 +42,13 @@ Result<double> RunRanks::Max(double value) const {
   return value;
 }
 
+Result<std::vector<double>> RunRanks::Gather(std::span<const double> mine) const {
+  std::vector<double> all(mine.size() * static_cast<size_t>(world()));
+  BM_TRY(groups_.control->AllGather(mine.data(), all.data(), static_cast<int64_t>(mine.size()),
+                                    dist::DType::kFloat64));
+  return all;
+}
+
 Status RunRanks::Barrier() const { return groups_.control->Barrier(); }
 
 }  // namespace bm::train

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "base/result.h"
 #include "trainer/dist/process_groups.h"
@@ -48,6 +50,8 @@ class RunRanks {
   Result<int64_t> Sum(int64_t value) const;
   Result<double> Sum(double value) const;
   Result<double> Max(double value) const;
+  // Every rank's values, rank by rank: world() * mine.size() of them (every rank passes as many).
+  Result<std::vector<double>> Gather(std::span<const double> mine) const;
   Status Barrier() const;
 
  private:

@@ -56,7 +56,8 @@ PEAK = {"H100": 989.4e12, "H200": 989.4e12, "A800": 312e12, "cpu": 332.8e9}
 
 
 def metrics(preset, overrides, device, gpu_name, dp, tp, pp, lbs, mpe, gas, lr, steps, tps,
-            peak_gib, total_gib, losses, host, started, build, precision="bf16", evals=None):
+            peak_gib, total_gib, losses, host, started, build, precision="bf16", evals=None,
+            watts=None):
     m = dict(PRESETS[preset])
     params = m["parameters"]
     f6n = 6 * params
@@ -91,6 +92,12 @@ def metrics(preset, overrides, device, gpu_name, dp, tp, pp, lbs, mpe, gas, lr, 
         "provenance": {"host": host, "started_at": started, "trainer_build": build},
     }
     out["eval"] = evals
+    # What the GPUs drew over the steps (NVML's counter): none on the CPU.
+    seconds = out["wall_s"]
+    out["energy"] = ({"joules": watts * devices * seconds,
+                      "joules_per_token": watts * devices * seconds / out["tokens"],
+                      "watts_per_device": watts, "seconds": seconds, "devices": devices,
+                      "tokens": out["tokens"], "source": "nvml"} if watts else None)
     return out
 
 
@@ -129,12 +136,14 @@ def main():
                                                   (3935.7, 61.8, "fresh", "2026-11-21T08:02:44Z")]):
         path = run("llama2_7b.h100.r%d" % (i + 1), device="H100", gpu_name="NVIDIA H100 80GB HBM3",
                    tps=tps, peak_gib=peak, total_gib=79.6, losses=base, host="h100-node-3",
+                   watts=688.0 + i,
                    started=day, build=build, **common7b)
         r.append({"metrics": path + "/metrics.json", "log": path + "/log.jsonl", "origin": origin,
                   "source": "cache ac/%02x3f9e0c7d21" % i})
     sets.append({"target": "llama2_7b.h100", "rule": "pretrain", "measurements": r})
 
     path = run("llama2_7b.a800", device="A800", gpu_name="NVIDIA A800-SXM4-80GB", tps=1710.2,
+               watts=391.5,
                peak_gib=63.4, total_gib=80.0, losses=same, host="a800-box",
                started="2026-11-18T22:05:10Z", build=build, **common7b)
     sets.append({"target": "llama2_7b.a800", "rule": "pretrain", "measurements": [
@@ -143,6 +152,7 @@ def main():
 
     path = run("llama2_7b.h100_lr2x", device="H100", gpu_name="NVIDIA H100 80GB HBM3",
                tps=3908.8, peak_gib=61.8, total_gib=79.6, losses=lr2x, host="h100-node-3",
+               watts=689.5,
                started="2026-11-21T08:30:00Z", build=build,
                **dict(common7b, lr=6e-4))
     sets.append({"target": "llama2_7b.h100_lr2x", "rule": "pretrain", "measurements": [
@@ -151,7 +161,7 @@ def main():
 
     path = run("gpt3_6.7b.h200", preset="gpt3-6.7b", overrides={"layers": 16}, device="H200",
                gpu_name="NVIDIA H200", dp=4, tp=2, pp=1, lbs=2, mpe=2048, gas=4, lr=1.2e-4,
-               steps=steps, tps=5281.9, peak_gib=97.25, total_gib=139.8,
+               steps=steps, tps=5281.9, peak_gib=97.25, total_gib=139.8, watts=676.0,
                losses=curve(steps, 1.3, seed=3, jitter=0), host="h200-a|b", started="2026-11-21T07:45:31Z",
                build=build)
     sets.append({"target": "gpt3_6.7b.h200", "rule": "pretrain", "measurements": [

@@ -19,6 +19,8 @@ TEST(NumberFormat, FixedDecimalsPerQuantity) {
   EXPECT_EQ(FormatValue(Quantity::kPerplexity, 22.4811), "22.48");
   EXPECT_EQ(FormatValue(Quantity::kAccuracy, 0.4125), "41.2%");  // 41.25 is below .25 in binary
   EXPECT_EQ(FormatValue(Quantity::kRelDiff, 0.0087), "0.87%");
+  EXPECT_EQ(FormatValue(Quantity::kJoulesPerToken, 0.17584228), "175.84");  // mJ
+  EXPECT_EQ(FormatValue(Quantity::kWatts, 688.04), "688.0");
 }
 
 TEST(NumberFormat, PlainNumbersForCsv) {

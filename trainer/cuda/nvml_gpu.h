@@ -1,5 +1,6 @@
 // NvmlGpu: the SM clock, the board power and the energy counter of the GPU a CUDA device runs
-// on, read through NVML for the benchmarks (cuda_train_bench's joules a step, gemm_power_probe).
+// on, read through NVML: the energy a training run took (CudaBackend::ReadEnergy, metrics.json's
+// "energy"), and the benchmarks' joules a step and clocks (cuda_train_bench, gemm_power_probe).
 // Inside a training step an H100/H200 runs at its power limit (docs/PERFORMANCE.md, run 68), so
 // the energy a step takes sets its time as much as its kernels do.
 //
@@ -12,7 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
-namespace bm::bench {
+namespace bm::train::cuda {
 
 class NvmlGpu {
  public:
@@ -63,4 +64,4 @@ class NvmlGpu {
   int (*energy_)(void*, unsigned long long*) = nullptr;
 };
 
-}  // namespace bm::bench
+}  // namespace bm::train::cuda

@@ -6,7 +6,7 @@
 #   .devtree/lib    extra-libs.tar.xz: the Debian libraries they link that the GPU machine
 #                   (Ubuntu 24.04) lacks or has in other versions (ldd minus glibc, libstdc++,
 #                   libgcc and CUDA's own)
-#   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, ab.sh, the PyTorch
+#   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, energy_gpu.sh, ab.sh, the PyTorch
 #                   peer)
 #   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged, and
 #                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them)
@@ -40,7 +40,7 @@ fi
 tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
-[[ -f bench/examples_gpu.sh ]] && cp bench/examples_gpu.sh .devtree/bench/
+cp bench/examples_gpu.sh bench/energy_gpu.sh .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
 done

@@ -5,8 +5,8 @@
 # STEPS steps (default 60), built by the real engine; during it nvidia-smi samples the board's
 # power every 200 ms. Then cuda_train_bench times the same geometry and reads the same counter
 # over its 30 timed steps. Expect watts_per_device near nvidia-smi's mean over the busy samples,
-# and joules_per_token near the bench's joules a step / 16,384 tokens (the trainer's window also
-# holds its first steps, the warm-up the bench leaves out).
+# and joules_per_token near the bench's joules a step / 16,384 tokens (both leave the warm-up
+# steps out).
 # Run from the tree root of the device tool's copy (after bench/pack_devtree.sh, carrying
 # .devtree): bash .devtree/bench/energy_gpu.sh. Logs go to $OUT.
 set -uo pipefail

@@ -83,8 +83,17 @@ TEST(EnergyTest, GatheredOverRanks) {
   EXPECT_TRUE(AllRanksPassed(outcomes));
 }
 
-// metrics.json: joules per token of the steps this process ran (after a resume, not those
-// before it), and null without a reading or for an evaluation.
+// The window: the steps throughput measures (after the warm-up) that this process ran.
+TEST(EnergyTest, FromTheFirstMeasuredStepThisProcessRan) {
+  EXPECT_EQ(FirstEnergyStep(1, 0), 1);    // one step: measured
+  EXPECT_EQ(FirstEnergyStep(10, 0), 2);   // one warm-up step
+  EXPECT_EQ(FirstEnergyStep(200, 0), 6);  // at most five
+  EXPECT_EQ(FirstEnergyStep(200, 40), 41);
+  EXPECT_EQ(FirstEnergyStep(200, 200), 201);  // resumed at the end: none
+}
+
+// metrics.json: joules per token of the measured steps this process ran (after a resume, not
+// those before it), and null without a reading or for an evaluation.
 TEST(EnergyTest, MetricsPerTokenOfTheStepsRun) {
   TrainSummary s;
   Result<ModelConfig> model = Preset("llama-tiny");
@@ -112,6 +121,9 @@ TEST(EnergyTest, MetricsPerTokenOfTheStepsRun) {
   EXPECT_DOUBLE_EQ(e["watts_per_device"].get<double>(), 1000.0);
   EXPECT_EQ(e["devices"], 2);
   EXPECT_EQ(e["source"], "nvml");
+
+  s.resumed_from_step.reset();  // a fresh run: from the first measured step, the 2nd
+  EXPECT_EQ(BuildMetrics(s)["energy"]["tokens"], 9000);
 
   s.energy.reset();
   EXPECT_TRUE(BuildMetrics(s)["energy"].is_null());

@@ -23,13 +23,15 @@ double ProcessCpuSeconds() {
   return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
-// The energy block: the steps this process ran (a resumed run's from its resume on) and what
-// their devices drew.
+// The energy block: what the devices drew over the steps from FirstEnergyStep on, per token of
+// those steps.
 nlohmann::json EnergyJson(const TrainSummary& s) {
   if (!s.energy || s.energy->seconds <= 0) return nullptr;
+  const int64_t first =
+      FirstEnergyStep(static_cast<int64_t>(s.steps.size()), s.resumed_from_step.value_or(0));
   int64_t tokens = 0;
   for (const StepRecord& step : s.steps)
-    if (step.step > s.resumed_from_step.value_or(0)) tokens += step.tokens;
+    if (step.step >= first) tokens += step.tokens;
   const RunEnergy& e = *s.energy;
   return {{"joules", e.joules},
           {"joules_per_token", tokens > 0 ? nlohmann::json(e.joules / static_cast<double>(tokens))
@@ -82,11 +84,19 @@ StepRecord StepRecord::FromJson(const nlohmann::json& j) {
   return r;
 }
 
+int64_t WarmupSteps(int64_t steps) {
+  return steps >= 2 ? std::min<int64_t>(5, std::max<int64_t>(1, steps / 10)) : 0;
+}
+
+int64_t FirstEnergyStep(int64_t steps, int64_t resumed_from) {
+  return std::max(WarmupSteps(steps), resumed_from) + 1;
+}
+
 Throughput MeasureThroughput(const std::vector<StepRecord>& steps) {
   Throughput t;
   const int64_t n = static_cast<int64_t>(steps.size());
   if (n == 0) return t;
-  t.excluded_warmup_steps = n >= 2 ? std::min<int64_t>(5, std::max<int64_t>(1, n / 10)) : 0;
+  t.excluded_warmup_steps = WarmupSteps(n);
   double ms = 0;
   int64_t tokens = 0;
   std::vector<double> times;

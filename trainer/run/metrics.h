@@ -34,8 +34,13 @@ struct Throughput {
   int64_t measured_steps = 0;
   int64_t excluded_warmup_steps = 0;
 };
-// Excludes the first min(5, max(1, n/10)) steps when there are at least 2.
+// Excludes the first WarmupSteps(n) of n steps.
 Throughput MeasureThroughput(const std::vector<StepRecord>& steps);
+// min(5, max(1, n/10)) when n >= 2, else 0: the first steps left out of throughput.
+int64_t WarmupSteps(int64_t steps);
+// The first step whose energy metrics.json counts: the first measured one (after the warm-up
+// of a run of `steps`) that this process ran (after `resumed_from`, 0 for a fresh run).
+int64_t FirstEnergyStep(int64_t steps, int64_t resumed_from);
 
 // Everything metrics.json reports about a training run.
 struct TrainSummary {
@@ -55,8 +60,8 @@ struct TrainSummary {
   std::optional<int64_t> resumed_from_step;
   std::optional<double> loss_scale;  // fp16: the loss scale after the last step
   std::string started_at;            // ISO 8601 UTC
-  // What the devices drew over this process's steps (a resumed run's from its resume on);
-  // nullopt where a rank could not read its device's counter.
+  // What the devices drew from FirstEnergyStep on; nullopt where a rank could not read its
+  // device's counter.
   std::optional<RunEnergy> energy;
   nlohmann::json platform;
   nlohmann::json eval;  // null for training runs

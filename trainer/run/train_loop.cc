@@ -179,9 +179,15 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   const double comm_wait_at_start = backend->CommWaitSeconds();
   const double pipeline_wait_at_start = backend->PipelineWaitSeconds();
   std::vector<Batch> micro(run.gas);
-  const std::optional<EnergyReading> energy_before = backend->ReadEnergy();
-  const Clock::time_point steps_began = Clock::now();
+  // The energy of the steps throughput measures (after the warm-up, with its tuning).
+  const int64_t first_energy_step = FirstEnergyStep(run.steps, start);
+  std::optional<EnergyReading> energy_before;
+  Clock::time_point energy_began;
   for (int64_t step = start + 1; step <= run.steps; ++step) {
+    if (step == first_energy_step) {
+      energy_before = backend->ReadEnergy();
+      energy_began = Clock::now();
+    }
     const Clock::time_point s0 = Clock::now();
     int64_t local_masked = 0;
     for (int64_t g = 0; g < run.gas; ++g) {
@@ -261,8 +267,9 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
       return Errorf(ErrorCode::kFailed, "stopped after step {} (test hook)", step);
   }
   if (progress && run.progress) *progress << "\n";
-  const std::optional<EnergyReading> energy_after = backend->ReadEnergy();
-  const double steps_s = std::chrono::duration<double>(Clock::now() - steps_began).count();
+  const std::optional<EnergyReading> energy_after =
+      energy_before ? backend->ReadEnergy() : std::nullopt;
+  const double energy_s = std::chrono::duration<double>(Clock::now() - energy_began).count();
 
   // The whole model, gathered (collective under ZeRO and TP/PP) onto rank 0, which writes it as
   // it comes (a unit at a time). A rank 0 that cannot open the file still takes part.
@@ -298,7 +305,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   summary.resumed_from_step = resumed_from;
   if (scaler) summary.loss_scale = scaler->scale();
   summary.started_at = started_at;
-  BM_ASSIGN_OR_RETURN(summary.energy, GatherEnergy(ranks, energy_before, energy_after, steps_s));
+  BM_ASSIGN_OR_RETURN(summary.energy, GatherEnergy(ranks, energy_before, energy_after, energy_s));
   summary.platform = ProbePlatform(/*gpu_libraries=*/run.device != "cpu");
   summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   summary.eval = nullptr;

@@ -43,17 +43,44 @@ RunConfig CpuRun(int dp) {
   return run;
 }
 
+// Stretches added up, what lies between them left out; a failed reading spoils the total.
+TEST(EnergyTest, MeterAddsItsStretches) {
+  double counter = 1000;
+  bool readable = true;
+  EnergyMeter meter([&]() -> std::optional<EnergyReading> {
+    if (!readable) return std::nullopt;
+    return EnergyReading{"gpu-a", counter};
+  });
+  EXPECT_FALSE(meter.Total());  // nothing measured yet
+  meter.Stop();                 // none running: no-op
+  meter.Start();
+  counter += 100;  // the steps
+  meter.Stop();
+  counter += 5000;  // a checkpoint, not measured
+  meter.Start();
+  meter.Start();  // already running: no-op
+  counter += 50;
+  meter.Stop();
+  std::optional<RankEnergy> total = meter.Total();
+  ASSERT_TRUE(total);
+  EXPECT_EQ(total->device, "gpu-a");
+  EXPECT_EQ(total->joules, 150);
+  EXPECT_GT(total->seconds, 0);
+  readable = false;
+  meter.Start();
+  EXPECT_FALSE(meter.Total());
+}
+
 TEST(EnergyTest, AWorldOfOne) {
   Result<RunRanks> ranks = RunRanks::Connect(CpuRun(1), EnvOf(0, 1, "", 5));
   ASSERT_TRUE(ranks.ok()) << ranks.status().message();
-  Result<std::optional<RunEnergy>> e =
-      GatherEnergy(*ranks, EnergyReading{"gpu-a", 1000.0}, EnergyReading{"gpu-a", 1250.5}, 0.5);
+  Result<std::optional<RunEnergy>> e = GatherEnergy(*ranks, RankEnergy{"gpu-a", 250.5, 0.5});
   ASSERT_TRUE(e.ok()) << e.status().message();
   ASSERT_TRUE(*e);
   EXPECT_EQ((*e)->joules, 250.5);
   EXPECT_EQ((*e)->devices, 1);
   EXPECT_EQ((*e)->seconds, 0.5);
-  Result<std::optional<RunEnergy>> none = GatherEnergy(*ranks, std::nullopt, std::nullopt, 0.5);
+  Result<std::optional<RunEnergy>> none = GatherEnergy(*ranks, std::nullopt);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(*none);
 }
@@ -67,15 +94,14 @@ TEST(EnergyTest, GatheredOverRanks) {
     RANK_OK(ranks.status());
     const std::string device = rank < 2 ? "gpu-a" : fmt::format("gpu-{}", rank);
     const double used = 10.0 * (rank + 1);  // what this rank's counter moved
-    Result<std::optional<RunEnergy>> e = GatherEnergy(
-        *ranks, EnergyReading{device, 5000.0}, EnergyReading{device, 5000.0 + used}, 1.0 + rank);
+    Result<std::optional<RunEnergy>> e = GatherEnergy(*ranks, RankEnergy{device, used, 1.0 + rank});
     RANK_OK(e.status());
     RANK_CHECK(*e && (*e)->devices == 3 && (*e)->joules == 10 + 30 + 40 && (*e)->seconds == 4,
                "rank {}: {} devices, {} J over {} s", rank, *e ? (*e)->devices : -1,
                *e ? (*e)->joules : -1.0, *e ? (*e)->seconds : -1.0);
-    std::optional<EnergyReading> before, after;
-    if (rank != 3) before = after = EnergyReading{device, 1.0};
-    Result<std::optional<RunEnergy>> partial = GatherEnergy(*ranks, before, after, 1.0);
+    std::optional<RankEnergy> mine;
+    if (rank != 3) mine = RankEnergy{device, 1.0, 1.0};
+    Result<std::optional<RunEnergy>> partial = GatherEnergy(*ranks, mine);
     RANK_OK(partial.status());
     RANK_CHECK(!*partial, "rank {}: a total without rank 3's reading", rank);
     return {};

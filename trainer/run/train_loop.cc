@@ -179,15 +179,12 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   const double comm_wait_at_start = backend->CommWaitSeconds();
   const double pipeline_wait_at_start = backend->PipelineWaitSeconds();
   std::vector<Batch> micro(run.gas);
-  // The energy of the steps throughput measures (after the warm-up, with its tuning).
+  // The energy of the steps throughput measures (after the warm-up, with its tuning), without
+  // the resume checkpoints written between them.
   const int64_t first_energy_step = FirstEnergyStep(run.steps, start);
-  std::optional<EnergyReading> energy_before;
-  Clock::time_point energy_began;
+  EnergyMeter energy([&backend] { return backend->ReadEnergy(); });
   for (int64_t step = start + 1; step <= run.steps; ++step) {
-    if (step == first_energy_step) {
-      energy_before = backend->ReadEnergy();
-      energy_began = Clock::now();
-    }
+    if (step == first_energy_step) energy.Start();
     const Clock::time_point s0 = Clock::now();
     int64_t local_masked = 0;
     for (int64_t g = 0; g < run.gas; ++g) {
@@ -251,6 +248,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     }
     if (run.checkpoint_every > 0 && step % run.checkpoint_every == 0 && step < run.steps &&
         !run.resume_dir.empty()) {
+      energy.Stop();
       ResumeState state;
       state.step = step;
       for (std::vector<float>* v : {&state.params, &state.m, &state.v}) v->resize(local_size);
@@ -262,14 +260,13 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
         if (scaler) state.extra["loss_scaler"] = scaler->State();
         BM_TRY(CommitResume(run.resume_dir, who, fingerprint, state));
       }
+      if (step >= first_energy_step) energy.Start();
     }
     if (hooks.after_step && !hooks.after_step(step))
       return Errorf(ErrorCode::kFailed, "stopped after step {} (test hook)", step);
   }
   if (progress && run.progress) *progress << "\n";
-  const std::optional<EnergyReading> energy_after =
-      energy_before ? backend->ReadEnergy() : std::nullopt;
-  const double energy_s = std::chrono::duration<double>(Clock::now() - energy_began).count();
+  energy.Stop();
 
   // The whole model, gathered (collective under ZeRO and TP/PP) onto rank 0, which writes it as
   // it comes (a unit at a time). A rank 0 that cannot open the file still takes part.
@@ -305,7 +302,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   summary.resumed_from_step = resumed_from;
   if (scaler) summary.loss_scale = scaler->scale();
   summary.started_at = started_at;
-  BM_ASSIGN_OR_RETURN(summary.energy, GatherEnergy(ranks, energy_before, energy_after, energy_s));
+  BM_ASSIGN_OR_RETURN(summary.energy, GatherEnergy(ranks, energy.Total()));
   summary.platform = ProbePlatform(/*gpu_libraries=*/run.device != "cpu");
   summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   summary.eval = nullptr;

@@ -2,12 +2,13 @@
 # On the GPU machine: metrics.json's "energy" (docs/METRICS.md) beside two other readings of the
 # same GPU in one call. The run is LLaMA 1B (the llama2-7b preset at hidden 2048, 16 layers,
 # 32 heads, SwiGLU 5632, vocabulary 32,000; the bytes of the KJV as data) at 8 x 2048, bf16,
-# STEPS steps (default 60), built by the real engine; during it nvidia-smi samples the board's
+# STEPS steps (default 60), LAYOUT (default TP1PP1DP1: DP2 puts 8 x 2048 on each of 2 GPUs),
+# built by the real engine; during it nvidia-smi samples the board's
 # power every 200 ms. Then cuda_train_bench times the same geometry and reads the same counter
 # over its 30 timed steps. Expect watts_per_device near nvidia-smi's mean over the busy samples,
 # and joules_per_token near the bench's joules a step / 16,384 tokens (both leave the warm-up
 # steps out).
-# Run from the tree root of the device tool's copy (after bench/pack_devtree.sh, carrying
+# nvidia-smi's samples are every GPU's. Run from the tree root of the device tool's copy (after bench/pack_devtree.sh, carrying
 # .devtree): bash .devtree/bench/energy_gpu.sh. Logs go to $OUT.
 set -uo pipefail
 root=$(pwd)
@@ -36,6 +37,7 @@ model = "llama2-7b"
 overrides = { vocab = 32000, hidden = 2048, layers = 16, heads = 32, kv_heads = 32, ffn_hidden = 5632, max_seq = 2048 }
 device = "cuda"
 precision = "bf16"
+layout = "${LAYOUT:-TP1PP1DP1}"
 lbs = 8
 mpe = 2048
 steps = ${STEPS:-60}

@@ -71,6 +71,42 @@ Result<std::optional<ResumeState>> Resume(const RunConfig& run, const RunRanks& 
   return resume;
 }
 
+BackendOptions OptionsFor(const RunConfig& run, const RunRanks& ranks, int threads) {
+  BackendOptions options;
+  options.max_batch = run.lbs;
+  options.max_seq = run.mpe;
+  options.precision = run.precision;
+  options.recompute = run.recompute;
+  options.attention = run.attention;
+  options.threads = threads;
+  options.device_index = ranks.local_rank();
+  options.dp = ranks.dp();
+  options.zero = run.zero;
+  options.tp = ranks.tp();
+  options.pp = ranks.pp();
+  options.micro_batches = static_cast<int>(run.gas);
+  options.sequence_parallel = run.sequence_parallel;
+  return options;
+}
+
+// The resume checkpoint after `step` (collective): every rank writes its local state, then rank
+// 0 commits them with the step log and the loss scaler's state.
+Status SaveResume(const Backend& backend, const std::string& dir, const RunRanks& ranks,
+                  const ResumeRank& who, const std::string& fingerprint, int64_t step,
+                  const std::vector<StepRecord>& records, const std::optional<LossScaler>& scaler) {
+  ResumeState state;
+  state.step = step;
+  for (std::vector<float>* v : {&state.params, &state.m, &state.v})
+    v->resize(backend.LocalStateSize());
+  BM_TRY(backend.GetLocalState(state.params, state.m, state.v));
+  BM_TRY(SaveResumeRank(dir, who, state));
+  BM_TRY(ranks.Barrier());  // every rank's file is written before LATEST moves
+  if (!ranks.root()) return Status::Ok();
+  for (const StepRecord& rec : records) state.log.push_back(rec.ToJson());
+  if (scaler) state.extra["loss_scaler"] = scaler->State();
+  return CommitResume(dir, who, fingerprint, state);
+}
+
 }  // namespace
 
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
@@ -100,26 +136,12 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
 
   BM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
                       hooks.make_backend ? hooks.make_backend() : CreateBackend(run.device));
-  BackendOptions options;
-  options.max_batch = run.lbs;
-  options.max_seq = run.mpe;
-  options.precision = run.precision;
-  options.recompute = run.recompute;
-  options.attention = run.attention;
   // `threads` is per rank; 0 shares this machine's cores among its ranks.
   const int threads = run.threads > 0
                           ? run.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
                                             env.local_world_size);
-  options.threads = threads;
-  options.device_index = ranks.local_rank();
-  options.dp = ranks.dp();
-  options.zero = run.zero;
-  options.tp = ranks.tp();
-  options.pp = ranks.pp();
-  options.micro_batches = static_cast<int>(run.gas);
-  options.sequence_parallel = run.sequence_parallel;
-  BM_TRY(backend->Init(model, options));
+  BM_TRY(backend->Init(model, OptionsFor(run, ranks, threads)));
   // Each rank draws, or reads from the init checkpoint, only what it holds (its shard, its
   // ZeRO slices).
   BM_TRY(backend->SetParametersFrom(setup.loaded ? setup.loaded
@@ -249,17 +271,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     if (run.checkpoint_every > 0 && step % run.checkpoint_every == 0 && step < run.steps &&
         !run.resume_dir.empty()) {
       energy.Stop();
-      ResumeState state;
-      state.step = step;
-      for (std::vector<float>* v : {&state.params, &state.m, &state.v}) v->resize(local_size);
-      BM_TRY(backend->GetLocalState(state.params, state.m, state.v));
-      BM_TRY(SaveResumeRank(run.resume_dir, who, state));
-      BM_TRY(ranks.Barrier());  // every rank's file is written before LATEST moves
-      if (ranks.root()) {
-        for (const StepRecord& rec : records) state.log.push_back(rec.ToJson());
-        if (scaler) state.extra["loss_scaler"] = scaler->State();
-        BM_TRY(CommitResume(run.resume_dir, who, fingerprint, state));
-      }
+      BM_TRY(SaveResume(*backend, run.resume_dir, ranks, who, fingerprint, step, records, scaler));
       if (step >= first_energy_step) energy.Start();
     }
     if (hooks.after_step && !hooks.after_step(step))

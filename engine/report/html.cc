@@ -101,6 +101,11 @@ std::string RenderHtml(const std::vector<MeasuredTarget>& targets, const std::st
   mfu.title = "MFU by platform (solid: 6N, light: PaLM)";
   mfu.y_label = "MFU (%)";
   mfu.quantity = Quantity::kMfu;
+  BarChart energy;  // GPU runs only (metrics.json's energy): drawn when one has it
+  energy.id = "energy-chart";
+  energy.title = "Energy per token by platform";
+  energy.y_label = "mJ / token";
+  energy.quantity = Quantity::kJoulesPerToken;
   std::map<std::string, size_t> group_of;  // platform -> index, in first-seen order
   std::vector<std::pair<std::string, std::string>> legend;
   for (const ReportRow& r : rows) {
@@ -108,8 +113,7 @@ std::string RenderHtml(const std::vector<MeasuredTarget>& targets, const std::st
     std::string platform = PlatformText(r);
     if (!group_of.count(platform)) {
       group_of[platform] = tokens.groups.size();
-      tokens.groups.push_back({platform, {}});
-      mfu.groups.push_back({platform, {}});
+      for (BarChart* chart : {&tokens, &mfu, &energy}) chart->groups.push_back({platform, {}});
     }
     size_t g = group_of[platform];
     const std::string& c = color[r.target];
@@ -119,12 +123,15 @@ std::string RenderHtml(const std::vector<MeasuredTarget>& targets, const std::st
     }
     if (r.mfu_6n) mfu.groups[g].bars.push_back({r.target + " (6N)", c, *r.mfu_6n, 1.0});
     if (r.mfu_palm) mfu.groups[g].bars.push_back({r.target + " (PaLM)", c, *r.mfu_palm, 0.45});
+    if (r.joules_per_token) {
+      energy.groups[g].bars.push_back({r.target, c, *r.joules_per_token});
+      energy.legend.emplace_back(c, r.target);  // the GPU runs only
+    }
   }
   auto drop_empty = [](BarChart& chart) {
     std::erase_if(chart.groups, [](const BarGroup& g) { return g.bars.empty(); });
   };
-  drop_empty(tokens);
-  drop_empty(mfu);
+  for (BarChart* chart : {&tokens, &mfu, &energy}) drop_empty(*chart);
   tokens.legend = legend;
   mfu.legend = legend;
   mfu.legend_opacity = {{1.0, "6N (FlagPerf)"}, {0.45, "PaLM (with attention)"}};
@@ -141,6 +148,7 @@ std::string RenderHtml(const std::vector<MeasuredTarget>& targets, const std::st
   out += RenderLineChart(loss) + "</div>\n";
   out += "<h2>Throughput</h2>\n" + RenderBarChart(tokens);
   out += "<h2>MFU</h2>\n" + RenderBarChart(mfu);
+  if (!energy.groups.empty()) out += "<h2>Energy</h2>\n" + RenderBarChart(energy);
 
   std::vector<std::string> ids, headers;
   std::vector<bool> numeric, restored;

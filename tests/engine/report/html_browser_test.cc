@@ -37,7 +37,7 @@ constexpr const char* kProbe = R"js(
       return {series: e.dataset.series, w: b.width, h: b.height, stroke: s.stroke, fill: s.fill};
     });
   }
-  ['loss-chart', 'tokens-chart', 'mfu-chart'].forEach(function (id) {
+  ['loss-chart', 'tokens-chart', 'mfu-chart', 'energy-chart'].forEach(function (id) {
     var svg = document.getElementById(id);
     if (!svg) return;
     var r = svg.getBoundingClientRect();
@@ -67,7 +67,7 @@ constexpr const char* kProbe = R"js(
   });
   out.data = document.getElementById('report-data').textContent;
   var pending = 0;
-  ['loss-chart', 'tokens-chart', 'mfu-chart'].forEach(function (id) {
+  ['loss-chart', 'tokens-chart', 'mfu-chart', 'energy-chart'].forEach(function (id) {
     var svg = document.getElementById(id);
     var img = new Image();
     pending++;
@@ -176,7 +176,7 @@ TEST_F(HtmlInBrowser, ChartsAreDrawnAndNotBlank) {
   std::vector<MeasuredTarget> set = testing::LoadFixtureSet();
   nlohmann::json p = Probe(RenderHtml(set));
   ASSERT_TRUE(p.is_object());
-  for (const char* id : {"loss-chart", "tokens-chart", "mfu-chart"}) {
+  for (const char* id : {"loss-chart", "tokens-chart", "mfu-chart", "energy-chart"}) {
     const nlohmann::json& c = p["charts"][id];
     ASSERT_TRUE(c.is_object()) << id << " missing";
     EXPECT_GT(c["w"].get<double>(), 300) << id;
@@ -198,6 +198,7 @@ TEST_F(HtmlInBrowser, ChartsAreDrawnAndNotBlank) {
   EXPECT_GT(p["pixels"]["tokens-chart"]["colors"].value("0,114,178", 0), 500);
   EXPECT_EQ(p["charts"]["tokens-chart"]["visible"].size(), 5u);
   EXPECT_EQ(p["charts"]["mfu-chart"]["visible"].size(), 10u);
+  EXPECT_EQ(p["charts"]["energy-chart"]["visible"].size(), 4u);  // the GPU targets
   // The switch: after clicking "log", only the log group shows, with 5 curves.
   EXPECT_EQ(p["log"]["lin"], "none");
   EXPECT_NE(p["log"]["log"], "none");
@@ -214,8 +215,9 @@ TEST_F(HtmlInBrowser, NumbersInThePageEqualTheJson) {
 
   const nlohmann::json& shown = p["results"];
   ASSERT_EQ(shown.size(), expected["rows"].size());
-  std::map<std::string, std::string> bar_values;
+  std::map<std::string, std::string> bar_values, energy_bars;
   for (const nlohmann::json& b : p["charts"]["tokens-chart"]["bars"]) bar_values[b[0]] = b[1];
+  for (const nlohmann::json& b : p["charts"]["energy-chart"]["bars"]) energy_bars[b[0]] = b[1];
   std::set<std::string> labels;
   for (const nlohmann::json& l : p["charts"]["tokens-chart"]["labels"]) labels.insert(l);
   int checked = 0;
@@ -242,6 +244,11 @@ TEST_F(HtmlInBrowser, NumbersInThePageEqualTheJson) {
       starts("mfu_6n", Printf("%.1f%%", 100 * m["mfu_6n"]["median"].get<double>()));
     if (m.contains("mfu_palm")) {
       starts("mfu_palm", Printf("%.1f%%", 100 * m["mfu_palm"]["median"].get<double>()));
+    }
+    if (m.contains("joules_per_token")) {
+      EXPECT_EQ(std::stod(energy_bars[row["target"]]), m["joules_per_token"]["median"])
+          << row["target"];
+      ++checked;
     }
     if (m.contains("loss")) starts("loss", Printf("%.3f", m["loss"]["median"]));
     if (m.contains("mem_peak_bytes")) {

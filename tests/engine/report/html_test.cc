@@ -33,23 +33,26 @@ TEST(Html, SelfContained) {
 
 TEST(Html, ChartsTablesAndRestoredRows) {
   std::string html = RenderHtml(testing::LoadFixtureSet());
-  for (const char* id : {"id=\"loss-chart\"", "id=\"tokens-chart\"", "id=\"mfu-chart\"",
-                         "id=\"results\"", "id=\"provenance\"", "id=\"y-log\""}) {
+  for (const char* id :
+       {"id=\"loss-chart\"", "id=\"tokens-chart\"", "id=\"mfu-chart\"", "id=\"energy-chart\"",
+        "id=\"results\"", "id=\"provenance\"", "id=\"y-log\""}) {
     EXPECT_NE(html.find(id), std::string::npos) << id;
   }
   // 5 targets have loss curves, each drawn on both scales.
   EXPECT_EQ(Count(html, "class=\"series\""), 10u);
-  // token/p/s bars for 5 targets; MFU bars: 6N and PaLM for 5 targets (tiny.cpu has a cpu peak).
-  EXPECT_EQ(Count(html, "class=\"bar\""), 5u + 10u);
-  // Rounds that vary get whiskers (llama2_7b.h100 in both bar charts: 1 + 2).
-  EXPECT_EQ(Count(html, "class=\"whisker\""), 3u);
+  // token/p/s bars for 5 targets; MFU bars: 6N and PaLM for 5 targets (tiny.cpu has a cpu peak);
+  // energy bars for the 4 GPU targets.
+  EXPECT_EQ(Count(html, "class=\"bar\""), 5u + 10u + 4u);
+  // Rounds that vary get whiskers (llama2_7b.h100 in the three bar charts: 1 + 2 + 1).
+  EXPECT_EQ(Count(html, "class=\"whisker\""), 4u);
   EXPECT_EQ(Count(html, "<tr class=\"restored\">"), 2u + 2u);  // results + provenance rows
   EXPECT_EQ(Count(html, "</script>"), 1u);                     // no early close inside the data
 }
 
 TEST(Html, EmptySelectionSaysNoData) {
   std::string html = RenderHtml({});
-  EXPECT_EQ(Count(html, "class=\"empty\""), 3u);
+  EXPECT_EQ(Count(html, "class=\"empty\""), 3u);            // loss, token/p/s, MFU
+  EXPECT_EQ(html.find("energy-chart"), std::string::npos);  // drawn only with GPU runs
 }
 
 TEST(Html, NamesAreEscaped) {

@@ -8,7 +8,8 @@
 //   mem_peak, mem_total      memory.peak_bytes, memory.device_total_bytes
 //   loss                     loss.final
 //   joules_per_token,        energy.joules_per_token, energy.watts_per_device
-//   watts_per_device         (JSON, CSV and compare; the suites' table has no column for them)
+//   watts_per_device         (JSON, CSV, compare and the HTML's energy bars; the suites' table
+//                            has no column for them)
 //   val_loss, perplexity,    eval.val_loss, eval.perplexity, eval.accuracy
 //   accuracy, exact_match    (fractions), eval.exact_match, eval.task
 // The trainer, platform, layout and fix_hp come from the newest measurement

@@ -96,8 +96,8 @@ Status SaveResume(const Backend& backend, const std::string& dir, const RunRanks
                   const std::vector<StepRecord>& records, const std::optional<LossScaler>& scaler) {
   ResumeState state;
   state.step = step;
-  for (std::vector<float>* v : {&state.params, &state.m, &state.v})
-    v->resize(backend.LocalStateSize());
+  const int64_t local_size = backend.LocalStateSize();
+  for (std::vector<float>* v : {&state.params, &state.m, &state.v}) v->resize(local_size);
   BM_TRY(backend.GetLocalState(state.params, state.m, state.v));
   BM_TRY(SaveResumeRank(dir, who, state));
   BM_TRY(ranks.Barrier());  // every rank's file is written before LATEST moves

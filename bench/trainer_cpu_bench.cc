@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "trainer/backend.h"
+#include "trainer/cpu/blas_core.h"
 #include "trainer/model/layout.h"
-#include "trainer/omp_env.h"
+#include "trainer/process_env.h"
 
 namespace {
 
@@ -86,7 +87,7 @@ Result TimeTraining(const ModelConfig& model, int64_t B, int64_t T, int steps, i
 }  // namespace
 
 int main(int argc, char** argv) {
-  bm::train::EnsureOpenMpWaitPolicy(argv);
+  bm::train::EnsureProcessEnvironment(argv);
   int threads = 0, steps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
@@ -94,6 +95,10 @@ int main(int argc, char** argv) {
   }
   if (threads > 0) openblas_set_num_threads(threads);
   const double square = SgemmRate(1024, 1024, 1024, 5);
+  const bm::train::cpu::BlasInfo blas = bm::train::cpu::CurrentBlas();
+  std::printf("OpenBLAS %s, core %s (chosen by %s%s%s)\n", blas.version.c_str(), blas.core.c_str(),
+              blas.chosen_by.c_str(), blas.detected_core.empty() ? "" : "; it detected ",
+              blas.detected_core.c_str());
   std::printf("OpenBLAS sgemm 1024^3: %.1f GFLOP/s (%d threads)\n", square / 1e9,
               openblas_get_num_threads());
   struct Case {

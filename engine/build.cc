@@ -12,6 +12,7 @@
 #include "base/subprocess_runner.h"
 #include "base/terminal.h"
 #include "cache/run_health.h"
+#include "engine/clean_stamp.h"
 #include "engine/generate.h"
 #include "engine/plan.h"
 #include "engine/target_graph.h"
@@ -70,6 +71,12 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   if (options.dry_run) cmd.argv.push_back("-n");
   // Unknown names and targets that cannot run here fail before anything runs.
   BM_TRY(PlanBuild(ws, options.targets, gen.targets).status());
+  // Nothing changed since every target was last built: no ninja, no process.
+  if (gen.fast_path && !options.remeasure && CleanStampHolds(ws, gen.targets)) {
+    std::fprintf(stderr, "benchmake: no work to do.\n");
+    return Status::Ok();
+  }
+  BM_TRY(ForgetCleanStamp(ws));
   for (const std::string& t : options.targets) cmd.argv.push_back(fmt::format("t/{}.out", t));
   // Every step of this build shares one remote-cache verdict (cache/run_health.h).
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
@@ -77,6 +84,7 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   cmd.env[options.color ? "CLICOLOR_FORCE" : "NO_COLOR"] = "1";
   BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
+  if (options.targets.empty() && !options.dry_run) BM_TRY(WriteCleanStamp(ws, gen.targets));
   if (options.remeasure && !options.dry_run) {
     StepOptions step;
     step.remeasure = true;

@@ -9,6 +9,7 @@
 #include "cache/cache.h"
 #include "engine/ninja_writer.h"
 #include "engine/platform.h"
+#include "engine/platform_cache.h"
 #include "engine/spec_builder.h"
 #include "engine/target_state.h"
 
@@ -141,21 +142,34 @@ std::string TargetsNeedingPlatform(const TargetGraph& g) {
   return names;
 }
 
-// The facts of every site, keyed by ProbeSite::Key(); those already in
-// `probed` are not probed again.
+// The facts of every site, keyed by ProbeSite::Key(): from the platform cache
+// while each site's fingerprint holds (engine/platform_cache.h), else probed.
 Result<nlohmann::json> ProbeSites(const Workspace& ws, const std::vector<std::string>& sites,
-                                  const std::string& needed_by,
-                                  const std::optional<nlohmann::json>& probed) {
+                                  const std::string& needed_by) {
+  Filesystem& fs = *ws.fs;
+  const std::string scratch = ws.StateDir() + "/tmp";
+  const char* overridden = std::getenv("BENCHMAKE_PLATFORM");
+  PlatformCache cache(fs, ws.StateDir() + "/platform_cache");
+  cache.Load();
   nlohmann::json facts = nlohmann::json::object();
   for (const std::string& key : sites) {
-    if (probed && probed->contains(key)) {
-      facts[key] = (*probed)[key];
+    BM_ASSIGN_OR_RETURN(ProbeSite site, ProbeSite::FromKey(key));
+    if (overridden && *overridden) {  // the test override is no probe: nothing to keep
+      BM_ASSIGN_OR_RETURN(facts[key],
+                          ProbePlatform(fs, *ws.runner, ws.tools_dir, scratch, needed_by, site));
       continue;
     }
-    BM_ASSIGN_OR_RETURN(ProbeSite site, ProbeSite::FromKey(key));
-    BM_ASSIGN_OR_RETURN(facts[key], ProbePlatform(*ws.fs, *ws.runner, ws.tools_dir,
-                                                  ws.StateDir() + "/tmp", needed_by, site));
+    BM_ASSIGN_OR_RETURN(std::string fingerprint,
+                        SiteFingerprint(fs, ws.tools_dir + "/benchmake-train", site));
+    if (std::optional<nlohmann::json> known = cache.Find(key, fingerprint)) {
+      facts[key] = std::move(*known);
+      continue;
+    }
+    BM_ASSIGN_OR_RETURN(facts[key],
+                        ProbePlatform(fs, *ws.runner, ws.tools_dir, scratch, needed_by, site));
+    cache.Put(key, fingerprint, facts[key]);
   }
+  BM_TRY(cache.Save());
   return facts;
 }
 
@@ -175,10 +189,7 @@ Result<Placement> WorkspacePlacement(const Workspace& ws, const TargetGraph& gra
   return p;
 }
 
-// `probed` keeps the platform facts when this check had to probe, so that a
-// build probes at most once.
-Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env,
-                           std::optional<nlohmann::json>* probed) {
+Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env) {
   Filesystem& fs = *ws.fs;
   BM_ASSIGN_OR_RETURN(FileInfo ninja_file, fs.Stat(ws.StateDir() + "/build.ninja"));
   if (!ninja_file.exists) return false;
@@ -191,10 +202,8 @@ Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::s
     if (!(now == sig)) return false;
   }
   if (stamp.platform != "-") {
-    Result<nlohmann::json> facts =
-        ProbeSites(ws, stamp.probe_sites, "(from the last build)", std::nullopt);
+    Result<nlohmann::json> facts = ProbeSites(ws, stamp.probe_sites, "(from the last build)");
     if (!facts.ok()) return false;  // the slow path reports why
-    *probed = *facts;
     if (DigestOf(facts->dump()).Hex() != stamp.platform) return false;
   }
   return true;
@@ -225,9 +234,8 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);
 
   GenerateResult result;
-  std::optional<nlohmann::json> probed;
   if (old && !options.force) {
-    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env, &probed));
+    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env));
     if (valid) {
       BM_TRY(CheckOutDirs(ws, old->targets));
       result.fast_path = true;
@@ -261,8 +269,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   stamp.probe_sites.assign(site_keys.begin(), site_keys.end());
   nlohmann::json facts = nlohmann::json::object();  // by site
   if (!stamp.probe_sites.empty()) {
-    BM_ASSIGN_OR_RETURN(facts,
-                        ProbeSites(ws, stamp.probe_sites, TargetsNeedingPlatform(graph), probed));
+    BM_ASSIGN_OR_RETURN(facts, ProbeSites(ws, stamp.probe_sites, TargetsNeedingPlatform(graph)));
     stamp.platform = DigestOf(facts.dump()).Hex();
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/platform",
                               "benchmake-platform 2\n" + facts.dump(1) + "\n")

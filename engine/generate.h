@@ -9,9 +9,11 @@
 // and params digests. When nothing of that changed, Generate() parses nothing,
 // hashes nothing and writes nothing; it only checks that each out/NAME still
 // exists (a deleted one gets its NAME.out stamp removed so ninja reruns the
-// step, which restores it from the cache). The platform probe runs only when
-// some target is platform-dependent, once per site (engine/platform.h:
-// this machine, or a node of a Slurm placement), in the fast path too.
+// step, which restores it from the cache). The platform facts, needed only when
+// some target is platform-dependent, come from the platform cache
+// (engine/platform_cache.h), in the fast path too: a site (engine/platform.h:
+// this machine, or a node of a Slurm placement) is probed only when what can
+// change its facts changed, so a no-op build starts no process.
 //
 // Stamp layout:
 //   stamp  := "benchmake-generated 1\n" line*

@@ -9,6 +9,7 @@
 
 #include "base/terminal.h"
 #include "engine/executor.h"
+#include "engine/platform_cache.h"
 #include "engine/staleness.h"
 #include "engine/target_state.h"
 
@@ -258,9 +259,28 @@ class Stepper {
     return p;
   }
 
+  // A measured run is a probe of its own: when the trainer saw other facts
+  // than the key holds (a driver updated on a Slurm node since it was probed),
+  // the site's cached facts go, so the next build probes again and re-keys.
+  void CheckPlatform(const RuleRun& run) {
+    if (!params_.platform_dependent || !run.result.metrics.is_object()) return;
+    const std::string drift =
+        PlatformDrift(run.platform, run.result.metrics.value("platform", nlohmann::json()));
+    if (drift.empty()) return;
+    PlatformCache cache(fs_, ws_.StateDir() + "/platform_cache");
+    cache.Load();
+    cache.Forget(ProbeSiteOf(params_.placement, params_.gpus).Key());
+    (void)cache.Save();
+    Notice(
+        fmt::format("the platform changed since it was probed ({}); the next build probes "
+                    "it again",
+                    drift));
+  }
+
   // Runs the rule; returns the manifest digest of what it produced.
   Result<Digest> Execute(const Digest& key) {
     BM_ASSIGN_OR_RETURN(RuleRun run, RunRule(key, /*remeasure=*/false));
+    CheckPlatform(run);
     cache::ActionRecord record;
     record.key = key;
     record.target = target_;

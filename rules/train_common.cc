@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "rules/launch/launcher.h"
+#include "trainer/cpu/blas_core.h"
 #include "trainer/dist/rank_env.h"
 #include "trainer/model/config.h"
 
@@ -278,11 +280,22 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
                             fmt::join(r.command.empty() ? cmd.argv : r.command, " "), world,
                             launcher.name(), launch::RankLogPath(spec, 1));
   if (r.success()) return Status::Ok();
+  r.unresponsive = launch::FindUnresponsiveRanks(*ctx.fs, spec);
   if (ctx.log)
     for (const launch::RankOutcome& rank : r.ranks)
       *ctx.log << fmt::format("rank {} {}\n", rank.rank,
                               launch::DescribeRankEnd(rank, r.first_failure));
   return Status(ErrorCode::kFailed, launch::DescribeFailure(r, *ctx.fs));
+}
+
+// The OpenBLAS kernels the probe chose where OpenBLAS's own detection fell
+// short (trainer/cpu/blas_core.h): given to the trainer up front, so it need not
+// re-execute itself to get them. A core the user set stays in the environment.
+void SetBlasCore(const json& platform, Command& cmd) {
+  const json blas = platform.value("blas", json::object());
+  if (blas.value("chosen_by", "") != "benchmake" || std::getenv("OPENBLAS_CORETYPE")) return;
+  cmd.env["OPENBLAS_CORETYPE"] = blas.value("core", "");
+  cmd.env[train::cpu::kDetectedCoreEnv] = blas.value("detected_core", "");
 }
 
 }  // namespace
@@ -301,8 +314,9 @@ Result<engine::StepResult> RunTrainer(TrainKind kind, engine::StepContext& ctx) 
   cmd.cwd = ctx.scratch_dir;
   cmd.log_path = ctx.log_path;
   cmd.echo_to_terminal = ctx.interactive && ctx.params.value("progress", true);
-  cmd.env["OMP_WAIT_POLICY"] = "passive";  // trainer/omp_env.h says why
+  cmd.env["OMP_WAIT_POLICY"] = "passive";  // trainer/process_env.h says why
   cmd.env["OPENBLAS_THREAD_TIMEOUT"] = "4";
+  SetBlasCore(ctx.platform, cmd);
   BM_TRY(launcher ? RunRanks(cmd, world, *launcher, ctx) : RunOneProcess(cmd, ctx));
   Result<std::string> text = ctx.fs->ReadFile(ctx.out_dir + "/metrics.json");
   if (!text.ok())

@@ -3,7 +3,9 @@
 #   scripts/bootstrap.sh run    install what is missing, build, run `benchmake build`
 #                               on the repository's BENCHFILE.toml, then `benchmake report`
 #   scripts/bootstrap.sh test   install what is missing, build, run every test (ctest)
-# Environment: BUILD_DIR (default build), JOBS (default: all cores).
+# Environment: BUILD_DIR (default build), JOBS (default: all cores), BUILD_TYPE (default
+# Release, what people build first). CI=true (as CI sets it) adds -DBENCHMAKE_WERROR=ON:
+# warnings are errors there, never on a user's build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 job=${1:-run}
@@ -47,7 +49,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake_args=(-DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}")
+[ "${CI:-}" = true ] && cmake_args+=(-DBENCHMAKE_WERROR=ON)
+cmake -S . -B "$build_dir" -G Ninja "${cmake_args[@]}"
 cmake --build "$build_dir" -j "$jobs"
 
 case "$job" in

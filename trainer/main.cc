@@ -13,12 +13,14 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "trainer/dist/heartbeat.h"
 #include "trainer/dist/rank_env.h"
 #include "trainer/model/config.h"
-#include "trainer/omp_env.h"
 #include "trainer/platform.h"
+#include "trainer/process_env.h"
 #include "trainer/run/evaluate.h"
 #include "trainer/run/run_config.h"
 #include "trainer/run/train_loop.h"
@@ -37,6 +39,9 @@ bm::Result<nlohmann::json> Run(const std::string& path) {
   bm::Result<bm::train::dist::RankEnv> env = bm::train::dist::ReadRankEnvFromProcess();
   if (!env.ok()) return env.status();
   if (run->mode == bm::train::RunMode::kEvaluate) return bm::train::RunEvaluation(*run, &std::cerr);
+  std::optional<bm::train::dist::Heartbeat> heartbeat;  // tells the launcher this rank lives
+  if (env->world_size > 1 && !env->rendezvous.empty())
+    heartbeat.emplace(env->rendezvous, env->rank);
   return bm::train::RunTraining(*run, &std::cerr, {}, *env);
 }
 
@@ -48,7 +53,7 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bm::train::EnsureOpenMpWaitPolicy(argv);
+  bm::train::EnsureProcessEnvironment(argv);
   if (argc < 2) return Usage();
   const std::string arg = argv[1];
   if (arg == "--probe") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trainer/backend.h"
+#include "trainer/cpu/blas_core.h"
 #include "trainer/cpu/cpu_backend.h"
 
 #ifdef BENCHMAKE_HAVE_CUDA
@@ -52,6 +53,15 @@ nlohmann::json CpuFacts() {
           {"fma", has("fma")},
           {"avx512", has("avx512f")},
           {"memory_bytes", cpu::PhysicalMemoryBytes()}};
+}
+
+// The BLAS the CPU backend runs, and who chose its kernels (cpu/blas_core.h).
+nlohmann::json BlasFacts() {
+  const cpu::BlasInfo b = cpu::CurrentBlas();
+  nlohmann::json j = {
+      {"library", b.library}, {"version", b.version}, {"core", b.core}, {"chosen_by", b.chosen_by}};
+  if (!b.detected_core.empty()) j["detected_core"] = b.detected_core;
+  return j;
 }
 
 // The InfiniBand / RoCE ports of this machine, from sysfs (no verbs library):
@@ -101,6 +111,7 @@ nlohmann::json ProbePlatform(bool gpu_libraries) {
                       {"version", 1},
                       {"trainer_build", TrainerBuildId()},
                       {"cpu", CpuFacts()},
+                      {"blas", BlasFacts()},
                       {"interconnect", InterconnectFacts()},
                       {"gpus", nlohmann::json::array()},
                       {"gpu_count", 0},

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "rules/launch/local_launcher.h"
 #include "rules/launch/mpirun_launcher.h"
 #include "rules/launch/slurm_launcher.h"
+#include "trainer/dist/heartbeat.h"
 #include "trainer/dist/rank_env.h"
 
 namespace bm::launch {
@@ -114,6 +116,23 @@ Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
   return r;
 }
 
+std::vector<UnresponsiveRank> FindUnresponsiveRanks(Filesystem& fs, const LaunchSpec& spec) {
+  std::vector<std::pair<int, int64_t>> beats;  // rank, last heartbeat (mtime ns)
+  int64_t newest = 0;
+  for (int rank = 0; rank < spec.world_size; ++rank) {
+    Result<FileInfo> info = fs.Stat(train::dist::HeartbeatPath(spec.rendezvous, rank));
+    if (!info.ok() || !info->exists) continue;
+    beats.emplace_back(rank, info->mtime_ns);
+    newest = std::max(newest, info->mtime_ns);
+  }
+  std::vector<UnresponsiveRank> silent;
+  for (const auto& [rank, mtime_ns] : beats) {
+    const double behind_s = static_cast<double>(newest - mtime_ns) / 1e9;
+    if (behind_s > kUnresponsiveAfterS) silent.push_back({rank, behind_s});
+  }
+  return silent;
+}
+
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure) {
   if (rank.result.success()) return "succeeded";
   if (rank.result.stopped) {
@@ -132,7 +151,14 @@ std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail
   std::vector<int> stopped;
   for (const RankOutcome& r : result.ranks)
     if (r.result.stopped) stopped.push_back(r.rank);
-  std::string text =
+  std::string text;
+  for (const UnresponsiveRank& u : result.unresponsive)
+    text += fmt::format(
+        "rank {} of {} stopped answering (hung: its heartbeat stopped {:.0f} s "
+        "before the other ranks'; stopped by a signal, or its machine froze); ",
+        u.rank, result.ranks.size(), u.silent_s);
+  if (!result.unresponsive.empty()) text += "then ";
+  text +=
       fmt::format("rank {} of {} {}", failed.rank, result.ranks.size(), HowItEnded(failed.result));
   if (!stopped.empty())
     text += fmt::format("; {} {} {} stopped", stopped.size() == 1 ? "rank" : "ranks",

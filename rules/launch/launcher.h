@@ -59,12 +59,20 @@ struct RankOutcome {
   std::string log_path;
 };
 
+// A rank that stopped answering: its heartbeat (trainer/dist/heartbeat.h)
+// ended `silent_s` seconds before the last heartbeat of any rank.
+struct UnresponsiveRank {
+  int rank = 0;
+  double silent_s = 0;
+};
+
 struct LaunchResult {
   // The one command that ran every rank (srun, mpirun), for the step log;
   // empty when each rank was a process of its own.
   std::vector<std::string> command;
   std::vector<RankOutcome> ranks;  // by rank
   int first_failure = -1;          // the rank whose failure ended the run; -1: all succeeded
+  std::vector<UnresponsiveRank> unresponsive;  // FindUnresponsiveRanks, after a failure
 
   bool success() const { return first_failure < 0; }
 };
@@ -117,12 +125,21 @@ Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
                                           const LaunchSpec& spec, const Command& cmd,
                                           RankEndParser parse);
 
+// The ranks of a failed run whose heartbeats (RENDEZVOUS/heartbeat/rank-K)
+// stopped more than kUnresponsiveAfterS before the newest one: frozen ranks
+// (SIGSTOP, a lost machine) that the others waited for until their collective
+// timed out. Ranks without a heartbeat file (not started, or a launcher whose
+// rendezvous this machine cannot see) are not judged.
+inline constexpr double kUnresponsiveAfterS = 4.0;
+std::vector<UnresponsiveRank> FindUnresponsiveRanks(Filesystem& fs, const LaunchSpec& spec);
+
 // How a rank ended, for people: "exited with status 1", "was killed by signal
 // 9 (SIGKILL)", "timed out (...)", "was stopped after rank 2 failed: killed by
 // signal 15 (SIGTERM)".
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure);
 
-// The failed run in words: which rank failed first and how, the last
+// The failed run in words: the ranks that stopped answering (they caused
+// it), which rank failed first and how, the last
 // `tail_lines` lines of that rank's log, and which ranks were stopped. Reads
 // the log through `fs`; an unreadable log is said to be so.
 std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail_lines = 20);

@@ -8,6 +8,7 @@
 #include "engine/build.h"
 #include "engine/generate.h"
 #include "engine/inspect.h"
+#include "engine/platform_cache.h"
 #include "engine/results.h"
 #include "rules/registry.h"
 #include "tests/engine/test_rules.h"
@@ -460,15 +461,20 @@ TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets
       << gen.status().message();
 }
 
-TEST_F(BuildScenarioTest, PlatformIsProbedOncePerBuildAndOnlyWhenNeeded) {
+// The platform's facts are cached (engine/platform_cache.h): probed when a
+// platform-dependent target first needs them, then again only when something
+// that can change them changed (here: the trainer binary, the NVIDIA driver,
+// OPENBLAS_CORETYPE), or when a measured run saw other facts than its key's.
+TEST_F(BuildScenarioTest, PlatformIsProbedOnlyWhenWhatCanChangeItChanged) {
   fs_.Write("/tools/benchmake-train", "binary");
+  fs_.Write("/proc/driver/nvidia/version", "NVRM version: 580.65\n");
   std::string gpu = "H100";
   int probes = 0;
   runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
     if (c.argv.size() == 6 &&
         c.argv[4] == "/tools/benchmake-train") {  // sh -c '...' OUT trainer --probe
       ++probes;
-      fs_.Write(c.argv[3], R"({"gpu_name":")" + gpu + R"(","gpu_count":1})");
+      fs_.Write(c.argv[3], R"({"gpu_name":")" + gpu + R"(","gpu_count":1,"driver":"580.65"})");
     }
     return CommandResult{};
   });
@@ -480,12 +486,73 @@ TEST_F(BuildScenarioTest, PlatformIsProbedOncePerBuildAndOnlyWhenNeeded) {
   EXPECT_EQ(probes, 1);
   EXPECT_EQ(measure_->runs, 1);
   Build();
-  EXPECT_EQ(probes, 2) << "one probe per build";
-  gpu = "H200";
+  EXPECT_EQ(probes, 1) << "a no-op build probes nothing";
+  SetBenchfile("[target.a]\nrule = \"count\"\n[target.b]\nrule = \"measure\"\nsteps = 3\n");
   Build();
-  EXPECT_EQ(probes, 3) << "a changed platform is still probed once";
+  EXPECT_EQ(probes, 1) << "an edited BENCHFILE does not change the platform";
   EXPECT_EQ(measure_->runs, 2);
+
+  gpu = "H200";
+  fs_.Write("/proc/driver/nvidia/version", "NVRM version: 590.10\n");
+  Build();
+  EXPECT_EQ(probes, 2) << "a new driver: probed again";
+  EXPECT_EQ(measure_->runs, 3) << "and the measured target reruns on the new facts";
+  fs_.Write("/tools/benchmake-train", "rebuilt binary");
+  Build();
+  EXPECT_EQ(probes, 3) << "a rebuilt trainer: probed again";
+  ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  Build();
+  ::unsetenv("OPENBLAS_CORETYPE");
+  EXPECT_EQ(probes, 4) << "the BLAS kernels named by the user: probed again";
+  Build();
+  EXPECT_EQ(probes, 5) << "and again when the variable goes";
+  EXPECT_EQ(measure_->runs, 3) << "facts that did not change keep the key";
   EXPECT_EQ(count_->runs, 1);
+}
+
+TEST_F(BuildScenarioTest, AMeasuredRunThatSawAnotherPlatformMakesTheNextBuildProbe) {
+  fs_.Write("/tools/benchmake-train", "binary");
+  int probes = 0;
+  std::string driver = "580.65";
+  runner_.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    if (c.argv.size() == 6 && c.argv[4] == "/tools/benchmake-train") {
+      ++probes;
+      fs_.Write(c.argv[3], R"({"gpu_count":1,"driver":")" + driver + R"("})");
+    }
+    return CommandResult{};
+  });
+  SetBenchfile("[target.b]\nrule = \"measure\"\n");
+  // A Slurm node's driver changed after the probe: the run reports it.
+  measure_->measured_platform = {{"gpu_count", 1}, {"driver", "590.10"}};
+  Build();
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  measure_->measured_platform = nullptr;
+  driver = "590.10";
+  Build();
+  EXPECT_EQ(probes, 2) << "the drift the run saw dropped the cached facts";
+  EXPECT_EQ(measure_->runs, 2) << "re-keyed on the new driver";
+  Build();
+  EXPECT_EQ(probes, 2);
+  EXPECT_EQ(measure_->runs, 2);
+}
+
+TEST(PlatformDriftTest, NamesWhatDiffersAndIgnoresWhatARunDoesNotLoad) {
+  const nlohmann::json keyed = {{"trainer_build", "benchmake-train 0.1.0"},
+                                {"driver", "580.65"},
+                                {"cublaslt", "13.1.0"},
+                                {"gpus", {{{"name", "H100"}}, {{"name", "H100"}}}},
+                                {"cpu", {{"model", "Xeon"}}},
+                                {"blas", {{"core", "SkylakeX"}}}};
+  nlohmann::json same = keyed;
+  same["cublaslt"] = nullptr;           // a CPU run loads no cuBLASLt
+  same["gpus"] = {{{"name", "H100"}}};  // the step's own GPU
+  EXPECT_EQ(PlatformDrift(keyed, same), "");
+  nlohmann::json moved = keyed;
+  moved["driver"] = "590.10";
+  moved["blas"]["core"] = "Prescott";
+  EXPECT_EQ(PlatformDrift(keyed, moved), "driver 580.65 → 590.10, BLAS core SkylakeX → Prescott");
+  EXPECT_EQ(PlatformDrift(keyed, nlohmann::json()), "") << "an external trainer reports none";
 }
 
 TEST_F(BuildScenarioTest, NoOpGenerateTakesTheFastPathAndWritesNothing) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,17 @@ std::string ReadText(const fs::path& p) {
 void WriteText(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
+}
+
+// The first line `command` prints (through sh), or "".
+std::string ReadCommandOutput(const std::string& command) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return "";
+  char line[4096] = {};
+  std::string out = std::fgets(line, sizeof line, pipe) ? line : "";
+  ::pclose(pipe);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
 }
 
 constexpr char kPipeline[] = R"(# an exec pipeline
@@ -128,6 +140,64 @@ TEST_F(E2eTest, FirstBuildRunsEveryStepOnceSecondNone) {
   EXPECT_EQ(second.exit_code, 0);
   EXPECT_EQ(Runs(), "");
   EXPECT_NE(second.output.find("no work to do"), std::string::npos) << second.output;
+}
+
+// A no-op build starts no process: neither ninja nor the platform probe. The
+// steps' tools are those beside the binary, so benchmake is linked into a
+// tools folder beside a benchmake-train whose --probe logs each call; ninja is
+// found on PATH, so a ninja that logs each call comes first there.
+TEST_F(E2eTest, ANoOpBuildStartsNoProcess) {
+  fs::path tools = root_ / "tools", shims = root_ / "shims";
+  fs::create_directories(tools);
+  fs::create_directories(shims);
+  std::error_code ec;
+  fs::create_hard_link(binary_, tools / "benchmake", ec);
+  if (ec) fs::copy_file(binary_, tools / "benchmake");
+  const std::string calls = (root_ / "calls.log").string();
+  WriteText(tools / "benchmake-train",
+            "#!/bin/sh\necho probe >> '" + calls + "'\necho '{\"gpu_count\": 0}'\n");
+  const std::string real_ninja = ReadCommandOutput("command -v ninja");
+  ASSERT_FALSE(real_ninja.empty()) << "ninja is not on PATH";
+  WriteText(shims / "ninja",
+            "#!/bin/sh\necho ninja >> '" + calls + "'\nexec '" + real_ninja + "' \"$@\"\n");
+  for (const fs::path& p : {tools / "benchmake-train", shims / "ninja"})
+    fs::permissions(p, fs::perms::owner_exec, fs::perm_options::add);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  ::setenv("PATH", (shims.string() + ":" + path).c_str(), 1);
+  WriteText(ws_ / "BENCHFILE.toml", std::string(kPipeline) + R"(
+[target.speed]
+rule = "measure"
+inputs = ["data"]
+command = ["sh", "-c", "echo speed >> \"$RUNS_LOG\""]
+)");
+  binary_ = (tools / "benchmake").string();
+  auto calls_since = [&] {
+    std::string text = ReadText(calls);
+    fs::remove(calls);
+    for (char& c : text)
+      if (c == '\n') c = ' ';
+    return text;
+  };
+  BuildOk();
+  EXPECT_EQ(Runs(), "data train eval speed");
+  EXPECT_EQ(calls_since(), "probe ninja ");
+  Run noop = Benchmake("build");
+  EXPECT_EQ(noop.exit_code, 0) << noop.output;
+  EXPECT_NE(noop.output.find("no work to do"), std::string::npos) << noop.output;
+  EXPECT_EQ(calls_since(), "") << "a no-op build started a process";
+  EXPECT_EQ(Benchmake("build eval").exit_code, 0);
+  EXPECT_EQ(calls_since(), "") << "nor a no-op build of one target";
+  fs::remove_all(ws_ / "out/train");
+  BuildOk();
+  EXPECT_EQ(Runs(), "") << "restored from the cache, not rerun";
+  EXPECT_EQ(calls_since(), "ninja ") << "a removed output needs ninja, not the probe";
+  Edit("lbs-4", "lbs-8");
+  BuildOk();
+  EXPECT_EQ(Runs(), "train eval");
+  EXPECT_EQ(calls_since(), "ninja ") << "an edited BENCHFILE needs ninja, not the probe";
+  EXPECT_EQ(Benchmake("build").exit_code, 0);
+  EXPECT_EQ(calls_since(), "");
+  ::setenv("PATH", path.c_str(), 1);
 }
 
 TEST_F(E2eTest, EditOneParamRerunsItAndDependentsRevertRestores) {

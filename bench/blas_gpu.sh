@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One call on the GPU machine for OpenBLAS's kernels (trainer/cpu/blas_core.h): that machine's
+# Debian OpenBLAS 0.3.21 (carried in .devtree/lib) does not know its CPU and falls back to
+# "Prescott". Run from the tree root (the device tool's working copy, with .devtree carried:
+# bench/pack_devtree.sh) as
+#   bash bench/blas_gpu.sh [oracle] [parity] [cpubench] [pipeline]
+# oracle:   the CPU oracle's tests (ops and whole-model gradient checks) under every core
+#           benchmake may pick (CORES), and under the detected one
+# parity:   CPU vs CUDA parity (cuda_ops_test, cuda_model_test) under each of CORES
+# cpubench: trainer_cpu_bench as is, with Prescott forced (the old behaviour), and with each core
+# pipeline: bench/pipeline_bench.sh on 2 pinned CPUs: as is against the best core forced by
+#           hand, and against Prescott forced (the old behaviour)
+set -uo pipefail
+here=$PWD/.devtree
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+bin=$here/bin
+MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(oracle parity cpubench pipeline)
+want() { for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
+source bench/device_env.sh "$here"
+CORES=${CORES:-"Nehalem Sandybridge Haswell Zen SkylakeX Cooperlake"}
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
+echo "OpenBLAS alone: $(OPENBLAS_VERBOSE=2 ours "$bin/benchmake-train" --version 2>&1 | grep -m1 Core:)"
+ours "$bin/benchmake-train" --probe | python3 -c 'import json,sys; print("probe:", json.load(sys.stdin)["blas"])'
+
+result() {  # LABEL LOG: the gtest summary line of LOG
+  printf '%-44s %s\n' "$1" "$(grep -E '^\[  (PASSED|FAILED)  \]|^skipped:' "$2" | tr '\n' ' ')"
+}
+if want oracle; then
+  for core in detected $CORES; do
+    for t in trainer_ops_test trainer_model_test trainer_blas_core_test; do
+      log=$OUT/oracle-$t-$core.log
+      if [[ $core == detected ]]; then ours "$bin/$t" --gtest_color=no > "$log" 2>&1
+      else OPENBLAS_CORETYPE=$core ours "$bin/$t" --gtest_color=no > "$log" 2>&1; fi
+      result "$t @ $core (exit $?)" "$log"
+    done
+  done
+fi
+if want parity; then
+  for core in $CORES; do
+    for t in cuda_ops_test cuda_model_test; do
+      log=$OUT/parity-$t-$core.log
+      OPENBLAS_CORETYPE=$core timeout 300 ours "$bin/$t" --gtest_color=no > "$log" 2>&1
+      result "$t @ $core (exit $?)" "$log"
+    done
+  done
+fi
+if want cpubench; then
+  for core in "" Prescott $CORES; do
+    echo "== trainer_cpu_bench ${core:-as is} (8 threads)"
+    if [[ -z $core ]]; then ours "$bin/trainer_cpu_bench" --threads 8 --steps 3 2>&1
+    else OPENBLAS_CORETYPE=$core ours "$bin/trainer_cpu_bench" --threads 8 --steps 3 2>&1; fi |
+      grep -E "^OpenBLAS|llama-small V=257"
+  done
+fi
+if want pipeline; then
+  mkdir -p /tmp/bmbuild && cp "$bin/benchmake" "$bin/benchmake-train" /tmp/bmbuild/
+  # The binaries find their libraries through LD_LIBRARY_PATH, which the engine passes on.
+  export LD_LIBRARY_PATH=$ours_path
+  CPUS=0,1 bash bench/pipeline_bench.sh /tmp/bmbuild 2>&1 | tee "$OUT/pipeline.txt"
+  CPUS=0,1 CORE=Prescott bash bench/pipeline_bench.sh /tmp/bmbuild 2>&1 | tail -1 | tee -a "$OUT/pipeline.txt"
+fi

@@ -1,5 +1,6 @@
 // No-op build: `benchmake build` against plain `ninja` on the same generated
-// build.ninja, measured side by side in one run (target: ≤ 1.5× ninja + 20 ms).
+// build.ninja, measured side by side in one run (target: ≤ 1.5× ninja + 20 ms), and the
+// peak memory of each no-op (target: benchmake under 30 MB).
 //
 //   bench_noop BENCHMAKE_BINARY N [WORKDIR]   generate N exec targets, build once,
 //                                             then time no-op builds (median of 15)
@@ -8,7 +9,9 @@
 // The generated graph mixes chains and fan-outs: groups of 10 targets, each
 // group's head depends on the previous group's head (a chain of N/10), and the
 // other 9 fan out from their head.
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -42,6 +45,31 @@ double TimeCommand(const std::string& cmd) {
     std::exit(1);
   }
   return s;
+}
+
+// The peak resident memory of the largest process `cmd` started (ru_maxrss of
+// RUSAGE_CHILDREN in a process of its own, so that earlier commands do not count), KiB.
+long PeakRssKib(const std::string& cmd) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    long kib = -1;
+    if (std::system(cmd.c_str()) == 0) {
+      rusage ru{};
+      ::getrusage(RUSAGE_CHILDREN, &ru);
+      kib = ru.ru_maxrss;
+    }
+    (void)!::write(fds[1], &kib, sizeof kib);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  long kib = -1;
+  if (::read(fds[0], &kib, sizeof kib) != sizeof kib) kib = -1;
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  return kib;
 }
 
 double Median(std::vector<double> v) {
@@ -83,5 +111,9 @@ int main(int argc, char** argv) {
       "ninja + 20 ms "
       "= %.1f ms: %s\n",
       n, b * 1e3, j * 1e3, b / j, limit * 1e3, b <= limit ? "met" : "MISSED");
+  const long bm_kib = PeakRssKib(build), nj_kib = PeakRssKib(ninja);
+  std::printf("no-op peak memory: benchmake build %.1f MiB, ninja %.1f MiB; target < 30 MiB: %s\n",
+              bm_kib / 1024.0, nj_kib / 1024.0,
+              bm_kib >= 0 && bm_kib < 30 * 1024 ? "met" : "MISSED");
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -69,13 +70,19 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     cmd.argv.push_back(std::to_string(options.keep_going));
   }
   if (options.dry_run) cmd.argv.push_back("-n");
-  // Unknown names and targets that cannot run here fail before anything runs.
-  BM_TRY(PlanBuild(ws, options.targets, gen.targets).status());
-  // Nothing changed since every target was last built: no ninja, no process.
-  if (gen.fast_path && !options.remeasure && CleanStampHolds(ws, gen.targets)) {
+  // Nothing changed since every target was last built, and so planned: no plan
+  // to check, no ninja, no process.
+  auto known = [&](const std::string& t) {
+    return std::find(gen.targets.begin(), gen.targets.end(), t) != gen.targets.end();
+  };
+  if (gen.fast_path && !options.remeasure &&
+      std::all_of(options.targets.begin(), options.targets.end(), known) &&
+      CleanStampHolds(ws, gen.targets)) {
     std::fprintf(stderr, "benchmake: no work to do.\n");
     return Status::Ok();
   }
+  // Unknown names and targets that cannot run here fail before anything runs.
+  BM_TRY(PlanBuild(ws, options.targets, gen.targets).status());
   BM_TRY(ForgetCleanStamp(ws));
   for (const std::string& t : options.targets) cmd.argv.push_back(fmt::format("t/{}.out", t));
   // Every step of this build shares one remote-cache verdict (cache/run_health.h).

@@ -1,5 +1,9 @@
 #include "engine/report/measurement.h"
 
+#include <fmt/format.h>
+
+#include "engine/report/metrics_view.h"
+
 namespace bm::report {
 
 std::string_view OriginName(Origin origin) {
@@ -27,7 +31,17 @@ void FillProvenanceFromMetrics(Measurement& m) {
   };
   fill(m.provenance.host, "host");
   fill(m.provenance.measured_at, "started_at");
-  fill(m.provenance.trainer_build, "trainer_build");
+  if (m.provenance.trainer_build.empty()) m.provenance.trainer_build = TrainerBuildOf(m.metrics);
+}
+
+std::string TrainerBuildOf(const nlohmann::json& metrics, const nlohmann::json& platform) {
+  std::string build = StringAt(metrics, "provenance.trainer_build")
+                          .value_or(StringAt(platform, "trainer_build").value_or(""));
+  const nlohmann::json* blas = ValueAt(metrics, "platform.blas");
+  if (!build.empty() && StringAt(metrics, "config.device") == "cpu" && blas && blas->is_object())
+    build += fmt::format("; {} {}, {} kernels", blas->value("library", "BLAS"),
+                         blas->value("version", "?"), blas->value("core", "?"));
+  return build;
 }
 
 }  // namespace bm::report

@@ -58,4 +58,11 @@ struct MeasuredTarget {
 // "provenance" object where the caller left them empty.
 void FillProvenanceFromMetrics(Measurement& m);
 
+// The build that measured a run, as its provenance shows it: the metrics'
+// provenance.trainer_build, else `platform`'s trainer_build (the engine's facts
+// of the run); for a CPU run with the BLAS kernels it ran appended ("...;
+// OpenBLAS 0.3.21, SkylakeX kernels"): a CPU run's speed is theirs.
+std::string TrainerBuildOf(const nlohmann::json& metrics,
+                           const nlohmann::json& platform = nlohmann::json::object());
+
 }  // namespace bm::report

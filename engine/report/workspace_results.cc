@@ -15,12 +15,6 @@
 namespace bm::report {
 namespace {
 
-std::string TrainerBuild(const nlohmann::json& metrics, const nlohmann::json& platform) {
-  if (auto b = StringAt(metrics, "provenance.trainer_build")) return *b;
-  if (auto b = StringAt(platform, "trainer_build")) return *b;
-  return "";
-}
-
 Measurement FromRecord(const nlohmann::json& metrics, const cache::Provenance& p, Origin origin,
                        const std::string& source) {
   Measurement m;
@@ -33,7 +27,7 @@ Measurement FromRecord(const nlohmann::json& metrics, const cache::Provenance& p
   m.provenance.origin = origin;
   m.provenance.host = p.host;
   m.provenance.measured_at = p.date;
-  m.provenance.trainer_build = TrainerBuild(metrics, p.platform);
+  m.provenance.trainer_build = TrainerBuildOf(metrics, p.platform);
   m.provenance.source = source;
   return m;
 }

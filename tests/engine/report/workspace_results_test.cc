@@ -56,6 +56,24 @@ TEST(WorkspaceResults, RestoredRecordAndOldRemeasurementsAreCache) {
   EXPECT_EQ(t->measurements[0].metrics["platform"]["gpu_name"], "H100");
 }
 
+// A CPU run's provenance names the BLAS kernels it ran (its speed is theirs);
+// a GPU run's does not.
+TEST(WorkspaceResults, ACpuRunsBuildNamesItsBlasKernels) {
+  testing::MemoryFilesystem fs;
+  engine::TargetResult r = Result1(/*fresh=*/true);
+  r.record.metrics["config"] = {{"device", "cpu"}};
+  r.record.metrics["platform"] = {
+      {"blas", {{"library", "OpenBLAS"}, {"version", "0.3.21"}, {"core", "SkylakeX"}}}};
+  Result<MeasuredTarget> t = FromTargetResult(r, fs, "here");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->measurements.back().provenance.trainer_build,
+            "t1; OpenBLAS 0.3.21, SkylakeX kernels");
+  r.record.metrics["config"]["device"] = "cuda";
+  t = FromTargetResult(r, fs, "here");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->measurements.back().provenance.trainer_build, "t1");
+}
+
 TEST(WorkspaceResults, FreshRecordAndLossCurveFromOut) {
   testing::MemoryFilesystem fs;
   ASSERT_TRUE(fs.MakeDirs("/ws/out/m").ok());

@@ -42,7 +42,8 @@ std::map<std::string, std::string> PlatformFacts(const nlohmann::json& metrics) 
   std::string device = DeviceName(metrics);
   out["platform"] = count > 0 ? fmt::format("{}\u00d7{}", device, count) : device;
   if (std::string trainer = TrainerName(metrics); !trainer.empty()) out["trainer"] = trainer;
-  for (const char* path : {"platform.driver", "platform.cuda", "provenance.trainer_build"}) {
+  for (const char* path : {"platform.driver", "platform.cuda", "platform.blas.version",
+                           "platform.blas.core", "provenance.trainer_build"}) {
     if (auto s = StringAt(metrics, path)) out[path] = *s;
   }
   return out;

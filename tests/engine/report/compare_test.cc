@@ -21,6 +21,26 @@ TEST(Compare, SameConfigOnTwoPlatformsIsAligned) {
   testing::ExpectGolden("compare_same_config.md", RenderComparisonMarkdown(c));
 }
 
+// Two CPU runs whose OpenBLAS ran other kernels differ by a platform fact.
+TEST(Compare, NamesOtherBlasKernelsAsAPlatformDifference) {
+  auto run = [](const std::string& core) {
+    Measurement m;
+    m.metrics = {{"config", {{"device", "cpu"}, {"lr", 0.001}}},
+                 {"platform", {{"blas", {{"version", "0.3.21"}, {"core", core}}}}}};
+    return MeasuredTarget{"cpu." + core, "pretrain", {m}};
+  };
+  Comparison c = Compare(run("SkylakeX"), run("Prescott"));
+  bool found = false;
+  for (const Difference& d : c.differences) {
+    if (d.field != "platform.blas.core") continue;
+    found = true;
+    EXPECT_TRUE(d.platform);
+    EXPECT_EQ(d.a, "SkylakeX");
+    EXPECT_EQ(d.b, "Prescott");
+  }
+  EXPECT_TRUE(found) << RenderComparisonMarkdown(c);
+}
+
 TEST(Compare, ChangedLearningRateFailsAndSaysWhy) {
   Comparison c = Compare(Target("llama2_7b.h100", "llama2_7b.h100.r1"),
                          Target("llama2_7b.h100_lr2x", "llama2_7b.h100_lr2x"));

@@ -301,7 +301,7 @@ def train(args):
             with ctx:
                 with torch.autocast(args.device, dtype=torch.bfloat16, enabled=bf16):
                     logits = net(input_ids=x, use_cache=False).logits
-                loss = F.cross_entropy(logits.float().view(-1, vocab), y.reshape(-1)) / gas
+                loss = F.cross_entropy(logits.float().reshape(-1, vocab), y.reshape(-1)) / gas
                 loss.backward()
             loss_sum += loss.detach()
         grads = [p.grad for p in params if p.grad is not None]
@@ -313,7 +313,8 @@ def train(args):
         opt.step()
         opt.zero_grad(set_to_none=True)
         if world > 1:
-            dist.all_reduce(loss_sum, op=dist.ReduceOp.AVG)
+            dist.all_reduce(loss_sum)  # SUM: Gloo has no AVG
+            loss_sum /= world
         loss_value, norm_value = loss_sum.item(), float(norm.item())  # waits for the step
         ms = (time.perf_counter() - t0) * 1000.0
         if not math.isfinite(loss_value):

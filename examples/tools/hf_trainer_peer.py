@@ -25,9 +25,16 @@ benchmake-train does -- and differs from it only where the Trainer decides:
   * Log: whatever this transformers version prints (logging_steps = 1, report_to none).
 BENCHMAKE_PEER_LD_LIBRARY_PATH as for torch_align.py.
 """
-import argparse
 import os
 import sys
+
+if __name__ == "__main__":  # torch_align.reexec_with_peer_library_path, before any other import
+    _want = os.environ.get("BENCHMAKE_PEER_LD_LIBRARY_PATH")
+    if _want is not None and os.environ.get("LD_LIBRARY_PATH", "") != _want:
+        os.environ["LD_LIBRARY_PATH"] = _want
+        os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import argparse  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -51,7 +58,6 @@ def parse_args(argv):
 
 
 def main(argv):
-    torch_align.reexec_with_peer_library_path()
     args = parse_args(argv)
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
         for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),

@@ -69,24 +69,30 @@ commit that added this file; every item is a place in that source):
             parallel sizes, world_size, num_layers, hidden_size, num_attention_heads, bf16, fp16)
             and its parameter-count line; every rank's memory line at the end (report_memory).
 """
-import argparse
-import datetime
-import json
-import math
 import os
 import sys
-import time
-
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def reexec_with_peer_library_path():
-    """Replaces LD_LIBRARY_PATH by $BENCHMAKE_PEER_LD_LIBRARY_PATH (when set) before torch loads."""
+    """Replaces LD_LIBRARY_PATH by $BENCHMAKE_PEER_LD_LIBRARY_PATH (when set): the dynamic loader
+    reads it once, so the process starts again with it, before any module loads a library."""
     want = os.environ.get("BENCHMAKE_PEER_LD_LIBRARY_PATH")
     if want is None or os.environ.get("LD_LIBRARY_PATH", "") == want:
         return
     os.environ["LD_LIBRARY_PATH"] = want
     os.execv(sys.executable, [sys.executable] + sys.argv)
+
+
+if __name__ == "__main__":
+    reexec_with_peer_library_path()
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import time  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def parse_args(argv):
@@ -165,7 +171,6 @@ def iteration_line(it, total, consumed, ms, tflops, lr, gbs, loss, grad_norm):
 
 
 def main(argv):
-    reexec_with_peer_library_path()
     args = parse_args(argv)
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
         for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),

@@ -34,7 +34,9 @@ N=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" 2>&1 | tee -a "$OUT/gpus.txt"
 
-tree=/tmp/align-gpu; rm -rf $tree; mkdir -p $tree/examples
+# A fresh copy of the example each call; the cache stays (a second call on a warm machine, e.g.
+# `align` then `trainer`, reuses the tokens and the benchmake-train runs).
+tree=/tmp/align-gpu; rm -rf $tree/examples $tree/data; mkdir -p $tree/examples
 ln -s "$root/data" $tree/data
 cp -r "$root/examples/tools" "$root/examples/pytorch_peer" $tree/examples/
 export BENCHMAKE_CACHE_DIR=$tree/cache

@@ -17,8 +17,10 @@ benchmake-train does -- and differs from it only where the Trainer decides:
     (align_data.py); with several ranks accelerate's dispatch_batches (the default for an
     IterableDataset) has rank 0 read LBS x ranks rows per micro-batch and give rank r the r-th
     LBS of them: rows (g * DP + r) * LBS ..., benchmake-train's. Each sample is the whole window
-    of T + 1 tokens as input_ids and labels: the model shifts the labels, so the loss counts
-    benchmake's T targets; the extra last input changes no earlier logit (causal attention).
+    of T + 1 tokens as input_ids and as labels with the first set to -100: the model shifts the
+    labels, so the loss counts benchmake's T targets, and the Trainer's num_items_in_batch (its
+    count of labels other than -100) is T per row; the extra last input changes no earlier
+    logit (causal attention).
   * Optimizer and schedule: passed in (Trainer(optimizers=...)): torch AdamW with decay on the
     2-D tensors only, and a LambdaLR giving step s (the scheduler's s - 1) benchmake's rate.
   * Precision: bf16=True (autocast over fp32 weights); clipping: max_grad_norm.
@@ -88,7 +90,9 @@ def main(argv):
             for step in range(1, steps + 1):
                 for row in range(gbs):
                     w = torch.tensor(align_data.window(stream, s["seed"], step, row, T))
-                    yield {"input_ids": w, "labels": w}
+                    labels = w.clone()
+                    labels[0] = -100  # never a target (the model shifts); so T count, not T + 1
+                    yield {"input_ids": w, "labels": labels}
 
     params = list(model.parameters())
     opt = torch.optim.AdamW(

@@ -56,7 +56,7 @@ pairs=(
   "llama_dp4z3_fsdp2 bm_llama_dp4_zero3  torch_llama_fsdp4            4 ALIGNED"
 )
 
-if want align; then
+run_align() {
   targets=()
   for p in "${pairs[@]}"; do
     read -r _ _ b gpus _ <<< "$p"
@@ -117,9 +117,9 @@ print(f"\n{bad} pair(s) not as expected" if bad else "\nevery pair as expected")
 sys.exit(1 if bad else 0)
 EOF
   [[ ${PIPESTATUS[0]} -eq 0 ]] || failed=1
-fi
+}
 
-if want trainer; then
+run_trainer() {
   tws=$ws/hf_trainer
   if (( N < 4 )); then
     sed -i "s/--nproc 4/--nproc $N/; s/^gpus = 4/gpus = $N/; s/^layout = \"TP1PP1DP4\"/layout = \"TP1PP1DP$N\"/; s/^lbs = 4$/lbs = $((16 / N))/" $tws/BENCHFILE.toml
@@ -145,11 +145,27 @@ if want trainer; then
   bm -C $tws report --format html -o "$OUT/trainer-report.html" > /dev/null 2>&1
   bm -C $tws compare bm_llama_1gpu trainer_llama_1gpu > "$OUT/compare-trainer_1gpu.md" 2>&1 &&
     tail -n 3 "$OUT/compare-trainer_1gpu.md"
+}
+
+# Both: the Trainer's build runs beside the alignment's (the engines share the machine's GPU
+# locks, so their steps pack the GPUs together); its output goes to trainer-section.log.
+if want trainer && want align; then
+  run_trainer > "$OUT/trainer-section.log" 2>&1 &
+  trainer_pid=$!
+  run_align
+  wait $trainer_pid || true
+  cat "$OUT/trainer-section.log"
+  grep -q "trainer: the build FAILED" "$OUT/trainer-section.log" && failed=1
+elif want align; then
+  run_align
+elif want trainer; then
+  run_trainer
 fi
 
 # The small tarball: logs, curves, metrics, compares, reports (no checkpoints).
-for w in $ws $ws/hf_trainer; do
-  [[ -d $w/.benchmake/log ]] && mkdir -p "$OUT/step-logs" && cp $w/.benchmake/log/* "$OUT/step-logs/" 2>/dev/null
+for w in align:$ws trainer:$ws/hf_trainer; do
+  d=$OUT/step-logs/${w%%:*}
+  [[ -d ${w#*:}/.benchmake/log ]] && mkdir -p "$d" && cp "${w#*:}"/.benchmake/log/* "$d/" 2>/dev/null
 done
 (cd $tree/examples && find pytorch_peer/out pytorch_peer/hf_trainer/out \
    \( -name train.log -o -name log.jsonl -o -name metrics.json -o -name config.json \) 2>/dev/null) > $tree/files.txt

@@ -64,7 +64,7 @@ run_align() {
   done
   echo "== align: benchmake build ${targets[*]} ($N GPUs)"
   start=$(date +%s)
-  bm -C $ws build "${targets[@]}" 2>&1 | tee "$OUT/align-build.log"
+  bm -C $ws build -k 0 "${targets[@]}" 2>&1 | tee "$OUT/align-build.log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "align: the build FAILED (align-build.log)"; failed=1; }
   echo "align: built in $(( $(date +%s) - start )) s"
   rows=()
@@ -135,7 +135,7 @@ run_trainer() {
   fi
   echo "== trainer: benchmake build ${targets[*]}"
   start=$(date +%s)
-  bm -C $tws build "${targets[@]}" 2>&1 | tee "$OUT/trainer-build.log"
+  bm -C $tws build -k 0 "${targets[@]}" 2>&1 | tee "$OUT/trainer-build.log"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "trainer: the build FAILED (trainer-build.log)"; failed=1; }
   echo "trainer: built in $(( $(date +%s) - start )) s"
   for t in trainer_llama_1gpu_run trainer_llama_4gpu_run; do

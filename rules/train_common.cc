@@ -100,6 +100,10 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
         {"mllog", ParamType::kBool, json(false),
          "also write mllog.txt: MLPerf :::MLLOG lines that mlperf-logging's checkers read", true},
+        {"save_init", ParamType::kBool, json(false),
+         "also write init/: the model before the first step (model.safetensors + config.json), "
+         "for a second framework's run from the same weights",
+         true},
     };
     p.insert(p.end(), t.begin(), t.end());
   }
@@ -164,6 +168,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
                         "recompute",
                         "checkpoint_every",
                         "mllog",
+                        "save_init",
                         "eval_tokens",
                         "eval_examples",
                         "eval_choices",

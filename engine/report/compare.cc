@@ -126,10 +126,11 @@ std::string Comparison::Verdict() const {
   const Alignment& al = *alignment;
   std::string head = fmt::format(
       "{}: mean relative loss difference {} over steps {}\u2013{} ({} steps) is {} the "
-      "tolerance {}",
+      "tolerance {}; largest relative gap {} at step {}",
       al.pass ? "ALIGNED" : "NOT ALIGNED", FormatValue(Quantity::kRelDiff, al.mean_rel_diff),
       al.first_step, al.last_step, al.compared_steps, al.pass ? "below" : "not below",
-      FormatValue(Quantity::kRelDiff, al.options.tolerance));
+      FormatValue(Quantity::kRelDiff, al.options.tolerance),
+      FormatValue(Quantity::kRelDiff, al.largest.rel_diff), al.largest.step);
   if (al.pass) return head + ".";
   // A setting one side does not report (an external trainer's log says less
   // than benchmake-train) is unknown, not a known cause.

@@ -92,6 +92,11 @@ std::string RenderComparisonJson(const Comparison& c) {
                       {"only_a", al.only_reference},
                       {"only_b", al.only_candidate},
                       {"mean_rel_diff", al.mean_rel_diff},
+                      {"largest",
+                       {{"step", al.largest.step},
+                        {"a", al.largest.reference},
+                        {"b", al.largest.candidate},
+                        {"rel_diff", al.largest.rel_diff}}},
                       {"pass", al.pass},
                       {"worst", std::move(worst)}};
   } else {

@@ -67,6 +67,7 @@ Result<Alignment> CheckLossAlignment(const std::vector<LossPoint>& reference,
   a.pass = a.mean_rel_diff < options.tolerance;
   std::stable_sort(diffs.begin(), diffs.end(),
                    [](const StepDiff& x, const StepDiff& y) { return x.rel_diff > y.rel_diff; });
+  a.largest = diffs.front();  // kept when worst = 0 lists none
   diffs.resize(std::min(diffs.size(), static_cast<size_t>(options.worst)));
   a.worst = std::move(diffs);
   return a;

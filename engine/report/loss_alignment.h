@@ -41,6 +41,7 @@ struct Alignment {
   int only_reference = 0;  // steps >= from_step present in one curve only
   int only_candidate = 0;
   double mean_rel_diff = 0;
+  StepDiff largest;             // the compared step with the largest rel_diff (the first of ties)
   std::vector<StepDiff> worst;  // largest rel_diff first, ties by step; at most options.worst
   bool pass = false;            // mean_rel_diff < tolerance
 };

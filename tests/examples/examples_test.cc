@@ -217,6 +217,37 @@ TEST_F(ExampleWorkspace, UnsupportedLayoutFailsWhenPlannedNothingRuns) {
   EXPECT_TRUE(fs::exists(ws_ / "out/smoke/metrics.json"));
 }
 
+// The loss-alignment example (issue 34): its smoke target writes the model it starts from
+// (save_init) beside the trained one, and on a 4-GPU machine every benchmake-train / PyTorch pair
+// is planned, each PyTorch target after its partner.
+TEST_F(ExampleWorkspace, PytorchPeerSmokeWritesItsStartingModelAndEveryPairPlans) {
+  Prepare("pytorch_peer");
+  Run r = Benchmake("build smoke");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"init/model.safetensors", "init/config.json", "model.safetensors"})
+    EXPECT_TRUE(fs::exists(ws_ / "out/smoke" / f)) << f;
+  EXPECT_NE(ReadText(ws_ / "out/smoke/init/model.safetensors"),
+            ReadText(ws_ / "out/smoke/model.safetensors"));
+  // Each PyTorch target takes its benchmake-train partner (init/ and metrics.json) and the
+  // same tokens; and on a 4-GPU machine the whole file plans.
+  r = Benchmake("graph");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (auto [bm, peer] : std::vector<std::pair<std::string, std::string>>{
+           {"bm_llama_1gpu", "torch_llama_1gpu"},
+           {"bm_llama_1gpu", "torch_llama_1gpu_lr4x_lower"},
+           {"bm_gpt_1gpu", "torch_gpt_1gpu"},
+           {"bm_llama_dp2_zero0", "torch_llama_ddp2"},
+           {"bm_llama_dp2_zero3", "torch_llama_fsdp2"},
+           {"bm_llama_dp4_zero0", "torch_llama_ddp4"},
+           {"bm_llama_dp4_zero3", "torch_llama_fsdp4"}}) {
+    EXPECT_NE(r.output.find("\"" + bm + "\" -> \"" + peer + "\""), std::string::npos) << peer;
+    EXPECT_NE(r.output.find("\"kjv_tokens\" -> \"" + peer + "\""), std::string::npos) << peer;
+  }
+  ::setenv("BENCHMAKE_GPUS", "4", 1);
+  r = Benchmake("build -n");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest, ::testing::ValuesIn(ExampleNames()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/trainer/train_ranks.h"
+#include "trainer/checkpoint/safetensors.h"
 
 namespace bm::train {
 namespace {
@@ -90,6 +91,23 @@ TEST_F(DataParallelTest, CheckpointsInitializeEveryDataParallelLayout) {
   finetune("ft_1_from_4", "pre4", 1, 0);
   for (const char* run : {"ft_4_from_1", "ft_1_from_4"})
     ExpectClose("finetune", run, "ft_1_from_1", kLossTol, kWeightTol);
+}
+
+// save_init gathers the starting model from the ranks' slices: a DP4 ZeRO-3 run writes the bytes
+// one process writes (the same seed's values, whatever the layout).
+TEST_F(DataParallelTest, ShardedRunsSaveTheOneProcessStartingModel) {
+  json one = Config("one", "gpt-tiny", 1, 4, 1, 0), four = Config("four", "gpt-tiny", 4, 1, 1, 3);
+  for (json* c : {&one, &four}) {
+    (*c)["steps"] = 2;
+    (*c)["save_init"] = true;
+  }
+  RunOk(one);
+  RunOk(four);
+  const std::string a = dir_ + "/one/init/model.safetensors",
+                    b = dir_ + "/four/init/model.safetensors";
+  ASSERT_TRUE(std::filesystem::exists(a) && std::filesystem::exists(b));
+  EXPECT_EQ(*ReadFileBytes(a), *ReadFileBytes(b));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/four/init/config.json"));
 }
 
 // A sharded run killed after a checkpoint resumes to exactly the weights of an

@@ -16,6 +16,9 @@ namespace bm::train {
 
 inline constexpr char kModelFile[] = "model.safetensors";
 inline constexpr char kConfigFile[] = "config.json";
+// The subdirectory of a run's out_dir that holds its starting model (RunConfig::save_init), in
+// the same format: init/model.safetensors + init/config.json.
+inline constexpr char kInitDir[] = "init";
 
 // Writes DIR/model.safetensors and DIR/config.json (atomically each).
 Status SaveModel(const std::string& dir, const ModelConfig& config, std::span<const float> params,

@@ -124,6 +124,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   c.seed = static_cast<uint64_t>(seed);
   BM_TRY(Get(j, "progress", &c.progress));
   BM_TRY(Get(j, "mllog", &c.mllog));
+  BM_TRY(Get(j, "save_init", &c.save_init));
   if (j.contains("peak_tflops") && !j["peak_tflops"].is_null()) {
     double p = 0;
     BM_TRY(Get(j, "peak_tflops", &p));
@@ -161,6 +162,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     return invalid("pretrain needs model.preset");
   if (c.mode != RunMode::kPretrain && c.init.empty())
     return invalid("{} needs init (a checkpoint)", mode);
+  if (c.mode == RunMode::kEvaluate && c.save_init)
+    return invalid("save_init: evaluate trains nothing; only pretrain and finetune have an init");
   if (c.data_dir.empty()) return invalid("data is required");
   if (c.out_dir.empty()) return invalid("out_dir is required");
 #undef invalid

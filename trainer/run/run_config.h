@@ -17,7 +17,12 @@
 //    used with fp16 only): "init_scale": 65536, "growth_factor": 2, "backoff_factor": 0.5,
 //    "growth_interval": 2000, "min_scale": 1, "hysteresis": 1,
 //    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "eval_max_answer": 32,
-//    "progress": false}
+//    "progress": false, "save_init": false}
+//
+// save_init (pretrain, finetune): also write the model as it starts, before the first step, to
+// out_dir/init/ (model.safetensors + config.json, the final model's format): the weights a
+// second framework starts from to check its loss curve against this run's
+// (examples/pytorch_peer/).
 //
 // Values only.
 #pragma once
@@ -75,7 +80,8 @@ struct RunConfig {
   std::optional<double> peak_tflops;
   int64_t eval_tokens = 0, eval_examples = 64, eval_choices = 4, eval_max_answer = 32;
   bool progress = false;
-  bool mllog = false;  // also write out_dir/mllog.txt: MLPerf :::MLLOG lines (base/mllog.h)
+  bool mllog = false;      // also write out_dir/mllog.txt: MLPerf :::MLLOG lines (base/mllog.h)
+  bool save_init = false;  // also write out_dir/init/: the model before the first step
 
   int64_t gbs() const { return lbs * gas * layout.dp; }
 };

@@ -107,6 +107,26 @@ Status SaveResume(const Backend& backend, const std::string& dir, const RunRanks
   return CommitResume(dir, who, fingerprint, state);
 }
 
+// Gathers the whole model (collective under ZeRO and TP/PP) onto rank 0, which writes it into
+// `dir` as it comes (a unit at a time) and returns its writer for the caller to commit; the other
+// ranks get nullptr. A rank 0 that cannot open the file still takes part in the gather.
+Result<std::unique_ptr<ModelWriter>> GatherModel(const Backend& backend, const RunRanks& ranks,
+                                                 const std::string& dir, const ModelConfig& model,
+                                                 int64_t eot_id) {
+  std::unique_ptr<ModelWriter> writer;
+  Status opened;
+  if (ranks.root()) {
+    Result<std::unique_ptr<ModelWriter>> w = ModelWriter::Create(dir, model, eot_id);
+    if (w.ok()) writer = std::move(*w);
+    opened = w.status();
+  }
+  ParamSink sink;
+  if (writer) sink = [&writer](int64_t begin, std::span<const float> v) { writer->Put(begin, v); };
+  BM_TRY(backend.GetParametersTo(sink));
+  BM_TRY(opened);
+  return writer;
+}
+
 }  // namespace
 
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
@@ -147,6 +167,15 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   BM_TRY(backend->SetParametersFrom(setup.loaded ? setup.loaded
                                                  : InitialParameters(model, layout, run.seed)));
   setup.loaded = nullptr;  // unmaps the checkpoint
+  const int64_t eot_id = stats.value("eot_id", int64_t{-1});
+  if (run.save_init) {
+    // The starting weights (a resumed run rewrites the same bits), for a second framework's run
+    // from the same point (examples/pytorch_peer/).
+    if (ranks.root()) std::filesystem::create_directories(run.out_dir + "/" + kInitDir);
+    BM_ASSIGN_OR_RETURN(std::unique_ptr<ModelWriter> init,
+                        GatherModel(*backend, ranks, run.out_dir + "/" + kInitDir, model, eot_id));
+    if (init) BM_TRY(init->Commit());
+  }
 
   // Resume from the last checkpoint of an identical run, if any.
   const std::string fingerprint = Fingerprint(run, model);
@@ -280,20 +309,9 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   if (progress && run.progress) *progress << "\n";
   energy.Stop();
 
-  // The whole model, gathered (collective under ZeRO and TP/PP) onto rank 0, which writes it as
-  // it comes (a unit at a time). A rank 0 that cannot open the file still takes part.
-  const int64_t eot_id = stats.value("eot_id", int64_t{-1});
-  std::unique_ptr<ModelWriter> writer;
-  Status opened;
-  if (ranks.root()) {
-    Result<std::unique_ptr<ModelWriter>> w = ModelWriter::Create(run.out_dir, model, eot_id);
-    if (w.ok()) writer = std::move(*w);
-    opened = w.status();
-  }
-  ParamSink sink;
-  if (writer) sink = [&writer](int64_t begin, std::span<const float> v) { writer->Put(begin, v); };
-  BM_TRY(backend->GetParametersTo(sink));
-  BM_TRY(opened);
+  // The whole model, gathered onto rank 0 and written as it comes; committed with the metrics.
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<ModelWriter> writer,
+                      GatherModel(*backend, ranks, run.out_dir, model, eot_id));
   TrainSummary summary;
   summary.model = model;
   summary.run = run;

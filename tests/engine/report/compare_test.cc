@@ -52,6 +52,9 @@ TEST(Compare, ChangedLearningRateFailsAndSaysWhy) {
   std::string verdict = c.Verdict();
   EXPECT_NE(verdict.find("NOT ALIGNED"), std::string::npos) << verdict;
   EXPECT_NE(verdict.find("config.lr 0.0003 \u2192 0.0006"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("; largest relative gap "), std::string::npos) << verdict;
+  EXPECT_EQ(c.alignment->largest.step, c.alignment->worst[0].step);
+  EXPECT_EQ(c.alignment->largest.rel_diff, c.alignment->worst[0].rel_diff);
   testing::ExpectGolden("compare_lr_changed.md", RenderComparisonMarkdown(c));
   testing::ExpectGolden("compare_lr_changed.json", RenderComparisonJson(c));
 }

@@ -40,6 +40,23 @@ TEST(LossAlignment, MeanRelativeDifferenceAgainstTolerance) {
   EXPECT_EQ(strict->worst.size(), 3u);
 }
 
+// The largest gap, which the mean hides: 10% at step 24 (2.2 against 2.0), found also when no
+// worst steps are listed; a bigger gap before from_step does not count.
+TEST(LossAlignment, LargestGapIsReportedEvenWithoutWorstSteps) {
+  std::vector<LossPoint> ref = Curve(1, 30, 2.0);
+  std::vector<LossPoint> cand = Curve(1, 30, 2.0);
+  cand[23].loss = 2.2;  // step 24
+  cand[26].loss = 1.9;  // step 27: 5%
+  cand[4].loss = 4.0;   // step 5: before step 21
+  Result<Alignment> a = CheckLossAlignment(ref, cand, {21, 0.02, 0});
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_TRUE(a->worst.empty());
+  EXPECT_EQ(a->largest.step, 24);
+  EXPECT_DOUBLE_EQ(a->largest.reference, 2.0);
+  EXPECT_DOUBLE_EQ(a->largest.candidate, 2.2);
+  EXPECT_NEAR(a->largest.rel_diff, 0.1, 1e-12);
+}
+
 TEST(LossAlignment, StepsInOneCurveOnlyAreCounted) {
   Result<Alignment> a = CheckLossAlignment(Curve(1, 50, 2.0), Curve(1, 40, 2.0));
   ASSERT_TRUE(a.ok());

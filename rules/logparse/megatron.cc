@@ -273,7 +273,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::vector<Iteration>& its = log.iterations;
   if (its.size() >= 2) {
     const int64_t f = its[0].step, s2 = its[1].step;
-    const int64_t interval = its.size() >= 3 ? its[2].step - s2 : s2 - f + 1;
+    // Two records only: the fresh run's 1 and the first multiple of the interval.
+    const int64_t interval = its.size() >= 3 ? its[2].step - s2 : (f == 1 ? s2 : 0);
     if (interval > 1 && f % interval != 0 && s2 % interval == 0 && s2 - f < interval) {
       SubtractFirstIteration(its[0], its[1]);
       log.notes.push_back(fmt::format(

@@ -249,7 +249,7 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
   r = ParseMllog(":::MLLOG {\"namespace\": \"\", \"key\": \"run_start\", \"value\": null}\n",
                  "no_loss.txt");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("no MLPerf train_loss or tracked_stats events"),
+  EXPECT_NE(r.status().message().find("no MLPerf train_loss, tracked_stats or block_stop events"),
             std::string::npos);
 }
 
@@ -259,7 +259,9 @@ TEST(Registry, FormatsByName) {
   EXPECT_EQ(FindLogParser("deepspeed")->default_warmup_steps, 2);
   EXPECT_EQ(FindLogParser("megatron")->default_warmup_steps, 1);
   EXPECT_EQ(FindLogParser("nemo"), nullptr);
-  EXPECT_EQ(LogParserNames(), "deepspeed, flagscale, megatron, mllog");
+  EXPECT_EQ(FindLogParser("paddle")->default_warmup_steps, 10);
+  EXPECT_EQ(LogParserNames(),
+            "auto, deepspeed, flagperf, flagscale, megatron, mllog, paddle, trainer");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "rules/logparse/trainer_dicts.h"
 
+#include <cctype>
 #include <cmath>
 
 #include "rules/logparse/line_scan.h"

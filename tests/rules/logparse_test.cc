@@ -10,6 +10,7 @@
 
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/trainer_dicts.h"
 #include "tests/support/test_data.h"
 
 namespace bm::logparse {
@@ -251,6 +252,53 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no MLPerf train_loss, tracked_stats or block_stop events"),
             std::string::npos);
+}
+
+TEST(LineScan, CarriageReturnsSplitALineIntoSegments) {
+  std::vector<std::pair<std::string, int64_t>> seen;
+  int64_t n = ForEachLine("a\n\r 10%|#| 1/9\r{'loss': 1}\r\nb\r\n\nc",
+                          [&](std::string_view line, int64_t no) {
+                            seen.push_back({std::string(line), no});
+                          });
+  EXPECT_EQ(n, 5);
+  EXPECT_EQ(seen,
+            (std::vector<std::pair<std::string, int64_t>>{
+                {"a", 1}, {" 10%|#| 1/9", 2}, {"{'loss': 1}", 2}, {"b", 3}, {"", 4}, {"c", 5}}));
+}
+
+TEST(TrainerDicts, NumbersStringsAndOtherValues) {
+  std::optional<TrainerDict> d = ParseTrainerDict(
+      "  {'loss': '10.46', 'grad_norm': nan, 'learning_rate': 4.5e-05, 'x': None, 'y': [1, "
+      "{'z': 2}], 'name': 'abc', \"epoch\": '0.000416'}   ");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->at("loss"), 10.46);
+  EXPECT_TRUE(std::isnan(*d->at("grad_norm")));
+  EXPECT_DOUBLE_EQ(*d->at("learning_rate"), 4.5e-05);
+  EXPECT_FALSE(d->at("x"));
+  EXPECT_FALSE(d->at("y"));
+  EXPECT_FALSE(d->at("name"));
+  EXPECT_DOUBLE_EQ(*d->at("epoch"), 0.000416);
+  EXPECT_TRUE(ParseTrainerDict("[default0]: {'loss': 2.5}"));  // a prefix before it
+  EXPECT_FALSE(ParseTrainerDict("{'loss': 2.5} trailing"));
+  EXPECT_FALSE(ParseTrainerDict("{'loss': 2.5"));  // cut off
+  EXPECT_FALSE(ParseTrainerDict("{loss: 2.5}"));
+}
+
+// transformers logs step 1 too with logging_first_step, then every logging_steps;
+// before, the first dict was numbered logging_steps.
+TEST(DeepSpeed, TrainerLoggingFirstStep) {
+  Result<ParsedLog> r = ParseDeepSpeedLog(
+      "logging_first_step=True,\n"
+      "logging_steps=10,\n"
+      "{'loss': '10.9', 'learning_rate': '1e-05', 'epoch': '0.01'}\n"
+      "{'loss': '10.1', 'learning_rate': '2e-05', 'epoch': '0.1'}\n"
+      "{'loss': '9.5', 'learning_rate': '3e-05', 'epoch': '0.2'}\n",
+      "first.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_EQ(At(*r, 1)->loss, 10.9);
+  EXPECT_EQ(At(*r, 10)->loss, 10.1);
+  EXPECT_EQ(At(*r, 20)->loss, 9.5);
 }
 
 TEST(Registry, FormatsByName) {

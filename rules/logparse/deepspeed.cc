@@ -215,7 +215,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       dicts.Read(*dict, no, steps, log);
       return;
     }
-    if (dicts.ReadSetting(line)) return;
+    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
     std::optional<double> step = StepNumber(line);
     if (!step) {
       std::optional<double> loss = StepLessLoss(line);

@@ -34,6 +34,7 @@
 // `Total number of parameters in billions: 6.44` (two decimals).
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 #include "rules/logparse/line_kinds.h"
@@ -271,18 +272,25 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   }
   FillSpansFromGaps(log.iterations);
   std::vector<Iteration>& its = log.iterations;
-  if (its.size() >= 2) {
-    const int64_t f = its[0].step, s2 = its[1].step;
-    // Two records only: the fresh run's 1 and the first multiple of the interval.
-    const int64_t interval = its.size() >= 3 ? its[2].step - s2 : (f == 1 ? s2 : 0);
-    if (interval > 1 && f % interval != 0 && s2 % interval == 0 && s2 - f < interval) {
-      SubtractFirstIteration(its[0], its[1]);
-      log.notes.push_back(fmt::format(
-          "{}:{}: iteration {}'s line averages iterations {}-{} (Megatron core >= 0.16 does not "
-          "reset its timers after the first iteration's line): iterations {}-{} derived by taking "
-          "iteration {} ({}:{}) out",
-          name, its[1].line, s2, f, s2, f + 1, s2, f, name, its[0].line));
-    }
+  // The interval: the most common gap (two records only: a fresh run's 1 and the
+  // first multiple of the interval).
+  std::map<int64_t, int> gaps;
+  for (size_t i = 1; i < its.size(); ++i) ++gaps[its[i].step - its[i - 1].step];
+  int64_t interval = 0;
+  for (auto [gap, n] : gaps)
+    if (its.size() >= 3 && (interval == 0 || n >= gaps[interval]))
+      interval = gap;  // ties: the larger
+  if (its.size() == 2 && its[0].step == 1) interval = its[1].step;
+  for (size_t i = 0; interval > 1 && i + 1 < its.size(); ++i) {
+    // A run's first line (a fresh start or a resume) off the interval, the next on it.
+    const int64_t f = its[i].step, next = its[i + 1].step;
+    if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;
+    SubtractFirstIteration(its[i], its[i + 1]);
+    log.notes.push_back(fmt::format(
+        "{}:{}: iteration {}'s line averages iterations {}-{} (Megatron core >= 0.16 does not "
+        "reset its timers after a run's first iteration's line): iterations {}-{} derived by "
+        "taking iteration {} ({}:{}) out",
+        name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
   }
   for (Iteration& it : its) {
     if (it.skipped >= it.span && it.loss) it.loss.reset();  // an all-skipped interval's 0

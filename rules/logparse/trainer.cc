@@ -59,7 +59,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       dicts.Read(*dict, no, steps, log);
       return;
     }
-    if (dicts.ReadSetting(line)) return;
+    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
     for (const auto& s : kSummary) {
       size_t at = line.find(s[0]);
       if (at == std::string_view::npos) continue;

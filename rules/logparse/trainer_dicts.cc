@@ -135,6 +135,21 @@ bool TrainerDictReader::ReadSetting(std::string_view line) {
 
 void TrainerDictReader::SawStep(int64_t step) { anchored_ = step; }
 
+bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps,
+                                   ParsedLog& log) {
+  constexpr std::string_view kResume = "Continuing training from global step ";
+  size_t at = line.find(kResume);
+  if (at == std::string_view::npos) return false;
+  std::optional<double> n = LeadingNumber(line.substr(at + kResume.size()));
+  if (!n) return false;
+  const int64_t step = static_cast<int64_t>(*n);
+  steps.erase(steps.upper_bound(step), steps.end());
+  ++log.restarts;
+  last_ = step;
+  anchored_.reset();
+  return true;
+}
+
 int64_t TrainerDictReader::NextAfter(int64_t step) const {
   if (first_step_ && step < 1) return 1;
   return (step / logging_steps_ + 1) * logging_steps_;

@@ -15,7 +15,8 @@
 // the n-th loss dict is the n-th such step (TrainingArguments' print or the
 // command line says logging_steps / logging_first_step; 1 and False
 // otherwise). Another trainer's line that names the step (DeepSpeed's
-// `step=N`, printed before the Trainer logs step N) re-anchors the count.
+// `step=N`, printed before the Trainer logs step N) re-anchors the count, and
+// so does a resume from a checkpoint.
 //
 // Thread safety: TrainerDictReader is a value type, one per log.
 #pragma once
@@ -47,6 +48,12 @@ class TrainerDictReader {
 
   // Another trainer's line says step `step` is being done now.
   void SawStep(int64_t step);
+
+  // The Trainer resuming from a checkpoint ("  Continuing training from global
+  // step 20"): the records after that step are the failed run's, dropped (a
+  // restart, counted in log.restarts), and the count goes on from there. True
+  // when the line was that one.
+  bool ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
   // A dict at `line`: a loss dict becomes (or fills) the record of its step
   // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and

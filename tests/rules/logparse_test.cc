@@ -301,6 +301,48 @@ TEST(DeepSpeed, TrainerLoggingFirstStep) {
   EXPECT_EQ(At(*r, 20)->loss, 9.5);
 }
 
+// A Trainer resumed from its step-2 checkpoint after a crash at step 3: the
+// dicts count on from 2, and the failed run's step 3 is replaced.
+TEST(Trainer, ResumedRunCountsOnFromTheCheckpoint) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': 3.0}\n{'loss': 2.9}\n{'loss': 2.8}\nTraceback (most recent call last):\n"
+      "[INFO|trainer.py:2460] >>   Continuing training from global step 2\n"
+      "{'loss': 2.75}\n{'loss': 2.6}\n",
+      "resumed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(At(*r, 2)->loss, 2.9);
+  EXPECT_EQ(At(*r, 3)->loss, 2.75);
+  EXPECT_EQ(At(*r, 4)->loss, 2.6);
+  EXPECT_EQ(r->restarts, 1);
+}
+
+// Megatron core >= 0.16 resumed from the iteration-20 checkpoint: the resumed
+// run's first line (21) and its line at 30, which averages 21-30.
+TEST(Megatron, Core016ResumedRunsFirstInterval) {
+  auto line = [](int it, double ms, double loss) {
+    return fmt::format(
+        " [2026-03-01 10:00:00.000000] iteration {:8d}/{:8d} | consumed samples: {:12d} | "
+        "elapsed time per iteration (ms): {:.1f} | learning rate: 1.000000E-04 | global batch "
+        "size:     8 | lm loss: {:.6E} | loss scale: 1.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 |\n",
+        it, 100, it * 8, ms, loss);
+  };
+  std::string text = line(10, 500, 9) + line(20, 400, 8) + "loading checkpoint at iteration 20\n" +
+                     line(21, 4000, 7.9) + line(30, 760, 7.09) + line(40, 400, 7);
+  Result<ParsedLog> r = ParseMegatronLog(text, "resumed016.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 5u);
+  // Line 5 averages 21-30: (10 x 760 - 4000) / 9 = 400 ms, (10 x 7.09 - 7.9) / 9 = 7.0.
+  EXPECT_EQ(At(*r, 30)->span, 9);
+  EXPECT_NEAR(*At(*r, 30)->ms, 400.0, 1e-9);
+  EXPECT_NEAR(*At(*r, 30)->loss, 7.0, 1e-9);
+  EXPECT_EQ(At(*r, 40)->span, 10);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0].rfind("resumed016.log:5: iteration 30's line averages iterations 21-30", 0),
+            0u);
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);

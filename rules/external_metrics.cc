@@ -51,17 +51,21 @@ class Facts {
     std::optional<double> given = Given(params_, param);
     auto it = log_.facts.find(fact);
     if (given && it != log_.facts.end() && it->second.value != *given) {
-      return Errorf(ErrorCode::kInvalidArgument, "{} = {}, but {}:{} says {}", param, *given, name_,
-                    it->second.line, it->second.value);
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "{} = {}, but {}:{} says {}: the log is what ran; leave {} unset (or set it "
+                    "to {})",
+                    param, *given, name_, it->second.line, it->second.value, param,
+                    it->second.value);
     }
     return given ? given : Logged(fact);
   }
 
-  Status Agree(const char* what, double value, const char* fact) const {
+  // `fix` says what to set instead.
+  Status Agree(const char* what, double value, const char* fact, std::string_view fix) const {
     auto it = log_.facts.find(fact);
     if (it == log_.facts.end() || it->second.value == value) return Status::Ok();
-    return Errorf(ErrorCode::kInvalidArgument, "{}, but {}:{} says {} {}", what, name_,
-                  it->second.line, fact, it->second.value);
+    return Errorf(ErrorCode::kInvalidArgument, "{}, but {}:{} says {} {}: {}", what, name_,
+                  it->second.line, fact, it->second.value, fix);
   }
 
   std::string_view name() const { return name_; }
@@ -88,9 +92,10 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
   if (!layout.empty()) {
     BM_ASSIGN_OR_RETURN(train::ParallelLayout l, train::ParseLayout(layout));
     const std::string what = "layout = " + layout;
-    BM_TRY(f.Agree(what.c_str(), l.tp, "tp"));
-    BM_TRY(f.Agree(what.c_str(), l.pp, "pp"));
-    BM_TRY(f.Agree(what.c_str(), l.dp, "dp"));
+    constexpr std::string_view kFix = "leave layout unset (the log's is used) or set what ran";
+    BM_TRY(f.Agree(what.c_str(), l.tp, "tp", kFix));
+    BM_TRY(f.Agree(what.c_str(), l.pp, "pp", kFix));
+    BM_TRY(f.Agree(what.c_str(), l.dp, "dp", kFix));
     t.tp = l.tp, t.pp = l.pp, t.dp = l.dp;
     t.devices = t.tp * t.pp * t.dp;
   } else {
@@ -303,7 +308,9 @@ Result<ModelFacts> ResolveModel(const Facts& f, const json& p) {
     for (auto [fact, value] : {std::pair{"layers", c.layers}, std::pair{"hidden", c.hidden},
                                std::pair{"heads", c.heads}}) {
       std::string what = fmt::format("model = {} has {} {}", preset, fact, value);
-      BM_TRY(f.Agree(what.c_str(), static_cast<double>(value), fact));
+      BM_TRY(f.Agree(what.c_str(), static_cast<double>(value), fact,
+                     "set the preset (or overrides) the run used, or parameters, layers and "
+                     "hidden instead of model"));
     }
     m.parameters = static_cast<double>(train::ParameterCount(c));
     m.layers = static_cast<double>(c.layers);
@@ -662,7 +669,9 @@ Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx) {
   }
   if (!text.ok()) {
     return Errorf(ErrorCode::kFailed,
-                  "log '{}' was not produced ({{out}} and the working directory have none)", rel);
+                  "log '{}' was not produced ({{out}} and the working directory have none): set "
+                  "log to the file the command writes (\"\": its own output)",
+                  rel);
   }
   BM_ASSIGN_OR_RETURN(ParsedLog log, parser->parse(*text, name));
   BM_ASSIGN_OR_RETURN(ExternalMetrics ext,

@@ -209,16 +209,22 @@ TEST(ExternalMetrics, BenchfileFactsMustAgreeWithTheLog) {
   Result<ExternalMetrics> r =
       FromFile("megatron_tp2dp4.log", "megatron", {{"log_format", "megatron"}, {"mpe", 2048}});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "mpe = 2048, but megatron_tp2dp4.log:15 says 1024");
+  EXPECT_EQ(r.status().message(),
+            "mpe = 2048, but megatron_tp2dp4.log:15 says 1024: the log is what ran; leave mpe "
+            "unset (or set it to 1024)");
   r = FromFile("megatron_tp2dp4.log", "megatron",
                {{"log_format", "megatron"}, {"layout", "TP1PP1DP8"}});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "layout = TP1PP1DP8, but megatron_tp2dp4.log:16 says tp 2");
+  EXPECT_EQ(r.status().message(),
+            "layout = TP1PP1DP8, but megatron_tp2dp4.log:16 says tp 2: leave layout unset (the "
+            "log's is used) or set what ran");
   r = FromFile("megatron_tp2dp4.log", "megatron",
                {{"log_format", "megatron"}, {"model", "llama-small"}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "model = llama-small has hidden 128, but megatron_tp2dp4.log:8 says hidden 256");
+            "model = llama-small has hidden 128, but megatron_tp2dp4.log:8 says hidden 256: set "
+            "the preset (or overrides) the run used, or parameters, layers and hidden instead of "
+            "model");
   // Agreeing values are fine.
   EXPECT_TRUE(FromFile("megatron_tp2dp4.log", "megatron",
                        {{"log_format", "megatron"}, {"mpe", 1024}, {"layout", "TP2PP1DP4"}})
@@ -283,7 +289,8 @@ TEST_F(ExecWithLog, FailuresSayWhat) {
   Result<engine::StepResult> r = rule_->Run(ctx_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "log 'train.log' was not produced ({out} and the working directory have none)");
+            "log 'train.log' was not produced ({out} and the working directory have none): set "
+            "log to the file the command writes (\"\": its own output)");
 
   runner_.SetHandler([&](const Command&) -> Result<CommandResult> {
     fs_.Write("/tmp/s/work/train.log", "W0601 warning only\n");

@@ -162,6 +162,7 @@ TEST(Corpus, MegatronMixtralIssue) {
   EXPECT_EQ(r->Loss(43), 1.825991);  // lm loss, not load_balancing_loss
   EXPECT_EQ(r->Loss(45), 1.834162);
   EXPECT_DOUBLE_EQ(r->PerDevice(), 3 * 128 * 4096 / (Sum({5444.9, 5533.8, 5718.6}) / 1000) / 16);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
@@ -173,6 +174,7 @@ TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   // Lines 12-13: iterations 2-3, 288 samples each (4096 tokens set here).
   EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
                    2 * 288 * 4096 / (Sum({243438.3, 243344.4}) / 1000));
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 TEST(Corpus, MegatronDeepSpeedActualSeqlen) {
@@ -187,6 +189,7 @@ TEST(Corpus, MegatronDeepSpeedActualSeqlen) {
   const double per_device = 2 * 768 * 4096 / (Sum({14287.5, 14541.4}) / 1000) / 192;
   EXPECT_DOUBLE_EQ(r->PerDevice(), per_device);
   EXPECT_NEAR(per_device, 2 / (1 / 1146.733 + 1 / 1126.713), 0.01);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 TEST(Corpus, FlagScaleOneIterationGivesLossNotSpeed) {
@@ -201,6 +204,7 @@ TEST(Corpus, FlagScaleOneIterationGivesLossNotSpeed) {
               {{"mpe", 4096}, {"layout", "TP1PP1DP64"}, {"excluded_warmup_steps", 0}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_DOUBLE_EQ(r->PerDevice(), 1024 * 4096 / 271.607 / 64);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 TEST(Corpus, MegatronCore016FirstIntervalAveragesFromIterationOne) {
@@ -362,7 +366,8 @@ TEST(Corpus, DeepSpeed017Bfloat16Config) {
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10, 15, 20}));  // --logging_steps 5, line 9
   EXPECT_EQ(r->Loss(5), 9.87);
   EXPECT_EQ(r->Loss(20), 8.21);
-  EXPECT_DOUBLE_EQ(r->PerDevice(), 12.8 * 1024 / 2);  // line 14
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 12.8 * 1024 / 2);      // line 14
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 // ---- transformers' Trainer, accelerate --------------------------------------
@@ -380,6 +385,7 @@ TEST(Corpus, TrainerDictsFromAPullRequest) {
   EXPECT_TRUE(r->Note("times no step"));
   EXPECT_DOUBLE_EQ(r->m()["loss"]["final"].get<double>(),
                    Sum({10.5949, 8.2312, 7.8988, 8.0197, 6.0704, 5.8247}) / 6);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 TEST(Corpus, TrainerDictsFromAnIssue) {
@@ -390,6 +396,8 @@ TEST(Corpus, TrainerDictsFromAnIssue) {
   EXPECT_EQ(r->Loss(8), 0.2363);
   EXPECT_DOUBLE_EQ(*r->At(8)->lr, 2.0000000000000002e-07);
   EXPECT_EQ(r->m()["loss"]["min"], 0.2065);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());                   // the log reports none
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());  // no timing
 }
 
 TEST(Corpus, TrainerDictsWithNanGradNormAndABar) {
@@ -400,6 +408,8 @@ TEST(Corpus, TrainerDictsWithNanGradNormAndABar) {
   EXPECT_TRUE(std::isnan(*r->At(1)->grad_norm));  // 'grad_norm': nan
   EXPECT_EQ(r->Loss(9), 0.173);
   EXPECT_EQ(r->At(2)->line, 3);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());                   // the log reports none
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());  // no timing
 }
 
 TEST(Corpus, TrainerLoggingFirstStep) {
@@ -416,6 +426,7 @@ TEST(Corpus, TrainerLoggingFirstStep) {
   EXPECT_EQ(r->m()["config"]["lbs"], 4);                  // line 13
   EXPECT_DOUBLE_EQ(r->PerDevice(), 8.0 * 128);            // line 22: '8' samples/s
   EXPECT_EQ(r->m()["throughput"]["measured_steps"], 30);  // 2 steps/s x 15 s
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 TEST(Corpus, AccelerateTqdmCarriageReturns) {
@@ -427,7 +438,8 @@ TEST(Corpus, AccelerateTqdmCarriageReturns) {
   EXPECT_EQ(r->Loss(1), 11.02);
   EXPECT_EQ(r->Loss(4), 10.66);
   EXPECT_EQ(r->At(4)->line, 6);
-  EXPECT_DOUBLE_EQ(r->PerDevice(), 24.0 * 256 / 2);  // line 7
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 24.0 * 256 / 2);       // line 7
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 // ---- PaddleNLP -------------------------------------------------------------
@@ -461,6 +473,7 @@ TEST(Corpus, PaddleModelZooIpsTotal) {
   // Steps 2-5: ips_total x avg_batch_cost tokens each, over the summed batch costs, 4 GPUs.
   const double tokens = 32768 * 0.5 + 32000 * 0.512 + 33032 * 0.496 + 32768 * 0.5;
   EXPECT_DOUBLE_EQ(r->PerDevice(), tokens / Sum({0.5, 0.512, 0.496, 0.5}) / 4);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 // ---- MLPerf ---------------------------------------------------------------
@@ -478,6 +491,7 @@ TEST(Corpus, MlperfLoraSamplesCountIsTheStep) {
   EXPECT_EQ(r->m()["eval"]["val_loss"], 0.9243);
   EXPECT_EQ(r->m()["eval"]["step"], 60);
   EXPECT_EQ(r->m()["wall_s"], 66.001);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 TEST(Corpus, MlperfEvalOnlyWithStrayLines) {
@@ -492,6 +506,7 @@ TEST(Corpus, MlperfEvalOnlyWithStrayLines) {
   EXPECT_TRUE(
       r->Note("mllog_llama31_405b_eval_only.log:3: 4 line(s) with ':::MLLOG' but no "
               "JSON event"));
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 // ---- FlagPerf -------------------------------------------------------------
@@ -514,6 +529,7 @@ TEST(Corpus, FlagPerfSummaryOnly) {
   EXPECT_DOUBLE_EQ(r->PerDevice(), 3072.0);
   EXPECT_EQ(r->m()["mfu"]["stated"], 0.41353846153846155);
   EXPECT_TRUE(r->m()["config"]["steps"].is_null());
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
 // ---- auto -----------------------------------------------------------------

@@ -74,7 +74,9 @@ Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name)
     TrainerAverage avg;
     avg.tokens_per_device_per_s = tokens->value;
     avg.line = tokens->line;
-    avg.through_step = log.iterations.empty() ? 0 : log.iterations.back().step;
+    // Which steps it covers is the case's business (the Megatron cases time the last
+    // iteration line, the DeepSpeed ones DeepSpeed's running average): not claimed.
+    avg.through_step = 0;
     avg.what = "FlagPerf's Tokens/p/s (the case's own convention)";
     log.trainer_average = avg;
   }

@@ -283,6 +283,32 @@ TEST_F(ExecWithLog, ParsesTheCommandsOwnOutput) {
   EXPECT_EQ(r->metrics["provenance"]["log"], ctx_.log_path);
 }
 
+// The issue-34 case: a Trainer on DeepSpeed >= 0.17 prints only its dicts,
+// values as strings; log_format = "auto" recognises them.
+TEST_F(ExecWithLog, AutoReadsATrainerLogThroughTheExecRule) {
+  fs_.Write("/ws/trainer.log", ReadLog("deepspeed_0.17_trainer_dicts_only.log"));
+  ctx_.params = Params({{"command", {"copy", "/ws/trainer.log", "train.log"}},
+                        {"log_format", "auto"},
+                        {"log", "train.log"},
+                        {"mpe", 512},
+                        {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(rule_->Check(ctx_.params).empty());
+  Result<engine::StepResult> r = rule_->Run(ctx_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["provenance"]["trainer"], "trainer");
+  // Line 23: train_samples_per_second '16.2' x 512 tokens, one device.
+  EXPECT_DOUBLE_EQ(r->metrics["throughput"]["tokens_per_device_per_s"].get<double>(), 16.2 * 512);
+  EXPECT_EQ(r->metrics["loss"]["first"], 10.46);
+  EXPECT_NE(step_log_.str().find("trainer log train.log: 20 records up to step 20; token/p/s "
+                                 "8294.4"),
+            std::string::npos)
+      << step_log_.str();
+  EXPECT_NE(step_log_.str().find("note: log_format auto: read as trainer (train.log:3 is a "
+                                 "transformers Trainer log dict)"),
+            std::string::npos)
+      << step_log_.str();
+}
+
 TEST_F(ExecWithLog, FailuresSayWhat) {
   ctx_.params = Params({{"log_format", "megatron"}, {"log", "train.log"}});
   runner_.SetHandler([](const Command&) -> Result<CommandResult> { return CommandResult{}; });

@@ -51,17 +51,21 @@ class Facts {
     std::optional<double> given = Given(params_, param);
     auto it = log_.facts.find(fact);
     if (given && it != log_.facts.end() && it->second.value != *given) {
-      return Errorf(ErrorCode::kInvalidArgument, "{} = {}, but {}:{} says {}", param, *given, name_,
-                    it->second.line, it->second.value);
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "{} = {}, but {}:{} says {}: the log is what ran; leave {} unset (or set it "
+                    "to {})",
+                    param, *given, name_, it->second.line, it->second.value, param,
+                    it->second.value);
     }
     return given ? given : Logged(fact);
   }
 
-  Status Agree(const char* what, double value, const char* fact) const {
+  // `fix` says what to set instead.
+  Status Agree(const char* what, double value, const char* fact, std::string_view fix) const {
     auto it = log_.facts.find(fact);
     if (it == log_.facts.end() || it->second.value == value) return Status::Ok();
-    return Errorf(ErrorCode::kInvalidArgument, "{}, but {}:{} says {} {}", what, name_,
-                  it->second.line, fact, it->second.value);
+    return Errorf(ErrorCode::kInvalidArgument, "{}, but {}:{} says {} {}: {}", what, name_,
+                  it->second.line, fact, it->second.value, fix);
   }
 
   std::string_view name() const { return name_; }
@@ -73,9 +77,11 @@ class Facts {
 };
 
 // The run's terms: layout, devices, sequence length, batch sizes, precision.
+// devices and mpe are nullopt when neither the log nor the BENCHFILE says.
 struct Terms {
-  int64_t tp = 1, pp = 1, dp = 1, devices = 1;
-  double mpe = 0;
+  int64_t tp = 1, pp = 1, dp = 1;
+  std::optional<int64_t> devices;
+  std::optional<double> mpe;
   std::optional<double> lbs, gas, gbs;
   std::string precision;
 };
@@ -86,9 +92,10 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
   if (!layout.empty()) {
     BM_ASSIGN_OR_RETURN(train::ParallelLayout l, train::ParseLayout(layout));
     const std::string what = "layout = " + layout;
-    BM_TRY(f.Agree(what.c_str(), l.tp, "tp"));
-    BM_TRY(f.Agree(what.c_str(), l.pp, "pp"));
-    BM_TRY(f.Agree(what.c_str(), l.dp, "dp"));
+    constexpr std::string_view kFix = "leave layout unset (the log's is used) or set what ran";
+    BM_TRY(f.Agree(what.c_str(), l.tp, "tp", kFix));
+    BM_TRY(f.Agree(what.c_str(), l.pp, "pp", kFix));
+    BM_TRY(f.Agree(what.c_str(), l.dp, "dp", kFix));
     t.tp = l.tp, t.pp = l.pp, t.dp = l.dp;
     t.devices = t.tp * t.pp * t.dp;
   } else {
@@ -98,27 +105,19 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
     if (!devices && p["gpus"].get<int64_t>() > 0) devices = p["gpus"].get<double>();
     if (std::optional<double> dp = f.Logged("dp")) {
       t.dp = static_cast<int64_t>(*dp);
+      // world_size also counts context-parallel ranks, which TPxPPyDPz does not show.
+      t.devices = devices ? static_cast<int64_t>(*devices) : t.tp * t.pp * t.dp;
     } else if (devices) {
       t.dp = std::max<int64_t>(1, static_cast<int64_t>(*devices) / (t.tp * t.pp));
-    } else {
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "{} does not say how many devices ran it: set layout (TPxPPyDPz)", f.name());
+      t.devices = static_cast<int64_t>(*devices);
     }
-    // world_size also counts context-parallel ranks, which TPxPPyDPz does not show.
-    t.devices = devices ? static_cast<int64_t>(*devices) : t.tp * t.pp * t.dp;
   }
-  BM_ASSIGN_OR_RETURN(std::optional<double> mpe, f.Pick("mpe", "mpe"));
-  if (!mpe) {
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "{} does not say the sequence length: set mpe (tokens = samples x mpe)",
-                  f.name());
-  }
-  t.mpe = *mpe;
+  BM_ASSIGN_OR_RETURN(t.mpe, f.Pick("mpe", "mpe"));
   BM_ASSIGN_OR_RETURN(t.lbs, f.Pick("lbs", "lbs"));
   BM_ASSIGN_OR_RETURN(t.gas, f.Pick("gas", "gas"));
   t.gbs = f.Logged("gbs");
-  if (!t.gbs && t.lbs) t.gbs = *t.lbs * t.gas.value_or(1) * static_cast<double>(t.dp);
-  if (!t.gas && t.gbs && t.lbs) {
+  if (!t.gbs && t.lbs && t.devices) t.gbs = *t.lbs * t.gas.value_or(1) * static_cast<double>(t.dp);
+  if (!t.gas && t.gbs && t.lbs && t.devices) {
     double gas = *t.gbs / (*t.lbs * static_cast<double>(t.dp));
     if (gas >= 1 && gas == std::floor(gas)) t.gas = gas;
   }
@@ -128,7 +127,8 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
 }
 
 struct Timing {
-  double tokens_per_s = 0;
+  std::optional<double> tokens_per_s;  // over all devices
+  std::optional<double> tokens_per_device_per_s;
   std::optional<double> step_ms_median;
   int64_t measured_steps = 0;
   int64_t excluded_warmup_steps = 0;
@@ -147,63 +147,148 @@ std::optional<double> MsOf(const Iteration& it, const Terms& t) {
   return std::nullopt;
 }
 
+// The tokens of one step over all devices: samples x mpe, else the printed
+// rate x the step's time.
+std::optional<double> StepTokens(const Iteration& it, const Terms& t) {
+  std::optional<double> samples = SamplesOf(it, t);
+  if (samples && t.mpe) return *samples * *t.mpe;
+  std::optional<double> ms = MsOf(it, t);
+  if (!ms) return std::nullopt;
+  if (it.tokens_per_s) return *it.tokens_per_s * *ms / 1000.0;
+  if (it.tokens_per_device_per_s && t.devices)
+    return *it.tokens_per_device_per_s * static_cast<double>(*t.devices) * *ms / 1000.0;
+  return std::nullopt;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t m = v.size();
   return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
 }
 
-Result<Timing> MeasureTiming(const logparse::LogParser& parser, const ParsedLog& log,
-                             std::string_view name, const Terms& t, const json& p) {
+void FillPerDevice(Timing& timing, const Terms& t) {
+  if (t.devices && timing.tokens_per_s && !timing.tokens_per_device_per_s)
+    timing.tokens_per_device_per_s = *timing.tokens_per_s / static_cast<double>(*t.devices);
+  if (t.devices && timing.tokens_per_device_per_s && !timing.tokens_per_s)
+    timing.tokens_per_s = *timing.tokens_per_device_per_s * static_cast<double>(*t.devices);
+}
+
+// The trainer's own figure (log_parser.h, TrainerAverage).
+std::optional<Timing> TimeByTrainerAverage(const logparse::TrainerAverage& avg,
+                                           const ParsedLog& log, std::string_view name,
+                                           const Terms& t, std::vector<std::string>& notes) {
   Timing timing;
-  int64_t warmup = p["excluded_warmup_steps"].get<int64_t>();
-  std::vector<double> times;
-  if (warmup < 0 && log.trainer_average) {
-    const logparse::TrainerAverage& avg = *log.trainer_average;
-    timing.tokens_per_s = avg.samples_per_s * t.mpe;
-    timing.excluded_warmup_steps = avg.excluded_steps;
-    timing.measured_steps = avg.through_step - avg.excluded_steps;
-    timing.method = fmt::format("{}'s running average of steps {}\u2013{} ({}:{})", parser.name,
-                                avg.excluded_steps + 1, avg.through_step, name, avg.line);
-    for (const Iteration& it : log.iterations) {
-      std::optional<double> ms = MsOf(it, t);
-      if (it.step > avg.excluded_steps && it.step <= avg.through_step && ms) times.push_back(*ms);
+  if (avg.samples_per_s) {
+    if (!t.mpe) {
+      notes.push_back(fmt::format(
+          "token/p/s: {} ({}:{}) counts samples and the log does not say the sequence length: set "
+          "mpe (tokens = samples x mpe)",
+          avg.what, name, avg.line));
+      return std::nullopt;
     }
-    if (!times.empty()) timing.step_ms_median = Median(times);
-    return timing;
+    timing.tokens_per_s = *avg.samples_per_s * *t.mpe;
+  } else {
+    timing.tokens_per_device_per_s = avg.tokens_per_device_per_s;
+  }
+  FillPerDevice(timing, t);
+  timing.excluded_warmup_steps = avg.excluded_steps;
+  if (avg.through_step > 0) {
+    timing.measured_steps = std::max<int64_t>(0, avg.through_step - avg.excluded_steps);
+    timing.method = fmt::format("{}, steps {}\u2013{} ({}:{})", avg.what, avg.excluded_steps + 1,
+                                avg.through_step, name, avg.line);
+  } else {
+    timing.method = fmt::format("{} ({}:{})", avg.what, name, avg.line);
+  }
+  std::vector<double> times;
+  for (const Iteration& it : log.iterations) {
+    std::optional<double> ms = MsOf(it, t);
+    if (it.step > avg.excluded_steps && (avg.through_step == 0 || it.step <= avg.through_step) &&
+        ms)
+      times.push_back(*ms);
+  }
+  if (!times.empty()) timing.step_ms_median = Median(times);
+  return timing;
+}
+
+// The timing, or nullopt with a note saying what is missing. Errors only for
+// an excluded_warmup_steps the log cannot honour.
+Result<std::optional<Timing>> MeasureTiming(const logparse::LogParser& parser, const ParsedLog& log,
+                                            std::string_view name, const Terms& t, const json& p,
+                                            std::vector<std::string>& notes) {
+  int64_t warmup = p["excluded_warmup_steps"].get<int64_t>();
+  bool any_ms = false;
+  for (const Iteration& it : log.iterations) any_ms = any_ms || MsOf(it, t).has_value();
+  if (warmup < 0 && log.trainer_average)
+    return TimeByTrainerAverage(*log.trainer_average, log, name, t, notes);
+  if (warmup >= 0 && !any_ms && log.trainer_average) {
+    const logparse::TrainerAverage& avg = *log.trainer_average;
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "excluded_warmup_steps = {}, but {} times no step of its own: its only timing "
+                  "is {} ({}:{}), which sets its own window: leave excluded_warmup_steps unset "
+                  "(-1)",
+                  warmup, name, avg.what, name, avg.line);
   }
   if (warmup < 0) warmup = parser.default_warmup_steps;
-  double tokens = 0, seconds = 0;
-  bool batch_known = false;
+  Timing timing;
+  double tokens = 0, seconds = 0, device_rate_time = 0, device_seconds = 0;
+  std::vector<double> times;
+  int64_t latest_window = -1;  // the largest warm-up that would leave a timed record
+  bool samples_missing = false, mpe_missing = false;
   for (const Iteration& it : log.iterations) {
+    std::optional<double> ms = MsOf(it, t);
+    if (ms) latest_window = std::max(latest_window, it.step - it.span);
     if (it.step - it.span + 1 <= warmup) {
       timing.excluded_warmup_steps += it.span;
       continue;
     }
-    std::optional<double> samples = SamplesOf(it, t);
-    std::optional<double> ms = MsOf(it, t);
-    batch_known = batch_known || samples.has_value();
-    if (!samples || !ms) continue;
-    tokens += static_cast<double>(it.span) * *samples * t.mpe;
-    seconds += static_cast<double>(it.span) * *ms / 1000.0;
+    if (!ms) continue;
+    const double secs = static_cast<double>(it.span) * *ms / 1000.0;
+    std::optional<double> step_tokens = StepTokens(it, t);
+    if (step_tokens) {
+      tokens += static_cast<double>(it.span) * *step_tokens;
+      seconds += secs;
+    } else if (it.tokens_per_device_per_s) {
+      device_rate_time += *it.tokens_per_device_per_s * secs;
+      device_seconds += secs;
+    } else {
+      samples_missing = samples_missing || !SamplesOf(it, t);
+      mpe_missing = mpe_missing || !t.mpe;
+      continue;
+    }
     timing.measured_steps += it.span;
     times.push_back(*ms);
   }
-  if (timing.measured_steps == 0 || seconds <= 0) {
-    if (!batch_known) {
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "{} does not give the global batch size: set lbs (and gas when not 1)", name);
+  if (seconds > 0) {
+    timing.tokens_per_s = tokens / seconds;
+  } else if (device_seconds > 0) {
+    timing.tokens_per_device_per_s = device_rate_time / device_seconds;
+  } else {
+    const int64_t records = static_cast<int64_t>(log.iterations.size());
+    const int64_t last = records ? log.iterations.back().step : 0;
+    if (!any_ms) {
+      notes.push_back(fmt::format(
+          "token/p/s: {} times no step (no elapsed time, rate or timestamp on its {} records)",
+          name, records));
+    } else if (samples_missing) {
+      notes.push_back(fmt::format(
+          "token/p/s: {} does not give the global batch size: set lbs (and gas when not 1)", name));
+    } else if (mpe_missing) {
+      notes.push_back(fmt::format(
+          "token/p/s: {} does not say the sequence length: set mpe (tokens = samples x mpe)",
+          name));
+    } else {
+      notes.push_back(fmt::format(
+          "token/p/s: no timed step after the first {} warm-up steps ({} records up to step {}): "
+          "set excluded_warmup_steps to {} or less",
+          warmup, records, last, std::max<int64_t>(0, latest_window)));
     }
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "{}: no timed step after the first {} warm-up steps ({} records up to step {}); "
-                  "lower excluded_warmup_steps",
-                  name, warmup, log.iterations.size(), log.iterations.back().step);
+    return std::optional<Timing>();
   }
-  timing.tokens_per_s = tokens / seconds;
+  FillPerDevice(timing, t);
   timing.step_ms_median = Median(times);
   timing.method = fmt::format("tokens / time of the {} timed steps after step {}",
                               timing.measured_steps, warmup);
-  return timing;
+  return std::optional<Timing>(timing);
 }
 
 // N, L and hidden: from a preset, the parameters, or the log.
@@ -223,7 +308,9 @@ Result<ModelFacts> ResolveModel(const Facts& f, const json& p) {
     for (auto [fact, value] : {std::pair{"layers", c.layers}, std::pair{"hidden", c.hidden},
                                std::pair{"heads", c.heads}}) {
       std::string what = fmt::format("model = {} has {} {}", preset, fact, value);
-      BM_TRY(f.Agree(what.c_str(), static_cast<double>(value), fact));
+      BM_TRY(f.Agree(what.c_str(), static_cast<double>(value), fact,
+                     "set the preset (or overrides) the run used, or parameters, layers and "
+                     "hidden instead of model"));
     }
     m.parameters = static_cast<double>(train::ParameterCount(c));
     m.layers = static_cast<double>(c.layers);
@@ -275,16 +362,18 @@ std::optional<double> DeviceMemory(const json& p, const json& platform) {
   return bytes->get<double>();
 }
 
-json MfuJson(const ModelFacts& m, const Terms& t, double per_device, const json& p,
+json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_device, const json& p,
              const json& platform, std::vector<std::string>& notes) {
   std::optional<double> six_n, palm;
   if (m.parameters) {
     train::FlopsPerToken f = train::TrainingFlopsPerToken(
         *m.parameters, static_cast<int64_t>(m.layers.value_or(0)),
-        static_cast<int64_t>(m.hidden.value_or(0)), static_cast<int64_t>(t.mpe));
+        static_cast<int64_t>(m.hidden.value_or(0)), static_cast<int64_t>(t.mpe.value_or(0)));
     six_n = f.six_n;
-    if (m.layers && m.hidden) {
+    if (m.layers && m.hidden && t.mpe) {
       palm = f.palm;
+    } else if (m.layers && m.hidden) {
+      notes.push_back("MFU (PaLM) needs the sequence length: set mpe");
     } else {
       notes.push_back(
           "MFU (PaLM) needs layers and hidden: set model (a preset), or layers and "
@@ -319,17 +408,21 @@ json MfuJson(const ModelFacts& m, const Terms& t, double per_device, const json&
     notes.push_back("MFU: " + peak_source);
   }
   auto mfu = [&](std::optional<double> fpt) -> json {
-    return peak && fpt ? json(*fpt * per_device / peak->flops_per_device) : json(nullptr);
+    return peak && fpt && per_device ? json(*fpt * *per_device / peak->flops_per_device)
+                                     : json(nullptr);
   };
   std::optional<double> achieved = palm ? palm : six_n;
-  return {
-      {"flops_per_token", {{"6N", Num(six_n)}, {"palm", Num(palm)}}},
-      {"mfu",
-       {{"6N", mfu(six_n)},
-        {"palm", mfu(palm)},
-        {"peak_flops_per_device", peak ? json(peak->flops_per_device) : json(nullptr)},
-        {"peak_source", peak_source},
-        {"achieved_flops_per_device", achieved ? json(*achieved * per_device) : json(nullptr)}}}};
+  if (achieved && per_device)
+    achieved = *achieved * *per_device;
+  else
+    achieved.reset();
+  return {{"flops_per_token", {{"6N", Num(six_n)}, {"palm", Num(palm)}}},
+          {"mfu",
+           {{"6N", mfu(six_n)},
+            {"palm", mfu(palm)},
+            {"peak_flops_per_device", peak ? json(peak->flops_per_device) : json(nullptr)},
+            {"peak_source", peak_source},
+            {"achieved_flops_per_device", Num(achieved)}}}};
 }
 
 json LossJson(const ParsedLog& log) {
@@ -349,11 +442,14 @@ json LossJson(const ParsedLog& log) {
 std::string LogJsonl(const ParsedLog& log, const Terms& t) {
   std::string out = json{{"format", "benchmake-log"}, {"version", 1}}.dump() + "\n";
   for (const Iteration& it : log.iterations) {
-    std::optional<double> samples = SamplesOf(it, t);
-    std::optional<double> tokens = samples ? std::optional<double>(*samples * t.mpe) : std::nullopt;
+    std::optional<double> tokens = StepTokens(it, t);
     std::optional<double> ms = MsOf(it, t);
     json rate = nullptr;
-    if (tokens && ms && *ms > 0) rate = Num(*tokens / (*ms / 1000.0));
+    if (tokens && ms && *ms > 0) {
+      rate = Num(*tokens / (*ms / 1000.0));
+    } else if (it.tokens_per_device_per_s && t.devices) {
+      rate = Num(*it.tokens_per_device_per_s * static_cast<double>(*t.devices));
+    }
     json line = {{"step", it.step},
                  {"loss", Num(it.loss)},
                  {"lr", Num(it.lr)},
@@ -448,57 +544,83 @@ std::vector<engine::ParamError> CheckExternalLogParams(const json& p) {
   return errors;
 }
 
-Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& parser,
+Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requested,
                                              const ParsedLog& log, std::string_view log_name,
                                              const json& p, const json& platform) {
+  // `auto` times and labels the log as the format it recognised.
+  const logparse::LogParser* found =
+      requested.name == "auto" ? logparse::FindLogParser(log.format) : nullptr;
+  const logparse::LogParser& parser = found ? *found : requested;
   ExternalMetrics out;
+  out.notes = log.notes;
   Facts facts(log, log_name, p);
   BM_ASSIGN_OR_RETURN(Terms t, ResolveTerms(log, facts, p));
-  BM_ASSIGN_OR_RETURN(Timing timing, MeasureTiming(parser, log, log_name, t, p));
+  BM_ASSIGN_OR_RETURN(std::optional<Timing> timed,
+                      MeasureTiming(parser, log, log_name, t, p, out.notes));
+  json loss = LossJson(log);
+  if (!timed && loss.is_null() && log.evals.empty()) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "{}: nothing to report: no loss and no timed step in its {} records ({})",
+                  log_name, log.iterations.size(), out.notes.empty() ? "" : out.notes.back());
+  }
+  Timing timing = timed.value_or(Timing{});
+  if (timed && timing.tokens_per_s && !t.devices) {
+    out.notes.push_back(fmt::format(
+        "token/p/s per device: {} does not say how many devices ran it: set layout (TPxPPyDPz)",
+        log_name));
+  }
   BM_ASSIGN_OR_RETURN(ModelFacts model, ResolveModel(facts, p));
-  const double per_device = timing.tokens_per_s / static_cast<double>(t.devices);
+  const std::optional<double> per_device = timing.tokens_per_device_per_s;
   const std::string device = LoggedDevice(p, platform);
 
   json& m = out.metrics;
   m = {{"format", "benchmake-metrics"}, {"version", 1}, {"kind", "train"}};
   m["model"] = model.model;
-  m["config"] = {{"lbs", Count(t.lbs)},
-                 {"mpe", Count(t.mpe)},
-                 {"gas", Count(t.gas)},
-                 {"dp", t.dp},
-                 {"tp", t.tp},
-                 {"pp", t.pp},
-                 {"gbs", Count(t.gbs)},
-                 {"layout", train::ParallelLayout{static_cast<int>(t.tp), static_cast<int>(t.pp),
-                                                  static_cast<int>(t.dp)}
-                                .ToString()},
-                 {"devices", t.devices},
-                 {"precision", t.precision.empty() ? json(nullptr) : json(t.precision)},
-                 {"steps", log.iterations.back().step},
-                 {"device", device.empty() ? json(nullptr) : json(device)}};
-  m["throughput"] = {{"tokens_per_s", timing.tokens_per_s},
-                     {"tokens_per_device_per_s", per_device},
+  m["config"] = {
+      {"lbs", Count(t.lbs)},
+      {"mpe", Count(t.mpe)},
+      {"gas", Count(t.gas)},
+      {"dp", t.dp},
+      {"tp", t.tp},
+      {"pp", t.pp},
+      {"gbs", Count(t.gbs)},
+      {"layout",
+       train::ParallelLayout{static_cast<int>(t.tp), static_cast<int>(t.pp), static_cast<int>(t.dp)}
+           .ToString()},
+      {"devices", t.devices ? json(*t.devices) : json(nullptr)},
+      {"precision", t.precision.empty() ? json(nullptr) : json(t.precision)},
+      {"steps", log.iterations.empty() ? json(nullptr) : json(log.iterations.back().step)},
+      {"device", device.empty() ? json(nullptr) : json(device)}};
+  m["throughput"] = {{"tokens_per_s", Num(timing.tokens_per_s)},
+                     {"tokens_per_device_per_s", Num(per_device)},
                      {"step_ms_median", Num(timing.step_ms_median)},
                      {"measured_steps", timing.measured_steps},
                      {"excluded_warmup_steps", timing.excluded_warmup_steps},
-                     {"method", timing.method}};
+                     {"method", timed ? json(timing.method) : json(nullptr)}};
   json mfu = MfuJson(model, t, per_device, p, platform, out.notes);
   m["flops_per_token"] = mfu["flops_per_token"];
   m["mfu"] = mfu["mfu"];
+  m["mfu"]["stated"] = log.stated_mfu ? json(log.stated_mfu->value) : json(nullptr);
   if (!log.peak_memory_bytes) out.notes.push_back("mem: the log reports no memory");
   m["memory"] = {{"peak_bytes", Num(log.peak_memory_bytes)},
                  {"device_total_bytes", Num(DeviceMemory(p, platform))},
                  {"source", log.memory_source.empty() ? json(nullptr) : json(log.memory_source)}};
-  m["loss"] = LossJson(log);
-  if (m["loss"].is_null()) out.notes.push_back("loss: no iteration of the log has a loss");
+  m["loss"] = loss;
+  if (m["loss"].is_null()) out.notes.push_back("loss: no record of the log has a loss");
   m["eval"] = nullptr;
+  if (!log.evals.empty()) {
+    const logparse::EvalPoint& last = log.evals.back();
+    m["eval"] = {{"task", log.eval_what + " (log)"},
+                 {"val_loss", last.value},
+                 {"step", last.step > 0 ? json(last.step) : json(nullptr)}};
+  }
   double tokens = 0;
-  bool all_counted = true;
+  bool all_counted = !log.iterations.empty() && t.mpe.has_value();
   int64_t skipped = 0, nans = 0;
   for (const Iteration& it : log.iterations) {
     std::optional<double> samples = SamplesOf(it, t);
     all_counted = all_counted && samples.has_value();
-    if (samples) tokens += static_cast<double>(it.span) * *samples * t.mpe;
+    if (samples && t.mpe) tokens += static_cast<double>(it.span) * *samples * *t.mpe;
     skipped += it.skipped;
     nans += it.nan;
   }
@@ -547,7 +669,9 @@ Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx) {
   }
   if (!text.ok()) {
     return Errorf(ErrorCode::kFailed,
-                  "log '{}' was not produced ({{out}} and the working directory have none)", rel);
+                  "log '{}' was not produced ({{out}} and the working directory have none): set "
+                  "log to the file the command writes (\"\": its own output)",
+                  rel);
   }
   BM_ASSIGN_OR_RETURN(ParsedLog log, parser->parse(*text, name));
   BM_ASSIGN_OR_RETURN(ExternalMetrics ext,
@@ -562,10 +686,17 @@ Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx) {
   BM_TRY(fs.WriteFileAtomic(ctx.out_dir + "/metrics.json", ext.metrics.dump(2) + "\n"));
   BM_TRY(fs.WriteFileAtomic(ctx.out_dir + "/log.jsonl", ext.log_jsonl));
   if (ctx.log) {
-    *ctx.log << fmt::format("{} log {}: {} records up to step {}; token/p/s {:.1f} ({})\n",
-                            parser->name, name, log.iterations.size(), log.iterations.back().step,
-                            ext.metrics["throughput"]["tokens_per_device_per_s"].get<double>(),
-                            ext.metrics["throughput"]["method"].get<std::string>());
+    const json& th = ext.metrics["throughput"];
+    std::string rate =
+        th["tokens_per_device_per_s"].is_number()
+            ? fmt::format("token/p/s {:.1f} ({})", th["tokens_per_device_per_s"].get<double>(),
+                          th["method"].get<std::string>())
+            : std::string("token/p/s unknown (see the notes)");
+    *ctx.log << fmt::format(
+        "{} log {}: {} records{}; {}\n", ext.metrics["provenance"]["trainer"].get<std::string>(),
+        name, log.iterations.size(),
+        log.iterations.empty() ? "" : fmt::format(" up to step {}", log.iterations.back().step),
+        rate);
     for (const std::string& n : ext.notes) *ctx.log << "note: " << n << "\n";
   }
   engine::StepResult result;

@@ -2,10 +2,12 @@
 // (rules/logparse/log_parser.h) and the facts the BENCHFILE adds, the
 // metrics.json and log.jsonl that benchmake-train writes (docs/METRICS.md,
 // "External trainers"), so that `report` and `compare` put a Megatron,
-// FlagScale, DeepSpeed or MLPerf run beside a benchmake-train run.
+// FlagScale, DeepSpeed, Trainer, PaddleNLP, FlagPerf or MLPerf run beside a
+// benchmake-train run.
 //
 // The exec and measure rules take these parameters (docs/BENCHFILE.md):
-//   log_format  none | megatron | flagscale | deepspeed | mllog
+//   log_format  none | auto | deepspeed | flagperf | flagscale | megatron | mllog |
+//               paddle | trainer
 //   log         the log file, relative to {out} or the working directory
 //               ("": the command's own output)
 //   layout, mpe, lbs, gas, precision      the run's terms where the log is silent
@@ -19,9 +21,12 @@
 // A value the BENCHFILE gives and the log states differently is an error
 // naming both ("mpe = 2048, but train.log:31 says 4096"): the log is what ran.
 // Facts neither gives make the metrics that need them null, with a note
-// (provenance.notes and the step log) saying what to set; the few without
-// which there is no token/p/s (the sequence length, the batch, the device
-// count) are errors that say which parameter to set.
+// (provenance.notes and the step log) naming the missing line or the
+// parameter to set: without the sequence length or the batch no token/p/s,
+// without the device count no token/p/s per device. Errors: a log with
+// neither a loss nor a timed step ("nothing to report", with the note that
+// says why); an excluded_warmup_steps the log cannot honour (its only timing
+// is the trainer's own figure, which has its own window).
 //
 // Thread safety: pure functions except MetricsFromLog (the step's files).
 #pragma once
@@ -51,7 +56,9 @@ struct ExternalMetrics {
 };
 
 // params: the step's (validated, defaults filled); platform: its platform
-// facts, or {} (exec). log_name names the log in messages.
+// facts, or {} (exec). log_name names the log in messages. With the `auto`
+// parser the log is timed and labelled as the format it was recognised as
+// (log.format).
 Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& parser,
                                              const logparse::ParsedLog& log,
                                              std::string_view log_name,

@@ -1,6 +1,7 @@
 // DeepSpeed's log lines (deepspeed/runtime/engine.py `_report_progress`,
 // deepspeed/utils/timer.py `ThroughputTimer.stop`, every `steps_per_print`
-// steps), the loss lines training scripts print beside them, and DeepSpeed's
+// steps), the loss lines training scripts print beside them, the Hugging
+// Face Trainer's log dicts (rules/logparse/trainer_dicts.h), and DeepSpeed's
 // configuration print at start-up:
 //
 //   [2024-03-05 10:12:33,456] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0,
@@ -11,46 +12,39 @@
 //   Step 10/1000, Loss: tensor(7.1234, device='cuda:0', grad_fn=<DivBackward0>)
 //   [INFO] [config.py:988:print]   train_batch_size ............. 8
 //
+// The timer line's older shapes name no global step: `0/20,
+// RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...` (July 2022 to 0.7.x) and
+// `0/40, SamplesPerSec=..., MemAllocated=...` (before; SamplesPerSec is then
+// the running average, and 0/N counts the epoch's steps). Such a line belongs
+// to the step of the engine's `step=N` line before it, else to N.
 // A loss line is any other line with a step ("step 10", "Step 10/1000",
 // "step=10", "global_step: 10") and a loss ("loss: 2.3", "Loss=2.3",
-// "'loss': 2.3", "loss: tensor(2.3"), case-insensitive: the first of each.
-// The Hugging Face Trainer's log dicts carry no step:
-//   {'loss': 1.1656, 'learning_rate': 1.274e-07, 'epoch': 0.0}
-// The Trainer prints one every `logging_steps` optimizer steps (1 unless the
-// log states `logging_steps` = N, as TrainingArguments or a command line
-// print it), right after DeepSpeed's lines for that step: so the first dict
-// after DeepSpeed's `step=N` line is step N rounded up to a multiple of
-// logging_steps, and each further dict logging_steps later (from the log's
-// start: logging_steps). Other dicts ('eval_loss', the closing 'train_loss')
-// are not loss records; a dict that names its step is a loss line as above.
+// "loss: tensor(2.3"), case-insensitive: the first of each; a loss line
+// without a step ("[Rank 0] Loss: 10.8766", DeepSpeedExamples' HelloDeepSpeed)
+// belongs to the engine's last `step=N` line when that step has no loss yet.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
 // the previous progress line. Every rank may print the timer line: per step,
 // the first value of each field wins. RunningAvgSamplesPerSec at the last
 // report is DeepSpeed's own average over every step after its first two
-// (ThroughputTimer start_step = 2): the trainer average.
+// (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed
+// logs at WARNING and steps_per_print is None by default, so a default run
+// prints none of its own lines: only the Trainer's dicts are left, timed by
+// the closing train_samples_per_second. Precision: `bfloat16_enabled` /
+// `fp16_enabled` (before 0.17.1), `bfloat16_config ... enabled=True` /
+// `float16_config ... enabled=True` (after).
 #include <fmt/format.h>
 
 #include <cctype>
 #include <cmath>
 #include <map>
 
+#include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/trainer_dicts.h"
 
 namespace bm::logparse {
 namespace {
-
-// The number after `key` + one of `seps` (case-insensitive), or nullopt.
-std::optional<double> NumberAfter(std::string_view line, std::string_view key,
-                                  std::string_view seps) {
-  size_t at = FindKeyValue(line, key, seps);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(at);
-  rest = Trim(rest);
-  if (rest.rfind("tensor(", 0) == 0) rest.remove_prefix(7);         // print(loss) of a torch tensor
-  if (!rest.empty() && rest.front() == '[') rest.remove_prefix(1);  // lr=[0.0001]
-  return LeadingNumber(rest);
-}
 
 // The step of a line: "step" as a word or "global_step" (not "micro_step",
 // not "steps_per_print"), then spaces or quotes, '=' or ':', spaces or quotes,
@@ -84,46 +78,60 @@ const char* const kFacts[][2] = {
 };
 
 const char* const kPrecisions[][2] = {
-    {"bfloat16_enabled", "bf16"},
-    {"bf16_enabled", "bf16"},
-    {"fp16_enabled", "fp16"},
+    {"bfloat16_enabled", "bf16"}, {"bf16_enabled", "bf16"},   {"fp16_enabled", "fp16"},
+    {"bfloat16_config", "bf16"},  {"float16_config", "fp16"},
 };
 
-// The Trainer's loss dict: "{'loss': X, ...}" (the 'loss' key itself, not
-// 'train_loss' or 'eval_loss'), its loss or nullopt.
-std::optional<double> TrainerDictLoss(std::string_view line) {
-  line = Trim(line);
-  if (line.size() < 2 || line.front() != '{' || line.back() != '}') return std::nullopt;
-  size_t at = line.find("'loss':");
-  if (at == std::string_view::npos || (at != 1 && line.substr(at - 2, 2) != ", "))
-    return std::nullopt;
-  return LeadingNumber(line.substr(at + 7));
+// "True" (the *_enabled lines) or a config object printed as
+// "enabled=True immediate_grad_update=False ..." (the *_config lines).
+bool Enabled(std::string_view value) {
+  return value == "True" || value.rfind("enabled=True", 0) == 0;
 }
 
-// "logging_steps=5", "logging_steps: 5", "--logging_steps 5": N, or nullopt.
-std::optional<double> LoggingSteps(std::string_view line) {
-  size_t at = FindNoCase(line, "logging_steps");
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(at + 13);
-  size_t p = 0;
-  while (p < rest.size() &&
-         (rest[p] == ' ' || rest[p] == '\'' || rest[p] == '"' || rest[p] == '=' || rest[p] == ':'))
-    ++p;
-  size_t end = 0;
-  std::optional<double> n = LeadingNumber(rest.substr(p), &end);
-  if (!n || *n < 1 || *n != std::floor(*n)) return std::nullopt;
-  return n;
+// The old timer line's "E/N, " before `key`: N, or nullopt.
+std::optional<double> EpochStep(std::string_view line, std::string_view key) {
+  size_t at = line.find(key);
+  if (at == std::string_view::npos || at < 4 || line.substr(at - 2, 2) != ", ") return std::nullopt;
+  size_t slash = line.rfind('/', at);
+  if (slash == std::string_view::npos) return std::nullopt;
+  return ParseNumber(line.substr(slash + 1, at - 2 - slash - 1));
+}
+
+// A loss printed without a step: "Loss: 10.8766" (not train_loss, eval_loss).
+std::optional<double> StepLessLoss(std::string_view line) {
+  for (size_t at = FindNoCase(line, "loss"); at != std::string_view::npos;
+       at = FindNoCase(line, "loss", at + 1)) {
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_'))
+      continue;
+    size_t p = at + 4;
+    while (p < line.size() && line[p] == ' ') ++p;
+    if (p >= line.size() || (line[p] != ':' && line[p] != '=')) continue;
+    size_t end = 0;
+    std::string_view rest = Trim(line.substr(p + 1));
+    std::optional<double> v = LeadingNumber(rest, &end);
+    if (v) return v;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
+bool IsDeepSpeedLine(std::string_view line) {
+  if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) return true;
+  if (line.find(", SamplesPerSec=") != std::string_view::npos)
+    return EpochStep(line, "SamplesPerSec=").has_value();
+  return line.find(", skipped=") != std::string_view::npos && StepNumber(line) &&
+         line.find("lr=") != std::string_view::npos;
+}
+
 Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name) {
   ParsedLog log;
+  log.format = "deepspeed";
   std::map<int64_t, Iteration> steps;
   int64_t last_skipped_total = 0;
   double peak_gb = -1;
-  int64_t logging_steps = 1;
-  std::optional<int64_t> next_dict_step;  // the step of the Trainer's next loss dict
+  std::optional<int64_t> engine_step;  // the last `step=N` line's N
+  TrainerDictReader dicts;
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
     Iteration& it = steps[step];
     if (it.line == 0) {
@@ -135,19 +143,43 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   auto set = [](std::optional<double>& field, std::optional<double> v) {
     if (!field && v) field = v;
   };
+  // A timer line: its step's rate, the running average, the memory.
+  auto timer = [&](std::string_view line, int64_t no, int64_t step, const char* avg_key,
+                   const char* what) {
+    Iteration& it = at_step(step, no);
+    set(it.samples_per_s, NumberAfter(line, "CurrSamplesPerSec", "="));
+    std::optional<double> avg = NumberAfter(line, avg_key, "=");
+    if (avg && std::isfinite(*avg) && *avg > 0 &&
+        (!log.trainer_average || log.trainer_average->through_step < step)) {
+      TrainerAverage a;
+      a.samples_per_s = avg;
+      a.excluded_steps = 2;
+      a.through_step = step;
+      a.line = no;
+      a.what = what;
+      log.trainer_average = a;
+    }
+    std::optional<double> gb = NumberAfter(line, "MaxMemAllocated", "=");
+    if (gb && *gb > peak_gb) peak_gb = *gb;
+  };
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
       std::optional<double> step = NumberAfter(line, "global_step", "=");
+      if (!step) step = EpochStep(line, "RunningAvgSamplesPerSec=");
       if (!step) return;
-      Iteration& it = at_step(static_cast<int64_t>(*step), no);
-      set(it.samples_per_s, NumberAfter(line, "CurrSamplesPerSec", "="));
-      std::optional<double> avg = NumberAfter(line, "RunningAvgSamplesPerSec", "=");
-      if (avg && std::isfinite(*avg) && *avg > 0 &&
-          (!log.trainer_average || log.trainer_average->through_step < *step)) {
-        log.trainer_average = TrainerAverage{*avg, 2, static_cast<int64_t>(*step), no};
-      }
-      std::optional<double> gb = NumberAfter(line, "MaxMemAllocated", "=");
-      if (gb && *gb > peak_gb) peak_gb = *gb;
+      const int64_t s = line.find("global_step") == std::string_view::npos && engine_step
+                            ? *engine_step
+                            : static_cast<int64_t>(*step);
+      timer(line, no, s, "RunningAvgSamplesPerSec",
+            "DeepSpeed's RunningAvgSamplesPerSec (ThroughputTimer, steps after the first 2)");
+      return;
+    }
+    if (line.find(", SamplesPerSec=") != std::string_view::npos) {
+      std::optional<double> step = EpochStep(line, "SamplesPerSec=");
+      if (!step) return;
+      timer(line, no, engine_step.value_or(static_cast<int64_t>(*step)), "SamplesPerSec",
+            "DeepSpeed's SamplesPerSec (ThroughputTimer before 0.7: the running average of the "
+            "steps after the first 2)");
       return;
     }
     if (line.find(", skipped=") != std::string_view::npos) {
@@ -155,7 +187,8 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       std::optional<double> skipped = NumberAfter(line, "skipped", "=");
       if (!step || !skipped) return;
       const int64_t n = static_cast<int64_t>(*step);
-      next_dict_step = (n + logging_steps - 1) / logging_steps * logging_steps;
+      engine_step = n;
+      dicts.SawStep(n);
       Iteration& it = at_step(n, no);
       set(it.lr, NumberAfter(line, "lr", "="));
       int64_t total = static_cast<int64_t>(*skipped);
@@ -171,30 +204,27 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     }
     for (const auto& p : kPrecisions) {
       if (std::optional<std::string_view> v = DottedArg(line, p[0])) {
-        if (*v == "True" && log.precision.empty()) {
+        if (Enabled(*v) && log.precision.empty()) {
           log.precision = p[1];
           log.precision_line = no;
         }
         return;
       }
     }
-    if (std::optional<double> dict_loss = TrainerDictLoss(line); dict_loss && !StepNumber(line)) {
-      const int64_t step = next_dict_step.value_or(logging_steps);
-      next_dict_step = step + logging_steps;
-      Iteration& it = at_step(step, no);
-      set(it.loss, dict_loss);
-      set(it.lr, NumberAfter(line, "'learning_rate'", ":"));
-      set(it.grad_norm, NumberAfter(line, "'grad_norm'", ":"));
+    if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
+      dicts.Read(*dict, no, steps, log);
       return;
     }
-    if (std::optional<double> n = LoggingSteps(line)) {
-      logging_steps = static_cast<int64_t>(*n);
+    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
+    std::optional<double> step = StepNumber(line);
+    if (!step) {
+      std::optional<double> loss = StepLessLoss(line);
+      if (loss && engine_step && !at_step(*engine_step, no).loss)
+        at_step(*engine_step, no).loss = loss;
       return;
     }
     std::optional<double> loss = NumberAfter(line, "loss", "=:");
     if (!loss) return;
-    std::optional<double> step = StepNumber(line);
-    if (!step) return;
     Iteration& it = at_step(static_cast<int64_t>(*step), no);
     set(it.loss, loss);
   });
@@ -202,9 +232,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no DeepSpeed step lines ('step=N, skipped=K, lr=[...]', "
-                  "'global_step=N, RunningAvgSamplesPerSec=...') or loss lines ('step N ... "
-                  "loss: X') in {} lines",
-                  name, log.lines);
+                  "'global_step=N, RunningAvgSamplesPerSec=...'), loss lines ('step N ... "
+                  "loss: X') or Trainer log dicts ('{{'loss': X, ...}}') in {} lines{}",
+                  name, log.lines, OtherFormatHint(text, "deepspeed"));
   }
   FillSpansFromGaps(log.iterations);
   if (peak_gb >= 0) {

@@ -120,4 +120,21 @@ void SetFact(ParsedLog& log, const char* name, double value, int64_t line) {
   log.facts.emplace(name, Fact{value, line});
 }
 
+int64_t CountLines(std::string_view text) {
+  if (text.empty()) return 0;
+  int64_t n = std::count(text.begin(), text.end(), '\n');
+  return text.back() == '\n' ? n : n + 1;
+}
+
+std::optional<double> NumberAfter(std::string_view line, std::string_view key,
+                                  std::string_view seps) {
+  size_t at = FindKeyValue(line, key, seps);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = Trim(line.substr(at));
+  if (rest.rfind("tensor(", 0) == 0) rest.remove_prefix(7);  // print(loss) of a torch tensor
+  while (!rest.empty() && (rest.front() == '[' || rest.front() == '\'' || rest.front() == '"'))
+    rest.remove_prefix(1);  // lr=[0.0001], 'loss': '10.46'
+  return LeadingNumber(rest);
+}
+
 }  // namespace bm::logparse

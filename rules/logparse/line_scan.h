@@ -16,8 +16,11 @@ namespace bm::logparse {
 
 std::string_view Trim(std::string_view s);
 
-// Calls fn(line, line_no) for every line of text ("\n"-separated, a trailing
-// "\r" dropped, 1-based numbers). Returns the number of lines.
+// Calls fn(line, line_no) for every line of text ("\n"-separated, 1-based
+// numbers). A line with carriage returns inside (tqdm redrawing its bar, then
+// printing a record over it) is read as its "\r"-separated segments, each
+// with the line's number; empty segments are skipped, except that a line
+// that is empty altogether is passed once. Returns the number of lines.
 template <class Fn>
 int64_t ForEachLine(std::string_view text, Fn&& fn) {
   int64_t no = 0;
@@ -26,12 +29,25 @@ int64_t ForEachLine(std::string_view text, Fn&& fn) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    fn(line, ++no);
+    ++no;
+    if (line.find('\r') == std::string_view::npos) {
+      fn(line, no);
+    } else {
+      size_t from = 0;
+      while (from <= line.size()) {
+        size_t cr = line.find('\r', from);
+        if (cr == std::string_view::npos) cr = line.size();
+        if (cr > from) fn(line.substr(from, cr - from), no);
+        from = cr + 1;
+      }
+    }
     pos = end + 1;
   }
   return no;
 }
+
+// The number of lines ForEachLine reads.
+int64_t CountLines(std::string_view text);
 
 // The whole of s (spaces around it ignored) as a number: 12, -3.5,
 // 1.234560E+00, nan, inf, NAN (Python's %E of a NaN). nullopt otherwise.
@@ -71,5 +87,11 @@ void FillSpansFromGaps(std::vector<Iteration>& its);
 // Records a fact unless the log already stated it (the first statement wins:
 // every rank prints the same).
 void SetFact(ParsedLog& log, const char* name, double value, int64_t line);
+
+// The number after `key` + optional spaces/quotes + one of `seps`
+// (case-insensitive), a quoted number ('10.46', as transformers prints its
+// log values), `tensor(` or `[` before it skipped; nullopt otherwise.
+std::optional<double> NumberAfter(std::string_view line, std::string_view key,
+                                  std::string_view seps);
 
 }  // namespace bm::logparse

@@ -1,26 +1,34 @@
 // Reading an external trainer's training log: Megatron-LM / FlagScale
-// iteration lines, DeepSpeed's engine and ThroughputTimer lines, MLPerf
-// `:::MLLOG` events. One parser per format (one file each), found by name in a
-// small registry, so that the exec rule's `log_format = "megatron"` is one
-// lookup and a new format is one file and one registry line (STYLE.md habit 8).
+// iteration lines, DeepSpeed's engine and ThroughputTimer lines, the Hugging
+// Face Trainer's log dicts (transformers, accelerate), PaddleNLP's step lines,
+// FlagPerf's summary, MLPerf `:::MLLOG` events, and `auto`, which recognises
+// the format from the log. One parser per format (one file each), found by
+// name in a small registry, so that the exec rule's `log_format = "megatron"`
+// is one lookup and a new format is one file and one registry line (STYLE.md
+// habit 8).
 //
 // A parser is a pure function from the log's text to a ParsedLog: the
-// per-iteration series, the peak memory the log reports, and the facts the log
-// states about the run (sequence length, batch sizes, layout, model size),
-// each with the line that said it. What the series means in metrics.json
-// terms is rules/external_metrics.h's business, not the parsers'.
+// per-iteration series, the peak memory the log reports, the trainer's own
+// throughput figures, and the facts the log states about the run (sequence
+// length, batch sizes, layout, model size), each with the line that said it.
+// What the series means in metrics.json terms is rules/external_metrics.h's
+// business, not the parsers'. Every format is checked against verbatim real
+// logs (tests/data/logs/SOURCES.md).
 //
 // Tolerated, as real logs need: lines of any other kind (warnings, other
 // ranks' output, progress bars), prefixes before a recognized line (a
-// timestamp, `[default0]:`, srun's `0: `), the same iteration printed by
-// several ranks (the first is kept), a run resumed from a checkpoint (Megatron:
-// when a different record for a step at or below the last one appears, the
-// records from that step on are replaced by the resumed run's), and a last
-// line cut off mid-way (its unterminated field is ignored).
+// timestamp, `[default0]:`, srun's `0: `, indentation), tqdm's carriage
+// returns (each `\r`-separated segment is read as a line of its own, with the
+// line's number), the same record printed by several ranks (the first is
+// kept), a run resumed from a checkpoint (when a different record for a step
+// at or below the last one appears, the records from that step on are
+// replaced by the resumed run's), and a last line cut off mid-way (its
+// unterminated field is ignored).
 // Errors (kCorrupt, "NAME:LINE: what"): a recognized line whose field does not
-// parse (`lm loss: abc |`); an empty log or one without a single iteration
-// record ("NAME: no Megatron iteration lines (' iteration N/M | ...') in 1200
-// lines"), naming what was looked for.
+// parse (`lm loss: abc |`); a log without a single record, naming what was
+// looked for and, when another format's lines are there, which log_format
+// reads them ("NAME: no Megatron iteration lines (...) in 61 lines; line 12
+// is a transformers Trainer log dict: set log_format = \"trainer\"").
 //
 // Thread safety: pure functions; the registry is immutable.
 #pragma once
@@ -46,7 +54,11 @@ struct Iteration {
   std::optional<double> ms;       // wall time per step, averaged over the span
   std::optional<double> samples;  // samples (sequences) per step over all ranks: the global batch
   std::optional<double> samples_per_s;  // the step's rate as the trainer printed it (DeepSpeed)
-  std::optional<double> time_ms;        // wall clock at the record, ms since the epoch (MLLOG)
+  // The step's token rate as the trainer printed it, over all devices
+  // (PaddleNLP's ips_total) or per device (interval_tokens_per_second_per_device).
+  std::optional<double> tokens_per_s;
+  std::optional<double> tokens_per_device_per_s;
+  std::optional<double> time_ms;  // wall clock at the record, ms since the epoch (MLLOG)
   std::optional<double> lr;
   std::optional<double> grad_norm;
   std::optional<double> loss_scale;  // fp16 dynamic loss scale
@@ -61,28 +73,46 @@ struct Fact {
   int64_t line = 0;
 };
 
-// A trainer's own running average of its throughput (DeepSpeed's
-// RunningAvgSamplesPerSec at its last report).
+// A trainer's own figure for its throughput over many steps: DeepSpeed's
+// RunningAvgSamplesPerSec (or, before 0.7, SamplesPerSec) at its last report,
+// the Trainer's closing train_samples_per_second, FlagPerf's Tokens/p/s.
+// Exactly one of the two rates is set.
 struct TrainerAverage {
-  double samples_per_s = 0;    // global samples per second
+  std::optional<double> samples_per_s;            // global samples per second
+  std::optional<double> tokens_per_device_per_s;  // tokens per device per second
   int64_t excluded_steps = 0;  // the first steps it leaves out (ThroughputTimer start_step)
-  int64_t through_step = 0;    // the last step it covers
+  int64_t through_step = 0;    // the last step it covers (0: not known)
+  int64_t line = 0;
+  std::string what;  // "RunningAvgSamplesPerSec", "train_samples_per_second", "Tokens/p/s"
+};
+
+// An evaluation the log reports (MLPerf eval_accuracy, the Trainer's eval_loss).
+struct EvalPoint {
+  int64_t step = 0;  // 0 when the log does not say
+  double value = 0;
   int64_t line = 0;
 };
 
 struct ParsedLog {
-  std::vector<Iteration> iterations;        // strictly ascending step; never empty on success
+  // Strictly ascending step. Empty only when the log gives its throughput as
+  // a trainer figure (FlagPerf's summary without the trainer's own lines).
+  std::vector<Iteration> iterations;
   std::optional<double> peak_memory_bytes;  // per device, the largest any rank reported
   std::string memory_source;                // what the number is ("max reserved (report_memory)")
   std::optional<TrainerAverage> trainer_average;
-  std::optional<double> wall_s;  // start to end of the run, when the log marks both (MLLOG)
+  std::optional<double> wall_s;  // start to end of the run, when the log says (MLLOG, Trainer)
+  std::vector<EvalPoint> evals;
+  std::string eval_what;           // "MLPerf eval_accuracy", "Trainer eval_loss"
+  std::optional<Fact> stated_mfu;  // the trainer's own MFU (FlagPerf), as a fraction
   // Facts by our names: mpe, lbs, gas, gbs, tp, pp, dp, devices, layers,
   // hidden, heads, parameters. Precision separately (a word).
   std::map<std::string, Fact> facts;
   std::string precision;  // "bf16", "fp16", "fp32", or "" when the log does not say
   int64_t precision_line = 0;
-  int64_t lines = 0;     // lines read
-  int64_t restarts = 0;  // times a resumed run replaced records
+  int64_t lines = 0;               // lines read
+  int64_t restarts = 0;            // times a resumed run replaced records
+  std::string format;              // the format that read it (what `auto` recognised)
+  std::vector<std::string> notes;  // how the log was read where it matters ("steps 2-10 derived")
 };
 
 using ParseFn = Result<ParsedLog> (*)(std::string_view text, std::string_view name);
@@ -99,12 +129,31 @@ struct LogParser {
 
 // nullptr for an unknown name.
 const LogParser* FindLogParser(std::string_view name);
-// "deepspeed, flagscale, megatron, mllog"
+// "auto, deepspeed, flagperf, flagscale, megatron, mllog, paddle, trainer"
 std::string LogParserNames();
+
+// Which format a log is in, by the first line that only that format prints,
+// in this order: FlagPerf's summary (it wraps another trainer's lines),
+// :::MLLOG events, Megatron iteration lines, PaddleNLP step lines, DeepSpeed's
+// engine and timer lines, Trainer dicts. nullopt when no line matches.
+struct Detected {
+  std::string_view format;  // a registry name
+  int64_t line = 0;
+  std::string_view what;  // "a Megatron iteration line"
+};
+std::optional<Detected> DetectLogFormat(std::string_view text);
+
+// ", line 12 is a transformers Trainer log dict: set log_format = \"trainer\""
+// when the log is in another format than `tried`, else "".
+std::string OtherFormatHint(std::string_view text, std::string_view tried);
 
 // The formats (each in its own file).
 Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name);
 
 }  // namespace bm::logparse

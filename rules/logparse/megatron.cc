@@ -12,16 +12,32 @@
 //
 // A line's numbers are averages over the --log-interval iterations since the
 // previous line (elapsed time, losses over the iterations not skipped), so a
-// record's span is the gap to the previous line. Start-up prints supply facts:
-// the argument block (`  seq_length ..... 4096`, micro/global batch size, the
-// parallel sizes, world size, layers, hidden size, heads, bf16 / fp16) and
+// record's span is the gap to the previous line. An interval whose
+// iterations were all skipped (fp16 overflow) prints no loss, or, since
+// Megatron-LM b09ee64 (March 2026), `lm loss: 0.000000E+00`: neither is a
+// loss, and the record gets none.
+// Megatron-LM core 0.16 (2dc8873, January 2026) also prints the run's first
+// iteration and does not reset its timers and sums there, so with
+// --log-interval 10 the lines are at 1, 10, 20, ... and the line at 10
+// averages iterations 1-10. Recognised by a first record whose step is not a
+// multiple of the interval the later lines keep, followed by one that is,
+// less than an interval on: that record is turned into the iterations after
+// the first one by subtracting the first (time, loss over the iterations not
+// skipped, skipped and NaN counts), and a note says so.
+// Start-up prints supply facts: the argument block (`  seq_length ..... 4096`,
+// micro/global batch size, the parallel sizes, world size, layers, hidden
+// size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;
 // ` > number of parameters on (tensor, pipeline) model parallel rank (0, 0): N`
-// (summed over the distinct ranks: the model's parameter count, with a tied
-// embedding counted once per pipeline end).
+// or, from July 2026, `(tensor, gtp_weight_remat, pipeline) ... (0, 0, 0): N`
+// (summed over the distinct rank tuples: the model's parameter count, with a
+// tied embedding counted once per pipeline end); without those lines,
+// `Total number of parameters in billions: 6.44` (two decimals).
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
+#include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 
@@ -60,6 +76,7 @@ const FieldTarget kFields[] = {
     {"elapsed time per iteration (ms)", &Iteration::ms, nullptr},
     {"learning rate", &Iteration::lr, nullptr},
     {"global batch size", &Iteration::samples, nullptr},
+    {"gloabl batch size", &Iteration::samples, nullptr},  // ModelLink's spelling
     {"lm loss", &Iteration::loss, nullptr},
     {"loss scale", &Iteration::loss_scale, nullptr},
     {"grad norm", &Iteration::grad_norm, nullptr},
@@ -112,24 +129,31 @@ std::optional<double> MemoryField(std::string_view line, std::string_view key) {
   return ParseNumber(rest.substr(0, rest.find('|')));
 }
 
-// " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 209445120"
-bool ParameterLine(std::string_view line, std::pair<int, int>* rank, double* count) {
-  constexpr std::string_view kKey =
-      "number of parameters on (tensor, pipeline) model parallel rank";
+// " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 209445120",
+// and any other tuple of rank names: the ranks and the count.
+bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count) {
+  constexpr std::string_view kKey = "number of parameters on (";
+  constexpr std::string_view kRank = ") model parallel rank (";
   size_t at = line.find(kKey);
   if (at == std::string_view::npos) return false;
-  std::string_view rest = line.substr(at + kKey.size());
-  size_t open = rest.find('('), comma = rest.find(','), close = rest.find(')');
-  if (open == std::string_view::npos || comma == std::string_view::npos ||
-      close == std::string_view::npos || !(open < comma && comma < close))
-    return false;
-  std::optional<double> t = ParseNumber(rest.substr(open + 1, comma - open - 1));
-  std::optional<double> p = ParseNumber(rest.substr(comma + 1, close - comma - 1));
-  size_t colon = rest.find(':', close);
-  if (!t || !p || colon == std::string_view::npos) return false;
-  std::optional<double> n = ParseNumber(rest.substr(colon + 1));
+  size_t names_end = line.find(kRank, at);
+  if (names_end == std::string_view::npos) return false;
+  size_t open = names_end + kRank.size();
+  size_t close = line.find(')', open);
+  size_t colon = close == std::string_view::npos ? close : line.find(':', close);
+  if (colon == std::string_view::npos) return false;
+  std::optional<double> n = ParseNumber(line.substr(colon + 1));
   if (!n) return false;
-  *rank = {static_cast<int>(*t), static_cast<int>(*p)};
+  rank->clear();
+  std::string_view tuple = line.substr(open, close - open);
+  while (true) {
+    size_t comma = tuple.find(',');
+    std::optional<double> r = ParseNumber(tuple.substr(0, comma));
+    if (!r) return false;
+    rank->push_back(static_cast<int>(*r));
+    if (comma == std::string_view::npos) break;
+    tuple.remove_prefix(comma + 1);
+  }
   *count = *n;
   return true;
 }
@@ -151,12 +175,39 @@ constexpr ArgFact kArgs[] = {
     {"num_attention_heads", "heads"},
 };
 
+// The core >= 0.16 first interval (see the top): `second` covers the
+// iterations from `first`'s to its own; keep only those after `first`.
+void SubtractFirstIteration(const Iteration& first, Iteration& second) {
+  const int64_t covered = second.step - first.step + 1;  // iterations in second's averages
+  const int64_t span = covered - 1;
+  if (first.ms && second.ms) second.ms = (*second.ms * covered - *first.ms) / span;
+  const int64_t advanced_all = covered - second.skipped;
+  const int64_t advanced_first = 1 - first.skipped;
+  const int64_t advanced = advanced_all - advanced_first;
+  if (second.loss && advanced > 0) {
+    second.loss = (*second.loss * advanced_all - first.loss.value_or(0) * advanced_first) /
+                  static_cast<double>(advanced);
+  } else {
+    second.loss.reset();
+  }
+  second.skipped -= first.skipped;
+  second.nan -= first.nan;
+  second.span = span;
+}
+
 }  // namespace
+
+bool IsMegatronIterationLine(std::string_view line) {
+  int64_t step = 0;
+  return IterationFields(line, &step) != std::string_view::npos;
+}
 
 Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name) {
   ParsedLog log;
+  log.format = "megatron";
   Status error = Status::Ok();
-  std::set<std::pair<int, int>> param_ranks;
+  std::set<std::vector<int>> param_ranks;
+  std::optional<Fact> billions;  // "Total number of parameters in billions: 6.44"
   double parameters = 0;
   int64_t parameters_line = 0;
   std::optional<bool> bf16, fp16;
@@ -171,6 +222,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         error = it.status();
         return;
       }
+      if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
+        SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
       AddIteration(log.iterations, *it, &log.restarts);
       return;
     }
@@ -185,11 +238,17 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
       }
       return;
     }
-    std::pair<int, int> rank;
+    std::vector<int> rank;
     double count = 0;
     if (ParameterLine(line, &rank, &count)) {
       if (param_ranks.insert(rank).second) parameters += count;
       parameters_line = parameters_line ? parameters_line : no;
+      return;
+    }
+    constexpr std::string_view kBillions = "Total number of parameters in billions:";
+    if (size_t at = line.find(kBillions); at != std::string_view::npos && !billions) {
+      if (std::optional<double> b = ParseNumber(line.substr(at + kBillions.size())))
+        billions = Fact{*b * 1e9, no};
       return;
     }
     for (const ArgFact& a : kArgs) {
@@ -208,12 +267,44 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   BM_TRY(error);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
-                  "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines", name,
-                  log.lines);
+                  "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}", name,
+                  log.lines, OtherFormatHint(text, "megatron"));
   }
   FillSpansFromGaps(log.iterations);
+  std::vector<Iteration>& its = log.iterations;
+  // The interval: the most common gap (two records only: a fresh run's 1 and the
+  // first multiple of the interval).
+  std::map<int64_t, int> gaps;
+  for (size_t i = 1; i < its.size(); ++i) ++gaps[its[i].step - its[i - 1].step];
+  int64_t interval = 0;
+  for (auto [gap, n] : gaps)
+    if (its.size() >= 3 && (interval == 0 || n >= gaps[interval]))
+      interval = gap;  // ties: the larger
+  if (its.size() == 2 && its[0].step == 1) interval = its[1].step;
+  for (size_t i = 0; interval > 1 && i + 1 < its.size(); ++i) {
+    // A run's first line (a fresh start or a resume) off the interval, the next on it.
+    const int64_t f = its[i].step, next = its[i + 1].step;
+    if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;
+    SubtractFirstIteration(its[i], its[i + 1]);
+    log.notes.push_back(fmt::format(
+        "{}:{}: iteration {}'s line averages iterations {}-{} (Megatron core >= 0.16 does not "
+        "reset its timers after a run's first iteration's line): iterations {}-{} derived by "
+        "taking iteration {} ({}:{}) out",
+        name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
+  }
+  for (Iteration& it : its) {
+    if (it.skipped >= it.span && it.loss) it.loss.reset();  // an all-skipped interval's 0
+  }
   if (peak_mb >= 0) log.peak_memory_bytes = peak_mb * 1024.0 * 1024.0;
-  if (!param_ranks.empty()) SetFact(log, "parameters", parameters, parameters_line);
+  if (!param_ranks.empty()) {
+    SetFact(log, "parameters", parameters, parameters_line);
+  } else if (billions) {
+    SetFact(log, "parameters", billions->value, billions->line);
+    log.notes.push_back(fmt::format(
+        "parameters: {}:{} gives the count in billions to two decimals (no 'number of "
+        "parameters on (...) model parallel rank' line): set parameters or model for an exact MFU",
+        name, billions->line));
+  }
   if (bf16.value_or(false) || fp16.value_or(false)) {
     log.precision = bf16.value_or(false) ? "bf16" : "fp16";
   } else if (bf16 && fp16) {

@@ -10,6 +10,7 @@
 
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/trainer_dicts.h"
 #include "tests/support/test_data.h"
 
 namespace bm::logparse {
@@ -249,8 +250,97 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
   r = ParseMllog(":::MLLOG {\"namespace\": \"\", \"key\": \"run_start\", \"value\": null}\n",
                  "no_loss.txt");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("no MLPerf train_loss or tracked_stats events"),
+  EXPECT_NE(r.status().message().find("no MLPerf train_loss, tracked_stats or block_stop events"),
             std::string::npos);
+}
+
+TEST(LineScan, CarriageReturnsSplitALineIntoSegments) {
+  std::vector<std::pair<std::string, int64_t>> seen;
+  int64_t n = ForEachLine("a\n\r 10%|#| 1/9\r{'loss': 1}\r\nb\r\n\nc",
+                          [&](std::string_view line, int64_t no) {
+                            seen.push_back({std::string(line), no});
+                          });
+  EXPECT_EQ(n, 5);
+  EXPECT_EQ(seen,
+            (std::vector<std::pair<std::string, int64_t>>{
+                {"a", 1}, {" 10%|#| 1/9", 2}, {"{'loss': 1}", 2}, {"b", 3}, {"", 4}, {"c", 5}}));
+}
+
+TEST(TrainerDicts, NumbersStringsAndOtherValues) {
+  std::optional<TrainerDict> d = ParseTrainerDict(
+      "  {'loss': '10.46', 'grad_norm': nan, 'learning_rate': 4.5e-05, 'x': None, 'y': [1, "
+      "{'z': 2}], 'name': 'abc', \"epoch\": '0.000416'}   ");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->at("loss"), 10.46);
+  EXPECT_TRUE(std::isnan(*d->at("grad_norm")));
+  EXPECT_DOUBLE_EQ(*d->at("learning_rate"), 4.5e-05);
+  EXPECT_FALSE(d->at("x"));
+  EXPECT_FALSE(d->at("y"));
+  EXPECT_FALSE(d->at("name"));
+  EXPECT_DOUBLE_EQ(*d->at("epoch"), 0.000416);
+  EXPECT_TRUE(ParseTrainerDict("[default0]: {'loss': 2.5}"));  // a prefix before it
+  EXPECT_FALSE(ParseTrainerDict("{'loss': 2.5} trailing"));
+  EXPECT_FALSE(ParseTrainerDict("{'loss': 2.5"));  // cut off
+  EXPECT_FALSE(ParseTrainerDict("{loss: 2.5}"));
+}
+
+// transformers logs step 1 too with logging_first_step, then every logging_steps;
+// before, the first dict was numbered logging_steps.
+TEST(DeepSpeed, TrainerLoggingFirstStep) {
+  Result<ParsedLog> r = ParseDeepSpeedLog(
+      "logging_first_step=True,\n"
+      "logging_steps=10,\n"
+      "{'loss': '10.9', 'learning_rate': '1e-05', 'epoch': '0.01'}\n"
+      "{'loss': '10.1', 'learning_rate': '2e-05', 'epoch': '0.1'}\n"
+      "{'loss': '9.5', 'learning_rate': '3e-05', 'epoch': '0.2'}\n",
+      "first.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_EQ(At(*r, 1)->loss, 10.9);
+  EXPECT_EQ(At(*r, 10)->loss, 10.1);
+  EXPECT_EQ(At(*r, 20)->loss, 9.5);
+}
+
+// A Trainer resumed from its step-2 checkpoint after a crash at step 3: the
+// dicts count on from 2, and the failed run's step 3 is replaced.
+TEST(Trainer, ResumedRunCountsOnFromTheCheckpoint) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': 3.0}\n{'loss': 2.9}\n{'loss': 2.8}\nTraceback (most recent call last):\n"
+      "[INFO|trainer.py:2460] >>   Continuing training from global step 2\n"
+      "{'loss': 2.75}\n{'loss': 2.6}\n",
+      "resumed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(At(*r, 2)->loss, 2.9);
+  EXPECT_EQ(At(*r, 3)->loss, 2.75);
+  EXPECT_EQ(At(*r, 4)->loss, 2.6);
+  EXPECT_EQ(r->restarts, 1);
+}
+
+// Megatron core >= 0.16 resumed from the iteration-20 checkpoint: the resumed
+// run's first line (21) and its line at 30, which averages 21-30.
+TEST(Megatron, Core016ResumedRunsFirstInterval) {
+  auto line = [](int it, double ms, double loss) {
+    return fmt::format(
+        " [2026-03-01 10:00:00.000000] iteration {:8d}/{:8d} | consumed samples: {:12d} | "
+        "elapsed time per iteration (ms): {:.1f} | learning rate: 1.000000E-04 | global batch "
+        "size:     8 | lm loss: {:.6E} | loss scale: 1.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 |\n",
+        it, 100, it * 8, ms, loss);
+  };
+  std::string text = line(10, 500, 9) + line(20, 400, 8) + "loading checkpoint at iteration 20\n" +
+                     line(21, 4000, 7.9) + line(30, 760, 7.09) + line(40, 400, 7);
+  Result<ParsedLog> r = ParseMegatronLog(text, "resumed016.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 5u);
+  // Line 5 averages 21-30: (10 x 760 - 4000) / 9 = 400 ms, (10 x 7.09 - 7.9) / 9 = 7.0.
+  EXPECT_EQ(At(*r, 30)->span, 9);
+  EXPECT_NEAR(*At(*r, 30)->ms, 400.0, 1e-9);
+  EXPECT_NEAR(*At(*r, 30)->loss, 7.0, 1e-9);
+  EXPECT_EQ(At(*r, 40)->span, 10);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0].rfind("resumed016.log:5: iteration 30's line averages iterations 21-30", 0),
+            0u);
 }
 
 TEST(Registry, FormatsByName) {
@@ -259,7 +349,9 @@ TEST(Registry, FormatsByName) {
   EXPECT_EQ(FindLogParser("deepspeed")->default_warmup_steps, 2);
   EXPECT_EQ(FindLogParser("megatron")->default_warmup_steps, 1);
   EXPECT_EQ(FindLogParser("nemo"), nullptr);
-  EXPECT_EQ(LogParserNames(), "deepspeed, flagscale, megatron, mllog");
+  EXPECT_EQ(FindLogParser("paddle")->default_warmup_steps, 10);
+  EXPECT_EQ(LogParserNames(),
+            "auto, deepspeed, flagperf, flagscale, megatron, mllog, paddle, trainer");
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// `log_format = "auto"`: the format recognised by the first line that only
+// one format prints (log_parser.h, DetectLogFormat), then that format's
+// parser. Also the hint a parser adds to its "no records" error when the log
+// is in another format.
+#include <fmt/format.h>
+
+#include "rules/logparse/line_kinds.h"
+#include "rules/logparse/line_scan.h"
+#include "rules/logparse/log_parser.h"
+
+namespace bm::logparse {
+namespace {
+
+struct Kind {
+  std::string_view format;
+  bool (*is)(std::string_view);
+  std::string_view what;
+};
+
+// In the order DetectLogFormat documents: a format that wraps another's
+// lines (FlagPerf around Megatron or DeepSpeed, Megatron-DeepSpeed's
+// iteration lines beside DeepSpeed's) before the one it wraps.
+constexpr Kind kKinds[] = {
+    {"flagperf", IsFlagPerfSummaryLine, "FlagPerf's 'Tokens/p/s:' summary"},
+    {"mllog", IsMllogEventLine, "an MLPerf ':::MLLOG {...}' event"},
+    {"megatron", IsMegatronIterationLine, "a Megatron iteration line"},
+    {"paddle", IsPaddleStepLine, "a PaddleNLP step line"},
+    {"deepspeed", IsDeepSpeedLine, "a DeepSpeed step or ThroughputTimer line"},
+    {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
+};
+
+}  // namespace
+
+std::optional<Detected> DetectLogFormat(std::string_view text) {
+  // The first line of the highest-ranked kind present.
+  std::optional<Detected> found;
+  size_t rank = std::size(kKinds);
+  ForEachLine(text, [&](std::string_view line, int64_t no) {
+    for (size_t k = 0; k < rank; ++k) {
+      if (kKinds[k].is(line)) {
+        found = Detected{kKinds[k].format, no, kKinds[k].what};
+        rank = k;
+        break;
+      }
+    }
+  });
+  return found;
+}
+
+std::string OtherFormatHint(std::string_view text, std::string_view tried) {
+  std::optional<Detected> d = DetectLogFormat(text);
+  if (!d || d->format == tried) return "";
+  return fmt::format("; line {} is {}: set log_format = \"{}\" (or \"auto\")", d->line, d->what,
+                     d->format);
+}
+
+Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
+  std::optional<Detected> d = DetectLogFormat(text);
+  if (!d) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
+                  "line, DeepSpeed step or ThroughputTimer lines, transformers Trainer log dicts, "
+                  "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary",
+                  name, CountLines(text));
+  }
+  const LogParser* parser = FindLogParser(d->format);
+  BM_ASSIGN_OR_RETURN(ParsedLog log, parser->parse(text, name));
+  log.format = std::string(d->format);
+  log.notes.insert(log.notes.begin(), fmt::format("log_format auto: read as {} ({}:{} is {})",
+                                                  d->format, name, d->line, d->what));
+  return log;
+}
+
+}  // namespace bm::logparse

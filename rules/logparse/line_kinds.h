@@ -1,0 +1,19 @@
+// Whether a line is one that only a given format prints: what `auto`
+// (rules/logparse/detect.cc) recognises a log by. Each is defined in its
+// format's file, beside the parser that reads the line.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string_view>
+
+namespace bm::logparse {
+
+bool IsFlagPerfSummaryLine(std::string_view line);  // "Tokens/p/s:  1234.5"
+bool IsMllogEventLine(std::string_view line);       // ":::MLLOG {"
+bool IsMegatronIterationLine(std::string_view line);
+bool IsPaddleStepLine(std::string_view line);
+bool IsDeepSpeedLine(std::string_view line);    // engine step= or ThroughputTimer lines
+bool IsTrainerDictLine(std::string_view line);  // a loss or closing dict
+
+}  // namespace bm::logparse

@@ -1,0 +1,92 @@
+// The Hugging Face Trainer's log (transformers, and accelerate launching a
+// Trainer script): its log dicts (rules/logparse/trainer_dicts.h: numbered by
+// logging_steps and logging_first_step, values as numbers or, from 2025, as
+// strings), the closing dict's train_runtime and train_samples_per_second
+// (the throughput: over the whole run, its first steps included, so
+// excluded_warmup_steps has nothing to leave out), its eval dicts, and the
+// start-of-training summary when the script logs at info level:
+//
+//   ***** Running training *****
+//     Instantaneous batch size per device = 8
+//     Total train batch size (w. parallel, distributed & accumulation) = 32
+//     Gradient Accumulation steps = 4
+//
+// and TrainingArguments' `bf16=True,` / `fp16=True,` lines. The dicts carry no
+// sequence length and no memory: `mpe` comes from the BENCHFILE.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "rules/logparse/line_kinds.h"
+#include "rules/logparse/line_scan.h"
+#include "rules/logparse/log_parser.h"
+#include "rules/logparse/trainer_dicts.h"
+
+namespace bm::logparse {
+namespace {
+
+const char* const kSummary[][2] = {
+    {"Instantaneous batch size per device =", "lbs"},
+    {"Total train batch size (w. parallel, distributed & accumulation) =", "gbs"},
+    {"Gradient Accumulation steps =", "gas"},
+};
+
+// "  bf16=True," (TrainingArguments' repr, one field per line): true/false.
+std::optional<bool> BoolField(std::string_view line, std::string_view field) {
+  std::string_view t = Trim(line);
+  if (t.rfind(field, 0) != 0 || t.size() <= field.size() || t[field.size()] != '=')
+    return std::nullopt;
+  std::string_view v = t.substr(field.size() + 1);
+  if (v.rfind("True", 0) == 0) return true;
+  if (v.rfind("False", 0) == 0) return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool IsTrainerDictLine(std::string_view line) {
+  std::optional<TrainerDict> d = ParseTrainerDict(line);
+  return d && (d->count("loss") || d->count("train_runtime"));
+}
+
+Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) {
+  ParsedLog log;
+  log.format = "trainer";
+  std::map<int64_t, Iteration> steps;
+  TrainerDictReader dicts;
+  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
+      dicts.Read(*dict, no, steps, log);
+      return;
+    }
+    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
+    for (const auto& s : kSummary) {
+      size_t at = line.find(s[0]);
+      if (at == std::string_view::npos) continue;
+      std::string digits;
+      for (char c : line.substr(at + std::string_view(s[0]).size()))
+        if (c != ',' && c != ' ') digits += c;  // "1,024"
+      if (std::optional<double> n = ParseNumber(digits)) SetFact(log, s[1], *n, no);
+      return;
+    }
+    for (auto [field, word] : {std::pair{"bf16", "bf16"}, std::pair{"fp16", "fp16"}}) {
+      if (std::optional<bool> on = BoolField(line, field); on && *on && log.precision.empty()) {
+        log.precision = word;
+        log.precision_line = no;
+      }
+    }
+  });
+  for (auto& [step, it] : steps) log.iterations.push_back(it);
+  if (log.iterations.empty()) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}: no Trainer loss dicts (\"{{'loss': X, 'learning_rate': ...}}\", one per "
+                  "logging_steps) in {} lines{}",
+                  name, log.lines, OtherFormatHint(text, "trainer"));
+  }
+  FillSpansFromGaps(log.iterations);
+  if (log.trainer_average && log.trainer_average->through_step == 0)
+    log.trainer_average->through_step = log.iterations.back().step;
+  return log;
+}
+
+}  // namespace bm::logparse

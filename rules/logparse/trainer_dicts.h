@@ -1,0 +1,76 @@
+// The Hugging Face Trainer's log dicts, shared by the `trainer` parser
+// (transformers, accelerate) and the `deepspeed` one (the Trainer on
+// DeepSpeed). transformers' ProgressCallback writes one per logging step with
+// tqdm.write (PrinterCallback prints it without tqdm):
+//
+//   {'loss': 10.5949, 'grad_norm': 188.28981018066406, 'learning_rate': 4.58e-05, 'epoch': 0.25}
+//   {'loss': '10.46', 'grad_norm': '0.6301', 'learning_rate': '4.5e-05', 'epoch': '0.000416'}
+//   {'eval_loss': 2.4, 'eval_runtime': 1.2, ..., 'epoch': 1.0}
+//   {'train_runtime': '61.2', 'train_samples_per_second': '4.18', 'train_steps_per_second':
+//    '0.523', 'train_loss': '9.87', 'epoch': '0.0133'}
+//
+// The second form is transformers from 2025 on: floats as f"{v:.4g}" strings.
+// A dict names no step: the Trainer logs at every global step that is a
+// multiple of logging_steps, and at step 1 too with logging_first_step, so
+// the n-th loss dict is the n-th such step (TrainingArguments' print or the
+// command line says logging_steps / logging_first_step; 1 and False
+// otherwise). Another trainer's line that names the step (DeepSpeed's
+// `step=N`, printed before the Trainer logs step N) re-anchors the count, and
+// so does a resume from a checkpoint.
+//
+// Thread safety: TrainerDictReader is a value type, one per log.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "rules/logparse/log_parser.h"
+
+namespace bm::logparse {
+
+// The dict's keys and their numbers: a number, a quoted number, nan / inf
+// (NaN, ±Inf); nullopt for anything else (None, a string, a list).
+using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
+
+// The line (spaces around it ignored) as a Python dict literal of string
+// keys, or nullopt when it is not one.
+std::optional<TrainerDict> ParseTrainerDict(std::string_view line);
+
+class TrainerDictReader {
+ public:
+  // A TrainingArguments or command-line statement of logging_steps or
+  // logging_first_step ("logging_steps=5", "--logging_steps 5",
+  // "logging_first_step=True"): true when the line was one.
+  bool ReadSetting(std::string_view line);
+
+  // Another trainer's line says step `step` is being done now.
+  void SawStep(int64_t step);
+
+  // The Trainer resuming from a checkpoint ("  Continuing training from global
+  // step 20"): the records after that step are the failed run's, dropped (a
+  // restart, counted in log.restarts), and the count goes on from there. True
+  // when the line was that one.
+  bool ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps, ParsedLog& log);
+
+  // A dict at `line`: a loss dict becomes (or fills) the record of its step
+  // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and
+  // the whole run's train_samples_per_second (a TrainerAverage, unless the
+  // log has one already). False for a dict of none of these kinds.
+  bool Read(const TrainerDict& dict, int64_t line, std::map<int64_t, Iteration>& steps,
+            ParsedLog& log);
+
+  int64_t logging_steps() const { return logging_steps_; }
+
+ private:
+  int64_t NextAfter(int64_t step) const;
+
+  int64_t logging_steps_ = 1;
+  bool first_step_ = false;
+  int64_t last_ = 0;                 // the step of the last loss dict (or anchor)
+  std::optional<int64_t> anchored_;  // a step another trainer's line named
+};
+
+}  // namespace bm::logparse

@@ -1,0 +1,595 @@
+// The log corpus (tests/data/logs/, sources in SOURCES.md): every log read as
+// it is, through its parser and BuildExternalMetrics, against the loss per
+// step, tokens/s per device and memory read off the log by hand. The comments
+// say which lines each expected value comes from; a value the log does not
+// give (a sequence length the excerpt leaves out) is a BENCHFILE parameter
+// here, and the comment says so.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "rules/exec.h"
+#include "rules/external_metrics.h"
+#include "rules/logparse/log_parser.h"
+#include "tests/support/test_data.h"
+
+namespace bm::rules {
+namespace {
+
+using logparse::Iteration;
+using logparse::ParsedLog;
+using nlohmann::json;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
+
+json Params(const json& overrides) {
+  std::unique_ptr<engine::Rule> rule = MakeExecRule();
+  json p = json::object();
+  for (const engine::ParamSpec& s : rule->params())
+    if (s.default_value) p[s.name] = *s.default_value;
+  p["command"] = json::array({"true"});
+  for (auto& [k, v] : overrides.items()) p[k] = v;
+  return p;
+}
+
+struct Read {
+  ParsedLog log;
+  ExternalMetrics ext;
+  const json& m() const { return ext.metrics; }
+  const Iteration* At(int64_t step) const {
+    for (const Iteration& it : log.iterations)
+      if (it.step == step) return &it;
+    return nullptr;
+  }
+  std::optional<double> Loss(int64_t step) const {
+    const Iteration* it = At(step);
+    return it ? it->loss : std::nullopt;
+  }
+  std::vector<int64_t> Steps() const {
+    std::vector<int64_t> s;
+    for (const Iteration& it : log.iterations) s.push_back(it.step);
+    return s;
+  }
+  double PerDevice() const { return m()["throughput"]["tokens_per_device_per_s"].get<double>(); }
+  bool Note(const std::string& part) const {
+    for (const std::string& n : ext.notes)
+      if (n.find(part) != std::string::npos) return true;
+    return false;
+  }
+};
+
+Result<Read> ReadLog(const std::string& file, const std::string& format, json params = {}) {
+  const logparse::LogParser* parser = logparse::FindLogParser(format);
+  if (!parser) return Errorf(ErrorCode::kInvalidArgument, "no parser {}", format);
+  Read r;
+  BM_ASSIGN_OR_RETURN(r.log, parser->parse(testing::ReadTestData("logs/" + file), file));
+  params["log_format"] = format;
+  BM_ASSIGN_OR_RETURN(r.ext, BuildExternalMetrics(*parser, r.log, file, Params(params), {}));
+  return r;
+}
+
+double Sum(std::initializer_list<double> v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+
+// ---- Megatron-LM and FlagScale -------------------------------------------
+
+TEST(Corpus, MegatronCore080Gpt7bOneNode) {
+  // --log-interval 10 on 8 GPUs (mpirun --np 8); the sequence length is not in the
+  // excerpt: 2048 set here.
+  Result<Read> r = ReadLog("megatron_core080_gpt7b_1node.log", "megatron",
+                           {{"mpe", 2048}, {"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}));
+  // Line 2: iterations 1-10 all skipped (number of skipped iterations: 10): no loss.
+  EXPECT_FALSE(r->Loss(10));
+  EXPECT_EQ(r->Loss(20), 10.64275);   // line 8 (5 of its 10 iterations skipped)
+  EXPECT_EQ(r->Loss(50), 8.219823);   // line 12
+  EXPECT_EQ(r->Loss(100), 5.847192);  // line 17
+  // Lines 8-17: iterations 11-100 at 1024 x 2048 tokens each; iteration 10's line
+  // covers iteration 1 (warm-up) and is left out.
+  const double ms =
+      Sum({12137.8, 12068.8, 12036.3, 12056.1, 12072.4, 12090.5, 12099.3, 12099.4, 12104.3});
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 90 * 1024 * 2048 / (10 * ms / 1000) / 8);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 75682.0 * kMiB);  // line 9, max reserved
+  // Line 5: "Total number of parameters in billions: 6.44", with a note.
+  EXPECT_EQ(r->m()["model"]["parameters"], 6.44e9);
+  EXPECT_TRUE(r->Note("megatron_core080_gpt7b_1node.log:5 gives the count in billions"));
+}
+
+TEST(Corpus, MegatronCore080Gpt7bTwoNodes) {
+  Result<Read> r = ReadLog("megatron_core080_gpt7b_2node.log", "megatron",
+                           {{"mpe", 2048}, {"layout", "TP1PP1DP16"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->Loss(10));
+  EXPECT_EQ(r->Loss(20), 10.62389);   // line 8
+  EXPECT_EQ(r->Loss(100), 5.806238);  // line 17
+  const double ms =
+      Sum({14351.0, 14197.6, 14099.7, 14124.1, 14176.3, 14200.2, 14212.7, 14182.6, 14234.7});
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 90 * 1024 * 2048 / (10 * ms / 1000) / 16);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 71202.0 * kMiB);  // line 9
+}
+
+TEST(Corpus, MegatronEveryIterationSkipped) {
+  // SEQ_LENGTH=128 on the source page's command line (not in the excerpt); one GPU.
+  Result<Read> r =
+      ReadLog("megatron_tiny_all_skipped.log", "megatron", {{"mpe", 128}, {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  for (int64_t s = 1; s <= 5; ++s) EXPECT_FALSE(r->Loss(s)) << s;  // all skipped
+  EXPECT_TRUE(r->m()["loss"].is_null());
+  // Lines 10-13: iterations 2-5, 32 samples x 128 tokens each.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 4 * 32 * 128 / (Sum({689.4, 645.4, 613.5, 624.4}) / 1000));
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 648.0 * kMiB);  // line 9
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 5);
+}
+
+TEST(Corpus, MegatronBertLogInterval100) {
+  // The page's command: 4 nodes x 1 GPU, --seq-length 512, --global-batch-size 64.
+  Result<Read> r = ReadLog("megatron_bert_sop_interval100.log", "megatron",
+                           {{"mpe", 512}, {"layout", "TP1PP1DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Loss(100), 9.598613);  // line 1: 18 of 100 skipped, the others' mean
+  EXPECT_EQ(r->Loss(200), 7.458513);  // line 5
+  EXPECT_EQ(r->Loss(300), 6.773415);  // line 8
+  EXPECT_EQ(r->At(200)->span, 100);
+  // Lines 5 and 8: iterations 101-300; line 1 covers iteration 1 and is left out.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 200 * 64 * 512 / ((100 * 1228.9 + 100 * 1244.8) / 1000) / 4);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 12906.0 * kMiB);  // line 2
+}
+
+TEST(Corpus, MegatronLlmIssueExcerptWithoutDeviceCount) {
+  // seq_length is not in the issue's excerpt: 4096 set here. The device count is not
+  // set: the rate over all devices is reported, per device is null with a note.
+  Result<Read> r = ReadLog("megatron_llm_issue11.log", "megatron", {{"mpe", 4096}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{122, 123, 124, 125}));
+  EXPECT_EQ(r->Loss(122), 2.50422);
+  EXPECT_EQ(r->Loss(125), 2.477393);
+  // All four lines timed (the excerpt starts at 122, past the warm-up).
+  const double seconds = Sum({86545.2, 87871.6, 89474.8, 89075.2}) / 1000;
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(), 4 * 1024 * 4096 / seconds);
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());
+  EXPECT_TRUE(r->Note("does not say how many devices ran it: set layout"));
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
+}
+
+TEST(Corpus, MegatronMixtralIssue) {
+  // 16 x H100 (the issue's title); Mixtral's 4096 tokens set here.
+  Result<Read> r = ReadLog("megatron_mixtral_issue756.log", "megatron",
+                           {{"mpe", 4096}, {"layout", "TP1PP1DP16"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Loss(43), 1.825991);  // lm loss, not load_balancing_loss
+  EXPECT_EQ(r->Loss(45), 1.834162);
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 3 * 128 * 4096 / (Sum({5444.9, 5533.8, 5718.6}) / 1000) / 16);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
+  Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_TRUE(r->m()["loss"].is_null());
+  EXPECT_EQ(r->m()["model"]["parameters"], 941594624);  // line 4, the one rank printed
+  // Lines 12-13: iterations 2-3, 288 samples each (4096 tokens set here).
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   2 * 288 * 4096 / (Sum({243438.3, 243344.4}) / 1000));
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, MegatronDeepSpeedActualSeqlen) {
+  // The checkpoint name says tp2 mb8 gb768: DP 96, 192 GPUs (48 Polaris nodes).
+  Result<Read> r =
+      ReadLog("megatron_deepspeed_alcf_tp2.log", "megatron", {{"layout", "TP2PP1DP96"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Loss(199), 5.905366);         // line 2
+  EXPECT_EQ(r->Loss(200), 5.897035);         // line 5
+  EXPECT_EQ(r->m()["config"]["mpe"], 4096);  // "actual seqlen:  4096", line 2
+  // Lines 2 and 5: 768 x 4096 tokens each; the log's own tgs are 1146.733 and 1126.713.
+  const double per_device = 2 * 768 * 4096 / (Sum({14287.5, 14541.4}) / 1000) / 192;
+  EXPECT_DOUBLE_EQ(r->PerDevice(), per_device);
+  EXPECT_NEAR(per_device, 2 / (1 / 1146.733 + 1 / 1126.713), 0.01);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, FlagScaleOneIterationGivesLossNotSpeed) {
+  Result<Read> r = ReadLog("flagscale_openseek_first_iteration.log", "flagscale", {{"mpe", 4096}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Loss(1), 11.92634);  // behind "[default0]: "
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_s"].is_null());
+  EXPECT_TRUE(
+      r->Note("token/p/s: no timed step after the first 1 warm-up steps (1 records up "
+              "to step 1): set excluded_warmup_steps to 0 or less"));
+  r = ReadLog("flagscale_openseek_first_iteration.log", "flagscale",
+              {{"mpe", 4096}, {"layout", "TP1PP1DP64"}, {"excluded_warmup_steps", 0}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 1024 * 4096 / 271.607 / 64);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, MegatronCore016FirstIntervalAveragesFromIterationOne) {
+  Result<Read> r = ReadLog("megatron_core016_first_interval.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 10, 20, 30}));
+  // Line 21 averages iterations 1-10 (1800 ms, loss 10.05) and line 19 is iteration 1
+  // (9000 ms, loss 10.5): iterations 2-10 took (10 x 1800 - 9000) / 9 = 1000 ms and
+  // averaged (10 x 10.05 - 10.5) / 9 = 10.0.
+  EXPECT_EQ(r->At(10)->span, 9);
+  EXPECT_NEAR(*r->At(10)->ms, 1000.0, 1e-9);
+  EXPECT_NEAR(*r->Loss(10), 10.0, 1e-9);
+  EXPECT_EQ(r->Loss(30), 9.0);
+  // Iterations 2-30 at 1000 ms, 64 x 4096 tokens, 8 GPUs: 32768 per device. (Reading
+  // line 21 as iterations 2-10 at 1800 ms would give 29 x 262144 / 36.2 / 8.)
+  EXPECT_NEAR(r->PerDevice(), 64.0 * 4096 / 8, 1e-6);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 44032.0 * kMiB);  // line 20
+  EXPECT_EQ(r->m()["model"]["parameters"], 1235814400);       // line 17
+  EXPECT_EQ(r->m()["config"]["precision"], "bf16");
+  EXPECT_TRUE(
+      r->Note("megatron_core016_first_interval.log:21: iteration 10's line averages "
+              "iterations 1-10"));
+}
+
+TEST(Corpus, MegatronMainSkippedIterationPrintsZeroLoss) {
+  Result<Read> r = ReadLog("megatron_main_fp16_gtp_crash.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_FALSE(r->Loss(3)) << "line 22: 'lm loss: 0.000000E+00' with 1 skipped iteration";
+  EXPECT_EQ(r->m()["loss"]["min"], 10.1);  // line 24, not 0
+  EXPECT_FALSE(r->Loss(6));                // line 26, cut before its loss
+  // (tensor, gtp_weight_remat, pipeline) lines 16-19: 4 x 100663296.
+  EXPECT_EQ(r->m()["model"]["parameters"], 4 * 100663296);
+  EXPECT_EQ(r->m()["config"]["devices"], 8);  // world_size
+  EXPECT_EQ(r->m()["config"]["precision"], "fp16");
+  // Iterations 2-6 (6's elapsed time precedes the cut), 16 x 2048 tokens, 8 devices.
+  EXPECT_DOUBLE_EQ(r->PerDevice(),
+                   5 * 16 * 2048 / (Sum({1000.0, 990.0, 1010.0, 1000.0, 1005.0}) / 1000) / 8);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 31744.0 * kMiB);  // line 25
+}
+
+TEST(Corpus, MegatronRankPrefixesCrashAndResume) {
+  Result<Read> r = ReadLog("megatron_srun_ranks_resumed.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(r->log.restarts, 1);
+  EXPECT_EQ(r->At(30)->ms, 10500.0);  // the resumed run's line 31, not the cut line 24
+  EXPECT_EQ(r->Loss(30), 7.1);
+  EXPECT_DOUBLE_EQ(r->m()["loss"]["final"].get<double>(), (9.0 + 8.0 + 7.1 + 6.5) / 4);
+  EXPECT_EQ(r->m()["model"]["parameters"], 7e9);  // ranks (0,0) and (1,0), printed twice
+  // Iterations 11-40 (20, 30 resumed, 40), 64 x 2048 tokens, TP2 on 2 GPUs.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 30 * 64 * 2048 / (Sum({100.0, 105.0, 100.0})) / 2);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 53000.0 * kMiB);  // rank 1, line 20
+}
+
+// ---- DeepSpeed ------------------------------------------------------------
+
+TEST(Corpus, DeepSpeed07RunningAverageWithoutGlobalStep) {
+  // "0/40, RunningAvgSamplesPerSec=229.93929267351086" (line 6) belongs to step=40 (line 5).
+  // SQuAD's 384 tokens set here; the device count is not in the excerpt.
+  Result<Read> r = ReadLog("deepspeed_0.7_running_avg_old_timer.log", "deepspeed", {{"mpe", 384}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{20, 30, 40}));
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(), 229.93929267351086 * 384);
+  EXPECT_EQ(r->m()["throughput"]["excluded_warmup_steps"], 2);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 15.06 * kGiB);
+  EXPECT_TRUE(r->m()["loss"].is_null());
+  EXPECT_EQ(r->At(20)->samples_per_s, 227.48090316379353);  // CurrSamplesPerSec, line 2
+}
+
+TEST(Corpus, DeepSpeedSamplesPerSecBefore07) {
+  Result<Read> r = ReadLog("deepspeed_issue1825_samples_per_sec.log", "deepspeed", {{"mpe", 512}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{40, 50}));
+  // Line 14: "0/50, SamplesPerSec=83.73838805358588" (the running average); 512 set here.
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(), 83.73838805358588 * 512);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 9.02 * kGiB);
+  // The issue's case: excluded_warmup_steps = 0 cannot be honoured, and the message says
+  // which setting does help.
+  r = ReadLog("deepspeed_issue1825_samples_per_sec.log", "deepspeed",
+              {{"mpe", 512}, {"excluded_warmup_steps", 0}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "excluded_warmup_steps = 0, but deepspeed_issue1825_samples_per_sec.log times no step "
+            "of its own: its only timing is DeepSpeed's SamplesPerSec (ThroughputTimer before "
+            "0.7: the running average of the steps after the first 2) "
+            "(deepspeed_issue1825_samples_per_sec.log:14), which sets its own window: leave "
+            "excluded_warmup_steps unset (-1)");
+}
+
+TEST(Corpus, DeepSpeedZero3TwoLinesNeedTheSequenceLength) {
+  // Step 25, skipped=5, SamplesPerSec=6.302019280317165: without mpe nothing is usable, and
+  // the error says what to set.
+  Result<Read> r = ReadLog("deepspeed_pr849_zero3_samples_per_sec.log", "deepspeed");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nothing to report: no loss and no timed step in its 1 "
+                                      "records"),
+            std::string::npos);
+  EXPECT_NE(r.status().message().find("set mpe"), std::string::npos);
+  r = ReadLog("deepspeed_pr849_zero3_samples_per_sec.log", "deepspeed", {{"mpe", 128}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(), 6.302019280317165 * 128);
+  EXPECT_EQ(r->At(25)->skipped, 5);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
+}
+
+TEST(Corpus, DeepSpeedChatGradientAccumulation) {
+  // micro_step=40/global_step=10: GAS 4. One NPU; max_seq_len 512 set here.
+  Result<Read> r =
+      ReadLog("deepspeed_chat_npu_gas4.log", "deepspeed", {{"mpe", 512}, {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 450, 460, 470}));
+  EXPECT_EQ(r->At(10)->skipped, 4);                            // line 13: skipped=4
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 25.721826080545203 * 512);  // line 23
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 38.49 * kGiB);
+  EXPECT_TRUE(r->m()["loss"].is_null());  // "Epoch 1/1 with loss 0.66" names no step
+}
+
+TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
+  // HelloDeepSpeed: "[Rank 0] Loss: 10.8766" after step=10; max_seq_length 128 is the
+  // script's default (not in the log).
+  Result<Read> r = ReadLog("deepspeed_0.10_hello_bert_fp16.log", "deepspeed", {{"mpe", 128}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(r->Loss(10), 10.8766);  // line 79
+  EXPECT_EQ(r->Loss(20), 10.868);   // line 100
+  EXPECT_EQ(r->Loss(30), 10.7828);  // line 112
+  EXPECT_EQ(r->Loss(40), 10.6658);  // line 124
+  EXPECT_EQ(r->At(10)->skipped, 10);
+  EXPECT_EQ(r->At(20)->skipped, 7);
+  EXPECT_EQ(r->m()["config"]["precision"], "fp16");           // line 2
+  EXPECT_EQ(r->m()["config"]["devices"], 1);                  // world_size, line 41
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 165.2798057710019 * 128);  // line 123
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 1.55 * kGiB);     // line 123
+}
+
+TEST(Corpus, DeepSpeed017OnlyTrainerDictsWithStrings) {
+  // One GPU, logging_steps 1; the small LLaMA's 512 tokens set here.
+  Result<Read> r = ReadLog("deepspeed_0.17_trainer_dicts_only.log", "deepspeed",
+                           {{"mpe", 512}, {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 20u);
+  EXPECT_EQ(r->Loss(1), 10.46);   // line 3: {'loss': '10.46', ...}
+  EXPECT_EQ(r->Loss(20), 9.794);  // line 22
+  EXPECT_DOUBLE_EQ(*r->At(1)->lr, 5e-05);
+  // Line 23: train_samples_per_second '16.2' over the whole run, 2.026 x 9.874 = 20 steps.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 16.2 * 512);
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 20);
+  EXPECT_EQ(r->m()["wall_s"], 9.874);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
+}
+
+TEST(Corpus, DeepSpeed017Bfloat16Config) {
+  Result<Read> r = ReadLog("deepspeed_0.17_bf16_config_info.log", "deepspeed", {{"mpe", 1024}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["config"]["precision"], "bf16");  // line 2: bfloat16_config ... enabled=True
+  EXPECT_EQ(r->m()["config"]["gbs"], 8);
+  EXPECT_EQ(r->m()["config"]["dp"], 2);                          // world_size, line 8
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10, 15, 20}));  // --logging_steps 5, line 9
+  EXPECT_EQ(r->Loss(5), 9.87);
+  EXPECT_EQ(r->Loss(20), 8.21);
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 12.8 * 1024 / 2);      // line 14
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+// ---- transformers' Trainer, accelerate --------------------------------------
+
+TEST(Corpus, TrainerDictsFromAPullRequest) {
+  Result<Read> r = ReadLog("trainer_pr35207_dicts.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(r->Loss(1), 10.5949);
+  EXPECT_EQ(r->Loss(4), 8.0197);
+  EXPECT_EQ(r->Loss(6), 5.8247);
+  EXPECT_EQ(r->At(1)->grad_norm, 188.28981018066406);
+  // No timing in six dicts: token/p/s null with a note, the loss stays.
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());
+  EXPECT_TRUE(r->Note("times no step"));
+  EXPECT_DOUBLE_EQ(r->m()["loss"]["final"].get<double>(),
+                   Sum({10.5949, 8.2312, 7.8988, 8.0197, 6.0704, 5.8247}) / 6);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, TrainerDictsFromAnIssue) {
+  Result<Read> r = ReadLog("trainer_dexbotic_issue41_dicts.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 8u);
+  EXPECT_EQ(r->Loss(1), 0.2065);
+  EXPECT_EQ(r->Loss(8), 0.2363);
+  EXPECT_DOUBLE_EQ(*r->At(8)->lr, 2.0000000000000002e-07);
+  EXPECT_EQ(r->m()["loss"]["min"], 0.2065);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());                   // the log reports none
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());  // no timing
+}
+
+TEST(Corpus, TrainerDictsWithNanGradNormAndABar) {
+  Result<Read> r = ReadLog("trainer_timemoe_issue71_nan_grad_norm.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 9u);  // line 1 is the progress bar
+  EXPECT_EQ(r->Loss(1), 0.1474);
+  EXPECT_TRUE(std::isnan(*r->At(1)->grad_norm));  // 'grad_norm': nan
+  EXPECT_EQ(r->Loss(9), 0.173);
+  EXPECT_EQ(r->At(2)->line, 3);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());                   // the log reports none
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());  // no timing
+}
+
+TEST(Corpus, TrainerLoggingFirstStep) {
+  Result<Read> r =
+      ReadLog("trainer_logging_first_step.log", "trainer", {{"mpe", 128}, {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // logging_first_step=True (line 6), logging_steps=10 (line 7): steps 1, 10, 20, 30.
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 10, 20, 30}));
+  EXPECT_EQ(r->Loss(1), 10.83);
+  EXPECT_EQ(r->Loss(30), 8.102);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 8.05);  // line 21
+  EXPECT_EQ(r->m()["eval"]["step"], 30);
+  EXPECT_EQ(r->m()["config"]["precision"], "bf16");       // line 3
+  EXPECT_EQ(r->m()["config"]["lbs"], 4);                  // line 13
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 8.0 * 128);            // line 22: '8' samples/s
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 30);  // 2 steps/s x 15 s
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, AccelerateTqdmCarriageReturns) {
+  Result<Read> r =
+      ReadLog("trainer_accelerate_tqdm_cr.log", "trainer", {{"mpe", 256}, {"layout", "TP1PP1DP2"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Line 6 holds the bar and four dicts between carriage returns.
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->Loss(1), 11.02);
+  EXPECT_EQ(r->Loss(4), 10.66);
+  EXPECT_EQ(r->At(4)->line, 6);
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 24.0 * 256 / 2);       // line 7
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+// ---- PaddleNLP -------------------------------------------------------------
+
+TEST(Corpus, PaddleNlpTrainerTutorial) {
+  // Two steps: PaddleNLP's own warm-up (10) leaves none; the note says what to set.
+  Result<Read> r = ReadLog("paddlenlp_qwen0p5b_pretrain.log", "paddle");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Loss(1), 12.0635252);
+  EXPECT_EQ(r->Loss(2), 12.05887604);
+  EXPECT_TRUE(
+      r->Note("no timed step after the first 10 warm-up steps (2 records up to step 2): "
+              "set excluded_warmup_steps to 1 or less"));
+  // Lines 1-2: max_memory_reserved 12.4834623336792 GiB (PaddleNLP divides by 2^30).
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 12.4834623336792 * kGiB);
+  r = ReadLog("paddlenlp_qwen0p5b_pretrain.log", "paddle", {{"excluded_warmup_steps", 1}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Step 2: interval_tokens_per_second_per_device 4006.9441, as printed (no mpe needed).
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 4006.9441);
+  EXPECT_DOUBLE_EQ(*r->At(2)->ms, 1000 / 3.913);
+  EXPECT_DOUBLE_EQ(*r->At(2)->samples, 1.0);  // 3.913 samples/s over 3.913 steps/s
+}
+
+TEST(Corpus, PaddleModelZooIpsTotal) {
+  Result<Read> r = ReadLog("paddle_gpt_model_zoo_ips.log", "paddle",
+                           {{"layout", "TP1PP1DP4"}, {"excluded_warmup_steps", 1}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(r->Loss(1), 10.9871);
+  EXPECT_EQ(r->Loss(5), 10.2011);
+  // Steps 2-5: ips_total x avg_batch_cost tokens each, over the summed batch costs, 4 GPUs.
+  const double tokens = 32768 * 0.5 + 32000 * 0.512 + 33032 * 0.496 + 32768 * 0.5;
+  EXPECT_DOUBLE_EQ(r->PerDevice(), tokens / Sum({0.5, 0.512, 0.496, 0.5}) / 4);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+// ---- MLPerf ---------------------------------------------------------------
+
+TEST(Corpus, MlperfLoraSamplesCountIsTheStep) {
+  // global_batch_size 8 (line 4); 8192 tokens and 8 GPUs set here.
+  Result<Read> r = ReadLog("mllog_llama2_70b_lora_samples_count.log", "mllog",
+                           {{"mpe", 8192}, {"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 40, 50}));  // samples_count / 8
+  EXPECT_EQ(r->Loss(10), 1.4561);
+  EXPECT_EQ(r->Loss(50), 1.1892);
+  // Steps 11-50 from the time stamps: 10 s, 23 s (an evaluation inside), 10 s.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 40 * 8 * 8192 / 43.0 / 8);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 0.9243);
+  EXPECT_EQ(r->m()["eval"]["step"], 60);
+  EXPECT_EQ(r->m()["wall_s"], 66.001);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, MlperfEvalOnlyWithStrayLines) {
+  // 256 GPUs set here; gbs 1152 and 8192 tokens from the log.
+  Result<Read> r = ReadLog("mllog_llama31_405b_eval_only.log", "mllog", {{"layout", "TP8PP8DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{40, 80}));  // block_stop at 46080, 92160 samples
+  EXPECT_TRUE(r->m()["loss"].is_null());
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 5.601);
+  // Block 2 (steps 41-80): 480 s between block_start and block_stop.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 40 * 1152 * 8192 / 480.0 / 256);
+  EXPECT_TRUE(
+      r->Note("mllog_llama31_405b_eval_only.log:3: 4 line(s) with ':::MLLOG' but no "
+              "JSON event"));
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+// ---- FlagPerf -------------------------------------------------------------
+
+TEST(Corpus, FlagPerfSummaryOverDeepSpeed) {
+  Result<Read> r =
+      ReadLog("flagperf_llama2_7b_deepspeed.log", "flagperf", {{"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));  // DeepSpeed's lines
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 1638.4);                   // line 8: Tokens/p/s
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(), 13107.2);  // line 7
+  EXPECT_EQ(r->m()["mfu"]["stated"], 0.22055384615384614);                        // line 11
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 58.42 * kGiB);
+}
+
+TEST(Corpus, FlagPerfSummaryOnly) {
+  Result<Read> r = ReadLog("flagperf_aquila2_7b_summary_only.log", "flagperf");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->log.iterations.empty());
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 3072.0);
+  EXPECT_EQ(r->m()["mfu"]["stated"], 0.41353846153846155);
+  EXPECT_TRUE(r->m()["config"]["steps"].is_null());
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+// ---- auto -----------------------------------------------------------------
+
+TEST(Corpus, AutoRecognisesEveryLog) {
+  const std::pair<const char*, const char*> kLogs[] = {
+      {"megatron_core080_gpt7b_1node.log", "megatron"},
+      {"megatron_deepspeed_alcf_tp2.log", "megatron"},
+      {"flagscale_openseek_first_iteration.log", "megatron"},
+      {"megatron_srun_ranks_resumed.log", "megatron"},
+      {"deepspeed_0.7_running_avg_old_timer.log", "deepspeed"},
+      {"deepspeed_issue1825_samples_per_sec.log", "deepspeed"},
+      {"deepspeed_0.10_hello_bert_fp16.log", "deepspeed"},
+      {"deepspeed_chat_npu_gas4.log", "deepspeed"},
+      {"deepspeed_zero3.log", "flagperf"},  // its last line is FlagPerf's summary
+      {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},
+      {"trainer_pr35207_dicts.log", "trainer"},
+      {"trainer_accelerate_tqdm_cr.log", "trainer"},
+      {"paddlenlp_qwen0p5b_pretrain.log", "paddle"},
+      {"paddle_gpt_model_zoo_ips.log", "paddle"},
+      {"mllog_llama31_405b_eval_only.log", "mllog"},
+      {"mllog_lora.log", "mllog"},
+      {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
+      {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
+  };
+  for (auto [file, format] : kLogs) {
+    std::optional<logparse::Detected> d =
+        logparse::DetectLogFormat(testing::ReadTestData(std::string("logs/") + file));
+    ASSERT_TRUE(d) << file;
+    EXPECT_EQ(d->format, format) << file;
+  }
+  // Read through auto: the same records, timed and labelled as the format found.
+  Result<Read> r = ReadLog("megatron_core016_first_interval.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["provenance"]["trainer"], "megatron");
+  EXPECT_NEAR(r->PerDevice(), 32768.0, 1e-6);
+  EXPECT_TRUE(
+      r->Note("log_format auto: read as megatron (megatron_core016_first_interval.log:19 "
+              "is a Megatron iteration line)"));
+}
+
+TEST(Corpus, WrongFormatSaysWhichOneReadsTheLog) {
+  Result<Read> r = ReadLog("trainer_pr35207_dicts.log", "megatron");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "trainer_pr35207_dicts.log: no Megatron iteration lines (' iteration N/M | ... |') in "
+            "6 lines; line 1 is a transformers Trainer log dict: set log_format = \"trainer\" (or "
+            "\"auto\")");
+  r = ReadLog("megatron_mixtral_issue756.log", "deepspeed");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("line 1 is a Megatron iteration line: set log_format = "
+                                      "\"megatron\""),
+            std::string::npos)
+      << r.status().message();
+  Result<ParsedLog> none = logparse::ParseAutoLog("W0601 a warning\nnothing else\n", "x.log");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("x.log: log_format = \"auto\" found none of these in 2 "
+                                         "lines"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace bm::rules

@@ -3,10 +3,10 @@
 #include <cstdio>
 
 #include "base/file_lock.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 const CommandSpec& CleanSpec() {
   static const CommandSpec kSpec{
@@ -22,7 +22,7 @@ const CommandSpec& CleanSpec() {
 }
 
 Status CleanCommand(const ParsedArgs& args) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(FileInfo state, ws.fs->Stat(ws.StateDir()));
   FileLock lock;
   if (state.exists) {
@@ -37,4 +37,4 @@ Status CleanCommand(const ParsedArgs& args) {
   return Status::Ok();
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,7 +1,7 @@
 // benchmake.1, the man page, in roff (man(7) macros), rendered from the same
 // command tables as the help (flag_table.h), plus the files, environment
 // variables and exit codes. The build writes it with the hidden
-// `benchmake __man` (engine/cli/CMakeLists.txt) and `cmake --install` puts it
+// `benchmake __man` (cli/CMakeLists.txt) and `cmake --install` puts it
 // in share/man/man1.
 //
 // Thread safety: pure functions.
@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/cli/flag_table.h"
+#include "base/cli/flag_table.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 // The whole page for `version`, with the visible commands of `specs` in order.
 std::string ManPage(const std::vector<const CommandSpec*>& specs, const CommandSpec& top,
@@ -23,4 +23,4 @@ std::string ManPage(const std::vector<const CommandSpec*>& specs, const CommandS
 // '.' or '\'' protected.
 std::string RoffEscape(std::string_view text);
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -6,13 +6,13 @@
 #include <cstdio>
 
 #include "base/real_filesystem.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
 #include "engine/report/compare.h"
 #include "engine/report/report_args.h"
 #include "engine/report/workspace_results.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 bool NeedsWorkspace(const std::vector<std::string>& selectors) {
@@ -28,7 +28,7 @@ Result<std::vector<report::MeasuredTarget>> Collect(const ParsedArgs& args,
   Result<std::vector<report::MeasuredTarget>> out =
       [&]() -> Result<std::vector<report::MeasuredTarget>> {
     if (!NeedsWorkspace(selectors)) return report::CollectMeasured(nullptr, selectors, notes);
-    BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
+    BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
     return report::CollectMeasured(&ws, selectors, notes);
   }();
   std::string note = Styled("note:", Style::kNote, UseColor(args.color(), STDERR_FILENO));
@@ -65,4 +65,4 @@ Status CompareCommand(const ParsedArgs& args) {
   return Status(ErrorCode::kFailed, c.Verdict());
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/cli/commands.h"
+#include "cli/commands.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -235,4 +235,4 @@ TEST_F(CliE2e, InstallPutsTheBinaryAndTheManPageInPlace) {
 }
 
 }  // namespace
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,4 +1,4 @@
-#include "engine/cli/flag_table.h"
+#include "base/cli/flag_table.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,7 +7,7 @@
 
 #include "base/nearest_name.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 const std::vector<FlagSpec>& CommonFlags() {
   static const std::vector<FlagSpec> kFlags = {
@@ -192,4 +192,4 @@ Result<int> ParseIntFlag(std::string_view flag, std::string_view value) {
   return v;
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,12 +1,12 @@
 // `benchmake status` and `benchmake graph`.
 #include <cstdio>
 
-#include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
 #include "engine/generate.h"
 #include "engine/inspect.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 const CommandSpec& StatusSpec() {
   static const CommandSpec kSpec{
@@ -21,20 +21,21 @@ const CommandSpec& StatusSpec() {
 }
 
 Status StatusCommand(const ParsedArgs& args) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
-  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
-  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
+                      engine::InspectWorkspace(ws, gen.targets));
   size_t width = 6;
-  for (const TargetInspection& t : all) width = std::max(width, t.name.size());
+  for (const engine::TargetInspection& t : all) width = std::max(width, t.name.size());
   int stale = 0;
-  for (const TargetInspection& t : all) {
-    const Staleness& s = t.staleness;
-    stale += s.verdict != Verdict::kUpToDate;
+  for (const engine::TargetInspection& t : all) {
+    const engine::Staleness& s = t.staleness;
+    stale += s.verdict != engine::Verdict::kUpToDate;
     std::string why = s.reasons.empty()
                           ? ""
                           : "  (" + s.reasons.front() + (s.reasons.size() > 1 ? ", ..." : "") + ")";
     std::printf("%-*s  %-18s%s\n", static_cast<int>(width), t.name.c_str(),
-                std::string(VerdictName(s.verdict)).c_str(), why.c_str());
+                std::string(engine::VerdictName(s.verdict)).c_str(), why.c_str());
   }
   std::printf("%zu targets, %d not up to date\n", all.size(), stale);
   return Status::Ok();
@@ -52,14 +53,15 @@ const CommandSpec& GraphSpec() {
 }
 
 Status GraphCommand(const ParsedArgs& args) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
-  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
-  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
+                      engine::InspectWorkspace(ws, gen.targets));
   std::printf("digraph benchmake {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n");
-  for (const TargetInspection& t : all) {
-    const char* color = t.staleness.verdict == Verdict::kUpToDate  ? "darkgreen"
-                        : t.staleness.verdict == Verdict::kRestore ? "blue"
-                                                                   : "red";
+  for (const engine::TargetInspection& t : all) {
+    const char* color = t.staleness.verdict == engine::Verdict::kUpToDate  ? "darkgreen"
+                        : t.staleness.verdict == engine::Verdict::kRestore ? "blue"
+                                                                           : "red";
     std::printf("  \"%s\" [label=\"%s\\n(%s)\", color=%s];\n", t.name.c_str(), t.name.c_str(),
                 t.rule.c_str(), color);
     for (const std::string& up : t.upstream)
@@ -69,4 +71,4 @@ Status GraphCommand(const ParsedArgs& args) {
   return Status::Ok();
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

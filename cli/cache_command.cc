@@ -4,21 +4,21 @@
 #include "base/real_filesystem.h"
 #include "cache/cache.h"
 #include "cache/maintenance.h"
-#include "engine/cli/cache_remote_command.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
+#include "cli/cache_remote_command.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
 #include "engine/generate.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 // The workspace's cache dir when there is a BENCHFILE here, else the default.
 std::string CacheDirFor(const ParsedArgs& args) {
-  Result<Workspace> ws = OpenWorkspaceFromFlags(args);
+  Result<engine::Workspace> ws = OpenWorkspaceFromFlags(args);
   if (ws.ok()) {
-    Result<WorkspaceConfig> config = LoadConfig(*ws);
+    Result<engine::WorkspaceConfig> config = engine::LoadConfig(*ws);
     if (config.ok() && !config->cache_dir.empty()) return config->cache_dir;
-    Result<TargetGraph> graph = LoadWorkspaceGraph(*ws);
+    Result<engine::TargetGraph> graph = engine::LoadWorkspaceGraph(*ws);
     if (graph.ok() && !graph->settings.cache_dir.empty())
       return JoinPath(ws->root, graph->settings.cache_dir);
   }
@@ -108,4 +108,4 @@ Status CacheGcCommand(const ParsedArgs& args) {
   return Status::Ok();
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,5 +1,5 @@
 // The `benchmake` command registry. Each command is a table (CommandSpec,
-// engine/cli/flag_table.h: its operands, flags with help and defaults,
+// base/cli/flag_table.h: its operands, flags with help and defaults,
 // description, examples) and the function that runs it:
 //
 //   bm::Status Fn(const ParsedArgs& args);
@@ -15,18 +15,18 @@
 // and add one line to the list in commands.cc. Help, completion and the man
 // page follow from the table. A two-word name ("cache gc") makes its first
 // word a group: `benchmake cache --help` lists the group's commands.
-// To reach the workspace, use OpenWorkspaceFromFlags() (engine/cli/flags.h).
+// To reach the workspace, use OpenWorkspaceFromFlags() (cli/flags.h).
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/cli/flag_table.h"
 #include "base/result.h"
 #include "base/terminal.h"
-#include "engine/cli/flag_table.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 using CommandFn = Status (*)(const ParsedArgs& args);
 
@@ -49,7 +49,7 @@ const CommandSpec& TopLevelSpec();
 // absence) is known, for main's error message.
 Status Dispatch(const std::vector<std::string>& args, ColorMode* color);
 
-// The built-in commands (engine/cli/*_command.cc) and their tables.
+// The built-in commands (cli/*_command.cc) and their tables.
 const CommandSpec& BuildSpec();
 Status BuildCommand(const ParsedArgs& args);
 const CommandSpec& StepSpec();
@@ -70,22 +70,22 @@ const CommandSpec& CacheVerifySpec();
 Status CacheVerifyCommand(const ParsedArgs& args);
 const CommandSpec& CacheGcSpec();
 Status CacheGcCommand(const ParsedArgs& args);
-// engine/cli/cache_remote_command.cc
+// cli/cache_remote_command.cc
 const CommandSpec& CachePushSpec();
 Status CachePushCommand(const ParsedArgs& args);
 const CommandSpec& CachePullSpec();
 Status CachePullCommand(const ParsedArgs& args);
-// engine/cli/report_command.cc (tables and parsing in engine/report/report_args.h).
+// cli/report_command.cc (tables and parsing in engine/report/report_args.h).
 Status ReportCommand(const ParsedArgs& args);
 Status CompareCommand(const ParsedArgs& args);
-// engine/cli/completion_command.cc
+// cli/completion_command.cc
 const CommandSpec& CompletionSpec();
 Status CompletionCommand(const ParsedArgs& args);
 // `benchmake __complete WORD...` (hidden; the shell scripts call it; not parsed
 // through a table: its operands are another command line).
 Status CompleteCommand(const std::vector<std::string>& words);
-// engine/cli/man_page.cc: `benchmake __man` (hidden) prints benchmake.1.
+// cli/man_page.cc: `benchmake __man` (hidden) prints benchmake.1.
 const CommandSpec& ManSpec();
 Status ManCommand(const ParsedArgs& args);
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,11 +1,11 @@
-#include "engine/cli/help.h"
+#include "cli/help.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <sstream>
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 constexpr size_t kWidth = 80;
@@ -151,4 +151,4 @@ std::string GeneralHelp(const std::vector<const CommandSpec*>& specs, const Comm
   return out;
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -23,7 +23,7 @@
 //
 // This library (bm_cli_flags) depends on base/ only, so that the modules that
 // own a command's logic (rules/tokenize_command.cc, engine/report/) can keep
-// its table beside their parsing; engine/cli/commands.cc pairs each table
+// its table beside their parsing; cli/commands.cc pairs each table
 // with the function that runs it.
 //
 // Thread safety: specs are immutable after construction; ParsedArgs is a value.
@@ -38,7 +38,7 @@
 #include "base/result.h"
 #include "base/terminal.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 // What a value is — a flag's or an operand's: how it completes in a shell and
 // how the help names it.
@@ -141,4 +141,4 @@ std::string UsageLine(const CommandSpec& spec);
 // Parses a non-negative integer flag value.
 Result<int> ParseIntFlag(std::string_view flag, std::string_view value);
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,11 +1,11 @@
-// Shell completion through the tables (engine/cli/completion.h), with a fake
+// Shell completion through the tables (cli/completion.h), with a fake
 // target lister; the scripts in real shells: cli_e2e_test.cc.
 #include <gtest/gtest.h>
 
-#include "engine/cli/commands.h"
-#include "engine/cli/completion.h"
+#include "cli/commands.h"
+#include "cli/completion.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 using Words = std::vector<std::string>;
@@ -71,4 +71,4 @@ TEST(CliCompletionScripts, CallTheBinaryWithTheWordsUpToTheCursor) {
 }
 
 }  // namespace
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -4,26 +4,26 @@
 #include <cstdio>
 
 #include "base/real_filesystem.h"
+#include "cli/commands.h"
+#include "cli/completion.h"
+#include "cli/flags.h"
+#include "cli/man_page.h"
 #include "engine/benchfile.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/completion.h"
-#include "engine/cli/flags.h"
-#include "engine/cli/man_page.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 // The BENCHFILE's target names, through the parser alone (no validation, no
 // hashing, no ninja): completion must answer at once. Nothing on any error.
 std::vector<std::string> BenchfileTargets(const ParsedArgs& args) {
-  Result<Workspace> ws = OpenWorkspaceFromFlags(args);
+  Result<engine::Workspace> ws = OpenWorkspaceFromFlags(args);
   if (!ws.ok()) return {};
   Result<std::string> text = ws->fs->ReadFile(ws->benchfile);
   if (!text.ok()) return {};
-  Result<Benchfile> bf = ParseBenchfile(*text, ws->benchfile);
+  Result<engine::Benchfile> bf = engine::ParseBenchfile(*text, ws->benchfile);
   if (!bf.ok()) return {};
   std::vector<std::string> names;
-  for (const RawTarget& t : bf->targets) names.push_back(t.name);
+  for (const engine::RawTarget& t : bf->targets) names.push_back(t.name);
   return names;
 }
 
@@ -83,7 +83,7 @@ const CommandSpec& ManSpec() {
 }
 
 Status ManCommand(const ParsedArgs& args) {
-  std::string page = ManPage(CommandSpecs(true), TopLevelSpec(), BenchmakeVersion());
+  std::string page = ManPage(CommandSpecs(true), TopLevelSpec(), engine::BenchmakeVersion());
   std::optional<std::string> output = args.Value("--output");
   if (!output) {
     std::fputs(page.c_str(), stdout);
@@ -92,4 +92,4 @@ Status ManCommand(const ParsedArgs& args) {
   return DiskFilesystem().WriteFileAtomic(*output, page).WithContext("writing " + *output);
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,6 +1,6 @@
 // `benchmake cache push|pull [TARGET...]` (their tables say what they do) and
 // the usage part of `cache stats`.
-#include "engine/cli/cache_remote_command.h"
+#include "cli/cache_remote_command.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,22 +9,22 @@
 
 #include "base/nearest_name.h"
 #include "cache/usage_stats.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
 #include "engine/generate.h"
 #include "engine/inspect.h"
 #include "engine/step.h"
 #include "engine/target_state.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 // `wanted` (all when empty) and, with upstreams, everything they depend on,
 // in `order` (dependencies first).
-Result<std::vector<std::string>> Select(const std::vector<TargetInspection>& all,
+Result<std::vector<std::string>> Select(const std::vector<engine::TargetInspection>& all,
                                         const std::vector<std::string>& wanted, bool upstreams) {
   std::vector<std::string> names;
-  for (const TargetInspection& t : all) names.push_back(t.name);
+  for (const engine::TargetInspection& t : all) names.push_back(t.name);
   if (wanted.empty()) return names;
   std::set<std::string> chosen;
   std::vector<std::string> stack;
@@ -38,7 +38,7 @@ Result<std::vector<std::string>> Select(const std::vector<TargetInspection>& all
     std::string n = stack.back();
     stack.pop_back();
     if (!chosen.insert(n).second || !upstreams) continue;
-    for (const TargetInspection& t : all) {
+    for (const engine::TargetInspection& t : all) {
       if (t.name == n) stack.insert(stack.end(), t.upstream.begin(), t.upstream.end());
     }
   }
@@ -76,15 +76,16 @@ const CommandSpec& CachePushSpec() {
 }
 
 Status CachePushCommand(const ParsedArgs& args) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
-  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
-  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
+                      engine::InspectWorkspace(ws, gen.targets));
   BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), false));
-  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws));
-  BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, OpenCache(ws, config));
+  BM_ASSIGN_OR_RETURN(engine::WorkspaceConfig config, engine::LoadConfig(ws));
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, engine::OpenCache(ws, config));
   uint64_t sent = 0, pushed = 0, skipped = 0;
   for (const std::string& t : targets) {
-    BM_ASSIGN_OR_RETURN(std::optional<LastBuild> last, ReadLastBuild(ws, t));
+    BM_ASSIGN_OR_RETURN(std::optional<engine::LastBuild> last, engine::ReadLastBuild(ws, t));
     std::optional<cache::ActionRecord> record;
     if (last) {
       BM_ASSIGN_OR_RETURN(record, cache->GetAction(last->key));
@@ -125,25 +126,26 @@ const CommandSpec& CachePullSpec() {
 }
 
 Status CachePullCommand(const ParsedArgs& args) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
-  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
-  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectWorkspace(ws, gen.targets));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
+  BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
+                      engine::InspectWorkspace(ws, gen.targets));
   BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), true));
-  StepOptions options;
+  engine::StepOptions options;
   options.console = &std::cout;
   uint64_t restored = 0, missing = 0;
   for (const std::string& t : targets) {
     auto it = std::find_if(all.begin(), all.end(),
-                           [&](const TargetInspection& i) { return i.name == t; });
-    if (it->staleness.verdict == Verdict::kUpToDate) continue;
-    if (it->staleness.verdict != Verdict::kRestore) {
+                           [&](const engine::TargetInspection& i) { return i.name == t; });
+    if (it->staleness.verdict == engine::Verdict::kUpToDate) continue;
+    if (it->staleness.verdict != engine::Verdict::kRestore) {
       std::printf("%s: not in the cache (%s); needs `benchmake build`\n", t.c_str(),
-                  std::string(VerdictName(it->staleness.verdict)).c_str());
+                  std::string(engine::VerdictName(it->staleness.verdict)).c_str());
       ++missing;
       continue;
     }
-    BM_ASSIGN_OR_RETURN(StepReport r, RunStep(ws, t, options));
-    if (r.outcome == StepOutcome::kRestored) ++restored;
+    BM_ASSIGN_OR_RETURN(engine::StepReport r, engine::RunStep(ws, t, options));
+    if (r.outcome == engine::StepOutcome::kRestored) ++restored;
   }
   std::printf("pulled %llu targets, %llu not in the cache\n",
               static_cast<unsigned long long>(restored), static_cast<unsigned long long>(missing));
@@ -166,4 +168,4 @@ Status PrintUsageStats(const std::string& cache_root) {
   return Status::Ok();
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

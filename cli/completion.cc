@@ -1,10 +1,10 @@
-#include "engine/cli/completion.h"
+#include "cli/completion.h"
 
 #include <algorithm>
 
-#include "engine/cli/help.h"
+#include "cli/help.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 const CommandSpec* FindSpec(std::string_view name, const std::vector<const CommandSpec*>& specs) {
@@ -181,4 +181,4 @@ fi
 )";
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

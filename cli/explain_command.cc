@@ -2,25 +2,25 @@
 #include <cstdio>
 
 #include "base/nearest_name.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
 #include "engine/generate.h"
 #include "engine/inspect.h"
 #include "engine/target_graph.h"
 #include "engine/target_state.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
-Result<std::vector<TargetInspection>> InspectAll(const Workspace& ws) {
-  BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
-  return InspectWorkspace(ws, gen.targets);
+Result<std::vector<engine::TargetInspection>> InspectAll(const engine::Workspace& ws) {
+  BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
+  return engine::InspectWorkspace(ws, gen.targets);
 }
 
-Result<const TargetInspection*> FindTarget(const std::vector<TargetInspection>& all,
-                                           const std::string& name) {
+Result<const engine::TargetInspection*> FindTarget(const std::vector<engine::TargetInspection>& all,
+                                                   const std::string& name) {
   std::vector<std::string> names;
-  for (const TargetInspection& t : all) {
+  for (const engine::TargetInspection& t : all) {
     if (t.name == name) return &t;
     names.push_back(t.name);
   }
@@ -47,16 +47,17 @@ const CommandSpec& ExplainSpec() {
 }
 
 Status ExplainCommand(const ParsedArgs& args) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
-  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectAll(ws));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all, InspectAll(ws));
   for (const std::string& name : args.operands()) {
-    BM_ASSIGN_OR_RETURN(const TargetInspection* t, FindTarget(all, name));
-    const Staleness& s = t->staleness;
+    BM_ASSIGN_OR_RETURN(const engine::TargetInspection* t, FindTarget(all, name));
+    const engine::Staleness& s = t->staleness;
     std::printf("%s: %s\n", t->name.c_str(),
-                s.verdict == Verdict::kUpToDate ? "up to date"
-                                                : std::string(VerdictName(s.verdict)).c_str());
+                s.verdict == engine::Verdict::kUpToDate
+                    ? "up to date"
+                    : std::string(engine::VerdictName(s.verdict)).c_str());
     for (const std::string& r : s.reasons) std::printf("  %s\n", r.c_str());
-    BM_ASSIGN_OR_RETURN(std::optional<LastBuild> last, ReadLastBuild(ws, t->name));
+    BM_ASSIGN_OR_RETURN(std::optional<engine::LastBuild> last, engine::ReadLastBuild(ws, t->name));
     if (last) {
       std::printf("  last materialized %s (%s), key %s\n", last->date.c_str(),
                   last->outcome.c_str(), last->key.Hex().c_str());
@@ -83,16 +84,16 @@ const CommandSpec& DebugKeySpec() {
 }
 
 Status DebugKeyCommand(const ParsedArgs& args) {
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
-  BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> all, InspectAll(ws));
-  BM_ASSIGN_OR_RETURN(const TargetInspection* t, FindTarget(all, args.operands()[0]));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all, InspectAll(ws));
+  BM_ASSIGN_OR_RETURN(const engine::TargetInspection* t, FindTarget(all, args.operands()[0]));
   std::printf("# fields hashed for %s: Field(tag, name), Field(\"=\", value) each, XXH3-128\n",
               t->name.c_str());
   std::printf("%s", t->material.DebugString().c_str());
-  if (t->staleness.verdict == Verdict::kPending) {
+  if (t->staleness.verdict == engine::Verdict::kPending) {
     std::printf("# an input is not built yet (empty value): the key will change when it is\n");
   }
   return Status::Ok();
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

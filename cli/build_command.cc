@@ -3,12 +3,12 @@
 
 #include <iostream>
 
+#include "cli/commands.h"
+#include "cli/flags.h"
 #include "engine/build.h"
-#include "engine/cli/commands.h"
-#include "engine/cli/flags.h"
 #include "engine/step.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 const CommandSpec& BuildSpec() {
   static const CommandSpec kSpec{
@@ -70,7 +70,7 @@ Status BuildCommand(const ParsedArgs& args) {
     }
     return DebugKeyCommand(debug);
   }
-  BuildOptions options;
+  engine::BuildOptions options;
   options.targets = args.operands();
   if (std::optional<std::string> jobs = args.Value("--jobs")) {
     BM_ASSIGN_OR_RETURN(options.jobs, ParseIntFlag("--jobs", *jobs));
@@ -86,8 +86,8 @@ Status BuildCommand(const ParsedArgs& args) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "--remeasure needs the targets to measure again: build --remeasure TARGET...");
   }
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
-  return BuildWithNinja(ws, options);
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  return engine::BuildWithNinja(ws, options);
 }
 
 const CommandSpec& StepSpec() {
@@ -109,15 +109,15 @@ const CommandSpec& StepSpec() {
 }
 
 Status StepCommand(const ParsedArgs& args) {
-  StepOptions options;
+  engine::StepOptions options;
   options.remeasure = args.Has("--remeasure");
-  BM_ASSIGN_OR_RETURN(Workspace ws, OpenWorkspaceFromFlags(args));
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   options.interactive = ::isatty(STDOUT_FILENO) || ::isatty(STDERR_FILENO);
   options.color = UseColor(args.color(), STDOUT_FILENO);
   options.console = &std::cout;
-  BM_ASSIGN_OR_RETURN(StepReport report, RunStep(ws, args.operands()[0], options));
+  BM_ASSIGN_OR_RETURN(engine::StepReport report, engine::RunStep(ws, args.operands()[0], options));
   (void)report;
   return Status::Ok();
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,15 +1,15 @@
-// The command tables (engine/cli/flag_table.h) and what they feed: the
+// The command tables (base/cli/flag_table.h) and what they feed: the
 // parser, --help, the man page. Every flag the parser accepts comes from a
 // table, so a flag cannot exist without its help text.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "engine/cli/commands.h"
-#include "engine/cli/help.h"
-#include "engine/cli/man_page.h"
+#include "cli/commands.h"
+#include "cli/help.h"
+#include "cli/man_page.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 const CommandSpec& TestSpec() {
@@ -191,4 +191,4 @@ TEST(CliManPage, EscapesRoff) {
 }
 
 }  // namespace
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -8,13 +8,13 @@
 
 #include "base/terminal.h"
 #include "cache/builtin_remotes.h"
-#include "engine/cli/commands.h"
+#include "cli/commands.h"
 
 int main(int argc, char** argv) {
   bm::cache::RegisterBuiltinRemotes(bm::cache::RemoteRegistry::Global());
   std::vector<std::string> args(argv + 1, argv + argc);
   bm::ColorMode color = bm::ColorModeFromEnv();
-  bm::Status status = bm::engine::cli::Dispatch(args, &color);
+  bm::Status status = bm::cli::Dispatch(args, &color);
   if (!status.ok()) {
     std::fflush(stdout);
     std::string label = bm::Styled("error:", bm::Style::kError, bm::UseColor(color, STDERR_FILENO));

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/cli/flag_table.h"
+#include "base/cli/flag_table.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 // "-j, --jobs N", "    --remeasure", "-n" (short names aligned in a column).
 std::string FlagSynopsis(const FlagSpec& flag);
@@ -39,4 +39,4 @@ std::string GroupHelp(std::string_view group, const std::vector<const CommandSpe
 // every line indented by `indent` spaces.
 std::string Wrap(std::string_view text, size_t width, size_t indent);
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

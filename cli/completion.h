@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/cli/flag_table.h"
+#include "base/cli/flag_table.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 
 inline constexpr std::string_view kCompleteFiles = ":files";
 inline constexpr std::string_view kCompleteDirs = ":dirs";
@@ -41,4 +41,4 @@ std::vector<std::string> Complete(const std::vector<std::string>& words,
 std::string BashCompletionScript();
 std::string ZshCompletionScript();
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

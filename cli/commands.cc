@@ -1,14 +1,14 @@
-#include "engine/cli/commands.h"
+#include "cli/commands.h"
 
 #include <cstdio>
 
 #include "base/nearest_name.h"
-#include "engine/cli/help.h"
+#include "cli/help.h"
 #include "engine/report/report_args.h"
 #include "engine/workspace.h"
 #include "rules/tokenize_command.h"
 
-namespace bm::engine::cli {
+namespace bm::cli {
 namespace {
 
 const CommandSpec& HelpSpec();
@@ -159,7 +159,7 @@ Status Dispatch(const std::vector<std::string>& args, ColorMode* color) {
                   global.operands()[0]);
   }
   if (global.Has("--version")) {
-    std::printf("benchmake %s\n", BenchmakeVersion().c_str());
+    std::printf("benchmake %s\n", engine::BenchmakeVersion().c_str());
     return Status::Ok();
   }
   if (i == args.size() || global.help()) {
@@ -190,4 +190,4 @@ Status Dispatch(const std::vector<std::string>& args, ColorMode* color) {
   return command->run(parsed);
 }
 
-}  // namespace bm::engine::cli
+}  // namespace bm::cli

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A/B of two builds of cuda_train_bench on one GPU, in one call (how the attention kernels of
-# commit e30d9dc were kept over a later variant; docs/PERFORMANCE.md). Expects
+# commit e30d9dc were kept over a later variant: run 4, docs/perf-history.md). Expects
 # .devtree/bin/cuda_train_bench and .devtree/bin/cuda_train_bench_old: pack with
 #   AB_OLD=/path/to/old/cuda_train_bench bash bench/pack_devtree.sh build
 # and run, after unpacking bin.tar.xz, bash .devtree/bench/ab.sh.

@@ -2,14 +2,11 @@
 # One call on the GPU machine: correctness tests, then the timing table side by side with the
 # PyTorch peer. Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/gpu_check.sh [cudnntests] [tests] [ranks] [comm] [bench] [torch] [profile]
-#                                    [fp16] [variants] [whole] [apart] [norms] [survey]
+#                                    [fp16] [variants] [whole] [apart] [norms]
 #                                    [determinism]
 # determinism: the peer on each row as it is timed (flash attention's backward adds dQ with
 # atomics) and under torch.use_deterministic_algorithms(True), each after a check that two
 # trainings of RERUN_STEPS (default 2) steps from the same seeds agree bit for bit.
-# survey: every cuDNN engine configuration for the attention backward of the three rows'
-# shapes (cudnn_attention_survey), fastest first; SURVEY_SHAPES picks others; SURVEY_WHOLE_ONLY=1
-# times only the whole backwards (the trainer's key blocks, one call, dQ accumulated).
 # ranks: several benchmake-train ranks sharing this GPU (DP, TP, PP, sequence parallelism against
 # one rank; cuda_ranks_test, a few minutes: its own call when time is short; RANKS_FILTER picks
 # tests by gtest filter).
@@ -52,36 +49,6 @@ if want ranks; then  # several ranks sharing this GPU (Gloo staged through host 
 fi
 if want comm; then  # the NCCL communicator (trainer/dist/); tests needing 2+ GPUs skip on one
   ours "$bin/nccl_communicator_test" --gtest_color=no 2>&1 | tee "$OUT/comm.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED|     OK) |skipped:|Failure|rank [0-9]|error while loading" | head -40
-fi
-
-if want survey; then  # "B:T:H:D" per shape (GPT-2 124M 32x1024, LLaMA 1B 8x2048, 7B width 2x4096)
-  for sh in ${SURVEY_SHAPES:-32:1024:12:64 8:2048:32:64 2:4096:32:128}; do
-    IFS=: read -r b t h d <<< "$sh"
-    ours timeout "${SURVEY_TIMEOUT:-150}" "$bin/cudnn_attention_survey" --batch "$b" --seq "$t" --heads "$h" --head-dim "$d" \
-      --repeats "${SURVEY_REPEATS:-5}" --whole-only "${SURVEY_WHOLE_ONLY:-0}" >> "$OUT/survey.jsonl" 2>> "$OUT/survey.log"
-  done
-  python3 - "$OUT/survey.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-for shape in dict.fromkeys(r["shape"] for r in rows):
-    rs = [r for r in rows if r["shape"] == shape]
-    for r in rs:
-        if not r["what"].startswith("whole"):
-            continue
-        if "error" in r:
-            print(f"{shape}: {r['what']}: {r['error']}")
-        else:
-            print(f"{shape}: {r['what']}: {r['ms']:.2f} ms {r['tflops']:.0f} TFLOP/s, repeat "
-                  f"{int(r['repeatable'])}, max |diff| vs the trainer's {r['max_abs_diff_vs_trainer']:.3g} "
-                  f"(of {r['max_abs_trainer']:.3g})")
-    cand = sorted((r for r in rs if "config" in r and "ms" in r), key=lambda r: r["ms"])
-    bad = sum(1 for r in rs if "config" in r and "error" in r)
-    print(f"{shape}: {len(cand)} configs ran, {bad} did not build")
-    for r in cand[:12]:
-        print(f"  {r['ms']:7.2f} ms {r['tflops']:4.0f} TFLOP/s ws {r['workspace_MiB']:7.1f} MiB "
-              f"det-note {int(r['deterministic_note'])} repeat {int(r['repeatable'])} "
-              f"same-bits {int(r['same_bits_as_trainer'])} {'*' if r['heuristic'] else ' '} {r['config']}")
-PY
 fi
 
 # MODELS="gpt2-124m:16 llama-1b:4 llama7b-8l:1" picks other rows (bench, variants, torch)

@@ -16,12 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bins=(benchmake benchmake-train bench/cuda_train_bench bench/cudnn_attention_survey bench/overlap_probe
-      bench/splitk_probe bench/gemm_power_probe
+bins=(benchmake benchmake-train bench/cuda_train_bench
       tests/trainer/cuda_ops_test
       tests/trainer/cuda_model_test tests/trainer/cuda_backend_test
       tests/trainer/nccl_communicator_test tests/trainer/cuda_ranks_test)
-cmake --build "$build" --target benchmake benchmake-train cuda_train_bench cudnn_attention_survey overlap_probe splitk_probe gemm_power_probe \
+cmake --build "$build" --target benchmake benchmake-train cuda_train_bench \
   cuda_ops_test \
   cuda_model_test cuda_backend_test nccl_communicator_test cuda_ranks_test
 rm -rf .devtree && mkdir -p .devtree/bin .devtree/lib .devtree/bench .devtree/peer

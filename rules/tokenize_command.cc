@@ -11,9 +11,9 @@
 
 namespace bm::rules {
 
-using engine::cli::CommandSpec;
-using engine::cli::ParsedArgs;
-using engine::cli::ValueKind;
+using cli::CommandSpec;
+using cli::ParsedArgs;
+using cli::ValueKind;
 
 namespace {
 
@@ -90,12 +90,12 @@ Status TokenizeCommand(const ParsedArgs& args, std::istream& in, std::ostream& o
   bool bos = args.Has("--bos"), eot = args.Has("--eot"), decode = args.Has("--decode");
   int threads = 1;
   if (std::optional<std::string> n = args.Value("--threads")) {
-    BM_ASSIGN_OR_RETURN(threads, engine::cli::ParseIntFlag("--threads", *n));
+    BM_ASSIGN_OR_RETURN(threads, cli::ParseIntFlag("--threads", *n));
     if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
   if (vocab.empty() && kind != "bytes") {
     return Errorf(ErrorCode::kInvalidArgument, "tokenize needs --vocab FILE\n{}",
-                  engine::cli::UsageLine(TokenizeSpec()));
+                  cli::UsageLine(TokenizeSpec()));
   }
   BM_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tok, text::OpenTokenizer(kind, vocab));
   BM_ASSIGN_OR_RETURN(std::string data, ReadInput(input, in));
@@ -146,7 +146,7 @@ Status TokenizeCommand(const ParsedArgs& args) {
 }
 
 Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out) {
-  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, engine::cli::ParseCommandLine(TokenizeSpec(), args));
+  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, cli::ParseCommandLine(TokenizeSpec(), args));
   return TokenizeCommand(parsed, in, out);
 }
 

@@ -12,7 +12,7 @@
 // the same flag's old name), default auto: by the file's name
 // (tokenizer.model → sentencepiece, tokenizer.json → huggingface,
 // gpt2.tiktoken → gpt2).
-// Its flags, help and completion: TokenizeSpec() (engine/cli/flag_table.h).
+// Its flags, help and completion: TokenizeSpec() (base/cli/flag_table.h).
 // Errors: kInvalidArgument for bad flags or ids (exit 2), kNotFound/kIo for
 // files.
 #pragma once
@@ -22,18 +22,18 @@
 #include <string>
 #include <vector>
 
+#include "base/cli/flag_table.h"
 #include "base/result.h"
-#include "engine/cli/flag_table.h"
 
 namespace bm::rules {
 
-const engine::cli::CommandSpec& TokenizeSpec();
+const cli::CommandSpec& TokenizeSpec();
 
 // args: parsed with TokenizeSpec(). Reads stdin, writes stdout.
-Status TokenizeCommand(const engine::cli::ParsedArgs& args);
+Status TokenizeCommand(const cli::ParsedArgs& args);
 
 // The same with explicit streams, and from the words after "tokenize" (tests).
-Status TokenizeCommand(const engine::cli::ParsedArgs& args, std::istream& in, std::ostream& out);
+Status TokenizeCommand(const cli::ParsedArgs& args, std::istream& in, std::ostream& out);
 Status TokenizeCommand(const std::vector<std::string>& args, std::istream& in, std::ostream& out);
 
 }  // namespace bm::rules

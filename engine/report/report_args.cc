@@ -12,10 +12,10 @@
 
 namespace bm::report {
 
-using engine::cli::CommandSpec;
-using engine::cli::FlagSpec;
-using engine::cli::ParsedArgs;
-using engine::cli::ValueKind;
+using cli::CommandSpec;
+using cli::FlagSpec;
+using cli::ParsedArgs;
+using cli::ValueKind;
 
 namespace {
 
@@ -176,12 +176,12 @@ Result<CompareArgs> CompareArgsFrom(const ParsedArgs& args) {
 }
 
 Result<ReportArgs> ParseReportArgs(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, engine::cli::ParseCommandLine(ReportSpec(), args));
+  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, cli::ParseCommandLine(ReportSpec(), args));
   return ReportArgsFrom(parsed);
 }
 
 Result<CompareArgs> ParseCompareArgs(const std::vector<std::string>& args) {
-  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, engine::cli::ParseCommandLine(CompareSpec(), args));
+  BM_ASSIGN_OR_RETURN(ParsedArgs parsed, cli::ParseCommandLine(CompareSpec(), args));
   return CompareArgsFrom(parsed);
 }
 

@@ -1,6 +1,6 @@
 // Command-line arguments of `benchmake report` and `benchmake compare`: their
-// tables (engine/cli/flag_table.h; help, completion and the man page come
-// from them), parsed into plain values (the CLI in engine/cli/ stays thin),
+// tables (base/cli/flag_table.h; help, completion and the man page come
+// from them), parsed into plain values (the CLI in cli/ stays thin),
 // and the dispatch from a format to its renderer.
 //
 //   report [SEL...] [--format md|json|csv|html] [-o FILE]
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cli/flag_table.h"
 #include "base/result.h"
-#include "engine/cli/flag_table.h"
 #include "engine/report/loss_alignment.h"
 #include "engine/report/measurement.h"
 
@@ -43,12 +43,12 @@ struct CompareArgs {
   std::string output;
 };
 
-const engine::cli::CommandSpec& ReportSpec();
-const engine::cli::CommandSpec& CompareSpec();
+const cli::CommandSpec& ReportSpec();
+const cli::CommandSpec& CompareSpec();
 
 // From arguments parsed with ReportSpec() / CompareSpec().
-Result<ReportArgs> ReportArgsFrom(const engine::cli::ParsedArgs& args);
-Result<CompareArgs> CompareArgsFrom(const engine::cli::ParsedArgs& args);
+Result<ReportArgs> ReportArgsFrom(const cli::ParsedArgs& args);
+Result<CompareArgs> CompareArgsFrom(const cli::ParsedArgs& args);
 
 // The words after the command name, through the table, then the above.
 Result<ReportArgs> ParseReportArgs(const std::vector<std::string>& args);

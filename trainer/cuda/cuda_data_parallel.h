@@ -25,6 +25,10 @@
 // A world of one (a host SelfCommunicator) runs every stage with local copies; "nccl" with one
 // rank runs the same through NCCL (and must give the same bits).
 //
+// The code: cuda_data_parallel.cc (the plan, streams, addresses, collectives),
+// cuda_data_parallel_step.cc (a step: micro-batches, unit hooks, norm, AdamW, gathers) and
+// cuda_data_parallel_host.cc (parameters, gradients and AdamW state to and from the host).
+//
 // Not thread-safe; one per CudaModel. Collective calls (every rank, same order): Set/
 // GetParameters and SetLocalState with zero >= 1, each micro-batch's backward, GradSumSquares
 // with zero >= 2, SumOverGroup, OptimizerStep.

@@ -139,7 +139,7 @@ Status CudaModel::Impl::LinearBackward(T* dx, const T* dy, const T* x, size_t w,
 
 // dW += dy^T x (dW = dy^T x without `accumulate`) and db += sum dy. The bias gradient is a
 // column sum of its own rather than cuBLASLt's BGRADB epilogue: that epilogue slowed GPT-2's
-// weight-gradient products by 0.2 ms a layer (run 35, bench/splitk_probe), more than the sum
+// weight-gradient products by 0.2 ms a layer (run 35, docs/perf-history.md), more than the sum
 // costs.
 template <typename T>
 Status CudaModel::Impl::LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows,

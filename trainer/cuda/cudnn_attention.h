@@ -77,7 +77,7 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
 // (dQ added with atomics). Its bits need not repeat. The workspace holds the [B, H, T, D] fp32
 // accumulator (zeroed on the stream before each call), then cuDNN's; its bytes cover the
 // forward's workspace too, as CudnnAttentionWorkspaceBytes's do. For measuring what the
-// deterministic backward costs (bench/cudnn_attention_survey; in the model only with
+// deterministic backward costs (issue 16's survey, docs/PERFORMANCE.md; in the model only with
 // RunSpec::deterministic_attention off, cuda_train_bench --nondeterministic-attention).
 Result<size_t> CudnnAttentionAccumulatedWorkspaceBytes(const AttentionShape& shape);
 Status CudnnAttentionAccumulatedBackward(void* dqkv, const void* dout, const void* out,
@@ -85,8 +85,8 @@ Status CudnnAttentionAccumulatedBackward(void* dqkv, const void* dout, const voi
                                          const AttentionShape& shape, void* workspace,
                                          size_t workspace_bytes, cudaStream_t stream);
 
-// What bench/cudnn_attention_survey measures: the engine configurations cuDNN offers for the
-// backward graph of the first key block of `shape` (all the queries, the first
+// What issue 16's survey measured (docs/PERFORMANCE.md): the engine configurations cuDNN
+// offers for the backward graph of the first key block of `shape` (all the queries, the first
 // CudnnKeysPerCall keys): the plan CudnnAttentionBackward runs first, then every configuration
 // heuristics A, B and the fallback propose, as proposed and with each knob's every value (at
 // most 48 a knob; the others as proposed), each configuration once. Each is

@@ -1,6 +1,6 @@
 // NvmlGpu: the SM clock, the board power and the energy counter of the GPU a CUDA device runs
 // on, read through NVML: the energy a training run took (CudaBackend::ReadEnergy, metrics.json's
-// "energy"), and the benchmarks' joules a step and clocks (cuda_train_bench, gemm_power_probe).
+// "energy"), and the benchmarks' joules a step and clocks (cuda_train_bench).
 // Inside a training step an H100/H200 runs at its power limit (docs/PERFORMANCE.md, run 68), so
 // the energy a step takes sets its time as much as its kernels do.
 //

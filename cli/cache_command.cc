@@ -1,0 +1,111 @@
+// `benchmake cache stats|verify|gc` (push and pull: cache_remote_command.cc).
+#include <cstdio>
+
+#include "base/real_filesystem.h"
+#include "cache/cache.h"
+#include "cache/maintenance.h"
+#include "cli/cache_remote_command.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "engine/generate.h"
+
+namespace bm::cli {
+namespace {
+
+// The workspace's cache dir when there is a BENCHFILE here, else the default.
+std::string CacheDirFor(const ParsedArgs& args) {
+  Result<engine::Workspace> ws = OpenWorkspaceFromFlags(args);
+  if (ws.ok()) {
+    Result<engine::WorkspaceConfig> config = engine::LoadConfig(*ws);
+    if (config.ok() && !config->cache_dir.empty()) return config->cache_dir;
+    Result<engine::TargetGraph> graph = engine::LoadWorkspaceGraph(*ws);
+    if (graph.ok() && !graph->settings.cache_dir.empty())
+      return JoinPath(ws->root, graph->settings.cache_dir);
+  }
+  return cache::DefaultCacheDir();
+}
+
+constexpr const char* kWhichCache =
+    "The cache is the one of the workspace (its BENCHFILE's [benchmake] cache_dir) when there "
+    "is one, else $BENCHMAKE_CACHE_DIR, else $XDG_CACHE_HOME/benchmake, else "
+    "~/.cache/benchmake.";
+
+}  // namespace
+
+const CommandSpec& CacheStatsSpec() {
+  static const CommandSpec kSpec{
+      .name = "cache stats",
+      .summary = "size of the local cache, hits and misses, remote traffic",
+      .description = std::string("Prints the local cache's directory, its blobs and action "
+                                 "records with their sizes, and the hit, miss and transfer "
+                                 "counters of the local and remote caches.\n\n") +
+                     kWhichCache,
+      .examples = {{"benchmake cache stats", "how big the cache is and how well it hits"}}};
+  return kSpec;
+}
+
+Status CacheStatsCommand(const ParsedArgs& args) {
+  cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
+  BM_ASSIGN_OR_RETURN(cache::StoreStats s, cache::ComputeStats(store));
+  std::printf("cache:   %s\nblobs:   %llu (%s)\nactions: %llu (%s)\ntotal:   %s\n",
+              store.root().c_str(), static_cast<unsigned long long>(s.blobs),
+              cache::FormatSize(s.blob_bytes).c_str(), static_cast<unsigned long long>(s.actions),
+              cache::FormatSize(s.action_bytes).c_str(),
+              cache::FormatSize(s.total_bytes()).c_str());
+  return PrintUsageStats(store.root());
+}
+
+const CommandSpec& CacheVerifySpec() {
+  static const CommandSpec kSpec{
+      .name = "cache verify",
+      .summary = "re-hash every cache entry; evict the corrupt ones",
+      .description = std::string("Reads every blob and action record of the local cache and "
+                                 "checks it against its digest. A corrupt entry is evicted (the "
+                                 "next build reruns or re-fetches it) and listed; the exit "
+                                 "status is 1 when there was one.\n\n") +
+                     kWhichCache,
+      .examples = {{"benchmake cache verify", "check the whole local cache"}}};
+  return kSpec;
+}
+
+Status CacheVerifyCommand(const ParsedArgs& args) {
+  cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
+  BM_ASSIGN_OR_RETURN(cache::VerifyReport r, cache::Verify(store));
+  for (const std::string& e : r.evicted) std::printf("corrupt, evicted: %s\n", e.c_str());
+  std::printf("checked %llu entries, %zu corrupt\n", static_cast<unsigned long long>(r.checked),
+              r.evicted.size());
+  if (!r.evicted.empty())
+    return Errorf(ErrorCode::kCorrupt, "{} corrupt cache entries evicted", r.evicted.size());
+  return Status::Ok();
+}
+
+const CommandSpec& CacheGcSpec() {
+  static const CommandSpec kSpec{
+      .name = "cache gc",
+      .summary = "trim the local cache to a size, least recently used first",
+      .description = std::string("Removes the least recently used entries of the local cache "
+                                 "until it holds at most SIZE.\n\n") +
+                     kWhichCache,
+      .flags = {{.name = "--max-size",
+                 .value_name = "SIZE",
+                 .kind = ValueKind::kText,
+                 .help = "the size to keep, in bytes or with a unit: 500M, 10G, 1T (required)"}},
+      .examples = {{"benchmake cache gc --max-size 10G", "keep at most 10 GiB"}}};
+  return kSpec;
+}
+
+Status CacheGcCommand(const ParsedArgs& args) {
+  std::optional<std::string> size = args.Value("--max-size");
+  if (!size) {
+    return Errorf(ErrorCode::kInvalidArgument, "cache gc needs --max-size SIZE (e.g. 10G)\n{}",
+                  UsageLine(CacheGcSpec()));
+  }
+  BM_ASSIGN_OR_RETURN(uint64_t max, cache::ParseSize(*size));
+  cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
+  BM_ASSIGN_OR_RETURN(cache::GcReport r, cache::CollectGarbage(store, max));
+  std::printf("removed %llu entries (%s), kept %s\n", static_cast<unsigned long long>(r.removed),
+              cache::FormatSize(r.removed_bytes).c_str(), cache::FormatSize(r.kept_bytes).c_str());
+  return Status::Ok();
+}
+
+}  // namespace bm::cli

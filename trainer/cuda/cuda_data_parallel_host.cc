@@ -1,0 +1,219 @@
+// CudaDataParallel's exchange with the host (cuda_data_parallel.h): parameters, gradients and
+// the AdamW state in and out, staged in chunks (host_staging.h), gathered from the ranks' slices
+// at zero >= 1, and the split masters' halves.
+#include <algorithm>
+
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/cuda_data_parallel.h"
+#include "trainer/cuda/host_staging.h"
+#include "trainer/cuda/kernels/split_master.h"
+
+namespace bm::train::cuda {
+namespace {
+
+using CommType = dist::DType;
+
+}  // namespace
+
+// The working weights' own slices from the masters (zero >= 1).
+Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    const float* from = At<float>(master_) + plan_.shard_offset(u);
+    if (zero_ == 3) {
+      if (lowp_)
+        BM_TRY(CastToWork(At<uint16_t>(work_shard_) + plan_.shard_offset(u), from, slice, s));
+      continue;
+    }
+    const size_t to = static_cast<size_t>(plan_.unit(u).offset) + plan_.rank() * slice;
+    if (lowp_) {
+      BM_TRY(CastToWork(At<uint16_t>(work_off_) + to, from, slice, s));
+    } else {
+      BM_CUDA_CHECK(
+          cudaMemcpyAsync(At<float>(work_off_) + to, from, slice * 4, cudaMemcpyDeviceToDevice, s),
+          "working copy");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaDataParallel::SetParameters(const RangeSource& fill) {
+  const size_t P = layout_.total();
+  if (split_) {
+    std::vector<float> flat(P);
+    fill(0, flat);
+    return SetSplitMasters(flat);
+  }
+  HostStaging staging;  // chunks no larger than what goes up (a small model's are small)
+  BM_TRY(staging.Init(compute_, zero_ == 0 ? P : static_cast<size_t>(local_size())));
+  if (zero_ == 0) {
+    BM_TRY(staging.Upload(fill, 0, P, At<float>(master_)));
+    return MastersChanged();
+  }
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t begin = static_cast<size_t>(plan_.unit(u).offset) +
+                         static_cast<size_t>(plan_.rank() * plan_.slice(u));
+    BM_TRY(staging.Upload(fill, begin, static_cast<size_t>(plan_.slice(u)),
+                          At<float>(master_) + plan_.shard_offset(u)));
+  }
+  return MastersChanged();
+}
+
+// After the masters were written: the working weights follow (collective for zero 1-2).
+Status CudaDataParallel::MastersChanged() {
+  if (zero_ == 0) {
+    if (lowp_)
+      BM_TRY(CastToWork(At<uint16_t>(work_off_), At<float>(master_), layout_.total(), compute_));
+  } else {
+    BM_TRY(AwaitGathers());  // a gather still reading the own slices the write replaces
+    BM_TRY(WriteWorkSlices(compute_));
+    if (zero_ <= 2) BM_TRY(GatherWorkAllUnits());
+    for (Slot* s : {&emb_work_, &work_ring_[0], &work_ring_[1]}) s->unit = -1;
+    std::fill(work_slot_of_unit_.begin(), work_slot_of_unit_.end(), nullptr);
+  }
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "parameters");
+  GathersAwaited();
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GatherMaster(const RangeSink& take) {
+  BM_TRY(CommAfterCompute());
+  HostStaging staging;
+  if (take) {
+    int64_t widest = 0;
+    for (int u = 0; u < plan_.num_units(); ++u) widest = std::max(widest, plan_.unit(u).numel);
+    BM_TRY(staging.Init(comm_stream_, static_cast<size_t>(widest)));
+  }
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    float* space = zero_ == 1 ? At<float>(grad_) : At<float>(GradSlotFor(u)->offset);
+    BM_TRY(AllGather(At<float>(master_) + plan_.shard_offset(u), space, slice, CommType::kFloat32,
+                     comm_stream_));
+    if (take) {
+      BM_TRY(staging.Download(space, static_cast<size_t>(plan_.unit(u).numel),
+                              static_cast<size_t>(plan_.unit(u).offset), take));
+    }
+  }
+  BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gathering parameters");
+  // The gradient buffers served as gather space: the next step writes them fresh.
+  zero_pending_ = true;
+  for (Slot* s : {&emb_grad_, &grad_ring_[0], &grad_ring_[1]}) s->unit = -1;
+  return Status::Ok();
+}
+
+// split_: the halves from the host's fp32 values (zero 0: all of them).
+Status CudaDataParallel::SetSplitMasters(const std::vector<float>& flat) {
+  const size_t n = flat.size();
+  std::vector<uint16_t> hi(n), lo(n);
+  SplitMastersCpu(flat.data(), n, hi.data(), lo.data());
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(At<uint16_t>(work_off_), hi.data(), n * 2, cudaMemcpyHostToDevice, compute_),
+      "parameters' high halves");
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(At<uint16_t>(lo_), lo.data(), n * 2, cudaMemcpyHostToDevice, compute_),
+      "parameters' low halves");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetSplitMasters(std::vector<float>* flat) {
+  const size_t n = layout_.total();
+  std::vector<uint16_t> hi(n), lo(n);
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(hi.data(), At<uint16_t>(work_off_), n * 2, cudaMemcpyDeviceToHost, compute_),
+      "parameters' high halves");
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(lo.data(), At<uint16_t>(lo_), n * 2, cudaMemcpyDeviceToHost, compute_),
+      "parameters' low halves");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  flat->resize(n);
+  JoinMastersCpu(hi.data(), lo.data(), n, flat->data());
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetParameters(const RangeSink& take) {
+  if (split_) {
+    std::vector<float> flat;
+    BM_TRY(GetSplitMasters(&flat));
+    if (take) take(0, flat);
+    return Status::Ok();
+  }
+  if (zero_ >= 1) return GatherMaster(take);
+  if (!take) return Status::Ok();
+  HostStaging staging;
+  BM_TRY(staging.Init(compute_, layout_.total()));
+  return staging.Download(At<float>(master_), layout_.total(), 0, take);
+}
+
+Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
+  if (zero_ >= 2 || sums_own_slices())
+    return Status(ErrorCode::kUnsupported,
+                  "the gradients are reduce-scattered (zero >= 1 over several ranks): each rank "
+                  "holds the sum of its own slices");
+  BM_TRY(ZeroPendingGradients());
+  BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gradients");
+  flat->resize(layout_.total());
+  BM_CUDA_CHECK(cudaMemcpyAsync(flat->data(), At<float>(grad_), flat->size() * 4,
+                                cudaMemcpyDeviceToHost, compute_),
+                "gradients");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "gradients");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetOptimizerState(std::vector<float>* m, std::vector<float>* v) {
+  if (zero_ >= 1)
+    return Status(ErrorCode::kUnsupported,
+                  "the AdamW state is sharded (zero >= 1): each rank holds its local state");
+  return GetLocalState(nullptr, m, v);
+}
+
+Status CudaDataParallel::SetOptimizerState(const std::vector<float>& m,
+                                           const std::vector<float>& v) {
+  if (zero_ >= 1)
+    return Status(ErrorCode::kUnsupported,
+                  "the AdamW state is sharded (zero >= 1): set each rank's local state");
+  const size_t n = static_cast<size_t>(local_size());
+  if (m.size() != n || v.size() != n)
+    return Errorf(ErrorCode::kInvalidArgument, "optimizer state of {}/{} floats, layout has {}",
+                  m.size(), v.size(), n);
+  BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(m_), m.data(), n * 4, cudaMemcpyHostToDevice, compute_),
+                "adam m");
+  BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(v_), v.data(), n * 4, cudaMemcpyHostToDevice, compute_),
+                "adam v");
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "optimizer state");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetLocalState(std::vector<float>* master, std::vector<float>* m,
+                                       std::vector<float>* v) {
+  const size_t n = static_cast<size_t>(local_size());
+  if (split_ && master) BM_TRY(GetSplitMasters(master));
+  for (auto [out, off] : {std::pair{split_ ? nullptr : master, master_}, {m, m_}, {v, v_}}) {
+    if (!out) continue;
+    out->resize(n);
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(out->data(), At<float>(off), n * 4, cudaMemcpyDeviceToHost, compute_),
+        "local state");
+  }
+  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "local state");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::SetLocalState(const std::vector<float>& master,
+                                       const std::vector<float>& m, const std::vector<float>& v) {
+  const size_t n = static_cast<size_t>(local_size());
+  if (master.size() != n || m.size() != n || v.size() != n)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "local state of {}, {} and {} floats; this rank holds {}", master.size(),
+                  m.size(), v.size(), n);
+  for (auto [in, off] : {std::pair{&master, master_}, {&m, m_}, {&v, v_}}) {
+    if (split_ && in == &master) continue;
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(At<float>(off), in->data(), n * 4, cudaMemcpyHostToDevice, compute_),
+        "local state");
+  }
+  return split_ ? SetSplitMasters(master) : MastersChanged();
+}
+
+}  // namespace bm::train::cuda

@@ -1,0 +1,312 @@
+// CudaDataParallel's training step (cuda_data_parallel.h): the micro-batches, the unit hooks
+// the step code calls in between, the gradient norm, AdamW over the own slices and the
+// gathers of the working weights after it.
+#include <algorithm>
+#include <type_traits>
+
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/cuda_data_parallel.h"
+#include "trainer/cuda/kernels/residual.cuh"
+
+namespace bm::train::cuda {
+namespace {
+
+using CommType = dist::DType;
+
+}  // namespace
+
+Status CudaDataParallel::ZeroPendingGradients() {
+  if (!zero_pending_ || zero_ >= 2) return Status::Ok();
+  zero_pending_ = false;
+  BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_), 0, layout_.total() * 4, compute_), "zero grads");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::BeginMicroBatch(bool last) {
+  last_micro_ = last;
+  if (zero_ >= 2) {
+    // Fresh buckets every micro-batch; the own slices accumulate (zeroed once per step).
+    first_micro_ = true;
+    if (zero_pending_) {
+      BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_shard_), 0, local_size() * 4, compute_),
+                    "zero gradient slices");
+      zero_pending_ = false;
+      accumulate_ = false;
+    } else {
+      accumulate_ = true;
+    }
+    return Status::Ok();
+  }
+  first_micro_ = zero_pending_;
+  if (first_micro_) {
+    if (!per_unit_zeroing_) {
+      for (const Range& r : zero_ranges_)
+        BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_) + r.offset, 0, r.numel * 4, compute_),
+                      "zero gradients [{}, {})", r.offset, r.end());
+    }
+    zero_pending_ = false;
+  }
+  return Status::Ok();
+}
+
+// Zeroes unit u's share of the added gradients in its gradient storage at `base` (the unit's
+// first element).
+Status CudaDataParallel::ZeroAddedGradients(int unit, float* base) {
+  const Range& u = layout_.units()[unit];
+  for (const Range& r : zero_ranges_) {
+    const size_t b = std::max(r.offset, u.offset), e = std::min(r.end(), u.end());
+    if (b < e)
+      BM_CUDA_CHECK(cudaMemsetAsync(base + (b - u.offset), 0, (e - b) * 4, compute_),
+                    "zero unit {} gradients", unit);
+  }
+  return Status::Ok();
+}
+
+Status CudaDataParallel::EndMicroBatch() {
+  BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "communication done");
+  BM_TRY(ComputeAfter(comm_done_));
+  GathersAwaited();  // issued before this micro-batch's reductions, on the same stream
+  return Status::Ok();
+}
+
+// Units are used in order, forward and backward, one at a time: by parity, the unit in use
+// and the next one (prefetched, or reduced while the next computes) never share a slot.
+CudaDataParallel::Slot* CudaDataParallel::WorkSlotFor(int unit) {
+  return unit == 0 ? &emb_work_ : &work_ring_[unit % 2];
+}
+
+CudaDataParallel::Slot* CudaDataParallel::GradSlotFor(int unit) {
+  return unit == 0 ? &emb_grad_ : &grad_ring_[unit % 2];
+}
+
+Status CudaDataParallel::IssueGather(int unit) {
+  Slot* s = WorkSlotFor(unit);
+  // The slot's previous unit: the compute stream must be done with it.
+  BM_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, s->free, 0), "gather waits for its slot");
+  const size_t slice = static_cast<size_t>(plan_.slice(unit));
+  const void* send =
+      lowp_ ? static_cast<const void*>(At<uint16_t>(work_shard_) + plan_.shard_offset(unit))
+            : static_cast<const void*>(At<float>(master_) + plan_.shard_offset(unit));
+  BM_TRY(AllGather(send, At<char>(s->offset), slice, work_dtype(), comm_stream_));
+  BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "gathered unit {}", unit);
+  s->unit = unit;
+  s->pending = true;
+  work_slot_of_unit_[unit] = s;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::Acquire(int unit, int next) {
+  if (zero_ == 1 || zero_ == 2) {
+    if (!gather_pending_[unit]) return Status::Ok();
+    gather_pending_[unit] = 0;
+    return ComputeAfter(unit_gathered_[unit]);
+  }
+  if (zero_ != 3) return Status::Ok();
+  Slot* s = work_slot_of_unit_[unit];
+  if (!s || s->unit != unit) {
+    BM_TRY(CommAfterCompute());  // the shards are current (after the optimizer step)
+    BM_TRY(IssueGather(unit));
+    s = work_slot_of_unit_[unit];
+  }
+  if (s->pending) {
+    BM_TRY(ComputeAfter(s->ready));
+    s->pending = false;
+  }
+  if (next >= 0) {
+    Slot* n = work_slot_of_unit_[next];
+    if (!n || n->unit != next) BM_TRY(IssueGather(next));
+  }
+  return Status::Ok();
+}
+
+Status CudaDataParallel::Release(int unit) {
+  if (zero_ != 3) return Status::Ok();
+  // The data stays until another unit is gathered into the slot (a unit used again
+  // right away, as the last layers at the turn from forward to backward, is not gathered
+  // twice).
+  BM_CUDA_CHECK(cudaEventRecord(work_slot_of_unit_[unit]->free, compute_), "release unit {}", unit);
+  return Status::Ok();
+}
+
+Status CudaDataParallel::BeginUnitGradients(int unit) {
+  if (zero_ <= 1) {
+    if (!per_unit_zeroing_ || !first_micro_) return Status::Ok();
+    return ZeroAddedGradients(unit, At<float>(grad_) + layout_.units()[unit].offset);
+  }
+  Slot* s = GradSlotFor(unit);
+  // The slot's previous reduction must have read it.
+  if (s->pending) {
+    BM_TRY(ComputeAfter(s->ready));
+    s->pending = false;
+  }
+  s->unit = unit;
+  grad_slot_of_unit_[unit] = s;
+  return ZeroAddedGradients(unit, At<float>(s->offset));
+}
+
+Status CudaDataParallel::GradientsReady(int unit) {
+  const Range& u = layout_.units()[unit];
+  if (zero_ <= 1) {
+    if (!last_micro_) return Status::Ok();
+    BM_TRY(CommAfterCompute());
+    float* grads = At<float>(grad_) + u.offset;
+    if (zero_ == 0 || whole_sum_[unit])
+      return AllReduce(grads, u.numel, CommType::kFloat32, comm_stream_);
+    // Zero 1: the optimizer reads the own slice only, so only it is summed, in place (the
+    // unit's numel is a multiple of the ranks: UnitAlign).
+    const size_t n = static_cast<size_t>(plan_.slice(unit));
+    return ReduceScatter(grads, grads + plan_.rank() * n, n, CommType::kFloat32, comm_stream_);
+  }
+  Slot* s = grad_slot_of_unit_[unit];
+  BM_TRY(CommAfterCompute());
+  float* slice = At<float>(grad_shard_) + plan_.shard_offset(unit);
+  const size_t n = static_cast<size_t>(plan_.slice(unit));
+  if (!accumulate_) {
+    BM_TRY(ReduceScatter(At<float>(s->offset), slice, n, CommType::kFloat32, comm_stream_));
+  } else {
+    BM_TRY(ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, CommType::kFloat32,
+                         comm_stream_));
+    BM_TRY(AccumulateF32(slice, At<float>(rs_tmp_), n, comm_stream_));
+  }
+  BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "unit {} reduced", unit);
+  s->pending = true;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
+  if (sums_own_slices())
+    return Status(ErrorCode::kInternal,
+                  "GradSumSquares: at zero 1 over several ranks the norm counts the own slices "
+                  "(OwnSlicesOf), then the group (SumOverGroup)");
+  if (zero_ <= 1) {
+    BM_TRY(ZeroPendingGradients());
+    return cuda::GradSumSquares(out, scratch, At<float>(grad_), layout_.total(), compute_);
+  }
+  BM_TRY(cuda::GradSumSquares(out, scratch, At<float>(grad_shard_), local_size(), compute_));
+  return SumOverGroup(out);
+}
+
+void CudaDataParallel::SumWhole(const Range& r) {
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t begin = static_cast<size_t>(plan_.unit(u).offset);
+    if (begin < r.end() && r.offset < begin + static_cast<size_t>(plan_.unit(u).numel))
+      whole_sum_[u] = 1;
+  }
+}
+
+std::vector<Range> CudaDataParallel::OwnSlicesOf(const std::vector<Range>& ranges) const {
+  std::vector<Range> parts;
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    const size_t begin = static_cast<size_t>(plan_.unit(u).offset) + plan_.rank() * slice;
+    for (const Range& r : ranges) {
+      const size_t b = std::max(begin, r.offset), e = std::min(begin + slice, r.end());
+      if (b < e) parts.push_back({b, e - b, false});
+    }
+  }
+  return parts;
+}
+
+Status CudaDataParallel::SumOverGroup(float* value) {
+  return AllReduce(value, 1, CommType::kFloat32, compute_);
+}
+
+Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
+  BM_TRY(ZeroPendingGradients());
+  BM_TRY(AwaitGathers());  // the own slices are their send buffers
+  if (zero_ == 0) {
+    // Unsharded: one launch over the whole layout (padding included: zeros stay zeros), the
+    // decay chunk by chunk from the mask, rather than one launch per run of matrices or vectors
+    // (GPT-2 has about a hundred, most of them a few thousand elements).
+    uint32_t* mask = At<uint32_t>(decay_mask_);
+    if (!decay_mask_staged_) {
+      BM_CUDA_CHECK(cudaMemcpyAsync(mask, decay_mask_host_.data(), decay_mask_host_.size() * 4,
+                                    cudaMemcpyHostToDevice, compute_),
+                    "weight decay mask");
+      decay_mask_staged_ = true;
+    }
+    const size_t n = layout_.total();
+    float* grads = At<float>(grad_);
+    if (split_)
+      return AdamWSplitUpdate(At<uint16_t>(work_off_), At<uint16_t>(lo_), At<float>(m_),
+                              At<float>(v_), grads, sumsq, hyper, n, compute_, mask);
+    return WithElementType(work_, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
+      L* lowp = lowp_ ? At<L>(work_off_) : nullptr;
+      return AdamWUpdate<L>(At<float>(master_), lowp, At<float>(m_), At<float>(v_), grads, sumsq,
+                            hyper, n, compute_, mask);
+    });
+  }
+  // ZeRO 1-3: each run of decayed or undecayed elements of the own slices.
+  AdamWHyper no_decay = hyper;
+  no_decay.weight_decay = 0.0f;
+  const std::vector<Range>& segments = layout_.segments();
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const dist::ShardPlan::Range own = plan_.Owned(u);
+    const size_t slice_begin = static_cast<size_t>(plan_.unit(u).offset) +
+                               static_cast<size_t>(plan_.rank() * plan_.slice(u));
+    for (const Range& seg : segments) {
+      const size_t b = std::max<size_t>(seg.offset, own.begin);
+      const size_t e = std::min<size_t>(seg.end(), own.end);
+      if (b >= e) continue;
+      // Master and moments: the own slices (the masters are whole: split_ is zero 0's).
+      const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
+      float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
+      uint16_t* lowp = nullptr;
+      if (lowp_)
+        lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
+      // The 16-bit copy's type (fp32 mode has none: a null bf16 pointer).
+      BM_TRY(WithElementType(work_, [&](auto tag) -> Status {
+        using T = decltype(tag);
+        using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
+        return AdamWUpdate<L>(At<float>(master_) + local, reinterpret_cast<L*>(lowp),
+                              At<float>(m_) + local, At<float>(v_) + local, grads, sumsq,
+                              seg.decay ? hyper : no_decay, e - b, compute_);
+      }));
+      if (!lowp_ && (zero_ == 1 || zero_ == 2))
+        BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + local,
+                                      (e - b) * 4, cudaMemcpyDeviceToDevice, compute_),
+                      "working copy");
+    }
+  }
+  if (zero_ == 1 || zero_ == 2) return GatherWorkAllUnits();
+  if (zero_ == 3)
+    for (int u = 0; u < plan_.num_units(); ++u) {  // every gathered unit is stale now
+      if (work_slot_of_unit_[u]) work_slot_of_unit_[u]->unit = -1;
+      work_slot_of_unit_[u] = nullptr;
+    }
+  return Status::Ok();
+}
+
+// zero 1-2: every rank's slices of the working weights, to every rank (in place), unit by
+// unit in the order the forward uses them; nothing waits here (Acquire, AwaitGathers).
+Status CudaDataParallel::GatherWorkAllUnits() {
+  BM_TRY(CommAfterCompute());
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    char* unit = At<char>(work_off_) + static_cast<size_t>(plan_.unit(u).offset) * elem();
+    BM_TRY(
+        AllGather(unit + plan_.rank() * slice * elem(), unit, slice, work_dtype(), comm_stream_));
+    BM_CUDA_CHECK(cudaEventRecord(unit_gathered_[u], comm_stream_), "unit {} gathered", u);
+    gather_pending_[u] = 1;
+  }
+  BM_CUDA_CHECK(cudaEventRecord(gathers_done_, comm_stream_), "working weights gathered");
+  gathers_outstanding_ = true;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::AwaitGathers() {
+  if (!gathers_outstanding_) return Status::Ok();
+  BM_TRY(ComputeAfter(gathers_done_));
+  GathersAwaited();
+  return Status::Ok();
+}
+
+void CudaDataParallel::GathersAwaited() {
+  if (!gathers_outstanding_) return;
+  std::fill(gather_pending_.begin(), gather_pending_.end(), 0);
+  gathers_outstanding_ = false;
+}
+
+}  // namespace bm::train::cuda

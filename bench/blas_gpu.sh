@@ -14,6 +14,7 @@ set -uo pipefail
 here=$PWD/.devtree
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=$here/bin
+[[ -d $bin ]] || tar -C "$here" -xJf "$here/bin.tar.xz"
 MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(oracle parity cpubench pipeline)
 want() { for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
 source bench/device_env.sh "$here"

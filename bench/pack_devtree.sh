@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what one device call needs into .devtree/ (git-ignored; name it in the call's carry):
-#   .devtree/bin.tar.xz  the GPU tests, the benchmarks, benchmake and benchmake-train,
+#   .devtree/bin.tar.xz  the GPU tests, the CPU oracle's tests, the benchmarks, benchmake and benchmake-train,
 #                   stripped (packed: the CUDA code in them compresses 7:1, and a call carries
 #                   64 MiB at most); the call unpacks it first: tar -C .devtree -xJf .devtree/bin.tar.xz
 #   .devtree/lib    extra-libs.tar.xz: the Debian libraries they link that the GPU machine
@@ -16,13 +16,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bins=(benchmake benchmake-train bench/cuda_train_bench
+bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
       tests/trainer/cuda_ops_test
       tests/trainer/cuda_model_test tests/trainer/cuda_backend_test
-      tests/trainer/nccl_communicator_test tests/trainer/cuda_ranks_test)
-cmake --build "$build" --target benchmake benchmake-train cuda_train_bench \
+      tests/trainer/nccl_communicator_test tests/trainer/cuda_ranks_test
+      tests/trainer/trainer_ops_test tests/trainer/trainer_model_test
+      tests/trainer/trainer_blas_core_test)
+cmake --build "$build" --target benchmake benchmake-train cuda_train_bench trainer_cpu_bench \
   cuda_ops_test \
-  cuda_model_test cuda_backend_test nccl_communicator_test cuda_ranks_test
+  cuda_model_test cuda_backend_test nccl_communicator_test cuda_ranks_test \
+  trainer_ops_test trainer_model_test trainer_blas_core_test
 rm -rf .devtree && mkdir -p .devtree/bin .devtree/lib .devtree/bench .devtree/peer
 for b in "${bins[@]}"; do
   cp "$build/$b" .devtree/bin/

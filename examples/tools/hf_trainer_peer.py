@@ -60,13 +60,10 @@ def parse_args(argv):
 
 
 def main(argv):
+    argv = torch_align.rank_argv(argv)
     args = parse_args(argv)
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
-        for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                     ("NVSHMEM_DISABLE_NVLS", "1")):
-            os.environ.setdefault(k, v)
-        os.execv(sys.executable, [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                  f"--nproc_per_node={args.nproc}", os.path.abspath(__file__)] + argv)
+        torch_align.relaunch_under_torchrun(__file__, argv, args.nproc)
 
     import torch
     import transformers

@@ -170,14 +170,32 @@ def iteration_line(it, total, consumed, ms, tflops, lr, gbs, loss, grad_norm):
             f" number of skipped iterations:   0 | number of nan iterations:   0 |")
 
 
+def relaunch_under_torchrun(script, argv, nproc):
+    """Starts `script` as `nproc` ranks through torchrun. The arguments travel in
+    BENCHMAKE_PEER_ARGV, not on torchrun's command line: its argparse rejects any option that
+    abbreviates several of its own (`--log` for `--log-dir`, `--nproc` for `--nproc-per-node`)
+    even after the script's name."""
+    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+                 ("NVSHMEM_DISABLE_NVLS", "1")):
+        os.environ.setdefault(k, v)  # NVLink multicast stays off (GPU-MACHINE.md)
+    os.environ["BENCHMAKE_PEER_ARGV"] = json.dumps(argv)
+    os.execv(sys.executable, [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                              f"--nproc_per_node={nproc}", os.path.abspath(script)])
+
+
+def rank_argv(argv):
+    """This process's arguments: a rank that torchrun started gets them from
+    relaunch_under_torchrun."""
+    if "LOCAL_RANK" in os.environ and "BENCHMAKE_PEER_ARGV" in os.environ:
+        return json.loads(os.environ["BENCHMAKE_PEER_ARGV"])
+    return argv
+
+
 def main(argv):
+    argv = rank_argv(argv)
     args = parse_args(argv)
     if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
-        for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                     ("NVSHMEM_DISABLE_NVLS", "1")):
-            os.environ.setdefault(k, v)  # NVLink multicast stays off (GPU-MACHINE.md)
-        os.execv(sys.executable, [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                  f"--nproc_per_node={args.nproc}", os.path.abspath(__file__)] + argv)
+        relaunch_under_torchrun(__file__, argv, args.nproc)
     return train(args)
 
 

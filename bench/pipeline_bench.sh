@@ -9,8 +9,10 @@
 # (benchmake-train picks the kernels: trainer/cpu/blas_core.h), then with
 # OPENBLAS_CORETYPE=$CORE (default: the newest core the probe says this CPU runs).
 # OPENBLAS_VERBOSE=2 makes OpenBLAS print the core it loaded ("Core: SkylakeX") into each
-# step's log; the pretrain step's lines are printed. CPUS=0,1 pins both runs to those CPUs
-# (taskset), to stand for a 2-core machine on a larger one.
+# step's log; the pretrain step's lines are printed. ALSO="Prescott ..." adds a run with each
+# of those cores forced (Prescott: what benchmake ran before it chose the kernels itself).
+# CPUS=0,1 pins the runs to those CPUs (taskset): the trainer still starts a thread per core
+# of the machine, so this measures oversubscription, not a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
@@ -46,3 +48,8 @@ as_is=$(run "as is" -u OPENBLAS_CORETYPE)
 forced=$(run "forced $core" OPENBLAS_CORETYPE="$core")
 awk -v a="$as_is" -v f="$forced" -v c="$core" 'BEGIN{
   printf "default pipeline: as is %.1f s, with OPENBLAS_CORETYPE=%s %.1f s, ratio %.2f\n", a, c, f, a / f}'
+for other in ${ALSO:-}; do
+  t=$(run "forced $other" OPENBLAS_CORETYPE="$other")
+  awk -v a="$as_is" -v t="$t" -v c="$other" 'BEGIN{
+    printf "default pipeline with OPENBLAS_CORETYPE=%s: %.1f s, %.2fx as is\n", c, t, t / a}'
+done

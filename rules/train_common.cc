@@ -297,7 +297,8 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
 // short (trainer/cpu/blas_core.h): given to the trainer up front, so it need not
 // re-execute itself to get them. A core the user set stays in the environment.
 void SetBlasCore(const json& platform, Command& cmd) {
-  const json blas = platform.value("blas", json::object());
+  if (!platform.is_object() || !platform.contains("blas") || !platform["blas"].is_object()) return;
+  const json& blas = platform["blas"];
   if (blas.value("chosen_by", "") != "benchmake" || std::getenv("OPENBLAS_CORETYPE")) return;
   cmd.env["OPENBLAS_CORETYPE"] = blas.value("core", "");
   cmd.env[train::cpu::kDetectedCoreEnv] = blas.value("detected_core", "");

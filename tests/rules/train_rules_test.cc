@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <map>
+
 #include "engine/rule.h"
 #include "engine/spec_builder.h"
 #include "tests/support/fake_command_runner.h"
@@ -136,6 +139,51 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
       Errors(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"device", "cuda"}, {"model", "gpt5"}})
           .size(),
       1u);
+}
+
+// The OpenBLAS kernels the probe chose (trainer/cpu/blas_core.h) reach the
+// trainer in its environment; kernels OpenBLAS chose itself, or the user's, do
+// not (the user's stay in the environment the trainer inherits).
+TEST(TrainRulesTest, TheProbesBlasKernelsReachTheTrainer) {
+  ::unsetenv("OPENBLAS_CORETYPE");
+  testing::MemoryFilesystem fs;
+  testing::FakeCommandRunner runner(&fs);
+  std::map<std::string, std::string> env;
+  runner.SetHandler([&](const Command& c) -> Result<CommandResult> {
+    env = c.env;
+    EXPECT_TRUE(
+        fs.WriteFileAtomic("/ws/out/p/metrics.json", R"({"format":"benchmake-metrics"})").ok());
+    return CommandResult{};
+  });
+  EXPECT_TRUE(fs.MakeDirs("/ws/scratch").ok());
+  EXPECT_TRUE(fs.MakeDirs("/ws/out/p").ok());
+  auto pre = MakePretrainRule();
+  engine::StepContext ctx;
+  ctx.target = "p";
+  ctx.params = WithDefaults(*pre, {{"data", "tok"}});
+  ctx.inputs = {{"tok", "/ws/out/tok"}};
+  ctx.scratch_dir = "/ws/scratch";
+  ctx.out_dir = "/ws/out/p";
+  ctx.resume_dir = "/ws/resume/p";
+  ctx.tools_dir = "/tools";
+  ctx.runner = &runner;
+  ctx.fs = &fs;
+  ctx.platform = {{"blas",
+                   {{"library", "OpenBLAS"},
+                    {"core", "SkylakeX"},
+                    {"chosen_by", "benchmake"},
+                    {"detected_core", "Prescott"}}}};
+  ASSERT_TRUE(pre->Run(ctx).ok());
+  EXPECT_EQ(env["OPENBLAS_CORETYPE"], "SkylakeX");
+  EXPECT_EQ(env["BENCHMAKE_OPENBLAS_DETECTED"], "Prescott");
+  ctx.platform["blas"]["chosen_by"] = "openblas";
+  ASSERT_TRUE(pre->Run(ctx).ok());
+  EXPECT_EQ(env.count("OPENBLAS_CORETYPE"), 0u);
+  ctx.platform["blas"]["chosen_by"] = "benchmake";
+  ::setenv("OPENBLAS_CORETYPE", "Haswell", 1);  // the user's choice stands
+  ASSERT_TRUE(pre->Run(ctx).ok());
+  ::unsetenv("OPENBLAS_CORETYPE");
+  EXPECT_EQ(env.count("OPENBLAS_CORETYPE"), 0u);
 }
 
 TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {

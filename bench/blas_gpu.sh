@@ -59,9 +59,10 @@ if want oracle; then
 fi
 if want parity; then
   for core in $CORES; do
-    for t in cuda_ops_test cuda_model_test; do
+    for t in ${PARITY_TESTS:-cuda_ops_test cuda_model_test}; do
       log=$OUT/parity-$t-$core.log
-      OPENBLAS_CORETYPE=$core timeout 300 ours "$bin/$t" --gtest_color=no > "$log" 2>&1
+      OPENBLAS_CORETYPE=$core LD_LIBRARY_PATH=$ours_path timeout 300 "$bin/$t" --gtest_color=no \
+        > "$log" 2>&1
       result "$t @ $core (exit $?)" "$log"
     done
   done

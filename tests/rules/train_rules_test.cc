@@ -24,6 +24,26 @@ json WithDefaults(const engine::Rule& rule, json params) {
   return params;
 }
 
+// A pretrain step "p" on /ws as the engine hands it to the rule, its commands
+// run by `runner` on `fs`.
+engine::StepContext PretrainContext(const engine::Rule& rule, json params,
+                                    testing::MemoryFilesystem& fs,
+                                    testing::FakeCommandRunner& runner) {
+  EXPECT_TRUE(fs.MakeDirs("/ws/scratch").ok());
+  EXPECT_TRUE(fs.MakeDirs("/ws/out/p").ok());
+  engine::StepContext ctx;
+  ctx.target = "p";
+  ctx.params = WithDefaults(rule, std::move(params));
+  ctx.inputs = {{"tok", "/ws/out/tok"}};
+  ctx.scratch_dir = "/ws/scratch";
+  ctx.out_dir = "/ws/out/p";
+  ctx.resume_dir = "/ws/resume/p";
+  ctx.tools_dir = "/tools";
+  ctx.runner = &runner;
+  ctx.fs = &fs;
+  return ctx;
+}
+
 std::vector<std::string> Errors(const engine::Rule& rule, json params) {
   std::vector<std::string> out;
   for (const engine::ParamError& e : rule.Check(WithDefaults(rule, std::move(params))))
@@ -155,19 +175,8 @@ TEST(TrainRulesTest, TheProbesBlasKernelsReachTheTrainer) {
         fs.WriteFileAtomic("/ws/out/p/metrics.json", R"({"format":"benchmake-metrics"})").ok());
     return CommandResult{};
   });
-  EXPECT_TRUE(fs.MakeDirs("/ws/scratch").ok());
-  EXPECT_TRUE(fs.MakeDirs("/ws/out/p").ok());
   auto pre = MakePretrainRule();
-  engine::StepContext ctx;
-  ctx.target = "p";
-  ctx.params = WithDefaults(*pre, {{"data", "tok"}});
-  ctx.inputs = {{"tok", "/ws/out/tok"}};
-  ctx.scratch_dir = "/ws/scratch";
-  ctx.out_dir = "/ws/out/p";
-  ctx.resume_dir = "/ws/resume/p";
-  ctx.tools_dir = "/tools";
-  ctx.runner = &runner;
-  ctx.fs = &fs;
+  engine::StepContext ctx = PretrainContext(*pre, {{"data", "tok"}}, fs, runner);
   ctx.platform = {{"blas",
                    {{"library", "OpenBLAS"},
                     {"core", "SkylakeX"},
@@ -199,19 +208,9 @@ TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {
         fs.WriteFileAtomic("/ws/out/p/metrics.json", R"({"format":"benchmake-metrics"})").ok());
     return CommandResult{};
   });
-  EXPECT_TRUE(fs.MakeDirs("/ws/scratch").ok());
-  EXPECT_TRUE(fs.MakeDirs("/ws/out/p").ok());
   auto pre = MakePretrainRule();
-  engine::StepContext ctx;
-  ctx.target = "p";
-  ctx.params = WithDefaults(*pre, {{"data", "tok"}, {"lr", 0.01}, {"overrides", {{"layers", 2}}}});
-  ctx.inputs = {{"tok", "/ws/out/tok"}};
-  ctx.scratch_dir = "/ws/scratch";
-  ctx.out_dir = "/ws/out/p";
-  ctx.resume_dir = "/ws/resume/p";
-  ctx.tools_dir = "/tools";
-  ctx.runner = &runner;
-  ctx.fs = &fs;
+  engine::StepContext ctx = PretrainContext(
+      *pre, {{"data", "tok"}, {"lr", 0.01}, {"overrides", {{"layers", 2}}}}, fs, runner);
   Result<engine::StepResult> r = pre->Run(ctx);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->metrics["format"], "benchmake-metrics");
@@ -290,21 +289,12 @@ TEST(TrainRulesTest, RanksRunAsAGroupOnTheStepsGpus) {
     }
     return r;
   });
-  EXPECT_TRUE(fs.MakeDirs("/ws/scratch").ok());
-  EXPECT_TRUE(fs.MakeDirs("/ws/out/p").ok());
   auto pre = MakePretrainRule();
   std::ostringstream rule_log;
-  engine::StepContext ctx;
-  ctx.target = "p";
-  ctx.params = WithDefaults(*pre, {{"data", "tok"}, {"device", "cuda"}, {"layout", "TP1PP1DP4"}});
-  ctx.inputs = {{"tok", "/ws/out/tok"}};
-  ctx.scratch_dir = "/ws/scratch";
-  ctx.out_dir = "/ws/out/p";
-  ctx.tools_dir = "/tools";
+  engine::StepContext ctx = PretrainContext(
+      *pre, {{"data", "tok"}, {"device", "cuda"}, {"layout", "TP1PP1DP4"}}, fs, runner);
   ctx.log_path = "/ws/p.log";
   ctx.gpus = {4, 5, 6, 7};
-  ctx.runner = &runner;
-  ctx.fs = &fs;
   ctx.log = &rule_log;
   Result<engine::StepResult> ok = pre->Run(ctx);
   ASSERT_TRUE(ok.ok()) << ok.status().message();

@@ -388,6 +388,34 @@ TEST(Corpus, TrainerDictsFromAPullRequest) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+// A real run on the GPU machine (docs/gpu-runs run 96): 520 dicts between tqdm's
+// carriage returns, the first {'loss': '10.88', ...}, the last {'loss': '3.506', ...},
+// and the closing {'train_runtime': '12.27', 'train_samples_per_second': '678.3', ...}.
+TEST(Corpus, TrainerRealRunOneGpu) {
+  Result<Read> r =
+      ReadLog("trainer_run96_h200_1gpu.log", "trainer", {{"mpe", 128}, {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 520u);
+  EXPECT_EQ(r->Loss(1), 10.88);
+  EXPECT_EQ(r->Loss(2), 10.82);
+  EXPECT_EQ(r->Loss(520), 3.506);
+  EXPECT_NEAR(r->PerDevice(), 678.3 * 128, 1e-6);         // samples/s × MPE, one GPU
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the Trainer prints none
+}
+
+// The same under torchrun on 4 GPUs: rank 0's 520 dicts; the closing dict's
+// samples per second count the global batch ('565.7'), shared by 4 GPUs.
+TEST(Corpus, TrainerRealRunTorchrunFourGpus) {
+  Result<Read> r =
+      ReadLog("trainer_run96_4xh200_torchrun.log", "auto", {{"mpe", 128}, {"layout", "TP1PP1DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["provenance"]["trainer"], "trainer");
+  ASSERT_EQ(r->log.iterations.size(), 520u);
+  EXPECT_EQ(r->Loss(1), 10.88);
+  EXPECT_EQ(r->Loss(520), 3.512);
+  EXPECT_NEAR(r->PerDevice(), 565.7 * 128 / 4, 1e-6);
+}
+
 TEST(Corpus, TrainerDictsFromAnIssue) {
   Result<Read> r = ReadLog("trainer_dexbotic_issue41_dicts.log", "trainer");
   ASSERT_TRUE(r.ok()) << r.status().message();

@@ -147,27 +147,26 @@ std::string TargetsNeedingPlatform(const TargetGraph& g) {
 Result<nlohmann::json> ProbeSites(const Workspace& ws, const std::vector<std::string>& sites,
                                   const std::string& needed_by) {
   Filesystem& fs = *ws.fs;
-  const std::string scratch = ws.StateDir() + "/tmp";
+  // The test override (BENCHMAKE_PLATFORM) is no probe: nothing to keep.
   const char* overridden = std::getenv("BENCHMAKE_PLATFORM");
+  const bool cached = !(overridden && *overridden);
   PlatformCache cache(fs, ws.StateDir() + "/platform_cache");
-  cache.Load();
+  if (cached) cache.Load();
   nlohmann::json facts = nlohmann::json::object();
   for (const std::string& key : sites) {
     BM_ASSIGN_OR_RETURN(ProbeSite site, ProbeSite::FromKey(key));
-    if (overridden && *overridden) {  // the test override is no probe: nothing to keep
-      BM_ASSIGN_OR_RETURN(facts[key],
-                          ProbePlatform(fs, *ws.runner, ws.tools_dir, scratch, needed_by, site));
-      continue;
+    std::string fingerprint;
+    if (cached) {
+      BM_ASSIGN_OR_RETURN(fingerprint,
+                          SiteFingerprint(fs, ws.tools_dir + "/benchmake-train", site));
+      if (std::optional<nlohmann::json> known = cache.Find(key, fingerprint)) {
+        facts[key] = std::move(*known);
+        continue;
+      }
     }
-    BM_ASSIGN_OR_RETURN(std::string fingerprint,
-                        SiteFingerprint(fs, ws.tools_dir + "/benchmake-train", site));
-    if (std::optional<nlohmann::json> known = cache.Find(key, fingerprint)) {
-      facts[key] = std::move(*known);
-      continue;
-    }
-    BM_ASSIGN_OR_RETURN(facts[key],
-                        ProbePlatform(fs, *ws.runner, ws.tools_dir, scratch, needed_by, site));
-    cache.Put(key, fingerprint, facts[key]);
+    BM_ASSIGN_OR_RETURN(facts[key], ProbePlatform(fs, *ws.runner, ws.tools_dir,
+                                                  ws.StateDir() + "/tmp", needed_by, site));
+    if (cached) cache.Put(key, fingerprint, facts[key]);
   }
   BM_TRY(cache.Save());
   return facts;

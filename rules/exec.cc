@@ -100,8 +100,10 @@ class ExecRule : public engine::Rule {
 
   std::vector<engine::ParamError> Check(const json& p) const override {
     std::vector<engine::ParamError> errors;
-    if (p["command"].empty()) errors.push_back({"command", "command must not be empty"});
-    for (const auto& o : p["outputs"]) {
+    // const json's operator[] on a missing key is undefined (ASan: a use after free)
+    if (!p.contains("command") || p["command"].empty())
+      errors.push_back({"command", "command must not be empty"});
+    for (const auto& o : p.value("outputs", json::array())) {
       if (!IsRelativeInside(o.get<std::string>()))
         errors.push_back(
             {"outputs", fmt::format("output '{}' must be a relative path inside {{out}}",

@@ -159,7 +159,8 @@ TEST(HfTokenizerGoldenTest, MergesAsPairsReadLikeStrings) {
     }
   });
   ASSERT_TRUE(tok.ok()) << tok.status().message();
-  for (const json& c : Golden("hf_gpt2.json")["cases"]) {
+  const json golden = Golden("hf_gpt2.json");  // a range-for over a temporary's member dangles
+  for (const json& c : golden["cases"]) {
     EXPECT_EQ((*tok)->Encode(CaseText(c)), c["ids"].get<std::vector<int32_t>>()) << c["name"];
   }
 }

@@ -90,7 +90,7 @@ class Host final : public Memory {
   }
   Values Download(const void* buffer, DType dtype, int64_t count) override {
     Values v(dtype, count);
-    std::memcpy(v.data(), buffer, v.bytes());
+    if (v.bytes() > 0) std::memcpy(v.data(), buffer, v.bytes());  // a count of 0 has no buffer
     return v;
   }
 

@@ -4,12 +4,11 @@
 // multiply-adds is free: the passes below are vectorised where Pillow's are not.
 #include "base/image/resample.h"
 
-#include "base/image/resample_kernels.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "base/image/resample_kernels.h"
 
 namespace bm::image {
 namespace {

@@ -34,12 +34,20 @@ void HorizontalRowScalar(const Taps& taps, const uint8_t* in, uint8_t* out) {
   }
 }
 
-bool CpuHas(const char* feature) {
+bool CpuHasSse41() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports(feature) != 0;
+  return __builtin_cpu_supports("sse4.1") != 0;
 #else
-  (void)feature;
+  return false;
+#endif
+}
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+#else
   return false;
 #endif
 }
@@ -55,10 +63,9 @@ __attribute__((target("sse4.1"))) inline __m128i PairMask(int pair) {
                        static_cast<char>(o + 5), z, z, z, z, z);
 }
 
-__attribute__((target("sse4.1"))) void HorizontalRowSse41(const Taps& taps, int in_width,
-                                                          int pairs, const int16_t* hi,
-                                                          const int16_t* lo, const uint8_t* in,
-                                                          uint8_t* out) {
+__attribute__((target("sse4.1"))) void HorizontalRowSse41(const Taps& taps, int in_width, int pairs,
+                                                          const int16_t* hi, const int16_t* lo,
+                                                          const uint8_t* in, uint8_t* out) {
   const int positions = static_cast<int>(taps.start.size());
   const __m128i half = _mm_set1_epi32(kHalf);
   const __m128i mask0 = PairMask(0), mask1 = PairMask(1);
@@ -146,7 +153,7 @@ void VerticalRowScalar(const uint8_t* const* rows, const int32_t* k, int taps, i
 }  // namespace
 
 HorizontalKernel::HorizontalKernel(const Taps& taps, int in_width)
-    : taps_(taps), in_width_(in_width), simd_(CpuHas("sse4.1")) {
+    : taps_(taps), in_width_(in_width), simd_(CpuHasSse41()) {
   if (!simd_) return;
   pairs_ = (taps.ksize + 1) / 2;
   const size_t positions = taps.start.size();
@@ -185,7 +192,7 @@ void HorizontalKernel::Row(const uint8_t* in, uint8_t* out) const {
 
 void VerticalRow(const uint8_t* const* rows, const int32_t* k, int taps, int n, uint8_t* out) {
 #if defined(__x86_64__)
-  static const bool avx2 = CpuHas("avx2");
+  static const bool avx2 = CpuHasAvx2();
   if (avx2) {
     VerticalRowAvx2(rows, k, taps, n, out);
     return;

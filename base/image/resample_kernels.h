@@ -3,6 +3,7 @@
 // CPUs that have them, chosen at run time. Internal to base/image.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -32,7 +33,7 @@ class HorizontalKernel {
   const Taps& taps_;
   int in_width_;
   bool simd_;
-  int pairs_ = 0;                // (ksize + 1) / 2
+  int pairs_ = 0;                 // (ksize + 1) / 2
   std::vector<int16_t> hi_, lo_;  // per position and tap pair: 8 lanes (k >> 8, k & 255)
 };
 

@@ -1,6 +1,7 @@
 // The inner loops of Resample (base/image/resample.cc): Pillow's fixed-point sums, exact, in
 // any order. Scalar versions everywhere, SSE4.1 (horizontal) and AVX2 (vertical) on x86-64
-// CPUs that have them, chosen at run time. Internal to base/image.
+// CPUs that have them (the horizontal pass two positions at a time with AVX2), chosen at
+// run time. Internal to base/image.
 #pragma once
 
 #include <cstddef>
@@ -33,9 +34,16 @@ class HorizontalKernel {
   const Taps& taps_;
   int in_width_;
   bool simd_;
-  int pairs_ = 0;                 // (ksize + 1) / 2
-  std::vector<int16_t> hi_, lo_;  // per position and tap pair: 8 lanes (k >> 8, k & 255)
+  bool avx2_ = false;
+  int pairs_ = 0;                   // (ksize + 1) / 2
+  std::vector<int16_t> hi_, lo_;    // per position and tap pair: 8 lanes (k >> 8, k & 255)
+  std::vector<int16_t> hi2_, lo2_;  // AVX2: positions 2j, 2j + 1 side by side, 16 lanes
 };
+
+// Tests: the widest instruction set the kernels may use (the SIMD paths must equal the scalar
+// ones). Not thread-safe: set it before resampling starts.
+enum class KernelLevel { kBest, kSse41, kScalar };
+void LimitKernels(KernelLevel level);
 
 // One output row of the vertical pass: out[j] = clip8((half + sum_t rows[t][j] * k[t]) >> 22)
 // for j < n.

@@ -80,7 +80,7 @@ __attribute__((target("sse4.1"))) void HorizontalRowSse41(const Taps& taps, int 
     __m128i sum_hi = _mm_setzero_si128(), sum_lo = _mm_setzero_si128();
     int q = 0;  // tap pair
     // Four taps (two pairs) per 16-byte load while the load stays inside the row.
-    for (; 2 * q + 1 < count; q += 2) {
+    for (; 2 * q < count; q += 2) {
       const size_t offset = static_cast<size_t>(start + 2 * q) * 3;
       if (offset + 16 > row_bytes) break;
       const __m128i px = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + offset));
@@ -136,7 +136,7 @@ __attribute__((target("avx2"))) void HorizontalRowAvx2(const Taps& taps, int in_
     const int16_t* l = lo2 + static_cast<size_t>(i / 2) * pairs * 16;
     __m256i sum_hi = _mm256_setzero_si256(), sum_lo = _mm256_setzero_si256();
     int q = 0;  // tap pair
-    for (; 2 * q + 1 < count; q += 2) {
+    for (; 2 * q < count; q += 2) {
       const size_t off_a = static_cast<size_t>(start_a + 2 * q) * 3;
       const size_t off_b = static_cast<size_t>(start_b + 2 * q) * 3;
       if (off_a + 16 > row_bytes || off_b + 16 > row_bytes) break;

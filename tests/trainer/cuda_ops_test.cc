@@ -316,7 +316,7 @@ TEST(CudaOpsCpuTwin, PatchIm2ColLayout) {
   // + 5 = 439; the pixel (img 1, c 2, y 14 + 3, x 5) = ((1*3 + 2)*28 + 17)*28 + 5 = 4401.
   EXPECT_EQ(rows[6 * cols + 439], 4401.0f);
   EXPECT_EQ(rows[0], 0.0f);
-  EXPECT_EQ(rows[1 * cols + 0], 14.0f);  // patch (0, 1) starts 14 pixels to the right
+  EXPECT_EQ(rows[1 * cols + 0], 14.0f);           // patch (0, 1) starts 14 pixels to the right
   EXPECT_EQ(rows[2 * cols + 1], 14.0f * 28 + 1);  // patch (1, 0), its second pixel
 }
 
@@ -336,8 +336,8 @@ TYPED_TEST(CudaOps, VisionEmbeddings) {
     auto cls = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
     auto pos = Rounded<T>(RandomVector(size_t(np + 1) * c, 1.0f, this->Seed()));
     DeviceBuffer<T> gpatches(patches), gcls(cls), gpos(pos), gx(size_t(n) * (np + 1) * c);
-    ASSERT_TRUE(VisionEmbedForward<T>(gx.get(), gpatches.get(), gcls.get(), gpos.get(), n, np, c, 0)
-                    .ok());
+    ASSERT_TRUE(
+        VisionEmbedForward<T>(gx.get(), gpatches.get(), gcls.get(), gpos.get(), n, np, c, 0).ok());
     std::vector<float> x(size_t(n) * (np + 1) * c);
     VisionEmbedForwardCpu(x.data(), patches.data(), cls.data(), pos.data(), n, np, c);
     EXPECT_CLOSE(gx.Download(), x, kTol<T>);
@@ -349,8 +349,7 @@ TYPED_TEST(CudaOps, VisionEmbeddings) {
     std::vector<std::vector<float>> runs;
     for (int run = 0; run < 2; ++run) {  // deterministic: the same bits twice
       DeviceBuffer<float> gdcls(dcls0), gdpos(dpos0);
-      ASSERT_TRUE(
-          VisionEmbedBackward<T>(gdcls.get(), gdpos.get(), gdx.get(), n, np, c, 0).ok());
+      ASSERT_TRUE(VisionEmbedBackward<T>(gdcls.get(), gdpos.get(), gdx.get(), n, np, c, 0).ok());
       runs.push_back(gdpos.Download());
       if (run == 0) {
         std::vector<float> dcls = dcls0, dpos = dpos0;
@@ -658,10 +657,9 @@ void CheckAttention(const AttnCase& k, uint64_t seed) {
   auto dout = Rounded<T>(RandomVector(n * ocols, 1.0f, seed + 1));
   DeviceBuffer<T> gqkv(qkv), gout(n * ocols), gdout(dout), gdqkv(n * cols);
   DeviceBuffer<float> glse(k.b * k.h * k.t), scratch(AttentionScratchFloats(k.b, k.t, k.h));
-  ASSERT_TRUE(
-      AttentionForward<T>(gout.get(), glse.get(), gqkv.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0,
-                          k.causal)
-          .ok());
+  ASSERT_TRUE(AttentionForward<T>(gout.get(), glse.get(), gqkv.get(), k.b, k.t, k.h, k.hkv, k.d,
+                                  k.impl, 0, k.causal)
+                  .ok());
   std::vector<float> out(n * ocols), lse(k.b * k.h * k.t), dqkv(n * cols);
   AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d, k.causal);
   std::string what = std::string(testing::TypeName<T>()) + " B=" + std::to_string(k.b) +
@@ -717,8 +715,8 @@ TEST(CudaOpsCpuTwin, AttentionNonCausalIsTheMeanOfAllValues) {
   const int t = 5, h = 1, d = 2, cols = 3 * d;
   std::vector<float> qkv(t * cols, 0.0f);
   for (int s = 0; s < t; ++s) {
-    qkv[s * cols + d] = 0.3f * s;          // k: anything (q is zero)
-    qkv[s * cols + 2 * d] = float(s);      // v[s] = (s, 10 s)
+    qkv[s * cols + d] = 0.3f * s;      // k: anything (q is zero)
+    qkv[s * cols + 2 * d] = float(s);  // v[s] = (s, 10 s)
     qkv[s * cols + 2 * d + 1] = 10.0f * s;
   }
   std::vector<float> out(t * d), lse(t);
@@ -729,7 +727,7 @@ TEST(CudaOpsCpuTwin, AttentionNonCausalIsTheMeanOfAllValues) {
     EXPECT_NEAR(lse[r], std::log(5.0), 1e-6) << r;
   }
   AttentionForwardCpu(out.data(), lse.data(), qkv.data(), 1, t, h, h, d, true);
-  EXPECT_NEAR(out[1 * d], 0.5f, 1e-6);  // (0+1)/2
+  EXPECT_NEAR(out[1 * d], 0.5f, 1e-6);       // (0+1)/2
   EXPECT_NEAR(out[3 * d + 1], 15.0f, 1e-5);  // 10 (0+1+2+3)/4
 }
 

@@ -54,8 +54,8 @@ struct CudaProjector::Impl {
     const T* x = static_cast<const T*>(features);
     BM_TRY(lin.WeightGrad<T>(params.G(w2), params.G(b2), dout, A<T>(post), rows, H(), H()));
     BM_TRY(lin.InputGrad<T>(A<T>(dpost), dout, params.W<T>(w2), rows, H(), H()));
-    BM_TRY(GeluErfBackward<T>(A<T>(dpost), A<T>(dpost), A<T>(pre),
-                              static_cast<size_t>(rows) * H(), opt.stream));
+    BM_TRY(GeluErfBackward<T>(A<T>(dpost), A<T>(dpost), A<T>(pre), static_cast<size_t>(rows) * H(),
+                              opt.stream));
     BM_TRY(lin.WeightGrad<T>(params.G(w1), params.G(b1), A<T>(dpost), x, rows, Cv(), H()));
     return lin.InputGrad<T>(A<T>(dfeat), A<T>(dpost), params.W<T>(w1), rows, Cv(), H());
   }
@@ -132,13 +132,12 @@ float* CudaProjector::grad() { return impl_->params.grad(); }
 
 Status CudaProjector::Forward(const void* features, int rows) {
   if (rows < 1 || rows > impl_->max_rows) {
-    return Errorf(ErrorCode::kInvalidArgument, "CUDA projector: {} rows (1 to max_rows = {})",
-                  rows, impl_->max_rows);
+    return Errorf(ErrorCode::kInvalidArgument, "CUDA projector: {} rows (1 to max_rows = {})", rows,
+                  impl_->max_rows);
   }
   impl_->features = features;
   impl_->rows = rows;
-  return WithElementType(impl_->opt.dtype,
-                         [&](auto t) { return impl_->Forward<decltype(t)>(); });
+  return WithElementType(impl_->opt.dtype, [&](auto t) { return impl_->Forward<decltype(t)>(); });
 }
 
 const void* CudaProjector::output() const { return impl_->A<char>(impl_->out); }

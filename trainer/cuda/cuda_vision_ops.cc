@@ -32,9 +32,8 @@ Status DeviceParams::Set(std::span<const float> flat, cudaStream_t stream) {
     return Errorf(ErrorCode::kInvalidArgument, "parameters: {} floats given, the layout has {}",
                   flat.size(), count_);
   }
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(master_, flat.data(), count_ * 4, cudaMemcpyHostToDevice, stream),
-      "parameters to the device");
+  BM_CUDA_CHECK(cudaMemcpyAsync(master_, flat.data(), count_ * 4, cudaMemcpyHostToDevice, stream),
+                "parameters to the device");
   BM_TRY(RefreshWorkingCopy(stream));
   BM_CUDA_CHECK(cudaStreamSynchronize(stream), "parameters to the device");
   return Status::Ok();
@@ -118,10 +117,9 @@ Status Linears::WeightGrad(float* dw, float* db, const T* dy, const T* x, int ro
   return BiasGrad<T>(db, bias_scratch, dy, rows, out, stream);
 }
 
-#define BM_INSTANTIATE(T)                                                                     \
-  template Status Linears::Forward<T>(T*, const T*, const T*, const T*, int, int, int,        \
-                                      const T*);                                              \
-  template Status Linears::InputGrad<T>(T*, const T*, const T*, int, int, int, bool);         \
+#define BM_INSTANTIATE(T)                                                                         \
+  template Status Linears::Forward<T>(T*, const T*, const T*, const T*, int, int, int, const T*); \
+  template Status Linears::InputGrad<T>(T*, const T*, const T*, int, int, int, bool);             \
   template Status Linears::WeightGrad<T>(float*, float*, const T*, const T*, int, int, int);
 BM_INSTANTIATE(float)
 BM_INSTANTIATE(__nv_bfloat16)

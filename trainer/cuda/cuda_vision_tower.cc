@@ -247,8 +247,8 @@ Status CudaVisionTower::Impl::Forward(const float* pixels) {
   const int n = cur_n, c = C(), rows = Rows();
   const int s = static_cast<int>(cfg.image_size), p = static_cast<int>(cfg.patch);
   BM_TRY(PatchIm2Col<T>(A<T>(im2col), pixels, n, s, p, S()));
-  BM_TRY(lin.Forward<T>(A<T>(patches), A<T>(im2col), W<T>(patch_w), nullptr, n * Np(), PatchDim(),
-                        c));
+  BM_TRY(
+      lin.Forward<T>(A<T>(patches), A<T>(im2col), W<T>(patch_w), nullptr, n * Np(), PatchDim(), c));
   BM_TRY(VisionEmbedForward<T>(A<T>(emb), A<T>(patches), W<T>(cls), W<T>(pos), n, Np(), c, S()));
   BM_TRY(LayerNormForward<T>(A<T>(res[0]), A<float>(pre_mean), A<float>(pre_rstd), A<T>(emb),
                              W<T>(pre_w), W<T>(pre_b), rows, c, S()));
@@ -311,9 +311,9 @@ Status CudaVisionTower::Impl::Backward(const T* dfeatures) {
   // pre_layrnorm: its input's gradient (written: LayerNormBackward adds) in dnorm.
   BM_CUDA_CHECK(cudaMemsetAsync(A<T>(dnorm), 0, static_cast<size_t>(rows) * c * Elem(), S()),
                 "clear the embeddings' gradient");
-  BM_TRY(LayerNormBackward<T>(A<T>(dnorm), G(pre_w), G(pre_b), A<float>(norm_scratch),
-                              A<T>(dres), A<T>(emb), W<T>(pre_w), A<float>(pre_mean),
-                              A<float>(pre_rstd), rows, c, S()));
+  BM_TRY(LayerNormBackward<T>(A<T>(dnorm), G(pre_w), G(pre_b), A<float>(norm_scratch), A<T>(dres),
+                              A<T>(emb), W<T>(pre_w), A<float>(pre_mean), A<float>(pre_rstd), rows,
+                              c, S()));
   BM_TRY(VisionEmbedBackward<T>(G(cls), G(pos), A<T>(dnorm), n, Np(), c, S()));
   BM_TRY(DropClassRows<T>(A<T>(datt), A<T>(dnorm), n, Np(), c, S()));
   return lin.WeightGrad<T>(G(patch_w), nullptr, A<T>(datt), A<T>(im2col), n * Np(), PatchDim(), c);

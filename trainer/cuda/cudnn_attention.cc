@@ -154,8 +154,7 @@ struct Layout {
 // S = scale * Q·Kᵀ with the causal mask applied when `causal` (the start of both graphs).
 Status MaskedScores(CudnnGraph& g, const Layout& L, cudnnBackendDescriptor_t q,
                     cudnnBackendDescriptor_t kt, cudnnBackendDescriptor_t scale,
-                    cudnnBackendDescriptor_t lowest, bool causal,
-                    cudnnBackendDescriptor_t* s_out) {
+                    cudnnBackendDescriptor_t lowest, bool causal, cudnnBackendDescriptor_t* s_out) {
   cudnnBackendDescriptor_t s, s1, ri, ci, mask, s2;
   BM_TRY(g.Tensor(&s, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Matmul(q, kt, s));
@@ -219,8 +218,8 @@ Status KvGradient(CudnnGraph& g, const Layout& L, cudnnDataType_t io, cudnnBacke
 // The first query that sees key k0: k0 itself (causal), else 0.
 int QueryStart(const AttentionShape& s, int k0) { return s.causal ? k0 : 0; }
 
-// The backward for the keys [k0, k0 + keys) and the queries [QueryStart(k0), T). dQ goes into qkv's layout
-// (the first block, which has every query) or, partial, into a [B, T, H·D] buffer. With
+// The backward for the keys [k0, k0 + keys) and the queries [QueryStart(k0), T). dQ goes into qkv's
+// layout (the first block, which has every query) or, partial, into a [B, T, H·D] buffer. With
 // `accumulate_dq` (all the keys in one call) the dQ product goes into a non-virtual fp32
 // [B, H, T, D] accumulator, F16x16-reordered, and from it to dQ: the graph that selects cuDNN's
 // non-deterministic engines (cudnn-frontend's SDPA backward when determinism is not asked for).
@@ -360,9 +359,9 @@ std::vector<void*> BackwardPointers(const AttentionShape& s, int k0, BackwardSca
   const int q0 = QueryStart(s, k0);
   const size_t hd = static_cast<size_t>(s.head_dim) * 2, k_off = s.heads * hd,
                v_off = (s.heads + s.kv_heads) * hd;
-  const size_t width = (s.heads + 2 * s.kv_heads) * hd;  // bytes of a qkv row
-  const size_t row = static_cast<size_t>(k0) * width;    // keys' rows in qkv
-  const size_t qrow = static_cast<size_t>(q0) * width;   // queries' rows in qkv
+  const size_t width = (s.heads + 2 * s.kv_heads) * hd;        // bytes of a qkv row
+  const size_t row = static_cast<size_t>(k0) * width;          // keys' rows in qkv
+  const size_t qrow = static_cast<size_t>(q0) * width;         // queries' rows in qkv
   const size_t orow = static_cast<size_t>(q0) * s.heads * hd;  // out, dout
   auto* base = static_cast<char*>(const_cast<void*>(qkv)) + row;
   auto* qbase = static_cast<char*>(const_cast<void*>(qkv)) + qrow;

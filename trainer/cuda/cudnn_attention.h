@@ -14,7 +14,8 @@
 // of its keys whole and a partial dQ for the rows k0.. that is added, in block order, to the others
 // (deterministic). Without the causal mask (the vision tower's) a block's call takes every query
 // [0, T) and its partial dQ covers every row. Workspace: B·H·T·block·2 bytes for dP plus one
-// partial dQ (B·T·H·D·2), linear in T. fp16 runs the same graphs with fp16 tensors (every intermediate stays fp32).
+// partial dQ (B·T·H·D·2), linear in T. fp16 runs the same graphs with fp16 tensors (every
+// intermediate stays fp32).
 //
 // Execution plans are built once per shape and key block (first call) and cached for the
 // process; the caller passes the workspace (from the arena), sized by

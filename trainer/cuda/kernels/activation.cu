@@ -24,8 +24,8 @@ __host__ __device__ inline float Sigmoid(float x) { return 1.0f / (1.0f + expf(-
 // The elementwise activations of the vision tower and the projector, each a value and a
 // derivative (the kernels below are shared through these).
 struct GeluErfOp {
-  static constexpr float kRsqrt2 = 0.7071067811865476f;     // 1/sqrt(2)
-  static constexpr float kRsqrt2Pi = 0.3989422804014327f;   // 1/sqrt(2 pi)
+  static constexpr float kRsqrt2 = 0.7071067811865476f;    // 1/sqrt(2)
+  static constexpr float kRsqrt2Pi = 0.3989422804014327f;  // 1/sqrt(2 pi)
   __host__ __device__ static float F(float x) { return 0.5f * x * (1.0f + erff(x * kRsqrt2)); }
   __host__ __device__ static float D(float x) {
     return 0.5f * (1.0f + erff(x * kRsqrt2)) + x * kRsqrt2Pi * expf(-0.5f * x * x);
@@ -82,15 +82,15 @@ __global__ void UnaryBackwardKernel(T* din, const T* dout, const T* in, size_t n
     for (int k = 0; k < V; ++k) g.v[k] = FromF<T>(ToF(g.v[k]) * Op::D(ToF(x.v[k])));
     Store16(din + i, g);
   } else {
-    for (size_t j = i; j < n && j < i + V; ++j)
-      din[j] = FromF<T>(ToF(dout[j]) * Op::D(ToF(in[j])));
+    for (size_t j = i; j < n && j < i + V; ++j) din[j] = FromF<T>(ToF(dout[j]) * Op::D(ToF(in[j])));
   }
 }
 
 template <typename Op, typename T>
 Status UnaryForward(T* out, const T* in, size_t n, cudaStream_t stream, const char* name) {
   if (n == 0) return Status::Ok();
-  UnaryForwardKernel<Op, T><<<CeilDiv(CeilDiv(n, Pack16<T>::kN), 256), 256, 0, stream>>>(out, in, n);
+  UnaryForwardKernel<Op, T>
+      <<<CeilDiv(CeilDiv(n, Pack16<T>::kN), 256), 256, 0, stream>>>(out, in, n);
   BM_LAUNCH_CHECK(name, "n={}", n);
   return Status::Ok();
 }

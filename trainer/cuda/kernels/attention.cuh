@@ -42,8 +42,7 @@ Status AttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, in
 template <typename T>
 Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
                          const float* lse, int batch, int seq, int heads, int kv_heads,
-                         int head_dim, AttentionImpl impl, cudaStream_t stream,
-                         bool causal = true);
+                         int head_dim, AttentionImpl impl, cudaStream_t stream, bool causal = true);
 
 // ---- CPU twins (fp32)
 void AttentionForwardCpu(float* out, float* lse, const float* qkv, int batch, int seq, int heads,

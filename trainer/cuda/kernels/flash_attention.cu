@@ -156,9 +156,7 @@ struct Geo {
     int last = (seq - 1) / kKeyTile;
     return causal ? min((q0 + kRows - 1) / kKeyTile, last) : last;
   }
-  __device__ bool Masked(int query, int key) const {
-    return key >= seq || (causal && key > query);
-  }
+  __device__ bool Masked(int query, int key) const { return key >= seq || (causal && key > query); }
 };
 
 // ---- kernels
@@ -381,7 +379,7 @@ __global__ void __launch_bounds__(128)
   const T* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
   int k0 = ktile * kRows;
   float scale_log2 = scale * kLog2e;
-  int q_first = geo.causal ? k0 : 0;  // the first query that sees these keys
+  int q_first = geo.causal ? k0 : 0;              // the first query that sees these keys
   int tiles = (geo.seq - q_first + QT - 1) / QT;  // query tiles from there on
   int total = group * tiles;
   auto stage = [&](int it, int bf) {

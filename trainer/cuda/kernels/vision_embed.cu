@@ -5,6 +5,8 @@
 namespace bm::train::cuda {
 namespace {
 
+// ---- kernels: one thread an output element (the positions' gradient: one a column).
+
 // The pixel index of element (row, col) of the im2col matrix (PatchIm2Col's contract).
 __host__ __device__ inline size_t PixelIndex(size_t row, int col, int image_size, int patch) {
   const int grid = image_size / patch, np = grid * grid, pp = patch * patch;
@@ -86,8 +88,8 @@ Status PatchIm2Col(T* rows, const float* pixels, int n, int image_size, int patc
   BM_TRY(CheckPatches(image_size, patch));
   const size_t total = static_cast<size_t>(n) * image_size * image_size * 3;
   if (total == 0) return Status::Ok();
-  PatchIm2ColKernel<T><<<CeilDiv(total, 256), 256, 0, stream>>>(rows, pixels, total, image_size,
-                                                                 patch);
+  PatchIm2ColKernel<T>
+      <<<CeilDiv(total, 256), 256, 0, stream>>>(rows, pixels, total, image_size, patch);
   BM_LAUNCH_CHECK("PatchIm2ColKernel", "n={} S={} P={}", n, image_size, patch);
   return Status::Ok();
 }
@@ -132,12 +134,12 @@ Status InsertClassRows(T* x, const T* rows, int n, int np, int channels, cudaStr
   return Status::Ok();
 }
 
-#define BM_INSTANTIATE(T)                                                                       \
-  template Status PatchIm2Col<T>(T*, const float*, int, int, int, cudaStream_t);                \
-  template Status VisionEmbedForward<T>(T*, const T*, const T*, const T*, int, int, int,        \
-                                        cudaStream_t);                                          \
+#define BM_INSTANTIATE(T)                                                                        \
+  template Status PatchIm2Col<T>(T*, const float*, int, int, int, cudaStream_t);                 \
+  template Status VisionEmbedForward<T>(T*, const T*, const T*, const T*, int, int, int,         \
+                                        cudaStream_t);                                           \
   template Status VisionEmbedBackward<T>(float*, float*, const T*, int, int, int, cudaStream_t); \
-  template Status DropClassRows<T>(T*, const T*, int, int, int, cudaStream_t);                  \
+  template Status DropClassRows<T>(T*, const T*, int, int, int, cudaStream_t);                   \
   template Status InsertClassRows<T>(T*, const T*, int, int, int, cudaStream_t);
 BM_INSTANTIATE(float)
 BM_INSTANTIATE(bf16)

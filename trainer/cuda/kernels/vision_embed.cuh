@@ -1,10 +1,10 @@
 // The vision tower's embeddings (CLIP's CLIPVisionEmbeddings) and the choice of its patch rows.
 //
 // PatchIm2Col: pixel_values [n, 3, S, S] (CHW fp32, normalised) → rows [n * G * G, 3 * P * P] with
-//   G = S / P: row img * G*G + py * G + px holds the patch at (py, px), column c * P*P + ky * P + kx
-//   its pixel (c, py * P + ky, px * P + kx): the flattening of the conv weight [C, 3, P, P], so that
-//   rows · weightᵀ is the stride-P convolution (CLIP's patch_embedding, no bias). No backward (the
-//   pixels are inputs).
+//   G = S / P: row img * G*G + py * G + px holds the patch at (py, px), column c * P*P + ky * P +
+//   kx its pixel (c, py * P + ky, px * P + kx): the flattening of the conv weight [C, 3, P, P], so
+//   that rows · weightᵀ is the stride-P convolution (CLIP's patch_embedding, no bias). No backward
+//   (the pixels are inputs).
 // VisionEmbedForward: x [n, np + 1, C] = [class; patches [n, np, C]] + positions [np + 1, C]
 //   (class [C]); np = G * G.
 // VisionEmbedBackward: from dx [n, np + 1, C], dclass[c] += Σ_img dx[img, 0, c] and
@@ -41,8 +41,7 @@ Status InsertClassRows(T* x, const T* rows, int n, int np, int channels, cudaStr
 void PatchIm2ColCpu(float* rows, const float* pixels, int n, int image_size, int patch);
 void VisionEmbedForwardCpu(float* x, const float* patches, const float* cls, const float* pos,
                            int n, int np, int channels);
-void VisionEmbedBackwardCpu(float* dcls, float* dpos, const float* dx, int n, int np,
-                            int channels);
+void VisionEmbedBackwardCpu(float* dcls, float* dpos, const float* dx, int n, int np, int channels);
 void DropClassRowsCpu(float* out, const float* x, int n, int np, int channels);
 void InsertClassRowsCpu(float* x, const float* rows, int n, int np, int channels);
 

@@ -8,9 +8,15 @@ namespace bm::train {
 namespace {
 
 TEST(VisionConfigTest, PublishedParameterCounts) {
-  // mteb's ModelMeta of a CLIP ViT-L/14-336 tower (DeepGlint-AI/mlcd-vit-large-patch14-336):
-  // n_parameters=303507456; by hand: embeddings 1024 + 1024*3*14*14 + 577*1024, pre and post
-  // LayerNorms 2*2048, 24 layers of 4*(1024^2+1024) + 2*2048 + 2*1024*4096 + 4096 + 1024.
+  // CLIP ViT-L/14-336's vision tower (HF CLIPVisionModel of openai/clip-vit-large-patch14-336):
+  // 303,507,456, as mteb's ModelMeta lists a ViT-L/14-336 tower (n_parameters=303507456). By hand:
+  //   embeddings: class 1024 + patch conv 1024*3*14*14 = 602,112 + positions 577*1024 = 590,848
+  //               = 1,193,984
+  //   pre_layrnorm + post_layernorm: 2 * 2 * 1024 = 4,096
+  //   one layer: q,k,v,out 4*(1024^2 + 1024) = 4,198,400; two LayerNorms 4,096;
+  //              fc1 1024*4096 + 4096 = 4,198,400; fc2 4096*1024 + 1024 = 4,195,328
+  //              = 12,596,224; 24 layers = 302,309,376
+  //   total 1,193,984 + 4,096 + 302,309,376 = 303,507,456
   VisionConfig v = *VisionPreset("clip-vit-l-14-336");
   EXPECT_EQ(ParameterCount(v), 303'507'456);
   // Without layer 23 (12,596,224) and post_layernorm (2048): what the features depend on.
@@ -18,16 +24,28 @@ TEST(VisionConfigTest, PublishedParameterCounts) {
   // 224 px: 257 positions instead of 577, 320 * 1024 fewer.
   EXPECT_EQ(ParameterCount(*VisionPreset("clip-vit-l-14")), 303'507'456 - 320 * 1024);
 
-  // llava-hf/llava-1.5-7b-hf counted by transformers: 7,063,427,072 (its text vocabulary is
-  // padded to 32064 for <image> and <pad>).
+  // llava-hf/llava-1.5-7b-hf counted by transformers (sum of numel over
+  // LlavaForConditionalGeneration's parameters, as published code asserts): 7,063,427,072. Its
+  // text vocabulary is padded to 32064 for <image> and <pad>. By hand: Llama-2-7B 6,738,415,616
+  // + 64 * 4096 * 2 (embed_tokens and lm_head rows) = 6,738,939,904; projector 1024*4096 + 4096
+  // + 4096^2 + 4096 = 20,979,712; tower 303,507,456.
   LlavaConfig l7 = *LlavaPreset("llava-1.5-7b");
   l7.text.vocab = 32064;
+  EXPECT_EQ(ProjectorParameterCount(l7), 20'979'712);
   EXPECT_EQ(ParameterCount(l7), 7'063'427'072);
-  // The projector of the 13B model by hand: 1024*5120 + 5120 + 5120*5120 + 5120.
+
+  // llava-v1.5-13b (liuhaotian's, vocabulary 32000): tower 303,507,456 + projector by hand
+  // 1024*5120 + 5120 + 5120*5120 + 5120 = 31,467,520 + Vicuna-13B v1.5 = Llama-2-13B
+  // 13,015,864,320 (published for lmsys/vicuna-13b-v1.5 and Llama-2-13b; by hand
+  // 2*32000*5120 + 40*(4*5120^2 + 3*5120*13824 + 2*5120) + 5120) = 13,350,839,296.
   LlavaConfig l13 = *LlavaPreset("llava-1.5-13b");
+  EXPECT_EQ(ParameterCount(l13.text), 13'015'864'320);
   EXPECT_EQ(ProjectorParameterCount(l13), 31'467'520);
-  // 303,507,456 + 31,467,520 + Llama-2-13B's 13,015,864,320.
   EXPECT_EQ(ParameterCount(l13), 13'350'839'296);
+  // llava-hf/llava-1.5-13b-hf pads the vocabulary to 32064: 64 * 5120 * 2 = 655,360 more.
+  l13.text.vocab = 32064;
+  EXPECT_EQ(ParameterCount(l13), 13'351'494'656);
+  l13 = *LlavaPreset("llava-1.5-13b");
   EXPECT_EQ(l13.text.hidden, 5120);
   EXPECT_EQ(l13.text.layers, 40);
   EXPECT_EQ(l13.text.ffn_hidden, 13824);

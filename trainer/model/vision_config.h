@@ -106,7 +106,8 @@ Status Validate(const LlavaConfig& config);
 // Projector parameters: vision.hidden*H + H + H*H + H (H = text.hidden).
 int64_t ProjectorParameterCount(const LlavaConfig& config);
 // Vision tower (all of it) + projector + language model: 13,350,839,296 for
-// llava-1.5-13b (liuhaotian/llava-v1.5-13b's checkpoint).
+// llava-1.5-13b (liuhaotian/llava-v1.5-13b's vocabulary of 32000; llava-hf's
+// pads it to 32064: 13,351,494,656).
 int64_t ParameterCount(const LlavaConfig& config);
 
 // Forward FLOPs of one image (multiply-adds counted as 2), exact for the

@@ -1,13 +1,12 @@
-// CudaVisionTower and CudaProjector (trainer/cuda/cuda_vision_tower.h) against a CPU tower
-// composed here from the kernels' CPU twins (each checked on hand values and against its kernel
-// in cuda_ops_test.cc) and plain double-accumulated matmuls: features, projector output, and
-// every parameter's gradient, per tensor, within the whole-model tolerances of
-// cuda_model_test.cc (relative L2 error 1e-4 in fp32, 5e-2 in bf16 / fp16). The tensors that
-// are never computed (post_layernorm, the layers past the feature layer) must get exactly zero
-// gradient. The argument checks that run before any allocation are tested without a GPU; the
-// rest skip, saying so, on a machine without one.
-#include "trainer/cuda/cuda_vision_tower.h"
-
+// CudaVisionTower and CudaProjector (trainer/cuda/cuda_vision_tower.h) against two oracles:
+// the CPU tower and projector in double (trainer/cpu/vision_tower.h, projector.h), and a tower
+// composed here of the kernels' CPU twins (each checked on hand values and against its kernel
+// in cuda_ops_test.cc) with double-accumulated matmuls. Features, projector output and input
+// gradient, and every parameter's gradient, per tensor, within the whole-model tolerances of
+// cuda_model_test.cc (relative L2 error 1e-4 in fp32, 5e-2 in bf16 / fp16); the tensors never
+// computed (post_layernorm, the layers past the feature layer) must get exactly zero gradient.
+// Without a GPU: the two oracles against each other, and the argument checks that run before
+// any allocation; the rest skip, saying so.
 #include <gtest/gtest.h>
 
 #include <algorithm>

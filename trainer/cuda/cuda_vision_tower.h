@@ -53,8 +53,8 @@ struct CudaVisionOptions {
 
 class CudaVisionTower {
  public:
-  // Errors: an invalid config, norm_eps other than 1e-5 (the LayerNorm kernels'), max_images < 1,
-  // kCudnn in fp32 or with a shape cuDNN refuses, or no device memory.
+  // Errors: an invalid config, norm_eps other than 1e-5 (the LayerNorm kernels'), channels other
+  // than 3, max_images < 1, kCudnn in fp32 or with a shape cuDNN refuses, or no device memory.
   static Result<std::unique_ptr<CudaVisionTower>> Create(const VisionConfig& config,
                                                          const CudaVisionOptions& options);
   ~CudaVisionTower();

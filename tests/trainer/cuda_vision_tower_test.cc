@@ -7,6 +7,8 @@
 // computed (post_layernorm, the layers past the feature layer) must get exactly zero gradient.
 // Without a GPU: the two oracles against each other, and the argument checks that run before
 // any allocation; the rest skip, saying so.
+#include "trainer/cuda/cuda_vision_tower.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -22,6 +22,7 @@
 #include "trainer/cuda/kernels/rmsnorm.cuh"
 #include "trainer/cuda/kernels/rope.cuh"
 #include "trainer/cuda/kernels/split_master.h"
+#include "trainer/cuda/kernels/vision_embed.cuh"
 #include "trainer/cuda/matmul.h"
 
 namespace bm::train::cuda {
@@ -242,6 +243,132 @@ TYPED_TEST(CudaOps, GeluAndSwiglu) {
   ASSERT_TRUE(SwigluBackward<T>(gdin2.get(), gout2.get(), gdout.get(), gin.get(), rows, f, 0).ok());
   EXPECT_CLOSE(gdin2.Download(), din, kTol<T>);
   EXPECT_EQ(gout2.Download(), gout.Download());
+}
+
+// Exact (erf) GELU and quick-GELU: 5,001 elements (a ragged last pack) from an aligned start
+// and from one element on (every load unaligned: the scalar path).
+TYPED_TEST(CudaOps, GeluErfAndQuickGelu) {
+  using T = TypeParam;
+  const size_t n = 5001;
+  auto x = Rounded<T>(RandomVector(n + 1, 2.0f, this->Seed()));
+  auto dy = Rounded<T>(RandomVector(n + 1, 1.0f, this->Seed()));
+  DeviceBuffer<T> gx(x), gdy(dy);
+  using Fwd = Status (*)(T*, const T*, size_t, cudaStream_t);
+  using Bwd = Status (*)(T*, const T*, const T*, size_t, cudaStream_t);
+  using FwdCpu = void (*)(float*, const float*, size_t);
+  using BwdCpu = void (*)(float*, const float*, const float*, size_t);
+  struct Op {
+    const char* name;
+    Fwd fwd;
+    Bwd bwd;
+    FwdCpu fwd_cpu;
+    BwdCpu bwd_cpu;
+  };
+  for (const Op& op : {Op{"gelu_erf", GeluErfForward<T>, GeluErfBackward<T>, GeluErfForwardCpu,
+                          GeluErfBackwardCpu},
+                       Op{"quick_gelu", QuickGeluForward<T>, QuickGeluBackward<T>,
+                          QuickGeluForwardCpu, QuickGeluBackwardCpu}}) {
+    for (size_t off : {size_t{0}, size_t{1}}) {
+      DeviceBuffer<T> gy(n), gdx(n);
+      ASSERT_TRUE(op.fwd(gy.get(), gx.get() + off, n, 0).ok());
+      ASSERT_TRUE(op.bwd(gdx.get(), gdy.get() + off, gx.get() + off, n, 0).ok());
+      std::vector<float> y(n), dx(n);
+      op.fwd_cpu(y.data(), x.data() + off, n);
+      op.bwd_cpu(dx.data(), dy.data() + off, x.data() + off, n);
+      EXPECT_LT(RelativeError(gy.Download(), y), kTol<T>) << op.name << " offset " << off;
+      EXPECT_LT(RelativeError(gdx.Download(), dx), kTol<T>) << op.name << " offset " << off;
+    }
+  }
+}
+
+// The twins on values computed apart (Python's math.erf and math.exp on the formulas:
+// 0.5 x (1 + erf(x / sqrt 2)) and x sigmoid(1.702 x), and their derivatives).
+TEST(CudaOpsCpuTwin, GeluErfAndQuickGeluValues) {
+  const float x[3] = {1.0f, -0.5f, 2.5f}, dy[3] = {1.0f, 1.0f, 1.0f};
+  const double gelu[3] = {0.8413447460685429, -0.15426876936299344, 2.4844758366855597};
+  const double gelu_d[3] = {1.0833154705876864, 0.13250487534383712, 1.037611085908145};
+  const double quick[3] = {0.8457957659328212, -0.1496115633936199, 2.46501383495143};
+  const double quick_d[3] = {1.067779606556334, 0.12077808803458576, 1.0447186660813743};
+  float y[3], dx[3];
+  GeluErfForwardCpu(y, x, 3);
+  GeluErfBackwardCpu(dx, dy, x, 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(y[i], gelu[i], 1e-6) << x[i];
+    EXPECT_NEAR(dx[i], gelu_d[i], 1e-6) << x[i];
+  }
+  QuickGeluForwardCpu(y, x, 3);
+  QuickGeluBackwardCpu(dx, dy, x, 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(y[i], quick[i], 1e-6) << x[i];
+    EXPECT_NEAR(dx[i], quick_d[i], 1e-6) << x[i];
+  }
+}
+
+// The patch embedding's im2col: one element worked out by hand, then the device against the
+// twin (two 28 px images of 14 px patches, and CLIP-L/14-336's 24 x 24 grid).
+TEST(CudaOpsCpuTwin, PatchIm2ColLayout) {
+  const int n = 2, s = 28, p = 14, cols = 3 * p * p;
+  std::vector<float> pixels(n * 3 * s * s);
+  std::iota(pixels.begin(), pixels.end(), 0.0f);
+  std::vector<float> rows(n * 4 * cols);
+  PatchIm2ColCpu(rows.data(), pixels.data(), n, s, p);
+  // Image 1, patch (py 1, px 0) = row 1*4 + 2 = 6; channel 2, ky 3, kx 5 = column 2*196 + 3*14
+  // + 5 = 439; the pixel (img 1, c 2, y 14 + 3, x 5) = ((1*3 + 2)*28 + 17)*28 + 5 = 4401.
+  EXPECT_EQ(rows[6 * cols + 439], 4401.0f);
+  EXPECT_EQ(rows[0], 0.0f);
+  EXPECT_EQ(rows[1 * cols + 0], 14.0f);           // patch (0, 1) starts 14 pixels to the right
+  EXPECT_EQ(rows[2 * cols + 1], 14.0f * 28 + 1);  // patch (1, 0), its second pixel
+}
+
+TYPED_TEST(CudaOps, VisionEmbeddings) {
+  using T = TypeParam;
+  for (auto [n, s, p, c] : {std::tuple{2, 28, 14, 32}, std::tuple{1, 336, 14, 40}}) {
+    const int g = s / p, np = g * g, cols = 3 * p * p;
+    auto pixels = RandomVector(size_t(n) * 3 * s * s, 1.0f, this->Seed());
+    DeviceBuffer<float> gpix(pixels);
+    DeviceBuffer<T> grows(size_t(n) * np * cols);
+    ASSERT_TRUE(PatchIm2Col<T>(grows.get(), gpix.get(), n, s, p, 0).ok());
+    std::vector<float> rows(size_t(n) * np * cols);
+    PatchIm2ColCpu(rows.data(), pixels.data(), n, s, p);
+    EXPECT_EQ(grows.Download(), Rounded<T>(rows)) << "im2col copies (rounds) only";
+
+    auto patches = Rounded<T>(RandomVector(size_t(n) * np * c, 1.0f, this->Seed()));
+    auto cls = Rounded<T>(RandomVector(c, 1.0f, this->Seed()));
+    auto pos = Rounded<T>(RandomVector(size_t(np + 1) * c, 1.0f, this->Seed()));
+    DeviceBuffer<T> gpatches(patches), gcls(cls), gpos(pos), gx(size_t(n) * (np + 1) * c);
+    ASSERT_TRUE(
+        VisionEmbedForward<T>(gx.get(), gpatches.get(), gcls.get(), gpos.get(), n, np, c, 0).ok());
+    std::vector<float> x(size_t(n) * (np + 1) * c);
+    VisionEmbedForwardCpu(x.data(), patches.data(), cls.data(), pos.data(), n, np, c);
+    EXPECT_CLOSE(gx.Download(), x, kTol<T>);
+
+    auto dx = Rounded<T>(RandomVector(x.size(), 1.0f, this->Seed()));
+    auto dcls0 = RandomVector(c, 1.0f, this->Seed());
+    auto dpos0 = RandomVector(pos.size(), 1.0f, this->Seed());
+    DeviceBuffer<T> gdx(dx), gdrop(patches.size()), gins(x.size());
+    std::vector<std::vector<float>> runs;
+    for (int run = 0; run < 2; ++run) {  // deterministic: the same bits twice
+      DeviceBuffer<float> gdcls(dcls0), gdpos(dpos0);
+      ASSERT_TRUE(VisionEmbedBackward<T>(gdcls.get(), gdpos.get(), gdx.get(), n, np, c, 0).ok());
+      runs.push_back(gdpos.Download());
+      if (run == 0) {
+        std::vector<float> dcls = dcls0, dpos = dpos0;
+        VisionEmbedBackwardCpu(dcls.data(), dpos.data(), dx.data(), n, np, c);
+        EXPECT_CLOSE(gdcls.Download(), dcls, 1e-5);
+        EXPECT_CLOSE(gdpos.Download(), dpos, 1e-5);
+      }
+    }
+    EXPECT_EQ(runs[0], runs[1]);
+    ASSERT_TRUE(DropClassRows<T>(gdrop.get(), gdx.get(), n, np, c, 0).ok());
+    std::vector<float> drop(patches.size()), ins(x.size());
+    DropClassRowsCpu(drop.data(), dx.data(), n, np, c);
+    EXPECT_EQ(gdrop.Download(), drop);
+    EXPECT_EQ(drop[0], dx[c]) << "patch 0 of image 0 is row 1";
+    ASSERT_TRUE(InsertClassRows<T>(gins.get(), gdrop.get(), n, np, c, 0).ok());
+    InsertClassRowsCpu(ins.data(), drop.data(), n, np, c);
+    EXPECT_EQ(gins.Download(), ins);
+    EXPECT_EQ(ins[0], 0.0f);
+  }
 }
 
 TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
@@ -520,6 +647,7 @@ TEST(CudaAdamW, MatchesCpuWithClipping) {
 struct AttnCase {
   int b, t, h, hkv, d;
   AttentionImpl impl;
+  bool causal = true;
 };
 
 template <typename T>
@@ -529,24 +657,25 @@ void CheckAttention(const AttnCase& k, uint64_t seed) {
   auto dout = Rounded<T>(RandomVector(n * ocols, 1.0f, seed + 1));
   DeviceBuffer<T> gqkv(qkv), gout(n * ocols), gdout(dout), gdqkv(n * cols);
   DeviceBuffer<float> glse(k.b * k.h * k.t), scratch(AttentionScratchFloats(k.b, k.t, k.h));
-  ASSERT_TRUE(
-      AttentionForward<T>(gout.get(), glse.get(), gqkv.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0)
-          .ok());
+  ASSERT_TRUE(AttentionForward<T>(gout.get(), glse.get(), gqkv.get(), k.b, k.t, k.h, k.hkv, k.d,
+                                  k.impl, 0, k.causal)
+                  .ok());
   std::vector<float> out(n * ocols), lse(k.b * k.h * k.t), dqkv(n * cols);
-  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d);
+  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d, k.causal);
   std::string what = std::string(testing::TypeName<T>()) + " B=" + std::to_string(k.b) +
                      " T=" + std::to_string(k.t) + " H=" + std::to_string(k.h) +
                      " Hkv=" + std::to_string(k.hkv) + " D=" + std::to_string(k.d) +
-                     (k.impl == AttentionImpl::kReference ? " reference" : " auto");
+                     (k.impl == AttentionImpl::kReference ? " reference" : " auto") +
+                     (k.causal ? "" : " non-causal");
   auto gout_h = gout.Download();
   EXPECT_LT(RelativeError(gout_h, out), kTol<T>) << what;
   EXPECT_LT(RelativeError(glse.Download(), lse), 1e-5 + kTol<T> / 10) << what;
   // Backward from the device's own forward output (what training does).
   ASSERT_TRUE(AttentionBackward<T>(gdqkv.get(), scratch.get(), gdout.get(), gout.get(), gqkv.get(),
-                                   glse.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0)
+                                   glse.get(), k.b, k.t, k.h, k.hkv, k.d, k.impl, 0, k.causal)
                   .ok());
   AttentionBackwardCpu(dqkv.data(), dout.data(), Rounded<T>(gout_h).data(), qkv.data(), lse.data(),
-                       k.b, k.t, k.h, k.hkv, k.d);
+                       k.b, k.t, k.h, k.hkv, k.d, k.causal);
   EXPECT_LT(RelativeError(gdqkv.Download(), dqkv), 2 * kTol<T>) << what;
 }
 
@@ -555,6 +684,51 @@ TYPED_TEST(CudaOps, AttentionReference) {
                      AttnCase{1, 70, 2, 2, 64, AttentionImpl::kReference}}) {
     CheckAttention<TypeParam>(k, this->Seed());
   }
+}
+
+// Without the causal mask (the vision tower's): CLIP-L/14's 577 positions (9 tiles of 64 and
+// one row over) at head_dim 64, CLIP's head size, and 128; lengths below one tile and GQA.
+TYPED_TEST(CudaOps, AttentionReferenceNonCausal) {
+  for (AttnCase k : {AttnCase{2, 37, 4, 2, 16, AttentionImpl::kReference, false},
+                     AttnCase{1, 70, 2, 2, 64, AttentionImpl::kReference, false}}) {
+    CheckAttention<TypeParam>(k, this->Seed());
+  }
+}
+
+TEST(CudaOps16Bit, FlashAttentionNonCausal) {
+  BM_SKIP_WITHOUT_GPU();
+  uint64_t seed = 299;
+  for (AttnCase k : {AttnCase{2, 577, 2, 2, 64, AttentionImpl::kAuto, false},
+                     AttnCase{1, 50, 4, 4, 64, AttentionImpl::kAuto, false},
+                     AttnCase{1, 200, 4, 1, 64, AttentionImpl::kAuto, false},
+                     AttnCase{1, 577, 2, 2, 128, AttentionImpl::kAuto, false},
+                     AttnCase{2, 130, 4, 2, 128, AttentionImpl::kAuto, false}}) {
+    CheckAttention<__nv_bfloat16>(k, seed += 10);
+    CheckAttention<__half>(k, seed += 10);
+  }
+}
+
+// The CPU twin without the mask, on values whose answer is known: with every query zero the
+// softmax is uniform, so each output row is the mean of V over the keys it sees (all of them;
+// causal: keys 0..t).
+TEST(CudaOpsCpuTwin, AttentionNonCausalIsTheMeanOfAllValues) {
+  const int t = 5, h = 1, d = 2, cols = 3 * d;
+  std::vector<float> qkv(t * cols, 0.0f);
+  for (int s = 0; s < t; ++s) {
+    qkv[s * cols + d] = 0.3f * s;      // k: anything (q is zero)
+    qkv[s * cols + 2 * d] = float(s);  // v[s] = (s, 10 s)
+    qkv[s * cols + 2 * d + 1] = 10.0f * s;
+  }
+  std::vector<float> out(t * d), lse(t);
+  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), 1, t, h, h, d, false);
+  for (int r = 0; r < t; ++r) {
+    EXPECT_NEAR(out[r * d], 2.0f, 1e-6) << r;  // (0+1+2+3+4)/5
+    EXPECT_NEAR(out[r * d + 1], 20.0f, 1e-5) << r;
+    EXPECT_NEAR(lse[r], std::log(5.0), 1e-6) << r;
+  }
+  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), 1, t, h, h, d, true);
+  EXPECT_NEAR(out[1 * d], 0.5f, 1e-6);       // (0+1)/2
+  EXPECT_NEAR(out[3 * d + 1], 15.0f, 1e-5);  // 10 (0+1+2+3)/4
 }
 
 TEST(CudaOps16Bit, FlashAttention) {
@@ -579,11 +753,11 @@ template <typename T>
 void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk,
                          bool accumulated = false) {
   int n = k.b * k.t, cols = (k.h + 2 * k.hkv) * k.d, ocols = k.h * k.d;
-  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d, key_chunk, std::is_same_v<T, __half>};
+  AttentionShape shape{k.b, k.t, k.h, k.hkv, k.d, key_chunk, std::is_same_v<T, __half>, k.causal};
   std::string what =
       std::string("cuDNN ") + testing::TypeName<T>() + " B=" + std::to_string(k.b) +
       " T=" + std::to_string(k.t) + " H=" + std::to_string(k.h) + " Hkv=" + std::to_string(k.hkv) +
-      " D=" + std::to_string(k.d) +
+      " D=" + std::to_string(k.d) + (k.causal ? "" : " non-causal") +
       (accumulated ? std::string(" dQ accumulated") : " key chunk " + std::to_string(key_chunk));
   auto ws = CudnnAttentionWorkspaceBytes(shape);
   ASSERT_TRUE(ws.ok()) << what << ": " << ws.status().message();
@@ -600,7 +774,7 @@ void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk,
   Status st = CudnnAttentionForward(gout.get(), glse.get(), gqkv.get(), shape, work.get(), *ws, 0);
   ASSERT_TRUE(st.ok()) << what << ": " << st.message();
   std::vector<float> out(n * ocols), lse(k.b * k.h * k.t), dqkv(n * cols);
-  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d);
+  AttentionForwardCpu(out.data(), lse.data(), qkv.data(), k.b, k.t, k.h, k.hkv, k.d, k.causal);
   auto gout_h = gout.Download();
   double e_out = RelativeError(gout_h, out), e_lse = RelativeError(glse.Download(), lse);
   EXPECT_LT(e_out, kTol<T>) << what;
@@ -614,7 +788,7 @@ void CheckCudnnAttention(const AttnCase& k, uint64_t seed, int key_chunk,
     ASSERT_TRUE(st.ok()) << what << ": " << st.message();
   }
   AttentionBackwardCpu(dqkv.data(), dout.data(), Rounded<T>(gout_h).data(), qkv.data(), lse.data(),
-                       k.b, k.t, k.h, k.hkv, k.d);
+                       k.b, k.t, k.h, k.hkv, k.d, k.causal);
   auto g1 = gdqkv.Download(), g2 = gdqkv2.Download();
   double e_d = RelativeError(g1, dqkv);
   EXPECT_LT(e_d, 2 * kTol<T>) << what;
@@ -644,6 +818,22 @@ TEST(CudaOps16Bit, CudnnAttention) {
   CheckCudnnAttention<__nv_bfloat16>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10,
                                      128);
   CheckCudnnAttention<__half>(AttnCase{2, 384, 4, 4, 64, AttentionImpl::kCudnn}, seed += 10, 128);
+}
+
+// Without the causal mask: every key block's call takes all the queries, and its partial dQ
+// covers every row (577 positions: blocks of 64, 128 and 288 keys, the last ragged).
+TEST(CudaOps16Bit, CudnnAttentionNonCausal) {
+  BM_SKIP_WITHOUT_GPU();
+  if (!CudnnAttentionBuilt()) GTEST_SKIP() << "built without cuDNN (BENCHMAKE_HAVE_CUDNN off)";
+  uint64_t seed = 699;
+  for (int chunk : {0, 64, 128}) {
+    for (AttnCase k : {AttnCase{2, 577, 2, 2, 64, AttentionImpl::kCudnn, false},
+                       AttnCase{1, 200, 4, 1, 64, AttentionImpl::kCudnn, false},
+                       AttnCase{1, 130, 2, 2, 128, AttentionImpl::kCudnn, false}}) {
+      CheckCudnnAttention<__nv_bfloat16>(k, seed += 10, chunk);
+      CheckCudnnAttention<__half>(k, seed += 10, chunk);
+    }
+  }
 }
 
 // The survey's backward with dQ accumulated in fp32 (cuDNN's non-deterministic engines, all the

@@ -1,7 +1,8 @@
 // cuDNN fused attention through the backend graph API. The graphs are the ones cuDNN's
 // flash-attention engines recognise (the pattern cudnn-frontend's SDPA nodes emit):
 //
-//   forward:  S = Q·Kᵀ, S *= scale, causal select (row >= col, else lowest float),
+//   forward:  S = Q·Kᵀ, S *= scale, causal select (row >= col, else lowest float; not when the
+//             shape is not causal),
 //             M = max_row(S), E = exp(S - M), Z = sum_row(E), lse = M + log Z,
 //             P = E / Z (16-bit), O = P·V
 //   backward: sum_dO_O = sum_row(dO * O), S as above, E = exp(S - lse), dV = Eᵀ·dO,
@@ -99,8 +100,8 @@ std::string CudnnLibraryVersion() {  // cuDNN 9: major * 10000 + minor * 100 + p
 namespace {
 
 std::string Describe(const AttentionShape& s) {
-  return fmt::format("B={} T={} H={} Hkv={} D={} {}", s.batch, s.seq, s.heads, s.kv_heads,
-                     s.head_dim, s.fp16 ? "fp16" : "bf16");
+  return fmt::format("B={} T={} H={} Hkv={} D={} {}{}", s.batch, s.seq, s.heads, s.kv_heads,
+                     s.head_dim, s.fp16 ? "fp16" : "bf16", s.causal ? "" : " non-causal");
 }
 
 // The 16-bit tensors' type (scores and statistics stay fp32).
@@ -150,15 +151,19 @@ struct Layout {
   Dims ScoreTStrides() const { return {h * tq * tk, tq * tk, 1, tk}; }
 };
 
-// S = scale * Q·Kᵀ with the causal mask applied (the start of both graphs).
+// S = scale * Q·Kᵀ with the causal mask applied when `causal` (the start of both graphs).
 Status MaskedScores(CudnnGraph& g, const Layout& L, cudnnBackendDescriptor_t q,
                     cudnnBackendDescriptor_t kt, cudnnBackendDescriptor_t scale,
-                    cudnnBackendDescriptor_t lowest, cudnnBackendDescriptor_t* s_out) {
+                    cudnnBackendDescriptor_t lowest, bool causal, cudnnBackendDescriptor_t* s_out) {
   cudnnBackendDescriptor_t s, s1, ri, ci, mask, s2;
   BM_TRY(g.Tensor(&s, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Matmul(q, kt, s));
   BM_TRY(g.Tensor(&s1, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, s, scale, nullptr, s1));
+  if (!causal) {
+    *s_out = s1;
+    return Status::Ok();
+  }
   BM_TRY(g.Tensor(&ri, CUDNN_DATA_INT32, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s1, nullptr, nullptr, ri, CUDNN_DATA_INT32, 2));
   BM_TRY(g.Tensor(&ci, CUDNN_DATA_INT32, L.Scores(), L.ScoreStrides()));
@@ -174,15 +179,15 @@ Status MaskedScores(CudnnGraph& g, const Layout& L, cudnnBackendDescriptor_t q,
 Status BuildForward(CudnnGraph& g, const AttentionShape& shape) {
   const cudnnDataType_t io = IoType(shape);
   Layout L(shape, shape.seq, shape.seq);
-  cudnnBackendDescriptor_t q, kt, v, o, stats, scale, lowest, s, mx, sub, e, z, lg, p;
+  cudnnBackendDescriptor_t q, kt, v, o, stats, scale, lowest = nullptr, s, mx, sub, e, z, lg, p;
   BM_TRY(g.Tensor(&q, io, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
   BM_TRY(g.Tensor(&kt, io, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
   BM_TRY(g.Tensor(&v, io, {L.b, L.hk, L.tk, L.d}, L.QkvStrides(), kV));
   BM_TRY(g.Tensor(&o, io, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
   BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.RowStrides(), kStats));
   BM_TRY(g.Scalar(&scale, kScale));
-  BM_TRY(g.Scalar(&lowest, kLowest));
-  BM_TRY(MaskedScores(g, L, q, kt, scale, lowest, &s));
+  if (shape.causal) BM_TRY(g.Scalar(&lowest, kLowest));
+  BM_TRY(MaskedScores(g, L, q, kt, scale, lowest, shape.causal, &s));
   BM_TRY(g.Tensor(&mx, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.PackedRows()));
   BM_TRY(g.Reduction(CUDNN_REDUCE_TENSOR_MAX, s, mx));
   BM_TRY(g.Tensor(&sub, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
@@ -210,23 +215,26 @@ Status KvGradient(CudnnGraph& g, const Layout& L, cudnnDataType_t io, cudnnBacke
   return g.Reduction(CUDNN_REDUCE_TENSOR_ADD, full, dx);
 }
 
-// The backward for the keys [k0, k0 + keys) and the queries [k0, T). dQ goes into qkv's layout
-// (the first block, which has every query) or, partial, into a [B, T, H·D] buffer. With
+// The first query that sees key k0: k0 itself (causal), else 0.
+int QueryStart(const AttentionShape& s, int k0) { return s.causal ? k0 : 0; }
+
+// The backward for the keys [k0, k0 + keys) and the queries [QueryStart(k0), T). dQ goes into qkv's
+// layout (the first block, which has every query) or, partial, into a [B, T, H·D] buffer. With
 // `accumulate_dq` (all the keys in one call) the dQ product goes into a non-virtual fp32
 // [B, H, T, D] accumulator, F16x16-reordered, and from it to dQ: the graph that selects cuDNN's
 // non-deterministic engines (cudnn-frontend's SDPA backward when determinism is not asked for).
 Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int keys,
                      bool accumulate_dq = false) {
   const cudnnDataType_t io = IoType(shape);
-  Layout L(shape, shape.seq - k0, keys);
-  cudnnBackendDescriptor_t q, kt, vt, o, stats, scale, lowest, one, dout, dq, dk, dv;
+  Layout L(shape, shape.seq - QueryStart(shape, k0), keys);
+  cudnnBackendDescriptor_t q, kt, vt, o, stats, scale, lowest = nullptr, one, dout, dq, dk, dv;
   BM_TRY(g.Tensor(&q, io, {L.b, L.h, L.tq, L.d}, L.QkvStrides(), kQ));
   BM_TRY(g.Tensor(&kt, io, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kK));
   BM_TRY(g.Tensor(&vt, io, {L.b, L.hk, L.d, L.tk}, L.QkvTStrides(), kV));
   BM_TRY(g.Tensor(&o, io, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kO));
   BM_TRY(g.Tensor(&stats, CUDNN_DATA_FLOAT, {L.b, L.h, L.tq, 1}, L.RowStrides(), kStats));
   BM_TRY(g.Scalar(&scale, kScale));
-  BM_TRY(g.Scalar(&lowest, kLowest));
+  if (shape.causal) BM_TRY(g.Scalar(&lowest, kLowest));
   BM_TRY(g.Scalar(&one, kOne));
   BM_TRY(g.Tensor(&dout, io, {L.b, L.h, L.tq, L.d}, L.OutStrides(), kDo));
   BM_TRY(g.Tensor(&dq, io, {L.b, L.h, L.tq, L.d}, k0 == 0 ? L.QkvStrides() : L.OutStrides(), kDq));
@@ -242,7 +250,7 @@ Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int key
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_MUL, rs, one, nullptr, rs1));
   // E = exp(S - lse); dV = Eᵀ·dO
   cudnnBackendDescriptor_t s, sub, e, et;
-  BM_TRY(MaskedScores(g, L, q, kt, scale, lowest, &s));
+  BM_TRY(MaskedScores(g, L, q, kt, scale, lowest, shape.causal, &s));
   BM_TRY(g.Tensor(&sub, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
   BM_TRY(g.Pointwise(CUDNN_POINTWISE_SUB, s, stats, nullptr, sub));
   BM_TRY(g.Tensor(&e, CUDNN_DATA_FLOAT, L.Scores(), L.ScoreStrides()));
@@ -287,7 +295,7 @@ Status BuildBackward(CudnnGraph& g, const AttentionShape& shape, int k0, int key
 struct Cache {
   std::mutex mu;
   std::map<int, cudnnHandle_t> handles;
-  std::map<std::tuple<int, int, int, int, int, int, bool, int, int, bool>,
+  std::map<std::tuple<int, int, int, int, int, int, bool, int, int, bool, bool>,
            std::unique_ptr<CudnnGraph> >
       plans;
 };
@@ -309,7 +317,7 @@ Result<const CudnnGraph*> PlanFor(const AttentionShape& s, int k0, int keys,
   cudnnHandle_t& handle = c.handles[device];
   if (handle == nullptr) BM_CUDNN_CHECK(cudnnCreate(&handle), "cuDNN handle on GPU {}", device);
   auto key = std::make_tuple(device, s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.fp16, k0,
-                             keys, accumulate_dq);
+                             keys, accumulate_dq, s.causal);
   auto it = c.plans.find(key);
   if (it != c.plans.end()) return static_cast<const CudnnGraph*>(it->second.get());
   bool backward = keys >= 0;
@@ -342,22 +350,27 @@ struct BackwardScalars {
 constexpr std::array<int64_t, 12> kBackwardUids = {kQ,      kK,   kV,  kO,  kStats, kScale,
                                                    kLowest, kOne, kDo, kDq, kDk,    kDv};
 
-// The variant pack's pointers of the backward for the keys from k0 (rows k0.. of qkv, out,
-// dout and lse); dq: where this block's dQ goes (dqkv itself for the first block).
+// The variant pack's pointers of the backward for the keys from k0 (rows k0.. of K, V, dK, dV;
+// rows q0 = QueryStart(k0).. of Q, out, dout and lse); dq: where this block's dQ goes (dqkv
+// itself for the first block).
 std::vector<void*> BackwardPointers(const AttentionShape& s, int k0, BackwardScalars& sc, void* dq,
                                     void* dqkv, const void* dout, const void* out, const void* qkv,
                                     const float* lse) {
+  const int q0 = QueryStart(s, k0);
   const size_t hd = static_cast<size_t>(s.head_dim) * 2, k_off = s.heads * hd,
                v_off = (s.heads + s.kv_heads) * hd;
-  const size_t row = static_cast<size_t>(k0) * (s.heads + 2 * s.kv_heads) * hd;  // in qkv
-  const size_t orow = static_cast<size_t>(k0) * s.heads * hd;                    // out, dout
+  const size_t width = (s.heads + 2 * s.kv_heads) * hd;        // bytes of a qkv row
+  const size_t row = static_cast<size_t>(k0) * width;          // keys' rows in qkv
+  const size_t qrow = static_cast<size_t>(q0) * width;         // queries' rows in qkv
+  const size_t orow = static_cast<size_t>(q0) * s.heads * hd;  // out, dout
   auto* base = static_cast<char*>(const_cast<void*>(qkv)) + row;
+  auto* qbase = static_cast<char*>(const_cast<void*>(qkv)) + qrow;
   auto* dbase = static_cast<char*>(dqkv) + row;
-  return {base,
+  return {qbase,
           base + k_off,
           base + v_off,
           static_cast<char*>(const_cast<void*>(out)) + orow,
-          const_cast<float*>(lse) + k0,
+          const_cast<float*>(lse) + q0,
           &sc.scale,
           &sc.lowest,
           &sc.one,
@@ -365,6 +378,22 @@ std::vector<void*> BackwardPointers(const AttentionShape& s, int k0, BackwardSca
           dq,
           dbase + k_off,
           dbase + v_off};
+}
+
+// Runs a graph of `s`: without the causal mask the graph has no kLowest scalar, and the variant
+// pack leaves it out.
+Status Execute(const CudnnGraph& g, const AttentionShape& s, std::span<const int64_t> uids,
+               std::vector<void*> ptrs, void* workspace, size_t workspace_bytes,
+               cudaStream_t stream) {
+  if (s.causal) return g.Execute(uids, std::move(ptrs), workspace, workspace_bytes, stream);
+  std::vector<int64_t> kept_uids;
+  std::vector<void*> kept_ptrs;
+  for (size_t i = 0; i < uids.size(); ++i) {
+    if (uids[i] == kLowest) continue;
+    kept_uids.push_back(uids[i]);
+    kept_ptrs.push_back(ptrs[i]);
+  }
+  return g.Execute(kept_uids, std::move(kept_ptrs), workspace, workspace_bytes, stream);
 }
 
 }  // namespace
@@ -393,8 +422,8 @@ Status CudnnAttentionForward(void* out, float* lse, const void* qkv, const Atten
   float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   float lowest = std::numeric_limits<float>::lowest();
   constexpr std::array<int64_t, 7> kUids = {kQ, kK, kV, kO, kStats, kScale, kLowest};
-  return g->Execute(
-      kUids,
+  return Execute(
+      *g, s, kUids,
       {base, base + s.heads * hd, base + (s.heads + s.kv_heads) * hd, out, lse, &scale, &lowest},
       workspace, workspace_bytes, stream);
 }
@@ -417,21 +446,22 @@ Status CudnnAttentionBackward(void* dqkv, const void* dout, const void* out, con
   for (int k0 = 0; k0 < s.seq; k0 += chunk) {
     int keys = std::min(chunk, s.seq - k0);
     BM_ASSIGN_OR_RETURN(const CudnnGraph* g, PlanFor(s, k0, keys));
-    void* dq = k0 == 0 ? dqkv : static_cast<char*>(dq_partial) + static_cast<size_t>(k0) * out_row;
-    BM_TRY(g->Execute(kBackwardUids,
-                      BackwardPointers(s, k0, scalars, dq, dqkv, dout, out, qkv, lse), cudnn_ws,
-                      workspace_bytes - skip, stream));
+    const int q0 = QueryStart(s, k0);
+    void* dq = k0 == 0 ? dqkv : static_cast<char*>(dq_partial) + static_cast<size_t>(q0) * out_row;
+    BM_TRY(Execute(*g, s, kBackwardUids,
+                   BackwardPointers(s, k0, scalars, dq, dqkv, dout, out, qkv, lse), cudnn_ws,
+                   workspace_bytes - skip, stream));
     if (k0 == 0) continue;
-    // dQ rows k0.. += this block's part, in block order.
+    // dQ rows q0.. += this block's part, in block order.
     const int cols = s.heads * s.head_dim;
     if (s.fp16) {
       BM_TRY(AddRows<__half>(reinterpret_cast<__half*>(dbase), static_cast<int>(width),
-                             static_cast<const __half*>(dq_partial), cols, s.batch, s.seq, k0, cols,
+                             static_cast<const __half*>(dq_partial), cols, s.batch, s.seq, q0, cols,
                              stream));
     } else {
       BM_TRY(AddRows<__nv_bfloat16>(
           reinterpret_cast<__nv_bfloat16*>(dbase), static_cast<int>(width),
-          static_cast<const __nv_bfloat16*>(dq_partial), cols, s.batch, s.seq, k0, cols, stream));
+          static_cast<const __nv_bfloat16*>(dq_partial), cols, s.batch, s.seq, q0, cols, stream));
     }
   }
   return Status::Ok();
@@ -470,8 +500,8 @@ Status CudnnAttentionAccumulatedBackward(void* dqkv, const void* dout, const voi
   std::array<int64_t, kBackwardUids.size() + 1> uids;
   std::copy(kBackwardUids.begin(), kBackwardUids.end(), uids.begin());
   uids.back() = kDqAccum;
-  return g->Execute(uids, std::move(ptrs), static_cast<char*>(workspace) + acc,
-                    workspace_bytes - acc, stream);
+  return Execute(*g, s, uids, std::move(ptrs), static_cast<char*>(workspace) + acc,
+                 workspace_bytes - acc, stream);
 }
 
 namespace {
@@ -489,9 +519,9 @@ void TimeCandidate(const CudnnGraph& g, const AttentionShape& s, int repeats, vo
       static_cast<size_t>(s.batch) * s.seq * (s.heads + 2 * s.kv_heads) * s.head_dim * 2;
   BackwardScalars scalars(s);
   auto run = [&]() {
-    return g.Execute(kBackwardUids,
-                     BackwardPointers(s, 0, scalars, dqkv, dqkv, dout, out, qkv, lse), ws,
-                     c->workspace_bytes, stream);
+    return Execute(g, s, kBackwardUids,
+                   BackwardPointers(s, 0, scalars, dqkv, dqkv, dout, out, qkv, lse), ws,
+                   c->workspace_bytes, stream);
   };
   auto fingerprint = [&](uint64_t* into) -> Status {
     BM_TRY(BitChecksum(sum, dqkv, bytes, stream));

@@ -1,4 +1,5 @@
-// Causal scaled-dot-product attention through cuDNN's fused flash-attention engines, built
+// Scaled-dot-product attention, causal or not (AttentionShape::causal), through cuDNN's fused
+// flash-attention engines, built
 // with the cuDNN backend (graph) API: the same layouts as kernels/attention.cuh (packed qkv,
 // out [B*T, H*D], lse [B, H, T] natural-log log-sum-exp of the scaled scores), bf16 or fp16,
 // grouped-query attention through kv_heads, scale 1/sqrt(D), head_dim a multiple of 8, <= 128.
@@ -11,8 +12,10 @@
 // `key_chunk` of them and at most half the sequence (rounded down to a multiple of 64). The call
 // for keys [k0, k1) takes the queries [k0, T) (top-left causal within the block), writes dK and dV
 // of its keys whole and a partial dQ for the rows k0.. that is added, in block order, to the others
-// (deterministic). Workspace: B·H·T·block·2 bytes for dP plus one partial dQ (B·T·H·D·2), linear in
-// T. fp16 runs the same graphs with fp16 tensors (every intermediate stays fp32).
+// (deterministic). Without the causal mask (the vision tower's) a block's call takes every query
+// [0, T) and its partial dQ covers every row. Workspace: B·H·T·block·2 bytes for dP plus one
+// partial dQ (B·T·H·D·2), linear in T. fp16 runs the same graphs with fp16 tensors (every
+// intermediate stays fp32).
 //
 // Execution plans are built once per shape and key block (first call) and cached for the
 // process; the caller passes the workspace (from the arena), sized by
@@ -45,6 +48,7 @@ struct AttentionShape {
   int batch = 0, seq = 0, heads = 0, kv_heads = 0, head_dim = 0;
   int key_chunk = kCudnnKeyChunk;  // cuDNN backward: at most this many keys per call; 0: one
   bool fp16 = false;               // the tensors are __half rather than __nv_bfloat16
+  bool causal = true;              // query t sees keys 0..t (false: every key of its sequence)
 };
 
 bool CudnnAttentionBuilt();

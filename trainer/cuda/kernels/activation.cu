@@ -21,6 +21,24 @@ __host__ __device__ inline float GeluGrad(float x) {
 }
 __host__ __device__ inline float Sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// The elementwise activations of the vision tower and the projector, each a value and a
+// derivative (the kernels below are shared through these).
+struct GeluErfOp {
+  static constexpr float kRsqrt2 = 0.7071067811865476f;    // 1/sqrt(2)
+  static constexpr float kRsqrt2Pi = 0.3989422804014327f;  // 1/sqrt(2 pi)
+  __host__ __device__ static float F(float x) { return 0.5f * x * (1.0f + erff(x * kRsqrt2)); }
+  __host__ __device__ static float D(float x) {
+    return 0.5f * (1.0f + erff(x * kRsqrt2)) + x * kRsqrt2Pi * expf(-0.5f * x * x);
+  }
+};
+struct QuickGeluOp {
+  __host__ __device__ static float F(float x) { return x * Sigmoid(1.702f * x); }
+  __host__ __device__ static float D(float x) {
+    float s = Sigmoid(1.702f * x);
+    return s + 1.702f * x * s * (1.0f - s);
+  }
+};
+
 // ---- kernels
 
 template <typename T>
@@ -33,6 +51,57 @@ template <typename T>
 __global__ void GeluBackwardKernel(T* din, const T* dout, const T* in, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i < n) din[i] = FromF<T>(ToF(dout[i]) * GeluGrad(ToF(in[i])));
+}
+
+template <typename Op, typename T>
+__global__ void UnaryForwardKernel(T* out, const T* in, size_t n) {
+  constexpr int V = Pack16<T>::kN;
+  size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * V;
+  if (i >= n) return;
+  if (i + V <= n && (reinterpret_cast<size_t>(in + i) & 15) == 0 &&
+      (reinterpret_cast<size_t>(out + i) & 15) == 0) {
+    Pack16<T> p = Load16(in + i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) p.v[k] = FromF<T>(Op::F(ToF(p.v[k])));
+    Store16(out + i, p);
+  } else {
+    for (size_t j = i; j < n && j < i + V; ++j) out[j] = FromF<T>(Op::F(ToF(in[j])));
+  }
+}
+
+template <typename Op, typename T>
+__global__ void UnaryBackwardKernel(T* din, const T* dout, const T* in, size_t n) {
+  constexpr int V = Pack16<T>::kN;
+  size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * V;
+  if (i >= n) return;
+  if (i + V <= n && ((reinterpret_cast<size_t>(in + i) | reinterpret_cast<size_t>(dout + i) |
+                      reinterpret_cast<size_t>(din + i)) &
+                     15) == 0) {
+    Pack16<T> x = Load16(in + i), g = Load16(dout + i);
+#pragma unroll
+    for (int k = 0; k < V; ++k) g.v[k] = FromF<T>(ToF(g.v[k]) * Op::D(ToF(x.v[k])));
+    Store16(din + i, g);
+  } else {
+    for (size_t j = i; j < n && j < i + V; ++j) din[j] = FromF<T>(ToF(dout[j]) * Op::D(ToF(in[j])));
+  }
+}
+
+template <typename Op, typename T>
+Status UnaryForward(T* out, const T* in, size_t n, cudaStream_t stream, const char* name) {
+  if (n == 0) return Status::Ok();
+  UnaryForwardKernel<Op, T>
+      <<<CeilDiv(CeilDiv(n, Pack16<T>::kN), 256), 256, 0, stream>>>(out, in, n);
+  BM_LAUNCH_CHECK(name, "n={}", n);
+  return Status::Ok();
+}
+template <typename Op, typename T>
+Status UnaryBackward(T* din, const T* dout, const T* in, size_t n, cudaStream_t stream,
+                     const char* name) {
+  if (n == 0) return Status::Ok();
+  UnaryBackwardKernel<Op, T>
+      <<<CeilDiv(CeilDiv(n, Pack16<T>::kN), 256), 256, 0, stream>>>(din, dout, in, n);
+  BM_LAUNCH_CHECK(name, "n={}", n);
+  return Status::Ok();
 }
 
 template <typename T>
@@ -187,6 +256,33 @@ Status SwigluBackward(T* din, T* out, const T* dout, const T* in, int rows, int 
   return Status::Ok();
 }
 
+template <typename T>
+Status GeluErfForward(T* out, const T* in, size_t n, cudaStream_t stream) {
+  return UnaryForward<GeluErfOp>(out, in, n, stream, "GeluErfForwardKernel");
+}
+template <typename T>
+Status GeluErfBackward(T* din, const T* dout, const T* in, size_t n, cudaStream_t stream) {
+  return UnaryBackward<GeluErfOp>(din, dout, in, n, stream, "GeluErfBackwardKernel");
+}
+template <typename T>
+Status QuickGeluForward(T* out, const T* in, size_t n, cudaStream_t stream) {
+  return UnaryForward<QuickGeluOp>(out, in, n, stream, "QuickGeluForwardKernel");
+}
+template <typename T>
+Status QuickGeluBackward(T* din, const T* dout, const T* in, size_t n, cudaStream_t stream) {
+  return UnaryBackward<QuickGeluOp>(din, dout, in, n, stream, "QuickGeluBackwardKernel");
+}
+
+#define BM_INSTANTIATE(T)                                                           \
+  template Status GeluErfForward<T>(T*, const T*, size_t, cudaStream_t);            \
+  template Status GeluErfBackward<T>(T*, const T*, const T*, size_t, cudaStream_t); \
+  template Status QuickGeluForward<T>(T*, const T*, size_t, cudaStream_t);          \
+  template Status QuickGeluBackward<T>(T*, const T*, const T*, size_t, cudaStream_t);
+BM_INSTANTIATE(float)
+BM_INSTANTIATE(bf16)
+BM_INSTANTIATE(fp16)
+#undef BM_INSTANTIATE
+
 #define BM_INSTANTIATE(T)                                                        \
   template Status GeluForward<T>(T*, const T*, size_t, cudaStream_t);            \
   template Status GeluBackward<T>(T*, const T*, const T*, size_t, cudaStream_t); \
@@ -204,6 +300,18 @@ void GeluForwardCpu(float* out, const float* in, size_t n) {
 }
 void GeluBackwardCpu(float* din, const float* dout, const float* in, size_t n) {
   for (size_t i = 0; i < n; ++i) din[i] = dout[i] * GeluGrad(in[i]);
+}
+void GeluErfForwardCpu(float* out, const float* in, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = GeluErfOp::F(in[i]);
+}
+void GeluErfBackwardCpu(float* din, const float* dout, const float* in, size_t n) {
+  for (size_t i = 0; i < n; ++i) din[i] = dout[i] * GeluErfOp::D(in[i]);
+}
+void QuickGeluForwardCpu(float* out, const float* in, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = QuickGeluOp::F(in[i]);
+}
+void QuickGeluBackwardCpu(float* din, const float* dout, const float* in, size_t n) {
+  for (size_t i = 0; i < n; ++i) din[i] = dout[i] * QuickGeluOp::D(in[i]);
 }
 void SwigluForwardCpu(float* out, const float* in, int rows, int ffn) {
   for (int r = 0; r < rows; ++r) {

@@ -13,6 +13,10 @@ constexpr int kMaxPerLane = 8;  // head_dim <= 256
 
 struct Geometry {
   int batch, seq, heads, kv_heads, head_dim;
+  bool causal;
+  // Keys query t sees: [0, KeyEnd(t)); queries key s is seen by: [QueryBegin(s), seq).
+  __host__ __device__ int KeyEnd(int t) const { return causal ? t + 1 : seq; }
+  __host__ __device__ int QueryBegin(int s) const { return causal ? s : 0; }
   __host__ __device__ size_t QkvStride() const {
     return static_cast<size_t>(heads + 2 * kv_heads) * head_dim;
   }
@@ -52,7 +56,7 @@ __global__ void RefForwardKernel(T* out, float* lse, const T* qkv, Geometry g, f
   int row = b * g.seq + t;
   const T* q = qkv + g.QOffset(row, h);
   float m = -INFINITY, l = 0.0f, acc[kMaxPerLane] = {};
-  for (int s = 0; s <= t; ++s) {
+  for (int s = 0; s < g.KeyEnd(t); ++s) {
     int krow = b * g.seq + s;
     float score = WarpDot(q, qkv + g.KOffset(krow, hk), g.head_dim) * scale;
     float m_new = fmaxf(m, score);
@@ -99,7 +103,7 @@ __global__ void RefBackwardQKernel(T* dqkv, const T* dout, const T* qkv, const f
   const T* go = dout + g.OOffset(row, h);
   float row_lse = lse[g.LseIndex(b, h, t)], row_delta = delta[g.LseIndex(b, h, t)];
   float acc[kMaxPerLane] = {};
-  for (int s = 0; s <= t; ++s) {
+  for (int s = 0; s < g.KeyEnd(t); ++s) {
     int krow = b * g.seq + s;
     const T* k = qkv + g.KOffset(krow, hk);
     float p = expf(WarpDot(q, k, g.head_dim) * scale - row_lse);
@@ -132,7 +136,7 @@ __global__ void RefBackwardKVKernel(T* dqkv, const T* dout, const T* qkv, const 
   const T* v = qkv + g.VOffset(krow, hk);
   float dk[kMaxPerLane] = {}, dv[kMaxPerLane] = {};
   for (int h = hk * group; h < (hk + 1) * group; ++h) {
-    for (int t = s; t < g.seq; ++t) {
+    for (int t = g.QueryBegin(s); t < g.seq; ++t) {
       int row = b * g.seq + t;
       const T* q = qkv + g.QOffset(row, h);
       const T* go = dout + g.OOffset(row, h);
@@ -191,29 +195,31 @@ size_t AttentionScratchFloats(int batch, int seq, int heads) {
 
 template <typename T>
 Status AttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, int heads,
-                        int kv_heads, int head_dim, AttentionImpl impl, cudaStream_t stream) {
-  Geometry g{batch, seq, heads, kv_heads, head_dim};
+                        int kv_heads, int head_dim, AttentionImpl impl, cudaStream_t stream,
+                        bool causal) {
+  Geometry g{batch, seq, heads, kv_heads, head_dim, causal};
   BM_TRY(CheckGeometry(g));
   BM_TRY(RefuseCudnn(impl));
   if constexpr (kSixteenBit<T>) {
     if (impl == AttentionImpl::kAuto && FlashAttentionSupports(head_dim)) {
-      return FlashAttentionForward(out, lse, qkv, batch, seq, heads, kv_heads, head_dim, stream);
+      return FlashAttentionForward(out, lse, qkv, batch, seq, heads, kv_heads, head_dim, stream,
+                                   causal);
     }
   }
   size_t rows = static_cast<size_t>(batch) * heads * seq;
   if (rows == 0) return Status::Ok();
   RefForwardKernel<T>
       <<<CeilDiv(rows, 8), 256, 0, stream>>>(out, lse, qkv, g, 1.0f / std::sqrt(float(head_dim)));
-  BM_LAUNCH_CHECK("RefForwardKernel", "B={} T={} H={} Hkv={} D={}", batch, seq, heads, kv_heads,
-                  head_dim);
+  BM_LAUNCH_CHECK("RefForwardKernel", "B={} T={} H={} Hkv={} D={} causal={}", batch, seq, heads,
+                  kv_heads, head_dim, causal);
   return Status::Ok();
 }
 
 template <typename T>
 Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
                          const float* lse, int batch, int seq, int heads, int kv_heads,
-                         int head_dim, AttentionImpl impl, cudaStream_t stream) {
-  Geometry g{batch, seq, heads, kv_heads, head_dim};
+                         int head_dim, AttentionImpl impl, cudaStream_t stream, bool causal) {
+  Geometry g{batch, seq, heads, kv_heads, head_dim, causal};
   BM_TRY(CheckGeometry(g));
   BM_TRY(RefuseCudnn(impl));
   size_t rows = static_cast<size_t>(batch) * heads * seq;
@@ -224,14 +230,14 @@ Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, c
   if constexpr (kSixteenBit<T>) {
     if (impl == AttentionImpl::kAuto && FlashAttentionSupports(head_dim)) {
       return FlashAttentionBackward(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads,
-                                    head_dim, stream);
+                                    head_dim, stream, causal);
     }
   }
   float scale = 1.0f / std::sqrt(float(head_dim));
   RefBackwardQKernel<T>
       <<<CeilDiv(rows, 8), 256, 0, stream>>>(dqkv, dout, qkv, lse, delta, g, scale);
-  BM_LAUNCH_CHECK("RefBackwardQKernel", "B={} T={} H={} Hkv={} D={}", batch, seq, heads, kv_heads,
-                  head_dim);
+  BM_LAUNCH_CHECK("RefBackwardQKernel", "B={} T={} H={} Hkv={} D={} causal={}", batch, seq, heads,
+                  kv_heads, head_dim, causal);
   size_t kv_rows = static_cast<size_t>(batch) * kv_heads * seq;
   RefBackwardKVKernel<T>
       <<<CeilDiv(kv_rows, 8), 256, 0, stream>>>(dqkv, dout, qkv, lse, delta, g, scale);
@@ -241,26 +247,26 @@ Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, c
 }
 
 template Status AttentionForward<float>(float*, float*, const float*, int, int, int, int, int,
-                                        AttentionImpl, cudaStream_t);
+                                        AttentionImpl, cudaStream_t, bool);
 template Status AttentionForward<bf16>(bf16*, float*, const bf16*, int, int, int, int, int,
-                                       AttentionImpl, cudaStream_t);
+                                       AttentionImpl, cudaStream_t, bool);
 template Status AttentionForward<fp16>(fp16*, float*, const fp16*, int, int, int, int, int,
-                                       AttentionImpl, cudaStream_t);
+                                       AttentionImpl, cudaStream_t, bool);
 template Status AttentionBackward<float>(float*, float*, const float*, const float*, const float*,
                                          const float*, int, int, int, int, int, AttentionImpl,
-                                         cudaStream_t);
+                                         cudaStream_t, bool);
 template Status AttentionBackward<bf16>(bf16*, float*, const bf16*, const bf16*, const bf16*,
                                         const float*, int, int, int, int, int, AttentionImpl,
-                                        cudaStream_t);
+                                        cudaStream_t, bool);
 template Status AttentionBackward<fp16>(fp16*, float*, const fp16*, const fp16*, const fp16*,
                                         const float*, int, int, int, int, int, AttentionImpl,
-                                        cudaStream_t);
+                                        cudaStream_t, bool);
 
 // ---- CPU twins: the textbook formulas, one (b, h) at a time, with a T-length score row.
 
 void AttentionForwardCpu(float* out, float* lse, const float* qkv, int batch, int seq, int heads,
-                         int kv_heads, int head_dim) {
-  Geometry g{batch, seq, heads, kv_heads, head_dim};
+                         int kv_heads, int head_dim, bool causal) {
+  Geometry g{batch, seq, heads, kv_heads, head_dim, causal};
   double scale = 1.0 / std::sqrt(double(head_dim));
   std::vector<double> p(seq);
   for (int b = 0; b < batch; ++b) {
@@ -269,7 +275,7 @@ void AttentionForwardCpu(float* out, float* lse, const float* qkv, int batch, in
       for (int t = 0; t < seq; ++t) {
         const float* q = qkv + g.QOffset(b * seq + t, h);
         double m = -INFINITY;
-        for (int s = 0; s <= t; ++s) {
+        for (int s = 0; s < g.KeyEnd(t); ++s) {
           const float* k = qkv + g.KOffset(b * seq + s, hk);
           double dot = 0.0;
           for (int i = 0; i < head_dim; ++i) dot += double(q[i]) * k[i];
@@ -277,11 +283,11 @@ void AttentionForwardCpu(float* out, float* lse, const float* qkv, int batch, in
           m = std::fmax(m, p[s]);
         }
         double l = 0.0;
-        for (int s = 0; s <= t; ++s) l += (p[s] = std::exp(p[s] - m));
+        for (int s = 0; s < g.KeyEnd(t); ++s) l += (p[s] = std::exp(p[s] - m));
         float* o = out + g.OOffset(b * seq + t, h);
         for (int i = 0; i < head_dim; ++i) {
           double acc = 0.0;
-          for (int s = 0; s <= t; ++s) acc += p[s] * qkv[g.VOffset(b * seq + s, hk) + i];
+          for (int s = 0; s < g.KeyEnd(t); ++s) acc += p[s] * qkv[g.VOffset(b * seq + s, hk) + i];
           o[i] = static_cast<float>(acc / l);
         }
         lse[g.LseIndex(b, h, t)] = static_cast<float>(m + std::log(l));
@@ -292,8 +298,8 @@ void AttentionForwardCpu(float* out, float* lse, const float* qkv, int batch, in
 
 void AttentionBackwardCpu(float* dqkv, const float* dout, const float* out, const float* qkv,
                           const float* lse, int batch, int seq, int heads, int kv_heads,
-                          int head_dim) {
-  Geometry g{batch, seq, heads, kv_heads, head_dim};
+                          int head_dim, bool causal) {
+  Geometry g{batch, seq, heads, kv_heads, head_dim, causal};
   double scale = 1.0 / std::sqrt(double(head_dim));
   size_t total = static_cast<size_t>(batch) * seq * g.QkvStride();
   std::vector<double> acc(total, 0.0);
@@ -307,7 +313,7 @@ void AttentionBackwardCpu(float* dqkv, const float* dout, const float* out, cons
         const float* o = out + g.OOffset(row, h);
         double delta = 0.0;
         for (int i = 0; i < head_dim; ++i) delta += double(go[i]) * o[i];
-        for (int s = 0; s <= t; ++s) {
+        for (int s = 0; s < g.KeyEnd(t); ++s) {
           int krow = b * seq + s;
           const float* k = qkv + g.KOffset(krow, hk);
           const float* v = qkv + g.VOffset(krow, hk);

@@ -1,5 +1,7 @@
-// Causal scaled-dot-product attention, forward and backward, flash-style: the T x T score
-// matrix is never stored (memory linear in T). Grouped-query attention through kv_heads.
+// Scaled-dot-product attention, forward and backward, flash-style: the T x T score matrix is
+// never stored (memory linear in T). Grouped-query attention through kv_heads. Causal (query t
+// sees keys 0..t: the language models') or, with causal = false, every query sees every key of
+// its sequence (the vision tower's encoder).
 //
 // Layouts (row n = b*T + t):
 //   qkv  [B*T, (H + 2*Hkv) * D]: q heads, then k heads, then v heads (the fused projection)
@@ -12,7 +14,8 @@
 // mma.sync m16n8k16, fp32 accumulation); otherwise, or when kReference is asked for, a
 // warp-per-row reference kernel. Both are deterministic: the backward pass computes dQ in one
 // kernel (over key tiles) and dK/dV in another (over query tiles and the heads of a group),
-// so no gradient is summed with atomics.
+// so no gradient is summed with atomics. T need not be a multiple of any tile (CLIP's 577): the
+// last tile of queries and of keys is ragged, its missing rows masked.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,17 +37,18 @@ size_t AttentionScratchFloats(int batch, int seq, int heads);
 // ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
 Status AttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, int heads,
-                        int kv_heads, int head_dim, AttentionImpl impl, cudaStream_t stream);
+                        int kv_heads, int head_dim, AttentionImpl impl, cudaStream_t stream,
+                        bool causal = true);
 template <typename T>
 Status AttentionBackward(T* dqkv, float* scratch, const T* dout, const T* out, const T* qkv,
                          const float* lse, int batch, int seq, int heads, int kv_heads,
-                         int head_dim, AttentionImpl impl, cudaStream_t stream);
+                         int head_dim, AttentionImpl impl, cudaStream_t stream, bool causal = true);
 
 // ---- CPU twins (fp32)
 void AttentionForwardCpu(float* out, float* lse, const float* qkv, int batch, int seq, int heads,
-                         int kv_heads, int head_dim);
+                         int kv_heads, int head_dim, bool causal = true);
 void AttentionBackwardCpu(float* dqkv, const float* dout, const float* out, const float* qkv,
                           const float* lse, int batch, int seq, int heads, int kv_heads,
-                          int head_dim);
+                          int head_dim, bool causal = true);
 
 }  // namespace bm::train::cuda

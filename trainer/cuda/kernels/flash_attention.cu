@@ -10,7 +10,9 @@
 // from one product into the next without leaving registers.
 //
 // Forward: a block of 4 warps owns 64 query rows (16 per warp) and walks the key tiles of 64
-// up to the diagonal, with the online softmax. Backward: dQ in one kernel (rows = queries,
+// up to the diagonal (causal) or to the end (not), with the online softmax. The last tiles of
+// queries and keys may be ragged (T not a multiple of 64): missing rows are zero-filled in shared
+// memory, masked out of the softmax and never written. Backward: dQ in one kernel (rows = queries,
 // over key tiles), dK and dV in another (rows = keys, over query tiles and over the query
 // heads of the group): no atomics, deterministic.
 #include <cstdint>
@@ -147,7 +149,14 @@ __device__ __forceinline__ void MmaPB(float (*acc)[4], const float (*p)[4], cons
 
 struct Geo {
   int seq, heads, kv_heads;
-  size_t ld;  // elements per qkv row
+  size_t ld;    // elements per qkv row
+  bool causal;  // key s is seen by query t only when s <= t
+  // The last key tile the query rows [q0, q0 + kRows) see.
+  __device__ int LastKeyTile(int q0) const {
+    int last = (seq - 1) / kKeyTile;
+    return causal ? min((q0 + kRows - 1) / kKeyTile, last) : last;
+  }
+  __device__ bool Masked(int query, int key) const { return key >= seq || (causal && key > query); }
 };
 
 // ---- kernels
@@ -183,7 +192,7 @@ __global__ void __launch_bounds__(128)
   float o[D / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-  int last_tile = min((q0 + kRows - 1) / kKeyTile, (geo.seq - 1) / kKeyTile);
+  int last_tile = geo.LastKeyTile(q0);
   for (int kt = 0; kt <= last_tile; ++kt) {
     int k0 = kt * kKeyTile, cur = kt & 1;
     if (kt < last_tile) {
@@ -204,7 +213,7 @@ __global__ void __launch_bounds__(128)
         int col = k0 + nt * 8 + 2 * q + (e & 1);
         int r = e / 2;
         float v = s[nt][e] * scale_log2;
-        if (col > row[r] || col >= geo.seq) v = -INFINITY;
+        if (geo.Masked(row[r], col)) v = -INFINITY;
         s[nt][e] = v;
         mx[r] = fmaxf(mx[r], v);
       }
@@ -306,7 +315,7 @@ __global__ void __launch_bounds__(128)
     dlt[r] = row[r] < geo.seq ? delta[i] : 0.0f;
   }
   float dq[D / 8][4] = {};
-  int last_tile = min((q0 + kRows - 1) / kKeyTile, (geo.seq - 1) / kKeyTile);
+  int last_tile = geo.LastKeyTile(q0);
   for (int kt = 0; kt <= last_tile; ++kt) {
     int k0 = kt * kKeyTile, cur = kt & 1;
     if (kt < last_tile) {
@@ -326,7 +335,7 @@ __global__ void __launch_bounds__(128)
       for (int e = 0; e < 4; ++e) {
         int col = k0 + nt * 8 + 2 * q + (e & 1);
         int r = e / 2;
-        bool valid = col <= row[r] && col < geo.seq && row[r] < geo.seq;
+        bool valid = !geo.Masked(row[r], col) && row[r] < geo.seq;
         float p = valid ? exp2f(s[nt][e] * scale_log2 - lse2[r]) : 0.0f;
         s[nt][e] = p * (dp[nt][e] - dlt[r]);  // dS (the scale is applied at the end)
       }
@@ -370,10 +379,11 @@ __global__ void __launch_bounds__(128)
   const T* dobase = dout + static_cast<size_t>(b) * geo.seq * out_ld;
   int k0 = ktile * kRows;
   float scale_log2 = scale * kLog2e;
-  int tiles = (geo.seq - k0 + QT - 1) / QT;  // query tiles from the diagonal on
+  int q_first = geo.causal ? k0 : 0;              // the first query that sees these keys
+  int tiles = (geo.seq - q_first + QT - 1) / QT;  // query tiles from there on
   int total = group * tiles;
   auto stage = [&](int it, int bf) {
-    int h = hk * group + it / tiles, t0 = k0 + (it % tiles) * QT;
+    int h = hk * group + it / tiles, t0 = q_first + (it % tiles) * QT;
     LoadTile<D>(sq(bf), base + static_cast<size_t>(h) * D, geo.ld, t0, QT, geo.seq);
     LoadTile<D>(sdo(bf), dobase + static_cast<size_t>(h) * D, out_ld, t0, QT, geo.seq);
     for (int i = threadIdx.x; i < QT; i += blockDim.x) {
@@ -392,7 +402,7 @@ __global__ void __launch_bounds__(128)
   float dk[D / 8][4] = {}, dv[D / 8][4] = {};
   for (int it = 0; it < total; ++it) {
     int cur = it & 1;
-    int t0 = k0 + (it % tiles) * QT;
+    int t0 = q_first + (it % tiles) * QT;
     if (it + 1 < total) {
       stage(it + 1, cur ^ 1);
       CpAsyncWait<2>();
@@ -417,7 +427,7 @@ __global__ void __launch_bounds__(128)
         int ci = nt * 8 + 2 * q + (e & 1);
         int t = t0 + ci;
         int r = e / 2;
-        bool valid = t >= key[r] && t < geo.seq && key[r] < geo.seq;
+        bool valid = t < geo.seq && !geo.Masked(t, key[r]);
         float p = valid ? exp2f(s[nt][e] * scale_log2 - lse_t[ci]) : 0.0f;
         s[nt][e] = p;                               // P^T
         dp[nt][e] = p * (dp[nt][e] - delta_t[ci]);  // dS^T
@@ -455,8 +465,8 @@ size_t KVSmem() {  // K, V, and two buffers of (Q, dO, lse, delta)
 
 template <typename T, int D>
 Status Forward(T* out, float* lse, const T* qkv, int batch, int seq, int heads, int kv_heads,
-               cudaStream_t stream) {
-  Geo geo{seq, heads, kv_heads, static_cast<size_t>(heads + 2 * kv_heads) * D};
+               cudaStream_t stream, bool causal) {
+  Geo geo{seq, heads, kv_heads, static_cast<size_t>(heads + 2 * kv_heads) * D, causal};
   size_t smem = ForwardSmem<D>();
   BM_CUDA_CHECK(cudaFuncSetAttribute(FlashForwardKernel<T, D>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
@@ -471,8 +481,8 @@ Status Forward(T* out, float* lse, const T* qkv, int batch, int seq, int heads, 
 
 template <typename T, int D, int QT>
 Status Backward(T* dqkv, const T* dout, const T* qkv, const float* lse, const float* delta,
-                int batch, int seq, int heads, int kv_heads, cudaStream_t stream) {
-  Geo geo{seq, heads, kv_heads, static_cast<size_t>(heads + 2 * kv_heads) * D};
+                int batch, int seq, int heads, int kv_heads, cudaStream_t stream, bool causal) {
+  Geo geo{seq, heads, kv_heads, static_cast<size_t>(heads + 2 * kv_heads) * D, causal};
   float scale = 1.0f / sqrtf(static_cast<float>(D));
   size_t smem_q = ForwardSmem<D>();
   BM_CUDA_CHECK(cudaFuncSetAttribute(FlashBackwardQKernel<T, D>,
@@ -502,32 +512,36 @@ bool FlashAttentionSupports(int head_dim) { return head_dim == 64 || head_dim ==
 
 template <typename T>
 Status FlashAttentionForward(T* out, float* lse, const T* qkv, int batch, int seq, int heads,
-                             int kv_heads, int head_dim, cudaStream_t stream) {
+                             int kv_heads, int head_dim, cudaStream_t stream, bool causal) {
   if (batch * seq == 0) return Status::Ok();
-  if (head_dim == 64) return Forward<T, 64>(out, lse, qkv, batch, seq, heads, kv_heads, stream);
-  if (head_dim == 128) return Forward<T, 128>(out, lse, qkv, batch, seq, heads, kv_heads, stream);
+  if (head_dim == 64)
+    return Forward<T, 64>(out, lse, qkv, batch, seq, heads, kv_heads, stream, causal);
+  if (head_dim == 128)
+    return Forward<T, 128>(out, lse, qkv, batch, seq, heads, kv_heads, stream, causal);
   return Errorf(ErrorCode::kUnsupported, "flash attention: head_dim {} (64 or 128)", head_dim);
 }
 
 template <typename T>
 Status FlashAttentionBackward(T* dqkv, const T* dout, const T* qkv, const float* lse,
                               const float* delta, int batch, int seq, int heads, int kv_heads,
-                              int head_dim, cudaStream_t stream) {
+                              int head_dim, cudaStream_t stream, bool causal) {
   if (batch * seq == 0) return Status::Ok();
   if (head_dim == 64) {
-    return Backward<T, 64, 64>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream);
+    return Backward<T, 64, 64>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream,
+                               causal);
   }
   if (head_dim == 128) {
-    return Backward<T, 128, 32>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream);
+    return Backward<T, 128, 32>(dqkv, dout, qkv, lse, delta, batch, seq, heads, kv_heads, stream,
+                                causal);
   }
   return Errorf(ErrorCode::kUnsupported, "flash attention: head_dim {} (64 or 128)", head_dim);
 }
 
 #define BM_INSTANTIATE(T)                                                                       \
   template Status FlashAttentionForward<T>(T*, float*, const T*, int, int, int, int, int,       \
-                                           cudaStream_t);                                       \
+                                           cudaStream_t, bool);                                 \
   template Status FlashAttentionBackward<T>(T*, const T*, const T*, const float*, const float*, \
-                                            int, int, int, int, int, cudaStream_t);
+                                            int, int, int, int, int, cudaStream_t, bool);
 BM_INSTANTIATE(bf16)
 BM_INSTANTIATE(fp16)
 #undef BM_INSTANTIATE

@@ -223,13 +223,12 @@ Result<IndexedDataset> IndexedDataset::Open(const std::string& prefix) {
                   "{}: truncated ({} sequences, {} document entries, {} bytes)", idx_path,
                   seq_count, doc_count, ds.idx_len_);
   }
-  // The arrays are 4- and 8-byte aligned only by luck of the header length
-  // (34 bytes), so they are read through spans over memory that may be
-  // misaligned; x86-64 and aarch64 allow that for plain loads.
+  // The arrays start at byte 34, so they are misaligned for their types: read
+  // through memcpy (UnalignedArray), never through an int32_t* or int64_t*.
   const uint8_t* arrays = p + kHeaderSize;
-  ds.sizes_ = {reinterpret_cast<const int32_t*>(arrays), seq_count};
-  ds.pointers_ = {reinterpret_cast<const int64_t*>(arrays + seq_count * 4), seq_count};
-  ds.doc_index_ = {reinterpret_cast<const int64_t*>(arrays + seq_count * 12), doc_count};
+  ds.sizes_ = {arrays, seq_count};
+  ds.pointers_ = {arrays + seq_count * 4, seq_count};
+  ds.doc_index_ = {arrays + seq_count * 12, doc_count};
 
   const size_t item = DTypeSize(ds.dtype_);
   for (size_t i = 0; i < seq_count; ++i) {
@@ -401,12 +400,15 @@ Status IndexedDatasetWriter::Finish() {
   const uint8_t code = static_cast<uint8_t>(dtype_);
   const uint64_t seq_count = sizes_.size();
   const uint64_t doc_count = doc_index_.size();
+  // An empty vector's data() may be null, which fwrite must not be given.
+  auto write_array = [idx](const auto& values) {
+    return values.empty() ||
+           std::fwrite(values.data(), sizeof(values[0]), values.size(), idx) == values.size();
+  };
   bool ok = std::fwrite(kIndexMagic, 1, 9, idx) == 9 && std::fwrite(&version, 8, 1, idx) == 1 &&
             std::fwrite(&code, 1, 1, idx) == 1 && std::fwrite(&seq_count, 8, 1, idx) == 1 &&
-            std::fwrite(&doc_count, 8, 1, idx) == 1 &&
-            std::fwrite(sizes_.data(), 4, sizes_.size(), idx) == sizes_.size() &&
-            std::fwrite(pointers.data(), 8, pointers.size(), idx) == pointers.size() &&
-            std::fwrite(doc_index_.data(), 8, doc_index_.size(), idx) == doc_index_.size();
+            std::fwrite(&doc_count, 8, 1, idx) == 1 && write_array(sizes_) &&
+            write_array(pointers) && write_array(doc_index_);
   Status st = ok ? SyncAndClose(idx, idx_tmp) : ErrnoStatus("cannot write", idx_tmp);
   if (!ok) std::fclose(idx);
   if (!st.ok()) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/formats/unaligned_array.h"
 #include "base/result.h"
 
 namespace bm::formats {
@@ -72,11 +73,12 @@ class IndexedDataset {
   size_t num_sequences() const { return sizes_.size(); }
   size_t num_documents() const { return doc_index_.empty() ? 0 : doc_index_.size() - 1; }
   uint64_t num_tokens() const { return num_tokens_; }
-  std::span<const int32_t> sizes() const { return sizes_; }
-  std::span<const int64_t> pointers() const { return pointers_; }
+  // The .idx arrays, read in place (they need not be aligned: UnalignedArray).
+  UnalignedArray<int32_t> sizes() const { return sizes_; }
+  UnalignedArray<int64_t> pointers() const { return pointers_; }
   // The raw doc_index: num_documents() + 1 entries, starting at 0; document d
   // spans sequences [document_index()[d], document_index()[d + 1]).
-  std::span<const int64_t> document_index() const { return doc_index_; }
+  UnalignedArray<int64_t> document_index() const { return doc_index_; }
 
   // Copies tokens [offset, offset + count) of a sequence into out, converted
   // to int32. Errors: kInvalidArgument when the range is outside the sequence.
@@ -94,9 +96,9 @@ class IndexedDataset {
   size_t bin_len_ = 0;
   DType dtype_ = DType::kInt32;
   uint64_t num_tokens_ = 0;
-  std::span<const int32_t> sizes_;
-  std::span<const int64_t> pointers_;
-  std::span<const int64_t> doc_index_;
+  UnalignedArray<int32_t> sizes_;
+  UnalignedArray<int64_t> pointers_;
+  UnalignedArray<int64_t> doc_index_;
 };
 
 class IndexedDatasetWriter {

@@ -72,8 +72,8 @@ Result<json> WriteImageSet(const std::vector<ImageSource>& images, const std::st
     return s;
   };
   if (::ftruncate(fd, static_cast<off_t>(bytes * images.size())) != 0) {
-    return fail(Errorf(ErrorCode::kIo, "cannot size {} to {} bytes: {}", tmp,
-                       bytes * images.size(), std::strerror(errno)));
+    return fail(Errorf(ErrorCode::kIo, "cannot size {} to {} bytes: {}", tmp, bytes * images.size(),
+                       std::strerror(errno)));
   }
   // Workers take images in order; the first failure (by index) is reported.
   std::atomic<size_t> next{0};
@@ -142,9 +142,10 @@ Result<json> WriteImageSet(const std::vector<ImageSource>& images, const std::st
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (log != nullptr) {
-    *log << fmt::format("llava images: {} images of {}x{} in {:.2f} s ({:.1f} images/s, {} threads)\n",
-                        images.size(), options.size, options.size, seconds,
-                        seconds > 0 ? static_cast<double>(images.size()) / seconds : 0.0, n);
+    *log << fmt::format(
+        "llava images: {} images of {}x{} in {:.2f} s ({:.1f} images/s, {} threads)\n",
+        images.size(), options.size, options.size, seconds,
+        seconds > 0 ? static_cast<double>(images.size()) / seconds : 0.0, n);
   }
   json result = meta;
   result.erase("sources");

@@ -48,7 +48,7 @@ Result<nlohmann::json> WriteImageSet(const std::vector<ImageSource>& images,
                                      const std::string& out_dir, std::ostream* log);
 
 struct ImageSet {
-  nlohmann::json meta;  // images.json
+  nlohmann::json meta;                             // images.json
   std::unordered_map<std::string, int64_t> index;  // source path → image index
 };
 

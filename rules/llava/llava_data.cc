@@ -124,10 +124,10 @@ Result<json> Run(const LlavaDataOptions& o, const std::string& out_dir, std::ost
                       SplitDatasetWriter::Create(out_dir, formats::DType::kInt32, true, o.split));
   std::optional<formats::IndexedDatasetWriter> image_writers[2];
   for (int side = 0; side < 2; ++side) {
-    BM_ASSIGN_OR_RETURN(image_writers[side],
-                        formats::IndexedDatasetWriter::Create(
-                            out_dir + (side == 0 ? "/train_images" : "/valid_images"),
-                            formats::DType::kInt32));
+    BM_ASSIGN_OR_RETURN(
+        image_writers[side],
+        formats::IndexedDatasetWriter::Create(
+            out_dir + (side == 0 ? "/train_images" : "/valid_images"), formats::DType::kInt32));
   }
   uint64_t samples = 0, with_image = 0, tokens = 0, labels = 0, mismatched = 0, unused_images = 0;
   uint64_t side_samples[2] = {0, 0};
@@ -139,8 +139,7 @@ Result<json> Run(const LlavaDataOptions& o, const std::string& out_dir, std::ost
       auto worker = [&]() {
         for (size_t i; (i = next.fetch_add(1)) < end;) {
           const Sample& s = f.samples[i];
-          block[i - begin].emplace(
-              TokenizeSample(*sp, s.conversations, s.image.has_value(), tmpl));
+          block[i - begin].emplace(TokenizeSample(*sp, s.conversations, s.image.has_value(), tmpl));
         }
       };
       std::vector<std::thread> pool;

@@ -36,7 +36,8 @@ Result<Sample> ParseSample(const json& s) {
   }
   for (size_t j = 0; j < conv->size(); ++j) {
     const json& t = (*conv)[j];
-    if (!t.is_object()) return Errorf(ErrorCode::kInvalidArgument, "conversations[{}] is not an object", j);
+    if (!t.is_object())
+      return Errorf(ErrorCode::kInvalidArgument, "conversations[{}] is not an object", j);
     auto from = t.find("from");
     auto value = t.find("value");
     if (from == t.end() || !from->is_string()) {
@@ -66,8 +67,7 @@ Status CheckImagePath(const std::string& path) {
   }
   for (const auto& part : p) {
     if (part == "..") {
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "\"image\" {} leaves the image folder (..)", path);
+      return Errorf(ErrorCode::kInvalidArgument, "\"image\" {} leaves the image folder (..)", path);
     }
   }
   return Status::Ok();
@@ -81,7 +81,8 @@ Result<std::vector<Sample>> ParseLlavaJson(std::string_view contents, const std:
   }
   if (!list.is_array()) {
     return Errorf(ErrorCode::kInvalidArgument,
-                  "{}: not a JSON list of samples ({{\"id\", \"image\", \"conversations\"}})", origin);
+                  "{}: not a JSON list of samples ({{\"id\", \"image\", \"conversations\"}})",
+                  origin);
   }
   std::vector<Sample> samples;
   samples.reserve(list.size());

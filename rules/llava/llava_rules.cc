@@ -96,9 +96,8 @@ class LlavaImagesRule final : public engine::Rule {
       BM_ASSIGN_OR_RETURN(std::vector<Sample> samples, ReadLlavaJson(path));
       CollectImages(samples, path, &images, &index);
     }
-    BM_ASSIGN_OR_RETURN(json meta,
-                        WriteImageSet(images, Resolve(ctx, p.at("image_folder")), ClipOptions(p),
-                                      Threads(p), ctx.out_dir, ctx.log));
+    BM_ASSIGN_OR_RETURN(json meta, WriteImageSet(images, Resolve(ctx, p.at("image_folder")),
+                                                 ClipOptions(p), Threads(p), ctx.out_dir, ctx.log));
     engine::StepResult result;
     result.metrics = meta;
     result.metrics["threads"] = Threads(p);
@@ -154,13 +153,12 @@ class LlavaDataRule final : public engine::Rule {
       if (!(f >= 0 && f < 1)) errors.push_back({"valid_fraction", "must be in [0, 1)"});
     }
     for (const char* list : {"images", "image_folder"}) {
-      if (p.contains(list) && p[list].size() > 1)
-        errors.push_back({list, "at most one"});
+      if (p.contains(list) && p[list].size() > 1) errors.push_back({list, "at most one"});
     }
     if (p.contains("images") && p.contains("image_folder") && !p["images"].empty() &&
         !p["image_folder"].empty()) {
-      errors.push_back({"image_folder",
-                        "set images (a llava_images target) or image_folder, not both"});
+      errors.push_back(
+          {"image_folder", "set images (a llava_images target) or image_folder, not both"});
     }
     return errors;
   }
@@ -184,12 +182,11 @@ class LlavaDataRule final : public engine::Rule {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (ctx.log != nullptr) {
-      *ctx.log << fmt::format("llava_data: {} samples ({} with an image), {} tokens, {} labels, "
-                              "{:.2f} s\n",
-                              stats["samples"].get<uint64_t>(),
-                              stats["samples_with_image"].get<uint64_t>(),
-                              stats["tokens"].get<uint64_t>(), stats["labels"].get<uint64_t>(),
-                              seconds);
+      *ctx.log << fmt::format(
+          "llava_data: {} samples ({} with an image), {} tokens, {} labels, "
+          "{:.2f} s\n",
+          stats["samples"].get<uint64_t>(), stats["samples_with_image"].get<uint64_t>(),
+          stats["tokens"].get<uint64_t>(), stats["labels"].get<uint64_t>(), seconds);
     }
     engine::StepResult result;
     result.metrics = stats;
@@ -202,8 +199,6 @@ class LlavaDataRule final : public engine::Rule {
 }  // namespace
 
 std::unique_ptr<engine::Rule> MakeLlavaDataRule() { return std::make_unique<LlavaDataRule>(); }
-std::unique_ptr<engine::Rule> MakeLlavaImagesRule() {
-  return std::make_unique<LlavaImagesRule>();
-}
+std::unique_ptr<engine::Rule> MakeLlavaImagesRule() { return std::make_unique<LlavaImagesRule>(); }
 
 }  // namespace bm::rules::llava

@@ -229,8 +229,13 @@ Result<Tokenized> Vicuna(const text::SentencePieceTokenizer& sp, const std::vect
   t.ids = tok(prompt);
   t.mask.assign(t.ids.size(), 1);
   const int32_t pad = sp.unk_id();  // LLaVA v1: pad_token = unk_token
+  // LLaVA truncates a text-only sample's ids to model_max_length before counting them
+  // (an image sample's are not truncated there).
+  const auto counted = static_cast<ptrdiff_t>(
+      has_image ? t.ids.size()
+                : std::min<size_t>(t.ids.size(), static_cast<size_t>(o.model_max_length)));
   const auto total_len = static_cast<int64_t>(
-      std::count_if(t.ids.begin(), t.ids.end(), [&](int32_t id) { return id != pad; }));
+      std::count_if(t.ids.begin(), t.ids.begin() + counted, [&](int32_t id) { return id != pad; }));
   const std::string sep = std::string(kSep) + std::string(kAssistant) + ": ";
   int64_t cur_len = 1;
   MaskSlice(&t.mask, 0, cur_len);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs what one device call needs into .devtree/ (git-ignored; name it in the call's carry):
 #   .devtree/bin.tar.xz  the GPU tests, the CPU oracle's tests, the benchmarks, benchmake and benchmake-train,
+#                   clip_pixels (tests/gpu/clip_pixels_check.py),
 #                   stripped (packed: the CUDA code in them compresses 7:1, and a call carries
 #                   64 MiB at most); the call unpacks it first: tar -C .devtree -xJf .devtree/bin.tar.xz
 #   .devtree/lib    extra-libs.tar.xz: the Debian libraries they link that the GPU machine
@@ -21,11 +22,12 @@ bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
       tests/trainer/cuda_model_test tests/trainer/cuda_backend_test
       tests/trainer/nccl_communicator_test tests/trainer/cuda_ranks_test
       tests/trainer/trainer_ops_test tests/trainer/trainer_model_test
-      tests/trainer/trainer_blas_core_test)
+      tests/trainer/trainer_blas_core_test
+      bench/clip_pixels)
 cmake --build "$build" --target benchmake benchmake-train cuda_train_bench trainer_cpu_bench \
   cuda_ops_test \
   cuda_model_test cuda_backend_test nccl_communicator_test cuda_ranks_test \
-  trainer_ops_test trainer_model_test trainer_blas_core_test
+  trainer_ops_test trainer_model_test trainer_blas_core_test clip_pixels
 rm -rf .devtree && mkdir -p .devtree/bin .devtree/lib .devtree/bench .devtree/peer
 for b in "${bins[@]}"; do
   cp "$build/$b" .devtree/bin/

@@ -24,6 +24,8 @@ if [ "$job" = test ]; then
   packages+=(xxhash nginx python3 openssl curl zstd xz-utils)
   # examples/make_samples.py writes the Paddle sample with NumPy (tests/examples).
   packages+=(python3-numpy)
+  # The image tests compare with Pillow run at test time (tests/support/pil_images.py).
+  packages+=(python3-pil)
   # The HTML report is checked in a real browser (tests/engine/report/html_browser_test.cc).
   packages+=(chromium)
   # The man page through `man -l`, the completion scripts in real shells

@@ -114,6 +114,10 @@ Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, std::string_view name,
   Decoder d{};
   DecoderGuard guard(&d);
   if (ReadHeader(&d, bytes.data(), bytes.size()) != 0) {
+    if (d.err.premature_end) {
+      return Errorf(ErrorCode::kCorrupt, "{}: truncated JPEG: the file ends inside its header ({})",
+                    name, d.err.message);
+    }
     return Errorf(ErrorCode::kCorrupt, "{}: corrupt JPEG header: {}", name, d.err.message);
   }
   const jpeg_decompress_struct& c = d.cinfo;

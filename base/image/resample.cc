@@ -8,16 +8,14 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "base/image/resample_kernels.h"
 
 namespace bm::image {
 namespace {
 
-// 8 bits of result, 2 bits of headroom for the negative lobes: Pillow's PRECISION_BITS.
-constexpr int kPrecisionBits = 32 - 8 - 2;
-constexpr int32_t kHalf = 1 << (kPrecisionBits - 1);
+using internal::kHalf;
+using internal::kPrecisionBits;
+using internal::Taps;
 
 double BoxFilter(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
 
@@ -52,15 +50,8 @@ FilterDef FilterOf(ResampleFilter filter) {
   return {BicubicFilter, 2.0};
 }
 
-// Fixed-point taps of output positions [first, first + count) of a resize from in_size to
-// out_size: tap t of position i weighs source index start[i] + t.
-struct Taps {
-  int ksize = 0;
-  std::vector<int> start, count;
-  std::vector<int32_t> weights;  // count() * ksize, zero past count[i]
-  const int32_t* of(int i) const { return weights.data() + static_cast<size_t>(i) * ksize; }
-};
-
+// Pillow's taps of output positions [first, first + count) of a resize from in_size to
+// out_size.
 Taps ComputeTaps(int in_size, int out_size, int first, int count, const FilterDef& filter) {
   // Pillow passes the box edges as float; (in1 - in0) is computed in float, then widened.
   const float in0 = 0.0f, in1 = static_cast<float>(in_size);
@@ -99,85 +90,6 @@ Taps ComputeTaps(int in_size, int out_size, int first, int count, const FilterDe
     taps.count[i] = xmax;
   }
   return taps;
-}
-
-inline uint8_t Clip8(int32_t sum) {
-  const int32_t v = sum >> kPrecisionBits;
-  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
-}
-
-// ---- horizontal pass: one row, the window's columns ----
-
-void HorizontalRowScalar(const uint8_t* in, const Taps& taps, int count, uint8_t* out) {
-  for (int i = 0; i < count; ++i) {
-    const int32_t* k = taps.of(i);
-    const uint8_t* p = in + static_cast<size_t>(taps.start[i]) * 3;
-    int32_t s0 = kHalf, s1 = kHalf, s2 = kHalf;
-    for (int t = 0; t < taps.count[i]; ++t, p += 3) {
-      s0 += p[0] * k[t];
-      s1 += p[1] * k[t];
-      s2 += p[2] * k[t];
-    }
-    out[3 * i + 0] = Clip8(s0);
-    out[3 * i + 1] = Clip8(s1);
-    out[3 * i + 2] = Clip8(s2);
-  }
-}
-
-#if defined(__x86_64__)
-// The three channels of a pixel in the low lanes of one vector: one multiply-add per tap.
-__attribute__((target("sse4.1"))) void HorizontalRowSse41(const uint8_t* in, const Taps& taps,
-                                                          int count, uint8_t* out) {
-  const __m128i half = _mm_set1_epi32(kHalf);
-  for (int i = 0; i < count; ++i) {
-    const int32_t* k = taps.of(i);
-    const uint8_t* p = in + static_cast<size_t>(taps.start[i]) * 3;
-    __m128i sum = half;
-    for (int t = 0; t < taps.count[i]; ++t, p += 3) {
-      uint32_t px = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-                    static_cast<uint32_t>(p[2]) << 16;
-      const __m128i v = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(px)));
-      sum = _mm_add_epi32(sum, _mm_mullo_epi32(v, _mm_set1_epi32(k[t])));
-    }
-    alignas(16) int32_t s[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(s), sum);
-    out[3 * i + 0] = Clip8(s[0]);
-    out[3 * i + 1] = Clip8(s[1]);
-    out[3 * i + 2] = Clip8(s[2]);
-  }
-}
-#endif
-
-// ---- vertical pass: one output row from the rows its taps read ----
-
-// acc[j] += row[j] * k over n bytes: written for the vectoriser (AVX2 clone where the CPU
-// has it).
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void AccumulateRow(const uint8_t* __restrict row, int32_t k, int n, int32_t* __restrict acc) {
-  for (int j = 0; j < n; ++j) acc[j] += row[j] * k;
-}
-
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void StoreClipped(const int32_t* __restrict acc, int n, uint8_t* __restrict out) {
-  for (int j = 0; j < n; ++j) {
-    int32_t v = acc[j] >> kPrecisionBits;
-    v = v < 0 ? 0 : v;
-    v = v > 255 ? 255 : v;
-    out[j] = static_cast<uint8_t>(v);
-  }
-}
-
-bool HaveSse41() {
-#if defined(__x86_64__)
-  static const bool have = __builtin_cpu_supports("sse4.1");
-  return have;
-#else
-  return false;
-#endif
 }
 
 }  // namespace
@@ -229,28 +141,19 @@ Result<Image> Resample(const RgbRows& source, int out_width, int out_height, Res
   std::vector<const uint8_t*> mid_rows(row_last - row_first);
   if (horizontal) {
     const Taps htaps = ComputeTaps(in_w, out_width, window.x, out_cols, def);
+    const internal::HorizontalKernel kernel(htaps, in_w);
     int distinct = 0;
     for (int y = row_first; y < row_last; ++y) {
       distinct += (y == row_first || source.rows[y] != source.rows[y - 1]) ? 1 : 0;
     }
     temp.resize(static_cast<size_t>(distinct) * row_bytes);
     uint8_t* next = temp.data();
-    const bool sse = HaveSse41();
     for (int y = row_first; y < row_last; ++y) {
       if (y != row_first && source.rows[y] == source.rows[y - 1]) {
         mid_rows[y - row_first] = mid_rows[y - row_first - 1];
         continue;
       }
-#if defined(__x86_64__)
-      if (sse) {
-        HorizontalRowSse41(source.rows[y], htaps, out_cols, next);
-      } else {
-        HorizontalRowScalar(source.rows[y], htaps, out_cols, next);
-      }
-#else
-      (void)sse;
-      HorizontalRowScalar(source.rows[y], htaps, out_cols, next);
-#endif
+      kernel.Row(source.rows[y], next);
       mid_rows[y - row_first] = next;
       next += row_bytes;
     }
@@ -271,15 +174,9 @@ Result<Image> Resample(const RgbRows& source, int out_width, int out_height, Res
     return out;
   }
   const int n = static_cast<int>(row_bytes);
-  std::vector<int32_t> acc(row_bytes);
   for (int i = 0; i < window.height; ++i) {
-    std::fill(acc.begin(), acc.end(), kHalf);
-    const int32_t* k = vtaps.of(i);
-    const int base = vtaps.start[i] - row_first;
-    for (int t = 0; t < vtaps.count[i]; ++t) {
-      AccumulateRow(mid_rows[base + t], k[t], n, acc.data());
-    }
-    StoreClipped(acc.data(), n, out.row(i));
+    internal::VerticalRow(mid_rows.data() + (vtaps.start[i] - row_first), vtaps.of(i),
+                          vtaps.count[i], n, out.row(i));
   }
   return out;
 }

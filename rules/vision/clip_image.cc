@@ -38,14 +38,20 @@ Padded PadToSquare(const Image& in, const std::array<uint8_t, 3>& colour) {
     }
     return p;
   }
-  // Pasted at ((h - w) // 2, 0): every row has pad on both sides.
+  // Pasted at ((h - w) // 2, 0): every row has pad on both sides, copied from one pad row.
   const int left = (in.height - in.width) / 2;
   const size_t row_bytes = static_cast<size_t>(s) * 3;
+  const size_t left_bytes = static_cast<size_t>(left) * 3;
+  const size_t image_bytes = static_cast<size_t>(in.width) * 3;
+  std::vector<uint8_t> pad_row(row_bytes);
+  for (int x = 0; x < s; ++x) std::memcpy(pad_row.data() + 3 * x, colour.data(), 3);
   p.storage.resize(row_bytes * s);
   for (int y = 0; y < s; ++y) {
     uint8_t* row = p.storage.data() + row_bytes * y;
-    for (int x = 0; x < s; ++x) std::memcpy(row + 3 * x, colour.data(), 3);
-    std::memcpy(row + static_cast<size_t>(left) * 3, in.row(y), static_cast<size_t>(in.width) * 3);
+    std::memcpy(row, pad_row.data(), left_bytes);
+    std::memcpy(row + left_bytes, in.row(y), image_bytes);
+    std::memcpy(row + left_bytes + image_bytes, pad_row.data(),
+                row_bytes - left_bytes - image_bytes);
     p.rows.rows[y] = row;
   }
   return p;

@@ -1,0 +1,192 @@
+// Decoding: the conversions of base/image/image.h on small committed images whose pixel values
+// are known by construction (tests/data/images/make_images.py), and every bad input: an error
+// naming the file and what is wrong, never an image.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "base/image/image.h"
+#include "tests/support/test_data.h"
+
+namespace bm::image {
+namespace {
+
+std::vector<uint8_t> Load(const std::string& name) {
+  const std::string s = testing::ReadTestData("images/" + name);
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+std::vector<uint8_t> Pixels(const Result<Image>& img) {
+  return img.ok() ? img->rgb : std::vector<uint8_t>{};
+}
+
+TEST(ImageDecodeTest, PaletteGoesThroughItsPalette) {
+  Result<Image> img = DecodeImage(Load("palette_2x2.png"), "palette_2x2.png");
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  EXPECT_EQ(img->width, 2);
+  EXPECT_EQ(img->height, 2);
+  EXPECT_EQ(img->rgb, (std::vector<uint8_t>{255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255}));
+}
+
+TEST(ImageDecodeTest, AlphaIsDroppedNotComposited) {
+  EXPECT_EQ(Pixels(DecodeImage(Load("rgba_2x1.png"), "rgba")),
+            (std::vector<uint8_t>{10, 20, 30, 40, 50, 60}));
+  EXPECT_EQ(Pixels(DecodeImage(Load("la_1x1.png"), "la")), (std::vector<uint8_t>{90, 90, 90}));
+}
+
+TEST(ImageDecodeTest, SixteenBitsAsPillowConvertsThem) {
+  // RGB: the high byte of each sample. Gray ("I;16"): values above 255 clip to 255.
+  EXPECT_EQ(Pixels(DecodeImage(Load("rgb16_1x1.png"), "rgb16")),
+            (std::vector<uint8_t>{0x12, 0xab, 0x00}));
+  EXPECT_EQ(Pixels(DecodeImage(Load("gray16_2x2.png"), "gray16")),
+            (std::vector<uint8_t>{0x12, 0x12, 0x12, 255, 255, 255, 255, 255, 255, 255, 255, 255}));
+}
+
+TEST(ImageDecodeTest, GrayAndCmykJpegs) {
+  Result<Image> gray = DecodeImage(Load("gray77_16x16.jpg"), "gray");
+  ASSERT_TRUE(gray.ok()) << gray.status().message();
+  ASSERT_EQ(gray->rgb.size(), 16u * 16 * 3);
+  for (uint8_t v : gray->rgb) ASSERT_EQ(v, 77);
+  // Solid CMYK (0, 255, 255, 0) is red through Pillow's inversion and cmyk2rgb.
+  Result<Image> cmyk = DecodeImage(Load("cmyk_red_16x16.jpg"), "cmyk");
+  ASSERT_TRUE(cmyk.ok()) << cmyk.status().message();
+  for (size_t i = 0; i < cmyk->rgb.size(); i += 3) {
+    ASSERT_EQ(cmyk->rgb[i], 255);
+    ASSERT_EQ(cmyk->rgb[i + 1], 0);
+    ASSERT_EQ(cmyk->rgb[i + 2], 0);
+  }
+}
+
+TEST(ImageDecodeTest, SniffsBySignatureNotName) {
+  EXPECT_EQ(SniffImageFormat(Load("rgb_32x24.jpg")), ImageFormat::kJpeg);
+  EXPECT_EQ(SniffImageFormat(Load("rgb_32x24.png")), ImageFormat::kPng);
+  Result<Image> a = DecodeImage(Load("rgb_32x24.jpg"), "misnamed.png");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->width, 32);
+  EXPECT_EQ(a->height, 24);
+}
+
+// Every error names the file and says what is wrong.
+void ExpectError(const Result<Image>& r, ErrorCode code, const std::string& name,
+                 const std::string& what) {
+  ASSERT_FALSE(r.ok()) << name << ": decoded, expected an error with '" << what << "'";
+  EXPECT_EQ(r.status().code(), code) << r.status().message();
+  EXPECT_EQ(r.status().message().rfind(name + ": ", 0), 0u) << r.status().message();
+  EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().message();
+}
+
+TEST(ImageDecodeTest, NotAnImageEmptyOrMissing) {
+  const std::string text = "hello, not an image";
+  ExpectError(DecodeImage({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, "a.jpg"),
+              ErrorCode::kUnsupported, "a.jpg", "not a JPEG or PNG");
+  ExpectError(DecodeImage({}, "empty.png"), ErrorCode::kCorrupt, "empty.png", "empty file");
+  ExpectError(DecodeImageFile("/nonexistent/cat.jpg"), ErrorCode::kNotFound, "/nonexistent/cat.jpg",
+              "cannot open");
+}
+
+TEST(ImageDecodeTest, TruncatedJpeg) {
+  std::vector<uint8_t> jpg = Load("rgb_32x24.jpg");
+  // Cut 40 bytes into the entropy-coded data after the start-of-scan marker.
+  size_t sos = 0;
+  for (size_t i = 2; i + 1 < jpg.size(); ++i) {
+    if (jpg[i] == 0xff && jpg[i + 1] == 0xda) {
+      sos = i;
+      break;
+    }
+  }
+  ASSERT_GT(sos, 0u);
+  ASSERT_GT(jpg.size(), sos + 100);
+  std::vector<uint8_t> in_scan(jpg.begin(), jpg.begin() + static_cast<long>(sos + 40));
+  ExpectError(DecodeImage(in_scan, "cut.jpg"), ErrorCode::kCorrupt, "cut.jpg",
+              "truncated JPEG: the data ends before the last scanline");
+  std::vector<uint8_t> in_header(jpg.begin(), jpg.begin() + 40);
+  ExpectError(DecodeImage(in_header, "head.jpg"), ErrorCode::kCorrupt, "head.jpg",
+              "truncated JPEG: the file ends inside its header");
+}
+
+TEST(ImageDecodeTest, CorruptJpegHeader) {
+  std::vector<uint8_t> jpg = Load("rgb_32x24.jpg");
+  // Find the start-of-frame marker and make its precision 12 bits, then garbage.
+  size_t sof = 0;
+  for (size_t i = 2; i + 1 < jpg.size(); ++i) {
+    if (jpg[i] == 0xff && jpg[i + 1] == 0xc0) {
+      sof = i;
+      break;
+    }
+  }
+  ASSERT_GT(sof, 0u);
+  std::vector<uint8_t> bad = jpg;
+  bad[sof + 4] = 12;
+  Result<Image> r = DecodeImage(bad, "twelve.jpg");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("twelve.jpg: ", 0), 0u) << r.status().message();
+  bad = jpg;
+  for (size_t i = sof; i < sof + 12; ++i) bad[i] = 0x5a;
+  ExpectError(DecodeImage(bad, "garbled.jpg"), ErrorCode::kCorrupt, "garbled.jpg", "corrupt JPEG");
+}
+
+TEST(ImageDecodeTest, TruncatedAndCorruptPng) {
+  std::vector<uint8_t> png = Load("rgb_32x24.png");
+  std::vector<uint8_t> cut(png.begin(), png.begin() + static_cast<long>(png.size() - 40));
+  ExpectError(DecodeImage(cut, "cut.png"), ErrorCode::kCorrupt, "cut.png", "truncated PNG");
+  std::vector<uint8_t> header_cut(png.begin(), png.begin() + 20);
+  ExpectError(DecodeImage(header_cut, "hcut.png"), ErrorCode::kCorrupt, "hcut.png",
+              "truncated PNG");
+  std::vector<uint8_t> bad = png;
+  bad[18] ^= 0x40;  // inside IHDR: its CRC no longer matches
+  ExpectError(DecodeImage(bad, "crc.png"), ErrorCode::kCorrupt, "crc.png", "corrupt PNG");
+  bad = png;
+  bad[png.size() - 30] ^= 0xff;  // inside IDAT's compressed data
+  ExpectError(DecodeImage(bad, "data.png"), ErrorCode::kCorrupt, "data.png", "PNG");
+}
+
+TEST(ImageDecodeTest, PixelLimit) {
+  DecodeOptions small;
+  small.max_pixels = 32 * 24 - 1;
+  ExpectError(DecodeImage(Load("rgb_32x24.png"), "p.png", small), ErrorCode::kInvalidArgument,
+              "p.png", "over the limit of 767");
+  ExpectError(DecodeImage(Load("rgb_32x24.jpg"), "j.jpg", small), ErrorCode::kInvalidArgument,
+              "j.jpg", "over the limit of 767");
+  small.max_pixels = 32 * 24;
+  EXPECT_TRUE(DecodeImage(Load("rgb_32x24.png"), "p.png", small).ok());
+}
+
+// Headers claiming 20000 x 20000 (400 M pixels, over Pillow's 178956970): refused from the
+// header, before any pixel is allocated.
+TEST(ImageDecodeTest, DecompressionBombs) {
+  std::vector<uint8_t> png = Load("rgb_32x24.png");
+  const uint8_t dims[8] = {0, 0, 0x4e, 0x20, 0, 0, 0x4e, 0x20};
+  std::copy(dims, dims + 8, png.begin() + 16);
+  const uint32_t crc = static_cast<uint32_t>(crc32(0, png.data() + 12, 17));
+  for (int i = 0; i < 4; ++i) png[29 + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  ExpectError(DecodeImage(png, "bomb.png"), ErrorCode::kInvalidArgument, "bomb.png",
+              "20000x20000 = 400000000 pixels is over the limit of 178956970");
+  std::vector<uint8_t> jpg = Load("rgb_32x24.jpg");
+  for (size_t i = 2; i + 8 < jpg.size(); ++i) {
+    if (jpg[i] == 0xff && jpg[i + 1] == 0xc0) {
+      jpg[i + 5] = 0x4e, jpg[i + 6] = 0x20, jpg[i + 7] = 0x4e, jpg[i + 8] = 0x20;
+      break;
+    }
+  }
+  ExpectError(DecodeImage(jpg, "bomb.jpg"), ErrorCode::kInvalidArgument, "bomb.jpg",
+              "20000x20000 = 400000000 pixels");
+}
+
+TEST(ImageDecodeTest, DecodeImageFileReadsTheFile) {
+  Result<Image> img = DecodeImageFile(testing::TestDataPath("images/palette_2x2.png"));
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  EXPECT_EQ(img->rgb.size(), 12u);
+  const std::string dir = ::testing::TempDir() + "/bm_image_decode_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/cut.png";
+  std::vector<uint8_t> png = Load("rgb_32x24.png");
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(png.data()), 60);
+  ExpectError(DecodeImageFile(path), ErrorCode::kCorrupt, path, "truncated PNG");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace bm::image

@@ -20,9 +20,12 @@ resize (shortest edge, int(size * long / short), PIL BICUBIC) and center crop
 ((h - size) // 2), the uint8 image before rescale and normalise, byte for byte.
 
 Tokenizer (--tokenizer):
-  transformers  transformers.LlamaTokenizer(vocab_file, legacy=..., use_fast is moot:
-                the class is the slow one) — the reference; needs transformers and
-                sentencepiece (LLaVA-1.5 pins transformers 4.37.2, tokenizers 0.15.1).
+  transformers  AutoTokenizer.from_pretrained(FOLDER, use_fast=False, ...) as train.py calls
+                it, FOLDER holding the model and a tokenizer_config.json like
+                Vicuna-v1.5's — the reference; needs transformers and sentencepiece.
+                LLaVA-1.5 pins transformers 4.37.2 (tokenizers 0.15.1), where this is the
+                slow LlamaTokenizer; the class and version used are printed (transformers
+                5 reorganised its tokenizers: a difference there may be the version's).
   shim          a few lines over the sentencepiece module mirroring the slow
                 LlamaTokenizer's tokenize / _tokenize (transformers 4.37) and a NumPy
                 stand-in for the torch calls LLaVA's functions make; for machines
@@ -44,11 +47,13 @@ setup error, 77 the LLaVA checkout is absent (CTest's skip code).
 import argparse
 import ast
 import copy
+import importlib.util
 import json
 import os
 import struct
 import subprocess
 import sys
+import shutil
 import tempfile
 import types
 
@@ -236,18 +241,33 @@ class ShimLlamaTokenizer:
         return types.SimpleNamespace(input_ids=ids)
 
 
-def make_tokenizer(kind, vocab, legacy, model_max_length):
+def make_tokenizer(kind, vocab, legacy, model_max_length, folder):
+    """LLaVA's tokenizer: AutoTokenizer.from_pretrained(MODEL, model_max_length=...,
+    padding_side="right", use_fast=False) on a folder laid out as Vicuna-v1.5's tokenizer
+    files (tokenizer.model, tokenizer_config.json: LlamaTokenizer, add_bos_token true,
+    add_eos_token false, `legacy`), then pad_token = unk_token (train.py, version v1)."""
     if kind in ("auto", "transformers"):
         try:
             import transformers
-            tok = transformers.LlamaTokenizer(vocab_file=vocab, legacy=legacy,
-                                              model_max_length=model_max_length,
-                                              padding_side="right")
-            tok.pad_token = tok.unk_token  # train.py, for every version but v0
-            return tok, f"transformers {transformers.__version__} LlamaTokenizer"
         except ImportError:
             if kind == "transformers":
                 raise
+        else:
+            shutil.copy(vocab, os.path.join(folder, "tokenizer.model"))
+            special = lambda t: {"__type": "AddedToken", "content": t, "lstrip": False,
+                                 "normalized": False, "rstrip": False, "single_word": False}
+            with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+                json.dump({"tokenizer_class": "LlamaTokenizer", "add_bos_token": True,
+                           "add_eos_token": False, "legacy": legacy,
+                           "clean_up_tokenization_spaces": False, "pad_token": None,
+                           "bos_token": special("<s>"), "eos_token": special("</s>"),
+                           "unk_token": special("<unk>"), "sp_model_kwargs": {}}, f)
+            tok = transformers.AutoTokenizer.from_pretrained(
+                folder, model_max_length=model_max_length, padding_side="right", use_fast=False)
+            tok.pad_token = tok.unk_token
+            name = (f"transformers {transformers.__version__} {type(tok).__name__} "
+                    f"(is_fast={getattr(tok, 'is_fast', '?')}, legacy={getattr(tok, 'legacy', '?')})")
+            return tok, name
     return ShimLlamaTokenizer(vocab, legacy, model_max_length), "shim LlamaTokenizer"
 
 
@@ -453,15 +473,17 @@ def main():
         print(f"SKIP: no LLaVA checkout ({args.llava or 'set --llava or LLAVA_CHECKOUT'}); "
               "git clone https://github.com/haotian-liu/LLaVA")
         return 77
-    tokenizer, tok_name = make_tokenizer(args.tokenizer, args.vocab, args.legacy,
-                                         args.model_max_length)
-    use_torch = tok_name.startswith("transformers")
-    llava = Llava(args.llava, use_torch)
-    print(f"LLaVA from {args.llava}; {tok_name} (legacy={args.legacy}) on {args.vocab}; "
-          f"IS_TOKENIZER_GREATER_THAN_0_14={llava.at_least_014}; "
-          f"{'torch' if use_torch else 'NumPy stand-in for torch'}")
-
     with tempfile.TemporaryDirectory() as workspace:
+        os.makedirs(os.path.join(workspace, "tokenizer"))
+        tokenizer, tok_name = make_tokenizer(args.tokenizer, args.vocab, args.legacy,
+                                             args.model_max_length,
+                                             os.path.join(workspace, "tokenizer"))
+        use_torch = importlib.util.find_spec("torch") is not None
+        llava = Llava(args.llava, use_torch)
+        print(f"LLaVA from {args.llava}; {tok_name} (legacy={args.legacy}) on {args.vocab}; "
+              f"IS_TOKENIZER_GREATER_THAN_0_14={llava.at_least_014}; "
+              f"{'torch' if use_torch else 'NumPy stand-in for torch'}")
+
         if args.benchmake:
             runs = make_datasets(os.path.abspath(args.benchmake), os.path.abspath(args.vocab),
                                  workspace, args.legacy, args.model_max_length)

@@ -420,6 +420,32 @@ TEST(LlavaInputsTest, DirectoriesGiveTheirJsonFilesSorted) {
   fs::remove_all(d);
 }
 
+// ---- parameters ----------------------------------------------------------------------
+
+TEST(LlavaRulesTest, CheckRejectsBadParameters) {
+  auto data = MakeLlavaDataRule();
+  auto errors = data->Check({{"template", "llama_2"},
+                             {"threads", -1},
+                             {"image_size", 0},
+                             {"model_max_length", 0},
+                             {"image_tokens", 0},
+                             {"valid_fraction", 1.0},
+                             {"images", {"a", "b"}}});
+  std::vector<std::string> params;
+  for (const auto& e : errors) params.push_back(e.param);
+  EXPECT_EQ(params, (std::vector<std::string>{"threads", "image_size", "template",
+                                              "model_max_length", "image_tokens",
+                                              "valid_fraction", "images"}));
+  auto both = data->Check({{"images", {"set"}}, {"image_folder", {"dir"}}});
+  ASSERT_EQ(both.size(), 1u);
+  EXPECT_EQ(both[0].param, "image_folder");
+  EXPECT_TRUE(data->Check({{"template", "v1"}, {"images", {"set"}}}).empty());
+  EXPECT_TRUE(data->Check({{"template", "plain"}, {"image_folder", {"dir"}}}).empty());
+  auto images = MakeLlavaImagesRule();
+  EXPECT_EQ(images->Check({{"image_size", -3}}).size(), 1u);
+  EXPECT_TRUE(images->Check({{"image_size", 336}, {"threads", 0}}).empty());
+}
+
 // ---- through the engine -------------------------------------------------------------
 
 // A template edit reruns llava_data only: the images are not decoded again (the

@@ -262,8 +262,16 @@ def make_tokenizer(kind, vocab, legacy, model_max_length, folder):
                            "clean_up_tokenization_spaces": False, "pad_token": None,
                            "bos_token": special("<s>"), "eos_token": special("</s>"),
                            "unk_token": special("<unk>"), "sp_model_kwargs": {}}, f)
-            tok = transformers.AutoTokenizer.from_pretrained(
-                folder, model_max_length=model_max_length, padding_side="right", use_fast=False)
+            try:
+                tok = transformers.AutoTokenizer.from_pretrained(
+                    folder, model_max_length=model_max_length, padding_side="right",
+                    use_fast=False)
+            except Exception as e:  # e.g. no slow tokenizer or sentencepiece in this install
+                if kind == "transformers":
+                    raise
+                print(f"transformers {transformers.__version__}: no slow LlamaTokenizer "
+                      f"({type(e).__name__}: {e}); using the shim")
+                return ShimLlamaTokenizer(vocab, legacy, model_max_length), "shim LlamaTokenizer"
             tok.pad_token = tok.unk_token
             name = (f"transformers {transformers.__version__} {type(tok).__name__} "
                     f"(is_fast={getattr(tok, 'is_fast', '?')}, legacy={getattr(tok, 'legacy', '?')})")
@@ -443,8 +451,9 @@ def make_datasets(benchmake, vocab, workspace, legacy, model_max_length):
     with open(os.path.join(workspace, "BENCHFILE.toml"), "w") as f:
         f.write(text)
     targets = [f"{n}_data" for n, _, _ in runs]
+    env = dict(os.environ, BENCHMAKE_CACHE_DIR=os.path.join(workspace, "cache"))
     r = subprocess.run([benchmake, "-C", workspace, "build"] + targets, capture_output=True,
-                       text=True)
+                       text=True, env=env)
     if r.returncode != 0:
         raise SystemExit(f"benchmake build failed:\n{r.stdout}\n{r.stderr}")
     return [(os.path.join(SAMPLE, file), os.path.join(workspace, "out", f"{n}_data"), t)

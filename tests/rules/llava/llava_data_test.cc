@@ -433,9 +433,9 @@ TEST(LlavaRulesTest, CheckRejectsBadParameters) {
                              {"images", {"a", "b"}}});
   std::vector<std::string> params;
   for (const auto& e : errors) params.push_back(e.param);
-  EXPECT_EQ(params, (std::vector<std::string>{"threads", "image_size", "template",
-                                              "model_max_length", "image_tokens",
-                                              "valid_fraction", "images"}));
+  EXPECT_EQ(params,
+            (std::vector<std::string>{"threads", "image_size", "template", "model_max_length",
+                                      "image_tokens", "valid_fraction", "images"}));
   auto both = data->Check({{"images", {"set"}}, {"image_folder", {"dir"}}});
   ASSERT_EQ(both.size(), 1u);
   EXPECT_EQ(both[0].param, "image_folder");

@@ -80,6 +80,9 @@ Result<json> WriteImageSet(const std::vector<ImageSource>& images, const std::st
   std::atomic<bool> stop{false};
   std::mutex mu;
   std::optional<std::pair<size_t, Status>> error;
+  // A progress line every 5% of a large set (10,000 images at least), in the step log.
+  std::atomic<size_t> completed{0};
+  const size_t every = std::max<size_t>(10000, images.size() / 20);
   auto worker = [&]() {
     for (;;) {
       const size_t i = next.fetch_add(1);
@@ -94,7 +97,19 @@ Result<json> WriteImageSet(const std::vector<ImageSource>& images, const std::st
         }
         return WriteAll(fd, square.rgb.data(), bytes, static_cast<uint64_t>(i) * bytes, tmp);
       }();
-      if (!s.ok()) {
+      if (s.ok()) {
+        const size_t done = completed.fetch_add(1) + 1;
+        if (log != nullptr && done % every == 0) {
+          const double seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          std::lock_guard<std::mutex> lock(mu);
+          *log << fmt::format("llava images: {} of {} ({:.1f} images/s)\n", done, images.size(),
+                              seconds > 0 ? static_cast<double>(done) / seconds : 0.0);
+          log->flush();
+        }
+        continue;
+      }
+      {
         std::lock_guard<std::mutex> lock(mu);
         if (!error || i < error->first) {
           error.emplace(i, s.WithContext(fmt::format("image {} of {}", file, images[i].where)));

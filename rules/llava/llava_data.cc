@@ -118,6 +118,9 @@ Result<json> Run(const LlavaDataOptions& o, const std::string& out_dir, std::ost
     return Errorf(ErrorCode::kInvalidArgument,
                   "{} has an image ({}); set images (a llava_images target) or image_folder",
                   first_where, *first_with_image->image);
+  } else {
+    // No image anywhere: an empty image set, so that every dataset has the same files.
+    BM_ASSIGN_OR_RETURN(images_meta, WriteImageSet({}, "", o.clip, 1, out_dir, nullptr));
   }
 
   BM_ASSIGN_OR_RETURN(SplitDatasetWriter writer,
@@ -201,8 +204,8 @@ Result<json> Run(const LlavaDataOptions& o, const std::string& out_dir, std::ost
       {"samples", samples},
       {"samples_with_image", with_image},
       {"images_unused", unused_images},
-      {"images", images_meta.is_null() ? json(0) : images_meta["count"]},
-      {"image_size", images_meta.is_null() ? json(nullptr) : images_meta["size"]},
+      {"images", images_meta["count"]},
+      {"image_size", images_meta["size"]},
       {"tokens", tokens},
       {"labels", labels},
       {"mismatched", mismatched},

@@ -14,6 +14,7 @@
 //   images.u8, images.json              the image set (image_set.h): hard links to
 //                                       the `images` directory's files when given
 //                                       (a llava_images step), else written here
+//                                       (empty, count 0, when no sample has an image)
 //   stats.json                          {vocab_size, image_token_id, image_tokens,
 //                                       template, legacy, model_max_length, samples,
 //                                       samples_with_image, images, tokens, labels,

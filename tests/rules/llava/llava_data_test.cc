@@ -307,6 +307,26 @@ TEST_F(LlavaDataTest, AnImageSetIsLinkedNotRedone) {
   EXPECT_EQ(ReadAll(Out() + "/train_images")[3], std::vector<int32_t>{3});
 }
 
+TEST_F(LlavaDataTest, TextOnlyJsonGetsAnEmptyImageSet) {
+  Write("d.json", R"([
+    {"id": "t0", "conversations": [{"from": "human", "value": "Hi <image>"},
+      {"from": "gpt", "value": "Yo"}]}])");
+  LlavaDataOptions o = Options((dir_ / "d.json").string(), Template::kVicunaV1);
+  o.image_folder = "";
+  Result<json> stats = LlavaDataToDirectory(o, Out(), nullptr);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ((*stats)["images"], 0);
+  EXPECT_EQ(fs::file_size(Out() + "/images.u8"), 0u);
+  Result<ImageSet> set = ReadImageSet(Out());
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_EQ(set->meta["count"], 0);
+  // Without an image the "<image>" text stays text: no placeholder.
+  const auto ids = ReadAll(Out() + "/train");
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(std::count(ids[0].begin(), ids[0].end(), 8000), 0);
+  EXPECT_TRUE(ReadAll(Out() + "/train_images")[0].empty());
+}
+
 // ---- failures ------------------------------------------------------------------------
 
 TEST_F(LlavaDataTest, AMissingImageNamesTheFileAndTheSampleAndLeavesNothing) {

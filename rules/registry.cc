@@ -2,6 +2,7 @@
 
 #include "rules/download.h"
 #include "rules/exec.h"
+#include "rules/llava/llava_data.h"
 #include "rules/tokenize.h"
 #include "rules/train_rules.h"
 
@@ -11,6 +12,8 @@ void RegisterBuiltinRules(engine::RuleRegistry& registry) {
   registry.Register(MakeDownloadRule());
   registry.Register(MakeExecRule());
   registry.Register(MakeTokenizeRule());
+  registry.Register(llava::MakeLlavaImagesRule());
+  registry.Register(llava::MakeLlavaDataRule());
   registry.Register(MakePretrainRule());
   registry.Register(MakeFinetuneRule());
   registry.Register(MakeEvaluateRule());

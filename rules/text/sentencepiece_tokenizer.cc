@@ -116,6 +116,7 @@ struct SentencePieceTokenizer::Impl {
   sentencepiece::SentencePieceProcessor first;  // as the model says
   sentencepiece::SentencePieceProcessor rest;   // the same without the dummy prefix
   bool by_line = false;
+  bool dummy_prefix = true;  // NormalizerSpec.add_dummy_prefix
 
   void EncodeOne(const sentencepiece::SentencePieceProcessor& sp, std::string_view text,
                  std::vector<int>* scratch, std::vector<int32_t>* out) const {
@@ -161,10 +162,9 @@ Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::FromSeri
   impl->by_line = facts.model_type == 2 && facts.normalizer_name == "identity" &&
                   !facts.has_charsmap && !facts.remove_extra_whitespaces &&
                   !facts.treat_whitespace_as_suffix && facts.byte_fallback && !newline_in_pieces;
-  if (impl->by_line) {
-    serialized.append(kNoDummyPrefix, sizeof(kNoDummyPrefix));
-    BM_TRY(FromSp(impl->rest.LoadFromSerializedProto(serialized), origin));
-  }
+  impl->dummy_prefix = facts.add_dummy_prefix;
+  serialized.append(kNoDummyPrefix, sizeof(kNoDummyPrefix));
+  BM_TRY(FromSp(impl->rest.LoadFromSerializedProto(serialized), origin));
   return std::unique_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(std::move(impl)));
 }
 
@@ -183,6 +183,23 @@ std::optional<int32_t> SentencePieceTokenizer::eos_id() const {
 }
 
 bool SentencePieceTokenizer::encodes_by_line() const { return impl_->by_line; }
+
+int32_t SentencePieceTokenizer::unk_id() const { return impl_->first.unk_id(); }
+
+std::string SentencePieceTokenizer::Piece(int32_t id) const {
+  if (id < 0 || id >= impl_->first.GetPieceSize()) return "";
+  return impl_->first.IdToPiece(id);
+}
+
+void SentencePieceTokenizer::EncodeWithoutDummyPrefix(std::string_view text,
+                                                      std::vector<int32_t>* out) const {
+  if (impl_->by_line) {
+    impl_->EncodeLines(text, false, out);
+    return;
+  }
+  std::vector<int> scratch;
+  impl_->EncodeOne(impl_->dummy_prefix ? impl_->rest : impl_->first, text, &scratch, out);
+}
 
 void SentencePieceTokenizer::Encode(std::string_view text, std::vector<int32_t>* out) const {
   if (impl_->by_line) {

@@ -55,6 +55,16 @@ class SentencePieceTokenizer final : public Tokenizer {
   Status Decode(std::span<const int32_t> ids, std::string* out) const override;
   using Tokenizer::Decode;
 
+  // Encode as the model would without its dummy "▁" prefix (its
+  // NormalizerSpec.add_dummy_prefix off): what Hugging Face's LlamaTokenizer
+  // with legacy = false does to text that follows a special token. Equal to
+  // Encode for a model without the prefix.
+  void EncodeWithoutDummyPrefix(std::string_view text, std::vector<int32_t>* out) const;
+  // <unk>'s id (SentencePiece models always have one).
+  int32_t unk_id() const;
+  // The piece of an id ("<s>", "▁the", "<0x0A>"); "" for an id out of range.
+  std::string Piece(int32_t id) const;
+
   // True when Encode cuts the text at newlines (see above); for tests.
   bool encodes_by_line() const;
 

@@ -18,9 +18,11 @@ constexpr int32_t kI = 10;  // the placeholder: vocab 10
 
 // Two 2x2 images. Image 0: all pixels (0, 128, 255); image 1: pixel p has (51*p, 255, 0).
 std::vector<uint8_t> Pixels() {
-  std::vector<uint8_t> px;
-  for (int p = 0; p < 4; ++p) px.insert(px.end(), {0, 128, 255});
-  for (int p = 0; p < 4; ++p) px.insert(px.end(), {static_cast<uint8_t>(51 * p), 255, 0});
+  std::vector<uint8_t> px(24);
+  for (int p = 0; p < 4; ++p) {
+    px[3 * p] = 0, px[3 * p + 1] = 128, px[3 * p + 2] = 255;
+    px[12 + 3 * p] = static_cast<uint8_t>(51 * p), px[12 + 3 * p + 1] = 255, px[12 + 3 * p + 2] = 0;
+  }
   return px;
 }
 
@@ -31,8 +33,8 @@ std::string Write(const std::string& name, const std::vector<testing::LlavaSampl
 }
 
 TEST(LlavaBatchTest, ExpandsShiftsAndNormalises) {
-  const std::string dir = Write("llava_expand", {{{1, kI, 4, 5}, {0, 0, 1, 1}, {1}},
-                                                 {{kI, 2, kI, 3}, {0, 1, 0, 1}, {0, 1}}});
+  const std::string dir = Write(
+      "llava_expand", {{{1, kI, 4, 5}, {0, 0, 1, 1}, {1}}, {{kI, 2, kI, 3}, {0, 1, 0, 1}, {0, 1}}});
   Result<LlavaData> data = LlavaData::Open(dir, "train");
   ASSERT_TRUE(data.ok()) << data.status().message();
   EXPECT_EQ(data->num_samples(), 2);

@@ -23,8 +23,8 @@ struct Batch {
   std::vector<uint8_t> mask;     // [B, T] mask of each target (empty: the data has none)
   // Images (LLaVA batches, trainer/data/llava_batch.h; empty otherwise): MicroBatch's fields.
   int64_t images = 0;
-  std::vector<float> pixel_values;        // [images, 3, S, S]
-  std::vector<int64_t> image_positions;   // [images, image_tokens]
+  std::vector<float> pixel_values;       // [images, 3, S, S]
+  std::vector<int64_t> image_positions;  // [images, image_tokens]
 
   MicroBatch View() const {
     MicroBatch m{inputs.data(), targets.data(), mask.empty() ? nullptr : mask.data(), B, T};

@@ -66,8 +66,7 @@ int64_t LlavaTrainSample(const LlavaData& data, uint64_t seed, int64_t step, int
 Status SampleLlavaTrainBatch(const LlavaData& data, uint64_t seed, int64_t step, int64_t first_row,
                              int64_t B, int64_t T, Batch* batch) {
   if (data.num_samples() < 1)
-    return Errorf(ErrorCode::kInvalidArgument, "{}: the training split has no samples",
-                  data.dir());
+    return Errorf(ErrorCode::kInvalidArgument, "{}: the training split has no samples", data.dir());
   Reset(B, T, batch);
   for (int64_t b = 0; b < B; ++b)
     BM_TRY(FillRow(data, LlavaTrainSample(data, seed, step, first_row + b), b, batch));

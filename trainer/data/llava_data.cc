@@ -32,8 +32,7 @@ Result<std::array<float, 3>> Triple(const nlohmann::json& j, const char* key,
                                     const std::string& path) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_array() || it->size() != 3)
-    return Errorf(ErrorCode::kInvalidArgument, "{}: \"{}\" must be 3 numbers (R, G, B)", path,
-                  key);
+    return Errorf(ErrorCode::kInvalidArgument, "{}: \"{}\" must be 3 numbers (R, G, B)", path, key);
   std::array<float, 3> v{};
   for (int c = 0; c < 3; ++c) {
     if (!(*it)[c].is_number())
@@ -108,8 +107,8 @@ Result<LlavaSample> LlavaData::Sample(int64_t i) const {
   BM_ASSIGN_OR_RETURN(s.images, images_.ReadSequence(i));
   s.labels.resize(labels.size());
   for (size_t k = 0; k < labels.size(); ++k) s.labels[k] = labels[k] != 0;
-  const int64_t placeholders = std::count(s.tokens.begin(), s.tokens.end(),
-                                          static_cast<int32_t>(image_token_id_));
+  const int64_t placeholders =
+      std::count(s.tokens.begin(), s.tokens.end(), static_cast<int32_t>(image_token_id_));
   if (placeholders != static_cast<int64_t>(s.images.size()))
     return Errorf(ErrorCode::kCorrupt,
                   "{}/{}: sample {} has {} <image> placeholders (id {}) but {} images in {}_images",

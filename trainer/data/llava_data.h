@@ -39,10 +39,10 @@ class LlavaData {
   static Result<LlavaData> Open(const std::string& dir, const std::string& split);
 
   int64_t num_samples() const { return static_cast<int64_t>(tokens_.num_sequences()); }
-  int64_t vocab_size() const { return vocab_size_; }       // text vocabulary
+  int64_t vocab_size() const { return vocab_size_; }  // text vocabulary
   int64_t image_token_id() const { return image_token_id_; }
-  int64_t image_tokens() const { return image_tokens_; }   // positions per image (576)
-  int64_t image_size() const { return image_size_; }       // S
+  int64_t image_tokens() const { return image_tokens_; }  // positions per image (576)
+  int64_t image_size() const { return image_size_; }      // S
   int64_t num_images() const { return num_images_; }
   const std::array<float, 3>& mean() const { return mean_; }
   const std::array<float, 3>& std() const { return std_; }
@@ -62,8 +62,7 @@ class LlavaData {
 
   formats::IndexedDataset tokens_, labels_, images_;
   std::string dir_, split_, pixels_path_;
-  int64_t vocab_size_ = 0, image_token_id_ = 0, image_tokens_ = 0, image_size_ = 0,
-          num_images_ = 0;
+  int64_t vocab_size_ = 0, image_token_id_ = 0, image_tokens_ = 0, image_size_ = 0, num_images_ = 0;
   std::array<float, 3> mean_{}, std_{};
 };
 

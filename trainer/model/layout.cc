@@ -74,8 +74,8 @@ ParamLayout::ParamLayout(const ModelConfig& c, const ModelPart& part) {
 
 void ParamLayout::StartUnit(std::string name) { units_.push_back({std::move(name), total_, 0}); }
 
-void ParamLayout::Add(std::string name, std::vector<int64_t> shape, InitKind init,
-                      bool transposed) {
+ParamTensor& ParamLayout::Add(std::string name, std::vector<int64_t> shape, InitKind init,
+                              bool transposed) {
   ParamTensor t;
   t.name = std::move(name);
   t.numel = 1;
@@ -88,6 +88,26 @@ void ParamLayout::Add(std::string name, std::vector<int64_t> shape, InitKind ini
   total_ += t.numel;
   units_.back().numel += t.numel;
   tensors_.push_back(std::move(t));
+  return tensors_.back();
+}
+
+void ParamLayout::Append(const ParamLayout& other, const std::string& name_prefix,
+                         const std::string& unit_prefix) {
+  for (const ParamUnit& u : other.units_)
+    units_.push_back({unit_prefix + u.name, total_ + u.offset, u.numel});
+  for (const ParamTensor& t : other.tensors_) {
+    tensors_.push_back(t);
+    tensors_.back().name = name_prefix + t.name;
+    tensors_.back().offset += total_;
+  }
+  total_ += other.total_;
+}
+
+void ParamLayout::MarkFrozen(size_t first) {
+  for (size_t i = first; i < tensors_.size(); ++i) {
+    tensors_[i].frozen = true;
+    tensors_[i].weight_decay = false;
+  }
 }
 
 const ParamTensor* ParamLayout::Find(const std::string& name) const {

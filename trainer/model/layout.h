@@ -76,6 +76,10 @@ struct ParamTensor {
   bool transposed_in_checkpoint = false;  // GPT-2 Conv1D weights
   bool weight_decay = false;              // AdamW decays matrices only, not norms or biases
   InitKind init = InitKind::kNormal;
+  // Never computed, so never updated (LLaVA's vision layers past the feature
+  // layer and post_layernorm): kept so checkpoints round-trip; its gradient
+  // stays zero and weight_decay is false, so AdamW leaves it as loaded.
+  bool frozen = false;
 };
 
 // A contiguous range of the flat buffer that is used together: the
@@ -119,10 +123,21 @@ class ParamLayout {
   // a part's: those it holds, in that order.
   const std::vector<ParamUnit>& units() const { return units_; }
 
- private:
+  // Building a layout of another model (trainer/model/llava_layout.h) from an empty one.
+  ParamLayout() = default;
   void StartUnit(std::string name);  // the tensors added next belong to a new unit
-  void Add(std::string name, std::vector<int64_t> shape, InitKind init, bool transposed = false);
+  // Adds a tensor at the end of the current unit; weight_decay for matrices ([out, in]).
+  ParamTensor& Add(std::string name, std::vector<int64_t> shape, InitKind init,
+                   bool transposed = false);
+  // Appends `other`'s units and tensors after this layout's, names prefixed
+  // with `name_prefix` and units' with `unit_prefix`.
+  void Append(const ParamLayout& other, const std::string& name_prefix,
+              const std::string& unit_prefix = "");
+  // Marks the tensors from index `first` to the last frozen, without weight
+  // decay: AdamW then leaves them as they are (their gradients stay zero).
+  void MarkFrozen(size_t first);
 
+ private:
   std::vector<ParamTensor> tensors_;
   std::vector<ParamUnit> units_;
   int64_t total_ = 0;

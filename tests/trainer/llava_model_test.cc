@@ -38,9 +38,9 @@ constexpr int64_t kB = 2, kT = 8, kImages = 3;
 // Row 0: text, an image at 1..4, text. Row 1: an image at 0..3, text, a third image cut after two
 // tokens (positions 14, 15). Image positions hold id 0.
 struct Batch {
-  std::vector<int32_t> inputs = {5, 0, 0, 0, 0, 7, 2, 9,  //
+  std::vector<int32_t> inputs = {5, 0, 0, 0, 0, 7,  2, 9,  //
                                  0, 0, 0, 0, 3, 11, 0, 0};
-  std::vector<int32_t> targets = {0, 0, 0, 0, 7, 2, 9, 1,  //
+  std::vector<int32_t> targets = {0, 0, 0, 0, 7,  2, 9, 1,  //
                                   0, 0, 0, 3, 11, 0, 0, 0};
   std::vector<uint8_t> mask = {0, 0, 0, 0, 1, 1, 1, 1,  //
                                0, 0, 0, 1, 1, 0, 0, 0};
@@ -52,8 +52,8 @@ struct Batch {
     pixels = testing::RandomFloats(n, 21, 1.0);
   }
   LlavaMicroBatch View(int64_t images = kImages) const {
-    return {inputs.data(), targets.data(), mask.data(), kB,   kT,
-            pixels.data(), positions.data(),  images};
+    return {inputs.data(), targets.data(),   mask.data(), kB, kT,
+            pixels.data(), positions.data(), images};
   }
 };
 
@@ -115,12 +115,12 @@ TEST(LlavaModelGradCheck, AllThreePartsAgainstFiniteDifferences) {
   // the whole model's gradient buffer is the three parts in LlavaLayout order
   std::vector<double> whole(model.layout().total());
   ASSERT_TRUE(model.GetGradients(whole).ok());
-  EXPECT_TRUE(std::equal(tower_g.begin(), tower_g.end(),
-                         whole.begin() + model.layout().vision_offset()));
-  EXPECT_TRUE(std::equal(proj_g.begin(), proj_g.end(),
-                         whole.begin() + model.layout().projector_offset()));
-  EXPECT_TRUE(std::equal(text_g.begin(), text_g.end(),
-                         whole.begin() + model.layout().text_offset()));
+  EXPECT_TRUE(
+      std::equal(tower_g.begin(), tower_g.end(), whole.begin() + model.layout().vision_offset()));
+  EXPECT_TRUE(
+      std::equal(proj_g.begin(), proj_g.end(), whole.begin() + model.layout().projector_offset()));
+  EXPECT_TRUE(
+      std::equal(text_g.begin(), text_g.end(), whole.begin() + model.layout().text_offset()));
 }
 
 // An image whose tokens were all cut off (positions -1) is computed but used nowhere: its pixels
@@ -194,8 +194,8 @@ TEST(LlavaModel, NoImagesIsTheLanguageModel) {
   double a = 0, b = 0;
   int64_t na = 0, nb = 0;
   ASSERT_TRUE(llava.ForwardBackward(batch.View(0), 0.25f, &a, &na).ok());
-  plain.ForwardBackward(batch.inputs.data(), batch.targets.data(), batch.mask.data(), kB, kT,
-                        0.25f, &b, &nb);
+  plain.ForwardBackward(batch.inputs.data(), batch.targets.data(), batch.mask.data(), kB, kT, 0.25f,
+                        &b, &nb);
   EXPECT_EQ(a, b);
   EXPECT_EQ(na, nb);
   EXPECT_EQ(llava.text().grads(), plain.grads());

@@ -26,8 +26,9 @@ LlavaModel<Float>::LlavaModel(const LlavaConfig& config, int64_t max_batch, int6
 template <typename Float>
 Status LlavaModel<Float>::SetParameters(std::span<const Float> params) {
   if (static_cast<int64_t>(params.size()) != layout_.total())
-    return Errorf(ErrorCode::kInvalidArgument, "LlavaModel::SetParameters: {} values, the model has {}",
-                  params.size(), layout_.total());
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::SetParameters: {} values, the model has {}", params.size(),
+                  layout_.total());
   auto put = [&](std::vector<Float>& part, int64_t offset) {
     std::copy(params.begin() + offset, params.begin() + offset + part.size(), part.begin());
   };
@@ -40,8 +41,9 @@ Status LlavaModel<Float>::SetParameters(std::span<const Float> params) {
 template <typename Float>
 Status LlavaModel<Float>::GetParameters(std::span<Float> params) const {
   if (static_cast<int64_t>(params.size()) != layout_.total())
-    return Errorf(ErrorCode::kInvalidArgument, "LlavaModel::GetParameters: {} values, the model has {}",
-                  params.size(), layout_.total());
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::GetParameters: {} values, the model has {}", params.size(),
+                  layout_.total());
   const auto& t = tower_.params();
   const auto& p = projector_.params();
   const auto& x = text_.params();
@@ -54,8 +56,9 @@ Status LlavaModel<Float>::GetParameters(std::span<Float> params) const {
 template <typename Float>
 Status LlavaModel<Float>::GetGradients(std::span<Float> grads) const {
   if (static_cast<int64_t>(grads.size()) != layout_.total())
-    return Errorf(ErrorCode::kInvalidArgument, "LlavaModel::GetGradients: {} values, the model has {}",
-                  grads.size(), layout_.total());
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::GetGradients: {} values, the model has {}", grads.size(),
+                  layout_.total());
   const auto& t = tower_.grads();
   const auto& p = projector_.grads();
   const auto& x = text_.grads();

@@ -89,8 +89,8 @@ class LlavaModel {
   std::vector<int64_t> kept_;           // index (image * K + k) of each kept image token
   std::vector<int64_t> positions_;      // its position b*T+t
   std::vector<Float> rows_, row_grad_;  // [kept, H]
-  std::vector<Float> dprojected_;  // [images * K, H]: the projector's output gradient
-  std::vector<Float> dfeatures_;   // [images * K, C_v]: the tower's output gradient
+  std::vector<Float> dprojected_;       // [images * K, H]: the projector's output gradient
+  std::vector<Float> dfeatures_;        // [images * K, C_v]: the tower's output gradient
   SplicedRows<Float> spliced_;
 };
 

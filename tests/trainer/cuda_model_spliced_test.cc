@@ -58,8 +58,7 @@ struct Gpu {
   }
   std::vector<float> ToHost(const std::vector<float>& gpu, size_t total) const {
     std::vector<float> h(total, 0.0f);
-    for (const TensorSpan& s : spans)
-      std::copy_n(gpu.begin() + s.gpu, s.numel, h.begin() + s.host);
+    for (const TensorSpan& s : spans) std::copy_n(gpu.begin() + s.gpu, s.numel, h.begin() + s.host);
     return h;
   }
 };
@@ -180,18 +179,18 @@ TEST_P(CudaSplicedTest, OneStepMatchesCpuModel) {
   for (DType t : kAllTypes) {
     const bool half = t != DType::kF32;
     // The rows as the GPU sees them (rounded to the compute dtype), for both.
-    const std::vector<float> rows = half ? (t == DType::kBF16
-                                                ? Rounded<__nv_bfloat16>(RandomVector(count * c, 0.05f, 3))
-                                                : Rounded<__half>(RandomVector(count * c, 0.05f, 3)))
-                                         : RandomVector(count * c, 0.05f, 3);
+    const std::vector<float> rows =
+        half ? (t == DType::kBF16 ? Rounded<__nv_bfloat16>(RandomVector(count * c, 0.05f, 3))
+                                  : Rounded<__half>(RandomVector(count * c, 0.05f, 3)))
+             : RandomVector(count * c, 0.05f, 3);
     std::vector<int64_t> pos64(kPositions.begin(), kPositions.end());
     std::vector<float> want_drows(count * c, 0.0f);
     train::SplicedRows<float> s{pos64.data(), count, rows.data(), want_drows.data()};
     std::fill(cpu.grads().begin(), cpu.grads().end(), 0.0f);
     double want_loss = 0;
     int64_t counted = 0;
-    cpu.ForwardBackward(d.tokens.data(), d.targets.data(), d.mask.data(), kB, kT, scale,
-                        &want_loss, &counted, &s);
+    cpu.ForwardBackward(d.tokens.data(), d.targets.data(), d.mask.data(), kB, kT, scale, &want_loss,
+                        &counted, &s);
     ASSERT_EQ(counted, kB * kT - count);
     std::vector<float> want_losses(kB * kT);
     cpu.TokenLosses(d.tokens.data(), d.targets.data(), kB, kT, want_losses.data(), &s);

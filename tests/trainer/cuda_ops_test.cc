@@ -148,12 +148,12 @@ TYPED_TEST(CudaOps, EmbeddingSplicedRows) {
   // A sequence-parallel rank's rows [17, 34): positions 20 and 33 land there, the others not.
   auto base = Rounded<T>(RandomVector(t * c, 1.0f, this->Seed()));
   DeviceBuffer<T> gshare(base);
-  ASSERT_TRUE(EmbeddingSpliceForward<T>(gshare.get(), dpos, grows.get(), gwpe.get(), count, 17, t,
-                                        t, c, 0)
-                  .ok());
+  ASSERT_TRUE(
+      EmbeddingSpliceForward<T>(gshare.get(), dpos, grows.get(), gwpe.get(), count, 17, t, t, c, 0)
+          .ok());
   std::vector<float> want_share = base;
-  EmbeddingSpliceForwardCpu(want_share.data(), positions.data(), rows.data(), wpe.data(), count,
-                            17, t, t, c);
+  EmbeddingSpliceForwardCpu(want_share.data(), positions.data(), rows.data(), wpe.data(), count, 17,
+                            t, t, c);
   const std::vector<float> share = gshare.Download();
   EXPECT_CLOSE(share, want_share, kTol<T>);
   EXPECT_EQ(share[0], base[0]);  // row 17: not spliced, untouched

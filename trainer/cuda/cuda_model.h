@@ -81,10 +81,10 @@ struct SplicedRows {
 
 // One batch as the host holds it: batch x seq positions, row-major.
 struct TokenBatch {
-  const int32_t* tokens = nullptr;   // [batch * seq], in [0, vocab)
-  const int32_t* targets = nullptr;  // [batch * seq]; a negative target is ignored
-  const uint8_t* mask = nullptr;     // [batch * seq] loss mask (1 counts), or null: all count
-  int batch = 0, seq = 0;            // at most RunSpec's micro_batch and seq
+  const int32_t* tokens = nullptr;       // [batch * seq], in [0, vocab)
+  const int32_t* targets = nullptr;      // [batch * seq]; a negative target is ignored
+  const uint8_t* mask = nullptr;         // [batch * seq] loss mask (1 counts), or null: all count
+  int batch = 0, seq = 0;                // at most RunSpec's micro_batch and seq
   const SplicedRows* spliced = nullptr;  // nullable: the lookup everywhere (see SplicedRows)
 };
 

@@ -220,10 +220,10 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch) {
   if (spliced_count > 0) {
     int* hs = hi + 5 * max_n + 1;
     std::memcpy(hs, batch.spliced->positions, static_cast<size_t>(spliced_count) * 4);
-    BM_CUDA_CHECK(cudaMemcpyAsync(A<int>(spliced_positions), hs,
-                                  static_cast<size_t>(spliced_count) * 4, cudaMemcpyHostToDevice,
-                                  stream),
-                  "spliced positions {}", spliced_count);
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(A<int>(spliced_positions), hs, static_cast<size_t>(spliced_count) * 4,
+                        cudaMemcpyHostToDevice, stream),
+        "spliced positions {}", spliced_count);
   }
   BM_CUDA_CHECK(cudaEventRecord(staged, stream), "staging event");
   return Status::Ok();
@@ -248,8 +248,7 @@ Status CudaModel::Impl::CheckSpliced(const SplicedRows* sp) {
                     "spliced row {}: position {} outside the batch's {} x {} = {} positions", i,
                     pos, cur_b, cur_t, n);
     if (spliced_skip[pos])
-      return Errorf(ErrorCode::kInvalidArgument, "spliced row {}: position {} given twice", i,
-                    pos);
+      return Errorf(ErrorCode::kInvalidArgument, "spliced row {}: position {} given twice", i, pos);
     spliced_skip[pos] = 1;
   }
   spliced_count = sp->count, spliced_rows = sp->rows, spliced_grad = sp->grad;

@@ -112,12 +112,12 @@ Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* buc
 }
 
 template <typename T>
-Status EmbeddingSpliceForward(T* out, const int* positions, const T* rows, const T* wpe,
-                              int count, int first_row, int out_rows, int seq, int channels,
+Status EmbeddingSpliceForward(T* out, const int* positions, const T* rows, const T* wpe, int count,
+                              int first_row, int out_rows, int seq, int channels,
                               cudaStream_t stream) {
   if (count == 0) return Status::Ok();
-  EmbeddingSpliceForwardKernel<T><<<count, 256, 0, stream>>>(out, positions, rows, wpe, first_row,
-                                                             out_rows, seq, channels);
+  EmbeddingSpliceForwardKernel<T>
+      <<<count, 256, 0, stream>>>(out, positions, rows, wpe, first_row, out_rows, seq, channels);
   BM_LAUNCH_CHECK("EmbeddingSpliceForwardKernel", "count={} rows={} C={}", count, out_rows,
                   channels);
   return Status::Ok();
@@ -132,9 +132,9 @@ Status EmbeddingSpliceBackward(T* drows, const T* dout, const int* positions, in
   return Status::Ok();
 }
 
-#define BM_SPLICE_INSTANTIATE(T)                                                                \
-  template Status EmbeddingSpliceForward<T>(T*, const int*, const T*, const T*, int, int, int,  \
-                                            int, int, cudaStream_t);                            \
+#define BM_SPLICE_INSTANTIATE(T)                                                               \
+  template Status EmbeddingSpliceForward<T>(T*, const int*, const T*, const T*, int, int, int, \
+                                            int, int, cudaStream_t);                           \
   template Status EmbeddingSpliceBackward<T>(T*, const T*, const int*, int, int, cudaStream_t);
 BM_SPLICE_INSTANTIATE(float)
 BM_SPLICE_INSTANTIATE(bf16)

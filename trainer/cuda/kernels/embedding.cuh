@@ -53,8 +53,8 @@ Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* buc
 // b*seq + t) lies there: out[positions[i] - first_row] = rows[i] (+ wpe[positions[i] % seq]
 // when wpe is not null). Other rows are left as they are.
 template <typename T>
-Status EmbeddingSpliceForward(T* out, const int* positions, const T* rows, const T* wpe,
-                              int count, int first_row, int out_rows, int seq, int channels,
+Status EmbeddingSpliceForward(T* out, const int* positions, const T* rows, const T* wpe, int count,
+                              int first_row, int out_rows, int seq, int channels,
                               cudaStream_t stream);
 // drows[i] = dout[positions[i]] (dout: the whole stream's gradient, [N, channels]).
 template <typename T>

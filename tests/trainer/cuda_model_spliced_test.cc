@@ -1,6 +1,6 @@
 // CudaModel with spliced rows (cuda_model.h's SplicedRows: LLaVA's image features in place of
 // the token lookup at the image positions) against the trainer's CPU model with the same rows
-// (trainer/cpu/model.h's SplicedRows<float>), on the tiny llama and gpt presets:
+// (trainer/cpu/model.h: cpu::SplicedRows<float>), on the tiny llama and gpt presets:
 //  - one step: the loss, every tensor's gradient and the rows' gradient, within the tolerances
 //    of cuda_model_test.cc (fp32 1e-4 relative L2 per tensor, bf16 / fp16 5e-2; the loss 1e-5
 //    / 1e-2); fp16 on loss x 1024 (the rows' gradient comes scaled too), unscaled after; the
@@ -23,6 +23,7 @@
 #include "tests/trainer/cuda_test_util.h"
 #include "trainer/cpu/model.h"
 #include "trainer/cuda/cuda_model.h"
+#include "trainer/cuda/kernels/split_master.h"
 #include "trainer/cuda/shard_map.h"
 #include "trainer/model/layout.h"
 #include "trainer/model/shard.h"
@@ -79,6 +80,15 @@ Gpu MakeGpu(const train::ModelConfig& config, DType dtype) {
   EXPECT_TRUE(spans.ok()) << spans.status().message();
   if (spans.ok()) g.spans = std::move(*spans);
   return g;
+}
+
+// The weights' working copy as the model holds it: bf16 rounded as kernels/split_master.h
+// rounds it (ties away from zero), fp16 to nearest, fp32 itself.
+std::vector<float> WorkingCopy(DType t, std::vector<float> v) {
+  if (t == DType::kF16) return Rounded<__half>(std::move(v));
+  if (t == DType::kBF16)
+    for (float& x : v) x = BitsFloat(static_cast<uint32_t>(MasterHigh(FloatBits(x))) << 16);
+  return v;
 }
 
 float LossScale(DType t) { return t == DType::kF16 ? 1024.0f : 1.0f; }
@@ -170,10 +180,10 @@ double WorstTensorError(const train::ParamLayout& layout, const std::vector<floa
 TEST_P(CudaSplicedTest, OneStepMatchesCpuModel) {
   const train::ModelConfig config = Config(GetParam());
   const int c = static_cast<int>(config.hidden), count = static_cast<int>(kPositions.size());
-  Model<float> cpu(config, kB, kT);
-  const std::vector<float> params = InitParameters(config, cpu.layout(), 5);
-  std::copy(params.begin(), params.end(), cpu.params().begin());
-  std::fill(cpu.grads().begin(), cpu.grads().end(), 0.0f);
+  cpu::Model<float> ref(config, kB, kT);
+  const std::vector<float> params = InitParameters(config, ref.layout(), 5);
+  std::copy(params.begin(), params.end(), ref.params().begin());
+  std::fill(ref.grads().begin(), ref.grads().end(), 0.0f);
   const Data d = MakeData(static_cast<int>(config.vocab));
   const float scale = 1.0f / (kB * kT - count);
   for (DType t : kAllTypes) {
@@ -185,20 +195,20 @@ TEST_P(CudaSplicedTest, OneStepMatchesCpuModel) {
              : RandomVector(count * c, 0.05f, 3);
     std::vector<int64_t> pos64(kPositions.begin(), kPositions.end());
     std::vector<float> want_drows(count * c, 0.0f);
-    train::SplicedRows<float> s{pos64.data(), count, rows.data(), want_drows.data()};
-    std::fill(cpu.grads().begin(), cpu.grads().end(), 0.0f);
+    cpu::SplicedRows<float> s{pos64.data(), count, rows.data(), want_drows.data()};
+    std::fill(ref.grads().begin(), ref.grads().end(), 0.0f);
     double want_loss = 0;
     int64_t counted = 0;
-    cpu.ForwardBackward(d.tokens.data(), d.targets.data(), d.mask.data(), kB, kT, scale, &want_loss,
+    ref.ForwardBackward(d.tokens.data(), d.targets.data(), d.mask.data(), kB, kT, scale, &want_loss,
                         &counted, &s);
     ASSERT_EQ(counted, kB * kT - count);
     std::vector<float> want_losses(kB * kT);
-    cpu.TokenLosses(d.tokens.data(), d.targets.data(), kB, kT, want_losses.data(), &s);
+    ref.TokenLosses(d.tokens.data(), d.targets.data(), kB, kT, want_losses.data(), &s);
 
     GpuStep got = RunGpu(config, t, params, d, &rows, count, scale);
     ASSERT_EQ(got.grads.size(), params.size());
     EXPECT_NEAR(got.loss, want_loss, (half ? 1e-2 : 1e-5) * want_loss) << DTypeName(t);
-    const double worst = WorstTensorError(cpu.layout(), got.grads, cpu.grads(), DTypeName(t));
+    const double worst = WorstTensorError(ref.layout(), got.grads, ref.grads(), DTypeName(t));
     EXPECT_LT(worst, half ? 5e-2 : 1e-4) << GetParam() << " " << DTypeName(t);
     const double rows_err = RelativeError(got.drows, want_drows);
     std::printf("  %s rows grad rel err %.2e\n", DTypeName(t), rows_err);
@@ -245,9 +255,7 @@ TEST_P(CudaSplicedTest, LookupRowsGiveThePlainModel) {
       rows[i * c + k] = params[wte->offset + d.tokens[kPositions[i]] * c + k];
   for (DType t : kAllTypes) {
     const bool half = t != DType::kF32;
-    const std::vector<float> r = t == DType::kBF16  ? Rounded<__nv_bfloat16>(rows)
-                                 : t == DType::kF16 ? Rounded<__half>(rows)
-                                                    : rows;
+    const std::vector<float> r = WorkingCopy(t, rows);
     GpuStep plain = RunGpu(config, t, params, d, nullptr, 0, 0.01f);
     GpuStep lookup = RunGpu(config, t, params, d, &r, count, 0.01f);
     ASSERT_FALSE(plain.grads.empty());

@@ -128,6 +128,8 @@ GpuStep RunGpu(const train::ModelConfig& config, DType t, const std::vector<floa
   DeviceBuffer<float> rows32(host_rows), grad32(std::max(count, 1) * c);
   DeviceBuffer<__nv_bfloat16> rows16b(host_rows), grad16b(std::max(count, 1) * c);
   DeviceBuffer<__half> rows16h(host_rows), grad16h(std::max(count, 1) * c);
+  // The uploads and the gradients' poisoning ran on the legacy stream; the model's is another.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   SplicedRows spliced;
   spliced.positions = positions.data(), spliced.count = count;
   spliced.rows = t == DType::kF32    ? static_cast<const void*>(rows32.get())

@@ -144,9 +144,8 @@ TEST(LlavaModelGradCheck, PixelsOfAnUnusedImageChangeNothing) {
 }
 
 // The float model against the float64 one from the same float values: the loss and every
-// tensor's gradient within a relative 1e-4 of the tensor's largest value.
-TEST(LlavaModel, FloatMatchesDouble) {
-  const LlavaConfig c = Tiny();
+// tensor's gradient within a relative 1e-4 of the tensor's largest value; frozen tensors 0.
+void CheckFloatAgainstDouble(const LlavaConfig& c) {
   LlavaModel<float> f32(c, kB, kT, kImages);
   LlavaModel<double> f64(c, kB, kT, kImages);
   std::vector<double> values = Values(c, f64.layout());
@@ -165,6 +164,8 @@ TEST(LlavaModel, FloatMatchesDouble) {
   std::vector<double> g64(f64.layout().total());
   ASSERT_TRUE(f32.GetGradients(g32).ok());
   ASSERT_TRUE(f64.GetGradients(g64).ok());
+  double largest = 0;
+  for (double g : g64) largest = std::max(largest, std::abs(g));
   for (const ParamTensor& t : f64.layout().whole().tensors()) {
     double scale = 0, worst = 0;
     for (int64_t i = t.offset; i < t.offset + t.numel; ++i) {
@@ -177,8 +178,20 @@ TEST(LlavaModel, FloatMatchesDouble) {
       continue;
     }
     EXPECT_GT(scale, 0.0) << t.name;
+    // The key biases' gradient is 0 in exact arithmetic (softmax ignores a shift of every
+    // score of a row), rounding noise in both: those are held to the model's largest gradient.
+    if (t.name.ends_with("k_proj.bias")) {
+      EXPECT_LE(worst, 1e-6 * largest) << t.name;
+      continue;
+    }
     EXPECT_LE(worst, 1e-4 * scale) << t.name;
   }
+}
+
+TEST(LlavaModel, FloatMatchesDouble) { CheckFloatAgainstDouble(Tiny()); }
+// The preset itself (llama-tiny's 512 ids, hidden 64), ids drawn from that vocabulary.
+TEST(LlavaModel, FloatMatchesDoubleOnThePreset) {
+  CheckFloatAgainstDouble(*LlavaPreset("llava-tiny"));
 }
 
 // No images: the language model's own bits (and the tower and projector get nothing).

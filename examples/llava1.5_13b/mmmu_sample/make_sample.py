@@ -5,6 +5,9 @@ MMMU's published parquet files) and images/*.png drawn here with Pillow so that 
 question's answer key is true of its images.
 
     make_sample.py [OUT_DIR]     (default: this script's folder)
+    make_sample.py --check       regenerates into a temporary folder and compares with the
+                                 committed files (the JSONL byte for byte, the images pixel
+                                 for pixel); exits 1 naming the first difference
 
 The questions are ours, not MMMU's; they follow MMMU's fields and forms: ids
 validation_<Subject>_<n>, question_type "multiple-choice" (answer a letter) or "open"
@@ -91,8 +94,36 @@ QUESTIONS = [
 ]
 
 
+def check():
+    import tempfile
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as d:
+        write(d)
+        with open(os.path.join(d, "validation.jsonl"), "rb") as a, \
+                open(os.path.join(here, "validation.jsonl"), "rb") as b:
+            if a.read() != b.read():
+                print("make_sample.py --check: validation.jsonl differs")
+                return 1
+        made = sorted(os.listdir(os.path.join(d, "images")))
+        if made != sorted(os.listdir(os.path.join(here, "images"))):
+            print("make_sample.py --check: the images/ file names differ")
+            return 1
+        for name in made:
+            a = Image.open(os.path.join(d, "images", name))
+            b = Image.open(os.path.join(here, "images", name))
+            if a.size != b.size or a.convert("RGB").tobytes() != b.convert("RGB").tobytes():
+                print(f"make_sample.py --check: images/{name} differs")
+                return 1
+    return 0
+
+
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    if sys.argv[1:] == ["--check"]:
+        sys.exit(check())
+    write(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__)))
+
+
+def write(out):
     os.makedirs(os.path.join(out, "images"), exist_ok=True)
     lines = []
     for qid, qtype, question, options, answer, images, img_type, diff, subfield in QUESTIONS:

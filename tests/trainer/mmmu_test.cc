@@ -150,6 +150,22 @@ TEST(MmmuSampleTest, AnswerKeyScoresFullMarksInMmmuOrder) {
   EXPECT_EQ(acc["by_category"]["Science"]["questions"], 4);  // Geography, Math x2, Physics
 }
 
+TEST(MmmuScoreTest, EvalFieldsForMetricsJson) {
+  // Three questions by hand: Art right, Art wrong, Math right.
+  const nlohmann::json acc = MmmuAccuracy({{"Art", true}, {"Art", false}, {"Math", true}});
+  EXPECT_EQ(acc["correct"], 2);
+  EXPECT_EQ(acc["by_subject"]["Art"]["accuracy"], 0.5);
+  EXPECT_EQ(acc["by_category"]["Science"]["questions"], 1);
+  EXPECT_EQ(acc["by_category"].size(), 2u);
+  const nlohmann::json f = MmmuEvalFields(acc, 42);
+  EXPECT_EQ(f["task"], "mmmu");
+  EXPECT_EQ(f["accuracy"], 2.0 / 3.0);
+  EXPECT_EQ(f["examples"], 3);
+  EXPECT_EQ(f["mmmu"]["reference"], "MMMU-Benchmark/MMMU@bb0b95a945998d91dfef37e969e07d49d1139438");
+  EXPECT_EQ(f["mmmu"]["by_subject"]["Math"]["correct"], 1);
+  EXPECT_EQ(f["mmmu"]["seed"], 42);
+}
+
 class MmmuReadTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -130,4 +130,14 @@ nlohmann::json MmmuAccuracy(const std::vector<Judged>& judged) {
   return out;
 }
 
+nlohmann::json MmmuEvalFields(const nlohmann::json& accuracy, uint32_t seed) {
+  nlohmann::json mmmu = accuracy;
+  mmmu["reference"] = std::string("MMMU-Benchmark/MMMU@") + kMmmuCommit;
+  mmmu["seed"] = seed;
+  return {{"task", "mmmu"},
+          {"accuracy", accuracy.at("accuracy")},
+          {"examples", accuracy.at("questions")},
+          {"mmmu", std::move(mmmu)}};
+}
+
 }  // namespace bm::train::eval

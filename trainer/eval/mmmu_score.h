@@ -7,6 +7,7 @@
 // mean of the subjects'. Values are unrounded (MMMU's printout rounds to 3 places).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -40,5 +41,14 @@ struct Judged {
 // {"accuracy", "questions", "correct", "by_subject": {S: {...}}, "by_category": {C: {...}}}
 // holding only the subjects and categories that have questions.
 nlohmann::json MmmuAccuracy(const std::vector<Judged>& judged);
+
+// The MMMU commit this code follows, as metrics.json names it.
+inline constexpr const char* kMmmuCommit = "bb0b95a945998d91dfef37e969e07d49d1139438";
+
+// The fields an MMMU evaluation sets in metrics.json's "eval" object (trainer/run/
+// evaluate.h's shape, docs/METRICS.md): {"task": "mmmu", "accuracy": overall,
+// "examples": questions, "mmmu": accuracy + {"reference": "MMMU-Benchmark/MMMU@<commit>",
+// "seed": seed}}, so that the report's eval column reads eval.accuracy as for every task.
+nlohmann::json MmmuEvalFields(const nlohmann::json& accuracy, uint32_t seed);
 
 }  // namespace bm::train::eval

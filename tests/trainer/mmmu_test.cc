@@ -46,6 +46,19 @@ TEST(PythonRandomTest, StreamOfCPythonSeeded42) {
     EXPECT_EQ(rng.RandBelow(c[0].get<uint32_t>()), c[1].get<uint32_t>()) << "n=" << c[0];
 }
 
+TEST(PythonRandomTest, ChoiceOfOneStillDraws) {
+  // CPython's _randbelow(1) redraws getrandbits(1) until it is 0: the stream moves on.
+  // golden getrandbits32 after seed(42): 2746317213 (top bit 1), 478163327 (top bit 0),
+  // 107420369 -> choice([x]) takes two words; the next 32 bits are the third word.
+  PythonRandom rng(42);
+  EXPECT_EQ(rng.RandBelow(1), 0u);
+  EXPECT_EQ(rng.GetRandBits(32), 107420369u);
+  PythonRandom none(42);
+  EXPECT_EQ(none.RandBelow(0), 0u);
+  EXPECT_EQ(none.GetRandBits(32), 2746317213u);  // nothing drawn
+  EXPECT_EQ(ParseMultiChoice("anything", {}, none), "");
+}
+
 TEST(MmmuAnswerTest, FiftyResponsesAsMmmusOwnCode) {
   const nlohmann::json golden = Load("tests/data/mmmu/golden.json");
   const nlohmann::json responses = Load("tests/data/mmmu/responses.json")["responses"];

@@ -175,7 +175,10 @@ std::string ParseMultiChoice(std::string_view response_in, const std::vector<std
         index_ans = false;
       }
 
-  if (cands.empty()) return letters[rng.RandBelow(static_cast<uint32_t>(letters.size()))];
+  if (cands.empty()) {
+    if (letters.empty()) return "";  // MMMU's random.choice([]) raises IndexError
+    return letters[rng.RandBelow(static_cast<uint32_t>(letters.size()))];
+  }
   if (cands.size() == 1) return letters[cands[0]];
   // The candidate found last in the response (np.argmax: the first of equal maxima).
   size_t best = 0;

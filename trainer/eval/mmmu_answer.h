@@ -31,6 +31,7 @@ struct OpenPred {
 // parse_multi_choice_response(response, all_choices, index2ans): the letter ("A", ...)
 // of options[i] is 'A' + i. When no option is named, MMMU's random.choice(all_choices):
 // rng draws, so the caller must call this in MMMU's order with one generator seeded 42.
+// No options: "" (MMMU's random.choice([]) raises; ReadMmmuQuestions refuses such questions).
 std::string ParseMultiChoice(std::string_view response, const std::vector<std::string>& options,
                              PythonRandom& rng);
 

@@ -55,9 +55,13 @@ uint32_t PythonRandom::Next32() {
   return y;
 }
 
-uint32_t PythonRandom::GetRandBits(int k) { return Next32() >> (32 - k); }
+uint32_t PythonRandom::GetRandBits(int k) {
+  if (k <= 0) return 0;  // getrandbits(0) is 0 and draws nothing
+  return Next32() >> (32 - k);
+}
 
 uint32_t PythonRandom::RandBelow(uint32_t n) {
+  if (n == 0) return 0;  // Python raises (choice of an empty sequence); no draw here
   const int k = std::bit_width(n);
   uint32_t r = GetRandBits(k);
   while (r >= n) r = GetRandBits(k);

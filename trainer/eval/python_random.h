@@ -25,6 +25,7 @@ class PythonRandom {
   uint32_t Next32();               // genrand_uint32
   uint32_t GetRandBits(int k);     // random.getrandbits(k), 1 <= k <= 32
   uint32_t RandBelow(uint32_t n);  // random._randbelow(n), n >= 1: the index choice() takes
+                                   // (0 without a draw for n == 0, where Python raises)
 
  private:
   std::array<uint32_t, 624> mt_{};

@@ -14,6 +14,7 @@
 #include "trainer/eval/mmmu_judge.h"
 #include "trainer/eval/mmmu_prompt.h"
 #include "trainer/eval/mmmu_question.h"
+#include "trainer/eval/mmmu_run.h"
 #include "trainer/eval/python_random.h"
 
 namespace bm::train::eval {
@@ -177,6 +178,38 @@ TEST(MmmuScoreTest, EvalFieldsForMetricsJson) {
   EXPECT_EQ(f["mmmu"]["reference"], "MMMU-Benchmark/MMMU@bb0b95a945998d91dfef37e969e07d49d1139438");
   EXPECT_EQ(f["mmmu"]["by_subject"]["Math"]["correct"], 1);
   EXPECT_EQ(f["mmmu"]["seed"], 42);
+}
+
+TEST(MmmuRunTest, AsksInMmmuOrderAndWritesRunLlavasOutput) {
+  auto qs = ReadMmmuQuestions(kSample);
+  ASSERT_TRUE(qs.ok()) << qs.status().message();
+  std::vector<std::string> asked;
+  // Right on multiple choice (the key's letter in brackets), "no idea" on open questions.
+  auto respond = [&](const MmmuQuestion& q, const std::string& prompt) -> Result<std::string> {
+    asked.push_back(q.id);
+    EXPECT_EQ(prompt, LlavaMmmuPrompt(q));
+    if (q.multiple_choice) return "(" + q.answers[0] + ")";
+    return std::string("no idea");
+  };
+  auto run = RunMmmu(*qs, respond);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(asked.front(), "validation_Art_1");  // MMMU's order (Art before Clinical_Medicine)
+  EXPECT_EQ(asked.back(), "validation_Physics_1");
+  // 6 multiple-choice right of 10 (by hand: Art x2, Computer_Science, History, Math_2,
+  // Physics); the 4 open ones wrong.
+  EXPECT_EQ(run->eval["accuracy"], 0.6);
+  EXPECT_EQ(run->eval["examples"], 10);
+  EXPECT_EQ(run->eval["mmmu"]["by_subject"]["Math"]["accuracy"], 0.5);
+  EXPECT_EQ(run->eval["mmmu"]["by_category"]["Health and Medicine"]["accuracy"], 0.0);
+  EXPECT_EQ(run->predictions["validation_Art_2"], "B");
+  EXPECT_EQ(run->predictions["validation_Math_1"], "no idea");  // open: the raw response
+  EXPECT_EQ(run->responses["validation_Art_2"], "(B)");
+
+  auto failing = RunMmmu(*qs, [](const MmmuQuestion&, const std::string&) -> Result<std::string> {
+    return Status(ErrorCode::kFailed, "decode failed");
+  });
+  ASSERT_FALSE(failing.ok());
+  EXPECT_EQ(failing.status().message(), "MMMU question validation_Art_1: decode failed");
 }
 
 class MmmuReadTest : public ::testing::Test {

@@ -122,6 +122,32 @@ TEST_F(ImagePilTest, BrokenGifsAreErrorsAsInPillow) {
   }
 }
 
+// GIFs cut short at many lengths: where Pillow reads the file (the cut is after the last data
+// sub-block the first frame needs: the trailer, the block terminator, later frames) the
+// pixels are Pillow's; where Pillow raises, ours is an error naming the file.
+TEST_F(ImagePilTest, CutGifsReadWhereverPillowReadsThem) {
+  int read = 0, refused = 0;
+  for (const auto& e : ref_->manifest["gif_cuts"]) {
+    const std::string name = e["name"], path = ref_->Path(e["file"]);
+    Result<Image> img = DecodeImageFile(path);
+    const std::string where =
+        fmt::format("{} ({} of {} bytes)", name, e["bytes"].get<int>(), e["of"].get<int>());
+    if (e["pillow"].is_null()) {
+      ++read;
+      ASSERT_TRUE(img.ok()) << where << ": Pillow reads it; " << img.status().message();
+      EXPECT_EQ(Diff(img->rgb, ref_->Bytes(name + ".dec.rgb")), "") << where;
+    } else {
+      ++refused;
+      ASSERT_FALSE(img.ok()) << where << ": decoded, Pillow says " << e["pillow"];
+      EXPECT_EQ(img.status().code(), ErrorCode::kCorrupt) << img.status().message();
+      EXPECT_EQ(img.status().message().rfind(path + ": truncated GIF", 0), 0u)
+          << img.status().message();
+    }
+  }
+  EXPECT_GE(read, 4) << "cuts Pillow reads";
+  EXPECT_GE(refused, 12) << "cuts Pillow refuses";
+}
+
 // Every resize of the manifest against Pillow's; returns the number of cases.
 int ExpectResizesEqualPillow(const testing::PilReference& ref) {
   int cases = 0;

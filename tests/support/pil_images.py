@@ -25,7 +25,10 @@ colour table at all, indices past the table's end, 12-bit LZW codes with no clea
 the table is full (a "deferred clear"), and files cut or broken on purpose. Pillow reads them
 all, so the answers are still Pillow's. The broken ones go to manifest["errors"] with the
 exception Pillow raises on them (the C++ decoder must refuse each one too), written as
-<name>.gif named .jpg like the OCR-VQA downloads that LLaVA-1.5 trains on.
+<name>.gif named .jpg like the OCR-VQA downloads that LLaVA-1.5 trains on. Four GIFs are
+also cut at eight lengths each (manifest["gif_cuts"]): where Pillow still reads one (the
+cut falls after the frame's last whole data sub-block it needs) its pixels are
+<name>.dec.rgb, where it raises, "pillow" holds the exception.
 """
 import json
 import os
@@ -362,6 +365,26 @@ def main():
             pillow = f"{type(e).__name__}: {e}"
         errors.append({"name": name, "file": os.path.basename(path), "pillow": pillow,
                        "ours": ours})
+    cuts = []
+    for name, path in gifs:
+        if name not in ("gif_interlaced_120x90", "gif_offset_trns_100x80", "gif_frames_120x90",
+                        "gif_deferred_clear_150x160"):
+            continue
+        with open(path, "rb") as f:
+            whole = f.read()
+        for k, size in enumerate([len(whole) - 1, len(whole) - 2, len(whole) - 3,
+                                  len(whole) * 9 // 10, len(whole) // 3, 40, 800, 900]):
+            cut_name = f"{name}_cut{k}"
+            with open(os.path.join(out, cut_name + ".gif"), "wb") as f:
+                f.write(whole[:size])
+            try:
+                dec = np.array(Image.open(os.path.join(out, cut_name + ".gif")).convert("RGB"))
+                dec.tofile(os.path.join(out, cut_name + ".dec.rgb"))
+                pillow = None
+            except Exception as e:
+                pillow = f"{type(e).__name__}: {e}"
+            cuts.append({"name": cut_name, "file": cut_name + ".gif", "bytes": size,
+                         "of": len(whole), "pillow": pillow})
     for name, path in write_images(out) + gifs:
         im = Image.open(path)
         mode = im.mode
@@ -382,7 +405,7 @@ def main():
         manifest.append(entry)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"pillow": PIL.__version__, "numpy": np.__version__,
-                   "images": manifest, "errors": errors}, f, indent=1)
+                   "images": manifest, "errors": errors, "gif_cuts": cuts}, f, indent=1)
     return 0
 
 

@@ -152,6 +152,13 @@ Result<Image> DecodeGif(std::span<const uint8_t> bytes, std::string_view name,
                     "bytes)",
                     name, bytes.size());
     }
+    // giflib stops right after the LZW minimum code size when it is over 8 (Pillow reads up
+    // to 12; no common encoder writes more than 8, the most a palette needs).
+    if (reader.offset > 0 && bytes[reader.offset - 1] > 8 && bytes[reader.offset - 1] <= 12) {
+      return Errorf(ErrorCode::kUnsupported,
+                    "{}: unsupported GIF: an LZW minimum code size of {} (giflib reads up to 8)",
+                    name, bytes[reader.offset - 1]);
+    }
     return Errorf(ErrorCode::kCorrupt, "{}: corrupt GIF image descriptor: {}", name,
                   GifMessage(gif->Error));
   }

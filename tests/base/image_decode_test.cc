@@ -111,6 +111,15 @@ TEST(ImageDecodeTest, GifFirstFrameOnItsCanvas) {
   const std::vector<uint8_t> short_data(gif.begin(), gif.end() - 3);
   ExpectError(DecodeImage(short_data, "short.gif"), ErrorCode::kCorrupt, "short.gif",
               "truncated GIF: the data ends before the first image's last pixel");
+  // An LZW minimum code size of 9: legal for Pillow (up to 12), not for giflib.
+  std::vector<uint8_t> wide = gif;
+  ASSERT_EQ(wide[43], 2);
+  wide[43] = 9;
+  ExpectError(DecodeImage(wide, "wide.gif"), ErrorCode::kUnsupported, "wide.gif",
+              "an LZW minimum code size of 9");
+  wide[43] = 13;  // not a GIF Pillow reads either
+  ExpectError(DecodeImage(wide, "bad.gif"), ErrorCode::kCorrupt, "bad.gif",
+              "corrupt GIF image descriptor");
 }
 
 TEST(ImageDecodeTest, NotAnImageEmptyOrMissing) {

@@ -17,7 +17,7 @@ packages=(
   libtomlplusplus-dev libfmt-dev libxxhash-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libopenblas-dev
   libicu-dev libarchive-dev zlib1g-dev libzstd-dev libgloo-dev libsentencepiece-dev
-  libjpeg62-turbo-dev libpng-dev
+  libjpeg62-turbo-dev libpng-dev libgif-dev
 )
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.

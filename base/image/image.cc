@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/image/gif_decoder.h"
 #include "base/image/jpeg_decoder.h"
 #include "base/image/png_decoder.h"
 
@@ -47,6 +48,10 @@ ImageFormat SniffImageFormat(std::span<const uint8_t> bytes) {
     return ImageFormat::kJpeg;
   }
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPng, 8) == 0) return ImageFormat::kPng;
+  if (bytes.size() >= 6 && (std::memcmp(bytes.data(), "GIF87a", 6) == 0 ||
+                            std::memcmp(bytes.data(), "GIF89a", 6) == 0)) {
+    return ImageFormat::kGif;
+  }
   return ImageFormat::kUnknown;
 }
 
@@ -57,13 +62,15 @@ Result<Image> DecodeImage(std::span<const uint8_t> bytes, std::string_view name,
       return DecodeJpeg(bytes, name, options);
     case ImageFormat::kPng:
       return DecodePng(bytes, name, options);
+    case ImageFormat::kGif:
+      return DecodeGif(bytes, name, options);
     case ImageFormat::kUnknown:
       break;
   }
   if (bytes.empty()) return Errorf(ErrorCode::kCorrupt, "{}: an empty file, not an image", name);
   return Errorf(ErrorCode::kUnsupported,
-                "{}: not a JPEG or PNG (the first bytes are neither signature); convert it to "
-                "one of them",
+                "{}: not a JPEG, PNG or GIF (the first bytes are none of their signatures); "
+                "convert it to one of them",
                 name);
 }
 

@@ -15,9 +15,14 @@
 //     16-bit RGB/RGBA keeps the high byte of each sample (Pillow's "RGB;16B" unpacker);
 //     16-bit grayscale as Pillow converts "I;16" to "RGB": values above 255 become 255.
 //     Gamma, sRGB and ICC chunks are ignored, as Pillow ignores them.
+//   GIF (giflib, base/image/gif_decoder.cc): the first frame only, on a canvas the size of
+//     the logical screen (grown when the frame reaches past it) filled with colour index 0,
+//     or the transparency index when the frame has one; indices through the frame's local
+//     colour table, else the global one; an index past the table, or any index with no
+//     table, is the gray (i, i, i); transparency is dropped; interlacing undone.
 // Errors (ErrorCode::kCorrupt unless said), each naming the file and what is wrong:
-//   not a JPEG or PNG signature (kUnsupported), a corrupt header or data stream, a
-//   truncated file (Pillow raises "image file is truncated" on these too), 12-bit JPEG
+//   not a JPEG, PNG or GIF signature (kUnsupported), a GIF with no image, a corrupt header or data
+//   stream, a truncated file (Pillow raises "image file is truncated" on these too), 12-bit JPEG
 //   (kUnsupported), more than max_pixels pixels (kInvalidArgument; Pillow's
 //   DecompressionBombError limit by default), and the file cannot be read (kIo/kNotFound).
 // No partial image is ever returned.
@@ -51,12 +56,13 @@ struct DecodeOptions {
   int64_t max_pixels = kDefaultMaxImagePixels;  // width * height above this: an error
 };
 
-enum class ImageFormat { kUnknown, kJpeg, kPng };
+enum class ImageFormat { kUnknown, kJpeg, kPng, kGif };
 
-// The format told by the first bytes (JPEG: FF D8 FF; PNG: its 8-byte signature).
+// The format told by the first bytes (JPEG: FF D8 FF; PNG: its 8-byte signature; GIF:
+// "GIF87a" or "GIF89a", the two Pillow accepts).
 ImageFormat SniffImageFormat(std::span<const uint8_t> bytes);
 
-// Decodes a whole JPEG or PNG held in memory; `name` (a path) prefixes every error.
+// Decodes a whole JPEG, PNG or GIF held in memory; `name` (a path) prefixes every error.
 Result<Image> DecodeImage(std::span<const uint8_t> bytes, std::string_view name,
                           const DecodeOptions& options = {});
 

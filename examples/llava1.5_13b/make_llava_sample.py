@@ -16,7 +16,8 @@ Writes (under data/sample/):
                                         progressive; mixed sizes and aspect ratios
   images/coco/train2017/*.jpg,          16 images in the 665K mix's layout (LLaVA's
   images/gqa/images/*.jpg,                 playground/data): JPEGs, and PNGs of each mode
-  images/ocr_vqa/images/*.png,             Pillow writes (RGB, RGBA, L, P)
+  images/ocr_vqa/images/*.png,             Pillow writes (RGB, RGBA, L), and a palette GIF
+                                           named .jpg, as real OCR-VQA downloads have them
   images/textvqa/train_images/*.jpg
   blip_laion_cc_sbu_558k.json           LCS-558K: [{"id", "image", "conversations":
                                         [{"from": "human", "value": "<image>\\nPROMPT" or
@@ -175,7 +176,12 @@ def main():
             img, facts = draw_text(rng, texts.pop())
         else:
             img, facts = draw_shapes(rng, SIZES[(i * 5) % len(SIZES)])
-        if fmt == "PNG":
+        if fmt == "PNG" and png_modes[(i // len(layouts)) % len(png_modes)] == "P":
+            # OCR-VQA's downloads include GIFs saved under .jpg names (haotian-liu/LLaVA
+            # issue #1618); Pillow opens them by their signature, and so does llava_images.
+            rel = rel[: -len(".png")] + ".jpg"
+            save(img.quantize(colors=16), rel, format="GIF")  # interlaced: Pillow's default
+        elif fmt == "PNG":
             mode = png_modes[(i // len(layouts)) % len(png_modes)]
             out = img.convert(mode) if mode != "P" else img.quantize(colors=16)
             if mode == "RGBA":

@@ -78,10 +78,54 @@ void ExpectError(const Result<Image>& r, ErrorCode code, const std::string& name
   EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().message();
 }
 
+// A 2x2 frame at (1, 0) of a 3x2 screen, indices 0 1 / 2 3 through a 4-colour global table,
+// transparency index 2: the column outside the frame is colour 2 (Pillow fills the canvas
+// with the transparency index), and the transparent pixel keeps its colour. The LZW data
+// (code size 2: clear 4, literals 0 1 2 in 3 bits, 3 and end 5 in 4 bits) is packed by hand.
+std::vector<uint8_t> SmallGif() {
+  const std::string head = "GIF89a";
+  std::vector<uint8_t> gif(head.begin(), head.end());
+  for (int b : {3,    0,    2,    0,    0x81, 0,  0,  // screen, 4-colour table
+                10,   20,   30,   40,   50,   60, 70,  80, 90, 100, 110, 120,  // the table
+                0x21, 0xf9, 4,    1,    0,    0,  2,   0,                      // transparency 2
+                0x2c, 1,    0,    0,    0,    2,  0,   2,  0,  0,  // frame at (1, 0), 2x2
+                2,    3,    0x44, 0x34, 0x05, 0,  0x3b}) {         // LZW data, trailer
+    gif.push_back(static_cast<uint8_t>(b));
+  }
+  return gif;
+}
+
+TEST(ImageDecodeTest, GifFirstFrameOnItsCanvas) {
+  const std::vector<uint8_t> gif = SmallGif();
+  EXPECT_EQ(SniffImageFormat(gif), ImageFormat::kGif);
+  Result<Image> img = DecodeImage(gif, "small.jpg");  // an OCR-VQA GIF named .jpg
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  EXPECT_EQ(img->width, 3);
+  EXPECT_EQ(img->height, 2);
+  EXPECT_EQ(img->rgb, (std::vector<uint8_t>{70, 80, 90, 10, 20, 30, 40, 50, 60,  //
+                                            70, 80, 90, 70, 80, 90, 100, 110, 120}));
+  // Without the trailer and the block terminator the pixels are all there (Pillow reads it).
+  const std::vector<uint8_t> cut(gif.begin(), gif.end() - 2);
+  EXPECT_EQ(Pixels(DecodeImage(cut, "cut.gif")), img->rgb);
+  // One data byte less: the last pixels are missing.
+  const std::vector<uint8_t> short_data(gif.begin(), gif.end() - 3);
+  ExpectError(DecodeImage(short_data, "short.gif"), ErrorCode::kCorrupt, "short.gif",
+              "truncated GIF: the data ends before the first image's last pixel");
+  // An LZW minimum code size of 9: legal for Pillow (up to 12), not for giflib.
+  std::vector<uint8_t> wide = gif;
+  ASSERT_EQ(wide[43], 2);
+  wide[43] = 9;
+  ExpectError(DecodeImage(wide, "wide.gif"), ErrorCode::kUnsupported, "wide.gif",
+              "an LZW minimum code size of 9");
+  wide[43] = 13;  // not a GIF Pillow reads either
+  ExpectError(DecodeImage(wide, "bad.gif"), ErrorCode::kCorrupt, "bad.gif",
+              "corrupt GIF image descriptor");
+}
+
 TEST(ImageDecodeTest, NotAnImageEmptyOrMissing) {
   const std::string text = "hello, not an image";
   ExpectError(DecodeImage({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, "a.jpg"),
-              ErrorCode::kUnsupported, "a.jpg", "not a JPEG or PNG");
+              ErrorCode::kUnsupported, "a.jpg", "not a JPEG, PNG or GIF");
   ExpectError(DecodeImage({}, "empty.png"), ErrorCode::kCorrupt, "empty.png", "empty file");
   ExpectError(DecodeImageFile("/nonexistent/cat.jpg"), ErrorCode::kNotFound, "/nonexistent/cat.jpg",
               "cannot open");
@@ -150,6 +194,9 @@ TEST(ImageDecodeTest, PixelLimit) {
               "p.png", "over the limit of 767");
   ExpectError(DecodeImage(Load("rgb_32x24.jpg"), "j.jpg", small), ErrorCode::kInvalidArgument,
               "j.jpg", "over the limit of 767");
+  small.max_pixels = 5;  // the 3x2 GIF canvas, not only its 2x2 frame, counts
+  ExpectError(DecodeImage(SmallGif(), "g.gif", small), ErrorCode::kInvalidArgument, "g.gif",
+              "3x2 = 6 pixels is over the limit of 5");
   small.max_pixels = 32 * 24;
   EXPECT_TRUE(DecodeImage(Load("rgb_32x24.png"), "p.png", small).ok());
 }
@@ -172,6 +219,16 @@ TEST(ImageDecodeTest, DecompressionBombs) {
     }
   }
   ExpectError(DecodeImage(jpg, "bomb.jpg"), ErrorCode::kInvalidArgument, "bomb.jpg",
+              "20000x20000 = 400000000 pixels");
+  // GIF: a 20000 x 20000 logical screen around the small frame, then a frame reaching to
+  // (20000, 20000) on a small screen (Pillow grows the canvas to hold it, then refuses it).
+  std::vector<uint8_t> gif = SmallGif();
+  gif[6] = 0x20, gif[7] = 0x4e, gif[8] = 0x20, gif[9] = 0x4e;
+  ExpectError(DecodeImage(gif, "bomb.gif"), ErrorCode::kInvalidArgument, "bomb.gif",
+              "20000x20000 = 400000000 pixels");
+  gif = SmallGif();
+  gif[34] = 0x1e, gif[35] = 0x4e, gif[36] = 0x1e, gif[37] = 0x4e;  // frame at (19998, 19998)
+  ExpectError(DecodeImage(gif, "far.gif"), ErrorCode::kInvalidArgument, "far.gif",
               "20000x20000 = 400000000 pixels");
 }
 

@@ -84,6 +84,70 @@ TEST_F(ImagePilTest, DecodedPixelsEqualPillowsConvertRgb) {
   }
 }
 
+// The GIF cases of pil_images.py are all there: the first frame of palette, gray-table,
+// interlaced, transparent and multi-frame files, offset frames, local, missing, short and
+// ramp colour tables, a full LZW table without a clear code, a file without its trailer.
+TEST_F(ImagePilTest, ReferenceCoversTheGifCases) {
+  std::set<std::string> gifs, modes;
+  for (const auto& e : ref_->manifest["images"]) {
+    const std::string file = e["file"];
+    if (file.ends_with(".gif")) {
+      gifs.insert(e["name"].get<std::string>());
+      modes.insert(e["mode"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(gifs.size(), 14u);
+  for (const char* name :
+       {"gif_interlaced_120x90", "gif_transparent_120x90", "gif_frames_120x90",
+        "gif_offset_trns_100x80", "gif_past_screen_60x30", "gif_local_table_70x40",
+        "gif_no_table_70x40", "gif_deferred_clear_150x160", "gif_no_trailer_70x40"}) {
+    EXPECT_TRUE(gifs.contains(name)) << name;
+  }
+  EXPECT_EQ(modes, (std::set<std::string>{"L", "P"})) << "Pillow " << ref_->manifest["pillow"];
+  EXPECT_EQ(ref_->manifest["errors"].size(), 5u);
+}
+
+// GIFs Pillow refuses (cut in the data or the header, no image, an empty frame, an end code
+// before any pixel), named .jpg: each is an error naming the file, never an image.
+TEST_F(ImagePilTest, BrokenGifsAreErrorsAsInPillow) {
+  for (const auto& e : ref_->manifest["errors"]) {
+    const std::string name = e["name"], path = ref_->Path(e["file"]);
+    EXPECT_FALSE(e["pillow"].is_null()) << name << ": Pillow read it";
+    Result<Image> img = DecodeImageFile(path);
+    ASSERT_FALSE(img.ok()) << name << ": decoded, Pillow says " << e["pillow"];
+    EXPECT_EQ(img.status().code(), ErrorCode::kCorrupt) << img.status().message();
+    EXPECT_EQ(img.status().message().rfind(path + ": ", 0), 0u) << img.status().message();
+    EXPECT_NE(img.status().message().find(e["ours"].get<std::string>()), std::string::npos)
+        << img.status().message();
+  }
+}
+
+// GIFs cut short at many lengths: where Pillow reads the file (the cut is after the last data
+// sub-block the first frame needs: the trailer, the block terminator, later frames) the
+// pixels are Pillow's; where Pillow raises, ours is an error naming the file.
+TEST_F(ImagePilTest, CutGifsReadWhereverPillowReadsThem) {
+  int read = 0, refused = 0;
+  for (const auto& e : ref_->manifest["gif_cuts"]) {
+    const std::string name = e["name"], path = ref_->Path(e["file"]);
+    Result<Image> img = DecodeImageFile(path);
+    const std::string where =
+        fmt::format("{} ({} of {} bytes)", name, e["bytes"].get<int>(), e["of"].get<int>());
+    if (e["pillow"].is_null()) {
+      ++read;
+      ASSERT_TRUE(img.ok()) << where << ": Pillow reads it; " << img.status().message();
+      EXPECT_EQ(Diff(img->rgb, ref_->Bytes(name + ".dec.rgb")), "") << where;
+    } else {
+      ++refused;
+      ASSERT_FALSE(img.ok()) << where << ": decoded, Pillow says " << e["pillow"];
+      EXPECT_EQ(img.status().code(), ErrorCode::kCorrupt) << img.status().message();
+      EXPECT_EQ(img.status().message().rfind(path + ": truncated GIF", 0), 0u)
+          << img.status().message();
+    }
+  }
+  EXPECT_GE(read, 4) << "cuts Pillow reads";
+  EXPECT_GE(refused, 12) << "cuts Pillow refuses";
+}
+
 // Every resize of the manifest against Pillow's; returns the number of cases.
 int ExpectResizesEqualPillow(const testing::PilReference& ref) {
   int cases = 0;

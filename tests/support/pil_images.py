@@ -17,6 +17,18 @@ Per image, Pillow (and NumPy for CLIPImageProcessor's float steps) computes:
                         (x - mean) / std in float32, CHW float32 little-endian
   <name>.clip_nopad.*   the same without expand2square
 Interlaced and 2/4/16-bit PNGs Pillow cannot write are written by the small encoder below.
+
+GIFs: Pillow writes the palette, grayscale, interlaced (its default from 16 rows up),
+transparent and multi-frame ones; write_gif below writes what Pillow's writer cannot: a first
+frame offset inside a larger logical screen or reaching past it, a local colour table, no
+colour table at all, indices past the table's end, 12-bit LZW codes with no clear code once
+the table is full (a "deferred clear"), and files cut or broken on purpose. Pillow reads them
+all, so the answers are still Pillow's. The broken ones go to manifest["errors"] with the
+exception Pillow raises on them (the C++ decoder must refuse each one too), written as
+<name>.gif named .jpg like the OCR-VQA downloads that LLaVA-1.5 trains on. Four GIFs are
+also cut at eight lengths each (manifest["gif_cuts"]): where Pillow still reads one (the
+cut falls after the frame's last whole data sub-block it needs) its pixels are
+<name>.dec.rgb, where it raises, "pillow" holds the exception.
 """
 import json
 import os
@@ -78,6 +90,148 @@ def write_png(path, rows_bytes_fn, width, height, bit_depth, color_type, interla
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) +
                 png_chunk(b"IDAT", zlib.compress(raw, 6)) + png_chunk(b"IEND", b""))
+
+
+def lzw_codes(indices, min_size, deferred_clear=False):
+    """GIF LZW: a dictionary grown to 4096 codes, then a clear code (or, with deferred_clear,
+    no clear: 12-bit codes go on with the full table, as the format allows)."""
+    clear, end = 1 << min_size, (1 << min_size) + 1
+    size, nxt = min_size + 1, end + 1
+    table = {(i,): i for i in range(clear)}
+    codes = [(clear, size)]
+    w = ()
+    for k in indices:
+        if w + (k,) in table:
+            w += (k,)
+            continue
+        codes.append((table[w], size))
+        if nxt < 4096:
+            table[w + (k,)] = nxt
+            nxt += 1
+            if nxt > (1 << size) and size < 12:
+                size += 1
+        elif not deferred_clear:
+            codes.append((clear, size))
+            table = {(i,): i for i in range(clear)}
+            size, nxt = min_size + 1, end + 1
+        w = (k,)
+    if w:
+        codes.append((table[w], size))
+    codes.append((end, size))
+    acc = n = 0
+    data = bytearray()
+    for code, bits in codes:
+        acc |= code << n
+        n += bits
+        while n >= 8:
+            data.append(acc & 255)
+            acc >>= 8
+            n -= 8
+    if n:
+        data.append(acc & 255)
+    return bytes(data)
+
+
+def gif_table(colours):
+    """A colour table of len(colours) rounded up to a power of two (at least 2): (bytes, field)."""
+    n = 2
+    while n < len(colours):
+        n *= 2
+    return (bytes(v for c in colours for v in c) + b"\0\0\0" * (n - len(colours)),
+            n.bit_length() - 2)
+
+
+def write_gif(path, screen, frame, box, global_table=None, local_table=None, transparency=None,
+              interlace=False, background=0, deferred_clear=False, ending=b"\0;"):
+    """A one-frame GIF89a: frame is a 2-D array of indices placed at box = (left, top)."""
+    w, h = screen
+    head = b"GIF89a"
+    flags, table = 0, b""
+    if global_table is not None:
+        table, field = gif_table(global_table)
+        flags = 0x80 | 0x70 | field
+    head += struct.pack("<HHBBB", w, h, flags, background, 0) + table
+    if transparency is not None:
+        head += b"!\xf9\x04\x01\x0a\x00" + bytes([transparency]) + b"\0"
+    fh, fw = frame.shape
+    flags, table = 0, b""
+    if local_table is not None:
+        table, field = gif_table(local_table)
+        flags = 0x80 | field
+    order = list(range(fh))
+    if interlace:
+        flags |= 0x40
+        order = [y for start, step in ((0, 8), (4, 8), (2, 4), (1, 2))
+                 for y in range(start, fh, step)]
+    data = lzw_codes([int(v) for y in order for v in frame[y]], 8, deferred_clear)
+    blocks = b"".join(bytes([len(data[i:i + 255])]) + data[i:i + 255]
+                      for i in range(0, len(data), 255))
+    with open(path, "wb") as f:
+        f.write(head + b"," + struct.pack("<HHHHB", box[0], box[1], fw, fh, flags) + table +
+                b"\x08" + blocks + ending)
+
+
+def gif_cases(out):
+    """(name, path) of GIFs Pillow reads; (name, path, what the C++ error says) of broken ones."""
+    made, broken = [], []
+    rgb = Image.fromarray(content(120, 90, 300))
+    rng = np.random.default_rng(301)
+    colours = [tuple(int(v) for v in rng.integers(0, 256, 3)) for _ in range(256)]
+    indices = np.array(rgb.convert("P", palette=Image.ADAPTIVE, colors=256))
+
+    def add(name, save):
+        path = os.path.join(out, f"{name}.gif")
+        save(path)
+        made.append((name, path))
+
+    pal = rgb.convert("P", palette=Image.ADAPTIVE, colors=200)
+    add("gif_palette_120x90", lambda p: pal.save(p, interlace=False))
+    add("gif_interlaced_120x90", lambda p: pal.save(p))  # Pillow interlaces by default
+    add("gif_gray_120x90", lambda p: rgb.convert("L").save(p))
+    add("gif_transparent_120x90", lambda p: pal.save(p, transparency=7))
+    frames = [pal, Image.fromarray(content(120, 90, 302)).convert("P", palette=Image.ADAPTIVE),
+              Image.fromarray(content(120, 90, 303)).convert("L")]
+    add("gif_frames_120x90", lambda p: frames[0].save(p, save_all=True,
+                                                       append_images=frames[1:], duration=40))
+    small = indices[10:50, 20:90]
+    add("gif_offset_100x80", lambda p: write_gif(p, (100, 80), small, (17, 23), colours))
+    add("gif_offset_trns_100x80", lambda p: write_gif(p, (100, 80), small, (5, 31), colours,
+                                                      transparency=200, background=9))
+    add("gif_past_screen_60x30", lambda p: write_gif(p, (60, 30), small, (11, 4), colours,
+                                                     interlace=True))
+    add("gif_local_table_70x40", lambda p: write_gif(p, (70, 40), small, (0, 0), colours,
+                                                     local_table=colours[::-1]))
+    add("gif_no_table_70x40", lambda p: write_gif(p, (70, 40), small, (0, 0)))
+    # A table that is the gray ramp itself: Pillow opens it as mode "L".
+    add("gif_ramp_table_70x40", lambda p: write_gif(p, (70, 40), small, (0, 0),
+                                                    [(i, i, i) for i in range(256)]))
+    add("gif_short_table_70x40", lambda p: write_gif(p, (70, 40), small, (0, 0), colours[:5]))
+    noise = rng.integers(0, 256, size=(160, 150)).astype(np.uint8)
+    add("gif_deferred_clear_150x160", lambda p: write_gif(p, (150, 160), noise, (0, 0), colours,
+                                                          deferred_clear=True))
+    # Cut after the last data sub-block: no terminator, no trailer. Pillow reads it.
+    add("gif_no_trailer_70x40", lambda p: write_gif(p, (70, 40), small, (0, 0), colours,
+                                                    ending=b""))
+
+    with open(os.path.join(out, "gif_palette_120x90.gif"), "rb") as f:
+        whole = f.read()
+
+    def bad(name, data, ours):
+        path = os.path.join(out, f"{name}.jpg")
+        with open(path, "wb") as f:
+            f.write(data)
+        broken.append((name, path, ours))
+
+    bad("gif_cut_in_data", whole[:len(whole) // 2], "truncated GIF: the data ends before")
+    bad("gif_cut_in_header", whole[:30], "truncated GIF: the file ends inside")
+    head = b"GIF89a" + struct.pack("<HHBBB", 4, 4, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff"
+    bad("gif_no_image", head + b";", "a GIF with no image")
+    bad("gif_empty_frame", head + b"," + struct.pack("<HHHHB", 0, 0, 0, 4, 0) + b"\x02\x00;",
+        "the first image is empty")
+    # The data's first code is an end code: no pixel at all.
+    bad("gif_early_end", head + b"," + struct.pack("<HHHHB", 0, 0, 4, 4, 0) + b"\x02\x01\x0c\x00;",
+        "corrupt GIF data")
+    return made, broken
 
 
 def sub_rows(arr, xs, ys, dx, dy, pack):
@@ -201,7 +355,37 @@ def main():
     os.makedirs(out, exist_ok=True)
     manifest = []
     colour = tuple(int(x * 255) for x in MEAN)
-    for name, path in write_images(out):
+    gifs, broken = gif_cases(out)
+    errors = []
+    for name, path, ours in broken:
+        try:
+            Image.open(path).convert("RGB")
+            pillow = None
+        except Exception as e:  # what Pillow says; None would mean Pillow read it
+            pillow = f"{type(e).__name__}: {e}"
+        errors.append({"name": name, "file": os.path.basename(path), "pillow": pillow,
+                       "ours": ours})
+    cuts = []
+    for name, path in gifs:
+        if name not in ("gif_interlaced_120x90", "gif_offset_trns_100x80", "gif_frames_120x90",
+                        "gif_deferred_clear_150x160"):
+            continue
+        with open(path, "rb") as f:
+            whole = f.read()
+        for k, size in enumerate([len(whole) - 1, len(whole) - 2, len(whole) - 3,
+                                  len(whole) * 9 // 10, len(whole) // 3, 40, 800, 900]):
+            cut_name = f"{name}_cut{k}"
+            with open(os.path.join(out, cut_name + ".gif"), "wb") as f:
+                f.write(whole[:size])
+            try:
+                dec = np.array(Image.open(os.path.join(out, cut_name + ".gif")).convert("RGB"))
+                dec.tofile(os.path.join(out, cut_name + ".dec.rgb"))
+                pillow = None
+            except Exception as e:
+                pillow = f"{type(e).__name__}: {e}"
+            cuts.append({"name": cut_name, "file": cut_name + ".gif", "bytes": size,
+                         "of": len(whole), "pillow": pillow})
+    for name, path in write_images(out) + gifs:
         im = Image.open(path)
         mode = im.mode
         dec = im.convert("RGB")
@@ -221,7 +405,7 @@ def main():
         manifest.append(entry)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"pillow": PIL.__version__, "numpy": np.__version__,
-                   "images": manifest}, f, indent=1)
+                   "images": manifest, "errors": errors, "gif_cuts": cuts}, f, indent=1)
     return 0
 
 

@@ -216,6 +216,19 @@ TEST_F(LlavaDataTest, FinetuneMixWithTextOnlySamplesAndASharedImage) {
   EXPECT_EQ((*stats)["mismatched"], 0);
   Result<std::vector<Sample>> samples = ReadLlavaJson(o.inputs[0]);
   ASSERT_TRUE(samples.ok());
+  {
+    // One of them is a GIF named .jpg, as OCR-VQA's downloads have them: decoded, not an
+    // error (its pixels against Pillow's: tests/gpu/llava_preprocess_golden.py --pixels).
+    const std::string gif = "ocr_vqa/images/100518.jpg";
+    std::ifstream in(Source(kSample + "/images/" + gif), std::ios::binary);
+    char magic[6] = {};
+    in.read(magic, 6);
+    EXPECT_EQ(std::string(magic, 6).substr(0, 4), "GIF8") << gif;
+    Result<ImageSet> set = ReadImageSet(Out());
+    ASSERT_TRUE(set.ok());
+    const auto& sources = set->meta["sources"];
+    EXPECT_NE(std::find(sources.begin(), sources.end(), gif), sources.end());
+  }
   const auto ids = ReadAll(Out() + "/train");
   const auto masks = ReadAll(Out() + "/train_mask");
   const auto images = ReadAll(Out() + "/train_images");

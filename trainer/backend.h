@@ -123,6 +123,14 @@ struct MicroBatch {
   // The optimizer step's last micro-batch: data-parallel gradients are reduced
   // during its backward (ZeRO 2-3 reduce every micro-batch's).
   bool last = true;
+  // A model with a vision tower (LLaVA, trainer/model/llava_config.h): the micro-batch's
+  // `images` images, pixel values [images, 3, S, S] (CLIP-normalised), and for image i's
+  // token k the flat position image_positions[i * image_tokens + k] = b*T+t where its projected
+  // feature replaces the token embedding, or -1 where truncation cut it off. inputs hold a
+  // valid id (0) there and the mask is 0. Other models refuse images.
+  const float* pixel_values = nullptr;
+  const int64_t* image_positions = nullptr;
+  int64_t images = 0;
 };
 
 struct LossSum {

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 
 #include "tests/trainer/gradcheck.h"
 #include "trainer/backend.h"
@@ -70,6 +72,144 @@ TEST(ModelGradCheck, LlamaTiedEmbeddings) {
   c.tied_embeddings = true;
   CheckWholeModel(c);
 }
+
+// Spliced rows (LLaVA's image features) in place of the lookup at positions 1, 2 and 7: every
+// parameter's gradient and the rows' own gradient against finite differences of the loss.
+void CheckSplicedRows(const ModelConfig& config) {
+  const int64_t B = 2, T = 5, C = config.hidden;
+  Model<double> model(config, B, T);
+  std::vector<float> init = InitParameters(config, model.layout(), 3);
+  for (size_t i = 0; i < init.size(); ++i)
+    model.params()[i] = init[i] * 10.0 + 0.05 * NormalAt(9, 9, i);
+  std::vector<int32_t> inputs = {1, 0, 0, 9, 0, 3, 3, 0, 5, 7};
+  std::vector<int32_t> targets = {4, 2, 9, 0, 6, 3, 10, 5, 7, 1};
+  std::vector<uint8_t> mask = {1, 0, 0, 1, 1, 0, 1, 0, 1, 1};
+  const std::vector<int64_t> positions = {1, 2, 7};
+  std::vector<double> rows = testing::RandomVector(3 * C, 5, 0.5), grad(3 * C, -1.0);
+  SplicedRows<double> spliced{positions.data(), 3, rows.data(), grad.data()};
+  const double scale = 0.37;
+  double sum = 0;
+  int64_t count = 0;
+  model.ForwardBackward(inputs.data(), targets.data(), mask.data(), B, T, scale, &sum, &count,
+                        &spliced);
+  EXPECT_EQ(count, 6);
+  std::vector<double> analytic = model.grads();
+  std::vector<double> losses(B * T);
+  auto f = [&] {
+    model.TokenLosses(inputs.data(), targets.data(), B, T, losses.data(), &spliced);
+    double s = 0;
+    for (int64_t n = 0; n < B * T; ++n) s += mask[n] ? scale * losses[n] : 0.0;
+    return s;
+  };
+  for (const ParamTensor& t : model.layout().tensors()) {
+    std::vector<double> x(model.params().begin() + t.offset,
+                          model.params().begin() + t.offset + t.numel);
+    std::vector<double> g(analytic.begin() + t.offset, analytic.begin() + t.offset + t.numel);
+    auto ft = [&] {
+      std::copy(x.begin(), x.end(), model.params().begin() + t.offset);
+      return f();
+    };
+    testing::ExpectGradientMatches(x, g, ft, t.name.c_str(), 1e-6, 60);
+    std::copy(x.begin(), x.end(), model.params().begin() + t.offset);
+  }
+  const std::vector<double> saved = rows;
+  auto fr = [&] { return f(); };  // f reads `rows` through spliced.rows
+  testing::ExpectGradientMatches(rows, grad, fr, "spliced rows", 1e-6, 400);
+  EXPECT_EQ(rows, saved);
+}
+
+TEST(ModelGradCheck, LlamaSplicedRows) { CheckSplicedRows(Tiny("llama-tiny")); }
+TEST(ModelGradCheck, GptSplicedRows) { CheckSplicedRows(Tiny("gpt-tiny")); }
+
+// Rows equal to the token embedding of the ids at their positions give the plain model's loss
+// bit for bit, and gradients that add up to the plain ones: the rows' gradients are what the
+// plain model's embedding got from those positions. No rows (count 0): the plain model's bits.
+TEST(ModelSplicedRows, LookupRowsGiveThePlainModel) {
+  const ModelConfig config = Tiny("llama-tiny");
+  const int64_t B = 2, T = 5, C = config.hidden;
+  std::vector<int32_t> inputs = {1, 4, 2, 9, 0, 3, 3, 10, 5, 7};
+  std::vector<int32_t> targets = {4, 2, 9, 0, 6, 3, 10, 5, 7, 1};
+  const std::vector<int64_t> positions = {2, 6, 7};
+  auto run = [&](Model<float>& m, const SplicedRows<float>* spliced, double* sum) {
+    std::vector<float> init = InitParameters(config, m.layout(), 3);
+    std::copy(init.begin(), init.end(), m.params().begin());
+    std::fill(m.grads().begin(), m.grads().end(), 0.0f);
+    int64_t count = 0;
+    m.ForwardBackward(inputs.data(), targets.data(), nullptr, B, T, 0.1f, sum, &count, spliced);
+  };
+  Model<float> plain(config, B, T), empty(config, B, T), lookup(config, B, T);
+  double plain_sum = 0, empty_sum = 0, lookup_sum = 0;
+  run(plain, nullptr, &plain_sum);
+  SplicedRows<float> none{positions.data(), 0, nullptr, nullptr};
+  run(empty, &none, &empty_sum);
+  EXPECT_EQ(empty_sum, plain_sum);
+  EXPECT_EQ(empty.grads(), plain.grads());
+  const ParamTensor* wte = plain.layout().Find("model.embed_tokens.weight");
+  std::vector<float> rows(3 * C), grad(3 * C);
+  for (int i = 0; i < 3; ++i)
+    for (int64_t k = 0; k < C; ++k)
+      rows[i * C + k] = plain.params()[wte->offset + inputs[positions[i]] * C + k];
+  SplicedRows<float> same{positions.data(), 3, rows.data(), grad.data()};
+  run(lookup, &same, &lookup_sum);
+  EXPECT_EQ(lookup_sum, plain_sum);
+  std::vector<float> g = lookup.grads();
+  for (int i = 0; i < 3; ++i)
+    for (int64_t k = 0; k < C; ++k)
+      g[wte->offset + inputs[positions[i]] * C + k] += grad[i * C + k];
+  double worst = 0, norm = 0;
+  for (size_t j = 0; j < g.size(); ++j)
+    worst = std::max(worst, std::abs(static_cast<double>(g[j]) - plain.grads()[j]));
+  for (float x : grad) norm += std::abs(x);
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_GT(norm, 0.0);
+  // outside the embedding, exactly the plain gradients
+  for (size_t j = wte->offset + wte->numel; j < g.size(); ++j)
+    ASSERT_EQ(lookup.grads()[j], plain.grads()[j]) << j;
+}
+
+// The float model with spliced rows against the same model in float64: the loss, every
+// parameter's gradient and the rows' gradient agree to float rounding (a relative 1e-4 of
+// each tensor's largest value); llama and gpt (learned positions added to the rows).
+void CheckSplicedFloatAgainstDouble(const ModelConfig& config) {
+  const int64_t B = 2, T = 5, C = config.hidden;
+  Model<float> f32(config, B, T);
+  Model<double> f64(config, B, T);
+  std::vector<float> init = InitParameters(config, f32.layout(), 4);
+  for (size_t i = 0; i < init.size(); ++i) {
+    f32.params()[i] = init[i] * 10.0f;
+    f64.params()[i] = static_cast<double>(f32.params()[i]);
+  }
+  std::vector<int32_t> inputs = {1, 0, 0, 9, 0, 3, 3, 0, 5, 7};
+  std::vector<int32_t> targets = {4, 2, 9, 0, 6, 3, 10, 5, 7, 1};
+  std::vector<uint8_t> mask = {1, 0, 1, 1, 1, 0, 1, 0, 1, 1};
+  const std::vector<int64_t> positions = {1, 2, 4, 7};
+  std::vector<float> rows32 = testing::RandomFloats(4 * C, 8, 0.5), grad32(4 * C);
+  std::vector<double> rows64(rows32.begin(), rows32.end()), grad64(4 * C);
+  SplicedRows<float> s32{positions.data(), 4, rows32.data(), grad32.data()};
+  SplicedRows<double> s64{positions.data(), 4, rows64.data(), grad64.data()};
+  double sum32 = 0, sum64 = 0;
+  int64_t n32 = 0, n64 = 0;
+  f32.ForwardBackward(inputs.data(), targets.data(), mask.data(), B, T, 0.5f, &sum32, &n32, &s32);
+  f64.ForwardBackward(inputs.data(), targets.data(), mask.data(), B, T, 0.5, &sum64, &n64, &s64);
+  EXPECT_EQ(n32, 7);
+  EXPECT_EQ(n64, 7);
+  EXPECT_NEAR(sum32, sum64, 1e-5 * std::abs(sum64));
+  auto expect_close = [](const float* a, const double* b, int64_t n, const std::string& what) {
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; ++i) scale = std::max(scale, std::abs(b[i]));
+    for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    EXPECT_GT(scale, 0.0) << what;
+    EXPECT_LE(worst, 1e-4 * scale) << what;
+  };
+  for (const ParamTensor& t : f32.layout().tensors())
+    expect_close(f32.grads().data() + t.offset, f64.grads().data() + t.offset, t.numel, t.name);
+  expect_close(grad32.data(), grad64.data(), 4 * C, "spliced rows");
+}
+
+TEST(ModelSplicedRows, FloatMatchesDoubleLlama) {
+  CheckSplicedFloatAgainstDouble(Tiny("llama-tiny"));
+}
+TEST(ModelSplicedRows, FloatMatchesDoubleGpt) { CheckSplicedFloatAgainstDouble(Tiny("gpt-tiny")); }
 
 // SetParametersFrom gives SetParameters' bits; GetParameters into an empty span keeps nothing;
 // a wrong size is refused.

@@ -217,7 +217,8 @@ bool Model<Float>::CheckStreamSplit(int64_t B, int64_t T) {
 }
 
 template <typename Float>
-void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int64_t T) {
+void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int64_t T,
+                                const SplicedRows<Float>* spliced) {
   const ModelConfig& c = config();
   const ModelPart& part = shard_.part();
   const int64_t N = B * T, C = c.hidden, F = part.ffn_hidden, HS = c.head_dim();
@@ -273,6 +274,18 @@ void Model<Float>::ForwardStage(int slot, const int32_t* inputs, int64_t B, int6
       }
       const int64_t first_row = sp ? shard_.rank().tp_rank * S : 0;
       if (wpe) AddPositions(a.residual[0].data(), wpe, first_row, S, T, C);
+    }
+    if (spliced) {
+      // rows of this rank's stream [first, first + S) replaced by the spliced ones (+ positions)
+      const int64_t first = sp ? shard_.rank().tp_rank * S : 0;
+      for (int64_t i = 0; i < spliced->count; ++i) {
+        const int64_t n = spliced->positions[i] - first;
+        if (n < 0 || n >= S) continue;
+        Float* dst = a.residual[0].data() + n * C;
+        const Float* row = spliced->rows + i * C;
+        const Float* pos = wpe ? wpe + ((first + n) % T) * C : nullptr;
+        for (int64_t k = 0; k < C; ++k) dst[k] = pos ? row[k] + pos[k] : row[k];
+      }
     }
     if (!tied_here_) Release(0);  // tied: the classifier reads wte again
   }
@@ -365,7 +378,8 @@ void Model<Float>::Classifier(int slot, const int32_t* targets, int64_t N, Float
 template <typename Float>
 void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t* targets,
                                  const uint8_t* mask, int64_t B, int64_t T, Float loss_scale,
-                                 double* loss_sum, int64_t* count) {
+                                 double* loss_sum, int64_t* count,
+                                 const SplicedRows<Float>* spliced) {
   const ModelConfig& c = config();
   const ModelPart& part = shard_.part();
   const int64_t N = B * T, C = c.hidden, F = part.ffn_hidden, HS = c.head_dim();
@@ -480,8 +494,21 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
   // The embedding backward reads no parameters.
   Float* dwte = grads_.data() + shard_.token_embedding()->offset;
   Float* dwpe = llama ? nullptr : grads_.data() + layout().Find("transformer.wpe.weight")->offset;
-  EmbeddingBackward(dwte, dwpe, output_gradient(), inputs, B, T, C, shard_.vocab_begin(),
-                    part.vocab);
+  const Float* dout = output_gradient();  // [N, C]: dres_, or gathered into tmp_
+  if (spliced && spliced->count > 0) {
+    // The spliced rows' gradient goes to the caller (and, gpt, to the positions), not to wte.
+    Float* d = const_cast<Float*>(dout);  // dres_ or tmp_, both this model's scratch
+    for (int64_t i = 0; i < spliced->count; ++i) {
+      Float* row = d + spliced->positions[i] * C;
+      if (spliced->grad) std::copy(row, row + C, spliced->grad + i * C);
+      if (dwpe) {
+        Float* pos = dwpe + (spliced->positions[i] % T) * C;
+        for (int64_t k = 0; k < C; ++k) pos[k] += row[k];
+      }
+      std::fill(row, row + C, Float(0));
+    }
+  }
+  EmbeddingBackward(dwte, dwpe, dout, inputs, B, T, C, shard_.vocab_begin(), part.vocab);
   GradientsReady(0);
   if (tied_here_) Release(0);
 }
@@ -495,15 +522,16 @@ void Model<Float>::ReleaseAfterForward() {
 template <typename Float>
 void Model<Float>::ForwardBackward(const int32_t* inputs, const int32_t* targets,
                                    const uint8_t* mask, int64_t B, int64_t T, Float loss_scale,
-                                   double* loss_sum, int64_t* count) {
-  ForwardStage(0, inputs, B, T);
-  BackwardStage(0, inputs, targets, mask, B, T, loss_scale, loss_sum, count);
+                                   double* loss_sum, int64_t* count,
+                                   const SplicedRows<Float>* spliced) {
+  ForwardStage(0, inputs, B, T, spliced);
+  BackwardStage(0, inputs, targets, mask, B, T, loss_scale, loss_sum, count, spliced);
 }
 
 template <typename Float>
 void Model<Float>::TokenLosses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
-                               Float* losses) {
-  ForwardStage(0, inputs, B, T);
+                               Float* losses, const SplicedRows<Float>* spliced) {
+  ForwardStage(0, inputs, B, T, spliced);
   Classifier(0, targets, B * T, losses, nullptr, nullptr);
   ReleaseAfterForward();
 }

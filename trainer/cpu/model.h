@@ -74,6 +74,23 @@ class UnitHooks {
   virtual void GradientsReady(int unit) = 0;
 };
 
+// Rows of input embeddings that replace the token lookup at some positions of
+// a micro-batch: LLaVA's projected image features at its image positions
+// (HF's inputs_embeds with the image features scattered in). positions[i] is
+// a flat position b*T+t of the micro-batch (distinct), rows[i*C..] the
+// embedding used there. The token ids at those positions must still be valid
+// ids (they are looked up and the lookup discarded); learned positions (gpt)
+// are still added. In backward, grad[i*C..] is overwritten with the loss
+// gradient at row i, and the token embedding gets nothing from those
+// positions. With count 0 the model computes exactly what it does without.
+template <typename Float>
+struct SplicedRows {
+  const int64_t* positions = nullptr;  // [count]
+  int64_t count = 0;
+  const Float* rows = nullptr;  // [count, C]
+  Float* grad = nullptr;        // [count, C]; nullable: not wanted
+};
+
 template <typename Float>
 class Model {
  public:
@@ -108,12 +125,14 @@ class Model {
   // gradient is that of Σ loss_scale * weight * loss. Returns Σ weight*loss
   // over positions with weight != 0 (unscaled) in `loss_sum`, their count in
   // `count`. inputs/targets: [B, T] token ids in [0, V).
+  // spliced (nullable): rows that replace the lookup (SplicedRows).
   void ForwardBackward(const int32_t* inputs, const int32_t* targets, const uint8_t* mask,
-                       int64_t B, int64_t T, Float loss_scale, double* loss_sum, int64_t* count);
+                       int64_t B, int64_t T, Float loss_scale, double* loss_sum, int64_t* count,
+                       const SplicedRows<Float>* spliced = nullptr);
 
   // Forward only: per-position losses[B*T].
   void TokenLosses(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
-                   Float* losses);
+                   Float* losses, const SplicedRows<Float>* spliced = nullptr);
 
   // Forward only: argmax[B*T] of the next-token logits at every position.
   void NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax);
@@ -134,13 +153,15 @@ class Model {
   //     Gradients accumulate. Leaves input_grad() = the gradient of
   //     stage_input(slot) for the previous stage; the first stage runs the
   //     embedding backward instead.
-  // The same B and T in both calls of a slot. ForwardBackward is ForwardStage
-  // then BackwardStage in slot 0.
+  // The same B and T (and spliced rows, read by the first stage only) in both
+  // calls of a slot. ForwardBackward is ForwardStage then BackwardStage in slot 0.
   void EnsureSlots(int slots);
   int slots() const { return static_cast<int>(acts_.size()); }
-  void ForwardStage(int slot, const int32_t* inputs, int64_t B, int64_t T);
+  void ForwardStage(int slot, const int32_t* inputs, int64_t B, int64_t T,
+                    const SplicedRows<Float>* spliced = nullptr);
   void BackwardStage(int slot, const int32_t* inputs, const int32_t* targets, const uint8_t* mask,
-                     int64_t B, int64_t T, Float loss_scale, double* loss_sum, int64_t* count);
+                     int64_t B, int64_t T, Float loss_scale, double* loss_sum, int64_t* count,
+                     const SplicedRows<Float>* spliced = nullptr);
   Float* stage_input(int slot) { return acts_[slot].residual.front().data(); }
   const Float* stage_output(int slot) const { return acts_[slot].residual.back().data(); }
   Float* output_grad() { return dres_.data(); }

@@ -23,6 +23,9 @@ void Resize(const TokenData& data, int64_t B, int64_t T, Batch* batch) {
   batch->inputs.assign(B * T, 0);
   batch->targets.assign(B * T, 0);
   batch->mask.assign(data.has_mask() ? B * T : 0, 0);
+  batch->images = 0;
+  batch->pixel_values.clear();
+  batch->image_positions.clear();
 }
 
 }  // namespace

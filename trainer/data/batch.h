@@ -21,9 +21,19 @@ struct Batch {
   std::vector<int32_t> inputs;   // [B, T]
   std::vector<int32_t> targets;  // [B, T]
   std::vector<uint8_t> mask;     // [B, T] mask of each target (empty: the data has none)
+  // Images (LLaVA batches, trainer/data/llava_batch.h; empty otherwise): MicroBatch's fields.
+  int64_t images = 0;
+  std::vector<float> pixel_values;       // [images, 3, S, S]
+  std::vector<int64_t> image_positions;  // [images, image_tokens]
 
   MicroBatch View() const {
-    return {inputs.data(), targets.data(), mask.empty() ? nullptr : mask.data(), B, T};
+    MicroBatch m{inputs.data(), targets.data(), mask.empty() ? nullptr : mask.data(), B, T};
+    if (images > 0) {
+      m.pixel_values = pixel_values.data();
+      m.image_positions = image_positions.data();
+      m.images = images;
+    }
+    return m;
   }
   int64_t MaskedCount() const;  // targets that count for the loss
 };

@@ -18,6 +18,7 @@
 #include "trainer/model/layout.h"
 #include "trainer/platform.h"
 #include "trainer/run/energy.h"
+#include "trainer/run/llava_train_loop.h"
 #include "trainer/run/loss_scaler.h"
 #include "trainer/run/metrics.h"
 #include "trainer/run/model_setup.h"
@@ -131,6 +132,7 @@ Result<std::unique_ptr<ModelWriter>> GatherModel(const Backend& backend, const R
 
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
                                    const TrainHooks& hooks, const dist::RankEnv& env) {
+  if (IsLlavaRun(run)) return RunLlavaTraining(run, progress, env);
   const Clock::time_point t0 = Clock::now();
   const std::string started_at = UtcNow();
   BM_ASSIGN_OR_RETURN(RunRanks ranks, RunRanks::Connect(run, env));

@@ -1,0 +1,156 @@
+#include "trainer/cpu/llava_model.h"
+
+#include <algorithm>
+
+namespace bm::train::cpu {
+
+template <typename Float>
+LlavaModel<Float>::LlavaModel(const LlavaConfig& config, int64_t max_batch, int64_t max_seq,
+                              int64_t max_images)
+    : config_(config),
+      layout_(config),
+      max_images_(std::max<int64_t>(max_images, 1)),
+      tower_(config.vision, max_images_),
+      projector_(config, max_images_ * config.image_tokens()),
+      text_(config.text, max_batch, max_seq) {
+  const int64_t rows = max_images_ * config.image_tokens(), H = config.text.hidden;
+  pixels_.reserve(max_images_ * 3 * config.vision.image_size * config.vision.image_size);
+  kept_.reserve(rows);
+  positions_.reserve(rows);
+  rows_.reserve(rows * H);
+  row_grad_.reserve(rows * H);
+  dprojected_.reserve(rows * H);
+  dfeatures_.reserve(rows * config.vision.hidden);
+}
+
+template <typename Float>
+Status LlavaModel<Float>::SetParameters(std::span<const Float> params) {
+  if (static_cast<int64_t>(params.size()) != layout_.total())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::SetParameters: {} values, the model has {}", params.size(),
+                  layout_.total());
+  auto put = [&](std::vector<Float>& part, int64_t offset) {
+    std::copy(params.begin() + offset, params.begin() + offset + part.size(), part.begin());
+  };
+  put(tower_.params(), layout_.vision_offset());
+  put(projector_.params(), layout_.projector_offset());
+  put(text_.params(), layout_.text_offset());
+  return Status::Ok();
+}
+
+template <typename Float>
+Status LlavaModel<Float>::GetParameters(std::span<Float> params) const {
+  if (static_cast<int64_t>(params.size()) != layout_.total())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::GetParameters: {} values, the model has {}", params.size(),
+                  layout_.total());
+  const auto& t = tower_.params();
+  const auto& p = projector_.params();
+  const auto& x = text_.params();
+  std::copy(t.begin(), t.end(), params.begin() + layout_.vision_offset());
+  std::copy(p.begin(), p.end(), params.begin() + layout_.projector_offset());
+  std::copy(x.begin(), x.end(), params.begin() + layout_.text_offset());
+  return Status::Ok();
+}
+
+template <typename Float>
+Status LlavaModel<Float>::GetGradients(std::span<Float> grads) const {
+  if (static_cast<int64_t>(grads.size()) != layout_.total())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::GetGradients: {} values, the model has {}", grads.size(),
+                  layout_.total());
+  const auto& t = tower_.grads();
+  const auto& p = projector_.grads();
+  const auto& x = text_.grads();
+  std::copy(t.begin(), t.end(), grads.begin() + layout_.vision_offset());
+  std::copy(p.begin(), p.end(), grads.begin() + layout_.projector_offset());
+  std::copy(x.begin(), x.end(), grads.begin() + layout_.text_offset());
+  return Status::Ok();
+}
+
+template <typename Float>
+void LlavaModel<Float>::ZeroGrad() {
+  for (std::vector<Float>* g : {&tower_.grads(), &projector_.grads(), &text_.grads()})
+    std::fill(g->begin(), g->end(), Float(0));
+}
+
+template <typename Float>
+Status LlavaModel<Float>::Encode(const LlavaMicroBatch& batch) {
+  const int64_t n = batch.images, K = config_.image_tokens(), H = config_.text.hidden;
+  const int64_t N = batch.B * batch.T;
+  if (n < 0 || n > max_images_)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel: a micro-batch of {} images; the model holds at most {}", n,
+                  max_images_);
+  if (n > 0 && (!batch.pixel_values || !batch.image_positions))
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel: {} images without pixel values or positions", n);
+  kept_.clear();
+  positions_.clear();
+  std::vector<uint8_t> used(N, 0);
+  for (int64_t i = 0; i < n * K; ++i) {
+    const int64_t p = batch.image_positions[i];
+    if (p == -1) continue;
+    if (p < 0 || p >= N)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "LlavaModel: image {} token {} at position {}, outside the batch's [0, {})",
+                    i / K, i % K, p, N);
+    if (used[p])
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "LlavaModel: position {} holds two image tokens (image {} token {})", p, i / K,
+                    i % K);
+    used[p] = 1;
+    kept_.push_back(i);
+    positions_.push_back(p);
+  }
+  const int64_t kept = static_cast<int64_t>(kept_.size());
+  rows_.resize(kept * H);
+  row_grad_.assign(kept * H, Float(0));
+  if (n > 0) {
+    const int64_t S = config_.vision.image_size, px = n * config_.vision.channels * S * S;
+    pixels_.assign(batch.pixel_values, batch.pixel_values + px);
+    tower_.Forward(pixels_.data(), n);
+    projector_.Forward(tower_.features(), n * K);
+    const Float* out = projector_.output();
+    for (int64_t j = 0; j < kept; ++j)
+      std::copy(out + kept_[j] * H, out + (kept_[j] + 1) * H, rows_.begin() + j * H);
+  }
+  spliced_ = {positions_.data(), kept, rows_.data(), row_grad_.data()};
+  return Status::Ok();
+}
+
+template <typename Float>
+void LlavaModel<Float>::BackwardImages(int64_t n) {
+  if (n == 0) return;
+  const int64_t K = config_.image_tokens(), H = config_.text.hidden;
+  dprojected_.assign(n * K * H, Float(0));  // cut-off tokens: no gradient
+  for (size_t j = 0; j < kept_.size(); ++j)
+    std::copy(row_grad_.begin() + j * H, row_grad_.begin() + (j + 1) * H,
+              dprojected_.begin() + kept_[j] * H);
+  dfeatures_.assign(n * K * config_.vision.hidden, Float(0));
+  projector_.Backward(dprojected_.data(), n * K, dfeatures_.data());
+  tower_.Backward(dfeatures_.data(), n);
+}
+
+template <typename Float>
+Status LlavaModel<Float>::ForwardBackward(const LlavaMicroBatch& batch, Float loss_scale,
+                                          double* loss_sum, int64_t* count) {
+  BM_TRY(Encode(batch));
+  text_.ForwardBackward(batch.inputs, batch.targets, batch.loss_mask, batch.B, batch.T, loss_scale,
+                        loss_sum, count, &spliced_);
+  BM_TRY(text_.status());
+  BackwardImages(batch.images);
+  return Status::Ok();
+}
+
+template <typename Float>
+Status LlavaModel<Float>::TokenLosses(const LlavaMicroBatch& batch, Float* losses) {
+  BM_TRY(Encode(batch));
+  text_.TokenLosses(batch.inputs, batch.targets, batch.B, batch.T, losses, &spliced_);
+  return text_.status();
+}
+
+template class LlavaModel<float>;
+template class LlavaModel<double>;
+
+}  // namespace bm::train::cpu

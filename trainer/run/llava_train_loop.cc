@@ -1,0 +1,204 @@
+#include "trainer/run/llava_train_loop.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "trainer/checkpoint/llava_checkpoint.h"
+#include "trainer/checkpoint/model_checkpoint.h"
+#include "trainer/checkpoint/safetensors.h"
+#include "trainer/cpu/llava_trainer.h"
+#include "trainer/data/llava_batch.h"
+#include "trainer/model/llava_layout.h"
+#include "trainer/run/metrics.h"
+#include "trainer/run/run_ranks.h"
+#include "trainer/run/schedule.h"
+
+namespace bm::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status Refuse(const char* what) {
+  return Errorf(ErrorCode::kUnsupported,
+                "a LLaVA model on benchmake-train: {} is not supported yet", what);
+}
+
+Status CheckRun(const RunConfig& run) {
+  if (run.device != "cpu") return Refuse("device other than \"cpu\"");
+  if (run.precision != Precision::kFp32) return Refuse("precision other than \"fp32\"");
+  if (run.layout.tp > 1 || run.layout.pp > 1) return Refuse("tensor or pipeline parallelism");
+  if (run.checkpoint_every > 0) return Refuse("checkpoint_every (resume checkpoints)");
+  if (run.save_init) return Refuse("save_init");
+  if (run.mllog) return Refuse("mllog");
+  if (run.eval_tokens > 0) return Refuse("evaluation (eval_tokens)");
+  return Status::Ok();
+}
+
+// The model: the preset (text overrides applied) or the init checkpoint's, fitted to the data.
+Result<LlavaConfig> ModelFor(const RunConfig& run, const LlavaData& data) {
+  LlavaConfig c;
+  if (!run.init.empty()) {
+    BM_ASSIGN_OR_RETURN(c, ReadLlavaCheckpointConfig(run.init));
+  } else {
+    BM_ASSIGN_OR_RETURN(c, LlavaPreset(run.preset));
+    BM_ASSIGN_OR_RETURN(c.text, ApplyOverrides(c.text, run.overrides));
+  }
+  if (data.vocab_size() > c.text.vocab)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "the data's vocabulary ({} tokens, stats.json) does not fit the model's ({})",
+                  data.vocab_size(), c.text.vocab);
+  if (data.image_tokens() != c.image_tokens() || data.image_size() != c.vision.image_size)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "{}: images of {} px in {} tokens; the model takes {} px in {} tokens",
+                  data.dir(), data.image_size(), data.image_tokens(), c.vision.image_size,
+                  c.image_tokens());
+  c.image_token_id = data.image_token_id();
+  BM_TRY(Validate(c));
+  if (run.mpe > c.text.max_seq)
+    return Errorf(ErrorCode::kInvalidArgument, "mpe ({}) exceeds the model's max_seq ({})", run.mpe,
+                  c.text.max_seq);
+  return c;
+}
+
+cpu::LlavaMicroBatch ViewOf(const Batch& b) {
+  return {b.inputs.data(),       b.targets.data(),         b.mask.data(), b.B, b.T,
+          b.pixel_values.data(), b.image_positions.data(), b.images};
+}
+
+}  // namespace
+
+bool IsLlavaRun(const RunConfig& run) {
+  if (!run.preset.empty()) return LlavaPreset(run.preset).ok();
+  if (run.init.empty()) return false;
+  Result<std::string> text = ReadFileBytes(run.init + "/" + kConfigFile);
+  if (!text.ok()) return false;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  return j.is_object() && j.value("model_type", "") == "llava";
+}
+
+Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* progress,
+                                        const dist::RankEnv& env) {
+  const Clock::time_point t0 = Clock::now();
+  BM_TRY(CheckRun(run));
+  BM_ASSIGN_OR_RETURN(RunRanks ranks, RunRanks::Connect(run, env));
+  if (!ranks.root()) progress = nullptr;
+  BM_ASSIGN_OR_RETURN(LlavaData data, LlavaData::Open(run.data_dir, "train"));
+  BM_ASSIGN_OR_RETURN(LlavaConfig model, ModelFor(run, data));
+  const LlavaLayout layout(model);
+
+  BackendOptions options;
+  options.max_batch = run.lbs;
+  options.max_seq = run.mpe;
+  options.threads = run.threads > 0
+                        ? run.threads
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                          env.local_world_size);
+  options.dp = ranks.dp();
+  options.zero = run.zero;
+  // An image's tokens start at least image_tokens apart: at most ceil(mpe / K) per row.
+  const int64_t K = model.image_tokens();
+  const int64_t max_images = run.lbs * ((run.mpe + K - 1) / K);
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<cpu::LlavaTrainer> trainer,
+                      cpu::LlavaTrainer::Create(model, options, max_images));
+  if (!run.init.empty()) {
+    BM_ASSIGN_OR_RETURN(std::vector<float> params,
+                        LoadLlavaParameters(run.init + "/" + kModelFile, model));
+    BM_TRY(trainer->SetParameters(params));
+  } else {
+    BM_TRY(trainer->SetParameters(InitLlavaParameters(model, layout, run.seed)));
+  }
+
+  std::ofstream log;
+  if (ranks.root()) {
+    std::filesystem::create_directories(run.out_dir);
+    log.open(run.out_dir + "/log.jsonl", std::ios::trunc);
+    log << nlohmann::json{{"format", "benchmake-log"}, {"version", 1}}.dump() << "\n";
+  }
+  std::vector<StepRecord> records;
+  std::vector<Batch> micro(run.gas);
+  const int64_t tokens_per_step = run.lbs * run.mpe * run.gas * run.layout.dp;
+  int64_t images_seen = 0;
+  for (int64_t step = 1; step <= run.steps; ++step) {
+    const Clock::time_point s0 = Clock::now();
+    int64_t local_masked = 0;
+    for (int64_t g = 0; g < run.gas; ++g) {
+      const int64_t first_row = (g * run.layout.dp + ranks.dp_rank()) * run.lbs;
+      BM_TRY(SampleLlavaTrainBatch(data, run.seed, step, first_row, run.lbs, run.mpe, &micro[g]));
+      local_masked += micro[g].MaskedCount();
+      images_seen += micro[g].images;
+    }
+    BM_ASSIGN_OR_RETURN(int64_t masked, ranks.Sum(local_masked));
+    const float scale = masked > 0 ? 1.0f / static_cast<float>(masked) : 0.0f;
+    BM_TRY(trainer->ZeroGrad());
+    double local_sum = 0;
+    for (int64_t g = 0; g < run.gas; ++g) {
+      BM_ASSIGN_OR_RETURN(LossSum l,
+                          trainer->ForwardBackward(ViewOf(micro[g]), scale, g + 1 == run.gas));
+      local_sum += l.sum;
+    }
+    BM_ASSIGN_OR_RETURN(double loss_sum, ranks.Sum(local_sum));
+    const double loss = masked > 0 ? loss_sum / static_cast<double>(masked) : 0.0;
+    BM_ASSIGN_OR_RETURN(float norm, trainer->GradNorm());
+    const double lr = LearningRate(step, run.steps, run.warmup_steps, run.lr, run.min_lr);
+    if (!std::isfinite(loss) || !std::isfinite(norm))
+      return Errorf(ErrorCode::kFailed,
+                    "training diverged at step {}: loss {}, gradient norm {} (lr {}); lower lr or "
+                    "raise warmup_steps — nothing was saved",
+                    step, loss, norm, lr);
+    AdamWStep adam;
+    adam.lr = static_cast<float>(lr);
+    adam.beta1 = static_cast<float>(run.beta1);
+    adam.beta2 = static_cast<float>(run.beta2);
+    adam.eps = static_cast<float>(run.eps);
+    adam.weight_decay = static_cast<float>(run.weight_decay);
+    adam.grad_clip = static_cast<float>(run.grad_clip);
+    adam.step = step;
+    BM_TRY(trainer->OptimizerStep(adam));
+    StepRecord r;
+    r.step = step;
+    r.loss = loss;
+    r.lr = lr;
+    r.grad_norm = norm;
+    r.tokens = tokens_per_step;
+    r.ms = std::chrono::duration<double, std::milli>(Clock::now() - s0).count();
+    records.push_back(r);
+    if (ranks.root()) log << r.ToJson().dump() << "\n" << std::flush;
+    if (progress && run.progress)
+      *progress << fmt::format("\rstep {}/{}  loss {:.4f}   ", step, run.steps, loss) << std::flush;
+  }
+  if (progress && run.progress) *progress << "\n";
+
+  // The whole model onto rank 0 (collective under ZeRO-3), written there.
+  std::vector<float> whole(ranks.root() ? layout.total() : 0);
+  BM_TRY(trainer->GetParameters(whole));
+  BM_ASSIGN_OR_RETURN(double images_total, ranks.Sum(static_cast<double>(images_seen)));
+  nlohmann::json metrics = {
+      {"format", "benchmake-llava-metrics"},
+      {"model", ToJson(model)},
+      {"parameters", layout.total()},
+      {"config",
+       {{"lbs", run.lbs},
+        {"gas", run.gas},
+        {"mpe", run.mpe},
+        {"gbs", run.gbs()},
+        {"steps", run.steps},
+        {"seed", run.seed}}},
+      {"parallel", {{"world_size", ranks.world()}, {"dp", run.layout.dp}, {"zero", run.zero}}},
+      {"train",
+       {{"final_loss", records.empty() ? 0.0 : records.back().loss},
+        {"images", static_cast<int64_t>(images_total)}}},
+      {"wall_s", std::chrono::duration<double>(Clock::now() - t0).count()}};
+  if (ranks.root()) {
+    BM_TRY(SaveLlavaModel(run.out_dir, model, whole, -1));
+    BM_TRY(WriteFileAtomically(run.out_dir + "/metrics.json", metrics.dump(2) + "\n"));
+  }
+  BM_TRY(ranks.Barrier());
+  return metrics;
+}
+
+}  // namespace bm::train

@@ -1,0 +1,29 @@
+// The training loop of a LLaVA model (model.preset a LlavaPreset, e.g.
+// "llava-tiny") on a llava_data directory, on the CPU (trainer/cpu/llava_trainer.h):
+// whole samples per row (trainer/data/llava_batch.h), AdamW with the run's
+// schedule and clipping, data parallel with any ZeRO stage over `layout = "DPn"`.
+// Writes out_dir/log.jsonl (the loss curve, as RunTraining's), the final model
+// (trainer/checkpoint/llava_checkpoint.h: llava-hf names, transformers'
+// config.json) and metrics.json. Starts from InitLlavaParameters(seed) or
+// from `init` (a LLaVA checkpoint directory).
+//
+// Not supported yet (refused, naming the field): the CUDA device, fp16/bf16,
+// TP or PP, resume checkpoints (checkpoint_every), save_init, mllog, eval.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "base/result.h"
+#include "trainer/dist/rank_env.h"
+#include "trainer/run/run_config.h"
+
+namespace bm::train {
+
+// Whether run.preset names a LLaVA model (RunTraining hands such runs here).
+bool IsLlavaRun(const RunConfig& run);
+
+Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* progress,
+                                        const dist::RankEnv& env);
+
+}  // namespace bm::train

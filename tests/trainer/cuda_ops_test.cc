@@ -93,6 +93,112 @@ TYPED_TEST(CudaOps, Embedding) {
   cudaFree(dtok), cudaFree(bt), cudaFree(bo), cudaFree(bp);
 }
 
+// Spliced rows (LLaVA's image features): the lookup's rows at 7 positions (unordered, both
+// sequences, the first and last row) replaced by given rows (+ the learned position), the
+// gradient's rows gathered out, and the token embedding's backward leaving those positions out
+// (token 9 appears only there: its row must not move), against the CPU twins; with learned
+// positions and without (then the rows' bits exactly), and a sequence-parallel rank's share.
+TYPED_TEST(CudaOps, EmbeddingSplicedRows) {
+  using T = TypeParam;
+  const int b = 3, t = 17, c = 96, v = 50, n = b * t;
+  const std::vector<int> positions = {20, 5, 6, 7, 0, 50, 33};
+  const int count = static_cast<int>(positions.size());
+  std::vector<int> tokens(n);
+  std::mt19937 rng(this->Seed());
+  for (int& x : tokens) x = rng() % 7;
+  tokens[5] = tokens[33] = 9;
+  std::vector<unsigned char> skip(n, 0);
+  for (int p : positions) skip[p] = 1;
+  auto wte = Rounded<T>(RandomVector(v * c, 1.0f, this->Seed()));
+  auto wpe = Rounded<T>(RandomVector(t * c, 1.0f, this->Seed()));
+  auto rows = Rounded<T>(RandomVector(count * c, 1.0f, this->Seed()));
+  auto dout = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
+  auto upload = [](const std::vector<int>& h) {
+    int* d = nullptr;
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
+              cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+  };
+  int *dtok = upload(tokens), *dpos = upload(positions);
+  DeviceBuffer<T> gwte(wte), gwpe(wpe), grows(rows), gout(n * c), gdout(dout), gdrows(count * c);
+  for (bool positional : {true, false}) {
+    const T* pe = positional ? gwpe.get() : nullptr;
+    const float* pe_cpu = positional ? wpe.data() : nullptr;
+    ASSERT_TRUE(EmbeddingForward<T>(gout.get(), dtok, gwte.get(), pe, n, t, c, 0, v, 0).ok());
+    ASSERT_TRUE(
+        EmbeddingSpliceForward<T>(gout.get(), dpos, grows.get(), pe, count, 0, n, t, c, 0).ok());
+    std::vector<float> want(n * c);
+    EmbeddingForwardCpu(want.data(), tokens.data(), wte.data(), pe_cpu, n, t, c, 0, v);
+    EmbeddingSpliceForwardCpu(want.data(), positions.data(), rows.data(), pe_cpu, count, 0, n, t,
+                              c);
+    const std::vector<float> got = gout.Download();
+    EXPECT_CLOSE(got, want, kTol<T>);
+    // By hand: position 20 (sequence 1, t = 3) holds rows[0] (+ wpe[3]); 21 the lookup.
+    for (int k = 0; k < c; ++k) {
+      const float pos3 = positional ? wpe[3 * c + k] : 0.0f;
+      if (!positional) {
+        ASSERT_EQ(got[20 * c + k], rows[k]) << k;  // the row's bits
+      } else {
+        ASSERT_NEAR(got[20 * c + k], rows[k] + pos3, 2 * kTol<T> * (1 + std::abs(rows[k] + pos3)));
+      }
+      ASSERT_NEAR(got[21 * c + k], wte[tokens[21] * c + k] + (positional ? wpe[4 * c + k] : 0.0f),
+                  2 * kTol<T> * 4);
+    }
+  }
+  // A sequence-parallel rank's rows [17, 34): positions 20 and 33 land there, the others not.
+  auto base = Rounded<T>(RandomVector(t * c, 1.0f, this->Seed()));
+  DeviceBuffer<T> gshare(base);
+  ASSERT_TRUE(
+      EmbeddingSpliceForward<T>(gshare.get(), dpos, grows.get(), gwpe.get(), count, 17, t, t, c, 0)
+          .ok());
+  std::vector<float> want_share = base;
+  EmbeddingSpliceForwardCpu(want_share.data(), positions.data(), rows.data(), wpe.data(), count, 17,
+                            t, t, c);
+  const std::vector<float> share = gshare.Download();
+  EXPECT_CLOSE(share, want_share, kTol<T>);
+  EXPECT_EQ(share[0], base[0]);  // row 17: not spliced, untouched
+
+  // Backward: the rows' gradient is the output gradient's rows, bit for bit.
+  ASSERT_TRUE(EmbeddingSpliceBackward<T>(gdrows.get(), gdout.get(), dpos, count, c, 0).ok());
+  std::vector<float> want_drows(count * c);
+  EmbeddingSpliceBackwardCpu(want_drows.data(), dout.data(), positions.data(), count, c);
+  EXPECT_EQ(gdrows.Download(), want_drows);
+  for (int k = 0; k < c; ++k) ASSERT_EQ(want_drows[6 * c + k], dout[33 * c + k]);  // by hand
+
+  EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), n, 0, v, skip.data());
+  int *bt = upload(bk.tokens), *bo = upload(bk.offsets), *bp = upload(bk.positions);
+  auto g0 = RandomVector(v * c, 1.0f, this->Seed()), p0 = RandomVector(t * c, 1.0f, this->Seed());
+  DeviceBuffer<float> dwte(g0), dwpe(p0);
+  ASSERT_TRUE(EmbeddingBackward<T>(dwte.get(), dwpe.get(), gdout.get(), bt, bo, bp,
+                                   int(bk.tokens.size()), n, t, c, 0)
+                  .ok());
+  std::vector<float> g1 = g0, p1 = p0;
+  EmbeddingBackwardCpu(g1.data(), p1.data(), dout.data(), tokens.data(), n, t, c, skip.data());
+  const std::vector<float> got_dwte = dwte.Download();
+  EXPECT_CLOSE(got_dwte, g1, 1e-5);
+  EXPECT_CLOSE(dwpe.Download(), p1, 1e-5);
+  for (int k = 0; k < c; ++k) ASSERT_EQ(got_dwte[9 * c + k], g0[9 * c + k]) << k;
+  cudaFree(dtok), cudaFree(dpos), cudaFree(bt), cudaFree(bo), cudaFree(bp);
+}
+
+// The buckets without the spliced positions, by hand (no GPU needed): tokens 3 1 3 2 1 3 with
+// positions 2 and 4 spliced leave token 1 at {1}, token 2 at {3}, token 3 at {0, 5}.
+TEST(EmbeddingBuckets, LeaveSplicedPositionsOut) {
+  const std::vector<int> tokens = {3, 1, 3, 2, 1, 3};
+  const std::vector<unsigned char> skip = {0, 0, 1, 0, 1, 0};
+  EmbeddingBuckets b = BuildEmbeddingBuckets(tokens.data(), 6, 0, 5, skip.data());
+  EXPECT_EQ(b.tokens, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(b.offsets, (std::vector<int>{0, 1, 2, 4}));
+  EXPECT_EQ(b.positions, (std::vector<int>{1, 3, 0, 5}));
+  // every position spliced: no buckets
+  const std::vector<unsigned char> all(6, 1);
+  b = BuildEmbeddingBuckets(tokens.data(), 6, 0, 5, all.data());
+  EXPECT_TRUE(b.tokens.empty());
+  EXPECT_EQ(b.offsets, (std::vector<int>{0}));
+  EXPECT_TRUE(b.positions.empty());
+}
+
 // Widths from small to twice GPT-2's (200, 768, 1536), rows not a multiple of the kernels'
 // blocks or of the column pass's chunks. 256, 512 and bf16's 768 take the backward that sums
 // the weight and bias gradients in its row pass; 9,000 rows give each warp several. The forward

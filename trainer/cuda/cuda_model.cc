@@ -93,8 +93,8 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
   BM_CUDA_CHECK(cudaEventCreateWithFlags(&s.staged, cudaEventDisableTiming), "event");
   BM_TRY(s.Plan());
   size_t n = s.MaxN();
-  BM_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.h_ints), (5 * n + 1) * 4),
-                "pinned staging {} ints", 5 * n + 1);
+  BM_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.h_ints), (6 * n + 1) * 4),
+                "pinned staging {} ints", 6 * n + 1);
   BM_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.h_floats), (n + 16) * 4),
                 "pinned staging {} floats", n + 16);
   BM_ASSIGN_OR_RETURN(s.matmul, Matmul::Create(s.arena->At<void>(s.workspace),

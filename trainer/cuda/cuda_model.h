@@ -55,12 +55,37 @@
 
 namespace bm::train::cuda {
 
+// Rows of input embeddings that replace the token lookup at some positions of a micro-batch:
+// LLaVA's projected image features at its image positions (HF's inputs_embeds with the image
+// features scattered in); the GPU twin of trainer/cpu/model.h's SplicedRows<Float>.
+//   positions: HOST, [count] distinct flat positions b*seq + t of the batch. They come from the
+//     host batch (where its image tokens are) and the embedding backward needs them on the host
+//     (it groups positions by token there, deterministically, and leaves these out); the model
+//     stages them to the device with the tokens.
+//   rows: DEVICE, [count, hidden] in the run's compute dtype (RunSpec::dtype: bf16 / fp16, fp32
+//     in the checking mode) — what CudaProjector::output() holds, read in place, no copy; kept
+//     unchanged until the call returns.
+//   grad: DEVICE, like rows, nullable (not wanted): overwritten with the gradient of the loss
+//     at those rows — of Σ grad_scale · loss, the same scaling as the parameters' gradients
+//     (under fp16 loss scaling: scaled), ready for CudaProjector::Backward as it is.
+// The token ids at those positions must still be valid ids (looked up, then replaced); gpt's
+// learned positions are still added to the rows. The token embedding gets no gradient from
+// those positions (the learned positions do). count 0: exactly the computation without.
+// ForwardBackward and TokenLosses take them; not with pipeline parallelism.
+struct SplicedRows {
+  const int32_t* positions = nullptr;  // host [count]
+  int count = 0;
+  const void* rows = nullptr;  // device [count, hidden], compute dtype
+  void* grad = nullptr;        // device [count, hidden], compute dtype; nullable
+};
+
 // One batch as the host holds it: batch x seq positions, row-major.
 struct TokenBatch {
-  const int32_t* tokens = nullptr;   // [batch * seq], in [0, vocab)
-  const int32_t* targets = nullptr;  // [batch * seq]; a negative target is ignored
-  const uint8_t* mask = nullptr;     // [batch * seq] loss mask (1 counts), or null: all count
-  int batch = 0, seq = 0;            // at most RunSpec's micro_batch and seq
+  const int32_t* tokens = nullptr;       // [batch * seq], in [0, vocab)
+  const int32_t* targets = nullptr;      // [batch * seq]; a negative target is ignored
+  const uint8_t* mask = nullptr;         // [batch * seq] loss mask (1 counts), or null: all count
+  int batch = 0, seq = 0;                // at most RunSpec's micro_batch and seq
+  const SplicedRows* spliced = nullptr;  // nullable: the lookup everywhere (see SplicedRows)
 };
 
 struct MemoryReport {

@@ -112,7 +112,7 @@ struct CudaModel::Impl {
   double host_queue_s = 0;     // CudaModel::HostQueueSeconds
 
   // host staging (pinned)
-  int* h_ints = nullptr;      // tokens, targets, bucket tokens, offsets, positions
+  int* h_ints = nullptr;      // tokens, targets, bucket tokens, offsets, positions, spliced
   float* h_floats = nullptr;  // weights, then results
 
   // Optional per-phase timing (RunSpec::profile): event pairs around each launch group.
@@ -288,8 +288,16 @@ struct CudaModel::Impl {
   // the host from `host_tokens` (the caller's, valid for the call) while the GPU runs the
   // forward and backward queued before it: not on the step's critical path.
   Status Stage(const TokenBatch& batch);
+  Status CheckSpliced(const SplicedRows* spliced);  // Stage's part: sets spliced_*
   Status EmbeddingBackwardAll();
   const int32_t* host_tokens = nullptr;
+  // This call's spliced rows (TokenBatch::spliced; count 0: none): the positions on the host
+  // (spliced_skip[n] = 1 there, for the buckets) and on the device (spliced_positions).
+  int spliced_count = 0;
+  const void* spliced_rows = nullptr;
+  void* spliced_grad = nullptr;
+  std::vector<unsigned char> spliced_skip;
+  size_t spliced_positions = 0;
   // This stage's layers; the activation slot in use (pipeline stages: the micro-batch's) and its
   // residual stream l (0: the stage's input, Layers(): its output) and layer l's activations.
   int Layers() const { return spec.stage_layers(); }

@@ -147,6 +147,7 @@ Status CudaModel::Impl::Plan() {
   bucket_tokens = plan.Add("embedding buckets", n * 4);
   bucket_offsets = plan.Add("embedding bucket offsets", (n + 1) * 4);
   bucket_positions = plan.Add("embedding bucket positions", n * 4);
+  spliced_positions = plan.Add("spliced row positions", n * 4);
   workspace = plan.Add("cuBLASLt workspace", Matmul::kDefaultWorkspaceBytes);
   memory.plan_bytes = plan.total();
   memory.plan_summary = plan.Summary();
@@ -197,6 +198,7 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch) {
                     tok, tgt, i, spec.vocab);
     }
   }
+  BM_TRY(CheckSpliced(batch.spliced));
   // The previous batch's copies must be done before the staging buffers are reused.
   BM_CUDA_CHECK(cudaEventSynchronize(staged), "staging event");
   size_t max_n = MaxN();
@@ -215,7 +217,41 @@ Status CudaModel::Impl::Stage(const TokenBatch& batch) {
   BM_CUDA_CHECK(cudaMemcpyAsync(A<float>(weights), hw, n * 4, cudaMemcpyHostToDevice, stream),
                 "weights {}", n);
   host_tokens = batch.tokens;
+  if (spliced_count > 0) {
+    int* hs = hi + 5 * max_n + 1;
+    std::memcpy(hs, batch.spliced->positions, static_cast<size_t>(spliced_count) * 4);
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(A<int>(spliced_positions), hs, static_cast<size_t>(spliced_count) * 4,
+                        cudaMemcpyHostToDevice, stream),
+        "spliced positions {}", spliced_count);
+  }
   BM_CUDA_CHECK(cudaEventRecord(staged, stream), "staging event");
+  return Status::Ok();
+}
+
+// Takes the batch's spliced rows (none: count 0) after checking them against the batch.
+Status CudaModel::Impl::CheckSpliced(const SplicedRows* sp) {
+  spliced_count = 0, spliced_rows = nullptr, spliced_grad = nullptr;
+  if (!sp || sp->count == 0) return Status::Ok();
+  const int n = N();
+  if (Pp())
+    return Status(ErrorCode::kUnsupported, "CUDA backend: spliced rows with pipeline parallelism");
+  if (sp->count < 0 || sp->count > n || !sp->positions || !sp->rows)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "spliced rows: {} rows (positions {}, rows {}) for a batch of {} positions",
+                  sp->count, sp->positions ? "given" : "null", sp->rows ? "given" : "null", n);
+  spliced_skip.assign(static_cast<size_t>(n), 0);
+  for (int i = 0; i < sp->count; ++i) {
+    const int pos = sp->positions[i];
+    if (pos < 0 || pos >= n)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "spliced row {}: position {} outside the batch's {} x {} = {} positions", i,
+                    pos, cur_b, cur_t, n);
+    if (spliced_skip[pos])
+      return Errorf(ErrorCode::kInvalidArgument, "spliced row {}: position {} given twice", i, pos);
+    spliced_skip[pos] = 1;
+  }
+  spliced_count = sp->count, spliced_rows = sp->rows, spliced_grad = sp->grad;
   return Status::Ok();
 }
 
@@ -223,8 +259,9 @@ Status CudaModel::Impl::EmbeddingBackwardAll() {
   int n = N(), c = C();
   // The staging buffers are free: Stage waited for their last copies, and the host is here
   // before the GPU is (the forward and backward before this are queued, not done).
-  EmbeddingBuckets b =
-      BuildEmbeddingBuckets(host_tokens, n, spec.vocab_begin(), spec.local_vocab());
+  // Spliced positions are in no bucket: the token embedding gets nothing from them.
+  EmbeddingBuckets b = BuildEmbeddingBuckets(host_tokens, n, spec.vocab_begin(), spec.local_vocab(),
+                                             spliced_count > 0 ? spliced_skip.data() : nullptr);
   const size_t max_n = MaxN();
   int* bt = h_ints + 2 * max_n;
   int* bo = bt + max_n;
@@ -247,6 +284,9 @@ Status CudaModel::Impl::EmbeddingBackwardAll() {
     using T = decltype(tag);
     BM_ASSIGN_OR_RETURN(T * dout, WholeStreamGrad<T>());  // every row's gradient
     return Phase("embedding", [&] {
+      if (spliced_count > 0 && spliced_grad)
+        BM_TRY(EmbeddingSpliceBackward<T>(static_cast<T*>(spliced_grad), dout,
+                                          A<int>(spliced_positions), spliced_count, c, stream));
       return EmbeddingBackward<T>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, dout,
                                   A<int>(bucket_tokens), A<int>(bucket_offsets),
                                   A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);

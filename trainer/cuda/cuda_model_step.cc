@@ -374,6 +374,16 @@ Status CudaModel::Impl::ForwardLayers() {
     } else {
       BM_TRY(TpAllReduce(A<T>(Res(0)), static_cast<size_t>(n) * c, ActType()));
     }
+    if (spliced_count > 0) {
+      // The spliced rows over the summed lookup, on every rank (its stream's rows under
+      // sequence parallelism), each with its learned position (gpt).
+      BM_TRY(Phase("embedding", [&] {
+        return EmbeddingSpliceForward<T>(
+            A<T>(Res(0)), A<int>(spliced_positions), static_cast<const T*>(spliced_rows),
+            Gpt() ? W<T>(layout.wpe) : nullptr, spliced_count, Sp() ? spec.tp_rank * Rows() : 0,
+            Rows(), cur_t, c, stream);
+      }));
+    }
     if (!spec.tied_here()) BM_TRY(dp.Release(0));  // tied: the classifier reads wte again
   }
   for (int l = 0; l < Layers(); ++l) {

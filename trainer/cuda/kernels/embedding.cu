@@ -52,6 +52,33 @@ __global__ void EmbeddingBackwardPositionsKernel(float* dwpe, const T* dout, int
   dwpe[i] += acc;
 }
 
+template <typename T>
+__global__ void EmbeddingSpliceForwardKernel(T* out, const int* positions, const T* rows,
+                                             const T* wpe, int first_row, int out_rows, int seq,
+                                             int channels) {
+  const int i = blockIdx.x, pos = positions[i], row = pos - first_row;
+  if (row < 0 || row >= out_rows) return;
+  const T* r = rows + static_cast<size_t>(i) * channels;
+  const T* p = wpe ? wpe + static_cast<size_t>(pos % seq) * channels : nullptr;
+  T* o = out + static_cast<size_t>(row) * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    if (p) {
+      o[c] = FromF<T>(ToF(r[c]) + ToF(p[c]));
+    } else {
+      o[c] = r[c];  // the row's bits
+    }
+  }
+}
+
+template <typename T>
+__global__ void EmbeddingSpliceBackwardKernel(T* drows, const T* dout, const int* positions,
+                                              int channels) {
+  const int i = blockIdx.x;
+  const T* g = dout + static_cast<size_t>(positions[i]) * channels;
+  T* d = drows + static_cast<size_t>(i) * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) d[c] = g[c];
+}
+
 }  // namespace
 
 // ---- launchers
@@ -84,6 +111,36 @@ Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* buc
   return Status::Ok();
 }
 
+template <typename T>
+Status EmbeddingSpliceForward(T* out, const int* positions, const T* rows, const T* wpe, int count,
+                              int first_row, int out_rows, int seq, int channels,
+                              cudaStream_t stream) {
+  if (count == 0) return Status::Ok();
+  EmbeddingSpliceForwardKernel<T>
+      <<<count, 256, 0, stream>>>(out, positions, rows, wpe, first_row, out_rows, seq, channels);
+  BM_LAUNCH_CHECK("EmbeddingSpliceForwardKernel", "count={} rows={} C={}", count, out_rows,
+                  channels);
+  return Status::Ok();
+}
+
+template <typename T>
+Status EmbeddingSpliceBackward(T* drows, const T* dout, const int* positions, int count,
+                               int channels, cudaStream_t stream) {
+  if (count == 0) return Status::Ok();
+  EmbeddingSpliceBackwardKernel<T><<<count, 256, 0, stream>>>(drows, dout, positions, channels);
+  BM_LAUNCH_CHECK("EmbeddingSpliceBackwardKernel", "count={} C={}", count, channels);
+  return Status::Ok();
+}
+
+#define BM_SPLICE_INSTANTIATE(T)                                                               \
+  template Status EmbeddingSpliceForward<T>(T*, const int*, const T*, const T*, int, int, int, \
+                                            int, int, cudaStream_t);                           \
+  template Status EmbeddingSpliceBackward<T>(T*, const T*, const int*, int, int, cudaStream_t);
+BM_SPLICE_INSTANTIATE(float)
+BM_SPLICE_INSTANTIATE(bf16)
+BM_SPLICE_INSTANTIATE(fp16)
+#undef BM_SPLICE_INSTANTIATE
+
 template Status EmbeddingForward<float>(float*, const int*, const float*, const float*, int, int,
                                         int, int, int, cudaStream_t);
 template Status EmbeddingForward<bf16>(bf16*, const int*, const bf16*, const bf16*, int, int, int,
@@ -97,9 +154,11 @@ template Status EmbeddingBackward<bf16>(float*, float*, const bf16*, const int*,
 template Status EmbeddingBackward<fp16>(float*, float*, const fp16*, const int*, const int*,
                                         const int*, int, int, int, int, cudaStream_t);
 
-EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab_begin, int vocab_rows) {
+EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab_begin, int vocab_rows,
+                                       const unsigned char* skip) {
   EmbeddingBuckets b;
   auto local = [&](int i) {
+    if (skip && skip[i]) return -1;
     const int v = tokens[i] - vocab_begin;
     return v >= 0 && v < vocab_rows ? v : -1;
   };
@@ -137,14 +196,36 @@ void EmbeddingForwardCpu(float* out, const int* tokens, const float* wte, const 
 }
 
 void EmbeddingBackwardCpu(float* dwte, float* dwpe, const float* dout, const int* tokens, int n,
-                          int seq, int channels) {
+                          int seq, int channels, const unsigned char* skip) {
   for (int row = 0; row < n; ++row) {
+    const bool spliced = skip && skip[row];
     for (int c = 0; c < channels; ++c) {
       float g = dout[static_cast<size_t>(row) * channels + c];
-      dwte[static_cast<size_t>(tokens[row]) * channels + c] += g;
+      if (!spliced) dwte[static_cast<size_t>(tokens[row]) * channels + c] += g;
       if (dwpe) dwpe[static_cast<size_t>(row % seq) * channels + c] += g;
     }
   }
+}
+
+void EmbeddingSpliceForwardCpu(float* out, const int* positions, const float* rows,
+                               const float* wpe, int count, int first_row, int out_rows, int seq,
+                               int channels) {
+  for (int i = 0; i < count; ++i) {
+    const int row = positions[i] - first_row;
+    if (row < 0 || row >= out_rows) continue;
+    for (int c = 0; c < channels; ++c) {
+      float v = rows[static_cast<size_t>(i) * channels + c];
+      if (wpe) v += wpe[static_cast<size_t>(positions[i] % seq) * channels + c];
+      out[static_cast<size_t>(row) * channels + c] = v;
+    }
+  }
+}
+
+void EmbeddingSpliceBackwardCpu(float* drows, const float* dout, const int* positions, int count,
+                                int channels) {
+  for (int i = 0; i < count; ++i)
+    std::copy_n(dout + static_cast<size_t>(positions[i]) * channels, channels,
+                drows + static_cast<size_t>(i) * channels);
 }
 
 }  // namespace bm::train::cuda

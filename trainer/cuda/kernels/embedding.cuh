@@ -11,6 +11,12 @@
 // The backward pass is deterministic without atomics: the host groups positions by token
 // (EmbeddingBuckets, positions in increasing order) and one block sums each token's rows in
 // that order.
+//
+// Spliced rows (LLaVA's image features, cuda_model.h's SplicedRows): at `count` distinct flat
+// positions the lookup is replaced by given rows (plus the learned position, gpt). The forward
+// overwrites those rows of the lookup's output; the backward copies the output gradient's rows
+// out (the rows' gradient) and the buckets leave those positions out, so the token embedding gets
+// nothing from them while the positions' gradient (a sum over every row) still does.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -27,8 +33,10 @@ struct EmbeddingBuckets {
   std::vector<int> positions;  // row indices n, grouped by token, increasing within a group
 };
 // The tokens in [vocab_begin, vocab_begin + vocab_rows), as local rows (token - vocab_begin);
-// the others have no bucket. Precondition: tokens[n] >= 0.
-EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab_begin, int vocab_rows);
+// the others have no bucket. Precondition: tokens[n] >= 0. `skip` (nullable, [n]): positions
+// with skip[i] != 0 (spliced rows) are in no bucket.
+EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab_begin, int vocab_rows,
+                                       const unsigned char* skip = nullptr);
 
 // ---- launchers (T = float, __nv_bfloat16 or __half)
 template <typename T>
@@ -40,11 +48,29 @@ template <typename T>
 Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* bucket_tokens,
                          const int* bucket_offsets, const int* bucket_positions, int num_buckets,
                          int n, int seq, int channels, cudaStream_t stream);
+// out holds rows [first_row, first_row + out_rows) of the stream (first_row > 0: this rank's
+// rows under sequence parallelism). For each i < count whose positions[i] (a flat position
+// b*seq + t) lies there: out[positions[i] - first_row] = rows[i] (+ wpe[positions[i] % seq]
+// when wpe is not null). Other rows are left as they are.
+template <typename T>
+Status EmbeddingSpliceForward(T* out, const int* positions, const T* rows, const T* wpe, int count,
+                              int first_row, int out_rows, int seq, int channels,
+                              cudaStream_t stream);
+// drows[i] = dout[positions[i]] (dout: the whole stream's gradient, [N, channels]).
+template <typename T>
+Status EmbeddingSpliceBackward(T* drows, const T* dout, const int* positions, int count,
+                               int channels, cudaStream_t stream);
 
 // ---- CPU twins (fp32)
 void EmbeddingForwardCpu(float* out, const int* tokens, const float* wte, const float* wpe, int n,
                          int seq, int channels, int vocab_begin, int vocab_rows);
+// skip (nullable, [n]): rows with skip[row] != 0 add to dwpe only.
 void EmbeddingBackwardCpu(float* dwte, float* dwpe, const float* dout, const int* tokens, int n,
-                          int seq, int channels);
+                          int seq, int channels, const unsigned char* skip = nullptr);
+void EmbeddingSpliceForwardCpu(float* out, const int* positions, const float* rows,
+                               const float* wpe, int count, int first_row, int out_rows, int seq,
+                               int channels);
+void EmbeddingSpliceBackwardCpu(float* drows, const float* dout, const int* positions, int count,
+                                int channels);
 
 }  // namespace bm::train::cuda

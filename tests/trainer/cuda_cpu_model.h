@@ -16,6 +16,15 @@
 
 namespace bm::train::cuda::testing {
 
+// Spliced rows (cuda_model.h's SplicedRows, on the host): rows [count, C] replace the lookup at
+// flat positions; grad (nullable) receives their gradient.
+struct CpuSpliced {
+  const int* positions = nullptr;
+  int count = 0;
+  const float* rows = nullptr;
+  float* grad = nullptr;
+};
+
 class CpuModel {
  public:
   CpuModel(const ModelSpec& spec, int batch, int seq)
@@ -25,7 +34,7 @@ class CpuModel {
   // Returns the summed weighted loss; adds gradients into *grad (layout().total() floats).
   double ForwardBackward(const std::vector<float>& p, const std::vector<int>& tokens,
                          const std::vector<int>& targets, float grad_scale,
-                         std::vector<float>* grad) const {
+                         std::vector<float>* grad, const CpuSpliced& spliced = {}) const {
     const bool gpt = s_.family == Family::kGpt;
     const int n = b_ * t_, c = s_.hidden, hd = s_.head_dim(), f = s_.ffn, v = s_.vocab;
     const int qc = (s_.heads + 2 * s_.kv_heads) * hd, ac = s_.heads * hd;
@@ -40,6 +49,8 @@ class CpuModel {
     std::vector<float> x(static_cast<size_t>(n) * c);
     EmbeddingForwardCpu(x.data(), tokens.data(), P(layout_.wte), gpt ? P(layout_.wpe) : nullptr, n,
                         t_, c, 0, v);
+    EmbeddingSpliceForwardCpu(x.data(), spliced.positions, spliced.rows,
+                              gpt ? P(layout_.wpe) : nullptr, spliced.count, 0, n, t_, c);
     for (int l = 0; l < s_.layers; ++l) {
       const LayerParams& lp = layout_.layers[l];
       Acts& A = a[l];
@@ -134,8 +145,12 @@ class CpuModel {
                            A.r1.data(), n, c);
       }
     }
+    std::vector<unsigned char> skip(n, 0);
+    for (int i = 0; i < spliced.count; ++i) skip[spliced.positions[i]] = 1;
+    if (spliced.grad)
+      EmbeddingSpliceBackwardCpu(spliced.grad, dres.data(), spliced.positions, spliced.count, c);
     EmbeddingBackwardCpu(G(layout_.wte), gpt ? G(layout_.wpe) : nullptr, dres.data(), tokens.data(),
-                         n, t_, c);
+                         n, t_, c, skip.data());
     return loss;
   }
 

@@ -8,7 +8,9 @@
 //  - count 0 gives the bits of the call without spliced rows (loss and gradients);
 //  - rows equal to the lookup give the plain model's loss bit for bit, and the rows' gradient
 //    is what the plain model's token embedding got from those positions;
-//  - bad positions (outside the batch, twice, too many) are refused, naming the row.
+//  - bad positions (outside the batch, twice, too many) are refused, naming the row;
+//  - without a GPU: the kernels' CPU twins composed as the model composes them
+//    (cuda_cpu_model.h) against the trainer's CPU model with the same rows.
 // The parameters move between the two layouts by name (shard_map.h, as the CUDA backend does).
 // Skips with the reason on machines without a GPU.
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/trainer/cuda_cpu_model.h"
 #include "tests/trainer/cuda_test_util.h"
 #include "trainer/cpu/model.h"
 #include "trainer/cuda/cuda_model.h"
@@ -128,6 +131,8 @@ GpuStep RunGpu(const train::ModelConfig& config, DType t, const std::vector<floa
   DeviceBuffer<float> rows32(host_rows), grad32(std::max(count, 1) * c);
   DeviceBuffer<__nv_bfloat16> rows16b(host_rows), grad16b(std::max(count, 1) * c);
   DeviceBuffer<__half> rows16h(host_rows), grad16h(std::max(count, 1) * c);
+  // The uploads and the gradients' poisoning ran on the legacy stream; the model's is another.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   SplicedRows spliced;
   spliced.positions = positions.data(), spliced.count = count;
   spliced.rows = t == DType::kF32    ? static_cast<const void*>(rows32.get())
@@ -297,6 +302,54 @@ TEST_P(CudaSplicedTest, BadPositionsAreRefused) {
   refused({1, -1, 2}, 3, "spliced row 1: position -1 outside");
   refused({5, 6, 5}, 3, "spliced row 2: position 5 given twice");
   refused({1, 2, 3}, kB * kT + 1, "spliced rows: 65 rows");
+}
+
+// No GPU needed: the CUDA model's splice as its kernels' CPU twins compose it
+// (cuda_cpu_model.h: the lookup, then the rows written over it; the rows' gradient gathered
+// out of the stream's, the buckets leaving those positions out) against the trainer's CPU model
+// and its own splice, the parameters mapped by name as for the GPU; no loss mask (the twin has
+// none). The loss, every tensor's gradient and the rows' gradient within 1e-4 (fp32).
+TEST(CudaSplicedTwins, MatchTheTrainerModel) {
+  for (const char* preset : {"llama-tiny", "gpt-tiny"}) {
+    SCOPED_TRACE(preset);
+    const train::ModelConfig config = Config(preset);
+    const int c = static_cast<int>(config.hidden), count = static_cast<int>(kPositions.size());
+    auto shard = ModelShard::Make(config, {});
+    ASSERT_TRUE(shard.ok()) << shard.status().message();
+    const testing::CpuModel twin(SpecOfShard(config, *shard), kB, kT);
+    auto spans = MapOntoTrainer(twin.layout(), shard->layout());
+    ASSERT_TRUE(spans.ok()) << spans.status().message();
+    cpu::Model<float> ref(config, kB, kT);
+    const std::vector<float> params = InitParameters(config, ref.layout(), 8);
+    std::copy(params.begin(), params.end(), ref.params().begin());
+    std::fill(ref.grads().begin(), ref.grads().end(), 0.0f);
+    std::vector<float> twin_params(twin.layout().total(), 0.0f);
+    for (const TensorSpan& s : *spans)
+      std::copy_n(params.begin() + s.host, s.numel, twin_params.begin() + s.gpu);
+    const Data d = MakeData(static_cast<int>(config.vocab));
+    const std::vector<float> rows = RandomVector(count * c, 0.05f, 9);
+    const float scale = 1.0f / (kB * kT);
+
+    std::vector<int64_t> pos64(kPositions.begin(), kPositions.end());
+    std::vector<float> want_drows(count * c, 0.0f);
+    cpu::SplicedRows<float> s{pos64.data(), count, rows.data(), want_drows.data()};
+    double want_loss = 0;
+    int64_t counted = 0;
+    ref.ForwardBackward(d.tokens.data(), d.targets.data(), nullptr, kB, kT, scale, &want_loss,
+                        &counted, &s);
+
+    std::vector<float> twin_grads(twin.layout().total(), 0.0f), drows(count * c, -1.0f);
+    const std::vector<int> tokens(d.tokens.begin(), d.tokens.end());
+    const std::vector<int> targets(d.targets.begin(), d.targets.end());
+    const double loss = twin.ForwardBackward(twin_params, tokens, targets, scale, &twin_grads,
+                                             {kPositions.data(), count, rows.data(), drows.data()});
+    EXPECT_NEAR(loss, want_loss, 1e-5 * want_loss);
+    std::vector<float> grads(params.size(), 0.0f);
+    for (const TensorSpan& sp : *spans)
+      std::copy_n(twin_grads.begin() + sp.gpu, sp.numel, grads.begin() + sp.host);
+    EXPECT_LT(WorstTensorError(ref.layout(), grads, ref.grads(), "twins"), 1e-4);
+    EXPECT_LT(RelativeError(drows, want_drows), 1e-4);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaSplicedTest, ::testing::Values("llama-tiny", "gpt-tiny"));

@@ -113,6 +113,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
 
 const ParamLayout& CudaModel::layout() const { return impl_->layout; }
 const MemoryReport& CudaModel::memory() const { return impl_->memory; }
+cudaStream_t CudaModel::stream() const { return impl_->stream; }
 
 Status CudaModel::SetParameters(const std::vector<float>& flat) {
   if (flat.size() != layout().total())

@@ -64,7 +64,8 @@ namespace bm::train::cuda {
 //     stages them to the device with the tokens.
 //   rows: DEVICE, [count, hidden] in the run's compute dtype (RunSpec::dtype: bf16 / fp16, fp32
 //     in the checking mode) — what CudaProjector::output() holds, read in place, no copy; kept
-//     unchanged until the call returns.
+//     unchanged until the call returns. Read on CudaModel::stream(): produce them there (the
+//     projector's CudaVisionOptions::stream = stream()) or synchronize before the call.
 //   grad: DEVICE, like rows, nullable (not wanted): overwritten with the gradient of the loss
 //     at those rows — of Σ grad_scale · loss, the same scaling as the parameters' gradients
 //     (under fp16 loss scaling: scaled), ready for CudaProjector::Backward as it is.
@@ -108,6 +109,8 @@ class CudaModel {
 
   const ParamLayout& layout() const;
   const MemoryReport& memory() const;
+  // The compute stream every call runs on (spliced rows are read on it).
+  cudaStream_t stream() const;
 
   // Host <-> device, flat in layout() order (layout().total() floats, padding included).
   Status SetParameters(const std::vector<float>& flat);

@@ -14,6 +14,8 @@
 //  - fp16, TP / PP groups and a bad ZeRO stage are refused before any GPU work (these run
 //    everywhere); a batch over the plan and a position outside it are refused on a GPU.
 // The GPU tests skip with the reason on machines without one.
+#include "trainer/cuda/cuda_llava_trainer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,7 +29,7 @@
 #include "trainer/checkpoint/llava_checkpoint.h"
 #include "trainer/cpu/llava_model.h"
 #include "trainer/cpu/llava_trainer.h"
-#include "trainer/cuda/cuda_llava_trainer.h"
+#include "trainer/cuda/dtype.h"
 #include "trainer/cuda/kernels/split_master.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
@@ -56,8 +58,8 @@ struct Batch {
   std::vector<float> pixels;
   std::vector<int64_t> positions;
   cpu::LlavaMicroBatch view() const {
-    return {inputs.data(), targets.data(), mask.data(),      kB,
-            kT,            pixels.data(),  positions.data(), kImages};
+    return {inputs.data(), targets.data(),   mask.data(), kB, kT,
+            pixels.data(), positions.data(), kImages};
   }
 };
 
@@ -284,8 +286,8 @@ class CudaLlavaTrainTest : public ::bm::train::testing::TrainRanksTest {
                                          {0.48f, 0.46f, 0.41f}, {0.27f, 0.26f, 0.28f});
   }
 
-  nlohmann::json Llava(const std::string& name, const std::string& device, int dp, int lbs,
-                       int gas, int zero, const std::string& precision = "fp32") const {
+  nlohmann::json Llava(const std::string& name, const std::string& device, int dp, int lbs, int gas,
+                       int zero, const std::string& precision = "fp32") const {
     nlohmann::json c = Config(name, "llava-tiny", "DP" + std::to_string(dp), lbs, gas, zero);
     c["data"] = dir_ + "/llava";
     c.erase("resume_dir");

@@ -29,8 +29,7 @@ struct DeviceMemory {
     if (ptr) cudaFree(ptr);
   }
   Status Alloc(size_t bytes, const char* what) {
-    BM_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(bytes, 16)), "LLaVA {}: {} bytes", what,
-                  bytes);
+    BM_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(bytes, 16)), "LLaVA {}: {} bytes", what, bytes);
     BM_CUDA_CHECK(cudaMemset(ptr, 0, std::max<size_t>(bytes, 16)), "LLaVA {}", what);
     return Status::Ok();
   }
@@ -46,11 +45,10 @@ struct CudaLlavaTrainer::Impl {
   // A replicated part (the tower, the projector): its device masters and gradients, its AdamW
   // moments here.
   struct Part {
-    const char* name;
-    float* master;
-    float* grad;
-    const ParamLayout* layout;
-    int64_t offset;  // in the whole model
+    const char* name = "";
+    float* master = nullptr;
+    float* grad = nullptr;
+    const train::ParamLayout* layout = nullptr;
     DeviceMemory m, v;
     size_t n() const { return static_cast<size_t>(layout->total()); }
   };
@@ -61,26 +59,25 @@ struct CudaLlavaTrainer::Impl {
   DType dtype = DType::kF32;
   std::unique_ptr<dist::Communicator> self;
   dist::Communicator* comm = nullptr;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  // the LM's (CudaModel::stream()): every call runs on it
   std::unique_ptr<CudaVisionTower> tower;
   std::unique_ptr<CudaProjector> projector;
   std::unique_ptr<CudaModel> lm;
   std::vector<TensorSpan> spans;  // the LM's GPU tensors in the trainer's text layout
   Part parts[2];
-  DeviceMemory pixels;                 // [max_images, 3, S, S] fp32
-  DeviceMemory rows, row_grad;         // compacted kept rows and their gradient [K*max, H]
-  DeviceMemory dprojected;             // the projector's output gradient [K*max, H]
-  DeviceMemory norm;                   // 1 + kGradNormBlocks floats
-  std::vector<int32_t> positions;      // the kept image tokens' positions
-  std::vector<int64_t> kept;           // their index image * K + k
-  bool compacted = false;              // some token was cut off: rows / row_grad in use
+  DeviceMemory pixels;             // [max_images, 3, S, S] fp32
+  DeviceMemory rows, row_grad;     // compacted kept rows and their gradient [K*max, H]
+  DeviceMemory dprojected;         // the projector's output gradient [K*max, H]
+  DeviceMemory norm;               // 1 + kGradNormBlocks floats
+  std::vector<int32_t> positions;  // the kept image tokens' positions
+  std::vector<int64_t> kept;       // their index image * K + k
+  bool compacted = false;          // some token was cut off: rows / row_grad in use
 
   explicit Impl(const LlavaConfig& c) : config(c), layout(c) {}
-  ~Impl() {
-    lm.reset();
+  ~Impl() {  // the modules before the LM, whose stream they use
     projector.reset();
     tower.reset();
-    if (stream) cudaStreamDestroy(stream);
+    lm.reset();
   }
   size_t elem() const { return dtype == DType::kF32 ? 4 : 2; }
   int64_t hidden() const { return config.text.hidden; }
@@ -158,7 +155,7 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaCo
                   "not {}",
                   options.dp->size(), options.dp->transport());
   const ModelConfig& text = config.text;
-  if (text.family != Family::kLlama || text.biases || text.tied_embeddings)
+  if (text.family != train::Family::kLlama || text.biases || text.tied_embeddings)
     return Status(ErrorCode::kUnsupported,
                   "LLaVA on cuda: the language model must be a llama (no biases, untied head), "
                   "as the cuda backend trains it");
@@ -180,25 +177,6 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaCo
     s.self = dist::MakeSelfCommunicator();
     s.comm = s.self.get();
   }
-  BM_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "LLaVA stream");
-
-  // The vision tower and the projector.
-  CudaVisionOptions vo;
-  vo.dtype = s.dtype;
-  vo.max_images = static_cast<int>(max_images);
-  vo.stream = s.stream;
-  const int64_t K = config.image_tokens();
-  const int64_t max_rows = max_images * K;
-  BM_ASSIGN_OR_RETURN(s.tower, CudaVisionTower::Create(config.vision, vo));
-  BM_ASSIGN_OR_RETURN(s.projector, CudaProjector::Create(config, static_cast<int>(max_rows), vo));
-  if (s.tower->layout().total() != s.layout.vision().total() ||
-      s.projector->layout().total() != s.layout.projector().total())
-    return Errorf(ErrorCode::kInternal,
-                  "LLaVA on cuda: the tower's / projector's layouts ({} / {} floats) are not "
-                  "LlavaLayout's ({} / {})",
-                  s.tower->layout().total(), s.projector->layout().total(),
-                  s.layout.vision().total(), s.layout.projector().total());
-
   // The language model: CudaModel under CudaDataParallel, as the cuda backend builds it.
   BM_ASSIGN_OR_RETURN(ModelShard shard, ModelShard::Make(text, {}));
   const ModelSpec spec = SpecOfShard(text, shard);
@@ -209,9 +187,9 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaCo
   run.seq = static_cast<int>(options.max_seq);
   run.dtype = s.dtype;
   run.recompute = options.recompute;
-  AttentionShape shape{run.micro_batch,       run.seq,         spec.local_heads(),
-                       spec.local_kv_heads(), spec.head_dim(), run.attention_chunk,
-                       false};
+  AttentionShape shape{
+      run.micro_batch,     run.seq, spec.local_heads(), spec.local_kv_heads(), spec.head_dim(),
+      run.attention_chunk, false};
   if (options.attention == "cudnn") {
     if (!CudnnAttentionBuilt())
       return Status(ErrorCode::kUnsupported,
@@ -233,11 +211,33 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaCo
                   shard.layout().total(), s.layout.text().total());
   BM_ASSIGN_OR_RETURN(s.spans, MapOntoTrainer(s.lm->layout(), shard.layout()));
 
+  // The vision tower and the projector, on the LM's stream (it reads their rows there).
+  s.stream = s.lm->stream();
+  CudaVisionOptions vo;
+  vo.dtype = s.dtype;
+  vo.max_images = static_cast<int>(max_images);
+  vo.stream = s.stream;
+  const int64_t K = config.image_tokens();
+  const int64_t max_rows = max_images * K;
+  BM_ASSIGN_OR_RETURN(s.tower, CudaVisionTower::Create(config.vision, vo));
+  BM_ASSIGN_OR_RETURN(s.projector, CudaProjector::Create(config, static_cast<int>(max_rows), vo));
+  if (static_cast<int64_t>(s.tower->layout().total()) != s.layout.vision().total() ||
+      static_cast<int64_t>(s.projector->layout().total()) != s.layout.projector().total())
+    return Errorf(ErrorCode::kInternal,
+                  "LLaVA on cuda: the tower's / projector's layouts ({} / {} floats) are not "
+                  "LlavaLayout's ({} / {})",
+                  s.tower->layout().total(), s.projector->layout().total(),
+                  s.layout.vision().total(), s.layout.projector().total());
+
   // The replicated parts' AdamW state, the batch's buffers.
-  s.parts[0] = {"vision tower", s.tower->master(), s.tower->grad(), &s.tower->layout(),
-                s.layout.vision_offset(), {}, {}};
-  s.parts[1] = {"projector", s.projector->master(), s.projector->grad(), &s.projector->layout(),
-                s.layout.projector_offset(), {}, {}};
+  s.parts[0].name = "vision tower";
+  s.parts[0].master = s.tower->master();
+  s.parts[0].grad = s.tower->grad();
+  s.parts[0].layout = &s.tower->layout();
+  s.parts[1].name = "projector";
+  s.parts[1].master = s.projector->master();
+  s.parts[1].grad = s.projector->grad();
+  s.parts[1].layout = &s.projector->layout();
   for (Impl::Part& p : s.parts) {
     BM_TRY(p.m.Alloc(p.n() * 4, "AdamW m"));
     BM_TRY(p.v.Alloc(p.n() * 4, "AdamW v"));
@@ -249,6 +249,7 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaCo
   BM_TRY(s.row_grad.Alloc(row_bytes, "spliced rows' gradient"));
   BM_TRY(s.dprojected.Alloc(row_bytes, "projector output gradient"));
   BM_TRY(s.norm.Alloc((1 + kGradNormBlocks) * 4, "gradient norm"));
+  BM_CUDA_CHECK(cudaDeviceSynchronize(), "LLaVA on cuda: creating the model");
   return std::unique_ptr<CudaLlavaTrainer>(new CudaLlavaTrainer(std::move(impl)));
 }
 
@@ -322,8 +323,8 @@ Result<LossSum> CudaLlavaTrainer::ForwardBackward(const cpu::LlavaMicroBatch& b,
                   "CudaLlavaTrainer::ForwardBackward: batch {} x {} (planned at most {} x {}), "
                   "inputs and targets needed",
                   b.B, b.T, s.max_batch, s.max_seq);
-  if (b.images < 0 || b.images > s.max_images || (b.images > 0 && (!b.pixel_values ||
-                                                                   !b.image_positions)))
+  if (b.images < 0 || b.images > s.max_images ||
+      (b.images > 0 && (!b.pixel_values || !b.image_positions)))
     return Errorf(ErrorCode::kInvalidArgument,
                   "CudaLlavaTrainer::ForwardBackward: {} images (at most {}), each with pixel "
                   "values and positions",
@@ -346,10 +347,10 @@ Result<LossSum> CudaLlavaTrainer::ForwardBackward(const cpu::LlavaMicroBatch& b,
   const int64_t S = s.config.vision.image_size;
   SplicedRows spliced;
   if (images > 0) {
-    BM_CUDA_CHECK(cudaMemcpyAsync(s.pixels.ptr, b.pixel_values,
-                                  static_cast<size_t>(images * 3 * S * S) * 4,
-                                  cudaMemcpyHostToDevice, s.stream),
-                  "LLaVA pixels of {} images", images);
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(s.pixels.ptr, b.pixel_values, static_cast<size_t>(images * 3 * S * S) * 4,
+                        cudaMemcpyHostToDevice, s.stream),
+        "LLaVA pixels of {} images", images);
     BM_TRY(s.tower->Forward(s.pixels.as<float>(), images));
     BM_TRY(s.projector->Forward(s.tower->features(), static_cast<int>(images * K)));
     s.compacted = static_cast<int64_t>(s.kept.size()) != images * K;
@@ -363,8 +364,6 @@ Result<LossSum> CudaLlavaTrainer::ForwardBackward(const cpu::LlavaMicroBatch& b,
       spliced.rows = s.projector->output();
       spliced.grad = s.dprojected.ptr;
     }
-    // The LM runs on its own stream: the rows are complete before it starts.
-    BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "LLaVA tower and projector forward");
   }
   TokenBatch tb;
   tb.tokens = b.inputs, tb.targets = b.targets, tb.mask = b.loss_mask;
@@ -418,7 +417,7 @@ Status CudaLlavaTrainer::OptimizerStep(const AdamWStep& step) {
   h.grad_scale = cpu::ClipScale(norm * step.grad_scale, step.grad_clip) * step.grad_scale;
   BM_TRY(s.lm->OptimizerStep(h));
   for (Impl::Part& p : s.parts) {
-    for (const ParamTensor& t : p.layout->tensors()) {
+    for (const train::ParamTensor& t : p.layout->tensors()) {
       AdamWHyper ht = h;
       ht.weight_decay = t.weight_decay && !t.frozen ? step.weight_decay : 0.0f;
       const size_t off = static_cast<size_t>(t.offset);

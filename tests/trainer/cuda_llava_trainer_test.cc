@@ -145,10 +145,16 @@ TEST_P(CudaLlavaTrainerTest, LossAndEveryGradientMatchTheCpu) {
       for (float x : g) ASSERT_EQ(x, 0.0f) << p.name << " is frozen";
       continue;
     }
-    // The key projection's bias has no gradient in exact arithmetic (softmax is invariant to
-    // it): its value is rounding noise on both sides, compared against the q|k|v bias's scale.
+    // The key projection's bias has no gradient in exact arithmetic (adding q·b_k to every
+    // score of a query leaves its softmax unchanged): both sides hold rounding noise, measured
+    // against the whole q|k|v bias gradient (q's starts numel before k's) as
+    // cuda_vision_tower_test.cc does.
     if (p.name.find("k_proj.bias") != std::string::npos) {
-      for (size_t i = 0; i < g.size(); ++i) EXPECT_LT(std::abs(g[i] - w[i]), 1e-3) << p.name;
+      double diff = 0, qkv = 0;
+      for (size_t i = 0; i < g.size(); ++i) diff += (double(g[i]) - w[i]) * (double(g[i]) - w[i]);
+      for (int64_t i = p.offset - p.numel; i < p.offset + 2 * p.numel; ++i)
+        qkv += double(want[i]) * want[i];
+      EXPECT_LT(std::sqrt(diff / qkv), GradTol()) << p.name;
       continue;
     }
     ASSERT_GT(want_sq, 0.0) << p.name << ": the CPU gives it no gradient";
@@ -334,9 +340,11 @@ TEST_F(CudaLlavaTrainTest, TrainsAndDataParallelMatchesOneRank) {
   EXPECT_GT(Metrics("single")["train"]["images"].get<int64_t>(), 0);
   // fp32 on the GPU follows the CPU's curve (20 steps of different summation orders).
   RunOk(Llava("cpu", "cpu", 1, 4, 2, 0));
+  // (The weights' bound is loose: AdamW turns a near-zero gradient's rounding noise into
+  // updates of either sign; a part left untrained would be off by ~20 lr = 6e-2.)
   auto [cpu_loss, cpu_weight] = Distance("single", "cpu");
   EXPECT_LT(cpu_loss, 1e-3);
-  EXPECT_LT(cpu_weight, 1e-3);
+  EXPECT_LT(cpu_weight, 1e-2);
   for (int zero : {0, 3}) {
     const std::string name = "dp2z" + std::to_string(zero);
     RunOk(Llava(name, "cuda", 2, 2, 2, zero));

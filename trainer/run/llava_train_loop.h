@@ -9,7 +9,8 @@
 // config.json) and metrics.json. Starts from InitLlavaParameters(seed) or
 // from `init` (a LLaVA checkpoint directory).
 //
-// Not supported yet (refused, naming the field): fp16, bf16 on the cpu, TP or PP, resume checkpoints (checkpoint_every), save_init, mllog, eval.
+// Not supported yet (refused, naming the field): fp16, bf16 on the cpu, TP or PP,
+// resume checkpoints (checkpoint_every), save_init, mllog, eval.
 #pragma once
 
 #include <nlohmann/json.hpp>

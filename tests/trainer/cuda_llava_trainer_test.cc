@@ -11,8 +11,9 @@
 //    cpu's, and DP2 at ZeRO 0 and 3 (two ranks sharing GPU 0 over staged Gloo, as
 //    cuda_ranks_test.cc runs them) reach one rank's loss curve and weights within the bounds of
 //    llava_train_test.cc, while other rows (another seed) move far beyond them;
-//  - fp16, TP / PP groups and a bad ZeRO stage are refused before any GPU work (these run
-//    everywhere); a batch over the plan and a position outside it are refused on a GPU.
+//  - fp16, a bad ZeRO stage and bad sizes are refused before any GPU work, and the loop's
+//    CreateLlavaTrainer picks the device and names an unknown one (these run everywhere); a
+//    batch over the plan and a position outside it are refused on a GPU.
 // The GPU tests skip with the reason on machines without one.
 #include "trainer/cuda/cuda_llava_trainer.h"
 
@@ -34,6 +35,7 @@
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
 #include "trainer/rng.h"
+#include "trainer/run/llava_trainer_api.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -259,6 +261,22 @@ TEST(CudaLlavaTrainerOptions, UnsupportedSettingsAreNamed) {
   EXPECT_EQ(CudaLlavaTrainer::Create(c, o, 1).status().code(), ErrorCode::kInvalidArgument);
   o = Options(DType::kF32);
   EXPECT_EQ(CudaLlavaTrainer::Create(c, o, 0).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// The loop's device choice (trainer/run/llava_trainer_api.h): runs everywhere.
+TEST(LlavaTrainerApi, PicksTheDeviceAndNamesUnknownOnes) {
+  const LlavaConfig c = Tiny();
+  auto cpu = CreateLlavaTrainer("cpu", c, Options(DType::kF32), 1);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  EXPECT_TRUE((*cpu)->SetParameters(InitLlavaParameters(c, LlavaLayout(c), 1)).ok());
+  auto tpu = CreateLlavaTrainer("tpu", c, Options(DType::kF32), 1);
+  ASSERT_EQ(tpu.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(tpu.status().message().find("tpu"), std::string::npos);
+  BackendOptions fp16 = Options(DType::kF32);
+  fp16.precision = Precision::kFp16;
+  EXPECT_EQ(CreateLlavaTrainer("cuda", c, fp16, 1).status().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(CreateLlavaTrainer("cpu", c, Options(DType::kBF16), 1).status().code(),
+            ErrorCode::kUnsupported);
 }
 
 // benchmake-train with device "cuda" on llava_data (llava_train_test.cc's data and bounds).

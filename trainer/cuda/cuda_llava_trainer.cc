@@ -46,6 +46,7 @@ struct CudaLlavaTrainer::Impl {
   // moments here.
   struct Part {
     const char* name = "";
+    bool trained = true;
     float* master = nullptr;
     float* grad = nullptr;
     const train::ParamLayout* layout = nullptr;
@@ -71,7 +72,8 @@ struct CudaLlavaTrainer::Impl {
   DeviceMemory norm;               // 1 + kGradNormBlocks floats
   std::vector<int32_t> positions;  // the kept image tokens' positions
   std::vector<int64_t> kept;       // their index image * K + k
-  bool compacted = false;          // some token was cut off: rows / row_grad in use
+  bool train_lm = true;
+  bool compacted = false;  // some token was cut off: rows / row_grad in use
 
   explicit Impl(const LlavaConfig& c) : config(c), layout(c) {}
   ~Impl() {  // the modules before the LM, whose stream they use
@@ -128,9 +130,9 @@ CudaLlavaTrainer::~CudaLlavaTrainer() = default;
 int64_t CudaLlavaTrainer::total() const { return impl_->layout.total(); }
 const LlavaLayout& CudaLlavaTrainer::layout() const { return impl_->layout; }
 
-Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaConfig& config,
-                                                                   const BackendOptions& options,
-                                                                   int64_t max_images) {
+Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
+    const LlavaConfig& config, const BackendOptions& options, int64_t max_images,
+    const cpu::LlavaTrainable& trainable) {
   BM_TRY(Validate(config));
   if (options.precision == Precision::kFp16)
     return Status(ErrorCode::kUnsupported,
@@ -230,6 +232,9 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaCo
                   s.layout.vision().total(), s.layout.projector().total());
 
   // The replicated parts' AdamW state, the batch's buffers.
+  s.train_lm = trainable.language_model;
+  s.parts[0].trained = trainable.tower;
+  s.parts[1].trained = trainable.projector;
   s.parts[0].name = "vision tower";
   s.parts[0].master = s.tower->master();
   s.parts[0].grad = s.tower->grad();
@@ -239,6 +244,7 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(const LlavaCo
   s.parts[1].grad = s.projector->grad();
   s.parts[1].layout = &s.projector->layout();
   for (Impl::Part& p : s.parts) {
+    if (!p.trained) continue;
     BM_TRY(p.m.Alloc(p.n() * 4, "AdamW m"));
     BM_TRY(p.v.Alloc(p.n() * 4, "AdamW v"));
   }
@@ -381,23 +387,29 @@ Result<LossSum> CudaLlavaTrainer::ForwardBackward(const cpu::LlavaMicroBatch& b,
           "LLaVA projector output gradient");
       BM_TRY(s.CopyRuns(s.row_grad.ptr, s.dprojected.ptr, false));
     }
-    BM_TRY(s.projector->Backward(s.dprojected.ptr));
-    BM_TRY(s.tower->Backward(s.projector->dfeatures()));
+    // a frozen tower is not backpropagated (nor the projector, when neither is trained)
+    if (s.parts[0].trained || s.parts[1].trained) BM_TRY(s.projector->Backward(s.dprojected.ptr));
+    if (s.parts[0].trained) BM_TRY(s.tower->Backward(s.projector->dfeatures()));
   }
   if (last && s.comm->size() > 1)
     for (Impl::Part& p : s.parts)
-      BM_TRY(s.comm->AllReduce(p.grad, static_cast<int64_t>(p.n()), dist::DType::kFloat32,
-                               dist::ReduceOp::kSum, s.stream));
+      if (p.trained)
+        BM_TRY(s.comm->AllReduce(p.grad, static_cast<int64_t>(p.n()), dist::DType::kFloat32,
+                                 dist::ReduceOp::kSum, s.stream));
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "LLaVA backward of {} images", images);
   return loss;
 }
 
 Result<float> CudaLlavaTrainer::GradNorm() {
   Impl& s = *impl_;
-  BM_ASSIGN_OR_RETURN(double lm, s.lm->GradNorm());
-  double sum = lm * lm;
+  double sum = 0;
+  if (s.train_lm) {
+    BM_ASSIGN_OR_RETURN(double lm, s.lm->GradNorm());
+    sum = lm * lm;
+  }
   // the replicated parts' gradients are the same on every rank: counted once
   for (const Impl::Part& p : s.parts) {
+    if (!p.trained) continue;
     BM_ASSIGN_OR_RETURN(double part, s.PartSumSquares(p));
     sum += part;
   }
@@ -415,8 +427,9 @@ Status CudaLlavaTrainer::OptimizerStep(const AdamWStep& step) {
   h.step = static_cast<int>(step.step);
   h.max_norm = 0.0f;
   h.grad_scale = cpu::ClipScale(norm * step.grad_scale, step.grad_clip) * step.grad_scale;
-  BM_TRY(s.lm->OptimizerStep(h));
+  if (s.train_lm) BM_TRY(s.lm->OptimizerStep(h));
   for (Impl::Part& p : s.parts) {
+    if (!p.trained) continue;
     for (const train::ParamTensor& t : p.layout->tensors()) {
       AdamWHyper ht = h;
       ht.weight_decay = t.weight_decay && !t.frozen ? step.weight_decay : 0.0f;
@@ -426,8 +439,8 @@ Status CudaLlavaTrainer::OptimizerStep(const AdamWStep& step) {
                                         static_cast<size_t>(t.numel), s.stream));
     }
   }
-  BM_TRY(s.tower->RefreshWorkingCopy());
-  BM_TRY(s.projector->RefreshWorkingCopy());
+  if (s.parts[0].trained) BM_TRY(s.tower->RefreshWorkingCopy());
+  if (s.parts[1].trained) BM_TRY(s.projector->RefreshWorkingCopy());
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "LLaVA tower and projector update");
   return s.lm->Synchronize();
 }

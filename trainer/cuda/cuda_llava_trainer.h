@@ -9,9 +9,9 @@
 //
 // The tower and the projector are replicated on every rank: their gradients are all-reduced
 // (sum) over the same DP communicator after the step's last micro-batch, their fp32 masters and
-// AdamW moments whole on every rank (the same update everywhere). The gradient norm covers all
-// three parts; clipping by it is one factor (with 1 / the loss scale) handed to both updates,
-// as the CPU twin does.
+// AdamW moments whole on every rank (the same update everywhere). The gradient norm covers the
+// trained parts (cpu::LlavaTrainable); clipping by it is one factor (with 1 / the loss scale)
+// handed to every update, as the CPU twin does.
 //
 // Precision: BackendOptions::precision fp32 (the checking mode) or bf16 (16-bit activations
 // and working weights over fp32 masters, gradients and moments, in all three parts); fp16 is
@@ -28,6 +28,7 @@
 #include "base/result.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/llava_model.h"
+#include "trainer/cpu/llava_trainer.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
 
@@ -37,11 +38,14 @@ class CudaLlavaTrainer {
  public:
   // options: max_batch, max_seq, precision (fp32 / bf16), attention (the LM's, as the CUDA
   // backend reads it), device_index, dp (a device communicator for several ranks; nullptr: a
-  // world of one), zero. max_images: the most images of one micro-batch. kUnavailable without
-  // a GPU; kUnsupported for fp16, TP or PP groups; kInvalidArgument for bad sizes.
-  static Result<std::unique_ptr<CudaLlavaTrainer>> Create(const LlavaConfig& config,
-                                                          const BackendOptions& options,
-                                                          int64_t max_images);
+  // world of one), zero. max_images: the most images of one micro-batch. trainable: the parts
+  // AdamW updates, as the CPU's (a frozen part keeps its weights bit for bit and counts in no
+  // gradient norm; a frozen tower is not backpropagated; a frozen LM still computes its
+  // gradients, to pass the rows' back). kUnavailable without a GPU; kUnsupported for fp16, TP or
+  // PP groups; kInvalidArgument for bad sizes.
+  static Result<std::unique_ptr<CudaLlavaTrainer>> Create(
+      const LlavaConfig& config, const BackendOptions& options, int64_t max_images,
+      const cpu::LlavaTrainable& trainable = {});
   ~CudaLlavaTrainer();
   CudaLlavaTrainer(const CudaLlavaTrainer&) = delete;
   CudaLlavaTrainer& operator=(const CudaLlavaTrainer&) = delete;

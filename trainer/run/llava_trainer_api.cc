@@ -38,10 +38,13 @@ Result<std::unique_ptr<LlavaTrainerApi>> Wrap(Result<std::unique_ptr<Trainer>> t
 Result<std::unique_ptr<LlavaTrainerApi>> CreateLlavaTrainer(std::string_view device,
                                                             const LlavaConfig& config,
                                                             const BackendOptions& options,
-                                                            int64_t max_images) {
-  if (device == "cpu") return Wrap(cpu::LlavaTrainer::Create(config, options, max_images));
+                                                            int64_t max_images,
+                                                            const cpu::LlavaTrainable& trainable) {
+  if (device == "cpu")
+    return Wrap(cpu::LlavaTrainer::Create(config, options, max_images, trainable));
 #ifdef BENCHMAKE_HAVE_CUDA
-  if (device == "cuda") return Wrap(cuda::CudaLlavaTrainer::Create(config, options, max_images));
+  if (device == "cuda")
+    return Wrap(cuda::CudaLlavaTrainer::Create(config, options, max_images, trainable));
   return Errorf(ErrorCode::kUnsupported, "LLaVA training on device \"{}\": cpu or cuda", device);
 #else
   return Errorf(ErrorCode::kUnsupported,

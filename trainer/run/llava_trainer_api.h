@@ -12,6 +12,7 @@
 #include "base/result.h"
 #include "trainer/backend.h"
 #include "trainer/cpu/llava_model.h"
+#include "trainer/cpu/llava_trainer.h"
 #include "trainer/model/vision_config.h"
 
 namespace bm::train {
@@ -29,9 +30,9 @@ class LlavaTrainerApi {
 };
 
 // "cpu": fp32 only; "cuda": fp32 or bf16 (kUnsupported in a build without CUDA, naming it).
-Result<std::unique_ptr<LlavaTrainerApi>> CreateLlavaTrainer(std::string_view device,
-                                                            const LlavaConfig& config,
-                                                            const BackendOptions& options,
-                                                            int64_t max_images);
+// trainable: the parts AdamW updates (trainer/cpu/llava_trainer.h).
+Result<std::unique_ptr<LlavaTrainerApi>> CreateLlavaTrainer(
+    std::string_view device, const LlavaConfig& config, const BackendOptions& options,
+    int64_t max_images, const cpu::LlavaTrainable& trainable = {});
 
 }  // namespace bm::train

@@ -14,8 +14,8 @@
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/data/llava_batch.h"
 #include "trainer/model/llava_layout.h"
-#include "trainer/run/metrics.h"
 #include "trainer/run/llava_trainer_api.h"
+#include "trainer/run/metrics.h"
 #include "trainer/run/run_ranks.h"
 #include "trainer/run/schedule.h"
 

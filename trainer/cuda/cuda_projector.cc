@@ -113,7 +113,7 @@ Result<std::unique_ptr<CudaProjector>> CudaProjector::Create(const LlavaConfig& 
   return std::unique_ptr<CudaProjector>(new CudaProjector(std::move(impl)));
 }
 
-const ParamLayout& CudaProjector::layout() const { return impl_->layout; }
+const train::ParamLayout& CudaProjector::layout() const { return impl_->layout; }
 Status CudaProjector::SetParameters(std::span<const float> flat) {
   return impl_->params.Set(flat, impl_->opt.stream);
 }

@@ -336,7 +336,7 @@ Result<std::unique_ptr<CudaVisionTower>> CudaVisionTower::Create(const VisionCon
 }
 
 const VisionConfig& CudaVisionTower::config() const { return impl_->cfg; }
-const ParamLayout& CudaVisionTower::layout() const { return impl_->layout; }
+const train::ParamLayout& CudaVisionTower::layout() const { return impl_->layout; }
 Status CudaVisionTower::SetParameters(std::span<const float> flat) {
   return impl_->params.Set(flat, impl_->S());
 }

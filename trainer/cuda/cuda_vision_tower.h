@@ -62,7 +62,7 @@ class CudaVisionTower {
   CudaVisionTower& operator=(const CudaVisionTower&) = delete;
 
   const VisionConfig& config() const;
-  const ParamLayout& layout() const;  // VisionLayout(config)
+  const train::ParamLayout& layout() const;  // VisionLayout(config)
 
   // Host <-> device, flat in layout() order (layout().total() floats).
   Status SetParameters(std::span<const float> flat);
@@ -97,7 +97,7 @@ class CudaProjector {
   CudaProjector(const CudaProjector&) = delete;
   CudaProjector& operator=(const CudaProjector&) = delete;
 
-  const ParamLayout& layout() const;  // ProjectorLayout(config)
+  const train::ParamLayout& layout() const;  // ProjectorLayout(config)
   Status SetParameters(std::span<const float> flat);
   Status GetParameters(std::vector<float>* flat);
   Status GetGradients(std::vector<float>* flat);

@@ -12,9 +12,9 @@
 #include "trainer/checkpoint/llava_checkpoint.h"
 #include "trainer/checkpoint/model_checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
-#include "trainer/cpu/llava_trainer.h"
 #include "trainer/data/llava_batch.h"
 #include "trainer/model/llava_layout.h"
+#include "trainer/run/llava_trainer_api.h"
 #include "trainer/run/metrics.h"
 #include "trainer/run/run_ranks.h"
 #include "trainer/run/schedule.h"
@@ -30,8 +30,11 @@ Status Refuse(const char* what) {
 }
 
 Status CheckRun(const RunConfig& run) {
-  if (run.device != "cpu") return Refuse("device other than \"cpu\"");
-  if (run.precision != Precision::kFp32) return Refuse("precision other than \"fp32\"");
+  if (run.device != "cpu" && run.device != "cuda")
+    return Refuse("device other than \"cpu\" or \"cuda\"");
+  if (run.precision == Precision::kFp16) return Refuse("precision \"fp16\"");
+  if (run.device == "cpu" && run.precision != Precision::kFp32)
+    return Refuse("precision other than \"fp32\" on the cpu");
   if (run.layout.tp > 1 || run.layout.pp > 1) return Refuse("tensor or pipeline parallelism");
   if (run.checkpoint_every > 0) return Refuse("checkpoint_every (resume checkpoints)");
   if (run.save_init) return Refuse("save_init");
@@ -101,18 +104,22 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
                                           env.local_world_size);
   options.dp = ranks.dp();
   options.zero = run.zero;
+  options.precision = run.precision;
+  options.attention = run.attention;
+  options.recompute = run.recompute;
+  options.device_index = ranks.local_rank();
   // An image's tokens start at least image_tokens apart: at most ceil(mpe / K) per row.
   const int64_t K = model.image_tokens();
   const int64_t max_images = run.lbs * ((run.mpe + K - 1) / K);
-  cpu::LlavaTrainer::Trainable trainable;
+  cpu::LlavaTrainable trainable;
   if (!run.trainable.empty()) {
     auto has = [&](const char* part) {
       return std::find(run.trainable.begin(), run.trainable.end(), part) != run.trainable.end();
     };
     trainable = {has("vision_tower"), has("projector"), has("language_model")};
   }
-  BM_ASSIGN_OR_RETURN(std::unique_ptr<cpu::LlavaTrainer> trainer,
-                      cpu::LlavaTrainer::Create(model, options, max_images, trainable));
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<LlavaTrainerApi> trainer,
+                      CreateLlavaTrainer(run.device, model, options, max_images, trainable));
   if (!run.init.empty()) {
     BM_ASSIGN_OR_RETURN(std::vector<float> params,
                         LoadLlavaParameters(run.init + "/" + kModelFile, model));

@@ -1,5 +1,7 @@
 // The training loop of a LLaVA model (model.preset a LlavaPreset, e.g.
-// "llava-tiny") on a llava_data directory, on the CPU (trainer/cpu/llava_trainer.h):
+// "llava-tiny") on a llava_data directory, on the CPU (trainer/cpu/llava_trainer.h, fp32) or
+// with `device = "cuda"` on GPUs (trainer/cuda/cuda_llava_trainer.h, fp32 or bf16), through
+// trainer/run/llava_trainer_api.h:
 // whole samples per row (trainer/data/llava_batch.h), AdamW with the run's
 // schedule and clipping, data parallel with any ZeRO stage over `layout = "DPn"`.
 // Writes out_dir/log.jsonl (the loss curve, as RunTraining's), the final model
@@ -7,8 +9,8 @@
 // config.json) and metrics.json. Starts from InitLlavaParameters(seed) or
 // from `init` (a LLaVA checkpoint directory).
 //
-// Not supported yet (refused, naming the field): the CUDA device, fp16/bf16,
-// TP or PP, resume checkpoints (checkpoint_every), save_init, mllog, eval.
+// Not supported yet (refused, naming the field): fp16, bf16 on the cpu, TP or PP,
+// resume checkpoints (checkpoint_every), save_init, mllog, eval.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,0 +1,407 @@
+// CudaLlavaTrainer (trainer/cuda/cuda_llava_trainer.h) against the CPU's LLaVA on llava-tiny:
+//  - one micro-batch (two rows, three images, the third cut off by the sequence's end, so the
+//    kept rows go through the compacted copy): the loss and every tensor's gradient of all
+//    three parts against cpu::LlavaModel<float> — the model cpu::LlavaTrainer runs — within
+//    cuda_model_test.cc's tolerances (fp32: loss 1e-5 relative, 1e-4 relative L2 per tensor;
+//    bf16: 1e-2 and 5e-2, the CPU given the weights' bf16 working copy); the frozen tower
+//    tensors (past the feature layer, post_layernorm) get exactly zero;
+//  - one optimizer step with clipping active, against cpu::LlavaTrainer: the gradient norm and
+//    the update of the whole model;
+//  - benchmake-train with device "cuda": trains (the loss falls), its fp32 curve follows the
+//    cpu's, and DP2 at ZeRO 0 and 3 (two ranks sharing GPU 0 over staged Gloo, as
+//    cuda_ranks_test.cc runs them) reach one rank's loss curve and weights within the bounds of
+//    llava_train_test.cc, while other rows (another seed) move far beyond them;
+//  - fp16, a bad ZeRO stage and bad sizes are refused before any GPU work, and the loop's
+//    CreateLlavaTrainer picks the device and names an unknown one (these run everywhere); a
+//    batch over the plan and a position outside it are refused on a GPU.
+// The GPU tests skip with the reason on machines without one.
+#include "trainer/cuda/cuda_llava_trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/trainer/cuda_test_util.h"
+#include "tests/trainer/llava_test_data.h"
+#include "tests/trainer/train_ranks.h"
+#include "trainer/checkpoint/llava_checkpoint.h"
+#include "trainer/cpu/llava_model.h"
+#include "trainer/cpu/llava_trainer.h"
+#include "trainer/cuda/dtype.h"
+#include "trainer/cuda/kernels/split_master.h"
+#include "trainer/model/llava_layout.h"
+#include "trainer/model/vision_config.h"
+#include "trainer/rng.h"
+#include "trainer/run/llava_trainer_api.h"
+
+namespace bm::train::cuda {
+namespace {
+
+using testing::RandomVector;
+using testing::RelativeError;
+
+constexpr int64_t kB = 2, kT = 16, kImages = 3;
+
+LlavaConfig Tiny() {
+  Result<LlavaConfig> c = LlavaPreset("llava-tiny");
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return *c;
+}
+
+// Two rows of 16: image 0 at row 0, t = 2..5; image 1 at row 1, t = 1..4; image 2 at row 1,
+// t = 14..17, its last two tokens cut off (-1). Text ids elsewhere, 0 at image positions; the
+// loss mask leaves the image positions and the first token of each row out.
+struct Batch {
+  std::vector<int32_t> inputs, targets;
+  std::vector<uint8_t> mask;
+  std::vector<float> pixels;
+  std::vector<int64_t> positions;
+  cpu::LlavaMicroBatch view() const {
+    return {inputs.data(), targets.data(),   mask.data(), kB, kT,
+            pixels.data(), positions.data(), kImages};
+  }
+};
+
+Batch MakeBatch(const LlavaConfig& c) {
+  Batch b;
+  const int64_t K = c.image_tokens(), S = c.vision.image_size, N = kB * kT;
+  EXPECT_EQ(K, 4);
+  for (int64_t i = 0; i < N; ++i) b.inputs.push_back(static_cast<int32_t>(1 + (i * 37 + 11) % 500));
+  for (int64_t i = 0; i < N; ++i) b.targets.push_back(static_cast<int32_t>((i * 53 + 5) % 512));
+  b.mask.assign(N, 1);
+  b.mask[0] = b.mask[kT] = 0;
+  const int64_t starts[kImages] = {2, kT + 1, kT + 14};
+  for (int64_t i = 0; i < kImages; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t p = starts[i] + k;
+      const bool cut = i == 2 && p >= N;
+      b.positions.push_back(cut ? -1 : p);
+      if (!cut) b.inputs[p] = 0, b.mask[p] = 0;
+    }
+  b.pixels = RandomVector(kImages * 3 * S * S, 1.0f, 11);
+  return b;
+}
+
+// The weights as the GPU computes with them: bf16 rounded as kernels/split_master.h does.
+std::vector<float> WorkingCopy(DType t, std::vector<float> v) {
+  if (t == DType::kBF16)
+    for (float& x : v) x = BitsFloat(static_cast<uint32_t>(MasterHigh(FloatBits(x))) << 16);
+  return v;
+}
+
+BackendOptions Options(DType t) {
+  BackendOptions o;
+  o.max_batch = kB;
+  o.max_seq = kT;
+  o.precision = t == DType::kBF16 ? Precision::kBf16 : Precision::kFp32;
+  o.threads = 2;
+  return o;
+}
+
+class CudaLlavaTrainerTest : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { BM_SKIP_WITHOUT_GPU(); }
+  double LossTol() const { return GetParam() == DType::kF32 ? 1e-5 : 1e-2; }
+  double GradTol() const { return GetParam() == DType::kF32 ? 1e-4 : 5e-2; }
+};
+
+TEST_P(CudaLlavaTrainerTest, LossAndEveryGradientMatchTheCpu) {
+  const DType t = GetParam();
+  const LlavaConfig c = Tiny();
+  const LlavaLayout layout(c);
+  const std::vector<float> params = InitLlavaParameters(c, layout, 5);
+  const Batch batch = MakeBatch(c);
+
+  cpu::LlavaModel<float> ref(c, kB, kT, kImages);
+  ASSERT_TRUE(ref.SetParameters(WorkingCopy(t, params)).ok());
+  ref.ZeroGrad();
+  double want_sum = 0;
+  int64_t want_count = 0;
+  ASSERT_TRUE(ref.ForwardBackward(batch.view(), 0.05f, &want_sum, &want_count).ok());
+  std::vector<float> want(layout.total());
+  ASSERT_TRUE(ref.GetGradients(want).ok());
+
+  auto gpu = CudaLlavaTrainer::Create(c, Options(t), kImages);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  ASSERT_TRUE((*gpu)->SetParameters(params).ok());
+  ASSERT_TRUE((*gpu)->ZeroGrad().ok());
+  Result<LossSum> loss = (*gpu)->ForwardBackward(batch.view(), 0.05f, true);
+  ASSERT_TRUE(loss.ok()) << loss.status().message();
+  EXPECT_EQ(loss->count, want_count);
+  EXPECT_LT(std::abs(loss->sum - want_sum) / std::abs(want_sum), LossTol())
+      << loss->sum << " vs " << want_sum;
+  std::vector<float> got(layout.total());
+  ASSERT_TRUE((*gpu)->GetGradients(got).ok());
+
+  int checked = 0, frozen = 0;
+  for (const ParamTensor& p : layout.whole().tensors()) {
+    std::vector<float> g(got.begin() + p.offset, got.begin() + p.offset + p.numel);
+    std::vector<float> w(want.begin() + p.offset, want.begin() + p.offset + p.numel);
+    double want_sq = 0;
+    for (float x : w) want_sq += double(x) * x;
+    if (p.frozen) {
+      ++frozen;
+      for (float x : g) ASSERT_EQ(x, 0.0f) << p.name << " is frozen";
+      continue;
+    }
+    // The key projection's bias has no gradient in exact arithmetic (adding q·b_k to every
+    // score of a query leaves its softmax unchanged): both sides hold rounding noise, measured
+    // against the whole q|k|v bias gradient (q's starts numel before k's) as
+    // cuda_vision_tower_test.cc does.
+    if (p.name.find("k_proj.bias") != std::string::npos) {
+      double diff = 0, qkv = 0;
+      for (size_t i = 0; i < g.size(); ++i) diff += (double(g[i]) - w[i]) * (double(g[i]) - w[i]);
+      for (int64_t i = p.offset - p.numel; i < p.offset + 2 * p.numel; ++i)
+        qkv += double(want[i]) * want[i];
+      EXPECT_LT(std::sqrt(diff / qkv), GradTol()) << p.name;
+      continue;
+    }
+    ASSERT_GT(want_sq, 0.0) << p.name << ": the CPU gives it no gradient";
+    EXPECT_LT(RelativeError(g, w), GradTol()) << p.name;
+    ++checked;
+  }
+  EXPECT_GT(frozen, 0);
+  EXPECT_GT(checked, 20);
+}
+
+// One step of the CPU trainer and the GPU one with the same trainable parts: the gradient norm,
+// the trained parts' updates; the frozen parts' weights unchanged bit for bit on the GPU.
+void CheckStep(DType t, const cpu::LlavaTrainable& trainable) {
+  const double grad_tol = t == DType::kF32 ? 1e-4 : 5e-2;
+  const LlavaConfig c = Tiny();
+  const LlavaLayout layout(c);
+  const std::vector<float> params = InitLlavaParameters(c, layout, 6);
+  const Batch batch = MakeBatch(c);
+  AdamWStep step;
+  step.lr = 1e-2f;
+  step.eps = 1e-3f;  // the update of a gradient near zero is not its rounding noise's sign
+  step.weight_decay = 0.1f;
+  step.step = 1;
+
+  auto cpu = cpu::LlavaTrainer::Create(c, Options(DType::kF32), kImages, trainable);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  ASSERT_TRUE((*cpu)->SetParameters(WorkingCopy(t, params)).ok());
+  ASSERT_TRUE((*cpu)->ZeroGrad().ok());
+  ASSERT_TRUE((*cpu)->ForwardBackward(batch.view(), 0.05f, true).ok());
+  Result<float> want_norm = (*cpu)->GradNorm();
+  ASSERT_TRUE(want_norm.ok());
+  ASSERT_GT(*want_norm, 0.0f);
+  step.grad_clip = 0.25f * *want_norm;  // the step clips
+  ASSERT_TRUE((*cpu)->OptimizerStep(step).ok());
+  std::vector<float> want(layout.total());
+  ASSERT_TRUE((*cpu)->GetParameters(want).ok());
+
+  auto gpu = CudaLlavaTrainer::Create(c, Options(t), kImages, trainable);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  ASSERT_TRUE((*gpu)->SetParameters(params).ok());
+  ASSERT_TRUE((*gpu)->ZeroGrad().ok());
+  ASSERT_TRUE((*gpu)->ForwardBackward(batch.view(), 0.05f, true).ok());
+  Result<float> norm = (*gpu)->GradNorm();
+  ASSERT_TRUE(norm.ok());
+  EXPECT_LT(std::abs(*norm - *want_norm) / *want_norm, grad_tol) << *norm << " vs " << *want_norm;
+  ASSERT_TRUE((*gpu)->OptimizerStep(step).ok());
+  std::vector<float> got(layout.total());
+  ASSERT_TRUE((*gpu)->GetParameters(got).ok());
+
+  // The updates (new - old), the whole model's and each part's.
+  const std::vector<float> base = WorkingCopy(t, params);
+  std::vector<float> du(layout.total()), dw(layout.total());
+  for (int64_t i = 0; i < layout.total(); ++i) {
+    du[i] = got[i] - params[i];
+    dw[i] = want[i] - base[i];
+  }
+  const double tol = t == DType::kF32 ? 1e-3 : 1e-1;
+  EXPECT_LT(RelativeError(du, dw), tol);
+  const int64_t bounds[] = {layout.vision_offset(), layout.projector_offset(), layout.text_offset(),
+                            layout.total()};
+  const bool trained[] = {trainable.tower, trainable.projector, trainable.language_model};
+  for (int part = 0; part < 3; ++part) {
+    if (!trained[part]) {
+      for (int64_t i = bounds[part]; i < bounds[part + 1]; ++i)
+        ASSERT_EQ(FloatBits(got[i]), FloatBits(params[i])) << "frozen part " << part << " at " << i;
+      continue;
+    }
+    std::vector<float> a(du.begin() + bounds[part], du.begin() + bounds[part + 1]);
+    std::vector<float> b(dw.begin() + bounds[part], dw.begin() + bounds[part + 1]);
+    EXPECT_LT(RelativeError(a, b), tol) << "part " << part;
+  }
+}
+
+TEST_P(CudaLlavaTrainerTest, OptimizerStepMatchesTheCpuTrainer) { CheckStep(GetParam(), {}); }
+
+// LLaVA-1.5's stages: the finetune (tower frozen), the pretraining (projector only).
+TEST_P(CudaLlavaTrainerTest, FrozenPartsKeepTheirWeightsAndTheRestMatchesTheCpu) {
+  CheckStep(GetParam(), {false, true, true});
+  CheckStep(GetParam(), {false, true, false});
+}
+
+TEST_P(CudaLlavaTrainerTest, BadBatchesAreRefused) {
+  const LlavaConfig c = Tiny();
+  auto gpu = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  ASSERT_TRUE((*gpu)->SetParameters(InitLlavaParameters(c, LlavaLayout(c), 5)).ok());
+  Batch b = MakeBatch(c);
+  cpu::LlavaMicroBatch v = b.view();
+  v.images = kImages + 1;
+  Result<LossSum> r = (*gpu)->ForwardBackward(v, 1.0f, true);
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  b.positions[5] = kB * kT;
+  r = (*gpu)->ForwardBackward(b.view(), 1.0f, true);
+  ASSERT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("image 1 token 1"), std::string::npos)
+      << r.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaLlavaTrainerTest,
+                         ::testing::Values(DType::kF32, DType::kBF16),
+                         [](const ::testing::TestParamInfo<DType>& i) {
+                           return std::string(DTypeName(i.param));
+                         });
+
+// Refused before any GPU work: runs on every machine.
+TEST(CudaLlavaTrainerOptions, UnsupportedSettingsAreNamed) {
+  const LlavaConfig c = Tiny();
+  BackendOptions o = Options(DType::kF32);
+  o.precision = Precision::kFp16;
+  auto r = CudaLlavaTrainer::Create(c, o, 1);
+  ASSERT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("fp16"), std::string::npos);
+  o = Options(DType::kF32);
+  o.zero = 4;
+  EXPECT_EQ(CudaLlavaTrainer::Create(c, o, 1).status().code(), ErrorCode::kInvalidArgument);
+  o = Options(DType::kF32);
+  o.max_seq = c.text.max_seq + 1;
+  EXPECT_EQ(CudaLlavaTrainer::Create(c, o, 1).status().code(), ErrorCode::kInvalidArgument);
+  o = Options(DType::kF32);
+  EXPECT_EQ(CudaLlavaTrainer::Create(c, o, 0).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// The loop's device choice (trainer/run/llava_trainer_api.h): runs everywhere.
+TEST(LlavaTrainerApi, PicksTheDeviceAndNamesUnknownOnes) {
+  const LlavaConfig c = Tiny();
+  auto cpu = CreateLlavaTrainer("cpu", c, Options(DType::kF32), 1);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  EXPECT_TRUE((*cpu)->SetParameters(InitLlavaParameters(c, LlavaLayout(c), 1)).ok());
+  auto tpu = CreateLlavaTrainer("tpu", c, Options(DType::kF32), 1);
+  ASSERT_EQ(tpu.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(tpu.status().message().find("tpu"), std::string::npos);
+  BackendOptions fp16 = Options(DType::kF32);
+  fp16.precision = Precision::kFp16;
+  EXPECT_EQ(CreateLlavaTrainer("cuda", c, fp16, 1).status().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(CreateLlavaTrainer("cpu", c, Options(DType::kBF16), 1).status().code(),
+            ErrorCode::kUnsupported);
+}
+
+// benchmake-train with device "cuda" on llava_data (llava_train_test.cc's data and bounds).
+class CudaLlavaTrainTest : public ::bm::train::testing::TrainRanksTest {
+ protected:
+  void SetUp() override {
+    TrainRanksTest::SetUp();
+    BM_SKIP_WITHOUT_GPU();
+    share_one_gpu_ = true;  // every rank drives GPU 0, staged Gloo between them
+    constexpr int32_t kImage = 512;
+    std::vector<::bm::train::testing::LlavaSampleSpec> samples;
+    for (int32_t s = 0; s < 16; ++s) {
+      ::bm::train::testing::LlavaSampleSpec spec;
+      spec.tokens = {1};
+      spec.labels = {0};
+      if (s % 4 != 3) {
+        spec.tokens.push_back(kImage);
+        spec.labels.push_back(0);
+        spec.images.push_back(s % 6);
+      }
+      for (int32_t k = 0; k < 10; ++k) {
+        spec.tokens.push_back(10 + (s % 6) * 3 + k % 3);
+        spec.labels.push_back(k >= 2 ? 1 : 0);
+      }
+      samples.push_back(spec);
+    }
+    std::vector<uint8_t> pixels(6 * 28 * 28 * 3);
+    for (size_t i = 0; i < pixels.size(); ++i)
+      pixels[i] = static_cast<uint8_t>(UniformIntAt(3, 4, i, 256));
+    ::bm::train::testing::WriteLlavaData(dir_ + "/llava", "train", samples, 512, 4, 28, pixels,
+                                         {0.48f, 0.46f, 0.41f}, {0.27f, 0.26f, 0.28f});
+  }
+
+  nlohmann::json Llava(const std::string& name, const std::string& device, int dp, int lbs, int gas,
+                       int zero, const std::string& precision = "fp32") const {
+    nlohmann::json c = Config(name, "llava-tiny", "DP" + std::to_string(dp), lbs, gas, zero);
+    c["data"] = dir_ + "/llava";
+    c.erase("resume_dir");
+    c["device"] = device;
+    c["precision"] = precision;
+    if (device == "cuda") c["communicator"] = "gloo";
+    return c;
+  }
+
+  std::vector<float> LlavaWeights(const std::string& name) const {
+    Result<LlavaConfig> c = ReadLlavaCheckpointConfig(dir_ + "/" + name);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    if (!c.ok()) return {};
+    Result<std::vector<float>> w =
+        LoadLlavaParameters(dir_ + "/" + name + "/model.safetensors", *c);
+    EXPECT_TRUE(w.ok()) << w.status().message();
+    return w.ok() ? *w : std::vector<float>();
+  }
+
+  // Largest relative loss difference over the steps, largest absolute weight difference.
+  std::pair<double, double> Distance(const std::string& a, const std::string& b) const {
+    std::vector<double> la = Losses(a), lb = Losses(b);
+    EXPECT_EQ(la.size(), lb.size());
+    double loss = 0, weight = 0;
+    for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
+      loss = std::max(loss, std::abs(la[i] - lb[i]) / std::abs(lb[i]));
+    std::vector<float> wa = LlavaWeights(a), wb = LlavaWeights(b);
+    EXPECT_EQ(wa.size(), wb.size());
+    for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i)
+      weight = std::max(weight, static_cast<double>(std::abs(wa[i] - wb[i])));
+    std::printf("llava %s vs %s: loss rel %.2e, weight abs %.2e\n", a.c_str(), b.c_str(), loss,
+                weight);
+    return {loss, weight};
+  }
+};
+
+constexpr double kLossTol = 1e-4, kWeightTol = 1e-4;
+
+TEST_F(CudaLlavaTrainTest, TrainsAndDataParallelMatchesOneRank) {
+  RunOk(Llava("single", "cuda", 1, 4, 2, 0));
+  const std::vector<double> losses = Losses("single");
+  ASSERT_EQ(losses.size(), 20u);
+  EXPECT_LT(losses.back(), 0.7 * losses.front());
+  EXPECT_GT(Metrics("single")["train"]["images"].get<int64_t>(), 0);
+  // fp32 on the GPU follows the CPU's curve (20 steps of different summation orders).
+  RunOk(Llava("cpu", "cpu", 1, 4, 2, 0));
+  // (The weights' bound is loose: AdamW turns a near-zero gradient's rounding noise into
+  // updates of either sign; a part left untrained would be off by ~20 lr = 6e-2.)
+  auto [cpu_loss, cpu_weight] = Distance("single", "cpu");
+  EXPECT_LT(cpu_loss, 1e-3);
+  EXPECT_LT(cpu_weight, 1e-2);
+  for (int zero : {0, 3}) {
+    const std::string name = "dp2z" + std::to_string(zero);
+    RunOk(Llava(name, "cuda", 2, 2, 2, zero));
+    auto [loss, weight] = Distance(name, "single");
+    EXPECT_LT(loss, kLossTol) << name;
+    EXPECT_LT(weight, kWeightTol) << name;
+    EXPECT_EQ(Metrics(name)["parallel"]["zero"], zero);
+  }
+  // The check can fail: other rows (another seed) move far beyond it.
+  nlohmann::json other = Llava("other", "cuda", 2, 2, 2, 0);
+  other["seed"] = 8;
+  RunOk(other);
+  auto [loss, weight] = Distance("other", "single");
+  EXPECT_GT(loss, 100 * kLossTol);
+  EXPECT_GT(weight, 10 * kWeightTol);
+}
+
+TEST_F(CudaLlavaTrainTest, Bf16Trains) {
+  RunOk(Llava("bf16", "cuda", 1, 4, 2, 0, "bf16"));
+  const std::vector<double> losses = Losses("bf16");
+  ASSERT_EQ(losses.size(), 20u);
+  EXPECT_LT(losses.back(), 0.7 * losses.front());
+}
+
+}  // namespace
+}  // namespace bm::train::cuda

@@ -1,0 +1,448 @@
+#include "trainer/cuda/cuda_llava_trainer.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "trainer/cpu/ops/adamw.h"
+#include "trainer/cuda/check.h"
+#include "trainer/cuda/cuda_model.h"
+#include "trainer/cuda/cuda_vision_tower.h"
+#include "trainer/cuda/cudnn_attention.h"
+#include "trainer/cuda/kernels/adamw.cuh"
+#include "trainer/cuda/shard_map.h"
+#include "trainer/dist/communicator.h"
+#include "trainer/model/shard.h"
+
+namespace bm::train::cuda {
+namespace {
+
+// One device allocation, freed with its owner.
+struct DeviceMemory {
+  void* ptr = nullptr;
+  DeviceMemory() = default;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory() {
+    if (ptr) cudaFree(ptr);
+  }
+  Status Alloc(size_t bytes, const char* what) {
+    BM_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(bytes, 16)), "LLaVA {}: {} bytes", what, bytes);
+    BM_CUDA_CHECK(cudaMemset(ptr, 0, std::max<size_t>(bytes, 16)), "LLaVA {}", what);
+    return Status::Ok();
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr);
+  }
+};
+
+}  // namespace
+
+struct CudaLlavaTrainer::Impl {
+  // A replicated part (the tower, the projector): its device masters and gradients, its AdamW
+  // moments here.
+  struct Part {
+    const char* name = "";
+    bool trained = true;
+    float* master = nullptr;
+    float* grad = nullptr;
+    const train::ParamLayout* layout = nullptr;
+    DeviceMemory m, v;
+    size_t n() const { return static_cast<size_t>(layout->total()); }
+  };
+
+  LlavaConfig config;
+  LlavaLayout layout;
+  int64_t max_images = 0, max_batch = 0, max_seq = 0;
+  DType dtype = DType::kF32;
+  std::unique_ptr<dist::Communicator> self;
+  dist::Communicator* comm = nullptr;
+  cudaStream_t stream = nullptr;  // the LM's (CudaModel::stream()): every call runs on it
+  std::unique_ptr<CudaVisionTower> tower;
+  std::unique_ptr<CudaProjector> projector;
+  std::unique_ptr<CudaModel> lm;
+  std::vector<TensorSpan> spans;  // the LM's GPU tensors in the trainer's text layout
+  Part parts[2];
+  DeviceMemory pixels;             // [max_images, 3, S, S] fp32
+  DeviceMemory rows, row_grad;     // compacted kept rows and their gradient [K*max, H]
+  DeviceMemory dprojected;         // the projector's output gradient [K*max, H]
+  DeviceMemory norm;               // 1 + kGradNormBlocks floats
+  std::vector<int32_t> positions;  // the kept image tokens' positions
+  std::vector<int64_t> kept;       // their index image * K + k
+  bool train_lm = true;
+  bool compacted = false;  // some token was cut off: rows / row_grad in use
+
+  explicit Impl(const LlavaConfig& c) : config(c), layout(c) {}
+  ~Impl() {  // the modules before the LM, whose stream they use
+    projector.reset();
+    tower.reset();
+    lm.reset();
+  }
+  size_t elem() const { return dtype == DType::kF32 ? 4 : 2; }
+  int64_t hidden() const { return config.text.hidden; }
+
+  // The LM's GPU ranges over the trainer's text buffer (CudaBackend's mapping).
+  template <typename Fn>
+  void ForEachRun(size_t begin, size_t count, Fn fn) const {
+    const size_t end = begin + count;
+    auto it = std::upper_bound(spans.begin(), spans.end(), begin,
+                               [](size_t b, const TensorSpan& s) { return b < s.gpu + s.numel; });
+    for (; it != spans.end() && it->gpu < end; ++it) {
+      const size_t lo = std::max(begin, it->gpu), hi = std::min(end, it->gpu + it->numel);
+      if (lo < hi) fn(lo, it->host + (lo - it->gpu), hi - lo);
+    }
+  }
+
+  // Copies the kept tokens' rows between the projector's [images*K, H] layout and the compacted
+  // [kept, H] one, a run of consecutive indices at a time. to_compact: output -> rows.
+  Status CopyRuns(const void* from, void* to, bool to_compact) {
+    const size_t row = static_cast<size_t>(hidden()) * elem();
+    for (size_t i = 0; i < kept.size();) {
+      size_t j = i + 1;
+      while (j < kept.size() && kept[j] == kept[j - 1] + 1) ++j;
+      const size_t src = to_compact ? static_cast<size_t>(kept[i]) : i;
+      const size_t dst = to_compact ? i : static_cast<size_t>(kept[i]);
+      BM_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(to) + dst * row,
+                                    static_cast<const char*>(from) + src * row, (j - i) * row,
+                                    cudaMemcpyDeviceToDevice, stream),
+                    "LLaVA image rows {}..{}", kept[i], kept[j - 1]);
+      i = j;
+    }
+    return Status::Ok();
+  }
+
+  Result<double> PartSumSquares(const Part& p) {
+    BM_TRY(GradSumSquares(norm.as<float>(), norm.as<float>() + 1, p.grad, p.n(), stream));
+    float out = 0;
+    BM_CUDA_CHECK(cudaMemcpyAsync(&out, norm.as<float>(), 4, cudaMemcpyDeviceToHost, stream),
+                  "LLaVA {} gradient norm", p.name);
+    BM_CUDA_CHECK(cudaStreamSynchronize(stream), "LLaVA {} gradient norm", p.name);
+    return static_cast<double>(out);
+  }
+};
+
+CudaLlavaTrainer::CudaLlavaTrainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaLlavaTrainer::~CudaLlavaTrainer() = default;
+
+int64_t CudaLlavaTrainer::total() const { return impl_->layout.total(); }
+const LlavaLayout& CudaLlavaTrainer::layout() const { return impl_->layout; }
+
+Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
+    const LlavaConfig& config, const BackendOptions& options, int64_t max_images,
+    const cpu::LlavaTrainable& trainable) {
+  BM_TRY(Validate(config));
+  if (options.precision == Precision::kFp16)
+    return Status(ErrorCode::kUnsupported,
+                  "LLaVA on cuda: fp32 or bf16 (fp16 would need loss scaling)");
+  for (dist::Communicator* c : {options.tp, options.pp})
+    if (c && c->size() > 1)
+      return Status(ErrorCode::kUnsupported,
+                    "LLaVA on cuda: data parallelism only (layout DPn), no TP or PP");
+  if (options.zero < 0 || options.zero > 3)
+    return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
+                  options.zero);
+  if (options.max_batch < 1 || options.max_seq < 1 || options.max_seq > config.text.max_seq)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LLaVA on cuda: batch {} and sequence {} must be >= 1, sequence <= max_seq {}",
+                  options.max_batch, options.max_seq, config.text.max_seq);
+  if (max_images < 1)
+    return Errorf(ErrorCode::kInvalidArgument, "LLaVA on cuda: max_images {} must be >= 1",
+                  max_images);
+  if (options.dp && options.dp->size() > 1 && !options.dp->device())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LLaVA on cuda: {} ranks need a device communicator (NCCL or staged Gloo), "
+                  "not {}",
+                  options.dp->size(), options.dp->transport());
+  const ModelConfig& text = config.text;
+  if (text.family != train::Family::kLlama || text.biases || text.tied_embeddings)
+    return Status(ErrorCode::kUnsupported,
+                  "LLaVA on cuda: the language model must be a llama (no biases, untied head), "
+                  "as the cuda backend trains it");
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    cudaGetLastError();
+    return Status(ErrorCode::kUnavailable, "LLaVA on cuda: no GPU");
+  }
+  BM_CUDA_CHECK(cudaSetDevice(options.device_index), "selecting GPU {}", options.device_index);
+
+  auto impl = std::make_unique<Impl>(config);
+  Impl& s = *impl;
+  s.max_images = max_images;
+  s.max_batch = options.max_batch;
+  s.max_seq = options.max_seq;
+  s.dtype = options.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32;
+  s.comm = options.dp;
+  if (!s.comm) {
+    s.self = dist::MakeSelfCommunicator();
+    s.comm = s.self.get();
+  }
+  // The language model: CudaModel under CudaDataParallel, as the cuda backend builds it.
+  BM_ASSIGN_OR_RETURN(ModelShard shard, ModelShard::Make(text, {}));
+  const ModelSpec spec = SpecOfShard(text, shard);
+  RunSpec run;
+  run.comm = options.dp;
+  run.zero = options.zero;
+  run.micro_batch = static_cast<int>(options.max_batch);
+  run.seq = static_cast<int>(options.max_seq);
+  run.dtype = s.dtype;
+  run.recompute = options.recompute;
+  AttentionShape shape{
+      run.micro_batch,     run.seq, spec.local_heads(), spec.local_kv_heads(), spec.head_dim(),
+      run.attention_chunk, false};
+  if (options.attention == "cudnn") {
+    if (!CudnnAttentionBuilt())
+      return Status(ErrorCode::kUnsupported,
+                    "attention = \"cudnn\": this build has no cuDNN; use \"flash\"");
+    run.attention = AttentionImpl::kCudnn;
+  } else if (options.attention == "auto") {
+    if (run.dtype != DType::kF32 && CudnnAttentionUsable(shape))
+      run.attention = AttentionImpl::kCudnn;
+  } else if (options.attention != "flash") {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "attention must be \"auto\", \"flash\" or \"cudnn\", not \"{}\"",
+                  options.attention);
+  }
+  BM_ASSIGN_OR_RETURN(s.lm, CudaModel::Create(spec, run));
+  if (shard.layout().total() != s.layout.text().total())
+    return Errorf(ErrorCode::kInternal,
+                  "LLaVA on cuda: the language model's layout ({} floats) is not LlavaLayout's "
+                  "text ({})",
+                  shard.layout().total(), s.layout.text().total());
+  BM_ASSIGN_OR_RETURN(s.spans, MapOntoTrainer(s.lm->layout(), shard.layout()));
+
+  // The vision tower and the projector, on the LM's stream (it reads their rows there).
+  s.stream = s.lm->stream();
+  CudaVisionOptions vo;
+  vo.dtype = s.dtype;
+  vo.max_images = static_cast<int>(max_images);
+  vo.stream = s.stream;
+  const int64_t K = config.image_tokens();
+  const int64_t max_rows = max_images * K;
+  BM_ASSIGN_OR_RETURN(s.tower, CudaVisionTower::Create(config.vision, vo));
+  BM_ASSIGN_OR_RETURN(s.projector, CudaProjector::Create(config, static_cast<int>(max_rows), vo));
+  if (static_cast<int64_t>(s.tower->layout().total()) != s.layout.vision().total() ||
+      static_cast<int64_t>(s.projector->layout().total()) != s.layout.projector().total())
+    return Errorf(ErrorCode::kInternal,
+                  "LLaVA on cuda: the tower's / projector's layouts ({} / {} floats) are not "
+                  "LlavaLayout's ({} / {})",
+                  s.tower->layout().total(), s.projector->layout().total(),
+                  s.layout.vision().total(), s.layout.projector().total());
+
+  // The replicated parts' AdamW state, the batch's buffers.
+  s.train_lm = trainable.language_model;
+  s.parts[0].trained = trainable.tower;
+  s.parts[1].trained = trainable.projector;
+  s.parts[0].name = "vision tower";
+  s.parts[0].master = s.tower->master();
+  s.parts[0].grad = s.tower->grad();
+  s.parts[0].layout = &s.tower->layout();
+  s.parts[1].name = "projector";
+  s.parts[1].master = s.projector->master();
+  s.parts[1].grad = s.projector->grad();
+  s.parts[1].layout = &s.projector->layout();
+  for (Impl::Part& p : s.parts) {
+    if (!p.trained) continue;
+    BM_TRY(p.m.Alloc(p.n() * 4, "AdamW m"));
+    BM_TRY(p.v.Alloc(p.n() * 4, "AdamW v"));
+  }
+  const int64_t S = config.vision.image_size;
+  BM_TRY(s.pixels.Alloc(static_cast<size_t>(max_images * 3 * S * S) * 4, "pixels"));
+  const size_t row_bytes = static_cast<size_t>(max_rows * text.hidden) * s.elem();
+  BM_TRY(s.rows.Alloc(row_bytes, "spliced rows"));
+  BM_TRY(s.row_grad.Alloc(row_bytes, "spliced rows' gradient"));
+  BM_TRY(s.dprojected.Alloc(row_bytes, "projector output gradient"));
+  BM_TRY(s.norm.Alloc((1 + kGradNormBlocks) * 4, "gradient norm"));
+  BM_CUDA_CHECK(cudaDeviceSynchronize(), "LLaVA on cuda: creating the model");
+  return std::unique_ptr<CudaLlavaTrainer>(new CudaLlavaTrainer(std::move(impl)));
+}
+
+Status CudaLlavaTrainer::SetParameters(std::span<const float> whole) {
+  Impl& s = *impl_;
+  if (static_cast<int64_t>(whole.size()) != total())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CudaLlavaTrainer::SetParameters: {} floats, the model has {}", whole.size(),
+                  total());
+  BM_TRY(s.tower->SetParameters(whole.subspan(s.layout.vision_offset(), s.parts[0].n())));
+  BM_TRY(s.projector->SetParameters(whole.subspan(s.layout.projector_offset(), s.parts[1].n())));
+  const std::span<const float> text = whole.subspan(s.layout.text_offset());
+  return s.lm->SetParameters(RangeSource([&s, text](size_t begin, std::span<float> out) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    s.ForEachRun(begin, out.size(), [&](size_t gpu, size_t host, size_t n) {
+      std::copy_n(text.begin() + host, n, out.begin() + (gpu - begin));
+    });
+  }));
+}
+
+Status CudaLlavaTrainer::GetParameters(std::span<float> whole) {
+  Impl& s = *impl_;
+  if (whole.empty()) return s.lm->GetParameters(RangeSink());
+  if (static_cast<int64_t>(whole.size()) != total())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CudaLlavaTrainer::GetParameters: {} floats, the model has {}", whole.size(),
+                  total());
+  std::vector<float> part;
+  BM_TRY(s.tower->GetParameters(&part));
+  std::copy(part.begin(), part.end(), whole.begin() + s.layout.vision_offset());
+  BM_TRY(s.projector->GetParameters(&part));
+  std::copy(part.begin(), part.end(), whole.begin() + s.layout.projector_offset());
+  const std::span<float> text = whole.subspan(s.layout.text_offset());
+  return s.lm->GetParameters(RangeSink([&s, text](size_t begin, std::span<const float> values) {
+    s.ForEachRun(begin, values.size(), [&](size_t gpu, size_t host, size_t n) {
+      std::copy_n(values.begin() + (gpu - begin), n, text.begin() + host);
+    });
+  }));
+}
+
+Status CudaLlavaTrainer::GetGradients(std::span<float> whole) {
+  Impl& s = *impl_;
+  if (static_cast<int64_t>(whole.size()) != total())
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CudaLlavaTrainer::GetGradients: {} floats, the model has {}", whole.size(),
+                  total());
+  std::vector<float> part;
+  BM_TRY(s.tower->GetGradients(&part));
+  std::copy(part.begin(), part.end(), whole.begin() + s.layout.vision_offset());
+  BM_TRY(s.projector->GetGradients(&part));
+  std::copy(part.begin(), part.end(), whole.begin() + s.layout.projector_offset());
+  std::vector<float> flat;
+  BM_TRY(s.lm->GetGradients(&flat));
+  float* text = whole.data() + s.layout.text_offset();
+  for (const TensorSpan& t : s.spans) std::copy_n(flat.begin() + t.gpu, t.numel, text + t.host);
+  return Status::Ok();
+}
+
+Status CudaLlavaTrainer::ZeroGrad() {
+  Impl& s = *impl_;
+  BM_TRY(s.tower->ZeroGradients());
+  BM_TRY(s.projector->ZeroGradients());
+  return s.lm->ZeroGradients();
+}
+
+Result<LossSum> CudaLlavaTrainer::ForwardBackward(const cpu::LlavaMicroBatch& b, float loss_scale,
+                                                  bool last) {
+  Impl& s = *impl_;
+  if (b.B < 1 || b.T < 1 || b.B > s.max_batch || b.T > s.max_seq || !b.inputs || !b.targets)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CudaLlavaTrainer::ForwardBackward: batch {} x {} (planned at most {} x {}), "
+                  "inputs and targets needed",
+                  b.B, b.T, s.max_batch, s.max_seq);
+  if (b.images < 0 || b.images > s.max_images ||
+      (b.images > 0 && (!b.pixel_values || !b.image_positions)))
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CudaLlavaTrainer::ForwardBackward: {} images (at most {}), each with pixel "
+                  "values and positions",
+                  b.images, s.max_images);
+  const int64_t K = s.config.image_tokens(), N = b.B * b.T;
+  s.kept.clear();
+  s.positions.clear();
+  for (int64_t i = 0; i < b.images * K; ++i) {
+    const int64_t p = b.image_positions[i];
+    if (p < 0) continue;
+    if (p >= N)
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "CudaLlavaTrainer::ForwardBackward: image {} token {} at position {}, outside "
+                    "the batch's {} x {}",
+                    i / K, i % K, p, b.B, b.T);
+    s.kept.push_back(i);
+    s.positions.push_back(static_cast<int32_t>(p));
+  }
+  const int images = static_cast<int>(b.images);
+  const int64_t S = s.config.vision.image_size;
+  SplicedRows spliced;
+  if (images > 0) {
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(s.pixels.ptr, b.pixel_values, static_cast<size_t>(images * 3 * S * S) * 4,
+                        cudaMemcpyHostToDevice, s.stream),
+        "LLaVA pixels of {} images", images);
+    BM_TRY(s.tower->Forward(s.pixels.as<float>(), images));
+    BM_TRY(s.projector->Forward(s.tower->features(), static_cast<int>(images * K)));
+    s.compacted = static_cast<int64_t>(s.kept.size()) != images * K;
+    spliced.positions = s.positions.data();
+    spliced.count = static_cast<int>(s.kept.size());
+    if (s.compacted) {
+      BM_TRY(s.CopyRuns(s.projector->output(), s.rows.ptr, true));
+      spliced.rows = s.rows.ptr;
+      spliced.grad = s.row_grad.ptr;
+    } else {
+      spliced.rows = s.projector->output();
+      spliced.grad = s.dprojected.ptr;
+    }
+  }
+  TokenBatch tb;
+  tb.tokens = b.inputs, tb.targets = b.targets, tb.mask = b.loss_mask;
+  tb.batch = static_cast<int>(b.B), tb.seq = static_cast<int>(b.T);
+  tb.spliced = images > 0 ? &spliced : nullptr;
+  LossSum loss;
+  BM_ASSIGN_OR_RETURN(loss.sum, s.lm->ForwardBackward(tb, loss_scale, last));
+  for (int64_t i = 0; i < N; ++i)
+    loss.count += !b.loss_mask || b.loss_mask[i] ? 1 : 0;  // as the CPU model counts
+  if (images > 0 && !s.kept.empty()) {
+    if (s.compacted) {
+      BM_CUDA_CHECK(
+          cudaMemsetAsync(s.dprojected.ptr, 0,
+                          static_cast<size_t>(images * K * s.hidden()) * s.elem(), s.stream),
+          "LLaVA projector output gradient");
+      BM_TRY(s.CopyRuns(s.row_grad.ptr, s.dprojected.ptr, false));
+    }
+    // a frozen tower is not backpropagated (nor the projector, when neither is trained)
+    if (s.parts[0].trained || s.parts[1].trained) BM_TRY(s.projector->Backward(s.dprojected.ptr));
+    if (s.parts[0].trained) BM_TRY(s.tower->Backward(s.projector->dfeatures()));
+  }
+  if (last && s.comm->size() > 1)
+    for (Impl::Part& p : s.parts)
+      if (p.trained)
+        BM_TRY(s.comm->AllReduce(p.grad, static_cast<int64_t>(p.n()), dist::DType::kFloat32,
+                                 dist::ReduceOp::kSum, s.stream));
+  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "LLaVA backward of {} images", images);
+  return loss;
+}
+
+Result<float> CudaLlavaTrainer::GradNorm() {
+  Impl& s = *impl_;
+  double sum = 0;
+  if (s.train_lm) {
+    BM_ASSIGN_OR_RETURN(double lm, s.lm->GradNorm());
+    sum = lm * lm;
+  }
+  // the replicated parts' gradients are the same on every rank: counted once
+  for (const Impl::Part& p : s.parts) {
+    if (!p.trained) continue;
+    BM_ASSIGN_OR_RETURN(double part, s.PartSumSquares(p));
+    sum += part;
+  }
+  return static_cast<float>(std::sqrt(sum));
+}
+
+Status CudaLlavaTrainer::OptimizerStep(const AdamWStep& step) {
+  Impl& s = *impl_;
+  BM_ASSIGN_OR_RETURN(float norm, GradNorm());
+  // As the CPU twin: clipping by the global norm and 1 / the loss scale in one factor, handed to
+  // both updates (the LM's own clipping off).
+  AdamWHyper h;
+  h.lr = step.lr, h.beta1 = step.beta1, h.beta2 = step.beta2, h.eps = step.eps;
+  h.weight_decay = step.weight_decay;
+  h.step = static_cast<int>(step.step);
+  h.max_norm = 0.0f;
+  h.grad_scale = cpu::ClipScale(norm * step.grad_scale, step.grad_clip) * step.grad_scale;
+  if (s.train_lm) BM_TRY(s.lm->OptimizerStep(h));
+  for (Impl::Part& p : s.parts) {
+    if (!p.trained) continue;
+    for (const train::ParamTensor& t : p.layout->tensors()) {
+      AdamWHyper ht = h;
+      ht.weight_decay = t.weight_decay && !t.frozen ? step.weight_decay : 0.0f;
+      const size_t off = static_cast<size_t>(t.offset);
+      BM_TRY(AdamWUpdate<__nv_bfloat16>(p.master + off, nullptr, p.m.as<float>() + off,
+                                        p.v.as<float>() + off, p.grad + off, nullptr, ht,
+                                        static_cast<size_t>(t.numel), s.stream));
+    }
+  }
+  if (s.parts[0].trained) BM_TRY(s.tower->RefreshWorkingCopy());
+  if (s.parts[1].trained) BM_TRY(s.projector->RefreshWorkingCopy());
+  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "LLaVA tower and projector update");
+  return s.lm->Synchronize();
+}
+
+}  // namespace bm::train::cuda

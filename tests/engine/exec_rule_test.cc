@@ -4,6 +4,7 @@
 #include "rules/exec.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
+#include "tests/support/rule_params.h"
 
 namespace bm::rules {
 namespace {
@@ -24,11 +25,8 @@ class ExecRuleTest : public ::testing::Test {
   }
   // The rule's defaults (as the engine fills them), then `overrides`.
   nlohmann::json Params(nlohmann::json overrides) {
-    nlohmann::json p = {{"command", nlohmann::json::array()}};
-    for (const engine::ParamSpec& s : rule_->params())
-      if (s.default_value) p[s.name] = *s.default_value;
-    for (auto& [k, v] : overrides.items()) p[k] = v;
-    return p;
+    if (!overrides.contains("command")) overrides["command"] = nlohmann::json::array();
+    return testing::WithDefaults(*rule_, std::move(overrides));
   }
   testing::MemoryFilesystem fs_;
   testing::FakeCommandRunner runner_{&fs_};

@@ -12,6 +12,7 @@
 #include "rules/exec.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
+#include "tests/support/rule_params.h"
 #include "tests/support/test_data.h"
 
 namespace bm::rules {
@@ -23,13 +24,8 @@ std::string ReadLog(const std::string& name) { return testing::ReadTestData("log
 
 // exec's parameters with their defaults, then `overrides`.
 json Params(json overrides) {
-  std::unique_ptr<engine::Rule> rule = MakeExecRule();
-  json p = json::object();
-  for (const engine::ParamSpec& s : rule->params())
-    if (s.default_value) p[s.name] = *s.default_value;
-  p["command"] = json::array({"true"});
-  for (auto& [k, v] : overrides.items()) p[k] = v;
-  return p;
+  if (!overrides.contains("command")) overrides["command"] = json::array({"true"});
+  return testing::WithDefaults(*MakeExecRule(), std::move(overrides));
 }
 
 Result<ExternalMetrics> FromFile(const std::string& file, const std::string& format,

@@ -22,6 +22,7 @@
 #include "rules/train_rules.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
+#include "tests/support/rule_params.h"
 
 namespace bm::rules {
 namespace {
@@ -62,9 +63,8 @@ class LauncherTest : public ::testing::Test {
   // A pretrain step of `layout` on `device`, as the engine hands it to the rule.
   engine::StepContext Context(const std::string& layout, const std::string& device = "cpu") {
     auto rule = MakePretrainRule();
-    json params = {{"data", "tok"}, {"layout", layout}, {"device", device}};
-    for (const engine::ParamSpec& s : rule->params())
-      if (!params.contains(s.name) && s.default_value) params[s.name] = *s.default_value;
+    json params =
+        testing::WithDefaults(*rule, {{"data", "tok"}, {"layout", layout}, {"device", device}});
     engine::StepContext ctx;
     ctx.target = "p";
     ctx.params = params;

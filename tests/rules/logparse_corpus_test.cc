@@ -12,6 +12,7 @@
 #include "rules/exec.h"
 #include "rules/external_metrics.h"
 #include "rules/logparse/log_parser.h"
+#include "tests/support/rule_params.h"
 #include "tests/support/test_data.h"
 
 namespace bm::rules {
@@ -24,14 +25,10 @@ using nlohmann::json;
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
 
-json Params(const json& overrides) {
-  std::unique_ptr<engine::Rule> rule = MakeExecRule();
-  json p = json::object();
-  for (const engine::ParamSpec& s : rule->params())
-    if (s.default_value) p[s.name] = *s.default_value;
-  p["command"] = json::array({"true"});
-  for (auto& [k, v] : overrides.items()) p[k] = v;
-  return p;
+// exec's parameters with their defaults, `command` set, then `overrides`.
+json Params(json overrides) {
+  if (!overrides.contains("command")) overrides["command"] = json::array({"true"});
+  return testing::WithDefaults(*MakeExecRule(), std::move(overrides));
 }
 
 struct Read {

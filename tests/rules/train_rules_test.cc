@@ -11,18 +11,14 @@
 #include "engine/spec_builder.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
+#include "tests/support/rule_params.h"
 
 namespace bm::rules {
 namespace {
 
 using nlohmann::json;
 
-// Parameters with every default filled, as the engine hands them to a rule.
-json WithDefaults(const engine::Rule& rule, json params) {
-  for (const engine::ParamSpec& s : rule.params())
-    if (!params.contains(s.name) && s.default_value) params[s.name] = *s.default_value;
-  return params;
-}
+using testing::WithDefaults;
 
 // A pretrain step "p" on /ws as the engine hands it to the rule, its commands
 // run by `runner` on `fs`.

@@ -7,7 +7,7 @@
 #             and the unchanged causal ones against their CPU twins
 # tower       cuda_vision_tower_test: CudaVisionTower / CudaProjector against the CPU tower
 # splice      cuda_model_spliced_test: CudaModel with image rows spliced in against Model<float>
-# trainer     cuda_llava_test (when packed): the CUDA LLaVA trainer against the CPU one, ranks
+# trainer     cuda_llava_trainer_test (when packed): the CUDA LLaVA trainer against the CPU one, ranks
 #             sharing this GPU
 # pixels      tests/gpu/clip_pixels_check.py: our pixel values against CLIPImageProcessor
 # vision      tests/gpu/clip_vision_check.py: our CPU tower against CLIPVisionModel
@@ -47,8 +47,8 @@ gtest() { ours "$bin/$1" --gtest_color=no "${@:2}"; }
 want kernels && part kernels gtest cuda_ops_test
 want tower && part tower gtest cuda_vision_tower_test
 want splice && [[ -x $bin/cuda_model_spliced_test ]] && part splice gtest cuda_model_spliced_test
-want trainer && [[ -x $bin/cuda_llava_test ]] && part trainer env BENCHMAKE_TRAIN=$wrap/benchmake-train \
-  "$wrap/cuda_llava_test" --gtest_color=no
+want trainer && [[ -x $bin/cuda_llava_trainer_test ]] && part trainer env BENCHMAKE_TRAIN=$wrap/benchmake-train \
+  "$wrap/cuda_llava_trainer_test" --gtest_color=no
 want pixels && part pixels python3 tests/gpu/clip_pixels_check.py "$dev"
 want vision && part vision python3 tests/gpu/clip_vision_check.py --dump "$wrap/clip_vision_dump"
 if want preprocess; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what one device call needs into .devtree/ (git-ignored; name it in the call's carry):
 #   .devtree/bin.tar.xz  the GPU tests, the CPU oracle's tests, the benchmarks, benchmake and benchmake-train,
-#                   clip_pixels (tests/gpu/clip_pixels_check.py),
+#                   clip_pixels (tests/gpu/clip_pixels_check.py), LLaVA's GPU tests and dump tools
+#                   (bench/llava_gpu.sh; those whose targets the build has),
 #                   stripped (packed: the CUDA code in them compresses 7:1, and a call carries
 #                   64 MiB at most); the call unpacks it first: tar -C .devtree -xJf .devtree/bin.tar.xz
 #   .devtree/lib    extra-libs.tar.xz: the Debian libraries they link that the GPU machine
@@ -9,6 +10,9 @@
 #                   libgcc and CUDA's own)
 #   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, energy_gpu.sh, ab.sh, the PyTorch
 #                   peer)
+#   .devtree/llava  LLaVA's own preprocessing files (llava/{constants,conversation,mm_utils}.py,
+#                   llava/train/train.py) from the checkout LLAVA_CHECKOUT names (a git dir or a work
+#                   tree), for tests/gpu/llava_preprocess_golden.py; not packed when unset
 #   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged, and
 #                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them)
 # Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
@@ -24,10 +28,12 @@ bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
       tests/trainer/trainer_ops_test tests/trainer/trainer_model_test
       tests/trainer/trainer_blas_core_test
       bench/clip_pixels)
-cmake --build "$build" --target benchmake benchmake-train cuda_train_bench trainer_cpu_bench \
-  cuda_ops_test \
-  cuda_model_test cuda_backend_test nccl_communicator_test cuda_ranks_test \
-  trainer_ops_test trainer_model_test trainer_blas_core_test clip_pixels
+# LLaVA's (bench/llava_gpu.sh), where this build has them.
+for t in tests/trainer/cuda_vision_tower_test tests/trainer/cuda_model_spliced_test \
+  tests/trainer/cuda_llava_trainer_test tests/trainer/clip_vision_dump tests/trainer/llava_dump; do
+  cmake --build "$build" --target help | grep -q "^$(basename "$t"):" && bins+=("$t")
+done
+cmake --build "$build" --target "${bins[@]##*/}"
 rm -rf .devtree && mkdir -p .devtree/bin .devtree/lib .devtree/bench .devtree/peer
 for b in "${bins[@]}"; do
   cp "$build/$b" .devtree/bin/
@@ -49,5 +55,14 @@ for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
 done
 cp bench/tp_reference.py .devtree/peer/  # our TP peer, run beside multi_reference.py
+if [[ -n ${LLAVA_CHECKOUT:-} ]]; then
+  files=(llava/constants.py llava/conversation.py llava/mm_utils.py llava/train/train.py)
+  mkdir -p .devtree/llava
+  if [[ -d $LLAVA_CHECKOUT/llava ]]; then
+    tar -C "$LLAVA_CHECKOUT" -cf - "${files[@]}" | tar -C .devtree/llava -xf -
+  else
+    git --git-dir="$LLAVA_CHECKOUT" archive HEAD "${files[@]}" | tar -C .devtree/llava -xf -
+  fi
+fi
 rm -rf .devtree/bin
 du -sh .devtree .devtree/*

@@ -44,6 +44,10 @@ def check(dump, preset, images, device):
                               layer_norm_eps=cfg["norm_eps"], attention_dropout=0.0)
     model = CLIPVisionModel(config).eval().to(device, torch.float32)
     tower = {k: v for k, v in weights.items() if k.startswith("vision_model.")}
+    # transformers 4.x's CLIPVisionModel holds its tower as .vision_model; 5.x's state dict
+    # names the tower's tensors without that prefix: load by the names the model has.
+    if not any(k.startswith("vision_model.") for k in model.state_dict()):
+        tower = {k[len("vision_model."):]: v for k, v in tower.items()}
     missing, unexpected = model.load_state_dict(tower, strict=False)
     missing = [k for k in missing if not k.endswith("position_ids")]
     if missing or unexpected:

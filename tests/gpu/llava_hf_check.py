@@ -76,6 +76,9 @@ def run_hf(model, ids, labels, pixels, vocab, device, dtype):
     logprobs = torch.log_softmax(logits[..., :vocab], dim=-1)
     target = input_ids[:, 1:]
     mask = torch.tensor(labels, device=device)[:, 1:].bool()
+    # Positions that are not labels may hold the image token (outside the V kept): gather id 0
+    # there; they are masked out of the loss anyway.
+    target = torch.where(mask, target, torch.zeros_like(target))
     nll = -logprobs[:, :-1].gather(-1, target.unsqueeze(-1)).squeeze(-1)
     return logprobs.cpu(), float(nll[mask].mean())
 

@@ -7,6 +7,13 @@
 // their AdamW state whole on every rank (the same update everywhere). The
 // gradient norm and clipping cover all three parts.
 //
+// Frozen parts (LlavaFreeze, trainer/model/llava_freeze.h: LLaVA's stages)
+// hold no gradients and no AdamW state and take part in no reduction: a
+// frozen language model has no DataParallel at all (its weights whole on every
+// rank, whatever the ZeRO stage; its backward computes input gradients only),
+// a frozen tower or projector is no Part. Their weights stay as set, bit for
+// bit; the gradient norm covers the trained parts only.
+//
 // Collective over the DP group (every rank, same order): ForwardBackward,
 // GradNorm, OptimizerStep, GetParameters. Not thread-safe.
 #pragma once
@@ -20,6 +27,7 @@
 #include "trainer/backend.h"
 #include "trainer/cpu/data_parallel.h"
 #include "trainer/cpu/llava_model.h"
+#include "trainer/model/llava_freeze.h"
 
 namespace bm::train::cpu {
 
@@ -27,13 +35,26 @@ class LlavaTrainer {
  public:
   // options: max_batch, max_seq, threads, dp (nullptr: a world of one), zero; precision fp32,
   // no TP or PP groups (else kUnsupported). max_images: the most images of one micro-batch.
+  // freeze: the parts that do not train (Validate(freeze) must be OK, else its error).
   static Result<std::unique_ptr<LlavaTrainer>> Create(const LlavaConfig& config,
                                                       const BackendOptions& options,
-                                                      int64_t max_images);
+                                                      int64_t max_images,
+                                                      const LlavaFreeze& freeze = {});
   ~LlavaTrainer();
 
   int64_t total() const { return model_->layout().total(); }  // the whole model's floats
   const LlavaLayout& layout() const { return model_->layout(); }
+  const LlavaFreeze& freeze() const { return model_->freeze(); }
+
+  // Floats this rank holds to train each part (not its parameters): gradient
+  // buffers (the part's own, plus ZeRO >= 2's reduced shard of the language
+  // model) and AdamW moments (m and v together). 0 for a frozen part.
+  struct TrainingState {
+    int64_t vision_grads = 0, vision_moments = 0;
+    int64_t projector_grads = 0, projector_moments = 0;
+    int64_t text_grads = 0, text_moments = 0;
+  };
+  TrainingState training_state() const;
 
   // The whole model (LlavaLayout order) on every rank.
   Status SetParameters(std::span<const float> whole);
@@ -50,7 +71,7 @@ class LlavaTrainer {
 
  private:
   LlavaTrainer() = default;
-  // The replicated parts: tower then projector.
+  // The replicated parts that train: tower then projector.
   struct Part {
     std::vector<float>* params;
     std::vector<float>* grads;
@@ -61,7 +82,7 @@ class LlavaTrainer {
   std::unique_ptr<dist::Communicator> self_;
   dist::Communicator* comm_ = nullptr;
   std::unique_ptr<LlavaModel<float>> model_;
-  std::unique_ptr<DataParallel> dp_;
+  std::unique_ptr<DataParallel> dp_;  // nullptr: a frozen language model
   std::vector<Part> parts_;
 };
 

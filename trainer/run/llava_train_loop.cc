@@ -104,7 +104,7 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   const int64_t K = model.image_tokens();
   const int64_t max_images = run.lbs * ((run.mpe + K - 1) / K);
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cpu::LlavaTrainer> trainer,
-                      cpu::LlavaTrainer::Create(model, options, max_images));
+                      cpu::LlavaTrainer::Create(model, options, max_images, run.freeze));
   if (!run.init.empty()) {
     BM_ASSIGN_OR_RETURN(std::vector<float> params,
                         LoadLlavaParameters(run.init + "/" + kModelFile, model));
@@ -187,7 +187,8 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
         {"mpe", run.mpe},
         {"gbs", run.gbs()},
         {"steps", run.steps},
-        {"seed", run.seed}}},
+        {"seed", run.seed},
+        {"freeze", run.freeze.Names()}}},
       {"parallel", {{"world_size", ranks.world()}, {"dp", run.layout.dp}, {"zero", run.zero}}},
       {"train",
        {{"final_loss", records.empty() ? 0.0 : records.back().loss},

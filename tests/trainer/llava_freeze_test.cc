@@ -5,13 +5,14 @@
 // model (every part trains, the frozen parts' weights put back after each
 // step, no clipping); the run-config keys and their errors. DP2 / ZeRO-3
 // with freezing against one process: tests/trainer/llava_train_test.cc.
+#include "trainer/model/llava_freeze.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "trainer/cpu/llava_trainer.h"
-#include "trainer/model/llava_freeze.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/rng.h"
 #include "trainer/run/run_config.h"
@@ -227,8 +228,8 @@ TEST(LlavaFreeze, StagesNamesAndErrors) {
             std::string::npos);
   EXPECT_NE(LlavaFreezeFromNames({"vision_tower", "vision_tower"}).status().message().find("twice"),
             std::string::npos);
-  Status all = LlavaFreezeFromNames({"vision_tower", "multi_modal_projector", "language_model"})
-                   .status();
+  Status all =
+      LlavaFreezeFromNames({"vision_tower", "multi_modal_projector", "language_model"}).status();
   EXPECT_NE(all.message().find("nothing would train"), std::string::npos);
   Status proj = LlavaFreezeFromNames({"multi_modal_projector"}).status();
   EXPECT_EQ(proj.code(), ErrorCode::kUnsupported);

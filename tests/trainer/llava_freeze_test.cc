@@ -113,7 +113,7 @@ Trained Train(LlavaTrainer& t, const std::vector<float>& init, int steps,
       std::copy(init.begin() + begin, init.begin() + end, w.begin() + begin);
     };
     if (restore.vision_tower) put(l.vision_offset(), l.projector_offset());
-    if (restore.multi_modal_projector) put(l.projector_offset(), l.text_offset());
+    if (restore.projector) put(l.projector_offset(), l.text_offset());
     if (restore.language_model) put(l.text_offset(), l.total());
     EXPECT_TRUE(t.SetParameters(w).ok());
   }
@@ -222,16 +222,15 @@ TEST(LlavaFreeze, StagesNamesAndErrors) {
   EXPECT_NE(LlavaFreezeForStage("stage1").status().message().find("pretrain"), std::string::npos);
   EXPECT_EQ(*LlavaFreezeFromNames({"language_model", "vision_tower"}),
             (LlavaFreeze{true, false, true}));
-  EXPECT_EQ(LlavaFreezeFromNames({"vision_tower", "multi_modal_projector"})->Names(),
-            (std::vector<std::string>{"vision_tower", "multi_modal_projector"}));
+  EXPECT_EQ(LlavaFreezeFromNames({"vision_tower", "projector"})->Names(),
+            (std::vector<std::string>{"vision_tower", "projector"}));
   EXPECT_NE(LlavaFreezeFromNames({"vision"}).status().message().find("unknown part 'vision'"),
             std::string::npos);
   EXPECT_NE(LlavaFreezeFromNames({"vision_tower", "vision_tower"}).status().message().find("twice"),
             std::string::npos);
-  Status all =
-      LlavaFreezeFromNames({"vision_tower", "multi_modal_projector", "language_model"}).status();
+  Status all = LlavaFreezeFromNames({"vision_tower", "projector", "language_model"}).status();
   EXPECT_NE(all.message().find("nothing would train"), std::string::npos);
-  Status proj = LlavaFreezeFromNames({"multi_modal_projector"}).status();
+  Status proj = LlavaFreezeFromNames({"projector"}).status();
   EXPECT_EQ(proj.code(), ErrorCode::kUnsupported);
   // the trainer refuses what Validate refuses
   BackendOptions o;
@@ -274,6 +273,22 @@ TEST(LlavaFreeze, RunConfigKeys) {
   EXPECT_NE(error(j).find("not a part name"), std::string::npos) << error(j);
   j["freeze"] = {"mm_projector"};
   EXPECT_NE(error(j).find("unknown part 'mm_projector'"), std::string::npos) << error(j);
+  // model.trainable (the parts that train): the complement is frozen; with another key an error
+  j = base;
+  j["model"]["trainable"] = {"projector"};
+  c = ParseRunConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->freeze, (LlavaFreeze{true, false, true}));
+  j["llava_stage"] = "pretrain";
+  EXPECT_NE(error(j).find("use one"), std::string::npos) << error(j);
+  j = base;
+  j["model"]["trainable"] = {"vision_tower", "language_model"};  // a frozen projector alone
+  EXPECT_NE(error(j).find("not supported"), std::string::npos) << error(j);
+  j = base;
+  j["mode"] = "evaluate";
+  j["init"] = "/ckpt";
+  j["llava_stage"] = "finetune";
+  EXPECT_NE(error(j).find("evaluate trains nothing"), std::string::npos) << error(j);
   j = base;
   j["llava_stage"] = "align";
   EXPECT_NE(error(j).find("llava_stage 'align'"), std::string::npos) << error(j);

@@ -26,13 +26,13 @@ LlavaModel<Float>::LlavaModel(const LlavaConfig& config, int64_t max_batch, int6
 template <typename Float>
 void LlavaModel<Float>::SetFreeze(const LlavaFreeze& freeze) {
   freeze_.vision_tower |= freeze.vision_tower;
-  freeze_.multi_modal_projector |= freeze.multi_modal_projector;
+  freeze_.projector |= freeze.projector;
   freeze_.language_model |= freeze.language_model;
   if (freeze_.vision_tower) {
     std::vector<Float>().swap(tower_.grads());  // released, never written again
     std::vector<Float>().swap(dfeatures_);
   }
-  if (freeze_.multi_modal_projector) std::vector<Float>().swap(projector_.grads());
+  if (freeze_.projector) std::vector<Float>().swap(projector_.grads());
   if (freeze_.language_model && !text_.weights_frozen()) text_.FreezeWeights();
 }
 
@@ -131,13 +131,13 @@ Status LlavaModel<Float>::Encode(const LlavaMicroBatch& batch) {
   }
   // a frozen projector (and tower): the rows' gradient is wanted by nobody
   spliced_ = {positions_.data(), kept, rows_.data(),
-              freeze_.multi_modal_projector ? nullptr : row_grad_.data()};
+              freeze_.projector ? nullptr : row_grad_.data()};
   return Status::Ok();
 }
 
 template <typename Float>
 void LlavaModel<Float>::BackwardImages(int64_t n) {
-  if (n == 0 || freeze_.multi_modal_projector) return;  // (the tower is then frozen too)
+  if (n == 0 || freeze_.projector) return;  // (the tower is then frozen too)
   const int64_t K = config_.image_tokens(), H = config_.text.hidden;
   dprojected_.assign(n * K * H, Float(0));  // cut-off tokens: no gradient
   for (size_t j = 0; j < kept_.size(); ++j)

@@ -60,7 +60,7 @@ Result<std::unique_ptr<LlavaTrainer>> LlavaTrainer::Create(const LlavaConfig& co
                          &t->model_->tower().layout(),
                          {},
                          {}});
-  if (!freeze.multi_modal_projector)
+  if (!freeze.projector)
     t->parts_.push_back({&t->model_->projector().params(),
                          &t->model_->projector().grads(),
                          &t->model_->projector().layout(),

@@ -7,7 +7,7 @@ namespace bm::train {
 std::vector<std::string> LlavaFreeze::Names() const {
   std::vector<std::string> names;
   if (vision_tower) names.push_back("vision_tower");
-  if (multi_modal_projector) names.push_back("multi_modal_projector");
+  if (projector) names.push_back("projector");
   if (language_model) names.push_back("language_model");
   return names;
 }
@@ -25,13 +25,13 @@ Result<LlavaFreeze> LlavaFreezeForStage(std::string_view stage) {
 Result<LlavaFreeze> LlavaFreezeFromNames(const std::vector<std::string>& names) {
   LlavaFreeze f;
   for (const std::string& name : names) {
-    bool* part = name == "vision_tower"            ? &f.vision_tower
-                 : name == "multi_modal_projector" ? &f.multi_modal_projector
-                 : name == "language_model"        ? &f.language_model
-                                                   : nullptr;
+    bool* part = name == "vision_tower"     ? &f.vision_tower
+                 : name == "projector"      ? &f.projector
+                 : name == "language_model" ? &f.language_model
+                                            : nullptr;
     if (!part)
       return Errorf(ErrorCode::kInvalidArgument,
-                    "freeze: unknown part '{}' (vision_tower, multi_modal_projector, "
+                    "freeze: unknown part '{}' (vision_tower, projector, "
                     "language_model)",
                     name);
     if (*part) return Errorf(ErrorCode::kInvalidArgument, "freeze: '{}' named twice", name);
@@ -42,13 +42,13 @@ Result<LlavaFreeze> LlavaFreezeFromNames(const std::vector<std::string>& names) 
 }
 
 Status Validate(const LlavaFreeze& f) {
-  if (f.vision_tower && f.multi_modal_projector && f.language_model)
+  if (f.vision_tower && f.projector && f.language_model)
     return Status(ErrorCode::kInvalidArgument,
-                  "freeze: every part is frozen (vision_tower, multi_modal_projector, "
+                  "freeze: every part is frozen (vision_tower, projector, "
                   "language_model): nothing would train");
-  if (f.multi_modal_projector && !f.vision_tower)
+  if (f.projector && !f.vision_tower)
     return Status(ErrorCode::kUnsupported,
-                  "freeze: a frozen multi_modal_projector under a training vision_tower is not "
+                  "freeze: a frozen projector under a training vision_tower is not "
                   "supported (freeze the vision_tower too)");
   return Status::Ok();
 }

@@ -29,12 +29,12 @@ namespace bm::train {
 
 struct LlavaFreeze {
   bool vision_tower = false;
-  bool multi_modal_projector = false;
+  bool projector = false;
   bool language_model = false;
 
-  bool any() const { return vision_tower || multi_modal_projector || language_model; }
+  bool any() const { return vision_tower || projector || language_model; }
   bool operator==(const LlavaFreeze&) const = default;
-  // The part names frozen, in model order ("vision_tower", "multi_modal_projector",
+  // The part names frozen, in model order ("vision_tower", "projector",
   // "language_model").
   std::vector<std::string> Names() const;
 };

@@ -140,7 +140,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     std::vector<std::string> names;
     if (!f.is_array())
       return Status(ErrorCode::kInvalidArgument,
-                    "freeze must be a list of part names (vision_tower, multi_modal_projector, "
+                    "freeze must be a list of part names (vision_tower, projector, "
                     "language_model)");
     for (const nlohmann::json& name : f) {
       if (!name.is_string())
@@ -151,9 +151,6 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     BM_ASSIGN_OR_RETURN(c.freeze, LlavaFreezeFromNames(names));
     c.freeze_set = true;
   }
-  if (c.freeze_set && c.mode == RunMode::kEvaluate)
-    return Status(ErrorCode::kInvalidArgument,
-                  "llava_stage / freeze: evaluate trains nothing, so nothing is frozen");
   if (j.contains("peak_tflops") && !j["peak_tflops"].is_null()) {
     double p = 0;
     BM_TRY(Get(j, "peak_tflops", &p));
@@ -165,7 +162,38 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     if (!m.is_object()) return Status(ErrorCode::kInvalidArgument, "model must be an object");
     BM_TRY(Get(m, "preset", &c.preset));
     if (m.contains("overrides") && !m["overrides"].is_null()) c.overrides = m["overrides"];
+    if (m.contains("trainable") && !m["trainable"].is_null()) {
+      const nlohmann::json& t = m["trainable"];
+      if (!t.is_array() || t.empty())
+        return Status(ErrorCode::kInvalidArgument,
+                      "model.trainable must be a non-empty list of \"vision_tower\", "
+                      "\"projector\", \"language_model\"");
+      for (const nlohmann::json& part : t) {
+        const std::string name = part.is_string() ? part.get<std::string>() : part.dump();
+        if (name != "vision_tower" && name != "projector" && name != "language_model")
+          return Errorf(ErrorCode::kInvalidArgument,
+                        "model.trainable: '{}' is not a part (vision_tower, projector, "
+                        "language_model)",
+                        name);
+      }
+      // the complement of what trains is frozen
+      if (c.freeze_set)
+        return Status(ErrorCode::kInvalidArgument,
+                      "model.trainable and llava_stage / freeze both given: use one");
+      auto trains = [&t](const char* part) {
+        for (const nlohmann::json& p : t)
+          if (p == part) return true;
+        return false;
+      };
+      c.freeze = {!trains("vision_tower"), !trains("projector"), !trains("language_model")};
+      BM_TRY(Validate(c.freeze));
+      c.freeze_set = true;
+    }
   }
+  if (c.freeze_set && c.mode == RunMode::kEvaluate)
+    return Status(ErrorCode::kInvalidArgument,
+                  "llava_stage / freeze / model.trainable: evaluate trains nothing, so nothing "
+                  "is frozen");
 
 #define invalid(...) Errorf(ErrorCode::kInvalidArgument, __VA_ARGS__)
   if (c.lbs < 1) return invalid("lbs must be >= 1 (got {})", c.lbs);

@@ -18,10 +18,10 @@
 //    "growth_interval": 2000, "min_scale": 1, "hysteresis": 1,
 //    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "eval_max_answer": 32,
 //    "progress": false, "save_init": false,
-//    LLaVA models only (trainer/model/llava_freeze.h), at most one of the two:
+//    LLaVA models only (trainer/model/llava_freeze.h), at most one of the three:
 //    "llava_stage": "pretrain" | "finetune" | "full",
-//    "freeze": ["vision_tower", "multi_modal_projector", "language_model"] (any that
-//    leave something to train)}
+//    "freeze": ["vision_tower", "projector", "language_model"] (any that
+//    leave something to train), or model.trainable: the parts that train}
 //
 // save_init (pretrain, finetune): also write the model as it starts, before the first step, to
 // out_dir/init/ (model.safetensors + config.json, the final model's format): the weights a
@@ -87,8 +87,8 @@ struct RunConfig {
   bool progress = false;
   bool mllog = false;      // also write out_dir/mllog.txt: MLPerf :::MLLOG lines (base/mllog.h)
   bool save_init = false;  // also write out_dir/init/: the model before the first step
-  // LLaVA: the parts that do not train, from llava_stage or freeze; freeze_set:
-  // either key was given (a text model refuses it).
+  // LLaVA: the parts that do not train, from llava_stage, freeze or model.trainable;
+  // freeze_set: one of them was given (a text model refuses it).
   LlavaFreeze freeze;
   bool freeze_set = false;
 

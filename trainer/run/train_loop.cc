@@ -135,7 +135,8 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   if (IsLlavaRun(run)) return RunLlavaTraining(run, progress, env);
   if (run.freeze_set)
     return Status(ErrorCode::kInvalidArgument,
-                  "llava_stage / freeze: the model is not a LLaVA model (only LLaVA's vision "
+                  "llava_stage / freeze / model.trainable: the model is not a LLaVA model (only "
+                  "LLaVA's vision "
                   "tower, projector and language model can be frozen)");
   const Clock::time_point t0 = Clock::now();
   const std::string started_at = UtcNow();

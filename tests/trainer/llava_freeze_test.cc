@@ -232,6 +232,11 @@ TEST(LlavaFreeze, StagesNamesAndErrors) {
   EXPECT_NE(all.message().find("nothing would train"), std::string::npos);
   Status proj = LlavaFreezeFromNames({"projector"}).status();
   EXPECT_EQ(proj.code(), ErrorCode::kUnsupported);
+  // the CUDA trainer's spelling: the parts that train
+  const LlavaTrainable pretrain = TrainableOf(*LlavaFreezeForStage("pretrain"));
+  EXPECT_FALSE(pretrain.tower);
+  EXPECT_TRUE(pretrain.projector);
+  EXPECT_FALSE(pretrain.language_model);
   // the trainer refuses what Validate refuses
   BackendOptions o;
   o.max_batch = kB;

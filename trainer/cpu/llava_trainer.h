@@ -31,6 +31,15 @@
 
 namespace bm::train::cpu {
 
+// The same choice as LlavaFreeze, spelled as the parts that train (the form the CUDA LLaVA
+// trainer, cuda/cuda_llava_trainer.h on branch llava-cuda, takes): the complement.
+struct LlavaTrainable {
+  bool tower = true, projector = true, language_model = true;
+};
+inline LlavaTrainable TrainableOf(const LlavaFreeze& f) {
+  return {!f.vision_tower, !f.projector, !f.language_model};
+}
+
 class LlavaTrainer {
  public:
   // options: max_batch, max_seq, threads, dp (nullptr: a world of one), zero; precision fp32,

@@ -5,7 +5,7 @@
 // projector (0.3B of LLaVA-1.5-13B's 13.4B) are replicated on every rank,
 // their gradients all-reduced (sum) after the step's last micro-batch and
 // their AdamW state whole on every rank (the same update everywhere). The
-// gradient norm and clipping cover all three parts.
+// gradient norm and clipping cover the parts that train.
 //
 // Frozen parts (LlavaFreeze, trainer/model/llava_freeze.h: LLaVA's stages)
 // hold no gradients and no AdamW state and take part in no reduction: a

@@ -2,7 +2,8 @@
 // the CPU: it trains (the loss falls), and data parallel over two processes,
 // ZeRO 0 and 3, reaches one process's loss curve and weights within the
 // tolerance data_parallel_test.cc explains (the reduction order), while a run
-// on other rows moves far beyond it.
+// on other rows moves far beyond it; the same with LLaVA's stages (frozen parts),
+// whose frozen weights come out bit for bit as the init.
 #include <gtest/gtest.h>
 
 #include "tests/trainer/llava_test_data.h"
@@ -107,6 +108,57 @@ TEST_F(LlavaTrainTest, TrainsAndDataParallelMatchesOneProcess) {
   auto [loss, weight] = LlavaDistance("other", "single");
   EXPECT_GT(loss, 100 * kLossTol);
   EXPECT_GT(weight, 10 * kWeightTol);
+}
+
+// LLaVA's stages (llava_stage): the frozen parts come out of the run bit for bit as they went in
+// (the seed's init), the trained ones move; DP2 with ZeRO-3 reaches one process's weights.
+TEST_F(LlavaTrainTest, StagesFreezeAndDataParallelMatchesOneProcess) {
+  const LlavaConfig model = *LlavaPreset("llava-tiny");
+  const LlavaLayout l(model);
+  const uint64_t seed = Llava("seed", 1, 4, 2, 0)["seed"].get<uint64_t>();
+  const std::vector<float> init = InitLlavaParameters(model, l, seed);  // the runs' init
+  auto moved = [&](const std::vector<float>& w, int64_t begin, int64_t end) {
+    int64_t n = 0;
+    for (int64_t i = begin; i < end; ++i) n += w[i] != init[i];
+    return n;
+  };
+  for (const std::string stage : {"pretrain", "finetune"}) {
+    json one = Llava(stage + "1", 1, 4, 2, 0);
+    one["llava_stage"] = stage;
+    RunOk(one);
+    json two = Llava(stage + "2z3", 2, 2, 2, 3);
+    two["llava_stage"] = stage;
+    RunOk(two);
+    for (const std::string& name : {stage + "1", stage + "2z3"}) {
+      const std::vector<float> w = LlavaWeights(name);
+      ASSERT_EQ(w.size(), init.size()) << name;
+      EXPECT_EQ(moved(w, l.vision_offset(), l.projector_offset()), 0) << name;
+      EXPECT_GT(moved(w, l.projector_offset(), l.text_offset()), 0) << name;
+      const int64_t text_moved = moved(w, l.text_offset(), l.total());
+      if (stage == "pretrain") {
+        EXPECT_EQ(text_moved, 0) << name;
+      } else {
+        EXPECT_GT(text_moved, l.text().total() / 2) << name;
+      }
+      EXPECT_EQ(Metrics(name)["config"]["freeze"].size(), stage == "pretrain" ? 2u : 1u);
+    }
+    auto [loss, weight] = LlavaDistance(stage + "2z3", stage + "1");
+    EXPECT_LT(loss, kLossTol) << stage;
+    EXPECT_LT(weight, kWeightTol) << stage;
+  }
+  // The stages differ from each other and from the full run: the check can fail.
+  RunOk(Llava("full", 1, 4, 2, 0));
+  EXPECT_GT(LlavaDistance("finetune1", "full").second, 10 * kWeightTol);
+  EXPECT_GT(LlavaDistance("pretrain1", "finetune1").second, 10 * kWeightTol);
+}
+
+TEST_F(LlavaTrainTest, FreezeOfATextModelIsRefused) {
+  json c = Config("text", "llama-tiny", "DP1", 2, 1, 0);
+  c["freeze"] = {"language_model"};
+  std::vector<int> status = Run(c);
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_FALSE(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
+  EXPECT_NE(Log("text", 0).find("not a LLaVA model"), std::string::npos) << Log("text", 0);
 }
 
 // LLaVA-1.5's stages: model.trainable ["projector", "language_model"] (finetune) keeps the

@@ -20,7 +20,20 @@ LlavaModel<Float>::LlavaModel(const LlavaConfig& config, int64_t max_batch, int6
   rows_.reserve(rows * H);
   row_grad_.reserve(rows * H);
   dprojected_.reserve(rows * H);
-  dfeatures_.reserve(rows * config.vision.hidden);
+  dfeatures_.reserve(rows * config.vision.hidden);  // released by a frozen tower
+}
+
+template <typename Float>
+void LlavaModel<Float>::SetFreeze(const LlavaFreeze& freeze) {
+  freeze_.vision_tower |= freeze.vision_tower;
+  freeze_.projector |= freeze.projector;
+  freeze_.language_model |= freeze.language_model;
+  if (freeze_.vision_tower) {
+    std::vector<Float>().swap(tower_.grads());  // released, never written again
+    std::vector<Float>().swap(dfeatures_);
+  }
+  if (freeze_.projector) std::vector<Float>().swap(projector_.grads());
+  if (freeze_.language_model && !text_.weights_frozen()) text_.FreezeWeights();
 }
 
 template <typename Float>
@@ -59,6 +72,7 @@ Status LlavaModel<Float>::GetGradients(std::span<Float> grads) const {
     return Errorf(ErrorCode::kInvalidArgument,
                   "LlavaModel::GetGradients: {} values, the model has {}", grads.size(),
                   layout_.total());
+  std::fill(grads.begin(), grads.end(), Float(0));  // frozen parts: none
   const auto& t = tower_.grads();
   const auto& p = projector_.grads();
   const auto& x = text_.grads();
@@ -115,19 +129,21 @@ Status LlavaModel<Float>::Encode(const LlavaMicroBatch& batch) {
     for (int64_t j = 0; j < kept; ++j)
       std::copy(out + kept_[j] * H, out + (kept_[j] + 1) * H, rows_.begin() + j * H);
   }
-  spliced_ = {positions_.data(), kept, rows_.data(), row_grad_.data()};
+  // a frozen projector (and tower): the rows' gradient is wanted by nobody
+  spliced_ = {positions_.data(), kept, rows_.data(),
+              freeze_.projector ? nullptr : row_grad_.data()};
   return Status::Ok();
 }
 
 template <typename Float>
 void LlavaModel<Float>::BackwardImages(int64_t n) {
-  if (n == 0) return;
+  if (n == 0 || freeze_.projector) return;  // (the tower is then frozen too)
   const int64_t K = config_.image_tokens(), H = config_.text.hidden;
   dprojected_.assign(n * K * H, Float(0));  // cut-off tokens: no gradient
   for (size_t j = 0; j < kept_.size(); ++j)
     std::copy(row_grad_.begin() + j * H, row_grad_.begin() + (j + 1) * H,
               dprojected_.begin() + kept_[j] * H);
-  if (!train_tower_) {
+  if (freeze_.vision_tower) {  // no gradient into the tower's features
     projector_.Backward(dprojected_.data(), n * K);
     return;
   }

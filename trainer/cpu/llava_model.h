@@ -14,6 +14,10 @@
 // An image token cut off by truncation (position -1, trainer/data/llava_batch.h)
 // is computed by the tower and projector (the image is whole there, as in
 // LLaVA, which truncates after splicing) but used nowhere: its gradient is 0.
+// Frozen parts (SetFreeze, trainer/model/llava_freeze.h) hold no gradient
+// buffer: a frozen tower's backward is not run, a frozen projector's neither
+// (nor the rows' gradient taken), a frozen language model computes input
+// gradients only (Model::FreezeWeights).
 // Float is float (the backend) or double (finite-difference checks).
 // Not thread-safe (one caller).
 #pragma once
@@ -27,6 +31,7 @@
 #include "trainer/cpu/model.h"
 #include "trainer/cpu/projector.h"
 #include "trainer/cpu/vision_tower.h"
+#include "trainer/model/llava_freeze.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
 
@@ -56,7 +61,13 @@ class LlavaModel {
   Projector<Float>& projector() { return projector_; }
   Model<Float>& text() { return text_; }
 
-  // The whole model's buffers (layout().total() values).
+  // Freezes parts, for good (a part once frozen stays so): releases their
+  // gradient buffers. Validate(freeze) must be OK.
+  void SetFreeze(const LlavaFreeze& freeze);
+  const LlavaFreeze& freeze() const { return freeze_; }
+
+  // The whole model's buffers (layout().total() values); a frozen part's
+  // gradients read as zeros.
   Status SetParameters(std::span<const Float> params);
   Status GetParameters(std::span<Float> params) const;
   Status GetGradients(std::span<Float> grads) const;
@@ -69,9 +80,6 @@ class LlavaModel {
   // position outside [0, B*T) or used twice.
   Status ForwardBackward(const LlavaMicroBatch& batch, Float loss_scale, double* loss_sum,
                          int64_t* count);
-  // false: the tower is frozen — ForwardBackward neither computes its gradients nor the
-  // projector's input gradient (LLaVA-1.5 never trains the tower). Default true.
-  void set_train_tower(bool train) { train_tower_ = train; }
   // Forward only: per-position losses[B*T].
   Status TokenLosses(const LlavaMicroBatch& batch, Float* losses);
 
@@ -84,6 +92,7 @@ class LlavaModel {
 
   LlavaConfig config_;
   LlavaLayout layout_;
+  LlavaFreeze freeze_;
   int64_t max_images_;
   VisionTower<Float> tower_;
   Projector<Float> projector_;
@@ -95,7 +104,6 @@ class LlavaModel {
   std::vector<Float> dprojected_;       // [images * K, H]: the projector's output gradient
   std::vector<Float> dfeatures_;        // [images * K, C_v]: the tower's output gradient
   SplicedRows<Float> spliced_;
-  bool train_tower_ = true;
 };
 
 extern template class LlavaModel<float>;

@@ -18,8 +18,9 @@ LlavaTrainer::~LlavaTrainer() {
 Result<std::unique_ptr<LlavaTrainer>> LlavaTrainer::Create(const LlavaConfig& config,
                                                            const BackendOptions& options,
                                                            int64_t max_images,
-                                                           Trainable trainable) {
+                                                           const LlavaFreeze& freeze) {
   BM_TRY(Validate(config));
+  BM_TRY(Validate(freeze));
   if (options.precision != Precision::kFp32)
     return Status(ErrorCode::kUnsupported, "LLaVA on the cpu: fp32 only");
   for (dist::Communicator* c : {options.tp, options.pp})
@@ -48,24 +49,24 @@ Result<std::unique_ptr<LlavaTrainer>> LlavaTrainer::Create(const LlavaConfig& co
   }
   t->model_ =
       std::make_unique<LlavaModel<float>>(config, options.max_batch, options.max_seq, max_images);
-  t->dp_ = std::make_unique<DataParallel>(&t->model_->text(), t->comm_, options.zero);
-  t->model_->text().set_hooks(t->dp_.get());
-  t->model_->set_train_tower(trainable.tower);
-  t->train_lm_ = trainable.language_model;
-  t->parts_.push_back({trainable.tower,
-                       &t->model_->tower().params(),
-                       &t->model_->tower().grads(),
-                       &t->model_->tower().layout(),
-                       {},
-                       {}});
-  t->parts_.push_back({trainable.projector,
-                       &t->model_->projector().params(),
-                       &t->model_->projector().grads(),
-                       &t->model_->projector().layout(),
-                       {},
-                       {}});
+  t->model_->SetFreeze(freeze);  // releases the frozen parts' gradients
+  if (!freeze.language_model) {
+    t->dp_ = std::make_unique<DataParallel>(&t->model_->text(), t->comm_, options.zero);
+    t->model_->text().set_hooks(t->dp_.get());
+  }
+  if (!freeze.vision_tower)
+    t->parts_.push_back({&t->model_->tower().params(),
+                         &t->model_->tower().grads(),
+                         &t->model_->tower().layout(),
+                         {},
+                         {}});
+  if (!freeze.projector)
+    t->parts_.push_back({&t->model_->projector().params(),
+                         &t->model_->projector().grads(),
+                         &t->model_->projector().layout(),
+                         {},
+                         {}});
   for (Part& p : t->parts_) {
-    if (!p.trained) continue;
     p.m.assign(p.params->size(), 0.0f);
     p.v.assign(p.params->size(), 0.0f);
   }
@@ -83,12 +84,36 @@ Status LlavaTrainer::SetParameters(std::span<const float> whole) {
             model_->tower().params().begin());
   std::copy(whole.begin() + l.projector_offset(), whole.begin() + l.text_offset(),
             model_->projector().params().begin());
-  return dp_->SetParameters(whole.subspan(l.text_offset()));
+  const std::span<const float> text = whole.subspan(l.text_offset());
+  if (!dp_) {  // a frozen language model: whole on every rank
+    std::copy(text.begin(), text.end(), model_->text().params().begin());
+    return Status::Ok();
+  }
+  return dp_->SetParameters(text);
+}
+
+LlavaTrainer::TrainingState LlavaTrainer::training_state() const {
+  TrainingState s;
+  const auto size = [](const std::vector<float>& v) { return static_cast<int64_t>(v.size()); };
+  s.vision_grads = size(model_->tower().grads());
+  s.projector_grads = size(model_->projector().grads());
+  for (const Part& p : parts_) {
+    int64_t& moments =
+        p.params == &model_->tower().params() ? s.vision_moments : s.projector_moments;
+    moments = size(p.m) + size(p.v);
+  }
+  s.text_grads = size(model_->text().grads());
+  if (dp_) {
+    if (dp_->zero() >= 2) s.text_grads += dp_->local_state_size();  // the reduced shard
+    s.text_moments = 2 * dp_->local_state_size();
+  }
+  return s;
 }
 
 Status LlavaTrainer::GetParameters(std::span<float> whole) {
   const LlavaLayout& l = layout();
   if (whole.empty()) {
+    if (!dp_) return Status::Ok();  // nothing gathered
     std::vector<float> scratch(l.text().total());
     return dp_->GetParameters(scratch);
   }
@@ -101,52 +126,53 @@ Status LlavaTrainer::GetParameters(std::span<float> whole) {
   const auto& proj = model_->projector().params();
   std::copy(tower.begin(), tower.end(), whole.begin() + l.vision_offset());
   std::copy(proj.begin(), proj.end(), whole.begin() + l.projector_offset());
+  if (!dp_) {
+    const auto& text = model_->text().params();
+    std::copy(text.begin(), text.end(), whole.begin() + l.text_offset());
+    return Status::Ok();
+  }
   return dp_->GetParameters(whole.subspan(l.text_offset()));
 }
 
 Status LlavaTrainer::ZeroGrad() {
   for (Part& p : parts_) std::fill(p.grads->begin(), p.grads->end(), 0.0f);
-  return dp_->ZeroGrad();
+  return dp_ ? dp_->ZeroGrad() : Status::Ok();
 }
 
 Result<LossSum> LlavaTrainer::ForwardBackward(const LlavaMicroBatch& batch, float loss_scale,
                                               bool last) {
   LossSum loss;
-  dp_->BeginMicroBatch(last);
+  if (dp_) dp_->BeginMicroBatch(last);
   Status s = model_->ForwardBackward(batch, loss_scale, &loss.sum, &loss.count);
-  BM_TRY(dp_->EndMicroBatch());  // the reductions the backward started, whatever happened
+  if (dp_) BM_TRY(dp_->EndMicroBatch());  // the reductions the backward started, whatever happened
   BM_TRY(s);
   if (last && comm_->size() > 1)
     for (Part& p : parts_)
-      if (p.trained)
-        BM_TRY(comm_->AllReduce(p.grads->data(), static_cast<int64_t>(p.grads->size()),
-                                dist::DType::kFloat32, dist::ReduceOp::kSum));
+      BM_TRY(comm_->AllReduce(p.grads->data(), static_cast<int64_t>(p.grads->size()),
+                              dist::DType::kFloat32, dist::ReduceOp::kSum));
   return loss;
 }
 
 Result<float> LlavaTrainer::GradNorm() {
   double sum = 0;
-  if (train_lm_) {
+  if (dp_) {
     BM_ASSIGN_OR_RETURN(sum, dp_->GradNormSquared());
   }
   // the replicated parts' gradients are the same on every rank: counted once
-  for (const Part& p : parts_)
-    if (p.trained) sum += SumOfSquares(p.grads->data(), p.grads->size());
+  for (const Part& p : parts_) sum += SumOfSquares(p.grads->data(), p.grads->size());
   return static_cast<float>(std::sqrt(sum));
 }
 
 Status LlavaTrainer::OptimizerStep(const AdamWStep& step) {
   BM_ASSIGN_OR_RETURN(float norm, GradNorm());
-  if (train_lm_) BM_TRY(dp_->OptimizerStep(step, norm));
+  if (dp_) BM_TRY(dp_->OptimizerStep(step, norm));
   // as DataParallel::OptimizerStep: clipping and 1 / the loss scale in one factor
   const float scale = ClipScale(norm * step.grad_scale, step.grad_clip) * step.grad_scale;
-  for (Part& p : parts_) {
-    if (!p.trained) continue;
+  for (Part& p : parts_)
     for (const ParamTensor& t : p.layout->tensors())
       AdamWUpdate(p.params->data() + t.offset, p.grads->data() + t.offset, p.m.data() + t.offset,
                   p.v.data() + t.offset, t.numel, step.lr, step.beta1, step.beta2, step.eps,
                   t.weight_decay && !t.frozen ? step.weight_decay : 0.0f, scale, step.step);
-  }
   return Status::Ok();
 }
 

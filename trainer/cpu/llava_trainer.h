@@ -5,8 +5,14 @@
 // projector (0.3B of LLaVA-1.5-13B's 13.4B) are replicated on every rank,
 // their gradients all-reduced (sum) after the step's last micro-batch and
 // their AdamW state whole on every rank (the same update everywhere). The
-// gradient norm and clipping cover the trained parts (Trainable: LLaVA-1.5 freezes the tower,
-// and in its pretraining stage the language model too).
+// gradient norm and clipping cover the parts that train.
+//
+// Frozen parts (LlavaFreeze, trainer/model/llava_freeze.h: LLaVA's stages)
+// hold no gradients and no AdamW state and take part in no reduction: a
+// frozen language model has no DataParallel at all (its weights whole on every
+// rank, whatever the ZeRO stage; its backward computes input gradients only),
+// a frozen tower or projector is no Part. Their weights stay as set, bit for
+// bit; the gradient norm covers the trained parts only.
 //
 // Collective over the DP group (every rank, same order): ForwardBackward,
 // GradNorm, OptimizerStep, GetParameters. Not thread-safe.
@@ -21,27 +27,43 @@
 #include "trainer/backend.h"
 #include "trainer/cpu/data_parallel.h"
 #include "trainer/cpu/llava_model.h"
+#include "trainer/model/llava_freeze.h"
 
 namespace bm::train::cpu {
 
-// The parts AdamW updates; a frozen one keeps its weights bit for bit and counts in no
-// gradient norm (as PyTorch's clipping of the parameters that have gradients).
+// The same choice as LlavaFreeze, spelled as the parts that train (the form the CUDA LLaVA
+// trainer, cuda/cuda_llava_trainer.h on branch llava-cuda, takes): the complement.
 struct LlavaTrainable {
   bool tower = true, projector = true, language_model = true;
 };
+inline LlavaTrainable TrainableOf(const LlavaFreeze& f) {
+  return {!f.vision_tower, !f.projector, !f.language_model};
+}
 
 class LlavaTrainer {
  public:
-  using Trainable = LlavaTrainable;
   // options: max_batch, max_seq, threads, dp (nullptr: a world of one), zero; precision fp32,
   // no TP or PP groups (else kUnsupported). max_images: the most images of one micro-batch.
+  // freeze: the parts that do not train (Validate(freeze) must be OK, else its error).
   static Result<std::unique_ptr<LlavaTrainer>> Create(const LlavaConfig& config,
                                                       const BackendOptions& options,
-                                                      int64_t max_images, Trainable trainable = {});
+                                                      int64_t max_images,
+                                                      const LlavaFreeze& freeze = {});
   ~LlavaTrainer();
 
   int64_t total() const { return model_->layout().total(); }  // the whole model's floats
   const LlavaLayout& layout() const { return model_->layout(); }
+  const LlavaFreeze& freeze() const { return model_->freeze(); }
+
+  // Floats this rank holds to train each part (not its parameters): gradient
+  // buffers (the part's own, plus ZeRO >= 2's reduced shard of the language
+  // model) and AdamW moments (m and v together). 0 for a frozen part.
+  struct TrainingState {
+    int64_t vision_grads = 0, vision_moments = 0;
+    int64_t projector_grads = 0, projector_moments = 0;
+    int64_t text_grads = 0, text_moments = 0;
+  };
+  TrainingState training_state() const;
 
   // The whole model (LlavaLayout order) on every rank.
   Status SetParameters(std::span<const float> whole);
@@ -58,9 +80,8 @@ class LlavaTrainer {
 
  private:
   LlavaTrainer() = default;
-  // The replicated parts: tower then projector.
+  // The replicated parts that train: tower then projector.
   struct Part {
-    bool trained;
     std::vector<float>* params;
     std::vector<float>* grads;
     const ParamLayout* layout;
@@ -70,9 +91,8 @@ class LlavaTrainer {
   std::unique_ptr<dist::Communicator> self_;
   dist::Communicator* comm_ = nullptr;
   std::unique_ptr<LlavaModel<float>> model_;
-  std::unique_ptr<DataParallel> dp_;
+  std::unique_ptr<DataParallel> dp_;  // nullptr: a frozen language model
   std::vector<Part> parts_;
-  bool train_lm_ = true;
 };
 
 }  // namespace bm::train::cpu

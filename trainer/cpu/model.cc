@@ -114,6 +114,12 @@ Model<Float>::Model(const ModelShard& shard, int64_t max_batch, int64_t max_seq,
 }
 
 template <typename Float>
+void Model<Float>::FreezeWeights() {
+  weights_frozen_ = true;
+  std::vector<Float>().swap(grads_);  // released, not just cleared
+}
+
+template <typename Float>
 int64_t Model<Float>::StreamCapacity() const {
   const int64_t N = max_batch_ * max_seq_, tp = shard_.rank().tp;
   return sequence_parallel_ ? (N + tp - 1) / tp : N;
@@ -191,7 +197,7 @@ void Model<Float>::AllGatherRows(const Float* local, Float* full, int64_t N) {
 template <typename Float>
 template <typename Backward>
 void Model<Float>::NormBackward(Float* dw, Float* db, Backward backward) {
-  if (!sequence_parallel_) {
+  if (!sequence_parallel_ || !dw) {  // frozen weights: no weight gradient to sum
     backward(dw, db);
     return;
   }
@@ -335,7 +341,7 @@ void Model<Float>::Classifier(int slot, const int32_t* targets, int64_t N, Float
   const ParamTensor* head = shard_.classifier();
   const Float* lnf = acts_[slot].lnf.data();
   const Float* w = params_.data() + head->offset;  // [V, C]
-  Float* dw = grads_.data() + head->offset;
+  Float* dw = weights_frozen_ ? nullptr : grads_.data() + head->offset;
   for (int64_t start = 0; start < N; start += kClassifierChunk) {
     const int64_t rows = std::min(kClassifierChunk, N - start);
     // logits [rows, V] = lnf[rows, C] @ w[V, C]^T
@@ -443,10 +449,12 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
     zero(dres_, S * C);
     const ParamTensor* nw = layout().Find(llama ? "model.norm.weight" : "transformer.ln_f.weight");
     const ParamTensor* nb = llama ? nullptr : layout().Find("transformer.ln_f.bias");
-    norm_backward(grads_.data() + nw->offset, nb ? grads_.data() + nb->offset : nullptr, dlnf,
-                  a.residual[layers_].data(), params_.data() + nw->offset, a.lnf_mean.data(),
-                  a.lnf_rstd.data());
-    GradientsReady(FinalUnit());  // the classifier's lm_head gradient came first
+    Float* dnw = weights_frozen_ ? nullptr : grads_.data() + nw->offset;
+    Float* dnb = weights_frozen_ || !nb ? nullptr : grads_.data() + nb->offset;
+    norm_backward(dnw, dnb, dlnf, a.residual[layers_].data(), params_.data() + nw->offset,
+                  a.lnf_mean.data(), a.lnf_rstd.data());
+    if (!weights_frozen_)
+      GradientsReady(FinalUnit());  // the classifier's lm_head gradient came first
     Release(FinalUnit());
   }
   // Otherwise dres holds the next stage's input gradient (output_grad()).
@@ -456,7 +464,7 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
     const int unit = LayerUnit(l);
     Acquire(unit, l > 0 ? unit - 1 : -1);
     LayerParams p = Layer(params_, l);
-    LayerParams g = Layer(grads_, l);
+    const LayerParams g = weights_frozen_ ? LayerParams{} : Layer(grads_, l);  // frozen: all null
     // dres holds d(residual[l+1]) = d(res2) through the skip + d(mlp down output)
     zero(dact_, N * F);
     MatmulBackward(dact_.data(), g.down_w, g.down_b, output_gradient(), a.act[l].data(), p.down_w,
@@ -487,13 +495,15 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
                    QKV);
     norm_backward(g.ln1_w, g.ln1_b, input_gradient(dln_.data()), a.residual[l].data(), p.ln1_w,
                   a.ln1_mean[l].data(), a.ln1_rstd[l].data());
-    GradientsReady(unit);
+    if (!weights_frozen_) GradientsReady(unit);
     Release(unit);
   }
   if (!part.embeddings) return;  // dres = the gradient of this stage's input (input_grad())
   // The embedding backward reads no parameters.
-  Float* dwte = grads_.data() + shard_.token_embedding()->offset;
-  Float* dwpe = llama ? nullptr : grads_.data() + layout().Find("transformer.wpe.weight")->offset;
+  const bool frozen = weights_frozen_;
+  Float* dwte = frozen ? nullptr : grads_.data() + shard_.token_embedding()->offset;
+  Float* dwpe =
+      llama || frozen ? nullptr : grads_.data() + layout().Find("transformer.wpe.weight")->offset;
   const Float* dout = output_gradient();  // [N, C]: dres_, or gathered into tmp_
   if (spliced && spliced->count > 0) {
     // The spliced rows' gradient goes to the caller (and, gpt, to the positions), not to wte.
@@ -508,8 +518,10 @@ void Model<Float>::BackwardStage(int slot, const int32_t* inputs, const int32_t*
       std::fill(row, row + C, Float(0));
     }
   }
-  EmbeddingBackward(dwte, dwpe, dout, inputs, B, T, C, shard_.vocab_begin(), part.vocab);
-  GradientsReady(0);
+  if (!frozen) {
+    EmbeddingBackward(dwte, dwpe, dout, inputs, B, T, C, shard_.vocab_begin(), part.vocab);
+    GradientsReady(0);
+  }
   if (tied_here_) Release(0);
 }
 

@@ -109,6 +109,14 @@ class Model {
   std::vector<Float>& grads() { return grads_; }
   const std::vector<Float>& grads() const { return grads_; }
 
+  // Frozen weights (LLaVA's pretraining stage: the language model only passes
+  // the gradient through to its spliced input rows): grads() is released
+  // (empty from then on) and the backward computes input gradients only — no
+  // weight gradient, no GradientsReady hook; the losses and every input
+  // gradient (SplicedRows::grad, input_grad()) are what they were. For good.
+  void FreezeWeights();
+  bool weights_frozen() const { return weights_frozen_; }
+
   // The tensor-parallel group (not owned; host buffers), of shard().rank().tp
   // ranks; nullptr or a group of one: no tensor parallelism.
   void set_tensor_parallel(dist::Communicator* tp) { tp_ = tp; }
@@ -235,6 +243,7 @@ class Model {
   dist::Communicator* tp_ = nullptr;
   const bool sequence_parallel_;
   Status status_;
+  bool weights_frozen_ = false;
   int64_t max_batch_, max_seq_;
   std::vector<Float> params_, grads_;
   std::vector<Acts> acts_;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -111,15 +110,8 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   // An image's tokens start at least image_tokens apart: at most ceil(mpe / K) per row.
   const int64_t K = model.image_tokens();
   const int64_t max_images = run.lbs * ((run.mpe + K - 1) / K);
-  cpu::LlavaTrainable trainable;
-  if (!run.trainable.empty()) {
-    auto has = [&](const char* part) {
-      return std::find(run.trainable.begin(), run.trainable.end(), part) != run.trainable.end();
-    };
-    trainable = {has("vision_tower"), has("projector"), has("language_model")};
-  }
   BM_ASSIGN_OR_RETURN(std::unique_ptr<LlavaTrainerApi> trainer,
-                      CreateLlavaTrainer(run.device, model, options, max_images, trainable));
+                      CreateLlavaTrainer(run.device, model, options, max_images, run.freeze));
   if (!run.init.empty()) {
     BM_ASSIGN_OR_RETURN(std::vector<float> params,
                         LoadLlavaParameters(run.init + "/" + kModelFile, model));
@@ -202,12 +194,13 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
         {"mpe", run.mpe},
         {"gbs", run.gbs()},
         {"steps", run.steps},
-        {"seed", run.seed}}},
+        {"seed", run.seed},
+        {"freeze", run.freeze.Names()}}},
       {"parallel", {{"world_size", ranks.world()}, {"dp", run.layout.dp}, {"zero", run.zero}}},
       {"trainable",
-       {{"vision_tower", trainable.tower},
-        {"projector", trainable.projector},
-        {"language_model", trainable.language_model}}},
+       {{"vision_tower", !run.freeze.vision_tower},
+        {"projector", !run.freeze.projector},
+        {"language_model", !run.freeze.language_model}}},
       {"train",
        {{"final_loss", records.empty() ? 0.0 : records.back().loss},
         {"images", static_cast<int64_t>(images_total)}}},

@@ -7,7 +7,8 @@
 // Writes out_dir/log.jsonl (the loss curve, as RunTraining's), the final model
 // (trainer/checkpoint/llava_checkpoint.h: llava-hf names, transformers'
 // config.json) and metrics.json. Starts from InitLlavaParameters(seed) or
-// from `init` (a LLaVA checkpoint directory).
+// from `init` (a LLaVA checkpoint directory). run.freeze (llava_stage / freeze)
+// names the parts that do not train (trainer/model/llava_freeze.h).
 //
 // Not supported yet (refused, naming the field): fp16, bf16 on the cpu, TP or PP,
 // resume checkpoints (checkpoint_every), save_init, mllog, eval.

@@ -39,12 +39,12 @@ Result<std::unique_ptr<LlavaTrainerApi>> CreateLlavaTrainer(std::string_view dev
                                                             const LlavaConfig& config,
                                                             const BackendOptions& options,
                                                             int64_t max_images,
-                                                            const cpu::LlavaTrainable& trainable) {
-  if (device == "cpu")
-    return Wrap(cpu::LlavaTrainer::Create(config, options, max_images, trainable));
+                                                            const LlavaFreeze& freeze) {
+  if (device == "cpu") return Wrap(cpu::LlavaTrainer::Create(config, options, max_images, freeze));
 #ifdef BENCHMAKE_HAVE_CUDA
   if (device == "cuda")
-    return Wrap(cuda::CudaLlavaTrainer::Create(config, options, max_images, trainable));
+    return Wrap(
+        cuda::CudaLlavaTrainer::Create(config, options, max_images, cpu::TrainableOf(freeze)));
   return Errorf(ErrorCode::kUnsupported, "LLaVA training on device \"{}\": cpu or cuda", device);
 #else
   return Errorf(ErrorCode::kUnsupported,

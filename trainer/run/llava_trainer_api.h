@@ -30,9 +30,11 @@ class LlavaTrainerApi {
 };
 
 // "cpu": fp32 only; "cuda": fp32 or bf16 (kUnsupported in a build without CUDA, naming it).
-// trainable: the parts AdamW updates (trainer/cpu/llava_trainer.h).
-Result<std::unique_ptr<LlavaTrainerApi>> CreateLlavaTrainer(
-    std::string_view device, const LlavaConfig& config, const BackendOptions& options,
-    int64_t max_images, const cpu::LlavaTrainable& trainable = {});
+// freeze: the parts that do not train (trainer/model/llava_freeze.h).
+Result<std::unique_ptr<LlavaTrainerApi>> CreateLlavaTrainer(std::string_view device,
+                                                            const LlavaConfig& config,
+                                                            const BackendOptions& options,
+                                                            int64_t max_images,
+                                                            const LlavaFreeze& freeze = {});
 
 }  // namespace bm::train

@@ -125,6 +125,32 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   BM_TRY(Get(j, "progress", &c.progress));
   BM_TRY(Get(j, "mllog", &c.mllog));
   BM_TRY(Get(j, "save_init", &c.save_init));
+  if (j.contains("llava_stage") && j.contains("freeze"))
+    return Status(ErrorCode::kInvalidArgument,
+                  "llava_stage and freeze both given: use one (llava_stage names a set of "
+                  "frozen parts)");
+  if (j.contains("llava_stage")) {
+    std::string stage;
+    BM_TRY(Get(j, "llava_stage", &stage));
+    BM_ASSIGN_OR_RETURN(c.freeze, LlavaFreezeForStage(stage));
+    c.freeze_set = true;
+  }
+  if (j.contains("freeze")) {
+    const nlohmann::json& f = j["freeze"];
+    std::vector<std::string> names;
+    if (!f.is_array())
+      return Status(ErrorCode::kInvalidArgument,
+                    "freeze must be a list of part names (vision_tower, projector, "
+                    "language_model)");
+    for (const nlohmann::json& name : f) {
+      if (!name.is_string())
+        return Errorf(ErrorCode::kInvalidArgument, "freeze: {} is not a part name (a string)",
+                      name.dump());
+      names.push_back(name.get<std::string>());
+    }
+    BM_ASSIGN_OR_RETURN(c.freeze, LlavaFreezeFromNames(names));
+    c.freeze_set = true;
+  }
   if (j.contains("peak_tflops") && !j["peak_tflops"].is_null()) {
     double p = 0;
     BM_TRY(Get(j, "peak_tflops", &p));
@@ -149,10 +175,25 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                         "model.trainable: '{}' is not a part (vision_tower, projector, "
                         "language_model)",
                         name);
-        c.trainable.push_back(name);
       }
+      // the complement of what trains is frozen
+      if (c.freeze_set)
+        return Status(ErrorCode::kInvalidArgument,
+                      "model.trainable and llava_stage / freeze both given: use one");
+      auto trains = [&t](const char* part) {
+        for (const nlohmann::json& p : t)
+          if (p == part) return true;
+        return false;
+      };
+      c.freeze = {!trains("vision_tower"), !trains("projector"), !trains("language_model")};
+      BM_TRY(Validate(c.freeze));
+      c.freeze_set = true;
     }
   }
+  if (c.freeze_set && c.mode == RunMode::kEvaluate)
+    return Status(ErrorCode::kInvalidArgument,
+                  "llava_stage / freeze / model.trainable: evaluate trains nothing, so nothing "
+                  "is frozen");
 
 #define invalid(...) Errorf(ErrorCode::kInvalidArgument, __VA_ARGS__)
   if (c.lbs < 1) return invalid("lbs must be >= 1 (got {})", c.lbs);

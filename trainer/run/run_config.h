@@ -17,7 +17,11 @@
 //    used with fp16 only): "init_scale": 65536, "growth_factor": 2, "backoff_factor": 0.5,
 //    "growth_interval": 2000, "min_scale": 1, "hysteresis": 1,
 //    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "eval_max_answer": 32,
-//    "progress": false, "save_init": false}
+//    "progress": false, "save_init": false,
+//    LLaVA models only (trainer/model/llava_freeze.h), at most one of the three:
+//    "llava_stage": "pretrain" | "finetune" | "full",
+//    "freeze": ["vision_tower", "projector", "language_model"] (any that
+//    leave something to train), or model.trainable: the parts that train}
 //
 // save_init (pretrain, finetune): also write the model as it starts, before the first step, to
 // out_dir/init/ (model.safetensors + config.json, the final model's format): the weights a
@@ -31,11 +35,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "base/result.h"
 #include "trainer/backend.h"
 #include "trainer/model/config.h"
+#include "trainer/model/llava_freeze.h"
 #include "trainer/run/loss_scaler.h"
 
 namespace bm::train {
@@ -83,10 +87,10 @@ struct RunConfig {
   bool progress = false;
   bool mllog = false;      // also write out_dir/mllog.txt: MLPerf :::MLLOG lines (base/mllog.h)
   bool save_init = false;  // also write out_dir/init/: the model before the first step
-  // LLaVA models only (model.trainable): the parts AdamW updates, of "vision_tower",
-  // "projector", "language_model"; empty = all three. LLaVA-1.5 trains ["projector"] in its
-  // pretraining stage and ["projector", "language_model"] in its finetune.
-  std::vector<std::string> trainable;
+  // LLaVA: the parts that do not train, from llava_stage, freeze or model.trainable;
+  // freeze_set: one of them was given (a text model refuses it).
+  LlavaFreeze freeze;
+  bool freeze_set = false;
 
   int64_t gbs() const { return lbs * gas * layout.dp; }
 };

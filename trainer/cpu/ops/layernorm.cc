@@ -50,6 +50,7 @@ void LayerNormBackward(Float* dinp, Float* dweight, Float* dbias, const Float* d
     }
   }
   // dweight, dbias: channels are independent, rows summed in order.
+  if (!dweight) return;  // frozen weights: the input gradient only
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < C; ++i) {
     Float dw = 0, db = 0;

@@ -11,7 +11,8 @@ template <typename Float>
 void LayerNormForward(Float* out, Float* mean, Float* rstd, const Float* inp, const Float* weight,
                       const Float* bias, int64_t N, int64_t C, double eps);
 
-// dinp[N,C] += ...; dweight[C] += Σ_n dout * xhat; dbias[C] += Σ_n dout.
+// dinp[N,C] += ...; dweight[C] += Σ_n dout * xhat; dbias[C] += Σ_n dout
+// (dweight nullptr: frozen weights, the input gradient only; dbias is then not read).
 template <typename Float>
 void LayerNormBackward(Float* dinp, Float* dweight, Float* dbias, const Float* dout,
                        const Float* inp, const Float* weight, const Float* mean, const Float* rstd,

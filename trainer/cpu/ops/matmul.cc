@@ -37,7 +37,7 @@ void MatmulBackward(Float* dinp, Float* dweight, Float* dbias, const Float* dout
   // dinp[N,C] += dout[N,OC] · weight[OC,C]
   if (dinp) Gemm(false, false, N, C, OC, Float(1), dout, OC, weight, C, Float(1), dinp, C);
   // dweight[OC,C] += dout[N,OC]^T · inp[N,C]
-  Gemm(true, false, OC, C, N, Float(1), dout, OC, inp, C, Float(1), dweight, C);
+  if (dweight) Gemm(true, false, OC, C, N, Float(1), dout, OC, inp, C, Float(1), dweight, C);
   if (dbias) {
 #pragma omp parallel for schedule(static)
     for (int64_t o = 0; o < OC; ++o) {

@@ -11,7 +11,7 @@ void MatmulForward(Float* out, const Float* inp, const Float* weight, const Floa
                    int64_t C, int64_t OC);
 
 // dinp[N,C]     += dout[N,OC] @ weight[OC,C]             (dinp nullable)
-// dweight[OC,C] += dout[N,OC]^T @ inp[N,C]
+// dweight[OC,C] += dout[N,OC]^T @ inp[N,C]              (dweight nullable: frozen weights)
 // dbias[OC]     += Σ_n dout[n,:]                         (dbias nullable)
 template <typename Float>
 void MatmulBackward(Float* dinp, Float* dweight, Float* dbias, const Float* dout, const Float* inp,

@@ -36,6 +36,7 @@ void RmsNormBackward(Float* dinp, Float* dweight, const Float* dout, const Float
     Float* dx = dinp + n * C;
     for (int64_t i = 0; i < C; ++i) dx[i] += s * g[i] * weight[i] - x[i] * s * s * s * dot;
   }
+  if (!dweight) return;  // frozen weights: the input gradient only
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < C; ++i) {
     Float dw = 0;

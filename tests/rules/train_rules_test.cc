@@ -161,6 +161,61 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
       1u);
 }
 
+// A LLaVA preset as pretrain's model: its language model checked at load time (overrides, mpe),
+// what the LLaVA loop lacks refused at plan time naming it, and the facts its readers see.
+TEST(TrainRulesTest, LlavaPresetChecksAndRefusals) {
+  auto pre = MakePretrainRule();
+  const json ok = {{"data", "d"}, {"model", "llava-tiny"}, {"mpe", 64}, {"checkpoint_every", 0}};
+  EXPECT_TRUE(Errors(*pre, ok).empty());
+  EXPECT_TRUE(pre->Unsupported(WithDefaults(*pre, ok)).empty());
+  json p = ok;
+  p["mpe"] = 65;  // llama-tiny's max_seq is 64
+  EXPECT_EQ(Errors(*pre, p),
+            std::vector<std::string>{"mpe: mpe (65) exceeds the model's max_seq (64); raise "
+                                     "overrides.max_seq or lower mpe"});
+  p = ok;
+  p["overrides"] = {{"hidden", 66}};  // 4 heads do not divide 66
+  ASSERT_EQ(Errors(*pre, p).size(), 1u);
+  EXPECT_EQ(Errors(*pre, p)[0].rfind("overrides: ", 0), 0u) << Errors(*pre, p)[0];
+  p = ok;
+  p["overrides"] = {{"max_seq", 128}};
+  p["mpe"] = 128;
+  EXPECT_TRUE(Errors(*pre, p).empty());
+
+  auto refusals = [&](json change) {
+    json q = ok;
+    q.update(change);
+    std::string all;
+    for (const std::string& m : pre->Unsupported(WithDefaults(*pre, q))) all += m + "\n";
+    return all;
+  };
+  EXPECT_NE(refusals({{"checkpoint_every", 50}})
+                .find("model 'llava-tiny' (LLaVA) trains on the cpu in fp32, on one rank or data "
+                      "parallel: checkpoint_every = 50 (set checkpoint_every = 0) is not "
+                      "supported yet"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"device", "cuda"}}).find("device 'cuda' is not supported yet"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"layout", "TP2PP1DP1"}}).find("layout TP2PP1DP1 (tensor or pipeline"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"save_init", true}}).find("save_init"), std::string::npos);
+  EXPECT_EQ(refusals({{"layout", "DP2"}, {"zero", 3}}), "");
+
+  // Facts: the pretrain's model kind; a finetune passes on its init's, unknown from a file.
+  EXPECT_EQ(pre->OutputFacts(WithDefaults(*pre, ok), {}), json({{"llava", true}}));
+  EXPECT_EQ(pre->OutputFacts(WithDefaults(*pre, {{"data", "d"}}), {}), json({{"llava", false}}));
+  auto ft = MakeFinetuneRule();
+  const json fp = WithDefaults(*ft, {{"data", "d"}, {"init", "p"}});
+  EXPECT_EQ(ft->OutputFacts(fp, {{"init", "p", "pretrain", {{"llava", true}}},
+                                 {"data", "d", "llava_data", json::object()}}),
+            json({{"llava", true}}));
+  EXPECT_EQ(ft->OutputFacts(fp, {{"init", "m.safetensors", "", nullptr}}), json::object());
+  // A finetune from a file on llava_data: unknown model, no error.
+  EXPECT_TRUE(ft->CheckInputs(fp, {{"init", "m.safetensors", "", nullptr},
+                                   {"data", "d", "llava_data", json::object()}})
+                  .empty());
+}
+
 // The OpenBLAS kernels the probe chose (trainer/cpu/blas_core.h) reach the
 // trainer in its environment; kernels OpenBLAS chose itself, or the user's, do
 // not (the user's stay in the environment the trainer inherits).

@@ -81,7 +81,7 @@ def text_fields(t):
     }
 
 
-def llava_config(vision, text, image_token_index, feature_layer, source):
+def llava_config(vision, text, image_token_index, feature_layer, source, dtype):
     return {
         "architectures": ["LlavaForConditionalGeneration"],
         "model_type": "llava",
@@ -93,7 +93,7 @@ def llava_config(vision, text, image_token_index, feature_layer, source):
         "tie_word_embeddings": False,
         "vision_config": vision_fields(vision),
         "text_config": text_fields(text),
-        "torch_dtype": "bfloat16",
+        "torch_dtype": dtype,
         "source": source,
     }
 
@@ -123,7 +123,8 @@ def convert_llava(args):
         index = cfg.image_token_id
     write(args.out, state, llava_config(cfg.vision_config, cfg.text_config, index,
                                         cfg.vision_feature_layer,
-                                        {"model": args.model, "revision": args.revision}))
+                                        {"model": args.model, "revision": args.revision},
+                                        args.dtype))
 
 
 def convert_llava_parts(args):
@@ -146,7 +147,7 @@ def convert_llava_parts(args):
         state[f"multi_modal_projector.{name}.bias"] = layer.bias.detach().to(dtype)
     write(args.out, state, llava_config(vision, text, text.vocab_size, -2,
                                         {"clip": args.clip, "llama": args.llama,
-                                         "projector_seed": args.seed}))
+                                         "projector_seed": args.seed}, args.dtype))
 
 
 def main():

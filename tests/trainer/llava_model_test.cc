@@ -216,6 +216,30 @@ TEST(LlavaModel, NoImagesIsTheLanguageModel) {
   for (float g : llava.projector().grads()) ASSERT_EQ(g, 0.0f);
 }
 
+// A frozen tower (LLaVA-1.5's recipe): no tower gradients at all, and the projector's and the
+// language model's exactly those of the trained-tower model.
+TEST(LlavaModel, FrozenTowerGetsNoGradient) {
+  const LlavaConfig c = Tiny();
+  LlavaModel<float> trained(c, kB, kT, kImages), frozen(c, kB, kT, kImages);
+  std::vector<double> values = Values(c, trained.layout());
+  std::vector<float> v32(values.begin(), values.end());
+  ASSERT_TRUE(trained.SetParameters(v32).ok());
+  ASSERT_TRUE(frozen.SetParameters(v32).ok());
+  frozen.set_train_tower(false);
+  Batch batch(c);
+  double a = 0, b = 0;
+  int64_t na = 0, nb = 0;
+  ASSERT_TRUE(trained.ForwardBackward(batch.View(), 0.25f, &a, &na).ok());
+  ASSERT_TRUE(frozen.ForwardBackward(batch.View(), 0.25f, &b, &nb).ok());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(trained.projector().grads(), frozen.projector().grads());
+  EXPECT_EQ(trained.text().grads(), frozen.text().grads());
+  for (float g : frozen.tower().grads()) ASSERT_EQ(g, 0.0f);
+  double norm = 0;
+  for (float g : trained.tower().grads()) norm += std::abs(g);
+  EXPECT_GT(norm, 0.0);
+}
+
 TEST(LlavaModel, BadImagePositionsAreRefused) {
   const LlavaConfig c = Tiny();
   LlavaModel<float> model(c, kB, kT, 2);

@@ -109,6 +109,51 @@ TEST_F(LlavaTrainTest, TrainsAndDataParallelMatchesOneProcess) {
   EXPECT_GT(weight, 10 * kWeightTol);
 }
 
+// LLaVA-1.5's stages: model.trainable ["projector", "language_model"] (finetune) keeps the
+// tower's initial weights bit for bit; ["projector"] (pretraining) keeps the tower's and the
+// language model's, and two ranks at ZeRO-3 still match one process.
+TEST_F(LlavaTrainTest, FrozenPartsKeepTheirWeights) {
+  const LlavaConfig c = *LlavaPreset("llava-tiny");
+  const LlavaLayout layout(c);
+  const std::vector<float> init = InitLlavaParameters(c, layout, 7);
+  auto same = [&](const std::vector<float>& w, int64_t begin, int64_t end) {
+    return std::equal(w.begin() + begin, w.begin() + end, init.begin() + begin);
+  };
+  json finetune = Llava("finetune", 1, 4, 2, 0);
+  finetune["model"]["trainable"] = {"projector", "language_model"};
+  RunOk(finetune);
+  std::vector<float> w = LlavaWeights("finetune");
+  ASSERT_EQ(static_cast<int64_t>(w.size()), layout.total());
+  EXPECT_TRUE(same(w, 0, layout.projector_offset()));
+  EXPECT_FALSE(same(w, layout.projector_offset(), layout.text_offset()));
+  EXPECT_FALSE(same(w, layout.text_offset(), layout.total()));
+  EXPECT_EQ(Metrics("finetune")["trainable"]["vision_tower"], false);
+
+  json pretrain = Llava("pretrain", 1, 4, 2, 0);
+  pretrain["model"]["trainable"] = {"projector"};
+  RunOk(pretrain);
+  w = LlavaWeights("pretrain");
+  EXPECT_TRUE(same(w, 0, layout.projector_offset()));
+  EXPECT_FALSE(same(w, layout.projector_offset(), layout.text_offset()));
+  EXPECT_TRUE(same(w, layout.text_offset(), layout.total()));
+  const std::vector<double> losses = Losses("pretrain");
+  EXPECT_LT(losses.back(), losses.front());
+
+  json dp2 = Llava("pretrain_dp2z3", 2, 2, 2, 3);
+  dp2["model"]["trainable"] = {"projector"};
+  RunOk(dp2);
+  auto [loss, weight] = LlavaDistance("pretrain_dp2z3", "pretrain");
+  EXPECT_LT(loss, kLossTol);
+  EXPECT_LT(weight, kWeightTol);
+
+  json bad = Llava("bad", 1, 2, 1, 0);
+  bad["model"]["trainable"] = {"tower"};
+  std::vector<int> status = Run(bad);
+  EXPECT_FALSE(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
+  EXPECT_NE(Log("bad", 0).find("model.trainable: 'tower' is not a part"), std::string::npos)
+      << Log("bad", 0);
+}
+
 TEST_F(LlavaTrainTest, UnsupportedSettingsAreNamed) {
   json c = Llava("fp16", 1, 2, 1, 0);
   c["checkpoint_every"] = 5;

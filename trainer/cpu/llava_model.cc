@@ -127,6 +127,10 @@ void LlavaModel<Float>::BackwardImages(int64_t n) {
   for (size_t j = 0; j < kept_.size(); ++j)
     std::copy(row_grad_.begin() + j * H, row_grad_.begin() + (j + 1) * H,
               dprojected_.begin() + kept_[j] * H);
+  if (!train_tower_) {
+    projector_.Backward(dprojected_.data(), n * K);
+    return;
+  }
   dfeatures_.assign(n * K * config_.vision.hidden, Float(0));
   projector_.Backward(dprojected_.data(), n * K, dfeatures_.data());
   tower_.Backward(dfeatures_.data(), n);

@@ -69,6 +69,9 @@ class LlavaModel {
   // position outside [0, B*T) or used twice.
   Status ForwardBackward(const LlavaMicroBatch& batch, Float loss_scale, double* loss_sum,
                          int64_t* count);
+  // false: the tower is frozen — ForwardBackward neither computes its gradients nor the
+  // projector's input gradient (LLaVA-1.5 never trains the tower). Default true.
+  void set_train_tower(bool train) { train_tower_ = train; }
   // Forward only: per-position losses[B*T].
   Status TokenLosses(const LlavaMicroBatch& batch, Float* losses);
 
@@ -92,6 +95,7 @@ class LlavaModel {
   std::vector<Float> dprojected_;       // [images * K, H]: the projector's output gradient
   std::vector<Float> dfeatures_;        // [images * K, C_v]: the tower's output gradient
   SplicedRows<Float> spliced_;
+  bool train_tower_ = true;
 };
 
 extern template class LlavaModel<float>;

@@ -17,7 +17,8 @@ LlavaTrainer::~LlavaTrainer() {
 
 Result<std::unique_ptr<LlavaTrainer>> LlavaTrainer::Create(const LlavaConfig& config,
                                                            const BackendOptions& options,
-                                                           int64_t max_images) {
+                                                           int64_t max_images,
+                                                           Trainable trainable) {
   BM_TRY(Validate(config));
   if (options.precision != Precision::kFp32)
     return Status(ErrorCode::kUnsupported, "LLaVA on the cpu: fp32 only");
@@ -49,17 +50,22 @@ Result<std::unique_ptr<LlavaTrainer>> LlavaTrainer::Create(const LlavaConfig& co
       std::make_unique<LlavaModel<float>>(config, options.max_batch, options.max_seq, max_images);
   t->dp_ = std::make_unique<DataParallel>(&t->model_->text(), t->comm_, options.zero);
   t->model_->text().set_hooks(t->dp_.get());
-  t->parts_.push_back({&t->model_->tower().params(),
+  t->model_->set_train_tower(trainable.tower);
+  t->train_lm_ = trainable.language_model;
+  t->parts_.push_back({trainable.tower,
+                       &t->model_->tower().params(),
                        &t->model_->tower().grads(),
                        &t->model_->tower().layout(),
                        {},
                        {}});
-  t->parts_.push_back({&t->model_->projector().params(),
+  t->parts_.push_back({trainable.projector,
+                       &t->model_->projector().params(),
                        &t->model_->projector().grads(),
                        &t->model_->projector().layout(),
                        {},
                        {}});
   for (Part& p : t->parts_) {
+    if (!p.trained) continue;
     p.m.assign(p.params->size(), 0.0f);
     p.v.assign(p.params->size(), 0.0f);
   }
@@ -112,28 +118,35 @@ Result<LossSum> LlavaTrainer::ForwardBackward(const LlavaMicroBatch& batch, floa
   BM_TRY(s);
   if (last && comm_->size() > 1)
     for (Part& p : parts_)
-      BM_TRY(comm_->AllReduce(p.grads->data(), static_cast<int64_t>(p.grads->size()),
-                              dist::DType::kFloat32, dist::ReduceOp::kSum));
+      if (p.trained)
+        BM_TRY(comm_->AllReduce(p.grads->data(), static_cast<int64_t>(p.grads->size()),
+                                dist::DType::kFloat32, dist::ReduceOp::kSum));
   return loss;
 }
 
 Result<float> LlavaTrainer::GradNorm() {
-  BM_ASSIGN_OR_RETURN(double sum, dp_->GradNormSquared());
+  double sum = 0;
+  if (train_lm_) {
+    BM_ASSIGN_OR_RETURN(sum, dp_->GradNormSquared());
+  }
   // the replicated parts' gradients are the same on every rank: counted once
-  for (const Part& p : parts_) sum += SumOfSquares(p.grads->data(), p.grads->size());
+  for (const Part& p : parts_)
+    if (p.trained) sum += SumOfSquares(p.grads->data(), p.grads->size());
   return static_cast<float>(std::sqrt(sum));
 }
 
 Status LlavaTrainer::OptimizerStep(const AdamWStep& step) {
   BM_ASSIGN_OR_RETURN(float norm, GradNorm());
-  BM_TRY(dp_->OptimizerStep(step, norm));
+  if (train_lm_) BM_TRY(dp_->OptimizerStep(step, norm));
   // as DataParallel::OptimizerStep: clipping and 1 / the loss scale in one factor
   const float scale = ClipScale(norm * step.grad_scale, step.grad_clip) * step.grad_scale;
-  for (Part& p : parts_)
+  for (Part& p : parts_) {
+    if (!p.trained) continue;
     for (const ParamTensor& t : p.layout->tensors())
       AdamWUpdate(p.params->data() + t.offset, p.grads->data() + t.offset, p.m.data() + t.offset,
                   p.v.data() + t.offset, t.numel, step.lr, step.beta1, step.beta2, step.eps,
                   t.weight_decay && !t.frozen ? step.weight_decay : 0.0f, scale, step.step);
+  }
   return Status::Ok();
 }
 

@@ -5,7 +5,8 @@
 // projector (0.3B of LLaVA-1.5-13B's 13.4B) are replicated on every rank,
 // their gradients all-reduced (sum) after the step's last micro-batch and
 // their AdamW state whole on every rank (the same update everywhere). The
-// gradient norm and clipping cover all three parts.
+// gradient norm and clipping cover the trained parts (Trainable: LLaVA-1.5 freezes the tower,
+// and in its pretraining stage the language model too).
 //
 // Collective over the DP group (every rank, same order): ForwardBackward,
 // GradNorm, OptimizerStep, GetParameters. Not thread-safe.
@@ -23,13 +24,20 @@
 
 namespace bm::train::cpu {
 
+// The parts AdamW updates; a frozen one keeps its weights bit for bit and counts in no
+// gradient norm (as PyTorch's clipping of the parameters that have gradients).
+struct LlavaTrainable {
+  bool tower = true, projector = true, language_model = true;
+};
+
 class LlavaTrainer {
  public:
+  using Trainable = LlavaTrainable;
   // options: max_batch, max_seq, threads, dp (nullptr: a world of one), zero; precision fp32,
   // no TP or PP groups (else kUnsupported). max_images: the most images of one micro-batch.
   static Result<std::unique_ptr<LlavaTrainer>> Create(const LlavaConfig& config,
                                                       const BackendOptions& options,
-                                                      int64_t max_images);
+                                                      int64_t max_images, Trainable trainable = {});
   ~LlavaTrainer();
 
   int64_t total() const { return model_->layout().total(); }  // the whole model's floats
@@ -52,6 +60,7 @@ class LlavaTrainer {
   LlavaTrainer() = default;
   // The replicated parts: tower then projector.
   struct Part {
+    bool trained;
     std::vector<float>* params;
     std::vector<float>* grads;
     const ParamLayout* layout;
@@ -63,6 +72,7 @@ class LlavaTrainer {
   std::unique_ptr<LlavaModel<float>> model_;
   std::unique_ptr<DataParallel> dp_;
   std::vector<Part> parts_;
+  bool train_lm_ = true;
 };
 
 }  // namespace bm::train::cpu

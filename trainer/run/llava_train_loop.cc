@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -105,8 +106,15 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   // An image's tokens start at least image_tokens apart: at most ceil(mpe / K) per row.
   const int64_t K = model.image_tokens();
   const int64_t max_images = run.lbs * ((run.mpe + K - 1) / K);
+  cpu::LlavaTrainer::Trainable trainable;
+  if (!run.trainable.empty()) {
+    auto has = [&](const char* part) {
+      return std::find(run.trainable.begin(), run.trainable.end(), part) != run.trainable.end();
+    };
+    trainable = {has("vision_tower"), has("projector"), has("language_model")};
+  }
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cpu::LlavaTrainer> trainer,
-                      cpu::LlavaTrainer::Create(model, options, max_images));
+                      cpu::LlavaTrainer::Create(model, options, max_images, trainable));
   if (!run.init.empty()) {
     BM_ASSIGN_OR_RETURN(std::vector<float> params,
                         LoadLlavaParameters(run.init + "/" + kModelFile, model));
@@ -199,6 +207,9 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   metrics["model"]["overrides"] = run.overrides;
   metrics["flops_per_token"] = nullptr;
   metrics["mfu"] = nullptr;
+  metrics["trainable"] = {{"vision_tower", trainable.tower},
+                          {"projector", trainable.projector},
+                          {"language_model", trainable.language_model}};
   metrics["train"] = {{"final_loss", records.empty() ? 0.0 : records.back().loss},
                       {"images", static_cast<int64_t>(images_total)}};
   if (ranks.root()) {

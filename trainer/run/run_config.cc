@@ -136,6 +136,22 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     if (!m.is_object()) return Status(ErrorCode::kInvalidArgument, "model must be an object");
     BM_TRY(Get(m, "preset", &c.preset));
     if (m.contains("overrides") && !m["overrides"].is_null()) c.overrides = m["overrides"];
+    if (m.contains("trainable") && !m["trainable"].is_null()) {
+      const nlohmann::json& t = m["trainable"];
+      if (!t.is_array() || t.empty())
+        return Status(ErrorCode::kInvalidArgument,
+                      "model.trainable must be a non-empty list of \"vision_tower\", "
+                      "\"projector\", \"language_model\"");
+      for (const nlohmann::json& part : t) {
+        const std::string name = part.is_string() ? part.get<std::string>() : part.dump();
+        if (name != "vision_tower" && name != "projector" && name != "language_model")
+          return Errorf(ErrorCode::kInvalidArgument,
+                        "model.trainable: '{}' is not a part (vision_tower, projector, "
+                        "language_model)",
+                        name);
+        c.trainable.push_back(name);
+      }
+    }
   }
 
 #define invalid(...) Errorf(ErrorCode::kInvalidArgument, __VA_ARGS__)

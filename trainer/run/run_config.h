@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "trainer/backend.h"
@@ -82,6 +83,10 @@ struct RunConfig {
   bool progress = false;
   bool mllog = false;      // also write out_dir/mllog.txt: MLPerf :::MLLOG lines (base/mllog.h)
   bool save_init = false;  // also write out_dir/init/: the model before the first step
+  // LLaVA models only (model.trainable): the parts AdamW updates, of "vision_tower",
+  // "projector", "language_model"; empty = all three. LLaVA-1.5 trains ["projector"] in its
+  // pretraining stage and ["projector", "language_model"] in its finetune.
+  std::vector<std::string> trainable;
 
   int64_t gbs() const { return lbs * gas * layout.dp; }
 };

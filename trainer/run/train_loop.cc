@@ -133,6 +133,9 @@ Result<std::unique_ptr<ModelWriter>> GatherModel(const Backend& backend, const R
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
                                    const TrainHooks& hooks, const dist::RankEnv& env) {
   if (IsLlavaRun(run)) return RunLlavaTraining(run, progress, env);
+  if (!run.trainable.empty())
+    return Status(ErrorCode::kInvalidArgument,
+                  "model.trainable names parts of a LLaVA model; this model trains whole");
   const Clock::time_point t0 = Clock::now();
   const std::string started_at = UtcNow();
   BM_ASSIGN_OR_RETURN(RunRanks ranks, RunRanks::Connect(run, env));

@@ -39,6 +39,7 @@ std::string ParamOf(const std::string& message, const std::vector<ParamSpec>& sp
     if (s.name == first) return first;
   if (message.rfind("layout", 0) == 0) return "layout";
   if (message.rfind("precision", 0) == 0) return "precision";
+  if (message.rfind("model.trainable", 0) == 0) return "trainable";
   return "";
 }
 
@@ -145,6 +146,11 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
         {"mllog", ParamType::kBool, json(false),
          "also write mllog.txt: MLPerf :::MLLOG lines that mlperf-logging's checkers read", true},
+        {"trainable", ParamType::kStringList, json::array(),
+         "LLaVA models: the parts AdamW updates (vision_tower, projector, language_model; [] "
+         "all). LLaVA-1.5 pretrains [\"projector\"], finetunes [\"projector\", "
+         "\"language_model\"]",
+         true},
         {"save_init", ParamType::kBool, json(false),
          "also write init/: the model before the first step (model.safetensors + config.json), "
          "for a second framework's run from the same weights",
@@ -225,6 +231,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
     if (p.contains(k)) j[k] = p[k];
   if (kind == TrainKind::kPretrain)
     j["model"] = {{"preset", p["model"]}, {"overrides", p["overrides"]}};
+  if (p.contains("trainable") && !p["trainable"].empty()) j["model"]["trainable"] = p["trainable"];
   if (kind == TrainKind::kFinetune) j["init"] = ctx ? input("init") : std::string("init");
   if (kind == TrainKind::kEvaluate) j["init"] = ctx ? input("checkpoint") : std::string("init");
   return j;
@@ -248,6 +255,10 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) 
   if (kind == TrainKind::kPretrain && IsLlavaPreset(p["model"].get<std::string>())) {
     CheckLlavaModel(p, errors);
   } else if (kind == TrainKind::kPretrain) {
+    if (!p["trainable"].empty())
+      errors.push_back({"trainable", fmt::format("trainable is for LLaVA models; model '{}' is a "
+                                                 "text model (every part trains)",
+                                                 p["model"].get<std::string>())});
     Result<train::ModelConfig> m = train::Preset(p["model"].get<std::string>());
     if (!m.ok()) {
       errors.push_back({"model", m.status().message()});
@@ -327,6 +338,10 @@ std::vector<engine::ParamError> CheckTrainInputs(TrainKind kind, const json& p,
     llava = model->facts["llava"].get<bool>();
     what = fmt::format("init '{}'", model->name);
   }
+  if (kind == TrainKind::kFinetune && !llava && !p["trainable"].empty())
+    errors.push_back({"trainable", fmt::format("trainable is for LLaVA models; {} is a text model "
+                                               "(every part trains)",
+                                               what)});
   if (images && !llava)
     errors.push_back(
         {"data", fmt::format("data '{}' is a llava_data target (text with images), but {} is a "

@@ -9,6 +9,7 @@
 
 #include "engine/rule.h"
 #include "engine/spec_builder.h"
+#include "rules/train_common.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
 
@@ -181,6 +182,39 @@ TEST(TrainRulesTest, LlavaPresetChecksAndRefusals) {
   p["overrides"] = {{"max_seq", 128}};
   p["mpe"] = 128;
   EXPECT_TRUE(Errors(*pre, p).empty());
+
+  // trainable: the parts of a LLaVA model AdamW updates, into model.trainable of the run config.
+  p = ok;
+  p["trainable"] = {"projector"};
+  EXPECT_TRUE(Errors(*pre, p).empty());
+  EXPECT_EQ(
+      RunConfigJson(TrainKind::kPretrain, WithDefaults(*pre, p), nullptr)["model"],
+      json(
+          {{"preset", "llava-tiny"}, {"overrides", json::object()}, {"trainable", {"projector"}}}));
+  EXPECT_FALSE(
+      RunConfigJson(TrainKind::kPretrain, WithDefaults(*pre, ok), nullptr)["model"].contains(
+          "trainable"));
+  p["trainable"] = {"projector", "tower"};
+  EXPECT_EQ(Errors(*pre, p),
+            std::vector<std::string>{"trainable: model.trainable: 'tower' is not a part "
+                                     "(vision_tower, projector, language_model)"});
+  EXPECT_EQ(Errors(*pre, {{"data", "d"}, {"trainable", {"projector"}}}),
+            std::vector<std::string>{"trainable: trainable is for LLaVA models; model "
+                                     "'llama-small' is a text model (every part trains)"});
+  {
+    auto ft = MakeFinetuneRule();
+    const json f = WithDefaults(
+        *ft, {{"data", "d"}, {"init", "p"}, {"trainable", {"projector", "language_model"}}});
+    EXPECT_EQ(RunConfigJson(TrainKind::kFinetune, f, nullptr)["model"],
+              json({{"trainable", {"projector", "language_model"}}}));
+    const std::vector<engine::ParamError> e = ft->CheckInputs(
+        f,
+        {{"init", "p", "pretrain", {{"llava", false}}}, {"data", "t", "tokenize", json::object()}});
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0].param, "trainable");
+    EXPECT_EQ(e[0].message,
+              "trainable is for LLaVA models; init 'p' is a text model (every part trains)");
+  }
 
   auto refusals = [&](json change) {
     json q = ok;

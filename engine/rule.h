@@ -92,6 +92,17 @@ struct StepContext {
   bool color = false;               // progress lines may be colored (base/terminal.h)
 };
 
+// One input of a target as the load-time input check sees it (Rule::CheckInputs):
+// the parameter naming it, the name written, and for an upstream target its
+// rule's name and what that rule says of its output (Rule::OutputFacts); for a
+// source file rule is "" and facts null.
+struct UpstreamInput {
+  std::string param;
+  std::string name;
+  std::string rule;
+  nlohmann::json facts;
+};
+
 // What a successful step reports besides its files.
 struct StepResult {
   // Measurements and results (the metrics.json of a trainer run, stats of a
@@ -130,6 +141,23 @@ class Rule {
   // Semantic checks beyond types, run when the BENCHFILE is loaded (before
   // anything runs). Types and unknown names are checked by the engine.
   virtual std::vector<ParamError> Check(const nlohmann::json& /*params*/) const { return {}; }
+
+  // What the targets reading this one may know of its output when the
+  // BENCHFILE is loaded, from its parameters and its own inputs' facts (e.g. a
+  // LLaVA pretrain says {"llava": true}; a finetune passes on its init's). The
+  // engine computes it in dependency order; an object, {} by default.
+  virtual nlohmann::json OutputFacts(const nlohmann::json& /*params*/,
+                                     const std::vector<UpstreamInput>& /*inputs*/) const {
+    return nlohmann::json::object();
+  }
+
+  // Load-time checks of the inputs against the parameters (a text-only model on
+  // a dataset with images, ...): run after Check() and after the graph is
+  // ordered. The engine reports each error at the named parameter's value.
+  virtual std::vector<ParamError> CheckInputs(const nlohmann::json& /*params*/,
+                                              const std::vector<UpstreamInput>& /*inputs*/) const {
+    return {};
+  }
 
   // What valid parameters need that this build lacks (a layout needing tensor
   // parallelism this trainer does not implement, a precision the device does

@@ -78,6 +78,7 @@ class Validator {
     }
     for (const RawTarget& raw : bf_.targets) CheckTarget(raw);
     if (errors_.empty()) Order();
+    if (errors_.empty()) CheckInputs();
     if (!errors_.empty()) return Status(ErrorCode::kInvalidArgument, Join());
     return std::move(graph_);
   }
@@ -167,6 +168,33 @@ class Validator {
     for (const InputRef& in : t.inputs)
       if (in.is_target) deps.insert(in.target);
     t.deps.assign(deps.begin(), deps.end());
+  }
+
+  // Rule::OutputFacts of every target, dependencies first, and each target's
+  // Rule::CheckInputs on its inputs' facts. The targets are bf_.targets in
+  // order here (a duplicate name stopped the load before).
+  void CheckInputs() {
+    std::vector<nlohmann::json> facts(graph_.targets.size(), nlohmann::json::object());
+    for (int i : graph_.order) {
+      const Target& t = graph_.targets[static_cast<size_t>(i)];
+      std::vector<UpstreamInput> inputs;
+      for (const InputRef& in : t.inputs) {
+        UpstreamInput u{in.param, in.name, "", nullptr};
+        if (in.is_target) {
+          u.rule = std::string(graph_.targets[static_cast<size_t>(in.target)].rule->name());
+          u.facts = facts[static_cast<size_t>(in.target)];
+        }
+        inputs.push_back(std::move(u));
+      }
+      facts[static_cast<size_t>(i)] = t.rule->OutputFacts(t.params, inputs);
+      const RawTarget& raw = bf_.targets[static_cast<size_t>(i)];
+      for (const ParamError& e : t.rule->CheckInputs(t.params, inputs)) {
+        SourceLocation loc = raw.loc;
+        for (const RawParam& p : raw.params)
+          if (p.name == e.param) loc = p.value_loc;
+        Error(loc, e.message);
+      }
+    }
   }
 
   void ResolveInputs(Target& t, const ParamSpec& spec, const RawParam& p) {

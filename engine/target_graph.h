@@ -6,7 +6,9 @@
 // Errors (kInvalidArgument, one line each, "FILE:LINE:COL: ..."): unknown rule,
 // unknown parameter (with the nearest valid name), mistyped parameter, missing
 // required parameter, unknown input target (nearest name), missing source file,
-// dependency cycle (the cycle printed), and a rule's own Check() messages.
+// dependency cycle (the cycle printed), a rule's own Check() messages, and its
+// CheckInputs() messages on what its upstream targets say of their outputs
+// (Rule::OutputFacts, computed in dependency order once the graph is acyclic).
 // All errors found are returned together, joined by newlines.
 #pragma once
 

@@ -10,6 +10,7 @@
 #include "trainer/cpu/blas_core.h"
 #include "trainer/dist/rank_env.h"
 #include "trainer/model/config.h"
+#include "trainer/model/vision_config.h"
 
 namespace bm::rules {
 namespace {
@@ -38,7 +39,53 @@ std::string ParamOf(const std::string& message, const std::vector<ParamSpec>& sp
     if (s.name == first) return first;
   if (message.rfind("layout", 0) == 0) return "layout";
   if (message.rfind("precision", 0) == 0) return "precision";
+  if (message.rfind("model.trainable", 0) == 0) return "trainable";
   return "";
+}
+
+bool IsLlavaPreset(const std::string& name) { return train::LlavaPreset(name).ok(); }
+
+// A LLaVA preset of pretrain's `model`: its language model with the overrides,
+// the whole model valid, mpe within the language model's max_seq.
+void CheckLlavaModel(const json& p, std::vector<engine::ParamError>& errors) {
+  Result<train::LlavaConfig> c = train::LlavaPreset(p["model"].get<std::string>());
+  Result<train::ModelConfig> text = train::ApplyOverrides(c->text, p["overrides"]);
+  if (!text.ok()) {
+    errors.push_back({"overrides", text.status().message()});
+    return;
+  }
+  c->text = *text;
+  if (Status s = train::Validate(*c); !s.ok()) {
+    errors.push_back({"overrides", s.message()});
+    return;
+  }
+  if (p["mpe"].get<int64_t>() > c->text.max_seq)
+    errors.push_back({"mpe", fmt::format("mpe ({}) exceeds the model's max_seq ({}); raise "
+                                         "overrides.max_seq or lower mpe",
+                                         p["mpe"].get<int64_t>(), c->text.max_seq)});
+}
+
+// What benchmake-train's LLaVA loop does not run yet (trainer/run/llava_train_loop.h).
+std::vector<std::string> LlavaUnsupported(const train::RunConfig& run, const std::string& model) {
+  std::vector<std::string> out;
+  auto refuse = [&](const std::string& what) {
+    out.push_back(
+        fmt::format("model '{}' (LLaVA) trains on the cpu in fp32 or on cuda in fp32 or bf16, "
+                    "on one rank or data parallel: {} is not supported yet",
+                    model, what));
+  };
+  if (run.device != "cpu" && run.device != "cuda") refuse(fmt::format("device '{}'", run.device));
+  if (run.precision == train::Precision::kFp16)
+    refuse("fp16");
+  else if (run.precision != train::Precision::kFp32 && run.device == "cpu")
+    refuse("a precision other than fp32 on the cpu");
+  if (run.layout.tp > 1 || run.layout.pp > 1)
+    refuse(fmt::format("layout {} (tensor or pipeline parallelism)", run.layout.ToString()));
+  if (run.checkpoint_every > 0)
+    refuse(fmt::format("checkpoint_every = {} (set checkpoint_every = 0)", run.checkpoint_every));
+  if (run.save_init) refuse("save_init");
+  if (run.mllog) refuse("mllog");
+  return out;
 }
 
 }  // namespace
@@ -47,7 +94,9 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
   const bool train = kind != TrainKind::kEvaluate;
   std::vector<ParamSpec> p = {
       {"data", ParamType::kInput, std::nullopt,
-       "a tokenize target (train/valid splits in the Megatron format)", true},
+       "a tokenize target (train/valid splits in the Megatron format), or for a LLaVA model a "
+       "llava_data target",
+       true},
       {"device", ParamType::kString, json("cpu"), "cpu or cuda", true},
       {"threads", ParamType::kInt, json(0),
        "CPU threads per rank (0: the machine's cores divided by its ranks); part of the key", true},
@@ -100,6 +149,11 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
         {"mllog", ParamType::kBool, json(false),
          "also write mllog.txt: MLPerf :::MLLOG lines that mlperf-logging's checkers read", true},
+        {"trainable", ParamType::kStringList, json::array(),
+         "LLaVA models: the parts AdamW updates (vision_tower, projector, language_model; [] "
+         "all). LLaVA-1.5 pretrains [\"projector\"], finetunes [\"projector\", "
+         "\"language_model\"]",
+         true},
         {"save_init", ParamType::kBool, json(false),
          "also write init/: the model before the first step (model.safetensors + config.json), "
          "for a second framework's run from the same weights",
@@ -108,13 +162,17 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
     p.insert(p.end(), t.begin(), t.end());
   }
   if (kind == TrainKind::kPretrain) {
-    p.push_back({"model", ParamType::kString, json("llama-small"), "model preset", true});
+    p.push_back({"model", ParamType::kString, json("llama-small"),
+                 "model preset (a LLaVA preset, e.g. llava-tiny, reads a llava_data target)",
+                 true});
     p.push_back({"overrides", ParamType::kTable, json::object(),
                  "model fields changed from the preset, e.g. { hidden = 256, layers = 4 }", true});
   }
   if (kind == TrainKind::kFinetune)
     p.push_back({"init", ParamType::kInput, std::nullopt,
-                 "the starting checkpoint: a pretrain target or a .safetensors file", true});
+                 "the starting checkpoint: a pretrain target (a LLaVA one for llava_data) or a "
+                 ".safetensors file",
+                 true});
   if (kind == TrainKind::kEvaluate) {
     p.push_back({"checkpoint", ParamType::kInput, std::nullopt,
                  "the model: a pretrain or finetune target, or a .safetensors file", true});
@@ -176,6 +234,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
     if (p.contains(k)) j[k] = p[k];
   if (kind == TrainKind::kPretrain)
     j["model"] = {{"preset", p["model"]}, {"overrides", p["overrides"]}};
+  if (p.contains("trainable") && !p["trainable"].empty()) j["model"]["trainable"] = p["trainable"];
   if (kind == TrainKind::kFinetune) j["init"] = ctx ? input("init") : std::string("init");
   if (kind == TrainKind::kEvaluate) j["init"] = ctx ? input("checkpoint") : std::string("init");
   return j;
@@ -196,7 +255,13 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) 
     errors.push_back({"device", fmt::format("device '{}' (cpu, cuda)", device)});
   if (!(p["collective_timeout"].get<double>() > 0))
     errors.push_back({"collective_timeout", "collective_timeout must be > 0 seconds"});
-  if (kind == TrainKind::kPretrain) {
+  if (kind == TrainKind::kPretrain && IsLlavaPreset(p["model"].get<std::string>())) {
+    CheckLlavaModel(p, errors);
+  } else if (kind == TrainKind::kPretrain) {
+    if (!p["trainable"].empty())
+      errors.push_back({"trainable", fmt::format("trainable is for LLaVA models; model '{}' is a "
+                                                 "text model (every part trains)",
+                                                 p["model"].get<std::string>())});
     Result<train::ModelConfig> m = train::Preset(p["model"].get<std::string>());
     if (!m.ok()) {
       errors.push_back({"model", m.status().message()});
@@ -227,7 +292,71 @@ std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const json& p) 
 std::vector<std::string> TrainUnsupported(TrainKind kind, const json& p) {
   Result<train::RunConfig> run = train::ParseRunConfig(RunConfigJson(kind, p, nullptr));
   if (!run.ok() && run.status().code() == ErrorCode::kUnsupported) return {run.status().message()};
+  if (run.ok() && kind == TrainKind::kPretrain && IsLlavaPreset(p["model"].get<std::string>()))
+    return LlavaUnsupported(*run, p["model"].get<std::string>());
   return {};
+}
+
+json TrainOutputFacts(TrainKind kind, const json& p,
+                      const std::vector<engine::UpstreamInput>& inputs) {
+  if (kind == TrainKind::kPretrain)
+    return {{"llava", IsLlavaPreset(p["model"].get<std::string>())}};
+  if (kind == TrainKind::kFinetune)
+    for (const engine::UpstreamInput& in : inputs)
+      if (in.param == "init" && in.facts.is_object() && in.facts.contains("llava"))
+        return {{"llava", in.facts["llava"]}};
+  return json::object();
+}
+
+std::vector<engine::ParamError> CheckTrainInputs(TrainKind kind, const json& p,
+                                                 const std::vector<engine::UpstreamInput>& inputs) {
+  std::vector<engine::ParamError> errors;
+  const engine::UpstreamInput* data = nullptr;
+  const engine::UpstreamInput* model = nullptr;  // init / checkpoint
+  for (const engine::UpstreamInput& in : inputs) {
+    if (in.param == "data") data = &in;
+    if (in.param == "init" || in.param == "checkpoint") model = &in;
+  }
+  if (!data || data->rule.empty()) return errors;  // a source directory: unknown
+  const bool images = data->rule == "llava_data";
+  if (kind == TrainKind::kEvaluate) {
+    if (images)
+      errors.push_back({"data", fmt::format("data '{}' is a llava_data target: evaluate does not "
+                                            "support LLaVA models yet",
+                                            data->name)});
+    else if (model && model->facts.value("llava", false))
+      errors.push_back({"checkpoint", fmt::format("checkpoint '{}' is a LLaVA model: evaluate does "
+                                                  "not support LLaVA models yet",
+                                                  model->name)});
+    return errors;
+  }
+  // The model: the preset (pretrain) or what the init target says (finetune).
+  std::string what;
+  bool llava = false;
+  if (kind == TrainKind::kPretrain) {
+    llava = IsLlavaPreset(p["model"].get<std::string>());
+    what = fmt::format("model '{}'", p["model"].get<std::string>());
+  } else {
+    if (!model || !model->facts.is_object() || !model->facts.contains("llava")) return errors;
+    llava = model->facts["llava"].get<bool>();
+    what = fmt::format("init '{}'", model->name);
+  }
+  if (kind == TrainKind::kFinetune && !llava && !p["trainable"].empty())
+    errors.push_back({"trainable", fmt::format("trainable is for LLaVA models; {} is a text model "
+                                               "(every part trains)",
+                                               what)});
+  if (images && !llava)
+    errors.push_back(
+        {"data", fmt::format("data '{}' is a llava_data target (text with images), but {} is a "
+                             "text-only model; train a LLaVA model on it ({}{})",
+                             data->name, what,
+                             kind == TrainKind::kPretrain ? "model = " : "init from a pretrain of ",
+                             fmt::join(train::LlavaPresetNames(), ", "))});
+  if (!images && llava)
+    errors.push_back({"data", fmt::format("{} is a LLaVA model: its data must be a llava_data "
+                                          "target (text with images), not the {} target '{}'",
+                                          what, data->rule, data->name)});
+  return errors;
 }
 
 int TrainWorldSize(const json& p) {

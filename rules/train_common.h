@@ -27,9 +27,23 @@ nlohmann::json RunConfigJson(TrainKind kind, const nlohmann::json& params,
 
 // Load-time checks: everything ParseRunConfig calls invalid (not what it calls
 // unsupported: TrainUnsupported), plus, for pretrain, the
-// model (preset, overrides, heads divide hidden, mpe <= max_seq). Each error
-// names the parameter it is about.
+// model (preset, overrides, heads divide hidden, mpe <= max_seq; a LLaVA
+// preset's language model). Each error names the parameter it is about.
 std::vector<engine::ParamError> CheckTrainParams(TrainKind kind, const nlohmann::json& params);
+
+// What a train step's output is to the targets reading it: {"llava": true}
+// for a LLaVA model (pretrain: model is a LLaVA preset; finetune: its init's
+// facts, when init is a target), {"llava": false} for a text model, {} when
+// unknown (a finetune from a checkpoint file). Evaluate: {}.
+nlohmann::json TrainOutputFacts(TrainKind kind, const nlohmann::json& params,
+                                const std::vector<engine::UpstreamInput>& inputs);
+
+// Load-time check of the model against the data (at `data`): a LLaVA model
+// reads a llava_data target (text with images), a text model a tokenize
+// target; a source directory or a checkpoint file passes (unknown). Evaluate
+// refuses LLaVA models and llava_data (not supported yet).
+std::vector<engine::ParamError> CheckTrainInputs(TrainKind kind, const nlohmann::json& params,
+                                                 const std::vector<engine::UpstreamInput>& inputs);
 
 // Writes scratch/run.json, runs <tools_dir>/benchmake-train --config on it
 // (its output into the step's log, echoed when interactive) and returns

@@ -23,6 +23,14 @@ class TrainRule : public engine::Rule {
   std::vector<engine::ParamError> Check(const nlohmann::json& p) const override {
     return CheckTrainParams(kind_, p);
   }
+  nlohmann::json OutputFacts(const nlohmann::json& p,
+                             const std::vector<engine::UpstreamInput>& in) const override {
+    return TrainOutputFacts(kind_, p, in);
+  }
+  std::vector<engine::ParamError> CheckInputs(
+      const nlohmann::json& p, const std::vector<engine::UpstreamInput>& in) const override {
+    return CheckTrainInputs(kind_, p, in);
+  }
   std::vector<std::string> Unsupported(const nlohmann::json& p) const override {
     return TrainUnsupported(kind_, p);
   }

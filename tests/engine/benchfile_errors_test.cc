@@ -88,6 +88,41 @@ const ErrorCase kCases[] = {
      "5:9",
      "tokenizer 'gpt2' reads a tiktoken rank file (.tiktoken), but data/x.model is a "
      "SentencePiece model"},
+    // The model against the data (Rule::CheckInputs): images need a LLaVA model, and a LLaVA
+    // model needs images; a finetune's model is its init's.
+    {"TextModelOnLlavaData",
+     "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llama-small\"\n",
+     "8:8",
+     "data 'd' is a llava_data target (text with images), but model 'llama-small' is a text-only "
+     "model; train a LLaVA model on it (model = llava-1.5-13b"},
+    {"LlavaModelOnTextTokens",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n"
+     "tokenizer = \"sentencepiece\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\nmodel = \"llava-tiny\"\ndata = \"t\"\n"
+     "checkpoint_every = 0\nmpe = 64\n",
+     "10:8",
+     "model 'llava-tiny' is a LLaVA model: its data must be a llava_data target (text with "
+     "images), not the tokenize target 't'"},
+    {"FinetuneOfATextModelOnLlavaData",
+     "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n"
+     "tokenizer = \"sentencepiece\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"t\"\nmodel = \"llama-small\"\n\n"
+     "[target.f]\nrule = \"finetune\"\ninit = \"p\"\ndata = \"d\"\n",
+     "20:8", "data 'd' is a llava_data target (text with images), but init 'p' is a text-only"},
+    {"FinetuneOfALlavaModelOnTextTokens",
+     "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n"
+     "tokenizer = \"sentencepiece\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\n"
+     "checkpoint_every = 0\nmpe = 64\n\n"
+     "[target.f]\nrule = \"finetune\"\ninit = \"p\"\ndata = \"t\"\n",
+     "22:8", "init 'p' is a LLaVA model: its data must be a llava_data target"},
+    {"LlavaModelsMpe",
+     "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\nmpe = 100000\n",
+     "10:7", "mpe (100000) exceeds the model's max_seq"},
 };
 
 void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
@@ -146,6 +181,43 @@ command = ["x"]
   EXPECT_TRUE(z->inputs[0].is_target);
   EXPECT_EQ(z->inputs[1].path, "/ws/src/a.txt");
   EXPECT_EQ(z->params["shell"], false) << "defaults are filled";
+}
+
+// The LLaVA chain loads: a LLaVA pretrain on a llava_data target, a finetune from it on another,
+// and a finetune of a checkpoint file (its model unknown at load time) on either.
+TEST(BenchfileTest, LlavaTrainingOnLlavaDataLoads) {
+  testing::MemoryFilesystem fs;
+  fs.Write("/ws/src/a.txt", "present");
+  fs.Write("/ws/data/x.model", "present");
+  fs.Write("/ws/data/m.safetensors", "present");
+  fs.Write("/ws/BENCHFILE.toml", R"(
+[target.d]
+rule = "llava_data"
+input = ["src/a.txt"]
+vocab = "data/x.model"
+
+[target.p]
+rule = "pretrain"
+data = "d"
+model = "llava-tiny"
+checkpoint_every = 0
+mpe = 64
+
+[target.f]
+rule = "finetune"
+init = "p"
+data = "d"
+
+[target.g]
+rule = "finetune"
+init = "data/m.safetensors"
+data = "d"
+)");
+  RuleRegistry rules;
+  rules::RegisterBuiltinRules(rules);
+  Result<TargetGraph> graph = LoadGraph(fs, rules, "/ws/BENCHFILE.toml");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  EXPECT_EQ(graph->order.size(), 4u);
 }
 
 }  // namespace

@@ -217,6 +217,77 @@ TEST_F(ExampleWorkspace, UnsupportedLayoutFailsWhenPlannedNothingRuns) {
   EXPECT_TRUE(fs::exists(ws_ / "out/smoke/metrics.json"));
 }
 
+// The targets a build ran: "NAME: ran in" lines of its output, in order.
+std::vector<std::string> RanTargets(const std::string& output) {
+  std::vector<std::string> ran;
+  static const std::regex line(R"(([a-z0-9_.-]+): ran in )");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+       it != std::sregex_iterator(); ++it)
+    ran.push_back((*it)[1]);
+  return ran;
+}
+
+// LLaVA through the engine (issue 36): llava-tiny pretrained on the sample's llava_data, then
+// finetuned from that checkpoint on the conversations' llava_data; both in the report; an edit
+// of the finetune's lr reruns the finetune alone.
+TEST_F(ExampleWorkspace, LlavaPretrainThenFinetuneAndAnLrEditRerunsOnlyTheFinetune) {
+  Prepare("llava1.5_13b");
+  Run r = Benchmake("build smoke_llava_finetune");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> ran = RanTargets(r.output);
+  std::sort(ran.begin(), ran.end());
+  EXPECT_EQ(ran,
+            (std::vector<std::string>{"smoke_llava_finetune", "smoke_llava_finetune_data",
+                                      "smoke_llava_finetune_images", "smoke_llava_pretrain",
+                                      "smoke_llava_pretrain_data", "smoke_llava_pretrain_images"}))
+      << r.output;
+  // The pretrain's model in llava-hf's format is the finetune's start.
+  for (const char* f : {"model.safetensors", "config.json", "metrics.json", "log.jsonl"})
+    EXPECT_TRUE(fs::exists(ws_ / "out/smoke_llava_pretrain" / f)) << f;
+  EXPECT_NE(
+      ReadText(ws_ / "out/smoke_llava_pretrain/config.json").find("\"model_type\": \"llava\""),
+      std::string::npos);
+  const std::string run_json = ReadText(ws_ / "out/smoke_llava_finetune/metrics.json");
+  EXPECT_TRUE(std::regex_search(run_json, std::regex(R"("final_loss": [0-9])"))) << run_json;
+  // Four steps in each log (the header line, then one line a step).
+  for (const char* t : {"smoke_llava_pretrain", "smoke_llava_finetune"}) {
+    const std::string log = ReadText(ws_ / "out" / t / "log.jsonl");
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 5) << t << ":\n" << log;
+  }
+
+  Run report = Benchmake("report");
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  for (const char* t : {"smoke_llava_pretrain", "smoke_llava_finetune"})
+    EXPECT_TRUE(std::regex_search(
+        report.output, std::regex(std::string(R"(\n\| )") + t +
+                                  R"( \| benchmake-train \| cpu[^|]*\| TP1PP1DP1 \| )"
+                                  R"([^|]*MPE=[0-9]+, LBS=4[^|]*\| [0-9,.]+ \| [0-9.]+ \|)")))
+        << t << "\n"
+        << report.output;
+
+  // The finetune's lr: the finetune alone reruns, the pretrain and the data are up to date.
+  const std::string log_before = ReadText(ws_ / "out/smoke_llava_finetune/log.jsonl");
+  const std::string benchfile = ReadText(ws_ / "BENCHFILE.toml");
+  const std::string from = "lr = 2e-4\n";
+  ASSERT_NE(benchfile.find(from), std::string::npos);
+  ASSERT_EQ(benchfile.find(from), benchfile.rfind(from)) << "one lr = 2e-4: the finetune's";
+  std::string edited = benchfile;
+  edited.replace(edited.find(from), from.size(), "lr = 1e-4\n");
+  std::ofstream(ws_ / "BENCHFILE.toml") << edited;
+  r = Benchmake("build smoke_llava_finetune");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(RanTargets(r.output), std::vector<std::string>{"smoke_llava_finetune"}) << r.output;
+  // min_lr = 0: each step's lr halves with the peak (the first step's, in both logs).
+  auto first_lr = [](const std::string& log) {
+    std::smatch m;
+    return std::regex_search(log, m, std::regex(R"("lr": ?([0-9.eE+-]+))")) ? std::stod(m[1])
+                                                                            : -1.0;
+  };
+  const double lr_before = first_lr(log_before);
+  EXPECT_GT(lr_before, 0) << log_before;
+  EXPECT_DOUBLE_EQ(first_lr(ReadText(ws_ / "out/smoke_llava_finetune/log.jsonl")), lr_before / 2);
+}
+
 // The loss-alignment example (issue 34): its smoke target writes the model it starts from
 // (save_init) beside the trained one, and on a 4-GPU machine every benchmake-train / PyTorch pair
 // is planned, each PyTorch target after its partner.

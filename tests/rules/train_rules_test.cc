@@ -9,6 +9,7 @@
 
 #include "engine/rule.h"
 #include "engine/spec_builder.h"
+#include "rules/train_common.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
 #include "tests/support/rule_params.h"
@@ -155,6 +156,98 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
       Errors(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"device", "cuda"}, {"model", "gpt5"}})
           .size(),
       1u);
+}
+
+// A LLaVA preset as pretrain's model: its language model checked at load time (overrides, mpe),
+// what the LLaVA loop lacks refused at plan time naming it, and the facts its readers see.
+TEST(TrainRulesTest, LlavaPresetChecksAndRefusals) {
+  auto pre = MakePretrainRule();
+  const json ok = {{"data", "d"}, {"model", "llava-tiny"}, {"mpe", 64}, {"checkpoint_every", 0}};
+  EXPECT_TRUE(Errors(*pre, ok).empty());
+  EXPECT_TRUE(pre->Unsupported(WithDefaults(*pre, ok)).empty());
+  json p = ok;
+  p["mpe"] = 65;  // llama-tiny's max_seq is 64
+  EXPECT_EQ(Errors(*pre, p),
+            std::vector<std::string>{"mpe: mpe (65) exceeds the model's max_seq (64); raise "
+                                     "overrides.max_seq or lower mpe"});
+  p = ok;
+  p["overrides"] = {{"hidden", 66}};  // 4 heads do not divide 66
+  ASSERT_EQ(Errors(*pre, p).size(), 1u);
+  EXPECT_EQ(Errors(*pre, p)[0].rfind("overrides: ", 0), 0u) << Errors(*pre, p)[0];
+  p = ok;
+  p["overrides"] = {{"max_seq", 128}};
+  p["mpe"] = 128;
+  EXPECT_TRUE(Errors(*pre, p).empty());
+
+  // trainable: the parts of a LLaVA model AdamW updates, into model.trainable of the run config.
+  p = ok;
+  p["trainable"] = {"projector"};
+  EXPECT_TRUE(Errors(*pre, p).empty());
+  EXPECT_EQ(
+      RunConfigJson(TrainKind::kPretrain, WithDefaults(*pre, p), nullptr)["model"],
+      json(
+          {{"preset", "llava-tiny"}, {"overrides", json::object()}, {"trainable", {"projector"}}}));
+  EXPECT_FALSE(
+      RunConfigJson(TrainKind::kPretrain, WithDefaults(*pre, ok), nullptr)["model"].contains(
+          "trainable"));
+  p["trainable"] = {"projector", "tower"};
+  EXPECT_EQ(Errors(*pre, p),
+            std::vector<std::string>{"trainable: model.trainable: 'tower' is not a part "
+                                     "(vision_tower, projector, language_model)"});
+  EXPECT_EQ(Errors(*pre, {{"data", "d"}, {"trainable", {"projector"}}}),
+            std::vector<std::string>{"trainable: trainable is for LLaVA models; model "
+                                     "'llama-small' is a text model (every part trains)"});
+  {
+    auto ft = MakeFinetuneRule();
+    const json f = WithDefaults(
+        *ft, {{"data", "d"}, {"init", "p"}, {"trainable", {"projector", "language_model"}}});
+    EXPECT_EQ(RunConfigJson(TrainKind::kFinetune, f, nullptr)["model"],
+              json({{"trainable", {"projector", "language_model"}}}));
+    const std::vector<engine::ParamError> e = ft->CheckInputs(
+        f,
+        {{"init", "p", "pretrain", {{"llava", false}}}, {"data", "t", "tokenize", json::object()}});
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0].param, "trainable");
+    EXPECT_EQ(e[0].message,
+              "trainable is for LLaVA models; init 'p' is a text model (every part trains)");
+  }
+
+  auto refusals = [&](json change) {
+    json q = ok;
+    q.update(change);
+    std::string all;
+    for (const std::string& m : pre->Unsupported(WithDefaults(*pre, q))) all += m + "\n";
+    return all;
+  };
+  EXPECT_NE(refusals({{"checkpoint_every", 50}})
+                .find("model 'llava-tiny' (LLaVA) trains on the cpu in fp32 or on cuda in fp32 "
+                      "or bf16, on one rank or data parallel: checkpoint_every = 50 (set "
+                      "checkpoint_every = 0) is not supported yet"),
+            std::string::npos);
+  EXPECT_EQ(refusals({{"device", "cuda"}, {"precision", "bf16"}}), "");
+  EXPECT_NE(refusals({{"device", "cuda"}, {"precision", "fp16"}}).find("fp16 is not supported yet"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"precision", "bf16"}})
+                .find("a precision other than fp32 on the cpu is not supported yet"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"layout", "TP2PP1DP1"}}).find("layout TP2PP1DP1 (tensor or pipeline"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"save_init", true}}).find("save_init"), std::string::npos);
+  EXPECT_EQ(refusals({{"layout", "DP2"}, {"zero", 3}}), "");
+
+  // Facts: the pretrain's model kind; a finetune passes on its init's, unknown from a file.
+  EXPECT_EQ(pre->OutputFacts(WithDefaults(*pre, ok), {}), json({{"llava", true}}));
+  EXPECT_EQ(pre->OutputFacts(WithDefaults(*pre, {{"data", "d"}}), {}), json({{"llava", false}}));
+  auto ft = MakeFinetuneRule();
+  const json fp = WithDefaults(*ft, {{"data", "d"}, {"init", "p"}});
+  EXPECT_EQ(ft->OutputFacts(fp, {{"init", "p", "pretrain", {{"llava", true}}},
+                                 {"data", "d", "llava_data", json::object()}}),
+            json({{"llava", true}}));
+  EXPECT_EQ(ft->OutputFacts(fp, {{"init", "m.safetensors", "", nullptr}}), json::object());
+  // A finetune from a file on llava_data: unknown model, no error.
+  EXPECT_TRUE(ft->CheckInputs(fp, {{"init", "m.safetensors", "", nullptr},
+                                   {"data", "d", "llava_data", json::object()}})
+                  .empty());
 }
 
 // The OpenBLAS kernels the probe chose (trainer/cpu/blas_core.h) reach the

@@ -13,6 +13,7 @@
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/data/llava_batch.h"
 #include "trainer/model/llava_layout.h"
+#include "trainer/platform.h"
 #include "trainer/run/llava_trainer_api.h"
 #include "trainer/run/metrics.h"
 #include "trainer/run/run_ranks.h"
@@ -87,6 +88,7 @@ bool IsLlavaRun(const RunConfig& run) {
 Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* progress,
                                         const dist::RankEnv& env) {
   const Clock::time_point t0 = Clock::now();
+  const std::string started_at = UtcNow();
   BM_TRY(CheckRun(run));
   BM_ASSIGN_OR_RETURN(RunRanks ranks, RunRanks::Connect(run, env));
   if (!ranks.root()) progress = nullptr;
@@ -184,27 +186,32 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   std::vector<float> whole(ranks.root() ? layout.total() : 0);
   BM_TRY(trainer->GetParameters(whole));
   BM_ASSIGN_OR_RETURN(double images_total, ranks.Sum(static_cast<double>(images_seen)));
-  nlohmann::json metrics = {
-      {"format", "benchmake-llava-metrics"},
-      {"model", ToJson(model)},
-      {"parameters", layout.total()},
-      {"config",
-       {{"lbs", run.lbs},
-        {"gas", run.gas},
-        {"mpe", run.mpe},
-        {"gbs", run.gbs()},
-        {"steps", run.steps},
-        {"seed", run.seed},
-        {"freeze", run.freeze.Names()}}},
-      {"parallel", {{"world_size", ranks.world()}, {"dp", run.layout.dp}, {"zero", run.zero}}},
-      {"trainable",
-       {{"vision_tower", !run.freeze.vision_tower},
-        {"projector", !run.freeze.projector},
-        {"language_model", !run.freeze.language_model}}},
-      {"train",
-       {{"final_loss", records.empty() ? 0.0 : records.back().loss},
-        {"images", static_cast<int64_t>(images_total)}}},
-      {"wall_s", std::chrono::duration<double>(Clock::now() - t0).count()}};
+  // metrics.json in docs/METRICS.md's format (benchmake report's columns), with the LLaVA
+  // model in place of the language model's, and no FLOPs: 6N of the language model alone
+  // would miss the vision tower and the projector.
+  TrainSummary summary;
+  summary.model = model.text;
+  summary.run = run;
+  summary.run.threads = options.threads;
+  summary.steps = records;
+  summary.world_size = ranks.world();
+  summary.device_name = "cpu";
+  summary.started_at = started_at;
+  summary.platform = ProbePlatform(/*gpu_libraries=*/false);
+  summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  summary.eval = nullptr;
+  nlohmann::json metrics = BuildMetrics(summary);
+  metrics["model"] = ToJson(model);
+  metrics["model"]["parameters"] = layout.total();
+  metrics["model"]["overrides"] = run.overrides;
+  metrics["flops_per_token"] = nullptr;
+  metrics["mfu"] = nullptr;
+  metrics["config"]["freeze"] = run.freeze.Names();
+  metrics["trainable"] = {{"vision_tower", !run.freeze.vision_tower},
+                          {"projector", !run.freeze.projector},
+                          {"language_model", !run.freeze.language_model}};
+  metrics["train"] = {{"final_loss", records.empty() ? 0.0 : records.back().loss},
+                      {"images", static_cast<int64_t>(images_total)}};
   if (ranks.root()) {
     BM_TRY(SaveLlavaModel(run.out_dir, model, whole, -1));
     BM_TRY(WriteFileAtomically(run.out_dir + "/metrics.json", metrics.dump(2) + "\n"));

@@ -100,5 +100,26 @@ TEST(LlavaMetricsTest, MetricsJsonMfuAtAFixedTimeAndPeak) {
   EXPECT_DOUBLE_EQ(m["flops_per_token"]["palm"].get<double>(), 6 * kLmParams + 12.0 * 2 * 64 * 6);
 }
 
+// An unknown device: no MFU, but the achieved FLOP/s are LLaVA's (not the text model's at MPE).
+TEST(LlavaMetricsTest, UnknownPeakLeavesMfuNullAndCountsAchievedFlops) {
+  const LlavaConfig tiny = *LlavaPreset("llava-tiny");
+  TrainSummary s;
+  s.model = tiny.text;
+  s.run.device = "cuda";
+  s.device_name = "no such accelerator";
+  s.platform = nlohmann::json::object();
+  StepRecord one;
+  one.step = 1;
+  one.ms = 4000;  // a run of one step measures it (WarmupSteps(1) = 0)
+  one.tokens = 24;
+  s.steps = {one};
+  const nlohmann::json m = BuildLlavaMetrics(s, tiny, {true, true, true}, {TinyStep()});
+  EXPECT_TRUE(m["mfu"]["palm"].is_null());
+  EXPECT_TRUE(m["mfu"]["6N"].is_null());
+  const double flops =
+      24 * (6 * kLmParams + 12.0 * 2 * 64 * 6) + 3 * (kVisionForward + kProjectorForward);
+  EXPECT_DOUBLE_EQ(m["mfu"]["achieved_flops_per_device"].get<double>(), flops / 4);
+}
+
 }  // namespace
 }  // namespace bm::train

@@ -141,6 +141,10 @@ TEST_F(LlavaTrainTest, MetricsCountTokensAsTheSeed) {
   EXPECT_EQ(m["kind"], "pretrain");
   EXPECT_GT(m["throughput"]["tokens_per_device_per_s"].get<double>(), 0);
   EXPECT_EQ(m["throughput"]["measured_steps"], 18);
+  // what `benchmake report` reads (engine/report/report_table.cc) is there
+  EXPECT_TRUE(m["loss"]["final"].is_number());
+  EXPECT_TRUE(m["model"]["overrides"].is_object());
+  EXPECT_EQ(m["provenance"]["trainer"], "benchmake-train");
   EXPECT_GT(m["memory"]["peak_bytes"].get<int64_t>(), 0);
   EXPECT_GT(m["memory"]["device_total_bytes"].get<int64_t>(), 0);
   const double mean = width_sum / (18 * 2);

@@ -48,6 +48,7 @@ TEST(LlavaBatchTest, ExpandsShiftsAndNormalises) {
   EXPECT_EQ(b.mask, (std::vector<uint8_t>{0, 0, 0, 1, 1, 0, 0, 0, 0, 0,  //
                                           0, 0, 1, 0, 0, 0, 1, 0, 0, 0}));
   EXPECT_EQ(b.MaskedCount(), 4);
+  EXPECT_EQ(b.lengths, (std::vector<int64_t>{6, 8}));
   ASSERT_EQ(b.images, 3);
   EXPECT_EQ(b.image_positions, (std::vector<int64_t>{1, 2, 3, 10, 11, 12, 14, 15, 16}));
   // images in row order: 1, 0, 1; CHW, (x/255 - mean)/std with mean 0.5, std (0.25, 0.5, 0.25)
@@ -87,12 +88,14 @@ TEST(LlavaBatchTest, TruncatesToTAndPadsMissingSamples) {
   EXPECT_EQ(b.mask, (std::vector<uint8_t>(6, 0)));
   ASSERT_EQ(b.images, 1);
   EXPECT_EQ(b.image_positions, (std::vector<int64_t>{1, 2, -1}));
+  EXPECT_EQ(b.lengths, (std::vector<int64_t>{3, 0}));
   // T = 5: the image whole, then 4 as the last input (predicting nothing)
   ASSERT_TRUE(ReadLlavaSamples(*data, 0, 1, 5, &b).ok());
   EXPECT_EQ(b.inputs, (std::vector<int32_t>{1, 0, 0, 0, 4}));
   EXPECT_EQ(b.targets, (std::vector<int32_t>{0, 0, 0, 4, 0}));
   EXPECT_EQ(b.mask, (std::vector<uint8_t>{0, 0, 0, 1, 0}));
   EXPECT_EQ(b.image_positions, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(b.lengths, (std::vector<int64_t>{5}));
   // T = 1: the image does not start inside the row: no image at all
   ASSERT_TRUE(ReadLlavaSamples(*data, 0, 1, 1, &b).ok());
   EXPECT_EQ(b.images, 0);

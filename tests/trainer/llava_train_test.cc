@@ -9,6 +9,7 @@
 #include "tests/trainer/llava_test_data.h"
 #include "tests/trainer/train_ranks.h"
 #include "trainer/checkpoint/llava_checkpoint.h"
+#include "trainer/data/llava_batch.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/rng.h"
 
@@ -159,6 +160,58 @@ TEST_F(LlavaTrainTest, FreezeOfATextModelIsRefused) {
   ASSERT_EQ(status.size(), 1u);
   EXPECT_FALSE(WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 0);
   EXPECT_NE(Log("text", 0).find("not a LLaVA model"), std::string::npos) << Log("text", 0);
+}
+
+// metrics.json of a LLaVA run has the text models' fields, counted as FlagPerf's llava1.5_13b
+// seed counts them (trainer/run/llava_metrics.h): a micro-batch's tokens are its longest row
+// (a sample with an image: 1 + 4 image positions + 10 = 15; without: 11; mpe 16 cuts nothing)
+// times its 4 rows, whichever rows the sampler drew.
+TEST_F(LlavaTrainTest, MetricsCountTokensAsTheSeed) {
+  json c = Llava("metrics", 1, 4, 2, 0);
+  c["model"]["trainable"] = {"projector", "language_model"};
+  c["peak_tflops"] = 1.0;
+  RunOk(c);
+  Result<LlavaData> data = LlavaData::Open(dir_ + "/llava", "train");
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  const std::vector<double> logged = Logged("metrics", "tokens");
+  ASSERT_EQ(logged.size(), 20u);
+  double width_sum = 0, measured_tokens = 0;
+  for (int64_t step = 1; step <= 20; ++step) {
+    int64_t tokens = 0;
+    for (int64_t g = 0; g < 2; ++g) {
+      int64_t width = 11;
+      for (int64_t row = g * 4; row < g * 4 + 4; ++row)
+        if (LlavaTrainSample(*data, c["seed"].get<uint64_t>(), step, row) % 4 != 3) width = 15;
+      tokens += 4 * width;
+      if (step > 2) width_sum += static_cast<double>(width);  // WarmupSteps(20) = 2
+    }
+    if (step > 2) measured_tokens += static_cast<double>(tokens);
+    EXPECT_EQ(logged[step - 1], static_cast<double>(tokens)) << "step " << step;
+  }
+  const json m = Metrics("metrics");
+  EXPECT_EQ(m["format"], "benchmake-metrics");
+  EXPECT_EQ(m["kind"], "pretrain");
+  EXPECT_GT(m["throughput"]["tokens_per_device_per_s"].get<double>(), 0);
+  EXPECT_EQ(m["throughput"]["measured_steps"], 18);
+  // what `benchmake report` reads (engine/report/report_table.cc) is there
+  EXPECT_TRUE(m["loss"]["final"].is_number());
+  EXPECT_TRUE(m["model"]["overrides"].is_object());
+  EXPECT_EQ(m["provenance"]["trainer"], "benchmake-train");
+  EXPECT_GT(m["memory"]["peak_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(m["memory"]["device_total_bytes"].get<int64_t>(), 0);
+  const double mean = width_sum / (18 * 2);
+  EXPECT_DOUBLE_EQ(m["llava_flops"]["mean_length"].get<double>(), mean);
+  EXPECT_EQ(m["llava_flops"]["measured_tokens"].get<double>(), measured_tokens);
+  EXPECT_EQ(m["llava_flops"]["vision_tower"]["counted"], "forward only");
+  EXPECT_EQ(m["llava_flops"]["language_model"]["counted"], "training (3x forward)");
+  // llama-tiny's 151872 parameters (llava_metrics_test.cc counts them): 6N + 12 L H T
+  EXPECT_DOUBLE_EQ(m["flops_per_token"]["palm"].get<double>(), 6.0 * 151872 + 12.0 * 2 * 64 * mean);
+  EXPECT_EQ(m["mfu"]["peak_flops_per_device"].get<double>(), 1e12);
+  EXPECT_GT(m["mfu"]["palm"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(m["mfu"]["palm"].get<double>(),
+                   m["mfu"]["achieved_flops_per_device"].get<double>() / 1e12);
+  EXPECT_GT(m["train"]["images"].get<int64_t>(), 0);
+  EXPECT_EQ(m["llava"]["model"]["preset"], "llava-tiny");
 }
 
 // LLaVA-1.5's stages: model.trainable ["projector", "language_model"] (finetune) keeps the

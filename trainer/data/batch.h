@@ -25,6 +25,8 @@ struct Batch {
   int64_t images = 0;
   std::vector<float> pixel_values;       // [images, 3, S, S]
   std::vector<int64_t> image_positions;  // [images, image_tokens]
+  // LLaVA batches: each row's positions before its padding (text + image positions, cut to T).
+  std::vector<int64_t> lengths;  // [B]
 
   MicroBatch View() const {
     MicroBatch m{inputs.data(), targets.data(), mask.empty() ? nullptr : mask.data(), B, T};

@@ -16,6 +16,7 @@ void Reset(int64_t B, int64_t T, Batch* batch) {
   batch->images = 0;
   batch->pixel_values.clear();
   batch->image_positions.clear();
+  batch->lengths.assign(B, 0);
 }
 
 // Row `row` of the batch from sample `index`: expanded, cut to T, shifted; its images appended.
@@ -45,6 +46,7 @@ Status FillRow(const LlavaData& data, int64_t index, int64_t row, Batch* batch) 
     ++batch->images;
   }
   const int64_t n = static_cast<int64_t>(ids.size());
+  batch->lengths[row] = n;
   for (int64_t t = 0; t < n; ++t) {
     batch->inputs[row * T + t] = ids[t];
     if (t + 1 < n) {

@@ -1,6 +1,7 @@
 #include "trainer/run/llava_train_loop.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -11,9 +12,12 @@
 #include "trainer/checkpoint/llava_checkpoint.h"
 #include "trainer/checkpoint/model_checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
+#include "trainer/cpu/cpu_backend.h"
+#include "trainer/cpu/llava_trainer.h"
 #include "trainer/data/llava_batch.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/platform.h"
+#include "trainer/run/llava_metrics.h"
 #include "trainer/run/llava_trainer_api.h"
 #include "trainer/run/metrics.h"
 #include "trainer/run/run_ranks.h"
@@ -67,6 +71,13 @@ Result<LlavaConfig> ModelFor(const RunConfig& run, const LlavaData& data) {
     return Errorf(ErrorCode::kInvalidArgument, "mpe ({}) exceeds the model's max_seq ({})", run.mpe,
                   c.text.max_seq);
   return c;
+}
+
+// The process's peak resident set (getrusage): the CPU LLaVA trainer's memory.
+int64_t PeakResidentBytes() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
 
 cpu::LlavaMicroBatch ViewOf(const Batch& b) {
@@ -129,17 +140,20 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
     log << nlohmann::json{{"format", "benchmake-log"}, {"version", 1}}.dump() << "\n";
   }
   std::vector<StepRecord> records;
+  std::vector<LlavaStepCount> counts;
   std::vector<Batch> micro(run.gas);
-  const int64_t tokens_per_step = run.lbs * run.mpe * run.gas * run.layout.dp;
   int64_t images_seen = 0;
+  double train_s = 0;
   for (int64_t step = 1; step <= run.steps; ++step) {
     const Clock::time_point s0 = Clock::now();
     int64_t local_masked = 0;
+    LlavaStepCount local;
     for (int64_t g = 0; g < run.gas; ++g) {
       const int64_t first_row = (g * run.layout.dp + ranks.dp_rank()) * run.lbs;
       BM_TRY(SampleLlavaTrainBatch(data, run.seed, step, first_row, run.lbs, run.mpe, &micro[g]));
       local_masked += micro[g].MaskedCount();
       images_seen += micro[g].images;
+      CountMicroBatch(micro[g], &local);
     }
     BM_ASSIGN_OR_RETURN(int64_t masked, ranks.Sum(local_masked));
     const float scale = masked > 0 ? 1.0f / static_cast<float>(masked) : 0.0f;
@@ -173,8 +187,20 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
     r.loss = loss;
     r.lr = lr;
     r.grad_norm = norm;
-    r.tokens = tokens_per_step;
+    // The step's counts over all ranks (the seed's tokens: llava_metrics.h).
+    LlavaStepCount count;
+    BM_ASSIGN_OR_RETURN(double n_micro, ranks.Sum(static_cast<double>(local.micro_batches)));
+    BM_ASSIGN_OR_RETURN(double n_width, ranks.Sum(static_cast<double>(local.width_sum)));
+    BM_ASSIGN_OR_RETURN(double n_tokens, ranks.Sum(static_cast<double>(local.tokens)));
+    BM_ASSIGN_OR_RETURN(double n_images, ranks.Sum(static_cast<double>(local.images)));
+    count.micro_batches = static_cast<int64_t>(n_micro);
+    count.width_sum = static_cast<int64_t>(n_width);
+    count.tokens = static_cast<int64_t>(n_tokens);
+    count.images = static_cast<int64_t>(n_images);
+    counts.push_back(count);
+    r.tokens = count.tokens;
     r.ms = std::chrono::duration<double, std::milli>(Clock::now() - s0).count();
+    train_s += r.ms / 1000.0;
     records.push_back(r);
     if (ranks.root()) log << r.ToJson().dump() << "\n" << std::flush;
     if (progress && run.progress)
@@ -186,26 +212,25 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   std::vector<float> whole(ranks.root() ? layout.total() : 0);
   BM_TRY(trainer->GetParameters(whole));
   BM_ASSIGN_OR_RETURN(double images_total, ranks.Sum(static_cast<double>(images_seen)));
-  // metrics.json in docs/METRICS.md's format (benchmake report's columns), with the LLaVA
-  // model in place of the language model's, and no FLOPs: 6N of the language model alone
-  // would miss the vision tower and the projector.
   TrainSummary summary;
   summary.model = model.text;
   summary.run = run;
   summary.run.threads = options.threads;
   summary.steps = records;
+  BM_ASSIGN_OR_RETURN(double peak, ranks.Max(static_cast<double>(PeakResidentBytes())));
+  summary.memory.peak_bytes = static_cast<int64_t>(peak);
+  summary.memory.device_total_bytes = cpu::PhysicalMemoryBytes();
   summary.world_size = ranks.world();
-  summary.device_name = "cpu";
+  summary.train_s = train_s;
+  summary.device_name = fmt::format("{}, {} threads", cpu::CpuModelName(), options.threads);
   summary.started_at = started_at;
   summary.platform = ProbePlatform(/*gpu_libraries=*/false);
-  summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   summary.eval = nullptr;
-  nlohmann::json metrics = BuildMetrics(summary);
-  metrics["model"] = ToJson(model);
-  metrics["model"]["parameters"] = layout.total();
-  metrics["model"]["overrides"] = run.overrides;
-  metrics["flops_per_token"] = nullptr;
-  metrics["mfu"] = nullptr;
+  const LlavaTrainedParts parts = {!run.freeze.vision_tower, !run.freeze.projector,
+                                   !run.freeze.language_model};
+  summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  nlohmann::json metrics = BuildLlavaMetrics(summary, model, parts, counts);
+  metrics["llava"] = {{"model", ToJson(model)}, {"parameters", layout.total()}};
   metrics["config"]["freeze"] = run.freeze.Names();
   metrics["trainable"] = {{"vision_tower", !run.freeze.vision_tower},
                           {"projector", !run.freeze.projector},

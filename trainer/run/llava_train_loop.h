@@ -6,7 +6,8 @@
 // schedule and clipping, data parallel with any ZeRO stage over `layout = "DPn"`.
 // Writes out_dir/log.jsonl (the loss curve, as RunTraining's), the final model
 // (trainer/checkpoint/llava_checkpoint.h: llava-hf names, transformers'
-// config.json) and metrics.json. Starts from InitLlavaParameters(seed) or
+// config.json) and metrics.json (benchmake-metrics; tokens and MFU as
+// trainer/run/llava_metrics.h counts them). Starts from InitLlavaParameters(seed) or
 // from `init` (a LLaVA checkpoint directory). run.freeze (llava_stage / freeze)
 // names the parts that do not train (trainer/model/llava_freeze.h).
 //

@@ -8,7 +8,8 @@
 //  - count 0 gives the bits of the call without spliced rows (loss and gradients);
 //  - rows equal to the lookup give the plain model's loss bit for bit, and the rows' gradient
 //    is what the plain model's token embedding got from those positions;
-//  - bad positions (outside the batch, twice, too many) are refused, naming the row;
+//  - bad positions (outside the batch, twice, too many) are refused, naming the row; so are
+//    pointers of the wrong kind or too short (host rows, device positions, a short buffer);
 //  - without a GPU: the kernels' CPU twins composed as the model composes them
 //    (cuda_cpu_model.h) against the trainer's CPU model with the same rows.
 // The parameters move between the two layouts by name (shard_map.h, as the CUDA backend does).
@@ -302,6 +303,55 @@ TEST_P(CudaSplicedTest, BadPositionsAreRefused) {
   refused({1, -1, 2}, 3, "spliced row 1: position -1 outside");
   refused({5, 6, 5}, 3, "spliced row 2: position 5 given twice");
   refused({1, 2, 3}, kB * kT + 1, "spliced rows: 65 rows");
+}
+
+// The pointers' kinds and extents (SplicedRows: positions on the host, rows and grad on the GPU,
+// [count, hidden] in the compute dtype) are checked before any kernel runs, naming the buffer;
+// a bad one would otherwise fault in the splice kernel and be reported, sticky, by a later
+// kernel (the RmsNorm after it). After each refusal the model still runs a step.
+TEST_P(CudaSplicedTest, WrongPointerKindsAreRefused) {
+  const train::ModelConfig config = Config(GetParam());
+  const int c = static_cast<int>(config.hidden);
+  Gpu g = MakeGpu(config, DType::kF32);
+  ASSERT_TRUE(g.model);
+  const Data d = MakeData(static_cast<int>(config.vocab));
+  const int count = 3;
+  std::vector<int32_t> positions = {3, 4, 5};
+  // short_rows: one row of three (well under any rounding of the allocation)
+  DeviceBuffer<float> rows(count * c), short_rows(c), grad(count * c);
+  DeviceBuffer<__nv_bfloat16> half_rows(count * c);  // bf16-sized: half the fp32 bytes
+  std::vector<float> host_rows(count * c, 0.5f);
+  int32_t* device_positions = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device_positions), count * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(device_positions, positions.data(), count * 4, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  auto step = [&](const int32_t* pos, const void* r, void* gr) {
+    SplicedRows s;
+    s.positions = pos, s.count = count, s.rows = r, s.grad = gr;
+    TokenBatch b;
+    b.tokens = d.tokens.data(), b.targets = d.targets.data(), b.batch = kB, b.seq = kT;
+    b.spliced = &s;
+    return g.model->ForwardBackward(b, 1.0f);
+  };
+  auto refused = [&](const int32_t* pos, const void* r, void* gr, const char* needle) {
+    auto l = step(pos, r, gr);
+    ASSERT_FALSE(l.ok()) << needle;
+    EXPECT_EQ(l.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(l.status().message().find(needle), std::string::npos) << l.status().message();
+  };
+  refused(positions.data(), host_rows.data(), grad.get(), "SplicedRows::rows");
+  refused(positions.data(), host_rows.data(), grad.get(), "pageable host memory");
+  refused(device_positions, rows.get(), grad.get(), "SplicedRows::positions");
+  refused(positions.data(), short_rows.get(), grad.get(), "run past its allocation");
+  refused(positions.data(), half_rows.get(), grad.get(), "run past its allocation");
+  refused(positions.data(), rows.get(), short_rows.get(), "SplicedRows::grad");
+  // rows inside a larger allocation are fine, and the model is unharmed by the refusals
+  DeviceBuffer<float> big(4 * count * c);
+  auto ok = step(positions.data(), big.get() + count * c, grad.get());
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+  auto again = step(positions.data(), rows.get(), nullptr);
+  EXPECT_TRUE(again.ok()) << again.status().message();
+  cudaFree(device_positions);
 }
 
 // No GPU needed: the CUDA model's splice as its kernels' CPU twins compose it

@@ -31,6 +31,7 @@
 #include "trainer/cuda/kernels/rope.cuh"
 #include "trainer/cuda/matmul.h"
 #include "trainer/cuda/memory_plan.h"
+#include "trainer/cuda/pointer_check.h"
 #include "trainer/dist/communicator.h"
 
 namespace bm::train::cuda {
@@ -288,7 +289,8 @@ struct CudaModel::Impl {
   // the host from `host_tokens` (the caller's, valid for the call) while the GPU runs the
   // forward and backward queued before it: not on the step's critical path.
   Status Stage(const TokenBatch& batch);
-  Status CheckSpliced(const SplicedRows* spliced);  // Stage's part: sets spliced_*
+  Status CheckSpliced(const SplicedRows* spliced);                // Stage's part: sets spliced_*
+  Status CheckSplicedPointers(const SplicedRows& spliced) const;  // pointer_check.h
   Status EmbeddingBackwardAll();
   const int32_t* host_tokens = nullptr;
   // This call's spliced rows (TokenBatch::spliced; count 0: none): the positions on the host

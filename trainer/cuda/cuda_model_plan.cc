@@ -240,6 +240,7 @@ Status CudaModel::Impl::CheckSpliced(const SplicedRows* sp) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "spliced rows: {} rows (positions {}, rows {}) for a batch of {} positions",
                   sp->count, sp->positions ? "given" : "null", sp->rows ? "given" : "null", n);
+  BM_TRY(CheckSplicedPointers(*sp));
   spliced_skip.assign(static_cast<size_t>(n), 0);
   for (int i = 0; i < sp->count; ++i) {
     const int pos = sp->positions[i];
@@ -252,6 +253,25 @@ Status CudaModel::Impl::CheckSpliced(const SplicedRows* sp) {
     spliced_skip[pos] = 1;
   }
   spliced_count = sp->count, spliced_rows = sp->rows, spliced_grad = sp->grad;
+  return Status::Ok();
+}
+
+// The kinds of SplicedRows' pointers (cuda_model.h): positions on the host (read there before
+// anything else touches them), rows and grad on this GPU, each spanning [count, hidden] in the
+// compute dtype. A host buffer or a short one given as rows would otherwise fault inside the
+// splice kernel and be reported, sticky, by whichever kernel's check came next.
+Status CudaModel::Impl::CheckSplicedPointers(const SplicedRows& sp) const {
+  BM_TRY(CheckHostPointer(sp.positions, "spliced rows' positions (SplicedRows::positions)"));
+  int device = 0;
+  BM_CUDA_CHECK(cudaGetDevice(&device), "current device");
+  const size_t bytes = static_cast<size_t>(sp.count) * C() * elem;
+  BM_TRY(CheckDeviceRange(sp.rows, bytes, device,
+                          fmt::format("spliced rows (SplicedRows::rows: {} x {} {})", sp.count, C(),
+                                      DTypeName(run.dtype))));
+  if (sp.grad)
+    BM_TRY(CheckDeviceRange(sp.grad, bytes, device,
+                            fmt::format("spliced rows' gradient (SplicedRows::grad: {} x {} {})",
+                                        sp.count, C(), DTypeName(run.dtype))));
   return Status::Ok();
 }
 

@@ -75,10 +75,8 @@ std::vector<std::string> LlavaUnsupported(const train::RunConfig& run, const std
                     model, what));
   };
   if (run.device != "cpu" && run.device != "cuda") refuse(fmt::format("device '{}'", run.device));
-  if (run.precision == train::Precision::kFp16)
-    refuse("fp16");
-  else if (run.precision != train::Precision::kFp32 && run.device == "cpu")
-    refuse("a precision other than fp32 on the cpu");
+  // (a precision other than fp32 on the cpu: ParseRunConfig refuses it for every model)
+  if (run.precision == train::Precision::kFp16) refuse("fp16");
   if (run.layout.tp > 1 || run.layout.pp > 1)
     refuse(fmt::format("layout {} (tensor or pipeline parallelism)", run.layout.ToString()));
   if (run.checkpoint_every > 0)

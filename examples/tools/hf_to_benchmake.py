@@ -41,6 +41,9 @@ def llava_name(key):
         return "language_model.model." + key[len("model.language_model."):]
     if key == "lm_head.weight":
         return "language_model.lm_head.weight"
+    if key.startswith("model.vision_tower.") and not key.startswith("model.vision_tower.vision_model."):
+        # transformers 5.x: CLIPVisionModel without its vision_model level
+        return "vision_tower.vision_model." + key[len("model.vision_tower."):]
     if key.startswith("model.vision_tower.") or key.startswith("model.multi_modal_projector."):
         return key[len("model."):]
     return key

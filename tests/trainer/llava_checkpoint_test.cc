@@ -132,6 +132,33 @@ TEST(LlavaCheckpointTest, NewTransformersNames) {
   EXPECT_EQ(*back, params);
 }
 
+// transformers 5.x (5.17 on the GPU machine) saves the tower without CLIPVisionModel's
+// vision_model level: model.vision_tower.embeddings.class_embedding, ...
+TEST(LlavaCheckpointTest, Transformers5Names) {
+  const LlavaConfig c = *LlavaPreset("llava-tiny");
+  const LlavaLayout layout(c);
+  const std::vector<float> params = Values(layout.total(), 4);
+  const std::string tower = "vision_tower.vision_model.";
+  std::vector<TensorSource> tensors;
+  for (const ParamTensor& t : layout.whole().tensors()) {
+    std::string name = t.name;
+    if (name.starts_with("language_model.model."))
+      name = "model.language_model." + name.substr(21);
+    else if (name == "language_model.lm_head.weight")
+      name = "lm_head.weight";
+    else if (name.starts_with(tower))
+      name = "model.vision_tower." + name.substr(tower.size());
+    else
+      name = "model." + name;
+    tensors.push_back({name, t.shape, params.data() + t.offset, nullptr});
+  }
+  const std::string dir = testing::TempDir("llava_ckpt_v5");
+  ASSERT_TRUE(WriteSafetensors(dir + "/m.safetensors", tensors, {}).ok());
+  Result<std::vector<float>> back = LoadLlavaParameters(dir + "/m.safetensors", c);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, params);
+}
+
 TEST(LlavaCheckpointTest, BadFilesAreNamed) {
   const LlavaConfig c = *LlavaPreset("llava-tiny");
   const LlavaLayout layout(c);

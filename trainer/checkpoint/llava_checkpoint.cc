@@ -192,14 +192,19 @@ Result<std::vector<float>> LoadLlavaParameters(const std::string& path, const Ll
   std::vector<float> params(layout.total());
   std::set<std::string> used;
   for (const ParamTensor& t : layout.whole().tensors()) {
-    // llava-hf's names, then transformers >= 4.52's
+    // llava-hf's names, then transformers >= 4.52's, then 5.x's (its CLIPVisionModel has no
+    // vision_model level: model.vision_tower.embeddings...)
     std::vector<std::string> names = {t.name};
-    if (t.name.starts_with("language_model.model."))
+    const std::string tower = kVisionTowerPrefix;
+    if (t.name.starts_with("language_model.model.")) {
       names.push_back("model.language_model." + t.name.substr(21));
-    else if (t.name == "language_model.lm_head.weight")
+    } else if (t.name == "language_model.lm_head.weight") {
       names.push_back("lm_head.weight");
-    else
+    } else {
       names.push_back("model." + t.name);
+      if (t.name.starts_with(tower))
+        names.push_back("model.vision_tower." + t.name.substr(tower.size()));
+    }
     BM_TRY(ReadTensor(file, t, names, params, &used));
   }
   BM_TRY(RefuseUnexpected(file, used, "a LLaVA model"));

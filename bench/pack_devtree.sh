@@ -61,7 +61,10 @@ if [[ -n ${LLAVA_CHECKOUT:-} ]]; then
   if [[ -d $LLAVA_CHECKOUT/llava ]]; then
     tar -C "$LLAVA_CHECKOUT" -cf - "${files[@]}" | tar -C .devtree/llava -xf -
   else
-    git --git-dir="$LLAVA_CHECKOUT" archive HEAD "${files[@]}" | tar -C .devtree/llava -xf -
+    for f in "${files[@]}"; do  # one blob at a time: a snapshot may lack other blobs
+      mkdir -p ".devtree/llava/$(dirname "$f")"
+      git --git-dir="$LLAVA_CHECKOUT" show "HEAD:$f" > ".devtree/llava/$f"
+    done
   fi
 fi
 rm -rf .devtree/bin

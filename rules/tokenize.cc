@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/archive.h"
+#include "base/real_filesystem.h"
 #include "rules/encode_documents.h"
 #include "rules/pretokenized_input.h"
 #include "rules/text/tokenizer.h"
@@ -123,23 +124,8 @@ Status ReadArchiveDocuments(const InputFile& f, const TokenizeOptions& options, 
 }
 
 Status WriteJsonAtomically(const std::string& path, const json& value) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << value.dump(2) << "\n";
-    out.flush();
-    if (!out) {
-      fs::remove(tmp);
-      return Errorf(ErrorCode::kIo, "cannot write {}", tmp);
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp);
-    return Errorf(ErrorCode::kIo, "cannot rename {} to {}: {}", tmp, path, ec.message());
-  }
-  return Status::Ok();
+  RealFilesystem disk;
+  return disk.WriteFileAtomic(path, value.dump(2) + "\n", /*read_only=*/false, /*durable=*/false);
 }
 
 void RemoveOutputs(const std::string& out_dir) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/formats/megatron_dataset.h"
+#include "base/real_filesystem.h"
 #include "rules/llava/image_set.h"
 #include "rules/llava/llava_json.h"
 #include "rules/text/sentencepiece_tokenizer.h"
@@ -27,23 +28,8 @@ struct InputFile {
 };
 
 Status WriteJsonAtomically(const std::string& path, const json& value) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << value.dump(2) << "\n";
-    out.flush();
-    if (!out) {
-      fs::remove(tmp);
-      return Errorf(ErrorCode::kIo, "cannot write {}", tmp);
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp);
-    return Errorf(ErrorCode::kIo, "cannot rename {} to {}: {}", tmp, path, ec.message());
-  }
-  return Status::Ok();
+  RealFilesystem disk;
+  return disk.WriteFileAtomic(path, value.dump(2) + "\n", /*read_only=*/false, /*durable=*/false);
 }
 
 void RemoveOutputs(const std::string& out_dir) {

@@ -22,6 +22,7 @@
 #include "trainer/run/metrics.h"
 #include "trainer/run/run_ranks.h"
 #include "trainer/run/schedule.h"
+#include "trainer/run/train_loop.h"
 
 namespace bm::train {
 namespace {
@@ -173,15 +174,7 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
                     "training diverged at step {}: loss {}, gradient norm {} (lr {}); lower lr or "
                     "raise warmup_steps — nothing was saved",
                     step, loss, norm, lr);
-    AdamWStep adam;
-    adam.lr = static_cast<float>(lr);
-    adam.beta1 = static_cast<float>(run.beta1);
-    adam.beta2 = static_cast<float>(run.beta2);
-    adam.eps = static_cast<float>(run.eps);
-    adam.weight_decay = static_cast<float>(run.weight_decay);
-    adam.grad_clip = static_cast<float>(run.grad_clip);
-    adam.step = step;
-    BM_TRY(trainer->OptimizerStep(adam));
+    BM_TRY(trainer->OptimizerStep(MakeAdamWStep(run, lr, step, 1.0)));
     StepRecord r;
     r.step = step;
     r.loss = loss;

@@ -30,21 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One AdamW update: `applied` counts the updates made so far including this one (its bias
-// correction), and the accumulated gradients are loss_scale times the true ones.
-AdamWStep MakeAdamWStep(const RunConfig& run, double lr, int64_t applied, double loss_scale) {
-  AdamWStep adam;
-  adam.lr = static_cast<float>(lr);
-  adam.beta1 = static_cast<float>(run.beta1);
-  adam.beta2 = static_cast<float>(run.beta2);
-  adam.eps = static_cast<float>(run.eps);
-  adam.weight_decay = static_cast<float>(run.weight_decay);
-  adam.grad_clip = static_cast<float>(run.grad_clip);
-  adam.step = applied;
-  adam.grad_scale = static_cast<float>(1.0 / loss_scale);
-  return adam;
-}
-
 std::string FormatDuration(double seconds) {
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
   return fmt::format("{}:{:02d}", s / 60, s % 60);
@@ -129,6 +114,19 @@ Result<std::unique_ptr<ModelWriter>> GatherModel(const Backend& backend, const R
 }
 
 }  // namespace
+
+AdamWStep MakeAdamWStep(const RunConfig& run, double lr, int64_t applied, double loss_scale) {
+  AdamWStep adam;
+  adam.lr = static_cast<float>(lr);
+  adam.beta1 = static_cast<float>(run.beta1);
+  adam.beta2 = static_cast<float>(run.beta2);
+  adam.eps = static_cast<float>(run.eps);
+  adam.weight_decay = static_cast<float>(run.weight_decay);
+  adam.grad_clip = static_cast<float>(run.grad_clip);
+  adam.step = applied;
+  adam.grad_scale = static_cast<float>(1.0 / loss_scale);
+  return adam;
+}
 
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
                                    const TrainHooks& hooks, const dist::RankEnv& env) {

@@ -44,6 +44,11 @@ struct TrainHooks {
 // env: which rank of how many this process is (default: a world of one).
 // Errors: kInvalidArgument when the layout's rank count differs from the
 // world's; the communicators' errors (kUnavailable: a peer died or timed out).
+// One AdamW update of the run's hyperparameters: `applied` counts the updates made so far
+// including this one (its bias correction), and the accumulated gradients are loss_scale times
+// the true ones.
+AdamWStep MakeAdamWStep(const RunConfig& run, double lr, int64_t applied, double loss_scale);
+
 Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
                                    const TrainHooks& hooks = {},
                                    const dist::RankEnv& env = dist::RankEnv());

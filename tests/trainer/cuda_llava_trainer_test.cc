@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tests/trainer/cuda_test_util.h"
+#include "tests/trainer/llava_ranks.h"
 #include "tests/trainer/llava_test_data.h"
 #include "tests/trainer/train_ranks.h"
 #include "trainer/checkpoint/llava_checkpoint.h"
@@ -298,10 +299,10 @@ TEST(LlavaTrainerApi, PicksTheDeviceAndNamesUnknownOnes) {
 }
 
 // benchmake-train with device "cuda" on llava_data (llava_train_test.cc's data and bounds).
-class CudaLlavaTrainTest : public ::bm::train::testing::TrainRanksTest {
+class CudaLlavaTrainTest : public ::bm::train::testing::LlavaRanksTest {
  protected:
   void SetUp() override {
-    TrainRanksTest::SetUp();
+    LlavaRanksTest::SetUp();
     BM_SKIP_WITHOUT_GPU();
     share_one_gpu_ = true;  // every rank drives GPU 0, staged Gloo between them
     constexpr int32_t kImage = 512;
@@ -338,32 +339,6 @@ class CudaLlavaTrainTest : public ::bm::train::testing::TrainRanksTest {
     if (device == "cuda") c["communicator"] = "gloo";
     return c;
   }
-
-  std::vector<float> LlavaWeights(const std::string& name) const {
-    Result<LlavaConfig> c = ReadLlavaCheckpointConfig(dir_ + "/" + name);
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    if (!c.ok()) return {};
-    Result<std::vector<float>> w =
-        LoadLlavaParameters(dir_ + "/" + name + "/model.safetensors", *c);
-    EXPECT_TRUE(w.ok()) << w.status().message();
-    return w.ok() ? *w : std::vector<float>();
-  }
-
-  // Largest relative loss difference over the steps, largest absolute weight difference.
-  std::pair<double, double> Distance(const std::string& a, const std::string& b) const {
-    std::vector<double> la = Losses(a), lb = Losses(b);
-    EXPECT_EQ(la.size(), lb.size());
-    double loss = 0, weight = 0;
-    for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
-      loss = std::max(loss, std::abs(la[i] - lb[i]) / std::abs(lb[i]));
-    std::vector<float> wa = LlavaWeights(a), wb = LlavaWeights(b);
-    EXPECT_EQ(wa.size(), wb.size());
-    for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i)
-      weight = std::max(weight, static_cast<double>(std::abs(wa[i] - wb[i])));
-    std::printf("llava %s vs %s: loss rel %.2e, weight abs %.2e\n", a.c_str(), b.c_str(), loss,
-                weight);
-    return {loss, weight};
-  }
 };
 
 constexpr double kLossTol = 1e-4, kWeightTol = 1e-4;
@@ -378,13 +353,13 @@ TEST_F(CudaLlavaTrainTest, TrainsAndDataParallelMatchesOneRank) {
   RunOk(Llava("cpu", "cpu", 1, 4, 2, 0));
   // (The weights' bound is loose: AdamW turns a near-zero gradient's rounding noise into
   // updates of either sign; a part left untrained would be off by ~20 lr = 6e-2.)
-  auto [cpu_loss, cpu_weight] = Distance("single", "cpu");
+  auto [cpu_loss, cpu_weight] = LlavaDistance("single", "cpu");
   EXPECT_LT(cpu_loss, 1e-3);
   EXPECT_LT(cpu_weight, 1e-2);
   for (int zero : {0, 3}) {
     const std::string name = "dp2z" + std::to_string(zero);
     RunOk(Llava(name, "cuda", 2, 2, 2, zero));
-    auto [loss, weight] = Distance(name, "single");
+    auto [loss, weight] = LlavaDistance(name, "single");
     EXPECT_LT(loss, kLossTol) << name;
     EXPECT_LT(weight, kWeightTol) << name;
     EXPECT_EQ(Metrics(name)["parallel"]["zero"], zero);
@@ -393,7 +368,7 @@ TEST_F(CudaLlavaTrainTest, TrainsAndDataParallelMatchesOneRank) {
   nlohmann::json other = Llava("other", "cuda", 2, 2, 2, 0);
   other["seed"] = 8;
   RunOk(other);
-  auto [loss, weight] = Distance("other", "single");
+  auto [loss, weight] = LlavaDistance("other", "single");
   EXPECT_GT(loss, 100 * kLossTol);
   EXPECT_GT(weight, 10 * kWeightTol);
 }

@@ -6,6 +6,7 @@
 // whose frozen weights come out bit for bit as the init.
 #include <gtest/gtest.h>
 
+#include "tests/trainer/llava_ranks.h"
 #include "tests/trainer/llava_test_data.h"
 #include "tests/trainer/train_ranks.h"
 #include "trainer/checkpoint/llava_checkpoint.h"
@@ -18,10 +19,10 @@ namespace {
 
 using nlohmann::json;
 
-class LlavaTrainTest : public testing::TrainRanksTest {
+class LlavaTrainTest : public ::bm::train::testing::LlavaRanksTest {
  protected:
   void SetUp() override {
-    TrainRanksTest::SetUp();
+    LlavaRanksTest::SetUp();
     // 16 samples over llava-tiny's vocabulary (512; the placeholder 512): a prompt with one
     // image (or none, every fourth), then an answer that repeats a pattern tied to the sample.
     constexpr int32_t kImage = 512;
@@ -53,31 +54,6 @@ class LlavaTrainTest : public testing::TrainRanksTest {
     c["data"] = dir_ + "/llava";
     c.erase("resume_dir");
     return c;
-  }
-
-  std::vector<float> LlavaWeights(const std::string& name) const {
-    Result<LlavaConfig> c = ReadLlavaCheckpointConfig(dir_ + "/" + name);
-    EXPECT_TRUE(c.ok()) << c.status().message();
-    if (!c.ok()) return {};
-    Result<std::vector<float>> w =
-        LoadLlavaParameters(dir_ + "/" + name + "/model.safetensors", *c);
-    EXPECT_TRUE(w.ok()) << w.status().message();
-    return w.ok() ? *w : std::vector<float>();
-  }
-
-  std::pair<double, double> LlavaDistance(const std::string& a, const std::string& b) const {
-    std::vector<double> la = Losses(a), lb = Losses(b);
-    EXPECT_EQ(la.size(), lb.size());
-    double loss = 0, weight = 0;
-    for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
-      loss = std::max(loss, std::abs(la[i] - lb[i]) / std::abs(lb[i]));
-    std::vector<float> wa = LlavaWeights(a), wb = LlavaWeights(b);
-    EXPECT_EQ(wa.size(), wb.size());
-    for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i)
-      weight = std::max(weight, static_cast<double>(std::abs(wa[i] - wb[i])));
-    std::printf("llava %s vs %s: loss rel %.2e, weight abs %.2e\n", a.c_str(), b.c_str(), loss,
-                weight);
-    return {loss, weight};
   }
 };
 

@@ -24,21 +24,11 @@ import numpy as np
 import PIL
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from pil_images import expand2square  # noqa: E402  LLaVA's, llava/mm_utils.py
+
 SIZE = 336
 PAD = (122, 116, 104)  # tuple(int(x * 255) for x in CLIP's image_mean)
-
-
-def expand2square(img, colour):  # LLaVA's llava/mm_utils.py
-    w, h = img.size
-    if w == h:
-        return img
-    if w > h:
-        result = Image.new(img.mode, (w, w), colour)
-        result.paste(img, (0, (w - h) // 2))
-        return result
-    result = Image.new(img.mode, (h, h), colour)
-    result.paste(img, ((h - w) // 2, 0))
-    return result
 
 
 def preprocess(path):

@@ -23,30 +23,7 @@ class LlavaTrainTest : public ::bm::train::testing::LlavaRanksTest {
  protected:
   void SetUp() override {
     LlavaRanksTest::SetUp();
-    // 16 samples over llava-tiny's vocabulary (512; the placeholder 512): a prompt with one
-    // image (or none, every fourth), then an answer that repeats a pattern tied to the sample.
-    constexpr int32_t kImage = 512;
-    std::vector<testing::LlavaSampleSpec> samples;
-    for (int32_t s = 0; s < 16; ++s) {
-      testing::LlavaSampleSpec spec;
-      spec.tokens = {1};
-      spec.labels = {0};
-      if (s % 4 != 3) {
-        spec.tokens.push_back(kImage);
-        spec.labels.push_back(0);
-        spec.images.push_back(s % 6);
-      }
-      for (int32_t k = 0; k < 10; ++k) {
-        spec.tokens.push_back(10 + (s % 6) * 3 + k % 3);
-        spec.labels.push_back(k >= 2 ? 1 : 0);
-      }
-      samples.push_back(spec);
-    }
-    std::vector<uint8_t> pixels(6 * 28 * 28 * 3);
-    for (size_t i = 0; i < pixels.size(); ++i)
-      pixels[i] = static_cast<uint8_t>(UniformIntAt(3, 4, i, 256));
-    testing::WriteLlavaData(dir_ + "/llava", "train", samples, 512, 4, 28, pixels,
-                            {0.48f, 0.46f, 0.41f}, {0.27f, 0.26f, 0.28f});
+    WriteLlavaRunData();
   }
 
   json Llava(const std::string& name, int dp, int lbs, int gas, int zero) const {

@@ -76,6 +76,34 @@ TEST(LlavaBatchTest, ExpandsShiftsAndNormalises) {
   EXPECT_EQ(m.pixel_values, b.pixel_values.data());
 }
 
+// The same two rows trimmed to the longest (8 positions), by hand from the layout above: the
+// padding columns 8 and 9 go, row 1 starts at 8, its image positions move down by 2.
+TEST(LlavaBatchTest, TrimCutsToTheLongestRow) {
+  const std::string dir = Write(
+      "llava_trim", {{{1, kI, 4, 5}, {0, 0, 1, 1}, {1}}, {{kI, 2, kI, 3}, {0, 1, 0, 1}, {0, 1}}});
+  Result<LlavaData> data = LlavaData::Open(dir, "train");
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  Batch b;
+  ASSERT_TRUE(ReadLlavaSamples(*data, 0, 2, 10, &b).ok());
+  const std::vector<float> pixels = b.pixel_values;
+  TrimLlavaBatch(&b);
+  EXPECT_EQ(b.T, 8);
+  EXPECT_EQ(b.inputs, (std::vector<int32_t>{1, 0, 0, 0, 4, 5, 0, 0,  //
+                                            0, 0, 0, 2, 0, 0, 0, 3}));
+  EXPECT_EQ(b.targets, (std::vector<int32_t>{0, 0, 0, 4, 5, 0, 0, 0,  //
+                                             0, 0, 2, 0, 0, 0, 3, 0}));
+  EXPECT_EQ(b.mask, (std::vector<uint8_t>{0, 0, 0, 1, 1, 0, 0, 0,  //
+                                          0, 0, 1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(b.image_positions, (std::vector<int64_t>{1, 2, 3, 8, 9, 10, 12, 13, 14}));
+  EXPECT_EQ(b.pixel_values, pixels);
+  TrimLlavaBatch(&b);  // already at the longest: unchanged
+  EXPECT_EQ(b.T, 8);
+  // A cut image keeps -1 for its dropped positions: T = 3 cuts row 1's first image after 3.
+  ASSERT_TRUE(ReadLlavaSamples(*data, 0, 2, 3, &b).ok());
+  TrimLlavaBatch(&b);
+  EXPECT_EQ(b.T, 3);
+}
+
 TEST(LlavaBatchTest, TruncatesToTAndPadsMissingSamples) {
   const std::string dir = Write("llava_truncate", {{{1, kI, 4, 5}, {1, 0, 1, 1}, {1}}});
   Result<LlavaData> data = LlavaData::Open(dir, "train");

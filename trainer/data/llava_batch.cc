@@ -75,6 +75,24 @@ Status SampleLlavaTrainBatch(const LlavaData& data, uint64_t seed, int64_t step,
   return Status::Ok();
 }
 
+void TrimLlavaBatch(Batch* batch) {
+  const int64_t B = batch->B, T = batch->T;
+  int64_t W = 1;
+  for (int64_t n : batch->lengths) W = std::max(W, n);
+  if (W >= T) return;
+  for (int64_t b = 0; b < B; ++b) {  // rows move left only: row b's new start <= its old one
+    std::copy_n(batch->inputs.begin() + b * T, W, batch->inputs.begin() + b * W);
+    std::copy_n(batch->targets.begin() + b * T, W, batch->targets.begin() + b * W);
+    std::copy_n(batch->mask.begin() + b * T, W, batch->mask.begin() + b * W);
+  }
+  batch->inputs.resize(B * W);
+  batch->targets.resize(B * W);
+  batch->mask.resize(B * W);
+  for (int64_t& p : batch->image_positions)
+    if (p >= 0) p = (p / T) * W + p % T;
+  batch->T = W;
+}
+
 Status ReadLlavaSamples(const LlavaData& data, int64_t first_sample, int64_t B, int64_t T,
                         Batch* batch) {
   Reset(B, T, batch);

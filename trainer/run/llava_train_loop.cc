@@ -152,6 +152,7 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
     for (int64_t g = 0; g < run.gas; ++g) {
       const int64_t first_row = (g * run.layout.dp + ranks.dp_rank()) * run.lbs;
       BM_TRY(SampleLlavaTrainBatch(data, run.seed, step, first_row, run.lbs, run.mpe, &micro[g]));
+      TrimLlavaBatch(&micro[g]);  // padded to its longest row, as LLaVA's collator pads
       local_masked += micro[g].MaskedCount();
       images_seen += micro[g].images;
       CountMicroBatch(micro[g], &local);

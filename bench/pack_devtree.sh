@@ -14,7 +14,8 @@
 #                   llava/train/train.py) from the checkout LLAVA_CHECKOUT names (a git dir or a work
 #                   tree), for tests/gpu/llava_preprocess_golden.py; not packed when unset
 #   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged, and
-#                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them)
+#                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them),
+#                   bench/llava_reference.py (LlavaForConditionalGeneration under FSDP2)
 # Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
 # AB_OLD=FILE packs FILE (a cuda_train_bench of an earlier commit) as bin/cuda_train_bench_old,
 # the baseline of bench/ab.sh.
@@ -27,7 +28,7 @@ bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
       tests/trainer/nccl_communicator_test tests/trainer/cuda_ranks_test
       tests/trainer/trainer_ops_test tests/trainer/trainer_model_test
       tests/trainer/trainer_blas_core_test
-      bench/clip_pixels)
+      bench/clip_pixels bench/llava_batches)
 # LLaVA's (bench/llava_gpu.sh), where this build has them.
 for t in tests/trainer/cuda_vision_tower_test tests/trainer/cuda_model_spliced_test \
   tests/trainer/cuda_llava_trainer_test tests/trainer/clip_vision_dump tests/trainer/llava_dump; do
@@ -50,11 +51,12 @@ fi
 tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
-cp bench/examples_gpu.sh bench/energy_gpu.sh .devtree/bench/
+cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
 done
 cp bench/tp_reference.py .devtree/peer/  # our TP peer, run beside multi_reference.py
+cp bench/llava_reference.py .devtree/peer/  # LLaVA stage 2's FSDP2 peer (bench/llava_13b.sh)
 if [[ -n ${LLAVA_CHECKOUT:-} ]]; then
   files=(llava/constants.py llava/conversation.py llava/mm_utils.py llava/train/train.py)
   mkdir -p .devtree/llava

@@ -6,6 +6,9 @@
 # micro-batches (bench/llava_batches) in the same call, with the ratio over the same steps.
 # One stage a call (each writes a 53 GB checkpoint):
 #   bash .devtree/bench/llava_13b.sh stage1|stage2       (after bench/pack_devtree.sh, carry .devtree)
+# On a machine of another size, the layout edited in the BENCHFILE's copy (the report says it):
+#   GPUS=N (default 2: DP over N), LBS=B (default: the BENCHFILE's), MODEL=llava-1.5-7b (where one
+#   GPU cannot hold 13B's training state).
 # Logs, reports and the peer's JSON go to $OUT; exit status 1 if a build or the peer failed.
 set -uo pipefail
 root=$(pwd)
@@ -31,6 +34,12 @@ case $stage in
   stage2) target=sample_llava_stage2 data=sample_llava_finetune_data ;;
   *) echo "llava_13b: stage1 or stage2, not $stage"; exit 2 ;;
 esac
+N=${GPUS:-2}
+edit="s/^layout = .*/layout = \"TP1PP1DP$N\"/"
+[[ -n ${LBS:-} ]] && edit+="; s/^lbs = .*/lbs = $LBS/"
+[[ -n ${MODEL:-} ]] && edit+="; s/^model = .*/model = \"$MODEL\"/"
+sed -i "/^\[target\.$target\]/,/^\[/{$edit}" $ws/BENCHFILE.toml
+sed -n "/^\[target\.$target\]/,/^seed/p" $ws/BENCHFILE.toml | tee "$OUT/$stage-target.toml"
 failed=0
 start=$SECONDS
 bm -C $ws build $target 2>&1 | tee "$OUT/$stage-build.log"
@@ -44,18 +53,18 @@ rm -f $ws/out/$target/model.safetensors  # 53 GB: the disk is needed for the pee
 peer_json=$OUT/$stage-torch.jsonl
 if [[ $stage == stage2 && $failed -eq 0 ]]; then
   # The run's sampler knobs, read back from the BENCHFILE entry the engine ran.
-  knob() { sed -n "/^\[target\.$target\]/,/^\[/s/^$1 = \([0-9]*\).*/\1/p" $ws/BENCHFILE.toml | head -1; }
-  lbs=$(knob lbs) mpe=$(knob mpe) steps=$(knob steps) seed=$(knob seed)
+  knob() { sed -n "/^\[target\.$target\]/,/^\[/s/^$1 = \"*\([a-z0-9.-]*\).*/\1/p" $ws/BENCHFILE.toml | head -1; }
+  lbs=$(knob lbs) mpe=$(knob mpe) steps=$(knob steps) seed=$(knob seed) model=$(knob model)
   ours "$bin/llava_batches" $ws/out/$data /tmp/llava-batches --steps "$steps" --lbs "$lbs" --mpe "$mpe" \
-    --dp 2 --seed "$seed"
-  (cd "$dev/peer" && PYTHONUNBUFFERED=1 torchrun --standalone --nproc_per_node=2 llava_reference.py \
-    --batches /tmp/llava-batches --warmup 2 --json "$peer_json") > "$OUT/$stage-torch.log" 2>&1 || failed=1
+    --dp "$N" --seed "$seed"
+  (cd "$dev/peer" && PYTHONUNBUFFERED=1 torchrun --standalone --nproc_per_node="$N" llava_reference.py \
+    --batches /tmp/llava-batches --model "$model" --warmup 2 --json "$peer_json") > "$OUT/$stage-torch.log" 2>&1 || failed=1
   tail -n 3 "$OUT/$stage-torch.log"
 fi
 
-python3 - "$OUT" "$stage" <<'PY'
+python3 - "$OUT" "$stage" "${MODEL:-llava-1.5-13b}" <<'PY'
 import json, os, sys
-out, stage = sys.argv[1], sys.argv[2]
+out, stage, model = sys.argv[1], sys.argv[2], sys.argv[3]
 m = json.load(open(f"{out}/{stage}-metrics.json")) if os.path.exists(f"{out}/{stage}-metrics.json") else None
 steps = {}
 if os.path.exists(f"{out}/{stage}-log.jsonl"):
@@ -63,7 +72,8 @@ if os.path.exists(f"{out}/{stage}-log.jsonl"):
         r = json.loads(line)
         if "step" in r: steps[r["step"]] = r
 GiB = 2**30
-print(f"\n{'row':46} {'token/p/s':>10} {'MFU':>7} {'mem GiB':>13} {'loss':>7}")
+print(f"\n{stage}: {model} on the sample's images (336 px, 576 tokens each)")
+print(f"{'row':46} {'token/p/s':>10} {'MFU':>7} {'mem GiB':>13} {'loss':>7}")
 # FlagPerf's published rows (training/{iluvatar,nvidia}/llava1.5_13b-deepspeed-torch/README.md @1b5a030):
 pub = {"stage1": [("BI-V150 x8 pretrain (DeepSpeed ZeRO-2, LBS 4)", 620.38, "8.40%", "62.23/64", 2.0578),
                   ("A800 x8 pretrain (DeepSpeed ZeRO-2, LBS 32)", 2273.54, "18.95%", "76/81", 2.2186)],
@@ -74,7 +84,7 @@ if m:
     mfu = m.get("mfu", {})
     gpus = m.get("platform", {}).get("gpus") or [{}]
     name = (gpus[0].get("name") or m["config"]["device"]).replace("NVIDIA ", "")
-    print(f"{'benchmake-train ' + name + ' x' + str(m['config']['dp']) + ' ' + stage:46} "
+    print(f"{'benchmake-train ' + name + ' x' + str(m['config']['dp']) + ' ' + model:46} "
           f"{m['throughput']['tokens_per_device_per_s']:10.1f} {mfu.get('palm', float('nan')):7.2%} {mem:>13} "
           f"{m['loss']['final']:7.4f}")
 for name, tps, mfu, mem, loss in pub:

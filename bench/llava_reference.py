@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's peer for LLaVA-1.5's stage 2 (finetuning): transformers' LlavaForConditionalGeneration at
-LLaVA-1.5-13B's geometry (CLIP ViT-L/14-336 tower, mlp2x_gelu projector, Vicuna-13B's LLaMA), trained on
+LLaVA-1.5-13B's geometry (CLIP ViT-L/14-336 tower, mlp2x_gelu projector, Vicuna-13B's LLaMA; --model
+llava-1.5-7b: Vicuna-7B's), trained on
 the micro-batches benchmake-train trains on (bench/llava_batches writes them: the same sampler, seed, LBS,
 MPE and DP), as PyTorch recommends for a model this size:
 
@@ -9,7 +10,8 @@ MPE and DP), as PyTorch recommends for a model this size:
     MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 sharded masters, bf16 compute;
   - activation checkpointing of every decoder layer (checkpoint_wrapper, non-reentrant), as LLaVA's
     finetune.sh sets --gradient_checkpointing True;
-  - torch.compile of every decoder layer (torchtitan's per-block recipe), SDPA attention (flash);
+  - torch.compile of every decoder layer (torchtitan's per-block recipe; dynamic shapes, as the rows' widths
+    vary from batch to batch), SDPA attention (flash);
   - the vision tower frozen (requires_grad False, no optimizer state), the projector and the LM trained;
     AdamW (fused where DTensors allow, else foreach), clipping at 1.0, lr 2e-5, no weight decay.
 
@@ -17,7 +19,7 @@ Random weights (transformers' own init, seed 0): the timing does not depend on t
 positions of each row get the model's image token id, whose embedding row LLaVA replaces with the projected
 features; labels are the batch's next tokens where its mask is set (HF shifts them back by one).
 
-  torchrun --standalone --nproc_per_node=N llava_reference.py --batches DIR [--warmup 2] [--json OUT]
+  torchrun --standalone --nproc_per_node=N llava_reference.py --batches DIR [--model M] [--warmup 2] [--json OUT]
 
 Prints one JSON line (rank 0) with per-step times (CUDA events, the slowest rank's) by step number, tokens as
 FlagPerf's seed counts them (each micro-batch's longest row x its rows), peak memory, and MFU (PaLM's count:
@@ -37,14 +39,19 @@ import torch.distributed as dist
 PEAK = 989.4e12  # dense bf16, H100/H200 SXM datasheet
 
 
-def configs(vocab, image_token):
+# The language models of LLaVA-1.5-13B (Vicuna-13B) and -7B (Vicuna-7B): hidden, FFN, layers, heads.
+LMS = {"llava-1.5-13b": (5120, 13824, 40, 40), "llava-1.5-7b": (4096, 11008, 32, 32)}
+
+
+def configs(model, vocab, image_token):
     from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
 
+    d, ffn, layers, heads = LMS[model]
     vision = CLIPVisionConfig(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
                               num_attention_heads=16, image_size=336, patch_size=14, projection_dim=768,
                               hidden_act="quick_gelu", layer_norm_eps=1e-5)
-    text = LlamaConfig(vocab_size=vocab, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
-                       num_attention_heads=40, num_key_value_heads=40, max_position_embeddings=4096,
+    text = LlamaConfig(vocab_size=vocab, hidden_size=d, intermediate_size=ffn, num_hidden_layers=layers,
+                       num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=4096,
                        rms_norm_eps=1e-5, tie_word_embeddings=False)
     c = LlavaConfig(vision_config=vision, text_config=text, image_token_index=image_token,
                     projector_hidden_act="gelu", vision_feature_layer=-2,
@@ -76,6 +83,7 @@ def load(batches, entry, image_token, dev):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", required=True)
+    ap.add_argument("--model", default="llava-1.5-13b", choices=sorted(LMS))
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--json", default="")
     ap.add_argument("--no-compile", action="store_true")
@@ -108,7 +116,7 @@ def main():
     torch.manual_seed(0)
     t0 = time.perf_counter()
     with torch.device(dev):
-        model = LlavaForConditionalGeneration(configs(vocab, image_token))
+        model = LlavaForConditionalGeneration(configs(args.model, vocab, image_token))
     init_s = time.perf_counter() - t0
     inner = model.model
     tower, projector, lm = inner.vision_tower, inner.multi_modal_projector, inner.language_model
@@ -120,7 +128,7 @@ def main():
     for i in range(len(layers)):
         layers[i] = checkpoint_wrapper(layers[i], preserve_rng_state=False)
         if not args.no_compile:
-            layers[i] = torch.compile(layers[i])
+            layers[i] = torch.compile(layers[i], dynamic=True)  # rows' widths vary by batch
     mesh = init_device_mesh("cuda", (world,))
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     fully_shard(tower, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
@@ -137,7 +145,7 @@ def main():
     except Exception:  # noqa: BLE001
         opt_kind, opt = "foreach", torch.optim.AdamW(params, lr=2e-5, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
 
-    L, d = 40, 5120
+    d, _, L, _ = LMS[args.model]
 
     def step(entry):
         nonlocal opt, opt_kind
@@ -191,7 +199,7 @@ def main():
         step_s = [max(r["s"][i] for r in rows) for i in range(len(timed))]  # the slowest rank's
         tokens = sum(sum(r["tokens"]) for r in rows)
         flops = sum(sum(r["flops"]) for r in rows)
-        res = dict(kind="train", mode="fsdp2", model="llava-1.5-13b", world=world, torch=torch.__version__,
+        res = dict(kind="train", mode="fsdp2", model=args.model, world=world, torch=torch.__version__,
                    transformers=__import__("transformers").__version__, device=torch.cuda.get_device_name(dev),
                    compile=("per decoder layer" if not args.no_compile else False),
                    activation_checkpointing="every decoder layer (checkpoint_wrapper)", optimizer=opt_kind,

@@ -6,7 +6,8 @@ the micro-batches benchmake-train trains on (bench/llava_batches writes them: th
 MPE and DP), as PyTorch recommends for a model this size:
 
   - FSDP2 `fully_shard` (ZeRO-3: parameters, gradients and AdamW state sharded over the ranks): one unit per
-    LLaMA decoder layer, one for the frozen vision tower, the root (embeddings, projector, final norm, head);
+    LLaMA decoder layer, the root (embeddings, projector, final norm, head); the frozen vision tower whole in
+    bf16 on every rank, outside FSDP (ignored_params);
     MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 sharded masters, bf16 compute;
   - activation checkpointing of every decoder layer (checkpoint_wrapper, non-reentrant), as LLaVA's
     finetune.sh sets --gradient_checkpointing True;
@@ -131,10 +132,13 @@ def main():
             layers[i] = torch.compile(layers[i], dynamic=True)  # rows' widths vary by batch
     mesh = init_device_mesh("cuda", (world,))
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    fully_shard(tower, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
+    # The frozen tower stays out of FSDP, whole in bf16 on every rank (as ours keeps it): FSDP2 swaps a
+    # wrapped module's class, and transformers 5 finds the layers whose outputs it records
+    # (hidden_states[-2], LLaVA's feature layer) by the class (utils/output_capturing.py).
+    tower.to(torch.bfloat16)
     for layer in layers:
         fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=True)
-    fully_shard(model, mesh=mesh, mp_policy=mp)
+    fully_shard(model, mesh=mesh, mp_policy=mp, ignored_params=set(tower.parameters()))
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     sharded_GiB = torch.cuda.memory_allocated() / 2**30

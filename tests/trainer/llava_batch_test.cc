@@ -98,10 +98,17 @@ TEST(LlavaBatchTest, TrimCutsToTheLongestRow) {
   EXPECT_EQ(b.pixel_values, pixels);
   TrimLlavaBatch(&b);  // already at the longest: unchanged
   EXPECT_EQ(b.T, 8);
-  // A cut image keeps -1 for its dropped positions: T = 3 cuts row 1's first image after 3.
-  ASSERT_TRUE(ReadLlavaSamples(*data, 0, 2, 3, &b).ok());
-  TrimLlavaBatch(&b);
-  EXPECT_EQ(b.T, 3);
+  // Rounded up to a multiple: 8 -> 9 of 10 positions; row 1 starts at 9.
+  ASSERT_TRUE(ReadLlavaSamples(*data, 0, 2, 10, &b).ok());
+  TrimLlavaBatch(&b, 3);
+  EXPECT_EQ(b.T, 9);
+  EXPECT_EQ(b.inputs, (std::vector<int32_t>{1, 0, 0, 0, 4, 5, 0, 0, 0,  //
+                                            0, 0, 0, 2, 0, 0, 0, 3, 0}));
+  EXPECT_EQ(b.image_positions, (std::vector<int64_t>{1, 2, 3, 9, 10, 11, 13, 14, 15}));
+  // Never wider than T: a multiple of 64 leaves the 10 positions.
+  ASSERT_TRUE(ReadLlavaSamples(*data, 0, 2, 10, &b).ok());
+  TrimLlavaBatch(&b, 64);
+  EXPECT_EQ(b.T, 10);
 }
 
 TEST(LlavaBatchTest, TruncatesToTAndPadsMissingSamples) {

@@ -75,10 +75,12 @@ Status SampleLlavaTrainBatch(const LlavaData& data, uint64_t seed, int64_t step,
   return Status::Ok();
 }
 
-void TrimLlavaBatch(Batch* batch) {
+void TrimLlavaBatch(Batch* batch, int64_t multiple) {
   const int64_t B = batch->B, T = batch->T;
   int64_t W = 1;
   for (int64_t n : batch->lengths) W = std::max(W, n);
+  multiple = std::max<int64_t>(multiple, 1);
+  W = (W + multiple - 1) / multiple * multiple;
   if (W >= T) return;
   for (int64_t b = 0; b < B; ++b) {  // rows move left only: row b's new start <= its old one
     std::copy_n(batch->inputs.begin() + b * T, W, batch->inputs.begin() + b * W);

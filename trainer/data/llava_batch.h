@@ -33,11 +33,13 @@ int64_t LlavaTrainSample(const LlavaData& data, uint64_t seed, int64_t step, int
 Status SampleLlavaTrainBatch(const LlavaData& data, uint64_t seed, int64_t step, int64_t first_row,
                              int64_t B, int64_t T, Batch* batch);
 
-// Cuts the padding every row has: T becomes the longest row's length (at least 1), as LLaVA's
-// collator pads to the batch's longest row after the images are spliced in
-// (prepare_inputs_labels_for_multimodal), the width FlagPerf's seed counts (llava_metrics.h).
-// Image positions are renumbered to the new row stride; the values are unchanged.
-void TrimLlavaBatch(Batch* batch);
+// Cuts the padding every row has: T becomes the longest row's length rounded up to a multiple of
+// `multiple` (at most T, at least 1). LLaVA's collator pads to the batch's longest row after the
+// images are spliced in (prepare_inputs_labels_for_multimodal), the width FlagPerf's seed counts
+// (llava_metrics.h counts the lengths, not T); the rounding bounds how many shapes a run meets
+// (each new one costs the GPU a one-time plan: cuBLASLt tuning, cuDNN graphs). Image positions
+// are renumbered to the new row stride; the values are unchanged.
+void TrimLlavaBatch(Batch* batch, int64_t multiple = 1);
 
 // Samples first_sample .. first_sample+B-1, in order (evaluation); rows past the last sample
 // are all padding.

@@ -29,6 +29,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A micro-batch's width is its longest row rounded up to this (trainer/data/llava_batch.h): at
+// most mpe / 64 shapes a run (a new shape cost ~0.6-2 s of cuBLASLt tuning and cuDNN graphs on an
+// H200, docs/gpu-runs/run100), for at most 63 padded positions a row.
+constexpr int64_t kLlavaWidthMultiple = 64;
+
 Status Refuse(const char* what) {
   return Errorf(ErrorCode::kUnsupported,
                 "a LLaVA model on benchmake-train: {} is not supported yet", what);
@@ -152,7 +157,8 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
     for (int64_t g = 0; g < run.gas; ++g) {
       const int64_t first_row = (g * run.layout.dp + ranks.dp_rank()) * run.lbs;
       BM_TRY(SampleLlavaTrainBatch(data, run.seed, step, first_row, run.lbs, run.mpe, &micro[g]));
-      TrimLlavaBatch(&micro[g]);  // padded to its longest row, as LLaVA's collator pads
+      // padded to its longest row, as LLaVA's collator pads, rounded up to 64 positions
+      TrimLlavaBatch(&micro[g], kLlavaWidthMultiple);
       local_masked += micro[g].MaskedCount();
       images_seen += micro[g].images;
       CountMicroBatch(micro[g], &local);

@@ -2,7 +2,7 @@
 // "llava-tiny") on a llava_data directory, on the CPU (trainer/cpu/llava_trainer.h, fp32) or
 // with `device = "cuda"` on GPUs (trainer/cuda/cuda_llava_trainer.h, fp32 or bf16), through
 // trainer/run/llava_trainer_api.h: whole samples per row, each micro-batch padded to its
-// longest row (trainer/data/llava_batch.h), AdamW with the run's schedule and clipping, data
+// longest row rounded up to 64 positions (trainer/data/llava_batch.h), AdamW with the run's schedule and clipping, data
 // parallel with any ZeRO stage over `layout = "DPn"`. Writes out_dir/log.jsonl (the loss curve, as
 // RunTraining's), the final model (trainer/checkpoint/llava_checkpoint.h: llava-hf names,
 // transformers' config.json) and metrics.json (benchmake-metrics; tokens and MFU as

@@ -17,11 +17,14 @@
 // The GPU tests skip with the reason on machines without one.
 #include "trainer/cuda/cuda_llava_trainer.h"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/trainer/cuda_test_util.h"
@@ -31,12 +34,14 @@
 #include "trainer/checkpoint/llava_checkpoint.h"
 #include "trainer/cpu/llava_model.h"
 #include "trainer/cpu/llava_trainer.h"
+#include "trainer/cuda/cuda_model.h"
 #include "trainer/cuda/dtype.h"
 #include "trainer/cuda/kernels/split_master.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
 #include "trainer/rng.h"
 #include "trainer/run/llava_trainer_api.h"
+#include "trainer/run/peak_flops.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -138,7 +143,7 @@ TEST_P(CudaLlavaTrainerTest, LossAndEveryGradientMatchTheCpu) {
   ASSERT_TRUE((*gpu)->GetGradients(got).ok());
 
   int checked = 0, frozen = 0;
-  for (const ParamTensor& p : layout.whole().tensors()) {
+  for (const train::ParamTensor& p : layout.whole().tensors()) {
     std::vector<float> g(got.begin() + p.offset, got.begin() + p.offset + p.numel);
     std::vector<float> w(want.begin() + p.offset, want.begin() + p.offset + p.numel);
     double want_sq = 0;
@@ -223,8 +228,10 @@ void CheckStep(DType t, const cpu::LlavaTrainable& trainable) {
   const bool trained[] = {trainable.tower, trainable.projector, trainable.language_model};
   for (int part = 0; part < 3; ++part) {
     if (!trained[part]) {
+      // A frozen LM holds its working weights only: in bf16 the 16-bit values of what was set.
+      const std::vector<float>& kept = part == 2 ? base : params;
       for (int64_t i = bounds[part]; i < bounds[part + 1]; ++i)
-        ASSERT_EQ(FloatBits(got[i]), FloatBits(params[i])) << "frozen part " << part << " at " << i;
+        ASSERT_EQ(FloatBits(got[i]), FloatBits(kept[i])) << "frozen part " << part << " at " << i;
       continue;
     }
     std::vector<float> a(du.begin() + bounds[part], du.begin() + bounds[part + 1]);
@@ -256,6 +263,172 @@ TEST_P(CudaLlavaTrainerTest, BadBatchesAreRefused) {
   ASSERT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("image 1 token 1"), std::string::npos)
       << r.status().message();
+}
+
+// A frozen LM (LLaVA-1.5's pretraining stage) holds its working weights only: its plan has no
+// masters, AdamW moments or gradients, and it is smaller than the trained LM's by at least
+// m + v + gradients, 4 + 4 + 4 bytes per LM parameter (fp32's masters are its working weights;
+// bf16 also drops the masters' low halves, 2 more), and so is the trainer's device memory.
+TEST_P(CudaLlavaTrainerTest, AFrozenLanguageModelHoldsNoTrainingState) {
+  const LlavaConfig c = Tiny();
+  const int64_t P = LlavaLayout(c).text().total();
+  auto trained = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {false, true, true});
+  ASSERT_TRUE(trained.ok()) << trained.status().message();
+  auto frozen = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {false, true, false});
+  ASSERT_TRUE(frozen.ok()) << frozen.status().message();
+  const MemoryReport& a = (*trained)->lm_memory();
+  const MemoryReport& b = (*frozen)->lm_memory();
+  const size_t per_param = GetParam() == DType::kF32 ? 12 : 14;
+  ASSERT_GT(a.plan_bytes, b.plan_bytes);
+  EXPECT_GE(a.plan_bytes - b.plan_bytes, per_param * static_cast<size_t>(P))
+      << a.plan_summary << "\nfrozen:\n"
+      << b.plan_summary;
+  EXPECT_NE(b.plan_summary.find("(frozen)"), std::string::npos) << b.plan_summary;
+  for (const char* absent : {"adamw", "grads", "master", "gradient bucket", "low halves"})
+    EXPECT_EQ(b.plan_summary.find(absent), std::string::npos) << absent << "\n" << b.plan_summary;
+  EXPECT_NE(a.plan_summary.find("adamw m"), std::string::npos) << a.plan_summary;
+  const int64_t saved = (*trained)->Memory().peak_bytes - (*frozen)->Memory().peak_bytes;
+  EXPECT_GE(saved, static_cast<int64_t>(per_param) * P);
+  EXPECT_LT((*frozen)->Memory().peak_bytes, (*frozen)->Memory().device_total_bytes);
+  EXPECT_FALSE((*frozen)->device_name().empty());
+}
+
+// CudaModel frozen (RunSpec::frozen) on its own: the weights come back as set (fp32 bit for bit,
+// bf16 as kernels/split_master.h rounds them), whatever the ZeRO stage asked; everything about
+// gradients and optimizer state is refused by name.
+TEST_P(CudaLlavaTrainerTest, AFrozenCudaModelKeepsItsWeightsAndRefusesTraining) {
+  ModelSpec spec;
+  ASSERT_TRUE(ModelPreset("tiny-llama", &spec));
+  RunSpec run;
+  run.micro_batch = 2;
+  run.seq = 16;
+  run.dtype = GetParam();
+  run.frozen = true;
+  run.zero = 2;  // taken as 0: replicated
+  auto m = CudaModel::Create(spec, run);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const size_t P = (*m)->layout().total();
+  const std::vector<float> w = RandomVector(P, 0.05f, 3);
+  ASSERT_TRUE((*m)->SetParameters(w).ok());
+  std::vector<int32_t> tokens(32), targets(32);
+  for (int i = 0; i < 32; ++i) tokens[i] = (i * 37 + 5) % 512, targets[i] = (i * 11 + 3) % 512;
+  TokenBatch b;
+  b.tokens = tokens.data(), b.targets = targets.data(), b.batch = 2, b.seq = 16;
+  ASSERT_TRUE((*m)->ZeroGradients().ok());
+  Result<double> loss = (*m)->ForwardBackward(b, 1.0f / 32);
+  ASSERT_TRUE(loss.ok()) << loss.status().message();
+  EXPECT_GT(*loss, 0.0);
+  std::vector<float> got;
+  ASSERT_TRUE((*m)->GetParameters(&got).ok());
+  const std::vector<float> want = WorkingCopy(GetParam(), w);
+  ASSERT_EQ(got.size(), P);
+  for (size_t i = 0; i < P; ++i) ASSERT_EQ(FloatBits(got[i]), FloatBits(want[i])) << i;
+  EXPECT_EQ((*m)->LocalStateSize(), 0);
+  EXPECT_EQ((*m)->GradNorm().status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ((*m)->OptimizerStep(AdamWHyper{}).code(), ErrorCode::kInvalidArgument);
+  std::vector<float> g, mm, v;
+  Status s = (*m)->GetGradients(&g);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("frozen"), std::string::npos) << s.message();
+  EXPECT_EQ((*m)->GetLocalState(&g, &mm, &v).code(), ErrorCode::kInvalidArgument);
+  // Refused with fp16 (the loop's loss scaling is not for a frozen model).
+  run.dtype = DType::kF16;
+  EXPECT_EQ(CudaModel::Create(spec, run).status().code(), ErrorCode::kUnsupported);
+}
+
+// LLaVA-1.5's stages over three steps in fp32, the CUDA trainer (a frozen LM: no training state,
+// input gradients only) against the CPU trainer: the first step's projector gradient against
+// cpu::LlavaModel with the same parts frozen (the frozen LM's gradient reads zero on both), each
+// step's loss and gradient norm, the trained parts' updates after the steps (CheckStep's
+// tolerances), the frozen parts bit for bit as set.
+void CheckStages(const cpu::LlavaTrainable& trainable) {
+  const LlavaConfig c = Tiny();
+  const LlavaLayout layout(c);
+  const std::vector<float> params = InitLlavaParameters(c, layout, 7);
+  const Batch batch = MakeBatch(c);
+  const LlavaFreeze freeze{!trainable.tower, !trainable.projector, !trainable.language_model};
+
+  cpu::LlavaModel<float> ref(c, kB, kT, kImages);
+  ref.SetFreeze(freeze);
+  ASSERT_TRUE(ref.SetParameters(params).ok());
+  ref.ZeroGrad();
+  double ref_sum = 0;
+  int64_t ref_count = 0;
+  ASSERT_TRUE(ref.ForwardBackward(batch.view(), 0.05f, &ref_sum, &ref_count).ok());
+  std::vector<float> want_grad(layout.total());
+  ASSERT_TRUE(ref.GetGradients(want_grad).ok());
+
+  auto cpu = cpu::LlavaTrainer::Create(c, Options(DType::kF32), kImages, freeze);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  auto gpu = CudaLlavaTrainer::Create(c, Options(DType::kF32), kImages, trainable);
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  ASSERT_TRUE((*cpu)->SetParameters(params).ok());
+  ASSERT_TRUE((*gpu)->SetParameters(params).ok());
+  AdamWStep step;
+  step.lr = 1e-2f;
+  step.eps = 1e-3f;
+  step.weight_decay = 0.1f;
+  step.grad_clip = 1.0f;
+  for (int64_t s = 1; s <= 3; ++s) {
+    ASSERT_TRUE((*cpu)->ZeroGrad().ok());
+    ASSERT_TRUE((*gpu)->ZeroGrad().ok());
+    Result<LossSum> want = (*cpu)->ForwardBackward(batch.view(), 0.05f, true);
+    Result<LossSum> got = (*gpu)->ForwardBackward(batch.view(), 0.05f, true);
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status().message();
+    EXPECT_EQ(got->count, want->count);
+    EXPECT_LT(std::abs(got->sum - want->sum) / std::abs(want->sum), 1e-4)
+        << "step " << s << ": " << got->sum << " vs " << want->sum;
+    if (s == 1) {
+      EXPECT_LT(std::abs(got->sum - ref_sum) / std::abs(ref_sum), 1e-5);
+      std::vector<float> g(layout.total());
+      ASSERT_TRUE((*gpu)->GetGradients(g).ok());
+      const auto part = [&](const std::vector<float>& v, int64_t b, int64_t e) {
+        return std::vector<float>(v.begin() + b, v.begin() + e);
+      };
+      const int64_t pb = layout.projector_offset(), pe = layout.text_offset();
+      EXPECT_LT(RelativeError(part(g, pb, pe), part(want_grad, pb, pe)), 1e-4);
+      if (!trainable.language_model) {
+        for (int64_t i = pe; i < layout.total(); ++i)
+          ASSERT_EQ(g[i], 0.0f) << "frozen LM gradient at " << i;
+      }
+    }
+    Result<float> want_norm = (*cpu)->GradNorm();
+    Result<float> got_norm = (*gpu)->GradNorm();
+    ASSERT_TRUE(want_norm.ok() && got_norm.ok());
+    EXPECT_LT(std::abs(*got_norm - *want_norm) / *want_norm, 1e-4) << "step " << s;
+    step.step = s;
+    ASSERT_TRUE((*cpu)->OptimizerStep(step).ok());
+    ASSERT_TRUE((*gpu)->OptimizerStep(step).ok());
+  }
+  std::vector<float> want(layout.total()), got(layout.total());
+  ASSERT_TRUE((*cpu)->GetParameters(want).ok());
+  ASSERT_TRUE((*gpu)->GetParameters(got).ok());
+  const int64_t bounds[] = {layout.vision_offset(), layout.projector_offset(), layout.text_offset(),
+                            layout.total()};
+  const bool trained[] = {trainable.tower, trainable.projector, trainable.language_model};
+  for (int part = 0; part < 3; ++part) {
+    if (!trained[part]) {
+      for (int64_t i = bounds[part]; i < bounds[part + 1]; ++i)
+        ASSERT_EQ(FloatBits(got[i]), FloatBits(params[i])) << "frozen part " << part << " at " << i;
+      continue;
+    }
+    std::vector<float> du, dw;
+    for (int64_t i = bounds[part]; i < bounds[part + 1]; ++i) {
+      du.push_back(got[i] - params[i]);
+      dw.push_back(want[i] - params[i]);
+    }
+    EXPECT_LT(RelativeError(du, dw), 1e-3) << "part " << part;
+  }
+}
+
+TEST(CudaLlavaStages, PretrainingProjectorOnlyMatchesTheCpuOverSteps) {
+  BM_SKIP_WITHOUT_GPU();
+  CheckStages({false, true, false});
+}
+
+TEST(CudaLlavaStages, FinetuneTowerFrozenMatchesTheCpuOverSteps) {
+  BM_SKIP_WITHOUT_GPU();
+  CheckStages({false, true, true});
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaLlavaTrainerTest,
@@ -350,6 +523,71 @@ TEST_F(CudaLlavaTrainTest, TrainsAndDataParallelMatchesOneRank) {
   auto [loss, weight] = LlavaDistance("other", "single");
   EXPECT_GT(loss, 100 * kLossTol);
   EXPECT_GT(weight, 10 * kWeightTol);
+}
+
+// LLaVA-1.5's stages through benchmake-train on the GPU, as the full-size runs lay them out:
+// pretraining (projector only; the LM frozen: replicated, no training state) at DP2 ZeRO-2,
+// finetuning (tower frozen) at DP2 ZeRO-3, each against one rank (llava_train_test.cc's bounds);
+// the frozen parts come out bit for bit as the seed's init. metrics.json names the GPU and holds
+// the trainer's device memory: the pretraining run's is smaller than the full run's by at least
+// the LM's m, v and gradients (12 bytes per LM parameter in fp32).
+TEST_F(CudaLlavaTrainTest, StagesFreezeAndDataParallelMatchesOneRank) {
+  const LlavaConfig model = Tiny();
+  const LlavaLayout l(model);
+  const uint64_t seed = Llava("seed", "cuda", 1, 4, 2, 0)["seed"].get<uint64_t>();
+  const std::vector<float> init = InitLlavaParameters(model, l, seed);
+  auto moved = [&](const std::vector<float>& w, int64_t begin, int64_t end) {
+    int64_t n = 0;
+    for (int64_t i = begin; i < end; ++i) n += w[i] != init[i];
+    return n;
+  };
+  for (const auto& [stage, zero] : {std::pair<std::string, int>{"pretrain", 2}, {"finetune", 3}}) {
+    nlohmann::json one = Llava(stage + "1", "cuda", 1, 4, 2, 0);
+    one["llava_stage"] = stage;
+    RunOk(one);
+    const std::string two_name = stage + "2z" + std::to_string(zero);
+    nlohmann::json two = Llava(two_name, "cuda", 2, 2, 2, zero);
+    two["llava_stage"] = stage;
+    RunOk(two);
+    for (const std::string& name : {stage + "1", two_name}) {
+      const std::vector<float> w = LlavaWeights(name);
+      ASSERT_EQ(w.size(), init.size()) << name;
+      EXPECT_EQ(moved(w, l.vision_offset(), l.projector_offset()), 0) << name;
+      EXPECT_GT(moved(w, l.projector_offset(), l.text_offset()), 0) << name;
+      const int64_t text_moved = moved(w, l.text_offset(), l.total());
+      if (stage == "pretrain") {
+        EXPECT_EQ(text_moved, 0) << name;
+      } else {
+        EXPECT_GT(text_moved, l.text().total() / 2) << name;
+      }
+    }
+    auto [loss, weight] = LlavaDistance(two_name, stage + "1");
+    EXPECT_LT(loss, kLossTol) << stage;
+    EXPECT_LT(weight, kWeightTol) << stage;
+    EXPECT_EQ(Metrics(two_name)["parallel"]["zero"], zero);
+  }
+  RunOk(Llava("full", "cuda", 1, 4, 2, 0));
+  EXPECT_GT(LlavaDistance("pretrain1", "full").second, 10 * kWeightTol);
+  cudaDeviceProp props{};
+  ASSERT_EQ(cudaGetDeviceProperties(&props, 0), cudaSuccess);
+  const nlohmann::json full = Metrics("full"), pretrain = Metrics("pretrain1");
+  EXPECT_EQ(full["provenance"]["device_name"], std::string(props.name));
+  EXPECT_EQ(full["memory"]["device_total_bytes"].get<int64_t>(),
+            static_cast<int64_t>(props.totalGlobalMem));
+  // MFU's peak is the GPU's (peak_flops.h's table by its name), not the CPU's.
+  const std::optional<PeakFlops> peak =
+      LookupPeakFlops("cuda", props.name, Precision::kFp32, 1, nlohmann::json::object(), {});
+  if (peak) {
+    EXPECT_EQ(full["mfu"]["peak_flops_per_device"].get<double>(), peak->flops_per_device)
+        << full["mfu"].dump();
+  } else {
+    EXPECT_TRUE(full["mfu"]["peak_flops_per_device"].is_null()) << full["mfu"].dump();
+  }
+  const int64_t full_bytes = full["memory"]["peak_bytes"].get<int64_t>();
+  const int64_t pretrain_bytes = pretrain["memory"]["peak_bytes"].get<int64_t>();
+  EXPECT_GT(pretrain_bytes, 0);
+  EXPECT_GE(full_bytes - pretrain_bytes, 12 * l.text().total())
+      << full_bytes << " vs " << pretrain_bytes;
 }
 
 TEST_F(CudaLlavaTrainTest, Bf16Trains) {

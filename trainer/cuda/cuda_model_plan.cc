@@ -40,7 +40,7 @@ Status CudaModel::Impl::Plan() {
   // whose gradient the head writes), layer l's ending before the gradients of layer l - 1 do
   // (layer 0's before the embeddings' do).
   std::vector<std::optional<size_t>> over(acts.size());  // each layer's place there, if any
-  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1) {
+  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1 && !Frozen()) {
     const auto grads_end = [&](int unit) {
       return dp.grad_offset() + layout.units()[unit].end() * 4;
     };
@@ -70,6 +70,7 @@ Status CudaModel::Impl::Plan() {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
     range_sums = plan.Add("grad sum of squares per counted range", RangeSumsCapacity() * 4);
   }
+  if (Frozen()) frozen_norm_grad = plan.Add("norm weight gradients (frozen: discarded)", 2 * c * 4);
   if (Sp()) {
     sp_rows = plan.Add("sequence-parallel norm rows", rows * c * elem);
     sp_norm_grad = plan.Add("sequence-parallel norm gradients", 2 * c * 4);
@@ -168,7 +169,9 @@ Status CudaModel::Impl::CheckFits(const MemoryPlan& plan) const {
   if (plan.total() <= free_bytes) return Status::Ok();
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::string hint;
-  if (run.zero < 3)
+  if (Frozen())
+    hint = "a frozen model is whole on every rank: try a smaller lbs or recompute = true";
+  else if (run.zero < 3)
     hint = fmt::format("try zero = {} or more ranks", run.zero + 1);
   else
     hint = "try more ranks, a smaller lbs, or recompute = true";
@@ -277,6 +280,17 @@ Status CudaModel::Impl::CheckSplicedPointers(const SplicedRows& sp) const {
 
 Status CudaModel::Impl::EmbeddingBackwardAll() {
   int n = N(), c = C();
+  if (Frozen()) {  // the spliced rows' gradient only: no embedding gradients
+    if (spliced_count == 0 || !spliced_grad) return Status::Ok();
+    return WithElementType(run.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      BM_ASSIGN_OR_RETURN(T * dout, WholeStreamGrad<T>());
+      return Phase("embedding", [&] {
+        return EmbeddingSpliceBackward<T>(static_cast<T*>(spliced_grad), dout,
+                                          A<int>(spliced_positions), spliced_count, c, stream);
+      });
+    });
+  }
   // The staging buffers are free: Stage waited for their last copies, and the host is here
   // before the GPU is (the forward and backward before this are queued, not done).
   // Spliced positions are in no bucket: the token embedding gets nothing from them.

@@ -129,6 +129,9 @@ Status CudaProjector::RefreshWorkingCopy() {
 }
 float* CudaProjector::master() { return impl_->params.master(); }
 float* CudaProjector::grad() { return impl_->params.grad(); }
+size_t CudaProjector::device_bytes() const {
+  return impl_->params.device_bytes() + impl_->arena->bytes();
+}
 
 Status CudaProjector::Forward(const void* features, int rows) {
   if (rows < 1 || rows > impl_->max_rows) {

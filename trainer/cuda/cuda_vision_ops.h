@@ -26,6 +26,8 @@ class DeviceParams {
 
   Status Allocate(size_t count, DType dtype);
   size_t count() const { return count_; }
+  // Device bytes held: masters and gradients (fp32), the 16-bit working copy.
+  size_t device_bytes() const { return count_ * (dtype_ == DType::kF32 ? 8 : 10); }
   float* master() const { return master_; }
   float* grad() const { return grad_; }
   template <typename T>

@@ -352,6 +352,9 @@ Status CudaVisionTower::RefreshWorkingCopy() {
 }
 float* CudaVisionTower::master() { return impl_->params.master(); }
 float* CudaVisionTower::grad() { return impl_->params.grad(); }
+size_t CudaVisionTower::device_bytes() const {
+  return impl_->params.device_bytes() + impl_->arena->bytes();
+}
 
 Status CudaVisionTower::Forward(const float* pixels, int n) {
   if (n < 1 || n > impl_->opt.max_images) {

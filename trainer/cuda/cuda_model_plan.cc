@@ -70,7 +70,6 @@ Status CudaModel::Impl::Plan() {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
     range_sums = plan.Add("grad sum of squares per counted range", RangeSumsCapacity() * 4);
   }
-  if (Frozen()) frozen_norm_grad = plan.Add("norm weight gradients (frozen: discarded)", 2 * c * 4);
   if (Sp()) {
     sp_rows = plan.Add("sequence-parallel norm rows", rows * c * elem);
     sp_norm_grad = plan.Add("sequence-parallel norm gradients", 2 * c * 4);
@@ -136,10 +135,14 @@ Status CudaModel::Impl::Plan() {
   att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   plan.EndShared();
   size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
-  bias_scratch =
-      plan.Add("bias grad scratch", BiasGradScratchFloats(static_cast<int>(n), widest) * 4);
-  norm_sq = plan.Add("grad sum of squares", 4);
-  norm_partials = plan.Add("grad norm partials", kGradNormBlocks * 4);
+  if (Frozen()) {  // no gradients: no bias-gradient or norm scratch
+    frozen_norm_grad = plan.Add("norm weight gradients (frozen: discarded)", 2 * c * 4);
+  } else {
+    bias_scratch =
+        plan.Add("bias grad scratch", BiasGradScratchFloats(static_cast<int>(n), widest) * 4);
+    norm_sq = plan.Add("grad sum of squares", 4);
+    norm_partials = plan.Add("grad norm partials", kGradNormBlocks * 4);
+  }
   rope = plan.Add("rope table", static_cast<size_t>(run.seq) * spec.head_dim() * 4);
   tokens = plan.Add("tokens", n * 4);
   targets = plan.Add("targets", n * 4);

@@ -268,7 +268,8 @@ TEST_P(CudaLlavaTrainerTest, BadBatchesAreRefused) {
 // A frozen LM (LLaVA-1.5's pretraining stage) holds its working weights only: its plan has no
 // masters, AdamW moments or gradients, and it is smaller than the trained LM's by at least
 // m + v + gradients, 4 + 4 + 4 bytes per LM parameter (fp32's masters are its working weights;
-// bf16 also drops the masters' low halves, 2 more), and so is the trainer's device memory.
+// bf16 also drops the masters' low halves, 2 more), and so is the trainer's device memory; a
+// frozen tower saves its gradients and moments.
 TEST_P(CudaLlavaTrainerTest, AFrozenLanguageModelHoldsNoTrainingState) {
   const LlavaConfig c = Tiny();
   const int64_t P = LlavaLayout(c).text().total();
@@ -291,6 +292,11 @@ TEST_P(CudaLlavaTrainerTest, AFrozenLanguageModelHoldsNoTrainingState) {
   EXPECT_GE(saved, static_cast<int64_t>(per_param) * P);
   EXPECT_LT((*frozen)->Memory().peak_bytes, (*frozen)->Memory().device_total_bytes);
   EXPECT_FALSE((*frozen)->device_name().empty());
+  // A frozen tower: no gradients (released) and no moments, 4 + 4 + 4 bytes per parameter.
+  auto all = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {true, true, true});
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_GE((*all)->Memory().peak_bytes - (*trained)->Memory().peak_bytes,
+            12 * LlavaLayout(c).vision().total());
 }
 
 // CudaModel frozen (RunSpec::frozen) on its own: the weights come back as set (fp32 bit for bit,

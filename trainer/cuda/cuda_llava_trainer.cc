@@ -272,6 +272,15 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
   s.parts[1].master = s.projector->master();
   s.parts[1].grad = s.projector->grad();
   s.parts[1].layout = &s.projector->layout();
+  // A frozen tower has no backward: no gradients; nor has a frozen projector under it.
+  if (!trainable.tower) {
+    s.tower->ReleaseGradients();
+    s.parts[0].grad = nullptr;
+    if (!trainable.projector) {
+      s.projector->ReleaseGradients();
+      s.parts[1].grad = nullptr;
+    }
+  }
   for (Impl::Part& p : s.parts) {
     if (!p.trained) continue;
     BM_TRY(p.m.Alloc(p.n() * 4, "AdamW m"));

@@ -19,8 +19,9 @@
 // reductions — and its backward computes the input gradients only, down to the spliced rows'
 // (no weight-gradient product), and nothing for a micro-batch without images. ZeroGrad, GradNorm
 // and OptimizerStep leave it out; its weights come back as set (fp32: bit for bit; bf16: the
-// stored 16-bit values). A frozen tower or projector has no AdamW moments and takes no update
-// (it still holds its fp32 masters and gradient buffers, the tower 0.3B of LLaVA-1.5-13B).
+// stored 16-bit values). A frozen tower or projector has no AdamW moments and takes no update;
+// a frozen tower (and a frozen projector under it) releases its gradient buffer (it is not
+// backpropagated) but keeps its fp32 masters (the tower: 0.3B of LLaVA-1.5-13B).
 //
 // Precision: BackendOptions::precision fp32 (the checking mode) or bf16 (16-bit activations
 // and working weights over fp32 masters, gradients and moments, in all three parts); fp16 is

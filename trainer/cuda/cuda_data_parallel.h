@@ -26,8 +26,8 @@
 // rank runs the same through NCCL (and must give the same bits).
 //
 // Frozen (RunSpec::frozen: LLaVA's frozen language model): the working weights only, whole on
-// every rank (bf16 / fp16: the 16-bit values of what was set, rounded as the working copy is;
-// fp32: the values), and nothing else — no masters, moments, gradients, buckets or gathers; the
+// every rank (bf16: the 16-bit values of what was set, rounded as the working copy is; fp32:
+// the values; not fp16), and nothing else — no masters, moments, gradients, buckets or gathers; the
 // stage is 0 whatever was asked. The unit hooks do nothing, Grad() is null, the gradient norm,
 // the optimizer step and the gradient and optimizer-state calls are refused; Set/GetParameters
 // are local (not collective).

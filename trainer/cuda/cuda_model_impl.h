@@ -103,7 +103,7 @@ struct CudaModel::Impl {
   // (CudaModel::CountGradients; at most one per tensor).
   size_t xent_stats = 0, range_sums = 0;
   // Frozen (RunSpec::frozen): the norm kernels' weight-gradient column sums, which come with
-  // their input gradients, land here and are never read ([2, C] fp32).
+  // their input gradients, land here and are never read ([2, C] fp32 at norm scratch's end).
   size_t frozen_norm_grad = 0;
   bool Frozen() const { return run.frozen; }
   std::vector<Range> counted;

@@ -83,7 +83,11 @@ Status CudaModel::Impl::Plan() {
   dres = plan.Add("residual grad", rows * c * elem);
   dln = plan.Add("norm grad", n * c * elem);
   size_t ns = Gpt() ? LayerNormScratchFloats(n, c) : RmsNormScratchFloats(n, c);
-  norm_scratch = plan.Add("norm scratch", ns * 4);
+  // Frozen: the norms' weight-gradient column sums (never read) at the scratch's end, 256-byte
+  // aligned as an entry of its own would be.
+  const size_t ns_aligned = (ns + 63) / 64 * 64;
+  norm_scratch = plan.Add("norm scratch", (Frozen() ? ns_aligned + 2 * c : ns) * 4);
+  frozen_norm_grad = norm_scratch + ns_aligned * 4;
   // A layer's MLP temporaries, its attention's and the head's are never live together (a layer
   // runs its attention, then its MLP, backward the other way round; the head runs between the
   // last layer's forward and its backward; each operation whole on one stream): they share.
@@ -135,9 +139,7 @@ Status CudaModel::Impl::Plan() {
   att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   plan.EndShared();
   size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
-  if (Frozen()) {  // no gradients: no bias-gradient or norm scratch
-    frozen_norm_grad = plan.Add("norm weight gradients (frozen: discarded)", 2 * c * 4);
-  } else {
+  if (!Frozen()) {  // a frozen model has no gradients: no bias-gradient or norm-sum scratch
     bias_scratch =
         plan.Add("bias grad scratch", BiasGradScratchFloats(static_cast<int>(n), widest) * 4);
     norm_sq = plan.Add("grad sum of squares", 4);

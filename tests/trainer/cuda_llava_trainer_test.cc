@@ -437,6 +437,38 @@ TEST(CudaLlavaStages, FinetuneTowerFrozenMatchesTheCpuOverSteps) {
   CheckStages({false, true, true});
 }
 
+// BackendOptions::recompute (the run's `recompute`, which RunLlavaTraining passes on) reaches the
+// language model: its plan keeps one layer's activations rather than each layer's (smaller),
+// and the loss and the projector's gradient are the same, with the LM frozen or trained.
+TEST_P(CudaLlavaTrainerTest, RecomputeReachesTheLanguageModel) {
+  const LlavaConfig c = Tiny();
+  const LlavaLayout layout(c);
+  const std::vector<float> params = InitLlavaParameters(c, layout, 5);
+  const Batch batch = MakeBatch(c);
+  for (const bool train_lm : {true, false}) {
+    BackendOptions with = Options(GetParam());
+    with.recompute = true;
+    auto a = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {false, true, train_lm});
+    auto b = CudaLlavaTrainer::Create(c, with, kImages, {false, true, train_lm});
+    ASSERT_TRUE(a.ok() && b.ok()) << b.status().message();
+    EXPECT_LT((*b)->lm_memory().plan_bytes, (*a)->lm_memory().plan_bytes) << train_lm;
+    std::vector<float> ga(layout.total()), gb(layout.total());
+    double loss[2] = {0, 0};
+    int i = 0;
+    for (auto* t : {&*a, &*b}) {
+      ASSERT_TRUE((*t)->SetParameters(params).ok());
+      ASSERT_TRUE((*t)->ZeroGrad().ok());
+      Result<LossSum> l = (*t)->ForwardBackward(batch.view(), 0.05f, true);
+      ASSERT_TRUE(l.ok()) << l.status().message();
+      loss[i++] = l->sum;
+    }
+    ASSERT_TRUE((*a)->GetGradients(ga).ok());
+    ASSERT_TRUE((*b)->GetGradients(gb).ok());
+    EXPECT_LT(std::abs(loss[1] - loss[0]) / std::abs(loss[0]), 1e-6) << train_lm;
+    EXPECT_LT(RelativeError(gb, ga), 1e-5) << train_lm;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaLlavaTrainerTest,
                          ::testing::Values(DType::kF32, DType::kBF16),
                          [](const ::testing::TestParamInfo<DType>& i) {

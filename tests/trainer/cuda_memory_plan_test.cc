@@ -13,7 +13,10 @@
 #include "trainer/cuda/memory_plan.h"
 #include "trainer/cuda/model_spec.h"
 #include "trainer/cuda/param_layout.h"
+#include "trainer/cuda/shard_map.h"
 #include "trainer/dist/communicator.h"
+#include "trainer/model/shard.h"
+#include "trainer/model/vision_config.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -141,6 +144,34 @@ TEST(DataParallelPlan, AFrozenModelHoldsItsWorkingWeightsOnly) {
   EXPECT_EQ(split, 3 * Aligned(P * 4) + 2 * Aligned(P * 2) + mask) << summary;
   EXPECT_EQ(split - DataParallelBytes(0, DType::kBF16, true, true, nullptr, nullptr),
             3 * Aligned(P * 4) + Aligned(P * 2) + mask);  // 14 bytes a parameter
+}
+
+// LLaVA-1.5-13B's stage 1 at full size: the frozen LM's part of the plan is its bf16 weights, 2
+// bytes a parameter. The LM counted by hand (Vicuna-13B: vocabulary 32000, hidden 5120, 40
+// layers, MLP 13824, untied head): 2·32000·5120 + 40·(4·5120² + 3·5120·13824 + 2·5120) + 5120 =
+// 13,015,864,320 parameters (the layout pads units to 64 elements): 26.0 GB frozen, where the
+// trained LM at ZeRO-0 (bf16, split masters) would plan 16 bytes a parameter, 208 GB.
+TEST(DataParallelPlan, Llava13bFrozenLanguageModelIsItsBf16Weights) {
+  Result<LlavaConfig> c = LlavaPreset("llava-1.5-13b");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Result<ModelShard> shard = ModelShard::Make(c->text, {});
+  ASSERT_TRUE(shard.ok()) << shard.status().message();
+  const ModelSpec spec = SpecOfShard(c->text, *shard);
+  auto self = dist::MakeSelfCommunicator();
+  const ParamLayout layout(spec, CudaDataParallel::UnitAlign(0, 1));
+  const size_t P = layout.total();
+  EXPECT_GE(P, 13'015'864'320u);
+  EXPECT_LT(P, 13'015'864'320u + 64 * 50);  // at most 63 padding elements per unit
+  CudaDataParallel frozen(layout, self.get(), 2, DType::kBF16, true, true);
+  MemoryPlan a;
+  frozen.Plan(&a);
+  EXPECT_EQ(a.total(), Aligned(P * 2));
+  EXPECT_NEAR(a.total() / 1e9, 26.03, 0.01);
+  CudaDataParallel trained(layout, self.get(), 0, DType::kBF16, true, false);
+  MemoryPlan b;
+  trained.Plan(&b);
+  EXPECT_GE(b.total(), 16 * P);
+  EXPECT_LT(b.total(), 16 * P + (P / 64 / 8) + 4096);  // and the decay mask, a bit per 64
 }
 
 }  // namespace

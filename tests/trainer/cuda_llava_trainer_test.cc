@@ -581,8 +581,26 @@ class CudaLlavaTrainTest : public ::bm::train::testing::LlavaRanksTest {
     c.erase("resume_dir");
     c["device"] = device;
     c["precision"] = precision;
-    if (device == "cuda") c["communicator"] = "gloo";
+    if (device == "cuda") c["communicator"] = communicator_;
     return c;
+  }
+  void CheckStages();
+
+  std::string communicator_ = "gloo";
+};
+
+// The same runs with a rank per GPU over NCCL, as the full-size runs go (skips on fewer than two
+// GPUs): the multi-GPU machine's confirmation of what the ranks sharing one GPU prove.
+class CudaLlavaNcclTrainTest : public CudaLlavaTrainTest {
+ protected:
+  void SetUp() override {
+    CudaLlavaTrainTest::SetUp();
+    if (IsSkipped()) return;
+    int gpus = 0;
+    cudaGetDeviceCount(&gpus);
+    if (gpus < 2) GTEST_SKIP() << "GPU test skipped: " << gpus << " GPU(s), NCCL DP2 needs 2";
+    share_one_gpu_ = false;
+    communicator_ = "nccl";
   }
 };
 
@@ -620,11 +638,15 @@ TEST_F(CudaLlavaTrainTest, TrainsAndDataParallelMatchesOneRank) {
 
 // LLaVA-1.5's stages through benchmake-train on the GPU, as the full-size runs lay them out:
 // pretraining (projector only; the LM frozen: replicated, no training state) at DP2 ZeRO-2,
-// finetuning (tower frozen) at DP2 ZeRO-3, each against one rank (llava_train_test.cc's bounds);
+// finetuning (tower frozen) at DP2 ZeRO-3, each against one rank (llava_train_test.cc's bounds),
+// over staged Gloo with the ranks sharing GPU 0, and over NCCL with a GPU each;
 // the frozen parts come out bit for bit as the seed's init. metrics.json names the GPU and holds
 // the trainer's device memory: the pretraining run's is smaller than the full run's by at least
 // the LM's m, v and gradients (12 bytes per LM parameter in fp32).
-TEST_F(CudaLlavaTrainTest, StagesFreezeAndDataParallelMatchesOneRank) {
+TEST_F(CudaLlavaTrainTest, StagesFreezeAndDataParallelMatchesOneRank) { CheckStages(); }
+TEST_F(CudaLlavaNcclTrainTest, StagesFreezeAndDataParallelMatchesOneRank) { CheckStages(); }
+
+void CudaLlavaTrainTest::CheckStages() {
   const LlavaConfig model = Tiny();
   const LlavaLayout l(model);
   const uint64_t seed = Llava("seed", "cuda", 1, 4, 2, 0)["seed"].get<uint64_t>();

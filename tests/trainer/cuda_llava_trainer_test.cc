@@ -11,6 +11,14 @@
 //    cpu's, and DP2 at ZeRO 0 and 3 (two ranks sharing GPU 0 over staged Gloo, as
 //    cuda_ranks_test.cc runs them) reach one rank's loss curve and weights within the bounds of
 //    llava_train_test.cc, while other rows (another seed) move far beyond them;
+//  - frozen parts (LLaVA-1.5's stages): a frozen LM's plan and the trainer's memory without its
+//    masters, moments and gradients (12 bytes a parameter fewer, by hand), a frozen CudaModel's
+//    weights back as set and its training calls refused, three steps of pretraining and
+//    finetuning against cpu::LlavaTrainer (losses, norms, the projector's gradient, updates,
+//    frozen weights bit for bit), recompute reaching the LM, and benchmake-train's stages at DP2
+//    (pretrain ZeRO-2, finetune ZeRO-3; ranks sharing GPU 0 over Gloo, and over NCCL with a GPU
+//    each where there are two) against one rank, metrics.json naming the GPU and its memory;
+//    llava-1.5-13b's stage 1 on one GPU on request (a disabled test);
 //  - fp16, a bad ZeRO stage and bad sizes are refused before any GPU work, and the loop's
 //    CreateLlavaTrainer picks the device and names an unknown one (these run everywhere); a
 //    batch over the plan and a position outside it are refused on a GPU.

@@ -1,12 +1,22 @@
 // MemoryPlan (trainer/cuda/memory_plan.h) on the host: offsets, alignment, shared regions and
-// PackUnderLimits.
+// PackUnderLimits; CudaDataParallel's part of a plan (its arithmetic only, no arena), trained and
+// frozen (RunSpec::frozen: LLaVA's frozen language model), against bytes per parameter counted by
+// hand from cuda_data_parallel.h's table.
 // The arena itself needs a GPU (cuda_model_test plans and allocates whole models).
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "trainer/cuda/cuda_data_parallel.h"
 #include "trainer/cuda/memory_plan.h"
+#include "trainer/cuda/model_spec.h"
+#include "trainer/cuda/param_layout.h"
+#include "trainer/cuda/shard_map.h"
+#include "trainer/dist/communicator.h"
+#include "trainer/model/shard.h"
+#include "trainer/model/vision_config.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -82,6 +92,86 @@ TEST(PackUnderLimits, TakesEveryItemThatStillFits) {
   // Nothing fits: nothing placed; no limits: no items.
   for (const auto& a : PackUnderLimits(0, 10'000, limits)) EXPECT_FALSE(a);
   EXPECT_TRUE(PackUnderLimits(0, 1, {}).empty());
+}
+
+// The bytes CudaDataParallel plans for tiny-llama on one rank (no GPU touched: Plan is arithmetic).
+size_t DataParallelBytes(int zero, DType work, bool split, bool frozen, std::string* summary,
+                         size_t* params) {
+  ModelSpec spec;
+  EXPECT_TRUE(ModelPreset("tiny-llama", &spec));
+  const ParamLayout layout(spec, CudaDataParallel::UnitAlign(frozen ? 0 : zero, 1));
+  auto self = dist::MakeSelfCommunicator();
+  CudaDataParallel dp(layout, self.get(), zero, work, split, frozen);
+  MemoryPlan plan;
+  dp.Plan(&plan);
+  if (summary) *summary = plan.Summary();
+  if (params) *params = layout.total();
+  EXPECT_EQ(dp.local_size(), frozen ? 0 : static_cast<int64_t>(layout.total()));
+  return plan.total();
+}
+
+size_t Aligned(size_t bytes) {
+  return (bytes + MemoryPlan::kAlign - 1) / MemoryPlan::kAlign * MemoryPlan::kAlign;
+}
+
+// A frozen model plans its working weights and nothing else, whatever ZeRO stage was asked for
+// (replicated, not sharded): fp32 4 bytes a parameter, bf16 2. A trained one at zero 0 holds, per
+// parameter, AdamW m and v (4 + 4) and fp32 gradients (4) on top of its weights — fp32: the
+// masters are the working weights (4); bf16: masters 4 and the 16-bit copy 2, or with split
+// masters the low halves 2 and the copy 2 — plus the weight-decay mask (one bit per 64).
+TEST(DataParallelPlan, AFrozenModelHoldsItsWorkingWeightsOnly) {
+  std::string summary;
+  size_t P = 0;
+  for (int zero : {0, 1, 2, 3}) {
+    const size_t fp32 = DataParallelBytes(zero, DType::kF32, false, true, &summary, &P);
+    EXPECT_EQ(fp32, Aligned(P * 4)) << zero;
+    EXPECT_NE(summary.find("params fp32 (frozen)"), std::string::npos) << summary;
+    const size_t bf16 = DataParallelBytes(zero, DType::kBF16, true, true, &summary, &P);
+    EXPECT_EQ(bf16, Aligned(P * 2)) << zero;
+    EXPECT_NE(summary.find("params 16-bit (frozen)"), std::string::npos) << summary;
+    for (const char* absent : {"adamw", "grads", "master", "gradient", "gathered", "mask"})
+      EXPECT_EQ(summary.find(absent), std::string::npos) << absent << " in\n" << summary;
+  }
+  ASSERT_GT(P, 100'000u);  // tiny-llama: 512 x 128 embeddings and head, two layers
+  const size_t mask = Aligned((P / 64 + 31) / 32 * 4);
+  const size_t fp32 = DataParallelBytes(0, DType::kF32, false, false, &summary, &P);
+  EXPECT_EQ(fp32, 4 * Aligned(P * 4) + mask) << summary;
+  EXPECT_EQ(fp32 - DataParallelBytes(0, DType::kF32, false, true, nullptr, nullptr),
+            3 * Aligned(P * 4) + mask);  // m, v, gradients: 12 bytes a parameter
+  const size_t bf16 = DataParallelBytes(0, DType::kBF16, false, false, &summary, &P);
+  EXPECT_EQ(bf16, 4 * Aligned(P * 4) + Aligned(P * 2) + mask) << summary;
+  const size_t split = DataParallelBytes(0, DType::kBF16, true, false, &summary, &P);
+  EXPECT_EQ(split, 3 * Aligned(P * 4) + 2 * Aligned(P * 2) + mask) << summary;
+  EXPECT_EQ(split - DataParallelBytes(0, DType::kBF16, true, true, nullptr, nullptr),
+            3 * Aligned(P * 4) + Aligned(P * 2) + mask);  // 14 bytes a parameter
+}
+
+// LLaVA-1.5-13B's stage 1 at full size: the frozen LM's part of the plan is its bf16 weights, 2
+// bytes a parameter. The LM counted by hand (Vicuna-13B: vocabulary 32000, hidden 5120, 40
+// layers, MLP 13824, untied head): 2·32000·5120 + 40·(4·5120² + 3·5120·13824 + 2·5120) + 5120 =
+// 13,015,864,320 parameters (the layout pads units to 64 elements): 26.0 GB frozen, where the
+// trained LM at ZeRO-0 (bf16, split masters) would plan 16 bytes a parameter, 208 GB.
+TEST(DataParallelPlan, Llava13bFrozenLanguageModelIsItsBf16Weights) {
+  Result<LlavaConfig> c = LlavaPreset("llava-1.5-13b");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Result<ModelShard> shard = ModelShard::Make(c->text, {});
+  ASSERT_TRUE(shard.ok()) << shard.status().message();
+  const ModelSpec spec = SpecOfShard(c->text, *shard);
+  auto self = dist::MakeSelfCommunicator();
+  const ParamLayout layout(spec, CudaDataParallel::UnitAlign(0, 1));
+  const size_t P = layout.total();
+  EXPECT_GE(P, 13'015'864'320u);
+  EXPECT_LT(P, 13'015'864'320u + 64 * 50);  // at most 63 padding elements per unit
+  CudaDataParallel frozen(layout, self.get(), 2, DType::kBF16, true, true);
+  MemoryPlan a;
+  frozen.Plan(&a);
+  EXPECT_EQ(a.total(), Aligned(P * 2));
+  EXPECT_NEAR(a.total() / 1e9, 26.03, 0.01);
+  CudaDataParallel trained(layout, self.get(), 0, DType::kBF16, true, false);
+  MemoryPlan b;
+  trained.Plan(&b);
+  EXPECT_GE(b.total(), 16 * P);
+  EXPECT_LT(b.total(), 16 * P + (P / 64 / 8) + 4096);  // and the decay mask, a bit per 64
 }
 
 }  // namespace

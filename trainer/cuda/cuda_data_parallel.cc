@@ -25,14 +25,15 @@ std::vector<dist::UnitSpan> Spans(const ParamLayout& layout) {
 }  // namespace
 
 CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero,
-                                   DType work, bool split_masters)
+                                   DType work, bool split_masters, bool frozen)
     : layout_(layout),
       comm_(comm),
-      zero_(zero),
+      zero_(frozen ? 0 : zero),
       work_(work),
       lowp_(work != DType::kF32),
-      split_(split_masters && zero == 0 && work == DType::kBF16),
-      plan_(Spans(layout), zero >= 1 ? comm->size() : 1, zero >= 1 ? comm->rank() : 0),
+      split_(split_masters && !frozen && zero == 0 && work == DType::kBF16),
+      frozen_(frozen),
+      plan_(Spans(layout), zero_ >= 1 ? comm->size() : 1, zero_ >= 1 ? comm->rank() : 0),
       zero_ranges_(layout.AddedGradients()) {
   grad_slot_of_unit_.assign(layout.units().size(), nullptr);
   work_slot_of_unit_.assign(layout.units().size(), nullptr);
@@ -62,6 +63,10 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
   for (int u = 0; u < plan_.num_units(); ++u)
     widest_slice = std::max(widest_slice, static_cast<size_t>(plan_.slice(u)));
   const size_t embeddings = static_cast<size_t>(plan_.unit(0).numel);
+  if (frozen_) {  // the working weights, nothing else
+    work_off_ = plan->Add(lowp_ ? "params 16-bit (frozen)" : "params fp32 (frozen)", P * elem());
+    return;
+  }
   if (split_)
     lo_ = plan->Add("params fp32 low halves (the high halves are the bf16 copy)", L * 2);
   else
@@ -132,6 +137,7 @@ const char* CudaDataParallel::WorkBytes(size_t off) const {
 }
 
 float* CudaDataParallel::Grad(size_t off) const {
+  if (frozen_) return nullptr;
   if (zero_ <= 1) return At<float>(grad_) + off;
   const int u = UnitOf(off);
   const Slot* s = grad_slot_of_unit_[u];

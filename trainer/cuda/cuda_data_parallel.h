@@ -25,6 +25,13 @@
 // A world of one (a host SelfCommunicator) runs every stage with local copies; "nccl" with one
 // rank runs the same through NCCL (and must give the same bits).
 //
+// Frozen (RunSpec::frozen: LLaVA's frozen language model): the working weights only, whole on
+// every rank (bf16: the 16-bit values of what was set, rounded as the working copy is; fp32:
+// the values; not fp16), and nothing else — no masters, moments, gradients, buckets or gathers; the
+// stage is 0 whatever was asked. The unit hooks do nothing, Grad() is null, the gradient norm,
+// the optimizer step and the gradient and optimizer-state calls are refused; Set/GetParameters
+// are local (not collective).
+//
 // The code: cuda_data_parallel.cc (the plan, streams, addresses, collectives),
 // cuda_data_parallel_step.cc (a step: micro-batches, unit hooks, norm, AdamW, gathers) and
 // cuda_data_parallel_host.cc (parameters, gradients and AdamW state to and from the host).
@@ -57,8 +64,9 @@ class CudaDataParallel {
   // masters themselves at zero 0; a full fp32 copy at zero 1-2). split_masters (RunSpec's;
   // applies at zero 0 with bf16 work, else ignored): the masters are kept as the bf16 copy and
   // their low halves (kernels/split_master.h), 2 bytes per parameter fewer.
+  // frozen: as above (zero is then taken as 0).
   CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, DType work,
-                   bool split_masters = false);
+                   bool split_masters = false, bool frozen = false);
   ~CudaDataParallel();
   CudaDataParallel(const CudaDataParallel&) = delete;
   CudaDataParallel& operator=(const CudaDataParallel&) = delete;
@@ -72,7 +80,9 @@ class CudaDataParallel {
   Status Bind(const DeviceArena* arena, cudaStream_t compute);
 
   int zero() const { return zero_; }
-  int64_t local_size() const { return static_cast<int64_t>(plan_.shard_size()); }
+  bool frozen() const { return frozen_; }
+  // Floats of fp32 master state this rank holds (its slices, or everything; 0 when frozen).
+  int64_t local_size() const { return frozen_ ? 0 : static_cast<int64_t>(plan_.shard_size()); }
 
   // Addresses by flat offset (valid for the unit being computed).
   template <typename T>
@@ -179,6 +189,12 @@ class CudaDataParallel {
   // Every unit's master slices from all ranks, unit by unit through fp32 gather space, to
   // `take` (if any).
   Status GatherMaster(const RangeSink& take);
+  // Frozen: the working weights to and from the host, a chunk at a time (16-bit: converted on
+  // the host, MasterHigh's rounding).
+  Status SetFrozen(const RangeSource& fill);
+  Status GetFrozen(const RangeSink& take);
+  // kInvalidArgument naming `what` when frozen (no gradients, no optimizer state).
+  Status RefuseFrozen(const char* what) const;
   template <typename T>
   T* At(size_t off) const {
     return arena_->At<T>(off);
@@ -188,8 +204,9 @@ class CudaDataParallel {
   dist::Communicator* comm_;
   int zero_;
   DType work_;
-  bool lowp_;   // a 16-bit working copy
-  bool split_;  // the masters as the bf16 copy and their low halves (lo_)
+  bool lowp_;    // a 16-bit working copy
+  bool split_;   // the masters as the bf16 copy and their low halves (lo_)
+  bool frozen_;  // the working weights only (above)
   dist::ShardPlan plan_;
   const DeviceArena* arena_ = nullptr;
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;

@@ -2,6 +2,7 @@
 // the AdamW state in and out, staged in chunks (host_staging.h), gathered from the ranks' slices
 // at zero >= 1, and the split masters' halves.
 #include <algorithm>
+#include <vector>
 
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/cuda_data_parallel.h"
@@ -38,6 +39,7 @@ Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
 }
 
 Status CudaDataParallel::SetParameters(const RangeSource& fill) {
+  if (frozen_) return SetFrozen(fill);
   const size_t P = layout_.total();
   if (split_) {
     std::vector<float> flat(P);
@@ -132,7 +134,59 @@ Status CudaDataParallel::GetSplitMasters(std::vector<float>* flat) {
   return Status::Ok();
 }
 
+// Frozen: the working weights themselves (fp32), or a chunk at a time converted on the host
+// (16-bit, rounded as CastToWork rounds: kernels/split_master.h's MasterHigh for bf16).
+Status CudaDataParallel::SetFrozen(const RangeSource& fill) {
+  const size_t P = layout_.total();
+  if (!lowp_) {
+    HostStaging staging;
+    BM_TRY(staging.Init(compute_, P));
+    BM_TRY(staging.Upload(fill, 0, P, At<float>(work_off_)));
+    BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "frozen parameters");
+    return Status::Ok();
+  }
+  if (work_ != DType::kBF16)
+    return Status(ErrorCode::kUnsupported, "a frozen model's working weights: bf16 or fp32");
+  const size_t chunk = std::min(P, HostStaging::kChunk);
+  std::vector<float> values(chunk);
+  std::vector<uint16_t> bits(chunk);
+  for (size_t at = 0; at < P; at += chunk) {
+    const size_t n = std::min(chunk, P - at);
+    fill(at, std::span<float>(values.data(), n));
+    SplitMastersCpu(values.data(), n, bits.data(), nullptr);
+    BM_CUDA_CHECK(cudaMemcpyAsync(At<uint16_t>(work_off_) + at, bits.data(), n * 2,
+                                  cudaMemcpyHostToDevice, compute_),
+                  "frozen parameters [{}, {})", at, at + n);
+    BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "frozen parameters");  // before bits change
+  }
+  return Status::Ok();
+}
+
+Status CudaDataParallel::GetFrozen(const RangeSink& take) {
+  const size_t P = layout_.total();
+  if (!take) return Status::Ok();
+  if (!lowp_) {
+    HostStaging staging;
+    BM_TRY(staging.Init(compute_, P));
+    return staging.Download(At<float>(work_off_), P, 0, take);
+  }
+  const size_t chunk = std::min(P, HostStaging::kChunk);
+  std::vector<uint16_t> bits(chunk);
+  std::vector<float> values(chunk);
+  for (size_t at = 0; at < P; at += chunk) {
+    const size_t n = std::min(chunk, P - at);
+    BM_CUDA_CHECK(cudaMemcpyAsync(bits.data(), At<uint16_t>(work_off_) + at, n * 2,
+                                  cudaMemcpyDeviceToHost, compute_),
+                  "frozen parameters [{}, {})", at, at + n);
+    BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "frozen parameters");
+    for (size_t i = 0; i < n; ++i) values[i] = BitsFloat(static_cast<uint32_t>(bits[i]) << 16);
+    take(at, std::span<const float>(values.data(), n));
+  }
+  return Status::Ok();
+}
+
 Status CudaDataParallel::GetParameters(const RangeSink& take) {
+  if (frozen_) return GetFrozen(take);
   if (split_) {
     std::vector<float> flat;
     BM_TRY(GetSplitMasters(&flat));
@@ -147,6 +201,7 @@ Status CudaDataParallel::GetParameters(const RangeSink& take) {
 }
 
 Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
+  BM_TRY(RefuseFrozen("GetGradients"));
   if (zero_ >= 2 || sums_own_slices())
     return Status(ErrorCode::kUnsupported,
                   "the gradients are reduce-scattered (zero >= 1 over several ranks): each rank "
@@ -162,6 +217,7 @@ Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
 }
 
 Status CudaDataParallel::GetOptimizerState(std::vector<float>* m, std::vector<float>* v) {
+  BM_TRY(RefuseFrozen("GetOptimizerState"));
   if (zero_ >= 1)
     return Status(ErrorCode::kUnsupported,
                   "the AdamW state is sharded (zero >= 1): each rank holds its local state");
@@ -170,6 +226,7 @@ Status CudaDataParallel::GetOptimizerState(std::vector<float>* m, std::vector<fl
 
 Status CudaDataParallel::SetOptimizerState(const std::vector<float>& m,
                                            const std::vector<float>& v) {
+  BM_TRY(RefuseFrozen("SetOptimizerState"));
   if (zero_ >= 1)
     return Status(ErrorCode::kUnsupported,
                   "the AdamW state is sharded (zero >= 1): set each rank's local state");
@@ -187,6 +244,7 @@ Status CudaDataParallel::SetOptimizerState(const std::vector<float>& m,
 
 Status CudaDataParallel::GetLocalState(std::vector<float>* master, std::vector<float>* m,
                                        std::vector<float>* v) {
+  BM_TRY(RefuseFrozen("GetLocalState"));
   const size_t n = static_cast<size_t>(local_size());
   if (split_ && master) BM_TRY(GetSplitMasters(master));
   for (auto [out, off] : {std::pair{split_ ? nullptr : master, master_}, {m, m_}, {v, v_}}) {
@@ -202,6 +260,7 @@ Status CudaDataParallel::GetLocalState(std::vector<float>* master, std::vector<f
 
 Status CudaDataParallel::SetLocalState(const std::vector<float>& master,
                                        const std::vector<float>& m, const std::vector<float>& v) {
+  BM_TRY(RefuseFrozen("SetLocalState"));
   const size_t n = static_cast<size_t>(local_size());
   if (master.size() != n || m.size() != n || v.size() != n)
     return Errorf(ErrorCode::kInvalidArgument,

@@ -16,7 +16,7 @@ using CommType = dist::DType;
 }  // namespace
 
 Status CudaDataParallel::ZeroPendingGradients() {
-  if (!zero_pending_ || zero_ >= 2) return Status::Ok();
+  if (frozen_ || !zero_pending_ || zero_ >= 2) return Status::Ok();
   zero_pending_ = false;
   BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_), 0, layout_.total() * 4, compute_), "zero grads");
   return Status::Ok();
@@ -24,6 +24,10 @@ Status CudaDataParallel::ZeroPendingGradients() {
 
 Status CudaDataParallel::BeginMicroBatch(bool last) {
   last_micro_ = last;
+  if (frozen_) {  // no gradients to write or add to
+    first_micro_ = false;
+    return Status::Ok();
+  }
   if (zero_ >= 2) {
     // Fresh buckets every micro-batch; the own slices accumulate (zeroed once per step).
     first_micro_ = true;
@@ -63,6 +67,7 @@ Status CudaDataParallel::ZeroAddedGradients(int unit, float* base) {
 }
 
 Status CudaDataParallel::EndMicroBatch() {
+  if (frozen_) return Status::Ok();  // nothing was issued on the communication stream
   BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "communication done");
   BM_TRY(ComputeAfter(comm_done_));
   GathersAwaited();  // issued before this micro-batch's reductions, on the same stream
@@ -129,6 +134,7 @@ Status CudaDataParallel::Release(int unit) {
 }
 
 Status CudaDataParallel::BeginUnitGradients(int unit) {
+  if (frozen_) return Status::Ok();
   if (zero_ <= 1) {
     if (!per_unit_zeroing_ || !first_micro_) return Status::Ok();
     return ZeroAddedGradients(unit, At<float>(grad_) + layout_.units()[unit].offset);
@@ -145,6 +151,7 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
 }
 
 Status CudaDataParallel::GradientsReady(int unit) {
+  if (frozen_) return Status::Ok();
   const Range& u = layout_.units()[unit];
   if (zero_ <= 1) {
     if (!last_micro_) return Status::Ok();
@@ -173,7 +180,16 @@ Status CudaDataParallel::GradientsReady(int unit) {
   return Status::Ok();
 }
 
+Status CudaDataParallel::RefuseFrozen(const char* what) const {
+  if (!frozen_) return Status::Ok();
+  return Errorf(ErrorCode::kInvalidArgument,
+                "{}: the model is frozen (RunSpec::frozen): it has no gradients and no optimizer "
+                "state",
+                what);
+}
+
 Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
+  BM_TRY(RefuseFrozen("the gradient norm"));
   if (sums_own_slices())
     return Status(ErrorCode::kInternal,
                   "GradSumSquares: at zero 1 over several ranks the norm counts the own slices "
@@ -212,6 +228,7 @@ Status CudaDataParallel::SumOverGroup(float* value) {
 }
 
 Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sumsq) {
+  BM_TRY(RefuseFrozen("the optimizer step"));
   BM_TRY(ZeroPendingGradients());
   BM_TRY(AwaitGathers());  // the own slices are their send buffers
   if (zero_ == 0) {

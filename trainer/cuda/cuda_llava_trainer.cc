@@ -22,6 +22,7 @@ namespace {
 // One device allocation, freed with its owner.
 struct DeviceMemory {
   void* ptr = nullptr;
+  size_t bytes = 0;
   DeviceMemory() = default;
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -31,6 +32,7 @@ struct DeviceMemory {
   Status Alloc(size_t bytes, const char* what) {
     BM_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(bytes, 16)), "LLaVA {}: {} bytes", what, bytes);
     BM_CUDA_CHECK(cudaMemset(ptr, 0, std::max<size_t>(bytes, 16)), "LLaVA {}", what);
+    this->bytes = std::max<size_t>(bytes, 16);
     return Status::Ok();
   }
   template <typename T>
@@ -74,6 +76,8 @@ struct CudaLlavaTrainer::Impl {
   std::vector<int64_t> kept;       // their index image * K + k
   bool train_lm = true;
   bool compacted = false;  // some token was cut off: rows / row_grad in use
+  std::string device_name;
+  int64_t device_total_bytes = 0;
 
   explicit Impl(const LlavaConfig& c) : config(c), layout(c) {}
   ~Impl() {  // the modules before the LM, whose stream they use
@@ -114,6 +118,13 @@ struct CudaLlavaTrainer::Impl {
     return Status::Ok();
   }
 
+  // Device bytes of the trainer's own buffers (moments, pixels, rows, the norm's).
+  size_t OwnBytes() const {
+    size_t n = pixels.bytes + rows.bytes + row_grad.bytes + dprojected.bytes + norm.bytes;
+    for (const Part& p : parts) n += p.m.bytes + p.v.bytes;
+    return n;
+  }
+
   Result<double> PartSumSquares(const Part& p) {
     BM_TRY(GradSumSquares(norm.as<float>(), norm.as<float>() + 1, p.grad, p.n(), stream));
     float out = 0;
@@ -129,6 +140,17 @@ CudaLlavaTrainer::~CudaLlavaTrainer() = default;
 
 int64_t CudaLlavaTrainer::total() const { return impl_->layout.total(); }
 const LlavaLayout& CudaLlavaTrainer::layout() const { return impl_->layout; }
+const MemoryReport& CudaLlavaTrainer::lm_memory() const { return impl_->lm->memory(); }
+const std::string& CudaLlavaTrainer::device_name() const { return impl_->device_name; }
+
+MemoryStats CudaLlavaTrainer::Memory() const {
+  const Impl& s = *impl_;
+  MemoryStats m;
+  m.peak_bytes = static_cast<int64_t>(s.lm->memory().plan_bytes + s.tower->device_bytes() +
+                                      s.projector->device_bytes() + s.OwnBytes());
+  m.device_total_bytes = s.device_total_bytes;
+  return m;
+}
 
 Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
     const LlavaConfig& config, const BackendOptions& options, int64_t max_images,
@@ -170,6 +192,12 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
 
   auto impl = std::make_unique<Impl>(config);
   Impl& s = *impl;
+  s.train_lm = trainable.language_model;
+  cudaDeviceProp props{};
+  BM_CUDA_CHECK(cudaGetDeviceProperties(&props, options.device_index), "GPU {}'s properties",
+                options.device_index);
+  s.device_name = props.name;
+  s.device_total_bytes = static_cast<int64_t>(props.totalGlobalMem);
   s.max_images = max_images;
   s.max_batch = options.max_batch;
   s.max_seq = options.max_seq;
@@ -189,6 +217,8 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
   run.seq = static_cast<int>(options.max_seq);
   run.dtype = s.dtype;
   run.recompute = options.recompute;
+  // A frozen LM: its working weights only, replicated; its backward the rows' gradient only.
+  run.frozen = !trainable.language_model;
   AttentionShape shape{
       run.micro_batch,     run.seq, spec.local_heads(), spec.local_kv_heads(), spec.head_dim(),
       run.attention_chunk, false};
@@ -232,7 +262,6 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
                   s.layout.vision().total(), s.layout.projector().total());
 
   // The replicated parts' AdamW state, the batch's buffers.
-  s.train_lm = trainable.language_model;
   s.parts[0].trained = trainable.tower;
   s.parts[1].trained = trainable.projector;
   s.parts[0].name = "vision tower";
@@ -243,6 +272,15 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
   s.parts[1].master = s.projector->master();
   s.parts[1].grad = s.projector->grad();
   s.parts[1].layout = &s.projector->layout();
+  // A frozen tower has no backward: no gradients; nor has a frozen projector under it.
+  if (!trainable.tower) {
+    s.tower->ReleaseGradients();
+    s.parts[0].grad = nullptr;
+    if (!trainable.projector) {
+      s.projector->ReleaseGradients();
+      s.parts[1].grad = nullptr;
+    }
+  }
   for (Impl::Part& p : s.parts) {
     if (!p.trained) continue;
     BM_TRY(p.m.Alloc(p.n() * 4, "AdamW m"));
@@ -307,9 +345,13 @@ Status CudaLlavaTrainer::GetGradients(std::span<float> whole) {
   std::copy(part.begin(), part.end(), whole.begin() + s.layout.vision_offset());
   BM_TRY(s.projector->GetGradients(&part));
   std::copy(part.begin(), part.end(), whole.begin() + s.layout.projector_offset());
+  float* text = whole.data() + s.layout.text_offset();
+  if (!s.train_lm) {  // a frozen LM has no gradients
+    std::fill(text, whole.data() + whole.size(), 0.0f);
+    return Status::Ok();
+  }
   std::vector<float> flat;
   BM_TRY(s.lm->GetGradients(&flat));
-  float* text = whole.data() + s.layout.text_offset();
   for (const TensorSpan& t : s.spans) std::copy_n(flat.begin() + t.gpu, t.numel, text + t.host);
   return Status::Ok();
 }
@@ -318,7 +360,7 @@ Status CudaLlavaTrainer::ZeroGrad() {
   Impl& s = *impl_;
   BM_TRY(s.tower->ZeroGradients());
   BM_TRY(s.projector->ZeroGradients());
-  return s.lm->ZeroGradients();
+  return s.train_lm ? s.lm->ZeroGradients() : Status::Ok();
 }
 
 Result<LossSum> CudaLlavaTrainer::ForwardBackward(const cpu::LlavaMicroBatch& b, float loss_scale,

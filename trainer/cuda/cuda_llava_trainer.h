@@ -13,6 +13,16 @@
 // trained parts (cpu::LlavaTrainable); clipping by it is one factor (with 1 / the loss scale)
 // handed to every update, as the CPU twin does.
 //
+// A frozen language model (trainable.language_model false: LLaVA-1.5's pretraining stage) is a
+// frozen CudaModel (RunSpec::frozen): its working weights only (bf16 or fp32), whole on every
+// rank whatever the ZeRO stage — no fp32 masters, gradients or AdamW moments, no ZeRO shards or
+// reductions — and its backward computes the input gradients only, down to the spliced rows'
+// (no weight-gradient product), and nothing for a micro-batch without images. ZeroGrad, GradNorm
+// and OptimizerStep leave it out; its weights come back as set (fp32: bit for bit; bf16: the
+// stored 16-bit values). A frozen tower or projector has no AdamW moments and takes no update;
+// a frozen tower (and a frozen projector under it) releases its gradient buffer (it is not
+// backpropagated) but keeps its fp32 masters (the tower: 0.3B of LLaVA-1.5-13B).
+//
 // Precision: BackendOptions::precision fp32 (the checking mode) or bf16 (16-bit activations
 // and working weights over fp32 masters, gradients and moments, in all three parts); fp16 is
 // refused (it would need loss scaling, which the LLaVA loop does not run). No TP or PP.
@@ -24,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "base/result.h"
 #include "trainer/backend.h"
@@ -34,15 +45,18 @@
 
 namespace bm::train::cuda {
 
+struct MemoryReport;  // trainer/cuda/cuda_model.h
+
 class CudaLlavaTrainer {
  public:
   // options: max_batch, max_seq, precision (fp32 / bf16), attention (the LM's, as the CUDA
   // backend reads it), device_index, dp (a device communicator for several ranks; nullptr: a
   // world of one), zero. max_images: the most images of one micro-batch. trainable: the parts
-  // AdamW updates, as the CPU's (a frozen part keeps its weights bit for bit and counts in no
-  // gradient norm; a frozen tower is not backpropagated; a frozen LM still computes its
-  // gradients, to pass the rows' back). kUnavailable without a GPU; kUnsupported for fp16, TP or
-  // PP groups; kInvalidArgument for bad sizes.
+  // AdamW updates, as the CPU's (a frozen part keeps its weights — a frozen LM in bf16 its
+  // 16-bit working values — and counts in no gradient norm; a frozen tower is not
+  // backpropagated; a frozen LM computes only the input gradients that carry the rows' back).
+  // kUnavailable without a GPU; kUnsupported for fp16, TP or PP groups; kInvalidArgument for
+  // bad sizes.
   static Result<std::unique_ptr<CudaLlavaTrainer>> Create(
       const LlavaConfig& config, const BackendOptions& options, int64_t max_images,
       const cpu::LlavaTrainable& trainable = {});
@@ -52,13 +66,21 @@ class CudaLlavaTrainer {
 
   int64_t total() const;  // the whole model's floats (LlavaLayout order)
   const LlavaLayout& layout() const;
+  // The language model's memory plan (CudaModel::memory(); a frozen LM's has no masters,
+  // gradients or moments).
+  const MemoryReport& lm_memory() const;
+  // peak_bytes: the device memory this rank's trainer holds (the LM's arena, the tower's and the
+  // projector's parameters and activations, the moments and batch buffers; all allocated at
+  // Create, nothing later); device_total_bytes: the GPU's.
+  MemoryStats Memory() const;
+  const std::string& device_name() const;  // the GPU's (cudaDeviceProp::name)
 
   // The whole model (LlavaLayout order) on every rank.
   Status SetParameters(std::span<const float> whole);
   // Gathered (collective with zero >= 1); an empty span takes part and keeps nothing.
   Status GetParameters(std::span<float> whole);
   // The gradients as they stand (LlavaLayout order): zero 0, or one rank at zero 1 (as
-  // CudaModel::GetGradients); for checking against the CPU.
+  // CudaModel::GetGradients); zeros for a frozen LM; for checking against the CPU.
   Status GetGradients(std::span<float> whole);
 
   Status ZeroGrad();

@@ -82,6 +82,11 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   run.pipeline_slots);
   }
   BM_TRY(CheckModelParallelGroup("PP", model.pp, model.pp_rank, run.pp, run.zero));
+  if (run.frozen && (model.tp > 1 || model.pp > 1 || run.dtype == DType::kF16))
+    return Errorf(ErrorCode::kUnsupported,
+                  "CUDA backend: a frozen model (RunSpec::frozen) takes bf16 or fp32 without TP "
+                  "or PP (TP{} PP{}, {})",
+                  model.tp, model.pp, DTypeName(run.dtype));
   if (model.pp == 1 && run.pipeline_slots != 1)
     return Status(ErrorCode::kInvalidArgument, "CUDA backend: activation slots without PP");
   int count = 0;

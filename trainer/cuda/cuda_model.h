@@ -15,6 +15,14 @@
 // included). With recompute, only each layer's input is kept and a layer's activations are
 // recomputed during the backward pass.
 //
+// Frozen (RunSpec::frozen: LLaVA's frozen language model): the working weights only (bf16 or
+// fp32, whole on every rank: no ZeRO shards, no masters, gradients or AdamW moments in the plan),
+// and a backward that computes the input gradients only — through every layer to the embedding
+// output, for SplicedRows::grad — with no weight-gradient product, reduction or update (and none
+// at all without spliced rows to return a gradient to). Get/SetParameters work (not collective;
+// bf16 gives the stored 16-bit values back); GradNorm, OptimizerStep, Get/SetOptimizerState,
+// Get/SetLocalState and GetGradients are refused (kInvalidArgument).
+//
 // Tensor parallelism (ModelSpec::tp > 1, RunSpec::tp the TP group's device communicator): the
 // model is rank tp_rank's shard (trainer/model/shard.h: heads, ffn and vocabulary rows split)
 // with Megatron's collectives on the compute stream, as the CPU twin's (trainer/cpu/model.h):

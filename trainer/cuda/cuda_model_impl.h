@@ -59,8 +59,8 @@ struct CudaModel::Impl {
         run(r),
         self(r.comm ? nullptr : dist::MakeSelfCommunicator()),
         comm(r.comm ? r.comm : self.get()),
-        layout(m, CudaDataParallel::UnitAlign(r.zero, comm->size())),
-        dp(layout, comm, r.zero, r.dtype, r.split_masters) {
+        layout(m, CudaDataParallel::UnitAlign(r.frozen ? 0 : r.zero, comm->size())),
+        dp(layout, comm, r.zero, r.dtype, r.split_masters, r.frozen) {
     dp.SumWhole(TiedAcrossStages());
   }
   ModelSpec spec;
@@ -102,6 +102,10 @@ struct CudaModel::Impl {
   // ([4, chunk] fp32, classifier.cuh) and one sum of squares per counted gradient range
   // (CudaModel::CountGradients; at most one per tensor).
   size_t xent_stats = 0, range_sums = 0;
+  // Frozen (RunSpec::frozen): the norm kernels' weight-gradient column sums, which come with
+  // their input gradients, land here and are never read ([2, C] fp32 at norm scratch's end).
+  size_t frozen_norm_grad = 0;
+  bool Frozen() const { return run.frozen; }
   std::vector<Range> counted;
   // Pipeline parallel, the first of several stages with tied embeddings: the last stage's copy's
   // gradient, received.

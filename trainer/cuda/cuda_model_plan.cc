@@ -40,7 +40,7 @@ Status CudaModel::Impl::Plan() {
   // whose gradient the head writes), layer l's ending before the gradients of layer l - 1 do
   // (layer 0's before the embeddings' do).
   std::vector<std::optional<size_t>> over(acts.size());  // each layer's place there, if any
-  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1) {
+  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1 && !Frozen()) {
     const auto grads_end = [&](int unit) {
       return dp.grad_offset() + layout.units()[unit].end() * 4;
     };
@@ -83,7 +83,11 @@ Status CudaModel::Impl::Plan() {
   dres = plan.Add("residual grad", rows * c * elem);
   dln = plan.Add("norm grad", n * c * elem);
   size_t ns = Gpt() ? LayerNormScratchFloats(n, c) : RmsNormScratchFloats(n, c);
-  norm_scratch = plan.Add("norm scratch", ns * 4);
+  // Frozen: the norms' weight-gradient column sums (never read) at the scratch's end, 256-byte
+  // aligned as an entry of its own would be.
+  const size_t ns_aligned = (ns + 63) / 64 * 64;
+  norm_scratch = plan.Add("norm scratch", (Frozen() ? ns_aligned + 2 * c : ns) * 4);
+  frozen_norm_grad = norm_scratch + ns_aligned * 4;
   // A layer's MLP temporaries, its attention's and the head's are never live together (a layer
   // runs its attention, then its MLP, backward the other way round; the head runs between the
   // last layer's forward and its backward; each operation whole on one stream): they share.
@@ -135,10 +139,12 @@ Status CudaModel::Impl::Plan() {
   att_scratch = plan.Add("attention scratch", att_scratch_bytes);
   plan.EndShared();
   size_t widest = std::max<size_t>({size_t(BigCols()), size_t(QkvCols()), c});
-  bias_scratch =
-      plan.Add("bias grad scratch", BiasGradScratchFloats(static_cast<int>(n), widest) * 4);
-  norm_sq = plan.Add("grad sum of squares", 4);
-  norm_partials = plan.Add("grad norm partials", kGradNormBlocks * 4);
+  if (!Frozen()) {  // a frozen model has no gradients: no bias-gradient or norm-sum scratch
+    bias_scratch =
+        plan.Add("bias grad scratch", BiasGradScratchFloats(static_cast<int>(n), widest) * 4);
+    norm_sq = plan.Add("grad sum of squares", 4);
+    norm_partials = plan.Add("grad norm partials", kGradNormBlocks * 4);
+  }
   rope = plan.Add("rope table", static_cast<size_t>(run.seq) * spec.head_dim() * 4);
   tokens = plan.Add("tokens", n * 4);
   targets = plan.Add("targets", n * 4);
@@ -168,7 +174,9 @@ Status CudaModel::Impl::CheckFits(const MemoryPlan& plan) const {
   if (plan.total() <= free_bytes) return Status::Ok();
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::string hint;
-  if (run.zero < 3)
+  if (Frozen())
+    hint = "a frozen model is whole on every rank: try a smaller lbs or recompute = true";
+  else if (run.zero < 3)
     hint = fmt::format("try zero = {} or more ranks", run.zero + 1);
   else
     hint = "try more ranks, a smaller lbs, or recompute = true";
@@ -277,6 +285,17 @@ Status CudaModel::Impl::CheckSplicedPointers(const SplicedRows& sp) const {
 
 Status CudaModel::Impl::EmbeddingBackwardAll() {
   int n = N(), c = C();
+  if (Frozen()) {  // the spliced rows' gradient only: no embedding gradients
+    if (spliced_count == 0 || !spliced_grad) return Status::Ok();
+    return WithElementType(run.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      BM_ASSIGN_OR_RETURN(T * dout, WholeStreamGrad<T>());
+      return Phase("embedding", [&] {
+        return EmbeddingSpliceBackward<T>(static_cast<T*>(spliced_grad), dout,
+                                          A<int>(spliced_positions), spliced_count, c, stream);
+      });
+    });
+  }
   // The staging buffers are free: Stage waited for their last copies, and the host is here
   // before the GPU is (the forward and backward before this are queued, not done).
   // Spliced positions are in no bucket: the token embedding gets nothing from them.

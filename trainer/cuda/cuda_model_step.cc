@@ -80,8 +80,11 @@ Status CudaModel::Impl::NormBackward(T* dx, T* dy, const T* x, size_t w, size_t 
   }
   // Under sequence parallelism the weight gradients of this rank's rows are summed over the TP
   // group before they are added.
-  float* dw = Sp() ? A<float>(sp_norm_grad) : G(w);
-  float* db = Gpt() ? (Sp() ? A<float>(sp_norm_grad) + c : G(b)) : nullptr;
+  float* dw = Frozen() ? A<float>(frozen_norm_grad) : Sp() ? A<float>(sp_norm_grad) : G(w);
+  float* db = !Gpt()     ? nullptr
+              : Frozen() ? A<float>(frozen_norm_grad) + c
+              : Sp()     ? A<float>(sp_norm_grad) + c
+                         : G(b);
   if (Sp())
     BM_CUDA_CHECK(cudaMemsetAsync(dw, 0, 2 * static_cast<size_t>(c) * 4, stream),
                   "norm gradient scratch");
@@ -144,6 +147,7 @@ Status CudaModel::Impl::LinearBackward(T* dx, const T* dy, const T* x, size_t w,
 template <typename T>
 Status CudaModel::Impl::LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows,
                                          int in, int out, bool accumulate) {
+  if (Frozen()) return Status::Ok();  // no weight gradients: the input gradients only
   MatmulArgs g;
   g.m = out, g.n = in, g.k = rows;
   g.trans_a = true, g.trans_b = false;
@@ -455,6 +459,8 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
   BM_TRY(ForwardLayers<T>());
   BM_TRY(Head<T>(grad_scale, mode));
   if (mode != Mode::kTrain) return Status::Ok();
+  // A frozen model's backward only carries the spliced rows' gradient: without them, nothing.
+  if (Frozen() && !(spliced_count > 0 && spliced_grad)) return Status::Ok();
   return BackwardLayers<T>();
 }
 

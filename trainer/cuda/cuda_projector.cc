@@ -129,6 +129,10 @@ Status CudaProjector::RefreshWorkingCopy() {
 }
 float* CudaProjector::master() { return impl_->params.master(); }
 float* CudaProjector::grad() { return impl_->params.grad(); }
+void CudaProjector::ReleaseGradients() { impl_->params.ReleaseGradients(); }
+size_t CudaProjector::device_bytes() const {
+  return impl_->params.device_bytes() + impl_->arena->bytes();
+}
 
 Status CudaProjector::Forward(const void* features, int rows) {
   if (rows < 1 || rows > impl_->max_rows) {
@@ -146,6 +150,10 @@ const void* CudaProjector::dfeatures() const { return impl_->A<char>(impl_->dfea
 Status CudaProjector::Backward(const void* doutput) {
   if (impl_->rows == 0) {
     return Status(ErrorCode::kInvalidArgument, "CUDA projector: Backward before Forward");
+  }
+  if (!impl_->params.grad()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "CUDA projector: Backward after ReleaseGradients (a frozen projector)");
   }
   return WithElementType(impl_->opt.dtype, [&](auto t) {
     using T = decltype(t);

@@ -27,6 +27,11 @@ Status DeviceParams::Allocate(size_t count, DType dtype) {
   return RefreshWorkingCopy(nullptr);
 }
 
+void DeviceParams::ReleaseGradients() {
+  cudaFree(grad_);
+  grad_ = nullptr;
+}
+
 Status DeviceParams::Set(std::span<const float> flat, cudaStream_t stream) {
   if (flat.size() != count_) {
     return Errorf(ErrorCode::kInvalidArgument, "parameters: {} floats given, the layout has {}",
@@ -53,9 +58,14 @@ Status DeviceParams::GetMasters(std::vector<float>* flat, cudaStream_t stream) c
   return Download(flat, master_, count_, stream);
 }
 Status DeviceParams::GetGradients(std::vector<float>* flat, cudaStream_t stream) const {
+  if (!grad_) {  // released: a frozen module's
+    flat->assign(count_, 0.0f);
+    return Status::Ok();
+  }
   return Download(flat, grad_, count_, stream);
 }
 Status DeviceParams::ZeroGradients(cudaStream_t stream) {
+  if (!grad_) return Status::Ok();
   BM_CUDA_CHECK(cudaMemsetAsync(grad_, 0, std::max<size_t>(count_, 1) * 4, stream),
                 "zero {} gradients", count_);
   return Status::Ok();

@@ -26,6 +26,13 @@ class DeviceParams {
 
   Status Allocate(size_t count, DType dtype);
   size_t count() const { return count_; }
+  // Device bytes held: masters and gradients (fp32), the 16-bit working copy.
+  size_t device_bytes() const {
+    return count_ * (4 + (grad_ ? 4 : 0) + (dtype_ == DType::kF32 ? 0 : 2));
+  }
+  // A frozen module's: frees the gradients (grad() null from then on; GetGradients reads zeros,
+  // ZeroGradients does nothing).
+  void ReleaseGradients();
   float* master() const { return master_; }
   float* grad() const { return grad_; }
   template <typename T>

@@ -352,6 +352,10 @@ Status CudaVisionTower::RefreshWorkingCopy() {
 }
 float* CudaVisionTower::master() { return impl_->params.master(); }
 float* CudaVisionTower::grad() { return impl_->params.grad(); }
+void CudaVisionTower::ReleaseGradients() { impl_->params.ReleaseGradients(); }
+size_t CudaVisionTower::device_bytes() const {
+  return impl_->params.device_bytes() + impl_->arena->bytes();
+}
 
 Status CudaVisionTower::Forward(const float* pixels, int n) {
   if (n < 1 || n > impl_->opt.max_images) {
@@ -378,6 +382,10 @@ const void* CudaVisionTower::features() const { return impl_->A<char>(impl_->fea
 Status CudaVisionTower::Backward(const void* dfeatures) {
   if (impl_->cur_n == 0) {
     return Status(ErrorCode::kInvalidArgument, "CUDA vision tower: Backward before Forward");
+  }
+  if (!impl_->params.grad()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "CUDA vision tower: Backward after ReleaseGradients (a frozen tower)");
   }
   return WithElementType(impl_->opt.dtype, [&](auto t) {
     using T = decltype(t);

@@ -73,6 +73,10 @@ class CudaVisionTower {
   Status RefreshWorkingCopy();
   float* master();
   float* grad();
+  // Device bytes held: parameters, gradients, working copy and the activation arena.
+  size_t device_bytes() const;
+  // Frozen: frees the gradient buffer (grad() null; GetGradients reads zeros; Backward refused).
+  void ReleaseGradients();
 
   // pixels: device, fp32 CHW [n, 3, S, S], 1 <= n <= max_images. Computes the features.
   Status Forward(const float* pixels, int n);
@@ -105,6 +109,8 @@ class CudaProjector {
   Status RefreshWorkingCopy();
   float* master();
   float* grad();
+  size_t device_bytes() const;  // as CudaVisionTower's
+  void ReleaseGradients();      // as CudaVisionTower's
 
   // features: device [rows, vision.hidden] of options.dtype (CudaVisionTower::features()); the
   // caller's, read again by Backward: keep it unchanged until then.

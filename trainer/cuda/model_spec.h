@@ -96,6 +96,13 @@ struct RunSpec {
   // null: a world of one) and the ZeRO stage 0-3.
   dist::Communicator* comm = nullptr;
   int zero = 0;
+  // A frozen model (LLaVA's frozen language model, trainer/model/llava_freeze.h): it holds its
+  // working weights only (bf16 or fp32; no fp32 masters, gradients or AdamW moments), whole on
+  // every rank whatever `zero` says (no ZeRO shards, no reductions); its backward computes the
+  // input gradients only (down to the embedding output and SplicedRows::grad), no weight
+  // gradient. GradNorm, OptimizerStep and the gradient and optimizer-state calls are refused.
+  // Not with fp16, TP or PP.
+  bool frozen = false;
   // Tensor parallel: the TP group's communicator (device buffers, not owned), of ModelSpec::tp
   // ranks; null when tp is 1. The collectives run on the compute stream.
   dist::Communicator* tp = nullptr;

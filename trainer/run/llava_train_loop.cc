@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "trainer/checkpoint/llava_checkpoint.h"
@@ -217,14 +218,21 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   summary.run = run;
   summary.run.threads = options.threads;
   summary.steps = records;
-  BM_ASSIGN_OR_RETURN(double peak, ranks.Max(static_cast<double>(PeakResidentBytes())));
+  // Memory and the device's name as the text trainer's metrics give them (its peak FLOP/s for
+  // MFU are looked up by that name): on a GPU the device memory the trainer holds (all of it
+  // allocated at its creation) and the GPU's name; on the CPU the peak resident set.
+  const std::optional<LlavaTrainerApi::Device> gpu = trainer->device();
+  BM_ASSIGN_OR_RETURN(double peak, ranks.Max(static_cast<double>(gpu ? gpu->memory.peak_bytes
+                                                                     : PeakResidentBytes())));
   summary.memory.peak_bytes = static_cast<int64_t>(peak);
-  summary.memory.device_total_bytes = cpu::PhysicalMemoryBytes();
+  summary.memory.device_total_bytes =
+      gpu ? gpu->memory.device_total_bytes : cpu::PhysicalMemoryBytes();
   summary.world_size = ranks.world();
   summary.train_s = train_s;
-  summary.device_name = fmt::format("{}, {} threads", cpu::CpuModelName(), options.threads);
+  summary.device_name =
+      gpu ? gpu->name : fmt::format("{}, {} threads", cpu::CpuModelName(), options.threads);
   summary.started_at = started_at;
-  summary.platform = ProbePlatform(/*gpu_libraries=*/false);
+  summary.platform = ProbePlatform(/*gpu_libraries=*/run.device != "cpu");
   summary.eval = nullptr;
   const LlavaTrainedParts parts = {!run.freeze.vision_tower, !run.freeze.projector,
                                    !run.freeze.language_model};

@@ -22,6 +22,13 @@ class Wrapped final : public LlavaTrainerApi {
   }
   Result<float> GradNorm() override { return t_->GradNorm(); }
   Status OptimizerStep(const AdamWStep& step) override { return t_->OptimizerStep(step); }
+  std::optional<Device> device() const override {
+    if constexpr (requires(const Trainer& t) { t.Memory(); }) {
+      return Device{t_->device_name(), t_->Memory()};
+    } else {
+      return std::nullopt;
+    }
+  }
 
  private:
   std::unique_ptr<Trainer> t_;

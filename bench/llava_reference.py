@@ -154,7 +154,8 @@ def main():
     def step(entry):
         nonlocal opt, opt_kind
         x, y, px, tokens, images = load(args.batches, entry, image_token, dev)
-        out = model(input_ids=x, pixel_values=px, labels=y, use_cache=False)
+        # a micro-batch of text-only rows has no image for the tower (it refuses an empty batch)
+        out = model(input_ids=x, pixel_values=px if images else None, labels=y, use_cache=False)
         out.loss.backward()
         grads = [p.grad for p in params if p.grad is not None]
         total = torch.nn.utils.get_total_norm(grads, 2.0, False, True)

@@ -36,8 +36,8 @@ void RemoveOutputs(const std::string& out_dir) {
   for (const char* kind : {"", "_mask", "_images"})
     for (const char* ext : {".bin", ".idx"})
       fs::remove(fmt::format("{}/{}{}{}", out_dir, kSplit, kind, ext), ec);
-  for (const char* name : {kImagesFile, kImagesMetaFile, kQuestionsFile,
-                           train::eval::kDecodeTableFile, "stats.json"})
+  for (const char* name :
+       {kImagesFile, kImagesMetaFile, kQuestionsFile, train::eval::kDecodeTableFile, "stats.json"})
     fs::remove(out_dir + "/" + name, ec);
 }
 
@@ -89,18 +89,18 @@ Result<json> Run(const MmmuDataOptions& o, const std::string& out_dir, std::ostr
     if (fresh) images.push_back({rel, where(q)});
     image_of.push_back(static_cast<int32_t>(it->second));
   }
-  BM_ASSIGN_OR_RETURN(json images_meta, WriteImageSet(images, folder.empty() ? "." : folder,
-                                                      o.clip, o.threads, out_dir, log));
+  BM_ASSIGN_OR_RETURN(json images_meta, WriteImageSet(images, folder.empty() ? "." : folder, o.clip,
+                                                      o.threads, out_dir, log));
 
-  BM_ASSIGN_OR_RETURN(formats::IndexedDatasetWriter ids_out,
-                      formats::IndexedDatasetWriter::Create(out_dir + "/" + kSplit,
-                                                            formats::DType::kInt32));
+  BM_ASSIGN_OR_RETURN(
+      formats::IndexedDatasetWriter ids_out,
+      formats::IndexedDatasetWriter::Create(out_dir + "/" + kSplit, formats::DType::kInt32));
   BM_ASSIGN_OR_RETURN(formats::IndexedDatasetWriter mask_out,
-                      formats::IndexedDatasetWriter::Create(
-                          out_dir + "/" + kSplit + "_mask", formats::DType::kUInt8));
+                      formats::IndexedDatasetWriter::Create(out_dir + "/" + kSplit + "_mask",
+                                                            formats::DType::kUInt8));
   BM_ASSIGN_OR_RETURN(formats::IndexedDatasetWriter images_out,
-                      formats::IndexedDatasetWriter::Create(
-                          out_dir + "/" + kSplit + "_images", formats::DType::kInt32));
+                      formats::IndexedDatasetWriter::Create(out_dir + "/" + kSplit + "_images",
+                                                            formats::DType::kInt32));
   int64_t max_tokens = 0, total_tokens = 0, multiple_choice = 0;
   for (size_t i = 0; i < questions.size(); ++i) {
     const train::eval::MmmuQuestion& q = questions[i];
@@ -160,10 +160,10 @@ Result<json> Run(const MmmuDataOptions& o, const std::string& out_dir, std::ostr
                 {"dtype", "int32"}};
   BM_TRY(WriteAtomically(out_dir + "/stats.json", stats.dump(2) + "\n"));
   if (log != nullptr)
-    *log << fmt::format("mmmu_data: {} questions ({} multiple choice), {} images, prompts of up "
-                        "to {} tokens\n",
-                        questions.size(), multiple_choice, images_meta["count"].get<int64_t>(),
-                        max_tokens);
+    *log << fmt::format(
+        "mmmu_data: {} questions ({} multiple choice), {} images, prompts of up "
+        "to {} tokens\n",
+        questions.size(), multiple_choice, images_meta["count"].get<int64_t>(), max_tokens);
   return stats;
 }
 

@@ -144,7 +144,8 @@ const ErrorCase kCases[] = {
      "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\n"
      "checkpoint_every = 0\nmpe = 64\n\n"
      "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"d\"\n",
-     "16:8", "data 'd' is a llava_data target (training data): evaluate runs a LLaVA model on MMMU"},
+     "16:8",
+     "data 'd' is a llava_data target (training data): evaluate runs a LLaVA model on MMMU"},
     {"MmmuOnCuda",
      "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
      "[target.m]\nrule = \"mmmu_data\"\ninput = \"src/a.txt\"\nvocab = \"data/x.model\"\n\n"

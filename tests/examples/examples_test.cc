@@ -260,9 +260,9 @@ TEST_F(ExampleWorkspace, LlavaPretrainFinetuneMmmuAndAnLrEditRerunsOnlyTheFinetu
   // run_llava.py's predictions file with one entry per question.
   const std::string mmmu = ReadText(ws_ / "out/smoke_llava_mmmu/metrics.json");
   for (const char* field :
-       {R"("task": "mmmu")", R"("accuracy": [0-9.e-]+)", R"("examples": 10)",
-        R"("by_subject": \{)", R"("by_category": \{)", R"("Art and Design": \{)",
-        R"("questions": 10)", R"("max_new_tokens": 8)"})
+       {R"("task": "mmmu")", R"("accuracy": [0-9.e-]+)", R"("examples": 10)", R"("by_subject": \{)",
+        R"("by_category": \{)", R"("Art and Design": \{)", R"("questions": 10)",
+        R"("max_new_tokens": 8)"})
     EXPECT_TRUE(std::regex_search(mmmu, std::regex(field))) << field << "\n" << mmmu;
   const std::string predictions = ReadText(ws_ / "out/smoke_llava_mmmu/predictions.json");
   EXPECT_EQ(std::count(predictions.begin(), predictions.end(), '\n'), 12) << predictions;

@@ -160,8 +160,8 @@ int Generate(const std::string& ckpt, const std::string& inputs_path,
   Status s = model.SetParameters(*params);
   if (!s.ok()) return Fail(s.message());
   bool context_full = false;
-  Result<std::vector<int32_t>> out = model.GenerateGreedy(
-      prompt, pv->data.data(), positions.data(), images, max_new, eos, &context_full);
+  Result<std::vector<int32_t>> out = model.GenerateGreedy(prompt, pv->data.data(), positions.data(),
+                                                          images, max_new, eos, &context_full);
   if (!out.ok()) return Fail(out.status().message());
   std::printf("%s\n",
               nlohmann::json{{"tokens", *out}, {"context_full", context_full}}.dump().c_str());

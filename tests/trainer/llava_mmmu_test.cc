@@ -57,7 +57,8 @@ class LlavaMmmuTest : public ::testing::Test {
     c->vision.image_size = size;
     const LlavaLayout layout(*c);
     fs::create_directories(root_ / name);
-    const Status s = SaveLlavaModel((root_ / name).string(), *c, InitLlavaParameters(*c, layout, 5), 2);
+    const Status s =
+        SaveLlavaModel((root_ / name).string(), *c, InitLlavaParameters(*c, layout, 5), 2);
     ASSERT_TRUE(s.ok()) << s.message();
   }
 
@@ -102,8 +103,7 @@ TEST_F(LlavaMmmuTest, WritesPredictionsResponsesAndAScoreThatMatchesTheAnswerKey
       EXPECT_EQ(predictions[id], responses[id]["response"]) << id;  // open: the raw response
       const json answers = q["answer"].is_array() ? q["answer"] : json::array({q["answer"]});
       for (const auto& a : answers)
-        EXPECT_EQ(predictions[id].get<std::string>().find(a.get<std::string>()),
-                  std::string::npos)
+        EXPECT_EQ(predictions[id].get<std::string>().find(a.get<std::string>()), std::string::npos)
             << id;
     }
   }

@@ -187,8 +187,8 @@ Result<std::vector<int32_t>> LlavaModel<Float>::GenerateGreedy(
   std::vector<int32_t> ids(prompt.begin(), prompt.end());
   ids.reserve(max_seq_ + 1);
   // The image rows depend on the pixels only: computed once, spliced into every pass.
-  const LlavaMicroBatch batch{ids.data(), nullptr, nullptr, 1, n, pixel_values, image_positions,
-                              images};
+  const LlavaMicroBatch batch{ids.data(), nullptr,      nullptr,         1,
+                              n,          pixel_values, image_positions, images};
   BM_TRY(Encode(batch));
   spliced_.grad = nullptr;
   std::vector<int32_t> out;

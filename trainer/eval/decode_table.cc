@@ -73,8 +73,7 @@ Result<DecodeTable> DecodeTable::FromJson(const nlohmann::json& j, const std::st
   auto pieces = j.find("pieces");
   auto eos = j.find("eos_id");
   if (pieces == j.end() || !pieces->is_array() || eos == j.end() || !eos->is_number_integer())
-    return Errorf(ErrorCode::kCorrupt, "{}: \"pieces\" (a list) or \"eos_id\" is missing",
-                  origin);
+    return Errorf(ErrorCode::kCorrupt, "{}: \"pieces\" (a list) or \"eos_id\" is missing", origin);
   DecodeTable t;
   t.eos_id_ = eos->get<int32_t>();
   t.strip_leading_space_ = j.value("strip_leading_space", true);

@@ -85,8 +85,7 @@ Result<MmmuQuestion> ParseLine(const std::string& text, const std::string& at,
 
 }  // namespace
 
-Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path,
-                                                    bool require_images) {
+Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path, bool require_images) {
   std::ifstream in(path);
   if (!in) return Errorf(ErrorCode::kNotFound, "{}: cannot open the MMMU questions", path);
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();

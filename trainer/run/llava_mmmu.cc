@@ -125,7 +125,8 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
     return Errorf(ErrorCode::kCorrupt, "{}: questions.jsonl has {} questions, {}.idx {} prompts",
                   run.data_dir, questions.size(), kSplit, data.num_samples());
   std::unordered_map<std::string, int64_t> sample_of;
-  for (size_t i = 0; i < questions.size(); ++i) sample_of[questions[i].id] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < questions.size(); ++i)
+    sample_of[questions[i].id] = static_cast<int64_t>(i);
   BM_ASSIGN_OR_RETURN(LlavaConfig model, ModelFor(run, data));
 
   const int threads = run.threads > 0 ? static_cast<int>(run.threads)
@@ -152,42 +153,36 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
                     run.data_dir, p.images);
     bool context_full = false;
     BM_ASSIGN_OR_RETURN(std::vector<int32_t> out,
-                        llava.GenerateGreedy(p.ids, p.pixels.data(), p.positions.data(),
-                                             p.images, run.max_new_tokens, table.eos_id(),
-                                             &context_full));
+                        llava.GenerateGreedy(p.ids, p.pixels.data(), p.positions.data(), p.images,
+                                             run.max_new_tokens, table.eos_id(), &context_full));
     const bool eos = !out.empty() && out.back() == table.eos_id();
     const char* stop = eos ? "eos" : context_full ? "context" : "max_new_tokens";
     (eos ? stopped_eos : context_full ? stopped_context : stopped_max) += 1;
     new_tokens += static_cast<int64_t>(out.size());
     std::string text = table.Decode(out);
-    decoded[q.id] = {{"response", text},
-                     {"prompt_tokens", p.ids.size()},
-                     {"tokens", out},
-                     {"stopped", stop}};
+    decoded[q.id] = {
+        {"response", text}, {"prompt_tokens", p.ids.size()}, {"tokens", out}, {"stopped", stop}};
     if (progress && run.progress)
       *progress << fmt::format("\rMMMU {}/{}   ", ++done, questions.size()) << std::flush;
     return text;
   };
   BM_ASSIGN_OR_RETURN(eval::MmmuRun result, eval::RunMmmu(questions, respond, kMmmuSeed));
   if (progress && run.progress) *progress << "\n";
-  const double decode_s =
-      std::chrono::duration<double>(Clock::now() - t0).count() - decode_start;
+  const double decode_s = std::chrono::duration<double>(Clock::now() - t0).count() - decode_start;
 
   nlohmann::json eval = result.eval;
-  eval["decoding"] = {{"greedy", true},
-                      {"max_new_tokens", run.max_new_tokens},
-                      {"eos_id", table.eos_id()},
-                      {"new_tokens", new_tokens},
-                      {"seconds", decode_s},
-                      {"stopped",
-                       {{"eos", stopped_eos},
-                        {"max_new_tokens", stopped_max},
-                        {"context", stopped_context}}}};
+  eval["decoding"] = {
+      {"greedy", true},
+      {"max_new_tokens", run.max_new_tokens},
+      {"eos_id", table.eos_id()},
+      {"new_tokens", new_tokens},
+      {"seconds", decode_s},
+      {"stopped",
+       {{"eos", stopped_eos}, {"max_new_tokens", stopped_max}, {"context", stopped_context}}}};
   if (progress)
     *progress << fmt::format("MMMU accuracy {:.4f} ({} of {} questions), {} tokens in {:.2f} s\n",
-                             eval["accuracy"].get<double>(),
-                             eval["mmmu"]["correct"].get<int64_t>(), questions.size(),
-                             new_tokens, decode_s);
+                             eval["accuracy"].get<double>(), eval["mmmu"]["correct"].get<int64_t>(),
+                             questions.size(), new_tokens, decode_s);
   TrainSummary summary;
   summary.model = model.text;
   summary.run = run;

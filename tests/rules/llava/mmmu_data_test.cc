@@ -2,6 +2,8 @@
 // malformed question line or a missing image named as FILE:LINE, a prompt that spells
 // "<image>" refused, nothing left behind after a failure. The prompts' ids and the decode table
 // are checked against python sentencepiece and MMMU's own prompts by mmmu_data_check.py.
+#include "rules/llava/mmmu_data.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/formats/megatron_dataset.h"
-#include "rules/llava/mmmu_data.h"
 #include "rules/registry.h"
 
 namespace bm::rules::llava {
@@ -82,7 +83,8 @@ TEST_F(MmmuDataTest, TheSampleGivesOnePromptAndImage1PerQuestion) {
   EXPECT_EQ(meta["sources"][0], "images/validation_Art_1_1.png");
   Result<formats::IndexedDataset> images = formats::IndexedDataset::Open(Out() + "/mmmu_images");
   ASSERT_TRUE(images.ok());
-  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(*images->ReadSequence(i), std::vector<int32_t>{int32_t(i)});
+  for (size_t i = 0; i < 10; ++i)
+    EXPECT_EQ(*images->ReadSequence(i), std::vector<int32_t>{int32_t(i)});
   // The question lines come through verbatim, in order.
   std::ifstream a(options_.questions), b(root_ / "out/questions.jsonl");
   std::string la, lb;
@@ -119,10 +121,9 @@ TEST_F(MmmuDataTest, AnUndecodableImageIsNamedWithItsQuestion) {
 }
 
 TEST_F(MmmuDataTest, AQuestionSpellingTheImageTagIsRefused) {
-  SetLine(4,
-          R"({"id": "validation_Math_1", "subject": "Math", "question_type": "open", )"
-          R"("question": "How many circles are in <image>?", "options": [], "answer": "3", )"
-          R"("images": ["images/validation_Math_1_1.png"]})");
+  SetLine(4, R"({"id": "validation_Math_1", "subject": "Math", "question_type": "open", )"
+             R"("question": "How many circles are in <image>?", "options": [], "answer": "3", )"
+             R"("images": ["images/validation_Math_1_1.png"]})");
   Result<json> r = MmmuDataToDirectory(options_, Out(), nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(options_.questions +
@@ -137,8 +138,8 @@ TEST(MmmuDataRuleTest, CheckRejectsBadParameters) {
   RegisterBuiltinRules(rules);
   const engine::Rule* rule = rules.Find("mmmu_data");
   ASSERT_NE(rule, nullptr);
-  const auto errors = rule->Check(
-      {{"image_size", 0}, {"image_tokens", 0}, {"threads", -1}, {"split", "a/b"}});
+  const auto errors =
+      rule->Check({{"image_size", 0}, {"image_tokens", 0}, {"threads", -1}, {"split", "a/b"}});
   std::vector<std::string> params;
   for (const auto& e : errors) params.push_back(e.param);
   std::sort(params.begin(), params.end());

@@ -1,7 +1,6 @@
 #include "trainer/run/llava_mmmu.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,12 +12,11 @@
 #include "trainer/checkpoint/model_checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/cpu/cpu_backend.h"
-#include "trainer/cpu/llava_model.h"
-#include "trainer/cpu/ops/matmul.h"
 #include "trainer/data/llava_data.h"
 #include "trainer/eval/decode_table.h"
 #include "trainer/eval/mmmu_run.h"
 #include "trainer/platform.h"
+#include "trainer/run/llava_decoder.h"
 #include "trainer/run/llava_train_loop.h"
 #include "trainer/run/metrics.h"
 
@@ -30,11 +28,7 @@ constexpr const char* kSplit = "mmmu";
 constexpr uint32_t kMmmuSeed = 42;  // run_llava.py's --seed default: its set_seed(42)
 
 Status CheckRun(const RunConfig& run) {
-  if (run.device != "cpu")
-    return Errorf(ErrorCode::kUnsupported,
-                  "device \"{}\": MMMU's greedy decoding of a LLaVA model runs on the cpu only "
-                  "so far; set device = \"cpu\"",
-                  run.device);
+  // (the device: CreateLlavaDecoder's)
   if (run.precision != Precision::kFp32)
     return Status(ErrorCode::kUnsupported, "precision: MMMU on the cpu is fp32 only");
   if (run.layout.tp * run.layout.pp * run.layout.dp != 1)
@@ -131,13 +125,12 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
 
   const int threads = run.threads > 0 ? static_cast<int>(run.threads)
                                       : static_cast<int>(std::thread::hardware_concurrency());
-  omp_set_num_threads(threads);
-  cpu::SetBlasThreads(threads);
-  cpu::LlavaModel<float> llava(model, 1, model.text.max_seq, 1);
+  BM_ASSIGN_OR_RETURN(std::unique_ptr<LlavaDecoder> llava,
+                      CreateLlavaDecoder(run.device, model, threads));
   {
     BM_ASSIGN_OR_RETURN(std::vector<float> params,
                         LoadLlavaParameters(run.init + "/" + kModelFile, model));
-    BM_TRY(llava.SetParameters(params));
+    BM_TRY(llava->SetParameters(params));
   }
   if (progress)
     *progress << fmt::format("MMMU: {} questions, greedy, max_new_tokens {}\n", questions.size(),
@@ -153,8 +146,8 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
                     run.data_dir, p.images);
     bool context_full = false;
     BM_ASSIGN_OR_RETURN(std::vector<int32_t> out,
-                        llava.GenerateGreedy(p.ids, p.pixels.data(), p.positions.data(), p.images,
-                                             run.max_new_tokens, table.eos_id(), &context_full));
+                        llava->GenerateGreedy(p.ids, p.pixels.data(), p.positions.data(), p.images,
+                                              run.max_new_tokens, table.eos_id(), &context_full));
     const bool eos = !out.empty() && out.back() == table.eos_id();
     const char* stop = eos ? "eos" : context_full ? "context" : "max_new_tokens";
     (eos ? stopped_eos : context_full ? stopped_context : stopped_max) += 1;

@@ -7,16 +7,18 @@
 // themselves (questions.jsonl, MMMU's JSONL lines) and the decode table (decode.json,
 // trainer/eval/decode_table.h). For each question, in MMMU's order (trainer/eval/mmmu_run.h),
 // the LLaVA model decodes greedily from the prompt with image_1's rows spliced in
-// (cpu::LlavaModel::GenerateGreedy), at most max_new_tokens tokens or up to the tokenizer's
-// end-of-sequence id; the new tokens are detokenized with the table and judged as MMMU does.
+// (trainer/run/llava_decoder.h: cpu::LlavaModel::GenerateGreedy), at most max_new_tokens tokens or
+// up to the tokenizer's end-of-sequence id; the new tokens are detokenized with the table and
+// judged as MMMU does.
 //
 // Writes into out_dir: predictions.json (run_llava.py's output file), responses.json (each
 // question's raw response, its token ids and why decoding stopped) and metrics.json (kind
 // evaluate; eval = MmmuEvalFields plus "decoding": {"max_new_tokens", "greedy", "stopped":
 // {"eos", "max_new_tokens", "context"}}), each written atomically.
 //
-// CPU and fp32, one rank: device "cuda" is refused (kUnsupported, naming device) — there is
-// no GPU decoder yet. Errors name the directory's file, or the question's id.
+// CPU and fp32, one rank: device "cuda" is refused by CreateLlavaDecoder (kUnsupported,
+// naming the device) — there is no GPU decoder yet. Errors name the directory's file, or the
+// question's id.
 #pragma once
 
 #include <nlohmann/json.hpp>

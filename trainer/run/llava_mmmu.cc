@@ -1,6 +1,7 @@
 #include "trainer/run/llava_mmmu.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <filesystem>
@@ -92,6 +93,13 @@ Result<Prompt> PromptOf(const LlavaData& data, int64_t sample) {
   return p;
 }
 
+// The process's peak resident set (getrusage), as the CPU LLaVA loop reports it.
+int64_t PeakResidentBytes() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
 Status WriteJson(const std::string& path, const nlohmann::json& j) {
   return WriteFileAtomically(path, j.dump(2) + "\n");
 }
@@ -180,6 +188,7 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
   summary.model = model.text;
   summary.run = run;
   summary.run.threads = threads;
+  summary.memory.peak_bytes = PeakResidentBytes();
   summary.memory.device_total_bytes = cpu::PhysicalMemoryBytes();
   summary.device_name = fmt::format("{}, {} threads", cpu::CpuModelName(), threads);
   summary.started_at = started_at;

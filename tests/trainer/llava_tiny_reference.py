@@ -16,7 +16,8 @@ MMMU's model half): from a prompt with an image in the middle, the reference app
 of its last position's next-token logits and reruns, as transformers' generate does with
 do_sample=False and num_beams=1; ours must make the same tokens (compared up to the first step
 whose two best logits lie within 1e-6 of each other, a tie float32 may break either way), stop
-after the reference's third token when that token is the end-of-sequence id, and, with no
+after the reference's third token (or the first after it not made before) when that token is
+the end-of-sequence id, and, with no
 end-of-sequence id, run until the sequence outgrows max_seq (the token made after max_seq tokens
 is the last).
 
@@ -199,7 +200,9 @@ def greedy(args):
             embeds = np.concatenate([embeds, table[nxt][None, None]], 1)
         exact = len(ref) if exact is None else exact
         long = ours(1000, -1)
-        eos_run = ours(1000, ref[2])
+        # the end-of-sequence id: the first token from the third on that was not made before
+        stop = next(j for j in range(2, len(ref)) if ref[j] not in ref[:j])
+        eos_run = ours(1000, ref[stop])
         short = ours(5, -1)
     expected_len = max_seq - len(prompt) + 1
     ok = True
@@ -208,8 +211,8 @@ def greedy(args):
          len(long["tokens"]) == expected_len and long["context_full"]),
         (f"no eos: the reference's tokens (the first {exact} of {len(ref)}, before any tie)",
          long["tokens"][:exact] == ref[:exact]),
-        ("eos = the reference's third token: stops there, eos kept",
-         eos_run["tokens"] == ref[:3] and not eos_run["context_full"]),
+        (f"eos = the reference's token {stop + 1}: stops there, eos kept",
+         eos_run["tokens"] == ref[:stop + 1] and not eos_run["context_full"]),
         ("max_new_tokens 5: five tokens", short["tokens"] == ref[:5]),
     ]
     for what, good in checks:

@@ -9,6 +9,7 @@
 #include "base/formats/megatron_dataset.h"
 #include "base/real_filesystem.h"
 #include "rules/llava/image_set.h"
+#include "rules/llava/llava_json.h"
 #include "rules/llava/llava_template.h"
 #include "rules/text/sentencepiece_tokenizer.h"
 #include "trainer/eval/decode_table.h"
@@ -85,6 +86,8 @@ Result<json> Run(const MmmuDataOptions& o, const std::string& out_dir, std::ostr
   for (const train::eval::MmmuQuestion& q : questions) {
     std::string rel = q.images[0];
     if (!prefix.empty() && rel.starts_with(prefix)) rel = rel.substr(prefix.size());
+    if (Status s = CheckImagePath(rel); !s.ok())
+      return Errorf(ErrorCode::kInvalidArgument, "{}: image_1 {}", where(q), s.message());
     auto [it, fresh] = image_index.emplace(rel, static_cast<int64_t>(images.size()));
     if (fresh) images.push_back({rel, where(q)});
     image_of.push_back(static_cast<int32_t>(it->second));

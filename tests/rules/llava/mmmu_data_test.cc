@@ -133,6 +133,20 @@ TEST_F(MmmuDataTest, AQuestionSpellingTheImageTagIsRefused) {
   EXPECT_TRUE(OutEmpty());
 }
 
+TEST_F(MmmuDataTest, AnImagePathLeavingTheFolderIsRefused) {
+  fs::create_directories(root_ / "elsewhere");
+  fs::copy(root_ / "sample/images/validation_Math_1_1.png", root_ / "elsewhere/m.png");
+  SetLine(4, R"({"id": "validation_Math_1", "subject": "Math", "question_type": "open", )"
+             R"("question": "How many circles?", "options": [], "answer": "3", )"
+             R"("images": ["../elsewhere/m.png"]})");
+  Result<json> r = MmmuDataToDirectory(options_, Out(), nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(options_.questions + ":4 (validation_Math_1): image_1 "),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(OutEmpty());
+}
+
 TEST(MmmuDataRuleTest, CheckRejectsBadParameters) {
   engine::RuleRegistry rules;
   RegisterBuiltinRules(rules);

@@ -3,6 +3,7 @@
 #include "rules/download.h"
 #include "rules/exec.h"
 #include "rules/llava/llava_data.h"
+#include "rules/llava/mmmu_data.h"
 #include "rules/tokenize.h"
 #include "rules/train_rules.h"
 
@@ -14,6 +15,7 @@ void RegisterBuiltinRules(engine::RuleRegistry& registry) {
   registry.Register(MakeTokenizeRule());
   registry.Register(llava::MakeLlavaImagesRule());
   registry.Register(llava::MakeLlavaDataRule());
+  registry.Register(llava::MakeMmmuDataRule());
   registry.Register(MakePretrainRule());
   registry.Register(MakeFinetuneRule());
   registry.Register(MakeEvaluateRule());

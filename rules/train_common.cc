@@ -93,7 +93,7 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
   std::vector<ParamSpec> p = {
       {"data", ParamType::kInput, std::nullopt,
        "a tokenize target (train/valid splits in the Megatron format), or for a LLaVA model a "
-       "llava_data target",
+       "llava_data target (training) or an mmmu_data target (evaluate: MMMU)",
        true},
       {"device", ParamType::kString, json("cpu"), "cpu or cuda", true},
       {"threads", ParamType::kInt, json(0),
@@ -181,6 +181,10 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
                  "candidates per multiple-choice question", true});
     p.push_back({"eval_max_answer", ParamType::kInt, json(32),
                  "exact match: only answers of at most this many tokens are decoded", true});
+    p.push_back({"max_new_tokens", ParamType::kInt, json(128),
+                 "MMMU (an mmmu_data target): tokens decoded per question at most (MMMU's LLaVA "
+                 "run: 128)",
+                 true});
   }
   return p;
 }
@@ -228,7 +232,8 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
                         "eval_tokens",
                         "eval_examples",
                         "eval_choices",
-                        "eval_max_answer"})
+                        "eval_max_answer",
+                        "max_new_tokens"})
     if (p.contains(k)) j[k] = p[k];
   if (kind == TrainKind::kPretrain)
     j["model"] = {{"preset", p["model"]}, {"overrides", p["overrides"]}};
@@ -318,14 +323,30 @@ std::vector<engine::ParamError> CheckTrainInputs(TrainKind kind, const json& p,
   if (!data || data->rule.empty()) return errors;  // a source directory: unknown
   const bool images = data->rule == "llava_data";
   if (kind == TrainKind::kEvaluate) {
+    const bool mmmu = data->rule == "mmmu_data";
+    const bool known = model && model->facts.is_object() && model->facts.contains("llava");
+    const bool llava = known && model->facts["llava"].get<bool>();
     if (images)
-      errors.push_back({"data", fmt::format("data '{}' is a llava_data target: evaluate does not "
-                                            "support LLaVA models yet",
+      errors.push_back({"data", fmt::format("data '{}' is a llava_data target (training data): "
+                                            "evaluate runs a LLaVA model on MMMU, an mmmu_data "
+                                            "target",
                                             data->name)});
-    else if (model && model->facts.value("llava", false))
-      errors.push_back({"checkpoint", fmt::format("checkpoint '{}' is a LLaVA model: evaluate does "
-                                                  "not support LLaVA models yet",
-                                                  model->name)});
+    else if (mmmu && known && !llava)
+      errors.push_back({"checkpoint", fmt::format("checkpoint '{}' is a text model; MMMU data "
+                                                  "(the mmmu_data target '{}') needs a LLaVA "
+                                                  "checkpoint (a pretrain or finetune of {})",
+                                                  model->name, data->name,
+                                                  fmt::join(train::LlavaPresetNames(), ", "))});
+    else if (!mmmu && llava)
+      errors.push_back({"data", fmt::format("checkpoint '{}' is a LLaVA model: evaluate runs it "
+                                            "on MMMU (an mmmu_data target), not on the {} "
+                                            "target '{}'",
+                                            model->name, data->rule, data->name)});
+    if (mmmu && p["device"].get<std::string>() != "cpu")
+      errors.push_back({"device", fmt::format("device '{}': MMMU's greedy decoding of a LLaVA "
+                                              "model runs on the cpu only so far; set device = "
+                                              "\"cpu\"",
+                                              p["device"].get<std::string>())});
     return errors;
   }
   // The model: the preset (pretrain) or what the init target says (finetune).

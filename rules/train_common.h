@@ -40,8 +40,9 @@ nlohmann::json TrainOutputFacts(TrainKind kind, const nlohmann::json& params,
 
 // Load-time check of the model against the data (at `data`): a LLaVA model
 // reads a llava_data target (text with images), a text model a tokenize
-// target; a source directory or a checkpoint file passes (unknown). Evaluate
-// refuses LLaVA models and llava_data (not supported yet).
+// target; a source directory or a checkpoint file passes (unknown). Evaluate: a
+// LLaVA checkpoint reads an mmmu_data target (MMMU) on the cpu, a text one
+// anything else; llava_data is refused.
 std::vector<engine::ParamError> CheckTrainInputs(TrainKind kind, const nlohmann::json& params,
                                                  const std::vector<engine::UpstreamInput>& inputs);
 

@@ -191,6 +191,29 @@ std::string SentencePieceTokenizer::Piece(int32_t id) const {
   return impl_->first.IdToPiece(id);
 }
 
+SentencePieceTokenizer::PieceBytes SentencePieceTokenizer::Bytes(int32_t id) const {
+  const sentencepiece::SentencePieceProcessor& sp = impl_->first;
+  if (id < 0 || id >= sp.GetPieceSize() || sp.IsControl(id) || sp.IsUnknown(id)) return {};
+  const std::string piece = sp.IdToPiece(id);
+  if (sp.IsByte(id)) {  // "<0xNN>"
+    return {PieceBytes::kByte,
+            std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)))};
+  }
+  std::string text;
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581
+  for (size_t i = 0; i < piece.size();) {
+    if (std::string_view(piece).substr(i, kSpace.size()) == kSpace) {
+      text += ' ';
+      i += kSpace.size();
+    } else {
+      text += piece[i++];
+    }
+  }
+  return {PieceBytes::kText, std::move(text)};
+}
+
+bool SentencePieceTokenizer::adds_dummy_prefix() const { return impl_->dummy_prefix; }
+
 void SentencePieceTokenizer::EncodeWithoutDummyPrefix(std::string_view text,
                                                       std::vector<int32_t>* out) const {
   if (impl_->by_line) {

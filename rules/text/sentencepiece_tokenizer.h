@@ -64,6 +64,17 @@ class SentencePieceTokenizer final : public Tokenizer {
   int32_t unk_id() const;
   // The piece of an id ("<s>", "▁the", "<0x0A>"); "" for an id out of range.
   std::string Piece(int32_t id) const;
+  // What an id decodes to, as DecodeIds puts it into the text: a control or unknown
+  // piece (kSpecial, no bytes; Hugging Face's skip_special_tokens drops them), a byte
+  // fallback piece <0xNN> (kByte: that byte), or any other piece (kText: its text with
+  // U+2581 "▁" as " "). An id out of range is kSpecial.
+  struct PieceBytes {
+    enum Kind { kSpecial, kByte, kText } kind = kSpecial;
+    std::string bytes;
+  };
+  PieceBytes Bytes(int32_t id) const;
+  // NormalizerSpec.add_dummy_prefix: DecodeIds then drops the first piece's leading "▁".
+  bool adds_dummy_prefix() const;
 
   // True when Encode cuts the text at newlines (see above); for tests.
   bool encodes_by_line() const;

@@ -119,6 +119,40 @@ const ErrorCase kCases[] = {
      "checkpoint_every = 0\nmpe = 64\n\n"
      "[target.f]\nrule = \"finetune\"\ninit = \"p\"\ndata = \"t\"\n",
      "22:8", "init 'p' is a LLaVA model: its data must be a llava_data target"},
+    // Evaluate: a LLaVA checkpoint runs on MMMU (mmmu_data), on the cpu; a text one does not.
+    {"TextCheckpointOnMmmuData",
+     "[target.m]\nrule = \"mmmu_data\"\ninput = \"src/a.txt\"\nvocab = \"data/x.model\"\n\n"
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n"
+     "tokenizer = \"sentencepiece\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"t\"\nmodel = \"llama-small\"\n\n"
+     "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"m\"\n",
+     "19:14",
+     "checkpoint 'p' is a text model; MMMU data (the mmmu_data target 'm') needs a LLaVA "
+     "checkpoint"},
+    {"LlavaCheckpointOnTextTokens",
+     "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n"
+     "tokenizer = \"sentencepiece\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\n"
+     "checkpoint_every = 0\nmpe = 64\n\n"
+     "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"t\"\n",
+     "22:8",
+     "checkpoint 'p' is a LLaVA model: evaluate runs it on MMMU (an mmmu_data target), not on "
+     "the tokenize target 't'"},
+    {"EvaluateOnLlavaData",
+     "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\n"
+     "checkpoint_every = 0\nmpe = 64\n\n"
+     "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"d\"\n",
+     "16:8",
+     "data 'd' is a llava_data target (training data): evaluate runs a LLaVA model on MMMU"},
+    {"MmmuOnCuda",
+     "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
+     "[target.m]\nrule = \"mmmu_data\"\ninput = \"src/a.txt\"\nvocab = \"data/x.model\"\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\n"
+     "checkpoint_every = 0\nmpe = 64\n\n"
+     "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"m\"\ndevice = \"cuda\"\n",
+     "22:10", "device 'cuda': MMMU's greedy decoding of a LLaVA model runs on the cpu only"},
     {"LlavaModelsMpe",
      "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
      "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\nmpe = 100000\n",

@@ -227,19 +227,21 @@ std::vector<std::string> RanTargets(const std::string& output) {
   return ran;
 }
 
-// LLaVA through the engine (issue 36): llava-tiny pretrained on the sample's llava_data, then
-// finetuned from that checkpoint on the conversations' llava_data; both in the report; an edit
-// of the finetune's lr reruns the finetune alone.
-TEST_F(ExampleWorkspace, LlavaPretrainThenFinetuneAndAnLrEditRerunsOnlyTheFinetune) {
+// LLaVA through the engine (issues 36, 37): llava-tiny pretrained on the sample's llava_data,
+// finetuned from that checkpoint on the conversations' llava_data, then evaluated on MMMU's
+// sample (mmmu_data, greedy decoding on the CPU); all three in the report, the evaluation's eval
+// column MMMU's accuracy; an edit of the finetune's lr reruns the finetune and the evaluation
+// only, and `explain` says why.
+TEST_F(ExampleWorkspace, LlavaPretrainFinetuneMmmuAndAnLrEditRerunsOnlyTheFinetuneAndMmmu) {
   Prepare("llava1.5_13b");
-  Run r = Benchmake("build smoke_llava_finetune");
+  Run r = Benchmake("build smoke_llava_mmmu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> ran = RanTargets(r.output);
   std::sort(ran.begin(), ran.end());
-  EXPECT_EQ(ran,
-            (std::vector<std::string>{"smoke_llava_finetune", "smoke_llava_finetune_data",
-                                      "smoke_llava_finetune_images", "smoke_llava_pretrain",
-                                      "smoke_llava_pretrain_data", "smoke_llava_pretrain_images"}))
+  EXPECT_EQ(ran, (std::vector<std::string>{"smoke_llava_finetune", "smoke_llava_finetune_data",
+                                           "smoke_llava_finetune_images", "smoke_llava_mmmu",
+                                           "smoke_llava_pretrain", "smoke_llava_pretrain_data",
+                                           "smoke_llava_pretrain_images", "smoke_mmmu_data"}))
       << r.output;
   // The pretrain's model in llava-hf's format is the finetune's start.
   for (const char* f : {"model.safetensors", "config.json", "metrics.json", "log.jsonl"})
@@ -254,6 +256,16 @@ TEST_F(ExampleWorkspace, LlavaPretrainThenFinetuneAndAnLrEditRerunsOnlyTheFinetu
     const std::string log = ReadText(ws_ / "out" / t / "log.jsonl");
     EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 5) << t << ":\n" << log;
   }
+  // MMMU: accuracy overall, by subject and by category, over mmmu_sample's 10 questions, and
+  // run_llava.py's predictions file with one entry per question.
+  const std::string mmmu = ReadText(ws_ / "out/smoke_llava_mmmu/metrics.json");
+  for (const char* field :
+       {R"("task": "mmmu")", R"("accuracy": [0-9.e-]+)", R"("examples": 10)", R"("by_subject": \{)",
+        R"("by_category": \{)", R"("Art and Design": \{)", R"("questions": 10)",
+        R"("max_new_tokens": 8)"})
+    EXPECT_TRUE(std::regex_search(mmmu, std::regex(field))) << field << "\n" << mmmu;
+  const std::string predictions = ReadText(ws_ / "out/smoke_llava_mmmu/predictions.json");
+  EXPECT_EQ(std::count(predictions.begin(), predictions.end(), '\n'), 12) << predictions;
 
   Run report = Benchmake("report");
   ASSERT_EQ(report.exit_code, 0) << report.output;
@@ -264,8 +276,12 @@ TEST_F(ExampleWorkspace, LlavaPretrainThenFinetuneAndAnLrEditRerunsOnlyTheFinetu
                                   R"([^|]*MPE=[0-9]+, LBS=4[^|]*\| [0-9,.]+ \| [0-9.]+ \|)")))
         << t << "\n"
         << report.output;
+  EXPECT_TRUE(std::regex_search(
+      report.output, std::regex(R"(\n\| smoke_llava_mmmu \| benchmake-train \|[^\n]*\| acc )"
+                                R"([0-9.]+% \(mmmu\) \|)")))
+      << report.output;
 
-  // The finetune's lr: the finetune alone reruns, the pretrain and the data are up to date.
+  // The finetune's lr: the finetune and MMMU rerun; the pretrain and the data are up to date.
   const std::string log_before = ReadText(ws_ / "out/smoke_llava_finetune/log.jsonl");
   const std::string benchfile = ReadText(ws_ / "BENCHFILE.toml");
   const std::string from = "lr = 2e-4\n";
@@ -274,9 +290,20 @@ TEST_F(ExampleWorkspace, LlavaPretrainThenFinetuneAndAnLrEditRerunsOnlyTheFinetu
   std::string edited = benchfile;
   edited.replace(edited.find(from), from.size(), "lr = 1e-4\n");
   std::ofstream(ws_ / "BENCHFILE.toml") << edited;
-  r = Benchmake("build smoke_llava_finetune");
+  Run explain = Benchmake("explain smoke_llava_finetune smoke_llava_mmmu");
+  ASSERT_EQ(explain.exit_code, 0) << explain.output;
+  EXPECT_NE(explain.output.find("smoke_llava_finetune: run\n  param lr: 0.0002 \u2192 0.0001"),
+            std::string::npos)
+      << explain.output;
+  EXPECT_NE(explain.output.find("smoke_llava_mmmu: waits for upstream\n  input "
+                                "smoke_llava_finetune: will be rebuilt"),
+            std::string::npos)
+      << explain.output;
+  r = Benchmake("build smoke_llava_mmmu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(RanTargets(r.output), std::vector<std::string>{"smoke_llava_finetune"}) << r.output;
+  EXPECT_EQ(RanTargets(r.output),
+            (std::vector<std::string>{"smoke_llava_finetune", "smoke_llava_mmmu"}))
+      << r.output;
   // min_lr = 0: each step's lr halves with the peak (the first step's, in both logs).
   auto first_lr = [](const std::string& log) {
     std::smatch m;

@@ -13,6 +13,11 @@
 //       (log-softmax of the next-token logits over the text vocabulary V), losses [B, T]
 //       (-log p(input_ids[t+1]), 0 at the last position and before image tokens) and loss [1]
 //       (HF's: the mean over t with label_mask[t+1] = 1).
+//   llava_dump generate CKPT_DIR INPUTS_JSON PIXELS_SAFETENSORS MAX_NEW EOS
+//       greedy decoding (LlavaModel::GenerateGreedy) from INPUTS_JSON's first row of
+//       input_ids (images expanded as above; label_mask not needed), at most MAX_NEW tokens,
+//       stopping at EOS (-1: none) or when the sequence outgrows the model's max_seq; prints
+//       {"tokens": [...], "context_full": bool} on stdout.
 // Exit 0, or 1 with a message on stderr.
 #include <cmath>
 #include <cstdio>
@@ -128,14 +133,53 @@ int RunModel(const std::string& ckpt, const std::string& inputs_path,
   return 0;
 }
 
+int Generate(const std::string& ckpt, const std::string& inputs_path,
+             const std::string& pixels_path, int64_t max_new, int32_t eos) {
+  Result<LlavaConfig> c = ReadLlavaCheckpointConfig(ckpt);
+  if (!c.ok()) return Fail(c.status().message());
+  Result<std::vector<float>> params = LoadLlavaParameters(ckpt + "/" + kModelFile, *c);
+  if (!params.ok()) return Fail(params.status().message());
+  std::ifstream in(inputs_path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("input_ids"))
+    return Fail(inputs_path + ": not {\"input_ids\": [[...]]}");
+  const auto row = j["input_ids"][0].get<std::vector<int64_t>>();
+  std::vector<int32_t> prompt;
+  std::vector<int64_t> positions;
+  for (size_t t = 0; t < row.size(); ++t) {
+    if (row[t] == c->image_token_id) positions.push_back(static_cast<int64_t>(t));
+    prompt.push_back(row[t] == c->image_token_id ? 0 : static_cast<int32_t>(row[t]));
+  }
+  const int64_t images = static_cast<int64_t>(positions.size()) / c->image_tokens();
+  Result<SafetensorsFile> px = ReadSafetensors(pixels_path);
+  if (!px.ok()) return Fail(px.status().message());
+  const NamedTensor* pv = px->Find("pixel_values");
+  if (!pv || (images > 0 && pv->shape[0] != images))
+    return Fail(pixels_path + ": no pixel_values for " + std::to_string(images) + " images");
+  cpu::LlavaModel<float> model(*c, 1, c->text.max_seq, std::max<int64_t>(images, 1));
+  Status s = model.SetParameters(*params);
+  if (!s.ok()) return Fail(s.message());
+  bool context_full = false;
+  Result<std::vector<int32_t>> out = model.GenerateGreedy(prompt, pv->data.data(), positions.data(),
+                                                          images, max_new, eos, &context_full);
+  if (!out.ok()) return Fail(out.status().message());
+  std::printf("%s\n",
+              nlohmann::json{{"tokens", *out}, {"context_full", context_full}}.dump().c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "save" && argc >= 3)
     return Save(argv[2], argc > 3 ? argv[3] : "llava-tiny", argc > 4 ? std::stoull(argv[4]) : 1);
   if (cmd == "run" && argc == 6) return RunModel(argv[2], argv[3], argv[4], argv[5]);
+  if (cmd == "generate" && argc == 7)
+    return Generate(argv[2], argv[3], argv[4], std::stoll(argv[5]),
+                    static_cast<int32_t>(std::stol(argv[6])));
   return Fail(
       "usage: llava_dump save OUT_DIR [PRESET [SEED]] | llava_dump run CKPT_DIR INPUTS_JSON "
-      "PIXELS_SAFETENSORS OUT_SAFETENSORS");
+      "PIXELS_SAFETENSORS OUT_SAFETENSORS | llava_dump generate CKPT_DIR INPUTS_JSON "
+      "PIXELS_SAFETENSORS MAX_NEW EOS");
 }
 
 }  // namespace

@@ -11,7 +11,18 @@ model.safetensors that `llava_dump save` writes. Then runs `llava_dump run` on t
 and compares the next-token log-probabilities (max |diff| <= 1e-4 * max(1, max |ref|)) and
 the loss (relative 1e-5). Exits 0 when both pass.
 
+With --greedy, checks greedy decoding instead (`llava_dump generate`, LlavaModel::GenerateGreedy,
+MMMU's model half): from a prompt with an image in the middle, the reference appends the argmax
+of its last position's next-token logits and reruns, as transformers' generate does with
+do_sample=False and num_beams=1; ours must make the same tokens (compared up to the first step
+whose two best logits lie within 1e-6 of each other, a tie float32 may break either way), stop
+after the reference's third token (or the first after it not made before) when that token is
+the end-of-sequence id, and, with no
+end-of-sequence id, run until the sequence outgrows max_seq (the token made after max_seq tokens
+is the last).
+
     /usr/bin/python3 tests/trainer/llava_tiny_reference.py --dump build/tests/trainer/llava_dump
+    /usr/bin/python3 tests/trainer/llava_tiny_reference.py --dump ... --greedy
 """
 import argparse
 import json
@@ -137,11 +148,89 @@ def llama_logits(W, t, embeds):
     return x @ W["language_model.lm_head.weight"].T
 
 
+def llava_embeds(W, cfg, ids, pixels):
+    v = cfg["vision_config"]
+    image = cfg["image_token_index"]
+    features = project(W, clip_features(W, v, pixels, cfg["vision_feature_layer"]))
+    features = features.reshape(-1, features.shape[-1])
+    ids_np = np.array(ids)
+    embeds = W["language_model.model.embed_tokens.weight"][np.where(ids_np == image, 0, ids_np)]
+    embeds[ids_np == image] = features
+    return embeds
+
+
+def greedy(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = os.path.join(tmp, "ckpt")
+        subprocess.run([args.dump, "save", ckpt, "llava-tiny", str(args.seed)], check=True,
+                       stdout=subprocess.DEVNULL)
+        cfg = json.load(open(os.path.join(ckpt, "config.json")))
+        W = read_safetensors(os.path.join(ckpt, "model.safetensors"))
+        v, t = cfg["vision_config"], cfg["text_config"]
+        vocab = cfg["benchmake"]["text"]["vocab"]
+        max_seq = cfg["benchmake"]["text"]["max_seq"]
+        image, k, S = cfg["image_token_index"], cfg["image_seq_length"], v["image_size"]
+        rng = random.Random(args.seed)
+        prompt = [1] + [rng.randrange(3, vocab) for _ in range(5)] + [image] * k + [
+            rng.randrange(3, vocab) for _ in range(8)]
+        pixels = np.random.default_rng(args.seed).standard_normal((1, 3, S, S))
+        pixels = pixels.astype(np.float32).astype(np.float64)
+        inputs = os.path.join(tmp, "inputs.json")
+        with open(inputs, "w") as f:
+            json.dump({"input_ids": [prompt]}, f)
+        px = os.path.join(tmp, "pixels.safetensors")
+        write_pixels(px, pixels)
+
+        def ours(max_new, eos):
+            r = subprocess.run([args.dump, "generate", ckpt, inputs, px, str(max_new), str(eos)],
+                               check=True, capture_output=True, text=True)
+            return json.loads(r.stdout)
+
+        # The reference: the whole forward on the sequence so far, argmax of the last position.
+        embeds = llava_embeds(W, cfg, prompt, pixels)[None]
+        table = W["language_model.model.embed_tokens.weight"]
+        ref, exact = [], None
+        while embeds.shape[1] <= max_seq:
+            logits = llama_logits(W, t, embeds)[0, -1, :vocab]
+            top2 = np.sort(logits)[-2:]
+            if exact is None and top2[1] - top2[0] < 1e-6:
+                exact = len(ref)  # tokens before this one must match exactly
+            nxt = int(np.argmax(logits))
+            ref.append(nxt)
+            embeds = np.concatenate([embeds, table[nxt][None, None]], 1)
+        exact = len(ref) if exact is None else exact
+        long = ours(1000, -1)
+        # the end-of-sequence id: the first token from the third on that was not made before
+        stop = next(j for j in range(2, len(ref)) if ref[j] not in ref[:j])
+        eos_run = ours(1000, ref[stop])
+        short = ours(5, -1)
+    expected_len = max_seq - len(prompt) + 1
+    ok = True
+    checks = [
+        ("no eos: one token per position up to max_seq, then the one after",
+         len(long["tokens"]) == expected_len and long["context_full"]),
+        (f"no eos: the reference's tokens (the first {exact} of {len(ref)}, before any tie)",
+         long["tokens"][:exact] == ref[:exact]),
+        (f"eos = the reference's token {stop + 1}: stops there, eos kept",
+         eos_run["tokens"] == ref[:stop + 1] and not eos_run["context_full"]),
+        ("max_new_tokens 5: five tokens", short["tokens"] == ref[:5]),
+    ]
+    for what, good in checks:
+        print(("ok   " if good else "FAIL ") + what)
+        ok = ok and good
+    print(f"reference {ref[:12]}...; ours {long['tokens'][:12]}...")
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dump", required=True)
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--greedy", action="store_true")
     args = parser.parse_args()
+    if args.greedy:
+        return greedy(args)
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = os.path.join(tmp, "ckpt")
         subprocess.run([args.dump, "save", ckpt, "llava-tiny", str(args.seed)], check=True)

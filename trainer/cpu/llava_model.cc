@@ -10,6 +10,7 @@ LlavaModel<Float>::LlavaModel(const LlavaConfig& config, int64_t max_batch, int6
     : config_(config),
       layout_(config),
       max_images_(std::max<int64_t>(max_images, 1)),
+      max_seq_(max_seq),
       tower_(config.vision, max_images_),
       projector_(config, max_images_ * config.image_tokens()),
       text_(config.text, max_batch, max_seq) {
@@ -168,6 +169,44 @@ Status LlavaModel<Float>::TokenLosses(const LlavaMicroBatch& batch, Float* losse
   BM_TRY(Encode(batch));
   text_.TokenLosses(batch.inputs, batch.targets, batch.B, batch.T, losses, &spliced_);
   return text_.status();
+}
+
+template <typename Float>
+Result<std::vector<int32_t>> LlavaModel<Float>::GenerateGreedy(
+    std::span<const int32_t> prompt, const float* pixel_values, const int64_t* image_positions,
+    int64_t images, int64_t max_new_tokens, int32_t eos_id, bool* context_full) {
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n < 1 || n > max_seq_)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::GenerateGreedy: a prompt of {} tokens; the model reads 1 to {} "
+                  "(max_seq)",
+                  n, max_seq_);
+  if (max_new_tokens < 1)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "LlavaModel::GenerateGreedy: max_new_tokens {} (>= 1)", max_new_tokens);
+  std::vector<int32_t> ids(prompt.begin(), prompt.end());
+  ids.reserve(max_seq_ + 1);
+  // The image rows depend on the pixels only: computed once, spliced into every pass.
+  const LlavaMicroBatch batch{ids.data(), nullptr,      nullptr,         1,
+                              n,          pixel_values, image_positions, images};
+  BM_TRY(Encode(batch));
+  spliced_.grad = nullptr;
+  std::vector<int32_t> out;
+  if (context_full) *context_full = false;
+  while (static_cast<int64_t>(out.size()) < max_new_tokens) {
+    if (static_cast<int64_t>(ids.size()) > max_seq_) {  // the last token read no further
+      if (context_full) *context_full = true;
+      break;
+    }
+    const int64_t len = static_cast<int64_t>(ids.size());
+    int32_t next = 0;
+    text_.LastTokenArgmax(ids.data(), &len, 1, len, &next, &spliced_);
+    BM_TRY(text_.status());
+    out.push_back(next);
+    ids.push_back(next);
+    if (next == eos_id) break;
+  }
+  return out;
 }
 
 template class LlavaModel<float>;

@@ -83,6 +83,23 @@ class LlavaModel {
   // Forward only: per-position losses[B*T].
   Status TokenLosses(const LlavaMicroBatch& batch, Float* losses);
 
+  // Greedy decoding of one prompt, as transformers' generate with do_sample=False and
+  // num_beams=1 runs it (no KV cache: every new token reruns the whole prefix, the image's
+  // rows spliced in at the same positions each time). prompt: ids with a valid text id at the
+  // image positions (0); pixel_values [images, 3, S, S]; image_positions [images *
+  // image_tokens], each a position t of the prompt (B = 1). Appends the argmax of the
+  // last position's next-token logits, one token at a time, until max_new_tokens are made,
+  // the token is eos_id (kept as the last one), or the sequence outgrows the model's max_seq
+  // (the constructor's: a token made after max_seq tokens is the last; *context_full is set
+  // then). Returns the new tokens only.
+  // kInvalidArgument (nothing computed): an empty prompt or one of more than max_seq tokens,
+  // max_new_tokens < 1, the image checks of ForwardBackward.
+  Result<std::vector<int32_t>> GenerateGreedy(std::span<const int32_t> prompt,
+                                              const float* pixel_values,
+                                              const int64_t* image_positions, int64_t images,
+                                              int64_t max_new_tokens, int32_t eos_id,
+                                              bool* context_full = nullptr);
+
  private:
   // The tower and projector over the batch's images; fills spliced_ with the
   // kept image tokens' positions and rows.
@@ -94,6 +111,7 @@ class LlavaModel {
   LlavaLayout layout_;
   LlavaFreeze freeze_;
   int64_t max_images_;
+  int64_t max_seq_;
   VisionTower<Float> tower_;
   Projector<Float> projector_;
   Model<Float> text_;

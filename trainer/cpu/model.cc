@@ -557,8 +557,8 @@ void Model<Float>::NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, 
 
 template <typename Float>
 void Model<Float>::LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B,
-                                   int64_t T, int32_t* argmax) {
-  ForwardStage(0, inputs, B, T);
+                                   int64_t T, int32_t* argmax, const SplicedRows<Float>* spliced) {
+  ForwardStage(0, inputs, B, T, spliced);
   // gather the last real position of each row to the front of lnf (rows b <= b*T+len-1, in order)
   const int64_t C = config().hidden;
   std::vector<Float>& lnf = acts_[0].lnf;

@@ -145,8 +145,9 @@ class Model {
   // Forward only: argmax[B*T] of the next-token logits at every position.
   void NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax);
   // Forward only: argmax[b] of the next-token logits at position lengths[b] - 1.
+  // spliced (nullable): rows that replace the lookup (LLaVA's image rows in decoding).
   void LastTokenArgmax(const int32_t* inputs, const int64_t* lengths, int64_t B, int64_t T,
-                       int32_t* argmax);
+                       int32_t* argmax, const SplicedRows<Float>* spliced = nullptr);
 
   // Pipeline stages. Each micro-batch in flight has an activation slot,
   // 0 <= slot < slots() (EnsureSlots allocates more).

@@ -32,7 +32,7 @@ Result<std::vector<std::string>> StringList(const nlohmann::json& j, const char*
 }
 
 Result<MmmuQuestion> ParseLine(const std::string& text, const std::string& at,
-                               const std::filesystem::path& dir) {
+                               const std::filesystem::path& dir, bool require_images) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return Errorf(ErrorCode::kCorrupt, "{}: not a JSON object", at);
@@ -76,7 +76,7 @@ Result<MmmuQuestion> ParseLine(const std::string& text, const std::string& at,
   for (const std::string& rel : images) {
     const std::filesystem::path p = dir / rel;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(p, ec))
+    if (require_images && !std::filesystem::is_regular_file(p, ec))
       return Errorf(ErrorCode::kNotFound, "{}: image \"{}\" is not a file", at, p.string());
     q.images.push_back(p.string());
   }
@@ -85,7 +85,7 @@ Result<MmmuQuestion> ParseLine(const std::string& text, const std::string& at,
 
 }  // namespace
 
-Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path) {
+Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path, bool require_images) {
   std::ifstream in(path);
   if (!in) return Errorf(ErrorCode::kNotFound, "{}: cannot open the MMMU questions", path);
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -95,7 +95,7 @@ Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path) {
   for (int line = 1; std::getline(in, text); ++line) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string at = path + ":" + std::to_string(line);
-    BM_ASSIGN_OR_RETURN(MmmuQuestion q, ParseLine(text, at, dir));
+    BM_ASSIGN_OR_RETURN(MmmuQuestion q, ParseLine(text, at, dir, require_images));
     if (!ids.insert(q.id).second)
       return Errorf(ErrorCode::kCorrupt, "{}: id \"{}\" appears twice", at, q.id);
     q.line = line;

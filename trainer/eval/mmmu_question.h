@@ -33,7 +33,10 @@ struct MmmuQuestion {
   int line = 0;                      // in the file, for messages
 };
 
-// Reads every line of path (blank lines skipped), in file order.
-Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path);
+// Reads every line of path (blank lines skipped), in file order. require_images = false
+// keeps the image paths without checking that they are files (the trainer's copy of the
+// questions in an mmmu_data directory, whose pixels are already in its images.u8).
+Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path,
+                                                    bool require_images = true);
 
 }  // namespace bm::train::eval

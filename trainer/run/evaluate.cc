@@ -11,6 +11,8 @@
 #include "trainer/data/batch.h"
 #include "trainer/platform.h"
 #include "trainer/rng.h"
+#include "trainer/run/llava_mmmu.h"
+#include "trainer/run/llava_train_loop.h"
 #include "trainer/run/metrics.h"
 #include "trainer/run/model_setup.h"
 
@@ -160,6 +162,13 @@ Result<nlohmann::json> ExactMatch(Backend& backend, const std::vector<Example>& 
 }  // namespace
 
 Result<nlohmann::json> RunEvaluation(const RunConfig& run, std::ostream* progress) {
+  // MMMU data: a LLaVA checkpoint decodes (llava_mmmu.h, which refuses any other model).
+  if (IsMmmuData(run.data_dir)) return RunLlavaMmmu(run, progress);
+  if (IsLlavaRun(run))
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "the checkpoint '{}' is a LLaVA model: evaluate runs it on MMMU data (an "
+                  "mmmu_data target), and {} is not",
+                  run.init, run.data_dir);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string started_at = UtcNow();
   BM_ASSIGN_OR_RETURN(nlohmann::json stats, ReadDataStats(run.data_dir));

@@ -13,6 +13,8 @@
 //         reruns the prefix: there is no KV cache), and a batch stops early
 //         once every row has missed.
 // Writes metrics.json into out_dir (kind "evaluate") and returns it.
+// MMMU data (an mmmu_data directory) goes to trainer/run/llava_mmmu.h instead, which needs a
+// LLaVA checkpoint; a LLaVA checkpoint on other data is refused.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -103,7 +103,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                           {"eval_tokens", &c.eval_tokens},
                           {"eval_examples", &c.eval_examples},
                           {"eval_choices", &c.eval_choices},
-                          {"eval_max_answer", &c.eval_max_answer}})
+                          {"eval_max_answer", &c.eval_max_answer},
+                          {"max_new_tokens", &c.max_new_tokens}})
     BM_TRY(Get(j, key, ptr));
   for (auto [key, ptr] : {std::pair{"lr", &c.lr},
                           {"min_lr", &c.min_lr},
@@ -214,6 +215,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   }
   if (c.eval_max_answer < 0)
     return invalid("eval_max_answer must be >= 0 (got {})", c.eval_max_answer);
+  if (c.max_new_tokens < 1)
+    return invalid("max_new_tokens must be >= 1 (got {})", c.max_new_tokens);
   if (c.eval_choices < 2) return invalid("eval_choices must be >= 2 (got {})", c.eval_choices);
   if (c.mode == RunMode::kPretrain && c.preset.empty() && c.init.empty())
     return invalid("pretrain needs model.preset");

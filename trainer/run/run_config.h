@@ -17,6 +17,7 @@
 //    used with fp16 only): "init_scale": 65536, "growth_factor": 2, "backoff_factor": 0.5,
 //    "growth_interval": 2000, "min_scale": 1, "hysteresis": 1,
 //    "eval_tokens": 0, "eval_examples": 64, "eval_choices": 4, "eval_max_answer": 32,
+//    "max_new_tokens": 128 (evaluate on MMMU data: tokens decoded per question, MMMU's 128),
 //    "progress": false, "save_init": false,
 //    LLaVA models only (trainer/model/llava_freeze.h), at most one of the three:
 //    "llava_stage": "pretrain" | "finetune" | "full",
@@ -84,6 +85,7 @@ struct RunConfig {
   int64_t checkpoint_every = 0;
   std::optional<double> peak_tflops;
   int64_t eval_tokens = 0, eval_examples = 64, eval_choices = 4, eval_max_answer = 32;
+  int64_t max_new_tokens = 128;  // MMMU decoding (trainer/run/llava_mmmu.h)
   bool progress = false;
   bool mllog = false;      // also write out_dir/mllog.txt: MLPerf :::MLLOG lines (base/mllog.h)
   bool save_init = false;  // also write out_dir/init/: the model before the first step

@@ -48,7 +48,7 @@ echo "$target: $((SECONDS - start)) s through the engine"
 cp $ws/out/$target/log.jsonl "$OUT/$stage-log.jsonl" 2>/dev/null
 cp $ws/out/$target/metrics.json "$OUT/$stage-metrics.json" 2>/dev/null
 bm -C $ws report $target --format md | tee "$OUT/$stage-report.md"
-rm -f $ws/out/$target/model.safetensors  # 53 GB: the disk is needed for the peer
+rm -rf $ws/out/$target/model.safetensors $tree/cache  # 53 GB: the disk is needed after
 
 peer_json=$OUT/$stage-torch.jsonl
 if [[ $stage == stage2 && $failed -eq 0 ]]; then

@@ -198,7 +198,7 @@ class MmmuDataRule final : public engine::Rule {
   const std::vector<ParamSpec>& params() const override {
     static const std::vector<ParamSpec> specs = {
         {"input", ParamType::kInput, std::nullopt,
-         "MMMU's questions as scripts/mmmu_to_jsonl.py writes them: a directory holding "
+         "MMMU's questions as examples/tools/mmmu_to_jsonl.py writes them: a directory holding "
          "<split>.jsonl and its images (all of it in the key), or the .jsonl file"},
         {"split", ParamType::kString, json("validation"),
          "with a directory input: the file <split>.jsonl in it"},

@@ -1,5 +1,5 @@
 // The mmmu_data rule's work: MMMU's questions (the JSONL + images that
-// scripts/mmmu_to_jsonl.py writes, trainer/eval/mmmu_question.h) → the directory that
+// examples/tools/mmmu_to_jsonl.py writes, trainer/eval/mmmu_question.h) → the directory that
 // `evaluate` of a LLaVA checkpoint reads (trainer/run/llava_mmmu.h). The prompt is built,
 // tokenized and its image preprocessed here, with the libraries the trainer does not link.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks scripts/mmmu_to_jsonl.py's conversion without pyarrow (absent on Debian 12):
+"""Checks examples/tools/mmmu_to_jsonl.py's conversion without pyarrow (absent on Debian 12):
 rebuilds, from examples/llava1.5_13b/mmmu_sample, the rows MMMU's parquet files would hold
 (options and list answers as Python-list strings, images as {"bytes", "path"} dicts,
 image_k None past the last), converts them, and compares the output with the sample:
@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "examples", "tools"))
 import mmmu_to_jsonl as m  # noqa: E402
 
 SAMPLE = os.path.join(ROOT, "examples", "llava1.5_13b", "mmmu_sample")

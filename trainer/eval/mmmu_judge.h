@@ -5,7 +5,7 @@
 //
 // The random fallbacks are MMMU's only when the responses are judged in MMMU's order:
 // MmmuOrder gives it (the subjects in CAT_SHORT2LONG's order, each subject's questions
-// in file order, which scripts/mmmu_to_jsonl.py keeps from the parquet files).
+// in file order, which examples/tools/mmmu_to_jsonl.py keeps from the parquet files).
 #pragma once
 
 #include <nlohmann/json.hpp>

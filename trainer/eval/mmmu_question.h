@@ -1,5 +1,5 @@
 // An MMMU question as benchmake reads it: one line of the JSONL file that
-// scripts/mmmu_to_jsonl.py writes from MMMU's published parquet files (MMMU/MMMU on
+// examples/tools/mmmu_to_jsonl.py writes from MMMU's published parquet files (MMMU/MMMU on
 // Hugging Face, one folder per subject; the trainer has no Arrow reader, see
 // docs/TRAINER.md "MMMU"). A line:
 //   {"id": "validation_Art_1", "subject": "Art", "question_type": "multiple-choice",

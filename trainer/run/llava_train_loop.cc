@@ -124,7 +124,10 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   options.dp = ranks.dp();
   options.zero = run.zero;
   options.precision = run.precision;
-  options.attention = run.attention;
+  // "auto" is the kernel without a per-shape plan here: a LLaVA micro-batch's width changes from
+  // batch to batch (TrimLlavaBatch), and each new width cost cuDNN's attention ~1.8 s of graph
+  // building on an H200 (docs/gpu-runs/run100) where the flash kernel builds nothing.
+  options.attention = run.attention == "auto" ? "flash" : run.attention;
   options.recompute = run.recompute;
   options.device_index = ranks.local_rank();
   // An image's tokens start at least image_tokens apart: at most ceil(mpe / K) per row.

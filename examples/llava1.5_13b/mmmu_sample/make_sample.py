@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the MMMU-shaped sample that benchmake's MMMU evaluation is checked on in CI:
-validation.jsonl (one question a line, the layout scripts/mmmu_to_jsonl.py writes from
+validation.jsonl (one question a line, the layout examples/tools/mmmu_to_jsonl.py writes from
 MMMU's published parquet files) and images/*.png drawn here with Pillow so that each
 question's answer key is true of its images.
 

@@ -1,5 +1,6 @@
-// Files under tests/data/ for tests: $BENCHMAKE_SOURCE_DIR (set by ctest),
-// else the source directory bm_test compiles in (BENCHMAKE_TEST_SOURCE_DIR).
+// Files of the source tree for tests (SourcePath), those under tests/data/ (TestDataPath):
+// $BENCHMAKE_SOURCE_DIR (set by ctest), else the source directory bm_test compiles in
+// (BENCHMAKE_TEST_SOURCE_DIR).
 // Header-only, so that the macro is the including test's.
 #pragma once
 
@@ -10,9 +11,13 @@
 
 namespace bm::testing {
 
-inline std::string TestDataPath(const std::string& relative) {
+inline std::string SourcePath(const std::string& relative) {
   const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  return std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/tests/data/" + relative;
+  return std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/" + relative;
+}
+
+inline std::string TestDataPath(const std::string& relative) {
+  return SourcePath("tests/data/" + relative);
 }
 
 // The whole file, or "" when it cannot be read (the test's checks then fail).

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rules/llava/mmmu_data.h"
+#include "tests/support/test_data.h"
 #include "trainer/checkpoint/llava_checkpoint.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
@@ -24,10 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string Source(const std::string& rel) {
-  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  return std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/" + rel;
-}
+std::string Source(const std::string& rel) { return bm::testing::SourcePath(rel); }
 
 class LlavaMmmuTest : public ::testing::Test {
  protected:

@@ -14,6 +14,7 @@
 #include "tests/trainer/llava_test_data.h"
 #include "tests/trainer/train_ranks.h"
 #include "trainer/checkpoint/llava_checkpoint.h"
+#include "trainer/model/llava_layout.h"
 #include "trainer/rng.h"
 
 namespace bm::train::testing {
@@ -57,6 +58,27 @@ class LlavaRanksTest : public TrainRanksTest {
         LoadLlavaParameters(dir_ + "/" + name + "/model.safetensors", *c);
     EXPECT_TRUE(w.ok()) << w.status().message();
     return w.ok() ? *w : std::vector<float>();
+  }
+
+  // A LLaVA stage's weights against the run's init: the tower frozen (bit for bit), the projector
+  // moved, the language model frozen in "pretrain" and mostly moved in "finetune".
+  void ExpectStageMoves(const std::string& name, const std::string& stage, const LlavaLayout& l,
+                        const std::vector<float>& init) const {
+    const std::vector<float> w = LlavaWeights(name);
+    ASSERT_EQ(w.size(), init.size()) << name;
+    auto moved = [&](int64_t begin, int64_t end) {
+      int64_t n = 0;
+      for (int64_t i = begin; i < end; ++i) n += w[i] != init[i];
+      return n;
+    };
+    EXPECT_EQ(moved(l.vision_offset(), l.projector_offset()), 0) << name;
+    EXPECT_GT(moved(l.projector_offset(), l.text_offset()), 0) << name;
+    const int64_t text_moved = moved(l.text_offset(), l.total());
+    if (stage == "pretrain") {
+      EXPECT_EQ(text_moved, 0) << name;
+    } else {
+      EXPECT_GT(text_moved, l.text().total() / 2) << name;
+    }
   }
 
   // Largest relative loss difference over the steps, largest absolute weight difference.

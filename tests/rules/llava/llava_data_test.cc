@@ -27,6 +27,7 @@
 #include "rules/llava/image_set.h"
 #include "rules/llava/llava_json.h"
 #include "rules/registry.h"
+#include "tests/support/test_data.h"
 
 namespace bm::rules::llava {
 namespace {
@@ -34,10 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string Source(const std::string& rel) {
-  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  return std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/" + rel;
-}
+std::string Source(const std::string& rel) { return bm::testing::SourcePath(rel); }
 const std::string kSample = "examples/llava1.5_13b/data/sample";
 
 std::vector<std::vector<int32_t>> ReadAll(const std::string& prefix) {

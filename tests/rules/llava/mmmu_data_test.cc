@@ -14,6 +14,7 @@
 
 #include "base/formats/megatron_dataset.h"
 #include "rules/registry.h"
+#include "tests/support/test_data.h"
 
 namespace bm::rules::llava {
 namespace {
@@ -21,10 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string Source(const std::string& rel) {
-  const char* src = std::getenv("BENCHMAKE_SOURCE_DIR");
-  return std::string(src ? src : BENCHMAKE_TEST_SOURCE_DIR) + "/" + rel;
-}
+std::string Source(const std::string& rel) { return bm::testing::SourcePath(rel); }
 
 class MmmuDataTest : public ::testing::Test {
  protected:

@@ -56,16 +56,17 @@ function(bm_test name)
   set_property(TARGET ${name} PROPERTY BM_PCH_KIND tests)
 endfunction()
 
-# Precompiled headers (BENCHMAKE_PCH): cmake/pch/common.h for the libraries and tools,
-# cmake/pch/tests.h (common.h and GoogleTest) for the tests. CI compiles everything from
-# scratch on two cores, and parsing these headers again in every file was a fifth of the
-# build. GCC uses a precompiled header only where it was compiled with the same options
-# and predefined macros (-march, -fopenmp's _OPENMP, FMT_SHARED); CMake adds -Winvalid-pch,
-# an error under BENCHMAKE_WERROR, so a mismatch shows instead of silently costing time.
-# So one header is compiled per kind of compile line and reused (REUSE_FROM) by the
-# targets that share that line: "bm_pch_common", "bm_pch_tests", "bm_pch_tests_omp"
-# (OpenMP: the trainer's tests). A target with options of its own (bm_train's -march)
-# gets its own header where it has enough files to pay for it, else none.
+# Precompiled headers (BENCHMAKE_PCH). CI compiles everything from scratch on two cores;
+# every test file parsed GoogleTest, fmt, nlohmann/json and the standard headers again.
+# The tests get cmake/pch/tests.h, compiled once by a donor target and reused (REUSE_FROM):
+# GCC uses a precompiled header only under the same options and predefined macros, so there
+# are two donors, "bm_pch_tests" and "bm_pch_tests_omp" (-fopenmp: the trainer's tests), and
+# every test links fmt (FMT_SHARED). CMake adds -Winvalid-pch, an error under
+# BENCHMAKE_WERROR: a mismatch shows instead of silently costing time. bm_train and
+# bm_train_cuda (options of their own: -march, OpenMP) compile cmake/pch/common.h for
+# themselves. The other libraries have none: loading the header (about 0.5 s a file) cost
+# them about what it saved, and under it GCC 12 reported its false std::string
+# -Warray-bounds/-Wstringop-overflow in engine/ files (docs/PERFORMANCE.md, "CI").
 # Called once, at the end of the top-level CMakeLists.txt, when every link is known.
 function(bm_precompile_headers)
   if(NOT BENCHMAKE_PCH)
@@ -74,64 +75,39 @@ function(bm_precompile_headers)
   set(dir ${PROJECT_SOURCE_DIR}/cmake/pch)
   get_property(targets GLOBAL PROPERTY BM_OWN_TARGETS)
   foreach(target IN LISTS targets)
-    # base/'s small files use neither nlohmann/json nor much of the standard library:
-    # loading the header (about 0.5 s) cost them more than it saved (measured).
-    get_target_property(source_dir ${target} SOURCE_DIR)
-    if(source_dir MATCHES "^${PROJECT_SOURCE_DIR}/base(/|$)")
-      continue()
-    endif()
-    _bm_usage_closure(deps ${target})
-    set(omp OFF)
-    if("OpenMP::OpenMP_CXX" IN_LIST deps)
-      set(omp ON)
-    endif()
     get_target_property(kind ${target} BM_PCH_KIND)
-    get_target_property(options ${target} COMPILE_OPTIONS)
     if(kind STREQUAL "tests")
-      set(donor bm_pch_tests)
-      if(omp)
-        set(donor bm_pch_tests_omp)
+      _bm_usage_closure(deps ${target})
+      if("OpenMP::OpenMP_CXX" IN_LIST deps)
+        _bm_pch_donor(bm_pch_tests_omp ${dir}/tests.h GTest::gtest GTest::gmock OpenMP)
+        target_precompile_headers(${target} REUSE_FROM bm_pch_tests_omp)
+      else()
+        _bm_pch_donor(bm_pch_tests ${dir}/tests.h GTest::gtest GTest::gmock)
+        target_precompile_headers(${target} REUSE_FROM bm_pch_tests)
       endif()
-      _bm_pch_donor(${donor} ${dir}/tests.h ${omp} GTest::gtest GTest::gmock)
-      target_precompile_headers(${target} REUSE_FROM ${donor})
-      _bm_pch_gcc12_warnings(${target})
-    elseif(omp OR options MATCHES "-march")
-      _bm_cxx_source_count(count ${target})
-      if(count GREATER_EQUAL 8)
-        target_precompile_headers(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${dir}/common.h>")
-        _bm_pch_gcc12_warnings(${target})
-      endif()
-    elseif("fmt::fmt" IN_LIST deps AND "nlohmann_json::nlohmann_json" IN_LIST deps)
-      _bm_pch_donor(bm_pch_common ${dir}/common.h OFF)
-      target_precompile_headers(${target} REUSE_FROM bm_pch_common)
-      _bm_pch_gcc12_warnings(${target})
+    elseif(target STREQUAL "bm_train" OR target STREQUAL "bm_train_cuda")
+      target_precompile_headers(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${dir}/common.h>")
     endif()
   endforeach()
 endfunction()
 
-# GCC 12 at -O3 warns of an out-of-range memcpy inside std::string's operator+ and insert
-# (the code whose false -Wrestrict bm_warnings turns off for GCC 12) where a
-# precompiled header changes what it inlines: engine/gpu_allocator.cc's `"," + s` did.
-function(_bm_pch_gcc12_warnings target)
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-stringop-overflow>)
-  endif()
-endfunction()
-
 # A target that compiles `header` for others to reuse, with the compile line of our own
-# targets (bm_warnings) and the usage requirements of fmt, nlohmann/json and `ARGN`.
-function(_bm_pch_donor name header omp)
+# targets (bm_warnings) and the usage requirements of fmt, nlohmann/json and `ARGN`
+# (targets, or OpenMP for OpenMP::OpenMP_CXX, whose imported target is trainer/'s).
+function(_bm_pch_donor name header)
   if(TARGET ${name})
     return()
   endif()
   add_library(${name} OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch/donor.cc)
-  target_link_libraries(${name} PRIVATE fmt::fmt nlohmann_json::nlohmann_json ${ARGN})
-  if(omp)
-    find_package(OpenMP REQUIRED COMPONENTS CXX)
-    target_link_libraries(${name} PRIVATE OpenMP::OpenMP_CXX)
-  endif()
+  target_link_libraries(${name} PRIVATE fmt::fmt nlohmann_json::nlohmann_json)
+  foreach(usage IN LISTS ARGN)
+    if(usage STREQUAL "OpenMP")
+      find_package(OpenMP REQUIRED COMPONENTS CXX)
+      set(usage OpenMP::OpenMP_CXX)
+    endif()
+    target_link_libraries(${name} PRIVATE ${usage})
+  endforeach()
   bm_warnings(${name})
-  _bm_pch_gcc12_warnings(${name})
   target_precompile_headers(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${header}>")
 endfunction()
 
@@ -168,11 +144,4 @@ function(_bm_usage_closure out target)
     endif()
   endwhile()
   set(${out} ${seen} PARENT_SCOPE)
-endfunction()
-
-function(_bm_cxx_source_count out target)
-  get_target_property(sources ${target} SOURCES)
-  list(FILTER sources INCLUDE REGEX "\\.(cc|cpp)$")
-  list(LENGTH sources count)
-  set(${out} ${count} PARENT_SCOPE)
 endfunction()

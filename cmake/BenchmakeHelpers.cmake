@@ -65,9 +65,9 @@ endfunction()
 # BENCHMAKE_WERROR: a mismatch shows instead of silently costing time. bm_train and
 # bm_train_cuda (options of their own: -march, OpenMP) compile cmake/pch/common.h for
 # themselves (a file where GCC 12 then reports a false std::string warning is compiled
-# without it: trainer/process_env.cc). The other libraries have none: loading the header (about 0.5 s a file) cost
-# them about what it saved, and under it GCC 12 reported its false std::string
-# -Warray-bounds/-Wstringop-overflow in engine/ files (docs/PERFORMANCE.md, "CI").
+# without it: trainer/process_env.cc). The other libraries have none: loading the header
+# (about 0.5 s a file) cost them about what it saved, and under it GCC 12 reported its false
+# std::string -Warray-bounds/-Wstringop-overflow in engine/ files (docs/PERFORMANCE.md, "CI").
 # Called once, at the end of the top-level CMakeLists.txt, when every link is known.
 function(bm_precompile_headers)
   if(NOT BENCHMAKE_PCH)

@@ -1,8 +1,9 @@
-// Precompiled into benchmake's own C++ targets (cmake/BenchmakeHelpers.cmake: bm_warnings
-// and bm_test arrange it): the third-party and standard headers that most files include,
-// parsed once per build instead of once per file. CI builds everything from scratch on two
-// cores; parsing these took a fifth of a file's compile time (docs/PERFORMANCE.md, "CI").
-// A file still includes what it uses: this list is a build-time cache, not an interface.
+// Precompiled into the tests (through cmake/pch/tests.h) and into bm_train and bm_train_cuda
+// (cmake/BenchmakeHelpers.cmake: bm_precompile_headers): the third-party and standard headers
+// that most of their files include, parsed once per build instead of once per file. CI builds
+// everything from scratch on two cores; parsing these was about 3 s of a 15 s test file
+// (docs/PERFORMANCE.md, "CI"). A file still includes what it uses: this list is a build-time
+// cache, not an interface.
 #pragma once
 
 #include <fmt/format.h>

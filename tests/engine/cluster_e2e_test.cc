@@ -239,6 +239,17 @@ class ClusterE2eTest : public ::testing::Test {
     return "";
   }
 
+  // Whether kSleepy's command has printed "sleeping" into the step's log within 30 s.
+  static bool WaitStepStarted(const fs::path& ws, const std::string& what) {
+    auto start = Clock::now();
+    while (SecondsSince(start) < 30) {
+      if (ReadText(ws / ".benchmake/log" / (what + ".log")).find("sleeping") != std::string::npos)
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
   static std::vector<double> Losses(const fs::path& ws) {
     std::vector<double> out;
     std::ifstream in(ws / "out/train/log.jsonl");
@@ -332,6 +343,9 @@ TEST_F(ClusterE2eTest, AJobCancelledWithScancelFailsItsStep) {
   StartBuild(ws);
   const std::string id = WaitRunning("sleepy");
   ASSERT_FALSE(id.empty()) << ReadText(ws / "output.txt") << cluster_->Logs();
+  // RUNNING is the allocation; cancelled before srun has started its step, the job fails
+  // srun's step creation instead ("Slurm refused the job"), which is not this test's case.
+  ASSERT_TRUE(WaitStepStarted(ws, "sleepy")) << ReadText(ws / "output.txt") << cluster_->Logs();
   ASSERT_TRUE(cluster_->Shell("scancel " + id).ok());
   const int status = Wait();
   const std::string out = ReadText(ws / "output.txt");

@@ -4,7 +4,8 @@
 # ZeRO-3), `benchmake report` beside the seed's published rows, and stage 2 against PyTorch's peer
 # (bench/llava_reference.py: LlavaForConditionalGeneration under FSDP2 + compile) on the same
 # micro-batches (bench/llava_batches) in the same call, with the ratio over the same steps.
-# One stage a call (each writes a 53 GB checkpoint):
+# Each stage's 53 GB checkpoint is deleted, with the cache, once reported, so the two stages can
+# run one after the other in one call on a 64 GB disk:
 #   bash .devtree/bench/llava_13b.sh stage1|stage2       (after bench/pack_devtree.sh, carry .devtree)
 # On a machine of another size, the layout edited in the BENCHFILE's copy (the report says it):
 #   GPUS=N (default 2: DP over N), LBS=B (default: the BENCHFILE's), MODEL=llava-1.5-7b (where one

@@ -58,9 +58,12 @@ class ModelParallelTest : public testing::TrainRanksTest {
                                            {"TP2PP2DP1", 0, false},
                                            {"TP2PP1DP2", 1, false},
                                            {"TP1PP2DP2", 1, false},
+                                           {"TP2PP1DP2", 2, false},
+                                           {"TP2PP1DP2", 3, false},
                                            {"TP2PP1DP1", 0, true},
                                            {"TP2PP2DP1", 0, true}}) {
-      const std::string layout = c.sequence_parallel ? c.layout + "_sp" : c.layout;
+      const std::string layout = c.layout + (c.zero > 1 ? "_zero" + std::to_string(c.zero) : "") +
+                                 (c.sequence_parallel ? "_sp" : "");
       json config = Config(layout, preset, c.layout, c.zero);
       config["sequence_parallel"] = c.sequence_parallel;
       RunOk(config);

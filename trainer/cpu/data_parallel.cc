@@ -192,7 +192,12 @@ Result<double> DataParallel::GradNormSquared() {
       }
     }
   } else {
-    sum = SumOfSquares(shard_grads_.data(), static_cast<int64_t>(shard_grads_.size()));
+    // The reduced slices, as segments of tensors (their flat offsets), within the owned ranges.
+    for (const Segment& seg : segments_)
+      for (auto [begin, end] : owned) {
+        const int64_t b = std::max(begin, seg.flat), e = std::min(end, seg.flat + seg.n);
+        if (b < e) sum += SumOfSquares(shard_grads_.data() + seg.shard + (b - seg.flat), e - b);
+      }
   }
   BM_TRY(queue_.Wait(queue_.Submit(
       [this, &sum] { return comm_->AllReduce(&sum, 1, DType::kFloat64, ReduceOp::kSum); })));

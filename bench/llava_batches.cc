@@ -1,7 +1,7 @@
 // llava_batches: the micro-batches a LLaVA run of benchmake-train trains on, written out for a
 // peer (bench/llava_reference.py) so that it trains on the same batches: the same sampler
-// (trainer/data/llava_batch.h: SampleLlavaTrainBatch, then TrimLlavaBatch to a multiple of 64) with the run's seed,
-// LBS, MPE, GAS and DP, as trainer/run/llava_train_loop.cc calls it.
+// (trainer/data/llava_batch.h: SampleLlavaTrainBatch, then TrimLlavaBatch to a multiple of 64) with
+// the run's seed, LBS, MPE, GAS and DP, as trainer/run/llava_train_loop.cc calls it.
 //
 //   llava_batches DATA_DIR OUT_DIR --steps N --lbs B --mpe T [--gas G] [--dp D] [--seed S]
 //
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "llava_batches: %s\n", st.message().c_str());
           return 1;
         }
-        bm::train::TrimLlavaBatch(&b, 64);  // as llava_train_loop.cc
+        bm::train::TrimLlavaBatch(&b, bm::train::kLlavaWidthMultiple);
         const std::string prefix = fmt::format("s{}_g{}_r{}", step, g, r);
         const std::string p = out + "/" + prefix;
         if (!WriteRaw(p + ".inputs", b.inputs) || !WriteRaw(p + ".targets", b.targets) ||

@@ -108,55 +108,43 @@ TEST(LlavaCheckpointTest, RoundTripNamesAndConfig) {
       << missing.status().message();
 }
 
-// transformers >= 4.52 saves model.vision_tower.*, model.multi_modal_projector.*,
-// model.language_model.* and lm_head.weight: the same values load.
-TEST(LlavaCheckpointTest, NewTransformersNames) {
+// llava-tiny's values written under the names `rename` gives llava-hf's, then loaded back.
+template <typename Rename>
+void ExpectLoadedUnder(const std::string& tag, uint64_t seed, Rename rename) {
   const LlavaConfig c = *LlavaPreset("llava-tiny");
   const LlavaLayout layout(c);
-  const std::vector<float> params = Values(layout.total(), 2);
+  const std::vector<float> params = Values(layout.total(), seed);
   std::vector<TensorSource> tensors;
-  for (const ParamTensor& t : layout.whole().tensors()) {
-    std::string name = t.name;
-    if (name.starts_with("language_model.model."))
-      name = "model.language_model." + name.substr(21);
-    else if (name == "language_model.lm_head.weight")
-      name = "lm_head.weight";
-    else
-      name = "model." + name;
-    tensors.push_back({name, t.shape, params.data() + t.offset, nullptr});
-  }
-  const std::string dir = testing::TempDir("llava_ckpt_new");
+  for (const ParamTensor& t : layout.whole().tensors())
+    tensors.push_back({rename(t.name), t.shape, params.data() + t.offset, nullptr});
+  const std::string dir = testing::TempDir(tag);
   ASSERT_TRUE(WriteSafetensors(dir + "/m.safetensors", tensors, {}).ok());
   Result<std::vector<float>> back = LoadLlavaParameters(dir + "/m.safetensors", c);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(*back, params);
 }
 
+// transformers >= 4.52's name of a llava-hf tensor: model.vision_tower.*,
+// model.multi_modal_projector.*, model.language_model.* and lm_head.weight.
+std::string NewTransformersName(const std::string& name) {
+  if (name.starts_with("language_model.model.")) return "model.language_model." + name.substr(21);
+  if (name == "language_model.lm_head.weight") return "lm_head.weight";
+  return "model." + name;
+}
+
+// transformers >= 4.52's names: the same values load.
+TEST(LlavaCheckpointTest, NewTransformersNames) {
+  ExpectLoadedUnder("llava_ckpt_new", 2, NewTransformersName);
+}
+
 // transformers 5.x (5.17 on the GPU machine) saves the tower without CLIPVisionModel's
 // vision_model level: model.vision_tower.embeddings.class_embedding, ...
 TEST(LlavaCheckpointTest, Transformers5Names) {
-  const LlavaConfig c = *LlavaPreset("llava-tiny");
-  const LlavaLayout layout(c);
-  const std::vector<float> params = Values(layout.total(), 4);
-  const std::string tower = "vision_tower.vision_model.";
-  std::vector<TensorSource> tensors;
-  for (const ParamTensor& t : layout.whole().tensors()) {
-    std::string name = t.name;
-    if (name.starts_with("language_model.model."))
-      name = "model.language_model." + name.substr(21);
-    else if (name == "language_model.lm_head.weight")
-      name = "lm_head.weight";
-    else if (name.starts_with(tower))
-      name = "model.vision_tower." + name.substr(tower.size());
-    else
-      name = "model." + name;
-    tensors.push_back({name, t.shape, params.data() + t.offset, nullptr});
-  }
-  const std::string dir = testing::TempDir("llava_ckpt_v5");
-  ASSERT_TRUE(WriteSafetensors(dir + "/m.safetensors", tensors, {}).ok());
-  Result<std::vector<float>> back = LoadLlavaParameters(dir + "/m.safetensors", c);
-  ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(*back, params);
+  ExpectLoadedUnder("llava_ckpt_v5", 4, [](const std::string& name) {
+    const std::string tower = "vision_tower.vision_model.";
+    return name.starts_with(tower) ? "model.vision_tower." + name.substr(tower.size())
+                                   : NewTransformersName(name);
+  });
 }
 
 TEST(LlavaCheckpointTest, BadFilesAreNamed) {

@@ -64,12 +64,33 @@ int Save(const std::string& dir, const std::string& preset, uint64_t seed) {
   return 0;
 }
 
+// A checkpoint's config and whole model, or the message naming what failed.
+struct Checkpoint {
+  LlavaConfig config;
+  std::vector<float> params;
+};
+Result<Checkpoint> LoadCheckpoint(const std::string& ckpt) {
+  BM_ASSIGN_OR_RETURN(LlavaConfig c, ReadLlavaCheckpointConfig(ckpt));
+  BM_ASSIGN_OR_RETURN(std::vector<float> params, LoadLlavaParameters(ckpt + "/" + kModelFile, c));
+  return Checkpoint{c, std::move(params)};
+}
+
+// The file's pixel_values, checked to hold `images` images.
+Result<SafetensorsFile> ReadPixels(const std::string& path, int64_t images) {
+  BM_ASSIGN_OR_RETURN(SafetensorsFile px, ReadSafetensors(path));
+  const NamedTensor* pv = px.Find("pixel_values");
+  if (!pv || (images > 0 && pv->shape[0] != images))
+    return Status(ErrorCode::kInvalidArgument,
+                  path + ": no pixel_values for " + std::to_string(images) + " images");
+  return px;
+}
+
 int RunModel(const std::string& ckpt, const std::string& inputs_path,
              const std::string& pixels_path, const std::string& out) {
-  Result<LlavaConfig> c = ReadLlavaCheckpointConfig(ckpt);
-  if (!c.ok()) return Fail(c.status().message());
-  Result<std::vector<float>> params = LoadLlavaParameters(ckpt + "/" + kModelFile, *c);
-  if (!params.ok()) return Fail(params.status().message());
+  Result<Checkpoint> ck = LoadCheckpoint(ckpt);
+  if (!ck.ok()) return Fail(ck.status().message());
+  const LlavaConfig* c = &ck->config;
+  const std::vector<float>* params = &ck->params;
   std::ifstream in(inputs_path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.contains("input_ids") || !j.contains("label_mask"))
@@ -94,11 +115,9 @@ int RunModel(const std::string& ckpt, const std::string& inputs_path,
   const int64_t images = static_cast<int64_t>(positions.size()) / K;
   if (images * K != static_cast<int64_t>(positions.size()))
     return Fail(inputs_path + ": image tokens are not a multiple of image_seq_length");
-  Result<SafetensorsFile> px = ReadSafetensors(pixels_path);
+  Result<SafetensorsFile> px = ReadPixels(pixels_path, images);
   if (!px.ok()) return Fail(px.status().message());
   const NamedTensor* pv = px->Find("pixel_values");
-  if (!pv || (images > 0 && pv->shape[0] != images))
-    return Fail(pixels_path + ": no pixel_values for " + std::to_string(images) + " images");
   cpu::LlavaModel<float> model(*c, B, T, std::max<int64_t>(images, 1));
   Status s = model.SetParameters(*params);
   if (!s.ok()) return Fail(s.message());
@@ -135,10 +154,10 @@ int RunModel(const std::string& ckpt, const std::string& inputs_path,
 
 int Generate(const std::string& ckpt, const std::string& inputs_path,
              const std::string& pixels_path, int64_t max_new, int32_t eos) {
-  Result<LlavaConfig> c = ReadLlavaCheckpointConfig(ckpt);
-  if (!c.ok()) return Fail(c.status().message());
-  Result<std::vector<float>> params = LoadLlavaParameters(ckpt + "/" + kModelFile, *c);
-  if (!params.ok()) return Fail(params.status().message());
+  Result<Checkpoint> ck = LoadCheckpoint(ckpt);
+  if (!ck.ok()) return Fail(ck.status().message());
+  const LlavaConfig* c = &ck->config;
+  const std::vector<float>* params = &ck->params;
   std::ifstream in(inputs_path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.contains("input_ids"))
@@ -151,11 +170,9 @@ int Generate(const std::string& ckpt, const std::string& inputs_path,
     prompt.push_back(row[t] == c->image_token_id ? 0 : static_cast<int32_t>(row[t]));
   }
   const int64_t images = static_cast<int64_t>(positions.size()) / c->image_tokens();
-  Result<SafetensorsFile> px = ReadSafetensors(pixels_path);
+  Result<SafetensorsFile> px = ReadPixels(pixels_path, images);
   if (!px.ok()) return Fail(px.status().message());
   const NamedTensor* pv = px->Find("pixel_values");
-  if (!pv || (images > 0 && pv->shape[0] != images))
-    return Fail(pixels_path + ": no pixel_values for " + std::to_string(images) + " images");
   cpu::LlavaModel<float> model(*c, 1, c->text.max_seq, std::max<int64_t>(images, 1));
   Status s = model.SetParameters(*params);
   if (!s.ok()) return Fail(s.message());

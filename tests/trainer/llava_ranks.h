@@ -83,15 +83,8 @@ class LlavaRanksTest : public TrainRanksTest {
 
   // Largest relative loss difference over the steps, largest absolute weight difference.
   std::pair<double, double> LlavaDistance(const std::string& a, const std::string& b) const {
-    std::vector<double> la = Losses(a), lb = Losses(b);
-    EXPECT_EQ(la.size(), lb.size());
-    double loss = 0, weight = 0;
-    for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
-      loss = std::max(loss, std::abs(la[i] - lb[i]) / std::abs(lb[i]));
-    std::vector<float> wa = LlavaWeights(a), wb = LlavaWeights(b);
-    EXPECT_EQ(wa.size(), wb.size());
-    for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i)
-      weight = std::max(weight, static_cast<double>(std::abs(wa[i] - wb[i])));
+    auto [loss, weight] =
+        DistanceOf(a, b, [this](const std::string& name) { return LlavaWeights(name); });
     std::printf("llava %s vs %s: loss rel %.2e, weight abs %.2e\n", a.c_str(), b.c_str(), loss,
                 weight);
     return {loss, weight};

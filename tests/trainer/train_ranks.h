@@ -240,12 +240,18 @@ class TrainRanksTest : public ::testing::Test {
 
   // Largest relative loss difference and absolute weight difference.
   std::pair<double, double> Distance(const std::string& a, const std::string& b) const {
+    return DistanceOf(a, b, [this](const std::string& name) { return Weights(name); });
+  }
+  // The same with the runs' weights read by `weights(name)` (a LLaVA checkpoint, say).
+  template <typename ReadWeights>
+  std::pair<double, double> DistanceOf(const std::string& a, const std::string& b,
+                                       ReadWeights weights) const {
     std::vector<double> la = Losses(a), lb = Losses(b);
     EXPECT_EQ(la.size(), lb.size());
     double loss = 0, weight = 0;
     for (size_t i = 0; i < std::min(la.size(), lb.size()); ++i)
       loss = std::max(loss, std::abs(la[i] - lb[i]) / std::abs(lb[i]));
-    std::vector<float> wa = Weights(a), wb = Weights(b);
+    std::vector<float> wa = weights(a), wb = weights(b);
     EXPECT_EQ(wa.size(), wb.size());
     for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i)
       weight = std::max(weight, static_cast<double>(std::abs(wa[i] - wb[i])));

@@ -41,6 +41,10 @@ Status SampleLlavaTrainBatch(const LlavaData& data, uint64_t seed, int64_t step,
 // are renumbered to the new row stride; the values are unchanged.
 void TrimLlavaBatch(Batch* batch, int64_t multiple = 1);
 
+// The training loop's multiple (trainer/run/llava_train_loop.cc, bench/llava_batches): at most
+// mpe / 64 widths a run, at most 63 padded positions a row.
+inline constexpr int64_t kLlavaWidthMultiple = 64;
+
 // Samples first_sample .. first_sample+B-1, in order (evaluation); rows past the last sample
 // are all padding.
 Status ReadLlavaSamples(const LlavaData& data, int64_t first_sample, int64_t B, int64_t T,

@@ -30,11 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A micro-batch's width is its longest row rounded up to this (trainer/data/llava_batch.h): at
-// most mpe / 64 shapes a run (a new shape cost ~0.6-2 s of cuBLASLt tuning and cuDNN graphs on an
-// H200, docs/gpu-runs/run100), for at most 63 padded positions a row.
-constexpr int64_t kLlavaWidthMultiple = 64;
-
 Status Refuse(const char* what) {
   return Errorf(ErrorCode::kUnsupported,
                 "a LLaVA model on benchmake-train: {} is not supported yet", what);

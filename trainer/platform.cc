@@ -1,6 +1,7 @@
 #include "trainer/platform.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -129,6 +130,12 @@ nlohmann::json ProbePlatform(bool gpu_libraries) {
   (void)gpu_libraries;
 #endif
   return p;
+}
+
+int64_t PeakResidentBytes() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
 
 }  // namespace bm::train

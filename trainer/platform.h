@@ -12,6 +12,7 @@
 // and never fails (no GPU: an empty list and nulls).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -23,5 +24,8 @@ std::string TrainerBuildId();
 // gpu_libraries = false leaves "cublaslt" and "cudnn" null without loading them (cuBLASLt alone
 // costs about 0.4 s): the record of a CPU run, in which none of their kernels ran.
 nlohmann::json ProbePlatform(bool gpu_libraries = true);
+
+// The process's peak resident set (getrusage's ru_maxrss): the CPU LLaVA runs' memory.
+int64_t PeakResidentBytes();
 
 }  // namespace bm::train

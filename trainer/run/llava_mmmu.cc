@@ -1,7 +1,6 @@
 #include "trainer/run/llava_mmmu.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <filesystem>
@@ -91,13 +90,6 @@ Result<Prompt> PromptOf(const LlavaData& data, int64_t sample) {
   p.pixels.resize(p.images * 3 * S * S);
   for (int64_t i = 0; i < p.images; ++i) BM_TRY(data.Pixels(s.images[i], &p.pixels[i * 3 * S * S]));
   return p;
-}
-
-// The process's peak resident set (getrusage), as the CPU LLaVA loop reports it.
-int64_t PeakResidentBytes() {
-  struct rusage u {};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
 
 Status WriteJson(const std::string& path, const nlohmann::json& j) {

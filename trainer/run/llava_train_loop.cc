@@ -1,7 +1,6 @@
 #include "trainer/run/llava_train_loop.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -73,13 +72,6 @@ Result<LlavaConfig> ModelFor(const RunConfig& run, const LlavaData& data) {
     return Errorf(ErrorCode::kInvalidArgument, "mpe ({}) exceeds the model's max_seq ({})", run.mpe,
                   c.text.max_seq);
   return c;
-}
-
-// The process's peak resident set (getrusage): the CPU LLaVA trainer's memory.
-int64_t PeakResidentBytes() {
-  struct rusage u {};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
 
 cpu::LlavaMicroBatch ViewOf(const Batch& b) {

@@ -4,12 +4,13 @@
 # ZeRO-3), `benchmake report` beside the seed's published rows, and stage 2 against PyTorch's peer
 # (bench/llava_reference.py: LlavaForConditionalGeneration under FSDP2 + compile) on the same
 # micro-batches (bench/llava_batches) in the same call, with the ratio over the same steps.
+# After stage 1, MMMU's sample on its model on one GPU (sample_llava_mmmu; NO_MMMU=1: not).
 # Each stage's 53 GB checkpoint is deleted, with the cache, once reported, so the two stages can
 # run one after the other in one call on a 64 GB disk:
 #   bash .devtree/bench/llava_13b.sh stage1|stage2       (after bench/pack_devtree.sh, carry .devtree)
 # On a machine of another size, the layout edited in the BENCHFILE's copy (the report says it):
 #   GPUS=N (default 2: DP over N), LBS=B (default: the BENCHFILE's), MODEL=llava-1.5-7b (where one
-#   GPU cannot hold 13B's training state).
+#   GPU cannot hold 13B's training state), STEPS=S (default: the BENCHFILE's 12).
 # Logs, reports and the peer's JSON go to $OUT; exit status 1 if a build or the peer failed.
 set -uo pipefail
 root=$(pwd)
@@ -39,6 +40,7 @@ N=${GPUS:-2}
 edit="s/^layout = .*/layout = \"TP1PP1DP$N\"/"
 [[ -n ${LBS:-} ]] && edit+="; s/^lbs = .*/lbs = $LBS/"
 [[ -n ${MODEL:-} ]] && edit+="; s/^model = .*/model = \"$MODEL\"/"
+[[ -n ${STEPS:-} ]] && edit+="; s/^steps = .*/steps = $STEPS/"
 sed -i "/^\[target\.$target\]/,/^\[/{$edit}" $ws/BENCHFILE.toml
 sed -n "/^\[target\.$target\]/,/^seed/p" $ws/BENCHFILE.toml | tee "$OUT/$stage-target.toml"
 failed=0
@@ -49,6 +51,24 @@ echo "$target: $((SECONDS - start)) s through the engine"
 cp $ws/out/$target/log.jsonl "$OUT/$stage-log.jsonl" 2>/dev/null
 cp $ws/out/$target/metrics.json "$OUT/$stage-metrics.json" 2>/dev/null
 bm -C $ws report $target --format md | tee "$OUT/$stage-report.md"
+if [[ $stage == stage1 && $failed -eq 0 && -z ${NO_MMMU:-} ]]; then
+  # MMMU's sample on stage 1's model, one GPU (sample_llava_mmmu), before its checkpoint goes.
+  start=$SECONDS
+  bm -C $ws build sample_llava_mmmu 2>&1 | tee "$OUT/mmmu-build.log"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || failed=1
+  echo "sample_llava_mmmu: $((SECONDS - start)) s through the engine"
+  cp $ws/out/sample_llava_mmmu/metrics.json "$OUT/mmmu-metrics.json" 2>/dev/null
+  cp $ws/out/sample_llava_mmmu/responses.json "$OUT/mmmu-responses.json" 2>/dev/null
+  python3 - "$OUT/mmmu-metrics.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+d = m["eval"]["decoding"]
+ms = 1e3 * d["seconds"] / max(d["new_tokens"], 1)
+print(f"MMMU sample: {d['new_tokens']} tokens in {d['seconds']:.1f} s ({ms:.0f} ms a token), "
+      f"stopped {d['stopped']}, accuracy {m['eval']['accuracy']:.2f}, "
+      f"peak {m['memory']['peak_bytes'] / 2**30:.1f} GiB on {m['provenance']['device_name']}")
+PY
+fi
 rm -rf $ws/out/$target/model.safetensors $tree/cache  # 53 GB: the disk is needed after
 
 peer_json=$OUT/$stage-torch.jsonl

@@ -2,7 +2,7 @@
 # On the GPU machine: issue 36's checks of LLaVA-1.5 part 1, in one call. Run from the tree
 # root of the device tool's copy after bench/pack_devtree.sh (carry .devtree):
 #   bash bench/llava_gpu.sh [kernels] [tower] [splice] [trainer] [pixels] [vision] [preprocess]
-#                           [hf]                                   (default: all of them)
+#                           [hf] [decode]                          (default: all of them)
 # kernels     cuda_ops_test: the new kernels (GELU, quick-GELU, im2col, non-causal attention)
 #             and the unchanged causal ones against their CPU twins
 # tower       cuda_vision_tower_test: CudaVisionTower / CudaProjector against the CPU tower
@@ -15,6 +15,10 @@
 #             with transformers' tokenizer (LLaVA's files in .devtree/llava, see pack_devtree.sh)
 # hf          tests/gpu/llava_hf_check.py: our checkpoints in LlavaForConditionalGeneration and
 #             back, fp32 and bf16
+# decode      the CUDA greedy decoder (MMMU's model half): tests/trainer/llava_tiny_reference.py
+#             --greedy --device cuda (float64 numpy), tests/gpu/llava_generate_check.py (cpu and
+#             cuda against transformers' generate), trainer_llava_mmmu_test (MMMU on the GPU
+#             gives the CPU's responses)
 # Logs go to $OUT; the exit status counts the failed parts.
 set -uo pipefail
 root=$(pwd)
@@ -61,6 +65,13 @@ fi
 if want hf && [[ -x $bin/llava_dump ]]; then
   part hf_fp32 python3 tests/gpu/llava_hf_check.py --dump "$wrap/llava_dump"
   part hf_bf16 python3 tests/gpu/llava_hf_check.py --dump "$wrap/llava_dump" --dtype bfloat16
+fi
+if want decode && [[ -x $bin/llava_dump ]]; then
+  part decode_ref python3 tests/trainer/llava_tiny_reference.py --dump "$wrap/llava_dump" --greedy \
+    --device cuda
+  part decode_hf python3 tests/gpu/llava_generate_check.py --dump "$wrap/llava_dump"
+  [[ -x $bin/trainer_llava_mmmu_test ]] && part decode_mmmu env BENCHMAKE_SOURCE_DIR="$root" \
+    "$wrap/trainer_llava_mmmu_test" --gtest_color=no
 fi
 echo "llava_gpu: $failed part(s) failed"
 exit $failed

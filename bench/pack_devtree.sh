@@ -31,7 +31,8 @@ bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
       bench/clip_pixels bench/llava_batches)
 # LLaVA's (bench/llava_gpu.sh), where this build has them.
 for t in tests/trainer/cuda_vision_tower_test tests/trainer/cuda_model_spliced_test \
-  tests/trainer/cuda_llava_trainer_test tests/trainer/clip_vision_dump tests/trainer/llava_dump; do
+  tests/trainer/cuda_llava_trainer_test tests/trainer/clip_vision_dump tests/trainer/llava_dump \
+  tests/trainer/trainer_llava_mmmu_test; do
   cmake --build "$build" --target help | grep -q "^$(basename "$t"):" && bins+=("$t")
 done
 cmake --build "$build" --target "${bins[@]##*/}"
@@ -51,7 +52,7 @@ fi
 tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
-cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh .devtree/bench/
+cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh bench/llava_gpu.sh .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
 done

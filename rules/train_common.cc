@@ -342,11 +342,10 @@ std::vector<engine::ParamError> CheckTrainInputs(TrainKind kind, const json& p,
                                             "on MMMU (an mmmu_data target), not on the {} "
                                             "target '{}'",
                                             model->name, data->rule, data->name)});
-    if (mmmu && p["device"].get<std::string>() != "cpu")
-      errors.push_back({"device", fmt::format("device '{}': MMMU's greedy decoding of a LLaVA "
-                                              "model runs on the cpu only so far; set device = "
-                                              "\"cpu\"",
-                                              p["device"].get<std::string>())});
+    if (mmmu && p["precision"].get<std::string>() == "fp16")
+      errors.push_back({"precision",
+                        "precision 'fp16': MMMU's greedy decoding of a LLaVA model "
+                        "runs in fp32 (cpu, cuda) or bf16 (cuda)"});
     return errors;
   }
   // The model: the preset (pretrain) or what the init target says (finetune).

@@ -156,6 +156,12 @@ struct MemoryStats {
   int64_t device_total_bytes = 0;  // the device's memory (CPU: physical RAM)
 };
 
+// A GPU model's device for metrics.json: the GPU's name and the memory the model holds there.
+struct GpuDevice {
+  std::string name;
+  MemoryStats memory;
+};
+
 // The energy counter of the device a rank trains on (CUDA: NVML's, of its GPU's board).
 struct EnergyReading {
   std::string device;  // which device: ranks sharing one count its energy once

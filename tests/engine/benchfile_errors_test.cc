@@ -146,13 +146,14 @@ const ErrorCase kCases[] = {
      "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"d\"\n",
      "16:8",
      "data 'd' is a llava_data target (training data): evaluate runs a LLaVA model on MMMU"},
-    {"MmmuOnCuda",
+    {"MmmuInFp16",
      "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
      "[target.m]\nrule = \"mmmu_data\"\ninput = \"src/a.txt\"\nvocab = \"data/x.model\"\n\n"
      "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\n"
      "checkpoint_every = 0\nmpe = 64\n\n"
-     "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"m\"\ndevice = \"cuda\"\n",
-     "22:10", "device 'cuda': MMMU's greedy decoding of a LLaVA model runs on the cpu only"},
+     "[target.e]\nrule = \"evaluate\"\ncheckpoint = \"p\"\ndata = \"m\"\ndevice = \"cuda\"\n"
+     "precision = \"fp16\"\n",
+     "23:13", "precision 'fp16': MMMU's greedy decoding of a LLaVA model runs in fp32"},
     {"LlavaModelsMpe",
      "[target.d]\nrule = \"llava_data\"\ninput = [\"src/a.txt\"]\nvocab = \"data/x.model\"\n\n"
      "[target.p]\nrule = \"pretrain\"\ndata = \"d\"\nmodel = \"llava-tiny\"\nmpe = 100000\n",

@@ -13,7 +13,8 @@ TF32 off, a prompt with an image in the middle (image tokens expanded as LlavaPr
 expands them) with do_sample=False, num_beams=1 — the settings benchmake decodes with — and
 the ids from the text vocabulary only (suppress_tokens drops the zero rows benchmake's
 checkpoint pads the vocabulary with up to image_token_index). `llava_dump generate` decodes the
-same prompt and pixels. Compared: the new tokens, for max_new_tokens 12 and no end-of-sequence
+same prompt and pixels on each of --ours's devices (default: the cpu's LlavaModel and the cuda
+CudaLlavaTrainer, both fp32). Compared: the new tokens, for max_new_tokens 12 and no end-of-sequence
 id, and with the end-of-sequence id set to transformers' third token (both must stop there,
 keeping it). Exits 0 when all match.
 """
@@ -31,6 +32,8 @@ def main():
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=12)
+    parser.add_argument("--ours", nargs="+", default=["cpu", "cuda"],
+                        help="benchmake's decoders to check (llava_dump generate's DEVICE)")
     args = parser.parse_args()
     import random
 
@@ -58,10 +61,11 @@ def main():
         save_file({"pixel_values": pixels.contiguous()}, os.path.join(tmp, "pixels.safetensors"))
 
         def ours(max_new, eos):
-            r = subprocess.run([args.dump, "generate", ckpt, os.path.join(tmp, "inputs.json"),
-                                os.path.join(tmp, "pixels.safetensors"), str(max_new), str(eos)],
-                               check=True, capture_output=True, text=True)
-            return json.loads(r.stdout)["tokens"]
+            return {dev: json.loads(subprocess.run(
+                [args.dump, "generate", ckpt, os.path.join(tmp, "inputs.json"),
+                 os.path.join(tmp, "pixels.safetensors"), str(max_new), str(eos), dev],
+                check=True, capture_output=True, text=True).stdout)["tokens"]
+                for dev in args.ours}
 
         model = LlavaForConditionalGeneration.from_pretrained(ckpt, torch_dtype=torch.float32)
         model.to(device).eval()
@@ -76,14 +80,17 @@ def main():
             return out[0, len(prompt):].tolist()
 
         ref = theirs(args.max_new_tokens, None)
-        got = ours(args.max_new_tokens, -1)
-        print(f"transformers {ref}\nbenchmake    {got}")
-        ok &= got == ref
+        print(f"transformers    {ref}")
+        for dev, got in ours(args.max_new_tokens, -1).items():
+            print(f"benchmake {dev:5} {got}")
+            ok &= got == ref
         if len(ref) >= 3 and ref[2] not in ref[:2]:  # an earlier copy would stop sooner
             ref_eos = theirs(args.max_new_tokens, ref[2])
-            got_eos = ours(args.max_new_tokens, ref[2])
-            print(f"eos {ref[2]}: transformers {ref_eos}, benchmake {got_eos}")
-            ok &= got_eos == ref_eos == ref[:3]
+            print(f"eos {ref[2]}: transformers {ref_eos}")
+            ok &= ref_eos == ref[:3]
+            for dev, got in ours(args.max_new_tokens, ref[2]).items():
+                print(f"eos {ref[2]}: benchmake {dev:5} {got}")
+                ok &= got == ref_eos
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -275,6 +275,65 @@ TEST_P(CudaLlavaTrainerTest, BadBatchesAreRefused) {
       << r.status().message();
 }
 
+// Greedy decoding (MMMU's model half) with every part frozen: in fp32 the tokens of the CPU's
+// LlavaModel::GenerateGreedy (checked against float64 numpy in llava_tiny_reference.py), across
+// a padded width's edge (64) and up to the context's end; in bf16 as many tokens, all in the
+// vocabulary; bad prompts refused with nothing decoded.
+TEST_P(CudaLlavaTrainerTest, GreedyDecodingMatchesTheCpuAndRefusesBadPrompts) {
+  LlavaConfig c = Tiny();
+  c.text.max_seq = 96;  // (RoPE: any length) so that decoding crosses the padded width 64
+  const int64_t max_seq = c.text.max_seq, K = c.image_tokens(), S = c.vision.image_size;
+  BackendOptions o = Options(GetParam());
+  o.max_batch = 1, o.max_seq = max_seq;
+  auto gpu = CudaLlavaTrainer::Create(c, o, 1, {false, false, false});
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  const std::vector<float> params = InitLlavaParameters(c, LlavaLayout(c), 9);
+  ASSERT_TRUE((*gpu)->SetParameters(params).ok());
+  cpu::LlavaModel<float> cpu(c, 1, max_seq, 1);
+  ASSERT_TRUE(cpu.SetParameters(params).ok());
+
+  std::vector<int32_t> prompt;  // 60 tokens, the image at 3..3+K
+  for (int32_t i = 0; i < 60; ++i) prompt.push_back(1 + (i * 29 + 7) % 400);
+  std::vector<int64_t> positions;
+  for (int64_t k = 0; k < K; ++k) positions.push_back(3 + k), prompt[3 + k] = 0;
+  const std::vector<float> pixels = RandomVector(3 * S * S, 1.0f, 4);
+  const int64_t max_new = max_seq - 60 + 5;  // past the context's end
+  bool full_gpu = false, full_cpu = false;
+  auto got =
+      (*gpu)->GenerateGreedy(prompt, pixels.data(), positions.data(), 1, max_new, -1, &full_gpu);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  auto want =
+      cpu.GenerateGreedy(prompt, pixels.data(), positions.data(), 1, max_new, -1, &full_cpu);
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  EXPECT_EQ(static_cast<int64_t>(got->size()), max_seq - 60 + 1);  // the token after max_seq last
+  EXPECT_TRUE(full_gpu);
+  EXPECT_EQ(full_gpu, full_cpu);
+  for (int32_t t : *got) EXPECT_TRUE(t >= 0 && t < c.text.vocab) << t;
+  if (GetParam() == DType::kF32) {
+    EXPECT_EQ(*got, *want);
+  }
+  // eos: the first token made stops it, kept
+  auto one = (*gpu)->GenerateGreedy(prompt, pixels.data(), positions.data(), 1, max_new, (*got)[0],
+                                    &full_gpu);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_EQ(*one, std::vector<int32_t>{(*got)[0]});
+  EXPECT_FALSE(full_gpu);
+
+  const std::vector<int32_t> too_long(static_cast<size_t>(max_seq + 1), 1);
+  EXPECT_EQ(
+      (*gpu)->GenerateGreedy(too_long, pixels.data(), positions.data(), 1, 4, -1).status().code(),
+      ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      (*gpu)->GenerateGreedy(prompt, pixels.data(), positions.data(), 1, 0, -1).status().code(),
+      ErrorCode::kInvalidArgument);
+  std::vector<int64_t> outside = positions;
+  outside.back() = 60;  // past the prompt
+  auto bad = (*gpu)->GenerateGreedy(prompt, pixels.data(), outside.data(), 1, 4, -1);
+  ASSERT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("image 0 token 3"), std::string::npos)
+      << bad.status().message();
+}
+
 // A frozen LM (LLaVA-1.5's pretraining stage) holds its working weights only: its plan has no
 // masters, AdamW moments or gradients, and it is smaller than the trained LM's by at least
 // m + v + gradients, 4 + 4 + 4 bytes per LM parameter (fp32's masters are its working weights;

@@ -13,12 +13,13 @@
 //       (log-softmax of the next-token logits over the text vocabulary V), losses [B, T]
 //       (-log p(input_ids[t+1]), 0 at the last position and before image tokens) and loss [1]
 //       (HF's: the mean over t with label_mask[t+1] = 1).
-//   llava_dump generate CKPT_DIR INPUTS_JSON PIXELS_SAFETENSORS MAX_NEW EOS
-//       greedy decoding (LlavaModel::GenerateGreedy) from INPUTS_JSON's first row of
-//       input_ids (images expanded as above; label_mask not needed), at most MAX_NEW tokens,
-//       stopping at EOS (-1: none) or when the sequence outgrows the model's max_seq; prints
-//       {"tokens": [...], "context_full": bool} on stdout.
-// Exit 0, or 1 with a message on stderr.
+//   llava_dump generate CKPT_DIR INPUTS_JSON PIXELS_SAFETENSORS MAX_NEW EOS [DEVICE]
+//       greedy decoding (trainer/run/llava_decoder.h on DEVICE, cpu or cuda, in fp32) from
+//       INPUTS_JSON's first row of input_ids (images expanded as above; label_mask not needed),
+//       at most MAX_NEW tokens, stopping at EOS (-1: none) or when the sequence outgrows the
+//       model's max_seq; prints {"tokens": [...], "context_full": bool} on stdout.
+// Exit 0, or 1 with a message on stderr; 77 (ctest's skip) when DEVICE is cuda and this build
+// or machine has no GPU.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include "trainer/cpu/llava_model.h"
 #include "trainer/model/llava_layout.h"
 #include "trainer/rng.h"
+#include "trainer/run/llava_decoder.h"
 
 namespace bm::train {
 namespace {
@@ -153,7 +155,8 @@ int RunModel(const std::string& ckpt, const std::string& inputs_path,
 }
 
 int Generate(const std::string& ckpt, const std::string& inputs_path,
-             const std::string& pixels_path, int64_t max_new, int32_t eos) {
+             const std::string& pixels_path, int64_t max_new, int32_t eos,
+             const std::string& device) {
   Result<Checkpoint> ck = LoadCheckpoint(ckpt);
   if (!ck.ok()) return Fail(ck.status().message());
   const LlavaConfig* c = &ck->config;
@@ -173,12 +176,19 @@ int Generate(const std::string& ckpt, const std::string& inputs_path,
   Result<SafetensorsFile> px = ReadPixels(pixels_path, images);
   if (!px.ok()) return Fail(px.status().message());
   const NamedTensor* pv = px->Find("pixel_values");
-  cpu::LlavaModel<float> model(*c, 1, c->text.max_seq, std::max<int64_t>(images, 1));
-  Status s = model.SetParameters(*params);
+  Result<std::unique_ptr<LlavaDecoder>> model =
+      CreateLlavaDecoder(device, *c, Precision::kFp32, /*threads=*/0);
+  if (!model.ok()) {  // no GPU, or a build without CUDA: skipped
+    const ErrorCode code = model.status().code();
+    const bool no_gpu = code == ErrorCode::kUnavailable || code == ErrorCode::kUnsupported;
+    Fail(model.status().message());
+    return no_gpu && device == "cuda" ? 77 : 1;
+  }
+  Status s = (*model)->SetParameters(*params);
   if (!s.ok()) return Fail(s.message());
   bool context_full = false;
-  Result<std::vector<int32_t>> out = model.GenerateGreedy(prompt, pv->data.data(), positions.data(),
-                                                          images, max_new, eos, &context_full);
+  Result<std::vector<int32_t>> out = (*model)->GenerateGreedy(
+      prompt, pv->data.data(), positions.data(), images, max_new, eos, &context_full);
   if (!out.ok()) return Fail(out.status().message());
   std::printf("%s\n",
               nlohmann::json{{"tokens", *out}, {"context_full", context_full}}.dump().c_str());
@@ -190,13 +200,13 @@ int Main(int argc, char** argv) {
   if (cmd == "save" && argc >= 3)
     return Save(argv[2], argc > 3 ? argv[3] : "llava-tiny", argc > 4 ? std::stoull(argv[4]) : 1);
   if (cmd == "run" && argc == 6) return RunModel(argv[2], argv[3], argv[4], argv[5]);
-  if (cmd == "generate" && argc == 7)
+  if (cmd == "generate" && (argc == 7 || argc == 8))
     return Generate(argv[2], argv[3], argv[4], std::stoll(argv[5]),
-                    static_cast<int32_t>(std::stol(argv[6])));
+                    static_cast<int32_t>(std::stol(argv[6])), argc == 8 ? argv[7] : "cpu");
   return Fail(
       "usage: llava_dump save OUT_DIR [PRESET [SEED]] | llava_dump run CKPT_DIR INPUTS_JSON "
       "PIXELS_SAFETENSORS OUT_SAFETENSORS | llava_dump generate CKPT_DIR INPUTS_JSON "
-      "PIXELS_SAFETENSORS MAX_NEW EOS");
+      "PIXELS_SAFETENSORS MAX_NEW EOS [DEVICE]");
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ model.safetensors that `llava_dump save` writes. Then runs `llava_dump run` on t
 and compares the next-token log-probabilities (max |diff| <= 1e-4 * max(1, max |ref|)) and
 the loss (relative 1e-5). Exits 0 when both pass.
 
-With --greedy, checks greedy decoding instead (`llava_dump generate`, LlavaModel::GenerateGreedy,
-MMMU's model half): from a prompt with an image in the middle, the reference appends the argmax
+With --greedy, checks greedy decoding instead (`llava_dump generate`, MMMU's model half, on
+--device cpu: LlavaModel::GenerateGreedy, or cuda: CudaLlavaTrainer::GenerateGreedy in fp32): from a prompt with an image in the middle, the reference appends the argmax
 of its last position's next-token logits and reruns, as transformers' generate does with
 do_sample=False and num_beams=1; ours must make the same tokens (compared up to the first step
 whose two best logits lie within 1e-6 of each other, a tie float32 may break either way), stop
@@ -23,6 +23,7 @@ is the last).
 
     /usr/bin/python3 tests/trainer/llava_tiny_reference.py --dump build/tests/trainer/llava_dump
     /usr/bin/python3 tests/trainer/llava_tiny_reference.py --dump ... --greedy
+    /usr/bin/python3 tests/trainer/llava_tiny_reference.py --dump ... --greedy --device cuda
 """
 import argparse
 import json
@@ -182,8 +183,13 @@ def greedy(args):
         write_pixels(px, pixels)
 
         def ours(max_new, eos):
-            r = subprocess.run([args.dump, "generate", ckpt, inputs, px, str(max_new), str(eos)],
-                               check=True, capture_output=True, text=True)
+            r = subprocess.run([args.dump, "generate", ckpt, inputs, px, str(max_new), str(eos),
+                                args.device], capture_output=True, text=True)
+            if r.returncode == 77:  # device cuda without a GPU
+                print(f"skipped: {r.stderr.strip()}")
+                sys.exit(77)
+            if r.returncode != 0:
+                sys.exit(f"llava_dump generate failed: {r.stderr.strip()}")
             return json.loads(r.stdout)
 
         # The reference: the whole forward on the sequence so far, argmax of the last position.
@@ -228,6 +234,8 @@ def main():
     parser.add_argument("--dump", required=True)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--greedy", action="store_true")
+    parser.add_argument("--device", default="cpu",
+                        help="--greedy: the decoder's device (cpu, or cuda: exit 77 without a GPU)")
     args = parser.parse_args()
     if args.greedy:
         return greedy(args)

@@ -273,7 +273,9 @@ class CudaBackend final : public Backend {
   Status NextTokenArgmax(const int32_t* inputs, int64_t B, int64_t T, int32_t* argmax) override {
     BM_TRY(CheckBatch("NextTokenArgmax", inputs, B, T));
     BM_TRY(CheckOneRank("NextTokenArgmax"));
-    return model_->NextTokenArgmax(inputs, static_cast<int>(B), static_cast<int>(T), argmax);
+    TokenBatch batch;
+    batch.tokens = inputs, batch.batch = static_cast<int>(B), batch.seq = static_cast<int>(T);
+    return model_->NextTokenArgmax(batch, argmax);
   }
   MemoryStats Memory() const override {
     MemoryStats m;

@@ -13,6 +13,7 @@
 #include "trainer/cuda/cudnn_attention.h"
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/shard_map.h"
+#include "trainer/data/llava_batch.h"
 #include "trainer/dist/communicator.h"
 #include "trainer/model/shard.h"
 
@@ -114,6 +115,53 @@ struct CudaLlavaTrainer::Impl {
                                     cudaMemcpyDeviceToDevice, stream),
                     "LLaVA image rows {}..{}", kept[i], kept[j - 1]);
       i = j;
+    }
+    return Status::Ok();
+  }
+
+  // The batch's images through the tower and the projector; `spliced` gets the kept image
+  // tokens' rows (in place, or compacted when some token was cut off) and their gradient buffer.
+  // kInvalidArgument (nothing computed) for too many images or a position outside the batch.
+  Status Encode(const cpu::LlavaMicroBatch& b, const char* call, SplicedRows* spliced) {
+    if (b.images < 0 || b.images > max_images ||
+        (b.images > 0 && (!b.pixel_values || !b.image_positions)))
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "CudaLlavaTrainer::{}: {} images (at most {}), each with pixel values and "
+                    "positions",
+                    call, b.images, max_images);
+    const int64_t K = config.image_tokens(), N = b.B * b.T;
+    kept.clear();
+    positions.clear();
+    for (int64_t i = 0; i < b.images * K; ++i) {
+      const int64_t p = b.image_positions[i];
+      if (p < 0) continue;
+      if (p >= N)
+        return Errorf(ErrorCode::kInvalidArgument,
+                      "CudaLlavaTrainer::{}: image {} token {} at position {}, outside the "
+                      "batch's {} x {}",
+                      call, i / K, i % K, p, b.B, b.T);
+      kept.push_back(i);
+      positions.push_back(static_cast<int32_t>(p));
+    }
+    const int images = static_cast<int>(b.images);
+    if (images == 0) return Status::Ok();
+    const int64_t S = config.vision.image_size;
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(pixels.ptr, b.pixel_values, static_cast<size_t>(images * 3 * S * S) * 4,
+                        cudaMemcpyHostToDevice, stream),
+        "LLaVA pixels of {} images", images);
+    BM_TRY(tower->Forward(pixels.as<float>(), images));
+    BM_TRY(projector->Forward(tower->features(), static_cast<int>(images * K)));
+    compacted = static_cast<int64_t>(kept.size()) != images * K;
+    spliced->positions = positions.data();
+    spliced->count = static_cast<int>(kept.size());
+    if (compacted) {
+      BM_TRY(CopyRuns(projector->output(), rows.ptr, true));
+      spliced->rows = rows.ptr;
+      spliced->grad = row_grad.ptr;
+    } else {
+      spliced->rows = projector->output();
+      spliced->grad = dprojected.ptr;
     }
     return Status::Ok();
   }
@@ -371,48 +419,10 @@ Result<LossSum> CudaLlavaTrainer::ForwardBackward(const cpu::LlavaMicroBatch& b,
                   "CudaLlavaTrainer::ForwardBackward: batch {} x {} (planned at most {} x {}), "
                   "inputs and targets needed",
                   b.B, b.T, s.max_batch, s.max_seq);
-  if (b.images < 0 || b.images > s.max_images ||
-      (b.images > 0 && (!b.pixel_values || !b.image_positions)))
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "CudaLlavaTrainer::ForwardBackward: {} images (at most {}), each with pixel "
-                  "values and positions",
-                  b.images, s.max_images);
-  const int64_t K = s.config.image_tokens(), N = b.B * b.T;
-  s.kept.clear();
-  s.positions.clear();
-  for (int64_t i = 0; i < b.images * K; ++i) {
-    const int64_t p = b.image_positions[i];
-    if (p < 0) continue;
-    if (p >= N)
-      return Errorf(ErrorCode::kInvalidArgument,
-                    "CudaLlavaTrainer::ForwardBackward: image {} token {} at position {}, outside "
-                    "the batch's {} x {}",
-                    i / K, i % K, p, b.B, b.T);
-    s.kept.push_back(i);
-    s.positions.push_back(static_cast<int32_t>(p));
-  }
-  const int images = static_cast<int>(b.images);
-  const int64_t S = s.config.vision.image_size;
   SplicedRows spliced;
-  if (images > 0) {
-    BM_CUDA_CHECK(
-        cudaMemcpyAsync(s.pixels.ptr, b.pixel_values, static_cast<size_t>(images * 3 * S * S) * 4,
-                        cudaMemcpyHostToDevice, s.stream),
-        "LLaVA pixels of {} images", images);
-    BM_TRY(s.tower->Forward(s.pixels.as<float>(), images));
-    BM_TRY(s.projector->Forward(s.tower->features(), static_cast<int>(images * K)));
-    s.compacted = static_cast<int64_t>(s.kept.size()) != images * K;
-    spliced.positions = s.positions.data();
-    spliced.count = static_cast<int>(s.kept.size());
-    if (s.compacted) {
-      BM_TRY(s.CopyRuns(s.projector->output(), s.rows.ptr, true));
-      spliced.rows = s.rows.ptr;
-      spliced.grad = s.row_grad.ptr;
-    } else {
-      spliced.rows = s.projector->output();
-      spliced.grad = s.dprojected.ptr;
-    }
-  }
+  BM_TRY(s.Encode(b, "ForwardBackward", &spliced));
+  const int images = static_cast<int>(b.images);
+  const int64_t K = s.config.image_tokens(), N = b.B * b.T;
   TokenBatch tb;
   tb.tokens = b.inputs, tb.targets = b.targets, tb.mask = b.loss_mask;
   tb.batch = static_cast<int>(b.B), tb.seq = static_cast<int>(b.T);
@@ -485,6 +495,55 @@ Status CudaLlavaTrainer::OptimizerStep(const AdamWStep& step) {
   if (s.parts[1].trained) BM_TRY(s.projector->RefreshWorkingCopy());
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "LLaVA tower and projector update");
   return s.lm->Synchronize();
+}
+
+Result<std::vector<int32_t>> CudaLlavaTrainer::GenerateGreedy(
+    std::span<const int32_t> prompt, const float* pixel_values, const int64_t* image_positions,
+    int64_t images, int64_t max_new_tokens, int32_t eos_id, bool* context_full) {
+  Impl& s = *impl_;
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n < 1 || n > s.max_seq)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CudaLlavaTrainer::GenerateGreedy: a prompt of {} tokens; the model reads 1 to "
+                  "{} (max_seq)",
+                  n, s.max_seq);
+  if (max_new_tokens < 1)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CudaLlavaTrainer::GenerateGreedy: max_new_tokens {} (>= 1)", max_new_tokens);
+  std::vector<int32_t> ids(prompt.begin(), prompt.end());
+  // The image rows depend on the pixels only: computed once, spliced into every pass (their
+  // positions all lie in the prompt, so no token is cut off and nothing is compacted).
+  SplicedRows spliced;
+  const cpu::LlavaMicroBatch batch{ids.data(), nullptr,      nullptr,         1,
+                                   n,          pixel_values, image_positions, images};
+  BM_TRY(s.Encode(batch, "GenerateGreedy", &spliced));
+  spliced.grad = nullptr;
+  // Each pass reads the sequence padded to a multiple of kLlavaWidthMultiple positions: causal
+  // attention keeps the padding from the last real position, and the matmuls meet a new shape
+  // (cuBLASLt's tuning) once per 64 tokens, not once per token.
+  std::vector<int32_t> padded, argmax, out;
+  if (context_full) *context_full = false;
+  while (static_cast<int64_t>(out.size()) < max_new_tokens) {
+    const int64_t len = static_cast<int64_t>(ids.size());
+    if (len > s.max_seq) {  // the last token read no further
+      if (context_full) *context_full = true;
+      break;
+    }
+    const int64_t width = std::min(
+        (len + kLlavaWidthMultiple - 1) / kLlavaWidthMultiple * kLlavaWidthMultiple, s.max_seq);
+    padded.assign(ids.begin(), ids.end());
+    padded.resize(static_cast<size_t>(width), 0);
+    argmax.resize(static_cast<size_t>(width));
+    TokenBatch tb;
+    tb.tokens = padded.data(), tb.batch = 1, tb.seq = static_cast<int>(width);
+    tb.spliced = images > 0 ? &spliced : nullptr;
+    BM_TRY(s.lm->NextTokenArgmax(tb, argmax.data()));
+    const int32_t next = argmax[static_cast<size_t>(len - 1)];
+    out.push_back(next);
+    ids.push_back(next);
+    if (next == eos_id) break;
+  }
+  return out;
 }
 
 }  // namespace bm::train::cuda

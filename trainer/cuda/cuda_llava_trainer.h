@@ -35,6 +35,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "trainer/backend.h"
@@ -92,6 +93,17 @@ class CudaLlavaTrainer {
   Result<float> GradNorm();
   // Clipping by the global norm and one AdamW update of all three parts.
   Status OptimizerStep(const AdamWStep& step);
+
+  // Greedy decoding of one prompt (MMMU's model half), forward only, with the contract of
+  // cpu::LlavaModel::GenerateGreedy (the stopping rules, context_full, the errors), max_seq
+  // being options.max_seq: the image's rows computed once, then every new token reruns the
+  // prefix (no KV cache) padded to a multiple of kLlavaWidthMultiple positions, its argmax
+  // read at the last real one. One rank's call (not collective); create it with batch 1.
+  Result<std::vector<int32_t>> GenerateGreedy(std::span<const int32_t> prompt,
+                                              const float* pixel_values,
+                                              const int64_t* image_positions, int64_t images,
+                                              int64_t max_new_tokens, int32_t eos_id,
+                                              bool* context_full = nullptr);
 
  private:
   struct Impl;

@@ -283,17 +283,17 @@ Status CudaModel::TokenLosses(const TokenBatch& batch, float* losses) {
   return Status::Ok();
 }
 
-Status CudaModel::NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* out) {
+Status CudaModel::NextTokenArgmax(const TokenBatch& batch, int32_t* out) {
   Impl& s = *impl_;
   if (s.Pp() || s.Tp()) return Status(ErrorCode::kInvalidArgument, "NextTokenArgmax needs TP1 PP1");
-  TokenBatch b;
-  b.tokens = tokens, b.batch = batch, b.seq = seq;
+  TokenBatch b = batch;
+  b.targets = nullptr, b.mask = nullptr;  // (the rows' gradient: no backward runs)
   BM_TRY(s.Stage(b));
   BM_TRY(s.Run(0.0f, Mode::kArgmax));
   BM_CUDA_CHECK(
       cudaMemcpyAsync(out, s.A<int>(s.argmax), s.N() * 4, cudaMemcpyDeviceToHost, s.stream),
       "argmax");
-  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "argmax B={} T={}", batch, seq);
+  BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "argmax B={} T={}", batch.batch, batch.seq);
   return Status::Ok();
 }
 

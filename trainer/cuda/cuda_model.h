@@ -80,7 +80,7 @@ namespace bm::train::cuda {
 // The token ids at those positions must still be valid ids (looked up, then replaced); gpt's
 // learned positions are still added to the rows. The token embedding gets no gradient from
 // those positions (the learned positions do). count 0: exactly the computation without.
-// ForwardBackward and TokenLosses take them; not with pipeline parallelism.
+// ForwardBackward, TokenLosses and NextTokenArgmax take them; not with pipeline parallelism.
 struct SplicedRows {
   const int32_t* positions = nullptr;  // host [count]
   int count = 0;
@@ -179,8 +179,9 @@ class CudaModel {
   Status OptimizerStep(const AdamWHyper& hyper);
   // Forward only: losses[i] for every position (the mask ignored); waits.
   Status TokenLosses(const TokenBatch& batch, float* losses);
-  // Forward only: the most likely next token at every position (lowest id on ties); waits.
-  Status NextTokenArgmax(const int32_t* tokens, int batch, int seq, int32_t* argmax);
+  // Forward only: the most likely next token at every position (lowest id on ties), batch's
+  // targets and mask ignored, its spliced rows taken (LLaVA's greedy decoding); waits.
+  Status NextTokenArgmax(const TokenBatch& batch, int32_t* argmax);
   Status Synchronize();
   // One line per matmul shape tuned (RunSpec::matmul_tuning): see matmul.h.
   const std::vector<std::string>& MatmulTuningLog() const;

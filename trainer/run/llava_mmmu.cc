@@ -28,9 +28,7 @@ constexpr const char* kSplit = "mmmu";
 constexpr uint32_t kMmmuSeed = 42;  // run_llava.py's --seed default: its set_seed(42)
 
 Status CheckRun(const RunConfig& run) {
-  // (the device: CreateLlavaDecoder's)
-  if (run.precision != Precision::kFp32)
-    return Status(ErrorCode::kUnsupported, "precision: MMMU on the cpu is fp32 only");
+  // (the device and precision: CreateLlavaDecoder's)
   if (run.layout.tp * run.layout.pp * run.layout.dp != 1)
     return Errorf(ErrorCode::kUnsupported, "layout {}: MMMU decodes on one rank (TP1PP1DP1)",
                   run.layout.ToString());
@@ -126,7 +124,7 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
   const int threads = run.threads > 0 ? static_cast<int>(run.threads)
                                       : static_cast<int>(std::thread::hardware_concurrency());
   BM_ASSIGN_OR_RETURN(std::unique_ptr<LlavaDecoder> llava,
-                      CreateLlavaDecoder(run.device, model, threads));
+                      CreateLlavaDecoder(run.device, model, run.precision, threads));
   {
     BM_ASSIGN_OR_RETURN(std::vector<float> params,
                         LoadLlavaParameters(run.init + "/" + kModelFile, model));
@@ -180,11 +178,14 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
   summary.model = model.text;
   summary.run = run;
   summary.run.threads = threads;
-  summary.memory.peak_bytes = PeakResidentBytes();
-  summary.memory.device_total_bytes = cpu::PhysicalMemoryBytes();
-  summary.device_name = fmt::format("{}, {} threads", cpu::CpuModelName(), threads);
+  const std::optional<GpuDevice> gpu = llava->device();
+  summary.memory.peak_bytes = gpu ? gpu->memory.peak_bytes : PeakResidentBytes();
+  summary.memory.device_total_bytes =
+      gpu ? gpu->memory.device_total_bytes : cpu::PhysicalMemoryBytes();
+  summary.device_name =
+      gpu ? gpu->name : fmt::format("{}, {} threads", cpu::CpuModelName(), threads);
   summary.started_at = started_at;
-  summary.platform = ProbePlatform(/*gpu_libraries=*/false);
+  summary.platform = ProbePlatform(/*gpu_libraries=*/gpu.has_value());
   summary.eval = eval;
   summary.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   nlohmann::json metrics = BuildMetrics(summary);

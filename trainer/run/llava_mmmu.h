@@ -7,7 +7,7 @@
 // themselves (questions.jsonl, MMMU's JSONL lines) and the decode table (decode.json,
 // trainer/eval/decode_table.h). For each question, in MMMU's order (trainer/eval/mmmu_run.h),
 // the LLaVA model decodes greedily from the prompt with image_1's rows spliced in
-// (trainer/run/llava_decoder.h: cpu::LlavaModel::GenerateGreedy), at most max_new_tokens tokens or
+// (trainer/run/llava_decoder.h), at most max_new_tokens tokens or
 // up to the tokenizer's end-of-sequence id; the new tokens are detokenized with the table and
 // judged as MMMU does.
 //
@@ -16,9 +16,9 @@
 // evaluate; eval = MmmuEvalFields plus "decoding": {"max_new_tokens", "greedy", "stopped":
 // {"eos", "max_new_tokens", "context"}}), each written atomically.
 //
-// CPU and fp32, one rank: device "cuda" is refused by CreateLlavaDecoder (kUnsupported,
-// naming the device) — there is no GPU decoder yet. Errors name the directory's file, or the
-// question's id.
+// One rank: on the cpu in fp32, or on one GPU (device "cuda", fp32 or bf16: every part of the
+// model frozen, no KV cache — CudaLlavaTrainer::GenerateGreedy). Errors name the directory's
+// file, or the question's id.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -211,7 +211,7 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   // Memory and the device's name as the text trainer's metrics give them (its peak FLOP/s for
   // MFU are looked up by that name): on a GPU the device memory the trainer holds (all of it
   // allocated at its creation) and the GPU's name; on the CPU the peak resident set.
-  const std::optional<LlavaTrainerApi::Device> gpu = trainer->device();
+  const std::optional<GpuDevice> gpu = trainer->device();
   BM_ASSIGN_OR_RETURN(double peak, ranks.Max(static_cast<double>(gpu ? gpu->memory.peak_bytes
                                                                      : PeakResidentBytes())));
   summary.memory.peak_bytes = static_cast<int64_t>(peak);

@@ -22,9 +22,9 @@ class Wrapped final : public LlavaTrainerApi {
   }
   Result<float> GradNorm() override { return t_->GradNorm(); }
   Status OptimizerStep(const AdamWStep& step) override { return t_->OptimizerStep(step); }
-  std::optional<Device> device() const override {
+  std::optional<GpuDevice> device() const override {
     if constexpr (requires(const Trainer& t) { t.Memory(); }) {
-      return Device{t_->device_name(), t_->Memory()};
+      return GpuDevice{t_->device_name(), t_->Memory()};
     } else {
       return std::nullopt;
     }

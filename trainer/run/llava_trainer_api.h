@@ -21,15 +21,9 @@ namespace bm::train {
 
 class LlavaTrainerApi {
  public:
-  // A GPU trainer's device for metrics.json: its name and the memory it holds there.
-  struct Device {
-    std::string name;
-    MemoryStats memory;
-  };
-
   virtual ~LlavaTrainerApi() = default;
   // nullopt on the CPU (the loop reads the process's memory and the CPU's name itself).
-  virtual std::optional<Device> device() const { return std::nullopt; }
+  virtual std::optional<GpuDevice> device() const { return std::nullopt; }
   virtual Status SetParameters(std::span<const float> whole) = 0;
   virtual Status GetParameters(std::span<float> whole) = 0;  // empty: takes part only
   virtual Status ZeroGrad() = 0;

@@ -6,7 +6,8 @@
 //    from step 21 on below 2%, the suites' loss-alignment rule; every step within 5%);
 //  - bit-identical reruns; recompute equals no recompute bitwise; resuming from saved
 //    parameters and AdamW moments equals running through.
-// Skips with the reason on machines without a GPU.
+// Skips with the reason on machines without a GPU, except the checks that refuse arguments
+// before any device is touched (CudaModelChecks).
 #include "trainer/cuda/cuda_model.h"
 
 #include <gtest/gtest.h>
@@ -501,7 +502,9 @@ TEST(CudaModelChecks, PipelineStagesTakeZeroOneAtMostTensorParallelismEveryStage
   shard.tp = 2, shard.tp_rank = 0;
   run.pp = nullptr, run.tp = &tp, run.zero = 3;
   Result<std::unique_ptr<CudaModel>> m = CudaModel::Create(shard, run);
-  if (!m.ok()) EXPECT_NE(m.status().code(), ErrorCode::kInvalidArgument) << m.status().message();
+  if (!m.ok()) {
+    EXPECT_NE(m.status().code(), ErrorCode::kInvalidArgument) << m.status().message();
+  }
 }
 
 }  // namespace

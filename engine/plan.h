@@ -10,10 +10,10 @@
 // no-op fast path. A target that cannot run here fails the build before
 // anything runs, one line per target and reason (sorted), e.g.
 //
-//   target 'gpt3_13b_tp2pp1sh2sp4' cannot run here: layout TP2PP1DP4 with zero = 2:
-//   tensor and pipeline parallelism run with ZeRO-1 ...
-//   target 'gpt3_13b_tp2pp1sh2sp4' needs 8 GPU(s) for layout TP2PP1DP4 but this
-//   machine has 1 ([benchmake] gpus or $BENCHMAKE_GPUS set the count); nothing was run
+//   target 'gpt3_pp' cannot run here: layout TP1PP2DP4 with zero = 2: pipeline
+//   parallelism runs with ZeRO-1 ...
+//   target 'gpt3_pp' needs 8 GPU(s) for layout TP1PP2DP4 but this machine has 1
+//   ([benchmake] gpus or $BENCHMAKE_GPUS set the count); nothing was run
 //
 // with "(needed by 'Y')" after a name that only a requested target Y needs.
 // Errors: kInvalidArgument for those, and for an unknown target (with the

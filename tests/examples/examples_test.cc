@@ -195,19 +195,19 @@ TEST_P(ExampleTest, ReportPrintsTheSuitesColumns) {
   }
 }
 
-// Item 3 of the examples issue: a full-size target needing more than this build
+// Item 3 of the examples issue: a full-size target needing more than this machine
 // offers fails when planned, naming it, its layout and what is missing, and
 // nothing runs (not even its downloads); the smoke variant beside it builds.
 TEST_F(ExampleWorkspace, UnsupportedLayoutFailsWhenPlannedNothingRuns) {
   Prepare("gpt3_paddle");
-  ::setenv("BENCHMAKE_GPUS", "8", 1);  // enough GPUs: only the layout is missing
+  ::setenv("BENCHMAKE_GPUS", "4", 1);  // TP2 with ZeRO-2 over DP4 runs, on eight GPUs
   Run r = Benchmake("build gpt3_6.7b_tp2pp1sh2sp4");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("target 'gpt3_6.7b_tp2pp1sh2sp4' cannot run here: layout TP2PP1DP4 with "
-                          "zero = 2: tensor parallelism with ZeRO-2 or 3 over the data-parallel "
-                          "group runs on the cpu only so far"),
+  EXPECT_NE(r.output.find("target 'gpt3_6.7b_tp2pp1sh2sp4' needs 8 GPU(s) for layout TP2PP1DP4 "
+                          "but this machine has 4"),
             std::string::npos)
       << r.output;
+  EXPECT_EQ(r.output.find("cannot run here"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("nothing was run"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(ws_ / "out/gpt_en_ids")) << "its download did not start";
   EXPECT_FALSE(fs::exists(ws_ / "out/gpt_en_tokens"));

@@ -126,18 +126,28 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
     return all;
   };
   auto pre = MakePretrainRule();
-  // TP/PP: the cpu backend, ZeRO-2 and 3 with TP, ZeRO-1 at most with PP; cuda ZeRO-1 at most.
+  // TP/PP, on both devices: ZeRO-2 and 3 with TP alone, ZeRO-1 at most with PP.
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}}), "");
-  EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP2"}, {"zero", 2}}), "");
-  EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP2"}, {"zero", 3}}), "");
-  EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"layout", "TP1PP2DP2"}, {"zero", 2}})
-                .find("layout TP1PP2DP2 with zero = 2: pipeline parallelism runs with ZeRO-1"),
-            std::string::npos);
-  EXPECT_NE(
-      unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP2"}, {"zero", 2}, {"device", "cuda"}})
-          .find("layout TP2PP1DP2 with zero = 2: tensor parallelism with ZeRO-2 or 3 over the "
-                "data-parallel group runs on the cpu only so far"),
-      std::string::npos);
+  for (const char* device : {"cpu", "cuda"}) {
+    for (int zero : {2, 3})
+      EXPECT_EQ(unsupported(*pre, {{"data", "d"},
+                                   {"layout", "TP2PP1DP2"},
+                                   {"zero", zero},
+                                   {"device", device},
+                                   {"sequence_parallel", true}}),
+                "")
+          << device << " zero " << zero;
+    EXPECT_NE(
+        unsupported(*pre, {{"data", "d"}, {"layout", "TP1PP2DP2"}, {"zero", 2}, {"device", device}})
+            .find("layout TP1PP2DP2 with zero = 2: pipeline parallelism runs with ZeRO-1"),
+        std::string::npos)
+        << device;
+    EXPECT_NE(
+        unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP2DP2"}, {"zero", 3}, {"device", device}})
+            .find("layout TP2PP2DP2 with zero = 3: pipeline parallelism runs with ZeRO-1"),
+        std::string::npos)
+        << device;
+  }
   // cuda: tensor, pipeline and sequence parallelism.
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}, {"device", "cuda"}}), "");
   EXPECT_EQ(unsupported(*pre, {{"data", "d"},

@@ -1,7 +1,8 @@
 // MemoryPlan (trainer/cuda/memory_plan.h) on the host: offsets, alignment, shared regions and
 // PackUnderLimits; CudaDataParallel's part of a plan (its arithmetic only, no arena), trained and
-// frozen (RunSpec::frozen: LLaVA's frozen language model), against bytes per parameter counted by
-// hand from cuda_data_parallel.h's table.
+// frozen (RunSpec::frozen: LLaVA's frozen language model), and a tensor-parallel rank's at ZeRO 1-3
+// over its data-parallel group, against bytes per parameter counted by hand from
+// cuda_data_parallel.h's table.
 // The arena itself needs a GPU (cuda_model_test plans and allocates whole models).
 #include <gtest/gtest.h>
 
@@ -9,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/trainer/cuda_test_util.h"
 #include "trainer/cuda/cuda_data_parallel.h"
 #include "trainer/cuda/memory_plan.h"
 #include "trainer/cuda/model_spec.h"
 #include "trainer/cuda/param_layout.h"
 #include "trainer/cuda/shard_map.h"
 #include "trainer/dist/communicator.h"
+#include "trainer/model/config.h"
 #include "trainer/model/shard.h"
 #include "trainer/model/vision_config.h"
 
@@ -172,6 +175,80 @@ TEST(DataParallelPlan, Llava13bFrozenLanguageModelIsItsBf16Weights) {
   trained.Plan(&b);
   EXPECT_GE(b.total(), 16 * P);
   EXPECT_LT(b.total(), 16 * P + (P / 64 / 8) + 4096);  // and the decay mask, a bit per 64
+}
+
+// The bytes CudaDataParallel plans for TP rank 0 of `preset` (with `overrides`) split TP ways,
+// at `zero` over a data-parallel group of `dp` ranks.
+size_t TensorParallelRankBytes(const char* preset, const nlohmann::json& overrides, int tp, int dp,
+                               int zero, DType work, size_t* params) {
+  Result<ModelConfig> config = Preset(preset);
+  EXPECT_TRUE(config.ok()) << preset;
+  config = ApplyOverrides(*config, overrides);
+  EXPECT_TRUE(config.ok()) << config.status().message();
+  Result<ModelShard> shard = ModelShard::Make(*config, {tp, 0, 1, 0});
+  EXPECT_TRUE(shard.ok()) << shard.status().message();
+  const ModelSpec spec = SpecOfShard(*config, *shard);
+  const ParamLayout layout(spec, CudaDataParallel::UnitAlign(zero, dp));
+  testing::PlanOnlyGroup group(dp, 0);
+  CudaDataParallel dp_state(layout, &group, zero, work);
+  MemoryPlan plan;
+  dp_state.Plan(&plan);
+  if (params) *params = layout.total();
+  return plan.total();
+}
+
+// llama-tiny at 8 layers (cuda_ranks_test.cc's TensorParallelZero3HoldsLessThanZero1 runs it on
+// the GPU, fp32, TP2PP1DP2), TP rank 0's shard counted by hand: heads 2 of 4, kv_heads 1 of 2
+// (head size 16), ffn 80 of 160, vocabulary rows 256 of 512, width 64; units padded to 128
+// elements (64 x 2 ranks).
+//   embeddings: wte 256·64                                              = 16,384
+//   a layer: qkv (2+1+1)·16·64 + o 64·32 + gate|up 160·64 + down 64·80 + 2 norms 64
+//            = 4096 + 2048 + 10,240 + 5120 + 128                        = 21,632
+//   final: lm_head 256·64 + norm 64 = 16,448, padded                    = 16,512
+//   P = 16,384 + 8 · 21,632 + 16,512 = 205,952;  own slices L = P / 2   = 102,976
+// fp32 floats: ZeRO-1 masters, m, v (3L) + the working copy and the gradients (2P) = 720,832;
+// ZeRO-3 masters, m, v (3L) + gathered embeddings and two unit slots (16,384 + 2 · 21,632) +
+// gradient slices (L) + reduce-scatter scratch (a layer's slice, 10,816) + gradient buckets
+// (16,384 + 2 · 21,632) = 542,016: 715,264 bytes fewer (every entry a multiple of 256 bytes).
+TEST(DataParallelPlan, TensorParallelZero3HoldsLessThanZero1CountedByHand) {
+  const nlohmann::json layers = {{"layers", 8}};
+  size_t P = 0;
+  const size_t z1 = TensorParallelRankBytes("llama-tiny", layers, 2, 2, 1, DType::kF32, &P);
+  EXPECT_EQ(P, 205'952u);
+  EXPECT_EQ(z1, 720'832u * 4);
+  const size_t z3 = TensorParallelRankBytes("llama-tiny", layers, 2, 2, 3, DType::kF32, &P);
+  EXPECT_EQ(P, 205'952u);
+  EXPECT_EQ(z3, 542'016u * 4);
+  EXPECT_EQ(z1 - z3, 715'264u);
+}
+
+// The gpt3_paddle example's TP2PP1SH2SP4 rows (gpt3-6.7b, vocabulary padded to 50,304, TP2 over
+// DP4, 16-bit weights): TP rank 0's shard counted by hand (width 4096, 32 layers, MLP 16,384):
+//   embeddings: wte 25,152·4096 + wpe 2048·4096                        = 111,411,200
+//   a layer: qkv 6144·4096 + 6144, proj 4096·2048 + 4096, fc 8192·4096 + 8192,
+//            fc2 4096·8192 + 4096, two LayerNorms 2·2·4096             = 100,702,208
+//   final: LayerNorm 2·4096 (the head is wte, tied)                     = 8192
+//   P = 111,411,200 + 32 · 100,702,208 + 8192 = 3,333,890,048 (every unit a multiple of 256:
+//   no padding); L = P / 4.
+// Bytes: ZeRO-1 masters, m and v 12 L + 16-bit copy 2 P + gradients 4 P = 9 P = 30.0 GB.
+// ZeRO-2: 12 L + 2 P + gradient slices 4 L + reduce-scatter scratch (the widest slice, the
+// embeddings': E / 4 floats) + buckets 4 · (E + 2 W) = 6 P + 5 E + 8 W = 21.4 GB. ZeRO-3: 12 L +
+// 16-bit slices 2 L + gathered units 2 · (E + 2 W) + 4 L + scratch + buckets = 4.5 P + 7 E + 12 W
+// = 17.0 GB.
+TEST(DataParallelPlan, Gpt3TensorParallelZeroStagesCountedByHand) {
+  const nlohmann::json vocab = {{"vocab", 50304}};
+  const size_t P = 3'333'890'048, E = 111'411'200, W = 100'702'208;
+  size_t params = 0;
+  const size_t z1 = TensorParallelRankBytes("gpt3-6.7b", vocab, 2, 4, 1, DType::kF16, &params);
+  EXPECT_EQ(params, P);
+  EXPECT_EQ(z1, 9 * P);
+  const size_t z2 = TensorParallelRankBytes("gpt3-6.7b", vocab, 2, 4, 2, DType::kF16, &params);
+  EXPECT_EQ(z2, 6 * P + 5 * E + 8 * W);
+  const size_t z3 = TensorParallelRankBytes("gpt3-6.7b", vocab, 2, 4, 3, DType::kF16, &params);
+  EXPECT_EQ(z3, 9 * P / 2 + 7 * E + 12 * W);
+  EXPECT_NEAR(z1 / 1e9, 30.01, 0.01);
+  EXPECT_NEAR(z2 / 1e9, 21.37, 0.01);
+  EXPECT_NEAR(z3 / 1e9, 16.99, 0.01);
 }
 
 }  // namespace

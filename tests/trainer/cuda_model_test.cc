@@ -6,7 +6,8 @@
 //    from step 21 on below 2%, the suites' loss-alignment rule; every step within 5%);
 //  - bit-identical reruns; recompute equals no recompute bitwise; resuming from saved
 //    parameters and AdamW moments equals running through.
-// Skips with the reason on machines without a GPU.
+// Skips with the reason on machines without a GPU, except the checks that refuse arguments
+// before any device is touched (CudaModelChecks).
 #include "trainer/cuda/cuda_model.h"
 
 #include <gtest/gtest.h>
@@ -475,6 +476,36 @@ INSTANTIATE_TEST_SUITE_P(Families, CudaModelTest, ::testing::Values("tiny-gpt", 
                            std::replace(s.begin(), s.end(), '-', '_');
                            return s;
                          });
+
+// ZeRO with model parallelism, checked before any device is touched (so this runs without a GPU):
+// pipeline stages take zero <= 1, tensor parallelism alone every stage (TP2 at zero 3 passes the
+// argument checks; without a GPU it then fails for want of one, with a GPU it is created).
+TEST(CudaModelChecks, PipelineStagesTakeZeroOneAtMostTensorParallelismEveryStage) {
+  ModelSpec stage = Tiny("tiny-gpt");
+  stage.pp = 2, stage.pp_rank = 0, stage.layer_begin = 0, stage.layer_end = 1;
+  stage.embeddings = true, stage.head = false;
+  testing::PlanOnlyGroup pp(2, 0), tp(2, 0);
+  RunSpec run;
+  run.micro_batch = kBatch, run.seq = kSeq, run.dtype = DType::kF32;
+  run.pp = &pp;
+  for (int zero : {2, 3}) {
+    run.zero = zero;
+    Result<std::unique_ptr<CudaModel>> m = CudaModel::Create(stage, run);
+    ASSERT_FALSE(m.ok()) << zero;
+    EXPECT_EQ(m.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find("zero = " + std::to_string(zero) +
+                                        " with PP2; pipeline parallelism takes zero <= 1"),
+              std::string::npos)
+        << m.status().message();
+  }
+  ModelSpec shard = Tiny("tiny-gpt");
+  shard.tp = 2, shard.tp_rank = 0;
+  run.pp = nullptr, run.tp = &tp, run.zero = 3;
+  Result<std::unique_ptr<CudaModel>> m = CudaModel::Create(shard, run);
+  if (!m.ok()) {
+    EXPECT_NE(m.status().code(), ErrorCode::kInvalidArgument) << m.status().message();
+  }
+}
 
 }  // namespace
 }  // namespace bm::train::cuda

@@ -1,5 +1,6 @@
 // Helpers for the CUDA backend's tests: device buffers, poisoning, bf16 / fp16 rounding on the
-// host, the relative-error check, and the skip when no GPU is present.
+// host, the relative-error check, the skip when no GPU is present, and a group that only has a
+// size and a rank (for plans and argument checks).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,7 +14,38 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
+#include "trainer/dist/communicator.h"
+
 namespace bm::train::cuda::testing {
+
+// A device group's size and rank, for what plans or checks without communicating
+// (CudaDataParallel's constructor and Plan, CudaModel::Create's argument checks): every
+// collective is refused (kInternal).
+class PlanOnlyGroup final : public dist::Communicator {
+ public:
+  PlanOnlyGroup(int size, int rank) : size_(size), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view transport() const override { return "plan"; }
+  bool device() const override { return true; }
+  Status AllReduce(void*, int64_t, dist::DType, dist::ReduceOp, void*) override { return No(); }
+  Status ReduceScatter(const void*, void*, int64_t, dist::DType, dist::ReduceOp, void*) override {
+    return No();
+  }
+  Status AllGather(const void*, void*, int64_t, dist::DType, void*) override { return No(); }
+  Status Broadcast(void*, int64_t, dist::DType, int, void*) override { return No(); }
+  Status Send(const void*, int64_t, dist::DType, int, void*) override { return No(); }
+  Status Recv(void*, int64_t, dist::DType, int, void*) override { return No(); }
+  Status SendRecv(const void*, int64_t, int, void*, int64_t, int, dist::DType, void*) override {
+    return No();
+  }
+  Status Barrier() override { return No(); }
+
+ private:
+  static Status No() { return Status(ErrorCode::kInternal, "a plan-only group communicates"); }
+  int size_, rank_;
+};
 
 inline std::string NoDeviceReason() {
   int count = 0;

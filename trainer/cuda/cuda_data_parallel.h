@@ -130,7 +130,8 @@ class CudaDataParallel {
   Status GradientsReady(int unit);
 
   // out = Σ g² over the whole (reduced) gradient, on the device, the same on every rank; not
-  // when sums_own_slices() (the caller sums OwnSlicesOf its ranges, then SumOverGroup).
+  // when sums_own_slices() (the caller sums OwnSlicesOf its ranges, then SumOverGroup; the same
+  // at zero >= 2 for a part of the layout: reduces_to_own_slices).
   Status GradSumSquares(float* out, float* scratch);
   // Zero 1: the units that overlap `r` are all-reduced rather than reduce-scattered (another
   // pipeline stage adds its gradient to them after the reduction, and its units are cut into
@@ -138,8 +139,18 @@ class CudaDataParallel {
   void SumWhole(const Range& r);
   // Zero 1 over several ranks: each rank holds the group's sum of its own slices only.
   bool sums_own_slices() const { return zero_ == 1 && plan_.ranks() > 1; }
-  // The parts of `ranges` (ascending flat offsets) in this rank's own slices, ascending.
+  // The reduced gradients are the own slices only: zero 1 over several ranks, or zero >= 2
+  // (their buffer of own slices, one rank included). A norm over some ranges (tensor
+  // parallelism: the tensors a rank owns) sums OwnSlicesOf them at ReducedGrad, then
+  // SumOverGroup.
+  bool reduces_to_own_slices() const { return zero_ >= 2 || sums_own_slices(); }
+  // The parts of `ranges` (ascending flat offsets) in this rank's own slices, ascending; each
+  // within one unit's slice.
   std::vector<Range> OwnSlicesOf(const std::vector<Range>& ranges) const;
+  // The reduced gradient at flat offset `off` (after the step's last EndMicroBatch): the full
+  // buffer's at zero <= 1; at zero >= 2 the own slices' buffer's, where `off` must lie in this
+  // rank's slice of its unit (as OwnSlicesOf's ranges do, to their end).
+  const float* ReducedGrad(size_t off) const;
   // value (one float on the device) summed over the group, on the compute stream.
   Status SumOverGroup(float* value);
   // AdamW with clipping by the global norm from `sumsq`; then the working weights.

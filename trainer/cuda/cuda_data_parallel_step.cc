@@ -223,6 +223,14 @@ std::vector<Range> CudaDataParallel::OwnSlicesOf(const std::vector<Range>& range
   return parts;
 }
 
+const float* CudaDataParallel::ReducedGrad(size_t off) const {
+  if (zero_ <= 1) return At<float>(grad_) + off;
+  const int u = UnitOf(off);
+  const size_t slice_begin = static_cast<size_t>(plan_.unit(u).offset) +
+                             static_cast<size_t>(plan_.rank() * plan_.slice(u));
+  return At<float>(grad_shard_) + static_cast<size_t>(plan_.shard_offset(u)) + (off - slice_begin);
+}
+
 Status CudaDataParallel::SumOverGroup(float* value) {
   return AllReduce(value, 1, CommType::kFloat32, compute_);
 }

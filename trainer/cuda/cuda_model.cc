@@ -9,9 +9,8 @@ namespace bm::train::cuda {
 namespace {
 
 // A model-parallel group of `size` ranks (TP or PP) as RunSpec gives it: a device communicator
-// of that size where this model is rank `rank`, none for one rank; ZeRO <= 1 with it.
-Status CheckModelParallelGroup(const char* what, int size, int rank, dist::Communicator* group,
-                               int zero) {
+// of that size where this model is rank `rank`, none for one rank.
+Status CheckModelParallelGroup(const char* what, int size, int rank, dist::Communicator* group) {
   if (size == 1) {
     if (!group) return Status::Ok();
     return Errorf(ErrorCode::kInvalidArgument, "CUDA backend: a {} group for {}1", what, what);
@@ -20,10 +19,6 @@ Status CheckModelParallelGroup(const char* what, int size, int rank, dist::Commu
     return Errorf(ErrorCode::kInvalidArgument,
                   "CUDA backend: rank {} of {}{} needs its {} group's device communicator", rank,
                   what, size, what);
-  if (zero > 1)
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "CUDA backend: zero = {} with {}{}; model parallelism takes zero <= 1", zero,
-                  what, size);
   return Status::Ok();
 }
 
@@ -64,7 +59,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   "CUDA backend: rank {} of TP{} must divide heads {}, kv_heads {} and ffn {}",
                   model.tp_rank, model.tp, model.heads, model.kv_heads, model.ffn);
   }
-  BM_TRY(CheckModelParallelGroup("TP", model.tp, model.tp_rank, run.tp, run.zero));
+  BM_TRY(CheckModelParallelGroup("TP", model.tp, model.tp_rank, run.tp));
   if (run.sequence_parallel &&
       (model.tp == 1 || (static_cast<int64_t>(run.micro_batch) * run.seq) % model.tp != 0))
     return Errorf(ErrorCode::kInvalidArgument,
@@ -81,7 +76,14 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   model.pp_rank, model.pp, model.layer_begin, layer_end, model.layers,
                   run.pipeline_slots);
   }
-  BM_TRY(CheckModelParallelGroup("PP", model.pp, model.pp_rank, run.pp, run.zero));
+  BM_TRY(CheckModelParallelGroup("PP", model.pp, model.pp_rank, run.pp));
+  // The first and last stages add their tied embedding copies' gradients to each other after
+  // the step's backward, from full gradient buffers (ZeRO-2 keeps only reduced slices): ZeRO-1
+  // at most with pipeline stages (tensor parallelism alone takes ZeRO 2-3).
+  if (model.pp > 1 && run.zero > 1)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "CUDA backend: zero = {} with PP{}; pipeline parallelism takes zero <= 1",
+                  run.zero, model.pp);
   if (run.frozen && (model.tp > 1 || model.pp > 1 || run.dtype == DType::kF16))
     return Errorf(ErrorCode::kUnsupported,
                   "CUDA backend: a frozen model (RunSpec::frozen) takes bf16 or fp32 without TP "

@@ -28,13 +28,17 @@
 // with Megatron's collectives on the compute stream, as the CPU twin's (trainer/cpu/model.h):
 // row-parallel outputs and column-parallel input gradients summed, the embedding and the
 // cross-entropy vocabulary-parallel (classifier.cuh), the gradient norm over the TP group
-// counting each parameter once (CountGradients). With ZeRO <= 1. RunSpec::sequence_parallel:
+// counting each parameter once (CountGradients). With ZeRO 0-3 over the DP group (RunSpec::comm)
+// of each TP rank: its shard's gradients (ZeRO 2-3) and working weights (ZeRO-3, gathered a unit
+// at a time) in DP slices; the norm then sums the counted ranges' parts in the own slices, over
+// the DP group, then the TP group. RunSpec::sequence_parallel:
 // Megatron's sequence parallelism on top (the residual stream's rows split over the TP group,
 // norms on a rank's rows, all-gathers and reduce-scatters at the TP regions' edges).
 //
 // Pipeline parallelism (ModelSpec::pp > 1, RunSpec::pp): the stage's layers (the embeddings on
 // the first, the head on the last), an activation slot per micro-batch in flight
-// (RunSpec::pipeline_slots), and PipelineStep in place of ForwardBackward. Forward-only calls
+// (RunSpec::pipeline_slots), and PipelineStep in place of ForwardBackward; ZeRO <= 1 (the tied
+// embedding's copies are summed from full gradient buffers). Forward-only calls
 // (TokenLosses, NextTokenArgmax) need PP1, NextTokenArgmax TP1 too.
 //
 // Determinism: the same parameters and batches give bit-identical results on the same GPU

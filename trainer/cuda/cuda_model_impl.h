@@ -194,8 +194,9 @@ struct CudaModel::Impl {
     if (spec.head) return {layout.lm_head, n, false};
     return {};
   }
-  // The gradient norm sums ranges (`counted`; under ZeRO-1 over several ranks, their parts in
-  // the own slices) into range_sums: model parallel, or ZeRO-1 over several ranks.
+  // The gradient norm sums ranges (`counted`; their parts in the own slices where only those
+  // are reduced: dp.reduces_to_own_slices) into range_sums: model parallel, or ZeRO-1 over
+  // several ranks (ZeRO 2-3 without model parallelism: dp sums its whole slice buffer).
   bool CountsRanges() const { return Tp() || Pp() || dp.sums_own_slices(); }
   // Each range summed is one tensor's, or its part in one unit's own slice.
   size_t RangeSumsCapacity() const { return layout.tensors().size() + layout.units().size(); }

@@ -467,19 +467,22 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
 Status CudaModel::Impl::GradSumSquares() {
   float* out = A<float>(norm_sq);
   if (!CountsRanges()) return dp.GradSumSquares(out, A<float>(norm_partials));
-  // Model parallel (ZeRO <= 1: whole local gradients), or ZeRO-1 over several ranks: the ranges
-  // this rank counts (of those, its own slices under ZeRO-1), summed in a fixed order, then over
-  // the DP (ZeRO-1), the TP and the PP group.
+  // Model parallel, or ZeRO-1 over several ranks: the ranges this rank counts (of those, the
+  // parts in its own slices where only they are reduced: ZeRO-1 over several ranks, ZeRO 2-3),
+  // summed in a fixed order, then over the DP group (own slices), the TP and the PP group. So a
+  // tensor replicated over the TP group counts once (on the rank that owns it), and once over
+  // its DP group (in the slices of the one rank that holds each element).
   BM_TRY(dp.ZeroPendingGradients());
-  const std::vector<Range> summed = dp.sums_own_slices() ? dp.OwnSlicesOf(counted) : counted;
+  const bool own = dp.reduces_to_own_slices();
+  const std::vector<Range> summed = own ? dp.OwnSlicesOf(counted) : counted;
   if (summed.size() > RangeSumsCapacity())
     return Errorf(ErrorCode::kInternal, "{} gradient ranges to sum, room for {}", summed.size(),
                   RangeSumsCapacity());
   for (size_t i = 0; i < summed.size(); ++i)
     BM_TRY(cuda::GradSumSquares(A<float>(range_sums) + i, A<float>(norm_partials),
-                                G(summed[i].offset), summed[i].numel, stream));
+                                dp.ReducedGrad(summed[i].offset), summed[i].numel, stream));
   BM_TRY(SumLosses(out, A<float>(range_sums), static_cast<int>(summed.size()), stream));
-  if (dp.sums_own_slices()) BM_TRY(dp.SumOverGroup(out));
+  if (own) BM_TRY(dp.SumOverGroup(out));
   BM_TRY(TpAllReduce(out, 1, dist::DType::kFloat32));
   if (!Pp()) return Status::Ok();
   return run.pp->AllReduce(out, 1, dist::DType::kFloat32, dist::ReduceOp::kSum, stream);

@@ -126,13 +126,17 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
     return all;
   };
   auto pre = MakePretrainRule();
-  // TP/PP: the cpu backend, ZeRO-2 and 3 with TP, ZeRO-1 at most with PP; cuda ZeRO-1 at most.
+  // TP/PP: the cpu backend runs ZeRO-2 and 3 with TP, PP or both; cuda ZeRO-1 at most.
   EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP4"}}), "");
-  EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP2"}, {"zero", 2}}), "");
-  EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP2"}, {"zero", 3}}), "");
-  EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"layout", "TP1PP2DP2"}, {"zero", 2}})
-                .find("layout TP1PP2DP2 with zero = 2: pipeline parallelism runs with ZeRO-1"),
-            std::string::npos);
+  for (const char* layout : {"TP2PP1DP2", "TP1PP2DP2", "TP2PP2DP2"})
+    for (int zero : {2, 3})
+      EXPECT_EQ(unsupported(*pre, {{"data", "d"}, {"layout", layout}, {"zero", zero}}), "")
+          << layout << " zero " << zero;
+  EXPECT_NE(
+      unsupported(*pre, {{"data", "d"}, {"layout", "TP1PP2DP2"}, {"zero", 3}, {"device", "cuda"}})
+          .find("layout TP1PP2DP2 with zero = 3: pipeline parallelism with ZeRO-2 or 3 over the "
+                "data-parallel group runs on the cpu only so far"),
+      std::string::npos);
   EXPECT_NE(
       unsupported(*pre, {{"data", "d"}, {"layout", "TP2PP1DP2"}, {"zero", 2}, {"device", "cuda"}})
           .find("layout TP2PP1DP2 with zero = 2: tensor parallelism with ZeRO-2 or 3 over the "

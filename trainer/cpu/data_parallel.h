@@ -12,12 +12,16 @@
 //                          the rest: local sums (a tied      all-gathered
 //                          embedding's unit: all-reduced)
 //   2     own shard        reduce-scattered, every micro     all; own shard updated, then
-//                                                            all-gathered
-//   3     own shard        reduce-scattered, every micro     own shard only; each unit gathered
+//                          (a tied embedding's unit: after   all-gathered
+//                          the stages' exchange)
+//   3     own shard        reduce-scattered, as 2            own shard only; each unit gathered
 //                                                            just before use (the next one
 //                                                            prefetched) and dropped after (filled
 //                                                            with NaN, so a read of a dropped unit
 //                                                            cannot go unseen)
+// At zero 2-3 a unit's gradient is taken (copied for its reduce-scatter and
+// the local buffer cleared) on the caller's thread when its backward ends: a
+// pipeline stage runs the unit's next backward before the reduction has run.
 // Shards follow trainer/dist/shard_plan.h. Reductions sum (the loss scale
 // already divides by the global token count). With a group of one rank every
 // stage runs the same code with trivial collectives; zero = 0 on one rank is
@@ -25,7 +29,7 @@
 //
 // Collective calls (every rank of the group, same order): SetLocalState with
 // zero 1-2, GetParameters with zero 3, GradNormSquared with zero >= 1,
-// OptimizerStep with zero >= 1, and every ForwardBackward.
+// OptimizerStep with zero >= 1, ReduceTiedUnits, and every ForwardBackward.
 // Errors of the communicator come back from EndMicroBatch and the collective
 // calls. Not thread-safe (the backend's thread; the communication thread is
 // internal).

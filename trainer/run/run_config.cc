@@ -246,11 +246,15 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "tokens",
                   c.layout.tp, c.lbs, c.mpe);
   const bool model_parallel = c.layout.tp > 1 || c.layout.pp > 1;
+  if (c.layout.pp > 1 && c.zero > 1 && c.device != "cpu")
+    return Errorf(ErrorCode::kUnsupported,
+                  "layout {} with zero = {}: pipeline parallelism with ZeRO-2 or 3 over the "
+                  "data-parallel group runs on the cpu only so far (device \"{}\": zero = 0 or 1)",
+                  c.layout.ToString(), c.zero, c.device);
   if (model_parallel && c.zero > 1 && c.device != "cpu")
     return Errorf(ErrorCode::kUnsupported,
-                  "layout {} with zero = {}: tensor and pipeline parallelism with ZeRO-2 or 3 "
-                  "over the data-parallel group run on the cpu only so far (device \"{}\": "
-                  "zero = 0 or 1)",
+                  "layout {} with zero = {}: tensor parallelism with ZeRO-2 or 3 over the "
+                  "data-parallel group runs on the cpu only so far (device \"{}\": zero = 0 or 1)",
                   c.layout.ToString(), c.zero, c.device);
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",

@@ -131,9 +131,16 @@ TEST_F(ModelParallelTest, KilledTp2Pp2RunResumesBitForBit) {
   ExpectKilledRunResumesBitForBit(full);
 }
 
-// The same with ZeRO-3 over each stage's data-parallel group (GPT: the tied
-// embedding's two copies, each sharded its own way): every rank's local state
-// (its slices of the master parameters and moments) comes back.
+// The same with ZeRO-2 and ZeRO-3 over each stage's data-parallel group (GPT:
+// the tied embedding's two copies, each sharded its own way): every rank's
+// local state (its slices of the master parameters and moments) comes back.
+TEST_F(ModelParallelTest, KilledTp1Pp2Dp2ZeroTwoRunResumesBitForBit) {
+  json full = Config("full", "gpt-tiny", "TP1PP2DP2", 2);
+  full["steps"] = 24;
+  full["checkpoint_every"] = 8;
+  ExpectKilledRunResumesBitForBit(full);
+}
+
 TEST_F(ModelParallelTest, KilledTp2Pp2Dp2ZeroThreeRunResumesBitForBit) {
   json full = Config("full", "gpt-tiny", "TP2PP2DP2", 3);
   full["steps"] = 24;

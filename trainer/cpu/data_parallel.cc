@@ -171,7 +171,7 @@ void DataParallel::SubmitShardReduction(int unit) {
   std::copy_n(grads, n, send.begin());
   std::fill(grads, grads + n, 0.0f);
   float* shard = shard_grads_.data() + plan_.shard_offset(unit);
-  queue_.Submit([this, unit, shard, send = std::move(send)]() mutable {
+  queue_.Submit([this, unit, shard, send = std::move(send)] {
     std::vector<float> recv(plan_.slice(unit));
     BM_TRY(comm_->ReduceScatter(send.data(), recv.data(), plan_.slice(unit), DType::kFloat32,
                                 ReduceOp::kSum));

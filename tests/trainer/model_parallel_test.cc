@@ -1,7 +1,8 @@
 // Tensor and pipeline parallelism on the CPU backend, proven as data
 // parallelism was (data_parallel_test.cc): benchmake-train processes in the
 // layouts the issue names — TP2, PP2, TP2PP2, TP2PP1DP2, TP1PP2DP2 (ZeRO-1),
-// and TP2 and TP2PP2 with sequence parallelism —
+// TP2PP1DP2, TP1PP2DP2 and TP2PP2DP2 with ZeRO-2 and ZeRO-3, and TP2 and TP2PP2
+// with sequence parallelism —
 // train a tiny GPT (tied embeddings) and a tiny GQA LLaMA (heads 4, kv_heads
 // 2) with GAS 4 and a loss mask for 20 steps, against one process over the
 // same global batch.
@@ -60,6 +61,10 @@ class ModelParallelTest : public testing::TrainRanksTest {
                                            {"TP1PP2DP2", 1, false},
                                            {"TP2PP1DP2", 2, false},
                                            {"TP2PP1DP2", 3, false},
+                                           {"TP1PP2DP2", 2, false},
+                                           {"TP1PP2DP2", 3, false},
+                                           {"TP2PP2DP2", 2, false},
+                                           {"TP2PP2DP2", 3, false},
                                            {"TP2PP1DP1", 0, true},
                                            {"TP2PP2DP1", 0, true}}) {
       const std::string layout = c.layout + (c.zero > 1 ? "_zero" + std::to_string(c.zero) : "") +
@@ -121,6 +126,23 @@ TEST_F(ModelParallelTest, PipelineStagesChangeNoBitWithoutClipping) {
 // bits: every rank keeps its own shard of the state.
 TEST_F(ModelParallelTest, KilledTp2Pp2RunResumesBitForBit) {
   json full = Config("full", "gpt-tiny", "TP2PP2");
+  full["steps"] = 24;
+  full["checkpoint_every"] = 8;
+  ExpectKilledRunResumesBitForBit(full);
+}
+
+// The same with ZeRO-2 and ZeRO-3 over each stage's data-parallel group (GPT:
+// the tied embedding's two copies, each sharded its own way): every rank's
+// local state (its slices of the master parameters and moments) comes back.
+TEST_F(ModelParallelTest, KilledTp1Pp2Dp2ZeroTwoRunResumesBitForBit) {
+  json full = Config("full", "gpt-tiny", "TP1PP2DP2", 2);
+  full["steps"] = 24;
+  full["checkpoint_every"] = 8;
+  ExpectKilledRunResumesBitForBit(full);
+}
+
+TEST_F(ModelParallelTest, KilledTp2Pp2Dp2ZeroThreeRunResumesBitForBit) {
+  json full = Config("full", "gpt-tiny", "TP2PP2DP2", 3);
   full["steps"] = 24;
   full["checkpoint_every"] = 8;
   ExpectKilledRunResumesBitForBit(full);

@@ -47,11 +47,6 @@ class CpuBackend final : public Backend {
     Result<ModelShard> shard = ModelShard::Make(
         model, {tp, options.tp ? options.tp->rank() : 0, pp, options.pp ? options.pp->rank() : 0});
     if (!shard.ok()) return shard.status();
-    if (pp > 1 && options.zero > 1)
-      return Errorf(ErrorCode::kUnsupported,
-                    "zero = {} with TP{} PP{}: pipeline parallelism runs with ZeRO-1 over the "
-                    "data-parallel group at most (zero = 0 or 1)",
-                    options.zero, tp, pp);
     threads_ = options.threads > 0 ? options.threads
                                    : static_cast<int>(std::thread::hardware_concurrency());
     omp_set_num_threads(threads_);

@@ -36,17 +36,20 @@ DataParallel::DataParallel(Model<float>* model, dist::Communicator* comm, int ze
       segments_.push_back({b, plan_.shard_offset(u) + (b - slice_begin), e - b, t.weight_decay});
     }
   }
-  // Zero 1 sums the own slices only, except where another pipeline stage adds its gradient
-  // after the reduction (the tied embedding): the two stages' units are cut into slices at
-  // different places, so those units are summed whole.
-  whole_sum_.assign(plan_.num_units(), zero_ == 0);
+  // The units holding a tied embedding that another pipeline stage adds its gradient to after
+  // the backward (the two stages' units are cut into slices at different places). Zero 1 sums
+  // them whole before that exchange; zero 2-3 keep them local through the step and
+  // reduce-scatter them after it (ReduceTiedUnits).
+  tied_unit_.assign(plan_.num_units(), false);
   if (const ParamTensor* tied = model_->shard().tied_across_stages()) {
     for (int u = 0; u < plan_.num_units(); ++u) {
       const dist::UnitSpan& unit = plan_.unit(u);
-      if (unit.offset < tied->offset + tied->numel && tied->offset < unit.offset + unit.numel)
-        whole_sum_[u] = true;
+      tied_unit_[u] =
+          unit.offset < tied->offset + tied->numel && tied->offset < unit.offset + unit.numel;
     }
   }
+  whole_sum_.assign(plan_.num_units(), zero_ == 0);
+  if (zero_ == 1) whole_sum_ = tied_unit_;
   m_.assign(plan_.shard_size(), 0.0f);
   v_.assign(plan_.shard_size(), 0.0f);
   if (zero_ >= 2) shard_grads_.assign(plan_.shard_size(), 0.0f);
@@ -152,16 +155,36 @@ void DataParallel::GradientsReady(int unit) {
     });
     return;
   }
-  // Stages 2-3: every micro-batch's unit gradient is reduce-scattered into
-  // this rank's slice, added to the shard, and the local copy cleared.
+  if (tied_unit_[unit]) return;  // reduced after the pipeline's exchange (ReduceTiedUnits)
+  SubmitShardReduction(unit);
+}
+
+void DataParallel::SubmitShardReduction(int unit) {
+  // Stages 2-3: the unit's gradient is taken here, on the caller's thread, and the local copy
+  // cleared, before the caller goes on: a pipeline stage runs the same unit's backward of the
+  // next micro-batch without waiting for this reduction, and would add to a buffer the
+  // communication thread has yet to read and clear. Then it is reduce-scattered into this
+  // rank's slice and added to the shard.
+  float* grads = model_->grads().data() + plan_.unit(unit).offset;
+  const int64_t n = plan_.unit(unit).numel;
+  std::vector<float> send(plan_.padded(unit), 0.0f);
+  std::copy_n(grads, n, send.begin());
+  std::fill(grads, grads + n, 0.0f);
   float* shard = shard_grads_.data() + plan_.shard_offset(unit);
-  queue_.Submit([this, unit, grads, n, shard] {
+  queue_.Submit([this, unit, shard, send = std::move(send)] {
     std::vector<float> recv(plan_.slice(unit));
-    BM_TRY(ReduceScatterUnit(unit, grads, recv.data()));
+    BM_TRY(comm_->ReduceScatter(send.data(), recv.data(), plan_.slice(unit), DType::kFloat32,
+                                ReduceOp::kSum));
     for (size_t i = 0; i < recv.size(); ++i) shard[i] += recv[i];
-    std::fill(grads, grads + n, 0.0f);
     return Status::Ok();
   });
+}
+
+Status DataParallel::ReduceTiedUnits() {
+  if (zero_ < 2) return Status::Ok();
+  for (int u = 0; u < plan_.num_units(); ++u)
+    if (tied_unit_[u]) SubmitShardReduction(u);
+  return queue_.Drain();
 }
 
 Status DataParallel::ReduceScatterUnit(int unit, const float* grads, float* slice) {

@@ -12,12 +12,16 @@
 //                          the rest: local sums (a tied      all-gathered
 //                          embedding's unit: all-reduced)
 //   2     own shard        reduce-scattered, every micro     all; own shard updated, then
-//                                                            all-gathered
-//   3     own shard        reduce-scattered, every micro     own shard only; each unit gathered
+//                          (a tied embedding's unit: after   all-gathered
+//                          the stages' exchange)
+//   3     own shard        reduce-scattered, as 2            own shard only; each unit gathered
 //                                                            just before use (the next one
 //                                                            prefetched) and dropped after (filled
 //                                                            with NaN, so a read of a dropped unit
 //                                                            cannot go unseen)
+// At zero 2-3 a unit's gradient is taken (copied for its reduce-scatter and
+// the local buffer cleared) on the caller's thread when its backward ends: a
+// pipeline stage runs the unit's next backward before the reduction has run.
 // Shards follow trainer/dist/shard_plan.h. Reductions sum (the loss scale
 // already divides by the global token count). With a group of one rank every
 // stage runs the same code with trivial collectives; zero = 0 on one rank is
@@ -25,7 +29,7 @@
 //
 // Collective calls (every rank of the group, same order): SetLocalState with
 // zero 1-2, GetParameters with zero 3, GradNormSquared with zero >= 1,
-// OptimizerStep with zero >= 1, and every ForwardBackward.
+// OptimizerStep with zero >= 1, ReduceTiedUnits, and every ForwardBackward.
 // Errors of the communicator come back from EndMicroBatch and the collective
 // calls. Not thread-safe (the backend's thread; the communication thread is
 // internal).
@@ -58,6 +62,11 @@ class DataParallel final : public UnitHooks {
   // micro-batch (stages 0-1 reduce then). End waits for the reductions.
   void BeginMicroBatch(bool last) { last_micro_ = last; }
   Status EndMicroBatch();
+  // Pipeline stages with tied embeddings, zero 2-3: after the stages have added
+  // each other's tied gradient (trainer/dist/pipeline_driver.h), reduce-scatters
+  // the units holding it, kept local through the step until then. Collective
+  // over the group; nothing to do otherwise.
+  Status ReduceTiedUnits();
 
   // Σ g² over all (reduced) gradients, the same on every rank of the group
   // (with zero >= 1 each rank sums its own slices, then the group); with
@@ -100,6 +109,9 @@ class DataParallel final : public UnitHooks {
   // Reduce-scatters unit u's gradients `grads` (numel floats; padded here)
   // into this rank's slice, plan_.slice(u) floats (the communication thread).
   Status ReduceScatterUnit(int u, const float* grads, float* slice);
+  // Zero 2-3: takes unit u's local gradient (clearing it) and submits its
+  // reduce-scatter into the shard.
+  void SubmitShardReduction(int u);
   // Submits an all-gather of unit u's slice `slice` (plan_.slice(u) floats,
   // copied) into gather_[u].
   void SubmitGather(int u, const float* slice);
@@ -118,6 +130,7 @@ class DataParallel final : public UnitHooks {
   std::vector<float> shard_params_;  // zero 3: the master parameters
   std::vector<float> shard_grads_;   // zero >= 2: reduced gradients
   std::vector<bool> whole_sum_;      // zero <= 1: units all-reduced (else reduce-scattered)
+  std::vector<bool> tied_unit_;      // units holding a tied embedding shared across stages
   std::vector<std::vector<float>> gather_;
   std::vector<dist::CommQueue::Ticket> gather_ticket_;  // 0: none pending
   std::vector<bool> resident_;                          // zero 3: unit in params()

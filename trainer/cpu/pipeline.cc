@@ -15,6 +15,7 @@ Result<LossSum> Pipeline::Step(std::span<const MicroBatch> micro, float loss_sca
   loss_scale_ = loss_scale;
   loss_ = LossSum();
   BM_TRY(dist::RunOneFOneB(*this, *pp_, m, slots, &wait_s_));
+  BM_TRY(dp_->ReduceTiedUnits());  // zero 2-3: the tied embedding's sum, now complete
   return loss_;
 }
 

@@ -6,10 +6,12 @@
 // backward; with tied embeddings (GPT) the first stage's token embedding and
 // the last stage's copy (trainer/model/shard.h) get the sum of both gradients.
 //
-// Collective over the pipeline group (and, inside the model, the TP group);
-// data-parallel reductions run as the DataParallel hooks say, the last
-// micro-batch's during its backward, and are finished (EndMicroBatch) before
-// the tied-embedding exchange. Not thread-safe (the backend's thread).
+// Collective over the pipeline group (and, inside the model, the TP and DP
+// groups); data-parallel reductions run as the DataParallel hooks say (zero
+// 0-1: the last micro-batch's during its backward; 2-3: every micro-batch's)
+// and are finished (EndMicroBatch) before the tied-embedding exchange; at zero
+// 2-3 the units holding the tied embedding are reduced after it
+// (DataParallel::ReduceTiedUnits). Not thread-safe (the backend's thread).
 #pragma once
 
 #include <span>

@@ -245,12 +245,13 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "sequence_parallel = true: TP{} must divide a micro-batch's lbs x mpe = {} x {} "
                   "tokens",
                   c.layout.tp, c.lbs, c.mpe);
-  // Tensor parallelism takes ZeRO 0-3 over each TP rank's data-parallel group on both devices.
-  if (c.layout.pp > 1 && c.zero > 1)
+  // ZeRO 0-3 over each TP rank's / stage's data-parallel group: the cpu with TP, PP or both;
+  // cuda with TP alone.
+  if (c.layout.pp > 1 && c.zero > 1 && c.device != "cpu")
     return Errorf(ErrorCode::kUnsupported,
-                  "layout {} with zero = {}: pipeline parallelism runs with ZeRO-1 over the "
-                  "data-parallel group at most (zero = 0 or 1)",
-                  c.layout.ToString(), c.zero);
+                  "layout {} with zero = {}: pipeline parallelism with ZeRO-2 or 3 over the "
+                  "data-parallel group runs on the cpu only so far (device \"{}\": zero = 0 or 1)",
+                  c.layout.ToString(), c.zero, c.device);
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",
                   c.communicator);

@@ -155,6 +155,7 @@ struct AdamWStep {
 struct MemoryStats {
   int64_t peak_bytes = 0;  // peak bytes held by the backend (parameters, state, activations)
   int64_t device_total_bytes = 0;  // the device's memory (CPU: physical RAM)
+  std::string plan;  // CUDA: the arena's plan, an entry a line (this rank's); CPU: empty
 };
 
 // A GPU model's device for metrics.json: the GPU's name and the memory the model holds there.

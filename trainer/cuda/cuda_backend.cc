@@ -280,7 +280,10 @@ class CudaBackend final : public Backend {
   }
   MemoryStats Memory() const override {
     MemoryStats m;
-    if (model_) m.peak_bytes = static_cast<int64_t>(model_->memory().plan_bytes);
+    if (model_) {
+      m.peak_bytes = static_cast<int64_t>(model_->memory().plan_bytes);
+      m.plan = model_->memory().plan_summary;
+    }
     m.device_total_bytes = total_bytes_;
     return m;
   }

@@ -42,8 +42,9 @@ std::string MemoryPlan::Summary() const {
             [](const Entry& a, const Entry& b) { return a.bytes > b.bytes; });
   std::string out =
       fmt::format("memory plan: {:.1f} MiB in {} entries\n", total_ / 1048576.0, entries_.size());
-  for (const Entry& e : sorted)
-    out += fmt::format("  {:>10.1f} MiB  {}\n", e.bytes / 1048576.0, e.name);
+  for (const Entry& e : sorted)  // (exact bytes under 1 MiB, where 0.1 MiB would hide them)
+    out += e.bytes < 1048576 ? fmt::format("  {:>10} B    {}\n", e.bytes, e.name)
+                             : fmt::format("  {:>10.1f} MiB  {}\n", e.bytes / 1048576.0, e.name);
   return out;
 }
 

@@ -197,6 +197,7 @@ MemoryStats CudaLlavaTrainer::Memory() const {
   m.peak_bytes = static_cast<int64_t>(s.lm->memory().plan_bytes + s.tower->device_bytes() +
                                       s.projector->device_bytes() + s.OwnBytes());
   m.device_total_bytes = s.device_total_bytes;
+  m.plan = s.lm->memory().plan_summary;  // the language model's arena
   return m;
 }
 

@@ -72,6 +72,7 @@ Result<std::unique_ptr<LlavaDecoder>> CreateLlavaDecoder(std::string_view device
     o.max_seq = config.text.max_seq;
     o.precision = precision;
     o.attention = "flash";  // cuDNN would build a graph for every new width
+    o.recompute = true;     // no backward: keep each layer's input only, not its activations
     BM_ASSIGN_OR_RETURN(
         std::unique_ptr<cuda::CudaLlavaTrainer> model,
         cuda::CudaLlavaTrainer::Create(config, o, /*max_images=*/1, {false, false, false}));

@@ -214,6 +214,7 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   const std::optional<GpuDevice> gpu = trainer->device();
   BM_ASSIGN_OR_RETURN(double peak, ranks.Max(static_cast<double>(gpu ? gpu->memory.peak_bytes
                                                                      : PeakResidentBytes())));
+  if (gpu) summary.memory.plan = gpu->memory.plan;
   summary.memory.peak_bytes = static_cast<int64_t>(peak);
   summary.memory.device_total_bytes =
       gpu ? gpu->memory.device_total_bytes : cpu::PhysicalMemoryBytes();

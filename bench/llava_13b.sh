@@ -4,7 +4,8 @@
 # ZeRO-3), `benchmake report` beside the seed's published rows, and stage 2 against PyTorch's peer
 # (bench/llava_reference.py: LlavaForConditionalGeneration under FSDP2 + compile) on the same
 # micro-batches (bench/llava_batches) in the same call, with the ratio over the same steps.
-# After stage 1, MMMU's sample on its model on one GPU (sample_llava_mmmu; NO_MMMU=1: not).
+# After stage 1, MMMU's sample on its model on one GPU (sample_llava_mmmu; NO_MMMU=1: not) and
+# bench/llava_decode_reference.py (transformers' generate) on the same prompts and checkpoint.
 # Each stage's 53 GB checkpoint is deleted, with the cache, once reported, so the two stages can
 # run one after the other in one call on a 64 GB disk:
 #   bash .devtree/bench/llava_13b.sh stage1|stage2       (after bench/pack_devtree.sh, carry .devtree)
@@ -67,6 +68,25 @@ ms = 1e3 * d["seconds"] / max(d["new_tokens"], 1)
 print(f"MMMU sample: {d['new_tokens']} tokens in {d['seconds']:.1f} s ({ms:.0f} ms a token), "
       f"stopped {d['stopped']}, accuracy {m['eval']['accuracy']:.2f}, "
       f"peak {m['memory']['peak_bytes'] / 2**30:.1f} GiB on {m['provenance']['device_name']}")
+PY
+  # PyTorch's peer on the same prompts, images and checkpoint (transformers' generate, KV cache).
+  (cd "$dev/peer" && python3 llava_decode_reference.py --data $ws/out/sample_mmmu_data \
+    --checkpoint $ws/out/$target --max-new-tokens 32 --ours "$OUT/mmmu-responses.json") \
+    > "$OUT/mmmu-torch.log" 2>&1 || failed=1
+  tail -n 2 "$OUT/mmmu-torch.log"
+  python3 - "$OUT/mmmu-metrics.json" "$OUT/mmmu-torch.log" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+d = m["eval"]["decoding"]
+lines = [l for l in open(sys.argv[2]) if l.startswith("{")]
+if lines:
+    p = json.loads(lines[-1])
+    ours = 1e3 * d["seconds"] / max(d["new_tokens"], 1)
+    print(f"MMMU decoding, ms a new token: ours {ours:.1f} (no KV cache), transformers "
+          f"{p['ms_per_token']:.1f} (generate, KV cache; peak {p['peak_alloc_GiB']:.1f} GiB, "
+          f"torch {p['torch']}, transformers {p['transformers']}): ratio "
+          f"{p['ms_per_token'] / ours:.2f}x; {p['equal_to_ours']} of {p['questions']} answers "
+          f"equal, common prefixes {p['common_prefix_tokens']}")
 PY
 fi
 rm -rf $ws/out/$target/model.safetensors $tree/cache  # 53 GB: the disk is needed after

@@ -58,6 +58,7 @@ for f in multi_reference.py torch_reference.py; do
 done
 cp bench/tp_reference.py .devtree/peer/  # our TP peer, run beside multi_reference.py
 cp bench/llava_reference.py .devtree/peer/  # LLaVA stage 2's FSDP2 peer (bench/llava_13b.sh)
+cp bench/llava_decode_reference.py .devtree/peer/  # the MMMU decoder's peer (transformers' generate)
 if [[ -n ${LLAVA_CHECKOUT:-} ]]; then
   files=(llava/constants.py llava/conversation.py llava/mm_utils.py llava/train/train.py)
   mkdir -p .devtree/llava

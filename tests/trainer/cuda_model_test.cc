@@ -508,7 +508,7 @@ TEST(CudaModelChecks, PipelineStagesAndTensorParallelismTakeEveryZeroStage) {
   }
   ModelSpec shard = Tiny("tiny-gpt");
   shard.tp = 2, shard.tp_rank = 0;
-  run.pp = nullptr, run.tp = &tp, run.zero = 3;
+  run.pp = nullptr, run.tp = &tp, run.zero = 3, run.pipeline_slots = 1;
   Result<std::unique_ptr<CudaModel>> m = CudaModel::Create(shard, run);
   if (!m.ok()) {
     EXPECT_NE(m.status().code(), ErrorCode::kInvalidArgument) << m.status().message();

@@ -10,8 +10,8 @@
 // no-op fast path. A target that cannot run here fails the build before
 // anything runs, one line per target and reason (sorted), e.g.
 //
-//   target 'gpt3_pp' cannot run here: layout TP1PP2DP4 with zero = 2: pipeline
-//   parallelism runs with ZeRO-1 ...
+//   target 'gpt3_cpu' cannot run here: precision 'bf16' on device cpu: the cpu
+//   backend is fp32 only ...
 //   target 'gpt3_pp' needs 8 GPU(s) for layout TP1PP2DP4 but this machine has 1
 //   ([benchmake] gpus or $BENCHMAKE_GPUS set the count); nothing was run
 //

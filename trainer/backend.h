@@ -100,8 +100,8 @@ struct BackendOptions {
   dist::Communicator* dp = nullptr;
   int zero = 0;
   // Tensor and pipeline parallel: the TP and PP groups (not owned; nullptr or
-  // a group of one: none). ZeRO 0-3 over each TP rank's / stage's DP group; the
-  // CUDA backend takes zero <= 1 with PP.
+  // a group of one: none). ZeRO 0-3 over each TP rank's / stage's DP group, on
+  // both backends.
   dist::Communicator* tp = nullptr;
   dist::Communicator* pp = nullptr;
   // The micro-batches of one optimizer step (GAS): a pipeline stage keeps up to

@@ -1,8 +1,8 @@
 // MemoryPlan (trainer/cuda/memory_plan.h) on the host: offsets, alignment, shared regions and
 // PackUnderLimits; CudaDataParallel's part of a plan (its arithmetic only, no arena), trained and
 // frozen (RunSpec::frozen: LLaVA's frozen language model), and a tensor-parallel rank's at ZeRO 1-3
-// over its data-parallel group, against bytes per parameter counted by hand from
-// cuda_data_parallel.h's table.
+// over its data-parallel group, and a pipeline stage's tied units kept whole at ZeRO 2-3, against
+// bytes per parameter counted by hand from cuda_data_parallel.h's table.
 // The arena itself needs a GPU (cuda_model_test plans and allocates whole models).
 #include <gtest/gtest.h>
 
@@ -249,6 +249,42 @@ TEST(DataParallelPlan, Gpt3TensorParallelZeroStagesCountedByHand) {
   EXPECT_NEAR(z1 / 1e9, 30.01, 0.01);
   EXPECT_NEAR(z2 / 1e9, 21.37, 0.01);
   EXPECT_NEAR(z3 / 1e9, 16.99, 0.01);
+}
+
+// Pipeline stages with tied embeddings (gpt-tiny: vocabulary 512, width 64, 2 layers, positions
+// 64; PP2 over DP2) at ZeRO 2-3: the units holding the tied copy keep a whole fp32 gradient through
+// the step (SumWhole; reduced after the stages' exchange), on top of what the stage plans anyway;
+// counted by hand:
+//   stage 0, the embeddings' unit: wte 512·64 + wpe 64·64              = 36,864 floats
+//   stage 1, the final unit: lm_head (wte's copy) 512·64 + ln_f 2·64    = 32,896 floats
+// (both multiples of 128, the units' alignment over two ranks). ZeRO-1 all-reduces those units
+// in place instead: nothing more.
+TEST(DataParallelPlan, PipelineStagesKeepTheTiedUnitsWholeAtZero2And3) {
+  Result<ModelConfig> config = Preset("gpt-tiny");
+  ASSERT_TRUE(config.ok());
+  for (int stage : {0, 1}) {
+    Result<ModelShard> shard = ModelShard::Make(*config, {1, 0, 2, stage});
+    ASSERT_TRUE(shard.ok()) << shard.status().message();
+    const ModelSpec spec = SpecOfShard(*config, *shard);
+    for (int zero : {1, 2, 3}) {
+      const ParamLayout layout(spec, CudaDataParallel::UnitAlign(zero, 2));
+      const Range tied = {stage == 0 ? layout.wte : layout.lm_head, 512u * 64u, false};
+      size_t bytes[2] = {0, 0};
+      std::string summary;
+      for (bool whole : {false, true}) {
+        testing::PlanOnlyGroup group(2, 0);
+        CudaDataParallel dp(layout, &group, zero, DType::kF32);
+        if (whole) dp.SumWhole(tied);
+        MemoryPlan plan;
+        dp.Plan(&plan);
+        bytes[whole] = plan.total();
+        summary = plan.Summary();
+      }
+      const size_t expected = zero == 1 ? 0 : (stage == 0 ? 36'864u : 32'896u) * 4;
+      EXPECT_EQ(bytes[1] - bytes[0], expected) << "stage " << stage << " zero " << zero;
+      EXPECT_EQ(summary.find("tied units' gradients") != std::string::npos, zero >= 2) << summary;
+    }
+  }
 }
 
 }  // namespace

@@ -478,29 +478,37 @@ INSTANTIATE_TEST_SUITE_P(Families, CudaModelTest, ::testing::Values("tiny-gpt", 
                          });
 
 // ZeRO with model parallelism, checked before any device is touched (so this runs without a GPU):
-// pipeline stages take zero <= 1, tensor parallelism alone every stage (TP2 at zero 3 passes the
-// argument checks; without a GPU it then fails for want of one, with a GPU it is created).
-TEST(CudaModelChecks, PipelineStagesTakeZeroOneAtMostTensorParallelismEveryStage) {
-  ModelSpec stage = Tiny("tiny-gpt");
-  stage.pp = 2, stage.pp_rank = 0, stage.layer_begin = 0, stage.layer_end = 1;
-  stage.embeddings = true, stage.head = false;
-  testing::PlanOnlyGroup pp(2, 0), tp(2, 0);
+// pipeline stages (the first and the last, which hold the tied embedding's copies) and tensor
+// parallelism take every stage: they pass the argument checks (without a GPU creation then fails
+// for want of one, with a GPU the model is created). A stage with a bad layer range is refused
+// there, so the checks do run before the device is asked.
+TEST(CudaModelChecks, PipelineStagesAndTensorParallelismTakeEveryZeroStage) {
+  testing::PlanOnlyGroup pp(2, 0), pp_last(2, 1), tp(2, 0);
   RunSpec run;
   run.micro_batch = kBatch, run.seq = kSeq, run.dtype = DType::kF32;
-  run.pp = &pp;
-  for (int zero : {2, 3}) {
-    run.zero = zero;
-    Result<std::unique_ptr<CudaModel>> m = CudaModel::Create(stage, run);
-    ASSERT_FALSE(m.ok()) << zero;
-    EXPECT_EQ(m.status().code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(m.status().message().find("zero = " + std::to_string(zero) +
-                                        " with PP2; pipeline parallelism takes zero <= 1"),
-              std::string::npos)
-        << m.status().message();
+  run.pipeline_slots = 2;
+  for (int rank : {0, 1}) {
+    ModelSpec stage = Tiny("tiny-gpt");
+    stage.pp = 2, stage.pp_rank = rank, stage.layer_begin = rank, stage.layer_end = 1 - 2 * rank;
+    stage.embeddings = rank == 0, stage.head = rank == 1;  // layers [0, 1) and [1, end)
+    run.pp = rank == 0 ? &pp : &pp_last;
+    for (int zero : {2, 3}) {
+      run.zero = zero;
+      Result<std::unique_ptr<CudaModel>> m = CudaModel::Create(stage, run);
+      if (!m.ok()) {
+        EXPECT_NE(m.status().code(), ErrorCode::kInvalidArgument)
+            << "stage " << rank << " zero " << zero << ": " << m.status().message();
+      }
+    }
+    stage.layer_end = stage.layers + 1;  // past the model's layers
+    run.zero = 2;
+    Result<std::unique_ptr<CudaModel>> bad = CudaModel::Create(stage, run);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument) << bad.status().message();
   }
   ModelSpec shard = Tiny("tiny-gpt");
   shard.tp = 2, shard.tp_rank = 0;
-  run.pp = nullptr, run.tp = &tp, run.zero = 3;
+  run.pp = nullptr, run.tp = &tp, run.zero = 3, run.pipeline_slots = 1;
   Result<std::unique_ptr<CudaModel>> m = CudaModel::Create(shard, run);
   if (!m.ok()) {
     EXPECT_NE(m.status().code(), ErrorCode::kInvalidArgument) << m.status().message();

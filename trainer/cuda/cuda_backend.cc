@@ -64,15 +64,10 @@ class CudaBackend final : public Backend {
     }
     // Tensor and pipeline parallelism: this rank's shard (trainer/model/shard.h) with
     // Megatron's collectives and the 1F1B stage (cuda_model.h); ZeRO 0-3 over each TP rank's
-    // data-parallel group, 0-1 with pipeline stages.
+    // and stage's data-parallel group.
     const int tp = o.tp ? o.tp->size() : 1, pp = o.pp ? o.pp->size() : 1;
     BM_ASSIGN_OR_RETURN(ModelShard shard, ModelShard::Make(c, {tp, o.tp ? o.tp->rank() : 0, pp,
                                                                o.pp ? o.pp->rank() : 0}));
-    if (pp > 1 && o.zero > 1)
-      return Errorf(ErrorCode::kUnsupported,
-                    "zero = {} with TP{} PP{}: pipeline parallelism runs with ZeRO-1 over the "
-                    "data-parallel group at most (zero = 0 or 1)",
-                    o.zero, tp, pp);
     for (dist::Communicator* group : {o.tp, o.pp})
       if (group && group->size() > 1 && !group->device())
         return Errorf(ErrorCode::kInvalidArgument,

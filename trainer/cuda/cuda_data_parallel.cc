@@ -38,6 +38,8 @@ CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator
   grad_slot_of_unit_.assign(layout.units().size(), nullptr);
   work_slot_of_unit_.assign(layout.units().size(), nullptr);
   whole_sum_.assign(layout.units().size(), 0);
+  whole_at_.assign(layout.units().size(), 0);
+  in_bucket_.assign(layout.units().size(), 0);
 }
 
 CudaDataParallel::~CudaDataParallel() {
@@ -97,6 +99,14 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
     emb_grad_.offset = plan->Add("embeddings gradient bucket", embeddings * 4);
     for (Slot& s : grad_ring_) s.offset = plan->Add("gradient bucket", widest * 4);
+    size_t whole = 0;  // SumWhole's units (the tied embedding's, with pipeline stages)
+    for (int u = 0; u < plan_.num_units(); ++u) {
+      if (!whole_sum_[u]) continue;
+      whole_at_[u] = whole;
+      whole += static_cast<size_t>(plan_.unit(u).numel);
+    }
+    if (whole > 0)
+      whole_grad_ = plan->Add("tied units' gradients (whole through the step)", whole * 4);
   }
 }
 
@@ -140,6 +150,8 @@ float* CudaDataParallel::Grad(size_t off) const {
   if (frozen_) return nullptr;
   if (zero_ <= 1) return At<float>(grad_) + off;
   const int u = UnitOf(off);
+  if (whole_sum_[u] && !in_bucket_[u])
+    return At<float>(whole_grad_) + whole_at_[u] + (off - layout_.units()[u].offset);
   const Slot* s = grad_slot_of_unit_[u];
   return At<float>(s->offset) + (off - layout_.units()[u].offset);
 }

@@ -14,6 +14,17 @@
 //           own slices (two unit buckets, and the embeddings').
 //   zero 3  As 2, but the working weights are the own slices; each unit is gathered into one of
 //           two slots (and the embeddings' own) just before use, the next one prefetched.
+//           With pipeline stages (several micro-batches' forwards before their backwards) a
+//           unit not in its slot when acquired is gathered again; a slot is overwritten only
+//           after the compute stream released its unit (its `free` event).
+//
+// Pipeline stages with tied embeddings at zero 2-3: the units that hold the tied copy
+// (SumWhole) are not reduced during the backward; each micro-batch's bucket is added, on the
+// compute stream, into a whole gradient buffer of those units that Grad() then addresses, so
+// that the first and last stages add each other's copy's gradient to it after the step's
+// backward; ReduceTiedUnits then reduce-scatters it into the own slices (the CPU twin's
+// ReduceTiedUnits). Every other unit's bucket is reused only after the compute stream waited
+// for its reduction (the slot's `ready` event), whatever micro-batch comes next.
 //
 // Slices follow trainer/dist/shard_plan.h over the layout's units (ParamLayout, aligned so
 // every slice is 64-aligned). The step code addresses everything by flat-layout offset:
@@ -133,10 +144,15 @@ class CudaDataParallel {
   // when sums_own_slices() (the caller sums OwnSlicesOf its ranges, then SumOverGroup; the same
   // at zero >= 2 for a part of the layout: reduces_to_own_slices).
   Status GradSumSquares(float* out, float* scratch);
-  // Zero 1: the units that overlap `r` are all-reduced rather than reduce-scattered (another
-  // pipeline stage adds its gradient to them after the reduction, and its units are cut into
-  // slices elsewhere: the tied embedding). Before the first step.
+  // The units that overlap `r` (the tied embedding, whose gradient another pipeline stage adds
+  // to after the step's backward, and whose units are cut into slices elsewhere). Zero 1: they
+  // are all-reduced rather than reduce-scattered. Zero 2-3: they are kept whole through the
+  // step (above) and reduce-scattered by ReduceTiedUnits. Before Plan.
   void SumWhole(const Range& r);
+  // Zero 2-3 with SumWhole units: after the step's last EndMicroBatch and the stages' exchange,
+  // reduce-scatters those units' whole gradients into the own slices; the compute stream waits
+  // for it. Nothing otherwise. Collective over the group.
+  Status ReduceTiedUnits();
   // Zero 1 over several ranks: each rank holds the group's sum of its own slices only.
   bool sums_own_slices() const { return zero_ == 1 && plan_.ranks() > 1; }
   // The reduced gradients are the own slices only: zero 1 over several ranks, or zero >= 2
@@ -235,7 +251,12 @@ class CudaDataParallel {
   Slot work_ring_[2], grad_ring_[2];    // the other units
   std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
   std::vector<Range> zero_ranges_;  // gradients only added to (ParamLayout::AddedGradients)
-  std::vector<char> whole_sum_;     // zero 1: units all-reduced (SumWhole), not reduce-scattered
+  std::vector<char> whole_sum_;     // SumWhole's units (zero 1: all-reduced; 2-3: kept whole)
+  // zero >= 2: SumWhole's units' whole gradients (arena offset; each unit's float offset in it),
+  // and whether the unit's backward is writing its bucket (Grad() then addresses the bucket).
+  size_t whole_grad_ = 0;
+  std::vector<size_t> whole_at_;
+  std::vector<char> in_bucket_;
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool per_unit_zeroing_ = false;
   bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's

@@ -147,6 +147,7 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
   }
   s->unit = unit;
   grad_slot_of_unit_[unit] = s;
+  in_bucket_[unit] = 1;
   return ZeroAddedGradients(unit, At<float>(s->offset));
 }
 
@@ -165,6 +166,19 @@ Status CudaDataParallel::GradientsReady(int unit) {
     return ReduceScatter(grads, grads + plan_.rank() * n, n, CommType::kFloat32, comm_stream_);
   }
   Slot* s = grad_slot_of_unit_[unit];
+  in_bucket_[unit] = 0;
+  if (whole_sum_[unit]) {
+    // Kept whole through the step (ReduceTiedUnits): this micro-batch's bucket added on the
+    // compute stream, so the slot is free again at once.
+    float* whole = At<float>(whole_grad_) + whole_at_[unit];
+    if (!accumulate_) {
+      BM_CUDA_CHECK(cudaMemcpyAsync(whole, At<float>(s->offset), u.numel * 4,
+                                    cudaMemcpyDeviceToDevice, compute_),
+                    "unit {} gradient kept whole", unit);
+      return Status::Ok();
+    }
+    return AccumulateF32(whole, At<float>(s->offset), u.numel, compute_);
+  }
   BM_TRY(CommAfterCompute());
   float* slice = At<float>(grad_shard_) + plan_.shard_offset(unit);
   const size_t n = static_cast<size_t>(plan_.slice(unit));
@@ -208,6 +222,21 @@ void CudaDataParallel::SumWhole(const Range& r) {
     if (begin < r.end() && r.offset < begin + static_cast<size_t>(plan_.unit(u).numel))
       whole_sum_[u] = 1;
   }
+}
+
+Status CudaDataParallel::ReduceTiedUnits() {
+  if (frozen_ || zero_ < 2 || whole_grad_ == 0) return Status::Ok();
+  BM_TRY(CommAfterCompute());  // the stages' exchange added to the whole gradients
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    if (!whole_sum_[u]) continue;
+    // The unit's slice of the step's shard buffer was zeroed when the step began and nothing
+    // else wrote it: the group's sum is written there.
+    BM_TRY(ReduceScatter(At<float>(whole_grad_) + whole_at_[u],
+                         At<float>(grad_shard_) + plan_.shard_offset(u),
+                         static_cast<size_t>(plan_.slice(u)), CommType::kFloat32, comm_stream_));
+  }
+  BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "tied units reduced");
+  return ComputeAfter(comm_done_);
 }
 
 std::vector<Range> CudaDataParallel::OwnSlicesOf(const std::vector<Range>& ranges) const {

@@ -77,13 +77,6 @@ Result<std::unique_ptr<CudaModel>> CudaModel::Create(const ModelSpec& model, con
                   run.pipeline_slots);
   }
   BM_TRY(CheckModelParallelGroup("PP", model.pp, model.pp_rank, run.pp));
-  // The first and last stages add their tied embedding copies' gradients to each other after
-  // the step's backward, from full gradient buffers (ZeRO-2 keeps only reduced slices): ZeRO-1
-  // at most with pipeline stages (tensor parallelism alone takes ZeRO 2-3).
-  if (model.pp > 1 && run.zero > 1)
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "CUDA backend: zero = {} with PP{}; pipeline parallelism takes zero <= 1",
-                  run.zero, model.pp);
   if (run.frozen && (model.tp > 1 || model.pp > 1 || run.dtype == DType::kF16))
     return Errorf(ErrorCode::kUnsupported,
                   "CUDA backend: a frozen model (RunSpec::frozen) takes bf16 or fp32 without TP "

@@ -37,8 +37,10 @@
 //
 // Pipeline parallelism (ModelSpec::pp > 1, RunSpec::pp): the stage's layers (the embeddings on
 // the first, the head on the last), an activation slot per micro-batch in flight
-// (RunSpec::pipeline_slots), and PipelineStep in place of ForwardBackward; ZeRO <= 1 (the tied
-// embedding's copies are summed from full gradient buffers). Forward-only calls
+// (RunSpec::pipeline_slots), and PipelineStep in place of ForwardBackward; ZeRO 0-3 over the
+// stage's data-parallel group (at 2-3 the tied embedding's units are kept whole through the
+// step, summed across the first and last stages, then reduce-scattered:
+// CudaDataParallel::ReduceTiedUnits). Forward-only calls
 // (TokenLosses, NextTokenArgmax) need PP1, NextTokenArgmax TP1 too.
 //
 // Determinism: the same parameters and batches give bit-identical results on the same GPU

@@ -3,6 +3,9 @@
 // stage's layers in the micro-batch's activation slot; a backward runs the head from the
 // loss (last stage) or starts from the received output gradient in dres, then the layers
 // backward and the embedding backward (first stage), leaving dres = the input gradient.
+// With tied embeddings the first and last stages exchange their copies' gradients after the
+// step's backward (the driver), then dp reduces them into the own slices at ZeRO 2-3
+// (CudaDataParallel::ReduceTiedUnits).
 #include "trainer/cuda/cuda_model_impl.h"
 #include "trainer/dist/pipeline_driver.h"
 
@@ -91,6 +94,9 @@ Result<double> CudaModel::PipelineStep(std::span<const TokenBatch> micro, float 
   Stage stage(s, micro, grad_scale);
   BM_TRY(dist::RunOneFOneB(stage, *s.run.pp, static_cast<int>(micro.size()), s.run.pipeline_slots,
                            &s.pipeline_wait_s));
+  // ZeRO 2-3: the tied embedding's units, kept whole through the step, reduced into the own
+  // slices now that both stages' gradients are in them (nothing otherwise).
+  BM_TRY(s.dp.ReduceTiedUnits());
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "pipeline step of {} micro-batches", micro.size());
   BM_TRY(s.dp.CollectWaits());
   if (s.run.profile) BM_TRY(s.CollectPhases());

@@ -355,7 +355,7 @@ Status CudaModel::Impl::VocabParallelLoss(T* lg, int r0, int rows, float grad_sc
 // as in the CPU twin (trainer/cpu/model.cc): acquired before (ZeRO-3 gathers, the next one
 // prefetched), released after, and in training their gradients begun (ZeRO 2-3: a fresh unit
 // bucket) and reported ready when their backward is done (the reduction starts, overlapping
-// the next unit's backward). A pipeline stage has its own units only (ZeRO <= 1 there).
+// the next unit's backward). A pipeline stage has its own units only.
 template <typename T>
 Status CudaModel::Impl::ForwardLayers() {
   int n = N(), c = C();

@@ -245,13 +245,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "sequence_parallel = true: TP{} must divide a micro-batch's lbs x mpe = {} x {} "
                   "tokens",
                   c.layout.tp, c.lbs, c.mpe);
-  // ZeRO 0-3 over each TP rank's / stage's data-parallel group: the cpu with TP, PP or both;
-  // cuda with TP alone.
-  if (c.layout.pp > 1 && c.zero > 1 && c.device != "cpu")
-    return Errorf(ErrorCode::kUnsupported,
-                  "layout {} with zero = {}: pipeline parallelism with ZeRO-2 or 3 over the "
-                  "data-parallel group runs on the cpu only so far (device \"{}\": zero = 0 or 1)",
-                  c.layout.ToString(), c.zero, c.device);
+  // ZeRO 0-3 over each TP rank's / stage's data-parallel group, with TP, PP or both, on either
+  // device.
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",
                   c.communicator);

@@ -98,8 +98,8 @@ struct RunConfig {
 };
 
 // Checks types and ranges (gas >= 1, lbs >= 1, 0 <= warmup <= steps, 0 <= zero
-// <= 3, ...) and what this trainer supports (PP > 1 on cuda: zero <= 1; the cpu,
-// and TP alone on cuda, take zero 0-3; evaluation on one rank; precision by device), naming the key
+// <= 3, ...) and what this trainer supports (zero 0-3 with TP and PP on both devices; evaluation
+// on one rank; precision by device), naming the key
 // in every message. Whether the model splits TP x PP ways is the model's check (CheckModelParallel,
 // trainer/model/config.h).
 Result<RunConfig> ParseRunConfig(const nlohmann::json& json);

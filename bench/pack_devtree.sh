@@ -29,11 +29,13 @@ bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
       tests/trainer/trainer_ops_test tests/trainer/trainer_model_test
       tests/trainer/trainer_blas_core_test
       bench/clip_pixels bench/llava_batches)
-# LLaVA's (bench/llava_gpu.sh), where this build has them.
+# LLaVA's (bench/llava_gpu.sh), where this build has them (the target list read whole: grep -q
+# on a pipe would end cmake early, and pipefail then drops the binary at random).
+targets=$(cmake --build "$build" --target help)
 for t in tests/trainer/cuda_vision_tower_test tests/trainer/cuda_model_spliced_test \
   tests/trainer/cuda_llava_trainer_test tests/trainer/clip_vision_dump tests/trainer/llava_dump \
   tests/trainer/trainer_llava_mmmu_test; do
-  cmake --build "$build" --target help | grep -q "^$(basename "$t"):" && bins+=("$t")
+  grep -q "^$(basename "$t"):" <<<"$targets" && bins+=("$t")
 done
 cmake --build "$build" --target "${bins[@]##*/}"
 rm -rf .devtree && mkdir -p .devtree/bin .devtree/lib .devtree/bench .devtree/peer

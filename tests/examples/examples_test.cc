@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -211,11 +212,27 @@ TEST_F(ExampleWorkspace, UnsupportedLayoutFailsWhenPlannedNothingRuns) {
   EXPECT_NE(r.output.find("nothing was run"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(ws_ / "out/gpt_en_ids")) << "its download did not start";
   EXPECT_FALSE(fs::exists(ws_ / "out/gpt_en_tokens"));
-  // The smoke variant in the same file builds.
+  // The smoke variant in the same file builds, and so does the row's shrunk 4-rank twin (TP2
+  // with ZeRO-2 over DP2), whose losses are one rank's step for step (the same global batch;
+  // ModelParallelTest's bound, 1e-4 relative).
   ::setenv("BENCHMAKE_GPUS", "0", 1);
-  r = Benchmake("build smoke");
+  r = Benchmake("build smoke smoke_tp2pp1sh2");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::exists(ws_ / "out/smoke/metrics.json"));
+  auto losses = [&](const std::string& target) {
+    std::vector<double> out;
+    std::ifstream in(ws_ / "out" / target / "log.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("step")) out.push_back(j["loss"].get<double>());
+    }
+    return out;
+  };
+  const std::vector<double> one = losses("smoke"), sharded = losses("smoke_tp2pp1sh2");
+  ASSERT_EQ(one.size(), 6u);
+  ASSERT_EQ(sharded.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_NEAR(sharded[i], one[i], 1e-4 * one[i]) << "step " << i + 1;
 }
 
 // The targets a build ran: "NAME: ran in" lines of its output, in order.

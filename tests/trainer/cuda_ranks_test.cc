@@ -78,25 +78,19 @@ class CudaRanksTest : public testing::TrainRanksTest,
   void CheckModelParallel(const std::string& preset) {
     constexpr int kPipelineGas = 4;
     RunOk(Config("single", preset, "TP1PP1DP1", 0, kPipelineGas));
-    struct Case {
-      std::string layout;
-      int zero;
-      bool sequence_parallel;
-    };
-    for (const Case& c : std::vector<Case>{{"TP2PP1DP1", 0, false},
-                                           {"TP1PP2DP1", 0, false},
-                                           {"TP2PP2DP1", 0, false},
-                                           {"TP2PP1DP2", 1, false},
-                                           {"TP1PP2DP2", 1, false},
-                                           {"TP2PP1DP2", 2, false},
-                                           {"TP2PP1DP2", 3, false},
-                                           {"TP2PP1DP2", 3, true},
-                                           {"TP1PP2DP2", 2, false},
-                                           {"TP1PP2DP2", 3, false},
-                                           {"TP2PP2DP2", 2, false},
-                                           {"TP2PP2DP2", 3, false}}) {
-      const std::string name = c.layout + (c.zero > 1 ? "_zero" + std::to_string(c.zero) : "") +
-                               (c.sequence_parallel ? "_sp" : "");
+    for (const testing::LayoutCase& c : std::vector<testing::LayoutCase>{{"TP2PP1DP1", 0, false},
+                                                                         {"TP1PP2DP1", 0, false},
+                                                                         {"TP2PP2DP1", 0, false},
+                                                                         {"TP2PP1DP2", 1, false},
+                                                                         {"TP1PP2DP2", 1, false},
+                                                                         {"TP2PP1DP2", 2, false},
+                                                                         {"TP2PP1DP2", 3, false},
+                                                                         {"TP2PP1DP2", 3, true},
+                                                                         {"TP1PP2DP2", 2, false},
+                                                                         {"TP1PP2DP2", 3, false},
+                                                                         {"TP2PP2DP2", 2, false},
+                                                                         {"TP2PP2DP2", 3, false}}) {
+      const std::string name = c.Name();
       ParallelLayout l = *ParseLayout(c.layout);
       if (!share_one_gpu_ && l.tp * l.pp * l.dp > gpus_) {
         std::cout << "[  SKIPPED ] " << name << ": a rank per GPU needs " << l.tp * l.pp * l.dp

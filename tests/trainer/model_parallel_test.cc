@@ -49,26 +49,20 @@ class ModelParallelTest : public testing::TrainRanksTest {
 
   void CheckEveryLayout(const std::string& preset) {
     RunOk(Config("single", preset, "TP1PP1DP1"));
-    struct Case {
-      std::string layout;
-      int zero;
-      bool sequence_parallel;
-    };
-    for (const Case& c : std::vector<Case>{{"TP2PP1DP1", 0, false},
-                                           {"TP1PP2DP1", 0, false},
-                                           {"TP2PP2DP1", 0, false},
-                                           {"TP2PP1DP2", 1, false},
-                                           {"TP1PP2DP2", 1, false},
-                                           {"TP2PP1DP2", 2, false},
-                                           {"TP2PP1DP2", 3, false},
-                                           {"TP1PP2DP2", 2, false},
-                                           {"TP1PP2DP2", 3, false},
-                                           {"TP2PP2DP2", 2, false},
-                                           {"TP2PP2DP2", 3, false},
-                                           {"TP2PP1DP1", 0, true},
-                                           {"TP2PP2DP1", 0, true}}) {
-      const std::string layout = c.layout + (c.zero > 1 ? "_zero" + std::to_string(c.zero) : "") +
-                                 (c.sequence_parallel ? "_sp" : "");
+    for (const testing::LayoutCase& c : std::vector<testing::LayoutCase>{{"TP2PP1DP1", 0, false},
+                                                                         {"TP1PP2DP1", 0, false},
+                                                                         {"TP2PP2DP1", 0, false},
+                                                                         {"TP2PP1DP2", 1, false},
+                                                                         {"TP1PP2DP2", 1, false},
+                                                                         {"TP2PP1DP2", 2, false},
+                                                                         {"TP2PP1DP2", 3, false},
+                                                                         {"TP1PP2DP2", 2, false},
+                                                                         {"TP1PP2DP2", 3, false},
+                                                                         {"TP2PP2DP2", 2, false},
+                                                                         {"TP2PP2DP2", 3, false},
+                                                                         {"TP2PP1DP1", 0, true},
+                                                                         {"TP2PP2DP1", 0, true}}) {
+      const std::string layout = c.Name();
       json config = Config(layout, preset, c.layout, c.zero);
       config["sequence_parallel"] = c.sequence_parallel;
       RunOk(config);

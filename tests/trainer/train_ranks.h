@@ -29,6 +29,19 @@
 
 namespace bm::train::testing {
 
+// One layout of the model-parallel proofs (model_parallel_test.cc, cuda_ranks_test.cc): the
+// layout, the ZeRO stage and sequence parallelism; Name() is its run's name, the stage in it
+// when above 1 ("TP2PP1DP2_zero3_sp").
+struct LayoutCase {
+  std::string layout;
+  int zero = 0;
+  bool sequence_parallel = false;
+  std::string Name() const {
+    return layout + (zero > 1 ? "_zero" + std::to_string(zero) : "") +
+           (sequence_parallel ? "_sp" : "");
+  }
+};
+
 // $BENCHMAKE_TRAIN, else the build's: the GPU machine runs the test binaries
 // from where the device call unpacked them (bench/gpu_check.sh).
 inline std::string TrainerPath() {

@@ -98,7 +98,8 @@ class CudaLlavaTrainer {
   // cpu::LlavaModel::GenerateGreedy (the stopping rules, context_full, the errors), max_seq
   // being options.max_seq: the image's rows computed once, then every new token reruns the
   // prefix (no KV cache) padded to a multiple of kLlavaWidthMultiple positions, its argmax
-  // read at the last real one. One rank's call (not collective); create it with batch 1.
+  // read at the last real one. The decoder's trainer has every part frozen and one rank (no
+  // collective); a trained LM at ZeRO-3 would gather its units, so every rank would call it.
   Result<std::vector<int32_t>> GenerateGreedy(std::span<const int32_t> prompt,
                                               const float* pixel_values,
                                               const int64_t* image_positions, int64_t images,

@@ -11,8 +11,9 @@
 #      beside the suites' published A800/A100 figures for context (other GPUs, other frameworks,
 #      the whole 8-GPU layouts).
 # Run from the tree root (the device tool's working copy) as
-#   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp] [pp]  (default: all; tp: the Aquila2 row and
-#                                                            its peer, pp: the GPT-3 row; 4 GPUs)
+#   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp] [sharding] [pp]  (default: all; tp: the
+#       Aquila2 row and its peer; sharding: GPT-3 6.7B TP2 with ZeRO-2 over DP2, gpt3_paddle's
+#       TP2PP1SH2SP4 at 4 GPUs, ours only so far; pp: the GPT-3 TP2PP2 row; 4 GPUs)
 #   bash .devtree/bench/multi_gpu.sh dpsweep   ours only, LLaMA 1B 8 x 2048 on one GPU and data
 #       parallel on N without accumulation, once per SWEEP entry ZERO:CHANNELS (CHANNELS: NCCL's
 #       NCCL_MAX_NCHANNELS, "-" for NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"), with
@@ -24,7 +25,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)   # the .devtree
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 bin=$here/bin peer=$here/peer
-MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3 tp pp)
+MODES=("$@"); [[ ${#MODES[@]} -eq 0 ]] && MODES=(dp zero3 tp sharding pp)
 want() { for w in "${MODES[@]}"; do [[ $w == "$1" ]] && return 0; done; return 1; }
 # NVLink multicast stays off on these machines, for us and for PyTorch (GPU-MACHINE.md).
 source "$(dirname "$0")/device_env.sh" "$here"
@@ -108,6 +109,12 @@ if want tp && [[ $N -ge 4 ]]; then
       --batch 1 --seq 2048 --accum 8 --accum-sync $sync --json "$OUT/torch.jsonl"
   done
 fi
+if want sharding && [[ $N -ge 4 ]]; then
+  # gpt3_paddle's TP2PP1SH2SP4 row at its 4-GPU equivalent: TP2 with ZeRO-2 (sharding stage 2)
+  # over DP2, LBS 4 x 2048, fp16; GAS 16 where the suite has 64 (the step's length only).
+  ranks gpt3-tp2dp2-zero2 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 \
+    --zero 2 --precision fp16 --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
+fi
 if want pp && [[ $N -ge 4 ]]; then
   ranks gpt3-tp2pp2 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
     --precision fp16 --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
@@ -136,12 +143,13 @@ for acc, zero in ((1, 0), (4, 0), (1, 2)):
     print(f"{f'LLaMA 1B 8x2048 DP{n} ZeRO-{zero} accum {acc} (vs DDP)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {so:13.1%} {st:14.1%} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}")
 for model, tp, pp, published in (
         ("aquila2-7b", 2, 1, "FlagScale TP2PP1DP4 on 8 A800: 3639.8 token/p/s"),
+        ("gpt3-6.7b", 2, 1, "PaddleNLP TP2PP1 sharding 2 over 4 on 8 A100: 3811 token/p/s"),
         ("gpt3-6.7b", 2, 2, "PaddleNLP TP2PP4 on 8 A100: 3791 token/p/s")):
     r = [x for x in ours if x["model"] == model and x.get("tp") == tp and x.get("pp") == pp]
     p = [x for x in torch if x["model"] == model and x.get("tp") == tp and pp == 1 and "tokens_per_s_per_gpu" in x]
     if r:
         a, b = r[-1], (max(p, key=lambda x: x["tokens_per_s_per_gpu"]) if p else None)
-        name = f"{model} TP{tp}PP{pp}DP{a['dp']} ({a['dtype']})"
+        name = f"{model} TP{tp}PP{pp}DP{a['dp']} ZeRO-{a['zero']} ({a['dtype']})"
         peer = f"{b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s'] / b['tokens_per_s_per_gpu']:6.3f}" if b else f"{'-':>16} {'-':>6}"
         peer_mem = f", torch {b['peak_alloc_GiB_max']:.1f} GiB" if b else ""
         print(f"{name:44} {a['tokens_per_s']:15.0f} {peer} MFU 6N {a['mfu_6n_all']:.1%}; {published}; {a['device_used_GiB']:.1f} GiB{peer_mem}")

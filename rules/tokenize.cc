@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "base/archive.h"
-#include "base/real_filesystem.h"
 #include "rules/encode_documents.h"
+#include "rules/output_file.h"
 #include "rules/pretokenized_input.h"
 #include "rules/text/tokenizer.h"
 
@@ -123,11 +123,6 @@ Status ReadArchiveDocuments(const InputFile& f, const TokenizeOptions& options, 
   });
 }
 
-Status WriteJsonAtomically(const std::string& path, const json& value) {
-  RealFilesystem disk;
-  return disk.WriteFileAtomic(path, value.dump(2) + "\n", /*read_only=*/false, /*durable=*/false);
-}
-
 void RemoveOutputs(const std::string& out_dir) {
   for (const char* name : {"train", "valid", "train_mask", "valid_mask"}) {
     for (const char* ext : {".bin", ".idx"}) fs::remove(out_dir + "/" + name + ext);
@@ -223,7 +218,7 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
     *log << "tokenize: warning: valid_fraction " << options.split.valid_fraction
          << " put no document in valid (" << documents << " documents)\n";
   }
-  BM_TRY(WriteJsonAtomically(out_dir + "/stats.json", stats));
+  BM_TRY(WriteOutputJson(out_dir + "/stats.json", stats));
   return stats;
 }
 

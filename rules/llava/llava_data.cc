@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "base/formats/megatron_dataset.h"
-#include "base/real_filesystem.h"
 #include "rules/llava/image_set.h"
 #include "rules/llava/llava_json.h"
+#include "rules/output_file.h"
 #include "rules/text/sentencepiece_tokenizer.h"
 
 namespace bm::rules::llava {
@@ -26,11 +26,6 @@ struct InputFile {
   std::string path;
   std::vector<Sample> samples;
 };
-
-Status WriteJsonAtomically(const std::string& path, const json& value) {
-  RealFilesystem disk;
-  return disk.WriteFileAtomic(path, value.dump(2) + "\n", /*read_only=*/false, /*durable=*/false);
-}
 
 void RemoveOutputs(const std::string& out_dir) {
   std::error_code ec;
@@ -212,7 +207,7 @@ Result<json> Run(const LlavaDataOptions& o, const std::string& out_dir, std::ost
         {"seed", o.split.seed},
         {"valid_fraction", o.split.valid_fraction}}},
   };
-  BM_TRY(WriteJsonAtomically(out_dir + "/stats.json", stats));
+  BM_TRY(WriteOutputJson(out_dir + "/stats.json", stats));
   return stats;
 }
 

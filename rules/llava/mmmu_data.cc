@@ -7,10 +7,10 @@
 #include <unordered_map>
 
 #include "base/formats/megatron_dataset.h"
-#include "base/real_filesystem.h"
 #include "rules/llava/image_set.h"
 #include "rules/llava/llava_json.h"
 #include "rules/llava/llava_template.h"
+#include "rules/output_file.h"
 #include "rules/text/sentencepiece_tokenizer.h"
 #include "trainer/eval/decode_table.h"
 #include "trainer/eval/mmmu_prompt.h"
@@ -26,11 +26,6 @@ using nlohmann::json;
 
 constexpr const char* kSplit = "mmmu";
 constexpr const char* kQuestionsFile = "questions.jsonl";
-
-Status WriteAtomically(const std::string& path, const std::string& bytes) {
-  RealFilesystem disk;
-  return disk.WriteFileAtomic(path, bytes, /*read_only=*/false, /*durable=*/false);
-}
 
 void RemoveOutputs(const std::string& out_dir) {
   std::error_code ec;
@@ -141,8 +136,8 @@ Result<json> Run(const MmmuDataOptions& o, const std::string& out_dir, std::ostr
   }
   if (next != questions.size())
     return Errorf(ErrorCode::kIo, "{}: changed while it was read", o.questions);
-  BM_TRY(WriteAtomically(out_dir + "/" + kQuestionsFile, kept));
-  BM_TRY(WriteAtomically(out_dir + "/" + train::eval::kDecodeTableFile,
+  BM_TRY(WriteOutputFile(out_dir + "/" + kQuestionsFile, kept));
+  BM_TRY(WriteOutputFile(out_dir + "/" + train::eval::kDecodeTableFile,
                          DecodeTableJson(*sp).dump() + "\n"));
   json stats = {{"task", "mmmu"},
                 {"questions", questions.size()},
@@ -161,7 +156,7 @@ Result<json> Run(const MmmuDataOptions& o, const std::string& out_dir, std::ostr
                 {"legacy", o.legacy},
                 {"prompt_tokens", {{"max", max_tokens}, {"total", total_tokens}}},
                 {"dtype", "int32"}};
-  BM_TRY(WriteAtomically(out_dir + "/stats.json", stats.dump(2) + "\n"));
+  BM_TRY(WriteOutputJson(out_dir + "/stats.json", stats));
   if (log != nullptr)
     *log << fmt::format(
         "mmmu_data: {} questions ({} multiple choice), {} images, prompts of up "

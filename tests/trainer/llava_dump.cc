@@ -24,7 +24,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "trainer/checkpoint/llava_checkpoint.h"
@@ -78,6 +80,17 @@ Result<Checkpoint> LoadCheckpoint(const std::string& ckpt) {
 }
 
 // The file's pixel_values, checked to hold `images` images.
+// INPUTS_JSON's object, or nullopt when it is not JSON or lacks one of `keys`.
+std::optional<nlohmann::json> ReadInputs(const std::string& path,
+                                         std::initializer_list<const char*> keys) {
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  for (const char* key : keys)
+    if (!j.contains(key)) return std::nullopt;
+  return j;
+}
+
 Result<SafetensorsFile> ReadPixels(const std::string& path, int64_t images) {
   BM_ASSIGN_OR_RETURN(SafetensorsFile px, ReadSafetensors(path));
   const NamedTensor* pv = px.Find("pixel_values");
@@ -93,12 +106,10 @@ int RunModel(const std::string& ckpt, const std::string& inputs_path,
   if (!ck.ok()) return Fail(ck.status().message());
   const LlavaConfig* c = &ck->config;
   const std::vector<float>* params = &ck->params;
-  std::ifstream in(inputs_path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("input_ids") || !j.contains("label_mask"))
-    return Fail(inputs_path + ": not {\"input_ids\", \"label_mask\"}");
-  const auto ids = j["input_ids"].get<std::vector<std::vector<int64_t>>>();
-  const auto labels = j["label_mask"].get<std::vector<std::vector<int>>>();
+  const std::optional<nlohmann::json> j = ReadInputs(inputs_path, {"input_ids", "label_mask"});
+  if (!j) return Fail(inputs_path + ": not {\"input_ids\", \"label_mask\"}");
+  const auto ids = (*j)["input_ids"].get<std::vector<std::vector<int64_t>>>();
+  const auto labels = (*j)["label_mask"].get<std::vector<std::vector<int>>>();
   const int64_t B = static_cast<int64_t>(ids.size()), T = static_cast<int64_t>(ids[0].size());
   const int64_t V = c->text.vocab, K = c->image_tokens(), image = c->image_token_id;
   std::vector<int32_t> inputs(B * T), targets(B * T, 0);
@@ -161,11 +172,9 @@ int Generate(const std::string& ckpt, const std::string& inputs_path,
   if (!ck.ok()) return Fail(ck.status().message());
   const LlavaConfig* c = &ck->config;
   const std::vector<float>* params = &ck->params;
-  std::ifstream in(inputs_path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("input_ids"))
-    return Fail(inputs_path + ": not {\"input_ids\": [[...]]}");
-  const auto row = j["input_ids"][0].get<std::vector<int64_t>>();
+  const std::optional<nlohmann::json> j = ReadInputs(inputs_path, {"input_ids"});
+  if (!j) return Fail(inputs_path + ": not {\"input_ids\": [[...]]}");
+  const auto row = (*j)["input_ids"][0].get<std::vector<int64_t>>();
   std::vector<int32_t> prompt;
   std::vector<int64_t> positions;
   for (size_t t = 0; t < row.size(); ++t) {

@@ -179,10 +179,12 @@ Result<nlohmann::json> RunLlavaMmmu(const RunConfig& run, std::ostream* progress
   summary.run = run;
   summary.run.threads = threads;
   const std::optional<GpuDevice> gpu = llava->device();
-  if (gpu) summary.memory.plan = gpu->memory.plan;
-  summary.memory.peak_bytes = gpu ? gpu->memory.peak_bytes : PeakResidentBytes();
-  summary.memory.device_total_bytes =
-      gpu ? gpu->memory.device_total_bytes : cpu::PhysicalMemoryBytes();
+  if (gpu) {
+    summary.memory = gpu->memory;
+  } else {
+    summary.memory.peak_bytes = PeakResidentBytes();
+    summary.memory.device_total_bytes = cpu::PhysicalMemoryBytes();
+  }
   summary.device_name =
       gpu ? gpu->name : fmt::format("{}, {} threads", cpu::CpuModelName(), threads);
   summary.started_at = started_at;

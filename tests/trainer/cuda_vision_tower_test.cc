@@ -24,6 +24,7 @@
 #include "trainer/cuda/kernels/activation.cuh"
 #include "trainer/cuda/kernels/attention.cuh"
 #include "trainer/cuda/kernels/layernorm.cuh"
+#include "trainer/cuda/kernels/residual.cuh"
 #include "trainer/cuda/kernels/vision_embed.cuh"
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
@@ -524,6 +525,67 @@ TEST_F(CudaVisionTowerTest, ImagesPerCallAreChecked) {
   st = (*tower)->SetParameters(wrong);
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(st.message().find("5 floats given"), std::string::npos) << st.message();
+}
+
+// MemoryPlan's rounding of an entry (256 bytes).
+size_t Aligned256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// A frozen tower (forward only) computes the trained tower's features bit for bit (those are
+// checked against the CPU tower above), at one image and at max_images, and holds less by what
+// a backward would need, counted here entry by entry from the tower's table (cuda_vision_tower.h):
+// the fp32 gradients (4 bytes a parameter), the residual streams and saved activations of all
+// layers but one, and the backward's buffers and scratch. Its Backward is refused.
+TEST_F(CudaVisionTowerTest, FrozenTowerIsForwardOnlyWithTheSameFeatures) {
+  for (const TowerCase& k : {Cases()[0], Cases()[3]}) {
+    const VisionConfig& c = k.config;
+    const ParamLayout layout = VisionLayout(c);
+    const int max_images = 2;
+    for (DType t : {DType::kF32, DType::kBF16}) {
+      const std::string what = k.name + " " + DTypeName(t);
+      auto full = CudaVisionTower::Create(c, {.dtype = t, .max_images = max_images});
+      auto frozen = CudaVisionTower::Create(c, {.dtype = t, .max_images = max_images}, true);
+      ASSERT_TRUE(full.ok() && frozen.ok()) << what;
+      const Vec params = TestParameters(layout, 11);
+      ASSERT_TRUE((*full)->SetParameters(params).ok());
+      ASSERT_TRUE((*frozen)->SetParameters(params).ok());
+      for (int n : {1, max_images}) {
+        DeviceBuffer<float> pix(RandomVector(size_t(n) * 3 * c.image_size * c.image_size, 1.0f, 5));
+        ASSERT_TRUE((*full)->Forward(pix.get(), n).ok()) << what;
+        ASSERT_TRUE((*frozen)->Forward(pix.get(), n).ok()) << what;
+        const size_t count = size_t(n) * c.num_patches() * c.hidden;
+        EXPECT_EQ(Download((*full)->features(), count, t),
+                  Download((*frozen)->features(), count, t))
+            << what << ", " << n << " images";
+      }
+      Status st = (*frozen)->Backward((*frozen)->features());
+      EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << what;
+      EXPECT_NE(st.message().find("frozen tower"), std::string::npos) << st.message();
+      EXPECT_EQ((*frozen)->grad(), nullptr);
+      Vec grads;
+      ASSERT_TRUE((*frozen)->GetGradients(&grads).ok());
+      EXPECT_EQ(grads, Vec(layout.total(), 0.0f)) << what;
+
+      const size_t e = t == DType::kF32 ? 4 : 2, rows = size_t(max_images) * c.positions();
+      const size_t C = c.hidden, M = c.mlp, L = c.computed_layers();
+      const size_t stream = Aligned256(rows * C * e), floats = Aligned256(rows * 4);
+      // A layer's saved activations: norm1, att, mid, norm2; qkv; fc1, quick_gelu; the two
+      // LayerNorms' means and rstds; the attention's lse.
+      const size_t layer = 4 * stream + Aligned256(rows * 3 * C * e) +
+                           2 * Aligned256(rows * M * e) + 4 * floats +
+                           Aligned256(size_t(max_images) * c.heads * c.positions() * 4);
+      const size_t backward =
+          4 * stream + Aligned256(rows * 3 * C * e) + Aligned256(rows * M * e) +  // dres..dbig
+          Aligned256(AttentionScratchFloats(max_images, c.positions(), c.heads) * 4) +
+          Aligned256(LayerNormScratchFloats(rows, C) * 4) +
+          Aligned256(BiasGradScratchFloats(rows, std::max(3 * C, M)) * 4);
+      EXPECT_EQ((*full)->device_bytes() - (*frozen)->device_bytes(),
+                4 * layout.total() + (L - 1) * (stream + layer) + backward)
+          << what << "\nfull:\n"
+          << (*full)->memory_summary() << "frozen:\n"
+          << (*frozen)->memory_summary();
+      EXPECT_EQ((*frozen)->memory_summary().find("gradients fp32"), std::string::npos);
+    }
+  }
 }
 
 // Refused before anything is allocated: no GPU needed.

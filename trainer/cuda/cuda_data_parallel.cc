@@ -88,7 +88,6 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     work_off_ = plan->Add(lowp_ ? "params 16-bit copy" : "params fp32 working copy", P * elem());
   if (zero_ == 0 && !lowp_) work_off_ = master_;
   if (zero_ == 3) {
-    if (lowp_) work_shard_ = plan->Add("params 16-bit (own slices)", L * 2);
     emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
     for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
   }

@@ -12,8 +12,10 @@
 //           each unit's gather waited for when the next forward acquires the unit.
 //   zero 2  As 1, but the gradients are reduce-scattered per unit during every backward into the
 //           own slices (two unit buckets, and the embeddings').
-//   zero 3  As 2, but the working weights are the own slices; each unit is gathered into one of
-//           two slots (and the embeddings' own) just before use, the next one prefetched.
+//   zero 3  As 2, but no working copy is kept: each unit is gathered into one of two slots (and
+//           the embeddings' own) just before use, the next one prefetched; with 16-bit work the
+//           own slice is cast from the fp32 masters into its place in the slot and gathered in
+//           place (FSDP2's mixed precision: 16 bytes a parameter over the group, not 18).
 //           With pipeline stages (several micro-batches' forwards before their backwards) a
 //           unit not in its slot when acquired is gathered again; a slot is overwritten only
 //           after the compute stream released its unit (its `free` event).
@@ -202,7 +204,7 @@ class CudaDataParallel {
   Status AllReduce(void* data, size_t n, dist::DType t, cudaStream_t s);
   Status ReduceScatter(const void* send, void* recv, size_t n, dist::DType t, cudaStream_t s);
   Status AllGather(const void* send, void* recv, size_t n, dist::DType t, cudaStream_t s);
-  // Unit u's slice of the working weights, from this rank's master slice.
+  // Zero 1-2: every unit's own slice of the working weights, from this rank's master slices.
   Status WriteWorkSlices(cudaStream_t s);
   Status MastersChanged();
   Status SetSplitMasters(const std::vector<float>& flat);
@@ -241,7 +243,6 @@ class CudaDataParallel {
   size_t master_ = 0, m_ = 0, v_ = 0;  // local_size() fp32 each (no master_ when split_)
   size_t lo_ = 0;                      // split_: the masters' low halves, 16 bits each
   size_t work_off_ = 0;                // full working weights (zero <= 2; zero 0 fp32: master)
-  size_t work_shard_ = 0;              // zero 3 16-bit: the own slices as the working dtype
   size_t grad_ = 0;                    // full gradients (zero <= 1)
   size_t decay_mask_ = 0;              // zero 0: AdamW's weight decay per 64 elements
   std::vector<uint32_t> decay_mask_host_;

@@ -16,16 +16,12 @@ using CommType = dist::DType;
 
 }  // namespace
 
-// The working weights' own slices from the masters (zero >= 1).
+// The working weights' own slices from the masters (zero 1-2; zero 3 casts them from the
+// masters when it gathers a unit: IssueGather).
 Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
     const float* from = At<float>(master_) + plan_.shard_offset(u);
-    if (zero_ == 3) {
-      if (lowp_)
-        BM_TRY(CastToWork(At<uint16_t>(work_shard_) + plan_.shard_offset(u), from, slice, s));
-      continue;
-    }
     const size_t to = static_cast<size_t>(plan_.unit(u).offset) + plan_.rank() * slice;
     if (lowp_) {
       BM_TRY(CastToWork(At<uint16_t>(work_off_) + to, from, slice, s));
@@ -68,8 +64,10 @@ Status CudaDataParallel::MastersChanged() {
       BM_TRY(CastToWork(At<uint16_t>(work_off_), At<float>(master_), layout_.total(), compute_));
   } else {
     BM_TRY(AwaitGathers());  // a gather still reading the own slices the write replaces
-    BM_TRY(WriteWorkSlices(compute_));
-    if (zero_ <= 2) BM_TRY(GatherWorkAllUnits());
+    if (zero_ <= 2) {
+      BM_TRY(WriteWorkSlices(compute_));
+      BM_TRY(GatherWorkAllUnits());
+    }
     for (Slot* s : {&emb_work_, &work_ring_[0], &work_ring_[1]}) s->unit = -1;
     std::fill(work_slot_of_unit_.begin(), work_slot_of_unit_.end(), nullptr);
   }

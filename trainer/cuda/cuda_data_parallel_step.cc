@@ -89,10 +89,15 @@ Status CudaDataParallel::IssueGather(int unit) {
   // The slot's previous unit: the compute stream must be done with it.
   BM_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, s->free, 0), "gather waits for its slot");
   const size_t slice = static_cast<size_t>(plan_.slice(unit));
-  const void* send =
-      lowp_ ? static_cast<const void*>(At<uint16_t>(work_shard_) + plan_.shard_offset(unit))
-            : static_cast<const void*>(At<float>(master_) + plan_.shard_offset(unit));
-  BM_TRY(AllGather(send, At<char>(s->offset), slice, work_dtype(), comm_stream_));
+  const float* master = At<float>(master_) + plan_.shard_offset(unit);
+  char* gathered = At<char>(s->offset);
+  const void* send = master;
+  if (lowp_) {  // cast at gather time: the own slice's 16-bit copy, in its place in the slot
+    char* mine = gathered + plan_.rank() * slice * elem();
+    BM_TRY(CastToWork(mine, master, slice, comm_stream_));
+    send = mine;
+  }
+  BM_TRY(AllGather(send, gathered, slice, work_dtype(), comm_stream_));
   BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "gathered unit {}", unit);
   s->unit = unit;
   s->pending = true;
@@ -308,9 +313,9 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
       float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
       uint16_t* lowp = nullptr;
-      if (lowp_)
-        lowp = zero_ == 3 ? At<uint16_t>(work_shard_) + local : At<uint16_t>(work_off_) + b;
-      // The 16-bit copy's type (fp32 mode has none: a null bf16 pointer).
+      if (lowp_ && zero_ <= 2) lowp = At<uint16_t>(work_off_) + b;
+      // The 16-bit copy's type (fp32 mode, and zero 3, which casts at gather time, have none: a
+      // null pointer).
       BM_TRY(WithElementType(work_, [&](auto tag) -> Status {
         using T = decltype(tag);
         using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;

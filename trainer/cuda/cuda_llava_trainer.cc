@@ -24,6 +24,7 @@ namespace {
 struct DeviceMemory {
   void* ptr = nullptr;
   size_t bytes = 0;
+  const char* what = "";
   DeviceMemory() = default;
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -34,6 +35,7 @@ struct DeviceMemory {
     BM_CUDA_CHECK(cudaMalloc(&ptr, std::max<size_t>(bytes, 16)), "LLaVA {}: {} bytes", what, bytes);
     BM_CUDA_CHECK(cudaMemset(ptr, 0, std::max<size_t>(bytes, 16)), "LLaVA {}", what);
     this->bytes = std::max<size_t>(bytes, 16);
+    this->what = what;
     return Status::Ok();
   }
   template <typename T>
@@ -173,6 +175,23 @@ struct CudaLlavaTrainer::Impl {
     return n;
   }
 
+  // Every module's part of Memory().peak_bytes: the LM's arena, the tower's and the projector's
+  // parameters and arenas, the trainer's own buffers.
+  std::string PlanSummary() const {
+    const auto mib = [](size_t b) { return b / 1048576.0; };
+    std::string out = "language model: " + lm->memory().plan_summary;
+    out += "vision tower: " + tower->memory_summary();
+    out += "projector: " + projector->memory_summary();
+    out += fmt::format("the trainer's buffers: {:.1f} MiB\n", mib(OwnBytes()));
+    for (const DeviceMemory* d : {&pixels, &rows, &row_grad, &dprojected})
+      out += fmt::format("  {:>10.1f} MiB  {}\n", mib(d->bytes), d->what);
+    for (const Part& p : parts)
+      if (p.m.bytes > 0)
+        out +=
+            fmt::format("  {:>10.1f} MiB  {} AdamW m and v\n", mib(p.m.bytes + p.v.bytes), p.name);
+    return out;
+  }
+
   Result<double> PartSumSquares(const Part& p) {
     BM_TRY(GradSumSquares(norm.as<float>(), norm.as<float>() + 1, p.grad, p.n(), stream));
     float out = 0;
@@ -197,7 +216,7 @@ MemoryStats CudaLlavaTrainer::Memory() const {
   m.peak_bytes = static_cast<int64_t>(s.lm->memory().plan_bytes + s.tower->device_bytes() +
                                       s.projector->device_bytes() + s.OwnBytes());
   m.device_total_bytes = s.device_total_bytes;
-  m.plan = s.lm->memory().plan_summary;  // the language model's arena
+  m.plan = s.PlanSummary();
   return m;
 }
 
@@ -300,7 +319,7 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
   vo.stream = s.stream;
   const int64_t K = config.image_tokens();
   const int64_t max_rows = max_images * K;
-  BM_ASSIGN_OR_RETURN(s.tower, CudaVisionTower::Create(config.vision, vo));
+  BM_ASSIGN_OR_RETURN(s.tower, CudaVisionTower::Create(config.vision, vo, !trainable.tower));
   BM_ASSIGN_OR_RETURN(s.projector, CudaProjector::Create(config, static_cast<int>(max_rows), vo));
   if (static_cast<int64_t>(s.tower->layout().total()) != s.layout.vision().total() ||
       static_cast<int64_t>(s.projector->layout().total()) != s.layout.projector().total())
@@ -321,14 +340,11 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
   s.parts[1].master = s.projector->master();
   s.parts[1].grad = s.projector->grad();
   s.parts[1].layout = &s.projector->layout();
-  // A frozen tower has no backward: no gradients; nor has a frozen projector under it.
-  if (!trainable.tower) {
-    s.tower->ReleaseGradients();
-    s.parts[0].grad = nullptr;
-    if (!trainable.projector) {
-      s.projector->ReleaseGradients();
-      s.parts[1].grad = nullptr;
-    }
+  // A frozen tower has no backward (created forward only): no gradients; nor has a frozen
+  // projector under it.
+  if (!trainable.tower && !trainable.projector) {
+    s.projector->ReleaseGradients();
+    s.parts[1].grad = nullptr;
   }
   for (Impl::Part& p : s.parts) {
     if (!p.trained) continue;

@@ -133,6 +133,9 @@ void CudaProjector::ReleaseGradients() { impl_->params.ReleaseGradients(); }
 size_t CudaProjector::device_bytes() const {
   return impl_->params.device_bytes() + impl_->arena->bytes();
 }
+std::string CudaProjector::memory_summary() const {
+  return impl_->params.Summary() + impl_->plan.Summary();
+}
 
 Status CudaProjector::Forward(const void* features, int rows) {
   if (rows < 1 || rows > impl_->max_rows) {

@@ -1,5 +1,7 @@
 #include "trainer/cuda/cuda_vision_ops.h"
 
+#include <fmt/format.h>
+
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/residual.cuh"
 
@@ -25,6 +27,15 @@ Status DeviceParams::Allocate(size_t count, DType dtype) {
   BM_CUDA_CHECK(cudaMemset(master_, 0, n * 4), "masters");
   BM_CUDA_CHECK(cudaMemset(grad_, 0, n * 4), "gradients");
   return RefreshWorkingCopy(nullptr);
+}
+
+std::string DeviceParams::Summary() const {
+  const double mib = count_ / 1048576.0;
+  std::string out = fmt::format("parameters: {:.1f} MiB\n  {:>10.1f} MiB  masters fp32\n",
+                                device_bytes() / 1048576.0, mib * 4);
+  if (dtype_ != DType::kF32) out += fmt::format("  {:>10.1f} MiB  16-bit working copy\n", mib * 2);
+  if (grad_) out += fmt::format("  {:>10.1f} MiB  gradients fp32\n", mib * 4);
+  return out;
 }
 
 void DeviceParams::ReleaseGradients() {

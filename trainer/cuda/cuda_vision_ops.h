@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -30,6 +31,8 @@ class DeviceParams {
   size_t device_bytes() const {
     return count_ * (4 + (grad_ ? 4 : 0) + (dtype_ == DType::kF32 ? 0 : 2));
   }
+  // device_bytes(), a buffer a line (MemoryPlan::Summary's style).
+  std::string Summary() const;
   // A frozen module's: frees the gradients (grad() null from then on; GetGradients reads zeros,
   // ZeroGradients does nothing).
   void ReleaseGradients();

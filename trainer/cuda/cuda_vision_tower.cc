@@ -48,6 +48,7 @@ Result<int64_t> OffsetOf(const ParamLayout& layout, const std::string& name) {
 struct CudaVisionTower::Impl {
   VisionConfig cfg;
   CudaVisionOptions opt;
+  bool frozen = false;  // forward only: acts[0] and res[0..1] serve every layer
   ParamLayout layout;
   DeviceParams params;
   std::unique_ptr<DeviceArena> arena;
@@ -59,8 +60,8 @@ struct CudaVisionTower::Impl {
   std::vector<LayerParams> lp;
 
   size_t im2col = 0, patches = 0, emb = 0, pre_mean = 0, pre_rstd = 0, features = 0;
-  std::vector<size_t> res;  // computed_layers() + 1 residual streams
-  std::vector<LayerActs> acts;
+  std::vector<size_t> res;      // computed_layers() + 1 residual streams (frozen: 2)
+  std::vector<LayerActs> acts;  // one per computed layer (frozen: 1)
   size_t dres = 0, dnorm = 0, dqkv = 0, datt = 0, dbig = 0;
   size_t att_scratch = 0, norm_scratch = 0, bias_scratch = 0, workspace = 0, cudnn_ws = 0;
   size_t cudnn_ws_bytes = 0;
@@ -81,6 +82,9 @@ struct CudaVisionTower::Impl {
   T* A(size_t off) const {
     return arena->At<T>(off);
   }
+  // Layer l's input stream (l = L(): the last layer's output) and saved activations.
+  size_t Res(int l) const { return res[frozen ? l % 2 : l]; }
+  const LayerActs& Acts(int l) const { return acts[frozen ? 0 : l]; }
   template <typename T>
   const T* W(int64_t off) const {
     return params.W<T>(off);
@@ -164,6 +168,7 @@ Status CudaVisionTower::Impl::Init() {
     lp.push_back(x);
   }
   BM_TRY(params.Allocate(static_cast<size_t>(layout.total()), opt.dtype));
+  if (frozen) params.ReleaseGradients();
   if (opt.attention == AttentionImpl::kCudnn) {
     auto ws = CudnnAttentionWorkspaceBytes(CudnnShape(opt.max_images));
     if (!ws.ok()) {
@@ -190,8 +195,8 @@ void CudaVisionTower::Impl::Plan() {
   emb = plan.Add("embeddings", rows * c * e);
   pre_mean = plan.Add("pre_layrnorm mean", rows * 4);
   pre_rstd = plan.Add("pre_layrnorm rstd", rows * 4);
-  for (int l = 0; l <= L(); ++l) res.push_back(plan.Add("residual", rows * c * e));
-  for (int l = 0; l < L(); ++l) {
+  for (int l = 0; l <= (frozen ? 1 : L()); ++l) res.push_back(plan.Add("residual", rows * c * e));
+  for (int l = 0; l < (frozen ? 1 : L()); ++l) {
     LayerActs a;
     a.norm1 = plan.Add("norm1", rows * c * e);
     a.mean1 = plan.Add("mean1", rows * 4);
@@ -208,6 +213,9 @@ void CudaVisionTower::Impl::Plan() {
     acts.push_back(a);
   }
   features = plan.Add("features", n * Np() * c * e);
+  workspace = plan.Add("matmul workspace", Matmul::kDefaultWorkspaceBytes);
+  if (cudnn_ws_bytes > 0) cudnn_ws = plan.Add("cuDNN attention workspace", cudnn_ws_bytes);
+  if (frozen) return;  // nothing runs backward
   dres = plan.Add("residual grad", rows * c * e);
   dnorm = plan.Add("norm grad", rows * c * e);
   dqkv = plan.Add("qkv grad", rows * 3 * c * e);
@@ -217,8 +225,6 @@ void CudaVisionTower::Impl::Plan() {
   norm_scratch = plan.Add("norm scratch", LayerNormScratchFloats(rows, c) * 4);
   const size_t widest = std::max<size_t>({3 * c, m, c});
   bias_scratch = plan.Add("bias scratch", BiasGradScratchFloats(rows, widest) * 4);
-  workspace = plan.Add("matmul workspace", Matmul::kDefaultWorkspaceBytes);
-  if (cudnn_ws_bytes > 0) cudnn_ws = plan.Add("cuDNN attention workspace", cudnn_ws_bytes);
 }
 
 template <typename T>
@@ -250,18 +256,18 @@ Status CudaVisionTower::Impl::Forward(const float* pixels) {
   BM_TRY(
       lin.Forward<T>(A<T>(patches), A<T>(im2col), W<T>(patch_w), nullptr, n * Np(), PatchDim(), c));
   BM_TRY(VisionEmbedForward<T>(A<T>(emb), A<T>(patches), W<T>(cls), W<T>(pos), n, Np(), c, S()));
-  BM_TRY(LayerNormForward<T>(A<T>(res[0]), A<float>(pre_mean), A<float>(pre_rstd), A<T>(emb),
+  BM_TRY(LayerNormForward<T>(A<T>(Res(0)), A<float>(pre_mean), A<float>(pre_rstd), A<T>(emb),
                              W<T>(pre_w), W<T>(pre_b), rows, c, S()));
   for (int l = 0; l < L(); ++l) BM_TRY(LayerForward<T>(l));
-  return DropClassRows<T>(A<T>(features), A<T>(res[L()]), n, Np(), c, S());
+  return DropClassRows<T>(A<T>(features), A<T>(Res(L())), n, Np(), c, S());
 }
 
 template <typename T>
 Status CudaVisionTower::Impl::LayerForward(int l) {
-  const LayerActs& a = acts[l];
+  const LayerActs& a = Acts(l);
   const LayerParams& w = lp[l];
   const int rows = Rows(), c = C(), m = M();
-  const T* x = A<T>(res[l]);
+  const T* x = A<T>(Res(l));
   BM_TRY(LayerNormForward<T>(A<T>(a.norm1), A<float>(a.mean1), A<float>(a.rstd1), x, W<T>(w.ln1_w),
                              W<T>(w.ln1_b), rows, c, S()));
   BM_TRY(lin.Forward<T>(A<T>(a.qkv), A<T>(a.norm1), W<T>(w.qkv_w), W<T>(w.qkv_b), rows, c, 3 * c));
@@ -271,7 +277,7 @@ Status CudaVisionTower::Impl::LayerForward(int l) {
                              W<T>(w.ln2_w), W<T>(w.ln2_b), rows, c, S()));
   BM_TRY(lin.Forward<T>(A<T>(a.pre), A<T>(a.norm2), W<T>(w.fc1_w), W<T>(w.fc1_b), rows, c, m));
   BM_TRY(QuickGeluForward<T>(A<T>(a.post), A<T>(a.pre), static_cast<size_t>(rows) * m, S()));
-  return lin.Forward<T>(A<T>(res[l + 1]), A<T>(a.post), W<T>(w.fc2_w), W<T>(w.fc2_b), rows, m, c,
+  return lin.Forward<T>(A<T>(Res(l + 1)), A<T>(a.post), W<T>(w.fc2_w), W<T>(w.fc2_b), rows, m, c,
                         A<T>(a.mid));
 }
 
@@ -325,11 +331,13 @@ CudaVisionTower::CudaVisionTower(std::unique_ptr<Impl> impl) : impl_(std::move(i
 CudaVisionTower::~CudaVisionTower() = default;
 
 Result<std::unique_ptr<CudaVisionTower>> CudaVisionTower::Create(const VisionConfig& config,
-                                                                 const CudaVisionOptions& options) {
+                                                                 const CudaVisionOptions& options,
+                                                                 bool frozen) {
   BM_TRY(Validate(config));
   auto impl = std::make_unique<Impl>();
   impl->cfg = config;
   impl->opt = options;
+  impl->frozen = frozen;
   impl->layout = VisionLayout(config);
   BM_TRY(impl->Init());
   return std::unique_ptr<CudaVisionTower>(new CudaVisionTower(std::move(impl)));
@@ -352,9 +360,11 @@ Status CudaVisionTower::RefreshWorkingCopy() {
 }
 float* CudaVisionTower::master() { return impl_->params.master(); }
 float* CudaVisionTower::grad() { return impl_->params.grad(); }
-void CudaVisionTower::ReleaseGradients() { impl_->params.ReleaseGradients(); }
 size_t CudaVisionTower::device_bytes() const {
   return impl_->params.device_bytes() + impl_->arena->bytes();
+}
+std::string CudaVisionTower::memory_summary() const {
+  return impl_->params.Summary() + impl_->plan.Summary();
 }
 
 Status CudaVisionTower::Forward(const float* pixels, int n) {
@@ -380,12 +390,12 @@ Status CudaVisionTower::Forward(const float* pixels, int n) {
 const void* CudaVisionTower::features() const { return impl_->A<char>(impl_->features); }
 
 Status CudaVisionTower::Backward(const void* dfeatures) {
+  if (impl_->frozen) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "CUDA vision tower: Backward of a frozen tower (created forward only)");
+  }
   if (impl_->cur_n == 0) {
     return Status(ErrorCode::kInvalidArgument, "CUDA vision tower: Backward before Forward");
-  }
-  if (!impl_->params.grad()) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "CUDA vision tower: Backward after ReleaseGradients (a frozen tower)");
   }
   return WithElementType(impl_->opt.dtype, [&](auto t) {
     using T = decltype(t);

@@ -24,7 +24,10 @@
 // in any kernel used; cuBLASLt's algorithms are fixed per shape).
 //
 // Activations for `max_images` images are allocated at Create (one arena per module); Forward
-// with more is an error. Every call is queued on options.stream; outputs are valid when the
+// with more is an error. A frozen tower (LLaVA-1.5 trains it in neither stage) is created
+// forward only: no gradients, and one layer's activations and two residual streams reused by
+// every layer instead of every layer's kept for a backward (CLIP-L/14-336 at 16 images: 0.3
+// rather than 7 GB). Every call is queued on options.stream; outputs are valid when the
 // stream reaches them, until the next Forward. Not thread-safe.
 #pragma once
 
@@ -32,6 +35,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -55,8 +59,10 @@ class CudaVisionTower {
  public:
   // Errors: an invalid config, norm_eps other than 1e-5 (the LayerNorm kernels'), channels other
   // than 3, max_images < 1, kCudnn in fp32 or with a shape cuDNN refuses, or no device memory.
+  // frozen: forward only (above); Backward is refused, grad() is null, GetGradients reads zeros.
   static Result<std::unique_ptr<CudaVisionTower>> Create(const VisionConfig& config,
-                                                         const CudaVisionOptions& options);
+                                                         const CudaVisionOptions& options,
+                                                         bool frozen = false);
   ~CudaVisionTower();
   CudaVisionTower(const CudaVisionTower&) = delete;
   CudaVisionTower& operator=(const CudaVisionTower&) = delete;
@@ -75,8 +81,8 @@ class CudaVisionTower {
   float* grad();
   // Device bytes held: parameters, gradients, working copy and the activation arena.
   size_t device_bytes() const;
-  // Frozen: frees the gradient buffer (grad() null; GetGradients reads zeros; Backward refused).
-  void ReleaseGradients();
+  // device_bytes() line by line: the parameters' buffers, then the arena's plan (its entries).
+  std::string memory_summary() const;
 
   // pixels: device, fp32 CHW [n, 3, S, S], 1 <= n <= max_images. Computes the features.
   Status Forward(const float* pixels, int n);
@@ -109,8 +115,11 @@ class CudaProjector {
   Status RefreshWorkingCopy();
   float* master();
   float* grad();
-  size_t device_bytes() const;  // as CudaVisionTower's
-  void ReleaseGradients();      // as CudaVisionTower's
+  size_t device_bytes() const;         // as CudaVisionTower's
+  std::string memory_summary() const;  // as CudaVisionTower's
+  // A frozen projector's: frees the gradient buffer (grad() null; GetGradients reads zeros;
+  // Backward refused).
+  void ReleaseGradients();
 
   // features: device [rows, vision.hidden] of options.dtype (CudaVisionTower::features()); the
   // caller's, read again by Backward: keep it unchanged until then.

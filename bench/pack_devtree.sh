@@ -37,6 +37,13 @@ for t in tests/trainer/cuda_vision_tower_test tests/trainer/cuda_model_spliced_t
   tests/trainer/trainer_llava_mmmu_test; do
   grep -q "^$(basename "$t"):" <<<"$targets" && bins+=("$t")
 done
+# ONLY="name ..." packs those binaries alone (the device tool carries 64 MiB at most, the tree
+# included).
+if [[ -n ${ONLY:-} ]]; then
+  keep=()
+  for b in "${bins[@]}"; do [[ " $ONLY " == *" ${b##*/} "* ]] && keep+=("$b"); done
+  bins=("${keep[@]}")
+fi
 cmake --build "$build" --target "${bins[@]##*/}"
 rm -rf .devtree && mkdir -p .devtree/bin .devtree/lib .devtree/bench .devtree/peer
 for b in "${bins[@]}"; do

@@ -80,6 +80,7 @@ struct Options {
   bool deterministic_attention = true;
   bool recompute_norms = false, split_masters = true;
   int micro_batches_per_step = 1;
+  int zero = 0;  // a world of one
 };
 
 std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options o = {}) {
@@ -88,6 +89,7 @@ std::unique_ptr<CudaModel> MakeModel(const ModelSpec& spec, DType dtype, Options
   run.recompute_norms = o.recompute_norms;
   run.split_masters = o.split_masters;
   run.micro_batches_per_step = o.micro_batches_per_step;
+  run.zero = o.zero;
   run.attention = o.attention;
   run.deterministic_attention = o.deterministic_attention;
   run.logits_chunk_rows = 48;  // several classifier chunks, one partial
@@ -253,6 +255,50 @@ std::vector<double> GpuCurve(CudaModel* m, const ModelSpec& spec, int first, int
     losses.push_back(loss.ok() ? *loss * scale : NAN);
   }
   return losses;
+}
+
+// ZeRO 2-3 with one micro-batch a step: layers' activations lie over the own gradient slices
+// (each reduce-scattered whole after its unit's backward), and nothing changes but the plan: the
+// losses and the weights are the bits of the same stage with every layer's activations apart,
+// and the plan holds `over` layers' activations fewer (one layer's: what full recompute keeps
+// fewer, over layers - 1). Accumulating is refused as at zero 0.
+TEST_P(CudaModelTest, ZeroTwoAndThreeLayActivationsOverTheGradientSlices) {
+  ModelSpec spec = Tiny(GetParam());
+  ParamLayout layout(spec);
+  auto init = InitParams(layout, 5);
+  AdamWHyper h;
+  for (int zero : {2, 3}) {
+    std::vector<double> curves[2];
+    std::vector<float> finals[2];
+    size_t plans[3] = {0, 0, 0};
+    int over = 0;
+    for (int i = 0; i < 3; ++i) {  // apart, over the gradients, full recompute
+      Options o{.recompute = i == 2, .micro_batches_per_step = i == 1 ? 1 : 0, .zero = zero};
+      auto m = MakeModel(spec, DType::kBF16, o);
+      ASSERT_TRUE(m);
+      plans[i] = m->memory().plan_bytes;
+      if (i == 2) break;
+      if (i == 1) over = m->memory().layers_over_gradients;
+      ASSERT_TRUE(m->SetParameters(init).ok());
+      curves[i] = GpuCurve(m.get(), spec, 0, 5, h);
+      ASSERT_TRUE(m->GetParameters(&finals[i]).ok());
+      if (i == 1) {
+        Batch b = MakeBatch(spec.vocab, 0);
+        ASSERT_TRUE(m->ZeroGradients().ok());
+        auto first = m->ForwardBackward(b.View(), 1.0f, /*last=*/false);
+        EXPECT_FALSE(first.ok()) << "zero " << zero << ": a micro-batch that would accumulate";
+        ASSERT_TRUE(m->ZeroGradients().ok());
+        ASSERT_TRUE(m->ForwardBackward(b.View(), 1.0f).ok());
+        EXPECT_FALSE(m->ForwardBackward(b.View(), 1.0f).ok()) << "zero " << zero << ": a second";
+      }
+    }
+    EXPECT_GE(over, 1) << "zero " << zero;
+    EXPECT_EQ(curves[0], curves[1]) << "zero " << zero;
+    EXPECT_EQ(finals[0], finals[1]) << "zero " << zero;
+    EXPECT_EQ(plans[0] - plans[1], static_cast<size_t>(over) * (plans[0] - plans[2]) /
+                                       static_cast<size_t>(spec.layers - 1))
+        << "zero " << zero;
+  }
 }
 
 TEST_P(CudaModelTest, FiftyStepsTrackCpuLossCurve) {

@@ -574,7 +574,8 @@ TEST_F(CudaVisionTowerTest, FrozenTowerIsForwardOnlyWithTheSameFeatures) {
                            2 * Aligned256(rows * M * e) + 4 * floats +
                            Aligned256(size_t(max_images) * c.heads * c.positions() * 4);
       const size_t backward =
-          4 * stream + Aligned256(rows * 3 * C * e) + Aligned256(rows * M * e) +  // dres..dbig
+          3 * stream + Aligned256(rows * 3 * C * e) +  // dres, dnorm, datt; dqkv
+          Aligned256(rows * M * e) +                   // dbig
           Aligned256(AttentionScratchFloats(max_images, c.positions(), c.heads) * 4) +
           Aligned256(LayerNormScratchFloats(rows, C) * 4) +
           Aligned256(BiasGradScratchFloats(rows, std::max(3 * C, M)) * 4);

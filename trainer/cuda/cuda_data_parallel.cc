@@ -155,6 +155,11 @@ float* CudaDataParallel::Grad(size_t off) const {
   return At<float>(s->offset) + (off - layout_.units()[u].offset);
 }
 
+size_t CudaDataParallel::ReducedGradEnd(int unit) const {
+  if (zero_ <= 1) return grad_ + layout_.units()[unit].end() * 4;
+  return grad_shard_ + static_cast<size_t>(plan_.shard_offset(unit) + plan_.slice(unit)) * 4;
+}
+
 dist::DType CudaDataParallel::work_dtype() const { return CommDType(work_); }
 
 Status CudaDataParallel::CastToWork(void* out, const float* in, size_t n, cudaStream_t s) const {

@@ -127,8 +127,15 @@ class CudaDataParallel {
   Status BeginMicroBatch(bool last);
   bool writes_fresh_gradients() const { return first_micro_; }
   bool splits_masters() const { return split_; }
-  // Zero 0-1: the arena offset of the flat fp32 gradients (ParamLayout's offsets, x 4 bytes).
-  size_t grad_offset() const { return grad_; }
+  // Where the step's reduced fp32 gradients lie in the arena (byte offsets): they begin at
+  // ReducedGradBegin() and unit u's end at ReducedGradEnd(u) — the full gradients in layout
+  // order at zero 0-1, the own slices in unit order at zero 2-3. At zero 2-3 with one
+  // micro-batch a step each unit's slices are written whole (not added to) when the unit's
+  // backward is done, so until then their memory may hold other data (CudaModel's activations).
+  size_t ReducedGradBegin() const { return zero_ <= 1 ? grad_ : grad_shard_; }
+  size_t ReducedGradEnd(int unit) const;
+  // The micro-batch begun is the step's first (its gradients are written, not added to).
+  bool begins_step() const { return zero_ >= 2 ? !accumulate_ : first_micro_; }
   // Zero 0-1: a unit's gradients that are only added to (ParamLayout::AddedGradients, padding
   // included) are zeroed when its backward begins rather than when the step's first micro-batch
   // does, so that until then its gradient storage may hold other data (CudaModel's activations;

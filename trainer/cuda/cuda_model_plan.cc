@@ -34,20 +34,21 @@ Status CudaModel::Impl::Plan() {
   rel.rstd2 = one.Add("rstd2", rows * 4);
   rel.pre = one.Add("mlp pre-activation", n * BigCols() * elem);
   // With one micro-batch a step, layer l's activations are dead when its backward ends, and the
-  // gradients of the layers below it (and of untied embeddings, the last) are first written
-  // after that (their added parts zeroed only then: dp.ZeroGradientsPerUnit). So layers'
-  // activations go there, packed bottom up from the gradients' start (after tied embeddings,
-  // whose gradient the head writes), layer l's ending before the gradients of layer l - 1 do
-  // (layer 0's before the embeddings' do).
+  // reduced gradients of the layers below it (and of the embeddings, the last) are first written
+  // after that: at zero 0-1 the full gradients (their added parts zeroed only then:
+  // dp.ZeroGradientsPerUnit), at zero 2-3 the own slices (each reduce-scattered whole after its
+  // unit's backward, on the communication stream once the compute stream is past it). So layers'
+  // activations go there, packed bottom up from the gradients' start (at zero 0-1 after tied
+  // embeddings, whose gradient the head writes there; at 2-3 it goes to the embeddings' bucket),
+  // layer l's ending before the gradients of layer l - 1 do (layer 0's before the embeddings' do).
   std::vector<std::optional<size_t>> over(acts.size());  // each layer's place there, if any
-  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && run.zero <= 1 && !Frozen()) {
-    const auto grads_end = [&](int unit) {
-      return dp.grad_offset() + layout.units()[unit].end() * 4;
-    };
+  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && !Frozen()) {
     std::vector<size_t> limits;
     for (int l = 0; l < static_cast<int>(acts.size()); ++l)
-      limits.push_back(grads_end(l > 0 ? layout.unit_of_layer(l - 1) : 0));
-    over = PackUnderLimits(spec.tied_here() ? grads_end(0) : dp.grad_offset(), one.total(), limits);
+      limits.push_back(dp.ReducedGradEnd(l > 0 ? layout.unit_of_layer(l - 1) : 0));
+    const bool after_tied = spec.tied_here() && run.zero <= 1;
+    over = PackUnderLimits(after_tied ? dp.ReducedGradEnd(0) : dp.ReducedGradBegin(), one.total(),
+                           limits);
   }
   memory.layers_over_gradients = 0;
   for (int l = 0; l < static_cast<int>(acts.size()); ++l) {
@@ -65,7 +66,7 @@ Status CudaModel::Impl::Plan() {
       *f += base;
     if (run.recompute_norms) a.norm1 = a.norm2 = norm_out;
   }
-  if (memory.layers_over_gradients > 0) dp.ZeroGradientsPerUnit();
+  if (memory.layers_over_gradients > 0 && run.zero <= 1) dp.ZeroGradientsPerUnit();
   if (CountsRanges()) {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
     range_sums = plan.Add("grad sum of squares per counted range", RangeSumsCapacity() * 4);

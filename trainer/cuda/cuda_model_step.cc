@@ -492,7 +492,7 @@ Status CudaModel::Impl::Run(float grad_scale, Mode mode) {
   if (mode == Mode::kTrain) {
     BM_TRY(dp.BeginMicroBatch(last_micro));
     first_micro = dp.writes_fresh_gradients();
-    if (memory.layers_over_gradients > 0 && !(first_micro && last_micro)) {
+    if (memory.layers_over_gradients > 0 && !(dp.begins_step() && last_micro)) {
       return Status(ErrorCode::kInvalidArgument,
                     "CUDA model: planned for one micro-batch a step (activations over the "
                     "gradients: RunSpec::micro_batches_per_step = 1), given one that accumulates");

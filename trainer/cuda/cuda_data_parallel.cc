@@ -95,7 +95,7 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     grad_ = plan->Add("grads fp32", P * 4);
   } else {
     grad_shard_ = plan->Add("grads fp32 (own slices)", L * 4);
-    rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
+    if (!one_micro_) rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
     emb_grad_.offset = plan->Add("embeddings gradient bucket", embeddings * 4);
     for (Slot& s : grad_ring_) s.offset = plan->Add("gradient bucket", widest * 4);
     size_t whole = 0;  // SumWhole's units (the tied embedding's, with pipeline stages)

@@ -87,6 +87,10 @@ class CudaDataParallel {
   // The layout's unit alignment for `ranks` ranks at this stage.
   static size_t UnitAlign(int zero, int ranks) { return zero >= 1 ? 64 * ranks : 64; }
 
+  // Every step one micro-batch (RunSpec::micro_batches_per_step = 1; before Plan): at zero 2-3
+  // no reduce-scatter scratch (nothing is added to the reduced slices), and a second micro-batch
+  // in a step is refused.
+  void OneMicroBatchPerStep() { one_micro_ = true; }
   // Adds its buffers to the plan; Bind after the arena exists (creates the communication
   // stream and events; zeroes nothing: the arena is zeroed by its owner).
   void Plan(MemoryPlan* plan);
@@ -268,6 +272,7 @@ class CudaDataParallel {
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool per_unit_zeroing_ = false;
   bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's
+  bool one_micro_ = false;   // OneMicroBatchPerStep
   cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;
   // zero 1-2: each unit's gather of the working weights (recorded on the comm stream), whether
   // the compute stream has yet to wait for it, and the last one's (all of them done).

@@ -36,6 +36,10 @@ Status CudaDataParallel::BeginMicroBatch(bool last) {
                     "zero gradient slices");
       zero_pending_ = false;
       accumulate_ = false;
+    } else if (one_micro_) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "CUDA data parallel: planned for one micro-batch a step "
+                    "(RunSpec::micro_batches_per_step = 1), given a second one in the step");
     } else {
       accumulate_ = true;
     }

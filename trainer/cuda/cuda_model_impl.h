@@ -62,6 +62,7 @@ struct CudaModel::Impl {
         layout(m, CudaDataParallel::UnitAlign(r.frozen ? 0 : r.zero, comm->size())),
         dp(layout, comm, r.zero, r.dtype, r.split_masters, r.frozen) {
     dp.SumWhole(TiedAcrossStages());
+    if (r.micro_batches_per_step == 1) dp.OneMicroBatchPerStep();
   }
   ModelSpec spec;
   RunSpec run;

@@ -75,9 +75,11 @@ struct RunSpec {
   // (otherwise ignored). The same bits as without; false keeps them whole (for measuring).
   bool split_masters = true;
   // Micro-batches per optimizer step when the caller knows them (GAS; 0: not known). With one
-  // (and one pipeline stage, ZeRO <= 1, no full recompute) layers' activations lie over the
-  // gradients first written after their backward, as many as fit (cuda_model_plan.cc); every
-  // training micro-batch must then be a step's first and last, which CudaModel checks.
+  // (and one pipeline stage, no full recompute) layers' activations lie over the reduced
+  // gradients first written after their backward (the full gradients at ZeRO 0-1, the own
+  // slices at 2-3), as many as fit (cuda_model_plan.cc), and ZeRO 2-3 plan no reduce-scatter
+  // scratch; every training micro-batch must then be a step's first and last, which CudaModel
+  // checks.
   int micro_batches_per_step = 0;
   AttentionImpl attention = AttentionImpl::kAuto;
   // cuDNN backward: keys per call at most (0: one call; kCudnnKeyChunkAuto: the plan chooses,

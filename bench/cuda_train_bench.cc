@@ -3,7 +3,8 @@
 // line like the peer's, so bench/gpu_check.sh can put the two side by side.
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
-//                    [--accum N] [--zero 0-3] [--tp N] [--pp N] [--vocab V] [--nccl]
+//                    [--accum N] [--zero 0-3] [--grad-reduce fp32|bf16] [--tp N] [--pp N]
+//                    [--vocab V] [--nccl]
 //                    [--precision bf16|fp16|fp32]
 //                    [--recompute] [--recompute-norms] [--whole-masters]
 //                    [--activations-apart] [--profile]
@@ -171,7 +172,14 @@ int main(int argc, char** argv) {
       accum = std::stoi(next());
     else if (a == "--zero")
       run.zero = std::stoi(next());
-    else if (a == "--tp")
+    else if (a == "--grad-reduce") {
+      std::string t = next();
+      if (t != "fp32" && t != "bf16") {
+        std::fprintf(stderr, "cuda_train_bench: --grad-reduce fp32|bf16, not %s\n", t.c_str());
+        return 2;
+      }
+      run.grad_reduce_bf16 = t == "bf16";
+    } else if (a == "--tp")
       tp = std::stoi(next());
     else if (a == "--pp")
       pp = std::stoi(next());
@@ -391,6 +399,7 @@ int main(int argc, char** argv) {
   j["dp"] = dp;
   j["vocab"] = spec.vocab;
   j["zero"] = run.zero;
+  j["grad_reduce"] = run.grad_reduce_bf16 ? "bf16" : "fp32";
   j["communicator"] = run.comm ? std::string(run.comm->transport()) : "none";
   j["seq"] = run.seq;
   j["precision"] = run.dtype == DType::kBF16 ? "bf16 compute / fp32 params+grads+AdamW"

@@ -83,6 +83,7 @@ std::vector<std::string> LlavaUnsupported(const train::RunConfig& run, const std
     refuse(fmt::format("checkpoint_every = {} (set checkpoint_every = 0)", run.checkpoint_every));
   if (run.save_init) refuse("save_init");
   if (run.mllog) refuse("mllog");
+  if (run.grad_reduce_bf16) refuse("grad_reduce 'bf16'");
   return out;
 }
 
@@ -143,6 +144,10 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
         {"sequence_parallel", ParamType::kBool, json(false),
          "Megatron's sequence parallelism: the norms' tokens split over the TP group (cpu)", true},
         {"recompute", ParamType::kBool, json(false), "activation recompute (cuda)", true},
+        {"grad_reduce", ParamType::kString, json("fp32"),
+         "the gradients' type when summed over the DP group: fp32, or bf16 (cuda; Megatron's "
+         "--grad-reduce-in-bf16)",
+         true},
         {"checkpoint_every", ParamType::kInt, json(50),
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
         {"mllog", ParamType::kBool, json(false),
@@ -226,6 +231,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
                         "zero",
                         "sequence_parallel",
                         "recompute",
+                        "grad_reduce",
                         "checkpoint_every",
                         "mllog",
                         "save_init",

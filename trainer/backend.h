@@ -110,6 +110,9 @@ struct BackendOptions {
   // Megatron's sequence parallelism over the TP group (trainer/cpu/model.h,
   // trainer/cuda/cuda_model.h); nothing with TP1.
   bool sequence_parallel = false;
+  // Gradients summed over the DP group in bf16 (CUDA: CudaDataParallel::ReduceInBf16; a world of
+  // one rounds them the same way). The CPU refuses it.
+  bool grad_reduce_bf16 = false;
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that

@@ -99,6 +99,9 @@ std::string FixHp(const nlohmann::json& metrics) {
   if (auto z = NumberAt(metrics, "config.zero"); z && *z > 0) {
     items.push_back(fmt::format("zero={}", static_cast<long long>(*z)));
   }
+  // Gradients summed in bf16 (Megatron's --grad-reduce-in-bf16): another arithmetic, shown.
+  if (auto g = StringAt(metrics, "config.grad_reduce"); g && *g == "bf16")
+    items.push_back("grad_reduce=bf16");
   const nlohmann::json* sp = ValueAt(metrics, "config.sequence_parallel");
   if (sp != nullptr && sp->is_boolean() && sp->get<bool>()) items.push_back("sequence_parallel");
   const nlohmann::json* rc = ValueAt(metrics, "config.recompute");

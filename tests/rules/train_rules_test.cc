@@ -110,6 +110,9 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
          "growth_interval: growth_interval must be >= 1");
   expect({{"data", "d"}, {"device", "cuda"}, {"precision", "fp16"}, {"backoff_factor", 2.0}},
          "backoff_factor: backoff_factor must be in (0, 1)");
+  expect({{"data", "d"}, {"device", "cuda"}, {"grad_reduce", "fp8"}},
+         "grad_reduce: grad_reduce 'fp8': the gradients' type on the wire is fp32 or bf16");
+  EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"grad_reduce", "bf16"}}).empty());
   // bf16, fp16 and amp are accepted for cuda
   for (const char* p : {"bf16", "fp16", "amp"})
     EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"precision", p}}).empty()) << p;
@@ -158,6 +161,16 @@ TEST(TrainRulesTest, UnsupportedHereIsAPlanTimeRefusal) {
   EXPECT_NE(unsupported(*pre, {{"data", "d"}, {"precision", "fp16"}})
                 .find("precision 'fp16' on device cpu"),
             std::string::npos);
+  EXPECT_NE(
+      unsupported(*pre, {{"data", "d"}, {"layout", "DP2"}, {"grad_reduce", "bf16"}})
+          .find("grad_reduce 'bf16' on device cpu: the cpu backend reduces gradients in fp32"),
+      std::string::npos);
+  EXPECT_EQ(unsupported(*pre, {{"data", "d"},
+                               {"layout", "TP2PP2DP2"},
+                               {"zero", 3},
+                               {"device", "cuda"},
+                               {"grad_reduce", "bf16"}}),
+            "");
   EXPECT_NE(
       unsupported(*MakeEvaluateRule(), {{"data", "d"}, {"checkpoint", "c"}, {"layout", "DP2"}})
           .find("layout TP1PP1DP2: evaluation runs on one rank"),
@@ -239,6 +252,9 @@ TEST(TrainRulesTest, LlavaPresetChecksAndRefusals) {
                       "checkpoint_every = 0) is not supported yet"),
             std::string::npos);
   EXPECT_EQ(refusals({{"device", "cuda"}, {"precision", "bf16"}}), "");
+  EXPECT_NE(refusals({{"device", "cuda"}, {"grad_reduce", "bf16"}})
+                .find("grad_reduce 'bf16' is not supported yet"),
+            std::string::npos);
   EXPECT_NE(refusals({{"device", "cuda"}, {"precision", "fp16"}}).find("fp16 is not supported yet"),
             std::string::npos);
   EXPECT_NE(refusals({{"layout", "TP2PP1DP1"}}).find("layout TP2PP1DP1 (tensor or pipeline"),

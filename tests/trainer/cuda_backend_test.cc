@@ -264,6 +264,37 @@ TEST(CudaBackend, ParametersFromASourceAtEveryZeroStage) {
   }
 }
 
+// Gradients reduced in bf16 (BackendOptions::grad_reduce_bf16) on one rank: the reduced
+// gradients are the fp32 reduction's rounded to bf16 on the host (to nearest even), element for
+// element, at ZeRO 0 and 1 (whose full gradients one rank reads back); the backward itself is
+// the same bits.
+TEST(CudaBackend, Bf16GradientReductionRoundsTheGradients) {
+  BM_SKIP_WITHOUT_GPU();
+  ModelConfig m = *Preset("llama-tiny");
+  const ParamLayout layout(m);
+  const Data d = MakeData(m.vocab, 0);
+  for (int zero : {0, 1}) {
+    SCOPED_TRACE(fmt::format("zero {}", zero));
+    std::vector<float> g[2];
+    for (bool bf16 : {false, true}) {
+      auto b = CreateBackend("cuda");
+      ASSERT_TRUE(b.ok());
+      BackendOptions o;
+      o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
+      o.grad_reduce_bf16 = bf16;
+      ASSERT_TRUE((*b)->Init(m, o).ok());
+      ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+      ASSERT_TRUE((*b)->ZeroGrad().ok());
+      auto loss = (*b)->ForwardBackward(d.Batch(), 1.0f);
+      ASSERT_TRUE(loss.ok()) << loss.status().message();
+      g[bf16].assign(layout.total(), 0.0f);
+      ASSERT_TRUE((*b)->GetGradients(g[bf16]).ok());
+    }
+    EXPECT_NE(g[0], g[1]) << "the rounding changes some gradient";
+    EXPECT_EQ(g[1], cuda::testing::Rounded<__nv_bfloat16>(g[0]));
+  }
+}
+
 // The energy counter of the GPU (NVML, which every machine with the driver has): nothing before
 // Init; then it names the GPU by its UUID and moves, over 1.5 s of steps, by what a GPU draws
 // (above an idle board's, below any board's limit).

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 #include <tuple>
+#include <type_traits>
 
 #include "tests/trainer/cuda_test_util.h"
 #include "trainer/cuda/cudnn_attention.h"
@@ -474,6 +475,30 @@ TYPED_TEST(CudaOps, VisionEmbeddings) {
     InsertClassRowsCpu(ins.data(), drop.data(), n, np, c);
     EXPECT_EQ(gins.Download(), ins);
     EXPECT_EQ(ins[0], 0.0f);
+  }
+}
+
+// Gradients reduced in 16 bits: CastF32 rounds fp32 to T as the host does (to nearest even),
+// WidenF32 gives back exactly those values, or adds them to fp32 values as the host adds them.
+TYPED_TEST(CudaOps, CastToSixteenBitsAndWidenBack) {
+  using T = TypeParam;
+  if constexpr (std::is_same_v<T, float>) {
+    GTEST_SKIP() << "fp32 has nothing to widen";
+  } else {
+    const size_t n = 1000;
+    const std::vector<float> x = RandomVector(n, 3.0f, this->Seed());
+    const std::vector<float> prev = RandomVector(n, 1.0f, this->Seed() + 1);
+    DeviceBuffer<float> gx(x), gout(n), gacc(prev);
+    DeviceBuffer<T> g16(n);
+    ASSERT_TRUE(CastF32<T>(g16.get(), gx.get(), n, 0).ok());
+    const std::vector<float> rounded = Rounded<T>(x);
+    EXPECT_EQ(g16.Download(), rounded);
+    ASSERT_TRUE(WidenF32<T>(gout.get(), g16.get(), n, /*accumulate=*/false, 0).ok());
+    EXPECT_EQ(gout.Download(), rounded);
+    ASSERT_TRUE(WidenF32<T>(gacc.get(), g16.get(), n, /*accumulate=*/true, 0).ok());
+    std::vector<float> sum(n);
+    for (size_t i = 0; i < n; ++i) sum[i] = prev[i] + rounded[i];
+    EXPECT_EQ(gacc.Download(), sum);
   }
 }
 

@@ -237,6 +237,18 @@ TEST(CpuBackendTest, ParametersFromASourceAndAGatherThatKeepsNothing) {
   EXPECT_EQ(fresh->SetParametersFrom(InitialParameters(c, layout, 4)).code(), ErrorCode::kInternal);
 }
 
+// The CPU reduces gradients in fp32 only: asked for bf16 (the cuda backend's option), it says so.
+TEST(CpuBackendTest, RefusesGradientReductionInBf16) {
+  BackendOptions o;
+  o.max_batch = 1;
+  o.max_seq = 8;
+  o.grad_reduce_bf16 = true;
+  std::unique_ptr<Backend> b = std::move(*CreateBackend("cpu"));
+  Status st = b->Init(*Preset("llama-tiny"), o);
+  EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(st.message().find("grad_reduce bf16 is cuda's"), std::string::npos) << st.message();
+}
+
 TEST(CpuBackendTest, LastTokenArgmaxMatchesAllPositions) {
   ModelConfig c = *Preset("llama-tiny");
   Result<std::unique_ptr<Backend>> b = CreateBackend("cpu");

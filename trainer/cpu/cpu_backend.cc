@@ -37,6 +37,9 @@ class CpuBackend final : public Backend {
     if (options.zero < 0 || options.zero > 3)
       return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
                     options.zero);
+    if (options.grad_reduce_bf16)
+      return Status(ErrorCode::kUnsupported,
+                    "cpu backend: gradients are reduced in fp32 (grad_reduce bf16 is cuda's)");
     for (dist::Communicator* c : {options.dp, options.tp, options.pp})
       if (c && c->device())
         return Errorf(ErrorCode::kInvalidArgument,

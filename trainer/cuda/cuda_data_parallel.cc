@@ -4,6 +4,8 @@
 // with the host (cuda_data_parallel_host.cc) share.
 #include "trainer/cuda/cuda_data_parallel.h"
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 
 #include "trainer/cuda/check.h"
@@ -91,11 +93,19 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
     for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
   }
+  if (reduce_bf16_) {
+    size_t widest_unit = 0;
+    for (int u = 0; u < plan_.num_units(); ++u)
+      widest_unit = std::max(widest_unit, static_cast<size_t>(plan_.padded(u)));
+    reduce_stage_ = plan->Add("gradients bf16 (reduction staging)", widest_unit * 2);
+  }
   if (zero_ <= 1) {
     grad_ = plan->Add("grads fp32", P * 4);
   } else {
     grad_shard_ = plan->Add("grads fp32 (own slices)", L * 4);
-    if (!one_micro_) rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
+    // (a second micro-batch's slices are added from the bf16 staging when reducing in bf16)
+    if (!one_micro_ && !reduce_bf16_)
+      rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
     emb_grad_.offset = plan->Add("embeddings gradient bucket", embeddings * 4);
     for (Slot& s : grad_ring_) s.offset = plan->Add("gradient bucket", widest * 4);
     size_t whole = 0;  // SumWhole's units (the tied embedding's, with pipeline stages)
@@ -195,6 +205,22 @@ Status CudaDataParallel::AllGather(const void* send, void* recv, size_t n, CommT
     BM_CUDA_CHECK(cudaMemcpyAsync(recv, send, n * dist::DTypeSize(t), cudaMemcpyDeviceToDevice, s),
                   "all-gather of one rank, {} elements", n);
   return Status::Ok();
+}
+
+Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bool accumulate) {
+  // Zero 0: the unit as it is; 1-3: its numel is a multiple of the ranks (UnitAlign).
+  const size_t count =
+      static_cast<size_t>(zero_ == 0 ? plan_.unit(unit).numel : plan_.padded(unit));
+  const size_t slice = static_cast<size_t>(plan_.slice(unit));
+  auto* stage = At<__nv_bfloat16>(reduce_stage_);
+  BM_TRY(CastF32<__nv_bfloat16>(stage, grads, count, comm_stream_));
+  if (zero_ == 0) {
+    BM_TRY(AllReduce(stage, count, CommType::kBFloat16, comm_stream_));
+    return WidenF32<__nv_bfloat16>(out, stage, count, accumulate, comm_stream_);
+  }
+  __nv_bfloat16* mine = stage + plan_.rank() * slice;
+  BM_TRY(ReduceScatter(stage, mine, slice, CommType::kBFloat16, comm_stream_));
+  return WidenF32<__nv_bfloat16>(out, mine, slice, accumulate, comm_stream_);
 }
 
 // ---- stream ordering

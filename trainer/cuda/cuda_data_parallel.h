@@ -87,6 +87,14 @@ class CudaDataParallel {
   // The layout's unit alignment for `ranks` ranks at this stage.
   static size_t UnitAlign(int zero, int ranks) { return zero >= 1 ? 64 * ranks : 64; }
 
+  // Gradients reduced in bf16 (Megatron's --grad-reduce-in-bf16, FSDP2's reduce_dtype; before
+  // Plan): each unit's fp32 gradients are rounded to bf16 into a staging buffer (the widest
+  // unit's, 2 bytes an element), summed over the group in bf16 (all-reduced at zero 0,
+  // reduce-scattered in place at 1-3) and widened back into the fp32 gradients (zero 0-1) or
+  // written / added into the own fp32 slices (2-3); half the bytes on the wire. A world of one
+  // rounds the same way. SumWhole's units stay fp32.
+  void ReduceInBf16() { reduce_bf16_ = true; }
+  bool reduces_in_bf16() const { return reduce_bf16_; }
   // Every step one micro-batch (RunSpec::micro_batches_per_step = 1; before Plan): at zero 2-3
   // no reduce-scatter scratch (nothing is added to the reduced slices), and a second micro-batch
   // in a step is refused.
@@ -215,6 +223,11 @@ class CudaDataParallel {
   Status AllReduce(void* data, size_t n, dist::DType t, cudaStream_t s);
   Status ReduceScatter(const void* send, void* recv, size_t n, dist::DType t, cudaStream_t s);
   Status AllGather(const void* send, void* recv, size_t n, dist::DType t, cudaStream_t s);
+  // ReduceInBf16, on the communication stream: unit u's fp32 gradients at `grads` (its whole
+  // padded unit) rounded into the staging and summed there (zero 0: all of it; 1-3: this
+  // rank's slice, in place); `out` gets the sum (zero 0: the whole unit; 1-3: the slice),
+  // written or, with `accumulate`, added.
+  Status ReduceBf16(int unit, const float* grads, float* out, bool accumulate);
   // Zero 1-2: every unit's own slice of the working weights, from this rank's master slices.
   Status WriteWorkSlices(cudaStream_t s);
   Status MastersChanged();
@@ -271,8 +284,10 @@ class CudaDataParallel {
   std::vector<char> in_bucket_;
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool per_unit_zeroing_ = false;
-  bool accumulate_ = false;  // zero >= 2: add this micro-batch's reduced slices to the step's
-  bool one_micro_ = false;   // OneMicroBatchPerStep
+  bool accumulate_ = false;   // zero >= 2: add this micro-batch's reduced slices to the step's
+  bool one_micro_ = false;    // OneMicroBatchPerStep
+  bool reduce_bf16_ = false;  // ReduceInBf16
+  size_t reduce_stage_ = 0;   // its staging: the widest unit in bf16
   cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;
   // zero 1-2: each unit's gather of the working weights (recorded on the comm stream), whether
   // the compute stream has yet to wait for it, and the last one's (all of them done).

@@ -167,11 +167,13 @@ Status CudaDataParallel::GradientsReady(int unit) {
     if (!last_micro_) return Status::Ok();
     BM_TRY(CommAfterCompute());
     float* grads = At<float>(grad_) + u.offset;
+    const size_t n = static_cast<size_t>(plan_.slice(unit));
+    if (reduce_bf16_ && !whole_sum_[unit])
+      return ReduceBf16(unit, grads, zero_ == 0 ? grads : grads + plan_.rank() * n, false);
     if (zero_ == 0 || whole_sum_[unit])
       return AllReduce(grads, u.numel, CommType::kFloat32, comm_stream_);
     // Zero 1: the optimizer reads the own slice only, so only it is summed, in place (the
     // unit's numel is a multiple of the ranks: UnitAlign).
-    const size_t n = static_cast<size_t>(plan_.slice(unit));
     return ReduceScatter(grads, grads + plan_.rank() * n, n, CommType::kFloat32, comm_stream_);
   }
   Slot* s = grad_slot_of_unit_[unit];
@@ -191,7 +193,9 @@ Status CudaDataParallel::GradientsReady(int unit) {
   BM_TRY(CommAfterCompute());
   float* slice = At<float>(grad_shard_) + plan_.shard_offset(unit);
   const size_t n = static_cast<size_t>(plan_.slice(unit));
-  if (!accumulate_) {
+  if (reduce_bf16_) {
+    BM_TRY(ReduceBf16(unit, At<float>(s->offset), slice, accumulate_));
+  } else if (!accumulate_) {
     BM_TRY(ReduceScatter(At<float>(s->offset), slice, n, CommType::kFloat32, comm_stream_));
   } else {
     BM_TRY(ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, CommType::kFloat32,

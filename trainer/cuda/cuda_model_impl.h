@@ -63,6 +63,7 @@ struct CudaModel::Impl {
         dp(layout, comm, r.zero, r.dtype, r.split_masters, r.frozen) {
     dp.SumWhole(TiedAcrossStages());
     if (r.micro_batches_per_step == 1) dp.OneMicroBatchPerStep();
+    if (r.grad_reduce_bf16 && !r.frozen) dp.ReduceInBf16();
   }
   ModelSpec spec;
   RunSpec run;

@@ -116,6 +116,8 @@ struct RunSpec {
   // With tensor parallelism: Megatron's sequence parallelism (docs/TRAINER.md) — the residual
   // stream's rows split over the TP group outside the tensor-parallel regions.
   bool sequence_parallel = false;
+  // Gradients summed over the DP group in bf16 (CudaDataParallel::ReduceInBf16).
+  bool grad_reduce_bf16 = false;
 };
 
 // "gpt2-124m", "llama-1b", "llama7b-8l", "llama2-7b" (the PyTorch peers' models) and the tiny

@@ -44,6 +44,7 @@ Status CheckRun(const RunConfig& run) {
   if (run.checkpoint_every > 0) return Refuse("checkpoint_every (resume checkpoints)");
   if (run.save_init) return Refuse("save_init");
   if (run.mllog) return Refuse("mllog");
+  if (run.grad_reduce_bf16) return Refuse("grad_reduce 'bf16'");
   if (run.eval_tokens > 0) return Refuse("evaluation (eval_tokens)");
   return Status::Ok();
 }

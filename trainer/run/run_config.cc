@@ -94,6 +94,12 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   BM_TRY(Get(j, "zero", &c.zero));
   BM_TRY(Get(j, "sequence_parallel", &c.sequence_parallel));
   BM_TRY(Get(j, "communicator", &c.communicator));
+  std::string grad_reduce = "fp32";
+  BM_TRY(Get(j, "grad_reduce", &grad_reduce));
+  if (grad_reduce != "fp32" && grad_reduce != "bf16")
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "grad_reduce '{}': the gradients' type on the wire is fp32 or bf16", grad_reduce);
+  c.grad_reduce_bf16 = grad_reduce == "bf16";
   for (auto [key, ptr] : {std::pair{"lbs", &c.lbs},
                           {"mpe", &c.mpe},
                           {"gas", &c.gas},
@@ -250,6 +256,10 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",
                   c.communicator);
+  if (c.device == "cpu" && c.grad_reduce_bf16)
+    return Status(ErrorCode::kUnsupported,
+                  "grad_reduce 'bf16' on device cpu: the cpu backend reduces gradients in fp32 "
+                  "(bf16 reduction needs device cuda)");
   if (c.device == "cpu" && c.precision != Precision::kFp32)
     return Errorf(ErrorCode::kUnsupported,
                   "precision '{}' on device cpu: the cpu backend is fp32 only (bf16 and fp16 "
@@ -282,6 +292,7 @@ std::string Fingerprint(const RunConfig& c, const ModelConfig& model) {
                       {"clip", c.grad_clip},
                       {"seed", c.seed},
                       {"data", c.data_dir}};
+  if (c.grad_reduce_bf16) j["grad_reduce"] = "bf16";  // (fp32 runs keep their fingerprints)
   if (c.precision == Precision::kFp16) j["loss_scaler"] = c.loss_scaler.ToJson();
   if (c.sequence_parallel) j["sequence_parallel"] = true;  // other sums: other bits
   return j.dump();

@@ -10,6 +10,7 @@
 //    "recompute": false,
 //    "attention": "auto" (CUDA: "auto" = cuDNN when usable, "flash", "cudnn"),
 //    "layout": "TP1PP1DP1", "zero": 0, "sequence_parallel": false, "communicator": "auto",
+//    "grad_reduce": "fp32" | "bf16" (cuda: gradients summed over the DP group in bf16),
 //    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
 //    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
 //    "grad_clip": 1.0, "seed": 1234, "checkpoint_every": 0, "peak_tflops": null,
@@ -68,6 +69,9 @@ struct RunConfig {
   std::string attention = "auto";  // CUDA: "auto", "flash" or "cudnn" (BackendOptions)
   ParallelLayout layout;
   int zero = 0;  // ZeRO stage 0-3 over the DP group
+  // Gradients summed over the DP group in bf16 rather than fp32 (Megatron's
+  // --grad-reduce-in-bf16, FSDP2's reduce_dtype; cuda only: BackendOptions).
+  bool grad_reduce_bf16 = false;
   // Megatron's sequence parallelism over the TP group (BackendOptions); needs
   // TP > 1 and lbs·mpe divisible by TP.
   bool sequence_parallel = false;

@@ -72,6 +72,7 @@ BackendOptions OptionsFor(const RunConfig& run, const RunRanks& ranks, int threa
   options.pp = ranks.pp();
   options.micro_batches = static_cast<int>(run.gas);
   options.sequence_parallel = run.sequence_parallel;
+  options.grad_reduce_bf16 = run.grad_reduce_bf16;
   return options;
 }
 

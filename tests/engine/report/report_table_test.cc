@@ -27,6 +27,13 @@ TEST(MetricsView, ExternalTrainer) {
       {"provenance", {{"trainer", "megatron"}, {"trainer_build", "megatron (log)"}}}};
   EXPECT_EQ(TrainerName(m), "megatron");
   EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2") << "an unknown LBS is left out";
+  m["config"]["zero"] = 2;
+  m["config"]["grad_reduce"] = "bf16";
+  EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2, zero=2, grad_reduce=bf16");
+  m["config"]["grad_reduce"] = "fp32";
+  EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2, zero=2") << "fp32, the default, is left out";
+  m["config"].erase("zero");
+  m["config"].erase("grad_reduce");
   ReportRow row = BuildRow({"ext", "exec", {Measurement{m, {}, {}}}});
   EXPECT_EQ(row.trainer, "megatron");
   EXPECT_EQ(PlatformText(row), "?\u00d78") << "device unknown, 8 devices";

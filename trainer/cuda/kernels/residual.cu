@@ -24,6 +24,12 @@ __global__ void CastF32Kernel(T* out, const float* in, size_t n) {
   if (i < n) out[i] = FromF<T>(in[i]);
 }
 
+template <typename T>
+__global__ void WidenF32Kernel(float* out, const T* in, size_t n, bool accumulate) {
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = accumulate ? out[i] + ToF(in[i]) : ToF(in[i]);
+}
+
 constexpr int kBiasRowsPerChunk = 256;
 
 template <typename T>
@@ -185,12 +191,22 @@ Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream) {
   return Status::Ok();
 }
 
+template <typename T>
+Status WidenF32(float* out, const T* in, size_t n, bool accumulate, cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  WidenF32Kernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, n, accumulate);
+  BM_LAUNCH_CHECK("WidenF32Kernel", "n={}", n);
+  return Status::Ok();
+}
+
 template Status ResidualAdd<float>(float*, const float*, const float*, size_t, cudaStream_t);
 template Status ResidualAdd<bf16>(bf16*, const bf16*, const bf16*, size_t, cudaStream_t);
 template Status ResidualAdd<fp16>(fp16*, const fp16*, const fp16*, size_t, cudaStream_t);
 template Status CastF32<float>(float*, const float*, size_t, cudaStream_t);
 template Status CastF32<bf16>(bf16*, const float*, size_t, cudaStream_t);
 template Status CastF32<fp16>(fp16*, const float*, size_t, cudaStream_t);
+template Status WidenF32<bf16>(float*, const bf16*, size_t, bool, cudaStream_t);
+template Status WidenF32<fp16>(float*, const fp16*, size_t, bool, cudaStream_t);
 template Status AddBias<float>(float*, const float*, int, int, cudaStream_t);
 template Status AddBias<bf16>(bf16*, const bf16*, int, int, cudaStream_t);
 template Status AddBias<fp16>(fp16*, const fp16*, int, int, cudaStream_t);

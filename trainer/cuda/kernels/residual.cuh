@@ -4,6 +4,8 @@
 // AccumulateF32: dst[i] += src[i] (fp32 gradients computed into a scratch first, e.g. a norm's
 //   weight gradients under sequence parallelism or a reduced ZeRO slice).
 // CastF32: out[i] = (T) in[i] (bf16 / fp16 working copies of the fp32 master weights).
+// WidenF32: out[i] = (float) in[i], or out[i] += (float) in[i] with `accumulate` (gradients
+//   reduced in 16 bits back into fp32).
 // AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
 // BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through
 //   `scratch`, BiasGradScratchFloats(rows, cols) floats).
@@ -26,6 +28,8 @@ Status ResidualAdd(T* out, const T* a, const T* b, size_t n, cudaStream_t stream
 Status AccumulateF32(float* dst, const float* src, size_t n, cudaStream_t stream);
 template <typename T>
 Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream);
+template <typename T>
+Status WidenF32(float* out, const T* in, size_t n, bool accumulate, cudaStream_t stream);
 template <typename T>
 Status AddBias(T* y, const T* bias, int rows, int cols, cudaStream_t stream);
 size_t BiasGradScratchFloats(int rows, int cols);

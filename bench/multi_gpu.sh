@@ -15,6 +15,10 @@
 #   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp] [sharding] [pp]  (default: all; tp: the
 #       Aquila2 row and its peer; sharding: GPT-3 6.7B TP2 with ZeRO-2 over DP2, gpt3_paddle's
 #       TP2PP1SH2SP4 at 4 GPUs, ours only so far; pp: the GPT-3 TP2PP2 row; 4 GPUs)
+#   bash .devtree/bench/multi_gpu.sh dpbatches   ours only, LLaMA 1B at each micro-batch of DP_BATCHES
+#       (default 2 4 8) on one GPU and data parallel on N at ZeRO 0-3, GRAD_REDUCE (default "fp32
+#       bf16") on the wire, and PyTorch DDP at each micro-batch; prints the scaling of each and
+#       ZeRO-0 against DDP (issue 38's goal 1)
 #   bash .devtree/bench/multi_gpu.sh dpsweep   ours only, LLaMA 1B 8 x 2048 on one GPU and data
 #       parallel on N without accumulation, once per SWEEP entry ZERO:CHANNELS (CHANNELS: NCCL's
 #       NCCL_MAX_NCHANNELS, "-" for NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"), with
@@ -65,6 +69,45 @@ if want dp; then
   torch_peer python3 multi_reference.py --mode single --model llama-1b --batch 8 --json "$OUT/torch.jsonl"
   torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \
     --model llama-1b --batch 8 --accum 1,4 --json "$OUT/torch.jsonl"
+fi
+if want dpbatches; then
+  # Issue 38's goal 1: scaling without accumulation at every ZeRO stage and every micro-batch of
+  # DP_BATCHES (default "2 4 8" rows of 2048), each against one GPU at the same micro-batch;
+  # GRAD_REDUCE (default "fp32 bf16") the gradients' type on the wire (--grad-reduce).
+  rm -f "$OUT/batches.jsonl"
+  for b in ${DP_BATCHES:-2 4 8}; do
+    ranks "dp1-b$b" 1 --model llama-1b --batch "$b" --json "$OUT/batches.jsonl"
+    for g in ${GRAD_REDUCE:-fp32 bf16}; do
+      for z in 0 1 2 3; do
+        ranks "dp$N-b$b-zero$z-$g" "$N" --model llama-1b --batch "$b" --zero "$z" --grad-reduce "$g" \
+          --json "$OUT/batches.jsonl"
+      done
+    done
+    torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \
+      --model llama-1b --batch "$b" --json "$OUT/batches-torch.jsonl"
+  done
+  python3 - "$OUT/batches.jsonl" "$N" "$OUT/batches-torch.jsonl" <<'PY3'
+import json, os, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+n = int(sys.argv[2])
+ddp = {r["batch"]: r["tokens_per_s_per_gpu"] for r in
+       ([json.loads(l) for l in open(sys.argv[3]) if l.startswith("{")] if os.path.exists(sys.argv[3]) else [])
+       if r.get("kind") == "train" and r.get("world") == n}
+one = {r["batch"]: r["tokens_per_s"] for r in rows if r["gpus"] == 1}
+print(f"{'micro-batch':>11} {'reduce':>6} " + " ".join(f"{'ZeRO-' + str(z):>16}" for z in range(4)))
+for b in sorted(one):
+    for g in ("fp32", "bf16"):
+        cells = []
+        for z in range(4):
+            r = [x for x in rows if x["gpus"] == n and x["batch"] == b and x["zero"] == z and x.get("grad_reduce", "fp32") == g]
+            cells.append(f"{r[-1]['tokens_per_s']:8.0f} {r[-1]['tokens_per_s'] / one[b]:6.1%}" if r else f"{'-':>15}")
+        if any(c.strip() != "-" for c in cells):
+            z0 = [x for x in rows if x["gpus"] == n and x["batch"] == b and x["zero"] == 0 and x.get("grad_reduce", "fp32") == g]
+            vs = f"  ZeRO-0 / DDP {z0[-1]['tokens_per_s'] / ddp[b]:.3f}" if z0 and b in ddp else ""
+            print(f"{b:>8}x2048 {g:>6} " + " ".join(f"{c:>16}" for c in cells) + vs)
+print(f"tok/s/GPU on {n} GPUs and the scaling against one GPU at the same micro-batch (target >= 97%); "
+      f"ZeRO-0 against PyTorch DDP + compile at the same micro-batch (target >= 1.15)")
+PY3
 fi
 if want dpsweep; then
   rm -f "$OUT/sweep.jsonl"

@@ -6,6 +6,7 @@
 // The arena itself needs a GPU (cuda_model_test plans and allocates whole models).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -180,7 +181,8 @@ TEST(DataParallelPlan, Llava13bFrozenLanguageModelIsItsBf16Weights) {
 // The bytes CudaDataParallel plans for TP rank 0 of `preset` (with `overrides`) split TP ways,
 // at `zero` over a data-parallel group of `dp` ranks.
 size_t TensorParallelRankBytes(const char* preset, const nlohmann::json& overrides, int tp, int dp,
-                               int zero, DType work, size_t* params) {
+                               int zero, DType work, size_t* params,
+                               const std::function<void(CudaDataParallel&)>& configure = {}) {
   Result<ModelConfig> config = Preset(preset);
   EXPECT_TRUE(config.ok()) << preset;
   config = ApplyOverrides(*config, overrides);
@@ -191,6 +193,7 @@ size_t TensorParallelRankBytes(const char* preset, const nlohmann::json& overrid
   const ParamLayout layout(spec, CudaDataParallel::UnitAlign(zero, dp));
   testing::PlanOnlyGroup group(dp, 0);
   CudaDataParallel dp_state(layout, &group, zero, work);
+  if (configure) configure(dp_state);
   MemoryPlan plan;
   dp_state.Plan(&plan);
   if (params) *params = layout.total();
@@ -249,6 +252,29 @@ TEST(DataParallelPlan, Gpt3TensorParallelZeroStagesCountedByHand) {
   EXPECT_NEAR(z1 / 1e9, 30.01, 0.01);
   EXPECT_NEAR(z2 / 1e9, 21.37, 0.01);
   EXPECT_NEAR(z3 / 1e9, 15.32, 0.01);
+}
+
+// The same rows' TP rank 0 with the gradients summed in bf16 (ReduceInBf16): a staging buffer of
+// the widest unit (the embeddings', E elements) in bf16, 2 E bytes, at every stage; at ZeRO 2-3
+// no fp32 reduce-scatter scratch (E / 4 floats, E bytes), since the bf16 sums are added from the
+// staging. One micro-batch a step (OneMicroBatchPerStep) drops that scratch alone.
+TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
+  const nlohmann::json vocab = {{"vocab", 50304}};
+  const size_t E = 111'411'200;
+  const auto bf16 = [](CudaDataParallel& d) { d.ReduceInBf16(); };
+  const auto one_micro = [](CudaDataParallel& d) { d.OneMicroBatchPerStep(); };
+  for (int zero : {0, 1, 2, 3}) {
+    SCOPED_TRACE(zero);
+    const int dp = zero == 0 ? 1 : 4;  // (zero 0 over DP4 would keep 4 x the state)
+    const size_t fp32 =
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr);
+    const size_t with =
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, bf16);
+    EXPECT_EQ(with, fp32 + 2 * E - (zero >= 2 ? E : 0));
+    const size_t one =
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, one_micro);
+    EXPECT_EQ(one, fp32 - (zero >= 2 ? E : 0));
+  }
 }
 
 // Pipeline stages with tied embeddings (gpt-tiny: vocabulary 512, width 64, 2 layers, positions

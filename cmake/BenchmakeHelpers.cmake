@@ -54,6 +54,20 @@ function(bm_test name)
   # header (bm_precompile_headers: FMT_SHARED must be defined alike).
   target_link_libraries(${name} PRIVATE fmt::fmt nlohmann_json::nlohmann_json)
   set_property(TARGET ${name} PROPERTY BM_PCH_KIND tests)
+  _bm_test_opt(${name})
+endfunction()
+
+# The tests' own sources at BENCHMAKE_TEST_OPT (-O1) outside Debug: what they test (the
+# libraries) keeps the build type's -O3 / -O2, but a test file is GoogleTest's macros, setup and
+# assertions, whose -O3 compile cost about as much as the rest of the build (the heaviest,
+# cuda_ops_test.cc: 30 s at -O3, 12 s at -O1; CI compiles everything from scratch on two cores).
+# The last -O on the line wins. The precompiled header's donors get it too (GCC uses a header
+# only under the same optimization macros).
+function(_bm_test_opt target)
+  if(BENCHMAKE_TEST_OPT)
+    target_compile_options(${target} PRIVATE
+      "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<CONFIG:Debug>>>:${BENCHMAKE_TEST_OPT}>")
+  endif()
 endfunction()
 
 # Precompiled headers (BENCHMAKE_PCH). CI compiles everything from scratch on two cores;
@@ -117,6 +131,7 @@ function(_bm_pch_donor name header)
     target_link_libraries(${name} PRIVATE ${usage})
   endforeach()
   bm_warnings(${name})
+  _bm_test_opt(${name})
   target_precompile_headers(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${header}>")
 endfunction()
 

@@ -78,18 +78,9 @@ class CudaRanksTest : public testing::TrainRanksTest,
   void CheckModelParallel(const std::string& preset) {
     constexpr int kPipelineGas = 4;
     RunOk(Config("single", preset, "TP1PP1DP1", 0, kPipelineGas));
-    for (const testing::LayoutCase& c : std::vector<testing::LayoutCase>{{"TP2PP1DP1", 0, false},
-                                                                         {"TP1PP2DP1", 0, false},
-                                                                         {"TP2PP2DP1", 0, false},
-                                                                         {"TP2PP1DP2", 1, false},
-                                                                         {"TP1PP2DP2", 1, false},
-                                                                         {"TP2PP1DP2", 2, false},
-                                                                         {"TP2PP1DP2", 3, false},
-                                                                         {"TP2PP1DP2", 3, true},
-                                                                         {"TP1PP2DP2", 2, false},
-                                                                         {"TP1PP2DP2", 3, false},
-                                                                         {"TP2PP2DP2", 2, false},
-                                                                         {"TP2PP2DP2", 3, false}}) {
+    std::vector<testing::LayoutCase> cases = testing::ModelParallelLayouts();
+    cases.push_back({"TP2PP1DP2", 3, true});
+    for (const testing::LayoutCase& c : cases) {
       const std::string name = c.Name();
       ParallelLayout l = *ParseLayout(c.layout);
       if (!share_one_gpu_ && l.tp * l.pp * l.dp > gpus_) {

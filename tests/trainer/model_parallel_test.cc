@@ -49,19 +49,9 @@ class ModelParallelTest : public testing::TrainRanksTest {
 
   void CheckEveryLayout(const std::string& preset) {
     RunOk(Config("single", preset, "TP1PP1DP1"));
-    for (const testing::LayoutCase& c : std::vector<testing::LayoutCase>{{"TP2PP1DP1", 0, false},
-                                                                         {"TP1PP2DP1", 0, false},
-                                                                         {"TP2PP2DP1", 0, false},
-                                                                         {"TP2PP1DP2", 1, false},
-                                                                         {"TP1PP2DP2", 1, false},
-                                                                         {"TP2PP1DP2", 2, false},
-                                                                         {"TP2PP1DP2", 3, false},
-                                                                         {"TP1PP2DP2", 2, false},
-                                                                         {"TP1PP2DP2", 3, false},
-                                                                         {"TP2PP2DP2", 2, false},
-                                                                         {"TP2PP2DP2", 3, false},
-                                                                         {"TP2PP1DP1", 0, true},
-                                                                         {"TP2PP2DP1", 0, true}}) {
+    std::vector<testing::LayoutCase> cases = testing::ModelParallelLayouts();
+    cases.insert(cases.end(), {{"TP2PP1DP1", 0, true}, {"TP2PP2DP1", 0, true}});
+    for (const testing::LayoutCase& c : cases) {
       const std::string layout = c.Name();
       json config = Config(layout, preset, c.layout, c.zero);
       config["sequence_parallel"] = c.sequence_parallel;

@@ -42,6 +42,15 @@ struct LayoutCase {
   }
 };
 
+// The layouts both model-parallel proofs run (each adds its sequence-parallel cases): TP and PP
+// alone and together, with DP2 at ZeRO-1, and TP2 / PP2 / TP2PP2 with ZeRO-2 and ZeRO-3 over DP2.
+inline std::vector<LayoutCase> ModelParallelLayouts() {
+  return {{"TP2PP1DP1", 0, false}, {"TP1PP2DP1", 0, false}, {"TP2PP2DP1", 0, false},
+          {"TP2PP1DP2", 1, false}, {"TP1PP2DP2", 1, false}, {"TP2PP1DP2", 2, false},
+          {"TP2PP1DP2", 3, false}, {"TP1PP2DP2", 2, false}, {"TP1PP2DP2", 3, false},
+          {"TP2PP2DP2", 2, false}, {"TP2PP2DP2", 3, false}};
+}
+
 // $BENCHMAKE_TRAIN, else the build's: the GPU machine runs the test binaries
 // from where the device call unpacked them (bench/gpu_check.sh).
 inline std::string TrainerPath() {

@@ -479,26 +479,37 @@ TYPED_TEST(CudaOps, VisionEmbeddings) {
 }
 
 // Gradients reduced in 16 bits: CastF32 rounds fp32 to T as the host does (to nearest even),
-// WidenF32 gives back exactly those values, or adds them to fp32 values as the host adds them.
+// WidenF32 gives back exactly those values, or adds them to fp32 values as the host adds them,
+// and AccumulateF32 adds; four at a time with a tail (n % 4 = 3) and one at a time (pointers
+// not 16-byte aligned).
 TYPED_TEST(CudaOps, CastToSixteenBitsAndWidenBack) {
   using T = TypeParam;
   if constexpr (std::is_same_v<T, float>) {
     GTEST_SKIP() << "fp32 has nothing to widen";
   } else {
-    const size_t n = 1000;
-    const std::vector<float> x = RandomVector(n, 3.0f, this->Seed());
-    const std::vector<float> prev = RandomVector(n, 1.0f, this->Seed() + 1);
-    DeviceBuffer<float> gx(x), gout(n), gacc(prev);
-    DeviceBuffer<T> g16(n);
-    ASSERT_TRUE(CastF32<T>(g16.get(), gx.get(), n, 0).ok());
-    const std::vector<float> rounded = Rounded<T>(x);
-    EXPECT_EQ(g16.Download(), rounded);
-    ASSERT_TRUE(WidenF32<T>(gout.get(), g16.get(), n, /*accumulate=*/false, 0).ok());
-    EXPECT_EQ(gout.Download(), rounded);
-    ASSERT_TRUE(WidenF32<T>(gacc.get(), g16.get(), n, /*accumulate=*/true, 0).ok());
-    std::vector<float> sum(n);
-    for (size_t i = 0; i < n; ++i) sum[i] = prev[i] + rounded[i];
-    EXPECT_EQ(gacc.Download(), sum);
+    for (size_t n : {size_t{1000}, size_t{100003}}) {
+      const std::vector<float> x = RandomVector(n, 3.0f, this->Seed());
+      const std::vector<float> prev = RandomVector(n, 1.0f, this->Seed() + 1);
+      DeviceBuffer<float> gx(x), gout(n), gacc(prev), gsum(prev);
+      DeviceBuffer<T> g16(n);
+      ASSERT_TRUE(CastF32<T>(g16.get(), gx.get(), n, 0).ok());
+      const std::vector<float> rounded = Rounded<T>(x);
+      EXPECT_EQ(g16.Download(), rounded) << n;
+      ASSERT_TRUE(WidenF32<T>(gout.get(), g16.get(), n, /*accumulate=*/false, 0).ok());
+      EXPECT_EQ(gout.Download(), rounded) << n;
+      ASSERT_TRUE(WidenF32<T>(gacc.get(), g16.get(), n, /*accumulate=*/true, 0).ok());
+      std::vector<float> sum(n);
+      for (size_t i = 0; i < n; ++i) sum[i] = prev[i] + rounded[i];
+      EXPECT_EQ(gacc.Download(), sum) << n;
+      ASSERT_TRUE(AccumulateF32(gsum.get(), gout.get(), n, 0).ok());
+      EXPECT_EQ(gsum.Download(), sum) << n;
+      // From the second element: not aligned for four at a time, one at a time.
+      DeviceBuffer<T> g16b(n);
+      ASSERT_TRUE(CastF32<T>(g16b.get() + 1, gx.get() + 1, n - 1, 0).ok());
+      std::vector<float> shifted = g16b.Download();
+      shifted[0] = rounded[0];
+      EXPECT_EQ(shifted, rounded) << n;
+    }
   }
 }
 
@@ -679,6 +690,10 @@ TEST(CudaAdamW, SplitMastersUpdateAsTheFp32Masters) {
     download(hi, &got_hi), download(lo, &got_lo);
     EXPECT_EQ(got_hi, want_hi) << n;
     EXPECT_EQ(got_lo, want_lo) << n;
+    // The cast at gather time (ZeRO-3): the high halves alone.
+    ASSERT_TRUE(SplitMasters(copy.get(), nullptr, gp.get(), n, 0).ok());
+    download(copy, &got_hi);
+    EXPECT_EQ(got_hi, want_hi) << n;
     ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
     AdamWHyper h;
     h.step = 3;

@@ -172,12 +172,26 @@ __global__ void AdamWSplitVec4Kernel(uint16_t* hi, uint16_t* lo, float* m, float
   reinterpret_cast<float4*>(v)[i] = vi;
 }
 
-__global__ void SplitMastersKernel(uint16_t* hi, uint16_t* lo, const float* p, size_t n) {
-  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const uint32_t b = FloatBits(p[i]);
-  hi[i] = MasterHigh(b);
-  if (lo) lo[i] = MasterLow(b);
+__global__ void SplitMastersKernel(uint16_t* __restrict__ hi, uint16_t* __restrict__ lo,
+                                   const float* __restrict__ p, size_t n, bool four) {
+  ForEachElement(
+      n, four,
+      [&](size_t i) {
+        const Four<float> x = Load4(p + i);
+        Four<uint16_t> h, l;
+        for (int k = 0; k < 4; ++k) {
+          const uint32_t b = FloatBits(x.v[k]);
+          h.v[k] = MasterHigh(b);
+          l.v[k] = MasterLow(b);
+        }
+        Store4(hi + i, h);
+        if (lo) Store4(lo + i, l);
+      },
+      [&](size_t i) {
+        const uint32_t b = FloatBits(p[i]);
+        hi[i] = MasterHigh(b);
+        if (lo) lo[i] = MasterLow(b);
+      });
 }
 
 }  // namespace
@@ -256,7 +270,8 @@ Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const fl
 Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n,
                     cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  SplitMastersKernel<<<CeilDiv(n, 256), 256, 0, stream>>>(hi, lo, params, n);
+  const bool four = FourAligned({hi, lo, params});
+  SplitMastersKernel<<<ElementwiseBlocks(n, four), 256, 0, stream>>>(hi, lo, params, n, four);
   BM_LAUNCH_CHECK("SplitMastersKernel", "n={}", n);
   return Status::Ok();
 }

@@ -6,6 +6,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <initializer_list>
+
 namespace bm::train::cuda {
 
 using bf16 = __nv_bfloat16;
@@ -62,6 +64,48 @@ __device__ __forceinline__ float BlockMax(float v, float* shared) {
 }
 
 inline unsigned CeilDiv(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+// Four consecutive elements, one vector load or store (4 floats: 16 bytes; 4 16-bit: 8).
+template <typename T>
+struct alignas(4 * sizeof(T)) Four {
+  T v[4];
+};
+template <typename T>
+__device__ __forceinline__ Four<T> Load4(const T* p) {
+  return *reinterpret_cast<const Four<T>*>(p);
+}
+template <typename T>
+__device__ __forceinline__ void Store4(T* p, const Four<T>& x) {
+  *reinterpret_cast<Four<T>*>(p) = x;
+}
+// Whether every pointer given can be read or written as Four<T> of its own type from element 0
+// (16-byte alignment covers both widths).
+inline bool FourAligned(std::initializer_list<const void*> ps) {
+  for (const void* p : ps)
+    if (reinterpret_cast<size_t>(p) & 15) return false;
+  return true;
+}
+
+// Elementwise kernels over n elements, four at a time where every pointer is FourAligned: one
+// thread a group (blocks of 256, ElementwiseBlocks), f4(i) for the group from i, f1(i) for each
+// of the last n % 4 (or for each element when not `four`). A quarter of the threads and blocks
+// of one thread an element: the casts at ZeRO-3's gather time run on the communication stream
+// beside the compute stream's kernels, and a full grid of small blocks takes every SM a product
+// frees between its waves (cuda_data_parallel.h).
+inline unsigned ElementwiseBlocks(size_t n, bool four) {
+  return CeilDiv(four ? (n + 3) / 4 : n, 256);
+}
+template <typename F4, typename F1>
+__device__ __forceinline__ void ForEachElement(size_t n, bool four, F4 f4, F1 f1) {
+  const size_t t = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (!four) {
+    if (t < n) f1(t);
+    return;
+  }
+  const size_t groups = n / 4;
+  if (t < groups) f4(4 * t);
+  if (t < n - 4 * groups) f1(4 * groups + t);
+}
 
 }  // namespace bm::train::cuda
 

@@ -13,21 +13,45 @@ __global__ void ResidualAddKernel(T* out, const T* a, const T* b, size_t n) {
   if (i < n) out[i] = FromF<T>(ToF(a[i]) + ToF(b[i]));
 }
 
-__global__ void AccumulateF32Kernel(float* dst, const float* src, size_t n) {
-  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) dst[i] += src[i];
+__global__ void AccumulateF32Kernel(float* __restrict__ dst, const float* __restrict__ src,
+                                    size_t n, bool four) {
+  ForEachElement(
+      n, four,
+      [&](size_t i) {
+        Four<float> d = Load4(dst + i);
+        const Four<float> s = Load4(src + i);
+        for (int k = 0; k < 4; ++k) d.v[k] += s.v[k];
+        Store4(dst + i, d);
+      },
+      [&](size_t i) { dst[i] += src[i]; });
 }
 
 template <typename T>
-__global__ void CastF32Kernel(T* out, const float* in, size_t n) {
-  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = FromF<T>(in[i]);
+__global__ void CastF32Kernel(T* __restrict__ out, const float* __restrict__ in, size_t n,
+                              bool four) {
+  ForEachElement(
+      n, four,
+      [&](size_t i) {
+        const Four<float> x = Load4(in + i);
+        Four<T> y;
+        for (int k = 0; k < 4; ++k) y.v[k] = FromF<T>(x.v[k]);
+        Store4(out + i, y);
+      },
+      [&](size_t i) { out[i] = FromF<T>(in[i]); });
 }
 
 template <typename T>
-__global__ void WidenF32Kernel(float* out, const T* in, size_t n, bool accumulate) {
-  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = accumulate ? out[i] + ToF(in[i]) : ToF(in[i]);
+__global__ void WidenF32Kernel(float* __restrict__ out, const T* __restrict__ in, size_t n,
+                               bool accumulate, bool four) {
+  ForEachElement(
+      n, four,
+      [&](size_t i) {
+        const Four<T> x = Load4(in + i);
+        Four<float> y = accumulate ? Load4(out + i) : Four<float>{};
+        for (int k = 0; k < 4; ++k) y.v[k] = accumulate ? y.v[k] + ToF(x.v[k]) : ToF(x.v[k]);
+        Store4(out + i, y);
+      },
+      [&](size_t i) { out[i] = accumulate ? out[i] + ToF(in[i]) : ToF(in[i]); });
 }
 
 constexpr int kBiasRowsPerChunk = 256;
@@ -178,7 +202,8 @@ Status ResidualAdd(T* out, const T* a, const T* b, size_t n, cudaStream_t stream
 
 Status AccumulateF32(float* dst, const float* src, size_t n, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  AccumulateF32Kernel<<<CeilDiv(n, 256), 256, 0, stream>>>(dst, src, n);
+  const bool four = FourAligned({dst, src});
+  AccumulateF32Kernel<<<ElementwiseBlocks(n, four), 256, 0, stream>>>(dst, src, n, four);
   BM_LAUNCH_CHECK("AccumulateF32Kernel", "n={}", n);
   return Status::Ok();
 }
@@ -186,7 +211,8 @@ Status AccumulateF32(float* dst, const float* src, size_t n, cudaStream_t stream
 template <typename T>
 Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  CastF32Kernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, n);
+  const bool four = FourAligned({out, in});
+  CastF32Kernel<T><<<ElementwiseBlocks(n, four), 256, 0, stream>>>(out, in, n, four);
   BM_LAUNCH_CHECK("CastF32Kernel", "n={}", n);
   return Status::Ok();
 }
@@ -194,7 +220,8 @@ Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream) {
 template <typename T>
 Status WidenF32(float* out, const T* in, size_t n, bool accumulate, cudaStream_t stream) {
   if (n == 0) return Status::Ok();
-  WidenF32Kernel<T><<<CeilDiv(n, 256), 256, 0, stream>>>(out, in, n, accumulate);
+  const bool four = FourAligned({out, in});
+  WidenF32Kernel<T><<<ElementwiseBlocks(n, four), 256, 0, stream>>>(out, in, n, accumulate, four);
   BM_LAUNCH_CHECK("WidenF32Kernel", "n={}", n);
   return Status::Ok();
 }

@@ -243,15 +243,26 @@ def build(full, mesh, args, dev, data, amp, scaling):
         return torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1,
                                  **({"fused": True} if kind == "fused" else {"foreach": True}))
 
-    st["opt"] = make_opt(args.opt)
+    try:
+        st["opt"] = make_opt(args.opt)
+    except Exception as e:  # noqa: BLE001  fused AdamW refused at construction -> foreach
+        if args.opt != "fused":
+            raise
+        st["error"], st["kind"], st["opt"] = tpr.err_text(e), "foreach", make_opt("foreach")
     n_micro = args.accum
 
     def loss_fn(logits, target):  # per micro-batch; the scale read at call time
         ce = F.cross_entropy(logits.float().flatten(0, 1), target.flatten(0, 1))
-        return ce * (st["scale"] / n_micro)
+        return ce * (st["scale"] / st["div"])
 
     Sched = ScheduleInterleaved1F1B if v > 1 else Schedule1F1B
-    schedule = Sched(stages if v > 1 else stages[0], n_microbatches=n_micro, loss_fn=loss_fn, scale_grads=False)
+    what = stages if v > 1 else stages[0]
+    try:  # torchtitan's setting: the loss divided by the micro-batch count, the schedule leaving grads alone
+        schedule = Sched(what, n_microbatches=n_micro, loss_fn=loss_fn, scale_grads=False)
+        st["div"] = n_micro
+    except TypeError:  # a schedule without scale_grads divides the gradients by the micro-batches itself
+        schedule = Sched(what, n_microbatches=n_micro, loss_fn=loss_fn)
+        st["div"] = 1
     extra = {"return_outputs": False} if "return_outputs" in inspect.signature(schedule.step).parameters else {}
 
     def local(t):
@@ -281,7 +292,7 @@ def build(full, mesh, args, dev, data, amp, scaling):
             if p.grad is not None and id(p) not in head_copy:
                 sq[0] += local(p.grad).float().square().sum() / replicas(p.grad)
         if has_last and tp_rank == 0:
-            sq[1] = sum(local(l).float() for l in losses) / st["scale"]
+            sq[1] = sum(local(l).float() for l in losses) / st["scale"] * (st["div"] / n_micro)
         dist.all_reduce(sq)
         total_sq, loss = sq.tolist()
         st["norm"] = math.sqrt(total_sq) / st["scale"]

@@ -274,6 +274,10 @@ def build(model, mesh, args, dev, data, accum, mixed):
         for b in model.blocks:
             fully_shard(b, mesh=mesh["dp"], mp_policy=mp)
         fully_shard(model, mesh=mesh["dp"], mp_policy=mp)
+        if dev.type == "cpu":  # gloo has no ReduceOp.AVG: FSDP2 sums and divides by itself instead
+            for m in model.modules():
+                if hasattr(m, "set_force_sum_reduction_for_comms"):
+                    m.set_force_sum_reduction_for_comms(True)
     elif mixed:
         autocast = lambda: torch.autocast(dev.type, dtype=torch.bfloat16)  # noqa: E731
     params = list(model.parameters())
@@ -282,7 +286,12 @@ def build(model, mesh, args, dev, data, accum, mixed):
         return torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1,
                                  **({"fused": True} if kind == "fused" else {"foreach": True}))
 
-    st["opt"] = make_opt(args.opt)
+    try:
+        st["opt"] = make_opt(args.opt)
+    except Exception as e:  # noqa: BLE001  fused AdamW refused at construction -> foreach
+        if args.opt != "fused":
+            raise
+        st["error"], st["kind"], st["opt"] = err_text(e), "foreach", make_opt("foreach")
 
     def train_step(i):
         loss_sum = 0.0

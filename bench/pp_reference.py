@@ -191,6 +191,8 @@ def parallelize_stage(m, tp_mesh, sp, compile_blocks):
         if sp:
             plan["norm"] = tpr.norm_style()
     parallelize_module(m, tp_mesh, plan)
+    if m.embed is not None and m.head is not None:  # one stage: both styles made new parameters; tie again
+        m.head.weight = m.embed.wte.weight  # (both sharded over the vocabulary rows alike)
     tpr.parallelize_blocks(m.blocks, tp_mesh, sp, compile_blocks)
 
 
@@ -206,7 +208,8 @@ def build(full, mesh, args, dev, data, amp, scaling):
     pp_rank, tp_rank = mesh["pp"].get_local_rank(), mesh["tp"].get_local_rank()
     v = 2 if args.schedule == "interleaved" else 1
     n_stages = pp * v
-    if len(full.blocks) % n_stages:
+    n_layer = len(full.blocks)
+    if n_layer % n_stages:
         raise SystemExit(f"{n_stages} stages do not divide {len(full.blocks)} layers")
     st = {"kind": args.opt, "error": None, "async_tp": False, "async_tp_error": None, "norm": None,
           "scale": INIT_SCALE if scaling else 1.0, "good": 0, "skipped": 0}
@@ -226,11 +229,33 @@ def build(full, mesh, args, dev, data, amp, scaling):
     has_first = any(s.is_first for s in stages)
     has_last = any(s.is_last for s in stages)
 
-    # The tied embedding's two copies: first stage (pp rank 0) and last stage (pp rank pp - 1), same TP index.
-    tie_groups = [dist.new_group([t, (pp - 1) * tp + t]) for t in range(tp)] if pp > 1 else []
+    # The tied embedding's two copies: first stage (pp rank 0) and last stage (pp rank pp - 1), the same TP index
+    # and the same rows (both sharded over the vocabulary). Their gradients are summed over this TP index's
+    # pipeline group, the stages between adding zeros.
+    pp_group = mesh["pp"].get_group()
     tied = [m.embed.wte.weight for _, m in parts if m.embed is not None and pp > 1]
-    tied += [m.head.weight for _, m in parts if m.head is not None and pp > 1]
+    tied += [m.head.weight for _, m in parts if m.head is not None and m.embed is None]
     head_copy = {id(m.head.weight) for _, m in parts if m.head is not None and m.embed is None}
+    tied_shape = None
+    if pp > 1:
+        shapes = [None] * pp
+        mine = tuple(local_shape(tied[0])) if tied else None
+        dist.all_gather_object(shapes, mine, group=pp_group)
+        have = {x for x in shapes if x is not None}
+        if len(have) != 1:
+            raise RuntimeError(f"the tied embedding's copies differ in shape over the pipeline: {shapes}")
+        tied_shape = have.pop()
+    # names as the whole model has them (the stage's blocks renumbered from its first layer), for the check
+    per = n_layer // n_stages
+    named = []
+    for s, m in parts:
+        for n, p in m.named_parameters():
+            if id(p) in head_copy:
+                continue
+            if n.startswith("blocks."):
+                i, rest = n[len("blocks."):].split(".", 1)
+                n = f"blocks.{int(i) + s * per}.{rest}"
+            named.append((n, p))
 
     params, seen = [], set()
     for _, m in parts:
@@ -280,10 +305,14 @@ def build(full, mesh, args, dev, data, amp, scaling):
         with loss_parallel():
             args_ = (x,) if has_first else ()
             schedule.step(*args_, target=y if has_last else None, losses=losses, **extra)
-        for t, g in enumerate(tie_groups):  # sum the tied copies' gradients (every rank joins each group's call)
-            if t == tp_rank and tied:
-                for w in tied:
-                    dist.all_reduce(local(w.grad), group=g)
+        if tied_shape is not None:  # sum the tied copies' gradients
+            buf = local(tied[0].grad) if tied else torch.zeros(tied_shape, device=dev)
+            dist.all_reduce(buf, group=pp_group)
+            for w in tied[1:]:  # both copies on this rank (interleaved with one pipeline rank: not used)
+                local(w.grad).copy_(buf)
+        if st.get("record") is not None:  # the check's first step: every parameter's gradient norm
+            st["record"].update({n: x / st["scale"] for n, x in tpr.param_norms(named).items()})
+            st["record"] = None
         # One all-reduce: the squared gradient norm (each value counted once: / replicas, the head's tied copy
         # left out) and the loss (the last stage's TP rank 0).
         grads = [p.grad for p in params if p.grad is not None]
@@ -336,6 +365,11 @@ def build(full, mesh, args, dev, data, amp, scaling):
 
     st["stages"] = [s for s, _ in parts]
     return step, st
+
+
+def local_shape(t):
+    from torch.distributed.tensor import DTensor
+    return t.to_local().shape if isinstance(t, DTensor) else t.shape
 
 
 def count_params(model):
@@ -443,7 +477,12 @@ def main_check(args):
         return buf[:, :-1].contiguous(), buf[:, 1:].contiguous()
 
     step, st = build(full, mesh, args, torch.device("cpu"), data, None, scaling=True)
+    st["record"] = {}
+    first = st["record"]
     rows = [(step(i).item(), st["norm"]) for i in range(steps)]
+    norms = {}
+    for d in mr.gather(first, world):  # each stage's parameters, from every rank
+        norms.update(d)
     ok = True
     if rank == 0:
         def loss_of(m, x, y):
@@ -451,7 +490,7 @@ def main_check(args):
         ok = tpr.compare(rank, rows, tpr.reference_run(ref, batches, args, loss_of),
                          f"pp_reference --check: TP{tp} x PP{pp} {args.schedule}, SP {'on' if args.sp else 'off'}, "
                          f"fp32 + loss scale 2^16, {c['n_layer']} layers d {c['d']}, {n_micro} micro-batches of "
-                         f"{B}, tied head, AdamW {st['kind']}, clip {args.clip}")
+                         f"{B}, tied head, AdamW {st['kind']}, clip {args.clip}", norms)
     dist.barrier()
     dist.destroy_process_group()
     return 0 if ok else 1

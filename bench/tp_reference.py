@@ -245,6 +245,18 @@ def clip_global(grads, world, max_norm, dev):
     return norm
 
 
+def param_norms(named):
+    """{name: the whole gradient's norm} over (name, param) pairs; DTensor grads gathered (a collective over
+    their mesh: every rank of it must call this with the same list). The check's per-parameter comparison."""
+    from torch.distributed.tensor import DTensor
+    out = {}
+    for n, p in named:
+        if p.grad is not None:
+            g = p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad
+            out[n] = g.float().norm().item()
+    return out
+
+
 # ---------------------------------------------------------------- building the trainer
 def build(model, mesh, args, dev, data, accum, mixed):
     """Parallelizes `model` (built whole and identically on every rank) on `mesh` (dp, tp) and returns
@@ -305,6 +317,9 @@ def build(model, mesh, args, dev, data, accum, mixed):
                 loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(0, 1)) / accum
                 loss.backward()
             loss_sum = loss_sum + loss.detach()
+        if st.get("record") is not None:  # the check's first step: every parameter's gradient norm
+            st["record"].update(param_norms(model.named_parameters()))
+            st["record"] = None
         st["norm"] = clip_global([p.grad for p in params if p.grad is not None], world, args.clip, dev)
         try:
             st["opt"].step()
@@ -424,6 +439,8 @@ def reference_run(model, batches, args, loss_of):
             loss = loss_of(model, buf[:, :-1], buf[:, 1:]) / len(micro)
             loss.backward()
             total += loss.item()
+        if not out:
+            reference_run.first_norms = param_norms(model.named_parameters())
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip, foreach=True).item()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -431,11 +448,26 @@ def reference_run(model, batches, args, loss_of):
     return out
 
 
-def compare(rank, dist_rows, ref_rows, what):
-    """Prints both columns; True when every loss agrees within 1e-4 relative (norms within 1e-3)."""
+def compare_params(dist_norms, ref_norms):
+    """The first step's per-parameter gradient norms: prints those that differ by more than 1e-4 relative (or
+    are missing on one side); True when none does."""
+    bad = []
+    for n in sorted(set(dist_norms) | set(ref_norms)):
+        a, b = dist_norms.get(n), ref_norms.get(n)
+        if a is None or b is None or abs(a - b) > 1e-4 * max(abs(b), 1e-12):
+            bad.append(n)
+            print(f"  gradient norm of {n}: distributed {a}, reference {b}")
+    print(f"first step's gradients: {len(ref_norms)} parameters of the reference, "
+          f"{len(dist_norms)} distributed, {len(bad)} differ")
+    return not bad
+
+
+def compare(rank, dist_rows, ref_rows, what, dist_norms=None):
+    """Prints both columns; True when every loss agrees within 1e-4 relative (norms within 1e-3), and every
+    parameter's first gradient where dist_norms is given."""
     if rank != 0:
         return True
-    ok = True
+    ok = compare_params(dist_norms, reference_run.first_norms) if dist_norms is not None else True
     print(f"{what}\n{'step':>4} {'distributed loss':>17} {'reference loss':>15} {'rel diff':>9} "
           f"{'dist grad norm':>15} {'ref grad norm':>14}")
     for i, ((l1, n1), (l0, n0)) in enumerate(zip(dist_rows, ref_rows)):
@@ -473,6 +505,7 @@ def main_check(args):
         return buf[:, :-1].contiguous(), buf[:, 1:].contiguous()
 
     step, st = build(model, mesh, args, torch.device("cpu"), data, accum, mixed=False)
+    first = st["record"] = {}
     rows = []
     for i in range(steps):
         loss = step(i).detach().clone()
@@ -484,7 +517,8 @@ def main_check(args):
             return F.cross_entropy(m(x).flatten(0, 1), y.flatten(0, 1))
         ok = compare(rank, rows, reference_run(ref, batches, args, loss_of),
                      f"tp_reference --check: TP{tp} x DP{dp} (FSDP2), SP {'on' if args.sp else 'off'}, fp32, "
-                     f"{c['n_layer']} layers d {c['d']}, accum {accum}, AdamW {st['kind']}, clip {args.clip}")
+                     f"{c['n_layer']} layers d {c['d']}, accum {accum}, AdamW {st['kind']}, clip {args.clip}",
+                     first)
     dist.barrier()
     dist.destroy_process_group()
     return 0 if ok else 1

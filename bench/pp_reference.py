@@ -305,6 +305,7 @@ def build(full, mesh, args, dev, data, amp, scaling):
         with loss_parallel():
             args_ = (x,) if has_first else ()
             schedule.step(*args_, target=y if has_last else None, losses=losses, **extra)
+        tpr.align_grads(params)  # each gradient in its parameter's layout (the head's came out unlike its weight)
         if tied_shape is not None:  # sum the tied copies' gradients
             buf = local(tied[0].grad) if tied else torch.zeros(tied_shape, device=dev)
             dist.all_reduce(buf, group=pp_group)

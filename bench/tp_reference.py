@@ -222,16 +222,33 @@ def err_text(e):
 
 
 # ---------------------------------------------------------------- the gradient norm over two meshes
+def align_grads(params):
+    """Gives every DTensor gradient its parameter's layout. DTensor's autograd may leave a gradient in another
+    one than the parameter's (seen in the checks: a sequence-parallel norm's gradient partial over the TP ranks,
+    the vocabulary-parallel head's not sharded like its weight); the norm, the tied copies' sum and the
+    optimizer all want the parameter's. A no-op (no communication) where they already agree, as under FSDP2."""
+    from torch.distributed.tensor import DTensor
+    for p in params:
+        g = p.grad
+        if isinstance(g, DTensor) and isinstance(p, DTensor) and (
+                tuple(g.placements) != tuple(p.placements) or g.device_mesh != p.device_mesh):
+            p.grad = g.redistribute(p.device_mesh, p.placements)
+
+
 def clip_global(grads, world, max_norm, dev):
     """The whole model's gradient norm and clipping at max_norm; returns the norm (before clipping).
     The grads live on different meshes (TP x FSDP blocks on (dp, tp), the norms on (dp) alone or (dp, tp) under
     SP), which get_total_norm cannot stack; each rank adds its local squares divided by the number of ranks that
-    hold the same values (world / the shards of its placements), and one all-reduce over the world sums them."""
+    hold the same values (world / the shards of its placements), and one all-reduce over the world sums them.
+    Every placement that is neither Replicate nor Partial splits the tensor: FSDP2's over TP is _StridedShard,
+    which is_shard() does not count (the checks: a norm 0.80x the true one when it did); grads are aligned to
+    their parameters first (no Partial left)."""
     from torch.distributed.tensor import DTensor
     local_sq = torch.zeros((), device=dev, dtype=torch.float32)
     for gr in grads:
         if isinstance(gr, DTensor):
-            shards = math.prod(gr.device_mesh.size(i) for i, pl in enumerate(gr.placements) if pl.is_shard())
+            shards = math.prod(gr.device_mesh.size(i) for i, pl in enumerate(gr.placements)
+                               if not (pl.is_replicate() or pl.is_partial()))
             local_sq += gr.to_local().float().square().sum() * (shards / world)
         else:
             local_sq += gr.float().square().sum() / world
@@ -317,6 +334,7 @@ def build(model, mesh, args, dev, data, accum, mixed):
                 loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(0, 1)) / accum
                 loss.backward()
             loss_sum = loss_sum + loss.detach()
+        align_grads(params)
         if st.get("record") is not None:  # the check's first step: every parameter's gradient norm
             st["record"].update(param_norms(model.named_parameters()))
             st["record"] = None

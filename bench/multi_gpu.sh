@@ -19,7 +19,8 @@
 # Run from the tree root (the device tool's working copy) as
 #   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp] [sharding] [pp]  (default: all; tp: the
 #       Aquila2 row and its peer; sharding: GPT-3 6.7B TP2 with ZeRO-2 over DP2, gpt3_paddle's
-#       TP2PP1SH2SP4 at 4 GPUs, ours only so far; pp: the GPT-3 TP2PP2 row; 4 GPUs)
+#       TP2PP1SH2SP4 at 4 GPUs, ours only so far; pp: the GPT-3 TP2PP2 row and its
+#       pipeline peer; 4 GPUs)
 #   bash .devtree/bench/multi_gpu.sh dpbatches   ours only, LLaMA 1B at each micro-batch of DP_BATCHES
 #       (default 2 4 8) on one GPU and data parallel on N at ZeRO 0-3, GRAD_REDUCE (default "fp32
 #       bf16") on the wire, and PyTorch DDP at each micro-batch; prints the scaling of each and

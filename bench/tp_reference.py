@@ -46,9 +46,10 @@ published efficiency; one far below it would be a broken peer, not a fair ratio.
 formula (6 * (all params - token embedding) + attention); mfu_6N the plain 6N that benchmake's rows print.
 
 Run 24 (4x H200): torch.nn.utils.get_total_norm failed on the grads' two meshes; the norm is summed by hand.
-That sum counted only is_shard() placements, and FSDP2 over TP places _StridedShard: the --check below found the
-norm at 0.80x the true one (the clipping too weak in runs 24-25; the speed unaffected); every placement that is
-neither Replicate nor Partial now counts as a split.
+That sum counted only is_shard() placements: the --check below found the norm at 0.80x the true one under
+FSDP2 x TP (right without FSDP2), so the 2-D parameters' dp placement (presumably FSDP2's _StridedShard) did not
+count as a split; every placement that is neither Replicate nor Partial now does, and the check agrees to 3e-6.
+Runs 24-25 clipped with that smaller norm (the speed unaffected).
 
 Correctness (--check; torch 2.11 on the device machine's CPU, gloo, 2026-11-29): a 4-layer d-64 LLaMA (4 heads,
 vocabulary 128, 32 tokens, 2 micro-batches of 2 rows a replica, lr 1e-2, clip 0.05, fp32, eager) trained 5 steps
@@ -270,9 +271,9 @@ def clip_global(grads, world, max_norm, dev):
     The grads live on different meshes (TP x FSDP blocks on (dp, tp), the norms on (dp) alone or (dp, tp) under
     SP), which get_total_norm cannot stack; each rank adds its local squares divided by the number of ranks that
     hold the same values (world / the shards of its placements), and one all-reduce over the world sums them.
-    Every placement that is neither Replicate nor Partial splits the tensor: FSDP2's over TP is _StridedShard,
-    which is_shard() does not count (the checks: a norm 0.80x the true one when it did); grads are aligned to
-    their parameters first (no Partial left)."""
+    Every placement that is neither Replicate nor Partial splits the tensor (counting only is_shard() ones gave
+    0.80x the true norm under FSDP2 x TP in the check: FSDP2's dp placement, presumably _StridedShard, was
+    missed); grads are aligned to their parameters first (no Partial left)."""
     from torch.distributed.tensor import DTensor
     local_sq = torch.zeros((), device=dev, dtype=torch.float32)
     for gr in grads:

@@ -62,8 +62,9 @@ rank 0, undistributed from the same weights and batches: losses within 3e-7 rela
 every parameter's first gradient within 1e-4 (the key biases' analytically zero gradients, ~5e-11 on both sides,
 within the 1e-8 floor), with SP (default), --no-sp and --schedule interleaved:
     torchrun --standalone --nproc_per_node=4 pp_reference.py --check [--no-sp | --schedule interleaved]
-One GPU (H200, --tp 1 --pp 1 --layers 4, B 4 x 2048, 4 micro-batches, compiled, fp16): 74,569 tokens/s, 46.1% MFU
-6N: the GPU path runs; the 4-GPU TP2PP2 row has not run yet (no 4-GPU machine in that session).
+One GPU (H200, --tp 1 --pp 1 --layers 4, B 4 x 2048, 4 micro-batches, compiled, fp16; before the gradient-layout
+and optimizer-split fixes above): 74,569 tokens/s, 46.1% MFU 6N: the GPU path runs; the 4-GPU TP2PP2 row has not
+run yet (no 4-GPU machine in that session).
 """
 import argparse, contextlib, copy, inspect, math, os, sys
 

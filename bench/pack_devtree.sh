@@ -15,6 +15,7 @@
 #                   tree), for tests/gpu/llava_preprocess_golden.py; not packed when unset
 #   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged, and
 #                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them),
+#                   bench/pp_reference.py (torch.distributed.pipelining, imports tp_reference.py),
 #                   bench/llava_reference.py (LlavaForConditionalGeneration under FSDP2)
 # Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
 # AB_OLD=FILE packs FILE (a cuda_train_bench of an earlier commit) as bin/cuda_train_bench_old,
@@ -66,6 +67,7 @@ for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
 done
 cp bench/tp_reference.py .devtree/peer/  # our TP peer, run beside multi_reference.py
+cp bench/pp_reference.py .devtree/peer/  # our PP peer (imports tp_reference.py)
 cp bench/llava_reference.py .devtree/peer/  # LLaVA stage 2's FSDP2 peer (bench/llava_13b.sh)
 cp bench/llava_decode_reference.py .devtree/peer/  # the MMMU decoder's peer (transformers' generate)
 if [[ -n ${LLAVA_CHECKOUT:-} ]]; then

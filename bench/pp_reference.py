@@ -445,17 +445,8 @@ def main_gpu(args):
                ln_vocab=math.log(V),
                published_mfu="no PP figure for 7-8B; torchtitan TP recipe Llama3 8B FSDP8 TP8 bf16 on 64 H100: "
                              "25.6% (async TP 28.2%) by its formula, FSDP-only 33-39%; 1F1B bubble here 1/17")
-    try:
-        r, err = mr.timed(step, args.warmup, args.steps, world), None
-    except Exception as e:  # noqa: BLE001
-        if not mr.is_oom(e):
-            raise
-        r, err = None, "OOM: " + str(e).splitlines()[0][:200]
-    errs = mr.gather(err, world)
-    res["async_tp"], res["async_tp_error"] = st["async_tp"], st["async_tp_error"]
-    if any(errs):
-        res["error"] = [e for e in errs if e][0]
-        mr.emit(res, args.json, rank)
+    r = tpr.timed_or_error(step, args, world, rank, res, st)
+    if r is None:
         return 3
     res.update(optimizer="AdamW " + st["kind"], optimizer_fused_error=st["error"], grad_norm=st["norm"],
                loss_scale=st["scale"], skipped_steps=st["skipped"])

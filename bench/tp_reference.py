@@ -405,6 +405,24 @@ def mfu_flops(n_all, c, T):
             "matmul": 6 * (n_all - V * d) + attn}
 
 
+def timed_or_error(step, args, world, rank, res, st):
+    """The timed steps (mr.timed) of every rank, or None after emitting `res` with the first rank's error (an OOM:
+    any other exception propagates); `res` gets whether async TP ran (and why not)."""
+    try:
+        r, err = mr.timed(step, args.warmup, args.steps, world), None
+    except Exception as e:  # noqa: BLE001
+        if not mr.is_oom(e):
+            raise
+        r, err = None, "OOM: " + str(e).splitlines()[0][:200]
+    errs = mr.gather(err, world)
+    res["async_tp"], res["async_tp_error"] = st["async_tp"], st["async_tp_error"]
+    if any(errs):
+        res["error"] = [e for e in errs if e][0]
+        mr.emit(res, args.json, rank)
+        return None
+    return r
+
+
 # ---------------------------------------------------------------- the GPU run
 def main_gpu(args):
     mr.backends()
@@ -445,17 +463,8 @@ def main_gpu(args):
                torch=torch.__version__, device=torch.cuda.get_device_name(dev), ln_vocab=math.log(V),
                published_mfu="torchtitan Llama3 8B FSDP8 TP8 bf16 on 64 H100: 4378 tok/s/GPU (async TP 4809.4) "
                              "= 25.6% (28.2%) MFU by its formula; FSDP-only 8B on 8/128 H100: 33-39%")
-    try:
-        r, err = mr.timed(step, args.warmup, args.steps, world), None
-    except Exception as e:  # noqa: BLE001
-        if not mr.is_oom(e):
-            raise
-        r, err = None, "OOM: " + str(e).splitlines()[0][:200]
-    errs = mr.gather(err, world)
-    res["async_tp"], res["async_tp_error"] = st["async_tp"], st["async_tp_error"]
-    if any(errs):
-        res["error"] = [e for e in errs if e][0]
-        mr.emit(res, args.json, rank)
+    r = timed_or_error(step, args, world, rank, res, st)
+    if r is None:
         return 3
     res["optimizer"] = "AdamW " + st["kind"]
     res["optimizer_fused_error"] = st["error"]

@@ -26,9 +26,11 @@
 #       bf16") on the wire, and PyTorch DDP at each micro-batch; prints the scaling of each and
 #       ZeRO-0 against DDP (issue 38's goal 1)
 #   bash .devtree/bench/multi_gpu.sh dpsweep   ours only, LLaMA 1B 8 x 2048 on one GPU and data
-#       parallel on N without accumulation, once per SWEEP entry ZERO:CHANNELS (CHANNELS: NCCL's
-#       NCCL_MAX_NCHANNELS, "-" for NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"), with
-#       SWEEP_FLAGS added to every run (e.g. --profile); prints each one's scaling.
+#       parallel on N without accumulation, once per SWEEP entry ZERO:CHANNELS[:ALGO[:PROTO]]
+#       (NCCL's NCCL_MAX_NCHANNELS, NCCL_ALGO, e.g. Ring or Tree, and NCCL_PROTO, e.g. Simple or
+#       LL128; "-" or left out: NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"; e.g. "0:-:Tree
+#       0:-:Ring:LL128"), with SWEEP_FLAGS added to every run (e.g. --profile or --grad-reduce
+#       bf16); prints each one's scaling.
 # Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
 # ../shared/bench/multi_reference.py, carried unchanged into .devtree/peer/ with
 # torch_reference.py beside it, and bench/tp_reference.py, bench/pp_reference.py (which import it). GPUS (default: all) sets N. Logs and JSON go to $OUT.
@@ -120,14 +122,14 @@ if want dpsweep; then
   ranks sweep-dp1 1 --model llama-1b --batch 8 ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
   tags=(one-GPU)
   for v in ${SWEEP:-0:- 1:- 2:- 0:8 0:4}; do
-    z=${v%:*} ch=${v#*:}
-    tag=dp$N-zero$z-channels$ch
-    if [[ $ch == - ]]; then
-      ranks "$tag" "$N" --model llama-1b --batch 8 --zero "$z" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
-    else
-      NCCL_MAX_NCHANNELS=$ch ranks "$tag" "$N" --model llama-1b --batch 8 --zero "$z" \
-        ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
-    fi
+    IFS=: read -r z ch algo proto <<<"$v"
+    tag=dp$N-zero$z-channels${ch:--}
+    nccl=()  # the entry's NCCL settings, each only where given
+    [[ ${ch:--} != - ]] && nccl+=("NCCL_MAX_NCHANNELS=$ch")
+    [[ ${algo:--} != - ]] && { nccl+=("NCCL_ALGO=$algo"); tag+=-$algo; }
+    [[ ${proto:--} != - ]] && { nccl+=("NCCL_PROTO=$proto"); tag+=-$proto; }
+    (for e in "${nccl[@]}"; do export "${e?}"; done
+     ranks "$tag" "$N" --model llama-1b --batch 8 --zero "$z" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl")
     tags+=("$tag")
   done
   python3 - "$OUT/sweep.jsonl" "${tags[@]}" <<'PY2'

@@ -512,17 +512,7 @@ def parse(argv=None):
     ap.add_argument("--precision", choices=["fp16", "bf16"], default="fp16")
     ap.add_argument("--sp", action=argparse.BooleanOptionalAction, default=True,
                     help="sequence parallelism inside each stage (default on)")
-    ap.add_argument("--async-tp", action="store_true", help="inductor's micro-pipelined TP (needs compile, SP)")
-    ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--opt", choices=["fused", "foreach"], default="fused")
-    ap.add_argument("--lr", type=float, default=3e-4)
-    ap.add_argument("--clip", type=float, default=1.0)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--check", action="store_true",
-                    help="CPU / gloo / fp32 correctness check against an undistributed run (torchrun, 4 ranks)")
-    ap.add_argument("--check-steps", type=int, default=5)
+    tpr.add_run_args(ap)
     args = ap.parse_args(argv)
     if args.check:
         args.no_compile, args.lr = True, 1e-2

@@ -583,21 +583,10 @@ def main_check(args):
     return 0 if ok else 1
 
 
-def parse(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="aquila2-7b", choices=sorted(CONFIGS))
-    ap.add_argument("--tp", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=None)
-    ap.add_argument("--seq", type=int, default=None)
-    ap.add_argument("--accum", type=int, default=1)
-    ap.add_argument("--sp", action=argparse.BooleanOptionalAction, default=True,
-                    help="sequence parallelism (torchtitan's layout; default on)")
+def add_run_args(ap):
+    """The options both peers take (pp_reference.py too): async TP, compile, optimizer, timing, the check."""
     ap.add_argument("--async-tp", action="store_true", help="inductor's micro-pipelined TP (needs compile, SP)")
     ap.add_argument("--no-compile", action="store_true")
-    # FSDP2 reduce-scatters the gradients after every micro-batch by default ("every", what run 25
-    # timed); "last" turns the sync off for all but the step's last micro-batch
-    # (set_requires_gradient_sync), as benchmake's ZeRO-1 reduces once per step.
-    ap.add_argument("--accum-sync", choices=["every", "last"], default="every")
     ap.add_argument("--opt", choices=["fused", "foreach"], default="fused")
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--clip", type=float, default=1.0)
@@ -607,6 +596,22 @@ def parse(argv=None):
     ap.add_argument("--check", action="store_true",
                     help="CPU / gloo / fp32 correctness check against an undistributed run (torchrun, 4 ranks)")
     ap.add_argument("--check-steps", type=int, default=5)
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="aquila2-7b", choices=sorted(CONFIGS))
+    ap.add_argument("--tp", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--seq", type=int, default=None)
+    ap.add_argument("--accum", type=int, default=1)
+    ap.add_argument("--sp", action=argparse.BooleanOptionalAction, default=True,
+                    help="sequence parallelism (torchtitan's layout; default on)")
+    # FSDP2 reduce-scatters the gradients after every micro-batch by default ("every", what run 25
+    # timed); "last" turns the sync off for all but the step's last micro-batch
+    # (set_requires_gradient_sync), as benchmake's ZeRO-1 reduces once per step.
+    ap.add_argument("--accum-sync", choices=["every", "last"], default="every")
+    add_run_args(ap)
     args = ap.parse_args(argv)
     if args.check:  # large enough a rate and small enough a clip that both leave a mark on the losses
         args.no_compile, args.lr, args.clip = True, 1e-2, 0.05 if args.clip == 1.0 else args.clip

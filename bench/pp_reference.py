@@ -361,21 +361,8 @@ def build(full, mesh, args, dev, data, amp, scaling):
                 st["scale"], st["good"] = st["scale"] * 2.0, 0
         return torch.tensor(loss)
 
-    def step(i):
-        if not (i == 0 and st["async_tp"]):
-            return train_step(i)
-        try:  # the first step compiles: where inductor's async-TP pass would fail
-            return train_step(i)
-        except Exception as e:  # noqa: BLE001
-            if mr.is_oom(e):
-                raise
-            st["async_tp_error"], st["async_tp"] = tpr.err_text(e), False
-            st["opt"].zero_grad(set_to_none=True)
-            tpr.disable_async_tp()
-            return train_step(i)
-
     st["stages"] = [s for s, _ in parts]
-    return step, st
+    return tpr.async_tp_fallback(train_step, st), st
 
 
 def local_shape(t):

@@ -228,6 +228,24 @@ def disable_async_tp():
     torch._dynamo.reset()  # recompile the blocks without the pass
 
 
+def async_tp_fallback(train_step, st):
+    """train_step(i) as the timed step; where async TP is on and the first step (which compiles) fails but for an
+    OOM, the error goes into st["async_tp_error"] and the step runs again without async TP."""
+    def step(i):
+        if not (i == 0 and st["async_tp"]):
+            return train_step(i)
+        try:
+            return train_step(i)
+        except Exception as e:  # noqa: BLE001
+            if mr.is_oom(e):
+                raise
+            st["async_tp_error"], st["async_tp"] = err_text(e), False
+            st["opt"].zero_grad(set_to_none=True)
+            disable_async_tp()
+            return train_step(i)
+    return step
+
+
 def err_text(e):
     return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
 
@@ -380,20 +398,7 @@ def build(model, mesh, args, dev, data, accum, mixed):
         st["opt"].zero_grad(set_to_none=True)
         return loss_sum.full_tensor() if isinstance(loss_sum, DTensor) else loss_sum
 
-    def step(i):
-        if not (i == 0 and st["async_tp"]):
-            return train_step(i)
-        try:  # the first step compiles: where inductor's async-TP pass would fail
-            return train_step(i)
-        except Exception as e:  # noqa: BLE001
-            if mr.is_oom(e):
-                raise
-            st["async_tp_error"], st["async_tp"] = err_text(e), False
-            st["opt"].zero_grad(set_to_none=True)
-            disable_async_tp()
-            return train_step(i)
-
-    return step, st
+    return async_tp_fallback(train_step, st), st
 
 
 def mfu_flops(n_all, c, T):

@@ -93,12 +93,9 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
     for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
   }
-  if (reduce_bf16_) {
-    size_t widest_unit = 0;
-    for (int u = 0; u < plan_.num_units(); ++u)
-      widest_unit = std::max(widest_unit, static_cast<size_t>(plan_.padded(u)));
-    reduce_stage_ = plan->Add("gradients bf16 (reduction staging)", widest_unit * 2);
-  }
+  if (reduce_bf16_)  // the widest padded unit (ShardPlan: padded = slice x ranks)
+    reduce_stage_ = plan->Add("gradients bf16 (reduction staging)",
+                              widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
   if (zero_ <= 1) {
     grad_ = plan->Add("grads fp32", P * 4);
   } else {

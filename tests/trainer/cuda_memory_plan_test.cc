@@ -150,6 +150,25 @@ TEST(DataParallelPlan, AFrozenModelHoldsItsWorkingWeightsOnly) {
             3 * Aligned(P * 4) + Aligned(P * 2) + mask);  // 14 bytes a parameter
 }
 
+// Split masters at ZeRO 1-3 (bf16) on one rank, the entries by name: the low halves replace the
+// fp32 masters (4 bytes a parameter of the shard become 2; ZeRO 1-2's high halves are the 16-bit
+// copy's own slices), and ZeRO 3 keeps the high halves of its own slices (2 more) in their place.
+TEST(DataParallelPlan, SplitMastersAtEveryZeroStage) {
+  for (int zero : {1, 2, 3}) {
+    SCOPED_TRACE(zero);
+    std::string whole_summary, split_summary;
+    size_t P = 0;
+    const size_t whole = DataParallelBytes(zero, DType::kBF16, false, false, &whole_summary, &P);
+    const size_t split = DataParallelBytes(zero, DType::kBF16, true, false, &split_summary, &P);
+    EXPECT_NE(whole_summary.find("master weights fp32 (own slices)"), std::string::npos);
+    EXPECT_EQ(split_summary.find("master weights fp32"), std::string::npos) << split_summary;
+    EXPECT_NE(split_summary.find("master weights' low halves (own slices)"), std::string::npos);
+    EXPECT_EQ(split_summary.find("high halves") != std::string::npos, zero == 3) << split_summary;
+    EXPECT_EQ(whole - split,
+              zero == 3 ? Aligned(P * 4) - 2 * Aligned(P * 2) : Aligned(P * 4) - Aligned(P * 2));
+  }
+}
+
 // LLaVA-1.5-13B's stage 1 at full size: the frozen LM's part of the plan is its bf16 weights, 2
 // bytes a parameter. The LM counted by hand (Vicuna-13B: vocabulary 32000, hidden 5120, 40
 // layers, MLP 13824, untied head): 2·32000·5120 + 40·(4·5120² + 3·5120·13824 + 2·5120) + 5120 =
@@ -179,7 +198,7 @@ TEST(DataParallelPlan, Llava13bFrozenLanguageModelIsItsBf16Weights) {
 }
 
 // The bytes CudaDataParallel plans for TP rank 0 of `preset` (with `overrides`) split TP ways,
-// at `zero` over a data-parallel group of `dp` ranks.
+// at `zero` over a data-parallel group of `dp` ranks (split masters asked for: bf16 takes them).
 size_t TensorParallelRankBytes(const char* preset, const nlohmann::json& overrides, int tp, int dp,
                                int zero, DType work, size_t* params,
                                const std::function<void(CudaDataParallel&)>& configure = {}) {
@@ -192,7 +211,7 @@ size_t TensorParallelRankBytes(const char* preset, const nlohmann::json& overrid
   const ModelSpec spec = SpecOfShard(*config, *shard);
   const ParamLayout layout(spec, CudaDataParallel::UnitAlign(zero, dp));
   testing::PlanOnlyGroup group(dp, 0);
-  CudaDataParallel dp_state(layout, &group, zero, work);
+  CudaDataParallel dp_state(layout, &group, zero, work, /*split_masters=*/true);
   if (configure) configure(dp_state);
   MemoryPlan plan;
   dp_state.Plan(&plan);
@@ -252,6 +271,15 @@ TEST(DataParallelPlan, Gpt3TensorParallelZeroStagesCountedByHand) {
   EXPECT_NEAR(z1 / 1e9, 30.01, 0.01);
   EXPECT_NEAR(z2 / 1e9, 21.37, 0.01);
   EXPECT_NEAR(z3 / 1e9, 15.32, 0.01);
+  // bf16 with split masters: the fp32 masters' 4 L become low halves of 2 L beside the 16-bit
+  // copy's own slices at ZeRO 1-2 (P / 2 bytes fewer at DP4); at ZeRO 3 low and high halves,
+  // 2 L each, where the masters were.
+  EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, 4, 1, DType::kBF16, nullptr),
+            9 * P - P / 2);
+  EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, 4, 2, DType::kBF16, nullptr),
+            6 * P + 5 * E + 8 * W - P / 2);
+  EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, 4, 3, DType::kBF16, nullptr),
+            4 * P + 7 * E + 12 * W);
 }
 
 // The same rows' TP rank 0 with the gradients summed in bf16 (ReduceInBf16): a staging buffer of

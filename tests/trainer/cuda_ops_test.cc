@@ -670,8 +670,9 @@ void CheckAdamW(float loss_scale) {
   }
 }
 
-// Split masters (kernels/split_master.h): SplitMasters gives the host's halves, and AdamW over
-// the halves gives the fp32 update's bits and its bf16 copy, on both kernels.
+// Split masters (kernels/split_master.h): SplitMasters gives the host's halves, JoinMasters the
+// fp32 values back, and AdamW over the halves gives the fp32 update's bits and its bf16 copy, on
+// both kernels.
 TEST(CudaAdamW, SplitMastersUpdateAsTheFp32Masters) {
   BM_SKIP_WITHOUT_GPU();
   for (size_t n : {size_t{100003}, size_t{100000}}) {
@@ -694,6 +695,16 @@ TEST(CudaAdamW, SplitMastersUpdateAsTheFp32Masters) {
     ASSERT_TRUE(SplitMasters(copy.get(), nullptr, gp.get(), n, 0).ok());
     download(copy, &got_hi);
     EXPECT_EQ(got_hi, want_hi) << n;
+    // Joined back (GetParameters at ZeRO >= 1): the fp32 bits, from aligned pointers (four at a
+    // time) and from pointers one element on (one at a time).
+    for (size_t skip : {size_t{0}, size_t{1}}) {
+      DeviceBuffer<float> joined(n);
+      ASSERT_TRUE(
+          JoinMasters(joined.get() + skip, hi.get() + skip, lo.get() + skip, n - skip, 0).ok());
+      const std::vector<float> back = joined.Download();
+      EXPECT_EQ(0, std::memcmp(back.data() + skip, p.data() + skip, (n - skip) * 4))
+          << n << " skip " << skip;
+    }
     ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), gg.get(), n, 0).ok());
     AdamWHyper h;
     h.step = 3;

@@ -33,7 +33,7 @@ CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator
       zero_(frozen ? 0 : zero),
       work_(work),
       lowp_(work != DType::kF32),
-      split_(split_masters && !frozen && zero == 0 && work == DType::kBF16),
+      split_(split_masters && !frozen && work == DType::kBF16),
       frozen_(frozen),
       plan_(Spans(layout), zero_ >= 1 ? comm->size() : 1, zero_ >= 1 ? comm->rank() : 0),
       zero_ranges_(layout.AddedGradients()) {
@@ -71,10 +71,14 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     work_off_ = plan->Add(lowp_ ? "params 16-bit (frozen)" : "params fp32 (frozen)", P * elem());
     return;
   }
-  if (split_)
-    lo_ = plan->Add("params fp32 low halves (the high halves are the bf16 copy)", L * 2);
-  else
+  if (split_) {
+    lo_ = plan->Add(zero_ >= 1 ? "master weights' low halves (own slices)"
+                               : "params fp32 low halves (the high halves are the bf16 copy)",
+                    L * 2);
+    if (zero_ == 3) hi_ = plan->Add("master weights' high halves, bf16 (own slices)", L * 2);
+  } else {
     master_ = plan->Add(zero_ >= 1 ? "master weights fp32 (own slices)" : "params fp32", L * 4);
+  }
   m_ = plan->Add(zero_ >= 1 ? "adamw m (own slices)" : "adamw m", L * 4);
   v_ = plan->Add(zero_ >= 1 ? "adamw v (own slices)" : "adamw v", L * 4);
   if (zero_ == 0) {  // AdamW in one launch: which 64-element chunks are decayed
@@ -165,6 +169,12 @@ float* CudaDataParallel::Grad(size_t off) const {
 size_t CudaDataParallel::ReducedGradEnd(int unit) const {
   if (zero_ <= 1) return grad_ + layout_.units()[unit].end() * 4;
   return grad_shard_ + static_cast<size_t>(plan_.shard_offset(unit) + plan_.slice(unit)) * 4;
+}
+
+uint16_t* CudaDataParallel::HighHalves(int unit) const {
+  if (zero_ == 3) return At<uint16_t>(hi_) + plan_.shard_offset(unit);
+  return At<uint16_t>(work_off_) + static_cast<size_t>(plan_.unit(unit).offset) +
+         static_cast<size_t>(plan_.rank() * plan_.slice(unit));
 }
 
 dist::DType CudaDataParallel::work_dtype() const { return CommDType(work_); }

@@ -13,9 +13,11 @@
 //   zero 2  As 1, but the gradients are reduce-scattered per unit during every backward into the
 //           own slices (two unit buckets, and the embeddings').
 //   zero 3  As 2, but no working copy is kept: each unit is gathered into one of two slots (and
-//           the embeddings' own) just before use, the next one prefetched; with 16-bit work the
-//           own slice is cast from the fp32 masters into its place in the slot and gathered in
-//           place (FSDP2's mixed precision: 16 bytes a parameter over the group, not 18).
+//           the embeddings' own) just before use, the next one prefetched. With bf16 work and
+//           split masters (below) the own slice's bf16 high halves are gathered as they are;
+//           otherwise, with 16-bit work, the own slice is cast from the fp32 masters into its
+//           place in the slot and gathered in place (FSDP2's mixed precision: 16 bytes a
+//           parameter over the group, not 18).
 //           With pipeline stages (several micro-batches' forwards before their backwards) a
 //           unit not in its slot when acquired is gathered again; a slot is overwritten only
 //           after the compute stream released its unit (its `free` event).
@@ -34,6 +36,13 @@
 // streams: a unit's reduction waits for its backward; the compute stream waits for a slot's
 // gather (ZeRO-3), or for the unit's gather after the optimizer step (ZeRO 1-2), before using
 // it, and for every reduction before the gradient norm.
+//
+// Split masters (bf16 work, RunSpec::split_masters; kernels/split_master.h): each fp32 master is
+// kept as its bf16 rounding (the high half) and its low 16 bits, and AdamW rebuilds the exact
+// fp32 value it updates — the same bits as whole masters. The high halves are the working
+// copy itself at zero 0 (all of it) and 1-2 (its own slices, which the gather sends as they
+// are: 2 bytes a parameter of the shard fewer); at zero 3 they are a buffer of the own slices
+// that the gather sends (no cast on the communication stream).
 //
 // A world of one (a host SelfCommunicator) runs every stage with local copies; "nccl" with one
 // rank runs the same through NCCL (and must give the same bits).
@@ -75,8 +84,7 @@ class CudaDataParallel {
   // comm: the data-parallel group (not owned; a host communicator must have one rank).
   // work: the working weights' type, bf16 or fp16 (a copy of the fp32 masters) or fp32 (the
   // masters themselves at zero 0; a full fp32 copy at zero 1-2). split_masters (RunSpec's;
-  // applies at zero 0 with bf16 work, else ignored): the masters are kept as the bf16 copy and
-  // their low halves (kernels/split_master.h), 2 bytes per parameter fewer.
+  // applies with bf16 work, else ignored): the masters are kept split (above).
   // frozen: as above (zero is then taken as 0).
   CudaDataParallel(const ParamLayout& layout, dist::Communicator* comm, int zero, DType work,
                    bool split_masters = false, bool frozen = false);
@@ -231,8 +239,12 @@ class CudaDataParallel {
   // Zero 1-2: every unit's own slice of the working weights, from this rank's master slices.
   Status WriteWorkSlices(cudaStream_t s);
   Status MastersChanged();
-  Status SetSplitMasters(const std::vector<float>& flat);
-  Status GetSplitMasters(std::vector<float>* flat);
+  // split_: unit u's own slice of the masters' high halves (the working copy's at zero 0-2).
+  uint16_t* HighHalves(int unit) const;
+  // split_: the masters' halves from fp32 values in local order (this rank's slices in unit
+  // order; the flat layout at zero 0), and back (on the host).
+  Status SetSplitMasters(const std::vector<float>& local);
+  Status GetSplitMasters(std::vector<float>* local);
   // zero 1-2: issues every unit's gather of the working weights; the compute stream waits for
   // unit u's in Acquire(u) (the next forward overlaps the gathers of the units after it), and
   // for all of them in AwaitGathers (before it writes the working weights again).
@@ -258,7 +270,7 @@ class CudaDataParallel {
   int zero_;
   DType work_;
   bool lowp_;    // a 16-bit working copy
-  bool split_;   // the masters as the bf16 copy and their low halves (lo_)
+  bool split_;   // the masters as bf16 high halves and low halves (lo_): split masters
   bool frozen_;  // the working weights only (above)
   dist::ShardPlan plan_;
   const DeviceArena* arena_ = nullptr;
@@ -266,6 +278,7 @@ class CudaDataParallel {
   // arena offsets
   size_t master_ = 0, m_ = 0, v_ = 0;  // local_size() fp32 each (no master_ when split_)
   size_t lo_ = 0;                      // split_: the masters' low halves, 16 bits each
+  size_t hi_ = 0;                      // split_ at zero 3: the own slices' high halves
   size_t work_off_ = 0;                // full working weights (zero <= 2; zero 0 fp32: master)
   size_t grad_ = 0;                    // full gradients (zero <= 1)
   size_t decay_mask_ = 0;              // zero 0: AdamW's weight decay per 64 elements

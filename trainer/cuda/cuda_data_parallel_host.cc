@@ -2,6 +2,7 @@
 // the AdamW state in and out, staged in chunks (host_staging.h), gathered from the ranks' slices
 // at zero >= 1, and the split masters' halves.
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "trainer/cuda/check.h"
@@ -16,8 +17,8 @@ using CommType = dist::DType;
 
 }  // namespace
 
-// The working weights' own slices from the masters (zero 1-2; zero 3 casts them from the
-// masters when it gathers a unit: IssueGather).
+// The working weights' own slices from whole masters (zero 1-2; zero 3 casts them from the
+// masters when it gathers a unit: IssueGather; split masters' high halves are those slices).
 Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
@@ -37,10 +38,16 @@ Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
 Status CudaDataParallel::SetParameters(const RangeSource& fill) {
   if (frozen_) return SetFrozen(fill);
   const size_t P = layout_.total();
-  if (split_) {
-    std::vector<float> flat(P);
-    fill(0, flat);
-    return SetSplitMasters(flat);
+  if (split_) {  // this rank's ranges, in local order
+    std::vector<float> local(static_cast<size_t>(local_size()));
+    for (int u = 0; u < plan_.num_units(); ++u) {
+      const size_t begin = static_cast<size_t>(plan_.unit(u).offset) +
+                           static_cast<size_t>(plan_.rank() * plan_.slice(u));
+      fill(begin, std::span<float>(local.data() + plan_.shard_offset(u),
+                                   static_cast<size_t>(plan_.slice(u))));
+    }
+    BM_TRY(SetSplitMasters(local));
+    return MastersChanged();
   }
   HostStaging staging;  // chunks no larger than what goes up (a small model's are small)
   BM_TRY(staging.Init(compute_, zero_ == 0 ? P : static_cast<size_t>(local_size())));
@@ -60,12 +67,12 @@ Status CudaDataParallel::SetParameters(const RangeSource& fill) {
 // After the masters were written: the working weights follow (collective for zero 1-2).
 Status CudaDataParallel::MastersChanged() {
   if (zero_ == 0) {
-    if (lowp_)
+    if (lowp_ && !split_)
       BM_TRY(CastToWork(At<uint16_t>(work_off_), At<float>(master_), layout_.total(), compute_));
   } else {
     BM_TRY(AwaitGathers());  // a gather still reading the own slices the write replaces
     if (zero_ <= 2) {
-      BM_TRY(WriteWorkSlices(compute_));
+      if (!split_) BM_TRY(WriteWorkSlices(compute_));
       BM_TRY(GatherWorkAllUnits());
     }
     for (Slot* s : {&emb_work_, &work_ring_[0], &work_ring_[1]}) s->unit = -1;
@@ -88,8 +95,14 @@ Status CudaDataParallel::GatherMaster(const RangeSink& take) {
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
     float* space = zero_ == 1 ? At<float>(grad_) : At<float>(GradSlotFor(u)->offset);
-    BM_TRY(AllGather(At<float>(master_) + plan_.shard_offset(u), space, slice, CommType::kFloat32,
-                     comm_stream_));
+    const float* mine = At<float>(master_) + plan_.shard_offset(u);
+    if (split_) {  // joined into its place in the space, then gathered in place
+      float* place = space + plan_.rank() * slice;
+      BM_TRY(JoinMasters(place, HighHalves(u), At<uint16_t>(lo_) + plan_.shard_offset(u), slice,
+                         comm_stream_));
+      mine = place;
+    }
+    BM_TRY(AllGather(mine, space, slice, CommType::kFloat32, comm_stream_));
     if (take) {
       BM_TRY(staging.Download(space, static_cast<size_t>(plan_.unit(u).numel),
                               static_cast<size_t>(plan_.unit(u).offset), take));
@@ -102,33 +115,38 @@ Status CudaDataParallel::GatherMaster(const RangeSink& take) {
   return Status::Ok();
 }
 
-// split_: the halves from the host's fp32 values (zero 0: all of them).
-Status CudaDataParallel::SetSplitMasters(const std::vector<float>& flat) {
-  const size_t n = flat.size();
+// split_: the low halves lie in local order; the high halves unit by unit (HighHalves).
+Status CudaDataParallel::SetSplitMasters(const std::vector<float>& local) {
+  const size_t n = local.size();
   std::vector<uint16_t> hi(n), lo(n);
-  SplitMastersCpu(flat.data(), n, hi.data(), lo.data());
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(At<uint16_t>(work_off_), hi.data(), n * 2, cudaMemcpyHostToDevice, compute_),
-      "parameters' high halves");
+  SplitMastersCpu(local.data(), n, hi.data(), lo.data());
+  BM_TRY(AwaitGathers());  // at zero 1-2 the high halves are the gathers' send buffers
+  for (int u = 0; u < plan_.num_units(); ++u)
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(HighHalves(u), hi.data() + plan_.shard_offset(u),
+                        static_cast<size_t>(plan_.slice(u)) * 2, cudaMemcpyHostToDevice, compute_),
+        "unit {} masters' high halves", u);
   BM_CUDA_CHECK(
       cudaMemcpyAsync(At<uint16_t>(lo_), lo.data(), n * 2, cudaMemcpyHostToDevice, compute_),
-      "parameters' low halves");
+      "masters' low halves");
   BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
   return Status::Ok();
 }
 
-Status CudaDataParallel::GetSplitMasters(std::vector<float>* flat) {
-  const size_t n = layout_.total();
+Status CudaDataParallel::GetSplitMasters(std::vector<float>* local) {
+  const size_t n = static_cast<size_t>(local_size());
   std::vector<uint16_t> hi(n), lo(n);
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(hi.data(), At<uint16_t>(work_off_), n * 2, cudaMemcpyDeviceToHost, compute_),
-      "parameters' high halves");
+  for (int u = 0; u < plan_.num_units(); ++u)
+    BM_CUDA_CHECK(
+        cudaMemcpyAsync(hi.data() + plan_.shard_offset(u), HighHalves(u),
+                        static_cast<size_t>(plan_.slice(u)) * 2, cudaMemcpyDeviceToHost, compute_),
+        "unit {} masters' high halves", u);
   BM_CUDA_CHECK(
       cudaMemcpyAsync(lo.data(), At<uint16_t>(lo_), n * 2, cudaMemcpyDeviceToHost, compute_),
-      "parameters' low halves");
+      "masters' low halves");
   BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
-  flat->resize(n);
-  JoinMastersCpu(hi.data(), lo.data(), n, flat->data());
+  local->resize(n);
+  JoinMastersCpu(hi.data(), lo.data(), n, local->data());
   return Status::Ok();
 }
 
@@ -185,13 +203,13 @@ Status CudaDataParallel::GetFrozen(const RangeSink& take) {
 
 Status CudaDataParallel::GetParameters(const RangeSink& take) {
   if (frozen_) return GetFrozen(take);
+  if (zero_ >= 1) return GatherMaster(take);
   if (split_) {
     std::vector<float> flat;
     BM_TRY(GetSplitMasters(&flat));
     if (take) take(0, flat);
     return Status::Ok();
   }
-  if (zero_ >= 1) return GatherMaster(take);
   if (!take) return Status::Ok();
   HostStaging staging;
   BM_TRY(staging.Init(compute_, layout_.total()));
@@ -270,7 +288,8 @@ Status CudaDataParallel::SetLocalState(const std::vector<float>& master,
         cudaMemcpyAsync(At<float>(off), in->data(), n * 4, cudaMemcpyHostToDevice, compute_),
         "local state");
   }
-  return split_ ? SetSplitMasters(master) : MastersChanged();
+  if (split_) BM_TRY(SetSplitMasters(master));
+  return MastersChanged();
 }
 
 }  // namespace bm::train::cuda

@@ -93,12 +93,12 @@ Status CudaDataParallel::IssueGather(int unit) {
   // The slot's previous unit: the compute stream must be done with it.
   BM_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, s->free, 0), "gather waits for its slot");
   const size_t slice = static_cast<size_t>(plan_.slice(unit));
-  const float* master = At<float>(master_) + plan_.shard_offset(unit);
   char* gathered = At<char>(s->offset);
-  const void* send = master;
-  if (lowp_) {  // cast at gather time: the own slice's 16-bit copy, in its place in the slot
+  const void* send = split_ ? static_cast<const void*>(HighHalves(unit))
+                            : At<float>(master_) + plan_.shard_offset(unit);
+  if (lowp_ && !split_) {  // cast at gather time: the own slice's 16-bit copy, in its place
     char* mine = gathered + plan_.rank() * slice * elem();
-    BM_TRY(CastToWork(mine, master, slice, comm_stream_));
+    BM_TRY(CastToWork(mine, static_cast<const float*>(send), slice, comm_stream_));
     send = mine;
   }
   BM_TRY(AllGather(send, gathered, slice, work_dtype(), comm_stream_));
@@ -317,9 +317,16 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       const size_t b = std::max<size_t>(seg.offset, own.begin);
       const size_t e = std::min<size_t>(seg.end(), own.end);
       if (b >= e) continue;
-      // Master and moments: the own slices (the masters are whole: split_ is zero 0's).
+      // Master and moments: the own slices.
       const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
       float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
+      const AdamWHyper& h = seg.decay ? hyper : no_decay;
+      if (split_) {  // the high halves are the own slice of the working copy (zero 1-2)
+        BM_TRY(AdamWSplitUpdate(HighHalves(u) + (b - slice_begin), At<uint16_t>(lo_) + local,
+                                At<float>(m_) + local, At<float>(v_) + local, grads, sumsq, h,
+                                e - b, compute_));
+        continue;
+      }
       uint16_t* lowp = nullptr;
       if (lowp_ && zero_ <= 2) lowp = At<uint16_t>(work_off_) + b;
       // The 16-bit copy's type (fp32 mode, and zero 3, which casts at gather time, have none: a
@@ -328,8 +335,8 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
         using T = decltype(tag);
         using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
         return AdamWUpdate<L>(At<float>(master_) + local, reinterpret_cast<L*>(lowp),
-                              At<float>(m_) + local, At<float>(v_) + local, grads, sumsq,
-                              seg.decay ? hyper : no_decay, e - b, compute_);
+                              At<float>(m_) + local, At<float>(v_) + local, grads, sumsq, h, e - b,
+                              compute_);
       }));
       if (!lowp_ && (zero_ == 1 || zero_ == 2))
         BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + local,

@@ -106,7 +106,7 @@ struct TokenBatch {
 struct MemoryReport {
   size_t plan_bytes = 0;          // the arena (the plan's peak)
   size_t device_used_bytes = 0;   // cudaMemGetInfo: total - free, after Create()
-  bool split_masters = false;     // RunSpec::split_masters applied (bf16, zero 0)
+  bool split_masters = false;     // RunSpec::split_masters applied (bf16)
   int layers_over_gradients = 0;  // layers whose activations lie over gradients written later
   int attention_key_block = 0;    // keys per cuDNN attention backward call (0: not cuDNN)
   std::string plan_summary;

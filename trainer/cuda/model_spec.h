@@ -70,9 +70,10 @@ struct RunSpec {
   // them from the residual stream before the matmuls that read them (issue 16's candidate:
   // 2 x N x C activations per layer fewer, one norm forward per norm more).
   bool recompute_norms = false;
-  // The fp32 masters kept as the bf16 working copy and their low halves (2 bytes per parameter
-  // instead of 4 beside the copy; kernels/split_master.h) where that applies: bf16 at zero 0
-  // (otherwise ignored). The same bits as without; false keeps them whole (for measuring).
+  // The fp32 masters kept as their bf16 rounding and their low halves (kernels/split_master.h)
+  // where that applies, bf16 (otherwise ignored): the high halves are the working copy at zero
+  // 0-2 (2 bytes per parameter of the masters fewer), and what zero 3 gathers without a cast.
+  // The same bits as without; false keeps them whole (for measuring).
   bool split_masters = true;
   // Micro-batches per optimizer step when the caller knows them (GAS; 0: not known). With one
   // (and one pipeline stage, no full recompute) layers' activations lie over the reduced

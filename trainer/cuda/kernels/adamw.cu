@@ -194,6 +194,19 @@ __global__ void SplitMastersKernel(uint16_t* __restrict__ hi, uint16_t* __restri
       });
 }
 
+__global__ void JoinMastersKernel(float* __restrict__ p, const uint16_t* __restrict__ hi,
+                                  const uint16_t* __restrict__ lo, size_t n, bool four) {
+  ForEachElement(
+      n, four,
+      [&](size_t i) {
+        const Four<uint16_t> h = Load4(hi + i), l = Load4(lo + i);
+        Four<float> x;
+        for (int k = 0; k < 4; ++k) x.v[k] = BitsFloat(JoinMaster(h.v[k], l.v[k]));
+        Store4(p + i, x);
+      },
+      [&](size_t i) { p[i] = BitsFloat(JoinMaster(hi[i], lo[i])); });
+}
+
 }  // namespace
 
 // ---- launchers
@@ -273,6 +286,15 @@ Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n,
   const bool four = FourAligned({hi, lo, params});
   SplitMastersKernel<<<ElementwiseBlocks(n, four), 256, 0, stream>>>(hi, lo, params, n, four);
   BM_LAUNCH_CHECK("SplitMastersKernel", "n={}", n);
+  return Status::Ok();
+}
+
+Status JoinMasters(float* params, const uint16_t* hi, const uint16_t* lo, size_t n,
+                   cudaStream_t stream) {
+  if (n == 0) return Status::Ok();
+  const bool four = FourAligned({params, hi, lo});
+  JoinMastersKernel<<<ElementwiseBlocks(n, four), 256, 0, stream>>>(params, hi, lo, n, four);
+  BM_LAUNCH_CHECK("JoinMastersKernel", "n={}", n);
   return Status::Ok();
 }
 

@@ -50,6 +50,9 @@ Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const floa
 // The masters' bf16 working copy (hi) and, when lo is given, their low halves
 // (kernels/split_master.h).
 Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n, cudaStream_t stream);
+// The fp32 masters back from their halves (what GetParameters gathers at ZeRO >= 1).
+Status JoinMasters(float* params, const uint16_t* hi, const uint16_t* lo, size_t n,
+                   cudaStream_t stream);
 // AdamW over split masters (RunSpec::split_masters): each fp32 master rebuilt exactly from its
 // bf16 working copy `hi` and low half `lo`, updated as AdamWUpdate does, and split back.
 Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,

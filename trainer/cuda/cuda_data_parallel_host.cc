@@ -17,8 +17,8 @@ using CommType = dist::DType;
 
 }  // namespace
 
-// The working weights' own slices from whole masters (zero 1-2; zero 3 casts them from the
-// masters when it gathers a unit: IssueGather; split masters' high halves are those slices).
+// The working weights' own slices from whole masters (zero 1-2; split masters' high halves are
+// those slices; zero 3 casts when it gathers a unit: IssueGather).
 Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));

@@ -321,7 +321,7 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
       float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
       const AdamWHyper& h = seg.decay ? hyper : no_decay;
-      if (split_) {  // the high halves are the own slice of the working copy (zero 1-2)
+      if (split_) {  // the high halves: the working copy's own slice (zero 1-2), or hi_ (3)
         BM_TRY(AdamWSplitUpdate(HighHalves(u) + (b - slice_begin), At<uint16_t>(lo_) + local,
                                 At<float>(m_) + local, At<float>(v_) + local, grads, sumsq, h,
                                 e - b, compute_));

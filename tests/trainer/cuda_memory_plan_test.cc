@@ -229,19 +229,23 @@ size_t TensorParallelRankBytes(const char* preset, const nlohmann::json& overrid
 //   final: lm_head 256·64 + norm 64 = 16,448, padded                    = 16,512
 //   P = 16,384 + 8 · 21,632 + 16,512 = 205,952;  own slices L = P / 2   = 102,976
 // fp32 floats: ZeRO-1 masters, m, v (3L) + the working copy and the gradients (2P) = 720,832;
-// ZeRO-3 masters, m, v (3L) + gathered embeddings and two unit slots (16,384 + 2 · 21,632) +
-// gradient slices (L) + reduce-scatter scratch (a layer's slice, 10,816) + gradient buckets
-// (16,384 + 2 · 21,632) = 542,016: 715,264 bytes fewer (every entry a multiple of 256 bytes).
+// ZeRO-3 masters, m, v (3L) + two unit slots (2 · 21,632) + gradient slices (L) + reduce-scatter
+// scratch (a layer's slice, 10,816) + two gradient buckets (2 · 21,632) = 509,248 — the untied
+// embeddings (16,384) in the rings' slots (FirstUnitUsedAlone, as CudaModel asks for LLaMA) —
+// so 846,336 bytes fewer (every entry a multiple of 256 bytes); with slots of their own, a
+// gathered and a bucket one, 542,016 and 715,264.
 TEST(DataParallelPlan, TensorParallelZero3HoldsLessThanZero1CountedByHand) {
   const nlohmann::json layers = {{"layers", 8}};
+  const auto alone = [](CudaDataParallel& d) { d.FirstUnitUsedAlone(); };
   size_t P = 0;
-  const size_t z1 = TensorParallelRankBytes("llama-tiny", layers, 2, 2, 1, DType::kF32, &P);
+  const size_t z1 = TensorParallelRankBytes("llama-tiny", layers, 2, 2, 1, DType::kF32, &P, alone);
   EXPECT_EQ(P, 205'952u);
   EXPECT_EQ(z1, 720'832u * 4);
-  const size_t z3 = TensorParallelRankBytes("llama-tiny", layers, 2, 2, 3, DType::kF32, &P);
+  const size_t z3 = TensorParallelRankBytes("llama-tiny", layers, 2, 2, 3, DType::kF32, &P, alone);
   EXPECT_EQ(P, 205'952u);
-  EXPECT_EQ(z3, 542'016u * 4);
-  EXPECT_EQ(z1 - z3, 715'264u);
+  EXPECT_EQ(z3, 509'248u * 4);
+  EXPECT_EQ(z1 - z3, 846'336u);
+  EXPECT_EQ(TensorParallelRankBytes("llama-tiny", layers, 2, 2, 3, DType::kF32, &P), 542'016u * 4);
 }
 
 // The gpt3_paddle example's TP2PP1SH2SP4 rows (gpt3-6.7b, vocabulary padded to 50,304, TP2 over
@@ -302,6 +306,49 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
     const size_t one =
         TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, one_micro);
     EXPECT_EQ(one, fp32 - (zero >= 2 ? E : 0));
+  }
+}
+
+// The embeddings' unit used alone (FirstUnitUsedAlone: an untied head, or a stage without the
+// head) takes the rings' slot 0 at ZeRO 2-3 where that holds less. LLaMA-2-7B on DP4, bf16,
+// counted by hand: E = 32000·4096 = 131,072,000 embedding elements, the widest other unit a
+// layer, 4·4096² + 3·4096·11,008 + 2·4096 = 202,383,360 (both multiples of 256: no padding).
+// E is smaller: ZeRO-3 drops the embeddings' gathered slot (2 E bytes) and gradient bucket
+// (4 E), ZeRO-2 the bucket, ZeRO-1 has neither. Pipeline stage 0 of llama-tiny over PP2 (width
+// 64, one layer of 43,136 elements, so 2 W = 86,272; DP2 pads units to 128): at vocabulary 1024
+// (E = 65,536) the rings grow to E and hold 2 E in place of E + 2 W, (2 W - E) · 6 bytes fewer;
+// at 4096 (E = 262,144 > 2 W) nothing changes.
+TEST(DataParallelPlan, FirstUnitUsedAloneTakesTheRingsSlot) {
+  const auto alone = [](CudaDataParallel& d) { d.FirstUnitUsedAlone(); };
+  const size_t E = 131'072'000;
+  for (int zero : {1, 2, 3}) {
+    SCOPED_TRACE(zero);
+    const size_t apart =
+        TensorParallelRankBytes("llama2-7b", {}, 1, 4, zero, DType::kBF16, nullptr);
+    const size_t ring =
+        TensorParallelRankBytes("llama2-7b", {}, 1, 4, zero, DType::kBF16, nullptr, alone);
+    EXPECT_EQ(apart - ring, zero == 3 ? 6 * E : zero == 2 ? 4 * E : 0);
+  }
+  for (int vocab : {1024, 4096}) {
+    SCOPED_TRACE(vocab);
+    Result<ModelConfig> config = ApplyOverrides(*Preset("llama-tiny"), {{"vocab", vocab}});
+    ASSERT_TRUE(config.ok());
+    Result<ModelShard> shard = ModelShard::Make(*config, {1, 0, 2, 0});
+    ASSERT_TRUE(shard.ok()) << shard.status().message();
+    const ModelSpec spec = SpecOfShard(*config, *shard);
+    const ParamLayout layout(spec, CudaDataParallel::UnitAlign(3, 2));
+    ASSERT_EQ(layout.units().size(), 2u);
+    ASSERT_EQ(layout.units()[1].numel, 43'136u);
+    size_t bytes[2];
+    for (bool first_alone : {false, true}) {
+      testing::PlanOnlyGroup group(2, 0);
+      CudaDataParallel dp(layout, &group, 3, DType::kBF16, true);
+      if (first_alone) dp.FirstUnitUsedAlone();
+      MemoryPlan plan;
+      dp.Plan(&plan);
+      bytes[first_alone] = plan.total();
+    }
+    EXPECT_EQ(bytes[0] - bytes[1], vocab == 1024 ? (2 * 43'136u - 65'536u) * 6 : 0u);
   }
 }
 

@@ -165,9 +165,6 @@ TEST_P(CudaRanksTest, SequenceParallelismMatchesOneRankInLessMemory) {
   }
 }
 
-// ZeRO-3 under tensor parallelism holds less per rank than ZeRO-1 once the model has a few
-// layers (two layers do not: the gathered units and the buckets are as large as the shard):
-// llama-tiny at 8 layers (vocabulary 512) on TP2PP1DP2 plans 715,264 bytes fewer at ZeRO-3, counted
 // Gradients summed in bf16 (grad_reduce = "bf16") over DP2 at every ZeRO stage against the fp32
 // sum of the same layout, 60 steps: they differ (the sum is another arithmetic) and align by the
 // suites' rule, the mean relative loss difference from step 21 below 2%.
@@ -196,6 +193,9 @@ TEST_P(CudaRanksTest, Bf16GradientReductionAlignsWithFp32) {
   }
 }
 
+// ZeRO-3 under tensor parallelism holds less per rank than ZeRO-1 once the model has a few
+// layers (two layers do not: the gathered units and the buckets are as large as the shard):
+// llama-tiny at 8 layers (vocabulary 512) on TP2PP1DP2 plans 846,336 bytes fewer at ZeRO-3, counted
 // by hand in cuda_memory_plan_test.cc (TensorParallelZero3HoldsLessThanZero1CountedByHand); the
 // rest of the arena is the same at both stages.
 TEST_P(CudaRanksTest, TensorParallelZero3HoldsLessThanZero1) {
@@ -209,7 +209,7 @@ TEST_P(CudaRanksTest, TensorParallelZero3HoldsLessThanZero1) {
   const double z1 = Metrics("zero1")["memory"]["peak_bytes"].get<double>();
   const double z3 = Metrics("zero3")["memory"]["peak_bytes"].get<double>();
   EXPECT_LT(z3, z1);
-  EXPECT_EQ(z1 - z3, 715'264.0) << "zero 1:\n"
+  EXPECT_EQ(z1 - z3, 846'336.0) << "zero 1:\n"
                                 << Metrics("zero1")["memory"]["plan"].get<std::string>()
                                 << "zero 3:\n"
                                 << Metrics("zero3")["memory"]["plan"].get<std::string>();

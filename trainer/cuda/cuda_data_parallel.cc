@@ -66,7 +66,13 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     widest = std::max(widest, static_cast<size_t>(plan_.unit(u).numel));
   for (int u = 0; u < plan_.num_units(); ++u)
     widest_slice = std::max(widest_slice, static_cast<size_t>(plan_.slice(u)));
-  const size_t embeddings = static_cast<size_t>(plan_.unit(0).numel);
+  size_t embeddings = static_cast<size_t>(plan_.unit(0).numel);
+  // FirstUnitUsedAlone: the rings' slots grow to it, if at all, rather than holding it apart.
+  first_in_ring_ = first_alone_ && zero_ >= 2 && embeddings < 2 * widest;
+  if (first_in_ring_) {
+    widest = std::max(widest, embeddings);
+    embeddings = 0;
+  }
   if (frozen_) {  // the working weights, nothing else
     work_off_ = plan->Add(lowp_ ? "params 16-bit (frozen)" : "params fp32 (frozen)", P * elem());
     return;
@@ -94,7 +100,7 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     work_off_ = plan->Add(lowp_ ? "params 16-bit copy" : "params fp32 working copy", P * elem());
   if (zero_ == 0 && !lowp_) work_off_ = master_;
   if (zero_ == 3) {
-    emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
+    if (embeddings > 0) emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
     for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
   }
   if (reduce_bf16_)  // the widest padded unit (ShardPlan: padded = slice x ranks)
@@ -107,7 +113,7 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     // (a second micro-batch's slices are added from the bf16 staging when reducing in bf16)
     if (!one_micro_ && !reduce_bf16_)
       rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
-    emb_grad_.offset = plan->Add("embeddings gradient bucket", embeddings * 4);
+    if (embeddings > 0) emb_grad_.offset = plan->Add("embeddings gradient bucket", embeddings * 4);
     for (Slot& s : grad_ring_) s.offset = plan->Add("gradient bucket", widest * 4);
     size_t whole = 0;  // SumWhole's units (the tied embedding's, with pipeline stages)
     for (int u = 0; u < plan_.num_units(); ++u) {

@@ -11,9 +11,10 @@
 //           rank's). Working weights: all; the own slices updated, then all-gathered per unit,
 //           each unit's gather waited for when the next forward acquires the unit.
 //   zero 2  As 1, but the gradients are reduce-scattered per unit during every backward into the
-//           own slices (two unit buckets, and the embeddings').
+//           own slices (two unit buckets, and the embeddings' unless FirstUnitUsedAlone).
 //   zero 3  As 2, but no working copy is kept: each unit is gathered into one of two slots (and
-//           the embeddings' own) just before use, the next one prefetched. With bf16 work and
+//           the embeddings' own unless FirstUnitUsedAlone) just before use, the next one
+//           prefetched. With bf16 work and
 //           split masters (below) the own slice's bf16 high halves are gathered as they are;
 //           otherwise, with 16-bit work, the own slice is cast from the fp32 masters into its
 //           place in the slot and gathered in place (FSDP2's mixed precision: 16 bytes a
@@ -103,6 +104,13 @@ class CudaDataParallel {
   // rounds the same way. SumWhole's units stay fp32.
   void ReduceInBf16() { reduce_bf16_ = true; }
   bool reduces_in_bf16() const { return reduce_bf16_; }
+  // The first unit (the embeddings) is never held beside another unit: the forward uses it
+  // first and alone, the backward writes its gradients last, and the head does not read it (an
+  // untied head, or a stage without the head; before Plan). At zero 2-3 it then takes the
+  // rings' slot 0 (the next unit's neighbour by parity, as any other unit) rather than a
+  // gradient bucket and a gathered slot of its own, where that holds less: when it is smaller
+  // than two of the widest other units (LLaMA-2-7B: 131M against 202M; 0.75 GiB fewer).
+  void FirstUnitUsedAlone() { first_alone_ = true; }
   // Every step one micro-batch (RunSpec::micro_batches_per_step = 1; before Plan): at zero 2-3
   // no reduce-scatter scratch (nothing is added to the reduced slices), and a second micro-batch
   // in a step is refused.
@@ -286,6 +294,8 @@ class CudaDataParallel {
   bool decay_mask_staged_ = false;      // copied into the arena (after its owner zeroed it)
   size_t grad_shard_ = 0, rs_tmp_ = 0;  // zero >= 2: reduced slices; one slice of scratch
   Slot emb_work_, emb_grad_;            // the embeddings' own slots (zero 3 / zero >= 2)
+  bool first_alone_ = false;            // FirstUnitUsedAlone
+  bool first_in_ring_ = false;          // unit 0 in the rings' slot 0 (Plan decides)
   Slot work_ring_[2], grad_ring_[2];    // the other units
   std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
   std::vector<Range> zero_ranges_;  // gradients only added to (ParamLayout::AddedGradients)

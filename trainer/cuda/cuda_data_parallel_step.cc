@@ -79,13 +79,14 @@ Status CudaDataParallel::EndMicroBatch() {
 }
 
 // Units are used in order, forward and backward, one at a time: by parity, the unit in use
-// and the next one (prefetched, or reduced while the next computes) never share a slot.
+// and the next one (prefetched, or reduced while the next computes) never share a slot. The
+// first unit has slots of its own unless it is used alone (FirstUnitUsedAlone).
 CudaDataParallel::Slot* CudaDataParallel::WorkSlotFor(int unit) {
-  return unit == 0 ? &emb_work_ : &work_ring_[unit % 2];
+  return unit == 0 && !first_in_ring_ ? &emb_work_ : &work_ring_[unit % 2];
 }
 
 CudaDataParallel::Slot* CudaDataParallel::GradSlotFor(int unit) {
-  return unit == 0 ? &emb_grad_ : &grad_ring_[unit % 2];
+  return unit == 0 && !first_in_ring_ ? &emb_grad_ : &grad_ring_[unit % 2];
 }
 
 Status CudaDataParallel::IssueGather(int unit) {

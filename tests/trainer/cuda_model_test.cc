@@ -296,13 +296,15 @@ TEST_P(CudaModelTest, ZeroTwoAndThreeLayActivationsOverTheGradientSlices) {
     EXPECT_GE(over, 1) << "zero " << zero;
     EXPECT_EQ(curves[0], curves[1]) << "zero " << zero;
     EXPECT_EQ(finals[0], finals[1]) << "zero " << zero;
-    // And no reduce-scatter scratch: the widest unit's slice (a world of one: the unit), fp32.
+    // Each layer over the slices takes its activations and input stream (B·T·C bf16) along;
+    // and no reduce-scatter scratch: the widest unit's slice (a world of one: the unit), fp32.
     size_t widest = 0;
     for (const Range& u : layout.units()) widest = std::max(widest, u.numel);
-    EXPECT_EQ(
-        plans[0] - plans[1],
-        static_cast<size_t>(over) * (plans[0] - plans[2]) / static_cast<size_t>(spec.layers - 1) +
-            (widest * 4 + MemoryPlan::kAlign - 1) / MemoryPlan::kAlign * MemoryPlan::kAlign)
+    const size_t stream = static_cast<size_t>(kBatch) * kSeq * spec.hidden * 2;
+    EXPECT_EQ(plans[0] - plans[1],
+              static_cast<size_t>(over) *
+                      ((plans[0] - plans[2]) / static_cast<size_t>(spec.layers - 1) + stream) +
+                  MemoryPlan::Aligned(widest * 4))
         << "zero " << zero;
   }
 }
@@ -384,9 +386,10 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   std::vector<std::vector<float>> finals;
   std::vector<std::vector<double>> curves;
   std::vector<size_t> plans;
-  int over = 0;
+  std::vector<int> overs;
   // rerun, recompute, the norms recomputed (alone and with recompute), whole masters (all with
-  // every layer's activations apart), then the top layer's over the gradients
+  // every layer's activations apart), then the top layer's over the gradients, then recompute
+  // with the layers' input streams over the gradients
   for (Options o : std::vector<Options>{
            {.micro_batches_per_step = 0},
            {.micro_batches_per_step = 0},
@@ -394,11 +397,12 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
            {.recompute_norms = true, .micro_batches_per_step = 0},
            {.recompute = true, .recompute_norms = true, .micro_batches_per_step = 0},
            {.split_masters = false, .micro_batches_per_step = 0},
-           {}}) {
+           {},
+           {.recompute = true}}) {
     auto m = MakeModel(spec, DType::kBF16, o);
     ASSERT_TRUE(m);
     plans.push_back(m->memory().plan_bytes);
-    over = m->memory().layers_over_gradients;
+    overs.push_back(m->memory().layers_over_gradients);
     ASSERT_TRUE(m->SetParameters(init).ok());
     curves.push_back(GpuCurve(m.get(), spec, 0, 5, h));
     finals.emplace_back();
@@ -408,11 +412,17 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   EXPECT_EQ(plans[0] - plans[3],
             (2 * static_cast<size_t>(spec.layers) - 1) * kBatch * kSeq * spec.hidden * 2);
   // Over the gradients (tiny models: layer 1's fits below the end of layer 0's gradients, layer
-  // 0's not in the embeddings' alone): one layer's activations fewer in the plan (full
-  // recompute keeps one layer's).
-  EXPECT_EQ(over, 1);
-  EXPECT_EQ(plans[0] - plans[6], static_cast<size_t>(over) * (plans[0] - plans[2]) /
-                                     static_cast<size_t>(spec.layers - 1));
+  // 0's not in the embeddings' alone): one layer's activations (what full recompute keeps fewer,
+  // over layers - 1) and its input stream (B·T·C bf16) fewer in the plan.
+  const size_t stream = static_cast<size_t>(kBatch) * kSeq * spec.hidden * 2;
+  EXPECT_EQ(overs[6], 1);
+  EXPECT_EQ(plans[0] - plans[6],
+            static_cast<size_t>(overs[6]) *
+                ((plans[0] - plans[2]) / static_cast<size_t>(spec.layers - 1) + stream));
+  // With full recompute the streams alone (gpt: layer 1's, below layer 0's gradients; llama's
+  // layer 0's too, in the untied embeddings' gradients, 256 KiB).
+  EXPECT_EQ(overs[7], spec.tied ? 1 : 2);
+  EXPECT_EQ(plans[2] - plans[7], static_cast<size_t>(overs[7]) * stream);
   // Split masters: the fp32 masters' 4 bytes a parameter become a 2-byte low half.
   EXPECT_NEAR(static_cast<double>(plans[5] - plans[0]), 2.0 * static_cast<double>(layout.total()),
               256.0);

@@ -107,7 +107,8 @@ struct MemoryReport {
   size_t plan_bytes = 0;          // the arena (the plan's peak)
   size_t device_used_bytes = 0;   // cudaMemGetInfo: total - free, after Create()
   bool split_masters = false;     // RunSpec::split_masters applied (bf16)
-  int layers_over_gradients = 0;  // layers whose activations lie over gradients written later
+  int layers_over_gradients = 0;  // layers whose input streams (and activations) lie over
+                                  // gradients written later
   int attention_key_block = 0;    // keys per cuDNN attention backward call (0: not cuDNN)
   std::string plan_summary;
 };

@@ -11,10 +11,13 @@ Status CudaModel::Impl::Plan() {
   elem = Lowp() ? 2 : 4;
   dp.Plan(&plan);
   // Per activation slot (one, or the micro-batches a pipeline stage keeps in flight): the
-  // stage's residual streams and, without recompute, each layer's activations.
+  // stage's residual streams and, without recompute, each layer's activations. Layer l's block
+  // holds the stream into it (alive from layer l - 1's forward to the end of layer l's
+  // backward, as its activations are) and, without recompute, its activations; the head's
+  // input stream stands alone.
   const int slots = run.pipeline_slots, layers = Layers();
+  const size_t stream_bytes = rows * c * elem;
   res.resize(static_cast<size_t>(slots) * (layers + 1));
-  for (size_t& r : res) r = plan.Add("residual stream", rows * c * elem);
   acts.resize(run.recompute ? 1 : static_cast<size_t>(slots) * layers);
   size_t bh = static_cast<size_t>(run.micro_batch) * Heads() * run.seq;
   const size_t norm_out =
@@ -33,39 +36,53 @@ Status CudaModel::Impl::Plan() {
   rel.mean2 = one.Add("mean2", rows * 4);
   rel.rstd2 = one.Add("rstd2", rows * 4);
   rel.pre = one.Add("mlp pre-activation", n * BigCols() * elem);
-  // With one micro-batch a step, layer l's activations are dead when its backward ends, and the
-  // reduced gradients of the layers below it (and of the embeddings, the last) are first written
-  // after that: at zero 0-1 the full gradients (their added parts zeroed only then:
-  // dp.ZeroGradientsPerUnit), at zero 2-3 the own slices (each reduce-scattered whole after its
-  // unit's backward, on the communication stream once the compute stream is past it). So layers'
-  // activations go there, packed bottom up from the gradients' start (at zero 0-1 after tied
-  // embeddings, whose gradient the head writes there; at 2-3 it goes to the embeddings' bucket),
-  // layer l's ending before the gradients of layer l - 1 do (layer 0's before the embeddings' do).
-  std::vector<std::optional<size_t>> over(acts.size());  // each layer's place there, if any
-  if (run.micro_batches_per_step == 1 && !run.recompute && !Pp() && !Frozen()) {
-    std::vector<size_t> limits;
-    for (int l = 0; l < static_cast<int>(acts.size()); ++l)
-      limits.push_back(dp.ReducedGradEnd(l > 0 ? layout.unit_of_layer(l - 1) : 0));
-    const bool after_tied = spec.tied_here() && run.zero <= 1;
-    over = PackUnderLimits(after_tied ? dp.ReducedGradEnd(0) : dp.ReducedGradBegin(), one.total(),
-                           limits);
-  }
-  memory.layers_over_gradients = 0;
-  for (int l = 0; l < static_cast<int>(acts.size()); ++l) {
-    size_t base;
-    if (over[l]) {
-      base = *over[l];
-      ++memory.layers_over_gradients;
-    } else {
-      base = plan.Add("layer activations", one.total());
-    }
-    LayerActs& a = acts[l];
-    a = rel;
+  const auto placed = [&](size_t base) {  // the layer's activations from `base`
+    LayerActs a = rel;
     for (size_t* f : {&a.norm1, &a.mean1, &a.rstd1, &a.qkv, &a.att, &a.lse, &a.res_mid, &a.norm2,
                       &a.mean2, &a.rstd2, &a.pre})
       *f += base;
     if (run.recompute_norms) a.norm1 = a.norm2 = norm_out;
+    return a;
+  };
+  // A layer's block: its input stream, then (without recompute) its activations.
+  const size_t acts_at = run.recompute ? 0 : MemoryPlan::Aligned(stream_bytes);
+  const size_t block = acts_at + (run.recompute ? 0 : one.total());
+  // With one micro-batch a step, layer l's block is dead when its backward ends, and the
+  // reduced gradients of the layers below it (and of the embeddings, the last) are first written
+  // after that: at zero 0-1 the full gradients (their added parts zeroed only then:
+  // dp.ZeroGradientsPerUnit), at zero 2-3 the own slices (each reduce-scattered whole after its
+  // unit's backward, on the communication stream once the compute stream is past it). So layers'
+  // blocks go there, packed bottom up from the gradients' start (at zero 0-1 after tied
+  // embeddings, whose gradient the head writes there; at 2-3 it goes to the embeddings' bucket),
+  // layer l's ending before the gradients of layer l - 1 do (layer 0's before the embeddings' do).
+  std::vector<std::optional<size_t>> over(static_cast<size_t>(slots) * layers);
+  if (run.micro_batches_per_step == 1 && slots == 1 && !Pp() && !Frozen()) {
+    std::vector<size_t> limits;
+    for (int l = 0; l < layers; ++l)
+      limits.push_back(dp.ReducedGradEnd(l > 0 ? layout.unit_of_layer(l - 1) : 0));
+    const bool after_tied = spec.tied_here() && run.zero <= 1;
+    over =
+        PackUnderLimits(after_tied ? dp.ReducedGradEnd(0) : dp.ReducedGradBegin(), block, limits);
   }
+  memory.layers_over_gradients = 0;
+  for (int s = 0; s < slots; ++s) {
+    for (int l = 0; l < layers; ++l) {
+      const size_t i = static_cast<size_t>(s) * layers + l;
+      size_t base;
+      if (over[i]) {
+        base = *over[i];
+        ++memory.layers_over_gradients;
+      } else {
+        base = plan.Add(run.recompute ? "residual stream" : "residual stream + layer activations",
+                        block);
+      }
+      res[static_cast<size_t>(s) * (layers + 1) + l] = base;
+      if (!run.recompute) acts[i] = placed(base + acts_at);
+    }
+    res[static_cast<size_t>(s) * (layers + 1) + layers] =
+        plan.Add("residual stream (the head's)", stream_bytes);
+  }
+  if (run.recompute) acts[0] = placed(plan.Add("layer activations", one.total()));
   if (memory.layers_over_gradients > 0 && run.zero <= 1) dp.ZeroGradientsPerUnit();
   if (CountsRanges()) {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
@@ -160,9 +177,9 @@ Status CudaModel::Impl::Plan() {
   memory.plan_summary = plan.Summary();
   if (memory.layers_over_gradients > 0)
     memory.plan_summary += fmt::format(
-        "  and {} layers' activations ({:.1f} MiB each) over the "
+        "  and {} layers' input streams{} ({:.1f} MiB each) over the "
         "gradients written after their backward\n",
-        memory.layers_over_gradients, one.total() / 1048576.0);
+        memory.layers_over_gradients, run.recompute ? "" : " and activations", block / 1048576.0);
   BM_TRY(CheckFits(plan));
   BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
   return dp.Bind(arena.get(), stream);

@@ -39,6 +39,7 @@ class MemoryPlan {
     size_t bytes;
   };
   static constexpr size_t kAlign = 256;
+  static size_t Aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
   // Reserves `bytes` (rounded up to kAlign) and returns its offset.
   size_t Add(std::string name, size_t bytes);

@@ -119,6 +119,55 @@ TEST_F(DataParallelTest, KilledShardedRunResumesBitForBit) {
   ExpectKilledRunResumesBitForBit(full);
 }
 
+// `benchmake compare A B` on two of these runs' output directories: its exit status and output.
+std::pair<int, std::string> Compare(const std::string& a, const std::string& b) {
+  const std::string cmd =
+      std::string(BENCHMAKE_TEST_BINARY_DIR) + "/benchmake compare '" + a + "' '" + b + "' 2>&1";
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return {-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Gradients summed in bf16 (grad_reduce = "bf16", the CUDA twin's) on DP2 at every ZeRO stage,
+// against the fp32 sums of the same layout over 40 steps: another arithmetic (the curves
+// differ), aligned by the suites' rule as `benchmake compare` applies it (from step 21, the mean
+// relative loss difference below 2%): ALIGNED, exit 0. The check can fail: the same run at a
+// tenth of the learning rate, which has learned far less by step 21, is NOT ALIGNED (exit 1).
+TEST_F(DataParallelTest, Bf16GradientSumsAlignWithFp32) {
+  for (int zero : {0, 1, 2, 3}) {
+    const std::string tag = "z" + std::to_string(zero);
+    json fp32 = Config("sum32_" + tag, "llama-tiny", 2, 2, 2, zero);
+    json bf16 = Config("sum16_" + tag, "llama-tiny", 2, 2, 2, zero);
+    fp32["steps"] = bf16["steps"] = 40;
+    bf16["grad_reduce"] = "bf16";
+    RunOk(fp32);
+    RunOk(bf16);
+    EXPECT_NE(Losses("sum32_" + tag), Losses("sum16_" + tag)) << tag;
+    EXPECT_EQ(Metrics("sum16_" + tag)["parallel"]["grad_reduce"], "bf16") << tag;
+    EXPECT_EQ(Metrics("sum32_" + tag)["parallel"]["grad_reduce"], "fp32") << tag;
+    auto [status, out] = Compare(dir_ + "/sum32_" + tag, dir_ + "/sum16_" + tag);
+    EXPECT_EQ(status, 0) << tag << "\n" << out;
+    EXPECT_NE(out.find("ALIGNED: mean relative loss difference"), std::string::npos) << out;
+    std::printf(
+        "zero %d, bf16 against fp32 sums: %s\n", zero,
+        out.substr(out.find("ALIGNED"), out.find('\n', out.find("ALIGNED")) - out.find("ALIGNED"))
+            .c_str());
+  }
+  json slow = Config("sum32_slow", "llama-tiny", 2, 2, 2, 0);
+  slow["steps"] = 40;
+  slow["lr"] = 3e-4;
+  slow["min_lr"] = 3e-5;
+  RunOk(slow);
+  auto [status, out] = Compare(dir_ + "/sum32_z0", dir_ + "/sum32_slow");
+  EXPECT_EQ(status, 1) << out;
+  EXPECT_NE(out.find("NOT ALIGNED"), std::string::npos) << out;
+}
+
 // Layout and world must agree: a DP2 run started as one process says how to start it.
 TEST_F(DataParallelTest, RefusesAWorldThatIsNotTheLayouts) {
   const std::string path = dir_ + "/lonely.json";

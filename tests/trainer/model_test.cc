@@ -237,16 +237,48 @@ TEST(CpuBackendTest, ParametersFromASourceAndAGatherThatKeepsNothing) {
   EXPECT_EQ(fresh->SetParametersFrom(InitialParameters(c, layout, 4)).code(), ErrorCode::kInternal);
 }
 
-// The CPU reduces gradients in fp32 only: asked for bf16 (the cuda backend's option), it says so.
-TEST(CpuBackendTest, RefusesGradientReductionInBf16) {
-  BackendOptions o;
-  o.max_batch = 1;
-  o.max_seq = 8;
-  o.grad_reduce_bf16 = true;
-  std::unique_ptr<Backend> b = std::move(*CreateBackend("cpu"));
-  Status st = b->Init(*Preset("llama-tiny"), o);
-  EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
-  EXPECT_NE(st.message().find("grad_reduce bf16 is cuda's"), std::string::npos) << st.message();
+// x rounded to bf16 (8 significant bits), to nearest with ties to even, from its binade:
+// nearbyint in units of the last place (the default rounding mode is to nearest even) — not
+// from the bits, as trainer/dist/bf16.h rounds.
+float RoundedToBf16(float x) {
+  if (x == 0.0f || !std::isfinite(x)) return x;
+  const double ulp = std::ldexp(1.0, std::max(std::ilogb(x), -126) - 7);  // subnormals: 2^-133
+  return static_cast<float>(std::nearbyint(static_cast<double>(x) / ulp) * ulp);
+}
+
+// Gradients summed in bf16 on one rank (grad_reduce = "bf16", the cuda backend's option too):
+// the reduced gradients are the fp32 reduction's rounded to bf16, element for element, at ZeRO
+// 0 and 1 (whose full gradients one rank reads back); the rounding reference at hand-picked
+// ties first.
+TEST(CpuBackendTest, Bf16GradientReductionRoundsTheGradients) {
+  EXPECT_EQ(RoundedToBf16(1.0f + 0x1p-8f), 1.0f);                // a tie, to even (down)
+  EXPECT_EQ(RoundedToBf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);  // a tie, to even (up)
+  EXPECT_EQ(RoundedToBf16(-(1.0f + 0x1p-7f + 0x1p-9f)), -(1.0f + 0x1p-7f));
+  ModelConfig c = *Preset("llama-tiny");
+  const ParamLayout layout(c);
+  std::vector<int32_t> in(2 * 8), tgt(2 * 8);
+  for (int i = 0; i < 16; ++i) in[i] = (i * 37) % 512, tgt[i] = (i * 53 + 5) % 512;
+  const MicroBatch batch{in.data(), tgt.data(), nullptr, 2, 8};
+  for (int zero : {0, 1}) {
+    std::vector<float> g[2];
+    for (bool bf16 : {false, true}) {
+      Result<std::unique_ptr<Backend>> b = CreateBackend("cpu");
+      ASSERT_TRUE(b.ok());
+      BackendOptions o;
+      o.max_batch = 2, o.max_seq = 8, o.zero = zero, o.threads = 1;
+      o.grad_reduce_bf16 = bf16;
+      ASSERT_TRUE((*b)->Init(c, o).ok());
+      ASSERT_TRUE((*b)->SetParameters(InitParameters(c, layout, 4)).ok());
+      ASSERT_TRUE((*b)->ZeroGrad().ok());
+      ASSERT_TRUE((*b)->ForwardBackward(batch, 1.0f / 16).ok());
+      g[bf16].assign(layout.total(), 0.0f);
+      ASSERT_TRUE((*b)->GetGradients(g[bf16]).ok());
+    }
+    EXPECT_NE(g[0], g[1]) << "zero " << zero << ": the rounding changes some gradient";
+    size_t differ = 0;
+    for (size_t i = 0; i < g[0].size(); ++i) differ += g[1][i] != RoundedToBf16(g[0][i]);
+    EXPECT_EQ(differ, 0u) << "zero " << zero;
+  }
 }
 
 TEST(CpuBackendTest, LastTokenArgmaxMatchesAllPositions) {

@@ -37,9 +37,6 @@ class CpuBackend final : public Backend {
     if (options.zero < 0 || options.zero > 3)
       return Errorf(ErrorCode::kInvalidArgument, "zero = {}: the ZeRO stage is 0, 1, 2 or 3",
                     options.zero);
-    if (options.grad_reduce_bf16)
-      return Status(ErrorCode::kUnsupported,
-                    "cpu backend: gradients are reduced in fp32 (grad_reduce bf16 is cuda's)");
     for (dist::Communicator* c : {options.dp, options.tp, options.pp})
       if (c && c->device())
         return Errorf(ErrorCode::kInvalidArgument,
@@ -63,6 +60,7 @@ class CpuBackend final : public Backend {
       options_.dp = self_.get();
     }
     dp_ = std::make_unique<DataParallel>(model_.get(), options_.dp, options.zero);
+    if (options.grad_reduce_bf16) dp_->ReduceInBf16();
     model_->set_hooks(dp_.get());
     if (pp > 1) pipeline_ = std::make_unique<Pipeline>(model_.get(), dp_.get(), options.pp);
     return Status::Ok();

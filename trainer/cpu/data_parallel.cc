@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "trainer/cpu/ops/adamw.h"
+#include "trainer/dist/bf16.h"
 
 namespace bm::train::cpu {
 namespace {
@@ -139,8 +140,7 @@ void DataParallel::GradientsReady(int unit) {
   const int64_t n = plan_.unit(unit).numel;
   if (zero_ <= 1 && !last_micro_) return;  // accumulate locally; reduce once per step
   if (zero_ <= 1 && whole_sum_[unit]) {
-    queue_.Submit(
-        [this, grads, n] { return comm_->AllReduce(grads, n, DType::kFloat32, ReduceOp::kSum); });
+    queue_.Submit([this, unit, grads, n] { return AllReduceGrads(unit, grads, n); });
     return;
   }
   if (zero_ == 1) {
@@ -173,8 +173,7 @@ void DataParallel::SubmitShardReduction(int unit) {
   float* shard = shard_grads_.data() + plan_.shard_offset(unit);
   queue_.Submit([this, unit, shard, send = std::move(send)] {
     std::vector<float> recv(plan_.slice(unit));
-    BM_TRY(comm_->ReduceScatter(send.data(), recv.data(), plan_.slice(unit), DType::kFloat32,
-                                ReduceOp::kSum));
+    BM_TRY(ReduceScatterGrads(unit, send.data(), recv.data()));
     for (size_t i = 0; i < recv.size(); ++i) shard[i] += recv[i];
     return Status::Ok();
   });
@@ -190,8 +189,27 @@ Status DataParallel::ReduceTiedUnits() {
 Status DataParallel::ReduceScatterUnit(int unit, const float* grads, float* slice) {
   std::vector<float> send(plan_.padded(unit), 0.0f);
   std::copy_n(grads, plan_.unit(unit).numel, send.begin());
-  return comm_->ReduceScatter(send.data(), slice, plan_.slice(unit), DType::kFloat32,
-                              ReduceOp::kSum);
+  return ReduceScatterGrads(unit, send.data(), slice);
+}
+
+Status DataParallel::AllReduceGrads(int unit, float* data, int64_t n) {
+  if (!bf16_ || tied_unit_[unit]) return comm_->AllReduce(data, n, DType::kFloat32, ReduceOp::kSum);
+  std::vector<uint16_t> h(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) h[i] = dist::FloatToBf16(data[i]);
+  BM_TRY(comm_->AllReduce(h.data(), n, DType::kBFloat16, ReduceOp::kSum));
+  for (int64_t i = 0; i < n; ++i) data[i] = dist::Bf16ToFloat(h[i]);
+  return Status::Ok();
+}
+
+Status DataParallel::ReduceScatterGrads(int unit, const float* send, float* slice) {
+  const int64_t n = plan_.slice(unit);
+  if (!bf16_ || tied_unit_[unit])
+    return comm_->ReduceScatter(send, slice, n, DType::kFloat32, ReduceOp::kSum);
+  std::vector<uint16_t> out(static_cast<size_t>(plan_.padded(unit))), in(static_cast<size_t>(n));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = dist::FloatToBf16(send[i]);
+  BM_TRY(comm_->ReduceScatter(out.data(), in.data(), n, DType::kBFloat16, ReduceOp::kSum));
+  for (int64_t i = 0; i < n; ++i) slice[i] = dist::Bf16ToFloat(in[i]);
+  return Status::Ok();
 }
 
 Status DataParallel::EndMicroBatch() { return queue_.Drain(); }

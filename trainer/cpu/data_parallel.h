@@ -23,7 +23,8 @@
 // the local buffer cleared) on the caller's thread when its backward ends: a
 // pipeline stage runs the unit's next backward before the reduction has run.
 // Shards follow trainer/dist/shard_plan.h. Reductions sum (the loss scale
-// already divides by the global token count). With a group of one rank every
+// already divides by the global token count), in fp32 or, with ReduceInBf16,
+// in bf16 as the CUDA twin does. With a group of one rank every
 // stage runs the same code with trivial collectives; zero = 0 on one rank is
 // the plain single-process trainer, bit for bit.
 //
@@ -53,6 +54,12 @@ class DataParallel final : public UnitHooks {
   // model and comm outlive this; 0 <= zero <= 3.
   DataParallel(Model<float>* model, dist::Communicator* comm, int zero);
   ~DataParallel() override;
+  // Gradients summed in bf16 (grad_reduce = "bf16"; Megatron's --grad-reduce-in-bf16, the CUDA
+  // twin's CudaDataParallel::ReduceInBf16): each unit's fp32 gradients rounded to bf16 (to
+  // nearest even), summed over the group in bf16 (each addition rounded: trainer/dist/bf16.h)
+  // and widened back; a group of one rounds the same way. The tied embedding's units of a
+  // pipeline stay fp32. Before the first step.
+  void ReduceInBf16() { bf16_ = true; }
 
   Status SetParameters(std::span<const float> full);
   Status GetParameters(std::span<float> full);
@@ -109,6 +116,10 @@ class DataParallel final : public UnitHooks {
   // Reduce-scatters unit u's gradients `grads` (numel floats; padded here)
   // into this rank's slice, plan_.slice(u) floats (the communication thread).
   Status ReduceScatterUnit(int u, const float* grads, float* slice);
+  // The group's sums of unit u's gradients, in fp32 or (ReduceInBf16, not a tied unit) in bf16:
+  // all of `data` in place, or `send` (padded) scattered into this rank's `slice`.
+  Status AllReduceGrads(int u, float* data, int64_t n);
+  Status ReduceScatterGrads(int u, const float* send, float* slice);
   // Zero 2-3: takes unit u's local gradient (clearing it) and submits its
   // reduce-scatter into the shard.
   void SubmitShardReduction(int u);
@@ -135,6 +146,7 @@ class DataParallel final : public UnitHooks {
   std::vector<dist::CommQueue::Ticket> gather_ticket_;  // 0: none pending
   std::vector<bool> resident_;                          // zero 3: unit in params()
   bool last_micro_ = true;
+  bool bf16_ = false;  // ReduceInBf16
   mutable dist::CommQueue queue_;
 };
 

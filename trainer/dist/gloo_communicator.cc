@@ -18,6 +18,8 @@
 #include <cstring>
 #include <vector>
 
+#include "trainer/dist/bf16.h"
+
 namespace bm::train::dist {
 namespace {
 
@@ -41,21 +43,8 @@ void WithElem(DType dtype, F&& f) {
   }
 }
 
-// bf16 is fp32's top half; Gloo has no bf16 type. An addition happens in
-// fp32 and rounds back to nearest even, as gloo::float16's does for fp16.
-float Bf16ToFloat(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-uint16_t FloatToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
+// Gloo has no bf16 type (trainer/dist/bf16.h): an addition happens in fp32 and rounds back to
+// nearest even, as gloo::float16's does for fp16.
 void Bf16Sum(void* c, const void* a, const void* b, size_t n) {
   auto* out = static_cast<uint16_t*>(c);
   const auto* x = static_cast<const uint16_t*>(a);

@@ -256,10 +256,6 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",
                   c.communicator);
-  if (c.device == "cpu" && c.grad_reduce_bf16)
-    return Status(ErrorCode::kUnsupported,
-                  "grad_reduce 'bf16' on device cpu: the cpu backend reduces gradients in fp32 "
-                  "(bf16 reduction needs device cuda)");
   if (c.device == "cpu" && c.precision != Precision::kFp32)
     return Errorf(ErrorCode::kUnsupported,
                   "precision '{}' on device cpu: the cpu backend is fp32 only (bf16 and fp16 "

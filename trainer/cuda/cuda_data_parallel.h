@@ -66,6 +66,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "base/result.h"
@@ -248,9 +250,11 @@ class CudaDataParallel {
   Status MastersChanged();
   // split_: unit u's own slice of the masters' high halves (the working copy's at zero 0-2).
   uint16_t* HighHalves(int unit) const;
-  // split_: the masters' halves from fp32 values in local order (this rank's slices in unit
-  // order; the flat layout at zero 0), and back (on the host).
-  Status SetSplitMasters(const std::vector<float>& local);
+  // split_: the masters' halves from fp32 values, split on the host a chunk at a time:
+  // values(u, at, out) gives unit u's own slice from its element `at` on. GetSplitMasters: back,
+  // in local order (this rank's slices in unit order; the flat layout at zero 0).
+  using SliceSource = std::function<void(int unit, size_t at, std::span<float> out)>;
+  Status SetSplitMasters(const SliceSource& values);
   Status GetSplitMasters(std::vector<float>* local);
   // zero 1-2: issues every unit's gather of the working weights; the compute stream waits for
   // unit u's in Acquire(u) (the next forward overlaps the gathers of the units after it), and

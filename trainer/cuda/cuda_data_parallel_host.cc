@@ -38,15 +38,10 @@ Status CudaDataParallel::WriteWorkSlices(cudaStream_t s) {
 Status CudaDataParallel::SetParameters(const RangeSource& fill) {
   if (frozen_) return SetFrozen(fill);
   const size_t P = layout_.total();
-  if (split_) {  // this rank's ranges, in local order
-    std::vector<float> local(static_cast<size_t>(local_size()));
-    for (int u = 0; u < plan_.num_units(); ++u) {
-      const size_t begin = static_cast<size_t>(plan_.unit(u).offset) +
-                           static_cast<size_t>(plan_.rank() * plan_.slice(u));
-      fill(begin, std::span<float>(local.data() + plan_.shard_offset(u),
-                                   static_cast<size_t>(plan_.slice(u))));
-    }
-    BM_TRY(SetSplitMasters(local));
+  if (split_) {  // this rank's slices
+    BM_TRY(SetSplitMasters([&](int u, size_t at, std::span<float> out) {
+      fill(static_cast<size_t>(plan_.unit(u).offset + plan_.rank() * plan_.slice(u)) + at, out);
+    }));
     return MastersChanged();
   }
   HostStaging staging;  // chunks no larger than what goes up (a small model's are small)
@@ -115,21 +110,29 @@ Status CudaDataParallel::GatherMaster(const RangeSink& take) {
   return Status::Ok();
 }
 
-// split_: the low halves lie in local order; the high halves unit by unit (HighHalves).
-Status CudaDataParallel::SetSplitMasters(const std::vector<float>& local) {
-  const size_t n = local.size();
-  std::vector<uint16_t> hi(n), lo(n);
-  SplitMastersCpu(local.data(), n, hi.data(), lo.data());
+// split_: the low halves lie in local order; the high halves unit by unit (HighHalves). A
+// chunk's host buffers are reused once its copies are done, so the host holds a chunk, not the
+// shard (as HostStaging does for whole masters).
+Status CudaDataParallel::SetSplitMasters(const SliceSource& values) {
+  const size_t chunk = std::min(static_cast<size_t>(local_size()), HostStaging::kChunk);
+  std::vector<float> v(chunk);
+  std::vector<uint16_t> hi(chunk), lo(chunk);
   BM_TRY(AwaitGathers());  // at zero 1-2 the high halves are the gathers' send buffers
-  for (int u = 0; u < plan_.num_units(); ++u)
-    BM_CUDA_CHECK(
-        cudaMemcpyAsync(HighHalves(u), hi.data() + plan_.shard_offset(u),
-                        static_cast<size_t>(plan_.slice(u)) * 2, cudaMemcpyHostToDevice, compute_),
-        "unit {} masters' high halves", u);
-  BM_CUDA_CHECK(
-      cudaMemcpyAsync(At<uint16_t>(lo_), lo.data(), n * 2, cudaMemcpyHostToDevice, compute_),
-      "masters' low halves");
-  BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    const size_t slice = static_cast<size_t>(plan_.slice(u));
+    for (size_t at = 0; at < slice; at += chunk) {
+      const size_t n = std::min(chunk, slice - at);
+      values(u, at, std::span<float>(v.data(), n));
+      SplitMastersCpu(v.data(), n, hi.data(), lo.data());
+      BM_CUDA_CHECK(
+          cudaMemcpyAsync(HighHalves(u) + at, hi.data(), n * 2, cudaMemcpyHostToDevice, compute_),
+          "unit {} masters' high halves", u);
+      BM_CUDA_CHECK(cudaMemcpyAsync(At<uint16_t>(lo_) + plan_.shard_offset(u) + at, lo.data(),
+                                    n * 2, cudaMemcpyHostToDevice, compute_),
+                    "unit {} masters' low halves", u);
+      BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");  // before the buffers change
+    }
+  }
   return Status::Ok();
 }
 
@@ -288,7 +291,12 @@ Status CudaDataParallel::SetLocalState(const std::vector<float>& master,
         cudaMemcpyAsync(At<float>(off), in->data(), n * 4, cudaMemcpyHostToDevice, compute_),
         "local state");
   }
-  if (split_) BM_TRY(SetSplitMasters(master));
+  if (split_) {
+    BM_TRY(SetSplitMasters([&](int u, size_t at, std::span<float> out) {
+      std::copy_n(master.begin() + plan_.shard_offset(u) + static_cast<int64_t>(at), out.size(),
+                  out.begin());
+    }));
+  }
   return MastersChanged();
 }
 

@@ -386,9 +386,10 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   std::vector<std::vector<float>> finals;
   std::vector<std::vector<double>> curves;
   std::vector<size_t> plans;
-  int over = 0;
+  std::vector<int> overs;
   // rerun, recompute, the norms recomputed (alone and with recompute), whole masters (all with
-  // every layer's activations apart), then the top layer's over the gradients
+  // every layer's activations apart), then the top layer's over the gradients, then recompute
+  // with the layers' input streams over the gradients
   for (Options o : std::vector<Options>{
            {.micro_batches_per_step = 0},
            {.micro_batches_per_step = 0},
@@ -396,11 +397,12 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
            {.recompute_norms = true, .micro_batches_per_step = 0},
            {.recompute = true, .recompute_norms = true, .micro_batches_per_step = 0},
            {.split_masters = false, .micro_batches_per_step = 0},
-           {}}) {
+           {},
+           {.recompute = true}}) {
     auto m = MakeModel(spec, DType::kBF16, o);
     ASSERT_TRUE(m);
     plans.push_back(m->memory().plan_bytes);
-    over = m->memory().layers_over_gradients;
+    overs.push_back(m->memory().layers_over_gradients);
     ASSERT_TRUE(m->SetParameters(init).ok());
     curves.push_back(GpuCurve(m.get(), spec, 0, 5, h));
     finals.emplace_back();
@@ -413,10 +415,14 @@ TEST_P(CudaModelTest, RerunsAreBitIdenticalAndRecomputeChangesNothing) {
   // 0's not in the embeddings' alone): one layer's activations (what full recompute keeps fewer,
   // over layers - 1) and its input stream (B·T·C bf16) fewer in the plan.
   const size_t stream = static_cast<size_t>(kBatch) * kSeq * spec.hidden * 2;
-  EXPECT_EQ(over, 1);
+  EXPECT_EQ(overs[6], 1);
   EXPECT_EQ(plans[0] - plans[6],
-            static_cast<size_t>(over) *
+            static_cast<size_t>(overs[6]) *
                 ((plans[0] - plans[2]) / static_cast<size_t>(spec.layers - 1) + stream));
+  // With full recompute the streams alone (gpt: layer 1's, below layer 0's gradients, the tied
+  // embeddings' being written first; llama: layer 0's too, in the untied embeddings' 256 KiB).
+  EXPECT_EQ(overs[7], spec.tied ? 1 : 2);
+  EXPECT_EQ(plans[2] - plans[7], static_cast<size_t>(overs[7]) * stream);
   // Split masters: the fp32 masters' 4 bytes a parameter become a 2-byte low half.
   EXPECT_NEAR(static_cast<double>(plans[5] - plans[0]), 2.0 * static_cast<double>(layout.total()),
               256.0);

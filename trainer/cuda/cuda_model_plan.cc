@@ -14,8 +14,7 @@ Status CudaModel::Impl::Plan() {
   // stage's residual streams and, without recompute, each layer's activations. Layer l's block
   // holds the stream into it (alive from layer l - 1's forward to the end of layer l's
   // backward, as its activations are) and, without recompute, its activations; the head's
-  // input stream stands alone. (With full recompute the streams alone could lie over the
-  // gradients as well: not done, not yet run on a GPU.)
+  // input stream stands alone. With full recompute the blocks are the streams alone.
   const int slots = run.pipeline_slots, layers = Layers();
   const size_t stream_bytes = rows * c * elem;
   res.resize(static_cast<size_t>(slots) * (layers + 1));
@@ -57,7 +56,7 @@ Status CudaModel::Impl::Plan() {
   // embeddings, whose gradient the head writes there; at 2-3 it goes to the embeddings' bucket),
   // layer l's ending before the gradients of layer l - 1 do (layer 0's before the embeddings' do).
   std::vector<std::optional<size_t>> over(static_cast<size_t>(slots) * layers);
-  if (run.micro_batches_per_step == 1 && slots == 1 && !run.recompute && !Pp() && !Frozen()) {
+  if (run.micro_batches_per_step == 1 && slots == 1 && !Pp() && !Frozen()) {
     std::vector<size_t> limits;
     for (int l = 0; l < layers; ++l)
       limits.push_back(dp.ReducedGradEnd(l > 0 ? layout.unit_of_layer(l - 1) : 0));
@@ -178,9 +177,9 @@ Status CudaModel::Impl::Plan() {
   memory.plan_summary = plan.Summary();
   if (memory.layers_over_gradients > 0)
     memory.plan_summary += fmt::format(
-        "  and {} layers' input streams and activations ({:.1f} MiB each) over the "
+        "  and {} layers' input streams{} ({:.1f} MiB each) over the "
         "gradients written after their backward\n",
-        memory.layers_over_gradients, block / 1048576.0);
+        memory.layers_over_gradients, run.recompute ? "" : " and activations", block / 1048576.0);
   BM_TRY(CheckFits(plan));
   BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
   return dp.Bind(arena.get(), stream);

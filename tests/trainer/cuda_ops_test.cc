@@ -1066,6 +1066,52 @@ TEST(CudaOpsBf16, MatmulTuningKeepsTheFirstChoicesBits) {
   EXPECT_EQ(device_sum, BitChecksumCpu(got[0].data(), got[0].size() * 4));
 }
 
+// A shape one dimension away from a tuned one (here k, the tokens of a weight gradient: a
+// micro-batch of another width) reuses the tuned one's kept algorithm after the bit check, so
+// its bits are still the untuned heuristic's first; a shape two dimensions away is tuned whole.
+TEST(CudaOpsBf16, MatmulTuningReusesTheNearestTunedShape) {
+  BM_SKIP_WITHOUT_GPU();
+  using T = __nv_bfloat16;
+  const int m = 768, n = 1024, max_k = 2560;
+  auto a = Rounded<T>(RandomVector(size_t(max_k) * (m + 64), 1.0f, 7));
+  auto b = Rounded<T>(RandomVector(size_t(max_k) * n, 1.0f, 8));
+  DeviceBuffer<T> ga(a), gb(b);
+  DeviceBuffer<float> gd(size_t(m + 64) * n);
+  auto run = [&](Matmul& mm, int rows, int k) {
+    MatmulArgs g;
+    g.m = rows, g.n = n, g.k = k, g.trans_a = true, g.ab_type = DType::kBF16;
+    g.d_type = DType::kF32;
+    g.a = ga.get(), g.lda = rows, g.b = gb.get(), g.ldb = n, g.d = gd.get(), g.ldd = n;
+    EXPECT_TRUE(mm.Run(g, 0).ok());
+    return gd.Download();
+  };
+  DeviceBuffer<char> ws_first(Matmul::kDefaultWorkspaceBytes),
+      ws_tuned(Matmul::kDefaultWorkspaceBytes);
+  auto first = Matmul::Create(ws_first.get(), Matmul::kDefaultWorkspaceBytes, false);
+  auto tuned = Matmul::Create(ws_tuned.get(), Matmul::kDefaultWorkspaceBytes, true);
+  ASSERT_TRUE(first.ok() && tuned.ok());
+  auto same_bits = [](const std::vector<float>& x, const std::vector<float>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * 4) == 0;
+  };
+  // (rows, k): the first tuned whole; k farther and nearer (the nearer one is the neighbour
+  // the last reuses); rows and k both other: no neighbour.
+  const std::vector<std::pair<int, int>> shapes = {
+      {m, 2048}, {m, 2560}, {m, 2176}, {m, 2144}, {m + 64, 2144}};
+  for (auto [rows, k] : shapes) {
+    EXPECT_TRUE(same_bits(run(**first, rows, k), run(**tuned, rows, k)))
+        << "rows " << rows << ", k " << k << ": not the heuristic's first bits";
+  }
+  const std::vector<std::string>& log = (*tuned)->tuning_log();
+  for (const std::string& line : log) std::printf("note: tuning %s\n", line.c_str());
+  ASSERT_EQ(log.size(), shapes.size());
+  EXPECT_EQ(log[0].find("reused"), std::string::npos) << log[0];
+  EXPECT_NE(log[1].find("reused the kept algorithm of [m=768 n=1024 k=2048]"), std::string::npos)
+      << log[1];
+  EXPECT_NE(log[3].find("reused the kept algorithm of [m=768 n=1024 k=2176]"), std::string::npos)
+      << log[3];
+  EXPECT_EQ(log[4].find("reused"), std::string::npos) << log[4];
+}
+
 TYPED_TEST(CudaOps, MatmulForms) {
   using T = TypeParam;
   DType dt = std::is_same_v<T, float>    ? DType::kF32

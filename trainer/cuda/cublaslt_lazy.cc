@@ -105,6 +105,14 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
              requested, out, returned);
 }
 
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                       cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                                       cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                       const cublasLtMatmulAlgo_t* algo,
+                                       cublasLtMatmulHeuristicResult_t* result) {
+  BM_FORWARD(cublasLtMatmulAlgoCheck, handle, desc, Adesc, Bdesc, Cdesc, Ddesc, algo, result);
+}
+
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc,
                                         cublasComputeType_t compute_type,
                                         cudaDataType_t scale_type) {

@@ -27,6 +27,12 @@
 // somewhere), so tuning changes speed, not results: reruns stay bit-identical whatever the
 // timings were. A call that accumulates into its own output runs the current choice (the
 // first, until a call of its shape that can run twice has tuned it).
+// A shape one dimension away from a tuned one (m, n or k alone differs: a micro-batch of
+// another width, whose tokens are that dimension) first tries the nearest such shape's kept
+// algorithm: where cuBLASLt takes it for this shape and it gives the heuristic's first bits on
+// the call's operands (two launches), it is kept without timing the candidates. A LLaVA run
+// meets a new width on one rank while the others wait; a full tuning of a 13B layer's products
+// cost that step ~0.8 s (docs/PERFORMANCE.md).
 //
 // Thread safety: one Matmul per stream/thread.
 #pragma once
@@ -87,14 +93,18 @@ class Matmul {
   static constexpr int kCandidates = 8;
 
   // One line per tuned shape: the heuristic's first, the kept and the fastest candidate (ms),
-  // and how many candidates gave the first's bits.
+  // and how many candidates gave the first's bits; or which tuned shape's algorithm it reused.
   const std::vector<std::string>& tuning_log() const { return tuning_log_; }
 
  private:
   struct Plan;
   using Key = std::tuple<int, int, int, bool, bool, int, int, int, int, int, int, int, bool>;
   Matmul(cublasLtHandle_t handle, void* workspace, size_t bytes, bool tune);
+  static Key KeyOf(const MatmulArgs& args);
   Result<Plan*> GetPlan(const MatmulArgs& args);
+  // The timed plan nearest to `key` among those that differ from it in one of m, n, k alone.
+  const Key* TunedNeighbour(const Key& key) const;
+  Result<bool> Reuse(const MatmulArgs& a, Plan* plan, cudaStream_t stream);
   Status Launch(const MatmulArgs& a, Plan* plan, const cublasLtMatmulAlgo_t& algo,
                 cudaStream_t stream);
   Status Tune(const MatmulArgs& a, Plan* plan, cudaStream_t stream);

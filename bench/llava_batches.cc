@@ -5,11 +5,12 @@
 //
 //   llava_batches DATA_DIR OUT_DIR --steps N --lbs B --mpe T [--gas G] [--dp D] [--seed S]
 //
-// OUT_DIR/index.json lists {step, micro, rank, B, T, images, image_tokens, prefix} per
-// micro-batch; PREFIX.inputs (int32 [B, T]), .targets (int32 [B, T]: the next token), .mask
-// (uint8 [B, T]: whether targets[t] counts), .pixels (float32 [images, 3, S, S], normalised),
-// .positions (int64 [images, image_tokens]: flat b*T + t, -1 where a cut image lost it), all
-// little-endian, read with numpy.fromfile.
+// OUT_DIR/index.json lists {step, micro, rank, B, T, width, images, image_tokens, prefix} per
+// micro-batch (width: the longest actual row, the seed's tokens a row as llava_metrics.h counts
+// them; T: that rounded up to 64, the padded width trained); PREFIX.inputs (int32 [B, T]), .targets
+// (int32 [B, T]: the next token), .mask (uint8 [B, T]: whether targets[t] counts), .pixels (float32
+// [images, 3, S, S], normalised), .positions (int64 [images, image_tokens]: flat b*T + t, -1 where
+// a cut image lost it), all little-endian, read with numpy.fromfile.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -21,6 +22,7 @@
 
 #include "trainer/data/llava_batch.h"
 #include "trainer/data/llava_data.h"
+#include "trainer/run/llava_metrics.h"
 
 namespace {
 
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
                          {"rank", r},
                          {"B", b.B},
                          {"T", b.T},
+                         {"width", bm::train::SeedBatchWidth(b)},
                          {"images", b.images},
                          {"image_tokens", data->image_tokens()},
                          {"image_size", data->image_size()},

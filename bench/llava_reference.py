@@ -23,7 +23,7 @@ features; labels are the batch's next tokens where its mask is set (HF shifts th
   torchrun --standalone --nproc_per_node=N llava_reference.py --batches DIR [--model M] [--warmup 2] [--json OUT]
 
 Prints one JSON line (rank 0) with per-step times (CUDA events, the slowest rank's) by step number, tokens as
-FlagPerf's seed counts them (each micro-batch's longest row x its rows), peak memory, and MFU (PaLM's count:
+FlagPerf's seed counts them (each micro-batch's longest actual row x its rows, as benchmake-train's metrics), peak memory, and MFU (PaLM's count:
 6 x trained LM parameters + attention, 2 x the frozen tower's per image token, 6 x the projector's).
 """
 import argparse
@@ -78,7 +78,8 @@ def load(batches, entry, image_token, dev):
     labels[:, 1:] = np.where(mask[:, :-1] != 0, targets[:, :-1], -100)
     pixels = np.fromfile(p + ".pixels", dtype=np.float32).reshape(n, 3, S, S)
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(dev, non_blocking=True)
-    return t(inputs), t(labels), t(pixels).to(torch.bfloat16), B * T, n
+    # the seed's tokens: the longest actual row (index.json's width; T is that rounded up to 64)
+    return t(inputs), t(labels), t(pixels).to(torch.bfloat16), B * entry.get("width", T), n
 
 
 def main():
@@ -171,7 +172,7 @@ def main():
             opt = torch.optim.AdamW(params, lr=2e-5, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
             opt.step()
         opt.zero_grad(set_to_none=True)
-        T = entry["T"]
+        T = entry.get("width", entry["T"])
         flops = (6 * n_lm + 12 * L * d * T) * tokens + (2 * n_tower + 6 * n_proj) * images * 576
         return out.loss, tokens, flops
 

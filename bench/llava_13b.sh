@@ -143,5 +143,7 @@ if stage == "stage2" and os.path.exists(peer) and steps:
           f"torch {p['torch']}, transformers {p['transformers']}, optimizer {p['optimizer']}, "
           f"loss {p['loss'][0]:.3f} -> {p['loss'][-1]:.3f} (ln V = {p['ln_vocab']:.3f})")
     print(f"  ours: loss {steps[common[0]]['loss']:.3f} -> {steps[common[-1]]['loss']:.3f}")
+    print("  step ms, ours:    " + " ".join(f"{steps[s]['ms']:.0f}" for s in common))
+    print("  step ms, PyTorch: " + " ".join(f"{ms:.0f}" for s, ms in zip(p["steps"], p["step_ms"]) if s in steps))
 PY
 exit $failed

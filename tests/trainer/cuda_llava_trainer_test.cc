@@ -101,10 +101,17 @@ Batch MakeBatch(const LlavaConfig& c) {
   return b;
 }
 
-// The weights as the GPU computes with them: bf16 rounded as kernels/split_master.h does.
+// The weights as the GPU computes with them: the LM's bf16 rounded as kernels/split_master.h
+// does (ties away from zero); the tower's and projector's as their cast kernel does (to nearest
+// even: cuda_bf16.h's host conversion).
 std::vector<float> WorkingCopy(DType t, std::vector<float> v) {
   if (t == DType::kBF16)
     for (float& x : v) x = BitsFloat(static_cast<uint32_t>(MasterHigh(FloatBits(x))) << 16);
+  return v;
+}
+std::vector<float> CastWorkingCopy(DType t, std::vector<float> v) {
+  if (t == DType::kBF16)
+    for (float& x : v) x = __bfloat162float(__float2bfloat16_rn(x));
   return v;
 }
 
@@ -226,6 +233,7 @@ void CheckStep(DType t, const cpu::LlavaTrainable& trainable) {
 
   // The updates (new - old), the whole model's and each part's.
   const std::vector<float> base = WorkingCopy(t, params);
+  const std::vector<float> cast_base = CastWorkingCopy(t, params);
   std::vector<float> du(layout.total()), dw(layout.total());
   for (int64_t i = 0; i < layout.total(); ++i) {
     du[i] = got[i] - params[i];
@@ -238,8 +246,8 @@ void CheckStep(DType t, const cpu::LlavaTrainable& trainable) {
   const bool trained[] = {trainable.tower, trainable.projector, trainable.language_model};
   for (int part = 0; part < 3; ++part) {
     if (!trained[part]) {
-      // A frozen LM holds its working weights only: in bf16 the 16-bit values of what was set.
-      const std::vector<float>& kept = part == 2 ? base : params;
+      // A frozen part holds its working weights only: in bf16 the 16-bit values of what was set.
+      const std::vector<float>& kept = part == 2 ? base : cast_base;
       for (int64_t i = bounds[part]; i < bounds[part + 1]; ++i)
         ASSERT_EQ(FloatBits(got[i]), FloatBits(kept[i])) << "frozen part " << part << " at " << i;
       continue;
@@ -361,11 +369,18 @@ TEST_P(CudaLlavaTrainerTest, AFrozenLanguageModelHoldsNoTrainingState) {
   EXPECT_GE(saved, static_cast<int64_t>(per_param) * P);
   EXPECT_LT((*frozen)->Memory().peak_bytes, (*frozen)->Memory().device_total_bytes);
   EXPECT_FALSE((*frozen)->device_name().empty());
-  // A frozen tower: no gradients (released) and no moments, 4 + 4 + 4 bytes per parameter.
+  // A frozen tower: no gradients and no moments, 4 + 4 + 4 bytes per parameter, and in bf16 no
+  // fp32 masters, 4 more (its 16-bit working copy alone, as LLaVA's train.py holds it).
   auto all = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {true, true, true});
   ASSERT_TRUE(all.ok()) << all.status().message();
+  const int64_t tower_saved = GetParam() == DType::kF32 ? 12 : 16;
   EXPECT_GE((*all)->Memory().peak_bytes - (*trained)->Memory().peak_bytes,
-            12 * LlavaLayout(c).vision().total());
+            tower_saved * LlavaLayout(c).vision().total());
+  const std::string tower_plan = (*trained)->Memory().plan;
+  const size_t at = tower_plan.find("vision tower: parameters");
+  ASSERT_NE(at, std::string::npos) << tower_plan;
+  const bool masters = tower_plan.find("masters fp32", at) < tower_plan.find("projector", at);
+  EXPECT_EQ(masters, GetParam() == DType::kF32) << tower_plan;
 }
 
 // CudaModel frozen (RunSpec::frozen) on its own: the weights come back as set (fp32 bit for bit,

@@ -25,6 +25,7 @@
 #include "trainer/cuda/kernels/attention.cuh"
 #include "trainer/cuda/kernels/layernorm.cuh"
 #include "trainer/cuda/kernels/residual.cuh"
+#include "trainer/cuda/kernels/split_master.h"  // FloatBits
 #include "trainer/cuda/kernels/vision_embed.cuh"
 #include "trainer/model/llava_layout.h"
 #include "trainer/model/vision_config.h"
@@ -533,8 +534,10 @@ size_t Aligned256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 // A frozen tower (forward only) computes the trained tower's features bit for bit (those are
 // checked against the CPU tower above), at one image and at max_images, and holds less by what
 // a backward would need, counted here entry by entry from the tower's table (cuda_vision_tower.h):
-// the fp32 gradients (4 bytes a parameter), the residual streams and saved activations of all
-// layers but one, and the backward's buffers and scratch. Its Backward is refused.
+// the fp32 gradients (4 bytes a parameter) and in bf16 the fp32 masters (4 more: its working copy
+// alone), the residual streams and saved activations of all layers but one, and the backward's
+// buffers and scratch. Its Backward is refused; its parameters come back as its working copy
+// holds them (fp32 bit for bit; bf16 rounded to nearest even, cuda_bf16.h's host conversion).
 TEST_F(CudaVisionTowerTest, FrozenTowerIsForwardOnlyWithTheSameFeatures) {
   for (const TowerCase& k : {Cases()[0], Cases()[3]}) {
     const VisionConfig& c = k.config;
@@ -579,12 +582,24 @@ TEST_F(CudaVisionTowerTest, FrozenTowerIsForwardOnlyWithTheSameFeatures) {
           Aligned256(AttentionScratchFloats(max_images, c.positions(), c.heads) * 4) +
           Aligned256(LayerNormScratchFloats(rows, C) * 4) +
           Aligned256(BiasGradScratchFloats(rows, std::max(3 * C, M)) * 4);
+      const size_t dropped = t == DType::kF32 ? 4 : 8;  // gradients; and masters in bf16
       EXPECT_EQ((*full)->device_bytes() - (*frozen)->device_bytes(),
-                4 * layout.total() + (L - 1) * (stream + layer) + backward)
+                dropped * layout.total() + (L - 1) * (stream + layer) + backward)
           << what << "\nfull:\n"
           << (*full)->memory_summary() << "frozen:\n"
           << (*frozen)->memory_summary();
       EXPECT_EQ((*frozen)->memory_summary().find("gradients fp32"), std::string::npos);
+      EXPECT_EQ((*frozen)->memory_summary().find("masters fp32") == std::string::npos,
+                t == DType::kBF16)
+          << (*frozen)->memory_summary();
+      Vec back;
+      ASSERT_TRUE((*frozen)->GetParameters(&back).ok()) << what;
+      ASSERT_EQ(back.size(), params.size());
+      for (size_t i = 0; i < params.size(); ++i) {
+        const float want =
+            t == DType::kF32 ? params[i] : __bfloat162float(__float2bfloat16_rn(params[i]));
+        ASSERT_EQ(FloatBits(back[i]), FloatBits(want)) << what << " parameter " << i;
+      }
     }
   }
 }

@@ -329,6 +329,9 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
                   s.tower->layout().total(), s.projector->layout().total(),
                   s.layout.vision().total(), s.layout.projector().total());
 
+  // A frozen tower has no backward (created forward only): no gradients, and in 16 bits no
+  // masters; nor has a frozen projector under it.
+  if (!trainable.tower && !trainable.projector) s.projector->Freeze();
   // The replicated parts' AdamW state, the batch's buffers.
   s.parts[0].trained = trainable.tower;
   s.parts[1].trained = trainable.projector;
@@ -340,12 +343,6 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
   s.parts[1].master = s.projector->master();
   s.parts[1].grad = s.projector->grad();
   s.parts[1].layout = &s.projector->layout();
-  // A frozen tower has no backward (created forward only): no gradients; nor has a frozen
-  // projector under it.
-  if (!trainable.tower && !trainable.projector) {
-    s.projector->ReleaseGradients();
-    s.parts[1].grad = nullptr;
-  }
   for (Impl::Part& p : s.parts) {
     if (!p.trained) continue;
     BM_TRY(p.m.Alloc(p.n() * 4, "AdamW m"));

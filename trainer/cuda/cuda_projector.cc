@@ -129,7 +129,7 @@ Status CudaProjector::RefreshWorkingCopy() {
 }
 float* CudaProjector::master() { return impl_->params.master(); }
 float* CudaProjector::grad() { return impl_->params.grad(); }
-void CudaProjector::ReleaseGradients() { impl_->params.ReleaseGradients(); }
+void CudaProjector::Freeze() { impl_->params.Freeze(); }
 size_t CudaProjector::device_bytes() const {
   return impl_->params.device_bytes() + impl_->arena->bytes();
 }
@@ -156,7 +156,7 @@ Status CudaProjector::Backward(const void* doutput) {
   }
   if (!impl_->params.grad()) {
     return Status(ErrorCode::kInvalidArgument,
-                  "CUDA projector: Backward after ReleaseGradients (a frozen projector)");
+                  "CUDA projector: Backward after Freeze (a frozen projector)");
   }
   return WithElementType(impl_->opt.dtype, [&](auto t) {
     using T = decltype(t);

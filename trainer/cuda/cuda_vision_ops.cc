@@ -31,22 +31,75 @@ Status DeviceParams::Allocate(size_t count, DType dtype) {
 
 std::string DeviceParams::Summary() const {
   const double mib = count_ / 1048576.0;
-  std::string out = fmt::format("parameters: {:.1f} MiB\n  {:>10.1f} MiB  masters fp32\n",
-                                device_bytes() / 1048576.0, mib * 4);
+  std::string out = fmt::format("parameters: {:.1f} MiB\n", device_bytes() / 1048576.0);
+  if (master_) out += fmt::format("  {:>10.1f} MiB  masters fp32\n", mib * 4);
   if (dtype_ != DType::kF32) out += fmt::format("  {:>10.1f} MiB  16-bit working copy\n", mib * 2);
   if (grad_) out += fmt::format("  {:>10.1f} MiB  gradients fp32\n", mib * 4);
   return out;
 }
 
-void DeviceParams::ReleaseGradients() {
+void DeviceParams::Freeze() {
   cudaFree(grad_);
   grad_ = nullptr;
+  if (dtype_ == DType::kF32) return;  // the masters are the working copy
+  cudaFree(master_);
+  master_ = nullptr;
+}
+
+namespace {
+// A frozen 16-bit module's parameters, a chunk at a time through `staging` (device fp32):
+// host -> staging -> working copy (cast), or working copy -> staging (widened) -> host.
+template <typename T>
+Status CastChunks(T* work, std::span<const float> in, float* staging, size_t chunk,
+                  cudaStream_t stream) {
+  for (size_t at = 0; at < in.size(); at += chunk) {
+    const size_t n = std::min(chunk, in.size() - at);
+    BM_CUDA_CHECK(cudaMemcpyAsync(staging, in.data() + at, n * 4, cudaMemcpyHostToDevice, stream),
+                  "parameters [{}, {}) to the device", at, at + n);
+    BM_TRY(CastF32<T>(work + at, staging, n, stream));
+    BM_CUDA_CHECK(cudaStreamSynchronize(stream), "parameters to the device");
+  }
+  return Status::Ok();
+}
+template <typename T>
+Status WidenChunks(std::span<float> out, const T* work, float* staging, size_t chunk,
+                   cudaStream_t stream) {
+  for (size_t at = 0; at < out.size(); at += chunk) {
+    const size_t n = std::min(chunk, out.size() - at);
+    BM_TRY(WidenF32<T>(staging, work + at, n, false, stream));
+    BM_CUDA_CHECK(cudaMemcpyAsync(out.data() + at, staging, n * 4, cudaMemcpyDeviceToHost, stream),
+                  "parameters [{}, {}) to the host", at, at + n);
+    BM_CUDA_CHECK(cudaStreamSynchronize(stream), "parameters to the host");
+  }
+  return Status::Ok();
+}
+
+// A device staging buffer for a frozen module's chunks, freed when it goes.
+struct Staging {
+  float* ptr = nullptr;
+  ~Staging() { cudaFree(ptr); }
+};
+}  // namespace
+
+template <typename F>
+Status DeviceParams::ThroughStaging(F&& f) const {
+  Staging staging;
+  const size_t chunk = std::max<size_t>(std::min(count_, kStagingFloats), 1);
+  BM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staging.ptr), chunk * 4),
+                "a staging buffer of {} floats", chunk);
+  if (dtype_ == DType::kBF16) return f(static_cast<__nv_bfloat16*>(work_), staging.ptr, chunk);
+  return f(static_cast<__half*>(work_), staging.ptr, chunk);
 }
 
 Status DeviceParams::Set(std::span<const float> flat, cudaStream_t stream) {
   if (flat.size() != count_) {
     return Errorf(ErrorCode::kInvalidArgument, "parameters: {} floats given, the layout has {}",
                   flat.size(), count_);
+  }
+  if (!master_) {  // frozen in 16 bits
+    return ThroughStaging([&](auto* work, float* staging, size_t chunk) {
+      return CastChunks(work, flat, staging, chunk, stream);
+    });
   }
   BM_CUDA_CHECK(cudaMemcpyAsync(master_, flat.data(), count_ * 4, cudaMemcpyHostToDevice, stream),
                 "parameters to the device");
@@ -66,6 +119,12 @@ Status Download(std::vector<float>* flat, const float* src, size_t n, cudaStream
 }  // namespace
 
 Status DeviceParams::GetMasters(std::vector<float>* flat, cudaStream_t stream) const {
+  if (!master_) {  // frozen in 16 bits: the working copy, widened
+    flat->resize(count_);
+    return ThroughStaging([&](auto* work, float* staging, size_t chunk) {
+      return WidenChunks(std::span<float>(*flat), work, staging, chunk, stream);
+    });
+  }
   return Download(flat, master_, count_, stream);
 }
 Status DeviceParams::GetGradients(std::vector<float>* flat, cudaStream_t stream) const {
@@ -82,6 +141,7 @@ Status DeviceParams::ZeroGradients(cudaStream_t stream) {
   return Status::Ok();
 }
 Status DeviceParams::RefreshWorkingCopy(cudaStream_t stream) {
+  if (!master_) return Status::Ok();  // frozen in 16 bits: nothing updates it
   switch (dtype_) {
     case DType::kF32:
       return Status::Ok();

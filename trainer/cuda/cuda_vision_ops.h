@@ -17,7 +17,10 @@
 
 namespace bm::train::cuda::vision_internal {
 
-// Flat parameters of one module on the device. In fp32 the working copy is the masters.
+// Flat parameters of one module on the device. In fp32 the working copy is the masters. A frozen
+// module (Freeze) keeps its working copy alone: no gradients, and in 16 bits no fp32 masters (as a
+// frozen CudaModel keeps its 16-bit weights only); its parameters then come back as the working
+// copy holds them, widened.
 class DeviceParams {
  public:
   DeviceParams() = default;
@@ -29,13 +32,14 @@ class DeviceParams {
   size_t count() const { return count_; }
   // Device bytes held: masters and gradients (fp32), the 16-bit working copy.
   size_t device_bytes() const {
-    return count_ * (4 + (grad_ ? 4 : 0) + (dtype_ == DType::kF32 ? 0 : 2));
+    return count_ * ((master_ ? 4 : 0) + (grad_ ? 4 : 0) + (dtype_ == DType::kF32 ? 0 : 2));
   }
   // device_bytes(), a buffer a line (MemoryPlan::Summary's style).
   std::string Summary() const;
   // A frozen module's: frees the gradients (grad() null from then on; GetGradients reads zeros,
-  // ZeroGradients does nothing).
-  void ReleaseGradients();
+  // ZeroGradients does nothing) and, in 16 bits, the masters (master() null; Set rounds into the
+  // working copy, GetMasters widens it).
+  void Freeze();
   float* master() const { return master_; }
   float* grad() const { return grad_; }
   template <typename T>
@@ -44,7 +48,8 @@ class DeviceParams {
   }
   float* G(int64_t offset) const { return grad_ + offset; }
 
-  // Host <-> device (synchronous on `stream`); Set refreshes the working copy.
+  // Host <-> device (synchronous on `stream`); Set refreshes the working copy (a frozen module's a
+  // chunk at a time through a staging buffer: the same rounding, no masters held).
   Status Set(std::span<const float> flat, cudaStream_t stream);
   Status GetMasters(std::vector<float>* flat, cudaStream_t stream) const;
   Status GetGradients(std::vector<float>* flat, cudaStream_t stream) const;
@@ -57,6 +62,10 @@ class DeviceParams {
   float* master_ = nullptr;
   float* grad_ = nullptr;
   void* work_ = nullptr;  // == master_ in fp32
+  // f(T* work, float* staging, size_t chunk) with a device staging buffer of `chunk` floats.
+  template <typename F>
+  Status ThroughStaging(F&& f) const;
+  static constexpr size_t kStagingFloats = size_t{16} << 20;  // a frozen module's Set/GetMasters
 };
 
 // y = x Wᵀ + b (+ residual), dx = dy W, dW += dyᵀ x and db += Σ dy, row-major, W [out, in].

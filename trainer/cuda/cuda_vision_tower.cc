@@ -168,7 +168,7 @@ Status CudaVisionTower::Impl::Init() {
     lp.push_back(x);
   }
   BM_TRY(params.Allocate(static_cast<size_t>(layout.total()), opt.dtype));
-  if (frozen) params.ReleaseGradients();
+  if (frozen) params.Freeze();
   if (opt.attention == AttentionImpl::kCudnn) {
     auto ws = CudnnAttentionWorkspaceBytes(CudnnShape(opt.max_images));
     if (!ws.ok()) {

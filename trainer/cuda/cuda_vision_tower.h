@@ -60,7 +60,8 @@ class CudaVisionTower {
  public:
   // Errors: an invalid config, norm_eps other than 1e-5 (the LayerNorm kernels'), channels other
   // than 3, max_images < 1, kCudnn in fp32 or with a shape cuDNN refuses, or no device memory.
-  // frozen: forward only (above); Backward is refused, grad() is null, GetGradients reads zeros.
+  // frozen: forward only (above); Backward is refused, grad() is null, GetGradients reads zeros;
+  // in 16 bits master() is null too (the working copy alone: GetParameters widens it).
   static Result<std::unique_ptr<CudaVisionTower>> Create(const VisionConfig& config,
                                                          const CudaVisionOptions& options,
                                                          bool frozen = false);
@@ -119,8 +120,8 @@ class CudaProjector {
   size_t device_bytes() const;         // as CudaVisionTower's
   std::string memory_summary() const;  // as CudaVisionTower's
   // A frozen projector's: frees the gradient buffer (grad() null; GetGradients reads zeros;
-  // Backward refused).
-  void ReleaseGradients();
+  // Backward refused) and, in 16 bits, the masters (master() null; the working copy is kept).
+  void Freeze();
 
   // features: device [rows, vision.hidden] of options.dtype (CudaVisionTower::features()); the
   // caller's, read again by Backward: keep it unchanged until then.

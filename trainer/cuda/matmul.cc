@@ -218,7 +218,8 @@ const Matmul::Key* Matmul::TunedNeighbour(const Key& key) const {
   for (const auto& [other, plan] : plans_) {
     if (!plan->timed) continue;
     Key rest = other;  // equal to `key` but for m, n, k?
-    std::get<0>(rest) = std::get<0>(key), std::get<1>(rest) = std::get<1>(key),
+    std::get<0>(rest) = std::get<0>(key);
+    std::get<1>(rest) = std::get<1>(key);
     std::get<2>(rest) = std::get<2>(key);
     if (rest != key) continue;
     int differ = 0;

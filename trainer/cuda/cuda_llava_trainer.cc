@@ -285,6 +285,9 @@ Result<std::unique_ptr<CudaLlavaTrainer>> CudaLlavaTrainer::Create(
   run.seq = static_cast<int>(options.max_seq);
   run.dtype = s.dtype;
   run.recompute = options.recompute;
+  // One micro-batch a step (GAS 1, LLaVA's stages): the LM plans its layers' streams over the
+  // gradients and no reduce-scatter scratch, as the cuda backend's LLaMA does.
+  run.micro_batches_per_step = options.micro_batches;
   // A frozen LM: its working weights only, replicated; its backward the rows' gradient only.
   run.frozen = !trainable.language_model;
   AttentionShape shape{

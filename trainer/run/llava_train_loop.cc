@@ -117,6 +117,7 @@ Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* prog
   // building on an H200 (docs/gpu-runs/run100) where the flash kernel builds nothing.
   options.attention = run.attention == "auto" ? "flash" : run.attention;
   options.recompute = run.recompute;
+  options.micro_batches = static_cast<int>(run.gas);
   options.device_index = ranks.local_rank();
   // An image's tokens start at least image_tokens apart: at most ceil(mpe / K) per row.
   const int64_t K = model.image_tokens();

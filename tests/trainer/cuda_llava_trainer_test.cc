@@ -402,11 +402,14 @@ TEST_P(CudaLlavaTrainerTest, OneMicroBatchAStepPlansTheStreamsOverTheGradients) 
 // masters, AdamW moments or gradients, and it is smaller than the trained LM's by at least
 // m + v + gradients, 4 + 4 + 4 bytes per LM parameter (fp32's masters are its working weights;
 // bf16 also drops the masters' low halves, 2 more), and so is the trainer's device memory; a
-// frozen tower saves its gradients and moments.
+// frozen tower saves its gradients and moments. The trained LM is planned for two micro-batches a
+// step, so that its activations are held apart from its gradients as the frozen LM's are.
 TEST_P(CudaLlavaTrainerTest, AFrozenLanguageModelHoldsNoTrainingState) {
   const LlavaConfig c = Tiny();
   const int64_t P = LlavaLayout(c).text().total();
-  auto trained = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {false, true, true});
+  BackendOptions two = Options(GetParam());
+  two.micro_batches = 2;
+  auto trained = CudaLlavaTrainer::Create(c, two, kImages, {false, true, true});
   ASSERT_TRUE(trained.ok()) << trained.status().message();
   auto frozen = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {false, true, false});
   ASSERT_TRUE(frozen.ok()) << frozen.status().message();
@@ -427,7 +430,7 @@ TEST_P(CudaLlavaTrainerTest, AFrozenLanguageModelHoldsNoTrainingState) {
   EXPECT_FALSE((*frozen)->device_name().empty());
   // A frozen tower: no gradients and no moments, 4 + 4 + 4 bytes per parameter, and in bf16 no
   // fp32 masters, 4 more (its 16-bit working copy alone, as LLaVA's train.py holds it).
-  auto all = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {true, true, true});
+  auto all = CudaLlavaTrainer::Create(c, two, kImages, {true, true, true});
   ASSERT_TRUE(all.ok()) << all.status().message();
   const int64_t tower_saved = GetParam() == DType::kF32 ? 12 : 16;
   EXPECT_GE((*all)->Memory().peak_bytes - (*trained)->Memory().peak_bytes,
@@ -579,16 +582,20 @@ TEST(CudaLlavaStages, FinetuneTowerFrozenMatchesTheCpuOverSteps) {
 
 // BackendOptions::recompute (the run's `recompute`, which RunLlavaTraining passes on) reaches the
 // language model: its plan keeps one layer's activations rather than each layer's (smaller),
-// and the loss and the projector's gradient are the same, with the LM frozen or trained.
+// and the loss and the projector's gradient are the same, with the LM frozen or trained. Planned
+// for two micro-batches a step: with one, a trained LM's activations lie over its gradients
+// (OneMicroBatchAStepPlansTheStreamsOverTheGradients) and the tiny model's then cost nothing.
 TEST_P(CudaLlavaTrainerTest, RecomputeReachesTheLanguageModel) {
   const LlavaConfig c = Tiny();
   const LlavaLayout layout(c);
   const std::vector<float> params = InitLlavaParameters(c, layout, 5);
   const Batch batch = MakeBatch(c);
   for (const bool train_lm : {true, false}) {
-    BackendOptions with = Options(GetParam());
+    BackendOptions without = Options(GetParam());
+    without.micro_batches = 2;
+    BackendOptions with = without;
     with.recompute = true;
-    auto a = CudaLlavaTrainer::Create(c, Options(GetParam()), kImages, {false, true, train_lm});
+    auto a = CudaLlavaTrainer::Create(c, without, kImages, {false, true, train_lm});
     auto b = CudaLlavaTrainer::Create(c, with, kImages, {false, true, train_lm});
     ASSERT_TRUE(a.ok() && b.ok()) << b.status().message();
     EXPECT_LT((*b)->lm_memory().plan_bytes, (*a)->lm_memory().plan_bytes) << train_lm;

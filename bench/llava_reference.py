@@ -79,7 +79,7 @@ def load(batches, entry, image_token, dev):
     pixels = np.fromfile(p + ".pixels", dtype=np.float32).reshape(n, 3, S, S)
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(dev, non_blocking=True)
     # the seed's tokens: the longest actual row (index.json's width; T is that rounded up to 64)
-    return t(inputs), t(labels), t(pixels).to(torch.bfloat16), B * entry.get("width", T), n
+    return t(inputs), t(labels), t(pixels).to(torch.bfloat16), B * entry["width"], n
 
 
 def main():
@@ -172,7 +172,7 @@ def main():
             opt = torch.optim.AdamW(params, lr=2e-5, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
             opt.step()
         opt.zero_grad(set_to_none=True)
-        T = entry.get("width", entry["T"])
+        T = entry["width"]
         flops = (6 * n_lm + 12 * L * d * T) * tokens + (2 * n_tower + 6 * n_proj) * images * 576
         return out.loss, tokens, flops
 

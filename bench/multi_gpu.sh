@@ -25,6 +25,10 @@
 #       (default 2 4 8) on one GPU and data parallel on N at ZeRO 0-3, GRAD_REDUCE (default "fp32
 #       bf16") on the wire, and PyTorch DDP at each micro-batch; prints the scaling of each and
 #       ZeRO-0 against DDP (issue 38's goal 1)
+#   bash .devtree/bench/multi_gpu.sh overlap   bench/nccl_overlap_bench on N GPUs (OVERLAP_FLAGS adds
+#       to it): ZeRO's all-gather and reduce-scatter beside bf16 products, NCCL's default kernels
+#       against a symmetric window (ncclMemAlloc + ncclCommWindowRegister) at each CTA policy:
+#       the products' slowdown, the collectives' bus bandwidth and the watts of each
 #   bash .devtree/bench/multi_gpu.sh dpsweep   ours only, LLaMA 1B 8 x 2048 on one GPU and data
 #       parallel on N without accumulation, once per SWEEP entry ZERO:CHANNELS[:ALGO[:PROTO]]
 #       (NCCL's NCCL_MAX_NCHANNELS, NCCL_ALGO, e.g. Ring or Tree, and NCCL_PROTO, e.g. Simple or
@@ -47,7 +51,7 @@ N=${GPUS:-$(nvidia-smi -L | wc -l)}
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt"
 nvidia-smi topo -m >> "$OUT/gpus.txt" 2>&1
 
-# N ranks of cuda_train_bench, torchrun-style environment (trainer/dist/rank_env.h); each rank's
+# N ranks of cuda_train_bench (or RANK_EXE), torchrun-style environment (trainer/dist/rank_env.h); each rank's
 # log in $OUT/TAG.rankR.log. ROW_LIMIT_S (default 0: none) stops a row (ours or the peer) after
 # that long.
 ranks() {
@@ -56,7 +60,7 @@ ranks() {
   local pids=()
   for ((r = 0; r < n; r++)); do
     RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r LOCAL_WORLD_SIZE=$n BENCHMAKE_RENDEZVOUS=$rdv \
-      ours timeout "${ROW_LIMIT_S:-0}" "$bin/cuda_train_bench" "$@" > "$OUT/$tag.rank$r.log" 2>&1 &
+      ours timeout "${ROW_LIMIT_S:-0}" "$bin/${RANK_EXE:-cuda_train_bench}" "$@" > "$OUT/$tag.rank$r.log" 2>&1 &
     pids+=($!)
   done
   local rc=0
@@ -116,6 +120,9 @@ for b in sorted(one):
 print(f"tok/s/GPU on {n} GPUs and the scaling against one GPU at the same micro-batch (target >= 97%); "
       f"ZeRO-0 against PyTorch DDP + compile at the same micro-batch (target >= 1.15)")
 PY3
+fi
+if want overlap; then  # a collective beside the products, NCCL's ways (bench/nccl_overlap_bench.cc)
+  RANK_EXE=nccl_overlap_bench ranks overlap "$N" ${OVERLAP_FLAGS:-}
 fi
 if want dpsweep; then
   rm -f "$OUT/sweep.jsonl"

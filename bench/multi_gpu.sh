@@ -24,7 +24,9 @@
 #   bash .devtree/bench/multi_gpu.sh dpbatches   ours only, LLaMA 1B at each micro-batch of DP_BATCHES
 #       (default 2 4 8) on one GPU and data parallel on N at ZeRO 0-3, GRAD_REDUCE (default "fp32
 #       bf16") on the wire, and PyTorch DDP at each micro-batch; prints the scaling of each and
-#       ZeRO-0 against DDP (issue 38's goal 1)
+#       ZeRO-0 against DDP (issue 38's goal 1). DP_ZEROS (default "0 1 2 3") picks the stages,
+#       DP_FLAGS adds to every run of ours (e.g. "--steps 100", a longer window than the 30 steps'
+#       1.6 s at 2 x 2048)
 #   bash .devtree/bench/multi_gpu.sh overlap   bench/nccl_overlap_bench on N GPUs (OVERLAP_FLAGS adds
 #       to it): ZeRO's all-gather and reduce-scatter beside bf16 products, NCCL's default kernels
 #       against a symmetric window (ncclMemAlloc + ncclCommWindowRegister) at each CTA policy:
@@ -88,11 +90,11 @@ if want dpbatches; then
   # GRAD_REDUCE (default "fp32 bf16") the gradients' type on the wire (--grad-reduce).
   rm -f "$OUT/batches.jsonl"
   for b in ${DP_BATCHES:-2 4 8}; do
-    ranks "dp1-b$b" 1 --model llama-1b --batch "$b" --json "$OUT/batches.jsonl"
+    ranks "dp1-b$b" 1 --model llama-1b --batch "$b" ${DP_FLAGS:-} --json "$OUT/batches.jsonl"
     for g in ${GRAD_REDUCE:-fp32 bf16}; do
-      for z in 0 1 2 3; do
+      for z in ${DP_ZEROS:-0 1 2 3}; do
         ranks "dp$N-b$b-zero$z-$g" "$N" --model llama-1b --batch "$b" --zero "$z" --grad-reduce "$g" \
-          --json "$OUT/batches.jsonl"
+          ${DP_FLAGS:-} --json "$OUT/batches.jsonl"
       done
     done
     torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \

@@ -10,6 +10,7 @@
 //   [Rank 0] (after 10 iterations) memory (MB) | allocated: 15123.5 | max allocated: 40211.2 |
 //    reserved: 42000.0 | max reserved: 42000.0                            (one line)
 //
+// GPT-NeoX prints the same line with its loss as `lm_loss: 1.118665E+01 |`.
 // A line's numbers are averages over the --log-interval iterations since the
 // previous line (elapsed time, losses over the iterations not skipped), so a
 // record's span is the gap to the previous line. An interval whose
@@ -78,6 +79,7 @@ const FieldTarget kFields[] = {
     {"global batch size", &Iteration::samples, nullptr},
     {"gloabl batch size", &Iteration::samples, nullptr},  // ModelLink's spelling
     {"lm loss", &Iteration::loss, nullptr},
+    {"lm_loss", &Iteration::loss, nullptr},  // GPT-NeoX's spelling
     {"loss scale", &Iteration::loss_scale, nullptr},
     {"grad norm", &Iteration::grad_norm, nullptr},
     {"number of skipped iterations", nullptr, &Iteration::skipped},

@@ -8,21 +8,22 @@
 //   :::MLLOG {..., "key": "tracked_stats", "value": {"throughput": 1.93, "loss": 3.1},
 //             "metadata": {..., "step": 3072}}
 //
-// Records come from train_loss (value: the loss) and tracked_stats (value.loss,
-// value.lr), at metadata.step; the llama2_70b_lora reference names no step but
-// metadata.samples_count (step x global_batch_size: the step is that over the
+// Records come from train_loss (value: the loss) and tracked_stats (value.loss, or
+// reduced_train_loss as NeMo's references since 2025 log it, value.lr, value.grad_norm,
+// value.train_step_time: the step's own seconds, as NeMo-RL's GRPO reference logs it in a
+// second tracked_stats event of the step), at metadata.step; a tracked_stats event with none
+// of these (validation_time alone) is not a training step; the llama2_70b_lora reference names no
+// step but metadata.samples_count (step x global_batch_size: the step is that over the
 // global_batch_size event's value), and without either they are numbered in
 // order. Their time_ms stamps time the steps: a record's ms is the time since
 // the previous record (the first: since run_start) over the steps between
-// them. A log with no training records but eval_accuracy events (the llama3.1
-// reference) is timed by its blocks instead: a record at each block_stop, its
-// ms the block's time (block_start to block_stop, evaluation left out) over
-// its steps (samples_count over global_batch_size); it has no loss.
-// eval_accuracy events are the log's evals. Facts: global_batch_size (gbs),
-// max_sequence_length (mpe), gradient_accumulation_steps (gas); run_start to
-// run_stop is wall_s.
-// A line with ":::MLLOG" and no JSON object after it is a print that mentions
-// the tag (the llama3.1 reference's `print(f":::MLLOG Weight initialization:
+// them, unless the step logged its own time (train_step_time). A log with no training records but
+// eval_accuracy events (the llama3.1 reference) is timed by its blocks instead: a record at each
+// block_stop, its ms the block's time (block_start to block_stop, evaluation left out) over its
+// steps (samples_count over global_batch_size); it has no loss. eval_accuracy events are the log's
+// evals. Facts: global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps
+// (gas); run_start to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a
+// print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight initialization:
 // {...}")` on every rank): skipped, with a note. An object that does not
 // parse is an error unless it is the last line (cut off).
 // tracked_stats' throughput is not used: its unit differs between benchmarks
@@ -51,6 +52,13 @@ std::optional<double> Num(const nlohmann::json& j, const char* key) {
   return it->get<double>();
 }
 
+// tracked_stats' training loss, by the names the references give it.
+std::optional<double> TrackedLoss(const nlohmann::json& value) {
+  for (const char* key : {"loss", "reduced_train_loss", "train_loss"})
+    if (std::optional<double> v = Num(value, key)) return v;
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool IsMllogEventLine(std::string_view line) {
@@ -66,6 +74,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   struct Raw {
     Iteration it;
     std::optional<double> samples_count;
+    std::optional<double> own_ms;  // tracked_stats' train_step_time, in ms
   };
   struct Block {
     double time_ms = 0;
@@ -129,9 +138,14 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       r.it.line = no;
       r.it.time_ms = time_ms;
       r.it.loss = loss_event && value.is_number() ? std::optional<double>(value.get<double>())
-                                                  : Num(value, "loss");
+                                                  : TrackedLoss(value);
       r.it.lr = Num(value, "lr");
       if (!r.it.lr) r.it.lr = Num(meta, "lr");
+      r.it.grad_norm = Num(value, "grad_norm");
+      if (std::optional<double> s = Num(value, "train_step_time")) r.own_ms = *s * 1000.0;
+      if (!loss_event && !r.it.loss && !r.it.lr && !r.it.grad_norm && !r.own_ms &&
+          !Num(value, "throughput"))
+        return;  // not a training step's statistics (validation_time)
       r.samples_count = step ? std::nullopt : samples;
       raws.push_back(r);
     }
@@ -142,6 +156,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       gbs_it == log.facts.end() ? std::nullopt : std::optional<double>(gbs_it->second.value);
   auto step_of = [&](double samples) { return static_cast<int64_t>(std::llround(samples / *gbs)); };
   std::map<int64_t, Iteration> steps;
+  std::map<int64_t, double> own_ms;  // steps that logged their own time
   int64_t unnumbered = 0;
   bool by_samples_without_gbs = false;
   for (Raw& r : raws) {
@@ -155,6 +170,8 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     if (it.line == 0) it = r.it;
     if (!it.loss) it.loss = r.it.loss;
     if (!it.lr) it.lr = r.it.lr;
+    if (!it.grad_norm) it.grad_norm = r.it.grad_norm;
+    if (r.own_ms && !own_ms.count(r.it.step)) own_ms[r.it.step] = *r.own_ms;
   }
   if (by_samples_without_gbs) {
     log.notes.push_back(fmt::format(
@@ -213,6 +230,13 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       if (previous && it.time_ms && *it.time_ms >= *previous)
         it.ms = (*it.time_ms - *previous) / static_cast<double>(it.span);
       previous = it.time_ms;
+      if (auto own = own_ms.find(it.step); own != own_ms.end() && it.span == 1) it.ms = own->second;
+    }
+    if (!own_ms.empty()) {
+      log.notes.push_back(fmt::format(
+          "{}: the steps' time from tracked_stats' train_step_time (the trainer's own), not "
+          "from the time_ms gaps between events",
+          name));
     }
   }
   if (run_start && run_stop) log.wall_s = (*run_stop - *run_start) / 1000.0;

@@ -11,16 +11,24 @@
 //   global step 10, epoch: 0, batch: 9, loss: 9.871234561, avg_reader_cost: 0.00012 sec,
 //   avg_batch_cost: 0.51234 sec, speed: 1.95 step/s, ips_total: 63963 tokens/s,
 //   ips: 7995 tokens/s, learning rate: 2.50000e-06                             (one line)
+// or, in ERNIE-1.0's run_pretrain.py (speed = steps/s over the logging_freq steps, ips =
+// speed x global_batch_size):
+//   global step 2, loss: 6.191119, lm_loss: 5.423231, sop_loss: 0.767889, speed: 3.45 steps/s,
+//   ips: 27.60 seqs/s, learning rate: 4.00000e-07, loss_scaling: 1024.00, ... (one line)
 //
 // Per record: the step, the loss (the interval's mean), lr, the time per step
 // (1 / interval_steps_per_second, or avg_batch_cost), the samples per step
 // (interval_samples_per_second over interval_steps_per_second), the token rate
 // as printed: per device (interval_tokens_per_second_per_device) or over all
-// devices (ips_total; `ips` is not read, since some scripts leave it undivided
-// by the ranks). Memory: the largest max_memory_reserved (GiB: PaddleNLP
-// divides by 2^30), else max_memory_allocated. A record spans the steps since
-// the previous one.
+// devices (ips_total; `ips` in tokens/s is not read, since some scripts leave it undivided
+// by the ranks). ERNIE's line gives the time per step as 1 / speed and the samples per step
+// as ips / speed (both printed to two decimals: the samples are taken, rounded to a whole
+// sequence, only where that rounding cannot be off by one). Memory: the largest max_memory_reserved
+// (GiB: PaddleNLP divides by 2^30), else max_memory_allocated. A record spans the steps since the
+// previous one.
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -45,13 +53,21 @@ std::optional<double> PaddleStep(std::string_view line, bool* trainer_shape) {
   return n;
 }
 
+// The model zoo's shape names its rate as ips_total (tokens/s) or, ERNIE's, as
+// `speed: S steps/s, ips: I seqs/s`.
+bool HasZooRate(std::string_view line) {
+  return FindNoCase(line, "ips_total") != std::string_view::npos ||
+         (FindNoCase(line, "steps/s") != std::string_view::npos &&
+          FindNoCase(line, "seqs/s") != std::string_view::npos);
+}
+
 }  // namespace
 
 bool IsPaddleStepLine(std::string_view line) {
   bool trainer_shape = false;
   if (!PaddleStep(line, &trainer_shape)) return false;
   return trainer_shape ? FindNoCase(line, "interval_runtime") != std::string_view::npos
-                       : FindNoCase(line, "ips_total") != std::string_view::npos;
+                       : HasZooRate(line);
 }
 
 Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
@@ -68,7 +84,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
     std::optional<double> loss = NumberAfter(line, "loss", ":");
     const bool has_rate = trainer_shape
                               ? FindNoCase(line, "interval_runtime") != std::string_view::npos
-                              : FindNoCase(line, "ips_total") != std::string_view::npos;
+                              : HasZooRate(line);
     if (!loss && !has_rate) return;  // another line that names a global step
     Iteration it;
     it.step = static_cast<int64_t>(*step);
@@ -94,6 +110,14 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
       it.lr = NumberAfter(line, "learning rate", ":");
       if (std::optional<double> s = NumberAfter(line, "avg_batch_cost", ":")) it.ms = *s * 1000.0;
       it.tokens_per_s = NumberAfter(line, "ips_total", ":");
+      std::optional<double> speed = NumberAfter(line, "speed", ":");
+      std::optional<double> ips = NumberAfter(line, "ips", ":");
+      if (!it.tokens_per_s && speed && *speed > 0 && ips && *ips > 0 &&
+          FindNoCase(line, "seqs/s") != std::string_view::npos) {  // ERNIE's line
+        if (!it.ms) it.ms = 1000.0 / *speed;
+        const double samples = *ips / *speed;  // each printed to 0.01: bound the rounding
+        if ((0.005 / *speed + 0.005 / *ips) * samples < 0.5) it.samples = std::round(samples);
+      }
     }
     AddIteration(log.iterations, it, &log.restarts);
   });

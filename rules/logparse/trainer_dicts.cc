@@ -180,7 +180,9 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   }
   if (!Has(dict, "loss")) return false;
   int64_t step = 0;
-  if (std::optional<double> named = Get(dict, "step")) {
+  std::optional<double> named = Get(dict, "step");
+  if (!named) named = Get(dict, "global_step");  // PaddleNLP's Trainer names it so
+  if (named) {
     step = static_cast<int64_t>(*named);
   } else if (anchored_) {
     const int64_t n = *anchored_;

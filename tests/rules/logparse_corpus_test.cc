@@ -501,6 +501,36 @@ TEST(Corpus, PaddleModelZooIpsTotal) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, PaddleErnieSpeedAndIpsInSequences) {
+  // ERNIE-1.0's run_pretrain.py: speed in steps/s, ips = speed x global_batch_size (its code),
+  // so a step takes 1 / speed and holds ips / speed sequences: 2.97 / 0.37 = 8.03 and
+  // 27.60 / 3.45 = 8.0, both 8 once the prints' rounding is allowed for. The sequence length
+  // (512) and one GPU are set here; the log gives neither.
+  Result<Read> r = ReadLog("paddle_ernie_speed_ips_issue5119.log", "auto",
+                           {{"mpe", 512}, {"layout", "TP1PP1DP1"}, {"excluded_warmup_steps", 1}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(r->Loss(1), 6.218822);
+  EXPECT_EQ(r->Loss(5), 5.641168);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 1000 / 0.37);
+  EXPECT_DOUBLE_EQ(*r->At(2)->ms, 1000 / 3.45);
+  EXPECT_EQ(r->At(1)->samples, 8.0);
+  EXPECT_EQ(r->At(5)->samples, 8.0);  // 28.05 / 3.51
+  // Steps 2-5: 8 sequences of 512 tokens each, over the four steps' 1 / speed.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 4 * 8 * 512 / (1 / 3.45 + 1 / 3.53 + 1 / 3.46 + 1 / 3.51));
+}
+
+TEST(Corpus, PaddleErnieValidStepsAreNotTraining) {
+  Result<Read> r = ReadLog("paddle_ernie_valid_steps_issue3867.log", "paddle");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2000, 3000, 4000}));  // not the valid steps
+  EXPECT_EQ(r->Loss(3000), 7.211366);  // line 3, not line 4's valid loss 7.004147
+  EXPECT_EQ(r->At(3000)->span, 1000);
+  EXPECT_DOUBLE_EQ(*r->At(4000)->ms, 1000 / 2.89);
+  EXPECT_EQ(r->At(2000)->samples, 32.0);  // 92.20 / 2.88 = 32.01
+}
+
 // ---- MLPerf ---------------------------------------------------------------
 
 TEST(Corpus, MlperfLoraSamplesCountIsTheStep) {
@@ -534,6 +564,40 @@ TEST(Corpus, MlperfEvalOnlyWithStrayLines) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, MlperfDeepSeekReducedTrainLossWithoutTimes) {
+  // NeMo's tracked_stats name the loss reduced_train_loss; samples_count / global_batch_size
+  // (16384, line 12) is the step. The log has no time_ms at all: no step is timed.
+  Result<Read> r = ReadLog("mllog_deepseekv3_reduced_train_loss.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "mllog");
+  ASSERT_EQ(r->log.iterations.size(), 47u);  // samples_count 16384 ... 770048
+  EXPECT_EQ(r->Steps().front(), 1);
+  EXPECT_EQ(r->Steps().back(), 47);
+  EXPECT_EQ(r->Loss(1), 5.133626937866211);    // line 33
+  EXPECT_EQ(r->Loss(47), 3.5843489170074463);  // line 309
+  EXPECT_EQ(r->log.facts.at("gbs").value, 16384);
+  EXPECT_EQ(r->log.facts.at("mpe").value, 4096);
+  EXPECT_EQ(r->log.evals.size(), 47u);
+  EXPECT_TRUE(r->Note("times no step"));
+}
+
+TEST(Corpus, MlperfGrpoStepTimeAndNoValidationStep) {
+  // NeMo-RL's GRPO reference: per step one tracked_stats with the loss and grad_norm, one with
+  // train_step_time (s); a last one with validation_time alone (line 63) is no training step.
+  Result<Read> r = ReadLog("mllog_grpo_train_step_time.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(r->Loss(1), -0.053220854759274516);  // line 49
+  EXPECT_EQ(r->At(1)->grad_norm, 1738.553466796875);
+  EXPECT_EQ(r->Loss(6), -0.11390635106363334);  // line 59
+  // The steps' own time (lines 50 and 60), not the time_ms gaps (1,778 s from run_start to
+  // step 1's event, setup included).
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 787.2070640260063 * 1000);
+  EXPECT_DOUBLE_EQ(*r->At(6)->ms, 1135.728970619908 * 1000);
+  EXPECT_TRUE(r->Note("train_step_time"));
+  EXPECT_EQ(r->m()["wall_s"], (1784895180062.0 - 1784886443106.0) / 1000);  // lines 47, 66
+}
+
 // ---- FlagPerf -------------------------------------------------------------
 
 TEST(Corpus, FlagPerfSummaryOverDeepSpeed) {
@@ -559,6 +623,29 @@ TEST(Corpus, FlagPerfSummaryOnly) {
 
 // ---- auto -----------------------------------------------------------------
 
+TEST(Corpus, MegatronNeoxLmLossUnderscore) {
+  // GPT-NeoX's iteration line (line 4) spells the loss lm_loss; the DeepSpeed lines around it
+  // are DeepSpeed's own.
+  Result<Read> r = ReadLog("megatron_neox_lm_loss_issue3742.log", "auto", {{"mpe", 2048}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{34}));
+  EXPECT_EQ(r->Loss(34), 11.18665);
+  EXPECT_EQ(r->At(34)->ms, 4103.1);
+  EXPECT_EQ(r->At(34)->lr, 2.111e-06);
+}
+
+TEST(Corpus, TrainerDictsNamingGlobalStep) {
+  // PaddleNLP's Trainer (2022) names the step global_step: the records are at 150-200.
+  Result<Read> r = ReadLog("trainer_paddlenlp_global_step_pr1761.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{150, 160, 170, 180, 190, 200}));
+  EXPECT_EQ(r->Loss(150), 0.1856);
+  EXPECT_EQ(r->Loss(200), 0.1252);
+  EXPECT_EQ(r->At(160)->span, 10);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -577,6 +664,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"paddle_gpt_model_zoo_ips.log", "paddle"},
       {"mllog_llama31_405b_eval_only.log", "mllog"},
       {"mllog_lora.log", "mllog"},
+      {"mllog_deepseekv3_reduced_train_loss.log", "mllog"},
+      {"mllog_grpo_train_step_time.log", "mllog"},
+      {"megatron_neox_lm_loss_issue3742.log", "megatron"},
+      {"paddle_ernie_speed_ips_issue5119.log", "paddle"},
+      {"paddle_ernie_valid_steps_issue3867.log", "paddle"},
+      {"trainer_paddlenlp_global_step_pr1761.log", "trainer"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
       {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
   };

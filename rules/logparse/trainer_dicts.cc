@@ -39,6 +39,16 @@ size_t SkipBracketed(std::string_view s, size_t p) {
   return std::string_view::npos;
 }
 
+// "205/270" (ms-swift's 'global_step/max_steps'): 205; nullopt for anything else.
+std::optional<double> Numerator(std::string_view text) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == text.size())
+    return std::nullopt;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (i != slash && !std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+  return ParseNumber(text.substr(0, slash));
+}
+
 size_t SkipSpaces(std::string_view s, size_t p) {
   while (p < s.size() && s[p] == ' ') ++p;
   return p;
@@ -63,7 +73,9 @@ std::optional<TrainerDict> ParseDictAt(std::string_view s) {
     if (s[p] == '\'' || s[p] == '"') {
       end = SkipQuoted(s, p);
       if (end == std::string_view::npos) return std::nullopt;
-      value = ParseNumber(s.substr(p + 1, end - p - 2));
+      const std::string_view text = s.substr(p + 1, end - p - 2);
+      value = ParseNumber(text);
+      if (!value && key.find("global_step") != std::string::npos) value = Numerator(text);
     } else if (s[p] == '[' || s[p] == '{' || s[p] == '(') {
       end = SkipBracketed(s, p);
       if (end == std::string_view::npos) return std::nullopt;
@@ -180,8 +192,11 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   }
   if (!Has(dict, "loss")) return false;
   int64_t step = 0;
-  std::optional<double> named = Get(dict, "step");
-  if (!named) named = Get(dict, "global_step");  // PaddleNLP's Trainer names it so
+  std::optional<double> named;
+  for (std::string_view key :
+       {"step", "global_step",                                     // PaddleNLP's Trainer
+        "global_step/max_steps", "steps[global_step/max_steps]"})  // ms-swift
+    if (!named) named = Get(dict, key);
   if (named) {
     step = static_cast<int64_t>(*named);
   } else if (anchored_) {

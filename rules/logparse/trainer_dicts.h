@@ -10,8 +10,8 @@
 //    '0.523', 'train_loss': '9.87', 'epoch': '0.0133'}
 //
 // The second form is transformers from 2025 on: floats as f"{v:.4g}" strings.
-// A dict that names its step (`'step'`, or PaddleNLP's Trainer's `'global_step'`) is at
-// that step. transformers' dicts name none: the Trainer logs at every global step that is a
+// A dict that names its step (`'step'`, PaddleNLP's Trainer's `'global_step'`, ms-swift's
+// `'global_step/max_steps': '205/270'`) is at that step. transformers' dicts name none: the Trainer logs at every global step that is a
 // multiple of logging_steps, and at step 1 too with logging_first_step, so
 // the n-th loss dict is the n-th such step (TrainingArguments' print or the
 // command line says logging_steps / logging_first_step; 1 and False
@@ -33,7 +33,8 @@
 namespace bm::logparse {
 
 // The dict's keys and their numbers: a number, a quoted number, nan / inf
-// (NaN, ±Inf); nullopt for anything else (None, a string, a list).
+// (NaN, ±Inf), and for a key naming global_step a quoted "n/m" its n (ms-swift's
+// 'global_step/max_steps': '205/270'); nullopt for anything else (None, a string, a list).
 using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 
 // The line (spaces around it ignored) as a Python dict literal of string

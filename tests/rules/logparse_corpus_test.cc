@@ -646,6 +646,20 @@ TEST(Corpus, TrainerDictsNamingGlobalStep) {
   EXPECT_EQ(r->At(160)->span, 10);
 }
 
+TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
+  // ms-swift adds 'global_step/max_steps': '205/270' to every dict (logging_steps 5).
+  Result<Read> r = ReadLog("trainer_msswift_global_step_max_steps.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  ASSERT_EQ(r->log.iterations.size(), 14u);
+  EXPECT_EQ(r->Steps().front(), 205);  // line 2
+  EXPECT_EQ(r->Steps().back(), 270);   // line 15
+  EXPECT_EQ(r->Loss(205), 1.00927935);
+  EXPECT_EQ(r->Loss(270), 0.98493128);
+  EXPECT_EQ(r->At(220)->grad_norm, 3.70276713);
+  EXPECT_EQ(r->At(210)->span, 5);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},

@@ -282,6 +282,14 @@ TEST(TrainerDicts, NumbersStringsAndOtherValues) {
   EXPECT_FALSE(ParseTrainerDict("{'loss': 2.5} trailing"));
   EXPECT_FALSE(ParseTrainerDict("{'loss': 2.5"));  // cut off
   EXPECT_FALSE(ParseTrainerDict("{loss: 2.5}"));
+  // A global step over the steps' count (ms-swift) is its step; elsewhere "n/m" is no number.
+  d = ParseTrainerDict(
+      "{'loss': 1.0, 'global_step/max_steps': '205/270', 'ratio': '3/4', "
+      "'steps[global_step/max_steps]': '60/x'}");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->at("global_step/max_steps"), 205);
+  EXPECT_FALSE(d->at("ratio"));
+  EXPECT_FALSE(d->at("steps[global_step/max_steps]"));
 }
 
 // transformers logs step 1 too with logging_first_step, then every logging_steps;

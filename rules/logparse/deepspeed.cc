@@ -237,6 +237,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
                   name, log.lines, OtherFormatHint(text, "deepspeed"));
   }
   FillSpansFromGaps(log.iterations);
+  dicts.NoteGuessedSteps(name, log);
   if (peak_gb >= 0) {
     log.peak_memory_bytes = peak_gb * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = "MaxMemAllocated (DeepSpeed ThroughputTimer)";

@@ -84,6 +84,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
                   name, log.lines, OtherFormatHint(text, "trainer"));
   }
   FillSpansFromGaps(log.iterations);
+  dicts.NoteGuessedSteps(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0)
     log.trainer_average->through_step = log.iterations.back().step;
   return log;

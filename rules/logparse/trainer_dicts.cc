@@ -1,5 +1,7 @@
 #include "rules/logparse/trainer_dicts.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 
@@ -132,6 +134,7 @@ bool TrainerDictReader::ReadSetting(std::string_view line) {
     std::optional<double> n = LeadingNumber(*v);
     if (n && *n >= 1 && *n == std::floor(*n)) {
       logging_steps_ = static_cast<int64_t>(*n);
+      stated_ = true;
       if (std::optional<std::string_view> f = SettingValue(line, "logging_first_step"))
         first_step_ = *f == "True" || *f == "true" || f->empty() || *f == "--";
       return true;
@@ -146,6 +149,14 @@ bool TrainerDictReader::ReadSetting(std::string_view line) {
 }
 
 void TrainerDictReader::SawStep(int64_t step) { anchored_ = step; }
+
+void TrainerDictReader::NoteGuessedSteps(std::string_view name, ParsedLog& log) const {
+  if (!counted_ || stated_) return;
+  log.notes.push_back(fmt::format(
+      "{}: the log does not state logging_steps (TrainingArguments or the command line): its "
+      "dicts are numbered 1, 2, 3, ... as if it were 1 (transformers' default is 500)",
+      name));
+}
 
 bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps,
                                    ParsedLog& log) {
@@ -204,6 +215,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     step = first_step_ && n <= 1 ? 1 : (n + logging_steps_ - 1) / logging_steps_ * logging_steps_;
   } else {
     step = NextAfter(last_);
+    counted_ = true;
   }
   anchored_.reset();
   last_ = step;

@@ -11,9 +11,9 @@
 //
 // The second form is transformers from 2025 on: floats as f"{v:.4g}" strings.
 // A dict that names its step (`'step'`, PaddleNLP's Trainer's `'global_step'`, ms-swift's
-// `'global_step/max_steps': '205/270'`) is at that step. transformers' dicts name none: the Trainer logs at every global step that is a
-// multiple of logging_steps, and at step 1 too with logging_first_step, so
-// the n-th loss dict is the n-th such step (TrainingArguments' print or the
+// `'global_step/max_steps': '205/270'`) is at that step. transformers' dicts name none: the Trainer
+// logs at every global step that is a multiple of logging_steps, and at step 1 too with
+// logging_first_step, so the n-th loss dict is the n-th such step (TrainingArguments' print or the
 // command line says logging_steps / logging_first_step; 1 and False
 // otherwise). Another trainer's line that names the step (DeepSpeed's
 // `step=N`, printed before the Trainer logs step N) re-anchors the count, and
@@ -65,11 +65,17 @@ class TrainerDictReader {
             ParsedLog& log);
 
   int64_t logging_steps() const { return logging_steps_; }
+  // After the log: a note in `log` when some loss dict was numbered by counting (it named no
+  // step and no other line anchored it) while the log never stated logging_steps, so that its
+  // steps assume 1 where transformers' default is 500.
+  void NoteGuessedSteps(std::string_view name, ParsedLog& log) const;
 
  private:
   int64_t NextAfter(int64_t step) const;
 
   int64_t logging_steps_ = 1;
+  bool stated_ = false;   // a line stated logging_steps
+  bool counted_ = false;  // a loss dict was numbered by counting
   bool first_step_ = false;
   int64_t last_ = 0;                 // the step of the last loss dict (or anchor)
   std::optional<int64_t> anchored_;  // a step another trainer's line named

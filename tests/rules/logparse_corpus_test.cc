@@ -380,6 +380,8 @@ TEST(Corpus, TrainerDictsFromAPullRequest) {
   // No timing in six dicts: token/p/s null with a note, the loss stays.
   EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());
   EXPECT_TRUE(r->Note("times no step"));
+  // Nothing in the excerpt states logging_steps: the numbering is a guess, and a note says so.
+  EXPECT_TRUE(r->Note("trainer_pr35207_dicts.log: the log does not state logging_steps"));
   EXPECT_DOUBLE_EQ(r->m()["loss"]["final"].get<double>(),
                    Sum({10.5949, 8.2312, 7.8988, 8.0197, 6.0704, 5.8247}) / 6);
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
@@ -443,6 +445,7 @@ TEST(Corpus, TrainerLoggingFirstStep) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   // logging_first_step=True (line 6), logging_steps=10 (line 7): steps 1, 10, 20, 30.
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 10, 20, 30}));
+  EXPECT_FALSE(r->Note("does not state logging_steps"));  // it does
   EXPECT_EQ(r->Loss(1), 10.83);
   EXPECT_EQ(r->Loss(30), 8.102);
   EXPECT_EQ(r->m()["eval"]["val_loss"], 8.05);  // line 21
@@ -655,6 +658,7 @@ TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   EXPECT_EQ(r->Steps().front(), 205);  // line 2
   EXPECT_EQ(r->Steps().back(), 270);   // line 15
   EXPECT_EQ(r->Loss(205), 1.00927935);
+  EXPECT_FALSE(r->Note("does not state logging_steps"));  // each dict names its step
   EXPECT_EQ(r->Loss(270), 0.98493128);
   EXPECT_EQ(r->At(220)->grad_norm, 3.70276713);
   EXPECT_EQ(r->At(210)->span, 5);

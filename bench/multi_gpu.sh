@@ -53,9 +53,9 @@ N=${GPUS:-$(nvidia-smi -L | wc -l)}
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv | tee "$OUT/gpus.txt"
 nvidia-smi topo -m >> "$OUT/gpus.txt" 2>&1
 
-# N ranks of cuda_train_bench (or RANK_EXE), torchrun-style environment (trainer/dist/rank_env.h); each rank's
-# log in $OUT/TAG.rankR.log. ROW_LIMIT_S (default 0: none) stops a row (ours or the peer) after
-# that long.
+# N ranks of cuda_train_bench (or RANK_EXE), torchrun-style environment (trainer/dist/rank_env.h);
+# each rank's log in $OUT/TAG.rankR.log. ROW_LIMIT_S (default 0: none) stops a row (ours or the
+# peer) after that long.
 ranks() {
   local tag=$1 n=$2; shift 2
   local rdv; rdv=$(mktemp -d)

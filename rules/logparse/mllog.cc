@@ -171,7 +171,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     if (!it.loss) it.loss = r.it.loss;
     if (!it.lr) it.lr = r.it.lr;
     if (!it.grad_norm) it.grad_norm = r.it.grad_norm;
-    if (r.own_ms && !own_ms.count(r.it.step)) own_ms[r.it.step] = *r.own_ms;
+    if (r.own_ms) own_ms.emplace(r.it.step, *r.own_ms);  // the first a step logged
   }
   if (by_samples_without_gbs) {
     log.notes.push_back(fmt::format(

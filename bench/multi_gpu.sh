@@ -87,7 +87,8 @@ fi
 if want dpbatches; then
   # Issue 38's goal 1: scaling without accumulation at every ZeRO stage and every micro-batch of
   # DP_BATCHES (default "2 4 8" rows of 2048), each against one GPU at the same micro-batch;
-  # GRAD_REDUCE (default "fp32 bf16") the gradients' type on the wire (--grad-reduce).
+  # GRAD_REDUCE (default "fp32 bf16") the gradients' type on the wire (--grad-reduce); DP_PEER=0
+  # leaves PyTorch DDP out (a second call with other DP_FLAGS).
   rm -f "$OUT/batches.jsonl"
   for b in ${DP_BATCHES:-2 4 8}; do
     ranks "dp1-b$b" 1 --model llama-1b --batch "$b" ${DP_FLAGS:-} --json "$OUT/batches.jsonl"
@@ -97,8 +98,9 @@ if want dpbatches; then
           ${DP_FLAGS:-} --json "$OUT/batches.jsonl"
       done
     done
-    torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \
-      --model llama-1b --batch "$b" --json "$OUT/batches-torch.jsonl"
+    [[ ${DP_PEER:-1} == 0 ]] ||
+      torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode ddp \
+        --model llama-1b --batch "$b" --json "$OUT/batches-torch.jsonl"
   done
   python3 - "$OUT/batches.jsonl" "$N" "$OUT/batches-torch.jsonl" <<'PY3'
 import json, os, sys

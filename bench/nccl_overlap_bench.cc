@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
       }
     }
     ways.push_back(std::move(way));
+    std::fprintf(stderr, "rank %d: communicator '%s' ready\n", rank, names[w]);
   }
 
   const size_t ag_count = bytes / 2 / world, rs_count = bytes / 4 / world;
@@ -203,12 +204,15 @@ int main(int argc, char** argv) {
   run_products(50);  // warm-up: the product's plan
   for (const Way& w : ways) collective(w, true, 2), collective(w, false, 2);
   Cuda(cudaDeviceSynchronize(), "warm-up");
+  std::fprintf(stderr, "rank %d: warmed up\n", rank);
   const double alone_ms = products_alone();
   const double tflops = 2.0 * m * n * k * products / (alone_ms * 1e-3) / 1e12;
 
   std::vector<nlohmann::json> rows;
   for (const Way& w : ways) {
     for (bool gather : {true, false}) {
+      std::fprintf(stderr, "rank %d: %s, %s\n", rank, w.name.c_str(),
+                   gather ? "all-gather" : "reduce-scatter");
       // Alone: 10 collectives.
       Cuda(cudaDeviceSynchronize(), "sync");
       Cuda(cudaEventRecord(tc.start, comm_stream), "record");

@@ -192,6 +192,16 @@ int main(int argc, char** argv) {
       }
     }
   };
+  int* agreed = nullptr;
+  Cuda(cudaMalloc(&agreed, sizeof(int)), "agreed count");
+  auto AgreeOnMax = [&](int mine) {
+    Cuda(cudaMemcpy(agreed, &mine, sizeof(int), cudaMemcpyHostToDevice), "count");
+    Nccl(ncclAllReduce(agreed, agreed, 1, ncclInt32, ncclMax, ways[0].comm, comm_stream),
+         "ncclAllReduce");
+    Cuda(cudaStreamSynchronize(comm_stream), "count");
+    Cuda(cudaMemcpy(&mine, agreed, sizeof(int), cudaMemcpyDeviceToHost), "count");
+    return mine;
+  };
   bm::train::cuda::NvmlGpu nvml;
   nvml.Open(env->local_rank);
   Timer tp, tc;
@@ -219,8 +229,10 @@ int main(int argc, char** argv) {
       collective(w, gather, 10);
       Cuda(cudaEventRecord(tc.stop, comm_stream), "record");
       const double coll_ms = tc.Ms() / 10;
-      // Beside: as many as span the products alone; both streams start together.
-      const int count = std::max(1, static_cast<int>(alone_ms / coll_ms));
+      // Beside: as many as span the products alone, the most any rank needs (every rank must
+      // issue as many: a rank that issued fewer would leave the others waiting); both streams
+      // start together.
+      const int count = AgreeOnMax(std::max(1, static_cast<int>(alone_ms / coll_ms)));
       Cuda(cudaDeviceSynchronize(), "sync");
       const double j0 = nvml.Joules();
       Cuda(cudaEventRecord(tp.start, compute), "record");

@@ -11,27 +11,37 @@
 // Records come from train_loss (value: the loss) and tracked_stats (value.loss, or
 // reduced_train_loss as NeMo's references since 2025 log it, value.lr, value.grad_norm,
 // value.train_step_time: the step's own seconds, as NeMo-RL's GRPO reference logs it in a
-// second tracked_stats event of the step), at metadata.step; a tracked_stats event with none
-// of these (validation_time alone) is not a training step; the llama2_70b_lora reference names no
-// step but metadata.samples_count (step x global_batch_size: the step is that over the
-// global_batch_size event's value), and without either they are numbered in
-// order. Their time_ms stamps time the steps: a record's ms is the time since
-// the previous record (the first: since run_start) over the steps between
-// them, unless the step logged its own time (train_step_time). A log with no training records but
-// eval_accuracy events (the llama3.1 reference) is timed by its blocks instead: a record at each
-// block_stop, its ms the block's time (block_start to block_stop, evaluation left out) over its
-// steps (samples_count over global_batch_size); it has no loss. eval_accuracy events are the log's
-// evals. Facts: global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps
-// (gas); run_start to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a
-// print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight initialization:
-// {...}")` on every rank): skipped, with a note. An object that does not
-// parse is an error unless it is the last line (cut off).
-// tracked_stats' throughput is not used: its unit differs between benchmarks
-// (samples/s, tokens/s, sequences/s). The log has no memory figures.
+// second tracked_stats event of the step), at metadata.step. Not training steps: a tracked_stats
+// event with none of these (validation_time alone); one with throughput alone (the MLPerf v5.1
+// submissions' log_throughput -- AMD callbacks.py, Cisco custom_callbacks.py, Dell NeMo
+// _log_throughputs -- set its metadata.step to global_step x gbs: samples); one with
+// train_step_time alone, a samples_count and no step (mlperf_common's _log_train_step_time: the
+// mean over the block since the previous one, its samples_count the block's, not the run's).
+// The llama2_70b_lora reference names no step but metadata.samples_count (step x
+// global_batch_size: the step is that over the global_batch_size event's value); where an event
+// names both, samples_count decides (NeMo's step counts from 0: Dell's _log_throughputs logs
+// samples = (step + 1) x gbs); without either they are numbered in order. Their time_ms stamps
+// time the steps: a record's ms is the time since the previous record (the first: since
+// run_start), less the evaluations inside it (eval_start to eval_stop, block_stop to the next
+// block_start), over the steps between them, unless the step logged its own time
+// (train_step_time) and is a span of one. A log with no training records but eval_accuracy
+// events (the llama3.1 reference) is timed by its blocks instead: a record at each block_stop,
+// its ms the block's time (block_start to block_stop, evaluation left out) over its steps (the
+// blocks' metadata.step, as mlperf_common logs it, else samples_count over global_batch_size);
+// it has no loss. eval_accuracy events are the log's evals, at their eval_start's step or
+// samples_count when inside one (AMD's eval_accuracy names the logger's 0-based step x gbs).
+// Facts: global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps (gas);
+// run_start to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a
+// print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight
+// initialization: {...}")` on every rank): skipped, with a note. An object that does not parse
+// is an error unless it is the last line (cut off). tracked_stats' throughput is not used: its
+// unit differs between benchmarks (samples/s, tokens/s, sequences/s). The log has no memory
+// figures.
 #include "base/mllog.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -79,13 +89,25 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   struct Block {
     double time_ms = 0;
     double samples = 0;
+    std::optional<double> step;  // mlperf_common names it; its samples_count is per block
+    int64_t line = 0;
   };
   std::vector<Raw> raws;
   std::vector<std::pair<Block, Block>> blocks;  // start, stop
   std::optional<Block> open_block;
-  std::vector<std::pair<double, int64_t>> eval_samples;  // samples_count, line (for evals)
+  // Where each eval_accuracy is: the enclosing eval_start's step or samples_count (the run's
+  // step count; AMD's eval_accuracy names the Lightning logger's 0-based step x gbs), else its own.
+  struct EvalAt {
+    std::optional<double> step, samples;
+  };
+  std::vector<EvalAt> eval_at;
+  EvalAt open_eval_at;
   std::optional<double> run_start, run_stop;
-  int64_t events = 0, stray = 0, stray_line = 0;
+  // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next
+  // block_start (the blocks are the training between evaluations).
+  std::vector<std::pair<double, double>> paused;
+  std::optional<double> eval_open, between_blocks;
+  int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
   Status error = Status::Ok();
   const int64_t total_lines = CountLines(text);
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
@@ -120,14 +142,26 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       SetFact(log, "mpe", value.get<double>(), no);
     } else if (key == mllog::kGradientAccumulationSteps && value.is_number()) {
       SetFact(log, "gas", value.get<double>(), no);
-    } else if (key == mllog::kBlockStart && time_ms && samples) {
-      open_block = Block{*time_ms, *samples};
-    } else if (key == mllog::kBlockStop && time_ms && samples && open_block) {
-      blocks.push_back({*open_block, Block{*time_ms, *samples}});
+    } else if (key == mllog::kBlockStart) {
+      if (time_ms && between_blocks) paused.push_back({*between_blocks, *time_ms});
+      between_blocks.reset();
+      if (time_ms && samples) open_block = Block{*time_ms, *samples, Num(meta, "step"), no};
+    } else if (key == mllog::kBlockStop) {
+      between_blocks = time_ms;
+      if (time_ms && samples && open_block)
+        blocks.push_back({*open_block, Block{*time_ms, *samples, Num(meta, "step"), no}});
       open_block.reset();
+    } else if (key == mllog::kEvalStart) {
+      eval_open = time_ms;
+      open_eval_at = {Num(meta, "step"), samples};
+    } else if (key == mllog::kEvalStop) {
+      if (time_ms && eval_open) paused.push_back({*eval_open, *time_ms});
+      eval_open.reset();
+      open_eval_at = {};
     } else if (key == mllog::kEvalAccuracy && value.is_number()) {
       log.evals.push_back({0, value.get<double>(), no});
-      eval_samples.push_back({samples.value_or(-1), no});
+      eval_at.push_back(open_eval_at.step || open_eval_at.samples ? open_eval_at
+                                                                  : EvalAt{std::nullopt, samples});
       log.eval_what = "MLPerf eval_accuracy";
     } else if (key == mllog::kTrainLoss || key == kTrackedStats) {
       std::optional<double> step = Num(meta, "step");
@@ -143,10 +177,15 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       if (!r.it.lr) r.it.lr = Num(meta, "lr");
       r.it.grad_norm = Num(value, "grad_norm");
       if (std::optional<double> s = Num(value, "train_step_time")) r.own_ms = *s * 1000.0;
-      if (!loss_event && !r.it.loss && !r.it.lr && !r.it.grad_norm && !r.own_ms &&
-          !Num(value, "throughput"))
-        return;  // not a training step's statistics (validation_time)
-      r.samples_count = step ? std::nullopt : samples;
+      if (!loss_event && !r.it.loss && !r.it.lr && !r.it.grad_norm && !r.own_ms)
+        return;  // not a training step's statistics (validation_time; throughput alone)
+      if (!loss_event && !r.it.loss && !r.it.lr && !r.it.grad_norm && !step && samples) {
+        // mlperf_common's train_step_time: the mean over the block since the previous one,
+        // its samples_count that block's samples, not the run's.
+        if (block_means++ == 0) block_means_line = no;
+        return;
+      }
+      r.samples_count = samples;
       raws.push_back(r);
     }
   });
@@ -161,7 +200,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   bool by_samples_without_gbs = false;
   for (Raw& r : raws) {
     if (r.samples_count && gbs && *gbs > 0) {
-      r.it.step = step_of(*r.samples_count);
+      r.it.step = step_of(*r.samples_count);  // over metadata.step, which NeMo counts from 0
     } else if (r.it.step == 0) {
       by_samples_without_gbs = by_samples_without_gbs || r.samples_count.has_value();
       r.it.step = ++unnumbered;
@@ -180,25 +219,37 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         name));
   }
   for (size_t i = 0; i < log.evals.size(); ++i) {
-    if (gbs && *gbs > 0 && eval_samples[i].first >= 0)
-      log.evals[i].step = step_of(eval_samples[i].first);
+    if (eval_at[i].step)
+      log.evals[i].step = static_cast<int64_t>(std::llround(*eval_at[i].step));
+    else if (gbs && *gbs > 0 && eval_at[i].samples)
+      log.evals[i].step = step_of(*eval_at[i].samples);
   }
   const bool timed_by_blocks = steps.empty() && !blocks.empty() && gbs && *gbs > 0;
   if (timed_by_blocks) {
+    auto block_step = [&](const Block& b) {
+      return b.step ? static_cast<int64_t>(std::llround(*b.step)) : step_of(b.samples);
+    };
     for (const auto& [start, stop] : blocks) {
-      const int64_t from = step_of(start.samples), to = step_of(stop.samples);
+      const int64_t from = block_step(start), to = block_step(stop);
       if (to <= from || stop.time_ms < start.time_ms) continue;
       Iteration it;
       it.step = to;
       it.span = to - from;
       it.ms = (stop.time_ms - start.time_ms) / static_cast<double>(it.span);
       it.time_ms = stop.time_ms;
+      it.line = stop.line;
       steps[to] = it;
     }
     log.notes.push_back(fmt::format(
         "{}: no train_loss events: steps timed by the block_start/block_stop events (training "
         "time between evaluations), and no training loss",
         name));
+  }
+  if (block_means > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} tracked_stats train_step_time event(s) with a samples_count and no step "
+        "(mlperf_common's mean over a block) are no training step",
+        name, block_means_line, block_means));
   }
   if (stray > 0) {
     log.notes.push_back(fmt::format(
@@ -223,16 +274,42 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   }
   if (!timed_by_blocks) {
     FillSpansFromGaps(log.iterations);
+    std::sort(paused.begin(), paused.end());
+    // The training time between two stamps: the gap less the paused time inside it.
+    double left_out = 0;
+    bool timed_by_own = false;  // train_step_time is one step's: it times a span of one
+    auto training_ms = [&](double from, double to) {
+      double ms = to - from;
+      double covered = from;  // paused intervals may overlap (an evaluation inside a gap)
+      for (const auto& [a, b] : paused) {
+        const double lo = std::max(a, covered), hi = std::min(b, to);
+        if (hi > lo) {
+          ms -= hi - lo;
+          left_out += hi - lo;
+          covered = hi;
+        }
+      }
+      return ms;
+    };
     std::optional<double> previous = run_start;
     for (size_t i = 0; i < log.iterations.size(); ++i) {
       Iteration& it = log.iterations[i];
       if (i == 0 && run_start) it.span = std::max<int64_t>(1, it.step);  // timed from run_start
       if (previous && it.time_ms && *it.time_ms >= *previous)
-        it.ms = (*it.time_ms - *previous) / static_cast<double>(it.span);
+        it.ms = training_ms(*previous, *it.time_ms) / static_cast<double>(it.span);
       previous = it.time_ms;
-      if (auto own = own_ms.find(it.step); own != own_ms.end() && it.span == 1) it.ms = own->second;
+      if (auto own = own_ms.find(it.step); own != own_ms.end() && it.span == 1) {
+        it.ms = own->second;
+        timed_by_own = true;
+      }
     }
-    if (!own_ms.empty()) {
+    if (left_out > 0) {
+      log.notes.push_back(fmt::format(
+          "{}: {:.1f} s of evaluation (eval_start to eval_stop, block_stop to block_start) left "
+          "out of the time between the records",
+          name, left_out / 1000.0));
+    }
+    if (timed_by_own) {
       log.notes.push_back(fmt::format(
           "{}: the steps' time from tracked_stats' train_step_time (the trainer's own), not "
           "from the time_ms gaps between events",

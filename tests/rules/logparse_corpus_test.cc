@@ -544,8 +544,9 @@ TEST(Corpus, MlperfLoraSamplesCountIsTheStep) {
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 40, 50}));  // samples_count / 8
   EXPECT_EQ(r->Loss(10), 1.4561);
   EXPECT_EQ(r->Loss(50), 1.1892);
-  // Steps 11-50 from the time stamps: 10 s, 23 s (an evaluation inside), 10 s.
-  EXPECT_DOUBLE_EQ(r->PerDevice(), 40 * 8 * 8192 / 43.0 / 8);
+  // Steps 11-50 from the time stamps: 10 s, 23 s less the 3 s from block_stop (line 16) to
+  // block_start (line 19), the evaluation between them, 10 s.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 40 * 8 * 8192 / 40.0 / 8);
   EXPECT_EQ(r->m()["eval"]["val_loss"], 0.9243);
   EXPECT_EQ(r->m()["eval"]["step"], 60);
   EXPECT_EQ(r->m()["wall_s"], 66.001);
@@ -599,6 +600,103 @@ TEST(Corpus, MlperfGrpoStepTimeAndNoValidationStep) {
   EXPECT_DOUBLE_EQ(*r->At(6)->ms, 1135.728970619908 * 1000);
   EXPECT_TRUE(r->Note("train_step_time"));
   EXPECT_EQ(r->m()["wall_s"], (1784895180062.0 - 1784886443106.0) / 1000);  // lines 47, 66
+}
+
+TEST(Corpus, MlperfThroughputStepIsSamplesNotAStep) {
+  // AMD's llama31_8b submission: tracked_stats {"throughput"} at metadata.step = global_step x
+  // gbs (callbacks.py log_throughput), i.e. samples: no record there. No train_loss either, so
+  // the blocks time the run: global_batch_size 32 (line 17).
+  Result<Read> r = ReadLog("mllog_amd_llama31_8b_throughput_step.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 14u);  // 14 block_stop events
+  EXPECT_EQ(r->Steps().front(), 384);        // line 45: samples_count 12288 / 32
+  EXPECT_EQ(r->Steps().back(), 5376);        // line 123: 172032 / 32
+  EXPECT_EQ(r->At(12288), nullptr);          // line 44's "step": 12288 is samples
+  EXPECT_EQ(r->At(384)->span, 384);
+  // Lines 43 and 45: block_start and block_stop of steps 1-384; lines 49 and 51 the next.
+  EXPECT_DOUBLE_EQ(*r->At(384)->ms, (1759966614209.0 - 1759966206549.0) / 384);  // 1061.6
+  EXPECT_DOUBLE_EQ(*r->At(768)->ms, (1759967026079.0 - 1759966624658.0) / 384);  // 1045.4
+  EXPECT_FALSE(r->At(384)->loss);
+  // The eval_accuracy of line 47 names samples_count 12256 (the logger's 0-based step x 32); its
+  // eval_start (line 46) names 12288: the evaluation after step 384.
+  ASSERT_EQ(r->log.evals.size(), 14u);
+  EXPECT_EQ(r->log.evals[0].step, 384);
+  EXPECT_EQ(r->log.evals[0].value, 5.595030307769775);
+  EXPECT_TRUE(r->Note("timed by the block_start/block_stop events"));
+}
+
+TEST(Corpus, MlperfEvaluationLeftOutOfTheGap) {
+  // Cisco's llama2_70b_lora submission: train_loss every 10 steps at samples_count / 8 (line 9),
+  // tracked_stats {"throughput"} at "step": samples (lines 66, 79, ...), no record.
+  Result<Read> r = ReadLog("mllog_cisco_llama2_70b_lora_eval_gap.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 33u);  // samples_count 80 ... 2640
+  EXPECT_EQ(r->Steps().front(), 10);
+  EXPECT_EQ(r->Steps().back(), 330);
+  EXPECT_EQ(r->At(1536), nullptr);
+  EXPECT_EQ(r->Loss(10), 2.0620665550231934);  // line 39
+  // Step 10 from run_start (line 37).
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, (1746972093372.0 - 1746972061929.0) / 10);  // 3144.3
+  // Steps 191-200: line 57 to line 74 less block_stop/eval_start (lines 67-68) to
+  // eval_stop/block_start (lines 72-73): (66198 - 28165) / 10. The 12.6 s from step 190 to
+  // eval_start hold 2 steps and something the log does not bracket: it stays in.
+  EXPECT_DOUBLE_EQ(*r->At(200)->ms,
+                   (1746972732278.0 - 1746972666080.0 - (1746972706821.0 - 1746972678656.0)) / 10);
+  // Steps 241-250: line 78 to line 87 less lines 80 to 86.
+  EXPECT_DOUBLE_EQ(*r->At(250)->ms,
+                   (1746972919749.0 - 1746972859645.0 - (1746972887885.0 - 1746972859650.0)) / 10);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 68: 1536 / 8
+  EXPECT_TRUE(r->Note("of evaluation (eval_start to eval_stop, block_stop to block_start) left"));
+}
+
+TEST(Corpus, MlperfCommonBlockStepTimeIsNoRecord) {
+  // Dell's llama2_70b_lora submission (NeMo, mlperf_common): tracked_stats {"train_loss"} with
+  // metadata.step every 10 steps; mlperf_common's {"train_step_time"} (lines 25, 39, 52, 66,
+  // 80) has the block's samples_count (1536, then 384 per block): no record at 192 or 48. The
+  // excerpt has no global_batch_size: the steps are metadata.step.
+  Result<Read> r = ReadLog("mllog_dell_llama2_70b_lora_mlperf_common.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 38u);  // steps 10 ... 380
+  EXPECT_EQ(r->Steps().front(), 10);
+  EXPECT_EQ(r->Steps().back(), 380);
+  EXPECT_EQ(r->At(48), nullptr);
+  EXPECT_EQ(r->At(192), nullptr);
+  EXPECT_EQ(r->At(50)->span, 10);
+  EXPECT_DOUBLE_EQ(*r->At(50)->ms, (1760058904955.0 - 1760058873452.0) / 10);  // lines 9, 10
+  // Steps 191-200: line 24 to line 34 less block_stop (line 26) to block_start (line 33).
+  EXPECT_DOUBLE_EQ(*r->At(200)->ms,
+                   (1760059408811.0 - 1760059345949.0 - (1760059383617.0 - 1760059352568.0)) / 10);
+  EXPECT_EQ(r->Loss(200), 0.6319371461868286);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // eval_start's "step" (line 27)
+  EXPECT_TRUE(
+      r->Note("mllog_dell_llama2_70b_lora_mlperf_common.log:25: 5 tracked_stats train_step_time"));
+}
+
+TEST(Corpus, MlperfNemoStepIsZeroBased) {
+  // Dell's llama31_8b submission (NeMo 2): "step": 31.0 with samples_count 512.0 (line 40) at
+  // global_batch_size 16 (line 16) is step 512 / 16 = 32 (custom_callbacks.py
+  // _log_throughputs: samples = (step + 1) x gbs).
+  Result<Read> r = ReadLog("mllog_dell_llama31_8b_nemo_step0.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 48u);  // 32 ... 1536, every 32 steps
+  EXPECT_EQ(r->Steps().front(), 32);
+  EXPECT_EQ(r->Steps().back(), 1536);  // line 158: 1535.0, 24576.0
+  EXPECT_EQ(r->At(31), nullptr);
+  EXPECT_EQ(r->Loss(32), 8.089431762695312);
+  // From run_start (line 38) over 32 steps.
+  EXPECT_DOUBLE_EQ(*r->At(32)->ms, (1759772264745.0 - 1759772250877.0) / 32);  // 433.375
+  // mlperf_common's train_step_time at lines 64 and 159 (samples_count 12288 both times) adds
+  // nothing: step 768 is line 63's, 32 steps.
+  EXPECT_EQ(r->At(768)->span, 32);
+  EXPECT_EQ(r->At(768)->line, 63);
+  // Steps 769-800: line 63 to line 135 less block_stop (line 65) to block_start (line 134),
+  // which holds the evaluation (lines 66-133): (23312 - 8688) / 32.
+  EXPECT_DOUBLE_EQ(*r->At(800)->ms,
+                   (1759772618479.0 - 1759772595167.0 - (1759772604076.0 - 1759772595388.0)) / 32);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 768);  // eval_start's "step" (line 66)
+  EXPECT_TRUE(r->Note("2 tracked_stats train_step_time"));
+  EXPECT_FALSE(r->Note("the steps' time from tracked_stats' train_step_time"));  // spans of 32
 }
 
 // ---- FlagPerf -------------------------------------------------------------
@@ -684,6 +782,10 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_lora.log", "mllog"},
       {"mllog_deepseekv3_reduced_train_loss.log", "mllog"},
       {"mllog_grpo_train_step_time.log", "mllog"},
+      {"mllog_amd_llama31_8b_throughput_step.log", "mllog"},
+      {"mllog_cisco_llama2_70b_lora_eval_gap.log", "mllog"},
+      {"mllog_dell_llama2_70b_lora_mlperf_common.log", "mllog"},
+      {"mllog_dell_llama31_8b_nemo_step0.log", "mllog"},
       {"megatron_neox_lm_loss_issue3742.log", "megatron"},
       {"paddle_ernie_speed_ips_issue5119.log", "paddle"},
       {"paddle_ernie_valid_steps_issue3867.log", "paddle"},

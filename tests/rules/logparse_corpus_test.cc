@@ -121,6 +121,31 @@ TEST(Corpus, MegatronEveryIterationSkipped) {
   EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 5);
 }
 
+TEST(Corpus, MegatronDeepSpeedBf16NaNPrintsNoLoss) {
+  // bigscience Megatron-DeepSpeed, --log-interval 1, loss scale 1.0 (bf16): three lines
+  // with `grad norm: nan`, no lm loss, 0 skipped and 0 NaN iterations. Megatron prints a
+  // loss only if its average is >= 0: NaN, counted as one.
+  Result<Read> r = ReadLog("megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron",
+                           {{"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5426, 5427, 5428}));
+  for (int64_t s = 5426; s <= 5428; ++s) {
+    ASSERT_TRUE(r->Loss(s)) << s;
+    EXPECT_TRUE(std::isnan(*r->Loss(s))) << s;
+    EXPECT_EQ(r->At(s)->nan, 1) << s;
+    EXPECT_EQ(r->At(s)->skipped, 0) << s;
+    EXPECT_TRUE(std::isnan(*r->At(s)->grad_norm)) << s;
+  }
+  EXPECT_EQ(r->At(5427)->ms, 4225.8);        // line 2
+  EXPECT_EQ(r->At(5428)->samples, 8);        // global batch size:     8
+  EXPECT_EQ(r->m()["config"]["mpe"], 2048);  // actual seqlen:  2048
+  EXPECT_EQ(r->m()["provenance"]["nan_iterations"], 3);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 0);
+  EXPECT_TRUE(r->m()["loss"].is_null());  // NaN losses are left out: none is left
+  EXPECT_TRUE(
+      r->Note("3 iteration line(s) from megatron_deepspeed_bf16_nan_no_loss_issue396.log:1"));
+}
+
 TEST(Corpus, MegatronBertLogInterval100) {
   // The page's command: 4 nodes x 1 GPU, --seq-length 512, --global-batch-size 64.
   Result<Read> r = ReadLog("megatron_bert_sop_interval100.log", "megatron",
@@ -678,6 +703,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},
       {"trainer_pr35207_dicts.log", "trainer"},
       {"trainer_accelerate_tqdm_cr.log", "trainer"},
+      {"megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron"},
       {"paddlenlp_qwen0p5b_pretrain.log", "paddle"},
       {"paddle_gpt_model_zoo_ips.log", "paddle"},
       {"mllog_llama31_405b_eval_only.log", "mllog"},

@@ -351,6 +351,47 @@ TEST(Megatron, Core016ResumedRunsFirstInterval) {
             0u);
 }
 
+// An interval that prints no lm loss although not all of its iterations were
+// skipped: training_log prints a loss only `if avg >= 0.0`, so its average was
+// NaN (a bf16 NaN that no skip caught). Megatron-LM prints the counts on every
+// line; a fork's line without them says nothing about its loss.
+TEST(Megatron, MissingLossWithUnskippedIterationsIsNaN) {
+  auto line = [](int it, std::string_view loss, int skipped) {
+    return fmt::format(
+        " iteration {:8d}/{:8d} | consumed samples: {:12d} | elapsed time per iteration (ms): "
+        "400.0 | learning rate: 1.000000E-04 | global batch size:     8 | {}loss scale: 1.0 | "
+        "number of skipped iterations: {:3d} | number of nan iterations: {:3d} |\n",
+        it, 100, it * 8, loss, skipped, skipped > 0 ? 1 : 0);
+  };
+  std::string text = line(10, "lm loss: 9.000000E+00 | ", 0) + line(20, "", 3) + line(30, "", 10) +
+                     line(40, "", 0) +
+                     " iteration       50/     100 | elapsed time per iteration (ms): 400.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(text, "nan.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 5u);
+  EXPECT_EQ(At(*r, 10)->loss, 9.0);
+  ASSERT_TRUE(At(*r, 20)->loss);  // 7 of 10 advanced, no loss: NaN
+  EXPECT_TRUE(std::isnan(*At(*r, 20)->loss));
+  EXPECT_EQ(At(*r, 20)->skipped, 3);
+  EXPECT_EQ(At(*r, 20)->nan, 2);   // Megatron's 1 among the skipped, 1 more among the others
+  EXPECT_FALSE(At(*r, 30)->loss);  // all 10 skipped: no loss, the count says why
+  EXPECT_EQ(At(*r, 30)->nan, 1);
+  EXPECT_TRUE(std::isnan(*At(*r, 40)->loss));
+  EXPECT_EQ(At(*r, 40)->nan, 1);
+  EXPECT_FALSE(At(*r, 50)->loss);  // no counts printed: not Megatron-LM's line
+  EXPECT_EQ(At(*r, 50)->nan, 0);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0].rfind("loss: 2 iteration line(s) from nan.log:2 (iteration 20) on", 0), 0u);
+  // A count that does not parse is still an error at its line.
+  r = ParseMegatronLog(line(10, "", 0) +
+                           " iteration       20/     100 | number of skipped "
+                           "iterations: x |\n",
+                       "badcount.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "badcount.log:2: 'number of skipped iterations' is 'x', not a number");
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);

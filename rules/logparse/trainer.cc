@@ -12,7 +12,8 @@
 //     Gradient Accumulation steps = 4
 //
 // and TrainingArguments' `bf16=True,` / `fp16=True,` lines. The dicts carry no
-// sequence length and no memory: `mpe` comes from the BENCHFILE.
+// sequence length and no memory: `mpe` comes from the BENCHFILE. tqdm's bar
+// before a dict gives its step (trainer_dicts.h).
 #include <fmt/format.h>
 
 #include <map>
@@ -55,6 +56,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+    dicts.ReadBar(line, no);
     if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
       dicts.Read(*dict, no, steps, log);
       return;

@@ -423,6 +423,12 @@ TEST(Corpus, TrainerRealRunOneGpu) {
   EXPECT_EQ(r->Loss(1), 10.88);
   EXPECT_EQ(r->Loss(2), 10.82);
   EXPECT_EQ(r->Loss(520), 3.506);
+  // Steps 1-520 whether a bar or the count numbers a dict: before dict 2 (line 3) the only
+  // bar is tqdm's redraw after dict 1 ("1/520"; it redraws at most every 0.1 s), which has
+  // not moved past step 1 and numbers nothing; before dict 6 (line 7) "6/520" does.
+  std::vector<int64_t> all(520);
+  std::iota(all.begin(), all.end(), 1);
+  EXPECT_EQ(r->Steps(), all);
   EXPECT_NEAR(r->PerDevice(), 678.3 * 128, 1e-6);         // samples/s × MPE, one GPU
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the Trainer prints none
 }
@@ -437,6 +443,7 @@ TEST(Corpus, TrainerRealRunTorchrunFourGpus) {
   ASSERT_EQ(r->log.iterations.size(), 520u);
   EXPECT_EQ(r->Loss(1), 10.88);
   EXPECT_EQ(r->Loss(520), 3.512);
+  EXPECT_EQ(r->Steps().back(), 520);
   EXPECT_NEAR(r->PerDevice(), 565.7 * 128 / 4, 1e-6);
 }
 
@@ -674,6 +681,25 @@ TEST(Corpus, TrainerDictsNamingGlobalStep) {
   EXPECT_EQ(r->At(160)->span, 10);
 }
 
+TEST(Corpus, TrainerStepsFromProgressBarsWithDefaultLoggingSteps) {
+  // A Seq2SeqTrainer run that states no logging_steps (transformers' default, 500): the bar
+  // before each dict says its step (lines 9, 15, 21: 500/1689, 1000/1689, 1500/1689).
+  Result<Read> r = ReadLog("trainer_marianmt_bars_default500.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{500, 1000, 1500}));
+  EXPECT_EQ(r->Loss(500), 1.6771);
+  EXPECT_EQ(r->Loss(1000), 1.5235);
+  EXPECT_EQ(r->Loss(1500), 1.4469);
+  EXPECT_DOUBLE_EQ(*r->At(500)->lr, 7.039668442865602e-06);
+  EXPECT_EQ(r->At(1000)->span, 500);
+  EXPECT_FALSE(r->Note("does not state logging_steps"));  // no dict is numbered by a guess
+  EXPECT_EQ(r->m()["config"]["lbs"], 8);                  // lines 4-6
+  EXPECT_EQ(r->m()["config"]["gbs"], 8);
+  EXPECT_EQ(r->m()["config"]["gas"], 1);
+  EXPECT_TRUE(r->m()["wall_s"].is_null());  // line 28, the closing dict, is cut off
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
+}
+
 TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   // ms-swift adds 'global_step/max_steps': '205/270' to every dict (logging_steps 5).
   Result<Read> r = ReadLog("trainer_msswift_global_step_max_steps.log", "auto");
@@ -703,6 +729,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},
       {"trainer_pr35207_dicts.log", "trainer"},
       {"trainer_accelerate_tqdm_cr.log", "trainer"},
+      {"trainer_marianmt_bars_default500.log", "trainer"},
       {"megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron"},
       {"paddlenlp_qwen0p5b_pretrain.log", "paddle"},
       {"paddle_gpt_model_zoo_ips.log", "paddle"},

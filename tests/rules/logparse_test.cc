@@ -392,6 +392,44 @@ TEST(Megatron, MissingLossWithUnskippedIterationsIsNaN) {
             "badcount.log:2: 'number of skipped iterations' is 'x', not a number");
 }
 
+// tqdm's bar before a Trainer dict gives its step (trainer_dicts.h): what
+// ProgressCallback.on_step_end drew before on_log wrote the dict, unless it is
+// stale (tqdm redraws at most every 0.1 s), another bar, or off the stated
+// logging_steps.
+TEST(Trainer, ProgressBarsNumberTheDicts) {
+  auto bar = [](int n, int total) {
+    return fmt::format("\r {:3d}%|#         | {}/{} [00:01<00:09,  1.50it/s]", n * 100 / total, n,
+                       total);
+  };
+  const std::string clear = "\r                              \r";
+  // No logging_steps stated: the bars give 50 and 100; the third dict's only bar is
+  // the redraw after the second (100 again), the fourth's an evaluation bar (8/8) and
+  // a finished bar on the line before: both counted on (101, 102).
+  std::string text = bar(49, 200) + bar(50, 200) + clear + "{'loss': 3.0, 'epoch': 0.1}\n" +
+                     bar(100, 200) + clear + "{'loss': 2.5, 'epoch': 0.2}\n" + bar(100, 200) +
+                     clear + "{'loss': 2.25, 'epoch': 0.3}\n" + bar(8, 8) + "\n" +
+                     "{'loss': 2.0, 'epoch': 0.4}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "bars.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{50, 100, 101, 102}));
+  EXPECT_EQ(At(*r, 100)->loss, 2.5);
+  ASSERT_EQ(r->notes.size(), 1u);  // 101 and 102 are counted guesses
+  EXPECT_NE(r->notes[0].find("does not state logging_steps"), std::string::npos);
+  // logging_steps=10 stated: a bar at 17 (not redrawn since) loses to the count (20);
+  // a bar at 30 on the grid wins; a bar of another total (60: not the training bar) never
+  // numbers a dict.
+  text = "logging_steps=10,\n" + bar(10, 40) + "{'loss': 3.0}\n" + bar(17, 40) + "{'loss': 2.0}\n" +
+         bar(30, 40) + "{'loss': 1.0}\n" + bar(50, 60) + "{'loss': 0.5}\n";
+  r = ParseTrainerLog(text, "stated.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_TRUE(r->notes.empty());
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);

@@ -700,6 +700,39 @@ TEST(Corpus, TrainerStepsFromProgressBarsWithDefaultLoggingSteps) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
 }
 
+TEST(Corpus, TrainerMsSwiftMemoryOnOneGpu) {
+  // swift sft on a Colab T4: bars and dicts on one line, 'memory(GiB)': '14.3' in each.
+  Result<Read> r = ReadLog("trainer_msswift_colab_t4_memory.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50}));
+  EXPECT_EQ(r->Loss(1), 0.3713);    // line 2
+  EXPECT_EQ(r->Loss(50), 0.03346);  // line 12
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 14.3 * kGiB);
+  EXPECT_NE(r->m()["memory"]["source"].get<std::string>().find("ms-swift's memory(GiB)"),
+            std::string::npos);
+  // One GPU here, but the log cannot say so: the note says when it would be a sum.
+  EXPECT_TRUE(r->Note("ms-swift's memory(GiB) is per device only when each process drives one"));
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 0.03461);  // line 15
+  EXPECT_EQ(r->m()["eval"]["step"], 50);
+}
+
+TEST(Corpus, TrainerAxolotlMemory) {
+  // axolotl (August 2025 keys), five dicts; nothing states logging_steps.
+  Result<Read> r = ReadLog("trainer_axolotl_issue3196_memory.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(r->Note("does not state logging_steps"));
+  EXPECT_EQ(r->Loss(1), 4.75);
+  EXPECT_EQ(r->Loss(5), 0.2031);
+  // The largest memory/device_mem_reserved(gib) (max_memory_reserved), 41.26 from line 2;
+  // the allocated figure (34.89) is lower.
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 41.26 * kGiB);
+  EXPECT_NE(r->m()["memory"]["source"].get<std::string>().find("device_mem_reserved"),
+            std::string::npos);
+  EXPECT_FALSE(r->Note("ms-swift"));
+}
+
 TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   // ms-swift adds 'global_step/max_steps': '205/270' to every dict (logging_steps 5).
   Result<Read> r = ReadLog("trainer_msswift_global_step_max_steps.log", "auto");
@@ -713,6 +746,8 @@ TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   EXPECT_EQ(r->Loss(270), 0.98493128);
   EXPECT_EQ(r->At(220)->grad_norm, 3.70276713);
   EXPECT_EQ(r->At(210)->span, 5);
+  // 'memory(GiB)': 43.21 on line 2, 43.25 from line 3 on (ms-swift keeps the largest so far).
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 43.25 * kGiB);
 }
 
 TEST(Corpus, AutoRecognisesEveryLog) {
@@ -730,6 +765,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_pr35207_dicts.log", "trainer"},
       {"trainer_accelerate_tqdm_cr.log", "trainer"},
       {"trainer_marianmt_bars_default500.log", "trainer"},
+      {"trainer_msswift_colab_t4_memory.log", "trainer"},
+      {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron"},
       {"paddlenlp_qwen0p5b_pretrain.log", "paddle"},
       {"paddle_gpt_model_zoo_ips.log", "paddle"},

@@ -430,6 +430,31 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   EXPECT_TRUE(r->notes.empty());
 }
 
+// Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
+// (2025-08-27: logs["memory/max_allocated (GiB)"] = round(allocated, 2), ...;
+// transformers prints the values as strings); the largest reserved figure wins,
+// else the largest allocated one; a value that is not a number is an error.
+TEST(Trainer, PeakMemoryFromTheDicts) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': '0.7157', 'grad_norm': '12.79', 'learning_rate': '0', 'ppl': '2.046', "
+      "'memory/max_active (GiB)': '2.98', 'memory/max_allocated (GiB)': '2.98', "
+      "'memory/device_reserved (GiB)': '4.12', 'tokens/trainable': 93, 'epoch': '0.1333'}\n"
+      "{'loss': '0.7', 'memory/max_allocated (GiB)': '3.5', 'memory/device_reserved (GiB)': "
+      "'4.0', 'epoch': '0.2667'}\n",
+      "axolotl.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 4.12 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->memory_source.find("device_reserved"), std::string::npos);
+  r = ParseTrainerLog("{'loss': 1.0, 'memory/max_mem_allocated(gib)': 2.5}\n", "alloc.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 2.5 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->memory_source.find("max_mem_allocated"), std::string::npos);
+  r = ParseTrainerLog("{'loss': 1.0}\n{'loss': 0.9, 'memory(GiB)': 'n/a'}\n", "swift.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "swift.log:2: 'memory(GiB)' is not a number of GiB");
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);

@@ -167,6 +167,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   Status error = Status::Ok();
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
+    dicts.ReadBar(line, no);  // the Trainer's bar (trainer_dicts.h)
     if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
       std::optional<double> step = NumberAfter(line, "global_step", "=");
       if (!step) step = EpochStep(line, "RunningAvgSamplesPerSec=");

@@ -428,6 +428,12 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   for (const Iteration& it : r->iterations) steps.push_back(it.step);
   EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_TRUE(r->notes.empty());
+  // The Trainer under DeepSpeed >= 0.17 prints no step= line: the bar numbers its dicts too.
+  r = ParseDeepSpeedLog(bar(25, 40) + "{'loss': 3.0}\n" + bar(26, 40) + "{'loss': 2.0}\n",
+                        "ds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(At(*r, 25)->loss, 3.0);
+  EXPECT_EQ(At(*r, 26)->loss, 2.0);
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560

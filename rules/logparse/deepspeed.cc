@@ -42,6 +42,7 @@
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
+#include "rules/logparse/trainer_memory.h"
 
 namespace bm::logparse {
 namespace {
@@ -132,6 +133,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   double peak_gb = -1;
   std::optional<int64_t> engine_step;  // the last `step=N` line's N
   TrainerDictReader dicts;
+  DictMemory memory;
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
     Iteration& it = steps[step];
     if (it.line == 0) {
@@ -162,7 +164,10 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     std::optional<double> gb = NumberAfter(line, "MaxMemAllocated", "=");
     if (gb && *gb > peak_gb) peak_gb = *gb;
   };
+  Status error = Status::Ok();
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!error.ok()) return;
+    dicts.ReadBar(line, no);  // the Trainer's bar (trainer_dicts.h)
     if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
       std::optional<double> step = NumberAfter(line, "global_step", "=");
       if (!step) step = EpochStep(line, "RunningAvgSamplesPerSec=");
@@ -213,6 +218,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     }
     if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
       dicts.Read(*dict, no, steps, log);
+      error = memory.Read(*dict, name, no);
       return;
     }
     if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
@@ -228,6 +234,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     Iteration& it = at_step(static_cast<int64_t>(*step), no);
     set(it.loss, loss);
   });
+  BM_TRY(error);
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
@@ -242,6 +249,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     log.peak_memory_bytes = peak_gb * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = "MaxMemAllocated (DeepSpeed ThroughputTimer)";
   }
+  memory.Report(name, log);  // the Trainer dicts' (axolotl, ms-swift) when DeepSpeed's is absent
   return log;
 }
 

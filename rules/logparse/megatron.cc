@@ -16,7 +16,16 @@
 // record's span is the gap to the previous line. An interval whose
 // iterations were all skipped (fp16 overflow) prints no loss, or, since
 // Megatron-LM b09ee64 (March 2026), `lm loss: 0.000000E+00`: neither is a
-// loss, and the record gets none.
+// loss, and the record gets none (its skipped count says why). A line that
+// prints no loss although some of its iterations were not skipped is a NaN
+// loss: training_log prints a loss only `if avg >= 0.0` (`> 0.0` before
+// b09ee64), and a NaN average is not, as when a bf16 run, which has no loss
+// scaler to skip the step, meets a NaN loss (`grad norm: nan`, `number of
+// skipped iterations: 0`; Megatron counts NaN iterations only among the
+// skipped ones). Such a record gets a NaN loss and one more NaN iteration (at
+// least one of its iterations had one), with a note, when the line prints
+// the skipped count as Megatron-LM does (else the line is a fork's, and
+// nothing is known about its loss).
 // Megatron-LM core 0.16 (2dc8873, January 2026) also prints the run's first
 // iteration and does not reset its timers and sums there, so with
 // --log-interval 10 the lines are at 1, 10, 20, ... and the line at 10
@@ -35,6 +44,7 @@
 // `Total number of parameters in billions: 6.44` (two decimals).
 #include <fmt/format.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -215,6 +225,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
   double peak_mb = -1;
+  std::set<int64_t> counted_lines;  // iteration lines that print the skipped count
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     int64_t step = 0;
@@ -224,6 +235,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         error = it.status();
         return;
       }
+      if (line.find("number of skipped iterations:") != std::string_view::npos)
+        counted_lines.insert(no);
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
       AddIteration(log.iterations, *it, &log.restarts);
@@ -294,8 +307,23 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         "taking iteration {} ({}:{}) out",
         name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
   }
+  const Iteration* first_nan = nullptr;
+  int64_t nan_lines = 0;
   for (Iteration& it : its) {
     if (it.skipped >= it.span && it.loss) it.loss.reset();  // an all-skipped interval's 0
+    if (!it.loss && it.skipped < it.span && counted_lines.count(it.line) != 0) {
+      it.loss = std::numeric_limits<double>::quiet_NaN();
+      ++it.nan;
+      first_nan = first_nan ? first_nan : &it;
+      ++nan_lines;
+    }
+  }
+  if (first_nan) {
+    log.notes.push_back(fmt::format(
+        "loss: {} iteration line(s) from {}:{} (iteration {}) on print no lm loss though not "
+        "all their iterations were skipped: Megatron leaves out a loss whose average is NaN "
+        "(training_log prints it only if >= 0); each counted as a NaN loss and one NaN iteration",
+        nan_lines, name, first_nan->line, first_nan->step));
   }
   if (peak_mb >= 0) log.peak_memory_bytes = peak_mb * 1024.0 * 1024.0;
   if (!param_ranks.empty()) {

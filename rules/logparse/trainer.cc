@@ -12,7 +12,9 @@
 //     Gradient Accumulation steps = 4
 //
 // and TrainingArguments' `bf16=True,` / `fp16=True,` lines. The dicts carry no
-// sequence length and no memory: `mpe` comes from the BENCHFILE.
+// sequence length (`mpe` comes from the BENCHFILE), and memory only where
+// ms-swift or axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar
+// before a dict gives its step (trainer_dicts.h).
 #include <fmt/format.h>
 
 #include <map>
@@ -21,6 +23,7 @@
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
+#include "rules/logparse/trainer_memory.h"
 
 namespace bm::logparse {
 namespace {
@@ -54,9 +57,14 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.format = "trainer";
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
+  DictMemory memory;
+  Status error = Status::Ok();
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!error.ok()) return;
+    dicts.ReadBar(line, no);
     if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
       dicts.Read(*dict, no, steps, log);
+      error = memory.Read(*dict, name, no);
       return;
     }
     if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
@@ -76,6 +84,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       }
     }
   });
+  BM_TRY(error);
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
@@ -85,6 +94,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   }
   FillSpansFromGaps(log.iterations);
   dicts.NoteGuessedSteps(name, log);
+  memory.Report(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0)
     log.trainer_average->through_step = log.iterations.back().step;
   return log;

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <utility>
 
 #include "rules/logparse/line_scan.h"
 
@@ -119,6 +120,28 @@ std::optional<std::string_view> SettingValue(std::string_view line, std::string_
   return line.substr(p, end == std::string_view::npos ? std::string_view::npos : end - p);
 }
 
+// The last tqdm counter "| n/total [" in text (tqdm's default format:
+// "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]").
+std::optional<std::pair<int64_t, int64_t>> BarCounter(std::string_view text) {
+  std::optional<std::pair<int64_t, int64_t>> found;
+  auto digits = [&](size_t p) {
+    while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p]))) ++p;
+    return p;
+  };
+  for (size_t bar = text.find('|'); bar != std::string_view::npos; bar = text.find('|', bar + 1)) {
+    const size_t n_at = SkipSpaces(text, bar + 1);
+    const size_t n_end = digits(n_at);
+    if (n_end == n_at || n_end >= text.size() || text[n_end] != '/') continue;
+    const size_t total_end = digits(n_end + 1);
+    if (total_end == n_end + 1 || text.substr(total_end, 2) != " [") continue;
+    std::optional<double> n = ParseNumber(text.substr(n_at, n_end - n_at));
+    std::optional<double> total = ParseNumber(text.substr(n_end + 1, total_end - n_end - 1));
+    if (n && total && *n <= *total)
+      found = {static_cast<int64_t>(*n), static_cast<int64_t>(*total)};
+  }
+  return found;
+}
+
 }  // namespace
 
 std::optional<TrainerDict> ParseTrainerDict(std::string_view line) {
@@ -150,11 +173,28 @@ bool TrainerDictReader::ReadSetting(std::string_view line) {
 
 void TrainerDictReader::SawStep(int64_t step) { anchored_ = step; }
 
+void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
+  if (std::optional<std::pair<int64_t, int64_t>> c = BarCounter(text.substr(0, text.find('{'))))
+    bar_ = Bar{c->first, c->second, line};
+}
+
+std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar, int64_t line) {
+  if (!bar) return std::nullopt;
+  const bool near = bar->line == line || (bar->line == line - 1 && bar->n < bar->total);
+  if (!near || bar->n <= last_ || (bar_total_ != 0 && bar->total != bar_total_))
+    return std::nullopt;
+  if (stated_ && bar->n % logging_steps_ != 0 && !(first_step_ && bar->n == 1))
+    return std::nullopt;  // a bar tqdm had not redrawn since an earlier step
+  bar_total_ = bar->total;
+  return bar->n;
+}
+
 void TrainerDictReader::NoteGuessedSteps(std::string_view name, ParsedLog& log) const {
   if (!counted_ || stated_) return;
   log.notes.push_back(fmt::format(
       "{}: the log does not state logging_steps (TrainingArguments or the command line): its "
-      "dicts are numbered 1, 2, 3, ... as if it were 1 (transformers' default is 500)",
+      "dicts without a progress bar that gives their step are numbered as if it were 1 "
+      "(1, 2, 3, ... after the last known step; transformers' default is 500)",
       name));
 }
 
@@ -170,6 +210,7 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   ++log.restarts;
   last_ = step;
   anchored_.reset();
+  bar_.reset();
   return true;
 }
 
@@ -180,6 +221,7 @@ int64_t TrainerDictReader::NextAfter(int64_t step) const {
 
 bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
                              std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+  const std::optional<Bar> bar = std::exchange(bar_, std::nullopt);  // a bar is for one dict
   if (Has(dict, "train_runtime")) {
     log.wall_s = Get(dict, "train_runtime");
     std::optional<double> rate = Get(dict, "train_samples_per_second");
@@ -213,6 +255,8 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   } else if (anchored_) {
     const int64_t n = *anchored_;
     step = first_step_ && n <= 1 ? 1 : (n + logging_steps_ - 1) / logging_steps_ * logging_steps_;
+  } else if (std::optional<int64_t> n = BarStep(bar, line)) {
+    step = *n;
   } else {
     step = NextAfter(last_);
     counted_ = true;

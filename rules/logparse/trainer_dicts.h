@@ -19,6 +19,23 @@
 // `step=N`, printed before the Trainer logs step N) re-anchors the count, and
 // so does a resume from a checkpoint.
 //
+// The training bar says the step too. ProgressCallback.on_step_end updates it
+// to global_step before the Trainer logs (on_log, in the same step), so a bar
+// drawn just before the dict shows the dict's step:
+//
+//    89%|████████▉ | 1500/1689 [04:31<00:33,  5.66it/s]{'loss': 1.4469, ...}
+//   \r  1%|          | 6/520 [00:01<02:05,  4.10it/s]\r      \r{'loss': '10.19', ...}
+//
+// but tqdm redraws a bar at most every mininterval (0.1 s), and tqdm.write
+// redraws it after the dict: with fast steps the bar before a dict is the
+// previous dict's redraw (the same n), or an earlier step's. So a bar numbers
+// a dict only when it is on the dict's line (its carriage-return segments
+// included) or ends the line before it unfinished (n < total), it has moved past
+// the last dict's step, its total is the one of the bars that numbered dicts
+// before it (not an evaluation or data bar), and, when the log states
+// logging_steps, it is a step the Trainer logs at. Otherwise the count
+// numbers the dict.
+//
 // Thread safety: TrainerDictReader is a value type, one per log.
 #pragma once
 
@@ -51,6 +68,11 @@ class TrainerDictReader {
   // Another trainer's line says step `step` is being done now.
   void SawStep(int64_t step);
 
+  // A tqdm bar's counter in `text` (the part of a line, or of one of its
+  // carriage-return segments, before any dict): its last "| n/total [", kept
+  // for the next dict.
+  void ReadBar(std::string_view text, int64_t line);
+
   // The Trainer resuming from a checkpoint ("  Continuing training from global
   // step 20"): the records after that step are the failed run's, dropped (a
   // restart, counted in log.restarts), and the count goes on from there. True
@@ -66,12 +88,17 @@ class TrainerDictReader {
 
   int64_t logging_steps() const { return logging_steps_; }
   // After the log: a note in `log` when some loss dict was numbered by counting (it named no
-  // step and no other line anchored it) while the log never stated logging_steps, so that its
-  // steps assume 1 where transformers' default is 500.
+  // step, no other line anchored it, no bar numbered it) while the log never stated
+  // logging_steps, so that its steps assume 1 where transformers' default is 500.
   void NoteGuessedSteps(std::string_view name, ParsedLog& log) const;
 
  private:
+  struct Bar {
+    int64_t n = 0, total = 0, line = 0;
+  };
   int64_t NextAfter(int64_t step) const;
+  // The step `bar` gives the loss dict at `line`, when it may (see the top).
+  std::optional<int64_t> BarStep(const std::optional<Bar>& bar, int64_t line);
 
   int64_t logging_steps_ = 1;
   bool stated_ = false;   // a line stated logging_steps
@@ -79,6 +106,8 @@ class TrainerDictReader {
   bool first_step_ = false;
   int64_t last_ = 0;                 // the step of the last loss dict (or anchor)
   std::optional<int64_t> anchored_;  // a step another trainer's line named
+  std::optional<Bar> bar_;           // the last bar since the last dict
+  int64_t bar_total_ = 0;            // the total of the bars that numbered dicts
 };
 
 }  // namespace bm::logparse

@@ -121,6 +121,31 @@ TEST(Corpus, MegatronEveryIterationSkipped) {
   EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 5);
 }
 
+TEST(Corpus, MegatronDeepSpeedBf16NaNPrintsNoLoss) {
+  // bigscience Megatron-DeepSpeed, --log-interval 1, loss scale 1.0 (bf16): three lines
+  // with `grad norm: nan`, no lm loss, 0 skipped and 0 NaN iterations. Megatron prints a
+  // loss only if its average is >= 0: NaN, counted as one.
+  Result<Read> r = ReadLog("megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron",
+                           {{"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5426, 5427, 5428}));
+  for (int64_t s = 5426; s <= 5428; ++s) {
+    ASSERT_TRUE(r->Loss(s)) << s;
+    EXPECT_TRUE(std::isnan(*r->Loss(s))) << s;
+    EXPECT_EQ(r->At(s)->nan, 1) << s;
+    EXPECT_EQ(r->At(s)->skipped, 0) << s;
+    EXPECT_TRUE(std::isnan(*r->At(s)->grad_norm)) << s;
+  }
+  EXPECT_EQ(r->At(5427)->ms, 4225.8);        // line 2
+  EXPECT_EQ(r->At(5428)->samples, 8);        // global batch size:     8
+  EXPECT_EQ(r->m()["config"]["mpe"], 2048);  // actual seqlen:  2048
+  EXPECT_EQ(r->m()["provenance"]["nan_iterations"], 3);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 0);
+  EXPECT_TRUE(r->m()["loss"].is_null());  // NaN losses are left out: none is left
+  EXPECT_TRUE(
+      r->Note("3 iteration line(s) from megatron_deepspeed_bf16_nan_no_loss_issue396.log:1"));
+}
+
 TEST(Corpus, MegatronBertLogInterval100) {
   // The page's command: 4 nodes x 1 GPU, --seq-length 512, --global-batch-size 64.
   Result<Read> r = ReadLog("megatron_bert_sop_interval100.log", "megatron",
@@ -398,6 +423,12 @@ TEST(Corpus, TrainerRealRunOneGpu) {
   EXPECT_EQ(r->Loss(1), 10.88);
   EXPECT_EQ(r->Loss(2), 10.82);
   EXPECT_EQ(r->Loss(520), 3.506);
+  // Steps 1-520 whether a bar or the count numbers a dict: before dict 2 (line 3) the only
+  // bar is tqdm's redraw after dict 1 ("1/520"; it redraws at most every 0.1 s), which has
+  // not moved past step 1 and numbers nothing; before dict 6 (line 7) "6/520" does.
+  std::vector<int64_t> all(520);
+  std::iota(all.begin(), all.end(), 1);
+  EXPECT_EQ(r->Steps(), all);
   EXPECT_NEAR(r->PerDevice(), 678.3 * 128, 1e-6);         // samples/s × MPE, one GPU
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the Trainer prints none
 }
@@ -412,6 +443,7 @@ TEST(Corpus, TrainerRealRunTorchrunFourGpus) {
   ASSERT_EQ(r->log.iterations.size(), 520u);
   EXPECT_EQ(r->Loss(1), 10.88);
   EXPECT_EQ(r->Loss(520), 3.512);
+  EXPECT_EQ(r->Steps().back(), 520);
   EXPECT_NEAR(r->PerDevice(), 565.7 * 128 / 4, 1e-6);
 }
 
@@ -466,6 +498,8 @@ TEST(Corpus, AccelerateTqdmCarriageReturns) {
   EXPECT_EQ(r->Loss(1), 11.02);
   EXPECT_EQ(r->Loss(4), 10.66);
   EXPECT_EQ(r->At(4)->line, 6);
+  // The bar before each dict (1/4 ... 4/4) gives its step: none is a guess.
+  EXPECT_FALSE(r->Note("does not state logging_steps"));
   EXPECT_DOUBLE_EQ(r->PerDevice(), 24.0 * 256 / 2);       // line 7
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
@@ -747,6 +781,58 @@ TEST(Corpus, TrainerDictsNamingGlobalStep) {
   EXPECT_EQ(r->At(160)->span, 10);
 }
 
+TEST(Corpus, TrainerStepsFromProgressBarsWithDefaultLoggingSteps) {
+  // A Seq2SeqTrainer run that states no logging_steps (transformers' default, 500): the bar
+  // before each dict says its step (lines 9, 15, 21: 500/1689, 1000/1689, 1500/1689).
+  Result<Read> r = ReadLog("trainer_marianmt_bars_default500.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{500, 1000, 1500}));
+  EXPECT_EQ(r->Loss(500), 1.6771);
+  EXPECT_EQ(r->Loss(1000), 1.5235);
+  EXPECT_EQ(r->Loss(1500), 1.4469);
+  EXPECT_DOUBLE_EQ(*r->At(500)->lr, 7.039668442865602e-06);
+  EXPECT_EQ(r->At(1000)->span, 500);
+  EXPECT_FALSE(r->Note("does not state logging_steps"));  // no dict is numbered by a guess
+  EXPECT_EQ(r->m()["config"]["lbs"], 8);                  // lines 4-6
+  EXPECT_EQ(r->m()["config"]["gbs"], 8);
+  EXPECT_EQ(r->m()["config"]["gas"], 1);
+  EXPECT_TRUE(r->m()["wall_s"].is_null());  // line 28, the closing dict, is cut off
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
+}
+
+TEST(Corpus, TrainerMsSwiftMemoryOnOneGpu) {
+  // swift sft on a Colab T4: bars and dicts on one line, 'memory(GiB)': '14.3' in each.
+  Result<Read> r = ReadLog("trainer_msswift_colab_t4_memory.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50}));
+  EXPECT_EQ(r->Loss(1), 0.3713);    // line 2
+  EXPECT_EQ(r->Loss(50), 0.03346);  // line 12
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 14.3 * kGiB);
+  EXPECT_NE(r->m()["memory"]["source"].get<std::string>().find("ms-swift's memory(GiB)"),
+            std::string::npos);
+  // One GPU here, but the log cannot say so: the note says when it would be a sum.
+  EXPECT_TRUE(r->Note("ms-swift's memory(GiB) is per device only when each process drives one"));
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 0.03461);  // line 15
+  EXPECT_EQ(r->m()["eval"]["step"], 50);
+}
+
+TEST(Corpus, TrainerAxolotlMemory) {
+  // axolotl (August 2025 keys), five dicts; nothing states logging_steps.
+  Result<Read> r = ReadLog("trainer_axolotl_issue3196_memory.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(r->Note("does not state logging_steps"));
+  EXPECT_EQ(r->Loss(1), 4.75);
+  EXPECT_EQ(r->Loss(5), 0.2031);
+  // The largest memory/device_mem_reserved(gib) (max_memory_reserved), 41.26 from line 2;
+  // the allocated figure (34.89) is lower.
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 41.26 * kGiB);
+  EXPECT_NE(r->m()["memory"]["source"].get<std::string>().find("device_mem_reserved"),
+            std::string::npos);
+  EXPECT_FALSE(r->Note("ms-swift"));
+}
+
 TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   // ms-swift adds 'global_step/max_steps': '205/270' to every dict (logging_steps 5).
   Result<Read> r = ReadLog("trainer_msswift_global_step_max_steps.log", "auto");
@@ -760,6 +846,8 @@ TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   EXPECT_EQ(r->Loss(270), 0.98493128);
   EXPECT_EQ(r->At(220)->grad_norm, 3.70276713);
   EXPECT_EQ(r->At(210)->span, 5);
+  // 'memory(GiB)': 43.21 on line 2, 43.25 from line 3 on (ms-swift keeps the largest so far).
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 43.25 * kGiB);
 }
 
 TEST(Corpus, AutoRecognisesEveryLog) {
@@ -776,6 +864,10 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},
       {"trainer_pr35207_dicts.log", "trainer"},
       {"trainer_accelerate_tqdm_cr.log", "trainer"},
+      {"trainer_marianmt_bars_default500.log", "trainer"},
+      {"trainer_msswift_colab_t4_memory.log", "trainer"},
+      {"trainer_axolotl_issue3196_memory.log", "trainer"},
+      {"megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron"},
       {"paddlenlp_qwen0p5b_pretrain.log", "paddle"},
       {"paddle_gpt_model_zoo_ips.log", "paddle"},
       {"mllog_llama31_405b_eval_only.log", "mllog"},

@@ -351,6 +351,116 @@ TEST(Megatron, Core016ResumedRunsFirstInterval) {
             0u);
 }
 
+// An interval that prints no lm loss although not all of its iterations were
+// skipped: training_log prints a loss only `if avg >= 0.0`, so its average was
+// NaN (a bf16 NaN that no skip caught). Megatron-LM prints the counts on every
+// line; a fork's line without them says nothing about its loss.
+TEST(Megatron, MissingLossWithUnskippedIterationsIsNaN) {
+  auto line = [](int it, std::string_view loss, int skipped) {
+    return fmt::format(
+        " iteration {:8d}/{:8d} | consumed samples: {:12d} | elapsed time per iteration (ms): "
+        "400.0 | learning rate: 1.000000E-04 | global batch size:     8 | {}loss scale: 1.0 | "
+        "number of skipped iterations: {:3d} | number of nan iterations: {:3d} |\n",
+        it, 100, it * 8, loss, skipped, skipped > 0 ? 1 : 0);
+  };
+  std::string text = line(10, "lm loss: 9.000000E+00 | ", 0) + line(20, "", 3) + line(30, "", 10) +
+                     line(40, "", 0) +
+                     " iteration       50/     100 | elapsed time per iteration (ms): 400.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(text, "nan.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 5u);
+  EXPECT_EQ(At(*r, 10)->loss, 9.0);
+  ASSERT_TRUE(At(*r, 20)->loss);  // 7 of 10 advanced, no loss: NaN
+  EXPECT_TRUE(std::isnan(*At(*r, 20)->loss));
+  EXPECT_EQ(At(*r, 20)->skipped, 3);
+  EXPECT_EQ(At(*r, 20)->nan, 2);   // Megatron's 1 among the skipped, 1 more among the others
+  EXPECT_FALSE(At(*r, 30)->loss);  // all 10 skipped: no loss, the count says why
+  EXPECT_EQ(At(*r, 30)->nan, 1);
+  EXPECT_TRUE(std::isnan(*At(*r, 40)->loss));
+  EXPECT_EQ(At(*r, 40)->nan, 1);
+  EXPECT_FALSE(At(*r, 50)->loss);  // no counts printed: not Megatron-LM's line
+  EXPECT_EQ(At(*r, 50)->nan, 0);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0].rfind("loss: 2 iteration line(s) from nan.log:2 (iteration 20) on", 0), 0u);
+  // A count that does not parse is still an error at its line.
+  r = ParseMegatronLog(line(10, "", 0) +
+                           " iteration       20/     100 | number of skipped "
+                           "iterations: x |\n",
+                       "badcount.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "badcount.log:2: 'number of skipped iterations' is 'x', not a number");
+}
+
+// tqdm's bar before a Trainer dict gives its step (trainer_dicts.h): what
+// ProgressCallback.on_step_end drew before on_log wrote the dict, unless it is
+// stale (tqdm redraws at most every 0.1 s), another bar, or off the stated
+// logging_steps.
+TEST(Trainer, ProgressBarsNumberTheDicts) {
+  auto bar = [](int n, int total) {
+    return fmt::format("\r {:3d}%|#         | {}/{} [00:01<00:09,  1.50it/s]", n * 100 / total, n,
+                       total);
+  };
+  const std::string clear = "\r                              \r";
+  // No logging_steps stated: the bars give 50 and 100; the third dict's only bar is
+  // the redraw after the second (100 again), the fourth's an evaluation bar (8/8) and
+  // a finished bar on the line before: both counted on (101, 102).
+  std::string text = bar(49, 200) + bar(50, 200) + clear + "{'loss': 3.0, 'epoch': 0.1}\n" +
+                     bar(100, 200) + clear + "{'loss': 2.5, 'epoch': 0.2}\n" + bar(100, 200) +
+                     clear + "{'loss': 2.25, 'epoch': 0.3}\n" + bar(8, 8) + "\n" +
+                     "{'loss': 2.0, 'epoch': 0.4}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "bars.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{50, 100, 101, 102}));
+  EXPECT_EQ(At(*r, 100)->loss, 2.5);
+  ASSERT_EQ(r->notes.size(), 1u);  // 101 and 102 are counted guesses
+  EXPECT_NE(r->notes[0].find("does not state logging_steps"), std::string::npos);
+  // logging_steps=10 stated: a bar at 17 (not redrawn since) loses to the count (20);
+  // a bar at 30 on the grid wins; a bar of another total (60: not the training bar) never
+  // numbers a dict.
+  text = "logging_steps=10,\n" + bar(10, 40) + "{'loss': 3.0}\n" + bar(17, 40) + "{'loss': 2.0}\n" +
+         bar(30, 40) + "{'loss': 1.0}\n" + bar(50, 60) + "{'loss': 0.5}\n";
+  r = ParseTrainerLog(text, "stated.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_TRUE(r->notes.empty());
+  // The Trainer under DeepSpeed >= 0.17 prints no step= line: the bar numbers its dicts too.
+  r = ParseDeepSpeedLog(bar(25, 40) + "{'loss': 3.0}\n" + bar(26, 40) + "{'loss': 2.0}\n",
+                        "ds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(At(*r, 25)->loss, 3.0);
+  EXPECT_EQ(At(*r, 26)->loss, 2.0);
+}
+
+// Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
+// (2025-08-27: logs["memory/max_allocated (GiB)"] = round(allocated, 2), ...;
+// transformers prints the values as strings); the largest reserved figure wins,
+// else the largest allocated one; a value that is not a number is an error.
+TEST(Trainer, PeakMemoryFromTheDicts) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': '0.7157', 'grad_norm': '12.79', 'learning_rate': '0', 'ppl': '2.046', "
+      "'memory/max_active (GiB)': '2.98', 'memory/max_allocated (GiB)': '2.98', "
+      "'memory/device_reserved (GiB)': '4.12', 'tokens/trainable': 93, 'epoch': '0.1333'}\n"
+      "{'loss': '0.7', 'memory/max_allocated (GiB)': '3.5', 'memory/device_reserved (GiB)': "
+      "'4.0', 'epoch': '0.2667'}\n",
+      "axolotl.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 4.12 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->memory_source.find("device_reserved"), std::string::npos);
+  r = ParseTrainerLog("{'loss': 1.0, 'memory/max_mem_allocated(gib)': 2.5}\n", "alloc.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 2.5 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->memory_source.find("max_mem_allocated"), std::string::npos);
+  r = ParseTrainerLog("{'loss': 1.0}\n{'loss': 0.9, 'memory(GiB)': 'n/a'}\n", "swift.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "swift.log:2: 'memory(GiB)' is not a number of GiB");
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);

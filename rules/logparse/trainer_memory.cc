@@ -1,0 +1,66 @@
+#include "rules/logparse/trainer_memory.h"
+
+#include <fmt/format.h>
+
+namespace bm::logparse {
+namespace {
+
+struct MemoryKey {
+  std::string_view key;
+  bool reserved;  // else allocated
+  const char* what;
+};
+
+constexpr MemoryKey kKeys[] = {
+    {"memory(GiB)", true, "ms-swift's memory(GiB) (max_memory_reserved)"},
+    {"memory/device_reserved (GiB)", true,
+     "axolotl's memory/device_reserved (max_memory_reserved)"},
+    {"memory/device_mem_reserved(gib)", true,
+     "axolotl's memory/device_mem_reserved (max_memory_reserved)"},
+    {"memory/device_memory_reserved(gib)", true,
+     "axolotl's memory/device_memory_reserved (max_memory_reserved)"},
+    {"memory/device_memory_reserved", true,
+     "axolotl's memory/device_memory_reserved (max_memory_reserved)"},
+    {"memory/max_allocated (GiB)", false, "axolotl's memory/max_allocated (max_memory_allocated)"},
+    {"memory/max_mem_allocated(gib)", false,
+     "axolotl's memory/max_mem_allocated (max_memory_allocated)"},
+    {"memory/max_memory_allocated(gib)", false,
+     "axolotl's memory/max_memory_allocated (max_memory_allocated)"},
+    {"memory/max_memory_allocated", false,
+     "axolotl's memory/max_memory_allocated (max_memory_allocated)"},
+};
+
+}  // namespace
+
+Status DictMemory::Read(const TrainerDict& dict, std::string_view name, int64_t line) {
+  for (const MemoryKey& k : kKeys) {
+    auto it = dict.find(k.key);
+    if (it == dict.end()) continue;
+    if (!it->second || !(*it->second >= 0)) {  // they print only numbers here
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is not a number of GiB", name, line, k.key);
+    }
+    Peak& peak = k.reserved ? reserved_ : allocated_;
+    if (*it->second > peak.gib) {
+      peak = {*it->second, line, k.what};
+      if (k.reserved) swift_ = k.key == "memory(GiB)";
+    }
+  }
+  return Status::Ok();
+}
+
+void DictMemory::Report(std::string_view name, ParsedLog& log) const {
+  if (log.peak_memory_bytes) return;
+  const Peak& peak = reserved_.gib >= 0 ? reserved_ : allocated_;
+  if (peak.gib < 0) return;
+  log.peak_memory_bytes = peak.gib * 1024.0 * 1024.0 * 1024.0;
+  log.memory_source = fmt::format("{}, GiB, the largest in the log dicts", peak.what);
+  if (&peak == &reserved_ && swift_) {
+    log.notes.push_back(fmt::format(
+        "mem: {}:{}: ms-swift's memory(GiB) is per device only when each process drives one GPU "
+        "(DDP, DeepSpeed, FSDP, or one GPU); a process that splits the model over several "
+        "(device_map) prints their sum (ms-swift 3.0 to 4.4.2) or their largest (from 4.4.3)",
+        name, peak.line));
+  }
+}
+
+}  // namespace bm::logparse

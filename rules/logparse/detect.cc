@@ -19,10 +19,12 @@ struct Kind {
 
 // In the order DetectLogFormat documents: a format that wraps another's
 // lines (FlagPerf around Megatron or DeepSpeed, Megatron-DeepSpeed's
-// iteration lines beside DeepSpeed's) before the one it wraps.
+// iteration lines beside DeepSpeed's) before the one it wraps; NeMo 2's
+// ProgressPrinter lines before Megatron's, whose ` iteration N/M |` they contain.
 constexpr Kind kKinds[] = {
     {"flagperf", IsFlagPerfSummaryLine, "FlagPerf's 'Tokens/p/s:' summary"},
     {"mllog", IsMllogEventLine, "an MLPerf ':::MLLOG {...}' event"},
+    {"nemo", IsNemoProgressLine, "a NeMo 2 ProgressPrinter line"},
     {"megatron", IsMegatronIterationLine, "a Megatron iteration line"},
     {"paddle", IsPaddleStepLine, "a PaddleNLP step line"},
     {"deepspeed", IsDeepSpeedLine, "a DeepSpeed step or ThroughputTimer line"},
@@ -59,7 +61,8 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
   if (!d) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
-                  "line, DeepSpeed step or ThroughputTimer lines, transformers Trainer log dicts, "
+                  "line, a NeMo 2 ProgressPrinter line, DeepSpeed step or ThroughputTimer lines, "
+                  "transformers Trainer log dicts, "
                   "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary",
                   name, CountLines(text));
   }

@@ -12,6 +12,8 @@ namespace bm::logparse {
 bool IsFlagPerfSummaryLine(std::string_view line);  // "Tokens/p/s:  1234.5"
 bool IsMllogEventLine(std::string_view line);       // ":::MLLOG {"
 bool IsMegatronIterationLine(std::string_view line);
+// "Training epoch 0, iteration 45/99 | ... | global_step: 45 | ..." (NeMo 2)
+bool IsNemoProgressLine(std::string_view line);
 bool IsPaddleStepLine(std::string_view line);
 bool IsDeepSpeedLine(std::string_view line);    // engine step= or ThroughputTimer lines
 bool IsTrainerDictLine(std::string_view line);  // a loss or closing dict

@@ -1,6 +1,6 @@
 // Reading an external trainer's training log: Megatron-LM / FlagScale
-// iteration lines, DeepSpeed's engine and ThroughputTimer lines, the Hugging
-// Face Trainer's log dicts (transformers, accelerate), PaddleNLP's step lines,
+// iteration lines, NeMo 2's ProgressPrinter lines, DeepSpeed's engine and ThroughputTimer lines,
+// the Hugging Face Trainer's log dicts (transformers, accelerate), PaddleNLP's step lines,
 // FlagPerf's summary, MLPerf `:::MLLOG` events, and `auto`, which recognises
 // the format from the log. One parser per format (one file each), found by
 // name in a small registry, so that the exec rule's `log_format = "megatron"`
@@ -25,8 +25,9 @@
 // replaced by the resumed run's), and a last line cut off mid-way (its
 // unterminated field is ignored).
 // Errors (kCorrupt, "NAME:LINE: what"): a recognized line whose field does not
-// parse (`lm loss: abc |`); a log without a single record, naming what was
-// looked for and, when another format's lines are there, which log_format
+// parse (`lm loss: abc |`); a complete Megatron iteration line from which no
+// field was read (a NeMo 2 line read as Megatron says to set "nemo"); a log without a single
+// record, naming what was looked for and, when another format's lines are there, which log_format
 // reads them ("NAME: no Megatron iteration lines (...) in 61 lines; line 12
 // is a transformers Trainer log dict: set log_format = \"trainer\"").
 //
@@ -129,13 +130,14 @@ struct LogParser {
 
 // nullptr for an unknown name.
 const LogParser* FindLogParser(std::string_view name);
-// "auto, deepspeed, flagperf, flagscale, megatron, mllog, paddle, trainer"
+// "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, trainer"
 std::string LogParserNames();
 
 // Which format a log is in, by the first line that only that format prints,
 // in this order: FlagPerf's summary (it wraps another trainer's lines),
-// :::MLLOG events, Megatron iteration lines, PaddleNLP step lines, DeepSpeed's
-// engine and timer lines, Trainer dicts. nullopt when no line matches.
+// :::MLLOG events, NeMo 2 ProgressPrinter lines, Megatron iteration lines,
+// PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts.
+// nullopt when no line matches.
 struct Detected {
   std::string_view format;  // a registry name
   int64_t line = 0;
@@ -149,6 +151,7 @@ std::string OtherFormatHint(std::string_view text, std::string_view tried);
 
 // The formats (each in its own file).
 Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name);

@@ -11,6 +11,17 @@
 //    reserved: 42000.0 | max reserved: 42000.0                            (one line)
 //
 // GPT-NeoX prints the same line with its loss as `lm_loss: 1.118665E+01 |`.
+// argonne-lcf/Megatron-DeepSpeed (training.py `training_log` from 981b7d98,
+// April 2024; training_log.py later) prints it as `name=value` fields with
+// underscore names: ` iteration=       2/  317892 | ... |
+// elapsed_time_per_iteration_ms=16030.6 | learning_rate=0.000000 |
+// global_batch_size=  256 | lm loss=11.208171 | loss_scale=65536.0 |
+// actual_seqlen= 4096 | number_of_skipped_iterations=  0 | ...`.
+// Primus (AMD's fork, its trainer.py `training_log`) prints the elapsed time
+// and its throughputs as `current/running mean` pairs
+// (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read.
+// A complete iteration line with none of the fields below is an error, not an
+// empty record (NeMo 2's ProgressPrinter lines look alike: log_format "nemo").
 // A line's numbers are averages over the --log-interval iterations since the
 // previous line (elapsed time, losses over the iterations not skipped), so a
 // record's span is the gap to the previous line. An interval whose
@@ -47,6 +58,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -55,16 +67,18 @@
 namespace bm::logparse {
 namespace {
 
-// After " iteration N/M |": the step and where the fields start; npos if the
-// line is not an iteration line.
+// After " iteration N/M |" (or ALCF's " iteration=  N/  M |"): the step and
+// where the fields start; npos if the line is not an iteration line.
 size_t IterationFields(std::string_view line, int64_t* step) {
   size_t from = 0;
   while (true) {
-    size_t at = line.find("iteration ", from);
+    size_t at = line.find("iteration", from);
     if (at == std::string_view::npos) return std::string_view::npos;
     from = at + 1;
+    const size_t after_word = at + 9;
+    if (after_word >= line.size() || (line[after_word] != ' ' && line[after_word] != '=')) continue;
     size_t end = 0;
-    std::string_view rest = line.substr(at + 10);
+    std::string_view rest = line.substr(after_word + 1);
     std::optional<double> n = LeadingNumber(rest, &end);
     if (!n || end >= rest.size() || rest[end] != '/') continue;
     std::string_view after = rest.substr(end + 1);
@@ -96,11 +110,34 @@ const FieldTarget kFields[] = {
     {"number of nan iterations", nullptr, &Iteration::nan},
 };
 
+// ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).
+const FieldTarget kKeyValueFields[] = {
+    {"elapsed_time_per_iteration_ms", &Iteration::ms, nullptr},
+    {"learning_rate", &Iteration::lr, nullptr},
+    {"global_batch_size", &Iteration::samples, nullptr},
+    {"lm loss", &Iteration::loss, nullptr},
+    {"lm_loss", &Iteration::loss, nullptr},
+    {"loss_scale", &Iteration::loss_scale, nullptr},
+    {"grad_norm", &Iteration::grad_norm, nullptr},
+    {"number_of_skipped_iterations", nullptr, &Iteration::skipped},
+    {"number_of_nan_iterations", nullptr, &Iteration::nan},
+};
+
+// "13372.8/13364.7" (Primus: this iteration's, then a running mean) -> the first.
+std::optional<double> FieldNumber(std::string_view text) {
+  if (std::optional<double> v = ParseNumber(text)) return v;
+  size_t slash = text.find('/');
+  if (slash == std::string_view::npos || !ParseNumber(text.substr(slash + 1))) return std::nullopt;
+  return ParseNumber(text.substr(0, slash));
+}
+
+// *known: how many fields it read.
 Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64_t step,
-                                     std::string_view name, int64_t line_no) {
+                                     std::string_view name, int64_t line_no, int* known) {
   Iteration it;
   it.step = step;
   it.line = line_no;
+  *known = 0;
   std::optional<double> plain_loss;  // a field named just "loss" (some forks)
   size_t pos = fields;
   while (true) {
@@ -108,15 +145,22 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
     if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
     std::string_view field = line.substr(pos, bar - pos);
     pos = bar + 1;
-    size_t colon = field.rfind(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view key = Trim(field.substr(0, colon));
-    std::string_view text = Trim(field.substr(colon + 1));
+    // `name: value`, else ALCF's `name=value`.
+    size_t sep = field.rfind(':');
+    std::span<const FieldTarget> table = kFields;
+    if (sep == std::string_view::npos) {
+      sep = field.find('=');
+      table = kKeyValueFields;
+      if (sep == std::string_view::npos) continue;
+    }
+    std::string_view key = Trim(field.substr(0, sep));
+    std::string_view text = Trim(field.substr(sep + 1));
     const FieldTarget* target = nullptr;
-    for (const FieldTarget& f : kFields)
+    for (const FieldTarget& f : table)
       if (key == f.key) target = &f;
     if (target == nullptr && key != "loss") continue;
-    std::optional<double> v = ParseNumber(text);
+    ++*known;
+    std::optional<double> v = FieldNumber(text);
     if (!v) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, line_no, key,
                     text);
@@ -230,15 +274,39 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     if (!error.ok()) return;
     int64_t step = 0;
     if (size_t fields = IterationFields(line, &step); fields != std::string_view::npos) {
-      Result<Iteration> it = ParseIterationLine(line, fields, step, name, no);
+      int known = 0;
+      Result<Iteration> it = ParseIterationLine(line, fields, step, name, no, &known);
       if (!it.ok()) {
         error = it.status();
         return;
+      }
+      if (known == 0) {
+        // Only a last line cut off before its first field read gives a bare record.
+        const bool cut_last =
+            line.data() + line.size() == text.data() + text.size() && !Trim(line).ends_with('|');
+        if (IsNemoProgressLine(line)) {
+          error = Errorf(ErrorCode::kCorrupt,
+                         "{}:{}: a NeMo 2 ProgressPrinter line ('Training epoch E, iteration "
+                         "N/M | ... | global_step: S | reduced_train_loss: x | ...'), not a "
+                         "Megatron iteration line: set log_format = \"nemo\" (or \"auto\")",
+                         name, no);
+          return;
+        }
+        if (!cut_last) {
+          error = Errorf(ErrorCode::kCorrupt,
+                         "{}:{}: an iteration line without any field the megatron parser reads "
+                         "(elapsed time per iteration (ms), lm loss, learning rate, global batch "
+                         "size, ...)",
+                         name, no);
+          return;
+        }
       }
       if (line.find("number of skipped iterations:") != std::string_view::npos)
         counted_lines.insert(no);
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
+      else if (std::optional<double> alcf = MemoryField(line, "actual_seqlen="))
+        SetFact(log, "mpe", *alcf, no);  // its `name=value` lines
       AddIteration(log.iterations, *it, &log.restarts);
       return;
     }

@@ -18,6 +18,7 @@ constexpr LogParser kParsers[] = {
      "FlagScale's cases average the step times without the first"},
     {"megatron", ParseMegatronLog, 1, "as FlagScale: every iteration after the first"},
     {"mllog", ParseMllog, 1, "every step after the first"},
+    {"nemo", ParseNemoLog, 1, "as Megatron: every step after the first"},
     {"paddle", ParsePaddleLog, 10,
      "as PaddleNLP's benchmark scripts (skip_steps = 10: the first steps are unstable)"},
     {"trainer", ParseTrainerLog, 1,

@@ -850,6 +850,115 @@ TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 43.25 * kGiB);
 }
 
+TEST(Corpus, MegatronDeepSpeedAlcfKeyValueLines) {
+  // argonne-lcf Megatron-DeepSpeed's `iteration=  N/  M | name=value |` lines between
+  // DeepSpeed's own (step=, ThroughputTimer): read as Megatron lines, so the time is
+  // elapsed_time_per_iteration_ms, not DeepSpeed's RunningAvgSamplesPerSec (75.0, 4.7x
+  // the log's own samples_per_second=15.9).
+  Result<Read> r =
+      ReadLog("megatron_deepspeed_alcf_key_value.log", "auto", {{"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(r->Loss(2), 11.208171);  // line 6: lm loss=11.208171
+  EXPECT_EQ(r->Loss(6), 11.201191);  // line 30
+  EXPECT_EQ(r->At(2)->ms, 16030.6);  // elapsed_time_per_iteration_ms=16030.6
+  EXPECT_EQ(r->At(6)->ms, 16092.2);
+  EXPECT_EQ(r->At(4)->samples, 256.0);            // global_batch_size=  256
+  EXPECT_EQ(r->At(3)->loss_scale, 65536.0);       // loss_scale=65536.0
+  EXPECT_EQ(r->At(5)->lr, 0.0);                   // learning_rate=0.000000 (printed %.6f)
+  EXPECT_EQ(r->log.facts.at("mpe").value, 4096);  // actual_seqlen= 4096
+  EXPECT_FALSE(r->log.trainer_average);
+  // Line 1: report_memory's max reserved 17240.0 MB.
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 17240.0 * kMiB);
+  // Eight GPUs (the log's own tokens_per_gpu_per_second_tgs=8176.383 = 256 * 4096 / 16.0306 s
+  // / 8); every record is past the first step: 5 * 256 * 4096 tokens over
+  // 16.0306 + 16.0718 + 16.0692 + 16.0530 + 16.0922 = 80.3168 s, / 8 = 8159.69.
+  EXPECT_NEAR(r->PerDevice(), 5 * 256 * 4096 / 80.3168 / 8, 1e-6);
+}
+
+TEST(Corpus, MegatronPrimusCurrentAndAveragePairs) {
+  // Primus prints `current/running mean` (trainer.py training_log: elapsed_time_per_iteration
+  // * 1000, then statistics.mean(recent_iteration_times)): the first is the iteration's.
+  // One real line: the record is checked, not a throughput.
+  Result<Read> r = ReadLog("megatron_primus_current_average.log", "auto", {{"mpe", 4096}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  ASSERT_EQ(r->Steps(), (std::vector<int64_t>{126}));
+  const Iteration& it = *r->At(126);
+  EXPECT_EQ(it.ms, 13372.8);  // not the mean 13364.7
+  EXPECT_EQ(it.loss, 6.548988E-03);
+  EXPECT_EQ(it.samples, 128.0);
+  EXPECT_EQ(it.grad_norm, 0.061);
+  EXPECT_DOUBLE_EQ(*it.lr, 9.984820E-06);
+  EXPECT_EQ(it.loss_scale, 1.0);
+}
+
+// ---- NeMo 2 (ProgressPrinter) --------------------------------------------
+
+TEST(Corpus, Nemo2PerfRecipeStepsMemoryAndTime) {
+  // Llama 3 8B on 8 B200; the sequence length (8192 in the recipe) is not in the
+  // excerpt: set here, with the layout.
+  Result<Read> r =
+      ReadLog("nemo2_llama3_8b_b200_memory.log", "auto", {{"mpe", 8192}, {"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  // global_step 45..49 is 0-based: consumed_samples 5888 = 46 * 128 at line 1, 6400 =
+  // 50 * 128 at line 5.
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{46, 47, 48, 49, 50}));
+  EXPECT_EQ(r->Loss(46), 11.96);         // reduced_train_loss: 11.96
+  EXPECT_EQ(r->At(46)->ms, 6080.0);      // train_step_timing in s: 6.08
+  EXPECT_EQ(r->At(47)->ms, 6061.0);      // 6.061
+  EXPECT_EQ(r->At(50)->ms, 6060.0);      // 6.06
+  EXPECT_EQ(r->At(48)->samples, 128.0);  // global_batch_size: 128
+  EXPECT_DOUBLE_EQ(*r->At(46)->lr, 6.897e-06);
+  EXPECT_EQ(r->At(46)->span, 1);
+  // max_memory_reserved: 127785762816 (bytes, global rank 0's device).
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 127785762816.0);
+  // Every step is past the first: 5 * 128 * 8192 tokens over
+  // 6.080 + 6.061 + 6.082 + 6.071 + 6.060 = 30.354 s, / 8 devices = 21590.56.
+  EXPECT_NEAR(r->PerDevice(), 5 * 128 * 8192 / 30.354 / 8, 1e-6);
+}
+
+TEST(Corpus, Nemo2BioNemoFirstIterationIsStepOne) {
+  // `iteration 0/99 | ... | global_step: 0` is the run's first step (line 3, after two
+  // [NeMo W] lines); consumed_samples: 8 = (1 + 1) * 4 at global_step 1 (line 4).
+  // mpe 1 and one device set so that tokens read as samples.
+  Result<Read> r =
+      ReadLog("nemo2_bionemo_evo2_iteration0.log", "nemo", {{"mpe", 1}, {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(r->Loss(1), 1.285);
+  EXPECT_EQ(r->At(1)->ms, 23520.0);  // 23.52 s: the first step, left out below
+  EXPECT_EQ(r->At(1)->lr, 0.0);
+  EXPECT_EQ(r->Loss(8), 1.294);
+  EXPECT_EQ(r->At(8)->samples, 4.0);
+  EXPECT_FALSE(r->log.peak_memory_bytes);  // no max_memory_reserved field
+  // Steps 2-8: 7 * 4 samples over 2.262 + 0.2453 + 0.2391 + 0.2375 + 0.2486 + 0.2475 +
+  // 0.2514 = 3.7314 s.
+  EXPECT_NEAR(r->PerDevice(), 28 / 3.7314, 1e-9);
+}
+
+TEST(Corpus, Nemo2BioNemoSrunPrefixAndCarriedValLoss) {
+  // srun's `0: ` (and ` 0: `) before each line; val_loss is carried from the last
+  // validation and is not an evaluation here. 2 x 8 H100 and ESM2's 1024 tokens are
+  // the README's, not the excerpt's: set here.
+  Result<Read> r = ReadLog("nemo2_bionemo_esm2_srun_prefix.log", "auto",
+                           {{"mpe", 1024}, {"layout", "TP1PP1DP16"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  // global_step 28..34: consumed_samples 928 = 29 * 32 at line 1.
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{29, 30, 31, 32, 33, 34, 35}));
+  EXPECT_EQ(r->Loss(29), 2.778);
+  EXPECT_EQ(r->Loss(35), 2.788);
+  EXPECT_EQ(r->At(29)->ms, 189.0);
+  EXPECT_EQ(r->At(33)->samples, 32.0);
+  EXPECT_TRUE(r->log.evals.empty());
+  // 7 * 32 * 1024 tokens over 0.189 + 0.1903 + 0.1915 + 0.1894 + 0.1921 + 0.1893 + 0.1902 =
+  // 1.3318 s, / 16 devices = 10764.38.
+  EXPECT_NEAR(r->PerDevice(), 7 * 32 * 1024 / 1.3318 / 16, 1e-6);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -884,6 +993,11 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_paddlenlp_global_step_pr1761.log", "trainer"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
       {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
+      {"nemo2_llama3_8b_b200_memory.log", "nemo"},
+      {"nemo2_bionemo_evo2_iteration0.log", "nemo"},
+      {"nemo2_bionemo_esm2_srun_prefix.log", "nemo"},
+      {"megatron_deepspeed_alcf_key_value.log", "megatron"},
+      {"megatron_primus_current_average.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =
@@ -914,6 +1028,19 @@ TEST(Corpus, WrongFormatSaysWhichOneReadsTheLog) {
                                       "\"megatron\""),
             std::string::npos)
       << r.status().message();
+  // A NeMo 2 log read as Megatron: its lines hold no Megatron field.
+  r = ReadLog("nemo2_llama3_8b_b200_memory.log", "megatron");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "nemo2_llama3_8b_b200_memory.log:1: a NeMo 2 ProgressPrinter line ('Training epoch "
+            "E, iteration N/M | ... | global_step: S | reduced_train_loss: x | ...'), not a "
+            "Megatron iteration line: set log_format = \"nemo\" (or \"auto\")");
+  r = ReadLog("megatron_mixtral_issue756.log", "nemo");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("megatron_mixtral_issue756.log: no NeMo 2 ProgressPrinter "
+                                      "lines"),
+            std::string::npos);
+  EXPECT_NE(r.status().message().find("set log_format = \"megatron\""), std::string::npos);
   Result<ParsedLog> none = logparse::ParseAutoLog("W0601 a warning\nnothing else\n", "x.log");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("x.log: log_format = \"auto\" found none of these in 2 "

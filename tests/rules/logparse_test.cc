@@ -132,6 +132,96 @@ TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {
   EXPECT_NE(r.status().message().find("oom.log: no Megatron iteration lines"), std::string::npos);
 }
 
+TEST(Megatron, LineWithoutAKnownFieldIsAnError) {
+  // A complete line (it ends with `|`) from which no field was read: not an empty record.
+  Result<ParsedLog> r = ParseMegatronLog(
+      " iteration        1/      10 | consumed samples:            8 | foo: 1.0 |\n", "bare.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(),
+            "bare.log:1: an iteration line without any field the megatron parser reads (elapsed "
+            "time per iteration (ms), lm loss, learning rate, global batch size, ...)");
+  // A last line cut off before its first read field stays a record (the log's tolerance).
+  r = ParseMegatronLog(
+      " iteration        1/      10 | elapsed time per iteration (ms): 12.5 | lm loss: 2.0 |\n"
+      " iteration        2/      10 | consumed samples:           16 | elapsed ti",
+      "cut.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_FALSE(r->iterations[1].ms);
+}
+
+TEST(Megatron, KeyValueAndCurrentAverageFieldsMalformed) {
+  // ALCF's `name=value` and Primus's `current/average` keep the "NAME:LINE: what" errors.
+  Result<ParsedLog> r = ParseMegatronLog(
+      " iteration=       2/  317892 | elapsed_time_per_iteration_ms=16030.6 | lm loss=abc |\n",
+      "alcf.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "alcf.log:1: 'lm loss' is 'abc', not a number");
+  r = ParseMegatronLog(
+      "x\n iteration 126/ 5000 | elapsed time per iteration (ms): 13372.8/abc | lm loss: 1.0 |\n",
+      "primus.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "primus.log:2: 'elapsed time per iteration (ms)' is '13372.8/abc', not a number");
+  // Well-formed: the first of the pair; `name=value` counters and the loss scale.
+  r = ParseMegatronLog(
+      " iteration 3/ 10 | elapsed time per iteration (ms): 20.0/30.0 | lm loss: 1.5 |\n"
+      " iteration=  4/  10 | elapsed_time_per_iteration_ms=21.5 | global_batch_size=  8 | lm "
+      "loss=1.25 | loss_scale=2.0 | grad_norm=0.500 | number_of_skipped_iterations=  0 | "
+      "number_of_nan_iterations=  1 |\n",
+      "ok.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].ms, 20.0);
+  EXPECT_EQ(r->iterations[1].ms, 21.5);
+  EXPECT_EQ(r->iterations[1].samples, 8.0);
+  EXPECT_EQ(r->iterations[1].loss, 1.25);
+  EXPECT_EQ(r->iterations[1].loss_scale, 2.0);
+  EXPECT_EQ(r->iterations[1].grad_norm, 0.5);
+  EXPECT_EQ(r->iterations[1].nan, 1);
+}
+
+TEST(Nemo, LogIntervalCutLineAndMalformedField) {
+  auto line = [](int global_step, double loss, double s) {
+    return fmt::format(
+        "Training epoch 0, iteration {}/99 | lr: 1e-05 | global_batch_size: 16 | global_step: "
+        "{} | reduced_train_loss: {} | train_step_timing in s: {} | consumed_samples: {}\n",
+        global_step, global_step, loss, s, (global_step + 1) * 16);
+  };
+  // log_interval 10: lines at global_step 9 and 19 are steps 10 and 20, ten steps each.
+  std::string text = "Validation: iteration 1/5\n" + line(9, 3.5, 0.25) + line(19, 3.25, 0.5);
+  Result<ParsedLog> r = ParseNemoLog(text, "n.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  EXPECT_EQ(r->iterations[0].span, 10);
+  EXPECT_EQ(r->iterations[1].step, 20);
+  EXPECT_EQ(r->iterations[1].span, 10);
+  EXPECT_EQ(r->iterations[1].ms, 500.0);
+  EXPECT_EQ(r->iterations[1].loss, 3.25);
+  EXPECT_EQ(r->iterations[0].line, 2);
+  // A last line without its newline: its last field may be cut, and is not read.
+  r = ParseNemoLog(text +
+                       "Training epoch 0, iteration 29/99 | global_step: 29 | "
+                       "reduced_train_loss: 2.5 | train_step_timing in s: 0.",
+                   "cut.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_EQ(r->iterations[2].loss, 2.5);
+  EXPECT_FALSE(r->iterations[2].ms);
+  // A field it reads that does not parse.
+  r = ParseNemoLog("Training epoch 0, iteration 0/9 | global_step: 0 | reduced_train_loss: abc\n",
+                   "bad.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "bad.log:1: 'reduced_train_loss' is 'abc', not a number");
+  r = ParseNemoLog("nothing\n", "none.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "none.log: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "
+            "global_step: S | ...') in 1 lines");
+}
+
 TEST(DeepSpeed, RealisticZero3Log) {
   Result<ParsedLog> r = ParseDeepSpeedLog(ReadLog("deepspeed_zero3.log"), "ds.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -466,10 +556,11 @@ TEST(Registry, FormatsByName) {
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);
   EXPECT_EQ(FindLogParser("deepspeed")->default_warmup_steps, 2);
   EXPECT_EQ(FindLogParser("megatron")->default_warmup_steps, 1);
-  EXPECT_EQ(FindLogParser("nemo"), nullptr);
+  EXPECT_EQ(FindLogParser("nemo")->default_warmup_steps, 1);
+  EXPECT_EQ(FindLogParser("nemo2"), nullptr);
   EXPECT_EQ(FindLogParser("paddle")->default_warmup_steps, 10);
   EXPECT_EQ(LogParserNames(),
-            "auto, deepspeed, flagperf, flagscale, megatron, mllog, paddle, trainer");
+            "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, trainer");
 }
 
 }  // namespace

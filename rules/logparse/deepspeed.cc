@@ -235,6 +235,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     set(it.loss, loss);
   });
   BM_TRY(error);
+  dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
@@ -244,7 +245,6 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
                   name, log.lines, OtherFormatHint(text, "deepspeed"));
   }
   FillSpansFromGaps(log.iterations);
-  dicts.NoteGuessedSteps(name, log);
   if (peak_gb >= 0) {
     log.peak_memory_bytes = peak_gb * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = "MaxMemAllocated (DeepSpeed ThroughputTimer)";

@@ -85,6 +85,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
     }
   });
   BM_TRY(error);
+  dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
@@ -93,7 +94,6 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
                   name, log.lines, OtherFormatHint(text, "trainer"));
   }
   FillSpansFromGaps(log.iterations);
-  dicts.NoteGuessedSteps(name, log);
   memory.Report(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0)
     log.trainer_average->through_step = log.iterations.back().step;

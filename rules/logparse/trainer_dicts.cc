@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <utility>
@@ -189,15 +190,6 @@ std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar,
   return bar->n;
 }
 
-void TrainerDictReader::NoteGuessedSteps(std::string_view name, ParsedLog& log) const {
-  if (!counted_ || stated_) return;
-  log.notes.push_back(fmt::format(
-      "{}: the log does not state logging_steps (TrainingArguments or the command line): its "
-      "dicts without a progress bar that gives their step are numbered as if it were 1 "
-      "(1, 2, 3, ... after the last known step; transformers' default is 500)",
-      name));
-}
-
 bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps,
                                    ParsedLog& log) {
   constexpr std::string_view kResume = "Continuing training from global step ";
@@ -208,6 +200,8 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   const int64_t step = static_cast<int64_t>(*n);
   steps.erase(steps.upper_bound(step), steps.end());
   ++log.restarts;
+  resumed_ = true;
+  seen_.clear();  // the resumed run may print the same dicts again
   last_ = step;
   anchored_.reset();
   bar_.reset();
@@ -222,16 +216,31 @@ int64_t TrainerDictReader::NextAfter(int64_t step) const {
 bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
                              std::map<int64_t, Iteration>& steps, ParsedLog& log) {
   const std::optional<Bar> bar = std::exchange(bar_, std::nullopt);  // a bar is for one dict
-  if (Has(dict, "train_runtime")) {
+  std::optional<double> named;
+  for (std::string_view key :
+       {"step", "global_step",                                     // PaddleNLP's Trainer
+        "global_step/max_steps", "steps[global_step/max_steps]"})  // ms-swift
+    if (!named) named = Get(dict, key);
+  // transformers' Trainer.log adds speed_metrics("train", ...) (train_runtime, ...) to every
+  // dict with include_num_input_tokens_seen; the closing dict is the one without a loss.
+  if (Has(dict, "train_runtime") && !Has(dict, "loss")) {
+    if (closing_line_) {  // another rank's, or a second train() in the same log
+      extra_closing_.emplace_back(line, Get(dict, "train_runtime"));
+      return true;
+    }
+    closing_line_ = line;
     log.wall_s = Get(dict, "train_runtime");
     std::optional<double> rate = Get(dict, "train_samples_per_second");
     if (rate && *rate > 0 && !log.trainer_average) {
       TrainerAverage avg;
       avg.samples_per_s = rate;
       avg.through_step = last_;
+      average_after_ = dicts_.size();
       std::optional<double> sps = Get(dict, "train_steps_per_second");
-      if (sps && log.wall_s && *sps > 0)  // rounded to 4 digits: the nearest whole step
+      if (sps && log.wall_s && *sps > 0) {  // rounded to 4 digits: the nearest whole step
         avg.through_step = std::llround(*sps * *log.wall_s);
+        average_after_.reset();
+      }
       avg.line = line;
       avg.what = "the Trainer's train_samples_per_second (the whole run, its first steps included)";
       log.trainer_average = avg;
@@ -239,17 +248,23 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     return true;
   }
   if (std::optional<double> eval = Get(dict, "eval_loss")) {
-    log.evals.push_back({last_, *eval, line});
+    const int64_t step = named ? static_cast<int64_t>(*named) : last_;  // ms-swift names it
+    for (const EvalPoint& e : log.evals)
+      if (e.step == step && e.value == *eval) return true;  // another rank's copy
+    if (!named) eval_after_.emplace_back(log.evals.size(), dicts_.size());
+    log.evals.push_back({step, *eval, line});
     if (log.eval_what.empty()) log.eval_what = "the Trainer's eval_loss";
     return true;
   }
   if (!Has(dict, "loss")) return false;
+  // The same dict again (its epoch or step included) is another rank's print of it.
+  if (named || Has(dict, "epoch")) {
+    for (const TrainerDict& d : seen_)
+      if (d == dict) return true;
+    seen_.push_back(dict);
+  }
   int64_t step = 0;
-  std::optional<double> named;
-  for (std::string_view key :
-       {"step", "global_step",                                     // PaddleNLP's Trainer
-        "global_step/max_steps", "steps[global_step/max_steps]"})  // ms-swift
-    if (!named) named = Get(dict, key);
+  bool known = true;
   if (named) {
     step = static_cast<int64_t>(*named);
   } else if (anchored_) {
@@ -260,18 +275,155 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   } else {
     step = NextAfter(last_);
     counted_ = true;
+    known = false;
   }
   anchored_.reset();
   last_ = step;
   Iteration& it = steps[step];
-  if (it.line == 0) {
+  const bool fresh = it.line == 0;
+  if (fresh) {
     it.step = step;
     it.line = line;
   }
+  dicts_.push_back({step, line, Get(dict, "epoch"), known, fresh});
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.grad_norm) it.grad_norm = Get(dict, "grad_norm");
   return true;
+}
+
+std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* logging_steps) const {
+  constexpr double kHalf = 0.005;  // ProgressCallback prints round(epoch, 2)
+  std::vector<size_t> known;
+  for (size_t i = 0; i < dicts_.size(); ++i) {
+    if (!dicts_[i].epoch || *dicts_[i].epoch <= 0) return std::nullopt;
+    if (dicts_[i].known) known.push_back(i);
+  }
+  if (known.empty()) return std::nullopt;
+  // Steps per epoch: step / epoch, within the rounding of every epoch.
+  auto fits = [&](const std::vector<int64_t>& at, double* lo, double* hi) {
+    *lo = 0;
+    *hi = INFINITY;
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (i > 0 && at[i] <= at[i - 1]) return false;
+      const double e = *dicts_[i].epoch;
+      *lo = std::max(*lo, static_cast<double>(at[i]) / (e + kHalf));
+      if (e > kHalf) *hi = std::min(*hi, static_cast<double>(at[i]) / (e - kHalf));
+    }
+    return *lo <= *hi;
+  };
+  std::vector<int64_t> at(dicts_.size(), 0);
+  // logging_steps from two numbered dicts with counted ones between them; all such pairs agree.
+  int64_t every = 0;
+  for (size_t k = 1; k < known.size(); ++k) {
+    const size_t i = known[k - 1], j = known[k];
+    if (j - i < 2) continue;
+    const int64_t d = dicts_[j].step - dicts_[i].step;
+    const int64_t n = static_cast<int64_t>(j - i);
+    if (d <= 0 || d % n != 0 || (every != 0 && d / n != every)) return std::nullopt;
+    every = d / n;
+  }
+  if (every > 0) {
+    size_t prev = known.front();
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (dicts_[i].known) {
+        at[i] = dicts_[i].step;
+        prev = i;
+      } else if (i < known.front()) {
+        at[i] = dicts_[known.front()].step - every * static_cast<int64_t>(known.front() - i);
+      } else {
+        at[i] = dicts_[prev].step + every * static_cast<int64_t>(i - prev);
+      }
+    }
+    double lo = 0, hi = 0;
+    if (at.front() < 1 || !fits(at, &lo, &hi)) return std::nullopt;
+    *logging_steps = every;
+    return at;
+  }
+  // From the epochs: the numbered dicts bound steps per epoch; a counted dict takes the one
+  // step in its epoch's range between its neighbours.
+  double lo = 0, hi = INFINITY;
+  for (size_t i : known) {
+    const double e = *dicts_[i].epoch;
+    lo = std::max(lo, static_cast<double>(dicts_[i].step) / (e + kHalf));
+    if (e > kHalf) hi = std::min(hi, static_cast<double>(dicts_[i].step) / (e - kHalf));
+  }
+  if (lo > hi || !std::isfinite(hi)) return std::nullopt;
+  for (size_t i = 0; i < dicts_.size(); ++i) {
+    if (dicts_[i].known) {
+      at[i] = dicts_[i].step;
+      continue;
+    }
+    const double e = *dicts_[i].epoch;
+    int64_t first = static_cast<int64_t>(std::ceil((e - kHalf) * lo));
+    int64_t last = static_cast<int64_t>(std::floor((e + kHalf) * hi));
+    first = std::max(first, i > 0 ? at[i - 1] + 1 : int64_t{1});
+    for (size_t j = i + 1; j < dicts_.size(); ++j)
+      if (dicts_[j].known) {
+        last = std::min(last, dicts_[j].step - 1);
+        break;
+      }
+    if (first != last) return std::nullopt;
+    at[i] = first;
+  }
+  double l2 = 0, h2 = 0;
+  if (!fits(at, &l2, &h2)) return std::nullopt;
+  return at;
+}
+
+void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteration>& steps,
+                               ParsedLog& log) {
+  for (auto [line, runtime] : extra_closing_)
+    log.notes.push_back(fmt::format(
+        "{}:{}: a second closing dict (train_runtime {}) is left out: the first, line {}, gives "
+        "wall_s and the average",
+        name, line, runtime ? fmt::format("{}", *runtime) : "?", closing_line_.value_or(0)));
+  if (!counted_ || stated_) return;
+  int64_t every = 0;
+  std::optional<std::vector<int64_t>> at;
+  if (!resumed_) at = InferSteps(&every);
+  if (at) {
+    for (size_t i = 0; i < dicts_.size(); ++i)
+      if (!dicts_[i].known && !dicts_[i].fresh) at.reset();  // it filled another line's record
+  }
+  if (!at) {
+    log.notes.push_back(fmt::format(
+        "{}: the log does not state logging_steps (TrainingArguments or the command line): its "
+        "dicts without a progress bar that gives their step are numbered as if it were 1 "
+        "(1, 2, 3, ... after the last known step; transformers' default is 500)",
+        name));
+    return;
+  }
+  std::vector<Iteration> moved;
+  for (size_t i = 0; i < dicts_.size(); ++i) {
+    if (dicts_[i].known || (*at)[i] == dicts_[i].step) continue;
+    auto node = steps.extract(dicts_[i].step);
+    node.mapped().step = (*at)[i];
+    moved.push_back(std::move(node.mapped()));
+  }
+  for (Iteration& it : moved) {
+    auto [slot, added] = steps.try_emplace(it.step, it);
+    if (added) continue;
+    Iteration& there = slot->second;  // another line's record of that step (a DeepSpeed line)
+    if (!there.loss) there.loss = it.loss;
+    if (!there.lr) there.lr = it.lr;
+    if (!there.grad_norm) there.grad_norm = it.grad_norm;
+    there.line = std::min(there.line, it.line);
+  }
+  for (auto [eval, after] : eval_after_)
+    if (after > 0) log.evals[eval].step = (*at)[after - 1];
+  if (average_after_ && *average_after_ > 0 && log.trainer_average)
+    log.trainer_average->through_step = (*at)[*average_after_ - 1];
+  std::string how =
+      every > 0 ? fmt::format(
+                      "logging_steps {}, inferred from the numbered dicts around them (every "
+                      "dict's epoch agrees)",
+                      every)
+                : "their epoch (steps per epoch bounded by the numbered dicts' epochs)";
+  log.notes.push_back(fmt::format(
+      "{}: the log does not state logging_steps; the dicts that no progress bar or step line "
+      "numbers are numbered by {}",
+      name, how));
 }
 
 }  // namespace bm::logparse

@@ -34,7 +34,15 @@
 // the last dict's step, its total is the one of the bars that numbered dicts
 // before it (not an evaluation or data bar), and, when the log states
 // logging_steps, it is a step the Trainer logs at. Otherwise the count
-// numbers the dict.
+// numbers the dict; Finish may renumber counted dicts from their epochs.
+//
+// The closing dict is speed_metrics("train", ...) plus train_loss (transformers'
+// Trainer._inner_training_loop): train_runtime and no loss. With
+// include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", ...) to
+// every step dict too, which keeps its loss. Several ranks may print the whole
+// series: a loss dict equal to an earlier one (its epoch or step included) is a
+// copy, as is an eval dict with an earlier one's step and eval_loss, and closing
+// dicts after the first are left out.
 //
 // Thread safety: TrainerDictReader is a value type, one per log.
 #pragma once
@@ -44,6 +52,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "rules/logparse/log_parser.h"
 
@@ -87,16 +97,34 @@ class TrainerDictReader {
             ParsedLog& log);
 
   int64_t logging_steps() const { return logging_steps_; }
-  // After the log: a note in `log` when some loss dict was numbered by counting (it named no
-  // step, no other line anchored it, no bar numbered it) while the log never stated
-  // logging_steps, so that its steps assume 1 where transformers' default is 500.
-  void NoteGuessedSteps(std::string_view name, ParsedLog& log) const;
+  // After the log, before `steps` becomes log.iterations. When some loss dict was numbered by
+  // counting (it named no step, no other line anchored it, no bar numbered it) while the log
+  // never stated logging_steps, its step is inferred where the log allows only one answer:
+  //  - logging_steps from two numbered dicts with counted ones between them (steps 10 and 20
+  //    with one dict between: 5), which then numbers every counted dict;
+  //  - else from `epoch`, which grows by 1/steps-per-epoch a step: the numbered dicts bound
+  //    steps-per-epoch (epoch printed to 2 decimals: ±0.005), and a counted dict takes the one
+  //    step its epoch allows between its neighbours.
+  // Every loss dict must carry an epoch, and all of them, at the inferred steps, must fit one
+  // steps-per-epoch; a run resumed from a checkpoint is left as counted. The records (and the
+  // evals and the closing dict's through_step that followed them) move to their steps, with a
+  // note. Otherwise a note says the steps assume logging_steps 1 (transformers' default is 500).
+  void Finish(std::string_view name, std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
  private:
   struct Bar {
     int64_t n = 0, total = 0, line = 0;
   };
+  // A loss dict as numbered while reading, for Finish.
+  struct Numbered {
+    int64_t step = 0, line = 0;
+    std::optional<double> epoch;
+    bool known = false;  // named, anchored or numbered by a bar (not counted)
+    bool fresh = false;  // it made its record (no other line's record at that step)
+  };
   int64_t NextAfter(int64_t step) const;
+  // The steps Finish infers for dicts_ (see Finish), or nullopt when the log allows several.
+  std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps) const;
   // The step `bar` gives the loss dict at `line`, when it may (see the top).
   std::optional<int64_t> BarStep(const std::optional<Bar>& bar, int64_t line);
 
@@ -108,6 +136,14 @@ class TrainerDictReader {
   std::optional<int64_t> anchored_;  // a step another trainer's line named
   std::optional<Bar> bar_;           // the last bar since the last dict
   int64_t bar_total_ = 0;            // the total of the bars that numbered dicts
+  std::vector<Numbered> dicts_;      // the loss dicts read, in order
+  std::vector<TrainerDict> seen_;    // the loss dicts read (another rank's copy is skipped)
+  // log.evals index -> how many loss dicts came before it (evals that named no step).
+  std::vector<std::pair<size_t, size_t>> eval_after_;
+  std::optional<size_t> average_after_;  // the same for trainer_average.through_step
+  std::optional<int64_t> closing_line_;  // the closing dict's line
+  std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
+  bool resumed_ = false;
 };
 
 }  // namespace bm::logparse

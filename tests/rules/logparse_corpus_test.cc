@@ -959,6 +959,100 @@ TEST(Corpus, Nemo2BioNemoSrunPrefixAndCarriedValLoss) {
   EXPECT_NEAR(r->PerDevice(), 7 * 32 * 1024 / 1.3318 / 16, 1e-6);
 }
 
+TEST(Corpus, TrainerDictsWithSpeedMetricsAreStepDicts) {
+  // include_num_input_tokens_seen: transformers' Trainer.log adds speed_metrics("train", ...)
+  // (train_runtime, train_tokens_per_second) to every dict; each has a loss, so none is the
+  // closing dict (that one is speed_metrics("train", ...) plus train_loss, and no loss).
+  Result<Read> r = ReadLog("trainer_ezpz_tokens_seen_speed_metrics.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  // Seven dicts (lines 4, 6, ..., 16); no bar precedes a dict on the line before it with a
+  // step past the last dict's (the bars follow the dicts), and nothing states logging_steps.
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(r->Note("does not state logging_steps"));
+  EXPECT_EQ(r->Loss(1), 2.5586);  // line 4
+  EXPECT_EQ(r->Loss(7), 2.5722);  // line 16
+  EXPECT_EQ(r->At(2)->lr, 4.9500000000000004e-05);
+  EXPECT_TRUE(r->m()["wall_s"].is_null());  // no closing dict in the excerpt: not 49.1873
+}
+
+TEST(Corpus, TrainerDictsNumberedByTheirEpoch) {
+  // Bars 1/16, 2/16, 4/16, 8/16, 12/16 end the line before the dicts at lines 3-15; the last
+  // bar, 16/16 (line 17), is finished, so it numbers nothing. Epochs 0.06, 0.12, 0.25, 0.5,
+  // 0.75 at steps 1, 2, 4, 8, 12: 16 steps an epoch (12 / 0.75 = 8 / 0.5 = 16; 1 / 0.06 and
+  // 2 / 0.12 within the print's rounding), so the dict at epoch 1.0 (line 18) is step 16.
+  Result<Read> r = ReadLog("trainer_trl_gptoss_bars_epoch.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 4, 8, 12, 16}));
+  EXPECT_EQ(r->Loss(16), 1.1294);
+  EXPECT_EQ(r->At(16)->grad_norm, 0.713);
+  EXPECT_EQ(r->At(16)->span, 4);
+  EXPECT_FALSE(r->Note("numbered as if it were 1"));
+  EXPECT_TRUE(r->Note("numbered by their epoch"));
+  // The closing dict (line 21): train_runtime '298.36s' is not a number; the average covers
+  // the run through its last step, 16.
+  EXPECT_TRUE(r->m()["wall_s"].is_null());
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->through_step, 16);
+}
+
+TEST(Corpus, DeepSpeedTrainerDictsNumberedByInferredLoggingSteps) {
+  // DeepSpeed's step=10, 20, 30 (lines 2, 6, 10) come before the dicts of lines 3, 7, 11; one
+  // dict lies between each two of them: logging_steps = (20 - 10) / 2 = 5. So the dicts are
+  // at 5 (line 1), 10, 15 (line 5), 20, 25 (line 9), 30, 35 (line 13), and their epochs agree:
+  // 0.04 a dict, 0.008 a step (125 steps an epoch: 35 / 125 = 0.28).
+  Result<Read> r = ReadLog("deepspeed_0.12_trainer_logging5_epoch.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "deepspeed");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10, 15, 20, 25, 30, 35, 40}));
+  EXPECT_EQ(r->Loss(5), 2.075);    // line 1
+  EXPECT_EQ(r->Loss(15), 0.5003);  // line 5
+  EXPECT_EQ(r->Loss(35), 0.3094);  // line 13
+  EXPECT_FALSE(r->Loss(40));       // step=40 (line 14) has no dict after it in the excerpt
+  EXPECT_EQ(r->At(15)->span, 5);
+  EXPECT_EQ(r->At(20)->samples_per_s, 111.13499047776766);  // line 7's CurrSamplesPerSec
+  EXPECT_TRUE(r->Note("logging_steps 5, inferred"));
+  EXPECT_FALSE(r->Note("numbered as if it were 1"));
+}
+
+TEST(Corpus, TrainerSeriesPrintedTwiceKeepsTheFirst) {
+  // Lines 1-12: ten dicts (logging_steps 1, epoch 0.1 a step), the closing dict (line 11:
+  // 0.803 steps/s x 12.4474 s = 10 steps) and an eval dict; lines 16-36 print them all again,
+  // with another closing dict (line 26, train_runtime 27.2171) and eval_runtime.
+  Result<Read> r = ReadLog("trainer_ezpz_two_ranks_series_twice.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(r->Loss(1), 2.847);    // line 1
+  EXPECT_EQ(r->Loss(10), 2.8064);  // line 10
+  EXPECT_EQ(r->At(10)->line, 10);
+  EXPECT_EQ(r->m()["wall_s"], 12.4474);  // line 11, not line 26's 27.2171
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 154.249);
+  EXPECT_EQ(r->log.trainer_average->through_step, 10);
+  EXPECT_TRUE(r->Note("trainer_ezpz_two_ranks_series_twice.log:26: a second closing dict"));
+  ASSERT_EQ(r->log.evals.size(), 1u);  // line 36's eval_loss is line 12's at the same step
+  EXPECT_EQ(r->log.evals[0].line, 12);
+  EXPECT_EQ(r->m()["eval"]["step"], 10);
+}
+
+TEST(Corpus, TrainerEvalDictNamingGlobalStep) {
+  // ms-swift 2 names the step in every dict: the last loss dict is global_step 90 (line 24),
+  // the eval dict after it global_step 93 (line 26: 93/93, the end of the epoch).
+  Result<Read> r = ReadLog("trainer_msswift2_eval_global_step.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 19u);  // 1, 5, 10, ..., 90
+  EXPECT_EQ(r->Steps().back(), 90);
+  EXPECT_EQ(r->Loss(90), 0.97113533);
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 50);  // line 14
+  EXPECT_EQ(r->log.evals[1].step, 93);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 1.03077412);
+  EXPECT_EQ(r->m()["eval"]["step"], 93);
+  EXPECT_EQ(r->m()["wall_s"], 443.3746);  // line 29
+  // 'memory(GiB)': 16.79 (line 2), 18.48, 19.46, then 20.5 from line 17 on.
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 20.5 * kGiB);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -976,6 +1070,11 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_marianmt_bars_default500.log", "trainer"},
       {"trainer_msswift_colab_t4_memory.log", "trainer"},
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
+      {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
+      {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
+      {"deepspeed_0.12_trainer_logging5_epoch.log", "deepspeed"},
+      {"trainer_ezpz_two_ranks_series_twice.log", "trainer"},
+      {"trainer_msswift2_eval_global_step.log", "trainer"},
       {"megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron"},
       {"paddlenlp_qwen0p5b_pretrain.log", "paddle"},
       {"paddle_gpt_model_zoo_ips.log", "paddle"},

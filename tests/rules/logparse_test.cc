@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "rules/logparse/line_scan.h"
@@ -486,6 +487,91 @@ TEST(Megatron, MissingLossWithUnskippedIterationsIsNaN) {
 // ProgressCallback.on_step_end drew before on_log wrote the dict, unless it is
 // stale (tqdm redraws at most every 0.1 s), another bar, or off the stated
 // logging_steps.
+TEST(Trainer, SpeedMetricsInEveryDictDoNotCloseTheRun) {
+  // include_num_input_tokens_seen: each step dict carries train_runtime; the closing dict is
+  // the one without a loss.
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': 2.5, 'epoch': 0.5, 'train_runtime': 3.0, 'train_tokens_per_second': 9.0}\n"
+      "{'loss': 2.4, 'epoch': 1.0, 'train_runtime': 6.0, 'train_tokens_per_second': 9.5}\n"
+      "{'train_runtime': 6.5, 'train_samples_per_second': 4.0, 'train_steps_per_second': "
+      "0.3077, 'train_loss': 2.45, 'epoch': 1.0}\n",
+      "tokens.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(At(*r, 2)->loss, 2.4);
+  EXPECT_EQ(r->wall_s, 6.5);
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->through_step, 2);  // 0.3077 x 6.5 = 2.0
+  // A malformed value in such a dict is still an error at its line.
+  r = ParseTrainerLog(
+      "{'loss': 2.5, 'train_runtime': 3.0}\n{'loss': 2.4, 'train_runtime': 6.0, 'memory(GiB)': "
+      "'n/a'}\n",
+      "tokens.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "tokens.log:2: 'memory(GiB)' is not a number of GiB");
+}
+
+TEST(Trainer, AnotherRanksCopyOfTheDictsIsLeftOut) {
+  const std::string series =
+      "{'loss': 3.0, 'epoch': 0.5}\n{'loss': 2.9, 'epoch': 1.0}\n"
+      "{'train_runtime': 10.0, 'train_samples_per_second': 8.0, 'epoch': 1.0}\n"
+      "{'eval_loss': 2.0, 'eval_runtime': 1.5, 'epoch': 1.0}\n";
+  Result<ParsedLog> r = ParseTrainerLog(series + series, "ranks.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->wall_s, 10.0);
+  EXPECT_EQ(r->evals.size(), 1u);
+  EXPECT_NE(std::find_if(r->notes.begin(), r->notes.end(),
+                         [](const std::string& n) {
+                           return n.find("ranks.log:7: a second closing dict") == 0;
+                         }),
+            r->notes.end());
+  // Dicts without an epoch or a step may repeat in a real run: each is a step.
+  r = ParseTrainerLog("{'loss': 3.0}\n{'loss': 3.0}\n", "same.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations.size(), 2u);
+  // A resumed run may print the failed run's dicts again: they are its records.
+  r = ParseTrainerLog(
+      "{'loss': 3.0, 'epoch': 0.1}\n{'loss': 2.9, 'epoch': 0.2}\n"
+      "  Continuing training from global step 1\n{'loss': 2.9, 'epoch': 0.2}\n",
+      "resumed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(At(*r, 2)->loss, 2.9);
+}
+
+TEST(Trainer, StepsFromEpochsOnlyWhereUnambiguous) {
+  const std::string bar = "  6%|6         | 1/16 [00:01<00:15,  1.00s/it]\n";
+  // Bar-numbered step 1 at epoch 0.06: 15.4-18.2 steps an epoch, so epoch 0.5 is step 8 or 9:
+  // ambiguous, counted as 2 with the note.
+  Result<ParsedLog> r =
+      ParseTrainerLog(bar + "{'loss': 3.0, 'epoch': 0.06}\n{'loss': 2.9, 'epoch': 0.5}\n", "e.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations.back().step, 2);
+  EXPECT_NE(r->notes.back().find("numbered as if it were 1"), std::string::npos);
+  // A counted dict without an epoch: nothing inferred.
+  r = ParseTrainerLog(bar + "{'loss': 3.0, 'epoch': 0.06}\n{'loss': 2.9}\n", "e.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations.back().step, 2);
+  // Stated logging_steps wins: no inference.
+  r = ParseTrainerLog(
+      "logging_steps=1,\n" + bar + "{'loss': 3.0, 'epoch': 0.06}\n{'loss': 2.9, 'epoch': 0.12}\n",
+      "e.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations.back().step, 2);
+  // Steps 1 and 3 (bars) with one dict between: logging_steps 1 would not fit, (3 - 1) / 2 = 1
+  // does; epochs 1/4 a step.
+  const std::string bar1 = " 25%|2         | 1/4 [00:01<00:03,  1.00s/it]\n";
+  const std::string bar3 = " 75%|7         | 3/4 [00:03<00:01,  1.00s/it]\n";
+  r = ParseTrainerLog(bar1 + "{'loss': 3.0, 'epoch': 0.25}\n{'loss': 2.9, 'epoch': 0.5}\n" + bar3 +
+                          "{'loss': 2.8, 'epoch': 0.75}\n{'loss': 2.7, 'epoch': 1.0}\n",
+                      "l.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(r->iterations.back().step, 4);
+  EXPECT_NE(r->notes.back().find("logging_steps 1, inferred"), std::string::npos);
+}
+
 TEST(Trainer, ProgressBarsNumberTheDicts) {
   auto bar = [](int n, int total) {
     return fmt::format("\r {:3d}%|#         | {}/{} [00:01<00:09,  1.50it/s]", n * 100 / total, n,

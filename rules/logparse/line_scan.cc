@@ -51,6 +51,11 @@ std::optional<std::string_view> DottedArg(std::string_view line, std::string_vie
   }
 }
 
+size_t SkipSpaces(std::string_view s, size_t p) {
+  while (p < s.size() && s[p] == ' ') ++p;
+  return p;
+}
+
 size_t FindNoCase(std::string_view line, std::string_view key, size_t from) {
   if (from > line.size()) return std::string_view::npos;
   auto lower_eq = [](char a, char b) {

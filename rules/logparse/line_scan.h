@@ -65,6 +65,9 @@ std::optional<double> LeadingNumber(std::string_view s, size_t* end = nullptr);
 // that argument's line.
 std::optional<std::string_view> DottedArg(std::string_view line, std::string_view name);
 
+// Past the spaces at and after p in s.
+size_t SkipSpaces(std::string_view s, size_t p);
+
 // Where `key` occurs in line at or after `from`, case-insensitively; npos if not.
 size_t FindNoCase(std::string_view line, std::string_view key, size_t from = 0);
 

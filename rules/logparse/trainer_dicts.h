@@ -65,7 +65,7 @@ namespace bm::logparse {
 using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 
 // The line (spaces around it ignored) as a Python dict literal of string
-// keys, or nullopt when it is not one.
+// keys, or nullopt when it is not one (trainer_dict_literal.cc).
 std::optional<TrainerDict> ParseTrainerDict(std::string_view line);
 
 class TrainerDictReader {

@@ -733,6 +733,87 @@ TEST(Corpus, MlperfNemoStepIsZeroBased) {
   EXPECT_FALSE(r->Note("the steps' time from tracked_stats' train_step_time"));  // spans of 32
 }
 
+TEST(Corpus, MlperfNvidiaGpt3CountsTokens) {
+  // NVIDIA's GPT-3 (v4.1, NeMo): blocks, evals and tracked_stats {"train_step_timing in s"} count
+  // tokens since the resume (custom_callbacks.py compute_consumed_mllog_tokens): one step is
+  // global_batch_size 2048 (line 7) x max_sequence_length 2048 (line 21) = 4194304 tokens.
+  Result<Read> r = ReadLog("mllog_nv_gpt3_tokens_train_step_timing.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Lines 27-38, 47-58, 67-78: "step" 4194304 ... 150994944 = 36 x 4194304, one record each.
+  ASSERT_EQ(r->log.iterations.size(), 36u);
+  EXPECT_EQ(r->Steps().front(), 1);  // line 27: 4194304 / 4194304
+  EXPECT_EQ(r->Steps().back(), 36);  // line 78: 150994944 / 4194304
+  EXPECT_EQ(r->At(4194304), nullptr);
+  EXPECT_EQ(r->At(1)->span, 1);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 18.09756088256836 * 1000);    // line 27, the step's own time
+  EXPECT_DOUBLE_EQ(*r->At(13)->ms, 18.359329223632812 * 1000);  // line 47: 54525952 / 4194304
+  EXPECT_FALSE(r->At(1)->loss);
+  // eval_accuracy (the validation log-perplexity) at epoch_num 50331648 (line 44): step 12.
+  ASSERT_EQ(r->log.evals.size(), 3u);
+  EXPECT_EQ(r->log.evals[0].step, 12);
+  EXPECT_EQ(r->log.evals[0].value, 2.752415895462036);
+  EXPECT_EQ(r->log.evals[2].step, 36);  // 150994944 / 4194304
+  EXPECT_TRUE(r->Note("counted from the checkpoint (init_checkpoint_step 3000)"));  // line 19
+}
+
+TEST(Corpus, MlperfNvidiaGpt3BlocksInTokens) {
+  // NVIDIA's GPT-3 (v4.0): no tracked_stats; blocks at first_epoch_num / epoch_count in tokens,
+  // timed by the blocks: one step is 2304 (line 2) x 2048 (line 16) = 4718592 tokens, a block
+  // 51904512 tokens = 11 steps.
+  Result<Read> r = ReadLog("mllog_nv_gpt3_tokens_blocks_only.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 4u);  // block_stop at lines 22, 27, 32, 37
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{11, 22, 33, 44}));
+  EXPECT_EQ(r->At(11)->span, 11);
+  // Lines 21 and 22: (1715043949934 - 1715043830078) / 11 = 10896; lines 26 and 27: 10904.45.
+  EXPECT_DOUBLE_EQ(*r->At(11)->ms, (1715043949934.0 - 1715043830078.0) / 11);
+  EXPECT_DOUBLE_EQ(*r->At(22)->ms, (1715044081144.0 - 1715043961195.0) / 11);
+  ASSERT_EQ(r->log.evals.size(), 3u);
+  EXPECT_EQ(r->log.evals[1].step, 22);  // line 29: epoch_num 103809024 / 4718592
+}
+
+TEST(Corpus, MlperfNvidiaStepIsSamples) {
+  // NVIDIA's llama31_405b (v5.0, NeMo 25.04): MetricsLogger._log_throughputs logs "step": (step
+  // + 1) x gbs, samples, at global_batch_size 896 (line 2). The last before the evaluation (line
+  // 75: 46592) equals the eval_accuracy's samples_count (line 83).
+  Result<Read> r = ReadLog("mllog_nv_llama31_405b_step_is_samples.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 56u);  // lines 24-75 and 87-90: 896 ... 50176
+  EXPECT_EQ(r->Steps().front(), 1);          // 896 / 896
+  EXPECT_EQ(r->Steps().back(), 56);          // 50176 / 896
+  EXPECT_EQ(r->At(896), nullptr);
+  EXPECT_EQ(r->At(1)->span, 1);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 20.216278076171875 * 1000);  // line 24
+  EXPECT_EQ(r->Loss(1), 7.7325825691223145);
+  EXPECT_DOUBLE_EQ(*r->At(53)->ms, 20.237173080444336 * 1000);  // line 87: 47488 / 896
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 52);  // line 83: 46592 / 896
+  EXPECT_TRUE(r->Note("tracked_stats' metadata.step counts samples"));
+}
+
+TEST(Corpus, MlperfCommonBlockStatsAtStepZeroAreNoRecords) {
+  // NVIDIA's llama2_70b_lora (v5.0, GB200, mlperf_common): train_loss every 10 steps at
+  // samples_count / 8 (line 16); one tracked_stats {throughput, train_step_time,
+  // max_memory_usage} per block (lines 47, 59, 70, 82, 94, 106) at "step" = the block's first
+  // sample (0, 1536, ...; mlperf_common _log_training_throughput): no record at 1 or 1536.
+  Result<Read> r = ReadLog("mllog_nv_llama2_70b_lora_block_stats_step0.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 43u);  // samples_count 80 ... 3440
+  EXPECT_EQ(r->Steps().front(), 10);
+  EXPECT_EQ(r->Steps().back(), 430);  // 3440 / 8
+  EXPECT_EQ(r->At(1), nullptr);
+  EXPECT_EQ(r->At(1536), nullptr);
+  // Step 10 from run_start (line 26) to line 28: (1745064459127 - 1745064444546) / 10 = 1458.1.
+  EXPECT_EQ(r->At(10)->span, 10);
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, (1745064459127.0 - 1745064444546.0) / 10);
+  EXPECT_EQ(r->Loss(10), 2.1907553672790527);
+  // max_memory_usage 168.83 GiB (lines 47-106): torch.cuda.max_memory_allocated / 2^30.
+  ASSERT_TRUE(r->log.peak_memory_bytes);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 168.83 * kGiB);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 49: 1536 / 8
+  EXPECT_TRUE(r->Note(":47: 6 tracked_stats train_step_time"));
+}
+
 // ---- FlagPerf -------------------------------------------------------------
 
 TEST(Corpus, FlagPerfSummaryOverDeepSpeed) {
@@ -1086,6 +1167,10 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_cisco_llama2_70b_lora_eval_gap.log", "mllog"},
       {"mllog_dell_llama2_70b_lora_mlperf_common.log", "mllog"},
       {"mllog_dell_llama31_8b_nemo_step0.log", "mllog"},
+      {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
+      {"mllog_nv_gpt3_tokens_blocks_only.log", "mllog"},
+      {"mllog_nv_llama31_405b_step_is_samples.log", "mllog"},
+      {"mllog_nv_llama2_70b_lora_block_stats_step0.log", "mllog"},
       {"megatron_neox_lm_loss_issue3742.log", "megatron"},
       {"paddle_ernie_speed_ips_issue5119.log", "paddle"},
       {"paddle_ernie_valid_steps_issue3867.log", "paddle"},

@@ -16,6 +16,14 @@
 //   global step 2, loss: 6.191119, lm_loss: 5.423231, sop_loss: 0.767889, speed: 3.45 steps/s,
 //   ips: 27.60 seqs/s, learning rate: 4.00000e-07, loss_scaling: 1024.00, ... (one line)
 //
+// ERNIEKit's Trainer (PaddlePaddle/ERNIE erniekit/train/*/pretraining_trainer.py) prints the first
+// shape with speed_metrics("global", ...) over the interval (total batch x steps), memory as
+// max_mem_reserved_gb (/ 2^30), loss_scale and tokens_per_sec_per_card. PaddleNLP's Trainer of 2022
+// (trainer_base.py) passed one device's batch x accumulation as the interval's samples, so its
+// ratio is batch / span: the `Total train batch size (...) = B` line, where there is one, gives the
+// batch (a note when the ratio disagrees). The Trainer restarts the interval's clock before it
+// evaluates and saves: an eval_runtime between two records is taken out of the next one's time.
+//
 // Per record: the step, the loss (the interval's mean), lr, the time per step
 // (1 / interval_steps_per_second, or avg_batch_cost), the samples per step
 // (interval_samples_per_second over interval_steps_per_second), the token rate
@@ -29,6 +37,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -61,13 +71,34 @@ bool HasZooRate(std::string_view line) {
           FindNoCase(line, "seqs/s") != std::string_view::npos);
 }
 
+// The Trainer's shape names its interval's time as interval_runtime (PaddleNLP) or, ERNIEKit's,
+// as global_runtime next to tokens_per_sec_per_card.
+bool HasTrainerRate(std::string_view line) {
+  return FindNoCase(line, "interval_runtime") != std::string_view::npos ||
+         FindNoCase(line, "global_runtime") != std::string_view::npos ||
+         FindNoCase(line, "tokens_per_sec_per_card") != std::string_view::npos;
+}
+
+// The number after "NAME = " in the Trainer's "***** Running training *****" block
+// ("  Total train batch size (w. parallel, distributed & accumulation) = 8").
+std::optional<double> SummaryValue(std::string_view line, std::string_view name) {
+  size_t at = line.find(name);
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t eq = line.find(" = ", at + name.size());
+  if (eq == std::string_view::npos) return std::nullopt;
+  std::string_view value = Trim(line.substr(eq + 3));
+  std::string digits;  // the ERNIEKit trainer prints it with thousands separators
+  for (char c : value)
+    if (c != ',') digits += c;
+  return ParseNumber(digits);
+}
+
 }  // namespace
 
 bool IsPaddleStepLine(std::string_view line) {
   bool trainer_shape = false;
   if (!PaddleStep(line, &trainer_shape)) return false;
-  return trainer_shape ? FindNoCase(line, "interval_runtime") != std::string_view::npos
-                       : HasZooRate(line);
+  return trainer_shape ? HasTrainerRate(line) : HasZooRate(line);
 }
 
 Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
@@ -76,15 +107,54 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
   double peak_gib = -1;
   bool reserved = false;
   Status error = Status::Ok();
+  std::optional<double> gbs, lbs, gas;  // the "***** Running training *****" block
+  std::optional<double> eval_s;         // an evaluation since the last record (eval_runtime)
+  int64_t eval_line = 0, save_line = 0;
+  std::string batch_note;  // the first record whose printed ratio disagrees with gbs
+  std::vector<std::string> time_notes;
+  // A complete "key: value," field of a recognised line whose value is not a number.
+  auto field = [&](std::string_view line, int64_t no, std::string_view key) {
+    std::optional<double> n = NumberAfter(line, key, ":");
+    if (n || !error.ok()) return n;
+    size_t p = FindKeyValue(line, key, ":");
+    if (p == std::string_view::npos) return n;
+    std::string_view rest = line.substr(p);
+    size_t comma = rest.find(',');
+    if (comma == std::string_view::npos) return n;  // a cut-off last line: left out
+    error = Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, no, key,
+                   Trim(rest.substr(0, comma)));
+    return n;
+  };
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     bool trainer_shape = false;
     std::optional<double> step = PaddleStep(line, &trainer_shape);
-    if (!step) return;
+    if (!step) {
+      constexpr std::string_view kTotal =
+          "Total train batch size (w. parallel, distributed & accumulation)";
+      if (line.find(kTotal) != std::string_view::npos) {
+        gbs = SummaryValue(line, kTotal);
+        if (!gbs || *gbs <= 0) {
+          error =
+              Errorf(ErrorCode::kCorrupt, "{}:{}: 'Total train batch size' is '{}', not a number",
+                     name, no, Trim(line.substr(line.rfind('=') + 1)));
+          return;
+        }
+        SetFact(log, "gbs", *gbs, no);
+      } else if (line.find("Instantaneous batch size per device") != std::string_view::npos) {
+        lbs = SummaryValue(line, "Instantaneous batch size per device");
+      } else if (line.find("Gradient Accumulation steps") != std::string_view::npos) {
+        gas = SummaryValue(line, "Gradient Accumulation steps");
+      } else if (FindKeyValue(line, "eval_runtime", ":") != std::string_view::npos) {
+        eval_s = field(line, no, "eval_runtime");
+        eval_line = no;
+      } else if (line.find("Saving model checkpoint to") != std::string_view::npos) {
+        save_line = no;
+      }
+      return;
+    }
     std::optional<double> loss = NumberAfter(line, "loss", ":");
-    const bool has_rate = trainer_shape
-                              ? FindNoCase(line, "interval_runtime") != std::string_view::npos
-                              : HasZooRate(line);
+    const bool has_rate = trainer_shape ? HasTrainerRate(line) : HasZooRate(line);
     if (!loss && !has_rate) return;  // another line that names a global step
     Iteration it;
     it.step = static_cast<int64_t>(*step);
@@ -92,18 +162,78 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
     it.loss = loss;
     if (trainer_shape) {
       it.lr = NumberAfter(line, "learning_rate", ":");
-      std::optional<double> sps = NumberAfter(line, "interval_steps_per_second", ":");
-      std::optional<double> samples_ps = NumberAfter(line, "interval_samples_per_second", ":");
-      if (sps && *sps > 0) {
-        it.ms = 1000.0 / *sps;
-        if (samples_ps) it.samples = *samples_ps / *sps;
+      // PaddleNLP: interval_*; ERNIEKit: global_* over the same interval (speed_metrics("global",
+      // ...) since the last log).
+      const bool interval = FindNoCase(line, "interval_runtime") != std::string_view::npos;
+      const std::string_view prefix = interval ? "interval" : "global";
+      std::optional<double> sps = field(line, no, fmt::format("{}_steps_per_second", prefix));
+      std::optional<double> samples_ps =
+          field(line, no, fmt::format("{}_samples_per_second", prefix));
+      std::optional<double> runtime = field(line, no, fmt::format("{}_runtime", prefix));
+      // The steps of the interval, when runtime x steps/s is a whole number (both rounded).
+      std::optional<double> steps;
+      if (runtime && sps && *sps > 0) {
+        const double n = std::round(*runtime * *sps);
+        if (n >= 1 && std::abs(*runtime * *sps - n) < 0.05 * n) steps = n;
       }
-      it.tokens_per_device_per_s = NumberAfter(line, "interval_tokens_per_second_per_device", ":");
-      std::optional<double> gib = NumberAfter(line, "max_memory_reserved", ":");
+      if (sps && *sps > 0) {
+        // ERNIEKit prints steps/s to 4 decimals of a slow step (0.0095): its runtime is closer.
+        it.ms = !interval && steps ? *runtime * 1000.0 / *steps : 1000.0 / *sps;
+        if (eval_s && runtime && *runtime > *eval_s) {
+          // The Trainer restarts the interval's clock before it evaluates and saves.
+          it.ms = *it.ms * (1.0 - *eval_s / *runtime);
+          time_notes.push_back(fmt::format(
+              "{}:{}: the record at step {} leaves out the evaluation before it (line {}, "
+              "eval_runtime {} s, inside its {}_runtime {} s){}",
+              name, no, it.step, eval_line, *eval_s, prefix, *runtime,
+              save_line > 0 ? fmt::format("; the checkpoint save at line {} is not timed by the "
+                                          "log and stays in its time",
+                                          save_line)
+                            : ""));
+        } else if (eval_line > 0 || save_line > 0) {
+          time_notes.push_back(fmt::format(
+              "{}:{}: the record at step {} includes the {} at line {} in its time (the log does "
+              "not time it)",
+              name, no, it.step, eval_line > 0 ? "evaluation" : "checkpoint save",
+              eval_line > 0 ? eval_line : save_line));
+        }
+        if (samples_ps) {
+          const double ratio = *samples_ps / *sps;
+          if (gbs) {
+            it.samples = gbs;
+            if (std::abs(ratio - *gbs) > 0.01 * *gbs && batch_note.empty()) {
+              const double per_device = lbs.value_or(0) * gas.value_or(1);
+              const bool old = steps && per_device > 0 &&
+                               std::abs(ratio * *steps - per_device) < 0.01 * per_device;
+              batch_note = fmt::format(
+                  "{}:{}: {}_samples_per_second / {}_steps_per_second is {:.4g} samples per step, "
+                  "not the total train batch size {} (line {}){}; the batch is taken from that "
+                  "line",
+                  name, no, prefix, prefix, ratio, *gbs, log.facts["gbs"].line,
+                  old ? fmt::format(": it is one device's batch x accumulation ({}) over the "
+                                    "interval's {} steps, as PaddleNLP's Trainer of 2022 "
+                                    "(trainer_base.py) computed it",
+                                    per_device, *steps)
+                      : "");
+            }
+          } else if (interval) {
+            it.samples = ratio;
+          } else if (*samples_ps > 0 && (0.00005 / *sps + 0.00005 / *samples_ps) * ratio < 0.5) {
+            it.samples = std::round(ratio);  // both printed to 4 decimals: a whole sequence
+          }
+        }
+      }
+      it.tokens_per_device_per_s = field(line, no, "interval_tokens_per_second_per_device");
+      if (!it.tokens_per_device_per_s)
+        it.tokens_per_device_per_s = field(line, no, "tokens_per_sec_per_card");
+      it.loss_scale = field(line, no, "loss_scale");
+      std::optional<double> gib = field(line, no, "max_memory_reserved");
+      if (!gib) gib = field(line, no, "max_mem_reserved_gb");
       if (gib) {
         reserved = true;
       } else if (!reserved) {
-        gib = NumberAfter(line, "max_memory_allocated", ":");
+        gib = field(line, no, "max_memory_allocated");
+        if (!gib) gib = field(line, no, "max_mem_allocated_gb");
       }
       if (gib && *gib > peak_gib) peak_gib = *gib;
     } else {
@@ -119,17 +249,22 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         if ((0.005 / *speed + 0.005 / *ips) * samples < 0.5) it.samples = std::round(samples);
       }
     }
+    eval_s.reset();
+    eval_line = save_line = 0;
     AddIteration(log.iterations, it, &log.restarts);
   });
   BM_TRY(error);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no PaddleNLP step lines ('loss: X, ..., global_step: N, ..., "
-                  "interval_runtime: S, ...' or 'global step N, ..., loss: X, ..., ips_total: T "
+                  "interval_runtime: S, ...', ERNIEKit's '..., global_step: N, ..., "
+                  "global_runtime: S, ...' or 'global step N, ..., loss: X, ..., ips_total: T "
                   "tokens/s, ...') in {} lines{}",
                   name, log.lines, OtherFormatHint(text, "paddle"));
   }
   FillSpansFromGaps(log.iterations);
+  if (!batch_note.empty()) log.notes.push_back(batch_note);
+  for (std::string& n : time_notes) log.notes.push_back(std::move(n));
   if (peak_gib >= 0) {
     log.peak_memory_bytes = peak_gib * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = reserved ? "max_memory_reserved (PaddleNLP Trainer)"

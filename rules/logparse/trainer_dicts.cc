@@ -123,9 +123,9 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
                              std::map<int64_t, Iteration>& steps, ParsedLog& log) {
   const std::optional<Bar> bar = std::exchange(bar_, std::nullopt);  // a bar is for one dict
   std::optional<double> named;
-  for (std::string_view key :
-       {"step", "global_step",                                     // PaddleNLP's Trainer
-        "global_step/max_steps", "steps[global_step/max_steps]"})  // ms-swift
+  for (std::string_view key : {"step", "global_step",  // PaddleNLP's Trainer
+                               "global_step/max_steps", "steps[global_step/max_steps]",  // ms-swift
+                               "current_steps"})  // LLaMA-Factory's jsonl
     if (!named) named = Get(dict, key);
   // transformers' Trainer.log adds speed_metrics("train", ...) (train_runtime, ...) to every
   // dict with include_num_input_tokens_seen; the closing dict is the one without a loss.
@@ -163,6 +163,9 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     return true;
   }
   if (!Has(dict, "loss")) return false;
+  // LLaMA-Factory's trainer_log.jsonl writes every on_log, its evaluation and closing logs
+  // included, with "loss": null (json.dumps of None): no training record.
+  if (!Get(dict, "loss") && Has(dict, "current_steps")) return true;
   // The same dict again (its epoch or step included) is another rank's print of it.
   if (named || Has(dict, "epoch")) {
     for (const TrainerDict& d : seen_)
@@ -194,6 +197,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   dicts_.push_back({step, line, Get(dict, "epoch"), known, fresh});
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
+  if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
   if (!it.grad_norm) it.grad_norm = Get(dict, "grad_norm");
   return true;
 }

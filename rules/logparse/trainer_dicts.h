@@ -11,7 +11,8 @@
 //
 // The second form is transformers from 2025 on: floats as f"{v:.4g}" strings.
 // A dict that names its step (`'step'`, PaddleNLP's Trainer's `'global_step'`, ms-swift's
-// `'global_step/max_steps': '205/270'`) is at that step. transformers' dicts name none: the Trainer
+// `'global_step/max_steps': '205/270'`, LLaMA-Factory's trainer_log.jsonl `"current_steps"`; its
+// `"loss": null` lines are no records) is at that step. transformers' dicts name none: the Trainer
 // logs at every global step that is a multiple of logging_steps, and at step 1 too with
 // logging_first_step, so the n-th loss dict is the n-th such step (TrainingArguments' print or the
 // command line says logging_steps / logging_first_step; 1 and False

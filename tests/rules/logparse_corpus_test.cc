@@ -568,6 +568,52 @@ TEST(Corpus, PaddleErnieValidStepsAreNotTraining) {
   EXPECT_EQ(r->At(2000)->samples, 32.0);  // 92.20 / 2.88 = 32.01
 }
 
+TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
+  // PaddleNLP 2.4's trainer_base.py passes num_samples = train_batch_size x accumulation (one
+  // step's) over num_steps = the interval: 5.17 / 6.463 = 0.80 = 8 / 10 (line 10). The batch is
+  // line 5's `Total train batch size (w. parallel, distributed & accumulation) = 8`.
+  Result<Read> r = ReadLog("paddlenlp24_trainer_interval10_eval.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(),
+            (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130}));
+  EXPECT_EQ(r->Loss(10), 3.25806541);  // line 9
+  EXPECT_EQ(r->Loss(130), 2.0772438);  // line 31
+  EXPECT_EQ(r->At(20)->span, 10);
+  EXPECT_EQ(r->At(20)->samples, 8.0);
+  EXPECT_EQ(r->At(110)->samples, 8.0);
+  EXPECT_EQ(r->log.facts.at("gbs").line, 5);
+  EXPECT_TRUE(r->Note("is 0.7999 samples per step, not the total train batch size 8 (line 5)"));
+  EXPECT_DOUBLE_EQ(*r->At(20)->ms, 1000 / 6.463);  // line 10
+  EXPECT_DOUBLE_EQ(*r->At(110)->lr, 2.9912698412698416e-05);
+  // Step 110 (line 29): interval_runtime 19.6886 s holds the evaluation of lines 19-24
+  // (eval_runtime 12.0756 s, line 24) and the checkpoint save of lines 25-28 (not timed):
+  // 1000 / 0.508 ms x (1 - 12.0756 / 19.6886) = 761.2 ms, the save still in it.
+  EXPECT_DOUBLE_EQ(*r->At(110)->ms, 1000 / 0.508 * (1 - 12.0756 / 19.6886));
+  EXPECT_TRUE(r->Note("leaves out the evaluation before it (line 24"));
+  EXPECT_TRUE(r->Note("the checkpoint save at line 25 is not timed"));
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, ErniekitGlobalStepLine) {
+  // One real line (no longer public log was found): the record only.
+  Result<Read> r =
+      ReadLog("paddle_erniekit_single_line.log", "auto", {{"excluded_warmup_steps", 0}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  ASSERT_EQ(r->Steps(), (std::vector<int64_t>{1}));
+  const Iteration& it = *r->At(1);
+  EXPECT_EQ(it.loss, 22.995561599731445);
+  EXPECT_EQ(it.lr, 1.666667e-06);
+  // global_runtime 104.8954 s for 104.8954 x 0.0095 = 0.9965, i.e. 1 step.
+  EXPECT_DOUBLE_EQ(*it.ms, 104895.4);
+  // 0.6101 / 0.0095 = 64.2, both printed to 4 decimals: 64 (x 8192 = tokens_trained 524288).
+  EXPECT_EQ(it.samples, 64.0);
+  EXPECT_EQ(it.tokens_per_device_per_s, 4980.7);
+  EXPECT_EQ(it.loss_scale, 32770.0);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 45.060626 * kGiB);  // max_mem_reserved_gb
+}
+
 // ---- MLPerf ---------------------------------------------------------------
 
 TEST(Corpus, MlperfLoraSamplesCountIsTheStep) {
@@ -860,6 +906,20 @@ TEST(Corpus, TrainerDictsNamingGlobalStep) {
   EXPECT_EQ(r->Loss(150), 0.1856);
   EXPECT_EQ(r->Loss(200), 0.1252);
   EXPECT_EQ(r->At(160)->span, 10);
+}
+
+TEST(Corpus, LlamaFactoryJsonlCurrentSteps) {
+  // trainer_log.jsonl (LogCallback.on_log): current_steps is the Trainer's global_step; the
+  // closing line (3235, "loss": null) is no training record.
+  Result<Read> r = ReadLog("trainer_llamafactory_issue774_jsonl.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{3200, 3210, 3220, 3230}));
+  EXPECT_EQ(r->Loss(3200), 4.4671);  // line 1
+  EXPECT_EQ(r->Loss(3230), 4.4598);  // line 4
+  EXPECT_EQ(r->At(3210)->span, 10);
+  EXPECT_EQ(r->At(3230)->lr, 2.9471371284783834e-10);
+  EXPECT_FALSE(r->Note("does not state logging_steps"));
 }
 
 TEST(Corpus, TrainerStepsFromProgressBarsWithDefaultLoggingSteps) {
@@ -1175,6 +1235,9 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"paddle_ernie_speed_ips_issue5119.log", "paddle"},
       {"paddle_ernie_valid_steps_issue3867.log", "paddle"},
       {"trainer_paddlenlp_global_step_pr1761.log", "trainer"},
+      {"paddlenlp24_trainer_interval10_eval.log", "paddle"},
+      {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
+      {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
       {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
       {"nemo2_llama3_8b_b200_memory.log", "nemo"},

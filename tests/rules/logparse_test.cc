@@ -637,6 +637,60 @@ TEST(Trainer, PeakMemoryFromTheDicts) {
   EXPECT_EQ(r.status().message(), "swift.log:2: 'memory(GiB)' is not a number of GiB");
 }
 
+TEST(Paddle, ErnieKitGlobalFieldsAndMalformedOnes) {
+  // ERNIEKit's step line (erniekit/train/*/pretraining_trainer.py): global_* over the interval.
+  auto line = [](std::string tokens) {
+    return "[I] - loss: 2.5, learning_rate: 1e-05, global_step: 20, max_mem_reserved_gb: 40.5, "
+           "loss_scale: 1024.0, global_runtime: 20.0, global_samples_per_second: 32.0, "
+           "global_steps_per_second: 0.5, tokens_per_sec_per_card: " +
+           tokens + ", progress_or_epoch: 0.1\n";
+  };
+  const std::string good =
+      "[I] -   Total train batch size (w. parallel, distributed & "
+      "accumulation) = 1,024\n" +
+      line("4000.0");
+  Result<ParsedLog> r = ParseAutoLog(good, "e.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "paddle");
+  ASSERT_EQ(r->iterations.size(), 1u);
+  const Iteration& it = r->iterations[0];
+  EXPECT_EQ(it.step, 20);
+  EXPECT_DOUBLE_EQ(*it.ms, 2000.0);  // 20 s over 20 x 0.5 = 10 steps
+  EXPECT_EQ(*it.samples, 1024.0);    // the block's total (ratio 32 / 0.5 = 64 disagrees: noted)
+  EXPECT_EQ(*it.tokens_per_device_per_s, 4000.0);
+  EXPECT_EQ(*it.loss_scale, 1024.0);
+  EXPECT_EQ(*r->peak_memory_bytes, 40.5 * 1024 * 1024 * 1024);
+  EXPECT_EQ(r->facts.at("gbs").value, 1024.0);
+  EXPECT_EQ(r->notes.size(), 2u);  // auto's, and the ratio's
+
+  r = ParsePaddleLog(line("fast"), "e.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "e.log:1: 'tokens_per_sec_per_card' is 'fast', not a number");
+  r = ParsePaddleLog(
+      "[I] -   Total train batch size (w. parallel, distributed & accumulation) = ?\n", "e.log");
+  EXPECT_EQ(r.status().message(), "e.log:1: 'Total train batch size' is '?', not a number");
+  // A cut-off last line keeps its complete fields.
+  r = ParsePaddleLog("loss: 2.5, global_step: 3, global_runtime: 1.5, tokens_per_sec_per_c",
+                     "e.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->iterations[0].tokens_per_device_per_s);
+}
+
+TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {
+  // LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps, `lr` since 2024-11.
+  Result<ParsedLog> r = ParseAutoLog(
+      "{\"current_steps\": 5, \"total_steps\": 10, \"loss\": 1.5, \"lr\": 2e-05, "
+      "\"epoch\": 0.5}\n"
+      "{\"current_steps\": 10, \"total_steps\": 10, \"loss\": null, \"eval_loss\": null, "
+      "\"learning_rate\": null, \"epoch\": 1.0}\n",
+      "trainer_log.jsonl");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "trainer");
+  ASSERT_EQ(r->iterations.size(), 1u);  // the null-loss line is no record
+  EXPECT_EQ(r->iterations[0].step, 5);
+  EXPECT_EQ(*r->iterations[0].lr, 2e-05);
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);

@@ -106,6 +106,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
   log.format = "paddle";
   double peak_gib = -1;
   bool reserved = false;
+  const char* peak_source = "";
   Status error = Status::Ok();
   std::optional<double> gbs, lbs, gas;  // the "***** Running training *****" block
   std::optional<double> eval_s;         // an evaluation since the last record (eval_runtime)
@@ -227,15 +228,28 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
       if (!it.tokens_per_device_per_s)
         it.tokens_per_device_per_s = field(line, no, "tokens_per_sec_per_card");
       it.loss_scale = field(line, no, "loss_scale");
+      // The reserved figure where the log prints one, else the allocated one.
+      const char* source = "max_memory_reserved (PaddleNLP Trainer)";
       std::optional<double> gib = field(line, no, "max_memory_reserved");
-      if (!gib) gib = field(line, no, "max_mem_reserved_gb");
+      if (!gib) {
+        gib = field(line, no, "max_mem_reserved_gb");
+        source = "max_mem_reserved_gb (ERNIEKit)";
+      }
       if (gib) {
+        if (!reserved) peak_gib = -1;  // an allocated peak read before gives way
         reserved = true;
       } else if (!reserved) {
         gib = field(line, no, "max_memory_allocated");
-        if (!gib) gib = field(line, no, "max_mem_allocated_gb");
+        source = "max_memory_allocated (PaddleNLP Trainer)";
+        if (!gib) {
+          gib = field(line, no, "max_mem_allocated_gb");
+          source = "max_mem_allocated_gb (ERNIEKit)";
+        }
       }
-      if (gib && *gib > peak_gib) peak_gib = *gib;
+      if (gib && *gib > peak_gib) {
+        peak_gib = *gib;
+        peak_source = source;
+      }
     } else {
       it.lr = NumberAfter(line, "learning rate", ":");
       if (std::optional<double> s = NumberAfter(line, "avg_batch_cost", ":")) it.ms = *s * 1000.0;
@@ -267,8 +281,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
   for (std::string& n : time_notes) log.notes.push_back(std::move(n));
   if (peak_gib >= 0) {
     log.peak_memory_bytes = peak_gib * 1024.0 * 1024.0 * 1024.0;
-    log.memory_source = reserved ? "max_memory_reserved (PaddleNLP Trainer)"
-                                 : "max_memory_allocated (PaddleNLP Trainer)";
+    log.memory_source = peak_source;
   }
   return log;
 }

@@ -612,6 +612,7 @@ TEST(Corpus, ErniekitGlobalStepLine) {
   EXPECT_EQ(it.tokens_per_device_per_s, 4980.7);
   EXPECT_EQ(it.loss_scale, 32770.0);
   EXPECT_EQ(*r->log.peak_memory_bytes, 45.060626 * kGiB);  // max_mem_reserved_gb
+  EXPECT_EQ(r->log.memory_source, "max_mem_reserved_gb (ERNIEKit)");
 }
 
 // ---- MLPerf ---------------------------------------------------------------

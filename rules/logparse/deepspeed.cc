@@ -21,9 +21,20 @@
 // "step=10", "global_step: 10") and a loss ("loss: 2.3", "Loss=2.3",
 // "loss: tensor(2.3"), case-insensitive: the first of each; a loss line
 // without a step ("[Rank 0] Loss: 10.8766", DeepSpeedExamples' HelloDeepSpeed)
-// belongs to the engine's last `step=N` line when that step has no loss yet.
+// belongs to the engine's last `step=N` line when that step has no loss yet
+// and the loss is the message's first key (DeepSpeed-Chat's evaluation print
+// "chosen: x, rejected: y, loss: z", step2_dpo_finetuning/main.py, is not a
+// training loss). "loss" is a word: not act_loss. Steps are 1-based: the
+// engine's start-up `step=0` line and step <= 0 loss lines make no record.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
-// the previous progress line. Every rank may print the timer line: per step,
+// the previous progress line. A `step=N` line right after one for the same N
+// is a second engine's (DeepSpeed-Chat step 3 runs an actor and a critic
+// engine, each with its own count): the first is kept. DeepSpeed-Chat's PPO
+// lines, `epoch: 0|step: S|ppo_ep: 1|act_loss: x|cri_loss: y|...`
+// (step3_rlhf_finetuning/main.py), give nothing, with a note: S counts prompt
+// batches from 0 (enumerate), each trained for ppo_epochs x its experience
+// batches optimizer steps of both engines, and act_loss is the actor's PPO
+// policy loss averaged over them. Every rank may print the timer line: per step,
 // the first value of each field wins. RunningAvgSamplesPerSec at the last
 // report is DeepSpeed's own average over every step after its first two
 // (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed
@@ -98,21 +109,50 @@ std::optional<double> EpochStep(std::string_view line, std::string_view key) {
   return ParseNumber(line.substr(slash + 1, at - 2 - slash - 1));
 }
 
-// A loss printed without a step: "Loss: 10.8766" (not train_loss, eval_loss).
-std::optional<double> StepLessLoss(std::string_view line) {
+// Where "loss" starts as a word (not act_loss, train_loss) followed by spaces or quotes and
+// ':' or '=', case-insensitive; npos if nowhere.
+size_t LossKey(std::string_view line) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (size_t at = FindNoCase(line, "loss"); at != std::string_view::npos;
        at = FindNoCase(line, "loss", at + 1)) {
-    if (at > 0 && (std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_'))
-      continue;
+    if (at > 0 && word(line[at - 1])) continue;
     size_t p = at + 4;
-    while (p < line.size() && line[p] == ' ') ++p;
-    if (p >= line.size() || (line[p] != ':' && line[p] != '=')) continue;
-    size_t end = 0;
-    std::string_view rest = Trim(line.substr(p + 1));
-    std::optional<double> v = LeadingNumber(rest, &end);
-    if (v) return v;
+    while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
+    if (p < line.size() && (line[p] == ':' || line[p] == '=')) return at;
   }
-  return std::nullopt;
+  return std::string_view::npos;
+}
+
+// The value after the whole-word loss key at `at` ("loss: tensor(2.3", "Loss=2.3").
+std::optional<double> LossValue(std::string_view line, size_t at) {
+  return NumberAfter(line.substr(at), "loss", "=:");
+}
+
+// A key before `at` in the message: a name ending in a letter, then ':' or '='
+// ("chosen: 0.0, rejected: 0.0, loss: ..."). The message starts after the
+// last ']' before `at`, so a prefix ("[Rank 0]", "__main__:log_dist:54 - [Rank 0]")
+// and a timestamp's digits before ':' are not keys.
+bool KeyBefore(std::string_view line, size_t at) {
+  size_t start = line.rfind(']', at);
+  start = start == std::string_view::npos ? 0 : start + 1;
+  for (size_t p = start; p < at; ++p) {
+    if (line[p] != ':' && line[p] != '=') continue;
+    size_t q = p;
+    while (q > start && line[q - 1] == ' ') --q;
+    if (q > start && std::isalpha(static_cast<unsigned char>(line[q - 1]))) return true;
+  }
+  return false;
+}
+
+// A loss printed without a step: "[Rank 0] Loss: 10.8766" (HelloDeepSpeed's
+// training print), when the loss is the message's first key. DeepSpeed-Chat's
+// evaluation print "chosen: 0.0, rejected: 0.0, loss: 0.6934"
+// (step2_dpo_finetuning/main.py, after "***** Evaluating rewards") puts its
+// eval loss third: not a training loss.
+std::optional<double> StepLessLoss(std::string_view line) {
+  size_t at = LossKey(line);
+  if (at == std::string_view::npos || KeyBefore(line, at)) return std::nullopt;
+  return LossValue(line, at);
 }
 
 }  // namespace
@@ -132,6 +172,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   int64_t last_skipped_total = 0;
   double peak_gb = -1;
   std::optional<int64_t> engine_step;  // the last `step=N` line's N
+  int64_t ppo_line = 0;                // DeepSpeed-Chat's first PPO line, left out
   TrainerDictReader dicts;
   DictMemory memory;
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
@@ -192,6 +233,10 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       std::optional<double> skipped = NumberAfter(line, "skipped", "=");
       if (!step || !skipped) return;
       const int64_t n = static_cast<int64_t>(*step);
+      if (n <= 0) return;  // the engine's start-up print (step=0), before any optimizer step
+      // A second engine's line for the same step (DeepSpeed-Chat's PPO critic after its
+      // actor): its own running count, not this run's; the first line's count is kept.
+      if (engine_step == n) return;
       engine_step = n;
       dicts.SawStep(n);
       Iteration& it = at_step(n, no);
@@ -229,8 +274,13 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         at_step(*engine_step, no).loss = loss;
       return;
     }
-    std::optional<double> loss = NumberAfter(line, "loss", "=:");
-    if (!loss) return;
+    if (line.find("|act_loss: ") != std::string_view::npos) {
+      if (!ppo_line) ppo_line = no;
+      return;
+    }
+    size_t at = LossKey(line);
+    std::optional<double> loss = at == std::string_view::npos ? std::nullopt : LossValue(line, at);
+    if (!loss || *step <= 0) return;
     Iteration& it = at_step(static_cast<int64_t>(*step), no);
     set(it.loss, loss);
   });
@@ -245,6 +295,15 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
                   name, log.lines, OtherFormatHint(text, "deepspeed"));
   }
   FillSpansFromGaps(log.iterations);
+  if (ppo_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: DeepSpeed-Chat PPO lines ('epoch: E|step: S|ppo_ep: P|act_loss: x|cri_loss: "
+        "y|...') "
+        "left out: S counts prompt batches from 0, each trained ppo_epochs x its experience "
+        "batches optimizer steps of both engines, and act_loss is the actor's PPO policy loss, "
+        "not a training loss",
+        name, ppo_line));
+  }
   if (peak_gb >= 0) {
     log.peak_memory_bytes = peak_gb * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = "MaxMemAllocated (DeepSpeed ThroughputTimer)";

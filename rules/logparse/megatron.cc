@@ -17,6 +17,10 @@
 // elapsed_time_per_iteration_ms=16030.6 | learning_rate=0.000000 |
 // global_batch_size=  256 | lm loss=11.208171 | loss_scale=65536.0 |
 // actual_seqlen= 4096 | number_of_skipped_iterations=  0 | ...`.
+// BigScience Megatron-DeepSpeed (training.py `training_log` from 4c2aea04,
+// "Fix throughput unit", January 2022) and its forks print the time in
+// seconds, `elapsed time per iteration (s): 7.2310 | ... | samples per second:
+// 13.276 |` (96 / 7.2310 = 13.276): read as ms x 1000.
 // Primus (AMD's fork, its trainer.py `training_log`) prints the elapsed time
 // and its throughputs as `current/running mean` pairs
 // (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read.
@@ -95,10 +99,13 @@ struct FieldTarget {
   std::string_view key;
   std::optional<double> Iteration::*number;  // or nullptr for the counters
   int64_t Iteration::*count;
+  double scale = 1;  // what the printed number is multiplied by (seconds to ms)
 };
 
 const FieldTarget kFields[] = {
     {"elapsed time per iteration (ms)", &Iteration::ms, nullptr},
+    // BigScience Megatron-DeepSpeed from 4c2aea04 (January 2022) and its forks print seconds.
+    {"elapsed time per iteration (s)", &Iteration::ms, nullptr, 1000},
     {"learning rate", &Iteration::lr, nullptr},
     {"global batch size", &Iteration::samples, nullptr},
     {"gloabl batch size", &Iteration::samples, nullptr},  // ModelLink's spelling
@@ -168,7 +175,7 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
     if (target == nullptr) {
       plain_loss = v;
     } else if (target->number) {
-      it.*(target->number) = v;
+      it.*(target->number) = *v * target->scale;
     } else {
       it.*(target->count) = static_cast<int64_t>(*v);
     }

@@ -214,6 +214,21 @@ TEST(Corpus, MegatronDeepSpeedActualSeqlen) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, MegatronDeepSpeedTimeInSeconds) {
+  // BigScience Megatron-DeepSpeed prints `elapsed time per iteration (s)`; 96 sequences a
+  // step. The unit checks against the line's own rate: 96 / 7.2310 = 13.276 samples/s (line 1).
+  Result<Read> r = ReadLog("megatron_deepspeed_juwels_seconds.log", "megatron", {{"mpe", 2048}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50}));
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, 7231.0);  // 7.2310 s, line 1
+  EXPECT_DOUBLE_EQ(*r->At(20)->ms, 5355.1);  // line 2
+  EXPECT_DOUBLE_EQ(*r->At(50)->ms, 5324.7);  // line 5
+  EXPECT_NEAR(96 / (*r->At(10)->ms / 1000), 13.276, 0.001);
+  EXPECT_NEAR(96 / (*r->At(40)->ms / 1000), 18.014, 0.001);  // line 4
+  EXPECT_EQ(r->Loss(10), 10.10967);                          // 1.010967E+01
+  EXPECT_EQ(*r->At(30)->samples, 96);
+}
+
 TEST(Corpus, FlagScaleOneIterationGivesLossNotSpeed) {
   Result<Read> r = ReadLog("flagscale_openseek_first_iteration.log", "flagscale", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -361,6 +376,54 @@ TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
   EXPECT_EQ(r->m()["config"]["devices"], 1);                  // world_size, line 41
   EXPECT_DOUBLE_EQ(r->PerDevice(), 165.2798057710019 * 128);  // line 123
   EXPECT_EQ(r->m()["memory"]["peak_bytes"], 1.55 * kGiB);     // line 123
+}
+
+TEST(Corpus, DeepSpeedChatDpoStepZeroAndEvaluationLoss) {
+  // DeepSpeed 0.16.2, DeepSpeed-Chat step 2 DPO on 8 GPUs; max_seq_len 512 set here.
+  Result<Read> r = ReadLog("deepspeed_0.16_chat_dpo_step0_eval.log", "deepspeed", {{"mpe", 512}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Line 9, the engine's start-up `step=0, skipped=0` before its config print, is no
+  // record; steps 10-50 are lines 424, 446, 468, 490, 512.
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50}));
+  // Line 321, `chosen: 0.0, rejected: 0.0, loss: 0.693359375`, is the evaluation printed
+  // after `***** Evaluating rewards` (line 320): no step gets it, no step has a loss.
+  for (int64_t step : r->Steps()) EXPECT_FALSE(r->Loss(step)) << step;
+  EXPECT_TRUE(r->m()["loss"].is_null());
+  EXPECT_EQ(r->At(10)->skipped, 4);                        // skipped=4 at line 424, from 0
+  EXPECT_EQ(r->At(20)->skipped, 0);                        // still 4 at line 446
+  EXPECT_EQ(r->At(10)->samples_per_s, 50.86885115471782);  // line 425
+  EXPECT_EQ(*r->At(50)->lr, 4.995290485881111e-05);        // line 512
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 8.61 * kGiB);  // MaxMemAllocated=8.61GB
+  EXPECT_EQ(r->m()["config"]["devices"], 8);               // world_size 8, line 127
+  EXPECT_EQ(r->m()["config"]["precision"], "fp16");        // line 83
+  // Line 513: RunningAvgSamplesPerSec=46.658721893844756 over 8 GPUs, x 512 tokens.
+  EXPECT_NEAR(r->PerDevice(), 46.658721893844756 * 512 / 8, 1e-9);
+}
+
+TEST(Corpus, DeepSpeedChatPpoActorAndCriticEngines) {
+  // DeepSpeed-Chat step 3: the actor's and then the critic's engine print `step=N,
+  // skipped=K` for each N (lines 54 and 56, ..., 446 and 448); only the actor has a timer line.
+  Result<Read> r = ReadLog("deepspeed_0.9_chat_ppo_actor_critic.log", "deepspeed", {{"mpe", 512}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // 10 records (10, 20, ..., 100): none from the 0-based `epoch: 0|step: S|...` PPO lines.
+  std::vector<int64_t> steps;
+  for (int64_t s = 10; s <= 100; s += 10) steps.push_back(s);
+  EXPECT_EQ(r->Steps(), steps);
+  // The actor's counts (lines 54, 98, 142, ..., 446): 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, so the
+  // increases are 4, 1, 0, 0, 0, 1, 0, 0, 0, 1 = 7; the critic's (3, 3, 4, ..., 5) are left out.
+  const std::vector<int64_t> skipped = {4, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  int64_t total = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(r->At(steps[i])->skipped, skipped[i]) << steps[i];
+    total += r->At(steps[i])->skipped;
+  }
+  EXPECT_EQ(total, 7);
+  EXPECT_EQ(*r->At(10)->lr, 5.79e-07);  // the actor's lr at line 54, not the critic's 3.5e-07
+  // act_loss is not a loss: no record has one.
+  for (int64_t step : r->Steps()) EXPECT_FALSE(r->Loss(step)) << step;
+  EXPECT_TRUE(r->Note("deepspeed_0.9_chat_ppo_actor_critic.log:13: DeepSpeed-Chat PPO lines"));
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 20.55 * kGiB);  // MaxMemAllocated=20.55GB
+  EXPECT_EQ(r->At(100)->samples_per_s, 93.22329621679403);  // line 447
 }
 
 TEST(Corpus, DeepSpeed017OnlyTrainerDictsWithStrings) {
@@ -1246,6 +1309,9 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"nemo2_bionemo_esm2_srun_prefix.log", "nemo"},
       {"megatron_deepspeed_alcf_key_value.log", "megatron"},
       {"megatron_primus_current_average.log", "megatron"},
+      {"megatron_deepspeed_juwels_seconds.log", "megatron"},
+      {"deepspeed_0.16_chat_dpo_step0_eval.log", "deepspeed"},
+      {"deepspeed_0.9_chat_ppo_actor_critic.log", "deepspeed"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -165,6 +165,17 @@ TEST(Megatron, KeyValueAndCurrentAverageFieldsMalformed) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "primus.log:2: 'elapsed time per iteration (ms)' is '13372.8/abc', not a number");
+  // BigScience Megatron-DeepSpeed's seconds: read as ms x 1000, and malformed, an error.
+  r = ParseMegatronLog(
+      " iteration 10/ 90 | elapsed time per iteration (s): 7.2310 | lm loss: 1 |\n", "seconds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->iterations[0].ms, 7231.0);
+  r = ParseMegatronLog(
+      "x\n iteration 10/ 90 | elapsed time per iteration (s): 7.2s | lm loss: 1 |\n",
+      "seconds.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "seconds.log:2: 'elapsed time per iteration (s)' is '7.2s', not a number");
   // Well-formed: the first of the pair; `name=value` counters and the loss scale.
   r = ParseMegatronLog(
       " iteration 3/ 10 | elapsed time per iteration (ms): 20.0/30.0 | lm loss: 1.5 |\n"
@@ -310,6 +321,36 @@ TEST(DeepSpeed, LossLineShapes) {
   r = ParseDeepSpeedLog("[INFO] DeepSpeed info: version=0.13.1\n", "none.log");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("none.log: no DeepSpeed step lines"), std::string::npos);
+}
+
+TEST(DeepSpeed, StepZeroSecondEngineAndEvaluationLoss) {
+  Result<ParsedLog> r = ParseDeepSpeedLog(
+      "[Rank 0] step=0, skipped=0, lr=[5e-05]\n"                   // start-up: no record
+      "chosen: 0.0, rejected: 0.0, loss: 0.69\n"                   // an evaluation: no loss
+      "[Rank 0] step=10, skipped=4, lr=[1e-05]\n"                  // actor
+      "[Rank 0] step=10, skipped=3, lr=[2e-05]\n"                  // critic: left out
+      "epoch: 0|step: 10|ppo_ep: 1|act_loss: 0.2|cri_loss: 0.1\n"  // PPO: left out
+      "[Rank 0] Loss: 2.5\n"                                       // the first key: step 10's
+      "[Rank 0] step=20, skipped=5, lr=[1e-05]\n"
+      "[Rank 0] step=20, skipped=3, lr=[2e-05]\n",
+      "ppo.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(At(*r, 10)->skipped, 4);
+  EXPECT_EQ(At(*r, 10)->lr, 1e-05);
+  EXPECT_EQ(At(*r, 10)->loss, 2.5);
+  EXPECT_EQ(At(*r, 20)->skipped, 1);
+  EXPECT_FALSE(At(*r, 20)->loss);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0].rfind("ppo.log:5: DeepSpeed-Chat PPO lines", 0), 0u) << r->notes[0];
+
+  // Only a step-0 line and an evaluation print: no record, the usual error.
+  r = ParseDeepSpeedLog(
+      "[Rank 0] step=0, skipped=0, lr=[5e-05]\nchosen: 0.0, rejected: 0.0, loss: 0.69\n",
+      "start.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("start.log: no DeepSpeed step lines", 0), 0u)
+      << r.status().message();
 }
 
 TEST(Mllog, MlperfLogWithRankPrefixes) {

@@ -298,8 +298,8 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   if (ppo_line) {
     log.notes.push_back(fmt::format(
         "{}:{}: DeepSpeed-Chat PPO lines ('epoch: E|step: S|ppo_ep: P|act_loss: x|cri_loss: "
-        "y|...') "
-        "left out: S counts prompt batches from 0, each trained ppo_epochs x its experience "
+        "y|...') left out: S counts prompt batches from 0, each trained ppo_epochs x its "
+        "experience "
         "batches optimizer steps of both engines, and act_loss is the actor's PPO policy loss, "
         "not a training loss",
         name, ppo_line));

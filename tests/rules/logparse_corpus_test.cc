@@ -187,6 +187,39 @@ TEST(Corpus, MegatronMixtralIssue) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, MegatronBridgeMtpAndSequenceAuxLosses) {
+  // Megatron-Bridge (2026-05): lm loss, then seq_load_balancing_loss, mtp_1 loss and mtp_2
+  // loss on the same line; only lm loss is the loss. --log-interval 1, GBS 512. The excerpt
+  // states no sequence length: 4096 set here.
+  Result<Read> r =
+      ReadLog("megatron_bridge_mtp2_seq_aux_issue4024.log", "megatron", {{"mpe", 4096}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{15, 16, 17}));
+  EXPECT_EQ(r->Loss(15), 1.059172);  // not seq_load_balancing_loss 1.236344, mtp_1 1.175022
+  EXPECT_EQ(r->Loss(17), 1.028811);  // not mtp_2 loss 1.227099
+  EXPECT_EQ(r->At(16)->ms, 27875.2);
+  EXPECT_EQ(r->At(16)->samples, 512);
+  EXPECT_EQ(r->At(16)->lr, 3.2e-05);
+  EXPECT_EQ(r->At(17)->grad_norm, 2.104);
+  EXPECT_EQ(r->At(17)->skipped, 0);
+  EXPECT_EQ(r->At(17)->nan, 0);
+  // Three iterations of 512 x 4096 tokens in 27447.6 + 27875.2 + 28802.1 ms.
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   3 * 512 * 4096 / (Sum({27447.6, 27875.2, 28802.1}) / 1000));
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the excerpt reports none
+
+  // The same comment's later excerpt, iterations 29-31.
+  r = ReadLog("megatron_bridge_mtp2_seq_aux_issue4024_later.log", "megatron", {{"mpe", 4096}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{29, 30, 31}));
+  EXPECT_EQ(r->Loss(29), 0.8716962);  // 8.716962E-01; mtp_1 loss is 1.115410
+  EXPECT_EQ(r->Loss(31), 0.8641004);
+  EXPECT_EQ(r->At(30)->grad_norm, 1.366);
+  EXPECT_EQ(r->At(31)->lr, 6.2e-05);
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   3 * 512 * 4096 / (Sum({26813.0, 29511.9, 29793.2}) / 1000));
+}
+
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -1312,6 +1345,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_deepspeed_juwels_seconds.log", "megatron"},
       {"deepspeed_0.16_chat_dpo_step0_eval.log", "deepspeed"},
       {"deepspeed_0.9_chat_ppo_actor_critic.log", "deepspeed"},
+      {"megatron_bridge_mtp2_seq_aux_issue4024.log", "megatron"},
+      {"megatron_bridge_mtp2_seq_aux_issue4024_later.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -49,39 +49,21 @@
 // is an error unless it is the last line (cut off). tracked_stats' throughput is not used: its
 // unit differs between benchmarks (samples/s, tokens/s, sequences/s). The only memory figure is
 // mlperf_common's max_memory_usage.
-#include "base/mllog.h"
+//
+// One pass reads the events (mllog_events.h); this file numbers and times them.
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/mllog_events.h"
 
 namespace bm::logparse {
-namespace {
-
-constexpr std::string_view kTrackedStats = "tracked_stats";
-
-std::optional<double> Num(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-// tracked_stats' training loss, by the names the references give it.
-std::optional<double> TrackedLoss(const nlohmann::json& value) {
-  for (const char* key : {"loss", "reduced_train_loss", "train_loss"})
-    if (std::optional<double> v = Num(value, key)) return v;
-  return std::nullopt;
-}
-
-}  // namespace
 
 bool IsMllogEventLine(std::string_view line) {
   size_t at = line.find(":::MLLOG");
@@ -93,166 +75,29 @@ bool IsMllogEventLine(std::string_view line) {
 Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   ParsedLog log;
   log.format = "mllog";
-  struct Raw {
-    Iteration it;
-    std::optional<double> step;  // metadata.step as logged (0 included)
-    std::optional<double> samples_count;
-    std::optional<double> own_ms;  // tracked_stats' train_step_time, in ms
-    bool timing_in_s = false;      // NeMo 1's "train_step_timing in s" (GPT-3: step in tokens)
-    bool tracked = false;          // a tracked_stats event, not train_loss
-  };
-  // A block's position: samples_count, or (NVIDIA's GPT-3) first_epoch_num[+epoch_count] in
-  // tokens; mlperf_common also names the step.
-  struct Block {
-    double time_ms = 0;
-    std::optional<double> samples, tokens;
-    std::optional<double> step;  // mlperf_common names it; its samples_count is per block
-    int64_t line = 0;
-  };
-  std::vector<Raw> raws;
-  std::vector<std::pair<Block, Block>> blocks;  // start, stop
-  std::optional<Block> open_block;
-  // Where each eval_accuracy is: the enclosing eval_start's step or samples_count (the run's
-  // step count; AMD's eval_accuracy names the Lightning logger's 0-based step x gbs), else its own.
-  struct EvalAt {
-    std::optional<double> step, samples, tokens;
-  };
-  std::vector<EvalAt> eval_at;
-  EvalAt open_eval_at;
-  std::optional<double> run_start, run_stop;
-  // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next
-  // block_start (the blocks are the training between evaluations).
-  std::vector<std::pair<double, double>> paused;
-  std::optional<double> eval_open, between_blocks;
-  int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
-  int64_t tracked = 0, block_stops = 0, epoch_blocks_line = 0;
-  // Positions that NVIDIA's GPT-3 logs count in tokens: the blocks' first_epoch_num and
-  // first_epoch_num + epoch_count, epoch_num, and "train_step_timing in s"'s step.
-  std::vector<double> token_positions;
-  // metadata.step of the last training tracked_stats event with no samples_count, and at each
-  // eval_accuracy that the log places by samples_count, that step and those samples: where they
-  // are equal, the steps count samples (NVIDIA's v5.0 NeMo MetricsLogger).
-  std::optional<double> last_plain_step;
-  std::vector<std::pair<double, double>> step_at_eval;  // (last_plain_step, samples_count)
-  std::optional<double> peak_gib, init_checkpoint;
-  int64_t peak_line = 0;
-  Status error = Status::Ok();
-  const int64_t total_lines = CountLines(text);
-  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
-    if (!error.ok()) return;
-    size_t at = line.find(":::MLLOG");
-    if (at == std::string_view::npos) return;
-    std::string_view rest = Trim(line.substr(at + 8));
-    if (rest.empty() || rest.front() != '{') {
-      if (stray++ == 0) stray_line = no;
-      return;
-    }
-    nlohmann::json e = nlohmann::json::parse(rest, nullptr, false);
-    if (e.is_discarded() || !e.is_object() || !e.contains("key") || !e["key"].is_string()) {
-      if (no == total_lines) return;  // a last line cut off mid-way
-      error =
-          Errorf(ErrorCode::kCorrupt, "{}:{}: an :::MLLOG line that is not a JSON event", name, no);
-      return;
-    }
-    ++events;
-    const std::string key = e["key"];
-    const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
-    const nlohmann::json& meta = e.contains("metadata") ? e["metadata"] : nlohmann::json();
-    std::optional<double> time_ms = Num(e, "time_ms");
-    std::optional<double> samples = Num(meta, "samples_count");
-    if (key == mllog::kRunStart) {
-      if (!run_start) run_start = time_ms;
-    } else if (key == mllog::kRunStop) {
-      run_stop = time_ms;
-    } else if (key == mllog::kGlobalBatchSize && value.is_number()) {
-      SetFact(log, "gbs", value.get<double>(), no);
-    } else if (key == mllog::kMaxSequenceLength && value.is_number()) {
-      SetFact(log, "mpe", value.get<double>(), no);
-    } else if (key == "init_checkpoint_step" && value.is_number()) {
-      init_checkpoint = value.get<double>();
-    } else if (key == mllog::kGradientAccumulationSteps && value.is_number()) {
-      SetFact(log, "gas", value.get<double>(), no);
-    } else if (key == mllog::kBlockStart || key == mllog::kBlockStop) {
-      const bool start = key == mllog::kBlockStart;
-      std::optional<double> tokens = Num(meta, "first_epoch_num");
-      if (tokens && !samples) {
-        if (!start) *tokens += Num(meta, "epoch_count").value_or(0);
-        token_positions.push_back(*tokens);
-        if (epoch_blocks_line == 0) epoch_blocks_line = no;
-      } else {
-        tokens.reset();
-      }
-      const Block b{time_ms.value_or(0), samples, tokens, Num(meta, "step"), no};
-      if (start) {
-        if (time_ms && between_blocks) paused.push_back({*between_blocks, *time_ms});
-        between_blocks.reset();
-        if (time_ms && (samples || tokens)) open_block = b;
-      } else {
-        ++block_stops;
-        between_blocks = time_ms;
-        if (time_ms && (samples || tokens) && open_block) blocks.push_back({*open_block, b});
-        open_block.reset();
-      }
-    } else if (key == mllog::kEvalStart) {
-      eval_open = time_ms;
-      std::optional<double> tokens = samples ? std::nullopt : Num(meta, "epoch_num");
-      if (tokens) token_positions.push_back(*tokens);
-      open_eval_at = {Num(meta, "step"), samples, tokens};
-    } else if (key == mllog::kEvalStop) {
-      if (time_ms && eval_open) paused.push_back({*eval_open, *time_ms});
-      eval_open.reset();
-      open_eval_at = {};
-    } else if (key == mllog::kEvalAccuracy && value.is_number()) {
-      log.evals.push_back({0, value.get<double>(), no});
-      std::optional<double> tokens = samples ? std::nullopt : Num(meta, "epoch_num");
-      if (tokens) token_positions.push_back(*tokens);
-      const EvalAt at = open_eval_at.step || open_eval_at.samples || open_eval_at.tokens
-                            ? open_eval_at
-                            : EvalAt{std::nullopt, samples, tokens};
-      eval_at.push_back(at);
-      if (at.samples && last_plain_step) step_at_eval.push_back({*last_plain_step, *at.samples});
-      log.eval_what = "MLPerf eval_accuracy";
-    } else if (key == mllog::kTrainLoss || key == kTrackedStats) {
-      std::optional<double> step = Num(meta, "step");
-      const bool loss_event = key == mllog::kTrainLoss;
-      if (!loss_event) ++tracked;
-      if (std::optional<double> gib = Num(value, "max_memory_usage")) {
-        // mlperf_common's round(torch.cuda.max_memory_allocated() / 2**30, 3): GiB.
-        if (!peak_gib || *gib > *peak_gib) peak_gib = gib, peak_line = no;
-      }
-      if (!step && !samples && !loss_event) return;
-      Raw r;
-      r.step = step;
-      r.tracked = !loss_event;
-      r.it.line = no;
-      r.it.time_ms = time_ms;
-      r.it.loss = loss_event && value.is_number() ? std::optional<double>(value.get<double>())
-                                                  : TrackedLoss(value);
-      r.it.lr = Num(value, "lr");
-      if (!r.it.lr) r.it.lr = Num(meta, "lr");
-      r.it.grad_norm = Num(value, "grad_norm");
-      if (std::optional<double> s = Num(value, "train_step_time")) r.own_ms = *s * 1000.0;
-      if (std::optional<double> s = Num(value, "train_step_timing in s")) {
-        r.own_ms = *s * 1000.0;
-        r.timing_in_s = true;
-      }
-      const bool statistics = loss_event || r.it.loss || r.it.lr || r.it.grad_norm;
-      if (!statistics && !r.own_ms)
-        return;  // not a training step's statistics (validation_time; throughput alone)
-      if (!statistics && ((!step && samples) || Num(value, "throughput"))) {
-        // mlperf_common's block means: _log_train_step_time (train_step_time at the block's
-        // samples_count, no step), and before 2025-07 _log_training_throughput (throughput and
-        // train_step_time at "step" = the block's first step x gbs, from 0).
-        if (block_means++ == 0) block_means_line = no;
-        return;
-      }
-      r.samples_count = samples;
-      if (r.timing_in_s && step) token_positions.push_back(*step);
-      if (!loss_event && step && !samples && !r.timing_in_s) last_plain_step = step;
-      raws.push_back(r);
-    }
-  });
-  BM_TRY(error);
+  using Raw = MllogEvents::Raw;
+  using Block = MllogEvents::Block;
+  MllogEvents ev;
+  BM_TRY(ReadMllogEvents(text, name, log, ev));
+  auto& raws = ev.raws;
+  auto& blocks = ev.blocks;
+  auto& eval_at = ev.eval_at;
+  auto& run_start = ev.run_start;
+  auto& run_stop = ev.run_stop;
+  auto& paused = ev.paused;
+  auto& events = ev.events;
+  auto& stray = ev.stray;
+  auto& stray_line = ev.stray_line;
+  auto& block_means = ev.block_means;
+  auto& block_means_line = ev.block_means_line;
+  auto& tracked = ev.tracked;
+  auto& block_stops = ev.block_stops;
+  auto& epoch_blocks_line = ev.epoch_blocks_line;
+  auto& token_positions = ev.token_positions;
+  auto& step_at_eval = ev.step_at_eval;
+  auto& peak_gib = ev.peak_gib;
+  auto& init_checkpoint = ev.init_checkpoint;
+  auto& peak_line = ev.peak_line;
   auto gbs_it = log.facts.find("gbs");
   const std::optional<double> gbs =
       gbs_it == log.facts.end() ? std::nullopt : std::optional<double>(gbs_it->second.value);

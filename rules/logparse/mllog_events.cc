@@ -1,0 +1,158 @@
+#include "rules/logparse/mllog_events.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/mllog.h"
+#include "rules/logparse/line_scan.h"
+
+namespace bm::logparse {
+namespace {
+
+constexpr std::string_view kTrackedStats = "tracked_stats";
+
+std::optional<double> Num(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+// tracked_stats' training loss, by the names the references give it.
+std::optional<double> TrackedLoss(const nlohmann::json& value) {
+  for (const char* key : {"loss", "reduced_train_loss", "train_loss"})
+    if (std::optional<double> v = Num(value, key)) return v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
+                       MllogEvents& ev) {
+  using Raw = MllogEvents::Raw;
+  using Block = MllogEvents::Block;
+  using EvalAt = MllogEvents::EvalAt;
+  Status error = Status::Ok();
+  const int64_t total_lines = CountLines(text);
+  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!error.ok()) return;
+    size_t at = line.find(":::MLLOG");
+    if (at == std::string_view::npos) return;
+    std::string_view rest = Trim(line.substr(at + 8));
+    if (rest.empty() || rest.front() != '{') {
+      if (ev.stray++ == 0) ev.stray_line = no;
+      return;
+    }
+    nlohmann::json e = nlohmann::json::parse(rest, nullptr, false);
+    if (e.is_discarded() || !e.is_object() || !e.contains("key") || !e["key"].is_string()) {
+      if (no == total_lines) return;  // a last line cut off mid-way
+      error =
+          Errorf(ErrorCode::kCorrupt, "{}:{}: an :::MLLOG line that is not a JSON event", name, no);
+      return;
+    }
+    ++ev.events;
+    const std::string key = e["key"];
+    const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
+    const nlohmann::json& meta = e.contains("metadata") ? e["metadata"] : nlohmann::json();
+    std::optional<double> time_ms = Num(e, "time_ms");
+    std::optional<double> samples = Num(meta, "samples_count");
+    if (key == mllog::kRunStart) {
+      if (!ev.run_start) ev.run_start = time_ms;
+    } else if (key == mllog::kRunStop) {
+      ev.run_stop = time_ms;
+    } else if (key == mllog::kGlobalBatchSize && value.is_number()) {
+      SetFact(log, "gbs", value.get<double>(), no);
+    } else if (key == mllog::kMaxSequenceLength && value.is_number()) {
+      SetFact(log, "mpe", value.get<double>(), no);
+    } else if (key == "init_checkpoint_step" && value.is_number()) {
+      ev.init_checkpoint = value.get<double>();
+    } else if (key == mllog::kGradientAccumulationSteps && value.is_number()) {
+      SetFact(log, "gas", value.get<double>(), no);
+    } else if (key == mllog::kBlockStart || key == mllog::kBlockStop) {
+      const bool start = key == mllog::kBlockStart;
+      std::optional<double> tokens = Num(meta, "first_epoch_num");
+      if (tokens && !samples) {
+        if (!start) *tokens += Num(meta, "epoch_count").value_or(0);
+        ev.token_positions.push_back(*tokens);
+        if (ev.epoch_blocks_line == 0) ev.epoch_blocks_line = no;
+      } else {
+        tokens.reset();
+      }
+      const Block b{time_ms.value_or(0), samples, tokens, Num(meta, "step"), no};
+      if (start) {
+        if (time_ms && ev.between_blocks) ev.paused.push_back({*ev.between_blocks, *time_ms});
+        ev.between_blocks.reset();
+        if (time_ms && (samples || tokens)) ev.open_block = b;
+      } else {
+        ++ev.block_stops;
+        ev.between_blocks = time_ms;
+        if (time_ms && (samples || tokens) && ev.open_block)
+          ev.blocks.push_back({*ev.open_block, b});
+        ev.open_block.reset();
+      }
+    } else if (key == mllog::kEvalStart) {
+      ev.eval_open = time_ms;
+      std::optional<double> tokens = samples ? std::nullopt : Num(meta, "epoch_num");
+      if (tokens) ev.token_positions.push_back(*tokens);
+      ev.open_eval_at = {Num(meta, "step"), samples, tokens};
+    } else if (key == mllog::kEvalStop) {
+      if (time_ms && ev.eval_open) ev.paused.push_back({*ev.eval_open, *time_ms});
+      ev.eval_open.reset();
+      ev.open_eval_at = {};
+    } else if (key == mllog::kEvalAccuracy && value.is_number()) {
+      log.evals.push_back({0, value.get<double>(), no});
+      std::optional<double> tokens = samples ? std::nullopt : Num(meta, "epoch_num");
+      if (tokens) ev.token_positions.push_back(*tokens);
+      const EvalAt at = ev.open_eval_at.step || ev.open_eval_at.samples || ev.open_eval_at.tokens
+                            ? ev.open_eval_at
+                            : EvalAt{std::nullopt, samples, tokens};
+      ev.eval_at.push_back(at);
+      if (at.samples && ev.last_plain_step)
+        ev.step_at_eval.push_back({*ev.last_plain_step, *at.samples});
+      log.eval_what = "MLPerf eval_accuracy";
+    } else if (key == mllog::kTrainLoss || key == kTrackedStats) {
+      std::optional<double> step = Num(meta, "step");
+      const bool loss_event = key == mllog::kTrainLoss;
+      if (!loss_event) ++ev.tracked;
+      if (std::optional<double> gib = Num(value, "max_memory_usage")) {
+        // mlperf_common's round(torch.cuda.max_memory_allocated() / 2**30, 3): GiB.
+        if (!ev.peak_gib || *gib > *ev.peak_gib) ev.peak_gib = gib, ev.peak_line = no;
+      }
+      if (!step && !samples && !loss_event) return;
+      Raw r;
+      r.step = step;
+      r.tracked = !loss_event;
+      r.it.line = no;
+      r.it.time_ms = time_ms;
+      r.it.loss = loss_event && value.is_number() ? std::optional<double>(value.get<double>())
+                                                  : TrackedLoss(value);
+      r.it.lr = Num(value, "lr");
+      if (!r.it.lr) r.it.lr = Num(meta, "lr");
+      r.it.grad_norm = Num(value, "grad_norm");
+      if (std::optional<double> s = Num(value, "train_step_time")) r.own_ms = *s * 1000.0;
+      if (std::optional<double> s = Num(value, "train_step_timing in s")) {
+        r.own_ms = *s * 1000.0;
+        r.timing_in_s = true;
+      }
+      const bool statistics = loss_event || r.it.loss || r.it.lr || r.it.grad_norm;
+      if (!statistics && !r.own_ms)
+        return;  // not a training step's statistics (validation_time; throughput alone)
+      if (!statistics && ((!step && samples) || Num(value, "throughput"))) {
+        // mlperf_common's block means: _log_train_step_time (train_step_time at the block's
+        // samples_count, no step), and before 2025-07 _log_training_throughput (throughput and
+        // train_step_time at "step" = the block's first step x gbs, from 0).
+        if (ev.block_means++ == 0) ev.block_means_line = no;
+        return;
+      }
+      r.samples_count = samples;
+      if (r.timing_in_s && step) ev.token_positions.push_back(*step);
+      if (!loss_event && step && !samples && !r.timing_in_s) ev.last_plain_step = step;
+      ev.raws.push_back(r);
+    }
+  });
+  return error;
+}
+
+}  // namespace bm::logparse

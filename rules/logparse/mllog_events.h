@@ -1,0 +1,74 @@
+// One pass over an MLPerf `:::MLLOG` log: its events as ParseMllog (mllog.cc) needs
+// them, before any step is numbered or timed. The facts the log states (global_batch_size,
+// max_sequence_length, gradient_accumulation_steps) and its eval_accuracy values go straight
+// into the ParsedLog; the rest waits here: the training statistics events, the blocks and
+// evaluations with their positions, the time the log brackets as not training, and the counts
+// the notes and errors name. What each event means is mllog.cc's header comment.
+//
+// Thread safety: a value type, one per log.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "rules/logparse/log_parser.h"
+
+namespace bm::logparse {
+
+struct MllogEvents {
+  struct Raw {
+    Iteration it;
+    std::optional<double> step;  // metadata.step as logged (0 included)
+    std::optional<double> samples_count;
+    std::optional<double> own_ms;  // tracked_stats' train_step_time, in ms
+    bool timing_in_s = false;      // NeMo 1's "train_step_timing in s" (GPT-3: step in tokens)
+    bool tracked = false;          // a tracked_stats event, not train_loss
+  };
+  // A block's position: samples_count, or (NVIDIA's GPT-3) first_epoch_num[+epoch_count] in
+  // tokens; mlperf_common also names the step.
+  struct Block {
+    double time_ms = 0;
+    std::optional<double> samples, tokens;
+    std::optional<double> step;  // mlperf_common names it; its samples_count is per block
+    int64_t line = 0;
+  };
+  std::vector<Raw> raws;
+  std::vector<std::pair<Block, Block>> blocks;  // start, stop
+  std::optional<Block> open_block;
+  // Where each eval_accuracy is: the enclosing eval_start's step or samples_count (the run's
+  // step count; AMD's eval_accuracy names the Lightning logger's 0-based step x gbs), else its own.
+  struct EvalAt {
+    std::optional<double> step, samples, tokens;
+  };
+  std::vector<EvalAt> eval_at;
+  EvalAt open_eval_at;
+  std::optional<double> run_start, run_stop;
+  // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next
+  // block_start (the blocks are the training between evaluations).
+  std::vector<std::pair<double, double>> paused;
+  std::optional<double> eval_open, between_blocks;
+  int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
+  int64_t tracked = 0, block_stops = 0, epoch_blocks_line = 0;
+  // Positions that NVIDIA's GPT-3 logs count in tokens: the blocks' first_epoch_num and
+  // first_epoch_num + epoch_count, epoch_num, and "train_step_timing in s"'s step.
+  std::vector<double> token_positions;
+  // metadata.step of the last training tracked_stats event with no samples_count, and at each
+  // eval_accuracy that the log places by samples_count, that step and those samples: where they
+  // are equal, the steps count samples (NVIDIA's v5.0 NeMo MetricsLogger).
+  std::optional<double> last_plain_step;
+  std::vector<std::pair<double, double>> step_at_eval;  // (last_plain_step, samples_count)
+  std::optional<double> peak_gib, init_checkpoint;
+  int64_t peak_line = 0;
+};
+
+// Reads `text`'s events into `ev`, and the facts, the evaluations and log.lines into `log`;
+// kCorrupt ("NAME:LINE: ...") for an :::MLLOG line that is not a JSON event, unless it is the
+// last line (cut off).
+Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
+                       MllogEvents& ev);
+
+}  // namespace bm::logparse

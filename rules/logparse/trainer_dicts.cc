@@ -168,9 +168,12 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   if (!Get(dict, "loss") && Has(dict, "current_steps")) return true;
   // The same dict again (its epoch or step included) is another rank's print of it.
   if (named || Has(dict, "epoch")) {
-    for (const TrainerDict& d : seen_)
-      if (d == dict) return true;
-    seen_.push_back(dict);
+    const std::optional<double> at = named ? named : Get(dict, "epoch");
+    if (!at || !std::isnan(*at)) {  // a NaN epoch equals nothing (nor is it ordered)
+      std::vector<TrainerDict>& same = seen_[at];
+      if (std::find(same.begin(), same.end(), dict) != same.end()) return true;
+      same.push_back(dict);
+    }
   }
   int64_t step = 0;
   bool known = true;

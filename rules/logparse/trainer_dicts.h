@@ -138,7 +138,9 @@ class TrainerDictReader {
   std::optional<Bar> bar_;           // the last bar since the last dict
   int64_t bar_total_ = 0;            // the total of the bars that numbered dicts
   std::vector<Numbered> dicts_;      // the loss dicts read, in order
-  std::vector<TrainerDict> seen_;    // the loss dicts read (another rank's copy is skipped)
+  // The loss dicts read, by their step or epoch (another rank's copy is skipped): a dict is
+  // compared only with those at the same place, not with the whole log.
+  std::map<std::optional<double>, std::vector<TrainerDict>> seen_;
   // log.evals index -> how many loss dicts came before it (evals that named no step).
   std::vector<std::pair<size_t, size_t>> eval_after_;
   std::optional<size_t> average_after_;  // the same for trainer_average.through_step

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "rules/logparse/line_scan.h"
@@ -262,6 +263,10 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* loggi
     if (e > kHalf) hi = std::min(hi, static_cast<double>(dicts_[i].step) / (e - kHalf));
   }
   if (lo > hi || !std::isfinite(hi)) return std::nullopt;
+  // The step of the next numbered dict after each one (one pass back, not a search per dict).
+  std::vector<int64_t> next_known(dicts_.size(), std::numeric_limits<int64_t>::max());
+  for (size_t i = dicts_.size(); i-- > 1;)
+    next_known[i - 1] = dicts_[i].known ? dicts_[i].step : next_known[i];
   for (size_t i = 0; i < dicts_.size(); ++i) {
     if (dicts_[i].known) {
       at[i] = dicts_[i].step;
@@ -271,11 +276,8 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* loggi
     int64_t first = static_cast<int64_t>(std::ceil((e - kHalf) * lo));
     int64_t last = static_cast<int64_t>(std::floor((e + kHalf) * hi));
     first = std::max(first, i > 0 ? at[i - 1] + 1 : int64_t{1});
-    for (size_t j = i + 1; j < dicts_.size(); ++j)
-      if (dicts_[j].known) {
-        last = std::min(last, dicts_[j].step - 1);
-        break;
-      }
+    if (next_known[i] != std::numeric_limits<int64_t>::max())
+      last = std::min(last, next_known[i] - 1);
     if (first != last) return std::nullopt;
     at[i] = first;
   }

@@ -20,7 +20,8 @@
 #   bash .devtree/bench/multi_gpu.sh [dp] [zero3] [tp] [sharding] [pp]  (default: all; tp: the
 #       Aquila2 row and its peer; sharding: GPT-3 6.7B TP2 with ZeRO-2 over DP2, gpt3_paddle's
 #       TP2PP1SH2SP4 at 4 GPUs, ours only so far; pp: the GPT-3 TP2PP2 row and its
-#       pipeline peer; 4 GPUs)
+#       pipeline peer; 4 GPUs. On 2 GPUs tp runs the Aquila2 row's TP2 half (DP1) and pp the
+#       GPT-3 row's pipeline half (TP1PP2, GAS 8), each beside its peer at the same geometry)
 #   bash .devtree/bench/multi_gpu.sh dpbatches   ours only, LLaMA 1B at each micro-batch of DP_BATCHES
 #       (default 2 4 8) on one GPU and data parallel on N at ZeRO 0-3, GRAD_REDUCE (default "fp32
 #       bf16") on the wire, and PyTorch DDP at each micro-batch; prints the scaling of each and
@@ -163,17 +164,20 @@ if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", is
       --model llama2-7b --batch "$b" --json "$OUT/torch.jsonl"
   done
 fi
-if want tp && [[ $N -ge 4 ]]; then
-  # 5 warm-up and 10 timed steps, as the peer (steps of seconds each).
-  ranks aquila-tp2dp2 4 --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 --warmup 5 --steps 10 \
-    --json "$OUT/ours.jsonl"
+if want tp && [[ $N -ge 2 ]]; then
+  # 5 warm-up and 10 timed steps, as the peer (steps of seconds each). On 4 GPUs the suite's
+  # TP2PP1DP2; on 2 its TP2 half (DP1), where the peer has no FSDP2 and one sync setting.
+  tp_dp=$((N >= 4 ? 2 : 1)) tp_world=$((N >= 4 ? 4 : 2))
+  ranks "aquila-tp2dp$tp_dp" "$tp_world" --model aquila2-7b --batch 1 --seq 2048 --accum 8 --tp 2 --zero 1 \
+    --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
   # The peer as FSDP2 does by default (gradients reduce-scattered every micro-batch) and with the
   # sync only on the step's last micro-batch (as ours); the table takes the faster.
   # Both with sequence parallelism (the peer's default); then async TP (torchtitan's
   # --enable_async_tensor_parallel) on the faster sync; where it fails the row says why
   # (async_tp_error) and ran without it.
-  for sync in every last "last --async-tp"; do
-    torch_peer torchrun --standalone --nproc_per_node=4 tp_reference.py --model aquila2-7b --tp 2 \
+  syncs=(every last "last --async-tp"); [[ $tp_dp == 1 ]] && syncs=(last "last --async-tp")
+  for sync in "${syncs[@]}"; do
+    torch_peer torchrun --standalone --nproc_per_node="$tp_world" tp_reference.py --model aquila2-7b --tp 2 \
       --batch 1 --seq 2048 --accum 8 --accum-sync $sync --json "$OUT/torch.jsonl"
   done
 fi
@@ -183,15 +187,18 @@ if want sharding && [[ $N -ge 4 ]]; then
   ranks gpt3-tp2dp2-zero2 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 \
     --zero 2 --precision fp16 --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
 fi
-if want pp && [[ $N -ge 4 ]]; then
-  ranks gpt3-tp2pp2 4 --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum 16 --tp 2 --pp 2 \
-    --precision fp16 --warmup 5 --steps 10 --json "$OUT/ours.jsonl"
-  # PyTorch's pipeline peer on the same geometry: 16 micro-batches of 4 x 2048 through Schedule1F1B,
-  # TP2 + SP inside each stage, fp16 autocast with dynamic loss scaling; PP_PEER_FLAGS adds to it
+if want pp && [[ $N -ge 2 ]]; then
+  # On 4 GPUs the suite's TP2PP2 at GAS 16; on 2 its pipeline half, TP1PP2 at GAS 8 (the same
+  # bubble share on both sides: 1/9), PP_ACCUM overrides.
+  pp_tp=$((N >= 4 ? 2 : 1)) pp_acc=${PP_ACCUM:-$((N >= 4 ? 16 : 8))}
+  ranks "gpt3-tp${pp_tp}pp2" $((2 * pp_tp)) --model gpt3-6.7b --vocab 50304 --batch 4 --seq 2048 --accum "$pp_acc" \
+    --tp "$pp_tp" --pp 2 --precision fp16 --warmup "${PP_WARMUP:-5}" --steps "${PP_STEPS:-10}" --json "$OUT/ours.jsonl"
+  # PyTorch's pipeline peer on the same geometry: the micro-batches of 4 x 2048 through Schedule1F1B,
+  # TP + SP inside each stage where TP > 1, fp16 autocast with dynamic loss scaling; PP_PEER_FLAGS adds to it
   # (e.g. --async-tp, or --schedule interleaved once ours has an interleaved schedule).
-  torch_peer torchrun --standalone --nproc_per_node=4 pp_reference.py --model gpt3-6.7b --vocab 50304 \
-    --tp 2 --pp 2 --batch 4 --seq 2048 --accum 16 --precision fp16 --warmup 5 --steps 10 \
-    ${PP_PEER_FLAGS:-} --json "$OUT/torch.jsonl"
+  torch_peer torchrun --standalone --nproc_per_node=$((2 * pp_tp)) pp_reference.py --model gpt3-6.7b --vocab 50304 \
+    --tp "$pp_tp" --pp 2 --batch 4 --seq 2048 --accum "$pp_acc" --precision fp16 --warmup "${PP_WARMUP:-5}" \
+    --steps "${PP_STEPS:-10}" ${PP_PEER_FLAGS:-} --json "$OUT/torch.jsonl"
 fi
 
 python3 - "$OUT" "$N" <<'PY'
@@ -223,7 +230,8 @@ for acc, zero in ((1, 0), (4, 0), (1, 2)):
 TITAN = "torchtitan Llama3 8B FSDP8xTP8 bf16, 64 H100: 25.6% (async TP 28.2%); FSDP-only 33-39%"
 mp = [("aquila2-7b", 2, 1, "FlagScale TP2PP1DP4 on 8 A800: 3639.8 token/p/s", TITAN),
       ("gpt3-6.7b", 2, 1, "PaddleNLP TP2PP1 sharding 2 over 4 on 8 A100: 3811 token/p/s", None),
-      ("gpt3-6.7b", 2, 2, "PaddleNLP TP2PP4 on 8 A100: 3791 token/p/s", TITAN + "; no published PP figure")]
+      ("gpt3-6.7b", 2, 2, "PaddleNLP TP2PP4 on 8 A100: 3791 token/p/s", TITAN + "; no published PP figure"),
+      ("gpt3-6.7b", 1, 2, "PaddleNLP TP2PP4 on 8 A100: 3791 token/p/s (another layout)", TITAN + "; no published PP figure")]
 if any(x.get("tp", 1) > 1 or x.get("pp", 1) > 1 for x in ours):
     print(f"\n{'model-parallel row (scaling: n/a)':44} {'ours tok/s/GPU':>15} {'torch tok/s/GPU':>16} {'ratio':>6} "
           f"{'ours MFU 6N':>11} {'torch MFU 6N':>12} {'torch titan':>11} {'ours GiB':>9} {'torch GiB':>10}")

@@ -192,6 +192,11 @@ def parallelize_stage(m, tp_mesh, sp, compile_blocks):
     """tp_reference.py's plan on one stage: embeddings, blocks (compiled per block), final norm and head."""
     from torch.distributed.tensor import distribute_module
     from torch.distributed.tensor.parallel import parallelize_module
+    if tp_mesh.size() == 1:  # pipeline only: plain tensors, no DTensor wrapping a mesh of one
+        if compile_blocks:
+            for i in range(len(m.blocks)):
+                m.blocks[i] = torch.compile(m.blocks[i])
+        return
     plan = {}
     if m.embed is not None:
         plan["embed.wte"] = tpr.embedding_style(sp)
@@ -501,6 +506,8 @@ def parse(argv=None):
                     help="sequence parallelism inside each stage (default on)")
     tpr.add_run_args(ap)
     args = ap.parse_args(argv)
+    if args.tp == 1:
+        args.sp = False  # nothing to split the sequence over
     if args.check:
         args.no_compile, args.lr = True, 1e-2
         args.clip = 0.05 if args.clip == 1.0 else args.clip

@@ -220,6 +220,41 @@ TEST(Corpus, MegatronBridgeMtpAndSequenceAuxLosses) {
                    3 * 512 * 4096 / (Sum({26813.0, 29511.9, 29793.2}) / 1000));
 }
 
+TEST(Corpus, MegatronBridgeMemoryReportInGigabytes) {
+  // Megatron-Bridge's report_memory (training/utils/train_utils.py) prints "memory (GB)" with
+  // torch.cuda.memory_stats()' bytes / 1e9: line 4, "mem-max-reserved-gigabytes: 80.487"
+  // (before iteration 1's line, which it follows in the run). "Step Time : ..." lines (6, 8, 10)
+  // are the Bridge's own and are not read. --log-interval 1, GBS 2048; the excerpt states no
+  // sequence length: 8192 set here.
+  Result<Read> r = ReadLog("megatron_bridge_nano30b_memory_gb.log", "megatron", {{"mpe", 8192}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->Loss(1), 12.1982);  // 1.219820E+01, not seq_load_balancing_loss 1.090370E+00
+  EXPECT_EQ(r->Loss(4), 11.63866);
+  EXPECT_EQ(r->At(1)->ms, 105400.6);
+  EXPECT_EQ(r->At(4)->grad_norm, 90.17);
+  EXPECT_EQ(r->At(4)->span, 1);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 80.487e9);
+  EXPECT_EQ(r->log.memory_source, "mem-max-reserved-gigabytes (Megatron-Bridge report_memory)");
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 80.487e9);
+  // Iteration 1 (the first) is left out: 3 x 2048 x 8192 tokens in lines 7, 9, 11.
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   3 * 2048 * 8192 / (Sum({12090.4, 11928.8, 12029.2}) / 1000));
+
+  // NVIDIA's DGX Cloud benchmarking recipe (Megatron-Bridge), a one-iteration resumed run: the
+  // parameter count follows the iteration line on the same line (line 1) and in billions
+  // (line 4); memory at line 7, 216.89 GB reserved (194.41 GB allocated).
+  r = ReadLog("megatron_bridge_llmb_resumed_memory_gb.log", "megatron", {{"mpe", 8192}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(r->Loss(1), 12.58695);
+  EXPECT_EQ(r->At(1)->ms, 20289.1);
+  EXPECT_EQ(r->At(1)->samples, 128);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 216.89e9);
+  EXPECT_DOUBLE_EQ(r->log.facts.at("parameters").value, 8.03e9);
+  EXPECT_EQ(r->log.facts.at("parameters").line, 4);
+}
+
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -391,6 +426,30 @@ TEST(Corpus, DeepSpeedChatGradientAccumulation) {
   EXPECT_DOUBLE_EQ(r->PerDevice(), 25.721826080545203 * 512);  // line 23
   EXPECT_EQ(r->m()["memory"]["peak_bytes"], 38.49 * kGiB);
   EXPECT_TRUE(r->m()["loss"].is_null());  // "Epoch 1/1 with loss 0.66" names no step
+}
+
+TEST(Corpus, DeepSpeedScriptLossLinesCountingMicroBatches) {
+  // SLAM-LLM under DeepSpeed with gradient accumulation 2: its "Training Epoch: 1/10, step 1100
+  // ... (loss: ...)" lines (1, 2) count micro-batches, and the engine's next line (3) is at
+  // step=600 (line 4: micro_step=1200/global_step=600). The losses are not step 1000's and
+  // 1100's: left out, with a note; the engine's step 600 stays.
+  Result<Read> r = ReadLog("deepspeed_slamllm_micro_batch_steps.log", "deepspeed");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{600}));
+  EXPECT_FALSE(r->Loss(600));
+  EXPECT_EQ(r->At(600)->samples_per_s, 56.79136995208808);  // line 4, CurrSamplesPerSec
+  EXPECT_EQ(r->At(600)->lr, 9.26050416794548e-05);          // line 3
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 51.18608989565034);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 43.28 * kGiB);  // MaxMemAllocated
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted |=
+        n.find(
+            "deepspeed_slamllm_micro_batch_steps.log:2: the loss lines number their "
+            "steps with the script's own counter") != std::string::npos &&
+        n.find("(deepspeed_slamllm_micro_batch_steps.log:3) is at step 600") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
@@ -1347,6 +1406,9 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_0.9_chat_ppo_actor_critic.log", "deepspeed"},
       {"megatron_bridge_mtp2_seq_aux_issue4024.log", "megatron"},
       {"megatron_bridge_mtp2_seq_aux_issue4024_later.log", "megatron"},
+      {"megatron_bridge_nano30b_memory_gb.log", "megatron"},
+      {"megatron_bridge_llmb_resumed_memory_gb.log", "megatron"},
+      {"deepspeed_slamllm_micro_batch_steps.log", "deepspeed"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

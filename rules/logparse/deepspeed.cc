@@ -25,7 +25,8 @@
 // and the loss is the message's first key (DeepSpeed-Chat's evaluation print
 // "chosen: x, rejected: y, loss: z", step2_dpo_finetuning/main.py, is not a
 // training loss). "loss" is a word: not act_loss. Steps are 1-based: the
-// engine's start-up `step=0` line and step <= 0 loss lines make no record.
+// engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
+// count from 0 (a script's `enumerate`), and each is read as the step after its number.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
 // the previous progress line. A `step=N` line right after one for the same N
 // is a second engine's (DeepSpeed-Chat step 3 runs an actor and a critic
@@ -212,6 +213,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   DictMemory memory;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
+  int64_t zero_based_line = 0;                   // a first loss line at step 0
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
     Iteration& it = steps[step];
     if (it.line == 0) {
@@ -319,8 +321,12 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     }
     size_t at = LossKey(line);
     std::optional<double> loss = at == std::string_view::npos ? std::nullopt : LossValue(line, at);
-    if (!loss || *step <= 0) return;
-    const int64_t n = static_cast<int64_t>(*step);
+    if (!loss || *step < 0) return;
+    // A first loss line at step 0 (TUNiB's tutorial: `print(f"step:{i}, loss:{loss}")` over
+    // `enumerate(data_loader)`) numbers from 0: its steps are one below the optimizer's.
+    if (*step == 0 && loss_lines.empty() && !zero_based_line) zero_based_line = no;
+    if (*step == 0 && !zero_based_line) return;
+    const int64_t n = static_cast<int64_t>(*step) + (zero_based_line ? 1 : 0);
     const bool created = steps.count(n) == 0;
     Iteration& it = at_step(n, no);
     if (!it.loss) loss_line_steps.emplace(n, created);
@@ -328,6 +334,12 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     loss_lines.push_back({n, no});
   });
   BM_TRY(error);
+  if (zero_based_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: the loss lines count steps from 0 (their first is step 0): each is read as the "
+        "optimizer step after its number",
+        name, zero_based_line));
+  }
   if (std::optional<std::pair<StepAt, StepAt>> ahead = LossStepsAhead(loss_lines, engine_lines)) {
     for (auto [n, created] : loss_line_steps) {
       Iteration& it = steps[n];

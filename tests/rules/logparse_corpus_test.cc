@@ -452,6 +452,28 @@ TEST(Corpus, DeepSpeedScriptLossLinesCountingMicroBatches) {
   EXPECT_TRUE(noted);
 }
 
+TEST(Corpus, DeepSpeedScriptLossLinesCountingFromZero) {
+  // TUNiB's ZeRO tutorial prints "step:{i}, loss:{loss}" after engine.step() for i from 0
+  // (enumerate(data_loader)), every 10 batches: "step:0" (line 2) is optimizer step 1's loss,
+  // "step:300" (line 54) step 301's. No engine line (steps_per_print 1e10).
+  Result<Read> r = ReadLog("deepspeed_tunib_zero1_step0_loss_lines.log", "deepspeed");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 31u);  // i = 0, 10, ..., 300
+  EXPECT_EQ(r->Steps().front(), 1);
+  EXPECT_EQ(r->Steps().back(), 301);
+  EXPECT_EQ(r->Loss(1), 5.453125);      // line 2, step:0
+  EXPECT_EQ(r->Loss(11), 3.650390625);  // line 13, step:10
+  EXPECT_EQ(r->Loss(301), 3.48828125);  // line 54, step:300
+  EXPECT_EQ(r->At(10), nullptr);
+  EXPECT_EQ(r->At(11)->line, 13);
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted |= n.find(
+                 "deepspeed_tunib_zero1_step0_loss_lines.log:2: the loss lines count steps "
+                 "from 0") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
   // HelloDeepSpeed: "[Rank 0] Loss: 10.8766" after step=10; max_seq_length 128 is the
   // script's default (not in the log).

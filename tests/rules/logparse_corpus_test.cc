@@ -255,6 +255,20 @@ TEST(Corpus, MegatronBridgeMemoryReportInGigabytes) {
   EXPECT_EQ(r->log.facts.at("parameters").line, 4);
 }
 
+TEST(Corpus, MegatronFlOnAscendWithMicrosecondStamps) {
+  // Megatron-LM-FL (core 0.18.2) under FlagScale on one Ascend NPU: "[default0]: [... .987995]"
+  // before each line; consumed samples 96 = 3 x 32 agrees with --log-interval 1.
+  Result<Read> r = ReadLog("megatron_fl_core0182_ascend_default0.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(r->Loss(3), 11.07468);  // 1.107468E+01
+  EXPECT_EQ(r->Loss(4), 10.44366);
+  EXPECT_EQ(r->At(4)->ms, 24386.9);
+  EXPECT_EQ(r->At(4)->span, 1);
+  EXPECT_EQ(r->At(4)->samples, 32);
+  EXPECT_EQ(r->At(3)->grad_norm, 30.066);  // not num zeros 1299.0 or params norm 496.206
+}
+
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -1015,6 +1029,27 @@ TEST(Corpus, MlperfNvidiaStepIsSamples) {
   EXPECT_TRUE(r->Note("tracked_stats' metadata.step counts samples"));
 }
 
+TEST(Corpus, MlperfFluxTrainLossWithStepAndLr) {
+  // NVIDIA's flux1 (v5.1): tracked_stats {"train_loss"} at metadata "step" 10, 20, ... with
+  // samples_count = step x 512 (line 12) and the lr; timed by time_ms: run_start (line 30,
+  // 1759762953618) to line 32 (1759762959109) over 10 steps.
+  Result<Read> r = ReadLog("mllog_nv_flux1_train_loss_lr.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 53u);  // 10 ... 510 (lines 32-82), 520, 530
+  EXPECT_EQ(r->Steps().front(), 10);
+  EXPECT_EQ(r->Steps().back(), 530);
+  EXPECT_EQ(r->Loss(10), 1.8901784420013428);
+  EXPECT_EQ(r->At(10)->lr, 1.3741411617738913e-06);
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, (1759762959109.0 - 1759762953618.0) / 10);  // 549.1
+  // Step 520 (line 90) less the evaluation from block_stop (line 84) to block_start (line 89).
+  EXPECT_DOUBLE_EQ(*r->At(520)->ms,
+                   (1759763259767.0 - 1759763241373.0 - (1759763255240.0 - 1759763242540.0)) / 10);
+  EXPECT_EQ(r->At(512), nullptr);  // line 83: mlperf_common's block mean, no step
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 512);  // line 86: samples_count 262144 / 512
+  EXPECT_EQ(r->log.evals[0].value, 0.7156634495176118);
+}
+
 TEST(Corpus, MlperfCommonBlockStatsAtStepZeroAreNoRecords) {
   // NVIDIA's llama2_70b_lora (v5.0, GB200, mlperf_common): train_loss every 10 steps at
   // samples_count / 8 (line 16); one tracked_stats {throughput, train_step_time,
@@ -1431,6 +1466,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_bridge_nano30b_memory_gb.log", "megatron"},
       {"megatron_bridge_llmb_resumed_memory_gb.log", "megatron"},
       {"deepspeed_slamllm_micro_batch_steps.log", "deepspeed"},
+      {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
+      {"megatron_fl_core0182_ascend_default0.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -446,8 +446,9 @@ TEST(Corpus, DeepSpeedScriptLossLinesCountingMicroBatches) {
   // SLAM-LLM under DeepSpeed with gradient accumulation 2: its "Training Epoch: 1/10, step 1100
   // ... (loss: ...)" lines (1, 2) count micro-batches, and the engine's next line (3) is at
   // step=600 (line 4: micro_step=1200/global_step=600). The losses are not step 1000's and
-  // 1100's: left out, with a note; the engine's step 600 stays.
-  Result<Read> r = ReadLog("deepspeed_slamllm_micro_batch_steps.log", "deepspeed");
+  // 1100's: left out, with a note; the engine's step 600 stays. The excerpt states no sequence
+  // length: 1024 set here.
+  Result<Read> r = ReadLog("deepspeed_slamllm_micro_batch_steps.log", "deepspeed", {{"mpe", 1024}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{600}));
   EXPECT_FALSE(r->Loss(600));

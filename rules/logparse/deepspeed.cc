@@ -25,7 +25,8 @@
 // and the loss is the message's first key (DeepSpeed-Chat's evaluation print
 // "chosen: x, rejected: y, loss: z", step2_dpo_finetuning/main.py, is not a
 // training loss). "loss" is a word: not act_loss. Steps are 1-based: the
-// engine's start-up `step=0` line and step <= 0 loss lines make no record.
+// engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
+// count from 0 (a script's `enumerate`), and each is read as the step after its number.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
 // the previous progress line. A `step=N` line right after one for the same N
 // is a second engine's (DeepSpeed-Chat step 3 runs an actor and a critic
@@ -40,7 +41,13 @@
 // (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed
 // logs at WARNING and steps_per_print is None by default, so a default run
 // prints none of its own lines: only the Trainer's dicts are left, timed by
-// the closing train_samples_per_second. Precision: `bfloat16_enabled` /
+// the closing train_samples_per_second. A script may number its loss lines with its own
+// counter: SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ... completed (loss: x, ...)"
+// counts micro-batches (deepspeed_utils.py, `enumerate(train_dataloader)`), so under
+// gradient accumulation its step runs ahead of the engine's (`step=600`,
+// `micro_step=1200/global_step=600`). When most engine step lines that follow a loss line
+// show a step below that loss line's, the loss lines are not numbered by optimizer steps:
+// their losses are left out, with a note. Precision: `bfloat16_enabled` /
 // `fp16_enabled` (before 0.17.1), `bfloat16_config ... enabled=True` /
 // `float16_config ... enabled=True` (after).
 #include <fmt/format.h>
@@ -48,6 +55,8 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -155,6 +164,33 @@ std::optional<double> StepLessLoss(std::string_view line) {
   return LossValue(line, at);
 }
 
+// A step a line gives and where.
+struct StepAt {
+  int64_t step = 0;
+  int64_t line = 0;
+};
+
+// The first loss line whose step runs ahead of the engine's next step line, when most engine
+// step lines that follow a loss line do (see the top); nullopt otherwise. Both in line order.
+std::optional<std::pair<StepAt, StepAt>> LossStepsAhead(const std::vector<StepAt>& losses,
+                                                        const std::vector<StepAt>& engine) {
+  std::optional<std::pair<StepAt, StepAt>> first;
+  int pairs = 0, ahead = 0;
+  size_t l = 0;
+  for (const StepAt& e : engine) {
+    // The last loss line before this engine line and after the previous one.
+    std::optional<StepAt> last;
+    while (l < losses.size() && losses[l].line < e.line) last = losses[l++];
+    if (!last) continue;
+    ++pairs;
+    if (last->step <= e.step) continue;
+    ++ahead;
+    if (!first) first = std::pair{*last, e};
+  }
+  if (ahead * 2 <= pairs) return std::nullopt;
+  return first;
+}
+
 }  // namespace
 
 bool IsDeepSpeedLine(std::string_view line) {
@@ -175,6 +211,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   int64_t ppo_line = 0;                // DeepSpeed-Chat's first PPO line, left out
   TrainerDictReader dicts;
   DictMemory memory;
+  std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
+  std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
+  int64_t zero_based_line = 0;                   // a first loss line at step 0
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
     Iteration& it = steps[step];
     if (it.line == 0) {
@@ -216,6 +255,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       const int64_t s = line.find("global_step") == std::string_view::npos && engine_step
                             ? *engine_step
                             : static_cast<int64_t>(*step);
+      if (line.find("global_step") != std::string_view::npos) engine_lines.push_back({s, no});
       timer(line, no, s, "RunningAvgSamplesPerSec",
             "DeepSpeed's RunningAvgSamplesPerSec (ThroughputTimer, steps after the first 2)");
       return;
@@ -238,6 +278,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       // actor): its own running count, not this run's; the first line's count is kept.
       if (engine_step == n) return;
       engine_step = n;
+      engine_lines.push_back({n, no});
       dicts.SawStep(n);
       Iteration& it = at_step(n, no);
       set(it.lr, NumberAfter(line, "lr", "="));
@@ -280,11 +321,37 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     }
     size_t at = LossKey(line);
     std::optional<double> loss = at == std::string_view::npos ? std::nullopt : LossValue(line, at);
-    if (!loss || *step <= 0) return;
-    Iteration& it = at_step(static_cast<int64_t>(*step), no);
+    if (!loss || *step < 0) return;
+    // A first loss line at step 0 (TUNiB's tutorial: `print(f"step:{i}, loss:{loss}")` over
+    // `enumerate(data_loader)`) numbers from 0: its steps are one below the optimizer's.
+    if (*step == 0 && loss_lines.empty() && !zero_based_line) zero_based_line = no;
+    if (*step == 0 && !zero_based_line) return;
+    const int64_t n = static_cast<int64_t>(*step) + (zero_based_line ? 1 : 0);
+    const bool created = steps.count(n) == 0;
+    Iteration& it = at_step(n, no);
+    if (!it.loss) loss_line_steps.emplace(n, created);
     set(it.loss, loss);
+    loss_lines.push_back({n, no});
   });
   BM_TRY(error);
+  if (zero_based_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: the loss lines count steps from 0 (their first is step 0): each is read as the "
+        "optimizer step after its number",
+        name, zero_based_line));
+  }
+  if (std::optional<std::pair<StepAt, StepAt>> ahead = LossStepsAhead(loss_lines, engine_lines)) {
+    for (auto [n, created] : loss_line_steps) {
+      Iteration& it = steps[n];
+      it.loss.reset();
+      if (created && !it.lr && !it.samples_per_s && it.skipped == 0) steps.erase(n);
+    }
+    log.notes.push_back(fmt::format(
+        "{}:{}: the loss lines number their steps with the script's own counter, not the "
+        "optimizer's: step {} there, yet DeepSpeed's next step line ({}:{}) is at step {} "
+        "(micro-batches under gradient accumulation count ahead); their losses are left out",
+        name, ahead->first.line, ahead->first.step, name, ahead->second.line, ahead->second.step));
+  }
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {

@@ -10,6 +10,12 @@
 //   [Rank 0] (after 10 iterations) memory (MB) | allocated: 15123.5 | max allocated: 40211.2 |
 //    reserved: 42000.0 | max reserved: 42000.0                            (one line)
 //
+// Megatron-Bridge (training/utils/train_utils.py `report_memory`) prints the memory in
+// decimal GB, torch.cuda.memory_stats()' bytes / 1e9 to five significant digits:
+//   [Rank 0] (after 1 iterations) memory (GB) | mem-allocated-gigabytes: 61.555 | ... |
+//    mem-max-allocated-gigabytes: 78.383 | ... | mem-max-reserved-gigabytes: 80.487 |
+//    mem-alloc-retires: 0 | mem-allocated-count: 404                      (one line)
+//
 // GPT-NeoX prints the same line with its loss as `lm_loss: 1.118665E+01 |`.
 // argonne-lcf/Megatron-DeepSpeed (training.py `training_log` from 981b7d98,
 // April 2024; training_log.py later) prints it as `name=value` fields with
@@ -192,6 +198,27 @@ std::optional<double> MemoryField(std::string_view line, std::string_view key) {
   return ParseNumber(rest.substr(0, rest.find('|')));
 }
 
+// A report_memory line's peak in bytes and what it is: the max reserved figure where the line
+// prints one, else the max allocated one.
+struct MemoryPeak {
+  double bytes = 0;
+  const char* source = "";
+};
+std::optional<MemoryPeak> MemoryReport(std::string_view line) {
+  if (line.find("memory (MB)") != std::string_view::npos) {  // Megatron-LM: MiB
+    if (std::optional<double> mb = MemoryField(line, "max reserved:"))
+      return MemoryPeak{*mb * 1024.0 * 1024.0, "max reserved (Megatron report_memory)"};
+    if (std::optional<double> mb = MemoryField(line, "max allocated:"))
+      return MemoryPeak{*mb * 1024.0 * 1024.0, "max allocated (Megatron report_memory)"};
+  } else if (line.find("memory (GB)") != std::string_view::npos) {  // Megatron-Bridge: 1e9 bytes
+    if (std::optional<double> gb = MemoryField(line, "mem-max-reserved-gigabytes:"))
+      return MemoryPeak{*gb * 1e9, "mem-max-reserved-gigabytes (Megatron-Bridge report_memory)"};
+    if (std::optional<double> gb = MemoryField(line, "mem-max-allocated-gigabytes:"))
+      return MemoryPeak{*gb * 1e9, "mem-max-allocated-gigabytes (Megatron-Bridge report_memory)"};
+  }
+  return std::nullopt;
+}
+
 // " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 209445120",
 // and any other tuple of rank names: the ranks and the count.
 bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count) {
@@ -275,7 +302,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   int64_t parameters_line = 0;
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
-  double peak_mb = -1;
+  double peak_bytes = -1;
   std::set<int64_t> counted_lines;  // iteration lines that print the skipped count
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
@@ -317,14 +344,12 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
       AddIteration(log.iterations, *it, &log.restarts);
       return;
     }
-    if (line.find("memory (MB)") != std::string_view::npos) {
-      std::optional<double> mb = MemoryField(line, "max reserved:");
-      if (!mb) mb = MemoryField(line, "max allocated:");
-      if (mb && *mb > peak_mb) {
-        peak_mb = *mb;
-        log.memory_source = MemoryField(line, "max reserved:")
-                                ? "max reserved (Megatron report_memory)"
-                                : "max allocated (Megatron report_memory)";
+    if (line.find("memory (MB)") != std::string_view::npos ||
+        line.find("memory (GB)") != std::string_view::npos) {
+      std::optional<MemoryPeak> peak = MemoryReport(line);
+      if (peak && peak->bytes > peak_bytes) {
+        peak_bytes = peak->bytes;
+        log.memory_source = peak->source;
       }
       return;
     }
@@ -400,7 +425,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         "(training_log prints it only if >= 0); each counted as a NaN loss and one NaN iteration",
         nan_lines, name, first_nan->line, first_nan->step));
   }
-  if (peak_mb >= 0) log.peak_memory_bytes = peak_mb * 1024.0 * 1024.0;
+  if (peak_bytes >= 0) log.peak_memory_bytes = peak_bytes;
   if (!param_ranks.empty()) {
     SetFact(log, "parameters", parameters, parameters_line);
   } else if (billions) {

@@ -220,6 +220,55 @@ TEST(Corpus, MegatronBridgeMtpAndSequenceAuxLosses) {
                    3 * 512 * 4096 / (Sum({26813.0, 29511.9, 29793.2}) / 1000));
 }
 
+TEST(Corpus, MegatronBridgeMemoryReportInGigabytes) {
+  // Megatron-Bridge's report_memory (training/utils/train_utils.py) prints "memory (GB)" with
+  // torch.cuda.memory_stats()' bytes / 1e9: line 4, "mem-max-reserved-gigabytes: 80.487"
+  // (before iteration 1's line, which it follows in the run). "Step Time : ..." lines (6, 8, 10)
+  // are the Bridge's own and are not read. --log-interval 1, GBS 2048; the excerpt states no
+  // sequence length: 8192 set here.
+  Result<Read> r = ReadLog("megatron_bridge_nano30b_memory_gb.log", "megatron", {{"mpe", 8192}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->Loss(1), 12.1982);  // 1.219820E+01, not seq_load_balancing_loss 1.090370E+00
+  EXPECT_EQ(r->Loss(4), 11.63866);
+  EXPECT_EQ(r->At(1)->ms, 105400.6);
+  EXPECT_EQ(r->At(4)->grad_norm, 90.17);
+  EXPECT_EQ(r->At(4)->span, 1);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 80.487e9);
+  EXPECT_EQ(r->log.memory_source, "mem-max-reserved-gigabytes (Megatron-Bridge report_memory)");
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 80.487e9);
+  // Iteration 1 (the first) is left out: 3 x 2048 x 8192 tokens in lines 7, 9, 11.
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   3 * 2048 * 8192 / (Sum({12090.4, 11928.8, 12029.2}) / 1000));
+
+  // NVIDIA's DGX Cloud benchmarking recipe (Megatron-Bridge), a one-iteration resumed run: the
+  // parameter count follows the iteration line on the same line (line 1) and in billions
+  // (line 4); memory at line 7, 216.89 GB reserved (194.41 GB allocated).
+  r = ReadLog("megatron_bridge_llmb_resumed_memory_gb.log", "megatron", {{"mpe", 8192}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(r->Loss(1), 12.58695);
+  EXPECT_EQ(r->At(1)->ms, 20289.1);
+  EXPECT_EQ(r->At(1)->samples, 128);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 216.89e9);
+  EXPECT_DOUBLE_EQ(r->log.facts.at("parameters").value, 8.03e9);
+  EXPECT_EQ(r->log.facts.at("parameters").line, 4);
+}
+
+TEST(Corpus, MegatronFlOnAscendWithMicrosecondStamps) {
+  // Megatron-LM-FL (core 0.18.2) under FlagScale on one Ascend NPU: "[default0]: [... .987995]"
+  // before each line; consumed samples 96 = 3 x 32 agrees with --log-interval 1.
+  Result<Read> r = ReadLog("megatron_fl_core0182_ascend_default0.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(r->Loss(3), 11.07468);  // 1.107468E+01
+  EXPECT_EQ(r->Loss(4), 10.44366);
+  EXPECT_EQ(r->At(4)->ms, 24386.9);
+  EXPECT_EQ(r->At(4)->span, 1);
+  EXPECT_EQ(r->At(4)->samples, 32);
+  EXPECT_EQ(r->At(3)->grad_norm, 30.066);  // not num zeros 1299.0 or params norm 496.206
+}
+
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -391,6 +440,53 @@ TEST(Corpus, DeepSpeedChatGradientAccumulation) {
   EXPECT_DOUBLE_EQ(r->PerDevice(), 25.721826080545203 * 512);  // line 23
   EXPECT_EQ(r->m()["memory"]["peak_bytes"], 38.49 * kGiB);
   EXPECT_TRUE(r->m()["loss"].is_null());  // "Epoch 1/1 with loss 0.66" names no step
+}
+
+TEST(Corpus, DeepSpeedScriptLossLinesCountingMicroBatches) {
+  // SLAM-LLM under DeepSpeed with gradient accumulation 2: its "Training Epoch: 1/10, step 1100
+  // ... (loss: ...)" lines (1, 2) count micro-batches, and the engine's next line (3) is at
+  // step=600 (line 4: micro_step=1200/global_step=600). The losses are not step 1000's and
+  // 1100's: left out, with a note; the engine's step 600 stays. The excerpt states no sequence
+  // length: 1024 set here.
+  Result<Read> r = ReadLog("deepspeed_slamllm_micro_batch_steps.log", "deepspeed", {{"mpe", 1024}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{600}));
+  EXPECT_FALSE(r->Loss(600));
+  EXPECT_EQ(r->At(600)->samples_per_s, 56.79136995208808);  // line 4, CurrSamplesPerSec
+  EXPECT_EQ(r->At(600)->lr, 9.26050416794548e-05);          // line 3
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 51.18608989565034);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 43.28 * kGiB);  // MaxMemAllocated
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted |=
+        n.find(
+            "deepspeed_slamllm_micro_batch_steps.log:2: the loss lines number their "
+            "steps with the script's own counter") != std::string::npos &&
+        n.find("(deepspeed_slamllm_micro_batch_steps.log:3) is at step 600") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Corpus, DeepSpeedScriptLossLinesCountingFromZero) {
+  // TUNiB's ZeRO tutorial prints "step:{i}, loss:{loss}" after engine.step() for i from 0
+  // (enumerate(data_loader)), every 10 batches: "step:0" (line 2) is optimizer step 1's loss,
+  // "step:300" (line 54) step 301's. No engine line (steps_per_print 1e10).
+  Result<Read> r = ReadLog("deepspeed_tunib_zero1_step0_loss_lines.log", "deepspeed");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 31u);  // i = 0, 10, ..., 300
+  EXPECT_EQ(r->Steps().front(), 1);
+  EXPECT_EQ(r->Steps().back(), 301);
+  EXPECT_EQ(r->Loss(1), 5.453125);      // line 2, step:0
+  EXPECT_EQ(r->Loss(11), 3.650390625);  // line 13, step:10
+  EXPECT_EQ(r->Loss(301), 3.48828125);  // line 54, step:300
+  EXPECT_EQ(r->At(10), nullptr);
+  EXPECT_EQ(r->At(11)->line, 13);
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted |= n.find(
+                 "deepspeed_tunib_zero1_step0_loss_lines.log:2: the loss lines count steps "
+                 "from 0") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
@@ -934,6 +1030,27 @@ TEST(Corpus, MlperfNvidiaStepIsSamples) {
   EXPECT_TRUE(r->Note("tracked_stats' metadata.step counts samples"));
 }
 
+TEST(Corpus, MlperfFluxTrainLossWithStepAndLr) {
+  // NVIDIA's flux1 (v5.1): tracked_stats {"train_loss"} at metadata "step" 10, 20, ... with
+  // samples_count = step x 512 (line 12) and the lr; timed by time_ms: run_start (line 30,
+  // 1759762953618) to line 32 (1759762959109) over 10 steps.
+  Result<Read> r = ReadLog("mllog_nv_flux1_train_loss_lr.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 53u);  // 10 ... 510 (lines 32-82), 520, 530
+  EXPECT_EQ(r->Steps().front(), 10);
+  EXPECT_EQ(r->Steps().back(), 530);
+  EXPECT_EQ(r->Loss(10), 1.8901784420013428);
+  EXPECT_EQ(r->At(10)->lr, 1.3741411617738913e-06);
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, (1759762959109.0 - 1759762953618.0) / 10);  // 549.1
+  // Step 520 (line 90) less the evaluation from block_stop (line 84) to block_start (line 89).
+  EXPECT_DOUBLE_EQ(*r->At(520)->ms,
+                   (1759763259767.0 - 1759763241373.0 - (1759763255240.0 - 1759763242540.0)) / 10);
+  EXPECT_EQ(r->At(512), nullptr);  // line 83: mlperf_common's block mean, no step
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 512);  // line 86: samples_count 262144 / 512
+  EXPECT_EQ(r->log.evals[0].value, 0.7156634495176118);
+}
+
 TEST(Corpus, MlperfCommonBlockStatsAtStepZeroAreNoRecords) {
   // NVIDIA's llama2_70b_lora (v5.0, GB200, mlperf_common): train_loss every 10 steps at
   // samples_count / 8 (line 16); one tracked_stats {throughput, train_step_time,
@@ -1347,6 +1464,11 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_0.9_chat_ppo_actor_critic.log", "deepspeed"},
       {"megatron_bridge_mtp2_seq_aux_issue4024.log", "megatron"},
       {"megatron_bridge_mtp2_seq_aux_issue4024_later.log", "megatron"},
+      {"megatron_bridge_nano30b_memory_gb.log", "megatron"},
+      {"megatron_bridge_llmb_resumed_memory_gb.log", "megatron"},
+      {"deepspeed_slamllm_micro_batch_steps.log", "deepspeed"},
+      {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
+      {"megatron_fl_core0182_ascend_default0.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

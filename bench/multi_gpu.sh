@@ -32,7 +32,7 @@
 #       to it): ZeRO's all-gather and reduce-scatter beside bf16 products, NCCL's default kernels
 #       against a symmetric window (ncclMemAlloc + ncclCommWindowRegister) at each CTA policy:
 #       the products' slowdown, the collectives' bus bandwidth and the watts of each
-#   bash .devtree/bench/multi_gpu.sh dpsweep   ours only, LLaMA 1B 8 x 2048 on one GPU and data
+#   bash .devtree/bench/multi_gpu.sh dpsweep   ours only, LLaMA 1B 8 (SWEEP_BATCH) x 2048 on one GPU and data
 #       parallel on N without accumulation, once per SWEEP entry ZERO:CHANNELS[:ALGO[:PROTO]]
 #       (NCCL's NCCL_MAX_NCHANNELS, NCCL_ALGO, e.g. Ring or Tree, and NCCL_PROTO, e.g. Simple or
 #       LL128; "-" or left out: NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"; e.g. "0:-:Tree
@@ -131,7 +131,8 @@ if want overlap; then  # a collective beside the products, NCCL's ways (bench/nc
 fi
 if want dpsweep; then
   rm -f "$OUT/sweep.jsonl"
-  ranks sweep-dp1 1 --model llama-1b --batch 8 ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
+  sb=${SWEEP_BATCH:-8}
+  ranks sweep-dp1 1 --model llama-1b --batch "$sb" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
   tags=(one-GPU)
   for v in ${SWEEP:-0:- 1:- 2:- 0:8 0:4}; do
     IFS=: read -r z ch algo proto <<<"$v"
@@ -141,7 +142,7 @@ if want dpsweep; then
     [[ ${algo:--} != - ]] && { nccl+=("NCCL_ALGO=$algo"); tag+=-$algo; }
     [[ ${proto:--} != - ]] && { nccl+=("NCCL_PROTO=$proto"); tag+=-$proto; }
     (for e in "${nccl[@]}"; do export "${e?}"; done
-     ranks "$tag" "$N" --model llama-1b --batch 8 --zero "$z" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl")
+     ranks "$tag" "$N" --model llama-1b --batch "$sb" --zero "$z" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl")
     tags+=("$tag")
   done
   python3 - "$OUT/sweep.jsonl" "${tags[@]}" <<'PY2'
@@ -175,7 +176,8 @@ if want tp && [[ $N -ge 2 ]]; then
   # Both with sequence parallelism (the peer's default); then async TP (torchtitan's
   # --enable_async_tensor_parallel) on the faster sync; where it fails the row says why
   # (async_tp_error) and ran without it.
-  syncs=(every last "last --async-tp"); [[ $tp_dp == 1 ]] && syncs=(last "last --async-tp")
+  # At DP1 (no FSDP2, so one sync) also without SP: the table takes the peer's fastest.
+  syncs=(every last "last --async-tp"); [[ $tp_dp == 1 ]] && syncs=(last "last --no-sp" "last --async-tp")
   for sync in "${syncs[@]}"; do
     torch_peer torchrun --standalone --nproc_per_node="$tp_world" tp_reference.py --model aquila2-7b --tp 2 \
       --batch 1 --seq 2048 --accum 8 --accum-sync $sync --json "$OUT/torch.jsonl"

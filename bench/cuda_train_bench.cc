@@ -4,7 +4,7 @@
 //
 //   cuda_train_bench --model gpt2-124m --batch 32 [--seq 1024] [--warmup 10] [--steps 30]
 //                    [--accum N] [--zero 0-3] [--grad-reduce fp32|bf16] [--tp N] [--pp N]
-//                    [--vocab V] [--nccl]
+//                    [--vocab V] [--nccl] [--nccl-window]
 //                    [--precision bf16|fp16|fp32]
 //                    [--recompute] [--recompute-norms] [--whole-masters]
 //                    [--activations-apart] [--profile]
@@ -23,7 +23,9 @@
 // --vocab pads the vocabulary (PaddleNLP's GPT-3 runs 50304). --whole-masters and
 // --activations-apart turn two memory savings off, for measuring them (RunSpec::split_masters,
 // RunSpec::micro_batches_per_step): the fp32 masters kept whole beside the bf16 copy, and no
-// layer's activations over the gradients.
+// layer's activations over the gradients. --nccl-window allocates the arena as the DP group's
+// NCCL window (RunSpec::nccl_window; NCCL_CTA_POLICY=2 lets NCCL run its all-gathers there on
+// the copy engines).
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh; a different
 // stream per data-parallel replica, the same on its TP and PP ranks), so the loss must stay
@@ -187,6 +189,8 @@ int main(int argc, char** argv) {
       vocab = std::stoi(next());
     else if (a == "--nccl")
       force_nccl = true;
+    else if (a == "--nccl-window")
+      run.nccl_window = true;
     else if (a == "--recompute")
       run.recompute = true;
     else if (a == "--recompute-norms")
@@ -400,6 +404,7 @@ int main(int argc, char** argv) {
   j["vocab"] = spec.vocab;
   j["zero"] = run.zero;
   j["grad_reduce"] = run.grad_reduce_bf16 ? "bf16" : "fp32";
+  j["nccl_window"] = run.nccl_window;
   j["communicator"] = run.comm ? std::string(run.comm->transport()) : "none";
   j["seq"] = run.seq;
   j["precision"] = run.dtype == DType::kBF16 ? "bf16 compute / fp32 params+grads+AdamW"

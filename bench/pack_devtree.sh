@@ -62,7 +62,8 @@ fi
 tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
-cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh bench/llava_gpu.sh .devtree/bench/
+cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh bench/llava_gpu.sh bench/nccl_window_gpu.sh \
+  .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
 done

@@ -84,6 +84,7 @@ std::vector<std::string> LlavaUnsupported(const train::RunConfig& run, const std
   if (run.save_init) refuse("save_init");
   if (run.mllog) refuse("mllog");
   if (run.grad_reduce_bf16) refuse("grad_reduce 'bf16'");
+  if (run.nccl_window) refuse("nccl_window");
   return out;
 }
 
@@ -148,6 +149,11 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "the gradients' type when summed over the DP group: fp32, or bf16 (cuda; Megatron's "
          "--grad-reduce-in-bf16)",
          true},
+        {"nccl_window", ParamType::kBool, json(false),
+         "cuda over NCCL, DP > 1: the trainer's device memory as an NCCL symmetric window of the "
+         "DP group (with NCCL_CTA_POLICY=2 NCCL runs its all-gathers there on the copy engines); "
+         "the same bits",
+         false},
         {"checkpoint_every", ParamType::kInt, json(50),
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
         {"mllog", ParamType::kBool, json(false),
@@ -232,6 +238,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
                         "sequence_parallel",
                         "recompute",
                         "grad_reduce",
+                        "nccl_window",
                         "checkpoint_every",
                         "mllog",
                         "save_init",

@@ -113,6 +113,9 @@ struct BackendOptions {
   // Gradients summed over the DP group in bf16 (CUDA: CudaDataParallel::ReduceInBf16; a world of
   // one rounds them the same way). The CPU refuses it.
   bool grad_reduce_bf16 = false;
+  // CUDA over NCCL: the device memory allocated as the DP group's NCCL window (RunSpec::
+  // nccl_window): the same bits, NCCL's symmetric kernels (or copy engines) for the DP group.
+  bool nccl_window = false;
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that

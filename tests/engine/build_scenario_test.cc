@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <string>
 
 #include "engine/build.h"
 #include "engine/generate.h"
@@ -466,6 +468,18 @@ TEST_F(BuildScenarioTest, MissingTrainerIsAnErrorOnlyForPlatformDependentTargets
 // that can change them changed (here: the trainer binary, the NVIDIA driver,
 // OPENBLAS_CORETYPE), or when a measured run saw other facts than its key's.
 TEST_F(BuildScenarioTest, PlatformIsProbedOnlyWhenWhatCanChangeItChanged) {
+  // The test's own OPENBLAS_CORETYPE changes below: a machine that sets one (some images set
+  // Haswell for every process) starts without it here, and gets it back at the end.
+  const char* outer = std::getenv("OPENBLAS_CORETYPE");
+  const std::optional<std::string> coretype =
+      outer ? std::optional<std::string>(outer) : std::nullopt;
+  ::unsetenv("OPENBLAS_CORETYPE");
+  struct Restore {
+    const std::optional<std::string>& value;
+    ~Restore() {
+      if (value) ::setenv("OPENBLAS_CORETYPE", value->c_str(), 1);
+    }
+  } restore{coretype};
   fs_.Write("/tools/benchmake-train", "binary");
   fs_.Write("/proc/driver/nvidia/version", "NVRM version: 580.65\n");
   std::string gpu = "H100";

@@ -57,12 +57,15 @@ TEST(TrainRulesTest, DeclareThemselves) {
   EXPECT_EQ(pre->gpus(WithDefaults(*pre, {{"data", "d"}})), 0);
   EXPECT_EQ(pre->gpus(WithDefaults(*pre, {{"data", "d"}, {"device", "cuda"}})), 1);
   bool lr_in_key = false, ckpt_in_key = true;
+  bool window_in_key = true;  // the same bits either way
   for (const auto& s : pre->params()) {
     if (s.name == "lr") lr_in_key = s.in_key;
     if (s.name == "checkpoint_every") ckpt_in_key = s.in_key;
+    if (s.name == "nccl_window") window_in_key = s.in_key;
   }
   EXPECT_TRUE(lr_in_key);
   EXPECT_FALSE(ckpt_in_key);
+  EXPECT_FALSE(window_in_key);
 }
 
 TEST(TrainRulesTest, ValidParamsPass) {
@@ -113,6 +116,13 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   expect({{"data", "d"}, {"device", "cuda"}, {"grad_reduce", "fp8"}},
          "grad_reduce: grad_reduce 'fp8': the gradients' type on the wire is fp32 or bf16");
   EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"grad_reduce", "bf16"}}).empty());
+  // The NCCL window is device memory of NCCL's: cuda, and not over Gloo.
+  expect({{"data", "d"}, {"nccl_window", true}},
+         "nccl_window: nccl_window = true with device 'cpu' and communicator 'auto': the window "
+         "is NCCL device memory (device cuda, communicator auto or nccl)");
+  EXPECT_TRUE(
+      Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"layout", "DP2"}, {"nccl_window", true}})
+          .empty());
   // bf16, fp16 and amp are accepted for cuda
   for (const char* p : {"bf16", "fp16", "amp"})
     EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"precision", p}}).empty()) << p;
@@ -252,6 +262,9 @@ TEST(TrainRulesTest, LlavaPresetChecksAndRefusals) {
   EXPECT_EQ(refusals({{"device", "cuda"}, {"precision", "bf16"}}), "");
   EXPECT_NE(refusals({{"device", "cuda"}, {"grad_reduce", "bf16"}})
                 .find("grad_reduce 'bf16' is not supported yet"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"device", "cuda"}, {"nccl_window", true}})
+                .find("nccl_window is not supported yet"),
             std::string::npos);
   EXPECT_NE(refusals({{"device", "cuda"}, {"precision", "fp16"}}).find("fp16 is not supported yet"),
             std::string::npos);

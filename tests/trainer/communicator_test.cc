@@ -207,6 +207,31 @@ TEST(GlooCommunicatorTest, RefusesBadArgumentsWithoutCommunicating) {
   AllRanksPassed(outcomes);
 }
 
+// Windows are NCCL device memory: the host transports refuse one, naming themselves, and
+// stay usable (nothing was communicated).
+TEST(GlooCommunicatorTest, HostTransportsHaveNoWindows) {
+  std::unique_ptr<Communicator> self = MakeSelfCommunicator();
+  Result<std::unique_ptr<WindowMemory>> none = self->AllocateWindow(1 << 20);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(none.status().message().find("self communicators have no registered windows"),
+            std::string::npos)
+      << none.status().message();
+  TempDir dir;
+  auto outcomes = RunRanks(2, 60, [&](int rank) -> RankResult {
+    Result<ProcessGroups> groups = Connect(rank, 2, dir.path());
+    RANK_OK(groups.status());
+    Communicator& c = *groups->world;
+    Result<std::unique_ptr<WindowMemory>> w = c.AllocateWindow(4096);
+    RANK_CHECK(!w.ok() && w.status().code() == ErrorCode::kUnsupported &&
+                   w.status().message().find("gloo") != std::string::npos,
+               "{}", w.ok() ? "a gloo window" : w.status().message());
+    RANK_OK(c.Barrier());
+    return {};
+  });
+  AllRanksPassed(outcomes);
+}
+
 TEST(GlooCommunicatorTest, APeerThatExitsMidRunFailsTheOthersWithTheOperationNamed) {
   const int n = 3;
   const double timeout_s = 5;

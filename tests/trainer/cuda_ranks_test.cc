@@ -22,8 +22,10 @@
 // ZeRO-3 under TP holds the hand-counted bytes fewer than ZeRO-1.
 // Skips without a GPU.
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -217,6 +219,48 @@ TEST_P(CudaRanksTest, TensorParallelZero3HoldsLessThanZero1) {
 
 INSTANTIATE_TEST_SUITE_P(Communicators, CudaRanksTest, ::testing::Values("gloo", "nccl"),
                          [](const auto& info) { return info.param; });
+
+// The device memory as the DP group's NCCL window (nccl_window = true) changes which kernels
+// NCCL runs, not the arithmetic: DP2 over NCCL (a rank per GPU: two GPUs) at every ZeRO stage
+// ends with the plain run's losses, gradient norms and weights bit for bit, at NCCL's default CTA
+// policy and at the zero-CTA one (the all-gathers on the copy engines), in bf16 as the benchmarks
+// run.
+class NcclWindowRanksTest : public testing::TrainRanksTest {
+ protected:
+  void SetUp() override {
+    TrainRanksTest::SetUp();
+    BM_SKIP_WITHOUT_GPU();
+    int gpus = 0;
+    cudaGetDeviceCount(&gpus);
+    if (gpus < 2) GTEST_SKIP() << "GPU test skipped: " << gpus << " GPU(s), DP2 over NCCL needs 2";
+  }
+};
+
+TEST_F(NcclWindowRanksTest, AWindowArenaChangesNoBits) {
+  for (const char* policy : {"0", "2"}) {
+    setenv("NCCL_CTA_POLICY", policy, 1);  // the ranks inherit it
+    for (int zero : {0, 1, 2, 3}) {
+      const std::string tag = fmt::format("p{}_z{}", policy, zero);
+      json plain = Config("plain_" + tag, "llama-tiny", "DP2", kRows / 2, kGas, zero);
+      plain["device"] = "cuda";
+      plain["precision"] = "bf16";
+      plain["communicator"] = "nccl";
+      json window = plain;
+      window["out_dir"] = plain["out_dir"].get<std::string>() + "_window";
+      window["resume_dir"] = plain["resume_dir"].get<std::string>() + "_window";
+      window["nccl_window"] = true;
+      RunOk(plain);
+      RunOk(window);
+      const std::string w = NameOf(window), p = NameOf(plain);
+      EXPECT_EQ(Losses(w), Losses(p)) << tag;
+      EXPECT_EQ(Logged(w, "grad_norm"), Logged(p, "grad_norm")) << tag;
+      EXPECT_EQ(Weights(w), Weights(p)) << tag;
+      EXPECT_EQ(Metrics(w)["parallel"]["nccl_window"], true) << tag;
+      EXPECT_EQ(Metrics(p)["parallel"]["nccl_window"], false) << tag;
+    }
+  }
+  unsetenv("NCCL_CTA_POLICY");
+}
 
 }  // namespace
 }  // namespace bm::train

@@ -7,8 +7,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "tests/trainer/collective_checks.h"
 #include "tests/trainer/cuda_test_util.h"
@@ -256,6 +259,130 @@ TEST(NcclCommunicatorTest, ADeadPeerAbortsTheCommunicatorWithinTheTimeout) {
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_FALSE(outcomes[1].returned);
   outcomes.pop_back();
+  AllRanksPassed(outcomes);
+}
+
+// Waits for `stream` up to `seconds`; "" when done, else why not (a symmetric kernel that never
+// finishes does not read NCCL's abort flag, so the watchdog cannot end it: the rank says so).
+std::string Finish(cudaStream_t stream, double seconds, std::string_view what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (true) {
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return "";
+    if (e != cudaErrorNotReady) return fmt::format("{}: {}", what, cudaGetErrorString(e));
+    if (std::chrono::steady_clock::now() > deadline)
+      return fmt::format("{} did not finish within {} s", what, seconds);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// The collectives ZeRO issues, on buffers in a window (the same offsets on every rank) and on
+// plain cudaMalloc'd ones, on a stream of the rank's own (as the trainer's communication stream
+// is): every result has the plain one's bits (two ranks: a sum of two is exact in either order),
+// and the all-gather's is each rank's input. At NCCL's default CTA policy (its symmetric kernels)
+// and at the zero-CTA policy (the all-gather on the copy engines).
+void CheckWindowCollectives(const char* policy) {
+  const Gpus gpus = CountGpus();
+  if (gpus.count < 2) GTEST_SKIP() << "GPU test skipped: " << gpus.Shortfall(2);
+  TempDir dir;
+  auto outcomes = RunRanks(2, 180, [&](int rank) -> RankResult {
+    setenv("NCCL_CTA_POLICY", policy, 1);  // read when the communicator is made
+    Result<ProcessGroups> g =
+        ConnectProcessGroups(EnvOf(rank, 2, dir.path(), 60), 1, 1, 2, Transport::kNccl, rank);
+    RANK_OK(g.status());
+    Communicator& c = *g->dp;
+    constexpr int64_t n = int64_t{1} << 20;  // elements per rank
+    const size_t gather_bytes = 2 * n * 2, reduce_bytes = 2 * n * 4, sum_bytes = n * 4;
+    const size_t bytes = gather_bytes + reduce_bytes + n * 4 + sum_bytes + (size_t{1} << 20);
+    Result<std::unique_ptr<WindowMemory>> window = c.AllocateWindow(bytes);
+    RANK_OK(window.status());
+    RANK_CHECK((*window)->bytes() == bytes && (*window)->data() != nullptr, "{}", "window");
+    DeviceMemory plain_memory;
+    const Values zeros(DType::kFloat32, static_cast<int64_t>(bytes / 4));
+    char* plain = static_cast<char*>(plain_memory.Upload(zeros));
+    RANK_CHECK(plain != nullptr, "{}", "plain buffers");
+    cudaStream_t stream = nullptr;
+    RANK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess, "{}",
+               "stream");
+    const Values mine_bf16 = RandomValues(DType::kBFloat16, n, 11 + rank);
+    const Values grads = RandomValues(DType::kFloat32, 2 * n, 21 + rank);
+    const Values sum = RandomValues(DType::kFloat32, n, 31 + rank);
+    // Offsets in either memory: gathered bf16 (2n), gradients (2n fp32), their reduced slice
+    // (n fp32), an all-reduced block (n fp32).
+    const size_t at_gather = 0, at_grads = gather_bytes, at_slice = at_grads + reduce_bytes,
+                 at_sum = at_slice + n * 4;
+    std::vector<std::string> results;
+    for (char* base : {(*window)->data(), plain}) {
+      auto put = [&](size_t at, const Values& v) {
+        return cudaMemcpyAsync(base + at, v.data(), v.bytes(), cudaMemcpyHostToDevice, stream);
+      };
+      RANK_CHECK(put(at_gather + rank * n * 2, mine_bf16) == cudaSuccess &&
+                     put(at_grads, grads) == cudaSuccess && put(at_sum, sum) == cudaSuccess,
+                 "{}", "uploads");
+      // In place, as ZeRO-3 gathers a unit into its slot and ZeRO-1 reduce-scatters its bucket.
+      RANK_OK(c.AllGather(base + at_gather + rank * n * 2, base + at_gather, n, DType::kBFloat16,
+                          stream));
+      RANK_OK(c.ReduceScatter(base + at_grads, base + at_slice, n, DType::kFloat32, ReduceOp::kSum,
+                              stream));
+      RANK_OK(c.AllReduce(base + at_sum, n, DType::kFloat32, ReduceOp::kSum, stream));
+      if (std::string e = Finish(stream, 30, fmt::format("the collectives at policy {}", policy));
+          !e.empty()) {
+        std::fprintf(stderr, "rank %d: %s; exiting\n", rank, e.c_str());
+        std::_Exit(3);  // a stuck kernel would hang the process's teardown too
+      }
+      std::string out(gather_bytes + n * 4 + sum_bytes, '\0');
+      cudaMemcpy(out.data(), base + at_gather, gather_bytes, cudaMemcpyDeviceToHost);
+      cudaMemcpy(out.data() + gather_bytes, base + at_slice, n * 4, cudaMemcpyDeviceToHost);
+      cudaMemcpy(out.data() + gather_bytes + n * 4, base + at_sum, sum_bytes,
+                 cudaMemcpyDeviceToHost);
+      results.push_back(std::move(out));
+    }
+    RANK_CHECK(results[0] == results[1],
+               "the window's results differ from the plain ones at "
+               "policy {}",
+               policy);
+    RANK_CHECK(std::memcmp(results[0].data() + rank * n * 2, mine_bf16.data(), n * 2) == 0, "{}",
+               "the gathered block of this rank is not its input");
+    cudaStreamDestroy(stream);
+    window->reset();  // deregistered before the communicator goes
+    RANK_OK(c.Barrier());
+    return {};
+  });
+  AllRanksPassed(outcomes);
+}
+
+TEST(NcclCommunicatorTest, WindowCollectivesHaveThePlainBitsAtTheDefaultPolicy) {
+  CheckWindowCollectives("0");
+}
+
+TEST(NcclCommunicatorTest, WindowCollectivesHaveThePlainBitsAtTheZeroCtaPolicy) {
+  CheckWindowCollectives("2");
+}
+
+// A group of one registers nothing (NCCL gives no window) and frees its memory all the same.
+TEST(NcclCommunicatorTest, AOneRankGroupsWindowIsUsableMemory) {
+  auto outcomes = RunRanks(1, 120, [](int) -> RankResult {
+    RankResult skip;
+    if (skip.skip = CannotRun(1); !skip.skip.empty()) return skip;
+    Result<ProcessGroups> g =
+        ConnectProcessGroups(EnvOf(0, 1, "", 60), 1, 1, 1, Transport::kNccl, 0, true);
+    RANK_OK(g.status());
+    for (int i = 0; i < 2; ++i) {  // twice: the first one's release left the group usable
+      Result<std::unique_ptr<WindowMemory>> w = g->dp->AllocateWindow(size_t{1} << 22);
+      RANK_OK(w.status());
+      const Values in = RandomValues(DType::kFloat32, 1000, 5);
+      RANK_CHECK(
+          cudaMemcpy((*w)->data(), in.data(), in.bytes(), cudaMemcpyHostToDevice) == cudaSuccess,
+          "{}", "upload");
+      RANK_OK(g->dp->AllReduce((*w)->data(), 1000, DType::kFloat32, ReduceOp::kSum));
+      RANK_OK(g->dp->Barrier());
+      Values out(DType::kFloat32, 1000);
+      cudaMemcpy(out.data(), (*w)->data(), out.bytes(), cudaMemcpyDeviceToHost);
+      RANK_CHECK(std::memcmp(out.data(), in.data(), in.bytes()) == 0, "{}", "a sum of one");
+    }
+    return {};
+  });
+  SKIP_IF_RANKS_SKIPPED(outcomes);
   AllRanksPassed(outcomes);
 }
 

@@ -64,6 +64,24 @@ TEST_F(TrainLoopTest, LossFallsAndMetricsAreComplete) {
   EXPECT_TRUE((*m)["energy"].is_null());      // a CPU has no energy counter here
 }
 
+// The NCCL window is NCCL's device memory: a run over Gloo (which a BENCHFILE cannot ask for,
+// but a run config can) is refused before anything starts.
+TEST_F(TrainLoopTest, AnNcclWindowOverGlooIsRefused) {
+  nlohmann::json j = testing::TinyPretrainConfig(data_ + "/data", data_ + "/w", "llama-tiny");
+  j["device"] = "cuda";
+  j["communicator"] = "gloo";
+  j["nccl_window"] = true;
+  Result<RunConfig> c = ParseRunConfig(j);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("nccl_window = true with device 'cuda' and communicator "
+                                      "'gloo': the window is NCCL device memory"),
+            std::string::npos)
+      << c.status().message();
+  j["communicator"] = "nccl";
+  EXPECT_TRUE(ParseRunConfig(j).ok());
+}
+
 TEST_F(TrainLoopTest, MllogLinesFollowMlperfsOrder) {
   RunConfig c = Config("ml");
   c.mllog = true;

@@ -181,7 +181,7 @@ Status CudaModel::Impl::Plan() {
         "gradients written after their backward\n",
         memory.layers_over_gradients, run.recompute ? "" : " and activations", block / 1048576.0);
   BM_TRY(CheckFits(plan));
-  BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan));
+  BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan, run.nccl_window ? comm : nullptr));
   return dp.Bind(arena.get(), stream);
 }
 

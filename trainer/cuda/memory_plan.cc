@@ -59,14 +59,25 @@ std::vector<std::optional<size_t>> PackUnderLimits(size_t start, size_t bytes,
   return at;
 }
 
-Result<std::unique_ptr<DeviceArena>> DeviceArena::Create(const MemoryPlan& plan) {
-  void* base = nullptr;
+Result<std::unique_ptr<DeviceArena>> DeviceArena::Create(const MemoryPlan& plan,
+                                                         dist::Communicator* window_group) {
   size_t bytes = std::max<size_t>(plan.total(), MemoryPlan::kAlign);
+  if (window_group != nullptr && window_group->size() > 1) {
+    Result<std::unique_ptr<dist::WindowMemory>> window = window_group->AllocateWindow(bytes);
+    if (!window.ok())
+      return window.status().WithContext(
+          fmt::format("device arena of {:.1f} MiB as a window", bytes / 1048576.0));
+    char* base = (*window)->data();
+    return std::unique_ptr<DeviceArena>(new DeviceArena(base, bytes, std::move(*window)));
+  }
+  void* base = nullptr;
   BM_CUDA_CHECK(cudaMalloc(&base, bytes), "device arena of {:.1f} MiB", bytes / 1048576.0);
   return std::unique_ptr<DeviceArena>(new DeviceArena(static_cast<char*>(base), bytes));
 }
 
-DeviceArena::~DeviceArena() { cudaFree(base_); }
+DeviceArena::~DeviceArena() {
+  if (window_ == nullptr) cudaFree(base_);  // a window frees itself
+}
 
 Result<size_t> DeviceArena::DeviceUsedBytes() {
   size_t free_bytes = 0, total_bytes = 0;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "trainer/dist/communicator.h"
 
 namespace bm::train::cuda {
 
@@ -70,8 +71,12 @@ std::vector<std::optional<size_t>> PackUnderLimits(size_t start, size_t bytes,
 
 class DeviceArena {
  public:
-  // Allocates plan.total() bytes on the current device with one cudaMalloc.
-  static Result<std::unique_ptr<DeviceArena>> Create(const MemoryPlan& plan);
+  // Allocates plan.total() bytes on the current device with one cudaMalloc, or, given a group
+  // of several ranks, as that group's window (Communicator::AllocateWindow: NCCL's symmetric
+  // memory, which its collectives on the arena's buffers may use; collective over the group).
+  // The group must outlive the arena.
+  static Result<std::unique_ptr<DeviceArena>> Create(const MemoryPlan& plan,
+                                                     dist::Communicator* window_group = nullptr);
   ~DeviceArena();
   DeviceArena(const DeviceArena&) = delete;
   DeviceArena& operator=(const DeviceArena&) = delete;
@@ -81,13 +86,16 @@ class DeviceArena {
     return reinterpret_cast<T*>(base_ + offset);
   }
   size_t bytes() const { return bytes_; }
+  bool is_window() const { return window_ != nullptr; }
   // Device memory this process uses now by cudaMemGetInfo (total - free), in bytes.
   static Result<size_t> DeviceUsedBytes();
 
  private:
-  DeviceArena(char* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  DeviceArena(char* base, size_t bytes, std::unique_ptr<dist::WindowMemory> window = nullptr)
+      : base_(base), bytes_(bytes), window_(std::move(window)) {}
   char* base_;
   size_t bytes_;
+  std::unique_ptr<dist::WindowMemory> window_;  // the memory, when it is a window
 };
 
 }  // namespace bm::train::cuda

@@ -119,6 +119,9 @@ struct RunSpec {
   bool sequence_parallel = false;
   // Gradients summed over the DP group in bf16 (CudaDataParallel::ReduceInBf16).
   bool grad_reduce_bf16 = false;
+  // The arena allocated as the DP group's window (DeviceArena::Create; NCCL's symmetric memory)
+  // when that group has several ranks: the same bits, other kernels for its collectives.
+  bool nccl_window = false;
 };
 
 // "gpt2-124m", "llama-1b", "llama7b-8l", "llama2-7b" (the PyTorch peers' models) and the tiny

@@ -34,6 +34,12 @@ std::string_view DTypeName(DType dtype) {
   return "?";
 }
 
+Result<std::unique_ptr<WindowMemory>> Communicator::AllocateWindow(size_t bytes) {
+  return Errorf(ErrorCode::kUnsupported,
+                "a window of {} bytes: {} communicators have no registered windows (only NCCL)",
+                bytes, transport());
+}
+
 namespace {
 
 // A world of one host rank: collectives are copies at most.

@@ -48,6 +48,15 @@
 // (after a failure a communicator returns that failure from every call).
 // Thread safety: one thread at a time per communicator (a backend may issue
 // from a communication thread of its own, never from two at once).
+//
+// Windows: AllocateWindow(bytes) gives device memory that the group's collectives know
+// beforehand (NCCL: ncclMemAlloc registered with ncclCommWindowRegister as a symmetric window),
+// so that NCCL may run collectives whose buffers lie in it, at the same offset on every rank,
+// with its symmetric kernels or, at NCCL_CTA_POLICY=2, its all-gathers on the copy engines and
+// no SM at all. Collective: every rank of the group asks for the same bytes, in the same order as
+// its other calls. The memory is released (deregistered first) when the WindowMemory is
+// destroyed, which must happen before the communicator is, on every rank. Transports without
+// windows (self, gloo) return kUnsupported.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +72,15 @@ size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);  // "fp32" | "bf16" | "fp16" | "fp64" | "int64"
 
 enum class ReduceOp { kSum, kMax };
+
+// Device memory registered with a group (Communicator::AllocateWindow); destroying it
+// deregisters and frees it.
+class WindowMemory {
+ public:
+  virtual ~WindowMemory() = default;
+  virtual char* data() const = 0;
+  virtual size_t bytes() const = 0;
+};
 
 class Communicator {
  public:
@@ -87,6 +105,8 @@ class Communicator {
   virtual Status SendRecv(const void* send, int64_t send_count, int to, void* recv,
                           int64_t recv_count, int from, DType dtype, void* stream = nullptr) = 0;
   virtual Status Barrier() = 0;
+  // See "Windows" above; kUnsupported here.
+  virtual Result<std::unique_ptr<WindowMemory>> AllocateWindow(size_t bytes);
 };
 
 // The communicator of a world (or group) of one host rank: every collective is

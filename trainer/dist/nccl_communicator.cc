@@ -71,6 +71,13 @@ ncclResult_t Settle(ncclComm_t comm, ncclResult_t result, Clock::time_point dead
   return result;
 }
 
+// Polls until the communicator has nothing in progress. A registration returns ncclSuccess and
+// may still finish in NCCL's background; a later call would find ncclInProgress.
+ncclResult_t SettleAll(ncclComm_t comm, ncclResult_t result, Clock::time_point deadline) {
+  if (result != ncclSuccess && result != ncclInProgress) return result;
+  return Settle(comm, ncclInProgress, deadline);
+}
+
 // One operation queued on a stream, followed by the watchdog.
 struct Op {
   std::string_view name;
@@ -204,6 +211,10 @@ class NcclCommunicator final : public Communicator {
   // A one-word all-reduce on the barrier's own stream, waited for here. The
   // wait polls, so that the watchdog's abort (after the timeout) ends it
   // even if the aborted kernel never lets the stream finish.
+  Result<std::unique_ptr<WindowMemory>> AllocateWindow(size_t bytes) override;
+  // NcclWindow's destructor: deregisters (unless the communicator was aborted) and frees.
+  void ReleaseWindow(void* data, ncclWindow_t window);
+
   Status Barrier() override {
     BM_TRY(Issue({"Barrier", 1, DType::kInt64}, barrier_stream_, [&](cudaStream_t s) {
       return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt64, ncclSum, comm_, s);
@@ -351,6 +362,64 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t barrier_stream_ = nullptr;
   void* barrier_word_ = nullptr;
 };
+
+// ncclMemAlloc'd memory registered as a symmetric window of `owner`'s communicator.
+class NcclWindow final : public WindowMemory {
+ public:
+  NcclWindow(NcclCommunicator* owner, void* data, size_t bytes, ncclWindow_t window)
+      : owner_(owner), data_(data), bytes_(bytes), window_(window) {}
+  ~NcclWindow() override { owner_->ReleaseWindow(data_, window_); }
+  char* data() const override { return static_cast<char*>(data_); }
+  size_t bytes() const override { return bytes_; }
+
+ private:
+  NcclCommunicator* owner_;
+  void* data_;
+  size_t bytes_;
+  ncclWindow_t window_;  // null in a group of one, which NCCL registers nothing for
+};
+
+Result<std::unique_ptr<WindowMemory>> NcclCommunicator::AllocateWindow(size_t bytes) {
+  const std::string what = fmt::format("a window of {} bytes in group '{}' (rank {} of {})", bytes,
+                                       group_, rank_, size());
+  std::lock_guard lock(mu_);
+  if (!failed_.ok()) return failed_;
+  BM_CUDA_CHECK(cudaSetDevice(device_), "{}", what);
+  void* data = nullptr;
+  BM_NCCL_CHECK(ncclMemAlloc(&data, bytes), comm_, what);
+  ncclWindow_t window = nullptr;
+  const ncclResult_t r =
+      SettleAll(comm_, ncclCommWindowRegister(comm_, data, bytes, &window, NCCL_WIN_COLL_SYMMETRIC),
+                Clock::now() + timeout_);
+  if (r != ncclSuccess) {
+    ncclMemFree(data);
+    AbortLocked(r == ncclInProgress
+                    ? Errorf(ErrorCode::kUnavailable,
+                             "ncclCommWindowRegister: {} was not registered within {} s (a peer "
+                             "did not ask for it); the communicator was aborted",
+                             what, timeout_s_)
+                    : NcclError(r, "ncclCommWindowRegister", what, comm_));
+    return failed_;
+  }
+  return std::unique_ptr<WindowMemory>(new NcclWindow(this, data, bytes, window));
+}
+
+void NcclCommunicator::ReleaseWindow(void* data, ncclWindow_t window) {
+  std::lock_guard lock(mu_);
+  cudaSetDevice(device_);
+  // After an abort NCCL holds no registration to undo (and its peers may be gone).
+  if (window != nullptr && !aborted_) {
+    const ncclResult_t r =
+        SettleAll(comm_, ncclCommWindowDeregister(comm_, window), Clock::now() + timeout_);
+    if (r != ncclSuccess)
+      AbortLocked(r == ncclInProgress
+                      ? Errorf(ErrorCode::kUnavailable,
+                               "ncclCommWindowDeregister in group '{}' did not finish within {} s",
+                               group_, timeout_s_)
+                      : NcclError(r, "ncclCommWindowDeregister", group_, comm_));
+  }
+  ncclMemFree(data);
+}
 
 }  // namespace
 

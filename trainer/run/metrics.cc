@@ -181,6 +181,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
         {"dp", r.layout.dp},
         {"zero", r.zero},
         {"grad_reduce", r.grad_reduce_bf16 ? "bf16" : "fp32"},
+        {"nccl_window", r.nccl_window},
         {"comm_wait_s", s.comm_wait_s},
         {"comm_wait_fraction", s.train_s > 0 ? s.comm_wait_s / s.train_s : 0.0},
         {"pipeline_bubble", dist::BubbleFraction(r.layout.pp, static_cast<int>(r.gas))},

@@ -100,6 +100,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "grad_reduce '{}': the gradients' type on the wire is fp32 or bf16", grad_reduce);
   c.grad_reduce_bf16 = grad_reduce == "bf16";
+  BM_TRY(Get(j, "nccl_window", &c.nccl_window));
   for (auto [key, ptr] : {std::pair{"lbs", &c.lbs},
                           {"mpe", &c.mpe},
                           {"gas", &c.gas},
@@ -256,6 +257,11 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
   if (c.communicator != "auto" && c.communicator != "gloo" && c.communicator != "nccl")
     return Errorf(ErrorCode::kInvalidArgument, "communicator '{}' (auto, gloo, nccl)",
                   c.communicator);
+  if (c.nccl_window && (c.device != "cuda" || c.communicator == "gloo"))
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "nccl_window = true with device '{}' and communicator '{}': the window is NCCL "
+                  "device memory (device cuda, communicator auto or nccl)",
+                  c.device, c.communicator);
   if (c.device == "cpu" && c.precision != Precision::kFp32)
     return Errorf(ErrorCode::kUnsupported,
                   "precision '{}' on device cpu: the cpu backend is fp32 only (bf16 and fp16 "

@@ -73,6 +73,7 @@ BackendOptions OptionsFor(const RunConfig& run, const RunRanks& ranks, int threa
   options.micro_batches = static_cast<int>(run.gas);
   options.sequence_parallel = run.sequence_parallel;
   options.grad_reduce_bf16 = run.grad_reduce_bf16;
+  options.nccl_window = run.nccl_window;
   return options;
 }
 

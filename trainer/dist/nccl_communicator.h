@@ -22,6 +22,11 @@
 // collective on its stream (a step's backward pass): RankEnv::timeout_s,
 // default 300 s.
 //
+// AllocateWindow: ncclMemAlloc'd memory registered with ncclCommWindowRegister
+// (NCCL_WIN_COLL_SYMMETRIC), the communicator polled until the registration has
+// finished in NCCL's background; the WindowMemory's destructor deregisters it (not
+// after an abort) and frees it. A group of one gets memory and no registration.
+//
 // Every NCCL and CUDA call is checked into a Status naming the call, the
 // operation, its count and dtype, and the group.
 //

@@ -25,7 +25,12 @@
 // custom_callbacks.py compute_consumed_mllog_tokens) counts tokens since the resume in the blocks'
 // first_epoch_num/epoch_count, epoch_num and "train_step_timing in s"'s step: read as steps over
 // global_batch_size x max_sequence_length when the log states both and every such position is a
-// multiple (else, with no other record, an error naming the block); NVIDIA's v5.0 NeMo
+// multiple (else, with no other record, an error naming the block). Google's MaxText GPT-3
+// (mllog_utils.py early_stop_check: block_stop names its block's first_epoch_num only) and
+// Habana's (one block for the whole run) give no block that spans steps: their eval_accuracy
+// events' epoch_num, in the same tokens, place the steps, each timed from the previous
+// evaluation's start (eval_start, else the eval_accuracy; the first from run_start), less
+// the evaluations the log brackets. NVIDIA's v5.0 NeMo
 // MetricsLogger logs tracked_stats at "step" = (step + 1) x gbs, samples: read as steps over gbs
 // when every such step is a positive multiple of gbs and the last one before each eval_accuracy
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
@@ -183,17 +188,8 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   std::erase_if(blocks, [&](const auto& b) {
     return !token_unit && !b.first.samples && !b.first.step && !b.second.step;
   });
-  const bool timed_by_blocks = steps.empty() && !blocks.empty() && gbs && *gbs > 0;
+  bool timed_by_blocks = steps.empty() && !blocks.empty() && gbs && *gbs > 0;
   in_tokens = in_tokens || (timed_by_blocks && token_unit && !blocks.front().first.samples);
-  if (in_tokens) {
-    const std::optional<double>& resumed = init_checkpoint;
-    log.notes.push_back(fmt::format(
-        "{}: positions count tokens since the resume (first_epoch_num, epoch_count, epoch_num, "
-        "tracked_stats' step; NVIDIA's GPT-3 compute_consumed_mllog_tokens): the step is tokens "
-        "over global_batch_size x max_sequence_length = {}, counted from the checkpoint{}",
-        name, *token_unit,
-        resumed ? fmt::format(" (init_checkpoint_step {})", *resumed) : std::string()));
-  }
   if (timed_by_blocks) {
     auto block_step = [&](const Block& b) {
       if (b.step) return static_cast<int64_t>(std::llround(*b.step));
@@ -210,10 +206,46 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       it.line = stop.line;
       steps[to] = it;
     }
+    timed_by_blocks = !steps.empty();
+    if (timed_by_blocks) {
+      log.notes.push_back(fmt::format(
+          "{}: no train_loss events: steps timed by the block_start/block_stop events (training "
+          "time between evaluations), and no training loss",
+          name));
+    }
+  }
+  // MaxText's (Google) and Habana's GPT-3: no training events, and blocks that span nothing
+  // (MaxText's early_stop_check logs block_stop with the block's first_epoch_num and no
+  // epoch_count) or the whole run (Habana's one block): the evaluations' epoch_num, in tokens,
+  // place the steps, each timed from the previous evaluation's start (the first: run_start).
+  if (steps.empty() && token_unit) {
+    for (size_t i = 0; i < log.evals.size(); ++i) {
+      if (!eval_at[i].tokens || !ev.eval_began[i]) continue;
+      const int64_t step = token_step(*eval_at[i].tokens);
+      if (step <= 0 || steps.contains(step)) continue;
+      Iteration it;
+      it.step = step;
+      it.time_ms = *ev.eval_began[i];
+      it.line = log.evals[i].line;
+      steps[step] = it;
+    }
+    if (!steps.empty()) {
+      in_tokens = true;
+      log.notes.push_back(fmt::format(
+          "{}: no train_loss events, and no block that spans steps: steps placed by the "
+          "eval_accuracy events' epoch_num and timed between the evaluations (less what the log "
+          "brackets as evaluation), with no training loss",
+          name));
+    }
+  }
+  if (in_tokens) {
+    const std::optional<double>& resumed = init_checkpoint;
     log.notes.push_back(fmt::format(
-        "{}: no train_loss events: steps timed by the block_start/block_stop events (training "
-        "time between evaluations), and no training loss",
-        name));
+        "{}: positions count tokens since the resume (first_epoch_num, epoch_count, epoch_num, "
+        "tracked_stats' step; NVIDIA's GPT-3 compute_consumed_mllog_tokens): the step is tokens "
+        "over global_batch_size x max_sequence_length = {}, counted from the checkpoint{}",
+        name, *token_unit,
+        resumed ? fmt::format(" (init_checkpoint_step {})", *resumed) : std::string()));
   }
   if (block_means > 0) {
     log.notes.push_back(fmt::format(

@@ -109,6 +109,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
                             ? ev.open_eval_at
                             : EvalAt{std::nullopt, samples, tokens};
       ev.eval_at.push_back(at);
+      ev.eval_began.push_back(ev.eval_open ? ev.eval_open : time_ms);
       if (at.samples && ev.last_plain_step)
         ev.step_at_eval.push_back({*ev.last_plain_step, *at.samples});
       log.eval_what = "MLPerf eval_accuracy";

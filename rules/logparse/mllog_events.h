@@ -45,6 +45,8 @@ struct MllogEvents {
     std::optional<double> step, samples, tokens;
   };
   std::vector<EvalAt> eval_at;
+  // When each evaluation began: its eval_start's time_ms, else the eval_accuracy's own.
+  std::vector<std::optional<double>> eval_began;
   EvalAt open_eval_at;
   std::optional<double> run_start, run_stop;
   // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next

@@ -187,6 +187,43 @@ TEST(Corpus, MegatronMixtralIssue) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, MegatronCore013ZLossMtpAndThroughputPerGpu) {
+  // Ling-V2's Megatron-LM (core_v0.13.0) pretraining example, --log-interval 1: after `lm loss`
+  // come `z_loss` and `mtp_1 loss`; `throughput per GPU (TFLOP/s/GPU)` is not read; the
+  // report_memory line after iteration 1 (MiB: max reserved 66802.0).
+  Result<Read> r = ReadLog("megatron_ling_v2_core013_zloss_mtp.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 10u);  // lines 1, 3-11
+  EXPECT_EQ(r->Loss(1), 2.605958);           // lm loss, not z_loss 10.91659 or mtp_1 2.828435
+  EXPECT_EQ(r->Loss(10), 2.557783);
+  EXPECT_EQ(*r->At(2)->ms, 11182.0);
+  EXPECT_EQ(*r->At(2)->samples, 128);
+  EXPECT_EQ(*r->At(2)->grad_norm, 7.737);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 66802.0 * kMiB);
+}
+
+TEST(Corpus, MegatronLinesCutAfterThroughputGiveSamplesFromConsumed) {
+  // A README quotes three lines cut after `throughput per GPU (TFLOP/s/GPU): 68.2` (no global
+  // batch size, no loss). Consumed samples 51200, 56320, 61440 at iterations 50, 55, 60:
+  // (56320 - 51200) / 5 = 1024 a step, and 51200 / 50 = 1024 for the first line. The
+  // repository's scripts/pretrain.sh: --global-batch-size 1024, --seq-length 2048, 8 GPUs
+  // (the README: DP2 PP2 EP2 on 8xH100).
+  Result<Read> r = ReadLog("megatron_dsv2lite_readme_cut_lines.log", "megatron",
+                           {{"mpe", 2048}, {"layout", "TP1PP2DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{50, 55, 60}));
+  EXPECT_EQ(*r->At(55)->samples, 1024);
+  EXPECT_EQ(*r->At(50)->samples, 1024);
+  EXPECT_EQ(*r->At(60)->ms, 61681.5);
+  EXPECT_FALSE(r->At(60)->loss.has_value());
+  bool noted = false;
+  for (const std::string& n : r->log.notes) noted |= n.find("consumed samples") != n.npos;
+  EXPECT_TRUE(noted);
+  // Iterations 46-60 (past any warm-up), 5 steps a record of 1024 x 2048 tokens over 8 devices.
+  EXPECT_DOUBLE_EQ(r->PerDevice(),
+                   3 * 5 * 1024 * 2048 / (5 * (61674.3 + 61614.9 + 61681.5) / 1000) / 8);
+}
+
 TEST(Corpus, MegatronBridgeMtpAndSequenceAuxLosses) {
   // Megatron-Bridge (2026-05): lm loss, then seq_load_balancing_loss, mtp_1 loss and mtp_2
   // loss on the same line; only lm loss is the loss. --log-interval 1, GBS 512. The excerpt
@@ -585,6 +622,18 @@ TEST(Corpus, DeepSpeed017Bfloat16Config) {
 }
 
 // ---- transformers' Trainer, accelerate --------------------------------------
+
+TEST(Corpus, TrainerBarThenTqdmClearLineThenDict) {
+  // LLaMA-Factory on Ascend 910B (hiyouga/LlamaFactory#8439): bars 57-60/13080 one a line, then
+  // tqdm.write's clear of the bar (53 spaces, line 5) on a line of its own, then the dict (line
+  // 6), then the bar redrawn at 60. The bar at line 4 numbers the dict: step 60.
+  Result<Read> r = ReadLog("trainer_llamafactory_issue8439_npu_clear_line.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{60}));
+  EXPECT_EQ(r->Loss(60), 0.0);  // printed 0.0 (the issue's complaint), not NaN
+  EXPECT_TRUE(std::isnan(*r->At(60)->grad_norm));
+  EXPECT_EQ(*r->At(60)->lr, 4.510703363914373e-06);
+}
 
 TEST(Corpus, TrainerDictsFromAPullRequest) {
   Result<Read> r = ReadLog("trainer_pr35207_dicts.log", "trainer");
@@ -1009,6 +1058,49 @@ TEST(Corpus, MlperfNvidiaGpt3BlocksInTokens) {
   EXPECT_DOUBLE_EQ(*r->At(22)->ms, (1715044081144.0 - 1715043961195.0) / 11);
   ASSERT_EQ(r->log.evals.size(), 3u);
   EXPECT_EQ(r->log.evals[1].step, 22);  // line 29: epoch_num 103809024 / 4718592
+}
+
+TEST(Corpus, MlperfGoogleMaxTextGpt3PlacedByEvaluations) {
+  // Google's GPT-3 on TPU v5p (v4.0, MaxText mllog_utils.py early_stop_check): no training events;
+  // each block_stop names its block's first_epoch_num only (line 27: 0, no epoch_count), the
+  // eval_accuracy after it the tokens at the evaluation (line 28: epoch_num 50331648).
+  // global_batch_size 2048 (line 20) x max_sequence_length 2048 (line 21) = 4194304 tokens a
+  // step: 50331648 / 4194304 = 12 steps between evaluations.
+  Result<Read> r = ReadLog("mllog_google_maxtext_gpt3_eval_positions.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 24u);  // eval_accuracy at lines 28, 31, ..., 97
+  EXPECT_EQ(r->Steps().front(), 12);
+  EXPECT_EQ(r->Steps().back(), 288);  // line 97: 1207959552 / 4194304
+  EXPECT_EQ(r->At(12)->span, 12);
+  EXPECT_FALSE(r->At(12)->loss.has_value());
+  // run_start (line 26, 1709183798092) to the first evaluation (line 28, 1709184112964).
+  EXPECT_DOUBLE_EQ(*r->At(12)->ms, (1709184112964.0 - 1709183798092.0) / 12);
+  // Line 28 to line 31 (1709184398703), less block_stop (line 30, ...702) to block_start (line
+  // 32, ...703): 285738 / 12 = 23811.5.
+  EXPECT_DOUBLE_EQ(*r->At(24)->ms, (1709184398703.0 - 1709184112964.0 - 1.0) / 12);
+  ASSERT_EQ(r->log.evals.size(), 24u);
+  EXPECT_EQ(r->log.evals[1].step, 24);
+  EXPECT_DOUBLE_EQ(r->log.evals[1].value, 2.7376162453761856);
+  EXPECT_TRUE(r->Note("placed by the eval_accuracy events' epoch_num"));
+}
+
+TEST(Corpus, MlperfHabanaGpt3OneBlockPlacedByEvaluations) {
+  // Intel Habana's GPT-3 on Gaudi2 (v4.0, Megatron-DeepSpeed): one block_start (line 36:
+  // first_epoch_num 0, epoch_count 50331648) and one block_stop at the end of the run (line 114:
+  // first_epoch_num 0); evaluations every 50331648 tokens (eval_start/eval_stop with epoch_num).
+  // gbs 2048 (line 21) x seq 2048 (line 23): 12 steps between evaluations.
+  Result<Read> r = ReadLog("mllog_habana_gpt3_one_block_evals.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 25u);  // 12 ... 300 (1258291200 / 4194304)
+  EXPECT_EQ(r->Steps().back(), 300);
+  // run_start (line 35, 1715299300491) to the first eval_start (line 38, 1715299518451).
+  EXPECT_DOUBLE_EQ(*r->At(12)->ms, (1715299518451.0 - 1715299300491.0) / 12);
+  // eval_start (line 38) to eval_start (line 41, 1715299678157) less the evaluation (line 38 to
+  // eval_stop at line 40, 1715299537054): 141103 / 12 = 11758.6.
+  EXPECT_DOUBLE_EQ(*r->At(24)->ms,
+                   (1715299678157.0 - 1715299518451.0 - (1715299537054.0 - 1715299518451.0)) / 12);
+  EXPECT_EQ(r->log.evals.size(), 25u);
+  EXPECT_EQ(r->log.evals[0].step, 12);
 }
 
 TEST(Corpus, MlperfNvidiaStepIsSamples) {
@@ -1442,6 +1534,11 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_dell_llama2_70b_lora_mlperf_common.log", "mllog"},
       {"mllog_dell_llama31_8b_nemo_step0.log", "mllog"},
       {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
+      {"mllog_google_maxtext_gpt3_eval_positions.log", "mllog"},
+      {"megatron_ling_v2_core013_zloss_mtp.log", "megatron"},
+      {"trainer_llamafactory_issue8439_npu_clear_line.log", "trainer"},
+      {"megatron_dsv2lite_readme_cut_lines.log", "megatron"},
+      {"mllog_habana_gpt3_one_block_evals.log", "mllog"},
       {"mllog_nv_gpt3_tokens_blocks_only.log", "mllog"},
       {"mllog_nv_llama31_405b_step_is_samples.log", "mllog"},
       {"mllog_nv_llama2_70b_lora_block_stats_step0.log", "mllog"},

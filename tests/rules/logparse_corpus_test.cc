@@ -1084,6 +1084,30 @@ TEST(Corpus, MlperfGoogleMaxTextGpt3PlacedByEvaluations) {
   EXPECT_TRUE(r->Note("placed by the eval_accuracy events' epoch_num"));
 }
 
+TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
+  // Google's stable_diffusion on TPU trillium-256 (v5.0, MaxDiffusion mllog_utils.py): blocks of
+  // 500 steps (samples_count / global_batch_size 1024, line 9) whose block_stop names the loss and
+  // lr of the block's last step; each evaluation logs CLIP then FID (metadata.metric), and the
+  // closing summary (lines 42-43) repeats the last evaluation's FID and CLIP.
+  Result<Read> r = ReadLog("mllog_google_maxdiffusion_sd_fid_clip.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{500, 1000, 1500, 2000, 2500}));
+  EXPECT_EQ(r->Loss(500), 0.40374454855918884);  // line 23
+  EXPECT_EQ(*r->At(500)->lr, 0.00018197065219283104);
+  EXPECT_EQ(r->Loss(2500), 0.3384511470794678);  // line 32
+  // block_start line 24 (1746068503914) to block_stop line 25 (1746068549554) over 500 steps.
+  EXPECT_DOUBLE_EQ(*r->At(1000)->ms, (1746068549554.0 - 1746068503914.0) / 500);
+  // FID only (lines 37 and 41, at samples_count 2048000 and 2560000 over 1024); line 42 repeats
+  // line 41.
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 2000);
+  EXPECT_EQ(r->log.evals[0].value, 100.75343424069968);
+  EXPECT_EQ(r->log.evals[1].step, 2500);
+  EXPECT_EQ(r->log.evals[1].value, 88.2065187242157);
+  EXPECT_EQ(r->log.eval_what, "MLPerf eval_accuracy FID");
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 88.2065187242157);
+}
+
 TEST(Corpus, MlperfHabanaGpt3OneBlockPlacedByEvaluations) {
   // Intel Habana's GPT-3 on Gaudi2 (v4.0, Megatron-DeepSpeed): one block_start (line 36:
   // first_epoch_num 0, epoch_count 50331648) and one block_stop at the end of the run (line 114:
@@ -1535,6 +1559,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_dell_llama31_8b_nemo_step0.log", "mllog"},
       {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
       {"mllog_google_maxtext_gpt3_eval_positions.log", "mllog"},
+      {"mllog_google_maxdiffusion_sd_fid_clip.log", "mllog"},
       {"megatron_ling_v2_core013_zloss_mtp.log", "megatron"},
       {"trainer_llamafactory_issue8439_npu_clear_line.log", "trainer"},
       {"megatron_dsv2lite_readme_cut_lines.log", "megatron"},

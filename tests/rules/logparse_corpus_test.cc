@@ -1213,6 +1213,39 @@ TEST(Corpus, FlagPerfSummaryOnly) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, FlagPerfPerfLogEventsCpm) {
+  // FlagPerf's README, `tail -n 6 rank0.out.log` of a CPM case on 1x8 A100: the last STEP_END
+  // (line 1), EVALUATE without a value, and FINISHED (line 5). num_trained_samples 869632 over
+  // global_steps 3397 = 256 a step; seq/s 822.455385237589 is that step's rate.
+  Result<Read> r = ReadLog("flagperf_perflog_cpm_readme_tail.log", "flagperf",
+                           {{"mpe", 1024}, {"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{3397}));
+  EXPECT_EQ(r->Loss(3397), 2.679504871368408);
+  EXPECT_EQ(*r->At(3397)->lr, 0.000175375);
+  EXPECT_EQ(*r->At(3397)->samples, 256);
+  EXPECT_EQ(*r->At(3397)->samples_per_s, 822.455385237589);
+  ASSERT_TRUE(r->log.trainer_average.has_value());
+  EXPECT_EQ(*r->log.trainer_average->samples_per_s, 579.0933420700227);  // line 5
+  EXPECT_EQ(r->log.trainer_average->through_step, 3397);
+  EXPECT_EQ(*r->log.wall_s, 1661.6114165782928);  // e2e_time
+  // 579.0933420700227 samples/s x 1024 tokens / 8 devices.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 579.0933420700227 * 1024 / 8);
+  EXPECT_TRUE(r->log.evals.empty());  // EVALUATE names no eval_loss
+}
+
+TEST(Corpus, FlagPerfPerfLogEventsBertPaddleAuto) {
+  // An older FlagPerf README's BERT (Paddle) tail: num_trained_samples 10500864 at global_steps
+  // 41020 (41019 x 256: the ratio, 255.994, is the mean batch the log implies).
+  Result<Read> r = ReadLog("flagperf_perflog_bert_paddle_readme_tail.log", "auto", {{"mpe", 512}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "flagperf");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{41020}));
+  EXPECT_EQ(r->Loss(41020), 1.298828125);
+  EXPECT_DOUBLE_EQ(*r->At(41020)->samples, 10500864.0 / 41020);
+  EXPECT_EQ(*r->log.trainer_average->samples_per_s, 1221.242941532543);
+}
+
 // ---- auto -----------------------------------------------------------------
 
 TEST(Corpus, MegatronNeoxLmLossUnderscore) {
@@ -1576,6 +1609,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
       {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
+      {"flagperf_perflog_cpm_readme_tail.log", "flagperf"},
+      {"flagperf_perflog_bert_paddle_readme_tail.log", "flagperf"},
       {"nemo2_llama3_8b_b200_memory.log", "nemo"},
       {"nemo2_bionemo_evo2_iteration0.log", "nemo"},
       {"nemo2_bionemo_esm2_srun_prefix.log", "nemo"},

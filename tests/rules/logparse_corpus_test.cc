@@ -1108,6 +1108,24 @@ TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
   EXPECT_EQ(r->m()["eval"]["val_loss"], 88.2065187242157);
 }
 
+TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
+  // Intel Habana's llama2_70b_lora (v4.0, the reference's mlperf_logging_utils.py): train_loss at
+  // samples_count 192, 576, ... (global_batch_size 8, line 10: steps 24, 72, ...), and each
+  // block_start after an evaluation names the step count (line 30: samples_count 192 after the
+  // evaluation at 1536 = step 192), the reference's slip, not a position.
+  Result<Read> r = ReadLog("mllog_habana_llama2_70b_lora_block_start_steps.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(),
+            (std::vector<int64_t>{24, 72, 120, 168, 216, 264, 312, 360, 408}));  // 3264 / 8
+  EXPECT_EQ(r->Loss(24), 3.2219);
+  // run_start (line 23, 1715240631570) to the first train_loss (line 24, 1715240877183).
+  EXPECT_DOUBLE_EQ(*r->At(24)->ms, (1715240877183.0 - 1715240631570.0) / 24);
+  ASSERT_EQ(r->log.evals.size(), 6u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 29: 1536 / 8
+  EXPECT_EQ(r->log.evals[5].step, 432);  // line 49: 3456 / 8
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1715245747047.0 - 1715240631570.0) / 1000);
+}
+
 TEST(Corpus, MlperfHabanaGpt3OneBlockPlacedByEvaluations) {
   // Intel Habana's GPT-3 on Gaudi2 (v4.0, Megatron-DeepSpeed): one block_start (line 36:
   // first_epoch_num 0, epoch_count 50331648) and one block_stop at the end of the run (line 114:
@@ -1593,6 +1611,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
       {"mllog_google_maxtext_gpt3_eval_positions.log", "mllog"},
       {"mllog_google_maxdiffusion_sd_fid_clip.log", "mllog"},
+      {"mllog_habana_llama2_70b_lora_block_start_steps.log", "mllog"},
       {"megatron_ling_v2_core013_zloss_mtp.log", "megatron"},
       {"trainer_llamafactory_issue8439_npu_clear_line.log", "trainer"},
       {"megatron_dsv2lite_readme_cut_lines.log", "megatron"},

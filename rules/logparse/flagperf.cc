@@ -56,9 +56,14 @@ Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name)
   std::string_view rest = text;
   std::string without_summary;
   bool perflog = false;
-  if (tokens) {  // detect what the summary wraps without the summary itself
+  bool own_lines = tokens.has_value();
+  ForEachLine(text, [&](std::string_view line, int64_t) {
+    own_lines = own_lines || IsFlagPerfEventLine(line);
+  });
+  if (own_lines) {  // detect what FlagPerf's lines wrap without those lines themselves
     ForEachLine(text, [&](std::string_view line, int64_t) {
-      if (!IsFlagPerfSummaryLine(line)) without_summary.append(line).push_back('\n');
+      if (!IsFlagPerfSummaryLine(line) && !IsFlagPerfEventLine(line))
+        without_summary.append(line).push_back('\n');
     });
     rest = without_summary;
   }

@@ -414,6 +414,16 @@ TEST(FlagPerf, PerfLogEventsAndABrokenOne) {
   Result<ParsedLog> auto_read = ParseAutoLog(log, "rank0.out.log");
   ASSERT_TRUE(auto_read.ok());
   EXPECT_EQ(auto_read->format, "flagperf");
+  // [PerfLog] lines around another trainer's lines (an LLM case): that trainer's steps.
+  Result<ParsedLog> wrapped = ParseAutoLog(
+      "[PerfLog] {\"event\": \"LAUNCH_TRAINING\", \"metadata\": {\"time_ms\": 1}}\n"
+      " iteration       10/     100 | elapsed time per iteration (ms): 500.0 | global batch "
+      "size:    16 | lm loss: 7.000000E+00 |\n",
+      "llm.log");
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().message();
+  EXPECT_EQ(wrapped->format, "flagperf");
+  ASSERT_EQ(wrapped->iterations.size(), 1u);
+  EXPECT_EQ(*wrapped->iterations[0].loss, 7.0);
   // A broken event in the middle names its line; a last line cut off is tolerated.
   Result<ParsedLog> broken =
       ParseFlagPerfLog("[PerfLog] {\"event\": \"STEP_END\", \"value\": {\n" + log, "cut.log");

@@ -23,6 +23,7 @@ struct Kind {
 // ProgressPrinter lines before Megatron's, whose ` iteration N/M |` they contain.
 constexpr Kind kKinds[] = {
     {"flagperf", IsFlagPerfSummaryLine, "FlagPerf's 'Tokens/p/s:' summary"},
+    {"flagperf", IsFlagPerfEventLine, "a FlagPerf '[PerfLog] {\"event\": ...}' line"},
     {"mllog", IsMllogEventLine, "an MLPerf ':::MLLOG {...}' event"},
     {"nemo", IsNemoProgressLine, "a NeMo 2 ProgressPrinter line"},
     {"megatron", IsMegatronIterationLine, "a Megatron iteration line"},
@@ -59,12 +60,14 @@ std::string OtherFormatHint(std::string_view text, std::string_view tried) {
 Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
   std::optional<Detected> d = DetectLogFormat(text);
   if (!d) {
-    return Errorf(ErrorCode::kCorrupt,
-                  "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
-                  "line, a NeMo 2 ProgressPrinter line, DeepSpeed step or ThroughputTimer lines, "
-                  "transformers Trainer log dicts, "
-                  "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary",
-                  name, CountLines(text));
+    return Errorf(
+        ErrorCode::kCorrupt,
+        "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
+        "line, a NeMo 2 ProgressPrinter line, DeepSpeed step or ThroughputTimer lines, "
+        "transformers Trainer log dicts, "
+        "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
+        "'[PerfLog]' events",
+        name, CountLines(text));
   }
   const LogParser* parser = FindLogParser(d->format);
   BM_ASSIGN_OR_RETURN(ParsedLog log, parser->parse(text, name));

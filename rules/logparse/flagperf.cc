@@ -14,8 +14,12 @@
 // the Trainer, PaddleNLP: whichever `auto` recognises), they give the steps,
 // losses, memory and facts as that format's parser reads them; the
 // throughput is FlagPerf's stated figure unless excluded_warmup_steps is set.
+// The classic cases (bert, cpm, glm, ...) log `[PerfLog] {"event": ...}` lines instead
+// (flagperf_perflog.h): their STEP_END events are the steps, FINISHED's
+// training_sequences_per_second the throughput.
 #include <fmt/format.h>
 
+#include "rules/logparse/flagperf_perflog.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -51,9 +55,15 @@ Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name)
   std::string inner;
   std::string_view rest = text;
   std::string without_summary;
-  if (tokens) {  // detect what the summary wraps without the summary itself
+  bool perflog = false;
+  bool own_lines = tokens.has_value();
+  ForEachLine(text, [&](std::string_view line, int64_t) {
+    own_lines = own_lines || IsFlagPerfEventLine(line);
+  });
+  if (own_lines) {  // detect what FlagPerf's lines wrap without those lines themselves
     ForEachLine(text, [&](std::string_view line, int64_t) {
-      if (!IsFlagPerfSummaryLine(line)) without_summary.append(line).push_back('\n');
+      if (!IsFlagPerfSummaryLine(line) && !IsFlagPerfEventLine(line))
+        without_summary.append(line).push_back('\n');
     });
     rest = without_summary;
   }
@@ -62,12 +72,15 @@ Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name)
     inner = std::string(d->format);
   } else {
     log.lines = CountLines(text);
+    BM_TRY(ReadFlagPerfEvents(text, name, log));
+    perflog = !log.iterations.empty() || log.trainer_average.has_value();
   }
   log.format = "flagperf";
-  if (!tokens && log.iterations.empty()) {
+  if (!tokens && !perflog && log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no FlagPerf summary ('Tokens/p/s:  X', printed at the end of the case's "
-                  "run_pretraining.py) and no trainer lines in {} lines{}",
+                  "run_pretraining.py), no '[PerfLog] {{\"event\": \"STEP_END\", ...}}' "
+                  "events and no trainer lines in {} lines{}",
                   name, log.lines, OtherFormatHint(text, "flagperf"));
   }
   if (tokens) {
@@ -83,11 +96,17 @@ Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name)
   if (mfu) log.stated_mfu = mfu;
   if (!inner.empty())
     log.notes.push_back(fmt::format("flagperf: the steps are read as a {} log", inner));
-  if (!tokens)
+  if (perflog) {
+    log.notes.push_back(fmt::format(
+        "flagperf: {} read as FlagPerf's [PerfLog] events (STEP_END steps{})", name,
+        log.trainer_average ? ", FINISHED's training_sequences_per_second as the throughput"
+                            : "; no FINISHED event: throughput from the steps' rates"));
+  } else if (!tokens) {
     log.notes.push_back(
         fmt::format("flagperf: {} has no 'Tokens/p/s:' summary (did the case "
                     "finish?): throughput from the trainer's lines",
                     name));
+  }
   return log;
 }
 

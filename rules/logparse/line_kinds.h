@@ -10,6 +10,7 @@
 namespace bm::logparse {
 
 bool IsFlagPerfSummaryLine(std::string_view line);  // "Tokens/p/s:  1234.5"
+bool IsFlagPerfEventLine(std::string_view line);    // "[PerfLog] {\"event\": ...}"
 bool IsMllogEventLine(std::string_view line);       // ":::MLLOG {"
 bool IsMegatronIterationLine(std::string_view line);
 // "Training epoch 0, iteration 45/99 | ... | global_step: 45 | ..." (NeMo 2)

@@ -1,7 +1,7 @@
 // Reading an external trainer's training log: Megatron-LM / FlagScale
 // iteration lines, NeMo 2's ProgressPrinter lines, DeepSpeed's engine and ThroughputTimer lines,
 // the Hugging Face Trainer's log dicts (transformers, accelerate), PaddleNLP's step lines,
-// FlagPerf's summary, MLPerf `:::MLLOG` events, and `auto`, which recognises
+// FlagPerf's summary and `[PerfLog]` events, MLPerf `:::MLLOG` events, and `auto`, which recognises
 // the format from the log. One parser per format (one file each), found by
 // name in a small registry, so that the exec rule's `log_format = "megatron"`
 // is one lookup and a new format is one file and one registry line (STYLE.md
@@ -76,7 +76,8 @@ struct Fact {
 
 // A trainer's own figure for its throughput over many steps: DeepSpeed's
 // RunningAvgSamplesPerSec (or, before 0.7, SamplesPerSec) at its last report,
-// the Trainer's closing train_samples_per_second, FlagPerf's Tokens/p/s.
+// the Trainer's closing train_samples_per_second, FlagPerf's Tokens/p/s or its [PerfLog]
+// FINISHED training_sequences_per_second.
 // Exactly one of the two rates is set.
 struct TrainerAverage {
   std::optional<double> samples_per_s;            // global samples per second
@@ -134,7 +135,7 @@ const LogParser* FindLogParser(std::string_view name);
 std::string LogParserNames();
 
 // Which format a log is in, by the first line that only that format prints,
-// in this order: FlagPerf's summary (it wraps another trainer's lines),
+// in this order: FlagPerf's summary (it wraps another trainer's lines) or `[PerfLog]` events,
 // :::MLLOG events, NeMo 2 ProgressPrinter lines, Megatron iteration lines,
 // PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts.
 // nullopt when no line matches.

@@ -30,6 +30,10 @@
 // Primus (AMD's fork, its trainer.py `training_log`) prints the elapsed time
 // and its throughputs as `current/running mean` pairs
 // (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read.
+// A line without `global batch size` (a fork's, or one a README cuts after its throughput)
+// gets its samples per step from `consumed samples`: the growth since the previous line over
+// the steps between (a run's first line: its consumed samples over its step, when that equals
+// the next line's batch), with a note.
 // A complete iteration line with none of the fields below is an error, not an
 // empty record (NeMo 2's ProgressPrinter lines look alike: log_format "nemo").
 // A line's numbers are averages over the --log-interval iterations since the
@@ -65,6 +69,7 @@
 // `Total number of parameters in billions: 6.44` (two decimals).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -248,6 +253,43 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
   return true;
 }
 
+// A line without `global batch size` (a fork's, or one cut short where a README quotes it)
+// still counts `consumed samples`: the samples per step are the growth since the previous line
+// over the steps between them, and a run's first line's consumed samples over its step where
+// that gives the same batch as the line after it.
+void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
+                         std::string_view name, std::vector<std::string>& notes) {
+  auto at = [&](const Iteration& it) -> std::optional<double> {
+    auto c = consumed.find(it.line);
+    return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
+  };
+  int64_t derived = 0, first_line = 0;
+  for (size_t i = 1; i < its.size(); ++i) {
+    std::optional<double> c = at(its[i]), before = at(its[i - 1]);
+    const int64_t steps = its[i].step - its[i - 1].step;
+    if (its[i].samples || !c || !before || *c <= *before || steps != its[i].span) continue;
+    its[i].samples = (*c - *before) / static_cast<double>(steps);
+    first_line = first_line ? first_line : its[i].line;
+    ++derived;
+  }
+  for (size_t i = 0; i + 1 < its.size(); ++i) {
+    std::optional<double> c = at(its[i]);
+    const bool starts_run = i == 0 || !at(its[i - 1]);
+    if (its[i].samples || !starts_run || !c || !its[i + 1].samples || its[i].step <= 0) continue;
+    if (*c == *its[i + 1].samples * static_cast<double>(its[i].step)) {
+      its[i].samples = its[i + 1].samples;
+      first_line = std::min(first_line ? first_line : its[i].line, its[i].line);
+      ++derived;
+    }
+  }
+  if (derived > 0) {
+    notes.push_back(fmt::format(
+        "samples: {} iteration line(s) from {}:{} print no global batch size: the samples per "
+        "step from their consumed samples (the growth since the previous line over its steps)",
+        derived, name, first_line));
+  }
+}
+
 struct ArgFact {
   std::string_view arg;
   const char* fact;
@@ -303,7 +345,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
   double peak_bytes = -1;
-  std::set<int64_t> counted_lines;  // iteration lines that print the skipped count
+  std::set<int64_t> counted_lines;     // iteration lines that print the skipped count
+  std::map<int64_t, double> consumed;  // an iteration line's `consumed samples`, by line
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     int64_t step = 0;
@@ -337,6 +380,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
       }
       if (line.find("number of skipped iterations:") != std::string_view::npos)
         counted_lines.insert(no);
+      if (std::optional<double> c = MemoryField(line, "consumed samples:")) consumed[no] = *c;
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
       else if (std::optional<double> alcf = MemoryField(line, "actual_seqlen="))
@@ -407,6 +451,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         "taking iteration {} ({}:{}) out",
         name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
   }
+  SamplesFromConsumed(its, consumed, name, log.notes);
   const Iteration* first_nan = nullptr;
   int64_t nan_lines = 0;
   for (Iteration& it : its) {

@@ -25,7 +25,12 @@
 // custom_callbacks.py compute_consumed_mllog_tokens) counts tokens since the resume in the blocks'
 // first_epoch_num/epoch_count, epoch_num and "train_step_timing in s"'s step: read as steps over
 // global_batch_size x max_sequence_length when the log states both and every such position is a
-// multiple (else, with no other record, an error naming the block); NVIDIA's v5.0 NeMo
+// multiple (else, with no other record, an error naming the block). Google's MaxText GPT-3
+// (mllog_utils.py early_stop_check: block_stop names its block's first_epoch_num only) and
+// Habana's (one block for the whole run) give no block that spans steps: their eval_accuracy
+// events' epoch_num, in the same tokens, place the steps, each timed from the previous
+// evaluation's start (eval_start, else the eval_accuracy; the first from run_start), less
+// the evaluations the log brackets. NVIDIA's v5.0 NeMo
 // MetricsLogger logs tracked_stats at "step" = (step + 1) x gbs, samples: read as steps over gbs
 // when every such step is a positive multiple of gbs and the last one before each eval_accuracy
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
@@ -40,8 +45,13 @@
 // events (the llama3.1 reference) is timed by its blocks instead: a record at each block_stop,
 // its ms the block's time (block_start to block_stop, evaluation left out) over its steps (the
 // blocks' metadata.step, as mlperf_common logs it, else samples_count over global_batch_size);
-// it has no loss. eval_accuracy events are the log's evals, at their eval_start's step or
-// samples_count when inside one (AMD's eval_accuracy names the logger's 0-based step x gbs).
+// it has no loss, unless the block_stop names one (MaxDiffusion's metadata loss and lr, its
+// last step's). eval_accuracy events are the log's evals, at their eval_start's step or
+// samples_count when inside one (AMD's eval_accuracy names the logger's 0-based step x gbs);
+// Stable Diffusion logs two an evaluation (metadata.metric FID, then CLIP): the series holds
+// FID's where the log names it (else the first metric's), named in eval_what, and a note counts
+// the others. An evaluation at a step already evaluated (MaxDiffusion's closing summary) is a
+// repeat, left out.
 // Facts: global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps (gas);
 // run_start to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a
 // print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight
@@ -57,6 +67,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -64,6 +75,46 @@
 #include "rules/logparse/mllog_events.h"
 
 namespace bm::logparse {
+
+namespace {
+
+// Stable Diffusion's references log an evaluation as two eval_accuracy events told apart by
+// metadata.metric, FID and CLIP (NVIDIA's FID first, MaxDiffusion's CLIP first): the series
+// keeps FID (lower is better, as a loss) where the log names it, else the first metric named.
+// MaxDiffusion also repeats the last evaluation's values in its closing summary: an evaluation
+// of that metric at a step that already has one is left out.
+void KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
+  const std::vector<std::string>& metrics = ev.eval_metrics;
+  if (std::all_of(metrics.begin(), metrics.end(), [](const auto& m) { return m.empty(); })) return;
+  const std::string keep =
+      std::find(metrics.begin(), metrics.end(), "FID") != metrics.end()
+          ? std::string("FID")
+          : *std::find_if(metrics.begin(), metrics.end(), [](const auto& m) { return !m.empty(); });
+  std::map<std::string, int64_t> left_out;
+  size_t out = 0;
+  for (size_t i = 0; i < log.evals.size(); ++i) {
+    if (metrics[i] != keep) {
+      ++left_out[metrics[i].empty() ? "(none named)" : metrics[i]];
+      continue;
+    }
+    log.evals[out] = log.evals[i];
+    ev.eval_at[out] = ev.eval_at[i];
+    ev.eval_began[out] = ev.eval_began[i];
+    ++out;
+  }
+  log.evals.resize(out);
+  ev.eval_at.resize(out);
+  ev.eval_began.resize(out);
+  log.eval_what = "MLPerf eval_accuracy " + keep;
+  for (const auto& [metric, n] : left_out) {
+    log.notes.push_back(fmt::format(
+        "{}: the evaluations are the eval_accuracy events of metric {}; {} of metric {} left out "
+        "of the series",
+        name, keep, n, metric));
+  }
+}
+
+}  // namespace
 
 bool IsMllogEventLine(std::string_view line) {
   size_t at = line.find(":::MLLOG");
@@ -79,6 +130,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   using Block = MllogEvents::Block;
   MllogEvents ev;
   BM_TRY(ReadMllogEvents(text, name, log, ev));
+  KeepOneEvalMetric(ev, name, log);
   auto& raws = ev.raws;
   auto& blocks = ev.blocks;
   auto& eval_at = ev.eval_at;
@@ -179,21 +231,36 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     else if (token_unit && eval_at[i].tokens)
       log.evals[i].step = token_step(*eval_at[i].tokens);
   }
+  // An evaluation at a step that already has one repeats it (MaxDiffusion's closing summary).
+  std::set<int64_t> evaluated;
+  int64_t repeats = 0, first_repeat = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < log.evals.size(); ++i) {
+    if (log.evals[i].step > 0 && !evaluated.insert(log.evals[i].step).second) {
+      first_repeat = first_repeat ? first_repeat : log.evals[i].line;
+      ++repeats;
+      continue;
+    }
+    log.evals[kept] = log.evals[i];
+    eval_at[kept] = eval_at[i];
+    ev.eval_began[kept] = ev.eval_began[i];
+    ++kept;
+  }
+  log.evals.resize(kept);
+  eval_at.resize(kept);
+  ev.eval_began.resize(kept);
+  if (repeats > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} eval_accuracy event(s) at a step already evaluated (a closing summary's "
+        "repeat) left out",
+        name, first_repeat, repeats));
+  }
   // Blocks placed by tokens count only when the tokens could be turned into steps.
   std::erase_if(blocks, [&](const auto& b) {
     return !token_unit && !b.first.samples && !b.first.step && !b.second.step;
   });
-  const bool timed_by_blocks = steps.empty() && !blocks.empty() && gbs && *gbs > 0;
+  bool timed_by_blocks = steps.empty() && !blocks.empty() && gbs && *gbs > 0;
   in_tokens = in_tokens || (timed_by_blocks && token_unit && !blocks.front().first.samples);
-  if (in_tokens) {
-    const std::optional<double>& resumed = init_checkpoint;
-    log.notes.push_back(fmt::format(
-        "{}: positions count tokens since the resume (first_epoch_num, epoch_count, epoch_num, "
-        "tracked_stats' step; NVIDIA's GPT-3 compute_consumed_mllog_tokens): the step is tokens "
-        "over global_batch_size x max_sequence_length = {}, counted from the checkpoint{}",
-        name, *token_unit,
-        resumed ? fmt::format(" (init_checkpoint_step {})", *resumed) : std::string()));
-  }
   if (timed_by_blocks) {
     auto block_step = [&](const Block& b) {
       if (b.step) return static_cast<int64_t>(std::llround(*b.step));
@@ -208,12 +275,54 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       it.ms = (stop.time_ms - start.time_ms) / static_cast<double>(it.span);
       it.time_ms = stop.time_ms;
       it.line = stop.line;
+      it.loss = stop.loss;  // MaxDiffusion's block_stop: the block's last step's
+      it.lr = stop.lr;
       steps[to] = it;
     }
+    timed_by_blocks = !steps.empty();
+    const bool block_loss =
+        std::any_of(steps.begin(), steps.end(), [](const auto& s) { return s.second.loss; });
+    if (timed_by_blocks) {
+      log.notes.push_back(fmt::format(
+          "{}: no train_loss events: steps timed by the block_start/block_stop events (training "
+          "time between evaluations){}",
+          name,
+          block_loss ? "; the loss is the one block_stop's metadata names (its last step's)"
+                     : ", and no training loss"));
+    }
+  }
+  // MaxText's (Google) and Habana's GPT-3: no training events, and blocks that span nothing
+  // (MaxText's early_stop_check logs block_stop with the block's first_epoch_num and no
+  // epoch_count) or the whole run (Habana's one block): the evaluations' epoch_num, in tokens,
+  // place the steps, each timed from the previous evaluation's start (the first: run_start).
+  if (steps.empty() && token_unit) {
+    for (size_t i = 0; i < log.evals.size(); ++i) {
+      if (!eval_at[i].tokens || !ev.eval_began[i]) continue;
+      const int64_t step = token_step(*eval_at[i].tokens);
+      if (step <= 0 || steps.contains(step)) continue;
+      Iteration it;
+      it.step = step;
+      it.time_ms = *ev.eval_began[i];
+      it.line = log.evals[i].line;
+      steps[step] = it;
+    }
+    if (!steps.empty()) {
+      in_tokens = true;
+      log.notes.push_back(fmt::format(
+          "{}: no train_loss events, and no block that spans steps: steps placed by the "
+          "eval_accuracy events' epoch_num and timed between the evaluations (less what the log "
+          "brackets as evaluation), with no training loss",
+          name));
+    }
+  }
+  if (in_tokens) {
+    const std::optional<double>& resumed = init_checkpoint;
     log.notes.push_back(fmt::format(
-        "{}: no train_loss events: steps timed by the block_start/block_stop events (training "
-        "time between evaluations), and no training loss",
-        name));
+        "{}: positions count tokens since the resume (first_epoch_num, epoch_count, epoch_num, "
+        "tracked_stats' step; NVIDIA's GPT-3 compute_consumed_mllog_tokens): the step is tokens "
+        "over global_batch_size x max_sequence_length = {}, counted from the checkpoint{}",
+        name, *token_unit,
+        resumed ? fmt::format(" (init_checkpoint_step {})", *resumed) : std::string()));
   }
   if (block_means > 0) {
     log.notes.push_back(fmt::format(

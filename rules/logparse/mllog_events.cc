@@ -80,7 +80,14 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       } else {
         tokens.reset();
       }
-      const Block b{time_ms.value_or(0), samples, tokens, Num(meta, "step"), no};
+      // MaxDiffusion's block_stop carries the block's last loss and lr.
+      const Block b{time_ms.value_or(0),
+                    samples,
+                    tokens,
+                    Num(meta, "step"),
+                    no,
+                    start ? std::nullopt : Num(meta, "loss"),
+                    start ? std::nullopt : Num(meta, "lr")};
       if (start) {
         if (time_ms && ev.between_blocks) ev.paused.push_back({*ev.between_blocks, *time_ms});
         ev.between_blocks.reset();
@@ -102,6 +109,12 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       ev.eval_open.reset();
       ev.open_eval_at = {};
     } else if (key == mllog::kEvalAccuracy && value.is_number()) {
+      // Stable Diffusion's references log two eval_accuracy events an evaluation, FID and CLIP,
+      // told apart by metadata.metric (mllog.cc keeps one metric's).
+      ev.eval_metrics.push_back(meta.is_object() && meta.contains("metric") &&
+                                        meta["metric"].is_string()
+                                    ? meta["metric"].get<std::string>()
+                                    : std::string());
       log.evals.push_back({0, value.get<double>(), no});
       std::optional<double> tokens = samples ? std::nullopt : Num(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
@@ -109,6 +122,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
                             ? ev.open_eval_at
                             : EvalAt{std::nullopt, samples, tokens};
       ev.eval_at.push_back(at);
+      ev.eval_began.push_back(ev.eval_open ? ev.eval_open : time_ms);
       if (at.samples && ev.last_plain_step)
         ev.step_at_eval.push_back({*ev.last_plain_step, *at.samples});
       log.eval_what = "MLPerf eval_accuracy";

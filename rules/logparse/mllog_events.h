@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -35,6 +36,7 @@ struct MllogEvents {
     std::optional<double> samples, tokens;
     std::optional<double> step;  // mlperf_common names it; its samples_count is per block
     int64_t line = 0;
+    std::optional<double> loss, lr;  // a block_stop's metadata.loss and lr (MaxDiffusion)
   };
   std::vector<Raw> raws;
   std::vector<std::pair<Block, Block>> blocks;  // start, stop
@@ -45,6 +47,11 @@ struct MllogEvents {
     std::optional<double> step, samples, tokens;
   };
   std::vector<EvalAt> eval_at;
+  // When each evaluation began: its eval_start's time_ms, else the eval_accuracy's own.
+  std::vector<std::optional<double>> eval_began;
+  // Each eval_accuracy's metadata.metric ("" when it names none; Stable Diffusion's "FID" and
+  // "CLIP").
+  std::vector<std::string> eval_metrics;
   EvalAt open_eval_at;
   std::optional<double> run_start, run_stop;
   // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next

@@ -13,7 +13,8 @@ constexpr LogParser kParsers[] = {
      "as DeepSpeed's ThroughputTimer (start_step = 2), whose RunningAvgSamplesPerSec FlagPerf "
      "reports"},
     {"flagperf", ParseFlagPerfLog, 1,
-     "FlagPerf's own Tokens/p/s when the log has it; else every step after the first"},
+     "FlagPerf's own Tokens/p/s or training_sequences_per_second when the log has it; else "
+     "every step after the first"},
     {"flagscale", ParseMegatronLog, 1,
      "FlagScale's cases average the step times without the first"},
     {"megatron", ParseMegatronLog, 1, "as FlagScale: every iteration after the first"},

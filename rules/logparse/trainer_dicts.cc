@@ -82,6 +82,13 @@ bool TrainerDictReader::ReadSetting(std::string_view line) {
 void TrainerDictReader::SawStep(int64_t step) { anchored_ = step; }
 
 void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
+  // tqdm.write clears the bar with spaces before it writes the dict; where a paste turned the
+  // carriage returns into line ends, that clear is a line of its own, and the bar still ends
+  // the line before the dict.
+  if (bar_ && bar_->line == line - 1 && !text.empty() && Trim(text).empty()) {
+    bar_->line = line;
+    return;
+  }
   if (std::optional<std::pair<int64_t, int64_t>> c = BarCounter(text.substr(0, text.find('{'))))
     bar_ = Bar{c->first, c->second, line};
 }

@@ -187,6 +187,43 @@ TEST(Corpus, MegatronMixtralIssue) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, MegatronCore013ZLossMtpAndThroughputPerGpu) {
+  // Ling-V2's Megatron-LM (core_v0.13.0) pretraining example, --log-interval 1: after `lm loss`
+  // come `z_loss` and `mtp_1 loss`; `throughput per GPU (TFLOP/s/GPU)` is not read; the
+  // report_memory line after iteration 1 (MiB: max reserved 66802.0).
+  Result<Read> r = ReadLog("megatron_ling_v2_core013_zloss_mtp.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 10u);  // lines 1, 3-11
+  EXPECT_EQ(r->Loss(1), 2.605958);           // lm loss, not z_loss 10.91659 or mtp_1 2.828435
+  EXPECT_EQ(r->Loss(10), 2.557783);
+  EXPECT_EQ(*r->At(2)->ms, 11182.0);
+  EXPECT_EQ(*r->At(2)->samples, 128);
+  EXPECT_EQ(*r->At(2)->grad_norm, 7.737);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 66802.0 * kMiB);
+}
+
+TEST(Corpus, MegatronLinesCutAfterThroughputGiveSamplesFromConsumed) {
+  // A README quotes three lines cut after `throughput per GPU (TFLOP/s/GPU): 68.2` (no global
+  // batch size, no loss). Consumed samples 51200, 56320, 61440 at iterations 50, 55, 60:
+  // (56320 - 51200) / 5 = 1024 a step, and 51200 / 50 = 1024 for the first line. The
+  // repository's scripts/pretrain.sh: --global-batch-size 1024, --seq-length 2048, 8 GPUs
+  // (the README: DP2 PP2 EP2 on 8xH100).
+  Result<Read> r = ReadLog("megatron_dsv2lite_readme_cut_lines.log", "megatron",
+                           {{"mpe", 2048}, {"layout", "TP1PP2DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{50, 55, 60}));
+  EXPECT_EQ(*r->At(55)->samples, 1024);
+  EXPECT_EQ(*r->At(50)->samples, 1024);
+  EXPECT_EQ(*r->At(60)->ms, 61681.5);
+  EXPECT_FALSE(r->At(60)->loss.has_value());
+  bool noted = false;
+  for (const std::string& n : r->log.notes) noted |= n.find("consumed samples") != n.npos;
+  EXPECT_TRUE(noted);
+  // Iterations 46-60 (past any warm-up), 5 steps a record of 1024 x 2048 tokens over 8 devices.
+  EXPECT_DOUBLE_EQ(r->PerDevice(),
+                   3 * 5 * 1024 * 2048 / (5 * (61674.3 + 61614.9 + 61681.5) / 1000) / 8);
+}
+
 TEST(Corpus, MegatronBridgeMtpAndSequenceAuxLosses) {
   // Megatron-Bridge (2026-05): lm loss, then seq_load_balancing_loss, mtp_1 loss and mtp_2
   // loss on the same line; only lm loss is the loss. --log-interval 1, GBS 512. The excerpt
@@ -585,6 +622,18 @@ TEST(Corpus, DeepSpeed017Bfloat16Config) {
 }
 
 // ---- transformers' Trainer, accelerate --------------------------------------
+
+TEST(Corpus, TrainerBarThenTqdmClearLineThenDict) {
+  // LLaMA-Factory on Ascend 910B (hiyouga/LlamaFactory#8439): bars 57-60/13080 one a line, then
+  // tqdm.write's clear of the bar (53 spaces, line 5) on a line of its own, then the dict (line
+  // 6), then the bar redrawn at 60. The bar at line 4 numbers the dict: step 60.
+  Result<Read> r = ReadLog("trainer_llamafactory_issue8439_npu_clear_line.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{60}));
+  EXPECT_EQ(r->Loss(60), 0.0);  // printed 0.0 (the issue's complaint), not NaN
+  EXPECT_TRUE(std::isnan(*r->At(60)->grad_norm));
+  EXPECT_EQ(*r->At(60)->lr, 4.510703363914373e-06);
+}
 
 TEST(Corpus, TrainerDictsFromAPullRequest) {
   Result<Read> r = ReadLog("trainer_pr35207_dicts.log", "trainer");
@@ -1011,6 +1060,91 @@ TEST(Corpus, MlperfNvidiaGpt3BlocksInTokens) {
   EXPECT_EQ(r->log.evals[1].step, 22);  // line 29: epoch_num 103809024 / 4718592
 }
 
+TEST(Corpus, MlperfGoogleMaxTextGpt3PlacedByEvaluations) {
+  // Google's GPT-3 on TPU v5p (v4.0, MaxText mllog_utils.py early_stop_check): no training events;
+  // each block_stop names its block's first_epoch_num only (line 27: 0, no epoch_count), the
+  // eval_accuracy after it the tokens at the evaluation (line 28: epoch_num 50331648).
+  // global_batch_size 2048 (line 20) x max_sequence_length 2048 (line 21) = 4194304 tokens a
+  // step: 50331648 / 4194304 = 12 steps between evaluations.
+  Result<Read> r = ReadLog("mllog_google_maxtext_gpt3_eval_positions.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 24u);  // eval_accuracy at lines 28, 31, ..., 97
+  EXPECT_EQ(r->Steps().front(), 12);
+  EXPECT_EQ(r->Steps().back(), 288);  // line 97: 1207959552 / 4194304
+  EXPECT_EQ(r->At(12)->span, 12);
+  EXPECT_FALSE(r->At(12)->loss.has_value());
+  // run_start (line 26, 1709183798092) to the first evaluation (line 28, 1709184112964).
+  EXPECT_DOUBLE_EQ(*r->At(12)->ms, (1709184112964.0 - 1709183798092.0) / 12);
+  // Line 28 to line 31 (1709184398703), less block_stop (line 30, ...702) to block_start (line
+  // 32, ...703): 285738 / 12 = 23811.5.
+  EXPECT_DOUBLE_EQ(*r->At(24)->ms, (1709184398703.0 - 1709184112964.0 - 1.0) / 12);
+  ASSERT_EQ(r->log.evals.size(), 24u);
+  EXPECT_EQ(r->log.evals[1].step, 24);
+  EXPECT_DOUBLE_EQ(r->log.evals[1].value, 2.7376162453761856);
+  EXPECT_TRUE(r->Note("placed by the eval_accuracy events' epoch_num"));
+}
+
+TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
+  // Google's stable_diffusion on TPU trillium-256 (v5.0, MaxDiffusion mllog_utils.py): blocks of
+  // 500 steps (samples_count / global_batch_size 1024, line 9) whose block_stop names the loss and
+  // lr of the block's last step; each evaluation logs CLIP then FID (metadata.metric), and the
+  // closing summary (lines 42-43) repeats the last evaluation's FID and CLIP.
+  Result<Read> r = ReadLog("mllog_google_maxdiffusion_sd_fid_clip.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{500, 1000, 1500, 2000, 2500}));
+  EXPECT_EQ(r->Loss(500), 0.40374454855918884);  // line 23
+  EXPECT_EQ(*r->At(500)->lr, 0.00018197065219283104);
+  EXPECT_EQ(r->Loss(2500), 0.3384511470794678);  // line 32
+  // block_start line 24 (1746068503914) to block_stop line 25 (1746068549554) over 500 steps.
+  EXPECT_DOUBLE_EQ(*r->At(1000)->ms, (1746068549554.0 - 1746068503914.0) / 500);
+  // FID only (lines 37 and 41, at samples_count 2048000 and 2560000 over 1024); line 42 repeats
+  // line 41.
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 2000);
+  EXPECT_EQ(r->log.evals[0].value, 100.75343424069968);
+  EXPECT_EQ(r->log.evals[1].step, 2500);
+  EXPECT_EQ(r->log.evals[1].value, 88.2065187242157);
+  EXPECT_EQ(r->log.eval_what, "MLPerf eval_accuracy FID");
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 88.2065187242157);
+}
+
+TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
+  // Intel Habana's llama2_70b_lora (v4.0, the reference's mlperf_logging_utils.py): train_loss at
+  // samples_count 192, 576, ... (global_batch_size 8, line 10: steps 24, 72, ...), and each
+  // block_start after an evaluation names the step count (line 30: samples_count 192 after the
+  // evaluation at 1536 = step 192), the reference's slip, not a position.
+  Result<Read> r = ReadLog("mllog_habana_llama2_70b_lora_block_start_steps.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(),
+            (std::vector<int64_t>{24, 72, 120, 168, 216, 264, 312, 360, 408}));  // 3264 / 8
+  EXPECT_EQ(r->Loss(24), 3.2219);
+  // run_start (line 23, 1715240631570) to the first train_loss (line 24, 1715240877183).
+  EXPECT_DOUBLE_EQ(*r->At(24)->ms, (1715240877183.0 - 1715240631570.0) / 24);
+  ASSERT_EQ(r->log.evals.size(), 6u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 29: 1536 / 8
+  EXPECT_EQ(r->log.evals[5].step, 432);  // line 49: 3456 / 8
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1715245747047.0 - 1715240631570.0) / 1000);
+}
+
+TEST(Corpus, MlperfHabanaGpt3OneBlockPlacedByEvaluations) {
+  // Intel Habana's GPT-3 on Gaudi2 (v4.0, Megatron-DeepSpeed): one block_start (line 36:
+  // first_epoch_num 0, epoch_count 50331648) and one block_stop at the end of the run (line 114:
+  // first_epoch_num 0); evaluations every 50331648 tokens (eval_start/eval_stop with epoch_num).
+  // gbs 2048 (line 21) x seq 2048 (line 23): 12 steps between evaluations.
+  Result<Read> r = ReadLog("mllog_habana_gpt3_one_block_evals.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 25u);  // 12 ... 300 (1258291200 / 4194304)
+  EXPECT_EQ(r->Steps().back(), 300);
+  // run_start (line 35, 1715299300491) to the first eval_start (line 38, 1715299518451).
+  EXPECT_DOUBLE_EQ(*r->At(12)->ms, (1715299518451.0 - 1715299300491.0) / 12);
+  // eval_start (line 38) to eval_start (line 41, 1715299678157) less the evaluation (line 38 to
+  // eval_stop at line 40, 1715299537054): 141103 / 12 = 11758.6.
+  EXPECT_DOUBLE_EQ(*r->At(24)->ms,
+                   (1715299678157.0 - 1715299518451.0 - (1715299537054.0 - 1715299518451.0)) / 12);
+  EXPECT_EQ(r->log.evals.size(), 25u);
+  EXPECT_EQ(r->log.evals[0].step, 12);
+}
+
 TEST(Corpus, MlperfNvidiaStepIsSamples) {
   // NVIDIA's llama31_405b (v5.0, NeMo 25.04): MetricsLogger._log_throughputs logs "step": (step
   // + 1) x gbs, samples, at global_batch_size 896 (line 2). The last before the evaluation (line
@@ -1095,6 +1229,39 @@ TEST(Corpus, FlagPerfSummaryOnly) {
   EXPECT_EQ(r->m()["mfu"]["stated"], 0.41353846153846155);
   EXPECT_TRUE(r->m()["config"]["steps"].is_null());
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, FlagPerfPerfLogEventsCpm) {
+  // FlagPerf's README, `tail -n 6 rank0.out.log` of a CPM case on 1x8 A100: the last STEP_END
+  // (line 1), EVALUATE without a value, and FINISHED (line 5). num_trained_samples 869632 over
+  // global_steps 3397 = 256 a step; seq/s 822.455385237589 is that step's rate.
+  Result<Read> r = ReadLog("flagperf_perflog_cpm_readme_tail.log", "flagperf",
+                           {{"mpe", 1024}, {"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{3397}));
+  EXPECT_EQ(r->Loss(3397), 2.679504871368408);
+  EXPECT_EQ(*r->At(3397)->lr, 0.000175375);
+  EXPECT_EQ(*r->At(3397)->samples, 256);
+  EXPECT_EQ(*r->At(3397)->samples_per_s, 822.455385237589);
+  ASSERT_TRUE(r->log.trainer_average.has_value());
+  EXPECT_EQ(*r->log.trainer_average->samples_per_s, 579.0933420700227);  // line 5
+  EXPECT_EQ(r->log.trainer_average->through_step, 3397);
+  EXPECT_EQ(*r->log.wall_s, 1661.6114165782928);  // e2e_time
+  // 579.0933420700227 samples/s x 1024 tokens / 8 devices.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 579.0933420700227 * 1024 / 8);
+  EXPECT_TRUE(r->log.evals.empty());  // EVALUATE names no eval_loss
+}
+
+TEST(Corpus, FlagPerfPerfLogEventsBertPaddleAuto) {
+  // An older FlagPerf README's BERT (Paddle) tail: num_trained_samples 10500864 at global_steps
+  // 41020 (41019 x 256: the ratio, 255.994, is the mean batch the log implies).
+  Result<Read> r = ReadLog("flagperf_perflog_bert_paddle_readme_tail.log", "auto", {{"mpe", 512}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "flagperf");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{41020}));
+  EXPECT_EQ(r->Loss(41020), 1.298828125);
+  EXPECT_DOUBLE_EQ(*r->At(41020)->samples, 10500864.0 / 41020);
+  EXPECT_EQ(*r->log.trainer_average->samples_per_s, 1221.242941532543);
 }
 
 // ---- auto -----------------------------------------------------------------
@@ -1442,6 +1609,13 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_dell_llama2_70b_lora_mlperf_common.log", "mllog"},
       {"mllog_dell_llama31_8b_nemo_step0.log", "mllog"},
       {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
+      {"mllog_google_maxtext_gpt3_eval_positions.log", "mllog"},
+      {"mllog_google_maxdiffusion_sd_fid_clip.log", "mllog"},
+      {"mllog_habana_llama2_70b_lora_block_start_steps.log", "mllog"},
+      {"megatron_ling_v2_core013_zloss_mtp.log", "megatron"},
+      {"trainer_llamafactory_issue8439_npu_clear_line.log", "trainer"},
+      {"megatron_dsv2lite_readme_cut_lines.log", "megatron"},
+      {"mllog_habana_gpt3_one_block_evals.log", "mllog"},
       {"mllog_nv_gpt3_tokens_blocks_only.log", "mllog"},
       {"mllog_nv_llama31_405b_step_is_samples.log", "mllog"},
       {"mllog_nv_llama2_70b_lora_block_stats_step0.log", "mllog"},
@@ -1454,6 +1628,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
       {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
+      {"flagperf_perflog_cpm_readme_tail.log", "flagperf"},
+      {"flagperf_perflog_bert_paddle_readme_tail.log", "flagperf"},
       {"nemo2_llama3_8b_b200_memory.log", "nemo"},
       {"nemo2_bionemo_evo2_iteration0.log", "nemo"},
       {"nemo2_bionemo_esm2_srun_prefix.log", "nemo"},

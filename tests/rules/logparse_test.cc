@@ -386,6 +386,53 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
             std::string::npos);
 }
 
+TEST(FlagPerf, PerfLogEventsAndABrokenOne) {
+  // driver/perf_logger.py's lines: two STEP_END events (global_steps 10, 20 of a global batch
+  // of 32), an EVALUATE with eval_loss, FINISHED.
+  const std::string log =
+      "[PerfLog] {\"event\": \"STEP_END\", \"value\": {\"loss\": 3.5, \"global_steps\": 10, "
+      "\"num_trained_samples\": 320, \"learning_rate\": 0.001, \"seq/s\": 64.0}, \"metadata\": "
+      "{\"time_ms\": 1000, \"rank\": 0}}\n"
+      "[PerfLog] {\"event\": \"STEP_END\", \"value\": {\"loss\": 3.25, \"global_steps\": 20, "
+      "\"num_trained_samples\": 640, \"seq/s\": 80.0}, \"metadata\": {\"time_ms\": 5000}}\n"
+      "[PerfLog] {\"event\": \"EVALUATE\", \"value\": {\"global_steps\": 20, \"eval_loss\": 3.1}}\n"
+      "[PerfLog] {\"event\": \"FINISHED\", \"value\": {\"e2e_time\": 12.5, "
+      "\"training_sequences_per_second\": 70.0}}\n";
+  Result<ParsedLog> r = ParseFlagPerfLog(log, "rank0.out.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[1].step, 20);
+  EXPECT_EQ(r->iterations[1].span, 10);
+  EXPECT_EQ(*r->iterations[1].samples, 32);  // 640 / 20
+  EXPECT_EQ(*r->iterations[1].samples_per_s, 80.0);
+  EXPECT_EQ(*r->iterations[0].lr, 0.001);
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 20);
+  EXPECT_EQ(*r->trainer_average->samples_per_s, 70.0);
+  EXPECT_EQ(r->trainer_average->through_step, 20);
+  EXPECT_EQ(*r->wall_s, 12.5);
+  Result<ParsedLog> auto_read = ParseAutoLog(log, "rank0.out.log");
+  ASSERT_TRUE(auto_read.ok());
+  EXPECT_EQ(auto_read->format, "flagperf");
+  // [PerfLog] lines around another trainer's lines (an LLM case): that trainer's steps.
+  Result<ParsedLog> wrapped = ParseAutoLog(
+      "[PerfLog] {\"event\": \"LAUNCH_TRAINING\", \"metadata\": {\"time_ms\": 1}}\n"
+      " iteration       10/     100 | elapsed time per iteration (ms): 500.0 | global batch "
+      "size:    16 | lm loss: 7.000000E+00 |\n",
+      "llm.log");
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().message();
+  EXPECT_EQ(wrapped->format, "flagperf");
+  ASSERT_EQ(wrapped->iterations.size(), 1u);
+  EXPECT_EQ(*wrapped->iterations[0].loss, 7.0);
+  // A broken event in the middle names its line; a last line cut off is tolerated.
+  Result<ParsedLog> broken =
+      ParseFlagPerfLog("[PerfLog] {\"event\": \"STEP_END\", \"value\": {\n" + log, "cut.log");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().message(), "cut.log:1: a [PerfLog] line that is not a JSON event");
+  EXPECT_TRUE(
+      ParseFlagPerfLog(log + "[PerfLog] {\"event\": \"STEP_END\", \"val", "cut_last.log").ok());
+}
+
 TEST(LineScan, CarriageReturnsSplitALineIntoSegments) {
   std::vector<std::pair<std::string, int64_t>> seen;
   int64_t n = ForEachLine("a\n\r 10%|#| 1/9\r{'loss': 1}\r\nb\r\n\nc",

@@ -1,0 +1,111 @@
+// FlagPerf's own event log: the classic training cases (training/benchmarks/<case>/pytorch or
+// paddle: bert, cpm, glm, gpt2, ...) log through driver/perf_logger.py, one JSON event a line
+// after a `[PerfLog] ` header, into each rank's rankN.out.log:
+//
+//   [PerfLog] {"event": "STEP_END", "value": {"loss": 2.6795, "epoch": 1, "end_training": true,
+//     "global_steps": 3397, "num_trained_samples": 869632, "learning_rate": 0.000175375,
+//     "seq/s": 822.455}, "metadata": {"file": ".../run_pretraining.py", "lineno": 127,
+//     "time_ms": 1669034171032, "rank": 0}}                                     (one line)
+//   [PerfLog] {"event": "FINISHED", "value": {"e2e_time": 1661.61,
+//     "training_sequences_per_second": 579.09, "converged": true, "final_loss": 3.0667,
+//     "raw_train_time": 1501.713, "init_time": 148.937}, "metadata": {...}}   (one line)
+//
+// A STEP_END is a record at value.global_steps (the trainer's state.to_dict(): cpm's
+// train_one_epoch counts it per batch), with its loss, learning_rate, the samples per step
+// (num_trained_samples = global_steps x the global batch, so their ratio) and the step's rate
+// as printed: "seq/s" or "img/s" (samples/s over the last optimizer step) or "tokens/s".
+// EVALUATE events with a value give evals (eval_loss at value.global_steps). FINISHED's
+// training_sequences_per_second (global batch x global_steps / raw_train_time, evaluation
+// included) is the trainer's average over the run, and e2e_time its wall time.
+#include "rules/logparse/flagperf_perflog.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "rules/logparse/line_kinds.h"
+#include "rules/logparse/line_scan.h"
+
+namespace bm::logparse {
+namespace {
+
+constexpr std::string_view kHeader = "[PerfLog] ";
+
+std::optional<double> Num(const nlohmann::json& o, const char* key) {
+  if (!o.is_object()) return std::nullopt;
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+}  // namespace
+
+bool IsFlagPerfEventLine(std::string_view line) {
+  size_t at = line.find(kHeader);
+  if (at == std::string_view::npos) return false;
+  std::string_view rest = Trim(line.substr(at + kHeader.size()));
+  return rest.starts_with("{\"event\"");
+}
+
+Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLog& log) {
+  Status error = Status::Ok();
+  const int64_t total_lines = CountLines(text);
+  std::map<int64_t, Iteration> steps;
+  int64_t last_step = 0;
+  ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!error.ok() || !IsFlagPerfEventLine(line)) return;
+    std::string_view rest = Trim(line.substr(line.find(kHeader) + kHeader.size()));
+    nlohmann::json e = nlohmann::json::parse(rest, nullptr, false);
+    if (e.is_discarded() || !e.is_object() || !e.contains("event") || !e["event"].is_string()) {
+      if (no == total_lines) return;  // a last line cut off mid-way
+      error =
+          Errorf(ErrorCode::kCorrupt, "{}:{}: a [PerfLog] line that is not a JSON event", name, no);
+      return;
+    }
+    const std::string event = e["event"];
+    const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
+    if (event == "STEP_END") {
+      std::optional<double> step = Num(value, "global_steps");
+      if (!step || *step < 1) return;  // a case whose state names no step
+      Iteration it;
+      it.step = static_cast<int64_t>(*step);
+      it.line = no;
+      it.loss = Num(value, "loss");
+      it.lr = Num(value, "learning_rate");
+      if (std::optional<double> n = Num(value, "num_trained_samples"); n && *n > 0)
+        it.samples = *n / *step;
+      it.samples_per_s = Num(value, "seq/s");
+      if (!it.samples_per_s) it.samples_per_s = Num(value, "img/s");
+      it.tokens_per_s = Num(value, "tokens/s");
+      if (e.contains("metadata")) it.time_ms = Num(e["metadata"], "time_ms");
+      steps.emplace(it.step, it);  // the first a step logged (several ranks' logs concatenated)
+      last_step = std::max(last_step, it.step);
+    } else if (event == "EVALUATE") {
+      std::optional<double> loss = Num(value, "eval_loss");
+      if (!loss) return;
+      log.evals.push_back(
+          {static_cast<int64_t>(Num(value, "global_steps").value_or(0)), *loss, no});
+      log.eval_what = "FlagPerf EVALUATE eval_loss";
+    } else if (event == "FINISHED") {
+      if (std::optional<double> sps = Num(value, "training_sequences_per_second")) {
+        TrainerAverage avg;
+        avg.samples_per_s = *sps;
+        avg.through_step = last_step;
+        avg.line = no;
+        avg.what =
+            "FlagPerf's training_sequences_per_second (global batch x global_steps / "
+            "raw_train_time, evaluation included)";
+        log.trainer_average = avg;
+      }
+      if (std::optional<double> e2e = Num(value, "e2e_time")) log.wall_s = *e2e;
+    }
+  });
+  BM_TRY(error);
+  for (auto& [step, it] : steps) log.iterations.push_back(it);
+  FillSpansFromGaps(log.iterations);
+  return Status::Ok();
+}
+
+}  // namespace bm::logparse

@@ -29,18 +29,8 @@
 #include "rules/logparse/line_scan.h"
 
 namespace bm::logparse {
-namespace {
 
 constexpr std::string_view kHeader = "[PerfLog] ";
-
-std::optional<double> Num(const nlohmann::json& o, const char* key) {
-  if (!o.is_object()) return std::nullopt;
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-}  // namespace
 
 bool IsFlagPerfEventLine(std::string_view line) {
   size_t at = line.find(kHeader);
@@ -67,29 +57,29 @@ Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLo
     const std::string event = e["event"];
     const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
     if (event == "STEP_END") {
-      std::optional<double> step = Num(value, "global_steps");
+      std::optional<double> step = JsonNumber(value, "global_steps");
       if (!step || *step < 1) return;  // a case whose state names no step
       Iteration it;
       it.step = static_cast<int64_t>(*step);
       it.line = no;
-      it.loss = Num(value, "loss");
-      it.lr = Num(value, "learning_rate");
-      if (std::optional<double> n = Num(value, "num_trained_samples"); n && *n > 0)
+      it.loss = JsonNumber(value, "loss");
+      it.lr = JsonNumber(value, "learning_rate");
+      if (std::optional<double> n = JsonNumber(value, "num_trained_samples"); n && *n > 0)
         it.samples = *n / *step;
-      it.samples_per_s = Num(value, "seq/s");
-      if (!it.samples_per_s) it.samples_per_s = Num(value, "img/s");
-      it.tokens_per_s = Num(value, "tokens/s");
-      if (e.contains("metadata")) it.time_ms = Num(e["metadata"], "time_ms");
+      it.samples_per_s = JsonNumber(value, "seq/s");
+      if (!it.samples_per_s) it.samples_per_s = JsonNumber(value, "img/s");
+      it.tokens_per_s = JsonNumber(value, "tokens/s");
+      if (e.contains("metadata")) it.time_ms = JsonNumber(e["metadata"], "time_ms");
       steps.emplace(it.step, it);  // the first a step logged (several ranks' logs concatenated)
       last_step = std::max(last_step, it.step);
     } else if (event == "EVALUATE") {
-      std::optional<double> loss = Num(value, "eval_loss");
+      std::optional<double> loss = JsonNumber(value, "eval_loss");
       if (!loss) return;
       log.evals.push_back(
-          {static_cast<int64_t>(Num(value, "global_steps").value_or(0)), *loss, no});
+          {static_cast<int64_t>(JsonNumber(value, "global_steps").value_or(0)), *loss, no});
       log.eval_what = "FlagPerf EVALUATE eval_loss";
     } else if (event == "FINISHED") {
-      if (std::optional<double> sps = Num(value, "training_sequences_per_second")) {
+      if (std::optional<double> sps = JsonNumber(value, "training_sequences_per_second")) {
         TrainerAverage avg;
         avg.samples_per_s = *sps;
         avg.through_step = last_step;
@@ -99,7 +89,7 @@ Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLo
             "raw_train_time, evaluation included)";
         log.trainer_average = avg;
       }
-      if (std::optional<double> e2e = Num(value, "e2e_time")) log.wall_s = *e2e;
+      if (std::optional<double> e2e = JsonNumber(value, "e2e_time")) log.wall_s = *e2e;
     }
   });
   BM_TRY(error);

@@ -131,6 +131,13 @@ int64_t CountLines(std::string_view text) {
   return text.back() == '\n' ? n : n + 1;
 }
 
+std::optional<double> JsonNumber(const nlohmann::json& o, const char* key) {
+  if (!o.is_object()) return std::nullopt;
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
 std::optional<double> NumberAfter(std::string_view line, std::string_view key,
                                   std::string_view seps) {
   size_t at = FindKeyValue(line, key, seps);

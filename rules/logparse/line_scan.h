@@ -16,6 +16,9 @@ namespace bm::logparse {
 
 std::string_view Trim(std::string_view s);
 
+// o[key] when o is a JSON object holding a number there (MLPerf's and FlagPerf's events).
+std::optional<double> JsonNumber(const nlohmann::json& o, const char* key);
+
 // Calls fn(line, line_no) for every line of text ("\n"-separated, 1-based
 // numbers). A line with carriage returns inside (tqdm redrawing its bar, then
 // printing a record over it) is read as its "\r"-separated segments, each

@@ -13,17 +13,10 @@ namespace {
 
 constexpr std::string_view kTrackedStats = "tracked_stats";
 
-std::optional<double> Num(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
 // tracked_stats' training loss, by the names the references give it.
 std::optional<double> TrackedLoss(const nlohmann::json& value) {
   for (const char* key : {"loss", "reduced_train_loss", "train_loss"})
-    if (std::optional<double> v = Num(value, key)) return v;
+    if (std::optional<double> v = JsonNumber(value, key)) return v;
   return std::nullopt;
 }
 
@@ -56,8 +49,8 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     const std::string key = e["key"];
     const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
     const nlohmann::json& meta = e.contains("metadata") ? e["metadata"] : nlohmann::json();
-    std::optional<double> time_ms = Num(e, "time_ms");
-    std::optional<double> samples = Num(meta, "samples_count");
+    std::optional<double> time_ms = JsonNumber(e, "time_ms");
+    std::optional<double> samples = JsonNumber(meta, "samples_count");
     if (key == mllog::kRunStart) {
       if (!ev.run_start) ev.run_start = time_ms;
     } else if (key == mllog::kRunStop) {
@@ -72,9 +65,9 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       SetFact(log, "gas", value.get<double>(), no);
     } else if (key == mllog::kBlockStart || key == mllog::kBlockStop) {
       const bool start = key == mllog::kBlockStart;
-      std::optional<double> tokens = Num(meta, "first_epoch_num");
+      std::optional<double> tokens = JsonNumber(meta, "first_epoch_num");
       if (tokens && !samples) {
-        if (!start) *tokens += Num(meta, "epoch_count").value_or(0);
+        if (!start) *tokens += JsonNumber(meta, "epoch_count").value_or(0);
         ev.token_positions.push_back(*tokens);
         if (ev.epoch_blocks_line == 0) ev.epoch_blocks_line = no;
       } else {
@@ -84,10 +77,10 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       const Block b{time_ms.value_or(0),
                     samples,
                     tokens,
-                    Num(meta, "step"),
+                    JsonNumber(meta, "step"),
                     no,
-                    start ? std::nullopt : Num(meta, "loss"),
-                    start ? std::nullopt : Num(meta, "lr")};
+                    start ? std::nullopt : JsonNumber(meta, "loss"),
+                    start ? std::nullopt : JsonNumber(meta, "lr")};
       if (start) {
         if (time_ms && ev.between_blocks) ev.paused.push_back({*ev.between_blocks, *time_ms});
         ev.between_blocks.reset();
@@ -101,9 +94,9 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       }
     } else if (key == mllog::kEvalStart) {
       ev.eval_open = time_ms;
-      std::optional<double> tokens = samples ? std::nullopt : Num(meta, "epoch_num");
+      std::optional<double> tokens = samples ? std::nullopt : JsonNumber(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
-      ev.open_eval_at = {Num(meta, "step"), samples, tokens};
+      ev.open_eval_at = {JsonNumber(meta, "step"), samples, tokens};
     } else if (key == mllog::kEvalStop) {
       if (time_ms && ev.eval_open) ev.paused.push_back({*ev.eval_open, *time_ms});
       ev.eval_open.reset();
@@ -116,7 +109,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
                                     ? meta["metric"].get<std::string>()
                                     : std::string());
       log.evals.push_back({0, value.get<double>(), no});
-      std::optional<double> tokens = samples ? std::nullopt : Num(meta, "epoch_num");
+      std::optional<double> tokens = samples ? std::nullopt : JsonNumber(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
       const EvalAt at = ev.open_eval_at.step || ev.open_eval_at.samples || ev.open_eval_at.tokens
                             ? ev.open_eval_at
@@ -127,10 +120,10 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
         ev.step_at_eval.push_back({*ev.last_plain_step, *at.samples});
       log.eval_what = "MLPerf eval_accuracy";
     } else if (key == mllog::kTrainLoss || key == kTrackedStats) {
-      std::optional<double> step = Num(meta, "step");
+      std::optional<double> step = JsonNumber(meta, "step");
       const bool loss_event = key == mllog::kTrainLoss;
       if (!loss_event) ++ev.tracked;
-      if (std::optional<double> gib = Num(value, "max_memory_usage")) {
+      if (std::optional<double> gib = JsonNumber(value, "max_memory_usage")) {
         // mlperf_common's round(torch.cuda.max_memory_allocated() / 2**30, 3): GiB.
         if (!ev.peak_gib || *gib > *ev.peak_gib) ev.peak_gib = gib, ev.peak_line = no;
       }
@@ -142,18 +135,18 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       r.it.time_ms = time_ms;
       r.it.loss = loss_event && value.is_number() ? std::optional<double>(value.get<double>())
                                                   : TrackedLoss(value);
-      r.it.lr = Num(value, "lr");
-      if (!r.it.lr) r.it.lr = Num(meta, "lr");
-      r.it.grad_norm = Num(value, "grad_norm");
-      if (std::optional<double> s = Num(value, "train_step_time")) r.own_ms = *s * 1000.0;
-      if (std::optional<double> s = Num(value, "train_step_timing in s")) {
+      r.it.lr = JsonNumber(value, "lr");
+      if (!r.it.lr) r.it.lr = JsonNumber(meta, "lr");
+      r.it.grad_norm = JsonNumber(value, "grad_norm");
+      if (std::optional<double> s = JsonNumber(value, "train_step_time")) r.own_ms = *s * 1000.0;
+      if (std::optional<double> s = JsonNumber(value, "train_step_timing in s")) {
         r.own_ms = *s * 1000.0;
         r.timing_in_s = true;
       }
       const bool statistics = loss_event || r.it.loss || r.it.lr || r.it.grad_norm;
       if (!statistics && !r.own_ms)
         return;  // not a training step's statistics (validation_time; throughput alone)
-      if (!statistics && ((!step && samples) || Num(value, "throughput"))) {
+      if (!statistics && ((!step && samples) || JsonNumber(value, "throughput"))) {
         // mlperf_common's block means: _log_train_step_time (train_step_time at the block's
         // samples_count, no step), and before 2025-07 _log_training_throughput (throughput and
         // train_step_time at "step" = the block's first step x gbs, from 0).

@@ -86,7 +86,6 @@ class DeviceArena {
     return reinterpret_cast<T*>(base_ + offset);
   }
   size_t bytes() const { return bytes_; }
-  bool is_window() const { return window_ != nullptr; }
   // Device memory this process uses now by cudaMemGetInfo (total - free), in bytes.
   static Result<size_t> DeviceUsedBytes();
 

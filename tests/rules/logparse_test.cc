@@ -386,6 +386,44 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
             std::string::npos);
 }
 
+TEST(Mllog, PackedBertSaysWhatIsMissing) {
+  // MLPerf Training v5.0 BERT, Dell (lines 76, 2081, 2088-2091 of
+  // Dell/results/XE9680x8H200-SXM-141GB/bert/result_0.txt): packed samples, one block for the
+  // epoch, throughput-only tracked_stats, evaluations at epoch_num = samples (150053 / 768 is no
+  // step). Not a GPT-3 log: the error says what is missing, not that tokens would not divide.
+  const std::string text =
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142761526, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"global_batch_size\", \"value\": 768, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1281}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142778073, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"block_start\", \"value\": null, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1641, \"first_epoch_num\": 1, "
+      "\"epoch_count\": 1}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142796371, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"tracked_stats\", \"value\": {\"throughput\": "
+      "8200.513887452538}, \"metadata\": {\"file\": \"/workspace/bert/run_pretraining.py\", "
+      "\"lineno\": 1850, \"epoch_num\": 150053}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142796372, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"eval_start\", \"value\": 150053, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1856, \"epoch_num\": 150053}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142799100, \"event_type\": "
+      "\"INTERVAL_END\", \"key\": \"eval_stop\", \"value\": 150053, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1862, \"epoch_num\": 150053}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142799101, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"eval_accuracy\", \"value\": 0.3784697651863098, \"metadata\": "
+      "{\"file\": \"/workspace/bert/run_pretraining.py\", \"lineno\": 1866, \"epoch_num\": "
+      "150053}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "bert.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "bert.txt:2: no training step: no train_loss events, none of the 1 tracked_stats "
+            "events holds a training loss, lr, grad_norm or step time, and the blocks name "
+            "first_epoch_num/epoch_count (epochs) but no samples_count or step; the "
+            "eval_accuracy events' epoch_num (150053 at line 6) is not a multiple of "
+            "global_batch_size 768 (packed or variable-size samples), so it places no step "
+            "either");
+}
+
 TEST(FlagPerf, PerfLogEventsAndABrokenOne) {
   // driver/perf_logger.py's lines: two STEP_END events (global_steps 10, 20 of a global batch
   // of 32), an EVALUATE with eval_loss, FINISHED.

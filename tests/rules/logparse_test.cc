@@ -231,7 +231,33 @@ TEST(Nemo, LogIntervalCutLineAndMalformedField) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "none.log: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "
-            "global_step: S | ...') in 1 lines");
+            "global_step: S | ...') or NeMo 1 training bars ('Epoch E: ... [..., "
+            "reduced_train_loss=x, global_step=S, ...]') in 1 lines");
+}
+
+TEST(Nemo, Nemo1BarsCutAndMalformed) {
+  // NeMo 1's Lightning bar, one drawing per step (\r-separated), the last cut before its `]`.
+  const std::string bar =
+      "Epoch 1:  10%|#  | 3/30 [00:09<01:21, v_num=, reduced_train_loss=2.500, global_step=32.00, "
+      "consumed_samples=528.0, train_step_timing in s=3.000]";
+  Result<ParsedLog> r =
+      ParseNemoLog(bar +
+                       "\rEpoch 1:  13%|#  | 4/30 [00:12<01:18, v_num=, reduced_train_loss=2.250, "
+                       "global_step=33.00, consumed_samples=544.0, train_step_timing in s=3.",
+                   "bars.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 33);  // global_step 32 is 0-based
+  EXPECT_EQ(r->iterations[0].ms, 3000.0);
+  EXPECT_EQ(r->iterations[1].step, 34);
+  EXPECT_EQ(r->iterations[1].span, 1);
+  EXPECT_EQ(r->iterations[1].loss, 2.25);
+  EXPECT_EQ(r->iterations[1].samples, 16.0);  // (544 - 528) / 1
+  EXPECT_FALSE(r->iterations[1].ms);          // cut: "train_step_timing in s=3."
+  r = ParseNemoLog("x\n" + bar.substr(0, 65) + "abc, global_step=1.000]\n", "bad.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "bad.log:2: the NeMo bar's 'reduced_train_loss' is 'abc', not a number");
 }
 
 TEST(DeepSpeed, RealisticZero3Log) {

@@ -418,6 +418,28 @@ TEST(Corpus, MegatronRankPrefixesCrashAndResume) {
 
 // ---- DeepSpeed ------------------------------------------------------------
 
+TEST(Corpus, DeepSpeedExcerptFromMidRunSkippedCount) {
+  // ChatGLM-Finetuning#12: DeepSpeed timer lines, the script's `loss:x, global_step:N` after
+  // them, engine lines every 10 steps from step=170. skipped=21 at line 3 is DeepSpeed's count
+  // since the run's start (fp16 loss scaling's early skips); the excerpt starts at 160, so none
+  // is put on the 161-170 record, and the later lines add nothing (21, 21, 21).
+  Result<Read> r = ReadLog("deepspeed_chatglm_ft_issue12_skipped_midrun.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "deepspeed");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{160, 170, 180, 190}));
+  EXPECT_EQ(r->Loss(160), 0.92626953125);  // line 2
+  EXPECT_EQ(r->Loss(190), 0.74072265625);  // line 11
+  EXPECT_EQ(r->At(170)->skipped, 0);
+  EXPECT_EQ(r->At(170)->span, 10);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"].get<int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(*r->At(170)->samples_per_s, 0.9075004102820523);  // CurrSamplesPerSec
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 24.74 * kGiB);         // MaxMemAllocated=24.74GB
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted = noted || n.find(":3: skipped=21 counts the run's skipped steps") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Corpus, DeepSpeed07RunningAverageWithoutGlobalStep) {
   // "0/40, RunningAvgSamplesPerSec=229.93929267351086" (line 6) belongs to step=40 (line 5).
   // SQuAD's 384 tokens set here; the device count is not in the excerpt.
@@ -1710,6 +1732,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"nemo1_bar_neuron_nxdt_3steps.log", "nemo"},
       {"nemo1_bar_a3mega_skipped.log", "nemo"},
       {"nemo1_bar_launcher_issue55.log", "nemo"},
+      {"deepspeed_chatglm_ft_issue12_skipped_midrun.log", "deepspeed"},
       {"megatron_deepspeed_alcf_key_value.log", "megatron"},
       {"megatron_primus_current_average.log", "megatron"},
       {"megatron_deepspeed_juwels_seconds.log", "megatron"},

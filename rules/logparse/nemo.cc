@@ -94,18 +94,25 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
     int64_t iteration = 0;
     size_t pos = ProgressHeader(line, &iteration);
     if (pos == std::string_view::npos) {
-      Result<std::optional<NemoBar>> bar = ReadNemoBar(line, name, no);
-      if (!bar.ok()) {
-        error = bar.status();
-      } else if (bar->has_value()) {
-        const NemoBar& b = **bar;
-        bar_consumed[b.it.step] = b.consumed_samples;
-        if (b.step_rounded && rounded_line == 0) rounded_line = no;
-        if (b.epoch0_batches && *b.epoch0_batches > b.it.step && ahead_line == 0) {
-          ahead_line = no;
-          ahead_by = *b.epoch0_batches - b.it.step;
+      // A pasted terminal capture may show the carriage returns between drawings as the text
+      // "^M": each piece is a drawing of its own.
+      for (size_t from = 0; from <= line.size() && error.ok();) {
+        size_t caret = line.find("^M", from);
+        if (caret == std::string_view::npos) caret = line.size();
+        Result<std::optional<NemoBar>> bar = ReadNemoBar(line.substr(from, caret - from), name, no);
+        from = caret + 2;
+        if (!bar.ok()) {
+          error = bar.status();
+        } else if (bar->has_value()) {
+          const NemoBar& b = **bar;
+          bar_consumed[b.it.step] = b.consumed_samples;
+          if (b.step_rounded && rounded_line == 0) rounded_line = no;
+          if (b.epoch0_batches && *b.epoch0_batches > b.it.step && ahead_line == 0) {
+            ahead_line = no;
+            ahead_by = *b.epoch0_batches - b.it.step;
+          }
+          AddIteration(log.iterations, b.it, &log.restarts);
         }
-        AddIteration(log.iterations, b.it, &log.restarts);
       }
       return;
     }

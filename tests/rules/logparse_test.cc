@@ -254,6 +254,12 @@ TEST(Nemo, Nemo1BarsCutAndMalformed) {
   EXPECT_EQ(r->iterations[1].loss, 2.25);
   EXPECT_EQ(r->iterations[1].samples, 16.0);  // (544 - 528) / 1
   EXPECT_FALSE(r->iterations[1].ms);          // cut: "train_step_timing in s=3."
+  // Drawings pasted with their carriage returns as the text "^M": each read.
+  r = ParseNemoLog(bar + "^M" + bar.substr(0, 65) + "2.000, global_step=33.00]\n", "caret.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[1].step, 34);
+  EXPECT_EQ(r->iterations[1].loss, 2.0);
   r = ParseNemoLog("x\n" + bar.substr(0, 65) + "abc, global_step=1.000]\n", "bad.log");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),

@@ -28,28 +28,25 @@
 // engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
 // count from 0 (a script's `enumerate`), and each is read as the step after its number.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
-// the previous progress line. A `step=N` line right after one for the same N
-// is a second engine's (DeepSpeed-Chat step 3 runs an actor and a critic
-// engine, each with its own count): the first is kept. DeepSpeed-Chat's PPO
-// lines, `epoch: 0|step: S|ppo_ep: 1|act_loss: x|cri_loss: y|...`
-// (step3_rlhf_finetuning/main.py), give nothing, with a note: S counts prompt
-// batches from 0 (enumerate), each trained for ppo_epochs x its experience
-// batches optimizer steps of both engines, and act_loss is the actor's PPO
-// policy loss averaged over them. Every rank may print the timer line: per step,
-// the first value of each field wins. RunningAvgSamplesPerSec at the last
-// report is DeepSpeed's own average over every step after its first two
-// (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed
-// logs at WARNING and steps_per_print is None by default, so a default run
-// prints none of its own lines: only the Trainer's dicts are left, timed by
-// the closing train_samples_per_second. A script may number its loss lines with its own
-// counter: SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ... completed (loss: x, ...)"
-// counts micro-batches (deepspeed_utils.py, `enumerate(train_dataloader)`), so under
-// gradient accumulation its step runs ahead of the engine's (`step=600`,
-// `micro_step=1200/global_step=600`). When most engine step lines that follow a loss line
-// show a step below that loss line's, the loss lines are not numbered by optimizer steps:
-// their losses are left out, with a note. Precision: `bfloat16_enabled` /
-// `fp16_enabled` (before 0.17.1), `bfloat16_config ... enabled=True` /
-// `float16_config ... enabled=True` (after).
+// the previous progress line (the first line's whole count only when its record reaches back
+// to step 1: an excerpt from mid-run does not say where the earlier skips fell). A `step=N` line
+// right after one for the same N is a second engine's (DeepSpeed-Chat step 3 runs an actor and a
+// critic engine, each with its own count): the first is kept. DeepSpeed-Chat's PPO lines, `epoch:
+// 0|step: S|ppo_ep: 1|act_loss: x|cri_loss: y|...` (step3_rlhf_finetuning/main.py), give nothing,
+// with a note: S counts prompt batches from 0 (enumerate), each trained for ppo_epochs x its
+// experience batches optimizer steps of both engines, and act_loss is the actor's PPO policy loss
+// averaged over them. Every rank may print the timer line: per step, the first value of each field
+// wins. RunningAvgSamplesPerSec at the last report is DeepSpeed's own average over every step after
+// its first two (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed logs at
+// WARNING and steps_per_print is None by default, so a default run prints none of its own lines:
+// only the Trainer's dicts are left, timed by the closing train_samples_per_second. A script may
+// number its loss lines with its own counter: SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ...
+// completed (loss: x, ...)" counts micro-batches (deepspeed_utils.py,
+// `enumerate(train_dataloader)`), so under gradient accumulation its step runs ahead of the
+// engine's (`step=600`, `micro_step=1200/global_step=600`). When most engine step lines that follow
+// a loss line show a step below that loss line's, the loss lines are not numbered by optimizer
+// steps: their losses are left out, with a note. Precision: `bfloat16_enabled` / `fp16_enabled`
+// (before 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ... enabled=True` (after).
 #include <fmt/format.h>
 
 #include <cctype>
@@ -206,6 +203,8 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   log.format = "deepspeed";
   std::map<int64_t, Iteration> steps;
   int64_t last_skipped_total = 0;
+  StepAt first_skipped{0, 0};  // the first step line's step and line, when its count is > 0
+  int64_t first_skipped_total = 0, step_lines = 0;
   double peak_gb = -1;
   std::optional<int64_t> engine_step;  // the last `step=N` line's N
   int64_t ppo_line = 0;                // DeepSpeed-Chat's first PPO line, left out
@@ -283,6 +282,10 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       Iteration& it = at_step(n, no);
       set(it.lr, NumberAfter(line, "lr", "="));
       int64_t total = static_cast<int64_t>(*skipped);
+      if (++step_lines == 1 && total > 0) {
+        first_skipped = {n, no};
+        first_skipped_total = total;
+      }
       if (total >= last_skipped_total) it.skipped = total - last_skipped_total;
       last_skipped_total = total;
       return;
@@ -362,6 +365,16 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
                   name, log.lines, OtherFormatHint(text, "deepspeed"));
   }
   FillSpansFromGaps(log.iterations);
+  // The first step line's count runs from the run's start: its record holds it only when the
+  // record reaches back to step 1 (an excerpt from mid-run: they fell somewhere before).
+  for (Iteration& it : log.iterations) {
+    if (first_skipped.line == 0 || it.step != first_skipped.step || it.span >= it.step) continue;
+    it.skipped = 0;
+    log.notes.push_back(fmt::format(
+        "{}:{}: skipped={} counts the run's skipped steps from its start, and the log begins "
+        "after step 1: not attributed to the steps it shows",
+        name, first_skipped.line, first_skipped_total));
+  }
   if (ppo_line) {
     log.notes.push_back(fmt::format(
         "{}:{}: DeepSpeed-Chat PPO lines ('epoch: E|step: S|ppo_ep: P|act_loss: x|cri_loss: "

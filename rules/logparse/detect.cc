@@ -26,6 +26,7 @@ constexpr Kind kKinds[] = {
     {"flagperf", IsFlagPerfEventLine, "a FlagPerf '[PerfLog] {\"event\": ...}' line"},
     {"mllog", IsMllogEventLine, "an MLPerf ':::MLLOG {...}' event"},
     {"nemo", IsNemoProgressLine, "a NeMo 2 ProgressPrinter line"},
+    {"nemo", IsNemoBarLine, "a NeMo 1 training bar"},
     {"megatron", IsMegatronIterationLine, "a Megatron iteration line"},
     {"paddle", IsPaddleStepLine, "a PaddleNLP step line"},
     {"deepspeed", IsDeepSpeedLine, "a DeepSpeed step or ThroughputTimer line"},
@@ -63,7 +64,8 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
     return Errorf(
         ErrorCode::kCorrupt,
         "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
-        "line, a NeMo 2 ProgressPrinter line, DeepSpeed step or ThroughputTimer lines, "
+        "line, a NeMo 2 ProgressPrinter line or NeMo 1 training bar, DeepSpeed step or "
+        "ThroughputTimer lines, "
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
         "'[PerfLog]' events",

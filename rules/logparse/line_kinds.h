@@ -15,6 +15,8 @@ bool IsMllogEventLine(std::string_view line);       // ":::MLLOG {"
 bool IsMegatronIterationLine(std::string_view line);
 // "Training epoch 0, iteration 45/99 | ... | global_step: 45 | ..." (NeMo 2)
 bool IsNemoProgressLine(std::string_view line);
+// "Epoch 0: ... 50/50 [..., reduced_train_loss=11.70, global_step=49.00, ...]" (NeMo 1's bar)
+bool IsNemoBarLine(std::string_view line);
 bool IsPaddleStepLine(std::string_view line);
 bool IsDeepSpeedLine(std::string_view line);    // engine step= or ThroughputTimer lines
 bool IsTrainerDictLine(std::string_view line);  // a loss or closing dict

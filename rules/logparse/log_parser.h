@@ -1,8 +1,8 @@
 // Reading an external trainer's training log: Megatron-LM / FlagScale
-// iteration lines, NeMo 2's ProgressPrinter lines, DeepSpeed's engine and ThroughputTimer lines,
-// the Hugging Face Trainer's log dicts (transformers, accelerate), PaddleNLP's step lines,
-// FlagPerf's summary and `[PerfLog]` events, MLPerf `:::MLLOG` events, and `auto`, which recognises
-// the format from the log. One parser per format (one file each), found by
+// iteration lines, NeMo 2's ProgressPrinter lines and NeMo 1's training bars, DeepSpeed's engine
+// and ThroughputTimer lines, the Hugging Face Trainer's log dicts (transformers, accelerate),
+// PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf `:::MLLOG` events, and
+// `auto`, which recognises the format from the log. One parser per format (one file each), found by
 // name in a small registry, so that the exec rule's `log_format = "megatron"`
 // is one lookup and a new format is one file and one registry line (STYLE.md
 // habit 8).
@@ -136,7 +136,7 @@ std::string LogParserNames();
 
 // Which format a log is in, by the first line that only that format prints,
 // in this order: FlagPerf's summary (it wraps another trainer's lines) or `[PerfLog]` events,
-// :::MLLOG events, NeMo 2 ProgressPrinter lines, Megatron iteration lines,
+// :::MLLOG events, NeMo 2 ProgressPrinter lines, NeMo 1 training bars, Megatron iteration lines,
 // PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts.
 // nullopt when no line matches.
 struct Detected {

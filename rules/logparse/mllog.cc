@@ -347,6 +347,30 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   }
   if (log.iterations.empty()) {
     std::string why = events > 0 ? "" : OtherFormatHint(text, "mllog");
+    if (epoch_blocks_line > 0 && !token_unit && !(gbs && fact("mpe"))) {
+      // BERT's reference (packed samples): one block for the epoch, throughput-only
+      // tracked_stats, evaluations at epoch_num = samples that no batch size divides.
+      std::string evals_say;
+      for (size_t i = 0; i < log.evals.size() && evals_say.empty(); ++i) {
+        if (!eval_at[i].tokens) continue;
+        evals_say = gbs && *gbs > 0 && std::fmod(*eval_at[i].tokens, *gbs) != 0
+                        ? fmt::format(
+                              "; the eval_accuracy events' epoch_num ({:.0f} at line {}) is not "
+                              "a multiple of global_batch_size {:.0f} (packed or "
+                              "variable-size samples), so it places no step either",
+                              *eval_at[i].tokens, log.evals[i].line, *gbs)
+                        : fmt::format(
+                              "; the eval_accuracy events' epoch_num ({:.0f} at line {}) is not "
+                              "read as a step{}",
+                              *eval_at[i].tokens, log.evals[i].line,
+                              gbs ? "" : " (no global_batch_size event)");
+      }
+      return Errorf(ErrorCode::kCorrupt,
+                    "{}:{}: no training step: no train_loss events, none of the {} tracked_stats "
+                    "events holds a training loss, lr, grad_norm or step time, and the blocks "
+                    "name first_epoch_num/epoch_count (epochs) but no samples_count or step{}",
+                    name, epoch_blocks_line, tracked, evals_say);
+    }
     if (epoch_blocks_line > 0 && !token_unit) {
       return Errorf(ErrorCode::kCorrupt,
                     "{}:{}: the blocks count by first_epoch_num/epoch_count, not samples_count, "

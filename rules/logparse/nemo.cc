@@ -27,11 +27,19 @@
 // then a mean of a running maximum, at most the peak. Other fields (val_loss
 // carried from the last validation, TFLOPS_per_GPU, consumed_samples) are
 // not read; `Validation: iteration N/M` lines neither.
+//
+// NeMo 1's Lightning training bar (`Epoch 0: ... 50/50 [..., reduced_train_loss=11.70,
+// global_step=49.00, ...]`) is read too, by nemo_bar.h: a drawing is one step's values (span 1),
+// its samples per step the growth of consumed_samples between two drawings.
 #include <fmt/format.h>
+
+#include <cmath>
+#include <map>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/nemo_bar.h"
 
 namespace bm::logparse {
 namespace {
@@ -69,16 +77,45 @@ bool IsNemoProgressLine(std::string_view line) {
          rest.find(" reduced_train_loss: ") != std::string_view::npos;
 }
 
+bool IsNemoBarLine(std::string_view line) {
+  Result<std::optional<NemoBar>> bar = ReadNemoBar(line, "", 0);
+  return !bar.ok() || bar->has_value();
+}
+
 Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   ParsedLog log;
   log.format = "nemo";
   Status error = Status::Ok();
   double peak = -1;
+  std::map<int64_t, std::optional<double>> bar_consumed;  // NeMo 1 bars, by step
+  int64_t rounded_line = 0, ahead_line = 0, ahead_by = 0;
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     int64_t iteration = 0;
     size_t pos = ProgressHeader(line, &iteration);
-    if (pos == std::string_view::npos) return;
+    if (pos == std::string_view::npos) {
+      // A pasted terminal capture may show the carriage returns between drawings as the text
+      // "^M": each piece is a drawing of its own.
+      for (size_t from = 0; from <= line.size() && error.ok();) {
+        size_t caret = line.find("^M", from);
+        if (caret == std::string_view::npos) caret = line.size();
+        Result<std::optional<NemoBar>> bar = ReadNemoBar(line.substr(from, caret - from), name, no);
+        from = caret + 2;
+        if (!bar.ok()) {
+          error = bar.status();
+        } else if (bar->has_value()) {
+          const NemoBar& b = **bar;
+          bar_consumed[b.it.step] = b.consumed_samples;
+          if (b.step_rounded && rounded_line == 0) rounded_line = no;
+          if (b.epoch0_batches && *b.epoch0_batches > b.it.step && ahead_line == 0) {
+            ahead_line = no;
+            ahead_by = *b.epoch0_batches - b.it.step;
+          }
+          AddIteration(log.iterations, b.it, &log.restarts);
+        }
+      }
+      return;
+    }
     // The last field ends the line; on a last line without its newline it may be cut off.
     const bool cut =
         line.data() + line.size() == text.data() + text.size() && !text.ends_with('\n');
@@ -122,10 +159,48 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "
-                  "global_step: S | ...') in {} lines{}",
+                  "global_step: S | ...') or NeMo 1 training bars ('Epoch E: ... [..., "
+                  "reduced_train_loss=x, global_step=S, ...]') in {} lines{}",
                   name, log.lines, OtherFormatHint(text, "nemo"));
   }
   FillSpansFromGaps(log.iterations);
+  // A bar shows one step's values, not a mean since the previous drawing; the global batch is
+  // the growth of exactly printed consumed_samples between two drawings over their steps.
+  const Iteration* previous = nullptr;
+  for (Iteration& it : log.iterations) {
+    auto bar = bar_consumed.find(it.step);
+    if (bar == bar_consumed.end()) {
+      previous = nullptr;
+      continue;
+    }
+    it.span = 1;
+    if (previous && bar->second && bar_consumed[previous->step] && it.step > previous->step) {
+      const double grown = *bar->second - *bar_consumed[previous->step];
+      const double per_step = grown / static_cast<double>(it.step - previous->step);
+      if (per_step > 0 && per_step == std::floor(per_step)) it.samples = per_step;
+    }
+    previous = &it;
+  }
+  if (!bar_consumed.empty()) {
+    log.notes.push_back(fmt::format(
+        "{}: NeMo 1 training bars: each drawing is one step's values (span 1); samples per step "
+        "from consumed_samples' growth between drawings where both print it exactly, else none "
+        "(the bar names no global batch size)",
+        name));
+  }
+  if (ahead_line > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: the bar has drawn {} more batches than global_step + 1: optimizer steps the fp16 "
+        "loss scaler skipped, which Lightning's global_step does not count; steps are "
+        "global_step + 1",
+        name, ahead_line, ahead_by));
+  }
+  if (rounded_line > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: global_step printed to three significant digits (tqdm's e-notation) outside "
+        "epoch 0: the step may be rounded",
+        name, rounded_line));
+  }
   if (peak >= 0) {
     log.peak_memory_bytes = peak;
     log.memory_source = "max_memory_reserved (NeMo MegatronStrategy, global rank 0's device)";

@@ -418,6 +418,28 @@ TEST(Corpus, MegatronRankPrefixesCrashAndResume) {
 
 // ---- DeepSpeed ------------------------------------------------------------
 
+TEST(Corpus, DeepSpeedExcerptFromMidRunSkippedCount) {
+  // ChatGLM-Finetuning#12: DeepSpeed timer lines, the script's `loss:x, global_step:N` after
+  // them, engine lines every 10 steps from step=170. skipped=21 at line 3 is DeepSpeed's count
+  // since the run's start (fp16 loss scaling's early skips); the excerpt starts at 160, so none
+  // is put on the 161-170 record, and the later lines add nothing (21, 21, 21).
+  Result<Read> r = ReadLog("deepspeed_chatglm_ft_issue12_skipped_midrun.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "deepspeed");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{160, 170, 180, 190}));
+  EXPECT_EQ(r->Loss(160), 0.92626953125);  // line 2
+  EXPECT_EQ(r->Loss(190), 0.74072265625);  // line 11
+  EXPECT_EQ(r->At(170)->skipped, 0);
+  EXPECT_EQ(r->At(170)->span, 10);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"].get<int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(*r->At(170)->samples_per_s, 0.9075004102820523);  // CurrSamplesPerSec
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 24.74 * kGiB);         // MaxMemAllocated=24.74GB
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted = noted || n.find(":3: skipped=21 counts the run's skipped steps") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Corpus, DeepSpeed07RunningAverageWithoutGlobalStep) {
   // "0/40, RunningAvgSamplesPerSec=229.93929267351086" (line 6) belongs to step=40 (line 5).
   // SQuAD's 384 tokens set here; the device count is not in the excerpt.
@@ -1481,6 +1503,78 @@ TEST(Corpus, Nemo2BioNemoSrunPrefixAndCarriedValLoss) {
   EXPECT_NEAR(r->PerDevice(), 7 * 32 * 1024 / 1.3318 / 16, 1e-6);
 }
 
+// ---- NeMo 1 training bars (Lightning's TQDMProgressBar postfix) ----------
+
+TEST(Corpus, Nemo1BarCaretMTextGluedMessagesAndRedraws) {
+  // NeMo 24.03 p-tuning (global_batch_size=16 on the command line, 4 GPUs, TP 4): the bar of
+  // step 6024 (global_step=6023.0, 0-based; consumed_samples 96384 = 6024 x 16) at line 1 after a
+  // literal "[A^M", with an EarlyStopping message glued after its `]`; line 8 draws it twice more
+  // after literal "^M"s with the same values: copies, not steps.
+  Result<Read> r = ReadLog("nemo1_bar_elyza_ptuning_caret_m.log", "auto",
+                           {{"mpe", 1}, {"lbs", 4}, {"layout", "TP4PP1DP1"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{6024}));
+  EXPECT_EQ(r->Loss(6024), 0.0252);    // reduced_train_loss=0.0252
+  EXPECT_EQ(r->At(6024)->ms, 2590.0);  // train_step_timing in s=2.590
+  EXPECT_EQ(r->At(6024)->span, 1);     // a drawing is one step's values
+  EXPECT_FALSE(r->At(6024)->samples);  // one drawing: no consumed_samples growth
+  EXPECT_EQ(r->log.restarts, 0);
+}
+
+TEST(Corpus, Nemo1BarRoundedGlobalStepFromTheBarsCount) {
+  // NeMo-Megatron-Launcher LoRA, max_steps 2000: the last step's global_step is 1999, which
+  // tqdm's format_num prints as "2e+3"; the bar's own 2000/2000 gives step 2000 (not 2001).
+  // consumed_samples=2.56e+5 is rounded and not used.
+  Result<Read> r = ReadLog("nemo1_bar_launcher_lora_2e3.log", "nemo");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2000}));
+  EXPECT_EQ(r->Loss(2000), 0.139);
+  EXPECT_EQ(r->At(2000)->ms, 68700.0);  // 68.70 s
+  EXPECT_FALSE(r->At(2000)->samples);
+}
+
+TEST(Corpus, Nemo1BarSamplesFromConsumedSamplesGrowth) {
+  // Three consecutive bars (NeMo on Trainium): global_step 188..190 -> steps 189..191;
+  // consumed_samples 24064, 24192, 24320 grow by 128 a step (24064 = 188 x 128: this version
+  // counts before the step). `loss=7.75` is Lightning's running mean, not read. No step time.
+  Result<Read> r = ReadLog("nemo1_bar_neuron_nxdt_3steps.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{189, 190, 191}));
+  EXPECT_EQ(r->Loss(189), 7.56);
+  EXPECT_EQ(r->Loss(191), 7.91);
+  EXPECT_FALSE(r->At(189)->samples);
+  EXPECT_EQ(r->At(190)->samples, 128.0);  // (24192 - 24064) / 1
+  EXPECT_EQ(r->At(191)->samples, 128.0);  // (24320 - 24192) / 1
+  EXPECT_FALSE(r->At(190)->ms);
+}
+
+TEST(Corpus, Nemo1BarAheadOfGlobalStep) {
+  // The bar has drawn 7 of 15 batches but global_step=5.000: step 6 (consumed_samples 12288 =
+  // 6 x 2048); the batch Lightning did not count as an optimizer step is noted.
+  Result<Read> r = ReadLog("nemo1_bar_a3mega_skipped.log", "nemo");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{6}));
+  EXPECT_EQ(r->Loss(6), 11.5);
+  EXPECT_EQ(r->At(6)->ms, 49500.0);
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted = noted || n.find("1 more batches than global_step + 1") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Corpus, Nemo1BarOlderLightningIssue55) {
+  // NeMo-Framework-Launcher#55: Lightning 1.x's bar with its `loss=3.1` running mean and
+  // `v_num=`; global_step=794.0 -> step 795 (the bar's 795/77225); consumed_samples=1.63e+6 is
+  // rounded. No step time (TimingCallback's value is not on this bar).
+  Result<Read> r = ReadLog("nemo1_bar_launcher_issue55.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{795}));
+  EXPECT_EQ(r->Loss(795), 3.09);
+  EXPECT_FALSE(r->At(795)->ms);
+}
+
 TEST(Corpus, TrainerDictsWithSpeedMetricsAreStepDicts) {
   // include_num_input_tokens_seen: transformers' Trainer.log adds speed_metrics("train", ...)
   // (train_runtime, train_tokens_per_second) to every dict; each has a loss, so none is the
@@ -1633,6 +1727,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"nemo2_llama3_8b_b200_memory.log", "nemo"},
       {"nemo2_bionemo_evo2_iteration0.log", "nemo"},
       {"nemo2_bionemo_esm2_srun_prefix.log", "nemo"},
+      {"nemo1_bar_elyza_ptuning_caret_m.log", "nemo"},
+      {"nemo1_bar_launcher_lora_2e3.log", "nemo"},
+      {"nemo1_bar_neuron_nxdt_3steps.log", "nemo"},
+      {"nemo1_bar_a3mega_skipped.log", "nemo"},
+      {"nemo1_bar_launcher_issue55.log", "nemo"},
+      {"deepspeed_chatglm_ft_issue12_skipped_midrun.log", "deepspeed"},
       {"megatron_deepspeed_alcf_key_value.log", "megatron"},
       {"megatron_primus_current_average.log", "megatron"},
       {"megatron_deepspeed_juwels_seconds.log", "megatron"},

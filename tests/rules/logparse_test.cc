@@ -231,7 +231,39 @@ TEST(Nemo, LogIntervalCutLineAndMalformedField) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "none.log: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "
-            "global_step: S | ...') in 1 lines");
+            "global_step: S | ...') or NeMo 1 training bars ('Epoch E: ... [..., "
+            "reduced_train_loss=x, global_step=S, ...]') in 1 lines");
+}
+
+TEST(Nemo, Nemo1BarsCutAndMalformed) {
+  // NeMo 1's Lightning bar, one drawing per step (\r-separated), the last cut before its `]`.
+  const std::string bar =
+      "Epoch 1:  10%|#  | 3/30 [00:09<01:21, v_num=, reduced_train_loss=2.500, global_step=32.00, "
+      "consumed_samples=528.0, train_step_timing in s=3.000]";
+  Result<ParsedLog> r =
+      ParseNemoLog(bar +
+                       "\rEpoch 1:  13%|#  | 4/30 [00:12<01:18, v_num=, reduced_train_loss=2.250, "
+                       "global_step=33.00, consumed_samples=544.0, train_step_timing in s=3.",
+                   "bars.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 33);  // global_step 32 is 0-based
+  EXPECT_EQ(r->iterations[0].ms, 3000.0);
+  EXPECT_EQ(r->iterations[1].step, 34);
+  EXPECT_EQ(r->iterations[1].span, 1);
+  EXPECT_EQ(r->iterations[1].loss, 2.25);
+  EXPECT_EQ(r->iterations[1].samples, 16.0);  // (544 - 528) / 1
+  EXPECT_FALSE(r->iterations[1].ms);          // cut: "train_step_timing in s=3."
+  // Drawings pasted with their carriage returns as the text "^M": each read.
+  r = ParseNemoLog(bar + "^M" + bar.substr(0, 65) + "2.000, global_step=33.00]\n", "caret.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[1].step, 34);
+  EXPECT_EQ(r->iterations[1].loss, 2.0);
+  r = ParseNemoLog("x\n" + bar.substr(0, 65) + "abc, global_step=1.000]\n", "bad.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "bad.log:2: the NeMo bar's 'reduced_train_loss' is 'abc', not a number");
 }
 
 TEST(DeepSpeed, RealisticZero3Log) {
@@ -384,6 +416,44 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no MLPerf train_loss, tracked_stats or block_stop events"),
             std::string::npos);
+}
+
+TEST(Mllog, PackedBertSaysWhatIsMissing) {
+  // MLPerf Training v5.0 BERT, Dell (lines 76, 2081, 2088-2091 of
+  // Dell/results/XE9680x8H200-SXM-141GB/bert/result_0.txt): packed samples, one block for the
+  // epoch, throughput-only tracked_stats, evaluations at epoch_num = samples (150053 / 768 is no
+  // step). Not a GPT-3 log: the error says what is missing, not that tokens would not divide.
+  const std::string text =
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142761526, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"global_batch_size\", \"value\": 768, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1281}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142778073, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"block_start\", \"value\": null, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1641, \"first_epoch_num\": 1, "
+      "\"epoch_count\": 1}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142796371, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"tracked_stats\", \"value\": {\"throughput\": "
+      "8200.513887452538}, \"metadata\": {\"file\": \"/workspace/bert/run_pretraining.py\", "
+      "\"lineno\": 1850, \"epoch_num\": 150053}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142796372, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"eval_start\", \"value\": 150053, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1856, \"epoch_num\": 150053}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142799100, \"event_type\": "
+      "\"INTERVAL_END\", \"key\": \"eval_stop\", \"value\": 150053, \"metadata\": {\"file\": "
+      "\"/workspace/bert/run_pretraining.py\", \"lineno\": 1862, \"epoch_num\": 150053}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1746142799101, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"eval_accuracy\", \"value\": 0.3784697651863098, \"metadata\": "
+      "{\"file\": \"/workspace/bert/run_pretraining.py\", \"lineno\": 1866, \"epoch_num\": "
+      "150053}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "bert.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "bert.txt:2: no training step: no train_loss events, none of the 1 tracked_stats "
+            "events holds a training loss, lr, grad_norm or step time, and the blocks name "
+            "first_epoch_num/epoch_count (epochs) but no samples_count or step; the "
+            "eval_accuracy events' epoch_num (150053 at line 6) is not a multiple of "
+            "global_batch_size 768 (packed or variable-size samples), so it places no step "
+            "either");
 }
 
 TEST(FlagPerf, PerfLogEventsAndABrokenOne) {

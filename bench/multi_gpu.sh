@@ -158,9 +158,10 @@ for tag, r in zip(sys.argv[2:], rows):
              if "phase_ms_per_step" in r else ""))
 PY2
 fi
-if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", issue 38's)
+if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", issue 38's); ZERO3_FLAGS
+  # adds to ours (e.g. --nccl-window, with NCCL_CTA_POLICY=2 exported)
   for b in ${ZERO3_BATCHES:-1 2 4}; do
-    ranks "zero3-b$b" "$N" --model llama2-7b --batch "$b" --zero 3 --json "$OUT/ours.jsonl"
+    ranks "zero3-b$b" "$N" --model llama2-7b --batch "$b" --zero 3 ${ZERO3_FLAGS:-} --json "$OUT/ours.jsonl"
     torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode fsdp \
       --model llama2-7b --batch "$b" --json "$OUT/torch.jsonl"
   done

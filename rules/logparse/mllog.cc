@@ -83,20 +83,13 @@ namespace {
 // keeps FID (lower is better, as a loss) where the log names it, else the first metric named.
 // MaxDiffusion also repeats the last evaluation's values in its closing summary: an evaluation
 // of that metric at a step that already has one is left out.
-void KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
-  const std::vector<std::string>& metrics = ev.eval_metrics;
-  if (std::all_of(metrics.begin(), metrics.end(), [](const auto& m) { return m.empty(); })) return;
-  const std::string keep =
-      std::find(metrics.begin(), metrics.end(), "FID") != metrics.end()
-          ? std::string("FID")
-          : *std::find_if(metrics.begin(), metrics.end(), [](const auto& m) { return !m.empty(); });
-  std::map<std::string, int64_t> left_out;
+// Keeps the evaluations i (in the log's order) for which keep(i) holds, in the series and in the
+// events' vectors beside it alike. keep(i) may read evaluation i: it is not yet overwritten.
+template <class Keep>
+void KeepEvals(MllogEvents& ev, ParsedLog& log, Keep keep) {
   size_t out = 0;
   for (size_t i = 0; i < log.evals.size(); ++i) {
-    if (metrics[i] != keep) {
-      ++left_out[metrics[i].empty() ? "(none named)" : metrics[i]];
-      continue;
-    }
+    if (!keep(i)) continue;
     log.evals[out] = log.evals[i];
     ev.eval_at[out] = ev.eval_at[i];
     ev.eval_began[out] = ev.eval_began[i];
@@ -105,6 +98,21 @@ void KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
   log.evals.resize(out);
   ev.eval_at.resize(out);
   ev.eval_began.resize(out);
+}
+
+void KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
+  const std::vector<std::string>& metrics = ev.eval_metrics;
+  if (std::all_of(metrics.begin(), metrics.end(), [](const auto& m) { return m.empty(); })) return;
+  const std::string keep =
+      std::find(metrics.begin(), metrics.end(), "FID") != metrics.end()
+          ? std::string("FID")
+          : *std::find_if(metrics.begin(), metrics.end(), [](const auto& m) { return !m.empty(); });
+  std::map<std::string, int64_t> left_out;
+  KeepEvals(ev, log, [&](size_t i) {
+    if (metrics[i] == keep) return true;
+    ++left_out[metrics[i].empty() ? "(none named)" : metrics[i]];
+    return false;
+  });
   log.eval_what = "MLPerf eval_accuracy " + keep;
   for (const auto& [metric, n] : left_out) {
     log.notes.push_back(fmt::format(
@@ -234,21 +242,12 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // An evaluation at a step that already has one repeats it (MaxDiffusion's closing summary).
   std::set<int64_t> evaluated;
   int64_t repeats = 0, first_repeat = 0;
-  size_t kept = 0;
-  for (size_t i = 0; i < log.evals.size(); ++i) {
-    if (log.evals[i].step > 0 && !evaluated.insert(log.evals[i].step).second) {
-      first_repeat = first_repeat ? first_repeat : log.evals[i].line;
-      ++repeats;
-      continue;
-    }
-    log.evals[kept] = log.evals[i];
-    eval_at[kept] = eval_at[i];
-    ev.eval_began[kept] = ev.eval_began[i];
-    ++kept;
-  }
-  log.evals.resize(kept);
-  eval_at.resize(kept);
-  ev.eval_began.resize(kept);
+  KeepEvals(ev, log, [&](size_t i) {
+    if (log.evals[i].step <= 0 || evaluated.insert(log.evals[i].step).second) return true;
+    first_repeat = first_repeat ? first_repeat : log.evals[i].line;
+    ++repeats;
+    return false;
+  });
   if (repeats > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} eval_accuracy event(s) at a step already evaluated (a closing summary's "

@@ -174,8 +174,10 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
       continue;
     }
     it.span = 1;
-    if (previous && bar->second && bar_consumed[previous->step] && it.step > previous->step) {
-      const double grown = *bar->second - *bar_consumed[previous->step];
+    const std::optional<double> before =
+        previous ? bar_consumed.at(previous->step) : std::optional<double>();
+    if (bar->second && before && it.step > previous->step) {
+      const double grown = *bar->second - *before;
       const double per_step = grown / static_cast<double>(it.step - previous->step);
       if (per_step > 0 && per_step == std::floor(per_step)) it.samples = per_step;
     }

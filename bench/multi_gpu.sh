@@ -159,9 +159,13 @@ for tag, r in zip(sys.argv[2:], rows):
 PY2
 fi
 if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", issue 38's); ZERO3_FLAGS
-  # adds to ours (e.g. --nccl-window, with NCCL_CTA_POLICY=2 exported)
+  # adds to ours: one variant, or several separated by commas, each its own row before the peer
+  # (e.g. ",--nccl-window": plain, then the window, with NCCL_CTA_POLICY=2 exported)
+  IFS=, read -ra z3_variants <<<"${ZERO3_FLAGS:-}"; [[ ${#z3_variants[@]} -eq 0 ]] && z3_variants=("")
   for b in ${ZERO3_BATCHES:-1 2 4}; do
-    ranks "zero3-b$b" "$N" --model llama2-7b --batch "$b" --zero 3 ${ZERO3_FLAGS:-} --json "$OUT/ours.jsonl"
+    for v in "${z3_variants[@]}"; do
+      ranks "zero3-b$b${v//[ -]/}" "$N" --model llama2-7b --batch "$b" --zero 3 $v --json "$OUT/ours.jsonl"
+    done
     torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode fsdp \
       --model llama2-7b --batch "$b" --json "$OUT/torch.jsonl"
   done
@@ -263,11 +267,12 @@ for model, tp, pp, published, pt_pub in mp:
               + (f"; {len(p)} peer rows, the fastest shown" if len(p) > 1 else ""))
 print()
 for mb in (1, 2, 4):
-    a = [x for x in ours if x["model"] == "llama2-7b" and x["gpus"] == n and x["zero"] == 3 and x["batch"] == mb]
+    rows = [x for x in ours if x["model"] == "llama2-7b" and x["gpus"] == n and x["zero"] == 3 and x["batch"] == mb]
     b = [x for x in torch if x["mode"] == "fsdp2" and x["model"] == "llama2-7b" and x["world"] == n and x["batch"] == mb]
-    if a and b:
-        a, b = a[-1], b[-1]
-        print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3 on {n} (vs FSDP2)':44} {a['tokens_per_s']:15.0f} {b['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b['tokens_per_s_per_gpu']:6.3f} {'':13} {'':14} {a['device_used_GiB']:9.1f} {b['peak_alloc_GiB_max']:10.1f}"
-              f"  (ours planned {a.get('plan_GiB', float('nan')):.1f}; torch reserved {b.get('peak_reserved_GiB_max', float('nan')):.1f})")
+    for a in rows if b else []:  # one row per ZERO3_FLAGS variant
+        b1 = b[-1]
+        window = " window" if a.get("nccl_window") else ""
+        print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2)':44} {a['tokens_per_s']:15.0f} {b1['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} {'':13} {'':14} {a['device_used_GiB']:9.1f} {b1['peak_alloc_GiB_max']:10.1f}"
+              f"  (ours planned {a.get('plan_GiB', float('nan')):.1f}; torch reserved {b1.get('peak_reserved_GiB_max', float('nan')):.1f})")
 print("targets: scaling >= 97% on 4 GPUs without accumulation; ZeRO-3 >= 1.2x FSDP2 tokens/s/GPU at no more memory than its peak allocation; TP and PP rows >= 1.1x their PyTorch peer")
 PY

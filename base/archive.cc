@@ -28,11 +28,6 @@ struct WriteFree {
   void operator()(archive* a) const { archive_write_free(a); }
 };
 
-Status ErrnoStatus(std::string_view what, const std::string& path) {
-  return Errorf(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "{} {}: {}", what, path,
-                std::strerror(errno));
-}
-
 std::string ArchiveError(archive* a) {
   const char* e = archive_error_string(a);
   return e != nullptr ? e : "unknown error";

@@ -15,11 +15,6 @@
 namespace bm {
 namespace {
 
-Status ErrnoStatus(std::string_view what, const std::string& path, int err = errno) {
-  ErrorCode code = err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
-  return Errorf(code, "{} {}: {}", what, path, std::strerror(err));
-}
-
 std::atomic<uint64_t> g_temp_counter{0};
 
 std::string TempNameFor(const std::string& path) {

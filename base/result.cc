@@ -1,5 +1,8 @@
 #include "base/result.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace bm {
 
 std::string_view ErrorCodeName(ErrorCode code) {
@@ -33,6 +36,11 @@ std::string_view ErrorCodeName(ErrorCode code) {
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
   return Status(code_, fmt::format("{}: {}", context, message_));
+}
+
+Status ErrnoStatus(std::string_view what, std::string_view path, int err) {
+  return Errorf(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "{} {}: {}", what, path,
+                std::strerror(err));
 }
 
 int Status::ExitCode() const {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <cerrno>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,6 +68,10 @@ template <typename... Args>
 Status Errorf(ErrorCode code, fmt::format_string<Args...> format, Args&&... args) {
   return Status(code, fmt::format(format, std::forward<Args>(args)...));
 }
+
+// "what path: strerror(err)", kNotFound for ENOENT and kIo otherwise; `err` is errno by
+// default (read it before anything else can change it).
+Status ErrnoStatus(std::string_view what, std::string_view path, int err = errno);
 
 template <typename T>
 class [[nodiscard]] Result {

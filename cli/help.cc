@@ -20,7 +20,7 @@ std::string FlagText(const FlagSpec& f) {
 
 // One flag per entry: the synopsis, then its text from kFlagColumn on
 // (on the next line when the synopsis is too wide).
-void AppendFlags(std::string& out, const std::vector<FlagSpec>& flags) {
+void AppendHelpFlags(std::string& out, const std::vector<FlagSpec>& flags) {
   for (const FlagSpec& f : flags) {
     std::string synopsis = "  " + FlagSynopsis(f);
     std::string text = Wrap(FlagText(f), kWidth, kFlagColumn);
@@ -78,10 +78,10 @@ std::string CommandHelp(const CommandSpec& spec) {
   out += Wrap(spec.description.empty() ? std::string(spec.summary) : spec.description, kWidth, 0);
   if (!spec.flags.empty()) {
     out += "\noptions:\n";
-    AppendFlags(out, spec.flags);
+    AppendHelpFlags(out, spec.flags);
   }
   out += "\ncommon options:\n";
-  AppendFlags(out, CommonFlags());
+  AppendHelpFlags(out, CommonFlags());
   if (!spec.examples.empty()) {
     out += "\nexamples:\n";
     for (const Example& e : spec.examples) {
@@ -143,8 +143,8 @@ std::string GeneralHelp(const std::vector<const CommandSpec*>& specs, const Comm
     out += line + Wrap(s->summary, kWidth, line.size()).substr(line.size());
   }
   out += "\noptions:\n";
-  AppendFlags(out, top.flags);
-  AppendFlags(out, CommonFlags());
+  AppendHelpFlags(out, top.flags);
+  AppendHelpFlags(out, CommonFlags());
   out +=
       "\n`benchmake help COMMAND` or `benchmake COMMAND --help` tells more about a command;\n"
       "`man benchmake` about files, environment variables and exit codes.\n";

@@ -78,7 +78,7 @@ std::string FlagTag(const FlagSpec& f) {
   return tag;
 }
 
-void AppendFlags(std::string& out, const std::vector<FlagSpec>& flags) {
+void AppendManFlags(std::string& out, const std::vector<FlagSpec>& flags) {
   for (const FlagSpec& f : flags) {
     out += ".TP\n" + FlagTag(f) + "\n" + RoffEscape(f.help);
     out += ".";
@@ -115,7 +115,7 @@ void AppendCommand(std::string& out, const CommandSpec& s) {
   AppendParagraphs(out, s.description.empty() ? std::string(s.summary) : s.description);
   if (!s.flags.empty()) {
     out += ".PP\nOptions:\n.RS\n";
-    AppendFlags(out, s.flags);
+    AppendManFlags(out, s.flags);
     out += ".RE\n";
   }
   if (!s.examples.empty()) {
@@ -164,9 +164,9 @@ std::string ManPage(const std::vector<const CommandSpec*>& specs, const CommandS
       "\\fB\\-\\-help\\fR print the part of this page on one command.\n",
       RoffEscape(version));
   out += ".SH OPTIONS\nBefore the command:\n";
-  AppendFlags(out, top.flags);
+  AppendManFlags(out, top.flags);
   out += ".PP\nTaken by every command, before or after its name:\n";
-  AppendFlags(out, CommonFlags());
+  AppendManFlags(out, CommonFlags());
   out += ".SH COMMANDS\n";
   for (const CommandSpec* s : specs) {
     if (!s->hidden) AppendCommand(out, *s);

@@ -7,7 +7,7 @@
 namespace bm::engine {
 namespace {
 
-constexpr std::string_view kMagic = "benchmake-clean 1\n";
+constexpr std::string_view kCleanStampMagic = "benchmake-clean 1\n";
 
 std::string StampPath(const Workspace& ws) { return ws.StateDir() + "/clean"; }
 
@@ -30,7 +30,7 @@ Result<std::string> StatLine(Filesystem& fs, const std::string& path) {
 }  // namespace
 
 Status WriteCleanStamp(const Workspace& ws, const std::vector<std::string>& targets) {
-  std::string text(kMagic);
+  std::string text(kCleanStampMagic);
   for (const std::string& path : NinjaInputs(ws, targets)) {
     BM_ASSIGN_OR_RETURN(std::string line, StatLine(*ws.fs, path));
     text += line + "\n";
@@ -42,8 +42,8 @@ Status ForgetCleanStamp(const Workspace& ws) { return ws.fs->Remove(StampPath(ws
 
 bool CleanStampHolds(const Workspace& ws, const std::vector<std::string>& targets) {
   Result<std::string> text = ws.fs->ReadFile(StampPath(ws));
-  if (!text.ok() || text->compare(0, kMagic.size(), kMagic) != 0) return false;
-  std::istringstream in(text->substr(kMagic.size()));
+  if (!text.ok() || text->compare(0, kCleanStampMagic.size(), kCleanStampMagic) != 0) return false;
+  std::istringstream in(text->substr(kCleanStampMagic.size()));
   std::string line;
   for (const std::string& path : NinjaInputs(ws, targets)) {
     if (!std::getline(in, line)) return false;

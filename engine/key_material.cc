@@ -6,7 +6,7 @@
 namespace bm::engine {
 namespace {
 
-constexpr std::string_view kMagic = "benchmake-spec 1\n";
+constexpr std::string_view kSpecMagic = "benchmake-spec 1\n";
 
 std::string Short(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
 
@@ -51,7 +51,7 @@ Digest KeyMaterial::Key() const {
 }
 
 std::string KeyMaterial::Serialize() const {
-  std::string out(kMagic);
+  std::string out(kSpecMagic);
   for (const KeyField& f : fields) {
     out += nlohmann::json::array({f.tag, f.name, f.value}).dump();
     out += '\n';
@@ -60,12 +60,12 @@ std::string KeyMaterial::Serialize() const {
 }
 
 Result<KeyMaterial> KeyMaterial::Parse(std::string_view text) {
-  if (text.substr(0, kMagic.size()) != kMagic) {
+  if (text.substr(0, kSpecMagic.size()) != kSpecMagic) {
     return Errorf(ErrorCode::kCorrupt,
                   "not a benchmake spec (or a newer version: rebuild with `benchmake clean`)");
   }
   KeyMaterial m;
-  text.remove_prefix(kMagic.size());
+  text.remove_prefix(kSpecMagic.size());
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);

@@ -10,7 +10,7 @@
 namespace bm::engine {
 namespace {
 
-constexpr std::string_view kMagic = "benchmake-platform-cache 1\n";
+constexpr std::string_view kPlatformCacheMagic = "benchmake-platform-cache 1\n";
 
 std::string ReadOr(Filesystem& fs, const std::string& path, std::string_view absent) {
   Result<std::string> text = fs.ReadFile(path);
@@ -49,8 +49,9 @@ void PlatformCache::Load() {
   entries_ = nlohmann::json::object();
   dirty_ = false;
   Result<std::string> text = fs_.ReadFile(path_);
-  if (!text.ok() || text->compare(0, kMagic.size(), kMagic) != 0) return;
-  nlohmann::json j = nlohmann::json::parse(text->substr(kMagic.size()), nullptr, false);
+  if (!text.ok() || text->compare(0, kPlatformCacheMagic.size(), kPlatformCacheMagic) != 0) return;
+  nlohmann::json j =
+      nlohmann::json::parse(text->substr(kPlatformCacheMagic.size()), nullptr, false);
   if (j.is_object()) entries_ = std::move(j);
 }
 
@@ -73,7 +74,8 @@ void PlatformCache::Forget(const std::string& site_key) { dirty_ |= entries_.era
 
 Status PlatformCache::Save() {
   if (!dirty_) return Status::Ok();
-  BM_TRY(fs_.WriteFileAtomic(path_, std::string(kMagic) + entries_.dump(1) + "\n", false,
+  BM_TRY(fs_.WriteFileAtomic(path_, std::string(kPlatformCacheMagic) + entries_.dump(1) + "\n",
+                             false,
                              /*durable=*/false));
   dirty_ = false;
   return Status::Ok();

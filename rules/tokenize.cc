@@ -9,6 +9,7 @@
 
 #include "base/archive.h"
 #include "rules/encode_documents.h"
+#include "rules/input_file.h"
 #include "rules/output_file.h"
 #include "rules/pretokenized_input.h"
 #include "rules/text/tokenizer.h"
@@ -233,24 +234,6 @@ Result<json> TokenizeToDirectory(const TokenizeOptions& options, const std::stri
 
 namespace {
 
-// The vocabulary file: `path` itself, or the one file in it when it is a
-// directory (the output of a download target, e.g. out/llama2_tokenizer/).
-Result<std::string> VocabFile(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return path;
-  std::vector<std::string> found;
-  for (const auto& e : fs::directory_iterator(path, ec))
-    if (e.is_regular_file() && !e.path().filename().string().starts_with("."))
-      found.push_back(e.path().string());
-  if (ec) return Errorf(ErrorCode::kIo, "cannot list {}: {}", path, ec.message());
-  if (found.size() != 1) {
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "vocab {} is a directory with {} files; it must hold exactly one", path,
-                  found.size());
-  }
-  return found[0];
-}
-
 class TokenizeRule final : public engine::Rule {
  public:
   std::string_view name() const override { return "tokenize"; }
@@ -323,16 +306,11 @@ class TokenizeRule final : public engine::Rule {
 
   Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
     const json& p = ctx.params;
-    auto resolve = [&](const std::string& name) {
-      auto it = ctx.inputs.find(name);
-      if (it != ctx.inputs.end()) return it->second;
-      return name.starts_with("/") ? name : ctx.workspace_dir + "/" + name;
-    };
     TokenizeOptions o;
-    for (const auto& in : p.at("input")) o.inputs.push_back(resolve(in.get<std::string>()));
+    for (const auto& in : p.at("input")) o.inputs.push_back(InputPath(ctx, in.get<std::string>()));
     o.format = p.at("format");
     o.tokenizer = p.at("tokenizer");
-    BM_ASSIGN_OR_RETURN(o.vocab, VocabFile(resolve(p.at("vocab"))));
+    BM_ASSIGN_OR_RETURN(o.vocab, OneFileIn(InputPath(ctx, p.at("vocab")), "vocab"));
     o.max_tokens = static_cast<uint64_t>(p.at("max_tokens").get<int64_t>());
     o.read.text_field = p.at("text_field");
     o.read.document_start = p.at("document_start");

@@ -15,11 +15,6 @@ namespace {
 
 constexpr size_t kHeaderSize = 9 + 8 + 1 + 8 + 8;
 
-Status ErrnoStatus(std::string_view what, const std::string& path) {
-  return Errorf(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "{} {}: {}", what, path,
-                std::strerror(errno));
-}
-
 // Maps a whole file read-only. An empty file maps to nullptr with length 0.
 Status MapFile(const std::string& path, void** data, size_t* len) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

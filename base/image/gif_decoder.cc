@@ -29,7 +29,7 @@ namespace {
 // The bytes giflib reads. `end` is where reading stops: the file's end, or, once the frame's
 // data sub-blocks are known, the end of the last whole one; a zero byte there (the block
 // terminator Pillow does not need) lets giflib finish a frame whose pixels are all there.
-struct Reader {
+struct GifReader {
   const uint8_t* data;
   size_t end;
   size_t offset;
@@ -38,7 +38,7 @@ struct Reader {
 };
 
 extern "C" int OnGifRead(GifFileType* gif, GifByteType* out, int length) {
-  auto* r = static_cast<Reader*>(gif->UserData);
+  auto* r = static_cast<GifReader*>(gif->UserData);
   if (length <= 0) return 0;
   size_t n = std::min(static_cast<size_t>(length), r->end - r->offset);
   std::memcpy(out, r->data + r->offset, n);
@@ -91,7 +91,7 @@ size_t EndOfWholeBlocks(std::span<const uint8_t> bytes, size_t start, bool* cut)
 
 Result<Image> DecodeGif(std::span<const uint8_t> bytes, std::string_view name,
                         const DecodeOptions& options) {
-  Reader reader{bytes.data(), bytes.size(), 0, false, false};
+  GifReader reader{bytes.data(), bytes.size(), 0, false, false};
   int error = 0;
   GifFileType* gif = DGifOpen(&reader, OnGifRead, &error);
   GifGuard guard(gif);

@@ -13,7 +13,7 @@
 namespace bm::image {
 namespace {
 
-struct Reader {
+struct PngReader {
   const uint8_t* data;
   size_t size;
   size_t offset;
@@ -23,7 +23,7 @@ struct Reader {
 };
 
 extern "C" void OnPngRead(png_structp png, png_bytep out, png_size_t length) {
-  auto* r = static_cast<Reader*>(png_get_io_ptr(png));
+  auto* r = static_cast<PngReader*>(png_get_io_ptr(png));
   if (r->size - r->offset < length) {
     r->ran_out = true;
     png_error(png, "unexpected end of file");
@@ -33,7 +33,7 @@ extern "C" void OnPngRead(png_structp png, png_bytep out, png_size_t length) {
 }
 
 extern "C" void OnPngError(png_structp png, png_const_charp message) {
-  auto* r = static_cast<Reader*>(png_get_error_ptr(png));
+  auto* r = static_cast<PngReader*>(png_get_error_ptr(png));
   std::snprintf(r->message, sizeof(r->message), "%s", message);
   png_longjmp(png, 1);
 }
@@ -68,7 +68,7 @@ int ReadHeader(png_structp png, png_infop info, Header* h) {
   return 0;
 }
 
-int ReadRows(png_structp png, png_infop info, png_bytepp rows, Reader* reader) {
+int ReadRows(png_structp png, png_infop info, png_bytepp rows, PngReader* reader) {
   if (setjmp(png_jmpbuf(png))) return reader->rows_done ? 0 : 1;
   png_read_image(png, rows);
   reader->rows_done = true;
@@ -119,7 +119,7 @@ class PngGuard {
 
 Result<Image> DecodePng(std::span<const uint8_t> bytes, std::string_view name,
                         const DecodeOptions& options) {
-  Reader reader{bytes.data(), bytes.size(), 0, false, false, {}};
+  PngReader reader{bytes.data(), bytes.size(), 0, false, false, {}};
   png_structp png =
       png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, OnPngError, OnPngWarning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;

@@ -27,7 +27,7 @@ struct InputFile {
   std::vector<Sample> samples;
 };
 
-void RemoveOutputs(const std::string& out_dir) {
+void RemoveLlavaOutputs(const std::string& out_dir) {
   std::error_code ec;
   for (const char* side : {"train", "valid"}) {
     for (const char* kind : {"", "_mask", "_images"}) {
@@ -243,7 +243,7 @@ Result<std::vector<std::string>> ResolveJsonInputs(const std::vector<std::string
 Result<json> LlavaDataToDirectory(const LlavaDataOptions& options, const std::string& out_dir,
                                   std::ostream* log) {
   Result<json> r = Run(options, out_dir, log);
-  if (!r.ok()) RemoveOutputs(out_dir);
+  if (!r.ok()) RemoveLlavaOutputs(out_dir);
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "rules/input_file.h"
 #include "rules/llava/image_set.h"
 #include "rules/llava/llava_data.h"
 
@@ -14,28 +15,6 @@ namespace fs = std::filesystem;
 using engine::ParamSpec;
 using engine::ParamType;
 using nlohmann::json;
-
-std::string Resolve(const engine::StepContext& ctx, const std::string& name) {
-  auto it = ctx.inputs.find(name);
-  if (it != ctx.inputs.end()) return it->second;
-  return name.starts_with("/") ? name : ctx.workspace_dir + "/" + name;
-}
-
-// `path` itself, or the one file in it when it is a directory (a download's output).
-Result<std::string> OneFile(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return path;
-  std::vector<std::string> found;
-  for (const auto& e : fs::directory_iterator(path, ec))
-    if (e.is_regular_file() && !e.path().filename().string().starts_with("."))
-      found.push_back(e.path().string());
-  if (found.size() != 1) {
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "vocab {} is a directory with {} files; it must hold exactly one", path,
-                  found.size());
-  }
-  return found[0];
-}
 
 int Threads(const json& p) {
   const auto t = static_cast<int>(p.at("threads").get<int64_t>());
@@ -88,7 +67,7 @@ class LlavaImagesRule final : public engine::Rule {
   Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
     const json& p = ctx.params;
     std::vector<std::string> inputs;
-    for (const auto& in : p.at("input")) inputs.push_back(Resolve(ctx, in.get<std::string>()));
+    for (const auto& in : p.at("input")) inputs.push_back(InputPath(ctx, in.get<std::string>()));
     BM_ASSIGN_OR_RETURN(std::vector<std::string> paths, ResolveJsonInputs(inputs));
     std::vector<ImageSource> images;
     std::unordered_map<std::string, int64_t> index;
@@ -96,7 +75,7 @@ class LlavaImagesRule final : public engine::Rule {
       BM_ASSIGN_OR_RETURN(std::vector<Sample> samples, ReadLlavaJson(path));
       CollectImages(samples, path, &images, &index);
     }
-    BM_ASSIGN_OR_RETURN(json meta, WriteImageSet(images, Resolve(ctx, p.at("image_folder")),
+    BM_ASSIGN_OR_RETURN(json meta, WriteImageSet(images, InputPath(ctx, p.at("image_folder")),
                                                  ClipOptions(p), Threads(p), ctx.out_dir, ctx.log));
     engine::StepResult result;
     result.metrics = meta;
@@ -165,13 +144,13 @@ class LlavaDataRule final : public engine::Rule {
   Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
     const json& p = ctx.params;
     LlavaDataOptions o;
-    for (const auto& in : p.at("input")) o.inputs.push_back(Resolve(ctx, in.get<std::string>()));
-    BM_ASSIGN_OR_RETURN(o.vocab, OneFile(Resolve(ctx, p.at("vocab"))));
+    for (const auto& in : p.at("input")) o.inputs.push_back(InputPath(ctx, in.get<std::string>()));
+    BM_ASSIGN_OR_RETURN(o.vocab, OneFileIn(InputPath(ctx, p.at("vocab")), "vocab"));
     BM_ASSIGN_OR_RETURN(o.tmpl.kind, ParseTemplate(p.at("template").get<std::string>()));
     o.tmpl.legacy = p.at("legacy").get<bool>();
     o.tmpl.model_max_length = p.at("model_max_length").get<int64_t>();
-    if (!p.at("images").empty()) o.images_dir = Resolve(ctx, p.at("images")[0]);
-    if (!p.at("image_folder").empty()) o.image_folder = Resolve(ctx, p.at("image_folder")[0]);
+    if (!p.at("images").empty()) o.images_dir = InputPath(ctx, p.at("images")[0]);
+    if (!p.at("image_folder").empty()) o.image_folder = InputPath(ctx, p.at("image_folder")[0]);
     o.clip = ClipOptions(p);
     o.image_tokens = static_cast<int>(p.at("image_tokens").get<int64_t>());
     o.split.valid_fraction = p.at("valid_fraction");

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/formats/megatron_dataset.h"
+#include "rules/input_file.h"
 #include "rules/llava/image_set.h"
 #include "rules/llava/llava_json.h"
 #include "rules/llava/llava_template.h"
@@ -27,7 +28,7 @@ using nlohmann::json;
 constexpr const char* kSplit = "mmmu";
 constexpr const char* kQuestionsFile = "questions.jsonl";
 
-void RemoveOutputs(const std::string& out_dir) {
+void RemoveMmmuOutputs(const std::string& out_dir) {
   std::error_code ec;
   for (const char* kind : {"", "_mask", "_images"})
     for (const char* ext : {".bin", ".idx"})
@@ -165,27 +166,6 @@ Result<json> Run(const MmmuDataOptions& o, const std::string& out_dir, std::ostr
   return stats;
 }
 
-std::string Resolve(const engine::StepContext& ctx, const std::string& name) {
-  auto it = ctx.inputs.find(name);
-  if (it != ctx.inputs.end()) return it->second;
-  return name.starts_with("/") ? name : ctx.workspace_dir + "/" + name;
-}
-
-// `path`, or the one regular file in it when it is a directory (a download's output).
-Result<std::string> OneFile(const std::string& path, const char* what) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return path;
-  std::vector<std::string> found;
-  for (const auto& e : fs::directory_iterator(path, ec))
-    if (e.is_regular_file() && !e.path().filename().string().starts_with("."))
-      found.push_back(e.path().string());
-  if (found.size() != 1)
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "{} {} is a directory with {} files; it must hold exactly one", what, path,
-                  found.size());
-  return found[0];
-}
-
 class MmmuDataRule final : public engine::Rule {
  public:
   std::string_view name() const override { return "mmmu_data"; }
@@ -234,11 +214,11 @@ class MmmuDataRule final : public engine::Rule {
   Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
     const json& p = ctx.params;
     MmmuDataOptions o;
-    o.questions = Resolve(ctx, p.at("input"));
+    o.questions = InputPath(ctx, p.at("input"));
     std::error_code ec;
     if (fs::is_directory(o.questions, ec))
       o.questions += "/" + p.at("split").get<std::string>() + ".jsonl";
-    BM_ASSIGN_OR_RETURN(o.vocab, OneFile(Resolve(ctx, p.at("vocab")), "vocab"));
+    BM_ASSIGN_OR_RETURN(o.vocab, OneFileIn(InputPath(ctx, p.at("vocab")), "vocab"));
     o.legacy = p.at("legacy").get<bool>();
     o.clip.size = static_cast<int>(p.at("image_size").get<int64_t>());
     o.clip.pad_to_square = p.at("pad_to_square").get<bool>();
@@ -257,7 +237,7 @@ class MmmuDataRule final : public engine::Rule {
 Result<json> MmmuDataToDirectory(const MmmuDataOptions& options, const std::string& out_dir,
                                  std::ostream* log) {
   Result<json> r = Run(options, out_dir, log);
-  if (!r.ok()) RemoveOutputs(out_dir);
+  if (!r.ok()) RemoveMmmuOutputs(out_dir);
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/support/nginx_server.h"  // FreeLoopbackPort, MakeTempDir, RemoveTree
+#include "tests/support/replace_all.h"
 
 namespace bm::testing {
 namespace {
@@ -76,11 +77,6 @@ NodeName=localhost NodeAddr=127.0.0.1 CPUs=@CPUS@ RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=30 State=UP PriorityTier=1
 PartitionName=urgent Nodes=localhost MaxTime=30 State=UP PriorityTier=2
 )";
-
-void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
-    s.replace(pos, from.size(), to);
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);

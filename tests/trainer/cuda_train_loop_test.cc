@@ -19,7 +19,8 @@
 namespace bm::train {
 namespace {
 
-constexpr int32_t kVocab = 64, kEot = 63;
+using testing::kEot;
+using testing::kVocab;
 
 class CudaTrainLoopTest : public ::testing::TestWithParam<const char*> {
  protected:

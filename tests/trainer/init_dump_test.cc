@@ -22,7 +22,8 @@
 namespace bm::train {
 namespace {
 
-constexpr int32_t kVocab = 64, kEot = 63;
+using testing::kEot;
+using testing::kVocab;
 using Shapes = std::map<std::string, std::vector<int64_t>>;
 
 // llama-tiny on a 64-token vocabulary: hidden 64, 2 layers, 4 heads of 16, 2 KV heads, SwiGLU 160.

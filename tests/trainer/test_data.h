@@ -16,6 +16,9 @@
 
 namespace bm::train::testing {
 
+// The trainer tests' vocabulary (PatternDocs, WriteStats): 64 tokens, 63 the end of text.
+constexpr int32_t kVocab = 64, kEot = 63;
+
 inline std::string TempDir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("bm_trainer_" + name + "_" + std::to_string(::getpid()));

@@ -14,7 +14,8 @@
 namespace bm::train {
 namespace {
 
-constexpr int32_t kVocab = 64, kEot = 63;
+using testing::kEot;
+using testing::kVocab;
 
 class TrainLoopTest : public ::testing::Test {
  protected:

@@ -26,7 +26,7 @@ using vision_internal::Linears;
 namespace {
 
 // Offsets of a computed layer's tensors in the tower's layout.
-struct LayerParams {
+struct TowerLayerParams {
   int64_t ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b, ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b;
 };
 
@@ -57,7 +57,7 @@ struct CudaVisionTower::Impl {
   MemoryPlan plan;
 
   int64_t cls = 0, patch_w = 0, pos = 0, pre_w = 0, pre_b = 0;
-  std::vector<LayerParams> lp;
+  std::vector<TowerLayerParams> lp;
 
   size_t im2col = 0, patches = 0, emb = 0, pre_mean = 0, pre_rstd = 0, features = 0;
   std::vector<size_t> res;      // computed_layers() + 1 residual streams (frozen: 2)
@@ -143,7 +143,7 @@ Status CudaVisionTower::Impl::Init() {
   for (int l = 0; l < L(); ++l) {
     const std::string p =
         std::string(kVisionTowerPrefix) + "encoder.layers." + std::to_string(l) + ".";
-    LayerParams x;
+    TowerLayerParams x;
     BM_ASSIGN_OR_RETURN(x.ln1_w, OffsetOf(layout, p + "layer_norm1.weight"));
     BM_ASSIGN_OR_RETURN(x.ln1_b, OffsetOf(layout, p + "layer_norm1.bias"));
     // q|k|v weights [3C, C] and biases [3C] are contiguous (llava_layout.h).
@@ -265,7 +265,7 @@ Status CudaVisionTower::Impl::Forward(const float* pixels) {
 template <typename T>
 Status CudaVisionTower::Impl::LayerForward(int l) {
   const LayerActs& a = Acts(l);
-  const LayerParams& w = lp[l];
+  const TowerLayerParams& w = lp[l];
   const int rows = Rows(), c = C(), m = M();
   const T* x = A<T>(Res(l));
   BM_TRY(LayerNormForward<T>(A<T>(a.norm1), A<float>(a.mean1), A<float>(a.rstd1), x, W<T>(w.ln1_w),
@@ -285,7 +285,7 @@ Status CudaVisionTower::Impl::LayerForward(int l) {
 template <typename T>
 Status CudaVisionTower::Impl::LayerBackward(int l) {
   const LayerActs& a = acts[l];
-  const LayerParams& w = lp[l];
+  const TowerLayerParams& w = lp[l];
   const int rows = Rows(), c = C(), m = M();
   T* d = A<T>(dres);
   // MLP: out = mid + fc2(quick_gelu(fc1(norm2(mid)))).

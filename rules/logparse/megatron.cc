@@ -27,6 +27,10 @@
 // "Fix throughput unit", January 2022) and its forks print the time in
 // seconds, `elapsed time per iteration (s): 7.2310 | ... | samples per second:
 // 13.276 |` (96 / 7.2310 = 13.276): read as ms x 1000.
+// ms-swift's Megatron trainer (swift/megatron/trainers/base.py `training_log`, July 2025 to
+// its v4 rewrite of February 2026) adds `memory(GiB): 21.54 | elapsed time: 10m 7s | remaining
+// time: ... |` after the elapsed time: torch.cuda.max_memory_reserved() / 2^30 of the printing
+// (last) rank, to two decimals; read as that rank's peak.
 // Primus (AMD's fork, its trainer.py `training_log`) prints the elapsed time
 // and its throughputs as `current/running mean` pairs
 // (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read.
@@ -335,6 +339,7 @@ bool IsMegatronIterationLine(std::string_view line) {
 }
 
 Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   ParsedLog log;
   log.format = "megatron";
   Status error = Status::Ok();
@@ -381,6 +386,11 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
       if (line.find("number of skipped iterations:") != std::string_view::npos)
         counted_lines.insert(no);
       if (std::optional<double> c = MemoryField(line, "consumed samples:")) consumed[no] = *c;
+      if (std::optional<double> gib = MemoryField(line, "memory(GiB):");
+          gib && *gib * kGiB > peak_bytes) {  // ms-swift's training_log
+        peak_bytes = *gib * kGiB;
+        log.memory_source = "max reserved (ms-swift training_log memory(GiB))";
+      }
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
       else if (std::optional<double> alcf = MemoryField(line, "actual_seqlen="))

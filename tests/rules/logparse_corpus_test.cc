@@ -856,6 +856,31 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_TRUE(r->Note("leaves out the evaluation before it (line 24"));
   EXPECT_TRUE(r->Note("the checkpoint save at line 25 is not timed"));
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+  // Line 24's eval_loss, logged right after step 100's record (line 18) with its epoch 0.2646.
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 2.104221820831299);
+  EXPECT_EQ(r->log.evals[0].line, 24);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 2.104221820831299);
+  EXPECT_EQ(r->m()["eval"]["step"], 100);
+}
+
+TEST(Corpus, MsSwiftMegatronMemoryGiB) {
+  // ms-swift 3.12's Megatron trainer (swift/megatron/trainers/base.py training_log):
+  // `memory(GiB): 21.54` is torch.cuda.max_memory_reserved() / 2^30 of the printing rank.
+  Result<Read> r = ReadLog("megatron_swift_issue7832_memory_gib_interval5.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10}));
+  EXPECT_EQ(r->At(10)->span, 5);
+  EXPECT_EQ(r->Loss(5), 1.180399E+00);   // line 1
+  EXPECT_EQ(r->Loss(10), 1.190541E+00);  // line 2 (the load_balancing_loss after it not read)
+  EXPECT_EQ(r->At(10)->ms, 99158.9);
+  EXPECT_EQ(r->At(10)->samples, 64.0);
+  EXPECT_EQ(r->At(10)->grad_norm, 0.826);
+  // The larger of 21.54 (line 1) and 21.56 (line 2), in GiB.
+  EXPECT_EQ(*r->log.peak_memory_bytes, 21.56 * kGiB);
+  EXPECT_EQ(r->log.memory_source, "max reserved (ms-swift training_log memory(GiB))");
 }
 
 TEST(Corpus, ErniekitGlobalStepLine) {
@@ -1745,6 +1770,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_slamllm_micro_batch_steps.log", "deepspeed"},
       {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
+      {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -834,6 +834,31 @@ TEST(Paddle, ErnieKitGlobalFieldsAndMalformedOnes) {
   EXPECT_FALSE(r->iterations[0].tokens_per_device_per_s);
 }
 
+TEST(Paddle, EvalLossAtTheRecordOfItsEpoch) {
+  // The Trainer logs a step's record, then evaluates at the same step (same epoch): the eval is
+  // at that step. An evaluation whose epoch is not the last record's is at an unknown step.
+  auto step = [](int n, const char* epoch) {
+    return fmt::format(
+        "[I] - loss: 1.5, learning_rate: 1e-05, global_step: {}, interval_runtime: 2.0, "
+        "interval_samples_per_second: 4.0, interval_steps_per_second: 5.0, epoch: {}\n",
+        n, epoch);
+  };
+  const std::string eval =
+      "[I] - eval_loss: 0.75, eval_accuracy: 0.6, eval_runtime: 1.5, epoch: 0.25\n";
+  Result<ParsedLog> r = ParsePaddleLog(step(10, "0.25") + eval + step(20, "0.5") + eval, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 10);
+  EXPECT_EQ(r->evals[0].value, 0.75);
+  EXPECT_EQ(r->evals[0].line, 2);
+  EXPECT_EQ(r->evals[1].step, 0);  // epoch 0.25 after step 20's 0.5
+  EXPECT_EQ(r->eval_what, "the PaddleNLP Trainer's eval_loss");
+  r = ParsePaddleLog(step(10, "0.25") + "[I] - eval_loss: abc, eval_runtime: 1.5, epoch: 0.25\n",
+                     "p.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "p.log:2: 'eval_loss' is 'abc', not a number");
+}
+
 TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {
   // LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps, `lr` since 2024-11.
   Result<ParsedLog> r = ParseAutoLog(

@@ -30,7 +30,11 @@
 // ms-swift's Megatron trainer (swift/megatron/trainers/base.py `training_log`, July 2025 to
 // its v4 rewrite of February 2026) adds `memory(GiB): 21.54 | elapsed time: 10m 7s | remaining
 // time: ... |` after the elapsed time: torch.cuda.max_memory_reserved() / 2^30 of the printing
-// (last) rank, to two decimals; read as that rank's peak.
+// (last) rank, to two decimals; read as that rank's peak. That trainer also prints iteration 1
+// (`iteration % log_interval == 0 or iteration == 1`, from 0e97eaa, June 2025) and, unlike core
+// 0.16 below, resets its timer and sums there: with --log-interval 5 the line at 5 averages
+// iterations 2-5, so a first line past 1 spans the iterations after 1 (the line at 1 printed
+// before it, not in the log) and no iteration is taken out.
 // Primus (AMD's fork, its trainer.py `training_log`) prints the elapsed time
 // and its throughputs as `current/running mean` pairs
 // (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read.
@@ -352,6 +356,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   double peak_bytes = -1;
   std::set<int64_t> counted_lines;     // iteration lines that print the skipped count
   std::map<int64_t, double> consumed;  // an iteration line's `consumed samples`, by line
+  bool swift = false;                  // ms-swift's lines (`memory(GiB):`)
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     int64_t step = 0;
@@ -386,10 +391,12 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
       if (line.find("number of skipped iterations:") != std::string_view::npos)
         counted_lines.insert(no);
       if (std::optional<double> c = MemoryField(line, "consumed samples:")) consumed[no] = *c;
-      if (std::optional<double> gib = MemoryField(line, "memory(GiB):");
-          gib && *gib * kGiB > peak_bytes) {  // ms-swift's training_log
-        peak_bytes = *gib * kGiB;
-        log.memory_source = "max reserved (ms-swift training_log memory(GiB))";
+      if (std::optional<double> gib = MemoryField(line, "memory(GiB):")) {  // ms-swift's
+        swift = true;
+        if (*gib * kGiB > peak_bytes) {
+          peak_bytes = *gib * kGiB;
+          log.memory_source = "max reserved (ms-swift training_log memory(GiB))";
+        }
       }
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
@@ -441,6 +448,14 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   }
   FillSpansFromGaps(log.iterations);
   std::vector<Iteration>& its = log.iterations;
+  if (swift && its[0].step > 1 && its[0].span == its[0].step) {
+    // ms-swift printed iteration 1's line before this one and restarted its averages there.
+    its[0].span = its[0].step - 1;
+    log.notes.push_back(fmt::format(
+        "{}:{}: ms-swift's Megatron trainer prints iteration 1's line and restarts its averages "
+        "after it: iteration {}'s line, the first here, averages iterations 2-{}",
+        name, its[0].line, its[0].step, its[0].step));
+  }
   // The interval: the most common gap (two records only: a fresh run's 1 and the
   // first multiple of the interval).
   std::map<int64_t, int> gaps;
@@ -450,7 +465,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     if (its.size() >= 3 && (interval == 0 || n >= gaps[interval]))
       interval = gap;  // ties: the larger
   if (its.size() == 2 && its[0].step == 1) interval = its[1].step;
-  for (size_t i = 0; interval > 1 && i + 1 < its.size(); ++i) {
+  for (size_t i = 0; interval > 1 && !swift && i + 1 < its.size(); ++i) {
     // A run's first line (a fresh start or a resume) off the interval, the next on it.
     const int64_t f = its[i].step, next = its[i + 1].step;
     if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;

@@ -872,6 +872,10 @@ TEST(Corpus, MsSwiftMegatronMemoryGiB) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->log.format, "megatron");
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10}));
+  // The trainer printed iteration 1's line (not pasted) and reset its averages there
+  // (`iteration % log_interval == 0 or iteration == 1`): line 1 averages iterations 2-5.
+  EXPECT_EQ(r->At(5)->span, 4);
+  EXPECT_TRUE(r->Note("iteration 5's line, the first here, averages iterations 2-5"));
   EXPECT_EQ(r->At(10)->span, 5);
   EXPECT_EQ(r->Loss(5), 1.180399E+00);   // line 1
   EXPECT_EQ(r->Loss(10), 1.190541E+00);  // line 2 (the load_balancing_loss after it not read)

@@ -834,6 +834,30 @@ TEST(Paddle, ErnieKitGlobalFieldsAndMalformedOnes) {
   EXPECT_FALSE(r->iterations[0].tokens_per_device_per_s);
 }
 
+TEST(Megatron, MsSwiftFirstIterationLineIsNotCore016s) {
+  // ms-swift 3.x's training_log prints iteration 1 and resets its timer and sums there (unlike
+  // Megatron core 0.16): the line at 5 averages iterations 2-5 as printed, nothing taken out.
+  auto line = [](int n, const char* ms, const char* loss) {
+    return fmt::format(
+        " [2026-01-20 08:33:58] iteration {:8d}/     206 | consumed samples: {:12d} | elapsed time "
+        "per iteration (ms): {} | memory(GiB): 21.5 | elapsed time: 1m 7s | remaining time: 6h 0m "
+        "4s | learning rate: 4.8E-06 | global batch size:    64 | lm loss: {} | loss scale: 1.0 | "
+        "grad norm: 1.105 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+        n, n * 64, ms, loss);
+  };
+  Result<ParsedLog> r = ParseMegatronLog(
+      line(1, "200000.0", "1.5") + line(5, "100000.0", "1.2") + line(10, "99000.0", "1.1"),
+      "s.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_EQ(r->iterations[1].span, 4);
+  EXPECT_EQ(r->iterations[1].ms, 100000.0);
+  EXPECT_EQ(r->iterations[1].loss, 1.2);
+  EXPECT_EQ(r->iterations[2].span, 5);
+  EXPECT_TRUE(r->notes.empty());
+  EXPECT_EQ(*r->peak_memory_bytes, 21.5 * 1024 * 1024 * 1024);
+}
+
 TEST(Paddle, EvalLossAtTheRecordOfItsEpoch) {
   // The Trainer logs a step's record, then evaluates at the same step (same epoch): the eval is
   // at that step. An evaluation whose epoch is not the last record's is at an unknown step.

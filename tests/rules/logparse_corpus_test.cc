@@ -1493,6 +1493,37 @@ TEST(Corpus, Nemo2PerfRecipeStepsMemoryAndTime) {
   EXPECT_NEAR(r->PerDevice(), 5 * 128 * 8192 / 30.354 / 8, 1e-6);
 }
 
+TEST(Corpus, Nemo2PeakMemoryUsageBeforeJune2025) {
+  // NeMo 2's MegatronStrategy logged torch.cuda.max_memory_reserved() as `peak_memory_usage`
+  // until 710a3e2 (June 2025): `peak_memory_usage: 70833405952` (bytes); `memory_allocated`
+  // is the current figure, not read.
+  Result<Read> r = ReadLog("nemo2_llmb_llama31_peak_memory_usage.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  // global_step: 49 is 0-based: step 50 (consumed_samples: 6400 = 50 * 128).
+  ASSERT_EQ(r->Steps(), (std::vector<int64_t>{50}));
+  EXPECT_EQ(r->Loss(50), 11.96);
+  EXPECT_EQ(r->At(50)->ms, 12390.0);  // train_step_timing in s: 12.39
+  EXPECT_EQ(r->At(50)->samples, 128.0);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 70833405952.0);
+}
+
+TEST(Corpus, Nemo2TokensPerSecPerGpu) {
+  // TimingCallback(log_tokens_per_sec=True): tokens_per_sec_per_gpu = 32 * 4096 / 8 GPUs /
+  // train_step_timing (16384 / 2.389 = 6858.1, printed 6.859e+03). No sequence length in the
+  // log: the token rate is the printed one, averaged over the steps' time.
+  Result<Read> r = ReadLog("nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{528, 529, 530}));  // global_step 527..529
+  EXPECT_EQ(r->At(528)->tokens_per_device_per_s, 6859.0);        // line 1
+  EXPECT_EQ(r->At(529)->tokens_per_device_per_s, 6706.0);        // line 2
+  EXPECT_EQ(r->At(530)->tokens_per_device_per_s, 7702.0);        // line 3
+  EXPECT_EQ(r->At(530)->ms, 2127.0);
+  EXPECT_EQ(r->Loss(530), 3.221);
+  EXPECT_NEAR(r->PerDevice(),
+              (6859 * 2.389 + 6706 * 2.443 + 7702 * 2.127) / (2.389 + 2.443 + 2.127), 1e-6);
+}
+
 TEST(Corpus, Nemo2BioNemoFirstIterationIsStepOne) {
   // `iteration 0/99 | ... | global_step: 0` is the run's first step (line 3, after two
   // [NeMo W] lines); consumed_samples: 8 = (1 + 1) * 4 at global_step 1 (line 4).
@@ -1775,6 +1806,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
       {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
+      {"nemo2_llmb_llama31_peak_memory_usage.log", "nemo"},
+      {"nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "nemo"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -42,6 +42,9 @@
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
 // the next line's batch), with a note.
+// A terminal copy's hard-wrapped iteration line (or report_memory line) is read joined
+// (wrapped_lines.h) when the lines after it complete it: up to `number of nan iterations`
+// (`max reserved:`).
 // A complete iteration line with none of the fields below is an error, not an
 // empty record (NeMo 2's ProgressPrinter lines look alike: log_format "nemo").
 // A line's numbers are averages over the --log-interval iterations since the
@@ -86,6 +89,7 @@
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
 namespace {
@@ -357,7 +361,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::set<int64_t> counted_lines;     // iteration lines that print the skipped count
   std::map<int64_t, double> consumed;  // an iteration line's `consumed samples`, by line
   bool swift = false;                  // ms-swift's lines (`memory(GiB):`)
-  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+  auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     int64_t step = 0;
     if (size_t fields = IterationFields(line, &step); fields != std::string_view::npos) {
@@ -439,8 +443,46 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         precision_line = precision_line ? precision_line : no;
       }
     }
-  });
+  };
+  // A terminal copy's hard-wrapped iteration and memory lines are read joined.
+  const std::vector<LogLine> lines = SplitLogLines(text);
+  log.lines = CountLines(text);
+  auto starts_another = [](std::string_view l) {
+    std::string_view t = Trim(l);
+    return IsMegatronIterationLine(l) || l.find("memory (MB)") != std::string_view::npos ||
+           l.find("memory (GB)") != std::string_view::npos || t.starts_with('[') ||
+           t.starts_with("time (ms)");
+  };
+  auto has = [](std::string_view key) {
+    return [key](std::string_view l) { return l.find(key) != std::string_view::npos; };
+  };
+  int64_t wrapped_first = 0, wrapped = 0;
+  for (size_t i = 0; i < lines.size() && error.ok(); ++i) {
+    std::string_view line = lines[i].text;
+    size_t pieces = 0;
+    std::optional<std::string> joined;
+    if (IsMegatronIterationLine(line) &&
+        line.find("number_of_nan_iterations") == std::string_view::npos) {
+      joined = JoinWrapped(lines, i, has("number of nan iterations"), starts_another, 6, &pieces);
+    } else if (line.find("memory (MB)") != std::string_view::npos) {
+      joined = JoinWrapped(lines, i, has("max reserved:"), starts_another, 3, &pieces);
+    }
+    if (!joined) {
+      read_line(line, lines[i].no);
+      continue;
+    }
+    read_line(*joined, lines[i].no);
+    wrapped_first = wrapped_first ? wrapped_first : lines[i].no;
+    ++wrapped;
+    i += pieces - 1;
+  }
   BM_TRY(error);
+  if (wrapped > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} iteration or memory line(s) hard-wrapped over several lines (a terminal "
+        "copy) read joined",
+        name, wrapped_first, wrapped));
+  }
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}", name,

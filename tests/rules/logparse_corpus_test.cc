@@ -865,6 +865,25 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_EQ(r->m()["eval"]["step"], 100);
 }
 
+TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
+  // An 86-column terminal copy: each iteration line over four lines (1-4, 8-11), the memory
+  // line over two (5-6). Before, line 1 alone (only `consumed samples`) was an error.
+  Result<Read> r = ReadLog("megatron_bridge_pr841_wrapped_86col.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(r->At(20)->span, 10);
+  EXPECT_EQ(r->At(10)->ms, 13212.7);       // line 2
+  EXPECT_EQ(r->At(10)->samples, 512.0);    // `global batch` (line 2) `size:   512` (line 3)
+  EXPECT_EQ(r->Loss(10), 4.474437E+00);    // line 3
+  EXPECT_EQ(r->At(10)->grad_norm, 0.704);  // line 3
+  EXPECT_EQ(r->At(10)->skipped, 0);        // `number of s` / `kipped iterations:   0`
+  EXPECT_EQ(r->Loss(20), 8.797448E-02);    // line 10
+  EXPECT_EQ(r->At(20)->ms, 14260.3);       // line 9
+  EXPECT_EQ(*r->log.peak_memory_bytes, 12954.0 * kMiB);  // `max reserved: 12954.0`, line 6
+  EXPECT_TRUE(r->Note(":1: 3 iteration or memory line(s) hard-wrapped"));
+}
+
 TEST(Corpus, MsSwiftMegatronMemoryGiB) {
   // ms-swift 3.12's Megatron trainer (swift/megatron/trainers/base.py training_log):
   // `memory(GiB): 21.54` is torch.cuda.max_memory_reserved() / 2^30 of the printing rank.
@@ -1806,6 +1825,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
       {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
+      {"megatron_bridge_pr841_wrapped_86col.log", "megatron"},
       {"nemo2_llmb_llama31_peak_memory_usage.log", "nemo"},
       {"nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "nemo"},
   };

@@ -834,6 +834,30 @@ TEST(Paddle, ErnieKitGlobalFieldsAndMalformedOnes) {
   EXPECT_FALSE(r->iterations[0].tokens_per_device_per_s);
 }
 
+TEST(Megatron, HardWrappedLinesJoined) {
+  // A 40-column copy: the first piece lost its trailing space (break at a space: joined with
+  // one), the second broke inside `learning` (full width: joined without).
+  const std::string wrapped =
+      " iteration       10/     100 | consumed\n"   // 39, the space after it lost
+      "samples: 640 | lm loss: 2.5 | learning r\n"  // 40: the width
+      "ate: 1.0E-04 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+      " iteration       20/     100 | lm loss: 2.4 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(wrapped, "w.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].loss, 2.5);
+  EXPECT_EQ(r->iterations[0].lr, 1.0E-04);
+  EXPECT_EQ(r->iterations[1].line, 4);
+  // A line that no following line completes is read alone: here one without any field.
+  r = ParseMegatronLog(" iteration       10/     100 | consumed samples: 640 |\nsome text\n",
+                       "w.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(),
+            "w.log:1: an iteration line without any field the megatron parser reads (elapsed "
+            "time per iteration (ms), lm loss, learning rate, global batch size, ...)");
+}
+
 TEST(Megatron, MsSwiftFirstIterationLineIsNotCore016s) {
   // ms-swift 3.x's training_log prints iteration 1 and resets its timer and sums there (unlike
   // Megatron core 0.16): the line at 5 averages iterations 2-5 as printed, nothing taken out.

@@ -89,6 +89,7 @@
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/megatron_spans.h"
 #include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
@@ -265,43 +266,6 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
   return true;
 }
 
-// A line without `global batch size` (a fork's, or one cut short where a README quotes it)
-// still counts `consumed samples`: the samples per step are the growth since the previous line
-// over the steps between them, and a run's first line's consumed samples over its step where
-// that gives the same batch as the line after it.
-void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
-                         std::string_view name, std::vector<std::string>& notes) {
-  auto at = [&](const Iteration& it) -> std::optional<double> {
-    auto c = consumed.find(it.line);
-    return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
-  };
-  int64_t derived = 0, first_line = 0;
-  for (size_t i = 1; i < its.size(); ++i) {
-    std::optional<double> c = at(its[i]), before = at(its[i - 1]);
-    const int64_t steps = its[i].step - its[i - 1].step;
-    if (its[i].samples || !c || !before || *c <= *before || steps != its[i].span) continue;
-    its[i].samples = (*c - *before) / static_cast<double>(steps);
-    first_line = first_line ? first_line : its[i].line;
-    ++derived;
-  }
-  for (size_t i = 0; i + 1 < its.size(); ++i) {
-    std::optional<double> c = at(its[i]);
-    const bool starts_run = i == 0 || !at(its[i - 1]);
-    if (its[i].samples || !starts_run || !c || !its[i + 1].samples || its[i].step <= 0) continue;
-    if (*c == *its[i + 1].samples * static_cast<double>(its[i].step)) {
-      its[i].samples = its[i + 1].samples;
-      first_line = std::min(first_line ? first_line : its[i].line, its[i].line);
-      ++derived;
-    }
-  }
-  if (derived > 0) {
-    notes.push_back(fmt::format(
-        "samples: {} iteration line(s) from {}:{} print no global batch size: the samples per "
-        "step from their consumed samples (the growth since the previous line over its steps)",
-        derived, name, first_line));
-  }
-}
-
 struct ArgFact {
   std::string_view arg;
   const char* fact;
@@ -318,26 +282,6 @@ constexpr ArgFact kArgs[] = {
     {"hidden_size", "hidden"},
     {"num_attention_heads", "heads"},
 };
-
-// The core >= 0.16 first interval (see the top): `second` covers the
-// iterations from `first`'s to its own; keep only those after `first`.
-void SubtractFirstIteration(const Iteration& first, Iteration& second) {
-  const int64_t covered = second.step - first.step + 1;  // iterations in second's averages
-  const int64_t span = covered - 1;
-  if (first.ms && second.ms) second.ms = (*second.ms * covered - *first.ms) / span;
-  const int64_t advanced_all = covered - second.skipped;
-  const int64_t advanced_first = 1 - first.skipped;
-  const int64_t advanced = advanced_all - advanced_first;
-  if (second.loss && advanced > 0) {
-    second.loss = (*second.loss * advanced_all - first.loss.value_or(0) * advanced_first) /
-                  static_cast<double>(advanced);
-  } else {
-    second.loss.reset();
-  }
-  second.skipped -= first.skipped;
-  second.nan -= first.nan;
-  second.span = span;
-}
 
 }  // namespace
 
@@ -445,98 +389,39 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     }
   };
   // A terminal copy's hard-wrapped iteration and memory lines are read joined.
-  const std::vector<LogLine> lines = SplitLogLines(text);
-  log.lines = CountLines(text);
+  auto completion = [](std::string_view l) -> std::string_view {
+    if (IsMegatronIterationLine(l) && l.find("number_of_nan_iterations") == std::string_view::npos)
+      return "number of nan iterations";
+    return l.find("memory (MB)") != std::string_view::npos ? "max reserved:" : "";
+  };
   auto starts_another = [](std::string_view l) {
     std::string_view t = Trim(l);
     return IsMegatronIterationLine(l) || l.find("memory (MB)") != std::string_view::npos ||
            l.find("memory (GB)") != std::string_view::npos || t.starts_with('[') ||
            t.starts_with("time (ms)");
   };
-  auto has = [](std::string_view key) {
-    return [key](std::string_view l) { return l.find(key) != std::string_view::npos; };
-  };
-  int64_t wrapped_first = 0, wrapped = 0;
-  for (size_t i = 0; i < lines.size() && error.ok(); ++i) {
-    std::string_view line = lines[i].text;
-    size_t pieces = 0;
-    std::optional<std::string> joined;
-    if (IsMegatronIterationLine(line) &&
-        line.find("number_of_nan_iterations") == std::string_view::npos) {
-      joined = JoinWrapped(lines, i, has("number of nan iterations"), starts_another, 6, &pieces);
-    } else if (line.find("memory (MB)") != std::string_view::npos) {
-      joined = JoinWrapped(lines, i, has("max reserved:"), starts_another, 3, &pieces);
-    }
-    if (!joined) {
-      read_line(line, lines[i].no);
-      continue;
-    }
-    read_line(*joined, lines[i].no);
-    wrapped_first = wrapped_first ? wrapped_first : lines[i].no;
-    ++wrapped;
-    i += pieces - 1;
-  }
+  bool failed = false;
+  const UnwrappedRead read = ForEachUnwrappedLine(
+      text, completion, starts_another,
+      [&](std::string_view line, int64_t no) {
+        read_line(line, no);
+        failed = !error.ok();
+      },
+      &failed);
+  log.lines = read.lines;
   BM_TRY(error);
-  if (wrapped > 0) {
+  if (read.joined > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} iteration or memory line(s) hard-wrapped over several lines (a terminal "
         "copy) read joined",
-        name, wrapped_first, wrapped));
+        name, read.first_joined, read.joined));
   }
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}", name,
                   log.lines, OtherFormatHint(text, "megatron"));
   }
-  FillSpansFromGaps(log.iterations);
-  std::vector<Iteration>& its = log.iterations;
-  if (swift && its[0].step > 1 && its[0].span == its[0].step) {
-    // ms-swift printed iteration 1's line before this one and restarted its averages there.
-    its[0].span = its[0].step - 1;
-    log.notes.push_back(fmt::format(
-        "{}:{}: ms-swift's Megatron trainer prints iteration 1's line and restarts its averages "
-        "after it: iteration {}'s line, the first here, averages iterations 2-{}",
-        name, its[0].line, its[0].step, its[0].step));
-  }
-  // The interval: the most common gap (two records only: a fresh run's 1 and the
-  // first multiple of the interval).
-  std::map<int64_t, int> gaps;
-  for (size_t i = 1; i < its.size(); ++i) ++gaps[its[i].step - its[i - 1].step];
-  int64_t interval = 0;
-  for (auto [gap, n] : gaps)
-    if (its.size() >= 3 && (interval == 0 || n >= gaps[interval]))
-      interval = gap;  // ties: the larger
-  if (its.size() == 2 && its[0].step == 1) interval = its[1].step;
-  for (size_t i = 0; interval > 1 && !swift && i + 1 < its.size(); ++i) {
-    // A run's first line (a fresh start or a resume) off the interval, the next on it.
-    const int64_t f = its[i].step, next = its[i + 1].step;
-    if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;
-    SubtractFirstIteration(its[i], its[i + 1]);
-    log.notes.push_back(fmt::format(
-        "{}:{}: iteration {}'s line averages iterations {}-{} (Megatron core >= 0.16 does not "
-        "reset its timers after a run's first iteration's line): iterations {}-{} derived by "
-        "taking iteration {} ({}:{}) out",
-        name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
-  }
-  SamplesFromConsumed(its, consumed, name, log.notes);
-  const Iteration* first_nan = nullptr;
-  int64_t nan_lines = 0;
-  for (Iteration& it : its) {
-    if (it.skipped >= it.span && it.loss) it.loss.reset();  // an all-skipped interval's 0
-    if (!it.loss && it.skipped < it.span && counted_lines.count(it.line) != 0) {
-      it.loss = std::numeric_limits<double>::quiet_NaN();
-      ++it.nan;
-      first_nan = first_nan ? first_nan : &it;
-      ++nan_lines;
-    }
-  }
-  if (first_nan) {
-    log.notes.push_back(fmt::format(
-        "loss: {} iteration line(s) from {}:{} (iteration {}) on print no lm loss though not "
-        "all their iterations were skipped: Megatron leaves out a loss whose average is NaN "
-        "(training_log prints it only if >= 0); each counted as a NaN loss and one NaN iteration",
-        nan_lines, name, first_nan->line, first_nan->step));
-  }
+  SpanMegatronRecords(log, consumed, counted_lines, swift, name);
   if (peak_bytes >= 0) log.peak_memory_bytes = peak_bytes;
   if (!param_ranks.empty()) {
     SetFact(log, "parameters", parameters, parameters_line);

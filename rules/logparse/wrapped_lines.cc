@@ -34,4 +34,31 @@ std::optional<std::string> JoinWrapped(const std::vector<LogLine>& lines, size_t
   return std::nullopt;
 }
 
+UnwrappedRead ForEachUnwrappedLine(
+    std::string_view text, const std::function<std::string_view(std::string_view)>& completion,
+    const std::function<bool(std::string_view)>& stop,
+    const std::function<void(std::string_view, int64_t)>& fn, const bool* done) {
+  const std::vector<LogLine> lines = SplitLogLines(text);
+  UnwrappedRead read;
+  read.lines = CountLines(text);
+  for (size_t i = 0; i < lines.size() && !*done; ++i) {
+    const std::string_view key = completion(lines[i].text);
+    size_t pieces = 0;
+    std::optional<std::string> joined;
+    if (!key.empty()) {
+      auto has_key = [key](std::string_view l) { return l.find(key) != std::string_view::npos; };
+      joined = JoinWrapped(lines, i, has_key, stop, 6, &pieces);
+    }
+    if (!joined) {
+      fn(lines[i].text, lines[i].no);
+      continue;
+    }
+    fn(*joined, lines[i].no);
+    read.first_joined = read.first_joined ? read.first_joined : lines[i].no;
+    ++read.joined;
+    i += pieces - 1;
+  }
+  return read;
+}
+
 }  // namespace bm::logparse

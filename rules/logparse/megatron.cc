@@ -37,7 +37,10 @@
 // before it, not in the log) and no iteration is taken out.
 // Primus (AMD's fork, its trainer.py `training_log`) prints the elapsed time
 // and its throughputs as `current/running mean` pairs
-// (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read.
+// (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read. Its
+// `hip mem usage/free/total/usage_ratio: 153.81GB/...` (training_log patch
+// MemoryStatsExtension: torch.cuda.mem_get_info's total - free, / 2^30) is the device's memory
+// in use at the line, not a peak: the largest is read as the memory, its source saying so.
 // A line without `global batch size` (a fork's, or one a README cuts after its throughput)
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
@@ -208,6 +211,19 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   return it;
 }
 
+// Primus's `hip mem usage/free/total/usage_ratio: 153.81GB/102.17GB/255.98GB/60.09%`
+// (GiB, printed as GB) -> 153.81.
+std::optional<double> UsedGiB(std::string_view line) {
+  constexpr std::string_view kKey = "hip mem usage/free/total/usage_ratio:";
+  size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = Trim(line.substr(at + kKey.size()));
+  size_t end = 0;
+  std::optional<double> v = LeadingNumber(rest, &end);
+  if (!v || !rest.substr(end).starts_with("GB/")) return std::nullopt;
+  return v;
+}
+
 // "| max reserved: 42000.0" -> 42000.0 (MB)
 std::optional<double> MemoryField(std::string_view line, std::string_view key) {
   size_t at = line.find(key);
@@ -345,6 +361,12 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
           peak_bytes = *gib * kGiB;
           log.memory_source = "max reserved (ms-swift training_log memory(GiB))";
         }
+      }
+      if (std::optional<double> gib = UsedGiB(line); gib && *gib * kGiB > peak_bytes) {
+        peak_bytes = *gib * kGiB;  // Primus's
+        log.memory_source =
+            "hip mem usage (Primus: torch.cuda.mem_get_info's used memory of the printing rank's "
+            "device at the line, the largest; not a peak)";
       }
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed

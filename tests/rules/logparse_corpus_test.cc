@@ -1484,6 +1484,9 @@ TEST(Corpus, MegatronPrimusCurrentAndAveragePairs) {
   EXPECT_EQ(it.grad_norm, 0.061);
   EXPECT_DOUBLE_EQ(*it.lr, 9.984820E-06);
   EXPECT_EQ(it.loss_scale, 1.0);
+  // `hip mem usage/free/total/usage_ratio: 153.81GB/...`: mem_get_info's used memory, GiB.
+  EXPECT_EQ(*r->log.peak_memory_bytes, 153.81 * kGiB);
+  EXPECT_TRUE(r->log.memory_source.starts_with("hip mem usage (Primus"));
 }
 
 // ---- NeMo 2 (ProgressPrinter) --------------------------------------------

@@ -40,7 +40,9 @@
 // (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read. Its
 // `hip mem usage/free/total/usage_ratio: 153.81GB/...` (training_log patch
 // MemoryStatsExtension: torch.cuda.mem_get_info's total - free, / 2^30) is the device's memory
-// in use at the line, not a peak: the largest is read as the memory, its source saying so.
+// in use at the line, not a peak: the largest is read as the memory, its source saying so. Its
+// `tokens per GPU (tokens/s/GPU): 9801.4/9807.3` (`tokens/s/GPU inst/harmonic mean:` from July
+// 2026) is read as the printed per-device token rate (the first).
 // A line without `global batch size` (a fork's, or one a README cuts after its throughput)
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
@@ -142,6 +144,10 @@ const FieldTarget kFields[] = {
     {"grad norm", &Iteration::grad_norm, nullptr},
     {"number of skipped iterations", nullptr, &Iteration::skipped},
     {"number of nan iterations", nullptr, &Iteration::nan},
+    // Primus: seq_length x global batch / elapsed / world size, `current/mean` (the mean harmonic
+    // from July 2026's `tokens/s/GPU inst/harmonic mean`).
+    {"tokens per GPU (tokens/s/GPU)", &Iteration::tokens_per_device_per_s, nullptr},
+    {"tokens/s/GPU inst/harmonic mean", &Iteration::tokens_per_device_per_s, nullptr},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).

@@ -1485,6 +1485,7 @@ TEST(Corpus, MegatronPrimusCurrentAndAveragePairs) {
   EXPECT_DOUBLE_EQ(*it.lr, 9.984820E-06);
   EXPECT_EQ(it.loss_scale, 1.0);
   // `hip mem usage/free/total/usage_ratio: 153.81GB/...`: mem_get_info's used memory, GiB.
+  EXPECT_EQ(it.tokens_per_device_per_s, 9801.4);  // `tokens per GPU (tokens/s/GPU): 9801.4/...`
   EXPECT_EQ(*r->log.peak_memory_bytes, 153.81 * kGiB);
   EXPECT_TRUE(r->log.memory_source.starts_with("hip mem usage (Primus"));
 }

@@ -191,6 +191,16 @@ TEST(Megatron, KeyValueAndCurrentAverageFieldsMalformed) {
   EXPECT_EQ(r->iterations[1].loss_scale, 2.0);
   EXPECT_EQ(r->iterations[1].grad_norm, 0.5);
   EXPECT_EQ(r->iterations[1].nan, 1);
+  // Primus from July 2026 (print_rank_last_patches.py ThroughputAverageExtension): the token
+  // rate appended to the compute segment as `inst/harmonic mean`.
+  r = ParseMegatronLog(
+      " iteration 5/ 10 | elapsed time per iteration (ms): 6046.6/6050.0 | compute per GPU "
+      "(TFLOP/s/GPU): 579.4 (avg 573.6)  | tokens/s/GPU inst/harmonic mean: 10005.5/9903.7 | lm "
+      "loss: 1.5 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+      "primus.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 10005.5);
+  EXPECT_EQ(r->iterations[0].ms, 6046.6);
 }
 
 TEST(Nemo, LogIntervalCutLineAndMalformedField) {

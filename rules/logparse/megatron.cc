@@ -47,6 +47,9 @@
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
 // the next line's batch), with a note.
+// Evaluations: ` validation loss at iteration N | lm loss value: x | lm loss PPL: ... |` gives
+// an eval at N (the first validation set's, when there are several; the test set's and a
+// repeat at the same iteration after training left out).
 // A terminal copy's hard-wrapped iteration line (or report_memory line) is read joined
 // (wrapped_lines.h) when the lines after it complete it: up to `number of nan iterations`
 // (`max reserved:`).
@@ -305,6 +308,32 @@ constexpr ArgFact kArgs[] = {
     {"num_attention_heads", "heads"},
 };
 
+// ` validation loss at iteration 200 | lm loss value: 6.496762E+00 | lm loss PPL: ... |`
+// (evaluate_and_print_results; `validation-NAME loss at` with several validation sets; `...
+// at iteration 1000 on validation set` after training): the set ("", "-NAME"), the step and the
+// first loss's value. nullopt for any other line, the test set's included.
+struct EvalLine {
+  std::string set;
+  int64_t step = 0;
+  double value = 0;
+};
+std::optional<EvalLine> ReadEvalLine(std::string_view line) {
+  constexpr std::string_view kAt = " loss at iteration ";
+  size_t at = line.find(kAt);
+  size_t v = line.find("validation");
+  if (at == std::string_view::npos || v == std::string_view::npos || v > at) return std::nullopt;
+  if (line.find(" on test set", at) != std::string_view::npos) return std::nullopt;
+  size_t end = 0;
+  std::optional<double> step = LeadingNumber(line.substr(at + kAt.size()), &end);
+  size_t value = line.find(" value:", at);
+  if (!step || value == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(value + 7);
+  std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
+  if (!loss) return std::nullopt;
+  return EvalLine{std::string(line.substr(v + 10, at - v - 10)), static_cast<int64_t>(*step),
+                  *loss};
+}
+
 }  // namespace
 
 bool IsMegatronIterationLine(std::string_view line) {
@@ -324,11 +353,19 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
   double peak_bytes = -1;
-  std::set<int64_t> counted_lines;     // iteration lines that print the skipped count
-  std::map<int64_t, double> consumed;  // an iteration line's `consumed samples`, by line
-  bool swift = false;                  // ms-swift's lines (`memory(GiB):`)
+  std::set<int64_t> counted_lines;      // iteration lines that print the skipped count
+  std::map<int64_t, double> consumed;   // an iteration line's `consumed samples`, by line
+  bool swift = false;                   // ms-swift's lines (`memory(GiB):`)
+  std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
+    if (std::optional<EvalLine> e = ReadEvalLine(line)) {
+      if (!eval_set) eval_set = e->set;
+      const bool repeat = !log.evals.empty() && log.evals.back().step == e->step;
+      if (e->set == *eval_set && !repeat) log.evals.push_back({e->step, e->value, no});
+      log.eval_what = "Megatron validation" + *eval_set + " loss (the first loss's value)";
+      return;
+    }
     int64_t step = 0;
     if (size_t fields = IterationFields(line, &step); fields != std::string_view::npos) {
       int known = 0;

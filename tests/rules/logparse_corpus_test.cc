@@ -884,6 +884,23 @@ TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
   EXPECT_TRUE(r->Note(":1: 3 iteration or memory line(s) hard-wrapped"));
 }
 
+TEST(Corpus, MegatronValidationLossLines) {
+  // evaluate_and_print_results: ` validation loss at iteration N | lm loss value: x | lm loss
+  // PPL: y |` (lines 4-8, grepped under the iteration line by the reporter).
+  Result<Read> r = ReadLog("megatron_issue1152_fp8_validation.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1000}));
+  EXPECT_EQ(r->Loss(1000), 3.147666E+00);  // line 2
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 200);
+  EXPECT_EQ(r->log.evals[0].value, 6.496762E+00);
+  EXPECT_EQ(r->log.evals[0].line, 4);
+  EXPECT_EQ(r->log.evals[4].step, 1000);
+  EXPECT_EQ(r->log.evals[4].value, 3.846950E+00);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 3.846950E+00);
+  EXPECT_EQ(r->m()["eval"]["step"], 1000);
+}
+
 TEST(Corpus, MsSwiftMegatronMemoryGiB) {
   // ms-swift 3.12's Megatron trainer (swift/megatron/trainers/base.py training_log):
   // `memory(GiB): 21.54` is torch.cuda.max_memory_reserved() / 2^30 of the printing rank.
@@ -1830,6 +1847,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
       {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
       {"megatron_bridge_pr841_wrapped_86col.log", "megatron"},
+      {"megatron_issue1152_fp8_validation.log", "megatron"},
       {"nemo2_llmb_llama31_peak_memory_usage.log", "nemo"},
       {"nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "nemo"},
   };

@@ -868,6 +868,30 @@ TEST(Megatron, HardWrappedLinesJoined) {
             "time per iteration (ms), lm loss, learning rate, global batch size, ...)");
 }
 
+TEST(Megatron, ValidationLinesAreEvals) {
+  // Several validation sets: the first one's series; the test set and a repeat at the same
+  // iteration (after training, `on validation set`) left out.
+  const std::string log =
+      " iteration       10/      20 | lm loss: 2.0 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n"
+      " validation-wiki loss at iteration 10 | lm loss value: 1.900000E+00 | lm loss PPL: 6.7 |\n"
+      " validation-code loss at iteration 10 | lm loss value: 1.500000E+00 | lm loss PPL: 4.5 |\n"
+      " iteration       20/      20 | lm loss: 1.8 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n"
+      " validation-wiki loss at iteration 20 | lm loss value: 1.700000E+00 | lm loss PPL: 5.5 |\n"
+      " validation-wiki loss at iteration 20 on validation set | lm loss value: 1.710000E+00 |\n"
+      " validation loss at iteration 20 on test set | lm loss value: 1.600000E+00 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "v.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 10);
+  EXPECT_EQ(r->evals[0].value, 1.9);
+  EXPECT_EQ(r->evals[0].line, 2);
+  EXPECT_EQ(r->evals[1].step, 20);
+  EXPECT_EQ(r->evals[1].value, 1.7);
+  EXPECT_EQ(r->eval_what, "Megatron validation-wiki loss (the first loss's value)");
+}
+
 TEST(Megatron, MsSwiftFirstIterationLineIsNotCore016s) {
   // ms-swift 3.x's training_log prints iteration 1 and resets its timer and sums there (unlike
   // Megatron core 0.16): the line at 5 averages iterations 2-5 as printed, nothing taken out.

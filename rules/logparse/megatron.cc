@@ -151,6 +151,9 @@ const FieldTarget kFields[] = {
     // from July 2026's `tokens/s/GPU inst/harmonic mean`).
     {"tokens per GPU (tokens/s/GPU)", &Iteration::tokens_per_device_per_s, nullptr},
     {"tokens/s/GPU inst/harmonic mean", &Iteration::tokens_per_device_per_s, nullptr},
+    // Forks that add batch x seq_length / elapsed / world size (swiss-ai's, 2025; a
+    // Pai-Megatron-Patch training.py patched for "TGS").
+    {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).

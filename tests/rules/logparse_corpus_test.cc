@@ -901,6 +901,22 @@ TEST(Corpus, MegatronValidationLossLines) {
   EXPECT_EQ(r->m()["eval"]["step"], 1000);
 }
 
+TEST(Corpus, MegatronForkTokensPerSecGpu) {
+  // Pai-Megatron-Patch's Megatron-LM-250624 training.py patched to add `tokens/sec/gpu: x`
+  // (batch_size * seq_length / elapsed / world_size): 64 x 8192 / 5.533 s / 8 = 11844.5.
+  Result<Read> r = ReadLog("megatron_paipatch_deeplink_tokens_sec_gpu.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{480, 481, 482}));
+  EXPECT_EQ(r->At(480)->tokens_per_device_per_s, 11844.5);  // line 1
+  EXPECT_EQ(r->At(481)->tokens_per_device_per_s, 11185.0);  // line 2
+  EXPECT_EQ(r->At(482)->ms, 5546.0);                        // line 3
+  EXPECT_EQ(r->Loss(482), 1.682535E+00);
+  // No sequence length in the log: the printed rate, averaged over the steps' time.
+  EXPECT_NEAR(r->PerDevice(),
+              (11844.5 * 5.533 + 11185.0 * 5.8593 + 11816.9 * 5.546) / (5.533 + 5.8593 + 5.546),
+              1e-6);
+}
+
 TEST(Corpus, MsSwiftMegatronMemoryGiB) {
   // ms-swift 3.12's Megatron trainer (swift/megatron/trainers/base.py training_log):
   // `memory(GiB): 21.54` is torch.cuda.max_memory_reserved() / 2^30 of the printing rank.
@@ -1848,6 +1864,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
       {"megatron_bridge_pr841_wrapped_86col.log", "megatron"},
       {"megatron_issue1152_fp8_validation.log", "megatron"},
+      {"megatron_paipatch_deeplink_tokens_sec_gpu.log", "megatron"},
       {"nemo2_llmb_llama31_peak_memory_usage.log", "nemo"},
       {"nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "nemo"},
   };

@@ -154,6 +154,8 @@ const FieldTarget kFields[] = {
     // Forks that add batch x seq_length / elapsed / world size (swiss-ai's, 2025; a
     // Pai-Megatron-Patch training.py patched for "TGS").
     {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
+    // Megatron-DeepSpeed (microsoft's, from 2023): tokens / elapsed / world size.
+    {"tokens per gpu per second (tgs)", &Iteration::tokens_per_device_per_s, nullptr},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).

@@ -201,6 +201,16 @@ TEST(Megatron, KeyValueAndCurrentAverageFieldsMalformed) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 10005.5);
   EXPECT_EQ(r->iterations[0].ms, 6046.6);
+  // Megatron-DeepSpeed's `tokens per gpu per second (tgs)`, swiss-ai's `tokens/sec/gpu`.
+  r = ParseMegatronLog(
+      " iteration 5/ 10 | elapsed time per iteration (ms): 344656.1 | lm loss: 1.1 | "
+      "samples per second: 4.457 | tokens per gpu per second (tgs): 142.612 | TFLOPs: 153.38 |\n"
+      " iteration 6/ 10 | elapsed time per iteration (ms): 131064.1 | eta: 0:00:00 | "
+      "tokens/sec/gpu: 8000.5 | lm loss: 1.0 |\n",
+      "tgs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 142.612);
+  EXPECT_EQ(r->iterations[1].tokens_per_device_per_s, 8000.5);
 }
 
 TEST(Nemo, LogIntervalCutLineAndMalformedField) {

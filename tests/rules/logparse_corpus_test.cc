@@ -856,6 +856,87 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_TRUE(r->Note("leaves out the evaluation before it (line 24"));
   EXPECT_TRUE(r->Note("the checkpoint save at line 25 is not timed"));
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+  // Line 24's eval_loss, logged right after step 100's record (line 18) with its epoch 0.2646.
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 2.104221820831299);
+  EXPECT_EQ(r->log.evals[0].line, 24);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 2.104221820831299);
+  EXPECT_EQ(r->m()["eval"]["step"], 100);
+}
+
+TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
+  // An 86-column terminal copy: each iteration line over four lines (1-4, 8-11), the memory
+  // line over two (5-6). Before, line 1 alone (only `consumed samples`) was an error.
+  Result<Read> r = ReadLog("megatron_bridge_pr841_wrapped_86col.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(r->At(20)->span, 10);
+  EXPECT_EQ(r->At(10)->ms, 13212.7);       // line 2
+  EXPECT_EQ(r->At(10)->samples, 512.0);    // `global batch` (line 2) `size:   512` (line 3)
+  EXPECT_EQ(r->Loss(10), 4.474437E+00);    // line 3
+  EXPECT_EQ(r->At(10)->grad_norm, 0.704);  // line 3
+  EXPECT_EQ(r->At(10)->skipped, 0);        // `number of s` / `kipped iterations:   0`
+  EXPECT_EQ(r->Loss(20), 8.797448E-02);    // line 10
+  EXPECT_EQ(r->At(20)->ms, 14260.3);       // line 9
+  EXPECT_EQ(*r->log.peak_memory_bytes, 12954.0 * kMiB);  // `max reserved: 12954.0`, line 6
+  EXPECT_TRUE(r->Note(":1: 3 iteration or memory line(s) hard-wrapped"));
+}
+
+TEST(Corpus, MegatronValidationLossLines) {
+  // evaluate_and_print_results: ` validation loss at iteration N | lm loss value: x | lm loss
+  // PPL: y |` (lines 4-8, grepped under the iteration line by the reporter).
+  Result<Read> r = ReadLog("megatron_issue1152_fp8_validation.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1000}));
+  EXPECT_EQ(r->Loss(1000), 3.147666E+00);  // line 2
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 200);
+  EXPECT_EQ(r->log.evals[0].value, 6.496762E+00);
+  EXPECT_EQ(r->log.evals[0].line, 4);
+  EXPECT_EQ(r->log.evals[4].step, 1000);
+  EXPECT_EQ(r->log.evals[4].value, 3.846950E+00);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 3.846950E+00);
+  EXPECT_EQ(r->m()["eval"]["step"], 1000);
+}
+
+TEST(Corpus, MegatronForkTokensPerSecGpu) {
+  // Pai-Megatron-Patch's Megatron-LM-250624 training.py patched to add `tokens/sec/gpu: x`
+  // (batch_size * seq_length / elapsed / world_size): 64 x 8192 / 5.533 s / 8 = 11844.5.
+  Result<Read> r = ReadLog("megatron_paipatch_deeplink_tokens_sec_gpu.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{480, 481, 482}));
+  EXPECT_EQ(r->At(480)->tokens_per_device_per_s, 11844.5);  // line 1
+  EXPECT_EQ(r->At(481)->tokens_per_device_per_s, 11185.0);  // line 2
+  EXPECT_EQ(r->At(482)->ms, 5546.0);                        // line 3
+  EXPECT_EQ(r->Loss(482), 1.682535E+00);
+  // No sequence length in the log: the printed rate, averaged over the steps' time.
+  EXPECT_NEAR(r->PerDevice(),
+              (11844.5 * 5.533 + 11185.0 * 5.8593 + 11816.9 * 5.546) / (5.533 + 5.8593 + 5.546),
+              1e-6);
+}
+
+TEST(Corpus, MsSwiftMegatronMemoryGiB) {
+  // ms-swift 3.12's Megatron trainer (swift/megatron/trainers/base.py training_log):
+  // `memory(GiB): 21.54` is torch.cuda.max_memory_reserved() / 2^30 of the printing rank.
+  Result<Read> r = ReadLog("megatron_swift_issue7832_memory_gib_interval5.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10}));
+  // The trainer printed iteration 1's line (not pasted) and reset its averages there
+  // (`iteration % log_interval == 0 or iteration == 1`): line 1 averages iterations 2-5.
+  EXPECT_EQ(r->At(5)->span, 4);
+  EXPECT_TRUE(r->Note("iteration 5's line, the first here, averages iterations 2-5"));
+  EXPECT_EQ(r->At(10)->span, 5);
+  EXPECT_EQ(r->Loss(5), 1.180399E+00);   // line 1
+  EXPECT_EQ(r->Loss(10), 1.190541E+00);  // line 2 (the load_balancing_loss after it not read)
+  EXPECT_EQ(r->At(10)->ms, 99158.9);
+  EXPECT_EQ(r->At(10)->samples, 64.0);
+  EXPECT_EQ(r->At(10)->grad_norm, 0.826);
+  // The larger of 21.54 (line 1) and 21.56 (line 2), in GiB.
+  EXPECT_EQ(*r->log.peak_memory_bytes, 21.56 * kGiB);
+  EXPECT_EQ(r->log.memory_source, "max reserved (ms-swift training_log memory(GiB))");
 }
 
 TEST(Corpus, ErniekitGlobalStepLine) {
@@ -1436,6 +1517,10 @@ TEST(Corpus, MegatronPrimusCurrentAndAveragePairs) {
   EXPECT_EQ(it.grad_norm, 0.061);
   EXPECT_DOUBLE_EQ(*it.lr, 9.984820E-06);
   EXPECT_EQ(it.loss_scale, 1.0);
+  // `hip mem usage/free/total/usage_ratio: 153.81GB/...`: mem_get_info's used memory, GiB.
+  EXPECT_EQ(it.tokens_per_device_per_s, 9801.4);  // `tokens per GPU (tokens/s/GPU): 9801.4/...`
+  EXPECT_EQ(*r->log.peak_memory_bytes, 153.81 * kGiB);
+  EXPECT_TRUE(r->log.memory_source.starts_with("hip mem usage (Primus"));
 }
 
 // ---- NeMo 2 (ProgressPrinter) --------------------------------------------
@@ -1462,6 +1547,37 @@ TEST(Corpus, Nemo2PerfRecipeStepsMemoryAndTime) {
   // Every step is past the first: 5 * 128 * 8192 tokens over
   // 6.080 + 6.061 + 6.082 + 6.071 + 6.060 = 30.354 s, / 8 devices = 21590.56.
   EXPECT_NEAR(r->PerDevice(), 5 * 128 * 8192 / 30.354 / 8, 1e-6);
+}
+
+TEST(Corpus, Nemo2PeakMemoryUsageBeforeJune2025) {
+  // NeMo 2's MegatronStrategy logged torch.cuda.max_memory_reserved() as `peak_memory_usage`
+  // until 710a3e2 (June 2025): `peak_memory_usage: 70833405952` (bytes); `memory_allocated`
+  // is the current figure, not read.
+  Result<Read> r = ReadLog("nemo2_llmb_llama31_peak_memory_usage.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  // global_step: 49 is 0-based: step 50 (consumed_samples: 6400 = 50 * 128).
+  ASSERT_EQ(r->Steps(), (std::vector<int64_t>{50}));
+  EXPECT_EQ(r->Loss(50), 11.96);
+  EXPECT_EQ(r->At(50)->ms, 12390.0);  // train_step_timing in s: 12.39
+  EXPECT_EQ(r->At(50)->samples, 128.0);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 70833405952.0);
+}
+
+TEST(Corpus, Nemo2TokensPerSecPerGpu) {
+  // TimingCallback(log_tokens_per_sec=True): tokens_per_sec_per_gpu = 32 * 4096 / 8 GPUs /
+  // train_step_timing (16384 / 2.389 = 6858.1, printed 6.859e+03). No sequence length in the
+  // log: the token rate is the printed one, averaged over the steps' time.
+  Result<Read> r = ReadLog("nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{528, 529, 530}));  // global_step 527..529
+  EXPECT_EQ(r->At(528)->tokens_per_device_per_s, 6859.0);        // line 1
+  EXPECT_EQ(r->At(529)->tokens_per_device_per_s, 6706.0);        // line 2
+  EXPECT_EQ(r->At(530)->tokens_per_device_per_s, 7702.0);        // line 3
+  EXPECT_EQ(r->At(530)->ms, 2127.0);
+  EXPECT_EQ(r->Loss(530), 3.221);
+  EXPECT_NEAR(r->PerDevice(),
+              (6859 * 2.389 + 6706 * 2.443 + 7702 * 2.127) / (2.389 + 2.443 + 2.127), 1e-6);
 }
 
 TEST(Corpus, Nemo2BioNemoFirstIterationIsStepOne) {
@@ -1745,6 +1861,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_slamllm_micro_batch_steps.log", "deepspeed"},
       {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
+      {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
+      {"megatron_bridge_pr841_wrapped_86col.log", "megatron"},
+      {"megatron_issue1152_fp8_validation.log", "megatron"},
+      {"megatron_paipatch_deeplink_tokens_sec_gpu.log", "megatron"},
+      {"nemo2_llmb_llama31_peak_memory_usage.log", "nemo"},
+      {"nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "nemo"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

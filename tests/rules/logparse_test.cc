@@ -191,6 +191,26 @@ TEST(Megatron, KeyValueAndCurrentAverageFieldsMalformed) {
   EXPECT_EQ(r->iterations[1].loss_scale, 2.0);
   EXPECT_EQ(r->iterations[1].grad_norm, 0.5);
   EXPECT_EQ(r->iterations[1].nan, 1);
+  // Primus from July 2026 (print_rank_last_patches.py ThroughputAverageExtension): the token
+  // rate appended to the compute segment as `inst/harmonic mean`.
+  r = ParseMegatronLog(
+      " iteration 5/ 10 | elapsed time per iteration (ms): 6046.6/6050.0 | compute per GPU "
+      "(TFLOP/s/GPU): 579.4 (avg 573.6)  | tokens/s/GPU inst/harmonic mean: 10005.5/9903.7 | lm "
+      "loss: 1.5 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+      "primus.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 10005.5);
+  EXPECT_EQ(r->iterations[0].ms, 6046.6);
+  // Megatron-DeepSpeed's `tokens per gpu per second (tgs)`, swiss-ai's `tokens/sec/gpu`.
+  r = ParseMegatronLog(
+      " iteration 5/ 10 | elapsed time per iteration (ms): 344656.1 | lm loss: 1.1 | "
+      "samples per second: 4.457 | tokens per gpu per second (tgs): 142.612 | TFLOPs: 153.38 |\n"
+      " iteration 6/ 10 | elapsed time per iteration (ms): 131064.1 | eta: 0:00:00 | "
+      "tokens/sec/gpu: 8000.5 | lm loss: 1.0 |\n",
+      "tgs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 142.612);
+  EXPECT_EQ(r->iterations[1].tokens_per_device_per_s, 8000.5);
 }
 
 TEST(Nemo, LogIntervalCutLineAndMalformedField) {
@@ -832,6 +852,103 @@ TEST(Paddle, ErnieKitGlobalFieldsAndMalformedOnes) {
                      "e.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(r->iterations[0].tokens_per_device_per_s);
+}
+
+TEST(Megatron, HardWrappedLinesJoined) {
+  // A 40-column copy: the first piece lost its trailing space (break at a space: joined with
+  // one), the second broke inside `learning` (full width: joined without).
+  const std::string wrapped =
+      " iteration       10/     100 | consumed\n"   // 39, the space after it lost
+      "samples: 640 | lm loss: 2.5 | learning r\n"  // 40: the width
+      "ate: 1.0E-04 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+      " iteration       20/     100 | lm loss: 2.4 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(wrapped, "w.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].loss, 2.5);
+  EXPECT_EQ(r->iterations[0].lr, 1.0E-04);
+  EXPECT_EQ(r->iterations[1].line, 4);
+  // A line that no following line completes is read alone: here one without any field.
+  r = ParseMegatronLog(" iteration       10/     100 | consumed samples: 640 |\nsome text\n",
+                       "w.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(),
+            "w.log:1: an iteration line without any field the megatron parser reads (elapsed "
+            "time per iteration (ms), lm loss, learning rate, global batch size, ...)");
+}
+
+TEST(Megatron, ValidationLinesAreEvals) {
+  // Several validation sets: the first one's series; the test set and a repeat at the same
+  // iteration (after training, `on validation set`) left out.
+  const std::string log =
+      " iteration       10/      20 | lm loss: 2.0 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n"
+      " validation-wiki loss at iteration 10 | lm loss value: 1.900000E+00 | lm loss PPL: 6.7 |\n"
+      " validation-code loss at iteration 10 | lm loss value: 1.500000E+00 | lm loss PPL: 4.5 |\n"
+      " iteration       20/      20 | lm loss: 1.8 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n"
+      " validation-wiki loss at iteration 20 | lm loss value: 1.700000E+00 | lm loss PPL: 5.5 |\n"
+      " validation-wiki loss at iteration 20 on validation set | lm loss value: 1.710000E+00 |\n"
+      " validation loss at iteration 20 on test set | lm loss value: 1.600000E+00 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "v.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 10);
+  EXPECT_EQ(r->evals[0].value, 1.9);
+  EXPECT_EQ(r->evals[0].line, 2);
+  EXPECT_EQ(r->evals[1].step, 20);
+  EXPECT_EQ(r->evals[1].value, 1.7);
+  EXPECT_EQ(r->eval_what, "Megatron validation-wiki loss (the first loss's value)");
+}
+
+TEST(Megatron, MsSwiftFirstIterationLineIsNotCore016s) {
+  // ms-swift 3.x's training_log prints iteration 1 and resets its timer and sums there (unlike
+  // Megatron core 0.16): the line at 5 averages iterations 2-5 as printed, nothing taken out.
+  auto line = [](int n, const char* ms, const char* loss) {
+    return fmt::format(
+        " [2026-01-20 08:33:58] iteration {:8d}/     206 | consumed samples: {:12d} | elapsed time "
+        "per iteration (ms): {} | memory(GiB): 21.5 | elapsed time: 1m 7s | remaining time: 6h 0m "
+        "4s | learning rate: 4.8E-06 | global batch size:    64 | lm loss: {} | loss scale: 1.0 | "
+        "grad norm: 1.105 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+        n, n * 64, ms, loss);
+  };
+  Result<ParsedLog> r = ParseMegatronLog(
+      line(1, "200000.0", "1.5") + line(5, "100000.0", "1.2") + line(10, "99000.0", "1.1"),
+      "s.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_EQ(r->iterations[1].span, 4);
+  EXPECT_EQ(r->iterations[1].ms, 100000.0);
+  EXPECT_EQ(r->iterations[1].loss, 1.2);
+  EXPECT_EQ(r->iterations[2].span, 5);
+  EXPECT_TRUE(r->notes.empty());
+  EXPECT_EQ(*r->peak_memory_bytes, 21.5 * 1024 * 1024 * 1024);
+}
+
+TEST(Paddle, EvalLossAtTheRecordOfItsEpoch) {
+  // The Trainer logs a step's record, then evaluates at the same step (same epoch): the eval is
+  // at that step. An evaluation whose epoch is not the last record's is at an unknown step.
+  auto step = [](int n, const char* epoch) {
+    return fmt::format(
+        "[I] - loss: 1.5, learning_rate: 1e-05, global_step: {}, interval_runtime: 2.0, "
+        "interval_samples_per_second: 4.0, interval_steps_per_second: 5.0, epoch: {}\n",
+        n, epoch);
+  };
+  const std::string eval =
+      "[I] - eval_loss: 0.75, eval_accuracy: 0.6, eval_runtime: 1.5, epoch: 0.25\n";
+  Result<ParsedLog> r = ParsePaddleLog(step(10, "0.25") + eval + step(20, "0.5") + eval, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 10);
+  EXPECT_EQ(r->evals[0].value, 0.75);
+  EXPECT_EQ(r->evals[0].line, 2);
+  EXPECT_EQ(r->evals[1].step, 0);  // epoch 0.25 after step 20's 0.5
+  EXPECT_EQ(r->eval_what, "the PaddleNLP Trainer's eval_loss");
+  r = ParsePaddleLog(step(10, "0.25") + "[I] - eval_loss: abc, eval_runtime: 1.5, epoch: 0.25\n",
+                     "p.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "p.log:2: 'eval_loss' is 'abc', not a number");
 }
 
 TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {

@@ -1130,6 +1130,35 @@ TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
   EXPECT_EQ(r->m()["eval"]["val_loss"], 88.2065187242157);
 }
 
+TEST(Corpus, MlperfGigaComputingBlockStopNamesTheBlocksStart) {
+  // GigaComputing's stable_diffusion (v5.0, NVIDIA's NeMo implementation with its own
+  // callbacks.py): each block_stop names compute_consumed_samples(train_batch_start_step), the
+  // samples_count of its own block_start (lines 22-23: 0 and 0; 25-26: 512000 and 512000), so a
+  // block of 2000 steps (512000 / global_batch_size 256, line 5) ends where the next begins; the
+  // last (lines 34-35, from 2048000) is as long as the others. Checkpoints are evaluated offline
+  // after training: the eval_accuracy events come last, run_stop (line 45) at the time of the
+  // block that reached the target.
+  Result<Read> r = ReadLog("mllog_gigacomputing_sd_block_stop_at_start.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2000, 4000, 6000, 8000, 10000}));
+  EXPECT_FALSE(r->Loss(2000));
+  // Lines 22-23: block_start 1744860973923 to block_stop 1744861206834 over 2000 steps.
+  EXPECT_DOUBLE_EQ(*r->At(2000)->ms, (1744861206834.0 - 1744860973923.0) / 2000);
+  EXPECT_EQ(r->At(4000)->span, 2000);
+  // Lines 34-35: the last block, 8000 to 10000.
+  EXPECT_DOUBLE_EQ(*r->At(10000)->ms, (1744862155745.0 - 1744861920020.0) / 2000);
+  // FID (lines 38 and 42) at samples_count 1024000 and 1536000 over 256.
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 4000);
+  EXPECT_EQ(r->log.evals[0].value, 102.76406687668646);
+  EXPECT_EQ(r->log.evals[1].step, 6000);
+  EXPECT_EQ(r->log.evals[1].value, 85.76508582043977);
+  // Line 24's max_memory_usage, 30.025 GiB (every block's the same).
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 30.025 * kGiB);
+  // run_start (line 21, 1744860973921) to run_stop (line 45, 1744861681020).
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1744861681020.0 - 1744860973921.0) / 1000);
+}
+
 TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
   // Intel Habana's llama2_70b_lora (v4.0, the reference's mlperf_logging_utils.py): train_loss at
   // samples_count 192, 576, ... (global_batch_size 8, line 10: steps 24, 72, ...), and each
@@ -1705,6 +1734,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
       {"mllog_google_maxtext_gpt3_eval_positions.log", "mllog"},
       {"mllog_google_maxdiffusion_sd_fid_clip.log", "mllog"},
+      {"mllog_gigacomputing_sd_block_stop_at_start.log", "mllog"},
       {"mllog_habana_llama2_70b_lora_block_start_steps.log", "mllog"},
       {"megatron_ling_v2_core013_zloss_mtp.log", "megatron"},
       {"trainer_llamafactory_issue8439_npu_clear_line.log", "trainer"},

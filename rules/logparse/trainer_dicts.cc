@@ -89,8 +89,35 @@ void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
     bar_->line = line;
     return;
   }
-  if (std::optional<std::pair<int64_t, int64_t>> c = BarCounter(text.substr(0, text.find('{'))))
-    bar_ = Bar{c->first, c->second, line};
+  std::optional<std::pair<int64_t, int64_t>> c = BarCounter(text.substr(0, text.find('{')));
+  if (!c) return;
+  bar_ = Bar{c->first, c->second, line};
+  if (pending_ && pending_->total == c->second) {  // the first training bar after it
+    if (pending_->n == c->first) confirmed_ = bar_;
+    pending_.reset();
+  }
+}
+
+void TrainerDictReader::Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+  if (!confirmed_ || dicts_.empty()) return;
+  const Bar bar = *std::exchange(confirmed_, std::nullopt);
+  const int64_t to = bar.n;
+  Numbered& d = dicts_.back();
+  const int64_t from = d.step;
+  if (d.known || !d.fresh || to == from || steps.contains(to)) return;
+  auto node = steps.extract(from);
+  node.key() = to;
+  node.mapped().step = to;
+  steps.insert(std::move(node));
+  for (EvalPoint& e : log.evals)  // an evaluation after it, at its step
+    if (e.step == from && e.line > d.line) e.step = to;
+  if (log.trainer_average && log.trainer_average->through_step == from)
+    log.trainer_average->through_step = to;
+  d.step = to;
+  d.known = true;
+  --counted_;
+  if (last_ == from) last_ = to;
+  bar_total_ = bar.total;
 }
 
 std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar, int64_t line) {
@@ -119,6 +146,8 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   last_ = step;
   anchored_.reset();
   bar_.reset();
+  pending_.reset();
+  confirmed_.reset();
   return true;
 }
 
@@ -129,6 +158,8 @@ int64_t TrainerDictReader::NextAfter(int64_t step) const {
 
 bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
                              std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+  Confirm(steps, log);
+  pending_.reset();
   const std::optional<Bar> bar = std::exchange(bar_, std::nullopt);  // a bar is for one dict
   std::optional<double> named;
   for (std::string_view key : {"step", "global_step",  // PaddleNLP's Trainer
@@ -193,8 +224,12 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   } else if (std::optional<int64_t> n = BarStep(bar, line)) {
     step = *n;
   } else {
+    // A bar before it, not next to it: the bar after it may confirm its n (see the top).
+    if (bar && bar->n > last_ && (bar_total_ == 0 || bar->total == bar_total_) &&
+        (!stated_ || bar->n % logging_steps_ == 0))
+      pending_ = bar;
     step = NextAfter(last_);
-    counted_ = true;
+    ++counted_;
     known = false;
   }
   anchored_.reset();
@@ -295,6 +330,7 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* loggi
 
 void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteration>& steps,
                                ParsedLog& log) {
+  Confirm(steps, log);
   for (auto [line, runtime] : extra_closing_)
     log.notes.push_back(fmt::format(
         "{}:{}: a second closing dict (train_runtime {}) is left out: the first, line {}, gives "

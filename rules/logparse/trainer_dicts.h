@@ -35,7 +35,11 @@
 // between them, tqdm.write's clear of the bar pasted as a line, does not count), it has moved past
 // the last dict's step, its total is the one of the bars that numbered dicts
 // before it (not an evaluation or data bar), and, when the log states
-// logging_steps, it is a step the Trainer logs at. Otherwise the count
+// logging_steps, it is a step the Trainer logs at. A bar further before the dict (other output
+// between them: a callback's prints) still bounds its step from below, as the redraw tqdm.write
+// makes after the dict bounds it from above (a paste from a terminal keeps only the last drawing
+// before the next line, at the same n or later): when the first training bar after the dict shows
+// the same n as the last one before it, that n is the dict's step. Otherwise the count
 // numbers the dict; Finish may renumber counted dicts from their epochs.
 //
 // The closing dict is speed_metrics("train", ...) plus train_loss (transformers'
@@ -129,16 +133,23 @@ class TrainerDictReader {
   std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps) const;
   // The step `bar` gives the loss dict at `line`, when it may (see the top).
   std::optional<int64_t> BarStep(const std::optional<Bar>& bar, int64_t line);
+  // Moves the last counted dict to the step the bars around it agree on, once the bar after it
+  // has been read (see the top).
+  void Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
   int64_t logging_steps_ = 1;
-  bool stated_ = false;   // a line stated logging_steps
-  bool counted_ = false;  // a loss dict was numbered by counting
+  bool stated_ = false;  // a line stated logging_steps
+  int64_t counted_ = 0;  // loss dicts numbered by counting (and not confirmed by bars since)
   bool first_step_ = false;
   int64_t last_ = 0;                 // the step of the last loss dict (or anchor)
   std::optional<int64_t> anchored_;  // a step another trainer's line named
   std::optional<Bar> bar_;           // the last bar since the last dict
   int64_t bar_total_ = 0;            // the total of the bars that numbered dicts
   std::vector<Numbered> dicts_;      // the loss dicts read, in order
+  // The bar before the last loss dict when it was counted, waiting for the first bar of that
+  // total after it; and that bar, when it showed the same n.
+  std::optional<Bar> pending_;
+  std::optional<Bar> confirmed_;
   // The loss dicts read, by their step or epoch (another rank's copy is skipped): a dict is
   // compared only with those at the same place, not with the whole log.
   std::map<std::optional<double>, std::vector<TrainerDict>> seen_;

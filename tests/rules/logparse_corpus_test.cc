@@ -1698,6 +1698,24 @@ TEST(Corpus, TrainerEvalDictNamingGlobalStep) {
   EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 20.5 * kGiB);
 }
 
+TEST(Corpus, TrainerBarsAroundCallbackPrintsNumberTheDicts) {
+  // TRL GRPOTrainer (Oct 2025; logging_steps not stated: GRPOConfig's default 10): a callback
+  // prints a metrics summary between the last bar drawing and the dict, so no bar ends the line
+  // before it; every 'epoch' is 0.0. The bar before (line 26's last drawing, 10/29790) and
+  // tqdm.write's redraw after the dict (line 46, 10/29790) agree: step 10; likewise 20 (lines 47,
+  // 87) and 30 (lines 88, 128).
+  Result<Read> r = ReadLog("trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(r->Loss(10), 0.0751);  // line 45
+  EXPECT_EQ(*r->At(10)->grad_norm, 47.75);
+  EXPECT_EQ(*r->At(10)->lr, 9.996978851963747e-06);
+  EXPECT_EQ(r->Loss(30), 0.0);  // line 127
+  EXPECT_EQ(*r->At(30)->grad_norm, 404.0);
+  EXPECT_EQ(r->At(20)->span, 10);
+  EXPECT_FALSE(r->Note("does not state logging_steps"));
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -1717,6 +1735,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
+      {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
       {"deepspeed_0.12_trainer_logging5_epoch.log", "deepspeed"},
       {"trainer_ezpz_two_ranks_series_twice.log", "trainer"},
       {"trainer_msswift2_eval_global_step.log", "trainer"},

@@ -770,6 +770,33 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   EXPECT_EQ(At(*r, 26)->loss, 2.0);
 }
 
+// A callback's prints between the bar and the dict (TRL GRPO with a metrics print): the bar
+// before the dict bounds its step from below, tqdm.write's redraw after it from above; the same n
+// in both numbers it. Different n: counted, as before.
+TEST(Trainer, BarsOnBothSidesOfADictNumberIt) {
+  auto bar = [](int n, int total) {
+    return fmt::format("\r  0%|          | {}/{} [01:29<67:59:26,  8.22s/it]", n, total);
+  };
+  const std::string clear = "\r                              \r";
+  const std::string text = bar(9, 100) + bar(10, 100) + "\nLogging 44 metrics\n" + clear +
+                           "{'loss': 1.0, 'epoch': 0.0}\n" + bar(10, 100) + "MDI: 6.3\n" +
+                           bar(20, 100) + "\nLogging 44 metrics\n" + clear +
+                           "{'loss': 0.5, 'epoch': 0.0}\n" + bar(23, 100) + "\n" + bar(30, 100) +
+                           "\nLogging 44 metrics\n" + clear + "{'loss': 0.25, 'epoch': 0.0}\n" +
+                           bar(4, 8) + "\n" + bar(30, 100) + "\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "between.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  // 10 (10 before, 10 after); 11 (20 before, 23 after: counted on from 10); 30 (the evaluation
+  // bar of total 8 between is not the training bar).
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11, 30}));
+  EXPECT_EQ(At(*r, 10)->loss, 1.0);
+  EXPECT_EQ(At(*r, 30)->loss, 0.25);
+  ASSERT_EQ(r->notes.size(), 1u);  // 11 is a counted guess
+  EXPECT_NE(r->notes[0].find("does not state logging_steps"), std::string::npos);
+}
+
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
 // (2025-08-27: logs["memory/max_allocated (GiB)"] = round(allocated, 2), ...;
 // transformers prints the values as strings); the largest reserved figure wins,

@@ -36,6 +36,12 @@ std::optional<std::string_view> SettingValue(std::string_view line, std::string_
   return line.substr(p, end == std::string_view::npos ? std::string_view::npos : end - p);
 }
 
+// Half the last printed digit's unit of a value the Trainer rounded to `at_least` (half of its
+// last decimal) and may have printed f"{v:.4g}" (four significant digits).
+double HalfUnit(double v, double at_least) {
+  return std::max(at_least, 0.5 * std::pow(10.0, std::floor(std::log10(std::fabs(v))) - 3));
+}
+
 // The last tqdm counter "| n/total [" in text (tqdm's default format:
 // "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]").
 std::optional<std::pair<int64_t, int64_t>> BarCounter(std::string_view text) {
@@ -182,9 +188,28 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
       avg.through_step = last_;
       average_after_ = dicts_.size();
       std::optional<double> sps = Get(dict, "train_steps_per_second");
-      if (sps && log.wall_s && *sps > 0) {  // rounded to 4 digits: the nearest whole step
-        avg.through_step = std::llround(*sps * *log.wall_s);
-        average_after_.reset();
+      if (sps && log.wall_s && *sps > 0 && *log.wall_s > 0) {
+        // speed_metrics rounds steps/s to 3 decimals and the runtime to 4 (from 2025 printed
+        // f"{v:.4g}" too): the steps run lie in a range, which the last bar may settle.
+        const double lo =
+            (*sps - HalfUnit(*sps, 0.0005)) * (*log.wall_s - HalfUnit(*log.wall_s, 5e-5));
+        const double hi =
+            (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
+        const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
+        const int64_t last = static_cast<int64_t>(std::floor(hi));
+        std::optional<int64_t> run;
+        if (first == last) {
+          run = first;
+        } else if (bar && bar->n >= first && bar->n <= last &&
+                   (bar_total_ == 0 || bar->total == bar_total_)) {
+          run = bar->n;
+        } else if (first < last) {
+          steps_run_ = Bar{first, last, line};
+        }
+        if (run) {
+          avg.through_step = *run;
+          average_after_.reset();
+        }
       }
       avg.line = line;
       avg.what = "the Trainer's train_samples_per_second (the whole run, its first steps included)";
@@ -331,6 +356,12 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* loggi
 void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteration>& steps,
                                ParsedLog& log) {
   Confirm(steps, log);
+  if (steps_run_ && log.trainer_average) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run "
+        "and no bar says which: the average is taken as through the last loss dict's step",
+        name, steps_run_->line, steps_run_->n, steps_run_->total));
+  }
   for (auto [line, runtime] : extra_closing_)
     log.notes.push_back(fmt::format(
         "{}:{}: a second closing dict (train_runtime {}) is left out: the first, line {}, gives "

@@ -43,7 +43,10 @@
 // numbers the dict; Finish may renumber counted dicts from their epochs.
 //
 // The closing dict is speed_metrics("train", ...) plus train_loss (transformers'
-// Trainer._inner_training_loop): train_runtime and no loss. With
+// Trainer._inner_training_loop): train_runtime and no loss. Its train_steps_per_second x
+// train_runtime is the steps run, within their rounding (speed_metrics: 3 and 4 decimals; from
+// 2025 printed with four significant digits): where that allows several counts, the last bar
+// before it settles which, else the average runs through the last dict's step (with a note). With
 // include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", ...) to
 // every step dict too, which keeps its loss. Several ranks may print the whole
 // series: a loss dict equal to an earlier one (its epoch or step included) is a
@@ -157,6 +160,9 @@ class TrainerDictReader {
   std::vector<std::pair<size_t, size_t>> eval_after_;
   std::optional<size_t> average_after_;  // the same for trainer_average.through_step
   std::optional<int64_t> closing_line_;  // the closing dict's line
+  // The closing dict's range of steps run (n to total, at line) when neither its rounded rates
+  // nor a bar settle it.
+  std::optional<Bar> steps_run_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
 };

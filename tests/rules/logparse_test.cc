@@ -669,6 +669,42 @@ TEST(Trainer, SpeedMetricsInEveryDictDoNotCloseTheRun) {
   EXPECT_EQ(r.status().message(), "tokens.log:2: 'memory(GiB)' is not a number of GiB");
 }
 
+// speed_metrics rounds train_steps_per_second to 3 decimals: over a long run it allows several
+// step counts; the last bar settles it, else a note says the average is taken through the last
+// dict.
+TEST(Trainer, ClosingDictsStepsRunFromRoundedRates) {
+  const std::string closing =
+      "{'train_runtime': 3462.7809, 'train_samples_per_second': 0.404, 'train_steps_per_second': "
+      "0.012, 'train_loss': 0.0, 'epoch': 1.0}\n";
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': 1.0, 'epoch': 0.5}\n"
+      "{'loss': 0.5, 'epoch': 0.9}\n" +
+          closing,
+      "rounded.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 2);  // 39.8-43.3 steps: unsettled
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted = noted || n.find(
+                         "rounded.log:3: train_steps_per_second x train_runtime, as rounded, "
+                         "allows 40 to 43 steps run") != std::string::npos;
+  EXPECT_TRUE(noted);
+  r = ParseTrainerLog(
+      "\r 93%|#########3| 40/43 [52:50<03:51, 77.01s/it]{'loss': 1.0}\n"
+      "\r100%|##########| 43/43 [57:42<00:00, 78.10s/it]\n" +
+          closing,
+      "bar.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 43);
+  // 2026's strings: '14.71' s at '35.35' steps/s is 519.8-520.3 steps: 520.
+  r = ParseTrainerLog(
+      "{'loss': '4.1'}\n{'train_runtime': '14.71', 'train_samples_per_second': "
+      "'565.7', 'train_steps_per_second': '35.35', 'epoch': '1'}\n",
+      "strings.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 520);
+}
+
 TEST(Trainer, AnotherRanksCopyOfTheDictsIsLeftOut) {
   const std::string series =
       "{'loss': 3.0, 'epoch': 0.5}\n{'loss': 2.9, 'epoch': 1.0}\n"

@@ -209,6 +209,8 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
         if (run) {
           avg.through_step = *run;
           average_after_.reset();
+          if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0)
+            closing_at_ = {*run, *epoch};
         }
       }
       avg.line = line;
@@ -221,7 +223,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     const int64_t step = named ? static_cast<int64_t>(*named) : last_;  // ms-swift names it
     for (const EvalPoint& e : log.evals)
       if (e.step == step && e.value == *eval) return true;  // another rank's copy
-    if (!named) eval_after_.emplace_back(log.evals.size(), dicts_.size());
+    if (!named) eval_after_.push_back({log.evals.size(), dicts_.size(), Get(dict, "epoch")});
     log.evals.push_back({step, *eval, line});
     if (log.eval_what.empty()) log.eval_what = "the Trainer's eval_loss";
     return true;
@@ -273,14 +275,15 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   return true;
 }
 
-std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* logging_steps) const {
+std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
+    int64_t* logging_steps, std::pair<double, double>* spe) const {
   constexpr double kHalf = 0.005;  // ProgressCallback prints round(epoch, 2)
   std::vector<size_t> known;
   for (size_t i = 0; i < dicts_.size(); ++i) {
     if (!dicts_[i].epoch || *dicts_[i].epoch <= 0) return std::nullopt;
     if (dicts_[i].known) known.push_back(i);
   }
-  if (known.empty()) return std::nullopt;
+  if (known.empty() && !closing_at_) return std::nullopt;
   // Steps per epoch: step / epoch, within the rounding of every epoch.
   auto fits = [&](const std::vector<int64_t>& at, double* lo, double* hi) {
     *lo = 0;
@@ -316,22 +319,23 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* loggi
         at[i] = dicts_[prev].step + every * static_cast<int64_t>(i - prev);
       }
     }
-    double lo = 0, hi = 0;
-    if (at.front() < 1 || !fits(at, &lo, &hi)) return std::nullopt;
+    if (at.front() < 1 || !fits(at, &spe->first, &spe->second)) return std::nullopt;
     *logging_steps = every;
     return at;
   }
   // From the epochs: the numbered dicts bound steps per epoch; a counted dict takes the one
   // step in its epoch's range between its neighbours.
   double lo = 0, hi = INFINITY;
-  for (size_t i : known) {
-    const double e = *dicts_[i].epoch;
-    lo = std::max(lo, static_cast<double>(dicts_[i].step) / (e + kHalf));
-    if (e > kHalf) hi = std::min(hi, static_cast<double>(dicts_[i].step) / (e - kHalf));
-  }
+  auto bound = [&](int64_t step, double e) {
+    lo = std::max(lo, static_cast<double>(step) / (e + kHalf));
+    if (e > kHalf) hi = std::min(hi, static_cast<double>(step) / (e - kHalf));
+  };
+  for (size_t i : known) bound(dicts_[i].step, *dicts_[i].epoch);
+  if (closing_at_) bound(closing_at_->first, closing_at_->second);
   if (lo > hi || !std::isfinite(hi)) return std::nullopt;
   // The step of the next numbered dict after each one (one pass back, not a search per dict).
-  std::vector<int64_t> next_known(dicts_.size(), std::numeric_limits<int64_t>::max());
+  std::vector<int64_t> next_known(
+      dicts_.size(), closing_at_ ? closing_at_->first + 1 : std::numeric_limits<int64_t>::max());
   for (size_t i = dicts_.size(); i-- > 1;)
     next_known[i - 1] = dicts_[i].known ? dicts_[i].step : next_known[i];
   for (size_t i = 0; i < dicts_.size(); ++i) {
@@ -348,8 +352,13 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* loggi
     if (first != last) return std::nullopt;
     at[i] = first;
   }
-  double l2 = 0, h2 = 0;
-  if (!fits(at, &l2, &h2)) return std::nullopt;
+  if (!fits(at, &spe->first, &spe->second)) return std::nullopt;
+  if (closing_at_) {  // the closing dict's point too
+    spe->first = std::max(spe->first, closing_at_->first / (closing_at_->second + kHalf));
+    if (closing_at_->second > kHalf)
+      spe->second = std::min(spe->second, closing_at_->first / (closing_at_->second - kHalf));
+    if (spe->first > spe->second || at.back() > closing_at_->first) return std::nullopt;
+  }
   return at;
 }
 
@@ -369,8 +378,9 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
         name, line, runtime ? fmt::format("{}", *runtime) : "?", closing_line_.value_or(0)));
   if (!counted_ || stated_) return;
   int64_t every = 0;
+  std::pair<double, double> spe{0, 0};
   std::optional<std::vector<int64_t>> at;
-  if (!resumed_) at = InferSteps(&every);
+  if (!resumed_) at = InferSteps(&every, &spe);
   if (at) {
     for (size_t i = 0; i < dicts_.size(); ++i)
       if (!dicts_[i].known && !dicts_[i].fresh) at.reset();  // it filled another line's record
@@ -399,8 +409,21 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     if (!there.grad_norm) there.grad_norm = it.grad_norm;
     there.line = std::min(there.line, it.line);
   }
-  for (auto [eval, after] : eval_after_)
-    if (after > 0) log.evals[eval].step = (*at)[after - 1];
+  // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one
+  // step after that (the last step, past the last logging step) and before the next.
+  for (const EvalAfter& e : eval_after_) {
+    if (e.after == 0) continue;
+    int64_t step = (*at)[e.after - 1];
+    if (e.epoch && *e.epoch > 0) {
+      constexpr double kHalf = 0.005;
+      const int64_t first =
+          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - kHalf) * spe.first)));
+      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + kHalf) * spe.second));
+      if (e.after < at->size()) last = std::min(last, (*at)[e.after] - 1);
+      if (first == last) step = first;
+    }
+    log.evals[e.eval].step = step;
+  }
   if (average_after_ && *average_after_ > 0 && log.trainer_average)
     log.trainer_average->through_step = (*at)[*average_after_ - 1];
   std::string how =
@@ -408,7 +431,11 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
                       "logging_steps {}, inferred from the numbered dicts around them (every "
                       "dict's epoch agrees)",
                       every)
-                : "their epoch (steps per epoch bounded by the numbered dicts' epochs)";
+                : fmt::format("their epoch (steps per epoch bounded by the epochs of {})",
+                              closing_at_ ? fmt::format("the numbered dicts and of the closing "
+                                                        "dict, {} steps run",
+                                                        closing_at_->first)
+                                          : std::string("the numbered dicts"));
   log.notes.push_back(fmt::format(
       "{}: the log does not state logging_steps; the dicts that no progress bar or step line "
       "numbers are numbered by {}",

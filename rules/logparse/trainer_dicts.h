@@ -111,9 +111,10 @@ class TrainerDictReader {
   // never stated logging_steps, its step is inferred where the log allows only one answer:
   //  - logging_steps from two numbered dicts with counted ones between them (steps 10 and 20
   //    with one dict between: 5), which then numbers every counted dict;
-  //  - else from `epoch`, which grows by 1/steps-per-epoch a step: the numbered dicts bound
-  //    steps-per-epoch (epoch printed to 2 decimals: ±0.005), and a counted dict takes the one
-  //    step its epoch allows between its neighbours.
+  //  - else from `epoch`, which grows by 1/steps-per-epoch a step: the numbered dicts (and the
+  //    closing dict, at the steps run its rates or the last bar settle) bound steps-per-epoch
+  //    (epoch printed to 2 decimals: ±0.005), and a counted dict takes the one step its epoch
+  //    allows between its neighbours; an eval dict with an epoch likewise.
   // Every loss dict must carry an epoch, and all of them, at the inferred steps, must fit one
   // steps-per-epoch; a run resumed from a checkpoint is left as counted. The records (and the
   // evals and the closing dict's through_step that followed them) move to their steps, with a
@@ -133,7 +134,9 @@ class TrainerDictReader {
   };
   int64_t NextAfter(int64_t step) const;
   // The steps Finish infers for dicts_ (see Finish), or nullopt when the log allows several.
-  std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps) const;
+  // `spe` gets the steps-per-epoch range every dict's epoch allows at those steps.
+  std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps,
+                                                 std::pair<double, double>* spe) const;
   // The step `bar` gives the loss dict at `line`, when it may (see the top).
   std::optional<int64_t> BarStep(const std::optional<Bar>& bar, int64_t line);
   // Moves the last counted dict to the step the bars around it agree on, once the bar after it
@@ -157,12 +160,19 @@ class TrainerDictReader {
   // compared only with those at the same place, not with the whole log.
   std::map<std::optional<double>, std::vector<TrainerDict>> seen_;
   // log.evals index -> how many loss dicts came before it (evals that named no step).
-  std::vector<std::pair<size_t, size_t>> eval_after_;
+  struct EvalAfter {
+    size_t eval = 0, after = 0;
+    std::optional<double> epoch;  // the eval dict's
+  };
+  std::vector<EvalAfter> eval_after_;
   std::optional<size_t> average_after_;  // the same for trainer_average.through_step
   std::optional<int64_t> closing_line_;  // the closing dict's line
   // The closing dict's range of steps run (n to total, at line) when neither its rounded rates
   // nor a bar settle it.
   std::optional<Bar> steps_run_;
+  // The closing dict's steps run, when its rates or a bar settle them, and its epoch: one more
+  // point that bounds the steps per epoch.
+  std::optional<std::pair<int64_t, double>> closing_at_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
 };

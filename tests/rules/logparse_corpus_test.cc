@@ -1731,6 +1731,33 @@ TEST(Corpus, TrainerClosingDictsRoundedStepsPerSecondAndTheLastBar) {
   EXPECT_EQ(r->log.wall_s, 3462.7809);
 }
 
+TEST(Corpus, TrainerUnslothDictsNumberedByTheClosingDictsEpoch) {
+  // unsloth 2026.6 on transformers 5.5 (values as .4g strings), no bar before any dict,
+  // logging_steps not stated (the script's LOGGING_STEPS = 10). The closing dict (line 73): '0.139'
+  // steps/s x '797.7' s is 110.5-111.3 steps: 111 at epoch '3', 37 steps an epoch; each dict's
+  // epoch then allows one step: 0.2703 x 37 = 10 (line 55), ..., 2.973 x 37 = 110 (line 69).
+  Result<Read> r = ReadLog("trainer_unsloth_t55_epochs_closing_anchor.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}));
+  EXPECT_EQ(r->Loss(10), 1.548);
+  EXPECT_EQ(*r->At(10)->lr, 3.6e-05);
+  EXPECT_EQ(r->Loss(110), 0.2138);
+  // Evaluations (lines 65, 70) at epochs 2.703 (step 100, after the step-100 dict) and 3 (step
+  // 111, the last step, past the last logging step).
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 0.2559);
+  EXPECT_EQ(r->log.evals[1].step, 111);
+  EXPECT_EQ(r->log.trainer_average->through_step, 111);
+  EXPECT_EQ(r->log.wall_s, 797.7);
+  // unsloth's banner (lines 48-49): 2 per device x 4 accumulated x 1 GPU = 8.
+  EXPECT_EQ(r->log.facts.at("lbs").value, 2);
+  EXPECT_EQ(r->log.facts.at("gas").value, 4);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 8);
+  EXPECT_EQ(r->log.facts.at("dp").value, 1);
+  EXPECT_TRUE(r->Note("numbered by their epoch"));
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -1751,6 +1778,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
       {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
+      {"trainer_unsloth_t55_epochs_closing_anchor.log", "trainer"},
       {"deepspeed_0.12_trainer_logging5_epoch.log", "deepspeed"},
       {"trainer_ezpz_two_ranks_series_twice.log", "trainer"},
       {"trainer_msswift2_eval_global_step.log", "trainer"},

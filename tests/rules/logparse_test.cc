@@ -705,6 +705,32 @@ TEST(Trainer, ClosingDictsStepsRunFromRoundedRates) {
   EXPECT_EQ(r->trainer_average->through_step, 520);
 }
 
+// unsloth prints its banner instead of transformers' "***** Running training *****" summary; its
+// 2024 wording (unsloth#1194) and its 2025 one.
+TEST(Trainer, UnslothBannersBatchSizes) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1\n"
+      "   \\   /|    Num examples = 1,760 | Num Epochs = 1\n"
+      "O^O/ \\_/ \\    Batch size per device = 5 | Gradient Accumulation steps = 8\n"
+      "\\        /    Total batch size = 40 | Total steps = 220\n"
+      "{'loss': 1.5, 'epoch': 0.01}\n",
+      "unsloth2024.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("lbs").value, 5);
+  EXPECT_EQ(r->facts.at("gas").value, 8);
+  EXPECT_EQ(r->facts.at("gbs").value, 40);
+  EXPECT_EQ(r->facts.at("gbs").line, 4);
+  r = ParseTrainerLog(
+      "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4\n"
+      "\\        /    Data Parallel GPUs = 1 | Total batch size (2 x 4 x 1) = 1,024\n"
+      "{'loss': 1.5, 'epoch': 0.01}\n",
+      "unsloth2025.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("gas").value, 4);
+  EXPECT_EQ(r->facts.at("dp").value, 1);
+  EXPECT_EQ(r->facts.at("gbs").value, 1024);
+}
+
 TEST(Trainer, AnotherRanksCopyOfTheDictsIsLeftOut) {
   const std::string series =
       "{'loss': 3.0, 'epoch': 0.5}\n{'loss': 2.9, 'epoch': 1.0}\n"

@@ -44,8 +44,12 @@ double HalfUnit(double v, double at_least) {
 
 // The last tqdm counter "| n/total [" in text (tqdm's default format:
 // "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]").
-std::optional<std::pair<int64_t, int64_t>> BarCounter(std::string_view text) {
-  std::optional<std::pair<int64_t, int64_t>> found;
+struct Counter {
+  int64_t n = 0, total = 0;
+  bool last = false;  // nothing but spaces after the bar's closing ']'
+};
+std::optional<Counter> BarCounter(std::string_view text) {
+  std::optional<Counter> found;
   auto digits = [&](size_t p) {
     while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p]))) ++p;
     return p;
@@ -58,8 +62,11 @@ std::optional<std::pair<int64_t, int64_t>> BarCounter(std::string_view text) {
     if (total_end == n_end + 1 || text.substr(total_end, 2) != " [") continue;
     std::optional<double> n = ParseNumber(text.substr(n_at, n_end - n_at));
     std::optional<double> total = ParseNumber(text.substr(n_end + 1, total_end - n_end - 1));
-    if (n && total && *n <= *total)
-      found = {static_cast<int64_t>(*n), static_cast<int64_t>(*total)};
+    if (n && total && *n <= *total) {
+      const size_t close = text.find(']', total_end);
+      found = Counter{static_cast<int64_t>(*n), static_cast<int64_t>(*total),
+                      close != std::string_view::npos && Trim(text.substr(close + 1)).empty()};
+    }
   }
   return found;
 }
@@ -95,11 +102,11 @@ void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
     bar_->line = line;
     return;
   }
-  std::optional<std::pair<int64_t, int64_t>> c = BarCounter(text.substr(0, text.find('{')));
+  std::optional<Counter> c = BarCounter(text.substr(0, text.find('{')));
   if (!c) return;
-  bar_ = Bar{c->first, c->second, line};
-  if (pending_ && pending_->total == c->second) {  // the first training bar after it
-    if (pending_->n == c->first) confirmed_ = bar_;
+  bar_ = Bar{c->n, c->total, line, c->last};
+  if (pending_ && pending_->total == c->total) {  // the first training bar after it
+    if (pending_->n == c->n) confirmed_ = bar_;
     pending_.reset();
   }
 }
@@ -128,7 +135,10 @@ void TrainerDictReader::Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& 
 
 std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar, int64_t line) {
   if (!bar) return std::nullopt;
-  const bool near = bar->line == line || (bar->line == line - 1 && bar->n < bar->total);
+  // On the line before, the bar must end it: a message printed after it ended that line, and
+  // the drawings since (cleared by tqdm.write) are lost: it is a stale one.
+  const bool near =
+      bar->line == line || (bar->line == line - 1 && bar->n < bar->total && bar->ends_line);
   if (!near || bar->n <= last_ || (bar_total_ != 0 && bar->total != bar_total_))
     return std::nullopt;
   if (stated_ && bar->n % logging_steps_ != 0 && !(first_step_ && bar->n == 1))

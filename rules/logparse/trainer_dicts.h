@@ -31,7 +31,8 @@
 // redraws it after the dict: with fast steps the bar before a dict is the
 // previous dict's redraw (the same n), or an earlier step's. So a bar numbers
 // a dict only when it is on the dict's line (its carriage-return segments
-// included) or ends the line before it unfinished (n < total; a line of spaces
+// included) or ends the line before it unfinished (n < total, nothing printed after it: a
+// message glued to a bar ended the line, and the drawings after it are lost; a line of spaces
 // between them, tqdm.write's clear of the bar pasted as a line, does not count), it has moved past
 // the last dict's step, its total is the one of the bars that numbered dicts
 // before it (not an evaluation or data bar), and, when the log states
@@ -124,6 +125,7 @@ class TrainerDictReader {
  private:
   struct Bar {
     int64_t n = 0, total = 0, line = 0;
+    bool ends_line = false;  // nothing was printed after it on its line
   };
   // A loss dict as numbered while reading, for Finish.
   struct Numbered {

@@ -1758,6 +1758,21 @@ TEST(Corpus, TrainerUnslothDictsNumberedByTheClosingDictsEpoch) {
   EXPECT_TRUE(r->Note("numbered by their epoch"));
 }
 
+TEST(Corpus, TrainerBarWithAMessageGluedAfterItIsStale) {
+  // The same script on Qwen2.5-Coder-0.5B: line 74 is the bar drawn at step 100 with unsloth's
+  // checkpoint-100 message glued after it; the drawings of steps 101-110 after it were cleared by
+  // tqdm.write, so that bar, ending the line before the dict at line 75, is not the dict's step.
+  // The epochs (0.2703 a dict, 37 steps an epoch from the closing dict's 0.275 x 403 = 110.6-111.0:
+  // 111 steps, line 78) put it at 110.
+  Result<Read> r = ReadLog("trainer_unsloth_stale_bar_glued_message.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}));
+  EXPECT_EQ(r->Loss(110), 0.1577);  // line 75
+  EXPECT_EQ(r->Loss(100), 0.1601);  // line 72
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[1].step, 111);  // line 76, epoch '3'
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -1779,6 +1794,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
       {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
       {"trainer_unsloth_t55_epochs_closing_anchor.log", "trainer"},
+      {"trainer_unsloth_stale_bar_glued_message.log", "trainer"},
       {"deepspeed_0.12_trainer_logging5_epoch.log", "deepspeed"},
       {"trainer_ezpz_two_ranks_series_twice.log", "trainer"},
       {"trainer_msswift2_eval_global_step.log", "trainer"},

@@ -824,6 +824,14 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   for (const Iteration& it : r->iterations) steps.push_back(it.step);
   EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_TRUE(r->notes.empty());
+  // A message glued after the bar ended its line: the drawings since are lost, the bar is stale.
+  r = ParseTrainerLog(bar(10, 40) + "{'loss': 3.0}\n" + bar(20, 40) +
+                          "Saving model checkpoint to out/checkpoint-20\n{'loss': 2.0}\n",
+                      "glued.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11}));
   // The Trainer under DeepSpeed >= 0.17 prints no step= line: the bar numbers its dicts too.
   r = ParseDeepSpeedLog(bar(25, 40) + "{'loss': 3.0}\n" + bar(26, 40) + "{'loss': 2.0}\n",
                         "ds.log");

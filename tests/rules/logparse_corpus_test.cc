@@ -1773,6 +1773,24 @@ TEST(Corpus, TrainerBarWithAMessageGluedAfterItIsStale) {
   EXPECT_EQ(r->log.evals[1].step, 111);  // line 76, epoch '3'
 }
 
+TEST(Corpus, DeepSpeedCifarEpochBatchLossLinesAreNotAtTheEngineStep) {
+  // DeepSpeed 0.15 running the CIFAR-10 example (fp16, train_batch_size 16): the script prints
+  // PyTorch's tutorial line "[epoch, batch] loss: mean of the last 200 batches" (lines 3, 4, 7,
+  // 15); line 15's "[2,  3000]" comes after the engine's step=6000 line (8) but is at batch 3000 of
+  // the second epoch, not at step 6000: no loss for 6000.
+  // Images, no sequence: mpe 1 set here so that the metrics count samples.
+  Result<Read> r = ReadLog("deepspeed_0.15_cifar_epoch_batch_loss.log", "deepspeed", {{"mpe", 1}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{6000}));
+  EXPECT_FALSE(r->Loss(6000));
+  EXPECT_EQ(*r->At(6000)->lr, 0.001);
+  EXPECT_EQ(*r->At(6000)->samples_per_s, 5892.428132408464);  // line 9
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 0.06 * kGiB);
+  EXPECT_TRUE(
+      r->Note("deepspeed_0.15_cifar_epoch_batch_loss.log:3: '[epoch, batch] loss: x' "
+              "lines"));
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -1841,6 +1859,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"nemo1_bar_a3mega_skipped.log", "nemo"},
       {"nemo1_bar_launcher_issue55.log", "nemo"},
       {"deepspeed_chatglm_ft_issue12_skipped_midrun.log", "deepspeed"},
+      {"deepspeed_0.15_cifar_epoch_batch_loss.log", "deepspeed"},
       {"megatron_deepspeed_alcf_key_value.log", "megatron"},
       {"megatron_primus_current_average.log", "megatron"},
       {"megatron_deepspeed_juwels_seconds.log", "megatron"},

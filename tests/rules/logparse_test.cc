@@ -350,6 +350,16 @@ TEST(DeepSpeed, LossLineShapes) {
   EXPECT_EQ(At(*r, 4)->loss, 1.75);
   EXPECT_FALSE(At(*r, 7));
 
+  // A step-less loss after the engine's line is that step's ("[Rank 0] Loss:", HelloDeepSpeed),
+  // unless a bracket of counters precedes it (the CIFAR tutorial's "[epoch, batch] loss:").
+  r = ParseDeepSpeedLog(
+      "[Rank 0] step=10, skipped=0, lr=[0.001]\n[2,  3000] loss: 1.203\n"
+      "[Rank 0] step=20, skipped=0, lr=[0.001]\n[Rank 0] Loss: 1.1\n",
+      "stepless.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(At(*r, 10)->loss);
+  EXPECT_EQ(At(*r, 20)->loss, 1.1);
+
   r = ParseDeepSpeedLog("[INFO] DeepSpeed info: version=0.13.1\n", "none.log");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("none.log: no DeepSpeed step lines"), std::string::npos);

@@ -182,6 +182,21 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
                                "global_step/max_steps", "steps[global_step/max_steps]",  // ms-swift
                                "current_steps"})  // LLaMA-Factory's jsonl
     if (!named) named = Get(dict, key);
+  // LLaMA-Factory's trainer_log.jsonl: with num_input_tokens_seen, every line carries
+  // "throughput" = the input tokens of all devices since on_train_begin over the time since then
+  // (LogCallback.on_log), its last line the whole run's.
+  if (std::optional<double> tokens = Get(dict, "throughput");
+      tokens && *tokens > 0 && named && Has(dict, "current_steps") &&
+      (!log.trainer_average || log.trainer_average->tokens_per_s)) {
+    TrainerAverage avg;
+    avg.tokens_per_s = tokens;
+    avg.through_step = static_cast<int64_t>(*named);
+    avg.line = line;
+    avg.what =
+        "LLaMA-Factory's throughput (input tokens of all devices since the start, over the "
+        "time since then)";
+    log.trainer_average = avg;
+  }
   // transformers' Trainer.log adds speed_metrics("train", ...) (train_runtime, ...) to every
   // dict with include_num_input_tokens_seen; the closing dict is the one without a loss.
   if (Has(dict, "train_runtime") && !Has(dict, "loss")) {

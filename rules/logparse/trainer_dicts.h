@@ -12,13 +12,13 @@
 // The second form is transformers from 2025 on: floats as f"{v:.4g}" strings.
 // A dict that names its step (`'step'`, PaddleNLP's Trainer's `'global_step'`, ms-swift's
 // `'global_step/max_steps': '205/270'`, LLaMA-Factory's trainer_log.jsonl `"current_steps"`; its
-// `"loss": null` lines are no records) is at that step. transformers' dicts name none: the Trainer
-// logs at every global step that is a multiple of logging_steps, and at step 1 too with
-// logging_first_step, so the n-th loss dict is the n-th such step (TrainingArguments' print or the
-// command line says logging_steps / logging_first_step; 1 and False
-// otherwise). Another trainer's line that names the step (DeepSpeed's
-// `step=N`, printed before the Trainer logs step N) re-anchors the count, and
-// so does a resume from a checkpoint.
+// `"loss": null` lines are no records, and its `"throughput"`, the input tokens of all devices
+// since the start over the time since then, is at its last line the whole run's) is at that step.
+// transformers' dicts name none: the Trainer logs at every global step that is a multiple of
+// logging_steps, and at step 1 too with logging_first_step, so the n-th loss dict is the n-th such
+// step (TrainingArguments' print or the command line says logging_steps / logging_first_step; 1 and
+// False otherwise). Another trainer's line that names the step (DeepSpeed's `step=N`, printed
+// before the Trainer logs step N) re-anchors the count, and so does a resume from a checkpoint.
 //
 // The training bar says the step too. ProgressCallback.on_step_end updates it
 // to global_step before the Trainer logs (on_log, in the same step), so a bar

@@ -1791,6 +1791,27 @@ TEST(Corpus, DeepSpeedCifarEpochBatchLossLinesAreNotAtTheEngineStep) {
               "lines"));
 }
 
+TEST(Corpus, LlamaFactoryJsonlThroughputIsTheTrainerAverage) {
+  // LLaMA-Factory's trainer_log.jsonl (2025-11, transformers >= 4.55): with
+  // num_input_tokens_seen every line carries "throughput", the input tokens of all devices since
+  // on_train_begin over the time since then; the last line (19, step 93 of 93, no "loss" key at
+  // all) is the whole run's: 12832.23 tokens/s (28499296 tokens / 2220 s = 12837.5, the elapsed
+  // time printed in whole seconds).
+  Result<Read> r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps().size(), 18u);  // 5, 10, ..., 90
+  EXPECT_EQ(r->Loss(5), 5.7013);
+  EXPECT_EQ(*r->At(90)->lr, 4.319352532688444e-06);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->tokens_per_s, 12832.23);
+  EXPECT_EQ(r->log.trainer_average->through_step, 93);
+  EXPECT_EQ(r->m()["throughput"]["tokens_per_s"], 12832.23);
+  // Four devices (set here: the log does not say): 12832.23 / 4 per device.
+  r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer", {{"layout", "TP1PP1DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 12832.23 / 4);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},

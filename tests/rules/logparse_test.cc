@@ -896,6 +896,15 @@ TEST(Trainer, PeakMemoryFromTheDicts) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 2.5 * 1024 * 1024 * 1024);
   EXPECT_NE(r->memory_source.find("max_mem_allocated"), std::string::npos);
+  // LLaMA-Factory's trainer_log.jsonl with RECORD_VRAM (get_peak_memory: rank 0's device, GiB).
+  r = ParseTrainerLog(
+      "{\"current_steps\": 5, \"loss\": 1.0, \"vram_allocated\": 10.5, \"vram_reserved\": 12.25}\n"
+      "{\"current_steps\": 10, \"loss\": 0.9, \"vram_allocated\": 10.75, \"vram_reserved\": "
+      "12.0}\n",
+      "llamafactory.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 12.25 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->memory_source.find("vram_reserved"), std::string::npos);
   r = ParseTrainerLog("{'loss': 1.0}\n{'loss': 0.9, 'memory(GiB)': 'n/a'}\n", "swift.log");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);

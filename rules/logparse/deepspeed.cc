@@ -326,8 +326,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         return;
       }
     }
-    if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
-      dicts.Read(*dict, no, steps, log);
+    bool quoted_epoch = false;
+    if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+      dicts.Read(*dict, no, steps, log, quoted_epoch);
       error = memory.Read(*dict, name, no);
       return;
     }

@@ -93,8 +93,9 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     dicts.ReadBar(line, no);
-    if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
-      dicts.Read(*dict, no, steps, log);
+    bool quoted_epoch = false;
+    if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+      dicts.Read(*dict, no, steps, log, quoted_epoch);
       error = memory.Read(*dict, name, no);
       return;
     }

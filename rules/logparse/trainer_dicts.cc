@@ -42,6 +42,20 @@ double HalfUnit(double v, double at_least) {
   return std::max(at_least, 0.5 * std::pow(10.0, std::floor(std::log10(std::fabs(v))) - 3));
 }
 
+// Half the unit of an epoch's last printed digit. A quoted epoch is transformers' f"{v:.4g}"
+// (from 2025): four significant digits, "2" for 2.000. A number was round(epoch, 2) before
+// (±0.005), or is unrounded (a jsonl's epoch, exact but for float error): its printed decimals
+// tell, with 2 at least.
+double EpochHalf(double epoch, bool quoted) {
+  if (quoted) return HalfUnit(epoch, 0);
+  const std::string text = fmt::format("{}", epoch);
+  const size_t dot = text.find('.');
+  const int decimals = dot == std::string::npos || text.find('e') != std::string::npos
+                           ? 0
+                           : static_cast<int>(text.size() - dot - 1);
+  return std::max(0.5 * std::pow(10.0, -std::max(decimals, 2)), 1e-9);
+}
+
 // The last tqdm counter "| n/total [" in text (tqdm's default format:
 // "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]").
 struct Counter {
@@ -173,7 +187,8 @@ int64_t TrainerDictReader::NextAfter(int64_t step) const {
 }
 
 bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
-                             std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+                             std::map<int64_t, Iteration>& steps, ParsedLog& log,
+                             bool quoted_epoch) {
   Confirm(steps, log);
   pending_.reset();
   const std::optional<Bar> bar = std::exchange(bar_, std::nullopt);  // a bar is for one dict
@@ -234,9 +249,10 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
         if (run) {
           avg.through_step = *run;
           average_after_.reset();
-          if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0)
-            closing_at_ = {*run, *epoch};
         }
+        if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0 && first <= last)
+          closing_at_ = ClosingAt{run.value_or(first), run.value_or(last), *epoch,
+                                  EpochHalf(*epoch, quoted_epoch)};
       }
       avg.line = line;
       avg.what = "the Trainer's train_samples_per_second (the whole run, its first steps included)";
@@ -248,7 +264,11 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     const int64_t step = named ? static_cast<int64_t>(*named) : last_;  // ms-swift names it
     for (const EvalPoint& e : log.evals)
       if (e.step == step && e.value == *eval) return true;  // another rank's copy
-    if (!named) eval_after_.push_back({log.evals.size(), dicts_.size(), Get(dict, "epoch")});
+    if (!named) {
+      const std::optional<double> epoch = Get(dict, "epoch");
+      eval_after_.push_back(
+          {log.evals.size(), dicts_.size(), epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0});
+    }
     log.evals.push_back({step, *eval, line});
     if (log.eval_what.empty()) log.eval_what = "the Trainer's eval_loss";
     return true;
@@ -292,7 +312,8 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     it.step = step;
     it.line = line;
   }
-  dicts_.push_back({step, line, Get(dict, "epoch"), known, fresh});
+  const std::optional<double> epoch = Get(dict, "epoch");
+  dicts_.push_back({step, line, epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0, known, fresh});
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
@@ -302,13 +323,13 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
 
 std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
     int64_t* logging_steps, std::pair<double, double>* spe) const {
-  constexpr double kHalf = 0.005;  // ProgressCallback prints round(epoch, 2)
   std::vector<size_t> known;
   for (size_t i = 0; i < dicts_.size(); ++i) {
     if (!dicts_[i].epoch || *dicts_[i].epoch <= 0) return std::nullopt;
     if (dicts_[i].known) known.push_back(i);
   }
   if (known.empty() && !closing_at_) return std::nullopt;
+  auto half = [&](size_t i) { return dicts_[i].epoch_half; };
   // Steps per epoch: step / epoch, within the rounding of every epoch.
   auto fits = [&](const std::vector<int64_t>& at, double* lo, double* hi) {
     *lo = 0;
@@ -316,8 +337,14 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
     for (size_t i = 0; i < dicts_.size(); ++i) {
       if (i > 0 && at[i] <= at[i - 1]) return false;
       const double e = *dicts_[i].epoch;
-      *lo = std::max(*lo, static_cast<double>(at[i]) / (e + kHalf));
-      if (e > kHalf) *hi = std::min(*hi, static_cast<double>(at[i]) / (e - kHalf));
+      *lo = std::max(*lo, static_cast<double>(at[i]) / (e + half(i)));
+      if (e > half(i)) *hi = std::min(*hi, static_cast<double>(at[i]) / (e - half(i)));
+    }
+    if (closing_at_) {  // the closing dict's steps run (a range while unsettled) too
+      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+      *lo = std::max(*lo, static_cast<double>(closing_at_->first) / (e + h));
+      if (e > h) *hi = std::min(*hi, static_cast<double>(closing_at_->last) / (e - h));
+      if (at.back() > closing_at_->last) return false;
     }
     return *lo <= *hi;
   };
@@ -348,42 +375,58 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
     *logging_steps = every;
     return at;
   }
-  // From the epochs: the numbered dicts bound steps per epoch; a counted dict takes the one
-  // step in its epoch's range between its neighbours.
-  double lo = 0, hi = INFINITY;
-  auto bound = [&](int64_t step, double e) {
-    lo = std::max(lo, static_cast<double>(step) / (e + kHalf));
-    if (e > kHalf) hi = std::min(hi, static_cast<double>(step) / (e - kHalf));
-  };
-  for (size_t i : known) bound(dicts_[i].step, *dicts_[i].epoch);
-  if (closing_at_) bound(closing_at_->first, closing_at_->second);
-  if (lo > hi || !std::isfinite(hi)) return std::nullopt;
-  // The step of the next numbered dict after each one (one pass back, not a search per dict).
-  std::vector<int64_t> next_known(
-      dicts_.size(), closing_at_ ? closing_at_->first + 1 : std::numeric_limits<int64_t>::max());
-  for (size_t i = dicts_.size(); i-- > 1;)
-    next_known[i - 1] = dicts_[i].known ? dicts_[i].step : next_known[i];
-  for (size_t i = 0; i < dicts_.size(); ++i) {
-    if (dicts_[i].known) {
-      at[i] = dicts_[i].step;
-      continue;
+  // From the epochs: the numbered dicts (and the closing dict) bound steps per epoch; a counted
+  // dict takes the one step its epoch's range allows between its neighbours, and once placed
+  // bounds steps per epoch in turn, until every dict is placed (else nothing is inferred).
+  std::vector<bool> placed(dicts_.size(), false);
+  for (size_t i : known) {
+    at[i] = dicts_[i].step;
+    placed[i] = true;
+  }
+  for (bool progress = true; progress;) {
+    progress = false;
+    // Bounds from the placed dicts alone.
+    double lo = 0, hi = INFINITY;
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (!placed[i]) continue;
+      const double e = *dicts_[i].epoch;
+      lo = std::max(lo, static_cast<double>(at[i]) / (e + half(i)));
+      if (e > half(i)) hi = std::min(hi, static_cast<double>(at[i]) / (e - half(i)));
     }
-    const double e = *dicts_[i].epoch;
-    int64_t first = static_cast<int64_t>(std::ceil((e - kHalf) * lo));
-    int64_t last = static_cast<int64_t>(std::floor((e + kHalf) * hi));
-    first = std::max(first, i > 0 ? at[i - 1] + 1 : int64_t{1});
-    if (next_known[i] != std::numeric_limits<int64_t>::max())
-      last = std::min(last, next_known[i] - 1);
-    if (first != last) return std::nullopt;
-    at[i] = first;
+    if (closing_at_) {
+      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+      lo = std::max(lo, static_cast<double>(closing_at_->first) / (e + h));
+      if (e > h) hi = std::min(hi, static_cast<double>(closing_at_->last) / (e - h));
+    }
+    if (lo > hi) return std::nullopt;
+    if (!std::isfinite(hi)) break;
+    int64_t prev = 0;
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (placed[i]) {
+        prev = at[i];
+        continue;
+      }
+      int64_t next = closing_at_ ? closing_at_->last + 1 : std::numeric_limits<int64_t>::max();
+      for (size_t j = i + 1; j < dicts_.size(); ++j) {
+        if (placed[j]) {
+          next = at[j];
+          break;
+        }
+      }
+      const double e = *dicts_[i].epoch;
+      const int64_t first = std::max(static_cast<int64_t>(std::ceil((e - half(i)) * lo)), prev + 1);
+      const int64_t last = std::min(static_cast<int64_t>(std::floor((e + half(i)) * hi)), next - 1);
+      if (first > last) return std::nullopt;
+      if (first == last) {
+        at[i] = first;
+        placed[i] = true;
+        prev = first;
+        progress = true;
+      }
+    }
   }
+  if (std::find(placed.begin(), placed.end(), false) != placed.end()) return std::nullopt;
   if (!fits(at, &spe->first, &spe->second)) return std::nullopt;
-  if (closing_at_) {  // the closing dict's point too
-    spe->first = std::max(spe->first, closing_at_->first / (closing_at_->second + kHalf));
-    if (closing_at_->second > kHalf)
-      spe->second = std::min(spe->second, closing_at_->first / (closing_at_->second - kHalf));
-    if (spe->first > spe->second || at.back() > closing_at_->first) return std::nullopt;
-  }
   return at;
 }
 
@@ -440,10 +483,10 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     if (e.after == 0) continue;
     int64_t step = (*at)[e.after - 1];
     if (e.epoch && *e.epoch > 0) {
-      constexpr double kHalf = 0.005;
+      const double half = e.epoch_half;
       const int64_t first =
-          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - kHalf) * spe.first)));
-      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + kHalf) * spe.second));
+          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - half) * spe.first)));
+      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + half) * spe.second));
       if (e.after < at->size()) last = std::min(last, (*at)[e.after] - 1);
       if (first == last) step = first;
     }
@@ -452,15 +495,19 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   if (average_after_ && *average_after_ > 0 && log.trainer_average)
     log.trainer_average->through_step = (*at)[*average_after_ - 1];
   std::string how =
-      every > 0 ? fmt::format(
-                      "logging_steps {}, inferred from the numbered dicts around them (every "
-                      "dict's epoch agrees)",
-                      every)
-                : fmt::format("their epoch (steps per epoch bounded by the epochs of {})",
-                              closing_at_ ? fmt::format("the numbered dicts and of the closing "
-                                                        "dict, {} steps run",
-                                                        closing_at_->first)
-                                          : std::string("the numbered dicts"));
+      every > 0
+          ? fmt::format(
+                "logging_steps {}, inferred from the numbered dicts around them (every "
+                "dict's epoch agrees)",
+                every)
+          : fmt::format("their epoch (steps per epoch bounded by the epochs of {})",
+                        closing_at_ ? fmt::format("the numbered dicts and of the closing "
+                                                  "dict, {} steps run",
+                                                  closing_at_->first == closing_at_->last
+                                                      ? fmt::format("{}", closing_at_->first)
+                                                      : fmt::format("{} to {}", closing_at_->first,
+                                                                    closing_at_->last))
+                                    : std::string("the numbered dicts"));
   log.notes.push_back(fmt::format(
       "{}: the log does not state logging_steps; the dicts that no progress bar or step line "
       "numbers are numbered by {}",

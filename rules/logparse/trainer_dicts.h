@@ -75,8 +75,9 @@ namespace bm::logparse {
 using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 
 // The line (spaces around it ignored) as a Python dict literal of string
-// keys, or nullopt when it is not one (trainer_dict_literal.cc).
-std::optional<TrainerDict> ParseTrainerDict(std::string_view line);
+// keys, or nullopt when it is not one (trainer_dict_literal.cc). *quoted_epoch, when given,
+// says whether the epoch was a quoted string (transformers from 2025: f"{v:.4g}").
+std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_epoch = nullptr);
 
 class TrainerDictReader {
  public:
@@ -103,8 +104,9 @@ class TrainerDictReader {
   // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and
   // the whole run's train_samples_per_second (a TrainerAverage, unless the
   // log has one already). False for a dict of none of these kinds.
+  // `quoted_epoch`: the dict's epoch was printed as a string, to four significant digits.
   bool Read(const TrainerDict& dict, int64_t line, std::map<int64_t, Iteration>& steps,
-            ParsedLog& log);
+            ParsedLog& log, bool quoted_epoch = false);
 
   int64_t logging_steps() const { return logging_steps_; }
   // After the log, before `steps` becomes log.iterations. When some loss dict was numbered by
@@ -113,9 +115,11 @@ class TrainerDictReader {
   //  - logging_steps from two numbered dicts with counted ones between them (steps 10 and 20
   //    with one dict between: 5), which then numbers every counted dict;
   //  - else from `epoch`, which grows by 1/steps-per-epoch a step: the numbered dicts (and the
-  //    closing dict, at the steps run its rates or the last bar settle) bound steps-per-epoch
-  //    (epoch printed to 2 decimals: ±0.005), and a counted dict takes the one step its epoch
-  //    allows between its neighbours; an eval dict with an epoch likewise.
+  //    closing dict, at the steps run its rates allow, settled by the last bar where it can)
+  //    bound steps-per-epoch, each epoch within its printing (round(epoch, 2) as a number:
+  //    ±0.005; from 2025 a quoted f"{v:.4g}": half its fourth significant digit), and a counted
+  //    dict takes the one step its epoch allows between its neighbours, which bounds
+  //    steps-per-epoch in turn for the rest; an eval dict with an epoch likewise.
   // Every loss dict must carry an epoch, and all of them, at the inferred steps, must fit one
   // steps-per-epoch; a run resumed from a checkpoint is left as counted. The records (and the
   // evals and the closing dict's through_step that followed them) move to their steps, with a
@@ -131,8 +135,9 @@ class TrainerDictReader {
   struct Numbered {
     int64_t step = 0, line = 0;
     std::optional<double> epoch;
-    bool known = false;  // named, anchored or numbered by a bar (not counted)
-    bool fresh = false;  // it made its record (no other line's record at that step)
+    double epoch_half = 0;  // half the unit of its last printed digit
+    bool known = false;     // named, anchored or numbered by a bar (not counted)
+    bool fresh = false;     // it made its record (no other line's record at that step)
   };
   int64_t NextAfter(int64_t step) const;
   // The steps Finish infers for dicts_ (see Finish), or nullopt when the log allows several.
@@ -165,6 +170,7 @@ class TrainerDictReader {
   struct EvalAfter {
     size_t eval = 0, after = 0;
     std::optional<double> epoch;  // the eval dict's
+    double epoch_half = 0;
   };
   std::vector<EvalAfter> eval_after_;
   std::optional<size_t> average_after_;  // the same for trainer_average.through_step
@@ -174,7 +180,11 @@ class TrainerDictReader {
   std::optional<Bar> steps_run_;
   // The closing dict's steps run, when its rates or a bar settle them, and its epoch: one more
   // point that bounds the steps per epoch.
-  std::optional<std::pair<int64_t, double>> closing_at_;
+  struct ClosingAt {
+    int64_t first = 0, last = 0;  // equal when settled
+    double epoch = 0, epoch_half = 0;
+  };
+  std::optional<ClosingAt> closing_at_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
 };

@@ -802,6 +802,43 @@ TEST(Trainer, StepsFromEpochsOnlyWhereUnambiguous) {
   EXPECT_NE(r->notes.back().find("logging_steps 1, inferred"), std::string::npos);
 }
 
+// transformers from 2025 prints the epoch as f"{v:.4g}": four significant digits, far finer than
+// round(epoch, 2) when an epoch has hundreds of steps; and the closing dict's steps run bound steps
+// per epoch even while unsettled (a range), each dict placed narrowing them for the next.
+TEST(Trainer, StepsFromFourDigitEpochsAndTheClosingDictsRange) {
+  // 50 steps an epoch, logging_steps 10 (not stated): epochs 10/50 = '0.2', ..., '2'. Closing:
+  // '0.0352' steps/s (3 decimals: 0.0347-0.0357) x '2845' s (2844.5-2845.5) = 98.7-101.6 steps:
+  // 99-101 at epoch '2' (1.9995-2.0005): 49.49-50.51 steps an epoch; '0.2' (0.19995-0.20005)
+  // allows only 10, which pins 49.99-50.01 an epoch, and so on.
+  std::string text;
+  for (int step = 10; step <= 100; step += 10)
+    text += fmt::format("{{'loss': '1.5', 'epoch': '{:.4g}'}}\n", step / 50.0);
+  text +=
+      "{'train_runtime': '2845', 'train_samples_per_second': '0.2812', "
+      "'train_steps_per_second': '0.0352', 'train_loss': '1.5', 'epoch': '2'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "g4.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}));
+  EXPECT_EQ(r->trainer_average->through_step, 100);  // the last dict's, now placed
+  // Unquoted epochs are round(epoch, 2) (+-0.005): the closing dict's 40 steps at 0.06 allow
+  // 615-727 steps an epoch, and 0.02 then 9.2-18.2 steps: counted.
+  text.clear();
+  for (int step = 10; step <= 40; step += 10)
+    text += fmt::format("{{'loss': 1.5, 'epoch': {:.2f}}}\n", step / 625.0);
+  text +=
+      "{'train_runtime': 112.7, 'train_samples_per_second': 2.8, "
+      "'train_steps_per_second': 0.355, 'train_loss': 1.5, 'epoch': 0.06}\n";
+  r = ParseTrainerLog(text, "r2.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.back().find("numbered as if it were 1"), std::string::npos);
+}
+
 TEST(Trainer, ProgressBarsNumberTheDicts) {
   auto bar = [](int n, int total) {
     return fmt::format("\r {:3d}%|#         | {}/{} [00:01<00:09,  1.50it/s]", n * 100 / total, n,

@@ -181,6 +181,32 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   return true;
 }
 
+void TrainerDictReader::NewRun(int64_t line, double from, double to,
+                               std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+  new_runs_.push_back({line, from, to, steps.empty() ? 0 : steps.rbegin()->first});
+  steps.clear();
+  log.evals.clear();
+  eval_after_.clear();
+  if (closing_line_) {  // the run before it closed: its figures are not this run's
+    log.wall_s.reset();
+    log.trainer_average.reset();
+    closing_line_.reset();
+    extra_closing_.clear();
+    steps_run_.reset();
+    closing_at_.reset();
+    average_after_.reset();
+  }
+  ++log.restarts;
+  dicts_.clear();
+  seen_.clear();
+  counted_ = 0;
+  last_ = 0;
+  anchored_.reset();
+  bar_total_ = 0;
+  pending_.reset();
+  confirmed_.reset();
+}
+
 int64_t TrainerDictReader::NextAfter(int64_t step) const {
   if (first_step_ && step < 1) return 1;
   return (step / logging_steps_ + 1) * logging_steps_;
@@ -286,6 +312,12 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
       same.push_back(dict);
     }
   }
+  // An epoch going back (a dict that names no step) starts another training run in the same
+  // log (a notebook training several configurations one after the other).
+  const std::optional<double> epoch = Get(dict, "epoch");
+  if (!named && epoch && !dicts_.empty() && dicts_.back().epoch &&
+      *epoch + EpochHalf(*epoch, quoted_epoch) < *dicts_.back().epoch - dicts_.back().epoch_half)
+    NewRun(line, *dicts_.back().epoch, *epoch, steps, log);
   int64_t step = 0;
   bool known = true;
   if (named) {
@@ -312,7 +344,6 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     it.step = step;
     it.line = line;
   }
-  const std::optional<double> epoch = Get(dict, "epoch");
   dicts_.push_back({step, line, epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0, known, fresh});
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
@@ -433,6 +464,12 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
 void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteration>& steps,
                                ParsedLog& log) {
   Confirm(steps, log);
+  for (const NewRunAt& run : new_runs_) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: another training run starts here (epoch {} after {}): the records, evaluations "
+        "and closing figures are the last run's (the run before ended at step {})",
+        name, run.line, run.to, run.from, run.ended));
+  }
   if (steps_run_ && log.trainer_average) {
     log.notes.push_back(fmt::format(
         "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run "

@@ -140,6 +140,10 @@ class TrainerDictReader {
     bool fresh = false;     // it made its record (no other line's record at that step)
   };
   int64_t NextAfter(int64_t step) const;
+  // The dict at `line`, whose epoch `to` is below the last dict's `from`, starts another run:
+  // the records, evaluations and closing figures so far are the earlier run's, dropped.
+  void NewRun(int64_t line, double from, double to, std::map<int64_t, Iteration>& steps,
+              ParsedLog& log);
   // The steps Finish infers for dicts_ (see Finish), or nullopt when the log allows several.
   // `spe` gets the steps-per-epoch range every dict's epoch allows at those steps.
   std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps,
@@ -187,6 +191,12 @@ class TrainerDictReader {
   std::optional<ClosingAt> closing_at_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
+  struct NewRunAt {
+    int64_t line = 0;
+    double from = 0, to = 0;  // the epochs
+    int64_t ended = 0;        // the step the run before ended at
+  };
+  std::vector<NewRunAt> new_runs_;  // where another run started, for Finish's notes
 };
 
 }  // namespace bm::logparse

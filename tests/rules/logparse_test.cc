@@ -839,6 +839,35 @@ TEST(Trainer, StepsFromFourDigitEpochsAndTheClosingDictsRange) {
   EXPECT_NE(r->notes.back().find("numbered as if it were 1"), std::string::npos);
 }
 
+// A notebook that trains several configurations prints each run's dicts and closing dict in turn
+// (a 2026 LoRA lab log, index id 71559672946: four 30-step runs): the epoch going back starts
+// another run, whose records, evaluations and closing figures replace the earlier run's.
+TEST(Trainer, EpochGoingBackStartsAnotherRun) {
+  const std::string text =
+      "{'loss': '2.163', 'epoch': '0.5'}\n{'loss': '1.6', 'epoch': '1'}\n"
+      "{'eval_loss': '1.5', 'epoch': '1'}\n"
+      "{'train_runtime': '406.5', 'train_samples_per_second': '1.181', "
+      "'train_steps_per_second': '0.074', 'train_loss': '1.57', 'epoch': '1'}\n"
+      "{'loss': '2.155', 'epoch': '0.5'}\n{'loss': '0.2408', 'epoch': '1'}\n"
+      "{'train_runtime': '477.3', 'train_samples_per_second': '1.006', "
+      "'train_steps_per_second': '0.063', 'train_loss': '0.7058', 'epoch': '1'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "runs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].loss, 2.155);  // line 5
+  EXPECT_EQ(r->iterations[1].loss, 0.2408);
+  EXPECT_EQ(r->restarts, 1);
+  EXPECT_TRUE(r->evals.empty());  // the first run's
+  EXPECT_EQ(r->wall_s, 477.3);    // line 7, not line 4's 406.5
+  EXPECT_EQ(r->trainer_average->samples_per_s, 1.006);
+  EXPECT_EQ(r->trainer_average->through_step, 30);  // 0.063 x 477.3 = 29.8-30.3
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted = noted || n.find("runs.log:5: another training run starts here (epoch 0.5 after 1)") !=
+                         std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Trainer, ProgressBarsNumberTheDicts) {
   auto bar = [](int n, int total) {
     return fmt::format("\r {:3d}%|#         | {}/{} [00:01<00:09,  1.50it/s]", n * 100 / total, n,

@@ -19,6 +19,9 @@
 // step (TrainingArguments' print or the command line says logging_steps / logging_first_step; 1 and
 // False otherwise). Another trainer's line that names the step (DeepSpeed's `step=N`, printed
 // before the Trainer logs step N) re-anchors the count, and so does a resume from a checkpoint.
+// A dict whose epoch goes back (naming no step) starts another training run in the same log (a
+// notebook training configurations in turn): the records, evaluations and closing figures before
+// it are the earlier run's, dropped (a restart).
 //
 // The training bar says the step too. ProgressCallback.on_step_end updates it
 // to global_step before the Trainer logs (on_log, in the same step), so a bar

@@ -469,9 +469,11 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     }
     if (left_out > 0) {
       log.notes.push_back(fmt::format(
-          "{}: {:.1f} s of evaluation (eval_start to eval_stop, block_stop to block_start) left "
-          "out of the time between the records",
-          name, left_out / 1000.0));
+          "{}: {} of evaluation (eval_start to eval_stop, block_stop to block_start) left out of "
+          "the time between the records",
+          name,
+          left_out >= 100 ? fmt::format("{:.1f} s", left_out / 1000.0)
+                          : fmt::format("{:.0f} ms", left_out)));
     }
     if (timed_by_own) {
       log.notes.push_back(fmt::format(

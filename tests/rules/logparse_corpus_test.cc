@@ -1104,6 +1104,8 @@ TEST(Corpus, MlperfGoogleMaxTextGpt3PlacedByEvaluations) {
   EXPECT_EQ(r->log.evals[1].step, 24);
   EXPECT_DOUBLE_EQ(r->log.evals[1].value, 2.7376162453761856);
   EXPECT_TRUE(r->Note("placed by the eval_accuracy events' epoch_num"));
+  // Six 1-ms gaps between a block_stop and the next block_start, in ms (not "0.0 s").
+  EXPECT_TRUE(r->Note("6 ms of evaluation"));
 }
 
 TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {

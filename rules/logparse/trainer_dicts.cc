@@ -470,7 +470,9 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
         "and closing figures are the last run's (the run before ended at step {})",
         name, run.line, run.to, run.from, run.ended));
   }
+  std::optional<size_t> steps_run_note;  // its index, dropped if the epochs settle the steps run
   if (steps_run_ && log.trainer_average) {
+    steps_run_note = log.notes.size();
     log.notes.push_back(fmt::format(
         "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run "
         "and no bar says which: the average is taken as through the last loss dict's step",
@@ -531,6 +533,26 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   }
   if (average_after_ && *average_after_ > 0 && log.trainer_average)
     log.trainer_average->through_step = (*at)[*average_after_ - 1];
+  // The closing dict's epoch at the steps per epoch the dicts pinned may leave one step count in
+  // its unsettled range: the steps run.
+  if (closing_at_ && closing_at_->first < closing_at_->last && log.trainer_average &&
+      average_after_ && spe.second > 0) {
+    const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+    const int64_t first =
+        std::max(closing_at_->first, static_cast<int64_t>(std::ceil((e - h) * spe.first)));
+    const int64_t last =
+        std::min(closing_at_->last, static_cast<int64_t>(std::floor((e + h) * spe.second)));
+    if (first == last && first >= log.trainer_average->through_step) {
+      log.trainer_average->through_step = first;
+      if (steps_run_note) {
+        log.notes[*steps_run_note] = fmt::format(
+            "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run; "
+            "its epoch {} at the dicts' {:.6g} steps an epoch settles {}",
+            name, steps_run_->line, steps_run_->n, steps_run_->total, e,
+            (spe.first + spe.second) / 2, first);
+      }
+    }
+  }
   std::string how =
       every > 0
           ? fmt::format(

@@ -1814,6 +1814,29 @@ TEST(Corpus, LlamaFactoryJsonlThroughputIsTheTrainerAverage) {
   EXPECT_DOUBLE_EQ(r->PerDevice(), 12832.23 / 4);
 }
 
+TEST(Corpus, TrainerFourDigitEpochsAndAnUnsettledClosingDict) {
+  // TRL SFT of LLaVA-7B on one GPU (2026-02; the script's logging_steps=20, eval_steps=200, not in
+  // the log): 62 dicts with quoted f"{v:.4g}" epochs '0.016', '0.032', ..., '0.992', no bar before
+  // any. The closing dict (line 78): '0.061' steps/s (0.0605-0.0615) x '2.035e+04' s
+  // (20345-20355) allows 1231-1251 steps at epoch '1' (0.9995-1.0005): 1230.4-1251.6 steps an
+  // epoch. '0.016' (0.015995-0.016005) then allows only step 20 (line 10), which pins
+  // 1249.6-1250.4 an epoch; every dict follows (20 apart), and the closing epoch settles 1250.
+  Result<Read> r = ReadLog("trainer_trl_llava_4g_epochs_closing_range.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->Steps().size(), 62u);
+  EXPECT_EQ(r->Steps().front(), 20);
+  EXPECT_EQ(r->Steps().back(), 1240);  // line 77, epoch '0.992'
+  EXPECT_EQ(r->Loss(20), 7.181);
+  EXPECT_EQ(*r->At(20)->lr, 9.848e-05);  // 1e-4 x (1 - 19/1250)
+  EXPECT_EQ(r->Loss(1240), 3.704);
+  // Evaluations at epochs 0.16, 0.32, ... (lines 20, 31, ..., 75): 200, 400, ..., 1200.
+  ASSERT_EQ(r->log.evals.size(), 6u);
+  EXPECT_EQ(r->log.evals[0].step, 200);
+  EXPECT_EQ(r->log.evals[5].step, 1200);
+  EXPECT_EQ(r->log.trainer_average->through_step, 1250);
+  EXPECT_EQ(r->log.wall_s, 20350);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -1836,6 +1859,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
       {"trainer_unsloth_t55_epochs_closing_anchor.log", "trainer"},
       {"trainer_unsloth_stale_bar_glued_message.log", "trainer"},
+      {"trainer_trl_llava_4g_epochs_closing_range.log", "trainer"},
       {"deepspeed_0.12_trainer_logging5_epoch.log", "deepspeed"},
       {"trainer_ezpz_two_ranks_series_twice.log", "trainer"},
       {"trainer_msswift2_eval_global_step.log", "trainer"},

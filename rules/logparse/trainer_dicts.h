@@ -82,6 +82,13 @@ using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 // says whether the epoch was a quoted string (transformers from 2025: f"{v:.4g}").
 std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_epoch = nullptr);
 
+// Half the last printed digit's unit of a value the Trainer rounded to `at_least` (half of its
+// last decimal) and may have printed f"{v:.4g}" (four significant digits).
+double HalfUnit(double v, double at_least);
+// Half the unit of an epoch's last printed digit: to four significant digits when it was quoted
+// (transformers from 2025), else to its printed decimals, 2 at least (round(epoch, 2) before).
+double EpochHalf(double epoch, bool quoted);
+
 class TrainerDictReader {
  public:
   // A TrainingArguments or command-line statement of logging_steps or

@@ -50,7 +50,8 @@
 // Trainer._inner_training_loop): train_runtime and no loss. Its train_steps_per_second x
 // train_runtime is the steps run, within their rounding (speed_metrics: 3 and 4 decimals; from
 // 2025 printed with four significant digits): where that allows several counts, the last bar
-// before it settles which, else the average runs through the last dict's step (with a note). With
+// before it settles which, else its epoch at the steps per epoch the dicts pin (Finish), else the
+// average runs through the last dict's step (with a note). With
 // include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", ...) to
 // every step dict too, which keeps its loss. Several ranks may print the whole
 // series: a loss dict equal to an earlier one (its epoch or step included) is a

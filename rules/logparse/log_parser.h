@@ -76,11 +76,12 @@ struct Fact {
 // A trainer's own figure for its throughput over many steps: DeepSpeed's
 // RunningAvgSamplesPerSec (or, before 0.7, SamplesPerSec) at its last report,
 // the Trainer's closing train_samples_per_second, FlagPerf's Tokens/p/s or its [PerfLog]
-// FINISHED training_sequences_per_second.
-// Exactly one of the two rates is set.
+// FINISHED training_sequences_per_second, LLaMA-Factory's trainer_log.jsonl throughput.
+// Exactly one of the three rates is set.
 struct TrainerAverage {
   std::optional<double> samples_per_s;            // global samples per second
   std::optional<double> tokens_per_device_per_s;  // tokens per device per second
+  std::optional<double> tokens_per_s;             // global tokens per second
   int64_t excluded_steps = 0;  // the first steps it leaves out (ThroughputTimer start_step)
   int64_t through_step = 0;    // the last step it covers (0: not known)
   int64_t line = 0;

@@ -1185,6 +1185,8 @@ TEST(Corpus, MlperfGoogleMaxTextGpt3PlacedByEvaluations) {
   EXPECT_EQ(r->log.evals[1].step, 24);
   EXPECT_DOUBLE_EQ(r->log.evals[1].value, 2.7376162453761856);
   EXPECT_TRUE(r->Note("placed by the eval_accuracy events' epoch_num"));
+  // Six 1-ms gaps between a block_stop and the next block_start, in ms (not "0.0 s").
+  EXPECT_TRUE(r->Note("6 ms of evaluation"));
 }
 
 TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
@@ -1209,6 +1211,35 @@ TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
   EXPECT_EQ(r->log.evals[1].value, 88.2065187242157);
   EXPECT_EQ(r->log.eval_what, "MLPerf eval_accuracy FID");
   EXPECT_EQ(r->m()["eval"]["val_loss"], 88.2065187242157);
+}
+
+TEST(Corpus, MlperfGigaComputingBlockStopNamesTheBlocksStart) {
+  // GigaComputing's stable_diffusion (v5.0, NVIDIA's NeMo implementation with its own
+  // callbacks.py): each block_stop names compute_consumed_samples(train_batch_start_step), the
+  // samples_count of its own block_start (lines 22-23: 0 and 0; 25-26: 512000 and 512000), so a
+  // block of 2000 steps (512000 / global_batch_size 256, line 5) ends where the next begins; the
+  // last (lines 34-35, from 2048000) is as long as the others. Checkpoints are evaluated offline
+  // after training: the eval_accuracy events come last, run_stop (line 45) at the time of the
+  // block that reached the target.
+  Result<Read> r = ReadLog("mllog_gigacomputing_sd_block_stop_at_start.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2000, 4000, 6000, 8000, 10000}));
+  EXPECT_FALSE(r->Loss(2000));
+  // Lines 22-23: block_start 1744860973923 to block_stop 1744861206834 over 2000 steps.
+  EXPECT_DOUBLE_EQ(*r->At(2000)->ms, (1744861206834.0 - 1744860973923.0) / 2000);
+  EXPECT_EQ(r->At(4000)->span, 2000);
+  // Lines 34-35: the last block, 8000 to 10000.
+  EXPECT_DOUBLE_EQ(*r->At(10000)->ms, (1744862155745.0 - 1744861920020.0) / 2000);
+  // FID (lines 38 and 42) at samples_count 1024000 and 1536000 over 256.
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 4000);
+  EXPECT_EQ(r->log.evals[0].value, 102.76406687668646);
+  EXPECT_EQ(r->log.evals[1].step, 6000);
+  EXPECT_EQ(r->log.evals[1].value, 85.76508582043977);
+  // Line 24's max_memory_usage, 30.025 GiB (every block's the same).
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 30.025 * kGiB);
+  // run_start (line 21, 1744860973921) to run_stop (line 45, 1744861681020).
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1744861681020.0 - 1744860973921.0) / 1000);
 }
 
 TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
@@ -1785,6 +1816,143 @@ TEST(Corpus, TrainerEvalDictNamingGlobalStep) {
   EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 20.5 * kGiB);
 }
 
+TEST(Corpus, TrainerBarsAroundCallbackPrintsNumberTheDicts) {
+  // TRL GRPOTrainer (Oct 2025; logging_steps not stated: GRPOConfig's default 10): a callback
+  // prints a metrics summary between the last bar drawing and the dict, so no bar ends the line
+  // before it; every 'epoch' is 0.0. The bar before (line 26's last drawing, 10/29790) and
+  // tqdm.write's redraw after the dict (line 46, 10/29790) agree: step 10; likewise 20 (lines 47,
+  // 87) and 30 (lines 88, 128).
+  Result<Read> r = ReadLog("trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(r->Loss(10), 0.0751);  // line 45
+  EXPECT_EQ(*r->At(10)->grad_norm, 47.75);
+  EXPECT_EQ(*r->At(10)->lr, 9.996978851963747e-06);
+  EXPECT_EQ(r->Loss(30), 0.0);  // line 127
+  EXPECT_EQ(*r->At(30)->grad_norm, 404.0);
+  EXPECT_EQ(r->At(20)->span, 10);
+  EXPECT_FALSE(r->Note("does not state logging_steps"));
+}
+
+TEST(Corpus, TrainerClosingDictsRoundedStepsPerSecondAndTheLastBar) {
+  // The same GRPO script, a whole 43-step run: dicts at 10-40 (bars around the callback's prints,
+  // as above), then the closing dict (line 133): train_steps_per_second 0.012 is rounded to 3
+  // decimals (transformers speed_metrics), so x train_runtime 3462.7809 it allows 40-43 steps;
+  // the bar before it (line 114's last drawing, 43/43) settles 43.
+  Result<Read> r = ReadLog("trainer_trl_grpo_closing_steps_per_second_3dp.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(r->Loss(10), -0.0447);  // line 49
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->through_step, 43);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 0.404);
+  EXPECT_EQ(r->log.wall_s, 3462.7809);
+}
+
+TEST(Corpus, TrainerUnslothDictsNumberedByTheClosingDictsEpoch) {
+  // unsloth 2026.6 on transformers 5.5 (values as .4g strings), no bar before any dict,
+  // logging_steps not stated (the script's LOGGING_STEPS = 10). The closing dict (line 73): '0.139'
+  // steps/s x '797.7' s is 110.5-111.3 steps: 111 at epoch '3', 37 steps an epoch; each dict's
+  // epoch then allows one step: 0.2703 x 37 = 10 (line 55), ..., 2.973 x 37 = 110 (line 69).
+  Result<Read> r = ReadLog("trainer_unsloth_t55_epochs_closing_anchor.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}));
+  EXPECT_EQ(r->Loss(10), 1.548);
+  EXPECT_EQ(*r->At(10)->lr, 3.6e-05);
+  EXPECT_EQ(r->Loss(110), 0.2138);
+  // Evaluations (lines 65, 70) at epochs 2.703 (step 100, after the step-100 dict) and 3 (step
+  // 111, the last step, past the last logging step).
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 0.2559);
+  EXPECT_EQ(r->log.evals[1].step, 111);
+  EXPECT_EQ(r->log.trainer_average->through_step, 111);
+  EXPECT_EQ(r->log.wall_s, 797.7);
+  // unsloth's banner (lines 48-49): 2 per device x 4 accumulated x 1 GPU = 8.
+  EXPECT_EQ(r->log.facts.at("lbs").value, 2);
+  EXPECT_EQ(r->log.facts.at("gas").value, 4);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 8);
+  EXPECT_EQ(r->log.facts.at("dp").value, 1);
+  EXPECT_TRUE(r->Note("numbered by their epoch"));
+}
+
+TEST(Corpus, TrainerBarWithAMessageGluedAfterItIsStale) {
+  // The same script on Qwen2.5-Coder-0.5B: line 74 is the bar drawn at step 100 with unsloth's
+  // checkpoint-100 message glued after it; the drawings of steps 101-110 after it were cleared by
+  // tqdm.write, so that bar, ending the line before the dict at line 75, is not the dict's step.
+  // The epochs (0.2703 a dict, 37 steps an epoch from the closing dict's 0.275 x 403 = 110.6-111.0:
+  // 111 steps, line 78) put it at 110.
+  Result<Read> r = ReadLog("trainer_unsloth_stale_bar_glued_message.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}));
+  EXPECT_EQ(r->Loss(110), 0.1577);  // line 75
+  EXPECT_EQ(r->Loss(100), 0.1601);  // line 72
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[1].step, 111);  // line 76, epoch '3'
+}
+
+TEST(Corpus, DeepSpeedCifarEpochBatchLossLinesAreNotAtTheEngineStep) {
+  // DeepSpeed 0.15 running the CIFAR-10 example (fp16, train_batch_size 16): the script prints
+  // PyTorch's tutorial line "[epoch, batch] loss: mean of the last 200 batches" (lines 3, 4, 7,
+  // 15); line 15's "[2,  3000]" comes after the engine's step=6000 line (8) but is at batch 3000 of
+  // the second epoch, not at step 6000: no loss for 6000.
+  // Images, no sequence: mpe 1 set here so that the metrics count samples.
+  Result<Read> r = ReadLog("deepspeed_0.15_cifar_epoch_batch_loss.log", "deepspeed", {{"mpe", 1}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{6000}));
+  EXPECT_FALSE(r->Loss(6000));
+  EXPECT_EQ(*r->At(6000)->lr, 0.001);
+  EXPECT_EQ(*r->At(6000)->samples_per_s, 5892.428132408464);  // line 9
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 0.06 * kGiB);
+  EXPECT_TRUE(
+      r->Note("deepspeed_0.15_cifar_epoch_batch_loss.log:3: '[epoch, batch] loss: x' "
+              "lines"));
+}
+
+TEST(Corpus, LlamaFactoryJsonlThroughputIsTheTrainerAverage) {
+  // LLaMA-Factory's trainer_log.jsonl (2025-11, transformers >= 4.55): with
+  // num_input_tokens_seen every line carries "throughput", the input tokens of all devices since
+  // on_train_begin over the time since then; the last line (19, step 93 of 93, no "loss" key at
+  // all) is the whole run's: 12832.23 tokens/s (28499296 tokens / 2220 s = 12837.5, the elapsed
+  // time printed in whole seconds).
+  Result<Read> r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps().size(), 18u);  // 5, 10, ..., 90
+  EXPECT_EQ(r->Loss(5), 5.7013);
+  EXPECT_EQ(*r->At(90)->lr, 4.319352532688444e-06);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->tokens_per_s, 12832.23);
+  EXPECT_EQ(r->log.trainer_average->through_step, 93);
+  EXPECT_EQ(r->m()["throughput"]["tokens_per_s"], 12832.23);
+  // Four devices (set here: the log does not say): 12832.23 / 4 per device.
+  r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer", {{"layout", "TP1PP1DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 12832.23 / 4);
+}
+
+TEST(Corpus, TrainerFourDigitEpochsAndAnUnsettledClosingDict) {
+  // TRL SFT of LLaVA-7B on one GPU (2026-02; the script's logging_steps=20, eval_steps=200, not in
+  // the log): 62 dicts with quoted f"{v:.4g}" epochs '0.016', '0.032', ..., '0.992', no bar before
+  // any. The closing dict (line 78): '0.061' steps/s (0.0605-0.0615) x '2.035e+04' s
+  // (20345-20355) allows 1231-1251 steps at epoch '1' (0.9995-1.0005): 1230.4-1251.6 steps an
+  // epoch. '0.016' (0.015995-0.016005) then allows only step 20 (line 10), which pins
+  // 1249.6-1250.4 an epoch; every dict follows (20 apart), and the closing epoch settles 1250.
+  Result<Read> r = ReadLog("trainer_trl_llava_4g_epochs_closing_range.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->Steps().size(), 62u);
+  EXPECT_EQ(r->Steps().front(), 20);
+  EXPECT_EQ(r->Steps().back(), 1240);  // line 77, epoch '0.992'
+  EXPECT_EQ(r->Loss(20), 7.181);
+  EXPECT_EQ(*r->At(20)->lr, 9.848e-05);  // 1e-4 x (1 - 19/1250)
+  EXPECT_EQ(r->Loss(1240), 3.704);
+  // Evaluations at epochs 0.16, 0.32, ... (lines 20, 31, ..., 75): 200, 400, ..., 1200.
+  ASSERT_EQ(r->log.evals.size(), 6u);
+  EXPECT_EQ(r->log.evals[0].step, 200);
+  EXPECT_EQ(r->log.evals[5].step, 1200);
+  EXPECT_EQ(r->log.trainer_average->through_step, 1250);
+  EXPECT_EQ(r->log.wall_s, 20350);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -1804,6 +1972,10 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
+      {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
+      {"trainer_unsloth_t55_epochs_closing_anchor.log", "trainer"},
+      {"trainer_unsloth_stale_bar_glued_message.log", "trainer"},
+      {"trainer_trl_llava_4g_epochs_closing_range.log", "trainer"},
       {"deepspeed_0.12_trainer_logging5_epoch.log", "deepspeed"},
       {"trainer_ezpz_two_ranks_series_twice.log", "trainer"},
       {"trainer_msswift2_eval_global_step.log", "trainer"},
@@ -1821,6 +1993,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
       {"mllog_google_maxtext_gpt3_eval_positions.log", "mllog"},
       {"mllog_google_maxdiffusion_sd_fid_clip.log", "mllog"},
+      {"mllog_gigacomputing_sd_block_stop_at_start.log", "mllog"},
       {"mllog_habana_llama2_70b_lora_block_start_steps.log", "mllog"},
       {"megatron_ling_v2_core013_zloss_mtp.log", "megatron"},
       {"trainer_llamafactory_issue8439_npu_clear_line.log", "trainer"},
@@ -1849,6 +2022,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"nemo1_bar_a3mega_skipped.log", "nemo"},
       {"nemo1_bar_launcher_issue55.log", "nemo"},
       {"deepspeed_chatglm_ft_issue12_skipped_midrun.log", "deepspeed"},
+      {"deepspeed_0.15_cifar_epoch_batch_loss.log", "deepspeed"},
       {"megatron_deepspeed_alcf_key_value.log", "megatron"},
       {"megatron_primus_current_average.log", "megatron"},
       {"megatron_deepspeed_juwels_seconds.log", "megatron"},

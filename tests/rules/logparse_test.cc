@@ -370,6 +370,16 @@ TEST(DeepSpeed, LossLineShapes) {
   EXPECT_EQ(At(*r, 4)->loss, 1.75);
   EXPECT_FALSE(At(*r, 7));
 
+  // A step-less loss after the engine's line is that step's ("[Rank 0] Loss:", HelloDeepSpeed),
+  // unless a bracket of counters precedes it (the CIFAR tutorial's "[epoch, batch] loss:").
+  r = ParseDeepSpeedLog(
+      "[Rank 0] step=10, skipped=0, lr=[0.001]\n[2,  3000] loss: 1.203\n"
+      "[Rank 0] step=20, skipped=0, lr=[0.001]\n[Rank 0] Loss: 1.1\n",
+      "stepless.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(At(*r, 10)->loss);
+  EXPECT_EQ(At(*r, 20)->loss, 1.1);
+
   r = ParseDeepSpeedLog("[INFO] DeepSpeed info: version=0.13.1\n", "none.log");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("none.log: no DeepSpeed step lines"), std::string::npos);
@@ -689,6 +699,68 @@ TEST(Trainer, SpeedMetricsInEveryDictDoNotCloseTheRun) {
   EXPECT_EQ(r.status().message(), "tokens.log:2: 'memory(GiB)' is not a number of GiB");
 }
 
+// speed_metrics rounds train_steps_per_second to 3 decimals: over a long run it allows several
+// step counts; the last bar settles it, else a note says the average is taken through the last
+// dict.
+TEST(Trainer, ClosingDictsStepsRunFromRoundedRates) {
+  const std::string closing =
+      "{'train_runtime': 3462.7809, 'train_samples_per_second': 0.404, 'train_steps_per_second': "
+      "0.012, 'train_loss': 0.0, 'epoch': 1.0}\n";
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': 1.0, 'epoch': 0.5}\n"
+      "{'loss': 0.5, 'epoch': 0.9}\n" +
+          closing,
+      "rounded.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 2);  // 39.8-43.3 steps: unsettled
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted = noted || n.find(
+                         "rounded.log:3: train_steps_per_second x train_runtime, as rounded, "
+                         "allows 40 to 43 steps run") != std::string::npos;
+  EXPECT_TRUE(noted);
+  r = ParseTrainerLog(
+      "\r 93%|#########3| 40/43 [52:50<03:51, 77.01s/it]{'loss': 1.0}\n"
+      "\r100%|##########| 43/43 [57:42<00:00, 78.10s/it]\n" +
+          closing,
+      "bar.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 43);
+  // 2026's strings: '14.71' s at '35.35' steps/s is 519.8-520.3 steps: 520.
+  r = ParseTrainerLog(
+      "{'loss': '4.1'}\n{'train_runtime': '14.71', 'train_samples_per_second': "
+      "'565.7', 'train_steps_per_second': '35.35', 'epoch': '1'}\n",
+      "strings.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 520);
+}
+
+// unsloth prints its banner instead of transformers' "***** Running training *****" summary; its
+// 2024 wording (unsloth#1194) and its 2025 one.
+TEST(Trainer, UnslothBannersBatchSizes) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1\n"
+      "   \\   /|    Num examples = 1,760 | Num Epochs = 1\n"
+      "O^O/ \\_/ \\    Batch size per device = 5 | Gradient Accumulation steps = 8\n"
+      "\\        /    Total batch size = 40 | Total steps = 220\n"
+      "{'loss': 1.5, 'epoch': 0.01}\n",
+      "unsloth2024.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("lbs").value, 5);
+  EXPECT_EQ(r->facts.at("gas").value, 8);
+  EXPECT_EQ(r->facts.at("gbs").value, 40);
+  EXPECT_EQ(r->facts.at("gbs").line, 4);
+  r = ParseTrainerLog(
+      "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4\n"
+      "\\        /    Data Parallel GPUs = 1 | Total batch size (2 x 4 x 1) = 1,024\n"
+      "{'loss': 1.5, 'epoch': 0.01}\n",
+      "unsloth2025.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("gas").value, 4);
+  EXPECT_EQ(r->facts.at("dp").value, 1);
+  EXPECT_EQ(r->facts.at("gbs").value, 1024);
+}
+
 TEST(Trainer, AnotherRanksCopyOfTheDictsIsLeftOut) {
   const std::string series =
       "{'loss': 3.0, 'epoch': 0.5}\n{'loss': 2.9, 'epoch': 1.0}\n"
@@ -750,6 +822,72 @@ TEST(Trainer, StepsFromEpochsOnlyWhereUnambiguous) {
   EXPECT_NE(r->notes.back().find("logging_steps 1, inferred"), std::string::npos);
 }
 
+// transformers from 2025 prints the epoch as f"{v:.4g}": four significant digits, far finer than
+// round(epoch, 2) when an epoch has hundreds of steps; and the closing dict's steps run bound steps
+// per epoch even while unsettled (a range), each dict placed narrowing them for the next.
+TEST(Trainer, StepsFromFourDigitEpochsAndTheClosingDictsRange) {
+  // 50 steps an epoch, logging_steps 10 (not stated): epochs 10/50 = '0.2', ..., '2'. Closing:
+  // '0.0352' steps/s (3 decimals: 0.0347-0.0357) x '2845' s (2844.5-2845.5) = 98.7-101.6 steps:
+  // 99-101 at epoch '2' (1.9995-2.0005): 49.49-50.51 steps an epoch; '0.2' (0.19995-0.20005)
+  // allows only 10, which pins 49.99-50.01 an epoch, and so on.
+  std::string text;
+  for (int step = 10; step <= 100; step += 10)
+    text += fmt::format("{{'loss': '1.5', 'epoch': '{:.4g}'}}\n", step / 50.0);
+  text +=
+      "{'train_runtime': '2845', 'train_samples_per_second': '0.2812', "
+      "'train_steps_per_second': '0.0352', 'train_loss': '1.5', 'epoch': '2'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "g4.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}));
+  EXPECT_EQ(r->trainer_average->through_step, 100);  // the last dict's, now placed
+  // Unquoted epochs are round(epoch, 2) (+-0.005): the closing dict's 40 steps at 0.06 allow
+  // 615-727 steps an epoch, and 0.02 then 9.2-18.2 steps: counted.
+  text.clear();
+  for (int step = 10; step <= 40; step += 10)
+    text += fmt::format("{{'loss': 1.5, 'epoch': {:.2f}}}\n", step / 625.0);
+  text +=
+      "{'train_runtime': 112.7, 'train_samples_per_second': 2.8, "
+      "'train_steps_per_second': 0.355, 'train_loss': 1.5, 'epoch': 0.06}\n";
+  r = ParseTrainerLog(text, "r2.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.back().find("numbered as if it were 1"), std::string::npos);
+}
+
+// A notebook that trains several configurations prints each run's dicts and closing dict in turn
+// (a 2026 LoRA lab log, index id 71559672946: four 30-step runs): the epoch going back starts
+// another run, whose records, evaluations and closing figures replace the earlier run's.
+TEST(Trainer, EpochGoingBackStartsAnotherRun) {
+  const std::string text =
+      "{'loss': '2.163', 'epoch': '0.5'}\n{'loss': '1.6', 'epoch': '1'}\n"
+      "{'eval_loss': '1.5', 'epoch': '1'}\n"
+      "{'train_runtime': '406.5', 'train_samples_per_second': '1.181', "
+      "'train_steps_per_second': '0.074', 'train_loss': '1.57', 'epoch': '1'}\n"
+      "{'loss': '2.155', 'epoch': '0.5'}\n{'loss': '0.2408', 'epoch': '1'}\n"
+      "{'train_runtime': '477.3', 'train_samples_per_second': '1.006', "
+      "'train_steps_per_second': '0.063', 'train_loss': '0.7058', 'epoch': '1'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "runs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].loss, 2.155);  // line 5
+  EXPECT_EQ(r->iterations[1].loss, 0.2408);
+  EXPECT_EQ(r->restarts, 1);
+  EXPECT_TRUE(r->evals.empty());  // the first run's
+  EXPECT_EQ(r->wall_s, 477.3);    // line 7, not line 4's 406.5
+  EXPECT_EQ(r->trainer_average->samples_per_s, 1.006);
+  EXPECT_EQ(r->trainer_average->through_step, 30);  // 0.063 x 477.3 = 29.8-30.3
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted = noted || n.find("runs.log:5: another training run starts here (epoch 0.5 after 1)") !=
+                         std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Trainer, ProgressBarsNumberTheDicts) {
   auto bar = [](int n, int total) {
     return fmt::format("\r {:3d}%|#         | {}/{} [00:01<00:09,  1.50it/s]", n * 100 / total, n,
@@ -782,12 +920,47 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   for (const Iteration& it : r->iterations) steps.push_back(it.step);
   EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_TRUE(r->notes.empty());
+  // A message glued after the bar ended its line: the drawings since are lost, the bar is stale.
+  r = ParseTrainerLog(bar(10, 40) + "{'loss': 3.0}\n" + bar(20, 40) +
+                          "Saving model checkpoint to out/checkpoint-20\n{'loss': 2.0}\n",
+                      "glued.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11}));
   // The Trainer under DeepSpeed >= 0.17 prints no step= line: the bar numbers its dicts too.
   r = ParseDeepSpeedLog(bar(25, 40) + "{'loss': 3.0}\n" + bar(26, 40) + "{'loss': 2.0}\n",
                         "ds.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(At(*r, 25)->loss, 3.0);
   EXPECT_EQ(At(*r, 26)->loss, 2.0);
+}
+
+// A callback's prints between the bar and the dict (TRL GRPO with a metrics print): the bar
+// before the dict bounds its step from below, tqdm.write's redraw after it from above; the same n
+// in both numbers it. Different n: counted, as before.
+TEST(Trainer, BarsOnBothSidesOfADictNumberIt) {
+  auto bar = [](int n, int total) {
+    return fmt::format("\r  0%|          | {}/{} [01:29<67:59:26,  8.22s/it]", n, total);
+  };
+  const std::string clear = "\r                              \r";
+  const std::string text = bar(9, 100) + bar(10, 100) + "\nLogging 44 metrics\n" + clear +
+                           "{'loss': 1.0, 'epoch': 0.0}\n" + bar(10, 100) + "MDI: 6.3\n" +
+                           bar(20, 100) + "\nLogging 44 metrics\n" + clear +
+                           "{'loss': 0.5, 'epoch': 0.0}\n" + bar(23, 100) + "\n" + bar(30, 100) +
+                           "\nLogging 44 metrics\n" + clear + "{'loss': 0.25, 'epoch': 0.0}\n" +
+                           bar(4, 8) + "\n" + bar(30, 100) + "\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "between.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  // 10 (10 before, 10 after); 11 (20 before, 23 after: counted on from 10); 30 (the evaluation
+  // bar of total 8 between is not the training bar).
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11, 30}));
+  EXPECT_EQ(At(*r, 10)->loss, 1.0);
+  EXPECT_EQ(At(*r, 30)->loss, 0.25);
+  ASSERT_EQ(r->notes.size(), 1u);  // 11 is a counted guess
+  EXPECT_NE(r->notes[0].find("does not state logging_steps"), std::string::npos);
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
@@ -809,6 +982,15 @@ TEST(Trainer, PeakMemoryFromTheDicts) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 2.5 * 1024 * 1024 * 1024);
   EXPECT_NE(r->memory_source.find("max_mem_allocated"), std::string::npos);
+  // LLaMA-Factory's trainer_log.jsonl with RECORD_VRAM (get_peak_memory: rank 0's device, GiB).
+  r = ParseTrainerLog(
+      "{\"current_steps\": 5, \"loss\": 1.0, \"vram_allocated\": 10.5, \"vram_reserved\": 12.25}\n"
+      "{\"current_steps\": 10, \"loss\": 0.9, \"vram_allocated\": 10.75, \"vram_reserved\": "
+      "12.0}\n",
+      "llamafactory.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 12.25 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->memory_source.find("vram_reserved"), std::string::npos);
   r = ParseTrainerLog("{'loss': 1.0}\n{'loss': 0.9, 'memory(GiB)': 'n/a'}\n", "swift.log");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);

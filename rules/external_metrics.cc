@@ -187,6 +187,8 @@ std::optional<Timing> TimeByTrainerAverage(const logparse::TrainerAverage& avg,
       return std::nullopt;
     }
     timing.tokens_per_s = *avg.samples_per_s * *t.mpe;
+  } else if (avg.tokens_per_s) {
+    timing.tokens_per_s = avg.tokens_per_s;
   } else {
     timing.tokens_per_device_per_s = avg.tokens_per_device_per_s;
   }

@@ -24,8 +24,10 @@
 // belongs to the engine's last `step=N` line when that step has no loss yet
 // and the loss is the message's first key (DeepSpeed-Chat's evaluation print
 // "chosen: x, rejected: y, loss: z", step2_dpo_finetuning/main.py, is not a
-// training loss). "loss" is a word: not act_loss. Steps are 1-based: the
-// engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
+// training loss), and no bracket of counters comes just before it (PyTorch's CIFAR-10
+// tutorial print "[2,  3000] loss: 1.203", epoch and batch in epoch, which DeepSpeedExamples'
+// cifar10_deepspeed.py keeps: left out, with a note). "loss" is a word: not act_loss. Steps are
+// 1-based: the engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
 // count from 0 (a script's `enumerate`), and each is read as the step after its number.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
 // the previous progress line (the first line's whole count only when its record reaches back
@@ -161,6 +163,24 @@ std::optional<double> StepLessLoss(std::string_view line) {
   return LossValue(line, at);
 }
 
+// PyTorch's CIFAR-10 tutorial print, which DeepSpeedExamples' cifar10_deepspeed.py keeps:
+// `print("[%d, %5d] loss: %.3f" % (epoch + 1, i + 1, running_loss / N))`, "[2,  3000] loss:
+// 1.203": its own epoch and batch-in-epoch counters in the bracket before the loss, the mean of
+// the last N batches; not at the engine's last step.
+bool EpochBatchLoss(std::string_view line) {
+  const size_t at = LossKey(line);
+  if (at == std::string_view::npos) return false;
+  const size_t close = line.rfind(']', at);
+  const size_t open = close == std::string_view::npos ? close : line.rfind('[', close);
+  if (open == std::string_view::npos || !Trim(line.substr(close + 1, at - close - 1)).empty())
+    return false;
+  const std::string_view inside = line.substr(open + 1, close - open - 1);
+  const size_t comma = inside.find(',');
+  return comma != std::string_view::npos && !Trim(inside.substr(0, comma)).empty() &&
+         !Trim(inside.substr(comma + 1)).empty() &&
+         inside.find_first_not_of("0123456789, ") == std::string_view::npos;
+}
+
 // A step a line gives and where.
 struct StepAt {
   int64_t step = 0;
@@ -208,6 +228,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   double peak_gb = -1;
   std::optional<int64_t> engine_step;  // the last `step=N` line's N
   int64_t ppo_line = 0;                // DeepSpeed-Chat's first PPO line, left out
+  int64_t epoch_batch_line = 0;        // the first "[E, N] loss: x" line, left out
   TrainerDictReader dicts;
   DictMemory memory;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
@@ -305,14 +326,19 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         return;
       }
     }
-    if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
-      dicts.Read(*dict, no, steps, log);
+    bool quoted_epoch = false;
+    if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+      dicts.Read(*dict, no, steps, log, quoted_epoch);
       error = memory.Read(*dict, name, no);
       return;
     }
     if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
     std::optional<double> step = StepNumber(line);
     if (!step) {
+      if (EpochBatchLoss(line)) {
+        if (!epoch_batch_line) epoch_batch_line = no;
+        return;
+      }
       std::optional<double> loss = StepLessLoss(line);
       if (loss && engine_step && !at_step(*engine_step, no).loss)
         at_step(*engine_step, no).loss = loss;
@@ -374,6 +400,13 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         "{}:{}: skipped={} counts the run's skipped steps from its start, and the log begins "
         "after step 1: not attributed to the steps it shows",
         name, first_skipped.line, first_skipped_total));
+  }
+  if (epoch_batch_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: '[epoch, batch] loss: x' lines (PyTorch's CIFAR-10 tutorial print: the mean over "
+        "the last batches, numbered by the script's epoch and batch in epoch) left out: they are "
+        "not at DeepSpeed's step lines",
+        name, epoch_batch_line));
   }
   if (ppo_line) {
     log.notes.push_back(fmt::format(

@@ -20,16 +20,15 @@
 // timestamp, `[default0]:`, srun's `0: `, indentation), tqdm's carriage
 // returns (each `\r`-separated segment is read as a line of its own, with the
 // line's number), the same record printed by several ranks (the first is
-// kept), a run resumed from a checkpoint (when a different record for a step
-// at or below the last one appears, the records from that step on are
-// replaced by the resumed run's), and a last line cut off mid-way (its
-// unterminated field is ignored).
-// Errors (kCorrupt, "NAME:LINE: what"): a recognized line whose field does not
-// parse (`lm loss: abc |`); a complete Megatron iteration line from which no
-// field was read (a NeMo 2 line read as Megatron says to set "nemo"); a log without a single
-// record, naming what was looked for and, when another format's lines are there, which log_format
-// reads them ("NAME: no Megatron iteration lines (...) in 61 lines; line 12
-// is a transformers Trainer log dict: set log_format = \"trainer\"").
+// kept), a Megatron iteration or memory line hard-wrapped over several lines by a terminal
+// copy (rules/logparse/wrapped_lines.h), a run resumed from a checkpoint (when a different record
+// for a step at or below the last one appears, the records from that step on are replaced by the
+// resumed run's), and a last line cut off mid-way (its unterminated field is ignored). Errors
+// (kCorrupt, "NAME:LINE: what"): a recognized line whose field does not parse (`lm loss: abc |`); a
+// complete Megatron iteration line from which no field was read (a NeMo 2 line read as Megatron
+// says to set "nemo"); a log without a single record, naming what was looked for and, when another
+// format's lines are there, which log_format reads them ("NAME: no Megatron iteration lines (...)
+// in 61 lines; line 12 is a transformers Trainer log dict: set log_format = \"trainer\"").
 //
 // Thread safety: pure functions; the registry is immutable.
 #pragma once
@@ -77,11 +76,12 @@ struct Fact {
 // A trainer's own figure for its throughput over many steps: DeepSpeed's
 // RunningAvgSamplesPerSec (or, before 0.7, SamplesPerSec) at its last report,
 // the Trainer's closing train_samples_per_second, FlagPerf's Tokens/p/s or its [PerfLog]
-// FINISHED training_sequences_per_second.
-// Exactly one of the two rates is set.
+// FINISHED training_sequences_per_second, LLaMA-Factory's trainer_log.jsonl throughput.
+// Exactly one of the three rates is set.
 struct TrainerAverage {
   std::optional<double> samples_per_s;            // global samples per second
   std::optional<double> tokens_per_device_per_s;  // tokens per device per second
+  std::optional<double> tokens_per_s;             // global tokens per second
   int64_t excluded_steps = 0;  // the first steps it leaves out (ThroughputTimer start_step)
   int64_t through_step = 0;    // the last step it covers (0: not known)
   int64_t line = 0;

@@ -27,13 +27,32 @@
 // "Fix throughput unit", January 2022) and its forks print the time in
 // seconds, `elapsed time per iteration (s): 7.2310 | ... | samples per second:
 // 13.276 |` (96 / 7.2310 = 13.276): read as ms x 1000.
+// ms-swift's Megatron trainer (swift/megatron/trainers/base.py `training_log`, July 2025 to
+// its v4 rewrite of February 2026) adds `memory(GiB): 21.54 | elapsed time: 10m 7s | remaining
+// time: ... |` after the elapsed time: torch.cuda.max_memory_reserved() / 2^30 of the printing
+// (last) rank, to two decimals; read as that rank's peak. That trainer also prints iteration 1
+// (`iteration % log_interval == 0 or iteration == 1`, from 0e97eaa, June 2025) and, unlike core
+// 0.16 below, resets its timer and sums there: with --log-interval 5 the line at 5 averages
+// iterations 2-5, so a first line past 1 spans the iterations after 1 (the line at 1 printed
+// before it, not in the log) and no iteration is taken out.
 // Primus (AMD's fork, its trainer.py `training_log`) prints the elapsed time
 // and its throughputs as `current/running mean` pairs
-// (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read.
+// (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read. Its
+// `hip mem usage/free/total/usage_ratio: 153.81GB/...` (training_log patch
+// MemoryStatsExtension: torch.cuda.mem_get_info's total - free, / 2^30) is the device's memory
+// in use at the line, not a peak: the largest is read as the memory, its source saying so. Its
+// `tokens per GPU (tokens/s/GPU): 9801.4/9807.3` (`tokens/s/GPU inst/harmonic mean:` from July
+// 2026) is read as the printed per-device token rate (the first).
 // A line without `global batch size` (a fork's, or one a README cuts after its throughput)
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
 // the next line's batch), with a note.
+// Evaluations: ` validation loss at iteration N | lm loss value: x | lm loss PPL: ... |` gives
+// an eval at N (the first validation set's, when there are several; the test set's and a
+// repeat at the same iteration after training left out).
+// A terminal copy's hard-wrapped iteration line (or report_memory line) is read joined
+// (wrapped_lines.h) when the lines after it complete it: up to `number of nan iterations`
+// (`max reserved:`).
 // A complete iteration line with none of the fields below is an error, not an
 // empty record (NeMo 2's ProgressPrinter lines look alike: log_format "nemo").
 // A line's numbers are averages over the --log-interval iterations since the
@@ -78,6 +97,8 @@
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/megatron_spans.h"
+#include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
 namespace {
@@ -126,6 +147,15 @@ const FieldTarget kFields[] = {
     {"grad norm", &Iteration::grad_norm, nullptr},
     {"number of skipped iterations", nullptr, &Iteration::skipped},
     {"number of nan iterations", nullptr, &Iteration::nan},
+    // Primus: seq_length x global batch / elapsed / world size, `current/mean` (the mean harmonic
+    // from July 2026's `tokens/s/GPU inst/harmonic mean`).
+    {"tokens per GPU (tokens/s/GPU)", &Iteration::tokens_per_device_per_s, nullptr},
+    {"tokens/s/GPU inst/harmonic mean", &Iteration::tokens_per_device_per_s, nullptr},
+    // Forks that add batch x seq_length / elapsed / world size (swiss-ai's, 2025; a
+    // Pai-Megatron-Patch training.py patched for "TGS").
+    {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
+    // Megatron-DeepSpeed (microsoft's, from 2023): tokens / elapsed / world size.
+    {"tokens per gpu per second (tgs)", &Iteration::tokens_per_device_per_s, nullptr},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).
@@ -195,6 +225,19 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   return it;
 }
 
+// Primus's `hip mem usage/free/total/usage_ratio: 153.81GB/102.17GB/255.98GB/60.09%`
+// (GiB, printed as GB) -> 153.81.
+std::optional<double> UsedGiB(std::string_view line) {
+  constexpr std::string_view kKey = "hip mem usage/free/total/usage_ratio:";
+  size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = Trim(line.substr(at + kKey.size()));
+  size_t end = 0;
+  std::optional<double> v = LeadingNumber(rest, &end);
+  if (!v || !rest.substr(end).starts_with("GB/")) return std::nullopt;
+  return v;
+}
+
 // "| max reserved: 42000.0" -> 42000.0 (MB)
 std::optional<double> MemoryField(std::string_view line, std::string_view key) {
   size_t at = line.find(key);
@@ -253,43 +296,6 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
   return true;
 }
 
-// A line without `global batch size` (a fork's, or one cut short where a README quotes it)
-// still counts `consumed samples`: the samples per step are the growth since the previous line
-// over the steps between them, and a run's first line's consumed samples over its step where
-// that gives the same batch as the line after it.
-void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
-                         std::string_view name, std::vector<std::string>& notes) {
-  auto at = [&](const Iteration& it) -> std::optional<double> {
-    auto c = consumed.find(it.line);
-    return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
-  };
-  int64_t derived = 0, first_line = 0;
-  for (size_t i = 1; i < its.size(); ++i) {
-    std::optional<double> c = at(its[i]), before = at(its[i - 1]);
-    const int64_t steps = its[i].step - its[i - 1].step;
-    if (its[i].samples || !c || !before || *c <= *before || steps != its[i].span) continue;
-    its[i].samples = (*c - *before) / static_cast<double>(steps);
-    first_line = first_line ? first_line : its[i].line;
-    ++derived;
-  }
-  for (size_t i = 0; i + 1 < its.size(); ++i) {
-    std::optional<double> c = at(its[i]);
-    const bool starts_run = i == 0 || !at(its[i - 1]);
-    if (its[i].samples || !starts_run || !c || !its[i + 1].samples || its[i].step <= 0) continue;
-    if (*c == *its[i + 1].samples * static_cast<double>(its[i].step)) {
-      its[i].samples = its[i + 1].samples;
-      first_line = std::min(first_line ? first_line : its[i].line, its[i].line);
-      ++derived;
-    }
-  }
-  if (derived > 0) {
-    notes.push_back(fmt::format(
-        "samples: {} iteration line(s) from {}:{} print no global batch size: the samples per "
-        "step from their consumed samples (the growth since the previous line over its steps)",
-        derived, name, first_line));
-  }
-}
-
 struct ArgFact {
   std::string_view arg;
   const char* fact;
@@ -307,24 +313,30 @@ constexpr ArgFact kArgs[] = {
     {"num_attention_heads", "heads"},
 };
 
-// The core >= 0.16 first interval (see the top): `second` covers the
-// iterations from `first`'s to its own; keep only those after `first`.
-void SubtractFirstIteration(const Iteration& first, Iteration& second) {
-  const int64_t covered = second.step - first.step + 1;  // iterations in second's averages
-  const int64_t span = covered - 1;
-  if (first.ms && second.ms) second.ms = (*second.ms * covered - *first.ms) / span;
-  const int64_t advanced_all = covered - second.skipped;
-  const int64_t advanced_first = 1 - first.skipped;
-  const int64_t advanced = advanced_all - advanced_first;
-  if (second.loss && advanced > 0) {
-    second.loss = (*second.loss * advanced_all - first.loss.value_or(0) * advanced_first) /
-                  static_cast<double>(advanced);
-  } else {
-    second.loss.reset();
-  }
-  second.skipped -= first.skipped;
-  second.nan -= first.nan;
-  second.span = span;
+// ` validation loss at iteration 200 | lm loss value: 6.496762E+00 | lm loss PPL: ... |`
+// (evaluate_and_print_results; `validation-NAME loss at` with several validation sets; `...
+// at iteration 1000 on validation set` after training): the set ("", "-NAME"), the step and the
+// first loss's value. nullopt for any other line, the test set's included.
+struct EvalLine {
+  std::string set;
+  int64_t step = 0;
+  double value = 0;
+};
+std::optional<EvalLine> ReadEvalLine(std::string_view line) {
+  constexpr std::string_view kAt = " loss at iteration ";
+  size_t at = line.find(kAt);
+  size_t v = line.find("validation");
+  if (at == std::string_view::npos || v == std::string_view::npos || v > at) return std::nullopt;
+  if (line.find(" on test set", at) != std::string_view::npos) return std::nullopt;
+  size_t end = 0;
+  std::optional<double> step = LeadingNumber(line.substr(at + kAt.size()), &end);
+  size_t value = line.find(" value:", at);
+  if (!step || value == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(value + 7);
+  std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
+  if (!loss) return std::nullopt;
+  return EvalLine{std::string(line.substr(v + 10, at - v - 10)), static_cast<int64_t>(*step),
+                  *loss};
 }
 
 }  // namespace
@@ -335,6 +347,7 @@ bool IsMegatronIterationLine(std::string_view line) {
 }
 
 Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   ParsedLog log;
   log.format = "megatron";
   Status error = Status::Ok();
@@ -345,10 +358,19 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
   double peak_bytes = -1;
-  std::set<int64_t> counted_lines;     // iteration lines that print the skipped count
-  std::map<int64_t, double> consumed;  // an iteration line's `consumed samples`, by line
-  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+  std::set<int64_t> counted_lines;      // iteration lines that print the skipped count
+  std::map<int64_t, double> consumed;   // an iteration line's `consumed samples`, by line
+  bool swift = false;                   // ms-swift's lines (`memory(GiB):`)
+  std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
+  auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
+    if (std::optional<EvalLine> e = ReadEvalLine(line)) {
+      if (!eval_set) eval_set = e->set;
+      const bool repeat = !log.evals.empty() && log.evals.back().step == e->step;
+      if (e->set == *eval_set && !repeat) log.evals.push_back({e->step, e->value, no});
+      log.eval_what = "Megatron validation" + *eval_set + " loss (the first loss's value)";
+      return;
+    }
     int64_t step = 0;
     if (size_t fields = IterationFields(line, &step); fields != std::string_view::npos) {
       int known = 0;
@@ -381,6 +403,19 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
       if (line.find("number of skipped iterations:") != std::string_view::npos)
         counted_lines.insert(no);
       if (std::optional<double> c = MemoryField(line, "consumed samples:")) consumed[no] = *c;
+      if (std::optional<double> gib = MemoryField(line, "memory(GiB):")) {  // ms-swift's
+        swift = true;
+        if (*gib * kGiB > peak_bytes) {
+          peak_bytes = *gib * kGiB;
+          log.memory_source = "max reserved (ms-swift training_log memory(GiB))";
+        }
+      }
+      if (std::optional<double> gib = UsedGiB(line); gib && *gib * kGiB > peak_bytes) {
+        peak_bytes = *gib * kGiB;  // Primus's
+        log.memory_source =
+            "hip mem usage (Primus: torch.cuda.mem_get_info's used memory of the printing rank's "
+            "device at the line, the largest; not a peak)";
+      }
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
       else if (std::optional<double> alcf = MemoryField(line, "actual_seqlen="))
@@ -422,54 +457,41 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         precision_line = precision_line ? precision_line : no;
       }
     }
-  });
+  };
+  // A terminal copy's hard-wrapped iteration and memory lines are read joined.
+  auto completion = [](std::string_view l) -> std::string_view {
+    if (IsMegatronIterationLine(l) && l.find("number_of_nan_iterations") == std::string_view::npos)
+      return "number of nan iterations";
+    return l.find("memory (MB)") != std::string_view::npos ? "max reserved:" : "";
+  };
+  auto starts_another = [](std::string_view l) {
+    std::string_view t = Trim(l);
+    return IsMegatronIterationLine(l) || l.find("memory (MB)") != std::string_view::npos ||
+           l.find("memory (GB)") != std::string_view::npos || t.starts_with('[') ||
+           t.starts_with("time (ms)");
+  };
+  bool failed = false;
+  const UnwrappedRead read = ForEachUnwrappedLine(
+      text, completion, starts_another,
+      [&](std::string_view line, int64_t no) {
+        read_line(line, no);
+        failed = !error.ok();
+      },
+      &failed);
+  log.lines = read.lines;
   BM_TRY(error);
+  if (read.joined > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} iteration or memory line(s) hard-wrapped over several lines (a terminal "
+        "copy) read joined",
+        name, read.first_joined, read.joined));
+  }
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}", name,
                   log.lines, OtherFormatHint(text, "megatron"));
   }
-  FillSpansFromGaps(log.iterations);
-  std::vector<Iteration>& its = log.iterations;
-  // The interval: the most common gap (two records only: a fresh run's 1 and the
-  // first multiple of the interval).
-  std::map<int64_t, int> gaps;
-  for (size_t i = 1; i < its.size(); ++i) ++gaps[its[i].step - its[i - 1].step];
-  int64_t interval = 0;
-  for (auto [gap, n] : gaps)
-    if (its.size() >= 3 && (interval == 0 || n >= gaps[interval]))
-      interval = gap;  // ties: the larger
-  if (its.size() == 2 && its[0].step == 1) interval = its[1].step;
-  for (size_t i = 0; interval > 1 && i + 1 < its.size(); ++i) {
-    // A run's first line (a fresh start or a resume) off the interval, the next on it.
-    const int64_t f = its[i].step, next = its[i + 1].step;
-    if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;
-    SubtractFirstIteration(its[i], its[i + 1]);
-    log.notes.push_back(fmt::format(
-        "{}:{}: iteration {}'s line averages iterations {}-{} (Megatron core >= 0.16 does not "
-        "reset its timers after a run's first iteration's line): iterations {}-{} derived by "
-        "taking iteration {} ({}:{}) out",
-        name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
-  }
-  SamplesFromConsumed(its, consumed, name, log.notes);
-  const Iteration* first_nan = nullptr;
-  int64_t nan_lines = 0;
-  for (Iteration& it : its) {
-    if (it.skipped >= it.span && it.loss) it.loss.reset();  // an all-skipped interval's 0
-    if (!it.loss && it.skipped < it.span && counted_lines.count(it.line) != 0) {
-      it.loss = std::numeric_limits<double>::quiet_NaN();
-      ++it.nan;
-      first_nan = first_nan ? first_nan : &it;
-      ++nan_lines;
-    }
-  }
-  if (first_nan) {
-    log.notes.push_back(fmt::format(
-        "loss: {} iteration line(s) from {}:{} (iteration {}) on print no lm loss though not "
-        "all their iterations were skipped: Megatron leaves out a loss whose average is NaN "
-        "(training_log prints it only if >= 0); each counted as a NaN loss and one NaN iteration",
-        nan_lines, name, first_nan->line, first_nan->step));
-  }
+  SpanMegatronRecords(log, consumed, counted_lines, swift, name);
   if (peak_bytes >= 0) log.peak_memory_bytes = peak_bytes;
   if (!param_ranks.empty()) {
     SetFact(log, "parameters", parameters, parameters_line);

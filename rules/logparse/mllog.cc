@@ -46,19 +46,19 @@
 // its ms the block's time (block_start to block_stop, evaluation left out) over its steps (the
 // blocks' metadata.step, as mlperf_common logs it, else samples_count over global_batch_size);
 // it has no loss, unless the block_stop names one (MaxDiffusion's metadata loss and lr, its
-// last step's). eval_accuracy events are the log's evals, at their eval_start's step or
-// samples_count when inside one (AMD's eval_accuracy names the logger's 0-based step x gbs);
-// Stable Diffusion logs two an evaluation (metadata.metric FID, then CLIP): the series holds
-// FID's where the log names it (else the first metric's), named in eval_what, and a note counts
-// the others. An evaluation at a step already evaluated (MaxDiffusion's closing summary) is a
-// repeat, left out.
-// Facts: global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps (gas);
-// run_start to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a
-// print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight
-// initialization: {...}")` on every rank): skipped, with a note. An object that does not parse
-// is an error unless it is the last line (cut off). tracked_stats' throughput is not used: its
-// unit differs between benchmarks (samples/s, tokens/s, sequences/s). The only memory figure is
-// mlperf_common's max_memory_usage.
+// last step's). GigaComputing's v5.0 Stable Diffusion names the block's first samples_count in
+// its block_stop too: such a block ends where the next starts (the last, as long as the others).
+// eval_accuracy events are the log's evals, at their eval_start's step or samples_count when inside
+// one (AMD's eval_accuracy names the logger's 0-based step x gbs); Stable Diffusion logs two an
+// evaluation (metadata.metric FID, then CLIP): the series holds FID's where the log names it (else
+// the first metric's), named in eval_what, and a note counts the others. An evaluation at a step
+// already evaluated (MaxDiffusion's closing summary) is a repeat, left out. Facts:
+// global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps (gas); run_start
+// to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a print that
+// mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight initialization: {...}")` on
+// every rank): skipped, with a note. An object that does not parse is an error unless it is the
+// last line (cut off). tracked_stats' throughput is not used: its unit differs between benchmarks
+// (samples/s, tokens/s, sequences/s). The only memory figure is mlperf_common's max_memory_usage.
 //
 // One pass reads the events (mllog_events.h); this file numbers and times them.
 
@@ -68,6 +68,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -265,8 +267,41 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       if (b.step) return static_cast<int64_t>(std::llround(*b.step));
       return b.samples ? step_of(*b.samples) : token_step(*b.tokens);
     };
-    for (const auto& [start, stop] : blocks) {
-      const int64_t from = block_step(start), to = block_step(stop);
+    // GigaComputing's v5.0 Stable Diffusion (callbacks.py on_train_batch_end) logs block_stop
+    // with compute_consumed_samples(train_batch_start_step): the block's first position, as its
+    // block_start. Such a block ends where the next one starts, the last after as many steps as
+    // the others when they are all alike (a fixed train_log_interval).
+    std::vector<std::pair<int64_t, int64_t>> span(blocks.size());
+    std::optional<int64_t> interval;
+    int64_t repeated = 0, repeated_line = 0;
+    bool alike = true;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      span[i] = {block_step(blocks[i].first), block_step(blocks[i].second)};
+      if (span[i].second != span[i].first || i + 1 == blocks.size() || !blocks[i].second.samples)
+        continue;  // (MaxText's GPT-3 blocks, in tokens, are placed by the evaluations below)
+      if (repeated++ == 0) repeated_line = blocks[i].second.line;
+      const int64_t next = block_step(blocks[i + 1].first);
+      if (next <= span[i].first) continue;
+      alike = alike && (!interval || *interval == next - span[i].first);
+      interval = next - span[i].first;
+      span[i].second = next;
+    }
+    if (repeated > 0 && span.back().first == span.back().second) {
+      ++repeated;
+      if (interval && alike) span.back().second += *interval;
+    }
+    if (repeated > 0) {
+      log.notes.push_back(fmt::format(
+          "{}:{}: {} block_stop events name their block's first position, as its block_start "
+          "does (GigaComputing's Stable Diffusion callbacks): each block read as ending where the "
+          "next one starts{}",
+          name, repeated_line, repeated,
+          interval && alike ? fmt::format(", the last after {} steps as the others", *interval)
+                            : ", the last left out (the others differ in length)"));
+    }
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const auto& [start, stop] = blocks[i];
+      const auto [from, to] = span[i];
       if (to <= from || stop.time_ms < start.time_ms) continue;
       Iteration it;
       it.step = to;
@@ -434,9 +469,11 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     }
     if (left_out > 0) {
       log.notes.push_back(fmt::format(
-          "{}: {:.1f} s of evaluation (eval_start to eval_stop, block_stop to block_start) left "
-          "out of the time between the records",
-          name, left_out / 1000.0));
+          "{}: {} of evaluation (eval_start to eval_stop, block_stop to block_start) left out of "
+          "the time between the records",
+          name,
+          left_out >= 100 ? fmt::format("{:.1f} s", left_out / 1000.0)
+                          : fmt::format("{:.0f} ms", left_out)));
     }
     if (timed_by_own) {
       log.notes.push_back(fmt::format(

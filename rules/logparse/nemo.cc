@@ -24,7 +24,12 @@
 // Every number except global_step is the mean over the log_interval steps
 // since the previous line (the printer sums and divides by log_interval), so
 // a record's span is the gap to the previous line; max_memory_reserved is
-// then a mean of a running maximum, at most the peak. Other fields (val_loss
+// then a mean of a running maximum, at most the peak. Before 710a3e2 (June 2025)
+// MegatronStrategy logged the same torch.cuda.max_memory_reserved() as
+// `peak_memory_usage` (beside `memory_allocated`, the current figure, not read).
+// `tokens_per_sec_per_gpu` (TimingCallback with log_tokens_per_sec, from f0bf77b,
+// January 2025: global batch x the batch's sequence length / world size / the step's
+// time) is read as the printed per-device token rate. Other fields (val_loss
 // carried from the last validation, TFLOPS_per_GPU, consumed_samples) are
 // not read; `Validation: iteration N/M` lines neither.
 //
@@ -138,7 +143,8 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
       if (key == "lr") target = &it.lr;
       if (key == "global_batch_size") target = &it.samples;
       if (key == "global_step") target = &global_step;
-      if (key == "max_memory_reserved") target = &reserved;
+      if (key == "max_memory_reserved" || key == "peak_memory_usage") target = &reserved;
+      if (key == "tokens_per_sec_per_gpu") target = &it.tokens_per_device_per_s;
       if (key == "train_step_timing in s") target = &ms_s;
       if (target == nullptr) continue;
       std::optional<double> v = ParseNumber(value);
@@ -205,7 +211,8 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   }
   if (peak >= 0) {
     log.peak_memory_bytes = peak;
-    log.memory_source = "max_memory_reserved (NeMo MegatronStrategy, global rank 0's device)";
+    log.memory_source =
+        "max_memory_reserved / peak_memory_usage (NeMo MegatronStrategy, global rank 0's device)";
   }
   return log;
 }

@@ -33,7 +33,10 @@
 // as ips / speed (both printed to two decimals: the samples are taken, rounded to a whole
 // sequence, only where that rounding cannot be off by one). Memory: the largest max_memory_reserved
 // (GiB: PaddleNLP divides by 2^30), else max_memory_allocated. A record spans the steps since the
-// previous one.
+// previous one. The Trainer's evaluation line (`eval_loss: 0.8164, ..., eval_runtime: 54.9586,
+// ..., epoch: 0.0163`, logged by evaluate() right after the step's record in the same
+// _maybe_log_save_evaluate) gives an eval at that record's step, when its epoch is the record's
+// (else at step 0: not known).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -110,6 +113,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
   Status error = Status::Ok();
   std::optional<double> gbs, lbs, gas;  // the "***** Running training *****" block
   std::optional<double> eval_s;         // an evaluation since the last record (eval_runtime)
+  std::optional<double> last_epoch;     // the last record's epoch (progress_or_epoch)
   int64_t eval_line = 0, save_line = 0;
   std::string batch_note;  // the first record whose printed ratio disagrees with gbs
   std::vector<std::string> time_notes;
@@ -149,6 +153,13 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
       } else if (FindKeyValue(line, "eval_runtime", ":") != std::string_view::npos) {
         eval_s = field(line, no, "eval_runtime");
         eval_line = no;
+        if (std::optional<double> loss = field(line, no, "eval_loss")) {
+          std::optional<double> epoch = NumberAfter(line, "epoch", ":");
+          const bool at_last =
+              !log.iterations.empty() && (!epoch || !last_epoch || *epoch == *last_epoch);
+          log.evals.push_back({at_last ? log.iterations.back().step : 0, *loss, no});
+          log.eval_what = "the PaddleNLP Trainer's eval_loss";
+        }
       } else if (line.find("Saving model checkpoint to") != std::string_view::npos) {
         save_line = no;
       }
@@ -265,6 +276,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
     }
     eval_s.reset();
     eval_line = save_line = 0;
+    last_epoch = NumberAfter(line, "epoch", ":");
     AddIteration(log.iterations, it, &log.restarts);
   });
   BM_TRY(error);

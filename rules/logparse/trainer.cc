@@ -11,12 +11,19 @@
 //     Total train batch size (w. parallel, distributed & accumulation) = 32
 //     Gradient Accumulation steps = 4
 //
+// or unsloth's banner, which it prints instead (its patched _inner_training_loop; before 2025
+// `Gradient Accumulation steps = 8` and `Total batch size = 40 | Total steps = 220`):
+//
+//   O^O/ \_/ \    Batch size per device = 2 | Gradient accumulation steps = 4
+//   \        /    Data Parallel GPUs = 1 | Total batch size (2 x 4 x 1) = 8
+//
 // and TrainingArguments' `bf16=True,` / `fp16=True,` lines. The dicts carry no
 // sequence length (`mpe` comes from the BENCHFILE), and memory only where
 // ms-swift or axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar
 // before a dict gives its step (trainer_dicts.h).
 #include <fmt/format.h>
 
+#include <cctype>
 #include <map>
 
 #include "rules/logparse/line_kinds.h"
@@ -28,11 +35,35 @@
 namespace bm::logparse {
 namespace {
 
+// Each a count after the name, a parenthesis (unsloth's "(2 x 4 x 1)") and '='.
 const char* const kSummary[][2] = {
-    {"Instantaneous batch size per device =", "lbs"},
-    {"Total train batch size (w. parallel, distributed & accumulation) =", "gbs"},
-    {"Gradient Accumulation steps =", "gas"},
+    {"Instantaneous batch size per device", "lbs"},
+    {"Total train batch size (w. parallel, distributed & accumulation)", "gbs"},
+    {"Gradient Accumulation steps", "gas"},
+    {"Batch size per device", "lbs"},        // unsloth
+    {"Gradient accumulation steps", "gas"},  // unsloth from 2025
+    {"Data Parallel GPUs", "dp"},            // unsloth from 2025
+    {"Total batch size", "gbs"},             // unsloth
 };
+
+// "= 1,024" after `name` in line, a parenthesis between them skipped: 1024.
+std::optional<double> CountAfter(std::string_view line, std::string_view name) {
+  size_t at = line.find(name);
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t p = SkipSpaces(line, at + name.size());
+  if (p < line.size() && line[p] == '(') {
+    p = line.find(')', p);
+    if (p == std::string_view::npos) return std::nullopt;
+    p = SkipSpaces(line, p + 1);
+  }
+  if (p >= line.size() || line[p] != '=') return std::nullopt;
+  p = SkipSpaces(line, p + 1);
+  std::string digits;
+  for (; p < line.size() && (std::isdigit(static_cast<unsigned char>(line[p])) || line[p] == ',');
+       ++p)
+    if (line[p] != ',') digits += line[p];
+  return digits.empty() ? std::nullopt : ParseNumber(digits);
+}
 
 // "  bf16=True," (TrainingArguments' repr, one field per line): true/false.
 std::optional<bool> BoolField(std::string_view line, std::string_view field) {
@@ -62,21 +93,21 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     dicts.ReadBar(line, no);
-    if (std::optional<TrainerDict> dict = ParseTrainerDict(line)) {
-      dicts.Read(*dict, no, steps, log);
+    bool quoted_epoch = false;
+    if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+      dicts.Read(*dict, no, steps, log, quoted_epoch);
       error = memory.Read(*dict, name, no);
       return;
     }
     if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
+    bool summary = false;
     for (const auto& s : kSummary) {
-      size_t at = line.find(s[0]);
-      if (at == std::string_view::npos) continue;
-      std::string digits;
-      for (char c : line.substr(at + std::string_view(s[0]).size()))
-        if (c != ',' && c != ' ') digits += c;  // "1,024"
-      if (std::optional<double> n = ParseNumber(digits)) SetFact(log, s[1], *n, no);
-      return;
+      if (std::optional<double> n = CountAfter(line, s[0])) {
+        SetFact(log, s[1], *n, no);
+        summary = true;
+      }
     }
+    if (summary) return;
     for (auto [field, word] : {std::pair{"bf16", "bf16"}, std::pair{"fp16", "fp16"}}) {
       if (std::optional<bool> on = BoolField(line, field); on && *on && log.precision.empty()) {
         log.precision = word;

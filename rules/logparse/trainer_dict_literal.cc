@@ -49,7 +49,7 @@ std::optional<double> Numerator(std::string_view text) {
   return ParseNumber(text.substr(0, slash));
 }
 
-std::optional<TrainerDict> ParseDictAt(std::string_view s) {
+std::optional<TrainerDict> ParseDictAt(std::string_view s, bool* quoted_epoch) {
   TrainerDict dict;
   size_t p = SkipSpaces(s, 1);
   if (p < s.size() && s[p] == '}')
@@ -71,6 +71,7 @@ std::optional<TrainerDict> ParseDictAt(std::string_view s) {
       const std::string_view text = s.substr(p + 1, end - p - 2);
       value = ParseNumber(text);
       if (!value && key.find("global_step") != std::string::npos) value = Numerator(text);
+      if (key == "epoch" && quoted_epoch) *quoted_epoch = true;
     } else if (s[p] == '[' || s[p] == '{' || s[p] == '(') {
       end = SkipBracketed(s, p);
       if (end == std::string_view::npos) return std::nullopt;
@@ -91,12 +92,13 @@ std::optional<TrainerDict> ParseDictAt(std::string_view s) {
 
 }  // namespace
 
-std::optional<TrainerDict> ParseTrainerDict(std::string_view line) {
+std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_epoch) {
+  if (quoted_epoch) *quoted_epoch = false;
   line = Trim(line);
   size_t open = line.find("{'");
   if (open == std::string_view::npos) open = line.find("{\"");
   if (open == std::string_view::npos || line.back() != '}') return std::nullopt;
-  return ParseDictAt(line.substr(open));
+  return ParseDictAt(line.substr(open), quoted_epoch);
 }
 
 }  // namespace bm::logparse

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "rules/logparse/line_scan.h"
@@ -38,8 +37,12 @@ std::optional<std::string_view> SettingValue(std::string_view line, std::string_
 
 // The last tqdm counter "| n/total [" in text (tqdm's default format:
 // "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]").
-std::optional<std::pair<int64_t, int64_t>> BarCounter(std::string_view text) {
-  std::optional<std::pair<int64_t, int64_t>> found;
+struct Counter {
+  int64_t n = 0, total = 0;
+  bool last = false;  // nothing but spaces after the bar's closing ']'
+};
+std::optional<Counter> BarCounter(std::string_view text) {
+  std::optional<Counter> found;
   auto digits = [&](size_t p) {
     while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p]))) ++p;
     return p;
@@ -52,8 +55,11 @@ std::optional<std::pair<int64_t, int64_t>> BarCounter(std::string_view text) {
     if (total_end == n_end + 1 || text.substr(total_end, 2) != " [") continue;
     std::optional<double> n = ParseNumber(text.substr(n_at, n_end - n_at));
     std::optional<double> total = ParseNumber(text.substr(n_end + 1, total_end - n_end - 1));
-    if (n && total && *n <= *total)
-      found = {static_cast<int64_t>(*n), static_cast<int64_t>(*total)};
+    if (n && total && *n <= *total) {
+      const size_t close = text.find(']', total_end);
+      found = Counter{static_cast<int64_t>(*n), static_cast<int64_t>(*total),
+                      close != std::string_view::npos && Trim(text.substr(close + 1)).empty()};
+    }
   }
   return found;
 }
@@ -89,13 +95,43 @@ void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
     bar_->line = line;
     return;
   }
-  if (std::optional<std::pair<int64_t, int64_t>> c = BarCounter(text.substr(0, text.find('{'))))
-    bar_ = Bar{c->first, c->second, line};
+  std::optional<Counter> c = BarCounter(text.substr(0, text.find('{')));
+  if (!c) return;
+  bar_ = Bar{c->n, c->total, line, c->last};
+  if (pending_ && pending_->total == c->total) {  // the first training bar after it
+    if (pending_->n == c->n) confirmed_ = bar_;
+    pending_.reset();
+  }
+}
+
+void TrainerDictReader::Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+  if (!confirmed_ || dicts_.empty()) return;
+  const Bar bar = *std::exchange(confirmed_, std::nullopt);
+  const int64_t to = bar.n;
+  Numbered& d = dicts_.back();
+  const int64_t from = d.step;
+  if (d.known || !d.fresh || to == from || steps.contains(to)) return;
+  auto node = steps.extract(from);
+  node.key() = to;
+  node.mapped().step = to;
+  steps.insert(std::move(node));
+  for (EvalPoint& e : log.evals)  // an evaluation after it, at its step
+    if (e.step == from && e.line > d.line) e.step = to;
+  if (log.trainer_average && log.trainer_average->through_step == from)
+    log.trainer_average->through_step = to;
+  d.step = to;
+  d.known = true;
+  --counted_;
+  if (last_ == from) last_ = to;
+  bar_total_ = bar.total;
 }
 
 std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar, int64_t line) {
   if (!bar) return std::nullopt;
-  const bool near = bar->line == line || (bar->line == line - 1 && bar->n < bar->total);
+  // On the line before, the bar must end it: a message printed after it ended that line, and
+  // the drawings since (cleared by tqdm.write) are lost: it is a stale one.
+  const bool near =
+      bar->line == line || (bar->line == line - 1 && bar->n < bar->total && bar->ends_line);
   if (!near || bar->n <= last_ || (bar_total_ != 0 && bar->total != bar_total_))
     return std::nullopt;
   if (stated_ && bar->n % logging_steps_ != 0 && !(first_step_ && bar->n == 1))
@@ -119,7 +155,35 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   last_ = step;
   anchored_.reset();
   bar_.reset();
+  pending_.reset();
+  confirmed_.reset();
   return true;
+}
+
+void TrainerDictReader::NewRun(int64_t line, double from, double to,
+                               std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+  new_runs_.push_back({line, from, to, steps.empty() ? 0 : steps.rbegin()->first});
+  steps.clear();
+  log.evals.clear();
+  eval_after_.clear();
+  if (closing_line_) {  // the run before it closed: its figures are not this run's
+    log.wall_s.reset();
+    log.trainer_average.reset();
+    closing_line_.reset();
+    extra_closing_.clear();
+    steps_run_.reset();
+    closing_at_.reset();
+    average_after_.reset();
+  }
+  ++log.restarts;
+  dicts_.clear();
+  seen_.clear();
+  counted_ = 0;
+  last_ = 0;
+  anchored_.reset();
+  bar_total_ = 0;
+  pending_.reset();
+  confirmed_.reset();
 }
 
 int64_t TrainerDictReader::NextAfter(int64_t step) const {
@@ -128,13 +192,31 @@ int64_t TrainerDictReader::NextAfter(int64_t step) const {
 }
 
 bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
-                             std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+                             std::map<int64_t, Iteration>& steps, ParsedLog& log,
+                             bool quoted_epoch) {
+  Confirm(steps, log);
+  pending_.reset();
   const std::optional<Bar> bar = std::exchange(bar_, std::nullopt);  // a bar is for one dict
   std::optional<double> named;
   for (std::string_view key : {"step", "global_step",  // PaddleNLP's Trainer
                                "global_step/max_steps", "steps[global_step/max_steps]",  // ms-swift
                                "current_steps"})  // LLaMA-Factory's jsonl
     if (!named) named = Get(dict, key);
+  // LLaMA-Factory's trainer_log.jsonl: with num_input_tokens_seen, every line carries
+  // "throughput" = the input tokens of all devices since on_train_begin over the time since then
+  // (LogCallback.on_log), its last line the whole run's.
+  if (std::optional<double> tokens = Get(dict, "throughput");
+      tokens && *tokens > 0 && named && Has(dict, "current_steps") &&
+      (!log.trainer_average || log.trainer_average->tokens_per_s)) {
+    TrainerAverage avg;
+    avg.tokens_per_s = tokens;
+    avg.through_step = static_cast<int64_t>(*named);
+    avg.line = line;
+    avg.what =
+        "LLaMA-Factory's throughput (input tokens of all devices since the start, over the "
+        "time since then)";
+    log.trainer_average = avg;
+  }
   // transformers' Trainer.log adds speed_metrics("train", ...) (train_runtime, ...) to every
   // dict with include_num_input_tokens_seen; the closing dict is the one without a loss.
   if (Has(dict, "train_runtime") && !Has(dict, "loss")) {
@@ -151,9 +233,31 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
       avg.through_step = last_;
       average_after_ = dicts_.size();
       std::optional<double> sps = Get(dict, "train_steps_per_second");
-      if (sps && log.wall_s && *sps > 0) {  // rounded to 4 digits: the nearest whole step
-        avg.through_step = std::llround(*sps * *log.wall_s);
-        average_after_.reset();
+      if (sps && log.wall_s && *sps > 0 && *log.wall_s > 0) {
+        // speed_metrics rounds steps/s to 3 decimals and the runtime to 4 (from 2025 printed
+        // f"{v:.4g}" too): the steps run lie in a range, which the last bar may settle.
+        const double lo =
+            (*sps - HalfUnit(*sps, 0.0005)) * (*log.wall_s - HalfUnit(*log.wall_s, 5e-5));
+        const double hi =
+            (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
+        const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
+        const int64_t last = static_cast<int64_t>(std::floor(hi));
+        std::optional<int64_t> run;
+        if (first == last) {
+          run = first;
+        } else if (bar && bar->n >= first && bar->n <= last &&
+                   (bar_total_ == 0 || bar->total == bar_total_)) {
+          run = bar->n;
+        } else if (first < last) {
+          steps_run_ = Bar{first, last, line};
+        }
+        if (run) {
+          avg.through_step = *run;
+          average_after_.reset();
+        }
+        if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0 && first <= last)
+          closing_at_ = ClosingAt{run.value_or(first), run.value_or(last), *epoch,
+                                  EpochHalf(*epoch, quoted_epoch)};
       }
       avg.line = line;
       avg.what = "the Trainer's train_samples_per_second (the whole run, its first steps included)";
@@ -165,7 +269,11 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     const int64_t step = named ? static_cast<int64_t>(*named) : last_;  // ms-swift names it
     for (const EvalPoint& e : log.evals)
       if (e.step == step && e.value == *eval) return true;  // another rank's copy
-    if (!named) eval_after_.emplace_back(log.evals.size(), dicts_.size());
+    if (!named) {
+      const std::optional<double> epoch = Get(dict, "epoch");
+      eval_after_.push_back(
+          {log.evals.size(), dicts_.size(), epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0});
+    }
     log.evals.push_back({step, *eval, line});
     if (log.eval_what.empty()) log.eval_what = "the Trainer's eval_loss";
     return true;
@@ -183,6 +291,12 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
       same.push_back(dict);
     }
   }
+  // An epoch going back (a dict that names no step) starts another training run in the same
+  // log (a notebook training several configurations one after the other).
+  const std::optional<double> epoch = Get(dict, "epoch");
+  if (!named && epoch && !dicts_.empty() && dicts_.back().epoch &&
+      *epoch + EpochHalf(*epoch, quoted_epoch) < *dicts_.back().epoch - dicts_.back().epoch_half)
+    NewRun(line, *dicts_.back().epoch, *epoch, steps, log);
   int64_t step = 0;
   bool known = true;
   if (named) {
@@ -193,8 +307,12 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   } else if (std::optional<int64_t> n = BarStep(bar, line)) {
     step = *n;
   } else {
+    // A bar before it, not next to it: the bar after it may confirm its n (see the top).
+    if (bar && bar->n > last_ && (bar_total_ == 0 || bar->total == bar_total_) &&
+        (!stated_ || bar->n % logging_steps_ == 0))
+      pending_ = bar;
     step = NextAfter(last_);
-    counted_ = true;
+    ++counted_;
     known = false;
   }
   anchored_.reset();
@@ -205,7 +323,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     it.step = step;
     it.line = line;
   }
-  dicts_.push_back({step, line, Get(dict, "epoch"), known, fresh});
+  dicts_.push_back({step, line, epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0, known, fresh});
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
@@ -213,88 +331,23 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   return true;
 }
 
-std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(int64_t* logging_steps) const {
-  constexpr double kHalf = 0.005;  // ProgressCallback prints round(epoch, 2)
-  std::vector<size_t> known;
-  for (size_t i = 0; i < dicts_.size(); ++i) {
-    if (!dicts_[i].epoch || *dicts_[i].epoch <= 0) return std::nullopt;
-    if (dicts_[i].known) known.push_back(i);
-  }
-  if (known.empty()) return std::nullopt;
-  // Steps per epoch: step / epoch, within the rounding of every epoch.
-  auto fits = [&](const std::vector<int64_t>& at, double* lo, double* hi) {
-    *lo = 0;
-    *hi = INFINITY;
-    for (size_t i = 0; i < dicts_.size(); ++i) {
-      if (i > 0 && at[i] <= at[i - 1]) return false;
-      const double e = *dicts_[i].epoch;
-      *lo = std::max(*lo, static_cast<double>(at[i]) / (e + kHalf));
-      if (e > kHalf) *hi = std::min(*hi, static_cast<double>(at[i]) / (e - kHalf));
-    }
-    return *lo <= *hi;
-  };
-  std::vector<int64_t> at(dicts_.size(), 0);
-  // logging_steps from two numbered dicts with counted ones between them; all such pairs agree.
-  int64_t every = 0;
-  for (size_t k = 1; k < known.size(); ++k) {
-    const size_t i = known[k - 1], j = known[k];
-    if (j - i < 2) continue;
-    const int64_t d = dicts_[j].step - dicts_[i].step;
-    const int64_t n = static_cast<int64_t>(j - i);
-    if (d <= 0 || d % n != 0 || (every != 0 && d / n != every)) return std::nullopt;
-    every = d / n;
-  }
-  if (every > 0) {
-    size_t prev = known.front();
-    for (size_t i = 0; i < dicts_.size(); ++i) {
-      if (dicts_[i].known) {
-        at[i] = dicts_[i].step;
-        prev = i;
-      } else if (i < known.front()) {
-        at[i] = dicts_[known.front()].step - every * static_cast<int64_t>(known.front() - i);
-      } else {
-        at[i] = dicts_[prev].step + every * static_cast<int64_t>(i - prev);
-      }
-    }
-    double lo = 0, hi = 0;
-    if (at.front() < 1 || !fits(at, &lo, &hi)) return std::nullopt;
-    *logging_steps = every;
-    return at;
-  }
-  // From the epochs: the numbered dicts bound steps per epoch; a counted dict takes the one
-  // step in its epoch's range between its neighbours.
-  double lo = 0, hi = INFINITY;
-  for (size_t i : known) {
-    const double e = *dicts_[i].epoch;
-    lo = std::max(lo, static_cast<double>(dicts_[i].step) / (e + kHalf));
-    if (e > kHalf) hi = std::min(hi, static_cast<double>(dicts_[i].step) / (e - kHalf));
-  }
-  if (lo > hi || !std::isfinite(hi)) return std::nullopt;
-  // The step of the next numbered dict after each one (one pass back, not a search per dict).
-  std::vector<int64_t> next_known(dicts_.size(), std::numeric_limits<int64_t>::max());
-  for (size_t i = dicts_.size(); i-- > 1;)
-    next_known[i - 1] = dicts_[i].known ? dicts_[i].step : next_known[i];
-  for (size_t i = 0; i < dicts_.size(); ++i) {
-    if (dicts_[i].known) {
-      at[i] = dicts_[i].step;
-      continue;
-    }
-    const double e = *dicts_[i].epoch;
-    int64_t first = static_cast<int64_t>(std::ceil((e - kHalf) * lo));
-    int64_t last = static_cast<int64_t>(std::floor((e + kHalf) * hi));
-    first = std::max(first, i > 0 ? at[i - 1] + 1 : int64_t{1});
-    if (next_known[i] != std::numeric_limits<int64_t>::max())
-      last = std::min(last, next_known[i] - 1);
-    if (first != last) return std::nullopt;
-    at[i] = first;
-  }
-  double l2 = 0, h2 = 0;
-  if (!fits(at, &l2, &h2)) return std::nullopt;
-  return at;
-}
-
 void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteration>& steps,
                                ParsedLog& log) {
+  Confirm(steps, log);
+  for (const NewRunAt& run : new_runs_) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: another training run starts here (epoch {} after {}): the records, evaluations "
+        "and closing figures are the last run's (the run before ended at step {})",
+        name, run.line, run.to, run.from, run.ended));
+  }
+  std::optional<size_t> steps_run_note;  // its index, dropped if the epochs settle the steps run
+  if (steps_run_ && log.trainer_average) {
+    steps_run_note = log.notes.size();
+    log.notes.push_back(fmt::format(
+        "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run "
+        "and no bar says which: the average is taken as through the last loss dict's step",
+        name, steps_run_->line, steps_run_->n, steps_run_->total));
+  }
   for (auto [line, runtime] : extra_closing_)
     log.notes.push_back(fmt::format(
         "{}:{}: a second closing dict (train_runtime {}) is left out: the first, line {}, gives "
@@ -302,8 +355,9 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
         name, line, runtime ? fmt::format("{}", *runtime) : "?", closing_line_.value_or(0)));
   if (!counted_ || stated_) return;
   int64_t every = 0;
+  std::pair<double, double> spe{0, 0};
   std::optional<std::vector<int64_t>> at;
-  if (!resumed_) at = InferSteps(&every);
+  if (!resumed_) at = InferSteps(&every, &spe);
   if (at) {
     for (size_t i = 0; i < dicts_.size(); ++i)
       if (!dicts_[i].known && !dicts_[i].fresh) at.reset();  // it filled another line's record
@@ -332,16 +386,57 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     if (!there.grad_norm) there.grad_norm = it.grad_norm;
     there.line = std::min(there.line, it.line);
   }
-  for (auto [eval, after] : eval_after_)
-    if (after > 0) log.evals[eval].step = (*at)[after - 1];
+  // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one
+  // step after that (the last step, past the last logging step) and before the next.
+  for (const EvalAfter& e : eval_after_) {
+    if (e.after == 0) continue;
+    int64_t step = (*at)[e.after - 1];
+    if (e.epoch && *e.epoch > 0) {
+      const double half = e.epoch_half;
+      const int64_t first =
+          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - half) * spe.first)));
+      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + half) * spe.second));
+      if (e.after < at->size()) last = std::min(last, (*at)[e.after] - 1);
+      if (first == last) step = first;
+    }
+    log.evals[e.eval].step = step;
+  }
   if (average_after_ && *average_after_ > 0 && log.trainer_average)
     log.trainer_average->through_step = (*at)[*average_after_ - 1];
+  // The closing dict's epoch at the steps per epoch the dicts pinned may leave one step count in
+  // its unsettled range: the steps run.
+  if (closing_at_ && closing_at_->first < closing_at_->last && log.trainer_average &&
+      average_after_ && spe.second > 0) {
+    const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+    const int64_t first =
+        std::max(closing_at_->first, static_cast<int64_t>(std::ceil((e - h) * spe.first)));
+    const int64_t last =
+        std::min(closing_at_->last, static_cast<int64_t>(std::floor((e + h) * spe.second)));
+    if (first == last && first >= log.trainer_average->through_step) {
+      log.trainer_average->through_step = first;
+      if (steps_run_note) {
+        log.notes[*steps_run_note] = fmt::format(
+            "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run; "
+            "its epoch {} at the dicts' {:.6g} steps an epoch settles {}",
+            name, steps_run_->line, steps_run_->n, steps_run_->total, e,
+            (spe.first + spe.second) / 2, first);
+      }
+    }
+  }
   std::string how =
-      every > 0 ? fmt::format(
-                      "logging_steps {}, inferred from the numbered dicts around them (every "
-                      "dict's epoch agrees)",
-                      every)
-                : "their epoch (steps per epoch bounded by the numbered dicts' epochs)";
+      every > 0
+          ? fmt::format(
+                "logging_steps {}, inferred from the numbered dicts around them (every "
+                "dict's epoch agrees)",
+                every)
+          : fmt::format("their epoch (steps per epoch bounded by the epochs of {})",
+                        closing_at_ ? fmt::format("the numbered dicts and of the closing "
+                                                  "dict, {} steps run",
+                                                  closing_at_->first == closing_at_->last
+                                                      ? fmt::format("{}", closing_at_->first)
+                                                      : fmt::format("{} to {}", closing_at_->first,
+                                                                    closing_at_->last))
+                                    : std::string("the numbered dicts"));
   log.notes.push_back(fmt::format(
       "{}: the log does not state logging_steps; the dicts that no progress bar or step line "
       "numbers are numbered by {}",

@@ -12,13 +12,16 @@
 // The second form is transformers from 2025 on: floats as f"{v:.4g}" strings.
 // A dict that names its step (`'step'`, PaddleNLP's Trainer's `'global_step'`, ms-swift's
 // `'global_step/max_steps': '205/270'`, LLaMA-Factory's trainer_log.jsonl `"current_steps"`; its
-// `"loss": null` lines are no records) is at that step. transformers' dicts name none: the Trainer
-// logs at every global step that is a multiple of logging_steps, and at step 1 too with
-// logging_first_step, so the n-th loss dict is the n-th such step (TrainingArguments' print or the
-// command line says logging_steps / logging_first_step; 1 and False
-// otherwise). Another trainer's line that names the step (DeepSpeed's
-// `step=N`, printed before the Trainer logs step N) re-anchors the count, and
-// so does a resume from a checkpoint.
+// `"loss": null` lines are no records, and its `"throughput"`, the input tokens of all devices
+// since the start over the time since then, is at its last line the whole run's) is at that step.
+// transformers' dicts name none: the Trainer logs at every global step that is a multiple of
+// logging_steps, and at step 1 too with logging_first_step, so the n-th loss dict is the n-th such
+// step (TrainingArguments' print or the command line says logging_steps / logging_first_step; 1 and
+// False otherwise). Another trainer's line that names the step (DeepSpeed's `step=N`, printed
+// before the Trainer logs step N) re-anchors the count, and so does a resume from a checkpoint.
+// A dict whose epoch goes back (naming no step) starts another training run in the same log (a
+// notebook training configurations in turn): the records, evaluations and closing figures before
+// it are the earlier run's, dropped (a restart).
 //
 // The training bar says the step too. ProgressCallback.on_step_end updates it
 // to global_step before the Trainer logs (on_log, in the same step), so a bar
@@ -31,15 +34,24 @@
 // redraws it after the dict: with fast steps the bar before a dict is the
 // previous dict's redraw (the same n), or an earlier step's. So a bar numbers
 // a dict only when it is on the dict's line (its carriage-return segments
-// included) or ends the line before it unfinished (n < total; a line of spaces
+// included) or ends the line before it unfinished (n < total, nothing printed after it: a
+// message glued to a bar ended the line, and the drawings after it are lost; a line of spaces
 // between them, tqdm.write's clear of the bar pasted as a line, does not count), it has moved past
 // the last dict's step, its total is the one of the bars that numbered dicts
 // before it (not an evaluation or data bar), and, when the log states
-// logging_steps, it is a step the Trainer logs at. Otherwise the count
+// logging_steps, it is a step the Trainer logs at. A bar further before the dict (other output
+// between them: a callback's prints) still bounds its step from below, as the redraw tqdm.write
+// makes after the dict bounds it from above (a paste from a terminal keeps only the last drawing
+// before the next line, at the same n or later): when the first training bar after the dict shows
+// the same n as the last one before it, that n is the dict's step. Otherwise the count
 // numbers the dict; Finish may renumber counted dicts from their epochs.
 //
 // The closing dict is speed_metrics("train", ...) plus train_loss (transformers'
-// Trainer._inner_training_loop): train_runtime and no loss. With
+// Trainer._inner_training_loop): train_runtime and no loss. Its train_steps_per_second x
+// train_runtime is the steps run, within their rounding (speed_metrics: 3 and 4 decimals; from
+// 2025 printed with four significant digits): where that allows several counts, the last bar
+// before it settles which, else its epoch at the steps per epoch the dicts pin (Finish), else the
+// average runs through the last dict's step (with a note). With
 // include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", ...) to
 // every step dict too, which keeps its loss. Several ranks may print the whole
 // series: a loss dict equal to an earlier one (its epoch or step included) is a
@@ -67,8 +79,16 @@ namespace bm::logparse {
 using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 
 // The line (spaces around it ignored) as a Python dict literal of string
-// keys, or nullopt when it is not one (trainer_dict_literal.cc).
-std::optional<TrainerDict> ParseTrainerDict(std::string_view line);
+// keys, or nullopt when it is not one (trainer_dict_literal.cc). *quoted_epoch, when given,
+// says whether the epoch was a quoted string (transformers from 2025: f"{v:.4g}").
+std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_epoch = nullptr);
+
+// Half the last printed digit's unit of a value the Trainer rounded to `at_least` (half of its
+// last decimal) and may have printed f"{v:.4g}" (four significant digits).
+double HalfUnit(double v, double at_least);
+// Half the unit of an epoch's last printed digit: to four significant digits when it was quoted
+// (transformers from 2025), else to its printed decimals, 2 at least (round(epoch, 2) before).
+double EpochHalf(double epoch, bool quoted);
 
 class TrainerDictReader {
  public:
@@ -95,8 +115,9 @@ class TrainerDictReader {
   // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and
   // the whole run's train_samples_per_second (a TrainerAverage, unless the
   // log has one already). False for a dict of none of these kinds.
+  // `quoted_epoch`: the dict's epoch was printed as a string, to four significant digits.
   bool Read(const TrainerDict& dict, int64_t line, std::map<int64_t, Iteration>& steps,
-            ParsedLog& log);
+            ParsedLog& log, bool quoted_epoch = false);
 
   int64_t logging_steps() const { return logging_steps_; }
   // After the log, before `steps` becomes log.iterations. When some loss dict was numbered by
@@ -104,9 +125,12 @@ class TrainerDictReader {
   // never stated logging_steps, its step is inferred where the log allows only one answer:
   //  - logging_steps from two numbered dicts with counted ones between them (steps 10 and 20
   //    with one dict between: 5), which then numbers every counted dict;
-  //  - else from `epoch`, which grows by 1/steps-per-epoch a step: the numbered dicts bound
-  //    steps-per-epoch (epoch printed to 2 decimals: ±0.005), and a counted dict takes the one
-  //    step its epoch allows between its neighbours.
+  //  - else from `epoch`, which grows by 1/steps-per-epoch a step: the numbered dicts (and the
+  //    closing dict, at the steps run its rates allow, settled by the last bar where it can)
+  //    bound steps-per-epoch, each epoch within its printing (round(epoch, 2) as a number:
+  //    ±0.005; from 2025 a quoted f"{v:.4g}": half its fourth significant digit), and a counted
+  //    dict takes the one step its epoch allows between its neighbours, which bounds
+  //    steps-per-epoch in turn for the rest; an eval dict with an epoch likewise.
   // Every loss dict must carry an epoch, and all of them, at the inferred steps, must fit one
   // steps-per-epoch; a run resumed from a checkpoint is left as counted. The records (and the
   // evals and the closing dict's through_step that followed them) move to their steps, with a
@@ -116,38 +140,74 @@ class TrainerDictReader {
  private:
   struct Bar {
     int64_t n = 0, total = 0, line = 0;
+    bool ends_line = false;  // nothing was printed after it on its line
   };
   // A loss dict as numbered while reading, for Finish.
   struct Numbered {
     int64_t step = 0, line = 0;
     std::optional<double> epoch;
-    bool known = false;  // named, anchored or numbered by a bar (not counted)
-    bool fresh = false;  // it made its record (no other line's record at that step)
+    double epoch_half = 0;  // half the unit of its last printed digit
+    bool known = false;     // named, anchored or numbered by a bar (not counted)
+    bool fresh = false;     // it made its record (no other line's record at that step)
   };
   int64_t NextAfter(int64_t step) const;
+  // The dict at `line`, whose epoch `to` is below the last dict's `from`, starts another run:
+  // the records, evaluations and closing figures so far are the earlier run's, dropped.
+  void NewRun(int64_t line, double from, double to, std::map<int64_t, Iteration>& steps,
+              ParsedLog& log);
   // The steps Finish infers for dicts_ (see Finish), or nullopt when the log allows several.
-  std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps) const;
+  // `spe` gets the steps-per-epoch range every dict's epoch allows at those steps.
+  std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps,
+                                                 std::pair<double, double>* spe) const;
   // The step `bar` gives the loss dict at `line`, when it may (see the top).
   std::optional<int64_t> BarStep(const std::optional<Bar>& bar, int64_t line);
+  // Moves the last counted dict to the step the bars around it agree on, once the bar after it
+  // has been read (see the top).
+  void Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
   int64_t logging_steps_ = 1;
-  bool stated_ = false;   // a line stated logging_steps
-  bool counted_ = false;  // a loss dict was numbered by counting
+  bool stated_ = false;  // a line stated logging_steps
+  int64_t counted_ = 0;  // loss dicts numbered by counting (and not confirmed by bars since)
   bool first_step_ = false;
   int64_t last_ = 0;                 // the step of the last loss dict (or anchor)
   std::optional<int64_t> anchored_;  // a step another trainer's line named
   std::optional<Bar> bar_;           // the last bar since the last dict
   int64_t bar_total_ = 0;            // the total of the bars that numbered dicts
   std::vector<Numbered> dicts_;      // the loss dicts read, in order
+  // The bar before the last loss dict when it was counted, waiting for the first bar of that
+  // total after it; and that bar, when it showed the same n.
+  std::optional<Bar> pending_;
+  std::optional<Bar> confirmed_;
   // The loss dicts read, by their step or epoch (another rank's copy is skipped): a dict is
   // compared only with those at the same place, not with the whole log.
   std::map<std::optional<double>, std::vector<TrainerDict>> seen_;
   // log.evals index -> how many loss dicts came before it (evals that named no step).
-  std::vector<std::pair<size_t, size_t>> eval_after_;
+  struct EvalAfter {
+    size_t eval = 0, after = 0;
+    std::optional<double> epoch;  // the eval dict's
+    double epoch_half = 0;
+  };
+  std::vector<EvalAfter> eval_after_;
   std::optional<size_t> average_after_;  // the same for trainer_average.through_step
   std::optional<int64_t> closing_line_;  // the closing dict's line
+  // The closing dict's range of steps run (n to total, at line) when neither its rounded rates
+  // nor a bar settle it.
+  std::optional<Bar> steps_run_;
+  // The closing dict's steps run, when its rates or a bar settle them, and its epoch: one more
+  // point that bounds the steps per epoch.
+  struct ClosingAt {
+    int64_t first = 0, last = 0;  // equal when settled
+    double epoch = 0, epoch_half = 0;
+  };
+  std::optional<ClosingAt> closing_at_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
+  struct NewRunAt {
+    int64_t line = 0;
+    double from = 0, to = 0;  // the epochs
+    int64_t ended = 0;        // the step the run before ended at
+  };
+  std::vector<NewRunAt> new_runs_;  // where another run started, for Finish's notes
 };
 
 }  // namespace bm::logparse

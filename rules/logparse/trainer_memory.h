@@ -22,6 +22,9 @@
 // axolotl's are max_memory_reserved / max_memory_allocated of device 0 (rank 0's
 // GPU) on the main process (axolotl/utils/bench.py gpu_memory_usage_all), reset
 // after each log from d0d2fc560 on, so the largest over the dicts is the run's.
+// LLaMA-Factory's trainer_log.jsonl with RECORD_VRAM set: "vram_allocated", "vram_reserved"
+// (LogCallback.on_log, get_peak_memory: max_memory_allocated / _reserved of rank 0's device,
+// round(x / 2**30, 2)).
 // The peak is the largest reserved figure, else the largest allocated one.
 //
 // Thread safety: a value type, one per log.

@@ -856,6 +856,87 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_TRUE(r->Note("leaves out the evaluation before it (line 24"));
   EXPECT_TRUE(r->Note("the checkpoint save at line 25 is not timed"));
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+  // Line 24's eval_loss, logged right after step 100's record (line 18) with its epoch 0.2646.
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 2.104221820831299);
+  EXPECT_EQ(r->log.evals[0].line, 24);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 2.104221820831299);
+  EXPECT_EQ(r->m()["eval"]["step"], 100);
+}
+
+TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
+  // An 86-column terminal copy: each iteration line over four lines (1-4, 8-11), the memory
+  // line over two (5-6). Before, line 1 alone (only `consumed samples`) was an error.
+  Result<Read> r = ReadLog("megatron_bridge_pr841_wrapped_86col.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(r->At(20)->span, 10);
+  EXPECT_EQ(r->At(10)->ms, 13212.7);       // line 2
+  EXPECT_EQ(r->At(10)->samples, 512.0);    // `global batch` (line 2) `size:   512` (line 3)
+  EXPECT_EQ(r->Loss(10), 4.474437E+00);    // line 3
+  EXPECT_EQ(r->At(10)->grad_norm, 0.704);  // line 3
+  EXPECT_EQ(r->At(10)->skipped, 0);        // `number of s` / `kipped iterations:   0`
+  EXPECT_EQ(r->Loss(20), 8.797448E-02);    // line 10
+  EXPECT_EQ(r->At(20)->ms, 14260.3);       // line 9
+  EXPECT_EQ(*r->log.peak_memory_bytes, 12954.0 * kMiB);  // `max reserved: 12954.0`, line 6
+  EXPECT_TRUE(r->Note(":1: 3 iteration or memory line(s) hard-wrapped"));
+}
+
+TEST(Corpus, MegatronValidationLossLines) {
+  // evaluate_and_print_results: ` validation loss at iteration N | lm loss value: x | lm loss
+  // PPL: y |` (lines 4-8, grepped under the iteration line by the reporter).
+  Result<Read> r = ReadLog("megatron_issue1152_fp8_validation.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1000}));
+  EXPECT_EQ(r->Loss(1000), 3.147666E+00);  // line 2
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 200);
+  EXPECT_EQ(r->log.evals[0].value, 6.496762E+00);
+  EXPECT_EQ(r->log.evals[0].line, 4);
+  EXPECT_EQ(r->log.evals[4].step, 1000);
+  EXPECT_EQ(r->log.evals[4].value, 3.846950E+00);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 3.846950E+00);
+  EXPECT_EQ(r->m()["eval"]["step"], 1000);
+}
+
+TEST(Corpus, MegatronForkTokensPerSecGpu) {
+  // Pai-Megatron-Patch's Megatron-LM-250624 training.py patched to add `tokens/sec/gpu: x`
+  // (batch_size * seq_length / elapsed / world_size): 64 x 8192 / 5.533 s / 8 = 11844.5.
+  Result<Read> r = ReadLog("megatron_paipatch_deeplink_tokens_sec_gpu.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{480, 481, 482}));
+  EXPECT_EQ(r->At(480)->tokens_per_device_per_s, 11844.5);  // line 1
+  EXPECT_EQ(r->At(481)->tokens_per_device_per_s, 11185.0);  // line 2
+  EXPECT_EQ(r->At(482)->ms, 5546.0);                        // line 3
+  EXPECT_EQ(r->Loss(482), 1.682535E+00);
+  // No sequence length in the log: the printed rate, averaged over the steps' time.
+  EXPECT_NEAR(r->PerDevice(),
+              (11844.5 * 5.533 + 11185.0 * 5.8593 + 11816.9 * 5.546) / (5.533 + 5.8593 + 5.546),
+              1e-6);
+}
+
+TEST(Corpus, MsSwiftMegatronMemoryGiB) {
+  // ms-swift 3.12's Megatron trainer (swift/megatron/trainers/base.py training_log):
+  // `memory(GiB): 21.54` is torch.cuda.max_memory_reserved() / 2^30 of the printing rank.
+  Result<Read> r = ReadLog("megatron_swift_issue7832_memory_gib_interval5.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10}));
+  // The trainer printed iteration 1's line (not pasted) and reset its averages there
+  // (`iteration % log_interval == 0 or iteration == 1`): line 1 averages iterations 2-5.
+  EXPECT_EQ(r->At(5)->span, 4);
+  EXPECT_TRUE(r->Note("iteration 5's line, the first here, averages iterations 2-5"));
+  EXPECT_EQ(r->At(10)->span, 5);
+  EXPECT_EQ(r->Loss(5), 1.180399E+00);   // line 1
+  EXPECT_EQ(r->Loss(10), 1.190541E+00);  // line 2 (the load_balancing_loss after it not read)
+  EXPECT_EQ(r->At(10)->ms, 99158.9);
+  EXPECT_EQ(r->At(10)->samples, 64.0);
+  EXPECT_EQ(r->At(10)->grad_norm, 0.826);
+  // The larger of 21.54 (line 1) and 21.56 (line 2), in GiB.
+  EXPECT_EQ(*r->log.peak_memory_bytes, 21.56 * kGiB);
+  EXPECT_EQ(r->log.memory_source, "max reserved (ms-swift training_log memory(GiB))");
 }
 
 TEST(Corpus, ErniekitGlobalStepLine) {
@@ -1104,6 +1185,8 @@ TEST(Corpus, MlperfGoogleMaxTextGpt3PlacedByEvaluations) {
   EXPECT_EQ(r->log.evals[1].step, 24);
   EXPECT_DOUBLE_EQ(r->log.evals[1].value, 2.7376162453761856);
   EXPECT_TRUE(r->Note("placed by the eval_accuracy events' epoch_num"));
+  // Six 1-ms gaps between a block_stop and the next block_start, in ms (not "0.0 s").
+  EXPECT_TRUE(r->Note("6 ms of evaluation"));
 }
 
 TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
@@ -1128,6 +1211,35 @@ TEST(Corpus, MlperfMaxDiffusionBlockLossAndFidSeries) {
   EXPECT_EQ(r->log.evals[1].value, 88.2065187242157);
   EXPECT_EQ(r->log.eval_what, "MLPerf eval_accuracy FID");
   EXPECT_EQ(r->m()["eval"]["val_loss"], 88.2065187242157);
+}
+
+TEST(Corpus, MlperfGigaComputingBlockStopNamesTheBlocksStart) {
+  // GigaComputing's stable_diffusion (v5.0, NVIDIA's NeMo implementation with its own
+  // callbacks.py): each block_stop names compute_consumed_samples(train_batch_start_step), the
+  // samples_count of its own block_start (lines 22-23: 0 and 0; 25-26: 512000 and 512000), so a
+  // block of 2000 steps (512000 / global_batch_size 256, line 5) ends where the next begins; the
+  // last (lines 34-35, from 2048000) is as long as the others. Checkpoints are evaluated offline
+  // after training: the eval_accuracy events come last, run_stop (line 45) at the time of the
+  // block that reached the target.
+  Result<Read> r = ReadLog("mllog_gigacomputing_sd_block_stop_at_start.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2000, 4000, 6000, 8000, 10000}));
+  EXPECT_FALSE(r->Loss(2000));
+  // Lines 22-23: block_start 1744860973923 to block_stop 1744861206834 over 2000 steps.
+  EXPECT_DOUBLE_EQ(*r->At(2000)->ms, (1744861206834.0 - 1744860973923.0) / 2000);
+  EXPECT_EQ(r->At(4000)->span, 2000);
+  // Lines 34-35: the last block, 8000 to 10000.
+  EXPECT_DOUBLE_EQ(*r->At(10000)->ms, (1744862155745.0 - 1744861920020.0) / 2000);
+  // FID (lines 38 and 42) at samples_count 1024000 and 1536000 over 256.
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 4000);
+  EXPECT_EQ(r->log.evals[0].value, 102.76406687668646);
+  EXPECT_EQ(r->log.evals[1].step, 6000);
+  EXPECT_EQ(r->log.evals[1].value, 85.76508582043977);
+  // Line 24's max_memory_usage, 30.025 GiB (every block's the same).
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 30.025 * kGiB);
+  // run_start (line 21, 1744860973921) to run_stop (line 45, 1744861681020).
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1744861681020.0 - 1744860973921.0) / 1000);
 }
 
 TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
@@ -1436,6 +1548,10 @@ TEST(Corpus, MegatronPrimusCurrentAndAveragePairs) {
   EXPECT_EQ(it.grad_norm, 0.061);
   EXPECT_DOUBLE_EQ(*it.lr, 9.984820E-06);
   EXPECT_EQ(it.loss_scale, 1.0);
+  // `hip mem usage/free/total/usage_ratio: 153.81GB/...`: mem_get_info's used memory, GiB.
+  EXPECT_EQ(it.tokens_per_device_per_s, 9801.4);  // `tokens per GPU (tokens/s/GPU): 9801.4/...`
+  EXPECT_EQ(*r->log.peak_memory_bytes, 153.81 * kGiB);
+  EXPECT_TRUE(r->log.memory_source.starts_with("hip mem usage (Primus"));
 }
 
 // ---- NeMo 2 (ProgressPrinter) --------------------------------------------
@@ -1462,6 +1578,37 @@ TEST(Corpus, Nemo2PerfRecipeStepsMemoryAndTime) {
   // Every step is past the first: 5 * 128 * 8192 tokens over
   // 6.080 + 6.061 + 6.082 + 6.071 + 6.060 = 30.354 s, / 8 devices = 21590.56.
   EXPECT_NEAR(r->PerDevice(), 5 * 128 * 8192 / 30.354 / 8, 1e-6);
+}
+
+TEST(Corpus, Nemo2PeakMemoryUsageBeforeJune2025) {
+  // NeMo 2's MegatronStrategy logged torch.cuda.max_memory_reserved() as `peak_memory_usage`
+  // until 710a3e2 (June 2025): `peak_memory_usage: 70833405952` (bytes); `memory_allocated`
+  // is the current figure, not read.
+  Result<Read> r = ReadLog("nemo2_llmb_llama31_peak_memory_usage.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  // global_step: 49 is 0-based: step 50 (consumed_samples: 6400 = 50 * 128).
+  ASSERT_EQ(r->Steps(), (std::vector<int64_t>{50}));
+  EXPECT_EQ(r->Loss(50), 11.96);
+  EXPECT_EQ(r->At(50)->ms, 12390.0);  // train_step_timing in s: 12.39
+  EXPECT_EQ(r->At(50)->samples, 128.0);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 70833405952.0);
+}
+
+TEST(Corpus, Nemo2TokensPerSecPerGpu) {
+  // TimingCallback(log_tokens_per_sec=True): tokens_per_sec_per_gpu = 32 * 4096 / 8 GPUs /
+  // train_step_timing (16384 / 2.389 = 6858.1, printed 6.859e+03). No sequence length in the
+  // log: the token rate is the printed one, averaged over the steps' time.
+  Result<Read> r = ReadLog("nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{528, 529, 530}));  // global_step 527..529
+  EXPECT_EQ(r->At(528)->tokens_per_device_per_s, 6859.0);        // line 1
+  EXPECT_EQ(r->At(529)->tokens_per_device_per_s, 6706.0);        // line 2
+  EXPECT_EQ(r->At(530)->tokens_per_device_per_s, 7702.0);        // line 3
+  EXPECT_EQ(r->At(530)->ms, 2127.0);
+  EXPECT_EQ(r->Loss(530), 3.221);
+  EXPECT_NEAR(r->PerDevice(),
+              (6859 * 2.389 + 6706 * 2.443 + 7702 * 2.127) / (2.389 + 2.443 + 2.127), 1e-6);
 }
 
 TEST(Corpus, Nemo2BioNemoFirstIterationIsStepOne) {
@@ -1669,6 +1816,143 @@ TEST(Corpus, TrainerEvalDictNamingGlobalStep) {
   EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 20.5 * kGiB);
 }
 
+TEST(Corpus, TrainerBarsAroundCallbackPrintsNumberTheDicts) {
+  // TRL GRPOTrainer (Oct 2025; logging_steps not stated: GRPOConfig's default 10): a callback
+  // prints a metrics summary between the last bar drawing and the dict, so no bar ends the line
+  // before it; every 'epoch' is 0.0. The bar before (line 26's last drawing, 10/29790) and
+  // tqdm.write's redraw after the dict (line 46, 10/29790) agree: step 10; likewise 20 (lines 47,
+  // 87) and 30 (lines 88, 128).
+  Result<Read> r = ReadLog("trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(r->Loss(10), 0.0751);  // line 45
+  EXPECT_EQ(*r->At(10)->grad_norm, 47.75);
+  EXPECT_EQ(*r->At(10)->lr, 9.996978851963747e-06);
+  EXPECT_EQ(r->Loss(30), 0.0);  // line 127
+  EXPECT_EQ(*r->At(30)->grad_norm, 404.0);
+  EXPECT_EQ(r->At(20)->span, 10);
+  EXPECT_FALSE(r->Note("does not state logging_steps"));
+}
+
+TEST(Corpus, TrainerClosingDictsRoundedStepsPerSecondAndTheLastBar) {
+  // The same GRPO script, a whole 43-step run: dicts at 10-40 (bars around the callback's prints,
+  // as above), then the closing dict (line 133): train_steps_per_second 0.012 is rounded to 3
+  // decimals (transformers speed_metrics), so x train_runtime 3462.7809 it allows 40-43 steps;
+  // the bar before it (line 114's last drawing, 43/43) settles 43.
+  Result<Read> r = ReadLog("trainer_trl_grpo_closing_steps_per_second_3dp.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(r->Loss(10), -0.0447);  // line 49
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->through_step, 43);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 0.404);
+  EXPECT_EQ(r->log.wall_s, 3462.7809);
+}
+
+TEST(Corpus, TrainerUnslothDictsNumberedByTheClosingDictsEpoch) {
+  // unsloth 2026.6 on transformers 5.5 (values as .4g strings), no bar before any dict,
+  // logging_steps not stated (the script's LOGGING_STEPS = 10). The closing dict (line 73): '0.139'
+  // steps/s x '797.7' s is 110.5-111.3 steps: 111 at epoch '3', 37 steps an epoch; each dict's
+  // epoch then allows one step: 0.2703 x 37 = 10 (line 55), ..., 2.973 x 37 = 110 (line 69).
+  Result<Read> r = ReadLog("trainer_unsloth_t55_epochs_closing_anchor.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}));
+  EXPECT_EQ(r->Loss(10), 1.548);
+  EXPECT_EQ(*r->At(10)->lr, 3.6e-05);
+  EXPECT_EQ(r->Loss(110), 0.2138);
+  // Evaluations (lines 65, 70) at epochs 2.703 (step 100, after the step-100 dict) and 3 (step
+  // 111, the last step, past the last logging step).
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 0.2559);
+  EXPECT_EQ(r->log.evals[1].step, 111);
+  EXPECT_EQ(r->log.trainer_average->through_step, 111);
+  EXPECT_EQ(r->log.wall_s, 797.7);
+  // unsloth's banner (lines 48-49): 2 per device x 4 accumulated x 1 GPU = 8.
+  EXPECT_EQ(r->log.facts.at("lbs").value, 2);
+  EXPECT_EQ(r->log.facts.at("gas").value, 4);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 8);
+  EXPECT_EQ(r->log.facts.at("dp").value, 1);
+  EXPECT_TRUE(r->Note("numbered by their epoch"));
+}
+
+TEST(Corpus, TrainerBarWithAMessageGluedAfterItIsStale) {
+  // The same script on Qwen2.5-Coder-0.5B: line 74 is the bar drawn at step 100 with unsloth's
+  // checkpoint-100 message glued after it; the drawings of steps 101-110 after it were cleared by
+  // tqdm.write, so that bar, ending the line before the dict at line 75, is not the dict's step.
+  // The epochs (0.2703 a dict, 37 steps an epoch from the closing dict's 0.275 x 403 = 110.6-111.0:
+  // 111 steps, line 78) put it at 110.
+  Result<Read> r = ReadLog("trainer_unsloth_stale_bar_glued_message.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110}));
+  EXPECT_EQ(r->Loss(110), 0.1577);  // line 75
+  EXPECT_EQ(r->Loss(100), 0.1601);  // line 72
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[1].step, 111);  // line 76, epoch '3'
+}
+
+TEST(Corpus, DeepSpeedCifarEpochBatchLossLinesAreNotAtTheEngineStep) {
+  // DeepSpeed 0.15 running the CIFAR-10 example (fp16, train_batch_size 16): the script prints
+  // PyTorch's tutorial line "[epoch, batch] loss: mean of the last 200 batches" (lines 3, 4, 7,
+  // 15); line 15's "[2,  3000]" comes after the engine's step=6000 line (8) but is at batch 3000 of
+  // the second epoch, not at step 6000: no loss for 6000.
+  // Images, no sequence: mpe 1 set here so that the metrics count samples.
+  Result<Read> r = ReadLog("deepspeed_0.15_cifar_epoch_batch_loss.log", "deepspeed", {{"mpe", 1}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{6000}));
+  EXPECT_FALSE(r->Loss(6000));
+  EXPECT_EQ(*r->At(6000)->lr, 0.001);
+  EXPECT_EQ(*r->At(6000)->samples_per_s, 5892.428132408464);  // line 9
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 0.06 * kGiB);
+  EXPECT_TRUE(
+      r->Note("deepspeed_0.15_cifar_epoch_batch_loss.log:3: '[epoch, batch] loss: x' "
+              "lines"));
+}
+
+TEST(Corpus, LlamaFactoryJsonlThroughputIsTheTrainerAverage) {
+  // LLaMA-Factory's trainer_log.jsonl (2025-11, transformers >= 4.55): with
+  // num_input_tokens_seen every line carries "throughput", the input tokens of all devices since
+  // on_train_begin over the time since then; the last line (19, step 93 of 93, no "loss" key at
+  // all) is the whole run's: 12832.23 tokens/s (28499296 tokens / 2220 s = 12837.5, the elapsed
+  // time printed in whole seconds).
+  Result<Read> r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps().size(), 18u);  // 5, 10, ..., 90
+  EXPECT_EQ(r->Loss(5), 5.7013);
+  EXPECT_EQ(*r->At(90)->lr, 4.319352532688444e-06);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->tokens_per_s, 12832.23);
+  EXPECT_EQ(r->log.trainer_average->through_step, 93);
+  EXPECT_EQ(r->m()["throughput"]["tokens_per_s"], 12832.23);
+  // Four devices (set here: the log does not say): 12832.23 / 4 per device.
+  r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer", {{"layout", "TP1PP1DP4"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 12832.23 / 4);
+}
+
+TEST(Corpus, TrainerFourDigitEpochsAndAnUnsettledClosingDict) {
+  // TRL SFT of LLaVA-7B on one GPU (2026-02; the script's logging_steps=20, eval_steps=200, not in
+  // the log): 62 dicts with quoted f"{v:.4g}" epochs '0.016', '0.032', ..., '0.992', no bar before
+  // any. The closing dict (line 78): '0.061' steps/s (0.0605-0.0615) x '2.035e+04' s
+  // (20345-20355) allows 1231-1251 steps at epoch '1' (0.9995-1.0005): 1230.4-1251.6 steps an
+  // epoch. '0.016' (0.015995-0.016005) then allows only step 20 (line 10), which pins
+  // 1249.6-1250.4 an epoch; every dict follows (20 apart), and the closing epoch settles 1250.
+  Result<Read> r = ReadLog("trainer_trl_llava_4g_epochs_closing_range.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->Steps().size(), 62u);
+  EXPECT_EQ(r->Steps().front(), 20);
+  EXPECT_EQ(r->Steps().back(), 1240);  // line 77, epoch '0.992'
+  EXPECT_EQ(r->Loss(20), 7.181);
+  EXPECT_EQ(*r->At(20)->lr, 9.848e-05);  // 1e-4 x (1 - 19/1250)
+  EXPECT_EQ(r->Loss(1240), 3.704);
+  // Evaluations at epochs 0.16, 0.32, ... (lines 20, 31, ..., 75): 200, 400, ..., 1200.
+  ASSERT_EQ(r->log.evals.size(), 6u);
+  EXPECT_EQ(r->log.evals[0].step, 200);
+  EXPECT_EQ(r->log.evals[5].step, 1200);
+  EXPECT_EQ(r->log.trainer_average->through_step, 1250);
+  EXPECT_EQ(r->log.wall_s, 20350);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -1688,6 +1972,10 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
+      {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
+      {"trainer_unsloth_t55_epochs_closing_anchor.log", "trainer"},
+      {"trainer_unsloth_stale_bar_glued_message.log", "trainer"},
+      {"trainer_trl_llava_4g_epochs_closing_range.log", "trainer"},
       {"deepspeed_0.12_trainer_logging5_epoch.log", "deepspeed"},
       {"trainer_ezpz_two_ranks_series_twice.log", "trainer"},
       {"trainer_msswift2_eval_global_step.log", "trainer"},
@@ -1705,6 +1993,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_nv_gpt3_tokens_train_step_timing.log", "mllog"},
       {"mllog_google_maxtext_gpt3_eval_positions.log", "mllog"},
       {"mllog_google_maxdiffusion_sd_fid_clip.log", "mllog"},
+      {"mllog_gigacomputing_sd_block_stop_at_start.log", "mllog"},
       {"mllog_habana_llama2_70b_lora_block_start_steps.log", "mllog"},
       {"megatron_ling_v2_core013_zloss_mtp.log", "megatron"},
       {"trainer_llamafactory_issue8439_npu_clear_line.log", "trainer"},
@@ -1733,6 +2022,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"nemo1_bar_a3mega_skipped.log", "nemo"},
       {"nemo1_bar_launcher_issue55.log", "nemo"},
       {"deepspeed_chatglm_ft_issue12_skipped_midrun.log", "deepspeed"},
+      {"deepspeed_0.15_cifar_epoch_batch_loss.log", "deepspeed"},
       {"megatron_deepspeed_alcf_key_value.log", "megatron"},
       {"megatron_primus_current_average.log", "megatron"},
       {"megatron_deepspeed_juwels_seconds.log", "megatron"},
@@ -1745,6 +2035,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_slamllm_micro_batch_steps.log", "deepspeed"},
       {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
+      {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
+      {"megatron_bridge_pr841_wrapped_86col.log", "megatron"},
+      {"megatron_issue1152_fp8_validation.log", "megatron"},
+      {"megatron_paipatch_deeplink_tokens_sec_gpu.log", "megatron"},
+      {"nemo2_llmb_llama31_peak_memory_usage.log", "nemo"},
+      {"nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "nemo"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -191,6 +191,26 @@ TEST(Megatron, KeyValueAndCurrentAverageFieldsMalformed) {
   EXPECT_EQ(r->iterations[1].loss_scale, 2.0);
   EXPECT_EQ(r->iterations[1].grad_norm, 0.5);
   EXPECT_EQ(r->iterations[1].nan, 1);
+  // Primus from July 2026 (print_rank_last_patches.py ThroughputAverageExtension): the token
+  // rate appended to the compute segment as `inst/harmonic mean`.
+  r = ParseMegatronLog(
+      " iteration 5/ 10 | elapsed time per iteration (ms): 6046.6/6050.0 | compute per GPU "
+      "(TFLOP/s/GPU): 579.4 (avg 573.6)  | tokens/s/GPU inst/harmonic mean: 10005.5/9903.7 | lm "
+      "loss: 1.5 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+      "primus.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 10005.5);
+  EXPECT_EQ(r->iterations[0].ms, 6046.6);
+  // Megatron-DeepSpeed's `tokens per gpu per second (tgs)`, swiss-ai's `tokens/sec/gpu`.
+  r = ParseMegatronLog(
+      " iteration 5/ 10 | elapsed time per iteration (ms): 344656.1 | lm loss: 1.1 | "
+      "samples per second: 4.457 | tokens per gpu per second (tgs): 142.612 | TFLOPs: 153.38 |\n"
+      " iteration 6/ 10 | elapsed time per iteration (ms): 131064.1 | eta: 0:00:00 | "
+      "tokens/sec/gpu: 8000.5 | lm loss: 1.0 |\n",
+      "tgs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 142.612);
+  EXPECT_EQ(r->iterations[1].tokens_per_device_per_s, 8000.5);
 }
 
 TEST(Nemo, LogIntervalCutLineAndMalformedField) {
@@ -349,6 +369,16 @@ TEST(DeepSpeed, LossLineShapes) {
   EXPECT_EQ(At(*r, 3)->loss, 2.0);
   EXPECT_EQ(At(*r, 4)->loss, 1.75);
   EXPECT_FALSE(At(*r, 7));
+
+  // A step-less loss after the engine's line is that step's ("[Rank 0] Loss:", HelloDeepSpeed),
+  // unless a bracket of counters precedes it (the CIFAR tutorial's "[epoch, batch] loss:").
+  r = ParseDeepSpeedLog(
+      "[Rank 0] step=10, skipped=0, lr=[0.001]\n[2,  3000] loss: 1.203\n"
+      "[Rank 0] step=20, skipped=0, lr=[0.001]\n[Rank 0] Loss: 1.1\n",
+      "stepless.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(At(*r, 10)->loss);
+  EXPECT_EQ(At(*r, 20)->loss, 1.1);
 
   r = ParseDeepSpeedLog("[INFO] DeepSpeed info: version=0.13.1\n", "none.log");
   ASSERT_FALSE(r.ok());
@@ -669,6 +699,68 @@ TEST(Trainer, SpeedMetricsInEveryDictDoNotCloseTheRun) {
   EXPECT_EQ(r.status().message(), "tokens.log:2: 'memory(GiB)' is not a number of GiB");
 }
 
+// speed_metrics rounds train_steps_per_second to 3 decimals: over a long run it allows several
+// step counts; the last bar settles it, else a note says the average is taken through the last
+// dict.
+TEST(Trainer, ClosingDictsStepsRunFromRoundedRates) {
+  const std::string closing =
+      "{'train_runtime': 3462.7809, 'train_samples_per_second': 0.404, 'train_steps_per_second': "
+      "0.012, 'train_loss': 0.0, 'epoch': 1.0}\n";
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': 1.0, 'epoch': 0.5}\n"
+      "{'loss': 0.5, 'epoch': 0.9}\n" +
+          closing,
+      "rounded.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 2);  // 39.8-43.3 steps: unsettled
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted = noted || n.find(
+                         "rounded.log:3: train_steps_per_second x train_runtime, as rounded, "
+                         "allows 40 to 43 steps run") != std::string::npos;
+  EXPECT_TRUE(noted);
+  r = ParseTrainerLog(
+      "\r 93%|#########3| 40/43 [52:50<03:51, 77.01s/it]{'loss': 1.0}\n"
+      "\r100%|##########| 43/43 [57:42<00:00, 78.10s/it]\n" +
+          closing,
+      "bar.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 43);
+  // 2026's strings: '14.71' s at '35.35' steps/s is 519.8-520.3 steps: 520.
+  r = ParseTrainerLog(
+      "{'loss': '4.1'}\n{'train_runtime': '14.71', 'train_samples_per_second': "
+      "'565.7', 'train_steps_per_second': '35.35', 'epoch': '1'}\n",
+      "strings.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->through_step, 520);
+}
+
+// unsloth prints its banner instead of transformers' "***** Running training *****" summary; its
+// 2024 wording (unsloth#1194) and its 2025 one.
+TEST(Trainer, UnslothBannersBatchSizes) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1\n"
+      "   \\   /|    Num examples = 1,760 | Num Epochs = 1\n"
+      "O^O/ \\_/ \\    Batch size per device = 5 | Gradient Accumulation steps = 8\n"
+      "\\        /    Total batch size = 40 | Total steps = 220\n"
+      "{'loss': 1.5, 'epoch': 0.01}\n",
+      "unsloth2024.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("lbs").value, 5);
+  EXPECT_EQ(r->facts.at("gas").value, 8);
+  EXPECT_EQ(r->facts.at("gbs").value, 40);
+  EXPECT_EQ(r->facts.at("gbs").line, 4);
+  r = ParseTrainerLog(
+      "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4\n"
+      "\\        /    Data Parallel GPUs = 1 | Total batch size (2 x 4 x 1) = 1,024\n"
+      "{'loss': 1.5, 'epoch': 0.01}\n",
+      "unsloth2025.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("gas").value, 4);
+  EXPECT_EQ(r->facts.at("dp").value, 1);
+  EXPECT_EQ(r->facts.at("gbs").value, 1024);
+}
+
 TEST(Trainer, AnotherRanksCopyOfTheDictsIsLeftOut) {
   const std::string series =
       "{'loss': 3.0, 'epoch': 0.5}\n{'loss': 2.9, 'epoch': 1.0}\n"
@@ -730,6 +822,72 @@ TEST(Trainer, StepsFromEpochsOnlyWhereUnambiguous) {
   EXPECT_NE(r->notes.back().find("logging_steps 1, inferred"), std::string::npos);
 }
 
+// transformers from 2025 prints the epoch as f"{v:.4g}": four significant digits, far finer than
+// round(epoch, 2) when an epoch has hundreds of steps; and the closing dict's steps run bound steps
+// per epoch even while unsettled (a range), each dict placed narrowing them for the next.
+TEST(Trainer, StepsFromFourDigitEpochsAndTheClosingDictsRange) {
+  // 50 steps an epoch, logging_steps 10 (not stated): epochs 10/50 = '0.2', ..., '2'. Closing:
+  // '0.0352' steps/s (3 decimals: 0.0347-0.0357) x '2845' s (2844.5-2845.5) = 98.7-101.6 steps:
+  // 99-101 at epoch '2' (1.9995-2.0005): 49.49-50.51 steps an epoch; '0.2' (0.19995-0.20005)
+  // allows only 10, which pins 49.99-50.01 an epoch, and so on.
+  std::string text;
+  for (int step = 10; step <= 100; step += 10)
+    text += fmt::format("{{'loss': '1.5', 'epoch': '{:.4g}'}}\n", step / 50.0);
+  text +=
+      "{'train_runtime': '2845', 'train_samples_per_second': '0.2812', "
+      "'train_steps_per_second': '0.0352', 'train_loss': '1.5', 'epoch': '2'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "g4.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70, 80, 90, 100}));
+  EXPECT_EQ(r->trainer_average->through_step, 100);  // the last dict's, now placed
+  // Unquoted epochs are round(epoch, 2) (+-0.005): the closing dict's 40 steps at 0.06 allow
+  // 615-727 steps an epoch, and 0.02 then 9.2-18.2 steps: counted.
+  text.clear();
+  for (int step = 10; step <= 40; step += 10)
+    text += fmt::format("{{'loss': 1.5, 'epoch': {:.2f}}}\n", step / 625.0);
+  text +=
+      "{'train_runtime': 112.7, 'train_samples_per_second': 2.8, "
+      "'train_steps_per_second': 0.355, 'train_loss': 1.5, 'epoch': 0.06}\n";
+  r = ParseTrainerLog(text, "r2.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.back().find("numbered as if it were 1"), std::string::npos);
+}
+
+// A notebook that trains several configurations prints each run's dicts and closing dict in turn
+// (a 2026 LoRA lab log, index id 71559672946: four 30-step runs): the epoch going back starts
+// another run, whose records, evaluations and closing figures replace the earlier run's.
+TEST(Trainer, EpochGoingBackStartsAnotherRun) {
+  const std::string text =
+      "{'loss': '2.163', 'epoch': '0.5'}\n{'loss': '1.6', 'epoch': '1'}\n"
+      "{'eval_loss': '1.5', 'epoch': '1'}\n"
+      "{'train_runtime': '406.5', 'train_samples_per_second': '1.181', "
+      "'train_steps_per_second': '0.074', 'train_loss': '1.57', 'epoch': '1'}\n"
+      "{'loss': '2.155', 'epoch': '0.5'}\n{'loss': '0.2408', 'epoch': '1'}\n"
+      "{'train_runtime': '477.3', 'train_samples_per_second': '1.006', "
+      "'train_steps_per_second': '0.063', 'train_loss': '0.7058', 'epoch': '1'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "runs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].loss, 2.155);  // line 5
+  EXPECT_EQ(r->iterations[1].loss, 0.2408);
+  EXPECT_EQ(r->restarts, 1);
+  EXPECT_TRUE(r->evals.empty());  // the first run's
+  EXPECT_EQ(r->wall_s, 477.3);    // line 7, not line 4's 406.5
+  EXPECT_EQ(r->trainer_average->samples_per_s, 1.006);
+  EXPECT_EQ(r->trainer_average->through_step, 30);  // 0.063 x 477.3 = 29.8-30.3
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted = noted || n.find("runs.log:5: another training run starts here (epoch 0.5 after 1)") !=
+                         std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Trainer, ProgressBarsNumberTheDicts) {
   auto bar = [](int n, int total) {
     return fmt::format("\r {:3d}%|#         | {}/{} [00:01<00:09,  1.50it/s]", n * 100 / total, n,
@@ -762,12 +920,47 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   for (const Iteration& it : r->iterations) steps.push_back(it.step);
   EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_TRUE(r->notes.empty());
+  // A message glued after the bar ended its line: the drawings since are lost, the bar is stale.
+  r = ParseTrainerLog(bar(10, 40) + "{'loss': 3.0}\n" + bar(20, 40) +
+                          "Saving model checkpoint to out/checkpoint-20\n{'loss': 2.0}\n",
+                      "glued.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  steps.clear();
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11}));
   // The Trainer under DeepSpeed >= 0.17 prints no step= line: the bar numbers its dicts too.
   r = ParseDeepSpeedLog(bar(25, 40) + "{'loss': 3.0}\n" + bar(26, 40) + "{'loss': 2.0}\n",
                         "ds.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(At(*r, 25)->loss, 3.0);
   EXPECT_EQ(At(*r, 26)->loss, 2.0);
+}
+
+// A callback's prints between the bar and the dict (TRL GRPO with a metrics print): the bar
+// before the dict bounds its step from below, tqdm.write's redraw after it from above; the same n
+// in both numbers it. Different n: counted, as before.
+TEST(Trainer, BarsOnBothSidesOfADictNumberIt) {
+  auto bar = [](int n, int total) {
+    return fmt::format("\r  0%|          | {}/{} [01:29<67:59:26,  8.22s/it]", n, total);
+  };
+  const std::string clear = "\r                              \r";
+  const std::string text = bar(9, 100) + bar(10, 100) + "\nLogging 44 metrics\n" + clear +
+                           "{'loss': 1.0, 'epoch': 0.0}\n" + bar(10, 100) + "MDI: 6.3\n" +
+                           bar(20, 100) + "\nLogging 44 metrics\n" + clear +
+                           "{'loss': 0.5, 'epoch': 0.0}\n" + bar(23, 100) + "\n" + bar(30, 100) +
+                           "\nLogging 44 metrics\n" + clear + "{'loss': 0.25, 'epoch': 0.0}\n" +
+                           bar(4, 8) + "\n" + bar(30, 100) + "\n";
+  Result<ParsedLog> r = ParseTrainerLog(text, "between.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  // 10 (10 before, 10 after); 11 (20 before, 23 after: counted on from 10); 30 (the evaluation
+  // bar of total 8 between is not the training bar).
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11, 30}));
+  EXPECT_EQ(At(*r, 10)->loss, 1.0);
+  EXPECT_EQ(At(*r, 30)->loss, 0.25);
+  ASSERT_EQ(r->notes.size(), 1u);  // 11 is a counted guess
+  EXPECT_NE(r->notes[0].find("does not state logging_steps"), std::string::npos);
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
@@ -789,6 +982,15 @@ TEST(Trainer, PeakMemoryFromTheDicts) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 2.5 * 1024 * 1024 * 1024);
   EXPECT_NE(r->memory_source.find("max_mem_allocated"), std::string::npos);
+  // LLaMA-Factory's trainer_log.jsonl with RECORD_VRAM (get_peak_memory: rank 0's device, GiB).
+  r = ParseTrainerLog(
+      "{\"current_steps\": 5, \"loss\": 1.0, \"vram_allocated\": 10.5, \"vram_reserved\": 12.25}\n"
+      "{\"current_steps\": 10, \"loss\": 0.9, \"vram_allocated\": 10.75, \"vram_reserved\": "
+      "12.0}\n",
+      "llamafactory.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 12.25 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->memory_source.find("vram_reserved"), std::string::npos);
   r = ParseTrainerLog("{'loss': 1.0}\n{'loss': 0.9, 'memory(GiB)': 'n/a'}\n", "swift.log");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
@@ -832,6 +1034,103 @@ TEST(Paddle, ErnieKitGlobalFieldsAndMalformedOnes) {
                      "e.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(r->iterations[0].tokens_per_device_per_s);
+}
+
+TEST(Megatron, HardWrappedLinesJoined) {
+  // A 40-column copy: the first piece lost its trailing space (break at a space: joined with
+  // one), the second broke inside `learning` (full width: joined without).
+  const std::string wrapped =
+      " iteration       10/     100 | consumed\n"   // 39, the space after it lost
+      "samples: 640 | lm loss: 2.5 | learning r\n"  // 40: the width
+      "ate: 1.0E-04 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+      " iteration       20/     100 | lm loss: 2.4 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(wrapped, "w.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].loss, 2.5);
+  EXPECT_EQ(r->iterations[0].lr, 1.0E-04);
+  EXPECT_EQ(r->iterations[1].line, 4);
+  // A line that no following line completes is read alone: here one without any field.
+  r = ParseMegatronLog(" iteration       10/     100 | consumed samples: 640 |\nsome text\n",
+                       "w.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(),
+            "w.log:1: an iteration line without any field the megatron parser reads (elapsed "
+            "time per iteration (ms), lm loss, learning rate, global batch size, ...)");
+}
+
+TEST(Megatron, ValidationLinesAreEvals) {
+  // Several validation sets: the first one's series; the test set and a repeat at the same
+  // iteration (after training, `on validation set`) left out.
+  const std::string log =
+      " iteration       10/      20 | lm loss: 2.0 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n"
+      " validation-wiki loss at iteration 10 | lm loss value: 1.900000E+00 | lm loss PPL: 6.7 |\n"
+      " validation-code loss at iteration 10 | lm loss value: 1.500000E+00 | lm loss PPL: 4.5 |\n"
+      " iteration       20/      20 | lm loss: 1.8 | number of skipped iterations:   0 | number "
+      "of nan iterations:   0 |\n"
+      " validation-wiki loss at iteration 20 | lm loss value: 1.700000E+00 | lm loss PPL: 5.5 |\n"
+      " validation-wiki loss at iteration 20 on validation set | lm loss value: 1.710000E+00 |\n"
+      " validation loss at iteration 20 on test set | lm loss value: 1.600000E+00 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "v.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 10);
+  EXPECT_EQ(r->evals[0].value, 1.9);
+  EXPECT_EQ(r->evals[0].line, 2);
+  EXPECT_EQ(r->evals[1].step, 20);
+  EXPECT_EQ(r->evals[1].value, 1.7);
+  EXPECT_EQ(r->eval_what, "Megatron validation-wiki loss (the first loss's value)");
+}
+
+TEST(Megatron, MsSwiftFirstIterationLineIsNotCore016s) {
+  // ms-swift 3.x's training_log prints iteration 1 and resets its timer and sums there (unlike
+  // Megatron core 0.16): the line at 5 averages iterations 2-5 as printed, nothing taken out.
+  auto line = [](int n, const char* ms, const char* loss) {
+    return fmt::format(
+        " [2026-01-20 08:33:58] iteration {:8d}/     206 | consumed samples: {:12d} | elapsed time "
+        "per iteration (ms): {} | memory(GiB): 21.5 | elapsed time: 1m 7s | remaining time: 6h 0m "
+        "4s | learning rate: 4.8E-06 | global batch size:    64 | lm loss: {} | loss scale: 1.0 | "
+        "grad norm: 1.105 | number of skipped iterations:   0 | number of nan iterations:   0 |\n",
+        n, n * 64, ms, loss);
+  };
+  Result<ParsedLog> r = ParseMegatronLog(
+      line(1, "200000.0", "1.5") + line(5, "100000.0", "1.2") + line(10, "99000.0", "1.1"),
+      "s.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_EQ(r->iterations[1].span, 4);
+  EXPECT_EQ(r->iterations[1].ms, 100000.0);
+  EXPECT_EQ(r->iterations[1].loss, 1.2);
+  EXPECT_EQ(r->iterations[2].span, 5);
+  EXPECT_TRUE(r->notes.empty());
+  EXPECT_EQ(*r->peak_memory_bytes, 21.5 * 1024 * 1024 * 1024);
+}
+
+TEST(Paddle, EvalLossAtTheRecordOfItsEpoch) {
+  // The Trainer logs a step's record, then evaluates at the same step (same epoch): the eval is
+  // at that step. An evaluation whose epoch is not the last record's is at an unknown step.
+  auto step = [](int n, const char* epoch) {
+    return fmt::format(
+        "[I] - loss: 1.5, learning_rate: 1e-05, global_step: {}, interval_runtime: 2.0, "
+        "interval_samples_per_second: 4.0, interval_steps_per_second: 5.0, epoch: {}\n",
+        n, epoch);
+  };
+  const std::string eval =
+      "[I] - eval_loss: 0.75, eval_accuracy: 0.6, eval_runtime: 1.5, epoch: 0.25\n";
+  Result<ParsedLog> r = ParsePaddleLog(step(10, "0.25") + eval + step(20, "0.5") + eval, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 10);
+  EXPECT_EQ(r->evals[0].value, 0.75);
+  EXPECT_EQ(r->evals[0].line, 2);
+  EXPECT_EQ(r->evals[1].step, 0);  // epoch 0.25 after step 20's 0.5
+  EXPECT_EQ(r->eval_what, "the PaddleNLP Trainer's eval_loss");
+  r = ParsePaddleLog(step(10, "0.25") + "[I] - eval_loss: abc, eval_runtime: 1.5, epoch: 0.25\n",
+                     "p.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "p.log:2: 'eval_loss' is 'abc', not a number");
 }
 
 TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {

@@ -1,0 +1,128 @@
+// The spans of Megatron's iteration records (see megatron.cc's top comment): the gaps, ms-swift's
+// and core 0.16's first lines, samples from consumed samples, all-skipped and NaN intervals.
+#include "rules/logparse/megatron_spans.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "rules/logparse/line_scan.h"
+
+namespace bm::logparse {
+namespace {
+
+// A line without `global batch size` (a fork's, or one cut short where a README quotes it)
+// still counts `consumed samples`: the samples per step are the growth since the previous line
+// over the steps between them, and a run's first line's consumed samples over its step where
+// that gives the same batch as the line after it.
+void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
+                         std::string_view name, std::vector<std::string>& notes) {
+  auto at = [&](const Iteration& it) -> std::optional<double> {
+    auto c = consumed.find(it.line);
+    return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
+  };
+  int64_t derived = 0, first_line = 0;
+  for (size_t i = 1; i < its.size(); ++i) {
+    std::optional<double> c = at(its[i]), before = at(its[i - 1]);
+    const int64_t steps = its[i].step - its[i - 1].step;
+    if (its[i].samples || !c || !before || *c <= *before || steps != its[i].span) continue;
+    its[i].samples = (*c - *before) / static_cast<double>(steps);
+    first_line = first_line ? first_line : its[i].line;
+    ++derived;
+  }
+  for (size_t i = 0; i + 1 < its.size(); ++i) {
+    std::optional<double> c = at(its[i]);
+    const bool starts_run = i == 0 || !at(its[i - 1]);
+    if (its[i].samples || !starts_run || !c || !its[i + 1].samples || its[i].step <= 0) continue;
+    if (*c == *its[i + 1].samples * static_cast<double>(its[i].step)) {
+      its[i].samples = its[i + 1].samples;
+      first_line = std::min(first_line ? first_line : its[i].line, its[i].line);
+      ++derived;
+    }
+  }
+  if (derived > 0) {
+    notes.push_back(fmt::format(
+        "samples: {} iteration line(s) from {}:{} print no global batch size: the samples per "
+        "step from their consumed samples (the growth since the previous line over its steps)",
+        derived, name, first_line));
+  }
+}
+
+// The core >= 0.16 first interval (see the top): `second` covers the
+// iterations from `first`'s to its own; keep only those after `first`.
+void SubtractFirstIteration(const Iteration& first, Iteration& second) {
+  const int64_t covered = second.step - first.step + 1;  // iterations in second's averages
+  const int64_t span = covered - 1;
+  if (first.ms && second.ms) second.ms = (*second.ms * covered - *first.ms) / span;
+  const int64_t advanced_all = covered - second.skipped;
+  const int64_t advanced_first = 1 - first.skipped;
+  const int64_t advanced = advanced_all - advanced_first;
+  if (second.loss && advanced > 0) {
+    second.loss = (*second.loss * advanced_all - first.loss.value_or(0) * advanced_first) /
+                  static_cast<double>(advanced);
+  } else {
+    second.loss.reset();
+  }
+  second.skipped -= first.skipped;
+  second.nan -= first.nan;
+  second.span = span;
+}
+
+}  // namespace
+
+void SpanMegatronRecords(ParsedLog& log, const std::map<int64_t, double>& consumed,
+                         const std::set<int64_t>& counted_lines, bool swift,
+                         std::string_view name) {
+  FillSpansFromGaps(log.iterations);
+  std::vector<Iteration>& its = log.iterations;
+  if (swift && its[0].step > 1 && its[0].span == its[0].step) {
+    // ms-swift printed iteration 1's line before this one and restarted its averages there.
+    its[0].span = its[0].step - 1;
+    log.notes.push_back(fmt::format(
+        "{}:{}: ms-swift's Megatron trainer prints iteration 1's line and restarts its averages "
+        "after it: iteration {}'s line, the first here, averages iterations 2-{}",
+        name, its[0].line, its[0].step, its[0].step));
+  }
+  // The interval: the most common gap (two records only: a fresh run's 1 and the
+  // first multiple of the interval).
+  std::map<int64_t, int> gaps;
+  for (size_t i = 1; i < its.size(); ++i) ++gaps[its[i].step - its[i - 1].step];
+  int64_t interval = 0;
+  for (auto [gap, n] : gaps)
+    if (its.size() >= 3 && (interval == 0 || n >= gaps[interval]))
+      interval = gap;  // ties: the larger
+  if (its.size() == 2 && its[0].step == 1) interval = its[1].step;
+  for (size_t i = 0; interval > 1 && !swift && i + 1 < its.size(); ++i) {
+    // A run's first line (a fresh start or a resume) off the interval, the next on it.
+    const int64_t f = its[i].step, next = its[i + 1].step;
+    if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;
+    SubtractFirstIteration(its[i], its[i + 1]);
+    log.notes.push_back(fmt::format(
+        "{}:{}: iteration {}'s line averages iterations {}-{} (Megatron core >= 0.16 does not "
+        "reset its timers after a run's first iteration's line): iterations {}-{} derived by "
+        "taking iteration {} ({}:{}) out",
+        name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
+  }
+  SamplesFromConsumed(its, consumed, name, log.notes);
+  const Iteration* first_nan = nullptr;
+  int64_t nan_lines = 0;
+  for (Iteration& it : its) {
+    if (it.skipped >= it.span && it.loss) it.loss.reset();  // an all-skipped interval's 0
+    if (!it.loss && it.skipped < it.span && counted_lines.count(it.line) != 0) {
+      it.loss = std::numeric_limits<double>::quiet_NaN();
+      ++it.nan;
+      first_nan = first_nan ? first_nan : &it;
+      ++nan_lines;
+    }
+  }
+  if (first_nan) {
+    log.notes.push_back(fmt::format(
+        "loss: {} iteration line(s) from {}:{} (iteration {}) on print no lm loss though not "
+        "all their iterations were skipped: Megatron leaves out a loss whose average is NaN "
+        "(training_log prints it only if >= 0); each counted as a NaN loss and one NaN iteration",
+        nan_lines, name, first_nan->line, first_nan->step));
+  }
+}
+
+}  // namespace bm::logparse

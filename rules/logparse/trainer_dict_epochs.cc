@@ -1,0 +1,143 @@
+// TrainerDictReader::InferSteps (trainer_dicts.h): the steps of counted dicts from their epochs,
+// and the printing precision of the Trainer's numbers it reads them at.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "rules/logparse/trainer_dicts.h"
+
+namespace bm::logparse {
+
+// Half the last printed digit's unit of a value the Trainer rounded to `at_least` (half of its
+// last decimal) and may have printed f"{v:.4g}" (four significant digits).
+double HalfUnit(double v, double at_least) {
+  return std::max(at_least, 0.5 * std::pow(10.0, std::floor(std::log10(std::fabs(v))) - 3));
+}
+
+// Half the unit of an epoch's last printed digit. A quoted epoch is transformers' f"{v:.4g}"
+// (from 2025): four significant digits, "2" for 2.000. A number was round(epoch, 2) before
+// (±0.005), or is unrounded (a jsonl's epoch, exact but for float error): its printed decimals
+// tell, with 2 at least.
+double EpochHalf(double epoch, bool quoted) {
+  if (quoted) return HalfUnit(epoch, 0);
+  const std::string text = fmt::format("{}", epoch);
+  const size_t dot = text.find('.');
+  const int decimals = dot == std::string::npos || text.find('e') != std::string::npos
+                           ? 0
+                           : static_cast<int>(text.size() - dot - 1);
+  return std::max(0.5 * std::pow(10.0, -std::max(decimals, 2)), 1e-9);
+}
+
+std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
+    int64_t* logging_steps, std::pair<double, double>* spe) const {
+  std::vector<size_t> known;
+  for (size_t i = 0; i < dicts_.size(); ++i) {
+    if (!dicts_[i].epoch || *dicts_[i].epoch <= 0) return std::nullopt;
+    if (dicts_[i].known) known.push_back(i);
+  }
+  if (known.empty() && !closing_at_) return std::nullopt;
+  auto half = [&](size_t i) { return dicts_[i].epoch_half; };
+  // Steps per epoch: step / epoch, within the rounding of every epoch.
+  auto fits = [&](const std::vector<int64_t>& at, double* lo, double* hi) {
+    *lo = 0;
+    *hi = INFINITY;
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (i > 0 && at[i] <= at[i - 1]) return false;
+      const double e = *dicts_[i].epoch;
+      *lo = std::max(*lo, static_cast<double>(at[i]) / (e + half(i)));
+      if (e > half(i)) *hi = std::min(*hi, static_cast<double>(at[i]) / (e - half(i)));
+    }
+    if (closing_at_) {  // the closing dict's steps run (a range while unsettled) too
+      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+      *lo = std::max(*lo, static_cast<double>(closing_at_->first) / (e + h));
+      if (e > h) *hi = std::min(*hi, static_cast<double>(closing_at_->last) / (e - h));
+      if (at.back() > closing_at_->last) return false;
+    }
+    return *lo <= *hi;
+  };
+  std::vector<int64_t> at(dicts_.size(), 0);
+  // logging_steps from two numbered dicts with counted ones between them; all such pairs agree.
+  int64_t every = 0;
+  for (size_t k = 1; k < known.size(); ++k) {
+    const size_t i = known[k - 1], j = known[k];
+    if (j - i < 2) continue;
+    const int64_t d = dicts_[j].step - dicts_[i].step;
+    const int64_t n = static_cast<int64_t>(j - i);
+    if (d <= 0 || d % n != 0 || (every != 0 && d / n != every)) return std::nullopt;
+    every = d / n;
+  }
+  if (every > 0) {
+    size_t prev = known.front();
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (dicts_[i].known) {
+        at[i] = dicts_[i].step;
+        prev = i;
+      } else if (i < known.front()) {
+        at[i] = dicts_[known.front()].step - every * static_cast<int64_t>(known.front() - i);
+      } else {
+        at[i] = dicts_[prev].step + every * static_cast<int64_t>(i - prev);
+      }
+    }
+    if (at.front() < 1 || !fits(at, &spe->first, &spe->second)) return std::nullopt;
+    *logging_steps = every;
+    return at;
+  }
+  // From the epochs: the numbered dicts (and the closing dict) bound steps per epoch; a counted
+  // dict takes the one step its epoch's range allows between its neighbours, and once placed
+  // bounds steps per epoch in turn, until every dict is placed (else nothing is inferred).
+  std::vector<bool> placed(dicts_.size(), false);
+  for (size_t i : known) {
+    at[i] = dicts_[i].step;
+    placed[i] = true;
+  }
+  for (bool progress = true; progress;) {
+    progress = false;
+    // Bounds from the placed dicts alone.
+    double lo = 0, hi = INFINITY;
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (!placed[i]) continue;
+      const double e = *dicts_[i].epoch;
+      lo = std::max(lo, static_cast<double>(at[i]) / (e + half(i)));
+      if (e > half(i)) hi = std::min(hi, static_cast<double>(at[i]) / (e - half(i)));
+    }
+    if (closing_at_) {
+      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+      lo = std::max(lo, static_cast<double>(closing_at_->first) / (e + h));
+      if (e > h) hi = std::min(hi, static_cast<double>(closing_at_->last) / (e - h));
+    }
+    if (lo > hi) return std::nullopt;
+    if (!std::isfinite(hi)) break;
+    int64_t prev = 0;
+    for (size_t i = 0; i < dicts_.size(); ++i) {
+      if (placed[i]) {
+        prev = at[i];
+        continue;
+      }
+      int64_t next = closing_at_ ? closing_at_->last + 1 : std::numeric_limits<int64_t>::max();
+      for (size_t j = i + 1; j < dicts_.size(); ++j) {
+        if (placed[j]) {
+          next = at[j];
+          break;
+        }
+      }
+      const double e = *dicts_[i].epoch;
+      const int64_t first = std::max(static_cast<int64_t>(std::ceil((e - half(i)) * lo)), prev + 1);
+      const int64_t last = std::min(static_cast<int64_t>(std::floor((e + half(i)) * hi)), next - 1);
+      if (first > last) return std::nullopt;
+      if (first == last) {
+        at[i] = first;
+        placed[i] = true;
+        prev = first;
+        progress = true;
+      }
+    }
+  }
+  if (std::find(placed.begin(), placed.end(), false) != placed.end()) return std::nullopt;
+  if (!fits(at, &spe->first, &spe->second)) return std::nullopt;
+  return at;
+}
+
+}  // namespace bm::logparse

@@ -954,13 +954,67 @@ TEST(Trainer, BarsOnBothSidesOfADictNumberIt) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::vector<int64_t> steps;
   for (const Iteration& it : r->iterations) steps.push_back(it.step);
-  // 10 (10 before, 10 after); 11 (20 before, 23 after: counted on from 10); 30 (the evaluation
-  // bar of total 8 between is not the training bar).
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11, 30}));
+  // 10 (10 before, 10 after); 30 (the evaluation bar of total 8 between is not the training
+  // bar); the second (20 before, 23 after) at 20: logging_steps 10 is the one value that puts
+  // the n-th dict at n x 10 with the first and the third where their bars put them.
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30}));
   EXPECT_EQ(At(*r, 10)->loss, 1.0);
+  EXPECT_EQ(At(*r, 20)->loss, 0.5);
   EXPECT_EQ(At(*r, 30)->loss, 0.25);
-  ASSERT_EQ(r->notes.size(), 1u);  // 11 is a counted guess
-  EXPECT_NE(r->notes[0].find("does not state logging_steps"), std::string::npos);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("logging_steps 10, the one value that puts each dict between the "
+                             "training bars"),
+            std::string::npos)
+      << r->notes[0];
+}
+
+// tqdm draws no bar where it cannot size one (ncols 0, Colab): format_meter returns
+// l_bar[:-1] + r_bar[1:], "  5% 10/200 [04:49<1:24:08, 26.57s/it]". Such a counter numbers the
+// dict on its line as a drawn bar does; bars around a dict that allow several logging_steps leave
+// it counted.
+TEST(Trainer, CountersWithoutABarAndLooseBounds) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "  5% 10/200 [04:49<1:24:08, 26.57s/it]{'loss': 0.5, 'epoch': 0.01}\n", "ncols0.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  // One dict between the bars at 2 and 4: logging_steps 2, 3 or 4.
+  r = ParseTrainerLog(
+      "  1% 2/100 [00:01<01:00,  1.00s/it]\nreward: 0.5\n{'loss': 0.5, 'epoch': 0.01}\n"
+      "  4% 4/100 [00:04<01:00,  1.00s/it]\n",
+      "loose.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 1);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("as if it were 1"), std::string::npos) << r->notes[0];
+}
+
+// HfArgumentParser gives every field with a '_' a dashed alias too (_parse_dataclass_field):
+// "--logging-steps 10 --logging-first-step" states logging_steps as well.
+TEST(Trainer, DashedLoggingStepsOnTheCommandLine) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "python train.py --output-dir out --logging-steps 10 --logging-first-step\n"
+      "{'loss': 2.0, 'epoch': 0.01}\n{'loss': 1.9, 'epoch': 0.1}\n{'loss': 1.8, 'epoch': 0.2}\n",
+      "dashed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 10, 20}));
+  EXPECT_TRUE(r->notes.empty());
+}
+
+// transformers writes the dicts to stdout (tqdm.write) and its bars to stderr: a log of stderr
+// alone has bars and no dict, and the error says so.
+TEST(Trainer, BarsWithoutDictsSayWhereTheDictsWent) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "***** Running training *****\n  1%|          | 1/72 [00:27<32:54, 27.82s/it]\n",
+      "stderr.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "stderr.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 2 lines; its progress bars are there (line 2) but the dicts go to "
+            "stdout: was only stderr kept?");
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560

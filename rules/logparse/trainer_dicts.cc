@@ -200,7 +200,9 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
         const double hi =
             (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
         const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
-        const int64_t last = static_cast<int64_t>(std::floor(hi));
+        // No more steps than the training bar's total (max_steps) either.
+        int64_t last = static_cast<int64_t>(std::floor(hi));
+        if (bar_total_ > 0) last = std::min(last, bar_total_);
         std::optional<int64_t> run;
         if (first == last) {
           run = first;

@@ -990,6 +990,25 @@ TEST(Trainer, CountersWithoutABarAndLooseBounds) {
   EXPECT_NE(r->notes[0].find("as if it were 1"), std::string::npos) << r->notes[0];
 }
 
+// The training bar's total (max_steps) bounds the closing dict's steps run: '0.006' steps/s x
+// '1.368e+04' s allows 75-88 steps, the bars numbered dicts of total 80: 80 (a CPU LoRA run's
+// tail, 2026, in a public repository's report, index id 67429897961).
+TEST(Trainer, TheBarsTotalBoundsTheStepsRun) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      " 50%|#####     | 40/80 [1:53:42<2:00:46, 181.16s/it] {'loss': '2.159', 'epoch': '1'}\n"
+      "100%|##########| 80/80 [3:47:55<00:00, 174.65s/it] {'loss': '2.206', 'epoch': '2'}\n"
+      "{'train_runtime': '1.368e+04', 'train_samples_per_second': '0.012', "
+      "'train_steps_per_second': '0.006', 'train_loss': '2.363', 'epoch': '2'}\n",
+      "cpu.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 40);
+  EXPECT_EQ(r->iterations[1].step, 80);
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->through_step, 80);
+  EXPECT_TRUE(r->notes.empty()) << r->notes[0];
+}
+
 // HfArgumentParser gives every field with a '_' a dashed alias too (_parse_dataclass_field):
 // "--logging-steps 10 --logging-first-step" states logging_steps as well.
 TEST(Trainer, DashedLoggingStepsOnTheCommandLine) {

@@ -351,8 +351,12 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   int64_t every = 0;
   std::pair<double, double> spe{0, 0};
   std::optional<std::vector<int64_t>> at;
-  bool by_bars = false;
+  bool by_bars = false, by_spacing = false;
   if (!resumed_) at = InferSteps(&every, &spe);
+  if (!at && !resumed_) {
+    at = SpacingSteps(&every, &spe);
+    by_spacing = at.has_value();
+  }
   if (!at && !resumed_) {
     at = BarBoundSteps(&every);
     by_bars = at.has_value();
@@ -431,10 +435,16 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     }
   }
   std::string how =
-      by_bars ? fmt::format(
-                    "logging_steps {}, the one value that puts each dict between the training "
-                    "bars drawn before and after it",
-                    every)
+      by_spacing
+          ? fmt::format(
+                "logging_steps {}, the one value the spacing of their epochs allows at the steps "
+                "per epoch the numbered or closing dicts bound, each at the multiple of it its "
+                "epoch allows",
+                every)
+      : by_bars ? fmt::format(
+                      "logging_steps {}, the one value that puts each dict between the training "
+                      "bars drawn before and after it",
+                      every)
       : every > 0
           ? fmt::format(
                 "logging_steps {}, inferred from the numbered dicts around them (every "

@@ -162,7 +162,9 @@ class TrainerDictReader {
   //    dict takes the one step its epoch allows between its neighbours, which bounds
   //    steps-per-epoch in turn for the rest; an eval dict with an epoch likewise.
   // Every loss dict must carry an epoch, and all of them, at the inferred steps, must fit one
-  // steps-per-epoch. Failing that, logging_steps is the one value L that puts the n-th dict's
+  // steps-per-epoch. Failing that, when the steps per epoch are bounded (a numbered dict, the
+  // closing dict) and the epochs' spacing allows one logging_steps L, each dict is at the multiple
+  // of L its epoch allows. Failing that, logging_steps is the one value L that puts the n-th dict's
   // step n x L between the training bars drawn before and after it (a callback's prints between
   // a bar and the dict keep the bars from numbering it). A run resumed from a checkpoint is left
   // as counted. The records (and the evals and the closing dict's through_step that followed
@@ -199,6 +201,12 @@ class TrainerDictReader {
   // `spe` gets the steps-per-epoch range every dict's epoch allows at those steps.
   std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps,
                                                  std::pair<double, double>* spe) const;
+  // Else from the epochs' spacing: the gaps between consecutive dicts' epochs times the steps per
+  // epoch the numbered and closing dicts allow leave one logging_steps L, and each dict's epoch one
+  // multiple of L (the Trainer logs at multiples of it), each L after the one before; nullopt
+  // otherwise. `spe` as for InferSteps.
+  std::optional<std::vector<int64_t>> SpacingSteps(int64_t* logging_steps,
+                                                   std::pair<double, double>* spe) const;
   // Else the steps of the one logging_steps that puts every dict between its bars (Finish), or
   // nullopt when none or several do.
   std::optional<std::vector<int64_t>> BarBoundSteps(int64_t* logging_steps) const;

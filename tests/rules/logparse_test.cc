@@ -1009,6 +1009,33 @@ TEST(Trainer, TheBarsTotalBoundsTheStepsRun) {
   EXPECT_TRUE(r->notes.empty()) << r->notes[0];
 }
 
+// The epochs' spacing: dicts every 0.008 of an epoch ('0.472' ... '0.496', four digits) and the
+// closing dict's 3125-3130 steps at '0.5' (6249-6261 steps an epoch) allow only logging_steps 50
+// (0.0079-0.0081 x 6249-6261), and each epoch one multiple of 50: 2950, 3000, 3050, 3100; the
+// closing epoch then settles 3125 (a Slurm run's `tail -n 20`, 2026, in a chat export, index id
+// 52215062895; its config: 6250 steps an epoch, logging_steps 50).
+TEST(Trainer, LoggingStepsFromTheSpacingOfTheEpochs) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': '0.5869', 'grad_norm': '0.326', 'learning_rate': '8.291e-07', 'epoch': '0.472'}\n"
+      "{'loss': '0.5682', 'grad_norm': '0.3492', 'learning_rate': '4.255e-07', 'epoch': '0.48'}\n"
+      "{'loss': '0.5899', 'grad_norm': '0.39', 'learning_rate': '1.549e-07', 'epoch': '0.488'}\n"
+      "{'loss': '0.5934', 'grad_norm': '0.3262', 'learning_rate': '1.814e-08', 'epoch': '0.496'}\n"
+      "{'train_runtime': '5212', 'train_samples_per_second': '4.797', 'train_steps_per_second': "
+      "'0.6', 'train_loss': '0.6394', 'epoch': '0.5'}\n",
+      "spacing.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{2950, 3000, 3050, 3100}));
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->through_step, 3125);
+  // Without the closing dict nothing bounds the steps per epoch: counted.
+  r = ParseTrainerLog("{'loss': '0.5869', 'epoch': '0.472'}\n{'loss': '0.5682', 'epoch': '0.48'}\n",
+                      "spacing.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations.back().step, 2);
+}
+
 // HfArgumentParser gives every field with a '_' a dashed alias too (_parse_dataclass_field):
 // "--logging-steps 10 --logging-first-step" states logging_steps as well.
 TEST(Trainer, DashedLoggingStepsOnTheCommandLine) {

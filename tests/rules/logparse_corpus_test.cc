@@ -2070,6 +2070,28 @@ TEST(Corpus, TrainerStatedLoggingStepsBoundsASpanAcrossElidedDicts) {
   EXPECT_TRUE(r->Note("step 46 comes 40 steps after the record before it, logging_steps 1"));
 }
 
+TEST(Corpus, TrainerLoggingStepsFromTheSpacingOfTheEpochs) {
+  // A Slurm run's `tail -n 20` (Qwen2.5-1.5B LoRA, half an epoch of 6250 steps, logging_steps 50,
+  // eval every 500; the values quoted, four digits): 18 dicts every 0.008 of an epoch from '0.376'
+  // (line 1), two eval dicts, the closing dict '5212' s x '0.6' steps/s (3125-3130 steps) at '0.5'
+  // (line 19: 6249.4-6260.6 steps an epoch). No dict's epoch alone allows one step (4-6), but
+  // their spacing (0.0079-0.0081 x 6249-6261 = 49.4-50.7) allows only logging_steps 50, and each
+  // epoch one multiple of 50: 2350 ... 3100. Were counted 1..16.
+  Result<Read> r = ReadLog("trainer_tail20_logging_steps_from_epoch_spacing.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->Steps().size(), 16u);
+  EXPECT_EQ(r->Steps().front(), 2350);
+  EXPECT_EQ(r->Steps().back(), 3100);
+  EXPECT_EQ(r->Loss(2350), 0.5852);
+  EXPECT_EQ(*r->At(3100)->lr, 1.814e-08);  // cosine to 0 at 3125: 26 steps left
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 2500);  // line 5, epoch '0.4'
+  EXPECT_EQ(r->log.evals[1].step, 3000);  // line 16, epoch '0.48'
+  // The closing epoch at the placed dicts' 6249.4-6250.6 steps an epoch: 3125.
+  EXPECT_EQ(r->log.trainer_average->through_step, 3125);
+  EXPECT_EQ(r->log.wall_s, 5212);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -2164,6 +2186,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},
+      {"trainer_tail20_logging_steps_from_epoch_spacing.log", "trainer"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -328,6 +328,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     }
     bool quoted_epoch = false;
     if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+      if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
       dicts.Read(*dict, no, steps, log, quoted_epoch);
       error = memory.Read(*dict, name, no);
       return;

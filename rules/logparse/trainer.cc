@@ -25,6 +25,7 @@
 
 #include <cctype>
 #include <map>
+#include <string>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -95,6 +96,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
     dicts.ReadBar(line, no);
     bool quoted_epoch = false;
     if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+      if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
       dicts.Read(*dict, no, steps, log, quoted_epoch);
       error = memory.Read(*dict, name, no);
       return;
@@ -119,12 +121,36 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {
+    // transformers writes the dicts with tqdm.write, to stdout, and its bars to stderr.
+    const std::string bars =
+        dicts.first_bar_line() == 0
+            ? ""
+            : fmt::format(
+                  "; its progress bars are there (line {}) but the dicts go to stdout: was only "
+                  "stderr kept?",
+                  dicts.first_bar_line());
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no Trainer loss dicts (\"{{'loss': X, 'learning_rate': ...}}\", one per "
-                  "logging_steps) in {} lines{}",
-                  name, log.lines, OtherFormatHint(text, "trainer"));
+                  "logging_steps) in {} lines{}{}",
+                  name, log.lines, OtherFormatHint(text, "trainer"), bars);
   }
   FillSpansFromGaps(log.iterations);
+  // A dict covers logging_steps steps at most: a wider gap before it is dicts the log lost (an
+  // excerpt's "..."), not a longer interval.
+  if (dicts.logging_steps_stated()) {
+    const int64_t every = dicts.logging_steps();
+    for (size_t i = 0; i < log.iterations.size(); ++i) {
+      Iteration& it = log.iterations[i];
+      if (it.span <= every) continue;
+      if (i > 0) {  // the first record of an excerpt from mid-run spans the interval as it is
+        log.notes.push_back(fmt::format(
+            "{}:{}: step {} comes {} steps after the record before it, logging_steps {}: the "
+            "dicts between are not in the log, and it spans {}",
+            name, it.line, it.step, it.span, every, every));
+      }
+      it.span = every;
+    }
+  }
   memory.Report(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0)
     log.trainer_average->through_step = log.iterations.back().step;

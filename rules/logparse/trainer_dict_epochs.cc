@@ -1,5 +1,5 @@
-// TrainerDictReader::InferSteps (trainer_dicts.h): the steps of counted dicts from their epochs,
-// and the printing precision of the Trainer's numbers it reads them at.
+// TrainerDictReader::InferSteps and SpacingSteps (trainer_dicts.h): the steps of counted dicts from
+// their epochs, and the printing precision of the Trainer's numbers it reads them at.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -137,6 +137,63 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
   }
   if (std::find(placed.begin(), placed.end(), false) != placed.end()) return std::nullopt;
   if (!fits(at, &spe->first, &spe->second)) return std::nullopt;
+  return at;
+}
+
+std::optional<std::vector<int64_t>> TrainerDictReader::SpacingSteps(
+    int64_t* logging_steps, std::pair<double, double>* spe) const {
+  const size_t n = dicts_.size();
+  if (first_step_ || n < 2) return std::nullopt;
+  for (const Numbered& d : dicts_)
+    if (!d.epoch || *d.epoch <= 0) return std::nullopt;
+  // Steps per epoch from the numbered dicts and the closing dict.
+  double lo = 0, hi = INFINITY;
+  for (const Numbered& d : dicts_) {
+    if (!d.known) continue;
+    lo = std::max(lo, static_cast<double>(d.step) / (*d.epoch + d.epoch_half));
+    if (*d.epoch > d.epoch_half)
+      hi = std::min(hi, static_cast<double>(d.step) / (*d.epoch - d.epoch_half));
+  }
+  if (closing_at_) {
+    const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+    lo = std::max(lo, static_cast<double>(closing_at_->first) / (e + h));
+    if (e > h) hi = std::min(hi, static_cast<double>(closing_at_->last) / (e - h));
+  }
+  if (!std::isfinite(hi) || lo <= 0 || lo > hi) return std::nullopt;
+  // logging_steps from the epochs between consecutive dicts: one integer only.
+  double every_lo = 0, every_hi = INFINITY;
+  for (size_t i = 1; i < n; ++i) {
+    const double gap = *dicts_[i].epoch - *dicts_[i - 1].epoch;
+    const double half = dicts_[i].epoch_half + dicts_[i - 1].epoch_half;
+    if (gap - half <= 0) return std::nullopt;
+    every_lo = std::max(every_lo, (gap - half) * lo);
+    every_hi = std::min(every_hi, (gap + half) * hi);
+  }
+  const int64_t every = static_cast<int64_t>(std::ceil(every_lo));
+  if (every < 1 || every != static_cast<int64_t>(std::floor(every_hi))) return std::nullopt;
+  // Each dict at the one multiple of it its epoch allows, every one after the one before.
+  std::vector<int64_t> at(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double e = *dicts_[i].epoch, h = dicts_[i].epoch_half;
+    const int64_t first =
+        static_cast<int64_t>(std::ceil((e - h) * lo / static_cast<double>(every)));
+    const int64_t last =
+        static_cast<int64_t>(std::floor((e + h) * hi / static_cast<double>(every)));
+    if (first != last || first < 1) return std::nullopt;
+    at[i] = first * every;
+    if ((i > 0 && at[i] != at[i - 1] + every) || (dicts_[i].known && at[i] != dicts_[i].step))
+      return std::nullopt;
+  }
+  if (closing_at_ && at.back() > closing_at_->last) return std::nullopt;
+  // Steps per epoch as every dict, at its step, allows.
+  for (size_t i = 0; i < n; ++i) {
+    const double e = *dicts_[i].epoch, h = dicts_[i].epoch_half;
+    lo = std::max(lo, static_cast<double>(at[i]) / (e + h));
+    if (e > h) hi = std::min(hi, static_cast<double>(at[i]) / (e - h));
+  }
+  if (lo > hi) return std::nullopt;
+  *spe = {lo, hi};
+  *logging_steps = every;
   return at;
 }
 

@@ -39,7 +39,8 @@ size_t SkipBracketed(std::string_view s, size_t p) {
   return std::string_view::npos;
 }
 
-// "205/270" (ms-swift's 'global_step/max_steps'): 205; nullopt for anything else.
+// "205/270" (ms-swift's 'global_step/max_steps', its Megatron 'iteration'): 205; nullopt for
+// anything else.
 std::optional<double> Numerator(std::string_view text) {
   const size_t slash = text.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == text.size())
@@ -70,7 +71,8 @@ std::optional<TrainerDict> ParseDictAt(std::string_view s, bool* quoted_epoch) {
       if (end == std::string_view::npos) return std::nullopt;
       const std::string_view text = s.substr(p + 1, end - p - 2);
       value = ParseNumber(text);
-      if (!value && key.find("global_step") != std::string::npos) value = Numerator(text);
+      if (!value && (key.find("global_step") != std::string::npos || key == "iteration"))
+        value = Numerator(text);
       if (key == "epoch" && quoted_epoch) *quoted_epoch = true;
     } else if (s[p] == '[' || s[p] == '{' || s[p] == '(') {
       end = SkipBracketed(s, p);

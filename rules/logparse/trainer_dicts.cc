@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "rules/logparse/line_scan.h"
@@ -35,49 +36,29 @@ std::optional<std::string_view> SettingValue(std::string_view line, std::string_
   return line.substr(p, end == std::string_view::npos ? std::string_view::npos : end - p);
 }
 
-// The last tqdm counter "| n/total [" in text (tqdm's default format:
-// "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]").
-struct Counter {
-  int64_t n = 0, total = 0;
-  bool last = false;  // nothing but spaces after the bar's closing ']'
-};
-std::optional<Counter> BarCounter(std::string_view text) {
-  std::optional<Counter> found;
-  auto digits = [&](size_t p) {
-    while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p]))) ++p;
-    return p;
-  };
-  for (size_t bar = text.find('|'); bar != std::string_view::npos; bar = text.find('|', bar + 1)) {
-    const size_t n_at = SkipSpaces(text, bar + 1);
-    const size_t n_end = digits(n_at);
-    if (n_end == n_at || n_end >= text.size() || text[n_end] != '/') continue;
-    const size_t total_end = digits(n_end + 1);
-    if (total_end == n_end + 1 || text.substr(total_end, 2) != " [") continue;
-    std::optional<double> n = ParseNumber(text.substr(n_at, n_end - n_at));
-    std::optional<double> total = ParseNumber(text.substr(n_end + 1, total_end - n_end - 1));
-    if (n && total && *n <= *total) {
-      const size_t close = text.find(']', total_end);
-      found = Counter{static_cast<int64_t>(*n), static_cast<int64_t>(*total),
-                      close != std::string_view::npos && Trim(text.substr(close + 1)).empty()};
-    }
-  }
-  return found;
+// SettingValue for a TrainingArguments field, under its name or HfArgumentParser's
+// dashed alias ("--logging-steps 10": _parse_dataclass_field adds it for every name with a '_').
+std::optional<std::string_view> FieldValue(std::string_view line, std::string_view field) {
+  if (std::optional<std::string_view> v = SettingValue(line, field)) return v;
+  std::string dashed(field);
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  return SettingValue(line, dashed);
 }
 
 }  // namespace
 
 bool TrainerDictReader::ReadSetting(std::string_view line) {
-  if (std::optional<std::string_view> v = SettingValue(line, "logging_steps")) {
+  if (std::optional<std::string_view> v = FieldValue(line, "logging_steps")) {
     std::optional<double> n = LeadingNumber(*v);
     if (n && *n >= 1 && *n == std::floor(*n)) {
       logging_steps_ = static_cast<int64_t>(*n);
       stated_ = true;
-      if (std::optional<std::string_view> f = SettingValue(line, "logging_first_step"))
+      if (std::optional<std::string_view> f = FieldValue(line, "logging_first_step"))
         first_step_ = *f == "True" || *f == "true" || f->empty() || *f == "--";
       return true;
     }
   }
-  if (std::optional<std::string_view> f = SettingValue(line, "logging_first_step")) {
+  if (std::optional<std::string_view> f = FieldValue(line, "logging_first_step")) {
     // "--logging_first_step" alone (HfArgumentParser's bool flag) means True.
     first_step_ = *f == "True" || *f == "true" || f->empty() || f->rfind("--", 0) == 0;
     return true;
@@ -87,57 +68,17 @@ bool TrainerDictReader::ReadSetting(std::string_view line) {
 
 void TrainerDictReader::SawStep(int64_t step) { anchored_ = step; }
 
-void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
-  // tqdm.write clears the bar with spaces before it writes the dict; where a paste turned the
-  // carriage returns into line ends, that clear is a line of its own, and the bar still ends
-  // the line before the dict.
-  if (bar_ && bar_->line == line - 1 && !text.empty() && Trim(text).empty()) {
-    bar_->line = line;
-    return;
-  }
-  std::optional<Counter> c = BarCounter(text.substr(0, text.find('{')));
-  if (!c) return;
-  bar_ = Bar{c->n, c->total, line, c->last};
-  if (pending_ && pending_->total == c->total) {  // the first training bar after it
-    if (pending_->n == c->n) confirmed_ = bar_;
-    pending_.reset();
-  }
-}
-
-void TrainerDictReader::Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log) {
-  if (!confirmed_ || dicts_.empty()) return;
-  const Bar bar = *std::exchange(confirmed_, std::nullopt);
-  const int64_t to = bar.n;
-  Numbered& d = dicts_.back();
-  const int64_t from = d.step;
-  if (d.known || !d.fresh || to == from || steps.contains(to)) return;
-  auto node = steps.extract(from);
-  node.key() = to;
-  node.mapped().step = to;
-  steps.insert(std::move(node));
-  for (EvalPoint& e : log.evals)  // an evaluation after it, at its step
-    if (e.step == from && e.line > d.line) e.step = to;
-  if (log.trainer_average && log.trainer_average->through_step == from)
-    log.trainer_average->through_step = to;
-  d.step = to;
-  d.known = true;
-  --counted_;
-  if (last_ == from) last_ = to;
-  bar_total_ = bar.total;
-}
-
-std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar, int64_t line) {
-  if (!bar) return std::nullopt;
-  // On the line before, the bar must end it: a message printed after it ended that line, and
-  // the drawings since (cleared by tqdm.write) are lost: it is a stale one.
-  const bool near =
-      bar->line == line || (bar->line == line - 1 && bar->n < bar->total && bar->ends_line);
-  if (!near || bar->n <= last_ || (bar_total_ != 0 && bar->total != bar_total_))
-    return std::nullopt;
-  if (stated_ && bar->n % logging_steps_ != 0 && !(first_step_ && bar->n == 1))
-    return std::nullopt;  // a bar tqdm had not redrawn since an earlier step
-  bar_total_ = bar->total;
-  return bar->n;
+bool TrainerDictReader::ReadEcho(std::string_view line, const TrainerDict& dict, int64_t line_no) {
+  const std::string_view before = line.substr(0, line.find('{'));
+  if (before.find("llamafactory.train.callbacks") == std::string_view::npos &&
+      before.find("llmtuner.extras.callbacks") == std::string_view::npos)
+    return false;
+  if (!Has(dict, "loss")) return false;
+  if (bar_ && bar_->line == line_no) bar_->ends_line = true;  // the echo is this step's
+  if (std::optional<double> t = Get(dict, "throughput"); t && *t > 0)
+    echo_throughput_ = std::pair{*t, line_no};
+  if (echo_line_ == 0) echo_line_ = line_no;
+  return true;
 }
 
 bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps,
@@ -186,6 +127,23 @@ void TrainerDictReader::NewRun(int64_t line, double from, double to,
   confirmed_.reset();
 }
 
+void TrainerDictReader::RestartAt(int64_t step, int64_t line, std::map<int64_t, Iteration>& steps,
+                                  ParsedLog& log) {
+  restarts_at_.push_back({line, step, last_});
+  steps.erase(steps.lower_bound(step), steps.end());
+  std::erase_if(dicts_, [&](const Numbered& d) { return d.step >= step; });
+  if (closing_line_) {  // the earlier run closed: its figures are not the later run's
+    log.wall_s.reset();
+    log.trainer_average.reset();
+    closing_line_.reset();
+    extra_closing_.clear();
+    steps_run_.reset();
+    closing_at_.reset();
+    average_after_.reset();
+  }
+  ++log.restarts;
+}
+
 int64_t TrainerDictReader::NextAfter(int64_t step) const {
   if (first_step_ && step < 1) return 1;
   return (step / logging_steps_ + 1) * logging_steps_;
@@ -200,6 +158,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   std::optional<double> named;
   for (std::string_view key : {"step", "global_step",  // PaddleNLP's Trainer
                                "global_step/max_steps", "steps[global_step/max_steps]",  // ms-swift
+                               "iteration",       // ms-swift 4's Megatron trainer
                                "current_steps"})  // LLaMA-Factory's jsonl
     if (!named) named = Get(dict, key);
   // LLaMA-Factory's trainer_log.jsonl: with num_input_tokens_seen, every line carries
@@ -241,7 +200,9 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
         const double hi =
             (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
         const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
-        const int64_t last = static_cast<int64_t>(std::floor(hi));
+        // No more steps than the training bar's total (max_steps) either.
+        int64_t last = static_cast<int64_t>(std::floor(hi));
+        if (bar_total_ > 0) last = std::min(last, bar_total_);
         std::optional<int64_t> run;
         if (first == last) {
           run = first;
@@ -291,6 +252,11 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
       same.push_back(dict);
     }
   }
+  // A named step at or below the last one with another dict than its record's: a resumed (or
+  // another) run prints it; the records from that step on are the later run's.
+  if (named && *named >= 1 && *named <= static_cast<double>(last_) &&
+      steps.count(static_cast<int64_t>(*named)))
+    RestartAt(static_cast<int64_t>(*named), line, steps, log);
   // An epoch going back (a dict that names no step) starts another training run in the same
   // log (a notebook training several configurations one after the other).
   const std::optional<double> epoch = Get(dict, "epoch");
@@ -324,6 +290,22 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     it.line = line;
   }
   dicts_.push_back({step, line, epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0, known, fresh});
+  if (echo_throughput_ && (!log.trainer_average || log.trainer_average->tokens_per_s)) {
+    TrainerAverage avg;  // LLaMA-Factory's echo of this dict (ReadEcho)
+    avg.tokens_per_s = echo_throughput_->first;
+    avg.through_step = step;
+    avg.line = echo_throughput_->second;
+    avg.what =
+        "LLaMA-Factory's throughput (input tokens of all devices since the start, over the "
+        "time since then)";
+    log.trainer_average = avg;
+    average_after_ = known ? std::nullopt : std::optional<size_t>(dicts_.size());
+  }
+  echo_throughput_.reset();
+  if (!known && bar && (bar_total_ == 0 || bar->total == bar_total_)) {
+    dicts_.back().lo = bar->n;  // the last bar before it bounds its step from below
+    dicts_.back().total = bar->total;
+  }
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
@@ -348,6 +330,18 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
         "and no bar says which: the average is taken as through the last loss dict's step",
         name, steps_run_->line, steps_run_->n, steps_run_->total));
   }
+  for (const RestartAtStep& r : restarts_at_) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: step {} again after step {} (a resumed or another run): the records from there "
+        "on are the later run's",
+        name, r.line, r.step, r.after));
+  }
+  if (echo_line_ != 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: LLaMA-Factory's LogCallback echoes each training log through its logger (Web UI "
+        "mode) before the Trainer prints it: the echoes are not read as records",
+        name, echo_line_));
+  }
   for (auto [line, runtime] : extra_closing_)
     log.notes.push_back(fmt::format(
         "{}:{}: a second closing dict (train_runtime {}) is left out: the first, line {}, gives "
@@ -357,7 +351,16 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   int64_t every = 0;
   std::pair<double, double> spe{0, 0};
   std::optional<std::vector<int64_t>> at;
+  bool by_bars = false, by_spacing = false;
   if (!resumed_) at = InferSteps(&every, &spe);
+  if (!at && !resumed_) {
+    at = SpacingSteps(&every, &spe);
+    by_spacing = at.has_value();
+  }
+  if (!at && !resumed_) {
+    at = BarBoundSteps(&every);
+    by_bars = at.has_value();
+  }
   if (at) {
     for (size_t i = 0; i < dicts_.size(); ++i)
       if (!dicts_[i].known && !dicts_[i].fresh) at.reset();  // it filled another line's record
@@ -387,17 +390,25 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     there.line = std::min(there.line, it.line);
   }
   // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one
-  // step after that (the last step, past the last logging step) and before the next.
+  // step after that (the last step, past the last logging step) and before the next. One before
+  // the first loss dict (eval_steps below logging_steps) is where its epoch alone puts it, if
+  // anywhere.
   for (const EvalAfter& e : eval_after_) {
-    if (e.after == 0) continue;
-    int64_t step = (*at)[e.after - 1];
-    if (e.epoch && *e.epoch > 0) {
+    const bool before_any = e.after == 0;
+    const bool has_epoch = e.epoch && *e.epoch > 0;
+    if (before_any && !(has_epoch && spe.second > 0)) continue;
+    int64_t step = before_any ? 1 : (*at)[e.after - 1];
+    if (has_epoch) {
       const double half = e.epoch_half;
       const int64_t first =
           std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - half) * spe.first)));
       int64_t last = static_cast<int64_t>(std::floor((*e.epoch + half) * spe.second));
       if (e.after < at->size()) last = std::min(last, (*at)[e.after] - 1);
-      if (first == last) step = first;
+      if (first == last) {
+        step = first;
+      } else if (before_any) {
+        continue;
+      }
     }
     log.evals[e.eval].step = step;
   }
@@ -424,7 +435,17 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     }
   }
   std::string how =
-      every > 0
+      by_spacing
+          ? fmt::format(
+                "logging_steps {}, the one value the spacing of their epochs allows at the steps "
+                "per epoch the numbered or closing dicts bound, each at the multiple of it its "
+                "epoch allows",
+                every)
+      : by_bars ? fmt::format(
+                      "logging_steps {}, the one value that puts each dict between the training "
+                      "bars drawn before and after it",
+                      every)
+      : every > 0
           ? fmt::format(
                 "logging_steps {}, inferred from the numbered dicts around them (every "
                 "dict's epoch agrees)",

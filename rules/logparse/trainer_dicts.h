@@ -11,7 +11,9 @@
 //
 // The second form is transformers from 2025 on: floats as f"{v:.4g}" strings.
 // A dict that names its step (`'step'`, PaddleNLP's Trainer's `'global_step'`, ms-swift's
-// `'global_step/max_steps': '205/270'`, LLaMA-Factory's trainer_log.jsonl `"current_steps"`; its
+// `'global_step/max_steps': '205/270'` and, from ms-swift 4, its Megatron trainer's
+// `'iteration': '5/10635'` (swift/megatron/callbacks/print.py), LLaMA-Factory's trainer_log.jsonl
+// `"current_steps"`; its
 // `"loss": null` lines are no records, and its `"throughput"`, the input tokens of all devices
 // since the start over the time since then, is at its last line the whole run's) is at that step.
 // transformers' dicts name none: the Trainer logs at every global step that is a multiple of
@@ -22,6 +24,8 @@
 // A dict whose epoch goes back (naming no step) starts another training run in the same log (a
 // notebook training configurations in turn): the records, evaluations and closing figures before
 // it are the earlier run's, dropped (a restart).
+// A dict naming a step at or below the last one, and not a copy of that step's dict, is a
+// resumed or another run's: the records from that step on, and the closing figures, are dropped.
 //
 // The training bar says the step too. ProgressCallback.on_step_end updates it
 // to global_step before the Trainer logs (on_log, in the same step), so a bar
@@ -29,6 +33,7 @@
 //
 //    89%|████████▉ | 1500/1689 [04:31<00:33,  5.66it/s]{'loss': 1.4469, ...}
 //   \r  1%|          | 6/520 [00:01<02:05,  4.10it/s]\r      \r{'loss': '10.19', ...}
+//     5% 10/200 [04:49<1:24:08, 26.57s/it]    (no bar where tqdm cannot size one: ncols 0, Colab)
 //
 // but tqdm redraws a bar at most every mininterval (0.1 s), and tqdm.write
 // redraws it after the dict: with fast steps the bar before a dict is the
@@ -45,6 +50,11 @@
 // before the next line, at the same n or later): when the first training bar after the dict shows
 // the same n as the last one before it, that n is the dict's step. Otherwise the count
 // numbers the dict; Finish may renumber counted dicts from their epochs.
+//
+// TRL's GRPOTrainer and RLOOTrainer (from 0.26, 5de62b07e) add 'step_time': the seconds
+// training_step took over one optimizer step's micro-batches (generation included when it ran),
+// not the optimizer step, the dataloader or the logging: not a wall time per step (ms-swift#9261:
+// 1.58 s against 3.19 s between two lines), so not read.
 //
 // The closing dict is speed_metrics("train", ...) plus train_loss (transformers'
 // Trainer._inner_training_loop): train_runtime and no loss. Its train_steps_per_second x
@@ -74,8 +84,9 @@
 namespace bm::logparse {
 
 // The dict's keys and their numbers: a number, a quoted number, nan / inf
-// (NaN, ±Inf), and for a key naming global_step a quoted "n/m" its n (ms-swift's
-// 'global_step/max_steps': '205/270'); nullopt for anything else (None, a string, a list).
+// (NaN, ±Inf), and for a key naming global_step, or 'iteration', a quoted "n/m" its n (ms-swift's
+// 'global_step/max_steps': '205/270', its Megatron trainer's 'iteration': '5/10635'); nullopt for
+// anything else (None, a string, a list).
 using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 
 // The line (spaces around it ignored) as a Python dict literal of string
@@ -111,6 +122,22 @@ class TrainerDictReader {
   // when the line was that one.
   bool ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
+  // LLaMA-Factory's LogCallback in its Web UI mode (LLAMABOARD_ENABLED) echoes each training log
+  // through its logger just before the Trainer prints the dict, on the line of the bar drawn at
+  // that step (src/llamafactory/train/callbacks.py, on_log; `llmtuner.extras.callbacks` before
+  // 2024-05):
+  //
+  //    2%|█▋   | 5/300 [00:26<25:00,  5.09s/it][INFO|2025-04-30 22:55:57]
+  //      llamafactory.train.callbacks:143 >> {'loss': 1.4229, 'learning_rate': 4.9978e-05,
+  //      'epoch': 0.17, 'throughput': 1828.21}
+  //   {'loss': 1.4229, 'grad_norm': 0.77048..., 'learning_rate': 4.99780...e-05, 'epoch': 0.17,
+  //   ...}
+  //
+  // The echo is no record: its bar numbers the dict on the next line, and its 'throughput' (input
+  // tokens of all devices since the start over the time since then, as in the trainer_log.jsonl)
+  // becomes the trainer average through that dict's step. True when `line` was such an echo.
+  bool ReadEcho(std::string_view line, const TrainerDict& dict, int64_t line_no);
+
   // A dict at `line`: a loss dict becomes (or fills) the record of its step
   // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and
   // the whole run's train_samples_per_second (a TrainerAverage, unless the
@@ -120,6 +147,9 @@ class TrainerDictReader {
             ParsedLog& log, bool quoted_epoch = false);
 
   int64_t logging_steps() const { return logging_steps_; }
+  bool logging_steps_stated() const { return stated_; }
+  // The line of the first tqdm bar read (0: none), for the error of a log without dicts.
+  int64_t first_bar_line() const { return first_bar_line_; }
   // After the log, before `steps` becomes log.iterations. When some loss dict was numbered by
   // counting (it named no step, no other line anchored it, no bar numbered it) while the log
   // never stated logging_steps, its step is inferred where the log allows only one answer:
@@ -132,9 +162,14 @@ class TrainerDictReader {
   //    dict takes the one step its epoch allows between its neighbours, which bounds
   //    steps-per-epoch in turn for the rest; an eval dict with an epoch likewise.
   // Every loss dict must carry an epoch, and all of them, at the inferred steps, must fit one
-  // steps-per-epoch; a run resumed from a checkpoint is left as counted. The records (and the
-  // evals and the closing dict's through_step that followed them) move to their steps, with a
-  // note. Otherwise a note says the steps assume logging_steps 1 (transformers' default is 500).
+  // steps-per-epoch. Failing that, when the steps per epoch are bounded (a numbered dict, the
+  // closing dict) and the epochs' spacing allows one logging_steps L, each dict is at the multiple
+  // of L its epoch allows. Failing that, logging_steps is the one value L that puts the n-th dict's
+  // step n x L between the training bars drawn before and after it (a callback's prints between
+  // a bar and the dict keep the bars from numbering it). A run resumed from a checkpoint is left
+  // as counted. The records (and the evals and the closing dict's through_step that followed
+  // them) move to their steps, with a note. Otherwise a note says the steps assume logging_steps
+  // 1 (transformers' default is 500).
   void Finish(std::string_view name, std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
  private:
@@ -149,8 +184,15 @@ class TrainerDictReader {
     double epoch_half = 0;  // half the unit of its last printed digit
     bool known = false;     // named, anchored or numbered by a bar (not counted)
     bool fresh = false;     // it made its record (no other line's record at that step)
+    // A counted dict's bars: n of the last one before it and of the first one after it (0: none),
+    // both of `total`; its step lies between them (see the top).
+    int64_t lo = 0, hi = 0, total = 0;
   };
   int64_t NextAfter(int64_t step) const;
+  // A dict naming `step`, at or below the last one, is not a copy of that step's record: a
+  // resumed or another run prints it (ms-swift examples run two configurations into one log).
+  // The records from `step` on and the closing figures are dropped (a restart).
+  void RestartAt(int64_t step, int64_t line, std::map<int64_t, Iteration>& steps, ParsedLog& log);
   // The dict at `line`, whose epoch `to` is below the last dict's `from`, starts another run:
   // the records, evaluations and closing figures so far are the earlier run's, dropped.
   void NewRun(int64_t line, double from, double to, std::map<int64_t, Iteration>& steps,
@@ -159,6 +201,15 @@ class TrainerDictReader {
   // `spe` gets the steps-per-epoch range every dict's epoch allows at those steps.
   std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps,
                                                  std::pair<double, double>* spe) const;
+  // Else from the epochs' spacing: the gaps between consecutive dicts' epochs times the steps per
+  // epoch the numbered and closing dicts allow leave one logging_steps L, and each dict's epoch one
+  // multiple of L (the Trainer logs at multiples of it), each L after the one before; nullopt
+  // otherwise. `spe` as for InferSteps.
+  std::optional<std::vector<int64_t>> SpacingSteps(int64_t* logging_steps,
+                                                   std::pair<double, double>* spe) const;
+  // Else the steps of the one logging_steps that puts every dict between its bars (Finish), or
+  // nullopt when none or several do.
+  std::optional<std::vector<int64_t>> BarBoundSteps(int64_t* logging_steps) const;
   // The step `bar` gives the loss dict at `line`, when it may (see the top).
   std::optional<int64_t> BarStep(const std::optional<Bar>& bar, int64_t line);
   // Moves the last counted dict to the step the bars around it agree on, once the bar after it
@@ -172,8 +223,9 @@ class TrainerDictReader {
   int64_t last_ = 0;                 // the step of the last loss dict (or anchor)
   std::optional<int64_t> anchored_;  // a step another trainer's line named
   std::optional<Bar> bar_;           // the last bar since the last dict
-  int64_t bar_total_ = 0;            // the total of the bars that numbered dicts
-  std::vector<Numbered> dicts_;      // the loss dicts read, in order
+  int64_t first_bar_line_ = 0;
+  int64_t bar_total_ = 0;        // the total of the bars that numbered dicts
+  std::vector<Numbered> dicts_;  // the loss dicts read, in order
   // The bar before the last loss dict when it was counted, waiting for the first bar of that
   // total after it; and that bar, when it showed the same n.
   std::optional<Bar> pending_;
@@ -202,12 +254,18 @@ class TrainerDictReader {
   std::optional<ClosingAt> closing_at_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
+  int64_t echo_line_ = 0;  // LLaMA-Factory's first echo (ReadEcho)
+  std::optional<std::pair<double, int64_t>> echo_throughput_;  // the last echo's, its line
   struct NewRunAt {
     int64_t line = 0;
     double from = 0, to = 0;  // the epochs
     int64_t ended = 0;        // the step the run before ended at
   };
   std::vector<NewRunAt> new_runs_;  // where another run started, for Finish's notes
+  struct RestartAtStep {
+    int64_t line = 0, step = 0, after = 0;
+  };
+  std::vector<RestartAtStep> restarts_at_;  // RestartAt's, for Finish's notes
 };
 
 }  // namespace bm::logparse

@@ -43,8 +43,14 @@ Status DictMemory::Read(const TrainerDict& dict, std::string_view name, int64_t 
     }
     Peak& peak = k.reserved ? reserved_ : allocated_;
     if (*it->second > peak.gib) {
-      peak = {*it->second, line, k.what};
-      if (k.reserved) swift_ = k.key == "memory(GiB)";
+      // ms-swift 4's Megatron trainer ('iteration': 'n/m') prints the largest over the
+      // model-parallel group: per device.
+      const bool megatron = k.key == "memory(GiB)" && dict.count("iteration");
+      peak = {*it->second, line,
+              megatron ? "ms-swift Megatron's memory(GiB) (max_memory_reserved, the largest over "
+                         "the model-parallel group)"
+                       : k.what};
+      if (k.reserved) swift_ = k.key == "memory(GiB)" && !megatron;
     }
   }
   return Status::Ok();

@@ -18,7 +18,7 @@
 // their largest instead from abbfc5867 (July 2026, 4.4.3). The log does not say
 // which, so a note says the figure is per device only when each process used one
 // GPU (DDP, DeepSpeed, FSDP, one GPU). `swift megatron` prints the largest over
-// the model-parallel group: per device.
+// the model-parallel group: per device (from ms-swift 4 its dicts name 'iteration').
 // axolotl's are max_memory_reserved / max_memory_allocated of device 0 (rank 0's
 // GPU) on the main process (axolotl/utils/bench.py gpu_memory_usage_all), reset
 // after each log from d0d2fc560 on, so the largest over the dicts is the run's.

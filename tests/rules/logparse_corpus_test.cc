@@ -1953,6 +1953,145 @@ TEST(Corpus, TrainerFourDigitEpochsAndAnUnsettledClosingDict) {
   EXPECT_EQ(r->log.wall_s, 20350);
 }
 
+TEST(Corpus, TrainerMsSwift4MegatronDictsNameTheirIteration) {
+  // ms-swift 4.2.3's Megatron trainer (swift/megatron/callbacks/print.py: PrintCallback.on_log
+  // writes logs['iteration'] = f'{state.iteration}/{args.train_iters}' and tqdm.write(str(logs))),
+  // Qwen3.5-35B-A3B on 8 B300, lines 1-5: iterations 1, 5, 10, 15, 20 of 10635 (were counted 1..5).
+  Result<Read> r = ReadLog("trainer_msswift4_megatron_iteration_key.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 5, 10, 15, 20}));
+  EXPECT_EQ(r->Loss(1), 0.47705832);  // line 1, after the comment's prose
+  EXPECT_EQ(r->Loss(20), 0.40979832);
+  EXPECT_EQ(r->At(5)->span, 4);
+  EXPECT_EQ(r->At(20)->span, 5);
+  // lr_warmup_fraction 0.05 x 10635: 531 warm-up iterations of 1e-5: 1e-5 x 5/531 = 9.4e-08.
+  EXPECT_EQ(*r->At(5)->lr, 9e-08);
+  EXPECT_EQ(*r->At(15)->grad_norm, 0.97488004);
+  EXPECT_FALSE(r->At(5)->ms);  // train_speed(s/it) is the running mean since the start
+  // memory(GiB): max_memory_reserved, the largest over the model-parallel group: per device.
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 258.57 * kGiB);  // lines 3-5
+  EXPECT_NE(r->log.memory_source.find("ms-swift Megatron"), std::string::npos);
+  EXPECT_FALSE(r->Note("device_map"));
+}
+
+TEST(Corpus, TrainerLlamaFactoryEchoesAreNoRecords) {
+  // LLaMA-Factory 0.9 (transformers 4.51.3) launched from its Web UI: LogCallback.on_log echoes
+  // each log through its logger, glued to the bar drawn at that step, before the Trainer prints the
+  // dict (lines 11-30). Were read as two records a step (5, 6, 10, 11, ...).
+  Result<Read> r = ReadLog("trainer_llamafactory_webui_echo_throughput.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10, 15, 20, 25, 30, 35, 40, 45, 50}));
+  EXPECT_EQ(r->Loss(5), 1.4229);  // line 12, the Trainer's dict
+  EXPECT_EQ(r->At(5)->line, 12);
+  EXPECT_EQ(*r->At(5)->lr, 4.997807075247146e-05);  // cosine over 300 steps at 4 (lambda(s - 1))
+  EXPECT_EQ(*r->At(50)->grad_norm, 0.6587629318237305);
+  // The last echo's throughput (line 29): 471408 input tokens in the ~255 s since the start.
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(*r->log.trainer_average->tokens_per_s, 1845.84);
+  EXPECT_EQ(r->log.trainer_average->through_step, 50);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 16);  // line 7
+  EXPECT_TRUE(r->Note("echoes each training log"));
+}
+
+TEST(Corpus, TrainerBarsDrawnWithoutABarBoundTheDicts) {
+  // unsloth 2026.5.8 GRPO on a Colab T4 (transformers 4.57.6): tqdm draws no bar there (ncols 0:
+  // "  3% 6/200 [03:07<...]"), a callback prints between the bars and the dicts, logging_steps
+  // not stated (5). The bars around the six dicts: 3-6 (lines 44, 46), 9-10 (52, 59), 14-15
+  // (71, 78), 19-22 (96, 103), 22-26 (103, 110), 29-30 (122, 141): only logging_steps 5 puts the
+  // n-th dict between its bars (4: 8 is not in 9-10; 6: 12 is not). Were counted 1..6.
+  Result<Read> r = ReadLog("trainer_unsloth_grpo_colab_bars_without_bar.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10, 15, 20, 25, 30}));
+  // Warm-up over 10 steps to 1.5e-5, the rate logged at step s being the schedule's at s - 1:
+  // 1.5e-5 x 4/10 at 5, x 9/10 at 10.
+  EXPECT_EQ(*r->At(5)->lr, 6e-06);
+  EXPECT_EQ(*r->At(10)->lr, 1.3500000000000001e-05);
+  EXPECT_TRUE(std::isnan(*r->At(15)->grad_norm));  // line 77: 'grad_norm': nan
+  EXPECT_EQ(*r->At(30)->grad_norm, 0.13857905566692352);
+  EXPECT_EQ(r->log.facts.at("gas").value, 4);  // unsloth's banner, lines 4-5
+  EXPECT_EQ(r->log.facts.at("gbs").value, 4);
+  EXPECT_TRUE(r->Note("logging_steps 5, the one value that puts each dict between"));
+}
+
+TEST(Corpus, TrainerEvaluationsBeforeTheFirstLossDict) {
+  // transformers 5 BERT classification, 100 steps (25 an epoch), eval every epoch, one loss dict
+  // (logging_steps above 25): the evals at epochs '1', '2', '3' (lines 2, 4, 6) come before any
+  // loss dict. The closing dict settles 100 steps ('10.97' x '9.115': 99.94-100.04) at epoch '4'
+  // (25 an epoch), which places the loss dict (line 8) at 100 and the evals at 25, 50, 75
+  // (were at step 0), the last (line 9) at 100.
+  Result<Read> r = ReadLog("trainer_evals_before_the_first_loss_dict.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100}));
+  EXPECT_EQ(r->Loss(100), 2.155);
+  EXPECT_EQ(*r->At(100)->lr, 9.9e-06);  // 5e-5 x 99/500: the 500 warm-up steps' 99th
+  ASSERT_EQ(r->log.evals.size(), 4u);
+  EXPECT_EQ(r->log.evals[0].step, 25);
+  EXPECT_EQ(r->log.evals[0].value, 2.409);
+  EXPECT_EQ(r->log.evals[1].step, 50);
+  EXPECT_EQ(r->log.evals[2].step, 75);
+  EXPECT_EQ(r->log.evals[3].step, 100);
+  EXPECT_EQ(r->log.evals[3].value, 1.495);
+  EXPECT_EQ(r->log.trainer_average->through_step, 100);
+  EXPECT_EQ(r->log.wall_s, 9.115);
+}
+
+TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {
+  // ms-swift's examples/ascend/activation_cpu_offload/train.sh (@ 3602360a5) keeps the output of
+  // two runs as comments, activation_cpu_offload false then true (FSDP2 on two NPUs, 16 steps,
+  // logging_steps 5): the second run's dicts name steps 1-15 again (line 16 on). Its records are
+  // the later run's (were the first run's, the second run's closing dict left out).
+  Result<Read> r = ReadLog("trainer_msswift_two_runs_named_steps.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 5, 10, 15}));
+  EXPECT_EQ(r->log.restarts, 1);
+  EXPECT_EQ(*r->At(1)->grad_norm, 2.44853568);  // line 16, not line 1's 2.44835496
+  EXPECT_EQ(r->Loss(5), 2.93512678);            // line 17
+  EXPECT_EQ(r->Loss(15), 1.32489185);           // line 21
+  // The second run's closing dict (line 24): '0.079' x 202.2537 allows only 16 steps.
+  EXPECT_EQ(r->log.wall_s, 202.2537);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(*r->log.trainer_average->samples_per_s, 2.487);
+  EXPECT_EQ(r->log.trainer_average->through_step, 16);
+  EXPECT_TRUE(r->Note("step 1 again after step 15"));
+}
+
+TEST(Corpus, TrainerStatedLoggingStepsBoundsASpanAcrossElidedDicts) {
+  // ms-swift's examples/train/sequence_parallel/sequence_parallel_qwen3_5.sh (@ 3602360a5) keeps
+  // its run's output as comments, steps 1-6, a "# ..." and step 46, after its command line's
+  // `--logging_steps 1` (line 1). The dict at 46 (line 15) is one step's, not 40 steps' (the
+  // gap from 6, which made its span before).
+  Result<Read> r = ReadLog("trainer_msswift_elided_dicts_logging_steps_1.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 46}));
+  EXPECT_EQ(r->At(46)->span, 1);
+  EXPECT_EQ(r->Loss(46), 1.049);
+  EXPECT_EQ(*r->At(46)->lr, 9.035e-05);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 68.06 * kGiB);  // line 15
+  EXPECT_TRUE(r->Note("step 46 comes 40 steps after the record before it, logging_steps 1"));
+}
+
+TEST(Corpus, TrainerLoggingStepsFromTheSpacingOfTheEpochs) {
+  // A Slurm run's `tail -n 20` (Qwen2.5-1.5B LoRA, half an epoch of 6250 steps, logging_steps 50,
+  // eval every 500; the values quoted, four digits): 18 dicts every 0.008 of an epoch from '0.376'
+  // (line 1), two eval dicts, the closing dict '5212' s x '0.6' steps/s (3125-3130 steps) at '0.5'
+  // (line 19: 6249.4-6260.6 steps an epoch). No dict's epoch alone allows one step (4-6), but
+  // their spacing (0.0079-0.0081 x 6249-6261 = 49.4-50.7) allows only logging_steps 50, and each
+  // epoch one multiple of 50: 2350 ... 3100. Were counted 1..16.
+  Result<Read> r = ReadLog("trainer_tail20_logging_steps_from_epoch_spacing.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->Steps().size(), 16u);
+  EXPECT_EQ(r->Steps().front(), 2350);
+  EXPECT_EQ(r->Steps().back(), 3100);
+  EXPECT_EQ(r->Loss(2350), 0.5852);
+  EXPECT_EQ(*r->At(3100)->lr, 1.814e-08);  // cosine to 0 at 3125: 26 steps left
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 2500);  // line 5, epoch '0.4'
+  EXPECT_EQ(r->log.evals[1].step, 3000);  // line 16, epoch '0.48'
+  // The closing epoch at the placed dicts' 6249.4-6250.6 steps an epoch: 3125.
+  EXPECT_EQ(r->log.trainer_average->through_step, 3125);
+  EXPECT_EQ(r->log.wall_s, 5212);
+}
+
 TEST(Corpus, AutoRecognisesEveryLog) {
   const std::pair<const char*, const char*> kLogs[] = {
       {"megatron_core080_gpt7b_1node.log", "megatron"},
@@ -2041,6 +2180,13 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_paipatch_deeplink_tokens_sec_gpu.log", "megatron"},
       {"nemo2_llmb_llama31_peak_memory_usage.log", "nemo"},
       {"nemo2_deeplink_qwen3_30b_tokens_per_sec_per_gpu.log", "nemo"},
+      {"trainer_msswift4_megatron_iteration_key.log", "trainer"},
+      {"trainer_llamafactory_webui_echo_throughput.log", "trainer"},
+      {"trainer_unsloth_grpo_colab_bars_without_bar.log", "trainer"},
+      {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
+      {"trainer_msswift_two_runs_named_steps.log", "trainer"},
+      {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},
+      {"trainer_tail20_logging_steps_from_epoch_spacing.log", "trainer"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -954,13 +954,113 @@ TEST(Trainer, BarsOnBothSidesOfADictNumberIt) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::vector<int64_t> steps;
   for (const Iteration& it : r->iterations) steps.push_back(it.step);
-  // 10 (10 before, 10 after); 11 (20 before, 23 after: counted on from 10); 30 (the evaluation
-  // bar of total 8 between is not the training bar).
-  EXPECT_EQ(steps, (std::vector<int64_t>{10, 11, 30}));
+  // 10 (10 before, 10 after); 30 (the evaluation bar of total 8 between is not the training
+  // bar); the second (20 before, 23 after) at 20: logging_steps 10 is the one value that puts
+  // the n-th dict at n x 10 with the first and the third where their bars put them.
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30}));
   EXPECT_EQ(At(*r, 10)->loss, 1.0);
+  EXPECT_EQ(At(*r, 20)->loss, 0.5);
   EXPECT_EQ(At(*r, 30)->loss, 0.25);
-  ASSERT_EQ(r->notes.size(), 1u);  // 11 is a counted guess
-  EXPECT_NE(r->notes[0].find("does not state logging_steps"), std::string::npos);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("logging_steps 10, the one value that puts each dict between the "
+                             "training bars"),
+            std::string::npos)
+      << r->notes[0];
+}
+
+// tqdm draws no bar where it cannot size one (ncols 0, Colab): format_meter returns
+// l_bar[:-1] + r_bar[1:], "  5% 10/200 [04:49<1:24:08, 26.57s/it]". Such a counter numbers the
+// dict on its line as a drawn bar does; bars around a dict that allow several logging_steps leave
+// it counted.
+TEST(Trainer, CountersWithoutABarAndLooseBounds) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "  5% 10/200 [04:49<1:24:08, 26.57s/it]{'loss': 0.5, 'epoch': 0.01}\n", "ncols0.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  // One dict between the bars at 2 and 4: logging_steps 2, 3 or 4.
+  r = ParseTrainerLog(
+      "  1% 2/100 [00:01<01:00,  1.00s/it]\nreward: 0.5\n{'loss': 0.5, 'epoch': 0.01}\n"
+      "  4% 4/100 [00:04<01:00,  1.00s/it]\n",
+      "loose.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 1);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("as if it were 1"), std::string::npos) << r->notes[0];
+}
+
+// The training bar's total (max_steps) bounds the closing dict's steps run: '0.006' steps/s x
+// '1.368e+04' s allows 75-88 steps, the bars numbered dicts of total 80: 80 (a CPU LoRA run's
+// tail, 2026, in a public repository's report, index id 67429897961).
+TEST(Trainer, TheBarsTotalBoundsTheStepsRun) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      " 50%|#####     | 40/80 [1:53:42<2:00:46, 181.16s/it] {'loss': '2.159', 'epoch': '1'}\n"
+      "100%|##########| 80/80 [3:47:55<00:00, 174.65s/it] {'loss': '2.206', 'epoch': '2'}\n"
+      "{'train_runtime': '1.368e+04', 'train_samples_per_second': '0.012', "
+      "'train_steps_per_second': '0.006', 'train_loss': '2.363', 'epoch': '2'}\n",
+      "cpu.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 40);
+  EXPECT_EQ(r->iterations[1].step, 80);
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->through_step, 80);
+  EXPECT_TRUE(r->notes.empty()) << r->notes[0];
+}
+
+// The epochs' spacing: dicts every 0.008 of an epoch ('0.472' ... '0.496', four digits) and the
+// closing dict's 3125-3130 steps at '0.5' (6249-6261 steps an epoch) allow only logging_steps 50
+// (0.0079-0.0081 x 6249-6261), and each epoch one multiple of 50: 2950, 3000, 3050, 3100; the
+// closing epoch then settles 3125 (a Slurm run's `tail -n 20`, 2026, in a chat export, index id
+// 52215062895; its config: 6250 steps an epoch, logging_steps 50).
+TEST(Trainer, LoggingStepsFromTheSpacingOfTheEpochs) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': '0.5869', 'grad_norm': '0.326', 'learning_rate': '8.291e-07', 'epoch': '0.472'}\n"
+      "{'loss': '0.5682', 'grad_norm': '0.3492', 'learning_rate': '4.255e-07', 'epoch': '0.48'}\n"
+      "{'loss': '0.5899', 'grad_norm': '0.39', 'learning_rate': '1.549e-07', 'epoch': '0.488'}\n"
+      "{'loss': '0.5934', 'grad_norm': '0.3262', 'learning_rate': '1.814e-08', 'epoch': '0.496'}\n"
+      "{'train_runtime': '5212', 'train_samples_per_second': '4.797', 'train_steps_per_second': "
+      "'0.6', 'train_loss': '0.6394', 'epoch': '0.5'}\n",
+      "spacing.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{2950, 3000, 3050, 3100}));
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->through_step, 3125);
+  // Without the closing dict nothing bounds the steps per epoch: counted.
+  r = ParseTrainerLog("{'loss': '0.5869', 'epoch': '0.472'}\n{'loss': '0.5682', 'epoch': '0.48'}\n",
+                      "spacing.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations.back().step, 2);
+}
+
+// HfArgumentParser gives every field with a '_' a dashed alias too (_parse_dataclass_field):
+// "--logging-steps 10 --logging-first-step" states logging_steps as well.
+TEST(Trainer, DashedLoggingStepsOnTheCommandLine) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "python train.py --output-dir out --logging-steps 10 --logging-first-step\n"
+      "{'loss': 2.0, 'epoch': 0.01}\n{'loss': 1.9, 'epoch': 0.1}\n{'loss': 1.8, 'epoch': 0.2}\n",
+      "dashed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 10, 20}));
+  EXPECT_TRUE(r->notes.empty());
+}
+
+// transformers writes the dicts to stdout (tqdm.write) and its bars to stderr: a log of stderr
+// alone has bars and no dict, and the error says so.
+TEST(Trainer, BarsWithoutDictsSayWhereTheDictsWent) {
+  Result<ParsedLog> r = ParseTrainerLog(
+      "***** Running training *****\n  1%|          | 1/72 [00:27<32:54, 27.82s/it]\n",
+      "stderr.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "stderr.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 2 lines; its progress bars are there (line 2) but the dicts go to "
+            "stdout: was only stderr kept?");
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560

@@ -1,0 +1,146 @@
+// TrainerDictReader's tqdm bars (trainer_dicts.h): the counters it reads, the bar that numbers a
+// dict, the bars after a dict that confirm it, and the steps BarBoundSteps gives counted dicts
+// from the bars around them.
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <utility>
+
+#include "rules/logparse/line_scan.h"
+#include "rules/logparse/trainer_dicts.h"
+
+namespace bm::logparse {
+namespace {
+
+// The last tqdm counter "| n/total [" in text (tqdm's default format:
+// "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]"), or "P% n/total ["
+// where tqdm drew no bar (ncols 0, as in Colab: format_meter returns l_bar[:-1] + r_bar[1:]).
+struct Counter {
+  int64_t n = 0, total = 0;
+  bool last = false;  // nothing but spaces after the bar's closing ']'
+};
+std::optional<Counter> BarCounter(std::string_view text) {
+  std::optional<Counter> found;
+  auto digits = [&](size_t p) {
+    while (p < text.size() && std::isdigit(static_cast<unsigned char>(text[p]))) ++p;
+    return p;
+  };
+  for (size_t bar = text.find_first_of("|%"); bar != std::string_view::npos;
+       bar = text.find_first_of("|%", bar + 1)) {
+    if (text[bar] == '%' && (bar == 0 || !std::isdigit(static_cast<unsigned char>(text[bar - 1])) ||
+                             bar + 1 >= text.size() || text[bar + 1] != ' '))
+      continue;
+    const size_t n_at = SkipSpaces(text, bar + 1);
+    const size_t n_end = digits(n_at);
+    if (n_end == n_at || n_end >= text.size() || text[n_end] != '/') continue;
+    const size_t total_end = digits(n_end + 1);
+    if (total_end == n_end + 1 || text.substr(total_end, 2) != " [") continue;
+    std::optional<double> n = ParseNumber(text.substr(n_at, n_end - n_at));
+    std::optional<double> total = ParseNumber(text.substr(n_end + 1, total_end - n_end - 1));
+    if (n && total && *n <= *total) {
+      const size_t close = text.find(']', total_end);
+      found = Counter{static_cast<int64_t>(*n), static_cast<int64_t>(*total),
+                      close != std::string_view::npos && Trim(text.substr(close + 1)).empty()};
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
+  // tqdm.write clears the bar with spaces before it writes the dict; where a paste turned the
+  // carriage returns into line ends, that clear is a line of its own, and the bar still ends
+  // the line before the dict.
+  if (bar_ && bar_->line == line - 1 && !text.empty() && Trim(text).empty()) {
+    bar_->line = line;
+    return;
+  }
+  std::optional<Counter> c = BarCounter(text.substr(0, text.find('{')));
+  if (!c) return;
+  if (first_bar_line_ == 0) first_bar_line_ = line;
+  if (!dicts_.empty()) {  // the first bar after a counted dict bounds its step from above
+    Numbered& d = dicts_.back();
+    if (!d.known && d.hi == 0 && (d.total == 0 || d.total == c->total)) {
+      d.hi = c->n;
+      d.total = c->total;
+    }
+  }
+  bar_ = Bar{c->n, c->total, line, c->last};
+  if (pending_ && pending_->total == c->total) {  // the first training bar after it
+    if (pending_->n == c->n) confirmed_ = bar_;
+    pending_.reset();
+  }
+}
+
+void TrainerDictReader::Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log) {
+  if (!confirmed_ || dicts_.empty()) return;
+  const Bar bar = *std::exchange(confirmed_, std::nullopt);
+  const int64_t to = bar.n;
+  Numbered& d = dicts_.back();
+  const int64_t from = d.step;
+  if (d.known || !d.fresh || to == from || steps.contains(to)) return;
+  auto node = steps.extract(from);
+  node.key() = to;
+  node.mapped().step = to;
+  steps.insert(std::move(node));
+  for (EvalPoint& e : log.evals)  // an evaluation after it, at its step
+    if (e.step == from && e.line > d.line) e.step = to;
+  if (log.trainer_average && log.trainer_average->through_step == from)
+    log.trainer_average->through_step = to;
+  d.step = to;
+  d.known = true;
+  --counted_;
+  if (last_ == from) last_ = to;
+  bar_total_ = bar.total;
+}
+
+std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar, int64_t line) {
+  if (!bar) return std::nullopt;
+  // On the line before, the bar must end it: a message printed after it ended that line, and
+  // the drawings since (cleared by tqdm.write) are lost: it is a stale one.
+  const bool near =
+      bar->line == line || (bar->line == line - 1 && bar->n < bar->total && bar->ends_line);
+  if (!near || bar->n <= last_ || (bar_total_ != 0 && bar->total != bar_total_))
+    return std::nullopt;
+  if (stated_ && bar->n % logging_steps_ != 0 && !(first_step_ && bar->n == 1))
+    return std::nullopt;  // a bar tqdm had not redrawn since an earlier step
+  bar_total_ = bar->total;
+  return bar->n;
+}
+
+std::optional<std::vector<int64_t>> TrainerDictReader::BarBoundSteps(int64_t* logging_steps) const {
+  if (first_step_ || dicts_.empty()) return std::nullopt;
+  const int64_t n = static_cast<int64_t>(dicts_.size());
+  int64_t total = 0, cap = std::numeric_limits<int64_t>::max();
+  for (int64_t i = 0; i < n; ++i) {
+    const Numbered& d = dicts_[i];
+    if (d.known) continue;
+    if (d.total != 0) {
+      if (total != 0 && d.total != total) return std::nullopt;  // bars of another progress
+      total = d.total;
+    }
+    if (d.hi > 0) cap = std::min(cap, d.hi / (i + 1));
+  }
+  if (cap == std::numeric_limits<int64_t>::max()) return std::nullopt;  // no bar after any
+  if (total > 0) cap = std::min(cap, total / n);
+  std::optional<int64_t> found;
+  for (int64_t every = 1; every <= cap; ++every) {
+    bool fits = !closing_at_ || n * every <= closing_at_->last;
+    for (int64_t i = 0; i < n && fits; ++i) {
+      const Numbered& d = dicts_[i];
+      const int64_t step = (i + 1) * every;
+      fits = d.known ? d.step == step : step >= d.lo && (d.hi == 0 || step <= d.hi);
+    }
+    if (!fits) continue;
+    if (found) return std::nullopt;  // two values fit: the bars do not say which
+    found = every;
+  }
+  if (!found) return std::nullopt;
+  *logging_steps = *found;
+  std::vector<int64_t> at(dicts_.size());
+  for (int64_t i = 0; i < n; ++i) at[i] = (i + 1) * *found;
+  return at;
+}
+
+}  // namespace bm::logparse

@@ -43,13 +43,23 @@
 // in use at the line, not a peak: the largest is read as the memory, its source saying so. Its
 // `tokens per GPU (tokens/s/GPU): 9801.4/9807.3` (`tokens/s/GPU inst/harmonic mean:` from July
 // 2026) is read as the printed per-device token rate (the first).
+// MindSpeed-LLM's FSDP2 trainer (mindspeed_llm/fsdp2/utils/train_monitor.py `TrainMonitor`, from
+// March 2026; Ascend NPUs) prints `INFO [ts] >>  iteration 2/ 2000 | consumed samples: 16 |
+// consumed tokens: 1357 | elapsed time per iteration (ms): 1331.74 | [tokens/s: x | mfu: y |]
+// learning rate: ... | global batch size: 8 | lm loss: ... | [mtp loss: ... |] grad norm: ... |
+// max_memory_allocated(GB): 19.07 | max_memory_reserved(GB): 22.43 |`, no skipped counts. Its
+// `tokens/s` is all ranks' tokens since the last line over that time; its reserved figure is
+// torch's max_memory_reserved() / 2^30, the largest of all ranks (all_reduce max): the peak.
+// `consumed tokens` (also Megatron-DeepSpeed's and ModelLink's) counts all ranks' tokens since
+// the run's start: where a line prints no token rate, the growth over its steps gives one.
 // A line without `global batch size` (a fork's, or one a README cuts after its throughput)
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
 // the next line's batch), with a note.
 // Evaluations: ` validation loss at iteration N | lm loss value: x | lm loss PPL: ... |` gives
 // an eval at N (the first validation set's, when there are several; the test set's and a
-// repeat at the same iteration after training left out).
+// repeat at the same iteration after training left out); so does MindSpeed-MM's FSDP trainer's
+// ` ** validation after iteration N ** | validation steps: S | validation loss: x |`.
 // A terminal copy's hard-wrapped iteration line (or report_memory line) is read joined
 // (wrapped_lines.h) when the lines after it complete it: up to `number of nan iterations`
 // (`max reserved:`).
@@ -77,7 +87,9 @@
 // multiple of the interval the later lines keep, followed by one that is,
 // less than an interval on: that record is turned into the iterations after
 // the first one by subtracting the first (time, loss over the iterations not
-// skipped, skipped and NaN counts), and a note says so.
+// skipped, skipped and NaN counts), and a note says so. Not where taking the first out would
+// leave the others no time (the line cannot average it in), nor for a log of two lines at 1 and
+// 2, which is --log-interval 1's as likely as not (MindSpeed-MM's FSDP docs print just those).
 // Start-up prints supply facts: the argument block (`  seq_length ..... 4096`,
 // micro/global batch size, the parallel sizes, world size, layers, hidden
 // size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;
@@ -156,6 +168,9 @@ const FieldTarget kFields[] = {
     {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
     // Megatron-DeepSpeed (microsoft's, from 2023): tokens / elapsed / world size.
     {"tokens per gpu per second (tgs)", &Iteration::tokens_per_device_per_s, nullptr},
+    // MindSpeed-LLM's FSDP2 TrainMonitor (--log_throughput): all ranks' tokens since the last
+    // line over its elapsed time.
+    {"tokens/s", &Iteration::tokens_per_s, nullptr},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).
@@ -323,6 +338,15 @@ struct EvalLine {
   double value = 0;
 };
 std::optional<EvalLine> ReadEvalLine(std::string_view line) {
+  // MindSpeed-MM's FSDP trainer (mindspeed_mm/fsdp/train/train_engine.py `_run_validation`):
+  // ` [ts] ** validation after iteration 200 ** | validation steps: 10 | validation loss: x |`.
+  constexpr std::string_view kAfter = "** validation after iteration ";
+  if (size_t a = line.find(kAfter); a != std::string_view::npos) {
+    std::optional<double> step = LeadingNumber(line.substr(a + kAfter.size()));
+    std::optional<double> loss = MemoryField(line, "validation loss:");
+    if (!step || !loss) return std::nullopt;
+    return EvalLine{"", static_cast<int64_t>(*step), *loss};
+  }
   constexpr std::string_view kAt = " loss at iteration ";
   size_t at = line.find(kAt);
   size_t v = line.find("validation");
@@ -358,9 +382,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
   double peak_bytes = -1;
-  std::set<int64_t> counted_lines;      // iteration lines that print the skipped count
-  std::map<int64_t, double> consumed;   // an iteration line's `consumed samples`, by line
-  bool swift = false;                   // ms-swift's lines (`memory(GiB):`)
+  IterationLineExtras extras;  // consumed samples and tokens, skipped counts, ms-swift's lines
   std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
@@ -401,14 +423,24 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         }
       }
       if (line.find("number of skipped iterations:") != std::string_view::npos)
-        counted_lines.insert(no);
-      if (std::optional<double> c = MemoryField(line, "consumed samples:")) consumed[no] = *c;
+        extras.counted_lines.insert(no);
+      if (std::optional<double> c = MemoryField(line, "consumed samples:"))
+        extras.consumed_samples[no] = *c;
+      if (std::optional<double> c = MemoryField(line, "consumed tokens:"))
+        extras.consumed_tokens[no] = *c;
       if (std::optional<double> gib = MemoryField(line, "memory(GiB):")) {  // ms-swift's
-        swift = true;
+        extras.swift = true;
         if (*gib * kGiB > peak_bytes) {
           peak_bytes = *gib * kGiB;
           log.memory_source = "max reserved (ms-swift training_log memory(GiB))";
         }
+      }
+      if (std::optional<double> gib = MemoryField(line, "max_memory_reserved(GB):");
+          gib && *gib * kGiB > peak_bytes) {  // MindSpeed-LLM's FSDP2 TrainMonitor
+        peak_bytes = *gib * kGiB;
+        log.memory_source =
+            "max reserved (MindSpeed-LLM FSDP2 TrainMonitor max_memory_reserved(GB), the largest "
+            "of all ranks)";
       }
       if (std::optional<double> gib = UsedGiB(line); gib && *gib * kGiB > peak_bytes) {
         peak_bytes = *gib * kGiB;  // Primus's
@@ -491,7 +523,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
                   "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}", name,
                   log.lines, OtherFormatHint(text, "megatron"));
   }
-  SpanMegatronRecords(log, consumed, counted_lines, swift, name);
+  SpanMegatronRecords(log, extras, name);
   if (peak_bytes >= 0) log.peak_memory_bytes = peak_bytes;
   if (!param_ranks.empty()) {
     SetFact(log, "parameters", parameters, parameters_line);

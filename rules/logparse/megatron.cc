@@ -62,7 +62,8 @@
 // ` ** validation after iteration N ** | validation steps: S | validation loss: x |`.
 // A terminal copy's hard-wrapped iteration line (or report_memory line) is read joined
 // (wrapped_lines.h) when the lines after it complete it: up to `number of nan iterations`
-// (`max reserved:`).
+// (`max reserved:`). A `report_memory` line of zeros (FlagScale on Moore Threads GPUs: torch.cuda's
+// allocator does not see the device's memory) is no figure: a note says so.
 // A complete iteration line with none of the fields below is an error, not an
 // empty record (NeMo 2's ProgressPrinter lines look alike: log_format "nemo").
 // A line's numbers are averages over the --log-interval iterations since the
@@ -144,7 +145,8 @@ struct FieldTarget {
   std::string_view key;
   std::optional<double> Iteration::*number;  // or nullptr for the counters
   int64_t Iteration::*count;
-  double scale = 1;  // what the printed number is multiplied by (seconds to ms)
+  double scale = 1;         // what the printed number is multiplied by (seconds to ms)
+  std::string_view unit{};  // printed after the number ("/s")
 };
 
 const FieldTarget kFields[] = {
@@ -172,6 +174,9 @@ const FieldTarget kFields[] = {
     // MindSpeed-LLM's FSDP2 TrainMonitor (--log_throughput): all ranks' tokens since the last
     // line over its elapsed time.
     {"tokens/s", &Iteration::tokens_per_s, nullptr},
+    // FlagScale's fork on Moore Threads GPUs (2024): `chip_throughput: 1196.22 /s ` (tokens /
+    // elapsed / world size), its ` |` missing before `learning rate`.
+    {"chip_throughput", &Iteration::tokens_per_device_per_s, nullptr, 1, "/s"},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).
@@ -196,6 +201,20 @@ std::optional<double> FieldNumber(std::string_view text) {
 }
 
 // *known: how many fields it read.
+// The known field whose key ends `key` after a space, where `key` holds another field's `name:
+// value` before it (a fork that prints `chip_throughput: 1196.22 /s  learning rate: x |`, no `|`
+// between): where that key starts in `key`, npos if none.
+size_t GluedKey(std::string_view key, std::span<const FieldTarget> table) {
+  if (key.find(':') == std::string_view::npos) return std::string_view::npos;
+  for (const FieldTarget& f : table) {
+    if (key.size() > f.key.size() && key.ends_with(f.key) &&
+        key[key.size() - f.key.size() - 1] == ' ')
+      return key.size() - f.key.size();
+  }
+  return std::string_view::npos;
+}
+
+// *known: how many fields it read.
 Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64_t step,
                                      std::string_view name, int64_t line_no, int* known) {
   Iteration it;
@@ -203,27 +222,30 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   it.line = line_no;
   *known = 0;
   std::optional<double> plain_loss;  // a field named just "loss" (some forks)
-  size_t pos = fields;
-  while (true) {
-    size_t bar = line.find('|', pos);
-    if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
-    std::string_view field = line.substr(pos, bar - pos);
-    pos = bar + 1;
+  auto read_field = [&](std::string_view field, auto&& self) -> Status {
     // `name: value`, else ALCF's `name=value`.
     size_t sep = field.rfind(':');
     std::span<const FieldTarget> table = kFields;
     if (sep == std::string_view::npos) {
       sep = field.find('=');
       table = kKeyValueFields;
-      if (sep == std::string_view::npos) continue;
+      if (sep == std::string_view::npos) return Status::Ok();
     }
     std::string_view key = Trim(field.substr(0, sep));
     std::string_view text = Trim(field.substr(sep + 1));
     const FieldTarget* target = nullptr;
     for (const FieldTarget& f : table)
       if (key == f.key) target = &f;
-    if (target == nullptr && key != "loss") continue;
+    if (target == nullptr && key != "loss") {
+      size_t glued = GluedKey(key, table);
+      if (glued == std::string_view::npos) return Status::Ok();
+      const size_t at = static_cast<size_t>(key.data() - field.data()) + glued;
+      BM_TRY(self(field.substr(0, at), self));
+      return self(field.substr(at), self);
+    }
     ++*known;
+    if (target != nullptr && !target->unit.empty() && text.ends_with(target->unit))
+      text = Trim(text.substr(0, text.size() - target->unit.size()));
     std::optional<double> v = FieldNumber(text);
     if (!v) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, line_no, key,
@@ -236,6 +258,14 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
     } else {
       it.*(target->count) = static_cast<int64_t>(*v);
     }
+    return Status::Ok();
+  };
+  size_t pos = fields;
+  while (true) {
+    size_t bar = line.find('|', pos);
+    if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
+    BM_TRY(read_field(line.substr(pos, bar - pos), read_field));
+    pos = bar + 1;
   }
   if (!it.loss) it.loss = plain_loss;
   return it;
@@ -277,7 +307,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
   double peak_bytes = -1;
-  IterationLineExtras extras;  // consumed samples and tokens, skipped counts, ms-swift's lines
+  IterationLineExtras extras;    // consumed samples and tokens, skipped counts, ms-swift's lines
+  int64_t zero_memory_line = 0;  // the first report_memory line that prints 0
   std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
@@ -353,7 +384,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     if (line.find("memory (MB)") != std::string_view::npos ||
         line.find("memory (GB)") != std::string_view::npos) {
       std::optional<MemoryPeak> peak = MemoryReport(line);
-      if (peak && peak->bytes > peak_bytes) {
+      if (peak && peak->bytes <= 0 && !zero_memory_line) zero_memory_line = no;
+      if (peak && peak->bytes > 0 && peak->bytes > peak_bytes) {
         peak_bytes = peak->bytes;
         log.memory_source = peak->source;
       }
@@ -419,7 +451,14 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
                   log.lines, OtherFormatHint(text, "megatron"));
   }
   SpanMegatronRecords(log, extras, name);
-  if (peak_bytes >= 0) log.peak_memory_bytes = peak_bytes;
+  if (peak_bytes >= 0) {
+    log.peak_memory_bytes = peak_bytes;
+  } else if (zero_memory_line) {
+    log.notes.push_back(fmt::format(
+        "mem: {}:{}: report_memory prints 0 MB (torch.cuda's allocator does not count this "
+        "device's memory): no memory read",
+        name, zero_memory_line));
+  }
   if (!param_ranks.empty()) {
     SetFact(log, "parameters", parameters, parameters_line);
   } else if (billions) {

@@ -1615,6 +1615,30 @@ TEST(Corpus, MegatronMindSpeedFsdp2ConsumedTokensAndMemory) {
   EXPECT_NEAR(r->PerDevice(), (793.0 + 756.0) / (1.33174 + 0.98108) / 8, 1e-6);
 }
 
+TEST(Corpus, MegatronFlagScaleMusaGluedFieldAndZeroMemory) {
+  // A FlagScale fork for Moore Threads' MUSA (FlagScale_musa), Aquila 7B on 8 devices, GBS 1024:
+  // `chip_throughput: 1196.22 /s  learning rate: 1.875E-09 |` (no `|` between: the learning rate
+  // was lost) and report_memory lines of zeros (torch.cuda does not see the device's memory:
+  // they gave a peak of 0 bytes).
+  Result<Read> r = ReadLog("megatron_flagscale_musa_chip_throughput_glued.log", "auto",
+                           {{"mpe", 4096}, {"layout", "TP2PP2DP2"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->Steps().size(), 10u);
+  EXPECT_EQ(r->At(1)->lr, 1.875E-09);   // line 1
+  EXPECT_EQ(r->At(10)->lr, 1.875E-08);  // line 12
+  // chip_throughput = 1024 x 4096 tokens / 438.2881 s / 8 devices = 1196.22 (line 1).
+  EXPECT_EQ(r->At(1)->tokens_per_device_per_s, 1196.22);
+  EXPECT_EQ(r->At(1)->ms, 438288.1);
+  EXPECT_EQ(r->Loss(1), 1.120865E+01);
+  EXPECT_EQ(r->At(2)->grad_norm, 10.353);  // line 4: `grad norm:`, not max_total_norm_before_clip
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
+  EXPECT_TRUE(r->Note("report_memory prints 0 MB"));
+  // Steps 2-10: 9 x 1024 x 4096 tokens over their times, / 8 devices.
+  const double secs = Sum(
+      {428.1496, 418.4673, 429.1513, 425.0916, 428.6349, 417.2912, 430.3837, 425.4147, 420.7174});
+  EXPECT_NEAR(r->PerDevice(), 9 * 1024 * 4096 / secs / 8, 1e-6);
+}
+
 TEST(Corpus, MegatronMindSpeedMmLinesAtOneAndTwoAreNotCore016s) {
   // MindSpeed-MM's FSDP trainer (train_engine.py training_log): lines at iterations 1 and 2, the
   // loss as `loss:`. Two lines at 1 and 2 were taken for core 0.16's first interval (the line at
@@ -2144,6 +2168,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_mindspeed_npu_ci_glued_first_line.log", "megatron"},
       {"deepspeed_npu_pipe_engine_issue7380.log", "deepspeed"},
       {"trainer_optimum_habana_hpu_memory_pr1111.log", "trainer"},
+      {"megatron_flagscale_musa_chip_throughput_glued.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

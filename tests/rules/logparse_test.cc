@@ -1149,6 +1149,24 @@ TEST(Megatron, MindSpeedFsdpMonitorRateAndValidationLines) {
   EXPECT_EQ(r->iterations[1].loss, 0.9);
 }
 
+TEST(Megatron, FieldGluedToTheNextOne) {
+  // A fork's field printed without its ` |` before the next (FlagScale_musa's chip_throughput);
+  // MindSpeed-LLM's `decoupled learning rate` is another field, not a glued `learning rate`.
+  const std::string log =
+      " iteration       10/     100 | elapsed time per iteration (ms): 100.0 | chip_throughput: "
+      "500.00 /s  learning rate: 1.000000E-05 | decoupled learning rate: 2.000000E-05 | lm loss: "
+      "2.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "g.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].lr, 1e-05);
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 500.0);
+  r = ParseMegatronLog(
+      " iteration       10/     100 | chip_throughput: abc /s  learning rate: 1.0E-05 |\n",
+      "g.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "g.log:1: 'chip_throughput' is 'abc', not a number");
+}
+
 TEST(Megatron, FirstIntervalThatCannotAverageTheFirstIterationIsKept) {
   // Lines at 1, 10, 20: core 0.16's shape, but 10 x 900 ms is less than iteration 1's 20000 ms,
   // so the line at 10 cannot average iteration 1 in; and lines at 1 and 2 alone are

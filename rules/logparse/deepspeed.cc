@@ -12,6 +12,11 @@
 //   Step 10/1000, Loss: tensor(7.1234, device='cuda:0', grad_fn=<DivBackward0>)
 //   [INFO] [config.py:988:print]   train_batch_size ............. 8
 //
+// A pipeline-parallel engine (PipelineEngine.train_batch) prints its own line after the step's
+// `step=N` line, `steps: N loss: 1.9161 iter time (s): 0.580 samples/sec: 441.545`: N's loss (that
+// step's batch only), and the time per step averaged since the last print (ms = 1000 x it) with
+// train_batch_size over it. It is a print(), so DeepSpeed >= 0.17's WARNING level, which hides
+// the `step=` lines, keeps it.
 // The timer line's older shapes name no global step: `0/20,
 // RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...` (July 2022 to 0.7.x) and
 // `0/40, SamplesPerSec=..., MemAllocated=...` (before; SamplesPerSec is then
@@ -181,6 +186,33 @@ bool EpochBatchLoss(std::string_view line) {
          inside.find_first_not_of("0123456789, ") == std::string_view::npos;
 }
 
+// PipelineEngine.train_batch's print (deepspeed/runtime/pipe/engine.py, rank 0, every
+// steps_per_print steps), "steps: 110 loss: 1.9161 iter time (s): 0.580 samples/sec: 441.545"
+// (from 2024 with `name: value ` of further losses before "iter time"): the step (global_steps,
+// after it), the loss of that step's batch (agg_train_loss, its micro-batches' mean), the seconds
+// per step since the last print (the train_batch timer's elapsed(reset=True) / steps_per_print)
+// and train_batch_size over them.
+struct PipeProgress {
+  int64_t step = 0;
+  double loss = 0;
+  double ms = 0;
+  std::optional<double> samples_per_s;
+};
+std::optional<PipeProgress> PipeLine(std::string_view line) {
+  constexpr std::string_view kSteps = "steps: ";
+  const size_t at = line.find(kSteps);
+  if (at == std::string_view::npos || (at > 0 && line[at - 1] != ' ')) return std::nullopt;
+  std::string_view rest = line.substr(at + kSteps.size());
+  size_t end = 0;
+  std::optional<double> step = LeadingNumber(rest, &end);
+  if (!step || !rest.substr(end).starts_with(" loss: ")) return std::nullopt;
+  std::optional<double> loss = NumberAfter(rest, "loss", ":");
+  std::optional<double> secs = NumberAfter(rest, "iter time (s)", ":");
+  if (!loss || !secs) return std::nullopt;
+  return PipeProgress{static_cast<int64_t>(*step), *loss, *secs * 1000.0,
+                      NumberAfter(rest, "samples/sec", ":")};
+}
+
 // A step a line gives and where.
 struct StepAt {
   int64_t step = 0;
@@ -212,6 +244,7 @@ std::optional<std::pair<StepAt, StepAt>> LossStepsAhead(const std::vector<StepAt
 
 bool IsDeepSpeedLine(std::string_view line) {
   if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) return true;
+  if (PipeLine(line)) return true;
   if (line.find(", SamplesPerSec=") != std::string_view::npos)
     return EpochStep(line, "SamplesPerSec=").has_value();
   return line.find(", skipped=") != std::string_view::npos && StepNumber(line) &&
@@ -309,6 +342,14 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       }
       if (total >= last_skipped_total) it.skipped = total - last_skipped_total;
       last_skipped_total = total;
+      return;
+    }
+    if (std::optional<PipeProgress> p = PipeLine(line)) {
+      if (p->step <= 0) return;
+      Iteration& it = at_step(p->step, no);
+      set(it.loss, p->loss);
+      set(it.ms, p->ms);
+      set(it.samples_per_s, p->samples_per_s);
       return;
     }
     for (const auto& f : kFacts) {

@@ -43,16 +43,27 @@
 // in use at the line, not a peak: the largest is read as the memory, its source saying so. Its
 // `tokens per GPU (tokens/s/GPU): 9801.4/9807.3` (`tokens/s/GPU inst/harmonic mean:` from July
 // 2026) is read as the printed per-device token rate (the first).
+// MindSpeed-LLM's FSDP2 trainer (mindspeed_llm/fsdp2/utils/train_monitor.py `TrainMonitor`, from
+// March 2026; Ascend NPUs) prints `INFO [ts] >>  iteration 2/ 2000 | consumed samples: 16 |
+// consumed tokens: 1357 | elapsed time per iteration (ms): 1331.74 | [tokens/s: x | mfu: y |]
+// learning rate: ... | global batch size: 8 | lm loss: ... | [mtp loss: ... |] grad norm: ... |
+// max_memory_allocated(GB): 19.07 | max_memory_reserved(GB): 22.43 |`, no skipped counts. Its
+// `tokens/s` is all ranks' tokens since the last line over that time; its reserved figure is
+// torch's max_memory_reserved() / 2^30, the largest of all ranks (all_reduce max): the peak.
+// `consumed tokens` (also Megatron-DeepSpeed's and ModelLink's) counts all ranks' tokens since
+// the run's start: where a line prints no token rate, the growth over its steps gives one.
 // A line without `global batch size` (a fork's, or one a README cuts after its throughput)
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
 // the next line's batch), with a note.
 // Evaluations: ` validation loss at iteration N | lm loss value: x | lm loss PPL: ... |` gives
 // an eval at N (the first validation set's, when there are several; the test set's and a
-// repeat at the same iteration after training left out).
+// repeat at the same iteration after training left out); so does MindSpeed-MM's FSDP trainer's
+// ` ** validation after iteration N ** | validation steps: S | validation loss: x |`.
 // A terminal copy's hard-wrapped iteration line (or report_memory line) is read joined
 // (wrapped_lines.h) when the lines after it complete it: up to `number of nan iterations`
-// (`max reserved:`).
+// (`max reserved:`). A `report_memory` line of zeros (FlagScale on Moore Threads GPUs: torch.cuda's
+// allocator does not see the device's memory) is no figure: a note says so.
 // A complete iteration line with none of the fields below is an error, not an
 // empty record (NeMo 2's ProgressPrinter lines look alike: log_format "nemo").
 // A line's numbers are averages over the --log-interval iterations since the
@@ -77,7 +88,9 @@
 // multiple of the interval the later lines keep, followed by one that is,
 // less than an interval on: that record is turned into the iterations after
 // the first one by subtracting the first (time, loss over the iterations not
-// skipped, skipped and NaN counts), and a note says so.
+// skipped, skipped and NaN counts), and a note says so. Not where taking the first out would
+// leave the others no time (the line cannot average it in), nor for a log of two lines at 1 and
+// 2, which is --log-interval 1's as likely as not (MindSpeed-MM's FSDP docs print just those).
 // Start-up prints supply facts: the argument block (`  seq_length ..... 4096`,
 // micro/global batch size, the parallel sizes, world size, layers, hidden
 // size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;
@@ -97,6 +110,7 @@
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/megatron_lines.h"
 #include "rules/logparse/megatron_spans.h"
 #include "rules/logparse/wrapped_lines.h"
 
@@ -131,7 +145,8 @@ struct FieldTarget {
   std::string_view key;
   std::optional<double> Iteration::*number;  // or nullptr for the counters
   int64_t Iteration::*count;
-  double scale = 1;  // what the printed number is multiplied by (seconds to ms)
+  double scale = 1;         // what the printed number is multiplied by (seconds to ms)
+  std::string_view unit{};  // printed after the number ("/s")
 };
 
 const FieldTarget kFields[] = {
@@ -156,6 +171,12 @@ const FieldTarget kFields[] = {
     {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
     // Megatron-DeepSpeed (microsoft's, from 2023): tokens / elapsed / world size.
     {"tokens per gpu per second (tgs)", &Iteration::tokens_per_device_per_s, nullptr},
+    // MindSpeed-LLM's FSDP2 TrainMonitor (--log_throughput): all ranks' tokens since the last
+    // line over its elapsed time.
+    {"tokens/s", &Iteration::tokens_per_s, nullptr},
+    // FlagScale's fork on Moore Threads GPUs (2024): `chip_throughput: 1196.22 /s ` (tokens /
+    // elapsed / world size), its ` |` missing before `learning rate`.
+    {"chip_throughput", &Iteration::tokens_per_device_per_s, nullptr, 1, "/s"},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).
@@ -180,6 +201,20 @@ std::optional<double> FieldNumber(std::string_view text) {
 }
 
 // *known: how many fields it read.
+// The known field whose key ends `key` after a space, where `key` holds another field's `name:
+// value` before it (a fork that prints `chip_throughput: 1196.22 /s  learning rate: x |`, no `|`
+// between): where that key starts in `key`, npos if none.
+size_t GluedKey(std::string_view key, std::span<const FieldTarget> table) {
+  if (key.find(':') == std::string_view::npos) return std::string_view::npos;
+  for (const FieldTarget& f : table) {
+    if (key.size() > f.key.size() && key.ends_with(f.key) &&
+        key[key.size() - f.key.size() - 1] == ' ')
+      return key.size() - f.key.size();
+  }
+  return std::string_view::npos;
+}
+
+// *known: how many fields it read.
 Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64_t step,
                                      std::string_view name, int64_t line_no, int* known) {
   Iteration it;
@@ -187,27 +222,30 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   it.line = line_no;
   *known = 0;
   std::optional<double> plain_loss;  // a field named just "loss" (some forks)
-  size_t pos = fields;
-  while (true) {
-    size_t bar = line.find('|', pos);
-    if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
-    std::string_view field = line.substr(pos, bar - pos);
-    pos = bar + 1;
+  auto read_field = [&](std::string_view field, auto&& self) -> Status {
     // `name: value`, else ALCF's `name=value`.
     size_t sep = field.rfind(':');
     std::span<const FieldTarget> table = kFields;
     if (sep == std::string_view::npos) {
       sep = field.find('=');
       table = kKeyValueFields;
-      if (sep == std::string_view::npos) continue;
+      if (sep == std::string_view::npos) return Status::Ok();
     }
     std::string_view key = Trim(field.substr(0, sep));
     std::string_view text = Trim(field.substr(sep + 1));
     const FieldTarget* target = nullptr;
     for (const FieldTarget& f : table)
       if (key == f.key) target = &f;
-    if (target == nullptr && key != "loss") continue;
+    if (target == nullptr && key != "loss") {
+      size_t glued = GluedKey(key, table);
+      if (glued == std::string_view::npos) return Status::Ok();
+      const size_t at = static_cast<size_t>(key.data() - field.data()) + glued;
+      BM_TRY(self(field.substr(0, at), self));
+      return self(field.substr(at), self);
+    }
     ++*known;
+    if (target != nullptr && !target->unit.empty() && text.ends_with(target->unit))
+      text = Trim(text.substr(0, text.size() - target->unit.size()));
     std::optional<double> v = FieldNumber(text);
     if (!v) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, line_no, key,
@@ -220,80 +258,17 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
     } else {
       it.*(target->count) = static_cast<int64_t>(*v);
     }
+    return Status::Ok();
+  };
+  size_t pos = fields;
+  while (true) {
+    size_t bar = line.find('|', pos);
+    if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
+    BM_TRY(read_field(line.substr(pos, bar - pos), read_field));
+    pos = bar + 1;
   }
   if (!it.loss) it.loss = plain_loss;
   return it;
-}
-
-// Primus's `hip mem usage/free/total/usage_ratio: 153.81GB/102.17GB/255.98GB/60.09%`
-// (GiB, printed as GB) -> 153.81.
-std::optional<double> UsedGiB(std::string_view line) {
-  constexpr std::string_view kKey = "hip mem usage/free/total/usage_ratio:";
-  size_t at = line.find(kKey);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = Trim(line.substr(at + kKey.size()));
-  size_t end = 0;
-  std::optional<double> v = LeadingNumber(rest, &end);
-  if (!v || !rest.substr(end).starts_with("GB/")) return std::nullopt;
-  return v;
-}
-
-// "| max reserved: 42000.0" -> 42000.0 (MB)
-std::optional<double> MemoryField(std::string_view line, std::string_view key) {
-  size_t at = line.find(key);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(at + key.size());
-  return ParseNumber(rest.substr(0, rest.find('|')));
-}
-
-// A report_memory line's peak in bytes and what it is: the max reserved figure where the line
-// prints one, else the max allocated one.
-struct MemoryPeak {
-  double bytes = 0;
-  const char* source = "";
-};
-std::optional<MemoryPeak> MemoryReport(std::string_view line) {
-  if (line.find("memory (MB)") != std::string_view::npos) {  // Megatron-LM: MiB
-    if (std::optional<double> mb = MemoryField(line, "max reserved:"))
-      return MemoryPeak{*mb * 1024.0 * 1024.0, "max reserved (Megatron report_memory)"};
-    if (std::optional<double> mb = MemoryField(line, "max allocated:"))
-      return MemoryPeak{*mb * 1024.0 * 1024.0, "max allocated (Megatron report_memory)"};
-  } else if (line.find("memory (GB)") != std::string_view::npos) {  // Megatron-Bridge: 1e9 bytes
-    if (std::optional<double> gb = MemoryField(line, "mem-max-reserved-gigabytes:"))
-      return MemoryPeak{*gb * 1e9, "mem-max-reserved-gigabytes (Megatron-Bridge report_memory)"};
-    if (std::optional<double> gb = MemoryField(line, "mem-max-allocated-gigabytes:"))
-      return MemoryPeak{*gb * 1e9, "mem-max-allocated-gigabytes (Megatron-Bridge report_memory)"};
-  }
-  return std::nullopt;
-}
-
-// " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 209445120",
-// and any other tuple of rank names: the ranks and the count.
-bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count) {
-  constexpr std::string_view kKey = "number of parameters on (";
-  constexpr std::string_view kRank = ") model parallel rank (";
-  size_t at = line.find(kKey);
-  if (at == std::string_view::npos) return false;
-  size_t names_end = line.find(kRank, at);
-  if (names_end == std::string_view::npos) return false;
-  size_t open = names_end + kRank.size();
-  size_t close = line.find(')', open);
-  size_t colon = close == std::string_view::npos ? close : line.find(':', close);
-  if (colon == std::string_view::npos) return false;
-  std::optional<double> n = ParseNumber(line.substr(colon + 1));
-  if (!n) return false;
-  rank->clear();
-  std::string_view tuple = line.substr(open, close - open);
-  while (true) {
-    size_t comma = tuple.find(',');
-    std::optional<double> r = ParseNumber(tuple.substr(0, comma));
-    if (!r) return false;
-    rank->push_back(static_cast<int>(*r));
-    if (comma == std::string_view::npos) break;
-    tuple.remove_prefix(comma + 1);
-  }
-  *count = *n;
-  return true;
 }
 
 struct ArgFact {
@@ -312,32 +287,6 @@ constexpr ArgFact kArgs[] = {
     {"hidden_size", "hidden"},
     {"num_attention_heads", "heads"},
 };
-
-// ` validation loss at iteration 200 | lm loss value: 6.496762E+00 | lm loss PPL: ... |`
-// (evaluate_and_print_results; `validation-NAME loss at` with several validation sets; `...
-// at iteration 1000 on validation set` after training): the set ("", "-NAME"), the step and the
-// first loss's value. nullopt for any other line, the test set's included.
-struct EvalLine {
-  std::string set;
-  int64_t step = 0;
-  double value = 0;
-};
-std::optional<EvalLine> ReadEvalLine(std::string_view line) {
-  constexpr std::string_view kAt = " loss at iteration ";
-  size_t at = line.find(kAt);
-  size_t v = line.find("validation");
-  if (at == std::string_view::npos || v == std::string_view::npos || v > at) return std::nullopt;
-  if (line.find(" on test set", at) != std::string_view::npos) return std::nullopt;
-  size_t end = 0;
-  std::optional<double> step = LeadingNumber(line.substr(at + kAt.size()), &end);
-  size_t value = line.find(" value:", at);
-  if (!step || value == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(value + 7);
-  std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
-  if (!loss) return std::nullopt;
-  return EvalLine{std::string(line.substr(v + 10, at - v - 10)), static_cast<int64_t>(*step),
-                  *loss};
-}
 
 }  // namespace
 
@@ -358,9 +307,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<bool> bf16, fp16;
   int64_t precision_line = 0;
   double peak_bytes = -1;
-  std::set<int64_t> counted_lines;      // iteration lines that print the skipped count
-  std::map<int64_t, double> consumed;   // an iteration line's `consumed samples`, by line
-  bool swift = false;                   // ms-swift's lines (`memory(GiB):`)
+  IterationLineExtras extras;    // consumed samples and tokens, skipped counts, ms-swift's lines
+  int64_t zero_memory_line = 0;  // the first report_memory line that prints 0
   std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
@@ -401,14 +349,24 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         }
       }
       if (line.find("number of skipped iterations:") != std::string_view::npos)
-        counted_lines.insert(no);
-      if (std::optional<double> c = MemoryField(line, "consumed samples:")) consumed[no] = *c;
+        extras.counted_lines.insert(no);
+      if (std::optional<double> c = MemoryField(line, "consumed samples:"))
+        extras.consumed_samples[no] = *c;
+      if (std::optional<double> c = MemoryField(line, "consumed tokens:"))
+        extras.consumed_tokens[no] = *c;
       if (std::optional<double> gib = MemoryField(line, "memory(GiB):")) {  // ms-swift's
-        swift = true;
+        extras.swift = true;
         if (*gib * kGiB > peak_bytes) {
           peak_bytes = *gib * kGiB;
           log.memory_source = "max reserved (ms-swift training_log memory(GiB))";
         }
+      }
+      if (std::optional<double> gib = MemoryField(line, "max_memory_reserved(GB):");
+          gib && *gib * kGiB > peak_bytes) {  // MindSpeed-LLM's FSDP2 TrainMonitor
+        peak_bytes = *gib * kGiB;
+        log.memory_source =
+            "max reserved (MindSpeed-LLM FSDP2 TrainMonitor max_memory_reserved(GB), the largest "
+            "of all ranks)";
       }
       if (std::optional<double> gib = UsedGiB(line); gib && *gib * kGiB > peak_bytes) {
         peak_bytes = *gib * kGiB;  // Primus's
@@ -426,7 +384,8 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     if (line.find("memory (MB)") != std::string_view::npos ||
         line.find("memory (GB)") != std::string_view::npos) {
       std::optional<MemoryPeak> peak = MemoryReport(line);
-      if (peak && peak->bytes > peak_bytes) {
+      if (peak && peak->bytes <= 0 && !zero_memory_line) zero_memory_line = no;
+      if (peak && peak->bytes > 0 && peak->bytes > peak_bytes) {
         peak_bytes = peak->bytes;
         log.memory_source = peak->source;
       }
@@ -491,8 +450,15 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
                   "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}", name,
                   log.lines, OtherFormatHint(text, "megatron"));
   }
-  SpanMegatronRecords(log, consumed, counted_lines, swift, name);
-  if (peak_bytes >= 0) log.peak_memory_bytes = peak_bytes;
+  SpanMegatronRecords(log, extras, name);
+  if (peak_bytes >= 0) {
+    log.peak_memory_bytes = peak_bytes;
+  } else if (zero_memory_line) {
+    log.notes.push_back(fmt::format(
+        "mem: {}:{}: report_memory prints 0 MB (torch.cuda's allocator does not count this "
+        "device's memory): no memory read",
+        name, zero_memory_line));
+  }
   if (!param_ranks.empty()) {
     SetFact(log, "parameters", parameters, parameters_line);
   } else if (billions) {

@@ -1,5 +1,6 @@
 // The spans of Megatron's iteration records (see megatron.cc's top comment): the gaps, ms-swift's
-// and core 0.16's first lines, samples from consumed samples, all-skipped and NaN intervals.
+// and core 0.16's first lines, samples from consumed samples, tokens from consumed tokens,
+// all-skipped and NaN intervals.
 #include "rules/logparse/megatron_spans.h"
 
 #include <fmt/format.h>
@@ -49,6 +50,41 @@ void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, do
   }
 }
 
+// A line that prints `consumed tokens` but no token rate: the tokens of its steps are the growth
+// since the previous line (or, for a record that reaches back to step 1, its whole count), so
+// its rate is that over its steps' time. Exact where the tokens per step vary (variable-length
+// fine-tuning, curriculum sequence lengths), which samples x the sequence length is not.
+void TokensFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
+                        std::string_view name, std::vector<std::string>& notes) {
+  auto at = [&](const Iteration& it) -> std::optional<double> {
+    auto c = consumed.find(it.line);
+    return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
+  };
+  int64_t derived = 0, first_line = 0;
+  for (size_t i = 0; i < its.size(); ++i) {
+    Iteration& it = its[i];
+    std::optional<double> c = at(it);
+    if (it.tokens_per_s || it.tokens_per_device_per_s || !c || !it.ms || *it.ms <= 0) continue;
+    std::optional<double> tokens;
+    if (i > 0 && its[i].step - its[i - 1].step == it.span) {
+      if (std::optional<double> before = at(its[i - 1]); before && *c > *before)
+        tokens = *c - *before;
+    } else if (i == 0 && it.span == it.step && *c > 0) {
+      tokens = *c;
+    }
+    if (!tokens) continue;
+    it.tokens_per_s = *tokens / (static_cast<double>(it.span) * *it.ms / 1000.0);
+    first_line = first_line ? first_line : it.line;
+    ++derived;
+  }
+  if (derived > 0) {
+    notes.push_back(fmt::format(
+        "tokens: {} iteration line(s) from {}:{} print consumed tokens but no token rate: the "
+        "rate from the growth of consumed tokens over the line's steps and their time",
+        derived, name, first_line));
+  }
+}
+
 // The core >= 0.16 first interval (see the top): `second` covers the
 // iterations from `first`'s to its own; keep only those after `first`.
 void SubtractFirstIteration(const Iteration& first, Iteration& second) {
@@ -71,9 +107,8 @@ void SubtractFirstIteration(const Iteration& first, Iteration& second) {
 
 }  // namespace
 
-void SpanMegatronRecords(ParsedLog& log, const std::map<int64_t, double>& consumed,
-                         const std::set<int64_t>& counted_lines, bool swift,
-                         std::string_view name) {
+void SpanMegatronRecords(ParsedLog& log, const IterationLineExtras& extras, std::string_view name) {
+  const bool swift = extras.swift;
   FillSpansFromGaps(log.iterations);
   std::vector<Iteration>& its = log.iterations;
   if (swift && its[0].step > 1 && its[0].span == its[0].step) {
@@ -85,18 +120,24 @@ void SpanMegatronRecords(ParsedLog& log, const std::map<int64_t, double>& consum
         name, its[0].line, its[0].step, its[0].step));
   }
   // The interval: the most common gap (two records only: a fresh run's 1 and the
-  // first multiple of the interval).
+  // first multiple of the interval; lines at 1 and 2 alone are as much --log-interval 1's, the
+  // common case, and are read as such).
   std::map<int64_t, int> gaps;
   for (size_t i = 1; i < its.size(); ++i) ++gaps[its[i].step - its[i - 1].step];
   int64_t interval = 0;
   for (auto [gap, n] : gaps)
     if (its.size() >= 3 && (interval == 0 || n >= gaps[interval]))
       interval = gap;  // ties: the larger
-  if (its.size() == 2 && its[0].step == 1) interval = its[1].step;
+  if (its.size() == 2 && its[0].step == 1 && its[1].step > 2) interval = its[1].step;
   for (size_t i = 0; interval > 1 && !swift && i + 1 < its.size(); ++i) {
     // A run's first line (a fresh start or a resume) off the interval, the next on it.
     const int64_t f = its[i].step, next = its[i + 1].step;
     if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;
+    // A line that would leave no time for its other iterations once the first is taken out
+    // does not average it in: not core 0.16's.
+    const Iteration &first = its[i], &second = its[i + 1];
+    if (first.ms && second.ms && *second.ms * static_cast<double>(next - f + 1) <= *first.ms)
+      continue;
     SubtractFirstIteration(its[i], its[i + 1]);
     log.notes.push_back(fmt::format(
         "{}:{}: iteration {}'s line averages iterations {}-{} (Megatron core >= 0.16 does not "
@@ -104,12 +145,13 @@ void SpanMegatronRecords(ParsedLog& log, const std::map<int64_t, double>& consum
         "taking iteration {} ({}:{}) out",
         name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
   }
-  SamplesFromConsumed(its, consumed, name, log.notes);
+  SamplesFromConsumed(its, extras.consumed_samples, name, log.notes);
+  TokensFromConsumed(its, extras.consumed_tokens, name, log.notes);
   const Iteration* first_nan = nullptr;
   int64_t nan_lines = 0;
   for (Iteration& it : its) {
     if (it.skipped >= it.span && it.loss) it.loss.reset();  // an all-skipped interval's 0
-    if (!it.loss && it.skipped < it.span && counted_lines.count(it.line) != 0) {
+    if (!it.loss && it.skipped < it.span && extras.counted_lines.count(it.line) != 0) {
       it.loss = std::numeric_limits<double>::quiet_NaN();
       ++it.nan;
       first_nan = first_nan ? first_nan : &it;

@@ -30,6 +30,8 @@ constexpr MemoryKey kKeys[] = {
      "axolotl's memory/max_memory_allocated (max_memory_allocated)"},
     {"vram_reserved", true, "LLaMA-Factory's vram_reserved (max_memory_reserved)"},
     {"vram_allocated", false, "LLaMA-Factory's vram_allocated (max_memory_allocated)"},
+    {"max_memory_allocated (GB)", false,
+     "optimum-habana's max_memory_allocated (GB) (the HPU's MaxInUse)"},
 };
 
 }  // namespace

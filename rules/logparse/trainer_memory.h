@@ -25,6 +25,10 @@
 // LLaMA-Factory's trainer_log.jsonl with RECORD_VRAM set: "vram_allocated", "vram_reserved"
 // (LogCallback.on_log, get_peak_memory: max_memory_allocated / _reserved of rank 0's device,
 // round(x / 2**30, 2)).
+// optimum-habana's GaudiTrainer (Intel Gaudi HPUs; optimum/habana/utils.py get_hpu_memory_stats,
+// from 2022-08): 'memory_allocated (GB)': 65.43, 'max_memory_allocated (GB)': 92.5,
+// 'total_memory_available (GB)': 94.62, the HPU's InUse, MaxInUse and Limit / 2^30 rounded to 2:
+// MaxInUse is the logging rank's peak.
 // The peak is the largest reserved figure, else the largest allocated one.
 //
 // Thread safety: a value type, one per log.

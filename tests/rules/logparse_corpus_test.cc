@@ -643,6 +643,25 @@ TEST(Corpus, DeepSpeed017Bfloat16Config) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, DeepSpeedPipelineEngineLinesOnNpu) {
+  // DeepSpeed 0.17.1 on Ascend NPUs running DeepSpeedExamples' pipeline-parallel CIFAR example
+  // (steps_per_print 10, train_batch_size 256): after each `step=N` line, PipelineEngine's
+  // `steps: N loss: x iter time (s): t samples/sec: r`, which was not read (no loss, no time).
+  Result<Read> r = ReadLog("deepspeed_npu_pipe_engine_issue7380.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "deepspeed");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{110, 120, 130, 140, 150, 160}));
+  EXPECT_EQ(r->At(110)->span, 10);
+  EXPECT_EQ(r->Loss(110), 1.9161);   // line 2
+  EXPECT_EQ(r->At(110)->ms, 580.0);  // line 2: iter time (s): 0.580
+  EXPECT_EQ(r->At(110)->samples_per_s, 441.545);
+  EXPECT_EQ(r->At(110)->lr, 0.001);  // line 1: lr=[0.001]
+  EXPECT_EQ(r->Loss(160), 1.7061);   // line 12
+  EXPECT_EQ(r->At(160)->ms, 576.0);
+  EXPECT_EQ(r->At(150)->samples_per_s, 439.314);  // line 10
+  EXPECT_FALSE(r->log.trainer_average);
+}
+
 // ---- transformers' Trainer, accelerate --------------------------------------
 
 TEST(Corpus, TrainerBarThenTqdmClearLineThenDict) {
@@ -1489,6 +1508,22 @@ TEST(Corpus, TrainerAxolotlMemory) {
   EXPECT_FALSE(r->Note("ms-swift"));
 }
 
+TEST(Corpus, TrainerOptimumHabanaHpuMemory) {
+  // optimum-habana's GaudiTrainer on Gaudi 2: each dict ends with the HPU's memory_allocated,
+  // max_memory_allocated (its MaxInUse) and total_memory_available, GiB; nothing states
+  // logging_steps.
+  Result<Read> r = ReadLog("trainer_optimum_habana_hpu_memory_pr1111.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(r->Loss(1), 4.0842);
+  EXPECT_EQ(r->Loss(6), 2.1636);
+  // 'max_memory_allocated (GB)': 92.5 (lines 4-6), the largest; not the total 94.62.
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 92.5 * kGiB);
+  EXPECT_NE(r->m()["memory"]["source"].get<std::string>().find("optimum-habana"),
+            std::string::npos);
+}
+
 TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   // ms-swift adds 'global_step/max_steps': '205/270' to every dict (logging_steps 5).
   Result<Read> r = ReadLog("trainer_msswift_global_step_max_steps.log", "auto");
@@ -1552,6 +1587,93 @@ TEST(Corpus, MegatronPrimusCurrentAndAveragePairs) {
   EXPECT_EQ(it.tokens_per_device_per_s, 9801.4);  // `tokens per GPU (tokens/s/GPU): 9801.4/...`
   EXPECT_EQ(*r->log.peak_memory_bytes, 153.81 * kGiB);
   EXPECT_TRUE(r->log.memory_source.starts_with("hip mem usage (Primus"));
+}
+
+TEST(Corpus, MegatronMindSpeedFsdp2ConsumedTokensAndMemory) {
+  // MindSpeed-LLM's FSDP2 trainer (TrainMonitor) fine-tuning Qwen3-8B on 8 Ascend NPUs (the doc's
+  // fsdp_size 8, one sample a device), logging_steps 1: no skipped counts, packed-free samples of
+  // varying length, so the tokens a step are only in `consumed tokens`.
+  Result<Read> r =
+      ReadLog("megatron_mindspeed_fsdp2_consumed_tokens.log", "auto", {{"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(r->At(1)->ms, 7827.39);  // line 1
+  EXPECT_EQ(r->At(3)->ms, 981.08);   // line 3
+  EXPECT_EQ(r->Loss(2), 2.443476);   // line 2: lm loss: 2.443476E+00
+  EXPECT_EQ(r->At(3)->grad_norm, 45.335);
+  EXPECT_EQ(r->At(2)->samples, 8.0);
+  // consumed tokens 564, 1357, 2113 (lines 1-3): 564 tokens in 7.82739 s, 793 in 1.33174 s,
+  // 756 in 0.98108 s.
+  EXPECT_NEAR(*r->At(1)->tokens_per_s, 564 / 7.82739, 1e-9);
+  EXPECT_NEAR(*r->At(2)->tokens_per_s, 793 / 1.33174, 1e-9);
+  EXPECT_NEAR(*r->At(3)->tokens_per_s, 756 / 0.98108, 1e-9);
+  EXPECT_TRUE(r->Note("print consumed tokens but no token rate"));
+  // max_memory_reserved(GB): 22.43 (lines 2 and 3; 20.90 on line 1): bytes / 2^30.
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 22.43 * kGiB);
+  // Steps 2-3 after the warm-up step: (793 + 756) tokens over (1.33174 + 0.98108) s, 8 devices.
+  EXPECT_NEAR(r->PerDevice(), (793.0 + 756.0) / (1.33174 + 0.98108) / 8, 1e-6);
+}
+
+TEST(Corpus, MegatronFlagScaleMusaGluedFieldAndZeroMemory) {
+  // A FlagScale fork for Moore Threads' MUSA (FlagScale_musa), Aquila 7B on 8 devices, GBS 1024:
+  // `chip_throughput: 1196.22 /s  learning rate: 1.875E-09 |` (no `|` between: the learning rate
+  // was lost) and report_memory lines of zeros (torch.cuda does not see the device's memory:
+  // they gave a peak of 0 bytes).
+  Result<Read> r = ReadLog("megatron_flagscale_musa_chip_throughput_glued.log", "auto",
+                           {{"mpe", 4096}, {"layout", "TP2PP2DP2"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->Steps().size(), 10u);
+  EXPECT_EQ(r->At(1)->lr, 1.875E-09);   // line 1
+  EXPECT_EQ(r->At(10)->lr, 1.875E-08);  // line 12
+  // chip_throughput = 1024 x 4096 tokens / 438.2881 s / 8 devices = 1196.22 (line 1).
+  EXPECT_EQ(r->At(1)->tokens_per_device_per_s, 1196.22);
+  EXPECT_EQ(r->At(1)->ms, 438288.1);
+  EXPECT_EQ(r->Loss(1), 1.120865E+01);
+  EXPECT_EQ(r->At(2)->grad_norm, 10.353);  // line 4: `grad norm:`, not max_total_norm_before_clip
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());
+  EXPECT_TRUE(r->Note("report_memory prints 0 MB"));
+  // Steps 2-10: 9 x 1024 x 4096 tokens over their times, / 8 devices.
+  const double secs = Sum(
+      {428.1496, 418.4673, 429.1513, 425.0916, 428.6349, 417.2912, 430.3837, 425.4147, 420.7174});
+  EXPECT_NEAR(r->PerDevice(), 9 * 1024 * 4096 / secs / 8, 1e-6);
+}
+
+TEST(Corpus, MegatronMindSpeedMmLinesAtOneAndTwoAreNotCore016s) {
+  // MindSpeed-MM's FSDP trainer (train_engine.py training_log): lines at iterations 1 and 2, the
+  // loss as `loss:`. Two lines at 1 and 2 were taken for core 0.16's first interval (the line at
+  // 2 averaging 1-2), which gave iteration 2 2 x 2231.6 - 6603.7 = -2140.5 ms.
+  Result<Read> r = ReadLog("megatron_mindspeed_mm_fsdp2_iterations_1_2.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r->At(2)->span, 1);
+  EXPECT_EQ(r->At(1)->ms, 6603.7);
+  EXPECT_EQ(r->At(2)->ms, 2231.6);  // line 2, as printed
+  EXPECT_EQ(r->Loss(1), 10.1657);   // line 1: loss: 1.016570E+01
+  EXPECT_EQ(r->Loss(2), 10.09848);  // line 2
+  EXPECT_EQ(r->At(2)->samples, 8.0);
+  EXPECT_EQ(r->At(2)->grad_norm, 49.063);
+  EXPECT_FALSE(r->Note("core >= 0.16"));
+}
+
+TEST(Corpus, MegatronMindSpeedNpuCiRunWithAGluedFirstLine) {
+  // A MindSpeed-LLM (mcore) SFT run on Ascend NPUs kept as a CI baseline: iteration 1's line
+  // printed right after another rank's parameter print on the same line, losses to 16 digits,
+  // four ranks' memory reports.
+  Result<Read> r = ReadLog("megatron_mindspeed_npu_ci_glued_first_line.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  ASSERT_EQ(r->Steps().size(), 11u);
+  EXPECT_EQ(r->At(1)->line, 1);
+  EXPECT_EQ(r->At(1)->ms, 19814.6);
+  EXPECT_EQ(r->Loss(1), 12.0754003524780273);   // line 1
+  EXPECT_EQ(r->Loss(11), 10.6332979202270508);  // line 21
+  EXPECT_EQ(r->At(11)->ms, 3703.4);
+  EXPECT_EQ(r->At(6)->samples, 16.0);
+  EXPECT_EQ(r->At(6)->lr, 3.000000E-06);
+  // Ranks 1 and 0 report max reserved 13350.0 MB (lines 9, 10), ranks 5 and 4 13090.0 (8, 11).
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 13350.0 * kMiB);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 27.63e9);  // line 4, in billions
 }
 
 // ---- NeMo 2 (ProgressPrinter) --------------------------------------------
@@ -2187,6 +2309,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},
       {"trainer_tail20_logging_steps_from_epoch_spacing.log", "trainer"},
+      {"megatron_mindspeed_fsdp2_consumed_tokens.log", "megatron"},
+      {"megatron_mindspeed_mm_fsdp2_iterations_1_2.log", "megatron"},
+      {"megatron_mindspeed_npu_ci_glued_first_line.log", "megatron"},
+      {"deepspeed_npu_pipe_engine_issue7380.log", "deepspeed"},
+      {"trainer_optimum_habana_hpu_memory_pr1111.log", "trainer"},
+      {"megatron_flagscale_musa_chip_throughput_glued.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

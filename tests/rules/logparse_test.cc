@@ -415,6 +415,28 @@ TEST(DeepSpeed, StepZeroSecondEngineAndEvaluationLoss) {
       << r.status().message();
 }
 
+TEST(DeepSpeed, PipelineEngineLinesAlone) {
+  // DeepSpeed >= 0.17 logs at WARNING: a pipeline run shows only PipelineEngine's print()
+  // (deepspeed/runtime/pipe/engine.py train_batch, with 2024's further losses before "iter
+  // time"), no `step=` lines.
+  const std::string log =
+      "steps: 10 loss: 2.3026 moe_loss: 0.0100 iter time (s): 0.500 samples/sec: 512.000\n"
+      "steps: 20 loss: 2.1000 moe_loss: 0.0090 iter time (s): 0.400 samples/sec: 640.000\n"
+      "the steps: 30 are done\n";
+  std::optional<Detected> d = DetectLogFormat(log);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->format, "deepspeed");
+  Result<ParsedLog> r = ParseDeepSpeedLog(log, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  EXPECT_EQ(r->iterations[0].span, 10);
+  EXPECT_EQ(r->iterations[0].loss, 2.3026);
+  EXPECT_EQ(r->iterations[0].ms, 500.0);
+  EXPECT_EQ(r->iterations[1].samples_per_s, 640.0);
+  EXPECT_EQ(r->iterations[1].ms, 400.0);
+}
+
 TEST(Mllog, MlperfLogWithRankPrefixes) {
   Result<ParsedLog> r = ParseMllog(ReadLog("mllog_lora.log"), "result_0.txt");
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -1182,6 +1204,89 @@ TEST(Megatron, ValidationLinesAreEvals) {
   EXPECT_EQ(r->evals[1].step, 20);
   EXPECT_EQ(r->evals[1].value, 1.7);
   EXPECT_EQ(r->eval_what, "Megatron validation-wiki loss (the first loss's value)");
+}
+
+TEST(Megatron, MindSpeedFsdpMonitorRateAndValidationLines) {
+  // MindSpeed-LLM's FSDP2 TrainMonitor with --log_throughput (train_monitor.py at c77308a, its
+  // log templates, logging_steps 2): the printed `tokens/s` wins over consumed tokens' growth.
+  const std::string llm =
+      "INFO [2026-08-01 10:00:02] >>  iteration        2/     100 | consumed samples:         16 "
+      "| consumed tokens:      16384 | elapsed time per iteration (ms): 1000.00 | tokens/s: "
+      "8000.00 | mfu: 30.00 | learning rate: 1.000000E-05 | global batch size:     8 | lm loss: "
+      "2.000000E+00 | mtp loss: 0.000000E+00 | grad norm: 1.000 | max_memory_allocated(GB): 18.00 "
+      "| max_memory_reserved(GB): 20.00 |\n"
+      "INFO [2026-08-01 10:00:04] >>  iteration        4/     100 | consumed samples:         32 "
+      "| consumed tokens:      32768 | elapsed time per iteration (ms): 1000.00 | tokens/s: "
+      "8100.00 | mfu: 30.00 | learning rate: 1.000000E-05 | global batch size:     8 | lm loss: "
+      "1.900000E+00 | mtp loss: 0.000000E+00 | grad norm: 1.000 | max_memory_allocated(GB): 18.00 "
+      "| max_memory_reserved(GB): 21.50 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(llm, "m.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[1].span, 2);
+  EXPECT_EQ(r->iterations[0].tokens_per_s, 8000.0);
+  EXPECT_EQ(r->iterations[1].tokens_per_s, 8100.0);  // not 16384 / 2 s
+  EXPECT_EQ(r->iterations[1].loss, 1.9);
+  EXPECT_EQ(*r->peak_memory_bytes, 21.5 * 1024 * 1024 * 1024);
+  // MindSpeed-MM's FSDP trainer (train_engine.py at 57069cd, training_log and _run_validation).
+  const std::string mm =
+      " [2026-06-17 10:00:00] iteration      100/    1000 | consumed samples:          800 | "
+      "elapsed time per iteration (ms): 2231.6 | learning rate: 1.000000E-05 | global batch size: "
+      "    8 | loss: 1.016570E+00 | grad norm: 1.500 |\n"
+      " [2026-06-17 10:00:05] ** validation after iteration 100 ** | validation steps: 10 | "
+      "validation loss: 1.234000E+00 |\n"
+      " [2026-06-17 10:03:45] iteration      200/    1000 | consumed samples:         1600 | "
+      "elapsed time per iteration (ms): 2200.0 | learning rate: 1.000000E-05 | global batch size: "
+      "    8 | loss: 9.000000E-01 | grad norm: 1.400 |\n"
+      " [2026-06-17 10:03:50] ** validation after iteration 200 ** | validation steps: 10 | "
+      "validation loss: abc |\n";
+  r = ParseMegatronLog(mm, "mm.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 1u);  // the unreadable one is not an evaluation
+  EXPECT_EQ(r->evals[0].step, 100);
+  EXPECT_EQ(r->evals[0].value, 1.234);
+  EXPECT_EQ(r->evals[0].line, 2);
+  EXPECT_EQ(r->iterations[1].loss, 0.9);
+}
+
+TEST(Megatron, FieldGluedToTheNextOne) {
+  // A fork's field printed without its ` |` before the next (FlagScale_musa's chip_throughput);
+  // MindSpeed-LLM's `decoupled learning rate` is another field, not a glued `learning rate`.
+  const std::string log =
+      " iteration       10/     100 | elapsed time per iteration (ms): 100.0 | chip_throughput: "
+      "500.00 /s  learning rate: 1.000000E-05 | decoupled learning rate: 2.000000E-05 | lm loss: "
+      "2.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "g.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].lr, 1e-05);
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 500.0);
+  r = ParseMegatronLog(
+      " iteration       10/     100 | chip_throughput: abc /s  learning rate: 1.0E-05 |\n",
+      "g.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "g.log:1: 'chip_throughput' is 'abc', not a number");
+}
+
+TEST(Megatron, FirstIntervalThatCannotAverageTheFirstIterationIsKept) {
+  // Lines at 1, 10, 20: core 0.16's shape, but 10 x 900 ms is less than iteration 1's 20000 ms,
+  // so the line at 10 cannot average iteration 1 in; and lines at 1 and 2 alone are
+  // --log-interval 1's.
+  auto line = [](int n, const char* ms) {
+    return fmt::format(
+        " iteration {:8d}/     100 | elapsed time per iteration (ms): {} | lm loss: 2.0 | number "
+        "of skipped iterations:   0 | number of nan iterations:   0 |\n",
+        n, ms);
+  };
+  Result<ParsedLog> r =
+      ParseMegatronLog(line(1, "20000.0") + line(10, "900.0") + line(20, "900.0"), "c.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[1].ms, 900.0);
+  EXPECT_EQ(r->iterations[1].span, 9);
+  EXPECT_TRUE(r->notes.empty());
+  r = ParseMegatronLog(line(1, "3000.0") + line(2, "2000.0"), "c.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[1].ms, 2000.0);
+  EXPECT_TRUE(r->notes.empty());
 }
 
 TEST(Megatron, MsSwiftFirstIterationLineIsNotCore016s) {

@@ -1,0 +1,94 @@
+// Readers of Megatron's memory, parameter-count and validation lines (megatron_lines.h).
+#include "rules/logparse/megatron_lines.h"
+
+#include "rules/logparse/line_scan.h"
+
+namespace bm::logparse {
+
+std::optional<double> UsedGiB(std::string_view line) {
+  constexpr std::string_view kKey = "hip mem usage/free/total/usage_ratio:";
+  size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = Trim(line.substr(at + kKey.size()));
+  size_t end = 0;
+  std::optional<double> v = LeadingNumber(rest, &end);
+  if (!v || !rest.substr(end).starts_with("GB/")) return std::nullopt;
+  return v;
+}
+
+std::optional<double> MemoryField(std::string_view line, std::string_view key) {
+  size_t at = line.find(key);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(at + key.size());
+  return ParseNumber(rest.substr(0, rest.find('|')));
+}
+
+std::optional<MemoryPeak> MemoryReport(std::string_view line) {
+  if (line.find("memory (MB)") != std::string_view::npos) {  // Megatron-LM: MiB
+    if (std::optional<double> mb = MemoryField(line, "max reserved:"))
+      return MemoryPeak{*mb * 1024.0 * 1024.0, "max reserved (Megatron report_memory)"};
+    if (std::optional<double> mb = MemoryField(line, "max allocated:"))
+      return MemoryPeak{*mb * 1024.0 * 1024.0, "max allocated (Megatron report_memory)"};
+  } else if (line.find("memory (GB)") != std::string_view::npos) {  // Megatron-Bridge: 1e9 bytes
+    if (std::optional<double> gb = MemoryField(line, "mem-max-reserved-gigabytes:"))
+      return MemoryPeak{*gb * 1e9, "mem-max-reserved-gigabytes (Megatron-Bridge report_memory)"};
+    if (std::optional<double> gb = MemoryField(line, "mem-max-allocated-gigabytes:"))
+      return MemoryPeak{*gb * 1e9, "mem-max-allocated-gigabytes (Megatron-Bridge report_memory)"};
+  }
+  return std::nullopt;
+}
+
+bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count) {
+  constexpr std::string_view kKey = "number of parameters on (";
+  constexpr std::string_view kRank = ") model parallel rank (";
+  size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return false;
+  size_t names_end = line.find(kRank, at);
+  if (names_end == std::string_view::npos) return false;
+  size_t open = names_end + kRank.size();
+  size_t close = line.find(')', open);
+  size_t colon = close == std::string_view::npos ? close : line.find(':', close);
+  if (colon == std::string_view::npos) return false;
+  std::optional<double> n = ParseNumber(line.substr(colon + 1));
+  if (!n) return false;
+  rank->clear();
+  std::string_view tuple = line.substr(open, close - open);
+  while (true) {
+    size_t comma = tuple.find(',');
+    std::optional<double> r = ParseNumber(tuple.substr(0, comma));
+    if (!r) return false;
+    rank->push_back(static_cast<int>(*r));
+    if (comma == std::string_view::npos) break;
+    tuple.remove_prefix(comma + 1);
+  }
+  *count = *n;
+  return true;
+}
+
+std::optional<EvalLine> ReadEvalLine(std::string_view line) {
+  // MindSpeed-MM's FSDP trainer (mindspeed_mm/fsdp/train/train_engine.py `_run_validation`):
+  // ` [ts] ** validation after iteration 200 ** | validation steps: 10 | validation loss: x |`.
+  constexpr std::string_view kAfter = "** validation after iteration ";
+  if (size_t a = line.find(kAfter); a != std::string_view::npos) {
+    std::optional<double> step = LeadingNumber(line.substr(a + kAfter.size()));
+    std::optional<double> loss = MemoryField(line, "validation loss:");
+    if (!step || !loss) return std::nullopt;
+    return EvalLine{"", static_cast<int64_t>(*step), *loss};
+  }
+  constexpr std::string_view kAt = " loss at iteration ";
+  size_t at = line.find(kAt);
+  size_t v = line.find("validation");
+  if (at == std::string_view::npos || v == std::string_view::npos || v > at) return std::nullopt;
+  if (line.find(" on test set", at) != std::string_view::npos) return std::nullopt;
+  size_t end = 0;
+  std::optional<double> step = LeadingNumber(line.substr(at + kAt.size()), &end);
+  size_t value = line.find(" value:", at);
+  if (!step || value == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(value + 7);
+  std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
+  if (!loss) return std::nullopt;
+  return EvalLine{std::string(line.substr(v + 10, at - v - 10)), static_cast<int64_t>(*step),
+                  *loss};
+}
+
+}  // namespace bm::logparse

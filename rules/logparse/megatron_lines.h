@@ -1,0 +1,49 @@
+// Readers of the Megatron lines other than the iteration line's fields (megatron.cc reads the
+// log; its top comment says what each line is): `report_memory`'s peak, Primus's device memory in
+// use, the parameter-count lines, the validation lines, and a `key: value |` field's number.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bm::logparse {
+
+// Primus's `hip mem usage/free/total/usage_ratio: 153.81GB/102.17GB/255.98GB/60.09%` (GiB,
+// printed as GB) -> 153.81; nullopt on any other line.
+std::optional<double> UsedGiB(std::string_view line);
+
+// The number between `key` and the next '|' ("| max reserved: 42000.0" -> 42000.0); nullopt
+// when the line has no such key or no number there.
+std::optional<double> MemoryField(std::string_view line, std::string_view key);
+
+// A report_memory line's peak in bytes and what it is: the max reserved figure where the line
+// prints one, else the max allocated one (Megatron-LM's `memory (MB)`, MiB; Megatron-Bridge's
+// `memory (GB)`, 1e9 bytes). nullopt for any other line.
+struct MemoryPeak {
+  double bytes = 0;
+  const char* source = "";
+};
+std::optional<MemoryPeak> MemoryReport(std::string_view line);
+
+// " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 209445120", and any
+// other tuple of rank names: the ranks and the count; false for any other line.
+bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count);
+
+// ` validation loss at iteration 200 | lm loss value: 6.496762E+00 | lm loss PPL: ... |`
+// (evaluate_and_print_results; `validation-NAME loss at` with several validation sets; `... at
+// iteration 1000 on validation set` after training) and MindSpeed-MM's ` ** validation after
+// iteration 200 ** | validation steps: 10 | validation loss: x |`: the set ("", "-NAME"), the
+// step and the (first) loss's value. nullopt for any other line, the test set's included.
+struct EvalLine {
+  std::string set;
+  int64_t step = 0;
+  double value = 0;
+};
+std::optional<EvalLine> ReadEvalLine(std::string_view line);
+
+}  // namespace bm::logparse

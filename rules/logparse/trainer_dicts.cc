@@ -101,21 +101,24 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   return true;
 }
 
+void TrainerDictReader::DropClosing(ParsedLog& log) {
+  if (!closing_line_) return;
+  log.wall_s.reset();
+  log.trainer_average.reset();
+  closing_line_.reset();
+  extra_closing_.clear();
+  steps_run_.reset();
+  closing_at_.reset();
+  average_after_.reset();
+}
+
 void TrainerDictReader::NewRun(int64_t line, double from, double to,
                                std::map<int64_t, Iteration>& steps, ParsedLog& log) {
   new_runs_.push_back({line, from, to, steps.empty() ? 0 : steps.rbegin()->first});
   steps.clear();
   log.evals.clear();
   eval_after_.clear();
-  if (closing_line_) {  // the run before it closed: its figures are not this run's
-    log.wall_s.reset();
-    log.trainer_average.reset();
-    closing_line_.reset();
-    extra_closing_.clear();
-    steps_run_.reset();
-    closing_at_.reset();
-    average_after_.reset();
-  }
+  DropClosing(log);  // the run before it closed: its figures are not this run's
   ++log.restarts;
   dicts_.clear();
   seen_.clear();
@@ -132,15 +135,7 @@ void TrainerDictReader::RestartAt(int64_t step, int64_t line, std::map<int64_t, 
   restarts_at_.push_back({line, step, last_});
   steps.erase(steps.lower_bound(step), steps.end());
   std::erase_if(dicts_, [&](const Numbered& d) { return d.step >= step; });
-  if (closing_line_) {  // the earlier run closed: its figures are not the later run's
-    log.wall_s.reset();
-    log.trainer_average.reset();
-    closing_line_.reset();
-    extra_closing_.clear();
-    steps_run_.reset();
-    closing_at_.reset();
-    average_after_.reset();
-  }
+  DropClosing(log);  // the earlier run closed: its figures are not the later run's
   ++log.restarts;
 }
 

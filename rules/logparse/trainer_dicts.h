@@ -197,6 +197,9 @@ class TrainerDictReader {
   // the records, evaluations and closing figures so far are the earlier run's, dropped.
   void NewRun(int64_t line, double from, double to, std::map<int64_t, Iteration>& steps,
               ParsedLog& log);
+  // The closing dict read so far and what came from it (wall time, the average), left out: a
+  // later run starts (NewRun, RestartAt).
+  void DropClosing(ParsedLog& log);
   // The steps Finish infers for dicts_ (see Finish), or nullopt when the log allows several.
   // `spe` gets the steps-per-epoch range every dict's epoch allows at those steps.
   std::optional<std::vector<int64_t>> InferSteps(int64_t* logging_steps,

@@ -13,16 +13,19 @@
 namespace bm::logparse {
 namespace {
 
+// The consumed count the line of `it` printed, if any.
+std::optional<double> ConsumedAt(const std::map<int64_t, double>& consumed, const Iteration& it) {
+  auto c = consumed.find(it.line);
+  return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
+}
+
 // A line without `global batch size` (a fork's, or one cut short where a README quotes it)
 // still counts `consumed samples`: the samples per step are the growth since the previous line
 // over the steps between them, and a run's first line's consumed samples over its step where
 // that gives the same batch as the line after it.
 void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
                          std::string_view name, std::vector<std::string>& notes) {
-  auto at = [&](const Iteration& it) -> std::optional<double> {
-    auto c = consumed.find(it.line);
-    return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
-  };
+  auto at = [&](const Iteration& it) { return ConsumedAt(consumed, it); };
   int64_t derived = 0, first_line = 0;
   for (size_t i = 1; i < its.size(); ++i) {
     std::optional<double> c = at(its[i]), before = at(its[i - 1]);
@@ -56,10 +59,7 @@ void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, do
 // fine-tuning, curriculum sequence lengths), which samples x the sequence length is not.
 void TokensFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
                         std::string_view name, std::vector<std::string>& notes) {
-  auto at = [&](const Iteration& it) -> std::optional<double> {
-    auto c = consumed.find(it.line);
-    return c == consumed.end() ? std::nullopt : std::optional<double>(c->second);
-  };
+  auto at = [&](const Iteration& it) { return ConsumedAt(consumed, it); };
   int64_t derived = 0, first_line = 0;
   for (size_t i = 0; i < its.size(); ++i) {
     Iteration& it = its[i];

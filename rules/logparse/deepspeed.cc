@@ -31,7 +31,10 @@
 // "chosen: x, rejected: y, loss: z", step2_dpo_finetuning/main.py, is not a
 // training loss), and no bracket of counters comes just before it (PyTorch's CIFAR-10
 // tutorial print "[2,  3000] loss: 1.203", epoch and batch in epoch, which DeepSpeedExamples'
-// cifar10_deepspeed.py keeps: left out, with a note). "loss" is a word: not act_loss. Steps are
+// cifar10_deepspeed.py keeps: left out, with a note). "loss" is a name: not act_loss, nor a metric
+// in another's namespace (veRL's PPO line `step:34 - ... - actor/loss:0.04 - ...`: an RL step's
+// actor objective). A loss whose line names an evaluation before it (torchtitan's `validate step:
+// 1  loss: 12.4699`, "Validation Loss: 3.1") is no training loss: left out, with a note. Steps are
 // 1-based: the engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
 // count from 0 (a script's `enumerate`), and each is read as the step after its number.
 // `skipped` is DeepSpeed's running count; a record gets the increase since
@@ -59,6 +62,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -122,18 +126,37 @@ std::optional<double> EpochStep(std::string_view line, std::string_view key) {
   return ParseNumber(line.substr(slash + 1, at - 2 - slash - 1));
 }
 
-// Where "loss" starts as a word (not act_loss, train_loss) followed by spaces or quotes and
-// ':' or '=', case-insensitive; npos if nowhere.
+// Where "loss" starts as a name (not act_loss, train_loss, veRL's actor/loss: NameStartsAt)
+// followed by spaces or quotes and ':' or '=', case-insensitive; npos if nowhere.
 size_t LossKey(std::string_view line) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (size_t at = FindNoCase(line, "loss"); at != std::string_view::npos;
        at = FindNoCase(line, "loss", at + 1)) {
-    if (at > 0 && word(line[at - 1])) continue;
+    if (!NameStartsAt(line, at)) continue;
     size_t p = at + 4;
     while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
     if (p < line.size() && (line[p] == ':' || line[p] == '=')) return at;
   }
   return std::string_view::npos;
+}
+
+// Whether the words before `at` name an evaluation (torchtitan's "validate step: 1  loss: 12.4699",
+// a script's "Validation Loss: 2.3"): its loss is not a training loss.
+bool EvalBefore(std::string_view line, size_t at) {
+  static constexpr std::string_view kWords[] = {"val",        "valid", "validate", "validation",
+                                                "validating", "eval",  "evaluate", "evaluation",
+                                                "evaluating", "test",  "testing"};
+  size_t p = 0;
+  while (p < at) {
+    while (p < at && !std::isalpha(static_cast<unsigned char>(line[p]))) ++p;
+    size_t end = p;
+    while (end < at && std::isalpha(static_cast<unsigned char>(line[end]))) ++end;
+    std::string word(line.substr(p, end - p));
+    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (std::string_view w : kWords)
+      if (word == w) return true;
+    p = end;
+  }
+  return false;
 }
 
 // The value after the whole-word loss key at `at` ("loss: tensor(2.3", "Loss=2.3").
@@ -164,7 +187,8 @@ bool KeyBefore(std::string_view line, size_t at) {
 // eval loss third: not a training loss.
 std::optional<double> StepLessLoss(std::string_view line) {
   size_t at = LossKey(line);
-  if (at == std::string_view::npos || KeyBefore(line, at)) return std::nullopt;
+  if (at == std::string_view::npos || KeyBefore(line, at) || EvalBefore(line, at))
+    return std::nullopt;
   return LossValue(line, at);
 }
 
@@ -262,6 +286,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   std::optional<int64_t> engine_step;  // the last `step=N` line's N
   int64_t ppo_line = 0;                // DeepSpeed-Chat's first PPO line, left out
   int64_t epoch_batch_line = 0;        // the first "[E, N] loss: x" line, left out
+  int64_t eval_line = 0;               // the first evaluation's "validate step: N  loss: x" line
   TrainerDictReader dicts;
   DictMemory memory;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
@@ -391,6 +416,10 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       return;
     }
     size_t at = LossKey(line);
+    if (at != std::string_view::npos && EvalBefore(line, at)) {
+      if (!eval_line) eval_line = no;
+      return;
+    }
     std::optional<double> loss = at == std::string_view::npos ? std::nullopt : LossValue(line, at);
     if (!loss || *step < 0) return;
     // A first loss line at step 0 (TUNiB's tutorial: `print(f"step:{i}, loss:{loss}")` over
@@ -449,6 +478,12 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         "the last batches, numbered by the script's epoch and batch in epoch) left out: they are "
         "not at DeepSpeed's step lines",
         name, epoch_batch_line));
+  }
+  if (eval_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: loss lines of an evaluation ('validate step: N  loss: x') left out: not a "
+        "training loss",
+        name, eval_line));
   }
   if (ppo_line) {
     log.notes.push_back(fmt::format(

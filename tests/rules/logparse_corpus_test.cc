@@ -6,6 +6,7 @@
 // here, and the comment says so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -2363,6 +2364,55 @@ TEST(Corpus, WrongFormatSaysWhichOneReadsTheLog) {
   EXPECT_NE(none.status().message().find("x.log: log_format = \"auto\" found none of these in 2 "
                                          "lines"),
             std::string::npos);
+}
+
+// ---- Logs of frameworks benchmake does not read ----------------------------
+
+TEST(Corpus, TorchtitanValidationLossIsNoTrainingLoss) {
+  // torchtitan (a 2026-01-16 run, 8 ranks each printing): `validate step:  1  loss: 12.4699`
+  // (lines 1-5, 11-12; torchtitan's MetricsProcessor.log_validation) is the validation loss after
+  // step 1, which prints no training line (log_freq 20); `step: 20  loss: 11.8347` (lines 32-39)
+  // and `step: 40  loss:  9.3507` (lines 40-47) are training lines. The deepspeed format's loss
+  // lines take the training ones only; auto recognises none of its formats.
+  Result<ParsedLog> log =
+      logparse::ParseDeepSpeedLog(testing::ReadTestData("logs/other_torchtitan_validate_step.log"),
+                                  "other_torchtitan_validate_step.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->iterations.size(), 2u);
+  EXPECT_EQ(log->iterations[0].step, 20);
+  EXPECT_EQ(log->iterations[0].loss, 11.8347);
+  EXPECT_EQ(log->iterations[1].step, 40);
+  EXPECT_EQ(log->iterations[1].loss, 9.3507);
+  EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
+                      "other_torchtitan_validate_step.log:1: loss lines of an evaluation "
+                      "('validate step: N  loss: x') left out: not a training loss"),
+            log->notes.end());
+  Result<ParsedLog> none =
+      logparse::ParseAutoLog(testing::ReadTestData("logs/other_torchtitan_validate_step.log"),
+                             "other_torchtitan_validate_step.log");
+  EXPECT_FALSE(none.ok());
+}
+
+TEST(Corpus, VerlPpoMetricsAreNoPaddleOrDeepSpeedLines) {
+  // veRL's PPO trainer prints its metrics as `step:1 - ... - actor/kl_loss:0.000 - ... -
+  // actor/pg_loss:0.001 - ... - training/global_step:1.000 - ...` (verl-project/verl#2060): an RL
+  // step (one rollout batch, several optimizer steps of the actor) and the losses of its actor's
+  // objective. paddle once read `training/global_step` as PaddleNLP's global_step and the
+  // `kl_loss` as the loss (0); deepspeed read #7412's `actor/loss:0.0423...` as step 34's
+  // training loss. Both now find none of their lines.
+  for (const char* file :
+       {"other_verl_ppo_metrics_issue2060.log", "other_verl_ppo_actor_loss_issue7412.log"}) {
+    const std::string text = testing::ReadTestData(std::string("logs/") + file);
+    Result<ParsedLog> paddle = logparse::ParsePaddleLog(text, file);
+    ASSERT_FALSE(paddle.ok()) << file;
+    EXPECT_EQ(paddle.status().message().rfind(std::string(file) + ": no PaddleNLP step lines", 0),
+              0u)
+        << paddle.status().message();
+    Result<ParsedLog> ds = logparse::ParseDeepSpeedLog(text, file);
+    ASSERT_FALSE(ds.ok()) << file;
+    EXPECT_EQ(ds.status().message().rfind(std::string(file) + ": no DeepSpeed step lines", 0), 0u)
+        << ds.status().message();
+  }
 }
 
 }  // namespace

@@ -53,7 +53,10 @@
 // number its loss lines with its own counter: SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ...
 // completed (loss: x, ...)" counts micro-batches (deepspeed_utils.py,
 // `enumerate(train_dataloader)`), so under gradient accumulation its step runs ahead of the
-// engine's (`step=600`, `micro_step=1200/global_step=600`). When most engine step lines that follow
+// engine's (`step=600`, `micro_step=1200/global_step=600`). A counter of each epoch's batches
+// (TRACE's `Epoch 2, Step 0, Loss: x`, starting again in every epoch) gives no optimizer step
+// after its first epoch: from the first loss line whose epoch is later and whose step is not past
+// the last one, the loss lines are left out, with a note. When most engine step lines that follow
 // a loss line show a step below that loss line's, the loss lines are not numbered by optimizer
 // steps: their losses are left out, with a note. Precision: `bfloat16_enabled` / `fp16_enabled`
 // (before 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ... enabled=True` (after).
@@ -75,21 +78,20 @@
 namespace bm::logparse {
 namespace {
 
-// The step of a line: "step" as a word or "global_step" (not "micro_step",
-// not "steps_per_print"), then spaces or quotes, '=' or ':', spaces or quotes,
-// an integer.
-std::optional<double> StepNumber(std::string_view line) {
-  for (size_t at = FindNoCase(line, "step"); at != std::string_view::npos;
-       at = FindNoCase(line, "step", at + 1)) {
+// The counter `word` of a line ("step", "epoch") as a word, or "global_step" (not "micro_step",
+// not "steps_per_print"), then spaces or quotes, '=' or ':', spaces or quotes, an integer.
+std::optional<double> CounterNumber(std::string_view line, std::string_view word) {
+  for (size_t at = FindNoCase(line, word); at != std::string_view::npos;
+       at = FindNoCase(line, word, at + 1)) {
     const bool word_start =
         at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
-    const bool global = at >= 7 && line.substr(at - 7, 7) == "global_";
+    const bool global = word == "step" && at >= 7 && line.substr(at - 7, 7) == "global_";
     if (!word_start && !global) continue;
     auto skip = [&](size_t p) {
       while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
       return p;
     };
-    size_t p = skip(at + 4);
+    size_t p = skip(at + word.size());
     if (p < line.size() && (line[p] == '=' || line[p] == ':')) p = skip(p + 1);
     size_t end = 0;
     std::string_view rest = line.substr(p);
@@ -98,6 +100,8 @@ std::optional<double> StepNumber(std::string_view line) {
   }
   return std::nullopt;
 }
+
+std::optional<double> StepNumber(std::string_view line) { return CounterNumber(line, "step"); }
 
 const char* const kFacts[][2] = {
     {"train_batch_size", "gbs"},
@@ -292,6 +296,10 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
   int64_t zero_based_line = 0;                   // a first loss line at step 0
+  std::optional<double> last_loss_epoch;         // the last loss line's epoch, when it names one
+  int64_t epoch_counter_line =
+      0;  // the first loss line whose epoch restarts its step, and that step
+  int64_t epoch_counter_step = 0;
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
     Iteration& it = steps[step];
     if (it.line == 0) {
@@ -421,7 +429,18 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       return;
     }
     std::optional<double> loss = at == std::string_view::npos ? std::nullopt : LossValue(line, at);
-    if (!loss || *step < 0) return;
+    if (!loss || *step < 0 || epoch_counter_line) return;
+    // A step counter that starts again in a later epoch (TRACE's `Epoch 2, Step 0, Loss: x`, an
+    // `enumerate` over each epoch's batches) is the epoch's own: the optimizer steps of this line
+    // and the ones after are not known.
+    std::optional<double> epoch = CounterNumber(line, "epoch");
+    if (epoch && last_loss_epoch && *epoch > *last_loss_epoch && !loss_lines.empty() &&
+        *step + (zero_based_line ? 1 : 0) <= loss_lines.back().step) {
+      epoch_counter_line = no;
+      epoch_counter_step = static_cast<int64_t>(*step);
+      return;
+    }
+    if (epoch) last_loss_epoch = epoch;
     // A first loss line at step 0 (TUNiB's tutorial: `print(f"step:{i}, loss:{loss}")` over
     // `enumerate(data_loader)`) numbers from 0: its steps are one below the optimizer's.
     if (*step == 0 && loss_lines.empty() && !zero_based_line) zero_based_line = no;
@@ -478,6 +497,13 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         "the last batches, numbered by the script's epoch and batch in epoch) left out: they are "
         "not at DeepSpeed's step lines",
         name, epoch_batch_line));
+  }
+  if (epoch_counter_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: the loss lines count their steps within each epoch (a later epoch starts again "
+        "at step {}): the optimizer steps of this line and those after are not known, their "
+        "losses are left out",
+        name, epoch_counter_line, epoch_counter_step));
   }
   if (eval_line) {
     log.notes.push_back(fmt::format(

@@ -441,6 +441,32 @@ TEST(Corpus, DeepSpeedExcerptFromMidRunSkippedCount) {
   EXPECT_TRUE(noted);
 }
 
+TEST(Corpus, DeepSpeedLossLinesCountingStepsWithinEachEpoch) {
+  // TRACE#5: a DeepSpeed script's bar descriptions `Epoch 1, Step 0, Loss: 0.9741` (TRACE's
+  // model/base_model.py train_one_task: `step` of `enumerate(train_dataloader)`, from 0 in every
+  // epoch; `refresh=False`, so each shows on the next micro-batch's drawing). Epoch 1's steps
+  // 0-7 (lines 6-12, and 14 after `Beginning of Epoch 2/18`) are read as steps 1-8; `Epoch 2, Step
+  // 0` (line 15) starts again: it and the lines after are left out, with a note, rather than read
+  // as steps 1-6 again (they used to be dropped without a word, the first loss of a step kept).
+  Result<ParsedLog> log = logparse::ParseDeepSpeedLog(
+      testing::ReadTestData("logs/deepspeed_trace_epoch_step_counter_issue5.log"),
+      "deepspeed_trace_epoch_step_counter_issue5.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->iterations.size(), 8u);
+  const double losses[] = {0.9741, 1.3742, 1.2390, 0.9670, 1.0386, 1.1681, 1.2240, 0.9610};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(log->iterations[i].step, i + 1);
+    EXPECT_EQ(log->iterations[i].loss, losses[i]) << i;
+  }
+  EXPECT_EQ(log->iterations[7].line, 14);
+  EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
+                      "deepspeed_trace_epoch_step_counter_issue5.log:15: the loss lines count "
+                      "their steps within each epoch (a later epoch starts again at step 0): the "
+                      "optimizer steps of this line and those after are not known, their losses "
+                      "are left out"),
+            log->notes.end());
+}
+
 TEST(Corpus, DeepSpeed07RunningAverageWithoutGlobalStep) {
   // "0/40, RunningAvgSamplesPerSec=229.93929267351086" (line 6) belongs to step=40 (line 5).
   // SQuAD's 384 tokens set here; the device count is not in the excerpt.

@@ -33,33 +33,34 @@
 // tutorial print "[2,  3000] loss: 1.203", epoch and batch in epoch, which DeepSpeedExamples'
 // cifar10_deepspeed.py keeps: left out, with a note). "loss" is a name: not act_loss, nor a metric
 // in another's namespace (veRL's PPO line `step:34 - ... - actor/loss:0.04 - ...`: an RL step's
-// actor objective). A loss whose line names an evaluation before it (torchtitan's `validate step:
-// 1  loss: 12.4699`, "Validation Loss: 3.1") is no training loss: left out, with a note. Steps are
-// 1-based: the engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
-// count from 0 (a script's `enumerate`), and each is read as the step after its number.
-// `skipped` is DeepSpeed's running count; a record gets the increase since
-// the previous progress line (the first line's whole count only when its record reaches back
-// to step 1: an excerpt from mid-run does not say where the earlier skips fell). A `step=N` line
-// right after one for the same N is a second engine's (DeepSpeed-Chat step 3 runs an actor and a
-// critic engine, each with its own count): the first is kept. DeepSpeed-Chat's PPO lines, `epoch:
-// 0|step: S|ppo_ep: 1|act_loss: x|cri_loss: y|...` (step3_rlhf_finetuning/main.py), give nothing,
-// with a note: S counts prompt batches from 0 (enumerate), each trained for ppo_epochs x its
-// experience batches optimizer steps of both engines, and act_loss is the actor's PPO policy loss
-// averaged over them. Every rank may print the timer line: per step, the first value of each field
-// wins. RunningAvgSamplesPerSec at the last report is DeepSpeed's own average over every step after
-// its first two (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed logs at
-// WARNING and steps_per_print is None by default, so a default run prints none of its own lines:
-// only the Trainer's dicts are left, timed by the closing train_samples_per_second. A script may
-// number its loss lines with its own counter: SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ...
-// completed (loss: x, ...)" counts micro-batches (deepspeed_utils.py,
-// `enumerate(train_dataloader)`), so under gradient accumulation its step runs ahead of the
-// engine's (`step=600`, `micro_step=1200/global_step=600`). A counter of each epoch's batches
-// (TRACE's `Epoch 2, Step 0, Loss: x`, starting again in every epoch) gives no optimizer step
-// after its first epoch: from the first loss line whose epoch is later and whose step is not past
-// the last one, the loss lines are left out, with a note. When most engine step lines that follow
-// a loss line show a step below that loss line's, the loss lines are not numbered by optimizer
-// steps: their losses are left out, with a note. Precision: `bfloat16_enabled` / `fp16_enabled`
-// (before 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ... enabled=True` (after).
+// actor objective), except train/ (veRL's SFT line `step:1 - train/loss:0.8078 - ...`). A loss
+// whose line names an evaluation before it (torchtitan's `validate step: 1  loss: 12.4699`,
+// "Validation Loss: 3.1") is no training loss: left out, with a note. Steps are 1-based: the
+// engine's start-up `step=0` line makes no record; loss lines whose first is at step 0 count from 0
+// (a script's `enumerate`), and each is read as the step after its number. `skipped` is DeepSpeed's
+// running count; a record gets the increase since the previous progress line (the first line's
+// whole count only when its record reaches back to step 1: an excerpt from mid-run does not say
+// where the earlier skips fell). A `step=N` line right after one for the same N is a second
+// engine's (DeepSpeed-Chat step 3 runs an actor and a critic engine, each with its own count): the
+// first is kept. DeepSpeed-Chat's PPO lines, `epoch: 0|step: S|ppo_ep: 1|act_loss: x|cri_loss:
+// y|...` (step3_rlhf_finetuning/main.py), give nothing, with a note: S counts prompt batches from 0
+// (enumerate), each trained for ppo_epochs x its experience batches optimizer steps of both
+// engines, and act_loss is the actor's PPO policy loss averaged over them. Every rank may print the
+// timer line: per step, the first value of each field wins. RunningAvgSamplesPerSec at the last
+// report is DeepSpeed's own average over every step after its first two (ThroughputTimer start_step
+// = 2): the trainer average. From 0.17 DeepSpeed logs at WARNING and steps_per_print is None by
+// default, so a default run prints none of its own lines: only the Trainer's dicts are left, timed
+// by the closing train_samples_per_second. A script may number its loss lines with its own counter:
+// SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ... completed (loss: x, ...)" counts micro-batches
+// (deepspeed_utils.py, `enumerate(train_dataloader)`), so under gradient accumulation its step runs
+// ahead of the engine's (`step=600`, `micro_step=1200/global_step=600`). A counter of each epoch's
+// batches (TRACE's `Epoch 2, Step 0, Loss: x`, starting again in every epoch) gives no optimizer
+// step after its first epoch: from the first loss line whose epoch is later and whose step is not
+// past the last one, the loss lines are left out, with a note. When most engine step lines that
+// follow a loss line show a step below that loss line's, the loss lines are not numbered by
+// optimizer steps: their losses are left out, with a note. Precision: `bfloat16_enabled` /
+// `fp16_enabled` (before 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ...
+// enabled=True` (after).
 #include <fmt/format.h>
 
 #include <cctype>
@@ -130,12 +131,22 @@ std::optional<double> EpochStep(std::string_view line, std::string_view key) {
   return ParseNumber(line.substr(slash + 1, at - 2 - slash - 1));
 }
 
-// Where "loss" starts as a name (not act_loss, train_loss, veRL's actor/loss: NameStartsAt)
-// followed by spaces or quotes and ':' or '=', case-insensitive; npos if nowhere.
+// Whether the name before the '/' ending at `at` is "train" (veRL's SFT trainer prints
+// `step:1 - train/loss:0.8078 - ...`): the training loss's own namespace.
+bool TrainNamespace(std::string_view line, size_t at) {
+  constexpr std::string_view kTrain = "train/";
+  if (at < kTrain.size() || FindNoCase(line.substr(at - kTrain.size(), kTrain.size()), kTrain) != 0)
+    return false;
+  return NameStartsAt(line, at - kTrain.size());
+}
+
+// Where "loss" starts as a name (not act_loss, train_loss, veRL's PPO actor/loss or its val/loss:
+// NameStartsAt; train/loss is) followed by spaces or quotes and ':' or '=', case-insensitive; npos
+// if nowhere.
 size_t LossKey(std::string_view line) {
   for (size_t at = FindNoCase(line, "loss"); at != std::string_view::npos;
        at = FindNoCase(line, "loss", at + 1)) {
-    if (!NameStartsAt(line, at)) continue;
+    if (!NameStartsAt(line, at) && !TrainNamespace(line, at)) continue;
     size_t p = at + 4;
     while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
     if (p < line.size() && (line[p] == ':' || line[p] == '=')) return at;

@@ -2441,5 +2441,23 @@ TEST(Corpus, VerlPpoMetricsAreNoPaddleOrDeepSpeedLines) {
   }
 }
 
+TEST(Corpus, VerlSftTrainLossIsTheStepsLoss) {
+  // veRL's SFT trainer (verl/trainer/fsdp_sft_trainer.py: `global_step += 1`, training_step = one
+  // optimizer step, `train/loss` its loss averaged over the data-parallel ranks): `step:1 -
+  // train/loss:0.8078852891921997 - train/lr(1e-3):... - train/time(s):14.79...` (lines 1-3). The
+  // deepspeed format's loss lines take `train/loss` (the training loss's own namespace), unlike the
+  // PPO trainer's `actor/loss` or `val/loss`.
+  Result<ParsedLog> log =
+      logparse::ParseDeepSpeedLog(testing::ReadTestData("logs/other_verl_sft_train_loss_docs.log"),
+                                  "other_verl_sft_train_loss_docs.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->iterations.size(), 3u);
+  EXPECT_EQ(log->iterations[0].step, 1);
+  EXPECT_EQ(log->iterations[0].loss, 0.8078852891921997);
+  EXPECT_EQ(log->iterations[1].loss, 0.7787683010101318);
+  EXPECT_EQ(log->iterations[2].step, 3);
+  EXPECT_EQ(log->iterations[2].loss, 0.7899439334869385);
+}
+
 }  // namespace
 }  // namespace bm::rules

@@ -422,12 +422,15 @@ TEST(DeepSpeed, ValidationAndNamespacedLossesAreNoTrainingLosses) {
       "step:10 - critic/loss:0.9 - actor/loss:0.4\n"  // namespaced: another objective's
       "eval step 20, loss: 2.9\n"                     // an evaluation at a step
       "[Rank 0] step=20, skipped=0, lr=[1e-05]\n"
-      "step 20 loss: 2.5\n",
+      "step 20 loss: 2.5\n"
+      "step:30 - val/loss:2.4\n"     // veRL's validation line: no record
+      "step:30 - train/loss:2.3\n",  // the training loss's own namespace
       "val.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->iterations.size(), 2u);
+  ASSERT_EQ(r->iterations.size(), 3u);
   EXPECT_FALSE(At(*r, 10)->loss);
   EXPECT_EQ(At(*r, 20)->loss, 2.5);
+  EXPECT_EQ(At(*r, 30)->loss, 2.3);
   ASSERT_EQ(r->notes.size(), 1u);
   EXPECT_EQ(r->notes[0].rfind("val.log:4: loss lines of an evaluation", 0), 0u) << r->notes[0];
 }

@@ -31,34 +31,42 @@
 // "chosen: x, rejected: y, loss: z", step2_dpo_finetuning/main.py, is not a
 // training loss), and no bracket of counters comes just before it (PyTorch's CIFAR-10
 // tutorial print "[2,  3000] loss: 1.203", epoch and batch in epoch, which DeepSpeedExamples'
-// cifar10_deepspeed.py keeps: left out, with a note). "loss" is a word: not act_loss. Steps are
-// 1-based: the engine's start-up `step=0` line makes no record; loss lines whose first is at step 0
-// count from 0 (a script's `enumerate`), and each is read as the step after its number.
-// `skipped` is DeepSpeed's running count; a record gets the increase since
-// the previous progress line (the first line's whole count only when its record reaches back
-// to step 1: an excerpt from mid-run does not say where the earlier skips fell). A `step=N` line
-// right after one for the same N is a second engine's (DeepSpeed-Chat step 3 runs an actor and a
-// critic engine, each with its own count): the first is kept. DeepSpeed-Chat's PPO lines, `epoch:
-// 0|step: S|ppo_ep: 1|act_loss: x|cri_loss: y|...` (step3_rlhf_finetuning/main.py), give nothing,
-// with a note: S counts prompt batches from 0 (enumerate), each trained for ppo_epochs x its
-// experience batches optimizer steps of both engines, and act_loss is the actor's PPO policy loss
-// averaged over them. Every rank may print the timer line: per step, the first value of each field
-// wins. RunningAvgSamplesPerSec at the last report is DeepSpeed's own average over every step after
-// its first two (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed logs at
-// WARNING and steps_per_print is None by default, so a default run prints none of its own lines:
-// only the Trainer's dicts are left, timed by the closing train_samples_per_second. A script may
-// number its loss lines with its own counter: SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ...
-// completed (loss: x, ...)" counts micro-batches (deepspeed_utils.py,
-// `enumerate(train_dataloader)`), so under gradient accumulation its step runs ahead of the
-// engine's (`step=600`, `micro_step=1200/global_step=600`). When most engine step lines that follow
-// a loss line show a step below that loss line's, the loss lines are not numbered by optimizer
-// steps: their losses are left out, with a note. Precision: `bfloat16_enabled` / `fp16_enabled`
-// (before 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ... enabled=True` (after).
+// cifar10_deepspeed.py keeps: left out, with a note). "loss" is a name: not act_loss, nor a metric
+// in another's namespace (veRL's PPO line `step:34 - ... - actor/loss:0.04 - ...`: an RL step's
+// actor objective), except train/ (veRL's SFT line `step:1 - train/loss:0.8078 - ...`). A loss
+// whose line names an evaluation before it (torchtitan's `validate step: 1  loss: 12.4699`,
+// "Validation Loss: 3.1") is no training loss: left out, with a note. Steps are 1-based: the
+// engine's start-up `step=0` line makes no record; loss lines whose first is at step 0 count from 0
+// (a script's `enumerate`), and each is read as the step after its number. `skipped` is DeepSpeed's
+// running count; a record gets the increase since the previous progress line (the first line's
+// whole count only when its record reaches back to step 1: an excerpt from mid-run does not say
+// where the earlier skips fell). A `step=N` line right after one for the same N is a second
+// engine's (DeepSpeed-Chat step 3 runs an actor and a critic engine, each with its own count): the
+// first is kept. DeepSpeed-Chat's PPO lines, `epoch: 0|step: S|ppo_ep: 1|act_loss: x|cri_loss:
+// y|...` (step3_rlhf_finetuning/main.py), give nothing, with a note: S counts prompt batches from 0
+// (enumerate), each trained for ppo_epochs x its experience batches optimizer steps of both
+// engines, and act_loss is the actor's PPO policy loss averaged over them. Every rank may print the
+// timer line: per step, the first value of each field wins. RunningAvgSamplesPerSec at the last
+// report is DeepSpeed's own average over every step after its first two (ThroughputTimer start_step
+// = 2): the trainer average. From 0.17 DeepSpeed logs at WARNING and steps_per_print is None by
+// default, so a default run prints none of its own lines: only the Trainer's dicts are left, timed
+// by the closing train_samples_per_second. A script may number its loss lines with its own counter:
+// SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ... completed (loss: x, ...)" counts micro-batches
+// (deepspeed_utils.py, `enumerate(train_dataloader)`), so under gradient accumulation its step runs
+// ahead of the engine's (`step=600`, `micro_step=1200/global_step=600`). A counter of each epoch's
+// batches (TRACE's `Epoch 2, Step 0, Loss: x`, starting again in every epoch) gives no optimizer
+// step after its first epoch: from the first loss line whose epoch is later and whose step is not
+// past the last one, the loss lines are left out, with a note. When most engine step lines that
+// follow a loss line show a step below that loss line's, the loss lines are not numbered by
+// optimizer steps: their losses are left out, with a note. Precision: `bfloat16_enabled` /
+// `fp16_enabled` (before 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ...
+// enabled=True` (after).
 #include <fmt/format.h>
 
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -71,21 +79,20 @@
 namespace bm::logparse {
 namespace {
 
-// The step of a line: "step" as a word or "global_step" (not "micro_step",
-// not "steps_per_print"), then spaces or quotes, '=' or ':', spaces or quotes,
-// an integer.
-std::optional<double> StepNumber(std::string_view line) {
-  for (size_t at = FindNoCase(line, "step"); at != std::string_view::npos;
-       at = FindNoCase(line, "step", at + 1)) {
+// The counter `word` of a line ("step", "epoch") as a word, or "global_step" (not "micro_step",
+// not "steps_per_print"), then spaces or quotes, '=' or ':', spaces or quotes, an integer.
+std::optional<double> CounterNumber(std::string_view line, std::string_view word) {
+  for (size_t at = FindNoCase(line, word); at != std::string_view::npos;
+       at = FindNoCase(line, word, at + 1)) {
     const bool word_start =
         at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
-    const bool global = at >= 7 && line.substr(at - 7, 7) == "global_";
+    const bool global = word == "step" && at >= 7 && line.substr(at - 7, 7) == "global_";
     if (!word_start && !global) continue;
     auto skip = [&](size_t p) {
       while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
       return p;
     };
-    size_t p = skip(at + 4);
+    size_t p = skip(at + word.size());
     if (p < line.size() && (line[p] == '=' || line[p] == ':')) p = skip(p + 1);
     size_t end = 0;
     std::string_view rest = line.substr(p);
@@ -94,6 +101,8 @@ std::optional<double> StepNumber(std::string_view line) {
   }
   return std::nullopt;
 }
+
+std::optional<double> StepNumber(std::string_view line) { return CounterNumber(line, "step"); }
 
 const char* const kFacts[][2] = {
     {"train_batch_size", "gbs"},
@@ -122,18 +131,47 @@ std::optional<double> EpochStep(std::string_view line, std::string_view key) {
   return ParseNumber(line.substr(slash + 1, at - 2 - slash - 1));
 }
 
-// Where "loss" starts as a word (not act_loss, train_loss) followed by spaces or quotes and
-// ':' or '=', case-insensitive; npos if nowhere.
+// Whether the name before the '/' ending at `at` is "train" (veRL's SFT trainer prints
+// `step:1 - train/loss:0.8078 - ...`): the training loss's own namespace.
+bool TrainNamespace(std::string_view line, size_t at) {
+  constexpr std::string_view kTrain = "train/";
+  if (at < kTrain.size() || FindNoCase(line.substr(at - kTrain.size(), kTrain.size()), kTrain) != 0)
+    return false;
+  return NameStartsAt(line, at - kTrain.size());
+}
+
+// Where "loss" starts as a name (not act_loss, train_loss, veRL's PPO actor/loss or its val/loss:
+// NameStartsAt; train/loss is) followed by spaces or quotes and ':' or '=', case-insensitive; npos
+// if nowhere.
 size_t LossKey(std::string_view line) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (size_t at = FindNoCase(line, "loss"); at != std::string_view::npos;
        at = FindNoCase(line, "loss", at + 1)) {
-    if (at > 0 && word(line[at - 1])) continue;
+    if (!NameStartsAt(line, at) && !TrainNamespace(line, at)) continue;
     size_t p = at + 4;
     while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
     if (p < line.size() && (line[p] == ':' || line[p] == '=')) return at;
   }
   return std::string_view::npos;
+}
+
+// Whether the words before `at` name an evaluation (torchtitan's "validate step: 1  loss: 12.4699",
+// a script's "Validation Loss: 2.3"): its loss is not a training loss.
+bool EvalBefore(std::string_view line, size_t at) {
+  static constexpr std::string_view kWords[] = {"val",        "valid", "validate", "validation",
+                                                "validating", "eval",  "evaluate", "evaluation",
+                                                "evaluating", "test",  "testing"};
+  size_t p = 0;
+  while (p < at) {
+    while (p < at && !std::isalpha(static_cast<unsigned char>(line[p]))) ++p;
+    size_t end = p;
+    while (end < at && std::isalpha(static_cast<unsigned char>(line[end]))) ++end;
+    std::string word(line.substr(p, end - p));
+    for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (std::string_view w : kWords)
+      if (word == w) return true;
+    p = end;
+  }
+  return false;
 }
 
 // The value after the whole-word loss key at `at` ("loss: tensor(2.3", "Loss=2.3").
@@ -164,7 +202,8 @@ bool KeyBefore(std::string_view line, size_t at) {
 // eval loss third: not a training loss.
 std::optional<double> StepLessLoss(std::string_view line) {
   size_t at = LossKey(line);
-  if (at == std::string_view::npos || KeyBefore(line, at)) return std::nullopt;
+  if (at == std::string_view::npos || KeyBefore(line, at) || EvalBefore(line, at))
+    return std::nullopt;
   return LossValue(line, at);
 }
 
@@ -262,11 +301,16 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   std::optional<int64_t> engine_step;  // the last `step=N` line's N
   int64_t ppo_line = 0;                // DeepSpeed-Chat's first PPO line, left out
   int64_t epoch_batch_line = 0;        // the first "[E, N] loss: x" line, left out
+  int64_t eval_line = 0;               // the first evaluation's "validate step: N  loss: x" line
   TrainerDictReader dicts;
   DictMemory memory;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
   int64_t zero_based_line = 0;                   // a first loss line at step 0
+  std::optional<double> last_loss_epoch;         // the last loss line's epoch, when it names one
+  int64_t epoch_counter_line =
+      0;  // the first loss line whose epoch restarts its step, and that step
+  int64_t epoch_counter_step = 0;
   auto at_step = [&](int64_t step, int64_t line) -> Iteration& {
     Iteration& it = steps[step];
     if (it.line == 0) {
@@ -391,8 +435,23 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       return;
     }
     size_t at = LossKey(line);
+    if (at != std::string_view::npos && EvalBefore(line, at)) {
+      if (!eval_line) eval_line = no;
+      return;
+    }
     std::optional<double> loss = at == std::string_view::npos ? std::nullopt : LossValue(line, at);
-    if (!loss || *step < 0) return;
+    if (!loss || *step < 0 || epoch_counter_line) return;
+    // A step counter that starts again in a later epoch (TRACE's `Epoch 2, Step 0, Loss: x`, an
+    // `enumerate` over each epoch's batches) is the epoch's own: the optimizer steps of this line
+    // and the ones after are not known.
+    std::optional<double> epoch = CounterNumber(line, "epoch");
+    if (epoch && last_loss_epoch && *epoch > *last_loss_epoch && !loss_lines.empty() &&
+        *step + (zero_based_line ? 1 : 0) <= loss_lines.back().step) {
+      epoch_counter_line = no;
+      epoch_counter_step = static_cast<int64_t>(*step);
+      return;
+    }
+    if (epoch) last_loss_epoch = epoch;
     // A first loss line at step 0 (TUNiB's tutorial: `print(f"step:{i}, loss:{loss}")` over
     // `enumerate(data_loader)`) numbers from 0: its steps are one below the optimizer's.
     if (*step == 0 && loss_lines.empty() && !zero_based_line) zero_based_line = no;
@@ -449,6 +508,19 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         "the last batches, numbered by the script's epoch and batch in epoch) left out: they are "
         "not at DeepSpeed's step lines",
         name, epoch_batch_line));
+  }
+  if (epoch_counter_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: the loss lines count their steps within each epoch (a later epoch starts again "
+        "at step {}): the optimizer steps of this line and those after are not known, their "
+        "losses are left out",
+        name, epoch_counter_line, epoch_counter_step));
+  }
+  if (eval_line) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: loss lines of an evaluation ('validate step: N  loss: x') left out: not a "
+        "training loss",
+        name, eval_line));
   }
   if (ppo_line) {
     log.notes.push_back(fmt::format(

@@ -67,13 +67,24 @@ size_t FindNoCase(std::string_view line, std::string_view key, size_t from) {
   return it == line.end() ? std::string_view::npos : static_cast<size_t>(it - line.begin());
 }
 
+bool NameStartsAt(std::string_view line, size_t at) {
+  if (at == 0 || at > line.size()) return true;
+  const char before = line[at - 1];
+  if (std::isalnum(static_cast<unsigned char>(before)) || before == '_') return false;
+  return !(before == '/' && at >= 2 &&
+           (std::isalpha(static_cast<unsigned char>(line[at - 2])) || line[at - 2] == '_'));
+}
+
 size_t FindKeyValue(std::string_view line, std::string_view key, std::string_view seps,
                     size_t from) {
+  const bool named =
+      !key.empty() && (std::isalnum(static_cast<unsigned char>(key.front())) || key.front() == '_');
   while (true) {
     size_t at = FindNoCase(line, key, from);
     if (at == std::string_view::npos) return at;
     size_t p = at + key.size();
     from = at + 1;
+    if (named && !NameStartsAt(line, at)) continue;
     while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
     if (p < line.size() && seps.find(line[p]) != std::string_view::npos) return p + 1;
   }

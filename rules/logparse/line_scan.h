@@ -77,8 +77,15 @@ size_t FindNoCase(std::string_view line, std::string_view key, size_t from = 0);
 // Position just after `key`, optional spaces and quotes, and one of `seps`
 // (e.g. "=:"), searching case-insensitively from `from`; npos if absent.
 // "'loss': 2.3" with key "loss" and seps ":" gives the position of " 2.3".
+// The key is a whole name (NameStartsAt).
 size_t FindKeyValue(std::string_view line, std::string_view key, std::string_view seps,
                     size_t from = 0);
+
+// Whether a name starting with a letter, digit or '_' found at `at` in line starts there: it is
+// not the end of a longer one ("kl_loss", "pg_loss") nor a name in another's namespace
+// ("actor/loss", "training/global_step": veRL's metrics); a '/' after a value
+// ("micro_step=10/global_step=10", DeepSpeed's timer line) separates two names.
+bool NameStartsAt(std::string_view line, size_t at);
 
 // Appends `it` keeping the series strictly ascending: a record equal to the
 // last one (another rank's copy) is dropped; any other record for a step at

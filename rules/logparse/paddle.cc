@@ -276,7 +276,8 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
     }
     eval_s.reset();
     eval_line = save_line = 0;
-    last_epoch = NumberAfter(line, "epoch", ":");
+    last_epoch = NumberAfter(line, "progress_or_epoch", ":");  // the Trainer's
+    if (!last_epoch) last_epoch = NumberAfter(line, "epoch", ":");
     AddIteration(log.iterations, it, &log.restarts);
   });
   BM_TRY(error);

@@ -6,6 +6,7 @@
 // here, and the comment says so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -438,6 +439,32 @@ TEST(Corpus, DeepSpeedExcerptFromMidRunSkippedCount) {
   for (const std::string& n : r->log.notes)
     noted = noted || n.find(":3: skipped=21 counts the run's skipped steps") != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+TEST(Corpus, DeepSpeedLossLinesCountingStepsWithinEachEpoch) {
+  // TRACE#5: a DeepSpeed script's bar descriptions `Epoch 1, Step 0, Loss: 0.9741` (TRACE's
+  // model/base_model.py train_one_task: `step` of `enumerate(train_dataloader)`, from 0 in every
+  // epoch; `refresh=False`, so each shows on the next micro-batch's drawing). Epoch 1's steps
+  // 0-7 (lines 6-12, and 14 after `Beginning of Epoch 2/18`) are read as steps 1-8; `Epoch 2, Step
+  // 0` (line 15) starts again: it and the lines after are left out, with a note, rather than read
+  // as steps 1-6 again (they used to be dropped without a word, the first loss of a step kept).
+  Result<ParsedLog> log = logparse::ParseDeepSpeedLog(
+      testing::ReadTestData("logs/deepspeed_trace_epoch_step_counter_issue5.log"),
+      "deepspeed_trace_epoch_step_counter_issue5.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->iterations.size(), 8u);
+  const double losses[] = {0.9741, 1.3742, 1.2390, 0.9670, 1.0386, 1.1681, 1.2240, 0.9610};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(log->iterations[i].step, i + 1);
+    EXPECT_EQ(log->iterations[i].loss, losses[i]) << i;
+  }
+  EXPECT_EQ(log->iterations[7].line, 14);
+  EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
+                      "deepspeed_trace_epoch_step_counter_issue5.log:15: the loss lines count "
+                      "their steps within each epoch (a later epoch starts again at step 0): the "
+                      "optimizer steps of this line and those after are not known, their losses "
+                      "are left out"),
+            log->notes.end());
 }
 
 TEST(Corpus, DeepSpeed07RunningAverageWithoutGlobalStep) {
@@ -2363,6 +2390,73 @@ TEST(Corpus, WrongFormatSaysWhichOneReadsTheLog) {
   EXPECT_NE(none.status().message().find("x.log: log_format = \"auto\" found none of these in 2 "
                                          "lines"),
             std::string::npos);
+}
+
+// ---- Logs of frameworks benchmake does not read ----------------------------
+
+TEST(Corpus, TorchtitanValidationLossIsNoTrainingLoss) {
+  // torchtitan (a 2026-01-16 run, 8 ranks each printing): `validate step:  1  loss: 12.4699`
+  // (lines 1-5, 11-12; torchtitan's MetricsProcessor.log_validation) is the validation loss after
+  // step 1, which prints no training line (log_freq 20); `step: 20  loss: 11.8347` (lines 32-39)
+  // and `step: 40  loss:  9.3507` (lines 40-47) are training lines. The deepspeed format's loss
+  // lines take the training ones only; auto recognises none of its formats.
+  Result<ParsedLog> log =
+      logparse::ParseDeepSpeedLog(testing::ReadTestData("logs/other_torchtitan_validate_step.log"),
+                                  "other_torchtitan_validate_step.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->iterations.size(), 2u);
+  EXPECT_EQ(log->iterations[0].step, 20);
+  EXPECT_EQ(log->iterations[0].loss, 11.8347);
+  EXPECT_EQ(log->iterations[1].step, 40);
+  EXPECT_EQ(log->iterations[1].loss, 9.3507);
+  EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
+                      "other_torchtitan_validate_step.log:1: loss lines of an evaluation "
+                      "('validate step: N  loss: x') left out: not a training loss"),
+            log->notes.end());
+  Result<ParsedLog> none =
+      logparse::ParseAutoLog(testing::ReadTestData("logs/other_torchtitan_validate_step.log"),
+                             "other_torchtitan_validate_step.log");
+  EXPECT_FALSE(none.ok());
+}
+
+TEST(Corpus, VerlPpoMetricsAreNoPaddleOrDeepSpeedLines) {
+  // veRL's PPO trainer prints its metrics as `step:1 - ... - actor/kl_loss:0.000 - ... -
+  // actor/pg_loss:0.001 - ... - training/global_step:1.000 - ...` (verl-project/verl#2060): an RL
+  // step (one rollout batch, several optimizer steps of the actor) and the losses of its actor's
+  // objective. paddle once read `training/global_step` as PaddleNLP's global_step and the
+  // `kl_loss` as the loss (0); deepspeed read #7412's `actor/loss:0.0423...` as step 34's
+  // training loss. Both now find none of their lines.
+  for (const char* file :
+       {"other_verl_ppo_metrics_issue2060.log", "other_verl_ppo_actor_loss_issue7412.log"}) {
+    const std::string text = testing::ReadTestData(std::string("logs/") + file);
+    Result<ParsedLog> paddle = logparse::ParsePaddleLog(text, file);
+    ASSERT_FALSE(paddle.ok()) << file;
+    EXPECT_EQ(paddle.status().message().rfind(std::string(file) + ": no PaddleNLP step lines", 0),
+              0u)
+        << paddle.status().message();
+    Result<ParsedLog> ds = logparse::ParseDeepSpeedLog(text, file);
+    ASSERT_FALSE(ds.ok()) << file;
+    EXPECT_EQ(ds.status().message().rfind(std::string(file) + ": no DeepSpeed step lines", 0), 0u)
+        << ds.status().message();
+  }
+}
+
+TEST(Corpus, VerlSftTrainLossIsTheStepsLoss) {
+  // veRL's SFT trainer (verl/trainer/fsdp_sft_trainer.py: `global_step += 1`, training_step = one
+  // optimizer step, `train/loss` its loss averaged over the data-parallel ranks): `step:1 -
+  // train/loss:0.8078852891921997 - train/lr(1e-3):... - train/time(s):14.79...` (lines 1-3). The
+  // deepspeed format's loss lines take `train/loss` (the training loss's own namespace), unlike the
+  // PPO trainer's `actor/loss` or `val/loss`.
+  Result<ParsedLog> log =
+      logparse::ParseDeepSpeedLog(testing::ReadTestData("logs/other_verl_sft_train_loss_docs.log"),
+                                  "other_verl_sft_train_loss_docs.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->iterations.size(), 3u);
+  EXPECT_EQ(log->iterations[0].step, 1);
+  EXPECT_EQ(log->iterations[0].loss, 0.8078852891921997);
+  EXPECT_EQ(log->iterations[1].loss, 0.7787683010101318);
+  EXPECT_EQ(log->iterations[2].step, 3);
+  EXPECT_EQ(log->iterations[2].loss, 0.7899439334869385);
 }
 
 }  // namespace

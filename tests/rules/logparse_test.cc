@@ -415,6 +415,34 @@ TEST(DeepSpeed, StepZeroSecondEngineAndEvaluationLoss) {
       << r.status().message();
 }
 
+TEST(DeepSpeed, ValidationAndNamespacedLossesAreNoTrainingLosses) {
+  Result<ParsedLog> r = ParseDeepSpeedLog(
+      "[Rank 0] step=10, skipped=0, lr=[1e-05]\n"
+      "[Rank 0] Validation Loss: 3.1\n"               // step-less, but an evaluation's
+      "step:10 - critic/loss:0.9 - actor/loss:0.4\n"  // namespaced: another objective's
+      "eval step 20, loss: 2.9\n"                     // an evaluation at a step
+      "[Rank 0] step=20, skipped=0, lr=[1e-05]\n"
+      "step 20 loss: 2.5\n"
+      "step:30 - val/loss:2.4\n"     // veRL's validation line: no record
+      "step:30 - train/loss:2.3\n",  // the training loss's own namespace
+      "val.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_FALSE(At(*r, 10)->loss);
+  EXPECT_EQ(At(*r, 20)->loss, 2.5);
+  EXPECT_EQ(At(*r, 30)->loss, 2.3);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0].rfind("val.log:4: loss lines of an evaluation", 0), 0u) << r->notes[0];
+}
+
+TEST(LineScan, KeysAreWholeNames) {
+  EXPECT_EQ(NumberAfter("actor/kl_loss:0.0 - loss: 2.5", "loss", ":"), 2.5);
+  EXPECT_FALSE(NumberAfter("actor/pg_loss:0.1 - actor/loss:0.2", "loss", ":"));
+  // A '/' after a value separates two names (DeepSpeed's timer line).
+  EXPECT_EQ(NumberAfter("epoch=0/micro_step=20/global_step=10, x=1", "global_step", "="), 10);
+  EXPECT_EQ(NumberAfter("'loss': 1.5", "loss", ":"), 1.5);
+}
+
 TEST(DeepSpeed, PipelineEngineLinesAlone) {
   // DeepSpeed >= 0.17 logs at WARNING: a pipeline run shows only PipelineEngine's print()
   // (deepspeed/runtime/pipe/engine.py train_batch, with 2024's further losses before "iter

@@ -54,11 +54,14 @@
 // the first metric's), named in eval_what, and a note counts the others. An evaluation at a step
 // already evaluated (MaxDiffusion's closing summary) is a repeat, left out. Facts:
 // global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps (gas); run_start
-// to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a print that
-// mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight initialization: {...}")` on
-// every rank): skipped, with a note. An object that does not parse is an error unless it is the
-// last line (cut off). tracked_stats' throughput is not used: its unit differs between benchmarks
-// (samples/s, tokens/s, sequences/s). The only memory figure is mlperf_common's max_memory_usage.
+// to run_stop is wall_s, MLPerf's time to train (result_summarizer) only when run_stop's status is
+// "success": a note says so when it is not ("aborted": the quality target not reached), or when
+// the log has run_start and no run_stop (a killed or crashed run). A line with ":::MLLOG" and no
+// JSON object after it is a print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG
+// Weight initialization: {...}")` on every rank): skipped, with a note. An object that does not
+// parse is an error unless it is the last line (cut off). tracked_stats' throughput is not used:
+// its unit differs between benchmarks (samples/s, tokens/s, sequences/s). The only memory figure is
+// mlperf_common's max_memory_usage.
 //
 // One pass reads the events (mllog_events.h); this file numbers and times them.
 
@@ -381,6 +384,15 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   }
   if (log.iterations.empty()) {
     std::string why = events > 0 ? "" : OtherFormatHint(text, "mllog");
+    // Retinanet's and rgat's implementations (and tinygrad's) time whole epochs: epoch_start and
+    // epoch_stop at epoch_num, with no step or samples_count inside them.
+    const std::string epochs_say =
+        ev.epoch_stops > 0
+            ? fmt::format(
+                  "; its {} epoch_stop event(s) (the first at line {}) time whole epochs "
+                  "by epoch_num and place no step",
+                  ev.epoch_stops, ev.epoch_stop_line)
+            : std::string();
     if (epoch_blocks_line > 0 && !token_unit && !(gbs && fact("mpe"))) {
       // BERT's reference (packed samples): one block for the epoch, throughput-only
       // tracked_stats, evaluations at epoch_num = samples that no batch size divides.
@@ -427,14 +439,18 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     if (tracked > 0 || block_stops > 0) {
       return Errorf(ErrorCode::kCorrupt,
                     "{}: no training step in {} lines: none of its {} tracked_stats events holds "
-                    "a training loss, lr, grad_norm or step time, and its {} block_stop events "
-                    "give no step (no global_batch_size, or no samples_count or step)",
-                    name, log.lines, tracked, block_stops);
+                    "a training loss, lr, grad_norm or step time, and {}{}",
+                    name, log.lines, tracked,
+                    block_stops > 0 ? fmt::format("its {} block_stop events give no step (no "
+                                                  "global_batch_size, or no samples_count or step)",
+                                                  block_stops)
+                                    : std::string("it has no block_stop events"),
+                    epochs_say);
     }
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no MLPerf train_loss, tracked_stats or block_stop events (':::MLLOG {{... "
-                  "\"key\": \"train_loss\" ...}}') in {} lines ({} :::MLLOG events){}",
-                  name, log.lines, events, why);
+                  "\"key\": \"train_loss\" ...}}') in {} lines ({} :::MLLOG events){}{}",
+                  name, log.lines, events, epochs_say, why);
   }
   if (!timed_by_blocks) {
     FillSpansFromGaps(log.iterations);
@@ -483,6 +499,19 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     }
   }
   if (run_start && run_stop) log.wall_s = (*run_stop - *run_start) / 1000.0;
+  // MLPerf's time to train is run_start to run_stop of a run whose run_stop says "success"
+  // (mlperf_logging result_summarizer; its RCP checker counts any other status as not converged).
+  if (log.wall_s && !ev.run_status.empty() && ev.run_status != "success") {
+    log.notes.push_back(fmt::format(
+        "{}:{}: run_stop's status is \"{}\": the run stopped without reaching its quality "
+        "target, so run_start to run_stop ({:.1f} s) is no time to train",
+        name, ev.run_stop_line, ev.run_status, *log.wall_s));
+  } else if (run_start && !run_stop) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: run_start but no run_stop: the run did not finish (killed, crashed, or the log "
+        "is cut off), so the log gives no time to train",
+        name, ev.run_start_line));
+  }
   return log;
 }
 

@@ -1261,6 +1261,31 @@ TEST(Corpus, MlperfGigaComputingBlockStopNamesTheBlocksStart) {
   EXPECT_DOUBLE_EQ(*r->log.wall_s, (1744861681020.0 - 1744860973921.0) / 1000);
 }
 
+TEST(Corpus, MlperfDellStableDiffusionAbortedRunStop) {
+  // Dell's stable_diffusion (v5.0, 9x XE9712 GB200, result_9): blocks of 511488 samples (888 steps
+  // of global_batch_size 576, line 40) whose block_stop names the block's first samples_count as
+  // GigaComputing's do (lines 57-58: 0 and 0, ..., 72-73: 2557440); the block_start of line 75 has
+  // no block_stop. Every evaluation, done offline after training, gives FID 646.08 (lines 77-93):
+  // the run diverged, and run_stop (line 96) says "status": "aborted". run_start (line 56) to
+  // run_stop is then no time to train: MLPerf's RCP checker counts the run as not converged.
+  Result<Read> r = ReadLog("mllog_dell_sd_run_stop_aborted.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{888, 1776, 2664, 3552, 4440, 5328}));
+  // Lines 57-58: block_start 1746146350591 to block_stop 1746146406373 over 888 steps.
+  EXPECT_DOUBLE_EQ(*r->At(888)->ms, (1746146406373.0 - 1746146350591.0) / 888);
+  // Lines 72-73: the last block, 2557440 / 576 = 4440 to 5328.
+  EXPECT_DOUBLE_EQ(*r->At(5328)->ms, (1746146657481.0 - 1746146608630.0) / 888);
+  ASSERT_EQ(r->log.evals.size(), 5u);     // FID at lines 77, 81, 85, 89, 93 (CLIP left out)
+  EXPECT_EQ(r->log.evals[0].step, 1776);  // line 77: samples_count 1022976 / 576
+  EXPECT_EQ(r->log.evals[4].step, 5328);  // line 93: 3068928 / 576
+  EXPECT_EQ(r->log.evals[4].value, 646.0821975894278);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 17.176 * kGiB);  // line 59's max_memory_usage
+  // run_start (line 56, 1746146350591) to run_stop (line 96, 1746146657480), with its status.
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1746146657480.0 - 1746146350591.0) / 1000);
+  EXPECT_TRUE(r->Note("mllog_dell_sd_run_stop_aborted.log:96: run_stop's status is \"aborted\""));
+  EXPECT_TRUE(r->Note("is no time to train"));
+}
+
 TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
   // Intel Habana's llama2_70b_lora (v4.0, the reference's mlperf_logging_utils.py): train_loss at
   // samples_count 192, 576, ... (global_batch_size 8, line 10: steps 24, 72, ...), and each

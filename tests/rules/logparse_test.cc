@@ -508,6 +508,73 @@ TEST(Mllog, PackedBertSaysWhatIsMissing) {
             "either");
 }
 
+TEST(Mllog, RunStartWithoutRunStopSaysSo) {
+  // MLPerf Training v5.1 llama2_70b_lora, Dell (lines 974-977 of
+  // Dell/results/1xXE9780x8B200-SXM-180GB/llama2_70b_lora/result_0.txt): the run was killed at
+  // step 80 (SIGTERM), with no run_stop. Its steps are read (10 and 20, from metadata.step: no
+  // global_batch_size in these lines), and no time to train.
+  const std::string text =
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883447028, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"run_start\", \"value\": null, \"metadata\": {\"file\": "
+      "\"/usr/local/lib/python3.12/dist-packages/mlperf_common/callbacks/logging.py\", "
+      "\"lineno\": 83}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883447028, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"block_start\", \"value\": null, \"metadata\": {\"file\": "
+      "\"/usr/local/lib/python3.12/dist-packages/mlperf_common/callbacks/logging.py\", "
+      "\"lineno\": 185, \"samples_count\": 1536, \"step\": 0}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883459756, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"tracked_stats\", \"value\": {\"train_loss\": "
+      "1.8403122425079346}, \"metadata\": {\"file\": \"/workspace/ft-llm/custom_callbacks.py\", "
+      "\"lineno\": 273, \"samples_count\": 80, \"lr\": 0.0005497879849661988, \"step\": 10}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883472631, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"tracked_stats\", \"value\": {\"train_loss\": "
+      "1.4662407636642456}, \"metadata\": {\"file\": \"/workspace/ft-llm/custom_callbacks.py\", "
+      "\"lineno\": 273, \"samples_count\": 160, \"lr\": 0.0005491522667766103, \"step\": 20}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "killed.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  EXPECT_DOUBLE_EQ(*r->iterations[0].ms, (1759883459756.0 - 1759883447028.0) / 10);
+  EXPECT_EQ(r->iterations[1].lr, 0.0005491522667766103);
+  EXPECT_FALSE(r->wall_s);
+  EXPECT_NE(std::find(r->notes.begin(), r->notes.end(),
+                      "killed.txt:1: run_start but no run_stop: the run did not finish (killed, "
+                      "crashed, or the log is cut off), so the log gives no time to train"),
+            r->notes.end());
+}
+
+TEST(Mllog, EpochTimedLogSaysItsEpochsPlaceNoStep) {
+  // MLPerf Training v5.0 retinanet, tinycorp (tinygrad; lines 11, 22-24, 26-27 of
+  // tinycorp/results/tinybox_green/retinanet/result_0.txt): training timed by epoch_start and
+  // epoch_stop at epoch_num, no training statistics, no blocks.
+  const std::string text =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745598088273, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"global_batch_size\", \"value\": 96, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 504}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745598144406, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"epoch_start\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 527, \"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745605078062, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"epoch_stop\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 598, \"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745605078063, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"eval_start\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 603, \"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745610378469, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"eval_accuracy\", \"value\": 0.2608930553164607, "
+      "\"metadata\": {\"file\": \"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 679, "
+      "\"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745610378469, \"event_type\": "
+      "\"INTERVAL_END\", \"key\": \"eval_stop\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 680, \"epoch_num\": 1}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "retinanet.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "retinanet.txt: no MLPerf train_loss, tracked_stats or block_stop events (':::MLLOG "
+            "{... \"key\": \"train_loss\" ...}') in 6 lines (6 :::MLLOG events); its 1 epoch_stop "
+            "event(s) (the first at line 3) time whole epochs by epoch_num and place no step");
+}
+
 TEST(FlagPerf, PerfLogEventsAndABrokenOne) {
   // driver/perf_logger.py's lines: two STEP_END events (global_steps 10, 20 of a global batch
   // of 32), an EVALUATE with eval_loss, FINISHED.

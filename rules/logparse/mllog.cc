@@ -35,7 +35,9 @@
 // when every such step is a positive multiple of gbs and the last one before each eval_accuracy
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
 // The llama2_70b_lora reference names no step but metadata.samples_count (step x
-// global_batch_size: the step is that over the global_batch_size event's value); where an event
+// global_batch_size: the step is that over the global_batch_size event's value; Primus's reference
+// names the samples before the step, told by a record at 0 or at a block_stop's count after it,
+// and read one step later); where an event
 // names both, samples_count decides (NeMo's step counts from 0: Dell's _log_throughputs logs
 // samples = (step + 1) x gbs); without either they are numbered in order. Their time_ms stamps
 // time the steps: a record's ms is the time since the previous record (the first: since
@@ -201,9 +203,32 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   std::map<int64_t, double> own_ms;  // steps that logged their own time
   int64_t unnumbered = 0;
   bool by_samples_without_gbs = false, in_tokens = false, in_samples = false;
+  // Training records whose samples_count counts the samples before their step: Primus's
+  // primus_mllog (mlperf_pre_training.py _on_train_step_end) logs train_loss from inside
+  // train_step, before Megatron's loop adds the batch to args.consumed_train_samples. Told by a
+  // record at samples_count 0 (no step ends there), or by one after a block_stop at S that names
+  // S itself (a step that ended at S would come before that block_stop): every record's step is
+  // then its samples_count over gbs, plus one.
+  const Raw* before_sign = nullptr;
+  for (const Raw& r : raws) {
+    if (before_sign || !r.samples_count) continue;
+    if (*r.samples_count == 0) before_sign = &r;
+    for (const auto& [stop_line, stop_samples] : ev.block_stop_at)
+      if (stop_line < r.it.line && stop_samples == *r.samples_count) before_sign = &r;
+  }
+  const bool samples_before = before_sign && gbs && *gbs > 0;
+  if (samples_before) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: a training record at samples_count {:.0f}{}: the records' samples_count counts "
+        "the samples before their step (Primus's primus_mllog logs train_loss inside train_step, "
+        "before the batch is counted), so each is read at samples_count / global_batch_size {} + 1",
+        name, before_sign->it.line, *before_sign->samples_count,
+        *before_sign->samples_count == 0 ? "" : ", where a block_stop before it ended", *gbs));
+  }
   for (Raw& r : raws) {
     if (r.samples_count && gbs && *gbs > 0) {
       r.it.step = step_of(*r.samples_count);  // over metadata.step, which NeMo counts from 0
+      if (samples_before) ++r.it.step;
     } else if (r.step && r.timing_in_s && token_unit) {
       r.it.step = token_step(*r.step);
       in_tokens = true;

@@ -1286,6 +1286,31 @@ TEST(Corpus, MlperfDellStableDiffusionAbortedRunStop) {
   EXPECT_TRUE(r->Note("is no time to train"));
 }
 
+TEST(Corpus, MlperfPrimusTrainLossAtTheSamplesBeforeTheStep) {
+  // The gpt-oss-20B (small_llm_moe_pretraining) reference on Primus, global_batch_size 32 (line
+  // 17), max_sequence_length 8192 (line 19): primus_mllog's train_loss names samples_count 0 for
+  // the first step (line 44), 32 for the second, ...: the samples before the step
+  // (mlperf_pre_training.py _on_train_step_end runs inside train_step, before Megatron adds the
+  // batch to consumed_train_samples). Steps 1-17 (lines 44-60); the excerpt ends before run_stop.
+  Result<Read> r = ReadLog("mllog_primus_train_loss_samples_before_step.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps(17);
+  std::iota(steps.begin(), steps.end(), 1);
+  EXPECT_EQ(r->Steps(), steps);
+  EXPECT_EQ(r->Loss(1), 11.838506698608398);  // line 44
+  // run_start (line 41, 1771599913588) to step 1's train_loss (line 44, 1771599949614).
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 1771599949614.0 - 1771599913588.0);
+  // Lines 59-60: samples_count 480 and 512, steps 16 and 17.
+  EXPECT_DOUBLE_EQ(*r->At(17)->ms, 1771600007121.0 - 1771600003594.0);
+  EXPECT_EQ(r->Loss(17), 9.098333358764648);
+  EXPECT_EQ(r->At(17)->lr, 0.00010625000000000001);
+  EXPECT_FALSE(r->log.wall_s);
+  EXPECT_TRUE(
+      r->Note("mllog_primus_train_loss_samples_before_step.log:44: a training record at "
+              "samples_count 0"));
+  EXPECT_TRUE(r->Note("run_start but no run_stop"));
+}
+
 TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
   // Intel Habana's llama2_70b_lora (v4.0, the reference's mlperf_logging_utils.py): train_loss at
   // samples_count 192, 576, ... (global_batch_size 8, line 10: steps 24, 72, ...), and each

@@ -575,6 +575,73 @@ TEST(Mllog, EpochTimedLogSaysItsEpochsPlaceNoStep) {
             "event(s) (the first at line 3) time whole epochs by epoch_num and place no step");
 }
 
+TEST(Mllog, PrimusTrainLossCountsTheSamplesBeforeItsStep) {
+  // The MLPerf reference for small_llm_moe_pretraining (gpt-oss-20B on Primus, mlcommons/training
+  // @ aa344c7 small_llm_moe_pretraining/primus/rcp_logs/gbs32/run_0.log, lines 17 and 425-434):
+  // primus_mllog logs train_loss from inside train_step, so its samples_count is the samples
+  // before the step (12256 for the 384th step of 32). The block of 384 steps ends at 12288
+  // (block_stop, eval_accuracy), and the next train_loss (12288) is step 385.
+  const std::string text =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771599913587, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"global_batch_size\", \"value\": 32, \"metadata\": {\"file\": \""
+      "/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"line"
+      "no\": 49}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601025437, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.2799577713012695, \"metadata\": {\"f"
+      "ile\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py"
+      "\", \"lineno\": 214, \"samples_count\": 12192, \"lr\": 0.0007999999159488634}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601028535, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.302831649780273, \"metadata\": {\"fi"
+      "le\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\""
+      ", \"lineno\": 214, \"samples_count\": 12224, \"lr\": 0.0007999999152857408}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031678, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.271429538726807, \"metadata\": {\"fi"
+      "le\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\""
+      ", \"lineno\": 214, \"samples_count\": 12256, \"lr\": 0.0007999999146200125}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031695, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"tracked_stats\", \"value\": {\"throughput\": 10.990004890374049"
+      "}, \"metadata\": {\"file\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/ml"
+      "perf_pre_training.py\", \"lineno\": 226, \"step\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031696, \"event_type\": \"INTERVA"
+      "L_END\", \"key\": \"block_stop\", \"value\": null, \"metadata\": {\"file\": \"/opt/v"
+      "env/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno\": "
+      "124, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031696, \"event_type\": \"INTERVA"
+      "L_START\", \"key\": \"eval_start\", \"value\": null, \"metadata\": {\"file\": \"/opt"
+      "/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno\""
+      ": 126, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601096086, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"eval_accuracy\", \"value\": 5.260438442230225, \"metadata\": {"
+      "\"file\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training."
+      "py\", \"lineno\": 134, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601096086, \"event_type\": \"INTERVA"
+      "L_END\", \"key\": \"eval_stop\", \"value\": null, \"metadata\": {\"file\": \"/opt/ve"
+      "nv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno\": 1"
+      "44, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601096086, \"event_type\": \"INTERVA"
+      "L_START\", \"key\": \"block_start\", \"value\": null, \"metadata\": {\"file\": \"/op"
+      "t/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno"
+      "\": 148, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601098806, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.328076362609863, \"metadata\": {\"fi"
+      "le\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\""
+      ", \"lineno\": 214, \"samples_count\": 12288, \"lr\": 0.0007999999139516785}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "primus.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(r->iterations[0].step, 382);  // line 2: 12192 / 32 + 1
+  EXPECT_EQ(r->iterations[2].step, 384);  // line 4: 12256 / 32 + 1
+  EXPECT_EQ(r->iterations[2].loss, 5.271429538726807);
+  EXPECT_DOUBLE_EQ(*r->iterations[2].ms, 1771601031678.0 - 1771601028535.0);
+  EXPECT_EQ(r->iterations[3].step, 385);  // line 11: 12288 / 32 + 1
+  // Lines 4-11: from step 384's train_loss to step 385's, less block_stop (line 6) to the
+  // block_start after the evaluation (line 10).
+  EXPECT_DOUBLE_EQ(*r->iterations[3].ms,
+                   (1771601098806.0 - 1771601031678.0) - (1771601096086.0 - 1771601031696.0));
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 384);  // line 8: samples_count 12288 / 32, after the step
+}
+
 TEST(FlagPerf, PerfLogEventsAndABrokenOne) {
   // driver/perf_logger.py's lines: two STEP_END events (global_steps 10, 20 of a global batch
   // of 32), an EVALUATE with eval_loss, FINISHED.

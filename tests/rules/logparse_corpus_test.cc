@@ -1610,6 +1610,9 @@ TEST(Corpus, MegatronDeepSpeedAlcfKeyValueLines) {
   EXPECT_EQ(r->At(5)->lr, 0.0);                   // learning_rate=0.000000 (printed %.6f)
   EXPECT_EQ(r->log.facts.at("mpe").value, 4096);  // actual_seqlen= 4096
   EXPECT_FALSE(r->log.trainer_average);
+  // The log's own rate (tokens / elapsed / world size), as `tokens per gpu per second (tgs)`.
+  EXPECT_EQ(r->At(2)->tokens_per_device_per_s, 8176.383);  // line 6
+  EXPECT_EQ(r->At(6)->tokens_per_device_per_s, 8145.085);  // line 30
   // Line 1: report_memory's max reserved 17240.0 MB.
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 17240.0 * kMiB);
   // Eight GPUs (the log's own tokens_per_gpu_per_second_tgs=8176.383 = 256 * 4096 / 16.0306 s

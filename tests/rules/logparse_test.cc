@@ -729,6 +729,33 @@ TEST(TrainerDicts, NumbersStringsAndOtherValues) {
 
 // transformers logs step 1 too with logging_first_step, then every logging_steps;
 // before, the first dict was numbered logging_steps.
+TEST(DeepSpeed, WallClockBreakdownLinesTellAutoItIsDeepSpeed) {
+  // DeepSpeed 0.18.5 with wall_clock_breakdown and a training script's own loss lines, its tqdm
+  // postfix glued before them (a 2026-02-10 run log, Qwen2-MoE on 4 GPUs, index id 64166517662,
+  // the first training lines as the stored index shows them): no step= or timer line, so auto
+  // knew the log only by the engine's `time (ms) | fwd_microstep: ...` timers.
+  const std::string log =
+      "Epoch 0:   0%|          | 0/743 [00:00<?, ?it/s][Rank 0] time (ms) | fwd_microstep: "
+      "1136.68 | bwd_microstep: 2443.19 | bwd_inner_microstep: 2265.61 | "
+      "bwd_allreduce_microstep: 177.41 | step_microstep: 0.05\n"
+      "Epoch 0:   0%|          | 0/743 [00:03<?, ?it/s, loss=12.0024, global_step=1, "
+      "toks/s=2480.0, gpu_util=99%, gpu_mem=10.5G, cpu_util=15%, cpu_mem=21.7G]Epoch 0, Step 0, "
+      "Global Step 1, Loss: 12.0024, Tokens/s: 2480.0, Tokens: 8884, GPU Util: 99%, GPU Mem: "
+      "10.5G/15.0G, CPU Util: 15%, CPU Mem: 21.7G/186.7G\n"
+      "Epoch 0:   0%|          | 1/743 [00:06<44:41,  3.61s/it, loss=11.9413, global_step=2, "
+      "toks/s=3930.4, gpu_util=100%, gpu_mem=12.8G, cpu_util=9%, cpu_mem=21.4G]Epoch 0, Step 1, "
+      "Global Step 2, Loss: 11.9413, Tokens/s: 3930.4, Tokens: 9748, GPU Util: 100%, GPU Mem: "
+      "12.8G/15.0G, CPU Util: 9%, CPU Mem: 21.4G/186.7G\n";
+  Result<ParsedLog> r = ParseAutoLog(log, "ds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "deepspeed");
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 1);  // global_step=1 (Step 0 of the epoch)
+  EXPECT_EQ(r->iterations[0].loss, 12.0024);
+  EXPECT_EQ(r->iterations[1].step, 2);
+  EXPECT_EQ(r->iterations[1].loss, 11.9413);
+}
+
 TEST(DeepSpeed, TrainerLoggingFirstStep) {
   Result<ParsedLog> r = ParseDeepSpeedLog(
       "logging_first_step=True,\n"

@@ -283,6 +283,13 @@ std::optional<std::pair<StepAt, StepAt>> LossStepsAhead(const std::vector<StepAt
 
 bool IsDeepSpeedLine(std::string_view line) {
   if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) return true;
+  // The engine's wall_clock_breakdown timers (engine.py, `self.timers.log` of its
+  // FORWARD_MICRO_TIMER
+  // ... names, and of fwd/bwd/step at steps_per_print): `time (ms) | fwd_microstep: 654.24 | ...`,
+  // a script's own loss lines beside them when steps_per_print prints nothing else.
+  if (line.find("time (ms) | fwd_microstep: ") != std::string_view::npos ||
+      line.find("time (ms) | optimizer_allgather: ") != std::string_view::npos)
+    return true;
   if (PipeLine(line)) return true;
   if (line.find(", SamplesPerSec=") != std::string_view::npos)
     return EpochStep(line, "SamplesPerSec=").has_value();

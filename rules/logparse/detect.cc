@@ -29,7 +29,8 @@ constexpr Kind kKinds[] = {
     {"nemo", IsNemoBarLine, "a NeMo 1 training bar"},
     {"megatron", IsMegatronIterationLine, "a Megatron iteration line"},
     {"paddle", IsPaddleStepLine, "a PaddleNLP step line"},
-    {"deepspeed", IsDeepSpeedLine, "a DeepSpeed step or ThroughputTimer line"},
+    {"deepspeed", IsDeepSpeedLine,
+     "a DeepSpeed step, ThroughputTimer or wall_clock_breakdown timer line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
 };
 
@@ -64,8 +65,8 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
     return Errorf(
         ErrorCode::kCorrupt,
         "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
-        "line, a NeMo 2 ProgressPrinter line or NeMo 1 training bar, DeepSpeed step or "
-        "ThroughputTimer lines, "
+        "line, a NeMo 2 ProgressPrinter line or NeMo 1 training bar, DeepSpeed step, "
+        "ThroughputTimer or wall_clock_breakdown timer lines, "
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
         "'[PerfLog]' events",

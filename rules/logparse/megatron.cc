@@ -22,7 +22,8 @@
 // underscore names: ` iteration=       2/  317892 | ... |
 // elapsed_time_per_iteration_ms=16030.6 | learning_rate=0.000000 |
 // global_batch_size=  256 | lm loss=11.208171 | loss_scale=65536.0 |
-// actual_seqlen= 4096 | number_of_skipped_iterations=  0 | ...`.
+// actual_seqlen= 4096 | number_of_skipped_iterations=  0 | ... |
+// tokens_per_gpu_per_second_tgs=8176.383 | ...` (its later lines also `grad_norm=6.363 |`).
 // BigScience Megatron-DeepSpeed (training.py `training_log` from 4c2aea04,
 // "Fix throughput unit", January 2022) and its forks print the time in
 // seconds, `elapsed time per iteration (s): 7.2310 | ... | samples per second:
@@ -190,6 +191,8 @@ const FieldTarget kKeyValueFields[] = {
     {"grad_norm", &Iteration::grad_norm, nullptr},
     {"number_of_skipped_iterations", nullptr, &Iteration::skipped},
     {"number_of_nan_iterations", nullptr, &Iteration::nan},
+    // The same tokens / elapsed / world size as `tokens per gpu per second (tgs)` above.
+    {"tokens_per_gpu_per_second_tgs", &Iteration::tokens_per_device_per_s, nullptr},
 };
 
 // "13372.8/13364.7" (Primus: this iteration's, then a running mean) -> the first.

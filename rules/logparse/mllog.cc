@@ -35,7 +35,9 @@
 // when every such step is a positive multiple of gbs and the last one before each eval_accuracy
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
 // The llama2_70b_lora reference names no step but metadata.samples_count (step x
-// global_batch_size: the step is that over the global_batch_size event's value); where an event
+// global_batch_size: the step is that over the global_batch_size event's value; Primus's reference
+// names the samples before the step, told by a record at 0 or at a block_stop's count after it,
+// and read one step later); where an event
 // names both, samples_count decides (NeMo's step counts from 0: Dell's _log_throughputs logs
 // samples = (step + 1) x gbs); without either they are numbered in order. Their time_ms stamps
 // time the steps: a record's ms is the time since the previous record (the first: since
@@ -54,11 +56,14 @@
 // the first metric's), named in eval_what, and a note counts the others. An evaluation at a step
 // already evaluated (MaxDiffusion's closing summary) is a repeat, left out. Facts:
 // global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps (gas); run_start
-// to run_stop is wall_s. A line with ":::MLLOG" and no JSON object after it is a print that
-// mentions the tag (the llama3.1 reference's `print(f":::MLLOG Weight initialization: {...}")` on
-// every rank): skipped, with a note. An object that does not parse is an error unless it is the
-// last line (cut off). tracked_stats' throughput is not used: its unit differs between benchmarks
-// (samples/s, tokens/s, sequences/s). The only memory figure is mlperf_common's max_memory_usage.
+// to run_stop is wall_s, MLPerf's time to train (result_summarizer) only when run_stop's status is
+// "success": a note says so when it is not ("aborted": the quality target not reached), or when
+// the log has run_start and no run_stop (a killed or crashed run). A line with ":::MLLOG" and no
+// JSON object after it is a print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG
+// Weight initialization: {...}")` on every rank): skipped, with a note. An object that does not
+// parse is an error unless it is the last line (cut off). tracked_stats' throughput is not used:
+// its unit differs between benchmarks (samples/s, tokens/s, sequences/s). The only memory figure is
+// mlperf_common's max_memory_usage.
 //
 // One pass reads the events (mllog_events.h); this file numbers and times them.
 
@@ -198,9 +203,32 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   std::map<int64_t, double> own_ms;  // steps that logged their own time
   int64_t unnumbered = 0;
   bool by_samples_without_gbs = false, in_tokens = false, in_samples = false;
+  // Training records whose samples_count counts the samples before their step: Primus's
+  // primus_mllog (mlperf_pre_training.py _on_train_step_end) logs train_loss from inside
+  // train_step, before Megatron's loop adds the batch to args.consumed_train_samples. Told by a
+  // record at samples_count 0 (no step ends there), or by one after a block_stop at S that names
+  // S itself (a step that ended at S would come before that block_stop): every record's step is
+  // then its samples_count over gbs, plus one.
+  const Raw* before_sign = nullptr;
+  for (const Raw& r : raws) {
+    if (before_sign || !r.samples_count) continue;
+    if (*r.samples_count == 0) before_sign = &r;
+    for (const auto& [stop_line, stop_samples] : ev.block_stop_at)
+      if (stop_line < r.it.line && stop_samples == *r.samples_count) before_sign = &r;
+  }
+  const bool samples_before = before_sign && gbs && *gbs > 0;
+  if (samples_before) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: a training record at samples_count {:.0f}{}: the records' samples_count counts "
+        "the samples before their step (Primus's primus_mllog logs train_loss inside train_step, "
+        "before the batch is counted), so each is read at samples_count / global_batch_size {} + 1",
+        name, before_sign->it.line, *before_sign->samples_count,
+        *before_sign->samples_count == 0 ? "" : ", where a block_stop before it ended", *gbs));
+  }
   for (Raw& r : raws) {
     if (r.samples_count && gbs && *gbs > 0) {
       r.it.step = step_of(*r.samples_count);  // over metadata.step, which NeMo counts from 0
+      if (samples_before) ++r.it.step;
     } else if (r.step && r.timing_in_s && token_unit) {
       r.it.step = token_step(*r.step);
       in_tokens = true;
@@ -381,6 +409,15 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   }
   if (log.iterations.empty()) {
     std::string why = events > 0 ? "" : OtherFormatHint(text, "mllog");
+    // Retinanet's and rgat's implementations (and tinygrad's) time whole epochs: epoch_start and
+    // epoch_stop at epoch_num, with no step or samples_count inside them.
+    const std::string epochs_say =
+        ev.epoch_stops > 0
+            ? fmt::format(
+                  "; its {} epoch_stop event(s) (the first at line {}) time whole epochs "
+                  "by epoch_num and place no step",
+                  ev.epoch_stops, ev.epoch_stop_line)
+            : std::string();
     if (epoch_blocks_line > 0 && !token_unit && !(gbs && fact("mpe"))) {
       // BERT's reference (packed samples): one block for the epoch, throughput-only
       // tracked_stats, evaluations at epoch_num = samples that no batch size divides.
@@ -427,14 +464,18 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     if (tracked > 0 || block_stops > 0) {
       return Errorf(ErrorCode::kCorrupt,
                     "{}: no training step in {} lines: none of its {} tracked_stats events holds "
-                    "a training loss, lr, grad_norm or step time, and its {} block_stop events "
-                    "give no step (no global_batch_size, or no samples_count or step)",
-                    name, log.lines, tracked, block_stops);
+                    "a training loss, lr, grad_norm or step time, and {}{}",
+                    name, log.lines, tracked,
+                    block_stops > 0 ? fmt::format("its {} block_stop events give no step (no "
+                                                  "global_batch_size, or no samples_count or step)",
+                                                  block_stops)
+                                    : std::string("it has no block_stop events"),
+                    epochs_say);
     }
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no MLPerf train_loss, tracked_stats or block_stop events (':::MLLOG {{... "
-                  "\"key\": \"train_loss\" ...}}') in {} lines ({} :::MLLOG events){}",
-                  name, log.lines, events, why);
+                  "\"key\": \"train_loss\" ...}}') in {} lines ({} :::MLLOG events){}{}",
+                  name, log.lines, events, epochs_say, why);
   }
   if (!timed_by_blocks) {
     FillSpansFromGaps(log.iterations);
@@ -483,6 +524,19 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     }
   }
   if (run_start && run_stop) log.wall_s = (*run_stop - *run_start) / 1000.0;
+  // MLPerf's time to train is run_start to run_stop of a run whose run_stop says "success"
+  // (mlperf_logging result_summarizer; its RCP checker counts any other status as not converged).
+  if (log.wall_s && !ev.run_status.empty() && ev.run_status != "success") {
+    log.notes.push_back(fmt::format(
+        "{}:{}: run_stop's status is \"{}\": the run stopped without reaching its quality "
+        "target, so run_start to run_stop ({:.1f} s) is no time to train",
+        name, ev.run_stop_line, ev.run_status, *log.wall_s));
+  } else if (run_start && !run_stop) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: run_start but no run_stop: the run did not finish (killed, crashed, or the log "
+        "is cut off), so the log gives no time to train",
+        name, ev.run_start_line));
+  }
   return log;
 }
 

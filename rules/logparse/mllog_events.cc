@@ -52,9 +52,15 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     std::optional<double> time_ms = JsonNumber(e, "time_ms");
     std::optional<double> samples = JsonNumber(meta, "samples_count");
     if (key == mllog::kRunStart) {
-      if (!ev.run_start) ev.run_start = time_ms;
+      if (!ev.run_start) ev.run_start = time_ms, ev.run_start_line = no;
     } else if (key == mllog::kRunStop) {
       ev.run_stop = time_ms;
+      ev.run_stop_line = no;
+      ev.run_status = meta.is_object() && meta.contains("status") && meta["status"].is_string()
+                          ? meta["status"].get<std::string>()
+                          : std::string();
+    } else if (key == mllog::kEpochStop) {
+      if (ev.epoch_stops++ == 0) ev.epoch_stop_line = no;
     } else if (key == mllog::kGlobalBatchSize && value.is_number()) {
       SetFact(log, "gbs", value.get<double>(), no);
     } else if (key == mllog::kMaxSequenceLength && value.is_number()) {
@@ -87,6 +93,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
         if (time_ms && (samples || tokens)) ev.open_block = b;
       } else {
         ++ev.block_stops;
+        if (samples) ev.block_stop_at.push_back({no, *samples});
         ev.between_blocks = time_ms;
         if (time_ms && (samples || tokens) && ev.open_block)
           ev.blocks.push_back({*ev.open_block, b});

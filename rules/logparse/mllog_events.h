@@ -54,6 +54,13 @@ struct MllogEvents {
   std::vector<std::string> eval_metrics;
   EvalAt open_eval_at;
   std::optional<double> run_start, run_stop;
+  // run_stop's metadata.status ("success", "aborted"; "" when it names none) and the lines.
+  std::string run_status;
+  int64_t run_start_line = 0, run_stop_line = 0;
+  // Each block_stop that names a samples_count: its line and that count.
+  std::vector<std::pair<int64_t, double>> block_stop_at;
+  // epoch_stop events (retinanet, rgat, the tinygrad logs: training timed by whole epochs).
+  int64_t epoch_stops = 0, epoch_stop_line = 0;
   // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next
   // block_start (the blocks are the training between evaluations).
   std::vector<std::pair<double, double>> paused;

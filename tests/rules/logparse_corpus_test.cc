@@ -1288,6 +1288,56 @@ TEST(Corpus, MlperfGigaComputingBlockStopNamesTheBlocksStart) {
   EXPECT_DOUBLE_EQ(*r->log.wall_s, (1744861681020.0 - 1744860973921.0) / 1000);
 }
 
+TEST(Corpus, MlperfDellStableDiffusionAbortedRunStop) {
+  // Dell's stable_diffusion (v5.0, 9x XE9712 GB200, result_9): blocks of 511488 samples (888 steps
+  // of global_batch_size 576, line 40) whose block_stop names the block's first samples_count as
+  // GigaComputing's do (lines 57-58: 0 and 0, ..., 72-73: 2557440); the block_start of line 75 has
+  // no block_stop. Every evaluation, done offline after training, gives FID 646.08 (lines 77-93):
+  // the run diverged, and run_stop (line 96) says "status": "aborted". run_start (line 56) to
+  // run_stop is then no time to train: MLPerf's RCP checker counts the run as not converged.
+  Result<Read> r = ReadLog("mllog_dell_sd_run_stop_aborted.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{888, 1776, 2664, 3552, 4440, 5328}));
+  // Lines 57-58: block_start 1746146350591 to block_stop 1746146406373 over 888 steps.
+  EXPECT_DOUBLE_EQ(*r->At(888)->ms, (1746146406373.0 - 1746146350591.0) / 888);
+  // Lines 72-73: the last block, 2557440 / 576 = 4440 to 5328.
+  EXPECT_DOUBLE_EQ(*r->At(5328)->ms, (1746146657481.0 - 1746146608630.0) / 888);
+  ASSERT_EQ(r->log.evals.size(), 5u);     // FID at lines 77, 81, 85, 89, 93 (CLIP left out)
+  EXPECT_EQ(r->log.evals[0].step, 1776);  // line 77: samples_count 1022976 / 576
+  EXPECT_EQ(r->log.evals[4].step, 5328);  // line 93: 3068928 / 576
+  EXPECT_EQ(r->log.evals[4].value, 646.0821975894278);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 17.176 * kGiB);  // line 59's max_memory_usage
+  // run_start (line 56, 1746146350591) to run_stop (line 96, 1746146657480), with its status.
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1746146657480.0 - 1746146350591.0) / 1000);
+  EXPECT_TRUE(r->Note("mllog_dell_sd_run_stop_aborted.log:96: run_stop's status is \"aborted\""));
+  EXPECT_TRUE(r->Note("is no time to train"));
+}
+
+TEST(Corpus, MlperfPrimusTrainLossAtTheSamplesBeforeTheStep) {
+  // The gpt-oss-20B (small_llm_moe_pretraining) reference on Primus, global_batch_size 32 (line
+  // 17), max_sequence_length 8192 (line 19): primus_mllog's train_loss names samples_count 0 for
+  // the first step (line 44), 32 for the second, ...: the samples before the step
+  // (mlperf_pre_training.py _on_train_step_end runs inside train_step, before Megatron adds the
+  // batch to consumed_train_samples). Steps 1-17 (lines 44-60); the excerpt ends before run_stop.
+  Result<Read> r = ReadLog("mllog_primus_train_loss_samples_before_step.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps(17);
+  std::iota(steps.begin(), steps.end(), 1);
+  EXPECT_EQ(r->Steps(), steps);
+  EXPECT_EQ(r->Loss(1), 11.838506698608398);  // line 44
+  // run_start (line 41, 1771599913588) to step 1's train_loss (line 44, 1771599949614).
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 1771599949614.0 - 1771599913588.0);
+  // Lines 59-60: samples_count 480 and 512, steps 16 and 17.
+  EXPECT_DOUBLE_EQ(*r->At(17)->ms, 1771600007121.0 - 1771600003594.0);
+  EXPECT_EQ(r->Loss(17), 9.098333358764648);
+  EXPECT_EQ(r->At(17)->lr, 0.00010625000000000001);
+  EXPECT_FALSE(r->log.wall_s);
+  EXPECT_TRUE(
+      r->Note("mllog_primus_train_loss_samples_before_step.log:44: a training record at "
+              "samples_count 0"));
+  EXPECT_TRUE(r->Note("run_start but no run_stop"));
+}
+
 TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
   // Intel Habana's llama2_70b_lora (v4.0, the reference's mlperf_logging_utils.py): train_loss at
   // samples_count 192, 576, ... (global_batch_size 8, line 10: steps 24, 72, ...), and each
@@ -1587,6 +1637,9 @@ TEST(Corpus, MegatronDeepSpeedAlcfKeyValueLines) {
   EXPECT_EQ(r->At(5)->lr, 0.0);                   // learning_rate=0.000000 (printed %.6f)
   EXPECT_EQ(r->log.facts.at("mpe").value, 4096);  // actual_seqlen= 4096
   EXPECT_FALSE(r->log.trainer_average);
+  // The log's own rate (tokens / elapsed / world size), as `tokens per gpu per second (tgs)`.
+  EXPECT_EQ(r->At(2)->tokens_per_device_per_s, 8176.383);  // line 6
+  EXPECT_EQ(r->At(6)->tokens_per_device_per_s, 8145.085);  // line 30
   // Line 1: report_memory's max reserved 17240.0 MB.
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 17240.0 * kMiB);
   // Eight GPUs (the log's own tokens_per_gpu_per_second_tgs=8176.383 = 256 * 4096 / 16.0306 s

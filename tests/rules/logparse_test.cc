@@ -536,6 +536,140 @@ TEST(Mllog, PackedBertSaysWhatIsMissing) {
             "either");
 }
 
+TEST(Mllog, RunStartWithoutRunStopSaysSo) {
+  // MLPerf Training v5.1 llama2_70b_lora, Dell (lines 974-977 of
+  // Dell/results/1xXE9780x8B200-SXM-180GB/llama2_70b_lora/result_0.txt): the run was killed at
+  // step 80 (SIGTERM), with no run_stop. Its steps are read (10 and 20, from metadata.step: no
+  // global_batch_size in these lines), and no time to train.
+  const std::string text =
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883447028, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"run_start\", \"value\": null, \"metadata\": {\"file\": "
+      "\"/usr/local/lib/python3.12/dist-packages/mlperf_common/callbacks/logging.py\", "
+      "\"lineno\": 83}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883447028, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"block_start\", \"value\": null, \"metadata\": {\"file\": "
+      "\"/usr/local/lib/python3.12/dist-packages/mlperf_common/callbacks/logging.py\", "
+      "\"lineno\": 185, \"samples_count\": 1536, \"step\": 0}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883459756, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"tracked_stats\", \"value\": {\"train_loss\": "
+      "1.8403122425079346}, \"metadata\": {\"file\": \"/workspace/ft-llm/custom_callbacks.py\", "
+      "\"lineno\": 273, \"samples_count\": 80, \"lr\": 0.0005497879849661988, \"step\": 10}}\n"
+      "0: :::MLLOG {\"namespace\": \"\", \"time_ms\": 1759883472631, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"tracked_stats\", \"value\": {\"train_loss\": "
+      "1.4662407636642456}, \"metadata\": {\"file\": \"/workspace/ft-llm/custom_callbacks.py\", "
+      "\"lineno\": 273, \"samples_count\": 160, \"lr\": 0.0005491522667766103, \"step\": 20}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "killed.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  EXPECT_DOUBLE_EQ(*r->iterations[0].ms, (1759883459756.0 - 1759883447028.0) / 10);
+  EXPECT_EQ(r->iterations[1].lr, 0.0005491522667766103);
+  EXPECT_FALSE(r->wall_s);
+  EXPECT_NE(std::find(r->notes.begin(), r->notes.end(),
+                      "killed.txt:1: run_start but no run_stop: the run did not finish (killed, "
+                      "crashed, or the log is cut off), so the log gives no time to train"),
+            r->notes.end());
+}
+
+TEST(Mllog, EpochTimedLogSaysItsEpochsPlaceNoStep) {
+  // MLPerf Training v5.0 retinanet, tinycorp (tinygrad; lines 11, 22-24, 26-27 of
+  // tinycorp/results/tinybox_green/retinanet/result_0.txt): training timed by epoch_start and
+  // epoch_stop at epoch_num, no training statistics, no blocks.
+  const std::string text =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745598088273, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"global_batch_size\", \"value\": 96, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 504}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745598144406, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"epoch_start\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 527, \"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745605078062, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"epoch_stop\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 598, \"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745605078063, \"event_type\": "
+      "\"INTERVAL_START\", \"key\": \"eval_start\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 603, \"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745610378469, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"eval_accuracy\", \"value\": 0.2608930553164607, "
+      "\"metadata\": {\"file\": \"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 679, "
+      "\"epoch_num\": 1}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1745610378469, \"event_type\": "
+      "\"INTERVAL_END\", \"key\": \"eval_stop\", \"value\": 1, \"metadata\": {\"file\": "
+      "\"tinygrad/examples/mlperf/model_train.py\", \"lineno\": 680, \"epoch_num\": 1}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "retinanet.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "retinanet.txt: no MLPerf train_loss, tracked_stats or block_stop events (':::MLLOG "
+            "{... \"key\": \"train_loss\" ...}') in 6 lines (6 :::MLLOG events); its 1 epoch_stop "
+            "event(s) (the first at line 3) time whole epochs by epoch_num and place no step");
+}
+
+TEST(Mllog, PrimusTrainLossCountsTheSamplesBeforeItsStep) {
+  // The MLPerf reference for small_llm_moe_pretraining (gpt-oss-20B on Primus, mlcommons/training
+  // @ aa344c7 small_llm_moe_pretraining/primus/rcp_logs/gbs32/run_0.log, lines 17 and 425-434):
+  // primus_mllog logs train_loss from inside train_step, so its samples_count is the samples
+  // before the step (12256 for the 384th step of 32). The block of 384 steps ends at 12288
+  // (block_stop, eval_accuracy), and the next train_loss (12288) is step 385.
+  const std::string text =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771599913587, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"global_batch_size\", \"value\": 32, \"metadata\": {\"file\": \""
+      "/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"line"
+      "no\": 49}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601025437, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.2799577713012695, \"metadata\": {\"f"
+      "ile\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py"
+      "\", \"lineno\": 214, \"samples_count\": 12192, \"lr\": 0.0007999999159488634}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601028535, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.302831649780273, \"metadata\": {\"fi"
+      "le\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\""
+      ", \"lineno\": 214, \"samples_count\": 12224, \"lr\": 0.0007999999152857408}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031678, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.271429538726807, \"metadata\": {\"fi"
+      "le\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\""
+      ", \"lineno\": 214, \"samples_count\": 12256, \"lr\": 0.0007999999146200125}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031695, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"tracked_stats\", \"value\": {\"throughput\": 10.990004890374049"
+      "}, \"metadata\": {\"file\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/ml"
+      "perf_pre_training.py\", \"lineno\": 226, \"step\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031696, \"event_type\": \"INTERVA"
+      "L_END\", \"key\": \"block_stop\", \"value\": null, \"metadata\": {\"file\": \"/opt/v"
+      "env/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno\": "
+      "124, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601031696, \"event_type\": \"INTERVA"
+      "L_START\", \"key\": \"eval_start\", \"value\": null, \"metadata\": {\"file\": \"/opt"
+      "/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno\""
+      ": 126, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601096086, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"eval_accuracy\", \"value\": 5.260438442230225, \"metadata\": {"
+      "\"file\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training."
+      "py\", \"lineno\": 134, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601096086, \"event_type\": \"INTERVA"
+      "L_END\", \"key\": \"eval_stop\", \"value\": null, \"metadata\": {\"file\": \"/opt/ve"
+      "nv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno\": 1"
+      "44, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601096086, \"event_type\": \"INTERVA"
+      "L_START\", \"key\": \"block_start\", \"value\": null, \"metadata\": {\"file\": \"/op"
+      "t/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\", \"lineno"
+      "\": 148, \"samples_count\": 12288}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1771601098806, \"event_type\": \"POINT_I"
+      "N_TIME\", \"key\": \"train_loss\", \"value\": 5.328076362609863, \"metadata\": {\"fi"
+      "le\": \"/opt/venv/lib/python3.10/site-packages/primus_mllog/mlperf_pre_training.py\""
+      ", \"lineno\": 214, \"samples_count\": 12288, \"lr\": 0.0007999999139516785}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "primus.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(r->iterations[0].step, 382);  // line 2: 12192 / 32 + 1
+  EXPECT_EQ(r->iterations[2].step, 384);  // line 4: 12256 / 32 + 1
+  EXPECT_EQ(r->iterations[2].loss, 5.271429538726807);
+  EXPECT_DOUBLE_EQ(*r->iterations[2].ms, 1771601031678.0 - 1771601028535.0);
+  EXPECT_EQ(r->iterations[3].step, 385);  // line 11: 12288 / 32 + 1
+  // Lines 4-11: from step 384's train_loss to step 385's, less block_stop (line 6) to the
+  // block_start after the evaluation (line 10).
+  EXPECT_DOUBLE_EQ(*r->iterations[3].ms,
+                   (1771601098806.0 - 1771601031678.0) - (1771601096086.0 - 1771601031696.0));
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 384);  // line 8: samples_count 12288 / 32, after the step
+}
+
 TEST(FlagPerf, PerfLogEventsAndABrokenOne) {
   // driver/perf_logger.py's lines: two STEP_END events (global_steps 10, 20 of a global batch
   // of 32), an EVALUATE with eval_loss, FINISHED.
@@ -623,6 +757,33 @@ TEST(TrainerDicts, NumbersStringsAndOtherValues) {
 
 // transformers logs step 1 too with logging_first_step, then every logging_steps;
 // before, the first dict was numbered logging_steps.
+TEST(DeepSpeed, WallClockBreakdownLinesTellAutoItIsDeepSpeed) {
+  // DeepSpeed 0.18.5 with wall_clock_breakdown and a training script's own loss lines, its tqdm
+  // postfix glued before them (a 2026-02-10 run log, Qwen2-MoE on 4 GPUs, index id 64166517662,
+  // the first training lines as the stored index shows them): no step= or timer line, so auto
+  // knew the log only by the engine's `time (ms) | fwd_microstep: ...` timers.
+  const std::string log =
+      "Epoch 0:   0%|          | 0/743 [00:00<?, ?it/s][Rank 0] time (ms) | fwd_microstep: "
+      "1136.68 | bwd_microstep: 2443.19 | bwd_inner_microstep: 2265.61 | "
+      "bwd_allreduce_microstep: 177.41 | step_microstep: 0.05\n"
+      "Epoch 0:   0%|          | 0/743 [00:03<?, ?it/s, loss=12.0024, global_step=1, "
+      "toks/s=2480.0, gpu_util=99%, gpu_mem=10.5G, cpu_util=15%, cpu_mem=21.7G]Epoch 0, Step 0, "
+      "Global Step 1, Loss: 12.0024, Tokens/s: 2480.0, Tokens: 8884, GPU Util: 99%, GPU Mem: "
+      "10.5G/15.0G, CPU Util: 15%, CPU Mem: 21.7G/186.7G\n"
+      "Epoch 0:   0%|          | 1/743 [00:06<44:41,  3.61s/it, loss=11.9413, global_step=2, "
+      "toks/s=3930.4, gpu_util=100%, gpu_mem=12.8G, cpu_util=9%, cpu_mem=21.4G]Epoch 0, Step 1, "
+      "Global Step 2, Loss: 11.9413, Tokens/s: 3930.4, Tokens: 9748, GPU Util: 100%, GPU Mem: "
+      "12.8G/15.0G, CPU Util: 9%, CPU Mem: 21.4G/186.7G\n";
+  Result<ParsedLog> r = ParseAutoLog(log, "ds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "deepspeed");
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 1);  // global_step=1 (Step 0 of the epoch)
+  EXPECT_EQ(r->iterations[0].loss, 12.0024);
+  EXPECT_EQ(r->iterations[1].step, 2);
+  EXPECT_EQ(r->iterations[1].loss, 11.9413);
+}
+
 TEST(DeepSpeed, TrainerLoggingFirstStep) {
   Result<ParsedLog> r = ParseDeepSpeedLog(
       "logging_first_step=True,\n"

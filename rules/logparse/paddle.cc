@@ -36,9 +36,13 @@
 // previous one. The Trainer's evaluation line (`eval_loss: 0.8164, ..., eval_runtime: 54.9586,
 // ..., epoch: 0.0163`, logged by evaluate() right after the step's record in the same
 // _maybe_log_save_evaluate) gives an eval at that record's step, when its epoch is the record's
-// (else at step 0: not known).
+// (else at step 0: not known). With fp16 loss scaling the Trainer warns `optimizer not run,
+// scale_before: S, scale_after: S/2` for each step whose gradients overflowed (trainer.py
+// `_inner_training_loop`, before that step's record): those steps count as the next record's
+// skipped steps.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -115,6 +119,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
   std::optional<double> eval_s;         // an evaluation since the last record (eval_runtime)
   std::optional<double> last_epoch;     // the last record's epoch (progress_or_epoch)
   int64_t eval_line = 0, save_line = 0;
+  int64_t not_run = 0;     // `optimizer not run` warnings since the last record
   std::string batch_note;  // the first record whose printed ratio disagrees with gbs
   std::vector<std::string> time_notes;
   // A complete "key: value," field of a recognised line whose value is not a number.
@@ -162,6 +167,8 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         }
       } else if (line.find("Saving model checkpoint to") != std::string_view::npos) {
         save_line = no;
+      } else if (line.find("optimizer not run, scale_before") != std::string_view::npos) {
+        ++not_run;
       }
       return;
     }
@@ -274,6 +281,8 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         if ((0.005 / *speed + 0.005 / *ips) * samples < 0.5) it.samples = std::round(samples);
       }
     }
+    it.skipped = not_run;
+    not_run = 0;
     eval_s.reset();
     eval_line = save_line = 0;
     last_epoch = NumberAfter(line, "epoch", ":");
@@ -289,6 +298,8 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
                   name, log.lines, OtherFormatHint(text, "paddle"));
   }
   FillSpansFromGaps(log.iterations);
+  for (Iteration& it : log.iterations)
+    it.skipped = std::min(it.skipped, it.span);  // a repeated warning
   if (!batch_note.empty()) log.notes.push_back(batch_note);
   for (std::string& n : time_notes) log.notes.push_back(std::move(n));
   if (peak_gib >= 0) {

@@ -884,6 +884,27 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_EQ(r->m()["eval"]["step"], 100);
 }
 
+TEST(Corpus, PaddleNlpFp16OptimizerNotRunIsASkippedStep) {
+  // The Trainer's `optimizer not run, scale_before: 0.25, scale_after: 0.125` warning (lines 1
+  // and 3) comes from the step whose gradients overflowed (trainer.py: the scaler found inf, the
+  // optimizer and the lr scheduler did not step), printed before that step's record (lines 2, 4).
+  // Before, both records had 0 skipped steps.
+  Result<Read> r = ReadLog("paddlenlp_issue7537_fp16_optimizer_not_run.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{18, 19}));
+  EXPECT_EQ(r->At(18)->span, 1);
+  EXPECT_EQ(r->At(18)->skipped, 1);
+  EXPECT_EQ(r->At(19)->skipped, 1);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 2);
+  EXPECT_EQ(r->Loss(18), 2.09252715);  // line 2
+  EXPECT_EQ(r->Loss(19), 2.04623556);  // line 4
+  EXPECT_EQ(*r->At(18)->lr, 0.0);      // the scheduler never stepped
+  // 1 / interval_steps_per_second, and samples/s over steps/s: 3.68085 / 0.230053 = 16.
+  EXPECT_DOUBLE_EQ(*r->At(18)->ms, 1000 / 0.23005331650420213);
+  EXPECT_NEAR(*r->At(19)->samples, 16.0, 1e-9);
+}
+
 TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
   // An 86-column terminal copy: each iteration line over four lines (1-4, 8-11), the memory
   // line over two (5-6). Before, line 1 alone (only `consumed samples`) was an error.
@@ -2268,6 +2289,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"paddle_ernie_valid_steps_issue3867.log", "paddle"},
       {"trainer_paddlenlp_global_step_pr1761.log", "trainer"},
       {"paddlenlp24_trainer_interval10_eval.log", "paddle"},
+      {"paddlenlp_issue7537_fp16_optimizer_not_run.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},

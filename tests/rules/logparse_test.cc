@@ -1338,6 +1338,27 @@ TEST(Paddle, EvalLossAtTheRecordOfItsEpoch) {
   EXPECT_EQ(r.status().message(), "p.log:2: 'eval_loss' is 'abc', not a number");
 }
 
+TEST(Paddle, OptimizerNotRunWarningsAreTheNextRecordsSkippedSteps) {
+  // fp16: one `optimizer not run` warning per overflowed step, counted in the record that
+  // follows; a count over the record's steps (a warning printed twice) is capped at its span.
+  auto step = [](int n) {
+    return fmt::format(
+        "[I] - loss: 1.5, learning_rate: 1e-05, global_step: {}, interval_runtime: 2.0, "
+        "interval_samples_per_second: 4.0, interval_steps_per_second: 5.0, epoch: 0.5\n",
+        n);
+  };
+  const std::string warn = "[W] - optimizer not run, scale_before: 2.0, scale_after: 1.0\n";
+  Result<ParsedLog> r = ParsePaddleLog(
+      step(10) + warn + warn + step(20) + step(30) + warn + warn + warn + step(32), "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(r->iterations[0].skipped, 0);
+  EXPECT_EQ(r->iterations[1].skipped, 2);
+  EXPECT_EQ(r->iterations[2].skipped, 0);
+  EXPECT_EQ(r->iterations[3].span, 2);
+  EXPECT_EQ(r->iterations[3].skipped, 2);
+}
+
 TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {
   // LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps, `lr` since 2024-11.
   Result<ParsedLog> r = ParseAutoLog(

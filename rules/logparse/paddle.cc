@@ -236,7 +236,13 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
                       : "");
             }
           } else if (interval) {
-            it.samples = ratio;
+            // The Trainer's interval samples are the total train batch x the steps: the ratio is
+            // that batch, off a whole one only by the rounding of the two rates (4 decimals since
+            // 2024: 5.4236 / 0.6779 = 8.0006). PaddleNLP 2.4's own ratio can be a fraction (one
+            // device's batch over the steps): that stays.
+            const double whole = std::round(ratio);
+            const double rounding = (0.00005 / *sps + 0.00005 / *samples_ps) * ratio;
+            it.samples = whole >= 1 && std::abs(ratio - whole) <= rounding ? whole : ratio;
           } else if (*samples_ps > 0 && (0.00005 / *sps + 0.00005 / *samples_ps) * ratio < 0.5) {
             it.samples = std::round(ratio);  // both printed to 4 decimals: a whole sequence
           }

@@ -905,6 +905,34 @@ TEST(Corpus, PaddleNlpFp16OptimizerNotRunIsASkippedStep) {
   EXPECT_NEAR(*r->At(19)->samples, 16.0, 1e-9);
 }
 
+TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
+  // Each line wrapped in colorlog's codes, one glued to a number: line 5 ends `= 8\x1b[0m\r`.
+  // Before, that line was an error ("'Total train batch size' is '8\x1b[0m', not a number").
+  Result<Read> r = ReadLog("erniekit_sft_colour_codes_crlf.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->log.facts.at("gbs").value, 8);  // line 5
+  EXPECT_EQ(r->log.facts.at("gbs").line, 5);
+  EXPECT_EQ(r->Loss(1), 2.61245131);  // line 12
+  EXPECT_EQ(r->Loss(4), 2.64023829);  // line 15
+  EXPECT_EQ(*r->At(2)->lr, 1e-06);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 1000 / 0.1396);  // interval_steps_per_second, line 12
+  EXPECT_DOUBLE_EQ(*r->At(4)->ms, 1000 / 0.6748);  // line 15
+  EXPECT_EQ(r->At(3)->samples, 8.0);               // 5.2393 / 0.6549 = 8.0002; line 5's 8
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 19.390605688095093 * kGiB);  // max_memory_reserved
+  // Steps 20-21 of the same run, without the block: the batch is the ratio of the two rates,
+  // 5.4236 / 0.6779 = 8.0006 and 4.9404 / 0.6175 = 8.0006, a whole 8 within their 4-decimal
+  // rounding (before: 8.0006).
+  r = ReadLog("erniekit_sft_colour_codes_steps20_21.log", "paddle");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{20, 21}));
+  EXPECT_EQ(r->At(20)->samples, 8.0);
+  EXPECT_EQ(r->At(21)->samples, 8.0);
+  EXPECT_EQ(*r->At(21)->lr, 9.997e-06);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 24.518741369247437 * kGiB);  // line 2
+}
+
 TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
   // An 86-column terminal copy: each iteration line over four lines (1-4, 8-11), the memory
   // line over two (5-6). Before, line 1 alone (only `consumed samples`) was an error.
@@ -2290,6 +2318,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_paddlenlp_global_step_pr1761.log", "trainer"},
       {"paddlenlp24_trainer_interval10_eval.log", "paddle"},
       {"paddlenlp_issue7537_fp16_optimizer_not_run.log", "paddle"},
+      {"erniekit_sft_colour_codes_crlf.log", "paddle"},
+      {"erniekit_sft_colour_codes_steps20_21.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},

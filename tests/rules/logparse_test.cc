@@ -45,6 +45,24 @@ TEST(LineScan, NumbersAsPythonPrintsThem) {
   EXPECT_FALSE(DottedArg("seq_length is 4096", "seq_length"));
 }
 
+TEST(LineScan, TerminalEscapesAreRemovedLinesKept) {
+  EXPECT_FALSE(WithoutTerminalEscapes("loss: 2.5\n"));
+  EXPECT_EQ(
+      *WithoutTerminalEscapes("\x1b[32m[t] [    INFO]\x1b[0m - a = 8\x1b[0m\r\nb\x1b[1;35mc\n"),
+      "[t] [    INFO] - a = 8\r\nbc\n");
+  EXPECT_EQ(*WithoutTerminalEscapes("x\x1b[2K\x1b["), "x");  // an erase code; a cut one at the end
+  // Through the registry, every format reads the log without them.
+  Result<ParsedLog> r = FindLogParser("paddle")->parse(
+      "\x1b[32m[t] [    INFO]\x1b[0m -   Total train batch size (w. parallel, distributed & "
+      "accumulation) = 8\x1b[0m\n\x1b[32m[t] [    INFO]\x1b[0m - loss: 2.5, global_step: 1, "
+      "interval_runtime: 2.0, interval_samples_per_second: 4.0, interval_steps_per_second: "
+      "0.5\x1b[0m\n",
+      "c.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(FactOf(*r, "gbs"), 8);
+  EXPECT_EQ(r->iterations.at(0).ms, 2000.0);
+}
+
 TEST(Megatron, RealisticMultiRankLog) {
   Result<ParsedLog> r = ParseMegatronLog(ReadLog("megatron_tp2dp4.log"), "megatron_tp2dp4.log");
   ASSERT_TRUE(r.ok()) << r.status().message();

@@ -39,7 +39,8 @@
 // (else at step 0: not known). With fp16 loss scaling the Trainer warns `optimizer not run,
 // scale_before: S, scale_after: S/2` for each step whose gradients overflowed (trainer.py
 // `_inner_training_loop`, before that step's record): those steps count as the next record's
-// skipped steps.
+// skipped steps. The closing `train_runtime: 158.453, train_samples_per_second: ..., train_loss:
+// ...` (speed_metrics("train", ...) over the whole loop) gives the run's wall time.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -155,6 +156,9 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         lbs = SummaryValue(line, "Instantaneous batch size per device");
       } else if (line.find("Gradient Accumulation steps") != std::string_view::npos) {
         gas = SummaryValue(line, "Gradient Accumulation steps");
+      } else if (FindKeyValue(line, "train_runtime", ":") != std::string_view::npos &&
+                 FindKeyValue(line, "train_samples_per_second", ":") != std::string_view::npos) {
+        log.wall_s = field(line, no, "train_runtime");  // the closing speed_metrics("train", ...)
       } else if (FindKeyValue(line, "eval_runtime", ":") != std::string_view::npos) {
         eval_s = field(line, no, "eval_runtime");
         eval_line = no;

@@ -931,6 +931,20 @@ TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
   EXPECT_EQ(r->At(21)->samples, 8.0);
   EXPECT_EQ(*r->At(21)->lr, 9.997e-06);
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 24.518741369247437 * kGiB);  // line 2
+  // The run's end: the closing line 7 `train_runtime: 158.453, train_samples_per_second: 5.0488`
+  // (before: no wall time), the evaluation after training at line 33, at step 100 (its
+  // progress_or_epoch 1.0 is step 100's, line 3).
+  r = ReadLog("erniekit_sft_colour_codes_tail_eval.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{98, 99, 100}));
+  EXPECT_EQ(r->Loss(100), 0.00038933);
+  EXPECT_EQ(r->log.wall_s, 158.453);
+  EXPECT_EQ(r->m()["wall_s"], 158.453);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 4.969167232513428);
+  EXPECT_EQ(r->log.evals[0].line, 33);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 34.84359335899353 * kGiB);
 }
 
 TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
@@ -2320,6 +2334,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"paddlenlp_issue7537_fp16_optimizer_not_run.log", "paddle"},
       {"erniekit_sft_colour_codes_crlf.log", "paddle"},
       {"erniekit_sft_colour_codes_steps20_21.log", "paddle"},
+      {"erniekit_sft_colour_codes_tail_eval.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},

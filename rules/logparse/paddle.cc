@@ -40,7 +40,9 @@
 // scale_before: S, scale_after: S/2` for each step whose gradients overflowed (trainer.py
 // `_inner_training_loop`, before that step's record): those steps count as the next record's
 // skipped steps. The closing `train_runtime: 158.453, train_samples_per_second: ..., train_loss:
-// ...` (speed_metrics("train", ...) over the whole loop) gives the run's wall time.
+// ...` (speed_metrics("train", ...) over the whole loop) gives the run's wall time. PaddleFormers'
+// trainer (and ERNIEKit's) times a logged step's checkpoint save (`save_ckpt_time_sec: 11.34,
+// global_save_step: 200, ...`) and restarts the clock after it: the next record is left as is.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -171,6 +173,11 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         }
       } else if (line.find("Saving model checkpoint to") != std::string_view::npos) {
         save_line = no;
+      } else if (FindKeyValue(line, "save_ckpt_time_sec", ":") != std::string_view::npos) {
+        // PaddleFormers' (and ERNIEKit's) trainer times the save of a logged step and then restarts
+        // the interval's clock: the next record holds neither that save nor the evaluation before.
+        eval_s.reset();
+        eval_line = save_line = 0;
       } else if (line.find("optimizer not run, scale_before") != std::string_view::npos) {
         ++not_run;
       }

@@ -947,6 +947,36 @@ TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 34.84359335899353 * kGiB);
 }
 
+TEST(Corpus, ErnieKitPretrainGlobalFieldsOverTenSteps) {
+  // ERNIEKit pre-training: speed_metrics("global", ...) over logging_steps 10 (GAS 8, batch 1).
+  Result<Read> r = ReadLog("erniekit_pretrain_global_steps10_30.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(r->At(10)->span, 10);
+  EXPECT_EQ(r->Loss(10), 11.311073303222656);  // line 10
+  // global_runtime 5.8223 s x global_steps_per_second 1.7175 = 10.0 steps: 582.23 ms a step.
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, 5822.3 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(20)->ms, 4383.6 / 10);  // line 11
+  EXPECT_EQ(r->At(30)->samples, 8.0);             // line 5; 18.3462 / 2.2933 = 8.0
+  EXPECT_EQ(r->At(20)->tokens_per_device_per_s, 18687.6);
+  EXPECT_EQ(r->At(20)->loss_scale, 32770.0);  // 32768 as "{0:.3e}" prints it
+  EXPECT_EQ(*r->At(10)->lr, 2e-05);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 8.815919 * kGiB);  // max_mem_reserved_gb
+  EXPECT_EQ(r->log.memory_source, "max_mem_reserved_gb (ERNIEKit)");
+  // The checkpoint at step 200: the trainer logs the save's time (line 11) and restarts the
+  // interval's clock, so step 210's global_runtime (4.5397 s, line 12) holds no save. Before, a
+  // note said that record included the save of line 3.
+  r = ReadLog("erniekit_pretrain_timed_save200.log", "paddle");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{190, 200, 210}));
+  EXPECT_DOUBLE_EQ(*r->At(210)->ms, 4539.7 / 10);
+  EXPECT_EQ(r->At(210)->tokens_per_device_per_s, 18045.3);
+  EXPECT_FALSE(r->Note("checkpoint save"));
+  for (const std::string& n : r->log.notes)
+    EXPECT_EQ(n.find("checkpoint save"), std::string::npos) << n;
+}
+
 TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
   // An 86-column terminal copy: each iteration line over four lines (1-4, 8-11), the memory
   // line over two (5-6). Before, line 1 alone (only `consumed samples`) was an error.
@@ -2335,6 +2365,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"erniekit_sft_colour_codes_crlf.log", "paddle"},
       {"erniekit_sft_colour_codes_steps20_21.log", "paddle"},
       {"erniekit_sft_colour_codes_tail_eval.log", "paddle"},
+      {"erniekit_pretrain_global_steps10_30.log", "paddle"},
+      {"erniekit_pretrain_timed_save200.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},

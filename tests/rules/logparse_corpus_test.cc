@@ -947,6 +947,22 @@ TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 34.84359335899353 * kGiB);
 }
 
+TEST(Corpus, ErnieKitDpoRecordsAfterTqdmBars) {
+  // Each record follows a `TrainProcess:  10%|...| 1/10 [00:18<02:44, 18.24s/it]` bar on its line
+  // (lines 8-14); the batch, with no block line, is the ratio: 1.9727 / 0.0548 = 35.998 -> 36
+  // (per-device 1 x GAS 36, line 1), within the rounding of the two rates.
+  Result<Read> r = ReadLog("erniekit_dpo_bar_glued_records.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->Loss(3), 0.69692159);  // the DPO loss, line 12
+  EXPECT_EQ(r->At(1)->samples, 36.0);
+  EXPECT_EQ(r->At(4)->samples, 36.0);  // 3.4426 / 0.0956 = 36.01
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 1000 / 0.0548);
+  EXPECT_EQ(*r->At(2)->lr, 2e-07);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 61.84350395202637 * kGiB);  // line 14
+}
+
 TEST(Corpus, ErnieKitPretrainGlobalFieldsOverTenSteps) {
   // ERNIEKit pre-training: speed_metrics("global", ...) over logging_steps 10 (GAS 8, batch 1).
   Result<Read> r = ReadLog("erniekit_pretrain_global_steps10_30.log", "auto");
@@ -2367,6 +2383,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"erniekit_sft_colour_codes_tail_eval.log", "paddle"},
       {"erniekit_pretrain_global_steps10_30.log", "paddle"},
       {"erniekit_pretrain_timed_save200.log", "paddle"},
+      {"erniekit_dpo_bar_glued_records.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},

@@ -1377,6 +1377,35 @@ TEST(Paddle, OptimizerNotRunWarningsAreTheNextRecordsSkippedSteps) {
   EXPECT_EQ(r->iterations[3].skipped, 2);
 }
 
+TEST(Paddle, TimedSaveRestartsTheClockAndTheClosingLineGivesWallTime) {
+  // PaddleFormers times a logged step's save and restarts the interval's clock after it: the
+  // evaluation and save before step 20's record are not in its 2.0 s. The closing line gives
+  // wall_s; its value must parse.
+  auto step = [](int n) {
+    return fmt::format(
+        "[I] - loss: 1.5, learning_rate: 1e-05, global_step: {}, interval_runtime: 2.0, "
+        "interval_samples_per_second: 40.0, interval_steps_per_second: 5.0, epoch: 0.5\n",
+        n);
+  };
+  const std::string eval = "[I] - eval_loss: 0.75, eval_runtime: 1.5, epoch: 0.5\n";
+  const std::string save = "[I] - Saving model checkpoint to ./out/checkpoint-10\n";
+  const std::string timed =
+      "[I] - is_persistent_ckpt: 1, save_ckpt_time_sec: 3.5, global_save_step: 10\n";
+  Result<ParsedLog> r = ParsePaddleLog(
+      step(10) + eval + save + timed + step(20) +
+          "[I] - train_runtime: 9.25, train_samples_per_second: 17.3, train_loss: 1.5\n",
+      "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[1].ms, 200.0);  // 1 / 5 steps/s, not less the 1.5 s evaluation
+  EXPECT_TRUE(r->notes.empty()) << r->notes.front();
+  EXPECT_EQ(r->wall_s, 9.25);
+  r = ParsePaddleLog(step(10) + "[I] - train_runtime: abc, train_samples_per_second: 1.0\n",
+                     "p.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "p.log:2: 'train_runtime' is 'abc', not a number");
+}
+
 TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {
   // LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps, `lr` since 2024-11.
   Result<ParsedLog> r = ParseAutoLog(

@@ -142,6 +142,22 @@ int64_t CountLines(std::string_view text) {
   return text.back() == '\n' ? n : n + 1;
 }
 
+std::optional<std::string> WithoutTerminalEscapes(std::string_view text) {
+  size_t esc = text.find("\x1b[");
+  if (esc == std::string_view::npos) return std::nullopt;
+  std::string out(text.substr(0, esc));
+  out.reserve(text.size());
+  while (esc != std::string_view::npos) {
+    size_t p = esc + 2;  // parameter and intermediate bytes (0x20-0x3F), then a final 0x40-0x7E
+    while (p < text.size() && text[p] >= 0x20 && text[p] <= 0x3F) ++p;
+    if (p < text.size() && text[p] >= 0x40 && text[p] <= 0x7E) ++p;
+    size_t next = text.find("\x1b[", p);
+    out += text.substr(p, (next == std::string_view::npos ? text.size() : next) - p);
+    esc = next;
+  }
+  return out;
+}
+
 std::optional<double> JsonNumber(const nlohmann::json& o, const char* key) {
   if (!o.is_object()) return std::nullopt;
   auto it = o.find(key);

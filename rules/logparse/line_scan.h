@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -51,6 +52,12 @@ int64_t ForEachLine(std::string_view text, Fn&& fn) {
 
 // The number of lines ForEachLine reads.
 int64_t CountLines(std::string_view text);
+
+// text without its terminal control sequences (CSI: ESC '[', parameter bytes, a final byte), such
+// as the colour codes a colorlog logger wraps each line in (`\x1b[32m[...] [    INFO]\x1b[0m -
+// loss: 2.6, ...\x1b[0m`); nullopt when text has none. Line breaks are kept, so line numbers
+// do not change.
+std::optional<std::string> WithoutTerminalEscapes(std::string_view text);
 
 // The whole of s (spaces around it ignored) as a number: 12, -3.5,
 // 1.234560E+00, nan, inf, NAN (Python's %E of a NaN). nullopt otherwise.

@@ -36,9 +36,16 @@
 // previous one. The Trainer's evaluation line (`eval_loss: 0.8164, ..., eval_runtime: 54.9586,
 // ..., epoch: 0.0163`, logged by evaluate() right after the step's record in the same
 // _maybe_log_save_evaluate) gives an eval at that record's step, when its epoch is the record's
-// (else at step 0: not known).
+// (else at step 0: not known). With fp16 loss scaling the Trainer warns `optimizer not run,
+// scale_before: S, scale_after: S/2` for each step whose gradients overflowed (trainer.py
+// `_inner_training_loop`, before that step's record): those steps count as the next record's
+// skipped steps. The closing `train_runtime: 158.453, train_samples_per_second: ..., train_loss:
+// ...` (speed_metrics("train", ...) over the whole loop) gives the run's wall time. PaddleFormers'
+// trainer (and ERNIEKit's) times a logged step's checkpoint save (`save_ckpt_time_sec: 11.34,
+// global_save_step: 200, ...`) and restarts the clock after it: the next record is left as is.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -115,6 +122,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
   std::optional<double> eval_s;         // an evaluation since the last record (eval_runtime)
   std::optional<double> last_epoch;     // the last record's epoch (progress_or_epoch)
   int64_t eval_line = 0, save_line = 0;
+  int64_t not_run = 0;     // `optimizer not run` warnings since the last record
   std::string batch_note;  // the first record whose printed ratio disagrees with gbs
   std::vector<std::string> time_notes;
   // A complete "key: value," field of a recognised line whose value is not a number.
@@ -150,6 +158,9 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         lbs = SummaryValue(line, "Instantaneous batch size per device");
       } else if (line.find("Gradient Accumulation steps") != std::string_view::npos) {
         gas = SummaryValue(line, "Gradient Accumulation steps");
+      } else if (FindKeyValue(line, "train_runtime", ":") != std::string_view::npos &&
+                 FindKeyValue(line, "train_samples_per_second", ":") != std::string_view::npos) {
+        log.wall_s = field(line, no, "train_runtime");  // the closing speed_metrics("train", ...)
       } else if (FindKeyValue(line, "eval_runtime", ":") != std::string_view::npos) {
         eval_s = field(line, no, "eval_runtime");
         eval_line = no;
@@ -162,6 +173,13 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         }
       } else if (line.find("Saving model checkpoint to") != std::string_view::npos) {
         save_line = no;
+      } else if (FindKeyValue(line, "save_ckpt_time_sec", ":") != std::string_view::npos) {
+        // PaddleFormers' (and ERNIEKit's) trainer times the save of a logged step and then restarts
+        // the interval's clock: the next record holds neither that save nor the evaluation before.
+        eval_s.reset();
+        eval_line = save_line = 0;
+      } else if (line.find("optimizer not run, scale_before") != std::string_view::npos) {
+        ++not_run;
       }
       return;
     }
@@ -229,7 +247,13 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
                       : "");
             }
           } else if (interval) {
-            it.samples = ratio;
+            // The Trainer's interval samples are the total train batch x the steps: the ratio is
+            // that batch, off a whole one only by the rounding of the two rates (4 decimals since
+            // 2024: 5.4236 / 0.6779 = 8.0006). PaddleNLP 2.4's own ratio can be a fraction (one
+            // device's batch over the steps): that stays.
+            const double whole = std::round(ratio);
+            const double rounding = (0.00005 / *sps + 0.00005 / *samples_ps) * ratio;
+            it.samples = whole >= 1 && std::abs(ratio - whole) <= rounding ? whole : ratio;
           } else if (*samples_ps > 0 && (0.00005 / *sps + 0.00005 / *samples_ps) * ratio < 0.5) {
             it.samples = std::round(ratio);  // both printed to 4 decimals: a whole sequence
           }
@@ -274,6 +298,8 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         if ((0.005 / *speed + 0.005 / *ips) * samples < 0.5) it.samples = std::round(samples);
       }
     }
+    it.skipped = not_run;
+    not_run = 0;
     eval_s.reset();
     eval_line = save_line = 0;
     last_epoch = NumberAfter(line, "progress_or_epoch", ":");  // the Trainer's
@@ -290,6 +316,8 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
                   name, log.lines, OtherFormatHint(text, "paddle"));
   }
   FillSpansFromGaps(log.iterations);
+  for (Iteration& it : log.iterations)
+    it.skipped = std::min(it.skipped, it.span);  // a repeated warning
   if (!batch_note.empty()) log.notes.push_back(batch_note);
   for (std::string& n : time_notes) log.notes.push_back(std::move(n));
   if (peak_gib >= 0) {

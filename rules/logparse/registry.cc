@@ -1,28 +1,38 @@
 #include <fmt/format.h>
 
+#include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 
 namespace bm::logparse {
 namespace {
 
+// Every format reads the log without its terminal colour codes: PaddleNLP's and PaddleFormers'
+// colorlog logger wraps each line in them (`\x1b[32m[...] [    INFO]\x1b[0m - ...\x1b[0m`), and
+// a code glued to a number (`= 8\x1b[0m`) would make it unreadable.
+template <ParseFn kParse>
+Result<ParsedLog> Uncoloured(std::string_view text, std::string_view name) {
+  std::optional<std::string> plain = WithoutTerminalEscapes(text);
+  return kParse(plain ? std::string_view(*plain) : text, name);
+}
+
 // Sorted by name. The warm-up conventions are docs/METRICS.md's.
 // "auto" takes the convention of the format it recognises.
 constexpr LogParser kParsers[] = {
-    {"auto", ParseAutoLog, 1, "the recognised format's"},
-    {"deepspeed", ParseDeepSpeedLog, 2,
+    {"auto", Uncoloured<ParseAutoLog>, 1, "the recognised format's"},
+    {"deepspeed", Uncoloured<ParseDeepSpeedLog>, 2,
      "as DeepSpeed's ThroughputTimer (start_step = 2), whose RunningAvgSamplesPerSec FlagPerf "
      "reports"},
-    {"flagperf", ParseFlagPerfLog, 1,
+    {"flagperf", Uncoloured<ParseFlagPerfLog>, 1,
      "FlagPerf's own Tokens/p/s or training_sequences_per_second when the log has it; else "
      "every step after the first"},
-    {"flagscale", ParseMegatronLog, 1,
+    {"flagscale", Uncoloured<ParseMegatronLog>, 1,
      "FlagScale's cases average the step times without the first"},
-    {"megatron", ParseMegatronLog, 1, "as FlagScale: every iteration after the first"},
-    {"mllog", ParseMllog, 1, "every step after the first"},
-    {"nemo", ParseNemoLog, 1, "as Megatron: every step after the first"},
-    {"paddle", ParsePaddleLog, 10,
+    {"megatron", Uncoloured<ParseMegatronLog>, 1, "as FlagScale: every iteration after the first"},
+    {"mllog", Uncoloured<ParseMllog>, 1, "every step after the first"},
+    {"nemo", Uncoloured<ParseNemoLog>, 1, "as Megatron: every step after the first"},
+    {"paddle", Uncoloured<ParsePaddleLog>, 10,
      "as PaddleNLP's benchmark scripts (skip_steps = 10: the first steps are unstable)"},
-    {"trainer", ParseTrainerLog, 1,
+    {"trainer", Uncoloured<ParseTrainerLog>, 1,
      "the Trainer's train_samples_per_second when the log has it (the whole run)"},
 };
 

@@ -911,6 +911,115 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_EQ(r->m()["eval"]["step"], 100);
 }
 
+TEST(Corpus, PaddleNlpFp16OptimizerNotRunIsASkippedStep) {
+  // The Trainer's `optimizer not run, scale_before: 0.25, scale_after: 0.125` warning (lines 1
+  // and 3) comes from the step whose gradients overflowed (trainer.py: the scaler found inf, the
+  // optimizer and the lr scheduler did not step), printed before that step's record (lines 2, 4).
+  // Before, both records had 0 skipped steps.
+  Result<Read> r = ReadLog("paddlenlp_issue7537_fp16_optimizer_not_run.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{18, 19}));
+  EXPECT_EQ(r->At(18)->span, 1);
+  EXPECT_EQ(r->At(18)->skipped, 1);
+  EXPECT_EQ(r->At(19)->skipped, 1);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 2);
+  EXPECT_EQ(r->Loss(18), 2.09252715);  // line 2
+  EXPECT_EQ(r->Loss(19), 2.04623556);  // line 4
+  EXPECT_EQ(*r->At(18)->lr, 0.0);      // the scheduler never stepped
+  // 1 / interval_steps_per_second, and samples/s over steps/s: 3.68085 / 0.230053 = 16.
+  EXPECT_DOUBLE_EQ(*r->At(18)->ms, 1000 / 0.23005331650420213);
+  EXPECT_NEAR(*r->At(19)->samples, 16.0, 1e-9);
+}
+
+TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
+  // Each line wrapped in colorlog's codes, one glued to a number: line 5 ends `= 8\x1b[0m\r`.
+  // Before, that line was an error ("'Total train batch size' is '8\x1b[0m', not a number").
+  Result<Read> r = ReadLog("erniekit_sft_colour_codes_crlf.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->log.facts.at("gbs").value, 8);  // line 5
+  EXPECT_EQ(r->log.facts.at("gbs").line, 5);
+  EXPECT_EQ(r->Loss(1), 2.61245131);  // line 12
+  EXPECT_EQ(r->Loss(4), 2.64023829);  // line 15
+  EXPECT_EQ(*r->At(2)->lr, 1e-06);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 1000 / 0.1396);  // interval_steps_per_second, line 12
+  EXPECT_DOUBLE_EQ(*r->At(4)->ms, 1000 / 0.6748);  // line 15
+  EXPECT_EQ(r->At(3)->samples, 8.0);               // 5.2393 / 0.6549 = 8.0002; line 5's 8
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 19.390605688095093 * kGiB);  // max_memory_reserved
+  // Steps 20-21 of the same run, without the block: the batch is the ratio of the two rates,
+  // 5.4236 / 0.6779 = 8.0006 and 4.9404 / 0.6175 = 8.0006, a whole 8 within their 4-decimal
+  // rounding (before: 8.0006).
+  r = ReadLog("erniekit_sft_colour_codes_steps20_21.log", "paddle");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{20, 21}));
+  EXPECT_EQ(r->At(20)->samples, 8.0);
+  EXPECT_EQ(r->At(21)->samples, 8.0);
+  EXPECT_EQ(*r->At(21)->lr, 9.997e-06);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 24.518741369247437 * kGiB);  // line 2
+  // The run's end: the closing line 7 `train_runtime: 158.453, train_samples_per_second: 5.0488`
+  // (before: no wall time), the evaluation after training at line 33, at step 100 (its
+  // progress_or_epoch 1.0 is step 100's, line 3).
+  r = ReadLog("erniekit_sft_colour_codes_tail_eval.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{98, 99, 100}));
+  EXPECT_EQ(r->Loss(100), 0.00038933);
+  EXPECT_EQ(r->log.wall_s, 158.453);
+  EXPECT_EQ(r->m()["wall_s"], 158.453);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].value, 4.969167232513428);
+  EXPECT_EQ(r->log.evals[0].line, 33);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 34.84359335899353 * kGiB);
+}
+
+TEST(Corpus, ErnieKitDpoRecordsAfterTqdmBars) {
+  // Each record follows a `TrainProcess:  10%|...| 1/10 [00:18<02:44, 18.24s/it]` bar on its line
+  // (lines 8-14); the batch, with no block line, is the ratio: 1.9727 / 0.0548 = 35.998 -> 36
+  // (per-device 1 x GAS 36, line 1), within the rounding of the two rates.
+  Result<Read> r = ReadLog("erniekit_dpo_bar_glued_records.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->Loss(3), 0.69692159);  // the DPO loss, line 12
+  EXPECT_EQ(r->At(1)->samples, 36.0);
+  EXPECT_EQ(r->At(4)->samples, 36.0);  // 3.4426 / 0.0956 = 36.01
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 1000 / 0.0548);
+  EXPECT_EQ(*r->At(2)->lr, 2e-07);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 61.84350395202637 * kGiB);  // line 14
+}
+
+TEST(Corpus, ErnieKitPretrainGlobalFieldsOverTenSteps) {
+  // ERNIEKit pre-training: speed_metrics("global", ...) over logging_steps 10 (GAS 8, batch 1).
+  Result<Read> r = ReadLog("erniekit_pretrain_global_steps10_30.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(r->At(10)->span, 10);
+  EXPECT_EQ(r->Loss(10), 11.311073303222656);  // line 10
+  // global_runtime 5.8223 s x global_steps_per_second 1.7175 = 10.0 steps: 582.23 ms a step.
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, 5822.3 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(20)->ms, 4383.6 / 10);  // line 11
+  EXPECT_EQ(r->At(30)->samples, 8.0);             // line 5; 18.3462 / 2.2933 = 8.0
+  EXPECT_EQ(r->At(20)->tokens_per_device_per_s, 18687.6);
+  EXPECT_EQ(r->At(20)->loss_scale, 32770.0);  // 32768 as "{0:.3e}" prints it
+  EXPECT_EQ(*r->At(10)->lr, 2e-05);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 8.815919 * kGiB);  // max_mem_reserved_gb
+  EXPECT_EQ(r->log.memory_source, "max_mem_reserved_gb (ERNIEKit)");
+  // The checkpoint at step 200: the trainer logs the save's time (line 11) and restarts the
+  // interval's clock, so step 210's global_runtime (4.5397 s, line 12) holds no save. Before, a
+  // note said that record included the save of line 3.
+  r = ReadLog("erniekit_pretrain_timed_save200.log", "paddle");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{190, 200, 210}));
+  EXPECT_DOUBLE_EQ(*r->At(210)->ms, 4539.7 / 10);
+  EXPECT_EQ(r->At(210)->tokens_per_device_per_s, 18045.3);
+  EXPECT_FALSE(r->Note("checkpoint save"));
+  for (const std::string& n : r->log.notes)
+    EXPECT_EQ(n.find("checkpoint save"), std::string::npos) << n;
+}
+
 TEST(Corpus, MegatronBridgeHardWrappedTerminalCopy) {
   // An 86-column terminal copy: each iteration line over four lines (1-4, 8-11), the memory
   // line over two (5-6). Before, line 1 alone (only `consumed samples`) was an error.
@@ -2348,6 +2457,13 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"paddle_ernie_valid_steps_issue3867.log", "paddle"},
       {"trainer_paddlenlp_global_step_pr1761.log", "trainer"},
       {"paddlenlp24_trainer_interval10_eval.log", "paddle"},
+      {"paddlenlp_issue7537_fp16_optimizer_not_run.log", "paddle"},
+      {"erniekit_sft_colour_codes_crlf.log", "paddle"},
+      {"erniekit_sft_colour_codes_steps20_21.log", "paddle"},
+      {"erniekit_sft_colour_codes_tail_eval.log", "paddle"},
+      {"erniekit_pretrain_global_steps10_30.log", "paddle"},
+      {"erniekit_pretrain_timed_save200.log", "paddle"},
+      {"erniekit_dpo_bar_glued_records.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},

@@ -45,6 +45,24 @@ TEST(LineScan, NumbersAsPythonPrintsThem) {
   EXPECT_FALSE(DottedArg("seq_length is 4096", "seq_length"));
 }
 
+TEST(LineScan, TerminalEscapesAreRemovedLinesKept) {
+  EXPECT_FALSE(WithoutTerminalEscapes("loss: 2.5\n"));
+  EXPECT_EQ(
+      *WithoutTerminalEscapes("\x1b[32m[t] [    INFO]\x1b[0m - a = 8\x1b[0m\r\nb\x1b[1;35mc\n"),
+      "[t] [    INFO] - a = 8\r\nbc\n");
+  EXPECT_EQ(*WithoutTerminalEscapes("x\x1b[2K\x1b["), "x");  // an erase code; a cut one at the end
+  // Through the registry, every format reads the log without them.
+  Result<ParsedLog> r = FindLogParser("paddle")->parse(
+      "\x1b[32m[t] [    INFO]\x1b[0m -   Total train batch size (w. parallel, distributed & "
+      "accumulation) = 8\x1b[0m\n\x1b[32m[t] [    INFO]\x1b[0m - loss: 2.5, global_step: 1, "
+      "interval_runtime: 2.0, interval_samples_per_second: 4.0, interval_steps_per_second: "
+      "0.5\x1b[0m\n",
+      "c.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(FactOf(*r, "gbs"), 8);
+  EXPECT_EQ(r->iterations.at(0).ms, 2000.0);
+}
+
 TEST(Megatron, RealisticMultiRankLog) {
   Result<ParsedLog> r = ParseMegatronLog(ReadLog("megatron_tp2dp4.log"), "megatron_tp2dp4.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -1525,6 +1543,56 @@ TEST(Paddle, EvalLossAtTheRecordOfItsEpoch) {
                      "p.log");
   EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
   EXPECT_EQ(r.status().message(), "p.log:2: 'eval_loss' is 'abc', not a number");
+}
+
+TEST(Paddle, OptimizerNotRunWarningsAreTheNextRecordsSkippedSteps) {
+  // fp16: one `optimizer not run` warning per overflowed step, counted in the record that
+  // follows; a count over the record's steps (a warning printed twice) is capped at its span.
+  auto step = [](int n) {
+    return fmt::format(
+        "[I] - loss: 1.5, learning_rate: 1e-05, global_step: {}, interval_runtime: 2.0, "
+        "interval_samples_per_second: 4.0, interval_steps_per_second: 5.0, epoch: 0.5\n",
+        n);
+  };
+  const std::string warn = "[W] - optimizer not run, scale_before: 2.0, scale_after: 1.0\n";
+  Result<ParsedLog> r = ParsePaddleLog(
+      step(10) + warn + warn + step(20) + step(30) + warn + warn + warn + step(32), "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  EXPECT_EQ(r->iterations[0].skipped, 0);
+  EXPECT_EQ(r->iterations[1].skipped, 2);
+  EXPECT_EQ(r->iterations[2].skipped, 0);
+  EXPECT_EQ(r->iterations[3].span, 2);
+  EXPECT_EQ(r->iterations[3].skipped, 2);
+}
+
+TEST(Paddle, TimedSaveRestartsTheClockAndTheClosingLineGivesWallTime) {
+  // PaddleFormers times a logged step's save and restarts the interval's clock after it: the
+  // evaluation and save before step 20's record are not in its 2.0 s. The closing line gives
+  // wall_s; its value must parse.
+  auto step = [](int n) {
+    return fmt::format(
+        "[I] - loss: 1.5, learning_rate: 1e-05, global_step: {}, interval_runtime: 2.0, "
+        "interval_samples_per_second: 40.0, interval_steps_per_second: 5.0, epoch: 0.5\n",
+        n);
+  };
+  const std::string eval = "[I] - eval_loss: 0.75, eval_runtime: 1.5, epoch: 0.5\n";
+  const std::string save = "[I] - Saving model checkpoint to ./out/checkpoint-10\n";
+  const std::string timed =
+      "[I] - is_persistent_ckpt: 1, save_ckpt_time_sec: 3.5, global_save_step: 10\n";
+  Result<ParsedLog> r = ParsePaddleLog(
+      step(10) + eval + save + timed + step(20) +
+          "[I] - train_runtime: 9.25, train_samples_per_second: 17.3, train_loss: 1.5\n",
+      "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[1].ms, 200.0);  // 1 / 5 steps/s, not less the 1.5 s evaluation
+  EXPECT_TRUE(r->notes.empty()) << r->notes.front();
+  EXPECT_EQ(r->wall_s, 9.25);
+  r = ParsePaddleLog(step(10) + "[I] - train_runtime: abc, train_samples_per_second: 1.0\n",
+                     "p.log");
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(), "p.log:2: 'train_runtime' is 'abc', not a number");
 }
 
 TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {

@@ -35,8 +35,11 @@
 // mixed_precision (a recipe name: bf16_* / fp16_*; or its bf16 / fp16 flags), else model.bf16 /
 // model.fp16 (both false in the YAML: fp32). The first print's value of a key wins (every rank
 // prints the same). Not read: train.train_iters (no such fact), Bridge's `Step Time : 4.65s GPU
-// utilization: x MODEL_TFLOP/s/GPU` line (the iteration line's elapsed time to 2 decimals in
-// seconds; its FLOPs used model.seq_length until 2026, 59892.5 "TFLOP/s/GPU" for a 1B model).
+// utilization: x MODEL_TFLOP/s/GPU` line (train_utils.py `training_log`, from d42316e, September
+// 2025): its time is the same interval's `elapsed time per iteration` in seconds to 2 decimals,
+// and its FLOPs count cfg.model.seq_length tokens a sample (in 2026 still the fallback without
+// packed-sequence metadata): 59892.5 "TFLOP/s/GPU" on H100s for a 1B model whose
+// model.seq_length 131072 was not the 1024 it trained (~130 with 1024).
 //
 // Thread safety: a reader is one log's state; not shared.
 #pragma once

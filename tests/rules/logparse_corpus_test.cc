@@ -344,6 +344,40 @@ TEST(Corpus, MegatronBridgeConfigYamlGivesTheFacts) {
   EXPECT_EQ(r->m()["config"]["gas"], 64);
 }
 
+TEST(Corpus, MegatronBridgeConfigSummaryGivesTheFacts) {
+  // Megatron-Bridge v0.4+'s "Configuration Summary (Non-Default Values vs Megatron Core)"
+  // (reconstructed from v0.6.0's code): TP2 PP2 on 16 GPUs (not stated: gpus set here).
+  Result<Read> r = ReadLog("megatron_bridge_v06_config_summary.log", "megatron", {{"gpus", 16}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto fact = [&](const char* f) { return r->log.facts.at(f); };
+  EXPECT_EQ(fact("gbs").value, 128);  // line 42, [train] global_batch_size
+  EXPECT_EQ(fact("gbs").line, 42);
+  EXPECT_EQ(fact("lbs").value, 1);     // line 45
+  EXPECT_EQ(fact("mpe").value, 8192);  // line 62, [dataset] sequence_length (seq_length, 61)
+  EXPECT_EQ(fact("mpe").line, 62);
+  EXPECT_EQ(fact("tp").value, 2);  // line 33, `tensor_model_parallel_size: 2  (Mcore default: 1)`
+  EXPECT_EQ(fact("tp").line, 33);
+  EXPECT_EQ(fact("pp").value, 2);         // line 31
+  EXPECT_EQ(fact("layers").value, 32);    // line 27
+  EXPECT_EQ(fact("hidden").value, 4096);  // line 24
+  EXPECT_EQ(fact("heads").value, 32);     // line 26
+  EXPECT_EQ(r->log.precision, "bf16");    // line 21, the model's bf16 (the optimizer's is line 10)
+  EXPECT_EQ(r->log.precision_line, 21);
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));  // lines 76, 79, 81
+  EXPECT_EQ(r->At(20)->ms, 4100.0);                           // not Step Time's 4.10s (line 78)
+  EXPECT_EQ(r->Loss(30), 6.9917);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 71.305e9);  // line 77, mem-max-reserved-gigabytes
+  // 16 / (2 x 2) = 4 replicas; 128 / (1 x 4) = 32 micro-batches (line 1 says 32).
+  EXPECT_EQ(r->m()["config"]["dp"], 4);
+  EXPECT_EQ(r->m()["config"]["gas"], 32);
+  // The line at 10 spans iterations 1-10 and is the warm-up; 20 iterations of 128 x 8192 tokens
+  // in 10 x 4.100 + 10 x 4.120 s: 255128.0 tokens/s, 15945.5 a GPU.
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 20);
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   20 * 128 * 8192 / (10 * 4.1 + 10 * 4.12));
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 20 * 128 * 8192 / (10 * 4.1 + 10 * 4.12) / 16);
+}
+
 TEST(Corpus, MegatronFlOnAscendWithMicrosecondStamps) {
   // Megatron-LM-FL (core 0.18.2) under FlagScale on one Ascend NPU: "[default0]: [... .987995]"
   // before each line; consumed samples 96 = 3 x 32 agrees with --log-interval 1.

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 
 namespace bm::logparse {
@@ -86,13 +87,13 @@ bool BridgeConfigReader::Read(std::string_view line, int64_t no) {
     shape_ = Shape::kYaml;
     prefix_ = std::string(line.substr(0, at));
     at_.clear();
+    last_indent_ = 0;
     return true;
   }
   // Another rank's or process's line amid the print (a launcher's other prefix): not ours.
   if (!line.starts_with(prefix_)) return false;
   std::string_view content = line.substr(prefix_.size());
-  const bool read = shape_ == Shape::kYaml ? ReadYaml(content, no) : ReadSummary(content, no);
-  return read;
+  return shape_ == Shape::kYaml ? ReadYaml(content, no) : ReadSummary(content, no);
 }
 
 bool BridgeConfigReader::ReadYaml(std::string_view content, int64_t no) {
@@ -108,10 +109,17 @@ bool BridgeConfigReader::ReadYaml(std::string_view content, int64_t no) {
   }
   if (body.starts_with('-')) return true;  // a list item (`- core_attn`, `- - 0`)
   auto key_line = BridgeKeyLine(body);
-  if (!key_line) return true;  // a wrapped long scalar's continuation
+  if (!key_line) {
+    // A wrapped long scalar continues deeper than its key; anything else (an iteration line
+    // where the print lost its ending) is not the print's.
+    if (indent > last_indent_ && !IsMegatronIterationLine(content)) return true;
+    shape_ = Shape::kNone;
+    return false;
+  }
+  last_indent_ = indent;
   while (!at_.empty() && at_.back().first >= indent) at_.pop_back();
   std::string path;
-  for (const auto& [unused_indent, key] : at_) path += key + ".";
+  for (const auto& open : at_) path += open.second + ".";
   path += key_line->first;
   if (key_line->second.empty()) {
     at_.emplace_back(indent, std::string(key_line->first));

@@ -81,6 +81,7 @@ class BridgeConfigReader {
   Shape shape_ = Shape::kNone;
   std::string prefix_;                                // before the first line's text
   std::vector<std::pair<size_t, std::string>> at_;    // YAML: the open sections' indents and keys
+  size_t last_indent_ = 0;                            // YAML: the last key line's indent
   std::string section_;                               // Summary: "[train]" -> "train"
   int rules_ = 0;                                     // Summary: `=====` lines since the title
   std::map<std::string, Value, std::less<>> values_;  // "dataset.sequence_length" -> "1024"

@@ -1490,6 +1490,30 @@ TEST(Megatron, BridgeConfigYamlAfterAnArgumentBlock) {
   EXPECT_EQ(r->notes, expected);
 }
 
+TEST(Megatron, BridgeConfigYamlUnderTorchrunPrefixesWithoutItsEnd) {
+  // torchrun --tee's `[defaultN]:` prefixes: another rank's line amid rank 0's print is not the
+  // print's; an iteration line right after it (the print's blank line lost) ends it.
+  const std::string log =
+      "[default0]:_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "[default0]:dataset:\n"
+      "[default1]:  sequence_length: 9999\n"
+      "[default0]:  sequence_length: 2048\n"  // 4
+      "[default0]:  tokenizer_prompt_format: a long string that yaml.safe_dump wrapped at\n"
+      "[default0]:    eighty columns\n"
+      "[default0]:comm_overlap: null\n"
+      "[default0]: iteration       10/     100 | elapsed time per iteration (ms): 500.0 | lm "
+      "loss: 2.5 |\n"
+      "[default0]:train:\n"
+      "[default0]:  global_batch_size: 64\n";  // after the print: not read
+  Result<ParsedLog> r = ParseMegatronLog(log, "t.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("mpe").value, 2048);
+  EXPECT_EQ(r->facts.at("mpe").line, 4);
+  EXPECT_FALSE(r->facts.contains("gbs"));
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].line, 8);
+}
+
 TEST(Megatron, ValidationLinesAreEvals) {
   // Several validation sets: the first one's series; the test set and a repeat at the same
   // iteration (after training, `on validation set`) left out.

@@ -53,7 +53,7 @@ std::optional<bool> BridgeBool(std::string_view s) {
   return std::nullopt;
 }
 
-bool AllOf(std::string_view s, char c) {
+bool IsBridgeRuleOf(std::string_view s, char c) {
   return !s.empty() && s.find_first_not_of(c) == std::string_view::npos;
 }
 
@@ -131,8 +131,9 @@ bool BridgeConfigReader::ReadYaml(std::string_view content, int64_t no) {
 
 bool BridgeConfigReader::ReadSummary(std::string_view content, int64_t no) {
   std::string_view body = Trim(content);
-  if (body.empty() || AllOf(body, '-') || body == "Other Configuration Values:") return true;
-  if (AllOf(body, '=')) {
+  if (body.empty() || IsBridgeRuleOf(body, '-') || body == "Other Configuration Values:")
+    return true;
+  if (IsBridgeRuleOf(body, '=')) {
     // The rule under the title, then the closing one.
     if (++rules_ == 2) shape_ = Shape::kNone;
     return true;

@@ -197,7 +197,7 @@ void BridgeConfigReader::Apply(ParsedLog& log, std::string_view name) const {
   // The precision: mixed_precision's recipe name or flags, else the model's flags.
   std::string precision;
   int64_t line = 0;
-  std::string_view said;
+  std::string said;  // the key that said it
   if (const Value* recipe = Find("mixed_precision")) {
     std::string_view r = recipe->text;
     if (r.find("bf16") != std::string_view::npos)
@@ -212,14 +212,14 @@ void BridgeConfigReader::Apply(ParsedLog& log, std::string_view name) const {
     const Value* fp16 = Find(std::string(section) + ".fp16");
     std::optional<bool> b = bf16 ? BridgeBool(bf16->text) : std::nullopt;
     std::optional<bool> f = fp16 ? BridgeBool(fp16->text) : std::nullopt;
-    if (b.value_or(false))
-      precision = "bf16", line = bf16->line;
-    else if (f.value_or(false))
-      precision = "fp16", line = fp16->line;
-    // Both stated false: fp32 (a YAML print states every field; the summary only non-defaults).
-    else if (section == "model" && b && f)
-      precision = "fp32", line = bf16->line;
-    said = section;
+    if (b.value_or(false)) {
+      precision = "bf16", line = bf16->line, said = std::string(section) + ".bf16";
+    } else if (f.value_or(false)) {
+      precision = "fp16", line = fp16->line, said = std::string(section) + ".fp16";
+    } else if (section == "model" && b && f) {
+      // Both stated false: fp32 (a YAML print states every field; the summary only non-defaults).
+      precision = "fp32", line = bf16->line, said = "model.bf16, model.fp16";
+    }
   }
   if (precision.empty()) return;
   if (log.precision.empty()) {

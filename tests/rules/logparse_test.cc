@@ -1514,6 +1514,42 @@ TEST(Megatron, BridgeConfigYamlUnderTorchrunPrefixesWithoutItsEnd) {
   EXPECT_EQ(r->iterations[0].line, 8);
 }
 
+TEST(Megatron, BridgeConfigPrecision) {
+  // The argument block's precision stands; the print's other one is a note.
+  const std::string iteration =
+      " iteration       10/     100 | elapsed time per iteration (ms): 500.0 | lm loss: 2.5 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(
+      "  bf16 ............................................ False\n"
+      "  fp16 ............................................ True\n"
+      "_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "mixed_precision:\n"
+      "  _target_: megatron.bridge.training.mixed_precision.MixedPrecisionConfig\n"
+      "  bf16: true\n"  // 6
+      "  fp16: false\n"
+      "\n" +
+          iteration,
+      "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "fp16");
+  EXPECT_EQ(r->precision_line, 1);
+  EXPECT_EQ(r->notes, (std::vector<std::string>{
+                          "precision: p.log:1 says fp16, Megatron-Bridge's config print p.log:6 "
+                          "says bf16 (mixed_precision.bf16): fp16 kept"}));
+  // No mixed precision and the model's bf16 and fp16 both false: fp32.
+  r = ParseMegatronLog(
+      "_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "mixed_precision: null\n"
+      "model:\n"
+      "  bf16: false\n"  // 4
+      "  fp16: false\n"
+      "\n" +
+          iteration,
+      "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "fp32");
+  EXPECT_EQ(r->precision_line, 4);
+}
+
 TEST(Megatron, ValidationLinesAreEvals) {
   // Several validation sets: the first one's series; the test set and a repeat at the same
   // iteration (after training, `on validation set`) left out.

@@ -99,7 +99,10 @@
 // or, from July 2026, `(tensor, gtp_weight_remat, pipeline) ... (0, 0, 0): N`
 // (summed over the distinct rank tuples: the model's parameter count, with a
 // tied embedding counted once per pipeline end); without those lines,
-// `Total number of parameters in billions: 6.44` (two decimals).
+// `Total number of parameters in billions: 6.44` (two decimals). Megatron-Bridge prints no
+// argument block but its ConfigContainer (megatron_bridge_config.h): its batch sizes, training
+// sequence length (dataset's, never model.seq_length), TP/PP, layers and precision are facts
+// where the argument block did not state them.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -111,6 +114,7 @@
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/megatron_bridge_config.h"
 #include "rules/logparse/megatron_lines.h"
 #include "rules/logparse/megatron_spans.h"
 #include "rules/logparse/wrapped_lines.h"
@@ -313,8 +317,10 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   IterationLineExtras extras;    // consumed samples and tokens, skipped counts, ms-swift's lines
   int64_t zero_memory_line = 0;  // the first report_memory line that prints 0
   std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
+  BridgeConfigReader bridge_config;     // Megatron-Bridge's ConfigContainer print
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
+    if (bridge_config.Read(line, no)) return;
     if (std::optional<EvalLine> e = ReadEvalLine(line)) {
       if (!eval_set) eval_set = e->set;
       const bool repeat = !log.evals.empty() && log.evals.back().step == e->step;
@@ -477,6 +483,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     log.precision = "fp32";
   }
   if (!log.precision.empty()) log.precision_line = precision_line;
+  bridge_config.Apply(log, name);
   return log;
 }
 

@@ -293,6 +293,91 @@ TEST(Corpus, MegatronBridgeMemoryReportInGigabytes) {
   EXPECT_EQ(r->log.facts.at("parameters").line, 4);
 }
 
+TEST(Corpus, MegatronBridgeConfigYamlGivesTheFacts) {
+  // Megatron-Bridge (October 2025) prints no Megatron-LM argument block but its ConfigContainer
+  // as YAML (`------- Task Configuration -------`, line 1; `_target_: ...ConfigContainer`, line
+  // 2). Llama-3.2-1B, mock data, on the page's `torchrun --nproc_per_node=8` (the excerpt states
+  // no device count: gpus set here). Its one iteration line (656, --log-interval 10) spans
+  // iterations 1-10: excluded_warmup_steps 0 times it.
+  Result<Read> r = ReadLog("megatron_bridge_byoc_config_yaml.log", "megatron",
+                           {{"gpus", 8}, {"excluded_warmup_steps", 0}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto fact = [&](const char* f) { return r->log.facts.at(f); };
+  EXPECT_EQ(fact("gbs").value, 512);  // line 636, train.global_batch_size
+  EXPECT_EQ(fact("gbs").line, 636);
+  EXPECT_EQ(fact("lbs").value, 1);  // line 640, train.micro_batch_size
+  EXPECT_EQ(fact("lbs").line, 640);
+  // Line 62, dataset.sequence_length 1024: the training length. model.seq_length (line 470,
+  // 131072) is the Llama 3.1 provider's maximum, not what ran.
+  EXPECT_EQ(fact("mpe").value, 1024);
+  EXPECT_EQ(fact("mpe").line, 62);
+  EXPECT_TRUE(std::any_of(r->log.notes.begin(), r->log.notes.end(), [](const std::string& n) {
+    return n.find(":470 model.seq_length 131072 is the model's maximum") != std::string::npos;
+  }));
+  EXPECT_EQ(fact("tp").value, 1);  // line 477, model.tensor_model_parallel_size
+  EXPECT_EQ(fact("tp").line, 477);
+  EXPECT_EQ(fact("pp").value, 1);         // line 454
+  EXPECT_EQ(fact("layers").value, 16);    // line 424, model.num_layers
+  EXPECT_EQ(fact("hidden").value, 2048);  // line 351, model.hidden_size (not generation_config's)
+  EXPECT_EQ(fact("heads").value, 32);     // line 423
+  EXPECT_EQ(r->log.precision, "bf16");    // line 150, mixed_precision.bf16: true
+  EXPECT_EQ(r->log.precision_line, 150);
+  // The rank line is before the excerpt: "Total number of parameters in billions: 1.24" (653).
+  EXPECT_DOUBLE_EQ(fact("parameters").value, 1.24e9);
+  // Line 656; Bridge's "Step Time : 4.65s GPU utilization: 59892.5TFLOP/s/GPU" (650) is the same
+  // interval's time to 10 ms and is not read.
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10}));
+  EXPECT_EQ(r->At(10)->span, 10);
+  EXPECT_EQ(r->At(10)->ms, 4647.8);
+  EXPECT_EQ(r->At(10)->samples, 512);
+  EXPECT_EQ(r->Loss(10), 9.763827);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 12232.0 * kMiB);  // line 657, max reserved
+  // Tokens per step 512 x 1024 = 524288, in 4.6478 s a step: 112803.46 tokens/s over the 8
+  // GPUs, 14100.43 each.
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(), 512 * 1024 / 4.6478);
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 512 * 1024 / 4.6478 / 8);
+  EXPECT_EQ(r->m()["config"]["mpe"], 1024);
+  EXPECT_EQ(r->m()["config"]["gbs"], 512);
+  EXPECT_EQ(r->m()["config"]["precision"], "bf16");
+  // 512 / (1 x 8 replicas) = 64 micro-batches a step, as the page's log says before the
+  // excerpt ("setting number of microbatches to constant 64").
+  EXPECT_EQ(r->m()["config"]["gas"], 64);
+}
+
+TEST(Corpus, MegatronBridgeConfigSummaryGivesTheFacts) {
+  // Megatron-Bridge v0.4+'s "Configuration Summary (Non-Default Values vs Megatron Core)"
+  // (reconstructed from v0.6.0's code): TP2 PP2 on 16 GPUs (not stated: gpus set here).
+  Result<Read> r = ReadLog("megatron_bridge_v06_config_summary.log", "megatron", {{"gpus", 16}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto fact = [&](const char* f) { return r->log.facts.at(f); };
+  EXPECT_EQ(fact("gbs").value, 128);  // line 42, [train] global_batch_size
+  EXPECT_EQ(fact("gbs").line, 42);
+  EXPECT_EQ(fact("lbs").value, 1);     // line 45
+  EXPECT_EQ(fact("mpe").value, 8192);  // line 62, [dataset] sequence_length (seq_length, 61)
+  EXPECT_EQ(fact("mpe").line, 62);
+  EXPECT_EQ(fact("tp").value, 2);  // line 33, `tensor_model_parallel_size: 2  (Mcore default: 1)`
+  EXPECT_EQ(fact("tp").line, 33);
+  EXPECT_EQ(fact("pp").value, 2);         // line 31
+  EXPECT_EQ(fact("layers").value, 32);    // line 27
+  EXPECT_EQ(fact("hidden").value, 4096);  // line 24
+  EXPECT_EQ(fact("heads").value, 32);     // line 26
+  EXPECT_EQ(r->log.precision, "bf16");    // line 21, the model's bf16 (the optimizer's is line 10)
+  EXPECT_EQ(r->log.precision_line, 21);
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30}));  // lines 76, 79, 81
+  EXPECT_EQ(r->At(20)->ms, 4100.0);                           // not Step Time's 4.10s (line 78)
+  EXPECT_EQ(r->Loss(30), 6.9917);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 71.305e9);  // line 77, mem-max-reserved-gigabytes
+  // 16 / (2 x 2) = 4 replicas; 128 / (1 x 4) = 32 micro-batches (line 1 says 32).
+  EXPECT_EQ(r->m()["config"]["dp"], 4);
+  EXPECT_EQ(r->m()["config"]["gas"], 32);
+  // The line at 10 spans iterations 1-10 and is the warm-up; 20 iterations of 128 x 8192 tokens
+  // in 10 x 4.100 + 10 x 4.120 s: 255128.0 tokens/s, 15945.5 a GPU.
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 20);
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   20 * 128 * 8192 / (10 * 4.1 + 10 * 4.12));
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 20 * 128 * 8192 / (10 * 4.1 + 10 * 4.12) / 16);
+}
+
 TEST(Corpus, MegatronFlOnAscendWithMicrosecondStamps) {
   // Megatron-LM-FL (core 0.18.2) under FlagScale on one Ascend NPU: "[default0]: [... .987995]"
   // before each line; consumed samples 96 = 3 x 32 agrees with --log-interval 1.

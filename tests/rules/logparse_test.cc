@@ -1389,6 +1389,185 @@ TEST(Megatron, HardWrappedLinesJoined) {
             "time per iteration (ms), lm loss, learning rate, global batch size, ...)");
 }
 
+TEST(Megatron, BridgeConfigSummaryOfNonDefaultValues) {
+  // Megatron-Bridge v0.4+ (ConfigContainer.log_non_default_values, its shape at 067f987) under
+  // srun -l: the model's values only where they differ from MCore's (tp 4; pp 1 not printed),
+  // the train and dataset sections in full. Written for this test from that code.
+  const std::string log =
+      "0: \n"
+      "0: ======================================================================\n"
+      "0: Configuration Summary (Non-Default Values vs Megatron Core)\n"
+      "0: ======================================================================\n"
+      "0: \n"
+      "0: [optimizer] Non-default values (vs Mcore OptimizerConfig):\n"
+      "0:   bf16: True  (Mcore default: False)\n"
+      "0:   lr: 0.0003  (Mcore default: None)\n"
+      "0: \n"
+      "0: [model] Non-default values (vs Mcore TransformerConfig):\n"  // 10
+      "0:   bf16: True  (Mcore default: False)\n"                      // 11
+      "0:   context_parallel_size: 2  (Mcore default: 1)\n"            // 12
+      "0:   hidden_size: 4096  (Mcore default: 0)\n"                   // 13
+      "0:   num_attention_heads: 32  (Mcore default: 0)\n"             // 14
+      "0:   num_layers: 32  (Mcore default: 0)\n"                      // 15
+      "0:   tensor_model_parallel_size: 4  (Mcore default: 1)\n"       // 16
+      "0: \n"
+      "0: ----------------------------------------------------------------------\n"
+      "0: Other Configuration Values:\n"
+      "0: ----------------------------------------------------------------------\n"
+      "0: \n"
+      "0: [train]:\n"                  // 22
+      "0:   global_batch_size: 256\n"  // 23
+      "0:   micro_batch_size: 2\n"     // 24
+      "0:   train_iters: 100\n"
+      "0: \n"
+      "0: [dataset]:\n"               // 27
+      "0:   seq_length: 8192\n"       // 28
+      "0:   sequence_length: 8192\n"  // 29
+      "0: \n"
+      "0: ======================================================================\n"  // 31
+      "0:   num_layers: 99\n"  // after the closing rule: not the summary's
+      "0: Step Time : 9.09s GPU utilization: 663.5MODEL_TFLOP/s/GPU\n"
+      "0:  [2026-05-01 10:00:00] iteration       10/     100 | consumed samples:         2560 | "
+      "elapsed time per iteration (ms): 9089.0 | learning rate: 3.000000E-04 | global batch "
+      "size:   256 | lm loss: 8.114214E+00 | loss scale: 1.0 | grad norm: 0.042 | number of "
+      "skipped iterations:   0 | number of nan iterations:   0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "s.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("gbs").value, 256);
+  EXPECT_EQ(r->facts.at("gbs").line, 23);
+  EXPECT_EQ(r->facts.at("lbs").value, 2);
+  EXPECT_EQ(r->facts.at("mpe").value, 8192);
+  EXPECT_EQ(r->facts.at("mpe").line, 29);  // MCore's sequence_length (Bridge's seq_length: 28)
+  EXPECT_EQ(r->facts.at("tp").value, 4);
+  EXPECT_EQ(r->facts.at("tp").line, 16);
+  EXPECT_FALSE(r->facts.contains("pp"));  // a default, not printed: the log does not say
+  EXPECT_EQ(r->facts.at("layers").value, 32);
+  EXPECT_EQ(r->facts.at("hidden").value, 4096);
+  EXPECT_EQ(r->facts.at("heads").value, 32);
+  EXPECT_EQ(r->precision, "bf16");
+  EXPECT_EQ(r->precision_line, 11);  // the model's, not the optimizer's (7)
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].ms, 9089.0);  // the iteration line's, not Step Time's
+  EXPECT_EQ(r->iterations[0].line, 34);
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n ==
+           "dp: s.log:12 context_parallel_size 2: the data-parallel size is devices / (tp "
+           "x pp x cp), which the log does not state; set layout for per-replica figures";
+  }));
+}
+
+TEST(Megatron, BridgeConfigYamlAfterAnArgumentBlock) {
+  // The argument block's values stand; the YAML's different sequence length is a note naming
+  // both lines. YAML's nesting decides: model.seq_length and a nested `seq_length` are not the
+  // training length, `model.transformer.` (MCore's ModelConfig) counts as `model.`, a recipe
+  // name gives the precision, and the block ends at print()'s blank line.
+  const std::string log =
+      "  global_batch_size ............................... 128\n"    // 1
+      "  seq_length ...................................... 4096\n"   // 2
+      "_target_: megatron.bridge.training.config.ConfigContainer\n"  // 3
+      "dataset:\n"
+      "  _target_: megatron.bridge.training.config.GPTDatasetConfig\n"
+      "  seq_length: 2048\n"  // 6
+      "  split_matrix:\n"
+      "  - - 0\n"
+      "    - 0.5\n"
+      "mixed_precision: bf16_mixed\n"  // 10
+      "model:\n"
+      "  generation_config:\n"
+      "    config_dict:\n"
+      "      num_layers: 7\n"
+      "  seq_length: 131072\n"  // 15
+      "  transformer:\n"
+      "    num_layers: 24\n"                   // 17
+      "    pipeline_model_parallel_size: 2\n"  // 18
+      "    tensor_model_parallel_size: 2\n"
+      "train:\n"
+      "  global_batch_size: 128\n"  // 21
+      "  micro_batch_size: 4\n"     // 22
+      "\n"
+      "  micro_batch_size: 8\n"  // after the print
+      " iteration       10/     100 | elapsed time per iteration (ms): 500.0 | lm loss: 2.5 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "y.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("mpe").value, 4096);
+  EXPECT_EQ(r->facts.at("mpe").line, 2);
+  EXPECT_EQ(r->facts.at("gbs").line, 1);  // the same value: no note
+  EXPECT_EQ(r->facts.at("lbs").value, 4);
+  EXPECT_EQ(r->facts.at("lbs").line, 22);
+  EXPECT_EQ(r->facts.at("layers").value, 24);
+  EXPECT_EQ(r->facts.at("layers").line, 17);
+  EXPECT_EQ(r->facts.at("pp").value, 2);
+  EXPECT_EQ(r->facts.at("tp").value, 2);
+  EXPECT_EQ(r->precision, "bf16");
+  EXPECT_EQ(r->precision_line, 10);
+  const std::vector<std::string> expected = {
+      "mpe: y.log:2 says 4096, Megatron-Bridge's config print y.log:6 says 2048 "
+      "(dataset.seq_length): 4096 kept",
+      "mpe: y.log:6 dataset.seq_length 2048 is the training length; y.log:15 model.seq_length "
+      "131072 is the model's maximum, not used"};
+  EXPECT_EQ(r->notes, expected);
+}
+
+TEST(Megatron, BridgeConfigYamlUnderTorchrunPrefixesWithoutItsEnd) {
+  // torchrun --tee's `[defaultN]:` prefixes: another rank's line amid rank 0's print is not the
+  // print's; an iteration line right after it (the print's blank line lost) ends it.
+  const std::string log =
+      "[default0]:_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "[default0]:dataset:\n"
+      "[default1]:  sequence_length: 9999\n"
+      "[default0]:  sequence_length: 2048\n"  // 4
+      "[default0]:  tokenizer_prompt_format: a long string that yaml.safe_dump wrapped at\n"
+      "[default0]:    eighty columns\n"
+      "[default0]:comm_overlap: null\n"
+      "[default0]: iteration       10/     100 | elapsed time per iteration (ms): 500.0 | lm "
+      "loss: 2.5 |\n"
+      "[default0]:train:\n"
+      "[default0]:  global_batch_size: 64\n";  // after the print: not read
+  Result<ParsedLog> r = ParseMegatronLog(log, "t.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("mpe").value, 2048);
+  EXPECT_EQ(r->facts.at("mpe").line, 4);
+  EXPECT_FALSE(r->facts.contains("gbs"));
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].line, 8);
+}
+
+TEST(Megatron, BridgeConfigPrecision) {
+  // The argument block's precision stands; the print's other one is a note.
+  const std::string iteration =
+      " iteration       10/     100 | elapsed time per iteration (ms): 500.0 | lm loss: 2.5 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(
+      "  bf16 ............................................ False\n"
+      "  fp16 ............................................ True\n"
+      "_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "mixed_precision:\n"
+      "  _target_: megatron.bridge.training.mixed_precision.MixedPrecisionConfig\n"
+      "  bf16: true\n"  // 6
+      "  fp16: false\n"
+      "\n" +
+          iteration,
+      "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "fp16");
+  EXPECT_EQ(r->precision_line, 1);
+  EXPECT_EQ(r->notes, (std::vector<std::string>{
+                          "precision: p.log:1 says fp16, Megatron-Bridge's config print p.log:6 "
+                          "says bf16 (mixed_precision.bf16): fp16 kept"}));
+  // No mixed precision and the model's bf16 and fp16 both false: fp32.
+  r = ParseMegatronLog(
+      "_target_: megatron.bridge.training.config.ConfigContainer\n"
+      "mixed_precision: null\n"
+      "model:\n"
+      "  bf16: false\n"  // 4
+      "  fp16: false\n"
+      "\n" +
+          iteration,
+      "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "fp32");
+  EXPECT_EQ(r->precision_line, 4);
+}
+
 TEST(Megatron, ValidationLinesAreEvals) {
   // Several validation sets: the first one's series; the test set and a repeat at the same
   // iteration (after training, `on validation set`) left out.

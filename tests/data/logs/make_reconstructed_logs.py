@@ -249,3 +249,58 @@ w("flagperf_llama2_7b_deepspeed.log", "\n".join(L) + "\n")
 # 12. FlagPerf aquila2_7b/flagscale case's stdout: only the summary (the Megatron lines went
 #     to flagscale.log.txt).
 w("flagperf_aquila2_7b_summary_only.log", "System tokens per second:  24576.0\nTokens/p/s:  3072.0\nMFU:  0.41353846153846155\n")
+
+# 13. Megatron-Bridge v0.6.0 (067f987): no argument block; ConfigContainer.log_non_default_values
+#     (training/config.py, from #2184; [dataset] from #2514): MCore-derived configs print only
+#     their non-default values `  name: repr  (Mcore default: repr)`, the others every non-None
+#     field `  name: repr` (here a shortened set of fields); then train_utils.py training_log's
+#     `Step Time : ...` line before each iteration line, report_memory in GB after the first.
+#     Llama 3 8B-like, TP2 PP2 on 16 GPUs (DP 4), GBS 128, MBS 1, 8192 tokens, --log-interval 10.
+R = 70
+L = ["INFO:megatron.core.num_microbatches_calculator:setting number of microbatches to constant 32",
+     "> initializing torch distributed ...", "", "=" * R,
+     "Configuration Summary (Non-Default Values vs Megatron Core)", "=" * R, ""]
+L += ["[optimizer] Non-default values (vs Mcore OptimizerConfig):",
+      "  adam_beta2: 0.95  (Mcore default: 0.999)",
+      "  bf16: True  (Mcore default: False)",
+      "  lr: 0.0003  (Mcore default: None)",
+      "  min_lr: 3e-05  (Mcore default: None)",
+      "  use_distributed_optimizer: True  (Mcore default: False)", ""]
+L += ["[ddp] Non-default values (vs Mcore DistributedDataParallelConfig):",
+      "  grad_reduce_in_fp32: True  (Mcore default: False)",
+      "  overlap_grad_reduce: True  (Mcore default: False)",
+      "  use_distributed_optimizer: True  (Mcore default: False)", ""]
+L += ["[model] Non-default values (vs Mcore TransformerConfig):",
+      "  bf16: True  (Mcore default: False)",
+      "  ffn_hidden_size: 14336  (Mcore default: None)",
+      "  gated_linear_unit: True  (Mcore default: False)",
+      "  hidden_size: 4096  (Mcore default: 0)",
+      "  normalization: 'RMSNorm'  (Mcore default: 'LayerNorm')",
+      "  num_attention_heads: 32  (Mcore default: 0)",
+      "  num_layers: 32  (Mcore default: 0)",
+      "  num_query_groups: 8  (Mcore default: None)",
+      "  params_dtype: torch.bfloat16  (Mcore default: torch.float32)",
+      "  pipeline_dtype: torch.bfloat16  (Mcore default: None)",
+      "  pipeline_model_parallel_size: 2  (Mcore default: 1)",
+      "  sequence_parallel: True  (Mcore default: False)",
+      "  tensor_model_parallel_size: 2  (Mcore default: 1)",
+      "", "-" * R, "Other Configuration Values:", "-" * R, ""]
+L += ["[train]:", "  decrease_batch_size_if_needed: False", "  empty_unused_memory_level: 0",
+      "  global_batch_size: 128", "  manual_gc: True", "  manual_gc_interval: 100",
+      "  micro_batch_size: 1", "  train_iters: 30", ""]
+L += ["[validation]:", "  eval_interval: 1000", "  eval_iters: 32", ""]
+L += ["[scheduler]:", "  lr_decay_iters: 30", "  lr_decay_style: 'cosine'", "  lr_warmup_iters: 5", ""]
+L += ["[dataset]:", "  dataloader_type: 'single'", "  num_workers: 8", "  random_seed: 1234",
+      "  seq_length: 8192", "  sequence_length: 8192", "  split: '9999,8,2'", ""]
+L += ["[logger]:", "  log_interval: 10", "  log_throughput: False", ""]
+L += ["[rng]:", "  seed: 1234", "", "=" * R]
+L += ["Training ...", "Setting rerun_state_machine.current_iteration to 0..."]
+for it, ts, ms, lr, loss, gn, tf in [(10, "10:01:35", 9500.0, 3.0e-04, 9.8812, 6.214, 332.4),
+                                     (20, "10:02:16", 4100.0, 1.5e-04, 7.4125, 2.038, 770.1),
+                                     (30, "10:02:57", 4120.0, 3.0e-05, 6.9917, 1.622, 766.4)]:
+    L.append("Step Time : {:.2f}s GPU utilization: {:.1f}MODEL_TFLOP/s/GPU".format(ms / 1000, tf))
+    L.append(mline("2026-08-25 " + ts, it, 30, it * 128, ms, lr, 128,
+                   [("lm loss", loss)], 1.0, gn, 0, 0))
+    if it == 10:
+        L.append("[Rank 0] (after 10 iterations) memory (GB) | mem-allocated-gigabytes: 38.912 | mem-active-gigabytes: 38.912 | mem-inactive-gigabytes: 0.0 | mem-reserved-gigabytes: 71.305 | mem-max-allocated-gigabytes: 66.107 | mem-max-active-gigabytes: 66.107 | mem-max-inactive-gigabytes: 0.0 | mem-max-reserved-gigabytes: 71.305 | mem-alloc-retires: 0 | mem-allocated-count: 1288")
+w("megatron_bridge_v06_config_summary.log", "\n".join(L) + "\n")

@@ -31,6 +31,8 @@ constexpr Kind kKinds[] = {
     {"paddle", IsPaddleStepLine, "a PaddleNLP step line"},
     {"deepspeed", IsDeepSpeedLine, "a DeepSpeed step or ThroughputTimer line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
+    // Last: a log any format above recognises keeps that format.
+    {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
 };
 
 }  // namespace
@@ -68,7 +70,7 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "ThroughputTimer lines, "
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
-        "'[PerfLog]' events",
+        "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines",
         name, CountLines(text));
   }
   const LogParser* parser = FindLogParser(d->format);

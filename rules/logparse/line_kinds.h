@@ -20,5 +20,7 @@ bool IsNemoBarLine(std::string_view line);
 bool IsPaddleStepLine(std::string_view line);
 bool IsDeepSpeedLine(std::string_view line);    // engine step= or ThroughputTimer lines
 bool IsTrainerDictLine(std::string_view line);  // a loss or closing dict
+// "step:  2  loss:  7.7082  grad_norm: ...  memory: ...  tps: 301,092  ..." (torchtitan)
+bool IsTorchtitanStepLine(std::string_view line);
 
 }  // namespace bm::logparse

@@ -160,4 +160,20 @@ std::optional<double> NumberAfter(std::string_view line, std::string_view key,
   return LeadingNumber(rest);
 }
 
+std::string StripAnsiColors(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  for (size_t p = 0; p < line.size(); ++p) {
+    if (line[p] == '\x1b' && p + 1 < line.size() && line[p + 1] == '[') {
+      size_t m = line.find_first_not_of("0123456789;", p + 2);
+      if (m != std::string_view::npos && line[m] == 'm') {
+        p = m;
+        continue;
+      }
+    }
+    out += line[p];
+  }
+  return out;
+}
+
 }  // namespace bm::logparse

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -96,6 +97,10 @@ void AddIteration(std::vector<Iteration>& its, Iteration it, int64_t* restarts);
 // Fills each record's span from the gaps between steps (the first: the gap to
 // the next, or its step when it is alone, at most its step), at least 1.
 void FillSpansFromGaps(std::vector<Iteration>& its);
+
+// line without its ANSI color sequences (ESC '[' ... 'm'), as a logger that colors its
+// fields writes them to a file (torchtitan's `metrics.disable_color_printing = false`).
+std::string StripAnsiColors(std::string_view line);
 
 // Records a fact unless the log already stated it (the first statement wins:
 // every rank prints the same).

@@ -22,6 +22,9 @@ constexpr LogParser kParsers[] = {
     {"nemo", ParseNemoLog, 1, "as Megatron: every step after the first"},
     {"paddle", ParsePaddleLog, 10,
      "as PaddleNLP's benchmark scripts (skip_steps = 10: the first steps are unstable)"},
+    {"torchtitan", ParseTorchtitanLog, 1,
+     "every step after the first: step 1's record includes the start-up (compilation, the first "
+     "batches)"},
     {"trainer", ParseTrainerLog, 1,
      "the Trainer's train_samples_per_second when the log has it (the whole run)"},
 };

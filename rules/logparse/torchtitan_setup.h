@@ -46,8 +46,4 @@ Result<std::optional<int64_t>> ReadTorchtitanSetupLine(std::string_view line, in
                                                        std::string_view name, ParsedLog& log,
                                                        TorchtitanSetup& setup);
 
-// A number printed with thousands separators ("8,030,261,248", "5,756") at the start of s (after
-// spaces), and where it ends; nullopt when s does not start with one.
-std::optional<double> GroupedNumber(std::string_view s, size_t* end = nullptr);
-
 }  // namespace bm::logparse

@@ -237,14 +237,17 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
     if (gbs)
       for (Iteration& it : log.iterations) it.samples = gbs->value;
   }
-  log.notes.push_back(fmt::format(
-      "{}: each record's loss is its step's (averaged over the data-parallel ranks), not a mean "
-      "over the steps since the previous line{}",
-      name,
-      wps_line > 0 ? fmt::format("; line {} prints 'wps' (torchtitan before 2025-01), whose loss "
-                                 "is that mean",
-                                 wps_line)
-                   : ""));
+  if (wps_line > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: 'wps' lines (torchtitan before November 2024): each record's loss is the mean over "
+        "the steps since the previous line",
+        name, wps_line));
+  } else {
+    log.notes.push_back(fmt::format(
+        "{}: each record's loss is its step's (averaged over the data-parallel ranks; torchtitan "
+        "since 2fa6d83, January 2025), not a mean over the steps since the previous line",
+        name));
+  }
   if (copies > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} records of steps already read (other ranks' lines) left out: the first "

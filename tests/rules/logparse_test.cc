@@ -1480,6 +1480,28 @@ TEST(Torchtitan, RanksColorsValidationAndTheParallelismLine) {
             log->notes.end());
 }
 
+TEST(Torchtitan, WpsLinesOf2024AverageTheirLoss) {
+  // train.py before November 2024 printed `wps` (the same per-device rate) and the mean loss of
+  // the steps since the previous line (losses_since_last_log, until 2fa6d83).
+  Result<ParsedLog> log = ParseAutoLog(
+      "[rank0]:2024-10-01 10:00:00,000 - root - INFO - step:  1  loss: 10.8000  memory:  "
+      "5.70GiB(6.00%)  wps: 1,234  mfu: 0.50%\n"
+      "[rank0]:2024-10-01 10:00:10,000 - root - INFO - step: 10  loss:  9.1000  memory:  "
+      "6.20GiB(6.50%)  wps: 5,678  mfu: 2.50%\n",
+      "x.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->format, "torchtitan");
+  ASSERT_EQ(log->iterations.size(), 2u);
+  EXPECT_EQ(log->iterations[1].loss, 9.1);
+  EXPECT_EQ(log->iterations[1].span, 9);
+  EXPECT_EQ(log->iterations[1].tokens_per_device_per_s, 5678.0);
+  EXPECT_EQ(log->peak_memory_bytes, 6.2 * 1024 * 1024 * 1024);
+  EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
+                      "x.log:1: 'wps' lines (torchtitan before November 2024): each record's loss "
+                      "is the mean over the steps since the previous line"),
+            log->notes.end());
+}
+
 TEST(Torchtitan, BadInputNamesTheLine) {
   constexpr std::string_view kOk =
       "[titan] 2026-03-01 10:00:02,000 - root - INFO - step:  1  loss:  9.00000  grad_norm:  "

@@ -33,6 +33,7 @@ constexpr Kind kKinds[] = {
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
     // Last: a log any format above recognises keeps that format.
     {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
+    {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
 };
 
 }  // namespace
@@ -70,7 +71,9 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "ThroughputTimer lines, "
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
-        "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines",
+        "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines, NeMo Automodel "
+        "'step N | epoch E | "
+        "loss X | ...' lines",
         name, CountLines(text));
   }
   const LogParser* parser = FindLogParser(d->format);

@@ -1,10 +1,10 @@
-// Reading an external trainer's training log: Megatron-LM / FlagScale
-// iteration lines, NeMo 2's ProgressPrinter lines and NeMo 1's training bars, DeepSpeed's engine
-// and ThroughputTimer lines, the Hugging Face Trainer's log dicts (transformers, accelerate),
-// PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf `:::MLLOG` events,
-// torchtitan's `step: N  loss: X ...  tps: T` lines, and
-// `auto`, which recognises the format from the log. One parser per format (one file each), found by
-// name in a small registry, so that the exec rule's `log_format = "megatron"`
+// Reading an external trainer's training log: Megatron-LM / FlagScale iteration lines, NeMo 2's
+// ProgressPrinter lines, NeMo 1's training bars and NeMo Automodel's step lines, DeepSpeed's
+// engine and ThroughputTimer lines, the Hugging Face Trainer's log dicts (transformers,
+// accelerate), PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf
+// `:::MLLOG` events, torchtitan's `step: N  loss: X ...  tps: T` lines, and `auto`, which
+// recognises the format from the log. One parser per format (one file each), found by name in a
+// small registry, so that the exec rule's `log_format = "megatron"`
 // is one lookup and a new format is one file and one registry line (STYLE.md
 // habit 8).
 //
@@ -139,7 +139,8 @@ std::string LogParserNames();
 // in this order: FlagPerf's summary (it wraps another trainer's lines) or `[PerfLog]` events,
 // :::MLLOG events, NeMo 2 ProgressPrinter lines, NeMo 1 training bars, Megatron iteration lines,
 // PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts, torchtitan's training
-// lines (last, so that a log another format recognises keeps it).
+// lines, NeMo Automodel's step lines (these two last, so that a log another format recognises
+// keeps it).
 // nullopt when no line matches.
 struct Detected {
   std::string_view format;  // a registry name

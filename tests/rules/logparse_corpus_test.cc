@@ -2392,6 +2392,61 @@ TEST(Corpus, WrongFormatSaysWhichOneReadsTheLog) {
             std::string::npos);
 }
 
+// ---- NeMo Automodel (read by nemo) -----------------------------------------
+
+TEST(Corpus, NemoAutomodelTokenBudgetSampler) {
+  // NVIDIA-NeMo/Automodel PR #3473 (2026-08-10): log_train_metrics every step on the main rank,
+  // `step 9 | epoch 0 | loss 0.6974 | grad_norm 1.5436 | lr 1.00e-05 | mem 24.90 GiB | tps
+  // 11278.56(1409.82/gpu) | num_label_tokens 21541`. StepScheduler.step counts from 0 (since
+  // ebd03b0, October 2025): step 9 is the 10th optimizer step.
+  Result<Read> r = ReadLog("nemo_automodel_pr3473_token_budget.log", "nemo");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 11, 12, 13, 14}));  // lines 1-5
+  EXPECT_EQ(r->Loss(10), 0.6974);
+  EXPECT_EQ(r->At(10)->grad_norm, 1.5436);
+  EXPECT_EQ(r->At(10)->lr, 1e-05);
+  EXPECT_EQ(r->At(11)->tokens_per_s, 13746.23);      // all ranks' tokens / the step's time
+  EXPECT_FALSE(r->At(11)->tokens_per_device_per_s);  // '/gpu' is over DP x CP only
+  EXPECT_FALSE(r->At(11)->ms);                       // the step's tokens are not printed
+  EXPECT_EQ(r->At(12)->span, 1);
+  // mem: max_memory_allocated since the previous line; the largest is line 2's 29.67 GiB.
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 29.67 * kGiB);
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());
+}
+
+TEST(Corpus, NemoAutomodelCountingFromOneInSeptember2025) {
+  // Automodel's GPT-2 pretraining guide (2025-09-01): between e557448 (2025-08-18) and ebd03b0
+  // (2025-10-13) StepScheduler counted before yielding, so the first line after the recipe's
+  // `Step scheduler:` block (line 1) is `step 1`, the first optimizer step (its lr 6.08e-05 =
+  // 6e-5 + 5.4e-4 / 700: one warm-up step). Steps as printed.
+  Result<Read> r = ReadLog("nemo_automodel_gpt2_docs_202509.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));  // lines 8-12
+  EXPECT_EQ(r->Loss(1), 10.9521);
+  EXPECT_EQ(r->Loss(5), 9.5964);
+  EXPECT_EQ(r->At(1)->lr, 6.08e-05);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 38.63 * kGiB);  // lines 9-12
+}
+
+TEST(Corpus, NemoAutomodelStepZeroAndValidation) {
+  // A page's "expected output (from the run log)" of Automodel 0.5.0 on 8 MI355X: lines picked
+  // and aligned by the page (`step 0  | epoch 0`, no lr), `[val] name "default" | step 9  |
+  // epoch 0 | loss 1.7634` after 0-based step 9 (val_every_steps 10): the evaluation after
+  // optimizer step 10.
+  Result<Read> r = ReadLog("nemo_automodel_mi355x_expected_output.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 6, 16, 20}));  // lines 4, 5, 7, 8
+  EXPECT_EQ(r->Loss(1), 1.8957);
+  EXPECT_EQ(r->At(16)->span, 1);  // each line is one step's values
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 10);  // line 6
+  EXPECT_EQ(r->log.evals[0].value, 1.7634);
+  EXPECT_EQ(r->log.evals[1].step, 20);  // line 9
+  EXPECT_EQ(r->log.evals[1].value, 1.6892);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 5.10 * kGiB);  // lines 5, 7
+}
+
 // ---- torchtitan -----------------------------------------------------------
 
 TEST(Corpus, TorchtitanDebugModelWholeRun) {

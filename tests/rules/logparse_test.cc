@@ -251,8 +251,43 @@ TEST(Nemo, LogIntervalCutLineAndMalformedField) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "none.log: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "
-            "global_step: S | ...') or NeMo 1 training bars ('Epoch E: ... [..., "
-            "reduced_train_loss=x, global_step=S, ...]') in 1 lines");
+            "global_step: S | ...'), NeMo 1 training bars ('Epoch E: ... [..., "
+            "reduced_train_loss=x, global_step=S, ...]') or NeMo Automodel lines ('step N | "
+            "epoch E | loss X | ...') in 1 lines");
+}
+
+TEST(Nemo, AutomodelMalformedAndCutLines) {
+  // NeMo Automodel's log_train_metrics line: a field that does not parse names the line.
+  constexpr std::string_view kLine =
+      "2026-08-10 15:55:20 | INFO | root | step 9 | epoch 0 | loss 0.6974 | grad_norm 1.5436 | "
+      "lr 1.00e-05 | mem 24.90 GiB | tps 11278.56(1409.82/gpu) | num_label_tokens 21541\n";
+  Result<ParsedLog> r = ParseNemoLog(
+      std::string(kLine) +
+          "2026-08-10 15:55:23 | INFO | root | step 10 | epoch 0 | loss nan? | grad_norm 1.5 | "
+          "lr 1.00e-05 | mem 29.67 GiB | tps 13746.23(1718.28/gpu) | num_label_tokens 29550\n",
+      "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "x.log:2: NeMo Automodel's 'loss' is 'nan?', not a number");
+  r = ParseNemoLog(
+      "2026-08-10 15:55:23 | INFO | root | step 10 | epoch 0 | loss 0.8534 | grad_norm 1.5 | "
+      "lr 1.00e-05 | mem 29.67 MiB | tps 13746.23(1718.28/gpu) | num_label_tokens 29550\n",
+      "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "x.log:1: NeMo Automodel's 'mem' is '29.67 MiB', not a number");
+  // A cut-off last line: its unterminated field (tps) is left out, the rest read; step 9 is
+  // 0-based (Automodel since October 2025): step 10.
+  r = ParseNemoLog(std::string(kLine) +
+                       "2026-08-10 15:55:23 | INFO | root | step 10 | epoch 0 | loss 0.8534 | "
+                       "grad_norm 1.5040 | lr 1.00e-05 | mem 29.67 GiB | tps 13746.2",
+                   "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  EXPECT_EQ(r->iterations[0].tokens_per_s, 11278.56);
+  EXPECT_EQ(r->iterations[1].step, 11);
+  EXPECT_EQ(r->iterations[1].loss, 0.8534);
+  EXPECT_FALSE(r->iterations[1].tokens_per_s);
+  EXPECT_EQ(r->peak_memory_bytes, 29.67 * 1024 * 1024 * 1024);
 }
 
 TEST(Nemo, Nemo1BarsCutAndMalformed) {

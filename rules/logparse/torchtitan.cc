@@ -126,8 +126,14 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
       if (!start.ok()) {
         error = start.status();
       } else if (start->has_value()) {
-        run_start = **start;
-        run_starts.emplace_back(**start, no);
+        // Another rank's line of the run already started (it may come after the first rank's
+        // first record): no new run.
+        const bool same_run = !run_starts.empty() && run_starts.back().first == **start &&
+                              (log.iterations.empty() || log.iterations.back().step <= **start);
+        if (!same_run) {
+          run_start = **start;
+          run_starts.emplace_back(**start, no);
+        }
       }
       return;
     }

@@ -1467,7 +1467,8 @@ TEST(Torchtitan, ResumedRunReplacesRecordsFromItsStart) {
 }
 
 TEST(Torchtitan, RanksColorsValidationAndTheParallelismLine) {
-  // Two ranks print every line, in color (ESC[..m); rank 1's step 2 differs in tps only. The
+  // Two ranks print every line, in color (ESC[..m), rank 1's "Training starts" after rank 0's
+  // step 1 (no new run); rank 1's step 2 differs in tps only. The
   // mesh line of 2025-10 on: pp 2 x dp_shard 2 x cp 2 x tp 2 = 16 devices, dp 2. Global batch
   // 8 x sequence length 4096 / 16 = 2048 tokens per device per step.
   const std::string text =
@@ -1476,9 +1477,11 @@ TEST(Torchtitan, RanksColorsValidationAndTheParallelismLine) {
       "[rank0]:[titan] 2026-03-01 10:00:01,000 - root - INFO - Trainer is initialized with local "
       "batch size 4, global batch size 8, gradient accumulation steps 1, sequence length 4096, "
       "total steps 2 (warmup 1)\n"
+      "[rank0]:[titan] 2026-03-01 10:00:01,500 - root - INFO - Training starts at step 1\n"
       "[rank0]:[titan] 2026-03-01 10:00:02,000 - root - INFO - \x1b[31mstep:  1  \x1b[32mloss: "
       "11.00000  \x1b[38;2;180;60;0mgrad_norm:  3.0000  \x1b[36mmemory: 20.00GiB(25.00%)  "
       "\x1b[34mtps: 512  \x1b[36mtflops: 1.00  \x1b[35mmfu: N/A\x1b[39m\n"
+      "[rank1]:[titan] 2026-03-01 10:00:01,501 - root - INFO - Training starts at step 1\n"
       "[rank1]:[titan] 2026-03-01 10:00:02,000 - root - INFO - \x1b[31mstep:  1  \x1b[32mloss: "
       "11.00000  \x1b[38;2;180;60;0mgrad_norm:  3.0000  \x1b[36mmemory: 21.00GiB(26.25%)  "
       "\x1b[34mtps: 512  \x1b[36mtflops: 1.00  \x1b[35mmfu: N/A\x1b[39m\n"
@@ -1499,18 +1502,18 @@ TEST(Torchtitan, RanksColorsValidationAndTheParallelismLine) {
   EXPECT_EQ(FactOf(*log, "dp"), 2);
   EXPECT_EQ(FactOf(*log, "pp"), 2);
   ASSERT_EQ(log->iterations.size(), 2u);
-  EXPECT_EQ(log->iterations[1].line, 5);  // rank 0's, the first printed
+  EXPECT_EQ(log->iterations[1].line, 7);  // rank 0's, the first printed
   EXPECT_EQ(log->iterations[1].tokens_per_device_per_s, 2048.0);
   EXPECT_EQ(log->iterations[1].ms, 1000.0);
   EXPECT_EQ(log->iterations[1].samples, 8.0);
   EXPECT_EQ(log->iterations[1].grad_norm, 2.0);
   EXPECT_EQ(log->restarts, 0);
-  EXPECT_EQ(log->peak_memory_bytes, 21.0 * 1024 * 1024 * 1024);  // rank 1's, line 4
+  EXPECT_EQ(log->peak_memory_bytes, 21.0 * 1024 * 1024 * 1024);  // rank 1's, line 6
   ASSERT_EQ(log->evals.size(), 1u);
   EXPECT_EQ(log->evals[0].step, 2);
   EXPECT_EQ(log->evals[0].value, 9.5);
   EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
-                      "x.log:4: 2 records of steps already read (other ranks' lines) left out: "
+                      "x.log:6: 2 records of steps already read (other ranks' lines) left out: "
                       "the first printed is kept"),
             log->notes.end());
 }

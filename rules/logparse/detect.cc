@@ -32,6 +32,9 @@ constexpr Kind kKinds[] = {
     {"deepspeed", IsDeepSpeedLine,
      "a DeepSpeed step, ThroughputTimer or wall_clock_breakdown timer line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
+    // Last: a log any format above recognises keeps that format.
+    {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
+    {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
 };
 
 }  // namespace
@@ -69,7 +72,9 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "ThroughputTimer or wall_clock_breakdown timer lines, "
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
-        "'[PerfLog]' events",
+        "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines, NeMo Automodel "
+        "'step N | epoch E | "
+        "loss X | ...' lines",
         name, CountLines(text));
   }
   const LogParser* parser = FindLogParser(d->format);

@@ -20,5 +20,9 @@ bool IsNemoBarLine(std::string_view line);
 bool IsPaddleStepLine(std::string_view line);
 bool IsDeepSpeedLine(std::string_view line);    // engine step=, ThroughputTimer, breakdown lines
 bool IsTrainerDictLine(std::string_view line);  // a loss or closing dict
+// "step 9 | epoch 0 | loss 0.6974 | grad_norm ... | mem 24.90 GiB | tps ..." (NeMo Automodel)
+bool IsNemoAutomodelLine(std::string_view line);
+// "step:  2  loss:  7.7082  grad_norm: ...  memory: ...  tps: 301,092  ..." (torchtitan)
+bool IsTorchtitanStepLine(std::string_view line);
 
 }  // namespace bm::logparse

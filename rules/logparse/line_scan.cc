@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <string>
 
 namespace bm::logparse {
 
@@ -32,6 +33,33 @@ std::optional<double> ParseNumber(std::string_view s) {
   size_t end = 0;
   std::optional<double> v = LeadingNumber(s, &end);
   if (!v || end != s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> GroupedNumber(std::string_view s, size_t* end) {
+  size_t b = s.find_first_not_of(' ');
+  if (b == std::string_view::npos) return std::nullopt;
+  auto digit = [&](size_t i) {
+    return i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]));
+  };
+  if (std::isalpha(static_cast<unsigned char>(s[b]))) {  // nan, inf
+    size_t n = 0;
+    std::optional<double> v = LeadingNumber(s.substr(b), &n);
+    if (v && end) *end = b + n;
+    return v;
+  }
+  std::string digits;
+  size_t p = b;
+  for (; p < s.size(); ++p) {
+    const char c = s[p];
+    if (c == ',' && p > b && digit(p - 1) && digit(p + 1)) continue;  // "8,030,261,248"
+    if (!digit(p) && c != '.' && c != '-' && c != '+' && c != 'e' && c != 'E') break;
+    digits += c;
+  }
+  size_t used = 0;
+  std::optional<double> v = LeadingNumber(digits, &used);
+  if (!v || used != digits.size()) return std::nullopt;
+  if (end) *end = p;
   return v;
 }
 

@@ -67,6 +67,11 @@ std::optional<double> ParseNumber(std::string_view s);
 // when s does not start with one.
 std::optional<double> LeadingNumber(std::string_view s, size_t* end = nullptr);
 
+// A number that may be printed with thousands separators ("8,030,261,248", "5,756": a comma
+// between digits) at the start of s (after spaces), and where it ends; nullopt when s does not
+// start with one.
+std::optional<double> GroupedNumber(std::string_view s, size_t* end = nullptr);
+
 // The value of an argument line as Megatron (`  seq_length ........ 4096`)
 // and DeepSpeed (`  train_batch_size ..... 8`, or without dots when the name
 // is long: `  train_micro_batch_size_per_gpu  1`) print them, anywhere in the

@@ -1,9 +1,10 @@
-// Reading an external trainer's training log: Megatron-LM / FlagScale
-// iteration lines, NeMo 2's ProgressPrinter lines and NeMo 1's training bars, DeepSpeed's engine
-// and ThroughputTimer lines, the Hugging Face Trainer's log dicts (transformers, accelerate),
-// PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf `:::MLLOG` events, and
-// `auto`, which recognises the format from the log. One parser per format (one file each), found by
-// name in a small registry, so that the exec rule's `log_format = "megatron"`
+// Reading an external trainer's training log: Megatron-LM / FlagScale iteration lines, NeMo 2's
+// ProgressPrinter lines, NeMo 1's training bars and NeMo Automodel's step lines, DeepSpeed's
+// engine and ThroughputTimer lines, the Hugging Face Trainer's log dicts (transformers,
+// accelerate), PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf
+// `:::MLLOG` events, torchtitan's `step: N  loss: X ...  tps: T` lines, and `auto`, which
+// recognises the format from the log. One parser per format (one file each), found by name in a
+// small registry, so that the exec rule's `log_format = "megatron"`
 // is one lookup and a new format is one file and one registry line (STYLE.md
 // habit 8).
 //
@@ -132,13 +133,15 @@ struct LogParser {
 
 // nullptr for an unknown name.
 const LogParser* FindLogParser(std::string_view name);
-// "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, trainer"
+// "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, torchtitan, trainer"
 std::string LogParserNames();
 
 // Which format a log is in, by the first line that only that format prints,
 // in this order: FlagPerf's summary (it wraps another trainer's lines) or `[PerfLog]` events,
 // :::MLLOG events, NeMo 2 ProgressPrinter lines, NeMo 1 training bars, Megatron iteration lines,
-// PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts.
+// PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts, torchtitan's training
+// lines, NeMo Automodel's step lines (these two last, so that a log another format recognises
+// keeps it).
 // nullopt when no line matches.
 struct Detected {
   std::string_view format;  // a registry name
@@ -159,6 +162,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name);
 
 }  // namespace bm::logparse

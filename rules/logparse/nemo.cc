@@ -35,7 +35,10 @@
 //
 // NeMo 1's Lightning training bar (`Epoch 0: ... 50/50 [..., reduced_train_loss=11.70,
 // global_step=49.00, ...]`) is read too, by nemo_bar.h: a drawing is one step's values (span 1),
-// its samples per step the growth of consumed_samples between two drawings.
+// its samples per step the growth of consumed_samples between two drawings. So are NeMo
+// Automodel's `step N | epoch E | loss X | ... | mem M GiB | tps T(t/gpu) | ...` lines and their
+// `[val]` lines, by nemo_automodel.h: step N + 1, its loss, grad_norm, lr and printed token rate
+// over all devices; memory the largest `mem` (max allocated).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -44,6 +47,7 @@
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/nemo_automodel.h"
 #include "rules/logparse/nemo_bar.h"
 
 namespace bm::logparse {
@@ -94,11 +98,20 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   double peak = -1;
   std::map<int64_t, std::optional<double>> bar_consumed;  // NeMo 1 bars, by step
   int64_t rounded_line = 0, ahead_line = 0, ahead_by = 0;
+  AutomodelReader automodel;
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     int64_t iteration = 0;
     size_t pos = ProgressHeader(line, &iteration);
     if (pos == std::string_view::npos) {
+      const bool last_cut =
+          line.data() + line.size() == text.data() + text.size() && !text.ends_with('\n');
+      Result<bool> read = automodel.Read(line, no, name, last_cut, log);
+      if (!read.ok()) {
+        error = read.status();
+        return;
+      }
+      if (*read) return;
       // A pasted terminal capture may show the carriage returns between drawings as the text
       // "^M": each piece is a drawing of its own.
       for (size_t from = 0; from <= line.size() && error.ok();) {
@@ -165,8 +178,9 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "
-                  "global_step: S | ...') or NeMo 1 training bars ('Epoch E: ... [..., "
-                  "reduced_train_loss=x, global_step=S, ...]') in {} lines{}",
+                  "global_step: S | ...'), NeMo 1 training bars ('Epoch E: ... [..., "
+                  "reduced_train_loss=x, global_step=S, ...]') or NeMo Automodel lines ('step N | "
+                  "epoch E | loss X | ...') in {} lines{}",
                   name, log.lines, OtherFormatHint(text, "nemo"));
   }
   FillSpansFromGaps(log.iterations);
@@ -214,6 +228,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
     log.memory_source =
         "max_memory_reserved / peak_memory_usage (NeMo MegatronStrategy, global rank 0's device)";
   }
+  automodel.Finish(log, name);
   return log;
 }
 

@@ -97,10 +97,10 @@ std::optional<double> SummaryValue(std::string_view line, std::string_view name)
   size_t eq = line.find(" = ", at + name.size());
   if (eq == std::string_view::npos) return std::nullopt;
   std::string_view value = Trim(line.substr(eq + 3));
-  std::string digits;  // the ERNIEKit trainer prints it with thousands separators
-  for (char c : value)
-    if (c != ',') digits += c;
-  return ParseNumber(digits);
+  size_t end = 0;  // the ERNIEKit trainer prints it with thousands separators
+  std::optional<double> v = GroupedNumber(value, &end);
+  if (!v || end != value.size()) return std::nullopt;
+  return v;
 }
 
 }  // namespace

@@ -32,6 +32,9 @@ constexpr LogParser kParsers[] = {
     {"nemo", Uncoloured<ParseNemoLog>, 1, "as Megatron: every step after the first"},
     {"paddle", Uncoloured<ParsePaddleLog>, 10,
      "as PaddleNLP's benchmark scripts (skip_steps = 10: the first steps are unstable)"},
+    {"torchtitan", Uncoloured<ParseTorchtitanLog>, 1,
+     "every step after the first: step 1's record includes the start-up (compilation, the first "
+     "batches)"},
     {"trainer", Uncoloured<ParseTrainerLog>, 1,
      "the Trainer's train_samples_per_second when the log has it (the whole run)"},
 };

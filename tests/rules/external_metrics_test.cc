@@ -344,14 +344,14 @@ TEST(ExecCheck, LogParametersAreChecked) {
   };
   EXPECT_TRUE(errors({}).empty());
   EXPECT_TRUE(errors({{"log_format", "deepspeed"}, {"mpe", 4096}, {"model", "llama2-7b"}}).empty());
-  EXPECT_EQ(errors({{"log_format", "torchtitan"}}),
+  EXPECT_EQ(errors({{"log_format", "levanter"}}),
             std::vector<std::string>{
-                "log_format: unknown log_format 'torchtitan' (none, auto, deepspeed, flagperf, "
-                "flagscale, megatron, mllog, nemo, paddle, trainer)"});
+                "log_format: unknown log_format 'levanter' (none, auto, deepspeed, flagperf, "
+                "flagscale, megatron, mllog, nemo, paddle, torchtitan, trainer)"});
   EXPECT_EQ(errors({{"mpe", 4096}}),
             std::vector<std::string>{
                 "mpe: mpe describes a parsed log: set log_format too (one of auto, deepspeed, "
-                "flagperf, flagscale, megatron, mllog, nemo, paddle, trainer)"});
+                "flagperf, flagscale, megatron, mllog, nemo, paddle, torchtitan, trainer)"});
   EXPECT_EQ(errors({{"log_format", "megatron"},
                     {"log", "../x.log"},
                     {"metrics", "m.json"},

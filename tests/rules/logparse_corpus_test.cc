@@ -2646,6 +2646,160 @@ TEST(Corpus, WrongFormatSaysWhichOneReadsTheLog) {
             std::string::npos);
 }
 
+// ---- NeMo Automodel (read by nemo) -----------------------------------------
+
+TEST(Corpus, NemoAutomodelTokenBudgetSampler) {
+  // NVIDIA-NeMo/Automodel PR #3473 (2026-08-10): log_train_metrics every step on the main rank,
+  // `step 9 | epoch 0 | loss 0.6974 | grad_norm 1.5436 | lr 1.00e-05 | mem 24.90 GiB | tps
+  // 11278.56(1409.82/gpu) | num_label_tokens 21541`. StepScheduler.step counts from 0 (since
+  // ebd03b0, October 2025): step 9 is the 10th optimizer step.
+  Result<Read> r = ReadLog("nemo_automodel_pr3473_token_budget.log", "nemo");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 11, 12, 13, 14}));  // lines 1-5
+  EXPECT_EQ(r->Loss(10), 0.6974);
+  EXPECT_EQ(r->At(10)->grad_norm, 1.5436);
+  EXPECT_EQ(r->At(10)->lr, 1e-05);
+  EXPECT_EQ(r->At(11)->tokens_per_s, 13746.23);      // all ranks' tokens / the step's time
+  EXPECT_FALSE(r->At(11)->tokens_per_device_per_s);  // '/gpu' is over DP x CP only
+  EXPECT_FALSE(r->At(11)->ms);                       // the step's tokens are not printed
+  EXPECT_EQ(r->At(12)->span, 1);
+  // mem: max_memory_allocated since the previous line; the largest is line 2's 29.67 GiB.
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 29.67 * kGiB);
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());
+}
+
+TEST(Corpus, NemoAutomodelCountingFromOneInSeptember2025) {
+  // Automodel's GPT-2 pretraining guide (2025-09-01): between e557448 (2025-08-18) and ebd03b0
+  // (2025-10-13) StepScheduler counted before yielding, so the first line after the recipe's
+  // `Step scheduler:` block (line 1) is `step 1`, the first optimizer step (its lr 6.08e-05 =
+  // 6e-5 + 5.4e-4 / 700: one warm-up step). Steps as printed.
+  Result<Read> r = ReadLog("nemo_automodel_gpt2_docs_202509.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));  // lines 8-12
+  EXPECT_EQ(r->Loss(1), 10.9521);
+  EXPECT_EQ(r->Loss(5), 9.5964);
+  EXPECT_EQ(r->At(1)->lr, 6.08e-05);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 38.63 * kGiB);  // lines 9-12
+}
+
+TEST(Corpus, NemoAutomodelStepZeroAndValidation) {
+  // A page's "expected output (from the run log)" of Automodel 0.5.0 on 8 MI355X: lines picked
+  // and aligned by the page (`step 0  | epoch 0`, no lr), `[val] name "default" | step 9  |
+  // epoch 0 | loss 1.7634` after 0-based step 9 (val_every_steps 10): the evaluation after
+  // optimizer step 10.
+  Result<Read> r = ReadLog("nemo_automodel_mi355x_expected_output.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 6, 16, 20}));  // lines 4, 5, 7, 8
+  EXPECT_EQ(r->Loss(1), 1.8957);
+  EXPECT_EQ(r->At(16)->span, 1);  // each line is one step's values
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 10);  // line 6
+  EXPECT_EQ(r->log.evals[0].value, 1.7634);
+  EXPECT_EQ(r->log.evals[1].step, 20);  // line 9
+  EXPECT_EQ(r->log.evals[1].value, 1.6892);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 5.10 * kGiB);  // lines 5, 7
+}
+
+// ---- torchtitan -----------------------------------------------------------
+
+TEST(Corpus, TorchtitanDebugModelWholeRun) {
+  // torchtitan's llama3 debug model on 8 H200 (2025-11-25), log_freq 1, the whole run.
+  Result<Read> r = ReadLog("torchtitan_llama3_debug_h200_apptests.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));  // lines 24-34
+  EXPECT_EQ(r->Loss(1), 8.0277);                                                 // line 24
+  EXPECT_EQ(r->Loss(10), 3.9761);                                                // line 34
+  EXPECT_EQ(r->At(2)->grad_norm, 1.5585);                                        // line 26
+  EXPECT_EQ(r->At(2)->tokens_per_device_per_s, 301092.0);                        // `tps: 301,092`
+  // Line 8: `Building 1-D device mesh with ['dp_shard'], [8]`; line 22: global batch size 64,
+  // sequence length 2048: 64 x 2048 / 8 = 16384 tokens per device per step. Step 2: 16384 /
+  // 301092 s (the timestamps of lines 24 and 26: 01,441 -> 01,496, 55 ms).
+  EXPECT_EQ(r->log.facts.at("devices").value, 8);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 64);
+  EXPECT_EQ(r->log.facts.at("mpe").value, 2048);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 6163712);  // line 15
+  EXPECT_DOUBLE_EQ(*r->At(2)->ms, 16384.0 / 301092 * 1000);
+  EXPECT_EQ(r->At(2)->samples, 64.0);
+  // Steps 2-10 timed (step 1 includes the start-up): the same tokens each step, so the rate is
+  // the harmonic mean of their tps (lines 26-34).
+  EXPECT_NEAR(r->PerDevice(),
+              9 / (1 / 301092.0 + 1 / 359546.0 + 1 / 347712.0 + 1 / 338287.0 + 1 / 317373.0 +
+                   1 / 329413.0 + 1 / 364703.0 + 1 / 351177.0 + 1 / 324245.0),
+              1e-6);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 1.34 * kGiB);  // `memory:  1.34GiB`
+}
+
+TEST(Corpus, TorchtitanLlama3_8bBeforeGradNorm) {
+  // torchtitan of 2025-02 (train.py): `Training starts at step 1, with local batch size 1, global
+  // batch size 8, sequence length 8192, ...` (line 20), `step: 10  loss:  9.8821  memory: ...
+  // tps: 7,026  mfu: 41.15%` (no grad_norm, no tflops), log_freq 10, 8 H200 (line 10).
+  Result<Read> r = ReadLog("torchtitan_llama3_8b_h200_202502.log", "torchtitan");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(),
+            (std::vector<int64_t>{1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}));  // lines 22-33
+  EXPECT_EQ(r->Loss(10), 9.8821);
+  EXPECT_EQ(r->Loss(100), 6.4719);
+  EXPECT_FALSE(r->At(10)->grad_norm);
+  EXPECT_EQ(r->At(10)->span, 9);  // steps 2-10
+  EXPECT_EQ(r->At(20)->span, 10);
+  // 8 x 8192 / 8 = 8192 tokens per device per step; step 10: 8192 / 7026 s (lines 22 and 24:
+  // 35,026 -> 45,521, 10.495 s over 9 steps = 1.1661 s).
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, 8192.0 / 7026 * 1000);
+  EXPECT_NEAR(r->PerDevice(),
+              99 / (9 / 7026.0 + 10 / 7080.0 + 10 / 7082.0 + 10 / 7072.0 + 10 / 7057.0 +
+                    10 / 7051.0 + 10 / 7042.0 + 10 / 7036.0 + 10 / 7033.0 + 10 / 6856.0),
+              1e-6);
+  // Line 24's `mmemory:` (as the page shows it) is no memory field; lines 25-33: 49.59 GiB.
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 49.59 * kGiB);
+  // Line 15's `[31msize: 8,030,261,248 total parameters` lost its color's ESC on the page: not
+  // read as the parameter count.
+  EXPECT_EQ(r->log.facts.count("parameters"), 0u);
+}
+
+TEST(Corpus, TorchtitanParallelismLineOnTwoXpus) {
+  // torchtitan's ezpz experiment on 2 Intel Max 1550 (2026-02-28), log_freq 10: line 1 `Building
+  // device mesh with parallelism: pp=1, dp_replicate=1, dp_shard=2, cp=1, tp=1, ep=1, etp=1`,
+  // line 58 global batch size 16, sequence length 2048: 16384 tokens per device per step.
+  Result<Read> r = ReadLog("torchtitan_ezpz_xpu_2ranks_mesh.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->log.facts.at("devices").value, 2);
+  EXPECT_EQ(r->log.facts.at("dp").value, 2);
+  ASSERT_EQ(r->Steps().size(), 20u);  // 1, 10, ..., 190 (lines 60-88)
+  EXPECT_EQ(r->Loss(1), 8.13834);
+  EXPECT_EQ(r->Loss(190), 2.71296);
+  // Step 10: 16384 / 105974 s (lines 60 and 66: 23,662786 -> 25,055428, 1.3926 s / 9 steps).
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, 16384.0 / 105974 * 1000);
+  EXPECT_NEAR(r->PerDevice(),
+              189 / (9 / 105974.0 + 10 / 107242.0 + 10 / 106966.0 + 10 / 107811.0 + 10 / 106472.0 +
+                     10 / 107548.0 + 10 / 106864.0 + 10 / 105089.0 + 10 / 105120.0 + 10 / 106776.0 +
+                     10 / 107334.0 + 10 / 107710.0 + 10 / 107753.0 + 10 / 107665.0 + 10 / 107815.0 +
+                     10 / 107485.0 + 10 / 107531.0 + 10 / 108033.0 + 10 / 107576.0),
+              1e-6);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 8.30 * kGiB);  // lines 66-88
+}
+
+TEST(Corpus, TorchtitanWithoutTheWorldSizeTimesNoStep) {
+  // 24 Intel Max 1550 (2026-02-11, from the launcher's own line, which the excerpt does not
+  // hold): the trainer line (wrapped by the page after `sequence length 4096,`, lines 13-14)
+  // states global batch size 48 and 2 accumulation steps, but no device mesh line is in the
+  // excerpt: no world size, so no time per step (never guessed); tps read as printed.
+  Result<Read> r = ReadLog("torchtitan_ezpz_xpu24_wrapped_trainer_line.log", "torchtitan");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8, 9, 10}));  // lines 19-27
+  EXPECT_EQ(r->Loss(2), 7.74407);
+  EXPECT_EQ(r->At(2)->tokens_per_device_per_s, 1425.0);
+  EXPECT_FALSE(r->At(2)->ms);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 48);
+  EXPECT_EQ(r->log.facts.at("gas").value, 2);
+  EXPECT_EQ(r->log.facts.at("mpe").value, 4096);
+  EXPECT_EQ(r->log.facts.count("devices"), 0u);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 5933109248);  // line 3
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 15.45 * kGiB);
+}
+
 // ---- Logs of frameworks benchmake does not read ----------------------------
 
 TEST(Corpus, TorchtitanValidationLossIsNoTrainingLoss) {
@@ -2653,7 +2807,7 @@ TEST(Corpus, TorchtitanValidationLossIsNoTrainingLoss) {
   // (lines 1-5, 11-12; torchtitan's MetricsProcessor.log_validation) is the validation loss after
   // step 1, which prints no training line (log_freq 20); `step: 20  loss: 11.8347` (lines 32-39)
   // and `step: 40  loss:  9.3507` (lines 40-47) are training lines. The deepspeed format's loss
-  // lines take the training ones only; auto recognises none of its formats.
+  // lines take the training ones only; auto reads it as torchtitan.
   Result<ParsedLog> log =
       logparse::ParseDeepSpeedLog(testing::ReadTestData("logs/other_torchtitan_validate_step.log"),
                                   "other_torchtitan_validate_step.log");
@@ -2667,10 +2821,19 @@ TEST(Corpus, TorchtitanValidationLossIsNoTrainingLoss) {
                       "other_torchtitan_validate_step.log:1: loss lines of an evaluation "
                       "('validate step: N  loss: x') left out: not a training loss"),
             log->notes.end());
-  Result<ParsedLog> none =
+  // auto reads it as torchtitan (its own format since round 15): the same steps and losses, and
+  // the validation loss 12.4699 of lines 1-5 as an evaluation at step 1.
+  Result<ParsedLog> titan =
       logparse::ParseAutoLog(testing::ReadTestData("logs/other_torchtitan_validate_step.log"),
                              "other_torchtitan_validate_step.log");
-  EXPECT_FALSE(none.ok());
+  ASSERT_TRUE(titan.ok()) << titan.status().message();
+  EXPECT_EQ(titan->format, "torchtitan");
+  ASSERT_EQ(titan->iterations.size(), 2u);
+  EXPECT_EQ(titan->iterations[0].loss, 11.8347);
+  EXPECT_EQ(titan->iterations[1].loss, 9.3507);
+  ASSERT_EQ(titan->evals.size(), 1u);
+  EXPECT_EQ(titan->evals[0].step, 1);
+  EXPECT_EQ(titan->evals[0].value, 12.4699);
 }
 
 TEST(Corpus, VerlPpoMetricsAreNoPaddleOrDeepSpeedLines) {

@@ -269,8 +269,43 @@ TEST(Nemo, LogIntervalCutLineAndMalformedField) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "none.log: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "
-            "global_step: S | ...') or NeMo 1 training bars ('Epoch E: ... [..., "
-            "reduced_train_loss=x, global_step=S, ...]') in 1 lines");
+            "global_step: S | ...'), NeMo 1 training bars ('Epoch E: ... [..., "
+            "reduced_train_loss=x, global_step=S, ...]') or NeMo Automodel lines ('step N | "
+            "epoch E | loss X | ...') in 1 lines");
+}
+
+TEST(Nemo, AutomodelMalformedAndCutLines) {
+  // NeMo Automodel's log_train_metrics line: a field that does not parse names the line.
+  constexpr std::string_view kLine =
+      "2026-08-10 15:55:20 | INFO | root | step 9 | epoch 0 | loss 0.6974 | grad_norm 1.5436 | "
+      "lr 1.00e-05 | mem 24.90 GiB | tps 11278.56(1409.82/gpu) | num_label_tokens 21541\n";
+  Result<ParsedLog> r = ParseNemoLog(
+      std::string(kLine) +
+          "2026-08-10 15:55:23 | INFO | root | step 10 | epoch 0 | loss nan? | grad_norm 1.5 | "
+          "lr 1.00e-05 | mem 29.67 GiB | tps 13746.23(1718.28/gpu) | num_label_tokens 29550\n",
+      "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "x.log:2: NeMo Automodel's 'loss' is 'nan?', not a number");
+  r = ParseNemoLog(
+      "2026-08-10 15:55:23 | INFO | root | step 10 | epoch 0 | loss 0.8534 | grad_norm 1.5 | "
+      "lr 1.00e-05 | mem 29.67 MiB | tps 13746.23(1718.28/gpu) | num_label_tokens 29550\n",
+      "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "x.log:1: NeMo Automodel's 'mem' is '29.67 MiB', not a number");
+  // A cut-off last line: its unterminated field (tps) is left out, the rest read; step 9 is
+  // 0-based (Automodel since October 2025): step 10.
+  r = ParseNemoLog(std::string(kLine) +
+                       "2026-08-10 15:55:23 | INFO | root | step 10 | epoch 0 | loss 0.8534 | "
+                       "grad_norm 1.5040 | lr 1.00e-05 | mem 29.67 GiB | tps 13746.2",
+                   "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, 10);
+  EXPECT_EQ(r->iterations[0].tokens_per_s, 11278.56);
+  EXPECT_EQ(r->iterations[1].step, 11);
+  EXPECT_EQ(r->iterations[1].loss, 0.8534);
+  EXPECT_FALSE(r->iterations[1].tokens_per_s);
+  EXPECT_EQ(r->peak_memory_bytes, 29.67 * 1024 * 1024 * 1024);
 }
 
 TEST(Nemo, Nemo1BarsCutAndMalformed) {
@@ -1789,6 +1824,188 @@ TEST(TrainerDicts, LlamaFactoryJsonlNamesItsStepAndNullLoss) {
   EXPECT_EQ(*r->iterations[0].lr, 2e-05);
 }
 
+TEST(Torchtitan, ResumedRunReplacesRecordsFromItsStart) {
+  // The newest trainer line (tokens per train step, since 2026-08) and a 2-D mesh: 2 x 2 = 4
+  // devices, 16384 / 4 = 4096 tokens per device per step. The run resumes at step 16 (a
+  // checkpoint of step 15): its step 20 replaces the first run's and spans steps 16-20.
+  const std::string text =
+      "[rank0]:[titan] 2026-08-21 10:00:00,000 - root - INFO - Building 2-D device mesh with "
+      "['dp_shard', 'tp'], [2, 2]\n"
+      "[rank0]:[titan] 2026-08-21 10:00:01,000 - root - INFO - Trainer is initialized with 4096 "
+      "tokens per DP rank, 16384 tokens per train step, gradient accumulation steps 2, maximum "
+      "context length 2048, total steps 30 (warmup 2)\n"
+      "[rank0]:[titan] 2026-08-21 10:00:01,000 - root - INFO - Training starts at step 1\n"
+      "[rank0]:[titan] 2026-08-21 10:00:05,000 - root - INFO - step:  1  loss: 10.50000  "
+      "grad_norm:  2.0000  memory:  3.00GiB(5.00%)  tps: 1,024  tflops: 1.00  mfu: 1.00%\n"
+      "[rank0]:[titan] 2026-08-21 10:00:14,000 - root - INFO - step: 10  loss:  8.00000  "
+      "grad_norm:  1.0000  memory:  4.50GiB(7.00%)  tps: 4,096  tflops: 4.00  mfu: 4.00%\n"
+      "[rank0]:[titan] 2026-08-21 10:00:24,000 - root - INFO - step: 20  loss:  7.00000  "
+      "grad_norm:  1.0000  memory:  4.50GiB(7.00%)  tps: 4,096  tflops: 4.00  mfu: 4.00%\n"
+      "[rank0]:[titan] 2026-08-21 11:00:00,000 - root - INFO - Loading the checkpoint from "
+      "./outputs/checkpoint/step-15.\n"
+      "[rank0]:[titan] 2026-08-21 11:00:01,000 - root - INFO - Training starts at step 16\n"
+      "[rank0]:[titan] 2026-08-21 11:00:10,000 - root - INFO - step: 20  loss:  6.90000  "
+      "grad_norm:  1.0000  memory:  4.00GiB(6.00%)  tps: 2,048  tflops: 2.00  mfu: 2.00%\n"
+      "[rank0]:[titan] 2026-08-21 11:00:20,000 - root - INFO - step: 30  loss:  6.00000  "
+      "grad_norm:  1.0000  memory:  4.00GiB(6.00%)  tps: 4,096  tflops: 4.00  mfu: 4.00%\n";
+  Result<ParsedLog> log = ParseAutoLog(text, "x.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->format, "torchtitan");
+  ASSERT_EQ(log->iterations.size(), 4u);
+  EXPECT_EQ(log->restarts, 1);
+  EXPECT_EQ(FactOf(*log, "devices"), 4);
+  EXPECT_EQ(FactOf(*log, "dp"), 2);
+  EXPECT_EQ(FactOf(*log, "tp"), 2);
+  EXPECT_EQ(FactOf(*log, "mpe"), 2048);
+  const Iteration& first = log->iterations[0];
+  EXPECT_EQ(first.span, 1);
+  EXPECT_EQ(first.ms, 4000.0);  // 4096 tokens / 1,024 tokens/s
+  EXPECT_EQ(log->iterations[1].span, 9);
+  EXPECT_EQ(log->iterations[1].ms, 1000.0);
+  const Iteration& resumed = log->iterations[2];
+  EXPECT_EQ(resumed.step, 20);
+  EXPECT_EQ(resumed.loss, 6.9);  // the resumed run's, line 9
+  EXPECT_EQ(resumed.line, 9);
+  EXPECT_EQ(resumed.span, 5);  // steps 16-20
+  EXPECT_EQ(resumed.ms, 2000.0);
+  EXPECT_EQ(resumed.grad_norm, 1.0);
+  EXPECT_EQ(resumed.tokens_per_device_per_s, 2048.0);
+  EXPECT_EQ(log->iterations[3].span, 10);
+  EXPECT_EQ(log->peak_memory_bytes, 4.5 * 1024 * 1024 * 1024);
+}
+
+TEST(Torchtitan, RanksColorsValidationAndTheParallelismLine) {
+  // Two ranks print every line, in color (ESC[..m; the registry's Uncoloured), rank 1's "Training
+  // starts" after rank 0's step 1 (no new run); rank 1's step 2 differs in tps only. The mesh line
+  // of 2025-10 on: pp 2 x dp_shard 2 x cp 2 x tp 2 = 16 devices, dp 2. Global batch 8 x sequence
+  // length 4096 / 16 = 2048 tokens per device per step.
+  const std::string text =
+      "[rank0]:[titan] 2026-03-01 10:00:00,000 - root - INFO - Building device mesh with "
+      "parallelism: pp=2, dp_replicate=1, dp_shard=2, cp=2, tp=2, ep=1, etp=1\n"
+      "[rank0]:[titan] 2026-03-01 10:00:01,000 - root - INFO - Trainer is initialized with local "
+      "batch size 4, global batch size 8, gradient accumulation steps 1, sequence length 4096, "
+      "total steps 2 (warmup 1)\n"
+      "[rank0]:[titan] 2026-03-01 10:00:01,500 - root - INFO - Training starts at step 1\n"
+      "[rank0]:[titan] 2026-03-01 10:00:02,000 - root - INFO - \x1b[31mstep:  1  \x1b[32mloss: "
+      "11.00000  \x1b[38;2;180;60;0mgrad_norm:  3.0000  \x1b[36mmemory: 20.00GiB(25.00%)  "
+      "\x1b[34mtps: 512  \x1b[36mtflops: 1.00  \x1b[35mmfu: N/A\x1b[39m\n"
+      "[rank1]:[titan] 2026-03-01 10:00:01,501 - root - INFO - Training starts at step 1\n"
+      "[rank1]:[titan] 2026-03-01 10:00:02,000 - root - INFO - \x1b[31mstep:  1  \x1b[32mloss: "
+      "11.00000  \x1b[38;2;180;60;0mgrad_norm:  3.0000  \x1b[36mmemory: 21.00GiB(26.25%)  "
+      "\x1b[34mtps: 512  \x1b[36mtflops: 1.00  \x1b[35mmfu: N/A\x1b[39m\n"
+      "[rank0]:[titan] 2026-03-01 10:00:03,000 - root - INFO - \x1b[31mstep:  2  \x1b[32mloss: "
+      "10.00000  \x1b[38;2;180;60;0mgrad_norm:  2.0000  \x1b[36mmemory: 20.00GiB(25.00%)  "
+      "\x1b[34mtps: 2,048  \x1b[36mtflops: 4.00  \x1b[35mmfu: N/A\x1b[39m\n"
+      "[rank1]:[titan] 2026-03-01 10:00:03,000 - root - INFO - \x1b[31mstep:  2  \x1b[32mloss: "
+      "10.00000  \x1b[38;2;180;60;0mgrad_norm:  2.0000  \x1b[36mmemory: 20.00GiB(25.00%)  "
+      "\x1b[34mtps: 2,047  \x1b[36mtflops: 4.00  \x1b[35mmfu: N/A\x1b[39m\n"
+      "[rank0]:[titan] 2026-03-01 10:00:04,000 - root - INFO - \x1b[33mvalidate step:  2  "
+      "\x1b[32mloss:  9.5000  \x1b[36mmemory: 20.00GiB(25.00%)  \x1b[34mtps: 9,000\x1b[39m\n"
+      "[rank1]:[titan] 2026-03-01 10:00:04,000 - root - INFO - \x1b[33mvalidate step:  2  "
+      "\x1b[32mloss:  9.5000  \x1b[36mmemory: 20.00GiB(25.00%)  \x1b[34mtps: 9,001\x1b[39m\n";
+  // Through the registry, which takes the colour codes out for every format.
+  Result<ParsedLog> log = FindLogParser("auto")->parse(text, "x.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->format, "torchtitan");
+  EXPECT_EQ(FactOf(*log, "devices"), 16);
+  EXPECT_EQ(FactOf(*log, "dp"), 2);
+  EXPECT_EQ(FactOf(*log, "pp"), 2);
+  ASSERT_EQ(log->iterations.size(), 2u);
+  EXPECT_EQ(log->iterations[1].line, 7);  // rank 0's, the first printed
+  EXPECT_EQ(log->iterations[1].tokens_per_device_per_s, 2048.0);
+  EXPECT_EQ(log->iterations[1].ms, 1000.0);
+  EXPECT_EQ(log->iterations[1].samples, 8.0);
+  EXPECT_EQ(log->iterations[1].grad_norm, 2.0);
+  EXPECT_EQ(log->restarts, 0);
+  EXPECT_EQ(log->peak_memory_bytes, 21.0 * 1024 * 1024 * 1024);  // rank 1's, line 6
+  ASSERT_EQ(log->evals.size(), 1u);
+  EXPECT_EQ(log->evals[0].step, 2);
+  EXPECT_EQ(log->evals[0].value, 9.5);
+  EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
+                      "x.log:6: 2 records of steps already read (other ranks' lines) left out: "
+                      "the first printed is kept"),
+            log->notes.end());
+}
+
+TEST(Torchtitan, WpsLinesOf2024AverageTheirLoss) {
+  // train.py before November 2024 printed `wps` (the same per-device rate) and the mean loss of
+  // the steps since the previous line (losses_since_last_log, until 2fa6d83).
+  Result<ParsedLog> log = ParseAutoLog(
+      "[rank0]:2024-10-01 10:00:00,000 - root - INFO - step:  1  loss: 10.8000  memory:  "
+      "5.70GiB(6.00%)  wps: 1,234  mfu: 0.50%\n"
+      "[rank0]:2024-10-01 10:00:10,000 - root - INFO - step: 10  loss:  9.1000  memory:  "
+      "6.20GiB(6.50%)  wps: 5,678  mfu: 2.50%\n",
+      "x.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->format, "torchtitan");
+  ASSERT_EQ(log->iterations.size(), 2u);
+  EXPECT_EQ(log->iterations[1].loss, 9.1);
+  EXPECT_EQ(log->iterations[1].span, 9);
+  EXPECT_EQ(log->iterations[1].tokens_per_device_per_s, 5678.0);
+  EXPECT_EQ(log->peak_memory_bytes, 6.2 * 1024 * 1024 * 1024);
+  EXPECT_NE(std::find(log->notes.begin(), log->notes.end(),
+                      "x.log:1: 'wps' lines (torchtitan before November 2024): each record's loss "
+                      "is the mean over the steps since the previous line"),
+            log->notes.end());
+}
+
+TEST(Torchtitan, BadInputNamesTheLine) {
+  constexpr std::string_view kOk =
+      "[titan] 2026-03-01 10:00:02,000 - root - INFO - step:  1  loss:  9.00000  grad_norm:  "
+      "1.0000  memory:  1.00GiB(1.00%)  tps: 1,000  tflops: 1.00  mfu: 1.00%\n";
+  Result<ParsedLog> loss = ParseTorchtitanLog(
+      std::string(kOk) +
+          "[titan] 2026-03-01 10:00:03,000 - root - INFO - step:  2  loss:  abc  grad_norm:  "
+          "1.0000  memory:  1.00GiB(1.00%)  tps: 1,000  tflops: 1.00  mfu: 1.00%\n",
+      "x.log");
+  ASSERT_FALSE(loss.ok());
+  EXPECT_EQ(loss.status().message(), "x.log:2: torchtitan's 'loss' is 'abc', not a number");
+  Result<ParsedLog> memory = ParseTorchtitanLog(
+      std::string(kOk) +
+          "[titan] 2026-03-01 10:00:03,000 - root - INFO - step:  2  loss:  8.00000  grad_norm:  "
+          "1.0000  memory:  1.00MiB(1.00%)  tps: 1,000  tflops: 1.00  mfu: 1.00%\n",
+      "x.log");
+  ASSERT_FALSE(memory.ok());
+  EXPECT_EQ(memory.status().message(),
+            "x.log:2: torchtitan's 'memory' is '1.00MiB(1.00%)', not a number");
+  Result<ParsedLog> mesh = ParseTorchtitanLog(
+      "[titan] 2026-03-01 10:00:00,000 - root - INFO - Building device mesh with parallelism: "
+      "pp=1, dp_replicate=1, dp_shard=x, cp=1, tp=1, ep=1\n" +
+          std::string(kOk),
+      "x.log");
+  ASSERT_FALSE(mesh.ok());
+  EXPECT_EQ(mesh.status().message(), "x.log:1: the device mesh line gives no degree 'dp_shard'");
+  Result<ParsedLog> batch = ParseTorchtitanLog(
+      "[titan] 2026-03-01 10:00:00,000 - root - INFO - Trainer is initialized with local batch "
+      "size 8, global batch size ?, sequence length 2048, total steps 10 (warmup 2)\n" +
+          std::string(kOk),
+      "x.log");
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().message(),
+            "x.log:1: 'global batch size' is followed by '?', not a number");
+  Result<ParsedLog> only_eval = ParseTorchtitanLog(
+      "[titan] 2026-01-16 02:42:36,857 - root - INFO - validate step:  1  loss: 12.4699  memory: "
+      "69.81GiB(88.17%)  tps: 74,599\n",
+      "x.log");
+  ASSERT_FALSE(only_eval.ok());
+  EXPECT_EQ(only_eval.status().message().rfind(
+                "x.log: no torchtitan training lines ('step: N  loss: X  ...  memory: M "
+                "GiB(P%)  tps: T  ...') in 1 lines (only 'validate step' evaluation lines)",
+                0),
+            0u)
+      << only_eval.status().message();
+  // A last line cut off mid-way: its unterminated tps is left out, the complete fields kept.
+  Result<ParsedLog> cut = ParseTorchtitanLog(
+      std::string(kOk) +
+          "[titan] 2026-03-01 10:00:03,000 - root - INFO - step:  2  loss:  8.00000  grad_norm:  "
+          "1.0000  memory:  1.00GiB(1.00%)  tps: 1,0",
+      "x.log");
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  ASSERT_EQ(cut->iterations.size(), 2u);
+  EXPECT_EQ(cut->iterations[1].loss, 8.0);
+  EXPECT_FALSE(cut->iterations[1].tokens_per_device_per_s);
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);
@@ -1797,8 +2014,10 @@ TEST(Registry, FormatsByName) {
   EXPECT_EQ(FindLogParser("nemo")->default_warmup_steps, 1);
   EXPECT_EQ(FindLogParser("nemo2"), nullptr);
   EXPECT_EQ(FindLogParser("paddle")->default_warmup_steps, 10);
+  EXPECT_EQ(FindLogParser("torchtitan")->default_warmup_steps, 1);
   EXPECT_EQ(LogParserNames(),
-            "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, trainer");
+            "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, torchtitan, "
+            "trainer");
 }
 
 }  // namespace

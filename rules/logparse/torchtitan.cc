@@ -1,0 +1,269 @@
+// torchtitan's training lines, as MetricsProcessor.log (pytorch/torchtitan, torchtitan/components/
+// metrics.py; train.py before 2025-03) prints them at step 1 and every metrics.log_freq steps:
+//
+//   [rank0]:[titan] 2025-11-25 19:45:01,496 - root - INFO - step:  2  loss:  7.7082
+//   grad_norm:  1.5585  memory:  1.34GiB(0.96%)  tps: 301,092  tflops: 21.55  mfu: 2.18% (one line)
+//
+// Fields by version: `wps:` (to 2024-11), then `tps:`; `tflops:` since 2025-02; `grad_norm:`
+// since 2025-06; `mfu: N/A` with FP8/MX (2026-02). `step` is the 1-based optimizer step (the
+// trainer counts it up before the step). `loss` is that step's loss averaged over the DP ranks
+// (since 2fa6d83, 2025-01; before it, the mean over the steps since the previous line): not a
+// mean over the record's span. `memory: X GiB(P%)` is torch.cuda.memory_stats()'s
+// reserved_bytes.all.peak / 2^30 on the printing rank's device since the previous line (the
+// monitor's peak is reset after each line). `tps` is the tokens the rank loaded since the
+// previous line / (the seconds since it x the non-data-parallel degree tp x pp x cp): a rate per
+// device over the record's span, the same on every rank of a step but for the clock.
+//
+// Per record: step, loss, grad_norm, the per-device token rate, and, when the start-up lines
+// (rules/logparse/torchtitan_setup.h) give the tokens of one step and the world size, the
+// time per step: (global batch x sequence length, or the tokens per train step) / world size /
+// tps. A record spans the steps since the previous line (the first of a run: since the run's
+// "Training starts at step N"). Every rank may print (LOG_RANK, torchrun --tee): the first
+// record of a step is kept. A "Training starts at step N" line after records at or past N is a
+// resumed run: its records replace those from N on. `validate step: N  loss: X ...`
+// (log_validation) is an evaluation at step N, not a record.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "rules/logparse/line_kinds.h"
+#include "rules/logparse/line_scan.h"
+#include "rules/logparse/log_parser.h"
+#include "rules/logparse/torchtitan_setup.h"
+
+namespace bm::logparse {
+namespace {
+
+// A training or validation line: where "step:" starts, and whether it is "validate step:".
+struct TitanStepAt {
+  size_t at = std::string_view::npos;
+  bool validate = false;
+};
+
+TitanStepAt FindTitanStep(std::string_view line) {
+  size_t at = line.find("step: ");
+  while (at != std::string_view::npos) {
+    const bool whole = at == 0 || line[at - 1] == ' ' || line[at - 1] == ']' ||
+                       line[at - 1] == ':' || line[at - 1] == '\t';
+    if (whole) {
+      std::string_view before = line.substr(0, at);
+      size_t end = 0;
+      std::string_view rest = line.substr(at + 6);
+      // "step:  2  loss:" — the step, then two spaces and the loss.
+      if (LeadingNumber(rest, &end) && rest.substr(end).starts_with("  loss:"))
+        return {at, before.ends_with("validate ")};
+    }
+    at = line.find("step: ", at + 1);
+  }
+  return {};
+}
+
+// The raw value of `key: value` in a torchtitan line (after the step): the text up to the next
+// space; "" when the key is absent. *cut when the value runs to the end of a line that was cut
+// off (the log's last line without its newline).
+std::string_view TitanValue(std::string_view line, std::string_view key, bool last_line_cut,
+                            bool* cut) {
+  size_t p = FindKeyValue(line, key, ":");
+  *cut = false;
+  if (p == std::string_view::npos) return {};
+  p = SkipSpaces(line, p);
+  size_t e = line.find(' ', p);
+  if (e == std::string_view::npos) {
+    e = line.size();
+    *cut = last_line_cut;
+  }
+  return line.substr(p, e - p);
+}
+
+// A field's number; kCorrupt naming the line when the value is not one. nullopt when absent or
+// cut off.
+Result<std::optional<double>> TitanField(std::string_view line, std::string_view key,
+                                         bool last_line_cut, int64_t no, std::string_view name) {
+  bool cut = false;
+  std::string_view value = TitanValue(line, key, last_line_cut, &cut);
+  if (value.empty() || cut) return std::optional<double>();
+  size_t end = 0;
+  std::optional<double> v = GroupedNumber(value, &end);
+  // memory: "1.34GiB(0.96%)"; mfu: "2.18%"; others end with the number.
+  std::string_view unit = v ? value.substr(end) : value;
+  const bool ok = v && (unit.empty() || unit == "%" || unit.starts_with("GiB("));
+  if (!ok) {
+    return Errorf(ErrorCode::kCorrupt, "{}:{}: torchtitan's '{}' is '{}', not a number", name, no,
+                  key, value);
+  }
+  return v;
+}
+
+}  // namespace
+
+bool IsTorchtitanStepLine(std::string_view line) {
+  TitanStepAt s = FindTitanStep(line);
+  if (s.at == std::string_view::npos || s.validate) return false;
+  std::string_view rest = line.substr(s.at);
+  return FindKeyValue(rest, "tps", ":") != std::string_view::npos ||
+         FindKeyValue(rest, "wps", ":") != std::string_view::npos;
+}
+
+Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view name) {
+  ParsedLog log;
+  log.format = "torchtitan";
+  TorchtitanSetup setup;
+  Status error = Status::Ok();
+  double peak_gib = -1;
+  int64_t copies = 0, copy_line = 0, wps_line = 0;
+  std::optional<int64_t> run_start;                     // the last "Training starts at step N"
+  std::vector<std::pair<int64_t, int64_t>> run_starts;  // (N, line) of each run
+  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!error.ok()) return;
+    TitanStepAt s = FindTitanStep(line);
+    if (s.at == std::string_view::npos) {
+      Result<std::optional<int64_t>> start = ReadTorchtitanSetupLine(line, no, name, log, setup);
+      if (!start.ok()) {
+        error = start.status();
+      } else if (start->has_value()) {
+        // Another rank's line of the run already started (it may come after the first rank's
+        // first record): no new run.
+        const bool same_run = !run_starts.empty() && run_starts.back().first == **start &&
+                              (log.iterations.empty() || log.iterations.back().step <= **start);
+        if (!same_run) {
+          run_start = **start;
+          run_starts.emplace_back(**start, no);
+        }
+      }
+      return;
+    }
+    const bool cut =
+        line.data() + line.size() == text.data() + text.size() && !text.ends_with('\n');
+    std::string_view fields = line.substr(s.at);
+    auto field = [&](std::string_view key) {
+      Result<std::optional<double>> v = TitanField(fields, key, cut, no, name);
+      if (!v.ok()) {
+        if (error.ok()) error = v.status();
+        return std::optional<double>();
+      }
+      return *v;
+    };
+    const int64_t step = static_cast<int64_t>(*LeadingNumber(fields.substr(6)));
+    std::optional<double> loss = field("loss");
+    if (std::optional<double> gib = field("memory"); gib && *gib > peak_gib) peak_gib = *gib;
+    if (s.validate) {
+      if (!error.ok() || !loss) return;
+      if (!log.evals.empty() && log.evals.back().step == step) return;  // another rank's
+      log.evals.push_back({step, *loss, no});
+      log.eval_what = "torchtitan 'validate step: N  loss: X' (log_validation)";
+      return;
+    }
+    Iteration it;
+    it.step = step;
+    it.line = no;
+    it.loss = loss;
+    it.grad_norm = field("grad_norm");
+    std::optional<double> rate = field("tps");
+    if (!rate) {
+      rate = field("wps");
+      if (rate && wps_line == 0) wps_line = no;
+    }
+    if (!error.ok()) return;
+    it.tokens_per_device_per_s = rate;
+    if (run_start && !log.iterations.empty() && log.iterations.back().step >= *run_start) {
+      // A resumed run: its records replace the earlier run's from its first step on.
+      while (!log.iterations.empty() && log.iterations.back().step >= *run_start)
+        log.iterations.pop_back();
+      ++log.restarts;
+    } else if (!log.iterations.empty() && log.iterations.back().step >= step) {
+      // Another rank's record of a step already read (ranks print in any order): the first kept.
+      ++copies;
+      if (copy_line == 0) copy_line = no;
+      run_start.reset();
+      return;
+    }
+    run_start.reset();
+    log.iterations.push_back(it);
+  });
+  BM_TRY(error);
+  if (log.iterations.empty()) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}: no torchtitan training lines ('step: N  loss: X  ...  memory: M GiB(P%)  "
+                  "tps: T  ...') in {} lines{}{}",
+                  name, log.lines,
+                  log.evals.empty() ? "" : " (only 'validate step' evaluation lines)",
+                  OtherFormatHint(text, "torchtitan"));
+  }
+  FillSpansFromGaps(log.iterations);
+  // The first record of each run spans from the run's first step.
+  for (const auto& [start, start_line] : run_starts) {
+    for (Iteration& it : log.iterations) {
+      if (it.line < start_line || it.step < start) continue;
+      it.span = std::min(it.span, it.step - start + 1);
+      break;
+    }
+  }
+  // The tokens one device processes per step, from the start-up lines.
+  auto fact = [&](const char* n) -> const Fact* {
+    auto f = log.facts.find(n);
+    return f == log.facts.end() ? nullptr : &f->second;
+  };
+  const Fact* devices = fact("devices");
+  const Fact* gbs = fact("gbs");
+  const Fact* seq = fact("mpe");
+  std::optional<double> step_tokens;
+  std::string tokens_from;
+  if (setup.tokens_per_step) {
+    step_tokens = setup.tokens_per_step->value;
+    tokens_from = fmt::format("{} tokens per train step (line {})", *step_tokens,
+                              setup.tokens_per_step->line);
+  } else if (gbs && seq) {
+    step_tokens = gbs->value * seq->value;
+    tokens_from = fmt::format("global batch size {} x sequence length {} (line {})", gbs->value,
+                              seq->value, gbs->line);
+  }
+  if (step_tokens && devices && devices->value > 0) {
+    const double per_device = *step_tokens / devices->value;
+    for (Iteration& it : log.iterations) {
+      if (gbs) it.samples = gbs->value;
+      if (it.tokens_per_device_per_s && *it.tokens_per_device_per_s > 0)
+        it.ms = per_device / *it.tokens_per_device_per_s * 1000.0;
+    }
+    log.notes.push_back(fmt::format(
+        "{}: time per step = {} tokens per device per step / tps: {} over {} devices (the device "
+        "mesh, line {}); each record's tps is the mean since the previous line",
+        name, per_device, tokens_from, devices->value, devices->line));
+  } else {
+    log.notes.push_back(fmt::format(
+        "{}: no time per step: the log does not state {} (torchtitan's start-up lines 'Trainer "
+        "is initialized with ...' and 'Building ... device mesh ...'); tps read as printed",
+        name,
+        !step_tokens
+            ? (devices ? "the tokens of a step" : "the tokens of a step nor the world size")
+            : "the world size"));
+    if (gbs)
+      for (Iteration& it : log.iterations) it.samples = gbs->value;
+  }
+  if (wps_line > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: 'wps' lines (torchtitan before November 2024): each record's loss is the mean over "
+        "the steps since the previous line",
+        name, wps_line));
+  } else {
+    log.notes.push_back(fmt::format(
+        "{}: each record's loss is its step's (averaged over the data-parallel ranks; torchtitan "
+        "since 2fa6d83, January 2025), not a mean over the steps since the previous line",
+        name));
+  }
+  if (copies > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} records of steps already read (other ranks' lines) left out: the first "
+        "printed is kept",
+        name, copy_line, copies));
+  }
+  if (peak_gib >= 0) {
+    log.peak_memory_bytes = peak_gib * 1024.0 * 1024.0 * 1024.0;
+    log.memory_source =
+        "torchtitan 'memory: X GiB' (max reserved: reserved_bytes.all.peak, the printing rank's "
+        "device)";
+  }
+  return log;
+}
+
+}  // namespace bm::logparse

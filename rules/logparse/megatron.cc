@@ -91,7 +91,9 @@
 // the first one by subtracting the first (time, loss over the iterations not
 // skipped, skipped and NaN counts), and a note says so. Not where taking the first out would
 // leave the others no time (the line cannot average it in), nor for a log of two lines at 1 and
-// 2, which is --log-interval 1's as likely as not (MindSpeed-MM's FSDP docs print just those).
+// 2, which is --log-interval 1's as likely as not (MindSpeed-MM's FSDP docs print just those),
+// nor for a line a whole interval or more after the line before it (a README's pick of lines: a
+// resumed run's first line comes within an interval of its previous run's last).
 // Start-up prints supply facts: the argument block (`  seq_length ..... 4096`,
 // micro/global batch size, the parallel sizes, world size, layers, hidden
 // size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;

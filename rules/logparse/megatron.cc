@@ -178,6 +178,8 @@ const FieldTarget kFields[] = {
     {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
     // Megatron-DeepSpeed (microsoft's, from 2023): tokens / elapsed / world size.
     {"tokens per gpu per second (tgs)", &Iteration::tokens_per_device_per_s, nullptr},
+    // ModelLink on DeepLink (2024): the same, printed last and without its ` |` (see below).
+    {"tgs (tokens/gpu/second)", &Iteration::tokens_per_device_per_s, nullptr},
     // MindSpeed-LLM's FSDP2 TrainMonitor (--log_throughput): all ranks' tokens since the last
     // line over its elapsed time.
     {"tokens/s", &Iteration::tokens_per_s, nullptr},
@@ -272,10 +274,16 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   size_t pos = fields;
   while (true) {
     size_t bar = line.find('|', pos);
-    if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
+    if (bar == std::string_view::npos) break;
     BM_TRY(read_field(line.substr(pos, bar - pos), read_field));
     pos = bar + 1;
   }
+  // A last field without its ` |` is a line cut off, and ignored, except where the timers'
+  // `time (ms)` follows it on the same line (ModelLink on DeepLink, 2024: `... | TFLOPs: 148.25 |
+  // tgs (tokens/gpu/second): 353.02 time (ms)`): then it is whole.
+  constexpr std::string_view kTimers = " time (ms)";
+  if (std::string_view rest = line.substr(pos); rest.ends_with(kTimers))
+    BM_TRY(read_field(rest.substr(0, rest.size() - kTimers.size()), read_field));
   if (!it.loss) it.loss = plain_loss;
   return it;
 }

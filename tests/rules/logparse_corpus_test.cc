@@ -428,6 +428,22 @@ TEST(Corpus, MegatronSelectedLinesAreNoCore016FirstInterval) {
   EXPECT_EQ(r->log.evals[0].value, 0.3852793);
 }
 
+TEST(Corpus, MegatronModelLinkTgsBeforeTheTimers) {
+  // ModelLink on DeepLink (Atlas 800T A2, 1024 NPUs): each line ends `| TFLOPs: 148.25 | tgs
+  // (tokens/gpu/second): 353.02 time (ms)`, the timers' `time (ms)` on the same line and no ` |`
+  // after the tgs. tgs = 2048 x 4096 tokens / 23.2052 s / 1024 = 353.02 (line 1), / 23.1123 s =
+  // 354.44 (line 2).
+  Result<Read> r = ReadLog("megatron_modellink_deeplink_tgs_time_ms.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1665, 1666}));
+  EXPECT_EQ(r->At(1665)->tokens_per_device_per_s, 353.02);
+  EXPECT_EQ(r->At(1666)->tokens_per_device_per_s, 354.44);
+  EXPECT_NEAR(2048.0 * 4096 / 23.1123 / 1024, 354.44, 0.005);
+  EXPECT_EQ(r->Loss(1666), 1.915679);  // 1.915679E+00
+  EXPECT_EQ(r->At(1666)->ms, 23112.3);
+  EXPECT_EQ(r->m()["config"]["mpe"], 4096);  // actual seqlen
+}
+
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -2634,6 +2650,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_flagscale_musa_chip_throughput_glued.log", "megatron"},
       {"megatron_infini_4090_glued_memory_reports.log", "megatron"},
       {"megatron_primus_bridge_dp8_selected_lines.log", "megatron"},
+      {"megatron_modellink_deeplink_tgs_time_ms.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

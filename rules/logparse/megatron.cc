@@ -178,6 +178,8 @@ const FieldTarget kFields[] = {
     {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
     // Megatron-DeepSpeed (microsoft's, from 2023): tokens / elapsed / world size.
     {"tokens per gpu per second (tgs)", &Iteration::tokens_per_device_per_s, nullptr},
+    // argonne-lcf's fork before its `name=value` lines (early 2024): the same, no space.
+    {"tokens per gpu per second(tgs)", &Iteration::tokens_per_device_per_s, nullptr},
     // ModelLink on DeepLink (2024): the same, printed last and without its ` |` (see below).
     {"tgs (tokens/gpu/second)", &Iteration::tokens_per_device_per_s, nullptr},
     // MindSpeed-LLM's FSDP2 TrainMonitor (--log_throughput): all ranks' tokens since the last

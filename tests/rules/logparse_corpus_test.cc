@@ -444,6 +444,21 @@ TEST(Corpus, MegatronModelLinkTgsBeforeTheTimers) {
   EXPECT_EQ(r->m()["config"]["mpe"], 4096);  // actual seqlen
 }
 
+TEST(Corpus, MegatronDeepSpeedAlcfTgsWithoutSpace) {
+  // argonne-lcf Megatron-DeepSpeed (April 2024, Sunspot): `tokens per gpu per second(tgs):
+  // 633.832 |`, no space before "(tgs)", between DeepSpeed's step and timer lines. 96 x 4096
+  // tokens / 25.8491 s / 633.832 = 24.0 ranks (line 6), / 20.2983 s / 807.159 = 24.0 (line 11).
+  Result<Read> r = ReadLog("megatron_deepspeed_alcf_tgs_no_space.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r->At(1)->tokens_per_device_per_s, 633.832);
+  EXPECT_EQ(r->At(2)->tokens_per_device_per_s, 807.159);
+  EXPECT_NEAR(96.0 * 4096 / 20.2983 / 24, 807.159, 0.01);  // the printed time is rounded
+  EXPECT_EQ(r->Loss(2), 25.37718);  // 2.537718E+01, the loss jumping at iteration 2
+  EXPECT_EQ(r->m()["config"]["mpe"], 4096);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 46764.0 * kMiB);  // line 5, max reserved
+}
+
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -2651,6 +2666,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_infini_4090_glued_memory_reports.log", "megatron"},
       {"megatron_primus_bridge_dp8_selected_lines.log", "megatron"},
       {"megatron_modellink_deeplink_tgs_time_ms.log", "megatron"},
+      {"megatron_deepspeed_alcf_tgs_no_space.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

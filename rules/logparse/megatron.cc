@@ -91,7 +91,9 @@
 // the first one by subtracting the first (time, loss over the iterations not
 // skipped, skipped and NaN counts), and a note says so. Not where taking the first out would
 // leave the others no time (the line cannot average it in), nor for a log of two lines at 1 and
-// 2, which is --log-interval 1's as likely as not (MindSpeed-MM's FSDP docs print just those).
+// 2, which is --log-interval 1's as likely as not (MindSpeed-MM's FSDP docs print just those),
+// nor for a line a whole interval or more after the line before it (a README's pick of lines: a
+// resumed run's first line comes within an interval of its previous run's last).
 // Start-up prints supply facts: the argument block (`  seq_length ..... 4096`,
 // micro/global batch size, the parallel sizes, world size, layers, hidden
 // size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;
@@ -176,6 +178,10 @@ const FieldTarget kFields[] = {
     {"tokens/sec/gpu", &Iteration::tokens_per_device_per_s, nullptr},
     // Megatron-DeepSpeed (microsoft's, from 2023): tokens / elapsed / world size.
     {"tokens per gpu per second (tgs)", &Iteration::tokens_per_device_per_s, nullptr},
+    // argonne-lcf's fork before its `name=value` lines (early 2024): the same, no space.
+    {"tokens per gpu per second(tgs)", &Iteration::tokens_per_device_per_s, nullptr},
+    // ModelLink on DeepLink (2024): the same, printed last and without its ` |` (see below).
+    {"tgs (tokens/gpu/second)", &Iteration::tokens_per_device_per_s, nullptr},
     // MindSpeed-LLM's FSDP2 TrainMonitor (--log_throughput): all ranks' tokens since the last
     // line over its elapsed time.
     {"tokens/s", &Iteration::tokens_per_s, nullptr},
@@ -270,10 +276,16 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   size_t pos = fields;
   while (true) {
     size_t bar = line.find('|', pos);
-    if (bar == std::string_view::npos) break;  // a cut-off last field: ignored
+    if (bar == std::string_view::npos) break;
     BM_TRY(read_field(line.substr(pos, bar - pos), read_field));
     pos = bar + 1;
   }
+  // A last field without its ` |` is a line cut off, and ignored, except where the timers'
+  // `time (ms)` follows it on the same line (ModelLink on DeepLink, 2024: `... | TFLOPs: 148.25 |
+  // tgs (tokens/gpu/second): 353.02 time (ms)`): then it is whole.
+  constexpr std::string_view kTimers = " time (ms)";
+  if (std::string_view rest = line.substr(pos); rest.ends_with(kTimers))
+    BM_TRY(read_field(rest.substr(0, rest.size() - kTimers.size()), read_field));
   if (!it.loss) it.loss = plain_loss;
   return it;
 }

@@ -23,7 +23,10 @@ std::optional<double> MemoryField(std::string_view line, std::string_view key) {
   return ParseNumber(rest.substr(0, rest.find('|')));
 }
 
-std::optional<MemoryPeak> MemoryReport(std::string_view line) {
+namespace {
+
+// One rank's report_memory print.
+std::optional<MemoryPeak> SingleRankMemoryReport(std::string_view line) {
   if (line.find("memory (MB)") != std::string_view::npos) {  // Megatron-LM: MiB
     if (std::optional<double> mb = MemoryField(line, "max reserved:"))
       return MemoryPeak{*mb * 1024.0 * 1024.0, "max reserved (Megatron report_memory)"};
@@ -36,6 +39,22 @@ std::optional<MemoryPeak> MemoryReport(std::string_view line) {
       return MemoryPeak{*gb * 1e9, "mem-max-allocated-gigabytes (Megatron-Bridge report_memory)"};
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<MemoryPeak> MemoryReport(std::string_view line) {
+  // Every rank of a data-parallel group prints its own report at once: one rank's print can reach
+  // the terminal before another's newline, gluing two reports (`... | max reserved:
+  // 21534.0[Rank 0] (after 1 iterations) memory (MB) | ...`). Each is read; the larger is the peak.
+  constexpr std::string_view kRank = "[Rank ";
+  const size_t first = line.find(kRank);
+  const size_t second = first == std::string_view::npos ? first : line.find(kRank, first + 1);
+  if (second == std::string_view::npos) return SingleRankMemoryReport(line);
+  std::optional<MemoryPeak> head = SingleRankMemoryReport(line.substr(0, second));
+  std::optional<MemoryPeak> tail = MemoryReport(line.substr(second));
+  if (!head || (tail && tail->bytes > head->bytes)) return tail;
+  return head;
 }
 
 bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count) {

@@ -23,7 +23,8 @@ std::optional<double> MemoryField(std::string_view line, std::string_view key);
 
 // A report_memory line's peak in bytes and what it is: the max reserved figure where the line
 // prints one, else the max allocated one (Megatron-LM's `memory (MB)`, MiB; Megatron-Bridge's
-// `memory (GB)`, 1e9 bytes). nullopt for any other line.
+// `memory (GB)`, 1e9 bytes); of a line that holds several ranks' reports glued together (one's
+// print without its newline before the next), the largest. nullopt for any other line.
 struct MemoryPeak {
   double bytes = 0;
   const char* source = "";

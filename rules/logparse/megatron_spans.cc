@@ -133,6 +133,10 @@ void SpanMegatronRecords(ParsedLog& log, const IterationLineExtras& extras, std:
     // A run's first line (a fresh start or a resume) off the interval, the next on it.
     const int64_t f = its[i].step, next = its[i + 1].step;
     if (f % interval == 0 || next % interval != 0 || next - f >= interval) continue;
+    // A resumed run's first line follows its previous run's last within an interval (that run
+    // would have printed the next multiple before its checkpoint); a line a whole interval or
+    // more after the previous one is an excerpt's pick among lines, not a run's first.
+    if (i > 0 && f > its[i - 1].step && f - its[i - 1].step >= interval) continue;
     // A line that would leave no time for its other iterations once the first is taken out
     // does not average it in: not core 0.16's.
     const Iteration &first = its[i], &second = its[i + 1];

@@ -392,6 +392,73 @@ TEST(Corpus, MegatronFlOnAscendWithMicrosecondStamps) {
   EXPECT_EQ(r->At(3)->grad_norm, 30.066);  // not num zeros 1299.0 or params norm 496.206
 }
 
+TEST(Corpus, MegatronGluedMemoryReportsOfTwoRanks) {
+  // Line 8 holds rank 4's report_memory print and, glued to its end without a newline, rank 0's;
+  // lines 10-11 are ranks 2 and 6. The peak is rank 0's max reserved, 31086.0 MiB (not rank 4's
+  // 21534.0, nor rank 2's 25890.0 on the next line).
+  Result<Read> r = ReadLog("megatron_infini_4090_glued_memory_reports.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 31086.0 * kMiB);
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(r->Loss(1), 10.45013);  // line 12: 1.045013E+01
+  EXPECT_EQ(r->At(1)->ms, 33186.0);
+  EXPECT_EQ(r->Loss(10), 9.619979);  // line 21
+  EXPECT_EQ(r->At(10)->ms, 25836.8);
+  EXPECT_EQ(r->At(10)->samples, 128);  // global batch size; consumed samples 1280 = 10 x 128
+  EXPECT_EQ(r->At(10)->grad_norm, 26.519);
+}
+
+TEST(Corpus, MegatronSelectedLinesAreNoCore016FirstInterval) {
+  // A README's pick of lines 1, 100, 400 and 600 of a --log-interval 1 run (no global batch
+  // size printed). The gaps 99, 300, 200 make "300" the interval; 400 is off it and 600 on it,
+  // but 400 follows the line at 100 by a whole interval: not a resumed run's first line, so
+  // 600's line keeps its own numbers (line 4: 76.0 ms, 8.372381E-01).
+  Result<Read> r = ReadLog("megatron_primus_bridge_dp8_selected_lines.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 100, 400, 600}));
+  EXPECT_EQ(r->At(600)->ms, 76.0);
+  EXPECT_EQ(r->Loss(600), 0.8372381);
+  EXPECT_EQ(r->At(600)->span, 200);
+  // Samples per step from consumed samples: (4800 - 3200) / 200 = 8; line 1: 8 / 1.
+  EXPECT_EQ(r->At(600)->samples, 8);
+  EXPECT_EQ(r->At(1)->samples, 8);
+  EXPECT_FALSE(r->Note("does not reset its timers"));
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 600);  // line 5, "on validation set" after training
+  EXPECT_EQ(r->log.evals[0].value, 0.3852793);
+}
+
+TEST(Corpus, MegatronModelLinkTgsBeforeTheTimers) {
+  // ModelLink on DeepLink (Atlas 800T A2, 1024 NPUs): each line ends `| TFLOPs: 148.25 | tgs
+  // (tokens/gpu/second): 353.02 time (ms)`, the timers' `time (ms)` on the same line and no ` |`
+  // after the tgs. tgs = 2048 x 4096 tokens / 23.2052 s / 1024 = 353.02 (line 1), / 23.1123 s =
+  // 354.44 (line 2).
+  Result<Read> r = ReadLog("megatron_modellink_deeplink_tgs_time_ms.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1665, 1666}));
+  EXPECT_EQ(r->At(1665)->tokens_per_device_per_s, 353.02);
+  EXPECT_EQ(r->At(1666)->tokens_per_device_per_s, 354.44);
+  EXPECT_NEAR(2048.0 * 4096 / 23.1123 / 1024, 354.44, 0.005);
+  EXPECT_EQ(r->Loss(1666), 1.915679);  // 1.915679E+00
+  EXPECT_EQ(r->At(1666)->ms, 23112.3);
+  EXPECT_EQ(r->m()["config"]["mpe"], 4096);  // actual seqlen
+}
+
+TEST(Corpus, MegatronDeepSpeedAlcfTgsWithoutSpace) {
+  // argonne-lcf Megatron-DeepSpeed (April 2024, Sunspot): `tokens per gpu per second(tgs):
+  // 633.832 |`, no space before "(tgs)", between DeepSpeed's step and timer lines. 96 x 4096
+  // tokens / 25.8491 s / 633.832 = 24.0 ranks (line 6), / 20.2983 s / 807.159 = 24.0 (line 11).
+  Result<Read> r = ReadLog("megatron_deepspeed_alcf_tgs_no_space.log", "megatron");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r->At(1)->tokens_per_device_per_s, 633.832);
+  EXPECT_EQ(r->At(2)->tokens_per_device_per_s, 807.159);
+  EXPECT_NEAR(96.0 * 4096 / 20.2983 / 24, 807.159, 0.01);  // the printed time is rounded
+  EXPECT_EQ(r->Loss(2), 25.37718);  // 2.537718E+01, the loss jumping at iteration 2
+  EXPECT_EQ(r->m()["config"]["mpe"], 4096);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 46764.0 * kMiB);  // line 5, max reserved
+}
+
 TEST(Corpus, MegatronAwsParameterLineAndSkippedStart) {
   Result<Read> r = ReadLog("megatron_aws_tp8_all_skipped.log", "megatron", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -2596,6 +2663,10 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_npu_pipe_engine_issue7380.log", "deepspeed"},
       {"trainer_optimum_habana_hpu_memory_pr1111.log", "trainer"},
       {"megatron_flagscale_musa_chip_throughput_glued.log", "megatron"},
+      {"megatron_infini_4090_glued_memory_reports.log", "megatron"},
+      {"megatron_primus_bridge_dp8_selected_lines.log", "megatron"},
+      {"megatron_modellink_deeplink_tgs_time_ms.log", "megatron"},
+      {"megatron_deepspeed_alcf_tgs_no_space.log", "megatron"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

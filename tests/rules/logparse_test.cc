@@ -1688,6 +1688,45 @@ TEST(Megatron, FieldGluedToTheNextOne) {
   EXPECT_EQ(r.status().message(), "g.log:1: 'chip_throughput' is 'abc', not a number");
 }
 
+TEST(Megatron, LastFieldBeforeTheTimersAndCutOffLastField) {
+  // ModelLink's tgs ends the line without ` |`, the timers' `time (ms)` glued after it: read. A
+  // last field cut off (a README quoting part of the line) is not.
+  Result<ParsedLog> r = ParseMegatronLog(
+      " iteration        2/     100 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 | "
+      "tgs (tokens/gpu/second): 353.02 time (ms)\n"
+      " iteration        3/     100 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 | "
+      "tgs (tokens/gpu/second): 354\n",
+      "t.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[0].tokens_per_device_per_s, 353.02);
+  EXPECT_FALSE(r->iterations[1].tokens_per_device_per_s);
+  r = ParseMegatronLog(
+      " iteration        2/     100 | lm loss: 2.0 | tgs (tokens/gpu/second): n/a time (ms)\n",
+      "t.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "t.log:1: 'tgs (tokens/gpu/second)' is 'n/a', not a number");
+}
+
+TEST(Megatron, GluedMemoryReportsOfTwoRanksGiveTheLarger) {
+  // Two ranks' report_memory prints on one line (the first without its newline): each is read.
+  const std::string log =
+      "[Rank 4] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | "
+      "reserved: 3.0 | max reserved: 3.0[Rank 0] (after 1 iterations) memory (MB) | allocated: "
+      "1.0 | max allocated: 5.0 | reserved: 6.0 | max reserved: 6.0\n"
+      " iteration        1/     100 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "m.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->peak_memory_bytes, 6.0 * 1024 * 1024);
+  // The larger first: still the larger.
+  r = ParseMegatronLog(
+      "[Rank 0] (after 1 iterations) memory (MB) | max allocated: 5.0 | max reserved: 7.0"
+      "[Rank 1] (after 1 iterations) memory (MB) | max allocated: 5.0 | max reserved: 6.0\n"
+      " iteration        1/     100 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 |\n",
+      "m.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->peak_memory_bytes, 7.0 * 1024 * 1024);
+}
+
 TEST(Megatron, FirstIntervalThatCannotAverageTheFirstIterationIsKept) {
   // Lines at 1, 10, 20: core 0.16's shape, but 10 x 900 ms is less than iteration 1's 20000 ms,
   // so the line at 10 cannot average iteration 1 in; and lines at 1 and 2 alone are

@@ -40,7 +40,9 @@
 // (a script's `enumerate`), and each is read as the step after its number. `skipped` is DeepSpeed's
 // running count; a record gets the increase since the previous progress line (the first line's
 // whole count only when its record reaches back to step 1: an excerpt from mid-run does not say
-// where the earlier skips fell). A `step=N` line right after one for the same N is a second
+// where the earlier skips fell); in a log without them, each fp16 overflow line ("[deepspeed]
+// OVERFLOW! Rank 0 Skipping step.", rules/logparse/deepspeed_overflow.h) is a skipped step of the
+// first record after it. A `step=N` line right after one for the same N is a second
 // engine's (DeepSpeed-Chat step 3 runs an actor and a critic engine, each with its own count): the
 // first is kept. DeepSpeed-Chat's PPO lines, `epoch: 0|step: S|ppo_ep: 1|act_loss: x|cri_loss:
 // y|...` (step3_rlhf_finetuning/main.py), give nothing, with a note: S counts prompt batches from 0
@@ -70,6 +72,7 @@
 #include <utility>
 #include <vector>
 
+#include "rules/logparse/deepspeed_overflow.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -290,7 +293,7 @@ bool IsDeepSpeedLine(std::string_view line) {
   if (line.find("time (ms) | fwd_microstep: ") != std::string_view::npos ||
       line.find("time (ms) | optimizer_allgather: ") != std::string_view::npos)
     return true;
-  if (PipeLine(line)) return true;
+  if (PipeLine(line) || IsDeepSpeedOverflowLine(line)) return true;
   if (line.find(", SamplesPerSec=") != std::string_view::npos)
     return EpochStep(line, "SamplesPerSec=").has_value();
   return line.find(", skipped=") != std::string_view::npos && StepNumber(line) &&
@@ -312,6 +315,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   TrainerDictReader dicts;
   DictMemory memory;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
+  std::vector<int64_t> overflow_lines;           // the loss scaler's skipped steps
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
   int64_t zero_based_line = 0;                   // a first loss line at step 0
   std::optional<double> last_loss_epoch;         // the last loss line's epoch, when it names one
@@ -352,6 +356,10 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     dicts.ReadBar(line, no);  // the Trainer's bar (trainer_dicts.h)
+    if (IsDeepSpeedOverflowLine(line)) {
+      overflow_lines.push_back(no);
+      return;
+    }
     if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
       std::optional<double> step = NumberAfter(line, "global_step", "=");
       if (!step) step = EpochStep(line, "RunningAvgSamplesPerSec=");
@@ -499,6 +507,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
                   name, log.lines, OtherFormatHint(text, "deepspeed"));
   }
   FillSpansFromGaps(log.iterations);
+  // Without progress lines, the overflow lines are the skipped steps (their running count
+  // says the same where there are).
+  if (step_lines == 0) CountOverflowSkips(overflow_lines, name, log);
   // The first step line's count runs from the run's start: its record holds it only when the
   // record reaches back to step 1 (an excerpt from mid-run: they fell somewhere before).
   for (Iteration& it : log.iterations) {

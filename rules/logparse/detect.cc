@@ -30,7 +30,7 @@ constexpr Kind kKinds[] = {
     {"megatron", IsMegatronIterationLine, "a Megatron iteration line"},
     {"paddle", IsPaddleStepLine, "a PaddleNLP step line"},
     {"deepspeed", IsDeepSpeedLine,
-     "a DeepSpeed step, ThroughputTimer or wall_clock_breakdown timer line"},
+     "a DeepSpeed step, ThroughputTimer, wall_clock_breakdown timer or fp16 overflow line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
 };
 
@@ -66,7 +66,7 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         ErrorCode::kCorrupt,
         "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
         "line, a NeMo 2 ProgressPrinter line or NeMo 1 training bar, DeepSpeed step, "
-        "ThroughputTimer or wall_clock_breakdown timer lines, "
+        "ThroughputTimer, wall_clock_breakdown timer or fp16 overflow lines, "
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
         "'[PerfLog]' events",

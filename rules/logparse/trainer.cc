@@ -17,16 +17,19 @@
 //   O^O/ \_/ \    Batch size per device = 2 | Gradient accumulation steps = 4
 //   \        /    Data Parallel GPUs = 1 | Total batch size (2 x 4 x 1) = 8
 //
-// and TrainingArguments' `bf16=True,` / `fp16=True,` lines. The dicts carry no
-// sequence length (`mpe` comes from the BENCHFILE), and memory only where
-// ms-swift or axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar
-// before a dict gives its step (trainer_dicts.h).
+// and TrainingArguments' `bf16=True,` / `fp16=True,` lines. Under DeepSpeed with fp16, its loss
+// scaler's overflow lines are the steps it skipped (rules/logparse/deepspeed_overflow.h). The dicts
+// carry no sequence length (`mpe` comes from the BENCHFILE), and memory only where ms-swift or
+// axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar before a dict gives its step
+// (trainer_dicts.h).
 #include <fmt/format.h>
 
 #include <cctype>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "rules/logparse/deepspeed_overflow.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -90,10 +93,15 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
   DictMemory memory;
+  std::vector<int64_t> overflow_lines;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     dicts.ReadBar(line, no);
+    if (IsDeepSpeedOverflowLine(line)) {
+      overflow_lines.push_back(no);
+      return;
+    }
     bool quoted_epoch = false;
     if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
       if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
@@ -135,6 +143,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
                   name, log.lines, OtherFormatHint(text, "trainer"), bars);
   }
   FillSpansFromGaps(log.iterations);
+  CountOverflowSkips(overflow_lines, name, log);  // the Trainer on DeepSpeed, fp16
   // A dict covers logging_steps steps at most: a wider gap before it is dicts the log lost (an
   // excerpt's "..."), not a longer interval.
   if (dicts.logging_steps_stated()) {

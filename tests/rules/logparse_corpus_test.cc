@@ -652,12 +652,43 @@ TEST(Corpus, DeepSpeedScriptLossLinesCountingFromZero) {
   EXPECT_EQ(r->Loss(301), 3.48828125);  // line 54, step:300
   EXPECT_EQ(r->At(10), nullptr);
   EXPECT_EQ(r->At(11)->line, 13);
+  // The loss scaler's OVERFLOW lines (no engine line counts them): line 1 (the hysteresis one)
+  // before step:0 is step 1 skipped; lines 3-12 before step:10 steps 2-11; lines 14-23 before
+  // step:20 steps 12-21; lines 25-26 before step:30 two of steps 22-31. The scale halves with each
+  // from 2^32 (line 3) to 1024 (line 26): 20 reductions after the hysteresis.
+  EXPECT_EQ(r->At(1)->skipped, 1);
+  EXPECT_EQ(r->At(11)->skipped, 10);
+  EXPECT_EQ(r->At(21)->skipped, 10);
+  EXPECT_EQ(r->At(31)->skipped, 2);
+  EXPECT_EQ(r->At(41)->skipped, 0);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 23);
   bool noted = false;
   for (const std::string& n : r->log.notes)
     noted |= n.find(
                  "deepspeed_tunib_zero1_step0_loss_lines.log:2: the loss lines count steps "
                  "from 0") != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+TEST(Corpus, DeepSpeedFp16OverflowLinesBetweenTrainerBars) {
+  // The Trainer under DeepSpeed fp16 with no engine step line: the loss scaler's OVERFLOW line
+  // glued after bar 378 (line 2) is step 379's, the one after bar 379 (line 4) step 380's
+  // (engine.step() prints it before the bar moves on). Bar 380/2724 (line 6) ends its line before
+  // tqdm.write's clear line (line 7) and the dict (line 8): step 380, with both skips. The
+  // overflows after bars 380-382 (lines 10, 12, 14) are steps 381-383, past the last dict.
+  for (const char* format : {"auto", "deepspeed", "trainer"}) {
+    Result<Read> r = ReadLog("deepspeed_fp16_overflow_lines_trainer_bars_issue534.log", format);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->log.format, std::string(format) == "trainer" ? "trainer" : "deepspeed");
+    EXPECT_EQ(r->Steps(), (std::vector<int64_t>{380}));
+    EXPECT_EQ(r->Loss(380), 2.0491);
+    EXPECT_EQ(r->At(380)->lr, 0.0001961913563176343);
+    EXPECT_EQ(r->At(380)->skipped, 2);
+    EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 2);
+    EXPECT_TRUE(
+        r->Note("deepspeed_fp16_overflow_lines_trainer_bars_issue534.log:10: 3 fp16 "
+                "overflow line(s)"));
+  }
 }
 
 TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
@@ -2498,6 +2529,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_issue1825_samples_per_sec.log", "deepspeed"},
       {"deepspeed_0.10_hello_bert_fp16.log", "deepspeed"},
       {"deepspeed_chat_npu_gas4.log", "deepspeed"},
+      {"deepspeed_fp16_overflow_lines_trainer_bars_issue534.log", "deepspeed"},
       {"deepspeed_zero3.log", "flagperf"},  // its last line is FlagPerf's summary
       {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},
       {"trainer_pr35207_dicts.log", "trainer"},

@@ -802,6 +802,44 @@ TEST(DeepSpeed, WallClockBreakdownLinesTellAutoItIsDeepSpeed) {
   EXPECT_EQ(r->iterations[1].loss, 11.9413);
 }
 
+TEST(DeepSpeed, OverflowLinesAreSkippedStepsWhereNoStepLineCountsThem) {
+  // DynamicLossScaler.update_scale prints one line per overflowed optimizer step (rank 0), inside
+  // engine.step(), before that step's dict: each is a skipped step of the next record. With the
+  // engine's `step=N, skipped=K` lines the running count says the same and the lines add nothing.
+  const std::string overflow =
+      "[2024-09-15 00:41:26,125] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+      "Rank 0 Skipping step. Attempted loss scale: 4096, reducing to 2048\n";
+  const std::string hysteresis =
+      "[2024-09-15 00:41:26,080] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] OVERFLOW! "
+      "Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing "
+      "hysteresis to 1\n";
+  const std::string dicts = "logging_steps=5,\n" + hysteresis + overflow +
+                            "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n" + overflow +
+                            "{'loss': 2.4, 'learning_rate': 2e-05, 'epoch': 0.2}\n" + overflow;
+  for (auto parse : {ParseDeepSpeedLog, ParseTrainerLog, ParseAutoLog}) {
+    Result<ParsedLog> r = parse(dicts, "fp16.log");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->format, parse == ParseTrainerLog ? "trainer" : "deepspeed");
+    ASSERT_EQ(r->iterations.size(), 2u);
+    EXPECT_EQ(At(*r, 5)->skipped, 2);   // lines 2 and 3
+    EXPECT_EQ(At(*r, 10)->skipped, 1);  // line 5
+    ASSERT_FALSE(r->notes.empty());
+    EXPECT_NE(r->notes.back().find("fp16.log:7: 1 fp16 overflow line(s)"), std::string::npos)
+        << r->notes.back();
+  }
+  Result<ParsedLog> counted = ParseDeepSpeedLog(
+      overflow + overflow +
+          "[2024-09-15 00:41:27,020] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, "
+          "skipped=2, lr=[1e-05], mom=[(0.9, 0.999)]\n" +
+          overflow +
+          "[2024-09-15 00:41:28,020] [INFO] [logging.py:96:log_dist] [Rank 0] step=20, "
+          "skipped=3, lr=[2e-05], mom=[(0.9, 0.999)]\n",
+      "counted.log");
+  ASSERT_TRUE(counted.ok()) << counted.status().message();
+  EXPECT_EQ(At(*counted, 10)->skipped, 2);  // the step line's count, not 2 + 2
+  EXPECT_EQ(At(*counted, 20)->skipped, 1);
+}
+
 TEST(DeepSpeed, TrainerLoggingFirstStep) {
   Result<ParsedLog> r = ParseDeepSpeedLog(
       "logging_first_step=True,\n"

@@ -1330,6 +1330,30 @@ TEST(Trainer, BarsWithoutDictsSayWhereTheDictsWent) {
             "stdout: was only stderr kept?");
 }
 
+TEST(Trainer, DictsWithTypographicQuotesSayWhyTheyAreNotRead) {
+  // huggingface/transformers#33336 (waldnebel, 2024-09): the dicts pasted with ‘’ for Python's
+  // quotes (an editor's "smart quotes"). Not the log the run wrote; the error says what is wrong.
+  const std::string log =
+      "Run:\n"
+      "{\u2018loss\u2019: 1.453, \u2018grad_norm\u2019: 2.474428415298462, "
+      "\u2018learning_rate\u2019: 4.682539682539683e-05, \u2018epoch\u2019: 0.19}\n";
+  const std::string hint =
+      "; line 2 is a Trainer log dict with typographic quotes (\u2018loss\u2019) where Python "
+      "prints 'loss': the text was pasted through an editor that changed them; give the log as "
+      "the run wrote it";
+  Result<ParsedLog> r = ParseTrainerLog(log, "quotes.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "quotes.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 2 lines" +
+                hint);
+  for (auto parse : {ParseAutoLog, ParseDeepSpeedLog}) {
+    r = parse(log, "quotes.log");
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().message().ends_with(hint)) << r.status().message();
+  }
+}
+
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
 // (2025-08-27: logs["memory/max_allocated (GiB)"] = round(allocated, 2), ...;
 // transformers prints the values as strings); the largest reserved figure wins,

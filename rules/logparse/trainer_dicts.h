@@ -62,10 +62,13 @@
 // 2025 printed with four significant digits): where that allows several counts, the last bar
 // before it settles which, else its epoch at the steps per epoch the dicts pin (Finish), else the
 // average runs through the last dict's step (with a note). With
-// include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", ...) to
-// every step dict too, which keeps its loss. Several ranks may print the whole
-// series: a loss dict equal to an earlier one (its epoch or step included) is a
-// copy, as is an eval dict with an earlier one's step and eval_loss, and closing
+// include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", start_time,
+// num_tokens=num_input_tokens_seen) to every step dict too, which keeps its loss: its
+// train_tokens_per_second (the input tokens of all devices since train() began over the seconds
+// since) at the last dict is the trainer average through that dict's step, as LLaMA-Factory's
+// throughput is (not after a resume: the tokens then count from the first run's start). Several
+// ranks may print the whole series: a loss dict equal to an earlier one (its epoch or step
+// included) is a copy, as is an eval dict with an earlier one's step and eval_loss, and closing
 // dicts after the first are left out.
 //
 // Thread safety: TrainerDictReader is a value type, one per log.

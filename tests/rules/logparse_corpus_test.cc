@@ -2164,6 +2164,13 @@ TEST(Corpus, TrainerDictsWithSpeedMetricsAreStepDicts) {
   EXPECT_EQ(r->Loss(7), 2.5722);  // line 16
   EXPECT_EQ(r->At(2)->lr, 4.9500000000000004e-05);
   EXPECT_TRUE(r->m()["wall_s"].is_null());  // no closing dict in the excerpt: not 49.1873
+  // The dicts' train_tokens_per_second (speed_metrics with num_tokens = num_input_tokens_seen, all
+  // ranks' input tokens since train() began): the last one, line 16, is the run's token rate
+  // through step 7: 1376256 tokens / 49.1873 s = 27979.9 (196608 = 24 ranks x 8192 a step).
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->tokens_per_s, 27979.885);
+  EXPECT_EQ(r->log.trainer_average->through_step, 7);
+  EXPECT_EQ(r->log.trainer_average->line, 16);
 }
 
 TEST(Corpus, TrainerDictsNumberedByTheirEpoch) {

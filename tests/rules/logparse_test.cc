@@ -1330,6 +1330,31 @@ TEST(Trainer, BarsWithoutDictsSayWhereTheDictsWent) {
             "stdout: was only stderr kept?");
 }
 
+TEST(Trainer, TokensPerSecondOfIncludeNumInputTokensSeen) {
+  // transformers' Trainer.log with include_num_input_tokens_seen: speed_metrics("train",
+  // start_time, num_tokens=num_input_tokens_seen) in every dict, the last one the run's token rate
+  // so far (LlamaFactory#9147's dicts, 2025-09: 523776 / 356.9094 = 1467.532).
+  const std::string dicts =
+      "{'loss': 1.8349, 'grad_norm': 2.62, 'learning_rate': 1e-05, 'epoch': 0.18, "
+      "'num_input_tokens_seen': 261888, 'train_runtime': 184.9061, 'train_tokens_per_second': "
+      "1416.33}\n"
+      "{'loss': 1.7993, 'grad_norm': 2.35, 'learning_rate': 9.97e-06, 'epoch': 0.36, "
+      "'num_input_tokens_seen': 523776, 'train_runtime': 356.9094, 'train_tokens_per_second': "
+      "1467.532}\n";
+  Result<ParsedLog> r = ParseTrainerLog("logging_steps=10,\n" + dicts, "tokens.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->tokens_per_s, 1467.532);
+  EXPECT_EQ(r->trainer_average->through_step, 20);
+  EXPECT_EQ(r->trainer_average->line, 3);
+  EXPECT_FALSE(r->wall_s);  // train_runtime beside a loss: not the closing dict's
+  // Resumed, the tokens count from the first run's start, the seconds from the resume's.
+  r = ParseTrainerLog("logging_steps=10,\n  Continuing training from global step 10\n" + dicts,
+                      "resumed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->trainer_average);
+}
+
 TEST(Trainer, DictsWithTypographicQuotesSayWhyTheyAreNotRead) {
   // huggingface/transformers#33336 (waldnebel, 2024-09): the dicts pasted with ‘’ for Python's
   // quotes (an editor's "smart quotes"). Not the log the run wrote; the error says what is wrong.

@@ -691,6 +691,31 @@ TEST(Corpus, DeepSpeedFp16OverflowLinesBetweenTrainerBars) {
   }
 }
 
+TEST(Corpus, DeepSpeedTrainerDefaultLoggingStepsFromTheBarAndStepLine) {
+  // The engine's step=2000 (line 4, glued after the bar 1999/24128) numbers the next dict (line
+  // 6); the three dicts before it (lines 1-3), below that bar, are placed by logging_steps 500
+  // (transformers' default, not stated), the one value the bar bounds allow. Epochs check it at
+  // 24128 steps an epoch: 500 / 24128 = 0.0207 -> 0.02, 1500 -> 0.062 -> 0.06, 2000 -> 0.083 ->
+  // 0.08, 2500 -> 0.104 -> 0.1. skipped=1995 counts from the run's start, and the record at 2000
+  // spans 1501-2000: not attributed. The old timer's SamplesPerSec (line 5) is the running average
+  // through step 2000.
+  Result<Read> r =
+      ReadLog("deepspeed_trainer_default_logging500_bar_glued_step_issue14531.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "deepspeed");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{500, 1000, 1500, 2000, 2500}));
+  EXPECT_EQ(r->Loss(500), 6.2645);  // line 1
+  EXPECT_EQ(r->Loss(2000), 0.0);    // line 6
+  EXPECT_EQ(r->At(2000)->lr, 0.001);
+  EXPECT_EQ(r->At(2000)->skipped, 0);
+  EXPECT_EQ(r->At(2500)->line, 7);
+  EXPECT_TRUE(r->Note("numbered by logging_steps 500"));
+  EXPECT_TRUE(r->Note("skipped=1995 counts the run's skipped steps from its start"));
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 9.526738918021234);
+  EXPECT_EQ(r->log.trainer_average->through_step, 2000);
+}
+
 TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
   // HelloDeepSpeed: "[Rank 0] Loss: 10.8766" after step=10; max_seq_length 128 is the
   // script's default (not in the log).
@@ -2537,6 +2562,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_0.10_hello_bert_fp16.log", "deepspeed"},
       {"deepspeed_chat_npu_gas4.log", "deepspeed"},
       {"deepspeed_fp16_overflow_lines_trainer_bars_issue534.log", "deepspeed"},
+      {"deepspeed_trainer_default_logging500_bar_glued_step_issue14531.log", "deepspeed"},
       {"deepspeed_zero3.log", "flagperf"},  // its last line is FlagPerf's summary
       {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},
       {"trainer_pr35207_dicts.log", "trainer"},

@@ -433,7 +433,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       error = memory.Read(*dict, name, no);
       return;
     }
-    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
+    if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
     std::optional<double> step = StepNumber(line);
     if (!step) {
       if (EpochBatchLoss(line)) {

@@ -109,7 +109,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       error = memory.Read(*dict, name, no);
       return;
     }
-    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
+    if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
     bool summary = false;
     for (const auto& s : kSummary) {
       if (std::optional<double> n = CountAfter(line, s[0])) {
@@ -130,13 +130,18 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {
     // transformers writes the dicts with tqdm.write, to stdout, and its bars to stderr.
-    const std::string bars =
-        dicts.first_bar_line() == 0
-            ? ""
-            : fmt::format(
-                  "; its progress bars are there (line {}) but the dicts go to stdout: was only "
-                  "stderr kept?",
-                  dicts.first_bar_line());
+    std::string bars;
+    if (std::optional<std::pair<int64_t, int64_t>> end = dicts.ResumedAtTheEnd()) {
+      bars = fmt::format(
+          "; the run resumed from global step {} (line {}), and its progress bars count no more "
+          "steps than that: a resume at or past max_steps trains nothing",
+          end->first, end->second);
+    } else if (dicts.first_bar_line() != 0) {
+      bars = fmt::format(
+          "; its progress bars are there (line {}) but the dicts go to stdout: was only stderr "
+          "kept?",
+          dicts.first_bar_line());
+    }
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no Trainer loss dicts (\"{{'loss': X, 'learning_rate': ...}}\", one per "
                   "logging_steps) in {} lines{}{}",

@@ -81,8 +81,14 @@ bool TrainerDictReader::ReadEcho(std::string_view line, const TrainerDict& dict,
   return true;
 }
 
-bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps,
-                                   ParsedLog& log) {
+std::optional<std::pair<int64_t, int64_t>> TrainerDictReader::ResumedAtTheEnd() const {
+  if (!resumed_ || bar_total_after_resume_ == 0 || resumed_step_ < bar_total_after_resume_)
+    return std::nullopt;
+  return std::pair{resumed_step_, resumed_line_};
+}
+
+bool TrainerDictReader::ReadResume(std::string_view line, int64_t line_no,
+                                   std::map<int64_t, Iteration>& steps, ParsedLog& log) {
   constexpr std::string_view kResume = "Continuing training from global step ";
   size_t at = line.find(kResume);
   if (at == std::string_view::npos) return false;
@@ -92,6 +98,9 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   steps.erase(steps.upper_bound(step), steps.end());
   ++log.restarts;
   resumed_ = true;
+  resumed_step_ = step;
+  resumed_line_ = line_no;
+  bar_total_after_resume_ = 0;
   seen_.clear();  // the resumed run may print the same dicts again
   last_ = step;
   anchored_.reset();

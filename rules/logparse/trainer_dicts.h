@@ -123,7 +123,8 @@ class TrainerDictReader {
   // step 20"): the records after that step are the failed run's, dropped (a
   // restart, counted in log.restarts), and the count goes on from there. True
   // when the line was that one.
-  bool ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps, ParsedLog& log);
+  bool ReadResume(std::string_view line, int64_t line_no, std::map<int64_t, Iteration>& steps,
+                  ParsedLog& log);
 
   // LLaMA-Factory's LogCallback in its Web UI mode (LLAMABOARD_ENABLED) echoes each training log
   // through its logger just before the Trainer prints the dict, on the line of the bar drawn at
@@ -153,6 +154,11 @@ class TrainerDictReader {
   bool logging_steps_stated() const { return stated_; }
   // The line of the first tqdm bar read (0: none), for the error of a log without dicts.
   int64_t first_bar_line() const { return first_bar_line_; }
+  // The step of the last resume ("Continuing training from global step N") when the bars after
+  // it count N steps or fewer (a resume at or past max_steps trains nothing: LlamaFactory#1813's
+  // "global step 200000" then `0/139495`), and its line; nullopt otherwise. For the error of a log
+  // without dicts.
+  std::optional<std::pair<int64_t, int64_t>> ResumedAtTheEnd() const;
   // After the log, before `steps` becomes log.iterations. When some loss dict was numbered by
   // counting (it named no step, no other line anchored it, no bar numbered it) while the log
   // never stated logging_steps, its step is inferred where the log allows only one answer:
@@ -260,7 +266,9 @@ class TrainerDictReader {
   std::optional<ClosingAt> closing_at_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
-  int64_t echo_line_ = 0;  // LLaMA-Factory's first echo (ReadEcho)
+  int64_t resumed_step_ = 0, resumed_line_ = 0;
+  int64_t bar_total_after_resume_ = 0;  // the largest total of the bars after the last resume
+  int64_t echo_line_ = 0;               // LLaMA-Factory's first echo (ReadEcho)
   std::optional<std::pair<double, int64_t>> echo_throughput_;  // the last echo's, its line
   struct NewRunAt {
     int64_t line = 0;

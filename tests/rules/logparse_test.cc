@@ -1379,6 +1379,25 @@ TEST(Trainer, DictsWithTypographicQuotesSayWhyTheyAreNotRead) {
   }
 }
 
+TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {
+  // hiyouga/LlamaFactory#1813 (2023-12-12): resumed from a checkpoint at step 200000 of a longer
+  // run, the new run's max_steps 139495: the bar starts at 0/139495 and nothing is trained. Not
+  // "was only stderr kept?".
+  Result<ParsedLog> r = ParseTrainerLog(
+      "[INFO|trainer.py:1791] 2023-12-12 10:12:06,000 >>   Continuing training from global step "
+      "200000\n"
+      "[INFO|trainer.py:1793] 2023-12-12 10:12:06,000 >>   Will skip the first 1 epochs then the "
+      "first 60505 batches in the first epoch.\n"
+      "  0%|          | 0/139495 [00:00<?, ?it/s]\n",
+      "resumed.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "resumed.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 3 lines; the run resumed from global step 200000 (line 1), and its "
+            "progress bars count no more steps than that: a resume at or past max_steps trains "
+            "nothing");
+}
+
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
 // (2025-08-27: logs["memory/max_allocated (GiB)"] = round(allocated, 2), ...;
 // transformers prints the values as strings); the largest reserved figure wins,

@@ -35,6 +35,7 @@
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
 #include "rules/logparse/trainer_memory.h"
+#include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
 namespace {
@@ -95,37 +96,48 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   DictMemory memory;
   std::vector<int64_t> overflow_lines;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
-  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
-    if (!error.ok()) return;
-    dicts.ReadBar(line, no);
-    if (IsDeepSpeedOverflowLine(line)) {
-      overflow_lines.push_back(no);
-      return;
-    }
-    bool quoted_epoch = false;
-    if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
-      if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
-      dicts.Read(*dict, no, steps, log, quoted_epoch);
-      error = memory.Read(*dict, name, no);
-      return;
-    }
-    if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
-    bool summary = false;
-    for (const auto& s : kSummary) {
-      if (std::optional<double> n = CountAfter(line, s[0])) {
-        SetFact(log, s[1], *n, no);
-        summary = true;
-      }
-    }
-    if (summary) return;
-    for (auto [field, word] : {std::pair{"bf16", "bf16"}, std::pair{"fp16", "fp16"}}) {
-      if (std::optional<bool> on = BoolField(line, field); on && *on && log.precision.empty()) {
-        log.precision = word;
-        log.precision_line = no;
-      }
-    }
-  });
+  // A dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
+  bool failed = false;
+  const UnwrappedRead read = ForEachUnwrappedLine(
+      text, TrainerDictCompletion, StopsTrainerDictPieces,
+      [&](std::string_view line, int64_t no) {
+        dicts.ReadBar(line, no);
+        if (IsDeepSpeedOverflowLine(line)) {
+          overflow_lines.push_back(no);
+          return;
+        }
+        bool quoted_epoch = false;
+        if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+          if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
+          dicts.Read(*dict, no, steps, log, quoted_epoch);
+          error = memory.Read(*dict, name, no);
+          failed = !error.ok();
+          return;
+        }
+        if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
+        bool summary = false;
+        for (const auto& s : kSummary) {
+          if (std::optional<double> n = CountAfter(line, s[0])) {
+            SetFact(log, s[1], *n, no);
+            summary = true;
+          }
+        }
+        if (summary) return;
+        for (auto [field, word] : {std::pair{"bf16", "bf16"}, std::pair{"fp16", "fp16"}}) {
+          if (std::optional<bool> on = BoolField(line, field); on && *on && log.precision.empty()) {
+            log.precision = word;
+            log.precision_line = no;
+          }
+        }
+      },
+      &failed);
+  log.lines = read.lines;
   BM_TRY(error);
+  if (read.joined > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} Trainer dict(s) hard-wrapped over several lines (a terminal copy) read joined",
+        name, read.first_joined, read.joined));
+  }
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {

@@ -97,6 +97,14 @@ using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 // says whether the epoch was a quoted string (transformers from 2025: f"{v:.4g}").
 std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_epoch = nullptr);
 
+// A dict a terminal copy hard-wrapped at the window's width (tloen/alpaca-lora#268:
+// `{'eval_loss': 2.22..., 'eval_runtime': 274.3799, 'eval_samples_pe` then `r_second': 7.289, ...,
+// 'epoch': 0.01}`), for ForEachUnwrappedLine (wrapped_lines.h): "}" for a line that opens a dict
+// (`{'` or `{"`, spaces before it) and does not close it, else "". The pieces after it end at a
+// blank line, a line with a '{' or one that starts with '[' (a logger's line).
+std::string_view TrainerDictCompletion(std::string_view line);
+bool StopsTrainerDictPieces(std::string_view line);
+
 // Half the last printed digit's unit of a value the Trainer rounded to `at_least` (half of its
 // last decimal) and may have printed f"{v:.4g}" (four significant digits).
 double HalfUnit(double v, double at_least);

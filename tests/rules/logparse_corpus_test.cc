@@ -2198,6 +2198,27 @@ TEST(Corpus, TrainerDictsWithSpeedMetricsAreStepDicts) {
   EXPECT_EQ(r->log.trainer_average->line, 16);
 }
 
+TEST(Corpus, TrainerEvalDictHardWrappedByATerminalCopy) {
+  // A 76-column terminal: the dicts are padded to 76 columns, and the first eval dict (line 2) is
+  // cut at column 76 inside 'eval_samples_per_second', its rest on line 3. Read joined: both
+  // evaluations, after the loss dicts of lines 1 and 4 (counted: logging_steps is not in the log).
+  for (const char* format : {"trainer", "deepspeed", "auto"}) {
+    Result<Read> r = ReadLog("trainer_eval_dict_hard_wrapped_issue268.log", format);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(r->Loss(2), 2.2272);
+    ASSERT_EQ(r->log.evals.size(), 2u);
+    EXPECT_EQ(r->log.evals[0].value, 2.2206013202667236);  // lines 2-3
+    EXPECT_EQ(r->log.evals[0].step, 1);
+    EXPECT_EQ(r->log.evals[0].line, 2);
+    EXPECT_EQ(r->log.evals[1].value, 2.098778247833252);  // line 5
+    EXPECT_EQ(r->log.evals[1].step, 2);
+    EXPECT_TRUE(
+        r->Note("trainer_eval_dict_hard_wrapped_issue268.log:2: 1 Trainer dict(s) "
+                "hard-wrapped over several lines"));
+  }
+}
+
 TEST(Corpus, TrainerDictsNumberedByTheirEpoch) {
   // Bars 1/16, 2/16, 4/16, 8/16, 12/16 end the line before the dicts at lines 3-15; the last
   // bar, 16/16 (line 17), is finished, so it numbers nothing. Epochs 0.06, 0.12, 0.25, 0.5,
@@ -2571,6 +2592,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_msswift_colab_t4_memory.log", "trainer"},
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
+      {"trainer_eval_dict_hard_wrapped_issue268.log", "trainer"},
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
       {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
       {"trainer_unsloth_t55_epochs_closing_anchor.log", "trainer"},

@@ -2583,6 +2583,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_0.10_hello_bert_fp16.log", "deepspeed"},
       {"deepspeed_chat_npu_gas4.log", "deepspeed"},
       {"deepspeed_fp16_overflow_lines_trainer_bars_issue534.log", "deepspeed"},
+      {"deepspeed_tunib_zero1_step0_loss_lines.log", "deepspeed"},  // by its overflow lines
       {"deepspeed_trainer_default_logging500_bar_glued_step_issue14531.log", "deepspeed"},
       {"deepspeed_zero3.log", "flagperf"},  // its last line is FlagPerf's summary
       {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},

@@ -40,7 +40,9 @@
 // (a script's `enumerate`), and each is read as the step after its number. `skipped` is DeepSpeed's
 // running count; a record gets the increase since the previous progress line (the first line's
 // whole count only when its record reaches back to step 1: an excerpt from mid-run does not say
-// where the earlier skips fell). A `step=N` line right after one for the same N is a second
+// where the earlier skips fell); in a log without them, each fp16 overflow line ("[deepspeed]
+// OVERFLOW! Rank 0 Skipping step.", rules/logparse/deepspeed_overflow.h) is a skipped step of the
+// first record after it. A `step=N` line right after one for the same N is a second
 // engine's (DeepSpeed-Chat step 3 runs an actor and a critic engine, each with its own count): the
 // first is kept. DeepSpeed-Chat's PPO lines, `epoch: 0|step: S|ppo_ep: 1|act_loss: x|cri_loss:
 // y|...` (step3_rlhf_finetuning/main.py), give nothing, with a note: S counts prompt batches from 0
@@ -70,11 +72,13 @@
 #include <utility>
 #include <vector>
 
+#include "rules/logparse/deepspeed_overflow.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
 #include "rules/logparse/trainer_memory.h"
+#include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
 namespace {
@@ -290,7 +294,7 @@ bool IsDeepSpeedLine(std::string_view line) {
   if (line.find("time (ms) | fwd_microstep: ") != std::string_view::npos ||
       line.find("time (ms) | optimizer_allgather: ") != std::string_view::npos)
     return true;
-  if (PipeLine(line)) return true;
+  if (PipeLine(line) || IsDeepSpeedOverflowLine(line)) return true;
   if (line.find(", SamplesPerSec=") != std::string_view::npos)
     return EpochStep(line, "SamplesPerSec=").has_value();
   return line.find(", skipped=") != std::string_view::npos && StepNumber(line) &&
@@ -312,6 +316,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   TrainerDictReader dicts;
   DictMemory memory;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
+  std::vector<int64_t> overflow_lines;           // the loss scaler's skipped steps
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
   int64_t zero_based_line = 0;                   // a first loss line at step 0
   std::optional<double> last_loss_epoch;         // the last loss line's epoch, when it names one
@@ -349,128 +354,144 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     if (gb && *gb > peak_gb) peak_gb = *gb;
   };
   Status error = Status::Ok();
-  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
-    if (!error.ok()) return;
-    dicts.ReadBar(line, no);  // the Trainer's bar (trainer_dicts.h)
-    if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
-      std::optional<double> step = NumberAfter(line, "global_step", "=");
-      if (!step) step = EpochStep(line, "RunningAvgSamplesPerSec=");
-      if (!step) return;
-      const int64_t s = line.find("global_step") == std::string_view::npos && engine_step
-                            ? *engine_step
-                            : static_cast<int64_t>(*step);
-      if (line.find("global_step") != std::string_view::npos) engine_lines.push_back({s, no});
-      timer(line, no, s, "RunningAvgSamplesPerSec",
-            "DeepSpeed's RunningAvgSamplesPerSec (ThroughputTimer, steps after the first 2)");
-      return;
-    }
-    if (line.find(", SamplesPerSec=") != std::string_view::npos) {
-      std::optional<double> step = EpochStep(line, "SamplesPerSec=");
-      if (!step) return;
-      timer(line, no, engine_step.value_or(static_cast<int64_t>(*step)), "SamplesPerSec",
-            "DeepSpeed's SamplesPerSec (ThroughputTimer before 0.7: the running average of the "
-            "steps after the first 2)");
-      return;
-    }
-    if (line.find(", skipped=") != std::string_view::npos) {
-      std::optional<double> step = StepNumber(line);
-      std::optional<double> skipped = NumberAfter(line, "skipped", "=");
-      if (!step || !skipped) return;
-      const int64_t n = static_cast<int64_t>(*step);
-      if (n <= 0) return;  // the engine's start-up print (step=0), before any optimizer step
-      // A second engine's line for the same step (DeepSpeed-Chat's PPO critic after its
-      // actor): its own running count, not this run's; the first line's count is kept.
-      if (engine_step == n) return;
-      engine_step = n;
-      engine_lines.push_back({n, no});
-      dicts.SawStep(n);
-      Iteration& it = at_step(n, no);
-      set(it.lr, NumberAfter(line, "lr", "="));
-      int64_t total = static_cast<int64_t>(*skipped);
-      if (++step_lines == 1 && total > 0) {
-        first_skipped = {n, no};
-        first_skipped_total = total;
-      }
-      if (total >= last_skipped_total) it.skipped = total - last_skipped_total;
-      last_skipped_total = total;
-      return;
-    }
-    if (std::optional<PipeProgress> p = PipeLine(line)) {
-      if (p->step <= 0) return;
-      Iteration& it = at_step(p->step, no);
-      set(it.loss, p->loss);
-      set(it.ms, p->ms);
-      set(it.samples_per_s, p->samples_per_s);
-      return;
-    }
-    for (const auto& f : kFacts) {
-      if (std::optional<std::string_view> v = DottedArg(line, f[0])) {
-        if (std::optional<double> n = ParseNumber(*v)) SetFact(log, f[1], *n, no);
-        return;
-      }
-    }
-    for (const auto& p : kPrecisions) {
-      if (std::optional<std::string_view> v = DottedArg(line, p[0])) {
-        if (Enabled(*v) && log.precision.empty()) {
-          log.precision = p[1];
-          log.precision_line = no;
+  // A Trainer dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
+  bool failed = false;
+  const UnwrappedRead read = ForEachUnwrappedLine(
+      text, TrainerDictCompletion, StopsTrainerDictPieces,
+      [&](std::string_view line, int64_t no) {
+        dicts.ReadBar(line, no);  // the Trainer's bar (trainer_dicts.h)
+        if (IsDeepSpeedOverflowLine(line)) {
+          overflow_lines.push_back(no);
+          return;
         }
-        return;
-      }
-    }
-    bool quoted_epoch = false;
-    if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
-      if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
-      dicts.Read(*dict, no, steps, log, quoted_epoch);
-      error = memory.Read(*dict, name, no);
-      return;
-    }
-    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
-    std::optional<double> step = StepNumber(line);
-    if (!step) {
-      if (EpochBatchLoss(line)) {
-        if (!epoch_batch_line) epoch_batch_line = no;
-        return;
-      }
-      std::optional<double> loss = StepLessLoss(line);
-      if (loss && engine_step && !at_step(*engine_step, no).loss)
-        at_step(*engine_step, no).loss = loss;
-      return;
-    }
-    if (line.find("|act_loss: ") != std::string_view::npos) {
-      if (!ppo_line) ppo_line = no;
-      return;
-    }
-    size_t at = LossKey(line);
-    if (at != std::string_view::npos && EvalBefore(line, at)) {
-      if (!eval_line) eval_line = no;
-      return;
-    }
-    std::optional<double> loss = at == std::string_view::npos ? std::nullopt : LossValue(line, at);
-    if (!loss || *step < 0 || epoch_counter_line) return;
-    // A step counter that starts again in a later epoch (TRACE's `Epoch 2, Step 0, Loss: x`, an
-    // `enumerate` over each epoch's batches) is the epoch's own: the optimizer steps of this line
-    // and the ones after are not known.
-    std::optional<double> epoch = CounterNumber(line, "epoch");
-    if (epoch && last_loss_epoch && *epoch > *last_loss_epoch && !loss_lines.empty() &&
-        *step + (zero_based_line ? 1 : 0) <= loss_lines.back().step) {
-      epoch_counter_line = no;
-      epoch_counter_step = static_cast<int64_t>(*step);
-      return;
-    }
-    if (epoch) last_loss_epoch = epoch;
-    // A first loss line at step 0 (TUNiB's tutorial: `print(f"step:{i}, loss:{loss}")` over
-    // `enumerate(data_loader)`) numbers from 0: its steps are one below the optimizer's.
-    if (*step == 0 && loss_lines.empty() && !zero_based_line) zero_based_line = no;
-    if (*step == 0 && !zero_based_line) return;
-    const int64_t n = static_cast<int64_t>(*step) + (zero_based_line ? 1 : 0);
-    const bool created = steps.count(n) == 0;
-    Iteration& it = at_step(n, no);
-    if (!it.loss) loss_line_steps.emplace(n, created);
-    set(it.loss, loss);
-    loss_lines.push_back({n, no});
-  });
+        if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
+          std::optional<double> step = NumberAfter(line, "global_step", "=");
+          if (!step) step = EpochStep(line, "RunningAvgSamplesPerSec=");
+          if (!step) return;
+          const int64_t s = line.find("global_step") == std::string_view::npos && engine_step
+                                ? *engine_step
+                                : static_cast<int64_t>(*step);
+          if (line.find("global_step") != std::string_view::npos) engine_lines.push_back({s, no});
+          timer(line, no, s, "RunningAvgSamplesPerSec",
+                "DeepSpeed's RunningAvgSamplesPerSec (ThroughputTimer, steps after the first 2)");
+          return;
+        }
+        if (line.find(", SamplesPerSec=") != std::string_view::npos) {
+          std::optional<double> step = EpochStep(line, "SamplesPerSec=");
+          if (!step) return;
+          timer(line, no, engine_step.value_or(static_cast<int64_t>(*step)), "SamplesPerSec",
+                "DeepSpeed's SamplesPerSec (ThroughputTimer before 0.7: the running average of the "
+                "steps after the first 2)");
+          return;
+        }
+        if (line.find(", skipped=") != std::string_view::npos) {
+          std::optional<double> step = StepNumber(line);
+          std::optional<double> skipped = NumberAfter(line, "skipped", "=");
+          if (!step || !skipped) return;
+          const int64_t n = static_cast<int64_t>(*step);
+          if (n <= 0) return;  // the engine's start-up print (step=0), before any optimizer step
+          // A second engine's line for the same step (DeepSpeed-Chat's PPO critic after its
+          // actor): its own running count, not this run's; the first line's count is kept.
+          if (engine_step == n) return;
+          engine_step = n;
+          engine_lines.push_back({n, no});
+          dicts.SawStep(n);
+          Iteration& it = at_step(n, no);
+          set(it.lr, NumberAfter(line, "lr", "="));
+          int64_t total = static_cast<int64_t>(*skipped);
+          if (++step_lines == 1 && total > 0) {
+            first_skipped = {n, no};
+            first_skipped_total = total;
+          }
+          if (total >= last_skipped_total) it.skipped = total - last_skipped_total;
+          last_skipped_total = total;
+          return;
+        }
+        if (std::optional<PipeProgress> p = PipeLine(line)) {
+          if (p->step <= 0) return;
+          Iteration& it = at_step(p->step, no);
+          set(it.loss, p->loss);
+          set(it.ms, p->ms);
+          set(it.samples_per_s, p->samples_per_s);
+          return;
+        }
+        for (const auto& f : kFacts) {
+          if (std::optional<std::string_view> v = DottedArg(line, f[0])) {
+            if (std::optional<double> n = ParseNumber(*v)) SetFact(log, f[1], *n, no);
+            return;
+          }
+        }
+        for (const auto& p : kPrecisions) {
+          if (std::optional<std::string_view> v = DottedArg(line, p[0])) {
+            if (Enabled(*v) && log.precision.empty()) {
+              log.precision = p[1];
+              log.precision_line = no;
+            }
+            return;
+          }
+        }
+        bool quoted_epoch = false;
+        if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+          if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
+          dicts.Read(*dict, no, steps, log, quoted_epoch);
+          error = memory.Read(*dict, name, no);
+          failed = !error.ok();
+          return;
+        }
+        if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
+        std::optional<double> step = StepNumber(line);
+        if (!step) {
+          if (EpochBatchLoss(line)) {
+            if (!epoch_batch_line) epoch_batch_line = no;
+            return;
+          }
+          std::optional<double> loss = StepLessLoss(line);
+          if (loss && engine_step && !at_step(*engine_step, no).loss)
+            at_step(*engine_step, no).loss = loss;
+          return;
+        }
+        if (line.find("|act_loss: ") != std::string_view::npos) {
+          if (!ppo_line) ppo_line = no;
+          return;
+        }
+        size_t at = LossKey(line);
+        if (at != std::string_view::npos && EvalBefore(line, at)) {
+          if (!eval_line) eval_line = no;
+          return;
+        }
+        std::optional<double> loss =
+            at == std::string_view::npos ? std::nullopt : LossValue(line, at);
+        if (!loss || *step < 0 || epoch_counter_line) return;
+        // A step counter that starts again in a later epoch (TRACE's `Epoch 2, Step 0, Loss: x`, an
+        // `enumerate` over each epoch's batches) is the epoch's own: the optimizer steps of this
+        // line and the ones after are not known.
+        std::optional<double> epoch = CounterNumber(line, "epoch");
+        if (epoch && last_loss_epoch && *epoch > *last_loss_epoch && !loss_lines.empty() &&
+            *step + (zero_based_line ? 1 : 0) <= loss_lines.back().step) {
+          epoch_counter_line = no;
+          epoch_counter_step = static_cast<int64_t>(*step);
+          return;
+        }
+        if (epoch) last_loss_epoch = epoch;
+        // A first loss line at step 0 (TUNiB's tutorial: `print(f"step:{i}, loss:{loss}")` over
+        // `enumerate(data_loader)`) numbers from 0: its steps are one below the optimizer's.
+        if (*step == 0 && loss_lines.empty() && !zero_based_line) zero_based_line = no;
+        if (*step == 0 && !zero_based_line) return;
+        const int64_t n = static_cast<int64_t>(*step) + (zero_based_line ? 1 : 0);
+        const bool created = steps.count(n) == 0;
+        Iteration& it = at_step(n, no);
+        if (!it.loss) loss_line_steps.emplace(n, created);
+        set(it.loss, loss);
+        loss_lines.push_back({n, no});
+      },
+      &failed);
+  log.lines = read.lines;
   BM_TRY(error);
+  if (read.joined > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} Trainer dict(s) hard-wrapped over several lines (a terminal copy) read joined",
+        name, read.first_joined, read.joined));
+  }
   if (zero_based_line) {
     log.notes.push_back(fmt::format(
         "{}:{}: the loss lines count steps from 0 (their first is step 0): each is read as the "
@@ -499,6 +520,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
                   name, log.lines, OtherFormatHint(text, "deepspeed"));
   }
   FillSpansFromGaps(log.iterations);
+  // Without progress lines, the overflow lines are the skipped steps (their running count
+  // says the same where there are).
+  if (step_lines == 0) CountOverflowSkips(overflow_lines, name, log);
   // The first step line's count runs from the run's start: its record holds it only when the
   // record reaches back to step 1 (an excerpt from mid-run: they fell somewhere before).
   for (Iteration& it : log.iterations) {

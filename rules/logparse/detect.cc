@@ -30,12 +30,39 @@ constexpr Kind kKinds[] = {
     {"megatron", IsMegatronIterationLine, "a Megatron iteration line"},
     {"paddle", IsPaddleStepLine, "a PaddleNLP step line"},
     {"deepspeed", IsDeepSpeedLine,
-     "a DeepSpeed step, ThroughputTimer or wall_clock_breakdown timer line"},
+     "a DeepSpeed step, ThroughputTimer, wall_clock_breakdown timer or fp16 overflow line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
     // Last: a log any format above recognises keeps that format.
     {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
     {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
 };
+
+// The first line that is a Trainer dict but for its quotes: typographic ones (‘loss’, “loss”),
+// which an editor or a chat put in place of Python's when the log was pasted
+// (huggingface/transformers #33336). 0 when there is none.
+int64_t TypographicDictLine(std::string_view text) {
+  int64_t found = 0;
+  ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (found) return;
+    std::string_view t = Trim(line);
+    if (!t.starts_with("{")) return;
+    t = Trim(t.substr(1));
+    for (std::string_view open : {"\u2018loss\u2019", "\u201closs\u201d"}) {
+      if (t.starts_with(open)) found = no;
+    }
+  });
+  return found;
+}
+
+std::string TypographicDictHint(std::string_view text) {
+  const int64_t line = TypographicDictLine(text);
+  if (line == 0) return "";
+  return fmt::format(
+      "; line {} is a Trainer log dict with typographic quotes (‘loss’) where Python prints "
+      "'loss': the text was pasted through an editor that changed them; give the log as the run "
+      "wrote it",
+      line);
+}
 
 }  // namespace
 
@@ -57,7 +84,8 @@ std::optional<Detected> DetectLogFormat(std::string_view text) {
 
 std::string OtherFormatHint(std::string_view text, std::string_view tried) {
   std::optional<Detected> d = DetectLogFormat(text);
-  if (!d || d->format == tried) return "";
+  if (!d) return TypographicDictHint(text);
+  if (d->format == tried) return "";
   return fmt::format("; line {} is {}: set log_format = \"{}\" (or \"auto\")", d->line, d->what,
                      d->format);
 }
@@ -69,13 +97,12 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         ErrorCode::kCorrupt,
         "{}: log_format = \"auto\" found none of these in {} lines: a Megatron iteration "
         "line, a NeMo 2 ProgressPrinter line or NeMo 1 training bar, DeepSpeed step, "
-        "ThroughputTimer or wall_clock_breakdown timer lines, "
+        "ThroughputTimer, wall_clock_breakdown timer or fp16 overflow lines, "
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
         "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines, NeMo Automodel "
-        "'step N | epoch E | "
-        "loss X | ...' lines",
-        name, CountLines(text));
+        "'step N | epoch E | loss X | ...' lines{}",
+        name, CountLines(text), TypographicDictHint(text));
   }
   const LogParser* parser = FindLogParser(d->format);
   BM_ASSIGN_OR_RETURN(ParsedLog log, parser->parse(text, name));

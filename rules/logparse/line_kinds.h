@@ -18,7 +18,8 @@ bool IsNemoProgressLine(std::string_view line);
 // "Epoch 0: ... 50/50 [..., reduced_train_loss=11.70, global_step=49.00, ...]" (NeMo 1's bar)
 bool IsNemoBarLine(std::string_view line);
 bool IsPaddleStepLine(std::string_view line);
-bool IsDeepSpeedLine(std::string_view line);    // engine step=, ThroughputTimer, breakdown lines
+// engine step=, ThroughputTimer, breakdown, fp16 overflow lines
+bool IsDeepSpeedLine(std::string_view line);
 bool IsTrainerDictLine(std::string_view line);  // a loss or closing dict
 // "step 9 | epoch 0 | loss 0.6974 | grad_norm ... | mem 24.90 GiB | tps ..." (NeMo Automodel)
 bool IsNemoAutomodelLine(std::string_view line);

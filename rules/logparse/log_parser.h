@@ -78,7 +78,8 @@ struct Fact {
 // A trainer's own figure for its throughput over many steps: DeepSpeed's
 // RunningAvgSamplesPerSec (or, before 0.7, SamplesPerSec) at its last report,
 // the Trainer's closing train_samples_per_second, FlagPerf's Tokens/p/s or its [PerfLog]
-// FINISHED training_sequences_per_second, LLaMA-Factory's trainer_log.jsonl throughput.
+// FINISHED training_sequences_per_second, LLaMA-Factory's trainer_log.jsonl throughput, the
+// Trainer's train_tokens_per_second (include_num_input_tokens_seen).
 // Exactly one of the three rates is set.
 struct TrainerAverage {
   std::optional<double> samples_per_s;            // global samples per second

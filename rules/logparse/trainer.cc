@@ -17,21 +17,25 @@
 //   O^O/ \_/ \    Batch size per device = 2 | Gradient accumulation steps = 4
 //   \        /    Data Parallel GPUs = 1 | Total batch size (2 x 4 x 1) = 8
 //
-// and TrainingArguments' `bf16=True,` / `fp16=True,` lines. The dicts carry no
-// sequence length (`mpe` comes from the BENCHFILE), and memory only where
-// ms-swift or axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar
-// before a dict gives its step (trainer_dicts.h).
+// and TrainingArguments' `bf16=True,` / `fp16=True,` lines. Under DeepSpeed with fp16, its loss
+// scaler's overflow lines are the steps it skipped (rules/logparse/deepspeed_overflow.h). The dicts
+// carry no sequence length (`mpe` comes from the BENCHFILE), and memory only where ms-swift or
+// axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar before a dict gives its step
+// (trainer_dicts.h).
 #include <fmt/format.h>
 
 #include <cctype>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "rules/logparse/deepspeed_overflow.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
 #include "rules/logparse/trainer_memory.h"
+#include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
 namespace {
@@ -90,51 +94,73 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
   DictMemory memory;
+  std::vector<int64_t> overflow_lines;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
-  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
-    if (!error.ok()) return;
-    dicts.ReadBar(line, no);
-    bool quoted_epoch = false;
-    if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
-      if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
-      dicts.Read(*dict, no, steps, log, quoted_epoch);
-      error = memory.Read(*dict, name, no);
-      return;
-    }
-    if (dicts.ReadResume(line, steps, log) || dicts.ReadSetting(line)) return;
-    bool summary = false;
-    for (const auto& s : kSummary) {
-      if (std::optional<double> n = CountAfter(line, s[0])) {
-        SetFact(log, s[1], *n, no);
-        summary = true;
-      }
-    }
-    if (summary) return;
-    for (auto [field, word] : {std::pair{"bf16", "bf16"}, std::pair{"fp16", "fp16"}}) {
-      if (std::optional<bool> on = BoolField(line, field); on && *on && log.precision.empty()) {
-        log.precision = word;
-        log.precision_line = no;
-      }
-    }
-  });
+  // A dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
+  bool failed = false;
+  const UnwrappedRead read = ForEachUnwrappedLine(
+      text, TrainerDictCompletion, StopsTrainerDictPieces,
+      [&](std::string_view line, int64_t no) {
+        dicts.ReadBar(line, no);
+        if (IsDeepSpeedOverflowLine(line)) {
+          overflow_lines.push_back(no);
+          return;
+        }
+        bool quoted_epoch = false;
+        if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
+          if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
+          dicts.Read(*dict, no, steps, log, quoted_epoch);
+          error = memory.Read(*dict, name, no);
+          failed = !error.ok();
+          return;
+        }
+        if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
+        bool summary = false;
+        for (const auto& s : kSummary) {
+          if (std::optional<double> n = CountAfter(line, s[0])) {
+            SetFact(log, s[1], *n, no);
+            summary = true;
+          }
+        }
+        if (summary) return;
+        for (auto [field, word] : {std::pair{"bf16", "bf16"}, std::pair{"fp16", "fp16"}}) {
+          if (std::optional<bool> on = BoolField(line, field); on && *on && log.precision.empty()) {
+            log.precision = word;
+            log.precision_line = no;
+          }
+        }
+      },
+      &failed);
+  log.lines = read.lines;
   BM_TRY(error);
+  if (read.joined > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} Trainer dict(s) hard-wrapped over several lines (a terminal copy) read joined",
+        name, read.first_joined, read.joined));
+  }
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
   if (log.iterations.empty()) {
     // transformers writes the dicts with tqdm.write, to stdout, and its bars to stderr.
-    const std::string bars =
-        dicts.first_bar_line() == 0
-            ? ""
-            : fmt::format(
-                  "; its progress bars are there (line {}) but the dicts go to stdout: was only "
-                  "stderr kept?",
-                  dicts.first_bar_line());
+    std::string bars;
+    if (std::optional<std::pair<int64_t, int64_t>> end = dicts.ResumedAtTheEnd()) {
+      bars = fmt::format(
+          "; the run resumed from global step {} (line {}), and its progress bars count no more "
+          "steps than that: a resume at or past max_steps trains nothing",
+          end->first, end->second);
+    } else if (dicts.first_bar_line() != 0) {
+      bars = fmt::format(
+          "; its progress bars are there (line {}) but the dicts go to stdout: was only stderr "
+          "kept?",
+          dicts.first_bar_line());
+    }
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no Trainer loss dicts (\"{{'loss': X, 'learning_rate': ...}}\", one per "
                   "logging_steps) in {} lines{}{}",
                   name, log.lines, OtherFormatHint(text, "trainer"), bars);
   }
   FillSpansFromGaps(log.iterations);
+  CountOverflowSkips(overflow_lines, name, log);  // the Trainer on DeepSpeed, fp16
   // A dict covers logging_steps steps at most: a wider gap before it is dicts the log lost (an
   // excerpt's "..."), not a longer interval.
   if (dicts.logging_steps_stated()) {

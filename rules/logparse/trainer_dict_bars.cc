@@ -59,6 +59,7 @@ void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
   std::optional<Counter> c = BarCounter(text.substr(0, text.find('{')));
   if (!c) return;
   if (first_bar_line_ == 0) first_bar_line_ = line;
+  if (resumed_) bar_total_after_resume_ = std::max(bar_total_after_resume_, c->total);
   if (!dicts_.empty()) {  // the first bar after a counted dict bounds its step from above
     Numbered& d = dicts_.back();
     if (!d.known && d.hi == 0 && (d.total == 0 || d.total == c->total)) {

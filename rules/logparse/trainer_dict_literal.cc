@@ -103,4 +103,16 @@ std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_
   return ParseDictAt(line.substr(open), quoted_epoch);
 }
 
+std::string_view TrainerDictCompletion(std::string_view line) {
+  const std::string_view t = Trim(line);
+  if (!(t.starts_with("{'") || t.starts_with("{\"")) || t.find('}') != std::string_view::npos)
+    return "";
+  return "}";
+}
+
+bool StopsTrainerDictPieces(std::string_view line) {
+  const std::string_view t = Trim(line);
+  return t.empty() || t.find('{') != std::string_view::npos || t.starts_with('[');
+}
+
 }  // namespace bm::logparse

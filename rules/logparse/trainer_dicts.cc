@@ -81,8 +81,14 @@ bool TrainerDictReader::ReadEcho(std::string_view line, const TrainerDict& dict,
   return true;
 }
 
-bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps,
-                                   ParsedLog& log) {
+std::optional<std::pair<int64_t, int64_t>> TrainerDictReader::ResumedAtTheEnd() const {
+  if (!resumed_ || bar_total_after_resume_ == 0 || resumed_step_ < bar_total_after_resume_)
+    return std::nullopt;
+  return std::pair{resumed_step_, resumed_line_};
+}
+
+bool TrainerDictReader::ReadResume(std::string_view line, int64_t line_no,
+                                   std::map<int64_t, Iteration>& steps, ParsedLog& log) {
   constexpr std::string_view kResume = "Continuing training from global step ";
   size_t at = line.find(kResume);
   if (at == std::string_view::npos) return false;
@@ -92,6 +98,9 @@ bool TrainerDictReader::ReadResume(std::string_view line, std::map<int64_t, Iter
   steps.erase(steps.upper_bound(step), steps.end());
   ++log.restarts;
   resumed_ = true;
+  resumed_step_ = step;
+  resumed_line_ = line_no;
+  bar_total_after_resume_ = 0;
   seen_.clear();  // the resumed run may print the same dicts again
   last_ = step;
   anchored_.reset();
@@ -285,14 +294,28 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     it.line = line;
   }
   dicts_.push_back({step, line, epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0, known, fresh});
-  if (echo_throughput_ && (!log.trainer_average || log.trainer_average->tokens_per_s)) {
-    TrainerAverage avg;  // LLaMA-Factory's echo of this dict (ReadEcho)
-    avg.tokens_per_s = echo_throughput_->first;
+  // The run's token rate so far: LLaMA-Factory's echo of this dict (ReadEcho), or, with
+  // include_num_input_tokens_seen, transformers' train_tokens_per_second in the dict itself
+  // (Trainer.log's speed_metrics("train", start_time, num_tokens=num_input_tokens_seen): the
+  // input tokens of all devices since train() began over the seconds since; after a resume the
+  // tokens count from the first run's start and the seconds from the resume's, so not then).
+  std::optional<std::pair<double, int64_t>> tokens = echo_throughput_;
+  const char* tokens_what =
+      "LLaMA-Factory's throughput (input tokens of all devices since the start, over the time "
+      "since then)";
+  if (std::optional<double> rate = Get(dict, "train_tokens_per_second");
+      !tokens && rate && *rate > 0 && Has(dict, "num_input_tokens_seen") && !resumed_) {
+    tokens = std::pair{*rate, line};
+    tokens_what =
+        "the Trainer's train_tokens_per_second (include_num_input_tokens_seen: input tokens of "
+        "all devices since the start, over the time since then)";
+  }
+  if (tokens && (!log.trainer_average || log.trainer_average->tokens_per_s)) {
+    TrainerAverage avg;
+    avg.tokens_per_s = tokens->first;
     avg.through_step = step;
-    avg.line = echo_throughput_->second;
-    avg.what =
-        "LLaMA-Factory's throughput (input tokens of all devices since the start, over the "
-        "time since then)";
+    avg.line = tokens->second;
+    avg.what = tokens_what;
     log.trainer_average = avg;
     average_after_ = known ? std::nullopt : std::optional<size_t>(dicts_.size());
   }

@@ -62,10 +62,13 @@
 // 2025 printed with four significant digits): where that allows several counts, the last bar
 // before it settles which, else its epoch at the steps per epoch the dicts pin (Finish), else the
 // average runs through the last dict's step (with a note). With
-// include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", ...) to
-// every step dict too, which keeps its loss. Several ranks may print the whole
-// series: a loss dict equal to an earlier one (its epoch or step included) is a
-// copy, as is an eval dict with an earlier one's step and eval_loss, and closing
+// include_num_input_tokens_seen, Trainer.log adds speed_metrics("train", start_time,
+// num_tokens=num_input_tokens_seen) to every step dict too, which keeps its loss: its
+// train_tokens_per_second (the input tokens of all devices since train() began over the seconds
+// since) at the last dict is the trainer average through that dict's step, as LLaMA-Factory's
+// throughput is (not after a resume: the tokens then count from the first run's start). Several
+// ranks may print the whole series: a loss dict equal to an earlier one (its epoch or step
+// included) is a copy, as is an eval dict with an earlier one's step and eval_loss, and closing
 // dicts after the first are left out.
 //
 // Thread safety: TrainerDictReader is a value type, one per log.
@@ -94,6 +97,14 @@ using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 // says whether the epoch was a quoted string (transformers from 2025: f"{v:.4g}").
 std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_epoch = nullptr);
 
+// A dict a terminal copy hard-wrapped at the window's width (tloen/alpaca-lora#268:
+// `{'eval_loss': 2.22..., 'eval_runtime': 274.3799, 'eval_samples_pe` then `r_second': 7.289, ...,
+// 'epoch': 0.01}`), for ForEachUnwrappedLine (wrapped_lines.h): "}" for a line that opens a dict
+// (`{'` or `{"`, spaces before it) and does not close it, else "". The pieces after it end at a
+// blank line, a line with a '{' or one that starts with '[' (a logger's line).
+std::string_view TrainerDictCompletion(std::string_view line);
+bool StopsTrainerDictPieces(std::string_view line);
+
 // Half the last printed digit's unit of a value the Trainer rounded to `at_least` (half of its
 // last decimal) and may have printed f"{v:.4g}" (four significant digits).
 double HalfUnit(double v, double at_least);
@@ -120,7 +131,8 @@ class TrainerDictReader {
   // step 20"): the records after that step are the failed run's, dropped (a
   // restart, counted in log.restarts), and the count goes on from there. True
   // when the line was that one.
-  bool ReadResume(std::string_view line, std::map<int64_t, Iteration>& steps, ParsedLog& log);
+  bool ReadResume(std::string_view line, int64_t line_no, std::map<int64_t, Iteration>& steps,
+                  ParsedLog& log);
 
   // LLaMA-Factory's LogCallback in its Web UI mode (LLAMABOARD_ENABLED) echoes each training log
   // through its logger just before the Trainer prints the dict, on the line of the bar drawn at
@@ -150,6 +162,11 @@ class TrainerDictReader {
   bool logging_steps_stated() const { return stated_; }
   // The line of the first tqdm bar read (0: none), for the error of a log without dicts.
   int64_t first_bar_line() const { return first_bar_line_; }
+  // The step of the last resume ("Continuing training from global step N") when the bars after
+  // it count N steps or fewer (a resume at or past max_steps trains nothing: LlamaFactory#1813's
+  // "global step 200000" then `0/139495`), and its line; nullopt otherwise. For the error of a log
+  // without dicts.
+  std::optional<std::pair<int64_t, int64_t>> ResumedAtTheEnd() const;
   // After the log, before `steps` becomes log.iterations. When some loss dict was numbered by
   // counting (it named no step, no other line anchored it, no bar numbered it) while the log
   // never stated logging_steps, its step is inferred where the log allows only one answer:
@@ -257,7 +274,9 @@ class TrainerDictReader {
   std::optional<ClosingAt> closing_at_;
   std::vector<std::pair<int64_t, std::optional<double>>> extra_closing_;  // line, train_runtime
   bool resumed_ = false;
-  int64_t echo_line_ = 0;  // LLaMA-Factory's first echo (ReadEcho)
+  int64_t resumed_step_ = 0, resumed_line_ = 0;
+  int64_t bar_total_after_resume_ = 0;  // the largest total of the bars after the last resume
+  int64_t echo_line_ = 0;               // LLaMA-Factory's first echo (ReadEcho)
   std::optional<std::pair<double, int64_t>> echo_throughput_;  // the last echo's, its line
   struct NewRunAt {
     int64_t line = 0;

@@ -719,12 +719,68 @@ TEST(Corpus, DeepSpeedScriptLossLinesCountingFromZero) {
   EXPECT_EQ(r->Loss(301), 3.48828125);  // line 54, step:300
   EXPECT_EQ(r->At(10), nullptr);
   EXPECT_EQ(r->At(11)->line, 13);
+  // The loss scaler's OVERFLOW lines (no engine line counts them): line 1 (the hysteresis one)
+  // before step:0 is step 1 skipped; lines 3-12 before step:10 steps 2-11; lines 14-23 before
+  // step:20 steps 12-21; lines 25-26 before step:30 two of steps 22-31. The scale halves with each
+  // from 2^32 (line 3) to 1024 (line 26): 20 reductions after the hysteresis.
+  EXPECT_EQ(r->At(1)->skipped, 1);
+  EXPECT_EQ(r->At(11)->skipped, 10);
+  EXPECT_EQ(r->At(21)->skipped, 10);
+  EXPECT_EQ(r->At(31)->skipped, 2);
+  EXPECT_EQ(r->At(41)->skipped, 0);
+  EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 23);
   bool noted = false;
   for (const std::string& n : r->log.notes)
     noted |= n.find(
                  "deepspeed_tunib_zero1_step0_loss_lines.log:2: the loss lines count steps "
                  "from 0") != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+TEST(Corpus, DeepSpeedFp16OverflowLinesBetweenTrainerBars) {
+  // The Trainer under DeepSpeed fp16 with no engine step line: the loss scaler's OVERFLOW line
+  // glued after bar 378 (line 2) is step 379's, the one after bar 379 (line 4) step 380's
+  // (engine.step() prints it before the bar moves on). Bar 380/2724 (line 6) ends its line before
+  // tqdm.write's clear line (line 7) and the dict (line 8): step 380, with both skips. The
+  // overflows after bars 380-382 (lines 10, 12, 14) are steps 381-383, past the last dict.
+  for (const char* format : {"auto", "deepspeed", "trainer"}) {
+    Result<Read> r = ReadLog("deepspeed_fp16_overflow_lines_trainer_bars_issue534.log", format);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->log.format, std::string(format) == "trainer" ? "trainer" : "deepspeed");
+    EXPECT_EQ(r->Steps(), (std::vector<int64_t>{380}));
+    EXPECT_EQ(r->Loss(380), 2.0491);
+    EXPECT_EQ(r->At(380)->lr, 0.0001961913563176343);
+    EXPECT_EQ(r->At(380)->skipped, 2);
+    EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 2);
+    EXPECT_TRUE(
+        r->Note("deepspeed_fp16_overflow_lines_trainer_bars_issue534.log:10: 3 fp16 "
+                "overflow line(s)"));
+  }
+}
+
+TEST(Corpus, DeepSpeedTrainerDefaultLoggingStepsFromTheBarAndStepLine) {
+  // The engine's step=2000 (line 4, glued after the bar 1999/24128) numbers the next dict (line
+  // 6); the three dicts before it (lines 1-3), below that bar, are placed by logging_steps 500
+  // (transformers' default, not stated), the one value the bar bounds allow. Epochs check it at
+  // 24128 steps an epoch: 500 / 24128 = 0.0207 -> 0.02, 1500 -> 0.062 -> 0.06, 2000 -> 0.083 ->
+  // 0.08, 2500 -> 0.104 -> 0.1. skipped=1995 counts from the run's start, and the record at 2000
+  // spans 1501-2000: not attributed. The old timer's SamplesPerSec (line 5) is the running average
+  // through step 2000.
+  Result<Read> r =
+      ReadLog("deepspeed_trainer_default_logging500_bar_glued_step_issue14531.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "deepspeed");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{500, 1000, 1500, 2000, 2500}));
+  EXPECT_EQ(r->Loss(500), 6.2645);  // line 1
+  EXPECT_EQ(r->Loss(2000), 0.0);    // line 6
+  EXPECT_EQ(r->At(2000)->lr, 0.001);
+  EXPECT_EQ(r->At(2000)->skipped, 0);
+  EXPECT_EQ(r->At(2500)->line, 7);
+  EXPECT_TRUE(r->Note("numbered by logging_steps 500"));
+  EXPECT_TRUE(r->Note("skipped=1995 counts the run's skipped steps from its start"));
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 9.526738918021234);
+  EXPECT_EQ(r->log.trainer_average->through_step, 2000);
 }
 
 TEST(Corpus, DeepSpeed010LossLinesWithoutStep) {
@@ -2200,6 +2256,34 @@ TEST(Corpus, TrainerDictsWithSpeedMetricsAreStepDicts) {
   EXPECT_EQ(r->Loss(7), 2.5722);  // line 16
   EXPECT_EQ(r->At(2)->lr, 4.9500000000000004e-05);
   EXPECT_TRUE(r->m()["wall_s"].is_null());  // no closing dict in the excerpt: not 49.1873
+  // The dicts' train_tokens_per_second (speed_metrics with num_tokens = num_input_tokens_seen, all
+  // ranks' input tokens since train() began): the last one, line 16, is the run's token rate
+  // through step 7: 1376256 tokens / 49.1873 s = 27979.9 (196608 = 24 ranks x 8192 a step).
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->tokens_per_s, 27979.885);
+  EXPECT_EQ(r->log.trainer_average->through_step, 7);
+  EXPECT_EQ(r->log.trainer_average->line, 16);
+}
+
+TEST(Corpus, TrainerEvalDictHardWrappedByATerminalCopy) {
+  // A 76-column terminal: the dicts are padded to 76 columns, and the first eval dict (line 2) is
+  // cut at column 76 inside 'eval_samples_per_second', its rest on line 3. Read joined: both
+  // evaluations, after the loss dicts of lines 1 and 4 (counted: logging_steps is not in the log).
+  for (const char* format : {"trainer", "deepspeed", "auto"}) {
+    Result<Read> r = ReadLog("trainer_eval_dict_hard_wrapped_issue268.log", format);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(r->Loss(2), 2.2272);
+    ASSERT_EQ(r->log.evals.size(), 2u);
+    EXPECT_EQ(r->log.evals[0].value, 2.2206013202667236);  // lines 2-3
+    EXPECT_EQ(r->log.evals[0].step, 1);
+    EXPECT_EQ(r->log.evals[0].line, 2);
+    EXPECT_EQ(r->log.evals[1].value, 2.098778247833252);  // line 5
+    EXPECT_EQ(r->log.evals[1].step, 2);
+    EXPECT_TRUE(
+        r->Note("trainer_eval_dict_hard_wrapped_issue268.log:2: 1 Trainer dict(s) "
+                "hard-wrapped over several lines"));
+  }
 }
 
 TEST(Corpus, TrainerDictsNumberedByTheirEpoch) {
@@ -2565,6 +2649,9 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"deepspeed_issue1825_samples_per_sec.log", "deepspeed"},
       {"deepspeed_0.10_hello_bert_fp16.log", "deepspeed"},
       {"deepspeed_chat_npu_gas4.log", "deepspeed"},
+      {"deepspeed_fp16_overflow_lines_trainer_bars_issue534.log", "deepspeed"},
+      {"deepspeed_tunib_zero1_step0_loss_lines.log", "deepspeed"},  // by its overflow lines
+      {"deepspeed_trainer_default_logging500_bar_glued_step_issue14531.log", "deepspeed"},
       {"deepspeed_zero3.log", "flagperf"},  // its last line is FlagPerf's summary
       {"deepspeed_0.17_trainer_dicts_only.log", "trainer"},
       {"trainer_pr35207_dicts.log", "trainer"},
@@ -2573,6 +2660,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_msswift_colab_t4_memory.log", "trainer"},
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
+      {"trainer_eval_dict_hard_wrapped_issue268.log", "trainer"},
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},
       {"trainer_trl_grpo_prints_between_bar_and_dict.log", "trainer"},
       {"trainer_unsloth_t55_epochs_closing_anchor.log", "trainer"},

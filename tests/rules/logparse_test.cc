@@ -837,6 +837,44 @@ TEST(DeepSpeed, WallClockBreakdownLinesTellAutoItIsDeepSpeed) {
   EXPECT_EQ(r->iterations[1].loss, 11.9413);
 }
 
+TEST(DeepSpeed, OverflowLinesAreSkippedStepsWhereNoStepLineCountsThem) {
+  // DynamicLossScaler.update_scale prints one line per overflowed optimizer step (rank 0), inside
+  // engine.step(), before that step's dict: each is a skipped step of the next record. With the
+  // engine's `step=N, skipped=K` lines the running count says the same and the lines add nothing.
+  const std::string overflow =
+      "[2024-09-15 00:41:26,125] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+      "Rank 0 Skipping step. Attempted loss scale: 4096, reducing to 2048\n";
+  const std::string hysteresis =
+      "[2024-09-15 00:41:26,080] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] OVERFLOW! "
+      "Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing "
+      "hysteresis to 1\n";
+  const std::string dicts = "logging_steps=5,\n" + hysteresis + overflow +
+                            "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n" + overflow +
+                            "{'loss': 2.4, 'learning_rate': 2e-05, 'epoch': 0.2}\n" + overflow;
+  for (auto parse : {ParseDeepSpeedLog, ParseTrainerLog, ParseAutoLog}) {
+    Result<ParsedLog> r = parse(dicts, "fp16.log");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->format, parse == ParseTrainerLog ? "trainer" : "deepspeed");
+    ASSERT_EQ(r->iterations.size(), 2u);
+    EXPECT_EQ(At(*r, 5)->skipped, 2);   // lines 2 and 3
+    EXPECT_EQ(At(*r, 10)->skipped, 1);  // line 5
+    ASSERT_FALSE(r->notes.empty());
+    EXPECT_NE(r->notes.back().find("fp16.log:7: 1 fp16 overflow line(s)"), std::string::npos)
+        << r->notes.back();
+  }
+  Result<ParsedLog> counted = ParseDeepSpeedLog(
+      overflow + overflow +
+          "[2024-09-15 00:41:27,020] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, "
+          "skipped=2, lr=[1e-05], mom=[(0.9, 0.999)]\n" +
+          overflow +
+          "[2024-09-15 00:41:28,020] [INFO] [logging.py:96:log_dist] [Rank 0] step=20, "
+          "skipped=3, lr=[2e-05], mom=[(0.9, 0.999)]\n",
+      "counted.log");
+  ASSERT_TRUE(counted.ok()) << counted.status().message();
+  EXPECT_EQ(At(*counted, 10)->skipped, 2);  // the step line's count, not 2 + 2
+  EXPECT_EQ(At(*counted, 20)->skipped, 1);
+}
+
 TEST(DeepSpeed, TrainerLoggingFirstStep) {
   Result<ParsedLog> r = ParseDeepSpeedLog(
       "logging_first_step=True,\n"
@@ -1325,6 +1363,74 @@ TEST(Trainer, BarsWithoutDictsSayWhereTheDictsWent) {
             "stderr.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
             "logging_steps) in 2 lines; its progress bars are there (line 2) but the dicts go to "
             "stdout: was only stderr kept?");
+}
+
+TEST(Trainer, TokensPerSecondOfIncludeNumInputTokensSeen) {
+  // transformers' Trainer.log with include_num_input_tokens_seen: speed_metrics("train",
+  // start_time, num_tokens=num_input_tokens_seen) in every dict, the last one the run's token rate
+  // so far (LlamaFactory#9147's dicts, 2025-09: 523776 / 356.9094 = 1467.532).
+  const std::string dicts =
+      "{'loss': 1.8349, 'grad_norm': 2.62, 'learning_rate': 1e-05, 'epoch': 0.18, "
+      "'num_input_tokens_seen': 261888, 'train_runtime': 184.9061, 'train_tokens_per_second': "
+      "1416.33}\n"
+      "{'loss': 1.7993, 'grad_norm': 2.35, 'learning_rate': 9.97e-06, 'epoch': 0.36, "
+      "'num_input_tokens_seen': 523776, 'train_runtime': 356.9094, 'train_tokens_per_second': "
+      "1467.532}\n";
+  Result<ParsedLog> r = ParseTrainerLog("logging_steps=10,\n" + dicts, "tokens.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->tokens_per_s, 1467.532);
+  EXPECT_EQ(r->trainer_average->through_step, 20);
+  EXPECT_EQ(r->trainer_average->line, 3);
+  EXPECT_FALSE(r->wall_s);  // train_runtime beside a loss: not the closing dict's
+  // Resumed, the tokens count from the first run's start, the seconds from the resume's.
+  r = ParseTrainerLog("logging_steps=10,\n  Continuing training from global step 10\n" + dicts,
+                      "resumed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->trainer_average);
+}
+
+TEST(Trainer, DictsWithTypographicQuotesSayWhyTheyAreNotRead) {
+  // huggingface/transformers#33336 (waldnebel, 2024-09): the dicts pasted with ‘’ for Python's
+  // quotes (an editor's "smart quotes"). Not the log the run wrote; the error says what is wrong.
+  const std::string log =
+      "Run:\n"
+      "{\u2018loss\u2019: 1.453, \u2018grad_norm\u2019: 2.474428415298462, "
+      "\u2018learning_rate\u2019: 4.682539682539683e-05, \u2018epoch\u2019: 0.19}\n";
+  const std::string hint =
+      "; line 2 is a Trainer log dict with typographic quotes (\u2018loss\u2019) where Python "
+      "prints 'loss': the text was pasted through an editor that changed them; give the log as "
+      "the run wrote it";
+  Result<ParsedLog> r = ParseTrainerLog(log, "quotes.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "quotes.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 2 lines" +
+                hint);
+  for (auto parse : {ParseAutoLog, ParseDeepSpeedLog}) {
+    r = parse(log, "quotes.log");
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(r.status().message().ends_with(hint)) << r.status().message();
+  }
+}
+
+TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {
+  // hiyouga/LlamaFactory#1813 (2023-12-12): resumed from a checkpoint at step 200000 of a longer
+  // run, the new run's max_steps 139495: the bar starts at 0/139495 and nothing is trained. Not
+  // "was only stderr kept?".
+  Result<ParsedLog> r = ParseTrainerLog(
+      "[INFO|trainer.py:1791] 2023-12-12 10:12:06,000 >>   Continuing training from global step "
+      "200000\n"
+      "[INFO|trainer.py:1793] 2023-12-12 10:12:06,000 >>   Will skip the first 1 epochs then the "
+      "first 60505 batches in the first epoch.\n"
+      "  0%|          | 0/139495 [00:00<?, ?it/s]\n",
+      "resumed.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "resumed.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 3 lines; the run resumed from global step 200000 (line 1), and its "
+            "progress bars count no more steps than that: a resume at or past max_steps trains "
+            "nothing");
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560

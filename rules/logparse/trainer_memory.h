@@ -1,5 +1,5 @@
 // The peak device memory some trainers put into their Trainer log dicts
-// (rules/logparse/trainer_dicts.h), in GiB (2^30 bytes):
+// (rules/logparse/trainer_dicts.h), in GiB (2^30 bytes) unless said:
 //
 //   ms-swift:  'memory(GiB)': 14.3  (or '14.3'; two decimals)
 //   axolotl:   'memory/max_active (GiB)': '2.98', 'memory/max_allocated (GiB)': '2.98',
@@ -29,6 +29,10 @@
 // from 2022-08): 'memory_allocated (GB)': 65.43, 'max_memory_allocated (GB)': 92.5,
 // 'total_memory_available (GB)': 94.62, the HPU's InUse, MaxInUse and Limit / 2^30 rounded to 2:
 // MaxInUse is the logging rank's peak.
+// Liger-Kernel's EfficiencyCallback (examples/huggingface/callback.py, a callback users copy):
+// 'total_peak_memory_reserved_MB': 47172.0, 'total_peak_memory_allocated_MB': 26279.24, the
+// largest max_memory_reserved / _allocated of the main process's device since its warm-up
+// steps, / 2^20 rounded to 2 (MiB; read as GiB here).
 // The peak is the largest reserved figure, else the largest allocated one.
 //
 // Thread safety: a value type, one per log.
@@ -58,6 +62,7 @@ class DictMemory {
   struct Peak {
     double gib = -1;
     int64_t line = 0;
+    double per_gib = 1;  // the printed unit's per GiB
     const char* what = "";
   };
   Peak reserved_, allocated_;

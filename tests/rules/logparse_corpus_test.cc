@@ -1918,6 +1918,23 @@ TEST(Corpus, TrainerOptimumHabanaHpuMemory) {
             std::string::npos);
 }
 
+TEST(Corpus, TrainerLigerEfficiencyCallbackMemoryInMiB) {
+  // Liger-Kernel's EfficiencyCallback adds MiB figures to each dict: total_peak_memory_reserved_MB
+  // 47172.0 and total_peak_memory_allocated_MB 26279.24 on lines 2-4 (torch's
+  // max_memory_reserved / _allocated / 2^20).
+  Result<Read> r = ReadLog("trainer_liger_efficiency_callback_pr110.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  ASSERT_EQ(r->log.iterations.size(), 3u);
+  EXPECT_EQ(r->log.iterations[0].loss, 75.1831);  // line 2
+  EXPECT_EQ(r->log.iterations[2].loss, 75.81);    // line 4
+  // The reserved figure, not the allocated one; MiB, not GiB.
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 47172.0 * kMiB);
+  EXPECT_NE(r->m()["memory"]["source"].get<std::string>().find(
+                "total_peak_memory_reserved_MB (max_memory_reserved), MiB"),
+            std::string::npos);
+}
+
 TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   // ms-swift adds 'global_step/max_steps': '205/270' to every dict (logging_steps 5).
   Result<Read> r = ReadLog("trainer_msswift_global_step_max_steps.log", "auto");
@@ -2659,6 +2676,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_marianmt_bars_default500.log", "trainer"},
       {"trainer_msswift_colab_t4_memory.log", "trainer"},
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
+      {"trainer_liger_efficiency_callback_pr110.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},
       {"trainer_eval_dict_hard_wrapped_issue268.log", "trainer"},
       {"trainer_trl_gptoss_bars_epoch.log", "trainer"},

@@ -16,9 +16,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 
 ws=/tmp/ws; rm -rf $ws; mkdir -p $ws
 cp -r "$root/data" "$root/README.md" "$root/docs" $ws/
-# Every training step on cuda but the data-parallel one, which needs 2 GPUs (on a 1-GPU
-# machine it stays on the CPU: its ranks are CPU processes).
-awk '/^\[target\./ { dp = ($0 ~ /_dp[0-9]/) } !dp { sub(/^device = "cpu"/, "device = \"cuda\"") } { print }' \
+# Every training step on cuda; the data-parallel one (a rank per GPU, NCCL) only where the
+# machine has 2 GPUs or more (on one GPU it stays on the CPU: its ranks are CPU processes).
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+awk -v gpus="$gpus" '/^\[target\./ { dp = ($0 ~ /_dp[0-9]/) && gpus < 2 }
+  !dp { sub(/^device = "cpu"/, "device = \"cuda\"") } { print }' \
   "$root/BENCHFILE.toml" > $ws/BENCHFILE.toml
 grep -c '^device = "cuda"' $ws/BENCHFILE.toml | sed 's/^/targets on cuda: /'
 export BENCHMAKE_CACHE_DIR=$ws/cache
@@ -30,6 +32,8 @@ export BENCHMAKE_CACHE_DIR=$ws/cache
   echo "== report"
   LD_LIBRARY_PATH=$ours_path "$bin/benchmake" -C $ws report --format md
   LD_LIBRARY_PATH=$ours_path "$bin/benchmake" -C $ws report --format json -o "$OUT/report.json"
+  echo "== compare pretrain pretrain_dp2 (one device against the data-parallel pair)"
+  LD_LIBRARY_PATH=$ours_path "$bin/benchmake" -C $ws compare pretrain pretrain_dp2
 } 2>&1 | tee "$OUT/pipeline.log"
 cp $ws/out/pretrain/metrics.json "$OUT/pretrain-metrics.json" 2>/dev/null
 

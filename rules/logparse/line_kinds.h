@@ -23,7 +23,8 @@ bool IsDeepSpeedLine(std::string_view line);
 bool IsTrainerDictLine(std::string_view line);  // a loss or closing dict
 // "step 9 | epoch 0 | loss 0.6974 | grad_norm ... | mem 24.90 GiB | tps ..." (NeMo Automodel)
 bool IsNemoAutomodelLine(std::string_view line);
-// "step:  2  loss:  7.7082  grad_norm: ...  memory: ...  tps: 301,092  ..." (torchtitan)
+// "step:  2  loss:  7.7082  grad_norm: ...  memory: ...  tps: 301,092  ..." (torchtitan), or a
+// step line without the rate after torchtitan's `[titan]` or ezpz's `components/metrics:` prefix
 bool IsTorchtitanStepLine(std::string_view line);
 
 }  // namespace bm::logparse

@@ -22,15 +22,25 @@
 // record of a step is kept. A "Training starts at step N" line after records at or past N is a
 // resumed run: its records replace those from N on. `validate step: N  loss: X ...`
 // (log_validation) is an evaluation at step N, not a record.
+//
+// With pipeline parallelism only the last stage has the loss: the other ranks print a placeholder
+// (`loss: -1.0000`, torchtitan's `torch.tensor([-1.0])`; summed over the data-parallel ranks since
+// 2026-02, so -2.0 and so on: pytorch/torchtitan#1232, #2606). A negative loss is that, no loss:
+// the record has none, and another rank's record of the step (LOG_RANK=0,7) gives it its loss.
+// A line a terminal copy or a commit message hard-wrapped (`step:  1  loss:` then `7.98820
+// grad_norm: ...  tps: 1,578` then `tflops: 0.86  mfu: N/A`, pytorch/torchtitan#3932) is read
+// joined (wrapped_lines.h), up to its `mfu:`.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/torchtitan_setup.h"
+#include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
 namespace {
@@ -95,14 +105,27 @@ Result<std::optional<double>> TitanField(std::string_view line, std::string_view
   return v;
 }
 
+// A line that starts another log record (a logger's prefix, another step line): where the pieces
+// of a hard-wrapped training line end.
+bool StartsTitanRecord(std::string_view line) {
+  std::string_view t = Trim(line);
+  return t.starts_with('[') || FindTitanStep(line).at != std::string_view::npos ||
+         line.find(" - INFO - ") != std::string_view::npos ||
+         line.find(" - WARNING - ") != std::string_view::npos;
+}
+
 }  // namespace
 
 bool IsTorchtitanStepLine(std::string_view line) {
   TitanStepAt s = FindTitanStep(line);
   if (s.at == std::string_view::npos || s.validate) return false;
   std::string_view rest = line.substr(s.at);
+  // The first piece of a hard-wrapped line (or one whose rate an excerpt left out) has no rate:
+  // torchtitan's `[titan]` prefix tells, or ezpz's naming torchtitan's metrics module.
   return FindKeyValue(rest, "tps", ":") != std::string_view::npos ||
-         FindKeyValue(rest, "wps", ":") != std::string_view::npos;
+         FindKeyValue(rest, "wps", ":") != std::string_view::npos ||
+         line.find("[titan]") != std::string_view::npos ||
+         line.substr(0, s.at).find("components/metrics:") != std::string_view::npos;
 }
 
 Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view name) {
@@ -112,10 +135,18 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
   Status error = Status::Ok();
   double peak_gib = -1;
   int64_t copies = 0, copy_line = 0, wps_line = 0;
+  bool tflops = false;  // a training line with `tflops:` (torchtitan since February 2025)
+  int64_t placeholders = 0, placeholder_line = 0;       // PP's `loss: -1.0000`
   std::optional<int64_t> run_start;                     // the last "Training starts at step N"
   std::vector<std::pair<int64_t, int64_t>> run_starts;  // (N, line) of each run
-  log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
-    if (!error.ok()) return;
+  // A training line without its `mfu:` (the last field since 2024) is read with the pieces that
+  // bring it, if the following lines are such pieces and no new records.
+  auto completion = [](std::string_view l) -> std::string_view {
+    TitanStepAt s = FindTitanStep(l);
+    if (s.at == std::string_view::npos || s.validate) return "";
+    return FindKeyValue(l.substr(s.at), "mfu", ":") == std::string_view::npos ? "mfu:" : "";
+  };
+  auto read_line = [&](std::string_view line, int64_t no) {
     TitanStepAt s = FindTitanStep(line);
     if (s.at == std::string_view::npos) {
       Result<std::optional<int64_t>> start = ReadTorchtitanSetupLine(line, no, name, log, setup);
@@ -133,8 +164,11 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
       }
       return;
     }
+    // The log's last line without its newline (a joined line is a copy: never that).
     const bool cut =
-        line.data() + line.size() == text.data() + text.size() && !text.ends_with('\n');
+        !text.ends_with('\n') &&
+        std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size()) &&
+        !std::less<const char*>()(line.data(), text.data());
     std::string_view fields = line.substr(s.at);
     auto field = [&](std::string_view key) {
       Result<std::optional<double>> v = TitanField(fields, key, cut, no, name);
@@ -146,6 +180,12 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
     };
     const int64_t step = static_cast<int64_t>(*LeadingNumber(fields.substr(6)));
     std::optional<double> loss = field("loss");
+    if (loss && *loss < 0 && !s.validate) {
+      // A rank without the last pipeline stage: no loss.
+      loss.reset();
+      ++placeholders;
+      if (placeholder_line == 0) placeholder_line = no;
+    }
     if (std::optional<double> gib = field("memory"); gib && *gib > peak_gib) peak_gib = *gib;
     if (s.validate) {
       if (!error.ok() || !loss) return;
@@ -154,6 +194,7 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
       log.eval_what = "torchtitan 'validate step: N  loss: X' (log_validation)";
       return;
     }
+    tflops = tflops || FindKeyValue(fields, "tflops", ":") != std::string_view::npos;
     Iteration it;
     it.step = step;
     it.line = no;
@@ -172,15 +213,30 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
         log.iterations.pop_back();
       ++log.restarts;
     } else if (!log.iterations.empty() && log.iterations.back().step >= step) {
-      // Another rank's record of a step already read (ranks print in any order): the first kept.
+      // Another rank's record of a step already read (ranks print in any order): the first kept,
+      // with this one's loss when it had the placeholder.
       ++copies;
       if (copy_line == 0) copy_line = no;
       run_start.reset();
+      for (auto kept = log.iterations.rbegin(); kept != log.iterations.rend(); ++kept) {
+        if (kept->step != step) continue;
+        if (!kept->loss) kept->loss = it.loss;
+        break;
+      }
       return;
     }
     run_start.reset();
     log.iterations.push_back(it);
-  });
+  };
+  bool failed = false;
+  const UnwrappedRead read = ForEachUnwrappedLine(
+      text, completion, StartsTitanRecord,
+      [&](std::string_view line, int64_t no) {
+        read_line(line, no);
+        failed = !error.ok();
+      },
+      &failed);
+  log.lines = read.lines;
   BM_TRY(error);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
@@ -245,11 +301,38 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
         "{}:{}: 'wps' lines (torchtitan before November 2024): each record's loss is the mean over "
         "the steps since the previous line",
         name, wps_line));
+  } else if (!tflops) {
+    log.notes.push_back(fmt::format(
+        "{}: each record's loss is its step's (averaged over the data-parallel ranks; torchtitan "
+        "since 2fa6d83, January 2025); the lines have no 'tflops' (torchtitan before February "
+        "2025, or a fork): from November 2024 to 2fa6d83 a record's loss was the mean over the "
+        "steps since the previous line, which the log does not tell",
+        name));
   } else {
     log.notes.push_back(fmt::format(
         "{}: each record's loss is its step's (averaged over the data-parallel ranks; torchtitan "
         "since 2fa6d83, January 2025), not a mean over the steps since the previous line",
         name));
+  }
+  if (read.joined > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} training line(s) hard-wrapped over several lines (a terminal copy or a "
+        "wrapped message) read joined",
+        name, read.first_joined, read.joined));
+  }
+  if (placeholders > 0) {
+    const auto lossless = std::count_if(log.iterations.begin(), log.iterations.end(),
+                                        [](const Iteration& it) { return !it.loss; });
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} line(s) print a negative loss: pipeline parallelism's placeholder on the ranks "
+        "without the last stage (torchtitan prints -1, or -1 summed over the data-parallel "
+        "ranks), read as no loss; {}",
+        name, placeholder_line, placeholders,
+        lossless == 0 ? std::string("every step has another rank's line (the last stage's) with "
+                                    "its loss")
+                      : fmt::format("{} record(s) have no loss: no last-stage rank's line for "
+                                    "their step (LOG_RANK)",
+                                    lossless)));
   }
   if (copies > 0) {
     log.notes.push_back(fmt::format(
@@ -257,7 +340,14 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
         "printed is kept",
         name, copy_line, copies));
   }
-  if (peak_gib >= 0) {
+  if (peak_gib == 0) {
+    // The caching allocator's counters were not kept (PYTORCH_NO_CUDA_MEMORY_CACHING, another
+    // allocator): nothing measured (pytorch/torchtitan#1437).
+    log.notes.push_back(fmt::format(
+        "{}: every 'memory:' is 0.00GiB: the device's reserved-memory counter was not kept (no "
+        "caching allocator), no peak memory read",
+        name));
+  } else if (peak_gib > 0) {
     log.peak_memory_bytes = peak_gib * 1024.0 * 1024.0 * 1024.0;
     log.memory_source =
         "torchtitan 'memory: X GiB' (max reserved: reserved_bytes.all.peak, the printing rank's "

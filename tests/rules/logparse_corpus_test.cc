@@ -2878,6 +2878,31 @@ TEST(Corpus, NemoAutomodelStepZeroAndValidation) {
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 5.10 * kGiB);  // lines 5, 7
 }
 
+TEST(Corpus, NemoAutomodelMicroBatchStepsOfJuly2025) {
+  // Automodel's SFT guide of 2025-07-18 (24376b21c): `INFO:root:step 4 | epoch 0 | loss 1.5514 |
+  // grad_norm 102.0000 | mem: 11.66 GiB | tps 6924.50` (Python's default logging format, `mem:`
+  // with a colon, no lr). StepScheduler counted micro-batches from 1 then (before e557448,
+  // 2025-08-17) and the line came at each optimizer step: the guide's grad_acc_steps is 4, so
+  // steps 4, 8, 12, 16, 20 (lines 7, 8, 10-12) are optimizer steps 1-5 (a checkpoint at
+  // micro-batch 10, line 9, fits no optimizer step: micro-batches again). `[val] step 20 | epoch 0
+  // | loss 0.2469` (line 14) is the validation after step 5, no training record.
+  Result<Read> r = ReadLog("nemo_automodel_sft_docs_mem_colon_202507.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(r->Loss(1), 1.5514);               // line 7
+  EXPECT_EQ(r->At(1)->grad_norm, 102.0);       // line 7
+  EXPECT_EQ(r->Loss(5), 0.2557);               // line 12
+  EXPECT_EQ(r->At(2)->tokens_per_s, 9328.79);  // line 8
+  EXPECT_EQ(r->At(4)->span, 1);                // each line is one step's values
+  EXPECT_FALSE(r->At(1)->lr);                  // no lr field in July 2025
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 5);  // line 14
+  EXPECT_EQ(r->log.evals[0].value, 0.2469);
+  // mem: max_memory_allocated since the previous line; the largest is line 11's 16.47 GiB.
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 16.47 * kGiB);
+}
+
 // ---- torchtitan -----------------------------------------------------------
 
 TEST(Corpus, TorchtitanDebugModelWholeRun) {
@@ -2975,6 +3000,81 @@ TEST(Corpus, TorchtitanWithoutTheWorldSizeTimesNoStep) {
   EXPECT_EQ(r->log.facts.count("devices"), 0u);
   EXPECT_EQ(r->log.facts.at("parameters").value, 5933109248);  // line 3
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 15.45 * kGiB);
+}
+
+TEST(Corpus, TorchtitanPipelinePlaceholderLoss) {
+  // pytorch/torchtitan#1232 (2025-05-28): llama3 70B with pipeline_parallel_degree 16 over 16
+  // GPUs, only rank 0's lines (the first stage): `step:  1  loss: -1.0000  memory: 36.90GiB
+  // (46.63%)  tps: 4  ...`. Ranks without the last stage print torchtitan's placeholder -1: no
+  // loss. Line 1: global batch size 2, sequence length 4096; no device mesh line: no step time.
+  const std::string file = "torchtitan_pp16_loss_placeholder_issue1232.log";
+  Result<ParsedLog> log =
+      logparse::FindLogParser("auto")->parse(testing::ReadTestData("logs/" + file), file);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->format, "torchtitan");
+  ASSERT_EQ(log->iterations.size(), 4u);  // lines 3, 5-7
+  for (const Iteration& it : log->iterations) EXPECT_FALSE(it.loss) << it.line;
+  EXPECT_EQ(log->iterations[0].tokens_per_device_per_s, 4.0);  // line 3
+  EXPECT_EQ(log->iterations[1].tokens_per_device_per_s, 8.0);  // line 5
+  EXPECT_FALSE(log->iterations[1].ms);
+  EXPECT_EQ(log->facts.at("gbs").value, 2);
+  EXPECT_EQ(log->facts.at("mpe").value, 4096);
+  EXPECT_EQ(log->peak_memory_bytes, 42.78 * kGiB);  // lines 5-7
+  EXPECT_TRUE(std::any_of(log->notes.begin(), log->notes.end(), [](const std::string& n) {
+    return n.find(":3: 4 line(s) print a negative loss") != std::string::npos &&
+           n.find("4 record(s) have no loss") != std::string::npos;
+  }));
+  // No loss and no step time: nothing to report (before, the placeholder was reported as loss).
+  Result<Read> r = ReadLog(file, "auto");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nothing to report: no loss and no timed step"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(Corpus, TorchtitanLinesWrappedAt72Columns) {
+  // pytorch/torchtitan#3932 (2026-07-16), a DeepSeek-V3 debug model with MXFP8 on 2 GPUs: the PR
+  // text wraps each training line at 72 columns, `... INFO - step:  1  loss:` / `7.98820
+  // grad_norm:  3.7762  memory:  3.87GiB(2.17%)  tps: 1,578` / `tflops: 0.86  mfu: N/A`. Read
+  // joined (to the `mfu:`); auto knows the first piece by torchtitan's `[titan]` prefix.
+  Result<Read> r = ReadLog("torchtitan_mxfp8_wrapped_pr3932.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));  // lines 1, 6, 9, 12, 15
+  EXPECT_EQ(r->At(2)->line, 6);
+  EXPECT_EQ(r->Loss(1), 7.98820);                                        // line 2
+  EXPECT_EQ(r->At(1)->grad_norm, 3.7762);                                // line 2
+  EXPECT_EQ(r->At(1)->tokens_per_device_per_s, 1578.0);                  // line 2
+  EXPECT_EQ(r->Loss(5), 4.57767);                                        // line 16
+  EXPECT_EQ(r->At(5)->tokens_per_device_per_s, 102825.0);                // line 16
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 4.32 * kGiB);  // lines 10, 13, 16
+}
+
+TEST(Corpus, TorchtitanTensorAndExpertParallelMesh) {
+  // A DeepSeek-V3 debug model on 4 GB200 (2026-05-04): `Building device mesh with parallelism:
+  // pp=1, dp_replicate=1, dp_shard=2, cp=1, tp=2, ep=2` (line 3: 2 x 2 = 4 devices, ep shards
+  // inside them), global batch 16 x sequence length 2048 (line 19): 16 x 2048 / 4 = 8192 tokens
+  // per device per step (tps divides by tp: 8 x 2048 / 2 on each rank). Step 2: 8192 / 55,850 s
+  // = 146.7 ms (lines 37 -> 39: 55,703 -> 55,850, 147 ms); step 10: 8192 / 119,540 = 68.5 ms
+  // (lines 46 -> 47: 56,309 -> 56,377, 68 ms).
+  Result<Read> r = ReadLog("torchtitan_dsv3_gb200_tp2_ep2_paged_stash.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));  // 37, 39-47
+  EXPECT_EQ(r->log.facts.at("devices").value, 4);
+  EXPECT_EQ(r->log.facts.at("dp").value, 2);
+  EXPECT_EQ(r->log.facts.at("tp").value, 2);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 16);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 33014016);  // line 11
+  EXPECT_EQ(r->Loss(1), 4.03431);
+  EXPECT_EQ(r->Loss(10), 1.97393);
+  EXPECT_DOUBLE_EQ(*r->At(2)->ms, 8192.0 / 55850 * 1000);
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, 8192.0 / 119540 * 1000);
+  EXPECT_NEAR(r->PerDevice(),
+              9 / (1 / 55850.0 + 1 / 126876.0 + 1 / 127997.0 + 1 / 121253.0 + 1 / 118256.0 +
+                   1 / 126996.0 + 1 / 128149.0 + 1 / 129482.0 + 1 / 119540.0),
+              1e-6);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 2.34 * kGiB);
 }
 
 // ---- Logs of frameworks benchmake does not read ----------------------------

@@ -308,6 +308,64 @@ TEST(Nemo, AutomodelMalformedAndCutLines) {
   EXPECT_EQ(r->peak_memory_bytes, 29.67 * 1024 * 1024 * 1024);
 }
 
+TEST(Nemo, AutomodelValidationLineShapes) {
+  // `[val] step N` (train_ft before November 2025, the VLM recipes) and `[val] NAME | step N`
+  // (the KD recipes) are evaluations like `[val] name "NAME" | step N`, never training records.
+  // The first validation set's lines are read.
+  Result<ParsedLog> r = ParseNemoLog(
+      "2026-08-10 15:55:20 | INFO | root | step 9 | epoch 0 | loss 0.6974 | grad_norm 1.5436 | "
+      "lr 1.00e-05 | mem 24.90 GiB | tps 11278.56(1409.82/gpu) | num_label_tokens 21541\n"
+      "2026-08-10 15:55:21 | INFO | root | [val] step 9 | epoch 0 | loss 0.7012 | lr 1.00e-05 | "
+      "num_label_tokens 12345\n"
+      "2026-08-10 15:55:23 | INFO | root | step 10 | epoch 0 | loss 0.8534 | grad_norm 1.5040 | "
+      "lr 1.00e-05 | mem 29.67 GiB | tps 13746.23(1718.28/gpu) | num_label_tokens 29550\n",
+      "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[1].step, 11);
+  EXPECT_EQ(r->iterations[1].loss, 0.8534);
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 10);
+  EXPECT_EQ(r->evals[0].value, 0.7012);
+  r = ParseNemoLog(
+      "step 19 | epoch 0 | loss 2.1000 | ce_loss 2.3000 | kd_loss 1.9000 | grad_norm 0.5000 | lr "
+      "1.00e-05 | mem 30.00 GiB | tps 1000.00(125.00/gpu) | num_label_tokens 4096\n"
+      "[val] squad | step 19 | epoch 0 | loss 2.0500 | kd_loss 1.8000 | lr 1.00e-05 | "
+      "num_label_tokens 2048\n"
+      "[val] hellaswag | step 19 | epoch 0 | loss 3.0000 | kd_loss 2.0000 | lr 1.00e-05 | "
+      "num_label_tokens 2048\n",
+      "kd.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].loss, 2.1);  // `loss`, not `ce_loss` or `kd_loss`
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 20);
+  EXPECT_EQ(r->evals[0].value, 2.05);
+  EXPECT_EQ(r->eval_what, "NeMo Automodel '[val] ... | loss X' (validation set \"squad\")");
+  // A single `mem:` line (Automodel before August 2025, micro-batch steps counted from 1): the
+  // spacing of the lines is unknown, the printed step is read, with a note saying so.
+  r = ParseNemoLog(
+      "INFO:root:step 8 | epoch 0 | loss 0.7913 | grad_norm 46.2500 | mem: 14.58 GiB | tps "
+      "9328.79\n",
+      "one.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 8);
+  EXPECT_EQ(r->peak_memory_bytes, 14.58 * 1024 * 1024 * 1024);
+  EXPECT_NE(r->notes.back().find("has one line only"), std::string::npos);
+  // The agent SFT guide's `tps 210.68/gpu` (docs/guides/llm/agent-sft.mdx, August 2026): the
+  // per-GPU figure alone, no total rate to read; the rest of the line is read.
+  r = ParseNemoLog(
+      "step  0 | epoch 0 | loss 1.2708 | grad_norm 3.0633 | lr 4.00e-06 | mem 34.45 GiB | tps "
+      "210.68/gpu  | num_label_tokens 4707\n",
+      "agent.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 1);
+  EXPECT_EQ(r->iterations[0].loss, 1.2708);
+  EXPECT_FALSE(r->iterations[0].tokens_per_s);
+}
+
 TEST(Nemo, Nemo1BarsCutAndMalformed) {
   // NeMo 1's Lightning bar, one drawing per step (\r-separated), the last cut before its `]`.
   const std::string bar =
@@ -2070,6 +2128,41 @@ TEST(Torchtitan, RanksColorsValidationAndTheParallelismLine) {
                       "x.log:6: 2 records of steps already read (other ranks' lines) left out: "
                       "the first printed is kept"),
             log->notes.end());
+}
+
+TEST(Torchtitan, PipelinePlaceholderLossAndMemoryNotKept) {
+  // Pipeline parallelism, LOG_RANK=0,3: rank 0 (first stage) prints the placeholder loss
+  // (-1.0000; -2.00000 once summed over 2 data-parallel ranks, 2026), rank 3 (last stage) the
+  // loss. Step 1: rank 0's line first, rank 3's gives the loss; step 2: rank 3's first.
+  // Step 3 has rank 0's line only: no loss. Every memory is 0.00GiB: nothing measured.
+  const std::string text =
+      "[rank0]:[titan] 2026-03-01 10:00:02,000 - root - INFO - step:  1  loss: -1.00000  "
+      "grad_norm:  3.0000  memory:  0.00GiB(0.00%)  tps: 512  tflops: 1.00  mfu: 0.10%\n"
+      "[rank3]:[titan] 2026-03-01 10:00:02,000 - root - INFO - step:  1  loss: 11.00000  "
+      "grad_norm:  3.0000  memory:  0.00GiB(0.00%)  tps: 512  tflops: 1.00  mfu: 0.10%\n"
+      "[rank3]:[titan] 2026-03-01 10:00:03,000 - root - INFO - step:  2  loss: 10.00000  "
+      "grad_norm:  2.0000  memory:  0.00GiB(0.00%)  tps: 2,048  tflops: 4.00  mfu: 0.40%\n"
+      "[rank0]:[titan] 2026-03-01 10:00:03,000 - root - INFO - step:  2  loss: -2.00000  "
+      "grad_norm:  2.0000  memory:  0.00GiB(0.00%)  tps: 2,048  tflops: 4.00  mfu: 0.40%\n"
+      "[rank0]:[titan] 2026-03-01 10:00:04,000 - root - INFO - step:  3  loss: -1.00000  "
+      "grad_norm:  2.0000  memory:  0.00GiB(0.00%)  tps: 2,048  tflops: 4.00  mfu: 0.40%\n";
+  Result<ParsedLog> log = ParseAutoLog(text, "x.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->format, "torchtitan");
+  ASSERT_EQ(log->iterations.size(), 3u);
+  EXPECT_EQ(log->iterations[0].line, 1);
+  EXPECT_EQ(log->iterations[0].loss, 11.0);  // rank 3's, line 2
+  EXPECT_EQ(log->iterations[1].loss, 10.0);
+  EXPECT_FALSE(log->iterations[2].loss);
+  EXPECT_EQ(log->iterations[2].tokens_per_device_per_s, 2048.0);
+  EXPECT_FALSE(log->peak_memory_bytes);
+  auto has_note = [&](std::string_view part) {
+    return std::any_of(log->notes.begin(), log->notes.end(),
+                       [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(has_note("x.log:1: 3 line(s) print a negative loss"));
+  EXPECT_TRUE(has_note("1 record(s) have no loss: no last-stage rank's line for their step"));
+  EXPECT_TRUE(has_note("every 'memory:' is 0.00GiB"));
 }
 
 TEST(Torchtitan, WpsLinesOf2024AverageTheirLoss) {

@@ -1925,7 +1925,7 @@ TEST(Megatron, LoneLineAfterABatchRampUpGetsNoRateFromTheWholeCount) {
   // BLOOM-176B's line at 12695 (GBS 2048 by then) re-flowed by a docstring over five lines, read
   // joined. Alone, it spans 12695; its consumed samples, 9841584, are not 2048 x 12695: the batch
   // ramped up, so the run's consumed tokens over 12695 x 105.22 s (15089 tokens/s) are no rate of
-  // this line's iteration (2048 x 2048 / 105.22 s = 39860).
+  // this line's iteration (2048 x 2048 / 105.22 s = 39862).
   const std::string log =
       "Each iteration log line looks like:\n"
       "  [default7]: iteration 12695/115311 | consumed samples: 9841584 |\n"

@@ -134,6 +134,17 @@ bool SameRecord(const Iteration& a, const Iteration& b) {
 
 }  // namespace
 
+bool IsElisionMark(std::string_view line) {
+  std::string_view t = Trim(line);
+  if (t == "<snip>" || t == "[snip]") return true;
+  if (t.size() >= 2 &&
+      ((t.front() == '[' && t.back() == ']') || (t.front() == '(' && t.back() == ')'))) {
+    t = Trim(t.substr(1, t.size() - 2));
+  }
+  if (t == "\xE2\x80\xA6") return true;  // U+2026, the ellipsis character, in UTF-8
+  return t.size() >= 3 && t.find_first_not_of('.') == std::string_view::npos;
+}
+
 void AddIteration(std::vector<Iteration>& its, Iteration it, int64_t* restarts) {
   if (!its.empty() && SameRecord(it, its.back())) return;
   if (!its.empty() && it.step <= its.back().step) {

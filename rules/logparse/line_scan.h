@@ -99,6 +99,10 @@ size_t FindKeyValue(std::string_view line, std::string_view key, std::string_vie
 // ("micro_step=10/global_step=10", DeepSpeed's timer line) separates two names.
 bool NameStartsAt(std::string_view line, size_t at);
 
+// Whether a line is an excerpt's mark of lines left out, as a README or notes page quotes a log:
+// `...`, `......`, `…`, `[...]`, `(...)`, `<snip>` (spaces around it ignored).
+bool IsElisionMark(std::string_view line);
+
 // Appends `it` keeping the series strictly ascending: a record equal to the
 // last one (another rank's copy) is dropped; any other record for a step at
 // or below the last is a resumed run's, and replaces the records from that

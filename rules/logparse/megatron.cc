@@ -52,15 +52,17 @@
 // `tokens/s` is all ranks' tokens since the last line over that time; its reserved figure is
 // torch's max_memory_reserved() / 2^30, the largest of all ranks (all_reduce max): the peak.
 // `consumed tokens` (also Megatron-DeepSpeed's and ModelLink's) counts all ranks' tokens since
-// the run's start: where a line prints no token rate, the growth over its steps gives one.
+// the run's start: where a line prints no token rate, the growth over its steps gives one (not
+// across an excerpt's elision mark, nor a lone line's whole count after a batch-size ramp-up).
 // A line without `global batch size` (a fork's, or one a README cuts after its throughput)
 // gets its samples per step from `consumed samples`: the growth since the previous line over
 // the steps between (a run's first line: its consumed samples over its step, when that equals
 // the next line's batch), with a note.
 // Evaluations: ` validation loss at iteration N | lm loss value: x | lm loss PPL: ... |` gives
 // an eval at N (the first validation set's, when there are several; the test set's and a
-// repeat at the same iteration after training left out); so does MindSpeed-MM's FSDP trainer's
-// ` ** validation after iteration N ** | validation steps: S | validation loss: x |`.
+// repeat at the same iteration after training left out); so do GPT-NeoX's ` validation results
+// at iteration N | lm_loss value: x | lm_loss_ppl value: ... |` and MindSpeed-MM's FSDP
+// trainer's ` ** validation after iteration N ** | validation steps: S | validation loss: x |`.
 // A terminal copy's hard-wrapped iteration line (or report_memory line) is read joined
 // (wrapped_lines.h) when the lines after it complete it: up to `number of nan iterations`
 // (`max reserved:`). A `report_memory` line of zeros (FlagScale on Moore Threads GPUs: torch.cuda's
@@ -69,7 +71,9 @@
 // empty record (NeMo 2's ProgressPrinter lines look alike: log_format "nemo").
 // A line's numbers are averages over the --log-interval iterations since the
 // previous line (elapsed time, losses over the iterations not skipped), so a
-// record's span is the gap to the previous line. An interval whose
+// record's span is the gap to the previous line, except where an excerpt's elision mark
+// (`...`, `[...]`: a README or notes page left lines out) comes between them: then the record
+// spans the log interval the unmarked gaps show (a note says so). An interval whose
 // iterations were all skipped (fp16 overflow) prints no loss, or, since
 // Megatron-LM b09ee64 (March 2026), `lm loss: 0.000000E+00`: neither is a
 // loss, and the record gets none (its skipped count says why). A line that
@@ -93,7 +97,8 @@
 // leave the others no time (the line cannot average it in), nor for a log of two lines at 1 and
 // 2, which is --log-interval 1's as likely as not (MindSpeed-MM's FSDP docs print just those),
 // nor for a line a whole interval or more after the line before it (a README's pick of lines: a
-// resumed run's first line comes within an interval of its previous run's last).
+// resumed run's first line comes within an interval of its previous run's last), nor where an
+// excerpt's elision mark (`...`) comes between the two lines.
 // Start-up prints supply facts: the argument block (`  seq_length ..... 4096`,
 // micro/global batch size, the parallel sizes, world size, layers, hidden
 // size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;
@@ -108,6 +113,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -290,6 +296,21 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   return it;
 }
 
+// Whether the line after `line` (a piece of `text`) holds a field the parser reads: `line` is
+// the head of an iteration line carried over several lines.
+bool FieldsGoOnNextLine(std::string_view text, std::string_view line, int64_t step,
+                        std::string_view name, int64_t no) {
+  const std::less<const char*> before;
+  if (before(line.data(), text.data()) ||
+      !before(line.data() + line.size(), text.data() + text.size()))
+    return false;  // a joined copy, or the last line
+  std::string_view next = text.substr(line.data() + line.size() - text.data() + 1);
+  next = next.substr(0, next.find('\n'));
+  if (IsMegatronIterationLine(next)) return false;  // another record, not a continuation
+  int known = 0;
+  return ParseIterationLine(next, 0, step, name, no + 1, &known).ok() && known > 0;
+}
+
 struct ArgFact {
   std::string_view arg;
   const char* fact;
@@ -330,8 +351,13 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   int64_t zero_memory_line = 0;  // the first report_memory line that prints 0
   std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
   BridgeConfigReader bridge_config;     // Megatron-Bridge's ConfigContainer print
+  bool elided = false;                  // an elision mark since the last iteration line
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
+    if (IsElisionMark(line)) {
+      elided = true;
+      return;
+    }
     if (bridge_config.Read(line, no)) return;
     if (std::optional<EvalLine> e = ReadEvalLine(line)) {
       if (!eval_set) eval_set = e->set;
@@ -360,17 +386,37 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
                          name, no);
           return;
         }
+        if (!cut_last && FieldsGoOnNextLine(text, line, step, name, no)) {
+          error = Errorf(ErrorCode::kCorrupt,
+                         "{}:{}: an iteration line whose fields go on at the next line, and the "
+                         "lines after it never reach Megatron's last field ('number of nan "
+                         "iterations |'): a line re-typed or cut over several lines (a README's "
+                         "`| ... |`?), not read",
+                         name, no);
+          return;
+        }
         if (!cut_last) {
+          // A last field without its closing ` |` is not read (a line cut off): say so.
+          const std::string_view last = Trim(line.substr(line.rfind('|') + 1));
+          const std::string cut =
+              last.find(':') == std::string_view::npos
+                  ? std::string()
+                  : fmt::format(
+                        "; its last field, '{}', has no closing ' |' (a line cut off), "
+                        "and a cut-off field is not read",
+                        last);
           error = Errorf(ErrorCode::kCorrupt,
                          "{}:{}: an iteration line without any field the megatron parser reads "
                          "(elapsed time per iteration (ms), lm loss, learning rate, global batch "
-                         "size, ...)",
-                         name, no);
+                         "size, ...){}",
+                         name, no, cut);
           return;
         }
       }
       if (line.find("number of skipped iterations:") != std::string_view::npos)
         extras.counted_lines.insert(no);
+      if (elided) extras.after_elision.insert(no);
+      elided = false;
       if (std::optional<double> c = MemoryField(line, "consumed samples:"))
         extras.consumed_samples[no] = *c;
       if (std::optional<double> c = MemoryField(line, "consumed tokens:"))

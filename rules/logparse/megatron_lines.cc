@@ -94,6 +94,17 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
     if (!step || !loss) return std::nullopt;
     return EvalLine{"", static_cast<int64_t>(*step), *loss};
   }
+  // GPT-NeoX (megatron/training.py `evaluate_and_print_results`): ` {chart_name} results at
+  // {prefix} | ` with chart_name "validation" and, every eval_interval, prefix "iteration N",
+  // then `{key} value: {v:.6E} | ` for each key, lm_loss first. After training the prefix is
+  // "the end of training for val data" (no iteration: not read), and the test set's chart "test".
+  constexpr std::string_view kResults = "validation results at iteration ";
+  if (size_t r = line.find(kResults); r != std::string_view::npos) {
+    std::optional<double> step = LeadingNumber(line.substr(r + kResults.size()));
+    std::optional<double> loss = MemoryField(line.substr(r), " value:");
+    if (!step || !loss) return std::nullopt;
+    return EvalLine{"", static_cast<int64_t>(*step), *loss};
+  }
   constexpr std::string_view kAt = " loss at iteration ";
   size_t at = line.find(kAt);
   size_t v = line.find("validation");

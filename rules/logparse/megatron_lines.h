@@ -37,9 +37,11 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
 
 // ` validation loss at iteration 200 | lm loss value: 6.496762E+00 | lm loss PPL: ... |`
 // (evaluate_and_print_results; `validation-NAME loss at` with several validation sets; `... at
-// iteration 1000 on validation set` after training) and MindSpeed-MM's ` ** validation after
-// iteration 200 ** | validation steps: 10 | validation loss: x |`: the set ("", "-NAME"), the
-// step and the (first) loss's value. nullopt for any other line, the test set's included.
+// iteration 1000 on validation set` after training), GPT-NeoX's ` validation results at
+// iteration 100 | lm_loss value: 6.912345E+00 | lm_loss_ppl value: ... |` and MindSpeed-MM's
+// ` ** validation after iteration 200 ** | validation steps: 10 | validation loss: x |`: the set
+// ("", "-NAME"), the step and the (first) loss's value. nullopt for any other line, the test
+// set's included.
 struct EvalLine {
   std::string set;
   int64_t step = 0;

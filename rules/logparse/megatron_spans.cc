@@ -23,14 +23,16 @@ std::optional<double> ConsumedAt(const std::map<int64_t, double>& consumed, cons
 // still counts `consumed samples`: the samples per step are the growth since the previous line
 // over the steps between them, and a run's first line's consumed samples over its step where
 // that gives the same batch as the line after it.
-void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
+void SamplesFromConsumed(std::vector<Iteration>& its, const IterationLineExtras& extras,
                          std::string_view name, std::vector<std::string>& notes) {
-  auto at = [&](const Iteration& it) { return ConsumedAt(consumed, it); };
+  auto at = [&](const Iteration& it) { return ConsumedAt(extras.consumed_samples, it); };
   int64_t derived = 0, first_line = 0;
   for (size_t i = 1; i < its.size(); ++i) {
     std::optional<double> c = at(its[i]), before = at(its[i - 1]);
     const int64_t steps = its[i].step - its[i - 1].step;
-    if (its[i].samples || !c || !before || *c <= *before || steps != its[i].span) continue;
+    if (its[i].samples || !c || !before || *c <= *before || steps != its[i].span ||
+        extras.after_elision.count(its[i].line) != 0)  // the growth of lines left out too
+      continue;
     its[i].samples = (*c - *before) / static_cast<double>(steps);
     first_line = first_line ? first_line : its[i].line;
     ++derived;
@@ -54,23 +56,32 @@ void SamplesFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, do
 }
 
 // A line that prints `consumed tokens` but no token rate: the tokens of its steps are the growth
-// since the previous line (or, for a record that reaches back to step 1, its whole count), so
+// since the previous line (or, for a record that reaches back to step 1 of a run whose batch did
+// not change, its whole count), so
 // its rate is that over its steps' time. Exact where the tokens per step vary (variable-length
-// fine-tuning, curriculum sequence lengths), which samples x the sequence length is not.
-void TokensFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, double>& consumed,
+// fine-tuning, curriculum sequence lengths), which samples x the sequence length is not. Not
+// across an excerpt's elision mark: the growth there counts the lines left out, whose time (and
+// batch, in a batch-size ramp-up) the line does not give.
+void TokensFromConsumed(std::vector<Iteration>& its, const IterationLineExtras& extras,
                         std::string_view name, std::vector<std::string>& notes) {
-  auto at = [&](const Iteration& it) { return ConsumedAt(consumed, it); };
+  auto at = [&](const Iteration& it) { return ConsumedAt(extras.consumed_tokens, it); };
   int64_t derived = 0, first_line = 0;
   for (size_t i = 0; i < its.size(); ++i) {
     Iteration& it = its[i];
     std::optional<double> c = at(it);
     if (it.tokens_per_s || it.tokens_per_device_per_s || !c || !it.ms || *it.ms <= 0) continue;
     std::optional<double> tokens;
-    if (i > 0 && its[i].step - its[i - 1].step == it.span) {
+    if (i > 0 && its[i].step - its[i - 1].step == it.span &&
+        extras.after_elision.count(it.line) == 0) {  // not over lines an excerpt left out
       if (std::optional<double> before = at(its[i - 1]); before && *c > *before)
         tokens = *c - *before;
     } else if (i == 0 && it.span == it.step && *c > 0) {
-      tokens = *c;
+      // The run's whole count over all its steps at this line's time: only where the batch was
+      // the same all along (the consumed samples, where printed, are the batch times the steps;
+      // not in a batch-size ramp-up, where the early steps were smaller).
+      std::optional<double> samples = ConsumedAt(extras.consumed_samples, it);
+      if (!samples || !it.samples || *samples == *it.samples * static_cast<double>(it.step))
+        tokens = *c;
     }
     if (!tokens) continue;
     it.tokens_per_s = *tokens / (static_cast<double>(it.span) * *it.ms / 1000.0);
@@ -82,6 +93,38 @@ void TokensFromConsumed(std::vector<Iteration>& its, const std::map<int64_t, dou
         "tokens: {} iteration line(s) from {}:{} print consumed tokens but no token rate: the "
         "rate from the growth of consumed tokens over the line's steps and their time",
         derived, name, first_line));
+  }
+}
+
+// An excerpt's elision mark (`...`, `[...]`) between two records: a README or notes page left
+// the lines between them out, so the later record averages one interval, not the gap. The
+// interval: the most common gap between records with no mark between them (ties: the larger; a
+// gap from a line at iteration 1 left out, core 0.16's first line). The first record's span came
+// from the gap to the second: with a mark between them, from the interval too.
+void SpanElidedGaps(std::vector<Iteration>& its, const std::set<int64_t>& after_elision,
+                    std::string_view name, std::vector<std::string>& notes) {
+  auto elided = [&](size_t i) { return after_elision.count(its[i].line) != 0; };
+  std::map<int64_t, int> gaps;
+  for (size_t i = 1; i < its.size(); ++i)
+    if (!elided(i) && its[i - 1].step != 1) ++gaps[its[i].step - its[i - 1].step];
+  int64_t interval = 0;
+  for (auto [gap, n] : gaps)
+    if (interval == 0 || n >= gaps[interval]) interval = gap;
+  if (interval <= 0) return;
+  int64_t changed = 0, first_line = 0;
+  for (size_t i = 0; i < its.size(); ++i) {
+    const bool mark_after_first = i == 0 && its.size() > 1 && elided(1);
+    if (!(i > 0 && elided(i)) && !mark_after_first) continue;
+    if (its[i].span <= interval) continue;
+    its[i].span = interval;
+    first_line = first_line ? first_line : its[i].line;
+    ++changed;
+  }
+  if (changed > 0) {
+    notes.push_back(fmt::format(
+        "{}:{}: {} record(s) next to an excerpt's elision mark ('...': lines left out) span the "
+        "log interval, {} (the gap between lines with no mark between them), not the gap",
+        name, first_line, changed, interval));
   }
 }
 
@@ -110,6 +153,8 @@ void SubtractFirstIteration(const Iteration& first, Iteration& second) {
 void SpanMegatronRecords(ParsedLog& log, const IterationLineExtras& extras, std::string_view name) {
   const bool swift = extras.swift;
   FillSpansFromGaps(log.iterations);
+  if (!extras.after_elision.empty())
+    SpanElidedGaps(log.iterations, extras.after_elision, name, log.notes);
   std::vector<Iteration>& its = log.iterations;
   if (swift && its[0].step > 1 && its[0].span == its[0].step) {
     // ms-swift printed iteration 1's line before this one and restarted its averages there.
@@ -137,6 +182,8 @@ void SpanMegatronRecords(ParsedLog& log, const IterationLineExtras& extras, std:
     // would have printed the next multiple before its checkpoint); a line a whole interval or
     // more after the previous one is an excerpt's pick among lines, not a run's first.
     if (i > 0 && f > its[i - 1].step && f - its[i - 1].step >= interval) continue;
+    // Nor across an excerpt's elision mark: the lines between were left out.
+    if (extras.after_elision.count(its[i + 1].line) != 0) continue;
     // A line that would leave no time for its other iterations once the first is taken out
     // does not average it in: not core 0.16's.
     const Iteration &first = its[i], &second = its[i + 1];
@@ -149,8 +196,8 @@ void SpanMegatronRecords(ParsedLog& log, const IterationLineExtras& extras, std:
         "taking iteration {} ({}:{}) out",
         name, its[i + 1].line, next, f, next, f + 1, next, f, name, its[i].line));
   }
-  SamplesFromConsumed(its, extras.consumed_samples, name, log.notes);
-  TokensFromConsumed(its, extras.consumed_tokens, name, log.notes);
+  SamplesFromConsumed(its, extras, name, log.notes);
+  TokensFromConsumed(its, extras, name, log.notes);
   const Iteration* first_nan = nullptr;
   int64_t nan_lines = 0;
   for (Iteration& it : its) {

@@ -4,7 +4,8 @@
 // iterations after the first; samples per step from `consumed samples` where a line prints no
 // global batch size; the token rate from `consumed tokens` where a line prints none; an
 // all-skipped interval's loss dropped; a line that prints the skipped count but no loss though
-// not all its iterations were skipped, a NaN loss. Notes say so.
+// not all its iterations were skipped, a NaN loss; a record after an excerpt's elision mark
+// (`...` for the lines a README left out), the interval, not the gap. Notes say so.
 //
 // Thread safety: a pure function.
 #pragma once
@@ -25,7 +26,10 @@ struct IterationLineExtras {
   // ranks' tokens since the run's start.
   std::map<int64_t, double> consumed_tokens;
   std::set<int64_t> counted_lines;  // the lines that print `number of skipped iterations`
-  bool swift = false;               // the lines are ms-swift's (`memory(GiB):`)
+  // The lines of records an excerpt's elision mark (`...`, `[...]`) comes before, since the
+  // record before them: the lines between were left out.
+  std::set<int64_t> after_elision;
+  bool swift = false;  // the lines are ms-swift's (`memory(GiB):`)
 };
 
 // log.iterations: not empty, ascending.

@@ -428,6 +428,78 @@ TEST(Corpus, MegatronSelectedLinesAreNoCore016FirstInterval) {
   EXPECT_EQ(r->log.evals[0].value, 0.3852793);
 }
 
+TEST(Corpus, MegatronElisionMarksBetweenLinesLeaveTheInterval) {
+  // A notes page quotes a --log-interval 100 run (GBS 8, fp16), its author's `...` lines (4, 10,
+  // 16, 23, 29) leaving iterations out: the lines after them (1000, 2000, 2900, 4000, 4800)
+  // average iterations 901-1000 and so on, 100 like the unmarked gaps (1000-1100, 2000-2100,
+  // 2900-3000-3100, 4000-4100, 4800-4900-5000), not the 900, 800 and 700 between the lines.
+  // The sequence length (1024, the page's argument block) is not in the excerpt: set here.
+  Result<Read> r =
+      ReadLog("megatron_345m_fp16_ellipsis_between_lines.log", "megatron", {{"mpe", 1024}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100, 1000, 1100, 2000, 2100, 2900, 3000, 3100, 4000,
+                                              4100, 4800, 4900, 5000}));
+  for (const Iteration& it : r->log.iterations) EXPECT_EQ(it.span, 100) << it.step;
+  EXPECT_TRUE(r->Note("elision mark"));
+  EXPECT_EQ(r->Loss(100), 9.729805);  // line 2, 16 of its 100 iterations skipped
+  EXPECT_EQ(r->At(100)->skipped, 16);
+  EXPECT_EQ(r->Loss(1000), 5.544420);  // line 5
+  EXPECT_EQ(r->At(2900)->ms, 531.2);   // line 17
+  // Iteration 100's line is the warm-up; the 12 lines after it, 100 iterations of 8 x 1024
+  // tokens each.
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 1200);
+  const double ms =
+      Sum({283.9, 291.7, 292.5, 373.8, 531.2, 290.9, 289.2, 286.2, 290.9, 318.3, 288.0, 287.0});
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(),
+                   1200 * 8 * 1024 / (100 * ms / 1000));
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 8786.0 * kMiB);  // line 3, max reserved
+  // Lines 7, 13, 20, 26, 34; the end-of-training val and test lines (38, 41) name no iteration.
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 1000);
+  EXPECT_EQ(r->log.evals[0].value, 6.439325);
+  EXPECT_EQ(r->log.evals[4].step, 5000);
+  EXPECT_EQ(r->log.evals[4].value, 8.208897);
+}
+
+TEST(Corpus, MegatronDeepSpeedElidedLinesAreNotInTheTokenGrowth) {
+  // BigScience's 176B chronicles quote --log-interval 1 lines 31214-31222, `[...]` (line 10),
+  // then 31250 and 31251. Line 11 averages iteration 31250 alone: span 1, not the 28 since
+  // 31222, and no token rate from the growth of consumed tokens since line 9 (it counts the 27
+  // iterations left out). Line 12's rate: (97985069056 - 97980874752) / 106.13 s.
+  Result<Read> r =
+      ReadLog("megatron_deepspeed_176b_spike_elided_lines.log", "megatron", {{"mpe", 2048}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 11u);
+  for (const Iteration& it : r->log.iterations) EXPECT_EQ(it.span, 1) << it.step;
+  EXPECT_EQ(r->At(31250)->ms, 106090.0);  // `elapsed time per iteration (s): 106.09`
+  EXPECT_FALSE(r->At(31250)->tokens_per_s);
+  EXPECT_DOUBLE_EQ(*r->At(31251)->tokens_per_s, 4194304 / 106.13);
+  EXPECT_EQ(r->Loss(31219), 5.098124);  // line 6, the spike
+  EXPECT_EQ(r->At(31219)->grad_norm, 960.351);
+  // Every line is past the warm-up: 11 iterations of 2048 x 2048 tokens.
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 11);
+  const double s =
+      Sum({106.46, 105.90, 106.40, 106.33, 107.53, 106.36, 106.30, 106.13, 106.44, 106.09, 106.13});
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["tokens_per_s"].get<double>(), 11 * 2048 * 2048 / s);
+}
+
+TEST(Corpus, MegatronElidedGapsAreNoCore016FirstInterval) {
+  // A ROCm blog post on MegaBlocks (Stanford-Megatron-LM, 2025-02, MI300X) quotes lines 100,
+  // 1000 and 2000 with `...` between them (lines 5 and 11). The gaps 900 and 1000 made 1000 the
+  // interval and 100 a core 0.16 first line: line 7 lost iteration 100's share (657.0 ms ->
+  // 656.996). Across an elision mark the lines are not consecutive: line 7's own numbers. No
+  // unmarked gap gives the interval, so the spans stay the gaps.
+  Result<Read> r = ReadLog("megatron_megablocks_mi300x_elided_gaps.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100, 1000, 2000}));
+  EXPECT_EQ(r->At(1000)->ms, 657.0);
+  EXPECT_EQ(r->Loss(1000), 5.360341);
+  EXPECT_FALSE(r->Note("does not reset its timers"));
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].value, 5.314413);  // line 9
+  EXPECT_EQ(r->log.evals[1].value, 4.583530);  // line 14
+}
+
 TEST(Corpus, MegatronModelLinkTgsBeforeTheTimers) {
   // ModelLink on DeepLink (Atlas 800T A2, 1024 NPUs): each line ends `| TFLOPs: 148.25 | tgs
   // (tokens/gpu/second): 353.02 time (ms)`, the timers' `time (ms)` on the same line and no ` |`

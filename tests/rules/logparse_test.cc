@@ -45,6 +45,14 @@ TEST(LineScan, NumbersAsPythonPrintsThem) {
   EXPECT_FALSE(DottedArg("seq_length is 4096", "seq_length"));
 }
 
+TEST(LineScan, ElisionMarks) {
+  for (const char* mark :
+       {"...", " ...", "......", "[...]", " [...] ", "(...)", "\xE2\x80\xA6", "<snip>", "[snip]"})
+    EXPECT_TRUE(IsElisionMark(mark)) << mark;
+  for (const char* line : {"", "..", "... more", "[2024-01-01 ...]", "time (ms)", "[...] 12"})
+    EXPECT_FALSE(IsElisionMark(line)) << line;
+}
+
 TEST(LineScan, TerminalEscapesAreRemovedLinesKept) {
   EXPECT_FALSE(WithoutTerminalEscapes("loss: 2.5\n"));
   EXPECT_EQ(
@@ -1911,6 +1919,120 @@ TEST(Megatron, FirstIntervalThatCannotAverageTheFirstIterationIsKept) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->iterations[1].ms, 2000.0);
   EXPECT_TRUE(r->notes.empty());
+}
+
+TEST(Megatron, GptNeoXValidationResultsAreEvals) {
+  // GPT-NeoX's evaluate_and_print_results: ` validation results at iteration N | lm_loss value:
+  // x | lm_loss_ppl value: y | `; after training the prefix names no iteration, and the test
+  // set's chart is "test". Lines of a FORGE (GPT-NeoX) run-sizing doc, its iteration line
+  // wrapped over three lines.
+  const std::string log =
+      " samples/sec: 51.234 | iteration       10/      50 | elapsed time per iteration (ms): "
+      "19987.6 |\n"
+      " learning rate: 1.234E-04 | approx flops per GPU: 150.3TFLOPS | lm_loss: 7.123456E+00 |\n"
+      " number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+      " validation results at iteration 100 | lm_loss value: 6.912345E+00 | lm_loss_ppl value: "
+      "1.004E+03 |\n"
+      " validation results at the end of training for val data | lm_loss value: 6.8E+00 | \n"
+      " test results at the end of training for test data | lm_loss value: 6.7E+00 | \n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "neox.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].loss, 7.123456);
+  EXPECT_EQ(r->iterations[0].ms, 19987.6);
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 100);
+  EXPECT_EQ(r->evals[0].value, 6.912345);
+  EXPECT_EQ(r->evals[0].line, 4);
+}
+
+TEST(Megatron, ElisionMarkOverABatchRampUp) {
+  // BigScience's 104B notes: --log-interval 1 lines 6502-6504 (GBS 80), ` ...`, then 8600 (GBS
+  // 160 by then). Line 8600 averages one iteration: span 1, and no token rate from the consumed
+  // tokens' growth since 6504 (507 M tokens over 2096 iterations of a growing batch, against
+  // the line's 66.45 s: 3638 tokens/s, where 160 x 2048 / 66.4511 s = 4931).
+  auto line = [](int n, long samples, long tokens, const char* ms, int gbs) {
+    return fmt::format(
+        " iteration {:8d}/  159576 | consumed samples: {:12d} | consumed tokens: {:12d} | elapsed "
+        "time per iteration (ms): {} | learning rate: 6.000E-05 | global batch size: {:5d} | lm "
+        "loss: 3.876781E+00 | loss scale: 4096.0 | grad norm: 3246.595 | num zeros: 0.0 | number "
+        "of skipped iterations:   0 | number of nan iterations:   0 |\n",
+        n, samples, tokens, ms, gbs);
+  };
+  const std::string log = line(6502, 216960, 444334080, "31074.1", 80) +
+                          line(6503, 217040, 444497920, "31065.8", 80) +
+                          line(6504, 217120, 444661760, "31073.4", 80) + "\n ...\n\n" +
+                          line(8600, 464560, 951418880, "66451.1", 160);
+  Result<ParsedLog> r = ParseMegatronLog(log, "b.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 4u);
+  for (const Iteration& it : r->iterations) EXPECT_EQ(it.span, 1) << it.step;
+  EXPECT_FALSE(r->iterations[3].tokens_per_s);
+  EXPECT_DOUBLE_EQ(*r->iterations[1].tokens_per_s, (444497920 - 444334080) / 31.0658);
+  // Without an unmarked gap the interval is unknown: the span stays the gap, but the growth
+  // over the lines left out still gives no rate.
+  r = ParseMegatronLog(line(6504, 217120, 444661760, "31073.4", 80) + "...\n" +
+                           line(8600, 464560, 951418880, "66451.1", 160),
+                       "b.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations[1].span, 2096);
+  EXPECT_FALSE(r->iterations[1].tokens_per_s);
+}
+
+TEST(Megatron, LoneLineAfterABatchRampUpGetsNoRateFromTheWholeCount) {
+  // BLOOM-176B's line at 12695 (GBS 2048 by then) re-flowed by a docstring over five lines, read
+  // joined. Alone, it spans 12695; its consumed samples, 9841584, are not 2048 x 12695: the batch
+  // ramped up, so the run's consumed tokens over 12695 x 105.22 s (15089 tokens/s) are no rate of
+  // this line's iteration (2048 x 2048 / 105.22 s = 39862).
+  const std::string log =
+      "Each iteration log line looks like:\n"
+      "  [default7]: iteration 12695/115311 | consumed samples: 9841584 |\n"
+      "  consumed tokens: 20155564032 | elapsed time per iteration (s): 105.22 |\n"
+      "  learning rate: 5.969E-05 | global batch size: 2048 | lm loss: 2.463556E+00 |\n"
+      "  grad norm: 0.174 | num zeros: 0.0 | number of skipped iterations: 0 |\n"
+      "  number of nan iterations: 0 | samples per second: 19.463 | TFLOPs: 149.02 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "bloom.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].line, 2);
+  EXPECT_EQ(r->iterations[0].ms, 105220.0);
+  EXPECT_EQ(r->iterations[0].loss, 2.463556);
+  EXPECT_EQ(r->iterations[0].samples, 2048);
+  EXPECT_FALSE(r->iterations[0].tokens_per_s);
+  // The same line where the batch never changed (consumed samples 2048 x 11): the whole count.
+  r = ParseMegatronLog(
+      " iteration 11/50 | consumed samples: 22528 | consumed tokens: 46137344 | elapsed time per "
+      "iteration (ms): 1000.0 | global batch size: 2048 | lm loss: 2.0 |\n",
+      "c.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(*r->iterations[0].tokens_per_s, 46137344 / (11 * 1.0));
+}
+
+TEST(Megatron, IterationLineWhoseFieldsGoOnAtTheNextLine) {
+  // A doc's re-typed line over four lines, `| ... |` for the fields it leaves out: the pieces
+  // never reach `number of nan iterations`, so they are not joined; the error says why.
+  const std::string log =
+      "[2026-06-11 15:19:14] iteration   2/  50 | consumed samples: 1024 |\n"
+      "  elapsed time per iteration (ms): 11184.3 |\n"
+      "  learning rate: 6.000000E-05 | global batch size: 512 |\n"
+      "  lm loss: 1.178900E+01 | ... | grad norm: 1.837 | ...\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "w.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "w.log:1: an iteration line whose fields go on at the next line, and the lines after "
+            "it never reach Megatron's last field ('number of nan iterations |'): a line re-typed "
+            "or cut over several lines (a README's `| ... |`?), not read");
+  // A doc's placeholder line whose only field has no closing ` |`: the error names it.
+  r = ParseMegatronLog(
+      "iteration       10/      10 | ... | lm loss: X.XXX\n\xE2\x9C\x93 LoRA Fine-Tuning "
+      "Complete!\n",
+      "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "x.log:1: an iteration line without any field the megatron parser reads (elapsed "
+            "time per iteration (ms), lm loss, learning rate, global batch size, ...); its last "
+            "field, 'lm loss: X.XXX', has no closing ' |' (a line cut off), and a cut-off field "
+            "is not read");
 }
 
 TEST(Megatron, MsSwiftFirstIterationLineIsNotCore016s) {

@@ -43,7 +43,9 @@
 // its samples per step the growth of consumed_samples between two drawings. So are NeMo
 // Automodel's `step N | epoch E | loss X | ... | mem M GiB | tps T(t/gpu) | ...` lines and their
 // `[val]` lines, by nemo_automodel.h: step N + 1, its loss, grad_norm, lr and printed token rate
-// over all devices; memory the largest `mem` (max allocated).
+// over all devices; memory the largest `mem` (max allocated). The start-up lines that state the
+// layout (world size, data / tensor / pipeline group sizes, micro-batches) are facts, by
+// nemo_setup.h.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,6 +61,7 @@
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/nemo_automodel.h"
 #include "rules/logparse/nemo_bar.h"
+#include "rules/logparse/nemo_setup.h"
 
 namespace bm::logparse {
 namespace {
@@ -298,6 +301,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
     }
     flush();
     if (pos == std::string_view::npos) {
+      if (ReadNemoSetupLine(line, no, log)) return;  // devices, dp, tp, pp, gas (nemo_setup.h)
       Result<bool> read = automodel.Read(line, no, name, cut, log);
       if (!read.ok()) {
         error = read.status();

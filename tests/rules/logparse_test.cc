@@ -350,6 +350,35 @@ TEST(Nemo, LineWrappedAfterItsPipes) {
   EXPECT_EQ(r.status().message(), "bad.log:2: 'reduced_train_loss' is 'x', not a number");
 }
 
+TEST(Nemo, StartUpLinesStateTheLayout) {
+  // Lines of a NeMo 2 DiT mock run on 2 GPUs (a NeMo README, mock_dit config: micro batch 1,
+  // global batch 8, TP/PP/CP 1): data parallel group [0, 1] -> dp 2, tensor and pipeline groups
+  // of one rank, 4 micro-batches (8 / (1 x 2)), Lightning's MEMBER 1/2 -> 2 devices.
+  const std::string text =
+      "    [NeMo I 2024-11-14 19:42:15 megatron_init:396] Rank 0 has data parallel group : [0, "
+      "1]\n"
+      "    [NeMo I 2024-11-14 19:42:15 megatron_init:439] Rank 0 has tensor model parallel group: "
+      "[0]\n"
+      "    [NeMo I 2024-11-14 19:42:15 megatron_init:464] Rank 0 has pipeline model parallel "
+      "group: [0]\n"
+      "    Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+      "    Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+      "    [NeMo I 2024-11-14 19:42:16 num_microbatches_calculator:218] setting number of "
+      "microbatches to constant 4\n"
+      "    Training epoch 0, iteration 0/49999999 | lr: 0.0001 | global_batch_size: 8 | "
+      "global_step: 0 | reduced_train_loss: 0.5288 | train_step_timing in s: 4.022\n";
+  Result<ParsedLog> r = ParseNemoLog(text, "dit.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->facts.at("dp").value, 2);
+  EXPECT_EQ(r->facts.at("dp").line, 1);
+  EXPECT_EQ(r->facts.at("tp").value, 1);
+  EXPECT_EQ(r->facts.at("pp").value, 1);
+  EXPECT_EQ(r->facts.at("devices").value, 2);
+  EXPECT_EQ(r->facts.at("devices").line, 4);
+  EXPECT_EQ(r->facts.at("gas").value, 4);
+}
+
 TEST(Nemo, AutomodelMalformedAndCutLines) {
   // NeMo Automodel's log_train_metrics line: a field that does not parse names the line.
   constexpr std::string_view kLine =

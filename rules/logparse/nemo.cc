@@ -29,26 +29,39 @@
 // `peak_memory_usage` (beside `memory_allocated`, the current figure, not read).
 // `tokens_per_sec_per_gpu` (TimingCallback with log_tokens_per_sec, from f0bf77b,
 // January 2025: global batch x the batch's sequence length / world size / the step's
-// time) is read as the printed per-device token rate. Other fields (val_loss
-// carried from the last validation, TFLOPS_per_GPU, consumed_samples) are
-// not read; `Validation: iteration N/M` lines neither.
+// time) is read as the printed per-device token rate. `val_loss` is the last validation's value,
+// carried on every line after it (averaged like the rest: the same value when val_check_interval
+// is a multiple of log_interval, else a mix of two validations' values): a new or changed
+// value, or one after `Validation: iteration N/M` lines, is an evaluation at the record before
+// (AddValLossEvals). `grad_norm` is there only when a model logs it with prog_bar=True
+// (MegatronStrategy.optimizer_step logs it without: not shown); read when shown. Other fields
+// (TFLOPS_per_GPU, consumed_samples) are not read. A page that
+// wrapped a line before a ` | ` continues it on lines starting with `|`: joined.
 //
 // NeMo 1's Lightning training bar (`Epoch 0: ... 50/50 [..., reduced_train_loss=11.70,
 // global_step=49.00, ...]`) is read too, by nemo_bar.h: a drawing is one step's values (span 1),
 // its samples per step the growth of consumed_samples between two drawings. So are NeMo
 // Automodel's `step N | epoch E | loss X | ... | mem M GiB | tps T(t/gpu) | ...` lines and their
 // `[val]` lines, by nemo_automodel.h: step N + 1, its loss, grad_norm, lr and printed token rate
-// over all devices; memory the largest `mem` (max allocated).
+// over all devices; memory the largest `mem` (max allocated). The start-up lines that state the
+// layout (world size, data / tensor / pipeline group sizes, micro-batches) are facts, by
+// nemo_setup.h.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/nemo_automodel.h"
 #include "rules/logparse/nemo_bar.h"
+#include "rules/logparse/nemo_setup.h"
 
 namespace bm::logparse {
 namespace {
@@ -75,6 +88,150 @@ size_t ProgressHeader(std::string_view line, int64_t* iteration) {
   return static_cast<size_t>(rest.data() - line.data()) + bar + 1;
 }
 
+// Where the bar drawing that starts at `from` ends: at the next "^M" (a pasted carriage
+// return) or the next "Epoch N:" (drawings glued where a page dropped the carriage returns), else
+// at the line's end.
+size_t NemoDrawingEnd(std::string_view line, size_t from) {
+  size_t end = std::min(line.find("^M", from), line.size());
+  for (size_t at = line.find("Epoch ", from + 1); at < end; at = line.find("Epoch ", at + 1)) {
+    size_t digits = at + 6, past = digits;
+    while (past < line.size() && std::isdigit(static_cast<unsigned char>(line[past]))) ++past;
+    if (past > digits && past < line.size() && line[past] == ':') return at;
+  }
+  return end;
+}
+
+// Lightning draws a step's bar more than once (the new count with the previous postfix, then the
+// step's postfix, again after a validation); a drawing cut short lacks its last fields. The first
+// drawing of a step keeps its values; a later one fills in what it lacked.
+void FillFromRedraw(Iteration& kept, const Iteration& again) {
+  for (auto field : {&Iteration::loss, &Iteration::ms, &Iteration::lr, &Iteration::grad_norm,
+                     &Iteration::samples}) {
+    if (!(kept.*field)) kept.*field = again.*field;
+  }
+}
+
+// One ProgressPrinter line's fields as read so far: a page may have wrapped the line before a
+// ` | `, continuing it on lines that start with `|`.
+struct PrinterLine {
+  Iteration it;
+  int64_t iteration = 0;
+  std::optional<double> global_step, reserved, val_loss;
+};
+
+// Reads the `key: value` fields of `fields` (from after a `|`) into *p; the last field of a
+// line that is cut (the log's unterminated end) is left out.
+Status ReadPrinterFields(std::string_view fields, bool cut, PrinterLine* p, std::string_view name,
+                         int64_t no) {
+  size_t pos = 0;
+  while (pos < fields.size()) {
+    size_t bar = fields.find('|', pos);
+    if (bar == std::string_view::npos && cut) break;
+    if (bar == std::string_view::npos) bar = fields.size();
+    std::string_view field = fields.substr(pos, bar - pos);
+    pos = bar + 1;
+    size_t colon = field.rfind(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view key = Trim(field.substr(0, colon));
+    std::string_view value = Trim(field.substr(colon + 1));
+    std::optional<double>* target = nullptr;
+    std::optional<double> ms_s;
+    if (key == "reduced_train_loss") target = &p->it.loss;
+    if (key == "lr") target = &p->it.lr;
+    if (key == "global_batch_size") target = &p->it.samples;
+    if (key == "global_step") target = &p->global_step;
+    if (key == "max_memory_reserved" || key == "peak_memory_usage") target = &p->reserved;
+    if (key == "tokens_per_sec_per_gpu") target = &p->it.tokens_per_device_per_s;
+    if (key == "train_step_timing in s") target = &ms_s;
+    if (key == "val_loss") target = &p->val_loss;
+    if (key == "grad_norm") target = &p->it.grad_norm;
+    if (target == nullptr) continue;
+    std::optional<double> v = ParseNumber(value);
+    if (!v)
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, no, key, value);
+    *target = v;
+    if (ms_s) p->it.ms = *ms_s * 1000.0;
+  }
+  return Status::Ok();
+}
+
+// A validation's loss as the training lines carry it (`val_loss` stays in Lightning's progress-bar
+// metrics until the next validation): the record that shows it and whether validation lines came
+// between that record and the one before.
+struct CarriedValLoss {
+  int64_t step = 0;
+  double value = 0;
+  int64_t line = 0;
+  bool after_validation = false;
+  bool own_step = false;  // a NeMo 1 bar: redrawn with the value after the step's validation
+};
+
+// A NeMo 1 bar drawing's own count in epoch 0 (its n) beside the step read from global_step.
+struct BarCount {
+  int64_t n = 0;
+  int64_t step = 0;
+  int64_t line = 0;
+};
+
+// An evaluation where val_loss first appears, changes, or follows validation lines. Lightning
+// validates after a step's on_train_batch_end, where ProgressPrinter prints: the value is first
+// shown by the next line and belongs to the record before it (exactly when the records are
+// consecutive steps). TQDMProgressBar.on_validation_end redraws the training bar with the new
+// value at the same count and global_step: on a bar, the drawing's own step. A value on the log's
+// first record came from a validation the log does not show: not read.
+void AddValLossEvals(const std::vector<CarriedValLoss>& carried, std::string_view name,
+                     ParsedLog& log) {
+  std::optional<double> last;
+  int64_t wide_line = 0, unknown_line = 0, added = 0;
+  for (const CarriedValLoss& c : carried) {
+    const bool fresh = !last || *last != c.value || c.after_validation;
+    last = c.value;
+    if (!fresh) continue;
+    auto at = std::lower_bound(log.iterations.begin(), log.iterations.end(), c.step,
+                               [](const Iteration& a, int64_t step) { return a.step < step; });
+    if (at == log.iterations.end() || at->step != c.step) continue;  // replaced by a resumed run
+    if (at == log.iterations.begin()) {  // validated before the log's first record: when?
+      if (unknown_line == 0) unknown_line = c.line;
+      continue;
+    }
+    if (!c.own_step && at->span > 1 && wide_line == 0) wide_line = c.line;
+    log.evals.push_back(EvalPoint{c.own_step ? c.step : std::prev(at)->step, c.value, c.line});
+    ++added;
+  }
+  std::string unknown;
+  if (unknown_line > 0) {
+    unknown = fmt::format(
+        "line {}'s val_loss comes from a validation before the log's first record, at a step the "
+        "log does not show: not read as an evaluation",
+        unknown_line);
+  }
+  if (added == 0) {
+    if (unknown_line > 0) {
+      log.notes.push_back(fmt::format(
+          "{}:{}: val_loss (the last validation's value, carried on the training lines) comes "
+          "from a validation before the log's first record: not read as an evaluation",
+          name, unknown_line));
+    }
+    return;
+  }
+  log.eval_what = "NeMo val_loss (the last validation's value, carried on the training lines)";
+  std::string note = fmt::format(
+      "{}: val_loss is the last validation's value, repeated on every training line after it: "
+      "an evaluation where it first appears or changes (or after 'Validation' lines), at the step "
+      "of the record before (ProgressPrinter prints before the validation) or, on a NeMo 1 bar, "
+      "the drawing's own step (Lightning redraws the bar after validating)",
+      name);
+  if (wide_line > 0) {
+    note += fmt::format(
+        "; line {}'s record spans several steps: exact when val_check_interval is a multiple of "
+        "log_interval (the validation ran after the record before), else the printed mean mixes "
+        "two validations' values",
+        wide_line);
+  }
+  if (!unknown.empty()) note += "; " + unknown;
+  log.notes.push_back(note);
+}
+
 }  // namespace
 
 bool IsNemoProgressLine(std::string_view line) {
@@ -82,8 +239,10 @@ bool IsNemoProgressLine(std::string_view line) {
   size_t fields = ProgressHeader(line, &iteration);
   if (fields == std::string_view::npos) return false;
   std::string_view rest = line.substr(fields);
+  // Its own keys; a page may have wrapped the line after `lr` or `global_batch_size`.
   return rest.find(" global_step: ") != std::string_view::npos ||
-         rest.find(" reduced_train_loss: ") != std::string_view::npos;
+         rest.find(" reduced_train_loss: ") != std::string_view::npos ||
+         rest.find(" global_batch_size: ") != std::string_view::npos || rest.starts_with(" lr: ");
 }
 
 bool IsNemoBarLine(std::string_view line) {
@@ -97,83 +256,97 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   Status error = Status::Ok();
   double peak = -1;
   std::map<int64_t, std::optional<double>> bar_consumed;  // NeMo 1 bars, by step
-  int64_t rounded_line = 0, ahead_line = 0, ahead_by = 0;
+  int64_t rounded_line = 0, printer_lines = 0;
+  std::vector<BarCount> bar_counts;
   AutomodelReader automodel;
+  std::optional<PrinterLine> pending;  // a ProgressPrinter line, until no `|` line continues it
+  int64_t pending_last = 0, continued_line = 0;
+  bool pending_open = false;  // the pending line's last piece ends with `|`
+  std::vector<CarriedValLoss> carried;
+  bool validation_seen = false;
+  auto flush = [&]() {
+    if (!pending) return;
+    Iteration& it = pending->it;
+    // global_step is 0-based; without it, `iteration` is the same number.
+    it.step = static_cast<int64_t>(
+                  pending->global_step.value_or(static_cast<double>(pending->iteration))) +
+              1;
+    if (pending->reserved && *pending->reserved > peak) peak = *pending->reserved;
+    if (pending->val_loss)
+      carried.push_back({it.step, *pending->val_loss, it.line, validation_seen});
+    validation_seen = false;
+    ++printer_lines;
+    AddIteration(log.iterations, it, &log.restarts);
+    pending.reset();
+  };
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
+    // The last field ends the line; on a last line without its newline it may be cut off.
+    const bool cut =
+        line.data() + line.size() == text.data() + text.size() && !text.ends_with('\n');
     int64_t iteration = 0;
     size_t pos = ProgressHeader(line, &iteration);
+    // A page's wrap: the continuation starts with `|`, or the piece before ends with one (a
+    // ProgressPrinter line never does).
+    if (pending && no == pending_last + 1 && pos == std::string_view::npos &&
+        (Trim(line).starts_with("| ") ||
+         (pending_open && line.find(':') != std::string_view::npos))) {
+      std::string_view rest = Trim(line);
+      if (rest.starts_with('|')) rest.remove_prefix(1);
+      error = ReadPrinterFields(rest, cut, &*pending, name, no);
+      pending_last = no;
+      pending_open = Trim(line).ends_with('|');
+      if (continued_line == 0) continued_line = pending->it.line;
+      return;
+    }
+    flush();
     if (pos == std::string_view::npos) {
-      const bool last_cut =
-          line.data() + line.size() == text.data() + text.size() && !text.ends_with('\n');
-      Result<bool> read = automodel.Read(line, no, name, last_cut, log);
+      if (ReadNemoSetupLine(line, no, log)) return;  // devices, dp, tp, pp, gas (nemo_setup.h)
+      Result<bool> read = automodel.Read(line, no, name, cut, log);
       if (!read.ok()) {
         error = read.status();
         return;
       }
       if (*read) return;
       // A pasted terminal capture may show the carriage returns between drawings as the text
-      // "^M": each piece is a drawing of its own.
-      for (size_t from = 0; from <= line.size() && error.ok();) {
-        size_t caret = line.find("^M", from);
-        if (caret == std::string_view::npos) caret = line.size();
-        Result<std::optional<NemoBar>> bar = ReadNemoBar(line.substr(from, caret - from), name, no);
-        from = caret + 2;
+      // "^M", or drop them and glue the drawings: each piece is a drawing of its own.
+      for (size_t from = 0; error.ok();) {
+        const size_t end = NemoDrawingEnd(line, from);
+        std::string_view piece = line.substr(from, end - from);
+        Result<std::optional<NemoBar>> bar = ReadNemoBar(piece, name, no);
         if (!bar.ok()) {
           error = bar.status();
         } else if (bar->has_value()) {
           const NemoBar& b = **bar;
-          bar_consumed[b.it.step] = b.consumed_samples;
+          if (b.consumed_samples || !bar_consumed.contains(b.it.step))
+            bar_consumed[b.it.step] = b.consumed_samples;  // a cut redraw keeps the first's
           if (b.step_rounded && rounded_line == 0) rounded_line = no;
-          if (b.epoch0_batches && *b.epoch0_batches > b.it.step && ahead_line == 0) {
-            ahead_line = no;
-            ahead_by = *b.epoch0_batches - b.it.step;
+          if (b.epoch0_batches) bar_counts.push_back({*b.epoch0_batches, b.it.step, no});
+          if (b.val_loss) carried.push_back({b.it.step, *b.val_loss, no, validation_seen, true});
+          validation_seen = false;
+          if (!log.iterations.empty() && log.iterations.back().step == b.it.step) {
+            FillFromRedraw(log.iterations.back(), b.it);  // the same step drawn again
+          } else {
+            AddIteration(log.iterations, b.it, &log.restarts);
           }
-          AddIteration(log.iterations, b.it, &log.restarts);
+        } else if ((piece.find("Validation: iteration ") != std::string_view::npos &&
+                    piece.find("Sanity checking") == std::string_view::npos) ||
+                   piece.find("Validation DataLoader ") != std::string_view::npos) {
+          validation_seen = true;  // ProgressPrinter's / NeMo 1's validation progress
         }
+        if (end == line.size()) break;
+        from = line.substr(end).starts_with("^M") ? end + 2 : end;
       }
       return;
     }
-    // The last field ends the line; on a last line without its newline it may be cut off.
-    const bool cut =
-        line.data() + line.size() == text.data() + text.size() && !text.ends_with('\n');
-    Iteration it;
-    it.line = no;
-    std::optional<double> global_step, reserved;
-    while (pos < line.size()) {
-      size_t bar = line.find('|', pos);
-      if (bar == std::string_view::npos && cut) break;
-      if (bar == std::string_view::npos) bar = line.size();
-      std::string_view field = line.substr(pos, bar - pos);
-      pos = bar + 1;
-      size_t colon = field.rfind(':');
-      if (colon == std::string_view::npos) continue;
-      std::string_view key = Trim(field.substr(0, colon));
-      std::string_view value = Trim(field.substr(colon + 1));
-      std::optional<double>* target = nullptr;
-      std::optional<double> ms_s;
-      if (key == "reduced_train_loss") target = &it.loss;
-      if (key == "lr") target = &it.lr;
-      if (key == "global_batch_size") target = &it.samples;
-      if (key == "global_step") target = &global_step;
-      if (key == "max_memory_reserved" || key == "peak_memory_usage") target = &reserved;
-      if (key == "tokens_per_sec_per_gpu") target = &it.tokens_per_device_per_s;
-      if (key == "train_step_timing in s") target = &ms_s;
-      if (target == nullptr) continue;
-      std::optional<double> v = ParseNumber(value);
-      if (!v) {
-        error =
-            Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, no, key, value);
-        return;
-      }
-      *target = v;
-      if (ms_s) it.ms = *ms_s * 1000.0;
-    }
-    // global_step is 0-based; without it, `iteration` is the same number.
-    it.step = static_cast<int64_t>(global_step.value_or(static_cast<double>(iteration))) + 1;
-    if (reserved && *reserved > peak) peak = *reserved;
-    AddIteration(log.iterations, it, &log.restarts);
+    pending.emplace();
+    pending->it.line = no;
+    pending->iteration = iteration;
+    pending_last = no;
+    pending_open = Trim(line).ends_with('|');
+    error = ReadPrinterFields(line.substr(pos), cut, &*pending, name, no);
   });
+  if (error.ok()) flush();
   BM_TRY(error);
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
@@ -182,6 +355,38 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
                   "reduced_train_loss=x, global_step=S, ...]') or NeMo Automodel lines ('step N | "
                   "epoch E | loss X | ...') in {} lines{}",
                   name, log.lines, OtherFormatHint(text, "nemo"));
+  }
+  // NeMo 1's Stable Diffusion (MegatronLatentDiffusion.training_step) logs trainer.global_step
+  // + 1, after the step: a drawing whose count equals global_step shows it (a 0-based
+  // global_step is at most n - 1); its steps are global_step.
+  int64_t one_based_line = 0;
+  for (const BarCount& c : bar_counts) {
+    if (c.n == c.step - 1) {
+      one_based_line = c.line;
+      break;
+    }
+  }
+  if (one_based_line > 0 && printer_lines == 0) {
+    for (Iteration& it : log.iterations) --it.step;
+    std::map<int64_t, std::optional<double>> shifted;
+    for (const auto& [step, consumed] : bar_consumed) shifted[step - 1] = consumed;
+    bar_consumed.swap(shifted);
+    for (CarriedValLoss& c : carried) --c.step;
+    for (BarCount& c : bar_counts) --c.step;
+    log.notes.push_back(fmt::format(
+        "{}:{}: the bar's count equals its global_step: this model logs global_step after the "
+        "step (1-based, as NeMo 1's Stable Diffusion does), so the steps are global_step",
+        name, one_based_line));
+  }
+  // The smallest lead of the count over the step in any drawing (none when a drawing shows
+  // count = step).
+  int64_t ahead_by = -1, ahead_line = 0;
+  for (const BarCount& c : bar_counts) {
+    const int64_t ahead = c.n - c.step;
+    if (ahead >= 0 && (ahead_by < 0 || ahead < ahead_by)) {
+      ahead_by = ahead;
+      ahead_line = c.line;
+    }
   }
   FillSpansFromGaps(log.iterations);
   // A bar shows one step's values, not a mean since the previous drawing; the global batch is
@@ -210,12 +415,19 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
         "(the bar names no global batch size)",
         name));
   }
-  if (ahead_line > 0) {
+  if (ahead_by > 0) {
     log.notes.push_back(fmt::format(
-        "{}:{}: the bar has drawn {} more batches than global_step + 1: optimizer steps the fp16 "
-        "loss scaler skipped, which Lightning's global_step does not count; steps are "
-        "global_step + 1",
-        name, ahead_line, ahead_by));
+        "{}:{}: the bar has drawn {} more batches than global_step + 1 (in every drawing): one "
+        "when Lightning drew the new count before the step's postfix (the drawing then shows the "
+        "previous step's values), more for optimizer steps the fp16 loss scaler skipped, which "
+        "global_step does not count; steps are global_step{}",
+        name, ahead_line, ahead_by, one_based_line > 0 ? "" : " + 1"));
+  }
+  if (continued_line > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: a ProgressPrinter line continued on the lines after it (a page's wrap at a `|`): "
+        "read as one line",
+        name, continued_line));
   }
   if (rounded_line > 0) {
     log.notes.push_back(fmt::format(
@@ -228,6 +440,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
     log.memory_source =
         "max_memory_reserved / peak_memory_usage (NeMo MegatronStrategy, global rank 0's device)";
   }
+  AddValLossEvals(carried, name, log);
   automodel.Finish(log, name);
   return log;
 }

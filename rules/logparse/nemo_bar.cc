@@ -12,7 +12,9 @@
 // micro-batches), `global_step` (trainer.global_step before the optimizer step: 0-based, the
 // bar's n in epoch 0 is global_step + 1) and `consumed_samples` (global_step x gbs before 2024,
 // (global_step + 1) x gbs after: the difference between two drawings over their steps is the
-// global batch either way), and `lr` in some models. exp_manager's TimingCallback, inserted
+// global batch either way), and `lr` in some models, `grad_norm` (`gradient_norm` in AWS's
+// NeuronX Distributed Training) in some. `val_loss` is the last validation's value, carried
+// (nemo.cc reads it as evaluations). exp_manager's TimingCallback, inserted
 // before the bar among the callbacks, logs `train_step_timing in s` (`train_step_timing` before
 // NeMo PR 7374, September 2023): the step's seconds. `loss=` is Lightning's running mean over 20
 // batches (Lightning < 2.0), not read.
@@ -23,10 +25,16 @@
 // count n (exact, global_step + 1) gives the step; elsewhere the rounded step is kept and
 // flagged. consumed_samples in e-notation is not used.
 //
-// Lightning counts an optimizer step only when it ran: a step the fp16 loss scaler skipped
-// (inf gradients) leaves global_step where it was while the bar's n goes on, so in epoch 0 n can
-// exceed global_step + 1. The step read is global_step + 1 (what NeMo counts its steps,
-// consumed_samples and checkpoints by); the difference is reported.
+// In epoch 0 the bar's n can exceed global_step + 1 for two reasons. Lightning's
+// on_train_batch_end (TQDMProgressBar, NeMo's MegatronProgressBar) draws twice: _update_n sets
+// the new count and refreshes, then set_postfix redraws with the step's values, so a log that
+// keeps every drawing (`\r`-separated) shows each count first with the previous step's postfix,
+// one ahead. And Lightning counts an optimizer step only when it ran: a step the fp16 loss scaler
+// skipped (inf gradients) leaves global_step where it was while n goes on. The step read is
+// global_step + 1 (what NeMo counts its steps, consumed_samples and checkpoints by); when no
+// drawing has n = global_step + 1, the difference is reported. NeMo 1's Stable Diffusion
+// (MegatronLatentDiffusion.training_step) logs trainer.global_step + 1 instead, 1-based: a
+// drawing with n = global_step shows it, and nemo.cc then reads the steps as global_step.
 #include "rules/logparse/nemo_bar.h"
 
 #include <cmath>
@@ -77,8 +85,11 @@ Result<std::optional<NemoBar>> ReadNemoBar(std::string_view line, std::string_vi
     if (key == "consumed_samples") target = &bar.consumed_samples;
     if (key == "train_step_timing in s" || key == "train_step_timing") target = &timing;
     if (key == "lr") target = &bar.it.lr;
+    if (key == "val_loss") target = &bar.val_loss;
+    if (key == "grad_norm" || key == "gradient_norm") target = &bar.it.grad_norm;
     if (target == nullptr) continue;
     std::optional<double> v = ParseNumber(value);
+    if (!v && partial) break;  // a cut drawing: what follows the cut is another line's text
     if (!v) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: the NeMo bar's '{}' is '{}', not a number", name,
                     no, key, value);

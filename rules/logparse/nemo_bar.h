@@ -22,11 +22,13 @@ struct NemoBar {
   std::optional<double> consumed_samples;  // only when printed exactly (not 3-digit e-notation)
   bool step_rounded = false;               // global_step printed to 3 digits, not recovered
   std::optional<int64_t> epoch0_batches;   // the bar's n in epoch 0 (batches drawn)
+  std::optional<double> val_loss;          // `val_loss=`: the last validation's value, carried
 };
 
 // nullopt when `line` is not a NeMo 1 training bar (a postfix naming both reduced_train_loss
 // and global_step); kCorrupt ("NAME:LINE: ...") when a field it reads is not a number. A bar
-// without its closing `]` (cut off) has its last field left out.
+// without its closing `]` (cut off) has its last field left out, and the fields from the first
+// that does not parse (another line's text glued at the cut).
 Result<std::optional<NemoBar>> ReadNemoBar(std::string_view line, std::string_view name,
                                            int64_t no);
 

@@ -2258,6 +2258,45 @@ TEST(Corpus, Nemo2BioNemoSrunPrefixAndCarriedValLoss) {
   EXPECT_NEAR(r->PerDevice(), 7 * 32 * 1024 / 1.3318 / 16, 1e-6);
 }
 
+TEST(Corpus, Nemo2ValLossAfterValidationLinesIsAnEvaluation) {
+  // BioNeMo Evo2 fine-tuning, global_batch_size 1, val_check_interval 5: iterations 0-4 (lines
+  // 3-7) are steps 1-5; the checkpoint and "Validation: iteration 1/20" .. "20/20" lines
+  // (13-32) follow step 5; iteration 5 (line 37) is the first line with `val_loss: 1.264`, the
+  // validation after step 5. Lines 39-45 carry the same value: no new evaluation. The second
+  // validation (lines 52-71) comes after the last training line: nothing shows its value.
+  Result<Read> r = ReadLog("nemo2_bionemo_evo2_validation_val_loss.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(r->Loss(6), 1.26);
+  EXPECT_EQ(r->At(6)->ms, 396.4);  // train_step_timing in s: 0.3964
+  EXPECT_EQ(r->At(10)->samples, 1.0);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 5);
+  EXPECT_EQ(r->log.evals[0].value, 1.264);
+  EXPECT_EQ(r->log.evals[0].line, 37);
+  EXPECT_EQ(r->m()["eval"]["val_loss"], 1.264);
+  EXPECT_EQ(r->m()["eval"]["step"], 5);
+}
+
+TEST(Corpus, Nemo2LineWrappedByAPageAtItsPipes) {
+  // A README's ProgressPrinter line (pretrain_llama3_8b on 8 B200, GBS 128), broken by the page
+  // before ` | global_step` and ` | reduced_train_loss`: the continuations start with `|`.
+  Result<Read> r = ReadLog("nemo2_perf_readme_wrapped_at_pipes.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{11}));  // global_step: 10 (line 2)
+  EXPECT_EQ(r->Loss(11), 11.97);                      // line 3
+  EXPECT_EQ(r->At(11)->ms, 3684.0);                   // train_step_timing in s: 3.684
+  EXPECT_EQ(r->At(11)->samples, 128.0);               // global_batch_size: 128 (line 1)
+  EXPECT_EQ(r->At(11)->lr, 1.649e-06);
+  EXPECT_EQ(r->log.peak_memory_bytes, 140129599488.0);  // max_memory_reserved (line 2)
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted = noted || n.find("continued") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 // ---- NeMo 1 training bars (Lightning's TQDMProgressBar postfix) ----------
 
 TEST(Corpus, Nemo1BarCaretMTextGluedMessagesAndRedraws) {
@@ -2316,6 +2355,95 @@ TEST(Corpus, Nemo1BarAheadOfGlobalStep) {
   bool noted = false;
   for (const std::string& n : r->log.notes)
     noted = noted || n.find("1 more batches than global_step + 1") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Corpus, Nemo1BarDrawnBeforeItsPostfixIsNotAhead) {
+  // AWS NxD Training DPO (Lightning bar, gbs 16): 3/62 with global_step=1.000 (line 1), 4/62
+  // with global_step=3.000 (line 2), 5/62 with the same postfix (line 3). Lightning sets a
+  // batch's count, draws, then sets the postfix and draws again: lines 1 and 3 are drawings of
+  // the new count with the previous step's values; line 2's count is global_step + 1, so no
+  // "ahead" note. consumed_samples 32 -> 64 over steps 2 -> 4: 16 a step. gradient_norm and lr
+  // are the step's.
+  Result<Read> r = ReadLog("nemo1_bar_nxdt_dpo_stale_postfix.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(r->Loss(2), 6.93);
+  EXPECT_EQ(r->Loss(4), 6.79);
+  EXPECT_EQ(r->At(2)->grad_norm, 8.6);
+  EXPECT_EQ(r->At(4)->grad_norm, 6.59);
+  EXPECT_EQ(r->At(4)->lr, 5.45e-5);
+  EXPECT_EQ(r->At(4)->samples, 16.0);
+  EXPECT_EQ(r->log.restarts, 0);
+  for (const std::string& n : r->log.notes) EXPECT_EQ(n.find("more batches"), std::string::npos);
+}
+
+TEST(Corpus, Nemo1BarValLossIsTheDrawingsOwnStep) {
+  // NeMo 1 GPT pretraining under SkyPilot (Ray's `(task, pid=6678) ` prefix, the first line's
+  // `(` lost by the page), validation every 5 steps, GBS 192: after validating, Lightning
+  // redraws the training bar with the new val_loss (on_validation_end) and ModelCheckpoint
+  // glues its message after the `]`. Line 1's val_loss=11.00 is the first drawing's: when it
+  // was validated the log does not show (not read). Line 9 is cut before its `]` (its
+  // `val_loss=11.0` left out); line 10 redraws step 10. New values: 10.40 at 15 (line 19:
+  // "global step 15: 'val_loss' reached 10.36892"), 10.10 at 20 (line 28), 9.740 at 25 (line 37).
+  Result<Read> r = ReadLog("nemo1_bar_skypilot_gcsfuse_val_loss.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 10, 15, 20, 25}));
+  EXPECT_EQ(r->At(10)->ms, 10900.0);
+  EXPECT_EQ(r->At(10)->samples, 192.0);  // (1920 - 960) / 5
+  EXPECT_EQ(r->At(15)->span, 1);         // a drawing is one step's values
+  EXPECT_EQ(r->Loss(25), 9.83);
+  EXPECT_EQ(r->log.restarts, 0);
+  ASSERT_EQ(r->log.evals.size(), 3u);
+  EXPECT_EQ(r->log.evals[0].step, 15);
+  EXPECT_EQ(r->log.evals[0].value, 10.4);
+  EXPECT_EQ(r->log.evals[0].line, 19);
+  EXPECT_EQ(r->log.evals[1].step, 20);
+  EXPECT_EQ(r->log.evals[1].value, 10.1);
+  EXPECT_EQ(r->log.evals[2].step, 25);
+  EXPECT_EQ(r->log.evals[2].value, 9.74);
+  EXPECT_EQ(r->m()["eval"]["step"], 25);
+}
+
+TEST(Corpus, Nemo1BarDrawingsGluedWithoutCarriageReturns) {
+  // The same page's second run (GBS 192): line 8 holds six drawings whose carriage returns the
+  // page dropped, glued after `train_step_timing in s=4.580` (with Ray's prefix) or directly.
+  // Each is read up to its cut: 6/300000 .. 9/300000 (global_step 5..8) lose their last field;
+  // the drawing of 10/300000 with global_step=8.000 (Lightning's count-first redraw) gives step
+  // 9 its train_step_timing 4.560; 10/300000 with global_step=9.000 is step 10 (4.580), drawn
+  // again on line 9. This was an error ("'train_step_timing in s' is '4.580(task'").
+  Result<Read> r = ReadLog("nemo1_bar_skypilot_rclone_glued_drawings.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(r->At(5)->ms, 4560.0);
+  EXPECT_FALSE(r->At(6)->ms);
+  EXPECT_EQ(r->At(9)->ms, 4560.0);
+  EXPECT_EQ(r->At(10)->ms, 4580.0);
+  EXPECT_EQ(r->At(7)->samples, 192.0);   // (1344 - 1152) / 1
+  EXPECT_EQ(r->At(10)->samples, 192.0);  // (1920 - 1728) / 1
+  EXPECT_EQ(r->log.restarts, 0);
+  EXPECT_TRUE(r->log.evals.empty());  // 11.00 from line 1 on: no new value
+}
+
+TEST(Corpus, Nemo1BarStableDiffusionGlobalStepIsOneBased) {
+  // NeMo-Megatron-Launcher Stable Diffusion 860M: MegatronLatentDiffusion logs
+  // trainer.global_step + 1 and consumed_samples = that x 8192. Line 1 draws count 1 with
+  // global_step=1.000 (a 0-based global_step is at most count - 1): steps are global_step.
+  // Line 2 draws count 2 before its postfix (step 1's values again); line 3 is step 2.
+  Result<Read> r = ReadLog("nemo1_bar_stable_diffusion_one_based.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r->At(1)->lr, 8.19e-9);
+  EXPECT_EQ(r->At(2)->lr, 1.64e-8);
+  EXPECT_EQ(r->At(2)->samples, 8192.0);  // (16384 - 8192) / 1
+  EXPECT_EQ(r->log.restarts, 0);
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted = noted || n.find("count equals its global_step") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -2808,6 +2936,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"nemo1_bar_neuron_nxdt_3steps.log", "nemo"},
       {"nemo1_bar_a3mega_skipped.log", "nemo"},
       {"nemo1_bar_launcher_issue55.log", "nemo"},
+      {"nemo2_bionemo_evo2_validation_val_loss.log", "nemo"},
+      {"nemo2_perf_readme_wrapped_at_pipes.log", "nemo"},
+      {"nemo1_bar_nxdt_dpo_stale_postfix.log", "nemo"},
+      {"nemo1_bar_skypilot_gcsfuse_val_loss.log", "nemo"},
+      {"nemo1_bar_skypilot_rclone_glued_drawings.log", "nemo"},
+      {"nemo1_bar_stable_diffusion_one_based.log", "nemo"},
       {"deepspeed_chatglm_ft_issue12_skipped_midrun.log", "deepspeed"},
       {"deepspeed_0.15_cifar_epoch_batch_loss.log", "deepspeed"},
       {"megatron_deepspeed_alcf_key_value.log", "megatron"},

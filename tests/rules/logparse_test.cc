@@ -282,6 +282,111 @@ TEST(Nemo, LogIntervalCutLineAndMalformedField) {
             "epoch E | loss X | ...') in 1 lines");
 }
 
+TEST(Nemo, CarriedValLossIsAnEvaluationWhereItChanges) {
+  auto line = [](int global_step, double loss, double val) {
+    return fmt::format(
+        "Training epoch 0, iteration {}/9 | global_step: {} | reduced_train_loss: {} | "
+        "val_loss: {}\n",
+        global_step, global_step, loss, val);
+  };
+  // Line 1 carries a validation from before the log: not read. A sanity check's validation
+  // (line 2) is none. Line 5 follows validation lines (4): the validation after step 2, though
+  // its value is the same. Line 6 changes it: after step 3. Line 7 is two steps after line 6
+  // (log_interval 2): placed at step 4, noted.
+  const std::string text = line(0, 3.0, 2.75) + "Sanity checking Validation: iteration 1/2\n" +
+                           line(1, 2.5, 2.75) + "Validation: iteration 1/1\n" +
+                           line(2, 2.25, 2.75) + line(3, 2.0, 2.5) + line(5, 1.75, 2.25);
+  Result<ParsedLog> r = ParseNemoLog(text, "v.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 3u);
+  EXPECT_EQ(r->evals[0].step, 2);
+  EXPECT_EQ(r->evals[0].value, 2.75);
+  EXPECT_EQ(r->evals[0].line, 5);
+  EXPECT_EQ(r->evals[1].step, 3);
+  EXPECT_EQ(r->evals[1].value, 2.5);
+  EXPECT_EQ(r->evals[2].step, 4);
+  EXPECT_EQ(r->evals[2].value, 2.25);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.back().find("line 7's record spans several steps"), std::string::npos);
+  EXPECT_NE(r->notes.back().find("line 1's val_loss comes from a validation before"),
+            std::string::npos);
+  // NeMo 1 bars: `val_loss=` changes between the drawings of steps 10 and 11: the second is
+  // the redraw after step 11's validation.
+  auto bar = [](int global_step, const char* val) {
+    return fmt::format(
+        "Epoch 0: : 10%| | {}/100 [00:10<01:30, v_num=, reduced_train_loss=2.000, "
+        "global_step={}.0, val_loss={}]\n",
+        global_step + 1, global_step, val);
+  };
+  r = ParseNemoLog(bar(9, "2.500") + bar(10, "2.250"), "bars.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 11);  // Lightning redraws the bar after the step's validation
+  EXPECT_EQ(r->evals[0].value, 2.25);
+  // Only a value the first record carries: no evaluation, a note.
+  r = ParseNemoLog(line(4, 2.0, 2.5), "one.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->evals.empty());
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_EQ(r->notes[0],
+            "one.log:1: val_loss (the last validation's value, carried on the training lines) "
+            "comes from a validation before the log's first record: not read as an evaluation");
+}
+
+TEST(Nemo, LineWrappedAfterItsPipes) {
+  // A page broke the line after ` | ` (the pieces end with `|`, which a ProgressPrinter line
+  // never does): joined; `auto` knows the first piece by its `lr` field.
+  const std::string text =
+      "Training epoch 0, iteration 150/999 | lr: 3.014e-06 | \n"
+      "global_batch_size: 4 | reduced_train_loss: 11.28 | \n"
+      "train_step_timing in s: 0.3217 | consumed_samples: 604\n"
+      "[NeMo I 2025-01-01 00:00:00 nemo_logging:393] done: 1\n";
+  Result<ParsedLog> r = FindLogParser("auto")->parse(text, "w.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->format, "nemo");
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 151);  // iteration 150: no global_step on the line
+  EXPECT_EQ(r->iterations[0].loss, 11.28);
+  EXPECT_EQ(r->iterations[0].ms, 321.7);
+  EXPECT_EQ(r->iterations[0].samples, 4.0);
+  EXPECT_EQ(r->iterations[0].lr, 3.014e-06);
+  // A field of a continuation that does not parse names its line.
+  r = ParseNemoLog(
+      "Training epoch 0, iteration 1/9 | lr: 1e-05\n| reduced_train_loss: x | global_step: 1\n",
+      "bad.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "bad.log:2: 'reduced_train_loss' is 'x', not a number");
+}
+
+TEST(Nemo, StartUpLinesStateTheLayout) {
+  // Lines of a NeMo 2 DiT mock run on 2 GPUs (a NeMo README, mock_dit config: micro batch 1,
+  // global batch 8, TP/PP/CP 1): data parallel group [0, 1] -> dp 2, tensor and pipeline groups
+  // of one rank, 4 micro-batches (8 / (1 x 2)), Lightning's MEMBER 1/2 -> 2 devices.
+  const std::string text =
+      "    [NeMo I 2024-11-14 19:42:15 megatron_init:396] Rank 0 has data parallel group : [0, "
+      "1]\n"
+      "    [NeMo I 2024-11-14 19:42:15 megatron_init:439] Rank 0 has tensor model parallel group: "
+      "[0]\n"
+      "    [NeMo I 2024-11-14 19:42:15 megatron_init:464] Rank 0 has pipeline model parallel "
+      "group: [0]\n"
+      "    Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+      "    Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+      "    [NeMo I 2024-11-14 19:42:16 num_microbatches_calculator:218] setting number of "
+      "microbatches to constant 4\n"
+      "    Training epoch 0, iteration 0/49999999 | lr: 0.0001 | global_batch_size: 8 | "
+      "global_step: 0 | reduced_train_loss: 0.5288 | train_step_timing in s: 4.022\n";
+  Result<ParsedLog> r = ParseNemoLog(text, "dit.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->facts.at("dp").value, 2);
+  EXPECT_EQ(r->facts.at("dp").line, 1);
+  EXPECT_EQ(r->facts.at("tp").value, 1);
+  EXPECT_EQ(r->facts.at("pp").value, 1);
+  EXPECT_EQ(r->facts.at("devices").value, 2);
+  EXPECT_EQ(r->facts.at("devices").line, 4);
+  EXPECT_EQ(r->facts.at("gas").value, 4);
+}
+
 TEST(Nemo, AutomodelMalformedAndCutLines) {
   // NeMo Automodel's log_train_metrics line: a field that does not parse names the line.
   constexpr std::string_view kLine =

@@ -3283,6 +3283,33 @@ TEST(Corpus, TorchtitanTensorAndExpertParallelMesh) {
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 2.34 * kGiB);
 }
 
+TEST(Corpus, TorchtitanSrunLabelsFourNodesOneLineEach) {
+  // pytorch/torchtitan#708 (2024-11-28), 4 nodes x 8 H100 under srun --label, torchtitan of
+  // November 2024 (`wps:`, no tflops): each node's torchrun prints its local rank 0 (`[rank0]:`)
+  // after srun's `0: ` .. `3: `, so step 10's line comes four times (lines 2-5), identical. Line 1:
+  // local batch size 1, global batch size 32, sequence length 8192; no device mesh line: no step
+  // time (never guessed); wps read as printed (tokens per device per second).
+  Result<ParsedLog> log = logparse::FindLogParser("auto")->parse(
+      testing::ReadTestData("logs/torchtitan_srun_label_wps_issue708.log"),
+      "torchtitan_srun_label_wps_issue708.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->format, "torchtitan");
+  ASSERT_EQ(log->iterations.size(), 1u);  // line 2; lines 3-5 are the other nodes' copies
+  EXPECT_EQ(log->iterations[0].step, 10);
+  EXPECT_EQ(log->iterations[0].line, 2);
+  EXPECT_EQ(log->iterations[0].span, 10);  // steps 1-10 (training starts at step 1, line 1)
+  EXPECT_EQ(log->iterations[0].loss, 1.5568);
+  EXPECT_EQ(log->iterations[0].tokens_per_device_per_s, 1786.0);
+  EXPECT_FALSE(log->iterations[0].ms);
+  EXPECT_EQ(log->facts.at("gbs").value, 32);
+  EXPECT_EQ(log->facts.at("lbs").value, 1);
+  EXPECT_EQ(log->facts.at("mpe").value, 8192);
+  EXPECT_EQ(log->peak_memory_bytes, 26.47 * kGiB);
+  EXPECT_TRUE(std::any_of(log->notes.begin(), log->notes.end(), [](const std::string& n) {
+    return n.find(":3: 3 records of steps already read") != std::string::npos;
+  }));
+}
+
 // ---- Logs of frameworks benchmake does not read ----------------------------
 
 TEST(Corpus, TorchtitanValidationLossIsNoTrainingLoss) {

@@ -77,7 +77,6 @@
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
-#include "rules/logparse/trainer_memory.h"
 #include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
@@ -314,7 +313,6 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   int64_t epoch_batch_line = 0;        // the first "[E, N] loss: x" line, left out
   int64_t eval_line = 0;               // the first evaluation's "validate step: N  loss: x" line
   TrainerDictReader dicts;
-  DictMemory memory;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
   std::vector<int64_t> overflow_lines;           // the loss scaler's skipped steps
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
@@ -430,14 +428,13 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
             return;
           }
         }
-        bool quoted_epoch = false;
-        if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
-          if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
-          dicts.Read(*dict, no, steps, log, quoted_epoch);
-          error = memory.Read(*dict, name, no);
-          failed = !error.ok();
+        Result<bool> dict = dicts.ReadLine(line, no, name, steps, log);
+        if (!dict.ok()) {
+          error = dict.status();
+          failed = true;
           return;
         }
+        if (*dict) return;
         if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
         std::optional<double> step = StepNumber(line);
         if (!step) {
@@ -566,7 +563,8 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     log.peak_memory_bytes = peak_gb * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = "MaxMemAllocated (DeepSpeed ThroughputTimer)";
   }
-  memory.Report(name, log);  // the Trainer dicts' (axolotl, ms-swift) when DeepSpeed's is absent
+  dicts.ReportMemory(name,
+                     log);  // the Trainer dicts' (axolotl, ms-swift) when DeepSpeed's is absent
   return log;
 }
 

@@ -57,11 +57,10 @@ void SamplesFromConsumed(std::vector<Iteration>& its, const IterationLineExtras&
 
 // A line that prints `consumed tokens` but no token rate: the tokens of its steps are the growth
 // since the previous line (or, for a record that reaches back to step 1 of a run whose batch did
-// not change, its whole count), so
-// its rate is that over its steps' time. Exact where the tokens per step vary (variable-length
-// fine-tuning, curriculum sequence lengths), which samples x the sequence length is not. Not
-// across an excerpt's elision mark: the growth there counts the lines left out, whose time (and
-// batch, in a batch-size ramp-up) the line does not give.
+// not change, its whole count), so its rate is that over its steps' time. Exact where the tokens
+// per step vary (variable-length fine-tuning, curriculum sequence lengths), which samples x the
+// sequence length is not. Not across an excerpt's elision mark: the growth there counts the lines
+// left out, whose time (and batch, in a batch-size ramp-up) the line does not give.
 void TokensFromConsumed(std::vector<Iteration>& its, const IterationLineExtras& extras,
                         std::string_view name, std::vector<std::string>& notes) {
   auto at = [&](const Iteration& it) { return ConsumedAt(extras.consumed_tokens, it); };

@@ -34,7 +34,6 @@
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
-#include "rules/logparse/trainer_memory.h"
 #include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
@@ -93,7 +92,6 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.format = "trainer";
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
-  DictMemory memory;
   std::vector<int64_t> overflow_lines;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
   // A dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
@@ -106,14 +104,13 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
           overflow_lines.push_back(no);
           return;
         }
-        bool quoted_epoch = false;
-        if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
-          if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
-          dicts.Read(*dict, no, steps, log, quoted_epoch);
-          error = memory.Read(*dict, name, no);
-          failed = !error.ok();
+        Result<bool> dict = dicts.ReadLine(line, no, name, steps, log);
+        if (!dict.ok()) {
+          error = dict.status();
+          failed = true;
           return;
         }
+        if (*dict) return;
         if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
         bool summary = false;
         for (const auto& s : kSummary) {
@@ -177,7 +174,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       it.span = every;
     }
   }
-  memory.Report(name, log);
+  dicts.ReportMemory(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0)
     log.trainer_average->through_step = log.iterations.back().step;
   return log;

@@ -1,9 +1,10 @@
-// ParseTrainerDict (trainer_dicts.h): a log line as a Python dict literal of string keys, the
-// values a Trainer dict holds read as numbers.
+// ParseTrainerDict (trainer_dict_literal.h): a log line as a Python dict literal of string keys,
+// the values a Trainer dict holds read as numbers.
+#include "rules/logparse/trainer_dict_literal.h"
+
 #include <cctype>
 
 #include "rules/logparse/line_scan.h"
-#include "rules/logparse/trainer_dicts.h"
 
 namespace bm::logparse {
 namespace {

@@ -68,6 +68,18 @@ bool TrainerDictReader::ReadSetting(std::string_view line) {
 
 void TrainerDictReader::SawStep(int64_t step) { anchored_ = step; }
 
+Result<bool> TrainerDictReader::ReadLine(std::string_view line, int64_t line_no,
+                                         std::string_view name, std::map<int64_t, Iteration>& steps,
+                                         ParsedLog& log) {
+  bool quoted_epoch = false;
+  std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch);
+  if (!dict) return false;
+  if (ReadEcho(line, *dict, line_no)) return true;  // LLaMA-Factory's copy of the next dict
+  Read(*dict, line_no, steps, log, quoted_epoch);
+  BM_TRY(memory_.Read(*dict, name, line_no));
+  return true;
+}
+
 bool TrainerDictReader::ReadEcho(std::string_view line, const TrainerDict& dict, int64_t line_no) {
   const std::string_view before = line.substr(0, line.find('{'));
   if (before.find("llamafactory.train.callbacks") == std::string_view::npos &&

@@ -82,28 +82,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/trainer_dict_literal.h"
+#include "rules/logparse/trainer_memory.h"
 
 namespace bm::logparse {
-
-// The dict's keys and their numbers: a number, a quoted number, nan / inf
-// (NaN, ±Inf), and for a key naming global_step, or 'iteration', a quoted "n/m" its n (ms-swift's
-// 'global_step/max_steps': '205/270', its Megatron trainer's 'iteration': '5/10635'); nullopt for
-// anything else (None, a string, a list).
-using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
-
-// The line (spaces around it ignored) as a Python dict literal of string
-// keys, or nullopt when it is not one (trainer_dict_literal.cc). *quoted_epoch, when given,
-// says whether the epoch was a quoted string (transformers from 2025: f"{v:.4g}").
-std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_epoch = nullptr);
-
-// A dict a terminal copy hard-wrapped at the window's width (tloen/alpaca-lora#268:
-// `{'eval_loss': 2.22..., 'eval_runtime': 274.3799, 'eval_samples_pe` then `r_second': 7.289, ...,
-// 'epoch': 0.01}`), for ForEachUnwrappedLine (wrapped_lines.h): "}" for a line that opens a dict
-// (`{'` or `{"`, spaces before it) and does not close it, else "". The pieces after it end at a
-// blank line, a line with a '{' or one that starts with '[' (a logger's line).
-std::string_view TrainerDictCompletion(std::string_view line);
-bool StopsTrainerDictPieces(std::string_view line);
 
 // Half the last printed digit's unit of a value the Trainer rounded to `at_least` (half of its
 // last decimal) and may have printed f"{v:.4g}" (four significant digits).
@@ -149,6 +133,14 @@ class TrainerDictReader {
   // tokens of all devices since the start over the time since then, as in the trainer_log.jsonl)
   // becomes the trainer average through that dict's step. True when `line` was such an echo.
   bool ReadEcho(std::string_view line, const TrainerDict& dict, int64_t line_no);
+
+  // The line, if it is a Trainer dict, read whole: LLaMA-Factory's echo (ReadEcho), else the
+  // dict (Read) and its memory entries (trainer_memory.h). False when the line is no dict;
+  // kCorrupt ("NAME:LINE: ...") for a memory entry that is not a number.
+  Result<bool> ReadLine(std::string_view line, int64_t line_no, std::string_view name,
+                        std::map<int64_t, Iteration>& steps, ParsedLog& log);
+  // After the log: the dicts' memory peak, unless the log has one already (DictMemory::Report).
+  void ReportMemory(std::string_view name, ParsedLog& log) const { memory_.Report(name, log); }
 
   // A dict at `line`: a loss dict becomes (or fills) the record of its step
   // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and
@@ -277,6 +269,7 @@ class TrainerDictReader {
   int64_t resumed_step_ = 0, resumed_line_ = 0;
   int64_t bar_total_after_resume_ = 0;  // the largest total of the bars after the last resume
   int64_t echo_line_ = 0;               // LLaMA-Factory's first echo (ReadEcho)
+  DictMemory memory_;                   // the dicts' memory entries (ReadLine)
   std::optional<std::pair<double, int64_t>> echo_throughput_;  // the last echo's, its line
   struct NewRunAt {
     int64_t line = 0;

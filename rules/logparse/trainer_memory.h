@@ -43,7 +43,7 @@
 
 #include "base/result.h"
 #include "rules/logparse/log_parser.h"
-#include "rules/logparse/trainer_dicts.h"
+#include "rules/logparse/trainer_dict_literal.h"
 
 namespace bm::logparse {
 

@@ -21,7 +21,9 @@
 // with throughput and train_step_time and no loss, wherever it sits (mlperf_common's
 // _log_training_throughput before 2025-07: the block's mean at "step" = the block's first sample,
 // from 0; its max_memory_usage, round(torch.cuda.max_memory_allocated() / 2**30, 3) on the
-// logging rank, is the log's peak memory). Units other than steps: NVIDIA's GPT-3 (v4.x
+// logging rank, is the log's peak memory); one with train_step_time alone at a fractional "step"
+// (NVIDIA's HugeCTR DLRM v6.0 on_training_end: the run's mean step time at "step" = current_iter /
+// iter_per_epoch, an epoch fraction). Units other than steps: NVIDIA's GPT-3 (v4.x
 // custom_callbacks.py compute_consumed_mllog_tokens) counts tokens since the resume in the blocks'
 // first_epoch_num/epoch_count, epoch_num and "train_step_timing in s"'s step: read as steps over
 // global_batch_size x max_sequence_length when the log states both and every such position is a
@@ -205,7 +207,10 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   bool by_samples_without_gbs = false, in_tokens = false, in_samples = false;
   // Training records whose samples_count counts the samples before their step: Primus's
   // primus_mllog (mlperf_pre_training.py _on_train_step_end) logs train_loss from inside
-  // train_step, before Megatron's loop adds the batch to args.consumed_train_samples. Told by a
+  // train_step, before Megatron's loop adds the batch to args.consumed_train_samples; NVIDIA's
+  // v6.0 Megatron-Bridge references (callback_logging.py DeltaTimingCallback.on_train_step_end,
+  // gpt_oss_20b, llama31_8b, llama31_405b) log tracked_stats at gbs x train_state.step, which the
+  // loop increments after the callbacks (its llama2_70b_lora copy logs gbs x (step + 1)). Told by a
   // record at samples_count 0 (no step ends there), or by one after a block_stop at S that names
   // S itself (a step that ended at S would come before that block_stop): every record's step is
   // then its samples_count over gbs, plus one.
@@ -221,7 +226,9 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     log.notes.push_back(fmt::format(
         "{}:{}: a training record at samples_count {:.0f}{}: the records' samples_count counts "
         "the samples before their step (Primus's primus_mllog logs train_loss inside train_step, "
-        "before the batch is counted), so each is read at samples_count / global_batch_size {} + 1",
+        "NVIDIA's Megatron-Bridge DeltaTimingCallback tracked_stats at global_batch_size x "
+        "train_state.step before the step is counted), so each is read at samples_count / "
+        "global_batch_size {} + 1",
         name, before_sign->it.line, *before_sign->samples_count,
         *before_sign->samples_count == 0 ? "" : ", where a block_stop before it ended", *gbs));
   }
@@ -392,6 +399,13 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         "block (at the block's samples_count, or with throughput at its first sample as \"step\") "
         "are no training step",
         name, block_means_line, block_means));
+  }
+  if (ev.epoch_mean_step_s) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: a tracked_stats train_step_time ({:.6g} s) at a fractional \"step\" is the run's "
+        "mean step time at an epoch fraction (NVIDIA's HugeCTR DLRM on_training_end: step = "
+        "current_iter / iter_per_epoch), no training step",
+        name, ev.epoch_mean_line, *ev.epoch_mean_step_s));
   }
   if (stray > 0) {
     log.notes.push_back(fmt::format(

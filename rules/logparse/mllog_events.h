@@ -66,6 +66,10 @@ struct MllogEvents {
   std::vector<std::pair<double, double>> paused;
   std::optional<double> eval_open, between_blocks;
   int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
+  // A train_step_time alone at a fractional "step": the run's mean at an epoch fraction (NVIDIA's
+  // HugeCTR DLRM), its value and line.
+  std::optional<double> epoch_mean_step_s;
+  int64_t epoch_mean_line = 0;
   int64_t tracked = 0, block_stops = 0, epoch_blocks_line = 0;
   // Positions that NVIDIA's GPT-3 logs count in tokens: the blocks' first_epoch_num and
   // first_epoch_num + epoch_count, epoch_num, and "train_step_timing in s"'s step.

@@ -38,8 +38,9 @@
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
 // The llama2_70b_lora reference names no step but metadata.samples_count (step x
 // global_batch_size: the step is that over the global_batch_size event's value; Primus's reference
-// names the samples before the step, told by a record at 0 or at a block_stop's count after it,
-// and read one step later); where an event
+// names the samples before the step, as NVIDIA's v6.0 Megatron-Bridge gpt_oss_20b does, told by
+// a record at 0 or at a block_stop's count after it (in the log and in time_ms; not where
+// block_stop names the block's length), and read one step later); where an event
 // names both, samples_count decides (NeMo's step counts from 0: Dell's _log_throughputs logs
 // samples = (step + 1) x gbs); without either they are numbered in order. Their time_ms stamps
 // time the steps: a record's ms is the time since the previous record (the first: since
@@ -214,12 +215,23 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // record at samples_count 0 (no step ends there), or by one after a block_stop at S that names
   // S itself (a step that ended at S would come before that block_stop): every record's step is
   // then its samples_count over gbs, plus one.
+  // The second sign needs block_stop's samples_count to be a position: NVIDIA's Megatron-Bridge
+  // callbacks name the block's length there (eval_interval x gbs) and the position in its step,
+  // and the records of its last pipeline stage may print after the rank-0 block_stop that follows
+  // them (DeepSeek-V3, one step a block: step 1's record at 15360 after the block_stop at 15360),
+  // so a record counts as after a block_stop only when it is also stamped later.
+  const bool stop_counts_are_lengths =
+      gbs && std::any_of(ev.block_stop_at.begin(), ev.block_stop_at.end(),
+                         [&](const auto& b) { return b.step && b.samples != *gbs * *b.step; });
   const Raw* before_sign = nullptr;
   for (const Raw& r : raws) {
     if (before_sign || !r.samples_count) continue;
     if (*r.samples_count == 0) before_sign = &r;
-    for (const auto& [stop_line, stop_samples] : ev.block_stop_at)
-      if (stop_line < r.it.line && stop_samples == *r.samples_count) before_sign = &r;
+    for (const auto& b : ev.block_stop_at) {
+      const bool later =
+          b.line < r.it.line && (!b.time_ms || !r.it.time_ms || *r.it.time_ms > *b.time_ms);
+      if (!stop_counts_are_lengths && later && b.samples == *r.samples_count) before_sign = &r;
+    }
   }
   const bool samples_before = before_sign && gbs && *gbs > 0;
   if (samples_before) {

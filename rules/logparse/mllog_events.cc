@@ -94,7 +94,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
         if (time_ms && (samples || tokens)) ev.open_block = b;
       } else {
         ++ev.block_stops;
-        if (samples) ev.block_stop_at.push_back({no, *samples});
+        if (samples) ev.block_stop_at.push_back({no, *samples, JsonNumber(meta, "step"), time_ms});
         ev.between_blocks = time_ms;
         if (time_ms && (samples || tokens) && ev.open_block)
           ev.blocks.push_back({*ev.open_block, b});

@@ -1815,6 +1815,25 @@ TEST(Corpus, MlperfNvidiaGptOssDeltaTimingCountsTheSamplesBeforeTheStep) {
   EXPECT_TRUE(r->Note("run_start but no run_stop"));
 }
 
+TEST(Corpus, MlperfNvidiaDeepSeekRecordPrintedAfterTheBlockStop) {
+  // NVIDIA's deepseekv3_671b (v6.0, Megatron-Bridge, 256 GB200), global_batch_size 15360 (line 8),
+  // an evaluation after every step. Step 1's tracked_stats (line 34, samples_count 15360, stamped
+  // 1778675048722) prints after the block_stop (line 32, samples_count 15360 = eval_interval x
+  // gbs, step 1, stamped 1778675048723): the last pipeline stage's line, not a step that starts
+  // at 15360. It was read as "samples before the step" and every record one step late (2-6).
+  Result<Read> r = ReadLog("mllog_nv_deepseekv3_record_after_block_stop.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));  // lines 34, 42, 47, 58, 66
+  EXPECT_EQ(r->Loss(1), 5.139893531799316);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 40.34449577331543 * 1000);  // line 34's own train_step_time
+  EXPECT_EQ(r->Loss(5), 5.11906099319458);                    // line 66: 76800 / 15360
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 1);  // line 36, inside eval_start step 1 (line 33)
+  EXPECT_EQ(r->log.evals[0].value, 5.156154155731201);
+  EXPECT_EQ(r->log.evals[4].step, 5);  // line 68
+  EXPECT_FALSE(r->Note("counts the samples before their step"));
+}
+
 TEST(Corpus, MlperfAmdPrimusSftBlocksCrlf) {
   // AMD's llama2_70b_lora (v6.0, Primus, primus_mllog mlperf_sft.py, 8 MI355X), CRLF line ends:
   // no training records; blocks at cumulative samples_count (line 37: 0, line 38: 1536), global

@@ -1834,6 +1834,32 @@ TEST(Corpus, MlperfNvidiaDeepSeekRecordPrintedAfterTheBlockStop) {
   EXPECT_FALSE(r->Note("counts the samples before their step"));
 }
 
+TEST(Corpus, MlperfKraiLoraShellTraceAndSrunPrefix) {
+  // Krai's llama2_70b_lora (v6.0, 4 GH200, NVIDIA's v5.0 NeMo container): shell xtrace lines, a
+  // cache_clear stamped 111111111111 (line 5), srun -l's "0: " before every MLLOG line, the
+  // PyTorch banner; train_loss every 10 steps at samples_count (line 79: 80, step 10) with lr,
+  // block_stop naming the block's first samples_count (line 99: 0), mlperf_common's block means
+  // (line 98: throughput, train_step_time, max_memory_usage at "step" 0), global batch size 8
+  // (line 66).
+  Result<Read> r = ReadLog("mllog_krai_gh200_llama2_70b_lora_shell_trace.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 38u);  // 80 ... 1520, 1600 ... 1920, ..., 2720 ... 3040
+  // run_start (line 77, 1762262107156) to step 10 (line 79, 1762262196670).
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, (1762262196670.0 - 1762262107156.0) / 10);
+  EXPECT_EQ(r->At(10)->lr, 0.0005497879849661988);
+  // Step 190 (line 97, 1762263819178) to step 200 (line 105, 1762263994297), less block_stop
+  // (line 99, 1762263837335) to block_start (line 104, 1762263922140).
+  EXPECT_DOUBLE_EQ(*r->At(200)->ms,
+                   (1762263994297.0 - 1762263819178.0 - (1762263922140.0 - 1762263837335.0)) / 10);
+  EXPECT_EQ(r->Loss(380), 1.3111546039581299);
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 101: 1536 / 8
+  EXPECT_EQ(r->log.evals[4].value, 0.9231685572276914);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 71.27 * kGiB);  // line 98
+  // run_start (line 77) to run_stop (line 151, 1762265991272).
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1762265991272.0 - 1762262107156.0) / 1000);
+}
+
 TEST(Corpus, MlperfAmdPrimusSftBlocksCrlf) {
   // AMD's llama2_70b_lora (v6.0, Primus, primus_mllog mlperf_sft.py, 8 MI355X), CRLF line ends:
   // no training records; blocks at cumulative samples_count (line 37: 0, line 38: 1536), global

@@ -21,7 +21,9 @@
 // with throughput and train_step_time and no loss, wherever it sits (mlperf_common's
 // _log_training_throughput before 2025-07: the block's mean at "step" = the block's first sample,
 // from 0; its max_memory_usage, round(torch.cuda.max_memory_allocated() / 2**30, 3) on the
-// logging rank, is the log's peak memory). Units other than steps: NVIDIA's GPT-3 (v4.x
+// logging rank, is the log's peak memory); one with train_step_time alone at a fractional "step"
+// (NVIDIA's HugeCTR DLRM v6.0 on_training_end: the run's mean step time at "step" = current_iter /
+// iter_per_epoch, an epoch fraction). Units other than steps: NVIDIA's GPT-3 (v4.x
 // custom_callbacks.py compute_consumed_mllog_tokens) counts tokens since the resume in the blocks'
 // first_epoch_num/epoch_count, epoch_num and "train_step_timing in s"'s step: read as steps over
 // global_batch_size x max_sequence_length when the log states both and every such position is a
@@ -36,8 +38,9 @@
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
 // The llama2_70b_lora reference names no step but metadata.samples_count (step x
 // global_batch_size: the step is that over the global_batch_size event's value; Primus's reference
-// names the samples before the step, told by a record at 0 or at a block_stop's count after it,
-// and read one step later); where an event
+// names the samples before the step, as NVIDIA's v6.0 Megatron-Bridge gpt_oss_20b does, told by
+// a record at 0 or at a block_stop's count after it (in the log and in time_ms; not where
+// block_stop names the block's length), and read one step later); where an event
 // names both, samples_count decides (NeMo's step counts from 0: Dell's _log_throughputs logs
 // samples = (step + 1) x gbs); without either they are numbered in order. Their time_ms stamps
 // time the steps: a record's ms is the time since the previous record (the first: since
@@ -205,23 +208,39 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   bool by_samples_without_gbs = false, in_tokens = false, in_samples = false;
   // Training records whose samples_count counts the samples before their step: Primus's
   // primus_mllog (mlperf_pre_training.py _on_train_step_end) logs train_loss from inside
-  // train_step, before Megatron's loop adds the batch to args.consumed_train_samples. Told by a
+  // train_step, before Megatron's loop adds the batch to args.consumed_train_samples; NVIDIA's
+  // v6.0 Megatron-Bridge references (callback_logging.py DeltaTimingCallback.on_train_step_end,
+  // gpt_oss_20b, llama31_8b, llama31_405b) log tracked_stats at gbs x train_state.step, which the
+  // loop increments after the callbacks (its llama2_70b_lora copy logs gbs x (step + 1)). Told by a
   // record at samples_count 0 (no step ends there), or by one after a block_stop at S that names
   // S itself (a step that ended at S would come before that block_stop): every record's step is
   // then its samples_count over gbs, plus one.
+  // The second sign needs block_stop's samples_count to be a position: NVIDIA's Megatron-Bridge
+  // callbacks name the block's length there (eval_interval x gbs) and the position in its step,
+  // and the records of its last pipeline stage may print after the rank-0 block_stop that follows
+  // them (DeepSeek-V3, one step a block: step 1's record at 15360 after the block_stop at 15360),
+  // so a record counts as after a block_stop only when it is also stamped later.
+  const bool stop_counts_are_lengths =
+      gbs && std::any_of(ev.block_stop_at.begin(), ev.block_stop_at.end(),
+                         [&](const auto& b) { return b.step && b.samples != *gbs * *b.step; });
   const Raw* before_sign = nullptr;
   for (const Raw& r : raws) {
     if (before_sign || !r.samples_count) continue;
     if (*r.samples_count == 0) before_sign = &r;
-    for (const auto& [stop_line, stop_samples] : ev.block_stop_at)
-      if (stop_line < r.it.line && stop_samples == *r.samples_count) before_sign = &r;
+    for (const auto& b : ev.block_stop_at) {
+      const bool later =
+          b.line < r.it.line && (!b.time_ms || !r.it.time_ms || *r.it.time_ms > *b.time_ms);
+      if (!stop_counts_are_lengths && later && b.samples == *r.samples_count) before_sign = &r;
+    }
   }
   const bool samples_before = before_sign && gbs && *gbs > 0;
   if (samples_before) {
     log.notes.push_back(fmt::format(
         "{}:{}: a training record at samples_count {:.0f}{}: the records' samples_count counts "
         "the samples before their step (Primus's primus_mllog logs train_loss inside train_step, "
-        "before the batch is counted), so each is read at samples_count / global_batch_size {} + 1",
+        "NVIDIA's Megatron-Bridge DeltaTimingCallback tracked_stats at global_batch_size x "
+        "train_state.step before the step is counted), so each is read at samples_count / "
+        "global_batch_size {} + 1",
         name, before_sign->it.line, *before_sign->samples_count,
         *before_sign->samples_count == 0 ? "" : ", where a block_stop before it ended", *gbs));
   }
@@ -392,6 +411,13 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         "block (at the block's samples_count, or with throughput at its first sample as \"step\") "
         "are no training step",
         name, block_means_line, block_means));
+  }
+  if (ev.epoch_mean_step_s) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: a tracked_stats train_step_time ({:.6g} s) at a fractional \"step\" is the run's "
+        "mean step time at an epoch fraction (NVIDIA's HugeCTR DLRM on_training_end: step = "
+        "current_iter / iter_per_epoch), no training step",
+        name, ev.epoch_mean_line, *ev.epoch_mean_step_s));
   }
   if (stray > 0) {
     log.notes.push_back(fmt::format(

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -93,7 +94,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
         if (time_ms && (samples || tokens)) ev.open_block = b;
       } else {
         ++ev.block_stops;
-        if (samples) ev.block_stop_at.push_back({no, *samples});
+        if (samples) ev.block_stop_at.push_back({no, *samples, JsonNumber(meta, "step"), time_ms});
         ev.between_blocks = time_ms;
         if (time_ms && (samples || tokens) && ev.open_block)
           ev.blocks.push_back({*ev.open_block, b});
@@ -153,6 +154,13 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       const bool statistics = loss_event || r.it.loss || r.it.lr || r.it.grad_norm;
       if (!statistics && !r.own_ms)
         return;  // not a training step's statistics (validation_time; throughput alone)
+      if (!statistics && step && *step != std::floor(*step)) {
+        // NVIDIA's HugeCTR DLRM (v6.0 mlperf_logger/callbacks.py on_training_end) logs the run's
+        // mean step time at "step" = current_iter / iter_per_epoch: an epoch fraction.
+        if (!ev.epoch_mean_step_s)
+          ev.epoch_mean_step_s = *r.own_ms / 1000.0, ev.epoch_mean_line = no;
+        return;
+      }
       if (!statistics && ((!step && samples) || JsonNumber(value, "throughput"))) {
         // mlperf_common's block means: _log_train_step_time (train_step_time at the block's
         // samples_count, no step), and before 2025-07 _log_training_throughput (throughput and

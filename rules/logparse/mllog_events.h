@@ -57,8 +57,14 @@ struct MllogEvents {
   // run_stop's metadata.status ("success", "aborted"; "" when it names none) and the lines.
   std::string run_status;
   int64_t run_start_line = 0, run_stop_line = 0;
-  // Each block_stop that names a samples_count: its line and that count.
-  std::vector<std::pair<int64_t, double>> block_stop_at;
+  // Each block_stop that names a samples_count: its line, that count, the step it names
+  // (mlperf_common and Megatron-Bridge's callbacks do) and its time_ms.
+  struct BlockStopAt {
+    int64_t line = 0;
+    double samples = 0;
+    std::optional<double> step, time_ms;
+  };
+  std::vector<BlockStopAt> block_stop_at;
   // epoch_stop events (retinanet, rgat, the tinygrad logs: training timed by whole epochs).
   int64_t epoch_stops = 0, epoch_stop_line = 0;
   // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next
@@ -66,6 +72,10 @@ struct MllogEvents {
   std::vector<std::pair<double, double>> paused;
   std::optional<double> eval_open, between_blocks;
   int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
+  // A train_step_time alone at a fractional "step": the run's mean at an epoch fraction (NVIDIA's
+  // HugeCTR DLRM), its value and line.
+  std::optional<double> epoch_mean_step_s;
+  int64_t epoch_mean_line = 0;
   int64_t tracked = 0, block_stops = 0, epoch_blocks_line = 0;
   // Positions that NVIDIA's GPT-3 logs count in tokens: the blocks' first_epoch_num and
   // first_epoch_num + epoch_count, epoch_num, and "train_step_timing in s"'s step.

@@ -1727,6 +1727,158 @@ TEST(Corpus, MlperfPrimusTrainLossAtTheSamplesBeforeTheStep) {
   EXPECT_TRUE(r->Note("run_start but no run_stop"));
 }
 
+TEST(Corpus, MlperfNvidiaDlrmClosingMeanAtAnEpochFractionIsNoStep) {
+  // NVIDIA's dlrm_dcnv2 (v6.0, HugeCTR, 64 GB200), global_batch_size 135168 (line 15): no training
+  // records; blocks name their step (line 31: block_start step 0, line 32: block_stop step 1550,
+  // then 1551 steps a block) and a samples_count that is the evaluation interval's, not a
+  // position. After run_stop (line 126) LoggingCallback.on_training_end logs tracked_stats
+  // {"train_step_time": 0.001413863189731249} at "step" 0.9494474337081548 (line 127):
+  // current_iter / iter_per_epoch, the run's mean, no step (it was read as a step-0 record, the
+  // log's only one, and the 19 blocks were dropped).
+  Result<Read> r = ReadLog("mllog_nv_dlrm_hugectr_epoch_fraction_step.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (int64_t s = 1550; s <= 29468; s += 1551) steps.push_back(s);
+  EXPECT_EQ(r->Steps(), steps);  // block_stop steps, lines 32, 37, ..., 122
+  // Line 31 (block_start 1778684317777) to line 32 (block_stop 1778684319817) over 1550 steps.
+  EXPECT_DOUBLE_EQ(*r->At(1550)->ms, (1778684319817.0 - 1778684317777.0) / 1550);
+  // Line 121 (block_start step 27917, 1778684357181) to line 122 (block_stop 29468, 1778684359138).
+  EXPECT_DOUBLE_EQ(*r->At(29468)->ms, (1778684359138.0 - 1778684357181.0) / 1551);
+  EXPECT_FALSE(r->At(29468)->loss);
+  ASSERT_EQ(r->log.evals.size(), 19u);
+  EXPECT_EQ(r->log.evals[0].step, 1550);  // line 34, inside eval_start step 1550 (line 33)
+  EXPECT_EQ(r->log.evals[0].value, 0.7857972979545593);
+  EXPECT_EQ(r->log.evals[18].step, 29468);  // line 124
+  EXPECT_EQ(r->log.evals[18].value, 0.8027938604354858);
+  // run_start (line 30, 1778684317777) to run_stop (line 126, 1778684359365, "success").
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1778684359365.0 - 1778684317777.0) / 1000);
+  EXPECT_TRUE(
+      r->Note("mllog_nv_dlrm_hugectr_epoch_fraction_step.log:127: a tracked_stats "
+              "train_step_time (0.00141386 s) at a fractional \"step\""));
+}
+
+TEST(Corpus, MlperfNvidiaLoraDeltaTimingCountsTheSamplesAfterTheStep) {
+  // NVIDIA's llama2_70b_lora (v6.0, Megatron-Bridge, 8 GB200), global_batch_size 8 (line 18):
+  // callback_logging.py DeltaTimingCallback logs tracked_stats {"train_step_time",
+  // "reduced_train_loss"} every 10 steps at samples_count gbs x (train_state.step + 1): 80 for
+  // step 10 (line 25). block_stop's samples_count is the block's length after the first (line 57:
+  // 384), the first block's 1536 (line 45); _log_train_step_time's block means (lines 44, 56, 67,
+  // 79, 91) are no step.
+  Result<Read> r = ReadLog("mllog_nv_llama2_70b_lora_delta_timing_after_step.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 38u);  // 80 ... 1520, 1600 ... 1920, ..., 2720 ... 3040
+  EXPECT_EQ(r->Steps().front(), 10);
+  EXPECT_EQ(r->Steps().back(), 380);  // line 90: 3040 / 8
+  EXPECT_EQ(r->Loss(10), 2.276958465576172);
+  // run_start (line 23, 1778617795374) to step 10 (line 25, 1778617803980).
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, (1778617803980.0 - 1778617795374.0) / 10);
+  // Step 190 (line 43, 1778617934513) to step 200 (line 51, 1778617948217), less block_stop (line
+  // 45, 1778617935079) to block_start (line 50, 1778617942393), which holds the evaluation.
+  EXPECT_DOUBLE_EQ(*r->At(200)->ms,
+                   (1778617948217.0 - 1778617934513.0 - (1778617942393.0 - 1778617935079.0)) / 10);
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 48, inside eval_start step 192 (line 46)
+  EXPECT_EQ(r->log.evals[4].step, 384);  // line 95
+  EXPECT_EQ(r->log.evals[4].value, 0.9244517683982849);
+  // run_start (line 23) to run_stop (line 97, 1778618128454, "success").
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1778618128454.0 - 1778617795374.0) / 1000);
+  EXPECT_FALSE(r->Note("samples_count 0"));
+  EXPECT_TRUE(
+      r->Note("mllog_nv_llama2_70b_lora_delta_timing_after_step.log:44: 5 tracked_stats "
+              "train_step_time event(s)"));
+}
+
+TEST(Corpus, MlperfNvidiaGptOssDeltaTimingCountsTheSamplesBeforeTheStep) {
+  // NVIDIA's gpt_oss_20b (v6.0, Megatron-Bridge, 8 GB200), global_batch_size 24 (line 10): the
+  // same callback's gpt_oss copy logs samples_count gbs x train_state.step before the step is
+  // counted, every 32 steps: 0 for step 1 (line 32), 768 for step 33. Lines 1-77 of 9216 steps.
+  Result<Read> r = ReadLog("mllog_nv_gpt_oss_20b_delta_timing_before_step.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (int64_t s = 1; s <= 993; s += 32) steps.push_back(s);
+  EXPECT_EQ(r->Steps(), steps);  // lines 32-47 and 55-70
+  EXPECT_EQ(r->Loss(1), 12.3104887008667);
+  // Step 1 is a span of one: its own train_step_time (line 32), not run_start to line 32.
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 0.6069824695587158 * 1000);
+  EXPECT_DOUBLE_EQ(*r->At(33)->ms, (1778616296591.0 - 1778616281023.0) / 32);  // lines 32-33
+  // Line 47 (step 481) to line 55 (step 513), less block_stop (line 49) to block_start (line 54).
+  EXPECT_DOUBLE_EQ(*r->At(513)->ms,
+                   (1778616539229.0 - 1778616516489.0 - (1778616538690.0 - 1778616532166.0)) / 32);
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 512);  // line 52, inside eval_start step 512 (line 50)
+  EXPECT_EQ(r->log.evals[0].value, 5.013967514038086);
+  EXPECT_EQ(r->log.evals[1].step, 1024);  // line 75
+  EXPECT_TRUE(
+      r->Note("mllog_nv_gpt_oss_20b_delta_timing_before_step.log:32: a training record "
+              "at samples_count 0"));
+  EXPECT_TRUE(r->Note("Megatron-Bridge DeltaTimingCallback"));
+  EXPECT_TRUE(r->Note("run_start but no run_stop"));
+}
+
+TEST(Corpus, MlperfNvidiaDeepSeekRecordPrintedAfterTheBlockStop) {
+  // NVIDIA's deepseekv3_671b (v6.0, Megatron-Bridge, 256 GB200), global_batch_size 15360 (line 8),
+  // an evaluation after every step. Step 1's tracked_stats (line 34, samples_count 15360, stamped
+  // 1778675048722) prints after the block_stop (line 32, samples_count 15360 = eval_interval x
+  // gbs, step 1, stamped 1778675048723): the last pipeline stage's line, not a step that starts
+  // at 15360. It was read as "samples before the step" and every record one step late (2-6).
+  Result<Read> r = ReadLog("mllog_nv_deepseekv3_record_after_block_stop.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));  // lines 34, 42, 47, 58, 66
+  EXPECT_EQ(r->Loss(1), 5.139893531799316);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 40.34449577331543 * 1000);  // line 34's own train_step_time
+  EXPECT_EQ(r->Loss(5), 5.11906099319458);                    // line 66: 76800 / 15360
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 1);  // line 36, inside eval_start step 1 (line 33)
+  EXPECT_EQ(r->log.evals[0].value, 5.156154155731201);
+  EXPECT_EQ(r->log.evals[4].step, 5);  // line 68
+  EXPECT_FALSE(r->Note("counts the samples before their step"));
+}
+
+TEST(Corpus, MlperfKraiLoraShellTraceAndSrunPrefix) {
+  // Krai's llama2_70b_lora (v6.0, 4 GH200, NVIDIA's v5.0 NeMo container): shell xtrace lines, a
+  // cache_clear stamped 111111111111 (line 5), srun -l's "0: " before every MLLOG line, the
+  // PyTorch banner; train_loss every 10 steps at samples_count (line 79: 80, step 10) with lr,
+  // block_stop naming the block's first samples_count (line 99: 0), mlperf_common's block means
+  // (line 98: throughput, train_step_time, max_memory_usage at "step" 0), global batch size 8
+  // (line 66).
+  Result<Read> r = ReadLog("mllog_krai_gh200_llama2_70b_lora_shell_trace.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 38u);  // 80 ... 1520, 1600 ... 1920, ..., 2720 ... 3040
+  // run_start (line 77, 1762262107156) to step 10 (line 79, 1762262196670).
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, (1762262196670.0 - 1762262107156.0) / 10);
+  EXPECT_EQ(r->At(10)->lr, 0.0005497879849661988);
+  // Step 190 (line 97, 1762263819178) to step 200 (line 105, 1762263994297), less block_stop
+  // (line 99, 1762263837335) to block_start (line 104, 1762263922140).
+  EXPECT_DOUBLE_EQ(*r->At(200)->ms,
+                   (1762263994297.0 - 1762263819178.0 - (1762263922140.0 - 1762263837335.0)) / 10);
+  EXPECT_EQ(r->Loss(380), 1.3111546039581299);
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 101: 1536 / 8
+  EXPECT_EQ(r->log.evals[4].value, 0.9231685572276914);
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 71.27 * kGiB);  // line 98
+  // run_start (line 77) to run_stop (line 151, 1762265991272).
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1762265991272.0 - 1762262107156.0) / 1000);
+}
+
+TEST(Corpus, MlperfAmdPrimusSftBlocksCrlf) {
+  // AMD's llama2_70b_lora (v6.0, Primus, primus_mllog mlperf_sft.py, 8 MI355X), CRLF line ends:
+  // no training records; blocks at cumulative samples_count (line 37: 0, line 38: 1536), global
+  // batch size 8 (line 9); run_duration and throughput events (lines 64-65) are not read.
+  Result<Read> r = ReadLog("mllog_amd_primus_sft_llama2_70b_lora_crlf.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.lines, 65);
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{192, 240, 288, 336, 384}));
+  // Line 37 (block_start 1778386209957) to line 38 (block_stop 1778386413334) over 1536 / 8.
+  EXPECT_DOUBLE_EQ(*r->At(192)->ms, (1778386413334.0 - 1778386209957.0) / 192);
+  // Line 57 (block_start 2688, 1778386603122) to line 58 (block_stop 3072, 1778386672329).
+  EXPECT_DOUBLE_EQ(*r->At(384)->ms, (1778386672329.0 - 1778386603122.0) / 48);
+  ASSERT_EQ(r->log.evals.size(), 5u);
+  EXPECT_EQ(r->log.evals[0].step, 192);                  // line 40
+  EXPECT_EQ(r->log.evals[4].value, 0.9249749779701233);  // line 60
+  // run_start (line 35, 1778386209957) to run_stop (line 63, 1778386684912, "success").
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1778386684912.0 - 1778386209957.0) / 1000);
+}
+
 TEST(Corpus, MlperfHabanaLlama2LoraBlockStartNamesSteps) {
   // Intel Habana's llama2_70b_lora (v4.0, the reference's mlperf_logging_utils.py): train_loss at
   // samples_count 192, 576, ... (global_batch_size 8, line 10: steps 24, 72, ...), and each

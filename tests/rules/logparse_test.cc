@@ -795,6 +795,51 @@ TEST(Mllog, RunStartWithoutRunStopSaysSo) {
             r->notes.end());
 }
 
+TEST(Mllog, TrainStepTimeAtAnEpochFractionIsNoStep) {
+  // MLPerf Training v6.0 dlrm_dcnv2, NVIDIA HugeCTR (lines 15, 30-32, 126-127 of
+  // NVIDIA/results/theia_ngpu64_ngc26.03_hugectr/dlrm_dcnv2/result_0.txt): after run_stop,
+  // on_training_end logs the run's mean step time at "step" = current_iter / iter_per_epoch. It is
+  // no step: the block (step 0 to 1550) times the run.
+  const std::string text =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1778684292795, "
+      "\"event_type\": \"POINT_IN_TIME\", \"key\": \"global_batch_size\", \"value\": 135168, "
+      "\"metadata\": {\"file\": \"/workspace/dlrm/mlperf_logger/param_info.py\", "
+      "\"lineno\": 31}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1778684317777, "
+      "\"event_type\": \"INTERVAL_START\", \"key\": \"run_start\", \"value\": null, "
+      "\"metadata\": {\"file\": \"/workspace/dlrm/mlperf_logger/callbacks.py\", "
+      "\"lineno\": 51}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1778684317777, "
+      "\"event_type\": \"INTERVAL_START\", \"key\": \"block_start\", \"value\": null, "
+      "\"metadata\": {\"file\": \"/workspace/dlrm/mlperf_logger/callbacks.py\", "
+      "\"lineno\": 52, \"samples_count\": 209760460, \"step\": 0}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1778684319817, "
+      "\"event_type\": \"INTERVAL_END\", \"key\": \"block_stop\", \"value\": null, "
+      "\"metadata\": {\"file\": \"/workspace/dlrm/mlperf_logger/callbacks.py\", "
+      "\"lineno\": 85, \"samples_count\": 209760460, \"step\": 1550}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1778684359365, "
+      "\"event_type\": \"INTERVAL_END\", \"key\": \"run_stop\", \"value\": null, "
+      "\"metadata\": {\"file\": \"/workspace/dlrm/mlperf_logger/callbacks.py\", "
+      "\"lineno\": 112, \"status\": \"success\", \"epoch_num\": 0.9494474337081548}}\n"
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1778684359365, "
+      "\"event_type\": \"POINT_IN_TIME\", \"key\": \"tracked_stats\", "
+      "\"value\": {\"train_step_time\": 0.001413863189731249}, "
+      "\"metadata\": {\"file\": \"/workspace/dlrm/mlperf_logger/callbacks.py\", "
+      "\"lineno\": 78, \"step\": 0.9494474337081548}}\n";
+  Result<ParsedLog> r = ParseMllog(text, "dlrm.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].step, 1550);
+  EXPECT_EQ(r->iterations[0].span, 1550);
+  EXPECT_DOUBLE_EQ(*r->iterations[0].ms, (1778684319817.0 - 1778684317777.0) / 1550);
+  EXPECT_DOUBLE_EQ(*r->wall_s, (1778684359365.0 - 1778684317777.0) / 1000);
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.find(
+               "dlrm.txt:6: a tracked_stats train_step_time (0.00141386 s) at a fractional "
+               "\"step\"") != std::string::npos;
+  }));
+}
+
 TEST(Mllog, EpochTimedLogSaysItsEpochsPlaceNoStep) {
   // MLPerf Training v5.0 retinanet, tinycorp (tinygrad; lines 11, 22-24, 26-27 of
   // tinycorp/results/tinybox_green/retinanet/result_0.txt): training timed by epoch_start and

@@ -94,7 +94,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
   DictMemory memory;
-  std::vector<int64_t> overflow_lines;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
+  DeepSpeedOverflows overflows;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
   // A dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
   bool failed = false;
@@ -102,10 +102,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       text, TrainerDictCompletion, StopsTrainerDictPieces,
       [&](std::string_view line, int64_t no) {
         dicts.ReadBar(line, no);
-        if (IsDeepSpeedOverflowLine(line)) {
-          overflow_lines.push_back(no);
-          return;
-        }
+        if (overflows.Read(line, no)) return;
         bool quoted_epoch = false;
         if (std::optional<TrainerDict> dict = ParseTrainerDict(line, &quoted_epoch)) {
           if (dicts.ReadEcho(line, *dict, no)) return;  // LLaMA-Factory's copy of the next dict
@@ -160,7 +157,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
                   name, log.lines, OtherFormatHint(text, "trainer"), bars);
   }
   FillSpansFromGaps(log.iterations);
-  CountOverflowSkips(overflow_lines, name, log);  // the Trainer on DeepSpeed, fp16
+  overflows.Count(name, log);  // the Trainer on DeepSpeed, fp16
   // A dict covers logging_steps steps at most: a wider gap before it is dicts the log lost (an
   // excerpt's "..."), not a longer interval.
   if (dicts.logging_steps_stated()) {

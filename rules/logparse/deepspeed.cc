@@ -74,6 +74,7 @@
 #include <vector>
 
 #include "rules/logparse/deepspeed_overflow.h"
+#include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -298,8 +299,7 @@ bool IsDeepSpeedLine(std::string_view line) {
   if (PipeLine(line) || IsDeepSpeedOverflowLine(line)) return true;
   if (line.find(", SamplesPerSec=") != std::string_view::npos)
     return EpochStep(line, "SamplesPerSec=").has_value();
-  return line.find(", skipped=") != std::string_view::npos && StepNumber(line) &&
-         line.find("lr=") != std::string_view::npos;
+  return ReadDeepSpeedProgress(line) && line.find("lr=") != std::string_view::npos;
 }
 
 Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name) {
@@ -387,10 +387,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
           return;
         }
         if (line.find(", skipped=") != std::string_view::npos) {
-          std::optional<double> step = StepNumber(line);
-          std::optional<double> skipped = NumberAfter(line, "skipped", "=");
-          if (!step || !skipped) return;
-          const int64_t n = static_cast<int64_t>(*step);
+          std::optional<DeepSpeedProgress> progress = ReadDeepSpeedProgress(line);
+          if (!progress) return;
+          const int64_t n = progress->step;
           if (n <= 0) return;  // the engine's start-up print (step=0), before any optimizer step
           // A second engine's line for the same step (DeepSpeed-Chat's PPO critic after its
           // actor): its own running count, not this run's; the first line's count is kept.
@@ -400,7 +399,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
           dicts.SawStep(n);
           Iteration& it = at_step(n, no);
           set(it.lr, NumberAfter(line, "lr", "="));
-          int64_t total = static_cast<int64_t>(*skipped);
+          const int64_t total = progress->skipped;
           if (++step_lines == 1 && total > 0) {
             first_skipped = {n, no};
             first_skipped_total = total;

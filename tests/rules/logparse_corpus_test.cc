@@ -573,6 +573,30 @@ TEST(Corpus, MegatronDeepSpeedTimeInSeconds) {
   EXPECT_EQ(*r->At(30)->samples, 96);
 }
 
+TEST(Corpus, MegatronDeepSpeedPipelineEngineSkippedStepsFromTheStepLines) {
+  // Megatron-DeepSpeed with its DeepSpeed pipeline engine, fp16: the engine's `step=1, skipped=1,
+  // lr=[0.0, 0.0]` (line 1) and the loss scale's halving (line 2) say step 1 was skipped, while
+  // Megatron's iteration line (line 4) prints `number of skipped iterations:   0` (train_step
+  // returns skipped_iter = 0 for the pipeline engine). Steps 2 and 3: skipped=1 still, none.
+  for (const char* format : {"auto", "megatron"}) {
+    Result<Read> r = ReadLog("megatron_deepspeed_pipe_engine_skipped_step1.log", format);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->log.format, "megatron");
+    EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(r->At(1)->skipped, 1);
+    EXPECT_EQ(r->At(2)->skipped, 0);
+    EXPECT_EQ(r->At(3)->skipped, 0);
+    EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 1);
+    EXPECT_EQ(r->Loss(1), 10.65542);           // lm loss: 1.065542E+01, line 4
+    EXPECT_DOUBLE_EQ(*r->At(3)->ms, 1250.2);   // line 10
+    EXPECT_EQ(*r->At(2)->samples, 32);         // global batch size, line 7
+    EXPECT_EQ(r->m()["config"]["mpe"], 2048);  // actual seqlen
+    EXPECT_TRUE(
+        r->Note("megatron_deepspeed_pipe_engine_skipped_step1.log:1: DeepSpeed's "
+                "`step=N, skipped=K` lines count skipped steps"));
+  }
+}
+
 TEST(Corpus, FlagScaleOneIterationGivesLossNotSpeed) {
   Result<Read> r = ReadLog("flagscale_openseek_first_iteration.log", "flagscale", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();

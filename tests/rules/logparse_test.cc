@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "rules/logparse/deepspeed_overflow.h"
+#include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
@@ -139,6 +140,40 @@ TEST(Megatron, LogIntervalSpansAndResumedRun) {
   EXPECT_EQ(r->iterations[2].step, 30);
   EXPECT_EQ(r->iterations[2].ms, 410.0) << "the resumed run's line replaces the first";
   EXPECT_EQ(r->iterations[3].span, 10);
+}
+
+TEST(Megatron, DeepSpeedStepLinesCountThePipelineEnginesSkippedSteps) {
+  // Megatron-DeepSpeed's pipeline path prints `number of skipped iterations:   0` whatever its
+  // engine skipped; the engine's running count (`step=N, skipped=K`) gives the record at 20 its
+  // 5 - 2 = 3 skipped steps. The record at 30 has no engine line at its step: as printed.
+  // (A first record at 20 would not get the 3: no engine line at step 10 brackets it.)
+  auto iteration = [](int step) {
+    return fmt::format(
+        " iteration {:8d}/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: "
+        "1.000000E+01 | loss scale: 1.0 | number of skipped iterations:   0 | number of nan "
+        "iterations:   0 |\n",
+        step);
+  };
+  auto engine = [](int step, int skipped) {
+    return fmt::format(
+        "[2023-08-15 06:31:42,452] [INFO] [logging.py:96:log_dist] [Rank 0] step={}, skipped={}, "
+        "lr=[0.0001], mom=[(0.9, 0.95)]\n",
+        step, skipped);
+  };
+  Result<ParsedLog> r = ParseMegatronLog(
+      engine(10, 2) + iteration(10) + engine(20, 5) + iteration(20) + iteration(30), "mds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(At(*r, 10)->skipped, 2);  // the first record spans steps 1-10: the whole count
+  EXPECT_EQ(At(*r, 20)->skipped, 3);
+  EXPECT_EQ(At(*r, 30)->skipped, 0);
+  Result<ParsedLog> mid =
+      ParseMegatronLog(iteration(20) + engine(30, 5) + iteration(30), "mid.log");
+  ASSERT_TRUE(mid.ok()) << mid.status().message();
+  EXPECT_EQ(At(*mid, 30)->skipped, 0);  // spans 21-30, and no engine line at step 20
+  ASSERT_TRUE(ReadDeepSpeedProgress("[Rank 0] step=7, skipped=3, lr=[1e-05]"));
+  EXPECT_EQ(ReadDeepSpeedProgress("[Rank 0] step=7, skipped=3, lr=[1e-05]")->skipped, 3);
+  EXPECT_FALSE(ReadDeepSpeedProgress("global_step=7, skipped=3"));
+  EXPECT_FALSE(ReadDeepSpeedProgress("step=7.5, skipped=3"));
 }
 
 TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {

@@ -40,29 +40,30 @@
 // (a script's `enumerate`), and each is read as the step after its number. `skipped` is DeepSpeed's
 // running count; a record gets the increase since the previous progress line (the first line's
 // whole count only when its record reaches back to step 1: an excerpt from mid-run does not say
-// where the earlier skips fell); in a log without them, each fp16 overflow line ("[deepspeed]
-// OVERFLOW! Rank 0 Skipping step.", rules/logparse/deepspeed_overflow.h) is a skipped step of the
-// first record after it. A `step=N` line right after one for the same N is a second
-// engine's (DeepSpeed-Chat step 3 runs an actor and a critic engine, each with its own count): the
-// first is kept. DeepSpeed-Chat's PPO lines, `epoch: 0|step: S|ppo_ep: 1|act_loss: x|cri_loss:
-// y|...` (step3_rlhf_finetuning/main.py), give nothing, with a note: S counts prompt batches from 0
-// (enumerate), each trained for ppo_epochs x its experience batches optimizer steps of both
-// engines, and act_loss is the actor's PPO policy loss averaged over them. Every rank may print the
-// timer line: per step, the first value of each field wins. RunningAvgSamplesPerSec at the last
-// report is DeepSpeed's own average over every step after its first two (ThroughputTimer start_step
-// = 2): the trainer average. From 0.17 DeepSpeed logs at WARNING and steps_per_print is None by
-// default, so a default run prints none of its own lines: only the Trainer's dicts are left, timed
-// by the closing train_samples_per_second. A script may number its loss lines with its own counter:
-// SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ... completed (loss: x, ...)" counts micro-batches
-// (deepspeed_utils.py, `enumerate(train_dataloader)`), so under gradient accumulation its step runs
-// ahead of the engine's (`step=600`, `micro_step=1200/global_step=600`). A counter of each epoch's
-// batches (TRACE's `Epoch 2, Step 0, Loss: x`, starting again in every epoch) gives no optimizer
-// step after its first epoch: from the first loss line whose epoch is later and whose step is not
-// past the last one, the loss lines are left out, with a note. When most engine step lines that
-// follow a loss line show a step below that loss line's, the loss lines are not numbered by
-// optimizer steps: their losses are left out, with a note. Precision: `bfloat16_enabled` /
-// `fp16_enabled` (before 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ...
-// enabled=True` (after).
+// where the earlier skips fell); in a log without them, each fp16 overflowed step ("[deepspeed]
+// OVERFLOW! Rank 0 Skipping step.", without ZeRO "[Rank 0] Overflow detected. Skipping step." or
+// every rank's "[deepspeed] fp16 dynamic loss scale overflow! Skipping step.",
+// rules/logparse/deepspeed_overflow.h) is a skipped step of the first record after it. A `step=N`
+// line right after one for the same N is a second engine's (DeepSpeed-Chat step 3 runs an actor and
+// a critic engine, each with its own count): the first is kept. DeepSpeed-Chat's PPO lines, `epoch:
+// 0|step: S|ppo_ep: 1|act_loss: x|cri_loss: y|...` (step3_rlhf_finetuning/main.py), give nothing,
+// with a note: S counts prompt batches from 0 (enumerate), each trained for ppo_epochs x its
+// experience batches optimizer steps of both engines, and act_loss is the actor's PPO policy loss
+// averaged over them. Every rank may print the timer line: per step, the first value of each field
+// wins. RunningAvgSamplesPerSec at the last report is DeepSpeed's own average over every step after
+// its first two (ThroughputTimer start_step = 2): the trainer average. From 0.17 DeepSpeed logs at
+// WARNING and steps_per_print is None by default, so a default run prints none of its own lines:
+// only the Trainer's dicts are left, timed by the closing train_samples_per_second. A script may
+// number its loss lines with its own counter: SLAM-LLM's "Training Epoch: 1/10, step 1100 lr ...
+// completed (loss: x, ...)" counts micro-batches (deepspeed_utils.py,
+// `enumerate(train_dataloader)`), so under gradient accumulation its step runs ahead of the
+// engine's (`step=600`, `micro_step=1200/global_step=600`). A counter of each epoch's batches
+// (TRACE's `Epoch 2, Step 0, Loss: x`, starting again in every epoch) gives no optimizer step after
+// its first epoch: from the first loss line whose epoch is later and whose step is not past the
+// last one, the loss lines are left out, with a note. When most engine step lines that follow a
+// loss line show a step below that loss line's, the loss lines are not numbered by optimizer steps:
+// their losses are left out, with a note. Precision: `bfloat16_enabled` / `fp16_enabled` (before
+// 0.17.1), `bfloat16_config ... enabled=True` / `float16_config ... enabled=True` (after).
 #include <fmt/format.h>
 
 #include <cctype>
@@ -73,6 +74,7 @@
 #include <vector>
 
 #include "rules/logparse/deepspeed_overflow.h"
+#include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -296,8 +298,7 @@ bool IsDeepSpeedLine(std::string_view line) {
   if (PipeLine(line) || IsDeepSpeedOverflowLine(line)) return true;
   if (line.find(", SamplesPerSec=") != std::string_view::npos)
     return EpochStep(line, "SamplesPerSec=").has_value();
-  return line.find(", skipped=") != std::string_view::npos && StepNumber(line) &&
-         line.find("lr=") != std::string_view::npos;
+  return ReadDeepSpeedProgress(line) && line.find("lr=") != std::string_view::npos;
 }
 
 Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name) {
@@ -314,7 +315,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   int64_t eval_line = 0;               // the first evaluation's "validate step: N  loss: x" line
   TrainerDictReader dicts;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
-  std::vector<int64_t> overflow_lines;           // the loss scaler's skipped steps
+  DeepSpeedOverflows overflows;                  // the loss scale's skipped steps
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
   int64_t zero_based_line = 0;                   // a first loss line at step 0
   std::optional<double> last_loss_epoch;         // the last loss line's epoch, when it names one
@@ -358,8 +359,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       text, TrainerDictCompletion, StopsTrainerDictPieces,
       [&](std::string_view line, int64_t no) {
         dicts.ReadBar(line, no);  // the Trainer's bar (trainer_dicts.h)
-        if (IsDeepSpeedOverflowLine(line)) {
-          overflow_lines.push_back(no);
+        if (overflows.Read(line, no)) return;
+        if (std::optional<int64_t> n = OverflowOptimizerStep(line)) {
+          engine_lines.push_back({*n, no});  // an optimizer step count, for LossStepsAhead
           return;
         }
         if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
@@ -383,10 +385,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
           return;
         }
         if (line.find(", skipped=") != std::string_view::npos) {
-          std::optional<double> step = StepNumber(line);
-          std::optional<double> skipped = NumberAfter(line, "skipped", "=");
-          if (!step || !skipped) return;
-          const int64_t n = static_cast<int64_t>(*step);
+          std::optional<DeepSpeedProgress> progress = ReadDeepSpeedProgress(line);
+          if (!progress) return;
+          const int64_t n = progress->step;
           if (n <= 0) return;  // the engine's start-up print (step=0), before any optimizer step
           // A second engine's line for the same step (DeepSpeed-Chat's PPO critic after its
           // actor): its own running count, not this run's; the first line's count is kept.
@@ -396,7 +397,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
           dicts.SawStep(n);
           Iteration& it = at_step(n, no);
           set(it.lr, NumberAfter(line, "lr", "="));
-          int64_t total = static_cast<int64_t>(*skipped);
+          const int64_t total = progress->skipped;
           if (++step_lines == 1 && total > 0) {
             first_skipped = {n, no};
             first_skipped_total = total;
@@ -495,6 +496,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         "optimizer step after its number",
         name, zero_based_line));
   }
+  std::string counter_note;  // for the error below: the loss lines' own counter
   if (std::optional<std::pair<StepAt, StepAt>> ahead = LossStepsAhead(loss_lines, engine_lines)) {
     for (auto [n, created] : loss_line_steps) {
       Iteration& it = steps[n];
@@ -503,9 +505,14 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     }
     log.notes.push_back(fmt::format(
         "{}:{}: the loss lines number their steps with the script's own counter, not the "
-        "optimizer's: step {} there, yet DeepSpeed's next step line ({}:{}) is at step {} "
-        "(micro-batches under gradient accumulation count ahead); their losses are left out",
+        "optimizer's: step {} there, yet DeepSpeed's next count of optimizer steps ({}:{}, a "
+        "step line or an fp16 'Grad overflow on iteration N') is step {} (micro-batches under "
+        "gradient accumulation count ahead); their losses are left out",
         name, ahead->first.line, ahead->first.step, name, ahead->second.line, ahead->second.step));
+    counter_note = fmt::format(
+        "; its loss lines count the script's own steps, not the optimizer's (line {}: step {}, "
+        "yet line {} counts optimizer step {}), and are left out",
+        ahead->first.line, ahead->first.step, ahead->second.line, ahead->second.step);
   }
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
@@ -513,13 +520,13 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no DeepSpeed step lines ('step=N, skipped=K, lr=[...]', "
                   "'global_step=N, RunningAvgSamplesPerSec=...'), loss lines ('step N ... "
-                  "loss: X') or Trainer log dicts ('{{'loss': X, ...}}') in {} lines{}",
-                  name, log.lines, OtherFormatHint(text, "deepspeed"));
+                  "loss: X') or Trainer log dicts ('{{'loss': X, ...}}') in {} lines{}{}",
+                  name, log.lines, OtherFormatHint(text, "deepspeed"), counter_note);
   }
   FillSpansFromGaps(log.iterations);
   // Without progress lines, the overflow lines are the skipped steps (their running count
   // says the same where there are).
-  if (step_lines == 0) CountOverflowSkips(overflow_lines, name, log);
+  if (step_lines == 0) overflows.Count(name, log);
   // The first step line's count runs from the run's start: its record holds it only when the
   // record reaches back to step 1 (an excerpt from mid-run: they fell somewhere before).
   for (Iteration& it : log.iterations) {

@@ -85,7 +85,9 @@
 // skipped ones). Such a record gets a NaN loss and one more NaN iteration (at
 // least one of its iterations had one), with a note, when the line prints
 // the skipped count as Megatron-LM does (else the line is a fork's, and
-// nothing is known about its loss).
+// nothing is known about its loss). Megatron-DeepSpeed's iteration lines print no skipped
+// steps for its DeepSpeed pipeline engine: where the engine's `step=N, skipped=K` lines bracket a
+// record and count more, the record takes their count, with a note (deepspeed_progress.h).
 // Megatron-LM core 0.16 (2dc8873, January 2026) also prints the run's first
 // iteration and does not reset its timers and sums there, so with
 // --log-interval 10 the lines are at 1, 10, 20, ... and the line at 10
@@ -119,6 +121,7 @@
 #include <set>
 #include <span>
 
+#include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -352,13 +355,14 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   std::optional<std::string> eval_set;  // the first validation set's name ("" for the only one)
   BridgeConfigReader bridge_config;     // Megatron-Bridge's ConfigContainer print
   bool elided = false;                  // an elision mark since the last iteration line
+  DeepSpeedSkipCounts deepspeed_skips;  // Megatron-DeepSpeed's engine `step=N, skipped=K` lines
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     if (IsElisionMark(line)) {
       elided = true;
       return;
     }
-    if (bridge_config.Read(line, no)) return;
+    if (bridge_config.Read(line, no) || deepspeed_skips.Read(line, no)) return;
     if (std::optional<EvalLine> e = ReadEvalLine(line)) {
       if (!eval_set) eval_set = e->set;
       const bool repeat = !log.evals.empty() && log.evals.back().step == e->step;
@@ -518,6 +522,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
                   log.lines, OtherFormatHint(text, "megatron"));
   }
   SpanMegatronRecords(log, extras, name);
+  deepspeed_skips.Apply(name, log);  // the steps its pipeline engine skipped
   if (peak_bytes >= 0) {
     log.peak_memory_bytes = peak_bytes;
   } else if (zero_memory_line) {

@@ -92,7 +92,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.format = "trainer";
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
-  std::vector<int64_t> overflow_lines;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
+  DeepSpeedOverflows overflows;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
   // A dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
   bool failed = false;
@@ -100,10 +100,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       text, TrainerDictCompletion, StopsTrainerDictPieces,
       [&](std::string_view line, int64_t no) {
         dicts.ReadBar(line, no);
-        if (IsDeepSpeedOverflowLine(line)) {
-          overflow_lines.push_back(no);
-          return;
-        }
+        if (overflows.Read(line, no)) return;
         Result<bool> dict = dicts.ReadLine(line, no, name, steps, log);
         if (!dict.ok()) {
           error = dict.status();
@@ -157,7 +154,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
                   name, log.lines, OtherFormatHint(text, "trainer"), bars);
   }
   FillSpansFromGaps(log.iterations);
-  CountOverflowSkips(overflow_lines, name, log);  // the Trainer on DeepSpeed, fp16
+  overflows.Count(name, log);  // the Trainer on DeepSpeed, fp16
   // A dict covers logging_steps steps at most: a wider gap before it is dicts the log lost (an
   // excerpt's "..."), not a longer interval.
   if (dicts.logging_steps_stated()) {

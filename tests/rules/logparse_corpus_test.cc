@@ -573,6 +573,30 @@ TEST(Corpus, MegatronDeepSpeedTimeInSeconds) {
   EXPECT_EQ(*r->At(30)->samples, 96);
 }
 
+TEST(Corpus, MegatronDeepSpeedPipelineEngineSkippedStepsFromTheStepLines) {
+  // Megatron-DeepSpeed with its DeepSpeed pipeline engine, fp16: the engine's `step=1, skipped=1,
+  // lr=[0.0, 0.0]` (line 1) and the loss scale's halving (line 2) say step 1 was skipped, while
+  // Megatron's iteration line (line 4) prints `number of skipped iterations:   0` (train_step
+  // returns skipped_iter = 0 for the pipeline engine). Steps 2 and 3: skipped=1 still, none.
+  for (const char* format : {"auto", "megatron"}) {
+    Result<Read> r = ReadLog("megatron_deepspeed_pipe_engine_skipped_step1.log", format);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->log.format, "megatron");
+    EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(r->At(1)->skipped, 1);
+    EXPECT_EQ(r->At(2)->skipped, 0);
+    EXPECT_EQ(r->At(3)->skipped, 0);
+    EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 1);
+    EXPECT_EQ(r->Loss(1), 10.65542);           // lm loss: 1.065542E+01, line 4
+    EXPECT_DOUBLE_EQ(*r->At(3)->ms, 1250.2);   // line 10
+    EXPECT_EQ(*r->At(2)->samples, 32);         // global batch size, line 7
+    EXPECT_EQ(r->m()["config"]["mpe"], 2048);  // actual seqlen
+    EXPECT_TRUE(
+        r->Note("megatron_deepspeed_pipe_engine_skipped_step1.log:1: DeepSpeed's "
+                "`step=N, skipped=K` lines count skipped steps"));
+  }
+}
+
 TEST(Corpus, FlagScaleOneIterationGivesLossNotSpeed) {
   Result<Read> r = ReadLog("flagscale_openseek_first_iteration.log", "flagscale", {{"mpe", 4096}});
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -769,11 +793,12 @@ TEST(Corpus, DeepSpeedScriptLossLinesCountingMicroBatches) {
   EXPECT_EQ(*r->log.peak_memory_bytes, 43.28 * kGiB);  // MaxMemAllocated
   bool noted = false;
   for (const std::string& n : r->log.notes)
-    noted |=
-        n.find(
-            "deepspeed_slamllm_micro_batch_steps.log:2: the loss lines number their "
-            "steps with the script's own counter") != std::string::npos &&
-        n.find("(deepspeed_slamllm_micro_batch_steps.log:3) is at step 600") != std::string::npos;
+    noted |= n.find(
+                 "deepspeed_slamllm_micro_batch_steps.log:2: the loss lines number their "
+                 "steps with the script's own counter") != std::string::npos &&
+             n.find(
+                 "optimizer steps (deepspeed_slamllm_micro_batch_steps.log:3, a step line or an "
+                 "fp16 'Grad overflow on iteration N') is step 600") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -948,6 +973,45 @@ TEST(Corpus, DeepSpeed017Bfloat16Config) {
   EXPECT_EQ(r->Loss(20), 8.21);
   EXPECT_DOUBLE_EQ(r->PerDevice(), 12.8 * 1024 / 2);      // line 14
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, DeepSpeedUnfusedFp16OverflowIsASkippedStep) {
+  // ADAPT (VidSwinBERT) on DeepSpeed fp16 without ZeRO, one GPU, 8 steps, steps_per_print 10: no
+  // engine step line. FP16_UnfusedOptimizer's "[deepspeed] fp16 dynamic loss scale overflow!
+  // Skipping step." (line 9, after "Grad overflow on iteration: 4", line 7: the 5th optimizer
+  // step) is a skipped step of the script's only record, `iter: 8  global_step: 8 ... loss:
+  // 10.3598 (10.4238)` (line 13; its first value, the MetricLogger's median).
+  for (const char* format : {"auto", "deepspeed"}) {
+    Result<Read> r = ReadLog("deepspeed_unfused_fp16_overflow_script_metric_line_2026.log", format);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->log.format, "deepspeed");
+    EXPECT_EQ(r->Steps(), (std::vector<int64_t>{8}));
+    EXPECT_EQ(r->Loss(8), 10.3598);
+    EXPECT_EQ(r->At(8)->span, 8);
+    EXPECT_EQ(r->At(8)->skipped, 1);
+    EXPECT_EQ(r->m()["provenance"]["skipped_iterations"], 1);
+  }
+}
+
+TEST(Corpus, DeepSpeedChatLossLinesCountMicroBatchesAgainstGradOverflowIterations) {
+  // DeepSpeed-Chat step 1 (fp16 without ZeRO, FP16_Optimizer) printing its micro-batch loss every
+  // 5 batches, "Time: ..., Epoch: 0, Step: 5, Rank: 0, loss = 7.7890625" (from Step 0). The
+  // optimizer's own count is in its overflow lines: "Grad overflow on iteration 0" (line 6) comes
+  // after Step 5 (line 4, read as step 6), iteration 1 (line 12) after Step 15, iteration 2 (line
+  // 17) after Step 20, so the script's steps run 5-8 ahead: micro-batches, not optimizer steps.
+  // Their losses are left out, and with no other record the log is refused, saying so.
+  for (const char* format : {"auto", "deepspeed"}) {
+    Result<Read> r = ReadLog("deepspeed_chat_fused_fp16_overflow_micro_batch_counter.log", format);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(
+                  "deepspeed_chat_fused_fp16_overflow_micro_batch_counter.log: no DeepSpeed step "
+                  "lines"),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("(line 4: step 6, yet line 6 counts optimizer step 1)"),
+              std::string::npos)
+        << r.status().message();
+  }
 }
 
 TEST(Corpus, DeepSpeedPipelineEngineLinesOnNpu) {
@@ -3131,6 +3195,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_primus_bridge_dp8_selected_lines.log", "megatron"},
       {"megatron_modellink_deeplink_tgs_time_ms.log", "megatron"},
       {"megatron_deepspeed_alcf_tgs_no_space.log", "megatron"},
+      {"deepspeed_unfused_fp16_overflow_script_metric_line_2026.log", "deepspeed"},
   };
   for (auto [file, format] : kLogs) {
     std::optional<logparse::Detected> d =

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rules/logparse/deepspeed_overflow.h"
+#include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
@@ -138,6 +140,40 @@ TEST(Megatron, LogIntervalSpansAndResumedRun) {
   EXPECT_EQ(r->iterations[2].step, 30);
   EXPECT_EQ(r->iterations[2].ms, 410.0) << "the resumed run's line replaces the first";
   EXPECT_EQ(r->iterations[3].span, 10);
+}
+
+TEST(Megatron, DeepSpeedStepLinesCountThePipelineEnginesSkippedSteps) {
+  // Megatron-DeepSpeed's pipeline path prints `number of skipped iterations:   0` whatever its
+  // engine skipped; the engine's running count (`step=N, skipped=K`) gives the record at 20 its
+  // 5 - 2 = 3 skipped steps. The record at 30 has no engine line at its step: as printed.
+  // (A first record at 20 would not get the 3: no engine line at step 10 brackets it.)
+  auto iteration = [](int step) {
+    return fmt::format(
+        " iteration {:8d}/     100 | elapsed time per iteration (ms): 1000.0 | lm loss: "
+        "1.000000E+01 | loss scale: 1.0 | number of skipped iterations:   0 | number of nan "
+        "iterations:   0 |\n",
+        step);
+  };
+  auto engine = [](int step, int skipped) {
+    return fmt::format(
+        "[2023-08-15 06:31:42,452] [INFO] [logging.py:96:log_dist] [Rank 0] step={}, skipped={}, "
+        "lr=[0.0001], mom=[(0.9, 0.95)]\n",
+        step, skipped);
+  };
+  Result<ParsedLog> r = ParseMegatronLog(
+      engine(10, 2) + iteration(10) + engine(20, 5) + iteration(20) + iteration(30), "mds.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(At(*r, 10)->skipped, 2);  // the first record spans steps 1-10: the whole count
+  EXPECT_EQ(At(*r, 20)->skipped, 3);
+  EXPECT_EQ(At(*r, 30)->skipped, 0);
+  Result<ParsedLog> mid =
+      ParseMegatronLog(iteration(20) + engine(30, 5) + iteration(30), "mid.log");
+  ASSERT_TRUE(mid.ok()) << mid.status().message();
+  EXPECT_EQ(At(*mid, 30)->skipped, 0);  // spans 21-30, and no engine line at step 20
+  ASSERT_TRUE(ReadDeepSpeedProgress("[Rank 0] step=7, skipped=3, lr=[1e-05]"));
+  EXPECT_EQ(ReadDeepSpeedProgress("[Rank 0] step=7, skipped=3, lr=[1e-05]")->skipped, 3);
+  EXPECT_FALSE(ReadDeepSpeedProgress("global_step=7, skipped=3"));
+  EXPECT_FALSE(ReadDeepSpeedProgress("step=7.5, skipped=3"));
 }
 
 TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {
@@ -1089,6 +1125,70 @@ TEST(DeepSpeed, OverflowLinesAreSkippedStepsWhereNoStepLineCountsThem) {
   ASSERT_TRUE(counted.ok()) << counted.status().message();
   EXPECT_EQ(At(*counted, 10)->skipped, 2);  // the step line's count, not 2 + 2
   EXPECT_EQ(At(*counted, 20)->skipped, 1);
+}
+
+TEST(DeepSpeed, Fp16OptimizerOverflowLinesWithoutZero) {
+  // Without ZeRO, FP16_Optimizer.step says "[Rank 0] Overflow detected. Skipping step." (log_dist,
+  // rank 0) and FP16_UnfusedOptimizer.step "[deepspeed] fp16 dynamic loss scale overflow!
+  // Skipping step." through logger.info on every rank: here two ranks, two overflowed steps
+  // (65536 -> 32768, then 32768 -> 16384) before the dict at step 4, one more before step 8.
+  auto unfused = [](const char* from, const char* to) {
+    return fmt::format(
+        "[2024-03-08 16:33:21,416] [INFO] [unfused_optimizer.py:207:step] [deepspeed] fp16 dynamic "
+        "loss scale overflow! Skipping step. Attempted loss scale: {}, reducing to {}\n",
+        from, to);
+  };
+  const std::string log =
+      "logging_steps=4,\n" + unfused("65536.0", "32768.0") + unfused("65536.0", "32768.0") +
+      unfused("32768.0", "16384.0") + unfused("32768.0", "16384.0") +
+      "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n" + unfused("16384.0", "8192.0") +
+      unfused("16384.0", "8192.0") + "{'loss': 2.4, 'learning_rate': 2e-05, 'epoch': 0.2}\n";
+  for (auto parse : {ParseDeepSpeedLog, ParseTrainerLog, ParseAutoLog}) {
+    Result<ParsedLog> r = parse(log, "unfused.log");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->format, parse == ParseTrainerLog ? "trainer" : "deepspeed");
+    EXPECT_EQ(At(*r, 4)->skipped, 2);  // lines 2-5: two steps, two ranks each
+    EXPECT_EQ(At(*r, 8)->skipped, 1);  // lines 7-8
+    bool noted = false;
+    for (const std::string& n : r->notes) noted |= n.find("unfused.log:3: 3 more copies") == 0;
+    EXPECT_TRUE(noted);
+  }
+  Result<ParsedLog> fused = ParseDeepSpeedLog(
+      "[2023-12-11 16:39:34,450] [INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. "
+      "Skipping step. Attempted loss scale: 65536, reducing to 32768.0\n"
+      "step 1, loss: 7.2\n"
+      "step 2, loss: 7.1\n",
+      "fused.log");
+  ASSERT_TRUE(fused.ok()) << fused.status().message();
+  EXPECT_EQ(At(*fused, 1)->skipped, 1);
+  EXPECT_EQ(At(*fused, 2)->skipped, 0);
+}
+
+TEST(DeepSpeed, GradOverflowIterationIsAnOptimizerStepCount) {
+  // FP16_Optimizer._update_scale logs f"\nGrad overflow on iteration {cur_iter}" (the number on a
+  // line of its own), FP16_UnfusedOptimizer's "Grad overflow on iteration: %s"; cur_iter counts
+  // the optimizer steps before this one.
+  EXPECT_EQ(OverflowOptimizerStep("    Grad overflow on iteration 0"), 1);
+  EXPECT_EQ(OverflowOptimizerStep("[2026-06-18 23:36:56,643] [INFO] "
+                                  "[unfused_optimizer.py:281:_update_scale] Grad overflow on "
+                                  "iteration: 4"),
+            5);
+  EXPECT_EQ(OverflowOptimizerStep("Grad overflow on iteration 6023 (x)"), std::nullopt);
+  EXPECT_EQ(OverflowOptimizerStep("No Grad overflow for 500 iterations"), std::nullopt);
+  // Script loss lines that count micro-batches run ahead of it: left out, and with nothing else
+  // the log is refused, saying why.
+  Result<ParsedLog> r = ParseDeepSpeedLog(
+      "Epoch: 0, Step: 0, Rank: 0, loss = 6.8\n"
+      "Epoch: 0, Step: 5, Rank: 0, loss = 7.7\n"
+      "Grad overflow on iteration 0\n"
+      "Epoch: 0, Step: 10, Rank: 0, loss = 8.5\n"
+      "Epoch: 0, Step: 15, Rank: 0, loss = 7.2\n"
+      "Grad overflow on iteration 1\n",
+      "micro.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("(line 2: step 6, yet line 3 counts optimizer step 1)"),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST(DeepSpeed, TrainerLoggingFirstStep) {

@@ -157,8 +157,10 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       if (!statistics && step && *step != std::floor(*step)) {
         // NVIDIA's HugeCTR DLRM (v6.0 mlperf_logger/callbacks.py on_training_end) logs the run's
         // mean step time at "step" = current_iter / iter_per_epoch: an epoch fraction.
-        if (!ev.epoch_mean_step_s)
-          ev.epoch_mean_step_s = *r.own_ms / 1000.0, ev.epoch_mean_line = no;
+        if (!ev.epoch_mean_step_s) {
+          ev.epoch_mean_step_s = *r.own_ms / 1000.0;
+          ev.epoch_mean_line = no;
+        }
         return;
       }
       if (!statistics && ((!step && samples) || JsonNumber(value, "throughput"))) {

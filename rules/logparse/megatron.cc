@@ -41,7 +41,10 @@
 // (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read. Its
 // `hip mem usage/free/total/usage_ratio: 153.81GB/...` (training_log patch
 // MemoryStatsExtension: torch.cuda.mem_get_info's total - free, / 2^30) is the device's memory
-// in use at the line, not a peak: the largest is read as the memory, its source saying so. Its
+// in use at the line, not a peak: the largest is read as the memory, its source saying so; where
+// the line also prints rocm-smi's figures (`| rank-3 rocm max mem usage/usage_ratio:
+// 172.64GB/59.95%`, the largest used memory of all ranks; 2026 logs), that one where larger
+// (the printing rank is not the fullest: PP stages, uneven experts). Its
 // `tokens per GPU (tokens/s/GPU): 9801.4/9807.3` (`tokens/s/GPU inst/harmonic mean:` from July
 // 2026) is read as the printed per-device token rate (the first).
 // MindSpeed-LLM's FSDP2 trainer (mindspeed_llm/fsdp2/utils/train_monitor.py `TrainMonitor`, from
@@ -105,7 +108,9 @@
 // ` > number of parameters on (tensor, pipeline) model parallel rank (0, 0): N`
 // or, from July 2026, `(tensor, gtp_weight_remat, pipeline) ... (0, 0, 0): N`
 // (summed over the distinct rank tuples: the model's parameter count, with a
-// tied embedding counted once per pipeline end); without those lines,
+// tied embedding counted once per pipeline end); without those lines, or where they leave out
+// some of the tensor or pipeline ranks the argument block states (a launcher showing rank 0's
+// output only: Primus's `torchrun --local-ranks-filter 0` prints stage 0's count alone),
 // `Total number of parameters in billions: 6.44` (two decimals). Megatron-Bridge prints no
 // argument block but its ConfigContainer (megatron_bridge_config.h): its batch sizes, training
 // sequence length (dataset's, never model.seq_length), TP/PP, layers and precision are facts
@@ -435,11 +440,10 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
             "max reserved (MindSpeed-LLM FSDP2 TrainMonitor max_memory_reserved(GB), the largest "
             "of all ranks)";
       }
-      if (std::optional<double> gib = UsedGiB(line); gib && *gib * kGiB > peak_bytes) {
-        peak_bytes = *gib * kGiB;  // Primus's
-        log.memory_source =
-            "hip mem usage (Primus: torch.cuda.mem_get_info's used memory of the printing rank's "
-            "device at the line, the largest; not a peak)";
+      if (std::optional<MemoryPeak> used = PrimusUsedMemory(line);
+          used && used->bytes > peak_bytes) {
+        peak_bytes = used->bytes;
+        log.memory_source = used->source;
       }
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
@@ -526,15 +530,6 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         "device's memory): no memory read",
         name, zero_memory_line));
   }
-  if (!param_ranks.empty()) {
-    SetFact(log, "parameters", parameters, parameters_line);
-  } else if (billions) {
-    SetFact(log, "parameters", billions->value, billions->line);
-    log.notes.push_back(fmt::format(
-        "parameters: {}:{} gives the count in billions to two decimals (no 'number of "
-        "parameters on (...) model parallel rank' line): set parameters or model for an exact MFU",
-        name, billions->line));
-  }
   if (bf16.value_or(false) || fp16.value_or(false)) {
     log.precision = bf16.value_or(false) ? "bf16" : "fp16";
   } else if (bf16 && fp16) {
@@ -542,6 +537,29 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   }
   if (!log.precision.empty()) log.precision_line = precision_line;
   bridge_config.Apply(log, name);
+  auto stated = [&](const char* fact) -> std::optional<double> {
+    auto f = log.facts.find(fact);
+    return f == log.facts.end() ? std::nullopt : std::optional<double>(f->second.value);
+  };
+  const bool partial =
+      !param_ranks.empty() && ParameterLinesMissRanks(param_ranks, stated("tp"), stated("pp"));
+  const std::string why =
+      partial ? fmt::format(
+                    "the 'number of parameters on (...) model parallel rank' lines from "
+                    "{}:{} give {} of the tensor x pipeline ranks' counts only",
+                    name, parameters_line, param_ranks.size())
+              : "no 'number of parameters on (...) model parallel rank' line";
+  if (!param_ranks.empty() && !partial) {
+    SetFact(log, "parameters", parameters, parameters_line);
+  } else if (billions) {
+    SetFact(log, "parameters", billions->value, billions->line);
+    log.notes.push_back(fmt::format(
+        "parameters: {}:{} gives the count in billions to two decimals ({}): set parameters or "
+        "model for an exact MFU",
+        name, billions->line, why));
+  } else if (partial) {
+    log.notes.push_back(fmt::format("parameters: none read ({})", why));
+  }
   return log;
 }
 

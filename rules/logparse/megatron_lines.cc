@@ -5,15 +5,35 @@
 
 namespace bm::logparse {
 
-std::optional<double> UsedGiB(std::string_view line) {
-  constexpr std::string_view kKey = "hip mem usage/free/total/usage_ratio:";
-  size_t at = line.find(kKey);
+namespace {
+
+// The GiB figure printed as `NN.NNGB/` right after `key`.
+std::optional<double> GiBAfter(std::string_view line, std::string_view key) {
+  size_t at = line.find(key);
   if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = Trim(line.substr(at + kKey.size()));
+  std::string_view rest = Trim(line.substr(at + key.size()));
   size_t end = 0;
   std::optional<double> v = LeadingNumber(rest, &end);
   if (!v || !rest.substr(end).starts_with("GB/")) return std::nullopt;
   return v;
+}
+
+}  // namespace
+
+std::optional<MemoryPeak> PrimusUsedMemory(std::string_view line) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::optional<double> hip = GiBAfter(line, "hip mem usage/free/total/usage_ratio:");
+  std::optional<double> rocm_max = GiBAfter(line, " rocm max mem usage/usage_ratio:");
+  if (rocm_max && (!hip || *rocm_max > *hip)) {
+    return MemoryPeak{
+        *rocm_max * kGiB,
+        "rocm max mem usage (Primus: rocm-smi's used device memory of the fullest rank "
+        "at the line, the largest; not a peak)"};
+  }
+  if (!hip) return std::nullopt;
+  return MemoryPeak{*hip * kGiB,
+                    "hip mem usage (Primus: torch.cuda.mem_get_info's used memory of the printing "
+                    "rank's device at the line, the largest; not a peak)"};
 }
 
 std::optional<double> MemoryField(std::string_view line, std::string_view key) {
@@ -82,6 +102,18 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
   }
   *count = *n;
   return true;
+}
+
+bool ParameterLinesMissRanks(const std::set<std::vector<int>>& ranks, std::optional<double> tp,
+                             std::optional<double> pp) {
+  std::set<int> tensor, pipeline;
+  for (const std::vector<int>& r : ranks) {
+    if (r.empty()) continue;
+    tensor.insert(r.front());
+    pipeline.insert(r.back());
+  }
+  return (tp && static_cast<double>(tensor.size()) < *tp) ||
+         (pp && static_cast<double>(pipeline.size()) < *pp);
 }
 
 std::optional<EvalLine> ReadEvalLine(std::string_view line) {

@@ -2004,6 +2004,65 @@ TEST(Megatron, GluedMemoryReportsOfTwoRanksGiveTheLarger) {
   EXPECT_EQ(r->peak_memory_bytes, 7.0 * 1024 * 1024);
 }
 
+TEST(Megatron, PrimusAlignedArgumentsAreNotMegatronsBlock) {
+  // Primus prints its own aligned argument list (module_utils.py log_dict_aligned, `name : value
+  // (type)`) before Megatron's dotted block: lines 476 and 623 of a 2026 Primus DeepSeek-V4 smoke
+  // log (AMD-AGI/Primus deepseek-v4/develop/progress/p20/smoke_pp2_ep4_final.log, colour codes
+  // removed). Read as Megatron's block they gave bf16 "False" and fp16 "False": precision fp32
+  // for a bf16 run. Not read; Megatron's own block (line 1481) says bf16.
+  const std::string primus =
+      "[20260507 13:09:31][rank-0/8][INFO]     [---------------------module_utils.py:227] :   "
+      "bf16                                                         : True (bool)\n"
+      "[20260507 13:09:31][rank-0/8][INFO]     [---------------------module_utils.py:227] :   "
+      "fp16                                                         : False (bool)\n"
+      "[20260507 13:09:31][rank-0/8][INFO]     [---------------------module_utils.py:227] :   "
+      "global_batch_size                                            : 16 (int)\n";
+  const std::string megatron =
+      "[20260507 13:09:31][rank-0/8][DEBUG]    [-----------------------arguments.py:1576] :   "
+      "bf16 ............................................ True\n";
+  const std::string iteration =
+      " iteration        1/      10 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(primus + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "");
+  EXPECT_EQ(r->facts.count("gbs"), 0u);
+  r = ParseMegatronLog(primus + megatron + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "bf16");
+  EXPECT_EQ(r->precision_line, 4);
+}
+
+TEST(Megatron, ParameterLinesOfSomeRanksOnlyAreNotTheModel) {
+  // PP2 stated, only pipeline rank 0's count printed: the billions line, with a note; without
+  // one, no count. Both pipeline ranks printed: their sum.
+  const std::string args =
+      "  pipeline_model_parallel_size .................... 2\n"
+      "  tensor_model_parallel_size ...................... 1\n";
+  const std::string stage0 =
+      " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 1137615064\n";
+  const std::string stage1 =
+      " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 1000\n";
+  const std::string billions = "Total number of parameters in billions: 5.96\n";
+  const std::string iteration =
+      " iteration        1/      10 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(args + stage0 + billions + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->facts.at("parameters").value, 5.96e9);
+  EXPECT_EQ(r->facts.at("parameters").line, 4);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("p.log:3 give 1 of the tensor x pipeline ranks' counts only"),
+            std::string::npos)
+      << r->notes[0];
+  r = ParseMegatronLog(args + stage0 + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.count("parameters"), 0u);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_TRUE(r->notes[0].starts_with("parameters: none read")) << r->notes[0];
+  r = ParseMegatronLog(args + stage0 + stage1 + billions + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("parameters").value, 1137615064.0 + 1000.0);
+}
+
 TEST(Megatron, FirstIntervalThatCannotAverageTheFirstIterationIsKept) {
   // Lines at 1, 10, 20: core 0.16's shape, but 10 x 900 ms is less than iteration 1's 20000 ms,
   // so the line at 10 cannot average iteration 1 in; and lines at 1 and 2 alone are

@@ -110,7 +110,9 @@
 // (summed over the distinct rank tuples: the model's parameter count, with a
 // tied embedding counted once per pipeline end); without those lines, or where they leave out
 // some of the tensor or pipeline ranks the argument block states (a launcher showing rank 0's
-// output only: Primus's `torchrun --local-ranks-filter 0` prints stage 0's count alone),
+// output only: Primus's `torchrun --local-ranks-filter 0` prints stage 0's count alone), or
+// where expert_model_parallel_size > 1 (only data-parallel rank 0 prints, whose experts are one
+// expert-parallel shard: DeepSeek-V2-Lite under EP8 prints 3.23e9 of its 15.82e9),
 // `Total number of parameters in billions: 6.44` (two decimals). Megatron-Bridge prints no
 // argument block but its ConfigContainer (megatron_bridge_config.h): its batch sizes, training
 // sequence length (dataset's, never model.seq_length), TP/PP, layers and precision are facts
@@ -350,6 +352,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   double parameters = 0;
   int64_t parameters_line = 0;
   std::optional<bool> bf16, fp16;
+  std::optional<double> expert_parallel;  // expert_model_parallel_size: the experts' shards
   int64_t precision_line = 0;
   double peak_bytes = -1;
   IterationLineExtras extras;    // consumed samples and tokens, skipped counts, ms-swift's lines
@@ -475,6 +478,10 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         billions = Fact{*b * 1e9, no};
       return;
     }
+    if (std::optional<std::string_view> v = DottedArg(line, "expert_model_parallel_size")) {
+      expert_parallel = ParseNumber(*v);
+      return;
+    }
     for (const ArgFact& a : kArgs) {
       if (std::optional<std::string_view> v = DottedArg(line, a.arg)) {
         if (std::optional<double> n = ParseNumber(*v)) SetFact(log, a.fact, *n, no);
@@ -541,14 +548,21 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     auto f = log.facts.find(fact);
     return f == log.facts.end() ? std::nullopt : std::optional<double>(f->second.value);
   };
-  const bool partial =
+  const bool missing =
       !param_ranks.empty() && ParameterLinesMissRanks(param_ranks, stated("tp"), stated("pp"));
-  const std::string why =
-      partial ? fmt::format(
-                    "the 'number of parameters on (...) model parallel rank' lines from "
-                    "{}:{} give {} of the tensor x pipeline ranks' counts only",
-                    name, parameters_line, param_ranks.size())
-              : "no 'number of parameters on (...) model parallel rank' line";
+  const bool one_shard = !param_ranks.empty() && expert_parallel && *expert_parallel > 1;
+  const bool partial = missing || one_shard;
+  std::string why = "no 'number of parameters on (...) model parallel rank' line";
+  if (partial) {
+    why = fmt::format("the 'number of parameters on (...) model parallel rank' lines from {}:{} ",
+                      name, parameters_line);
+    why += missing ? fmt::format("give {} of the tensor x pipeline ranks' counts only",
+                                 param_ranks.size())
+                   : fmt::format(
+                         "count one expert-parallel rank's experts only "
+                         "(expert_model_parallel_size {})",
+                         *expert_parallel);
+  }
   if (!param_ranks.empty() && !partial) {
     SetFact(log, "parameters", parameters, parameters_line);
   } else if (billions) {

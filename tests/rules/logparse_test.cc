@@ -2063,6 +2063,36 @@ TEST(Megatron, ParameterLinesOfSomeRanksOnlyAreNotTheModel) {
   EXPECT_EQ(r->facts.at("parameters").value, 1137615064.0 + 1000.0);
 }
 
+TEST(Megatron, ParameterLinesUnderExpertParallelismAreOneShard) {
+  // Lines 1624, 2283 and 3184 of a 2026 Primus DeepSeek-V2-Lite run under EP8 (AMD-AGI/Primus
+  // pilot/pilot/state/runs/dsv2_lite_fp8_mi355x_20260511T024914Z_baseline/train.log @ 7e45b58,
+  // colour codes removed): only data-parallel rank 0 prints its count, whose experts are 8 of the
+  // 64, so 3228954112 is not the model's 15.82e9. (The whole log, 562 kB, is not in the corpus.)
+  const std::string log =
+      "[20260511 02:57:54][rank-0/8][DEBUG]    [-----------------------arguments.py:1576] :   "
+      "expert_model_parallel_size ...................... 8\n"
+      "[20260511 02:58:03][rank-0/8][DEBUG]    [------------------------training.py:1286] :  > "
+      "number of parameters on (tensor, pipeline) model parallel rank (0, 0): 3228954112\n"
+      " iteration        1/      20 | elapsed time per iteration (ms): 78258.5 | lm loss: 2.0 |\n"
+      "[20260511 02:59:23][rank-0/8][DEBUG]    [---------theoretical_memory_usage.py:153] : Total "
+      "number of parameters in billions: 15.82\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->facts.at("parameters").value, 15.82e9);
+  EXPECT_EQ(r->facts.at("parameters").line, 4);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("count one expert-parallel rank's experts only "
+                             "(expert_model_parallel_size 8)"),
+            std::string::npos)
+      << r->notes[0];
+  // expert_model_parallel_size 1: the count as printed.
+  std::string one = log;
+  one.replace(one.find("...... 8"), 8, "...... 1");
+  r = ParseMegatronLog(one, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("parameters").value, 3228954112.0);
+}
+
 TEST(Megatron, FirstIntervalThatCannotAverageTheFirstIterationIsKept) {
   // Lines at 1, 10, 20: core 0.16's shape, but 10 x 900 ms is less than iteration 1's 20000 ms,
   // so the line at 10 cannot average iteration 1 in; and lines at 1 and 2 alone are

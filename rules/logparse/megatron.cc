@@ -16,7 +16,11 @@
 //    mem-max-allocated-gigabytes: 78.383 | ... | mem-max-reserved-gigabytes: 80.487 |
 //    mem-alloc-retires: 0 | mem-allocated-count: 404                      (one line)
 //
-// GPT-NeoX prints the same line with its loss as `lm_loss: 1.118665E+01 |`.
+// GPT-NeoX prints the same line with its loss as `lm_loss: 1.118665E+01 |`. Megatron-LM of July
+// to October 2019 (pretrain_gpt2.py) and the forks that kept its line (THUDM's
+// Chinese-Transformer-XL, GLM) print ` learning rate 6.300E-06 | lm loss 6.758929E+00 | loss scale
+// 64.0 |` with no colons, `lm loss NAN` for an interval with a NaN loss (a NaN loss and one NaN
+// iteration), and ` validation loss at iteration N | LM loss: x | LM PPL: y`.
 // argonne-lcf/Megatron-DeepSpeed (training.py `training_log` from 981b7d98,
 // April 2024; training_log.py later) prints it as `name=value` fields with
 // underscore names: ` iteration=       2/  317892 | ... |
@@ -120,6 +124,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -218,6 +223,15 @@ const FieldTarget kKeyValueFields[] = {
     {"tokens_per_gpu_per_second_tgs", &Iteration::tokens_per_device_per_s, nullptr},
 };
 
+// Megatron-LM of July to October 2019 (pretrain_gpt2.py, abe36e2 to 73af129) and the forks that
+// kept its line (THUDM's Chinese-Transformer-XL, GLM): ` learning rate 6.300E-06 | lm loss
+// 6.758929E+00 | loss scale 64.0 |`, the name and value with no colon between.
+const FieldTarget kSpacedFields[] = {
+    {"learning rate", &Iteration::lr, nullptr},
+    {"lm loss", &Iteration::loss, nullptr},
+    {"loss scale", &Iteration::loss_scale, nullptr},
+};
+
 // "13372.8/13364.7" (Primus: this iteration's, then a running mean) -> the first.
 std::optional<double> FieldNumber(std::string_view text) {
   if (std::optional<double> v = ParseNumber(text)) return v;
@@ -249,13 +263,29 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   *known = 0;
   std::optional<double> plain_loss;  // a field named just "loss" (some forks)
   auto read_field = [&](std::string_view field, auto&& self) -> Status {
-    // `name: value`, else ALCF's `name=value`.
+    // `name: value`, else ALCF's `name=value`, else 2019's `name value`.
     size_t sep = field.rfind(':');
     std::span<const FieldTarget> table = kFields;
     if (sep == std::string_view::npos) {
       sep = field.find('=');
       table = kKeyValueFields;
-      if (sep == std::string_view::npos) return Status::Ok();
+    }
+    if (sep == std::string_view::npos) {
+      const std::string_view spaced = Trim(field);
+      for (const FieldTarget& f : kSpacedFields) {
+        if (!spaced.starts_with(f.key) || spaced.size() <= f.key.size() ||
+            spaced[f.key.size()] != ' ')
+          continue;
+        if (std::optional<double> v = ParseNumber(spaced.substr(f.key.size()))) {
+          it.*(f.number) = *v;
+          // `lm loss NAN`: the interval's average is NaN, so at least one of its iterations
+          // had a NaN loss (the 2019 line prints no NaN count).
+          if (f.number == &Iteration::loss && std::isnan(*v)) it.nan = 1;
+          ++*known;
+        }
+        break;
+      }
+      return Status::Ok();
     }
     std::string_view key = Trim(field.substr(0, sep));
     std::string_view text = Trim(field.substr(sep + 1));

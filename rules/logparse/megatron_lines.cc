@@ -144,9 +144,17 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
   if (line.find(" on test set", at) != std::string_view::npos) return std::nullopt;
   size_t end = 0;
   std::optional<double> step = LeadingNumber(line.substr(at + kAt.size()), &end);
-  size_t value = line.find(" value:", at);
+  // `lm loss value: x |`; Megatron-LM of 2019 (pretrain_gpt2.py evaluate_and_print_results,
+  // abe36e2 to 73af129): `| LM loss: x | LM PPL: y`.
+  constexpr std::string_view kValue = " value:", k2019 = "| LM loss:";
+  size_t value = line.find(kValue, at);
+  size_t key_size = kValue.size();
+  if (value == std::string_view::npos) {
+    value = line.find(k2019, at);
+    key_size = k2019.size();
+  }
   if (!step || value == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(value + 7);
+  std::string_view rest = line.substr(value + key_size);
   std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
   if (!loss) return std::nullopt;
   return EvalLine{std::string(line.substr(v + 10, at - v - 10)), static_cast<int64_t>(*step),

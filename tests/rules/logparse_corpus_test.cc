@@ -2127,6 +2127,33 @@ TEST(Corpus, MegatronPrimusRankZeroParameterLineIsPartOfTheModel) {
   EXPECT_EQ(*r->log.peak_memory_bytes, 26.03 * kGiB);
 }
 
+TEST(Corpus, Megatron2019LinesWithoutColons) {
+  // THUDM's Chinese-Transformer-XL (a fork of Megatron-LM's 2019 pretrain_gpt2.py, abe36e2 to
+  // 73af129): ` learning rate 6.300E-06 | lm loss 6.758929E+00 | loss scale 64.0 |`, name and value
+  // with no colon, every 100 iterations; its fp16 loss scale falls from 64 to 0.1. Line 4 prints
+  // `lm loss NAN`; line 9 is 2019's validation line, ` validation loss at iteration 1000 | LM loss:
+  // 4.503653E+00 | LM PPL: 9.034661E+01`.
+  Result<Read> r = ReadLog("megatron_2019_no_colons_transformer_xl_issue7.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{400, 500, 600, 700, 800, 900, 1000, 1100, 1200}));
+  EXPECT_EQ(r->At(400)->span, 100);
+  EXPECT_EQ(r->At(400)->ms, 12879.0);
+  EXPECT_EQ(r->Loss(400), 6.758929);
+  EXPECT_DOUBLE_EQ(*r->At(400)->lr, 6.300E-06);
+  EXPECT_EQ(r->At(400)->loss_scale, 64.0);
+  EXPECT_EQ(r->At(1200)->loss_scale, 0.2);
+  EXPECT_EQ(r->Loss(1200), 3.978439);
+  ASSERT_TRUE(r->At(700)->loss);
+  EXPECT_TRUE(std::isnan(*r->At(700)->loss));  // `lm loss NAN`
+  EXPECT_EQ(r->At(700)->nan, 1);
+  EXPECT_EQ(r->At(800)->nan, 0);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 1000);
+  EXPECT_EQ(r->log.evals[0].value, 4.503653);
+  EXPECT_EQ(r->log.evals[0].line, 9);
+}
+
 TEST(Corpus, MegatronMindSpeedFsdp2ConsumedTokensAndMemory) {
   // MindSpeed-LLM's FSDP2 trainer (TrainMonitor) fine-tuning Qwen3-8B on 8 Ascend NPUs (the doc's
   // fsdp_size 8, one sample a device), logging_steps 1: no skipped counts, packed-free samples of
@@ -3031,6 +3058,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_primus_bridge_dp8_selected_lines.log", "megatron"},
       {"megatron_primus_dsv4_rocm_max_mem_smoke_tail.log", "megatron"},
       {"megatron_primus_dsv4_pp2_rank0_parameters.log", "megatron"},
+      {"megatron_2019_no_colons_transformer_xl_issue7.log", "megatron"},
       {"megatron_modellink_deeplink_tgs_time_ms.log", "megatron"},
       {"megatron_deepspeed_alcf_tgs_no_space.log", "megatron"},
   };

@@ -110,7 +110,8 @@
 // micro/global batch size, the parallel sizes, world size, layers, hidden
 // size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;
 // ` > number of parameters on (tensor, pipeline) model parallel rank (0, 0): N`
-// or, from July 2026, `(tensor, gtp_weight_remat, pipeline) ... (0, 0, 0): N`
+// or, from July 2026, `(tensor, gtp_weight_remat, pipeline) ... (0, 0, 0): N`, or before October
+// 2020 ` > number of parameters on model parallel rank 1: N`
 // (summed over the distinct rank tuples: the model's parameter count, with a
 // tied embedding counted once per pipeline end); without those lines, or where they leave out
 // some of the tensor or pipeline ranks the argument block states (a launcher showing rank 0's

@@ -50,6 +50,10 @@ std::optional<MemoryPeak> SingleRankMemoryReport(std::string_view line) {
   if (line.find("memory (MB)") != std::string_view::npos) {  // Megatron-LM: MiB
     if (std::optional<double> mb = MemoryField(line, "max reserved:"))
       return MemoryPeak{*mb * 1024.0 * 1024.0, "max reserved (Megatron report_memory)"};
+    // Megatron-LM before 51a2e6b (September 2020): torch's max_memory_cached, as
+    // max_memory_reserved was called then.
+    if (std::optional<double> mb = MemoryField(line, "max cached:"))
+      return MemoryPeak{*mb * 1024.0 * 1024.0, "max cached (Megatron report_memory of 2019-2020)"};
     if (std::optional<double> mb = MemoryField(line, "max allocated:"))
       return MemoryPeak{*mb * 1024.0 * 1024.0, "max allocated (Megatron report_memory)"};
   } else if (line.find("memory (GB)") != std::string_view::npos) {  // Megatron-Bridge: 1e9 bytes
@@ -80,6 +84,20 @@ std::optional<MemoryPeak> MemoryReport(std::string_view line) {
 bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count) {
   constexpr std::string_view kKey = "number of parameters on (";
   constexpr std::string_view kRank = ") model parallel rank (";
+  // Megatron-LM before 52a5f2f (October 2020), model (tensor) parallelism only:
+  // ` > number of parameters on model parallel rank 1: 178100224`.
+  constexpr std::string_view kOld = "number of parameters on model parallel rank ";
+  if (size_t old = line.find(kOld); old != std::string_view::npos) {
+    size_t end = 0;
+    std::string_view rest = line.substr(old + kOld.size());
+    std::optional<double> r = LeadingNumber(rest, &end);
+    if (!r || end >= rest.size() || rest[end] != ':') return false;
+    std::optional<double> n = ParseNumber(rest.substr(end + 1));
+    if (!n) return false;
+    *rank = {static_cast<int>(*r)};
+    *count = *n;
+    return true;
+  }
   size_t at = line.find(kKey);
   if (at == std::string_view::npos) return false;
   size_t names_end = line.find(kRank, at);

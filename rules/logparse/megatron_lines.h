@@ -30,13 +30,15 @@ std::optional<MemoryPeak> PrimusUsedMemory(std::string_view line);
 std::optional<double> MemoryField(std::string_view line, std::string_view key);
 
 // A report_memory line's peak in bytes and what it is: the max reserved figure where the line
-// prints one, else the max allocated one (Megatron-LM's `memory (MB)`, MiB; Megatron-Bridge's
-// `memory (GB)`, 1e9 bytes); of a line that holds several ranks' reports glued together (one's
-// print without its newline before the next), the largest. nullopt for any other line.
+// prints one (`max cached` before September 2020), else the max allocated one (Megatron-LM's
+// `memory (MB)`, MiB; Megatron-Bridge's `memory (GB)`, 1e9 bytes); of a line that holds several
+// ranks' reports glued together (one's print without its newline before the next), the largest.
+// nullopt for any other line.
 std::optional<MemoryPeak> MemoryReport(std::string_view line);
 
 // " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 209445120", and any
-// other tuple of rank names: the ranks and the count; false for any other line.
+// other tuple of rank names, or 2019-2020's " > number of parameters on model parallel rank 1:
+// 178100224" (rank {1}): the ranks and the count; false for any other line.
 bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count);
 
 // Whether the parameter lines read (their rank tuples: tensor rank first, pipeline rank last)

@@ -2154,6 +2154,27 @@ TEST(Corpus, Megatron2019LinesWithoutColons) {
   EXPECT_EQ(r->log.evals[0].line, 9);
 }
 
+TEST(Corpus, Megatron2019ModelParallelCountsAndMaxCached) {
+  // DeepSpeedExamples' Megatron-LM (NVIDIA's 2019 code) GPT-2 345M on 2 GPUs, model parallel 2:
+  // ` > number of parameters on model parallel rank 0: 178100224` and rank 1 (lines 2-3),
+  // report_memory's 2019 fields `| cached: 7890.0 | max cached: 7890.0` (line 19, torch's
+  // max_memory_cached, later max_memory_reserved), a stray `s` before iteration 100's line.
+  Result<Read> r = ReadLog("megatron_2019_mp2_max_cached_parameters.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100, 200, 300, 400, 500, 600}));
+  EXPECT_EQ(r->At(100)->span, 100);
+  EXPECT_EQ(r->At(100)->ms, 810.9);  // line 10, after `s`
+  EXPECT_EQ(r->Loss(100), 5.023855);
+  EXPECT_EQ(r->Loss(600), 6.003926E-04);
+  EXPECT_EQ(r->At(600)->loss_scale, 8192.0);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 2 * 178100224.0);
+  EXPECT_EQ(r->log.facts.at("parameters").line, 2);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 7890.0 * 1024 * 1024);  // not max allocated 6237.83
+  EXPECT_TRUE(r->log.memory_source.starts_with("max cached"));
+  EXPECT_TRUE(r->log.evals.empty());  // `at the end of training for val data`: no iteration
+}
+
 TEST(Corpus, MegatronMindSpeedFsdp2ConsumedTokensAndMemory) {
   // MindSpeed-LLM's FSDP2 trainer (TrainMonitor) fine-tuning Qwen3-8B on 8 Ascend NPUs (the doc's
   // fsdp_size 8, one sample a device), logging_steps 1: no skipped counts, packed-free samples of
@@ -3059,6 +3080,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_primus_dsv4_rocm_max_mem_smoke_tail.log", "megatron"},
       {"megatron_primus_dsv4_pp2_rank0_parameters.log", "megatron"},
       {"megatron_2019_no_colons_transformer_xl_issue7.log", "megatron"},
+      {"megatron_2019_mp2_max_cached_parameters.log", "megatron"},
       {"megatron_modellink_deeplink_tgs_time_ms.log", "megatron"},
       {"megatron_deepspeed_alcf_tgs_no_space.log", "megatron"},
   };

@@ -75,7 +75,9 @@ std::optional<std::string_view> DottedArg(std::string_view line, std::string_vie
     ++p;
     while (p < line.size() && line[p] == '.') ++p;
     if (p >= line.size() || line[p] != ' ') continue;
-    return Trim(line.substr(p + 1));
+    std::string_view value = Trim(line.substr(p + 1));
+    if (value.starts_with(':')) continue;  // Primus's `  name     : value (type)`
+    return value;
   }
 }
 

@@ -77,7 +77,9 @@ std::optional<double> GroupedNumber(std::string_view s, size_t* end = nullptr);
 // is long: `  train_micro_batch_size_per_gpu  1`) print them, anywhere in the
 // line (after a timestamp or logger prefix): two spaces, the exact name, a
 // space, dots (possibly none), a space, the value. nullopt when line is not
-// that argument's line.
+// that argument's line, and for Primus's own aligned print of the same names
+// (`  bf16          : True (bool)`, its `log_dict_aligned`: a colon, and the
+// value's type after it), which is not read.
 std::optional<std::string_view> DottedArg(std::string_view line, std::string_view name);
 
 // Past the spaces at and after p in s.

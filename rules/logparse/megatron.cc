@@ -16,7 +16,11 @@
 //    mem-max-allocated-gigabytes: 78.383 | ... | mem-max-reserved-gigabytes: 80.487 |
 //    mem-alloc-retires: 0 | mem-allocated-count: 404                      (one line)
 //
-// GPT-NeoX prints the same line with its loss as `lm_loss: 1.118665E+01 |`.
+// GPT-NeoX prints the same line with its loss as `lm_loss: 1.118665E+01 |`. Megatron-LM of July
+// to October 2019 (pretrain_gpt2.py) and the forks that kept its line (THUDM's
+// Chinese-Transformer-XL, GLM) print ` learning rate 6.300E-06 | lm loss 6.758929E+00 | loss scale
+// 64.0 |` with no colons, `lm loss NAN` for an interval with a NaN loss (a NaN loss and one NaN
+// iteration), and ` validation loss at iteration N | LM loss: x | LM PPL: y`.
 // argonne-lcf/Megatron-DeepSpeed (training.py `training_log` from 981b7d98,
 // April 2024; training_log.py later) prints it as `name=value` fields with
 // underscore names: ` iteration=       2/  317892 | ... |
@@ -41,7 +45,10 @@
 // (`elapsed time per iteration (ms): 13372.8/13364.7`): the first is read. Its
 // `hip mem usage/free/total/usage_ratio: 153.81GB/...` (training_log patch
 // MemoryStatsExtension: torch.cuda.mem_get_info's total - free, / 2^30) is the device's memory
-// in use at the line, not a peak: the largest is read as the memory, its source saying so. Its
+// in use at the line, not a peak: the largest is read as the memory, its source saying so; where
+// the line also prints rocm-smi's figures (`| rank-3 rocm max mem usage/usage_ratio:
+// 172.64GB/59.95%`, the largest used memory of all ranks; 2026 logs), that one where larger
+// (the printing rank is not the fullest: PP stages, uneven experts). Its
 // `tokens per GPU (tokens/s/GPU): 9801.4/9807.3` (`tokens/s/GPU inst/harmonic mean:` from July
 // 2026) is read as the printed per-device token rate (the first).
 // MindSpeed-LLM's FSDP2 trainer (mindspeed_llm/fsdp2/utils/train_monitor.py `TrainMonitor`, from
@@ -105,9 +112,14 @@
 // micro/global batch size, the parallel sizes, world size, layers, hidden
 // size, heads, bf16 / fp16); Megatron-DeepSpeed's `actual seqlen` field;
 // ` > number of parameters on (tensor, pipeline) model parallel rank (0, 0): N`
-// or, from July 2026, `(tensor, gtp_weight_remat, pipeline) ... (0, 0, 0): N`
+// or, from July 2026, `(tensor, gtp_weight_remat, pipeline) ... (0, 0, 0): N`, or before October
+// 2020 ` > number of parameters on model parallel rank 1: N`
 // (summed over the distinct rank tuples: the model's parameter count, with a
-// tied embedding counted once per pipeline end); without those lines,
+// tied embedding counted once per pipeline end); without those lines, or where they leave out
+// some of the tensor or pipeline ranks the argument block states (a launcher showing rank 0's
+// output only: Primus's `torchrun --local-ranks-filter 0` prints stage 0's count alone), or
+// where expert_model_parallel_size > 1 (only data-parallel rank 0 prints, whose experts are one
+// expert-parallel shard: DeepSeek-V2-Lite under EP8 prints 3.23e9 of its 15.82e9),
 // `Total number of parameters in billions: 6.44` (two decimals). Megatron-Bridge prints no
 // argument block but its ConfigContainer (megatron_bridge_config.h): its batch sizes, training
 // sequence length (dataset's, never model.seq_length), TP/PP, layers and precision are facts
@@ -115,6 +127,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -214,6 +227,15 @@ const FieldTarget kKeyValueFields[] = {
     {"tokens_per_gpu_per_second_tgs", &Iteration::tokens_per_device_per_s, nullptr},
 };
 
+// Megatron-LM of July to October 2019 (pretrain_gpt2.py, abe36e2 to 73af129) and the forks that
+// kept its line (THUDM's Chinese-Transformer-XL, GLM): ` learning rate 6.300E-06 | lm loss
+// 6.758929E+00 | loss scale 64.0 |`, the name and value with no colon between.
+const FieldTarget kSpacedFields[] = {
+    {"learning rate", &Iteration::lr, nullptr},
+    {"lm loss", &Iteration::loss, nullptr},
+    {"loss scale", &Iteration::loss_scale, nullptr},
+};
+
 // "13372.8/13364.7" (Primus: this iteration's, then a running mean) -> the first.
 std::optional<double> FieldNumber(std::string_view text) {
   if (std::optional<double> v = ParseNumber(text)) return v;
@@ -245,13 +267,29 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   *known = 0;
   std::optional<double> plain_loss;  // a field named just "loss" (some forks)
   auto read_field = [&](std::string_view field, auto&& self) -> Status {
-    // `name: value`, else ALCF's `name=value`.
+    // `name: value`, else ALCF's `name=value`, else 2019's `name value`.
     size_t sep = field.rfind(':');
     std::span<const FieldTarget> table = kFields;
     if (sep == std::string_view::npos) {
       sep = field.find('=');
       table = kKeyValueFields;
-      if (sep == std::string_view::npos) return Status::Ok();
+    }
+    if (sep == std::string_view::npos) {
+      const std::string_view spaced = Trim(field);
+      for (const FieldTarget& f : kSpacedFields) {
+        if (!spaced.starts_with(f.key) || spaced.size() <= f.key.size() ||
+            spaced[f.key.size()] != ' ')
+          continue;
+        if (std::optional<double> v = ParseNumber(spaced.substr(f.key.size()))) {
+          it.*(f.number) = *v;
+          // `lm loss NAN`: the interval's average is NaN, so at least one of its iterations
+          // had a NaN loss (the 2019 line prints no NaN count).
+          if (f.number == &Iteration::loss && std::isnan(*v)) it.nan = 1;
+          ++*known;
+        }
+        break;
+      }
+      return Status::Ok();
     }
     std::string_view key = Trim(field.substr(0, sep));
     std::string_view text = Trim(field.substr(sep + 1));
@@ -348,6 +386,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   double parameters = 0;
   int64_t parameters_line = 0;
   std::optional<bool> bf16, fp16;
+  std::optional<double> expert_parallel;  // expert_model_parallel_size: the experts' shards
   int64_t precision_line = 0;
   double peak_bytes = -1;
   IterationLineExtras extras;    // consumed samples and tokens, skipped counts, ms-swift's lines
@@ -439,11 +478,10 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
             "max reserved (MindSpeed-LLM FSDP2 TrainMonitor max_memory_reserved(GB), the largest "
             "of all ranks)";
       }
-      if (std::optional<double> gib = UsedGiB(line); gib && *gib * kGiB > peak_bytes) {
-        peak_bytes = *gib * kGiB;  // Primus's
-        log.memory_source =
-            "hip mem usage (Primus: torch.cuda.mem_get_info's used memory of the printing rank's "
-            "device at the line, the largest; not a peak)";
+      if (std::optional<MemoryPeak> used = PrimusUsedMemory(line);
+          used && used->bytes > peak_bytes) {
+        peak_bytes = used->bytes;
+        log.memory_source = used->source;
       }
       if (std::optional<double> seqlen = MemoryField(line, "actual seqlen:"))
         SetFact(log, "mpe", *seqlen, no);  // Megatron-DeepSpeed
@@ -473,6 +511,10 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     if (size_t at = line.find(kBillions); at != std::string_view::npos && !billions) {
       if (std::optional<double> b = ParseNumber(line.substr(at + kBillions.size())))
         billions = Fact{*b * 1e9, no};
+      return;
+    }
+    if (std::optional<std::string_view> v = DottedArg(line, "expert_model_parallel_size")) {
+      expert_parallel = ParseNumber(*v);
       return;
     }
     for (const ArgFact& a : kArgs) {
@@ -531,15 +573,6 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         "device's memory): no memory read",
         name, zero_memory_line));
   }
-  if (!param_ranks.empty()) {
-    SetFact(log, "parameters", parameters, parameters_line);
-  } else if (billions) {
-    SetFact(log, "parameters", billions->value, billions->line);
-    log.notes.push_back(fmt::format(
-        "parameters: {}:{} gives the count in billions to two decimals (no 'number of "
-        "parameters on (...) model parallel rank' line): set parameters or model for an exact MFU",
-        name, billions->line));
-  }
   if (bf16.value_or(false) || fp16.value_or(false)) {
     log.precision = bf16.value_or(false) ? "bf16" : "fp16";
   } else if (bf16 && fp16) {
@@ -547,6 +580,36 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   }
   if (!log.precision.empty()) log.precision_line = precision_line;
   bridge_config.Apply(log, name);
+  auto stated = [&](const char* fact) -> std::optional<double> {
+    auto f = log.facts.find(fact);
+    return f == log.facts.end() ? std::nullopt : std::optional<double>(f->second.value);
+  };
+  const bool missing =
+      !param_ranks.empty() && ParameterLinesMissRanks(param_ranks, stated("tp"), stated("pp"));
+  const bool one_shard = !param_ranks.empty() && expert_parallel && *expert_parallel > 1;
+  const bool partial = missing || one_shard;
+  std::string why = "no 'number of parameters on (...) model parallel rank' line";
+  if (partial) {
+    why = fmt::format("the 'number of parameters on (...) model parallel rank' lines from {}:{} ",
+                      name, parameters_line);
+    why += missing ? fmt::format("give {} of the tensor x pipeline ranks' counts only",
+                                 param_ranks.size())
+                   : fmt::format(
+                         "count one expert-parallel rank's experts only "
+                         "(expert_model_parallel_size {})",
+                         *expert_parallel);
+  }
+  if (!param_ranks.empty() && !partial) {
+    SetFact(log, "parameters", parameters, parameters_line);
+  } else if (billions) {
+    SetFact(log, "parameters", billions->value, billions->line);
+    log.notes.push_back(fmt::format(
+        "parameters: {}:{} gives the count in billions to two decimals ({}): set parameters or "
+        "model for an exact MFU",
+        name, billions->line, why));
+  } else if (partial) {
+    log.notes.push_back(fmt::format("parameters: none read ({})", why));
+  }
   return log;
 }
 

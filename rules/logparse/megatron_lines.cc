@@ -5,15 +5,35 @@
 
 namespace bm::logparse {
 
-std::optional<double> UsedGiB(std::string_view line) {
-  constexpr std::string_view kKey = "hip mem usage/free/total/usage_ratio:";
-  size_t at = line.find(kKey);
+namespace {
+
+// The GiB figure printed as `NN.NNGB/` right after `key`.
+std::optional<double> GiBAfter(std::string_view line, std::string_view key) {
+  size_t at = line.find(key);
   if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = Trim(line.substr(at + kKey.size()));
+  std::string_view rest = Trim(line.substr(at + key.size()));
   size_t end = 0;
   std::optional<double> v = LeadingNumber(rest, &end);
   if (!v || !rest.substr(end).starts_with("GB/")) return std::nullopt;
   return v;
+}
+
+}  // namespace
+
+std::optional<MemoryPeak> PrimusUsedMemory(std::string_view line) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::optional<double> hip = GiBAfter(line, "hip mem usage/free/total/usage_ratio:");
+  std::optional<double> rocm_max = GiBAfter(line, " rocm max mem usage/usage_ratio:");
+  if (rocm_max && (!hip || *rocm_max > *hip)) {
+    return MemoryPeak{
+        *rocm_max * kGiB,
+        "rocm max mem usage (Primus: rocm-smi's used device memory of the fullest rank "
+        "at the line, the largest; not a peak)"};
+  }
+  if (!hip) return std::nullopt;
+  return MemoryPeak{*hip * kGiB,
+                    "hip mem usage (Primus: torch.cuda.mem_get_info's used memory of the printing "
+                    "rank's device at the line, the largest; not a peak)"};
 }
 
 std::optional<double> MemoryField(std::string_view line, std::string_view key) {
@@ -30,6 +50,10 @@ std::optional<MemoryPeak> SingleRankMemoryReport(std::string_view line) {
   if (line.find("memory (MB)") != std::string_view::npos) {  // Megatron-LM: MiB
     if (std::optional<double> mb = MemoryField(line, "max reserved:"))
       return MemoryPeak{*mb * 1024.0 * 1024.0, "max reserved (Megatron report_memory)"};
+    // Megatron-LM before 51a2e6b (September 2020): torch's max_memory_cached, as
+    // max_memory_reserved was called then.
+    if (std::optional<double> mb = MemoryField(line, "max cached:"))
+      return MemoryPeak{*mb * 1024.0 * 1024.0, "max cached (Megatron report_memory of 2019-2020)"};
     if (std::optional<double> mb = MemoryField(line, "max allocated:"))
       return MemoryPeak{*mb * 1024.0 * 1024.0, "max allocated (Megatron report_memory)"};
   } else if (line.find("memory (GB)") != std::string_view::npos) {  // Megatron-Bridge: 1e9 bytes
@@ -60,6 +84,20 @@ std::optional<MemoryPeak> MemoryReport(std::string_view line) {
 bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count) {
   constexpr std::string_view kKey = "number of parameters on (";
   constexpr std::string_view kRank = ") model parallel rank (";
+  // Megatron-LM before 52a5f2f (October 2020), model (tensor) parallelism only:
+  // ` > number of parameters on model parallel rank 1: 178100224`.
+  constexpr std::string_view kOld = "number of parameters on model parallel rank ";
+  if (size_t old = line.find(kOld); old != std::string_view::npos) {
+    size_t end = 0;
+    std::string_view rest = line.substr(old + kOld.size());
+    std::optional<double> r = LeadingNumber(rest, &end);
+    if (!r || end >= rest.size() || rest[end] != ':') return false;
+    std::optional<double> n = ParseNumber(rest.substr(end + 1));
+    if (!n) return false;
+    *rank = {static_cast<int>(*r)};
+    *count = *n;
+    return true;
+  }
   size_t at = line.find(kKey);
   if (at == std::string_view::npos) return false;
   size_t names_end = line.find(kRank, at);
@@ -82,6 +120,18 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
   }
   *count = *n;
   return true;
+}
+
+bool ParameterLinesMissRanks(const std::set<std::vector<int>>& ranks, std::optional<double> tp,
+                             std::optional<double> pp) {
+  std::set<int> tensor, pipeline;
+  for (const std::vector<int>& r : ranks) {
+    if (r.empty()) continue;
+    tensor.insert(r.front());
+    pipeline.insert(r.back());
+  }
+  return (tp && static_cast<double>(tensor.size()) < *tp) ||
+         (pp && static_cast<double>(pipeline.size()) < *pp);
 }
 
 std::optional<EvalLine> ReadEvalLine(std::string_view line) {
@@ -112,9 +162,17 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
   if (line.find(" on test set", at) != std::string_view::npos) return std::nullopt;
   size_t end = 0;
   std::optional<double> step = LeadingNumber(line.substr(at + kAt.size()), &end);
-  size_t value = line.find(" value:", at);
+  // `lm loss value: x |`; Megatron-LM of 2019 (pretrain_gpt2.py evaluate_and_print_results,
+  // abe36e2 to 73af129): `| LM loss: x | LM PPL: y`.
+  constexpr std::string_view kValue = " value:", k2019 = "| LM loss:";
+  size_t value = line.find(kValue, at);
+  size_t key_size = kValue.size();
+  if (value == std::string_view::npos) {
+    value = line.find(k2019, at);
+    key_size = k2019.size();
+  }
   if (!step || value == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(value + 7);
+  std::string_view rest = line.substr(value + key_size);
   std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
   if (!loss) return std::nullopt;
   return EvalLine{std::string(line.substr(v + 10, at - v - 10)), static_cast<int64_t>(*step),

@@ -2291,6 +2291,106 @@ TEST(Corpus, MegatronPrimusCurrentAndAveragePairs) {
   EXPECT_TRUE(r->log.memory_source.starts_with("hip mem usage (Primus"));
 }
 
+TEST(Corpus, MegatronPrimusRocmMaxMemoryOfAllRanks) {
+  // Primus DeepSeek-V4 smoke run on 8 MI355X (the last 200 lines, colour codes kept), lines 138,
+  // 157, 172-179: iterations 1-10. 1 and 2 print one elapsed time; from 3 on `current/mean`
+  // pairs and `tokens per GPU` (4096 x 8 / 0.6815 s / 8 = 6010.3 at 3).
+  Result<Read> r = ReadLog("megatron_primus_dsv4_rocm_max_mem_smoke_tail.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(r->At(1)->ms, 35577.5);
+  EXPECT_EQ(r->At(2)->ms, 18131.4);
+  EXPECT_EQ(r->At(3)->ms, 681.5);   // `681.5/681.5`
+  EXPECT_EQ(r->At(10)->ms, 526.2);  // `526.2/543.4`: the iteration's, not the mean
+  EXPECT_FALSE(r->At(2)->tokens_per_device_per_s);
+  EXPECT_EQ(r->At(3)->tokens_per_device_per_s, 6010.3);
+  EXPECT_EQ(r->At(10)->tokens_per_device_per_s, 7784.1);
+  EXPECT_EQ(r->Loss(1), 11.89968);  // lm loss: 1.189968E+01
+  EXPECT_EQ(r->Loss(10), 9.258817);
+  EXPECT_EQ(r->At(10)->samples, 8.0);
+  EXPECT_EQ(r->At(9)->grad_norm, 7.920);
+  // Each line prints the printing rank's (rank 7's) `hip mem usage` and rocm-smi's fullest rank:
+  // line 138 `134.60GB/...` and `rank-3 rocm max mem usage/usage_ratio: 136.19GB/47.29%`, lines
+  // 157-179 `170.92GB/...` and `rank-3 ... 172.64GB/59.95%` (rank 3's 172.64 in the
+  // `total_r_used: [169.33, 171.61, 170.11, 172.64, ...]` line 155). Not the 170.92 of rank 7,
+  // nor report_memory's max reserved 160072.00 MB (line 167).
+  EXPECT_EQ(*r->log.peak_memory_bytes, 172.64 * kGiB);
+  EXPECT_TRUE(r->log.memory_source.starts_with("rocm max mem usage (Primus"));
+  EXPECT_DOUBLE_EQ(r->log.facts.at("parameters").value, 57.10e9);  // line 142
+}
+
+TEST(Corpus, MegatronPrimusRankZeroParameterLineIsPartOfTheModel) {
+  // Primus DeepSeek-V4 smoke run, PP2 EP4 on 8 MI355X under `torchrun --local-ranks-filter 0`:
+  // only rank 0's output is shown, so ` > number of parameters on (tensor, pipeline) model
+  // parallel rank (0, 0): 1137615064` (line 287) is pipeline stage 0's count alone, while the
+  // argument block states pipeline_model_parallel_size 2 (line 1) and tensor 1 (line 135). The
+  // count is `Total number of parameters in billions: 5.96` (line 467), not 1.14e9.
+  Result<Read> r = ReadLog("megatron_primus_dsv4_pp2_rank0_parameters.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.facts.at("pp").value, 2);
+  EXPECT_EQ(r->log.facts.at("tp").value, 1);
+  EXPECT_DOUBLE_EQ(r->log.facts.at("parameters").value, 5.96e9);
+  EXPECT_EQ(r->log.facts.at("parameters").line, 467);
+  EXPECT_TRUE(r->Note("give 1 of the tensor x pipeline ranks' counts only"));
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(r->At(1)->ms, 33425.8);                     // line 463
+  EXPECT_EQ(r->Loss(1), 11.90464);                      // lm loss: 1.190464E+01
+  EXPECT_EQ(r->At(3)->tokens_per_device_per_s, 285.5);  // line 497: 128 x 16 / 0.8966 s / 8
+  EXPECT_EQ(r->At(10)->samples, 16.0);
+  // `rank-2 rocm max mem usage/usage_ratio: 26.03GB/9.04%` (lines 482-504) over rank 7's hip
+  // 22.93GB and report_memory's 10000.00 MB (line 494).
+  EXPECT_EQ(*r->log.peak_memory_bytes, 26.03 * kGiB);
+}
+
+TEST(Corpus, Megatron2019LinesWithoutColons) {
+  // THUDM's Chinese-Transformer-XL (a fork of Megatron-LM's 2019 pretrain_gpt2.py, abe36e2 to
+  // 73af129): ` learning rate 6.300E-06 | lm loss 6.758929E+00 | loss scale 64.0 |`, name and value
+  // with no colon, every 100 iterations; its fp16 loss scale falls from 64 to 0.1. Line 4 prints
+  // `lm loss NAN`; line 9 is 2019's validation line, ` validation loss at iteration 1000 | LM loss:
+  // 4.503653E+00 | LM PPL: 9.034661E+01`.
+  Result<Read> r = ReadLog("megatron_2019_no_colons_transformer_xl_issue7.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{400, 500, 600, 700, 800, 900, 1000, 1100, 1200}));
+  EXPECT_EQ(r->At(400)->span, 100);
+  EXPECT_EQ(r->At(400)->ms, 12879.0);
+  EXPECT_EQ(r->Loss(400), 6.758929);
+  EXPECT_DOUBLE_EQ(*r->At(400)->lr, 6.300E-06);
+  EXPECT_EQ(r->At(400)->loss_scale, 64.0);
+  EXPECT_EQ(r->At(1200)->loss_scale, 0.2);
+  EXPECT_EQ(r->Loss(1200), 3.978439);
+  ASSERT_TRUE(r->At(700)->loss);
+  EXPECT_TRUE(std::isnan(*r->At(700)->loss));  // `lm loss NAN`
+  EXPECT_EQ(r->At(700)->nan, 1);
+  EXPECT_EQ(r->At(800)->nan, 0);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 1000);
+  EXPECT_EQ(r->log.evals[0].value, 4.503653);
+  EXPECT_EQ(r->log.evals[0].line, 9);
+}
+
+TEST(Corpus, Megatron2019ModelParallelCountsAndMaxCached) {
+  // DeepSpeedExamples' Megatron-LM (NVIDIA's 2019 code) GPT-2 345M on 2 GPUs, model parallel 2:
+  // ` > number of parameters on model parallel rank 0: 178100224` and rank 1 (lines 2-3),
+  // report_memory's 2019 fields `| cached: 7890.0 | max cached: 7890.0` (line 19, torch's
+  // max_memory_cached, later max_memory_reserved), a stray `s` before iteration 100's line.
+  Result<Read> r = ReadLog("megatron_2019_mp2_max_cached_parameters.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "megatron");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100, 200, 300, 400, 500, 600}));
+  EXPECT_EQ(r->At(100)->span, 100);
+  EXPECT_EQ(r->At(100)->ms, 810.9);  // line 10, after `s`
+  EXPECT_EQ(r->Loss(100), 5.023855);
+  EXPECT_EQ(r->Loss(600), 6.003926E-04);
+  EXPECT_EQ(r->At(600)->loss_scale, 8192.0);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 2 * 178100224.0);
+  EXPECT_EQ(r->log.facts.at("parameters").line, 2);
+  EXPECT_EQ(*r->log.peak_memory_bytes, 7890.0 * 1024 * 1024);  // not max allocated 6237.83
+  EXPECT_TRUE(r->log.memory_source.starts_with("max cached"));
+  EXPECT_TRUE(r->log.evals.empty());  // `at the end of training for val data`: no iteration
+}
+
 TEST(Corpus, MegatronMindSpeedFsdp2ConsumedTokensAndMemory) {
   // MindSpeed-LLM's FSDP2 trainer (TrainMonitor) fine-tuning Qwen3-8B on 8 Ascend NPUs (the doc's
   // fsdp_size 8, one sample a device), logging_steps 1: no skipped counts, packed-free samples of
@@ -3193,6 +3293,10 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_flagscale_musa_chip_throughput_glued.log", "megatron"},
       {"megatron_infini_4090_glued_memory_reports.log", "megatron"},
       {"megatron_primus_bridge_dp8_selected_lines.log", "megatron"},
+      {"megatron_primus_dsv4_rocm_max_mem_smoke_tail.log", "megatron"},
+      {"megatron_primus_dsv4_pp2_rank0_parameters.log", "megatron"},
+      {"megatron_2019_no_colons_transformer_xl_issue7.log", "megatron"},
+      {"megatron_2019_mp2_max_cached_parameters.log", "megatron"},
       {"megatron_modellink_deeplink_tgs_time_ms.log", "megatron"},
       {"megatron_deepspeed_alcf_tgs_no_space.log", "megatron"},
       {"deepspeed_unfused_fp16_overflow_script_metric_line_2026.log", "deepspeed"},

@@ -2149,6 +2149,95 @@ TEST(Megatron, GluedMemoryReportsOfTwoRanksGiveTheLarger) {
   EXPECT_EQ(r->peak_memory_bytes, 7.0 * 1024 * 1024);
 }
 
+TEST(Megatron, PrimusAlignedArgumentsAreNotMegatronsBlock) {
+  // Primus prints its own aligned argument list (module_utils.py log_dict_aligned, `name : value
+  // (type)`) before Megatron's dotted block: lines 476 and 623 of a 2026 Primus DeepSeek-V4 smoke
+  // log (AMD-AGI/Primus deepseek-v4/develop/progress/p20/smoke_pp2_ep4_final.log, colour codes
+  // removed). Read as Megatron's block they gave bf16 "False" and fp16 "False": precision fp32
+  // for a bf16 run. Not read; Megatron's own block (line 1481) says bf16.
+  const std::string primus =
+      "[20260507 13:09:31][rank-0/8][INFO]     [---------------------module_utils.py:227] :   "
+      "bf16                                                         : True (bool)\n"
+      "[20260507 13:09:31][rank-0/8][INFO]     [---------------------module_utils.py:227] :   "
+      "fp16                                                         : False (bool)\n"
+      "[20260507 13:09:31][rank-0/8][INFO]     [---------------------module_utils.py:227] :   "
+      "global_batch_size                                            : 16 (int)\n";
+  const std::string megatron =
+      "[20260507 13:09:31][rank-0/8][DEBUG]    [-----------------------arguments.py:1576] :   "
+      "bf16 ............................................ True\n";
+  const std::string iteration =
+      " iteration        1/      10 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(primus + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "");
+  EXPECT_EQ(r->facts.count("gbs"), 0u);
+  r = ParseMegatronLog(primus + megatron + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->precision, "bf16");
+  EXPECT_EQ(r->precision_line, 4);
+}
+
+TEST(Megatron, ParameterLinesOfSomeRanksOnlyAreNotTheModel) {
+  // PP2 stated, only pipeline rank 0's count printed: the billions line, with a note; without
+  // one, no count. Both pipeline ranks printed: their sum.
+  const std::string args =
+      "  pipeline_model_parallel_size .................... 2\n"
+      "  tensor_model_parallel_size ...................... 1\n";
+  const std::string stage0 =
+      " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 1137615064\n";
+  const std::string stage1 =
+      " > number of parameters on (tensor, pipeline) model parallel rank (0, 1): 1000\n";
+  const std::string billions = "Total number of parameters in billions: 5.96\n";
+  const std::string iteration =
+      " iteration        1/      10 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(args + stage0 + billions + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->facts.at("parameters").value, 5.96e9);
+  EXPECT_EQ(r->facts.at("parameters").line, 4);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("p.log:3 give 1 of the tensor x pipeline ranks' counts only"),
+            std::string::npos)
+      << r->notes[0];
+  r = ParseMegatronLog(args + stage0 + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.count("parameters"), 0u);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_TRUE(r->notes[0].starts_with("parameters: none read")) << r->notes[0];
+  r = ParseMegatronLog(args + stage0 + stage1 + billions + iteration, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("parameters").value, 1137615064.0 + 1000.0);
+}
+
+TEST(Megatron, ParameterLinesUnderExpertParallelismAreOneShard) {
+  // Lines 1624, 2283 and 3184 of a 2026 Primus DeepSeek-V2-Lite run under EP8 (AMD-AGI/Primus
+  // pilot/pilot/state/runs/dsv2_lite_fp8_mi355x_20260511T024914Z_baseline/train.log @ 7e45b58,
+  // colour codes removed): only data-parallel rank 0 prints its count, whose experts are 8 of the
+  // 64, so 3228954112 is not the model's 15.82e9. (The whole log, 562 kB, is not in the corpus.)
+  const std::string log =
+      "[20260511 02:57:54][rank-0/8][DEBUG]    [-----------------------arguments.py:1576] :   "
+      "expert_model_parallel_size ...................... 8\n"
+      "[20260511 02:58:03][rank-0/8][DEBUG]    [------------------------training.py:1286] :  > "
+      "number of parameters on (tensor, pipeline) model parallel rank (0, 0): 3228954112\n"
+      " iteration        1/      20 | elapsed time per iteration (ms): 78258.5 | lm loss: 2.0 |\n"
+      "[20260511 02:59:23][rank-0/8][DEBUG]    [---------theoretical_memory_usage.py:153] : Total "
+      "number of parameters in billions: 15.82\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->facts.at("parameters").value, 15.82e9);
+  EXPECT_EQ(r->facts.at("parameters").line, 4);
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("count one expert-parallel rank's experts only "
+                             "(expert_model_parallel_size 8)"),
+            std::string::npos)
+      << r->notes[0];
+  // expert_model_parallel_size 1: the count as printed.
+  std::string one = log;
+  one.replace(one.find("...... 8"), 8, "...... 1");
+  r = ParseMegatronLog(one, "p.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->facts.at("parameters").value, 3228954112.0);
+}
+
 TEST(Megatron, FirstIntervalThatCannotAverageTheFirstIterationIsKept) {
   // Lines at 1, 10, 20: core 0.16's shape, but 10 x 900 ms is less than iteration 1's 20000 ms,
   // so the line at 10 cannot average iteration 1 in; and lines at 1 and 2 alone are

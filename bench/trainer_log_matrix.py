@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Real transformers Trainer logs under the options users set, each with the Trainer's own record.
+
+The `trainer` log parser numbers the Trainer's dicts from what the log shows (logging_steps when
+stated, tqdm's bars, epochs, the closing dict). This runs the real Trainer once per case below, a
+tiny GPT-2 on random tokens, each case a process of its own whose stdout and stderr go to one
+file as an exec/measure target keeps them (CASE.log), and writes the Trainer's own record of
+what it logged (trainer.state.log_history, with the case's options) to CASE.history.json: the
+oracle tests/rules/logparse_trainer_live_test.cc reads the log against.
+
+  python3 bench/trainer_log_matrix.py --out DIR [CASE ...]     (default: every case)
+
+Needs torch and transformers (the GPU machine's); a GPU when there is one, else the CPU.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# name -> TrainingArguments overrides and the run's shape. Defaults: 48 training rows of 64
+# tokens, batch 8, no evaluation, tqdm on, report_to none, nothing saved.
+CASES = {
+    # logging_steps that does not divide max_steps: dicts at 5, 10, 15, 20 and the closing one.
+    "steps5": dict(args=dict(max_steps=23, logging_steps=5)),
+    # logging_first_step with accumulation and evaluations between the dicts.
+    "first_step_gas4_eval": dict(args=dict(max_steps=20, logging_steps=4, logging_first_step=True,
+                                           gradient_accumulation_steps=4, eval_strategy="steps",
+                                           eval_steps=8), eval_rows=16),
+    # A dict and an evaluation per epoch (5 steps an epoch), by epochs, not steps.
+    "epoch_strategy": dict(args=dict(num_train_epochs=3, logging_strategy="epoch",
+                                     eval_strategy="epoch"), rows=40, eval_rows=16),
+    # No bars (disable_tqdm: PrinterCallback prints the dicts).
+    "no_tqdm_steps3": dict(args=dict(max_steps=12, logging_steps=3, disable_tqdm=True)),
+    # train_tokens_per_second in every dict.
+    "tokens_seen": dict(args=dict(max_steps=10, logging_steps=2,
+                                  include_num_input_tokens_seen=True)),
+    # logging_steps as a ratio of max_steps (0.25 of 16: every 4 steps).
+    "ratio_logging": dict(args=dict(max_steps=16, logging_steps=0.25)),
+    # Epochs that do not end on a whole step under accumulation (36 rows, 4 a micro-batch, GAS 2).
+    "epochs_gas2": dict(args=dict(num_train_epochs=2, logging_steps=2,
+                                  per_device_train_batch_size=4, gradient_accumulation_steps=2),
+                        rows=36),
+    # The Trainer's INFO lines (its "***** Running training *****" block) at log_level info.
+    "info_level": dict(args=dict(max_steps=15, logging_steps=5, log_level="info")),
+    # A run resumed from its step-5 checkpoint to step 12: only the resumed run's log is kept.
+    "resumed": dict(args=dict(max_steps=12, logging_steps=2, save_strategy="steps",
+                              save_steps=5), resume_from=5),
+    # Two ranks under torchrun (gloo on the CPU unless there are two GPUs): rank 0 logs.
+    "ddp2": dict(args=dict(max_steps=8, logging_steps=2), nproc=2),
+    # trainer.evaluate() after training, and log_metrics' "***** train metrics *****" block.
+    "evaluate_after": dict(args=dict(max_steps=10, logging_steps=5), eval_rows=16,
+                           evaluate_after=True),
+}
+
+
+def run_case(name, out, prepare=False):
+    import torch
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+    case = CASES[name]
+    seq, vocab = 64, 512
+
+    class Rows(torch.utils.data.Dataset):
+        def __init__(self, n, seed):
+            g = torch.Generator().manual_seed(seed)
+            self.x = torch.randint(0, vocab, (n, seq), generator=g)
+
+        def __len__(self):
+            return len(self.x)
+
+        def __getitem__(self, i):
+            return {"input_ids": self.x[i], "labels": self.x[i]}
+
+    transformers.set_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=vocab,
+                                       n_positions=seq))
+    gpus = torch.cuda.device_count()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    cpu = gpus == 0 or (world > 1 and gpus < world)
+    work = os.path.join(out, name + ".work")
+    args = dict(output_dir=work, per_device_train_batch_size=8, learning_rate=5e-4,
+                report_to="none", save_strategy="no", seed=0, dataloader_num_workers=0,
+                use_cpu=cpu, bf16=not cpu)
+    if world > 1 and cpu:
+        args["ddp_backend"] = "gloo"
+    args.update(case["args"])
+    if prepare:  # the first run of a resumed case: to its checkpoint
+        args["max_steps"] = case["resume_from"]
+    targs = TrainingArguments(**args)
+    eval_rows = case.get("eval_rows")
+    trainer = Trainer(model=model, args=targs, train_dataset=Rows(case.get("rows", 48), 1),
+                      eval_dataset=Rows(eval_rows, 2) if eval_rows else None)
+    resume = None
+    if "resume_from" in case and not prepare:
+        resume = os.path.join(work, f"checkpoint-{case['resume_from']}")
+    result = trainer.train(resume_from_checkpoint=resume)
+    if case.get("evaluate_after"):
+        trainer.evaluate()
+        trainer.log_metrics("train", result.metrics)
+    if trainer.is_world_process_zero() and not prepare:
+        record = {"case": name, "transformers": transformers.__version__,
+                  "torch": torch.__version__, "world_size": world,
+                  "args": {k: v for k, v in case["args"].items()},
+                  "resumed_from": case.get("resume_from"),
+                  "log_history": trainer.state.log_history}
+        with open(os.path.join(out, name + ".history.json"), "w") as f:
+            json.dump(record, f, indent=1)
+    return 0
+
+
+def first_run_of_resumed(name, out):
+    """The run whose checkpoint the resumed case starts from (its log is not kept)."""
+    case = CASES[name]
+    env = dict(os.environ, TRAINER_MATRIX_PREPARE="1")
+    subprocess.run([sys.executable, "-u", __file__, "--out", out, "--case", name], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return os.path.isdir(os.path.join(out, name + ".work", f"checkpoint-{case['resume_from']}"))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--case", help="(internal) run this case in this process")
+    ap.add_argument("cases", nargs="*")
+    a = ap.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    if a.case:
+        return run_case(a.case, a.out, prepare=bool(os.environ.get("TRAINER_MATRIX_PREPARE")))
+    failed = 0
+    for name in a.cases or list(CASES):
+        case = CASES[name]
+        if "resume_from" in case and not first_run_of_resumed(name, a.out):
+            print(f"{name}: the first run left no checkpoint-{case['resume_from']}")
+            failed += 1
+            continue
+        cmd = [sys.executable, "-u", __file__, "--out", a.out, "--case", name]
+        if case.get("nproc", 1) > 1:
+            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc_per_node={case['nproc']}", __file__, "--out", a.out, "--case", name]
+        with open(os.path.join(a.out, name + ".log"), "wb") as log:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(os.environ, PYTHONUNBUFFERED="1")).returncode
+        print(f"{name}: exit {rc}", flush=True)
+        failed += rc != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

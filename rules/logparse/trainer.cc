@@ -21,7 +21,9 @@
 // scaler's overflow lines are the steps it skipped (rules/logparse/deepspeed_overflow.h). The dicts
 // carry no sequence length (`mpe` comes from the BENCHFILE), and memory only where ms-swift or
 // axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar before a dict gives its step
-// (trainer_dicts.h).
+// (trainer_dicts.h). A run of fewer steps than logging_steps (transformers' default 500), or with
+// logging_strategy "no", prints no loss dict, only its evaluations and the closing dict: read
+// without a series, timed by the closing dict.
 #include <fmt/format.h>
 
 #include <cctype>
@@ -140,7 +142,15 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   }
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
-  if (log.iterations.empty()) {
+  if (log.iterations.empty() && dicts.closing_line() != 0) {
+    // A run of fewer steps than logging_steps (transformers' default 500), or with
+    // logging_strategy "no", prints no loss dict: the closing dict still times the whole run.
+    log.notes.push_back(fmt::format(
+        "{}:{}: no Trainer loss dict, only the closing dict (a run of fewer steps than "
+        "logging_steps, transformers' default 500, or logging_strategy \"no\"): no loss "
+        "series, the closing dict's figures are the run's",
+        name, dicts.closing_line()));
+  } else if (log.iterations.empty()) {
     // transformers writes the dicts with tqdm.write, to stdout, and its bars to stderr.
     std::string bars;
     if (std::optional<std::pair<int64_t, int64_t>> end = dicts.ResumedAtTheEnd()) {
@@ -148,6 +158,11 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
           "; the run resumed from global step {} (line {}), and its progress bars count no more "
           "steps than that: a resume at or past max_steps trains nothing",
           end->first, end->second);
+    } else if (!log.evals.empty()) {
+      bars = fmt::format(
+          "; line {} is an eval dict, but no loss dict or closing dict (train_runtime) follows: "
+          "the run logged no training step (fewer steps than logging_steps) and did not finish",
+          log.evals.front().line);
     } else if (dicts.first_bar_line() != 0) {
       bars = fmt::format(
           "; its progress bars are there (line {}) but the dicts go to stdout: was only stderr "
@@ -178,7 +193,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
     }
   }
   memory.Report(name, log);
-  if (log.trainer_average && log.trainer_average->through_step == 0)
+  if (log.trainer_average && log.trainer_average->through_step == 0 && !log.iterations.empty())
     log.trainer_average->through_step = log.iterations.back().step;
   return log;
 }

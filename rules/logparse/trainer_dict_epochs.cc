@@ -1,5 +1,6 @@
 // TrainerDictReader::InferSteps and SpacingSteps (trainer_dicts.h): the steps of counted dicts from
-// their epochs, and the printing precision of the Trainer's numbers it reads them at.
+// their epochs, and the printing precision of the Trainer's numbers it reads them at; PlaceEvals:
+// the steps of the evaluations that named none.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -195,6 +196,33 @@ std::optional<std::vector<int64_t>> TrainerDictReader::SpacingSteps(
   *spe = {lo, hi};
   *logging_steps = every;
   return at;
+}
+
+void TrainerDictReader::PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,
+                                   ParsedLog& log) const {
+  // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one
+  // step after that (the last step, past the last logging step) and before the next. One before
+  // the first loss dict (eval_steps below logging_steps) is where its epoch alone puts it, if
+  // anywhere.
+  for (const EvalAfter& e : eval_after_) {
+    const bool before_any = e.after == 0;
+    const bool has_epoch = e.epoch && *e.epoch > 0;
+    if (before_any && !(has_epoch && spe.second > 0)) continue;
+    int64_t step = before_any ? 1 : at[e.after - 1];
+    if (has_epoch) {
+      const double half = e.epoch_half;
+      const int64_t first =
+          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - half) * spe.first)));
+      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + half) * spe.second));
+      if (e.after < at.size()) last = std::min(last, at[e.after] - 1);
+      if (first == last) {
+        step = first;
+      } else if (before_any) {
+        continue;
+      }
+    }
+    log.evals[e.eval].step = step;
+  }
 }
 
 }  // namespace bm::logparse

@@ -345,8 +345,10 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     steps_run_note = log.notes.size();
     log.notes.push_back(fmt::format(
         "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run "
-        "and no bar says which: the average is taken as through the last loss dict's step",
-        name, steps_run_->line, steps_run_->n, steps_run_->total));
+        "and no bar says which: {}",
+        name, steps_run_->line, steps_run_->n, steps_run_->total,
+        dicts_.empty() ? "the steps the average covers are not known"
+                       : "the average is taken as through the last loss dict's step"));
   }
   for (const RestartAtStep& r : restarts_at_) {
     log.notes.push_back(fmt::format(
@@ -365,6 +367,17 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
         "{}:{}: a second closing dict (train_runtime {}) is left out: the first, line {}, gives "
         "wall_s and the average",
         name, line, runtime ? fmt::format("{}", *runtime) : "?", closing_line_.value_or(0)));
+  if (dicts_.empty() && closing_at_ && closing_at_->first == closing_at_->last) {
+    // No loss dict (a run shorter than logging_steps, or logging_strategy "no"): the closing
+    // dict's steps run over its epoch place the evaluations.
+    const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+    if (e > h)
+      PlaceEvals({},
+                 {static_cast<double>(closing_at_->first) / (e + h),
+                  static_cast<double>(closing_at_->last) / (e - h)},
+                 log);
+    return;
+  }
   if (!counted_ || stated_) return;
   int64_t every = 0;
   std::pair<double, double> spe{0, 0};
@@ -407,29 +420,7 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     if (!there.grad_norm) there.grad_norm = it.grad_norm;
     there.line = std::min(there.line, it.line);
   }
-  // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one
-  // step after that (the last step, past the last logging step) and before the next. One before
-  // the first loss dict (eval_steps below logging_steps) is where its epoch alone puts it, if
-  // anywhere.
-  for (const EvalAfter& e : eval_after_) {
-    const bool before_any = e.after == 0;
-    const bool has_epoch = e.epoch && *e.epoch > 0;
-    if (before_any && !(has_epoch && spe.second > 0)) continue;
-    int64_t step = before_any ? 1 : (*at)[e.after - 1];
-    if (has_epoch) {
-      const double half = e.epoch_half;
-      const int64_t first =
-          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - half) * spe.first)));
-      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + half) * spe.second));
-      if (e.after < at->size()) last = std::min(last, (*at)[e.after] - 1);
-      if (first == last) {
-        step = first;
-      } else if (before_any) {
-        continue;
-      }
-    }
-    log.evals[e.eval].step = step;
-  }
+  PlaceEvals(*at, spe, log);
   if (average_after_ && *average_after_ > 0 && log.trainer_average)
     log.trainer_average->through_step = (*at)[*average_after_ - 1];
   // The closing dict's epoch at the steps per epoch the dicts pinned may leave one step count in

@@ -162,6 +162,8 @@ class TrainerDictReader {
   bool logging_steps_stated() const { return stated_; }
   // The line of the first tqdm bar read (0: none), for the error of a log without dicts.
   int64_t first_bar_line() const { return first_bar_line_; }
+  // The closing dict's line (0: none read, or it was an earlier run's).
+  int64_t closing_line() const { return closing_line_.value_or(0); }
   // The step of the last resume ("Continuing training from global step N") when the bars after
   // it count N steps or fewer (a resume at or past max_steps trains nothing: LlamaFactory#1813's
   // "global step 200000" then `0/139495`), and its line; nullopt otherwise. For the error of a log
@@ -186,7 +188,9 @@ class TrainerDictReader {
   // a bar and the dict keep the bars from numbering it). A run resumed from a checkpoint is left
   // as counted. The records (and the evals and the closing dict's through_step that followed
   // them) move to their steps, with a note. Otherwise a note says the steps assume logging_steps
-  // 1 (transformers' default is 500).
+  // 1 (transformers' default is 500). In a log without any loss dict (a run of fewer steps than
+  // logging_steps, or logging_strategy "no": only the evaluations and the closing dict), the
+  // evaluations are where their epochs put them at the closing dict's steps per epoch.
   void Finish(std::string_view name, std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
  private:
@@ -227,6 +231,11 @@ class TrainerDictReader {
   // otherwise. `spe` as for InferSteps.
   std::optional<std::vector<int64_t>> SpacingSteps(int64_t* logging_steps,
                                                    std::pair<double, double>* spe) const;
+  // The evaluations that named no step, at `at` (the loss dicts' steps) and `spe` (the steps per
+  // epoch, a range: 0 when not known) as Finish says; with no loss dict, where the closing dict's
+  // steps per epoch put them.
+  void PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,
+                  ParsedLog& log) const;
   // Else the steps of the one logging_steps that puts every dict between its bars (Finish), or
   // nullopt when none or several do.
   std::optional<std::vector<int64_t>> BarBoundSteps(int64_t* logging_steps) const;

@@ -2799,6 +2799,53 @@ TEST(Corpus, TrainerEvaluationsBeforeTheFirstLossDict) {
   EXPECT_EQ(r->log.wall_s, 9.115);
 }
 
+TEST(Corpus, TrainerRunShorterThanLoggingStepsHasNoLossDict) {
+  // transformers 5 BERT ag_news, 3 epochs, logging_steps left at 500 (the script's
+  // TrainingArguments, not in the log): no loss dict, the evals of epochs '1'-'3' (lines 4, 6, 8)
+  // and the closing dict (line 10). '2.639' x '178.5' (2.6385 x 178.45 = 470.84 to
+  // 2.6395 x 178.55 = 471.28) is 471 steps, as the bar after it says (line 11: 471/471), at
+  // epoch '3': 157 an epoch, the evals at 157, 314, 471. Was an error ("no Trainer loss dicts
+  // ... was only stderr kept?").
+  Result<Read> r = ReadLog("trainer_t5_no_loss_dict_run_under_logging_steps.log", "auto",
+                           {{"mpe", 128}, {"layout", "TP1PP1DP1"}});  // max_length 128, 1 GPU
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_TRUE(r->log.iterations.empty());
+  ASSERT_EQ(r->log.evals.size(), 3u);
+  EXPECT_EQ(r->log.evals[0].step, 157);
+  EXPECT_EQ(r->log.evals[0].value, 0.3452);
+  EXPECT_EQ(r->log.evals[1].step, 314);
+  EXPECT_EQ(r->log.evals[1].value, 0.3481);
+  EXPECT_EQ(r->log.evals[2].step, 471);
+  EXPECT_EQ(r->log.evals[2].value, 0.3154);
+  EXPECT_EQ(r->log.wall_s, 178.5);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 84.04);
+  EXPECT_EQ(r->log.trainer_average->through_step, 471);
+  // 84.04 samples/s x 128 tokens on one GPU.
+  EXPECT_NEAR(r->PerDevice(), 84.04 * 128, 1e-6);
+  EXPECT_TRUE(r->m()["loss"].is_null());
+  EXPECT_TRUE(r->Note("no Trainer loss dict, only the closing dict"));
+}
+
+TEST(Corpus, TrainerAxolotlClosingDictOnlyWithMemory) {
+  // axolotl's walkthrough shows only the closing dict (line 1), with axolotl's memory keys, and
+  // the bar after it (line 2: 260/260). '1.638' x '158.8' (1.6375 x 158.75 = 259.95 to
+  // 1.6385 x 158.85 = 260.28) is 260 steps. Was an error. Without a loss series the closing
+  // dict's rate is all there is to report: mpe is the page's sequence_len (not in the log).
+  Result<Read> r =
+      ReadLog("trainer_axolotl_closing_dict_only_memory.log", "trainer", {{"mpe", 2048}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->log.iterations.empty());
+  EXPECT_EQ(r->log.wall_s, 158.8);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 26.2);
+  EXPECT_EQ(r->log.trainer_average->through_step, 260);
+  // 'memory/device_reserved (GiB)': '7.89' (max_memory_reserved), above the allocated 2.42.
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 7.89 * kGiB);
+  EXPECT_NE(r->log.memory_source.find("device_reserved"), std::string::npos);
+}
+
 TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {
   // ms-swift's examples/ascend/activation_cpu_offload/train.sh (@ 3602360a5) keeps the output of
   // two runs as comments, activation_cpu_offload false then true (FSDP2 on two NPUs, 16 steps,
@@ -2965,6 +3012,8 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_msswift4_megatron_iteration_key.log", "trainer"},
       {"trainer_llamafactory_webui_echo_throughput.log", "trainer"},
       {"trainer_unsloth_grpo_colab_bars_without_bar.log", "trainer"},
+      {"trainer_t5_no_loss_dict_run_under_logging_steps.log", "trainer"},
+      {"trainer_axolotl_closing_dict_only_memory.log", "trainer"},
       {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},

@@ -1604,6 +1604,41 @@ TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {
             "nothing");
 }
 
+TEST(Trainer, ARunShorterThanLoggingStepsHasOnlyTheClosingDict) {
+  // 40 steps at logging_steps 500 (transformers' default) print no loss dict: the eval dicts and
+  // the closing dict are read, without a series. '0.5' x '80' (0.4995 x 79.995 = 39.96 to
+  // 0.5005 x 80.005 = 40.04) is 40 steps at epoch '2': 20 an epoch, the evals at 20 and 40.
+  const std::string log =
+      "{'eval_loss': '0.9', 'eval_runtime': '1.5', 'epoch': '1'}\n"
+      "{'eval_loss': '0.8', 'eval_runtime': '1.5', 'epoch': '2'}\n"
+      "{'train_runtime': '80', 'train_samples_per_second': '4', 'train_steps_per_second': "
+      "'0.5', 'train_loss': '1.2', 'epoch': '2'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(log, "short.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->iterations.empty());
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 20);
+  EXPECT_EQ(r->evals[1].step, 40);
+  EXPECT_EQ(r->evals[1].value, 0.8);
+  EXPECT_EQ(r->wall_s, 80);
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->samples_per_s, 4);
+  EXPECT_EQ(r->trainer_average->through_step, 40);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_EQ(r->notes.back(),
+            "short.log:3: no Trainer loss dict, only the closing dict (a run of fewer steps than "
+            "logging_steps, transformers' default 500, or logging_strategy \"no\"): no loss "
+            "series, the closing dict's figures are the run's");
+  // Without the closing dict (the run stopped before it): an error that says so.
+  r = ParseTrainerLog(log.substr(0, log.find("{'train_runtime'")), "stopped.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "stopped.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 2 lines; line 1 is an eval dict, but no loss dict or closing dict "
+            "(train_runtime) follows: the run logged no training step (fewer steps than "
+            "logging_steps) and did not finish");
+}
+
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
 // (2025-08-27: logs["memory/max_allocated (GiB)"] = round(allocated, 2), ...;
 // transformers prints the values as strings); the largest reserved figure wins,

@@ -37,6 +37,7 @@
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
 #include "rules/logparse/trainer_memory.h"
+#include "rules/logparse/trainer_metrics_block.h"
 #include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
@@ -83,6 +84,19 @@ std::optional<bool> BoolField(std::string_view line, std::string_view field) {
   return std::nullopt;
 }
 
+// The `***** train metrics *****` block read, as the closing dict where the log has none
+// (trainer_metrics_block.h).
+void TakeMetricsBlock(std::string_view name, TrainerMetricsBlock& block, TrainerDictReader& dicts,
+                      std::map<int64_t, Iteration>& steps, ParsedLog& log, bool at_end = false) {
+  std::optional<TrainerMetricsBlock::Block> b = block.Take(at_end);
+  if (!b || dicts.closing_line() != 0 || !b->dict.count("train_runtime")) return;
+  dicts.Read(b->dict, b->line, steps, log);
+  log.notes.push_back(fmt::format(
+      "{}:{}: no closing dict before the `***** train metrics *****` block: its train_runtime "
+      "and rates are read as the closing dict's",
+      name, b->line));
+}
+
 }  // namespace
 
 bool IsTrainerDictLine(std::string_view line) {
@@ -95,6 +109,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.format = "trainer";
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
+  TrainerMetricsBlock block;  // `***** train metrics *****`
   DictMemory memory;
   std::vector<int64_t> overflow_lines;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
@@ -103,6 +118,9 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   const UnwrappedRead read = ForEachUnwrappedLine(
       text, TrainerDictCompletion, StopsTrainerDictPieces,
       [&](std::string_view line, int64_t no) {
+        const bool in_block = block.Read(line, no);
+        TakeMetricsBlock(name, block, dicts, steps, log);
+        if (in_block) return;
         dicts.ReadBar(line, no);
         if (IsDeepSpeedOverflowLine(line)) {
           overflow_lines.push_back(no);
@@ -135,6 +153,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       &failed);
   log.lines = read.lines;
   BM_TRY(error);
+  TakeMetricsBlock(name, block, dicts, steps, log, true);  // a block that ends the log
   if (read.joined > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} Trainer dict(s) hard-wrapped over several lines (a terminal copy) read joined",

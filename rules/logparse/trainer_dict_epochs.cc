@@ -32,6 +32,24 @@ double EpochHalf(double epoch, bool quoted) {
   return std::max(0.5 * std::pow(10.0, -std::max(decimals, 2)), 1e-9);
 }
 
+std::pair<double, double> TrainerDictReader::ClosingStepsPerEpoch() const {
+  const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+  double lo = static_cast<double>(closing_at_->first) / (e + h);
+  double hi = e > h ? static_cast<double>(closing_at_->last) / (e - h) : INFINITY;
+  // The Trainer's epoch counts micro-batches (epoch + micro-batches done / micro-batches an
+  // epoch): with gradient accumulation an epoch's last step may take fewer, so after a whole
+  // epoch the steps run over the epoch are S steps an epoch while within an epoch a step moves
+  // the epoch by 1/r, S - 1 < r <= S (LLaMA-Factory on 2 XPUs, 545 micro-batches an epoch, 8 a
+  // step: 69 steps an epoch, step 40 at epoch 320/545 = 0.59, not 40/69 = 0.58). Where the log
+  // says the run accumulates (the summary's Gradient Accumulation steps above 1), the closing
+  // dict bounds steps per epoch only that loosely.
+  if (accumulates_ && e - h >= 1) {
+    lo -= 1;
+    hi += 1;
+  }
+  return {lo, hi};
+}
+
 std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
     int64_t* logging_steps, std::pair<double, double>* spe) const {
   std::vector<size_t> known;
@@ -52,9 +70,9 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
       if (e > half(i)) *hi = std::min(*hi, static_cast<double>(at[i]) / (e - half(i)));
     }
     if (closing_at_) {  // the closing dict's steps run (a range while unsettled) too
-      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
-      *lo = std::max(*lo, static_cast<double>(closing_at_->first) / (e + h));
-      if (e > h) *hi = std::min(*hi, static_cast<double>(closing_at_->last) / (e - h));
+      const std::pair<double, double> c = ClosingStepsPerEpoch();
+      *lo = std::max(*lo, c.first);
+      *hi = std::min(*hi, c.second);
       if (at.back() > closing_at_->last) return false;
     }
     return *lo <= *hi;
@@ -105,9 +123,9 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
       if (e > half(i)) hi = std::min(hi, static_cast<double>(at[i]) / (e - half(i)));
     }
     if (closing_at_) {
-      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
-      lo = std::max(lo, static_cast<double>(closing_at_->first) / (e + h));
-      if (e > h) hi = std::min(hi, static_cast<double>(closing_at_->last) / (e - h));
+      const std::pair<double, double> c = ClosingStepsPerEpoch();
+      lo = std::max(lo, c.first);
+      hi = std::min(hi, c.second);
     }
     if (lo > hi) return std::nullopt;
     if (!std::isfinite(hi)) break;
@@ -156,9 +174,9 @@ std::optional<std::vector<int64_t>> TrainerDictReader::SpacingSteps(
       hi = std::min(hi, static_cast<double>(d.step) / (*d.epoch - d.epoch_half));
   }
   if (closing_at_) {
-    const double e = closing_at_->epoch, h = closing_at_->epoch_half;
-    lo = std::max(lo, static_cast<double>(closing_at_->first) / (e + h));
-    if (e > h) hi = std::min(hi, static_cast<double>(closing_at_->last) / (e - h));
+    const std::pair<double, double> c = ClosingStepsPerEpoch();
+    lo = std::max(lo, c.first);
+    hi = std::min(hi, c.second);
   }
   if (!std::isfinite(hi) || lo <= 0 || lo > hi) return std::nullopt;
   // logging_steps from the epochs between consecutive dicts: one integer only.

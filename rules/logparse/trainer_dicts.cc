@@ -383,6 +383,8 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   std::pair<double, double> spe{0, 0};
   std::optional<std::vector<int64_t>> at;
   bool by_bars = false, by_spacing = false;
+  if (auto gas = log.facts.find("gas"); gas != log.facts.end())
+    accumulates_ = gas->second.value > 1;
   if (!resumed_) at = InferSteps(&every, &spe);
   if (!at && !resumed_) {
     at = SpacingSteps(&every, &spe);

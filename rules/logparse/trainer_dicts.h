@@ -236,6 +236,10 @@ class TrainerDictReader {
   // steps per epoch put them.
   void PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,
                   ParsedLog& log) const;
+  // The steps per epoch the closing dict allows (closing_at_ set): its steps run over its epoch,
+  // one step wider each way after a whole epoch of a run that accumulates gradients (an epoch's
+  // last step may take fewer micro-batches: trainer_dict_epochs.cc).
+  std::pair<double, double> ClosingStepsPerEpoch() const;
   // Else the steps of the one logging_steps that puts every dict between its bars (Finish), or
   // nullopt when none or several do.
   std::optional<std::vector<int64_t>> BarBoundSteps(int64_t* logging_steps) const;
@@ -245,6 +249,7 @@ class TrainerDictReader {
   // has been read (see the top).
   void Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
+  bool accumulates_ = false;  // the log says gradient_accumulation_steps > 1 (Finish)
   int64_t logging_steps_ = 1;
   bool stated_ = false;  // a line stated logging_steps
   int64_t counted_ = 0;  // loss dicts numbered by counting (and not confirmed by bars since)

@@ -2846,6 +2846,33 @@ TEST(Corpus, TrainerAxolotlClosingDictOnlyWithMemory) {
   EXPECT_NE(r->log.memory_source.find("device_reserved"), std::string::npos);
 }
 
+TEST(Corpus, TrainerTrainMetricsBlockWithoutTheClosingDict) {
+  // LLaMA-Factory on two XPUs: the page keeps seven dicts (lines 11-17) and no closing dict, but
+  // the `***** train metrics *****` block (lines 85-91, Trainer.log_metrics) gives the closing
+  // figures: train_runtime 0:09:16.03 = 556.03 s, '0.372' x 556.03 (0.3715 x 555.98 = 206.55 to
+  // 0.3725 x 556.08 = 207.14) is 207 steps (the bar, line 18: 207/207; the summary, line 7:
+  // Total optimization steps = 207), 5.881 samples/s. The dicts' steps are counted: at 69 steps
+  // an epoch (207 / epoch 3.0) the epoch counts micro-batches (545 an epoch, 8 a step: step 40
+  // at 320/545 = 0.59, which 41 at 69 an epoch fits too), and nothing states logging_steps.
+  Result<Read> r =
+      ReadLog("trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(r->Loss(1), 1.745);
+  EXPECT_EQ(r->Loss(7), 1.3035);
+  EXPECT_EQ(*r->At(7)->grad_norm, 0.7054071426391602);
+  EXPECT_EQ(r->log.wall_s, 556.03);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 5.881);
+  EXPECT_EQ(r->log.trainer_average->through_step, 207);
+  EXPECT_EQ(r->log.trainer_average->line, 85);
+  EXPECT_EQ(r->log.facts.at("gas").value, 8);   // line 6
+  EXPECT_EQ(r->log.facts.at("gbs").value, 16);  // line 5
+  EXPECT_TRUE(r->Note("no closing dict before the `***** train metrics *****` block"));
+  EXPECT_TRUE(r->Note("does not state logging_steps"));
+}
+
 TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {
   // ms-swift's examples/ascend/activation_cpu_offload/train.sh (@ 3602360a5) keeps the output of
   // two runs as comments, activation_cpu_offload false then true (FSDP2 on two NPUs, 16 steps,
@@ -3014,6 +3041,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_unsloth_grpo_colab_bars_without_bar.log", "trainer"},
       {"trainer_t5_no_loss_dict_run_under_logging_steps.log", "trainer"},
       {"trainer_axolotl_closing_dict_only_memory.log", "trainer"},
+      {"trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log", "trainer"},
       {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},

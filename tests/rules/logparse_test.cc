@@ -1639,6 +1639,41 @@ TEST(Trainer, ARunShorterThanLoggingStepsHasOnlyTheClosingDict) {
             "logging_steps) and did not finish");
 }
 
+TEST(Trainer, TrainMetricsBlockStandsInForAMissingClosingDict) {
+  // Trainer.log_metrics("train", ...): the runtime as a timedelta truncated to hundredths, the
+  // rest rounded. Without a closing dict before it, its figures are the closing dict's; '0.2' x
+  // 1 day, 0:00:10.50 (86410.5 s: 0.1995 x 86410.45 = 17238.9 to 0.2005 x 86410.55 = 17325.3)
+  // leaves the steps run open, and through_step stays at the last dict's.
+  const std::string log =
+      "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+      "***** train metrics *****\n"
+      "  epoch                    =        1.0\n"
+      "  total_flos               =  1351978GF\n"
+      "  train_runtime            = 1 day, 0:00:10.50\n"
+      "  train_samples_per_second =        3.2\n"
+      "  train_steps_per_second   =        0.2\n";
+  Result<ParsedLog> r = ParseTrainerLog(log, "block.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->wall_s, 86410.5);
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->samples_per_s, 3.2);
+  EXPECT_EQ(r->trainer_average->line, 2);
+  EXPECT_EQ(r->trainer_average->through_step, 1);
+  // After a closing dict the block is its copy: the dict's figures stay.
+  r = ParseTrainerLog(
+      "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+      "{'train_runtime': 20.5, 'train_samples_per_second': 3.1, 'train_steps_per_second': 0.1, "
+      "'train_loss': 2.5, 'epoch': 1.0}\n"
+      "***** train metrics *****\n"
+      "  train_runtime            = 0:00:20.50\n"
+      "  train_samples_per_second =        9.9\n",
+      "both.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->samples_per_s, 3.1);
+  EXPECT_EQ(r->trainer_average->line, 2);
+  for (const std::string& n : r->notes) EXPECT_EQ(n.find("train metrics"), std::string::npos) << n;
+}
+
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560
 // (2025-08-27: logs["memory/max_allocated (GiB)"] = round(allocated, 2), ...;
 // transformers prints the values as strings); the largest reserved figure wins,

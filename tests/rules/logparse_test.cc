@@ -1585,6 +1585,29 @@ TEST(Trainer, DictsWithTypographicQuotesSayWhyTheyAreNotRead) {
   }
 }
 
+TEST(Trainer, ANotebooksTrainingTableSaysWhyItIsNotRead) {
+  // unsloth in Colab (a Japanese tarot-prompt project's README, index id 1239065216): the
+  // notebook's table copied as text, tab-separated, where a script prints the dicts.
+  const std::string log =
+      " [90/90 01:55, Epoch 30/30]\n"
+      "Step\tTraining Loss\n"
+      "10\t1.898500\n"
+      "20\t0.925200\n";
+  const std::string hint =
+      "; line 2 heads a Jupyter notebook's training table (Step, Training Loss: transformers' "
+      "NotebookProgressCallback draws it in place of the log dicts): run the training as a "
+      "script, whose output has the dicts";
+  Result<ParsedLog> r = ParseTrainerLog(log, "table.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "table.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 4 lines" +
+                hint);
+  r = ParseAutoLog(log, "table.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().message().ends_with(hint)) << r.status().message();
+}
+
 TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {
   // hiyouga/LlamaFactory#1813 (2023-12-12): resumed from a checkpoint at step 200000 of a longer
   // run, the new run's max_steps 139495: the bar starts at 0/139495 and nothing is trained. Not

@@ -100,8 +100,13 @@ void TakeMetricsBlock(std::string_view name, TrainerMetricsBlock& block, Trainer
 }  // namespace
 
 bool IsTrainerDictLine(std::string_view line) {
-  std::optional<TrainerDict> d = ParseTrainerDict(line);
-  return d && (d->count("loss") || d->count("train_runtime"));
+  if (std::optional<TrainerDict> d = ParseTrainerDict(line))
+    return d->count("loss") || d->count("train_runtime");
+  // The first piece of a dict a terminal copy wrapped (trainer_dicts.h), unclosed.
+  if (TrainerDictCompletion(line).empty()) return false;
+  const std::string_view dict = line.substr(line.find('{'));
+  return dict.starts_with("{'loss'") || dict.starts_with("{\"loss\"") ||
+         dict.starts_with("{'train_runtime'");
 }
 
 Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) {
@@ -150,7 +155,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
           }
         }
       },
-      &failed);
+      &failed, kTrainerDictPieces);
   log.lines = read.lines;
   BM_TRY(error);
   TakeMetricsBlock(name, block, dicts, steps, log, true);  // a block that ends the log

@@ -2873,6 +2873,24 @@ TEST(Corpus, TrainerTrainMetricsBlockWithoutTheClosingDict) {
   EXPECT_TRUE(r->Note("does not state logging_steps"));
 }
 
+TEST(Corpus, TrainerGrpoBarAndDictWrappedAt80Columns) {
+  // A terminal UI word-wrapped `tail -f` of a GRPO run at 80 columns: each bar with its dict glued
+  // after it spreads over twelve lines (1-12, 13-24). Read joined, the bars number them: 239
+  // (line 1: 239/400), 240 (line 13). Was "no Trainer loss dicts ... was only stderr kept?" (the
+  // first piece was not taken for a dict after a bar, and six pieces was the most joined).
+  Result<Read> r = ReadLog("trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{239, 240}));
+  EXPECT_EQ(r->Loss(239), 0.01658);
+  EXPECT_EQ(*r->At(239)->lr, 2.109e-06);
+  EXPECT_EQ(*r->At(239)->grad_norm, 0);
+  EXPECT_EQ(r->Loss(240), 0.01677);
+  EXPECT_EQ(*r->At(240)->lr, 2.087e-06);
+  EXPECT_EQ(r->At(240)->line, 13);
+  EXPECT_TRUE(r->Note("2 Trainer dict(s) hard-wrapped over several lines"));
+}
+
 TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {
   // ms-swift's examples/ascend/activation_cpu_offload/train.sh (@ 3602360a5) keeps the output of
   // two runs as comments, activation_cpu_offload false then true (FSDP2 on two NPUs, 16 steps,
@@ -3042,6 +3060,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_t5_no_loss_dict_run_under_logging_steps.log", "trainer"},
       {"trainer_axolotl_closing_dict_only_memory.log", "trainer"},
       {"trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log", "trainer"},
+      {"trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "trainer"},
       {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},

@@ -55,17 +55,21 @@ int64_t TypographicDictLine(std::string_view text) {
 }
 
 // The header of a Jupyter notebook's training table copied as text ("Step\tTraining Loss",
-// "Epoch  Training Loss  Validation Loss"): in a notebook transformers' NotebookProgressCallback
-// draws an HTML table of the logs in place of ProgressCallback's dicts. 0 when there is none.
+// "Epoch  Training Loss  Validation Loss", as markdown "Step | Training Loss | reward | ..."): in
+// a notebook transformers' NotebookProgressCallback draws an HTML table of the logs in place of
+// ProgressCallback's dicts. 0 when there is none.
 int64_t NotebookTableLine(std::string_view text) {
   int64_t found = 0;
   ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (found) return;
     std::string_view t = Trim(line);
+    if (t.starts_with('|')) t = Trim(t.substr(1));
     for (std::string_view first : {"Step", "Epoch"}) {
-      if (t.starts_with(first) && t.size() > first.size() &&
-          (t[first.size()] == '\t' || t[first.size()] == ' ') &&
-          Trim(t.substr(first.size())).starts_with("Training Loss"))
+      if (!t.starts_with(first)) continue;
+      std::string_view rest = t.substr(first.size());
+      const size_t cells = rest.find_first_not_of(" \t|");
+      if (cells != 0 && cells != std::string_view::npos &&
+          rest.substr(cells).starts_with("Training Loss"))
         found = no;
     }
   });

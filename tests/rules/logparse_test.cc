@@ -1606,6 +1606,16 @@ TEST(Trainer, ANotebooksTrainingTableSaysWhyItIsNotRead) {
   r = ParseAutoLog(log, "table.log");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.status().message().ends_with(hint)) << r.status().message();
+  // As a markdown table (unslothai/unsloth#2291, 2025-04: a GRPO notebook's table).
+  r = ParseAutoLog(
+      "Step | Training Loss | reward | reward_std | completion_length | kl\n"
+      "-- | -- | -- | -- | -- | --\n"
+      "1 | 0.000000 | -17.250000 | 1.500000 | 445.500000 | 0.000000\n",
+      "markdown.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("; line 1 heads a Jupyter notebook's training table"),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {

@@ -76,6 +76,17 @@ int64_t NotebookTableLine(std::string_view text) {
   return found;
 }
 
+// A notebook's HTML output exported as text: `<IPython.core.display.HTML object>` (nbconvert to
+// markdown or a script's capture of an executed notebook), where NotebookProgressCallback's table
+// was. 0 when there is none.
+int64_t NotebookHtmlLine(std::string_view text) {
+  int64_t found = 0;
+  ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!found && Trim(line) == "<IPython.core.display.HTML object>") found = no;
+  });
+  return found;
+}
+
 // Why the Trainer's dicts are not read where the text is a pasted form of them.
 std::string TypographicDictHint(std::string_view text) {
   if (const int64_t line = TypographicDictLine(text); line != 0) {
@@ -90,6 +101,14 @@ std::string TypographicDictHint(std::string_view text) {
         "; line {} heads a Jupyter notebook's training table (Step, Training Loss: transformers' "
         "NotebookProgressCallback draws it in place of the log dicts): run the training as a "
         "script, whose output has the dicts",
+        line);
+  }
+  if (const int64_t line = NotebookHtmlLine(text); line != 0) {
+    return fmt::format(
+        "; line {} is a Jupyter notebook's HTML output as text (<IPython.core.display.HTML "
+        "object>: in a notebook transformers' NotebookProgressCallback draws its table of the "
+        "logs as HTML in place of the log dicts): run the training as a script, whose output has "
+        "the dicts",
         line);
   }
   return "";

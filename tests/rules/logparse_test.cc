@@ -1616,6 +1616,19 @@ TEST(Trainer, ANotebooksTrainingTableSaysWhyItIsNotRead) {
   EXPECT_NE(r.status().message().find("; line 1 heads a Jupyter notebook's training table"),
             std::string::npos)
       << r.status().message();
+  // An executed notebook exported as text: the table is an HTML object's placeholder (a Korean
+  // GRPO tutorial under transformers 5, index id 60884557104).
+  r = ParseTrainerLog(
+      "[transformers] warmup_ratio is deprecated and will be removed in v5.2. Use `warmup_steps` "
+      "instead.\n"
+      "<IPython.core.display.HTML object>\n",
+      "nbconvert.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().message().ends_with(
+      "; line 2 is a Jupyter notebook's HTML output as text (<IPython.core.display.HTML object>: "
+      "in a notebook transformers' NotebookProgressCallback draws its table of the logs as HTML "
+      "in place of the log dicts): run the training as a script, whose output has the dicts"))
+      << r.status().message();
 }
 
 TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {

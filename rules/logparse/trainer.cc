@@ -166,7 +166,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   }
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
-  if (log.iterations.empty() && dicts.closing_line() != 0) {
+  if (log.iterations.empty() && dicts.closing_line() != 0 && (log.wall_s || log.trainer_average)) {
     // A run of fewer steps than logging_steps (transformers' default 500), or with
     // logging_strategy "no", prints no loss dict: the closing dict still times the whole run.
     log.notes.push_back(fmt::format(
@@ -182,6 +182,11 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
           "; the run resumed from global step {} (line {}), and its progress bars count no more "
           "steps than that: a resume at or past max_steps trains nothing",
           end->first, end->second);
+    } else if (dicts.closing_line() != 0) {
+      bars = fmt::format(
+          "; line {} is the closing dict, but its train_runtime and train_samples_per_second are "
+          "no numbers",
+          dicts.closing_line());
     } else if (!log.evals.empty()) {
       bars = fmt::format(
           "; line {} is an eval dict, but no loss dict or closing dict (train_runtime) follows: "

@@ -1675,6 +1675,15 @@ TEST(Trainer, ARunShorterThanLoggingStepsHasOnlyTheClosingDict) {
             "short.log:3: no Trainer loss dict, only the closing dict (a run of fewer steps than "
             "logging_steps, transformers' default 500, or logging_strategy \"no\"): no loss "
             "series, the closing dict's figures are the run's");
+  // A closing dict without numbers (a page's placeholders) times nothing: still an error.
+  r = ParseTrainerLog(
+      "{'train_runtime': '...', 'train_samples_per_second': '...', 'train_loss': '...'}\n",
+      "placeholders.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().message().ends_with(
+      "; line 1 is the closing dict, but its train_runtime and train_samples_per_second are no "
+      "numbers"))
+      << r.status().message();
   // Without the closing dict (the run stopped before it): an error that says so.
   r = ParseTrainerLog(log.substr(0, log.find("{'train_runtime'")), "stopped.log");
   ASSERT_FALSE(r.ok());

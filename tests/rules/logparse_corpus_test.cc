@@ -2891,6 +2891,33 @@ TEST(Corpus, TrainerGrpoBarAndDictWrappedAt80Columns) {
   EXPECT_TRUE(r->Note("2 Trainer dict(s) hard-wrapped over several lines"));
 }
 
+TEST(Corpus, TrainerTwoThousandStepsEpochsPastOneHundred) {
+  // transformers 5.13.1, max_steps 2000, logging_steps 20 and eval_steps 200 (neither stated):
+  // 100 loss dicts (lines 4-113 less the eval lines), quoted epochs '1.44' .. '142.9' (past 100
+  // only four significant digits: ±0.05), the bar 1610/2000 with typed text glued after it
+  // (line 92), the closing dict (line 115: '0.257' x '7767' allows 1993-2000) and 2000/2000.
+  // Read right; kept as a regression.
+  Result<Read> r = ReadLog("trainer_t5_2000_steps_epochs_past_100_bar_glued_typing.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (int64_t s = 20; s <= 2000; s += 20) steps.push_back(s);
+  EXPECT_EQ(r->Steps(), steps);
+  EXPECT_EQ(r->Loss(20), 1.701);
+  EXPECT_EQ(*r->At(20)->lr, 3.8e-05);  // 2e-4 x 19/100: warm-up's 20th step (line 4)
+  EXPECT_EQ(*r->At(40)->lr, 7.8e-05);  // 2e-4 x 39/100 (line 5)
+  EXPECT_EQ(r->Loss(1620), 0.00859);   // line 93, after the glued bar: not numbered 1610
+  EXPECT_EQ(r->At(1620)->line, 93);
+  EXPECT_EQ(r->Loss(2000), 0.007558);  // line 113
+  ASSERT_EQ(r->log.evals.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(r->log.evals[i].step, 200 * (i + 1)) << i;
+  EXPECT_EQ(r->log.evals[0].value, 0.737);  // line 14
+  EXPECT_EQ(r->log.evals[9].value, 2.578);  // line 114
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 4.12);
+  EXPECT_EQ(r->log.trainer_average->through_step, 2000);
+  EXPECT_EQ(r->log.wall_s, 7767);
+}
+
 TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {
   // ms-swift's examples/ascend/activation_cpu_offload/train.sh (@ 3602360a5) keeps the output of
   // two runs as comments, activation_cpu_offload false then true (FSDP2 on two NPUs, 16 steps,
@@ -3061,6 +3088,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_axolotl_closing_dict_only_memory.log", "trainer"},
       {"trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log", "trainer"},
       {"trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "trainer"},
+      {"trainer_t5_2000_steps_epochs_past_100_bar_glued_typing.log", "trainer"},
       {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},

@@ -190,40 +190,43 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     closing_line_ = line;
     log.wall_s = Get(dict, "train_runtime");
     std::optional<double> rate = Get(dict, "train_samples_per_second");
-    if (rate && *rate > 0 && !log.trainer_average) {
-      TrainerAverage avg;
-      avg.samples_per_s = rate;
-      avg.through_step = last_;
-      average_after_ = dicts_.size();
-      std::optional<double> sps = Get(dict, "train_steps_per_second");
-      if (sps && log.wall_s && *sps > 0 && *log.wall_s > 0) {
-        // speed_metrics rounds steps/s to 3 decimals and the runtime to 4 (from 2025 printed
-        // f"{v:.4g}" too): the steps run lie in a range, which the last bar may settle.
-        const double lo =
-            (*sps - HalfUnit(*sps, 0.0005)) * (*log.wall_s - HalfUnit(*log.wall_s, 5e-5));
-        const double hi =
-            (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
-        const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
-        // No more steps than the training bar's total (max_steps) either.
-        int64_t last = static_cast<int64_t>(std::floor(hi));
-        if (bar_total_ > 0) last = std::min(last, bar_total_);
-        std::optional<int64_t> run;
-        if (first == last) {
-          run = first;
-        } else if (bar && bar->n >= first && bar->n <= last &&
-                   (bar_total_ == 0 || bar->total == bar_total_)) {
-          run = bar->n;
-        } else if (first < last) {
-          steps_run_ = Bar{first, last, line};
-        }
-        if (run) {
-          avg.through_step = *run;
-          average_after_.reset();
-        }
-        if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0 && first <= last)
-          closing_at_ = ClosingAt{run.value_or(first), run.value_or(last), *epoch,
-                                  EpochHalf(*epoch, quoted_epoch)};
+    // The average is the closing dict's unless the dicts gave one (train_tokens_per_second); its
+    // steps run bound the steps per epoch either way.
+    const bool adopt = rate && *rate > 0 && !log.trainer_average;
+    TrainerAverage avg;
+    avg.samples_per_s = rate;
+    avg.through_step = last_;
+    if (adopt) average_after_ = dicts_.size();
+    std::optional<double> sps = Get(dict, "train_steps_per_second");
+    if (sps && log.wall_s && *sps > 0 && *log.wall_s > 0) {
+      // speed_metrics rounds steps/s to 3 decimals and the runtime to 4 (from 2025 printed
+      // f"{v:.4g}" too): the steps run lie in a range, which the last bar may settle.
+      const double lo =
+          (*sps - HalfUnit(*sps, 0.0005)) * (*log.wall_s - HalfUnit(*log.wall_s, 5e-5));
+      const double hi =
+          (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
+      const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
+      // No more steps than the training bar's total (max_steps) either.
+      int64_t last = static_cast<int64_t>(std::floor(hi));
+      if (bar_total_ > 0) last = std::min(last, bar_total_);
+      std::optional<int64_t> run;
+      if (first == last) {
+        run = first;
+      } else if (bar && bar->n >= first && bar->n <= last &&
+                 (bar_total_ == 0 || bar->total == bar_total_)) {
+        run = bar->n;
+      } else if (first < last && adopt) {
+        steps_run_ = Bar{first, last, line};
       }
+      if (run && adopt) {
+        avg.through_step = *run;
+        average_after_.reset();
+      }
+      if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0 && first <= last)
+        closing_at_ = ClosingAt{run.value_or(first), run.value_or(last), *epoch,
+                                EpochHalf(*epoch, quoted_epoch)};
+    }
+    if (adopt) {
       avg.line = line;
       avg.what = "the Trainer's train_samples_per_second (the whole run, its first steps included)";
       log.trainer_average = avg;

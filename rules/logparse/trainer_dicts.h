@@ -69,7 +69,9 @@
 // throughput is (not after a resume: the tokens then count from the first run's start). Several
 // ranks may print the whole series: a loss dict equal to an earlier one (its epoch or step
 // included) is a copy, as is an eval dict with an earlier one's step and eval_loss, and closing
-// dicts after the first are left out.
+// dicts after the first are left out. The closing dict's steps run bound the steps per epoch
+// whether or not its rate is the average (a loss dict's train_tokens_per_second comes first). Its
+// own train_tokens_per_second (include_tokens_per_second) counts one device's tokens: not read.
 //
 // Thread safety: TrainerDictReader is a value type, one per log.
 #pragma once

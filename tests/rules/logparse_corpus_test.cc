@@ -2918,6 +2918,28 @@ TEST(Corpus, TrainerTwoThousandStepsEpochsPastOneHundred) {
   EXPECT_EQ(r->log.wall_s, 7767);
 }
 
+TEST(Corpus, TrainerClosingStepsCountWhenTheDictsGiveTheAverage) {
+  // ezpz on 24 XPUs: one loss dict (line 12, epoch 2.24) between `# [...clipped...]` marks, with
+  // include_num_input_tokens_seen's train_tokens_per_second (19660800 / 252.007 = 78016.894,
+  // all devices), then the closing dict (line 16): '0.334' x 299.1983 (0.3335 x 299.19825 =
+  // 99.78 to 0.3345 x 299.19835 = 100.08) is 100 steps at epoch 2.24, which puts the loss dict
+  // at 100 (lr 5e-5 x 1/100, the linear schedule's last). The closing dict's steps run were
+  // dropped when the dicts had given the average: the dict was step 1. Its own
+  // train_tokens_per_second (2737.984 = 19660800 / 24 / 299.1983) is per device and not read.
+  Result<Read> r = ReadLog("trainer_ezpz_tokens_seen_closing_steps_clipped.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100}));
+  EXPECT_EQ(r->Loss(100), 2.6031);
+  EXPECT_EQ(*r->At(100)->lr, 5.000000000000001e-07);
+  EXPECT_EQ(*r->At(100)->grad_norm, 1.8801486492156982);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->tokens_per_s, 78016.894);
+  EXPECT_EQ(r->log.trainer_average->through_step, 100);
+  EXPECT_EQ(r->log.trainer_average->line, 12);
+  EXPECT_EQ(r->log.wall_s, 299.1983);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 24);  // line 5
+}
+
 TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {
   // ms-swift's examples/ascend/activation_cpu_offload/train.sh (@ 3602360a5) keeps the output of
   // two runs as comments, activation_cpu_offload false then true (FSDP2 on two NPUs, 16 steps,
@@ -3089,6 +3111,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log", "trainer"},
       {"trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "trainer"},
       {"trainer_t5_2000_steps_epochs_past_100_bar_glued_typing.log", "trainer"},
+      {"trainer_ezpz_tokens_seen_closing_steps_clipped.log", "trainer"},
       {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -89,6 +90,16 @@ std::optional<bool> BoolField(std::string_view line, std::string_view field) {
 void TakeMetricsBlock(std::string_view name, TrainerMetricsBlock& block, TrainerDictReader& dicts,
                       std::map<int64_t, Iteration>& steps, ParsedLog& log, bool at_end = false) {
   std::optional<TrainerMetricsBlock::Block> b = block.Take(at_end);
+  if (b && b->eval) {
+    // The evaluation after training; a dict printed for it too (PrinterCallback) has its value
+    // unrounded (metrics_format: round(v, 4)).
+    auto loss = b->dict.find("eval_loss");
+    if (loss == b->dict.end() || !loss->second) return;
+    for (const EvalPoint& e : log.evals)
+      if (std::fabs(e.value - *loss->second) <= 5e-5) return;
+    dicts.Read(b->dict, b->line, steps, log);
+    return;
+  }
   if (!b || dicts.closing_line() != 0 || !b->dict.count("train_runtime")) return;
   dicts.Read(b->dict, b->line, steps, log);
   log.notes.push_back(fmt::format(

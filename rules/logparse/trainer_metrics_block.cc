@@ -45,9 +45,10 @@ std::optional<std::pair<std::string_view, std::string_view>> MetricsBlockEntry(
 }  // namespace
 
 bool TrainerMetricsBlock::Read(std::string_view line, int64_t no) {
-  if (line.find("***** train metrics *****") != std::string_view::npos) {
+  const bool train = line.find("***** train metrics *****") != std::string_view::npos;
+  if (train || line.find("***** eval metrics *****") != std::string_view::npos) {
     if (open_) done_ = std::move(open_);
-    open_ = Block{{}, no};
+    open_ = Block{{}, no, !train};
     return true;
   }
   if (!open_) return false;

@@ -12,7 +12,10 @@
 //     train_steps_per_second   =      0.372
 //
 // The same figures as the closing dict (trainer_dicts.h) printed before it; read as the closing
-// dict where the log has none (its lines lost from the paste or the capture).
+// dict where the log has none (its lines lost from the paste or the capture). Its twin
+// `***** eval metrics *****` (Trainer.log_metrics("eval"), the scripts' evaluation after training)
+// is the only record of that evaluation: ProgressCallback prints no dict once the training bar is
+// closed.
 //
 // Thread safety: a value type, one per log.
 #pragma once
@@ -28,8 +31,9 @@ namespace bm::logparse {
 class TrainerMetricsBlock {
  public:
   struct Block {
-    TrainerDict dict;  // train_runtime in seconds, the rates, epoch, train_loss
-    int64_t line = 0;  // the `***** train metrics *****` line
+    TrainerDict dict;   // train_runtime in seconds, the rates, epoch, train_loss
+    int64_t line = 0;   // the `***** train metrics *****` line
+    bool eval = false;  // `***** eval metrics *****`
   };
   // Reads `line` (number `no`): true when it was the block's header or one of its entries. A
   // line that ends the block makes the block ready for Take.

@@ -2938,6 +2938,12 @@ TEST(Corpus, TrainerClosingStepsCountWhenTheDictsGiveTheAverage) {
   EXPECT_EQ(r->log.trainer_average->line, 12);
   EXPECT_EQ(r->log.wall_s, 299.1983);
   EXPECT_EQ(r->log.facts.at("gbs").value, 24);  // line 5
+  // The evaluation after training is only in the `***** eval metrics *****` block (lines 33-42):
+  // eval_loss 2.5437 at epoch 2.24, step 100.
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].value, 2.5437);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].line, 33);
 }
 
 TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {

@@ -1727,6 +1727,23 @@ TEST(Trainer, TrainMetricsBlockStandsInForAMissingClosingDict) {
   EXPECT_EQ(r->trainer_average->samples_per_s, 3.1);
   EXPECT_EQ(r->trainer_average->line, 2);
   for (const std::string& n : r->notes) EXPECT_EQ(n.find("train metrics"), std::string::npos) << n;
+  // `***** eval metrics *****`: the evaluation after training, once (a dict printed for it too
+  // has the unrounded value).
+  r = ParseTrainerLog(
+      "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 1.0}\n"
+      "{'eval_loss': 2.41234567, 'epoch': 1.0}\n"
+      "***** eval metrics *****\n"
+      "  epoch                   =        1.0\n"
+      "  eval_loss               =     2.4123\n"
+      "  eval_runtime            = 0:00:06.26\n"
+      "***** eval metrics *****\n"
+      "  eval_loss               =     2.3999\n",
+      "eval.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].value, 2.41234567);
+  EXPECT_EQ(r->evals[1].value, 2.3999);
+  EXPECT_EQ(r->evals[1].line, 7);
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560

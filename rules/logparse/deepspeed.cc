@@ -482,7 +482,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         set(it.loss, loss);
         loss_lines.push_back({n, no});
       },
-      &failed);
+      &failed, kTrainerDictPieces);
   log.lines = read.lines;
   BM_TRY(error);
   if (read.joined > 0) {

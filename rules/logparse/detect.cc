@@ -54,14 +54,64 @@ int64_t TypographicDictLine(std::string_view text) {
   return found;
 }
 
+// The header of a Jupyter notebook's training table copied as text ("Step\tTraining Loss",
+// "Epoch  Training Loss  Validation Loss", as markdown "Step | Training Loss | reward | ..."): in
+// a notebook transformers' NotebookProgressCallback draws an HTML table of the logs in place of
+// ProgressCallback's dicts. 0 when there is none.
+int64_t NotebookTableLine(std::string_view text) {
+  int64_t found = 0;
+  ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (found) return;
+    std::string_view t = Trim(line);
+    if (t.starts_with('|')) t = Trim(t.substr(1));
+    for (std::string_view first : {"Step", "Epoch"}) {
+      if (!t.starts_with(first)) continue;
+      std::string_view rest = t.substr(first.size());
+      const size_t cells = rest.find_first_not_of(" \t|");
+      if (cells != 0 && cells != std::string_view::npos &&
+          rest.substr(cells).starts_with("Training Loss"))
+        found = no;
+    }
+  });
+  return found;
+}
+
+// A notebook's HTML output exported as text: `<IPython.core.display.HTML object>` (nbconvert to
+// markdown or a script's capture of an executed notebook), where NotebookProgressCallback's table
+// was. 0 when there is none.
+int64_t NotebookHtmlLine(std::string_view text) {
+  int64_t found = 0;
+  ForEachLine(text, [&](std::string_view line, int64_t no) {
+    if (!found && Trim(line) == "<IPython.core.display.HTML object>") found = no;
+  });
+  return found;
+}
+
+// Why the Trainer's dicts are not read where the text is a pasted form of them.
 std::string TypographicDictHint(std::string_view text) {
-  const int64_t line = TypographicDictLine(text);
-  if (line == 0) return "";
-  return fmt::format(
-      "; line {} is a Trainer log dict with typographic quotes (‘loss’) where Python prints "
-      "'loss': the text was pasted through an editor that changed them; give the log as the run "
-      "wrote it",
-      line);
+  if (const int64_t line = TypographicDictLine(text); line != 0) {
+    return fmt::format(
+        "; line {} is a Trainer log dict with typographic quotes (‘loss’) where Python prints "
+        "'loss': the text was pasted through an editor that changed them; give the log as the "
+        "run wrote it",
+        line);
+  }
+  if (const int64_t line = NotebookTableLine(text); line != 0) {
+    return fmt::format(
+        "; line {} heads a Jupyter notebook's training table (Step, Training Loss: transformers' "
+        "NotebookProgressCallback draws it in place of the log dicts): run the training as a "
+        "script, whose output has the dicts",
+        line);
+  }
+  if (const int64_t line = NotebookHtmlLine(text); line != 0) {
+    return fmt::format(
+        "; line {} is a Jupyter notebook's HTML output as text (<IPython.core.display.HTML "
+        "object>: in a notebook transformers' NotebookProgressCallback draws its table of the "
+        "logs as HTML in place of the log dicts): run the training as a script, whose output has "
+        "the dicts",
+        line);
+  }
+  return "";
 }
 
 }  // namespace

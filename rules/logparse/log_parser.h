@@ -100,7 +100,8 @@ struct EvalPoint {
 
 struct ParsedLog {
   // Strictly ascending step. Empty only when the log gives its throughput as
-  // a trainer figure (FlagPerf's summary without the trainer's own lines).
+  // a trainer figure (FlagPerf's summary without the trainer's own lines, the Trainer's closing
+  // dict of a run shorter than logging_steps).
   std::vector<Iteration> iterations;
   std::optional<double> peak_memory_bytes;  // per device, the largest any rank reported
   std::string memory_source;                // what the number is ("max reserved (report_memory)")

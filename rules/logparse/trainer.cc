@@ -21,10 +21,13 @@
 // scaler's overflow lines are the steps it skipped (rules/logparse/deepspeed_overflow.h). The dicts
 // carry no sequence length (`mpe` comes from the BENCHFILE), and memory only where ms-swift or
 // axolotl add it (rules/logparse/trainer_memory.h). tqdm's bar before a dict gives its step
-// (trainer_dicts.h).
+// (trainer_dicts.h). A run of fewer steps than logging_steps (transformers' default 500), or with
+// logging_strategy "no", prints no loss dict, only its evaluations and the closing dict: read
+// without a series, timed by the closing dict.
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +37,7 @@
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dicts.h"
+#include "rules/logparse/trainer_metrics_block.h"
 #include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
@@ -80,11 +84,39 @@ std::optional<bool> BoolField(std::string_view line, std::string_view field) {
   return std::nullopt;
 }
 
+// The `***** train metrics *****` block read, as the closing dict where the log has none
+// (trainer_metrics_block.h).
+void TakeMetricsBlock(std::string_view name, TrainerMetricsBlock& block, TrainerDictReader& dicts,
+                      std::map<int64_t, Iteration>& steps, ParsedLog& log, bool at_end = false) {
+  std::optional<TrainerMetricsBlock::Block> b = block.Take(at_end);
+  if (b && b->eval) {
+    // The evaluation after training; a dict printed for it too (PrinterCallback) has its value
+    // unrounded (metrics_format: round(v, 4)).
+    auto loss = b->dict.find("eval_loss");
+    if (loss == b->dict.end() || !loss->second) return;
+    for (const EvalPoint& e : log.evals)
+      if (std::fabs(e.value - *loss->second) <= 5e-5) return;
+    dicts.Read(b->dict, b->line, steps, log);
+    return;
+  }
+  if (!b || dicts.closing_line() != 0 || !b->dict.count("train_runtime")) return;
+  dicts.Read(b->dict, b->line, steps, log);
+  log.notes.push_back(fmt::format(
+      "{}:{}: no closing dict before the `***** train metrics *****` block: its train_runtime "
+      "and rates are read as the closing dict's",
+      name, b->line));
+}
+
 }  // namespace
 
 bool IsTrainerDictLine(std::string_view line) {
-  std::optional<TrainerDict> d = ParseTrainerDict(line);
-  return d && (d->count("loss") || d->count("train_runtime"));
+  if (std::optional<TrainerDict> d = ParseTrainerDict(line))
+    return d->count("loss") || d->count("train_runtime");
+  // The first piece of a dict a terminal copy wrapped (trainer_dicts.h), unclosed.
+  if (TrainerDictCompletion(line).empty()) return false;
+  const std::string_view dict = line.substr(line.find('{'));
+  return dict.starts_with("{'loss'") || dict.starts_with("{\"loss\"") ||
+         dict.starts_with("{'train_runtime'");
 }
 
 Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) {
@@ -92,6 +124,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.format = "trainer";
   std::map<int64_t, Iteration> steps;
   TrainerDictReader dicts;
+  TrainerMetricsBlock block;     // `***** train metrics *****`
   DeepSpeedOverflows overflows;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
   Status error = Status::Ok();
   // A dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
@@ -99,6 +132,9 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   const UnwrappedRead read = ForEachUnwrappedLine(
       text, TrainerDictCompletion, StopsTrainerDictPieces,
       [&](std::string_view line, int64_t no) {
+        const bool in_block = block.Read(line, no);
+        TakeMetricsBlock(name, block, dicts, steps, log);
+        if (in_block) return;
         dicts.ReadBar(line, no);
         if (overflows.Read(line, no)) return;
         Result<bool> dict = dicts.ReadLine(line, no, name, steps, log);
@@ -124,9 +160,10 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
           }
         }
       },
-      &failed);
+      &failed, kTrainerDictPieces);
   log.lines = read.lines;
   BM_TRY(error);
+  TakeMetricsBlock(name, block, dicts, steps, log, true);  // a block that ends the log
   if (read.joined > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} Trainer dict(s) hard-wrapped over several lines (a terminal copy) read joined",
@@ -134,7 +171,15 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   }
   dicts.Finish(name, steps, log);  // steps the dicts' epochs or anchors give (trainer_dicts.h)
   for (auto& [step, it] : steps) log.iterations.push_back(it);
-  if (log.iterations.empty()) {
+  if (log.iterations.empty() && dicts.closing_line() != 0 && (log.wall_s || log.trainer_average)) {
+    // A run of fewer steps than logging_steps (transformers' default 500), or with
+    // logging_strategy "no", prints no loss dict: the closing dict still times the whole run.
+    log.notes.push_back(fmt::format(
+        "{}:{}: no Trainer loss dict, only the closing dict (a run of fewer steps than "
+        "logging_steps, transformers' default 500, or logging_strategy \"no\"): no loss "
+        "series, the closing dict's figures are the run's",
+        name, dicts.closing_line()));
+  } else if (log.iterations.empty()) {
     // transformers writes the dicts with tqdm.write, to stdout, and its bars to stderr.
     std::string bars;
     if (std::optional<std::pair<int64_t, int64_t>> end = dicts.ResumedAtTheEnd()) {
@@ -142,6 +187,16 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
           "; the run resumed from global step {} (line {}), and its progress bars count no more "
           "steps than that: a resume at or past max_steps trains nothing",
           end->first, end->second);
+    } else if (dicts.closing_line() != 0) {
+      bars = fmt::format(
+          "; line {} is the closing dict, but its train_runtime and train_samples_per_second are "
+          "no numbers",
+          dicts.closing_line());
+    } else if (!log.evals.empty()) {
+      bars = fmt::format(
+          "; line {} is an eval dict, but no loss dict or closing dict (train_runtime) follows: "
+          "the run logged no training step (fewer steps than logging_steps) and did not finish",
+          log.evals.front().line);
     } else if (dicts.first_bar_line() != 0) {
       bars = fmt::format(
           "; its progress bars are there (line {}) but the dicts go to stdout: was only stderr "
@@ -172,7 +227,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
     }
   }
   dicts.ReportMemory(name, log);
-  if (log.trainer_average && log.trainer_average->through_step == 0)
+  if (log.trainer_average && log.trainer_average->through_step == 0 && !log.iterations.empty())
     log.trainer_average->through_step = log.iterations.back().step;
   return log;
 }

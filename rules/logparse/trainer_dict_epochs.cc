@@ -1,5 +1,6 @@
 // TrainerDictReader::InferSteps and SpacingSteps (trainer_dicts.h): the steps of counted dicts from
-// their epochs, and the printing precision of the Trainer's numbers it reads them at.
+// their epochs, and the printing precision of the Trainer's numbers it reads them at; PlaceEvals:
+// the steps of the evaluations that named none.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,6 +32,24 @@ double EpochHalf(double epoch, bool quoted) {
   return std::max(0.5 * std::pow(10.0, -std::max(decimals, 2)), 1e-9);
 }
 
+std::pair<double, double> TrainerDictReader::ClosingStepsPerEpoch() const {
+  const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+  double lo = static_cast<double>(closing_at_->first) / (e + h);
+  double hi = e > h ? static_cast<double>(closing_at_->last) / (e - h) : INFINITY;
+  // The Trainer's epoch counts micro-batches (epoch + micro-batches done / micro-batches an
+  // epoch): with gradient accumulation an epoch's last step may take fewer, so after a whole
+  // epoch the steps run over the epoch are S steps an epoch while within an epoch a step moves
+  // the epoch by 1/r, S - 1 < r <= S (LLaMA-Factory on 2 XPUs, 545 micro-batches an epoch, 8 a
+  // step: 69 steps an epoch, step 40 at epoch 320/545 = 0.59, not 40/69 = 0.58). Where the log
+  // says the run accumulates (the summary's Gradient Accumulation steps above 1), the closing
+  // dict bounds steps per epoch only that loosely.
+  if (accumulates_ && e - h >= 1) {
+    lo -= 1;
+    hi += 1;
+  }
+  return {lo, hi};
+}
+
 std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
     int64_t* logging_steps, std::pair<double, double>* spe) const {
   std::vector<size_t> known;
@@ -51,9 +70,9 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
       if (e > half(i)) *hi = std::min(*hi, static_cast<double>(at[i]) / (e - half(i)));
     }
     if (closing_at_) {  // the closing dict's steps run (a range while unsettled) too
-      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
-      *lo = std::max(*lo, static_cast<double>(closing_at_->first) / (e + h));
-      if (e > h) *hi = std::min(*hi, static_cast<double>(closing_at_->last) / (e - h));
+      const std::pair<double, double> c = ClosingStepsPerEpoch();
+      *lo = std::max(*lo, c.first);
+      *hi = std::min(*hi, c.second);
       if (at.back() > closing_at_->last) return false;
     }
     return *lo <= *hi;
@@ -104,9 +123,9 @@ std::optional<std::vector<int64_t>> TrainerDictReader::InferSteps(
       if (e > half(i)) hi = std::min(hi, static_cast<double>(at[i]) / (e - half(i)));
     }
     if (closing_at_) {
-      const double e = closing_at_->epoch, h = closing_at_->epoch_half;
-      lo = std::max(lo, static_cast<double>(closing_at_->first) / (e + h));
-      if (e > h) hi = std::min(hi, static_cast<double>(closing_at_->last) / (e - h));
+      const std::pair<double, double> c = ClosingStepsPerEpoch();
+      lo = std::max(lo, c.first);
+      hi = std::min(hi, c.second);
     }
     if (lo > hi) return std::nullopt;
     if (!std::isfinite(hi)) break;
@@ -155,9 +174,9 @@ std::optional<std::vector<int64_t>> TrainerDictReader::SpacingSteps(
       hi = std::min(hi, static_cast<double>(d.step) / (*d.epoch - d.epoch_half));
   }
   if (closing_at_) {
-    const double e = closing_at_->epoch, h = closing_at_->epoch_half;
-    lo = std::max(lo, static_cast<double>(closing_at_->first) / (e + h));
-    if (e > h) hi = std::min(hi, static_cast<double>(closing_at_->last) / (e - h));
+    const std::pair<double, double> c = ClosingStepsPerEpoch();
+    lo = std::max(lo, c.first);
+    hi = std::min(hi, c.second);
   }
   if (!std::isfinite(hi) || lo <= 0 || lo > hi) return std::nullopt;
   // logging_steps from the epochs between consecutive dicts: one integer only.
@@ -195,6 +214,33 @@ std::optional<std::vector<int64_t>> TrainerDictReader::SpacingSteps(
   *spe = {lo, hi};
   *logging_steps = every;
   return at;
+}
+
+void TrainerDictReader::PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,
+                                   ParsedLog& log) const {
+  // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one
+  // step after that (the last step, past the last logging step) and before the next. One before
+  // the first loss dict (eval_steps below logging_steps) is where its epoch alone puts it, if
+  // anywhere.
+  for (const EvalAfter& e : eval_after_) {
+    const bool before_any = e.after == 0;
+    const bool has_epoch = e.epoch && *e.epoch > 0;
+    if (before_any && !(has_epoch && spe.second > 0)) continue;
+    int64_t step = before_any ? 1 : at[e.after - 1];
+    if (has_epoch) {
+      const double half = e.epoch_half;
+      const int64_t first =
+          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - half) * spe.first)));
+      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + half) * spe.second));
+      if (e.after < at.size()) last = std::min(last, at[e.after] - 1);
+      if (first == last) {
+        step = first;
+      } else if (before_any) {
+        continue;
+      }
+    }
+    log.evals[e.eval].step = step;
+  }
 }
 
 }  // namespace bm::logparse

@@ -106,9 +106,16 @@ std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_
 
 std::string_view TrainerDictCompletion(std::string_view line) {
   const std::string_view t = Trim(line);
-  if (!(t.starts_with("{'") || t.starts_with("{\"")) || t.find('}') != std::string_view::npos)
-    return "";
-  return "}";
+  size_t open = 0;
+  if (!(t.starts_with("{'") || t.starts_with("{\""))) {
+    // A dict on the line of the bar drawn before it (`18/400 [07:10<2:18:52, 21.81s/it]{'loss':`).
+    open = t.find("{'");
+    if (open == std::string_view::npos) open = t.find("{\"");
+    if (open == std::string_view::npos) return "";
+    const std::string_view bar = t.substr(0, open);
+    if (!bar.ends_with("it/s]") && !bar.ends_with("s/it]")) return "";
+  }
+  return t.find('}', open) == std::string_view::npos ? "}" : "";
 }
 
 bool StopsTrainerDictPieces(std::string_view line) {

@@ -3,6 +3,7 @@
 // dicts' meaning is trainer_dicts.h's.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,8 +25,11 @@ std::optional<TrainerDict> ParseTrainerDict(std::string_view line, bool* quoted_
 // A dict a terminal copy hard-wrapped at the window's width (tloen/alpaca-lora#268:
 // `{'eval_loss': 2.22..., 'eval_runtime': 274.3799, 'eval_samples_pe` then `r_second': 7.289, ...,
 // 'epoch': 0.01}`), for ForEachUnwrappedLine (wrapped_lines.h): "}" for a line that opens a dict
-// (`{'` or `{"`, spaces before it) and does not close it, else "". The pieces after it end at a
-// blank line, a line with a '{' or one that starts with '[' (a logger's line).
+// (`{'` or `{"`, spaces before it, or tqdm's bar: `... 21.81s/it]{'loss': '0.01686',`) and does
+// not close it, else "". The pieces after it (kTrainerDictPieces at most: a GRPO dict at 80
+// columns takes 13) end at a blank line, a line with a '{' or one that starts with '[' (a
+// logger's line).
+inline constexpr size_t kTrainerDictPieces = 24;
 std::string_view TrainerDictCompletion(std::string_view line);
 bool StopsTrainerDictPieces(std::string_view line);
 

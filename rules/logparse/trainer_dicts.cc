@@ -202,40 +202,43 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     closing_line_ = line;
     log.wall_s = Get(dict, "train_runtime");
     std::optional<double> rate = Get(dict, "train_samples_per_second");
-    if (rate && *rate > 0 && !log.trainer_average) {
-      TrainerAverage avg;
-      avg.samples_per_s = rate;
-      avg.through_step = last_;
-      average_after_ = dicts_.size();
-      std::optional<double> sps = Get(dict, "train_steps_per_second");
-      if (sps && log.wall_s && *sps > 0 && *log.wall_s > 0) {
-        // speed_metrics rounds steps/s to 3 decimals and the runtime to 4 (from 2025 printed
-        // f"{v:.4g}" too): the steps run lie in a range, which the last bar may settle.
-        const double lo =
-            (*sps - HalfUnit(*sps, 0.0005)) * (*log.wall_s - HalfUnit(*log.wall_s, 5e-5));
-        const double hi =
-            (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
-        const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
-        // No more steps than the training bar's total (max_steps) either.
-        int64_t last = static_cast<int64_t>(std::floor(hi));
-        if (bar_total_ > 0) last = std::min(last, bar_total_);
-        std::optional<int64_t> run;
-        if (first == last) {
-          run = first;
-        } else if (bar && bar->n >= first && bar->n <= last &&
-                   (bar_total_ == 0 || bar->total == bar_total_)) {
-          run = bar->n;
-        } else if (first < last) {
-          steps_run_ = Bar{first, last, line};
-        }
-        if (run) {
-          avg.through_step = *run;
-          average_after_.reset();
-        }
-        if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0 && first <= last)
-          closing_at_ = ClosingAt{run.value_or(first), run.value_or(last), *epoch,
-                                  EpochHalf(*epoch, quoted_epoch)};
+    // The average is the closing dict's unless the dicts gave one (train_tokens_per_second); its
+    // steps run bound the steps per epoch either way.
+    const bool adopt = rate && *rate > 0 && !log.trainer_average;
+    TrainerAverage avg;
+    avg.samples_per_s = rate;
+    avg.through_step = last_;
+    if (adopt) average_after_ = dicts_.size();
+    std::optional<double> sps = Get(dict, "train_steps_per_second");
+    if (sps && log.wall_s && *sps > 0 && *log.wall_s > 0) {
+      // speed_metrics rounds steps/s to 3 decimals and the runtime to 4 (from 2025 printed
+      // f"{v:.4g}" too): the steps run lie in a range, which the last bar may settle.
+      const double lo =
+          (*sps - HalfUnit(*sps, 0.0005)) * (*log.wall_s - HalfUnit(*log.wall_s, 5e-5));
+      const double hi =
+          (*sps + HalfUnit(*sps, 0.0005)) * (*log.wall_s + HalfUnit(*log.wall_s, 5e-5));
+      const int64_t first = std::max<int64_t>(static_cast<int64_t>(std::ceil(lo)), last_);
+      // No more steps than the training bar's total (max_steps) either.
+      int64_t last = static_cast<int64_t>(std::floor(hi));
+      if (bar_total_ > 0) last = std::min(last, bar_total_);
+      std::optional<int64_t> run;
+      if (first == last) {
+        run = first;
+      } else if (bar && bar->n >= first && bar->n <= last &&
+                 (bar_total_ == 0 || bar->total == bar_total_)) {
+        run = bar->n;
+      } else if (first < last && adopt) {
+        steps_run_ = Bar{first, last, line};
       }
+      if (run && adopt) {
+        avg.through_step = *run;
+        average_after_.reset();
+      }
+      if (std::optional<double> epoch = Get(dict, "epoch"); epoch && *epoch > 0 && first <= last)
+        closing_at_ = ClosingAt{run.value_or(first), run.value_or(last), *epoch,
+                                EpochHalf(*epoch, quoted_epoch)};
+    }
+    if (adopt) {
       avg.line = line;
       avg.what = "the Trainer's train_samples_per_second (the whole run, its first steps included)";
       log.trainer_average = avg;
@@ -357,8 +360,10 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     steps_run_note = log.notes.size();
     log.notes.push_back(fmt::format(
         "{}:{}: train_steps_per_second x train_runtime, as rounded, allows {} to {} steps run "
-        "and no bar says which: the average is taken as through the last loss dict's step",
-        name, steps_run_->line, steps_run_->n, steps_run_->total));
+        "and no bar says which: {}",
+        name, steps_run_->line, steps_run_->n, steps_run_->total,
+        dicts_.empty() ? "the steps the average covers are not known"
+                       : "the average is taken as through the last loss dict's step"));
   }
   for (const RestartAtStep& r : restarts_at_) {
     log.notes.push_back(fmt::format(
@@ -377,11 +382,24 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
         "{}:{}: a second closing dict (train_runtime {}) is left out: the first, line {}, gives "
         "wall_s and the average",
         name, line, runtime ? fmt::format("{}", *runtime) : "?", closing_line_.value_or(0)));
+  if (dicts_.empty() && closing_at_ && closing_at_->first == closing_at_->last) {
+    // No loss dict (a run shorter than logging_steps, or logging_strategy "no"): the closing
+    // dict's steps run over its epoch place the evaluations.
+    const double e = closing_at_->epoch, h = closing_at_->epoch_half;
+    if (e > h)
+      PlaceEvals({},
+                 {static_cast<double>(closing_at_->first) / (e + h),
+                  static_cast<double>(closing_at_->last) / (e - h)},
+                 log);
+    return;
+  }
   if (!counted_ || stated_) return;
   int64_t every = 0;
   std::pair<double, double> spe{0, 0};
   std::optional<std::vector<int64_t>> at;
   bool by_bars = false, by_spacing = false;
+  if (auto gas = log.facts.find("gas"); gas != log.facts.end())
+    accumulates_ = gas->second.value > 1;
   if (!resumed_) at = InferSteps(&every, &spe);
   if (!at && !resumed_) {
     at = SpacingSteps(&every, &spe);
@@ -419,29 +437,7 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     if (!there.grad_norm) there.grad_norm = it.grad_norm;
     there.line = std::min(there.line, it.line);
   }
-  // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one
-  // step after that (the last step, past the last logging step) and before the next. One before
-  // the first loss dict (eval_steps below logging_steps) is where its epoch alone puts it, if
-  // anywhere.
-  for (const EvalAfter& e : eval_after_) {
-    const bool before_any = e.after == 0;
-    const bool has_epoch = e.epoch && *e.epoch > 0;
-    if (before_any && !(has_epoch && spe.second > 0)) continue;
-    int64_t step = before_any ? 1 : (*at)[e.after - 1];
-    if (has_epoch) {
-      const double half = e.epoch_half;
-      const int64_t first =
-          std::max<int64_t>(step, static_cast<int64_t>(std::ceil((*e.epoch - half) * spe.first)));
-      int64_t last = static_cast<int64_t>(std::floor((*e.epoch + half) * spe.second));
-      if (e.after < at->size()) last = std::min(last, (*at)[e.after] - 1);
-      if (first == last) {
-        step = first;
-      } else if (before_any) {
-        continue;
-      }
-    }
-    log.evals[e.eval].step = step;
-  }
+  PlaceEvals(*at, spe, log);
   if (average_after_ && *average_after_ > 0 && log.trainer_average)
     log.trainer_average->through_step = (*at)[*average_after_ - 1];
   // The closing dict's epoch at the steps per epoch the dicts pinned may leave one step count in

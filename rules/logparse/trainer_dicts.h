@@ -69,7 +69,9 @@
 // throughput is (not after a resume: the tokens then count from the first run's start). Several
 // ranks may print the whole series: a loss dict equal to an earlier one (its epoch or step
 // included) is a copy, as is an eval dict with an earlier one's step and eval_loss, and closing
-// dicts after the first are left out.
+// dicts after the first are left out. The closing dict's steps run bound the steps per epoch
+// whether or not its rate is the average (a loss dict's train_tokens_per_second comes first). Its
+// own train_tokens_per_second (include_tokens_per_second) counts one device's tokens: not read.
 //
 // Thread safety: TrainerDictReader is a value type, one per log.
 #pragma once
@@ -154,6 +156,8 @@ class TrainerDictReader {
   bool logging_steps_stated() const { return stated_; }
   // The line of the first tqdm bar read (0: none), for the error of a log without dicts.
   int64_t first_bar_line() const { return first_bar_line_; }
+  // The closing dict's line (0: none read, or it was an earlier run's).
+  int64_t closing_line() const { return closing_line_.value_or(0); }
   // The step of the last resume ("Continuing training from global step N") when the bars after
   // it count N steps or fewer (a resume at or past max_steps trains nothing: LlamaFactory#1813's
   // "global step 200000" then `0/139495`), and its line; nullopt otherwise. For the error of a log
@@ -178,7 +182,9 @@ class TrainerDictReader {
   // a bar and the dict keep the bars from numbering it). A run resumed from a checkpoint is left
   // as counted. The records (and the evals and the closing dict's through_step that followed
   // them) move to their steps, with a note. Otherwise a note says the steps assume logging_steps
-  // 1 (transformers' default is 500).
+  // 1 (transformers' default is 500). In a log without any loss dict (a run of fewer steps than
+  // logging_steps, or logging_strategy "no": only the evaluations and the closing dict), the
+  // evaluations are where their epochs put them at the closing dict's steps per epoch.
   void Finish(std::string_view name, std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
  private:
@@ -219,6 +225,15 @@ class TrainerDictReader {
   // otherwise. `spe` as for InferSteps.
   std::optional<std::vector<int64_t>> SpacingSteps(int64_t* logging_steps,
                                                    std::pair<double, double>* spe) const;
+  // The evaluations that named no step, at `at` (the loss dicts' steps) and `spe` (the steps per
+  // epoch, a range: 0 when not known) as Finish says; with no loss dict, where the closing dict's
+  // steps per epoch put them.
+  void PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,
+                  ParsedLog& log) const;
+  // The steps per epoch the closing dict allows (closing_at_ set): its steps run over its epoch,
+  // one step wider each way after a whole epoch of a run that accumulates gradients (an epoch's
+  // last step may take fewer micro-batches: trainer_dict_epochs.cc).
+  std::pair<double, double> ClosingStepsPerEpoch() const;
   // Else the steps of the one logging_steps that puts every dict between its bars (Finish), or
   // nullopt when none or several do.
   std::optional<std::vector<int64_t>> BarBoundSteps(int64_t* logging_steps) const;
@@ -228,6 +243,7 @@ class TrainerDictReader {
   // has been read (see the top).
   void Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
+  bool accumulates_ = false;  // the log says gradient_accumulation_steps > 1 (Finish)
   int64_t logging_steps_ = 1;
   bool stated_ = false;  // a line stated logging_steps
   int64_t counted_ = 0;  // loss dicts numbered by counting (and not confirmed by bars since)

@@ -37,7 +37,7 @@ std::optional<std::string> JoinWrapped(const std::vector<LogLine>& lines, size_t
 UnwrappedRead ForEachUnwrappedLine(
     std::string_view text, const std::function<std::string_view(std::string_view)>& completion,
     const std::function<bool(std::string_view)>& stop,
-    const std::function<void(std::string_view, int64_t)>& fn, const bool* done) {
+    const std::function<void(std::string_view, int64_t)>& fn, const bool* done, size_t max_lines) {
   const std::vector<LogLine> lines = SplitLogLines(text);
   UnwrappedRead read;
   read.lines = CountLines(text);
@@ -47,7 +47,7 @@ UnwrappedRead ForEachUnwrappedLine(
     std::optional<std::string> joined;
     if (!key.empty()) {
       auto has_key = [key](std::string_view l) { return l.find(key) != std::string_view::npos; };
-      joined = JoinWrapped(lines, i, has_key, stop, 6, &pieces);
+      joined = JoinWrapped(lines, i, has_key, stop, max_lines, &pieces);
     }
     if (!joined) {
       fn(lines[i].text, lines[i].no);

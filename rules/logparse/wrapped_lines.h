@@ -41,7 +41,7 @@ std::optional<std::string> JoinWrapped(const std::vector<LogLine>& lines, size_t
 
 // Calls fn(line, line_no) for every line of text as ForEachLine does, except that a line for
 // which completion(line) names a key it lacks ("" for none) is passed joined with the lines
-// after it that bring that key (JoinWrapped, at most 6 lines, stopping at one for which
+// after it that bring that key (JoinWrapped, at most max_lines lines, stopping at one for which
 // stop(line) holds), with its first line's number. Stops early once fn sets *done.
 struct UnwrappedRead {
   int64_t lines = 0;         // as ForEachLine counts them
@@ -51,6 +51,7 @@ struct UnwrappedRead {
 UnwrappedRead ForEachUnwrappedLine(
     std::string_view text, const std::function<std::string_view(std::string_view)>& completion,
     const std::function<bool(std::string_view)>& stop,
-    const std::function<void(std::string_view, int64_t)>& fn, const bool* done);
+    const std::function<void(std::string_view, int64_t)>& fn, const bool* done,
+    size_t max_lines = 6);
 
 }  // namespace bm::logparse

@@ -3115,6 +3115,153 @@ TEST(Corpus, TrainerEvaluationsBeforeTheFirstLossDict) {
   EXPECT_EQ(r->log.wall_s, 9.115);
 }
 
+TEST(Corpus, TrainerRunShorterThanLoggingStepsHasNoLossDict) {
+  // transformers 5 BERT ag_news, 3 epochs, logging_steps left at 500 (the script's
+  // TrainingArguments, not in the log): no loss dict, the evals of epochs '1'-'3' (lines 4, 6, 8)
+  // and the closing dict (line 10). '2.639' x '178.5' (2.6385 x 178.45 = 470.84 to
+  // 2.6395 x 178.55 = 471.28) is 471 steps, as the bar after it says (line 11: 471/471), at
+  // epoch '3': 157 an epoch, the evals at 157, 314, 471. Was an error ("no Trainer loss dicts
+  // ... was only stderr kept?").
+  Result<Read> r = ReadLog("trainer_t5_no_loss_dict_run_under_logging_steps.log", "auto",
+                           {{"mpe", 128}, {"layout", "TP1PP1DP1"}});  // max_length 128, 1 GPU
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_TRUE(r->log.iterations.empty());
+  ASSERT_EQ(r->log.evals.size(), 3u);
+  EXPECT_EQ(r->log.evals[0].step, 157);
+  EXPECT_EQ(r->log.evals[0].value, 0.3452);
+  EXPECT_EQ(r->log.evals[1].step, 314);
+  EXPECT_EQ(r->log.evals[1].value, 0.3481);
+  EXPECT_EQ(r->log.evals[2].step, 471);
+  EXPECT_EQ(r->log.evals[2].value, 0.3154);
+  EXPECT_EQ(r->log.wall_s, 178.5);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 84.04);
+  EXPECT_EQ(r->log.trainer_average->through_step, 471);
+  // 84.04 samples/s x 128 tokens on one GPU.
+  EXPECT_NEAR(r->PerDevice(), 84.04 * 128, 1e-6);
+  EXPECT_TRUE(r->m()["loss"].is_null());
+  EXPECT_TRUE(r->Note("no Trainer loss dict, only the closing dict"));
+}
+
+TEST(Corpus, TrainerAxolotlClosingDictOnlyWithMemory) {
+  // axolotl's walkthrough shows only the closing dict (line 1), with axolotl's memory keys, and
+  // the bar after it (line 2: 260/260). '1.638' x '158.8' (1.6375 x 158.75 = 259.95 to
+  // 1.6385 x 158.85 = 260.28) is 260 steps. Was an error. Without a loss series the closing
+  // dict's rate is all there is to report: mpe is the page's sequence_len (not in the log).
+  Result<Read> r =
+      ReadLog("trainer_axolotl_closing_dict_only_memory.log", "trainer", {{"mpe", 2048}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->log.iterations.empty());
+  EXPECT_EQ(r->log.wall_s, 158.8);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 26.2);
+  EXPECT_EQ(r->log.trainer_average->through_step, 260);
+  // 'memory/device_reserved (GiB)': '7.89' (max_memory_reserved), above the allocated 2.42.
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 7.89 * kGiB);
+  EXPECT_NE(r->log.memory_source.find("device_reserved"), std::string::npos);
+}
+
+TEST(Corpus, TrainerTrainMetricsBlockWithoutTheClosingDict) {
+  // LLaMA-Factory on two XPUs: the page keeps seven dicts (lines 11-17) and no closing dict, but
+  // the `***** train metrics *****` block (lines 85-91, Trainer.log_metrics) gives the closing
+  // figures: train_runtime 0:09:16.03 = 556.03 s, '0.372' x 556.03 (0.3715 x 555.98 = 206.55 to
+  // 0.3725 x 556.08 = 207.14) is 207 steps (the bar, line 18: 207/207; the summary, line 7:
+  // Total optimization steps = 207), 5.881 samples/s. The dicts' steps are counted: at 69 steps
+  // an epoch (207 / epoch 3.0) the epoch counts micro-batches (545 an epoch, 8 a step: step 40
+  // at 320/545 = 0.59, which 41 at 69 an epoch fits too), and nothing states logging_steps.
+  Result<Read> r =
+      ReadLog("trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(r->Loss(1), 1.745);
+  EXPECT_EQ(r->Loss(7), 1.3035);
+  EXPECT_EQ(*r->At(7)->grad_norm, 0.7054071426391602);
+  EXPECT_EQ(r->log.wall_s, 556.03);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 5.881);
+  EXPECT_EQ(r->log.trainer_average->through_step, 207);
+  EXPECT_EQ(r->log.trainer_average->line, 85);
+  EXPECT_EQ(r->log.facts.at("gas").value, 8);   // line 6
+  EXPECT_EQ(r->log.facts.at("gbs").value, 16);  // line 5
+  EXPECT_TRUE(r->Note("no closing dict before the `***** train metrics *****` block"));
+  EXPECT_TRUE(r->Note("does not state logging_steps"));
+}
+
+TEST(Corpus, TrainerGrpoBarAndDictWrappedAt80Columns) {
+  // A terminal UI word-wrapped `tail -f` of a GRPO run at 80 columns: each bar with its dict glued
+  // after it spreads over twelve lines (1-12, 13-24). Read joined, the bars number them: 239
+  // (line 1: 239/400), 240 (line 13). Was "no Trainer loss dicts ... was only stderr kept?" (the
+  // first piece was not taken for a dict after a bar, and six pieces was the most joined).
+  Result<Read> r = ReadLog("trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{239, 240}));
+  EXPECT_EQ(r->Loss(239), 0.01658);
+  EXPECT_EQ(*r->At(239)->lr, 2.109e-06);
+  EXPECT_EQ(*r->At(239)->grad_norm, 0);
+  EXPECT_EQ(r->Loss(240), 0.01677);
+  EXPECT_EQ(*r->At(240)->lr, 2.087e-06);
+  EXPECT_EQ(r->At(240)->line, 13);
+  EXPECT_TRUE(r->Note("2 Trainer dict(s) hard-wrapped over several lines"));
+}
+
+TEST(Corpus, TrainerTwoThousandStepsEpochsPastOneHundred) {
+  // transformers 5.13.1, max_steps 2000, logging_steps 20 and eval_steps 200 (neither stated):
+  // 100 loss dicts (lines 4-113 less the eval lines), quoted epochs '1.44' .. '142.9' (past 100
+  // only four significant digits: ±0.05), the bar 1610/2000 with typed text glued after it
+  // (line 92), the closing dict (line 115: '0.257' x '7767' allows 1993-2000) and 2000/2000.
+  // Read right; kept as a regression.
+  Result<Read> r = ReadLog("trainer_t5_2000_steps_epochs_past_100_bar_glued_typing.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (int64_t s = 20; s <= 2000; s += 20) steps.push_back(s);
+  EXPECT_EQ(r->Steps(), steps);
+  EXPECT_EQ(r->Loss(20), 1.701);
+  EXPECT_EQ(*r->At(20)->lr, 3.8e-05);  // 2e-4 x 19/100: warm-up's 20th step (line 4)
+  EXPECT_EQ(*r->At(40)->lr, 7.8e-05);  // 2e-4 x 39/100 (line 5)
+  EXPECT_EQ(r->Loss(1620), 0.00859);   // line 93, after the glued bar: not numbered 1610
+  EXPECT_EQ(r->At(1620)->line, 93);
+  EXPECT_EQ(r->Loss(2000), 0.007558);  // line 113
+  ASSERT_EQ(r->log.evals.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(r->log.evals[i].step, 200 * (i + 1)) << i;
+  EXPECT_EQ(r->log.evals[0].value, 0.737);  // line 14
+  EXPECT_EQ(r->log.evals[9].value, 2.578);  // line 114
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->samples_per_s, 4.12);
+  EXPECT_EQ(r->log.trainer_average->through_step, 2000);
+  EXPECT_EQ(r->log.wall_s, 7767);
+}
+
+TEST(Corpus, TrainerClosingStepsCountWhenTheDictsGiveTheAverage) {
+  // ezpz on 24 XPUs: one loss dict (line 12, epoch 2.24) between `# [...clipped...]` marks, with
+  // include_num_input_tokens_seen's train_tokens_per_second (19660800 / 252.007 = 78016.894,
+  // all devices), then the closing dict (line 16): '0.334' x 299.1983 (0.3335 x 299.19825 =
+  // 99.78 to 0.3345 x 299.19835 = 100.08) is 100 steps at epoch 2.24, which puts the loss dict
+  // at 100 (lr 5e-5 x 1/100, the linear schedule's last). The closing dict's steps run were
+  // dropped when the dicts had given the average: the dict was step 1. Its own
+  // train_tokens_per_second (2737.984 = 19660800 / 24 / 299.1983) is per device and not read.
+  Result<Read> r = ReadLog("trainer_ezpz_tokens_seen_closing_steps_clipped.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100}));
+  EXPECT_EQ(r->Loss(100), 2.6031);
+  EXPECT_EQ(*r->At(100)->lr, 5.000000000000001e-07);
+  EXPECT_EQ(*r->At(100)->grad_norm, 1.8801486492156982);
+  ASSERT_TRUE(r->log.trainer_average);
+  EXPECT_EQ(r->log.trainer_average->tokens_per_s, 78016.894);
+  EXPECT_EQ(r->log.trainer_average->through_step, 100);
+  EXPECT_EQ(r->log.trainer_average->line, 12);
+  EXPECT_EQ(r->log.wall_s, 299.1983);
+  EXPECT_EQ(r->log.facts.at("gbs").value, 24);  // line 5
+  // The evaluation after training is only in the `***** eval metrics *****` block (lines 33-42):
+  // eval_loss 2.5437 at epoch 2.24, step 100.
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].value, 2.5437);
+  EXPECT_EQ(r->log.evals[0].step, 100);
+  EXPECT_EQ(r->log.evals[0].line, 33);
+}
+
 TEST(Corpus, TrainerNamedStepGoingBackIsAnotherRun) {
   // ms-swift's examples/ascend/activation_cpu_offload/train.sh (@ 3602360a5) keeps the output of
   // two runs as comments, activation_cpu_offload false then true (FSDP2 on two NPUs, 16 steps,
@@ -3281,6 +3428,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_msswift4_megatron_iteration_key.log", "trainer"},
       {"trainer_llamafactory_webui_echo_throughput.log", "trainer"},
       {"trainer_unsloth_grpo_colab_bars_without_bar.log", "trainer"},
+      {"trainer_t5_no_loss_dict_run_under_logging_steps.log", "trainer"},
+      {"trainer_axolotl_closing_dict_only_memory.log", "trainer"},
+      {"trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log", "trainer"},
+      {"trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "trainer"},
+      {"trainer_t5_2000_steps_epochs_past_100_bar_glued_typing.log", "trainer"},
+      {"trainer_ezpz_tokens_seen_closing_steps_clipped.log", "trainer"},
       {"trainer_evals_before_the_first_loss_dict.log", "trainer"},
       {"trainer_msswift_two_runs_named_steps.log", "trainer"},
       {"trainer_msswift_elided_dicts_logging_steps_1.log", "trainer"},

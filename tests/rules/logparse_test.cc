@@ -1730,6 +1730,52 @@ TEST(Trainer, DictsWithTypographicQuotesSayWhyTheyAreNotRead) {
   }
 }
 
+TEST(Trainer, ANotebooksTrainingTableSaysWhyItIsNotRead) {
+  // unsloth in Colab (a Japanese tarot-prompt project's README, index id 1239065216): the
+  // notebook's table copied as text, tab-separated, where a script prints the dicts.
+  const std::string log =
+      " [90/90 01:55, Epoch 30/30]\n"
+      "Step\tTraining Loss\n"
+      "10\t1.898500\n"
+      "20\t0.925200\n";
+  const std::string hint =
+      "; line 2 heads a Jupyter notebook's training table (Step, Training Loss: transformers' "
+      "NotebookProgressCallback draws it in place of the log dicts): run the training as a "
+      "script, whose output has the dicts";
+  Result<ParsedLog> r = ParseTrainerLog(log, "table.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "table.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 4 lines" +
+                hint);
+  r = ParseAutoLog(log, "table.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().message().ends_with(hint)) << r.status().message();
+  // As a markdown table (unslothai/unsloth#2291, 2025-04: a GRPO notebook's table).
+  r = ParseAutoLog(
+      "Step | Training Loss | reward | reward_std | completion_length | kl\n"
+      "-- | -- | -- | -- | -- | --\n"
+      "1 | 0.000000 | -17.250000 | 1.500000 | 445.500000 | 0.000000\n",
+      "markdown.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("; line 1 heads a Jupyter notebook's training table"),
+            std::string::npos)
+      << r.status().message();
+  // An executed notebook exported as text: the table is an HTML object's placeholder (a Korean
+  // GRPO tutorial under transformers 5, index id 60884557104).
+  r = ParseTrainerLog(
+      "[transformers] warmup_ratio is deprecated and will be removed in v5.2. Use `warmup_steps` "
+      "instead.\n"
+      "<IPython.core.display.HTML object>\n",
+      "nbconvert.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().message().ends_with(
+      "; line 2 is a Jupyter notebook's HTML output as text (<IPython.core.display.HTML object>: "
+      "in a notebook transformers' NotebookProgressCallback draws its table of the logs as HTML "
+      "in place of the log dicts): run the training as a script, whose output has the dicts"))
+      << r.status().message();
+}
+
 TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {
   // hiyouga/LlamaFactory#1813 (2023-12-12): resumed from a checkpoint at step 200000 of a longer
   // run, the new run's max_steps 139495: the bar starts at 0/139495 and nothing is trained. Not
@@ -1747,6 +1793,102 @@ TEST(Trainer, AResumePastMaxStepsSaysWhyThereAreNoDicts) {
             "logging_steps) in 3 lines; the run resumed from global step 200000 (line 1), and its "
             "progress bars count no more steps than that: a resume at or past max_steps trains "
             "nothing");
+}
+
+TEST(Trainer, ARunShorterThanLoggingStepsHasOnlyTheClosingDict) {
+  // 40 steps at logging_steps 500 (transformers' default) print no loss dict: the eval dicts and
+  // the closing dict are read, without a series. '0.5' x '80' (0.4995 x 79.995 = 39.96 to
+  // 0.5005 x 80.005 = 40.04) is 40 steps at epoch '2': 20 an epoch, the evals at 20 and 40.
+  const std::string log =
+      "{'eval_loss': '0.9', 'eval_runtime': '1.5', 'epoch': '1'}\n"
+      "{'eval_loss': '0.8', 'eval_runtime': '1.5', 'epoch': '2'}\n"
+      "{'train_runtime': '80', 'train_samples_per_second': '4', 'train_steps_per_second': "
+      "'0.5', 'train_loss': '1.2', 'epoch': '2'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(log, "short.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->iterations.empty());
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].step, 20);
+  EXPECT_EQ(r->evals[1].step, 40);
+  EXPECT_EQ(r->evals[1].value, 0.8);
+  EXPECT_EQ(r->wall_s, 80);
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->samples_per_s, 4);
+  EXPECT_EQ(r->trainer_average->through_step, 40);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_EQ(r->notes.back(),
+            "short.log:3: no Trainer loss dict, only the closing dict (a run of fewer steps than "
+            "logging_steps, transformers' default 500, or logging_strategy \"no\"): no loss "
+            "series, the closing dict's figures are the run's");
+  // A closing dict without numbers (a page's placeholders) times nothing: still an error.
+  r = ParseTrainerLog(
+      "{'train_runtime': '...', 'train_samples_per_second': '...', 'train_loss': '...'}\n",
+      "placeholders.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().message().ends_with(
+      "; line 1 is the closing dict, but its train_runtime and train_samples_per_second are no "
+      "numbers"))
+      << r.status().message();
+  // Without the closing dict (the run stopped before it): an error that says so.
+  r = ParseTrainerLog(log.substr(0, log.find("{'train_runtime'")), "stopped.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "stopped.log: no Trainer loss dicts (\"{'loss': X, 'learning_rate': ...}\", one per "
+            "logging_steps) in 2 lines; line 1 is an eval dict, but no loss dict or closing dict "
+            "(train_runtime) follows: the run logged no training step (fewer steps than "
+            "logging_steps) and did not finish");
+}
+
+TEST(Trainer, TrainMetricsBlockStandsInForAMissingClosingDict) {
+  // Trainer.log_metrics("train", ...): the runtime as a timedelta truncated to hundredths, the
+  // rest rounded. Without a closing dict before it, its figures are the closing dict's; '0.2' x
+  // 1 day, 0:00:10.50 (86410.5 s: 0.1995 x 86410.45 = 17238.9 to 0.2005 x 86410.55 = 17325.3)
+  // leaves the steps run open, and through_step stays at the last dict's.
+  const std::string log =
+      "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+      "***** train metrics *****\n"
+      "  epoch                    =        1.0\n"
+      "  total_flos               =  1351978GF\n"
+      "  train_runtime            = 1 day, 0:00:10.50\n"
+      "  train_samples_per_second =        3.2\n"
+      "  train_steps_per_second   =        0.2\n";
+  Result<ParsedLog> r = ParseTrainerLog(log, "block.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->wall_s, 86410.5);
+  ASSERT_TRUE(r->trainer_average);
+  EXPECT_EQ(r->trainer_average->samples_per_s, 3.2);
+  EXPECT_EQ(r->trainer_average->line, 2);
+  EXPECT_EQ(r->trainer_average->through_step, 1);
+  // After a closing dict the block is its copy: the dict's figures stay.
+  r = ParseTrainerLog(
+      "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+      "{'train_runtime': 20.5, 'train_samples_per_second': 3.1, 'train_steps_per_second': 0.1, "
+      "'train_loss': 2.5, 'epoch': 1.0}\n"
+      "***** train metrics *****\n"
+      "  train_runtime            = 0:00:20.50\n"
+      "  train_samples_per_second =        9.9\n",
+      "both.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trainer_average->samples_per_s, 3.1);
+  EXPECT_EQ(r->trainer_average->line, 2);
+  for (const std::string& n : r->notes) EXPECT_EQ(n.find("train metrics"), std::string::npos) << n;
+  // `***** eval metrics *****`: the evaluation after training, once (a dict printed for it too
+  // has the unrounded value).
+  r = ParseTrainerLog(
+      "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 1.0}\n"
+      "{'eval_loss': 2.41234567, 'epoch': 1.0}\n"
+      "***** eval metrics *****\n"
+      "  epoch                   =        1.0\n"
+      "  eval_loss               =     2.4123\n"
+      "  eval_runtime            = 0:00:06.26\n"
+      "***** eval metrics *****\n"
+      "  eval_loss               =     2.3999\n",
+      "eval.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 2u);
+  EXPECT_EQ(r->evals[0].value, 2.41234567);
+  EXPECT_EQ(r->evals[1].value, 2.3999);
+  EXPECT_EQ(r->evals[1].line, 7);
 }
 
 // Peak memory in the dicts (trainer_memory.h): axolotl's keys since d0d2fc560

@@ -4,9 +4,13 @@
 The `trainer` log parser numbers the Trainer's dicts from what the log shows (logging_steps when
 stated, tqdm's bars, epochs, the closing dict). This runs the real Trainer once per case below, a
 tiny GPT-2 on random tokens, each case a process of its own whose stdout and stderr go to one
-file as an exec/measure target keeps them (CASE.log), and writes the Trainer's own record of
-what it logged (trainer.state.log_history, with the case's options) to CASE.history.json: the
-oracle tests/rules/logparse_trainer_live_test.cc reads the log against.
+file as an exec/measure target keeps them, and writes the Trainer's own record of what it logged
+(trainer.state.log_history, with the case's options) beside it: the oracle
+tests/rules/logparse_trainer_live_test.cc reads the log against. Each case runs twice:
+CASE.log with Python's stdout unbuffered (`python -u`, PYTHONUNBUFFERED: the dicts land between
+tqdm's drawings as a terminal shows them) and CASE.buffered.log as a plain `python` under an exec
+target writes it (stdout to a file is block-buffered: the dicts come in bulk, after the bars),
+with CASE.history.json and CASE.buffered.history.json.
 
   python3 bench/trainer_log_matrix.py --out DIR [CASE ...]     (default: every case)
 
@@ -17,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 # name -> TrainingArguments overrides and the run's shape. Defaults: 48 training rows of 64
 # tokens, batch 8, no evaluation, tqdm on, report_to none, nothing saved.
@@ -48,13 +53,19 @@ CASES = {
                               save_steps=5), resume_from=5),
     # Two ranks under torchrun (gloo on the CPU unless there are two GPUs): rank 0 logs.
     "ddp2": dict(args=dict(max_steps=8, logging_steps=2), nproc=2),
+    # Every step logged, the common benchmark setting.
+    "every_step": dict(args=dict(max_steps=12, logging_steps=1)),
+    # 200 fast steps: tqdm's dynamic miniters skips drawings.
+    "long_steps10": dict(args=dict(max_steps=200, logging_steps=10), rows=400),
+    # Steps slower than tqdm's mininterval (0.1 s): every update drawn.
+    "slow_steps4": dict(args=dict(max_steps=12, logging_steps=4), sleep=0.15),
     # trainer.evaluate() after training, and log_metrics' "***** train metrics *****" block.
     "evaluate_after": dict(args=dict(max_steps=10, logging_steps=5), eval_rows=16,
                            evaluate_after=True),
 }
 
 
-def run_case(name, out, prepare=False):
+def run_case(name, out, stem, prepare=False):
     import torch
     import transformers
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
@@ -79,7 +90,7 @@ def run_case(name, out, prepare=False):
     gpus = torch.cuda.device_count()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     cpu = gpus == 0 or (world > 1 and gpus < world)
-    work = os.path.join(out, name + ".work")
+    work = os.path.join(out, stem + ".work")
     args = dict(output_dir=work, per_device_train_batch_size=8, learning_rate=5e-4,
                 report_to="none", save_strategy="no", seed=0, dataloader_num_workers=0,
                 use_cpu=cpu, bf16=not cpu)
@@ -90,8 +101,14 @@ def run_case(name, out, prepare=False):
         args["max_steps"] = case["resume_from"]
     targs = TrainingArguments(**args)
     eval_rows = case.get("eval_rows")
+    callbacks = []
+    if case.get("sleep"):
+        class Slow(transformers.TrainerCallback):
+            def on_step_begin(self, *args, **kwargs):
+                time.sleep(case["sleep"])
+        callbacks.append(Slow())
     trainer = Trainer(model=model, args=targs, train_dataset=Rows(case.get("rows", 48), 1),
-                      eval_dataset=Rows(eval_rows, 2) if eval_rows else None)
+                      eval_dataset=Rows(eval_rows, 2) if eval_rows else None, callbacks=callbacks)
     resume = None
     if "resume_from" in case and not prepare:
         resume = os.path.join(work, f"checkpoint-{case['resume_from']}")
@@ -105,45 +122,54 @@ def run_case(name, out, prepare=False):
                   "args": {k: v for k, v in case["args"].items()},
                   "resumed_from": case.get("resume_from"),
                   "log_history": trainer.state.log_history}
-        with open(os.path.join(out, name + ".history.json"), "w") as f:
+        with open(os.path.join(out, stem + ".history.json"), "w") as f:
             json.dump(record, f, indent=1)
     return 0
 
 
-def first_run_of_resumed(name, out):
+def first_run_of_resumed(name, out, stem):
     """The run whose checkpoint the resumed case starts from (its log is not kept)."""
     case = CASES[name]
     env = dict(os.environ, TRAINER_MATRIX_PREPARE="1")
-    subprocess.run([sys.executable, "-u", __file__, "--out", out, "--case", name], env=env,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return os.path.isdir(os.path.join(out, name + ".work", f"checkpoint-{case['resume_from']}"))
+    subprocess.run([sys.executable, __file__, "--out", out, "--case", name, "--stem", stem],
+                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return os.path.isdir(os.path.join(out, stem + ".work", f"checkpoint-{case['resume_from']}"))
+
+
+def run_variant(name, stem, unbuffered, out):
+    """One case's process (torchrun's for several ranks), its stdout and stderr into STEM.log."""
+    case = CASES[name]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    if "resume_from" in case and not first_run_of_resumed(name, out, stem):
+        print(f"{stem}: the first run left no checkpoint-{case['resume_from']}")
+        return 1
+    cmd = [sys.executable, __file__, "--out", out, "--case", name, "--stem", stem]
+    if case.get("nproc", 1) > 1:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc_per_node={case['nproc']}"] + cmd[1:]
+    with open(os.path.join(out, stem + ".log"), "wb") as log:
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+    print(f"{stem}: exit {rc}", flush=True)
+    return rc != 0
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--case", help="(internal) run this case in this process")
+    ap.add_argument("--stem", help="(internal) its files' name")
     ap.add_argument("cases", nargs="*")
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     if a.case:
-        return run_case(a.case, a.out, prepare=bool(os.environ.get("TRAINER_MATRIX_PREPARE")))
+        return run_case(a.case, a.out, a.stem,
+                        prepare=bool(os.environ.get("TRAINER_MATRIX_PREPARE")))
     failed = 0
     for name in a.cases or list(CASES):
-        case = CASES[name]
-        if "resume_from" in case and not first_run_of_resumed(name, a.out):
-            print(f"{name}: the first run left no checkpoint-{case['resume_from']}")
-            failed += 1
-            continue
-        cmd = [sys.executable, "-u", __file__, "--out", a.out, "--case", name]
-        if case.get("nproc", 1) > 1:
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   f"--nproc_per_node={case['nproc']}", __file__, "--out", a.out, "--case", name]
-        with open(os.path.join(a.out, name + ".log"), "wb") as log:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                env=dict(os.environ, PYTHONUNBUFFERED="1")).returncode
-        print(f"{name}: exit {rc}", flush=True)
-        failed += rc != 0
+        for stem, unbuffered in ((name, True), (name + ".buffered", False)):
+            failed += run_variant(name, stem, unbuffered, a.out)
     return 1 if failed else 0
 
 

@@ -49,6 +49,23 @@ std::optional<Counter> BarCounter(std::string_view text) {
 }  // namespace
 
 void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
+  raw_ = raw_ || line == segment_line_;
+  segment_line_ = line;
+  const std::string_view trimmed = Trim(text);
+  if (clear_line_ == line && trimmed.starts_with('{')) written_line_ = line;  // by tqdm.write
+  clear_line_ = !text.empty() && trimmed.empty() ? line : 0;  // tqdm.write's clear of the bar
+  if (redraw_after_ && line != *redraw_after_) {
+    // The first segment of the line after a dict written over tqdm's clear: the bar redrawn.
+    const bool next = line == *redraw_after_ + 1;
+    redraw_after_.reset();
+    const int64_t before = dicts_.size() > 1 ? dicts_[dicts_.size() - 2].step : 0;
+    const std::optional<Counter> c =
+        next ? BarCounter(text.substr(0, text.find('{'))) : std::optional<Counter>();
+    if (c.has_value() && c->n > before && (bar_total_ == 0 || c->total == bar_total_)) {
+      confirmed_ = Bar{c->n, c->total, line, c->last};
+      pending_.reset();
+    }
+  }
   // tqdm.write clears the bar with spaces before it writes the dict; where a paste turned the
   // carriage returns into line ends, that clear is a line of its own, and the bar still ends
   // the line before the dict.
@@ -80,19 +97,21 @@ void TrainerDictReader::Confirm(std::map<int64_t, Iteration>& steps, ParsedLog& 
   const int64_t to = bar.n;
   Numbered& d = dicts_.back();
   const int64_t from = d.step;
-  if (d.known || !d.fresh || to == from || steps.contains(to)) return;
-  auto node = steps.extract(from);
-  node.key() = to;
-  node.mapped().step = to;
-  steps.insert(std::move(node));
-  for (EvalPoint& e : log.evals)  // an evaluation after it, at its step
-    if (e.step == from && e.line > d.line) e.step = to;
-  if (log.trainer_average && log.trainer_average->through_step == from)
-    log.trainer_average->through_step = to;
-  d.step = to;
-  d.known = true;
+  if (d.known || !d.fresh || (to != from && steps.contains(to))) return;
+  if (to != from) {
+    auto node = steps.extract(from);
+    node.key() = to;
+    node.mapped().step = to;
+    steps.insert(std::move(node));
+    for (EvalPoint& e : log.evals)  // an evaluation after it, at its step
+      if (e.step == from && e.line > d.line) e.step = to;
+    if (log.trainer_average && log.trainer_average->through_step == from)
+      log.trainer_average->through_step = to;
+    d.step = to;
+    if (last_ == from) last_ = to;
+  }
+  d.known = true;  // its count confirmed, or corrected
   --counted_;
-  if (last_ == from) last_ = to;
   bar_total_ = bar.total;
 }
 

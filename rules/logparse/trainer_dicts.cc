@@ -282,6 +282,8 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   if (!named && epoch && !dicts_.empty() && dicts_.back().epoch &&
       *epoch + EpochHalf(*epoch, quoted_epoch) < *dicts_.back().epoch - dicts_.back().epoch_half)
     NewRun(line, *dicts_.back().epoch, *epoch, steps, log);
+  // In a raw capture only the redraw after a loss dict numbers it (see the top).
+  const std::optional<Bar> before = raw_ ? std::nullopt : bar;
   int64_t step = 0;
   bool known = true;
   if (named) {
@@ -289,13 +291,13 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   } else if (anchored_) {
     const int64_t n = *anchored_;
     step = first_step_ && n <= 1 ? 1 : (n + logging_steps_ - 1) / logging_steps_ * logging_steps_;
-  } else if (std::optional<int64_t> n = BarStep(bar, line)) {
+  } else if (std::optional<int64_t> n = BarStep(before, line)) {
     step = *n;
   } else {
     // A bar before it, not next to it: the bar after it may confirm its n (see the top).
-    if (bar && bar->n > last_ && (bar_total_ == 0 || bar->total == bar_total_) &&
-        (!stated_ || bar->n % logging_steps_ == 0))
-      pending_ = bar;
+    if (before && before->n > last_ && (bar_total_ == 0 || before->total == bar_total_) &&
+        (!stated_ || before->n % logging_steps_ == 0))
+      pending_ = before;
     step = NextAfter(last_);
     ++counted_;
     known = false;
@@ -309,6 +311,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     it.line = line;
   }
   dicts_.push_back({step, line, epoch, epoch ? EpochHalf(*epoch, quoted_epoch) : 0, known, fresh});
+  if (written_line_ == line && !named) redraw_after_ = line;  // written by tqdm.write, raw
   // The run's token rate so far: LLaMA-Factory's echo of this dict (ReadEcho), or, with
   // include_num_input_tokens_seen, transformers' train_tokens_per_second in the dict itself
   // (Trainer.log's speed_metrics("train", start_time, num_tokens=num_input_tokens_seen): the
@@ -335,9 +338,9 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     average_after_ = known ? std::nullopt : std::optional<size_t>(dicts_.size());
   }
   echo_throughput_.reset();
-  if (!known && bar && (bar_total_ == 0 || bar->total == bar_total_)) {
-    dicts_.back().lo = bar->n;  // the last bar before it bounds its step from below
-    dicts_.back().total = bar->total;
+  if (!known && before && (bar_total_ == 0 || before->total == bar_total_)) {
+    dicts_.back().lo = before->n;  // the last bar before it bounds its step from below
+    dicts_.back().total = before->total;
   }
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");

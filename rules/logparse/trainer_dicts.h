@@ -50,6 +50,18 @@
 // before the next line, at the same n or later): when the first training bar after the dict shows
 // the same n as the last one before it, that n is the dict's step. Otherwise the count
 // numbers the dict; Finish may renumber counted dicts from their epochs.
+// A raw capture (the file a process wrote, carriage returns kept; stdout unbuffered) says more:
+// tqdm.write clears the bar (`\r` + spaces + `\r`), writes the dict and its line end, and then
+// redraws the bar at once, so the first drawing after the dict's line end is the dict's own step
+// (transformers 5.17, run in bench/trainer_log_matrix.py: with 0.1 s steps the bar before the dict
+// at step 5 showed 1/23, the redraw after it 5/23). That redraw numbers the dict; it is told from a
+// paste (where the next line keeps only the last drawing) by the clear
+// written on the dict's own line. In a raw capture no bar before a dict numbers it: it may be stale
+// (above), or the dict reached the file apart from the bars (a plain `python` under an exec target:
+// stdout to a file is block-buffered, stderr is not, so the dicts come in bulk, glued to whatever
+// bar was drawn then, or after a clear when a flush fell inside tqdm.write; the same matrix: a dict
+// of step 1 glued to 8/20, of step 6 to 10/12). Such dicts are counted, the bars after them
+// bounding their steps from above.
 //
 // TRL's GRPOTrainer and RLOOTrainer (from 0.26, 5de62b07e) add 'step_time': the seconds
 // training_step took over one optimizer step's micro-batches (generation included when it ran),
@@ -258,6 +270,16 @@ class TrainerDictReader {
   // total after it; and that bar, when it showed the same n.
   std::optional<Bar> pending_;
   std::optional<Bar> confirmed_;
+  // A raw capture's tqdm.write: the line of the last segment when it was spaces (its clear of the
+  // bar; 0 after any other segment), the line of the last segment that starts a dict right after
+  // that clear, and the line of the last loss dict so written, whose next line starts with the bar
+  // redrawn at the dict's step.
+  int64_t clear_line_ = 0, written_line_ = 0;
+  std::optional<int64_t> redraw_after_;
+  // Carriage-return segments seen (two segments on one line): a raw capture; the line of the last
+  // segment read.
+  bool raw_ = false;
+  int64_t segment_line_ = 0;
   // The loss dicts read, by their step or epoch (another rank's copy is skipped): a dict is
   // compared only with those at the same place, not with the whole log.
   std::map<std::optional<double>, std::vector<TrainerDict>> seen_;

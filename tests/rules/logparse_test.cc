@@ -1512,13 +1512,14 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
                        total);
   };
   const std::string clear = "\r                              \r";
-  // No logging_steps stated: the bars give 50 and 100; the third dict's only bar is
-  // the redraw after the second (100 again), the fourth's an evaluation bar (8/8) and
-  // a finished bar on the line before: both counted on (101, 102).
+  // No logging_steps stated: the bars give 50 and 100 (each line after a dict starts with
+  // tqdm.write's redraw at the dict's step); the third dict's only bar is the redraw after the
+  // second (100 again), the fourth's an evaluation bar (8/8) and a finished bar on the line
+  // before: both counted on (101, 102).
   std::string text = bar(49, 200) + bar(50, 200) + clear + "{'loss': 3.0, 'epoch': 0.1}\n" +
-                     bar(100, 200) + clear + "{'loss': 2.5, 'epoch': 0.2}\n" + bar(100, 200) +
-                     clear + "{'loss': 2.25, 'epoch': 0.3}\n" + bar(8, 8) + "\n" +
-                     "{'loss': 2.0, 'epoch': 0.4}\n";
+                     bar(50, 200) + bar(100, 200) + clear + "{'loss': 2.5, 'epoch': 0.2}\n" +
+                     bar(100, 200) + clear + "{'loss': 2.25, 'epoch': 0.3}\n" + bar(8, 8) +
+                     "\n" + "{'loss': 2.0, 'epoch': 0.4}\n";
   Result<ParsedLog> r = ParseTrainerLog(text, "bars.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::vector<int64_t> steps;
@@ -1554,15 +1555,16 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   EXPECT_EQ(At(*r, 26)->loss, 2.0);
 }
 
-// A callback's prints between the bar and the dict (TRL GRPO with a metrics print): the bar
-// before the dict bounds its step from below, tqdm.write's redraw after it from above; the same n
-// in both numbers it. Different n: counted, as before.
+// A callback's prints between the bar and the dict (TRL GRPO with a metrics print), pasted from a
+// terminal (tqdm's clear a line of its own): the bar before the dict bounds its step from below,
+// the first bar after it from above (a later drawing may have replaced tqdm.write's redraw); the
+// same n in both numbers it. Different n: counted, as before.
 TEST(Trainer, BarsOnBothSidesOfADictNumberIt) {
   auto bar = [](int n, int total) {
-    return fmt::format("\r  0%|          | {}/{} [01:29<67:59:26,  8.22s/it]", n, total);
+    return fmt::format("  0%|          | {}/{} [01:29<67:59:26,  8.22s/it]", n, total);
   };
-  const std::string clear = "\r                              \r";
-  const std::string text = bar(9, 100) + bar(10, 100) + "\nLogging 44 metrics\n" + clear +
+  const std::string clear = "                              \n";
+  const std::string text = bar(10, 100) + "\nLogging 44 metrics\n" + clear +
                            "{'loss': 1.0, 'epoch': 0.0}\n" + bar(10, 100) + "MDI: 6.3\n" +
                            bar(20, 100) + "\nLogging 44 metrics\n" + clear +
                            "{'loss': 0.5, 'epoch': 0.0}\n" + bar(23, 100) + "\n" + bar(30, 100) +

@@ -59,6 +59,9 @@ CASES = {
     "long_steps10": dict(args=dict(max_steps=200, logging_steps=10), rows=400),
     # Steps slower than tqdm's mininterval (0.1 s): every update drawn.
     "slow_steps4": dict(args=dict(max_steps=12, logging_steps=4), sleep=0.15),
+    # torchrun --tee 3 (a rank per process's output prefixed "[default0]:", as FlagPerf's
+    # launchers keep it), one rank.
+    "tee_prefix": dict(args=dict(max_steps=12, logging_steps=3), nproc=1, tee=True),
     # trainer.evaluate() after training, and log_metrics' "***** train metrics *****" block.
     "evaluate_after": dict(args=dict(max_steps=10, logging_steps=5), eval_rows=16,
                            evaluate_after=True),
@@ -146,9 +149,10 @@ def run_variant(name, stem, unbuffered, out):
         print(f"{stem}: the first run left no checkpoint-{case['resume_from']}")
         return 1
     cmd = [sys.executable, __file__, "--out", out, "--case", name, "--stem", stem]
-    if case.get("nproc", 1) > 1:
+    if case.get("nproc", 1) > 1 or case.get("tee"):
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc_per_node={case['nproc']}"] + cmd[1:]
+               f"--nproc_per_node={case['nproc']}"] + (["--tee", "3"] if case.get("tee") else []) \
+            + cmd[1:]
     with open(os.path.join(out, stem + ".log"), "wb") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
     print(f"{stem}: exit {rc}", flush=True)

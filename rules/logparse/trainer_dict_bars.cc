@@ -12,12 +12,26 @@
 namespace bm::logparse {
 namespace {
 
+// Nothing but spaces and carriage returns written as "^M" (a paste in caret notation: h2oGPT PR
+// #86's `...1.89it/s]^M      ^M{'loss': ...`), as tqdm.write's clear leaves between a bar and the
+// dict after it.
+bool OnlyClears(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.substr(i, 2) == "^M") {
+      ++i;
+    } else if (text[i] != ' ') {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The last tqdm counter "| n/total [" in text (tqdm's default format:
 // "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]"), or "P% n/total ["
 // where tqdm drew no bar (ncols 0, as in Colab: format_meter returns l_bar[:-1] + r_bar[1:]).
 struct Counter {
   int64_t n = 0, total = 0;
-  bool last = false;  // nothing but spaces after the bar's closing ']'
+  bool last = false;  // nothing but spaces (OnlyClears) after the bar's closing ']'
 };
 std::optional<Counter> BarCounter(std::string_view text) {
   std::optional<Counter> found;
@@ -40,7 +54,7 @@ std::optional<Counter> BarCounter(std::string_view text) {
     if (n && total && *n <= *total) {
       const size_t close = text.find(']', total_end);
       found = Counter{static_cast<int64_t>(*n), static_cast<int64_t>(*total),
-                      close != std::string_view::npos && Trim(text.substr(close + 1)).empty()};
+                      close != std::string_view::npos && OnlyClears(text.substr(close + 1))};
     }
   }
   return found;
@@ -119,8 +133,11 @@ std::optional<int64_t> TrainerDictReader::BarStep(const std::optional<Bar>& bar,
   if (!bar) return std::nullopt;
   // On the line before, the bar must end it: a message printed after it ended that line, and
   // the drawings since (cleared by tqdm.write) are lost: it is a stale one.
+  // On the dict's line, the dict must follow it: other text between them (torchrun --tee's
+  // `[default0]:`, which tails stdout and stderr apart and glues one's line to the other's bar)
+  // says the bar came from another stream, at another time.
   const bool near =
-      bar->line == line || (bar->line == line - 1 && bar->n < bar->total && bar->ends_line);
+      bar->ends_line && (bar->line == line || (bar->line == line - 1 && bar->n < bar->total));
   if (!near || bar->n <= last_ || (bar_total_ != 0 && bar->total != bar_total_))
     return std::nullopt;
   if (stated_ && bar->n % logging_steps_ != 0 && !(first_step_ && bar->n == 1))

@@ -202,7 +202,7 @@ class TrainerDictReader {
  private:
   struct Bar {
     int64_t n = 0, total = 0, line = 0;
-    bool ends_line = false;  // nothing was printed after it on its line
+    bool ends_line = false;  // nothing was printed after it on its line (or before its dict)
   };
   // A loss dict as numbered while reading, for Finish.
   struct Numbered {

@@ -1,12 +1,12 @@
 // Real transformers Trainer logs (tests/data/logs/trainer_live/, written by
-// bench/trainer_log_matrix.py on the GPU machine: transformers 5.17, torch 2.11) read against the
-// Trainer's own record of what it logged, trainer.state.log_history, saved beside each log: the
-// steps and values here come from the Trainer, not from the parser or a hand count. Each case ran
-// twice, with stdout unbuffered (STEM.log: the dicts between tqdm's drawings, as a terminal or
-// `python -u` shows them) and as a plain `python` under an exec target (STEM.buffered.log: stdout
-// to a file is block-buffered, so the dicts come in bulk). Every dict the log prints must be read
-// at the step the Trainer logged it, unless the log cannot tell (kCounted below), where the parser
-// must say its steps are counted.
+// bench/trainer_log_matrix.py on the GPU machine, runs 143-144: transformers 5.17, torch 2.11) read
+// against the Trainer's own record of what it logged, trainer.state.log_history, saved beside each
+// log: the steps and values here come from the Trainer, not from the parser or a hand count. Each
+// case ran twice, with stdout unbuffered (STEM.log: the dicts between tqdm's drawings, as a
+// terminal or `python -u` shows them) and as a plain `python` under an exec target
+// (STEM.buffered.log: stdout to a file is block-buffered, so the dicts come in bulk). Every dict
+// the log prints must be read at the step the Trainer logged it, unless the log cannot tell
+// (kCounted below), where the parser must say its steps are counted.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,9 +110,10 @@ TEST_P(TrainerLiveTest, ReadsWhatTheTrainerLogged) {
 
 std::vector<std::string> Stems() {
   std::vector<std::string> stems;
-  for (const char* c : {"steps5", "first_step_gas4_eval", "epoch_strategy", "no_tqdm_steps3",
-                        "tokens_seen", "ratio_logging", "epochs_gas2", "info_level", "resumed",
-                        "ddp2", "every_step", "long_steps10", "slow_steps4", "evaluate_after"}) {
+  for (const char* c :
+       {"steps5", "first_step_gas4_eval", "epoch_strategy", "no_tqdm_steps3", "tokens_seen",
+        "ratio_logging", "epochs_gas2", "info_level", "resumed", "ddp2", "every_step",
+        "long_steps10", "slow_steps4", "evaluate_after", "tee_prefix"}) {
     stems.push_back(c);
     stems.push_back(std::string(c) + ".buffered");
   }

@@ -54,14 +54,14 @@
 // tqdm.write clears the bar (`\r` + spaces + `\r`), writes the dict and its line end, and then
 // redraws the bar at once, so the first drawing after the dict's line end is the dict's own step
 // (transformers 5.17, run in bench/trainer_log_matrix.py: with 0.1 s steps the bar before the dict
-// at step 5 showed 1/23, the redraw after it 5/23). That redraw numbers the dict; it is told from a
-// paste (where the next line keeps only the last drawing) by the clear
-// written on the dict's own line. In a raw capture no bar before a dict numbers it: it may be stale
-// (above), or the dict reached the file apart from the bars (a plain `python` under an exec target:
-// stdout to a file is block-buffered, stderr is not, so the dicts come in bulk, glued to whatever
-// bar was drawn then, or after a clear when a flush fell inside tqdm.write; the same matrix: a dict
-// of step 1 glued to 8/20, of step 6 to 10/12). Such dicts are counted, the bars after them
-// bounding their steps from above.
+// at step 5 showed 1/23, the redraw after it 5/23). That redraw numbers the dict; it is told from
+// a paste (where the next line keeps only the last drawing) by the clear written on the dict's own
+// line. In a raw capture no bar before a dict numbers it: it may be stale (above), or the dict
+// reached the file apart from the bars (a plain `python` under an exec target: stdout to a file is
+// block-buffered, stderr is not, so the dicts come in bulk, glued to whatever bar was drawn then,
+// or after a clear when a flush fell inside tqdm.write; the same matrix: a dict of step 1 glued to
+// 8/20, of step 6 to 10/12). Such dicts are counted, the bars after them bounding their steps from
+// above.
 //
 // TRL's GRPOTrainer and RLOOTrainer (from 0.26, 5de62b07e) add 'step_time': the seconds
 // training_step took over one optimizer step's micro-batches (generation included when it ran),

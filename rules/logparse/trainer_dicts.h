@@ -237,6 +237,14 @@ class TrainerDictReader {
   // otherwise. `spe` as for InferSteps.
   std::optional<std::vector<int64_t>> SpacingSteps(int64_t* logging_steps,
                                                    std::pair<double, double>* spe) const;
+  // Else from the epochs as the Trainer counts them, in micro-batches (an epoch's last step may
+  // take fewer under gradient accumulation: trainer_dict_epochs.cc): the one set of steps, the
+  // dicts at the last multiples of one logging_steps L up to the closing dict's steps run (or at
+  // step 1 and then every L), for which some S steps an epoch and micro-batches an epoch over
+  // GAS put every dict and the closing dict at their printed epochs; nullopt when none or
+  // several. `spe` gets S - 1 to S (a step's steps over its epoch).
+  std::optional<std::vector<int64_t>> MicroBatchSteps(int64_t* logging_steps,
+                                                      std::pair<double, double>* spe) const;
   // The evaluations that named no step, at `at` (the loss dicts' steps) and `spe` (the steps per
   // epoch, a range: 0 when not known) as Finish says; with no loss dict, where the closing dict's
   // steps per epoch put them.

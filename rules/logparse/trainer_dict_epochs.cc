@@ -216,14 +216,17 @@ std::optional<std::vector<int64_t>> TrainerDictReader::SpacingSteps(
   return at;
 }
 
-// transformers' Trainer._inner_training_loop (4.46 to 5.17): an epoch of M micro-batches (the
-// dataloader's length) runs ceil(M / GAS) optimizer steps, the last one on the remainder
-// (M % GAS, or GAS), and after each sets `epoch + (step + 1 + steps_skipped) / steps_in_epoch`,
-// step the micro-batch's index in the epoch. So with S steps an epoch the j-th step of an epoch
-// is at min(j x GAS, M) / M into it: j / r for j < S, with r = M / GAS in (S - 1, S], and the
-// epoch's end for j = S (5.17, GAS 2 over 9 micro-batches: steps 2, 4, 5, 6 at 0.4444, 0.8889,
-// 1, 1.222). Narrows [*lo, *hi], the r that put step `k` at `epoch` (± `half`); false when none
-// does.
+// transformers' Trainer._inner_training_loop (read at huggingface/transformers 000945a9, 2025;
+// 5.17's own log_history, tests/data/logs/trainer_live, agrees): an epoch of M micro-batches (the
+// dataloader's length, steps_in_epoch) runs ceil(M / GAS) optimizer steps, the last one on the
+// remainder (do_sync_step at every GAS-th micro-batch or the epoch's last), and after each sets
+// `self.state.epoch = epoch + (step + 1 + steps_skipped) / steps_in_epoch`, step the micro-batch's
+// index in the epoch. So with S steps an epoch the j-th step of an epoch is at min(j x GAS, M) / M
+// into it: j / r for j < S, with r = M / GAS in (S - 1, S], and the epoch's end for j = S (5.17,
+// GAS 2 over 9 micro-batches: steps 2, 4, 5, 6 at 0.4444, 0.8889, 1, 1.222). r is searched as any
+// number in (S - 1, S], not only a ratio of integers: a wider search, so an answer unique in it is
+// unique for every M and GAS. Narrows [*lo, *hi], the r that put step `k` at `epoch` (± `half`);
+// false when none does.
 namespace {
 bool MicroBatchEpochFits(int64_t k, int64_t s, double epoch, double half, double* lo, double* hi) {
   const int64_t whole = (k - 1) / s, j = k - whole * s;

@@ -1,6 +1,6 @@
-// TrainerDictReader::InferSteps and SpacingSteps (trainer_dicts.h): the steps of counted dicts from
-// their epochs, and the printing precision of the Trainer's numbers it reads them at; PlaceEvals:
-// the steps of the evaluations that named none.
+// TrainerDictReader::InferSteps, SpacingSteps and MicroBatchSteps (trainer_dicts.h): the steps of
+// counted dicts from their epochs, and the printing precision of the Trainer's numbers it reads
+// them at; PlaceEvals: the steps of the evaluations that named none.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -214,6 +214,93 @@ std::optional<std::vector<int64_t>> TrainerDictReader::SpacingSteps(
   *spe = {lo, hi};
   *logging_steps = every;
   return at;
+}
+
+// transformers' Trainer._inner_training_loop (read at huggingface/transformers 000945a9, 2025;
+// 5.17's own log_history, tests/data/logs/trainer_live, agrees): an epoch of M micro-batches (the
+// dataloader's length, steps_in_epoch) runs ceil(M / GAS) optimizer steps, the last one on the
+// remainder (do_sync_step at every GAS-th micro-batch or the epoch's last), and after each sets
+// `self.state.epoch = epoch + (step + 1 + steps_skipped) / steps_in_epoch`, step the micro-batch's
+// index in the epoch. So with S steps an epoch the j-th step of an epoch is at min(j x GAS, M) / M
+// into it: j / r for j < S, with r = M / GAS in (S - 1, S], and the epoch's end for j = S (5.17,
+// GAS 2 over 9 micro-batches: steps 2, 4, 5, 6 at 0.4444, 0.8889, 1, 1.222). r is searched as any
+// number in (S - 1, S], not only a ratio of integers: a wider search, so an answer unique in it is
+// unique for every M and GAS. Narrows [*lo, *hi], the r that put step `k` at `epoch` (± `half`);
+// false when none does.
+namespace {
+bool MicroBatchEpochFits(int64_t k, int64_t s, double epoch, double half, double* lo, double* hi) {
+  const int64_t whole = (k - 1) / s, j = k - whole * s;
+  const double q = static_cast<double>(whole);
+  if (j == s) return std::fabs(q + 1 - epoch) <= half;
+  const double top = epoch + half - q, bottom = epoch - half - q;
+  if (top <= 0) return false;
+  *lo = std::max(*lo, static_cast<double>(j) / top);
+  if (bottom > 0) *hi = std::min(*hi, static_cast<double>(j) / bottom);
+  return *lo <= *hi && *hi > static_cast<double>(s - 1);
+}
+}  // namespace
+
+std::optional<std::vector<int64_t>> TrainerDictReader::MicroBatchSteps(
+    int64_t* logging_steps, std::pair<double, double>* spe) const {
+  if (!closing_at_ || dicts_.empty()) return std::nullopt;
+  for (const Numbered& d : dicts_)
+    if (!d.epoch || *d.epoch <= 0) return std::nullopt;
+  const size_t n = dicts_.size();
+  const double ec = closing_at_->epoch, hc = closing_at_->epoch_half;
+  if (ec <= hc || closing_at_->last - closing_at_->first > 100) return std::nullopt;
+  std::optional<std::vector<int64_t>> found;
+  int64_t every = 0, s_first = 0, s_last = 0;
+  std::vector<int64_t> at(n);
+  for (int64_t run = closing_at_->first; run <= closing_at_->last; ++run) {
+    // The S steps an epoch (and the r they allow) that put the closing dict's step `run` at its
+    // epoch: run / S to run / (S - 1) epochs.
+    struct Rate {
+      int64_t s;
+      double lo, hi;
+    };
+    std::vector<Rate> rates;
+    const int64_t s_min = std::max<int64_t>(1, static_cast<int64_t>(std::floor(run / (ec + hc))));
+    const int64_t s_max = static_cast<int64_t>(std::ceil(run / (ec - hc))) + 1;
+    if (s_max - s_min > 10'000'000) return std::nullopt;  // too loose to search
+    for (int64_t s = s_min; s <= s_max; ++s) {
+      Rate r{s, 0, static_cast<double>(s)};
+      if (MicroBatchEpochFits(run, s, ec, hc, &r.lo, &r.hi)) rates.push_back(r);
+    }
+    if (static_cast<double>(rates.size()) * static_cast<double>(run) > 5e7) return std::nullopt;
+    for (int64_t l = 1; l <= run && !rates.empty(); ++l) {
+      // The dicts at the last multiples of L up to the steps run, or (logging_first_step) at
+      // step 1 and then every multiple of L.
+      for (const bool first_step : {false, true}) {
+        if (first_step_ && !first_step) continue;
+        const int64_t last = run / l * l;
+        if (first_step && (l == 1 || run / l != static_cast<int64_t>(n) - 1)) continue;
+        for (size_t i = 0; i < n; ++i)
+          at[i] = first_step && i == 0 ? 1 : last - static_cast<int64_t>(n - 1 - i) * l;
+        if (at[0] < 1) continue;
+        bool known_fit = true;
+        for (size_t i = 0; i < n; ++i)
+          known_fit = known_fit && (!dicts_[i].known || dicts_[i].step == at[i]);
+        if (!known_fit) continue;
+        for (Rate r : rates) {
+          bool fit = true;
+          for (size_t i = 0; fit && i < n; ++i)
+            fit = MicroBatchEpochFits(at[i], r.s, *dicts_[i].epoch, dicts_[i].epoch_half, &r.lo,
+                                      &r.hi);
+          if (!fit) continue;
+          if (found && (*found != at || every != l)) return std::nullopt;  // several answers
+          found = at;
+          every = l;
+          s_first = s_first == 0 ? r.s : std::min(s_first, r.s);
+          s_last = std::max(s_last, r.s);
+        }
+      }
+    }
+  }
+  if (!found) return std::nullopt;
+  // A step k of S an epoch is at k / S to k / (S - 1) epochs: the steps per epoch PlaceEvals uses.
+  *spe = {static_cast<double>(s_first - 1), static_cast<double>(s_last)};
+  *logging_steps = every;
+  return found;
 }
 
 void TrainerDictReader::PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,

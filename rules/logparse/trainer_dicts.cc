@@ -400,7 +400,7 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   int64_t every = 0;
   std::pair<double, double> spe{0, 0};
   std::optional<std::vector<int64_t>> at;
-  bool by_bars = false, by_spacing = false;
+  bool by_bars = false, by_spacing = false, by_micro_batches = false;
   if (auto gas = log.facts.find("gas"); gas != log.facts.end())
     accumulates_ = gas->second.value > 1;
   if (!resumed_) at = InferSteps(&every, &spe);
@@ -411,6 +411,10 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   if (!at && !resumed_) {
     at = BarBoundSteps(&every);
     by_bars = at.has_value();
+  }
+  if (!at && !resumed_) {
+    at = MicroBatchSteps(&every, &spe);
+    by_micro_batches = at.has_value();
   }
   if (at) {
     for (size_t i = 0; i < dicts_.size(); ++i)
@@ -470,6 +474,12 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
                 "per epoch the numbered or closing dicts bound, each at the multiple of it its "
                 "epoch allows",
                 every)
+      : by_micro_batches
+          ? fmt::format(
+                "logging_steps {}, the one value at whose multiples every dict's epoch, and the "
+                "closing dict's, fits the Trainer's count of micro-batches ({} to {} steps an "
+                "epoch, an epoch's last step on the remainder of gradient accumulation)",
+                every, spe.first + 1, spe.second)
       : by_bars ? fmt::format(
                       "logging_steps {}, the one value that puts each dict between the training "
                       "bars drawn before and after it",

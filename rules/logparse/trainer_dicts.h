@@ -191,12 +191,17 @@ class TrainerDictReader {
   // closing dict) and the epochs' spacing allows one logging_steps L, each dict is at the multiple
   // of L its epoch allows. Failing that, logging_steps is the one value L that puts the n-th dict's
   // step n x L between the training bars drawn before and after it (a callback's prints between
-  // a bar and the dict keep the bars from numbering it). A run resumed from a checkpoint is left
-  // as counted. The records (and the evals and the closing dict's through_step that followed
-  // them) move to their steps, with a note. Otherwise a note says the steps assume logging_steps
-  // 1 (transformers' default is 500). In a log without any loss dict (a run of fewer steps than
-  // logging_steps, or logging_strategy "no": only the evaluations and the closing dict), the
-  // evaluations are where their epochs put them at the closing dict's steps per epoch.
+  // a bar and the dict keep the bars from numbering it). Failing that, the epochs as the Trainer
+  // counts them, in micro-batches (with gradient accumulation an epoch's last step takes the
+  // remainder, so the epochs do not grow by one share a step): the one logging_steps whose last
+  // multiples up to the closing dict's steps run (or step 1 and then every multiple) put every
+  // epoch where some S steps an epoch and micro-batches an epoch over GAS in (S - 1, S] do
+  // (MicroBatchSteps). A run resumed from a checkpoint is left as counted. The records (and the
+  // evals and the closing dict's through_step that followed them) move to their steps, with a note.
+  // Otherwise a note says the steps assume logging_steps 1 (transformers' default is 500). In a log
+  // without any loss dict (a run of fewer steps than logging_steps, or logging_strategy "no": only
+  // the evaluations and the closing dict), the evaluations are where their epochs put them at the
+  // closing dict's steps per epoch.
   void Finish(std::string_view name, std::map<int64_t, Iteration>& steps, ParsedLog& log);
 
  private:
@@ -237,6 +242,14 @@ class TrainerDictReader {
   // otherwise. `spe` as for InferSteps.
   std::optional<std::vector<int64_t>> SpacingSteps(int64_t* logging_steps,
                                                    std::pair<double, double>* spe) const;
+  // Else from the epochs as the Trainer counts them, in micro-batches (an epoch's last step may
+  // take fewer under gradient accumulation: trainer_dict_epochs.cc): the one set of steps, the
+  // dicts at the last multiples of one logging_steps L up to the closing dict's steps run (or at
+  // step 1 and then every L), for which some S steps an epoch and micro-batches an epoch over
+  // GAS put every dict and the closing dict at their printed epochs; nullopt when none or
+  // several. `spe` gets S - 1 to S (a step's steps over its epoch).
+  std::optional<std::vector<int64_t>> MicroBatchSteps(int64_t* logging_steps,
+                                                      std::pair<double, double>* spe) const;
   // The evaluations that named no step, at `at` (the loss dicts' steps) and `spe` (the steps per
   // epoch, a range: 0 when not known) as Finish says; with no loss dict, where the closing dict's
   // steps per epoch put them.

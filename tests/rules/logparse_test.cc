@@ -1477,6 +1477,36 @@ TEST(Trainer, StepsFromFourDigitEpochsAndTheClosingDictsRange) {
   EXPECT_NE(r->notes.back().find("numbered as if it were 1"), std::string::npos);
 }
 
+// The Trainer's epoch counts micro-batches (epoch + micro-batches done / micro-batches an
+// epoch): with gradient accumulation an epoch's last step takes the remainder, so the epochs do not
+// grow by one share a step, and the dicts are placed by that count.
+TEST(Trainer, StepsFromEpochsCountingMicroBatches) {
+  // 7 micro-batches an epoch, GAS 3: 3 steps an epoch (3, 3 and 1 micro-batches), logging_steps 2
+  // (not stated). Step 2 at 6/7 = '0.8571', 4 at 1 + 3/7 = '1.429', 6 at '2', 8 at 2 + 6/7 =
+  // '2.857'; closing '2' steps/s x '4' s = 7.997-8.003: 8 steps at '2.857'. One rate of steps an
+  // epoch fits none of it (8 / 2.857 = 2.8, 6 / 2 = 3); only steps 2, 4, 6, 8 fit the count.
+  const std::string dicts =
+      "{'loss': '6.1', 'epoch': '0.8571'}\n{'loss': '6.0', 'epoch': '1.429'}\n"
+      "{'loss': '5.9', 'epoch': '2'}\n{'loss': '5.8', 'epoch': '2.857'}\n";
+  Result<ParsedLog> r = ParseTrainerLog(
+      dicts +
+          "{'train_runtime': '4', 'train_samples_per_second': '8', 'train_steps_per_second': "
+          "'2', 'train_loss': '5.95', 'epoch': '2.857'}\n",
+      "gas3.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<int64_t> steps;
+  for (const Iteration& it : r->iterations) steps.push_back(it.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{2, 4, 6, 8}));
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes.back().find("logging_steps 2, the one value at whose multiples"),
+            std::string::npos);
+  // Without the closing dict nothing bounds the steps run: counted.
+  r = ParseTrainerLog(dicts, "gas3.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->iterations.back().step, 4);
+  EXPECT_NE(r->notes.back().find("numbered as if it were 1"), std::string::npos);
+}
+
 // A notebook that trains several configurations prints each run's dicts and closing dict in turn
 // (a 2026 LoRA lab log, index id 71559672946: four 30-step runs): the epoch going back starts
 // another run, whose records, evaluations and closing figures replace the earlier run's.

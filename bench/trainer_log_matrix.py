@@ -62,6 +62,14 @@ CASES = {
     # torchrun --tee 3 (a rank per process's output prefixed "[default0]:", as FlagPerf's
     # launchers keep it), one rank.
     "tee_prefix": dict(args=dict(max_steps=12, logging_steps=3), nproc=1, tee=True),
+    # Evaluations at steps no loss dict is at (every 3 steps, dicts every 5).
+    "eval_unaligned": dict(args=dict(max_steps=20, logging_steps=5, eval_strategy="steps",
+                                     eval_steps=3), eval_rows=16),
+    # Checkpoints saved at the logging steps (5.x draws a "Writing model shards" bar).
+    "save_and_log": dict(args=dict(max_steps=12, logging_steps=4, save_strategy="steps",
+                                   save_steps=4)),
+    # torchrun --tee 3 over two ranks.
+    "tee_ddp2": dict(args=dict(max_steps=8, logging_steps=2), nproc=2, tee=True),
     # trainer.evaluate() after training, and log_metrics' "***** train metrics *****" block.
     "evaluate_after": dict(args=dict(max_steps=10, logging_steps=5), eval_rows=16,
                            evaluate_after=True),

@@ -303,6 +303,22 @@ std::optional<std::vector<int64_t>> TrainerDictReader::MicroBatchSteps(
   return found;
 }
 
+std::optional<std::pair<double, double>> TrainerDictReader::NumberedStepsPerEpoch() const {
+  double lo = 0, hi = INFINITY;
+  for (const Numbered& d : dicts_) {
+    if (!d.known || !d.epoch || *d.epoch <= d.epoch_half) return std::nullopt;
+    lo = std::max(lo, static_cast<double>(d.step) / (*d.epoch + d.epoch_half));
+    hi = std::min(hi, static_cast<double>(d.step) / (*d.epoch - d.epoch_half));
+  }
+  if (closing_at_) {
+    const std::pair<double, double> c = ClosingStepsPerEpoch();
+    lo = std::max(lo, c.first);
+    hi = std::min(hi, c.second);
+  }
+  if (dicts_.empty() || lo > hi) return std::nullopt;
+  return std::pair{lo, hi};
+}
+
 void TrainerDictReader::PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,
                                    ParsedLog& log) const {
   // An evaluation is at the step of the loss dict before it, unless its epoch puts it at one

@@ -247,8 +247,11 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   }
   if (std::optional<double> eval = Get(dict, "eval_loss")) {
     const int64_t step = named ? static_cast<int64_t>(*named) : last_;  // ms-swift names it
-    for (const EvalPoint& e : log.evals)
-      if (e.step == step && e.value == *eval) return true;  // another rank's copy
+    // Another rank's copy: the same step, loss and epoch (two evaluations between the same loss
+    // dicts, eval_steps below logging_steps, have other epochs).
+    const std::tuple<int64_t, double, std::optional<double>> seen{step, *eval, Get(dict, "epoch")};
+    if (std::find(seen_evals_.begin(), seen_evals_.end(), seen) != seen_evals_.end()) return true;
+    seen_evals_.push_back(seen);
     if (!named) {
       const std::optional<double> epoch = Get(dict, "epoch");
       eval_after_.push_back(
@@ -395,6 +398,14 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
                   static_cast<double>(closing_at_->last) / (e - h)},
                  log);
     return;
+  }
+  if (!counted_ && !eval_after_.empty()) {
+    // Every loss dict numbered: the evaluations that named no step where their epochs put them at
+    // the steps per epoch the dicts pin (eval_steps off the logging steps).
+    std::vector<int64_t> at;
+    for (const Numbered& d : dicts_) at.push_back(d.step);
+    if (std::optional<std::pair<double, double>> spe = NumberedStepsPerEpoch())
+      PlaceEvals(at, *spe, log);
   }
   if (!counted_ || stated_) return;
   int64_t every = 0;

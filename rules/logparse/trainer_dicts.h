@@ -93,6 +93,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -255,6 +256,9 @@ class TrainerDictReader {
   // steps per epoch put them.
   void PlaceEvals(const std::vector<int64_t>& at, std::pair<double, double> spe,
                   ParsedLog& log) const;
+  // The steps per epoch every loss dict's step and epoch (and the closing dict) allow, when all
+  // are numbered and agree on one rate; nullopt otherwise (gradient accumulation's uneven epochs).
+  std::optional<std::pair<double, double>> NumberedStepsPerEpoch() const;
   // The steps per epoch the closing dict allows (closing_at_ set): its steps run over its epoch,
   // one step wider each way after a whole epoch of a run that accumulates gradients (an epoch's
   // last step may take fewer micro-batches: trainer_dict_epochs.cc).
@@ -296,6 +300,8 @@ class TrainerDictReader {
   // The loss dicts read, by their step or epoch (another rank's copy is skipped): a dict is
   // compared only with those at the same place, not with the whole log.
   std::map<std::optional<double>, std::vector<TrainerDict>> seen_;
+  // The eval dicts read (step, eval_loss, epoch), for another rank's copy.
+  std::vector<std::tuple<int64_t, double, std::optional<double>>> seen_evals_;
   // log.evals index -> how many loss dicts came before it (evals that named no step).
   struct EvalAfter {
     size_t eval = 0, after = 0;

@@ -1,5 +1,5 @@
 // Real transformers Trainer logs (tests/data/logs/trainer_live/, written by
-// bench/trainer_log_matrix.py on the GPU machine, runs 143-144: transformers 5.17, torch 2.11) read
+// bench/trainer_log_matrix.py on the GPU machine, runs 143-145: transformers 5.17, torch 2.11) read
 // against the Trainer's own record of what it logged, trainer.state.log_history, saved beside each
 // log: the steps and values here come from the Trainer, not from the parser or a hand count. Each
 // case ran twice, with stdout unbuffered (STEM.log: the dicts between tqdm's drawings, as a
@@ -111,10 +111,10 @@ TEST_P(TrainerLiveTest, ReadsWhatTheTrainerLogged) {
 
 std::vector<std::string> Stems() {
   std::vector<std::string> stems;
-  for (const char* c :
-       {"steps5", "first_step_gas4_eval", "epoch_strategy", "no_tqdm_steps3", "tokens_seen",
-        "ratio_logging", "epochs_gas2", "info_level", "resumed", "ddp2", "every_step",
-        "long_steps10", "slow_steps4", "evaluate_after", "tee_prefix"}) {
+  for (const char* c : {"steps5", "first_step_gas4_eval", "epoch_strategy", "no_tqdm_steps3",
+                        "tokens_seen", "ratio_logging", "epochs_gas2", "info_level", "resumed",
+                        "ddp2", "every_step", "long_steps10", "slow_steps4", "evaluate_after",
+                        "tee_prefix", "eval_unaligned", "save_and_log", "tee_ddp2"}) {
     stems.push_back(c);
     stems.push_back(std::string(c) + ".buffered");
   }

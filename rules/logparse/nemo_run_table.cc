@@ -91,7 +91,11 @@ bool NemoRunTableReader::Read(std::string_view line, int64_t no) {
   }
   if (argument_.empty()) return true;
   if (!text_.empty()) text_ += ' ';
-  rows_.emplace_back(text_.size(), no);
+  // Rich pads a cell with one space; Pretty indents a nested item two more a level. A row
+  // without indentation continues a wrapped one.
+  if (value.starts_with(' ')) value.remove_prefix(1);
+  const size_t indent = std::min(value.find_first_not_of(' '), value.size());
+  rows_.push_back(Row{text_.size(), no, indent >= 2 ? indent / 2 : 0});
   text_ += InertQuotes(Trim(value));
   return true;
 }
@@ -102,15 +106,21 @@ void NemoRunTableReader::FinishArgument() {
   std::vector<std::string> open;  // the keys of the calls and lists we are in ("" for none)
   std::string pending_key;        // a `key=` whose value is being read
   auto line_at = [&](size_t pos) {
-    auto it = std::upper_bound(rows_.begin(), rows_.end(), std::pair{pos, INT64_MAX});
-    return it == rows_.begin() ? int64_t{0} : std::prev(it)->second;
+    auto it = std::upper_bound(rows_.begin(), rows_.end(), pos,
+                               [](size_t p, const Row& row) { return p < row.at; });
+    return it == rows_.begin() ? int64_t{0} : std::prev(it)->line;
   };
+  size_t row = 0;  // the next row to start
   const std::string_view text = text_;
   // The argument's own call: `data` -> "MockDataModule", under the path "data()".
   if (size_t call = text.find('('); call != std::string_view::npos && !rows_.empty())
     values_.try_emplace(argument_ + "()",
-                        Value{std::string(Trim(text.substr(0, call))), rows_.front().second});
+                        Value{std::string(Trim(text.substr(0, call))), rows_.front().line});
   for (size_t i = 0; i < text.size();) {
+    // An indented row's items are at its depth: a cell cut with `…` may have lost closing
+    // brackets before it.
+    for (; row < rows_.size() && rows_[row].at <= i; ++row)
+      if (rows_[row].depth > 0 && open.size() > rows_[row].depth) open.resize(rows_[row].depth);
     const char c = text[i];
     if (c == '(' || c == '[' || c == '{') {
       open.push_back(pending_key);
@@ -126,12 +136,20 @@ void NemoRunTableReader::FinishArgument() {
       if (end < text.size() && text[end] == '=') {  // `key=`
         pending_key = std::string(text.substr(i, end - i));
         size_t v = end + 1;
+        // The value ends at a separator, or where the next indented row starts (the cell was
+        // cut).
+        size_t limit = text.size();
+        for (size_t r = row; r < rows_.size(); ++r) {
+          if (rows_[r].at > v && rows_[r].depth > 0) {
+            limit = rows_[r].at;
+            break;
+          }
+        }
         size_t stop = v;
-        while (stop < text.size() &&
+        while (stop < limit &&
                std::string_view(",)]}([{").find(text[stop]) == std::string_view::npos)
           ++stop;
-        if (stop < text.size() &&
-            std::string_view("([{").find(text[stop]) != std::string_view::npos) {
+        if (stop < limit && std::string_view("([{").find(text[stop]) != std::string_view::npos) {
           // `key=Call(`, `key=[...]`: nested
           i = stop;
           continue;

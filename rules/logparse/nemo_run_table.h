@@ -36,7 +36,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "rules/logparse/log_parser.h"
@@ -65,7 +64,12 @@ class NemoRunTableReader {
   std::string prefix_;    // before the table's border (a page's indentation)
   std::string argument_;  // the argument whose cells are being read
   std::string text_;      // its cells joined, quotes made safe
-  std::vector<std::pair<size_t, int64_t>> rows_;      // where in text_ each row starts, its line
+  struct Row {
+    size_t at = 0;  // where in text_ it starts
+    int64_t line = 0;
+    size_t depth = 0;  // its items' nesting by its indentation (2 spaces a level); 0: not known
+  };
+  std::vector<Row> rows_;
   std::map<std::string, Value, std::less<>> values_;  // "data.seq_length" -> "128"
 };
 

@@ -195,6 +195,22 @@ TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {
   EXPECT_NE(r.status().message().find("oom.log: no Megatron iteration lines"), std::string::npos);
 }
 
+TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
+  // Megatron-Bridge's `Step Time` line (print_rank_0) without the iteration line it precedes
+  // (print_rank_last): rank 0's output of a pipeline-parallel run, or a README's one line (the
+  // reduced-precision tutorial's "Step Time : 11.65s GPU utilization: 1158.1TFLOP/s/GPU").
+  const std::string text =
+      "[NeMo I 2026-02-01 10:00:00] setting number of microbatches to constant 32\n"
+      "Step Time : 11.65s GPU utilization: 1158.1MODEL_TFLOP/s/GPU\n";
+  Result<ParsedLog> r = ParseMegatronLog(text, "rank0.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no Megatron iteration lines"), std::string::npos);
+  EXPECT_NE(r.status().message().find("line 2 is Megatron-Bridge's 'Step Time : ...' line, which "
+                                      "gives no step or loss"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(Megatron, LineWithoutAKnownFieldIsAnError) {
   // A complete line (it ends with `|`) from which no field was read: not an empty record.
   Result<ParsedLog> r = ParseMegatronLog(

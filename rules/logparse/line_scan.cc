@@ -1,5 +1,7 @@
 #include "rules/logparse/line_scan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -175,6 +177,18 @@ void FillSpansFromGaps(std::vector<Iteration>& its) {
 
 void SetFact(ParsedLog& log, const char* name, double value, int64_t line) {
   log.facts.emplace(name, Fact{value, line});
+}
+
+void SetConfigFact(ParsedLog& log, std::string_view name, const char* fact, double value,
+                   int64_t line, std::string_view source, std::string_view key) {
+  auto it = log.facts.find(fact);
+  if (it == log.facts.end()) {
+    SetFact(log, fact, value, line);
+  } else if (it->second.value != value) {
+    log.notes.push_back(fmt::format("{}: {}:{} says {}, {} {}:{} says {} ({}): {} kept", fact, name,
+                                    it->second.line, it->second.value, source, name, line, value,
+                                    key, it->second.value));
+  }
 }
 
 int64_t CountLines(std::string_view text) {

@@ -119,6 +119,12 @@ void FillSpansFromGaps(std::vector<Iteration>& its);
 // every rank prints the same).
 void SetFact(ParsedLog& log, const char* name, double value, int64_t line);
 
+// A fact a config print states (`source`, e.g. "Megatron-Bridge's config print", under `key`):
+// recorded unless the log stated it before; a different earlier value is kept, and a note names
+// both lines ("mpe: NAME:2 says 4096, SOURCE NAME:6 says 2048 (KEY): 4096 kept").
+void SetConfigFact(ParsedLog& log, std::string_view name, const char* fact, double value,
+                   int64_t line, std::string_view source, std::string_view key);
+
 // The number after `key` + optional spaces/quotes + one of `seps`
 // (case-insensitive), a quoted number ('10.46', as transformers prints its
 // log values), `tensor(` or `[` before it skipped; nullopt otherwise.

@@ -559,9 +559,23 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
         name, read.first_joined, read.joined));
   }
   if (log.iterations.empty()) {
+    // Megatron-Bridge's `Step Time : 11.65s GPU utilization: ...` (train_utils.py training_log)
+    // is print_rank_0's, the iteration line print_rank_last's: rank 0's output alone has no
+    // iteration line when the pipeline has more than one stage.
+    std::string step_time;
+    ForEachLine(text, [&](std::string_view line, int64_t no) {
+      if (step_time.empty() && line.find("Step Time : ") != std::string_view::npos &&
+          line.find(" GPU utilization: ") != std::string_view::npos) {
+        step_time = fmt::format(
+            "; line {} is Megatron-Bridge's 'Step Time : ...' line, which gives no step or loss: "
+            "rank 0 prints it, the iteration lines come from the last rank (the last pipeline "
+            "stage): give that rank's output",
+            no);
+      }
+    });
     return Errorf(ErrorCode::kCorrupt,
-                  "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}", name,
-                  log.lines, OtherFormatHint(text, "megatron"));
+                  "{}: no Megatron iteration lines (' iteration N/M | ... |') in {} lines{}{}",
+                  name, log.lines, step_time, OtherFormatHint(text, "megatron"));
   }
   SpanMegatronRecords(log, extras, name);
   deepspeed_skips.Apply(name, log);  // the steps its pipeline engine skipped

@@ -167,15 +167,8 @@ void BridgeConfigReader::Apply(ParsedLog& log, std::string_view name) const {
   }
   for (const auto& [fact, key_value] : found) {
     const auto& [key, v] = key_value;
-    const double value = *ParseNumber(v->text);
-    auto it = log.facts.find(fact);
-    if (it == log.facts.end()) {
-      SetFact(log, fact.c_str(), value, v->line);
-    } else if (it->second.value != value) {
-      log.notes.push_back(fmt::format(
-          "{}: {}:{} says {}, Megatron-Bridge's config print {}:{} says {} ({}): {} kept", fact,
-          name, it->second.line, it->second.value, name, v->line, value, key, it->second.value));
-    }
+    SetConfigFact(log, name, fact.c_str(), *ParseNumber(v->text), v->line,
+                  "Megatron-Bridge's config print", key);
   }
   if (const Value* model_seq = Find("model.seq_length"); model_seq && found.contains("mpe")) {
     const auto& [key, v] = found.at("mpe");

@@ -45,7 +45,10 @@
 // `[val]` lines, by nemo_automodel.h: step N + 1, its loss, grad_norm, lr and printed token rate
 // over all devices; memory the largest `mem` (max allocated). The start-up lines that state the
 // layout (world size, data / tensor / pipeline group sizes, micro-batches) are facts, by
-// nemo_setup.h.
+// nemo_setup.h; so are the batch sizes, sequence length and precision in NeMo-Run's table of
+// resolved arguments, by nemo_run_table.h. A negative `train_step_timing in s` (TimingCallback's
+// NamedTimer uses time.time(), the wall clock: a clock step makes one step negative and a step
+// near it as much too long) is kept as printed, with a note.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,6 +64,7 @@
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/nemo_automodel.h"
 #include "rules/logparse/nemo_bar.h"
+#include "rules/logparse/nemo_run_table.h"
 #include "rules/logparse/nemo_setup.h"
 
 namespace bm::logparse {
@@ -256,9 +260,10 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   Status error = Status::Ok();
   double peak = -1;
   std::map<int64_t, std::optional<double>> bar_consumed;  // NeMo 1 bars, by step
-  int64_t rounded_line = 0, printer_lines = 0;
+  int64_t rounded_line = 0, printer_lines = 0, negative_line = 0;
   std::vector<BarCount> bar_counts;
   AutomodelReader automodel;
+  NemoRunTableReader run_table;        // NeMo-Run's resolved-arguments table (nemo_run_table.h)
   std::optional<PrinterLine> pending;  // a ProgressPrinter line, until no `|` line continues it
   int64_t pending_last = 0, continued_line = 0;
   bool pending_open = false;  // the pending line's last piece ends with `|`
@@ -272,6 +277,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
                   pending->global_step.value_or(static_cast<double>(pending->iteration))) +
               1;
     if (pending->reserved && *pending->reserved > peak) peak = *pending->reserved;
+    if (it.ms && *it.ms < 0 && negative_line == 0) negative_line = it.line;
     if (pending->val_loss)
       carried.push_back({it.step, *pending->val_loss, it.line, validation_seen});
     validation_seen = false;
@@ -301,6 +307,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
     }
     flush();
     if (pos == std::string_view::npos) {
+      if (run_table.Read(line, no)) return;
       if (ReadNemoSetupLine(line, no, log)) return;  // devices, dp, tp, pp, gas (nemo_setup.h)
       Result<bool> read = automodel.Read(line, no, name, cut, log);
       if (!read.ok()) {
@@ -429,6 +436,13 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
         "read as one line",
         name, continued_line));
   }
+  if (negative_line > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: a negative train_step_timing, kept as printed: TimingCallback times a step with "
+        "NamedTimer's time.time(), the wall clock, which moved during the run; a step near it "
+        "is as much too long, so a sum over the steps stays right, not each step's time",
+        name, negative_line));
+  }
   if (rounded_line > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: global_step printed to three significant digits (tqdm's e-notation) outside "
@@ -442,6 +456,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   }
   AddValLossEvals(carried, name, log);
   automodel.Finish(log, name);
+  run_table.Apply(log, name);
   return log;
 }
 

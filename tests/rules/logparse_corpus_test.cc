@@ -2615,6 +2615,77 @@ TEST(Corpus, Nemo2LineWrappedByAPageAtItsPipes) {
   EXPECT_TRUE(noted);
 }
 
+TEST(Corpus, Nemo2RunTableGivesTheBatchAndSequenceLength) {
+  // `nemo llm pretrain` on one GPU (NeMo 24.12 era, December 2024): NeMo-Run's "Resolved
+  // Arguments" table, then ProgressPrinter lines every step. The lines say the global batch (64)
+  // but not the sequence length; the table's data row does.
+  Result<Read> r = ReadLog("nemo2_run_table_mock_negative_step_time.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  const auto fact = [&](const char* f) { return r->log.facts.at(f); };
+  // Lines 6-7: `MockDataModule(seq_length=128, micro_batch_size=1,` / `global_batch_size=64)`.
+  EXPECT_EQ(fact("mpe").value, 128);
+  EXPECT_EQ(fact("mpe").line, 6);
+  EXPECT_EQ(fact("lbs").value, 1);
+  EXPECT_EQ(fact("gbs").value, 64);
+  EXPECT_EQ(fact("gbs").line, 7);
+  // megatron_init's groups (lines 131, 140, 143) are stated before the table is applied: kept;
+  // the table's strategy says the same (lines 62-63).
+  EXPECT_EQ(fact("tp").line, 140);
+  EXPECT_EQ(fact("pp").line, 143);
+  EXPECT_EQ(fact("devices").value, 1);  // line 149, MEMBER: 1/1
+  EXPECT_EQ(fact("gas").value, 64);     // line 261: 64 / (1 x 1)
+  EXPECT_EQ(r->log.precision, "bf16");  // line 56, plugins=MegatronMixedPrecision(precision=
+  EXPECT_EQ(r->log.precision_line, 56);
+  // Lines 440-459: iterations 0-19, global_step 0-19 -> steps 1-20, each its own.
+  ASSERT_EQ(r->log.iterations.size(), 20u);
+  EXPECT_EQ(r->Steps().front(), 1);
+  EXPECT_EQ(r->Steps().back(), 20);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 3632.0);
+  EXPECT_EQ(r->At(5)->loss, 10.83);  // line 444
+  EXPECT_EQ(r->At(20)->lr, 2.999e-06);
+  // Lines 448-449: 13.75 s then -12.71 s (TimingCallback's wall-clock timer moved): kept as
+  // printed, with a note; their sum, 1.04 s, is two ordinary steps.
+  EXPECT_DOUBLE_EQ(*r->At(9)->ms, 13750.0);
+  EXPECT_DOUBLE_EQ(*r->At(10)->ms, -12710.0);
+  bool noted = false;
+  for (const std::string& n : r->log.notes)
+    noted = noted || n.find(":449: a negative train_step_timing") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // Steps 2-20 (the first is warm-up): 19 x 64 x 128 = 155648 tokens in 0.4531 + 0.4515 + ...
+  // + 0.4437 = 8.9502 s on one GPU.
+  EXPECT_NEAR(r->PerDevice(), 155648 / 8.9502, 1e-6);
+  EXPECT_EQ(r->m()["config"]["mpe"], 128);
+  EXPECT_EQ(r->m()["config"]["precision"], "bf16");
+}
+
+TEST(Corpus, Nemo2RunTableOfADiffusionRunOnTwoRanks) {
+  // NeMo's diffusion README (DiT, `train.py --factory train_mock` under torchrun on 2 GPUs): both
+  // ranks print the table, indented 4 spaces by the page; the first one's values.
+  Result<Read> r = ReadLog("nemo2_run_table_dit_fake_data_two_ranks.log", "nemo");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto fact = [&](const char* f) { return r->log.facts.at(f); };
+  // Lines 14-16 of VideoLatentFakeDataModule(...): seq_length=1024, micro_batch_size=1,
+  // global_batch_size=8; the task encoder's seq_length (line 17) is nested deeper.
+  EXPECT_EQ(fact("mpe").value, 1024);
+  EXPECT_EQ(fact("mpe").line, 14);
+  EXPECT_EQ(fact("lbs").line, 15);
+  EXPECT_EQ(fact("gbs").value, 8);
+  EXPECT_EQ(fact("devices").value, 2);  // line 192, MEMBER: 1/2
+  EXPECT_EQ(fact("dp").value, 2);       // line 174, [0, 1]
+  EXPECT_EQ(fact("gas").value, 4);      // line 205: 8 / (1 x 2)
+  // `plugins=<nemo.lightning...M…` (line 68) is an object's repr, cut: no precision.
+  EXPECT_EQ(r->log.precision, "");
+  // Lines 250-265: steps 1-16.
+  ASSERT_EQ(r->log.iterations.size(), 16u);
+  EXPECT_DOUBLE_EQ(*r->At(1)->ms, 4022.0);
+  EXPECT_EQ(r->Loss(16), 0.3763);
+  // Steps 2-16: 15 x 8 x 1024 = 122880 tokens in 0.4357 + 0.4321 + ... + 0.4301 s, on 2 GPUs.
+  const double seconds = 0.4357 + 0.4321 + 0.4294 + 0.4287 + 0.4291 + 0.4349 + 0.4331 + 0.4341 +
+                         0.4408 + 0.4395 + 0.435 + 0.4333 + 0.4389 + 0.4324 + 0.4301;
+  EXPECT_NEAR(r->PerDevice(), 122880 / seconds / 2, 1e-6);
+}
+
 // ---- NeMo 1 training bars (Lightning's TQDMProgressBar postfix) ----------
 
 TEST(Corpus, Nemo1BarCaretMTextGluedMessagesAndRedraws) {

@@ -195,6 +195,22 @@ TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {
   EXPECT_NE(r.status().message().find("oom.log: no Megatron iteration lines"), std::string::npos);
 }
 
+TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
+  // Megatron-Bridge's `Step Time` line (print_rank_0) without the iteration line it precedes
+  // (print_rank_last): rank 0's output of a pipeline-parallel run, or a README's one line (the
+  // reduced-precision tutorial's "Step Time : 11.65s GPU utilization: 1158.1TFLOP/s/GPU").
+  const std::string text =
+      "[NeMo I 2026-02-01 10:00:00] setting number of microbatches to constant 32\n"
+      "Step Time : 11.65s GPU utilization: 1158.1MODEL_TFLOP/s/GPU\n";
+  Result<ParsedLog> r = ParseMegatronLog(text, "rank0.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no Megatron iteration lines"), std::string::npos);
+  EXPECT_NE(r.status().message().find("line 2 is Megatron-Bridge's 'Step Time : ...' line, which "
+                                      "gives no step or loss"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(Megatron, LineWithoutAKnownFieldIsAnError) {
   // A complete line (it ends with `|`) from which no field was read: not an empty record.
   Result<ParsedLog> r = ParseMegatronLog(
@@ -421,6 +437,51 @@ TEST(Nemo, StartUpLinesStateTheLayout) {
   EXPECT_EQ(r->facts.at("devices").value, 2);
   EXPECT_EQ(r->facts.at("devices").line, 4);
   EXPECT_EQ(r->facts.at("gas").value, 4);
+}
+
+TEST(Nemo, RunTableOfAFineTuningRecipe) {
+  // NeMo-Run's table for a fine-tuning recipe (shape as `nemo llm finetune --factory ...` prints
+  // it): SquadDataModule's seq_length is its longest sample, not every sample's: not read, a
+  // note. The strategy's tp 2 differs from megatron_init's group before it (line 1: kept).
+  // A cut cell's open quote ('MODEL_…) does not swallow the rows after it.
+  const std::string text =
+      "[NeMo I 2025-06-01 10:00:00 megatron_init:449] Rank 0 has tensor model parallel group: "
+      "[0]\n"
+      "Dry run for task nemo.collections.llm.api:finetune\n"
+      "Resolved Arguments\n"
+      "┏━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓\n"
+      "┃ Argument Name ┃ Resolved Value                                 ┃\n"
+      "┡━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩\n"
+      "│ data    │ SquadDataModule(seq_length=2048, micro_batch_size=1, │\n"
+      "│         │ global_batch_size=128)                           │\n"
+      "│ trainer │ Trainer(                                         │\n"
+      "│         │   strategy=MegatronStrategy(                     │\n"
+      "│         │     sharding='MODEL_AND_OPTIMIZER_…              │\n"
+      "│         │     tensor_model_parallel_size=2,                │\n"
+      "│         │     pipeline_model_parallel_size=1),             │\n"
+      "│         │   plugins=MegatronMixedPrecision(precision='16-mixed'))│\n"
+      "└─────────┴──────────────────────────────────────────────────┘\n"
+      "Training epoch 0, iteration 0/9 | lr: 1e-05 | global_batch_size: 128 | global_step: 0 | "
+      "reduced_train_loss: 2.1 | train_step_timing in s: 3.5\n";
+  Result<ParsedLog> r = ParseNemoLog(text, "ft.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->facts.contains("mpe"));
+  EXPECT_EQ(r->facts.at("lbs").value, 1);  // line 7
+  EXPECT_EQ(r->facts.at("lbs").line, 7);
+  EXPECT_EQ(r->facts.at("gbs").value, 128);  // line 8
+  EXPECT_EQ(r->facts.at("tp").value, 1);     // megatron_init's, line 1
+  EXPECT_EQ(r->facts.at("pp").value, 1);     // line 13
+  EXPECT_EQ(r->facts.at("pp").line, 13);
+  EXPECT_EQ(r->precision, "fp16");  // line 14, '16-mixed'
+  EXPECT_EQ(r->precision_line, 14);
+  const auto noted = [&](std::string_view part) {
+    return std::any_of(r->notes.begin(), r->notes.end(),
+                       [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(noted("mpe: ft.log:7 data.seq_length 2048 is SquadDataModule's longest sample"));
+  EXPECT_TRUE(
+      noted("tp: ft.log:1 says 1, NeMo-Run's argument table ft.log:12 says 2 "
+            "(trainer.strategy.tensor_model_parallel_size): 1 kept"));
 }
 
 TEST(Nemo, AutomodelMalformedAndCutLines) {
@@ -1548,8 +1609,8 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   // before: both counted on (101, 102).
   std::string text = bar(49, 200) + bar(50, 200) + clear + "{'loss': 3.0, 'epoch': 0.1}\n" +
                      bar(50, 200) + bar(100, 200) + clear + "{'loss': 2.5, 'epoch': 0.2}\n" +
-                     bar(100, 200) + clear + "{'loss': 2.25, 'epoch': 0.3}\n" + bar(8, 8) +
-                     "\n" + "{'loss': 2.0, 'epoch': 0.4}\n";
+                     bar(100, 200) + clear + "{'loss': 2.25, 'epoch': 0.3}\n" + bar(8, 8) + "\n" +
+                     "{'loss': 2.0, 'epoch': 0.4}\n";
   Result<ParsedLog> r = ParseTrainerLog(text, "bars.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::vector<int64_t> steps;

@@ -51,6 +51,9 @@ CASES = {
     # A run resumed from its step-5 checkpoint to step 12: only the resumed run's log is kept.
     "resumed": dict(args=dict(max_steps=12, logging_steps=2, save_strategy="steps",
                               save_steps=5), resume_from=5),
+    # The same at log_level info: the Trainer says where it resumed.
+    "resumed_info": dict(args=dict(max_steps=12, logging_steps=2, save_strategy="steps",
+                                   save_steps=5, log_level="info"), resume_from=5),
     # Two ranks under torchrun (gloo on the CPU unless there are two GPUs): rank 0 logs.
     "ddp2": dict(args=dict(max_steps=8, logging_steps=2), nproc=2),
     # Every step logged, the common benchmark setting.

@@ -101,10 +101,16 @@ std::optional<std::pair<int64_t, int64_t>> TrainerDictReader::ResumedAtTheEnd() 
 
 bool TrainerDictReader::ReadResume(std::string_view line, int64_t line_no,
                                    std::map<int64_t, Iteration>& steps, ParsedLog& log) {
-  constexpr std::string_view kResume = "Continuing training from global step ";
-  size_t at = line.find(kResume);
+  // transformers 4.x: "Continuing training from global step N"; 5.x: "Resuming training from
+  // checkpoint with epoch E and global step N" (5.17, tests/data/logs/trainer_live/resumed_info).
+  std::string_view key = "Continuing training from global step ";
+  size_t at = line.find(key);
+  if (at == std::string_view::npos && line.find("Resuming training from checkpoint") != line.npos) {
+    key = "and global step ";
+    at = line.find(key);
+  }
   if (at == std::string_view::npos) return false;
-  std::optional<double> n = LeadingNumber(line.substr(at + kResume.size()));
+  std::optional<double> n = LeadingNumber(line.substr(at + key.size()));
   if (!n) return false;
   const int64_t step = static_cast<int64_t>(*n);
   steps.erase(steps.upper_bound(step), steps.end());
@@ -210,6 +216,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     avg.through_step = last_;
     if (adopt) average_after_ = dicts_.size();
     std::optional<double> sps = Get(dict, "train_steps_per_second");
+    std::optional<int64_t> run;
     if (sps && log.wall_s && *sps > 0 && *log.wall_s > 0) {
       // speed_metrics rounds steps/s to 3 decimals and the runtime to 4 (from 2025 printed
       // f"{v:.4g}" too): the steps run lie in a range, which the last bar may settle.
@@ -221,7 +228,6 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
       // No more steps than the training bar's total (max_steps) either.
       int64_t last = static_cast<int64_t>(std::floor(hi));
       if (bar_total_ > 0) last = std::min(last, bar_total_);
-      std::optional<int64_t> run;
       if (first == last) {
         run = first;
       } else if (bar && bar->n >= first && bar->n <= last &&
@@ -241,6 +247,17 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     if (adopt) {
       avg.line = line;
       avg.what = "the Trainer's train_samples_per_second (the whole run, its first steps included)";
+      if (resumed_ && run && resumed_step_ > 0 && resumed_step_ < *run) {
+        // speed_metrics counts the samples of every step to max_steps (num_train_samples) over
+        // the resumed run's seconds: the rate of the steps run is that x (run - resumed) / run
+        // (5.17: 12 x 8 / 0.6229 s = 154.1 printed, 7 steps run after step 5).
+        avg.samples_per_s =
+            *rate * static_cast<double>(*run - resumed_step_) / static_cast<double>(*run);
+        avg.excluded_steps = resumed_step_;
+        avg.what =
+            "the Trainer's train_samples_per_second x the steps run after the resume / all steps "
+            "(it counts the steps before the resume too)";
+      }
       log.trainer_average = avg;
     }
     return true;
@@ -414,16 +431,19 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
   bool by_bars = false, by_spacing = false, by_micro_batches = false;
   if (auto gas = log.facts.find("gas"); gas != log.facts.end())
     accumulates_ = gas->second.value > 1;
-  if (!resumed_) at = InferSteps(&every, &spe);
-  if (!at && !resumed_) {
+  // Not across a resume inside the log: the dicts before it belong to steps it dropped. A log
+  // that starts with the resume (its run's epochs count from the checkpoint's) is one run.
+  const bool across_resume = resumed_ && !dicts_.empty() && dicts_.front().line < resumed_line_;
+  if (!across_resume) at = InferSteps(&every, &spe);
+  if (!at && !across_resume) {
     at = SpacingSteps(&every, &spe);
     by_spacing = at.has_value();
   }
-  if (!at && !resumed_) {
+  if (!at && !across_resume) {
     at = BarBoundSteps(&every);
     by_bars = at.has_value();
   }
-  if (!at && !resumed_) {
+  if (!at && !across_resume) {
     at = MicroBatchSteps(&every, &spe);
     by_micro_batches = at.has_value();
   }

@@ -1,5 +1,5 @@
 // Real transformers Trainer logs (tests/data/logs/trainer_live/, written by
-// bench/trainer_log_matrix.py on the GPU machine, runs 143-145: transformers 5.17, torch 2.11) read
+// bench/trainer_log_matrix.py on the GPU machine, runs 143-146: transformers 5.17, torch 2.11) read
 // against the Trainer's own record of what it logged, trainer.state.log_history, saved beside each
 // log: the steps and values here come from the Trainer, not from the parser or a hand count. Each
 // case ran twice, with stdout unbuffered (STEM.log: the dicts between tqdm's drawings, as a
@@ -37,7 +37,14 @@ bool AsPrinted(double read, double logged) {
 struct Expected {
   std::vector<json> losses, evals;  // the log_history entries the log prints
   std::optional<double> runtime;
+  json closing;  // the closing entry (train_runtime, train_samples_per_second, its step)
+  int64_t resumed = 0;
 };
+
+// Resumed runs whose log, at transformers' default log_level (warning), does not say so: the
+// closing train_samples_per_second counts the steps before the resume too, and nothing in the
+// log tells how many those were.
+const std::set<std::string> kResumeUnseen = {"resumed", "resumed.buffered"};
 
 // The entries the log shows: those after a resume's checkpoint (log_history starts with the run
 // before it), up to the closing train_runtime entry (after train() the training bar is closed,
@@ -46,10 +53,12 @@ Expected FromHistory(const json& record) {
   const int64_t resumed =
       record["resumed_from"].is_number() ? record["resumed_from"].get<int64_t>() : 0;
   Expected e;
+  e.resumed = resumed;
   for (const json& entry : record["log_history"]) {
     if (entry["step"].get<int64_t>() <= resumed) continue;
     if (entry.contains("train_runtime") && !entry.contains("loss")) {  // the closing one
       e.runtime = entry["train_runtime"].get<double>();
+      e.closing = entry;
       break;
     }
     if (entry.contains("loss")) e.losses.push_back(entry);
@@ -107,14 +116,32 @@ TEST_P(TrainerLiveTest, ReadsWhatTheTrainerLogged) {
   ASSERT_TRUE(want.runtime);
   ASSERT_TRUE(r->wall_s);
   EXPECT_TRUE(AsPrinted(*r->wall_s, *want.runtime)) << *r->wall_s;
+
+  // The run's average: the last dict's train_tokens_per_second (include_num_input_tokens_seen),
+  // else the closing train_samples_per_second, which speed_metrics takes over every step to
+  // max_steps (num_train_samples), so after a resume the steps run since are a share of it.
+  ASSERT_TRUE(r->trainer_average);
+  if (r->trainer_average->tokens_per_s) {
+    ASSERT_TRUE(want.losses.back().contains("train_tokens_per_second"));
+    EXPECT_TRUE(AsPrinted(*r->trainer_average->tokens_per_s,
+                          want.losses.back()["train_tokens_per_second"].get<double>()));
+  } else if (!kResumeUnseen.contains(stem)) {
+    ASSERT_TRUE(r->trainer_average->samples_per_s);
+    const double all = want.closing["step"].get<double>();
+    const double rate = want.closing["train_samples_per_second"].get<double>() *
+                        (all - static_cast<double>(want.resumed)) / all;
+    EXPECT_TRUE(AsPrinted(*r->trainer_average->samples_per_s, rate))
+        << *r->trainer_average->samples_per_s << " against " << rate;
+  }
 }
 
 std::vector<std::string> Stems() {
   std::vector<std::string> stems;
-  for (const char* c : {"steps5", "first_step_gas4_eval", "epoch_strategy", "no_tqdm_steps3",
-                        "tokens_seen", "ratio_logging", "epochs_gas2", "info_level", "resumed",
-                        "ddp2", "every_step", "long_steps10", "slow_steps4", "evaluate_after",
-                        "tee_prefix", "eval_unaligned", "save_and_log", "tee_ddp2"}) {
+  for (const char* c :
+       {"steps5", "first_step_gas4_eval", "epoch_strategy", "no_tqdm_steps3", "tokens_seen",
+        "ratio_logging", "epochs_gas2", "info_level", "resumed", "ddp2", "every_step",
+        "long_steps10", "slow_steps4", "evaluate_after", "tee_prefix", "eval_unaligned",
+        "save_and_log", "tee_ddp2", "resumed_info"}) {
     stems.push_back(c);
     stems.push_back(std::string(c) + ".buffered");
   }

@@ -119,6 +119,12 @@ void FillSpansFromGaps(std::vector<Iteration>& its);
 // every rank prints the same).
 void SetFact(ParsedLog& log, const char* name, double value, int64_t line);
 
+// A config print's key (its section path) and the fact it states (SetConfigFact's `fact`).
+struct ConfigFactKey {
+  std::string_view path;
+  const char* fact;
+};
+
 // A fact a config print states (`source`, e.g. "Megatron-Bridge's config print", under `key`):
 // recorded unless the log stated it before; a different earlier value is kept, and a note names
 // both lines ("mpe: NAME:2 says 4096, SOURCE NAME:6 says 2048 (KEY): 4096 kept").

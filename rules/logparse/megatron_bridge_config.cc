@@ -14,12 +14,8 @@ constexpr std::string_view kBridgeSummaryTitle =
     "Configuration Summary (Non-Default Values vs Megatron Core)";
 constexpr std::string_view kBridgeTargetKey = "_target_: ";
 
-struct BridgeFactKey {
-  std::string_view path;
-  const char* fact;
-};
 // In order of preference for one fact.
-constexpr BridgeFactKey kBridgeFactKeys[] = {
+constexpr ConfigFactKey kBridgeFactKeys[] = {
     {"train.global_batch_size", "gbs"},
     {"train.micro_batch_size", "lbs"},
     {"dataset.sequence_length", "mpe"},
@@ -160,7 +156,7 @@ bool BridgeConfigReader::ReadSummary(std::string_view content, int64_t no) {
 
 void BridgeConfigReader::Apply(ParsedLog& log, std::string_view name) const {
   std::map<std::string, std::pair<std::string_view, const Value*>> found;  // fact -> key, value
-  for (const BridgeFactKey& k : kBridgeFactKeys) {
+  for (const ConfigFactKey& k : kBridgeFactKeys) {
     const Value* v = Find(k.path);
     if (v != nullptr && ParseNumber(v->text) && !found.contains(k.fact))
       found[k.fact] = {k.path, v};

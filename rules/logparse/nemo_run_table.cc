@@ -18,11 +18,7 @@ constexpr std::string_view kRunTableBar = "│";
 constexpr std::string_view kRunTableBottom = "└";
 constexpr std::string_view kRunTableHeaderRule = "┡";
 
-struct RunTableKey {
-  std::string_view path;
-  const char* fact;
-};
-constexpr RunTableKey kRunTableKeys[] = {
+constexpr ConfigFactKey kRunTableKeys[] = {
     {"data.seq_length", "mpe"},
     {"data.micro_batch_size", "lbs"},
     {"data.global_batch_size", "gbs"},
@@ -184,7 +180,7 @@ void NemoRunTableReader::Apply(ParsedLog& log, std::string_view name) const {
   const bool fixed_length = kind == "PreTrainingDataModule" ||
                             kind.find("Mock") != std::string_view::npos ||
                             kind.find("Fake") != std::string_view::npos;
-  for (const RunTableKey& k : kRunTableKeys) {
+  for (const ConfigFactKey& k : kRunTableKeys) {
     auto it = values_.find(k.path);
     if (it == values_.end()) continue;
     if (std::string_view(k.fact) == "mpe" && !fixed_length) {

@@ -191,6 +191,18 @@ void SetConfigFact(ParsedLog& log, std::string_view name, const char* fact, doub
   }
 }
 
+void SetConfigPrecision(ParsedLog& log, std::string_view name, std::string_view precision,
+                        int64_t line, std::string_view source, std::string_view key) {
+  if (log.precision.empty()) {
+    log.precision = std::string(precision);
+    log.precision_line = line;
+  } else if (log.precision != precision) {
+    log.notes.push_back(fmt::format("precision: {}:{} says {}, {} {}:{} says {} ({}): {} kept",
+                                    name, log.precision_line, log.precision, source, name, line,
+                                    precision, key, log.precision));
+  }
+}
+
 int64_t CountLines(std::string_view text) {
   if (text.empty()) return 0;
   int64_t n = std::count(text.begin(), text.end(), '\n');

@@ -130,6 +130,10 @@ struct ConfigFactKey {
 // both lines ("mpe: NAME:2 says 4096, SOURCE NAME:6 says 2048 (KEY): 4096 kept").
 void SetConfigFact(ParsedLog& log, std::string_view name, const char* fact, double value,
                    int64_t line, std::string_view source, std::string_view key);
+// The same for the precision ("bf16", "fp16", "fp32"): set where the log states none, else a note
+// where it differs.
+void SetConfigPrecision(ParsedLog& log, std::string_view name, std::string_view precision,
+                        int64_t line, std::string_view source, std::string_view key);
 
 // The number after `key` + optional spaces/quotes + one of `seps`
 // (case-insensitive), a quoted number ('10.46', as transformers prints its

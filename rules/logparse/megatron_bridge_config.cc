@@ -210,15 +210,8 @@ void BridgeConfigReader::Apply(ParsedLog& log, std::string_view name) const {
       precision = "fp32", line = bf16->line, said = "model.bf16, model.fp16";
     }
   }
-  if (precision.empty()) return;
-  if (log.precision.empty()) {
-    log.precision = precision;
-    log.precision_line = line;
-  } else if (log.precision != precision) {
-    log.notes.push_back(fmt::format(
-        "precision: {}:{} says {}, Megatron-Bridge's config print {}:{} says {} ({}): {} kept",
-        name, log.precision_line, log.precision, name, line, precision, said, log.precision));
-  }
+  if (!precision.empty())
+    SetConfigPrecision(log, name, precision, line, "Megatron-Bridge's config print", said);
 }
 
 }  // namespace bm::logparse

@@ -214,16 +214,9 @@ void NemoRunTableReader::Apply(ParsedLog& log, std::string_view name) const {
   } else if (p == "32" || p == "32-true") {
     word = "fp32";
   }
-  if (word.empty()) return;
-  if (log.precision.empty()) {
-    log.precision = word;
-    log.precision_line = precision->second.line;
-  } else if (log.precision != word) {
-    log.notes.push_back(fmt::format(
-        "precision: {}:{} says {}, {} {}:{} says {} (trainer.plugins.precision): {} kept", name,
-        log.precision_line, log.precision, kSource, name, precision->second.line, word,
-        log.precision));
-  }
+  if (!word.empty())
+    SetConfigPrecision(log, name, word, precision->second.line, kSource,
+                       "trainer.plugins.precision");
 }
 
 }  // namespace bm::logparse

@@ -5,8 +5,7 @@
 // case ran twice, with stdout unbuffered (STEM.log: the dicts between tqdm's drawings, as a
 // terminal or `python -u` shows them) and as a plain `python` under an exec target
 // (STEM.buffered.log: stdout to a file is block-buffered, so the dicts come in bulk). Every dict
-// the log prints must be read at the step the Trainer logged it, unless the log cannot tell
-// (kCounted below), where the parser must say its steps are counted.
+// the log prints must be read at the step the Trainer logged it, and none be said to be counted.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,12 +21,6 @@ namespace bm::logparse {
 namespace {
 
 using nlohmann::json;
-
-// Logs whose dicts cannot be placed from what they print: none now. epochs_gas2.buffered and
-// first_step_gas4_eval.buffered (stdout buffered, so the dicts come after the bars; no
-// logging_steps in the log; gradient accumulation, whose epochs count micro-batches, an epoch's
-// last step taking fewer) are placed by the epochs as the Trainer counts them.
-const std::set<std::string> kCounted = {};
 
 // The Trainer rounds what it prints to four significant digits (f"{v:.4g}" from 2025).
 bool AsPrinted(double read, double logged) {
@@ -89,16 +82,13 @@ TEST_P(TrainerLiveTest, ReadsWhatTheTrainerLogged) {
   bool counted_note = false;
   for (const std::string& n : r->notes)
     counted_note = counted_note || n.find("numbered as if it were 1") != std::string::npos;
-  const bool counted = kCounted.contains(stem);
-  EXPECT_EQ(counted_note, counted) << "a note that the steps are counted guesses";
+  EXPECT_FALSE(counted_note) << "a note that the steps are counted guesses";
   for (size_t i = 0; i < want.losses.size(); ++i) {
     const Iteration& it = r->iterations[i];
     const json& w = want.losses[i];
     SCOPED_TRACE("dict " + std::to_string(i + 1) + ", the Trainer's step " +
                  std::to_string(w["step"].get<int64_t>()));
-    if (!counted) {
-      EXPECT_EQ(it.step, w["step"].get<int64_t>());
-    }
+    EXPECT_EQ(it.step, w["step"].get<int64_t>());
     ASSERT_TRUE(it.loss);
     EXPECT_TRUE(AsPrinted(*it.loss, w["loss"].get<double>())) << *it.loss;
     ASSERT_TRUE(it.lr);
@@ -108,9 +98,7 @@ TEST_P(TrainerLiveTest, ReadsWhatTheTrainerLogged) {
   }
   ASSERT_EQ(r->evals.size(), want.evals.size());
   for (size_t i = 0; i < want.evals.size(); ++i) {
-    if (!counted) {
-      EXPECT_EQ(r->evals[i].step, want.evals[i]["step"].get<int64_t>());
-    }
+    EXPECT_EQ(r->evals[i].step, want.evals[i]["step"].get<int64_t>());
     EXPECT_TRUE(AsPrinted(r->evals[i].value, want.evals[i]["eval_loss"].get<double>()));
   }
   ASSERT_TRUE(want.runtime);

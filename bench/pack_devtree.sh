@@ -8,8 +8,8 @@
 #   .devtree/lib    extra-libs.tar.xz: the Debian libraries they link that the GPU machine
 #                   (Ubuntu 24.04) lacks or has in other versions (ldd minus glibc, libstdc++,
 #                   libgcc and CUDA's own)
-#   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, energy_gpu.sh, ab.sh, the PyTorch
-#                   peer)
+#   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, energy_gpu.sh, ab.sh,
+#                   grad_bf16_gpu.sh, the PyTorch peer)
 #   .devtree/llava  LLaVA's own preprocessing files (llava/{constants,conversation,mm_utils}.py,
 #                   llava/train/train.py) from the checkout LLAVA_CHECKOUT names (a git dir or a work
 #                   tree), for tests/gpu/llava_preprocess_golden.py; not packed when unset
@@ -19,7 +19,7 @@
 #                   bench/llava_reference.py (LlavaForConditionalGeneration under FSDP2)
 # Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
 # AB_OLD=FILE packs FILE (a cuda_train_bench of an earlier commit) as bin/cuda_train_bench_old,
-# the baseline of bench/ab.sh.
+# the baseline of bench/ab.sh and bench/grad_bf16_gpu.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -63,6 +63,7 @@ tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
 cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh bench/llava_gpu.sh bench/nccl_window_gpu.sh \
+  bench/grad_bf16_gpu.sh \
   .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/

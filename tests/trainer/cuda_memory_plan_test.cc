@@ -289,7 +289,8 @@ TEST(DataParallelPlan, Gpt3TensorParallelZeroStagesCountedByHand) {
 // The same rows' TP rank 0 with the gradients summed in bf16 (ReduceInBf16): a staging buffer of
 // the widest unit (the embeddings', E elements) in bf16, 2 E bytes, at every stage; at ZeRO 2-3
 // no fp32 reduce-scatter scratch (E / 4 floats, E bytes), since the bf16 sums are added from the
-// staging. One micro-batch a step (OneMicroBatchPerStep) drops that scratch alone.
+// staging. One micro-batch a step (OneMicroBatchPerStep) drops that scratch alone; with bf16 work
+// as well, the staging is doubled (below).
 TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
   const nlohmann::json vocab = {{"vocab", 50304}};
   const size_t E = 111'411'200;
@@ -306,6 +307,19 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
     const size_t one =
         TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, one_micro);
     EXPECT_EQ(one, fp32 - (zero >= 2 ? E : 0));
+    // With bf16 work and one micro-batch a step the backward writes the matrices' gradients in
+    // bf16 straight into the staging (writes_bf16_gradients): a second staging buffer, 2 E more.
+    // fp16 work keeps the one (its products write fp32).
+    const auto both = [](CudaDataParallel& d) {
+      d.ReduceInBf16();
+      d.OneMicroBatchPerStep();
+    };
+    const size_t bf16_one =
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, one_micro);
+    EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, both),
+              bf16_one + 4 * E);
+    EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, both),
+              one + 2 * E);
   }
 }
 

@@ -46,8 +46,8 @@ CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator
 
 CudaDataParallel::~CudaDataParallel() {
   if (comm_stream_) cudaStreamSynchronize(comm_stream_);
-  for (Slot* s :
-       {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0], &grad_ring_[1]}) {
+  for (Slot* s : {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0],
+                  &grad_ring_[1], &stage_[0], &stage_[1]}) {
     if (s->ready) cudaEventDestroy(s->ready);
     if (s->free) cudaEventDestroy(s->free);
   }
@@ -103,9 +103,12 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     if (embeddings > 0) emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
     for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
   }
-  if (reduce_bf16_)  // the widest padded unit (ShardPlan: padded = slice x ranks)
-    reduce_stage_ = plan->Add("gradients bf16 (reduction staging)",
-                              widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
+  direct_bf16_ = reduce_bf16_ && one_micro_ && work_ == DType::kBF16;
+  if (direct_bf16_) bf16_written_.assign(layout_.units().size(), {});
+  for (int i = 0; reduce_bf16_ && i < (direct_bf16_ ? 2 : 1); ++i)  // padded = slice x ranks
+    stage_[i].offset = plan->Add(i == 0 ? "gradients bf16 (reduction staging)"
+                                        : "gradients bf16 (second staging, written directly)",
+                                 widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
   if (zero_ <= 1) {
     grad_ = plan->Add("grads fp32", P * 4);
   } else {
@@ -140,8 +143,8 @@ Status CudaDataParallel::Bind(const DeviceArena* arena, cudaStream_t compute) {
     for (cudaEvent_t& e : unit_gathered_)
       BM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gather event");
   }
-  for (Slot* s :
-       {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0], &grad_ring_[1]}) {
+  for (Slot* s : {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0],
+                  &grad_ring_[1], &stage_[0], &stage_[1]}) {
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), "slot event");
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->free, cudaEventDisableTiming), "slot event");
   }
@@ -153,6 +156,17 @@ int CudaDataParallel::UnitOf(size_t off) const {
   auto it = std::upper_bound(units.begin(), units.end(), off,
                              [](size_t o, const Range& u) { return o < u.offset; });
   return static_cast<int>(it - units.begin()) - 1;
+}
+
+__nv_bfloat16* CudaDataParallel::GradBf16(size_t off, size_t n) {
+  if (!direct_bf16_) return nullptr;
+  for (const Range& r : zero_ranges_)
+    if (r.offset < off + n && off < r.end()) return nullptr;
+  const int u = UnitOf(off);
+  if (whole_sum_[u]) return nullptr;
+  const size_t at = off - layout_.units()[u].offset;
+  bf16_written_[u].push_back({at, n, false});
+  return At<__nv_bfloat16>(StageFor(u)->offset) + at;
 }
 
 const char* CudaDataParallel::WorkBytes(size_t off) const {
@@ -225,15 +239,35 @@ Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bo
   const size_t count =
       static_cast<size_t>(zero_ == 0 ? plan_.unit(unit).numel : plan_.padded(unit));
   const size_t slice = static_cast<size_t>(plan_.slice(unit));
-  auto* stage = At<__nv_bfloat16>(reduce_stage_);
-  BM_TRY(CastF32<__nv_bfloat16>(stage, grads, count, comm_stream_));
+  Slot* st = StageFor(unit);
+  auto* stage = At<__nv_bfloat16>(st->offset);
+  if (!direct_bf16_) {
+    BM_TRY(CastF32<__nv_bfloat16>(stage, grads, count, comm_stream_));
+  } else {  // round what the backward wrote in fp32: the gaps between GradBf16's ranges
+    std::vector<Range>& written = bf16_written_[unit];
+    std::sort(written.begin(), written.end(),
+              [](const Range& a, const Range& b) { return a.offset < b.offset; });
+    size_t at = 0;
+    for (size_t i = 0; i <= written.size(); ++i) {
+      const size_t end = i < written.size() ? written[i].offset : count;
+      if (end > at) BM_TRY(CastF32<__nv_bfloat16>(stage + at, grads + at, end - at, comm_stream_));
+      if (i < written.size()) at = std::max(at, written[i].end());
+    }
+    written.clear();
+  }
+  __nv_bfloat16* sum = stage;
+  size_t n = count;
   if (zero_ == 0) {
     BM_TRY(AllReduce(stage, count, CommType::kBFloat16, comm_stream_));
-    return WidenF32<__nv_bfloat16>(out, stage, count, accumulate, comm_stream_);
+  } else {
+    sum = stage + plan_.rank() * slice, n = slice;
+    BM_TRY(ReduceScatter(stage, sum, slice, CommType::kBFloat16, comm_stream_));
   }
-  __nv_bfloat16* mine = stage + plan_.rank() * slice;
-  BM_TRY(ReduceScatter(stage, mine, slice, CommType::kBFloat16, comm_stream_));
-  return WidenF32<__nv_bfloat16>(out, mine, slice, accumulate, comm_stream_);
+  BM_TRY(WidenF32<__nv_bfloat16>(out, sum, n, accumulate, comm_stream_));
+  if (!direct_bf16_) return Status::Ok();  // one staging: the stream's order keeps it
+  BM_CUDA_CHECK(cudaEventRecord(st->ready, comm_stream_), "unit {} staging read", unit);
+  st->pending = true;
+  return Status::Ok();
 }
 
 // ---- stream ordering

@@ -105,6 +105,19 @@ class CudaDataParallel {
   // rounds the same way. SumWhole's units stay fp32.
   void ReduceInBf16() { reduce_bf16_ = true; }
   bool reduces_in_bf16() const { return reduce_bf16_; }
+  // Direct bf16 gradients (Plan decides: ReduceInBf16 with bf16 work and one micro-batch a step,
+  // Megatron's bf16 main_grad): the backward writes each weight matrix's gradient straight into
+  // the staging, rounded to bf16 by the product that computes it, instead of in fp32 for the
+  // staging pass to read and round; only the rest of the unit (the gradients that are added to:
+  // norms, biases, embeddings, padding) is rounded from fp32. Per parameter of a matrix the
+  // backward and the staging move 2 bytes instead of 4 + 4 + 2. Two staging buffers, by unit
+  // parity, so that a unit's backward writes one while the next unit's sum is on the wire.
+  bool writes_bf16_gradients() const { return direct_bf16_; }
+  // Where the backward writes the gradient of tensor [off, off + n) in bf16 when it is the
+  // tensor's only writer of the micro-batch (a product with beta 0), between the unit's
+  // BeginUnitGradients and GradientsReady; null when it must write fp32 (Grad): not direct, a
+  // gradient that is added to (ParamLayout::AddedGradients), or a SumWhole unit.
+  __nv_bfloat16* GradBf16(size_t off, size_t n);
   // The first unit (the embeddings) is never held beside another unit: the forward uses it
   // first and alone, the backward writes its gradients last, and the head does not read it (an
   // untied head, or a stage without the head; before Plan). At zero 2-3 it then takes the
@@ -245,6 +258,7 @@ class CudaDataParallel {
   // rank's slice, in place); `out` gets the sum (zero 0: the whole unit; 1-3: the slice),
   // written or, with `accumulate`, added.
   Status ReduceBf16(int unit, const float* grads, float* out, bool accumulate);
+  Slot* StageFor(int unit) { return &stage_[direct_bf16_ ? unit % 2 : 0]; }
   // Zero 1-2: every unit's own slice of the working weights, from this rank's master slices.
   Status WriteWorkSlices(cudaStream_t s);
   Status MastersChanged();
@@ -313,7 +327,11 @@ class CudaDataParallel {
   bool accumulate_ = false;   // zero >= 2: add this micro-batch's reduced slices to the step's
   bool one_micro_ = false;    // OneMicroBatchPerStep
   bool reduce_bf16_ = false;  // ReduceInBf16
-  size_t reduce_stage_ = 0;   // its staging: the widest unit in bf16
+  bool direct_bf16_ = false;  // writes_bf16_gradients
+  // Its staging, the widest padded unit in bf16: one, or with direct_bf16_ two (unit u uses
+  // stage_[u % 2]; `ready`: the communication stream is done with it).
+  Slot stage_[2];
+  std::vector<std::vector<Range>> bf16_written_;  // direct_bf16_: per unit, GradBf16's ranges
   cudaEvent_t comm_done_ = nullptr, compute_mark_ = nullptr;
   // zero 1-2: each unit's gather of the working weights (recorded on the comm stream), whether
   // the compute stream has yet to wait for it, and the last one's (all of them done).

@@ -75,6 +75,7 @@ Status CudaDataParallel::EndMicroBatch() {
   BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "communication done");
   BM_TRY(ComputeAfter(comm_done_));
   GathersAwaited();  // issued before this micro-batch's reductions, on the same stream
+  for (Slot& st : stage_) st.pending = false;
   return Status::Ok();
 }
 
@@ -145,6 +146,14 @@ Status CudaDataParallel::Release(int unit) {
 
 Status CudaDataParallel::BeginUnitGradients(int unit) {
   if (frozen_) return Status::Ok();
+  if (direct_bf16_) {  // the staging the unit's products write: the last unit's sum has read it
+    Slot* st = StageFor(unit);
+    if (st->pending) {
+      BM_TRY(ComputeAfter(st->ready));
+      st->pending = false;
+    }
+    bf16_written_[unit].clear();
+  }
   if (zero_ <= 1) {
     if (!per_unit_zeroing_ || !first_micro_) return Status::Ok();
     return ZeroAddedGradients(unit, At<float>(grad_) + layout_.units()[unit].offset);

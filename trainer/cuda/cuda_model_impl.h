@@ -266,7 +266,7 @@ struct CudaModel::Impl {
                         int out, bool dgelu_aux, const T* aux);
   template <typename T>
   Status LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows, int in, int out,
-                          bool accumulate);
+                          bool accumulate, bool sole = true);
   template <typename T>
   Status LinearInputGrad(T* dx, const T* dy, size_t w, int rows, int in, int out, bool dgelu_aux,
                          const T* aux);

@@ -143,10 +143,12 @@ Status CudaModel::Impl::LinearBackward(T* dx, const T* dy, const T* x, size_t w,
 // dW += dy^T x (dW = dy^T x without `accumulate`) and db += sum dy. The bias gradient is a
 // column sum of its own rather than cuBLASLt's BGRADB epilogue: that epilogue slowed GPT-2's
 // weight-gradient products by 0.2 ms a layer (run 35, docs/perf-history.md), more than the sum
-// costs.
+// costs. `sole`: this product is dW's only one of the micro-batch (not the first of several
+// chunks), so that dW may be written in bf16 where the data parallel reduces it in bf16
+// (CudaDataParallel::GradBf16).
 template <typename T>
 Status CudaModel::Impl::LinearWeightGrad(const T* dy, const T* x, size_t w, size_t b, int rows,
-                                         int in, int out, bool accumulate) {
+                                         int in, int out, bool accumulate, bool sole) {
   if (Frozen()) return Status::Ok();  // no weight gradients: the input gradients only
   MatmulArgs g;
   g.m = out, g.n = in, g.k = rows;
@@ -154,6 +156,10 @@ Status CudaModel::Impl::LinearWeightGrad(const T* dy, const T* x, size_t w, size
   g.ab_type = Dt(), g.d_type = DType::kF32;
   g.a = dy, g.lda = out, g.b = x, g.ldb = in, g.d = G(w), g.ldd = in;
   g.beta = accumulate ? 1.0f : 0.0f;
+  bf16* direct = nullptr;
+  if constexpr (std::is_same_v<T, bf16>)
+    if (!accumulate && sole) direct = dp.GradBf16(w, static_cast<size_t>(in) * out);
+  if (direct) g.d = direct, g.d_type = DType::kBF16;
   BM_TRY(matmul->Run(g, stream));
   if (Gpt() && b != 0) BM_TRY(BiasGrad<T>(G(b), A<float>(bias_scratch), dy, rows, out, stream));
   return Status::Ok();
@@ -326,7 +332,8 @@ Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode
   if (mode != Mode::kTrain) return Status::Ok();
   // The first chunk of a step's first micro-batch writes the LM head's gradient; the rest add.
   return Phase("lm head matmul", [&] {
-    BM_TRY(LinearWeightGrad<T>(lg, x, layout.lm_head, 0, rows, c, v, !first_micro || r0 > 0));
+    BM_TRY(LinearWeightGrad<T>(lg, x, layout.lm_head, 0, rows, c, v, !first_micro || r0 > 0,
+                               rows == N()));
     return LinearInputGrad<T>(A<T>(dnormf) + static_cast<size_t>(r0) * c, lg, layout.lm_head, rows,
                               c, v, false, nullptr);
   });

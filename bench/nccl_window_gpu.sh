@@ -4,7 +4,8 @@
 #   1. the tests: nccl_communicator_test's window tests (two GPUs at NCCL's default and zero-CTA
 #      policies; a group of one) and cuda_ranks_test's NcclWindowRanksTest (DP2 over NCCL at
 #      every ZeRO stage and both policies: losses, gradient norms and weights bit for bit);
-#   2. LLaMA 1B data parallel on every GPU at DP_BATCHES (default 2) rows of 2048, ZeRO 0-3, plain
+#   2. LLaMA 1B data parallel on every GPU at DP_BATCHES (default 2) rows of 2048, ZeRO 0-3, sums
+#      in GRAD_REDUCE (default fp32; or bf16), plain
 #      and as a window at NCCL_CTA_POLICY=2 (NCCL's all-gathers on the copy engines), each
 #      against one GPU in the same call (bench/multi_gpu.sh dpbatches, DP_PEER=0), then the
 #      scaling of both side by side.
@@ -22,7 +23,7 @@ fi
 for way in plain window; do
   flags="--steps 100"; [[ $way == window ]] && flags+=" --nccl-window"
   (export NCCL_CTA_POLICY=2
-   OUT=$OUT/$way DP_PEER=0 GRAD_REDUCE=fp32 DP_BATCHES=${DP_BATCHES:-2} DP_FLAGS=$flags \
+   OUT=$OUT/$way DP_PEER=0 GRAD_REDUCE=${GRAD_REDUCE:-fp32} DP_BATCHES=${DP_BATCHES:-2} DP_FLAGS=$flags \
      bash "$(dirname "$0")/multi_gpu.sh" dpbatches | grep -E 'x2048|fail')
 done
 python3 - "$OUT" <<'PY'

@@ -330,10 +330,11 @@ Status CudaModel::Impl::Classifier(int r0, int rows, float grad_scale, Mode mode
     }));
   }
   if (mode != Mode::kTrain) return Status::Ok();
-  // The first chunk of a step's first micro-batch writes the LM head's gradient; the rest add.
+  // The first chunk of a step's first micro-batch writes the LM head's gradient; the rest add,
+  // and so does the embedding's backward when the head is tied to it here.
   return Phase("lm head matmul", [&] {
     BM_TRY(LinearWeightGrad<T>(lg, x, layout.lm_head, 0, rows, c, v, !first_micro || r0 > 0,
-                               rows == N()));
+                               rows == N() && !spec.tied_here()));
     return LinearInputGrad<T>(A<T>(dnormf) + static_cast<size_t>(r0) * c, lg, layout.lm_head, rows,
                               c, v, false, nullptr);
   });

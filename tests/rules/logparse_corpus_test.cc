@@ -3834,6 +3834,27 @@ TEST(Corpus, TorchtitanLinesWrappedAt72Columns) {
   EXPECT_TRUE(r->Note("none a number: no stated MFU"));
 }
 
+TEST(Corpus, TorchtitanExcerptWithFieldsElidedAfterMemory) {
+  // A ROCm notes page's "healthy 8-GPU run" on MI355X (2026): the mesh line (line 1: dp_shard 4 x
+  // tp 2) with `[titan]`, then step lines the author cut after the memory field, `step:   1
+  // loss: 12.77955  grad_norm: 14.1134  memory: 18.42GiB(6.40%)  ...` (lines 5-6): no rate, no
+  // prefix; auto knows them by the `GiB(` memory field.
+  Result<Read> r = ReadLog("torchtitan_mi355x_tp2_elided_fields.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 250}));
+  EXPECT_EQ(r->Loss(1), 12.77955);
+  EXPECT_EQ(r->Loss(250), 0.06754);
+  EXPECT_EQ(r->At(250)->grad_norm, 0.5762);
+  EXPECT_FALSE(r->At(250)->tokens_per_device_per_s);
+  EXPECT_FALSE(r->At(250)->mfu);
+  EXPECT_EQ(r->log.facts.at("devices").value, 8);
+  EXPECT_EQ(r->log.facts.at("dp").value, 4);
+  EXPECT_EQ(r->log.facts.at("tp").value, 2);
+  EXPECT_TRUE(r->m()["mfu"]["stated"].is_null());
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 27.39 * kGiB);  // line 6
+}
+
 TEST(Corpus, TorchtitanMfuPastOneHundredPercent) {
   // pytorch/torchtitan#1190 (2025-05-13): MXFP8 on B200 two days before torchtitan's peak table
   // had B200 (4ee6a2c, 2025-05-15): the A100 fallback's 312 TFLOP/s (line 3: 40.00 / 312 =

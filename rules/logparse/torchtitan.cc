@@ -26,9 +26,10 @@
 // 2500, MI250X 191.5 (per GCD), MI300X/MI325X 1300, MI355X 2500, L40S 362, Intel Max 1550
 // 512 x compute units x 1.3 GHz, Trainium 2/3 158, TPU v4 275 .. v7 1153.5 TFLOP/s; any other
 // device falls back to A100's 312 with a warning `Peak flops undefined for: NAME, fallback to
-// A100` (noted). With Float8/MXFP8/NVFP4 layers the line says `mfu: N/A` since f113706
-// (2026-02-28); before, the number is against the BF16 peak (a note when the log says float8
-// or MX is active). Each record's mfu is read (Iteration::mfu); the one figure for the timed
+// A100` (noted); the trainer prints the peak it took, `Peak FLOPS used for computing MFU:
+// 9.890e+14` (since 2024-08, #554; noted). With Float8/MXFP8/NVFP4 layers the line says `mfu: N/A`
+// since f113706 (2026-02-28); before, the number is against the BF16 peak (a note when the log says
+// float8 or MX is active). Each record's mfu is read (Iteration::mfu); the one figure for the timed
 // steps is records_mfu.h's, where the warm-up is known.
 //
 // Per record: step, loss, grad_norm, the per-device token rate, mfu, and, when the start-up lines
@@ -129,6 +130,7 @@ struct TitanMfuLines {
   int64_t fallback_line = 0;  // `Peak flops undefined for: NAME, fallback to A100`
   std::string fallback_device;
   int64_t quantized_line = 0;  // a line saying Float8/MX/NVFP4 layers are in use
+  std::optional<Fact> peak;    // `Peak FLOPS used for computing MFU: 9.890e+14` (since #554)
   double above_one = 0;        // the largest mfu above 100%, and its line
   int64_t above_one_line = 0;
 };
@@ -144,6 +146,11 @@ void ReadTitanPeakLine(std::string_view line, int64_t no, TitanMfuLines& m) {
     m.fallback_line = no;
     m.fallback_device =
         Trim(rest.substr(rest.find(':') == std::string_view::npos ? 0 : rest.find(':') + 1));
+    return;
+  }
+  if (size_t at = line.find("Peak FLOPS used for computing MFU:"); at != std::string_view::npos) {
+    std::optional<double> v = LeadingNumber(line.substr(at + 34));
+    if (v && *v > 0 && !m.peak) m.peak = Fact{*v, no};
     return;
   }
   for (std::string_view q : {"Float8 training active", "Swapped to Float8Linear",
@@ -196,6 +203,12 @@ void AddTitanMfuNotes(const TitanMfuLines& m, std::string_view name,
         name, m.first_zero, m.zeros));
   }
   if (m.numbers == 0) return;
+  if (m.peak) {
+    notes.push_back(fmt::format(
+        "{}:{}: torchtitan's mfu divides by {:g} TFLOP/s per device (its 'Peak FLOPS used for "
+        "computing MFU')",
+        name, m.peak->line, m.peak->value / 1e12));
+  }
   if (m.fallback_line > 0) {
     notes.push_back(fmt::format(
         "{}:{}: torchtitan's peak table does not know the device ('{}'): its mfu is against "

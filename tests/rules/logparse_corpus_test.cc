@@ -3855,6 +3855,31 @@ TEST(Corpus, TorchtitanExcerptWithFieldsElidedAfterMemory) {
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 27.39 * kGiB);  // line 6
 }
 
+TEST(Corpus, TorchtitanPeakFlopsLineAndWandbLogView) {
+  // A 1B pretraining smoke test on H100 (2026-01-09) as W&B's log view shows it: each line after
+  // a timestamp line of its own, the author's `...` after the start-up, log_freq 50. Line 12:
+  // `Peak FLOPS used for computing MFU: 9.890e+14` (H100 SXM in torchtitan's table), so line 17's
+  // `tflops: 412.06  mfu: 41.66%` = 412.06 / 989.
+  Result<Read> r = ReadLog("torchtitan_wandb_log_view_peak_flops_line.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100, 150, 200}));  // lines 17, 21, 25
+  EXPECT_EQ(r->At(100)->span, 50);                               // the gaps after it: steps 51-100
+  EXPECT_EQ(r->Loss(100), 9.4939);
+  EXPECT_EQ(r->Loss(200), 8.1258);
+  EXPECT_EQ(r->At(150)->grad_norm, 70.0);
+  EXPECT_EQ(r->At(200)->tokens_per_device_per_s, 54783.0);
+  EXPECT_DOUBLE_EQ(*r->At(100)->mfu, 0.4166);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 1040254976);  // line 4
+  // Steps 51-200, each record 50 steps: 150 / (50 / 41.66% + 50 / 41.48% + 50 / 41.26%).
+  EXPECT_NEAR(r->m()["mfu"]["stated"].get<double>(),
+              150 / (50 / 0.4166 + 50 / 0.4148 + 50 / 0.4126), 1e-12);
+  EXPECT_TRUE(
+      r->Note("torchtitan_wandb_log_view_peak_flops_line.log:12: torchtitan's mfu divides "
+              "by 989 TFLOP/s per device"));
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 72.82 * kGiB);
+}
+
 TEST(Corpus, TorchtitanMfuPastOneHundredPercent) {
   // pytorch/torchtitan#1190 (2025-05-13): MXFP8 on B200 two days before torchtitan's peak table
   // had B200 (4ee6a2c, 2025-05-15): the A100 fallback's 312 TFLOP/s (line 3: 40.00 / 312 =

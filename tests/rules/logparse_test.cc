@@ -2890,6 +2890,8 @@ TEST(Torchtitan, MfuPerRecordAndWhatTheLinesSayOfIt) {
   const std::string log =
       "[titan] 2025-05-13 18:27:50,000 - root - WARNING - Peak flops undefined for: NVIDIA "
       "B200, fallback to A100\n"
+      "[titan] 2025-05-13 18:27:50,001 - root - INFO - Peak FLOPS used for computing MFU: "
+      "3.120e+14\n"
       "[titan] 2025-05-13 18:27:51,000 - root - INFO - Float8 training active with recipe "
       "rowwise\n"
       "[titan] 2025-05-13 18:27:58,957 - root - INFO - step:  1  loss: 12.2382  memory: "
@@ -2909,11 +2911,12 @@ TEST(Torchtitan, MfuPerRecordAndWhatTheLinesSayOfIt) {
     return std::any_of(r->notes.begin(), r->notes.end(),
                        [&](const std::string& n) { return n.find(part) != std::string::npos; });
   };
-  EXPECT_TRUE(note("x.log:4: 1 training line(s) print 'mfu: N/A'"));
+  EXPECT_TRUE(note("x.log:5: 1 training line(s) print 'mfu: N/A'"));
+  EXPECT_TRUE(note("x.log:2: torchtitan's mfu divides by 312 TFLOP/s per device"));
   EXPECT_TRUE(note(", 2 a number: only those give the stated MFU"));
   EXPECT_TRUE(note("x.log:1: torchtitan's peak table does not know the device ('NVIDIA B200')"));
-  EXPECT_TRUE(note("x.log:5: mfu 201.71% is above 100%"));
-  EXPECT_TRUE(note("x.log:2: Float8/MX layers and a numeric mfu"));
+  EXPECT_TRUE(note("x.log:6: mfu 201.71% is above 100%"));
+  EXPECT_TRUE(note("x.log:3: Float8/MX layers and a numeric mfu"));
 
   Result<ParsedLog> bad = ParseTorchtitanLog(
       "[titan] 2026-03-01 10:00:02,000 - root - INFO - step:  1  loss:  9.00000  grad_norm:  "

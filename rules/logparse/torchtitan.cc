@@ -224,8 +224,9 @@ void AddTitanMfuNotes(const TitanMfuLines& m, std::string_view name,
   }
   if (m.quantized_line > 0) {
     notes.push_back(fmt::format(
-        "{}:{}: Float8/MX layers and a numeric mfu: torchtitan before f113706 (February 2026) "
-        "divided their flops by the BF16 peak, which low-precision matmuls can exceed",
+        "{}:{}: Float8/MX layers and a numeric mfu: against the BF16 peak, which low-precision "
+        "matmuls can exceed (torchtitan before f113706, February 2026, or where its config "
+        "check does not see the converted layers)",
         name, m.quantized_line));
   }
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rules/logparse/records_mfu.h"
 #include "trainer/model/config.h"
 #include "trainer/run/peak_flops.h"
 #include "trainer/run/run_config.h"
@@ -427,6 +428,35 @@ json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_devi
             {"achieved_flops_per_device", Num(achieved)}}}};
 }
 
+// The trainer's own MFU: its figure for the run (FlagPerf's), else the mean of the MFU it printed
+// on each record (torchtitan's) over the steps past the warm-up MeasureTiming leaves out
+// (rules/logparse/records_mfu.h), with a note naming them.
+json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::string_view name,
+               const json& p, std::vector<std::string>& notes) {
+  if (log.stated_mfu) return log.stated_mfu->value;
+  int64_t warmup = p["excluded_warmup_steps"].get<int64_t>();
+  if (warmup < 0)
+    warmup =
+        log.trainer_average ? log.trainer_average->excluded_steps : parser.default_warmup_steps;
+  std::optional<logparse::RecordsMfu> w = logparse::MfuOverRecords(log.iterations, warmup);
+  if (!w) {
+    if (logparse::MfuOverRecords(log.iterations, 0)) {
+      notes.push_back(
+          fmt::format("mfu.stated: no record after the first {} warm-up steps prints an MFU: set "
+                      "excluded_warmup_steps lower",
+                      warmup));
+    }
+    return nullptr;
+  }
+  notes.push_back(fmt::format(
+      "mfu.stated: the MFU {} printed on {} record(s) of steps {}\u2013{} (after the first {} "
+      "warm-up steps; line {} the last), weighted by each record's time (its steps / its MFU){}",
+      name, w->records, w->first_step, w->last_step, warmup, w->line,
+      w->left_out > 0 ? fmt::format("; {} record(s) of those steps print none", w->left_out)
+                      : std::string()));
+  return w->value;
+}
+
 json LossJson(const ParsedLog& log) {
   std::vector<double> losses;
   for (const Iteration& it : log.iterations)
@@ -602,7 +632,7 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
   json mfu = MfuJson(model, t, per_device, p, platform, out.notes);
   m["flops_per_token"] = mfu["flops_per_token"];
   m["mfu"] = mfu["mfu"];
-  m["mfu"]["stated"] = log.stated_mfu ? json(log.stated_mfu->value) : json(nullptr);
+  m["mfu"]["stated"] = StatedMfu(parser, log, log_name, p, out.notes);
   if (!log.peak_memory_bytes) out.notes.push_back("mem: the log reports no memory");
   m["memory"] = {{"peak_bytes", Num(log.peak_memory_bytes)},
                  {"device_total_bytes", Num(DeviceMemory(p, platform))},

@@ -64,9 +64,12 @@ struct Iteration {
   std::optional<double> lr;
   std::optional<double> grad_norm;
   std::optional<double> loss_scale;  // fp16 dynamic loss scale
-  int64_t skipped = 0;               // steps of the span the optimizer skipped (overflow)
-  int64_t nan = 0;                   // steps of the span with a NaN or Inf loss
-  int64_t line = 0;                  // 1-based line it was read from
+  // The trainer's own MFU over the record's span, a fraction (torchtitan's `mfu: U%`); one
+  // figure for a window of steps: MfuOverRecords (rules/logparse/records_mfu.h).
+  std::optional<double> mfu;
+  int64_t skipped = 0;  // steps of the span the optimizer skipped (overflow)
+  int64_t nan = 0;      // steps of the span with a NaN or Inf loss
+  int64_t line = 0;     // 1-based line it was read from
 };
 
 // A value the log states about the run and where.
@@ -108,8 +111,10 @@ struct ParsedLog {
   std::optional<TrainerAverage> trainer_average;
   std::optional<double> wall_s;  // start to end of the run, when the log says (MLLOG, Trainer)
   std::vector<EvalPoint> evals;
-  std::string eval_what;           // "MLPerf eval_accuracy", "Trainer eval_loss"
-  std::optional<Fact> stated_mfu;  // the trainer's own MFU (FlagPerf), as a fraction
+  std::string eval_what;  // "MLPerf eval_accuracy", "Trainer eval_loss"
+  // The trainer's own MFU for the run (FlagPerf's summary), as a fraction. Per-record figures
+  // (Iteration::mfu) are averaged where the timing window is known (rules/external_metrics.cc).
+  std::optional<Fact> stated_mfu;
   // Facts by our names: mpe, lbs, gas, gbs, tp, pp, dp, devices, layers,
   // hidden, heads, parameters. Precision separately (a word).
   std::map<std::string, Fact> facts;

@@ -14,7 +14,25 @@
 // previous line / (the seconds since it x the non-data-parallel degree tp x pp x cp): a rate per
 // device over the record's span, the same on every rank of a step but for the clock.
 //
-// Per record: step, loss, grad_norm, the per-device token rate, and, when the start-up lines
+// `tflops` = num_flops_per_token x tps / 1e12 and `mfu` = 100 x num_flops_per_token x tps / the
+// device's peak, over the record's span like tps. num_flops_per_token (models/utils.py
+// get_dense_model_nparams_and_flops, get_moe_model_nparams_and_flops) is PaLM's: 6 x the
+// parameters without the embedding (with tied embeddings, all; a MoE counts its active
+// experts, top_k / num_experts of the routed ones) + 6 x layers x heads x (qk + v head dims) x
+// the configured sequence length (12 x L x H x T for Llama; no causal halving, recomputation
+// not counted; only full-attention layers of a hybrid). The peak (tools/utils.py
+// get_peak_flops, BF16 dense, by the device name or lspci's H100 line): A100 312, A6000
+// 154.85, H100 SXM 989 (PCIe 756, NVL 835), H200 989, H20 148, B200/B300 2250, GB200/GB300
+// 2500, MI250X 191.5 (per GCD), MI300X/MI325X 1300, MI355X 2500, L40S 362, Intel Max 1550
+// 512 x compute units x 1.3 GHz, Trainium 2/3 158, TPU v4 275 .. v7 1153.5 TFLOP/s; any other
+// device falls back to A100's 312 with a warning `Peak flops undefined for: NAME, fallback to
+// A100` (noted); the trainer prints the peak it took, `Peak FLOPS used for computing MFU:
+// 9.890e+14` (since 2024-08, #554; noted). With Float8/MXFP8/NVFP4 layers the line says `mfu: N/A`
+// since f113706 (2026-02-28); before, the number is against the BF16 peak (a note when the log says
+// float8 or MX is active). Each record's mfu is read (Iteration::mfu); the one figure for the timed
+// steps is records_mfu.h's, where the warm-up is known.
+//
+// Per record: step, loss, grad_norm, the per-device token rate, mfu, and, when the start-up lines
 // (rules/logparse/torchtitan_setup.h) give the tokens of one step and the world size, the
 // time per step: (global batch x sequence length, or the tokens per train step) / world size /
 // tps. A record spans the steps since the previous line (the first of a run: since the run's
@@ -105,6 +123,59 @@ Result<std::optional<double>> TitanField(std::string_view line, std::string_view
   return v;
 }
 
+// What the lines say about torchtitan's `mfu:` and its peak, for the notes.
+struct TitanMfuLines {
+  int64_t numbers = 0, na = 0, zeros = 0;  // training lines by their mfu
+  int64_t first_na = 0, first_zero = 0;
+  int64_t fallback_line = 0;  // `Peak flops undefined for: NAME, fallback to A100`
+  std::string fallback_device;
+  int64_t quantized_line = 0;  // a line saying Float8/MX/NVFP4 layers are in use
+  std::optional<Fact> peak;    // `Peak FLOPS used for computing MFU: 9.890e+14` (since #554)
+  double above_one = 0;        // the largest mfu above 100%, and its line
+  int64_t above_one_line = 0;
+};
+
+// The start-up lines that matter to the mfu: get_peak_flops' fallback warning, the quantization
+// converters' messages (components/quantization/float8.py, mx.py, nvfp4.py).
+void ReadTitanPeakLine(std::string_view line, int64_t no, TitanMfuLines& m) {
+  if (size_t at = line.find("Peak flops undefined for");
+      at != std::string_view::npos && line.find("fallback to A100") != std::string_view::npos) {
+    if (m.fallback_line != 0) return;
+    std::string_view rest = line.substr(at + 24);
+    rest = rest.substr(0, rest.find(", fallback to"));
+    m.fallback_line = no;
+    m.fallback_device =
+        Trim(rest.substr(rest.find(':') == std::string_view::npos ? 0 : rest.find(':') + 1));
+    return;
+  }
+  if (size_t at = line.find("Peak FLOPS used for computing MFU:"); at != std::string_view::npos) {
+    std::optional<double> v = LeadingNumber(line.substr(at + 34));
+    if (v && *v > 0 && !m.peak) m.peak = Fact{*v, no};
+    return;
+  }
+  for (std::string_view q : {"Float8 training active", "Swapped to Float8Linear",
+                             "layers to MXFP8Linear", "layers to NVFP4Linear"}) {
+    if (m.quantized_line == 0 && line.find(q) != std::string_view::npos) m.quantized_line = no;
+  }
+}
+
+// `mfu: 2.18%` as a fraction, `mfu: N/A` as nullopt with *na; kCorrupt naming the line otherwise.
+// Text after the `%` (a markdown fence a page glued on) is not the value's.
+Result<std::optional<double>> TitanMfu(std::string_view fields, bool last_line_cut, int64_t no,
+                                       std::string_view name, bool* na) {
+  bool cut = false;
+  std::string_view value = TitanValue(fields, "mfu", last_line_cut, &cut);
+  *na = value.starts_with("N/A");
+  if (value.empty() || cut || *na) return std::optional<double>();
+  size_t end = 0;
+  std::optional<double> v = GroupedNumber(value, &end);
+  if (!v || !value.substr(end).starts_with('%')) {
+    return Errorf(ErrorCode::kCorrupt, "{}:{}: torchtitan's 'mfu' is '{}', not a percentage or N/A",
+                  name, no, value);
+  }
+  return std::optional<double>(*v / 100.0);
+}
+
 // A line that starts another log record (a logger's prefix, another step line): where the pieces
 // of a hard-wrapped training line end.
 bool StartsTitanRecord(std::string_view line) {
@@ -114,6 +185,52 @@ bool StartsTitanRecord(std::string_view line) {
          line.find(" - WARNING - ") != std::string_view::npos;
 }
 
+void AddTitanMfuNotes(const TitanMfuLines& m, std::string_view name,
+                      std::vector<std::string>& notes) {
+  if (m.na > 0) {
+    notes.push_back(fmt::format(
+        "{}:{}: {} training line(s) print 'mfu: N/A' (torchtitan with Float8/MX/NVFP4 layers "
+        "since f113706, February 2026: its peaks are BF16's){}",
+        name, m.first_na, m.na,
+        m.numbers == 0 ? ", none a number: no stated MFU"
+                       : fmt::format(", {} a number: only those give the stated MFU", m.numbers)));
+  }
+  if (m.zeros > 0) {
+    notes.push_back(fmt::format(
+        "{}:{}: {} training line(s) print 'mfu: 0.00%' (below 0.005%: a first step whose "
+        "time holds the start-up, or a model whose flops per token torchtitan counts as about "
+        "0), left out of the stated MFU",
+        name, m.first_zero, m.zeros));
+  }
+  if (m.numbers == 0) return;
+  if (m.peak) {
+    notes.push_back(fmt::format(
+        "{}:{}: torchtitan's mfu divides by {:g} TFLOP/s per device (its 'Peak FLOPS used for "
+        "computing MFU')",
+        name, m.peak->line, m.peak->value / 1e12));
+  }
+  if (m.fallback_line > 0) {
+    notes.push_back(fmt::format(
+        "{}:{}: torchtitan's peak table does not know the device ('{}'): its mfu is against "
+        "A100's 312 TFLOP/s (get_peak_flops' fallback)",
+        name, m.fallback_line, m.fallback_device));
+  }
+  if (m.above_one_line > 0) {
+    notes.push_back(fmt::format(
+        "{}:{}: mfu {:.2f}% is above 100%: torchtitan divided by a lower peak than the device's "
+        "(its A100 fallback for a device its table lacked: B200 before May 2025, MI355X before "
+        "October 2025; or the BF16 peak with Float8/MX layers before f113706)",
+        name, m.above_one_line, m.above_one * 100));
+  }
+  if (m.quantized_line > 0) {
+    notes.push_back(fmt::format(
+        "{}:{}: Float8/MX layers and a numeric mfu: against the BF16 peak, which low-precision "
+        "matmuls can exceed (torchtitan before f113706, February 2026, or where its config "
+        "check does not see the converted layers)",
+        name, m.quantized_line));
+  }
+}
+
 }  // namespace
 
 bool IsTorchtitanStepLine(std::string_view line) {
@@ -121,10 +238,13 @@ bool IsTorchtitanStepLine(std::string_view line) {
   if (s.at == std::string_view::npos || s.validate) return false;
   std::string_view rest = line.substr(s.at);
   // The first piece of a hard-wrapped line (or one whose rate an excerpt left out) has no rate:
-  // torchtitan's `[titan]` prefix tells, or ezpz's naming torchtitan's metrics module.
+  // torchtitan's `[titan]` prefix tells, or ezpz's naming torchtitan's metrics module, or the
+  // memory field.
   return FindKeyValue(rest, "tps", ":") != std::string_view::npos ||
          FindKeyValue(rest, "wps", ":") != std::string_view::npos ||
          line.find("[titan]") != std::string_view::npos ||
+         // `memory: 18.42GiB(6.40%)  ...`: an excerpt that elided the rest of the fields.
+         rest.find("GiB(") != std::string_view::npos ||
          line.substr(0, s.at).find("components/metrics:") != std::string_view::npos;
 }
 
@@ -146,9 +266,11 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
     if (s.at == std::string_view::npos || s.validate) return "";
     return FindKeyValue(l.substr(s.at), "mfu", ":") == std::string_view::npos ? "mfu:" : "";
   };
+  TitanMfuLines mfu_lines;
   auto read_line = [&](std::string_view line, int64_t no) {
     TitanStepAt s = FindTitanStep(line);
     if (s.at == std::string_view::npos) {
+      ReadTitanPeakLine(line, no, mfu_lines);
       Result<std::optional<int64_t>> start = ReadTorchtitanSetupLine(line, no, name, log, setup);
       if (!start.ok()) {
         error = start.status();
@@ -200,6 +322,19 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
     it.line = no;
     it.loss = loss;
     it.grad_norm = field("grad_norm");
+    bool na = false;
+    if (Result<std::optional<double>> mfu = TitanMfu(fields, cut, no, name, &na); !mfu.ok()) {
+      if (error.ok()) error = mfu.status();
+    } else {
+      it.mfu = *mfu;
+    }
+    if (na && mfu_lines.na++ == 0) mfu_lines.first_na = no;
+    if (it.mfu && *it.mfu > 0) ++mfu_lines.numbers;
+    if (it.mfu && *it.mfu > 1 && *it.mfu > mfu_lines.above_one) {
+      mfu_lines.above_one = *it.mfu;
+      mfu_lines.above_one_line = no;
+    }
+    if (it.mfu && *it.mfu == 0 && mfu_lines.zeros++ == 0) mfu_lines.first_zero = no;
     std::optional<double> rate = field("tps");
     if (!rate) {
       rate = field("wps");
@@ -334,6 +469,7 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
                                     "their step (LOG_RANK)",
                                     lossless)));
   }
+  AddTitanMfuNotes(mfu_lines, name, log.notes);
   if (copies > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} records of steps already read (other ranks' lines) left out: the first "

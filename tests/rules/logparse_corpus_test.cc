@@ -3684,6 +3684,25 @@ TEST(Corpus, TorchtitanDebugModelWholeRun) {
                    1 / 329413.0 + 1 / 364703.0 + 1 / 351177.0 + 1 / 324245.0),
               1e-6);
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 1.34 * kGiB);  // `memory:  1.34GiB`
+  // mfu: line 24's 0.04% (step 1, left out as the warm-up), then lines 26-34 (21.55 TFLOP/s /
+  // 989, torchtitan's H200 peak, = 2.18%). The stated MFU of steps 2-10 is their tokens over
+  // their time: each step's MFU weighted by its time, 1 / MFU for the same tokens a step.
+  EXPECT_DOUBLE_EQ(*r->At(1)->mfu, 0.0004);
+  EXPECT_DOUBLE_EQ(*r->At(2)->mfu, 0.0218);
+  EXPECT_NEAR(r->m()["mfu"]["stated"].get<double>(),
+              9 / (1 / 0.0218 + 1 / 0.0260 + 1 / 0.0252 + 1 / 0.0245 + 1 / 0.0230 + 1 / 0.0238 +
+                   1 / 0.0264 + 1 / 0.0254 + 1 / 0.0235),
+              1e-12);
+  EXPECT_TRUE(
+      r->Note("mfu.stated: the MFU torchtitan_llama3_debug_h200_apptests.log printed on 9 "
+              "record(s) of steps 2\u201310 (after the first 1 warm-up steps; line 34 the "
+              "last)"));
+  // excluded_warmup_steps = 5: steps 6-10 (lines 30-34), for the rate and the MFU alike.
+  r = ReadLog("torchtitan_llama3_debug_h200_apptests.log", "auto", {{"excluded_warmup_steps", 5}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 5);
+  EXPECT_NEAR(r->m()["mfu"]["stated"].get<double>(),
+              5 / (1 / 0.0230 + 1 / 0.0238 + 1 / 0.0264 + 1 / 0.0254 + 1 / 0.0235), 1e-12);
 }
 
 TEST(Corpus, TorchtitanLlama3_8bBeforeGradNorm) {
@@ -3708,6 +3727,12 @@ TEST(Corpus, TorchtitanLlama3_8bBeforeGradNorm) {
               1e-6);
   // Line 24's `mmemory:` (as the page shows it) is no memory field; lines 25-33: 49.59 GiB.
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 49.59 * kGiB);
+  // mfu of steps 2-100 (lines 24-33, log_freq 10: step 10's record spans 9 steps, the others
+  // 10), each record weighted by its time, span / MFU.
+  EXPECT_NEAR(r->m()["mfu"]["stated"].get<double>(),
+              99 / (9 / 0.4115 + 10 / 0.4146 + 10 / 0.4147 + 10 / 0.4141 + 10 / 0.4132 +
+                    10 / 0.4129 + 10 / 0.4124 + 10 / 0.4120 + 10 / 0.4119 + 10 / 0.4015),
+              1e-12);
   // Line 15's `[31msize: 8,030,261,248 total parameters` lost its color's ESC on the page: not
   // read as the parameter count.
   EXPECT_EQ(r->log.facts.count("parameters"), 0u);
@@ -3801,6 +3826,80 @@ TEST(Corpus, TorchtitanLinesWrappedAt72Columns) {
   EXPECT_EQ(r->Loss(5), 4.57767);                                        // line 16
   EXPECT_EQ(r->At(5)->tokens_per_device_per_s, 102825.0);                // line 16
   EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 4.32 * kGiB);  // lines 10, 13, 16
+  // Every line's `mfu: N/A` (lines 3, 8, 11, 14, 17: MXFP8 layers, torchtitan since f113706):
+  // no stated MFU.
+  EXPECT_FALSE(r->At(1)->mfu);
+  EXPECT_TRUE(r->m()["mfu"]["stated"].is_null());
+  EXPECT_TRUE(r->Note("5 training line(s) print 'mfu: N/A'"));
+  EXPECT_TRUE(r->Note("none a number: no stated MFU"));
+}
+
+TEST(Corpus, TorchtitanExcerptWithFieldsElidedAfterMemory) {
+  // A ROCm notes page's "healthy 8-GPU run" on MI355X (2026): the mesh line (line 1: dp_shard 4 x
+  // tp 2) with `[titan]`, then step lines the author cut after the memory field, `step:   1
+  // loss: 12.77955  grad_norm: 14.1134  memory: 18.42GiB(6.40%)  ...` (lines 5-6): no rate, no
+  // prefix; auto knows them by the `GiB(` memory field.
+  Result<Read> r = ReadLog("torchtitan_mi355x_tp2_elided_fields.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 250}));
+  EXPECT_EQ(r->Loss(1), 12.77955);
+  EXPECT_EQ(r->Loss(250), 0.06754);
+  EXPECT_EQ(r->At(250)->grad_norm, 0.5762);
+  EXPECT_FALSE(r->At(250)->tokens_per_device_per_s);
+  EXPECT_FALSE(r->At(250)->mfu);
+  EXPECT_EQ(r->log.facts.at("devices").value, 8);
+  EXPECT_EQ(r->log.facts.at("dp").value, 4);
+  EXPECT_EQ(r->log.facts.at("tp").value, 2);
+  EXPECT_TRUE(r->m()["mfu"]["stated"].is_null());
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 27.39 * kGiB);  // line 6
+}
+
+TEST(Corpus, TorchtitanPeakFlopsLineAndWandbLogView) {
+  // A 1B pretraining smoke test on H100 (2026-01-09) as W&B's log view shows it: each line after
+  // a timestamp line of its own, the author's `...` after the start-up, log_freq 50. Line 12:
+  // `Peak FLOPS used for computing MFU: 9.890e+14` (H100 SXM in torchtitan's table), so line 17's
+  // `tflops: 412.06  mfu: 41.66%` = 412.06 / 989.
+  Result<Read> r = ReadLog("torchtitan_wandb_log_view_peak_flops_line.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{100, 150, 200}));  // lines 17, 21, 25
+  EXPECT_EQ(r->At(100)->span, 50);                               // the gaps after it: steps 51-100
+  EXPECT_EQ(r->Loss(100), 9.4939);
+  EXPECT_EQ(r->Loss(200), 8.1258);
+  EXPECT_EQ(r->At(150)->grad_norm, 70.0);
+  EXPECT_EQ(r->At(200)->tokens_per_device_per_s, 54783.0);
+  EXPECT_DOUBLE_EQ(*r->At(100)->mfu, 0.4166);
+  EXPECT_EQ(r->log.facts.at("parameters").value, 1040254976);  // line 4
+  // Steps 51-200, each record 50 steps: 150 / (50 / 41.66% + 50 / 41.48% + 50 / 41.26%).
+  EXPECT_NEAR(r->m()["mfu"]["stated"].get<double>(),
+              150 / (50 / 0.4166 + 50 / 0.4148 + 50 / 0.4126), 1e-12);
+  EXPECT_TRUE(
+      r->Note("torchtitan_wandb_log_view_peak_flops_line.log:12: torchtitan's mfu divides "
+              "by 989 TFLOP/s per device"));
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 72.82 * kGiB);
+}
+
+TEST(Corpus, TorchtitanMfuPastOneHundredPercent) {
+  // pytorch/torchtitan#1190 (2025-05-13): MXFP8 on B200 two days before torchtitan's peak table
+  // had B200 (4ee6a2c, 2025-05-15): the A100 fallback's 312 TFLOP/s (line 3: 40.00 / 312 =
+  // 12.82%) and the BF16 peak for FP8 matmuls make line 5's `mfu: 201.71%`. Stated as printed
+  // (steps 2-10: the one record past the warm-up step), with a note.
+  Result<Read> r = ReadLog("torchtitan_mxfp8_b200_a100_fallback_pr1190.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "torchtitan");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 10}));  // lines 3, 5
+  EXPECT_EQ(r->Loss(1), 12.2382);
+  EXPECT_EQ(r->Loss(10), 9.8639);
+  EXPECT_EQ(r->At(10)->span, 9);
+  EXPECT_EQ(r->At(10)->tokens_per_device_per_s, 10866.0);
+  EXPECT_DOUBLE_EQ(*r->At(1)->mfu, 0.1282);
+  EXPECT_DOUBLE_EQ(r->m()["mfu"]["stated"].get<double>(), 2.0171);
+  EXPECT_TRUE(
+      r->Note("torchtitan_mxfp8_b200_a100_fallback_pr1190.log:5: mfu 201.71% is above "
+              "100%"));
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 38.04 * kGiB);  // line 5
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_s"].is_null());  // no start-up lines: no ms
 }
 
 TEST(Corpus, TorchtitanTensorAndExpertParallelMesh) {

@@ -13,6 +13,7 @@
 #include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/records_mfu.h"
 #include "rules/logparse/trainer_dicts.h"
 #include "tests/support/test_data.h"
 
@@ -2881,6 +2882,78 @@ TEST(Torchtitan, WpsLinesOf2024AverageTheirLoss) {
                       "x.log:1: 'wps' lines (torchtitan before November 2024): each record's loss "
                       "is the mean over the steps since the previous line"),
             log->notes.end());
+}
+
+TEST(Torchtitan, MfuPerRecordAndWhatTheLinesSayOfIt) {
+  // Three lines: a number, `N/A`, a number past 100% after get_peak_flops' fallback warning and
+  // a Float8 converter's line (torchtitan before f113706 printed a number with Float8 too).
+  const std::string log =
+      "[titan] 2025-05-13 18:27:50,000 - root - WARNING - Peak flops undefined for: NVIDIA "
+      "B200, fallback to A100\n"
+      "[titan] 2025-05-13 18:27:50,001 - root - INFO - Peak FLOPS used for computing MFU: "
+      "3.120e+14\n"
+      "[titan] 2025-05-13 18:27:51,000 - root - INFO - Float8 training active with recipe "
+      "rowwise\n"
+      "[titan] 2025-05-13 18:27:58,957 - root - INFO - step:  1  loss: 12.2382  memory: "
+      "30.54GiB(17.12%)  tps: 691  tflops: 40.00  mfu: 12.82%\n"
+      "[titan] 2025-05-13 18:28:00,000 - root - INFO - step:  2  loss: 11.0000  memory: "
+      "30.54GiB(17.12%)  tps: 9,000  tflops: 500.00  mfu: N/A\n"
+      "[titan] 2025-05-13 18:28:05,743 - root - INFO - step: 10  loss:  9.8639  memory: "
+      "38.04GiB(21.32%)  tps: 10,866  tflops: 629.32  mfu: 201.71%```\n";
+  Result<ParsedLog> r = ParseTorchtitanLog(log, "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_DOUBLE_EQ(*r->iterations[0].mfu, 0.1282);
+  EXPECT_FALSE(r->iterations[1].mfu);               // `N/A`
+  EXPECT_DOUBLE_EQ(*r->iterations[2].mfu, 2.0171);  // the markdown fence after `%` is not read
+  EXPECT_FALSE(r->stated_mfu);  // a window's figure is records_mfu.h's, where the warm-up is known
+  auto note = [&](std::string_view part) {
+    return std::any_of(r->notes.begin(), r->notes.end(),
+                       [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(note("x.log:5: 1 training line(s) print 'mfu: N/A'"));
+  EXPECT_TRUE(note("x.log:2: torchtitan's mfu divides by 312 TFLOP/s per device"));
+  EXPECT_TRUE(note(", 2 a number: only those give the stated MFU"));
+  EXPECT_TRUE(note("x.log:1: torchtitan's peak table does not know the device ('NVIDIA B200')"));
+  EXPECT_TRUE(note("x.log:6: mfu 201.71% is above 100%"));
+  EXPECT_TRUE(note("x.log:3: Float8/MX layers and a numeric mfu"));
+
+  Result<ParsedLog> bad = ParseTorchtitanLog(
+      "[titan] 2026-03-01 10:00:02,000 - root - INFO - step:  1  loss:  9.00000  grad_norm:  "
+      "1.0000  memory:  1.00GiB(1.00%)  tps: 1,000  tflops: 1.00  mfu: high\n",
+      "x.log");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "x.log:1: torchtitan's 'mfu' is 'high', not a percentage or N/A");
+}
+
+TEST(Torchtitan, MfuOverRecordsWeighsEachRecordByItsTime) {
+  // Steps 1 (warm-up), 2-10 at 40% (span 9), 11-20 at 20% (span 10), 21-30 N/A: the window past
+  // one warm-up step spends 9 / 0.4 + 10 / 0.2 = 72.5 step-times for 19 steps.
+  std::vector<Iteration> its(4);
+  const int64_t steps[] = {1, 10, 20, 30}, spans[] = {1, 9, 10, 10};
+  for (size_t i = 0; i < its.size(); ++i) {
+    its[i].step = steps[i];
+    its[i].span = spans[i];
+    its[i].line = static_cast<int64_t>(i) + 1;
+  }
+  its[0].mfu = 0.1;
+  its[1].mfu = 0.4;
+  its[2].mfu = 0.2;
+  std::optional<RecordsMfu> w = MfuOverRecords(its, 1);
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->value, 19 / (9 / 0.4 + 10 / 0.2));
+  EXPECT_EQ(w->first_step, 2);
+  EXPECT_EQ(w->last_step, 20);
+  EXPECT_EQ(w->records, 2);
+  EXPECT_EQ(w->left_out, 1);
+  EXPECT_EQ(w->line, 3);
+  // A warm-up of 5 leaves out the record of steps 2-10 whole (its span reaches into it).
+  w = MfuOverRecords(its, 5);
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->value, 0.2);
+  EXPECT_EQ(w->first_step, 11);
+  EXPECT_FALSE(MfuOverRecords(its, 20));  // only step 21-30's N/A is left
 }
 
 TEST(Torchtitan, BadInputNamesTheLine) {

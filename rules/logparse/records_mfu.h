@@ -1,0 +1,37 @@
+// One MFU figure from the MFU a trainer prints on each record (Iteration::mfu: torchtitan's
+// `mfu: U%`), over the records of a window of steps: those past the first `warmup` steps, the
+// ones external_metrics times (a record counts only when all the steps it spans are past them).
+//
+// Each record's MFU is its own interval's: flops per token x the tokens since the previous
+// line / (the seconds since it x the peak), as torchtitan's MetricsProcessor.log computes it
+// from tps. Over several records with the same tokens per step the figure is the window's
+// tokens over its time: the mean weighted by each record's time, span / mfu, i.e. the harmonic
+// mean with the steps each record spans as weights (an arithmetic mean would weigh a slow
+// interval as much as a fast one of the same span, and overstate it). Records without a figure
+// (`mfu: N/A`) or with 0 (`0.00%`, below what two decimals of a percent show) are left out and
+// counted.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "rules/logparse/log_parser.h"
+
+namespace bm::logparse {
+
+struct RecordsMfu {
+  double value = 0;        // the window's MFU, a fraction
+  int64_t first_step = 0;  // the first step of the records averaged
+  int64_t last_step = 0;   // the last
+  int64_t records = 0;     // records averaged
+  int64_t left_out = 0;    // records of the window with no figure or 0
+  int64_t line = 0;        // the last averaged record's line
+};
+
+// nullopt when no record of the window has a figure above 0.
+std::optional<RecordsMfu> MfuOverRecords(const std::vector<Iteration>& its, int64_t warmup);
+
+}  // namespace bm::logparse

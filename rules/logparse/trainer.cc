@@ -226,6 +226,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
       it.span = every;
     }
   }
+  dicts.InferUnstatedResume(name, log);
   dicts.ReportMemory(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0 && !log.iterations.empty())
     log.trainer_average->through_step = log.iterations.back().step;

@@ -206,6 +206,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
       return true;
     }
     closing_line_ = line;
+    closing_train_loss_ = Get(dict, "train_loss");
     log.wall_s = Get(dict, "train_runtime");
     std::optional<double> rate = Get(dict, "train_samples_per_second");
     // The average is the closing dict's unless the dicts gave one (train_tokens_per_second); its

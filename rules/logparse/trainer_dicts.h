@@ -156,6 +156,11 @@ class TrainerDictReader {
                         std::map<int64_t, Iteration>& steps, ParsedLog& log);
   // After the log: the dicts' memory peak, unless the log has one already (DictMemory::Report).
   void ReportMemory(std::string_view name, ParsedLog& log) const { memory_.Report(name, log); }
+  // After the records' spans are filled: a resume the log does not state (transformers at its
+  // default log_level, warning, prints no "Resuming training" line) told from the closing dict's
+  // train_loss (trainer_dict_resume.cc). When found, the first record spans the steps from the
+  // resume and the closing rate is scaled to the steps run, as for a stated resume.
+  void InferUnstatedResume(std::string_view name, ParsedLog& log) const;
 
   // A dict at `line`: a loss dict becomes (or fills) the record of its step
   // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and
@@ -309,8 +314,9 @@ class TrainerDictReader {
     double epoch_half = 0;
   };
   std::vector<EvalAfter> eval_after_;
-  std::optional<size_t> average_after_;  // the same for trainer_average.through_step
-  std::optional<int64_t> closing_line_;  // the closing dict's line
+  std::optional<size_t> average_after_;       // the same for trainer_average.through_step
+  std::optional<int64_t> closing_line_;       // the closing dict's line
+  std::optional<double> closing_train_loss_;  // its train_loss
   // The closing dict's range of steps run (n to total, at line) when neither its rounded rates
   // nor a bar settle it.
   std::optional<Bar> steps_run_;

@@ -1470,6 +1470,46 @@ TEST(Trainer, AnotherRanksCopyOfTheDictsIsLeftOut) {
   EXPECT_EQ(At(*r, 2)->loss, 2.9);
 }
 
+// A resume the log does not state (transformers at log_level warning): train_loss is the loss
+// summed over the steps this run trained, over all 50. Resumed from step 25, the dicts at 30, 40
+// and 50 cover 5, 10 and 10 steps: 2.5 x 5 + 2.25 x 10 + 2.0 x 10 = 55, / 50 = 1.1 (by hand). The
+// closing rate counts all 50 steps over this run's seconds: 160 x 25 / 50 = 80. With train_loss
+// 2.35 (= (2.5 x 30 + 42.5) / 50: the first dict covers its 30 steps) the run started at step 0,
+// and nothing changes.
+TEST(Trainer, UnstatedResumeFromTheClosingTrainLoss) {
+  const auto noted = [](const ParsedLog& l, std::string_view what) {
+    return std::any_of(l.notes.begin(), l.notes.end(),
+                       [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  const auto log = [](const char* train_loss) {
+    return fmt::format(
+        "  0%|          | 0/50 [00:00<?, ?it/s]\n"
+        " 60%|######    | 30/50 [00:03<00:02,  9.81it/s]{{'loss': 2.5, 'grad_norm': 1.1, "
+        "'learning_rate': 4e-05, 'epoch': 0.6}}\n"
+        " 80%|########  | 40/50 [00:04<00:01,  9.80it/s]{{'loss': 2.25, 'grad_norm': 1.0, "
+        "'learning_rate': 2e-05, 'epoch': 0.8}}\n"
+        "100%|##########| 50/50 [00:05<00:00,  9.80it/s]{{'loss': 2.0, 'grad_norm': 0.9, "
+        "'learning_rate': 0.0, 'epoch': 1.0}}\n"
+        "{{'train_runtime': 2.5, 'train_samples_per_second': 160.0, 'train_steps_per_second': "
+        "20.0, 'train_loss': {}, 'epoch': 1.0}}\n",
+        train_loss);
+  };
+  Result<ParsedLog> r = ParseTrainerLog(log("1.1"), "resumed.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 3u);
+  EXPECT_EQ(r->iterations[0].step, 30);
+  EXPECT_EQ(r->iterations[0].span, 5);
+  ASSERT_TRUE(r->trainer_average && r->trainer_average->samples_per_s);
+  EXPECT_NEAR(*r->trainer_average->samples_per_s, 80.0, 1e-9);
+  EXPECT_EQ(r->trainer_average->excluded_steps, 25);
+  EXPECT_TRUE(noted(*r, "resumed from step 25 without saying so"));
+  r = ParseTrainerLog(log("2.35"), "fresh.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(*r->trainer_average->samples_per_s, 160.0, 1e-9);
+  EXPECT_EQ(r->trainer_average->excluded_steps, 0);
+  EXPECT_FALSE(noted(*r, "without saying so"));
+}
+
 TEST(Trainer, StepsFromEpochsOnlyWhereUnambiguous) {
   const std::string bar = "  6%|6         | 1/16 [00:01<00:15,  1.00s/it]\n";
   // Bar-numbered step 1 at epoch 0.06: 15.4-18.2 steps an epoch, so epoch 0.5 is step 8 or 9:

@@ -308,8 +308,9 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
         TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, one_micro);
     EXPECT_EQ(one, fp32 - (zero >= 2 ? E : 0));
     // With bf16 work and one micro-batch a step the backward writes the matrices' gradients in
-    // bf16 straight into the staging (writes_bf16_gradients): a second staging buffer, 2 E more.
-    // fp16 work keeps the one (its products write fp32).
+    // bf16 straight into the staging (writes_bf16_gradients): a second staging buffer, 2 E more;
+    // at ZeRO 2-3 (fresh buckets every micro-batch) with accumulation too. fp16 work keeps the
+    // one (its products write fp32).
     const auto both = [](CudaDataParallel& d) {
       d.ReduceInBf16();
       d.OneMicroBatchPerStep();
@@ -320,6 +321,10 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
               bf16_one + 4 * E);
     EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, both),
               one + 2 * E);
+    const size_t bf16_plain =
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr);
+    EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, bf16),
+              bf16_plain + (zero >= 2 ? 4 * E - E : 2 * E));
   }
 }
 

@@ -103,7 +103,9 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     if (embeddings > 0) emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
     for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
   }
-  direct_bf16_ = reduce_bf16_ && one_micro_ && work_ == DType::kBF16;
+  // Zero 2-3 write fresh buckets every micro-batch; zero 0-1 add to the step's gradients after
+  // its first.
+  direct_bf16_ = reduce_bf16_ && work_ == DType::kBF16 && (zero_ >= 2 || one_micro_);
   if (direct_bf16_) bf16_written_.assign(layout_.units().size(), {});
   for (int i = 0; reduce_bf16_ && i < (direct_bf16_ ? 2 : 1); ++i)  // padded = slice x ranks
     stage_[i].offset = plan->Add(i == 0 ? "gradients bf16 (reduction staging)"

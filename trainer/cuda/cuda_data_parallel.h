@@ -105,8 +105,9 @@ class CudaDataParallel {
   // rounds the same way. SumWhole's units stay fp32.
   void ReduceInBf16() { reduce_bf16_ = true; }
   bool reduces_in_bf16() const { return reduce_bf16_; }
-  // Direct bf16 gradients (Plan decides: ReduceInBf16 with bf16 work and one micro-batch a step,
-  // Megatron's bf16 main_grad): the backward writes each weight matrix's gradient straight into
+  // Direct bf16 gradients (Plan decides: ReduceInBf16 with bf16 work, at zero 2-3, whose buckets
+  // are fresh every micro-batch, or with one micro-batch a step; Megatron's bf16 main_grad,
+  // FSDP2's bf16 reduce_dtype): the backward writes each weight matrix's gradient straight into
   // the staging, rounded to bf16 by the product that computes it, instead of in fp32 for the
   // staging pass to read and round; only the rest of the unit (the gradients that are added to:
   // norms, biases, embeddings, padding) is rounded from fp32. Per parameter of a matrix the

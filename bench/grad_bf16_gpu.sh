@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gradients reduced in bf16 (grad_reduce = "bf16") with the backward's products writing the
-# matrices' gradients in bf16 themselves (CudaDataParallel::writes_bf16_gradients) against the
+# matrices' gradients in bf16 themselves (CudaDataParallel::GradBf16) against the
 # build before it, which wrote them in fp32 for a staging pass to round, on the GPU machine in
 # one call:
 #   1. the tests: cuda_backend_test's bf16 reductions (the products' bf16 against the host's

@@ -269,7 +269,7 @@ TEST(CudaBackend, ParametersFromASourceAtEveryZeroStage) {
 // two micro-batches a step, the backward writes fp32 and the staging rounds it: the reduced
 // gradients are the fp32 reduction's rounded on the host (to nearest even), element for element.
 // Planned for one, the products write the matrices' gradients in bf16 themselves
-// (CudaDataParallel::writes_bf16_gradients): each is cuBLASLt's fp32 sum rounded once by its
+// (CudaDataParallel::GradBf16): each is cuBLASLt's fp32 sum rounded once by its
 // epilogue, so the host's rounding or, where the bf16-output product sums in another order, its
 // bf16 neighbour; the rest (norms, biases, the embeddings' scattered sums, GPT's head tied to
 // them) is still the host's rounding.

@@ -308,9 +308,9 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
         TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, one_micro);
     EXPECT_EQ(one, fp32 - (zero >= 2 ? E : 0));
     // With bf16 work and one micro-batch a step the backward writes the matrices' gradients in
-    // bf16 straight into the staging (writes_bf16_gradients): a second staging buffer, 2 E more;
-    // at ZeRO 2-3 (fresh buckets every micro-batch) with accumulation too. fp16 work keeps the
-    // one (its products write fp32).
+    // bf16 straight into the staging (CudaDataParallel::GradBf16): a second staging buffer, 2 E
+    // more; at ZeRO 2-3 (fresh buckets every micro-batch) with accumulation too. fp16 work keeps
+    // the one (its products write fp32).
     const auto both = [](CudaDataParallel& d) {
       d.ReduceInBf16();
       d.OneMicroBatchPerStep();

@@ -113,9 +113,9 @@ class CudaDataParallel {
   // norms, biases, embeddings, padding) is rounded from fp32. Per parameter of a matrix the
   // backward and the staging move 2 bytes instead of 4 + 4 + 2. Two staging buffers, by unit
   // parity, so that a unit's backward writes one while the next unit's sum is on the wire.
-  bool writes_bf16_gradients() const { return direct_bf16_; }
-  // Where the backward writes the gradient of tensor [off, off + n) in bf16 when it is the
-  // tensor's only writer of the micro-batch (a product with beta 0), between the unit's
+  //
+  // GradBf16: where the backward writes the gradient of tensor [off, off + n) in bf16 when it is
+  // the tensor's only writer of the micro-batch (a product with beta 0), between the unit's
   // BeginUnitGradients and GradientsReady; null when it must write fp32 (Grad): not direct, a
   // gradient that is added to (ParamLayout::AddedGradients), or a SumWhole unit.
   __nv_bfloat16* GradBf16(size_t off, size_t n);
@@ -328,7 +328,7 @@ class CudaDataParallel {
   bool accumulate_ = false;   // zero >= 2: add this micro-batch's reduced slices to the step's
   bool one_micro_ = false;    // OneMicroBatchPerStep
   bool reduce_bf16_ = false;  // ReduceInBf16
-  bool direct_bf16_ = false;  // writes_bf16_gradients
+  bool direct_bf16_ = false;  // direct bf16 gradients (GradBf16)
   // Its staging, the widest padded unit in bf16: one, or with direct_bf16_ two (unit u uses
   // stage_[u % 2]; `ready`: the communication stream is done with it).
   Slot stage_[2];

@@ -47,6 +47,7 @@ void TrainerDictReader::InferUnstatedResume(std::string_view name, ParsedLog& lo
                      first;
   const int64_t s1 = its.front().step;
   const double r = static_cast<double>(s1) - x;
+  if (!std::isfinite(r) || std::fabs(r) > 1e15) return;  // llround's range
   const int64_t resumed = std::llround(r);
   // One step count only (the rounding allows less than half a step either way), at least one
   // step before the first dict, and no logging step skipped before it.

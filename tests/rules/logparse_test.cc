@@ -74,6 +74,29 @@ TEST(LineScan, TerminalEscapesAreRemovedLinesKept) {
   EXPECT_EQ(r->iterations.at(0).ms, 2000.0);
 }
 
+TEST(LineScan, ByteOrderMarkDoesNotHideTheFirstLine) {
+  // A log saved by a Windows editor: its UTF-8 byte order mark before line 1 hid a record that
+  // starts the line (a Trainer dict's `{`); through the registry every format reads past it.
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string dicts =
+      "{'loss': 2.5, 'grad_norm': 1.5, 'learning_rate': 1e-05, 'epoch': 0.5}\r\n"
+      "{'loss': 2.25, 'grad_norm': 1.25, 'learning_rate': 1e-05, 'epoch': 1.0}\r\n";
+  for (const char* format : {"trainer", "auto"}) {
+    Result<ParsedLog> r = FindLogParser(format)->parse(bom + dicts, "w.log");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->iterations.size(), 2u) << format;
+    EXPECT_EQ(r->iterations[0].loss, 2.5);  // line 1, after the mark
+    EXPECT_EQ(r->iterations[0].grad_norm, 1.5);
+    EXPECT_EQ(r->iterations[0].line, 1);
+    EXPECT_EQ(r->iterations[1].loss, 2.25);
+    EXPECT_EQ(r->lines, 2);
+  }
+  // A log of nothing but the mark is an empty log, named as such.
+  Result<ParsedLog> empty = FindLogParser("megatron")->parse(bom, "e.log");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("e.log"), std::string::npos);
+}
+
 TEST(Megatron, RealisticMultiRankLog) {
   Result<ParsedLog> r = ParseMegatronLog(ReadLog("megatron_tp2dp4.log"), "megatron_tp2dp4.log");
   ASSERT_TRUE(r.ok()) << r.status().message();

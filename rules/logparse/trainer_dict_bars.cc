@@ -49,11 +49,12 @@ std::optional<Counter> BarCounter(std::string_view text) {
     if (n_end == n_at || n_end >= text.size() || text[n_end] != '/') continue;
     const size_t total_end = digits(n_end + 1);
     if (total_end == n_end + 1 || text.substr(total_end, 2) != " [") continue;
-    std::optional<double> n = ParseNumber(text.substr(n_at, n_end - n_at));
-    std::optional<double> total = ParseNumber(text.substr(n_end + 1, total_end - n_end - 1));
+    std::optional<int64_t> n = WholeCount(ParseNumber(text.substr(n_at, n_end - n_at)));
+    std::optional<int64_t> total =
+        WholeCount(ParseNumber(text.substr(n_end + 1, total_end - n_end - 1)));
     if (n && total && *n <= *total) {
       const size_t close = text.find(']', total_end);
-      found = Counter{static_cast<int64_t>(*n), static_cast<int64_t>(*total),
+      found = Counter{*n, *total,
                       close != std::string_view::npos && OnlyClears(text.substr(close + 1))};
     }
   }

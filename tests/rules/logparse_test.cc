@@ -219,6 +219,69 @@ TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {
   EXPECT_NE(r.status().message().find("oom.log: no Megatron iteration lines"), std::string::npos);
 }
 
+TEST(LineScan, StepsAreWholeCountsNotCastsOfAnyNumber) {
+  // A step cast from a number that is none (nan, inf, 1e+20 beyond int64_t) was undefined
+  // behaviour (UBSan, round 30's mutated logs); it is a whole number from 0 to 2^53 or none.
+  EXPECT_EQ(WholeCount(0.0), 0);
+  EXPECT_EQ(WholeCount(12.0), 12);
+  EXPECT_EQ(WholeCount(9007199254740992.0), 9007199254740992);  // 2^53
+  EXPECT_FALSE(WholeCount(9007199254740994.0));
+  EXPECT_FALSE(WholeCount(1e20));
+  EXPECT_FALSE(WholeCount(-1.0));
+  EXPECT_FALSE(WholeCount(2.5));
+  EXPECT_FALSE(WholeCount(std::nan("")));
+  EXPECT_FALSE(WholeCount(INFINITY));
+  EXPECT_FALSE(WholeCount(std::optional<double>()));
+  EXPECT_FALSE(ReadDeepSpeedProgress("[Rank 0] step=nan, skipped=0, lr=[1e-05]"));
+  EXPECT_FALSE(ReadDeepSpeedProgress("[Rank 0] step=99999999999999999999, skipped=0, lr=[1]"));
+
+  const std::string good =
+      " iteration        1/      10 | elapsed time per iteration (ms): 12.5 | lm loss: 2.5 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(
+      good +
+          " iteration 99999999999999999999/      10 | elapsed time per iteration (ms): 12.5 | "
+          "lm loss: 2.5 |\n",
+      "huge.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(),
+            "huge.log:2: 'iteration 99999999999999999999/      10 |' names no step (a whole "
+            "number from 0 to 2^53)");
+  r = ParseMegatronLog(good + " iteration      nan/      10 | lm loss: 2.5 |\n", "nan.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "nan.log:2: 'iteration      nan/      10 |' names no step (a whole number from 0 to "
+            "2^53)");
+  r = ParseMegatronLog(
+      " iteration        2/      10 | lm loss: 2.5 | number of skipped iterations:   inf |\n",
+      "count.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "count.log:1: 'number of skipped iterations' is 'inf', not a count");
+
+  // NeMo 2's ProgressPrinter: global_step is the step, so a global_step that is none is an error.
+  r = ParseNemoLog(
+      "Training epoch 0, iteration 0/9 | lr: 1e-05 | global_batch_size: 128 | global_step: inf | "
+      "reduced_train_loss: 2.1 | train_step_timing in s: 3.5\n",
+      "n2.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "n2.log:1: 'global_step' is 'inf', not a step");
+
+  // MLPerf: a global_batch_size below 1 (steps are samples over it) and a metadata step
+  // beyond 2^53 are errors naming the line.
+  const std::string event =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", ";
+  r = ParseMllog(event + "\"key\": \"global_batch_size\", \"value\": 0, \"metadata\": {}}\n",
+                 "gbs.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "gbs.txt:1: global_batch_size is 0, not a batch size");
+  r = ParseMllog(
+      event + "\"key\": \"train_loss\", \"value\": 2.5, \"metadata\": {\"step\": 1e+20}}\n",
+      "step.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "step.txt:1: metadata 'step' is 1e+20, not a place in the run");
+}
+
 TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
   // Megatron-Bridge's `Step Time` line (print_rank_0) without the iteration line it precedes
   // (print_rank_last): rank 0's output of a pipeline-parallel run, or a README's one line (the

@@ -349,8 +349,10 @@ bool FieldsGoOnNextLine(std::string_view text, std::string_view line, int64_t st
   if (before(line.data(), text.data()) ||
       !before(line.data() + line.size(), text.data() + text.size()))
     return false;  // a joined copy, or the last line
-  std::string_view next = text.substr(line.data() + line.size() - text.data() + 1);
+  std::string_view next = text.substr(line.data() + line.size() - text.data());
+  next.remove_prefix(next.starts_with("\r\n") ? 2 : 1);  // a Windows-edited log's CRLF too
   next = next.substr(0, next.find('\n'));
+  if (next.ends_with('\r')) next.remove_suffix(1);
   if (IsMegatronIterationLine(next)) return false;  // another record, not a continuation
   int known = 0;
   return ParseIterationLine(next, 0, step, name, no + 1, &known).ok() && known > 0;

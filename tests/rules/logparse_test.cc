@@ -2723,6 +2723,13 @@ TEST(Megatron, IterationLineWhoseFieldsGoOnAtTheNextLine) {
             "w.log:1: an iteration line whose fields go on at the next line, and the lines after "
             "it never reach Megatron's last field ('number of nan iterations |'): a line re-typed "
             "or cut over several lines (a README's `| ... |`?), not read");
+  // The same with CRLF line ends (a Windows-edited copy): the line after the first was read as
+  // empty, and the error said the line had no field.
+  std::string crlf;
+  for (char c : log) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  Result<ParsedLog> w = ParseMegatronLog(crlf, "w.log");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(), r.status().message());
   // A doc's placeholder line whose only field has no closing ` |`: the error names it.
   r = ParseMegatronLog(
       "iteration       10/      10 | ... | lm loss: X.XXX\n\xE2\x9C\x93 LoRA Fine-Tuning "

@@ -25,9 +25,12 @@ constexpr int64_t kFinalLossWindow = 10;  // as benchmake-train's loss.final
 // JSON has no NaN: a missing or non-finite number is null.
 json Num(std::optional<double> v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
 
-// A count (a batch size, a sequence length) as a JSON integer when it is one.
+// A count (a batch size, a sequence length) as a JSON integer when it is one that int64_t holds
+// exactly (up to 2^53: a cast of a larger one, a log's `seq_length 99999999999999999999`, was
+// undefined behaviour and wrote INT64_MIN).
 json Count(std::optional<double> v) {
-  if (v && std::isfinite(*v) && *v == std::floor(*v)) return static_cast<int64_t>(*v);
+  if (v && std::fabs(*v) <= 9007199254740992.0 && *v == std::floor(*v))
+    return static_cast<int64_t>(*v);
   return Num(v);
 }
 

@@ -95,6 +95,23 @@ TEST(ExternalMetrics, MegatronByHand) {
   EXPECT_EQ((*curve)[2].step, 4);
 }
 
+TEST(ExternalMetrics, ACountBeyondInt64IsWrittenAsANumber) {
+  // A mangled log's seq_length of 1e+20: config.mpe was static_cast<int64_t> of it (undefined;
+  // INT64_MIN on x86); a count beyond 2^53 is written as the double it is.
+  const std::string log =
+      "  seq_length ...................................... 99999999999999999999\n"
+      " iteration        1/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.5 |\n"
+      " iteration        2/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.4 |\n";
+  const logparse::LogParser* parser = logparse::FindLogParser("megatron");
+  Result<logparse::ParsedLog> parsed = parser->parse(log, "big.log");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  Result<ExternalMetrics> r =
+      BuildExternalMetrics(*parser, *parsed, "big.log", Params({{"log_format", "megatron"}}), {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->metrics["config"]["mpe"].is_number_float());
+  EXPECT_EQ(r->metrics["config"]["mpe"].get<double>(), 1e20);
+}
+
 TEST(ExternalMetrics, DeepSpeedRunningAverageAndExplicitWarmup) {
   json params = {{"log_format", "deepspeed"},
                  {"mpe", 2048},

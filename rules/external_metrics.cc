@@ -50,6 +50,20 @@ class Facts {
     return it == log_.facts.end() ? std::nullopt : std::optional<double>(it->second.value);
   }
 
+  // A parallel size or device count the log states (tp, pp, dp, devices): a whole number from 1
+  // to 2^31; any other (a mangled log's 0 or 1e+20, which the layout divides by or casts) is
+  // an error naming the line.
+  Result<std::optional<int64_t>> LoggedRanks(const char* fact) const {
+    auto it = log_.facts.find(fact);
+    if (it == log_.facts.end()) return std::optional<int64_t>();
+    const double v = it->second.value;
+    if (!(v >= 1 && v <= 2147483648.0) || v != std::floor(v)) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: {} {} is not a number of ranks", name_,
+                    it->second.line, fact, v);
+    }
+    return std::optional<int64_t>(static_cast<int64_t>(v));
+  }
+
   // The BENCHFILE's value when given, else the log's; both and different: an error.
   Result<std::optional<double>> Pick(const char* param, const char* fact) const {
     std::optional<double> given = Given(params_, param);
@@ -103,17 +117,20 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
     t.tp = l.tp, t.pp = l.pp, t.dp = l.dp;
     t.devices = t.tp * t.pp * t.dp;
   } else {
-    t.tp = static_cast<int64_t>(f.Logged("tp").value_or(1));
-    t.pp = static_cast<int64_t>(f.Logged("pp").value_or(1));
-    std::optional<double> devices = f.Logged("devices");
-    if (!devices && p["gpus"].get<int64_t>() > 0) devices = p["gpus"].get<double>();
-    if (std::optional<double> dp = f.Logged("dp")) {
-      t.dp = static_cast<int64_t>(*dp);
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> tp, f.LoggedRanks("tp"));
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> pp, f.LoggedRanks("pp"));
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> dp, f.LoggedRanks("dp"));
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> devices, f.LoggedRanks("devices"));
+    t.tp = tp.value_or(1);
+    t.pp = pp.value_or(1);
+    if (!devices && p["gpus"].get<int64_t>() > 0) devices = p["gpus"].get<int64_t>();
+    if (dp) {
+      t.dp = *dp;
       // world_size also counts context-parallel ranks, which TPxPPyDPz does not show.
-      t.devices = devices ? static_cast<int64_t>(*devices) : t.tp * t.pp * t.dp;
+      t.devices = devices ? *devices : t.tp * t.pp * t.dp;
     } else if (devices) {
-      t.dp = std::max<int64_t>(1, static_cast<int64_t>(*devices) / (t.tp * t.pp));
-      t.devices = static_cast<int64_t>(*devices);
+      t.dp = std::max<int64_t>(1, *devices / (t.tp * t.pp));
+      t.devices = *devices;
     }
   }
   BM_ASSIGN_OR_RETURN(t.mpe, f.Pick("mpe", "mpe"));

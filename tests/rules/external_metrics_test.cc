@@ -4,6 +4,7 @@
 // running a command whose log it parses (fake runner, in-memory files).
 #include "rules/external_metrics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -110,6 +111,28 @@ TEST(ExternalMetrics, ACountBeyondInt64IsWrittenAsANumber) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->metrics["config"]["mpe"].is_number_float());
   EXPECT_EQ(r->metrics["config"]["mpe"].get<double>(), 1e20);
+}
+
+TEST(ExternalMetrics, ALoggedParallelSizeThatIsNoneIsAnError) {
+  // A mangled log's tensor_model_parallel_size of 0: the layout divided world_size by tp x pp
+  // (an integer division by zero); 1e+20 was cast to int64_t (undefined). Both name the line.
+  const std::string iterations =
+      " iteration        1/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.5 |\n"
+      " iteration        2/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.4 |\n";
+  const logparse::LogParser* parser = logparse::FindLogParser("megatron");
+  for (const char* tp : {"0", "99999999999999999999"}) {
+    const std::string log = fmt::format(
+        "  tensor_model_parallel_size ...................... {}\n"
+        "  world_size ...................................... 8\n{}",
+        tp, iterations);
+    Result<logparse::ParsedLog> parsed = parser->parse(log, "tp.log");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    Result<ExternalMetrics> r =
+        BuildExternalMetrics(*parser, *parsed, "tp.log", Params({{"log_format", "megatron"}}), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().message(), fmt::format("tp.log:1: tp {} is not a number of ranks",
+                                                tp[0] == '0' ? "0" : "1e+20"));
+  }
 }
 
 TEST(ExternalMetrics, DeepSpeedRunningAverageAndExplicitWarmup) {

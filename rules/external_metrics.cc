@@ -385,15 +385,21 @@ std::optional<double> DeviceMemory(const json& p, const json& platform) {
   return bytes->get<double>();
 }
 
+// A model dimension (layers, hidden, sequence length) as TrainingFlopsPerToken takes it: 0 when
+// unknown or no whole number up to 2^53 (a mangled log's 1e+20, whose cast was undefined).
+int64_t FlopsDimension(std::optional<double> v) {
+  if (!v || !(*v >= 0 && *v <= 9007199254740992.0) || *v != std::floor(*v)) return 0;
+  return static_cast<int64_t>(*v);
+}
+
 json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_device, const json& p,
              const json& platform, std::vector<std::string>& notes) {
   std::optional<double> six_n, palm;
   if (m.parameters) {
     train::FlopsPerToken f = train::TrainingFlopsPerToken(
-        *m.parameters, static_cast<int64_t>(m.layers.value_or(0)),
-        static_cast<int64_t>(m.hidden.value_or(0)), static_cast<int64_t>(t.mpe.value_or(0)));
+        *m.parameters, FlopsDimension(m.layers), FlopsDimension(m.hidden), FlopsDimension(t.mpe));
     six_n = f.six_n;
-    if (m.layers && m.hidden && t.mpe) {
+    if (FlopsDimension(m.layers) && FlopsDimension(m.hidden) && FlopsDimension(t.mpe)) {
       palm = f.palm;
     } else if (m.layers && m.hidden) {
       notes.push_back("MFU (PaLM) needs the sequence length: set mpe");

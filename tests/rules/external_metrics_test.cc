@@ -101,6 +101,9 @@ TEST(ExternalMetrics, ACountBeyondInt64IsWrittenAsANumber) {
   // INT64_MIN on x86); a count beyond 2^53 is written as the double it is.
   const std::string log =
       "  seq_length ...................................... 99999999999999999999\n"
+      "  num_layers ...................................... 2\n"
+      "  hidden_size ..................................... 64\n"
+      " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 1000000\n"
       " iteration        1/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.5 |\n"
       " iteration        2/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.4 |\n";
   const logparse::LogParser* parser = logparse::FindLogParser("megatron");
@@ -111,6 +114,9 @@ TEST(ExternalMetrics, ACountBeyondInt64IsWrittenAsANumber) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->metrics["config"]["mpe"].is_number_float());
   EXPECT_EQ(r->metrics["config"]["mpe"].get<double>(), 1e20);
+  // Nor is it a dimension of the FLOPs: 6N stands (6 x 1,000,000), PaLM's term has no T.
+  EXPECT_EQ(r->metrics["flops_per_token"]["6N"], 6e6);
+  EXPECT_TRUE(r->metrics["flops_per_token"]["palm"].is_null());
 }
 
 TEST(ExternalMetrics, ALoggedParallelSizeThatIsNoneIsAnError) {

@@ -282,6 +282,25 @@ TEST(LineScan, StepsAreWholeCountsNotCastsOfAnyNumber) {
   EXPECT_EQ(r.status().message(), "step.txt:1: metadata 'step' is 1e+20, not a place in the run");
 }
 
+TEST(Trainer, BarsOfHugeCountsAreNoHang) {
+  // A mangled copy of trainer_trl_grpo_prints_between_bar_and_dict.log (round 30's fuzzer, numbers
+  // replaced by 9007199254740993, reduced): the logging interval was searched from 1 to the bars'
+  // n one value at a time, 2^52 tries (a hang). 9007199254740993 reads as 2^53 (a double); dict 2
+  // lies between two bars at 2^53, so logging_steps = 2^53 / 2 and dict 1 is at 2^52.
+  const std::string log = std::string(
+      "\r" + std::string(53, ' ') +
+      "\r{'loss': 0.0, 'epoch': 0.0}\r  0%|          | 9007199254740993/9007199254740993 "
+      "[02:03<9007199254740993:08:29, \r{'loss': 0.0, 'epoch': 9007199254740993}\n\r  0%|          "
+      "| 9007199254740993/9007199254740993 "
+      "[9007199254740993:9007199254740993<9007199254740993:06:34, ");
+  Result<ParsedLog> r = FindLogParser("trainer")->parse(log, "bar.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, int64_t{1} << 52);
+  EXPECT_EQ(r->iterations[1].step, int64_t{1} << 53);
+  EXPECT_EQ(r->iterations[1].loss, 0.0);
+}
+
 TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
   // Megatron-Bridge's `Step Time` line (print_rank_0) without the iteration line it precedes
   // (print_rank_last): rank 0's output of a pipeline-parallel run, or a README's one line (the

@@ -25,9 +25,12 @@ constexpr int64_t kFinalLossWindow = 10;  // as benchmake-train's loss.final
 // JSON has no NaN: a missing or non-finite number is null.
 json Num(std::optional<double> v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
 
-// A count (a batch size, a sequence length) as a JSON integer when it is one.
+// A count (a batch size, a sequence length) as a JSON integer when it is one that int64_t holds
+// exactly (up to 2^53: a cast of a larger one, a log's `seq_length 99999999999999999999`, was
+// undefined behaviour and wrote INT64_MIN).
 json Count(std::optional<double> v) {
-  if (v && std::isfinite(*v) && *v == std::floor(*v)) return static_cast<int64_t>(*v);
+  if (v && std::fabs(*v) <= 9007199254740992.0 && *v == std::floor(*v))
+    return static_cast<int64_t>(*v);
   return Num(v);
 }
 
@@ -45,6 +48,20 @@ class Facts {
   std::optional<double> Logged(const char* fact) const {
     auto it = log_.facts.find(fact);
     return it == log_.facts.end() ? std::nullopt : std::optional<double>(it->second.value);
+  }
+
+  // A parallel size or device count the log states (tp, pp, dp, devices): a whole number from 1
+  // to 2^31; any other (a mangled log's 0 or 1e+20, which the layout divides by or casts) is
+  // an error naming the line.
+  Result<std::optional<int64_t>> LoggedRanks(const char* fact) const {
+    auto it = log_.facts.find(fact);
+    if (it == log_.facts.end()) return std::optional<int64_t>();
+    const double v = it->second.value;
+    if (!(v >= 1 && v <= 2147483648.0) || v != std::floor(v)) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: {} {} is not a number of ranks", name_,
+                    it->second.line, fact, v);
+    }
+    return std::optional<int64_t>(static_cast<int64_t>(v));
   }
 
   // The BENCHFILE's value when given, else the log's; both and different: an error.
@@ -100,17 +117,20 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
     t.tp = l.tp, t.pp = l.pp, t.dp = l.dp;
     t.devices = t.tp * t.pp * t.dp;
   } else {
-    t.tp = static_cast<int64_t>(f.Logged("tp").value_or(1));
-    t.pp = static_cast<int64_t>(f.Logged("pp").value_or(1));
-    std::optional<double> devices = f.Logged("devices");
-    if (!devices && p["gpus"].get<int64_t>() > 0) devices = p["gpus"].get<double>();
-    if (std::optional<double> dp = f.Logged("dp")) {
-      t.dp = static_cast<int64_t>(*dp);
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> tp, f.LoggedRanks("tp"));
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> pp, f.LoggedRanks("pp"));
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> dp, f.LoggedRanks("dp"));
+    BM_ASSIGN_OR_RETURN(std::optional<int64_t> devices, f.LoggedRanks("devices"));
+    t.tp = tp.value_or(1);
+    t.pp = pp.value_or(1);
+    if (!devices && p["gpus"].get<int64_t>() > 0) devices = p["gpus"].get<int64_t>();
+    if (dp) {
+      t.dp = *dp;
       // world_size also counts context-parallel ranks, which TPxPPyDPz does not show.
-      t.devices = devices ? static_cast<int64_t>(*devices) : t.tp * t.pp * t.dp;
+      t.devices = devices ? *devices : t.tp * t.pp * t.dp;
     } else if (devices) {
-      t.dp = std::max<int64_t>(1, static_cast<int64_t>(*devices) / (t.tp * t.pp));
-      t.devices = static_cast<int64_t>(*devices);
+      t.dp = std::max<int64_t>(1, *devices / (t.tp * t.pp));
+      t.devices = *devices;
     }
   }
   BM_ASSIGN_OR_RETURN(t.mpe, f.Pick("mpe", "mpe"));
@@ -365,15 +385,21 @@ std::optional<double> DeviceMemory(const json& p, const json& platform) {
   return bytes->get<double>();
 }
 
+// A model dimension (layers, hidden, sequence length) as TrainingFlopsPerToken takes it: 0 when
+// unknown or no whole number up to 2^53 (a mangled log's 1e+20, whose cast was undefined).
+int64_t FlopsDimension(std::optional<double> v) {
+  if (!v || !(*v >= 0 && *v <= 9007199254740992.0) || *v != std::floor(*v)) return 0;
+  return static_cast<int64_t>(*v);
+}
+
 json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_device, const json& p,
              const json& platform, std::vector<std::string>& notes) {
   std::optional<double> six_n, palm;
   if (m.parameters) {
     train::FlopsPerToken f = train::TrainingFlopsPerToken(
-        *m.parameters, static_cast<int64_t>(m.layers.value_or(0)),
-        static_cast<int64_t>(m.hidden.value_or(0)), static_cast<int64_t>(t.mpe.value_or(0)));
+        *m.parameters, FlopsDimension(m.layers), FlopsDimension(m.hidden), FlopsDimension(t.mpe));
     six_n = f.six_n;
-    if (m.layers && m.hidden && t.mpe) {
+    if (FlopsDimension(m.layers) && FlopsDimension(m.hidden) && FlopsDimension(t.mpe)) {
       palm = f.palm;
     } else if (m.layers && m.hidden) {
       notes.push_back("MFU (PaLM) needs the sequence length: set mpe");

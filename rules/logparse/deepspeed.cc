@@ -248,13 +248,12 @@ std::optional<PipeProgress> PipeLine(std::string_view line) {
   if (at == std::string_view::npos || (at > 0 && line[at - 1] != ' ')) return std::nullopt;
   std::string_view rest = line.substr(at + kSteps.size());
   size_t end = 0;
-  std::optional<double> step = LeadingNumber(rest, &end);
+  std::optional<int64_t> step = WholeCount(LeadingNumber(rest, &end));
   if (!step || !rest.substr(end).starts_with(" loss: ")) return std::nullopt;
   std::optional<double> loss = NumberAfter(rest, "loss", ":");
   std::optional<double> secs = NumberAfter(rest, "iter time (s)", ":");
   if (!loss || !secs) return std::nullopt;
-  return PipeProgress{static_cast<int64_t>(*step), *loss, *secs * 1000.0,
-                      NumberAfter(rest, "samples/sec", ":")};
+  return PipeProgress{*step, *loss, *secs * 1000.0, NumberAfter(rest, "samples/sec", ":")};
 }
 
 // A step a line gives and where.
@@ -365,21 +364,21 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
           return;
         }
         if (line.find("RunningAvgSamplesPerSec=") != std::string_view::npos) {
-          std::optional<double> step = NumberAfter(line, "global_step", "=");
-          if (!step) step = EpochStep(line, "RunningAvgSamplesPerSec=");
+          std::optional<int64_t> step = WholeCount(NumberAfter(line, "global_step", "="));
+          if (!step) step = WholeCount(EpochStep(line, "RunningAvgSamplesPerSec="));
           if (!step) return;
           const int64_t s = line.find("global_step") == std::string_view::npos && engine_step
                                 ? *engine_step
-                                : static_cast<int64_t>(*step);
+                                : *step;
           if (line.find("global_step") != std::string_view::npos) engine_lines.push_back({s, no});
           timer(line, no, s, "RunningAvgSamplesPerSec",
                 "DeepSpeed's RunningAvgSamplesPerSec (ThroughputTimer, steps after the first 2)");
           return;
         }
         if (line.find(", SamplesPerSec=") != std::string_view::npos) {
-          std::optional<double> step = EpochStep(line, "SamplesPerSec=");
+          std::optional<int64_t> step = WholeCount(EpochStep(line, "SamplesPerSec="));
           if (!step) return;
-          timer(line, no, engine_step.value_or(static_cast<int64_t>(*step)), "SamplesPerSec",
+          timer(line, no, engine_step.value_or(*step), "SamplesPerSec",
                 "DeepSpeed's SamplesPerSec (ThroughputTimer before 0.7: the running average of the "
                 "steps after the first 2)");
           return;
@@ -459,7 +458,8 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         }
         std::optional<double> loss =
             at == std::string_view::npos ? std::nullopt : LossValue(line, at);
-        if (!loss || *step < 0 || epoch_counter_line) return;
+        const std::optional<int64_t> whole = WholeCount(*step);
+        if (!loss || !whole || epoch_counter_line) return;
         // A step counter that starts again in a later epoch (TRACE's `Epoch 2, Step 0, Loss: x`, an
         // `enumerate` over each epoch's batches) is the epoch's own: the optimizer steps of this
         // line and the ones after are not known.
@@ -467,7 +467,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         if (epoch && last_loss_epoch && *epoch > *last_loss_epoch && !loss_lines.empty() &&
             *step + (zero_based_line ? 1 : 0) <= loss_lines.back().step) {
           epoch_counter_line = no;
-          epoch_counter_step = static_cast<int64_t>(*step);
+          epoch_counter_step = *whole;
           return;
         }
         if (epoch) last_loss_epoch = epoch;
@@ -475,7 +475,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         // `enumerate(data_loader)`) numbers from 0: its steps are one below the optimizer's.
         if (*step == 0 && loss_lines.empty() && !zero_based_line) zero_based_line = no;
         if (*step == 0 && !zero_based_line) return;
-        const int64_t n = static_cast<int64_t>(*step) + (zero_based_line ? 1 : 0);
+        const int64_t n = *whole + (zero_based_line ? 1 : 0);
         const bool created = steps.count(n) == 0;
         Iteration& it = at_step(n, no);
         if (!it.loss) loss_line_steps.emplace(n, created);

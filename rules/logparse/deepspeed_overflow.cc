@@ -35,9 +35,9 @@ std::optional<int64_t> OverflowOptimizerStep(std::string_view line) {
   if (!rest.empty() && rest[0] == ':') rest.remove_prefix(1);
   rest = Trim(rest);
   size_t end = 0;
-  std::optional<double> iter = LeadingNumber(rest, &end);
-  if (!iter || end != rest.size() || *iter < 0 || *iter != std::floor(*iter)) return std::nullopt;
-  return static_cast<int64_t>(*iter) + 1;
+  std::optional<int64_t> iter = WholeCount(LeadingNumber(rest, &end));
+  if (!iter || end != rest.size()) return std::nullopt;
+  return *iter + 1;
 }
 
 bool DeepSpeedOverflows::Read(std::string_view line, int64_t no) {

@@ -14,9 +14,9 @@ namespace {
 // The whole number that starts `s`, or nullopt.
 std::optional<int64_t> WholeAt(std::string_view s) {
   size_t end = 0;
-  std::optional<double> n = LeadingNumber(s, &end);
-  if (!n || end == 0 || *n < 0 || *n != std::floor(*n)) return std::nullopt;
-  return static_cast<int64_t>(*n);
+  std::optional<int64_t> n = WholeCount(LeadingNumber(s, &end));
+  if (!n || end == 0) return std::nullopt;
+  return n;
 }
 
 }  // namespace

@@ -57,15 +57,15 @@ Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLo
     const std::string event = e["event"];
     const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
     if (event == "STEP_END") {
-      std::optional<double> step = JsonNumber(value, "global_steps");
+      std::optional<int64_t> step = WholeCount(JsonNumber(value, "global_steps"));
       if (!step || *step < 1) return;  // a case whose state names no step
       Iteration it;
-      it.step = static_cast<int64_t>(*step);
+      it.step = *step;
       it.line = no;
       it.loss = JsonNumber(value, "loss");
       it.lr = JsonNumber(value, "learning_rate");
       if (std::optional<double> n = JsonNumber(value, "num_trained_samples"); n && *n > 0)
-        it.samples = *n / *step;
+        it.samples = *n / static_cast<double>(*step);
       it.samples_per_s = JsonNumber(value, "seq/s");
       if (!it.samples_per_s) it.samples_per_s = JsonNumber(value, "img/s");
       it.tokens_per_s = JsonNumber(value, "tokens/s");
@@ -75,8 +75,7 @@ Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLo
     } else if (event == "EVALUATE") {
       std::optional<double> loss = JsonNumber(value, "eval_loss");
       if (!loss) return;
-      log.evals.push_back(
-          {static_cast<int64_t>(JsonNumber(value, "global_steps").value_or(0)), *loss, no});
+      log.evals.push_back({WholeCount(JsonNumber(value, "global_steps")).value_or(0), *loss, no});
       log.eval_what = "FlagPerf EVALUATE eval_loss";
     } else if (event == "FINISHED") {
       if (std::optional<double> sps = JsonNumber(value, "training_sequences_per_second")) {

@@ -38,6 +38,16 @@ std::optional<double> ParseNumber(std::string_view s) {
   return v;
 }
 
+std::optional<int64_t> WholeCount(double v) {
+  constexpr double kLargest = 9007199254740992.0;  // 2^53
+  if (!(v >= 0 && v <= kLargest) || v != std::floor(v)) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+std::optional<int64_t> WholeCount(std::optional<double> v) {
+  return v ? WholeCount(*v) : std::nullopt;
+}
+
 std::optional<double> GroupedNumber(std::string_view s, size_t* end) {
   size_t b = s.find_first_not_of(' ');
   if (b == std::string_view::npos) return std::nullopt;

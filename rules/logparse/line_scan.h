@@ -67,6 +67,13 @@ std::optional<double> ParseNumber(std::string_view s);
 // when s does not start with one.
 std::optional<double> LeadingNumber(std::string_view s, size_t* end = nullptr);
 
+// v as a step or count: a whole number from 0 to 2^53 (up to where a double holds every
+// integer). nullopt for a fraction, a negative number, nan, inf or anything larger (a mangled
+// `iteration 99999999999999999999/`), which a cast to int64_t would make undefined: the line
+// that printed it is then read as a line of no record, as one whose number does not parse.
+std::optional<int64_t> WholeCount(double v);
+std::optional<int64_t> WholeCount(std::optional<double> v);
+
 // A number that may be printed with thousands separators ("8,030,261,248", "5,756": a comma
 // between digits) at the start of s (after spaces), and where it ends; nullopt when s does not
 // start with one.

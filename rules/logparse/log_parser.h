@@ -25,12 +25,15 @@
 // line hard-wrapped over several lines by a terminal copy (rules/logparse/wrapped_lines.h), a run
 // resumed from a checkpoint (when a different record for a step at or below the last one appears,
 // the records from that step on are replaced by the resumed run's), and a last line cut off mid-way
-// (its unterminated field is ignored). Errors (kCorrupt, "NAME:LINE: what"): a recognized line
-// whose field does not parse (`lm loss: abc |`); a complete Megatron iteration line from which no
-// field was read (a NeMo 2 line read as Megatron says to set "nemo"); a log without a single
-// record, naming what was looked for and, when another format's lines are there, which log_format
-// reads them ("NAME: no Megatron iteration lines (...) in 61 lines; line 12 is a transformers
-// Trainer log dict: set log_format = \"trainer\"").
+// (its unterminated field is ignored), CRLF line ends and a UTF-8 byte order mark (a log saved by a
+// Windows editor). Errors (kCorrupt, "NAME:LINE: what"): a recognized line
+// whose field does not parse (`lm loss: abc |`), or whose step is no whole number from 0 to 2^53
+// (`iteration nan/`, NeMo's `global_step: inf`; a DeepSpeed, PaddleNLP or Trainer line with such a
+// step is no record: WholeCount in rules/logparse/line_scan.h); a complete
+// Megatron iteration line from which no field was read (a NeMo 2 line read as Megatron says to set
+// "nemo"); a log without a single record, naming what was looked for and, when another format's
+// lines are there, which log_format reads them ("NAME: no Megatron iteration lines (...) in 61
+// lines; line 12 is a transformers Trainer log dict: set log_format = \"trainer\"").
 //
 // Thread safety: pure functions; the registry is immutable.
 #pragma once

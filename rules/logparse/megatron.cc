@@ -147,7 +147,8 @@ namespace bm::logparse {
 namespace {
 
 // After " iteration N/M |" (or ALCF's " iteration=  N/  M |"): the step and
-// where the fields start; npos if the line is not an iteration line.
+// where the fields start; npos if the line is not an iteration line. The step is -1 when N is no
+// step (a fraction, a negative number, nan, inf, beyond 2^53: WholeCount).
 size_t IterationFields(std::string_view line, int64_t* step) {
   size_t from = 0;
   while (true) {
@@ -165,7 +166,7 @@ size_t IterationFields(std::string_view line, int64_t* step) {
     if (!LeadingNumber(after, &end2)) continue;
     size_t bar = after.find_first_not_of(' ', end2);
     if (bar == std::string_view::npos || after[bar] != '|') continue;
-    *step = static_cast<int64_t>(*n);
+    *step = WholeCount(*n).value_or(-1);
     return static_cast<size_t>(after.data() - line.data()) + bar + 1;
   }
 }
@@ -315,8 +316,11 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
       plain_loss = v;
     } else if (target->number) {
       it.*(target->number) = *v * target->scale;
+    } else if (std::optional<int64_t> count = WholeCount(*v)) {
+      it.*(target->count) = *count;
     } else {
-      it.*(target->count) = static_cast<int64_t>(*v);
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a count", name, line_no, key,
+                    text);
     }
     return Status::Ok();
   };
@@ -345,8 +349,10 @@ bool FieldsGoOnNextLine(std::string_view text, std::string_view line, int64_t st
   if (before(line.data(), text.data()) ||
       !before(line.data() + line.size(), text.data() + text.size()))
     return false;  // a joined copy, or the last line
-  std::string_view next = text.substr(line.data() + line.size() - text.data() + 1);
+  std::string_view next = text.substr(line.data() + line.size() - text.data());
+  next.remove_prefix(next.starts_with("\r\n") ? 2 : 1);  // a Windows-edited log's CRLF too
   next = next.substr(0, next.find('\n'));
+  if (next.ends_with('\r')) next.remove_suffix(1);
   if (IsMegatronIterationLine(next)) return false;  // another record, not a continuation
   int known = 0;
   return ParseIterationLine(next, 0, step, name, no + 1, &known).ok() && known > 0;
@@ -411,6 +417,13 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
     }
     int64_t step = 0;
     if (size_t fields = IterationFields(line, &step); fields != std::string_view::npos) {
+      if (step < 0) {
+        std::string_view head = line.substr(0, fields);
+        head.remove_prefix(head.rfind("iteration"));
+        error = Errorf(ErrorCode::kCorrupt,
+                       "{}:{}: '{}' names no step (a whole number from 0 to 2^53)", name, no, head);
+        return;
+      }
       int known = 0;
       Result<Iteration> it = ParseIterationLine(line, fields, step, name, no, &known);
       if (!it.ok()) {

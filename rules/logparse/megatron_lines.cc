@@ -1,6 +1,8 @@
 // Readers of Megatron's memory, parameter-count and validation lines (megatron_lines.h).
 #include "rules/logparse/megatron_lines.h"
 
+#include <limits>
+
 #include "rules/logparse/line_scan.h"
 
 namespace bm::logparse {
@@ -90,8 +92,9 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
   if (size_t old = line.find(kOld); old != std::string_view::npos) {
     size_t end = 0;
     std::string_view rest = line.substr(old + kOld.size());
-    std::optional<double> r = LeadingNumber(rest, &end);
-    if (!r || end >= rest.size() || rest[end] != ':') return false;
+    std::optional<int64_t> r = WholeCount(LeadingNumber(rest, &end));
+    if (!r || *r > std::numeric_limits<int>::max() || end >= rest.size() || rest[end] != ':')
+      return false;
     std::optional<double> n = ParseNumber(rest.substr(end + 1));
     if (!n) return false;
     *rank = {static_cast<int>(*r)};
@@ -112,8 +115,8 @@ bool ParameterLine(std::string_view line, std::vector<int>* rank, double* count)
   std::string_view tuple = line.substr(open, close - open);
   while (true) {
     size_t comma = tuple.find(',');
-    std::optional<double> r = ParseNumber(tuple.substr(0, comma));
-    if (!r) return false;
+    std::optional<int64_t> r = WholeCount(ParseNumber(tuple.substr(0, comma)));
+    if (!r || *r > std::numeric_limits<int>::max()) return false;
     rank->push_back(static_cast<int>(*r));
     if (comma == std::string_view::npos) break;
     tuple.remove_prefix(comma + 1);
@@ -139,10 +142,10 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
   // ` [ts] ** validation after iteration 200 ** | validation steps: 10 | validation loss: x |`.
   constexpr std::string_view kAfter = "** validation after iteration ";
   if (size_t a = line.find(kAfter); a != std::string_view::npos) {
-    std::optional<double> step = LeadingNumber(line.substr(a + kAfter.size()));
+    std::optional<int64_t> step = WholeCount(LeadingNumber(line.substr(a + kAfter.size())));
     std::optional<double> loss = MemoryField(line, "validation loss:");
     if (!step || !loss) return std::nullopt;
-    return EvalLine{"", static_cast<int64_t>(*step), *loss};
+    return EvalLine{"", *step, *loss};
   }
   // GPT-NeoX (megatron/training.py `evaluate_and_print_results`): ` {chart_name} results at
   // {prefix} | ` with chart_name "validation" and, every eval_interval, prefix "iteration N",
@@ -150,10 +153,10 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
   // "the end of training for val data" (no iteration: not read), and the test set's chart "test".
   constexpr std::string_view kResults = "validation results at iteration ";
   if (size_t r = line.find(kResults); r != std::string_view::npos) {
-    std::optional<double> step = LeadingNumber(line.substr(r + kResults.size()));
+    std::optional<int64_t> step = WholeCount(LeadingNumber(line.substr(r + kResults.size())));
     std::optional<double> loss = MemoryField(line.substr(r), " value:");
     if (!step || !loss) return std::nullopt;
-    return EvalLine{"", static_cast<int64_t>(*step), *loss};
+    return EvalLine{"", *step, *loss};
   }
   constexpr std::string_view kAt = " loss at iteration ";
   size_t at = line.find(kAt);
@@ -161,7 +164,7 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
   if (at == std::string_view::npos || v == std::string_view::npos || v > at) return std::nullopt;
   if (line.find(" on test set", at) != std::string_view::npos) return std::nullopt;
   size_t end = 0;
-  std::optional<double> step = LeadingNumber(line.substr(at + kAt.size()), &end);
+  std::optional<int64_t> step = WholeCount(LeadingNumber(line.substr(at + kAt.size()), &end));
   // `lm loss value: x |`; Megatron-LM of 2019 (pretrain_gpt2.py evaluate_and_print_results,
   // abe36e2 to 73af129): `| LM loss: x | LM PPL: y`.
   constexpr std::string_view kValue = " value:", k2019 = "| LM loss:";
@@ -175,8 +178,7 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
   std::string_view rest = line.substr(value + key_size);
   std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
   if (!loss) return std::nullopt;
-  return EvalLine{std::string(line.substr(v + 10, at - v - 10)), static_cast<int64_t>(*step),
-                  *loss};
+  return EvalLine{std::string(line.substr(v + 10, at - v - 10)), *step, *loss};
 }
 
 }  // namespace bm::logparse

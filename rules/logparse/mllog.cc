@@ -180,7 +180,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // "train_step_timing in s" count tokens since the resume, (global_step - init_global_step) x
   // gbs x seq_length. Read so when the log states both and every such position is a multiple.
   std::optional<double> token_unit;
-  if (!token_positions.empty() && gbs && fact("mpe") && *gbs * *fact("mpe") > 0) {
+  if (!token_positions.empty() && gbs && fact("mpe") && *gbs * *fact("mpe") >= 1) {
     const double unit = *gbs * *fact("mpe");
     bool all = true;
     for (double t : token_positions) all = all && t >= 0 && std::fmod(t, unit) == 0;

@@ -51,6 +51,16 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
     const nlohmann::json& meta = e.contains("metadata") ? e["metadata"] : nlohmann::json();
     std::optional<double> time_ms = JsonNumber(e, "time_ms");
+    // The event's place in the run, which steps are computed from: a number from 0 to 2^53 (an
+    // epoch fraction allowed), as WholeCount's bounds.
+    for (const char* place : {"step", "samples_count", "epoch_num"}) {
+      std::optional<double> v = JsonNumber(meta, place);
+      if (v && !WholeCount(std::floor(*v))) {
+        error = Errorf(ErrorCode::kCorrupt, "{}:{}: metadata '{}' is {}, not a place in the run",
+                       name, no, place, meta[place].dump());
+        return;
+      }
+    }
     std::optional<double> samples = JsonNumber(meta, "samples_count");
     if (key == mllog::kRunStart) {
       if (!ev.run_start) ev.run_start = time_ms, ev.run_start_line = no;
@@ -63,6 +73,11 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     } else if (key == mllog::kEpochStop) {
       if (ev.epoch_stops++ == 0) ev.epoch_stop_line = no;
     } else if (key == mllog::kGlobalBatchSize && value.is_number()) {
+      if (std::optional<int64_t> gbs = WholeCount(value.get<double>()); !gbs || *gbs < 1) {
+        error = Errorf(ErrorCode::kCorrupt, "{}:{}: global_batch_size is {}, not a batch size",
+                       name, no, value.dump());
+        return;
+      }
       SetFact(log, "gbs", value.get<double>(), no);
     } else if (key == mllog::kMaxSequenceLength && value.is_number()) {
       SetFact(log, "mpe", value.get<double>(), no);

@@ -82,13 +82,13 @@ size_t ProgressHeader(std::string_view line, int64_t* iteration) {
   if (!LeadingNumber(rest, &end) || !rest.substr(end).starts_with(kIteration))
     return std::string_view::npos;
   rest.remove_prefix(end + kIteration.size());
-  std::optional<double> n = LeadingNumber(rest, &end);
+  std::optional<int64_t> n = WholeCount(LeadingNumber(rest, &end));
   if (!n || end >= rest.size() || rest[end] != '/') return std::string_view::npos;
   rest.remove_prefix(end + 1);
   if (!LeadingNumber(rest, &end)) return std::string_view::npos;
   size_t bar = rest.find_first_not_of(' ', end);
   if (bar == std::string_view::npos || rest[bar] != '|') return std::string_view::npos;
-  *iteration = static_cast<int64_t>(*n);
+  *iteration = *n;
   return static_cast<size_t>(rest.data() - line.data()) + bar + 1;
 }
 
@@ -153,6 +153,9 @@ Status ReadPrinterFields(std::string_view fields, bool cut, PrinterLine* p, std:
     std::optional<double> v = ParseNumber(value);
     if (!v)
       return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, no, key, value);
+    if (target == &p->global_step && !WholeCount(*v))
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: 'global_step' is '{}', not a step", name, no,
+                    value);
     *target = v;
     if (ms_s) p->it.ms = *ms_s * 1000.0;
   }
@@ -273,9 +276,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
     if (!pending) return;
     Iteration& it = pending->it;
     // global_step is 0-based; without it, `iteration` is the same number.
-    it.step = static_cast<int64_t>(
-                  pending->global_step.value_or(static_cast<double>(pending->iteration))) +
-              1;
+    it.step = (pending->global_step ? *WholeCount(*pending->global_step) : pending->iteration) + 1;
     if (pending->reserved && *pending->reserved > peak) peak = *pending->reserved;
     if (it.ms && *it.ms < 0 && negative_line == 0) negative_line = it.line;
     if (pending->val_loss)

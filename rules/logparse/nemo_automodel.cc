@@ -104,8 +104,12 @@ Result<std::optional<AutomodelLine>> ReadAutomodelLine(std::string_view line, in
       }
       if (!per_gpu_only) *k.target = v;
     }
+    if (step && !WholeCount(*step)) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: NeMo Automodel's 'step' is {}, not a step", name,
+                    no, *step);
+    }
     if (step) {
-      out.printed_step = static_cast<int64_t>(*step);
+      out.printed_step = *WholeCount(*step);
       have_step = true;
     }
     if (tps) out.it.tokens_per_s = tps;

@@ -99,13 +99,19 @@ Result<std::optional<NemoBar>> ReadNemoBar(std::string_view line, std::string_vi
     if (key == "consumed_samples" && Rounded(value)) bar.consumed_samples.reset();
   }
   if (!global_step || !bar.it.loss) return std::optional<NemoBar>();  // the cut took them
-  int64_t step = std::llround(*global_step) + 1;
+  const std::optional<int64_t> whole_step = WholeCount(std::round(*global_step));
+  if (!whole_step) {
+    return Errorf(ErrorCode::kCorrupt, "{}:{}: the NeMo bar's 'global_step' is {}, not a step",
+                  name, no, *global_step);
+  }
+  int64_t step = *whole_step + 1;
   // "Epoch 0: ... | 123456/301501 [": the count before the bracket, the batches of epoch 0.
   std::string_view head = Trim(line.substr(epoch_at, open - epoch_at));
   const size_t space = head.rfind(' ');
   double n = -1;
   if (space != std::string_view::npos) n = LeadingNumber(head.substr(space + 1)).value_or(-1);
-  if (head.starts_with("Epoch 0:") && n > 0) bar.epoch0_batches = std::llround(n);
+  if (head.starts_with("Epoch 0:") && n > 0 && WholeCount(std::round(n)))
+    bar.epoch0_batches = *WholeCount(std::round(n));
   if (step_rounded && bar.epoch0_batches && std::fabs(n - (*global_step + 1)) <= 0.005 * n) {
     step = *bar.epoch0_batches;
     step_rounded = false;

@@ -58,10 +58,10 @@ namespace bm::logparse {
 namespace {
 
 // "global_step: 12" (Trainer) or "global step 12," (model zoo): 12.
-std::optional<double> PaddleStep(std::string_view line, bool* trainer_shape) {
+std::optional<int64_t> PaddleStep(std::string_view line, bool* trainer_shape) {
   if (std::optional<double> n = NumberAfter(line, "global_step", ":")) {
     *trainer_shape = true;
-    return n;
+    return WholeCount(*n);
   }
   size_t at = FindNoCase(line, "global step ");
   if (at == std::string_view::npos) return std::nullopt;
@@ -70,7 +70,7 @@ std::optional<double> PaddleStep(std::string_view line, bool* trainer_shape) {
   std::string_view rest = line.substr(at + 12);
   std::optional<double> n = LeadingNumber(rest, &end);
   if (!n || end >= rest.size() || rest[end] != ',') return std::nullopt;
-  return n;
+  return WholeCount(*n);
 }
 
 // The model zoo's shape names its rate as ips_total (tokens/s) or, ERNIE's, as
@@ -141,7 +141,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     bool trainer_shape = false;
-    std::optional<double> step = PaddleStep(line, &trainer_shape);
+    std::optional<int64_t> step = PaddleStep(line, &trainer_shape);
     if (!step) {
       constexpr std::string_view kTotal =
           "Total train batch size (w. parallel, distributed & accumulation)";
@@ -187,7 +187,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
     const bool has_rate = trainer_shape ? HasTrainerRate(line) : HasZooRate(line);
     if (!loss && !has_rate) return;  // another line that names a global step
     Iteration it;
-    it.step = static_cast<int64_t>(*step);
+    it.step = *step;
     it.line = no;
     it.loss = loss;
     if (trainer_shape) {

@@ -8,9 +8,12 @@ namespace {
 
 // Every format reads the log without its terminal colour codes: PaddleNLP's and PaddleFormers'
 // colorlog logger wraps each line in them (`\x1b[32m[...] [    INFO]\x1b[0m - ...\x1b[0m`), and
-// a code glued to a number (`= 8\x1b[0m`) would make it unreadable.
+// a code glued to a number (`= 8\x1b[0m`) would make it unreadable. Nor its UTF-8 byte order
+// mark (a log saved by a Windows editor): before a first line that is a record (`:::MLLOG`, a
+// dict's `{`) it would hide it. The mark is part of line 1, so line numbers do not change.
 template <ParseFn kParse>
 Result<ParsedLog> Uncoloured(std::string_view text, std::string_view name) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   std::optional<std::string> plain = WithoutTerminalEscapes(text);
   return kParse(plain ? std::string_view(*plain) : text, name);
 }

@@ -79,7 +79,7 @@ TitanStepAt FindTitanStep(std::string_view line) {
       size_t end = 0;
       std::string_view rest = line.substr(at + 6);
       // "step:  2  loss:" — the step, then two spaces and the loss.
-      if (LeadingNumber(rest, &end) && rest.substr(end).starts_with("  loss:"))
+      if (WholeCount(LeadingNumber(rest, &end)) && rest.substr(end).starts_with("  loss:"))
         return {at, before.ends_with("validate ")};
     }
     at = line.find("step: ", at + 1);
@@ -300,7 +300,7 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
       }
       return *v;
     };
-    const int64_t step = static_cast<int64_t>(*LeadingNumber(fields.substr(6)));
+    const int64_t step = *WholeCount(LeadingNumber(fields.substr(6)));
     std::optional<double> loss = field("loss");
     if (loss && *loss < 0 && !s.validate) {
       // A rank without the last pipeline stage: no loss.

@@ -101,7 +101,11 @@ Result<std::optional<int64_t>> ReadTorchtitanSetupLine(std::string_view line, in
     if (any && setup.trainer_line == 0) setup.trainer_line = no;
     if (starts) {
       BM_ASSIGN_OR_RETURN(std::optional<double> step, TitanPhraseNumber(line, kStarts, no, name));
-      return std::optional<int64_t>(static_cast<int64_t>(*step));
+      if (!WholeCount(*step)) {
+        return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is followed by {}, not a step", name, no,
+                      Trim(kStarts), *step);
+      }
+      return WholeCount(*step);
     }
     return std::optional<int64_t>();
   }

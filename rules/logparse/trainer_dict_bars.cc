@@ -49,11 +49,12 @@ std::optional<Counter> BarCounter(std::string_view text) {
     if (n_end == n_at || n_end >= text.size() || text[n_end] != '/') continue;
     const size_t total_end = digits(n_end + 1);
     if (total_end == n_end + 1 || text.substr(total_end, 2) != " [") continue;
-    std::optional<double> n = ParseNumber(text.substr(n_at, n_end - n_at));
-    std::optional<double> total = ParseNumber(text.substr(n_end + 1, total_end - n_end - 1));
+    std::optional<int64_t> n = WholeCount(ParseNumber(text.substr(n_at, n_end - n_at)));
+    std::optional<int64_t> total =
+        WholeCount(ParseNumber(text.substr(n_end + 1, total_end - n_end - 1)));
     if (n && total && *n <= *total) {
       const size_t close = text.find(']', total_end);
-      found = Counter{static_cast<int64_t>(*n), static_cast<int64_t>(*total),
+      found = Counter{*n, *total,
                       close != std::string_view::npos && OnlyClears(text.substr(close + 1))};
     }
   }
@@ -161,8 +162,21 @@ std::optional<std::vector<int64_t>> TrainerDictReader::BarBoundSteps(int64_t* lo
   }
   if (cap == std::numeric_limits<int64_t>::max()) return std::nullopt;  // no bar after any
   if (total > 0) cap = std::min(cap, total / n);
+  // Only the values each dict allows are tried: a known one's step / (i + 1) exactly, a counted
+  // one's from its bar's n before it on (every value from 1 to a bar's n of 2^53, a mangled bar,
+  // was a hang); no step beyond 2^53 (WholeCount's).
+  constexpr int64_t kLargestStep = int64_t{1} << 53;
+  cap = std::min(cap, kLargestStep / n);
+  if (closing_at_) cap = std::min(cap, std::max<int64_t>(closing_at_->last, 0) / n);
+  int64_t low = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const Numbered& d = dicts_[i];
+    if (d.known && d.step % (i + 1) != 0) return std::nullopt;
+    if (d.known) cap = std::min(cap, d.step / (i + 1));
+    low = std::max(low, d.known ? d.step / (i + 1) : (std::max<int64_t>(d.lo, 0) + i) / (i + 1));
+  }
   std::optional<int64_t> found;
-  for (int64_t every = 1; every <= cap; ++every) {
+  for (int64_t every = low; every <= cap; ++every) {
     bool fits = !closing_at_ || n * every <= closing_at_->last;
     for (int64_t i = 0; i < n && fits; ++i) {
       const Numbered& d = dicts_[i];

@@ -49,9 +49,9 @@ std::optional<std::string_view> FieldValue(std::string_view line, std::string_vi
 
 bool TrainerDictReader::ReadSetting(std::string_view line) {
   if (std::optional<std::string_view> v = FieldValue(line, "logging_steps")) {
-    std::optional<double> n = LeadingNumber(*v);
-    if (n && *n >= 1 && *n == std::floor(*n)) {
-      logging_steps_ = static_cast<int64_t>(*n);
+    std::optional<int64_t> n = WholeCount(LeadingNumber(*v));
+    if (n && *n >= 1) {
+      logging_steps_ = *n;
       stated_ = true;
       if (std::optional<std::string_view> f = FieldValue(line, "logging_first_step"))
         first_step_ = *f == "True" || *f == "true" || f->empty() || *f == "--";
@@ -110,9 +110,9 @@ bool TrainerDictReader::ReadResume(std::string_view line, int64_t line_no,
     at = line.find(key);
   }
   if (at == std::string_view::npos) return false;
-  std::optional<double> n = LeadingNumber(line.substr(at + key.size()));
+  std::optional<int64_t> n = WholeCount(LeadingNumber(line.substr(at + key.size())));
   if (!n) return false;
-  const int64_t step = static_cast<int64_t>(*n);
+  const int64_t step = *n;
   steps.erase(steps.upper_bound(step), steps.end());
   ++log.restarts;
   resumed_ = true;
@@ -183,6 +183,8 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
                                "iteration",       // ms-swift 4's Megatron trainer
                                "current_steps"})  // LLaMA-Factory's jsonl
     if (!named) named = Get(dict, key);
+  // A step that is no whole number (a mangled `'step': 1e+20`) names none.
+  if (named && !WholeCount(*named)) named.reset();
   // LLaMA-Factory's trainer_log.jsonl: with num_input_tokens_seen, every line carries
   // "throughput" = the input tokens of all devices since on_train_begin over the time since then
   // (LogCallback.on_log), its last line the whole run's.

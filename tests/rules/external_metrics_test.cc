@@ -4,6 +4,7 @@
 // running a command whose log it parses (fake runner, in-memory files).
 #include "rules/external_metrics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -93,6 +94,51 @@ TEST(ExternalMetrics, MegatronByHand) {
   ASSERT_TRUE(curve.ok()) << curve.status().message();
   ASSERT_EQ(curve->size(), 6u);
   EXPECT_EQ((*curve)[2].step, 4);
+}
+
+TEST(ExternalMetrics, ACountBeyondInt64IsWrittenAsANumber) {
+  // A mangled log's seq_length of 1e+20: config.mpe was static_cast<int64_t> of it (undefined;
+  // INT64_MIN on x86); a count beyond 2^53 is written as the double it is.
+  const std::string log =
+      "  seq_length ...................................... 99999999999999999999\n"
+      "  num_layers ...................................... 2\n"
+      "  hidden_size ..................................... 64\n"
+      " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 1000000\n"
+      " iteration        1/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.5 |\n"
+      " iteration        2/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.4 |\n";
+  const logparse::LogParser* parser = logparse::FindLogParser("megatron");
+  Result<logparse::ParsedLog> parsed = parser->parse(log, "big.log");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  Result<ExternalMetrics> r =
+      BuildExternalMetrics(*parser, *parsed, "big.log", Params({{"log_format", "megatron"}}), {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->metrics["config"]["mpe"].is_number_float());
+  EXPECT_EQ(r->metrics["config"]["mpe"].get<double>(), 1e20);
+  // Nor is it a dimension of the FLOPs: 6N stands (6 x 1,000,000), PaLM's term has no T.
+  EXPECT_EQ(r->metrics["flops_per_token"]["6N"], 6e6);
+  EXPECT_TRUE(r->metrics["flops_per_token"]["palm"].is_null());
+}
+
+TEST(ExternalMetrics, ALoggedParallelSizeThatIsNoneIsAnError) {
+  // A mangled log's tensor_model_parallel_size of 0: the layout divided world_size by tp x pp
+  // (an integer division by zero); 1e+20 was cast to int64_t (undefined). Both name the line.
+  const std::string iterations =
+      " iteration        1/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.5 |\n"
+      " iteration        2/      10 | elapsed time per iteration (ms): 1000.0 | lm loss: 2.4 |\n";
+  const logparse::LogParser* parser = logparse::FindLogParser("megatron");
+  for (const char* tp : {"0", "99999999999999999999"}) {
+    const std::string log = fmt::format(
+        "  tensor_model_parallel_size ...................... {}\n"
+        "  world_size ...................................... 8\n{}",
+        tp, iterations);
+    Result<logparse::ParsedLog> parsed = parser->parse(log, "tp.log");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    Result<ExternalMetrics> r =
+        BuildExternalMetrics(*parser, *parsed, "tp.log", Params({{"log_format", "megatron"}}), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().message(), fmt::format("tp.log:1: tp {} is not a number of ranks",
+                                                tp[0] == '0' ? "0" : "1e+20"));
+  }
 }
 
 TEST(ExternalMetrics, DeepSpeedRunningAverageAndExplicitWarmup) {

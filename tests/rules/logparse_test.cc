@@ -74,6 +74,29 @@ TEST(LineScan, TerminalEscapesAreRemovedLinesKept) {
   EXPECT_EQ(r->iterations.at(0).ms, 2000.0);
 }
 
+TEST(LineScan, ByteOrderMarkDoesNotHideTheFirstLine) {
+  // A log saved by a Windows editor: its UTF-8 byte order mark before line 1 hid a record that
+  // starts the line (a Trainer dict's `{`); through the registry every format reads past it.
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string dicts =
+      "{'loss': 2.5, 'grad_norm': 1.5, 'learning_rate': 1e-05, 'epoch': 0.5}\r\n"
+      "{'loss': 2.25, 'grad_norm': 1.25, 'learning_rate': 1e-05, 'epoch': 1.0}\r\n";
+  for (const char* format : {"trainer", "auto"}) {
+    Result<ParsedLog> r = FindLogParser(format)->parse(bom + dicts, "w.log");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->iterations.size(), 2u) << format;
+    EXPECT_EQ(r->iterations[0].loss, 2.5);  // line 1, after the mark
+    EXPECT_EQ(r->iterations[0].grad_norm, 1.5);
+    EXPECT_EQ(r->iterations[0].line, 1);
+    EXPECT_EQ(r->iterations[1].loss, 2.25);
+    EXPECT_EQ(r->lines, 2);
+  }
+  // A log of nothing but the mark is an empty log, named as such.
+  Result<ParsedLog> empty = FindLogParser("megatron")->parse(bom, "e.log");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("e.log"), std::string::npos);
+}
+
 TEST(Megatron, RealisticMultiRankLog) {
   Result<ParsedLog> r = ParseMegatronLog(ReadLog("megatron_tp2dp4.log"), "megatron_tp2dp4.log");
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -194,6 +217,88 @@ TEST(Megatron, MalformedAndEmptyLogsNameFileAndLine) {
                        "oom.log");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("oom.log: no Megatron iteration lines"), std::string::npos);
+}
+
+TEST(LineScan, StepsAreWholeCountsNotCastsOfAnyNumber) {
+  // A step cast from a number that is none (nan, inf, 1e+20 beyond int64_t) was undefined
+  // behaviour (UBSan, round 30's mutated logs); it is a whole number from 0 to 2^53 or none.
+  EXPECT_EQ(WholeCount(0.0), 0);
+  EXPECT_EQ(WholeCount(12.0), 12);
+  EXPECT_EQ(WholeCount(9007199254740992.0), 9007199254740992);  // 2^53
+  EXPECT_FALSE(WholeCount(9007199254740994.0));
+  EXPECT_FALSE(WholeCount(1e20));
+  EXPECT_FALSE(WholeCount(-1.0));
+  EXPECT_FALSE(WholeCount(2.5));
+  EXPECT_FALSE(WholeCount(std::nan("")));
+  EXPECT_FALSE(WholeCount(INFINITY));
+  EXPECT_FALSE(WholeCount(std::optional<double>()));
+  EXPECT_FALSE(ReadDeepSpeedProgress("[Rank 0] step=nan, skipped=0, lr=[1e-05]"));
+  EXPECT_FALSE(ReadDeepSpeedProgress("[Rank 0] step=99999999999999999999, skipped=0, lr=[1]"));
+
+  const std::string good =
+      " iteration        1/      10 | elapsed time per iteration (ms): 12.5 | lm loss: 2.5 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(
+      good +
+          " iteration 99999999999999999999/      10 | elapsed time per iteration (ms): 12.5 | "
+          "lm loss: 2.5 |\n",
+      "huge.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(r.status().message(),
+            "huge.log:2: 'iteration 99999999999999999999/      10 |' names no step (a whole "
+            "number from 0 to 2^53)");
+  r = ParseMegatronLog(good + " iteration      nan/      10 | lm loss: 2.5 |\n", "nan.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "nan.log:2: 'iteration      nan/      10 |' names no step (a whole number from 0 to "
+            "2^53)");
+  r = ParseMegatronLog(
+      " iteration        2/      10 | lm loss: 2.5 | number of skipped iterations:   inf |\n",
+      "count.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "count.log:1: 'number of skipped iterations' is 'inf', not a count");
+
+  // NeMo 2's ProgressPrinter: global_step is the step, so a global_step that is none is an error.
+  r = ParseNemoLog(
+      "Training epoch 0, iteration 0/9 | lr: 1e-05 | global_batch_size: 128 | global_step: inf | "
+      "reduced_train_loss: 2.1 | train_step_timing in s: 3.5\n",
+      "n2.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "n2.log:1: 'global_step' is 'inf', not a step");
+
+  // MLPerf: a global_batch_size below 1 (steps are samples over it) and a metadata step
+  // beyond 2^53 are errors naming the line.
+  const std::string event =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", ";
+  r = ParseMllog(event + "\"key\": \"global_batch_size\", \"value\": 0, \"metadata\": {}}\n",
+                 "gbs.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "gbs.txt:1: global_batch_size is 0, not a batch size");
+  r = ParseMllog(
+      event + "\"key\": \"train_loss\", \"value\": 2.5, \"metadata\": {\"step\": 1e+20}}\n",
+      "step.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "step.txt:1: metadata 'step' is 1e+20, not a place in the run");
+}
+
+TEST(Trainer, BarsOfHugeCountsAreNoHang) {
+  // A mangled copy of trainer_trl_grpo_prints_between_bar_and_dict.log (round 30's fuzzer, numbers
+  // replaced by 9007199254740993, reduced): the logging interval was searched from 1 to the bars'
+  // n one value at a time, 2^52 tries (a hang). 9007199254740993 reads as 2^53 (a double); dict 2
+  // lies between two bars at 2^53, so logging_steps = 2^53 / 2 and dict 1 is at 2^52.
+  const std::string log = std::string(
+      "\r" + std::string(53, ' ') +
+      "\r{'loss': 0.0, 'epoch': 0.0}\r  0%|          | 9007199254740993/9007199254740993 "
+      "[02:03<9007199254740993:08:29, \r{'loss': 0.0, 'epoch': 9007199254740993}\n\r  0%|          "
+      "| 9007199254740993/9007199254740993 "
+      "[9007199254740993:9007199254740993<9007199254740993:06:34, ");
+  Result<ParsedLog> r = FindLogParser("trainer")->parse(log, "bar.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 2u);
+  EXPECT_EQ(r->iterations[0].step, int64_t{1} << 52);
+  EXPECT_EQ(r->iterations[1].step, int64_t{1} << 53);
+  EXPECT_EQ(r->iterations[1].loss, 0.0);
 }
 
 TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
@@ -2637,6 +2742,13 @@ TEST(Megatron, IterationLineWhoseFieldsGoOnAtTheNextLine) {
             "w.log:1: an iteration line whose fields go on at the next line, and the lines after "
             "it never reach Megatron's last field ('number of nan iterations |'): a line re-typed "
             "or cut over several lines (a README's `| ... |`?), not read");
+  // The same with CRLF line ends (a Windows-edited copy): the line after the first was read as
+  // empty, and the error said the line had no field.
+  std::string crlf;
+  for (char c : log) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  Result<ParsedLog> w = ParseMegatronLog(crlf, "w.log");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(), r.status().message());
   // A doc's placeholder line whose only field has no closing ` |`: the error names it.
   r = ParseMegatronLog(
       "iteration       10/      10 | ... | lm loss: X.XXX\n\xE2\x9C\x93 LoRA Fine-Tuning "

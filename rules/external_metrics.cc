@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "rules/logparse/line_scan.h"
 #include "rules/logparse/records_mfu.h"
 #include "trainer/model/config.h"
 #include "trainer/run/peak_flops.h"
@@ -387,10 +388,7 @@ std::optional<double> DeviceMemory(const json& p, const json& platform) {
 
 // A model dimension (layers, hidden, sequence length) as TrainingFlopsPerToken takes it: 0 when
 // unknown or no whole number up to 2^53 (a mangled log's 1e+20, whose cast was undefined).
-int64_t FlopsDimension(std::optional<double> v) {
-  if (!v || !(*v >= 0 && *v <= 9007199254740992.0) || *v != std::floor(*v)) return 0;
-  return static_cast<int64_t>(*v);
-}
+int64_t FlopsDimension(std::optional<double> v) { return logparse::WholeCount(v).value_or(0); }
 
 json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_device, const json& p,
              const json& platform, std::vector<std::string>& notes) {
@@ -454,9 +452,9 @@ json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_devi
             {"achieved_flops_per_device", Num(achieved)}}}};
 }
 
-// The trainer's own MFU: its figure for the run (FlagPerf's), else the mean of the MFU it printed
-// on each record (torchtitan's) over the steps past the warm-up MeasureTiming leaves out
-// (rules/logparse/records_mfu.h), with a note naming them.
+// The trainer's own MFU: its figure for the run (FlagPerf's), else the time-weighted mean of the
+// MFU it printed on each record (torchtitan's) over the steps past the warm-up MeasureTiming leaves
+// out (rules/logparse/records_mfu.h), with a note naming them.
 json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::string_view name,
                const json& p, std::vector<std::string>& notes) {
   if (log.stated_mfu) return log.stated_mfu->value;

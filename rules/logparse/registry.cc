@@ -2,6 +2,7 @@
 
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/nan_steps.h"
 
 namespace bm::logparse {
 namespace {
@@ -11,34 +12,37 @@ namespace {
 // a code glued to a number (`= 8\x1b[0m`) would make it unreadable. Nor its UTF-8 byte order
 // mark (a log saved by a Windows editor): before a first line that is a record (`:::MLLOG`, a
 // dict's `{`) it would hide it. The mark is part of line 1, so line numbers do not change.
+// Then every format counts its NaN steps alike (CountNonFiniteLosses).
 template <ParseFn kParse>
-Result<ParsedLog> Uncoloured(std::string_view text, std::string_view name) {
+Result<ParsedLog> Read(std::string_view text, std::string_view name) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   std::optional<std::string> plain = WithoutTerminalEscapes(text);
-  return kParse(plain ? std::string_view(*plain) : text, name);
+  BM_ASSIGN_OR_RETURN(ParsedLog log, kParse(plain ? std::string_view(*plain) : text, name));
+  CountNonFiniteLosses(log, name);
+  return log;
 }
 
 // Sorted by name. The warm-up conventions are docs/METRICS.md's.
 // "auto" takes the convention of the format it recognises.
 constexpr LogParser kParsers[] = {
-    {"auto", Uncoloured<ParseAutoLog>, 1, "the recognised format's"},
-    {"deepspeed", Uncoloured<ParseDeepSpeedLog>, 2,
+    {"auto", Read<ParseAutoLog>, 1, "the recognised format's"},
+    {"deepspeed", Read<ParseDeepSpeedLog>, 2,
      "as DeepSpeed's ThroughputTimer (start_step = 2), whose RunningAvgSamplesPerSec FlagPerf "
      "reports"},
-    {"flagperf", Uncoloured<ParseFlagPerfLog>, 1,
+    {"flagperf", Read<ParseFlagPerfLog>, 1,
      "FlagPerf's own Tokens/p/s or training_sequences_per_second when the log has it; else "
      "every step after the first"},
-    {"flagscale", Uncoloured<ParseMegatronLog>, 1,
+    {"flagscale", Read<ParseMegatronLog>, 1,
      "FlagScale's cases average the step times without the first"},
-    {"megatron", Uncoloured<ParseMegatronLog>, 1, "as FlagScale: every iteration after the first"},
-    {"mllog", Uncoloured<ParseMllog>, 1, "every step after the first"},
-    {"nemo", Uncoloured<ParseNemoLog>, 1, "as Megatron: every step after the first"},
-    {"paddle", Uncoloured<ParsePaddleLog>, 10,
+    {"megatron", Read<ParseMegatronLog>, 1, "as FlagScale: every iteration after the first"},
+    {"mllog", Read<ParseMllog>, 1, "every step after the first"},
+    {"nemo", Read<ParseNemoLog>, 1, "as Megatron: every step after the first"},
+    {"paddle", Read<ParsePaddleLog>, 10,
      "as PaddleNLP's benchmark scripts (skip_steps = 10: the first steps are unstable)"},
-    {"torchtitan", Uncoloured<ParseTorchtitanLog>, 1,
+    {"torchtitan", Read<ParseTorchtitanLog>, 1,
      "every step after the first: step 1's record includes the start-up (compilation, the first "
      "batches)"},
-    {"trainer", Uncoloured<ParseTrainerLog>, 1,
+    {"trainer", Read<ParseTrainerLog>, 1,
      "the Trainer's train_samples_per_second when the log has it (the whole run)"},
 };
 

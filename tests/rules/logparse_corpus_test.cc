@@ -1124,6 +1124,26 @@ TEST(Corpus, TrainerDictsWithNanGradNormAndABar) {
   EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());  // no timing
 }
 
+TEST(Corpus, TrainerDictWithANanLossIsANanIteration) {
+  // Four dicts, each after a tqdm bar (1/13000 before the second, 3/13000 before the fourth):
+  // logging every step. Line 2's `'loss': nan` is one NaN iteration (the Trainer prints no count
+  // of its own, as Megatron does), left out of the loss statistics.
+  Result<Read> r = ReadLog("trainer_chatglm_ppo_issue49_nan_loss.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r->Loss(1), 0.3290);
+  ASSERT_TRUE(r->Loss(2));
+  EXPECT_TRUE(std::isnan(*r->Loss(2)));
+  EXPECT_EQ(r->At(2)->nan, 1);
+  EXPECT_EQ(r->At(1)->nan + r->At(3)->nan + r->At(4)->nan, 0);
+  EXPECT_EQ(r->Loss(4), 0.1512);
+  EXPECT_EQ(r->m()["provenance"]["nan_iterations"], 1);
+  EXPECT_EQ(r->m()["loss"]["min"], 0.1512);
+  EXPECT_TRUE(
+      r->Note("loss: 1 record(s) from trainer_chatglm_ppo_issue49_nan_loss.log:2 (step 2) "
+              "have a NaN or Inf loss: counted as NaN iterations"));
+}
+
 TEST(Corpus, TrainerLoggingFirstStep) {
   Result<Read> r =
       ReadLog("trainer_logging_first_step.log", "trainer", {{"mpe", 128}, {"layout", "TP1PP1DP1"}});

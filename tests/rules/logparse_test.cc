@@ -3165,6 +3165,41 @@ TEST(Torchtitan, BadInputNamesTheLine) {
   EXPECT_FALSE(cut->iterations[1].tokens_per_device_per_s);
 }
 
+// A format that prints no count of NaN steps (here torchtitan, every 10 steps, then every step):
+// each record with a NaN or Inf loss counts one, and the note says the spanning one's count is a
+// lower bound; Megatron's own count is not counted again (its lines print `number of nan
+// iterations`).
+TEST(Registry, NonFiniteLossesAreNanIterationsInEveryFormat) {
+  const std::string titan =
+      "[titan] 2025-06-16 22:30:50,322 - root - INFO - step: 10  loss:  6.1384  memory: "
+      "49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%\n"
+      "[titan] 2025-06-16 22:31:04,970 - root - INFO - step: 20  loss:     nan  memory: "
+      "49.66GiB(52.28%)  tps: 5,593  tflops: 323.92  mfu: 32.75%\n"
+      "[titan] 2025-06-16 22:31:18,934 - root - INFO - step: 21  loss:     inf  memory: "
+      "49.66GiB(52.28%)  tps: 5,868  tflops: 339.82  mfu: 34.36%\n";
+  Result<ParsedLog> t = FindLogParser("torchtitan")->parse(titan, "t.log");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->iterations.size(), 3u);
+  EXPECT_EQ(t->iterations[0].nan, 0);
+  EXPECT_EQ(t->iterations[1].nan, 1);  // step 20, spanning 11-20
+  EXPECT_EQ(t->iterations[2].nan, 1);  // step 21
+  bool noted = false;
+  for (const std::string& n : t->notes)
+    noted = noted || n == "loss: 2 record(s) from t.log:2 (step 20) have a NaN or Inf loss: "
+                          "counted as NaN iterations, one each (1 of them span several steps "
+                          "whose losses the log does not show one by one: a lower bound)";
+  EXPECT_TRUE(noted);
+  const std::string megatron =
+      " iteration        1/      10 | elapsed time per iteration (ms): 100.0 | learning rate: "
+      "1.000E-04 | global batch size:     8 | lm loss: nan | loss scale: 1.0 | number of skipped "
+      "iterations:   0 | number of nan iterations:   1 |\n";
+  Result<ParsedLog> m = FindLogParser("megatron")->parse(megatron, "m.log");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(m->iterations.size(), 1u);
+  EXPECT_EQ(m->iterations[0].nan, 1);
+  for (const std::string& n : m->notes) EXPECT_EQ(n.find("counted as NaN iterations"), n.npos) << n;
+}
+
 TEST(Registry, FormatsByName) {
   ASSERT_NE(FindLogParser("megatron"), nullptr);
   EXPECT_EQ(FindLogParser("flagscale")->parse, FindLogParser("megatron")->parse);

@@ -25,7 +25,8 @@
 // RunSpec::micro_batches_per_step): the fp32 masters kept whole beside the bf16 copy, and no
 // layer's activations over the gradients. --nccl-window allocates the arena as the DP group's
 // NCCL window (RunSpec::nccl_window; NCCL_CTA_POLICY=2 lets NCCL run its all-gathers there on
-// the copy engines).
+// the copy engines). --zero3-keep N keeps ZeRO-3's last units, up to N parameters, gathered
+// from their forward to their backward (RunSpec::zero3_keep_params).
 //
 // Data: fresh uniform random tokens every step (like the peer's --data fresh; a different
 // stream per data-parallel replica, the same on its TP and PP ranks), so the loss must stay
@@ -191,6 +192,8 @@ int main(int argc, char** argv) {
       force_nccl = true;
     else if (a == "--nccl-window")
       run.nccl_window = true;
+    else if (a == "--zero3-keep")  // parameters; 1e9 as well as 1000000000
+      run.zero3_keep_params = static_cast<int64_t>(std::stod(next()));
     else if (a == "--recompute")
       run.recompute = true;
     else if (a == "--recompute-norms")
@@ -405,6 +408,7 @@ int main(int argc, char** argv) {
   j["zero"] = run.zero;
   j["grad_reduce"] = run.grad_reduce_bf16 ? "bf16" : "fp32";
   j["nccl_window"] = run.nccl_window;
+  j["zero3_keep_params"] = run.zero3_keep_params;
   j["communicator"] = run.comm ? std::string(run.comm->transport()) : "none";
   j["seq"] = run.seq;
   j["precision"] = run.dtype == DType::kBF16 ? "bf16 compute / fp32 params+grads+AdamW"

@@ -85,6 +85,7 @@ std::vector<std::string> LlavaUnsupported(const train::RunConfig& run, const std
   if (run.mllog) refuse("mllog");
   if (run.grad_reduce_bf16) refuse("grad_reduce 'bf16'");
   if (run.nccl_window) refuse("nccl_window");
+  if (run.zero3_keep_params > 0) refuse("zero3_keep_params");
   return out;
 }
 
@@ -153,6 +154,11 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "cuda over NCCL, DP > 1: the trainer's device memory as an NCCL symmetric window of the "
          "DP group (with NCCL_CTA_POLICY=2 NCCL runs its all-gathers there on the copy engines); "
          "the same bits",
+         false},
+        {"zero3_keep_params", ParamType::kInt, json(0),
+         "zero 3: parameters (a count) of the forward's last units kept gathered to their "
+         "backward instead of gathered again (DeepSpeed's stage3_max_reuse_distance; 0: FSDP2's "
+         "reshard_after_forward); more memory, fewer all-gathers, the same bits",
          false},
         {"checkpoint_every", ParamType::kInt, json(50),
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
@@ -239,6 +245,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
                         "recompute",
                         "grad_reduce",
                         "nccl_window",
+                        "zero3_keep_params",
                         "checkpoint_every",
                         "mllog",
                         "save_init",

@@ -116,6 +116,10 @@ struct BackendOptions {
   // CUDA over NCCL: the device memory allocated as the DP group's NCCL window (RunSpec::
   // nccl_window): the same bits, NCCL's symmetric kernels (or copy engines) for the DP group.
   bool nccl_window = false;
+  // Zero 3: parameters of the forward's last units that stay gathered until their backward
+  // (zero3_keep_params: CudaDataParallel::KeepGatheredLast, the CPU's twin); 0: every unit is
+  // gathered again for its backward (FSDP2's reshard_after_forward). The same bits.
+  int64_t zero3_keep_params = 0;
 };
 
 // One micro-batch: B rows of T positions. targets[b*T+t] is the token that

@@ -57,15 +57,17 @@ TEST(TrainRulesTest, DeclareThemselves) {
   EXPECT_EQ(pre->gpus(WithDefaults(*pre, {{"data", "d"}})), 0);
   EXPECT_EQ(pre->gpus(WithDefaults(*pre, {{"data", "d"}, {"device", "cuda"}})), 1);
   bool lr_in_key = false, ckpt_in_key = true;
-  bool window_in_key = true;  // the same bits either way
+  bool window_in_key = true, keep_in_key = true;  // the same bits either way
   for (const auto& s : pre->params()) {
     if (s.name == "lr") lr_in_key = s.in_key;
     if (s.name == "checkpoint_every") ckpt_in_key = s.in_key;
     if (s.name == "nccl_window") window_in_key = s.in_key;
+    if (s.name == "zero3_keep_params") keep_in_key = s.in_key;
   }
   EXPECT_TRUE(lr_in_key);
   EXPECT_FALSE(ckpt_in_key);
   EXPECT_FALSE(window_in_key);
+  EXPECT_FALSE(keep_in_key);
 }
 
 TEST(TrainRulesTest, ValidParamsPass) {
@@ -123,6 +125,15 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   EXPECT_TRUE(
       Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"layout", "DP2"}, {"nccl_window", true}})
           .empty());
+  // ZeRO-3's kept units: a count, at zero 3 only.
+  EXPECT_TRUE(
+      Errors(*pre, {{"data", "d"}, {"layout", "DP2"}, {"zero", 3}, {"zero3_keep_params", 1000000}})
+          .empty());
+  expect({{"data", "d"}, {"layout", "DP2"}, {"zero", 3}, {"zero3_keep_params", -1}},
+         "zero3_keep_params: zero3_keep_params = -1: a count of parameters, 0 or more");
+  expect({{"data", "d"}, {"layout", "DP2"}, {"zero", 2}, {"zero3_keep_params", 1000}},
+         "zero3_keep_params: zero3_keep_params = 1000 with zero = 2: it keeps ZeRO-3's gathered "
+         "units to their backward (set zero = 3, or leave it out)");
   // bf16, fp16 and amp are accepted for cuda
   for (const char* p : {"bf16", "fp16", "amp"})
     EXPECT_TRUE(Errors(*pre, {{"data", "d"}, {"device", "cuda"}, {"precision", p}}).empty()) << p;
@@ -265,6 +276,9 @@ TEST(TrainRulesTest, LlavaPresetChecksAndRefusals) {
             std::string::npos);
   EXPECT_NE(refusals({{"device", "cuda"}, {"nccl_window", true}})
                 .find("nccl_window is not supported yet"),
+            std::string::npos);
+  EXPECT_NE(refusals({{"layout", "DP2"}, {"zero", 3}, {"zero3_keep_params", 1000}})
+                .find("zero3_keep_params is not supported yet"),
             std::string::npos);
   EXPECT_NE(refusals({{"device", "cuda"}, {"precision", "fp16"}}).find("fp16 is not supported yet"),
             std::string::npos);

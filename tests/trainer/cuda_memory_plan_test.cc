@@ -371,6 +371,33 @@ TEST(DataParallelPlan, FirstUnitUsedAloneTakesTheRingsSlot) {
   }
 }
 
+// ZeRO-3's kept units (KeepGatheredLast), LLaMA-2-7B on DP4, bf16, the first unit used alone,
+// counted by hand: E = 131,072,000 embedding elements, a layer W = 202,383,360, the final norm
+// and head H = 4096 + 131,072,000 = 131,076,096 (all multiples of 256: no padding). Each kept
+// unit gets a gathered slot of its own, 2 bytes an element: H + W keeps the head and the last
+// layer (2 (H + W) bytes), one parameter less only the head (2 H); 10^12 keeps every unit but the
+// embeddings (2 (32 W + H)), and the ring then holds only the embeddings: its two slots shrink
+// from W to E elements (4 W - 4 E bytes fewer). At ZeRO 2 nothing changes.
+TEST(DataParallelPlan, ZeroThreeKeptUnitsHaveSlotsOfTheirOwnCountedByHand) {
+  const size_t E = 131'072'000, W = 202'383'360, H = 131'076'096;
+  const auto keeping = [](int64_t params) {
+    return [params](CudaDataParallel& d) {
+      d.FirstUnitUsedAlone();
+      d.KeepGatheredLast(params);
+    };
+  };
+  const auto bytes = [&](int zero, int64_t keep) {
+    return TensorParallelRankBytes("llama2-7b", {}, 1, 4, zero, DType::kBF16, nullptr,
+                                   keeping(keep));
+  };
+  const size_t none = bytes(3, 0);
+  EXPECT_EQ(bytes(3, H + W) - none, 2 * (H + W));
+  EXPECT_EQ(bytes(3, H + W - 1) - none, 2 * H);
+  EXPECT_EQ(bytes(3, 1'000'000'000'000) - none, 2 * (32 * W + H) - (4 * W - 4 * E));
+  EXPECT_EQ(bytes(3, H - 1), none);  // not even the head fits
+  EXPECT_EQ(bytes(2, 1'000'000'000'000), bytes(2, 0));
+}
+
 // Pipeline stages with tied embeddings (gpt-tiny: vocabulary 512, width 64, 2 layers, positions
 // 64; PP2 over DP2) at ZeRO 2-3: the units holding the tied copy keep a whole fp32 gradient through
 // the step (SumWhole; reduced after the stages' exchange), on top of what the stage plans anyway;

@@ -202,6 +202,48 @@ TEST_P(CudaRanksTest, Bf16GradientReductionAlignsWithFp32) {
     }
 }
 
+// ZeRO-3 keeping the forward's last units gathered (zero3_keep_params: slots of their own, kept
+// to the optimizer step) changes no value: DP2 in bf16 (the 16-bit gathers) with two
+// micro-batches a step, LLaMA (its first unit alone in the ring) and GPT (the tied embedding
+// read by the head), keeping some units (50,000 parameters: llama-tiny's head and final norm at
+// the tests' vocabulary of 64, 4,224 with padding, and its last layer, 43,136; not the first
+// layer, which stays in the ring) or every unit but the embeddings; and TP1PP2DP2 (1F1B: later
+// micro-batches' forwards before a unit's backward). The same losses, gradient norms and
+// weights, bit for bit, in more memory.
+TEST_P(CudaRanksTest, ZeroThreeKeptUnitsChangeNoBit) {
+  struct Case {
+    const char* preset;
+    const char* layout;
+    int gas;
+    int64_t keep;
+  };
+  for (const Case& c :
+       {Case{"llama-tiny", "DP2", 2, 50'000}, Case{"llama-tiny", "DP2", 2, 1'000'000'000},
+        Case{"gpt-tiny", "DP2", 2, 1'000'000'000},
+        Case{"llama-tiny", "TP1PP2DP2", 4, 1'000'000'000}}) {
+    const std::string tag = fmt::format("{}_{}_{}", c.preset, c.layout, c.keep);
+    if (!share_one_gpu_ && std::string(c.layout) == "TP1PP2DP2" && gpus_ < 4) {
+      std::cout << "[  SKIPPED ] " << tag << ": a rank per GPU needs 4, " << gpus_ << " GPU(s)\n";
+      continue;
+    }
+    json plain = Config("plain_" + tag, c.preset, c.layout, 3, c.gas);
+    plain["precision"] = "bf16";
+    json kept = Config("kept_" + tag, c.preset, c.layout, 3, c.gas);
+    kept["precision"] = "bf16";
+    kept["zero3_keep_params"] = c.keep;
+    RunOk(plain);
+    RunOk(kept);
+    const std::string k = "kept_" + tag, p = "plain_" + tag;
+    EXPECT_EQ(Losses(k), Losses(p)) << tag;
+    EXPECT_EQ(Logged(k, "grad_norm"), Logged(p, "grad_norm")) << tag;
+    EXPECT_EQ(Weights(k), Weights(p)) << tag;
+    EXPECT_GT(Metrics(k)["memory"]["peak_bytes"].get<double>(),
+              Metrics(p)["memory"]["peak_bytes"].get<double>())
+        << tag;
+    EXPECT_EQ(Metrics(k)["parallel"]["zero3_keep_params"], c.keep) << tag;
+  }
+}
+
 // ZeRO-3 under tensor parallelism holds less per rank than ZeRO-1 once the model has a few
 // layers (two layers do not: the gathered units and the buckets are as large as the shard):
 // llama-tiny at 8 layers (vocabulary 512) on TP2PP1DP2 plans 846,336 bytes fewer at ZeRO-3, counted

@@ -168,6 +168,26 @@ TEST_F(DataParallelTest, Bf16GradientSumsAlignWithFp32) {
   EXPECT_NE(out.find("NOT ALIGNED"), std::string::npos) << out;
 }
 
+// ZeRO-3 keeping the forward's last units gathered (zero3_keep_params) changes no value: the same
+// losses and weights, bit for bit, as gathering every unit again, over steps (a unit kept past
+// the optimizer step would train on stale weights from the second step on) and micro-batches
+// (GAS 2 reads the kept units again). llama-tiny's units: the embeddings, two layers and the
+// final norm + head; 1 keeps none, 10^9 every unit but the embeddings.
+TEST_F(DataParallelTest, ZeroThreeKeptUnitsGiveTheSameBits) {
+  json plain = Config("z3", "llama-tiny", 2, 2, 2, 3);
+  RunOk(plain);
+  for (int64_t keep : {int64_t{1}, int64_t{1000000000}}) {
+    const std::string name = "z3keep" + std::to_string(keep);
+    json kept = Config(name, "llama-tiny", 2, 2, 2, 3);
+    kept["zero3_keep_params"] = keep;
+    RunOk(kept);
+    EXPECT_EQ(Losses(name), Losses("z3")) << keep;
+    EXPECT_EQ(Weights(name), Weights("z3")) << keep;
+    EXPECT_EQ(Metrics(name)["parallel"]["zero3_keep_params"], keep);
+  }
+  EXPECT_EQ(Metrics("z3")["parallel"]["zero3_keep_params"], 0);
+}
+
 // Layout and world must agree: a DP2 run started as one process says how to start it.
 TEST_F(DataParallelTest, RefusesAWorldThatIsNotTheLayouts) {
   const std::string path = dir_ + "/lonely.json";

@@ -132,6 +132,21 @@ TEST_F(ModelParallelTest, KilledTp2Pp2Dp2ZeroThreeRunResumesBitForBit) {
   ExpectKilledRunResumesBitForBit(full);
 }
 
+// ZeRO-3 keeping each stage's last units gathered through the step (zero3_keep_params) on a
+// pipeline (several micro-batches' forwards before their backwards) with GPT's tied embedding:
+// the bits of gathering them again, and a killed run resumes to them (the kept units are
+// gathered afresh from the restored shards).
+TEST_F(ModelParallelTest, ZeroThreeKeptUnitsOnAPipelineChangeNoBitAndResume) {
+  json plain = Config("z3", "gpt-tiny", "TP1PP2DP2", 3);
+  RunOk(plain);
+  json kept = Config("full", "gpt-tiny", "TP1PP2DP2", 3);
+  kept["zero3_keep_params"] = 1000000000;
+  kept["checkpoint_every"] = 4;
+  ExpectKilledRunResumesBitForBit(kept);
+  EXPECT_EQ(Losses("full"), Losses("z3"));
+  EXPECT_EQ(Weights("full"), Weights("z3"));
+}
+
 // The checkpoint is one whole model whatever the layout: a TP2PP2 finetune
 // starts from a one-process pretrain and a one-process finetune from a TP2PP2
 // pretrain, each matching the run on the other layout.

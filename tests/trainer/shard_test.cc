@@ -1,4 +1,5 @@
-// ModelShard (trainer/model/shard.h) and the 1F1B schedule
+// ModelShard (trainer/model/shard.h), ZeRO-3's kept units (trainer/dist/shard_plan.h) and the
+// 1F1B schedule
 // (trainer/dist/pipeline_schedule.h): the layer partition, the local shapes,
 // the slice maps (whole -> shards -> whole is the identity, every element
 // owned once), the refusals, and the schedule's order and link agreement.
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "trainer/dist/pipeline_schedule.h"
+#include "trainer/dist/shard_plan.h"
 #include "trainer/model/layout.h"
 
 namespace bm::train {
@@ -320,6 +322,20 @@ std::string Ops(const std::vector<dist::PipelineOp>& ops) {
   for (const dist::PipelineOp& op : ops)
     s += fmt::format("{}{} ", op.forward ? 'F' : 'B', op.micro);
   return s;
+}
+
+// Units of 10 (the embeddings), 4, 4 and 6 parameters, counted by hand: the last units while
+// their sum fits, never the first.
+TEST(ShardPlanTest, KeptUnitsAreTheLastOnesWhoseParametersFit) {
+  dist::ShardPlan plan({{0, 10}, {10, 4}, {14, 4}, {18, 6}}, 2, 0);
+  EXPECT_EQ(plan.FirstKeptUnit(0), 4);     // none
+  EXPECT_EQ(plan.FirstKeptUnit(5), 4);     // the last unit alone is 6
+  EXPECT_EQ(plan.FirstKeptUnit(6), 3);     // 6
+  EXPECT_EQ(plan.FirstKeptUnit(9), 3);     // 6 + 4 = 10 > 9
+  EXPECT_EQ(plan.FirstKeptUnit(10), 2);    // 6 + 4
+  EXPECT_EQ(plan.FirstKeptUnit(14), 1);    // 6 + 4 + 4
+  EXPECT_EQ(plan.FirstKeptUnit(1000), 1);  // never the embeddings
+  EXPECT_EQ(dist::ShardPlan({{0, 10}}, 1, 0).FirstKeptUnit(1000), 1);
 }
 
 TEST(PipelineScheduleTest, OneForwardOneBackward) {

@@ -61,6 +61,7 @@ class CpuBackend final : public Backend {
     }
     dp_ = std::make_unique<DataParallel>(model_.get(), options_.dp, options.zero);
     if (options.grad_reduce_bf16) dp_->ReduceInBf16();
+    dp_->KeepGatheredLast(options.zero3_keep_params);
     model_->set_hooks(dp_.get());
     if (pp > 1) pipeline_ = std::make_unique<Pipeline>(model_.get(), dp_.get(), options.pp);
     return Status::Ok();

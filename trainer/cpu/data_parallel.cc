@@ -58,6 +58,7 @@ DataParallel::DataParallel(Model<float>* model, dist::Communicator* comm, int ze
   gather_.resize(plan_.num_units());
   gather_ticket_.assign(plan_.num_units(), 0);
   resident_.assign(plan_.num_units(), zero_ != 3);
+  kept_first_ = plan_.num_units();
   if (zero_ == 3) std::fill(model_->params().begin(), model_->params().end(), NAN);
 }
 
@@ -96,6 +97,7 @@ Status DataParallel::GatherAllUnits(const float* shard, float* full) {
 Status DataParallel::SetParameters(std::span<const float> full) {
   if (zero_ == 3) {
     ExtractShard(full.data(), shard_params_.data());
+    DropKept();
     return Status::Ok();
   }
   std::copy(full.begin(), full.end(), model_->params().begin());
@@ -129,10 +131,18 @@ void DataParallel::Acquire(int unit, int next) {
 }
 
 void DataParallel::Release(int unit) {
-  if (zero_ != 3) return;
+  if (zero_ != 3 || unit >= kept_first_) return;
   float* p = model_->params().data() + plan_.unit(unit).offset;
   std::fill(p, p + plan_.unit(unit).numel, NAN);
   resident_[unit] = false;
+}
+
+void DataParallel::DropKept() {
+  for (int u = kept_first_; u < plan_.num_units(); ++u) {
+    float* p = model_->params().data() + plan_.unit(u).offset;
+    std::fill(p, p + plan_.unit(u).numel, NAN);
+    resident_[u] = false;
+  }
 }
 
 void DataParallel::GradientsReady(int unit) {
@@ -262,6 +272,7 @@ Status DataParallel::OptimizerStep(const AdamWStep& step, float norm) {
     ExtractShard(model_->params().data(), shard.data());
     BM_TRY(GatherAllUnits(shard.data(), model_->params().data()));
   }
+  if (zero_ == 3) DropKept();
   return Status::Ok();
 }
 
@@ -285,6 +296,7 @@ Status DataParallel::SetLocalState(std::span<const float> params, std::span<cons
   std::copy(v.begin(), v.end(), v_.begin());
   if (zero_ == 3) {
     std::copy(params.begin(), params.end(), shard_params_.begin());
+    DropKept();
     return Status::Ok();
   }
   if (Sharded()) return GatherAllUnits(params.data(), model_->params().data());

@@ -60,6 +60,13 @@ class DataParallel final : public UnitHooks {
   // and widened back; a group of one rounds the same way. The tied embedding's units of a
   // pipeline stay fp32. Before the first step.
   void ReduceInBf16() { bf16_ = true; }
+  // Zero 3 (zero3_keep_params; the CUDA twin's CudaDataParallel::KeepGatheredLast): the last
+  // units of the forward, up to `params` parameters together (ShardPlan::FirstKeptUnit), stay
+  // gathered from their forward through their backward and the step's other micro-batches,
+  // gathered once a step; the same values. Ignored at zero 0-2. Before the first step.
+  void KeepGatheredLast(int64_t params) {
+    if (zero_ == 3) kept_first_ = plan_.FirstKeptUnit(params);
+  }
 
   Status SetParameters(std::span<const float> full);
   Status GetParameters(std::span<float> full);
@@ -131,6 +138,9 @@ class DataParallel final : public UnitHooks {
   // Copies this rank's owned elements of `full` into shard coordinates.
   void ExtractShard(const float* full, float* shard) const;
   Status GatherAllUnits(const float* shard, float* full);
+  // Zero 3: the kept units' gathered values are stale (the shards changed); NaN until the next
+  // gather, as a released unit's.
+  void DropKept();
 
   Model<float>* model_;
   dist::Communicator* comm_;
@@ -145,6 +155,7 @@ class DataParallel final : public UnitHooks {
   std::vector<std::vector<float>> gather_;
   std::vector<dist::CommQueue::Ticket> gather_ticket_;  // 0: none pending
   std::vector<bool> resident_;                          // zero 3: unit in params()
+  int kept_first_ = 0;  // zero 3: KeepGatheredLast's first unit (num_units: none)
   bool last_micro_ = true;
   bool bf16_ = false;  // ReduceInBf16
   mutable dist::CommQueue queue_;

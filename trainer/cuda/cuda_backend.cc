@@ -100,6 +100,7 @@ class CudaBackend final : public Backend {
     run.sequence_parallel = tp_ && o.sequence_parallel;
     run.grad_reduce_bf16 = o.grad_reduce_bf16;
     run.nccl_window = o.nccl_window;
+    run.zero3_keep_params = o.zero3_keep_params;
     run.pp = pp_;
     if (pp_) run.pipeline_slots = dist::MaxInFlight(pp, spec.pp_rank, std::max(1, o.micro_batches));
     run.micro_batch = static_cast<int>(o.max_batch);

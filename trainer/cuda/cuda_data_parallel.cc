@@ -42,12 +42,12 @@ CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator
   whole_sum_.assign(layout.units().size(), 0);
   whole_at_.assign(layout.units().size(), 0);
   in_bucket_.assign(layout.units().size(), 0);
+  kept_first_ = plan_.num_units();
 }
 
 CudaDataParallel::~CudaDataParallel() {
   if (comm_stream_) cudaStreamSynchronize(comm_stream_);
-  for (Slot* s : {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0],
-                  &grad_ring_[1], &stage_[0], &stage_[1]}) {
+  for (Slot* s : AllSlots()) {
     if (s->ready) cudaEventDestroy(s->ready);
     if (s->free) cudaEventDestroy(s->free);
   }
@@ -67,10 +67,16 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
   for (int u = 0; u < plan_.num_units(); ++u)
     widest_slice = std::max(widest_slice, static_cast<size_t>(plan_.slice(u)));
   size_t embeddings = static_cast<size_t>(plan_.unit(0).numel);
+  // KeepGatheredLast: the kept units have gathered slots of their own, the ring the others'.
+  kept_first_ = zero_ == 3 && !frozen_ ? plan_.FirstKeptUnit(keep_params_) : plan_.num_units();
+  size_t widest_ring = 0;
+  for (int u = 1; u < kept_first_; ++u)
+    widest_ring = std::max(widest_ring, static_cast<size_t>(plan_.unit(u).numel));
   // FirstUnitUsedAlone: the rings' slots grow to it, if at all, rather than holding it apart.
   first_in_ring_ = first_alone_ && zero_ >= 2 && embeddings < 2 * widest;
   if (first_in_ring_) {
     widest = std::max(widest, embeddings);
+    widest_ring = std::max(widest_ring, embeddings);
     embeddings = 0;
   }
   if (frozen_) {  // the working weights, nothing else
@@ -101,7 +107,11 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
   if (zero_ == 0 && !lowp_) work_off_ = master_;
   if (zero_ == 3) {
     if (embeddings > 0) emb_work_.offset = plan->Add("gathered embeddings", embeddings * elem());
-    for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest * elem());
+    for (Slot& s : work_ring_) s.offset = plan->Add("gathered unit", widest_ring * elem());
+    kept_.assign(static_cast<size_t>(plan_.num_units() - kept_first_), Slot{});
+    for (int u = kept_first_; u < plan_.num_units(); ++u)
+      kept_[u - kept_first_].offset = plan->Add("gathered unit kept to its backward",
+                                                static_cast<size_t>(plan_.padded(u)) * elem());
   }
   // Zero 2-3 write fresh buckets every micro-batch; zero 0-1 add to the step's gradients after
   // its first.
@@ -145,12 +155,23 @@ Status CudaDataParallel::Bind(const DeviceArena* arena, cudaStream_t compute) {
     for (cudaEvent_t& e : unit_gathered_)
       BM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gather event");
   }
-  for (Slot* s : {&emb_work_, &emb_grad_, &work_ring_[0], &work_ring_[1], &grad_ring_[0],
-                  &grad_ring_[1], &stage_[0], &stage_[1]}) {
+  for (Slot* s : AllSlots()) {
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), "slot event");
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->free, cudaEventDisableTiming), "slot event");
   }
   return Status::Ok();
+}
+
+std::vector<CudaDataParallel::Slot*> CudaDataParallel::AllSlots() {
+  std::vector<Slot*> all = {&emb_grad_, &grad_ring_[0], &grad_ring_[1], &stage_[0], &stage_[1]};
+  for (Slot* s : WorkSlots()) all.push_back(s);
+  return all;
+}
+
+std::vector<CudaDataParallel::Slot*> CudaDataParallel::WorkSlots() {
+  std::vector<Slot*> work = {&emb_work_, &work_ring_[0], &work_ring_[1]};
+  for (Slot& s : kept_) work.push_back(&s);
+  return work;
 }
 
 int CudaDataParallel::UnitOf(size_t off) const {

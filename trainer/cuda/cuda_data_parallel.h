@@ -20,7 +20,8 @@
 //           mixed precision: 16 bytes a parameter over the group, not 18).
 //           With pipeline stages (several micro-batches' forwards before their backwards) a
 //           unit not in its slot when acquired is gathered again; a slot is overwritten only
-//           after the compute stream released its unit (its `free` event).
+//           after the compute stream released its unit (its `free` event). KeepGatheredLast
+//           gives the forward's last units slots of their own, kept to the optimizer step.
 //
 // Pipeline stages with tied embeddings at zero 2-3: the units that hold the tied copy
 // (SumWhole) are not reduced during the backward; each micro-batch's bucket is added, on the
@@ -130,6 +131,14 @@ class CudaDataParallel {
   // no reduce-scatter scratch (nothing is added to the reduced slices), and a second micro-batch
   // in a step is refused.
   void OneMicroBatchPerStep() { one_micro_ = true; }
+  // Zero 3 (zero3_keep_params; before Plan): the last units of the forward, up to `params`
+  // parameters together (ShardPlan::FirstKeptUnit), are gathered into slots of their own that
+  // keep them until the optimizer step: their backward, and the step's other micro-batches, use
+  // them without gathering again (DeepSpeed's ZeRO-3 keeps a parameter it will reuse soon,
+  // stage3_max_reuse_distance; FSDP2's reshard_after_forward=False on those blocks). Each costs
+  // its unit's 16-bit weights in memory (the plan's "gathered unit kept to its backward") and
+  // saves its second all-gather; the same bits. Ignored at zero 0-2.
+  void KeepGatheredLast(int64_t params) { keep_params_ = zero_ == 3 ? params : 0; }
   // Adds its buffers to the plan; Bind after the arena exists (creates the communication
   // stream and events; zeroes nothing: the arena is zeroed by its owner).
   void Plan(MemoryPlan* plan);
@@ -243,6 +252,9 @@ class CudaDataParallel {
   // The working weights' 16-bit copy of n fp32 masters (lowp_ only).
   Status CastToWork(void* out, const float* in, size_t n, cudaStream_t s) const;
   int UnitOf(size_t off) const;
+  // Every slot (for their events), and those that hold gathered working weights.
+  std::vector<Slot*> AllSlots();
+  std::vector<Slot*> WorkSlots();
   Slot* WorkSlotFor(int unit);
   Slot* GradSlotFor(int unit);
   Status ZeroAddedGradients(int unit, float* base);
@@ -315,6 +327,9 @@ class CudaDataParallel {
   bool first_alone_ = false;            // FirstUnitUsedAlone
   bool first_in_ring_ = false;          // unit 0 in the rings' slot 0 (Plan decides)
   Slot work_ring_[2], grad_ring_[2];    // the other units
+  int64_t keep_params_ = 0;             // KeepGatheredLast
+  int kept_first_ = 0;                  // zero 3: the first kept unit (Plan; num_units: none)
+  std::vector<Slot> kept_;              // zero 3: unit kept_first_ + i's own gathered slot
   std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
   std::vector<Range> zero_ranges_;  // gradients only added to (ParamLayout::AddedGradients)
   std::vector<char> whole_sum_;     // SumWhole's units (zero 1: all-reduced; 2-3: kept whole)

@@ -70,7 +70,7 @@ Status CudaDataParallel::MastersChanged() {
       if (!split_) BM_TRY(WriteWorkSlices(compute_));
       BM_TRY(GatherWorkAllUnits());
     }
-    for (Slot* s : {&emb_work_, &work_ring_[0], &work_ring_[1]}) s->unit = -1;
+    for (Slot* s : WorkSlots()) s->unit = -1;
     std::fill(work_slot_of_unit_.begin(), work_slot_of_unit_.end(), nullptr);
   }
   BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "parameters");

@@ -81,8 +81,10 @@ Status CudaDataParallel::EndMicroBatch() {
 
 // Units are used in order, forward and backward, one at a time: by parity, the unit in use
 // and the next one (prefetched, or reduced while the next computes) never share a slot. The
-// first unit has slots of its own unless it is used alone (FirstUnitUsedAlone).
+// first unit has slots of its own unless it is used alone (FirstUnitUsedAlone); the kept units
+// (KeepGatheredLast) have gathered slots of their own.
 CudaDataParallel::Slot* CudaDataParallel::WorkSlotFor(int unit) {
+  if (unit >= kept_first_) return &kept_[unit - kept_first_];
   return unit == 0 && !first_in_ring_ ? &emb_work_ : &work_ring_[unit % 2];
 }
 

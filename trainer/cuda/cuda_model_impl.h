@@ -64,6 +64,7 @@ struct CudaModel::Impl {
     dp.SumWhole(TiedAcrossStages());
     if (r.micro_batches_per_step == 1) dp.OneMicroBatchPerStep();
     if (r.grad_reduce_bf16 && !r.frozen) dp.ReduceInBf16();
+    dp.KeepGatheredLast(r.zero3_keep_params);
     if (!m.tied_here()) dp.FirstUnitUsedAlone();  // the head does not read wte
   }
   ModelSpec spec;

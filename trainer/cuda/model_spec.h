@@ -2,6 +2,7 @@
 // so the trainer's own config (trainer/model/config.h) maps onto it in one function.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "trainer/cuda/cudnn_attention.h"
@@ -122,6 +123,9 @@ struct RunSpec {
   // The arena allocated as the DP group's window (DeviceArena::Create; NCCL's symmetric memory)
   // when that group has several ranks: the same bits, other kernels for its collectives.
   bool nccl_window = false;
+  // Zero 3: parameters of the forward's last units kept gathered until their backward
+  // (CudaDataParallel::KeepGatheredLast); 0: none.
+  int64_t zero3_keep_params = 0;
 };
 
 // "gpt2-124m", "llama-1b", "llama7b-8l", "llama2-7b" (the PyTorch peers' models) and the tiny

@@ -19,4 +19,11 @@ ShardPlan::Range ShardPlan::Owned(int u, int r) const {
   return {units_[u].offset + begin, units_[u].offset + end};
 }
 
+int ShardPlan::FirstKeptUnit(int64_t params) const {
+  int first = num_units();
+  for (int64_t kept = 0; first > 1 && kept + units_[first - 1].numel <= params; --first)
+    kept += units_[first - 1].numel;
+  return first;
+}
+
 }  // namespace bm::train::dist

@@ -49,6 +49,11 @@ class ShardPlan {
   };
   Range Owned(int u, int r) const;
   Range Owned(int u) const { return Owned(u, rank_); }
+  // ZeRO-3's units that stay gathered from their forward to their backward (zero3_keep_params):
+  // the last units of the buffer (the forward's last, the backward's first), taken from the end
+  // while their parameters add up to at most `params`; never unit 0 (the embeddings, which a
+  // tied head reads beside the others). The first of them; num_units() when none.
+  int FirstKeptUnit(int64_t params) const;
 
  private:
   std::vector<UnitSpan> units_;

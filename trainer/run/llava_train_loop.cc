@@ -46,6 +46,7 @@ Status CheckRun(const RunConfig& run) {
   if (run.mllog) return Refuse("mllog");
   if (run.grad_reduce_bf16) return Refuse("grad_reduce 'bf16'");
   if (run.nccl_window) return Refuse("nccl_window");
+  if (run.zero3_keep_params > 0) return Refuse("zero3_keep_params");
   if (run.eval_tokens > 0) return Refuse("evaluation (eval_tokens)");
   return Status::Ok();
 }

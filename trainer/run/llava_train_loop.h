@@ -11,7 +11,8 @@
 // (llava_stage / freeze) names the parts that do not train (trainer/model/llava_freeze.h).
 //
 // Not supported yet (refused, naming the field): fp16, bf16 on the cpu, TP or PP,
-// resume checkpoints (checkpoint_every), save_init, mllog, eval.
+// resume checkpoints (checkpoint_every), save_init, mllog, eval, grad_reduce bf16, nccl_window,
+// zero3_keep_params.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -182,6 +182,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
         {"zero", r.zero},
         {"grad_reduce", r.grad_reduce_bf16 ? "bf16" : "fp32"},
         {"nccl_window", r.nccl_window},
+        {"zero3_keep_params", r.zero3_keep_params},
         {"comm_wait_s", s.comm_wait_s},
         {"comm_wait_fraction", s.train_s > 0 ? s.comm_wait_s / s.train_s : 0.0},
         {"pipeline_bubble", dist::BubbleFraction(r.layout.pp, static_cast<int>(r.gas))},

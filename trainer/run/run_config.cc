@@ -111,7 +111,8 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                           {"eval_examples", &c.eval_examples},
                           {"eval_choices", &c.eval_choices},
                           {"eval_max_answer", &c.eval_max_answer},
-                          {"max_new_tokens", &c.max_new_tokens}})
+                          {"max_new_tokens", &c.max_new_tokens},
+                          {"zero3_keep_params", &c.zero3_keep_params}})
     BM_TRY(Get(j, key, ptr));
   for (auto [key, ptr] : {std::pair{"lr", &c.lr},
                           {"min_lr", &c.min_lr},
@@ -262,6 +263,14 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "nccl_window = true with device '{}' and communicator '{}': the window is NCCL "
                   "device memory (device cuda, communicator auto or nccl)",
                   c.device, c.communicator);
+  if (c.zero3_keep_params < 0)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "zero3_keep_params = {}: a count of parameters, 0 or more", c.zero3_keep_params);
+  if (c.zero3_keep_params > 0 && c.zero != 3)
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "zero3_keep_params = {} with zero = {}: it keeps ZeRO-3's gathered units to "
+                  "their backward (set zero = 3, or leave it out)",
+                  c.zero3_keep_params, c.zero);
   if (c.device == "cpu" && c.precision != Precision::kFp32)
     return Errorf(ErrorCode::kUnsupported,
                   "precision '{}' on device cpu: the cpu backend is fp32 only (bf16 and fp16 "

@@ -74,6 +74,7 @@ BackendOptions OptionsFor(const RunConfig& run, const RunRanks& ranks, int threa
   options.sequence_parallel = run.sequence_parallel;
   options.grad_reduce_bf16 = run.grad_reduce_bf16;
   options.nccl_window = run.nccl_window;
+  options.zero3_keep_params = run.zero3_keep_params;
   return options;
 }
 

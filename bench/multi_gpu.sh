@@ -160,7 +160,8 @@ PY2
 fi
 if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", issue 38's); ZERO3_FLAGS
   # adds to ours: one variant, or several separated by commas, each its own row before the peer
-  # (e.g. ",--nccl-window": plain, then the window, with NCCL_CTA_POLICY=2 exported)
+  # (e.g. ",--nccl-window": plain, then the window, with NCCL_CTA_POLICY=2 exported; "--zero3-keep
+  # 6e9" keeps the last units' gathered weights, up to 6e9 parameters, to their backward)
   IFS=, read -ra z3_variants <<<"${ZERO3_FLAGS:-}"; [[ ${#z3_variants[@]} -eq 0 ]] && z3_variants=("")
   for b in ${ZERO3_BATCHES:-1 2 4}; do
     for v in "${z3_variants[@]}"; do
@@ -271,7 +272,8 @@ for mb in (1, 2, 4):
     b = [x for x in torch if x["mode"] == "fsdp2" and x["model"] == "llama2-7b" and x["world"] == n and x["batch"] == mb]
     for a in rows if b else []:  # one row per ZERO3_FLAGS variant
         b1 = b[-1]
-        window = " window" if a.get("nccl_window") else ""
+        window = (" window" if a.get("nccl_window") else "") + (
+            f" keep {a['zero3_keep_params']:.0e}" if a.get("zero3_keep_params") else "")
         print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2)':44} {a['tokens_per_s']:15.0f} {b1['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} {'':13} {'':14} {a['device_used_GiB']:9.1f} {b1['peak_alloc_GiB_max']:10.1f}"
               f"  (ours planned {a.get('plan_GiB', float('nan')):.1f}; torch reserved {b1.get('peak_reserved_GiB_max', float('nan')):.1f})")
 print("targets: scaling >= 97% on 4 GPUs without accumulation; ZeRO-3 >= 1.2x FSDP2 tokens/s/GPU at no more memory than its peak allocation; TP and PP rows >= 1.1x their PyTorch peer")

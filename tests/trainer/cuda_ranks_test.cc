@@ -209,7 +209,8 @@ TEST_P(CudaRanksTest, Bf16GradientReductionAlignsWithFp32) {
 // the tests' vocabulary of 64, 4,224 with padding, and its last layer, 43,136; not the first
 // layer, which stays in the ring) or every unit but the embeddings; and TP1PP2DP2 (1F1B: later
 // micro-batches' forwards before a unit's backward). The same losses, gradient norms and
-// weights, bit for bit, in more memory.
+// weights, bit for bit; on DP2 in more memory (a pipeline stage of two units holds less: its
+// kept unit's own slot replaces a ring of two slots of the widest unit).
 TEST_P(CudaRanksTest, ZeroThreeKeptUnitsChangeNoBit) {
   struct Case {
     const char* preset;
@@ -237,9 +238,11 @@ TEST_P(CudaRanksTest, ZeroThreeKeptUnitsChangeNoBit) {
     EXPECT_EQ(Losses(k), Losses(p)) << tag;
     EXPECT_EQ(Logged(k, "grad_norm"), Logged(p, "grad_norm")) << tag;
     EXPECT_EQ(Weights(k), Weights(p)) << tag;
-    EXPECT_GT(Metrics(k)["memory"]["peak_bytes"].get<double>(),
-              Metrics(p)["memory"]["peak_bytes"].get<double>())
-        << tag;
+    if (std::string(c.layout) == "DP2") {
+      EXPECT_GT(Metrics(k)["memory"]["peak_bytes"].get<double>(),
+                Metrics(p)["memory"]["peak_bytes"].get<double>())
+          << tag;
+    }
     EXPECT_EQ(Metrics(k)["parallel"]["zero3_keep_params"], c.keep) << tag;
   }
 }

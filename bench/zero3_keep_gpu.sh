@@ -17,7 +17,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source "$(dirname "$0")/device_env.sh" "$here"
 if [[ ${KEEP_TESTS:-1} != 0 ]]; then
   BENCHMAKE_TRAIN=$here/bin/benchmake-train ours timeout 300 "$here/bin/cuda_ranks_test" \
-    --gtest_filter='*ZeroThreeKept*' 2>&1 | tail -n 12
+    --gtest_filter='*ZeroThreeKept*' 2>&1 | grep -vE '^\[ +(RUN|OK) +\]' | tail -n 40
 fi
 flags="--steps 100"; [[ ${WINDOW:-1} != 0 ]] && flags+=" --nccl-window"
 for way in plain kept; do

@@ -431,6 +431,8 @@ int main(int argc, char** argv) {
   j["step_ms_max"] = sorted.back();
   j["tokens_per_s"] = tps;  // per GPU
   j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
+  for (const auto& [site, s] : model.CommWaitSecondsBySite())
+    j["comm_wait_ms_per_step_by_site"][site] = s * 1e3 / (warmup + steps);
   j["host_queue_ms_per_step"] = (model.HostQueueSeconds() - queue_s_before) * 1e3 / steps;
   if (joules >= 0) {  // this rank's GPU over the timed steps (NVML's energy counter: seconds)
     j["joules_per_step"] = joules / steps;

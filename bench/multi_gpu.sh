@@ -152,7 +152,9 @@ if len(rows) != len(sys.argv) - 2: print(f"sweep: {len(rows)} rows for {len(sys.
 one = rows[0]["tokens_per_s"] if rows else float("nan")
 for tag, r in zip(sys.argv[2:], rows):
     print(f"{tag:24} {r['tokens_per_s']:8.0f} tok/s/GPU  scaling {r['tokens_per_s'] / one:6.1%}  "
-          f"step {r['step_ms_median']:6.1f} ms  comm wait {r['comm_wait_ms_per_step']:5.1f} ms  "
+          f"step {r['step_ms_median']:6.1f} ms  comm wait {r['comm_wait_ms_per_step']:5.1f} ms"
+          + "".join(f" ({k} {v:.2f})" for k, v in sorted(r.get("comm_wait_ms_per_step_by_site", {}).items()))
+          + "  "
           f"J/step {r.get('joules_per_step', float('nan')):6.1f}  {r['device_used_GiB']:5.1f} GiB"
           + ("  " + " ".join(f"{k} {v:.1f}" for k, v in sorted(r["phase_ms_per_step"].items()))
              if "phase_ms_per_step" in r else ""))

@@ -45,7 +45,9 @@ for b in sorted({x["batch"] for x in rows["plain"]}):
             continue
         print(f"{b:>6} {name:>14} {r['step_ms_median']:6.1f} ms {r['tokens_per_s'] / one(way, b)['tokens_per_s']:8.1%}"
               f" {r.get('joules_per_step', float('nan')):7.1f} {r['device_used_GiB']:6.1f}"
-              f"  (one GPU {one(way, b)['step_ms_median']:.1f} ms; keep {r.get('zero3_keep_params')})")
+              f"  (one GPU {one(way, b)['step_ms_median']:.1f} ms; keep {r.get('zero3_keep_params')}; waited"
+              + "".join(f" {k} {v:.2f}" for k, v in sorted(r.get("comm_wait_ms_per_step_by_site", {}).items()))
+              + " ms a step)")
     p, k = row("plain", b, 3), row("kept", b, 3)
     if p and k:
         print(f"{b:>6} kept ZeRO-3 ends with plain ZeRO-3's loss and norm bits: "

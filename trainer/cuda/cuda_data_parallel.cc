@@ -302,7 +302,7 @@ Status CudaDataParallel::CommAfterCompute() {
 }
 
 // The compute stream waits for `comm_event`, between two timing events (the exposed wait).
-Status CudaDataParallel::ComputeAfter(cudaEvent_t comm_event) {
+Status CudaDataParallel::ComputeAfter(cudaEvent_t comm_event, const char* site) {
   if (timing_used_ + 2 > timing_pool_.size()) {
     for (int i = 0; i < 2; ++i) {
       cudaEvent_t e = nullptr;
@@ -310,7 +310,7 @@ Status CudaDataParallel::ComputeAfter(cudaEvent_t comm_event) {
       timing_pool_.push_back(e);
     }
   }
-  WaitPair w{timing_pool_[timing_used_], timing_pool_[timing_used_ + 1]};
+  WaitPair w{timing_pool_[timing_used_], timing_pool_[timing_used_ + 1], site};
   timing_used_ += 2;
   BM_CUDA_CHECK(cudaEventRecord(w.before, compute_), "wait timing");
   BM_CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_event, 0), "compute waits on comm");
@@ -324,6 +324,7 @@ Status CudaDataParallel::CollectWaits() {
     float ms = 0;
     BM_CUDA_CHECK(cudaEventElapsedTime(&ms, w.before, w.after), "wait timing");
     wait_ms_ += ms;
+    wait_ms_by_site_[w.site] += ms;
   }
   waits_.clear();
   timing_used_ = 0;

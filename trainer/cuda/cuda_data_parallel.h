@@ -68,7 +68,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -237,6 +239,11 @@ class CudaDataParallel {
   // stream, summed since Bind (call after the compute stream synchronized).
   Status CollectWaits();
   double wait_ms() const { return wait_ms_; }
+  // The same by where the compute stream waited: "end of micro-batch" (the reductions still in
+  // flight when the backward ends), "gather" (ZeRO-3's slot or ZeRO 1-2's unit gather),
+  // "gradient bucket" and "staging" (a reduction still reading the buffer the next unit's
+  // backward writes), "tied units", "all gathers" (before the weights are written again).
+  const std::map<std::string, double>& wait_ms_by_site() const { return wait_ms_by_site_; }
 
  private:
   struct Slot {  // a unit-sized device buffer that holds one unit at a time
@@ -261,7 +268,7 @@ class CudaDataParallel {
   Status IssueGather(int unit);
   // The communication stream waits for the compute stream's work so far (and vice versa).
   Status CommAfterCompute();
-  Status ComputeAfter(cudaEvent_t comm_event);
+  Status ComputeAfter(cudaEvent_t comm_event, const char* site);
   // Collectives on the communication stream (a host communicator of one rank: copies).
   Status AllReduce(void* data, size_t n, dist::DType t, cudaStream_t s);
   Status ReduceScatter(const void* send, void* recv, size_t n, dist::DType t, cudaStream_t s);
@@ -357,11 +364,13 @@ class CudaDataParallel {
   bool gathers_outstanding_ = false;
   struct WaitPair {
     cudaEvent_t before, after;
+    const char* site;
   };
   std::vector<WaitPair> waits_;
   std::vector<cudaEvent_t> timing_pool_;
   size_t timing_used_ = 0;
   double wait_ms_ = 0;
+  std::map<std::string, double> wait_ms_by_site_;
 };
 
 }  // namespace bm::train::cuda

@@ -73,7 +73,7 @@ Status CudaDataParallel::ZeroAddedGradients(int unit, float* base) {
 Status CudaDataParallel::EndMicroBatch() {
   if (frozen_) return Status::Ok();  // nothing was issued on the communication stream
   BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "communication done");
-  BM_TRY(ComputeAfter(comm_done_));
+  BM_TRY(ComputeAfter(comm_done_, "end of micro-batch"));
   GathersAwaited();  // issued before this micro-batch's reductions, on the same stream
   for (Slot& st : stage_) st.pending = false;
   return Status::Ok();
@@ -117,7 +117,7 @@ Status CudaDataParallel::Acquire(int unit, int next) {
   if (zero_ == 1 || zero_ == 2) {
     if (!gather_pending_[unit]) return Status::Ok();
     gather_pending_[unit] = 0;
-    return ComputeAfter(unit_gathered_[unit]);
+    return ComputeAfter(unit_gathered_[unit], "gather");
   }
   if (zero_ != 3) return Status::Ok();
   Slot* s = work_slot_of_unit_[unit];
@@ -127,7 +127,7 @@ Status CudaDataParallel::Acquire(int unit, int next) {
     s = work_slot_of_unit_[unit];
   }
   if (s->pending) {
-    BM_TRY(ComputeAfter(s->ready));
+    BM_TRY(ComputeAfter(s->ready, "gather"));
     s->pending = false;
   }
   if (next >= 0) {
@@ -151,7 +151,7 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
   if (direct_bf16_) {  // the staging the unit's products write: the last unit's sum has read it
     Slot* st = StageFor(unit);
     if (st->pending) {
-      BM_TRY(ComputeAfter(st->ready));
+      BM_TRY(ComputeAfter(st->ready, "staging"));
       st->pending = false;
     }
     bf16_written_[unit].clear();
@@ -163,7 +163,7 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
   Slot* s = GradSlotFor(unit);
   // The slot's previous reduction must have read it.
   if (s->pending) {
-    BM_TRY(ComputeAfter(s->ready));
+    BM_TRY(ComputeAfter(s->ready, "gradient bucket"));
     s->pending = false;
   }
   s->unit = unit;
@@ -261,7 +261,7 @@ Status CudaDataParallel::ReduceTiedUnits() {
                          static_cast<size_t>(plan_.slice(u)), CommType::kFloat32, comm_stream_));
   }
   BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "tied units reduced");
-  return ComputeAfter(comm_done_);
+  return ComputeAfter(comm_done_, "tied units");
 }
 
 std::vector<Range> CudaDataParallel::OwnSlicesOf(const std::vector<Range>& ranges) const {
@@ -384,7 +384,7 @@ Status CudaDataParallel::GatherWorkAllUnits() {
 
 Status CudaDataParallel::AwaitGathers() {
   if (!gathers_outstanding_) return Status::Ok();
-  BM_TRY(ComputeAfter(gathers_done_));
+  BM_TRY(ComputeAfter(gathers_done_, "all gathers"));
   GathersAwaited();
   return Status::Ok();
 }

@@ -216,6 +216,12 @@ Status CudaModel::RecvHost(dist::Communicator* group, float* data, int64_t count
 }
 
 double CudaModel::CommWaitSeconds() const { return impl_->dp.wait_ms() / 1000.0; }
+
+std::map<std::string, double> CudaModel::CommWaitSecondsBySite() const {
+  std::map<std::string, double> s;
+  for (const auto& [site, ms] : impl_->dp.wait_ms_by_site()) s[site] = ms / 1000.0;
+  return s;
+}
 double CudaModel::HostQueueSeconds() const { return impl_->host_queue_s; }
 
 Status CudaModel::ZeroGradients() {

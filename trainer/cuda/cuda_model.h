@@ -157,8 +157,10 @@ class CudaModel {
   // in chunks of the same staging space on both sides; waits.
   Status SendHost(dist::Communicator* group, const float* data, int64_t count, int peer);
   Status RecvHost(dist::Communicator* group, float* data, int64_t count, int peer);
-  // Seconds the compute stream waited on data-parallel communication since Create.
+  // Seconds the compute stream waited on data-parallel communication since Create, and the
+  // same by where it waited (CudaDataParallel::wait_ms_by_site).
   double CommWaitSeconds() const;
+  std::map<std::string, double> CommWaitSecondsBySite() const;
 
   Status ZeroGradients();
   // One micro-batch's forward and backward; gradients accumulate. grad_scale multiplies every

@@ -321,19 +321,7 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
   AdamWHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
   const std::vector<Range>& segments = layout_.segments();
-  if (zero_ == 3)
-    for (int u = 0; u < plan_.num_units(); ++u) {  // every gathered unit is stale now
-      if (work_slot_of_unit_[u]) work_slot_of_unit_[u]->unit = -1;
-      work_slot_of_unit_[u] = nullptr;
-    }
   for (int u = 0; u < plan_.num_units(); ++u) {
-    // ZeRO-3: the next forward's first two units are gathered as soon as their slices are
-    // updated, beside the rest of AdamW, rather than when that forward begins with nothing to
-    // hide them behind (its first unit) or only the embeddings' lookup (its second).
-    if (zero_ == 3 && u >= 1 && u <= 2) {
-      BM_TRY(CommAfterCompute());
-      BM_TRY(IssueGather(u - 1));
-    }
     const dist::ShardPlan::Range own = plan_.Owned(u);
     const size_t slice_begin = static_cast<size_t>(plan_.unit(u).offset) +
                                static_cast<size_t>(plan_.rank() * plan_.slice(u));
@@ -369,11 +357,10 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
     }
   }
   if (zero_ == 1 || zero_ == 2) return GatherWorkAllUnits();
-  if (zero_ == 3 && plan_.num_units() <= 2)
-    for (int u = 0; u < plan_.num_units(); ++u) {  // the units the loop did not reach
-      if (work_slot_of_unit_[u]) continue;
-      BM_TRY(CommAfterCompute());
-      BM_TRY(IssueGather(u));
+  if (zero_ == 3)
+    for (int u = 0; u < plan_.num_units(); ++u) {  // every gathered unit is stale now
+      if (work_slot_of_unit_[u]) work_slot_of_unit_[u]->unit = -1;
+      work_slot_of_unit_[u] = nullptr;
     }
   return Status::Ok();
 }

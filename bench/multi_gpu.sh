@@ -37,7 +37,8 @@
 #       (NCCL's NCCL_MAX_NCHANNELS, NCCL_ALGO, e.g. Ring or Tree, and NCCL_PROTO, e.g. Simple or
 #       LL128; "-" or left out: NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"; e.g. "0:-:Tree
 #       0:-:Ring:LL128"), with SWEEP_FLAGS added to every run (e.g. --profile or --grad-reduce
-#       bf16); prints each one's scaling.
+#       bf16; the one-GPU row leaves --grad-reduce out); prints each one's scaling and where the
+#       compute stream waited.
 # Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
 # ../shared/bench/multi_reference.py, carried unchanged into .devtree/peer/ with
 # torch_reference.py beside it, and bench/tp_reference.py, bench/pp_reference.py (which import it). GPUS (default: all) sets N. Logs and JSON go to $OUT.
@@ -132,7 +133,10 @@ fi
 if want dpsweep; then
   rm -f "$OUT/sweep.jsonl"
   sb=${SWEEP_BATCH:-8}
-  ranks sweep-dp1 1 --model llama-1b --batch "$sb" ${SWEEP_FLAGS:-} --json "$OUT/sweep.jsonl"
+  # The one-GPU baseline without --grad-reduce: a world of one rounds its gradients to bf16 too,
+  # which is no part of the step the scaling compares against (run 159).
+  one_flags=$(sed -E 's/--grad-reduce +[a-z0-9]+//' <<<"${SWEEP_FLAGS:-}")
+  ranks sweep-dp1 1 --model llama-1b --batch "$sb" $one_flags --json "$OUT/sweep.jsonl"
   tags=(one-GPU)
   for v in ${SWEEP:-0:- 1:- 2:- 0:8 0:4}; do
     IFS=: read -r z ch algo proto <<<"$v"

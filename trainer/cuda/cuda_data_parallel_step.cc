@@ -321,6 +321,11 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
   AdamWHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
   const std::vector<Range>& segments = layout_.segments();
+  if (zero_ == 3)
+    for (int u = 0; u < plan_.num_units(); ++u) {  // every gathered unit is stale now
+      if (work_slot_of_unit_[u]) work_slot_of_unit_[u]->unit = -1;
+      work_slot_of_unit_[u] = nullptr;
+    }
   for (int u = 0; u < plan_.num_units(); ++u) {
     const dist::ShardPlan::Range own = plan_.Owned(u);
     const size_t slice_begin = static_cast<size_t>(plan_.unit(u).offset) +
@@ -355,13 +360,19 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
                                       (e - b) * 4, cudaMemcpyDeviceToDevice, compute_),
                       "working copy");
     }
+    // ZeRO-3: the next forward's first two units are gathered as soon as their slices are
+    // updated, beside the rest of AdamW, rather than when that forward begins with nothing to
+    // hide them behind (its first unit) or only the embeddings' lookup (its second).
+    if (zero_ == 3 && u < 2) {
+      BM_TRY(CommAfterCompute());
+      BM_TRY(IssueGather(u));
+    }
   }
   if (zero_ == 1 || zero_ == 2) return GatherWorkAllUnits();
-  if (zero_ == 3)
-    for (int u = 0; u < plan_.num_units(); ++u) {  // every gathered unit is stale now
-      if (work_slot_of_unit_[u]) work_slot_of_unit_[u]->unit = -1;
-      work_slot_of_unit_[u] = nullptr;
-    }
+  // The gathers issued later (Acquire's prefetch of the next unit) read slices this step
+  // updated after the two above: the communication stream waits for all of AdamW. (Not every
+  // slot's free event orders it: the tied embeddings' own slot is not released in the forward.)
+  if (zero_ == 3) BM_TRY(CommAfterCompute());
   return Status::Ok();
 }
 

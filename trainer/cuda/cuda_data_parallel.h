@@ -12,16 +12,18 @@
 //           each unit's gather waited for when the next forward acquires the unit.
 //   zero 2  As 1, but the gradients are reduce-scattered per unit during every backward into the
 //           own slices (two unit buckets, and the embeddings' unless FirstUnitUsedAlone).
-//   zero 3  As 2, but no working copy is kept: each unit is gathered into one of two slots (and
-//           the embeddings' own unless FirstUnitUsedAlone) just before use, the next one
-//           prefetched. With bf16 work and split masters (below) the own slice's bf16 high
-//           halves are gathered as they are; otherwise, with 16-bit work, the own slice is cast
-//           from the fp32 masters into its place in the slot and gathered in place (FSDP2's
-//           mixed precision: 16 bytes a parameter over the group, not 18).
-//           With pipeline stages (several micro-batches' forwards before their backwards) a
-//           unit not in its slot when acquired is gathered again; a slot is overwritten only
-//           after the compute stream released its unit (its `free` event). KeepGatheredLast
-//           gives the forward's last units slots of their own, kept to the optimizer step.
+//   zero 3  As 2, but no working copy is kept: each unit is gathered into one of two slots (and the
+//           embeddings' own unless FirstUnitUsedAlone) just before use, the next one prefetched;
+//           the next forward's first two are gathered by OptimizerStep right after their AdamW (the
+//           communication stream then waits for the whole step, so that no later gather reads a
+//           slice before its update). With bf16 work and split masters (below) the own slice's bf16
+//           high halves are gathered as they are; otherwise, with 16-bit work, the own slice is
+//           cast from the fp32 masters into its place in the slot and gathered in place (FSDP2's
+//           mixed precision: 16 bytes a parameter over the group, not 18). With pipeline stages
+//           (several micro-batches' forwards before their backwards) a unit not in its slot when
+//           acquired is gathered again; a slot is overwritten only after the compute stream
+//           released its unit (its `free` event). KeepGatheredLast gives the forward's last units
+//           slots of their own, kept to the optimizer step.
 //
 // Pipeline stages with tied embeddings at zero 2-3: the units that hold the tied copy
 // (SumWhole) are not reduced during the backward; each micro-batch's bucket is added, on the

@@ -433,6 +433,15 @@ int main(int argc, char** argv) {
   j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
   for (const auto& [site, s] : model.CommWaitSecondsBySite())
     j["comm_wait_ms_per_step_by_site"][site] = s * 1e3 / (warmup + steps);
+  // Each unit's reduction in the steps' last micro-batches, a step's mean: queued behind earlier
+  // communication, its own length, and its end after the backward's (the "end of micro-batch"
+  // wait is the last ones' positive ends).
+  for (const auto& [unit, r] : model.Reductions())
+    if (r.steps > 0)
+      j["reductions_ms"][std::to_string(unit)] = {
+          {"queued", r.queued_ms / r.steps},
+          {"reduce", r.reduce_ms / r.steps},
+          {"after_backward", r.after_backward_ms / r.steps}};
   j["host_queue_ms_per_step"] = (model.HostQueueSeconds() - queue_s_before) * 1e3 / steps;
   if (joules >= 0) {  // this rank's GPU over the timed steps (NVML's energy counter: seconds)
     j["joules_per_step"] = joules / steps;

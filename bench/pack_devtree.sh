@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
-      tests/trainer/cuda_ops_test
+      tests/trainer/cuda_ops_test tests/trainer/cuda_comm_timing_test
       tests/trainer/cuda_model_test tests/trainer/cuda_backend_test
       tests/trainer/nccl_communicator_test tests/trainer/cuda_ranks_test
       tests/trainer/trainer_ops_test tests/trainer/trainer_model_test

@@ -51,7 +51,6 @@ CudaDataParallel::~CudaDataParallel() {
     if (s->ready) cudaEventDestroy(s->ready);
     if (s->free) cudaEventDestroy(s->free);
   }
-  for (cudaEvent_t e : timing_pool_) cudaEventDestroy(e);
   if (comm_done_) cudaEventDestroy(comm_done_);
   for (cudaEvent_t e : unit_gathered_) cudaEventDestroy(e);
   if (gathers_done_) cudaEventDestroy(gathers_done_);
@@ -303,32 +302,7 @@ Status CudaDataParallel::CommAfterCompute() {
 
 // The compute stream waits for `comm_event`, between two timing events (the exposed wait).
 Status CudaDataParallel::ComputeAfter(cudaEvent_t comm_event, const char* site) {
-  if (timing_used_ + 2 > timing_pool_.size()) {
-    for (int i = 0; i < 2; ++i) {
-      cudaEvent_t e = nullptr;
-      BM_CUDA_CHECK(cudaEventCreate(&e), "timing event");
-      timing_pool_.push_back(e);
-    }
-  }
-  WaitPair w{timing_pool_[timing_used_], timing_pool_[timing_used_ + 1], site};
-  timing_used_ += 2;
-  BM_CUDA_CHECK(cudaEventRecord(w.before, compute_), "wait timing");
-  BM_CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_event, 0), "compute waits on comm");
-  BM_CUDA_CHECK(cudaEventRecord(w.after, compute_), "wait timing");
-  waits_.push_back(w);
-  return Status::Ok();
-}
-
-Status CudaDataParallel::CollectWaits() {
-  for (const WaitPair& w : waits_) {
-    float ms = 0;
-    BM_CUDA_CHECK(cudaEventElapsedTime(&ms, w.before, w.after), "wait timing");
-    wait_ms_ += ms;
-    wait_ms_by_site_[w.site] += ms;
-  }
-  waits_.clear();
-  timing_used_ = 0;
-  return Status::Ok();
+  return timing_.Wait(compute_, comm_event, site);
 }
 
 }  // namespace bm::train::cuda

@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "trainer/cuda/comm_timing.h"
 #include "trainer/cuda/dtype.h"
 #include "trainer/cuda/host_staging.h"
 #include "trainer/cuda/kernels/adamw.cuh"
@@ -238,14 +239,18 @@ class CudaDataParallel {
   Status OptimizerStep(const AdamWHyper& hyper, const float* sumsq);
 
   // Exposed communication: milliseconds the compute stream waited on the communication
-  // stream, summed since Bind (call after the compute stream synchronized).
-  Status CollectWaits();
-  double wait_ms() const { return wait_ms_; }
+  // stream, summed since Bind (call after the compute stream synchronized, after every step or
+  // evaluation: the timing events are reused then).
+  Status CollectWaits() { return timing_.Collect(); }
+  double wait_ms() const { return timing_.wait_ms(); }
   // The same by where the compute stream waited: "end of micro-batch" (the reductions still in
   // flight when the backward ends), "gather" (ZeRO-3's slot or ZeRO 1-2's unit gather),
   // "gradient bucket" and "staging" (a reduction still reading the buffer the next unit's
   // backward writes), "tied units", "all gathers" (before the weights are written again).
-  const std::map<std::string, double>& wait_ms_by_site() const { return wait_ms_by_site_; }
+  const std::map<std::string, double>& wait_ms_by_site() const { return timing_.wait_ms_by_site(); }
+  // Each unit's reduction in the steps' last micro-batches (CommTiming::Reduction): queued,
+  // its own length, and its end after the backward's: what the "end of micro-batch" wait is.
+  const std::map<int, CommTiming::Reduction>& reductions() const { return timing_.reductions(); }
 
  private:
   struct Slot {  // a unit-sized device buffer that holds one unit at a time
@@ -270,6 +275,11 @@ class CudaDataParallel {
   Status IssueGather(int unit);
   // The communication stream waits for the compute stream's work so far (and vice versa).
   Status CommAfterCompute();
+  // GradientsReady's reductions, on the communication stream (zero 0-1; zero 2-3), and zero
+  // 2-3's SumWhole units, kept whole on the compute stream instead.
+  Status ReduceUnit(int unit);
+  Status ReduceUnitToSlices(int unit);
+  Status KeepWhole(int unit);
   Status ComputeAfter(cudaEvent_t comm_event, const char* site);
   // Collectives on the communication stream (a host communicator of one rank: copies).
   Status AllReduce(void* data, size_t n, dist::DType t, cudaStream_t s);
@@ -364,15 +374,7 @@ class CudaDataParallel {
   std::vector<char> gather_pending_;
   cudaEvent_t gathers_done_ = nullptr;
   bool gathers_outstanding_ = false;
-  struct WaitPair {
-    cudaEvent_t before, after;
-    const char* site;
-  };
-  std::vector<WaitPair> waits_;
-  std::vector<cudaEvent_t> timing_pool_;
-  size_t timing_used_ = 0;
-  double wait_ms_ = 0;
-  std::map<std::string, double> wait_ms_by_site_;
+  CommTiming timing_;  // the waits (ComputeAfter) and the last micro-batch's reductions
 };
 
 }  // namespace bm::train::cuda

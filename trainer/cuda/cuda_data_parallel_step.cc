@@ -72,6 +72,7 @@ Status CudaDataParallel::ZeroAddedGradients(int unit, float* base) {
 
 Status CudaDataParallel::EndMicroBatch() {
   if (frozen_) return Status::Ok();  // nothing was issued on the communication stream
+  if (last_micro_) BM_TRY(timing_.BackwardEnds(compute_));
   BM_CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_), "communication done");
   BM_TRY(ComputeAfter(comm_done_, "end of micro-batch"));
   GathersAwaited();  // issued before this micro-batch's reductions, on the same stream
@@ -174,35 +175,39 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
 
 Status CudaDataParallel::GradientsReady(int unit) {
   if (frozen_) return Status::Ok();
-  const Range& u = layout_.units()[unit];
-  if (zero_ <= 1) {
-    if (!last_micro_) return Status::Ok();
-    BM_TRY(CommAfterCompute());
-    float* grads = At<float>(grad_) + u.offset;
-    const size_t n = static_cast<size_t>(plan_.slice(unit));
-    if (reduce_bf16_ && !whole_sum_[unit])
-      return ReduceBf16(unit, grads, zero_ == 0 ? grads : grads + plan_.rank() * n, false);
-    if (zero_ == 0 || whole_sum_[unit])
-      return AllReduce(grads, u.numel, CommType::kFloat32, comm_stream_);
-    // Zero 1: the optimizer reads the own slice only, so only it is summed, in place (the
-    // unit's numel is a multiple of the ranks: UnitAlign).
-    return ReduceScatter(grads, grads + plan_.rank() * n, n, CommType::kFloat32, comm_stream_);
+  if (zero_ <= 1 && !last_micro_) return Status::Ok();
+  if (zero_ >= 2) {
+    in_bucket_[unit] = 0;
+    if (whole_sum_[unit]) return KeepWhole(unit);
   }
-  Slot* s = grad_slot_of_unit_[unit];
-  in_bucket_[unit] = 0;
-  if (whole_sum_[unit]) {
-    // Kept whole through the step (ReduceTiedUnits): this micro-batch's bucket added on the
-    // compute stream, so the slot is free again at once.
-    float* whole = At<float>(whole_grad_) + whole_at_[unit];
-    if (!accumulate_) {
-      BM_CUDA_CHECK(cudaMemcpyAsync(whole, At<float>(s->offset), u.numel * 4,
-                                    cudaMemcpyDeviceToDevice, compute_),
-                    "unit {} gradient kept whole", unit);
-      return Status::Ok();
-    }
-    return AccumulateF32(whole, At<float>(s->offset), u.numel, compute_);
-  }
+  // The step's last reductions are timed: what is left of them when the backward ends is the
+  // exposed tail ("end of micro-batch").
+  if (last_micro_) BM_TRY(timing_.ReductionReady(unit, compute_));
   BM_TRY(CommAfterCompute());
+  if (last_micro_) BM_TRY(timing_.ReductionBegins(comm_stream_));
+  BM_TRY(zero_ <= 1 ? ReduceUnit(unit) : ReduceUnitToSlices(unit));
+  return last_micro_ ? timing_.ReductionEnds(comm_stream_) : Status::Ok();
+}
+
+// Zero 0-1, on the communication stream: the unit's gradients summed over the group, whole
+// (zero 0, and zero 1's SumWhole units) or into the own slice.
+Status CudaDataParallel::ReduceUnit(int unit) {
+  const Range& u = layout_.units()[unit];
+  float* grads = At<float>(grad_) + u.offset;
+  const size_t n = static_cast<size_t>(plan_.slice(unit));
+  if (reduce_bf16_ && !whole_sum_[unit])
+    return ReduceBf16(unit, grads, zero_ == 0 ? grads : grads + plan_.rank() * n, false);
+  if (zero_ == 0 || whole_sum_[unit])
+    return AllReduce(grads, u.numel, CommType::kFloat32, comm_stream_);
+  // Zero 1: the optimizer reads the own slice only, so only it is summed, in place (the
+  // unit's numel is a multiple of the ranks: UnitAlign).
+  return ReduceScatter(grads, grads + plan_.rank() * n, n, CommType::kFloat32, comm_stream_);
+}
+
+// Zero 2-3, on the communication stream: the unit's bucket reduce-scattered into (or, after the
+// step's first micro-batch, added to) its own slice; the bucket's `ready` event then frees it.
+Status CudaDataParallel::ReduceUnitToSlices(int unit) {
+  Slot* s = grad_slot_of_unit_[unit];
   float* slice = At<float>(grad_shard_) + plan_.shard_offset(unit);
   const size_t n = static_cast<size_t>(plan_.slice(unit));
   if (reduce_bf16_) {
@@ -217,6 +222,21 @@ Status CudaDataParallel::GradientsReady(int unit) {
   BM_CUDA_CHECK(cudaEventRecord(s->ready, comm_stream_), "unit {} reduced", unit);
   s->pending = true;
   return Status::Ok();
+}
+
+// Zero 2-3, a SumWhole unit (ReduceTiedUnits): this micro-batch's bucket added to its whole
+// gradient on the compute stream, so the slot is free again at once.
+Status CudaDataParallel::KeepWhole(int unit) {
+  const Range& u = layout_.units()[unit];
+  const Slot* s = grad_slot_of_unit_[unit];
+  float* whole = At<float>(whole_grad_) + whole_at_[unit];
+  if (!accumulate_) {
+    BM_CUDA_CHECK(cudaMemcpyAsync(whole, At<float>(s->offset), u.numel * 4,
+                                  cudaMemcpyDeviceToDevice, compute_),
+                  "unit {} gradient kept whole", unit);
+    return Status::Ok();
+  }
+  return AccumulateF32(whole, At<float>(s->offset), u.numel, compute_);
 }
 
 Status CudaDataParallel::RefuseFrozen(const char* what) const {

@@ -222,6 +222,9 @@ std::map<std::string, double> CudaModel::CommWaitSecondsBySite() const {
   for (const auto& [site, ms] : impl_->dp.wait_ms_by_site()) s[site] = ms / 1000.0;
   return s;
 }
+const std::map<int, CommTiming::Reduction>& CudaModel::Reductions() const {
+  return impl_->dp.reductions();
+}
 double CudaModel::HostQueueSeconds() const { return impl_->host_queue_s; }
 
 Status CudaModel::ZeroGradients() {
@@ -281,7 +284,7 @@ Status CudaModel::TokenLosses(const TokenBatch& batch, float* losses) {
       cudaMemcpyAsync(losses, s.A<float>(s.losses), s.N() * 4, cudaMemcpyDeviceToHost, s.stream),
       "token losses");
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "token losses B={} T={}", batch.batch, batch.seq);
-  return Status::Ok();
+  return s.dp.CollectWaits();  // (ZeRO-3's gathers waited for: the timing events are reused)
 }
 
 Status CudaModel::NextTokenArgmax(const TokenBatch& batch, int32_t* out) {
@@ -295,7 +298,7 @@ Status CudaModel::NextTokenArgmax(const TokenBatch& batch, int32_t* out) {
       cudaMemcpyAsync(out, s.A<int>(s.argmax), s.N() * 4, cudaMemcpyDeviceToHost, s.stream),
       "argmax");
   BM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "argmax B={} T={}", batch.batch, batch.seq);
-  return Status::Ok();
+  return s.dp.CollectWaits();
 }
 
 std::map<std::string, double> CudaModel::PhaseTimes() const { return impl_->phase_ms; }

@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "trainer/cuda/comm_timing.h"
 #include "trainer/cuda/host_staging.h"
 #include "trainer/cuda/kernels/adamw.cuh"
 #include "trainer/cuda/model_spec.h"
@@ -161,6 +162,9 @@ class CudaModel {
   // same by where it waited (CudaDataParallel::wait_ms_by_site).
   double CommWaitSeconds() const;
   std::map<std::string, double> CommWaitSecondsBySite() const;
+  // Each unit's gradient reduction in the steps' last micro-batches, summed over the steps
+  // (CudaDataParallel::reductions: queued, its own length, its end after the backward's).
+  const std::map<int, CommTiming::Reduction>& Reductions() const;
 
   Status ZeroGradients();
   // One micro-batch's forward and backward; gradients accumulate. grad_scale multiplies every

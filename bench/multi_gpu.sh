@@ -37,8 +37,8 @@
 #       (NCCL's NCCL_MAX_NCHANNELS, NCCL_ALGO, e.g. Ring or Tree, and NCCL_PROTO, e.g. Simple or
 #       LL128; "-" or left out: NCCL's own choice; default "0:- 1:- 2:- 0:8 0:4"; e.g. "0:-:Tree
 #       0:-:Ring:LL128"), with SWEEP_FLAGS added to every run (e.g. --profile or --grad-reduce
-#       bf16; the one-GPU row leaves --grad-reduce out); prints each one's scaling and where the
-#       compute stream waited.
+#       bf16; the one-GPU row leaves --grad-reduce out); prints each one's scaling, where the
+#       compute stream waited, and the reductions still running when the backward ended.
 # Binaries come prebuilt in .devtree/bin (as for bench/gpu_check.sh); the PyTorch peer is
 # ../shared/bench/multi_reference.py, carried unchanged into .devtree/peer/ with
 # torch_reference.py beside it, and bench/tp_reference.py, bench/pp_reference.py (which import it). GPUS (default: all) sets N. Logs and JSON go to $OUT.
@@ -154,11 +154,16 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 if len(rows) != len(sys.argv) - 2: print(f"sweep: {len(rows)} rows for {len(sys.argv) - 2} runs")
 one = rows[0]["tokens_per_s"] if rows else float("nan")
+def tail(r):  # the reductions still running when the backward ended (reductions_ms)
+    red = r.get("reductions_ms", {})
+    return "".join(f" [unit {u}: queued {red[u]['queued']:.2f} reduce {red[u]['reduce']:.2f} "
+                   f"+{red[u]['after_backward']:.2f} ms]"
+                   for u in sorted(red, key=int) if red[u]["after_backward"] > 0)
 for tag, r in zip(sys.argv[2:], rows):
     print(f"{tag:24} {r['tokens_per_s']:8.0f} tok/s/GPU  scaling {r['tokens_per_s'] / one:6.1%}  "
           f"step {r['step_ms_median']:6.1f} ms  comm wait {r['comm_wait_ms_per_step']:5.1f} ms"
           + "".join(f" ({k} {v:.2f})" for k, v in sorted(r.get("comm_wait_ms_per_step_by_site", {}).items()))
-          + "  "
+          + tail(r) + "  "
           f"J/step {r.get('joules_per_step', float('nan')):6.1f}  {r['device_used_GiB']:5.1f} GiB"
           + ("  " + " ".join(f"{k} {v:.1f}" for k, v in sorted(r["phase_ms_per_step"].items()))
              if "phase_ms_per_step" in r else ""))

@@ -34,6 +34,11 @@ rows = {w: [json.loads(l) for l in open(f"{out}/{w}/batches.jsonl") if l.startsw
         for w in ("plain", "kept")}
 def one(way, b):
     return [x for x in rows[way] if x["gpus"] == 1 and x["batch"] == b][-1]
+def tail(r):  # the reductions still running when the backward ended (reductions_ms)
+    red = r.get("reductions_ms", {})
+    return "".join(f" [unit {u}: queued {red[u]['queued']:.2f} reduce {red[u]['reduce']:.2f} "
+                   f"+{red[u]['after_backward']:.2f} ms]"
+                   for u in sorted(red, key=int) if red[u]["after_backward"] > 0)
 def row(way, b, z):
     r = [x for x in rows[way] if x["gpus"] > 1 and x["batch"] == b and x["zero"] == z]
     return r[-1] if r else None
@@ -47,7 +52,7 @@ for b in sorted({x["batch"] for x in rows["plain"]}):
               f" {r.get('joules_per_step', float('nan')):7.1f} {r['device_used_GiB']:6.1f}"
               f"  (one GPU {one(way, b)['step_ms_median']:.1f} ms; keep {r.get('zero3_keep_params')}; waited"
               + "".join(f" {k} {v:.2f}" for k, v in sorted(r.get("comm_wait_ms_per_step_by_site", {}).items()))
-              + " ms a step)")
+              + " ms a step)" + tail(r))
     p, k = row("plain", b, 3), row("kept", b, 3)
     if p and k:
         print(f"{b:>6} kept ZeRO-3 ends with plain ZeRO-3's loss and norm bits: "

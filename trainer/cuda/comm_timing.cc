@@ -8,28 +8,27 @@ CommTiming::~CommTiming() {
   for (cudaEvent_t e : pool_) cudaEventDestroy(e);
 }
 
-Result<cudaEvent_t> CommTiming::Take() {
+Result<cudaEvent_t> CommTiming::Record(cudaStream_t stream, const char* what) {
   if (used_ == pool_.size()) {
     cudaEvent_t e = nullptr;
     BM_CUDA_CHECK(cudaEventCreate(&e), "timing event {}", pool_.size());
     pool_.push_back(e);
   }
-  return pool_[used_++];
+  cudaEvent_t e = pool_[used_++];
+  BM_CUDA_CHECK(cudaEventRecord(e, stream), "timing event: {}", what);
+  return e;
 }
 
 Status CommTiming::Wait(cudaStream_t compute, cudaEvent_t event, const char* site) {
-  BM_ASSIGN_OR_RETURN(cudaEvent_t before, Take());
-  BM_ASSIGN_OR_RETURN(cudaEvent_t after, Take());
-  BM_CUDA_CHECK(cudaEventRecord(before, compute), "wait timing ({})", site);
+  BM_ASSIGN_OR_RETURN(cudaEvent_t before, Record(compute, site));
   BM_CUDA_CHECK(cudaStreamWaitEvent(compute, event, 0), "compute waits on comm ({})", site);
-  BM_CUDA_CHECK(cudaEventRecord(after, compute), "wait timing ({})", site);
+  BM_ASSIGN_OR_RETURN(cudaEvent_t after, Record(compute, site));
   waits_.push_back({before, after, site});
   return Status::Ok();
 }
 
 Status CommTiming::ReductionReady(int unit, cudaStream_t compute) {
-  BM_ASSIGN_OR_RETURN(cudaEvent_t ready, Take());
-  BM_CUDA_CHECK(cudaEventRecord(ready, compute), "unit {} gradients ready", unit);
+  BM_ASSIGN_OR_RETURN(cudaEvent_t ready, Record(compute, "gradients ready"));
   marks_.push_back({unit, ready});
   return Status::Ok();
 }
@@ -37,24 +36,19 @@ Status CommTiming::ReductionReady(int unit, cudaStream_t compute) {
 Status CommTiming::ReductionBegins(cudaStream_t comm) {
   if (marks_.empty() || marks_.back().begin)
     return Status(ErrorCode::kInternal, "CommTiming: a reduction begins before its ready mark");
-  BM_ASSIGN_OR_RETURN(marks_.back().begin, Take());
-  BM_CUDA_CHECK(cudaEventRecord(marks_.back().begin, comm), "unit {} reduction begins",
-                marks_.back().unit);
+  BM_ASSIGN_OR_RETURN(marks_.back().begin, Record(comm, "reduction begins"));
   return Status::Ok();
 }
 
 Status CommTiming::ReductionEnds(cudaStream_t comm) {
   if (marks_.empty() || !marks_.back().begin || marks_.back().end)
     return Status(ErrorCode::kInternal, "CommTiming: a reduction ends before it began");
-  BM_ASSIGN_OR_RETURN(marks_.back().end, Take());
-  BM_CUDA_CHECK(cudaEventRecord(marks_.back().end, comm), "unit {} reduction ends",
-                marks_.back().unit);
+  BM_ASSIGN_OR_RETURN(marks_.back().end, Record(comm, "reduction ends"));
   return Status::Ok();
 }
 
 Status CommTiming::BackwardEnds(cudaStream_t compute) {
-  BM_ASSIGN_OR_RETURN(backward_end_, Take());
-  BM_CUDA_CHECK(cudaEventRecord(backward_end_, compute), "backward end");
+  BM_ASSIGN_OR_RETURN(backward_end_, Record(compute, "backward end"));
   return Status::Ok();
 }
 

@@ -65,7 +65,8 @@ class CommTiming {
   const std::map<int, Reduction>& reductions() const { return reductions_; }
 
  private:
-  Result<cudaEvent_t> Take();  // a timing event from the pool, recorded by the caller
+  // A timing event from the pool, recorded on `stream` (`what`: for the error).
+  Result<cudaEvent_t> Record(cudaStream_t stream, const char* what);
 
   struct WaitMarks {
     cudaEvent_t before, after;

@@ -47,6 +47,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -69,6 +70,7 @@
 namespace {
 
 using bm::train::cuda::AttentionImpl;
+using bm::train::cuda::CommTiming;
 using bm::train::cuda::CudaModel;
 using bm::train::cuda::DType;
 using bm::train::cuda::Family;
@@ -292,7 +294,11 @@ int main(int argc, char** argv) {
   double loss = 0.0, norm = 0.0;
   std::vector<std::vector<int>> micro_tokens, micro_targets;  // a pipeline's micro-batches
   std::vector<bm::train::cuda::TokenBatch> micro;
-  double queue_s_before = 0;      // HostQueueSeconds before the timed steps
+  double queue_s_before = 0;  // HostQueueSeconds before the timed steps
+  // The communication timing before them (the warm-up's first steps wait on NCCL's setup).
+  double wait_s_before = 0;
+  std::map<std::string, double> wait_s_by_site_before;
+  std::map<int, CommTiming::Reduction> reductions_before;
   bm::train::cuda::NvmlGpu nvml;  // the energy the timed steps take (none without NVML)
   int cuda_device = 0;
   if (cudaGetDevice(&cuda_device) == cudaSuccess) nvml.Open(cuda_device);
@@ -306,6 +312,9 @@ int main(int argc, char** argv) {
     if (step == warmup) {
       model.ResetPhaseTimes();
       queue_s_before = model.HostQueueSeconds();
+      wait_s_before = model.CommWaitSeconds();
+      wait_s_by_site_before = model.CommWaitSecondsBySite();
+      reductions_before = model.Reductions();
       joules_before = nvml.Joules();
       timed_from = std::chrono::steady_clock::now();
     }
@@ -430,18 +439,22 @@ int main(int argc, char** argv) {
   j["step_ms_min"] = sorted.front();
   j["step_ms_max"] = sorted.back();
   j["tokens_per_s"] = tps;  // per GPU
-  j["comm_wait_ms_per_step"] = model.CommWaitSeconds() * 1e3 / (warmup + steps);
+  // Over the timed steps, as everything else here.
+  j["comm_wait_ms_per_step"] = (model.CommWaitSeconds() - wait_s_before) * 1e3 / steps;
   for (const auto& [site, s] : model.CommWaitSecondsBySite())
-    j["comm_wait_ms_per_step_by_site"][site] = s * 1e3 / (warmup + steps);
-  // Each unit's reduction in the steps' last micro-batches, a step's mean: queued behind earlier
-  // communication, its own length, and its end after the backward's (the "end of micro-batch"
-  // wait is the last ones' positive ends).
-  for (const auto& [unit, r] : model.Reductions())
-    if (r.steps > 0)
+    j["comm_wait_ms_per_step_by_site"][site] = (s - wait_s_by_site_before[site]) * 1e3 / steps;
+  // Each unit's reduction in the timed steps' last micro-batches, a step's mean: queued behind
+  // earlier communication, its own length, and its end after the backward's (the "end of
+  // micro-batch" wait is the last ones' positive ends).
+  for (const auto& [unit, r] : model.Reductions()) {
+    const CommTiming::Reduction& b = reductions_before[unit];
+    const int n = r.steps - b.steps;
+    if (n > 0)
       j["reductions_ms"][std::to_string(unit)] = {
-          {"queued", r.queued_ms / r.steps},
-          {"reduce", r.reduce_ms / r.steps},
-          {"after_backward", r.after_backward_ms / r.steps}};
+          {"queued", (r.queued_ms - b.queued_ms) / n},
+          {"reduce", (r.reduce_ms - b.reduce_ms) / n},
+          {"after_backward", (r.after_backward_ms - b.after_backward_ms) / n}};
+  }
   j["host_queue_ms_per_step"] = (model.HostQueueSeconds() - queue_s_before) * 1e3 / steps;
   if (joules >= 0) {  // this rank's GPU over the timed steps (NVML's energy counter: seconds)
     j["joules_per_step"] = joules / steps;

@@ -39,6 +39,7 @@ fi
 if want tests; then
   ours "$bin/cuda_ops_test" --gtest_color=no 2>&1 | tee "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |rel err|note:|Failure|Expected|Which is" | head -80
   ours "$bin/cuda_model_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|Failure|Expected|Which is|f16 grad.*e-0[0-1]" | head -60
+  ours "$bin/cuda_comm_timing_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |Failure|Expected|Which is" | head -20
   OMP_NUM_THREADS=8 ours "$bin/cuda_backend_test" --gtest_color=no 2>&1 | tee -a "$OUT/tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |worst|mean rel|note:|Failure|Expected|Which is|error" | head -60
   grep -cE "^\[       OK \]" "$OUT/tests.log" | sed 's/^/tests OK: /'
 fi

@@ -9,7 +9,7 @@
 #                   (Ubuntu 24.04) lacks or has in other versions (ldd minus glibc, libstdc++,
 #                   libgcc and CUDA's own)
 #   .devtree/bench  the scripts (gpu_check.sh, multi_gpu.sh, examples_gpu.sh, energy_gpu.sh, ab.sh,
-#                   grad_bf16_gpu.sh, zero3_keep_gpu.sh, the PyTorch peer)
+#                   grad_bf16_gpu.sh, zero3_keep_gpu.sh, dp_ab_gpu.sh, the PyTorch peer)
 #   .devtree/llava  LLaVA's own preprocessing files (llava/{constants,conversation,mm_utils}.py,
 #                   llava/train/train.py) from the checkout LLAVA_CHECKOUT names (a git dir or a work
 #                   tree), for tests/gpu/llava_preprocess_golden.py; not packed when unset
@@ -63,7 +63,7 @@ tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
 cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh bench/llava_gpu.sh bench/nccl_window_gpu.sh \
-  bench/grad_bf16_gpu.sh bench/zero3_keep_gpu.sh \
+  bench/grad_bf16_gpu.sh bench/zero3_keep_gpu.sh bench/dp_ab_gpu.sh \
   .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/

@@ -328,6 +328,58 @@ TEST(CudaBackend, Bf16GradientReductionRoundsTheGradients) {
       }
 }
 
+// With gradients reduced in bf16 the norm is summed as each unit's reduction widens the sums
+// back into fp32 (CudaDataParallel::squares_summed), not by reading them again: on one rank,
+// with one or two micro-batches a step, it is the norm of the gradients read back (ZeRO 0-1,
+// summed on the host in double), two steps running (nothing left from the step before); ZeRO
+// 2-3, whose own slices are the whole gradient on one rank but cannot be read back, give
+// ZeRO-0's first step's (after it their weights differ from ZeRO-0's by rounding).
+TEST(CudaBackend, Bf16ReducedGradientsNormIsTheirNorm) {
+  BM_SKIP_WITHOUT_GPU();
+  for (const char* preset : {"llama-tiny", "gpt-tiny"})
+    for (int micro : {1, 2}) {
+      ModelConfig m = *Preset(preset);
+      const ParamLayout layout(m);
+      const Data d[2] = {MakeData(m.vocab, 0), MakeData(m.vocab, 1)};
+      double first = -1;  // ZeRO-0's first step's
+      for (int zero : {0, 1, 2, 3}) {
+        SCOPED_TRACE(fmt::format("{}, zero {}, {} micro-batch(es) a step", preset, zero, micro));
+        auto b = CreateBackend("cuda");
+        ASSERT_TRUE(b.ok());
+        BackendOptions o;
+        o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
+        o.grad_reduce_bf16 = true;
+        o.micro_batches = micro;
+        ASSERT_TRUE((*b)->Init(m, o).ok());
+        ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+        for (int step = 0; step < (zero <= 1 ? 2 : 1); ++step) {
+          ASSERT_TRUE((*b)->ZeroGrad().ok());
+          for (int k = 0; k < micro; ++k) {
+            MicroBatch mb = d[(step + k) % 2].Batch();
+            mb.last = k == micro - 1;
+            auto loss = (*b)->ForwardBackward(mb, 1.0f);
+            ASSERT_TRUE(loss.ok()) << loss.status().message();
+          }
+          double want = first;
+          if (zero <= 1) {
+            std::vector<float> g(layout.total());
+            ASSERT_TRUE((*b)->GetGradients(g).ok());
+            double sum = 0;
+            for (float x : g) sum += static_cast<double>(x) * x;
+            want = std::sqrt(sum);
+            if (zero == 0 && step == 0) first = want;
+          }
+          Result<float> norm = (*b)->GradNorm();
+          ASSERT_TRUE(norm.ok()) << norm.status().message();
+          EXPECT_NEAR(*norm, want, 1e-5 * want) << "step " << step;
+          AdamWStep st;
+          st.lr = 1e-3f, st.step = step + 1, st.grad_clip = 1.0f;
+          ASSERT_TRUE((*b)->OptimizerStep(st).ok());
+        }
+      }
+    }
+}
+
 // The energy counter of the GPU (NVML, which every machine with the driver has): nothing before
 // Init; then it names the GPU by its UUID and moves, over 1.5 s of steps, by what a GPU draws
 // (above an idle board's, below any board's limit).

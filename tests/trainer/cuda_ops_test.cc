@@ -513,6 +513,44 @@ TYPED_TEST(CudaOps, CastToSixteenBitsAndWidenBack) {
   }
 }
 
+// WidenF32Squares writes what WidenF32 writes, bit for bit, and its kWidenSquareBlocks partial
+// sums add up (SumSquarePartials) to the sum of the squares of those values, summed on the host
+// in double; four at a time (a tail of n % 4 = 3) and one at a time (not 16-byte aligned), fewer
+// elements than threads included.
+TYPED_TEST(CudaOps, WidenF32SquaresSumsTheSquaresOfWhatItWrites) {
+  using T = TypeParam;
+  if constexpr (std::is_same_v<T, float>) {
+    GTEST_SKIP() << "fp32 has nothing to widen";
+  } else {
+    for (size_t n : {size_t{7}, size_t{100003}, size_t{3000001}})
+      for (size_t first : {size_t{0}, size_t{1}})
+        for (bool accumulate : {false, true}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "n " << n << " from " << first << " accumulate " << accumulate);
+          const std::vector<float> x = Rounded<T>(RandomVector(n, 3.0f, this->Seed()));
+          const std::vector<float> prev = RandomVector(n, 1.0f, this->Seed() + 1);
+          DeviceBuffer<float> gx(x), want(prev), got(prev), partials(kWidenSquareBlocks), sum(1);
+          DeviceBuffer<T> g16(n);
+          ASSERT_TRUE(CastF32<T>(g16.get(), gx.get(), n, 0).ok());
+          const size_t m = n - first;
+          ASSERT_TRUE(WidenF32<T>(want.get() + first, g16.get() + first, m, accumulate, 0).ok());
+          ASSERT_TRUE(WidenF32Squares<T>(got.get() + first, g16.get() + first, m, accumulate,
+                                         partials.get(), 0)
+                          .ok());
+          const std::vector<float> w = want.Download(), g = got.Download();
+          ASSERT_EQ(0, std::memcmp(g.data(), w.data(), n * 4));
+          double host = 0;
+          for (size_t i = first; i < n; ++i) host += static_cast<double>(w[i]) * w[i];
+          const std::vector<float> parts = partials.Download();
+          double added = 0;
+          for (float p : parts) added += p;
+          EXPECT_NEAR(added, host, 1e-5 * host);
+          ASSERT_TRUE(SumSquarePartials(sum.get(), partials.get(), kWidenSquareBlocks, 0).ok());
+          EXPECT_NEAR(sum.Download()[0], host, 1e-5 * host);
+        }
+  }
+}
+
 TYPED_TEST(CudaOps, ResidualAndBiasGrad) {
   using T = TypeParam;
   int rows = 700, cols = 45;

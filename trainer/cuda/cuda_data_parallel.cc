@@ -120,6 +120,11 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     stage_[i].offset = plan->Add(i == 0 ? "gradients bf16 (reduction staging)"
                                         : "gradients bf16 (second staging, written directly)",
                                  widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
+  if (reduce_bf16_) {
+    squared_.assign(static_cast<size_t>(plan_.num_units()), 0);
+    unit_squares_ = plan->Add("gradient norm's partial sums (per unit)",
+                              squared_.size() * kWidenSquareBlocks * 4);
+  }
   if (zero_ <= 1) {
     grad_ = plan->Add("grads fp32", P * 4);
   } else {
@@ -285,7 +290,14 @@ Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bo
     sum = stage + plan_.rank() * slice, n = slice;
     BM_TRY(ReduceScatter(stage, sum, slice, CommType::kBFloat16, comm_stream_));
   }
-  BM_TRY(WidenF32<__nv_bfloat16>(out, sum, n, accumulate, comm_stream_));
+  if (last_micro_) {  // the step's sums, final: their squares for the norm (squares_summed)
+    BM_TRY(WidenF32Squares<__nv_bfloat16>(
+        out, sum, n, accumulate,
+        At<float>(unit_squares_) + static_cast<size_t>(unit) * kWidenSquareBlocks, comm_stream_));
+    squared_[unit] = 1;
+  } else {
+    BM_TRY(WidenF32<__nv_bfloat16>(out, sum, n, accumulate, comm_stream_));
+  }
   if (!direct_bf16_) return Status::Ok();  // one staging: the stream's order keeps it
   BM_CUDA_CHECK(cudaEventRecord(st->ready, comm_stream_), "unit {} staging read", unit);
   st->pending = true;

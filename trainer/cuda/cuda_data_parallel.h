@@ -177,7 +177,10 @@ class CudaDataParallel {
 
   // A training step: ZeroGradients marks; each micro-batch is Begin .. End around the
   // forward-backward; the step code calls the unit hooks in between.
-  void ZeroGradients() { zero_pending_ = true; }
+  void ZeroGradients() {
+    zero_pending_ = true;
+    squared_.assign(squared_.size(), 0);
+  }
   Status ZeroPendingGradients();  // before something reads full gradients (zero <= 1)
   // first: the step's first micro-batch (its products write rather than add the gradients
   // for zero <= 1; with zero >= 2 every micro-batch writes fresh unit buckets).
@@ -208,8 +211,14 @@ class CudaDataParallel {
 
   // out = Σ g² over the whole (reduced) gradient, on the device, the same on every rank; not
   // when sums_own_slices() (the caller sums OwnSlicesOf its ranges, then SumOverGroup; the same
-  // at zero >= 2 for a part of the layout: reduces_to_own_slices).
+  // at zero >= 2 for a part of the layout: reduces_to_own_slices) unless squares_summed().
   Status GradSumSquares(float* out, float* scratch);
+  // Reducing in bf16, every unit's last reduction of the step widened its sum into the fp32
+  // gradients (the whole unit at zero 0, the own slice at 1-3) and summed the squares of what it
+  // wrote as it went (WidenF32Squares): GradSumSquares then adds those partial sums up (and
+  // over the group at zero >= 1) rather than reading every gradient again. Not when some unit
+  // was reduced otherwise (SumWhole's, in fp32) or no micro-batch has run since ZeroGradients.
+  bool squares_summed() const;
   // The units that overlap `r` (the tied embedding, whose gradient another pipeline stage adds
   // to after the step's backward, and whose units are cut into slices elsewhere). Zero 1: they
   // are all-reduced rather than reduce-scattered. Zero 2-3: they are kept whole through the
@@ -363,6 +372,10 @@ class CudaDataParallel {
   bool one_micro_ = false;    // OneMicroBatchPerStep
   bool reduce_bf16_ = false;  // ReduceInBf16
   bool direct_bf16_ = false;  // direct bf16 gradients (GradBf16)
+  // reduce_bf16_: each unit's kWidenSquareBlocks partial sums of squares (arena offset), and
+  // whether the step's last reduction of the unit wrote them (squares_summed).
+  size_t unit_squares_ = 0;
+  std::vector<char> squared_;
   // Its staging, the widest padded unit in bf16: one, or with direct_bf16_ two (unit u uses
   // stage_[u % 2]; `ready`: the communication stream is done with it).
   Slot stage_[2];

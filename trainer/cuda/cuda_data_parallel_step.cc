@@ -24,6 +24,7 @@ Status CudaDataParallel::ZeroPendingGradients() {
 
 Status CudaDataParallel::BeginMicroBatch(bool last) {
   last_micro_ = last;
+  squared_.assign(squared_.size(), 0);
   if (frozen_) {  // no gradients to write or add to
     first_micro_ = false;
     return Status::Ok();
@@ -247,8 +248,18 @@ Status CudaDataParallel::RefuseFrozen(const char* what) const {
                 what);
 }
 
+bool CudaDataParallel::squares_summed() const {
+  return reduce_bf16_ && !squared_.empty() &&
+         std::all_of(squared_.begin(), squared_.end(), [](char c) { return c; });
+}
+
 Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
   BM_TRY(RefuseFrozen("the gradient norm"));
+  if (squares_summed()) {
+    BM_TRY(SumSquarePartials(out, At<float>(unit_squares_),
+                             static_cast<int>(squared_.size()) * kWidenSquareBlocks, compute_));
+    return zero_ >= 1 ? SumOverGroup(out) : Status::Ok();
+  }
   if (sums_own_slices())
     return Status(ErrorCode::kInternal,
                   "GradSumSquares: at zero 1 over several ranks the norm counts the own slices "

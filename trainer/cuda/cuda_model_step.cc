@@ -474,7 +474,10 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
 
 Status CudaModel::Impl::GradSumSquares() {
   float* out = A<float>(norm_sq);
-  if (!CountsRanges()) return dp.GradSumSquares(out, A<float>(norm_partials));
+  // Data parallel alone: the whole gradient, or the own slices over the group (the squares
+  // summed as they were reduced, or read again).
+  if (!Tp() && !Pp() && (!dp.sums_own_slices() || dp.squares_summed()))
+    return dp.GradSumSquares(out, A<float>(norm_partials));
   // Model parallel, or ZeRO-1 over several ranks: the ranges this rank counts (of those, the
   // parts in its own slices where only they are reduced: ZeRO-1 over several ranks, ZeRO 2-3),
   // summed in a fixed order, then over the DP group (own slices), the TP and the PP group. So a

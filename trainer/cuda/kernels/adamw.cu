@@ -215,8 +215,12 @@ Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
                       cudaStream_t stream) {
   SumSquaresPartialKernel<<<kGradNormBlocks, 512, 0, stream>>>(scratch, grads, n);
   BM_LAUNCH_CHECK("SumSquaresPartialKernel", "n={}", n);
-  SumSquaresFinishKernel<<<1, 1024, 0, stream>>>(out, scratch, kGradNormBlocks);
-  BM_LAUNCH_CHECK("SumSquaresFinishKernel", "n={}", n);
+  return SumSquarePartials(out, scratch, kGradNormBlocks, stream);
+}
+
+Status SumSquarePartials(float* out, const float* partials, int count, cudaStream_t stream) {
+  SumSquaresFinishKernel<<<1, 1024, 0, stream>>>(out, partials, count);
+  BM_LAUNCH_CHECK("SumSquaresFinishKernel", "count={}", count);
   return Status::Ok();
 }
 

@@ -37,6 +37,9 @@ struct AdamWHyper {
 // ---- launchers
 Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
                       cudaStream_t stream);
+// out[0] = the sum of `count` partial sums of squares (GradSumSquares' second stage alone; e.g.
+// WidenF32Squares' partials, written as the gradients were reduced), in a fixed order.
+Status SumSquarePartials(float* out, const float* partials, int count, cudaStream_t stream);
 // sumsq: device pointer to the global sum of squares (from GradSumSquares), or null.
 // L = __nv_bfloat16 or __half; params_lowp may be null (fp32 mode). decay_mask (device): bit c
 // of word c / 32 set where elements [c kDecayChunk, (c + 1) kDecayChunk) of the arrays are

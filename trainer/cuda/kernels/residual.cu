@@ -54,6 +54,35 @@ __global__ void WidenF32Kernel(float* __restrict__ out, const T* __restrict__ in
       [&](size_t i) { out[i] = accumulate ? out[i] + ToF(in[i]) : ToF(in[i]); });
 }
 
+// WidenF32Kernel's values, and each block's sum of their squares into partials[blockIdx.x]:
+// a fixed grid striding over the elements, so the partials' count and order are fixed
+// (deterministic), and the gradient norm needs no second read of the widened gradients.
+template <typename T>
+__global__ void WidenF32SquaresKernel(float* __restrict__ out, const T* __restrict__ in, size_t n,
+                                      bool accumulate, bool four, float* __restrict__ partials) {
+  __shared__ float shared[32];
+  const size_t stride = gridDim.x * static_cast<size_t>(blockDim.x);
+  const size_t t = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  float acc = 0.0f;
+  const size_t groups = four ? n / 4 : 0;
+  for (size_t g = t; g < groups; g += stride) {
+    const Four<T> x = Load4(in + 4 * g);
+    Four<float> y = accumulate ? Load4(out + 4 * g) : Four<float>{};
+    for (int k = 0; k < 4; ++k) {
+      y.v[k] = accumulate ? y.v[k] + ToF(x.v[k]) : ToF(x.v[k]);
+      acc += y.v[k] * y.v[k];
+    }
+    Store4(out + 4 * g, y);
+  }
+  for (size_t i = 4 * groups + t; i < n; i += stride) {
+    const float y = accumulate ? out[i] + ToF(in[i]) : ToF(in[i]);
+    out[i] = y;
+    acc += y * y;
+  }
+  const float total = BlockSum(acc, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
 constexpr int kBiasRowsPerChunk = 256;
 
 template <typename T>
@@ -226,6 +255,16 @@ Status WidenF32(float* out, const T* in, size_t n, bool accumulate, cudaStream_t
   return Status::Ok();
 }
 
+template <typename T>
+Status WidenF32Squares(float* out, const T* in, size_t n, bool accumulate, float* partials,
+                       cudaStream_t stream) {
+  const bool four = FourAligned({out, in});
+  WidenF32SquaresKernel<T>
+      <<<kWidenSquareBlocks, 256, 0, stream>>>(out, in, n, accumulate, four, partials);
+  BM_LAUNCH_CHECK("WidenF32SquaresKernel", "n={}", n);
+  return Status::Ok();
+}
+
 template Status ResidualAdd<float>(float*, const float*, const float*, size_t, cudaStream_t);
 template Status ResidualAdd<bf16>(bf16*, const bf16*, const bf16*, size_t, cudaStream_t);
 template Status ResidualAdd<fp16>(fp16*, const fp16*, const fp16*, size_t, cudaStream_t);
@@ -234,6 +273,8 @@ template Status CastF32<bf16>(bf16*, const float*, size_t, cudaStream_t);
 template Status CastF32<fp16>(fp16*, const float*, size_t, cudaStream_t);
 template Status WidenF32<bf16>(float*, const bf16*, size_t, bool, cudaStream_t);
 template Status WidenF32<fp16>(float*, const fp16*, size_t, bool, cudaStream_t);
+template Status WidenF32Squares<bf16>(float*, const bf16*, size_t, bool, float*, cudaStream_t);
+template Status WidenF32Squares<fp16>(float*, const fp16*, size_t, bool, float*, cudaStream_t);
 template Status AddBias<float>(float*, const float*, int, int, cudaStream_t);
 template Status AddBias<bf16>(bf16*, const bf16*, int, int, cudaStream_t);
 template Status AddBias<fp16>(fp16*, const fp16*, int, int, cudaStream_t);

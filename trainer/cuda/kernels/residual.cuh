@@ -6,6 +6,9 @@
 // CastF32: out[i] = (T) in[i] (bf16 / fp16 working copies of the fp32 master weights).
 // WidenF32: out[i] = (float) in[i], or out[i] += (float) in[i] with `accumulate` (gradients
 //   reduced in 16 bits back into fp32).
+// WidenF32Squares: the same, and the sum of the squares of the out[i] it writes in
+//   kWidenSquareBlocks partial sums (fixed order: deterministic), whose sum is their share of
+//   the gradient norm (CudaDataParallel sums them instead of reading the gradients again).
 // AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
 // BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through
 //   `scratch`, BiasGradScratchFloats(rows, cols) floats).
@@ -30,6 +33,10 @@ template <typename T>
 Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream);
 template <typename T>
 Status WidenF32(float* out, const T* in, size_t n, bool accumulate, cudaStream_t stream);
+constexpr int kWidenSquareBlocks = 512;
+template <typename T>
+Status WidenF32Squares(float* out, const T* in, size_t n, bool accumulate, float* partials,
+                       cudaStream_t stream);
 template <typename T>
 Status AddBias(T* y, const T* bias, int rows, int cols, cudaStream_t stream);
 size_t BiasGradScratchFloats(int rows, int cols);

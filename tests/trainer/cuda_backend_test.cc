@@ -332,8 +332,10 @@ TEST(CudaBackend, Bf16GradientReductionRoundsTheGradients) {
 // back into fp32 (CudaDataParallel::squares_summed), not by reading them again: on one rank,
 // with one or two micro-batches a step, it is the norm of the gradients read back (ZeRO 0-1,
 // summed on the host in double), two steps running (nothing left from the step before); ZeRO
-// 2-3, whose own slices are the whole gradient on one rank but cannot be read back, give
-// ZeRO-0's first step's (after it their weights differ from ZeRO-0's by rounding).
+// 2-3, whose own slices are the whole gradient on one rank but cannot be read back, give the
+// first step's: ZeRO-0's with one micro-batch; with two, which they reduce (round) one at a time,
+// the sum of each micro-batch's gradients reduced alone. (After it their weights differ from
+// ZeRO-0's by rounding.)
 TEST(CudaBackend, Bf16ReducedGradientsNormIsTheirNorm) {
   BM_SKIP_WITHOUT_GPU();
   for (const char* preset : {"llama-tiny", "gpt-tiny"})
@@ -341,7 +343,25 @@ TEST(CudaBackend, Bf16ReducedGradientsNormIsTheirNorm) {
       ModelConfig m = *Preset(preset);
       const ParamLayout layout(m);
       const Data d[2] = {MakeData(m.vocab, 0), MakeData(m.vocab, 1)};
-      double first = -1;  // ZeRO-0's first step's
+      // Each micro-batch's gradients reduced alone (ZeRO-0, one micro-batch a step), summed.
+      std::vector<float> apart(layout.total(), 0.0f);
+      for (int k = 0; k < micro; ++k) {
+        auto b = CreateBackend("cuda");
+        ASSERT_TRUE(b.ok());
+        BackendOptions o;
+        o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16;
+        o.grad_reduce_bf16 = true;
+        ASSERT_TRUE((*b)->Init(m, o).ok());
+        ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+        ASSERT_TRUE((*b)->ZeroGrad().ok());
+        ASSERT_TRUE((*b)->ForwardBackward(d[k].Batch(), 1.0f).ok());
+        std::vector<float> g(layout.total());
+        ASSERT_TRUE((*b)->GetGradients(g).ok());
+        for (size_t i = 0; i < g.size(); ++i) apart[i] += g[i];
+      }
+      double first = 0;  // ZeRO 2-3's first step's
+      for (float x : apart) first += static_cast<double>(x) * x;
+      first = std::sqrt(first);
       for (int zero : {0, 1, 2, 3}) {
         SCOPED_TRACE(fmt::format("{}, zero {}, {} micro-batch(es) a step", preset, zero, micro));
         auto b = CreateBackend("cuda");
@@ -367,7 +387,6 @@ TEST(CudaBackend, Bf16ReducedGradientsNormIsTheirNorm) {
             double sum = 0;
             for (float x : g) sum += static_cast<double>(x) * x;
             want = std::sqrt(sum);
-            if (zero == 0 && step == 0) first = want;
           }
           Result<float> norm = (*b)->GradNorm();
           ASSERT_TRUE(norm.ok()) << norm.status().message();

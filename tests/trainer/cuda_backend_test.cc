@@ -328,75 +328,76 @@ TEST(CudaBackend, Bf16GradientReductionRoundsTheGradients) {
       }
 }
 
-// With gradients reduced in bf16 the norm is summed as each unit's reduction widens the sums
-// back into fp32 (CudaDataParallel::squares_summed), not by reading them again: on one rank,
-// with one or two micro-batches a step, it is the norm of the gradients read back (ZeRO 0-1,
-// summed on the host in double), two steps running (nothing left from the step before); ZeRO
-// 2-3, whose own slices are the whole gradient on one rank but cannot be read back, give the
-// first step's: ZeRO-0's with one micro-batch; with two, which they reduce (round) one at a time,
-// the sum of each micro-batch's gradients reduced alone. (After it their weights differ from
-// ZeRO-0's by rounding.)
-TEST(CudaBackend, Bf16ReducedGradientsNormIsTheirNorm) {
+// The norm is summed as each unit's gradients are reduced (CudaDataParallel::squares_summed:
+// as bf16 sums are widened back into fp32, or by a pass over the fp32 sums), not by reading
+// them again after the backward: on one rank, fp32 and bf16 sums, one or two micro-batches a
+// step, it is the norm of the gradients read back (ZeRO 0-1, summed on the host in double), two
+// steps running (nothing left from the step before); ZeRO 2-3, whose own slices are the whole
+// gradient on one rank but cannot be read back, give the first step's: the sum of each
+// micro-batch's gradients reduced alone (ZeRO 2-3 reduce every micro-batch; bf16 rounds each).
+// After it their weights differ from ZeRO-0's by rounding.
+TEST(CudaBackend, ReducedGradientsNormIsTheirNorm) {
   BM_SKIP_WITHOUT_GPU();
   for (const char* preset : {"llama-tiny", "gpt-tiny"})
-    for (int micro : {1, 2}) {
-      ModelConfig m = *Preset(preset);
-      const ParamLayout layout(m);
-      const Data d[2] = {MakeData(m.vocab, 0), MakeData(m.vocab, 1)};
-      // Each micro-batch's gradients reduced alone (ZeRO-0, one micro-batch a step), summed.
-      std::vector<float> apart(layout.total(), 0.0f);
-      for (int k = 0; k < micro; ++k) {
-        auto b = CreateBackend("cuda");
-        ASSERT_TRUE(b.ok());
-        BackendOptions o;
-        o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16;
-        o.grad_reduce_bf16 = true;
-        ASSERT_TRUE((*b)->Init(m, o).ok());
-        ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
-        ASSERT_TRUE((*b)->ZeroGrad().ok());
-        ASSERT_TRUE((*b)->ForwardBackward(d[k].Batch(), 1.0f).ok());
-        std::vector<float> g(layout.total());
-        ASSERT_TRUE((*b)->GetGradients(g).ok());
-        for (size_t i = 0; i < g.size(); ++i) apart[i] += g[i];
-      }
-      double first = 0;  // ZeRO 2-3's first step's
-      for (float x : apart) first += static_cast<double>(x) * x;
-      first = std::sqrt(first);
-      for (int zero : {0, 1, 2, 3}) {
-        SCOPED_TRACE(fmt::format("{}, zero {}, {} micro-batch(es) a step", preset, zero, micro));
-        auto b = CreateBackend("cuda");
-        ASSERT_TRUE(b.ok());
-        BackendOptions o;
-        o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
-        o.grad_reduce_bf16 = true;
-        o.micro_batches = micro;
-        ASSERT_TRUE((*b)->Init(m, o).ok());
-        ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
-        for (int step = 0; step < (zero <= 1 ? 2 : 1); ++step) {
+    for (bool bf16 : {false, true})
+      for (int micro : {1, 2}) {
+        ModelConfig m = *Preset(preset);
+        const ParamLayout layout(m);
+        const Data d[2] = {MakeData(m.vocab, 0), MakeData(m.vocab, 1)};
+        auto make = [&](int zero, int micro_batches) {
+          auto b = CreateBackend("cuda");
+          BackendOptions o;
+          o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
+          o.grad_reduce_bf16 = bf16;
+          o.micro_batches = micro_batches;
+          EXPECT_TRUE(b.ok() && (*b)->Init(m, o).ok() &&
+                      (*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+          return b;
+        };
+        // Each micro-batch's gradients reduced alone (ZeRO-0, one micro-batch a step), summed.
+        std::vector<float> apart(layout.total(), 0.0f);
+        for (int k = 0; k < micro; ++k) {
+          auto b = make(0, 1);
+          ASSERT_TRUE(b.ok());
           ASSERT_TRUE((*b)->ZeroGrad().ok());
-          for (int k = 0; k < micro; ++k) {
-            MicroBatch mb = d[(step + k) % 2].Batch();
-            mb.last = k == micro - 1;
-            auto loss = (*b)->ForwardBackward(mb, 1.0f);
-            ASSERT_TRUE(loss.ok()) << loss.status().message();
+          ASSERT_TRUE((*b)->ForwardBackward(d[k].Batch(), 1.0f).ok());
+          std::vector<float> g(layout.total());
+          ASSERT_TRUE((*b)->GetGradients(g).ok());
+          for (size_t i = 0; i < g.size(); ++i) apart[i] += g[i];
+        }
+        double first = 0;  // ZeRO 2-3's first step's
+        for (float x : apart) first += static_cast<double>(x) * x;
+        first = std::sqrt(first);
+        for (int zero : {0, 1, 2, 3}) {
+          SCOPED_TRACE(fmt::format("{}, {} sums, zero {}, {} micro-batch(es) a step", preset,
+                                   bf16 ? "bf16" : "fp32", zero, micro));
+          auto b = make(zero, micro);
+          ASSERT_TRUE(b.ok());
+          for (int step = 0; step < (zero <= 1 ? 2 : 1); ++step) {
+            ASSERT_TRUE((*b)->ZeroGrad().ok());
+            for (int k = 0; k < micro; ++k) {
+              MicroBatch mb = d[(step + k) % 2].Batch();
+              mb.last = k == micro - 1;
+              auto loss = (*b)->ForwardBackward(mb, 1.0f);
+              ASSERT_TRUE(loss.ok()) << loss.status().message();
+            }
+            double want = first;
+            if (zero <= 1) {
+              std::vector<float> g(layout.total());
+              ASSERT_TRUE((*b)->GetGradients(g).ok());
+              double sum = 0;
+              for (float x : g) sum += static_cast<double>(x) * x;
+              want = std::sqrt(sum);
+            }
+            Result<float> norm = (*b)->GradNorm();
+            ASSERT_TRUE(norm.ok()) << norm.status().message();
+            EXPECT_NEAR(*norm, want, 1e-5 * want) << "step " << step;
+            AdamWStep st;
+            st.lr = 1e-3f, st.step = step + 1, st.grad_clip = 1.0f;
+            ASSERT_TRUE((*b)->OptimizerStep(st).ok());
           }
-          double want = first;
-          if (zero <= 1) {
-            std::vector<float> g(layout.total());
-            ASSERT_TRUE((*b)->GetGradients(g).ok());
-            double sum = 0;
-            for (float x : g) sum += static_cast<double>(x) * x;
-            want = std::sqrt(sum);
-          }
-          Result<float> norm = (*b)->GradNorm();
-          ASSERT_TRUE(norm.ok()) << norm.status().message();
-          EXPECT_NEAR(*norm, want, 1e-5 * want) << "step " << step;
-          AdamWStep st;
-          st.lr = 1e-3f, st.step = step + 1, st.grad_clip = 1.0f;
-          ASSERT_TRUE((*b)->OptimizerStep(st).ok());
         }
       }
-    }
 }
 
 // The energy counter of the GPU (NVML, which every machine with the driver has): nothing before

@@ -325,6 +325,12 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
         TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr);
     EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, bf16),
               bf16_plain + (zero >= 2 ? 4 * E - E : 2 * E));
+    // The norm's squares summed as the units are reduced (SumSquaresAsReduced): 512 floats for
+    // each of the 34 units (the embeddings, 32 layers, the final unit), 69,632 bytes.
+    const auto squares = [](CudaDataParallel& d) { d.SumSquaresAsReduced(); };
+    EXPECT_EQ(
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, squares),
+        bf16_plain + 34 * 512 * 4);
   }
 }
 

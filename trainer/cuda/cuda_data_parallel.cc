@@ -120,10 +120,10 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     stage_[i].offset = plan->Add(i == 0 ? "gradients bf16 (reduction staging)"
                                         : "gradients bf16 (second staging, written directly)",
                                  widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
-  if (reduce_bf16_) {
+  if (squares_) {
     squared_.assign(static_cast<size_t>(plan_.num_units()), 0);
     unit_squares_ = plan->Add("gradient norm's partial sums (per unit)",
-                              squared_.size() * kWidenSquareBlocks * 4);
+                              squared_.size() * kUnitSquareBlocks * 4);
   }
   if (zero_ <= 1) {
     grad_ = plan->Add("grads fp32", P * 4);
@@ -290,10 +290,9 @@ Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bo
     sum = stage + plan_.rank() * slice, n = slice;
     BM_TRY(ReduceScatter(stage, sum, slice, CommType::kBFloat16, comm_stream_));
   }
-  if (last_micro_) {  // the step's sums, final: their squares for the norm (squares_summed)
-    BM_TRY(WidenF32Squares<__nv_bfloat16>(
-        out, sum, n, accumulate,
-        At<float>(unit_squares_) + static_cast<size_t>(unit) * kWidenSquareBlocks, comm_stream_));
+  if (squares_ && last_micro_) {  // the step's sums, final: their squares (squares_summed)
+    BM_TRY(
+        WidenF32Squares<__nv_bfloat16>(out, sum, n, accumulate, UnitSquares(unit), comm_stream_));
     squared_[unit] = 1;
   } else {
     BM_TRY(WidenF32<__nv_bfloat16>(out, sum, n, accumulate, comm_stream_));

@@ -213,12 +213,17 @@ class CudaDataParallel {
   // when sums_own_slices() (the caller sums OwnSlicesOf its ranges, then SumOverGroup; the same
   // at zero >= 2 for a part of the layout: reduces_to_own_slices) unless squares_summed().
   Status GradSumSquares(float* out, float* scratch);
-  // Reducing in bf16, every unit's last reduction of the step widened its sum into the fp32
-  // gradients (the whole unit at zero 0, the own slice at 1-3) and summed the squares of what it
-  // wrote as it went (WidenF32Squares): GradSumSquares then adds those partial sums up (and
-  // over the group at zero >= 1) rather than reading every gradient again. Not when some unit
-  // was reduced otherwise (SumWhole's, in fp32) or no micro-batch has run since ZeroGradients.
+  // With SumSquaresAsReduced (before Plan: the norm is over every unit's reduced gradients, no
+  // TP or PP group choosing ranges), once the step's last reduction of a unit is done the squares
+  // of its reduced values (the whole unit at zero 0, the own slice at 1-3) are summed on the
+  // communication stream into kUnitSquareBlocks partial sums: as the bf16 sums are widened
+  // (WidenF32Squares), or by a pass of their own over the fp32 sums, beside the backward's next
+  // units. squares_summed: every unit's are there, and GradSumSquares adds them up (and over the
+  // group at zero >= 1) rather than reading every gradient again after the backward. Not when
+  // some unit's gradients were not final when reduced (SumWhole's, which another stage adds
+  // to) or no micro-batch has run since ZeroGradients.
   bool squares_summed() const;
+  void SumSquaresAsReduced() { squares_ = !frozen_; }
   // The units that overlap `r` (the tied embedding, whose gradient another pipeline stage adds
   // to after the step's backward, and whose units are cut into slices elsewhere). Zero 1: they
   // are all-reduced rather than reduce-scattered. Zero 2-3: they are kept whole through the
@@ -289,6 +294,10 @@ class CudaDataParallel {
   Status ReduceUnit(int unit);
   Status ReduceUnitToSlices(int unit);
   Status KeepWhole(int unit);
+  // The step's reduced fp32 gradients of the unit (the whole unit at zero 0, the own slice at
+  // 1-3), and where their squares' partial sums go (squares_summed).
+  float* Reduced(int unit) const;
+  float* UnitSquares(int unit) const;
   Status ComputeAfter(cudaEvent_t comm_event, const char* site);
   // Collectives on the communication stream (a host communicator of one rank: copies).
   Status AllReduce(void* data, size_t n, dist::DType t, cudaStream_t s);
@@ -372,8 +381,9 @@ class CudaDataParallel {
   bool one_micro_ = false;    // OneMicroBatchPerStep
   bool reduce_bf16_ = false;  // ReduceInBf16
   bool direct_bf16_ = false;  // direct bf16 gradients (GradBf16)
-  // reduce_bf16_: each unit's kWidenSquareBlocks partial sums of squares (arena offset), and
-  // whether the step's last reduction of the unit wrote them (squares_summed).
+  // Each unit's kUnitSquareBlocks partial sums of squares (arena offset), and whether the
+  // step's last reduction of the unit wrote them (squares_summed).
+  bool squares_ = false;
   size_t unit_squares_ = 0;
   std::vector<char> squared_;
   // Its staging, the widest padded unit in bf16: one, or with direct_bf16_ two (unit u uses

@@ -187,6 +187,13 @@ Status CudaDataParallel::GradientsReady(int unit) {
   BM_TRY(CommAfterCompute());
   if (last_micro_) BM_TRY(timing_.ReductionBegins(comm_stream_));
   BM_TRY(zero_ <= 1 ? ReduceUnit(unit) : ReduceUnitToSlices(unit));
+  // The step's sums, final (SumWhole's are added to later): their squares for the norm
+  // (squares_summed; the bf16 reduction's widening summed them already).
+  if (squares_ && last_micro_ && !reduce_bf16_ && !whole_sum_[unit]) {
+    BM_TRY(UnitSumSquares(UnitSquares(unit), Reduced(unit), static_cast<size_t>(plan_.slice(unit)),
+                          comm_stream_));
+    squared_[unit] = 1;
+  }
   return last_micro_ ? timing_.ReductionEnds(comm_stream_) : Status::Ok();
 }
 
@@ -248,8 +255,18 @@ Status CudaDataParallel::RefuseFrozen(const char* what) const {
                 what);
 }
 
+float* CudaDataParallel::Reduced(int unit) const {
+  if (zero_ >= 2) return At<float>(grad_shard_) + plan_.shard_offset(unit);
+  return At<float>(grad_) + layout_.units()[unit].offset +
+         (zero_ == 0 ? 0 : static_cast<size_t>(plan_.rank() * plan_.slice(unit)));
+}
+
+float* CudaDataParallel::UnitSquares(int unit) const {
+  return At<float>(unit_squares_) + static_cast<size_t>(unit) * kUnitSquareBlocks;
+}
+
 bool CudaDataParallel::squares_summed() const {
-  return reduce_bf16_ && !squared_.empty() &&
+  return !squared_.empty() &&
          std::all_of(squared_.begin(), squared_.end(), [](char c) { return c; });
 }
 
@@ -257,7 +274,7 @@ Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
   BM_TRY(RefuseFrozen("the gradient norm"));
   if (squares_summed()) {
     BM_TRY(SumSquarePartials(out, At<float>(unit_squares_),
-                             static_cast<int>(squared_.size()) * kWidenSquareBlocks, compute_));
+                             static_cast<int>(squared_.size()) * kUnitSquareBlocks, compute_));
     return zero_ >= 1 ? SumOverGroup(out) : Status::Ok();
   }
   if (sums_own_slices())

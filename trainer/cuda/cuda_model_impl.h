@@ -65,6 +65,8 @@ struct CudaModel::Impl {
     if (r.micro_batches_per_step == 1) dp.OneMicroBatchPerStep();
     if (r.grad_reduce_bf16 && !r.frozen) dp.ReduceInBf16();
     dp.KeepGatheredLast(r.zero3_keep_params);
+    // The norm counts every unit's reduced gradients (no TP or PP group choosing ranges).
+    if (!r.tp && !r.pp) dp.SumSquaresAsReduced();
     if (!m.tied_here()) dp.FirstUnitUsedAlone();  // the head does not read wte
   }
   ModelSpec spec;

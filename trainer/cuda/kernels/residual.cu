@@ -260,7 +260,7 @@ Status WidenF32Squares(float* out, const T* in, size_t n, bool accumulate, float
                        cudaStream_t stream) {
   const bool four = FourAligned({out, in});
   WidenF32SquaresKernel<T>
-      <<<kWidenSquareBlocks, 256, 0, stream>>>(out, in, n, accumulate, four, partials);
+      <<<kUnitSquareBlocks, 256, 0, stream>>>(out, in, n, accumulate, four, partials);
   BM_LAUNCH_CHECK("WidenF32SquaresKernel", "n={}", n);
   return Status::Ok();
 }

@@ -7,8 +7,9 @@
 // WidenF32: out[i] = (float) in[i], or out[i] += (float) in[i] with `accumulate` (gradients
 //   reduced in 16 bits back into fp32).
 // WidenF32Squares: the same, and the sum of the squares of the out[i] it writes in
-//   kWidenSquareBlocks partial sums (fixed order: deterministic), whose sum is their share of
-//   the gradient norm (CudaDataParallel sums them instead of reading the gradients again).
+//   kUnitSquareBlocks partial sums (fixed order: deterministic), whose sum is their share of
+//   the gradient norm (kernels/adamw.cuh: CudaDataParallel sums them instead of reading the
+//   gradients again).
 // AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
 // BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through
 //   `scratch`, BiasGradScratchFloats(rows, cols) floats).
@@ -22,6 +23,7 @@
 #include <cstddef>
 
 #include "base/result.h"
+#include "trainer/cuda/kernels/adamw.cuh"  // kUnitSquareBlocks
 
 namespace bm::train::cuda {
 
@@ -33,7 +35,6 @@ template <typename T>
 Status CastF32(T* out, const float* in, size_t n, cudaStream_t stream);
 template <typename T>
 Status WidenF32(float* out, const T* in, size_t n, bool accumulate, cudaStream_t stream);
-constexpr int kWidenSquareBlocks = 512;
 template <typename T>
 Status WidenF32Squares(float* out, const T* in, size_t n, bool accumulate, float* partials,
                        cudaStream_t stream);

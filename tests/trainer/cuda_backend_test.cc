@@ -328,14 +328,13 @@ TEST(CudaBackend, Bf16GradientReductionRoundsTheGradients) {
       }
 }
 
-// The norm is summed as each unit's gradients are reduced (CudaDataParallel::squares_summed:
-// as bf16 sums are widened back into fp32, or by a pass over the fp32 sums), not by reading
-// them again after the backward: on one rank, fp32 and bf16 sums, one or two micro-batches a
-// step, it is the norm of the gradients read back (ZeRO 0-1, summed on the host in double), two
-// steps running (nothing left from the step before); ZeRO 2-3, whose own slices are the whole
-// gradient on one rank but cannot be read back, give the first step's: the sum of each
-// micro-batch's gradients reduced alone (ZeRO 2-3 reduce every micro-batch; bf16 rounds each).
-// After it their weights differ from ZeRO-0's by rounding.
+// The gradient norm, read from the fp32 sums or, with bf16 sums, added up from the squares the
+// reduction summed as it widened them (CudaDataParallel::squares_summed): on one rank, fp32 and
+// bf16 sums, one or two micro-batches a step, it is the norm of the gradients read back (ZeRO
+// 0-1, summed on the host in double), two steps running (nothing left from the step before);
+// ZeRO 2-3, whose own slices are the whole gradient on one rank but cannot be read back, give
+// the first step's: the sum of each micro-batch's gradients reduced alone (ZeRO 2-3 reduce every
+// micro-batch; bf16 rounds each). After it their weights differ from ZeRO-0's by rounding.
 TEST(CudaBackend, ReducedGradientsNormIsTheirNorm) {
   BM_SKIP_WITHOUT_GPU();
   for (const char* preset : {"llama-tiny", "gpt-tiny"})

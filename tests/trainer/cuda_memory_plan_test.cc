@@ -325,12 +325,22 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
         TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr);
     EXPECT_EQ(TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, bf16),
               bf16_plain + (zero >= 2 ? 4 * E - E : 2 * E));
-    // The norm's squares summed as the units are reduced (SumSquaresAsReduced): 512 floats for
-    // each of the 34 units (the embeddings, 32 layers, the final unit), 69,632 bytes.
+    // The norm's squares summed as the bf16 sums are widened (SumSquaresAsReduced): 512 floats
+    // for each of the 34 units (the embeddings, 32 layers, the final unit), 69,632 bytes; with
+    // fp32 sums nothing.
     const auto squares = [](CudaDataParallel& d) { d.SumSquaresAsReduced(); };
+    const auto bf16_squares = [](CudaDataParallel& d) {
+      d.ReduceInBf16();
+      d.SumSquaresAsReduced();
+    };
     EXPECT_EQ(
         TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, squares),
-        bf16_plain + 34 * 512 * 4);
+        bf16_plain);
+    EXPECT_EQ(
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr,
+                                bf16_squares),
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, bf16) +
+            34 * 512 * 4);
   }
 }
 

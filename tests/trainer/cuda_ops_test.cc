@@ -513,28 +513,6 @@ TYPED_TEST(CudaOps, CastToSixteenBitsAndWidenBack) {
   }
 }
 
-// UnitSumSquares' kUnitSquareBlocks partial sums add up (SumSquarePartials) to the sum of the
-// squares summed on the host in double, and GradSumSquares (one pass, other blocks) gives the
-// same within float rounding; fewer elements than threads included.
-TEST(CudaOpsNorm, UnitSumSquaresPartialsAddUpToTheSumOfSquares) {
-  BM_SKIP_WITHOUT_GPU();
-  for (size_t n : {size_t{5}, size_t{100003}, size_t{3000001}}) {
-    const std::vector<float> g = RandomVector(n, 2.0f, 11);
-    double host = 0;
-    for (float x : g) host += static_cast<double>(x) * x;
-    DeviceBuffer<float> gg(g), partials(kUnitSquareBlocks), sum(1), whole(1),
-        scratch(kGradNormBlocks);
-    ASSERT_TRUE(UnitSumSquares(partials.get(), gg.get(), n, 0).ok());
-    double added = 0;
-    for (float p : partials.Download()) added += p;
-    EXPECT_NEAR(added, host, 1e-5 * host) << n;
-    ASSERT_TRUE(SumSquarePartials(sum.get(), partials.get(), kUnitSquareBlocks, 0).ok());
-    ASSERT_TRUE(GradSumSquares(whole.get(), scratch.get(), gg.get(), n, 0).ok());
-    EXPECT_NEAR(sum.Download()[0], host, 1e-5 * host) << n;
-    EXPECT_NEAR(whole.Download()[0], host, 1e-5 * host) << n;
-  }
-}
-
 // WidenF32Squares writes what WidenF32 writes, bit for bit, and its kUnitSquareBlocks partial
 // sums add up (SumSquarePartials) to the sum of the squares of those values, summed on the host
 // in double; four at a time (a tail of n % 4 = 3) and one at a time (not 16-byte aligned), fewer

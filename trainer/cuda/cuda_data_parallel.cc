@@ -120,7 +120,7 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     stage_[i].offset = plan->Add(i == 0 ? "gradients bf16 (reduction staging)"
                                         : "gradients bf16 (second staging, written directly)",
                                  widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
-  if (squares_) {
+  if (squares_ && reduce_bf16_) {
     squared_.assign(static_cast<size_t>(plan_.num_units()), 0);
     unit_squares_ = plan->Add("gradient norm's partial sums (per unit)",
                               squared_.size() * kUnitSquareBlocks * 4);

@@ -214,14 +214,14 @@ class CudaDataParallel {
   // at zero >= 2 for a part of the layout: reduces_to_own_slices) unless squares_summed().
   Status GradSumSquares(float* out, float* scratch);
   // With SumSquaresAsReduced (before Plan: the norm is over every unit's reduced gradients, no
-  // TP or PP group choosing ranges), once the step's last reduction of a unit is done the squares
-  // of its reduced values (the whole unit at zero 0, the own slice at 1-3) are summed on the
-  // communication stream into kUnitSquareBlocks partial sums: as the bf16 sums are widened
-  // (WidenF32Squares), or by a pass of their own over the fp32 sums, beside the backward's next
-  // units. squares_summed: every unit's are there, and GradSumSquares adds them up (and over the
-  // group at zero >= 1) rather than reading every gradient again after the backward. Not when
-  // some unit's gradients were not final when reduced (SumWhole's, which another stage adds
-  // to) or no micro-batch has run since ZeroGradients.
+  // TP or PP group choosing ranges) and ReduceInBf16, the pass that widens a unit's bf16 sum
+  // back into fp32 in the step's last reduction of it (the whole unit at zero 0, the own slice
+  // at 1-3) also sums the squares of what it writes, into kUnitSquareBlocks partial sums
+  // (WidenF32Squares). squares_summed: every unit's are there, and GradSumSquares adds them up
+  // (and over the group at zero >= 1) rather than reading every gradient again after the
+  // backward. Not when some unit was summed in fp32 (SumWhole's), or no micro-batch has run
+  // since ZeroGradients. (A pass of its own over fp32 sums, on the communication stream beside
+  // the backward, saved nothing: run 171.)
   bool squares_summed() const;
   void SumSquaresAsReduced() { squares_ = !frozen_; }
   // The units that overlap `r` (the tied embedding, whose gradient another pipeline stage adds
@@ -294,9 +294,7 @@ class CudaDataParallel {
   Status ReduceUnit(int unit);
   Status ReduceUnitToSlices(int unit);
   Status KeepWhole(int unit);
-  // The step's reduced fp32 gradients of the unit (the whole unit at zero 0, the own slice at
-  // 1-3), and where their squares' partial sums go (squares_summed).
-  float* Reduced(int unit) const;
+  // Where the unit's squares' partial sums go (squares_summed).
   float* UnitSquares(int unit) const;
   Status ComputeAfter(cudaEvent_t comm_event, const char* site);
   // Collectives on the communication stream (a host communicator of one rank: copies).

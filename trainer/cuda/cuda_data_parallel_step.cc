@@ -187,13 +187,6 @@ Status CudaDataParallel::GradientsReady(int unit) {
   BM_TRY(CommAfterCompute());
   if (last_micro_) BM_TRY(timing_.ReductionBegins(comm_stream_));
   BM_TRY(zero_ <= 1 ? ReduceUnit(unit) : ReduceUnitToSlices(unit));
-  // The step's sums, final (SumWhole's are added to later): their squares for the norm
-  // (squares_summed; the bf16 reduction's widening summed them already).
-  if (squares_ && last_micro_ && !reduce_bf16_ && !whole_sum_[unit]) {
-    BM_TRY(UnitSumSquares(UnitSquares(unit), Reduced(unit), static_cast<size_t>(plan_.slice(unit)),
-                          comm_stream_));
-    squared_[unit] = 1;
-  }
   return last_micro_ ? timing_.ReductionEnds(comm_stream_) : Status::Ok();
 }
 
@@ -253,12 +246,6 @@ Status CudaDataParallel::RefuseFrozen(const char* what) const {
                 "{}: the model is frozen (RunSpec::frozen): it has no gradients and no optimizer "
                 "state",
                 what);
-}
-
-float* CudaDataParallel::Reduced(int unit) const {
-  if (zero_ >= 2) return At<float>(grad_shard_) + plan_.shard_offset(unit);
-  return At<float>(grad_) + layout_.units()[unit].offset +
-         (zero_ == 0 ? 0 : static_cast<size_t>(plan_.rank() * plan_.slice(unit)));
 }
 
 float* CudaDataParallel::UnitSquares(int unit) const {

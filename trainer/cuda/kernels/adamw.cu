@@ -218,12 +218,6 @@ Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
   return SumSquarePartials(out, scratch, kGradNormBlocks, stream);
 }
 
-Status UnitSumSquares(float* partials, const float* grads, size_t n, cudaStream_t stream) {
-  SumSquaresPartialKernel<<<kUnitSquareBlocks, 256, 0, stream>>>(partials, grads, n);
-  BM_LAUNCH_CHECK("SumSquaresPartialKernel", "n={}", n);
-  return Status::Ok();
-}
-
 Status SumSquarePartials(float* out, const float* partials, int count, cudaStream_t stream) {
   SumSquaresFinishKernel<<<1, 1024, 0, stream>>>(out, partials, count);
   BM_LAUNCH_CHECK("SumSquaresFinishKernel", "count={}", count);

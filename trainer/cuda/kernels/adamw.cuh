@@ -24,7 +24,8 @@
 namespace bm::train::cuda {
 
 constexpr int kGradNormBlocks = 1024;
-// A unit's share of the norm: its partial sums of squares (UnitSumSquares, WidenF32Squares).
+// A unit's share of the norm: its partial sums of squares (kernels/residual.cuh's
+// WidenF32Squares).
 constexpr int kUnitSquareBlocks = 512;
 // A weight-decay mask's granularity (ParamLayout starts every tensor at a multiple of it).
 constexpr size_t kDecayChunk = 64;
@@ -39,9 +40,6 @@ struct AdamWHyper {
 // ---- launchers
 Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
                       cudaStream_t stream);
-// partials[0, kUnitSquareBlocks) = the sums of squares of a fixed partition of grads[0, n): one
-// unit's share of the norm, summed apart (on another stream, once the unit's gradients are final).
-Status UnitSumSquares(float* partials, const float* grads, size_t n, cudaStream_t stream);
 // out[0] = the sum of `count` partial sums of squares (GradSumSquares' second stage alone; e.g.
 // WidenF32Squares' partials, written as the gradients were reduced), in a fixed order.
 Status SumSquarePartials(float* out, const float* partials, int count, cudaStream_t stream);

@@ -13,7 +13,7 @@
 //
 //   CommTiming t;
 //   t.Wait(compute, gathered, "gather");          // instead of cudaStreamWaitEvent
-//   t.ReductionReady(3, compute); t.ReductionBegins(3, comm); ...; t.ReductionEnds(3, comm);
+//   t.ReductionReady(3, compute); t.ReductionBegins(comm); ...; t.ReductionEnds(comm);
 //   t.BackwardEnds(compute);
 //   cudaStreamSynchronize(compute); t.Collect();
 //

@@ -399,6 +399,84 @@ TEST(CudaBackend, ReducedGradientsNormIsTheirNorm) {
       }
 }
 
+// The bf16 sums kept (one micro-batch a step: AdamW reads them, the norm's squares come from
+// them) train as the same sums widened into fp32 slices (planned for two micro-batches a step,
+// given one): at ZeRO 2-3, whose products write bf16 gradients either way, the same losses, norms
+// and parameters to the bit over three steps.
+TEST(CudaBackend, KeptBf16SumsTrainAsTheirWidening) {
+  BM_SKIP_WITHOUT_GPU();
+  for (const char* preset : {"llama-tiny", "gpt-tiny"})
+    for (int zero : {2, 3}) {
+      SCOPED_TRACE(fmt::format("{}, zero {}", preset, zero));
+      ModelConfig m = *Preset(preset);
+      const ParamLayout layout(m);
+      const Data d[2] = {MakeData(m.vocab, 0), MakeData(m.vocab, 1)};
+      std::vector<double> losses[2];
+      std::vector<float> norms[2], params[2];
+      for (int planned : {1, 2}) {
+        auto b = CreateBackend("cuda");
+        ASSERT_TRUE(b.ok());
+        BackendOptions o;
+        o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
+        o.grad_reduce_bf16 = true;
+        o.micro_batches = planned;
+        ASSERT_TRUE((*b)->Init(m, o).ok());
+        ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+        for (int step = 0; step < 3; ++step) {
+          ASSERT_TRUE((*b)->ZeroGrad().ok());
+          auto loss = (*b)->ForwardBackward(d[step % 2].Batch(), 1.0f);
+          ASSERT_TRUE(loss.ok()) << loss.status().message();
+          losses[planned - 1].push_back(loss->sum);
+          Result<float> norm = (*b)->GradNorm();
+          ASSERT_TRUE(norm.ok()) << norm.status().message();
+          norms[planned - 1].push_back(*norm);
+          AdamWStep st;
+          st.lr = 1e-3f, st.step = step + 1, st.grad_clip = 0.5f;
+          ASSERT_TRUE((*b)->OptimizerStep(st).ok());
+        }
+        params[planned - 1].assign(layout.total(), 0.0f);
+        ASSERT_TRUE((*b)->GetParameters(params[planned - 1]).ok());
+      }
+      EXPECT_EQ(losses[0], losses[1]);
+      EXPECT_EQ(norms[0], norms[1]);
+      EXPECT_EQ(0, std::memcmp(params[0].data(), params[1].data(), params[0].size() * 4));
+      EXPECT_NE(params[0], InitParameters(m, layout, 9)) << "the steps moved the weights";
+    }
+}
+
+// ZeroGrad with no micro-batch after it: the norm counts zeros, at every stage, whatever the
+// step before wrote (ZeRO 2-3 zero a unit's own slices only where no reduction wrote them).
+TEST(CudaBackend, AStepWithoutAMicroBatchHasNoGradient) {
+  BM_SKIP_WITHOUT_GPU();
+  ModelConfig m = *Preset("llama-tiny");
+  const ParamLayout layout(m);
+  const Data d = MakeData(m.vocab, 0);
+  for (bool bf16 : {false, true})
+    for (int zero : {0, 1, 2, 3}) {
+      SCOPED_TRACE(fmt::format("{} sums, zero {}", bf16 ? "bf16" : "fp32", zero));
+      auto b = CreateBackend("cuda");
+      ASSERT_TRUE(b.ok());
+      BackendOptions o;
+      o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
+      o.grad_reduce_bf16 = bf16;
+      o.micro_batches = 1;
+      ASSERT_TRUE((*b)->Init(m, o).ok());
+      ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+      ASSERT_TRUE((*b)->ZeroGrad().ok());
+      ASSERT_TRUE((*b)->ForwardBackward(d.Batch(), 1.0f).ok());
+      Result<float> norm = (*b)->GradNorm();
+      ASSERT_TRUE(norm.ok()) << norm.status().message();
+      EXPECT_GT(*norm, 0.0f);
+      AdamWStep st;
+      st.lr = 1e-3f, st.step = 1, st.grad_clip = 1.0f;
+      ASSERT_TRUE((*b)->OptimizerStep(st).ok());
+      ASSERT_TRUE((*b)->ZeroGrad().ok());
+      norm = (*b)->GradNorm();
+      ASSERT_TRUE(norm.ok()) << norm.status().message();
+      EXPECT_EQ(*norm, 0.0f);
+    }
+}
+
 // The energy counter of the GPU (NVML, which every machine with the driver has): nothing before
 // Init; then it names the GPU by its UUID and moves, over 1.5 s of steps, by what a GPU draws
 // (above an idle board's, below any board's limit).

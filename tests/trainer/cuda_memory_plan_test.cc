@@ -344,6 +344,49 @@ TEST(DataParallelPlan, Bf16SumsStageTheWidestUnitCountedByHand) {
   }
 }
 
+// The bf16 sums kept (CudaDataParallel::keeps_bf16_sums: bf16 work and sums, one micro-batch a
+// step, the norm summed as reduced), the same GPT-3 6.7B TP2 rank (E = 111,411,200 the
+// embeddings, W = 100,702,208 a layer, P = 3,333,890,048, L = P / 4 on DP4), against the same
+// without the norm's squares (whose sums are widened into fp32). The fp32 gradients become the
+// unit buckets at every stage (zero 2-3 have them already: the embeddings' 4 E, two rings of 4
+// W) and the reduced sums a bf16 buffer of the own slices: zero 0 drops the whole fp32 gradients
+// (4 P) and, writing its sums' place directly, both stagings (2 · 2 E) for 2 P of sums and the
+// buckets; zero 1 drops 4 P for 2 L and the buckets; zero 2-3 hold their slices in 2 L bytes
+// rather than 4 L. Each adds the squares' 34 · 512 floats.
+TEST(DataParallelPlan, KeptBf16SumsCountedByHand) {
+  const nlohmann::json vocab = {{"vocab", 50304}};
+  const size_t E = 111'411'200, W = 100'702'208, P = 3'333'890'048, L = P / 4;
+  const size_t squares = 34 * 512 * 4, buckets = 4 * E + 2 * 4 * W;
+  const auto widened = [](CudaDataParallel& d) {
+    d.ReduceInBf16();
+    d.OneMicroBatchPerStep();
+  };
+  const auto kept = [](CudaDataParallel& d) {
+    d.ReduceInBf16();
+    d.OneMicroBatchPerStep();
+    d.SumSquaresAsReduced();
+  };
+  for (int zero : {0, 1, 2, 3}) {
+    SCOPED_TRACE(zero);
+    const int dp = zero == 0 ? 1 : 4;
+    size_t params = 0;
+    const size_t before =
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, &params, widened);
+    ASSERT_EQ(params, P);
+    const size_t after =
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kBF16, nullptr, kept);
+    const size_t want = zero == 0   ? before - 4 * P - 2 * 2 * E + 2 * P + buckets + squares
+                        : zero == 1 ? before - 4 * P + 2 * L + buckets + squares
+                                    : before - 4 * L + 2 * L + squares;
+    EXPECT_EQ(after, want);
+    // fp16 work writes no bf16 gradients: nothing is kept (the widened plan and the squares).
+    EXPECT_EQ(
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, kept),
+        TensorParallelRankBytes("gpt3-6.7b", vocab, 2, dp, zero, DType::kF16, nullptr, widened) +
+            squares);
+  }
+}
+
 // The embeddings' unit used alone (FirstUnitUsedAlone: an untied head, or a stage without the
 // head) takes the rings' slot 0 at ZeRO 2-3 where that holds less. LLaMA-2-7B on DP4, bf16,
 // counted by hand: E = 32000·4096 = 131,072,000 embedding elements, the widest other unit a

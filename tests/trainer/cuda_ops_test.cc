@@ -547,6 +547,13 @@ TYPED_TEST(CudaOps, WidenF32SquaresSumsTheSquaresOfWhatItWrites) {
           EXPECT_NEAR(added, host, 1e-5 * host);
           ASSERT_TRUE(SumSquarePartials(sum.get(), partials.get(), kUnitSquareBlocks, 0).ok());
           EXPECT_NEAR(sum.Download()[0], host, 1e-5 * host);
+          if (accumulate) continue;
+          // No output (sums kept in 16 bits): the squares alone, the same partials to the bit.
+          DeviceBuffer<float> alone(kUnitSquareBlocks);
+          ASSERT_TRUE(
+              WidenF32Squares<T>(nullptr, g16.get() + first, m, false, alone.get(), 0).ok());
+          const std::vector<float> a = alone.Download();
+          EXPECT_EQ(0, std::memcmp(a.data(), parts.data(), kUnitSquareBlocks * 4));
         }
   }
 }
@@ -761,6 +768,68 @@ TEST(CudaAdamW, SplitMastersUpdateAsTheFp32Masters) {
     EXPECT_EQ(0, std::memcmp(sm.Download().data(), gm.Download().data(), n * 4)) << n;
     EXPECT_EQ(0, std::memcmp(sv.Download().data(), gv.Download().data(), n * 4)) << n;
   }
+}
+
+// AdamW reading bf16 gradients (the group's sums kept in bf16: CudaDataParallel::keeps_bf16_sums)
+// gives the bits of AdamW reading their fp32 widening, masters whole (with a bf16 copy) and
+// split, with a decay mask, four at a time (n = 100000) and one at a time (n = 100003, and from
+// one element on: not 8-byte aligned).
+TEST(CudaAdamW, Bf16GradientsUpdateAsTheirWidening) {
+  BM_SKIP_WITHOUT_GPU();
+  for (size_t n : {size_t{100000}, size_t{100003}})
+    for (size_t first : {size_t{0}, size_t{1}}) {
+      SCOPED_TRACE(::testing::Message() << "n " << n << " from " << first);
+      const std::vector<float> g = Rounded<__nv_bfloat16>(RandomVector(n, 0.5f, 2));
+      auto p = RandomVector(n, 1.0f, 1), m = RandomVector(n, 0.1f, 3), v = RandomVector(n, 0.1f, 4);
+      for (float& x : v) x = x * x;
+      std::vector<uint32_t> mask((n / kDecayChunk + 32) / 32);
+      for (size_t w = 0; w < mask.size(); ++w) mask[w] = 0x9e3779b9u * static_cast<uint32_t>(w + 1);
+      DeviceBuffer<uint32_t> gmask(mask.size());
+      ASSERT_EQ(cudaMemcpy(gmask.get(), mask.data(), mask.size() * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      DeviceBuffer<float> wide(g), sumsq(1), partials(kGradNormBlocks);
+      DeviceBuffer<__nv_bfloat16> narrow(g);
+      ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), wide.get(), n, 0).ok());
+      AdamWHyper h;
+      h.step = 5, h.weight_decay = 0.2f, h.lr = 1e-2f, h.max_norm = 0.5f;
+      DeviceBuffer<float> p1(p), m1(m), v1(v), p2(p), m2(m), v2(v);
+      DeviceBuffer<__nv_bfloat16> w1(n), w2(n);
+      const size_t k = n - first;
+      ASSERT_TRUE(AdamWUpdate(p1.get() + first, w1.get() + first, m1.get() + first,
+                              v1.get() + first, wide.get() + first, sumsq.get(), h, k, 0,
+                              gmask.get())
+                      .ok());
+      ASSERT_TRUE(AdamWUpdate(p2.get() + first, w2.get() + first, m2.get() + first,
+                              v2.get() + first, narrow.get() + first, sumsq.get(), h, k, 0,
+                              gmask.get())
+                      .ok());
+      DeviceBuffer<uint16_t> hi1(n), lo1(n), hi2(n), lo2(n);
+      DeviceBuffer<float> sm1(m), sv1(v), sm2(m), sv2(v), p0(p);
+      ASSERT_TRUE(SplitMasters(hi1.get(), lo1.get(), p0.get(), n, 0).ok());
+      ASSERT_TRUE(SplitMasters(hi2.get(), lo2.get(), p0.get(), n, 0).ok());
+      ASSERT_TRUE(AdamWSplitUpdate(hi1.get() + first, lo1.get() + first, sm1.get() + first,
+                                   sv1.get() + first, wide.get() + first, sumsq.get(), h, k, 0,
+                                   gmask.get())
+                      .ok());
+      ASSERT_TRUE(AdamWSplitUpdate(hi2.get() + first, lo2.get() + first, sm2.get() + first,
+                                   sv2.get() + first, narrow.get() + first, sumsq.get(), h, k, 0,
+                                   gmask.get())
+                      .ok());
+      const auto same = [&](const auto& x, const auto& y, const char* what) {
+        const auto a = x.Download(), b = y.Download();
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0]))) << what;
+      };
+      same(p1, p2, "params"), same(m1, m2, "m"), same(v1, v2, "v"), same(w1, w2, "bf16 copy");
+      same(sm1, sm2, "split m"), same(sv1, sv2, "split v");
+      std::vector<uint16_t> a(n), b(n);
+      for (auto [x, y] : {std::pair{&hi1, &hi2}, {&lo1, &lo2}}) {
+        ASSERT_EQ(cudaMemcpy(a.data(), x->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(b.data(), y->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(a, b) << "split halves";
+      }
+      EXPECT_NE(0, std::memcmp(p1.Download().data() + first, p.data() + first, k * 4))
+          << "the update ran";
+    }
 }
 
 // One launch with a weight-decay mask (a bit per kDecayChunk elements) gives the bits of one

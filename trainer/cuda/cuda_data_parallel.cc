@@ -41,6 +41,7 @@ CudaDataParallel::CudaDataParallel(const ParamLayout& layout, dist::Communicator
   work_slot_of_unit_.assign(layout.units().size(), nullptr);
   whole_sum_.assign(layout.units().size(), 0);
   whole_at_.assign(layout.units().size(), 0);
+  sliced_.assign(layout.units().size(), 0);
   in_bucket_.assign(layout.units().size(), 0);
   kept_first_ = plan_.num_units();
 }
@@ -66,13 +67,19 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
   for (int u = 0; u < plan_.num_units(); ++u)
     widest_slice = std::max(widest_slice, static_cast<size_t>(plan_.slice(u)));
   size_t embeddings = static_cast<size_t>(plan_.unit(0).numel);
+  // Zero 2-3 write fresh buckets every micro-batch; zero 0-1 add to the step's gradients after
+  // its first.
+  direct_bf16_ = reduce_bf16_ && work_ == DType::kBF16 && (zero_ >= 2 || one_micro_);
+  keep_bf16_ = direct_bf16_ && one_micro_ && squares_ &&
+               std::none_of(whole_sum_.begin(), whole_sum_.end(), [](char c) { return c; });
+  buckets_ = !frozen_ && (zero_ >= 2 || keep_bf16_);
   // KeepGatheredLast: the kept units have gathered slots of their own, the ring the others'.
   kept_first_ = zero_ == 3 && !frozen_ ? plan_.FirstKeptUnit(keep_params_) : plan_.num_units();
   size_t widest_ring = 0;
   for (int u = 1; u < kept_first_; ++u)
     widest_ring = std::max(widest_ring, static_cast<size_t>(plan_.unit(u).numel));
   // FirstUnitUsedAlone: the rings' slots grow to it, if at all, rather than holding it apart.
-  first_in_ring_ = first_alone_ && zero_ >= 2 && embeddings < 2 * widest;
+  first_in_ring_ = first_alone_ && buckets_ && embeddings < 2 * widest;
   if (first_in_ring_) {
     widest = std::max(widest, embeddings);
     widest_ring = std::max(widest_ring, embeddings);
@@ -112,11 +119,10 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
       kept_[u - kept_first_].offset = plan->Add("gathered unit kept to its backward",
                                                 static_cast<size_t>(plan_.padded(u)) * elem());
   }
-  // Zero 2-3 write fresh buckets every micro-batch; zero 0-1 add to the step's gradients after
-  // its first.
-  direct_bf16_ = reduce_bf16_ && work_ == DType::kBF16 && (zero_ >= 2 || one_micro_);
   if (direct_bf16_) bf16_written_.assign(layout_.units().size(), {});
-  for (int i = 0; reduce_bf16_ && i < (direct_bf16_ ? 2 : 1); ++i)  // padded = slice x ranks
+  // (none with keep_bf16_ at zero 0: the products write the sums' place)
+  const int stages = !reduce_bf16_ || (keep_bf16_ && zero_ == 0) ? 0 : direct_bf16_ ? 2 : 1;
+  for (int i = 0; i < stages; ++i)  // padded = slice x ranks
     stage_[i].offset = plan->Add(i == 0 ? "gradients bf16 (reduction staging)"
                                         : "gradients bf16 (second staging, written directly)",
                                  widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
@@ -125,10 +131,13 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     unit_squares_ = plan->Add("gradient norm's partial sums (per unit)",
                               squared_.size() * kUnitSquareBlocks * 4);
   }
-  if (zero_ <= 1) {
+  if (!buckets_) {
     grad_ = plan->Add("grads fp32", P * 4);
   } else {
-    grad_shard_ = plan->Add("grads fp32 (own slices)", L * 4);
+    grad_shard_ = keep_bf16_ ? plan->Add(zero_ == 0 ? "grads bf16 (the group's sums)"
+                                                    : "grads bf16 (the group's sums, own slices)",
+                                         L * 2)
+                             : plan->Add("grads fp32 (own slices)", L * 4);
     // (a second micro-batch's slices are added from the bf16 staging when reducing in bf16)
     if (!one_micro_ && !reduce_bf16_)
       rs_tmp_ = plan->Add("reduce-scatter scratch", widest_slice * 4);
@@ -193,7 +202,16 @@ __nv_bfloat16* CudaDataParallel::GradBf16(size_t off, size_t n) {
   if (whole_sum_[u]) return nullptr;
   const size_t at = off - layout_.units()[u].offset;
   bf16_written_[u].push_back({at, n, false});
-  return At<__nv_bfloat16>(StageFor(u)->offset) + at;
+  return Staged(u) + at;
+}
+
+__nv_bfloat16* CudaDataParallel::Staged(int unit) const {
+  if (keep_bf16_ && zero_ == 0) return SumsOf(unit);
+  return At<__nv_bfloat16>(stage_[direct_bf16_ ? unit % 2 : 0].offset);
+}
+
+__nv_bfloat16* CudaDataParallel::SumsOf(int unit) const {
+  return At<__nv_bfloat16>(grad_shard_) + plan_.shard_offset(unit);
 }
 
 const char* CudaDataParallel::WorkBytes(size_t off) const {
@@ -205,7 +223,7 @@ const char* CudaDataParallel::WorkBytes(size_t off) const {
 
 float* CudaDataParallel::Grad(size_t off) const {
   if (frozen_) return nullptr;
-  if (zero_ <= 1) return At<float>(grad_) + off;
+  if (!buckets_) return At<float>(grad_) + off;
   const int u = UnitOf(off);
   if (whole_sum_[u] && !in_bucket_[u])
     return At<float>(whole_grad_) + whole_at_[u] + (off - layout_.units()[u].offset);
@@ -214,8 +232,9 @@ float* CudaDataParallel::Grad(size_t off) const {
 }
 
 size_t CudaDataParallel::ReducedGradEnd(int unit) const {
-  if (zero_ <= 1) return grad_ + layout_.units()[unit].end() * 4;
-  return grad_shard_ + static_cast<size_t>(plan_.shard_offset(unit) + plan_.slice(unit)) * 4;
+  if (!buckets_) return grad_ + layout_.units()[unit].end() * 4;
+  return grad_shard_ +
+         static_cast<size_t>(plan_.shard_offset(unit) + plan_.slice(unit)) * (keep_bf16_ ? 2 : 4);
 }
 
 uint16_t* CudaDataParallel::HighHalves(int unit) const {
@@ -266,8 +285,7 @@ Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bo
   const size_t count =
       static_cast<size_t>(zero_ == 0 ? plan_.unit(unit).numel : plan_.padded(unit));
   const size_t slice = static_cast<size_t>(plan_.slice(unit));
-  Slot* st = StageFor(unit);
-  auto* stage = At<__nv_bfloat16>(st->offset);
+  __nv_bfloat16* stage = Staged(unit);
   if (!direct_bf16_) {
     BM_TRY(CastF32<__nv_bfloat16>(stage, grads, count, comm_stream_));
   } else {  // round what the backward wrote in fp32: the gaps between GradBf16's ranges
@@ -286,18 +304,20 @@ Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bo
   size_t n = count;
   if (zero_ == 0) {
     BM_TRY(AllReduce(stage, count, CommType::kBFloat16, comm_stream_));
-  } else {
-    sum = stage + plan_.rank() * slice, n = slice;
+  } else {  // in place, or into the kept sums' own slice
+    sum = keep_bf16_ ? SumsOf(unit) : stage + plan_.rank() * slice, n = slice;
     BM_TRY(ReduceScatter(stage, sum, slice, CommType::kBFloat16, comm_stream_));
   }
   if (squares_ && last_micro_) {  // the step's sums, final: their squares (squares_summed)
-    BM_TRY(
-        WidenF32Squares<__nv_bfloat16>(out, sum, n, accumulate, UnitSquares(unit), comm_stream_));
+    BM_TRY(WidenF32Squares<__nv_bfloat16>(keep_bf16_ ? nullptr : out, sum, n, accumulate,
+                                          UnitSquares(unit), comm_stream_));
     squared_[unit] = 1;
   } else {
     BM_TRY(WidenF32<__nv_bfloat16>(out, sum, n, accumulate, comm_stream_));
   }
-  if (!direct_bf16_) return Status::Ok();  // one staging: the stream's order keeps it
+  // One staging: the stream's order keeps it; none at zero 0 with the sums kept.
+  if (!direct_bf16_ || (keep_bf16_ && zero_ == 0)) return Status::Ok();
+  Slot* st = StageFor(unit);
   BM_CUDA_CHECK(cudaEventRecord(st->ready, comm_stream_), "unit {} staging read", unit);
   st->pending = true;
   return Status::Ok();

@@ -125,6 +125,20 @@ class CudaDataParallel {
   // BeginUnitGradients and GradientsReady; null when it must write fp32 (Grad): not direct, a
   // gradient that is added to (ParamLayout::AddedGradients), or a SumWhole unit.
   __nv_bfloat16* GradBf16(size_t off, size_t n);
+  // Sums kept in bf16 (Plan decides: direct bf16 gradients with one micro-batch a step and
+  // SumSquaresAsReduced, no SumWhole unit; Megatron's bf16 grad buffer): the group's bf16 sums
+  // are not widened into fp32 gradients; AdamW reads them as they are (the same update: the
+  // widening is exact) and the norm's squares are summed from them (WidenF32Squares without
+  // an output: the same partials). At every stage the fp32 gradients that are added to then
+  // live in the unit buckets (as at zero 2-3, gradients_in_buckets), and the reduced sums, 2
+  // bytes a parameter where they were 4, in one buffer of the own slices (the whole layout at
+  // zero 0, where the products write the sums' place itself and it is all-reduced in place;
+  // at 1-3 the staging is reduce-scattered into it). Per parameter of a reduced slice 8 bytes
+  // fewer moved (the widening's 2 + 4 and AdamW's 2 more) for 2 read by the squares.
+  bool keeps_bf16_sums() const { return keep_bf16_; }
+  // The fp32 gradients are unit buckets, fresh every micro-batch (zero 2-3, or keeps_bf16_sums),
+  // rather than the whole layout's (after Plan).
+  bool gradients_in_buckets() const { return buckets_; }
   // The first unit (the embeddings) is never held beside another unit: the forward uses it
   // first and alone, the backward writes its gradients last, and the head does not read it (an
   // untied head, or a stage without the head; before Plan). At zero 2-3 it then takes the
@@ -192,10 +206,12 @@ class CudaDataParallel {
   // order at zero 0-1, the own slices in unit order at zero 2-3. At zero 2-3 with one
   // micro-batch a step each unit's slices are written whole (not added to) when the unit's
   // backward is done, so until then their memory may hold other data (CudaModel's activations).
-  size_t ReducedGradBegin() const { return zero_ <= 1 ? grad_ : grad_shard_; }
+  // With keeps_bf16_sums they are the bf16 sums (2 bytes an element), in the own slices'
+  // order at every stage.
+  size_t ReducedGradBegin() const { return buckets_ ? grad_shard_ : grad_; }
   size_t ReducedGradEnd(int unit) const;
   // The micro-batch begun is the step's first (its gradients are written, not added to).
-  bool begins_step() const { return zero_ >= 2 ? !accumulate_ : first_micro_; }
+  bool begins_step() const { return buckets_ ? !accumulate_ : first_micro_; }
   // Zero 0-1: a unit's gradients that are only added to (ParamLayout::AddedGradients, padding
   // included) are zeroed when its backward begins rather than when the step's first micro-batch
   // does, so that until then its gradient storage may hold other data (CudaModel's activations;
@@ -245,7 +261,8 @@ class CudaDataParallel {
   std::vector<Range> OwnSlicesOf(const std::vector<Range>& ranges) const;
   // The reduced gradient at flat offset `off` (after the step's last EndMicroBatch): the full
   // buffer's at zero <= 1; at zero >= 2 the own slices' buffer's, where `off` must lie in this
-  // rank's slice of its unit (as OwnSlicesOf's ranges do, to their end).
+  // rank's slice of its unit (as OwnSlicesOf's ranges do, to their end). Not with
+  // keeps_bf16_sums (whose norm is always summed as the sums are reduced: squares_summed).
   const float* ReducedGrad(size_t off) const;
   // value (one float on the device) summed over the group, on the compute stream.
   Status SumOverGroup(float* value);
@@ -293,6 +310,9 @@ class CudaDataParallel {
   // 2-3's SumWhole units, kept whole on the compute stream instead.
   Status ReduceUnit(int unit);
   Status ReduceUnitToSlices(int unit);
+  // Buckets: zeroes the own slices of the units that no micro-batch of the step reduced
+  // (sliced_), and their squares' partial sums, on the compute stream.
+  Status ZeroUnwrittenSlices();
   Status KeepWhole(int unit);
   // Where the unit's squares' partial sums go (squares_summed).
   float* UnitSquares(int unit) const;
@@ -307,6 +327,11 @@ class CudaDataParallel {
   // written or, with `accumulate`, added.
   Status ReduceBf16(int unit, const float* grads, float* out, bool accumulate);
   Slot* StageFor(int unit) { return &stage_[direct_bf16_ ? unit % 2 : 0]; }
+  // Where unit u's bf16 gradients are gathered for its reduction (its padded unit): its staging,
+  // or with keep_bf16_ at zero 0 its place in the sums (reduced in place).
+  __nv_bfloat16* Staged(int unit) const;
+  // keep_bf16_: unit u's own slice of the bf16 sums.
+  __nv_bfloat16* SumsOf(int unit) const;
   // Zero 1-2: every unit's own slice of the working weights, from this rank's master slices.
   Status WriteWorkSlices(cudaStream_t s);
   Status MastersChanged();
@@ -356,15 +381,16 @@ class CudaDataParallel {
   size_t grad_ = 0;                    // full gradients (zero <= 1)
   size_t decay_mask_ = 0;              // zero 0: AdamW's weight decay per 64 elements
   std::vector<uint32_t> decay_mask_host_;
-  bool decay_mask_staged_ = false;      // copied into the arena (after its owner zeroed it)
-  size_t grad_shard_ = 0, rs_tmp_ = 0;  // zero >= 2: reduced slices; one slice of scratch
-  Slot emb_work_, emb_grad_;            // the embeddings' own slots (zero 3 / zero >= 2)
-  bool first_alone_ = false;            // FirstUnitUsedAlone
-  bool first_in_ring_ = false;          // unit 0 in the rings' slot 0 (Plan decides)
-  Slot work_ring_[2], grad_ring_[2];    // the other units
-  int64_t keep_params_ = 0;             // KeepGatheredLast
-  int kept_first_ = 0;                  // zero 3: the first kept unit (Plan; num_units: none)
-  std::vector<Slot> kept_;              // zero 3: unit kept_first_ + i's own gathered slot
+  bool decay_mask_staged_ = false;  // copied into the arena (after its owner zeroed it)
+  // Buckets: the reduced own slices (fp32, or bf16 with keep_bf16_); one slice of scratch.
+  size_t grad_shard_ = 0, rs_tmp_ = 0;
+  Slot emb_work_, emb_grad_;          // the embeddings' own slots (zero 3 / zero >= 2)
+  bool first_alone_ = false;          // FirstUnitUsedAlone
+  bool first_in_ring_ = false;        // unit 0 in the rings' slot 0 (Plan decides)
+  Slot work_ring_[2], grad_ring_[2];  // the other units
+  int64_t keep_params_ = 0;           // KeepGatheredLast
+  int kept_first_ = 0;                // zero 3: the first kept unit (Plan; num_units: none)
+  std::vector<Slot> kept_;            // zero 3: unit kept_first_ + i's own gathered slot
   std::vector<Slot*> grad_slot_of_unit_, work_slot_of_unit_;
   std::vector<Range> zero_ranges_;  // gradients only added to (ParamLayout::AddedGradients)
   std::vector<char> whole_sum_;     // SumWhole's units (zero 1: all-reduced; 2-3: kept whole)
@@ -376,9 +402,12 @@ class CudaDataParallel {
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool per_unit_zeroing_ = false;
   bool accumulate_ = false;   // zero >= 2: add this micro-batch's reduced slices to the step's
+  std::vector<char> sliced_;  // buckets: per unit, a reduction of the step wrote its slices
   bool one_micro_ = false;    // OneMicroBatchPerStep
   bool reduce_bf16_ = false;  // ReduceInBf16
   bool direct_bf16_ = false;  // direct bf16 gradients (GradBf16)
+  bool keep_bf16_ = false;    // keeps_bf16_sums
+  bool buckets_ = false;      // gradients_in_buckets
   // Each unit's kUnitSquareBlocks partial sums of squares (arena offset), and whether the
   // step's last reduction of the unit wrote them (squares_summed).
   bool squares_ = false;

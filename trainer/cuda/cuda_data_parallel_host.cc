@@ -2,6 +2,7 @@
 // the AdamW state in and out, staged in chunks (host_staging.h), gathered from the ranks' slices
 // at zero >= 1, and the split masters' halves.
 #include <algorithm>
+#include <bit>
 #include <span>
 #include <vector>
 
@@ -89,7 +90,7 @@ Status CudaDataParallel::GatherMaster(const RangeSink& take) {
   }
   for (int u = 0; u < plan_.num_units(); ++u) {
     const size_t slice = static_cast<size_t>(plan_.slice(u));
-    float* space = zero_ == 1 ? At<float>(grad_) : At<float>(GradSlotFor(u)->offset);
+    float* space = buckets_ ? At<float>(GradSlotFor(u)->offset) : At<float>(grad_);
     const float* mine = At<float>(master_) + plan_.shard_offset(u);
     if (split_) {  // joined into its place in the space, then gathered in place
       float* place = space + plan_.rank() * slice;
@@ -228,10 +229,21 @@ Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
   BM_TRY(ZeroPendingGradients());
   BM_CUDA_CHECK(cudaStreamSynchronize(comm_stream_), "gradients");
   flat->resize(layout_.total());
-  BM_CUDA_CHECK(cudaMemcpyAsync(flat->data(), At<float>(grad_), flat->size() * 4,
-                                cudaMemcpyDeviceToHost, compute_),
-                "gradients");
+  if (!keep_bf16_) {
+    BM_CUDA_CHECK(cudaMemcpyAsync(flat->data(), At<float>(grad_), flat->size() * 4,
+                                  cudaMemcpyDeviceToHost, compute_),
+                  "gradients");
+    BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "gradients");
+    return Status::Ok();
+  }
+  // The bf16 sums (the whole layout in order: one rank's slices), widened as AdamW reads them.
+  std::vector<uint16_t> sums(flat->size());
+  BM_CUDA_CHECK(
+      cudaMemcpyAsync(sums.data(), SumsOf(0), sums.size() * 2, cudaMemcpyDeviceToHost, compute_),
+      "gradients");
   BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "gradients");
+  std::transform(sums.begin(), sums.end(), flat->begin(),
+                 [](uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); });
   return Status::Ok();
 }
 

@@ -16,9 +16,29 @@ using CommType = dist::DType;
 }  // namespace
 
 Status CudaDataParallel::ZeroPendingGradients() {
-  if (frozen_ || !zero_pending_ || zero_ >= 2) return Status::Ok();
+  if (frozen_ || !zero_pending_) return Status::Ok();
   zero_pending_ = false;
+  if (buckets_) {  // no micro-batch in the step: no unit's slices were written
+    sliced_.assign(sliced_.size(), 0);
+    return ZeroUnwrittenSlices();
+  }
   BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_), 0, layout_.total() * 4, compute_), "zero grads");
+  return Status::Ok();
+}
+
+Status CudaDataParallel::ZeroUnwrittenSlices() {
+  for (int u = 0; u < plan_.num_units(); ++u) {
+    if (sliced_[u] || whole_sum_[u]) continue;  // SumWhole's: ReduceTiedUnits writes them
+    const size_t elem = keep_bf16_ ? 2 : 4;
+    BM_CUDA_CHECK(cudaMemsetAsync(At<char>(grad_shard_) + plan_.shard_offset(u) * elem, 0,
+                                  static_cast<size_t>(plan_.slice(u)) * elem, compute_),
+                  "zero unit {} gradient slice (no backward wrote it)", u);
+    sliced_[u] = 1;
+    if (squared_.empty()) continue;
+    BM_CUDA_CHECK(cudaMemsetAsync(UnitSquares(u), 0, kUnitSquareBlocks * 4, compute_),
+                  "zero unit {} squares", u);
+    squared_[u] = 1;
+  }
   return Status::Ok();
 }
 
@@ -29,12 +49,14 @@ Status CudaDataParallel::BeginMicroBatch(bool last) {
     first_micro_ = false;
     return Status::Ok();
   }
-  if (zero_ >= 2) {
-    // Fresh buckets every micro-batch; the own slices accumulate (zeroed once per step).
+  if (buckets_) {
+    // Fresh buckets every micro-batch; the own slices accumulate: a unit's first reduction in
+    // the step writes its slices whole, later ones add to them (sliced_), and the step's last
+    // micro-batch zeroes those of units no backward reduced (rather than every slice up front:
+    // LLaMA 1B's 2.2 GB a step on each of two ranks).
     first_micro_ = true;
     if (zero_pending_) {
-      BM_CUDA_CHECK(cudaMemsetAsync(At<float>(grad_shard_), 0, local_size() * 4, compute_),
-                    "zero gradient slices");
+      sliced_.assign(sliced_.size(), 0);
       zero_pending_ = false;
       accumulate_ = false;
     } else if (one_micro_) {
@@ -78,7 +100,7 @@ Status CudaDataParallel::EndMicroBatch() {
   BM_TRY(ComputeAfter(comm_done_, "end of micro-batch"));
   GathersAwaited();  // issued before this micro-batch's reductions, on the same stream
   for (Slot& st : stage_) st.pending = false;
-  return Status::Ok();
+  return buckets_ && last_micro_ ? ZeroUnwrittenSlices() : Status::Ok();
 }
 
 // Units are used in order, forward and backward, one at a time: by parity, the unit in use
@@ -158,7 +180,7 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
     }
     bf16_written_[unit].clear();
   }
-  if (zero_ <= 1) {
+  if (!buckets_) {
     if (!per_unit_zeroing_ || !first_micro_) return Status::Ok();
     return ZeroAddedGradients(unit, At<float>(grad_) + layout_.units()[unit].offset);
   }
@@ -176,8 +198,8 @@ Status CudaDataParallel::BeginUnitGradients(int unit) {
 
 Status CudaDataParallel::GradientsReady(int unit) {
   if (frozen_) return Status::Ok();
-  if (zero_ <= 1 && !last_micro_) return Status::Ok();
-  if (zero_ >= 2) {
+  if (!buckets_ && !last_micro_) return Status::Ok();
+  if (buckets_) {
     in_bucket_[unit] = 0;
     if (whole_sum_[unit]) return KeepWhole(unit);
   }
@@ -186,12 +208,12 @@ Status CudaDataParallel::GradientsReady(int unit) {
   if (last_micro_) BM_TRY(timing_.ReductionReady(unit, compute_));
   BM_TRY(CommAfterCompute());
   if (last_micro_) BM_TRY(timing_.ReductionBegins(comm_stream_));
-  BM_TRY(zero_ <= 1 ? ReduceUnit(unit) : ReduceUnitToSlices(unit));
+  BM_TRY(buckets_ ? ReduceUnitToSlices(unit) : ReduceUnit(unit));
   return last_micro_ ? timing_.ReductionEnds(comm_stream_) : Status::Ok();
 }
 
-// Zero 0-1, on the communication stream: the unit's gradients summed over the group, whole
-// (zero 0, and zero 1's SumWhole units) or into the own slice.
+// Zero 0-1 (whole fp32 gradients), on the communication stream: the unit's gradients summed
+// over the group, whole (zero 0, and zero 1's SumWhole units) or into the own slice.
 Status CudaDataParallel::ReduceUnit(int unit) {
   const Range& u = layout_.units()[unit];
   float* grads = At<float>(grad_) + u.offset;
@@ -205,15 +227,18 @@ Status CudaDataParallel::ReduceUnit(int unit) {
   return ReduceScatter(grads, grads + plan_.rank() * n, n, CommType::kFloat32, comm_stream_);
 }
 
-// Zero 2-3, on the communication stream: the unit's bucket reduce-scattered into (or, after the
-// step's first micro-batch, added to) its own slice; the bucket's `ready` event then frees it.
+// Buckets (zero 2-3, or keep_bf16_), on the communication stream: the unit's bucket
+// reduce-scattered into (or, after the step's first micro-batch, added to) its own slice (with
+// keep_bf16_ at zero 0: all-reduced, the whole unit); the bucket's `ready` event then frees it.
 Status CudaDataParallel::ReduceUnitToSlices(int unit) {
   Slot* s = grad_slot_of_unit_[unit];
-  float* slice = At<float>(grad_shard_) + plan_.shard_offset(unit);
+  float* slice = keep_bf16_ ? nullptr : At<float>(grad_shard_) + plan_.shard_offset(unit);
   const size_t n = static_cast<size_t>(plan_.slice(unit));
+  const bool add = sliced_[unit] != 0;  // an earlier micro-batch of the step wrote it
+  sliced_[unit] = 1;
   if (reduce_bf16_) {
-    BM_TRY(ReduceBf16(unit, At<float>(s->offset), slice, accumulate_));
-  } else if (!accumulate_) {
+    BM_TRY(ReduceBf16(unit, At<float>(s->offset), slice, add));
+  } else if (!add) {
     BM_TRY(ReduceScatter(At<float>(s->offset), slice, n, CommType::kFloat32, comm_stream_));
   } else {
     BM_TRY(ReduceScatter(At<float>(s->offset), At<float>(rs_tmp_), n, CommType::kFloat32,
@@ -259,6 +284,7 @@ bool CudaDataParallel::squares_summed() const {
 
 Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
   BM_TRY(RefuseFrozen("the gradient norm"));
+  BM_TRY(ZeroPendingGradients());  // no micro-batch since ZeroGradients: zeros
   if (squares_summed()) {
     BM_TRY(SumSquarePartials(out, At<float>(unit_squares_),
                              static_cast<int>(squared_.size()) * kUnitSquareBlocks, compute_));
@@ -268,8 +294,7 @@ Status CudaDataParallel::GradSumSquares(float* out, float* scratch) {
     return Status(ErrorCode::kInternal,
                   "GradSumSquares: at zero 1 over several ranks the norm counts the own slices "
                   "(OwnSlicesOf), then the group (SumOverGroup)");
-  if (zero_ <= 1) {
-    BM_TRY(ZeroPendingGradients());
+  if (!buckets_) {
     return cuda::GradSumSquares(out, scratch, At<float>(grad_), layout_.total(), compute_);
   }
   BM_TRY(cuda::GradSumSquares(out, scratch, At<float>(grad_shard_), local_size(), compute_));
@@ -289,8 +314,8 @@ Status CudaDataParallel::ReduceTiedUnits() {
   BM_TRY(CommAfterCompute());  // the stages' exchange added to the whole gradients
   for (int u = 0; u < plan_.num_units(); ++u) {
     if (!whole_sum_[u]) continue;
-    // The unit's slice of the step's shard buffer was zeroed when the step began and nothing
-    // else wrote it: the group's sum is written there.
+    // Nothing else wrote the unit's slice of the step's shard buffer: the group's sum is
+    // written there.
     BM_TRY(ReduceScatter(At<float>(whole_grad_) + whole_at_[u],
                          At<float>(grad_shard_) + plan_.shard_offset(u),
                          static_cast<size_t>(plan_.slice(u)), CommType::kFloat32, comm_stream_));
@@ -313,7 +338,7 @@ std::vector<Range> CudaDataParallel::OwnSlicesOf(const std::vector<Range>& range
 }
 
 const float* CudaDataParallel::ReducedGrad(size_t off) const {
-  if (zero_ <= 1) return At<float>(grad_) + off;
+  if (!buckets_) return At<float>(grad_) + off;
   const int u = UnitOf(off);
   const size_t slice_begin = static_cast<size_t>(plan_.unit(u).offset) +
                              static_cast<size_t>(plan_.rank() * plan_.slice(u));
@@ -340,17 +365,19 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       decay_mask_staged_ = true;
     }
     const size_t n = layout_.total();
-    float* grads = At<float>(grad_);
-    if (split_)
-      return AdamWSplitUpdate(At<uint16_t>(work_off_), At<uint16_t>(lo_), At<float>(m_),
-                              At<float>(v_), grads, sumsq, hyper, n, compute_, mask);
-    return WithElementType(work_, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
-      L* lowp = lowp_ ? At<L>(work_off_) : nullptr;
-      return AdamWUpdate<L>(At<float>(master_), lowp, At<float>(m_), At<float>(v_), grads, sumsq,
-                            hyper, n, compute_, mask);
-    });
+    const auto update = [&](const auto* grads) -> Status {
+      if (split_)
+        return AdamWSplitUpdate(At<uint16_t>(work_off_), At<uint16_t>(lo_), At<float>(m_),
+                                At<float>(v_), grads, sumsq, hyper, n, compute_, mask);
+      return WithElementType(work_, [&](auto tag) -> Status {
+        using T = decltype(tag);
+        using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
+        L* lowp = lowp_ ? At<L>(work_off_) : nullptr;
+        return AdamWUpdate<L>(At<float>(master_), lowp, At<float>(m_), At<float>(v_), grads, sumsq,
+                              hyper, n, compute_, mask);
+      });
+    };
+    return keep_bf16_ ? update(SumsOf(0)) : update(At<float>(grad_));
   }
   // ZeRO 1-3: each run of decayed or undecayed elements of the own slices.
   AdamWHyper no_decay = hyper;
@@ -371,25 +398,29 @@ Status CudaDataParallel::OptimizerStep(const AdamWHyper& hyper, const float* sum
       if (b >= e) continue;
       // Master and moments: the own slices.
       const size_t local = static_cast<size_t>(plan_.shard_offset(u)) + (b - slice_begin);
-      float* grads = zero_ >= 2 ? At<float>(grad_shard_) + local : At<float>(grad_) + b;
       const AdamWHyper& h = seg.decay ? hyper : no_decay;
-      if (split_) {  // the high halves: the working copy's own slice (zero 1-2), or hi_ (3)
-        BM_TRY(AdamWSplitUpdate(HighHalves(u) + (b - slice_begin), At<uint16_t>(lo_) + local,
+      const auto update = [&](const auto* grads) -> Status {
+        if (split_)  // the high halves: the working copy's own slice (zero 1-2), or hi_ (3)
+          return AdamWSplitUpdate(HighHalves(u) + (b - slice_begin), At<uint16_t>(lo_) + local,
+                                  At<float>(m_) + local, At<float>(v_) + local, grads, sumsq, h,
+                                  e - b, compute_);
+        uint16_t* lowp = nullptr;
+        if (lowp_ && zero_ <= 2) lowp = At<uint16_t>(work_off_) + b;
+        // The 16-bit copy's type (fp32 mode, and zero 3, which casts at gather time, have none:
+        // a null pointer).
+        return WithElementType(work_, [&](auto tag) -> Status {
+          using T = decltype(tag);
+          using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
+          return AdamWUpdate<L>(At<float>(master_) + local, reinterpret_cast<L*>(lowp),
                                 At<float>(m_) + local, At<float>(v_) + local, grads, sumsq, h,
-                                e - b, compute_));
-        continue;
+                                e - b, compute_);
+        });
+      };
+      if (keep_bf16_) {
+        BM_TRY(update(At<__nv_bfloat16>(grad_shard_) + local));
+      } else {
+        BM_TRY(update(buckets_ ? At<float>(grad_shard_) + local : At<float>(grad_) + b));
       }
-      uint16_t* lowp = nullptr;
-      if (lowp_ && zero_ <= 2) lowp = At<uint16_t>(work_off_) + b;
-      // The 16-bit copy's type (fp32 mode, and zero 3, which casts at gather time, have none: a
-      // null pointer).
-      BM_TRY(WithElementType(work_, [&](auto tag) -> Status {
-        using T = decltype(tag);
-        using L = std::conditional_t<std::is_same_v<T, float>, __nv_bfloat16, T>;
-        return AdamWUpdate<L>(At<float>(master_) + local, reinterpret_cast<L*>(lowp),
-                              At<float>(m_) + local, At<float>(v_) + local, grads, sumsq, h, e - b,
-                              compute_);
-      }));
       if (!lowp_ && (zero_ == 1 || zero_ == 2))
         BM_CUDA_CHECK(cudaMemcpyAsync(At<float>(work_off_) + b, At<float>(master_) + local,
                                       (e - b) * 4, cudaMemcpyDeviceToDevice, compute_),

@@ -60,7 +60,7 @@ Status CudaModel::Impl::Plan() {
     std::vector<size_t> limits;
     for (int l = 0; l < layers; ++l)
       limits.push_back(dp.ReducedGradEnd(l > 0 ? layout.unit_of_layer(l - 1) : 0));
-    const bool after_tied = spec.tied_here() && run.zero <= 1;
+    const bool after_tied = spec.tied_here() && !dp.gradients_in_buckets();
     over =
         PackUnderLimits(after_tied ? dp.ReducedGradEnd(0) : dp.ReducedGradBegin(), block, limits);
   }
@@ -83,7 +83,7 @@ Status CudaModel::Impl::Plan() {
         plan.Add("residual stream (the head's)", stream_bytes);
   }
   if (run.recompute) acts[0] = placed(plan.Add("layer activations", one.total()));
-  if (memory.layers_over_gradients > 0 && run.zero <= 1) dp.ZeroGradientsPerUnit();
+  if (memory.layers_over_gradients > 0 && !dp.gradients_in_buckets()) dp.ZeroGradientsPerUnit();
   if (CountsRanges()) {
     counted = {Range{0, layout.total(), false}};  // until CountGradients says otherwise
     range_sums = plan.Add("grad sum of squares per counted range", RangeSumsCapacity() * 4);

@@ -474,6 +474,7 @@ Status CudaModel::Impl::ForwardBackward(float grad_scale, Mode mode) {
 
 Status CudaModel::Impl::GradSumSquares() {
   float* out = A<float>(norm_sq);
+  BM_TRY(dp.ZeroPendingGradients());  // (no micro-batch since ZeroGradients: their squares too)
   // Data parallel alone: the whole gradient, or the own slices over the group (the squares
   // summed as they were reduced, or read again).
   if (!Tp() && !Pp() && (!dp.sums_own_slices() || dp.squares_summed()))
@@ -483,7 +484,6 @@ Status CudaModel::Impl::GradSumSquares() {
   // summed in a fixed order, then over the DP group (own slices), the TP and the PP group. So a
   // tensor replicated over the TP group counts once (on the rank that owns it), and once over
   // its DP group (in the slices of the one rank that holds each element).
-  BM_TRY(dp.ZeroPendingGradients());
   const bool own = dp.reduces_to_own_slices();
   const std::vector<Range> summed = own ? dp.OwnSlicesOf(counted) : counted;
   if (summed.size() > RangeSumsCapacity())

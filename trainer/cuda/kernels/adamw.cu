@@ -81,13 +81,22 @@ __device__ __forceinline__ bf16 ToWork<bf16>(float p) {
   return __ushort_as_bfloat16(MasterHigh(FloatBits(p)));
 }
 
-template <typename L>
-__global__ void AdamWKernel(float* params, L* lowp, float* m, float* v, const float* grads,
+// Four gradients as floats (fp32: one 16-byte load; bf16, the sums kept in 16 bits: 8 bytes).
+__device__ __forceinline__ float4 Grads4(const float* g, size_t i4) {
+  return reinterpret_cast<const float4*>(g)[i4];
+}
+__device__ __forceinline__ float4 Grads4(const bf16* g, size_t i4) {
+  const Four<bf16> x = Load4(g + 4 * i4);
+  return make_float4(ToF(x.v[0]), ToF(x.v[1]), ToF(x.v[2]), ToF(x.v[3]));
+}
+
+template <typename L, typename G>
+__global__ void AdamWKernel(float* params, L* lowp, float* m, float* v, const G* grads,
                             const float* sumsq, AdamWArgs a, const uint32_t* decay_mask, size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   float p = params[i], mi = m[i], vi = v[i];
-  AdamWOne(p, mi, vi, grads[i], GradFactor(sumsq, a), a, DecayOf(decay_mask, i, a.wd));
+  AdamWOne(p, mi, vi, ToF(grads[i]), GradFactor(sumsq, a), a, DecayOf(decay_mask, i, a.wd));
   m[i] = mi;
   v[i] = vi;
   params[i] = p;
@@ -101,8 +110,8 @@ struct alignas(8) Lowp4 {
 };
 
 // Four elements per thread with 16-byte loads and stores (n4 = n / 4; 16-byte aligned arrays).
-template <typename L>
-__global__ void AdamWVec4Kernel(float* params, L* lowp, float* m, float* v, const float* grads,
+template <typename L, typename G>
+__global__ void AdamWVec4Kernel(float* params, L* lowp, float* m, float* v, const G* grads,
                                 const float* sumsq, AdamWArgs a, const uint32_t* decay_mask,
                                 size_t n4) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
@@ -111,7 +120,7 @@ __global__ void AdamWVec4Kernel(float* params, L* lowp, float* m, float* v, cons
   const float wd = DecayOf(decay_mask, 4 * i, a.wd);  // the four share a chunk
   float4 p = reinterpret_cast<float4*>(params)[i], mi = reinterpret_cast<float4*>(m)[i];
   float4 vi = reinterpret_cast<float4*>(v)[i];
-  float4 g = reinterpret_cast<const float4*>(grads)[i];
+  const float4 g = Grads4(grads, i);
   AdamWOne(p.x, mi.x, vi.x, g.x, clip, a, wd);
   AdamWOne(p.y, mi.y, vi.y, g.y, clip, a, wd);
   AdamWOne(p.z, mi.z, vi.z, g.z, clip, a, wd);
@@ -136,14 +145,15 @@ __device__ __forceinline__ void AdamWSplitOne(uint16_t& hi, uint16_t& lo, float&
   lo = MasterLow(b);
 }
 
-__global__ void AdamWSplitKernel(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
+template <typename G>
+__global__ void AdamWSplitKernel(uint16_t* hi, uint16_t* lo, float* m, float* v, const G* grads,
                                  const float* sumsq, AdamWArgs a, const uint32_t* decay_mask,
                                  size_t n) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   uint16_t h = hi[i], l = lo[i];
   float mi = m[i], vi = v[i];
-  AdamWSplitOne(h, l, mi, vi, grads[i], GradFactor(sumsq, a), a, DecayOf(decay_mask, i, a.wd));
+  AdamWSplitOne(h, l, mi, vi, ToF(grads[i]), GradFactor(sumsq, a), a, DecayOf(decay_mask, i, a.wd));
   hi[i] = h, lo[i] = l, m[i] = mi, v[i] = vi;
 }
 
@@ -152,16 +162,17 @@ struct alignas(8) Half4 {
 };
 
 // Four elements per thread (n4 = n / 4; 16-byte aligned fp32 arrays, 8-byte aligned halves).
-__global__ void AdamWSplitVec4Kernel(uint16_t* hi, uint16_t* lo, float* m, float* v,
-                                     const float* grads, const float* sumsq, AdamWArgs a,
-                                     const uint32_t* decay_mask, size_t n4) {
+template <typename G>
+__global__ void AdamWSplitVec4Kernel(uint16_t* hi, uint16_t* lo, float* m, float* v, const G* grads,
+                                     const float* sumsq, AdamWArgs a, const uint32_t* decay_mask,
+                                     size_t n4) {
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (i >= n4) return;
   const float clip = GradFactor(sumsq, a);
   const float wd = DecayOf(decay_mask, 4 * i, a.wd);  // the four share a chunk
   Half4 h = reinterpret_cast<Half4*>(hi)[i], l = reinterpret_cast<Half4*>(lo)[i];
   float4 mi = reinterpret_cast<float4*>(m)[i], vi = reinterpret_cast<float4*>(v)[i];
-  const float4 g = reinterpret_cast<const float4*>(grads)[i];
+  const float4 g = Grads4(grads, i);
   AdamWSplitOne(h.v[0], l.v[0], mi.x, vi.x, g.x, clip, a, wd);
   AdamWSplitOne(h.v[1], l.v[1], mi.y, vi.y, g.y, clip, a, wd);
   AdamWSplitOne(h.v[2], l.v[2], mi.z, vi.z, g.z, clip, a, wd);
@@ -244,14 +255,14 @@ bool Aligned(const void* p, size_t bytes) {
 
 }  // namespace
 
-template <typename L>
-Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
+template <typename L, typename G>
+Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const G* grads,
                    const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
                    const uint32_t* decay_mask) {
   if (n == 0) return Status::Ok();
   const AdamWArgs a = ArgsOf(h);
-  if (n % 4 == 0 && Aligned(params, 16) && Aligned(m, 16) && Aligned(v, 16) && Aligned(grads, 16) &&
-      Aligned(params_lowp, 8)) {
+  if (n % 4 == 0 && Aligned(params, 16) && Aligned(m, 16) && Aligned(v, 16) &&
+      Aligned(grads, 4 * sizeof(G)) && Aligned(params_lowp, 8)) {
     AdamWVec4Kernel<<<CeilDiv(n / 4, 256), 256, 0, stream>>>(params, params_lowp, m, v, grads,
                                                              sumsq, a, decay_mask, n / 4);
   } else {
@@ -262,18 +273,23 @@ Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const floa
   return Status::Ok();
 }
 
-template Status AdamWUpdate<bf16>(float*, bf16*, float*, float*, const float*, const float*,
-                                  const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
-template Status AdamWUpdate<fp16>(float*, fp16*, float*, float*, const float*, const float*,
-                                  const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
+template Status AdamWUpdate<bf16, float>(float*, bf16*, float*, float*, const float*, const float*,
+                                         const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
+template Status AdamWUpdate<fp16, float>(float*, fp16*, float*, float*, const float*, const float*,
+                                         const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
+template Status AdamWUpdate<bf16, bf16>(float*, bf16*, float*, float*, const bf16*, const float*,
+                                        const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
+template Status AdamWUpdate<fp16, bf16>(float*, fp16*, float*, float*, const bf16*, const float*,
+                                        const AdamWHyper&, size_t, cudaStream_t, const uint32_t*);
 
-Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
+template <typename G>
+Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const G* grads,
                         const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
                         const uint32_t* decay_mask) {
   if (n == 0) return Status::Ok();
   const AdamWArgs a = ArgsOf(h);
   if (n % 4 == 0 && Aligned(hi, 8) && Aligned(lo, 8) && Aligned(m, 16) && Aligned(v, 16) &&
-      Aligned(grads, 16)) {
+      Aligned(grads, 4 * sizeof(G))) {
     AdamWSplitVec4Kernel<<<CeilDiv(n / 4, 256), 256, 0, stream>>>(hi, lo, m, v, grads, sumsq, a,
                                                                   decay_mask, n / 4);
   } else {
@@ -283,6 +299,13 @@ Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const fl
   BM_LAUNCH_CHECK("AdamWSplitKernel", "n={}", n);
   return Status::Ok();
 }
+
+template Status AdamWSplitUpdate<float>(uint16_t*, uint16_t*, float*, float*, const float*,
+                                        const float*, const AdamWHyper&, size_t, cudaStream_t,
+                                        const uint32_t*);
+template Status AdamWSplitUpdate<bf16>(uint16_t*, uint16_t*, float*, float*, const bf16*,
+                                       const float*, const AdamWHyper&, size_t, cudaStream_t,
+                                       const uint32_t*);
 
 Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n,
                     cudaStream_t stream) {

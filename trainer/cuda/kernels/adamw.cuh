@@ -44,12 +44,14 @@ Status GradSumSquares(float* out, float* scratch, const float* grads, size_t n,
 // WidenF32Squares' partials, written as the gradients were reduced), in a fixed order.
 Status SumSquarePartials(float* out, const float* partials, int count, cudaStream_t stream);
 // sumsq: device pointer to the global sum of squares (from GradSumSquares), or null.
-// L = __nv_bfloat16 or __half; params_lowp may be null (fp32 mode). decay_mask (device): bit c
+// L = __nv_bfloat16 or __half; params_lowp may be null (fp32 mode). G: the gradients' type,
+// float, or __nv_bfloat16 (sums kept in bf16, widened as they are read: the same update as from
+// their fp32 widening). decay_mask (device): bit c
 // of word c / 32 set where elements [c kDecayChunk, (c + 1) kDecayChunk) of the arrays are
 // decayed (h.weight_decay), clear where not (0); null: h.weight_decay everywhere. With it, one
 // launch covers a whole layout of decayed matrices and undecayed vectors.
-template <typename L>
-Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const float* grads,
+template <typename L, typename G>
+Status AdamWUpdate(float* params, L* params_lowp, float* m, float* v, const G* grads,
                    const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
                    const uint32_t* decay_mask = nullptr);
 
@@ -60,8 +62,10 @@ Status SplitMasters(uint16_t* hi, uint16_t* lo, const float* params, size_t n, c
 Status JoinMasters(float* params, const uint16_t* hi, const uint16_t* lo, size_t n,
                    cudaStream_t stream);
 // AdamW over split masters (RunSpec::split_masters): each fp32 master rebuilt exactly from its
-// bf16 working copy `hi` and low half `lo`, updated as AdamWUpdate does, and split back.
-Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const float* grads,
+// bf16 working copy `hi` and low half `lo`, updated as AdamWUpdate does, and split back
+// (G: float or __nv_bfloat16, as there).
+template <typename G>
+Status AdamWSplitUpdate(uint16_t* hi, uint16_t* lo, float* m, float* v, const G* grads,
                         const float* sumsq, const AdamWHyper& h, size_t n, cudaStream_t stream,
                         const uint32_t* decay_mask = nullptr);
 

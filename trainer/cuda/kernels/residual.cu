@@ -72,11 +72,11 @@ __global__ void WidenF32SquaresKernel(float* __restrict__ out, const T* __restri
       y.v[k] = accumulate ? y.v[k] + ToF(x.v[k]) : ToF(x.v[k]);
       acc += y.v[k] * y.v[k];
     }
-    Store4(out + 4 * g, y);
+    if (out) Store4(out + 4 * g, y);
   }
   for (size_t i = 4 * groups + t; i < n; i += stride) {
     const float y = accumulate ? out[i] + ToF(in[i]) : ToF(in[i]);
-    out[i] = y;
+    if (out) out[i] = y;
     acc += y * y;
   }
   const float total = BlockSum(acc, shared);

@@ -9,7 +9,8 @@
 // WidenF32Squares: the same, and the sum of the squares of the out[i] it writes in
 //   kUnitSquareBlocks partial sums (fixed order: deterministic), whose sum is their share of
 //   the gradient norm (kernels/adamw.cuh: CudaDataParallel sums them instead of reading the
-//   gradients again).
+//   gradients again). With a null `out` (and no `accumulate`) the squares alone: the same
+//   partial sums, in the same order, of sums kept in 16 bits.
 // AddBias: y[r, c] += bias[c] (when a matmul's bias epilogue is not available).
 // BiasGrad: db[c] += sum over rows of dy[r, c], deterministic (two fixed-order stages through
 //   `scratch`, BiasGradScratchFloats(rows, cols) floats).

@@ -387,6 +387,38 @@ TEST(DataParallelPlan, KeptBf16SumsCountedByHand) {
   }
 }
 
+// The untied embeddings reduced as rows (FirstUnitAsRows) with the bf16 sums kept: every rank's
+// segment of 4096 tokens (4 bytes each) and 4096 bf16 rows of 4096, LLaMA-2-7B on DP4, counted
+// by hand: 4 · 4096 · (4 + 2 · 4096) bytes more, at every stage; without the sums kept (no
+// squares summed as reduced), nothing.
+TEST(DataParallelPlan, FirstUnitAsRowsHoldsEveryRanksRowsCountedByHand) {
+  const auto rows = [](bool kept) {
+    return [kept](CudaDataParallel& d) {
+      d.ReduceInBf16();
+      d.OneMicroBatchPerStep();
+      if (kept) d.SumSquaresAsReduced();
+      d.FirstUnitUsedAlone();
+      d.FirstUnitAsRows(4096, 4096);
+    };
+  };
+  const auto plain = [](bool kept) {
+    return [kept](CudaDataParallel& d) {
+      d.ReduceInBf16();
+      d.OneMicroBatchPerStep();
+      if (kept) d.SumSquaresAsReduced();
+      d.FirstUnitUsedAlone();
+    };
+  };
+  for (int zero : {0, 1, 2, 3}) {
+    SCOPED_TRACE(zero);
+    const auto bytes = [&](const std::function<void(CudaDataParallel&)>& f) {
+      return TensorParallelRankBytes("llama2-7b", {}, 1, 4, zero, DType::kBF16, nullptr, f);
+    };
+    EXPECT_EQ(bytes(rows(true)) - bytes(plain(true)), 4u * 4096 * (4 + 2 * 4096));
+    EXPECT_EQ(bytes(rows(false)), bytes(plain(false)));
+  }
+}
+
 // The embeddings' unit used alone (FirstUnitUsedAlone: an untied head, or a stage without the
 // head) takes the rings' slot 0 at ZeRO 2-3 where that holds less. LLaMA-2-7B on DP4, bf16,
 // counted by hand: E = 32000·4096 = 131,072,000 embedding elements, the widest other unit a

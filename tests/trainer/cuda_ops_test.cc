@@ -94,6 +94,85 @@ TYPED_TEST(CudaOps, Embedding) {
   cudaFree(dtok), cudaFree(bt), cudaFree(bo), cudaFree(bp);
 }
 
+// The token rows' gradients as rows of their own (CudaDataParallel::FirstUnitAsRows): each row
+// is the dense backward's row over a zeroed table, cast to bf16, to the bit, with its token; the
+// rows of two "ranks" (their tokens overlapping, the second's rows padded with a -1 token) added
+// into three slices of a zeroed bf16 table (cutting rows, at the table's start and end) give the
+// host's sums: per element 0, + the first rank's value, + the second's, each sum rounded to bf16.
+TYPED_TEST(CudaOps, EmbeddingRowsAreTheDenseRowsAndAddUp) {
+  using T = TypeParam;
+  const int b = 3, t = 17, c = 96, v = 50, n = b * t;
+  std::mt19937 rng(this->Seed());
+  std::vector<int> tokens[2] = {std::vector<int>(n), std::vector<int>(n)};
+  for (int& x : tokens[0]) x = rng() % 7;       // tokens 0..6, repeated
+  for (int& x : tokens[1]) x = 4 + rng() % 40;  // 4..43: overlaps the first's 4..6
+  auto upload = [](const std::vector<int>& h) {
+    int* d = nullptr;
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
+              cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+  };
+  const int cap = n + 3;  // room past the last bucket: padding rows
+  std::vector<int> row_tokens[2];
+  std::vector<float> row_values[2];
+  DeviceBuffer<__nv_bfloat16> rows0(cap * c), rows1(cap * c);
+  int* row_tok[2] = {nullptr, nullptr};
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE(k);
+    const auto dout = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed() + k));
+    DeviceBuffer<T> gdout(dout);
+    EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens[k].data(), n, 0, v);
+    int *bt = upload(bk.tokens), *bo = upload(bk.offsets), *bp = upload(bk.positions);
+    const int buckets = static_cast<int>(bk.tokens.size());
+    DeviceBuffer<float> dense(std::vector<float>(v * c, 0.0f));
+    ASSERT_TRUE(
+        EmbeddingBackward<T>(dense.get(), nullptr, gdout.get(), bt, bo, bp, buckets, n, t, c, 0)
+            .ok());
+    DeviceBuffer<__nv_bfloat16> cast(v * c);
+    ASSERT_TRUE(CastF32<__nv_bfloat16>(cast.get(), dense.get(), v * c, 0).ok());
+    const std::vector<float> want = cast.Download();
+    DeviceBuffer<__nv_bfloat16>& rows = k == 0 ? rows0 : rows1;
+    row_tok[k] = upload(std::vector<int>(cap, -1));
+    ASSERT_TRUE(
+        EmbeddingBackwardRows<T>(rows.get(), row_tok[k], gdout.get(), bt, bo, bp, buckets, c, 0)
+            .ok());
+    row_values[k] = rows.Download();
+    row_tokens[k].resize(cap);
+    ASSERT_EQ(cudaMemcpy(row_tokens[k].data(), row_tok[k], cap * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (int i = 0; i < cap; ++i) {
+      if (i >= buckets) {
+        EXPECT_EQ(row_tokens[k][i], -1) << i;
+        continue;
+      }
+      ASSERT_EQ(row_tokens[k][i], bk.tokens[i]);
+      EXPECT_EQ(0, std::memcmp(&row_values[k][i * c], &want[bk.tokens[i] * c], c * 4))
+          << "row " << i;
+    }
+    cudaFree(bt), cudaFree(bo), cudaFree(bp);
+  }
+  std::vector<float> sum(v * c, 0.0f);
+  for (int k = 0; k < 2; ++k)
+    for (int i = 0; i < cap; ++i) {
+      if (row_tokens[k][i] < 0) continue;
+      for (int j = 0; j < c; ++j) {
+        float& o = sum[row_tokens[k][i] * c + j];
+        o = Rounded<__nv_bfloat16>({o + row_values[k][i * c + j]})[0];
+      }
+    }
+  for (auto [first, count] :
+       {std::pair{0, 5 * c + 17}, {5 * c + 17, 30 * c}, {35 * c + 17, 15 * c - 17}}) {
+    SCOPED_TRACE(::testing::Message() << "slice from " << first);
+    DeviceBuffer<__nv_bfloat16> out(std::vector<float>(count, 0.0f));
+    ASSERT_TRUE(EmbeddingRowsAdd(out.get(), first, count, row_tok[0], rows0.get(), cap, c, 0).ok());
+    ASSERT_TRUE(EmbeddingRowsAdd(out.get(), first, count, row_tok[1], rows1.get(), cap, c, 0).ok());
+    const std::vector<float> got = out.Download();
+    EXPECT_EQ(0, std::memcmp(got.data(), sum.data() + first, count * 4));
+  }
+  cudaFree(row_tok[0]), cudaFree(row_tok[1]);
+}
+
 // Spliced rows (LLaVA's image features): the lookup's rows at 7 positions (unordered, both
 // sequences, the first and last row) replaced by given rows (+ the learned position), the
 // gradient's rows gathered out, and the token embedding's backward leaving those positions out

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "trainer/cuda/check.h"
+#include "trainer/cuda/kernels/embedding.cuh"
 #include "trainer/cuda/kernels/residual.cuh"
 
 namespace bm::train::cuda {
@@ -73,6 +74,7 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
   keep_bf16_ = direct_bf16_ && one_micro_ && squares_ &&
                std::none_of(whole_sum_.begin(), whole_sum_.end(), [](char c) { return c; });
   buckets_ = !frozen_ && (zero_ >= 2 || keep_bf16_);
+  as_rows_ = keep_bf16_ && first_alone_ && rows_cap_ > 0;
   // KeepGatheredLast: the kept units have gathered slots of their own, the ring the others'.
   kept_first_ = zero_ == 3 && !frozen_ ? plan_.FirstKeptUnit(keep_params_) : plan_.num_units();
   size_t widest_ring = 0;
@@ -126,6 +128,9 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
     stage_[i].offset = plan->Add(i == 0 ? "gradients bf16 (reduction staging)"
                                         : "gradients bf16 (second staging, written directly)",
                                  widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
+  if (as_rows_)
+    rows_ = plan->Add("embedding gradient rows (every rank's tokens and bf16 rows)",
+                      static_cast<size_t>(comm_->size()) * RowsSegment() * 2);
   if (squares_ && reduce_bf16_) {
     squared_.assign(static_cast<size_t>(plan_.num_units()), 0);
     unit_squares_ = plan->Add("gradient norm's partial sums (per unit)",
@@ -167,6 +172,10 @@ Status CudaDataParallel::Bind(const DeviceArena* arena, cudaStream_t compute) {
     gather_pending_.assign(plan_.num_units(), 0);
     for (cudaEvent_t& e : unit_gathered_)
       BM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gather event");
+  }
+  if (as_rows_) {
+    auto* mine = At<__nv_bfloat16>(rows_) + static_cast<size_t>(comm_->rank()) * RowsSegment();
+    rows_here_ = {mine + 2 * static_cast<size_t>(rows_cap_), reinterpret_cast<int*>(mine)};
   }
   for (Slot* s : AllSlots()) {
     BM_CUDA_CHECK(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming), "slot event");
@@ -320,6 +329,25 @@ Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bo
   Slot* st = StageFor(unit);
   BM_CUDA_CHECK(cudaEventRecord(st->ready, comm_stream_), "unit {} staging read", unit);
   st->pending = true;
+  return Status::Ok();
+}
+
+Status CudaDataParallel::ReduceRows() {
+  auto* all = At<__nv_bfloat16>(rows_);
+  const size_t seg = RowsSegment();
+  BM_TRY(AllGather(all + static_cast<size_t>(comm_->rank()) * seg, all, seg, CommType::kBFloat16,
+                   comm_stream_));
+  __nv_bfloat16* sums = SumsOf(0);
+  const size_t n = static_cast<size_t>(plan_.slice(0)), first = plan_.rank() * n;
+  BM_CUDA_CHECK(cudaMemsetAsync(sums, 0, n * 2, comm_stream_), "zero the first unit's sums");
+  for (int r = 0; r < comm_->size(); ++r) {  // in rank order: the same sums on every rank
+    const __nv_bfloat16* segment = all + static_cast<size_t>(r) * seg;
+    BM_TRY(EmbeddingRowsAdd(sums, first, n, reinterpret_cast<const int*>(segment),
+                            segment + 2 * static_cast<size_t>(rows_cap_), rows_cap_, rows_cols_,
+                            comm_stream_));
+  }
+  BM_TRY(WidenF32Squares<__nv_bfloat16>(nullptr, sums, n, false, UnitSquares(0), comm_stream_));
+  squared_[0] = 1;
   return Status::Ok();
 }
 

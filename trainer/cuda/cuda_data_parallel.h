@@ -146,6 +146,24 @@ class CudaDataParallel {
   // gradient bucket and a gathered slot of its own, where that holds less: when it is smaller
   // than two of the widest other units (LLaMA-2-7B: 131M against 202M; 0.75 GiB fewer).
   void FirstUnitUsedAlone() { first_alone_ = true; }
+  // The first unit as rows (before Plan; with FirstUnitUsedAlone, for a first unit that is one
+  // table of `cols` columns whose gradient the backward forms as at most `capacity` distinct
+  // rows: untied token embeddings). With keeps_bf16_sums (Plan decides) the backward writes its
+  // rows' bf16 gradients and their tokens (FirstUnitRows) rather than the whole table's fp32
+  // gradient; its reduction all-gathers every rank's rows (LLaMA 1B at 2 x 2048: 16.8 MB a rank
+  // where the table's sum moves 262 MB) and adds them, rank by rank, into the own slice of the
+  // zeroed sums (PyTorch's sparse embedding gradients, summed as the dense ones are: each rank's
+  // rows rounded to bf16, each addition rounded to bf16).
+  void FirstUnitAsRows(int capacity, int cols) {
+    rows_cap_ = (capacity + 7) / 8 * 8, rows_cols_ = cols;
+  }
+  struct Rows {
+    __nv_bfloat16* rows;  // [capacity, cols]: row b's gradient
+    int* tokens;          // [capacity]: row b's token; -1 past the last row (BeginUnitGradients)
+  };
+  // Where the backward writes the first unit's rows (this rank's); null when it is not reduced
+  // as rows.
+  const Rows* FirstUnitRows() const { return as_rows_ ? &rows_here_ : nullptr; }
   // Every step one micro-batch (RunSpec::micro_batches_per_step = 1; before Plan): at zero 2-3
   // no reduce-scatter scratch (nothing is added to the reduced slices), and a second micro-batch
   // in a step is refused.
@@ -314,6 +332,10 @@ class CudaDataParallel {
   // (sliced_), and their squares' partial sums, on the compute stream.
   Status ZeroUnwrittenSlices();
   Status KeepWhole(int unit);
+  // FirstUnitAsRows: the first unit's rows from every rank into its own slice of the sums, on the
+  // communication stream.
+  Status ReduceRows();
+  size_t RowsSegment() const { return rows_cap_ * (2 + static_cast<size_t>(rows_cols_)); }  // bf16s
   // Where the unit's squares' partial sums go (squares_summed).
   float* UnitSquares(int unit) const;
   Status ComputeAfter(cudaEvent_t comm_event, const char* site);
@@ -408,6 +430,12 @@ class CudaDataParallel {
   bool direct_bf16_ = false;  // direct bf16 gradients (GradBf16)
   bool keep_bf16_ = false;    // keeps_bf16_sums
   bool buckets_ = false;      // gradients_in_buckets
+  // FirstUnitAsRows: the rows' capacity and width; whether Plan took them (as_rows_); every
+  // rank's segment (its tokens, then its rows) in rank order; this rank's.
+  int rows_cap_ = 0, rows_cols_ = 0;
+  bool as_rows_ = false;
+  size_t rows_ = 0;
+  Rows rows_here_{};
   // Each unit's kUnitSquareBlocks partial sums of squares (arena offset), and whether the
   // step's last reduction of the unit wrote them (squares_summed).
   bool squares_ = false;

@@ -172,6 +172,12 @@ Status CudaDataParallel::Release(int unit) {
 
 Status CudaDataParallel::BeginUnitGradients(int unit) {
   if (frozen_) return Status::Ok();
+  if (unit == 0 && as_rows_) {  // no rows yet: every token -1
+    BM_CUDA_CHECK(
+        cudaMemsetAsync(rows_here_.tokens, 0xff, static_cast<size_t>(rows_cap_) * 4, compute_),
+        "first unit's rows");
+    return Status::Ok();
+  }
   if (direct_bf16_) {  // the staging the unit's products write: the last unit's sum has read it
     Slot* st = StageFor(unit);
     if (st->pending) {
@@ -231,6 +237,10 @@ Status CudaDataParallel::ReduceUnit(int unit) {
 // reduce-scattered into (or, after the step's first micro-batch, added to) its own slice (with
 // keep_bf16_ at zero 0: all-reduced, the whole unit); the bucket's `ready` event then frees it.
 Status CudaDataParallel::ReduceUnitToSlices(int unit) {
+  if (unit == 0 && as_rows_) {
+    sliced_[0] = 1;
+    return ReduceRows();
+  }
   Slot* s = grad_slot_of_unit_[unit];
   float* slice = keep_bf16_ ? nullptr : At<float>(grad_shard_) + plan_.shard_offset(unit);
   const size_t n = static_cast<size_t>(plan_.slice(unit));

@@ -68,6 +68,10 @@ struct CudaModel::Impl {
     // The norm counts every unit's reduced gradients (no TP or PP group choosing ranges).
     if (!r.tp && !r.pp) dp.SumSquaresAsReduced();
     if (!m.tied_here()) dp.FirstUnitUsedAlone();  // the head does not read wte
+    // The first unit is the token embeddings alone (no positions, all the vocabulary): its
+    // gradient is at most a row a token of the micro-batch.
+    if (!m.tied_here() && m.embeddings && m.family != Family::kGpt && !r.tp)
+      dp.FirstUnitAsRows(r.micro_batch * r.seq, m.hidden);
   }
   ModelSpec spec;
   RunSpec run;

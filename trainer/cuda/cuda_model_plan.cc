@@ -344,6 +344,10 @@ Status CudaModel::Impl::EmbeddingBackwardAll() {
       if (spliced_count > 0 && spliced_grad)
         BM_TRY(EmbeddingSpliceBackward<T>(static_cast<T*>(spliced_grad), dout,
                                           A<int>(spliced_positions), spliced_count, c, stream));
+      if (const CudaDataParallel::Rows* rows = dp.FirstUnitRows())
+        return EmbeddingBackwardRows<T>(rows->rows, rows->tokens, dout, A<int>(bucket_tokens),
+                                        A<int>(bucket_offsets), A<int>(bucket_positions),
+                                        num_buckets, c, stream);
       return EmbeddingBackward<T>(G(layout.wte), Gpt() ? G(layout.wpe) : nullptr, dout,
                                   A<int>(bucket_tokens), A<int>(bucket_offsets),
                                   A<int>(bucket_positions), num_buckets, n, cur_t, c, stream);

@@ -41,6 +41,40 @@ __global__ void EmbeddingBackwardTokensKernel(float* dwte, const T* dout, const 
   }
 }
 
+// EmbeddingBackwardTokensKernel's sums, written as bf16 rows of their own (0 + the sum, as the
+// dense kernel adds it to zeros, then rounded as CastF32 rounds), each with its token.
+template <typename T>
+__global__ void EmbeddingBackwardRowsKernel(bf16* rows, int* row_tokens, const T* dout,
+                                            const int* bucket_tokens, const int* bucket_offsets,
+                                            const int* bucket_positions, int channels) {
+  const int b = blockIdx.x;
+  const int begin = bucket_offsets[b], end = bucket_offsets[b + 1];
+  bf16* g = rows + static_cast<size_t>(b) * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    float acc = 0.0f;
+    for (int i = begin; i < end; ++i)
+      acc += ToF(dout[static_cast<size_t>(bucket_positions[i]) * channels + c]);
+    g[c] = FromF<bf16>(0.0f + acc);
+  }
+  if (threadIdx.x == 0) row_tokens[b] = bucket_tokens[b];
+}
+
+// One rank's rows added into the elements [first, first + count) of a [V, channels] table (its
+// part `out`), each sum rounded to bf16; rows whose token is negative are padding.
+__global__ void EmbeddingRowsAddKernel(bf16* out, size_t first, size_t count, const int* tokens,
+                                       const bf16* rows, int channels) {
+  const int i = blockIdx.x, token = tokens[i];
+  if (token < 0) return;
+  const size_t row = static_cast<size_t>(token) * channels;
+  if (row + channels <= first || row >= first + count) return;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    const size_t e = row + c;
+    if (e < first || e >= first + count) continue;
+    bf16& o = out[e - first];
+    o = FromF<bf16>(ToF(o) + ToF(rows[static_cast<size_t>(i) * channels + c]));
+  }
+}
+
 template <typename T>
 __global__ void EmbeddingBackwardPositionsKernel(float* dwpe, const T* dout, int n, int seq,
                                                  int channels) {
@@ -112,6 +146,25 @@ Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* buc
 }
 
 template <typename T>
+Status EmbeddingBackwardRows(bf16* rows, int* row_tokens, const T* dout, const int* bucket_tokens,
+                             const int* bucket_offsets, const int* bucket_positions,
+                             int num_buckets, int channels, cudaStream_t stream) {
+  if (num_buckets == 0) return Status::Ok();
+  EmbeddingBackwardRowsKernel<T><<<num_buckets, 256, 0, stream>>>(
+      rows, row_tokens, dout, bucket_tokens, bucket_offsets, bucket_positions, channels);
+  BM_LAUNCH_CHECK("EmbeddingBackwardRowsKernel", "buckets={} C={}", num_buckets, channels);
+  return Status::Ok();
+}
+
+Status EmbeddingRowsAdd(bf16* out, size_t first, size_t count, const int* tokens, const bf16* rows,
+                        int num_rows, int channels, cudaStream_t stream) {
+  if (num_rows == 0 || count == 0) return Status::Ok();
+  EmbeddingRowsAddKernel<<<num_rows, 256, 0, stream>>>(out, first, count, tokens, rows, channels);
+  BM_LAUNCH_CHECK("EmbeddingRowsAddKernel", "rows={} C={}", num_rows, channels);
+  return Status::Ok();
+}
+
+template <typename T>
 Status EmbeddingSpliceForward(T* out, const int* positions, const T* rows, const T* wpe, int count,
                               int first_row, int out_rows, int seq, int channels,
                               cudaStream_t stream) {
@@ -153,6 +206,12 @@ template Status EmbeddingBackward<bf16>(float*, float*, const bf16*, const int*,
                                         const int*, int, int, int, int, cudaStream_t);
 template Status EmbeddingBackward<fp16>(float*, float*, const fp16*, const int*, const int*,
                                         const int*, int, int, int, int, cudaStream_t);
+template Status EmbeddingBackwardRows<float>(bf16*, int*, const float*, const int*, const int*,
+                                             const int*, int, int, cudaStream_t);
+template Status EmbeddingBackwardRows<bf16>(bf16*, int*, const bf16*, const int*, const int*,
+                                            const int*, int, int, cudaStream_t);
+template Status EmbeddingBackwardRows<fp16>(bf16*, int*, const fp16*, const int*, const int*,
+                                            const int*, int, int, cudaStream_t);
 
 EmbeddingBuckets BuildEmbeddingBuckets(const int* tokens, int n, int vocab_begin, int vocab_rows,
                                        const unsigned char* skip) {

@@ -19,6 +19,7 @@
 // nothing from them while the positions' gradient (a sum over every row) still does.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <vector>
@@ -48,6 +49,21 @@ template <typename T>
 Status EmbeddingBackward(float* dwte, float* dwpe, const T* dout, const int* bucket_tokens,
                          const int* bucket_offsets, const int* bucket_positions, int num_buckets,
                          int n, int seq, int channels, cudaStream_t stream);
+// The token rows' gradients as rows of their own (a sparse gradient: CudaDataParallel's
+// FirstUnitAsRows): rows[b] = the bf16 rounding of the sum EmbeddingBackward adds to
+// dwte[bucket_tokens[b]] (the same order and rounding as that sum added to zeros and cast),
+// row_tokens[b] = bucket_tokens[b], for b < num_buckets.
+template <typename T>
+Status EmbeddingBackwardRows(__nv_bfloat16* rows, int* row_tokens, const T* dout,
+                             const int* bucket_tokens, const int* bucket_offsets,
+                             const int* bucket_positions, int num_buckets, int channels,
+                             cudaStream_t stream);
+// Rows added into a bf16 table of `channels` columns of which `out` holds the elements [first,
+// first + count) (a rank's slice): for each of num_rows rows i with tokens[i] >= 0, the elements
+// of row tokens[i] there become the bf16 rounding of their value plus rows[i]'s (in fp32); rows
+// with a negative token are skipped. The tokens of one call must be distinct.
+Status EmbeddingRowsAdd(__nv_bfloat16* out, size_t first, size_t count, const int* tokens,
+                        const __nv_bfloat16* rows, int num_rows, int channels, cudaStream_t stream);
 // out holds rows [first_row, first_row + out_rows) of the stream (first_row > 0: this rank's
 // rows under sequence parallelism). For each i < count whose positions[i] (a flat position
 // b*seq + t) lies there: out[positions[i] - first_row] = rows[i] (+ wpe[positions[i] % seq]

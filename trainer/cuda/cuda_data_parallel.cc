@@ -129,7 +129,7 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
                                         : "gradients bf16 (second staging, written directly)",
                                  widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
   if (as_rows_)
-    rows_ = plan->Add("embedding gradient rows (every rank's tokens and bf16 rows)",
+    rows_off_ = plan->Add("embedding gradient rows (every rank's tokens and bf16 rows)",
                       static_cast<size_t>(comm_->size()) * RowsSegment() * 2);
   if (squares_ && reduce_bf16_) {
     squared_.assign(static_cast<size_t>(plan_.num_units()), 0);
@@ -174,7 +174,7 @@ Status CudaDataParallel::Bind(const DeviceArena* arena, cudaStream_t compute) {
       BM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "gather event");
   }
   if (as_rows_) {
-    auto* mine = At<__nv_bfloat16>(rows_) + static_cast<size_t>(comm_->rank()) * RowsSegment();
+    auto* mine = At<__nv_bfloat16>(rows_off_) + static_cast<size_t>(comm_->rank()) * RowsSegment();
     rows_here_ = {mine + 2 * static_cast<size_t>(rows_cap_), reinterpret_cast<int*>(mine)};
   }
   for (Slot* s : AllSlots()) {
@@ -333,7 +333,7 @@ Status CudaDataParallel::ReduceBf16(int unit, const float* grads, float* out, bo
 }
 
 Status CudaDataParallel::ReduceRows() {
-  auto* all = At<__nv_bfloat16>(rows_);
+  auto* all = At<__nv_bfloat16>(rows_off_);
   const size_t seg = RowsSegment();
   BM_TRY(AllGather(all + static_cast<size_t>(comm_->rank()) * seg, all, seg, CommType::kBFloat16,
                    comm_stream_));

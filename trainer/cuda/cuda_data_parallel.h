@@ -25,6 +25,10 @@
 //           released its unit (its `free` event). KeepGatheredLast gives the forward's last units
 //           slots of their own, kept to the optimizer step.
 //
+// With keeps_bf16_sums (one micro-batch a step, bf16 work and sums, no TP or PP) every stage's
+// reduced gradients are the group's bf16 sums in a buffer of the own slices (the whole layout at
+// zero 0) and its fp32 gradients unit buckets, as at zero 2-3; AdamW reads the sums.
+//
 // Pipeline stages with tied embeddings at zero 2-3: the units that hold the tied copy
 // (SumWhole) are not reduced during the backward; each micro-batch's bucket is added, on the
 // compute stream, into a whole gradient buffer of those units that Grad() then addresses, so
@@ -155,7 +159,8 @@ class CudaDataParallel {
   // zeroed sums (PyTorch's sparse embedding gradients, summed as the dense ones are: each rank's
   // rows rounded to bf16, each addition rounded to bf16).
   void FirstUnitAsRows(int capacity, int cols) {
-    rows_cap_ = (capacity + 7) / 8 * 8, rows_cols_ = cols;
+    rows_cap_ = (capacity + 7) / 8 * 8;  // whole 16-byte lines for each segment
+    rows_cols_ = cols;
   }
   struct Rows {
     __nv_bfloat16* rows;  // [capacity, cols]: row b's gradient
@@ -434,7 +439,7 @@ class CudaDataParallel {
   // rank's segment (its tokens, then its rows) in rank order; this rank's.
   int rows_cap_ = 0, rows_cols_ = 0;
   bool as_rows_ = false;
-  size_t rows_ = 0;
+  size_t rows_off_ = 0;
   Rows rows_here_{};
   // Each unit's kUnitSquareBlocks partial sums of squares (arena offset), and whether the
   // step's last reduction of the unit wrote them (squares_summed).

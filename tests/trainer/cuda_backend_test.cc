@@ -53,6 +53,23 @@ std::unique_ptr<Backend> Make(const std::string& device, const ModelConfig& m, P
   return std::move(*b);
 }
 
+// A CUDA backend of `m` with bf16 work at `zero`, gradient sums in bf16 or fp32, planned for
+// `micro` micro-batches a step, its parameters InitParameters(m, layout, 9); null (a test
+// failure recorded) when it cannot be made.
+std::unique_ptr<Backend> Bf16Work(const ModelConfig& m, int zero, bool bf16_sums, int micro) {
+  auto b = CreateBackend("cuda");
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  if (!b.ok()) return nullptr;
+  BackendOptions o;
+  o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
+  o.grad_reduce_bf16 = bf16_sums;
+  o.micro_batches = micro;
+  Status st = (*b)->Init(m, o);
+  if (st.ok()) st = (*b)->SetParameters(InitParameters(m, ParamLayout(m), 9));
+  EXPECT_TRUE(st.ok()) << st.message();
+  return st.ok() ? std::move(*b) : nullptr;
+}
+
 struct Data {
   std::vector<int32_t> in, tgt;
   std::vector<uint8_t> mask;
@@ -284,19 +301,13 @@ TEST(CudaBackend, Bf16GradientReductionRoundsTheGradients) {
         const Data d = MakeData(m.vocab, 0);
         std::vector<float> g[2];
         for (bool bf16 : {false, true}) {
-          auto b = CreateBackend("cuda");
-          ASSERT_TRUE(b.ok());
-          BackendOptions o;
-          o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
-          o.grad_reduce_bf16 = bf16;
-          o.micro_batches = micro;
-          ASSERT_TRUE((*b)->Init(m, o).ok());
-          ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
-          ASSERT_TRUE((*b)->ZeroGrad().ok());
-          auto loss = (*b)->ForwardBackward(d.Batch(), 1.0f);
+          auto b = Bf16Work(m, zero, bf16, micro);
+          ASSERT_TRUE(b);
+          ASSERT_TRUE(b->ZeroGrad().ok());
+          auto loss = b->ForwardBackward(d.Batch(), 1.0f);
           ASSERT_TRUE(loss.ok()) << loss.status().message();
           g[bf16].assign(layout.total(), 0.0f);
-          ASSERT_TRUE((*b)->GetGradients(g[bf16]).ok());
+          ASSERT_TRUE(b->GetGradients(g[bf16]).ok());
         }
         EXPECT_NE(g[0], g[1]) << "the rounding changes some gradient";
         const std::vector<float> want = cuda::testing::Rounded<__nv_bfloat16>(g[0]);
@@ -343,25 +354,15 @@ TEST(CudaBackend, ReducedGradientsNormIsTheirNorm) {
         ModelConfig m = *Preset(preset);
         const ParamLayout layout(m);
         const Data d[2] = {MakeData(m.vocab, 0), MakeData(m.vocab, 1)};
-        auto make = [&](int zero, int micro_batches) {
-          auto b = CreateBackend("cuda");
-          BackendOptions o;
-          o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
-          o.grad_reduce_bf16 = bf16;
-          o.micro_batches = micro_batches;
-          EXPECT_TRUE(b.ok() && (*b)->Init(m, o).ok() &&
-                      (*b)->SetParameters(InitParameters(m, layout, 9)).ok());
-          return b;
-        };
         // Each micro-batch's gradients reduced alone (ZeRO-0, one micro-batch a step), summed.
         std::vector<float> apart(layout.total(), 0.0f);
         for (int k = 0; k < micro; ++k) {
-          auto b = make(0, 1);
-          ASSERT_TRUE(b.ok());
-          ASSERT_TRUE((*b)->ZeroGrad().ok());
-          ASSERT_TRUE((*b)->ForwardBackward(d[k].Batch(), 1.0f).ok());
+          auto b = Bf16Work(m, 0, bf16, 1);
+          ASSERT_TRUE(b);
+          ASSERT_TRUE(b->ZeroGrad().ok());
+          ASSERT_TRUE(b->ForwardBackward(d[k].Batch(), 1.0f).ok());
           std::vector<float> g(layout.total());
-          ASSERT_TRUE((*b)->GetGradients(g).ok());
+          ASSERT_TRUE(b->GetGradients(g).ok());
           for (size_t i = 0; i < g.size(); ++i) apart[i] += g[i];
         }
         double first = 0;  // ZeRO 2-3's first step's
@@ -370,30 +371,30 @@ TEST(CudaBackend, ReducedGradientsNormIsTheirNorm) {
         for (int zero : {0, 1, 2, 3}) {
           SCOPED_TRACE(fmt::format("{}, {} sums, zero {}, {} micro-batch(es) a step", preset,
                                    bf16 ? "bf16" : "fp32", zero, micro));
-          auto b = make(zero, micro);
-          ASSERT_TRUE(b.ok());
+          auto b = Bf16Work(m, zero, bf16, micro);
+          ASSERT_TRUE(b);
           for (int step = 0; step < (zero <= 1 ? 2 : 1); ++step) {
-            ASSERT_TRUE((*b)->ZeroGrad().ok());
+            ASSERT_TRUE(b->ZeroGrad().ok());
             for (int k = 0; k < micro; ++k) {
               MicroBatch mb = d[(step + k) % 2].Batch();
               mb.last = k == micro - 1;
-              auto loss = (*b)->ForwardBackward(mb, 1.0f);
+              auto loss = b->ForwardBackward(mb, 1.0f);
               ASSERT_TRUE(loss.ok()) << loss.status().message();
             }
             double want = first;
             if (zero <= 1) {
               std::vector<float> g(layout.total());
-              ASSERT_TRUE((*b)->GetGradients(g).ok());
+              ASSERT_TRUE(b->GetGradients(g).ok());
               double sum = 0;
               for (float x : g) sum += static_cast<double>(x) * x;
               want = std::sqrt(sum);
             }
-            Result<float> norm = (*b)->GradNorm();
+            Result<float> norm = b->GradNorm();
             ASSERT_TRUE(norm.ok()) << norm.status().message();
             EXPECT_NEAR(*norm, want, 1e-5 * want) << "step " << step;
             AdamWStep st;
             st.lr = 1e-3f, st.step = step + 1, st.grad_clip = 1.0f;
-            ASSERT_TRUE((*b)->OptimizerStep(st).ok());
+            ASSERT_TRUE(b->OptimizerStep(st).ok());
           }
         }
       }
@@ -414,28 +415,22 @@ TEST(CudaBackend, KeptBf16SumsTrainAsTheirWidening) {
       std::vector<double> losses[2];
       std::vector<float> norms[2], params[2];
       for (int planned : {1, 2}) {
-        auto b = CreateBackend("cuda");
-        ASSERT_TRUE(b.ok());
-        BackendOptions o;
-        o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
-        o.grad_reduce_bf16 = true;
-        o.micro_batches = planned;
-        ASSERT_TRUE((*b)->Init(m, o).ok());
-        ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+        auto b = Bf16Work(m, zero, true, planned);
+        ASSERT_TRUE(b);
         for (int step = 0; step < 3; ++step) {
-          ASSERT_TRUE((*b)->ZeroGrad().ok());
-          auto loss = (*b)->ForwardBackward(d[step % 2].Batch(), 1.0f);
+          ASSERT_TRUE(b->ZeroGrad().ok());
+          auto loss = b->ForwardBackward(d[step % 2].Batch(), 1.0f);
           ASSERT_TRUE(loss.ok()) << loss.status().message();
           losses[planned - 1].push_back(loss->sum);
-          Result<float> norm = (*b)->GradNorm();
+          Result<float> norm = b->GradNorm();
           ASSERT_TRUE(norm.ok()) << norm.status().message();
           norms[planned - 1].push_back(*norm);
           AdamWStep st;
           st.lr = 1e-3f, st.step = step + 1, st.grad_clip = 0.5f;
-          ASSERT_TRUE((*b)->OptimizerStep(st).ok());
+          ASSERT_TRUE(b->OptimizerStep(st).ok());
         }
         params[planned - 1].assign(layout.total(), 0.0f);
-        ASSERT_TRUE((*b)->GetParameters(params[planned - 1]).ok());
+        ASSERT_TRUE(b->GetParameters(params[planned - 1]).ok());
       }
       EXPECT_EQ(losses[0], losses[1]);
       EXPECT_EQ(norms[0], norms[1]);
@@ -449,29 +444,22 @@ TEST(CudaBackend, KeptBf16SumsTrainAsTheirWidening) {
 TEST(CudaBackend, AStepWithoutAMicroBatchHasNoGradient) {
   BM_SKIP_WITHOUT_GPU();
   ModelConfig m = *Preset("llama-tiny");
-  const ParamLayout layout(m);
   const Data d = MakeData(m.vocab, 0);
   for (bool bf16 : {false, true})
     for (int zero : {0, 1, 2, 3}) {
       SCOPED_TRACE(fmt::format("{} sums, zero {}", bf16 ? "bf16" : "fp32", zero));
-      auto b = CreateBackend("cuda");
-      ASSERT_TRUE(b.ok());
-      BackendOptions o;
-      o.max_batch = kB, o.max_seq = kT, o.precision = Precision::kBf16, o.zero = zero;
-      o.grad_reduce_bf16 = bf16;
-      o.micro_batches = 1;
-      ASSERT_TRUE((*b)->Init(m, o).ok());
-      ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
-      ASSERT_TRUE((*b)->ZeroGrad().ok());
-      ASSERT_TRUE((*b)->ForwardBackward(d.Batch(), 1.0f).ok());
-      Result<float> norm = (*b)->GradNorm();
+      auto b = Bf16Work(m, zero, bf16, 1);
+      ASSERT_TRUE(b);
+      ASSERT_TRUE(b->ZeroGrad().ok());
+      ASSERT_TRUE(b->ForwardBackward(d.Batch(), 1.0f).ok());
+      Result<float> norm = b->GradNorm();
       ASSERT_TRUE(norm.ok()) << norm.status().message();
       EXPECT_GT(*norm, 0.0f);
       AdamWStep st;
       st.lr = 1e-3f, st.step = 1, st.grad_clip = 1.0f;
-      ASSERT_TRUE((*b)->OptimizerStep(st).ok());
-      ASSERT_TRUE((*b)->ZeroGrad().ok());
-      norm = (*b)->GradNorm();
+      ASSERT_TRUE(b->OptimizerStep(st).ok());
+      ASSERT_TRUE(b->ZeroGrad().ok());
+      norm = b->GradNorm();
       ASSERT_TRUE(norm.ok()) << norm.status().message();
       EXPECT_EQ(*norm, 0.0f);
     }

@@ -392,30 +392,20 @@ TEST(DataParallelPlan, KeptBf16SumsCountedByHand) {
 // by hand: 4 · 4096 · (4 + 2 · 4096) bytes more, at every stage; without the sums kept (no
 // squares summed as reduced), nothing.
 TEST(DataParallelPlan, FirstUnitAsRowsHoldsEveryRanksRowsCountedByHand) {
-  const auto rows = [](bool kept) {
-    return [kept](CudaDataParallel& d) {
-      d.ReduceInBf16();
-      d.OneMicroBatchPerStep();
-      if (kept) d.SumSquaresAsReduced();
-      d.FirstUnitUsedAlone();
-      d.FirstUnitAsRows(4096, 4096);
-    };
-  };
-  const auto plain = [](bool kept) {
-    return [kept](CudaDataParallel& d) {
-      d.ReduceInBf16();
-      d.OneMicroBatchPerStep();
-      if (kept) d.SumSquaresAsReduced();
-      d.FirstUnitUsedAlone();
-    };
-  };
   for (int zero : {0, 1, 2, 3}) {
     SCOPED_TRACE(zero);
-    const auto bytes = [&](const std::function<void(CudaDataParallel&)>& f) {
-      return TensorParallelRankBytes("llama2-7b", {}, 1, 4, zero, DType::kBF16, nullptr, f);
+    const auto bytes = [&](bool kept, bool as_rows) {
+      return TensorParallelRankBytes("llama2-7b", {}, 1, 4, zero, DType::kBF16, nullptr,
+                                     [&](CudaDataParallel& d) {
+                                       d.ReduceInBf16();
+                                       d.OneMicroBatchPerStep();
+                                       if (kept) d.SumSquaresAsReduced();
+                                       d.FirstUnitUsedAlone();
+                                       if (as_rows) d.FirstUnitAsRows(4096, 4096);
+                                     });
     };
-    EXPECT_EQ(bytes(rows(true)) - bytes(plain(true)), 4u * 4096 * (4 + 2 * 4096));
-    EXPECT_EQ(bytes(rows(false)), bytes(plain(false)));
+    EXPECT_EQ(bytes(true, true) - bytes(true, false), 4u * 4096 * (4 + 2 * 4096));
+    EXPECT_EQ(bytes(false, true), bytes(false, false));
   }
 }
 

@@ -42,6 +42,15 @@ class CudaOps : public ::testing::Test {
   uint64_t Seed() { return seed_++ * 7919 + 17; }
   uint64_t seed_ = static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()) + 1;
 };
+// A device copy of `h` (cudaFree it).
+int* UploadInts(const std::vector<int>& h) {
+  int* d = nullptr;
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
+            cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  return d;
+}
+
 using Types = ::testing::Types<float, __nv_bfloat16, __half>;
 TYPED_TEST_SUITE(CudaOps, Types);
 
@@ -75,14 +84,7 @@ TYPED_TEST(CudaOps, Embedding) {
   EXPECT_CLOSE(gout.Download(), want, kTol<T>);
 
   EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), n, 0, v);
-  auto upload = [](const std::vector<int>& h) {
-    int* d = nullptr;
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
-              cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-  };
-  int *bt = upload(bk.tokens), *bo = upload(bk.offsets), *bp = upload(bk.positions);
+  int *bt = UploadInts(bk.tokens), *bo = UploadInts(bk.offsets), *bp = UploadInts(bk.positions);
   auto g0 = RandomVector(v * c, 1.0f, this->Seed()), p0 = RandomVector(t * c, 1.0f, this->Seed());
   DeviceBuffer<float> dwte(g0), dwpe(p0);
   ASSERT_TRUE(EmbeddingBackward<T>(dwte.get(), dwpe.get(), gdout.get(), bt, bo, bp,
@@ -106,14 +108,7 @@ TYPED_TEST(CudaOps, EmbeddingRowsAreTheDenseRowsAndAddUp) {
   std::vector<int> tokens[2] = {std::vector<int>(n), std::vector<int>(n)};
   for (int& x : tokens[0]) x = rng() % 7;       // tokens 0..6, repeated
   for (int& x : tokens[1]) x = 4 + rng() % 40;  // 4..43: overlaps the first's 4..6
-  auto upload = [](const std::vector<int>& h) {
-    int* d = nullptr;
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
-              cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-  };
-  const int cap = n + 3;  // room past the last bucket: padding rows
+  const int cap = n + 3;                        // room past the last bucket: padding rows
   std::vector<int> row_tokens[2];
   std::vector<float> row_values[2];
   DeviceBuffer<__nv_bfloat16> rows0(cap * c), rows1(cap * c);
@@ -123,7 +118,7 @@ TYPED_TEST(CudaOps, EmbeddingRowsAreTheDenseRowsAndAddUp) {
     const auto dout = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed() + k));
     DeviceBuffer<T> gdout(dout);
     EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens[k].data(), n, 0, v);
-    int *bt = upload(bk.tokens), *bo = upload(bk.offsets), *bp = upload(bk.positions);
+    int *bt = UploadInts(bk.tokens), *bo = UploadInts(bk.offsets), *bp = UploadInts(bk.positions);
     const int buckets = static_cast<int>(bk.tokens.size());
     DeviceBuffer<float> dense(std::vector<float>(v * c, 0.0f));
     ASSERT_TRUE(
@@ -133,7 +128,7 @@ TYPED_TEST(CudaOps, EmbeddingRowsAreTheDenseRowsAndAddUp) {
     ASSERT_TRUE(CastF32<__nv_bfloat16>(cast.get(), dense.get(), v * c, 0).ok());
     const std::vector<float> want = cast.Download();
     DeviceBuffer<__nv_bfloat16>& rows = k == 0 ? rows0 : rows1;
-    row_tok[k] = upload(std::vector<int>(cap, -1));
+    row_tok[k] = UploadInts(std::vector<int>(cap, -1));
     ASSERT_TRUE(
         EmbeddingBackwardRows<T>(rows.get(), row_tok[k], gdout.get(), bt, bo, bp, buckets, c, 0)
             .ok());
@@ -193,14 +188,7 @@ TYPED_TEST(CudaOps, EmbeddingSplicedRows) {
   auto wpe = Rounded<T>(RandomVector(t * c, 1.0f, this->Seed()));
   auto rows = Rounded<T>(RandomVector(count * c, 1.0f, this->Seed()));
   auto dout = Rounded<T>(RandomVector(n * c, 1.0f, this->Seed()));
-  auto upload = [](const std::vector<int>& h) {
-    int* d = nullptr;
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), std::max<size_t>(h.size(), 1) * 4),
-              cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-  };
-  int *dtok = upload(tokens), *dpos = upload(positions);
+  int *dtok = UploadInts(tokens), *dpos = UploadInts(positions);
   DeviceBuffer<T> gwte(wte), gwpe(wpe), grows(rows), gout(n * c), gdout(dout), gdrows(count * c);
   for (bool positional : {true, false}) {
     const T* pe = positional ? gwpe.get() : nullptr;
@@ -247,7 +235,7 @@ TYPED_TEST(CudaOps, EmbeddingSplicedRows) {
   for (int k = 0; k < c; ++k) ASSERT_EQ(want_drows[6 * c + k], dout[33 * c + k]);  // by hand
 
   EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), n, 0, v, skip.data());
-  int *bt = upload(bk.tokens), *bo = upload(bk.offsets), *bp = upload(bk.positions);
+  int *bt = UploadInts(bk.tokens), *bo = UploadInts(bk.offsets), *bp = UploadInts(bk.positions);
   auto g0 = RandomVector(v * c, 1.0f, this->Seed()), p0 = RandomVector(t * c, 1.0f, this->Seed());
   DeviceBuffer<float> dwte(g0), dwpe(p0);
   ASSERT_TRUE(EmbeddingBackward<T>(dwte.get(), dwpe.get(), gdout.get(), bt, bo, bp,
@@ -849,6 +837,47 @@ TEST(CudaAdamW, SplitMastersUpdateAsTheFp32Masters) {
   }
 }
 
+// One side of a comparison of AdamW launches: masters whole (with their bf16 copy) and split,
+// each with its moments, from the same starting values.
+struct AdamWSide {
+  AdamWSide(const std::vector<float>& p, const std::vector<float>& m, const std::vector<float>& v)
+      : n(p.size()), p(p), m(m), v(v), w(n), hi(n), lo(n), sm(m), sv(v) {
+    EXPECT_TRUE(SplitMasters(hi.get(), lo.get(), this->p.get(), n, 0).ok());
+  }
+  // Both updates of elements [b, b + len) from `grads` (fp32 or bf16, indexed from 0).
+  template <typename G>
+  void Update(const G* grads, const float* sumsq, const AdamWHyper& h, size_t b, size_t len,
+              const uint32_t* mask = nullptr) {
+    EXPECT_TRUE(AdamWUpdate(p.get() + b, w.get() + b, m.get() + b, v.get() + b, grads + b, sumsq, h,
+                            len, 0, mask)
+                    .ok());
+    EXPECT_TRUE(AdamWSplitUpdate(hi.get() + b, lo.get() + b, sm.get() + b, sv.get() + b, grads + b,
+                                 sumsq, h, len, 0, mask)
+                    .ok());
+  }
+  size_t n;
+  DeviceBuffer<float> p, m, v;
+  DeviceBuffer<__nv_bfloat16> w;
+  DeviceBuffer<uint16_t> hi, lo;
+  DeviceBuffer<float> sm, sv;
+};
+
+// Every buffer of the two sides, to the bit.
+void ExpectSameSides(const AdamWSide& x, const AdamWSide& y) {
+  const auto same = [](const auto& a, const auto& b, const char* what) {
+    const auto da = a.Download(), db = b.Download();
+    EXPECT_EQ(0, std::memcmp(da.data(), db.data(), da.size() * sizeof(da[0]))) << what;
+  };
+  same(x.p, y.p, "params"), same(x.m, y.m, "m"), same(x.v, y.v, "v");
+  same(x.w, y.w, "bf16 copy"), same(x.sm, y.sm, "split m"), same(x.sv, y.sv, "split v");
+  std::vector<uint16_t> a(x.n), b(y.n);
+  for (auto [hx, hy] : {std::pair{&x.hi, &y.hi}, {&x.lo, &y.lo}}) {
+    ASSERT_EQ(cudaMemcpy(a.data(), hx->get(), x.n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b.data(), hy->get(), y.n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(a, b) << "split halves";
+  }
+}
+
 // AdamW reading bf16 gradients (the group's sums kept in bf16: CudaDataParallel::keeps_bf16_sums)
 // gives the bits of AdamW reading their fp32 widening, masters whole (with a bf16 copy) and
 // split, with a decay mask, four at a time (n = 100000) and one at a time (n = 100003, and from
@@ -871,42 +900,12 @@ TEST(CudaAdamW, Bf16GradientsUpdateAsTheirWidening) {
       ASSERT_TRUE(GradSumSquares(sumsq.get(), partials.get(), wide.get(), n, 0).ok());
       AdamWHyper h;
       h.step = 5, h.weight_decay = 0.2f, h.lr = 1e-2f, h.max_norm = 0.5f;
-      DeviceBuffer<float> p1(p), m1(m), v1(v), p2(p), m2(m), v2(v);
-      DeviceBuffer<__nv_bfloat16> w1(n), w2(n);
-      const size_t k = n - first;
-      ASSERT_TRUE(AdamWUpdate(p1.get() + first, w1.get() + first, m1.get() + first,
-                              v1.get() + first, wide.get() + first, sumsq.get(), h, k, 0,
-                              gmask.get())
-                      .ok());
-      ASSERT_TRUE(AdamWUpdate(p2.get() + first, w2.get() + first, m2.get() + first,
-                              v2.get() + first, narrow.get() + first, sumsq.get(), h, k, 0,
-                              gmask.get())
-                      .ok());
-      DeviceBuffer<uint16_t> hi1(n), lo1(n), hi2(n), lo2(n);
-      DeviceBuffer<float> sm1(m), sv1(v), sm2(m), sv2(v), p0(p);
-      ASSERT_TRUE(SplitMasters(hi1.get(), lo1.get(), p0.get(), n, 0).ok());
-      ASSERT_TRUE(SplitMasters(hi2.get(), lo2.get(), p0.get(), n, 0).ok());
-      ASSERT_TRUE(AdamWSplitUpdate(hi1.get() + first, lo1.get() + first, sm1.get() + first,
-                                   sv1.get() + first, wide.get() + first, sumsq.get(), h, k, 0,
-                                   gmask.get())
-                      .ok());
-      ASSERT_TRUE(AdamWSplitUpdate(hi2.get() + first, lo2.get() + first, sm2.get() + first,
-                                   sv2.get() + first, narrow.get() + first, sumsq.get(), h, k, 0,
-                                   gmask.get())
-                      .ok());
-      const auto same = [&](const auto& x, const auto& y, const char* what) {
-        const auto a = x.Download(), b = y.Download();
-        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0]))) << what;
-      };
-      same(p1, p2, "params"), same(m1, m2, "m"), same(v1, v2, "v"), same(w1, w2, "bf16 copy");
-      same(sm1, sm2, "split m"), same(sv1, sv2, "split v");
-      std::vector<uint16_t> a(n), b(n);
-      for (auto [x, y] : {std::pair{&hi1, &hi2}, {&lo1, &lo2}}) {
-        ASSERT_EQ(cudaMemcpy(a.data(), x->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(b.data(), y->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-        EXPECT_EQ(a, b) << "split halves";
-      }
-      EXPECT_NE(0, std::memcmp(p1.Download().data() + first, p.data() + first, k * 4))
+      AdamWSide from_wide(p, m, v), from_narrow(p, m, v);
+      from_wide.Update(wide.get(), sumsq.get(), h, first, n - first, gmask.get());
+      from_narrow.Update(narrow.get(), sumsq.get(), h, first, n - first, gmask.get());
+      ExpectSameSides(from_wide, from_narrow);
+      EXPECT_NE(
+          0, std::memcmp(from_wide.p.Download().data() + first, p.data() + first, (n - first) * 4))
           << "the update ran";
     }
 }
@@ -917,6 +916,7 @@ TEST(CudaAdamW, Bf16GradientsUpdateAsTheirWidening) {
 TEST(CudaAdamW, DecayMaskGivesEachRunsOwnLaunchBits) {
   BM_SKIP_WITHOUT_GPU();
   for (size_t n : {size_t{100003}, size_t{100000}}) {
+    SCOPED_TRACE(n);
     const size_t chunks = (n + kDecayChunk - 1) / kDecayChunk;
     std::vector<uint32_t> mask((chunks + 31) / 32, 0u);
     std::vector<bool> decayed(chunks);
@@ -936,46 +936,17 @@ TEST(CudaAdamW, DecayMaskGivesEachRunsOwnLaunchBits) {
     h.step = 4, h.weight_decay = 0.3f, h.lr = 1e-2f;
     AdamWHyper none = h;
     none.weight_decay = 0.0f;
-    DeviceBuffer<float> p1(p), m1(m), v1(v), p2(p), m2(m), v2(v);
-    DeviceBuffer<uint16_t> hi1(n), lo1(n), hi2(n), lo2(n);
-    DeviceBuffer<__nv_bfloat16> w1(n), w2(n);
-    ASSERT_TRUE(SplitMasters(hi1.get(), lo1.get(), p1.get(), n, 0).ok());
-    ASSERT_TRUE(SplitMasters(hi2.get(), lo2.get(), p1.get(), n, 0).ok());
-    DeviceBuffer<float> sm1(m), sv1(v), sm2(m), sv2(v);
-    // Masked: one launch each.
-    ASSERT_TRUE(AdamWUpdate(p1.get(), w1.get(), m1.get(), v1.get(), gg.get(), sumsq.get(), h, n, 0,
-                            gmask.get())
-                    .ok());
-    ASSERT_TRUE(AdamWSplitUpdate(hi1.get(), lo1.get(), sm1.get(), sv1.get(), gg.get(), sumsq.get(),
-                                 h, n, 0, gmask.get())
-                    .ok());
-    // A launch per run.
-    for (size_t c = 0; c < chunks;) {
+    AdamWSide masked(p, m, v), by_runs(p, m, v);
+    masked.Update(gg.get(), sumsq.get(), h, 0, n, gmask.get());  // one launch each
+    for (size_t c = 0; c < chunks;) {                            // a launch per run
       size_t e = c;
       while (e < chunks && decayed[e] == decayed[c]) ++e;
       const size_t b = c * kDecayChunk, len = std::min(e * kDecayChunk, n) - b;
-      const AdamWHyper& hh = decayed[c] ? h : none;
-      ASSERT_TRUE(AdamWUpdate(p2.get() + b, w2.get() + b, m2.get() + b, v2.get() + b, gg.get() + b,
-                              sumsq.get(), hh, len, 0)
-                      .ok());
-      ASSERT_TRUE(AdamWSplitUpdate(hi2.get() + b, lo2.get() + b, sm2.get() + b, sv2.get() + b,
-                                   gg.get() + b, sumsq.get(), hh, len, 0)
-                      .ok());
+      by_runs.Update(gg.get(), sumsq.get(), decayed[c] ? h : none, b, len);
       c = e;
     }
-    auto same = [&](const auto& x, const auto& y, const char* what) {
-      auto a = x.Download(), b = y.Download();
-      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0]))) << what << " " << n;
-    };
-    same(p1, p2, "params"), same(m1, m2, "m"), same(v1, v2, "v"), same(w1, w2, "bf16 copy");
-    same(sm1, sm2, "split m"), same(sv1, sv2, "split v");
-    std::vector<uint16_t> a(n), b(n);
-    for (auto [x, y] : {std::pair{&hi1, &hi2}, {&lo1, &lo2}}) {
-      ASSERT_EQ(cudaMemcpy(a.data(), x->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(b.data(), y->get(), n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-      EXPECT_EQ(a, b) << "split halves " << n;
-    }
-    EXPECT_NE(0, std::memcmp(p1.Download().data(), p.data(), n * 4)) << "the update ran";
+    ExpectSameSides(masked, by_runs);
+    EXPECT_NE(0, std::memcmp(masked.p.Download().data(), p.data(), n * 4)) << "the update ran";
   }
 }
 

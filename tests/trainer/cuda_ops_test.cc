@@ -136,6 +136,9 @@ TYPED_TEST(CudaOps, EmbeddingRowsAreTheDenseRowsAndAddUp) {
     row_tokens[k].resize(cap);
     ASSERT_EQ(cudaMemcpy(row_tokens[k].data(), row_tok[k], cap * 4, cudaMemcpyDeviceToHost),
               cudaSuccess);
+    std::vector<float> twin(static_cast<size_t>(buckets) * c);
+    EmbeddingBackwardRowsCpu(twin.data(), dout.data(), bk, c);
+    EXPECT_EQ(0, std::memcmp(row_values[k].data(), twin.data(), twin.size() * 4)) << "the twin";
     for (int i = 0; i < cap; ++i) {
       if (i >= buckets) {
         EXPECT_EQ(row_tokens[k][i], -1) << i;
@@ -147,15 +150,10 @@ TYPED_TEST(CudaOps, EmbeddingRowsAreTheDenseRowsAndAddUp) {
     }
     cudaFree(bt), cudaFree(bo), cudaFree(bp);
   }
-  std::vector<float> sum(v * c, 0.0f);
+  std::vector<float> sum(v * c, 0.0f);  // the twin's (EmbeddingRowsAddCpu: counted by hand below)
   for (int k = 0; k < 2; ++k)
-    for (int i = 0; i < cap; ++i) {
-      if (row_tokens[k][i] < 0) continue;
-      for (int j = 0; j < c; ++j) {
-        float& o = sum[row_tokens[k][i] * c + j];
-        o = Rounded<__nv_bfloat16>({o + row_values[k][i * c + j]})[0];
-      }
-    }
+    EmbeddingRowsAddCpu(sum.data(), 0, sum.size(), row_tokens[k].data(), row_values[k].data(), cap,
+                        c);
   for (auto [first, count] :
        {std::pair{0, 5 * c + 17}, {5 * c + 17, 30 * c}, {35 * c + 17, 15 * c - 17}}) {
     SCOPED_TRACE(::testing::Message() << "slice from " << first);
@@ -166,6 +164,31 @@ TYPED_TEST(CudaOps, EmbeddingRowsAreTheDenseRowsAndAddUp) {
     EXPECT_EQ(0, std::memcmp(got.data(), sum.data() + first, count * 4));
   }
   cudaFree(row_tok[0]), cudaFree(row_tok[1]);
+}
+
+// The rows' CPU twins (no GPU needed), counted by hand with 2 channels. EmbeddingBackwardRowsCpu:
+// tokens 1, 0, 1 at rows r0 = (1, 0.5), r1 = (3, -1), r2 = (2^-9, 0.25): token 0's row is r1;
+// token 1's is r0 + r2 = (1 + 2^-9, 0.75), and 1 + 2^-9 rounds to 1 in bf16 (half its step at 1 is
+// 2^-8). EmbeddingRowsAddCpu into elements [1, 6) of a 3-token table: rank A's token 0 (0.5,
+// -0.25) and token 2 (1, 1), then rank B's token 2 (2^-9, 3 · 2^-9), a padding row (-1) and token
+// 1 (4, 8): element 0 is outside, 1 = -0.25, 2-3 = 4, 8, 4 = 1 + 2^-9 -> 1, 5 = 1 + 3 · 2^-9 -> 1
+// + 2^-7 (the nearer bf16).
+TEST(EmbeddingRowsCpu, SumsRoundedAsBf16CountedByHand) {
+  const float tiny = std::ldexp(1.0f, -9);
+  const std::vector<int> tokens = {1, 0, 1};
+  const std::vector<float> dout = {1.0f, 0.5f, 3.0f, -1.0f, tiny, 0.25f};
+  const EmbeddingBuckets bk = BuildEmbeddingBuckets(tokens.data(), 3, 0, 3);
+  ASSERT_EQ(bk.tokens, (std::vector<int>{0, 1}));
+  std::vector<float> rows(4);
+  EmbeddingBackwardRowsCpu(rows.data(), dout.data(), bk, 2);
+  EXPECT_EQ(rows, (std::vector<float>{3.0f, -1.0f, 1.0f, 0.75f}));
+  std::vector<float> out(5, 0.0f);
+  const std::vector<int> a_tokens = {0, 2}, b_tokens = {2, -1, 1};
+  const std::vector<float> a_rows = {0.5f, -0.25f, 1.0f, 1.0f};
+  const std::vector<float> b_rows = {tiny, 3 * tiny, 99.0f, 99.0f, 4.0f, 8.0f};
+  EmbeddingRowsAddCpu(out.data(), 1, 5, a_tokens.data(), a_rows.data(), 2, 2);
+  EmbeddingRowsAddCpu(out.data(), 1, 5, b_tokens.data(), b_rows.data(), 3, 2);
+  EXPECT_EQ(out, (std::vector<float>{-0.25f, 4.0f, 8.0f, 1.0f, 1.0f + std::ldexp(1.0f, -7)}));
 }
 
 // Spliced rows (LLaVA's image features): the lookup's rows at 7 positions (unordered, both

@@ -3,6 +3,7 @@
 #include "trainer/cuda/check.h"
 #include "trainer/cuda/kernels/common.cuh"
 #include "trainer/cuda/kernels/embedding.cuh"
+#include "trainer/dist/bf16.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -285,6 +286,30 @@ void EmbeddingSpliceBackwardCpu(float* drows, const float* dout, const int* posi
   for (int i = 0; i < count; ++i)
     std::copy_n(dout + static_cast<size_t>(positions[i]) * channels, channels,
                 drows + static_cast<size_t>(i) * channels);
+}
+
+void EmbeddingBackwardRowsCpu(float* rows, const float* dout, const EmbeddingBuckets& b,
+                              int channels) {
+  for (size_t k = 0; k < b.tokens.size(); ++k)
+    for (int c = 0; c < channels; ++c) {
+      float acc = 0.0f;
+      for (int i = b.offsets[k]; i < b.offsets[k + 1]; ++i)
+        acc += dout[static_cast<size_t>(b.positions[i]) * channels + c];
+      rows[k * channels + c] = dist::Bf16ToFloat(dist::FloatToBf16(0.0f + acc));
+    }
+}
+
+void EmbeddingRowsAddCpu(float* out, size_t first, size_t count, const int* tokens,
+                         const float* rows, int num_rows, int channels) {
+  for (int i = 0; i < num_rows; ++i) {
+    if (tokens[i] < 0) continue;
+    for (int c = 0; c < channels; ++c) {
+      const size_t e = static_cast<size_t>(tokens[i]) * channels + c;
+      if (e < first || e >= first + count) continue;
+      float& o = out[e - first];
+      o = dist::Bf16ToFloat(dist::FloatToBf16(o + rows[static_cast<size_t>(i) * channels + c]));
+    }
+  }
 }
 
 }  // namespace bm::train::cuda

@@ -88,5 +88,11 @@ void EmbeddingSpliceForwardCpu(float* out, const int* positions, const float* ro
                                int channels);
 void EmbeddingSpliceBackwardCpu(float* drows, const float* dout, const int* positions, int count,
                                 int channels);
+// EmbeddingBackwardRows over the buckets `b` (rows[k] for bucket k; bf16 values as floats) and
+// EmbeddingRowsAdd on a table part of bf16 values held as floats: each sum rounded to bf16.
+void EmbeddingBackwardRowsCpu(float* rows, const float* dout, const EmbeddingBuckets& b,
+                              int channels);
+void EmbeddingRowsAddCpu(float* out, size_t first, size_t count, const int* tokens,
+                         const float* rows, int num_rows, int channels);
 
 }  // namespace bm::train::cuda

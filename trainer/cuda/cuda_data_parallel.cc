@@ -130,7 +130,7 @@ void CudaDataParallel::Plan(MemoryPlan* plan) {
                                  widest_slice * static_cast<size_t>(plan_.ranks()) * 2);
   if (as_rows_)
     rows_off_ = plan->Add("embedding gradient rows (every rank's tokens and bf16 rows)",
-                      static_cast<size_t>(comm_->size()) * RowsSegment() * 2);
+                          static_cast<size_t>(comm_->size()) * RowsSegment() * 2);
   if (squares_ && reduce_bf16_) {
     squared_.assign(static_cast<size_t>(plan_.num_units()), 0);
     unit_squares_ = plan->Add("gradient norm's partial sums (per unit)",

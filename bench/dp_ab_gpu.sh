@@ -4,8 +4,8 @@
 # GPU at DP_ZEROS (default "0 1 2 3") and DP_BATCHES (default 2) rows of 2048, no accumulation,
 # with DP_FLAGS (default: bf16 sums, the arena as an NCCL window at NCCL_CTA_POLICY=2, 100
 # steps), through bench/multi_gpu.sh dpbatches (DP_PEER=0); then per batch and stage the step,
-# the scaling against the same build's one GPU, the joules a step and the final loss and
-# gradient norm, old and new side by side.
+# the scaling against the same build's one GPU, the joules a step, the device memory used and the
+# final loss and gradient norm, old and new side by side.
 # Expects .devtree/bin/cuda_train_bench_old: pack with AB_OLD=FILE bash bench/pack_devtree.sh.
 # Run from the tree root (the device tool's working copy): bash .devtree/bench/dp_ab_gpu.sh
 # Logs and JSON go to $OUT.
@@ -37,13 +37,13 @@ def cell(rows, b, z):
     o, d = one[-1], dp[-1]
     s = d["tokens_per_s"] / o["tokens_per_s"]
     return (f"{d['step_ms_median']:6.2f} ms {s:6.1%} {d.get('joules_per_step', float('nan')):5.1f} J"
-            f" (1 GPU {o['step_ms_median']:.2f})"), d
-print(f"{'round':>5} {'batch':>5} {'ZeRO':>4} {'old':>40} {'new':>40}  same loss / norm bits")
+            f" {d.get('device_used_GiB', float('nan')):5.1f} GiB (1 GPU {o['step_ms_median']:.2f})"), d
+print(f"{'round':>5} {'batch':>5} {'ZeRO':>4} {'old':>50} {'new':>50}  same loss / norm bits")
 for r in range(1, rounds + 1):
     old, new = load("old", r), load("new", r)
     for b in sorted({x["batch"] for x in new}):
         for z in sorted({x["zero"] for x in new if x["gpus"] > 1}):
             (co, do), (cn, dn) = cell(old, b, z), cell(new, b, z)
             same = (do and dn and (do["final_loss"] == dn["final_loss"], do["grad_norm"] == dn["grad_norm"]))
-            print(f"{r:>5} {b:>5} {z:>4} {co:>40} {cn:>40}  {same}")
+            print(f"{r:>5} {b:>5} {z:>4} {co:>50} {cn:>50}  {same}")
 PY

@@ -218,9 +218,11 @@ class CudaDataParallel {
     zero_pending_ = true;
     squared_.assign(squared_.size(), 0);
   }
-  Status ZeroPendingGradients();  // before something reads full gradients (zero <= 1)
-  // first: the step's first micro-batch (its products write rather than add the gradients
-  // for zero <= 1; with zero >= 2 every micro-batch writes fresh unit buckets).
+  // Before something reads the reduced gradients: zeros where no micro-batch ran since
+  // ZeroGradients (the whole gradients, or with buckets the own slices and their squares).
+  Status ZeroPendingGradients();
+  // last: the step's last micro-batch. The step's first one's products write rather than add
+  // the gradients (without buckets; with them every micro-batch writes fresh unit buckets).
   Status BeginMicroBatch(bool last);
   bool writes_fresh_gradients() const { return first_micro_; }
   bool splits_masters() const { return split_; }
@@ -428,7 +430,7 @@ class CudaDataParallel {
   std::vector<char> in_bucket_;
   bool zero_pending_ = false, first_micro_ = false, last_micro_ = true;
   bool per_unit_zeroing_ = false;
-  bool accumulate_ = false;   // zero >= 2: add this micro-batch's reduced slices to the step's
+  bool accumulate_ = false;   // buckets: add this micro-batch's reduced slices to the step's
   std::vector<char> sliced_;  // buckets: per unit, a reduction of the step wrote its slices
   bool one_micro_ = false;    // OneMicroBatchPerStep
   bool reduce_bf16_ = false;  // ReduceInBf16

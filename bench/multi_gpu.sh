@@ -22,6 +22,7 @@
 #       TP2PP1SH2SP4 at 4 GPUs, ours only so far; pp: the GPT-3 TP2PP2 row and its
 #       pipeline peer; 4 GPUs. On 2 GPUs tp runs the Aquila2 row's TP2 half (DP1) and pp the
 #       GPT-3 row's pipeline half (TP1PP2, GAS 8), each beside its peer at the same geometry)
+#   zero3: ZERO3_BATCHES, ZERO3_FLAGS (ours' variants) and ZERO3_PEER_REDUCE (FSDP2's reduce_dtype) below
 #   bash .devtree/bench/multi_gpu.sh dpbatches   ours only, LLaMA 1B at each micro-batch of DP_BATCHES
 #       (default 2 4 8) on one GPU and data parallel on N at ZeRO 0-3, GRAD_REDUCE (default "fp32
 #       bf16") on the wire, and PyTorch DDP at each micro-batch; prints the scaling of each and
@@ -178,8 +179,13 @@ if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", is
     for v in "${z3_variants[@]}"; do
       ranks "zero3-b$b${v//[ -]/}" "$N" --model llama2-7b --batch "$b" --zero 3 $v --json "$OUT/ours.jsonl"
     done
-    torch_peer torchrun --standalone --nproc_per_node="$N" multi_reference.py --mode fsdp \
-      --model llama2-7b --batch "$b" --json "$OUT/torch.jsonl"
+    # ZERO3_PEER_REDUCE (default fp32): FSDP2's reduce_dtype, "fp32 bf16" both (fsdp_bf16_reduce.py:
+    # the same script with reduce_dtype=bf16, the same arithmetic as ours with --grad-reduce bf16)
+    for pr in ${ZERO3_PEER_REDUCE:-fp32}; do
+      script=multi_reference.py; [[ $pr == bf16 ]] && script=fsdp_bf16_reduce.py
+      torch_peer torchrun --standalone --nproc_per_node="$N" "$script" --mode fsdp \
+        --model llama2-7b --batch "$b" --json "$OUT/torch.jsonl"
+    done
   done
 fi
 if want tp && [[ $N -ge 2 ]]; then
@@ -278,14 +284,24 @@ for model, tp, pp, published, pt_pub in mp:
               + (f"; async TP off: {b['async_tp_error']}" if b.get("async_tp_error") else "")
               + (f"; {len(p)} peer rows, the fastest shown" if len(p) > 1 else ""))
 print()
+if any(x["model"] == "llama2-7b" and x["zero"] == 3 for x in ours):
+    print(f"{'ZeRO-3 row':66} {'ours':>9} {'FSDP2':>9} {'ratio':>6} {'ours GiB':>9} {'torch GiB':>10}  (tok/s/GPU; GiB: ours used, FSDP2's peak allocated)")
 for mb in (1, 2, 4):
     rows = [x for x in ours if x["model"] == "llama2-7b" and x["gpus"] == n and x["zero"] == 3 and x["batch"] == mb]
     b = [x for x in torch if x["mode"] == "fsdp2" and x["model"] == "llama2-7b" and x["world"] == n and x["batch"] == mb]
-    for a in rows if b else []:  # one row per ZERO3_FLAGS variant
-        b1 = b[-1]
+    # one row per ZERO3_FLAGS variant against each peer (FSDP2 reducing in fp32, and in bf16 where
+    # ZERO3_PEER_REDUCE ran it); a bf16 row of ours beside the fp32 peer is the recommended peer,
+    # beside the bf16 one the same arithmetic
+    for a in rows if b else []:
         window = (" window" if a.get("nccl_window") else "") + (
-            f" keep {a['zero3_keep_params']:.0e}" if a.get("zero3_keep_params") else "")
-        print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2)':44} {a['tokens_per_s']:15.0f} {b1['tokens_per_s_per_gpu']:16.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} {'':13} {'':14} {a['device_used_GiB']:9.1f} {b1['peak_alloc_GiB_max']:10.1f}"
-              f"  (ours planned {a.get('plan_GiB', float('nan')):.1f}; torch reserved {b1.get('peak_reserved_GiB_max', float('nan')):.1f})")
+            f" keep {a['zero3_keep_params']:.0e}" if a.get("zero3_keep_params") else "") + (
+            " bf16 sums" if a.get("grad_reduce") == "bf16" else "")
+        for pr in ("fp32", "bf16"):
+            p = [x for x in b if x.get("reduce_dtype", "fp32") == pr]
+            if not p or (pr == "bf16" and a.get("grad_reduce") != "bf16"):
+                continue
+            b1 = p[-1]
+            print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2 {pr})':66} {a['tokens_per_s']:9.0f} {b1['tokens_per_s_per_gpu']:9.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} {a['device_used_GiB']:9.1f} {b1['peak_alloc_GiB_max']:10.1f}"
+                  f"  (ours planned {a.get('plan_GiB', float('nan')):.1f}; torch reserved {b1.get('peak_reserved_GiB_max', float('nan')):.1f}; torch MFU PaLM {b1.get('mfu_palm_all', float('nan')):.1%})")
 print("targets: scaling >= 97% on 4 GPUs without accumulation; ZeRO-3 >= 1.2x FSDP2 tokens/s/GPU at no more memory than its peak allocation; TP and PP rows >= 1.1x their PyTorch peer")
 PY

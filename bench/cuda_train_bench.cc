@@ -259,6 +259,10 @@ int main(int argc, char** argv) {
   // This rank's GPU first: the cuDNN check below builds plans on the current one.
   if (cudaSetDevice(env->local_rank) != cudaSuccess)
     return Fail(bm::Errorf(bm::ErrorCode::kUnavailable, "no GPU {}", env->local_rank));
+  // The device's use before anything of ours (the CUDA context), and before the model (with
+  // cuDNN's check and the communicators): what lies outside the plan's arena, by source.
+  auto used_at_start = bm::train::cuda::DeviceArena::DeviceUsedBytes();
+  if (!used_at_start.ok()) return Fail(used_at_start.status());
   // auto (the default): cuDNN's fused attention when built in and usable, like the backend.
   bm::train::cuda::AttentionShape shape{run.micro_batch,         run.seq,
                                         spec.local_heads(),      spec.local_kv_heads(),
@@ -277,6 +281,8 @@ int main(int argc, char** argv) {
     run.pipeline_slots = bm::train::dist::MaxInFlight(pp, at.pp, accum);
   }
   run.micro_batches_per_step = apart ? 0 : accum;
+  auto used_before_model = bm::train::cuda::DeviceArena::DeviceUsedBytes();
+  if (!used_before_model.ok()) return Fail(used_before_model.status());
   auto model_or = CudaModel::Create(spec, run);
   if (!model_or.ok()) return Fail(model_or.status());
   CudaModel& model = **model_or;
@@ -471,6 +477,18 @@ int main(int argc, char** argv) {
   j["layers_over_gradients"] = model.memory().layers_over_gradients;
   j["device_used_GiB"] = used / 1073741824.0;                            // the largest over ranks
   j["device_used_after_create_GiB"] = used_after_create / 1073741824.0;  // this rank's
+  // This rank's use outside the arena, by source: the CUDA context; cuDNN's check and the
+  // communicators (NCCL's buffers); the model's own beyond its plan (library handles, the
+  // arena's rounding when NCCL allocates it as a window); the steps' (kernels loaded lazily,
+  // cuDNN's plans, the tuner's candidates).
+  j["device_outside_arena_GiB"] = {
+      {"context", static_cast<double>(*used_at_start) / 1073741824.0},
+      {"libraries_and_communicators",
+       static_cast<double>(*used_before_model - *used_at_start) / 1073741824.0},
+      {"model_beyond_plan", (used_after_create - static_cast<double>(*used_before_model) -
+                             static_cast<double>(model.memory().plan_bytes)) /
+                                1073741824.0},
+      {"steps", (static_cast<double>(*after_steps) - used_after_create) / 1073741824.0}};
   if (run.profile) {
     nlohmann::json phases;
     for (const auto& [name, total] : model.PhaseTimes()) phases[name] = total / steps;

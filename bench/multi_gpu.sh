@@ -179,11 +179,11 @@ if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", is
     for v in "${z3_variants[@]}"; do
       ranks "zero3-b$b${v//[ -]/}" "$N" --model llama2-7b --batch "$b" --zero 3 $v --json "$OUT/ours.jsonl"
     done
-    # ZERO3_PEER_REDUCE (default fp32): FSDP2's reduce_dtype, "fp32 bf16" both (fsdp_bf16_reduce.py:
-    # the same script with reduce_dtype=bf16, the same arithmetic as ours with --grad-reduce bf16)
+    # The peer: multi_reference.py's FSDP2 through fsdp_reference.py (its device use recorded),
+    # at each reduce_dtype of ZERO3_PEER_REDUCE (default fp32; "fp32 bf16": both, bf16 the same
+    # arithmetic as ours with --grad-reduce bf16)
     for pr in ${ZERO3_PEER_REDUCE:-fp32}; do
-      script=multi_reference.py; [[ $pr == bf16 ]] && script=fsdp_bf16_reduce.py
-      torch_peer torchrun --standalone --nproc_per_node="$N" "$script" --mode fsdp \
+      torch_peer torchrun --standalone --nproc_per_node="$N" fsdp_reference.py --reduce-dtype "$pr" \
         --model llama2-7b --batch "$b" --json "$OUT/torch.jsonl"
     done
   done
@@ -285,7 +285,8 @@ for model, tp, pp, published, pt_pub in mp:
               + (f"; {len(p)} peer rows, the fastest shown" if len(p) > 1 else ""))
 print()
 if any(x["model"] == "llama2-7b" and x["zero"] == 3 for x in ours):
-    print(f"{'ZeRO-3 row':66} {'ours':>9} {'FSDP2':>9} {'ratio':>6} {'ours GiB':>9} {'torch GiB':>10}  (tok/s/GPU; GiB: ours used, FSDP2's peak allocated)")
+    print(f"{'ZeRO-3 row':66} {'ours':>9} {'FSDP2':>9} {'ratio':>6} {'allocated GiB':>14} {'used GiB':>13}  "
+          "(tok/s/GPU; allocated: our arena / FSDP2's peak allocation; used: total - free, each side's)")
 for mb in (1, 2, 4):
     rows = [x for x in ours if x["model"] == "llama2-7b" and x["gpus"] == n and x["zero"] == 3 and x["batch"] == mb]
     b = [x for x in torch if x["mode"] == "fsdp2" and x["model"] == "llama2-7b" and x["world"] == n and x["batch"] == mb]
@@ -294,14 +295,18 @@ for mb in (1, 2, 4):
     # beside the bf16 one the same arithmetic
     for a in rows if b else []:
         window = (" window" if a.get("nccl_window") else "") + (
-            f" keep {a['zero3_keep_params']:.0e}" if a.get("zero3_keep_params") else "") + (
+            f" keep {a['zero3_keep_params']:.2g}" if a.get("zero3_keep_params") else "") + (
             " bf16 sums" if a.get("grad_reduce") == "bf16" else "")
         for pr in ("fp32", "bf16"):
             p = [x for x in b if x.get("reduce_dtype", "fp32") == pr]
             if not p or (pr == "bf16" and a.get("grad_reduce") != "bf16"):
                 continue
             b1 = p[-1]
-            print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2 {pr})':66} {a['tokens_per_s']:9.0f} {b1['tokens_per_s_per_gpu']:9.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} {a['device_used_GiB']:9.1f} {b1['peak_alloc_GiB_max']:10.1f}"
-                  f"  (ours planned {a.get('plan_GiB', float('nan')):.1f}; torch reserved {b1.get('peak_reserved_GiB_max', float('nan')):.1f}; torch MFU PaLM {b1.get('mfu_palm_all', float('nan')):.1%})")
+            nan = float("nan")
+            print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2 {pr})':66} {a['tokens_per_s']:9.0f} {b1['tokens_per_s_per_gpu']:9.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} "
+                  f"{a.get('plan_GiB', nan):6.1f} / {b1['peak_alloc_GiB_max']:5.1f} {a['device_used_GiB']:5.1f} / {b1.get('device_used_GiB', nan):5.1f}"
+                  f"  (torch reserved {b1.get('peak_reserved_GiB_max', nan):.1f}; torch MFU PaLM {b1.get('mfu_palm_all', nan):.1%}"
+                  + "".join(f"; ours outside the arena: " + ", ".join(f"{k} {v:.2f}" for k, v in a["device_outside_arena_GiB"].items())
+                            for _ in [0] if "device_outside_arena_GiB" in a) + ")")
 print("targets: scaling >= 97% on 4 GPUs without accumulation; ZeRO-3 >= 1.2x FSDP2 tokens/s/GPU at no more memory than its peak allocation; TP and PP rows >= 1.1x their PyTorch peer")
 PY

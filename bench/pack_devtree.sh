@@ -70,7 +70,7 @@ for f in multi_reference.py torch_reference.py; do
 done
 cp bench/tp_reference.py .devtree/peer/  # our TP peer, run beside multi_reference.py
 cp bench/pp_reference.py .devtree/peer/  # our PP peer (imports tp_reference.py)
-cp bench/fsdp_bf16_reduce.py .devtree/peer/  # FSDP2 reducing in bf16 (imports multi_reference.py)
+cp bench/fsdp_reference.py .devtree/peer/  # the FSDP2 peer with its reduce_dtype and device use (imports multi_reference.py)
 cp bench/llava_reference.py .devtree/peer/  # LLaVA stage 2's FSDP2 peer (bench/llava_13b.sh)
 cp bench/llava_decode_reference.py .devtree/peer/  # the MMMU decoder's peer (transformers' generate)
 if [[ -n ${LLAVA_CHECKOUT:-} ]]; then

@@ -63,7 +63,7 @@ tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
 cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh bench/llava_gpu.sh bench/nccl_window_gpu.sh \
-  bench/grad_bf16_gpu.sh bench/zero3_keep_gpu.sh bench/dp_ab_gpu.sh \
+  bench/grad_bf16_gpu.sh bench/zero3_keep_gpu.sh bench/dp_ab_gpu.sh bench/x4_session.sh \
   .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/

@@ -301,12 +301,11 @@ for mb in (1, 2, 4):
             p = [x for x in b if x.get("reduce_dtype", "fp32") == pr]
             if not p or (pr == "bf16" and a.get("grad_reduce") != "bf16"):
                 continue
-            b1 = p[-1]
-            nan = float("nan")
+            b1, nan = p[-1], float("nan")
+            outside = ", ".join(f"{k} {v:.2f}" for k, v in a.get("device_outside_arena_GiB", {}).items())
             print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2 {pr})':66} {a['tokens_per_s']:9.0f} {b1['tokens_per_s_per_gpu']:9.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} "
                   f"{a.get('plan_GiB', nan):6.1f} / {b1['peak_alloc_GiB_max']:5.1f} {a['device_used_GiB']:5.1f} / {b1.get('device_used_GiB', nan):5.1f}"
                   f"  (torch reserved {b1.get('peak_reserved_GiB_max', nan):.1f}; torch MFU PaLM {b1.get('mfu_palm_all', nan):.1%}"
-                  + "".join(f"; ours outside the arena: " + ", ".join(f"{k} {v:.2f}" for k, v in a["device_outside_arena_GiB"].items())
-                            for _ in [0] if "device_outside_arena_GiB" in a) + ")")
+                  + (f"; ours outside the arena: {outside}" if outside else "") + ")")
 print("targets: scaling >= 97% on 4 GPUs without accumulation; ZeRO-3 >= 1.2x FSDP2 tokens/s/GPU at no more memory than its peak allocation; TP and PP rows >= 1.1x their PyTorch peer")
 PY

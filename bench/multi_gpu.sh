@@ -173,11 +173,14 @@ fi
 if want zero3; then  # at each micro-batch of ZERO3_BATCHES (default "1 2 4", issue 38's); ZERO3_FLAGS
   # adds to ours: one variant, or several separated by commas, each its own row before the peer
   # (e.g. ",--nccl-window": plain, then the window, with NCCL_CTA_POLICY=2 exported; "--zero3-keep
-  # 6e9" keeps the last units' gathered weights, up to 6e9 parameters, to their backward)
+  # 6e9" keeps the last units' gathered weights, up to 6e9 parameters, to their backward);
+  # ZERO3_STAGES (default 3) the stages of ours, "2 3" adds ZeRO-2 (the same without the gathers)
   IFS=, read -ra z3_variants <<<"${ZERO3_FLAGS:-}"; [[ ${#z3_variants[@]} -eq 0 ]] && z3_variants=("")
   for b in ${ZERO3_BATCHES:-1 2 4}; do
-    for v in "${z3_variants[@]}"; do
-      ranks "zero3-b$b${v//[ -]/}" "$N" --model llama2-7b --batch "$b" --zero 3 $v --json "$OUT/ours.jsonl"
+    for z in ${ZERO3_STAGES:-3}; do  # e.g. "2 3": ZeRO-2 beside, what ZeRO-3's own work costs
+      for v in "${z3_variants[@]}"; do
+        ranks "zero$z-b$b${v//[ -]/}" "$N" --model llama2-7b --batch "$b" --zero "$z" $v --json "$OUT/ours.jsonl"
+      done
     done
     # The peer: multi_reference.py's FSDP2 through fsdp_reference.py (its device use recorded),
     # at each reduce_dtype of ZERO3_PEER_REDUCE (default fp32; "fp32 bf16": both, bf16 the same
@@ -284,11 +287,11 @@ for model, tp, pp, published, pt_pub in mp:
               + (f"; async TP off: {b['async_tp_error']}" if b.get("async_tp_error") else "")
               + (f"; {len(p)} peer rows, the fastest shown" if len(p) > 1 else ""))
 print()
-if any(x["model"] == "llama2-7b" and x["zero"] == 3 for x in ours):
-    print(f"{'ZeRO-3 row':66} {'ours':>9} {'FSDP2':>9} {'ratio':>6} {'allocated GiB':>14} {'used GiB':>13}  "
+if any(x["model"] == "llama2-7b" and x["zero"] >= 2 for x in ours):
+    print(f"{'ZeRO-2/3 row':66} {'ours':>9} {'FSDP2':>9} {'ratio':>6} {'allocated GiB':>14} {'used GiB':>13}  "
           "(tok/s/GPU; allocated: our arena / FSDP2's peak allocation; used: total - free, each side's)")
 for mb in (1, 2, 4):
-    rows = [x for x in ours if x["model"] == "llama2-7b" and x["gpus"] == n and x["zero"] == 3 and x["batch"] == mb]
+    rows = [x for x in ours if x["model"] == "llama2-7b" and x["gpus"] == n and x["zero"] >= 2 and x["batch"] == mb]
     b = [x for x in torch if x["mode"] == "fsdp2" and x["model"] == "llama2-7b" and x["world"] == n and x["batch"] == mb]
     # one row per ZERO3_FLAGS variant against each peer (FSDP2 reducing in fp32, and in bf16 where
     # ZERO3_PEER_REDUCE ran it); a bf16 row of ours beside the fp32 peer is the recommended peer,
@@ -303,7 +306,8 @@ for mb in (1, 2, 4):
                 continue
             b1, nan = p[-1], float("nan")
             outside = ", ".join(f"{k} {v:.2f}" for k, v in a.get("device_outside_arena_GiB", {}).items())
-            print(f"{f'LLaMA-2-7B {mb}x4096 ZeRO-3{window} on {n} (vs FSDP2 {pr})':66} {a['tokens_per_s']:9.0f} {b1['tokens_per_s_per_gpu']:9.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} "
+            name = f"LLaMA-2-7B {mb}x4096 ZeRO-{a['zero']}{window} on {n} (vs FSDP2 {pr})"
+            print(f"{name:66} {a['tokens_per_s']:9.0f} {b1['tokens_per_s_per_gpu']:9.0f} {a['tokens_per_s']/b1['tokens_per_s_per_gpu']:6.3f} "
                   f"{a.get('plan_GiB', nan):6.1f} / {b1['peak_alloc_GiB_max']:5.1f} {a['device_used_GiB']:5.1f} / {b1.get('device_used_GiB', nan):5.1f}"
                   f"  (torch reserved {b1.get('peak_reserved_GiB_max', nan):.1f}; torch MFU PaLM {b1.get('mfu_palm_all', nan):.1%}"
                   + (f"; ours outside the arena: {outside}" if outside else "") + ")")

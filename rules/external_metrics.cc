@@ -105,6 +105,18 @@ struct Terms {
   std::string precision;
 };
 
+// The global batch every record states, when they all state the same one (Megatron's `global
+// batch size:` in each iteration line of a log without its argument block); nullopt otherwise.
+std::optional<double> ConstantBatch(const std::vector<Iteration>& records) {
+  std::optional<double> batch;
+  for (const Iteration& it : records) {
+    if (!it.samples) continue;
+    if (batch && *batch != *it.samples) return std::nullopt;
+    batch = it.samples;
+  }
+  return batch;
+}
+
 Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) {
   Terms t;
   const std::string layout = p["layout"].get<std::string>();
@@ -138,6 +150,7 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
   BM_ASSIGN_OR_RETURN(t.lbs, f.Pick("lbs", "lbs"));
   BM_ASSIGN_OR_RETURN(t.gas, f.Pick("gas", "gas"));
   t.gbs = f.Logged("gbs");
+  if (!t.gbs) t.gbs = ConstantBatch(log.iterations);
   if (!t.gbs && t.lbs && t.devices) t.gbs = *t.lbs * t.gas.value_or(1) * static_cast<double>(t.dp);
   if (!t.gas && t.gbs && t.lbs && t.devices) {
     double gas = *t.gbs / (*t.lbs * static_cast<double>(t.dp));

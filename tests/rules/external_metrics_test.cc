@@ -119,6 +119,37 @@ TEST(ExternalMetrics, ACountBeyondInt64IsWrittenAsANumber) {
   EXPECT_TRUE(r->metrics["flops_per_token"]["palm"].is_null());
 }
 
+TEST(ExternalMetrics, TheBatchEveryIterationLineStatesIsTheGlobalBatch) {
+  // Iteration lines without the argument block (epfLLM/Megatron-LLM issue #11, a user's paste of
+  // a 70B run): each says `global batch size:  1024`, so config.gbs is 1024, and with the
+  // BENCHFILE's micro-batch and layout the accumulation 1024 / (1 x 8) = 128.
+  const std::string lines =
+      " iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration "
+      "(ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 "
+      "| loss scale: 1.0 | grad norm: 0.231 | number of skipped iterations:   0 | number of nan "
+      "iterations:   0 |\n"
+      " iteration      123/  250000 | consumed samples:       125952 | elapsed time per iteration "
+      "(ms): 87871.6 | learning rate: 9.225E-06 | global batch size:  1024 | lm loss: 2.493043E+00 "
+      "| loss scale: 1.0 | grad norm: 0.236 | number of skipped iterations:   0 | number of nan "
+      "iterations:   0 |\n";
+  const logparse::LogParser* parser = logparse::FindLogParser("megatron");
+  Result<logparse::ParsedLog> parsed = parser->parse(lines, "70b.log");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  json params = Params({{"log_format", "megatron"}, {"lbs", 1}, {"layout", "TP8PP4DP8"}});
+  Result<ExternalMetrics> r = BuildExternalMetrics(*parser, *parsed, "70b.log", params, {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["config"]["gbs"], 1024);
+  EXPECT_EQ(r->metrics["config"]["gas"], 128);
+  // A batch ramp-up (Megatron's --rampup-batch-size): the lines disagree, no one global batch.
+  std::string ramp = lines;
+  ramp.replace(ramp.rfind("size:  1024"), 11, "size:   512");
+  parsed = parser->parse(ramp, "ramp.log");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  r = BuildExternalMetrics(*parser, *parsed, "ramp.log", Params({{"log_format", "megatron"}}), {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->metrics["config"]["gbs"].is_null());
+}
+
 TEST(ExternalMetrics, ALoggedParallelSizeThatIsNoneIsAnError) {
   // A mangled log's tensor_model_parallel_size of 0: the layout divided world_size by tp x pp
   // (an integer division by zero); 1e+20 was cast to int64_t (undefined). Both name the line.

@@ -27,6 +27,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/command_runner.h"
@@ -117,6 +118,13 @@ class Rule {
   virtual std::string_view name() const = 0;
   virtual int version() const = 0;
   virtual const std::vector<ParamSpec>& params() const = 0;
+  // What else the outputs depend on for these parameters, as (name, version) pairs that enter the
+  // key as `impl` fields: code whose output can change between releases while the rule's own
+  // version stays (exec and measure with a log_format: how the log is read). Empty: nothing.
+  virtual std::vector<std::pair<std::string, std::string>> ImplementationVersions(
+      const nlohmann::json& /*params*/) const {
+    return {};
+  }
 
   // True when results depend on the platform: the platform facts enter the key.
   virtual bool platform_dependent() const { return false; }

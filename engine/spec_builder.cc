@@ -32,6 +32,8 @@ Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, So
   m.fields.push_back({"tool", "benchmake", std::string(kKeySalt)});
   m.fields.push_back(
       {"rule", std::string(target.rule->name()), std::to_string(target.rule->version())});
+  for (auto& [name, version] : target.rule->ImplementationVersions(target.params))
+    m.fields.push_back({"impl", std::move(name), std::move(version)});
   std::vector<const ParamSpec*> specs;
   for (const ParamSpec& s : target.rule->params()) specs.push_back(&s);
   std::sort(specs.begin(), specs.end(), [](auto* a, auto* b) { return a->name < b->name; });

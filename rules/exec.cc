@@ -94,6 +94,11 @@ class ExecRule : public engine::Rule {
   bool platform_dependent() const override { return platform_dependent_; }
   int version() const override { return 1; }
   const std::vector<ParamSpec>& params() const override { return params_; }
+  std::vector<std::pair<std::string, std::string>> ImplementationVersions(
+      const json& p) const override {
+    if (p.value("log_format", std::string("none")) == "none") return {};
+    return {{"log_reading", std::to_string(kLogReadingVersion)}};
+  }
   int gpus(const json& p) const override { return static_cast<int>(p.value("gpus", int64_t{0})); }
   bool placeable() const override { return true; }
   bool streams_progress(const json& p) const override { return p.value("progress", false); }

@@ -44,6 +44,13 @@ namespace bm::rules {
 // The parameters above, with their defaults (every one "not given").
 std::vector<engine::ParamSpec> ExternalLogParams();
 
+// The version of how a log is read: bumped whenever metrics.json or log.jsonl for the same log
+// and parameters changes (a parser in rules/logparse/ or this file's arithmetic), so that a
+// cached step parsed by an earlier release is not served as this one's. It enters the key of a
+// step with a log_format (the exec rule's `impl log_reading` field). 2: config.gbs from the
+// records' batch, DeepSpeed's MaxMemAllocated in Megatron-DeepSpeed and GPT-NeoX logs.
+inline constexpr int kLogReadingVersion = 2;
+
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only
 // without a model), and — with log_format = "none" — none of the others set.

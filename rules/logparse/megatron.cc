@@ -58,6 +58,11 @@
 // max_memory_allocated(GB): 19.07 | max_memory_reserved(GB): 22.43 |`, no skipped counts. Its
 // `tokens/s` is all ranks' tokens since the last line over that time; its reserved figure is
 // torch's max_memory_reserved() / 2^30, the largest of all ranks (all_reduce max): the peak.
+// Megatron-DeepSpeed and GPT-NeoX run on DeepSpeed's engine, whose ThroughputTimer lines
+// (`epoch=0/micro_step=34/global_step=34, RunningAvgSamplesPerSec=..., MaxMemAllocated=63.31GB`,
+// torch's max_memory_allocated() / 2^30) sit between the iteration lines: where no
+// report_memory line gives the peak, their largest MaxMemAllocated is the memory (allocated, not
+// reserved: a lower bound, as the source says).
 // `consumed tokens` (also Megatron-DeepSpeed's and ModelLink's) counts all ranks' tokens since
 // the run's start: where a line prints no token rate, the growth over its steps gives one (not
 // across an excerpt's elision mark, nor a lone line's whole count after a batch-size ramp-up).
@@ -401,10 +406,16 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   BridgeConfigReader bridge_config;     // Megatron-Bridge's ConfigContainer print
   bool elided = false;                  // an elision mark since the last iteration line
   DeepSpeedSkipCounts deepspeed_skips;  // Megatron-DeepSpeed's engine `step=N, skipped=K` lines
+  double deepspeed_peak_gib = -1;       // its ThroughputTimer's largest MaxMemAllocated
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     if (IsElisionMark(line)) {
       elided = true;
+      return;
+    }
+    if (line.find("MaxMemAllocated=") != std::string_view::npos) {  // DeepSpeed's timer line
+      if (std::optional<double> gib = NumberAfter(line, "MaxMemAllocated", "="))
+        deepspeed_peak_gib = std::max(deepspeed_peak_gib, *gib);
       return;
     }
     if (bridge_config.Read(line, no) || deepspeed_skips.Read(line, no)) return;
@@ -594,6 +605,9 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   deepspeed_skips.Apply(name, log);  // the steps its pipeline engine skipped
   if (peak_bytes >= 0) {
     log.peak_memory_bytes = peak_bytes;
+  } else if (deepspeed_peak_gib >= 0) {  // Megatron-DeepSpeed, GPT-NeoX: no report_memory lines
+    log.peak_memory_bytes = deepspeed_peak_gib * kGiB;
+    log.memory_source = "MaxMemAllocated (DeepSpeed ThroughputTimer; allocated, not reserved)";
   } else if (zero_memory_line) {
     log.notes.push_back(fmt::format(
         "mem: {}:{}: report_memory prints 0 MB (torch.cuda's allocator does not count this "

@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "engine/report/loss_log.h"
+#include "engine/spec_builder.h"
 #include "rules/exec.h"
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
@@ -34,6 +36,35 @@ Result<ExternalMetrics> FromFile(const std::string& file, const std::string& for
   const logparse::LogParser* parser = logparse::FindLogParser(format);
   BM_ASSIGN_OR_RETURN(logparse::ParsedLog log, parser->parse(ReadLog(file), file));
   return BuildExternalMetrics(*parser, log, file, Params(overrides), platform);
+}
+
+// The key fields of an exec target with these parameters (no inputs).
+std::vector<engine::KeyField> KeyFieldsOf(json overrides) {
+  testing::MemoryFilesystem fs;
+  StatCache stat_cache(fs, "/stat_cache");
+  engine::SourceHasher sources(fs, stat_cache);
+  engine::TargetGraph graph;
+  auto rule = MakeExecRule();
+  engine::Target target;
+  target.name = "t";
+  target.rule = rule.get();
+  target.params = Params(std::move(overrides));
+  Result<engine::KeyMaterial> m = engine::BuildSpec(graph, target, sources, json::object());
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return m.ok() ? m->fields : std::vector<engine::KeyField>{};
+}
+
+TEST(ExternalMetrics, HowTheLogIsReadEntersTheKeyOfATargetThatReadsOne) {
+  // A cached step parsed by an earlier release must not be served as this one's: the version of
+  // the log reading is an `impl` field of the key, with a log_format only.
+  const engine::KeyField reading{"impl", "log_reading", std::to_string(kLogReadingVersion)};
+  auto has = [&](const std::vector<engine::KeyField>& f) {
+    return std::count(f.begin(), f.end(), reading);
+  };
+  EXPECT_EQ(has(KeyFieldsOf({{"log_format", "megatron"}})), 1);
+  EXPECT_EQ(has(KeyFieldsOf({{"log_format", "auto"}})), 1);
+  EXPECT_EQ(has(KeyFieldsOf({})), 0) << "log_format none: the command's outputs only";
+  for (const engine::KeyField& f : KeyFieldsOf({})) EXPECT_NE(f.tag, "impl");
 }
 
 TEST(ExternalMetrics, MegatronByHand) {

@@ -555,7 +555,10 @@ TEST(Corpus, MegatronDeepSpeedActualSeqlen) {
   const double per_device = 2 * 768 * 4096 / (Sum({14287.5, 14541.4}) / 1000) / 192;
   EXPECT_DOUBLE_EQ(r->PerDevice(), per_device);
   EXPECT_NEAR(per_device, 2 / (1 / 1146.733 + 1 / 1126.713), 0.01);
-  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+  // No report_memory line; DeepSpeed's timer lines 1 and 4: MaxMemAllocated=19.52GB (GiB).
+  EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 19.52 * kGiB);
+  EXPECT_EQ(r->m()["memory"]["source"],
+            "MaxMemAllocated (DeepSpeed ThroughputTimer; allocated, not reserved)");
 }
 
 TEST(Corpus, MegatronDeepSpeedTimeInSeconds) {

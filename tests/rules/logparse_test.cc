@@ -97,6 +97,34 @@ TEST(LineScan, ByteOrderMarkDoesNotHideTheFirstLine) {
   EXPECT_NE(empty.status().message().find("e.log"), std::string::npos);
 }
 
+TEST(Megatron, GptNeoxLogTakesDeepSpeedsMaxMemAllocated) {
+  // GPT-NeoX on DeepSpeed's engine (deepspeedai/DeepSpeed issue #3742, a user's paste): no
+  // report_memory line; the ThroughputTimer's MaxMemAllocated=63.31GB is the memory (GiB).
+  const std::string log =
+      "[2023-07-25 21:03:17,269] [INFO] [timer.py:215:stop] epoch=0/micro_step=34/global_step=34, "
+      "RunningAvgSamplesPerSec=7.864669709950182, CurrSamplesPerSec=8.00912418308922, "
+      "MemAllocated=59.65GB, MaxMemAllocated=63.31GB\n"
+      " samples/sec: 7.799 | iteration       34/   10000 | elapsed time per iteration (ms): 4103.1 "
+      "| learning rate: 2.111E-06 | approx flops per GPU: 112.9TFLOPS | lm_loss: 1.118665E+01 | "
+      "number of skipped iterations:   0 | number of nan iterations:   0 |\n";
+  Result<ParsedLog> r = ParseMegatronLog(log, "neox.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].loss, 11.18665);
+  ASSERT_TRUE(r->peak_memory_bytes);
+  EXPECT_DOUBLE_EQ(*r->peak_memory_bytes, 63.31 * 1073741824.0);
+  EXPECT_EQ(r->memory_source,
+            "MaxMemAllocated (DeepSpeed ThroughputTimer; allocated, not reserved)");
+  // A report_memory line wins (max reserved, the larger figure).
+  r = ParseMegatronLog(log +
+                           " [Rank 0] (after 34 iterations) memory (MB) | allocated: 61000.0 | "
+                           "max allocated: 64800.0 | reserved: 70000.0 | max reserved: 70000.0\n",
+                       "neox.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r->peak_memory_bytes, 70000.0 * 1048576.0);
+  EXPECT_EQ(r->memory_source, "max reserved (Megatron report_memory)");
+}
+
 TEST(Megatron, RealisticMultiRankLog) {
   Result<ParsedLog> r = ParseMegatronLog(ReadLog("megatron_tp2dp4.log"), "megatron_tp2dp4.log");
   ASSERT_TRUE(r.ok()) << r.status().message();

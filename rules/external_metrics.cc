@@ -268,6 +268,10 @@ Result<std::optional<Timing>> MeasureTiming(const logparse::LogParser& parser, c
   if (warmup < 0) warmup = parser.default_warmup_steps;
   Timing timing;
   double tokens = 0, seconds = 0, device_rate_time = 0, device_seconds = 0;
+  // Records with a printed per-device rate and no time (torchtitan's `tps` without the start-up
+  // lines that give a step's tokens): their steps and the sum of steps / rate.
+  int64_t rate_steps = 0;
+  double rate_inverse = 0;
   std::vector<double> times;
   int64_t latest_window = -1;  // the largest warm-up that would leave a timed record
   bool samples_missing = false, mpe_missing = false;
@@ -278,7 +282,13 @@ Result<std::optional<Timing>> MeasureTiming(const logparse::LogParser& parser, c
       timing.excluded_warmup_steps += it.span;
       continue;
     }
-    if (!ms) continue;
+    if (!ms) {
+      if (it.tokens_per_device_per_s && *it.tokens_per_device_per_s > 0) {
+        rate_steps += it.span;
+        rate_inverse += static_cast<double>(it.span) / *it.tokens_per_device_per_s;
+      }
+      continue;
+    }
     const double secs = static_cast<double>(it.span) * *ms / 1000.0;
     std::optional<double> step_tokens = StepTokens(it, t);
     if (step_tokens) {
@@ -299,6 +309,17 @@ Result<std::optional<Timing>> MeasureTiming(const logparse::LogParser& parser, c
     timing.tokens_per_s = tokens / seconds;
   } else if (device_seconds > 0) {
     timing.tokens_per_device_per_s = device_rate_time / device_seconds;
+  } else if (rate_steps > 0) {
+    // A step's tokens are the same at every step (a fixed batch): the rate over the steps is
+    // their harmonic mean, each step's time being tokens / its rate.
+    timing.tokens_per_device_per_s = static_cast<double>(rate_steps) / rate_inverse;
+    timing.measured_steps = rate_steps;
+    FillPerDevice(timing, t);
+    timing.method = fmt::format(
+        "the per-device token rate {} prints, over the {} steps after step {} (no step's time "
+        "given: their harmonic mean, as for a fixed batch)",
+        name, rate_steps, warmup);
+    return std::optional<Timing>(timing);
   } else {
     const int64_t records = static_cast<int64_t>(log.iterations.size());
     const int64_t last = records ? log.iterations.back().step : 0;

@@ -181,6 +181,35 @@ TEST(ExternalMetrics, TheBatchEveryIterationLineStatesIsTheGlobalBatch) {
   EXPECT_TRUE(r->metrics["config"]["gbs"].is_null());
 }
 
+TEST(ExternalMetrics, PrintedPerDeviceRatesWithoutAStepTimeAreTheirHarmonicMean) {
+  // torchtitan lines without the start-up lines that give a step's tokens and the world size
+  // (pytorch/torchtitan PR #3393, a user's paste, steps 14-17): no step's time, but each line's
+  // tps is the per-device token rate; with a fixed batch a step takes tokens / rate, so the rate
+  // over the steps is the harmonic mean (step 14 included: the warm-up is step 1).
+  const std::string lines =
+      "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.24405  "
+      "grad_norm:  0.8319  memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%\n"
+      "[rank0]:[titan] 2026-05-18 16:04:47,456 - root - INFO - step: 15  loss:  3.10680  "
+      "grad_norm:  0.8587  memory:  9.46GiB(64.99%)  tps: 7,334  tflops: 0.53  mfu: 0.17%\n"
+      "[rank0]:[titan] 2026-05-18 16:04:48,577 - root - INFO - step: 16  loss:  3.05047  "
+      "grad_norm:  0.5443  memory:  9.46GiB(64.99%)  tps: 7,313  tflops: 0.52  mfu: 0.17%\n"
+      "[rank0]:[titan] 2026-05-18 16:04:49,702 - root - INFO - step: 17  loss:  3.14459  "
+      "grad_norm:  0.5303  memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%\n";
+  const logparse::LogParser* parser = logparse::FindLogParser("torchtitan");
+  Result<logparse::ParsedLog> parsed = parser->parse(lines, "titan.log");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  Result<ExternalMetrics> r =
+      BuildExternalMetrics(*parser, *parsed, "titan.log",
+                           Params({{"log_format", "torchtitan"}, {"layout", "TP1PP1DP2"}}), {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const json& th = r->metrics["throughput"];
+  const double harmonic = 4 / (2 / 7282.0 + 1 / 7334.0 + 1 / 7313.0);
+  EXPECT_DOUBLE_EQ(th["tokens_per_device_per_s"].get<double>(), harmonic);
+  EXPECT_DOUBLE_EQ(th["tokens_per_s"].get<double>(), 2 * harmonic) << "2 devices";
+  EXPECT_EQ(th["measured_steps"], 4);
+  EXPECT_TRUE(th["step_ms_median"].is_null());
+}
+
 TEST(ExternalMetrics, ALoggedParallelSizeThatIsNoneIsAnError) {
   // A mangled log's tensor_model_parallel_size of 0: the layout divided world_size by tp x pp
   // (an integer division by zero); 1e+20 was cast to int64_t (undefined). Both name the line.

@@ -31,11 +31,18 @@ json Params(json overrides) {
   return testing::WithDefaults(*MakeExecRule(), std::move(overrides));
 }
 
+// A log's metrics as the exec rule builds them: the log's text, its name in messages.
+Result<ExternalMetrics> FromText(const std::string& text, const std::string& name,
+                                 const std::string& format, const json& overrides,
+                                 const json& platform = json::object()) {
+  const logparse::LogParser* parser = logparse::FindLogParser(format);
+  BM_ASSIGN_OR_RETURN(logparse::ParsedLog log, parser->parse(text, name));
+  return BuildExternalMetrics(*parser, log, name, Params(overrides), platform);
+}
+
 Result<ExternalMetrics> FromFile(const std::string& file, const std::string& format,
                                  const json& overrides, const json& platform = json::object()) {
-  const logparse::LogParser* parser = logparse::FindLogParser(format);
-  BM_ASSIGN_OR_RETURN(logparse::ParsedLog log, parser->parse(ReadLog(file), file));
-  return BuildExternalMetrics(*parser, log, file, Params(overrides), platform);
+  return FromText(ReadLog(file), file, format, overrides, platform);
 }
 
 // The key fields of an exec target with these parameters (no inputs).
@@ -163,20 +170,16 @@ TEST(ExternalMetrics, TheBatchEveryIterationLineStatesIsTheGlobalBatch) {
       "(ms): 87871.6 | learning rate: 9.225E-06 | global batch size:  1024 | lm loss: 2.493043E+00 "
       "| loss scale: 1.0 | grad norm: 0.236 | number of skipped iterations:   0 | number of nan "
       "iterations:   0 |\n";
-  const logparse::LogParser* parser = logparse::FindLogParser("megatron");
-  Result<logparse::ParsedLog> parsed = parser->parse(lines, "70b.log");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  json params = Params({{"log_format", "megatron"}, {"lbs", 1}, {"layout", "TP8PP4DP8"}});
-  Result<ExternalMetrics> r = BuildExternalMetrics(*parser, *parsed, "70b.log", params, {});
+  Result<ExternalMetrics> r =
+      FromText(lines, "70b.log", "megatron",
+               {{"log_format", "megatron"}, {"lbs", 1}, {"layout", "TP8PP4DP8"}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->metrics["config"]["gbs"], 1024);
   EXPECT_EQ(r->metrics["config"]["gas"], 128);
   // A batch ramp-up (Megatron's --rampup-batch-size): the lines disagree, no one global batch.
   std::string ramp = lines;
   ramp.replace(ramp.rfind("size:  1024"), 11, "size:   512");
-  parsed = parser->parse(ramp, "ramp.log");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  r = BuildExternalMetrics(*parser, *parsed, "ramp.log", Params({{"log_format", "megatron"}}), {});
+  r = FromText(ramp, "ramp.log", "megatron", {{"log_format", "megatron"}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->metrics["config"]["gbs"].is_null());
 }
@@ -195,12 +198,8 @@ TEST(ExternalMetrics, PrintedPerDeviceRatesWithoutAStepTimeAreTheirHarmonicMean)
       "grad_norm:  0.5443  memory:  9.46GiB(64.99%)  tps: 7,313  tflops: 0.52  mfu: 0.17%\n"
       "[rank0]:[titan] 2026-05-18 16:04:49,702 - root - INFO - step: 17  loss:  3.14459  "
       "grad_norm:  0.5303  memory:  9.46GiB(64.99%)  tps: 7,282  tflops: 0.52  mfu: 0.17%\n";
-  const logparse::LogParser* parser = logparse::FindLogParser("torchtitan");
-  Result<logparse::ParsedLog> parsed = parser->parse(lines, "titan.log");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  Result<ExternalMetrics> r =
-      BuildExternalMetrics(*parser, *parsed, "titan.log",
-                           Params({{"log_format", "torchtitan"}, {"layout", "TP1PP1DP2"}}), {});
+  Result<ExternalMetrics> r = FromText(lines, "titan.log", "torchtitan",
+                                       {{"log_format", "torchtitan"}, {"layout", "TP1PP1DP2"}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   const json& th = r->metrics["throughput"];
   const double harmonic = 4 / (2 / 7282.0 + 1 / 7334.0 + 1 / 7313.0);

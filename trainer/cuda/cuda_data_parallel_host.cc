@@ -2,7 +2,6 @@
 // the AdamW state in and out, staged in chunks (host_staging.h), gathered from the ranks' slices
 // at zero >= 1, and the split masters' halves.
 #include <algorithm>
-#include <bit>
 #include <span>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "trainer/cuda/cuda_data_parallel.h"
 #include "trainer/cuda/host_staging.h"
 #include "trainer/cuda/kernels/split_master.h"
+#include "trainer/dist/bf16.h"
 
 namespace bm::train::cuda {
 namespace {
@@ -242,8 +242,7 @@ Status CudaDataParallel::GetGradients(std::vector<float>* flat) {
       cudaMemcpyAsync(sums.data(), SumsOf(0), sums.size() * 2, cudaMemcpyDeviceToHost, compute_),
       "gradients");
   BM_CUDA_CHECK(cudaStreamSynchronize(compute_), "gradients");
-  std::transform(sums.begin(), sums.end(), flat->begin(),
-                 [](uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); });
+  std::transform(sums.begin(), sums.end(), flat->begin(), dist::Bf16ToFloat);
   return Status::Ok();
 }
 

@@ -27,9 +27,9 @@ Status CudaDataParallel::ZeroPendingGradients() {
 }
 
 Status CudaDataParallel::ZeroUnwrittenSlices() {
+  const size_t elem = keep_bf16_ ? 2 : 4;
   for (int u = 0; u < plan_.num_units(); ++u) {
     if (sliced_[u] || whole_sum_[u]) continue;  // SumWhole's: ReduceTiedUnits writes them
-    const size_t elem = keep_bf16_ ? 2 : 4;
     BM_CUDA_CHECK(cudaMemsetAsync(At<char>(grad_shard_) + plan_.shard_offset(u) * elem, 0,
                                   static_cast<size_t>(plan_.slice(u)) * elem, compute_),
                   "zero unit {} gradient slice (no backward wrote it)", u);

@@ -299,7 +299,8 @@ for mb in (1, 2, 4):
     for a in rows if b else []:
         window = (" window" if a.get("nccl_window") else "") + (
             f" keep {a['zero3_keep_params']:.2g}" if a.get("zero3_keep_params") else "") + (
-            " bf16 sums" if a.get("grad_reduce") == "bf16" else "")
+            " bf16 sums" if a.get("grad_reduce") == "bf16" else "") + (
+            " attention one call" if a.get("attention_chunk") == a.get("seq") else "")
         for pr in ("fp32", "bf16"):
             p = [x for x in b if x.get("reduce_dtype", "fp32") == pr]
             if not p or (pr == "bf16" and a.get("grad_reduce") != "bf16"):

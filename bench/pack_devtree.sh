@@ -16,7 +16,8 @@
 #   .devtree/peer   ../shared/bench/multi_reference.py + torch_reference.py, unchanged, and
 #                   bench/tp_reference.py (PyTorch's DTensor tensor parallel, imports them),
 #                   bench/pp_reference.py (torch.distributed.pipelining, imports tp_reference.py),
-#                   bench/llava_reference.py (LlavaForConditionalGeneration under FSDP2)
+#                   bench/llava_reference.py (LlavaForConditionalGeneration under FSDP2),
+#                   bench/attention_peer.py (PyTorch's SDPA backends alone)
 # Usage: bash bench/pack_devtree.sh [BUILD_DIR]   (default: build; a CUDA build, sm_90a)
 # AB_OLD=FILE packs FILE (a cuda_train_bench of an earlier commit) as bin/cuda_train_bench_old,
 # the baseline of bench/ab.sh and bench/grad_bf16_gpu.sh.
@@ -63,7 +64,7 @@ tar -C .devtree -cJf .devtree/bin.tar.xz bin
 cp bench/device_env.sh bench/gpu_check.sh bench/multi_gpu.sh bench/ab.sh bench/torch_reference.py \
   .devtree/bench/
 cp bench/examples_gpu.sh bench/energy_gpu.sh bench/llava_13b.sh bench/llava_gpu.sh bench/nccl_window_gpu.sh \
-  bench/grad_bf16_gpu.sh bench/zero3_keep_gpu.sh bench/dp_ab_gpu.sh bench/x4_session.sh \
+  bench/grad_bf16_gpu.sh bench/zero3_keep_gpu.sh bench/dp_ab_gpu.sh bench/x4_session.sh bench/attention_gpu.sh \
   .devtree/bench/
 for f in multi_reference.py torch_reference.py; do
   [[ -f ../shared/bench/$f ]] && cp "../shared/bench/$f" .devtree/peer/
@@ -73,6 +74,7 @@ cp bench/pp_reference.py .devtree/peer/  # our PP peer (imports tp_reference.py)
 cp bench/fsdp_reference.py .devtree/peer/  # the FSDP2 peer with its reduce_dtype and device use (imports multi_reference.py)
 cp bench/llava_reference.py .devtree/peer/  # LLaVA stage 2's FSDP2 peer (bench/llava_13b.sh)
 cp bench/llava_decode_reference.py .devtree/peer/  # the MMMU decoder's peer (transformers' generate)
+cp bench/attention_peer.py .devtree/peer/  # PyTorch's SDPA backends alone (bench/attention_gpu.sh)
 if [[ -n ${LLAVA_CHECKOUT:-} ]]; then
   files=(llava/constants.py llava/conversation.py llava/mm_utils.py llava/train/train.py)
   mkdir -p .devtree/llava

@@ -30,7 +30,7 @@ bins=(benchmake benchmake-train bench/cuda_train_bench bench/trainer_cpu_bench
       tests/trainer/nccl_communicator_test tests/trainer/cuda_ranks_test
       tests/trainer/trainer_ops_test tests/trainer/trainer_model_test
       tests/trainer/trainer_blas_core_test
-      bench/clip_pixels bench/llava_batches bench/nccl_overlap_bench)
+      bench/clip_pixels bench/llava_batches bench/nccl_overlap_bench bench/cuda_attention_bench)
 # LLaVA's (bench/llava_gpu.sh), where this build has them (the target list read whole: grep -q
 # on a pipe would end cmake early, and pipefail then drops the binary at random).
 targets=$(cmake --build "$build" --target help)

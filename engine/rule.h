@@ -57,6 +57,10 @@ struct ParamSpec {
   std::optional<nlohmann::json> default_value;  // nullopt: required
   std::string doc;
   bool in_key = true;  // false for knobs that cannot change outputs (log interval, ...)
+  // false: left out of the key while it has its default value (a parameter added to a rule
+  // later, whose default does what the rule did before it: the targets cached before it keep
+  // their keys); in the key like any other once set to something else.
+  bool in_key_at_default = true;
 };
 
 // A parameter value that a rule refuses in Check(). The engine reports it at

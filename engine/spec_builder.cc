@@ -39,6 +39,8 @@ Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, So
   std::sort(specs.begin(), specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
   for (const ParamSpec* s : specs) {
     if (!s->in_key || !target.params.contains(s->name)) continue;
+    if (!s->in_key_at_default && s->default_value && target.params[s->name] == *s->default_value)
+      continue;
     m.fields.push_back({"param", s->name, target.params[s->name].dump()});
   }
   std::vector<std::pair<std::string, std::string>> srcs;

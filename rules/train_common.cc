@@ -86,6 +86,8 @@ std::vector<std::string> LlavaUnsupported(const train::RunConfig& run, const std
   if (run.grad_reduce_bf16) refuse("grad_reduce 'bf16'");
   if (run.nccl_window) refuse("nccl_window");
   if (run.zero3_keep_params > 0) refuse("zero3_keep_params");
+  if (run.attention_backward != "auto")  // its loop runs our flash kernels (llava_train_loop.cc)
+    refuse(fmt::format("attention_backward '{}'", run.attention_backward));
   return out;
 }
 
@@ -160,6 +162,12 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "backward instead of gathered again (DeepSpeed's stage3_max_reuse_distance; 0: FSDP2's "
          "reshard_after_forward); more memory, fewer all-gathers, the same bits",
          false},
+        {"attention_backward", ParamType::kString, json("auto"),
+         "cuda, cuDNN's attention (bf16, fp16): its deterministic backward over \"blocks\" of at "
+         "most 1024 keys (memory linear in mpe), in \"one_call\" over every key (faster: no "
+         "partial dQ to add; lbs x heads x mpe^2 x 2 bytes of scratch), or \"auto\": one call "
+         "where that scratch fits in room the memory plan holds anyway, else blocks",
+         true, false},
         {"checkpoint_every", ParamType::kInt, json(50),
          "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
         {"mllog", ParamType::kBool, json(false),
@@ -246,6 +254,7 @@ json RunConfigJson(TrainKind kind, const json& p, const engine::StepContext* ctx
                         "grad_reduce",
                         "nccl_window",
                         "zero3_keep_params",
+                        "attention_backward",
                         "checkpoint_every",
                         "mllog",
                         "save_init",

@@ -92,6 +92,11 @@ struct BackendOptions {
   // else ours), "flash" (our kernels) or "cudnn" (insists). Both are deterministic. The CPU
   // ignores it.
   std::string attention = "auto";
+  // cuDNN's deterministic attention backward: "blocks" of at most 1024 keys a call (memory
+  // linear in T), "one_call" over every key (faster, B·H·T²·2 bytes of scratch), or "auto" (one
+  // call where its scratch fits in room the memory plan holds anyway, else blocks). Only with
+  // cuDNN's attention; the CPU ignores it.
+  std::string attention_backward = "auto";
   int threads = 0;       // CPU threads; 0 = all cores
   int device_index = 0;  // which GPU (after CUDA_VISIBLE_DEVICES)
   // Data parallel: the DP group's communicator (host buffers for the CPU,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -129,6 +130,21 @@ TEST(TrainRulesTest, RefusesBadParamsNamingThem) {
   EXPECT_TRUE(
       Errors(*pre, {{"data", "d"}, {"layout", "DP2"}, {"zero", 3}, {"zero3_keep_params", 1000000}})
           .empty());
+  // cuDNN's attention backward: blocks, one call or the plan's choice; cuda in 16 bits only.
+  EXPECT_TRUE(Errors(*pre, {{"data", "d"},
+                            {"device", "cuda"},
+                            {"precision", "bf16"},
+                            {"attention_backward", "one_call"}})
+                  .empty());
+  expect({{"data", "d"}, {"device", "cuda"}, {"precision", "bf16"}, {"attention_backward", "all"}},
+         "attention_backward: attention_backward 'all': cuDNN's attention backward runs over "
+         "\"blocks\" of keys, in \"one_call\", or as the memory plan chooses (\"auto\")");
+  expect({{"data", "d"}, {"attention_backward", "blocks"}},
+         "attention_backward: attention_backward 'blocks' with device 'cpu', precision 'fp32' and "
+         "attention 'auto': it chooses how cuDNN's attention runs, which needs device cuda, "
+         "precision bf16 or fp16 and attention auto or cudnn");
+  expect({{"data", "d"}, {"device", "cuda"}, {"attention_backward", "one_call"}},
+         "precision 'fp32'");
   expect({{"data", "d"}, {"layout", "DP2"}, {"zero", 3}, {"zero3_keep_params", -1}},
          "zero3_keep_params: zero3_keep_params = -1: a count of parameters, 0 or more");
   expect({{"data", "d"}, {"layout", "DP2"}, {"zero", 2}, {"zero3_keep_params", 1000}},
@@ -373,8 +389,8 @@ TEST(TrainRulesTest, RunWritesTheConfigAndReturnsMetrics) {
   EXPECT_EQ(failed.status().code(), ErrorCode::kFailed);
 }
 
-// The key of a pretrain target with these parameters (no inputs).
-Digest KeyOf(const engine::Rule& rule, json params) {
+// What the key of a pretrain target with these parameters (no inputs) hashes, and the key.
+engine::KeyMaterial KeyMaterialOf(const engine::Rule& rule, json params) {
   testing::MemoryFilesystem fs;
   StatCache stat_cache(fs, "/stat_cache");
   engine::SourceHasher sources(fs, stat_cache);
@@ -385,7 +401,10 @@ Digest KeyOf(const engine::Rule& rule, json params) {
   target.params = WithDefaults(rule, std::move(params));
   Result<engine::KeyMaterial> m = engine::BuildSpec(graph, target, sources, json::object());
   EXPECT_TRUE(m.ok());
-  return m.ok() ? m->Key() : Digest();
+  return m.ok() ? *m : engine::KeyMaterial();
+}
+Digest KeyOf(const engine::Rule& rule, json params) {
+  return KeyMaterialOf(rule, std::move(params)).Key();
 }
 
 TEST(TrainRulesTest, TheLayoutEntersTheKeyAndSetsTheGpusTheCollectiveTimeoutDoesNot) {
@@ -413,6 +432,33 @@ TEST(TrainRulesTest, TheLayoutEntersTheKeyAndSetsTheGpusTheCollectiveTimeoutDoes
 // Several ranks through the fake runner's RunGroup: each rank's command gets
 // its rank variables and the step's GPUs; a failing rank stops the ones after
 // it and the step's error names it.
+TEST(TrainRulesTest, AttentionBackwardEntersTheKeyOnlyWhenSet) {
+  // "auto" does what the rule did before the parameter existed: the targets cached then keep
+  // their keys. "one_call" and "blocks" add dQ in different orders: each its own key.
+  auto pre = MakePretrainRule();
+  const json base = {{"data", "d"}, {"device", "cuda"}, {"precision", "bf16"}};
+  auto with = [&](const char* value) {
+    json p = base;
+    p["attention_backward"] = value;
+    return p;
+  };
+  auto names_it = [](const engine::KeyMaterial& m) {
+    return std::any_of(m.fields.begin(), m.fields.end(),
+                       [](const engine::KeyField& f) { return f.name == "attention_backward"; });
+  };
+  EXPECT_FALSE(names_it(KeyMaterialOf(*pre, base)));
+  EXPECT_TRUE(names_it(KeyMaterialOf(*pre, with("one_call"))));
+  const Digest plain = KeyOf(*pre, base), one = KeyOf(*pre, with("one_call"));
+  EXPECT_EQ(KeyOf(*pre, with("auto")), plain);
+  EXPECT_NE(one, plain);
+  EXPECT_NE(KeyOf(*pre, with("blocks")), plain);
+  EXPECT_NE(KeyOf(*pre, with("blocks")), one);
+  // The run config carries it to benchmake-train.
+  EXPECT_EQ(RunConfigJson(TrainKind::kPretrain, WithDefaults(*pre, with("one_call")), nullptr)
+                .value("attention_backward", ""),
+            "one_call");
+}
+
 TEST(TrainRulesTest, RanksRunAsAGroupOnTheStepsGpus) {
   testing::MemoryFilesystem fs;
   testing::FakeCommandRunner runner(&fs);

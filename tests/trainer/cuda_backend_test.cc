@@ -281,6 +281,65 @@ TEST(CudaBackend, ParametersFromASourceAtEveryZeroStage) {
   }
 }
 
+// BackendOptions::attention_backward: cuDNN's deterministic backward over blocks of keys (128 of
+// 256 here: at most half the sequence) or in one call, as asked, and the plan says which. Both
+// are the gradients of the same step (the forward is the same call; the backward adds dQ in
+// another order), and a run that does not take cuDNN's attention refuses the option.
+TEST(CudaBackend, AttentionBackwardRunsAsAsked) {
+  BM_SKIP_WITHOUT_GPU();
+  if (!cuda::CudnnAttentionBuilt()) GTEST_SKIP() << "this build has no cuDNN";
+  auto tiny = ApplyOverrides(*Preset("llama-tiny"), {{"max_seq", 256}});
+  ASSERT_TRUE(tiny.ok()) << tiny.status().message();
+  const ModelConfig m = *tiny;
+  const ParamLayout layout(m);
+  constexpr int64_t kLong = 256;
+  std::vector<int32_t> in(kB * kLong), tgt(kB * kLong);
+  std::vector<uint8_t> mask(kB * kLong, 1);
+  std::mt19937 rng(5);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = rng() % m.vocab, tgt[i] = rng() % m.vocab;
+  auto options = [&](const char* attention, const char* backward, Precision p) {
+    BackendOptions o;
+    o.max_batch = kB, o.max_seq = kLong, o.precision = p;
+    o.attention = attention, o.attention_backward = backward;
+    return o;
+  };
+  std::vector<float> grads[2];
+  double loss[2] = {0, 0};
+  const char* ways[2] = {"blocks", "one_call"};
+  for (int w = 0; w < 2; ++w) {
+    SCOPED_TRACE(ways[w]);
+    auto b = CreateBackend("cuda");
+    ASSERT_TRUE(b.ok());
+    Status st = (*b)->Init(m, options("auto", ways[w], Precision::kBf16));
+    ASSERT_TRUE(st.ok()) << st.message();
+    const std::string plan = (*b)->Memory().plan;
+    EXPECT_NE(plan.find(fmt::format("cuDNN's attention backward: {} of the 256 keys a call",
+                                    w == 0 ? 128 : 256)),
+              std::string::npos)
+        << plan;
+    ASSERT_TRUE((*b)->SetParameters(InitParameters(m, layout, 9)).ok());
+    ASSERT_TRUE((*b)->ZeroGrad().ok());
+    auto l = (*b)->ForwardBackward({in.data(), tgt.data(), mask.data(), kB, kLong}, 1.0f);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    loss[w] = l->sum;
+    grads[w].assign(layout.total(), 0.0f);
+    ASSERT_TRUE((*b)->GetGradients(grads[w]).ok());
+  }
+  EXPECT_EQ(loss[0], loss[1]) << "the same forward";
+  EXPECT_LT(cuda::testing::RelativeError(grads[1], grads[0]), 1e-2);
+  for (auto [attention, p] :
+       {std::pair{"flash", Precision::kBf16}, std::pair{"auto", Precision::kFp32}}) {
+    auto b = CreateBackend("cuda");
+    ASSERT_TRUE(b.ok());
+    Status st = (*b)->Init(m, options(attention, "one_call", p));
+    EXPECT_FALSE(st.ok()) << attention;
+    EXPECT_NE(
+        st.message().find("attention_backward \"one_call\" chooses how cuDNN's attention runs"),
+        std::string::npos)
+        << st.message();
+  }
+}
+
 // Gradients reduced in bf16 (BackendOptions::grad_reduce_bf16) on one rank, at ZeRO 0 and 1
 // (whose full gradients one rank reads back); the backward itself is the same bits. Planned for
 // two micro-batches a step, the backward writes fp32 and the staging rounds it: the reduced

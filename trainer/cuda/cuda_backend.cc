@@ -127,6 +127,20 @@ class CudaBackend final : public Backend {
       return Errorf(ErrorCode::kInvalidArgument,
                     "attention must be \"auto\", \"flash\" or \"cudnn\", not \"{}\"", o.attention);
     }
+    if (o.attention_backward == "one_call" || o.attention_backward == "blocks") {
+      if (run.attention != AttentionImpl::kCudnn)
+        return Errorf(ErrorCode::kInvalidArgument,
+                      "attention_backward \"{}\" chooses how cuDNN's attention runs, but this run "
+                      "takes our flash kernels (attention \"{}\"{})",
+                      o.attention_backward, o.attention,
+                      CudnnAttentionBuilt() ? ": cuDNN does not take this shape in this precision"
+                                            : ": this build has no cuDNN");
+      run.attention_chunk = o.attention_backward == "one_call" ? 0 : kCudnnKeyChunk;
+    } else if (o.attention_backward != "auto") {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "attention_backward must be \"auto\", \"one_call\" or \"blocks\", not \"{}\"",
+                    o.attention_backward);
+    }
     BM_ASSIGN_OR_RETURN(model_, CudaModel::Create(spec, run));
     shard_ = std::make_unique<ModelShard>(std::move(shard));
     BM_ASSIGN_OR_RETURN(spans_, MapOntoTrainer(model_->layout(), shard_->layout()));

@@ -180,6 +180,9 @@ Status CudaModel::Impl::Plan() {
         "  and {} layers' input streams{} ({:.1f} MiB each) over the "
         "gradients written after their backward\n",
         memory.layers_over_gradients, run.recompute ? "" : " and activations", block / 1048576.0);
+  if (memory.attention_key_block > 0)
+    memory.plan_summary += fmt::format("  cuDNN's attention backward: {} of the {} keys a call\n",
+                                       memory.attention_key_block, run.seq);
   BM_TRY(CheckFits(plan));
   BM_ASSIGN_OR_RETURN(arena, DeviceArena::Create(plan, run.nccl_window ? comm : nullptr));
   return dp.Bind(arena.get(), stream);

@@ -147,6 +147,7 @@ nlohmann::json BuildMetrics(const TrainSummary& s) {
       {"precision", PrecisionName(r.precision)},
       {"recompute", r.recompute},
       {"flash_attention", r.flash_attention},
+      {"attention_backward", r.attention_backward},
       {"lr", r.lr},
       {"min_lr", r.min_lr},
       {"steps", r.steps},

@@ -101,6 +101,7 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "grad_reduce '{}': the gradients' type on the wire is fp32 or bf16", grad_reduce);
   c.grad_reduce_bf16 = grad_reduce == "bf16";
   BM_TRY(Get(j, "nccl_window", &c.nccl_window));
+  BM_TRY(Get(j, "attention_backward", &c.attention_backward));
   for (auto [key, ptr] : {std::pair{"lbs", &c.lbs},
                           {"mpe", &c.mpe},
                           {"gas", &c.gas},
@@ -263,6 +264,19 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
                   "nccl_window = true with device '{}' and communicator '{}': the window is NCCL "
                   "device memory (device cuda, communicator auto or nccl)",
                   c.device, c.communicator);
+  if (c.attention_backward != "auto" && c.attention_backward != "one_call" &&
+      c.attention_backward != "blocks")
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "attention_backward '{}': cuDNN's attention backward runs over \"blocks\" of "
+                  "keys, in \"one_call\", or as the memory plan chooses (\"auto\")",
+                  c.attention_backward);
+  if (c.attention_backward != "auto" &&
+      (c.device != "cuda" || c.precision == Precision::kFp32 || c.attention == "flash"))
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "attention_backward '{}' with device '{}', precision '{}' and attention '{}': it "
+                  "chooses how cuDNN's attention runs, which needs device cuda, precision bf16 or "
+                  "fp16 and attention auto or cudnn",
+                  c.attention_backward, c.device, PrecisionName(c.precision), c.attention);
   if (c.zero3_keep_params < 0)
     return Errorf(ErrorCode::kInvalidArgument,
                   "zero3_keep_params = {}: a count of parameters, 0 or more", c.zero3_keep_params);

@@ -14,6 +14,8 @@
 //    "nccl_window": false (cuda over NCCL: the device memory as the DP group's NCCL window),
 //    "zero3_keep_params": 0 (zero 3: parameters of the forward's last units kept gathered to
 //    their backward, BackendOptions::zero3_keep_params),
+//    "attention_backward": "auto" | "one_call" | "blocks" (cuda, cuDNN's attention:
+//    BackendOptions::attention_backward),
 //    "lbs": 8, "mpe": 256, "gas": 1, "steps": 100, "lr": 1e-3, "min_lr": 1e-4,
 //    "warmup_steps": 10, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8,
 //    "grad_clip": 1.0, "seed": 1234, "checkpoint_every": 0, "peak_tflops": null,
@@ -75,8 +77,9 @@ struct RunConfig {
   // Gradients summed over the DP group in bf16 rather than fp32 (Megatron's
   // --grad-reduce-in-bf16, FSDP2's reduce_dtype; cuda only: BackendOptions).
   bool grad_reduce_bf16 = false;
-  bool nccl_window = false;       // BackendOptions::nccl_window
-  int64_t zero3_keep_params = 0;  // BackendOptions::zero3_keep_params
+  bool nccl_window = false;                 // BackendOptions::nccl_window
+  int64_t zero3_keep_params = 0;            // BackendOptions::zero3_keep_params
+  std::string attention_backward = "auto";  // BackendOptions::attention_backward
   // Megatron's sequence parallelism over the TP group (BackendOptions); needs
   // TP > 1 and lbs·mpe divisible by TP.
   bool sequence_parallel = false;

@@ -64,6 +64,7 @@ BackendOptions OptionsFor(const RunConfig& run, const RunRanks& ranks, int threa
   options.precision = run.precision;
   options.recompute = run.recompute;
   options.attention = run.attention;
+  options.attention_backward = run.attention_backward;
   options.threads = threads;
   options.device_index = ranks.local_rank();
   options.dp = ranks.dp();

@@ -102,6 +102,9 @@ std::string FixHp(const nlohmann::json& metrics) {
   // Gradients summed in bf16 (Megatron's --grad-reduce-in-bf16): another arithmetic, shown.
   if (auto g = StringAt(metrics, "config.grad_reduce"); g && *g == "bf16")
     items.push_back("grad_reduce=bf16");
+  // cuDNN's attention backward asked for one way (another order of dQ's sums), shown.
+  if (auto a = StringAt(metrics, "config.attention_backward"); a && *a != "auto")
+    items.push_back("attention_backward=" + *a);
   const nlohmann::json* sp = ValueAt(metrics, "config.sequence_parallel");
   if (sp != nullptr && sp->is_boolean() && sp->get<bool>()) items.push_back("sequence_parallel");
   const nlohmann::json* rc = ValueAt(metrics, "config.recompute");

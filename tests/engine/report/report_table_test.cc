@@ -32,6 +32,11 @@ TEST(MetricsView, ExternalTrainer) {
   EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2, zero=2, grad_reduce=bf16");
   m["config"]["grad_reduce"] = "fp32";
   EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2, zero=2") << "fp32, the default, is left out";
+  m["config"]["attention_backward"] = "one_call";
+  EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2, zero=2, attention_backward=one_call");
+  m["config"]["attention_backward"] = "auto";
+  EXPECT_EQ(FixHp(m), "MPE=4096, GAS=2, zero=2") << "auto, the default, is left out";
+  m["config"].erase("attention_backward");
   m["config"].erase("zero");
   m["config"].erase("grad_reduce");
   ReportRow row = BuildRow({"ext", "exec", {Measurement{m, {}, {}}}});

@@ -524,7 +524,8 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
                   name, log.lines, OtherFormatHint(text, "deepspeed"), counter_note);
   }
   FillSpansFromGaps(log.iterations);
-  dicts.InferUnstatedResume(name, log);  // the Trainer's closing dict (trainer_dicts.h)
+  dicts.InferUnstatedResume(name, log);   // the Trainer's closing dict (trainer_dicts.h)
+  dicts.TimeFromElapsed(log.iterations);  // ms-swift's elapsed time (trainer_elapsed.h)
   // Without progress lines, the overflow lines are the skipped steps (their running count
   // says the same where there are).
   if (step_lines == 0) overflows.Count(name, log);

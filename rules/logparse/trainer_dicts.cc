@@ -365,11 +365,22 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     dicts_.back().lo = before->n;  // the last bar before it bounds its step from below
     dicts_.back().total = before->total;
   }
+  if (fresh && named)
+    if (std::optional<DictElapsed> e = ReadDictElapsed(dict, step)) elapsed_[line] = *e;
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
   if (!it.grad_norm) it.grad_norm = Get(dict, "grad_norm");
   return true;
+}
+
+void TrainerDictReader::TimeFromElapsed(std::vector<Iteration>& its) const {
+  if (elapsed_.empty()) return;
+  std::vector<int64_t> breaks;  // a new clock: another run, a restart, a resume
+  for (const NewRunAt& r : new_runs_) breaks.push_back(r.line);
+  for (const RestartAtStep& r : restarts_at_) breaks.push_back(r.line);
+  if (resumed_line_ != 0) breaks.push_back(resumed_line_);
+  TimeByElapsed(elapsed_, breaks, its);
 }
 
 void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteration>& steps,

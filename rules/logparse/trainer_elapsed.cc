@@ -80,17 +80,23 @@ std::optional<DictElapsed> ReadDictElapsed(const TrainerDict& dict, int64_t step
   return e;
 }
 
-void TimeByElapsed(const std::map<int64_t, DictElapsed>& elapsed,
-                   const std::vector<int64_t>& breaks, std::vector<Iteration>& its) {
+std::vector<std::pair<int64_t, int64_t>> TimeByElapsed(
+    const std::map<int64_t, DictElapsed>& elapsed, const std::vector<int64_t>& breaks,
+    std::vector<Iteration>& its) {
+  std::vector<std::pair<int64_t, int64_t>> paused;
   for (size_t i = 1; i < its.size(); ++i) {
     Iteration& it = its[i];
     const Iteration& before = its[i - 1];
     if (it.ms || it.span < 1 || before.step != it.step - it.span) continue;
     auto a = elapsed.find(before.line), b = elapsed.find(it.line);
     if (a == elapsed.end() || b == elapsed.end()) continue;
-    if (std::any_of(breaks.begin(), breaks.end(),
-                    [&](int64_t l) { return l > before.line && l <= it.line; }))
+    std::optional<int64_t> between;
+    for (int64_t l : breaks)
+      if (l > before.line && l <= it.line && (!between || l < *between)) between = l;
+    if (between) {
+      paused.emplace_back(it.line, *between);
       continue;
+    }
     std::optional<double> seconds;
     if (a->second.speed && b->second.speed &&
         a->second.speed_per_second == b->second.speed_per_second) {
@@ -100,6 +106,7 @@ void TimeByElapsed(const std::map<int64_t, DictElapsed>& elapsed,
     }
     if (seconds && *seconds > 0) it.ms = *seconds * 1000.0 / static_cast<double>(it.span);
   }
+  return paused;
 }
 
 }  // namespace bm::logparse

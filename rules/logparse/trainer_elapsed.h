@@ -13,7 +13,9 @@
 // from), so step x it is the seconds only without a resume: taken only where it agrees with
 // 'elapsed_time'. A record's steps then took the difference between its dict's seconds and the
 // dict's before it, when that dict is the record before it (no steps between them left out of the
-// log, no restart or resume between them, the time growing).
+// log, no restart or resume between them, the time growing), and nothing else ran between them:
+// the clock runs on through an evaluation and a checkpoint save (the Trainer's _maybe_log_save_
+// evaluate logs, then evaluates, then saves, at the same step), which are no step's time.
 //
 // Thread safety: plain functions and a value type.
 #pragma once
@@ -22,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rules/logparse/log_parser.h"
@@ -45,8 +48,10 @@ std::optional<DictElapsed> ReadDictElapsed(const TrainerDict& dict, int64_t step
 
 // Sets the ms of each record of `its` (in step order) whose dict (by its line in `elapsed`)
 // follows the record before it as the top says; `breaks` are the lines where a restart, another
-// run or a resume starts (a new clock).
-void TimeByElapsed(const std::map<int64_t, DictElapsed>& elapsed,
-                   const std::vector<int64_t>& breaks, std::vector<Iteration>& its);
+// run or a resume starts (a new clock), or an evaluation or a checkpoint save ran. Returns the
+// records left untimed by a break only: {the record's line, the first break's line}.
+std::vector<std::pair<int64_t, int64_t>> TimeByElapsed(
+    const std::map<int64_t, DictElapsed>& elapsed, const std::vector<int64_t>& breaks,
+    std::vector<Iteration>& its);
 
 }  // namespace bm::logparse

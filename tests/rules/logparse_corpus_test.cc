@@ -2991,12 +2991,44 @@ TEST(Corpus, TrainerSeriesPrintedTwiceKeepsTheFirst) {
   EXPECT_EQ(r->m()["eval"]["step"], 10);
 }
 
+TEST(Corpus, TrainerMsSwiftJsonlEvalBetweenRecordsIsNoStepTime) {
+  // ms-swift's logging.jsonl (ms-swift#4408, 4 A100, logging_steps = eval_steps = 200): the
+  // records at 1200 (line 2) and 1400 (line 4) with the evaluation at 1200 between them (line 3,
+  // eval_runtime 123.385 s). 1400 / 0.07833 - 1200 / 0.077917 = 2472.1 s holds that evaluation:
+  // no step's time, so step 1400 is not timed, and a note says why.
+  Result<Read> r = ReadLog("trainer_msswift_jsonl_eval_between_records_issue4408.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1200, 1400}));
+  EXPECT_EQ(r->Loss(1200), 0.22828499);
+  EXPECT_EQ(r->Loss(1400), 0.21080326);
+  EXPECT_EQ(r->At(1400)->span, 200);
+  EXPECT_FALSE(r->At(1400)->ms);
+  EXPECT_TRUE(
+      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: ms-swift's "
+              "elapsed time does not time the steps of 1 record(s)"));
+  EXPECT_TRUE(r->Note("(line 3) came between them"));
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 64.64 * kGiB);
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 1000);
+  EXPECT_EQ(r->log.evals[1].value, 0.28628108);
+  EXPECT_EQ(r->log.evals[1].step, 1200);
+}
+
 TEST(Corpus, TrainerEvalDictNamingGlobalStep) {
   // ms-swift 2 names the step in every dict: the last loss dict is global_step 90 (line 24),
   // the eval dict after it global_step 93 (line 26: 93/93, the end of the epoch).
   Result<Read> r = ReadLog("trainer_msswift2_eval_global_step.log", "auto");
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->log.iterations.size(), 19u);  // 1, 5, 10, ..., 90
+  // 'train_speed(iter/s)' = global_step / seconds since the start: steps 46-50 took
+  // 50 / 0.224141 - 45 / 0.225991 s (lines 11, 12). Steps 51-55's 55 / 0.220983 - 50 / 0.224141
+  // = 25.8 s also hold the evaluation (line 14) and the checkpoint save (line 16) at step 50:
+  // not timed.
+  ASSERT_TRUE(r->At(50)->ms);
+  EXPECT_NEAR(*r->At(50)->ms, (50 / 0.224141 - 45 / 0.225991) / 5 * 1000, 0.01);
+  EXPECT_FALSE(r->At(55)->ms);
+  EXPECT_TRUE(r->At(60)->ms);
   EXPECT_EQ(r->Steps().back(), 90);
   EXPECT_EQ(r->Loss(90), 0.97113533);
   ASSERT_EQ(r->log.evals.size(), 2u);
@@ -3456,6 +3488,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_accelerate_tqdm_cr.log", "trainer"},
       {"trainer_marianmt_bars_default500.log", "trainer"},
       {"trainer_msswift_colab_t4_memory.log", "trainer"},
+      {"trainer_msswift_jsonl_eval_between_records_issue4408.log", "trainer"},
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"trainer_liger_efficiency_callback_pr110.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},

@@ -436,6 +436,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
         }
         if (*dict) return;
         if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
+        if (line.find("Saving model checkpoint to ") != std::string_view::npos) dicts.SawSave(no);
         std::optional<double> step = StepNumber(line);
         if (!step) {
           if (EpochBatchLoss(line)) {
@@ -525,6 +526,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   }
   FillSpansFromGaps(log.iterations);
   dicts.InferUnstatedResume(name, log);  // the Trainer's closing dict (trainer_dicts.h)
+  dicts.TimeFromElapsed(name, log);      // ms-swift's elapsed time (trainer_elapsed.h)
   // Without progress lines, the overflow lines are the skipped steps (their running count
   // says the same where there are).
   if (step_lines == 0) overflows.Count(name, log);

@@ -145,6 +145,10 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
         }
         if (*dict) return;
         if (dicts.ReadResume(line, no, steps, log) || dicts.ReadSetting(line)) return;
+        if (line.find("Saving model checkpoint to ") != std::string_view::npos) {
+          dicts.SawSave(no);  // the Trainer's (and ms-swift's) save: no step's time
+          return;
+        }
         bool summary = false;
         for (const auto& s : kSummary) {
           if (std::optional<double> n = CountAfter(line, s[0])) {
@@ -227,6 +231,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
     }
   }
   dicts.InferUnstatedResume(name, log);
+  dicts.TimeFromElapsed(name, log);  // ms-swift's elapsed time (trainer_elapsed.h)
   dicts.ReportMemory(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0 && !log.iterations.empty())
     log.trainer_average->through_step = log.iterations.back().step;

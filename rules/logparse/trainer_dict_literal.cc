@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "rules/logparse/line_scan.h"
+#include "rules/logparse/trainer_elapsed.h"
 
 namespace bm::logparse {
 namespace {
@@ -74,6 +75,7 @@ std::optional<TrainerDict> ParseDictAt(std::string_view s, bool* quoted_epoch) {
       value = ParseNumber(text);
       if (!value && (key.find("global_step") != std::string::npos || key == "iteration"))
         value = Numerator(text);
+      if (!value && key == "elapsed_time") value = FormattedSeconds(text);  // ms-swift's
       if (key == "epoch" && quoted_epoch) *quoted_epoch = true;
     } else if (s[p] == '[' || s[p] == '{' || s[p] == '(') {
       end = SkipBracketed(s, p);

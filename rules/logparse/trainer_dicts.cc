@@ -365,11 +365,33 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     dicts_.back().lo = before->n;  // the last bar before it bounds its step from below
     dicts_.back().total = before->total;
   }
+  if (fresh && named)
+    if (std::optional<DictElapsed> e = ReadDictElapsed(dict, step)) elapsed_[line] = *e;
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
   if (!it.grad_norm) it.grad_norm = Get(dict, "grad_norm");
   return true;
+}
+
+void TrainerDictReader::TimeFromElapsed(std::string_view name, ParsedLog& log) const {
+  if (elapsed_.empty()) return;
+  // A new clock (another run, a restart, a resume) or a pause in the steps (an evaluation, a
+  // checkpoint save).
+  std::vector<int64_t> breaks = saves_;
+  for (const NewRunAt& r : new_runs_) breaks.push_back(r.line);
+  for (const RestartAtStep& r : restarts_at_) breaks.push_back(r.line);
+  if (resumed_line_ != 0) breaks.push_back(resumed_line_);
+  for (const EvalPoint& e : log.evals) breaks.push_back(e.line);
+  const std::vector<std::pair<int64_t, int64_t>> paused =
+      TimeByElapsed(elapsed_, breaks, log.iterations);
+  if (!paused.empty()) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: ms-swift's elapsed time does not time the steps of {} record(s) (the first this "
+        "one): an evaluation, checkpoint save, resume or another run (line {}) came between them "
+        "and the record before",
+        name, paused.front().first, paused.size(), paused.front().second));
+  }
 }
 
 void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteration>& steps,

@@ -100,6 +100,7 @@
 #include "base/result.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/trainer_dict_literal.h"
+#include "rules/logparse/trainer_elapsed.h"
 #include "rules/logparse/trainer_memory.h"
 
 namespace bm::logparse {
@@ -161,6 +162,12 @@ class TrainerDictReader {
   // train_loss (trainer_dict_resume.cc). When found, the first record spans the steps from the
   // resume and the closing rate is scaled to the steps run, as for a stated resume.
   void InferUnstatedResume(std::string_view name, ParsedLog& log) const;
+  // After the records' spans are final: ms-swift's dicts' elapsed time as the time of the steps
+  // between two consecutive records with no evaluation (log.evals) or checkpoint save (SawSave)
+  // between them (trainer_elapsed.h).
+  void TimeFromElapsed(std::string_view name, ParsedLog& log) const;
+  // The Trainer's "Saving model checkpoint to ..." at `line`: a pause in the steps' clock.
+  void SawSave(int64_t line) { saves_.push_back(line); }
 
   // A dict at `line`: a loss dict becomes (or fills) the record of its step
   // in `steps`; an eval dict an EvalPoint; the closing dict gives wall_s and
@@ -344,6 +351,8 @@ class TrainerDictReader {
     int64_t line = 0, step = 0, after = 0;
   };
   std::vector<RestartAtStep> restarts_at_;  // RestartAt's, for Finish's notes
+  std::map<int64_t, DictElapsed> elapsed_;  // by line: the loss dicts' time since the start
+  std::vector<int64_t> saves_;              // the lines of checkpoint saves
 };
 
 }  // namespace bm::logparse

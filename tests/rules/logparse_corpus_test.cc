@@ -2197,6 +2197,10 @@ TEST(Corpus, TrainerMsSwiftMemoryOnOneGpu) {
   EXPECT_TRUE(r->Note("ms-swift's memory(GiB) is per device only when each process drives one"));
   EXPECT_EQ(r->m()["eval"]["val_loss"], 0.03461);  // line 15
   EXPECT_EQ(r->m()["eval"]["step"], 50);
+  // 'train_speed(s/it)' (four significant digits) x the step is the 'elapsed_time': line 3's
+  // 46.6 x 5 = 233.0 s is its '3m 53s', line 2's 42.51 x 1 its '43s'.
+  EXPECT_NEAR(*r->At(5)->ms, (46.6 * 5 - 42.51) / 4 * 1000, 30.0);
+  EXPECT_NEAR(*r->At(10)->ms, (47.56 * 10 - 46.6 * 5) / 5 * 1000, 30.0);
 }
 
 TEST(Corpus, TrainerAxolotlMemory) {
@@ -2263,6 +2267,19 @@ TEST(Corpus, TrainerDictsOfMsSwiftNameGlobalStepOverMaxSteps) {
   EXPECT_EQ(r->At(210)->span, 5);
   // 'memory(GiB)': 43.21 on line 2, 43.25 from line 3 on (ms-swift keeps the largest so far).
   EXPECT_DOUBLE_EQ(r->m()["memory"]["peak_bytes"].get<double>(), 43.25 * kGiB);
+  // 'train_speed(iter/s)' is global_step over the seconds since training began: the five steps
+  // to 210 took 210 / 0.063164 - 205 / 0.063233 = 82.70 s (line 3 minus line 2; their
+  // 'elapsed_time' 55m 24s - 54m 1s = 83 s agrees to the second). The first dict's steps are
+  // timed by nothing in the excerpt.
+  EXPECT_FALSE(r->At(205)->ms);
+  EXPECT_NEAR(*r->At(210)->ms, 16540.1, 0.1);
+  EXPECT_NEAR(*r->At(270)->ms, 15545.5, 0.1);  // lines 14-15: 270 / 0.063139 - 265 / 0.063117
+  Result<Read> tokens = ReadLog("trainer_msswift_global_step_max_steps.log", "auto",
+                                {{"mpe", 1024}, {"lbs", 1}, {"layout", "TP1PP1DP1"}});
+  ASSERT_TRUE(tokens.ok()) << tokens.status().message();
+  EXPECT_EQ(tokens->m()["throughput"]["measured_steps"], 65);  // steps 206-270
+  // 65 steps of 1024 tokens over 270 / 0.063139 - 205 / 0.063233 = 1034.3 s.
+  EXPECT_NEAR(tokens->PerDevice(), 65 * 1024 / (270 / 0.063139 - 205 / 0.063233), 0.01);
 }
 
 TEST(Corpus, MegatronDeepSpeedAlcfKeyValueLines) {
@@ -2974,12 +2991,44 @@ TEST(Corpus, TrainerSeriesPrintedTwiceKeepsTheFirst) {
   EXPECT_EQ(r->m()["eval"]["step"], 10);
 }
 
+TEST(Corpus, TrainerMsSwiftJsonlEvalBetweenRecordsIsNoStepTime) {
+  // ms-swift's logging.jsonl (ms-swift#4408, 4 A100, logging_steps = eval_steps = 200): the
+  // records at 1200 (line 2) and 1400 (line 4) with the evaluation at 1200 between them (line 3,
+  // eval_runtime 123.385 s). 1400 / 0.07833 - 1200 / 0.077917 = 2472.1 s holds that evaluation:
+  // no step's time, so step 1400 is not timed, and a note says why.
+  Result<Read> r = ReadLog("trainer_msswift_jsonl_eval_between_records_issue4408.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1200, 1400}));
+  EXPECT_EQ(r->Loss(1200), 0.22828499);
+  EXPECT_EQ(r->Loss(1400), 0.21080326);
+  EXPECT_EQ(r->At(1400)->span, 200);
+  EXPECT_FALSE(r->At(1400)->ms);
+  EXPECT_TRUE(
+      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: ms-swift's "
+              "elapsed time does not time the steps of 1 record(s)"));
+  EXPECT_TRUE(r->Note("(line 3) came between them"));
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 64.64 * kGiB);
+  ASSERT_EQ(r->log.evals.size(), 2u);
+  EXPECT_EQ(r->log.evals[0].step, 1000);
+  EXPECT_EQ(r->log.evals[1].value, 0.28628108);
+  EXPECT_EQ(r->log.evals[1].step, 1200);
+}
+
 TEST(Corpus, TrainerEvalDictNamingGlobalStep) {
   // ms-swift 2 names the step in every dict: the last loss dict is global_step 90 (line 24),
   // the eval dict after it global_step 93 (line 26: 93/93, the end of the epoch).
   Result<Read> r = ReadLog("trainer_msswift2_eval_global_step.log", "auto");
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->log.iterations.size(), 19u);  // 1, 5, 10, ..., 90
+  // 'train_speed(iter/s)' = global_step / seconds since the start: steps 46-50 took
+  // 50 / 0.224141 - 45 / 0.225991 s (lines 11, 12). Steps 51-55's 55 / 0.220983 - 50 / 0.224141
+  // = 25.8 s also hold the evaluation (line 14) and the checkpoint save (line 16) at step 50:
+  // not timed.
+  ASSERT_TRUE(r->At(50)->ms);
+  EXPECT_NEAR(*r->At(50)->ms, (50 / 0.224141 - 45 / 0.225991) / 5 * 1000, 0.01);
+  EXPECT_FALSE(r->At(55)->ms);
+  EXPECT_TRUE(r->At(60)->ms);
   EXPECT_EQ(r->Steps().back(), 90);
   EXPECT_EQ(r->Loss(90), 0.97113533);
   ASSERT_EQ(r->log.evals.size(), 2u);
@@ -3143,7 +3192,12 @@ TEST(Corpus, TrainerMsSwift4MegatronDictsNameTheirIteration) {
   // lr_warmup_fraction 0.05 x 10635: 531 warm-up iterations of 1e-5: 1e-5 x 5/531 = 9.4e-08.
   EXPECT_EQ(*r->At(5)->lr, 9e-08);
   EXPECT_EQ(*r->At(15)->grad_norm, 0.97488004);
-  EXPECT_FALSE(r->At(5)->ms);  // train_speed(s/it) is the running mean since the start
+  // train_speed(s/it) is the running mean since the start (elapsed / iterations run), so each
+  // line's elapsed time is it x its iteration, as its 'elapsed_time' says to the second (line 2:
+  // 116.095699 x 5 = 580.48 s, '9m 40s'): iterations 2-5 took 580.48 - 191.76 s.
+  EXPECT_FALSE(r->At(1)->ms);
+  EXPECT_NEAR(*r->At(5)->ms, (116.095699 * 5 - 191.764682) / 4 * 1000, 0.01);
+  EXPECT_NEAR(*r->At(10)->ms, (103.737077 * 10 - 116.095699 * 5) / 5 * 1000, 0.01);
   // memory(GiB): max_memory_reserved, the largest over the model-parallel group: per device.
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 258.57 * kGiB);  // lines 3-5
   EXPECT_NE(r->log.memory_source.find("ms-swift Megatron"), std::string::npos);
@@ -3434,6 +3488,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"trainer_accelerate_tqdm_cr.log", "trainer"},
       {"trainer_marianmt_bars_default500.log", "trainer"},
       {"trainer_msswift_colab_t4_memory.log", "trainer"},
+      {"trainer_msswift_jsonl_eval_between_records_issue4408.log", "trainer"},
       {"trainer_axolotl_issue3196_memory.log", "trainer"},
       {"trainer_liger_efficiency_callback_pr110.log", "trainer"},
       {"trainer_ezpz_tokens_seen_speed_metrics.log", "trainer"},

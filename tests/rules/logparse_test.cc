@@ -15,6 +15,7 @@
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/records_mfu.h"
 #include "rules/logparse/trainer_dicts.h"
+#include "rules/logparse/trainer_elapsed.h"
 #include "tests/support/test_data.h"
 
 namespace bm::logparse {
@@ -1510,6 +1511,44 @@ TEST(Trainer, SpeedMetricsInEveryDictDoNotCloseTheRun) {
       "tokens.log");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "tokens.log:2: 'memory(GiB)' is not a number of GiB");
+}
+
+TEST(Trainer, MsSwiftElapsedTimeTimesTheSteps) {
+  EXPECT_EQ(FormattedSeconds("1d 2h 3m 4s"), 93784);  // ms-swift's format_time
+  EXPECT_EQ(FormattedSeconds("54m 1s"), 3241);
+  EXPECT_EQ(FormattedSeconds("0s"), 0);
+  EXPECT_FALSE(FormattedSeconds("5 minutes"));
+  EXPECT_FALSE(FormattedSeconds("54m1"));
+  // A run resumed from step 100: train_speed(s/it) counts the seconds over the steps since the
+  // resume (10 s/it, not 1050 s at step 105), so it does not agree with 'elapsed_time' and the
+  // whole seconds time the steps: (100 - 50) s over the 5 steps to 110. The dicts before the
+  // resume line are the failed run's clock: step 105's record is not timed across it.
+  Result<ParsedLog> r = ParseTrainerLog(
+      "{'loss': 1.2, 'global_step/max_steps': '100/200', 'elapsed_time': '16m 40s', "
+      "'train_speed(s/it)': 10.0}\n"
+      "  Continuing training from global step 100\n"
+      "{'loss': 1.1, 'global_step/max_steps': '105/200', 'elapsed_time': '50s', "
+      "'train_speed(s/it)': 10.0}\n"
+      "{'loss': 1.0, 'global_step/max_steps': '110/200', 'elapsed_time': '1m 40s', "
+      "'train_speed(s/it)': 10.0}\n",
+      "swift.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(At(*r, 110));
+  EXPECT_FALSE(At(*r, 105)->ms);
+  ASSERT_TRUE(At(*r, 110)->ms);
+  EXPECT_DOUBLE_EQ(*At(*r, 110)->ms, 10000.0);
+  // ms-swift 2-3's train_speed(iter/s) is global_step / seconds: step / it, finer than the
+  // whole seconds (200 / 0.5 - 100 / 0.5 = 200 s over 100 steps, though '6m 41s' - '3m 20s' =
+  // 201 s).
+  r = ParseTrainerLog(
+      "{'loss': 1.2, 'train_speed(iter/s)': 0.5, 'global_step/max_steps': '100/200', "
+      "'elapsed_time': '3m 20s'}\n"
+      "{'loss': 1.0, 'train_speed(iter/s)': 0.5, 'global_step/max_steps': '200/200', "
+      "'elapsed_time': '6m 41s'}\n",
+      "swift2.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(At(*r, 200) && At(*r, 200)->ms);
+  EXPECT_DOUBLE_EQ(*At(*r, 200)->ms, 2000.0);
 }
 
 // speed_metrics rounds train_steps_per_second to 3 decimals: over a long run it allows several

@@ -2637,6 +2637,30 @@ TEST(Corpus, Nemo2ValLossAfterValidationLinesIsAnEvaluation) {
   EXPECT_EQ(r->m()["eval"]["step"], 5);
 }
 
+TEST(Corpus, Nemo2StepTimeWithoutTheSequenceLength) {
+  // NVIDIA-BioNeMo/bionemo-recipes#740 (March 2025): global_batch_size 1, every step, no sequence
+  // length anywhere. global_step 120-125 are steps 121-126, each timed by its own
+  // `train_step_timing in s`. Without mpe there is no token rate, but the steps' time is the
+  // log's: 31.46, 31.63, 32.15, 31.57, 31.70, 31.47 ms (lines 1-6, all past NeMo's one warm-up
+  // step), median (31.57 + 31.63) / 2 = 31.60.
+  Result<Read> r = ReadLog("nemo2_bionemo_pr740_step_time_no_seq_length.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{121, 122, 123, 124, 125, 126}));
+  EXPECT_EQ(r->Loss(121), 1.233);  // line 1
+  EXPECT_EQ(r->Loss(126), 1.34);   // line 6
+  EXPECT_EQ(r->At(123)->ms, 32.15);
+  EXPECT_EQ(r->At(126)->samples, 1.0);
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_s"].is_null());
+  EXPECT_TRUE(r->Note("set mpe"));
+  ASSERT_TRUE(r->m()["throughput"]["step_ms_median"].is_number());
+  EXPECT_NEAR(r->m()["throughput"]["step_ms_median"].get<double>(), 31.60, 1e-9);
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 0);  // no token rate measured
+  // val_loss on the first line comes from a validation before it: no evaluation.
+  EXPECT_TRUE(r->m()["eval"].is_null());
+}
+
 TEST(Corpus, Nemo2LineWrappedByAPageAtItsPipes) {
   // A README's ProgressPrinter line (pretrain_llama3_8b on 8 B200, GBS 128), broken by the page
   // before ` | global_step` and ` | reduced_train_loss`: the continuations start with `|`.

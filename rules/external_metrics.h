@@ -51,7 +51,8 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // records' batch, DeepSpeed's MaxMemAllocated in Megatron-DeepSpeed and GPT-NeoX logs. 3:
 // token/p/s from the printed per-device rates of records without a time (torchtitan's tps). 4:
 // ms-swift's Trainer dicts timed by their elapsed time (trainer_elapsed.h). 5: a log whose steps
-// are timed but give no token rate (no sequence length or batch) keeps their step_ms_median.
+// are timed but give no token rate (no sequence length or batch) keeps their step_ms_median;
+// LLaMA-Factory's trainer_log.jsonl timed by its elapsed time (trainer_elapsed.h).
 inline constexpr int kLogReadingVersion = 5;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,

@@ -349,6 +349,26 @@ Result<std::optional<Timing>> MeasureTiming(const logparse::LogParser& parser, c
   return std::optional<Timing>(timing);
 }
 
+// Where no token rate could be measured (no sequence length or batch), the steps the log times
+// keep their time: the median ms of those past the warm-up, as a measured rate would have it.
+void FillStepTimeWithoutRate(const logparse::LogParser& parser, const ParsedLog& log,
+                             const Terms& t, const json& p, Timing& timing) {
+  int64_t warmup = p["excluded_warmup_steps"].get<int64_t>();
+  if (warmup < 0) warmup = parser.default_warmup_steps;
+  std::vector<double> times;
+  int64_t excluded = 0;
+  for (const Iteration& it : log.iterations) {
+    if (it.step - it.span + 1 <= warmup) {
+      excluded += it.span;
+    } else if (std::optional<double> ms = MsOf(it, t)) {
+      times.push_back(*ms);
+    }
+  }
+  if (times.empty()) return;
+  timing.step_ms_median = Median(times);
+  timing.excluded_warmup_steps = excluded;
+}
+
 // N, L and hidden: from a preset, the parameters, or the log.
 struct ModelFacts {
   json model = json::object();
@@ -654,6 +674,7 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
                   log_name, log.iterations.size(), out.notes.empty() ? "" : out.notes.back());
   }
   Timing timing = timed.value_or(Timing{});
+  if (!timed) FillStepTimeWithoutRate(parser, log, t, p, timing);
   if (timed && timing.tokens_per_s && !t.devices) {
     out.notes.push_back(fmt::format(
         "token/p/s per device: {} does not say how many devices ran it: set layout (TPxPPyDPz)",

@@ -50,8 +50,10 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // step with a log_format (the exec rule's `impl log_reading` field). 2: config.gbs from the
 // records' batch, DeepSpeed's MaxMemAllocated in Megatron-DeepSpeed and GPT-NeoX logs. 3:
 // token/p/s from the printed per-device rates of records without a time (torchtitan's tps). 4:
-// ms-swift's Trainer dicts timed by their elapsed time (trainer_elapsed.h).
-inline constexpr int kLogReadingVersion = 4;
+// ms-swift's Trainer dicts timed by their elapsed time (trainer_elapsed.h). 5: a log whose steps
+// are timed but give no token rate (no sequence length or batch) keeps their step_ms_median;
+// LLaMA-Factory's trainer_log.jsonl timed by its elapsed time (trainer_elapsed.h).
+inline constexpr int kLogReadingVersion = 5;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

@@ -231,7 +231,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
     }
   }
   dicts.InferUnstatedResume(name, log);
-  dicts.TimeFromElapsed(name, log);  // ms-swift's elapsed time (trainer_elapsed.h)
+  dicts.TimeFromElapsed(name, log);  // the dicts' elapsed time (trainer_elapsed.h)
   dicts.ReportMemory(name, log);
   if (log.trainer_average && log.trainer_average->through_step == 0 && !log.iterations.empty())
     log.trainer_average->through_step = log.iterations.back().step;

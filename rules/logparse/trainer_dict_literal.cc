@@ -76,6 +76,7 @@ std::optional<TrainerDict> ParseDictAt(std::string_view s, bool* quoted_epoch) {
       if (!value && (key.find("global_step") != std::string::npos || key == "iteration"))
         value = Numerator(text);
       if (!value && key == "elapsed_time") value = FormattedSeconds(text);  // ms-swift's
+      if (!value && key == "elapsed_time") value = TimedeltaSeconds(text);  // LLaMA-Factory's
       if (key == "epoch" && quoted_epoch) *quoted_epoch = true;
     } else if (s[p] == '[' || s[p] == '{' || s[p] == '(') {
       end = SkipBracketed(s, p);

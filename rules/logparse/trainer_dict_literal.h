@@ -14,7 +14,8 @@ namespace bm::logparse {
 // The dict's keys and their numbers: a number, a quoted number, nan / inf
 // (NaN, ±Inf), and for a key naming global_step, or 'iteration', a quoted "n/m" its n (ms-swift's
 // 'global_step/max_steps': '205/270', its Megatron trainer's 'iteration': '5/10635'), for
-// 'elapsed_time' ms-swift's "54m 1s" in seconds (trainer_elapsed.h); nullopt for anything else
+// 'elapsed_time' ms-swift's "54m 1s" or LLaMA-Factory's "0:04:02" in seconds (trainer_elapsed.h);
+// nullopt for anything else
 // (None, a string, a list).
 using TrainerDict = std::map<std::string, std::optional<double>, std::less<>>;
 

@@ -387,7 +387,7 @@ void TrainerDictReader::TimeFromElapsed(std::string_view name, ParsedLog& log) c
       TimeByElapsed(elapsed_, breaks, log.iterations);
   if (!paused.empty()) {
     log.notes.push_back(fmt::format(
-        "{}:{}: ms-swift's elapsed time does not time the steps of {} record(s) (the first this "
+        "{}:{}: the dicts' elapsed time does not time the steps of {} record(s) (the first this "
         "one): an evaluation, checkpoint save, resume or another run (line {}) came between them "
         "and the record before",
         name, paused.front().first, paused.size(), paused.front().second));

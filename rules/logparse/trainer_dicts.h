@@ -162,9 +162,9 @@ class TrainerDictReader {
   // train_loss (trainer_dict_resume.cc). When found, the first record spans the steps from the
   // resume and the closing rate is scaled to the steps run, as for a stated resume.
   void InferUnstatedResume(std::string_view name, ParsedLog& log) const;
-  // After the records' spans are final: ms-swift's dicts' elapsed time as the time of the steps
-  // between two consecutive records with no evaluation (log.evals) or checkpoint save (SawSave)
-  // between them (trainer_elapsed.h).
+  // After the records' spans are final: the dicts' elapsed time (ms-swift's, LLaMA-Factory's) as
+  // the time of the steps between two consecutive records with no evaluation (log.evals) or
+  // checkpoint save (SawSave) between them (trainer_elapsed.h).
   void TimeFromElapsed(std::string_view name, ParsedLog& log) const;
   // The Trainer's "Saving model checkpoint to ..." at `line`: a pause in the steps' clock.
   void SawSave(int64_t line) { saves_.push_back(line); }

@@ -1,4 +1,5 @@
-// ms-swift's elapsed time in its Trainer dicts as the steps' time (trainer_elapsed.h).
+// The elapsed time in ms-swift's Trainer dicts and LLaMA-Factory's jsonl as the steps' time
+// (trainer_elapsed.h).
 #include "rules/logparse/trainer_elapsed.h"
 
 #include <algorithm>
@@ -48,6 +49,41 @@ std::optional<double> FormattedSeconds(std::string_view text) {
     p = q + 1;
   }
   return any ? std::optional(seconds) : std::nullopt;
+}
+
+std::optional<double> TimedeltaSeconds(std::string_view text) {
+  double days = 0;
+  if (size_t comma = text.find(", "); comma != std::string_view::npos) {
+    // "1 day, " / "3 days, ": a count, a space, the word.
+    const std::string_view head = text.substr(0, comma);
+    const size_t space = head.find(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    const std::string_view word = head.substr(space + 1);
+    if (word != "day" && word != "days") return std::nullopt;
+    for (char c : head.substr(0, space))
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    std::optional<double> n = ParseNumber(head.substr(0, space));
+    if (!n) return std::nullopt;
+    days = *n;
+    text.remove_prefix(comma + 2);
+  }
+  // H:MM:SS, the hours one or two digits, minutes and seconds two.
+  const size_t c1 = text.find(':');
+  if (c1 == std::string_view::npos || c1 == 0 || c1 > 2 || text.size() != c1 + 6 ||
+      text[c1 + 3] != ':')
+    return std::nullopt;
+  double parts[3] = {0, 0, 0};
+  const std::string_view fields[3] = {text.substr(0, c1), text.substr(c1 + 1, 2),
+                                      text.substr(c1 + 4, 2)};
+  for (int i = 0; i < 3; ++i) {
+    for (char c : fields[i])
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    std::optional<double> n = ParseNumber(fields[i]);
+    if (!n) return std::nullopt;
+    parts[i] = *n;
+  }
+  if (parts[1] >= 60 || parts[2] >= 60) return std::nullopt;
+  return days * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2];
 }
 
 std::optional<DictElapsed> ReadDictElapsed(const TrainerDict& dict, int64_t step) {

@@ -2637,6 +2637,30 @@ TEST(Corpus, Nemo2ValLossAfterValidationLinesIsAnEvaluation) {
   EXPECT_EQ(r->m()["eval"]["step"], 5);
 }
 
+TEST(Corpus, Nemo2StepTimeWithoutTheSequenceLength) {
+  // NVIDIA-BioNeMo/bionemo-recipes#740 (March 2025): global_batch_size 1, every step, no sequence
+  // length anywhere. global_step 120-125 are steps 121-126, each timed by its own
+  // `train_step_timing in s`. Without mpe there is no token rate, but the steps' time is the
+  // log's: 31.46, 31.63, 32.15, 31.57, 31.70, 31.47 ms (lines 1-6, all past NeMo's one warm-up
+  // step), median (31.57 + 31.63) / 2 = 31.60.
+  Result<Read> r = ReadLog("nemo2_bionemo_pr740_step_time_no_seq_length.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "nemo");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{121, 122, 123, 124, 125, 126}));
+  EXPECT_EQ(r->Loss(121), 1.233);  // line 1
+  EXPECT_EQ(r->Loss(126), 1.34);   // line 6
+  EXPECT_EQ(r->At(123)->ms, 32.15);
+  EXPECT_EQ(r->At(126)->samples, 1.0);
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_device_per_s"].is_null());
+  EXPECT_TRUE(r->m()["throughput"]["tokens_per_s"].is_null());
+  EXPECT_TRUE(r->Note("set mpe"));
+  ASSERT_TRUE(r->m()["throughput"]["step_ms_median"].is_number());
+  EXPECT_NEAR(r->m()["throughput"]["step_ms_median"].get<double>(), 31.60, 1e-9);
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 0);  // no token rate measured
+  // val_loss on the first line comes from a validation before it: no evaluation.
+  EXPECT_TRUE(r->m()["eval"].is_null());
+}
+
 TEST(Corpus, Nemo2LineWrappedByAPageAtItsPipes) {
   // A README's ProgressPrinter line (pretrain_llama3_8b on 8 B200, GBS 128), broken by the page
   // before ` | global_step` and ` | reduced_train_loss`: the continuations start with `|`.
@@ -3005,7 +3029,7 @@ TEST(Corpus, TrainerMsSwiftJsonlEvalBetweenRecordsIsNoStepTime) {
   EXPECT_EQ(r->At(1400)->span, 200);
   EXPECT_FALSE(r->At(1400)->ms);
   EXPECT_TRUE(
-      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: ms-swift's "
+      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: the dicts' "
               "elapsed time does not time the steps of 1 record(s)"));
   EXPECT_TRUE(r->Note("(line 3) came between them"));
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 64.64 * kGiB);
@@ -3153,6 +3177,44 @@ TEST(Corpus, LlamaFactoryJsonlThroughputIsTheTrainerAverage) {
   r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer", {{"layout", "TP1PP1DP4"}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_DOUBLE_EQ(r->PerDevice(), 12832.23 / 4);
+}
+
+TEST(Corpus, LlamaFactoryJsonlElapsedTimeTimesTheRecords) {
+  // The same jsonl: each line's "elapsed_time" is the seconds since on_train_begin, whole
+  // (str(timedelta(seconds=int(...)))), so each record's 5 steps took the difference to the line
+  // before: step 10 (line 2) 0:04:02 - 0:02:03 = 119 s, 23.8 s a step; step 35 (line 7) 0:13:40 -
+  // 0:11:55 = 105 s, 21 s a step. The first record (step 5, line 1) has no line before it. The
+  // 17 timed records' differences, sorted: 101 105 113 115 115 117 117 118 118 118 118 119 119 120
+  // 121 121 124 s: the median step time is 118 / 5 = 23.6 s.
+  Result<Read> r = ReadLog("trainer_llamafactory_jsonl_throughput.log", "trainer");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->At(5)->ms);
+  EXPECT_EQ(r->At(10)->ms, 23800.0);
+  EXPECT_EQ(r->At(35)->ms, 21000.0);
+  EXPECT_EQ(r->At(90)->ms, 23600.0);  // 0:35:02 - 0:33:04 = 118 s (line 18)
+  EXPECT_EQ(r->m()["throughput"]["step_ms_median"], 23600.0);
+  // The token rate stays LLaMA-Factory's own average (line 19).
+  EXPECT_EQ(r->m()["throughput"]["tokens_per_s"], 12832.23);
+}
+
+TEST(Corpus, LlamaFactoryJsonlEvaluationBetweenRecordsTimesNoStep) {
+  // Qwen2-VL LoRA notes (2024-10-30): the record at step 1350 (line 1, 2:37:45), the evaluation
+  // at 1350 (line 2, written 72 s later at 2:38:57), the record at 1355 (line 3, 2:39:25). The
+  // 100 s from line 1 to line 3 hold the evaluation: step 1355 is not timed, with a note.
+  Result<Read> r = ReadLog("trainer_llamafactory_jsonl_eval_between_records.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1350, 1355}));
+  EXPECT_EQ(r->Loss(1355), 0.1392);
+  EXPECT_EQ(*r->At(1355)->lr, 5e-06);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 1350);
+  EXPECT_EQ(r->log.evals[0].value, 0.3004102110862732);
+  EXPECT_FALSE(r->At(1355)->ms);
+  EXPECT_TRUE(
+      r->Note("trainer_llamafactory_jsonl_eval_between_records.log:3: the dicts' elapsed "
+              "time does not time the steps of 1 record(s)"));
+  EXPECT_TRUE(r->m()["throughput"]["step_ms_median"].is_null());
 }
 
 TEST(Corpus, TrainerFourDigitEpochsAndAnUnsettledClosingDict) {

@@ -1513,6 +1513,19 @@ TEST(Trainer, SpeedMetricsInEveryDictDoNotCloseTheRun) {
   EXPECT_EQ(r.status().message(), "tokens.log:2: 'memory(GiB)' is not a number of GiB");
 }
 
+TEST(Trainer, LlamaFactoryTimedeltaElapsedTime) {
+  // LLaMA-Factory's trainer_log.jsonl: str(timedelta(seconds=int(elapsed))).
+  EXPECT_EQ(TimedeltaSeconds("0:04:02"), 242);
+  EXPECT_EQ(TimedeltaSeconds("12:00:59"), 43259);
+  EXPECT_EQ(TimedeltaSeconds("1 day, 2:03:04"), 93784);
+  EXPECT_EQ(TimedeltaSeconds("3 days, 0:00:05"), 259205);
+  EXPECT_FALSE(TimedeltaSeconds("0:4:02"));
+  EXPECT_FALSE(TimedeltaSeconds("0:04:60"));
+  EXPECT_FALSE(TimedeltaSeconds("123:04:02"));
+  EXPECT_FALSE(TimedeltaSeconds("1 week, 0:04:02"));
+  EXPECT_FALSE(TimedeltaSeconds("54m 1s"));
+}
+
 TEST(Trainer, MsSwiftElapsedTimeTimesTheSteps) {
   EXPECT_EQ(FormattedSeconds("1d 2h 3m 4s"), 93784);  // ms-swift's format_time
   EXPECT_EQ(FormattedSeconds("54m 1s"), 3241);

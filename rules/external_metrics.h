@@ -52,8 +52,10 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // token/p/s from the printed per-device rates of records without a time (torchtitan's tps). 4:
 // ms-swift's Trainer dicts timed by their elapsed time (trainer_elapsed.h). 5: a log whose steps
 // are timed but give no token rate (no sequence length or batch) keeps their step_ms_median;
-// LLaMA-Factory's trainer_log.jsonl timed by its elapsed time (trainer_elapsed.h).
-inline constexpr int kLogReadingVersion = 5;
+// LLaMA-Factory's trainer_log.jsonl timed by its elapsed time (trainer_elapsed.h). 6: PaddleMIX's
+// benchmark line (`global step N / M, ..., avg_batch_cost: s sec, ..., max_mem_reserved: R MB`) is
+// a paddle step line, timed by avg_batch_cost, its memory in MiB.
+inline constexpr int kLogReadingVersion = 6;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

@@ -15,6 +15,11 @@
 // speed x global_batch_size):
 //   global step 2, loss: 6.191119, lm_loss: 5.423231, sop_loss: 0.767889, speed: 3.45 steps/s,
 //   ips: 27.60 seqs/s, learning rate: 4.00000e-07, loss_scaling: 1024.00, ... (one line)
+// or PaddleMIX's benchmark line (avg_batch_cost = 1 / interval_steps_per_second, avg_samples one
+// device's batch, memory in MiB):
+//   global step 95 / 22140, loss: 1.780640, avg_reader_cost: 0.00027 sec, avg_batch_cost: 0.67439
+//   sec, avg_samples: 64.00000, ips: 94.90068 sample/sec, max_mem_reserved: 26397 MB, ... (one
+//   line)
 //
 // ERNIEKit's Trainer (PaddlePaddle/ERNIE erniekit/train/*/pretraining_trainer.py) prints the first
 // shape with speed_metrics("global", ...) over the interval (total batch x steps), memory as
@@ -69,14 +74,42 @@ std::optional<int64_t> PaddleStep(std::string_view line, bool* trainer_shape) {
   size_t end = 0;
   std::string_view rest = line.substr(at + 12);
   std::optional<double> n = LeadingNumber(rest, &end);
-  if (!n || end >= rest.size() || rest[end] != ',') return std::nullopt;
+  if (!n) return std::nullopt;
+  // PaddleMIX's benchmark line names the step of max_steps: "global step 95 / 22140,".
+  if (size_t slash = rest.find_first_not_of(' ', end);
+      slash != std::string_view::npos && rest[slash] == '/') {
+    std::string_view total = rest.substr(slash + 1);
+    total.remove_prefix(std::min(total.find_first_not_of(' '), total.size()));
+    size_t total_end = 0;
+    if (!LeadingNumber(total, &total_end)) return std::nullopt;
+    rest = total;
+    end = total_end;
+  }
+  if (end >= rest.size() || rest[end] != ',') return std::nullopt;
   return WholeCount(*n);
 }
 
+// The model zoo's memory with its unit, in GiB: PaddleMIX's `max_mem_reserved: 26397 MB`
+// (`max_memory_reserved() // (1024 ** 2)`) or `... GB`.
+std::optional<double> ZooMemoryGib(std::string_view line, std::string_view key) {
+  size_t at = FindKeyValue(line, key, ":");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(at);
+  rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
+  size_t end = 0;
+  std::optional<double> n = LeadingNumber(rest, &end);
+  if (!n) return std::nullopt;
+  std::string_view unit = Trim(rest.substr(end, 3));
+  if (unit == "MB") return *n / 1024.0;
+  if (unit == "GB") return *n;
+  return std::nullopt;
+}
+
 // The model zoo's shape names its rate as ips_total (tokens/s) or, ERNIE's, as
-// `speed: S steps/s, ips: I seqs/s`.
+// `speed: S steps/s, ips: I seqs/s`, or times its step as avg_batch_cost (PaddleMIX's).
 bool HasZooRate(std::string_view line) {
   return FindNoCase(line, "ips_total") != std::string_view::npos ||
+         FindKeyValue(line, "avg_batch_cost", ":") != std::string_view::npos ||
          (FindNoCase(line, "steps/s") != std::string_view::npos &&
           FindNoCase(line, "seqs/s") != std::string_view::npos);
 }
@@ -296,6 +329,20 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         if (!it.ms) it.ms = 1000.0 / *speed;
         const double samples = *ips / *speed;  // each printed to 0.01: bound the rounding
         if ((0.005 / *speed + 0.005 / *ips) * samples < 0.5) it.samples = std::round(samples);
+      }
+      // PaddleMIX's avg_samples is one device's batch (its train_batch_size): not read.
+      const char* source = "max_mem_reserved (PaddleMIX)";
+      std::optional<double> gib = ZooMemoryGib(line, "max_mem_reserved");
+      if (gib) {
+        if (!reserved) peak_gib = -1;
+        reserved = true;
+      } else if (!reserved) {
+        gib = ZooMemoryGib(line, "max_mem_allocated");
+        source = "max_mem_allocated (PaddleMIX)";
+      }
+      if (gib && *gib > peak_gib) {
+        peak_gib = *gib;
+        peak_source = source;
       }
     }
     it.skipped = not_run;

@@ -1216,6 +1216,20 @@ TEST(Corpus, PaddleModelZooIpsTotal) {
   EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
 }
 
+TEST(Corpus, PaddleMixBenchmarkStepOfTotalAndMemoryInMiB) {
+  // PaddleMIX's benchmark line: `global step 95 / 22140` (the step of max_steps), avg_batch_cost
+  // the time per step, avg_samples one device's batch (its train_batch_size: not the global
+  // batch, which the line does not state), memory in MiB (`// (1024 ** 2)`).
+  Result<Read> r = ReadLog("paddle_paddlemix_benchmark_global_step_of_mib_pr342.log", "auto", {});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{95}));
+  EXPECT_EQ(r->Loss(95), 1.780640);
+  EXPECT_DOUBLE_EQ(*r->At(95)->ms, 674.39);
+  EXPECT_FALSE(r->At(95)->samples.has_value());
+  EXPECT_EQ(r->m()["memory"]["peak_bytes"], 26397.0 * kMiB);  // max_mem_reserved
+}
+
 TEST(Corpus, PaddleErnieSpeedAndIpsInSequences) {
   // ERNIE-1.0's run_pretrain.py: speed in steps/s, ips = speed x global_batch_size (its code),
   // so a step takes 1 / speed and holds ips / speed sequences: 2.97 / 0.37 = 8.03 and
@@ -3566,6 +3580,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_deepspeed_bf16_nan_no_loss_issue396.log", "megatron"},
       {"paddlenlp_qwen0p5b_pretrain.log", "paddle"},
       {"paddle_gpt_model_zoo_ips.log", "paddle"},
+      {"paddle_paddlemix_benchmark_global_step_of_mib_pr342.log", "paddle"},
       {"mllog_llama31_405b_eval_only.log", "mllog"},
       {"mllog_lora.log", "mllog"},
       {"mllog_deepseekv3_reduced_train_loss.log", "mllog"},

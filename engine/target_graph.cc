@@ -33,6 +33,15 @@ std::optional<size_t> FirstNonString(const nlohmann::json& v) {
   return std::nullopt;
 }
 
+// Whether a string of `v` (or of its elements or values) holds a NUL, which no argv
+// element, environment value or path can carry: it would be cut there.
+bool HoldsNul(const nlohmann::json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().find('\0') != std::string::npos;
+  if (v.is_array() || v.is_object())
+    return std::any_of(v.begin(), v.end(), [](const nlohmann::json& e) { return HoldsNul(e); });
+  return false;
+}
+
 // Where a rule's error is reported: the list element, the parameter's value, else the target.
 SourceLocation ErrorLocation(const RawTarget& raw, const ParamError& e) {
   for (const RawParam& p : raw.params) {
@@ -50,6 +59,12 @@ Result<nlohmann::json> Normalize(const ParamSpec& spec, const nlohmann::json& va
     return Errorf(ErrorCode::kInvalidArgument, "parameter '{}' must be {}, not {}", spec.name,
                   ParamTypeName(spec.type), JsonTypeName(value));
   };
+  if (HoldsNul(value)) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "parameter '{}' holds a NUL character (\\u0000), which a command, an "
+                  "environment or a path cannot carry",
+                  spec.name);
+  }
   switch (spec.type) {
     case ParamType::kString:
     case ParamType::kInput:

@@ -28,6 +28,8 @@ const ErrorCase kCases[] = {
      "parameter 'outputs' must be a list of strings, not an integer"},
     {"MistypedListElement", "[target.a]\nrule = \"exec\"\ncommand = [\"x\", 2]\n", "3:17",
      "parameter 'command' must be a list of strings, but element 2 is an integer"},
+    {"NulInAString", "[target.a]\nrule = \"exec\"\ncommand = [\"echo\", \"a\\u0000b\"]\n", "3:11",
+     "parameter 'command' holds a NUL character (\\u0000)"},
     {"NanFloat", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ntimeout = nan\n", "4:11",
      "parameter 'timeout' must be a number, not nan"},
     {"NegativeTimeout", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ntimeout = -1.0\n", "4:11",

@@ -13,6 +13,12 @@ std::string UniqueName(std::string_view hex) {
   return fmt::format("{}.{}.{}", hex, getpid(), g_counter.fetch_add(1));
 }
 
+// A store error names the cache directory: a read-only, full or misplaced cache shows as such.
+Status InCache(const std::string& root, Status s) {
+  if (s.ok()) return s;
+  return Errorf(s.code(), "cache directory {}: {}", root, s.message());
+}
+
 }  // namespace
 
 std::string LocalStore::PathOf(Namespace ns, const Digest& key) const {
@@ -21,15 +27,17 @@ std::string LocalStore::PathOf(Namespace ns, const Digest& key) const {
 }
 
 Status LocalStore::Init() {
-  BM_ASSIGN_OR_RETURN(FileInfo tag, fs_.Stat(root_ + "/CACHEDIR.TAG"));
-  if (tag.exists) return Status::Ok();
-  BM_TRY(fs_.MakeDirs(root_ + "/tmp"));
-  BM_TRY(fs_.MakeDirs(root_ + "/cas"));
-  BM_TRY(fs_.MakeDirs(root_ + "/ac"));
-  return fs_.WriteFileAtomic(
-      root_ + "/CACHEDIR.TAG",
-      "Signature: 8a477f597d28d172789f06886806bc55\n"
-      "# This directory is a cache of benchmake (build outputs by content).\n");
+  return InCache(root_, [&]() -> Status {
+    BM_ASSIGN_OR_RETURN(FileInfo tag, fs_.Stat(root_ + "/CACHEDIR.TAG"));
+    if (tag.exists) return Status::Ok();
+    BM_TRY(fs_.MakeDirs(root_ + "/tmp"));
+    BM_TRY(fs_.MakeDirs(root_ + "/cas"));
+    BM_TRY(fs_.MakeDirs(root_ + "/ac"));
+    return fs_.WriteFileAtomic(
+        root_ + "/CACHEDIR.TAG",
+        "Signature: 8a477f597d28d172789f06886806bc55\n"
+        "# This directory is a cache of benchmake (build outputs by content).\n");
+  }());
 }
 
 Result<bool> LocalStore::Exists(Namespace ns, const Digest& key) {
@@ -38,6 +46,10 @@ Result<bool> LocalStore::Exists(Namespace ns, const Digest& key) {
 }
 
 Status LocalStore::Install(Namespace ns, const Digest& key, const std::string& src) {
+  return InCache(root_, InstallFile(ns, key, src));
+}
+
+Status LocalStore::InstallFile(Namespace ns, const Digest& key, const std::string& src) {
   std::string dest = PathOf(ns, key);
   BM_TRY(fs_.MakeDirs(DirName(dest)));
   BM_TRY(fs_.MakeDirs(TempDir()));
@@ -50,6 +62,10 @@ Status LocalStore::Install(Namespace ns, const Digest& key, const std::string& s
 }
 
 Status LocalStore::InstallBytes(Namespace ns, const Digest& key, std::string_view bytes) {
+  return InCache(root_, WriteBytes(ns, key, bytes));
+}
+
+Status LocalStore::WriteBytes(Namespace ns, const Digest& key, std::string_view bytes) {
   std::string dest = PathOf(ns, key);
   BM_TRY(fs_.MakeDirs(DirName(dest)));
   BM_TRY(fs_.MakeDirs(TempDir()));

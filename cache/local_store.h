@@ -41,6 +41,10 @@ class LocalStore {
   Filesystem& fs() { return fs_; }
 
  private:
+  // Install and InstallBytes, whose errors those two name the cache directory in.
+  Status InstallFile(Namespace ns, const Digest& key, const std::string& src);
+  Status WriteBytes(Namespace ns, const Digest& key, std::string_view bytes);
+
   Filesystem& fs_;
   std::string root_;
 };

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <limits>
 #include <sstream>
 
 namespace bm::engine {
@@ -47,7 +48,11 @@ Status ParseSettings(const std::string& file, const toml::table& t, Settings* se
     } else if (k == "jobs" || k == "gpus") {
       if (!node.is_integer())
         return LocatedError(loc, fmt::format("[benchmake] {} must be an integer", k));
-      (k == "jobs" ? settings->jobs : settings->gpus) = static_cast<int>(node.as_integer()->get());
+      int64_t n = node.as_integer()->get();
+      if (n < 0 || n > std::numeric_limits<int>::max())
+        return LocatedError(loc, fmt::format("[benchmake] {} must be between 0 and {}, not {}", k,
+                                             std::numeric_limits<int>::max(), n));
+      (k == "jobs" ? settings->jobs : settings->gpus) = static_cast<int>(n);
     } else if (IsPlacementSetting(k)) {
       Status s = ApplyPlacementSetting(settings->placement, k, ToJson(node));
       if (!s.ok()) return LocatedError(loc, "[benchmake] " + s.message());

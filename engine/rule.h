@@ -68,6 +68,7 @@ struct ParamSpec {
 struct ParamError {
   std::string param;    // the parameter the message is about ("" = the target)
   std::string message;  // what is wrong, e.g. "heads (12) must divide hidden (100)"
+  int element = -1;     // the list element it is about (reported at that element); -1: the value
 };
 
 // What a running step sees. Paths are absolute.

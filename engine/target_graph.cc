@@ -1,7 +1,9 @@
 #include "engine/target_graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "base/nearest_name.h"
@@ -23,12 +25,46 @@ bool AllStrings(const nlohmann::json& v) {
   return std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) { return e.is_string(); });
 }
 
+// The index of a list's first element that is not a string, if any.
+std::optional<size_t> FirstNonString(const nlohmann::json& v) {
+  if (!v.is_array()) return std::nullopt;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!v[i].is_string()) return i;
+  return std::nullopt;
+}
+
+// Whether a string of `v` (or of its elements or values) holds a NUL, which no argv
+// element, environment value or path can carry: it would be cut there.
+bool HoldsNul(const nlohmann::json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().find('\0') != std::string::npos;
+  if (v.is_array() || v.is_object())
+    return std::any_of(v.begin(), v.end(), [](const nlohmann::json& e) { return HoldsNul(e); });
+  return false;
+}
+
+// Where a rule's error is reported: the list element, the parameter's value, else the target.
+SourceLocation ErrorLocation(const RawTarget& raw, const ParamError& e) {
+  for (const RawParam& p : raw.params) {
+    if (p.name != e.param) continue;
+    if (e.element >= 0 && static_cast<size_t>(e.element) < p.element_locs.size())
+      return p.element_locs[static_cast<size_t>(e.element)];
+    return p.value_loc;
+  }
+  return raw.loc;
+}
+
 // Checks `value` against `spec`; returns the normalized value or an error text.
 Result<nlohmann::json> Normalize(const ParamSpec& spec, const nlohmann::json& value) {
   auto wrong = [&]() {
     return Errorf(ErrorCode::kInvalidArgument, "parameter '{}' must be {}, not {}", spec.name,
                   ParamTypeName(spec.type), JsonTypeName(value));
   };
+  if (HoldsNul(value)) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "parameter '{}' holds a NUL character (\\u0000), which a command, an "
+                  "environment or a path cannot carry",
+                  spec.name);
+  }
   switch (spec.type) {
     case ParamType::kString:
     case ParamType::kInput:
@@ -39,13 +75,22 @@ Result<nlohmann::json> Normalize(const ParamSpec& spec, const nlohmann::json& va
       return nlohmann::json(value.get<int64_t>());
     case ParamType::kFloat:
       if (!value.is_number()) return wrong();
+      if (std::isnan(value.get<double>())) {
+        return Errorf(ErrorCode::kInvalidArgument, "parameter '{}' must be a number, not nan",
+                      spec.name);
+      }
       return nlohmann::json(value.get<double>());
     case ParamType::kBool:
       if (!value.is_boolean()) return wrong();
       return value;
     case ParamType::kStringList:
     case ParamType::kInputList:
-      if (!value.is_array() || !AllStrings(value)) return wrong();
+      if (!value.is_array()) return wrong();
+      if (std::optional<size_t> i = FirstNonString(value)) {
+        return Errorf(ErrorCode::kInvalidArgument,
+                      "parameter '{}' must be {}, but element {} is {}", spec.name,
+                      ParamTypeName(spec.type), *i + 1, JsonTypeName(value[*i]));
+      }
       return value;
     case ParamType::kStringMap:
       if (!value.is_object() || !AllStrings(value)) return wrong();
@@ -125,7 +170,8 @@ class Validator {
       specs[s.name] = &s;
       names.push_back(s.name);
     }
-    std::set<std::string> given;
+    std::set<std::string> given, rejected;
+    bool complete = true;  // every parameter given is valid and every required one given
     for (const RawParam& p : raw.params) {
       auto it = specs.find(p.name);
       if (it == specs.end()) {
@@ -135,11 +181,16 @@ class Validator {
       }
       Result<nlohmann::json> v = Normalize(*it->second, p.value);
       if (!v.ok()) {
-        Error(p.value_loc, v.status().message());
+        std::optional<size_t> bad = FirstNonString(p.value);
+        Error(bad && *bad < p.element_locs.size() ? p.element_locs[*bad] : p.value_loc,
+              v.status().message());
+        rejected.insert(p.name);  // given, if wrongly: not "lacking"
+        complete = false;
         continue;
       }
       if (p.name == kRounds.name && it->second == &kRounds && v->get<int64_t>() < 1) {
         Error(p.value_loc, "rounds must be >= 1");
+        complete = false;
         continue;
       }
       t.params[p.name] = *v;
@@ -149,21 +200,23 @@ class Validator {
     for (const ParamSpec& s : t.rule->params()) {
       if (given.count(s.name)) continue;
       if (!s.default_value) {
+        complete = false;
+        if (rejected.count(s.name)) continue;
         Error(raw.loc, fmt::format("target '{}' lacks required parameter '{}' ({})", raw.name,
                                    s.name, s.doc));
         continue;
       }
       t.params[s.name] = *s.default_value;
     }
-    std::vector<ParamError> errors = t.rule->Check(t.params);
-    for (auto& [param, message] : CheckTargetPlacement(t.rule->placeable(), raw.rule, t.params))
-      errors.push_back({param, message});
-    for (const ParamError& e : errors) {
-      SourceLocation loc = raw.loc;
-      for (const RawParam& p : raw.params)
-        if (p.name == e.param) loc = p.value_loc;
-      Error(loc, e.message);
+    // The rule's checks read every parameter: with one missing or mistyped they would
+    // report on values the BENCHFILE does not hold ("command must not be empty").
+    std::vector<ParamError> errors;
+    if (complete) {
+      errors = t.rule->Check(t.params);
+      for (auto& [param, message] : CheckTargetPlacement(t.rule->placeable(), raw.rule, t.params))
+        errors.push_back({param, message});
     }
+    for (const ParamError& e : errors) Error(ErrorLocation(raw, e), e.message);
     std::set<int> deps;
     for (const InputRef& in : t.inputs)
       if (in.is_target) deps.insert(in.target);
@@ -189,10 +242,7 @@ class Validator {
       facts[static_cast<size_t>(i)] = t.rule->OutputFacts(t.params, inputs);
       const RawTarget& raw = bf_.targets[static_cast<size_t>(i)];
       for (const ParamError& e : t.rule->CheckInputs(t.params, inputs)) {
-        SourceLocation loc = raw.loc;
-        for (const RawParam& p : raw.params)
-          if (p.name == e.param) loc = p.value_loc;
-        Error(loc, e.message);
+        Error(ErrorLocation(raw, e), e.message);
       }
     }
   }

@@ -24,6 +24,13 @@ Result<Workspace> OpenWorkspace(Filesystem& fs, CommandRunner& runner, const Rul
   std::filesystem::path dir =
       dir_flag.empty() ? std::filesystem::current_path(ec) : std::filesystem::path(dir_flag);
   dir = std::filesystem::absolute(dir, ec).lexically_normal();
+  if (!dir_flag.empty()) {
+    Result<FileInfo> info = fs.Stat(dir.string());
+    if (!info.ok() || !info->exists)
+      return Errorf(ErrorCode::kInvalidArgument, "-C {}: no such directory", dir_flag);
+    if (!info->is_dir)
+      return Errorf(ErrorCode::kInvalidArgument, "-C {}: not a directory", dir_flag);
+  }
   std::string file = file_flag.empty() ? "BENCHFILE.toml" : file_flag;
   std::filesystem::path bf =
       std::filesystem::path(file).is_absolute() ? std::filesystem::path(file) : dir / file;

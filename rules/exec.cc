@@ -1,6 +1,7 @@
 #include "rules/exec.h"
 
 #include <cctype>
+#include <limits>
 
 #include "rules/external_metrics.h"
 
@@ -108,16 +109,23 @@ class ExecRule : public engine::Rule {
     // const json's operator[] on a missing key is undefined (ASan: a use after free)
     if (!p.contains("command") || p["command"].empty())
       errors.push_back({"command", "command must not be empty"});
-    for (const auto& o : p.value("outputs", json::array())) {
-      if (!IsRelativeInside(o.get<std::string>()))
-        errors.push_back(
-            {"outputs", fmt::format("output '{}' must be a relative path inside {{out}}",
-                                    o.get<std::string>())});
+    const json outputs = p.value("outputs", json::array());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!IsRelativeInside(outputs[i].get<std::string>()))
+        errors.push_back({"outputs",
+                          fmt::format("output '{}' must be a relative path inside {{out}}",
+                                      outputs[i].get<std::string>()),
+                          static_cast<int>(i)});
     }
     std::string metrics = p["metrics"].get<std::string>();
     if (!metrics.empty() && !IsRelativeInside(metrics))
       errors.push_back({"metrics", "metrics must be a relative path inside {out}"});
-    if (p["gpus"].get<int64_t>() < 0) errors.push_back({"gpus", "gpus must be >= 0"});
+    const int64_t gpus = p["gpus"].get<int64_t>();
+    if (gpus < 0 || gpus > std::numeric_limits<int>::max())
+      errors.push_back({"gpus", fmt::format("gpus must be between 0 and {}, not {}",
+                                            std::numeric_limits<int>::max(), gpus)});
+    if (p["timeout"].get<double>() < 0)
+      errors.push_back({"timeout", "timeout must be >= 0 (0: none)"});
     for (engine::ParamError& e : CheckExternalLogParams(p)) errors.push_back(std::move(e));
     if (p["log_format"] != "none") {
       std::string log = p["log"].get<std::string>();

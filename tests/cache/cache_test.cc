@@ -227,3 +227,19 @@ TEST(DefaultCacheDirTest, EnvironmentOrder) {
 
 }  // namespace
 }  // namespace bm::cache
+
+namespace bm::cache {
+namespace {
+
+// A cache directory that cannot be used is named as the cache, not as a path below it.
+TEST(CacheDirectoryTest, AnUnusableCacheDirectoryIsNamed) {
+  testing::MemoryFilesystem fs;
+  fs.Write("/c", "a file where the cache directory goes");
+  Cache cache(fs, "/c");
+  Status s = cache.Init();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind("cache directory /c: ", 0), 0u) << s.message();
+}
+
+}  // namespace
+}  // namespace bm::cache

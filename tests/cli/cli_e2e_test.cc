@@ -124,6 +124,13 @@ TEST_F(CliE2e, MistakesExitTwoWithASuggestion) {
   EXPECT_NE(r.output.find("unknown cache command 'stat' (did you mean 'stats'?)"),
             std::string::npos)
       << r.output;
+  // -C to a missing directory or to a file: the flag is named, not a path below it.
+  r = Benchmake("-C missing build");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "benchmake: error: -C missing: no such directory\n");
+  r = Benchmake("-C BENCHFILE.toml build");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "benchmake: error: -C BENCHFILE.toml: not a directory\n");
   r = Benchmake("step");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("usage: benchmake step [OPTIONS] TARGET"), std::string::npos);

@@ -26,8 +26,21 @@ const ErrorCase kCases[] = {
      "unknown parameter 'comand' for rule 'exec' (did you mean 'command'?)"},
     {"MistypedParam", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\noutputs = 3\n", "4:11",
      "parameter 'outputs' must be a list of strings, not an integer"},
-    {"MistypedListElement", "[target.a]\nrule = \"exec\"\ncommand = [\"x\", 2]\n", "3:11",
-     "parameter 'command' must be a list of strings"},
+    {"MistypedListElement", "[target.a]\nrule = \"exec\"\ncommand = [\"x\", 2]\n", "3:17",
+     "parameter 'command' must be a list of strings, but element 2 is an integer"},
+    {"NulInAString", "[target.a]\nrule = \"exec\"\ncommand = [\"echo\", \"a\\u0000b\"]\n", "3:11",
+     "parameter 'command' holds a NUL character (\\u0000)"},
+    {"NanFloat", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ntimeout = nan\n", "4:11",
+     "parameter 'timeout' must be a number, not nan"},
+    {"NegativeTimeout", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ntimeout = -1.0\n", "4:11",
+     "timeout must be >= 0 (0: none)"},
+    // A count past an int would wrap (2^63 - 1 GPUs: -1, which no machine lacks).
+    {"HugeGpus", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ngpus = 9223372036854775807\n",
+     "4:8", "gpus must be between 0 and 2147483647, not 9223372036854775807"},
+    {"NegativeJobs", "[benchmake]\njobs = -4\n", "2:8",
+     "[benchmake] jobs must be between 0 and 2147483647, not -4"},
+    {"HugeWorkspaceGpus", "[benchmake]\ngpus = 4294967297\n", "2:8",
+     "[benchmake] gpus must be between 0 and 2147483647, not 4294967297"},
     {"MissingRequired", "[target.a]\nrule = \"exec\"\n", "1:9",
      "lacks required parameter 'command'"},
     {"MissingRule", "[target.a]\ncommand = [\"x\"]\n", "1:9", "target 'a' has no rule"},
@@ -78,7 +91,10 @@ const ErrorCase kCases[] = {
      "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\nslurm = { steps = \"all\" }\n", "4:9",
      "slurm: unknown setting 'steps' (a workspace setting: [benchmake.slurm])"},
     {"RuleCheck", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\noutputs = [\"../escape\"]\n",
-     "4:11", "output '../escape' must be a relative path inside {out}"},
+     "4:12", "output '../escape' must be a relative path inside {out}"},
+    {"RuleCheckAtTheElement",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\noutputs = [\"ok\", \"../escape\"]\n", "4:18",
+     "output '../escape' must be a relative path inside {out}"},
     {"TokenizerKind",
      "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\ntokenizer = \"llama\"\n", "4:13",
      "unknown tokenizer 'llama'"},
@@ -184,6 +200,29 @@ TEST_P(BenchfileErrorTest, NamesFileLineColumnAndWhatIsWrong) {
 
 INSTANTIATE_TEST_SUITE_P(AllErrors, BenchfileErrorTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A parameter that is missing or mistyped is reported once: not also as "lacking", nor
+// through the rule's checks of a value the BENCHFILE does not hold.
+TEST(BenchfileTest, AWrongParameterIsReportedOnce) {
+  const char* kTexts[] = {
+      "[target.a]\nrule = \"exec\"\ncommand = [\"x\", 2]\n",
+      "[target.a]\nrule = \"exec\"\ncommand = { x = \"true\" }\n",
+      "[target.a]\nrule = \"exec\"\ncomand = [\"x\"]\n",
+  };
+  for (const char* text : kTexts) {
+    testing::MemoryFilesystem fs;
+    fs.Write("/ws/BENCHFILE.toml", text);
+    RuleRegistry rules;
+    rules::RegisterBuiltinRules(rules);
+    Result<TargetGraph> graph = LoadGraph(fs, rules, "/ws/BENCHFILE.toml");
+    ASSERT_FALSE(graph.ok()) << text;
+    const std::string& m = graph.status().message();
+    EXPECT_EQ(m.find("must not be empty"), std::string::npos) << m;
+    if (std::string(text).find("comand") == std::string::npos) {
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;  // one error, not "lacks" as well
+    }
+  }
+}
 
 TEST(BenchfileTest, ValidFileLoadsInDependencyOrder) {
   testing::MemoryFilesystem fs;

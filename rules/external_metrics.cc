@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/nearest_name.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/records_mfu.h"
 #include "trainer/model/config.h"
@@ -624,8 +625,11 @@ std::vector<engine::ParamError> CheckExternalLogParams(const json& p) {
     return errors;
   }
   if (!logparse::FindLogParser(format)) {
-    errors.push_back({"log_format", fmt::format("unknown log_format '{}' (none, {})", format,
-                                                logparse::LogParserNames())});
+    std::vector<std::string> names = logparse::LogParserNameList();
+    names.insert(names.begin(), "none");
+    errors.push_back(
+        {"log_format", fmt::format("unknown log_format '{}'{}: one of none, {}", format,
+                                   DidYouMean(format, names), logparse::LogParserNames())});
   }
   if (const std::string layout = p["layout"].get<std::string>(); !layout.empty()) {
     if (Result<train::ParallelLayout> l = train::ParseLayout(layout); !l.ok())

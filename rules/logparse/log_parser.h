@@ -145,6 +145,8 @@ struct LogParser {
 const LogParser* FindLogParser(std::string_view name);
 // "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, torchtitan, trainer"
 std::string LogParserNames();
+// The same names, one an element.
+std::vector<std::string> LogParserNameList();
 
 // Which format a log is in, by the first line that only that format prints,
 // in this order: FlagPerf's summary (it wraps another trainer's lines) or `[PerfLog]` events,

@@ -54,9 +54,15 @@ const LogParser* FindLogParser(std::string_view name) {
   return nullptr;
 }
 
+std::vector<std::string> LogParserNameList() {
+  std::vector<std::string> out;
+  for (const LogParser& p : kParsers) out.emplace_back(p.name);
+  return out;
+}
+
 std::string LogParserNames() {
   std::string out;
-  for (const LogParser& p : kParsers) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  for (const std::string& name : LogParserNameList()) out += (out.empty() ? "" : ", ") + name;
   return out;
 }
 

@@ -480,10 +480,17 @@ TEST(ExecCheck, LogParametersAreChecked) {
   };
   EXPECT_TRUE(errors({}).empty());
   EXPECT_TRUE(errors({{"log_format", "deepspeed"}, {"mpe", 4096}, {"model", "llama2-7b"}}).empty());
-  EXPECT_EQ(errors({{"log_format", "levanter"}}),
-            std::vector<std::string>{
-                "log_format: unknown log_format 'levanter' (none, auto, deepspeed, flagperf, "
-                "flagscale, megatron, mllog, nemo, paddle, torchtitan, trainer)"});
+  EXPECT_EQ(
+      errors({{"log_format", "levanter"}}),
+      std::vector<std::string>{
+          "log_format: unknown log_format 'levanter': one of none, auto, deepspeed, flagperf, "
+          "flagscale, megatron, mllog, nemo, paddle, torchtitan, trainer"});
+  EXPECT_EQ(
+      errors({{"log_format", "megatorn"}}),
+      std::vector<std::string>{
+          "log_format: unknown log_format 'megatorn' (did you mean 'megatron'?): one of none, "
+          "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, torchtitan, "
+          "trainer"});
   EXPECT_EQ(errors({{"mpe", 4096}}),
             std::vector<std::string>{
                 "mpe: mpe describes a parsed log: set log_format too (one of auto, deepspeed, "

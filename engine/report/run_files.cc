@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/report/json_text.h"
 #include "engine/report/loss_log.h"
 
 namespace bm::report {
@@ -47,10 +48,7 @@ Result<Measurement> LoadRunFiles(const std::string& path) {
   if (fs::is_directory(metrics_path, ec)) metrics_path /= "metrics.json";
   BM_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(metrics_path.string()));
   Measurement m;
-  m.metrics = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (m.metrics.is_discarded()) {
-    return Errorf(ErrorCode::kCorrupt, "{}: not valid JSON", metrics_path.string());
-  }
+  BM_ASSIGN_OR_RETURN(m.metrics, ParseJsonText(text, metrics_path.string()));
   BM_TRY(CheckMetricsFormat(m.metrics, metrics_path.string()));
   fs::path log_path = metrics_path.parent_path() / "log.jsonl";
   if (fs::exists(log_path, ec)) {

@@ -8,6 +8,7 @@
 
 #include "engine/report/json_text.h"
 #include "engine/report/loss_log.h"
+#include "engine/report/metrics_view.h"
 
 namespace bm::report {
 
@@ -29,6 +30,31 @@ Status CheckMetricsFormat(const nlohmann::json& metrics, const std::string& name
   if (format != metrics.end() && *format != "benchmake-metrics") {
     return Errorf(ErrorCode::kCorrupt, "{}: format is {}, expected \"benchmake-metrics\"", name,
                   format->dump());
+  }
+  // The numbers the tables read (report_table.cc): one of another type would read as absent
+  // (metrics_view.h) and print "-" for a figure the file does state.
+  static constexpr const char* kNumbers[] = {"throughput.tokens_per_device_per_s",
+                                             "throughput.step_ms_median",
+                                             "mfu.6N",
+                                             "mfu.palm",
+                                             "memory.peak_bytes",
+                                             "memory.device_total_bytes",
+                                             "loss.final",
+                                             "energy.joules_per_token",
+                                             "energy.watts_per_device",
+                                             "eval.val_loss",
+                                             "eval.perplexity",
+                                             "eval.accuracy",
+                                             "eval.exact_match",
+                                             "config.devices",
+                                             "config.tp",
+                                             "config.pp",
+                                             "config.dp"};
+  for (const char* path : kNumbers) {
+    const nlohmann::json* v = ValueAt(metrics, path);
+    if (v != nullptr && !v->is_null() && !v->is_number()) {
+      return Errorf(ErrorCode::kCorrupt, "{}: {} is {}, not a number", name, path, v->dump());
+    }
   }
   auto version = metrics.find("version");
   if (version != metrics.end() && version->is_number_integer() &&

@@ -53,5 +53,19 @@ TEST_F(RunFilesTest, OverflowingNumberIsAnError) {
   EXPECT_EQ(m.status().message(), path + ": not valid JSON: number overflow parsing '1e999'");
 }
 
+// A figure of the wrong type is an error naming it, not a "-" in the table and exit 0.
+TEST_F(RunFilesTest, FigureOfWrongTypeIsNamed) {
+  std::string path = Write(
+      "{\"format\": \"benchmake-metrics\", \"throughput\": {\"tokens_per_device_per_s\": "
+      "\"fast\"}, \"loss\": {\"final\": null}}");
+  Result<Measurement> m = LoadRunFiles(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(m.status().message(),
+            path + ": throughput.tokens_per_device_per_s is \"fast\", not a number");
+  path = Write("{\"format\": \"benchmake-metrics\", \"loss\": {\"final\": [1]}}");
+  EXPECT_EQ(LoadRunFiles(path).status().message(), path + ": loss.final is [1], not a number");
+}
+
 }  // namespace
 }  // namespace bm::report

@@ -20,8 +20,7 @@ Result<Alignment> CheckLossAlignment(const std::vector<LossPoint>& reference,
                                      const std::vector<LossPoint>& candidate,
                                      const AlignmentOptions& options) {
   if (!(options.tolerance > 0) || options.worst < 0) {
-    return Errorf(ErrorCode::kInvalidArgument,
-                  "loss alignment: tolerance must be > 0 and worst >= 0 (got {}, {})",
+    return Errorf(ErrorCode::kInvalidArgument, "tolerance must be > 0 and worst >= 0 (got {}, {})",
                   options.tolerance, options.worst);
   }
   Alignment a;
@@ -46,8 +45,7 @@ Result<Alignment> CheckLossAlignment(const std::vector<LossPoint>& reference,
     const LossPoint& c = candidate[j++];
     if (r.step < options.from_step) continue;
     if (r.loss == 0 || !std::isfinite(r.loss) || !std::isfinite(c.loss)) {
-      return Errorf(ErrorCode::kCorrupt,
-                    "loss alignment: step {}: losses {} and {}: relative difference undefined",
+      return Errorf(ErrorCode::kCorrupt, "step {}: losses {} and {}: relative difference undefined",
                     r.step, r.loss, c.loss);
     }
     StepDiff d{r.step, r.loss, c.loss, std::fabs(c.loss - r.loss) / std::fabs(r.loss)};
@@ -56,7 +54,7 @@ Result<Alignment> CheckLossAlignment(const std::vector<LossPoint>& reference,
   }
   if (diffs.empty()) {
     return Errorf(ErrorCode::kInvalidArgument,
-                  "loss alignment: no step from {} on in both curves (reference: {}; candidate: "
+                  "no step from {} on in both curves (reference: {}; candidate: "
                   "{})",
                   options.from_step, Range(reference), Range(candidate));
   }

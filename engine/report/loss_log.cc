@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "engine/report/json_text.h"
+
 namespace bm::report {
 
 Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_view name) {
@@ -17,7 +19,7 @@ Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_
     pos = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    BM_ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonText(line, name, static_cast<int>(line_no)));
     if (!j.is_object()) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: not a JSON object", name, line_no);
     }

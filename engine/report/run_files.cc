@@ -6,7 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/report/json_text.h"
 #include "engine/report/loss_log.h"
+#include "engine/report/metrics_view.h"
 
 namespace bm::report {
 
@@ -29,6 +31,31 @@ Status CheckMetricsFormat(const nlohmann::json& metrics, const std::string& name
     return Errorf(ErrorCode::kCorrupt, "{}: format is {}, expected \"benchmake-metrics\"", name,
                   format->dump());
   }
+  // The numbers the tables read (report_table.cc): one of another type would read as absent
+  // (metrics_view.h) and print "-" for a figure the file does state.
+  static constexpr const char* kNumbers[] = {"throughput.tokens_per_device_per_s",
+                                             "throughput.step_ms_median",
+                                             "mfu.6N",
+                                             "mfu.palm",
+                                             "memory.peak_bytes",
+                                             "memory.device_total_bytes",
+                                             "loss.final",
+                                             "energy.joules_per_token",
+                                             "energy.watts_per_device",
+                                             "eval.val_loss",
+                                             "eval.perplexity",
+                                             "eval.accuracy",
+                                             "eval.exact_match",
+                                             "config.devices",
+                                             "config.tp",
+                                             "config.pp",
+                                             "config.dp"};
+  for (const char* path : kNumbers) {
+    const nlohmann::json* v = ValueAt(metrics, path);
+    if (v != nullptr && !v->is_null() && !v->is_number()) {
+      return Errorf(ErrorCode::kCorrupt, "{}: {} is {}, not a number", name, path, v->dump());
+    }
+  }
   auto version = metrics.find("version");
   if (version != metrics.end() && version->is_number_integer() &&
       version->get<int64_t>() > kMetricsVersion) {
@@ -47,10 +74,7 @@ Result<Measurement> LoadRunFiles(const std::string& path) {
   if (fs::is_directory(metrics_path, ec)) metrics_path /= "metrics.json";
   BM_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(metrics_path.string()));
   Measurement m;
-  m.metrics = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (m.metrics.is_discarded()) {
-    return Errorf(ErrorCode::kCorrupt, "{}: not valid JSON", metrics_path.string());
-  }
+  BM_ASSIGN_OR_RETURN(m.metrics, ParseJsonText(text, metrics_path.string()));
   BM_TRY(CheckMetricsFormat(m.metrics, metrics_path.string()));
   fs::path log_path = metrics_path.parent_path() / "log.jsonl";
   if (fs::exists(log_path, ec)) {

@@ -7,7 +7,8 @@
 // metrics file itself. The result's origin is kFile, its source the path.
 //
 // Errors: kNotFound (no metrics.json), kIo, kCorrupt (not JSON, not an object,
-// a "format" other than "benchmake-metrics", a bad log.jsonl line),
+// a "format" other than "benchmake-metrics", a figure the tables read that is
+// not a number: "loss.final is \"2.1\", not a number", a bad log.jsonl line),
 // kUnsupported (a version newer than 1: "upgrade benchmake").
 #pragma once
 

@@ -68,6 +68,18 @@ TEST(Compare, WithoutLossCurveAlignmentIsNotChecked) {
   EXPECT_EQ(c.Verdict(), "loss alignment not checked: tiny.eval has no loss curve (log.jsonl)");
 }
 
+// The verdict names the check once: "loss alignment not checked: no step from ...", not
+// "loss alignment not checked: loss alignment: no step from ...".
+TEST(Compare, NoCommonStepVerdictSaysLossAlignmentOnce) {
+  MeasuredTarget a = Target("llama2_7b.h100", "llama2_7b.h100.r1");
+  Comparison c = Compare(a, a, {1000000, 0.02, 5});
+  EXPECT_FALSE(c.alignment);
+  EXPECT_EQ(
+      c.Verdict().rfind("loss alignment not checked: no step from 1000000 on in both curves (", 0),
+      0u)
+      << c.Verdict();
+}
+
 TEST(Compare, IdenticalRunsHaveNoDifferences) {
   MeasuredTarget a = Target("x", "tiny.cpu");
   Comparison c = Compare(a, a);

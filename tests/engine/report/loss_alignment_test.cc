@@ -76,7 +76,7 @@ TEST(LossAlignment, NoCommonStepsIsAnError) {
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(a.status().message(),
-            "loss alignment: no step from 21 on in both curves (reference: steps 1–20; "
+            "no step from 21 on in both curves (reference: steps 1–20; "
             "candidate: steps 1–20)");
 }
 

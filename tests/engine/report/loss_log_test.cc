@@ -31,12 +31,26 @@ TEST(LossLog, NullLossGivesNoPoint) {
 
 TEST(LossLog, ErrorsNameTheLine) {
   auto bad = [](const char* text) { return ParseLossLog(text, "x.jsonl").status().message(); };
-  EXPECT_EQ(bad("{\"step\":1,\"loss\":2}\nnot json\n"), "x.jsonl:2: not a JSON object");
+  EXPECT_EQ(bad("{\"step\":1,\"loss\":2}\n[1]\n"), "x.jsonl:2: not a JSON object");
   EXPECT_EQ(bad("{\"loss\":2}"), "x.jsonl:1: \"step\" missing or not an integer");
   EXPECT_EQ(bad("{\"step\":1,\"loss\":\"a\"}"), "x.jsonl:1: \"loss\" missing or not a number");
   EXPECT_EQ(bad("{\"step\":2,\"loss\":1}\n{\"step\":2,\"loss\":1}"),
             "x.jsonl:2: step 2 does not follow step 2");
   EXPECT_EQ(ParseLossLog("[1]", "x").status().code(), ErrorCode::kCorrupt);
+}
+
+// A line that is not JSON at all (cut short, a NaN Python's json.dumps writes) is named with
+// its line and column, and said to be no JSON, not "not a JSON object".
+TEST(LossLog, InvalidJsonNamesLineAndColumn) {
+  auto bad = [](const char* text) { return ParseLossLog(text, "x.jsonl").status().message(); };
+  EXPECT_EQ(bad("{\"step\":1,\"loss\":2}\nnot json\n").rfind("x.jsonl:2:2: not valid JSON: ", 0),
+            0u)
+      << bad("{\"step\":1,\"loss\":2}\nnot json\n");
+  EXPECT_EQ(bad("{\"step\":1,\"loss\":2}\n{\"step\":2,\"loss\":NaN}\n")
+                .rfind("x.jsonl:2:18: not valid JSON: ", 0),
+            0u);
+  EXPECT_EQ(bad("{\"step\":1,\"lo").rfind("x.jsonl:1:14: not valid JSON: ", 0), 0u)
+      << bad("{\"step\":1,\"lo");
 }
 
 }  // namespace

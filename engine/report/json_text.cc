@@ -1,0 +1,33 @@
+#include "engine/report/json_text.h"
+
+#include <algorithm>
+#include <string>
+
+namespace bm::report {
+
+Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view name, int first_line) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte: the 1-based offset of the character the parser stopped at.
+    const size_t at = std::min(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    const std::string_view before = text.substr(0, at);
+    const int line = first_line + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    const size_t line_start = before.rfind('\n');
+    const size_t column = at - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    // what(): "[json.exception.parse_error.101] parse error at line 1, column 2: REASON".
+    std::string reason = e.what();
+    const size_t colon = reason.find(": ");
+    if (colon != std::string::npos) reason = reason.substr(colon + 2);
+    return Errorf(ErrorCode::kCorrupt, "{}:{}:{}: not valid JSON: {}", name, line, column, reason);
+  } catch (const nlohmann::json::exception& e) {
+    // A number too large for a double ("1e999": out_of_range.406) carries no position; the
+    // reason quotes the number.
+    std::string reason = e.what();
+    const size_t end = reason.find("] ");
+    if (end != std::string::npos) reason = reason.substr(end + 2);
+    return Errorf(ErrorCode::kCorrupt, "{}: not valid JSON: {}", name, reason);
+  }
+}
+
+}  // namespace bm::report

@@ -18,7 +18,24 @@ std::optional<Stat> Over(const MeasuredTarget& t, std::string_view path) {
   return Summarize(std::move(values));
 }
 
+constexpr RowFigure kRowFigures[] = {
+    {"throughput.tokens_per_device_per_s", &ReportRow::tokens_per_device_per_s},
+    {"throughput.step_ms_median", &ReportRow::step_ms},
+    {"mfu.6N", &ReportRow::mfu_6n},
+    {"mfu.palm", &ReportRow::mfu_palm},
+    {"memory.peak_bytes", &ReportRow::mem_peak_bytes},
+    {"memory.device_total_bytes", &ReportRow::mem_total_bytes},
+    {"loss.final", &ReportRow::loss},
+    {"energy.joules_per_token", &ReportRow::joules_per_token},
+    {"energy.watts_per_device", &ReportRow::watts_per_device},
+    {"eval.val_loss", &ReportRow::val_loss},
+    {"eval.perplexity", &ReportRow::perplexity},
+    {"eval.accuracy", &ReportRow::accuracy},
+    {"eval.exact_match", &ReportRow::exact_match}};
+
 }  // namespace
+
+std::span<const RowFigure> RowFigures() { return kRowFigures; }
 
 ReportRow BuildRow(const MeasuredTarget& t) {
   ReportRow row;
@@ -33,19 +50,7 @@ ReportRow BuildRow(const MeasuredTarget& t) {
   row.fix_hp = FixHp(newest);
   row.eval_task = StringAt(newest, "eval.task").value_or("");
 
-  row.tokens_per_device_per_s = Over(t, "throughput.tokens_per_device_per_s");
-  row.step_ms = Over(t, "throughput.step_ms_median");
-  row.mfu_6n = Over(t, "mfu.6N");
-  row.mfu_palm = Over(t, "mfu.palm");
-  row.mem_peak_bytes = Over(t, "memory.peak_bytes");
-  row.mem_total_bytes = Over(t, "memory.device_total_bytes");
-  row.loss = Over(t, "loss.final");
-  row.joules_per_token = Over(t, "energy.joules_per_token");
-  row.watts_per_device = Over(t, "energy.watts_per_device");
-  row.val_loss = Over(t, "eval.val_loss");
-  row.perplexity = Over(t, "eval.perplexity");
-  row.accuracy = Over(t, "eval.accuracy");
-  row.exact_match = Over(t, "eval.exact_match");
+  for (const RowFigure& f : RowFigures()) row.*f.field = Over(t, f.path);
 
   for (const Measurement& m : t.measurements) {
     switch (m.provenance.origin) {

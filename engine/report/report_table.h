@@ -19,7 +19,9 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/report/measurement.h"
@@ -58,6 +60,14 @@ struct ReportRow {
 
   int rounds() const { return fresh + restored + from_file; }
 };
+
+// The metrics.json numbers a row summarizes over its measurements, by path, and the field each
+// fills (BuildRow; run_files.cc checks their type).
+struct RowFigure {
+  std::string_view path;
+  std::optional<Stat> ReportRow::*field;
+};
+std::span<const RowFigure> RowFigures();
 
 ReportRow BuildRow(const MeasuredTarget& target);
 std::vector<ReportRow> BuildRows(const std::vector<MeasuredTarget>& targets);

@@ -9,6 +9,7 @@
 #include "engine/report/json_text.h"
 #include "engine/report/loss_log.h"
 #include "engine/report/metrics_view.h"
+#include "engine/report/report_table.h"
 
 namespace bm::report {
 
@@ -31,31 +32,17 @@ Status CheckMetricsFormat(const nlohmann::json& metrics, const std::string& name
     return Errorf(ErrorCode::kCorrupt, "{}: format is {}, expected \"benchmake-metrics\"", name,
                   format->dump());
   }
-  // The numbers the tables read (report_table.cc): one of another type would read as absent
-  // (metrics_view.h) and print "-" for a figure the file does state.
-  static constexpr const char* kNumbers[] = {"throughput.tokens_per_device_per_s",
-                                             "throughput.step_ms_median",
-                                             "mfu.6N",
-                                             "mfu.palm",
-                                             "memory.peak_bytes",
-                                             "memory.device_total_bytes",
-                                             "loss.final",
-                                             "energy.joules_per_token",
-                                             "energy.watts_per_device",
-                                             "eval.val_loss",
-                                             "eval.perplexity",
-                                             "eval.accuracy",
-                                             "eval.exact_match",
-                                             "config.devices",
-                                             "config.tp",
-                                             "config.pp",
-                                             "config.dp"};
-  for (const char* path : kNumbers) {
+  // The numbers the tables read (a row's figures, and DeviceCount's terms): one of another type
+  // would read as absent (metrics_view.h) and print "-" for a figure the file does state.
+  auto check = [&](std::string_view path) -> Status {
     const nlohmann::json* v = ValueAt(metrics, path);
-    if (v != nullptr && !v->is_null() && !v->is_number()) {
+    if (v != nullptr && !v->is_null() && !v->is_number())
       return Errorf(ErrorCode::kCorrupt, "{}: {} is {}, not a number", name, path, v->dump());
-    }
-  }
+    return Status::Ok();
+  };
+  for (const RowFigure& f : RowFigures()) BM_TRY(check(f.path));
+  for (std::string_view path : {"config.devices", "config.tp", "config.pp", "config.dp"})
+    BM_TRY(check(path));
   auto version = metrics.find("version");
   if (version != metrics.end() && version->is_number_integer() &&
       version->get<int64_t>() > kMetricsVersion) {

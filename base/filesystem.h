@@ -50,7 +50,8 @@ class Filesystem {
   virtual Status RemoveAll(const std::string& path) = 0;  // a tree; OK when missing
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   // Hard link `from` at `to`; copies when linking is impossible (another
-  // filesystem). `to` must not exist.
+  // filesystem) and when `from` is a symbolic link (its target's bytes: the
+  // target is never linked, so never changed through `to`). `to` must not exist.
   virtual Status LinkOrCopy(const std::string& from, const std::string& to) = 0;
   virtual Status SetReadOnly(const std::string& path) = 0;
   virtual Status SetExecutable(const std::string& path) = 0;

@@ -194,6 +194,11 @@ Status RealFilesystem::Rename(const std::string& from, const std::string& to) {
 }
 
 Status RealFilesystem::LinkOrCopy(const std::string& from, const std::string& to) {
+  // link(2) does not follow a symbolic link: it would link the link itself,
+  // which dangles once moved (a relative one) and whose target, anywhere on
+  // the system, a later SetReadOnly() or Touch() would change. Copy its bytes.
+  struct stat st {};
+  if (::lstat(from.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return CopyFile(from, to);
   if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
   if (errno == EXDEV || errno == EPERM || errno == EMLINK) return CopyFile(from, to);
   return ErrnoStatus("linking " + from + " to", to);

@@ -15,7 +15,8 @@ Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::st
   return true;
 }
 
-Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir) {
+Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir,
+                                                    std::vector<std::string>* subdirs) {
   std::vector<std::string> out;
   std::function<Status(const std::string&)> walk = [&](const std::string& rel) -> Status {
     std::string abs = rel.empty() ? dir : JoinPath(dir, rel);
@@ -24,6 +25,7 @@ Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::s
       std::string child = rel.empty() ? name : rel + "/" + name;
       BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(JoinPath(dir, child)));
       if (info.is_dir) {
+        if (subdirs) subdirs->push_back(child);
         BM_TRY(walk(child));
       } else if (info.exists) {
         out.push_back(child);

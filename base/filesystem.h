@@ -68,8 +68,10 @@ class Filesystem {
 // Returns true when it wrote. Not durable: for rebuildable state.
 Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::string_view data);
 
-// Every regular file below `dir`, as paths relative to `dir`, sorted.
-Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir);
+// Every regular file below `dir`, as paths relative to `dir`, sorted; with
+// `subdirs`, every directory below `dir` too (relative, parents first).
+Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir,
+                                                    std::vector<std::string>* subdirs = nullptr);
 
 std::string JoinPath(std::string_view a, std::string_view b);
 std::string DirName(std::string_view path);  // "a/b/c" -> "a/b"; "c" -> "."

@@ -198,6 +198,33 @@ TEST_F(BuildScenarioTest, TouchWithoutByteChangeRerunsNothingNewBytesRerunDepend
   EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
 }
 
+// A directory input's digest covers its whole tree (as DVC hashes a tracked
+// directory); a file added below a subdirectory changes only that
+// subdirectory's mtime, which the no-op check must also watch.
+TEST_F(BuildScenarioTest, DirectoryInputRerunsWhenAFileComesOrGoesAnywhereInItsTree) {
+  fs_.Write("/ws/src/tree/top.txt", "top");
+  fs_.Write("/ws/src/tree/sub/a.txt", "a");
+  ASSERT_TRUE(fs_.MakeDirs("/ws/src/tree/sub/empty").ok());
+  SetBenchfile(R"(
+[target.tree]
+rule = "exec"
+inputs = ["src/tree"]
+command = ["write", "{out}/n", "x"]
+outputs = ["n"]
+)");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan);
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kUpToDate);
+  fs_.Write("/ws/src/tree/sub/b.txt", "b");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file added in a subdirectory";
+  fs_.Write("/ws/src/tree/sub/empty/c.txt", "c");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file added in an empty one";
+  ASSERT_TRUE(fs_.Remove("/ws/src/tree/sub/a.txt").ok());
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file removed";
+  fs_.Write("/ws/src/tree/sub/b.txt", "B");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file changed";
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kUpToDate);
+}
+
 TEST_F(BuildScenarioTest, EarlyCutoffWhenUpstreamRerunsWithIdenticalBytes) {
   SetBenchfile(kPipeline);
   Build();

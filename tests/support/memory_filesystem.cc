@@ -224,6 +224,7 @@ void MemoryFilesystem::Write(const std::string& path, std::string_view data) {
   auto it = files_.find(p);
   if (it == files_.end()) {
     files_[p] = NewFileLocked(std::string(data));
+    TouchParentLocked(p);  // a new entry, as WriteFileAtomic's
   } else {
     it->second->data = std::string(data);
     it->second->mtime = ++clock_;

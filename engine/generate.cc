@@ -8,6 +8,7 @@
 #include "base/stat_cache.h"
 #include "cache/cache.h"
 #include "engine/ninja_writer.h"
+#include "engine/out_check.h"
 #include "engine/platform.h"
 #include "engine/platform_cache.h"
 #include "engine/spec_builder.h"
@@ -115,24 +116,6 @@ std::optional<Stamp> ParseStamp(std::string_view text) {
 Result<StatSig> StatOf(Filesystem& fs, const std::string& path) {
   BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(path));
   return SigOf(info);
-}
-
-// Forces a step for every target whose out/NAME vanished. Removing or adding
-// out/NAME changes the mtime of out/, so when out/ has the mtime recorded in
-// .benchmake/out_checked, the per-target stats are skipped.
-Status CheckOutDirs(const Workspace& ws, const std::vector<std::string>& targets) {
-  Filesystem& fs = *ws.fs;
-  std::string checked = ws.StateDir() + "/out_checked";
-  BM_ASSIGN_OR_RETURN(FileInfo out, fs.Stat(ws.OutRoot()));
-  std::string now =
-      fmt::format("benchmake-out-checked 1\n{} {} {}\n", out.exists, out.mtime_ns, out.inode);
-  Result<std::string> before = fs.ReadFile(checked);
-  if (before.ok() && *before == now) return Status::Ok();
-  for (const std::string& t : targets) {
-    BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(ws.OutDirOf(t)));
-    if (!info.exists) BM_TRY(fs.Remove(ws.TargetFile(t, "out")));
-  }
-  return fs.WriteFileAtomic(checked, now, /*read_only=*/false, /*durable=*/false);
 }
 
 std::string TargetsNeedingPlatform(const TargetGraph& g) {

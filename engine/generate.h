@@ -8,8 +8,9 @@
 // file, a digest of the environment that affects keys, and each target's spec
 // and params digests. When nothing of that changed, Generate() parses nothing,
 // hashes nothing and writes nothing; it only checks that each out/NAME still
-// exists (a deleted one gets its NAME.out stamp removed so ninja reruns the
-// step, which restores it from the cache). The platform facts, needed only when
+// holds what its step left there (engine/out_check.h: a target whose files
+// were removed, replaced or resized gets its NAME.out stamp removed so ninja
+// reruns the step, which restores it from the cache). The platform facts, needed only when
 // some target is platform-dependent, come from the platform cache
 // (engine/platform_cache.h), in the fast path too: a site (engine/platform.h:
 // this machine, or a node of a Slurm placement) is probed only when what can

@@ -9,6 +9,7 @@
 
 #include "base/terminal.h"
 #include "engine/executor.h"
+#include "engine/out_check.h"
 #include "engine/platform_cache.h"
 #include "engine/staleness.h"
 #include "engine/target_state.h"
@@ -121,7 +122,7 @@ class Stepper {
   Status Materialize(const cache::ActionRecord& record, std::string outcome) {
     std::string dir = ws_.OutDirOf(target_);
     // out/ changes below the generator's feet: its next check must look.
-    BM_TRY(fs_.Remove(ws_.StateDir() + "/out_checked"));
+    BM_TRY(ForgetOutCheck(ws_));
     BM_TRY(fs_.RemoveAll(dir));
     BM_TRY(fs_.MakeDirs(dir));
     LastBuild last;

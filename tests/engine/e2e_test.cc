@@ -278,6 +278,34 @@ TEST_F(E2eTest, DeletingOutRestoresEverythingAndRunsNothing) {
   EXPECT_EQ(one.output.find("eval: restored"), std::string::npos) << one.output;
 }
 
+// A file removed from out/NAME, or written to (root ignores the read-only
+// bit), is noticed by the build as `status` notices it, as ninja and Bazel
+// notice a deleted output: restored from the cache, or, when the write went
+// through the hard link into the cache's copy, found corrupt and rerun.
+TEST_F(E2eTest, AnOutputFileRemovedOrResizedByHandIsRestored) {
+  BuildOk();
+  Runs();
+  fs::remove(ws_ / "out/train/model.bin");
+  Run status = Benchmake("status");
+  EXPECT_NE(status.output.find("train   restore from cache"), std::string::npos) << status.output;
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("train: restored from cache"), std::string::npos) << r.output;
+  EXPECT_EQ(Runs(), "");
+  EXPECT_EQ(ReadText(ws_ / "out/train/model.bin"), "lbs-4\nraw\n");
+
+  // data.txt's bytes are data's alone (model.bin and eval.txt share theirs,
+  // and so their inode, which an edit of either would change for both).
+  fs::permissions(ws_ / "out/data/data.txt", fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(ws_ / "out/data/data.txt", std::ios::app) << "edited by hand\n";
+  r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("data: corrupt blob"), std::string::npos) << r.output;
+  EXPECT_EQ(Runs(), "data") << r.output;
+  EXPECT_EQ(ReadText(ws_ / "out/data/data.txt"), "raw\n");
+  EXPECT_NE(Benchmake("build").output.find("no work to do"), std::string::npos);
+}
+
 TEST_F(E2eTest, KilledStepIsRerunAndLeavesNoCacheEntry) {
   WriteText(ws_ / "BENCHFILE.toml", R"([target.slow]
 rule = "exec"

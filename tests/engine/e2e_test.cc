@@ -429,6 +429,20 @@ TEST_F(E2eTest, SymlinkOutputsAreStoredAsTheirTargetsBytes) {
     EXPECT_FALSE(fs::is_symlink(p.symlink_status())) << p.path();
 }
 
+// Names may start with '-' (a-z 0-9 _ . -): the step ninja runs must take it
+// as the target, not as a flag (`benchmake step -f FILE -x` said "unknown flag
+// '-x' for step"); on the command line, after `--`, as in every getopt tool.
+TEST_F(E2eTest, ATargetNamedLikeAFlagBuildsAfterDoubleDash) {
+  WriteText(ws_ / "BENCHFILE.toml",
+            "[target.\"-x\"]\nrule = \"exec\"\ncommand = [\"sh\", \"-c\", \"echo x > "
+            "{out}/x\"]\noutputs = [\"x\"]\n");
+  BuildOk("build -- -x");
+  EXPECT_EQ(ReadText(ws_ / "out/-x/x"), "x\n");
+  Run explain = Benchmake("explain -- -x");
+  EXPECT_EQ(explain.exit_code, 0) << explain.output;
+  EXPECT_NE(explain.output.find("-x: up to date"), std::string::npos) << explain.output;
+}
+
 TEST_F(E2eTest, StatusGraphDebugKeyCleanAndCacheCommands) {
   Run status = Benchmake("status");
   EXPECT_NE(status.output.find("3 targets, 3 not up to date"), std::string::npos) << status.output;

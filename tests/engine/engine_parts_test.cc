@@ -104,7 +104,7 @@ gpus = 2
   o.step_command = NinjaShellQuote("/opt/bench make/benchmake$1") + " step";
   o.gpu_pool_depth = 4;
   std::string n = RenderNinja(*g, o);
-  EXPECT_NE(n.find("command = '/opt/bench make/benchmake$$1' step $target\n"), std::string::npos)
+  EXPECT_NE(n.find("command = '/opt/bench make/benchmake$$1' step -- $target\n"), std::string::npos)
       << n;
   EXPECT_NE(n.find("restat = 1"), std::string::npos);
   EXPECT_NE(n.find("pool gpu\n  depth = 4"), std::string::npos);

@@ -53,6 +53,11 @@ class Filesystem {
   // filesystem) and when `from` is a symbolic link (its target's bytes: the
   // target is never linked, so never changed through `to`). `to` must not exist.
   virtual Status LinkOrCopy(const std::string& from, const std::string& to) = 0;
+  // A copy of `from`'s bytes (its target's, for a link) and mode at `to`,
+  // never a link. `to` must not exist.
+  virtual Status CopyFile(const std::string& from, const std::string& to) = 0;
+  // True when `path` itself is a symbolic link (Stat() follows links).
+  virtual Result<bool> IsSymlink(const std::string& path) = 0;
   virtual Status SetReadOnly(const std::string& path) = 0;
   virtual Status SetExecutable(const std::string& path) = 0;
   virtual Status Touch(const std::string& path) = 0;  // mtime := now (LRU bookkeeping)
@@ -68,10 +73,13 @@ class Filesystem {
 // Returns true when it wrote. Not durable: for rebuildable state.
 Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::string_view data);
 
-// Every regular file below `dir`, as paths relative to `dir`, sorted; with
-// `subdirs`, every directory below `dir` too (relative, parents first).
+// Every regular file below `dir`, as paths relative to `dir`, sorted, links
+// followed; with `subdirs`, every directory below `dir` too (relative, parents
+// first); with `linked`, the files reached through a symbolic link below `dir`
+// (the file, or a directory on its way, is one), sorted.
 Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir,
-                                                    std::vector<std::string>* subdirs = nullptr);
+                                                    std::vector<std::string>* subdirs = nullptr,
+                                                    std::vector<std::string>* linked = nullptr);
 
 std::string JoinPath(std::string_view a, std::string_view b);
 std::string DirName(std::string_view path);  // "a/b/c" -> "a/b"; "c" -> "."

@@ -34,7 +34,7 @@ Status WriteAll(int fd, const char* data, size_t size, const std::string& path) 
   return Status::Ok();
 }
 
-Status CopyFile(const std::string& from, const std::string& to) {
+Status CopyContents(const std::string& from, const std::string& to) {
   int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return ErrnoStatus("opening", from);
   struct stat st {};
@@ -198,10 +198,20 @@ Status RealFilesystem::LinkOrCopy(const std::string& from, const std::string& to
   // which dangles once moved (a relative one) and whose target, anywhere on
   // the system, a later SetReadOnly() or Touch() would change. Copy its bytes.
   struct stat st {};
-  if (::lstat(from.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return CopyFile(from, to);
+  if (::lstat(from.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return CopyContents(from, to);
   if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
-  if (errno == EXDEV || errno == EPERM || errno == EMLINK) return CopyFile(from, to);
+  if (errno == EXDEV || errno == EPERM || errno == EMLINK) return CopyContents(from, to);
   return ErrnoStatus("linking " + from + " to", to);
+}
+
+Status RealFilesystem::CopyFile(const std::string& from, const std::string& to) {
+  return CopyContents(from, to);
+}
+
+Result<bool> RealFilesystem::IsSymlink(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus("lstat", path);
+  return S_ISLNK(st.st_mode);
 }
 
 Status RealFilesystem::SetReadOnly(const std::string& path) {

@@ -72,6 +72,24 @@ TEST_F(RealFilesystemTest, LinkOrCopyOfASymlinkCopiesItsTargetsBytes) {
   }
 }
 
+TEST_F(RealFilesystemTest, ListFilesRecursiveNamesTheFilesReachedThroughALink) {
+  ASSERT_TRUE(fs_.MakeDirs(dir_ + "/tree/own").ok());
+  ASSERT_TRUE(fs_.MakeDirs(dir_ + "/elsewhere/sub").ok());
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_ + "/tree/own/a", "a").ok());
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_ + "/elsewhere/sub/b", "b").ok());
+  ASSERT_EQ(::symlink((dir_ + "/elsewhere").c_str(), (dir_ + "/tree/dir").c_str()), 0);
+  ASSERT_EQ(::symlink("own/a", (dir_ + "/tree/file").c_str()), 0);
+  std::vector<std::string> linked;
+  Result<std::vector<std::string>> files =
+      ListFilesRecursive(fs_, dir_ + "/tree", nullptr, &linked);
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_EQ(*files, (std::vector<std::string>{"dir/sub/b", "file", "own/a"}));
+  EXPECT_EQ(linked, (std::vector<std::string>{"dir/sub/b", "file"}));
+  ASSERT_TRUE(fs_.CopyFile(dir_ + "/tree/dir/sub/b", dir_ + "/copy").ok());
+  EXPECT_NE(fs_.Stat(dir_ + "/copy")->inode, fs_.Stat(dir_ + "/elsewhere/sub/b")->inode);
+  EXPECT_EQ(*fs_.ReadFile(dir_ + "/copy"), "b");
+}
+
 TEST_F(RealFilesystemTest, WriteFileIfChangedKeepsMtime) {
   std::string p = dir_ + "/stamp";
   EXPECT_TRUE(*WriteFileIfChanged(fs_, p, "x"));

@@ -405,26 +405,32 @@ TEST_F(E2eTest, FailingStepShowsItsLogAndFails) {
 // A step's output that is a symbolic link is stored as the bytes it points
 // to (as `cp -L` would), like Bazel resolving a tree artifact's links: the
 // cache holds no link, a relative one still reads after the move into out/,
-// and the file an absolute one names, outside the workspace, is left alone
-// (linking it made it read-only and shared its inode with the cache).
+// and the files an absolute one names, outside the workspace, directly or
+// below a linked directory, are left alone (linking them made them read-only
+// and shared their inode with the cache).
 TEST_F(E2eTest, SymlinkOutputsAreStoredAsTheirTargetsBytes) {
-  fs::path outside = root_ / "outside.txt";
+  fs::path outside = root_ / "outside.txt", dataset = root_ / "dataset";
   WriteText(outside, "outside\n");
-  fs::permissions(outside, fs::perms::owner_read | fs::perms::owner_write);
+  WriteText(dataset / "part/shard.bin", "shard\n");
+  const fs::perms rw = fs::perms::owner_read | fs::perms::owner_write;
+  fs::permissions(outside, rw);
+  fs::permissions(dataset / "part/shard.bin", rw);
   WriteText(ws_ / "BENCHFILE.toml",
             "[target.links]\nrule = \"exec\"\ncommand = [\"sh\", \"-c\", \"echo model > "
             "{out}/model.bin; ln -s model.bin {out}/latest.bin; ln -s " +
-                outside.string() +
-                " {out}/abs.txt\"]\noutputs = [\"model.bin\", \"latest.bin\", "
-                "\"abs.txt\"]\n");
+                outside.string() + " {out}/abs.txt; ln -s " + dataset.string() +
+                " {out}/data\"]\noutputs = [\"model.bin\", \"latest.bin\", \"abs.txt\"]\n");
   BuildOk();
   EXPECT_EQ(ReadText(ws_ / "out/links/latest.bin"), "model\n");
   EXPECT_EQ(ReadText(ws_ / "out/links/abs.txt"), "outside\n");
+  EXPECT_EQ(ReadText(ws_ / "out/links/data/part/shard.bin"), "shard\n");
   EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/latest.bin"));
   EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/abs.txt"));
-  EXPECT_EQ(fs::status(outside).permissions(), fs::perms::owner_read | fs::perms::owner_write)
-      << "the link's target must not be made read-only";
-  EXPECT_EQ(fs::hard_link_count(outside), 1u) << "nor linked into the cache";
+  EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/data"));
+  for (const fs::path& p : {outside, dataset / "part/shard.bin"}) {
+    EXPECT_EQ(fs::status(p).permissions(), rw) << p << " must not be made read-only";
+    EXPECT_EQ(fs::hard_link_count(p), 1u) << p << " must not be linked into the cache";
+  }
   for (auto& p : fs::recursive_directory_iterator(root_ / "cache"))
     EXPECT_FALSE(fs::is_symlink(p.symlink_status())) << p.path();
 }

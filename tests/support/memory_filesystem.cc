@@ -175,6 +175,21 @@ Status MemoryFilesystem::LinkOrCopy(const std::string& from, const std::string& 
   return Status::Ok();
 }
 
+Status MemoryFilesystem::CopyFile(const std::string& from, const std::string& to) {
+  std::lock_guard lock(mu_);
+  std::string f = Norm(from), t = Norm(to);
+  auto it = files_.find(f);
+  if (it == files_.end()) return Errorf(ErrorCode::kNotFound, "copying {}: no such file", f);
+  if (files_.count(t)) return Errorf(ErrorCode::kAlreadyExists, "copying to {}: exists", t);
+  if (!IsDirLocked(DirName(t)))
+    return Errorf(ErrorCode::kNotFound, "copying to {}: no such directory", t);
+  std::shared_ptr<File> copy = NewFileLocked(it->second->data);
+  copy->executable = it->second->executable;
+  files_[t] = std::move(copy);
+  TouchParentLocked(t);
+  return Status::Ok();
+}
+
 Status MemoryFilesystem::SetReadOnly(const std::string& path) {
   std::lock_guard lock(mu_);
   auto it = files_.find(Norm(path));

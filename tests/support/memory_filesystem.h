@@ -31,6 +31,8 @@ class MemoryFilesystem : public Filesystem {
   Status RemoveAll(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status LinkOrCopy(const std::string& from, const std::string& to) override;
+  Status CopyFile(const std::string& from, const std::string& to) override;
+  Result<bool> IsSymlink(const std::string&) override { return false; }  // none here
   Status SetReadOnly(const std::string& path) override;
   Status SetExecutable(const std::string& path) override;
   Status Touch(const std::string& path) override;

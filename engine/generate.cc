@@ -8,7 +8,6 @@
 #include "base/stat_cache.h"
 #include "cache/cache.h"
 #include "engine/ninja_writer.h"
-#include "engine/out_check.h"
 #include "engine/platform.h"
 #include "engine/platform_cache.h"
 #include "engine/spec_builder.h"
@@ -219,7 +218,6 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (old && !options.force) {
     BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env));
     if (valid) {
-      BM_TRY(CheckOutDirs(ws, old->targets));
       result.fast_path = true;
       result.targets = old->targets;
       result.jobs = old->jobs;
@@ -301,7 +299,6 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (!old || old->ninja != stamp.ninja || !ninja_info.exists) {
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
   }
-  BM_TRY(CheckOutDirs(ws, stamp.targets));
   BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp), false, /*durable=*/false));
   result.targets = stamp.targets;
   result.files_hashed = stat_cache.hashed_count();

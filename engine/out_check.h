@@ -22,7 +22,8 @@
 //   file  := "benchmake-out-checked 2\n" entry*
 //   entry := target " " size " " inode " " path "\n"
 //            (path: relative to out/NAME; "." for the directory, size 0)
-// Thread safety: none; under the workspace lock (Generate()).
+// Thread safety: none; under the workspace lock, by `benchmake build` alone
+// (a `status` beside a running build must not remove a stamp a step just wrote).
 #pragma once
 
 #include <string>

@@ -259,6 +259,22 @@ TEST_F(BuildScenarioTest, DeletingOneOutputDirRestoresOnlyThatTarget) {
   EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
 }
 
+// `status` and `explain` say a target with a file gone from out/NAME will be
+// restored, but change no stamp: run beside a build (which holds the lock they
+// do not take), removing t/NAME.out just after its step wrote it would fail
+// the next step ("input train has not been built"). The build itself acts.
+TEST_F(BuildScenarioTest, InspectingAMissingOutputChangesNoStampTheBuildRestoresIt) {
+  SetBenchfile(kPipeline);
+  Build();
+  ASSERT_TRUE(fs_.Remove("/ws/out/train/model.bin").ok());
+  EXPECT_TRUE(HasReason("train", "outputs missing from out/"));
+  EXPECT_TRUE(fs_.Exists("/ws/.benchmake/t/train.out"));
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kRestored);
+  EXPECT_TRUE(fs_.Exists("/ws/out/train/model.bin"));
+}
+
 TEST_F(BuildScenarioTest, CorruptBlobIsReportedEvictedAndRebuilt) {
   SetBenchfile(kPipeline);
   Build();

@@ -26,6 +26,7 @@ struct FileInfo {
   int64_t mtime_ns = 0;
   uint64_t inode = 0;
   uint64_t device = 0;
+  uint64_t links = 1;  // hard links to the file (names of its inode)
 };
 
 class Filesystem {

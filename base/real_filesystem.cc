@@ -81,6 +81,7 @@ Result<FileInfo> RealFilesystem::Stat(const std::string& path) {
   info.size = static_cast<uint64_t>(st.st_size);
   info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   info.inode = st.st_ino;
+  info.links = st.st_nlink;
   info.device = st.st_dev;
   return info;
 }

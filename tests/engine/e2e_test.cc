@@ -407,19 +407,22 @@ TEST_F(E2eTest, FailingStepShowsItsLogAndFails) {
 // cache holds no link, a relative one still reads after the move into out/,
 // and the files an absolute one names, outside the workspace, directly or
 // below a linked directory, are left alone (linking them made them read-only
-// and shared their inode with the cache).
+// and shared their inode with the cache). So is a file the step hard-linked
+// into {out} (`ln /data/x {out}/x`).
 TEST_F(E2eTest, SymlinkOutputsAreStoredAsTheirTargetsBytes) {
   fs::path outside = root_ / "outside.txt", dataset = root_ / "dataset";
+  fs::path hard = root_ / "hard.txt";
   WriteText(outside, "outside\n");
   WriteText(dataset / "part/shard.bin", "shard\n");
+  WriteText(hard, "hard\n");
   const fs::perms rw = fs::perms::owner_read | fs::perms::owner_write;
-  fs::permissions(outside, rw);
-  fs::permissions(dataset / "part/shard.bin", rw);
+  for (const fs::path& p : {outside, dataset / "part/shard.bin", hard}) fs::permissions(p, rw);
   WriteText(ws_ / "BENCHFILE.toml",
             "[target.links]\nrule = \"exec\"\ncommand = [\"sh\", \"-c\", \"echo model > "
             "{out}/model.bin; ln -s model.bin {out}/latest.bin; ln -s " +
                 outside.string() + " {out}/abs.txt; ln -s " + dataset.string() +
-                " {out}/data\"]\noutputs = [\"model.bin\", \"latest.bin\", \"abs.txt\"]\n");
+                " {out}/data; ln " + hard.string() +
+                " {out}/hard.txt\"]\noutputs = [\"model.bin\", \"latest.bin\", \"abs.txt\"]\n");
   BuildOk();
   EXPECT_EQ(ReadText(ws_ / "out/links/latest.bin"), "model\n");
   EXPECT_EQ(ReadText(ws_ / "out/links/abs.txt"), "outside\n");
@@ -427,7 +430,8 @@ TEST_F(E2eTest, SymlinkOutputsAreStoredAsTheirTargetsBytes) {
   EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/latest.bin"));
   EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/abs.txt"));
   EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/data"));
-  for (const fs::path& p : {outside, dataset / "part/shard.bin"}) {
+  EXPECT_EQ(ReadText(ws_ / "out/links/hard.txt"), "hard\n");
+  for (const fs::path& p : {outside, dataset / "part/shard.bin", hard}) {
     EXPECT_EQ(fs::status(p).permissions(), rw) << p << " must not be made read-only";
     EXPECT_EQ(fs::hard_link_count(p), 1u) << p << " must not be linked into the cache";
   }

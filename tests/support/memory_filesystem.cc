@@ -48,6 +48,7 @@ Result<FileInfo> MemoryFilesystem::Stat(const std::string& path) {
     info.size = it->second->data.size();
     info.mtime_ns = it->second->mtime;
     info.inode = it->second->inode;
+    info.links = static_cast<uint64_t>(it->second.use_count());  // one per path
     info.executable = it->second->executable;
   } else if (IsDirLocked(p)) {
     info.exists = true;

@@ -155,7 +155,8 @@ class DownloadRule final : public engine::Rule {
          "request headers; ${ENV} in values expands from the environment", false},
         {"unpack", ParamType::kString, json(""), "\"\", gz, zst, xz, tar, tar.gz, tar.zst, tar.xz"},
         {"filename", ParamType::kString, json(""), "output file name (default: from the URL)"},
-        {"retries", ParamType::kInt, json(3), "retries of transient failures", false},
+        engine::WithRange(
+            {"retries", ParamType::kInt, json(3), "retries of transient failures", false}, 0),
         {"retry_delay_s", ParamType::kFloat, json(1.0), "first retry delay, doubling", false},
         {"connect_timeout_s", ParamType::kFloat, json(10.0), "connect timeout", false},
         {"stall_timeout_s", ParamType::kFloat, json(30.0),
@@ -199,9 +200,6 @@ class DownloadRule final : public engine::Rule {
       if (f.find('/') != std::string::npos || f == "." || f == "..") {
         errors.push_back({"filename", "a plain file name, without '/'"});
       }
-    }
-    if (p.contains("retries") && p["retries"].get<int64_t>() < 0) {
-      errors.push_back({"retries", "must be >= 0"});
     }
     return errors;
   }

@@ -266,10 +266,13 @@ Result<bool> Cache::HasBlob(const Digest& digest) {
   return false;
 }
 
-Status Cache::Materialize(const Digest& digest, const std::string& dest) {
+Status Cache::Materialize(const Digest& digest, const std::string& dest, bool executable) {
   std::string path = local_.PathOf(Namespace::kCas, digest);
   BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
-  if (!info.exists) BM_TRY(FetchFromRemotes(Namespace::kCas, digest));
+  if (!info.exists) {
+    BM_TRY(FetchFromRemotes(Namespace::kCas, digest));
+    BM_ASSIGN_OR_RETURN(info, fs_.Stat(path));
+  }
   BM_ASSIGN_OR_RETURN(Digest actual, fs_.HashFile(path));
   if (!(actual == digest)) {
     (void)local_.Evict(Namespace::kCas, digest);
@@ -278,6 +281,7 @@ Status Cache::Materialize(const Digest& digest, const std::string& dest) {
   }
   local_.MarkUsed(Namespace::kCas, digest);
   BM_TRY(fs_.Remove(dest));
+  if (info.executable != executable) return fs_.CopyReadOnly(path, dest, executable);
   return fs_.LinkOrCopy(path, dest);
 }
 

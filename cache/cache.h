@@ -63,7 +63,11 @@ class Cache {
   Result<Digest> PutBytes(std::string_view bytes);
   // Links (or copies) the verified blob to dest, fetching it from a remote
   // when it is not local. kNotFound: nowhere; kCorrupt: evicted, rebuild.
-  Status Materialize(const Digest& digest, const std::string& dest);
+  // dest is read-only, and executable exactly when `executable` (the record's
+  // word, not the blob's: a blob takes the mode of the output that stored it
+  // first, and a blob from a remote has none), so dest is a copy when the
+  // blob's mode differs.
+  Status Materialize(const Digest& digest, const std::string& dest, bool executable = false);
   Result<std::string> ReadBlob(const Digest& digest);  // verified
   Result<bool> HasBlob(const Digest& digest);
 

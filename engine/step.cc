@@ -118,7 +118,10 @@ class Stepper {
   }
 
   // Links the record's outputs into out/NAME and remembers them in NAME.last.
-  Status Materialize(const cache::ActionRecord& record, std::string outcome) {
+  // `fresh_dir`: where the step that just ran left them, for a blob that a
+  // `cache gc` running beside this build evicted since the step stored it.
+  Status Materialize(const cache::ActionRecord& record, std::string outcome,
+                     const std::string& fresh_dir = "") {
     std::string dir = ws_.OutDirOf(target_);
     // out/ changes below the generator's feet: its next check must look.
     BM_TRY(fs_.Remove(ws_.StateDir() + "/out_checked"));
@@ -133,7 +136,9 @@ class Stepper {
     for (const cache::OutputFile& f : record.outputs) {
       std::string dest = dir + "/" + f.path;
       BM_TRY(fs_.MakeDirs(DirName(dest)));
-      Status s = cache_->Materialize(f.digest, dest);
+      Status s = cache_->Materialize(f.digest, dest, f.executable);
+      if (s.code() == ErrorCode::kNotFound && !fresh_dir.empty())
+        s = fs_.CopyReadOnly(fresh_dir + "/" + f.path, dest, f.executable);
       if (!s.ok()) {
         (void)fs_.RemoveAll(dir);
         (void)fs_.Remove(ws_.TargetFile(target_, "last"));
@@ -296,7 +301,7 @@ class Stepper {
     record.log_digest = log_digest.Hex();
     record.provenance = ProvenanceOf(run);
     BM_TRY(cache_->PutAction(record));
-    BM_TRY(Materialize(record, "ran"));
+    BM_TRY(Materialize(record, "ran", run.out_dir));
     (void)fs_.RemoveAll(run.scratch);
     (void)fs_.RemoveAll(run.resume_dir);
     return cache::ManifestDigest(record.outputs);

@@ -32,6 +32,28 @@ TEST_F(CacheTest, PutMaterializeVerifies) {
       << "materialized by hard link";
 }
 
+TEST_F(CacheTest, MaterializeGivesTheRecordsModeNotTheBlobs) {
+  // One blob, stored by an executable output: a plain output of the same bytes
+  // must not come out executable, nor the executable one lose its bit.
+  fs_.Write("/work/out/tool.sh", "#!/bin/sh\n");
+  ASSERT_TRUE(fs_.SetExecutable("/work/out/tool.sh").ok());
+  Digest d = *cache_.PutFile("/work/out/tool.sh");
+  std::string blob = cache_.local().PathOf(Namespace::kCas, d);
+  fs_.Write("/ws/out/a/.keep", "");
+  ASSERT_TRUE(cache_.Materialize(d, "/ws/out/a/plain.txt", /*executable=*/false).ok());
+  ASSERT_TRUE(cache_.Materialize(d, "/ws/out/a/tool.sh", /*executable=*/true).ok());
+  EXPECT_FALSE(fs_.Stat("/ws/out/a/plain.txt")->executable);
+  EXPECT_TRUE(fs_.Stat("/ws/out/a/tool.sh")->executable);
+  EXPECT_EQ(fs_.Read("/ws/out/a/plain.txt"), "#!/bin/sh\n");
+  EXPECT_TRUE(fs_.Stat(blob)->executable) << "the blob keeps its mode";
+  EXPECT_EQ(fs_.Stat("/ws/out/a/tool.sh")->inode, fs_.Stat(blob)->inode) << "same mode: a link";
+  // A blob stored without the bit (as every blob fetched from a remote is).
+  Digest plain = *cache_.PutBytes("#!/bin/sh\nexit 0\n");
+  ASSERT_TRUE(cache_.Materialize(plain, "/ws/out/a/run.sh", /*executable=*/true).ok());
+  EXPECT_TRUE(fs_.Stat("/ws/out/a/run.sh")->executable);
+  EXPECT_FALSE(fs_.Stat(cache_.local().PathOf(Namespace::kCas, plain))->executable);
+}
+
 TEST_F(CacheTest, CorruptBlobIsEvictedAndReported) {
   Result<Digest> d = cache_.PutBytes("weights");
   ASSERT_TRUE(d.ok());
@@ -85,6 +107,25 @@ TEST_F(CacheTest, GcEvictsLeastRecentlyUsedFirst) {
   EXPECT_FALSE(*cache_.HasBlob(new_blob));
   EXPECT_TRUE(*cache_.HasBlob(old_blob));
   EXPECT_TRUE(*cache_.HasBlob(used_blob));
+}
+
+TEST_F(CacheTest, GcRemovesTemporariesThatKilledProcessesLeftAfterAnHour) {
+  // A fetch killed with -9 leaves tmp/prefetch.XXXX/ with part of a blob.
+  fs_.Write("/cache/tmp/prefetch.old/0", std::string(5000, 'p'));
+  fs_.Write("/cache/tmp/gone.tmp.1.0", "x");
+  int64_t then = fs_.Stat("/cache/tmp/gone.tmp.1.0")->mtime_ns;
+  fs_.Write("/cache/tmp/fetch.running/value", "being written");
+  int64_t now = fs_.Stat("/cache/tmp/fetch.running/value")->mtime_ns;
+  const int64_t kHour = int64_t{3600} * 1000000000;
+  Result<GcReport> r = CollectGarbage(cache_.local(), uint64_t{1} << 40, then + kHour);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->stale_temps, 2u);
+  EXPECT_EQ(r->stale_temp_bytes, 5001u);
+  EXPECT_FALSE(fs_.Exists("/cache/tmp/prefetch.old/0"));
+  EXPECT_FALSE(fs_.Exists("/cache/tmp/gone.tmp.1.0"));
+  EXPECT_TRUE(fs_.Exists("/cache/tmp/fetch.running/value")) << "younger than an hour";
+  r = CollectGarbage(cache_.local(), uint64_t{1} << 40, now + kHour - 1);
+  EXPECT_TRUE(fs_.Exists("/cache/tmp/fetch.running/value"));
 }
 
 TEST_F(CacheTest, VerifyFindsCorruption) {

@@ -26,8 +26,8 @@ using bm::testing::NginxServer;
 constexpr const char* kPipeline = R"(
 [target.gen]
 rule = "exec"
-command = ["sh", "-c", "echo gen >> {workspace}/runs.log; head -c 200000 /dev/urandom > {out}/data.bin"]
-outputs = ["data.bin"]
+command = ["sh", "-c", "echo gen >> {workspace}/runs.log; head -c 200000 /dev/urandom > {out}/data.bin; echo 'echo hi' > {out}/tool.sh; chmod 755 {out}/tool.sh"]
+outputs = ["data.bin", "tool.sh"]
 
 [target.count]
 rule = "exec"
@@ -165,6 +165,9 @@ TEST_F(RemoteE2eTest, SecondMachineRunsNoStepTheFirstBuilt) {
   EXPECT_EQ(b_.Runs(), "") << "machine b ran steps that machine a had built:\n" << second.output;
   EXPECT_EQ(Count(second.output, "restored from remote cache"), 3u) << second.output;
   EXPECT_EQ(ReadFile(b_.dir + "/out/gen/data.bin"), ReadFile(a_.dir + "/out/gen/data.bin"));
+  EXPECT_EQ(fs::status(b_.dir + "/out/gen/tool.sh").permissions() & fs::perms::owner_exec,
+            fs::perms::owner_exec)
+      << "an executable output came back without its x bit";
   EXPECT_EQ(ReadFile(b_.dir + "/out/speed/metrics.json"),
             ReadFile(a_.dir + "/out/speed/metrics.json"));
 

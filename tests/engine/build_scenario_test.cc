@@ -112,6 +112,18 @@ class BuildScenarioTest : public ::testing::Test {
   std::ostringstream console_;
 };
 
+TEST_F(BuildScenarioTest, CacheGcBesideTheBuildDoesNotFailAStepThatRan) {
+  // `cache gc` in another process removes each blob as soon as a step stores
+  // it (maintenance.h: "safe to run beside builds"): the step's own outputs
+  // still land in out/, and the build succeeds.
+  SetBenchfile(kPipeline);
+  fs_.VanishAfterRenameTo("/cache/cas/");
+  InProcessSummary first = Build();
+  EXPECT_EQ(first.ran, 3);
+  EXPECT_EQ(fs_.Read("/ws/out/data/data.txt"), "raw bytes");
+  EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
+}
+
 TEST_F(BuildScenarioTest, FirstBuildRunsEveryStepOnceSecondRunsNone) {
   SetBenchfile(kPipeline);
   InProcessSummary first = Build();

@@ -119,7 +119,8 @@ const CommandSpec& CachePullSpec() {
       .description =
           "Restores each TARGET (default: every target) and the upstream targets its key "
           "depends on from the local cache, else the remote one, running no step. A target that "
-          "no cache holds is listed as needing `benchmake build`.",
+          "no cache holds (its record, or one of its blobs) is listed as needing `benchmake "
+          "build`, and so is every target downstream of it.",
       .examples = {
           {"benchmake cache pull pretrain", "the checkpoint and metrics another machine pushed"}}};
   return kSpec;
@@ -133,19 +134,34 @@ Status CachePullCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), true));
   engine::StepOptions options;
   options.console = &std::cout;
+  options.restore_only = true;
   uint64_t restored = 0, missing = 0;
+  std::set<std::string> not_pulled;  // its dependents cannot be restored either
   for (const std::string& t : targets) {
     auto it = std::find_if(all.begin(), all.end(),
                            [&](const engine::TargetInspection& i) { return i.name == t; });
-    if (it->staleness.verdict == engine::Verdict::kUpToDate) continue;
-    if (it->staleness.verdict != engine::Verdict::kRestore) {
-      std::printf("%s: not in the cache (%s); needs `benchmake build`\n", t.c_str(),
-                  std::string(engine::VerdictName(it->staleness.verdict)).c_str());
-      ++missing;
+    auto up = std::find_if(it->upstream.begin(), it->upstream.end(),
+                           [&](const std::string& u) { return not_pulled.count(u) > 0; });
+    std::string why;
+    if (up != it->upstream.end()) {
+      why = "its input " + *up + " is not restored";
+    } else if (it->staleness.verdict == engine::Verdict::kUpToDate) {
       continue;
+    } else if (it->staleness.verdict != engine::Verdict::kRestore) {
+      why = std::string(engine::VerdictName(it->staleness.verdict));
+    } else {
+      Result<engine::StepReport> r = engine::RunStep(ws, t, options);
+      if (r.ok()) {
+        if (r->outcome == engine::StepOutcome::kRestored) ++restored;
+        continue;
+      }
+      if (r.status().code() != ErrorCode::kNotFound && r.status().code() != ErrorCode::kCorrupt)
+        return r.status();
+      why = r.status().message();
     }
-    BM_ASSIGN_OR_RETURN(engine::StepReport r, engine::RunStep(ws, t, options));
-    if (r.outcome == engine::StepOutcome::kRestored) ++restored;
+    std::printf("%s: not in the cache (%s); needs `benchmake build`\n", t.c_str(), why.c_str());
+    not_pulled.insert(t);
+    ++missing;
   }
   std::printf("pulled %llu targets, %llu not in the cache\n",
               static_cast<unsigned long long>(restored), static_cast<unsigned long long>(missing));

@@ -81,13 +81,16 @@ class Stepper {
         report.manifest = cache::ManifestDigest(record->outputs);
         Notice(fmt::format("restored from {}",
                            record->origin.empty() ? "cache" : "remote cache " + record->origin));
-      } else if (s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) {
+      } else if ((s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) &&
+                 !options_.restore_only) {
         Notice(fmt::format("{}; rebuilding", s.message()));
         BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
         report.outcome = StepOutcome::kRan;
       } else {
         return s;
       }
+    } else if (options_.restore_only) {
+      return Errorf(ErrorCode::kNotFound, "no cache holds its key {}", key.Hex());
     } else {
       BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
       report.outcome = StepOutcome::kRan;
@@ -95,7 +98,7 @@ class Stepper {
     BM_TRY(WriteOutStamp(ws_, target_, report.manifest));
     report.seconds = Since(start);
     if (report.outcome == StepOutcome::kRan) Notice(fmt::format("ran in {:.2f}s", report.seconds));
-    BM_TRY(MeasureMore(key, report));
+    if (!options_.restore_only) BM_TRY(MeasureMore(key, report));
     return report;
   }
 

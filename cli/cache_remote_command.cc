@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 
 #include "base/nearest_name.h"
+#include "cache/run_health.h"
 #include "cache/usage_stats.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -49,6 +51,13 @@ Result<std::vector<std::string>> Select(const std::vector<engine::TargetInspecti
   return out;
 }
 
+// One run for every Cache this command opens (inspection, each target): a
+// remote found dead is reported once and not asked again (cache/run_health.h).
+void StartRun() {
+  if (std::getenv("BENCHMAKE_RUN_ID") == nullptr)
+    ::setenv("BENCHMAKE_RUN_ID", cache::RunHealth::NewRunId().c_str(), 1);
+}
+
 std::string Size(uint64_t bytes) {
   if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", bytes / double(1ull << 30));
   if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
@@ -76,6 +85,7 @@ const CommandSpec& CachePushSpec() {
 }
 
 Status CachePushCommand(const ParsedArgs& args) {
+  StartRun();
   BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
@@ -127,6 +137,7 @@ const CommandSpec& CachePullSpec() {
 }
 
 Status CachePullCommand(const ParsedArgs& args) {
+  StartRun();
   BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,

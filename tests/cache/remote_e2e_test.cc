@@ -338,6 +338,8 @@ TEST_F(RemoteE2eTest, PushThenPullWithoutRunning) {
   a_.remote = remote_ + "|remote_timeout=abc";
   RunResult typo = a_.Benchmake("cache push");
   EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_EQ(Count(typo.output, "warning:"), 1u) << "one process, one run: one warning\n"
+                                                << typo.output;
   EXPECT_NE(typo.output.find("error: pushing gen: the remote cache could not be set up: "
                              "BENCHMAKE_REMOTE_CACHE: remote_timeout must be a number, not 'abc'"),
             std::string::npos)

@@ -173,6 +173,9 @@ Result<uint64_t> ParseSize(std::string_view text) {
   else if (!unit.empty())
     return Errorf(ErrorCode::kInvalidArgument, "bad size unit in '{}' (K, M, G, T)", text);
   if (value < 0) return Errorf(ErrorCode::kInvalidArgument, "negative size '{}'", text);
+  if (!std::isfinite(value) || value * mult >= 9.2e18) {
+    return Errorf(ErrorCode::kInvalidArgument, "bad size '{}' (e.g. 10G, 512M)", text);
+  }
   return static_cast<uint64_t>(std::llround(value * mult));
 }
 

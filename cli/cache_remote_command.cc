@@ -159,7 +159,9 @@ Status CachePullCommand(const ParsedArgs& args) {
     } else if (it->staleness.verdict == engine::Verdict::kUpToDate) {
       continue;
     } else if (it->staleness.verdict != engine::Verdict::kRestore) {
-      why = std::string(engine::VerdictName(it->staleness.verdict));
+      why = it->staleness.verdict == engine::Verdict::kRun
+                ? "no cache holds its key"
+                : std::string(engine::VerdictName(it->staleness.verdict));
     } else {
       Result<engine::StepReport> r = engine::RunStep(ws, t, options);
       if (r.ok()) {

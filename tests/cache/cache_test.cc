@@ -240,6 +240,12 @@ TEST(SizeTest, ParsesUnits) {
   EXPECT_EQ(*ParseSize("100"), 100u);
   EXPECT_FALSE(ParseSize("ten").ok());
   EXPECT_FALSE(ParseSize("5X").ok());
+  // strtod reads these; no size is meant (and llround of them is undefined).
+  for (const char* bad : {"nan", "inf", "-inf", "1e30", "20E"}) {
+    Result<uint64_t> r = ParseSize(bad);
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(*ParseSize("1T"), 1ull << 40);
 }
 
 TEST(DefaultCacheDirTest, EnvironmentOrder) {

@@ -116,8 +116,11 @@ Result<VerifyReport> Verify(LocalStore& store) {
         problem = "record is for key " + r->key.Hex();
     }
     if (!problem.empty()) {
-      (void)fs.Remove(e.path);
-      report.evicted.push_back(e.path + ": " + problem);
+      Status removed = fs.Remove(e.path);
+      if (removed.ok())
+        report.evicted.push_back(e.path + ": " + problem);
+      else
+        report.not_evicted.push_back(e.path + ": " + problem + " (" + removed.message() + ")");
     }
   }
   return report;

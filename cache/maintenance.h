@@ -25,7 +25,8 @@ struct StoreStats {
 
 struct VerifyReport {
   uint64_t checked = 0;
-  std::vector<std::string> evicted;  // paths, with what was wrong
+  std::vector<std::string> evicted;      // paths, with what was wrong
+  std::vector<std::string> not_evicted;  // corrupt too, but removing failed (read-only cache)
 };
 
 struct GcReport {

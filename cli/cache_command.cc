@@ -72,10 +72,17 @@ Status CacheVerifyCommand(const ParsedArgs& args) {
   cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
   BM_ASSIGN_OR_RETURN(cache::VerifyReport r, cache::Verify(store));
   for (const std::string& e : r.evicted) std::printf("corrupt, evicted: %s\n", e.c_str());
+  for (const std::string& e : r.not_evicted) std::printf("corrupt, NOT evicted: %s\n", e.c_str());
+  size_t corrupt = r.evicted.size() + r.not_evicted.size();
   std::printf("checked %llu entries, %zu corrupt\n", static_cast<unsigned long long>(r.checked),
-              r.evicted.size());
-  if (!r.evicted.empty())
-    return Errorf(ErrorCode::kCorrupt, "{} corrupt cache entries evicted", r.evicted.size());
+              corrupt);
+  if (!r.not_evicted.empty()) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "{} corrupt cache entries, {} of them still in place (the cache directory is "
+                  "not writable); builds refuse them, but remove them or fix the permissions",
+                  corrupt, r.not_evicted.size());
+  }
+  if (corrupt > 0) return Errorf(ErrorCode::kCorrupt, "{} corrupt cache entries evicted", corrupt);
   return Status::Ok();
 }
 

@@ -138,6 +138,21 @@ TEST_F(CacheTest, VerifyFindsCorruption) {
   EXPECT_EQ(s->blobs, 0u);
 }
 
+TEST_F(CacheTest, VerifyDoesNotCallACorruptEntryEvictedWhenItCouldNotRemoveIt) {
+  // A read-only cache directory (as any user but root sees it).
+  Digest d = *cache_.PutBytes("x");
+  std::string blob = cache_.local().PathOf(Namespace::kCas, d);
+  fs_.CorruptInPlace(blob, "y");
+  fs_.FailRemovesMatching("/cache/cas/");
+  Result<VerifyReport> r = Verify(cache_.local());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->evicted.empty());
+  ASSERT_EQ(r->not_evicted.size(), 1u);
+  EXPECT_NE(r->not_evicted[0].find(blob), std::string::npos) << r->not_evicted[0];
+  EXPECT_NE(r->not_evicted[0].find("Permission denied"), std::string::npos) << r->not_evicted[0];
+  EXPECT_TRUE(fs_.Exists(blob));
+}
+
 // A remote in memory; `fail` makes every call fail with that code.
 class FakeRemote : public RemoteBackend {
  public:

@@ -104,6 +104,8 @@ Result<std::vector<std::string>> MemoryFilesystem::ListDir(const std::string& pa
 
 Status MemoryFilesystem::Remove(const std::string& path) {
   std::lock_guard lock(mu_);
+  if (!fail_removes_.empty() && Norm(path).find(fail_removes_) != std::string::npos)
+    return Errorf(ErrorCode::kIo, "removing {}: Permission denied (injected)", Norm(path));
   if (files_.erase(Norm(path))) TouchParentLocked(Norm(path));
   return Status::Ok();
 }

@@ -6,6 +6,8 @@
 //
 // Failure injection: FailWritesMatching(substring) makes WriteFileAtomic fail
 // for matching paths (before the rename: the old file stays intact).
+// FailRemovesMatching(substring): Remove of a matching path fails (kIo), as in
+// a read-only directory, and the file stays.
 // VanishAfterRenameTo(substring): a file renamed to a matching path is gone
 // right after the rename succeeds, as if another process (`cache gc`) removed it.
 //
@@ -48,6 +50,7 @@ class MemoryFilesystem : public Filesystem {
   std::string Read(const std::string& path);  // "" when missing
   void FailWritesMatching(std::string substring) { fail_writes_ = std::move(substring); }
   void VanishAfterRenameTo(std::string substring) { vanish_ = std::move(substring); }
+  void FailRemovesMatching(std::string substring) { fail_removes_ = std::move(substring); }
   int hash_count(const std::string& path);
 
  private:
@@ -72,6 +75,7 @@ class MemoryFilesystem : public Filesystem {
   int temp_counter_ = 0;
   std::string fail_writes_;
   std::string vanish_;
+  std::string fail_removes_;
   std::map<std::string, int> hash_counts_;
 };
 

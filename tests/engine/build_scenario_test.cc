@@ -124,6 +124,17 @@ TEST_F(BuildScenarioTest, CacheGcBesideTheBuildDoesNotFailAStepThatRan) {
   EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
 }
 
+TEST_F(BuildScenarioTest, CacheGcTakingTheRecordOfAMeasuredStepDoesNotFailTheBuild) {
+  // A measured step reads its record back after running (rounds, remeasure).
+  ::setenv("BENCHMAKE_PLATFORM", R"({"gpu_name":"H100","gpu_count":8})", 1);
+  SetBenchfile("[target.speed]\nrule = \"measure\"\n");
+  fs_.VanishAfterRenameTo("/cache/ac/");
+  InProcessSummary first = Build();
+  EXPECT_EQ(first.ran, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  EXPECT_TRUE(fs_.Exists("/ws/out/speed/result.txt"));
+}
+
 TEST_F(BuildScenarioTest, FirstBuildRunsEveryStepOnceSecondRunsNone) {
   SetBenchfile(kPipeline);
   InProcessSummary first = Build();

@@ -52,6 +52,10 @@ class Filesystem {
   // Hard link `from` at `to`; copies when linking is impossible (another
   // filesystem). `to` must not exist.
   virtual Status LinkOrCopy(const std::string& from, const std::string& to) = 0;
+  // Copies the bytes of `from` into a new file `to` (never a link) of mode
+  // 0444, or 0555 when `executable`: an output whose mode differs from the
+  // cached blob's. `to` must not exist; on failure nothing is left at `to`.
+  virtual Status CopyReadOnly(const std::string& from, const std::string& to, bool executable) = 0;
   virtual Status SetReadOnly(const std::string& path) = 0;
   virtual Status SetExecutable(const std::string& path) = 0;
   virtual Status Touch(const std::string& path) = 0;  // mtime := now (LRU bookkeeping)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -38,6 +39,10 @@ struct Active {
   std::string error_text;
   Status callback_status;  // what a Sink/Source/OnResponse returned, if it failed
   char errbuf[CURL_ERROR_SIZE] = {0};
+  // The stall check (ClientOptions::stall_seconds): when bytes last moved.
+  double stall_seconds = 0;
+  curl_off_t moved = -1;
+  std::chrono::steady_clock::time_point last_move = std::chrono::steady_clock::now();
 
   ~Active() {
     if (easy != nullptr) curl_easy_cleanup(easy);
@@ -140,6 +145,19 @@ int OnProgress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ulto
                curl_off_t ulnow) {
   Active& a = *static_cast<Active*>(user);
   Transfer& t = *a.t;
+  // libcurl's own speed check averages over several seconds, so a body that
+  // stops after a burst would run on that long; this one counts from the last byte.
+  auto now = std::chrono::steady_clock::now();
+  if (dlnow + ulnow != a.moved) {
+    a.moved = dlnow + ulnow;
+    a.last_move = now;
+  } else if (a.stall_seconds > 0 &&
+             std::chrono::duration<double>(now - a.last_move).count() >= a.stall_seconds) {
+    a.callback_status = Errorf(ErrorCode::kTimeout, "{}: timed out: no bytes moved for {:g} s",
+                               t.url, a.stall_seconds);
+    return 1;  // aborts the transfer
+  }
+  if (!t.progress) return 0;
   if (t.method == Method::kPut) {
     t.progress(static_cast<uint64_t>(ulnow), static_cast<uint64_t>(ultotal));
   } else {
@@ -296,7 +314,8 @@ struct Client::Impl {
       a.headers = curl_slist_append(a.headers, h.c_str());
     }
     if (a.headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, a.headers);
-    if (t.progress) {
+    a.stall_seconds = o.stall_seconds;
+    if (t.progress || o.stall_seconds > 0) {
       curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
       curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, OnProgress);
       curl_easy_setopt(e, CURLOPT_XFERINFODATA, &a);

@@ -13,7 +13,8 @@
 //   kNotFound      HTTP 404 or 410, or a file:// path that does not exist
 //   kUnavailable   DNS, connect or TLS failure; the message names which
 //   kTimeout       connect timeout, total timeout, or a stall (below
-//                  stall_bytes_per_second for stall_seconds)
+//                  stall_bytes_per_second for stall_seconds, or no byte
+//                  moving for stall_seconds)
 //   kCorrupt       a truncated body (fewer bytes than Content-Length)
 //   kFailed        any other HTTP status >= 400 ("HTTP 403 ..." with the code),
 //                  or another libcurl failure
@@ -46,6 +47,8 @@ struct ClientOptions {
   std::string client_cert;
   std::string client_key;
   // Limits. A transfer slower than stall_bytes_per_second for stall_seconds
+  // (libcurl's check, over its average speed), or on which no byte moved for
+  // stall_seconds (counted from the last byte, however fast the ones before),
   // fails with kTimeout; total_timeout_seconds = 0 means no overall limit.
   double connect_timeout_seconds = 10;
   long stall_bytes_per_second = 1;

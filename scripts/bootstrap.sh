@@ -22,6 +22,9 @@ packages=(
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.
   packages+=(xxhash nginx python3 openssl curl zstd xz-utils)
+  # The other WebDAV servers the remote cache is checked against
+  # (tests/cache/webdav_servers_test.cc, docs/REMOTE_CACHE.md "Other servers").
+  packages+=(apache2 lighttpd lighttpd-mod-webdav)
   # examples/make_samples.py writes the Paddle sample with NumPy (tests/examples).
   packages+=(python3-numpy)
   # The image tests compare with Pillow run at test time (tests/support/pil_images.py).

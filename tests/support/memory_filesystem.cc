@@ -104,6 +104,8 @@ Result<std::vector<std::string>> MemoryFilesystem::ListDir(const std::string& pa
 
 Status MemoryFilesystem::Remove(const std::string& path) {
   std::lock_guard lock(mu_);
+  if (!fail_removes_.empty() && Norm(path).find(fail_removes_) != std::string::npos)
+    return Errorf(ErrorCode::kIo, "removing {}: Permission denied (injected)", Norm(path));
   if (files_.erase(Norm(path))) TouchParentLocked(Norm(path));
   return Status::Ok();
 }
@@ -133,6 +135,7 @@ Status MemoryFilesystem::Rename(const std::string& from, const std::string& to) 
     files_.erase(f);
     TouchParentLocked(f);
     TouchParentLocked(t);
+    if (!vanish_.empty() && t.find(vanish_) != std::string::npos) files_.erase(t);
     return Status::Ok();
   }
   if (IsDirLocked(f)) {
@@ -171,6 +174,25 @@ Status MemoryFilesystem::LinkOrCopy(const std::string& from, const std::string& 
   if (!IsDirLocked(DirName(t)))
     return Errorf(ErrorCode::kNotFound, "linking to {}: no such directory", t);
   files_[t] = it->second;
+  TouchParentLocked(t);
+  return Status::Ok();
+}
+
+Status MemoryFilesystem::CopyReadOnly(const std::string& from, const std::string& to,
+                                      bool executable) {
+  std::lock_guard lock(mu_);
+  std::string f = Norm(from), t = Norm(to);
+  auto it = files_.find(f);
+  if (it == files_.end()) return Errorf(ErrorCode::kNotFound, "copying {}: no such file", f);
+  if (files_.count(t)) return Errorf(ErrorCode::kAlreadyExists, "copying to {}: exists", t);
+  if (!IsDirLocked(DirName(t)))
+    return Errorf(ErrorCode::kNotFound, "copying to {}: no such directory", t);
+  auto copy = std::make_shared<File>(*it->second);
+  copy->inode = next_inode_++;
+  copy->mtime = ++clock_;
+  copy->read_only = true;
+  copy->executable = executable;
+  files_[t] = copy;
   TouchParentLocked(t);
   return Status::Ok();
 }

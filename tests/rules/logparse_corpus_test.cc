@@ -3415,6 +3415,48 @@ TEST(Corpus, TrainerTrainMetricsBlockWithoutTheClosingDict) {
   EXPECT_TRUE(r->Note("does not state logging_steps"));
 }
 
+TEST(Corpus, TrainerSummaryGivesTheDataParallelRanks) {
+  // The same log: "Total train batch size (w. parallel, distributed & accumulation) = 16" (line
+  // 5) is 1 per device (line 4) x 8 accumulation steps (line 6) x 2 data-parallel ranks, the two
+  // XPUs. Was dp 1 and no devices: with mpe set, no token/p/s per device ("set layout").
+  Result<Read> r = ReadLog("trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log",
+                           "trainer", {{"mpe", 1024}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->log.facts.count("dp"));
+  EXPECT_EQ(r->log.facts.at("dp").value, 2);
+  EXPECT_EQ(r->log.facts.at("dp").line, 5);
+  EXPECT_EQ(r->m()["config"]["dp"], 2);
+  EXPECT_EQ(r->m()["config"]["devices"], 2);
+  EXPECT_EQ(r->m()["config"]["layout"], "TP1PP1DP2");
+  // Line 85's block: train_samples_per_second = 5.881 over both devices, 1024 tokens a sample.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 5.881 * 1024 / 2);
+  EXPECT_TRUE(
+      r->Note(":5: 2 data-parallel ranks: the total train batch size 16 / (1 per device x "
+              "8 accumulation steps)"));
+}
+
+TEST(Corpus, TrainerLlamaFactoryZero3FourGpusSummaryAndBars) {
+  // LLaMA-Factory (transformers' Trainer on DeepSpeed ZeRO-3, steps_per_print inf: no engine
+  // lines) on 4 GPUs, 2026-01-27: the summary (lines 1-8), swanlab's lines, tqdm's bars one a
+  // line and five dicts, logging_steps 10 (0.09 epochs of 339 / 3 = 113 steps: 10 steps).
+  Result<Read> r = ReadLog("trainer_llamafactory_zero3_4gpu_summary_bars_2026.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50}));  // bars 10/339 .. 50/339
+  EXPECT_EQ(r->Loss(10), 1.2447);                                     // line 25
+  EXPECT_EQ(r->Loss(50), 1.2416);                                     // line 81
+  EXPECT_EQ(*r->At(20)->grad_norm, 10.782591273111295);               // line 39
+  EXPECT_DOUBLE_EQ(r->m()["loss"]["final"].get<double>(),
+                   (1.2447 + 1.1635 + 1.2151 + 1.27 + 1.2416) / 5);
+  // Lines 4-6: 8 = 1 per device x 2 accumulation steps x 4 ranks. Was dp 1, layout TP1PP1DP1.
+  EXPECT_EQ(r->m()["config"]["gbs"], 8);
+  EXPECT_EQ(r->m()["config"]["lbs"], 1);
+  EXPECT_EQ(r->m()["config"]["gas"], 2);
+  EXPECT_EQ(r->m()["config"]["dp"], 4);
+  EXPECT_EQ(r->m()["config"]["devices"], 4);
+  EXPECT_EQ(r->m()["config"]["layout"], "TP1PP1DP4");
+}
+
 TEST(Corpus, TrainerGrpoBarAndDictWrappedAt80Columns) {
   // A terminal UI word-wrapped `tail -f` of a GRPO run at 80 columns: each bar with its dict glued
   // after it spreads over twelve lines (1-12, 13-24). Read joined, the bars number them: 239

@@ -56,7 +56,8 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // benchmark line (`global step N / M, ..., avg_batch_cost: s sec, ..., max_mem_reserved: R MB`) is
 // a paddle step line, timed by avg_batch_cost, its memory in MiB. 7: the Trainer's summary gives
 // the data-parallel ranks (total train batch size / (per device x accumulation steps)), so
-// config.dp and devices, and with them token/p/s per device.
+// config.dp and devices, and with them token/p/s per device; dicts numbered by the tqdm bar of
+// their step are timed by its elapsed time.
 inline constexpr int kLogReadingVersion = 7;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,

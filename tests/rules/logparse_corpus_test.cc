@@ -3043,8 +3043,9 @@ TEST(Corpus, TrainerMsSwiftJsonlEvalBetweenRecordsIsNoStepTime) {
   EXPECT_EQ(r->At(1400)->span, 200);
   EXPECT_FALSE(r->At(1400)->ms);
   EXPECT_TRUE(
-      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: the dicts' "
-              "elapsed time does not time the steps of 1 record(s)"));
+      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: the elapsed time of "
+              "the dicts (or of the progress bars before them) does not time the steps of 1 "
+              "record(s)"));
   EXPECT_TRUE(r->Note("(line 3) came between them"));
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 64.64 * kGiB);
   ASSERT_EQ(r->log.evals.size(), 2u);
@@ -3226,8 +3227,9 @@ TEST(Corpus, LlamaFactoryJsonlEvaluationBetweenRecordsTimesNoStep) {
   EXPECT_EQ(r->log.evals[0].value, 0.3004102110862732);
   EXPECT_FALSE(r->At(1355)->ms);
   EXPECT_TRUE(
-      r->Note("trainer_llamafactory_jsonl_eval_between_records.log:3: the dicts' elapsed "
-              "time does not time the steps of 1 record(s)"));
+      r->Note("trainer_llamafactory_jsonl_eval_between_records.log:3: the elapsed time of the "
+              "dicts (or of the progress bars before them) does not time the steps of 1 "
+              "record(s)"));
   EXPECT_TRUE(r->m()["throughput"]["step_ms_median"].is_null());
 }
 
@@ -3455,6 +3457,43 @@ TEST(Corpus, TrainerLlamaFactoryZero3FourGpusSummaryAndBars) {
   EXPECT_EQ(r->m()["config"]["dp"], 4);
   EXPECT_EQ(r->m()["config"]["devices"], 4);
   EXPECT_EQ(r->m()["config"]["layout"], "TP1PP1DP4");
+}
+
+TEST(Corpus, TrainerStepsTimedByTheBarsBeforeTheirDicts) {
+  // The same log: each dict follows the bar of its step, whose {elapsed} is the time since
+  // training began (whole seconds): 10/339 [00:14<...] (line 23), 20/339 [00:24<...] (37),
+  // 30/339 [00:33<...] (51), 40/339 [00:41<...] (65), 50/339 [00:50<...] (79). Each record's
+  // steps took the difference over its 10 steps; the first has no bar before it to count from.
+  // The sequence length is not in the log: 1024 set here. Was untimed ("times no step").
+  Result<Read> r =
+      ReadLog("trainer_llamafactory_zero3_4gpu_summary_bars_2026.log", "auto", {{"mpe", 1024}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->At(10)->ms);
+  EXPECT_DOUBLE_EQ(*r->At(20)->ms, (24 - 14) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(30)->ms, (33 - 24) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(40)->ms, (41 - 33) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(50)->ms, (50 - 41) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["step_ms_median"].get<double>(), 900.0);
+  // Steps 11-50: 40 x 8 samples x 1024 tokens over 50 - 14 = 36 s, on 4 devices.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 40 * 8 * 1024 / 36.0 / 4);
+}
+
+TEST(Corpus, TrainerBarsTimeHoursAndSkipTheLastBar) {
+  // TRL GRPO's bars with hours, `239/400 [1:33:46<...]` (line 1) and `240/400 [1:34:00<...]`
+  // (line 13): step 240 took 14 s. TRL SFT's bars 1/16 [01:18<...] .. 12/16 [02:15<...]
+  // (lines 2-14) time steps 2-12; the last, 16/16 (line 17), is the bar tqdm closes with, which
+  // numbers no dict, so step 16 (numbered by its epoch) stays untimed.
+  Result<Read> grpo = ReadLog("trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "auto");
+  ASSERT_TRUE(grpo.ok()) << grpo.status().message();
+  EXPECT_FALSE(grpo->At(239)->ms);
+  EXPECT_DOUBLE_EQ(*grpo->At(240)->ms, 14000.0);
+  Result<Read> sft = ReadLog("trainer_trl_gptoss_bars_epoch.log", "trainer");
+  ASSERT_TRUE(sft.ok()) << sft.status().message();
+  EXPECT_DOUBLE_EQ(*sft->At(2)->ms, (83 - 78) * 1000.0);
+  EXPECT_DOUBLE_EQ(*sft->At(4)->ms, (94 - 83) * 1000.0 / 2);
+  EXPECT_DOUBLE_EQ(*sft->At(8)->ms, (116 - 94) * 1000.0 / 4);
+  EXPECT_DOUBLE_EQ(*sft->At(12)->ms, (135 - 116) * 1000.0 / 4);
+  EXPECT_FALSE(sft->At(16)->ms);
 }
 
 TEST(Corpus, TrainerGrpoBarAndDictWrappedAt80Columns) {

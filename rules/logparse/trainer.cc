@@ -107,25 +107,6 @@ void TakeMetricsBlock(std::string_view name, TrainerMetricsBlock& block, Trainer
       name, b->line));
 }
 
-// The summary states no device count, but its total train batch size is the per-device batch x
-// the accumulation steps x the data-parallel ranks (Trainer.get_total_train_batch_size:
-// world_size // (TP x CP x SP)), so DP = total / (per device x accumulation) where the three are
-// stated and unsloth's banner did not say it (`Data Parallel GPUs`).
-void DataParallelFromSummary(std::string_view name, ParsedLog& log) {
-  if (log.facts.count("dp")) return;
-  auto gbs = log.facts.find("gbs"), lbs = log.facts.find("lbs"), gas = log.facts.find("gas");
-  if (gbs == log.facts.end() || lbs == log.facts.end() || gas == log.facts.end()) return;
-  if (!(lbs->second.value >= 1 && gas->second.value >= 1)) return;
-  const double dp = gbs->second.value / (lbs->second.value * gas->second.value);
-  if (!(dp >= 1) || dp != std::floor(dp)) return;
-  SetFact(log, "dp", dp, gbs->second.line);
-  log.notes.push_back(fmt::format(
-      "{}:{}: {} data-parallel ranks: the total train batch size {} / ({} per device x {} "
-      "accumulation steps); the devices are taken to be these ranks (a run that also splits the "
-      "model, tensor, context or sequence parallel, has more: set layout)",
-      name, gbs->second.line, dp, gbs->second.value, lbs->second.value, gas->second.value));
-}
-
 }  // namespace
 
 bool IsTrainerDictLine(std::string_view line) {
@@ -187,7 +168,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.lines = read.lines;
   BM_TRY(error);
   TakeMetricsBlock(name, block, dicts, steps, log, true);  // a block that ends the log
-  DataParallelFromSummary(name, log);
+  DataParallelFromTotalBatch(log, name);                   // the summary states no device count
   if (read.joined > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} Trainer dict(s) hard-wrapped over several lines (a terminal copy) read joined",

@@ -1294,6 +1294,28 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_EQ(r->m()["eval"]["step"], 100);
 }
 
+TEST(Corpus, PaddleNlpSummaryGivesTheDataParallelRanks) {
+  // The same log: "Total train batch size (w. parallel, distributed & accumulation) = 8" (line 5)
+  // is 8 per device (line 4) x 1 accumulation step (line 6) x 1 rank (PaddleNLP's
+  // dataset_world_size). Was no lbs, gas or devices: with mpe set, no token/p/s per device.
+  Result<Read> r = ReadLog("paddlenlp24_trainer_interval10_eval.log", "auto", {{"mpe", 512}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["config"]["lbs"], 8);
+  EXPECT_EQ(r->m()["config"]["gas"], 1);
+  EXPECT_EQ(r->m()["config"]["dp"], 1);
+  EXPECT_EQ(r->m()["config"]["devices"], 1);
+  EXPECT_EQ(r->log.facts.at("dp").line, 5);
+  // Steps 11-130 (after PaddleNLP's 10 warm-up steps): 120 x 8 samples x 512 tokens over the
+  // records' 10 / interval_steps_per_second (lines 10-31), step 110's less its evaluation.
+  double s = 10 / 0.508 * (1 - 12.0756 / 19.6886);
+  for (double ips : {6.463, 6.452, 6.465, 6.422, 6.405, 6.472, 6.496, 6.45, 6.459, 6.476, 6.501})
+    s += 10 / ips;
+  EXPECT_NEAR(r->PerDevice(), 120 * 8 * 512 / s, 1e-9 * 120 * 8 * 512 / s);
+  EXPECT_TRUE(
+      r->Note(":5: 1 data-parallel ranks: the total train batch size 8 / (8 per device x "
+              "1 accumulation steps)"));
+}
+
 TEST(Corpus, PaddleNlpFp16OptimizerNotRunIsASkippedStep) {
   // The Trainer's `optimizer not run, scale_before: 0.25, scale_after: 0.125` warning (lines 1
   // and 3) comes from the step whose gradients overflowed (trainer.py: the scaler found inf, the

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,18 +42,24 @@ class ProgressLine {
   ~ProgressLine() {
     if (shown_) std::cerr << "\n";
   }
-  void Update(uint64_t base, uint64_t so_far, uint64_t total) {
+  // `position` and `total` are offsets in the whole file, as http::Progress
+  // reports them (a resumed transfer starts at the kept part's end); `start`
+  // is where this transfer began, so the rate counts only its own bytes.
+  void Update(uint64_t start, uint64_t position, uint64_t total) {
     if (!enabled_) return;
     const auto now = Clock::now();
     if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
     last_ = now;
     shown_ = true;
+    position = std::max(position, start);  // before the response, the client reports 0
     const double secs = std::chrono::duration<double>(now - start_).count();
-    const double rate = secs > 0 ? so_far / secs : 0;
-    std::string line = fmt::format("\r{}: {}", name_, HumanBytes(base + so_far));
-    if (total > 0) line += " / " + HumanBytes(base + total);
+    const double rate = secs > 0 ? (position - start) / secs : 0;
+    std::string line = fmt::format("\r{}: {}", name_, HumanBytes(position));
+    if (total > 0) line += " / " + HumanBytes(total);
     line += fmt::format("  {}/s", HumanBytes(rate));
-    if (total > so_far && rate > 0) line += fmt::format("  ETA {:.0f} s", (total - so_far) / rate);
+    if (total > position && rate > 0) {
+      line += fmt::format("  ETA {:.0f} s", (total - position) / rate);
+    }
     std::cerr << line << "   " << std::flush;
   }
 

@@ -47,9 +47,10 @@ class DownloadTest : public ::testing::Test {
   }
   void TearDown() override { bm::testing::RemoveTree(root_); }
 
-  void StartNginx(const std::string& token = "") {
+  void StartNginx(const std::string& token = "", const std::string& extra = "") {
     bm::testing::NginxOptions options;
     options.token = token;
+    options.extra = extra;
     auto server = NginxServer::Start(options);
     if (!server.ok() && server.status().code() == ErrorCode::kUnsupported) {
       GTEST_SKIP() << server.status().message();
@@ -79,6 +80,7 @@ class DownloadTest : public ::testing::Test {
     ctx.resume_dir = root_ + "/resume";
     ctx.scratch_dir = root_ + "/scratch";
     ctx.log = &log_;
+    ctx.interactive = interactive_;
     return rule->Run(ctx);
   }
 
@@ -88,6 +90,7 @@ class DownloadTest : public ::testing::Test {
   std::string root_;
   std::unique_ptr<NginxServer> nginx_;
   std::ostringstream log_;
+  bool interactive_ = false;  // the progress line on stderr
 };
 
 TEST_F(DownloadTest, NormalDownloadWithPinnedSha256) {
@@ -144,6 +147,31 @@ TEST_F(DownloadTest, ResumesATruncatedTransfer) {
   EXPECT_EQ(second->metrics["resumed_from"], 1000);
   EXPECT_EQ(Out("blob.bin"), data);
   EXPECT_FALSE(fs::exists(root_ + "/resume/blob.bin.part"));
+}
+
+// A resumed download's progress line counts the kept bytes once: 1 MiB kept
+// plus 1 MiB fetched is "2.0 MiB / 2.0 MiB" at the end, as wget -c shows it
+// (it used to read "... / 3.0 MiB", the kept part added twice).
+TEST_F(DownloadTest, ResumedProgressCountsTheKeptBytesOnce) {
+  StartNginx("", "limit_rate 512k;");  // about 1 s for the rest: several progress lines
+  const std::string data = RandomBytes(2 << 20, 7);
+  const std::string url = Serve("ckpt.bin", data);
+  WriteFile(root_ + "/resume/ckpt.bin.part", data.substr(0, 1 << 20));
+  interactive_ = true;
+  ::testing::internal::CaptureStderr();
+  auto r = Download({{"url", url}, {"sha256", Sha256Hex(data)}});
+  const std::string progress = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["resumed_from"], 1 << 20);
+  EXPECT_EQ(Out("ckpt.bin"), data);
+  std::stringstream lines(progress);
+  int with_total = 0;
+  for (std::string line; std::getline(lines, line, '\r');) {
+    if (line.find(" / ") == std::string::npos) continue;
+    ++with_total;
+    EXPECT_NE(line.find(" / 2.0 MiB "), std::string::npos) << line;
+  }
+  EXPECT_GT(with_total, 0) << "[" << progress << "]" << log_.str();
 }
 
 TEST_F(DownloadTest, NotFoundFailsAtOnceAndLeavesNothing) {

@@ -64,6 +64,10 @@ void ReadResponseHead(Active& a) {
   curl_off_t length = -1;
   curl_easy_getinfo(a.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   r.content_length = length;
+  curl_off_t retry_after = 0;
+  if (curl_easy_getinfo(a.easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK) {
+    r.retry_after_seconds = retry_after;
+  }
   // file:// honours the range; HTTP does only when it answers 206.
   bool ranged = r.status == 206 || (a.file_url && a.t->range_start > 0);
   r.body_offset = ranged ? a.t->range_start : 0;

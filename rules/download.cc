@@ -71,6 +71,9 @@ class ProgressLine {
   Clock::time_point last_;
 };
 
+// A server's Retry-After is waited for up to this long (curl waits any time).
+constexpr double kMaxRetryAfterSeconds = 600;
+
 bool IsTransient(const Status& status, long http_status) {
   switch (status.code()) {
     case ErrorCode::kUnavailable:
@@ -92,7 +95,7 @@ uint64_t FileSize(const std::string& path) {
 
 // One GET of url from the partial file's end into it.
 Status FetchOnce(http::Client& client, const std::string& url, const std::string& part,
-                 ProgressLine& progress, long* http_status) {
+                 ProgressLine& progress, http::Response* response) {
   const uint64_t offset = FileSize(part);
   std::FILE* f = std::fopen(part.c_str(), "ab");
   if (f == nullptr) return Errorf(ErrorCode::kIo, "cannot open {}", part);
@@ -115,7 +118,7 @@ Status FetchOnce(http::Client& client, const std::string& url, const std::string
   };
   t.progress = [&](uint64_t so_far, uint64_t total) { progress.Update(base, so_far, total); };
   Status st = client.Run(t);
-  *http_status = t.response.status;
+  *response = t.response;
   if (std::fclose(f) != 0 && st.ok()) st = Errorf(ErrorCode::kIo, "cannot write {}", part);
   return st;
 }
@@ -246,9 +249,10 @@ class DownloadRule final : public engine::Rule {
     int attempts = 0;
     for (;;) {
       ++attempts;
-      long http_status = 0;
-      Status st = FetchOnce(client, url, part, progress, &http_status);
+      http::Response response;
+      Status st = FetchOnce(client, url, part, progress, &response);
       if (st.ok()) break;
+      const long http_status = response.status;
       if (http_status == 416) {  // the partial file is not a prefix we can extend
         fs::remove(part);
         st = Errorf(ErrorCode::kCorrupt, "the server refused to resume (HTTP 416)");
@@ -258,7 +262,11 @@ class DownloadRule final : public engine::Rule {
         return st.WithContext(
             fmt::format("download {} (attempt {} of {})", url, attempts, retries + 1));
       }
-      const double wait = delay * static_cast<double>(1 << std::min(attempts - 1, 10));
+      double wait = delay * static_cast<double>(1 << std::min(attempts - 1, 10));
+      if (http_status == 429 || http_status == 503) {  // the server says how long to wait
+        wait = std::max(wait, std::min(static_cast<double>(response.retry_after_seconds),
+                                       kMaxRetryAfterSeconds));
+      }
       log << fmt::format("download: {} (attempt {}); retrying in {:.1f} s\n", st.message(),
                          attempts, wait);
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));

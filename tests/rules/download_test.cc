@@ -174,6 +174,22 @@ TEST_F(DownloadTest, ResumedProgressCountsTheKeptBytesOnce) {
   EXPECT_GT(with_total, 0) << "[" << progress << "]" << log_.str();
 }
 
+// 429 and 503 answers with Retry-After wait that long before the next try,
+// as curl --retry does, rather than retry_delay_s.
+TEST_F(DownloadTest, RetryAfterIsHonoured) {
+  RawHttpServer limited(
+      "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 4\r\n\r\nslow", false);
+  ASSERT_TRUE(limited.status().ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = Download({{"url", limited.Url("/m.bin")}, {"retries", 1}, {"retry_delay_s", 0.01}});
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("HTTP 429"), std::string::npos) << r.status().message();
+  EXPECT_EQ(limited.connections(), 2);
+  EXPECT_GE(elapsed, std::chrono::milliseconds(950));
+  EXPECT_NE(log_.str().find("retrying in 1.0 s"), std::string::npos) << log_.str();
+}
+
 TEST_F(DownloadTest, NotFoundFailsAtOnceAndLeavesNothing) {
   StartNginx();
   auto r = Download({{"url", nginx_->Url("/cache/missing.bin")}, {"retries", 3}});

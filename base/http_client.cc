@@ -27,6 +27,22 @@ void GlobalInit() {
 
 bool IsFileUrl(const std::string& url) { return url.rfind("file://", 0) == 0; }
 
+// libcurl reads a file:// directory as an empty body, which would pass for a
+// downloaded empty file; refuse it instead.
+Status CheckNotDirectory(const std::string& url) {
+  std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), curl_url_cleanup);
+  char* path = nullptr;
+  if (u == nullptr || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK ||
+      curl_url_get(u.get(), CURLUPART_PATH, &path, CURLU_URLDECODE) != CURLUE_OK) {
+    return Status::Ok();  // a malformed URL: libcurl's own error follows
+  }
+  struct stat st;
+  const bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  curl_free(path);
+  if (dir) return Errorf(ErrorCode::kInvalidArgument, "{}: is a directory, not a file", url);
+  return Status::Ok();
+}
+
 // The state of one running transfer; libcurl's callbacks receive it.
 struct Active {
   Transfer* t = nullptr;
@@ -285,6 +301,7 @@ struct Client::Impl {
     t.status = Status::Ok();
     t.response = Response{};
     a.file_url = IsFileUrl(t.url);
+    if (a.file_url && t.method != Method::kPut) BM_TRY(CheckNotDirectory(t.url));
     a.easy = curl_easy_init();
     if (a.easy == nullptr) return Errorf(ErrorCode::kInternal, "curl_easy_init failed");
     CURL* e = a.easy;

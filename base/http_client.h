@@ -16,6 +16,7 @@
 //                  stall_bytes_per_second for stall_seconds, or no byte
 //                  moving for stall_seconds)
 //   kCorrupt       a truncated body (fewer bytes than Content-Length)
+//   kInvalidArgument  a malformed URL, or a file:// GET or HEAD of a directory
 //   kFailed        any other HTTP status >= 400 ("HTTP 403 ..." with the code),
 //                  or another libcurl failure
 //   ...            whatever a Sink or Source returned, unchanged

@@ -266,6 +266,13 @@ TEST_F(DownloadTest, RelativeFileUrlAgainstTheWorkspace) {
   auto missing = Download({{"url", "file:data/nope.txt"}});
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
   EXPECT_TRUE(OutEmpty());
+  // A directory is no file to fetch (libcurl, like curl, read it as empty).
+  auto dir = Download({{"url", "file:data"}});
+  EXPECT_EQ(dir.status().code(), ErrorCode::kInvalidArgument) << dir.status().message();
+  EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos)
+      << dir.status().message();
+  EXPECT_TRUE(OutEmpty());
+  EXPECT_TRUE(fs::is_empty(root_ + "/resume"));
 }
 
 // Archives made by the system's gzip, zstd and tar; fetched over file://.

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 namespace bm::http {
 namespace {
@@ -74,12 +76,26 @@ long ResponseCode(Active& a) {
   return code;
 }
 
+// N of a Content-Range value "bytes A-B/N" or "bytes */N"; -1 for "*" or junk.
+int64_t ContentRangeLength(std::string_view value) {
+  const size_t slash = value.rfind('/');
+  if (slash == std::string_view::npos) return -1;
+  int64_t n = 0;
+  const char* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data() + slash + 1, end, n);
+  return ec == std::errc() && p == end && n >= 0 ? n : -1;
+}
+
 void ReadResponseHead(Active& a) {
   Response& r = a.t->response;
   r.status = ResponseCode(a);
   curl_off_t length = -1;
   curl_easy_getinfo(a.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   r.content_length = length;
+  curl_header* range = nullptr;
+  if (curl_easy_header(a.easy, "Content-Range", 0, CURLH_HEADER, -1, &range) == CURLHE_OK) {
+    r.resource_length = ContentRangeLength(range->value);
+  }
   curl_off_t retry_after = 0;
   if (curl_easy_getinfo(a.easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK) {
     r.retry_after_seconds = retry_after;

@@ -66,6 +66,9 @@ struct Response {
   uint64_t body_offset = 0;         // where the body starts in the resource: range_start on a
                                     // 206 answer, 0 when the server sent the whole resource
   uint64_t bytes = 0;               // body bytes received (GET) or sent (PUT)
+  int64_t resource_length = -1;     // the whole resource's length from Content-Range
+                                    // ("bytes A-B/N" on a 206, "bytes */N" on a 416),
+                                    // -1 when absent or "*"
   int64_t retry_after_seconds = 0;  // the Retry-After header (seconds, or an HTTP date
                                     // made relative), 0 when absent
 };

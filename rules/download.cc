@@ -253,6 +253,10 @@ class DownloadRule final : public engine::Rule {
       Status st = FetchOnce(client, url, part, progress, &response);
       if (st.ok()) break;
       const long http_status = response.status;
+      if (http_status == 416 && response.resource_length > 0 &&
+          static_cast<uint64_t>(response.resource_length) == FileSize(part)) {
+        break;  // the kept part is the whole file already (curl -C -, wget -c)
+      }
       if (http_status == 416) {  // the partial file is not a prefix we can extend
         fs::remove(part);
         st = Errorf(ErrorCode::kCorrupt, "the server refused to resume (HTTP 416)");

@@ -190,6 +190,24 @@ TEST_F(DownloadTest, RetryAfterIsHonoured) {
   EXPECT_NE(log_.str().find("retrying in 1.0 s"), std::string::npos) << log_.str();
 }
 
+// A .part that already holds the whole file (killed after the last byte, say
+// while the digests were being computed) is complete: nginx answers the
+// Range past its end with 416 and Content-Range "bytes */SIZE", and the rule
+// takes the file as it is, as curl -C - and wget -c do, instead of fetching
+// it all again.
+TEST_F(DownloadTest, ACompletePartIsNotFetchedAgain) {
+  StartNginx();
+  const std::string data = RandomBytes(300000, 8);
+  const std::string url = Serve("done.bin", data);
+  WriteFile(root_ + "/resume/done.bin.part", data);
+  auto r = Download({{"url", url}, {"sha256", Sha256Hex(data)}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["attempts"], 1);
+  EXPECT_EQ(r->metrics["resumed_from"], data.size());
+  EXPECT_EQ(Out("done.bin"), data);
+  EXPECT_EQ(log_.str().find("refused to resume"), std::string::npos) << log_.str();
+}
+
 TEST_F(DownloadTest, NotFoundFailsAtOnceAndLeavesNothing) {
   StartNginx();
   auto r = Download({{"url", nginx_->Url("/cache/missing.bin")}, {"retries", 3}});

@@ -205,6 +205,18 @@ class DownloadRule final : public engine::Rule {
         errors.push_back({"url", "expected http://, https:// or file:"});
       }
     }
+    // Refused as curl refuses --retry-delay -1 and --connect-timeout 0.
+    auto seconds = [&](const char* name, bool zero_ok) {
+      if (!p.contains(name) || !p[name].is_number()) return;
+      const double v = p[name].get<double>();
+      if (v < 0 || (v == 0 && !zero_ok)) {
+        errors.push_back(
+            {name, fmt::format("{} ({:g}) must be {} 0 seconds", name, v, zero_ok ? ">=" : ">")});
+      }
+    };
+    seconds("retry_delay_s", true);
+    seconds("connect_timeout_s", false);
+    seconds("stall_timeout_s", false);
     if (p.contains("filename")) {
       const std::string f = p["filename"];
       if (f.find('/') != std::string::npos || f == "." || f == "..") {

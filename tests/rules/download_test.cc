@@ -350,6 +350,27 @@ TEST(DownloadRuleTest, CheckRejectsBadParameters) {
   EXPECT_FALSE(rule->streams_progress({{"url", "file:data/kjv.txt"}}));
 }
 
+// Times are refused below zero, as curl refuses --connect-timeout -5 and
+// --retry-delay -1 and wget --timeout=-1; they were taken and meant "no stall
+// check", libcurl's default connect timeout and no delay.
+TEST(DownloadRuleTest, CheckRejectsNegativeTimes) {
+  auto rule = MakeDownloadRule();
+  const json p = {{"url", "https://h/x"},
+                  {"stall_timeout_s", -1.0},
+                  {"connect_timeout_s", 0.0},
+                  {"retry_delay_s", -0.5}};
+  auto errors = rule->Check(p);
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].param, "retry_delay_s");
+  EXPECT_EQ(errors[1].param, "connect_timeout_s");
+  EXPECT_EQ(errors[2].param, "stall_timeout_s");
+  EXPECT_TRUE(rule->Check({{"url", "https://h/x"},
+                           {"stall_timeout_s", 0.5},
+                           {"connect_timeout_s", 1.0},
+                           {"retry_delay_s", 0.0}})
+                  .empty());
+}
+
 TEST(DownloadUrlTest, Expansion) {
   EXPECT_EQ(*ExpandUrl("file:data/kjv.txt", "/ws"), "file:///ws/data/kjv.txt");
   EXPECT_EQ(*ExpandUrl("file:/abs/x", "/ws"), "file:///abs/x");

@@ -246,6 +246,33 @@ Status MapCurlError(CURLcode rc, const Active& a) {
   }
 }
 
+// " (answered by http://cdn:443 after 1 redirect)" when redirects were
+// followed, so an error status is not taken for the first server's; the
+// origin only, since a presigned URL's path and query carry its signature.
+std::string RedirectNote(Active& a) {
+  long count = 0;
+  char* effective = nullptr;
+  curl_easy_getinfo(a.easy, CURLINFO_REDIRECT_COUNT, &count);
+  curl_easy_getinfo(a.easy, CURLINFO_EFFECTIVE_URL, &effective);
+  if (count <= 0 || effective == nullptr) return "";
+  std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), curl_url_cleanup);
+  char* scheme = nullptr;
+  char* host = nullptr;
+  char* port = nullptr;
+  std::string origin;
+  if (u != nullptr && curl_url_set(u.get(), CURLUPART_URL, effective, 0) == CURLUE_OK &&
+      curl_url_get(u.get(), CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(u.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    origin = fmt::format("{}://{}:{}", scheme, host, port);
+  }
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  if (origin.empty()) return "";
+  return fmt::format(" (answered by {} after {} redirect{})", origin, count, count == 1 ? "" : "s");
+}
+
 Status Finish(Active& a, CURLcode rc) {
   Transfer& t = *a.t;
   if (!a.callback_status.ok()) return a.callback_status;
@@ -262,13 +289,14 @@ Status Finish(Active& a, CURLcode rc) {
   }
   long code = t.response.status;
   if (code == 404 || code == 410) {
-    return Errorf(ErrorCode::kNotFound, "{}: {}", t.url, DescribeHttpStatus(code));
+    return Errorf(ErrorCode::kNotFound, "{}: {}{}", t.url, DescribeHttpStatus(code),
+                  RedirectNote(a));
   }
   if (code >= 400 || code < 100) {
     std::string body = a.error_text;
     std::replace(body.begin(), body.end(), '\n', ' ');
-    return Errorf(ErrorCode::kFailed, "{}: {}{}{}", t.url, DescribeHttpStatus(code),
-                  body.empty() ? "" : ": ", body);
+    return Errorf(ErrorCode::kFailed, "{}: {}{}{}{}", t.url, DescribeHttpStatus(code),
+                  RedirectNote(a), body.empty() ? "" : ": ", body);
   }
   if (t.method == Method::kPut && t.response.bytes != t.upload_size) {
     return Errorf(ErrorCode::kFailed, "{}: sent {} of {} bytes", t.url, t.response.bytes,

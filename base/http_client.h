@@ -16,6 +16,7 @@
 //                  stall_bytes_per_second for stall_seconds, or no byte
 //                  moving for stall_seconds)
 //   kCorrupt       a truncated body (fewer bytes than Content-Length)
+//   kInvalidArgument  a malformed URL, or a file:// GET or HEAD of a directory
 //   kFailed        any other HTTP status >= 400 ("HTTP 403 ..." with the code),
 //                  or another libcurl failure
 //   ...            whatever a Sink or Source returned, unchanged
@@ -60,11 +61,16 @@ enum class Method { kGet, kHead, kPut };
 
 // What the server answered. For file:// URLs, status is 200 on success.
 struct Response {
-  long status = 0;              // HTTP status code, 0 if no response came
-  int64_t content_length = -1;  // from the headers (of this response), -1 if unknown
-  uint64_t body_offset = 0;     // where the body starts in the resource: range_start on a
-                                // 206 answer, 0 when the server sent the whole resource
-  uint64_t bytes = 0;           // body bytes received (GET) or sent (PUT)
+  long status = 0;                  // HTTP status code, 0 if no response came
+  int64_t content_length = -1;      // from the headers (of this response), -1 if unknown
+  uint64_t body_offset = 0;         // where the body starts in the resource: range_start on a
+                                    // 206 answer, 0 when the server sent the whole resource
+  uint64_t bytes = 0;               // body bytes received (GET) or sent (PUT)
+  int64_t resource_length = -1;     // the whole resource's length from Content-Range
+                                    // ("bytes A-B/N" on a 206, "bytes */N" on a 416),
+                                    // -1 when absent or "*"
+  int64_t retry_after_seconds = 0;  // the Retry-After header (seconds, or an HTTP date
+                                    // made relative), 0 when absent
 };
 
 // Receives the body of a GET, in order. A failed Status aborts the transfer

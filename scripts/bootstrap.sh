@@ -38,6 +38,9 @@ if [ "$job" = test ]; then
   # tokenizer test data of bench/package.json (LLaMA-2's vocabulary, Qwen3's
   # tokenizer.json). A node from elsewhere (NodeSource) brings its own npm.
   packages+=(sentencepiece)
+  # mmmu_data's prompts and decode table against the sentencepiece module
+  # (tests/rules/llava/mmmu_data_check.py, ctest mmmu_data_sentencepiece; skips without it).
+  packages+=(python3-sentencepiece)
   # A real Slurm (munged, slurmctld, one slurmd) and OpenMPI's mpirun, started on this
   # machine by tests/engine/cluster_e2e_test.cc (docs/CLUSTER.md).
   packages+=(slurm-wlm munge openmpi-bin)

@@ -33,6 +33,17 @@ std::string ArchiveError(archive* a) {
   return e != nullptr ? e : "unknown error";
 }
 
+// The extracting side's errors with the system's reason: libarchive says only
+// "Write failed" when the disk is full.
+std::string WriteError(archive* a) {
+  std::string message = ArchiveError(a);
+  const int err = archive_errno(a);
+  if (err > 0 && message.find(std::strerror(err)) == std::string::npos) {
+    message += fmt::format(" ({})", std::strerror(err));
+  }
+  return message;
+}
+
 Status Gunzip(std::FILE* in, std::FILE* out, const std::string& source) {
   z_stream z{};
   if (inflateInit2(&z, 15 + 32) != Z_OK) return Errorf(ErrorCode::kInternal, "inflateInit2");
@@ -163,6 +174,7 @@ Status DecompressFile(const std::string& source, std::string_view format,
               : format == "xz"  ? Unxz(source, out.get())
                                 : Errorf(ErrorCode::kInvalidArgument,
                                          "unknown compression '{}' (gz, zst, xz)", format);
+  if (st.code() == ErrorCode::kIo) st = st.WithContext(dest_file);  // "write failed: ..."
   if (st.ok() && std::fflush(out.get()) != 0) st = ErrnoStatus("cannot write", dest_file);
   return st;
 }
@@ -213,7 +225,7 @@ Status ExtractArchive(const std::string& source, std::string_view format,
     archive_entry_set_pathname(entry, (dest_dir + "/" + name).c_str());
     if (archive_write_header(out.get(), entry) != ARCHIVE_OK) {
       return Errorf(ErrorCode::kIo, "{}: cannot extract '{}': {}", source, name,
-                    ArchiveError(out.get()));
+                    WriteError(out.get()));
     }
     const void* buf;
     size_t size;
@@ -222,7 +234,7 @@ Status ExtractArchive(const std::string& source, std::string_view format,
     while ((d = archive_read_data_block(in.get(), &buf, &size, &offset)) == ARCHIVE_OK) {
       if (archive_write_data_block(out.get(), buf, size, offset) != ARCHIVE_OK) {
         return Errorf(ErrorCode::kIo, "{}: cannot write '{}': {}", source, name,
-                      ArchiveError(out.get()));
+                      WriteError(out.get()));
       }
     }
     if (d != ARCHIVE_EOF) {
@@ -230,7 +242,7 @@ Status ExtractArchive(const std::string& source, std::string_view format,
                     ArchiveError(in.get()));
     }
     if (archive_write_finish_entry(out.get()) != ARCHIVE_OK) {
-      return Errorf(ErrorCode::kIo, "{}: '{}': {}", source, name, ArchiveError(out.get()));
+      return Errorf(ErrorCode::kIo, "{}: '{}': {}", source, name, WriteError(out.get()));
     }
     ++members;
   }

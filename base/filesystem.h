@@ -54,9 +54,10 @@ class Filesystem {
   // filesystem) and when `from` is a symbolic link (its target's bytes: the
   // target is never linked, so never changed through `to`). `to` must not exist.
   virtual Status LinkOrCopy(const std::string& from, const std::string& to) = 0;
-  // A copy of `from`'s bytes (its target's, for a link) and mode at `to`,
-  // never a link. `to` must not exist.
-  virtual Status CopyFile(const std::string& from, const std::string& to) = 0;
+  // Copies the bytes of `from` into a new file `to` (never a link) of mode
+  // 0444, or 0555 when `executable`: an output whose mode differs from the
+  // cached blob's. `to` must not exist; on failure nothing is left at `to`.
+  virtual Status CopyReadOnly(const std::string& from, const std::string& to, bool executable) = 0;
   // True when `path` itself is a symbolic link (Stat() follows links).
   virtual Result<bool> IsSymlink(const std::string& path) = 0;
   virtual Status SetReadOnly(const std::string& path) = 0;

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 namespace bm::http {
 namespace {
@@ -26,6 +29,22 @@ void GlobalInit() {
 
 bool IsFileUrl(const std::string& url) { return url.rfind("file://", 0) == 0; }
 
+// libcurl reads a file:// directory as an empty body, which would pass for a
+// downloaded empty file; refuse it instead.
+Status CheckNotDirectory(const std::string& url) {
+  std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), curl_url_cleanup);
+  char* path = nullptr;
+  if (u == nullptr || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK ||
+      curl_url_get(u.get(), CURLUPART_PATH, &path, CURLU_URLDECODE) != CURLUE_OK) {
+    return Status::Ok();  // a malformed URL: libcurl's own error follows
+  }
+  struct stat st;
+  const bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  curl_free(path);
+  if (dir) return Errorf(ErrorCode::kInvalidArgument, "{}: is a directory, not a file", url);
+  return Status::Ok();
+}
+
 // The state of one running transfer; libcurl's callbacks receive it.
 struct Active {
   Transfer* t = nullptr;
@@ -38,6 +57,10 @@ struct Active {
   std::string error_text;
   Status callback_status;  // what a Sink/Source/OnResponse returned, if it failed
   char errbuf[CURL_ERROR_SIZE] = {0};
+  // The stall check (ClientOptions::stall_seconds): when bytes last moved.
+  double stall_seconds = 0;
+  curl_off_t moved = -1;
+  std::chrono::steady_clock::time_point last_move = std::chrono::steady_clock::now();
 
   ~Active() {
     if (easy != nullptr) curl_easy_cleanup(easy);
@@ -53,12 +76,30 @@ long ResponseCode(Active& a) {
   return code;
 }
 
+// N of a Content-Range value "bytes A-B/N" or "bytes */N"; -1 for "*" or junk.
+int64_t ContentRangeLength(std::string_view value) {
+  const size_t slash = value.rfind('/');
+  if (slash == std::string_view::npos) return -1;
+  int64_t n = 0;
+  const char* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data() + slash + 1, end, n);
+  return ec == std::errc() && p == end && n >= 0 ? n : -1;
+}
+
 void ReadResponseHead(Active& a) {
   Response& r = a.t->response;
   r.status = ResponseCode(a);
   curl_off_t length = -1;
   curl_easy_getinfo(a.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   r.content_length = length;
+  curl_header* range = nullptr;
+  if (curl_easy_header(a.easy, "Content-Range", 0, CURLH_HEADER, -1, &range) == CURLHE_OK) {
+    r.resource_length = ContentRangeLength(range->value);
+  }
+  curl_off_t retry_after = 0;
+  if (curl_easy_getinfo(a.easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK) {
+    r.retry_after_seconds = retry_after;
+  }
   // file:// honours the range; HTTP does only when it answers 206.
   bool ranged = r.status == 206 || (a.file_url && a.t->range_start > 0);
   r.body_offset = ranged ? a.t->range_start : 0;
@@ -140,6 +181,19 @@ int OnProgress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ulto
                curl_off_t ulnow) {
   Active& a = *static_cast<Active*>(user);
   Transfer& t = *a.t;
+  // libcurl's own speed check averages over several seconds, so a body that
+  // stops after a burst would run on that long; this one counts from the last byte.
+  auto now = std::chrono::steady_clock::now();
+  if (dlnow + ulnow != a.moved) {
+    a.moved = dlnow + ulnow;
+    a.last_move = now;
+  } else if (a.stall_seconds > 0 &&
+             std::chrono::duration<double>(now - a.last_move).count() >= a.stall_seconds) {
+    a.callback_status = Errorf(ErrorCode::kTimeout, "{}: timed out: no bytes moved for {:g} s",
+                               t.url, a.stall_seconds);
+    return 1;  // aborts the transfer
+  }
+  if (!t.progress) return 0;
   if (t.method == Method::kPut) {
     t.progress(static_cast<uint64_t>(ulnow), static_cast<uint64_t>(ultotal));
   } else {
@@ -192,6 +246,33 @@ Status MapCurlError(CURLcode rc, const Active& a) {
   }
 }
 
+// " (answered by http://cdn:443 after 1 redirect)" when redirects were
+// followed, so an error status is not taken for the first server's; the
+// origin only, since a presigned URL's path and query carry its signature.
+std::string RedirectNote(Active& a) {
+  long count = 0;
+  char* effective = nullptr;
+  curl_easy_getinfo(a.easy, CURLINFO_REDIRECT_COUNT, &count);
+  curl_easy_getinfo(a.easy, CURLINFO_EFFECTIVE_URL, &effective);
+  if (count <= 0 || effective == nullptr) return "";
+  std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), curl_url_cleanup);
+  char* scheme = nullptr;
+  char* host = nullptr;
+  char* port = nullptr;
+  std::string origin;
+  if (u != nullptr && curl_url_set(u.get(), CURLUPART_URL, effective, 0) == CURLUE_OK &&
+      curl_url_get(u.get(), CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(u.get(), CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    origin = fmt::format("{}://{}:{}", scheme, host, port);
+  }
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  if (origin.empty()) return "";
+  return fmt::format(" (answered by {} after {} redirect{})", origin, count, count == 1 ? "" : "s");
+}
+
 Status Finish(Active& a, CURLcode rc) {
   Transfer& t = *a.t;
   if (!a.callback_status.ok()) return a.callback_status;
@@ -208,13 +289,14 @@ Status Finish(Active& a, CURLcode rc) {
   }
   long code = t.response.status;
   if (code == 404 || code == 410) {
-    return Errorf(ErrorCode::kNotFound, "{}: {}", t.url, DescribeHttpStatus(code));
+    return Errorf(ErrorCode::kNotFound, "{}: {}{}", t.url, DescribeHttpStatus(code),
+                  RedirectNote(a));
   }
   if (code >= 400 || code < 100) {
     std::string body = a.error_text;
     std::replace(body.begin(), body.end(), '\n', ' ');
-    return Errorf(ErrorCode::kFailed, "{}: {}{}{}", t.url, DescribeHttpStatus(code),
-                  body.empty() ? "" : ": ", body);
+    return Errorf(ErrorCode::kFailed, "{}: {}{}{}{}", t.url, DescribeHttpStatus(code),
+                  RedirectNote(a), body.empty() ? "" : ": ", body);
   }
   if (t.method == Method::kPut && t.response.bytes != t.upload_size) {
     return Errorf(ErrorCode::kFailed, "{}: sent {} of {} bytes", t.url, t.response.bytes,
@@ -263,6 +345,7 @@ struct Client::Impl {
     t.status = Status::Ok();
     t.response = Response{};
     a.file_url = IsFileUrl(t.url);
+    if (a.file_url && t.method != Method::kPut) BM_TRY(CheckNotDirectory(t.url));
     a.easy = curl_easy_init();
     if (a.easy == nullptr) return Errorf(ErrorCode::kInternal, "curl_easy_init failed");
     CURL* e = a.easy;
@@ -296,7 +379,8 @@ struct Client::Impl {
       a.headers = curl_slist_append(a.headers, h.c_str());
     }
     if (a.headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, a.headers);
-    if (t.progress) {
+    a.stall_seconds = o.stall_seconds;
+    if (t.progress || o.stall_seconds > 0) {
       curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
       curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, OnProgress);
       curl_easy_setopt(e, CURLOPT_XFERINFODATA, &a);

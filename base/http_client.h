@@ -13,8 +13,10 @@
 //   kNotFound      HTTP 404 or 410, or a file:// path that does not exist
 //   kUnavailable   DNS, connect or TLS failure; the message names which
 //   kTimeout       connect timeout, total timeout, or a stall (below
-//                  stall_bytes_per_second for stall_seconds)
+//                  stall_bytes_per_second for stall_seconds, or no byte
+//                  moving for stall_seconds)
 //   kCorrupt       a truncated body (fewer bytes than Content-Length)
+//   kInvalidArgument  a malformed URL, or a file:// GET or HEAD of a directory
 //   kFailed        any other HTTP status >= 400 ("HTTP 403 ..." with the code),
 //                  or another libcurl failure
 //   ...            whatever a Sink or Source returned, unchanged
@@ -46,6 +48,8 @@ struct ClientOptions {
   std::string client_cert;
   std::string client_key;
   // Limits. A transfer slower than stall_bytes_per_second for stall_seconds
+  // (libcurl's check, over its average speed), or on which no byte moved for
+  // stall_seconds (counted from the last byte, however fast the ones before),
   // fails with kTimeout; total_timeout_seconds = 0 means no overall limit.
   double connect_timeout_seconds = 10;
   long stall_bytes_per_second = 1;
@@ -57,11 +61,16 @@ enum class Method { kGet, kHead, kPut };
 
 // What the server answered. For file:// URLs, status is 200 on success.
 struct Response {
-  long status = 0;              // HTTP status code, 0 if no response came
-  int64_t content_length = -1;  // from the headers (of this response), -1 if unknown
-  uint64_t body_offset = 0;     // where the body starts in the resource: range_start on a
-                                // 206 answer, 0 when the server sent the whole resource
-  uint64_t bytes = 0;           // body bytes received (GET) or sent (PUT)
+  long status = 0;                  // HTTP status code, 0 if no response came
+  int64_t content_length = -1;      // from the headers (of this response), -1 if unknown
+  uint64_t body_offset = 0;         // where the body starts in the resource: range_start on a
+                                    // 206 answer, 0 when the server sent the whole resource
+  uint64_t bytes = 0;               // body bytes received (GET) or sent (PUT)
+  int64_t resource_length = -1;     // the whole resource's length from Content-Range
+                                    // ("bytes A-B/N" on a 206, "bytes */N" on a 416),
+                                    // -1 when absent or "*"
+  int64_t retry_after_seconds = 0;  // the Retry-After header (seconds, or an HTTP date
+                                    // made relative), 0 when absent
 };
 
 // Receives the body of a GET, in order. A failed Status aborts the transfer

@@ -34,7 +34,8 @@ Status WriteAll(int fd, const char* data, size_t size, const std::string& path) 
   return Status::Ok();
 }
 
-Status CopyContents(const std::string& from, const std::string& to) {
+// Copies through a temporary beside `to`; the copy gets `mode`, else the mode of `from`.
+Status CopyFile(const std::string& from, const std::string& to, int mode = -1) {
   int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return ErrnoStatus("opening", from);
   struct stat st {};
@@ -44,6 +45,12 @@ Status CopyContents(const std::string& from, const std::string& to) {
   if (out < 0) {
     ::close(in);
     return ErrnoStatus("creating", tmp);
+  }
+  if (mode >= 0 && ::fchmod(out, static_cast<mode_t>(mode)) != 0) {
+    ::close(in);
+    ::close(out);
+    ::unlink(tmp.c_str());
+    return ErrnoStatus("chmod", tmp);
   }
   std::vector<char> buf(1 << 20);
   Status status;
@@ -199,14 +206,15 @@ Status RealFilesystem::LinkOrCopy(const std::string& from, const std::string& to
   // which dangles once moved (a relative one) and whose target, anywhere on
   // the system, a later SetReadOnly() or Touch() would change. Copy its bytes.
   struct stat st {};
-  if (::lstat(from.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return CopyContents(from, to);
+  if (::lstat(from.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return CopyFile(from, to);
   if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
-  if (errno == EXDEV || errno == EPERM || errno == EMLINK) return CopyContents(from, to);
+  if (errno == EXDEV || errno == EPERM || errno == EMLINK) return CopyFile(from, to);
   return ErrnoStatus("linking " + from + " to", to);
 }
 
-Status RealFilesystem::CopyFile(const std::string& from, const std::string& to) {
-  return CopyContents(from, to);
+Status RealFilesystem::CopyReadOnly(const std::string& from, const std::string& to,
+                                    bool executable) {
+  return CopyFile(from, to, executable ? 0555 : 0444);
 }
 
 Result<bool> RealFilesystem::IsSymlink(const std::string& path) {

@@ -26,7 +26,7 @@ class RealFilesystem : public Filesystem {
   Status RemoveAll(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status LinkOrCopy(const std::string& from, const std::string& to) override;
-  Status CopyFile(const std::string& from, const std::string& to) override;
+  Status CopyReadOnly(const std::string& from, const std::string& to, bool executable) override;
   Result<bool> IsSymlink(const std::string& path) override;
   Status SetReadOnly(const std::string& path) override;
   Status SetExecutable(const std::string& path) override;

@@ -22,10 +22,11 @@ Cache::~Cache() {
 }
 
 void Cache::AddRemote(std::unique_ptr<RemoteBackend> remote, bool read_only) {
-  remotes_.push_back(Remote{std::move(remote), read_only, false});
+  remotes_.push_back(Remote{std::move(remote), read_only, false, {}});
 }
 
 void Cache::ReportRemoteProblem(const std::string& what, const Status& why) {
+  setup_problem_ = why;
   ++usage_.remote_failures;
   if (health_.MarkDead(what, why.message())) {
     std::fprintf(stderr, "benchmake: warning: remote cache %s: %s; using the local cache only\n",
@@ -59,6 +60,7 @@ bool Cache::HasLiveRemote() {
 }
 
 void Cache::Reject(Remote& remote, Namespace ns, const Digest& key, const Status& why) {
+  remote.refused.insert({ns, key});
   bool rejected_record = why.message().rfind("rejected", 0) == 0;
   ++(rejected_record ? usage_.remote_rejected : usage_.remote_corrupt);
   std::fprintf(stderr, "benchmake: warning: remote cache %s: %s %s refused: %s\n",
@@ -66,9 +68,31 @@ void Cache::Reject(Remote& remote, Namespace ns, const Digest& key, const Status
                key.Hex().c_str(), why.message().c_str());
 }
 
+Status Cache::CheckFetched(Namespace ns, const Digest& key, const std::string& path) {
+  if (ns == Namespace::kCas) {
+    // Backends verify blobs while downloading; check again before trusting
+    // any backend's word, since a bad blob here would spread to every build.
+    Result<Digest> d = fs_.HashFile(path);
+    if (d.ok() && *d == key) return Status::Ok();
+    return Status(ErrorCode::kCorrupt, "its bytes do not match the digest; not installed");
+  }
+  // A record is checked before it is installed: cut short by a server that
+  // sent no length, or written by a newer benchmake, it is a miss, not an error.
+  Result<std::string> bytes = fs_.ReadFile(path);
+  Result<ActionRecord> record = bytes.ok() ? ParseRecord(*bytes) : bytes.status();
+  if (!record.ok()) {
+    return Status(ErrorCode::kCorrupt, record.status().message() + "; not installed");
+  }
+  if (!(record->key == key)) {
+    return Errorf(ErrorCode::kCorrupt, "it is the record of key {}; not installed",
+                  record->key.Hex());
+  }
+  return Status::Ok();
+}
+
 Status Cache::FetchFromRemotes(Namespace ns, const Digest& key, std::string* origin) {
   for (Remote& r : remotes_) {
-    if (!Usable(r)) continue;
+    if (!Usable(r) || r.refused.count({ns, key})) continue;
     BM_TRY(fs_.MakeDirs(local_.TempDir()));
     BM_ASSIGN_OR_RETURN(std::string dir, fs_.MakeTempDir(local_.TempDir(), "fetch."));
     std::string tmp = dir + "/value";
@@ -80,12 +104,9 @@ Status Cache::FetchFromRemotes(Namespace ns, const Digest& key, std::string* ori
     } else if (!*got) {
       ++usage_.remote_misses;
     } else {
-      // Backends verify blobs while downloading; check again before trusting
-      // any backend's word, since a bad blob here would spread to every build.
-      Result<Digest> d = ns == Namespace::kCas ? fs_.HashFile(tmp) : Result<Digest>(key);
-      if (!d.ok() || !(*d == key)) {
-        Reject(r, ns, key,
-               Status(ErrorCode::kCorrupt, "its bytes do not match the digest; not installed"));
+      Status valid = CheckFetched(ns, key, tmp);
+      if (!valid.ok()) {
+        Reject(r, ns, key, valid);
         (void)fs_.RemoveAll(dir);
         continue;
       }
@@ -117,11 +138,15 @@ void Cache::Prefetch(const std::vector<Digest>& digests) {
     Result<std::string> dir = fs_.MakeTempDir(local_.TempDir(), "prefetch.");
     if (!dir.ok()) return;
     std::vector<RemoteFetch> fetches;
+    std::vector<Digest> still_missing;
     for (size_t i = 0; i < missing.size(); ++i) {
-      fetches.push_back({Namespace::kCas, missing[i], *dir + "/" + std::to_string(i)});
+      if (r.refused.count({Namespace::kCas, missing[i]})) {
+        still_missing.push_back(missing[i]);
+      } else {
+        fetches.push_back({Namespace::kCas, missing[i], *dir + "/" + std::to_string(i)});
+      }
     }
     std::vector<Result<bool>> got = r.backend->GetMany(fetches, remote_parallel_);
-    std::vector<Digest> still_missing;
     for (size_t i = 0; i < fetches.size(); ++i) {
       const Digest& d = fetches[i].key;
       if (!got[i].ok() && got[i].status().code() == ErrorCode::kCorrupt) {
@@ -134,11 +159,10 @@ void Cache::Prefetch(const std::vector<Digest>& digests) {
         ++usage_.remote_misses;
         still_missing.push_back(d);
       } else {
-        Result<Digest> actual = fs_.HashFile(fetches[i].dest_path);
+        Status valid = CheckFetched(Namespace::kCas, d, fetches[i].dest_path);
         Result<FileInfo> info = fs_.Stat(fetches[i].dest_path);
-        if (!actual.ok() || !(*actual == d)) {
-          Reject(r, Namespace::kCas, d,
-                 Status(ErrorCode::kCorrupt, "its bytes do not match the digest; not installed"));
+        if (!valid.ok()) {
+          Reject(r, Namespace::kCas, d, valid);
           still_missing.push_back(d);
           continue;
         }
@@ -224,6 +248,10 @@ Status Cache::PushRecord(const ActionRecord& record, uint64_t* uploaded) {
     usage_.remote_uploads += sent;
     if (uploaded != nullptr) *uploaded += sent;
   }
+  if (!any && remotes_.empty() && !setup_problem_.ok()) {
+    return Status(setup_problem_.code(),
+                  "the remote cache could not be set up: " + setup_problem_.message());
+  }
   if (!any) {
     return Status(ErrorCode::kUnavailable,
                   remotes_.empty() ? "no remote cache is configured ([benchmake.cache] remote, or "
@@ -266,10 +294,13 @@ Result<bool> Cache::HasBlob(const Digest& digest) {
   return false;
 }
 
-Status Cache::Materialize(const Digest& digest, const std::string& dest) {
+Status Cache::Materialize(const Digest& digest, const std::string& dest, bool executable) {
   std::string path = local_.PathOf(Namespace::kCas, digest);
   BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
-  if (!info.exists) BM_TRY(FetchFromRemotes(Namespace::kCas, digest));
+  if (!info.exists) {
+    BM_TRY(FetchFromRemotes(Namespace::kCas, digest));
+    BM_ASSIGN_OR_RETURN(info, fs_.Stat(path));
+  }
   BM_ASSIGN_OR_RETURN(Digest actual, fs_.HashFile(path));
   if (!(actual == digest)) {
     (void)local_.Evict(Namespace::kCas, digest);
@@ -278,6 +309,7 @@ Status Cache::Materialize(const Digest& digest, const std::string& dest) {
   }
   local_.MarkUsed(Namespace::kCas, digest);
   BM_TRY(fs_.Remove(dest));
+  if (info.executable != executable) return fs_.CopyReadOnly(path, dest, executable);
   return fs_.LinkOrCopy(path, dest);
 }
 

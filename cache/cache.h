@@ -9,7 +9,8 @@
 // build shares the verdict; one warning on stderr) and the call counts as a
 // miss. A remote value that is corrupt (bytes do not match the digest) or a
 // rejected action record (unsigned, forged) is a miss too, counted, and never
-// installed locally; the remote stays in use. Read-only remotes get no pushes.
+// installed locally; the remote stays in use, but is not asked for that value
+// again by this Cache (one download, one warning). Read-only remotes get no pushes.
 // Hits, misses, bytes and failures are counted in usage() and appended to
 // <root>/stats.log when the Cache goes away (cache/usage_stats.h).
 //
@@ -18,6 +19,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,7 +48,8 @@ class Cache {
   // Where "dead for the run" is recorded (default: this process only).
   void SetRunHealth(RunHealth health) { health_ = std::move(health); }
   void SetRemoteParallel(int n) { remote_parallel_ = n; }
-  // Warns once per run that a remote (named `what`) could not be set up.
+  // Warns once per run that a remote (named `what`) could not be set up;
+  // PushRecord then fails with `why` (its code: 2 for a malformed setting).
   void ReportRemoteProblem(const std::string& what, const Status& why);
   const UsageStats& usage() const { return usage_; }
   bool HasLiveRemote();
@@ -63,7 +66,11 @@ class Cache {
   Result<Digest> PutBytes(std::string_view bytes);
   // Links (or copies) the verified blob to dest, fetching it from a remote
   // when it is not local. kNotFound: nowhere; kCorrupt: evicted, rebuild.
-  Status Materialize(const Digest& digest, const std::string& dest);
+  // dest is read-only, and executable exactly when `executable` (the record's
+  // word, not the blob's: a blob takes the mode of the output that stored it
+  // first, and a blob from a remote has none), so dest is a copy when the
+  // blob's mode differs.
+  Status Materialize(const Digest& digest, const std::string& dest, bool executable = false);
   Result<std::string> ReadBlob(const Digest& digest);  // verified
   Result<bool> HasBlob(const Digest& digest);
 
@@ -81,11 +88,16 @@ class Cache {
 
  private:
   Status FetchFromRemotes(Namespace ns, const Digest& key, std::string* origin = nullptr);
+  // kCorrupt unless the value a remote sent is fit to install: a blob that
+  // hashes to its key, a record this benchmake reads whose key is `key`.
+  Status CheckFetched(Namespace ns, const Digest& key, const std::string& path);
   void PushToRemotes(Namespace ns, const Digest& key);
   struct Remote {
     std::unique_ptr<RemoteBackend> backend;
     bool read_only = false;
     bool dead = false;
+    // What this remote sent that we refused: not asked for again in this run.
+    std::set<std::pair<Namespace, Digest>> refused;
   };
   void MarkDead(Remote& remote, const Status& why);
   bool Usable(Remote& remote);
@@ -96,6 +108,7 @@ class Cache {
   LocalStore local_;
   std::vector<Remote> remotes_;
   RunHealth health_{"", ""};
+  Status setup_problem_;  // why the configured remote is missing, if it is
   UsageStats usage_;
   int remote_parallel_ = 16;
 };

@@ -57,7 +57,7 @@ Status LocalStore::InstallFile(Namespace ns, const Digest& key, const std::strin
   // A file with other names (a step's `ln /data/x {out}/x`) is not the
   // caller's alone: linking it would make those read-only and share the entry.
   BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(src));
-  BM_TRY(info.links > 1 ? fs_.CopyFile(src, tmp) : fs_.LinkOrCopy(src, tmp));
+  BM_TRY(info.links > 1 ? fs_.CopyReadOnly(src, tmp, info.executable) : fs_.LinkOrCopy(src, tmp));
   Status s = fs_.SetReadOnly(tmp);
   if (s.ok()) s = fs_.Rename(tmp, dest);
   if (!s.ok()) (void)fs_.Remove(tmp);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -38,6 +39,41 @@ Result<std::vector<Entry>> ListEntries(LocalStore& store) {
     }
   }
   return entries;
+}
+
+// A temporary untouched this long was left by a killed process; a younger one
+// may belong to a running fetch or install.
+constexpr int64_t kStaleTempNs = int64_t{3600} * 1000000000;
+
+// Removes what in tmp/ (a file, or a fetch's directory) has not been written
+// for kStaleTempNs, counting it in `report`.
+Status RemoveStaleTemps(LocalStore& store, int64_t now_ns, GcReport& report) {
+  Filesystem& fs = store.fs();
+  BM_ASSIGN_OR_RETURN(FileInfo top, fs.Stat(store.TempDir()));
+  if (!top.exists) return Status::Ok();
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(store.TempDir()));
+  for (const std::string& name : names) {
+    std::string path = store.TempDir() + "/" + name;
+    BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(path));
+    if (!info.exists) continue;
+    int64_t newest = info.mtime_ns;
+    uint64_t bytes = info.is_dir ? 0 : info.size;
+    if (info.is_dir) {
+      Result<std::vector<std::string>> files = ListFilesRecursive(fs, path);
+      if (!files.ok()) continue;  // going away under us
+      for (const std::string& f : *files) {
+        Result<FileInfo> fi = fs.Stat(path + "/" + f);
+        if (!fi.ok() || !fi->exists) continue;
+        newest = std::max(newest, fi->mtime_ns);
+        bytes += fi->size;
+      }
+    }
+    if (now_ns - newest < kStaleTempNs) continue;
+    BM_TRY(fs.RemoveAll(path));
+    ++report.stale_temps;
+    report.stale_temp_bytes += bytes;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -80,21 +116,30 @@ Result<VerifyReport> Verify(LocalStore& store) {
         problem = "record is for key " + r->key.Hex();
     }
     if (!problem.empty()) {
-      (void)fs.Remove(e.path);
-      report.evicted.push_back(e.path + ": " + problem);
+      Status removed = fs.Remove(e.path);
+      if (removed.ok())
+        report.evicted.push_back(e.path + ": " + problem);
+      else
+        report.not_evicted.push_back(e.path + ": " + problem + " (" + removed.message() + ")");
     }
   }
   return report;
 }
 
-Result<GcReport> CollectGarbage(LocalStore& store, uint64_t max_bytes) {
+Result<GcReport> CollectGarbage(LocalStore& store, uint64_t max_bytes, int64_t now_ns) {
   Filesystem& fs = store.fs();
+  if (now_ns < 0) {
+    now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  }
+  GcReport report;
+  BM_TRY(RemoveStaleTemps(store, now_ns, report));
   BM_ASSIGN_OR_RETURN(std::vector<Entry> entries, ListEntries(store));
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.mtime_ns < b.mtime_ns; });
   uint64_t total = 0;
   for (const Entry& e : entries) total += e.size;
-  GcReport report;
   for (const Entry& e : entries) {
     if (total <= max_bytes) break;
     BM_TRY(fs.Remove(e.path));
@@ -131,6 +176,9 @@ Result<uint64_t> ParseSize(std::string_view text) {
   else if (!unit.empty())
     return Errorf(ErrorCode::kInvalidArgument, "bad size unit in '{}' (K, M, G, T)", text);
   if (value < 0) return Errorf(ErrorCode::kInvalidArgument, "negative size '{}'", text);
+  if (!std::isfinite(value) || value * mult >= 9.2e18) {
+    return Errorf(ErrorCode::kInvalidArgument, "bad size '{}' (e.g. 10G, 512M)", text);
+  }
   return static_cast<uint64_t>(std::llround(value * mult));
 }
 

@@ -7,20 +7,20 @@
 #include "cli/cache_remote_command.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "engine/generate.h"
+#include "engine/benchfile.h"
+#include "engine/workspace.h"
 
 namespace bm::cli {
 namespace {
 
-// The workspace's cache dir when there is a BENCHFILE here, else the default.
+// The workspace's cache dir as kWhichCache says: read from the BENCHFILE and
+// the environment now, never from the last build's config.json.
 std::string CacheDirFor(const ParsedArgs& args) {
-  Result<engine::Workspace> ws = OpenWorkspaceFromFlags(args);
-  if (ws.ok()) {
-    Result<engine::WorkspaceConfig> config = engine::LoadConfig(*ws);
-    if (config.ok() && !config->cache_dir.empty()) return config->cache_dir;
-    Result<engine::TargetGraph> graph = engine::LoadWorkspaceGraph(*ws);
-    if (graph.ok() && !graph->settings.cache_dir.empty())
-      return JoinPath(ws->root, graph->settings.cache_dir);
+  if (Result<engine::Workspace> ws = OpenWorkspaceFromFlags(args); ws.ok()) {
+    Result<std::string> text = ws->fs->ReadFile(ws->benchfile);
+    Result<engine::Benchfile> bf = text.ok() ? engine::ParseBenchfile(*text, ws->benchfile)
+                                             : Result<engine::Benchfile>(text.status());
+    if (bf.ok()) return engine::CacheDirOf(*ws, bf->settings.cache_dir);
   }
   return cache::DefaultCacheDir();
 }
@@ -72,10 +72,17 @@ Status CacheVerifyCommand(const ParsedArgs& args) {
   cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
   BM_ASSIGN_OR_RETURN(cache::VerifyReport r, cache::Verify(store));
   for (const std::string& e : r.evicted) std::printf("corrupt, evicted: %s\n", e.c_str());
+  for (const std::string& e : r.not_evicted) std::printf("corrupt, NOT evicted: %s\n", e.c_str());
+  size_t corrupt = r.evicted.size() + r.not_evicted.size();
   std::printf("checked %llu entries, %zu corrupt\n", static_cast<unsigned long long>(r.checked),
-              r.evicted.size());
-  if (!r.evicted.empty())
-    return Errorf(ErrorCode::kCorrupt, "{} corrupt cache entries evicted", r.evicted.size());
+              corrupt);
+  if (!r.not_evicted.empty()) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "{} corrupt cache entries, {} of them still in place (the cache directory is "
+                  "not writable); builds refuse them, but remove them or fix the permissions",
+                  corrupt, r.not_evicted.size());
+  }
+  if (corrupt > 0) return Errorf(ErrorCode::kCorrupt, "{} corrupt cache entries evicted", corrupt);
   return Status::Ok();
 }
 
@@ -84,7 +91,8 @@ const CommandSpec& CacheGcSpec() {
       .name = "cache gc",
       .summary = "trim the local cache to a size, least recently used first",
       .description = std::string("Removes the least recently used entries of the local cache "
-                                 "until it holds at most SIZE.\n\n") +
+                                 "until it holds at most SIZE, and the temporaries that killed "
+                                 "builds left in its tmp/ (untouched for an hour).\n\n") +
                      kWhichCache,
       .flags = {{.name = "--max-size",
                  .value_name = "SIZE",
@@ -105,6 +113,11 @@ Status CacheGcCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(cache::GcReport r, cache::CollectGarbage(store, max));
   std::printf("removed %llu entries (%s), kept %s\n", static_cast<unsigned long long>(r.removed),
               cache::FormatSize(r.removed_bytes).c_str(), cache::FormatSize(r.kept_bytes).c_str());
+  if (r.stale_temps > 0) {
+    std::printf("removed %llu temporaries left by killed processes (%s)\n",
+                static_cast<unsigned long long>(r.stale_temps),
+                cache::FormatSize(r.stale_temp_bytes).c_str());
+  }
   return Status::Ok();
 }
 

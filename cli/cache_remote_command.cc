@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 
 #include "base/nearest_name.h"
+#include "cache/run_health.h"
 #include "cache/usage_stats.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -49,6 +51,13 @@ Result<std::vector<std::string>> Select(const std::vector<engine::TargetInspecti
   return out;
 }
 
+// One run for every Cache this command opens (inspection, each target): a
+// remote found dead is reported once and not asked again (cache/run_health.h).
+void StartRun() {
+  if (std::getenv("BENCHMAKE_RUN_ID") == nullptr)
+    ::setenv("BENCHMAKE_RUN_ID", cache::RunHealth::NewRunId().c_str(), 1);
+}
+
 std::string Size(uint64_t bytes) {
   if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", bytes / double(1ull << 30));
   if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
@@ -76,6 +85,7 @@ const CommandSpec& CachePushSpec() {
 }
 
 Status CachePushCommand(const ParsedArgs& args) {
+  StartRun();
   BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
@@ -119,13 +129,15 @@ const CommandSpec& CachePullSpec() {
       .description =
           "Restores each TARGET (default: every target) and the upstream targets its key "
           "depends on from the local cache, else the remote one, running no step. A target that "
-          "no cache holds is listed as needing `benchmake build`.",
+          "no cache holds (its record, or one of its blobs) is listed as needing `benchmake "
+          "build`, and so is every target downstream of it.",
       .examples = {
           {"benchmake cache pull pretrain", "the checkpoint and metrics another machine pushed"}}};
   return kSpec;
 }
 
 Status CachePullCommand(const ParsedArgs& args) {
+  StartRun();
   BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
@@ -133,19 +145,36 @@ Status CachePullCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), true));
   engine::StepOptions options;
   options.console = &std::cout;
+  options.restore_only = true;
   uint64_t restored = 0, missing = 0;
+  std::set<std::string> not_pulled;  // its dependents cannot be restored either
   for (const std::string& t : targets) {
     auto it = std::find_if(all.begin(), all.end(),
                            [&](const engine::TargetInspection& i) { return i.name == t; });
-    if (it->staleness.verdict == engine::Verdict::kUpToDate) continue;
-    if (it->staleness.verdict != engine::Verdict::kRestore) {
-      std::printf("%s: not in the cache (%s); needs `benchmake build`\n", t.c_str(),
-                  std::string(engine::VerdictName(it->staleness.verdict)).c_str());
-      ++missing;
+    auto up = std::find_if(it->upstream.begin(), it->upstream.end(),
+                           [&](const std::string& u) { return not_pulled.count(u) > 0; });
+    std::string why;
+    if (up != it->upstream.end()) {
+      why = "its input " + *up + " is not restored";
+    } else if (it->staleness.verdict == engine::Verdict::kUpToDate) {
       continue;
+    } else if (it->staleness.verdict != engine::Verdict::kRestore) {
+      why = it->staleness.verdict == engine::Verdict::kRun
+                ? "no cache holds its key"
+                : std::string(engine::VerdictName(it->staleness.verdict));
+    } else {
+      Result<engine::StepReport> r = engine::RunStep(ws, t, options);
+      if (r.ok()) {
+        if (r->outcome == engine::StepOutcome::kRestored) ++restored;
+        continue;
+      }
+      if (r.status().code() != ErrorCode::kNotFound && r.status().code() != ErrorCode::kCorrupt)
+        return r.status();
+      why = r.status().message();
     }
-    BM_ASSIGN_OR_RETURN(engine::StepReport r, engine::RunStep(ws, t, options));
-    if (r.outcome == engine::StepOutcome::kRestored) ++restored;
+    std::printf("%s: not in the cache (%s); needs `benchmake build`\n", t.c_str(), why.c_str());
+    not_pulled.insert(t);
+    ++missing;
   }
   std::printf("pulled %llu targets, %llu not in the cache\n",
               static_cast<unsigned long long>(restored), static_cast<unsigned long long>(missing));

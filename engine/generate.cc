@@ -257,8 +257,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   }
 
   WorkspaceConfig config;
-  config.cache_dir = graph.settings.cache_dir.empty() ? cache::DefaultCacheDir()
-                                                      : JoinPath(ws.root, graph.settings.cache_dir);
+  config.cache_dir = CacheDirOf(ws, graph.settings.cache_dir);
   config.remote = graph.settings.remote;
   const nlohmann::json local_facts = facts.value("local", nlohmann::json::object());
   config.gpus = graph.settings.gpus >= 0 ? graph.settings.gpus

@@ -20,6 +20,8 @@
 // from several processes at once (each with its own StepContext).
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -61,7 +63,23 @@ struct ParamSpec {
   // later, whose default does what the rule did before it: the targets cached before it keep
   // their keys); in the key like any other once set to something else.
   bool in_key_at_default = true;
+  // kInt: the values accepted, checked where the BENCHFILE is read and reported at the value.
+  // An int's range unless the rule says otherwise (WithRange): the rules hand these counts to
+  // code that counts in int, where 4294967297 would become 1.
+  int64_t min = std::numeric_limits<int>::min();
+  int64_t max = std::numeric_limits<int>::max();
 };
+
+inline constexpr int64_t kIntParamMax = std::numeric_limits<int>::max();
+inline constexpr int64_t kInt64ParamMin = std::numeric_limits<int64_t>::min();
+inline constexpr int64_t kInt64ParamMax = std::numeric_limits<int64_t>::max();
+
+// `spec` (a kInt parameter) accepting [min, max] only.
+inline ParamSpec WithRange(ParamSpec spec, int64_t min, int64_t max = kIntParamMax) {
+  spec.min = min;
+  spec.max = max;
+  return spec;
+}
 
 // A parameter value that a rule refuses in Check(). The engine reports it at
 // the parameter's BENCHFILE line and column.

@@ -83,13 +83,16 @@ class Stepper {
         report.manifest = cache::ManifestDigest(record->outputs);
         Notice(fmt::format("restored from {}",
                            record->origin.empty() ? "cache" : "remote cache " + record->origin));
-      } else if (s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) {
+      } else if ((s.code() == ErrorCode::kCorrupt || s.code() == ErrorCode::kNotFound) &&
+                 !options_.restore_only) {
         Notice(fmt::format("{}; rebuilding", s.message()));
         BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
         report.outcome = StepOutcome::kRan;
       } else {
         return s;
       }
+    } else if (options_.restore_only) {
+      return Errorf(ErrorCode::kNotFound, "no cache holds its key {}", key.Hex());
     } else {
       BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
       report.outcome = StepOutcome::kRan;
@@ -97,7 +100,7 @@ class Stepper {
     BM_TRY(WriteOutStamp(ws_, target_, report.manifest));
     report.seconds = Since(start);
     if (report.outcome == StepOutcome::kRan) Notice(fmt::format("ran in {:.2f}s", report.seconds));
-    BM_TRY(MeasureMore(key, report));
+    if (!options_.restore_only) BM_TRY(MeasureMore(key, report));
     return report;
   }
 
@@ -120,7 +123,10 @@ class Stepper {
   }
 
   // Links the record's outputs into out/NAME and remembers them in NAME.last.
-  Status Materialize(const cache::ActionRecord& record, std::string outcome) {
+  // `fresh_dir`: where the step that just ran left them, for a blob that a
+  // `cache gc` running beside this build evicted since the step stored it.
+  Status Materialize(const cache::ActionRecord& record, std::string outcome,
+                     const std::string& fresh_dir = "") {
     std::string dir = ws_.OutDirOf(target_);
     // out/ changes below the generator's feet: its next check must look.
     BM_TRY(ForgetOutCheck(ws_));
@@ -135,7 +141,9 @@ class Stepper {
     for (const cache::OutputFile& f : record.outputs) {
       std::string dest = dir + "/" + f.path;
       BM_TRY(fs_.MakeDirs(DirName(dest)));
-      Status s = cache_->Materialize(f.digest, dest);
+      Status s = cache_->Materialize(f.digest, dest, f.executable);
+      if (s.code() == ErrorCode::kNotFound && !fresh_dir.empty())
+        s = fs_.CopyReadOnly(fresh_dir + "/" + f.path, dest, f.executable);
       if (!s.ok()) {
         (void)fs_.RemoveAll(dir);
         (void)fs_.Remove(ws_.TargetFile(target_, "last"));
@@ -299,7 +307,7 @@ class Stepper {
       std::string own = path;
       if (std::binary_search(linked.begin(), linked.end(), rel)) {
         own = run.scratch + "/ingest.copy";
-        BM_TRY(fs_.CopyFile(path, own));
+        BM_TRY(fs_.CopyReadOnly(path, own, info.executable));
       }
       Result<Digest> d = cache_->PutFile(own);
       if (own != path) (void)fs_.Remove(own);
@@ -310,7 +318,7 @@ class Stepper {
     record.log_digest = log_digest.Hex();
     record.provenance = ProvenanceOf(run);
     BM_TRY(cache_->PutAction(record));
-    BM_TRY(Materialize(record, "ran"));
+    BM_TRY(Materialize(record, "ran", run.out_dir));
     (void)fs_.RemoveAll(run.scratch);
     (void)fs_.RemoveAll(run.resume_dir);
     return cache::ManifestDigest(record.outputs);
@@ -329,8 +337,12 @@ class Stepper {
     if (auto it = params_.params.find("rounds"); it != params_.params.end() && it->is_number())
       rounds = it->get<int64_t>();
     BM_ASSIGN_OR_RETURN(std::optional<cache::ActionRecord> record, cache_->GetAction(key));
-    if (!record)
-      return Errorf(ErrorCode::kInternal, "{}: no action record after the step", target_);
+    if (!record) {
+      // A `cache gc` beside this build removed it since the step stored it:
+      // nothing to add measurements to; the next build runs the step again.
+      Notice("its action record left the cache during the build; no further measurements");
+      return Status::Ok();
+    }
     int64_t have = 1 + static_cast<int64_t>(record->remeasurements.size());
     int64_t want = std::max<int64_t>(rounds - have, 0);
     if (options_.remeasure && report.outcome != StepOutcome::kRan)

@@ -35,6 +35,10 @@ struct StepOptions {
   bool color = false;               // color the notices and progress lines (base/terminal.h)
   std::ostream* console = nullptr;  // one-line notices ("a: ran in 1.2s"); null: silent
   bool remeasure = false;           // take one more measurement even on a cache hit
+  // `cache pull`: never run the rule. A target no cache can restore (no
+  // record, or a blob missing or corrupt) is kNotFound or kCorrupt instead,
+  // and no measurement is taken.
+  bool restore_only = false;
 };
 
 struct StepReport {

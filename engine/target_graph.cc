@@ -53,6 +53,14 @@ SourceLocation ErrorLocation(const RawTarget& raw, const ParamError& e) {
   return raw.loc;
 }
 
+// "an integer from 1 to 2147483647", "an integer of at least 0", ...
+std::string IntRangeText(int64_t min, int64_t max) {
+  if (max == kInt64ParamMax)
+    return min == kInt64ParamMin ? "an integer" : fmt::format("an integer of at least {}", min);
+  if (min == kInt64ParamMin) return fmt::format("an integer of at most {}", max);
+  return fmt::format("an integer from {} to {}", min, max);
+}
+
 // Checks `value` against `spec`; returns the normalized value or an error text.
 Result<nlohmann::json> Normalize(const ParamSpec& spec, const nlohmann::json& value) {
   auto wrong = [&]() {
@@ -70,9 +78,15 @@ Result<nlohmann::json> Normalize(const ParamSpec& spec, const nlohmann::json& va
     case ParamType::kInput:
       if (!value.is_string()) return wrong();
       return value;
-    case ParamType::kInt:
+    case ParamType::kInt: {
       if (!value.is_number_integer()) return wrong();
-      return nlohmann::json(value.get<int64_t>());
+      const int64_t n = value.get<int64_t>();
+      if (n < spec.min || n > spec.max) {
+        return Errorf(ErrorCode::kInvalidArgument, "parameter '{}' must be {}, not {}", spec.name,
+                      IntRangeText(spec.min, spec.max), value.dump());
+      }
+      return nlohmann::json(n);
+    }
     case ParamType::kFloat:
       if (!value.is_number()) return wrong();
       if (std::isnan(value.get<double>())) {
@@ -157,8 +171,10 @@ class Validator {
     }
     // Every platform-dependent target may ask for several measurements
     // (engine/step.h, step 6); not part of the key.
-    static const ParamSpec kRounds{"rounds", ParamType::kInt, nlohmann::json(1),
-                                   "measurements to keep of this target (median, min-max)", false};
+    static const ParamSpec kRounds =
+        WithRange({"rounds", ParamType::kInt, nlohmann::json(1),
+                   "measurements to keep of this target (median, min-max)", false},
+                  1);
     if (t.rule->platform_dependent() && !specs.count(kRounds.name)) {
       specs[kRounds.name] = &kRounds;
       names.push_back(kRounds.name);
@@ -185,11 +201,6 @@ class Validator {
         Error(bad && *bad < p.element_locs.size() ? p.element_locs[*bad] : p.value_loc,
               v.status().message());
         rejected.insert(p.name);  // given, if wrongly: not "lacking"
-        complete = false;
-        continue;
-      }
-      if (p.name == kRounds.name && it->second == &kRounds && v->get<int64_t>() < 1) {
-        Error(p.value_loc, "rounds must be >= 1");
         complete = false;
         continue;
       }

@@ -53,6 +53,11 @@ Status SaveConfig(const Workspace& ws, const WorkspaceConfig& c) {
       .status();
 }
 
+std::string CacheDirOf(const Workspace& ws, const std::string& cache_dir_setting) {
+  return cache_dir_setting.empty() ? cache::DefaultCacheDir()
+                                   : JoinPath(ws.root, cache_dir_setting);
+}
+
 Result<WorkspaceConfig> LoadConfig(const Workspace& ws) {
   Result<std::string> text = ws.fs->ReadFile(ws.StateDir() + "/config.json");
   if (!text.ok()) {

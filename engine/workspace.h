@@ -62,6 +62,11 @@ struct WorkspaceConfig {
   int gpus = 0;
 };
 Status SaveConfig(const Workspace& ws, const WorkspaceConfig& config);
+// The local cache of a workspace now: `cache_dir_setting` (its BENCHFILE's
+// [benchmake] cache_dir, relative to the workspace) when set, else
+// cache::DefaultCacheDir(). What the generator saves in config.json, and what
+// `cache stats|verify|gc` use (not config.json: the environment may have changed).
+std::string CacheDirOf(const Workspace& ws, const std::string& cache_dir_setting);
 Result<WorkspaceConfig> LoadConfig(const Workspace& ws);
 
 // The cache for this workspace: local store plus the configured remote

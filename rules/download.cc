@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,18 +42,24 @@ class ProgressLine {
   ~ProgressLine() {
     if (shown_) std::cerr << "\n";
   }
-  void Update(uint64_t base, uint64_t so_far, uint64_t total) {
+  // `position` and `total` are offsets in the whole file, as http::Progress
+  // reports them (a resumed transfer starts at the kept part's end); `start`
+  // is where this transfer began, so the rate counts only its own bytes.
+  void Update(uint64_t start, uint64_t position, uint64_t total) {
     if (!enabled_) return;
     const auto now = Clock::now();
     if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
     last_ = now;
     shown_ = true;
+    position = std::max(position, start);  // before the response, the client reports 0
     const double secs = std::chrono::duration<double>(now - start_).count();
-    const double rate = secs > 0 ? so_far / secs : 0;
-    std::string line = fmt::format("\r{}: {}", name_, HumanBytes(base + so_far));
-    if (total > 0) line += " / " + HumanBytes(base + total);
+    const double rate = secs > 0 ? (position - start) / secs : 0;
+    std::string line = fmt::format("\r{}: {}", name_, HumanBytes(position));
+    if (total > 0) line += " / " + HumanBytes(total);
     line += fmt::format("  {}/s", HumanBytes(rate));
-    if (total > so_far && rate > 0) line += fmt::format("  ETA {:.0f} s", (total - so_far) / rate);
+    if (total > position && rate > 0) {
+      line += fmt::format("  ETA {:.0f} s", (total - position) / rate);
+    }
     std::cerr << line << "   " << std::flush;
   }
 
@@ -63,6 +70,9 @@ class ProgressLine {
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_;
 };
+
+// A server's Retry-After is waited for up to this long (curl waits any time).
+constexpr double kMaxRetryAfterSeconds = 600;
 
 bool IsTransient(const Status& status, long http_status) {
   switch (status.code()) {
@@ -85,7 +95,7 @@ uint64_t FileSize(const std::string& path) {
 
 // One GET of url from the partial file's end into it.
 Status FetchOnce(http::Client& client, const std::string& url, const std::string& part,
-                 ProgressLine& progress, long* http_status) {
+                 ProgressLine& progress, http::Response* response) {
   const uint64_t offset = FileSize(part);
   std::FILE* f = std::fopen(part.c_str(), "ab");
   if (f == nullptr) return Errorf(ErrorCode::kIo, "cannot open {}", part);
@@ -108,7 +118,7 @@ Status FetchOnce(http::Client& client, const std::string& url, const std::string
   };
   t.progress = [&](uint64_t so_far, uint64_t total) { progress.Update(base, so_far, total); };
   Status st = client.Run(t);
-  *http_status = t.response.status;
+  *response = t.response;
   if (std::fclose(f) != 0 && st.ok()) st = Errorf(ErrorCode::kIo, "cannot write {}", part);
   return st;
 }
@@ -155,7 +165,8 @@ class DownloadRule final : public engine::Rule {
          "request headers; ${ENV} in values expands from the environment", false},
         {"unpack", ParamType::kString, json(""), "\"\", gz, zst, xz, tar, tar.gz, tar.zst, tar.xz"},
         {"filename", ParamType::kString, json(""), "output file name (default: from the URL)"},
-        {"retries", ParamType::kInt, json(3), "retries of transient failures", false},
+        engine::WithRange(
+            {"retries", ParamType::kInt, json(3), "retries of transient failures", false}, 0),
         {"retry_delay_s", ParamType::kFloat, json(1.0), "first retry delay, doubling", false},
         {"connect_timeout_s", ParamType::kFloat, json(10.0), "connect timeout", false},
         {"stall_timeout_s", ParamType::kFloat, json(30.0),
@@ -194,14 +205,23 @@ class DownloadRule final : public engine::Rule {
         errors.push_back({"url", "expected http://, https:// or file:"});
       }
     }
+    // Refused as curl refuses --retry-delay -1 and --connect-timeout 0.
+    auto seconds = [&](const char* name, bool zero_ok) {
+      if (!p.contains(name) || !p[name].is_number()) return;
+      const double v = p[name].get<double>();
+      if (v < 0 || (v == 0 && !zero_ok)) {
+        errors.push_back(
+            {name, fmt::format("{} ({:g}) must be {} 0 seconds", name, v, zero_ok ? ">=" : ">")});
+      }
+    };
+    seconds("retry_delay_s", true);
+    seconds("connect_timeout_s", false);
+    seconds("stall_timeout_s", false);
     if (p.contains("filename")) {
       const std::string f = p["filename"];
       if (f.find('/') != std::string::npos || f == "." || f == "..") {
         errors.push_back({"filename", "a plain file name, without '/'"});
       }
-    }
-    if (p.contains("retries") && p["retries"].get<int64_t>() < 0) {
-      errors.push_back({"retries", "must be >= 0"});
     }
     return errors;
   }
@@ -241,9 +261,14 @@ class DownloadRule final : public engine::Rule {
     int attempts = 0;
     for (;;) {
       ++attempts;
-      long http_status = 0;
-      Status st = FetchOnce(client, url, part, progress, &http_status);
+      http::Response response;
+      Status st = FetchOnce(client, url, part, progress, &response);
       if (st.ok()) break;
+      const long http_status = response.status;
+      if (http_status == 416 && response.resource_length > 0 &&
+          static_cast<uint64_t>(response.resource_length) == FileSize(part)) {
+        break;  // the kept part is the whole file already (curl -C -, wget -c)
+      }
       if (http_status == 416) {  // the partial file is not a prefix we can extend
         fs::remove(part);
         st = Errorf(ErrorCode::kCorrupt, "the server refused to resume (HTTP 416)");
@@ -253,7 +278,11 @@ class DownloadRule final : public engine::Rule {
         return st.WithContext(
             fmt::format("download {} (attempt {} of {})", url, attempts, retries + 1));
       }
-      const double wait = delay * static_cast<double>(1 << std::min(attempts - 1, 10));
+      double wait = delay * static_cast<double>(1 << std::min(attempts - 1, 10));
+      if (http_status == 429 || http_status == 503) {  // the server says how long to wait
+        wait = std::max(wait, std::min(static_cast<double>(response.retry_after_seconds),
+                                       kMaxRetryAfterSeconds));
+      }
       log << fmt::format("download: {} (attempt {}); retrying in {:.1f} s\n", st.message(),
                          attempts, wait);
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));

@@ -1,7 +1,6 @@
 #include "rules/exec.h"
 
 #include <cctype>
-#include <limits>
 
 #include "rules/external_metrics.h"
 
@@ -79,8 +78,9 @@ class ExecRule : public engine::Rule {
         {"env", ParamType::kStringMap, json::object(), "extra environment variables", true},
         {"metrics", ParamType::kString, json(""), "a JSON output file holding the step's metrics",
          true},
-        {"gpus", ParamType::kInt, json(0), "GPUs the command needs (CUDA_VISIBLE_DEVICES is set)",
-         true},
+        engine::WithRange({"gpus", ParamType::kInt, json(0),
+                           "GPUs the command needs (CUDA_VISIBLE_DEVICES is set)", true},
+                          0),
         {"description", ParamType::kString, json(""), "a note for humans; not part of the key",
          false},
         {"progress", ParamType::kBool, json(false), "show the command's output live (console pool)",
@@ -120,10 +120,6 @@ class ExecRule : public engine::Rule {
     std::string metrics = p["metrics"].get<std::string>();
     if (!metrics.empty() && !IsRelativeInside(metrics))
       errors.push_back({"metrics", "metrics must be a relative path inside {out}"});
-    const int64_t gpus = p["gpus"].get<int64_t>();
-    if (gpus < 0 || gpus > std::numeric_limits<int>::max())
-      errors.push_back({"gpus", fmt::format("gpus must be between 0 and {}, not {}",
-                                            std::numeric_limits<int>::max(), gpus)});
     if (p["timeout"].get<double>() < 0)
       errors.push_back({"timeout", "timeout must be >= 0 (0: none)"});
     for (engine::ParamError& e : CheckExternalLogParams(p)) errors.push_back(std::move(e));

@@ -589,10 +589,15 @@ std::vector<ParamSpec> ExternalLogParams() {
        true},
       {"layout", ParamType::kString, json(""),
        "the logged run's parallel layout TPxPPyDPz (\"\": the log's, else gpus)", true},
-      {"mpe", ParamType::kInt, json(0), "sequence length (MPE) where the log does not say", true},
-      {"lbs", ParamType::kInt, json(0), "micro-batch size (LBS) where the log does not say", true},
-      {"gas", ParamType::kInt, json(0),
-       "gradient accumulation steps (GAS) where the log does not say", true},
+      engine::WithRange({"mpe", ParamType::kInt, json(0),
+                         "sequence length (MPE) where the log does not say", true},
+                        0),
+      engine::WithRange({"lbs", ParamType::kInt, json(0),
+                         "micro-batch size (LBS) where the log does not say", true},
+                        0),
+      engine::WithRange({"gas", ParamType::kInt, json(0),
+                         "gradient accumulation steps (GAS) where the log does not say", true},
+                        0),
       {"precision", ParamType::kString, json(""),
        "bf16, fp16, amp, fp32, ... (\"\": the log's): the peak table's column", true},
       {"model", ParamType::kString, json(""), "a model preset: N, layers and hidden for MFU", true},
@@ -600,15 +605,19 @@ std::vector<ParamSpec> ExternalLogParams() {
        true},
       {"parameters", ParamType::kFloat, json(0.0), "parameter count N for MFU without a preset",
        true},
-      {"layers", ParamType::kInt, json(0), "layers L for MFU (PaLM) without a preset", true},
-      {"hidden", ParamType::kInt, json(0), "hidden size (H x Q) for MFU (PaLM) without a preset",
-       true},
+      engine::WithRange(
+          {"layers", ParamType::kInt, json(0), "layers L for MFU (PaLM) without a preset", true},
+          0),
+      engine::WithRange({"hidden", ParamType::kInt, json(0),
+                         "hidden size (H x Q) for MFU (PaLM) without a preset", true},
+                        0),
       {"peak_tflops", ParamType::kFloat, json(0.0), "peak TFLOP/s per device (0: the peak table)",
        true},
       {"device", ParamType::kString, json(""),
        "the device the log was measured on, e.g. \"H100\" (\"\": the platform's)", true},
-      {"excluded_warmup_steps", ParamType::kInt, json(-1),
-       "leading steps left out of token/p/s (-1: the format's convention)", true},
+      engine::WithRange({"excluded_warmup_steps", ParamType::kInt, json(-1),
+                         "leading steps left out of token/p/s (-1: the format's convention)", true},
+                        -1),
   };
 }
 
@@ -635,12 +644,8 @@ std::vector<engine::ParamError> CheckExternalLogParams(const json& p) {
     if (Result<train::ParallelLayout> l = train::ParseLayout(layout); !l.ok())
       errors.push_back({"layout", l.status().message()});
   }
-  for (const char* n : {"mpe", "lbs", "gas", "layers", "hidden"})
-    if (p[n].get<int64_t>() < 0) errors.push_back({n, fmt::format("{} must be >= 0", n)});
   for (const char* n : {"parameters", "peak_tflops"})
     if (p[n].get<double>() < 0) errors.push_back({n, fmt::format("{} must be >= 0", n)});
-  if (p["excluded_warmup_steps"].get<int64_t>() < -1)
-    errors.push_back({"excluded_warmup_steps", "excluded_warmup_steps must be >= -1"});
   const std::string preset = p["model"].get<std::string>();
   if (!preset.empty()) {
     Result<train::ModelConfig> m = train::Preset(preset);

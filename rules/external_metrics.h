@@ -54,8 +54,12 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // are timed but give no token rate (no sequence length or batch) keeps their step_ms_median;
 // LLaMA-Factory's trainer_log.jsonl timed by its elapsed time (trainer_elapsed.h). 6: PaddleMIX's
 // benchmark line (`global step N / M, ..., avg_batch_cost: s sec, ..., max_mem_reserved: R MB`) is
-// a paddle step line, timed by avg_batch_cost, its memory in MiB.
-inline constexpr int kLogReadingVersion = 6;
+// a paddle step line, timed by avg_batch_cost, its memory in MiB. 7: the Trainer's (and
+// PaddleNLP's, with its lbs and gas) summary gives
+// the data-parallel ranks (total train batch size / (per device x accumulation steps)), so
+// config.dp and devices, and with them token/p/s per device; dicts numbered by the tqdm bar of
+// their step are timed by its elapsed time.
+inline constexpr int kLogReadingVersion = 7;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

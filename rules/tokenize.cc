@@ -265,12 +265,16 @@ class TokenizeRule final : public engine::Rule {
         {"human_template", ParamType::kString, json(t.human),
          "a human turn ({value}), not trained on"},
         {"gpt_template", ParamType::kString, json(t.gpt), "a gpt turn ({value}), trained on"},
-        {"max_tokens", ParamType::kInt, json(0),
-         "stop after the document that brings the total to this many tokens (0: all input)"},
+        engine::WithRange({"max_tokens", ParamType::kInt, json(0),
+                           "stop after the document that brings the total to this many tokens "
+                           "(0: all input)"},
+                          0, engine::kInt64ParamMax),
         {"valid_fraction", ParamType::kFloat, json(0.05),
          "share of documents held out for validation, by whole documents"},
-        {"seed", ParamType::kInt, json(1234), "seed of the train/valid split"},
-        {"threads", ParamType::kInt, json(0), "encoding threads (0: all cores)", false},
+        engine::WithRange({"seed", ParamType::kInt, json(1234), "seed of the train/valid split"},
+                          engine::kInt64ParamMin, engine::kInt64ParamMax),
+        engine::WithRange(
+            {"threads", ParamType::kInt, json(0), "encoding threads (0: all cores)", false}, 0),
     };
     return specs;
   }
@@ -284,12 +288,6 @@ class TokenizeRule final : public engine::Rule {
     if (p.contains("valid_fraction")) {
       const double f = p["valid_fraction"].get<double>();
       if (!(f >= 0 && f < 1)) errors.push_back({"valid_fraction", "must be in [0, 1)"});
-    }
-    if (p.contains("threads") && p["threads"].get<int64_t>() < 0) {
-      errors.push_back({"threads", "must be >= 0"});
-    }
-    if (p.contains("max_tokens") && p["max_tokens"].get<int64_t>() < 0) {
-      errors.push_back({"max_tokens", "must be >= 0 (0: no limit)"});
     }
     // Kind and file, by name (the file may be a target's output, not built yet).
     if (p.contains("tokenizer")) {

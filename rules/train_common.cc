@@ -101,15 +101,19 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
        "llava_data target (training) or an mmmu_data target (evaluate: MMMU)",
        true},
       {"device", ParamType::kString, json("cpu"), "cpu or cuda", true},
-      {"threads", ParamType::kInt, json(0),
-       "CPU threads per rank (0: the machine's cores divided by its ranks); part of the key", true},
+      engine::WithRange(
+          {"threads", ParamType::kInt, json(0),
+           "CPU threads per rank (0: the machine's cores divided by its ranks); part of the key",
+           true},
+          0),
       {"precision", ParamType::kString, json("fp32"),
        "fp32, or on cuda bf16 / fp16 (amp = bf16); fp16 with dynamic loss scaling", true},
       {"layout", ParamType::kString, json("TP1PP1DP1"), "parallel layout TPxPPyDPz", true},
-      {"lbs", ParamType::kInt, json(8), "micro-batch size (LBS)", true},
-      {"mpe", ParamType::kInt, json(256), "sequence length (MPE)", true},
-      {"seed", ParamType::kInt, json(1234), "seed of initialization, data order and evaluation",
-       true},
+      engine::WithRange({"lbs", ParamType::kInt, json(8), "micro-batch size (LBS)", true}, 1),
+      engine::WithRange({"mpe", ParamType::kInt, json(256), "sequence length (MPE)", true}, 1),
+      engine::WithRange({"seed", ParamType::kInt, json(1234),
+                         "seed of initialization, data order and evaluation", true},
+                        engine::kInt64ParamMin, engine::kInt64ParamMax),
       {"peak_tflops", ParamType::kFloat, json(0.0),
        "peak TFLOP/s per device for MFU (0: the peak table)", true},
       {"progress", ParamType::kBool, json(true), "live progress line on a terminal", false},
@@ -121,12 +125,15 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
   if (train) {
     const bool ft = kind == TrainKind::kFinetune;
     std::vector<ParamSpec> t = {
-        {"gas", ParamType::kInt, json(1), "gradient accumulation steps (GAS)", true},
-        {"steps", ParamType::kInt, json(ft ? 100 : 300), "optimizer steps", true},
+        engine::WithRange(
+            {"gas", ParamType::kInt, json(1), "gradient accumulation steps (GAS)", true}, 1),
+        engine::WithRange({"steps", ParamType::kInt, json(ft ? 100 : 300), "optimizer steps", true},
+                          1),
         {"lr", ParamType::kFloat, json(ft ? 3e-4 : 2e-3), "peak learning rate", true},
         {"min_lr", ParamType::kFloat, json(ft ? 3e-5 : 2e-4), "learning rate at the last step",
          true},
-        {"warmup_steps", ParamType::kInt, json(ft ? 10 : 30), "linear warmup steps", true},
+        engine::WithRange(
+            {"warmup_steps", ParamType::kInt, json(ft ? 10 : 30), "linear warmup steps", true}, 0),
         {"weight_decay", ParamType::kFloat, json(0.1), "AdamW decoupled weight decay", true},
         {"beta1", ParamType::kFloat, json(0.9), "AdamW beta1", true},
         {"beta2", ParamType::kFloat, json(0.95), "AdamW beta2", true},
@@ -138,13 +145,16 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "fp16: loss scale factor after growth_interval clean steps", true},
         {"backoff_factor", ParamType::kFloat, json(0.5),
          "fp16: loss scale factor on an overflowing (skipped) step", true},
-        {"growth_interval", ParamType::kInt, json(2000),
-         "fp16: clean steps in a row before the loss scale grows", true},
+        engine::WithRange({"growth_interval", ParamType::kInt, json(2000),
+                           "fp16: clean steps in a row before the loss scale grows", true},
+                          1),
         {"min_scale", ParamType::kFloat, json(1.0),
          "fp16: the run fails when the loss scale would fall below this", true},
-        {"hysteresis", ParamType::kInt, json(1),
-         "fp16: overflows tolerated before the loss scale backs off", true},
-        {"zero", ParamType::kInt, json(0), "ZeRO stage (needs DP > 1)", true},
+        engine::WithRange({"hysteresis", ParamType::kInt, json(1),
+                           "fp16: overflows tolerated before the loss scale backs off", true},
+                          1),
+        engine::WithRange({"zero", ParamType::kInt, json(0), "ZeRO stage (needs DP > 1)", true}, 0,
+                          3),
         {"sequence_parallel", ParamType::kBool, json(false),
          "Megatron's sequence parallelism: the norms' tokens split over the TP group (cpu)", true},
         {"recompute", ParamType::kBool, json(false), "activation recompute (cuda)", true},
@@ -157,19 +167,24 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
          "DP group (with NCCL_CTA_POLICY=2 NCCL runs its all-gathers there on the copy engines); "
          "the same bits",
          false},
-        {"zero3_keep_params", ParamType::kInt, json(0),
-         "zero 3: parameters (a count) of the forward's last units kept gathered to their "
-         "backward instead of gathered again (DeepSpeed's stage3_max_reuse_distance; 0: FSDP2's "
-         "reshard_after_forward); more memory, fewer all-gathers, the same bits",
-         false},
+        engine::WithRange(
+            {"zero3_keep_params", ParamType::kInt, json(0),
+             "zero 3: parameters (a count) of the forward's last units kept gathered to their "
+             "backward instead of gathered again (DeepSpeed's stage3_max_reuse_distance; 0: "
+             "FSDP2's reshard_after_forward); more memory, fewer all-gathers, the same bits",
+             false},
+            0, engine::kInt64ParamMax),
         {"attention_backward", ParamType::kString, json("auto"),
          "cuda, cuDNN's attention (bf16, fp16): its deterministic backward over \"blocks\" of at "
          "most 1024 keys (memory linear in mpe), in \"one_call\" over every key (faster: no "
          "partial dQ to add; lbs x heads x mpe^2 x 2 bytes of scratch), or \"auto\": one call "
          "where that scratch fits in room the memory plan holds anyway, else blocks",
          true, false},
-        {"checkpoint_every", ParamType::kInt, json(50),
-         "steps between resume checkpoints (0: none); a killed step resumes from the last", false},
+        engine::WithRange(
+            {"checkpoint_every", ParamType::kInt, json(50),
+             "steps between resume checkpoints (0: none); a killed step resumes from the last",
+             false},
+            0),
         {"mllog", ParamType::kBool, json(false),
          "also write mllog.txt: MLPerf :::MLLOG lines that mlperf-logging's checkers read", true},
         {"trainable", ParamType::kStringList, json::array(),
@@ -199,17 +214,25 @@ std::vector<ParamSpec> TrainParams(TrainKind kind) {
   if (kind == TrainKind::kEvaluate) {
     p.push_back({"checkpoint", ParamType::kInput, std::nullopt,
                  "the model: a pretrain or finetune target, or a .safetensors file", true});
-    p.push_back({"eval_tokens", ParamType::kInt, json(0),
-                 "validation tokens for the loss (0: the whole valid split)", true});
-    p.push_back({"eval_examples", ParamType::kInt, json(64), "instruction examples scored", true});
-    p.push_back({"eval_choices", ParamType::kInt, json(4),
-                 "candidates per multiple-choice question", true});
-    p.push_back({"eval_max_answer", ParamType::kInt, json(32),
-                 "exact match: only answers of at most this many tokens are decoded", true});
-    p.push_back({"max_new_tokens", ParamType::kInt, json(128),
-                 "MMMU (an mmmu_data target): tokens decoded per question at most (MMMU's LLaVA "
-                 "run: 128)",
-                 true});
+    p.push_back(
+        engine::WithRange({"eval_tokens", ParamType::kInt, json(0),
+                           "validation tokens for the loss (0: the whole valid split)", true},
+                          0, engine::kInt64ParamMax));
+    p.push_back(engine::WithRange(
+        {"eval_examples", ParamType::kInt, json(64), "instruction examples scored", true}, 0));
+    p.push_back(engine::WithRange(
+        {"eval_choices", ParamType::kInt, json(4), "candidates per multiple-choice question", true},
+        2));
+    p.push_back(engine::WithRange(
+        {"eval_max_answer", ParamType::kInt, json(32),
+         "exact match: only answers of at most this many tokens are decoded", true},
+        0));
+    p.push_back(engine::WithRange(
+        {"max_new_tokens", ParamType::kInt, json(128),
+         "MMMU (an mmmu_data target): tokens decoded per question at most (MMMU's LLaVA "
+         "run: 128)",
+         true},
+        1));
   }
   return p;
 }

@@ -22,6 +22,9 @@ packages=(
 if [ "$job" = test ]; then
   # Peers and servers that tests start on loopback.
   packages+=(xxhash nginx python3 openssl curl zstd xz-utils)
+  # The other WebDAV servers the remote cache is checked against
+  # (tests/cache/webdav_servers_test.cc, docs/REMOTE_CACHE.md "Other servers").
+  packages+=(apache2 lighttpd lighttpd-mod-webdav)
   # examples/make_samples.py writes the Paddle sample with NumPy (tests/examples).
   packages+=(python3-numpy)
   # The image tests compare with Pillow run at test time (tests/support/pil_images.py).
@@ -35,6 +38,9 @@ if [ "$job" = test ]; then
   # tokenizer test data of bench/package.json (LLaMA-2's vocabulary, Qwen3's
   # tokenizer.json). A node from elsewhere (NodeSource) brings its own npm.
   packages+=(sentencepiece)
+  # mmmu_data's prompts and decode table against the sentencepiece module
+  # (tests/rules/llava/mmmu_data_check.py, ctest mmmu_data_sentencepiece; skips without it).
+  packages+=(python3-sentencepiece)
   # A real Slurm (munged, slurmctld, one slurmd) and OpenMPI's mpirun, started on this
   # machine by tests/engine/cluster_e2e_test.cc (docs/CLUSTER.md).
   packages+=(slurm-wlm munge openmpi-bin)

@@ -12,6 +12,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -38,11 +39,20 @@ bm::Result<nlohmann::json> Run(const std::string& path) {
   if (!run->progress) run.value().progress = isatty(STDERR_FILENO);
   bm::Result<bm::train::dist::RankEnv> env = bm::train::dist::ReadRankEnvFromProcess();
   if (!env.ok()) return env.status();
-  if (run->mode == bm::train::RunMode::kEvaluate) return bm::train::RunEvaluation(*run, &std::cerr);
-  std::optional<bm::train::dist::Heartbeat> heartbeat;  // tells the launcher this rank lives
-  if (env->world_size > 1 && !env->rendezvous.empty())
-    heartbeat.emplace(env->rendezvous, env->rank);
-  return bm::train::RunTraining(*run, &std::cerr, {}, *env);
+  try {
+    if (run->mode == bm::train::RunMode::kEvaluate)
+      return bm::train::RunEvaluation(*run, &std::cerr);
+    std::optional<bm::train::dist::Heartbeat> heartbeat;  // tells the launcher this rank lives
+    if (env->world_size > 1 && !env->rendezvous.empty())
+      heartbeat.emplace(env->rendezvous, env->rank);
+    return bm::train::RunTraining(*run, &std::cerr, {}, *env);
+  } catch (const std::bad_alloc&) {
+    // PyTorch's DefaultCPUAllocator says as much; an abort with "std::bad_alloc" names nothing.
+    return bm::Errorf(bm::ErrorCode::kFailed,
+                      "out of host memory: this run (lbs {}, mpe {}) needs more than the "
+                      "machine has",
+                      run->lbs, run->mpe);
+  }
 }
 
 int Usage() {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -46,6 +47,30 @@ std::string RandomSuffix() {
   return fmt::format("{:016x}", rng());
 }
 
+// A file URL's path decoded as RFC 3986 says ("%20" is a space), as curl and
+// Python's url2pathname read it; nullopt for a '%' not followed by two hex digits.
+std::optional<std::string> PercentDecode(std::string_view path) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '%') {
+      out += path[i];
+      continue;
+    }
+    auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    int hi = i + 2 < path.size() ? hex(path[i + 1]) : -1;
+    int lo = i + 2 < path.size() ? hex(path[i + 2]) : -1;
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<FileRemote>> FileRemote::Create(const std::string& url) {
@@ -58,6 +83,14 @@ Result<std::unique_ptr<FileRemote>> FileRemote::Create(const std::string& url) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "remote cache URL '{}': a file remote is file:///absolute/path", url);
   }
+  std::optional<std::string> decoded = PercentDecode(path);
+  if (!decoded) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "remote cache URL '{}': '%' must start an escape such as %20 (a space) or %25 "
+                  "(a '%')",
+                  url);
+  }
+  path = std::move(*decoded);
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   return std::unique_ptr<FileRemote>(new FileRemote(path));
 }

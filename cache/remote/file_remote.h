@@ -1,5 +1,6 @@
 // FileRemote: a remote cache in a directory on a shared filesystem (NFS, a
-// mounted volume), for URLs file:///path. Same layout as HttpRemote:
+// mounted volume), for URLs file:///path (percent-escapes decoded:
+// file:///mnt/team%20cache is "/mnt/team cache"). Same layout as HttpRemote:
 //
 //   <root>/cas/<hex32>   blobs      <root>/ac/<hex32>   action records
 //

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -71,7 +72,9 @@ Result<nlohmann::json> FromText(const Setting& s, const std::string& text) {
     case Type::kInt: {
       char* end = nullptr;
       double v = std::strtod(text.c_str(), &end);
-      if (!text.empty() && end != nullptr && *end == '\0') {
+      bool number = !text.empty() && end != nullptr && *end == '\0' && std::isfinite(v) &&
+                    std::fabs(v) < 1e15;  // "nan", "inf" and such are no setting's value
+      if (number && (s.type == Type::kNumber || v == std::trunc(v))) {
         return s.type == Type::kInt ? nlohmann::json(static_cast<int64_t>(v)) : nlohmann::json(v);
       }
       break;
@@ -118,7 +121,9 @@ Status ApplyRemoteSetting(RemoteConfig& config, std::string_view key, const nloh
   if (key == "signing_key_env") config.signing_key_env = value.get<std::string>();
   if (key == "remote_timeout") {
     double t = value.get<double>();
-    if (t <= 0) return Errorf(ErrorCode::kInvalidArgument, "remote_timeout must be > 0");
+    if (!(t > 0) || !std::isfinite(t)) {
+      return Errorf(ErrorCode::kInvalidArgument, "remote_timeout must be a number of seconds > 0");
+    }
     config.timeout_seconds = t;
   }
   if (key == "remote_parallel") {

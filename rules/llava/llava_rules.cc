@@ -28,17 +28,17 @@ vision::ClipImageOptions ClipOptions(const json& p) {
   return c;
 }
 
-void CheckCommon(const json& p, std::vector<engine::ParamError>* errors) {
-  if (p.contains("threads") && p["threads"].get<int64_t>() < 0)
-    errors->push_back({"threads", "must be >= 0 (0: all cores)"});
-  if (p.contains("image_size") && p["image_size"].get<int64_t>() < 1)
-    errors->push_back({"image_size", "must be >= 1 (CLIP ViT-L/14-336: 336)"});
-}
-
-const ParamSpec kThreads{"threads", ParamType::kInt, json(0),
-                         "decoding and tokenizing threads (0: all cores)", false};
-const ParamSpec kImageSize{"image_size", ParamType::kInt, json(336),
-                           "square side of the preprocessed images (CLIP's crop size)"};
+const ParamSpec kThreads = engine::WithRange(
+    {"threads", ParamType::kInt, json(0), "decoding and tokenizing threads (0: all cores)", false},
+    0);
+const ParamSpec kImageSize =
+    engine::WithRange({"image_size", ParamType::kInt, json(336),
+                       "square side of the preprocessed images (CLIP's crop size)"},
+                      1);
+const ParamSpec kImageTokens =
+    engine::WithRange({"image_tokens", ParamType::kInt, json(576),
+                       "positions each image takes in the sequence (CLIP ViT-L/14 at 336: 576)"},
+                      1);
 const ParamSpec kPad{"pad_to_square", ParamType::kBool, json(true),
                      "pad to a square with CLIP's mean colour first (LLaVA's image_aspect_ratio "
                      "\"pad\")"};
@@ -58,11 +58,6 @@ class LlavaImagesRule final : public engine::Rule {
         kThreads,
     };
     return specs;
-  }
-  std::vector<engine::ParamError> Check(const json& p) const override {
-    std::vector<engine::ParamError> errors;
-    CheckCommon(p, &errors);
-    return errors;
   }
   Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
     const json& p = ctx.params;
@@ -99,34 +94,30 @@ class LlavaDataRule final : public engine::Rule {
         {"legacy", ParamType::kBool, json(false),
          "the tokenizer's `legacy` (Vicuna-v1.5: false): no \"▁\" after </s>, and LLaVA's "
          "one-token correction of later rounds"},
-        {"model_max_length", ParamType::kInt, json(2048),
-         "LLaVA's model_max_length: its mismatch check applies below it"},
+        engine::WithRange({"model_max_length", ParamType::kInt, json(2048),
+                           "LLaVA's model_max_length: its mismatch check applies below it"},
+                          1),
         {"images", ParamType::kInputList, json::array(),
          "a llava_images target made from the same JSON (at most one)"},
         {"image_folder", ParamType::kInputList, json::array(),
          "without images: the image folder, preprocessed in this step (at most one)"},
         kImageSize,
         kPad,
-        {"image_tokens", ParamType::kInt, json(576),
-         "positions each image takes in the sequence (CLIP ViT-L/14 at 336: 576)"},
+        kImageTokens,
         {"valid_fraction", ParamType::kFloat, json(0.0),
          "share of samples held out for validation"},
-        {"seed", ParamType::kInt, json(1234), "seed of the train/valid split"},
+        engine::WithRange({"seed", ParamType::kInt, json(1234), "seed of the train/valid split"},
+                          engine::kInt64ParamMin, engine::kInt64ParamMax),
         kThreads,
     };
     return specs;
   }
   std::vector<engine::ParamError> Check(const json& p) const override {
     std::vector<engine::ParamError> errors;
-    CheckCommon(p, &errors);
     if (p.contains("template")) {
       auto t = ParseTemplate(p["template"].get<std::string>());
       if (!t.ok()) errors.push_back({"template", t.status().message()});
     }
-    if (p.contains("model_max_length") && p["model_max_length"].get<int64_t>() < 1)
-      errors.push_back({"model_max_length", "must be >= 1"});
-    if (p.contains("image_tokens") && p["image_tokens"].get<int64_t>() < 1)
-      errors.push_back({"image_tokens", "must be >= 1"});
     if (p.contains("valid_fraction")) {
       const double f = p["valid_fraction"].get<double>();
       if (!(f >= 0 && f < 1)) errors.push_back({"valid_fraction", "must be in [0, 1)"});

@@ -181,25 +181,24 @@ class MmmuDataRule final : public engine::Rule {
          "the language model's SentencePiece tokenizer.model (a file, or a target holding one)"},
         {"legacy", ParamType::kBool, json(false),
          "the tokenizer's `legacy` (Vicuna-v1.5: false), as llava_data's"},
-        {"image_size", ParamType::kInt, json(336),
-         "square side of the preprocessed images (CLIP's crop size)"},
+        engine::WithRange({"image_size", ParamType::kInt, json(336),
+                           "square side of the preprocessed images (CLIP's crop size)"},
+                          1),
         {"pad_to_square", ParamType::kBool, json(false),
          "pad to a square with CLIP's mean colour first; MMMU's LLaVA run does not (it calls "
          "the CLIP image processor directly)"},
-        {"image_tokens", ParamType::kInt, json(576),
-         "positions each image takes in the sequence (CLIP ViT-L/14 at 336: 576)"},
-        {"threads", ParamType::kInt, json(0), "image decoding threads (0: all cores)", false},
+        engine::WithRange({"image_tokens", ParamType::kInt, json(576),
+                           "positions each image takes in the sequence (CLIP ViT-L/14 at 336: "
+                           "576)"},
+                          1),
+        engine::WithRange(
+            {"threads", ParamType::kInt, json(0), "image decoding threads (0: all cores)", false},
+            0),
     };
     return specs;
   }
   std::vector<engine::ParamError> Check(const json& p) const override {
     std::vector<engine::ParamError> errors;
-    if (p.contains("image_size") && p["image_size"].get<int64_t>() < 1)
-      errors.push_back({"image_size", "must be >= 1 (CLIP ViT-L/14-336: 336)"});
-    if (p.contains("image_tokens") && p["image_tokens"].get<int64_t>() < 1)
-      errors.push_back({"image_tokens", "must be >= 1"});
-    if (p.contains("threads") && p["threads"].get<int64_t>() < 0)
-      errors.push_back({"threads", "must be >= 0 (0: all cores)"});
     if (p.contains("split") && (p["split"].get<std::string>().empty() ||
                                 p["split"].get<std::string>().find('/') != std::string::npos))
       errors.push_back({"split", "a file name without '/' (validation, test, dev)"});

@@ -189,6 +189,21 @@ void SetFact(ParsedLog& log, const char* name, double value, int64_t line) {
   log.facts.emplace(name, Fact{value, line});
 }
 
+void DataParallelFromTotalBatch(ParsedLog& log, std::string_view name) {
+  if (log.facts.count("dp")) return;
+  auto gbs = log.facts.find("gbs"), lbs = log.facts.find("lbs"), gas = log.facts.find("gas");
+  if (gbs == log.facts.end() || lbs == log.facts.end() || gas == log.facts.end()) return;
+  if (!(lbs->second.value >= 1 && gas->second.value >= 1)) return;
+  const double dp = gbs->second.value / (lbs->second.value * gas->second.value);
+  if (!(dp >= 1 && dp <= 2147483648.0) || dp != std::floor(dp)) return;
+  SetFact(log, "dp", dp, gbs->second.line);
+  log.notes.push_back(fmt::format(
+      "{}:{}: {} data-parallel ranks: the total train batch size {} / ({} per device x {} "
+      "accumulation steps); the devices are taken to be these ranks (a run that also splits the "
+      "model, tensor, pipeline, context or sequence parallel, has more: set layout)",
+      name, gbs->second.line, dp, gbs->second.value, lbs->second.value, gas->second.value));
+}
+
 void SetConfigFact(ParsedLog& log, std::string_view name, const char* fact, double value,
                    int64_t line, std::string_view source, std::string_view key) {
   auto it = log.facts.find(fact);

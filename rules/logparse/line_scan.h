@@ -126,6 +126,14 @@ void FillSpansFromGaps(std::vector<Iteration>& its);
 // every rank prints the same).
 void SetFact(ParsedLog& log, const char* name, double value, int64_t line);
 
+// The data-parallel ranks a training summary implies (transformers' and PaddleNLP's `***** Running
+// training *****`): its "Total train batch size (w. parallel, distributed & accumulation)" is the
+// per-device batch x the accumulation steps x the ranks that read their own data (the Trainer's
+// world_size // (TP x CP x SP), PaddleNLP's dataset_world_size: DP x sharding), so where the facts
+// gbs, lbs and gas are stated and dp is not, dp = gbs / (lbs x gas) when whole, with a note that
+// the devices are taken to be those ranks.
+void DataParallelFromTotalBatch(ParsedLog& log, std::string_view name);
+
 // A config print's key (its section path) and the fact it states (SetConfigFact's `fact`).
 struct ConfigFactKey {
   std::string_view path;

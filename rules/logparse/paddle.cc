@@ -189,8 +189,10 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
         SetFact(log, "gbs", *gbs, no);
       } else if (line.find("Instantaneous batch size per device") != std::string_view::npos) {
         lbs = SummaryValue(line, "Instantaneous batch size per device");
+        if (lbs && *lbs > 0) SetFact(log, "lbs", *lbs, no);
       } else if (line.find("Gradient Accumulation steps") != std::string_view::npos) {
         gas = SummaryValue(line, "Gradient Accumulation steps");
+        if (gas && *gas > 0) SetFact(log, "gas", *gas, no);
       } else if (FindKeyValue(line, "train_runtime", ":") != std::string_view::npos &&
                  FindKeyValue(line, "train_samples_per_second", ":") != std::string_view::npos) {
         log.wall_s = field(line, no, "train_runtime");  // the closing speed_metrics("train", ...)
@@ -371,6 +373,7 @@ Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name) {
     log.peak_memory_bytes = peak_gib * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = peak_source;
   }
+  DataParallelFromTotalBatch(log, name);  // the summary states no device count
   return log;
 }
 

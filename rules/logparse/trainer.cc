@@ -168,6 +168,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   log.lines = read.lines;
   BM_TRY(error);
   TakeMetricsBlock(name, block, dicts, steps, log, true);  // a block that ends the log
+  DataParallelFromTotalBatch(log, name);                   // the summary states no device count
   if (read.joined > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} Trainer dict(s) hard-wrapped over several lines (a terminal copy) read joined",

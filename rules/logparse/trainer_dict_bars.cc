@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/trainer_dicts.h"
@@ -31,8 +33,37 @@ bool OnlyClears(std::string_view text) {
 // where tqdm drew no bar (ncols 0, as in Colab: format_meter returns l_bar[:-1] + r_bar[1:]).
 struct Counter {
   int64_t n = 0, total = 0;
-  bool last = false;  // nothing but spaces (OnlyClears) after the bar's closing ']'
+  bool last = false;              // nothing but spaces (OnlyClears) after the bar's closing ']'
+  std::optional<double> elapsed;  // its seconds since the bar began (BarElapsed)
 };
+
+// tqdm's {elapsed} at the start of text, before its '<' (format_interval: "MM:SS", or "H:MM:SS"
+// from an hour on, whole seconds cut down): seconds; nullopt for anything else.
+std::optional<double> BarElapsed(std::string_view text) {
+  const size_t end = text.find('<');
+  if (end == std::string_view::npos) return std::nullopt;
+  std::vector<double> parts;
+  size_t p = 0;
+  while (p <= end) {
+    size_t q = p;
+    while (q < end && std::isdigit(static_cast<unsigned char>(text[q]))) ++q;
+    if (q == p || (!parts.empty() && q - p != 2)) return std::nullopt;
+    std::optional<double> v = ParseNumber(text.substr(p, q - p));
+    if (!v) return std::nullopt;
+    parts.push_back(*v);
+    if (q == end) break;
+    if (text[q] != ':') return std::nullopt;
+    p = q + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3 || parts.back() >= 60) return std::nullopt;
+  if (parts.size() == 3 && parts[1] >= 60) return std::nullopt;
+  if (parts.size() == 2 &&
+      (parts[0] >= 60 || text.substr(0, 2).find(':') != std::string_view::npos))
+    return std::nullopt;  // minutes are two digits, and under an hour
+  double s = 0;
+  for (double v : parts) s = s * 60 + v;
+  return s;
+}
 std::optional<Counter> BarCounter(std::string_view text) {
   std::optional<Counter> found;
   auto digits = [&](size_t p) {
@@ -54,8 +85,11 @@ std::optional<Counter> BarCounter(std::string_view text) {
         WholeCount(ParseNumber(text.substr(n_end + 1, total_end - n_end - 1)));
     if (n && total && *n <= *total) {
       const size_t close = text.find(']', total_end);
-      found = Counter{*n, *total,
-                      close != std::string_view::npos && OnlyClears(text.substr(close + 1))};
+      found =
+          Counter{*n, *total, close != std::string_view::npos && OnlyClears(text.substr(close + 1)),
+                  BarElapsed(text.substr(total_end + 2, close == std::string_view::npos
+                                                            ? std::string_view::npos
+                                                            : close - total_end - 2))};
     }
   }
   return found;
@@ -77,7 +111,7 @@ void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
     const std::optional<Counter> c =
         next ? BarCounter(text.substr(0, text.find('{'))) : std::optional<Counter>();
     if (c.has_value() && c->n > before && (bar_total_ == 0 || c->total == bar_total_)) {
-      confirmed_ = Bar{c->n, c->total, line, c->last};
+      confirmed_ = Bar{c->n, c->total, line, c->last, c->elapsed};
       pending_.reset();
     }
   }
@@ -99,7 +133,7 @@ void TrainerDictReader::ReadBar(std::string_view text, int64_t line) {
       d.total = c->total;
     }
   }
-  bar_ = Bar{c->n, c->total, line, c->last};
+  bar_ = Bar{c->n, c->total, line, c->last, c->elapsed};
   if (pending_ && pending_->total == c->total) {  // the first training bar after it
     if (pending_->n == c->n) confirmed_ = bar_;
     pending_.reset();

@@ -237,7 +237,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
                  (bar_total_ == 0 || bar->total == bar_total_)) {
         run = bar->n;
       } else if (first < last && adopt) {
-        steps_run_ = Bar{first, last, line};
+        steps_run_ = Bar{first, last, line, false, std::nullopt};
       }
       if (run && adopt) {
         avg.through_step = *run;
@@ -309,6 +309,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   const std::optional<Bar> before = raw_ ? std::nullopt : bar;
   int64_t step = 0;
   bool known = true;
+  std::optional<double> bar_elapsed;  // the numbering bar's time: its step's end
   if (named) {
     step = static_cast<int64_t>(*named);
   } else if (anchored_) {
@@ -316,6 +317,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     step = first_step_ && n <= 1 ? 1 : (n + logging_steps_ - 1) / logging_steps_ * logging_steps_;
   } else if (std::optional<int64_t> n = BarStep(before, line)) {
     step = *n;
+    bar_elapsed = before->elapsed;
   } else {
     // A bar before it, not next to it: the bar after it may confirm its n (see the top).
     if (before && before->n > last_ && (bar_total_ == 0 || before->total == bar_total_) &&
@@ -367,6 +369,10 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   }
   if (fresh && named)
     if (std::optional<DictElapsed> e = ReadDictElapsed(dict, step)) elapsed_[line] = *e;
+  if (fresh && bar_elapsed && !elapsed_.count(line)) {
+    elapsed_[line].text = bar_elapsed;
+    bar_elapsed_.push_back(line);
+  }
   if (!it.loss) it.loss = Get(dict, "loss");
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
@@ -374,7 +380,16 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   return true;
 }
 
-void TrainerDictReader::TimeFromElapsed(std::string_view name, ParsedLog& log) const {
+void TrainerDictReader::TimeFromElapsed(std::string_view name, ParsedLog& log) {
+  for (size_t i = 1; i < bar_elapsed_.size(); ++i) {
+    if (elapsed_.at(bar_elapsed_[i]).text != elapsed_.at(bar_elapsed_[i - 1]).text) continue;
+    log.notes.push_back(fmt::format(
+        "{}:{}: the progress bars before the dicts of lines {} and {} show the same second: the "
+        "steps are faster than the bars' whole seconds can time, and no bar times them",
+        name, bar_elapsed_[i], bar_elapsed_[i - 1], bar_elapsed_[i]));
+    for (int64_t line : bar_elapsed_) elapsed_.erase(line);
+    break;
+  }
   if (elapsed_.empty()) return;
   // A new clock (another run, a restart, a resume) or a pause in the steps (an evaluation, a
   // checkpoint save).
@@ -387,7 +402,8 @@ void TrainerDictReader::TimeFromElapsed(std::string_view name, ParsedLog& log) c
       TimeByElapsed(elapsed_, breaks, log.iterations);
   if (!paused.empty()) {
     log.notes.push_back(fmt::format(
-        "{}:{}: the dicts' elapsed time does not time the steps of {} record(s) (the first this "
+        "{}:{}: the elapsed time of the dicts (or of the progress bars before them) does not time "
+        "the steps of {} record(s) (the first this "
         "one): an evaluation, checkpoint save, resume or another run (line {}) came between them "
         "and the record before",
         name, paused.front().first, paused.size(), paused.front().second));

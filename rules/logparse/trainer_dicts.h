@@ -62,6 +62,12 @@
 // or after a clear when a flush fell inside tqdm.write; the same matrix: a dict of step 1 glued to
 // 8/20, of step 6 to 10/12). Such dicts are counted, the bars after them bounding their steps from
 // above.
+// A bar that numbers a dict also times it: its {elapsed} (format_interval, "00:14" or "1:33:46",
+// whole seconds cut down) is the time since the bar began, on_train_begin, at the end of the dict's
+// step, so it is the dict's elapsed time as ms-swift's 'elapsed_time' is (trainer_elapsed.h).
+// Where two such bars in turn show the same second, the steps are faster than whole seconds can
+// time (a record timed by the 1 s that some intervals show, and none by the 0 s of the others,
+// would read them slower): no bar times any record then, with a note.
 //
 // TRL's GRPOTrainer and RLOOTrainer (from 0.26, 5de62b07e) add 'step_time': the seconds
 // training_step took over one optimizer step's micro-batches (generation included when it ran),
@@ -162,10 +168,10 @@ class TrainerDictReader {
   // train_loss (trainer_dict_resume.cc). When found, the first record spans the steps from the
   // resume and the closing rate is scaled to the steps run, as for a stated resume.
   void InferUnstatedResume(std::string_view name, ParsedLog& log) const;
-  // After the records' spans are final: the dicts' elapsed time (ms-swift's, LLaMA-Factory's) as
-  // the time of the steps between two consecutive records with no evaluation (log.evals) or
-  // checkpoint save (SawSave) between them (trainer_elapsed.h).
-  void TimeFromElapsed(std::string_view name, ParsedLog& log) const;
+  // After the records' spans are final: the dicts' elapsed time (ms-swift's, LLaMA-Factory's, or
+  // the bar's that numbered the dict) as the time of the steps between two consecutive records
+  // with no evaluation (log.evals) or checkpoint save (SawSave) between them (trainer_elapsed.h).
+  void TimeFromElapsed(std::string_view name, ParsedLog& log);
   // The Trainer's "Saving model checkpoint to ..." at `line`: a pause in the steps' clock.
   void SawSave(int64_t line) { saves_.push_back(line); }
 
@@ -220,7 +226,8 @@ class TrainerDictReader {
  private:
   struct Bar {
     int64_t n = 0, total = 0, line = 0;
-    bool ends_line = false;  // nothing was printed after it on its line (or before its dict)
+    bool ends_line = false;         // nothing was printed after it on its line (or before its dict)
+    std::optional<double> elapsed;  // tqdm's {elapsed}: seconds since the bar began, cut down
   };
   // A loss dict as numbered while reading, for Finish.
   struct Numbered {
@@ -352,6 +359,7 @@ class TrainerDictReader {
   };
   std::vector<RestartAtStep> restarts_at_;  // RestartAt's, for Finish's notes
   std::map<int64_t, DictElapsed> elapsed_;  // by line: the loss dicts' time since the start
+  std::vector<int64_t> bar_elapsed_;        // the lines of those elapsed_ takes from their bars
   std::vector<int64_t> saves_;              // the lines of checkpoint saves
 };
 

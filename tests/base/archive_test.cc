@@ -80,6 +80,17 @@ TEST_F(ArchiveTest, BadXzIsCorrupt) {
   EXPECT_EQ(ExtractArchive(dir_ + "/not.xz", "tar.xz", dir_ + "/y").code(), ErrorCode::kCorrupt);
 }
 
+// A full disk names the file and the reason, as gzip -d does ("gzip: x:
+// No space left on device"); /dev/full fails every write with ENOSPC.
+TEST_F(ArchiveTest, AFullDiskNamesTheFileAndTheReason) {
+  Write("big.txt", std::string(1 << 20, 'z'));
+  Shell("gzip -k big.txt");
+  Status st = DecompressFile(dir_ + "/big.txt.gz", "gz", "/dev/full");
+  EXPECT_EQ(st.code(), ErrorCode::kIo);
+  EXPECT_NE(st.message().find("/dev/full"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("No space left on device"), std::string::npos) << st.message();
+}
+
 TEST_F(ArchiveTest, ForEachMemberReadsTarsWhateverTheCompressionInArchiveOrder) {
   for (const char* name : {"t.tar", "t.tar.xz", "t.tar.gz", "shard_data.xz"}) {
     EXPECT_EQ(Members(name), "tree/b.txt=beta\ntree/a.txt=alpha\n") << name;

@@ -85,7 +85,7 @@ TEST_F(RealFilesystemTest, ListFilesRecursiveNamesTheFilesReachedThroughALink) {
   ASSERT_TRUE(files.ok()) << files.status().message();
   EXPECT_EQ(*files, (std::vector<std::string>{"dir/sub/b", "file", "own/a"}));
   EXPECT_EQ(linked, (std::vector<std::string>{"dir/sub/b", "file"}));
-  ASSERT_TRUE(fs_.CopyFile(dir_ + "/tree/dir/sub/b", dir_ + "/copy").ok());
+  ASSERT_TRUE(fs_.CopyReadOnly(dir_ + "/tree/dir/sub/b", dir_ + "/copy", false).ok());
   EXPECT_NE(fs_.Stat(dir_ + "/copy")->inode, fs_.Stat(dir_ + "/elsewhere/sub/b")->inode);
   EXPECT_EQ(*fs_.ReadFile(dir_ + "/copy"), "b");
 }

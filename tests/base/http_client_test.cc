@@ -255,6 +255,26 @@ TEST(HttpClientFailureTest, ServerThatNeverAnswersTimesOut) {
   EXPECT_LT(seconds, 5);
 }
 
+TEST(HttpClientFailureTest, BodyThatStopsAfterABurstTimesOutAfterStallSeconds) {
+  // 200 KB at once, then silence with the connection open: "no bytes moving
+  // for stall_seconds" (docs/REMOTE_CACHE.md, remote_timeout) must not wait
+  // for an average speed over the burst to decay (libcurl's speed check).
+  RawHttpServer server(
+      "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + std::string(200000, 'x'),
+      /*hold_open=*/true);
+  ASSERT_TRUE(server.status().ok());
+  ClientOptions o;
+  o.stall_seconds = 1;
+  Client client(o);
+  std::string got;
+  auto start = std::chrono::steady_clock::now();
+  auto get = client.Get(server.Url("/x"), ToString(&got));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(get.status().code(), ErrorCode::kTimeout) << get.status().message();
+  EXPECT_EQ(got.size(), 200000u);
+  EXPECT_LT(seconds, 2.5) << "stalled for " << seconds << " s with stall_seconds = 1";
+}
+
 TEST(HttpClientFailureTest, TruncatedBodyIsCorrupt) {
   RawHttpServer server("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789",
                        /*hold_open=*/false);

@@ -32,6 +32,28 @@ TEST_F(CacheTest, PutMaterializeVerifies) {
       << "materialized by hard link";
 }
 
+TEST_F(CacheTest, MaterializeGivesTheRecordsModeNotTheBlobs) {
+  // One blob, stored by an executable output: a plain output of the same bytes
+  // must not come out executable, nor the executable one lose its bit.
+  fs_.Write("/work/out/tool.sh", "#!/bin/sh\n");
+  ASSERT_TRUE(fs_.SetExecutable("/work/out/tool.sh").ok());
+  Digest d = *cache_.PutFile("/work/out/tool.sh");
+  std::string blob = cache_.local().PathOf(Namespace::kCas, d);
+  fs_.Write("/ws/out/a/.keep", "");
+  ASSERT_TRUE(cache_.Materialize(d, "/ws/out/a/plain.txt", /*executable=*/false).ok());
+  ASSERT_TRUE(cache_.Materialize(d, "/ws/out/a/tool.sh", /*executable=*/true).ok());
+  EXPECT_FALSE(fs_.Stat("/ws/out/a/plain.txt")->executable);
+  EXPECT_TRUE(fs_.Stat("/ws/out/a/tool.sh")->executable);
+  EXPECT_EQ(fs_.Read("/ws/out/a/plain.txt"), "#!/bin/sh\n");
+  EXPECT_TRUE(fs_.Stat(blob)->executable) << "the blob keeps its mode";
+  EXPECT_EQ(fs_.Stat("/ws/out/a/tool.sh")->inode, fs_.Stat(blob)->inode) << "same mode: a link";
+  // A blob stored without the bit (as every blob fetched from a remote is).
+  Digest plain = *cache_.PutBytes("#!/bin/sh\nexit 0\n");
+  ASSERT_TRUE(cache_.Materialize(plain, "/ws/out/a/run.sh", /*executable=*/true).ok());
+  EXPECT_TRUE(fs_.Stat("/ws/out/a/run.sh")->executable);
+  EXPECT_FALSE(fs_.Stat(cache_.local().PathOf(Namespace::kCas, plain))->executable);
+}
+
 TEST_F(CacheTest, CorruptBlobIsEvictedAndReported) {
   Result<Digest> d = cache_.PutBytes("weights");
   ASSERT_TRUE(d.ok());
@@ -87,6 +109,25 @@ TEST_F(CacheTest, GcEvictsLeastRecentlyUsedFirst) {
   EXPECT_TRUE(*cache_.HasBlob(used_blob));
 }
 
+TEST_F(CacheTest, GcRemovesTemporariesThatKilledProcessesLeftAfterAnHour) {
+  // A fetch killed with -9 leaves tmp/prefetch.XXXX/ with part of a blob.
+  fs_.Write("/cache/tmp/prefetch.old/0", std::string(5000, 'p'));
+  fs_.Write("/cache/tmp/gone.tmp.1.0", "x");
+  int64_t then = fs_.Stat("/cache/tmp/gone.tmp.1.0")->mtime_ns;
+  fs_.Write("/cache/tmp/fetch.running/value", "being written");
+  int64_t now = fs_.Stat("/cache/tmp/fetch.running/value")->mtime_ns;
+  const int64_t kHour = int64_t{3600} * 1000000000;
+  Result<GcReport> r = CollectGarbage(cache_.local(), uint64_t{1} << 40, then + kHour);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->stale_temps, 2u);
+  EXPECT_EQ(r->stale_temp_bytes, 5001u);
+  EXPECT_FALSE(fs_.Exists("/cache/tmp/prefetch.old/0"));
+  EXPECT_FALSE(fs_.Exists("/cache/tmp/gone.tmp.1.0"));
+  EXPECT_TRUE(fs_.Exists("/cache/tmp/fetch.running/value")) << "younger than an hour";
+  r = CollectGarbage(cache_.local(), uint64_t{1} << 40, now + kHour - 1);
+  EXPECT_TRUE(fs_.Exists("/cache/tmp/fetch.running/value"));
+}
+
 TEST_F(CacheTest, VerifyFindsCorruption) {
   Digest d = *cache_.PutBytes("x");
   fs_.CorruptInPlace(cache_.local().PathOf(Namespace::kCas, d), "y");
@@ -95,6 +136,21 @@ TEST_F(CacheTest, VerifyFindsCorruption) {
   EXPECT_EQ(r->evicted.size(), 1u);
   Result<StoreStats> s = ComputeStats(cache_.local());
   EXPECT_EQ(s->blobs, 0u);
+}
+
+TEST_F(CacheTest, VerifyDoesNotCallACorruptEntryEvictedWhenItCouldNotRemoveIt) {
+  // A read-only cache directory (as any user but root sees it).
+  Digest d = *cache_.PutBytes("x");
+  std::string blob = cache_.local().PathOf(Namespace::kCas, d);
+  fs_.CorruptInPlace(blob, "y");
+  fs_.FailRemovesMatching("/cache/cas/");
+  Result<VerifyReport> r = Verify(cache_.local());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->evicted.empty());
+  ASSERT_EQ(r->not_evicted.size(), 1u);
+  EXPECT_NE(r->not_evicted[0].find(blob), std::string::npos) << r->not_evicted[0];
+  EXPECT_NE(r->not_evicted[0].find("Permission denied"), std::string::npos) << r->not_evicted[0];
+  EXPECT_TRUE(fs_.Exists(blob));
 }
 
 // A remote in memory; `fail` makes every call fail with that code.
@@ -199,6 +255,12 @@ TEST(SizeTest, ParsesUnits) {
   EXPECT_EQ(*ParseSize("100"), 100u);
   EXPECT_FALSE(ParseSize("ten").ok());
   EXPECT_FALSE(ParseSize("5X").ok());
+  // strtod reads these; no size is meant (and llround of them is undefined).
+  for (const char* bad : {"nan", "inf", "-inf", "1e30", "20E"}) {
+    Result<uint64_t> r = ParseSize(bad);
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(*ParseSize("1T"), 1ull << 40);
 }
 
 TEST(DefaultCacheDirTest, EnvironmentOrder) {

@@ -67,6 +67,24 @@ TEST_F(FileRemoteTest, CorruptBlobIsRejectedAndNotLeftAtDest) {
 TEST_F(FileRemoteTest, RejectsUrlsThatAreNotAbsoluteFilePaths) {
   EXPECT_EQ(FileRemote::Create("file://host/x").status().code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(FileRemote::Create("file://localhost/x").ok());
+  auto bad = FileRemote::Create("file:///data/100%/cache");
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("%25"), std::string::npos) << bad.status().message();
+}
+
+TEST_F(FileRemoteTest, PercentEscapesInTheUrlAreDecoded) {
+  // RFC 3986 as `curl file:///tmp/a%20b/x` and Python's url2pathname read it:
+  // "%20" is a space, "%25" a '%'; a literal space is taken as it is.
+  auto remote = FileRemote::Create("file://" + dir_ + "/team%20cache%2525");
+  ASSERT_TRUE(remote.ok()) << remote.status().message();
+  Digest d = DigestOf("shared");
+  ASSERT_TRUE((*remote)->Put(Namespace::kCas, d, Local("in", "shared")).ok());
+  EXPECT_TRUE(fs::exists(dir_ + "/team cache%25/cas/" + d.Hex()));
+  EXPECT_FALSE(fs::exists(dir_ + "/team%20cache%2525"));
+  auto spaced = FileRemote::Create("file://" + dir_ + "/team cache%2525");
+  ASSERT_TRUE(spaced.ok());
+  Result<bool> there = (*spaced)->Exists(Namespace::kCas, d);
+  EXPECT_TRUE(there.ok() && *there);
 }
 
 // Put writes a temp name and renames: a writer killed mid-copy leaves nothing

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <limits>
+
 #include "cache/remote/http_remote.h"
 
 namespace bm::cache {
@@ -35,6 +37,22 @@ TEST(RemoteConfigTest, BadSpecsAndSettingsSayWhatIsWrong) {
   s = ApplyRemoteSetting(c, "remote_write", nlohmann::json("no"));
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   s = ApplyRemoteSetting(c, "remote_parallel", nlohmann::json(0));
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  // As in the BENCHFILE (remote_parallel = 1.5: "must be an integer"), not cut to 1.
+  c.parallel = 16;
+  s = ApplyRemoteSpec(c, "http://h/p|remote_parallel=1.5");
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("remote_parallel must be an integer, not '1.5'"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(c.parallel, 16);
+  EXPECT_TRUE(ApplyRemoteSpec(c, "http://h/p|remote_parallel=8").ok());
+  EXPECT_EQ(c.parallel, 8);
+  for (const char* bad : {"nan", "inf", "-1", "0"}) {
+    s = ApplyRemoteSpec(c, std::string("http://h/p|remote_timeout=") + bad);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << bad;
+  }
+  s = ApplyRemoteSetting(c, "remote_timeout",
+                         nlohmann::json(std::numeric_limits<double>::infinity()));
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(ApplyRemoteSetting(c, "remote_write", nlohmann::json(false)).ok());
   EXPECT_TRUE(IsRemoteSetting("ca_file"));

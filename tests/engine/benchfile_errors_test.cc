@@ -36,7 +36,41 @@ const ErrorCase kCases[] = {
      "timeout must be >= 0 (0: none)"},
     // A count past an int would wrap (2^63 - 1 GPUs: -1, which no machine lacks).
     {"HugeGpus", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ngpus = 9223372036854775807\n",
-     "4:8", "gpus must be between 0 and 2147483647, not 9223372036854775807"},
+     "4:8", "parameter 'gpus' must be an integer from 0 to 2147483647, not 9223372036854775807"},
+    // Every integer parameter is range-checked where it is written: the trainer read
+    // lbs = 2^32 + 1 as an int64 and aborted on std::bad_alloc, threads = 2^32 + 1 became 1.
+    {"HugeLbs",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"t\"\nlbs = 4294967297\n",
+     "8:7", "parameter 'lbs' must be an integer from 1 to 2147483647, not 4294967297"},
+    {"ZeroLbs",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"t\"\nlbs = 0\n",
+     "8:7", "parameter 'lbs' must be an integer from 1 to 2147483647, not 0"},
+    {"ZeroStageFour",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"t\"\nzero = 4\n",
+     "8:8", "parameter 'zero' must be an integer from 0 to 3, not 4"},
+    {"HugeTokenizeThreads",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nthreads = 4294967297\n", "4:11",
+     "parameter 'threads' must be an integer from 0 to 2147483647, not 4294967297"},
+    {"HugeImageSize",
+     "[target.i]\nrule = \"llava_images\"\ninput = [\"src/a.txt\"]\nimage_folder = \"src\"\n"
+     "image_size = 4294967632\n",
+     "5:14", "parameter 'image_size' must be an integer from 1 to 2147483647, not 4294967632"},
+    {"NegativeRetries", "[target.k]\nrule = \"download\"\nurl = \"file:src/a.txt\"\nretries = -1\n",
+     "4:11", "parameter 'retries' must be an integer from 0 to 2147483647, not -1"},
+    {"NegativeMaxTokens",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nmax_tokens = -1\n", "4:14",
+     "parameter 'max_tokens' must be an integer of at least 0, not -1"},
+    {"WarmupBelowMinusOne",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\nlog_format = \"megatron\"\n"
+     "excluded_warmup_steps = -2\n",
+     "5:25", "parameter 'excluded_warmup_steps' must be an integer from -1 to 2147483647, not -2"},
+    {"RoundsZero",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\n\n"
+     "[target.p]\nrule = \"pretrain\"\ndata = \"t\"\nrounds = 0\n",
+     "8:10", "parameter 'rounds' must be an integer from 1 to 2147483647, not 0"},
     {"NegativeJobs", "[benchmake]\njobs = -4\n", "2:8",
      "[benchmake] jobs must be between 0 and 2147483647, not -4"},
     {"HugeWorkspaceGpus", "[benchmake]\ngpus = 4294967297\n", "2:8",

@@ -112,6 +112,29 @@ class BuildScenarioTest : public ::testing::Test {
   std::ostringstream console_;
 };
 
+TEST_F(BuildScenarioTest, CacheGcBesideTheBuildDoesNotFailAStepThatRan) {
+  // `cache gc` in another process removes each blob as soon as a step stores
+  // it (maintenance.h: "safe to run beside builds"): the step's own outputs
+  // still land in out/, and the build succeeds.
+  SetBenchfile(kPipeline);
+  fs_.VanishAfterRenameTo("/cache/cas/");
+  InProcessSummary first = Build();
+  EXPECT_EQ(first.ran, 3);
+  EXPECT_EQ(fs_.Read("/ws/out/data/data.txt"), "raw bytes");
+  EXPECT_EQ(fs_.Read("/ws/out/eval/eval.txt"), "model-lbs-4");
+}
+
+TEST_F(BuildScenarioTest, CacheGcTakingTheRecordOfAMeasuredStepDoesNotFailTheBuild) {
+  // A measured step reads its record back after running (rounds, remeasure).
+  ::setenv("BENCHMAKE_PLATFORM", R"({"gpu_name":"H100","gpu_count":8})", 1);
+  SetBenchfile("[target.speed]\nrule = \"measure\"\n");
+  fs_.VanishAfterRenameTo("/cache/ac/");
+  InProcessSummary first = Build();
+  EXPECT_EQ(first.ran, 1);
+  EXPECT_EQ(measure_->runs, 1);
+  EXPECT_TRUE(fs_.Exists("/ws/out/speed/result.txt"));
+}
+
 TEST_F(BuildScenarioTest, FirstBuildRunsEveryStepOnceSecondRunsNone) {
   SetBenchfile(kPipeline);
   InProcessSummary first = Build();

@@ -306,6 +306,35 @@ TEST_F(E2eTest, AnOutputFileRemovedOrResizedByHandIsRestored) {
   EXPECT_NE(Benchmake("build").output.find("no work to do"), std::string::npos);
 }
 
+bool Executable(const fs::path& p) {
+  return (fs::status(p).permissions() & fs::perms::owner_exec) != fs::perms::none;
+}
+
+TEST_F(E2eTest, OutputsKeepTheirModeWhenAnotherOutputHasTheSameBytes) {
+  // Two outputs with one blob, as `cp -p` and `chmod` leave them: the mode is
+  // each output's own (ls -l after the step), ran or restored.
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.tool]
+rule = "exec"
+command = ["sh", "-c", "printf 'echo hi\\n' > {out}/run.sh; chmod 755 {out}/run.sh"]
+outputs = ["run.sh"]
+
+[target.text]
+rule = "exec"
+command = ["sh", "-c", "printf 'echo hi\\n' > {out}/run.sh"]
+outputs = ["run.sh"]
+)");
+  BuildOk("build tool");
+  BuildOk("build text");
+  EXPECT_EQ(ReadText(ws_ / "out/tool/run.sh"), ReadText(ws_ / "out/text/run.sh"));
+  EXPECT_TRUE(Executable(ws_ / "out/tool/run.sh"));
+  EXPECT_FALSE(Executable(ws_ / "out/text/run.sh")) << "took the mode of tool's blob";
+  fs::remove_all(ws_ / "out");
+  BuildOk("build text");
+  BuildOk("build tool");
+  EXPECT_TRUE(Executable(ws_ / "out/tool/run.sh"));
+  EXPECT_FALSE(Executable(ws_ / "out/text/run.sh")) << "restored with the blob's mode";
+}
+
 TEST_F(E2eTest, KilledStepIsRerunAndLeavesNoCacheEntry) {
   WriteText(ws_ / "BENCHFILE.toml", R"([target.slow]
 rule = "exec"
@@ -482,6 +511,23 @@ TEST_F(E2eTest, StatusGraphDebugKeyCleanAndCacheCommands) {
   fs::remove_all(ws_ / "out");
   BuildOk();
   EXPECT_EQ(Runs(), "data train eval") << "after gc everything reruns";
+}
+
+TEST_F(E2eTest, CacheCommandsUseTheCacheTheEnvironmentNamesNotTheLastBuilds) {
+  BuildOk();
+  Runs();
+  // The same workspace, another $BENCHMAKE_CACHE_DIR (docs: `cache gc --help`).
+  fs::path other = root_ / "other cache";
+  ::setenv("BENCHMAKE_CACHE_DIR", other.c_str(), 1);
+  Run stats = Benchmake("cache stats");
+  EXPECT_NE(stats.output.find("cache:   " + other.string() + "\n"), std::string::npos)
+      << stats.output;
+  EXPECT_NE(stats.output.find("actions: 0"), std::string::npos) << stats.output;
+  Run gc = Benchmake("cache gc --max-size 0");
+  EXPECT_EQ(gc.exit_code, 0) << gc.output;
+  ::setenv("BENCHMAKE_CACHE_DIR", (root_ / "cache").c_str(), 1);
+  EXPECT_NE(Benchmake("cache stats").output.find("actions: 3"), std::string::npos)
+      << "gc trimmed the cache of the last build, not the one $BENCHMAKE_CACHE_DIR names";
 }
 
 TEST_F(E2eTest, DirectoryAndFileFlags) {

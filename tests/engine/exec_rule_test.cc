@@ -85,11 +85,11 @@ TEST_F(ExecRuleTest, FailuresSayWhat) {
 }
 
 TEST_F(ExecRuleTest, CheckRejectsEscapingOutputs) {
-  std::vector<engine::ParamError> errors = rule_->Check(
-      Params({{"command", {"x"}}, {"outputs", {"/abs", "a/../../b", "ok/fine"}}, {"gpus", -1}}));
-  ASSERT_EQ(errors.size(), 3u);
+  std::vector<engine::ParamError> errors =
+      rule_->Check(Params({{"command", {"x"}}, {"outputs", {"/abs", "a/../../b", "ok/fine"}}}));
+  ASSERT_EQ(errors.size(), 2u);  // gpus' range: the engine's (benchfile_errors_test)
   EXPECT_EQ(errors[0].param, "outputs");
-  EXPECT_EQ(errors[2].param, "gpus");
+  EXPECT_EQ(errors[1].param, "outputs");
   EXPECT_EQ(rule_->gpus(Params({{"gpus", 2}})), 2);
   EXPECT_TRUE(rule_->streams_progress(Params({{"progress", true}})));
 }

@@ -1294,6 +1294,28 @@ TEST(Corpus, Paddlenlp24IntervalSamplesAreOneStepsOverTheInterval) {
   EXPECT_EQ(r->m()["eval"]["step"], 100);
 }
 
+TEST(Corpus, PaddleNlpSummaryGivesTheDataParallelRanks) {
+  // The same log: "Total train batch size (w. parallel, distributed & accumulation) = 8" (line 5)
+  // is 8 per device (line 4) x 1 accumulation step (line 6) x 1 rank (PaddleNLP's
+  // dataset_world_size). Was no lbs, gas or devices: with mpe set, no token/p/s per device.
+  Result<Read> r = ReadLog("paddlenlp24_trainer_interval10_eval.log", "auto", {{"mpe", 512}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["config"]["lbs"], 8);
+  EXPECT_EQ(r->m()["config"]["gas"], 1);
+  EXPECT_EQ(r->m()["config"]["dp"], 1);
+  EXPECT_EQ(r->m()["config"]["devices"], 1);
+  EXPECT_EQ(r->log.facts.at("dp").line, 5);
+  // Steps 11-130 (after PaddleNLP's 10 warm-up steps): 120 x 8 samples x 512 tokens over the
+  // records' 10 / interval_steps_per_second (lines 10-31), step 110's less its evaluation.
+  double s = 10 / 0.508 * (1 - 12.0756 / 19.6886);
+  for (double ips : {6.463, 6.452, 6.465, 6.422, 6.405, 6.472, 6.496, 6.45, 6.459, 6.476, 6.501})
+    s += 10 / ips;
+  EXPECT_NEAR(r->PerDevice(), 120 * 8 * 512 / s, 1e-9 * 120 * 8 * 512 / s);
+  EXPECT_TRUE(
+      r->Note(":5: 1 data-parallel ranks: the total train batch size 8 / (8 per device x "
+              "1 accumulation steps)"));
+}
+
 TEST(Corpus, PaddleNlpFp16OptimizerNotRunIsASkippedStep) {
   // The Trainer's `optimizer not run, scale_before: 0.25, scale_after: 0.125` warning (lines 1
   // and 3) comes from the step whose gradients overflowed (trainer.py: the scaler found inf, the
@@ -3043,8 +3065,9 @@ TEST(Corpus, TrainerMsSwiftJsonlEvalBetweenRecordsIsNoStepTime) {
   EXPECT_EQ(r->At(1400)->span, 200);
   EXPECT_FALSE(r->At(1400)->ms);
   EXPECT_TRUE(
-      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: the dicts' "
-              "elapsed time does not time the steps of 1 record(s)"));
+      r->Note("trainer_msswift_jsonl_eval_between_records_issue4408.log:4: the elapsed time of "
+              "the dicts (or of the progress bars before them) does not time the steps of 1 "
+              "record(s)"));
   EXPECT_TRUE(r->Note("(line 3) came between them"));
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 64.64 * kGiB);
   ASSERT_EQ(r->log.evals.size(), 2u);
@@ -3226,8 +3249,9 @@ TEST(Corpus, LlamaFactoryJsonlEvaluationBetweenRecordsTimesNoStep) {
   EXPECT_EQ(r->log.evals[0].value, 0.3004102110862732);
   EXPECT_FALSE(r->At(1355)->ms);
   EXPECT_TRUE(
-      r->Note("trainer_llamafactory_jsonl_eval_between_records.log:3: the dicts' elapsed "
-              "time does not time the steps of 1 record(s)"));
+      r->Note("trainer_llamafactory_jsonl_eval_between_records.log:3: the elapsed time of the "
+              "dicts (or of the progress bars before them) does not time the steps of 1 "
+              "record(s)"));
   EXPECT_TRUE(r->m()["throughput"]["step_ms_median"].is_null());
 }
 
@@ -3413,6 +3437,85 @@ TEST(Corpus, TrainerTrainMetricsBlockWithoutTheClosingDict) {
   EXPECT_EQ(r->log.facts.at("gbs").value, 16);  // line 5
   EXPECT_TRUE(r->Note("no closing dict before the `***** train metrics *****` block"));
   EXPECT_TRUE(r->Note("does not state logging_steps"));
+}
+
+TEST(Corpus, TrainerSummaryGivesTheDataParallelRanks) {
+  // The same log: "Total train batch size (w. parallel, distributed & accumulation) = 16" (line
+  // 5) is 1 per device (line 4) x 8 accumulation steps (line 6) x 2 data-parallel ranks, the two
+  // XPUs. Was dp 1 and no devices: with mpe set, no token/p/s per device ("set layout").
+  Result<Read> r = ReadLog("trainer_llamafactory_xpu_train_metrics_block_no_closing_dict.log",
+                           "trainer", {{"mpe", 1024}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->log.facts.count("dp"));
+  EXPECT_EQ(r->log.facts.at("dp").value, 2);
+  EXPECT_EQ(r->log.facts.at("dp").line, 5);
+  EXPECT_EQ(r->m()["config"]["dp"], 2);
+  EXPECT_EQ(r->m()["config"]["devices"], 2);
+  EXPECT_EQ(r->m()["config"]["layout"], "TP1PP1DP2");
+  // Line 85's block: train_samples_per_second = 5.881 over both devices, 1024 tokens a sample.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 5.881 * 1024 / 2);
+  EXPECT_TRUE(
+      r->Note(":5: 2 data-parallel ranks: the total train batch size 16 / (1 per device x "
+              "8 accumulation steps)"));
+}
+
+TEST(Corpus, TrainerLlamaFactoryZero3FourGpusSummaryAndBars) {
+  // LLaMA-Factory (transformers' Trainer on DeepSpeed ZeRO-3, steps_per_print inf: no engine
+  // lines) on 4 GPUs, 2026-01-27: the summary (lines 1-8), swanlab's lines, tqdm's bars one a
+  // line and five dicts, logging_steps 10 (0.09 epochs of 339 / 3 = 113 steps: 10 steps).
+  Result<Read> r = ReadLog("trainer_llamafactory_zero3_4gpu_summary_bars_2026.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "trainer");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40, 50}));  // bars 10/339 .. 50/339
+  EXPECT_EQ(r->Loss(10), 1.2447);                                     // line 25
+  EXPECT_EQ(r->Loss(50), 1.2416);                                     // line 81
+  EXPECT_EQ(*r->At(20)->grad_norm, 10.782591273111295);               // line 39
+  EXPECT_DOUBLE_EQ(r->m()["loss"]["final"].get<double>(),
+                   (1.2447 + 1.1635 + 1.2151 + 1.27 + 1.2416) / 5);
+  // Lines 4-6: 8 = 1 per device x 2 accumulation steps x 4 ranks. Was dp 1, layout TP1PP1DP1.
+  EXPECT_EQ(r->m()["config"]["gbs"], 8);
+  EXPECT_EQ(r->m()["config"]["lbs"], 1);
+  EXPECT_EQ(r->m()["config"]["gas"], 2);
+  EXPECT_EQ(r->m()["config"]["dp"], 4);
+  EXPECT_EQ(r->m()["config"]["devices"], 4);
+  EXPECT_EQ(r->m()["config"]["layout"], "TP1PP1DP4");
+}
+
+TEST(Corpus, TrainerStepsTimedByTheBarsBeforeTheirDicts) {
+  // The same log: each dict follows the bar of its step, whose {elapsed} is the time since
+  // training began (whole seconds): 10/339 [00:14<...] (line 23), 20/339 [00:24<...] (37),
+  // 30/339 [00:33<...] (51), 40/339 [00:41<...] (65), 50/339 [00:50<...] (79). Each record's
+  // steps took the difference over its 10 steps; the first has no bar before it to count from.
+  // The sequence length is not in the log: 1024 set here. Was untimed ("times no step").
+  Result<Read> r =
+      ReadLog("trainer_llamafactory_zero3_4gpu_summary_bars_2026.log", "auto", {{"mpe", 1024}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->At(10)->ms);
+  EXPECT_DOUBLE_EQ(*r->At(20)->ms, (24 - 14) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(30)->ms, (33 - 24) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(40)->ms, (41 - 33) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(*r->At(50)->ms, (50 - 41) * 1000.0 / 10);
+  EXPECT_DOUBLE_EQ(r->m()["throughput"]["step_ms_median"].get<double>(), 900.0);
+  // Steps 11-50: 40 x 8 samples x 1024 tokens over 50 - 14 = 36 s, on 4 devices.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 40 * 8 * 1024 / 36.0 / 4);
+}
+
+TEST(Corpus, TrainerBarsTimeHoursAndSkipTheLastBar) {
+  // TRL GRPO's bars with hours, `239/400 [1:33:46<...]` (line 1) and `240/400 [1:34:00<...]`
+  // (line 13): step 240 took 14 s. TRL SFT's bars 1/16 [01:18<...] .. 12/16 [02:15<...]
+  // (lines 2-14) time steps 2-12; the last, 16/16 (line 17), is the bar tqdm closes with, which
+  // numbers no dict, so step 16 (numbered by its epoch) stays untimed.
+  Result<Read> grpo = ReadLog("trainer_trl_grpo_bar_and_dict_wrapped_80col.log", "auto");
+  ASSERT_TRUE(grpo.ok()) << grpo.status().message();
+  EXPECT_FALSE(grpo->At(239)->ms);
+  EXPECT_DOUBLE_EQ(*grpo->At(240)->ms, 14000.0);
+  Result<Read> sft = ReadLog("trainer_trl_gptoss_bars_epoch.log", "trainer");
+  ASSERT_TRUE(sft.ok()) << sft.status().message();
+  EXPECT_DOUBLE_EQ(*sft->At(2)->ms, (83 - 78) * 1000.0);
+  EXPECT_DOUBLE_EQ(*sft->At(4)->ms, (94 - 83) * 1000.0 / 2);
+  EXPECT_DOUBLE_EQ(*sft->At(8)->ms, (116 - 94) * 1000.0 / 4);
+  EXPECT_DOUBLE_EQ(*sft->At(12)->ms, (135 - 116) * 1000.0 / 4);
+  EXPECT_FALSE(sft->At(16)->ms);
 }
 
 TEST(Corpus, TrainerGrpoBarAndDictWrappedAt80Columns) {

@@ -1526,6 +1526,54 @@ TEST(Trainer, LlamaFactoryTimedeltaElapsedTime) {
   EXPECT_FALSE(TimedeltaSeconds("54m 1s"));
 }
 
+TEST(Trainer, BarsBeforeTheDictsTimeTheirSteps) {
+  // tqdm's {elapsed} ("MM:SS", from an hour "H:MM:SS") on the bar of each dict's step: step 20
+  // took (25 - 10) s / 10. An evaluation between 20 and 30 runs on the same clock: step 30 is
+  // not timed across it, with a note; step 40 is again ((25:00:01 - 0:59:50) / 10 steps).
+  // Step 50's bar is no tqdm time (1:5 has one minute digit): untimed.
+  Result<ParsedLog> r = ParseTrainerLog(
+      " 10%|#| 10/100 [00:10<01:30,  1.00it/s]{'loss': 1.5, 'epoch': 0.1}\n"
+      " 20%|#| 20/100 [00:25<01:20,  1.00it/s]{'loss': 1.4, 'epoch': 0.2}\n"
+      "{'eval_loss': 1.45, 'eval_runtime': 9.0, 'epoch': 0.2}\n"
+      " 30%|#| 30/100 [59:50<01:10,  1.00it/s]{'loss': 1.3, 'epoch': 0.3}\n"
+      " 40%|#| 40/100 [25:00:01<01:00,  1.00it/s]{'loss': 1.2, 'epoch': 0.4}\n"
+      " 50%|#| 50/100 [1:5<00:50,  1.00it/s]{'loss': 1.1, 'epoch': 0.5}\n",
+      "bars.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(At(*r, 20) && At(*r, 30) && At(*r, 40) && At(*r, 50));
+  EXPECT_FALSE(At(*r, 10)->ms);
+  ASSERT_TRUE(At(*r, 20)->ms);
+  EXPECT_DOUBLE_EQ(*At(*r, 20)->ms, 1500.0);
+  EXPECT_FALSE(At(*r, 30)->ms);
+  ASSERT_TRUE(At(*r, 40)->ms);
+  EXPECT_DOUBLE_EQ(*At(*r, 40)->ms, (25 * 3600 + 1 - (59 * 60 + 50)) * 1000.0 / 10);
+  EXPECT_FALSE(At(*r, 50)->ms);
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted =
+        noted || n.find(
+                     "bars.log:4: the elapsed time of the dicts (or of the progress bars "
+                     "before them) does not time the steps of 1 record(s)") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // Steps faster than the whole seconds: 10 steps of 0.05 s show 00:01, 00:01, 00:02. Timing 30
+  // by its 1 s (100 ms a step) and not 20 would read them twice as slow: none is timed.
+  r = ParseTrainerLog(
+      " 10%|#| 10/100 [00:01<00:05,  19.9it/s]{'loss': 1.5, 'epoch': 0.1}\n"
+      " 20%|#| 20/100 [00:01<00:04,  19.9it/s]{'loss': 1.4, 'epoch': 0.2}\n"
+      " 30%|#| 30/100 [00:02<00:03,  19.9it/s]{'loss': 1.3, 'epoch': 0.3}\n",
+      "fast.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(At(*r, 30));
+  EXPECT_FALSE(At(*r, 20)->ms);
+  EXPECT_FALSE(At(*r, 30)->ms);
+  noted = false;
+  for (const std::string& n : r->notes)
+    noted = noted || n.find(
+                         "fast.log:2: the progress bars before the dicts of lines 1 and 2 show "
+                         "the same second") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(Trainer, MsSwiftElapsedTimeTimesTheSteps) {
   EXPECT_EQ(FormattedSeconds("1d 2h 3m 4s"), 93784);  // ms-swift's format_time
   EXPECT_EQ(FormattedSeconds("54m 1s"), 3241);
@@ -1855,7 +1903,9 @@ TEST(Trainer, ProgressBarsNumberTheDicts) {
   steps.clear();
   for (const Iteration& it : r->iterations) steps.push_back(it.step);
   EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
-  EXPECT_TRUE(r->notes.empty());
+  // The only note: the bars of 10 and 30 both show 00:01, too coarse to time the steps.
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_NE(r->notes[0].find("show the same second"), std::string::npos);
   // A message glued after the bar ended its line: the drawings since are lost, the bar is stale.
   r = ParseTrainerLog(bar(10, 40) + "{'loss': 3.0}\n" + bar(20, 40) +
                           "Saving model checkpoint to out/checkpoint-20\n{'loss': 2.0}\n",

@@ -105,6 +105,8 @@ Result<std::vector<std::string>> MemoryFilesystem::ListDir(const std::string& pa
 
 Status MemoryFilesystem::Remove(const std::string& path) {
   std::lock_guard lock(mu_);
+  if (!fail_removes_.empty() && Norm(path).find(fail_removes_) != std::string::npos)
+    return Errorf(ErrorCode::kIo, "removing {}: Permission denied (injected)", Norm(path));
   if (files_.erase(Norm(path))) TouchParentLocked(Norm(path));
   return Status::Ok();
 }
@@ -134,6 +136,7 @@ Status MemoryFilesystem::Rename(const std::string& from, const std::string& to) 
     files_.erase(f);
     TouchParentLocked(f);
     TouchParentLocked(t);
+    if (!vanish_.empty() && t.find(vanish_) != std::string::npos) files_.erase(t);
     return Status::Ok();
   }
   if (IsDirLocked(f)) {
@@ -176,7 +179,8 @@ Status MemoryFilesystem::LinkOrCopy(const std::string& from, const std::string& 
   return Status::Ok();
 }
 
-Status MemoryFilesystem::CopyFile(const std::string& from, const std::string& to) {
+Status MemoryFilesystem::CopyReadOnly(const std::string& from, const std::string& to,
+                                      bool executable) {
   std::lock_guard lock(mu_);
   std::string f = Norm(from), t = Norm(to);
   auto it = files_.find(f);
@@ -184,9 +188,12 @@ Status MemoryFilesystem::CopyFile(const std::string& from, const std::string& to
   if (files_.count(t)) return Errorf(ErrorCode::kAlreadyExists, "copying to {}: exists", t);
   if (!IsDirLocked(DirName(t)))
     return Errorf(ErrorCode::kNotFound, "copying to {}: no such directory", t);
-  std::shared_ptr<File> copy = NewFileLocked(it->second->data);
-  copy->executable = it->second->executable;
-  files_[t] = std::move(copy);
+  auto copy = std::make_shared<File>(*it->second);
+  copy->inode = next_inode_++;
+  copy->mtime = ++clock_;
+  copy->read_only = true;
+  copy->executable = executable;
+  files_[t] = copy;
   TouchParentLocked(t);
   return Status::Ok();
 }

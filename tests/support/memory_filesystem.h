@@ -6,6 +6,10 @@
 //
 // Failure injection: FailWritesMatching(substring) makes WriteFileAtomic fail
 // for matching paths (before the rename: the old file stays intact).
+// FailRemovesMatching(substring): Remove of a matching path fails (kIo), as in
+// a read-only directory, and the file stays.
+// VanishAfterRenameTo(substring): a file renamed to a matching path is gone
+// right after the rename succeeds, as if another process (`cache gc`) removed it.
 //
 // Thread safety: a mutex guards everything.
 #pragma once
@@ -31,7 +35,7 @@ class MemoryFilesystem : public Filesystem {
   Status RemoveAll(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status LinkOrCopy(const std::string& from, const std::string& to) override;
-  Status CopyFile(const std::string& from, const std::string& to) override;
+  Status CopyReadOnly(const std::string& from, const std::string& to, bool executable) override;
   Result<bool> IsSymlink(const std::string&) override { return false; }  // none here
   Status SetReadOnly(const std::string& path) override;
   Status SetExecutable(const std::string& path) override;
@@ -46,6 +50,8 @@ class MemoryFilesystem : public Filesystem {
   bool Exists(const std::string& path);
   std::string Read(const std::string& path);  // "" when missing
   void FailWritesMatching(std::string substring) { fail_writes_ = std::move(substring); }
+  void VanishAfterRenameTo(std::string substring) { vanish_ = std::move(substring); }
+  void FailRemovesMatching(std::string substring) { fail_removes_ = std::move(substring); }
   int hash_count(const std::string& path);
 
  private:
@@ -69,6 +75,8 @@ class MemoryFilesystem : public Filesystem {
   uint64_t next_inode_ = 1;
   int temp_counter_ = 0;
   std::string fail_writes_;
+  std::string vanish_;
+  std::string fail_removes_;
   std::map<std::string, int> hash_counts_;
 };
 

@@ -62,7 +62,9 @@ std::string FindNginx() {
   return "";
 }
 
-bool CanConnect(int port) {
+}  // namespace
+
+bool AcceptsConnections(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -72,8 +74,6 @@ bool CanConnect(int port) {
   close(fd);
   return ok;
 }
-
-}  // namespace
 
 Result<int> FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -147,7 +147,7 @@ Result<std::unique_ptr<NginxServer>> NginxServer::Start(NginxOptions options) {
         exited = true;
         break;
       }
-      if (CanConnect(port)) {
+      if (AcceptsConnections(port)) {
         server->port_ = port;
         server->pid_ = pid;
         return server;

@@ -62,6 +62,8 @@ class NginxServer {
 
 // A free TCP port on 127.0.0.1 right now (bind to port 0 and close).
 Result<int> FreeLoopbackPort();
+// Whether something accepts connections on 127.0.0.1:port.
+bool AcceptsConnections(int port);
 
 // Creates a fresh directory under $TMPDIR (or /tmp) named prefix-XXXXXX.
 Result<std::string> MakeTempDir(const std::string& prefix);

@@ -118,6 +118,22 @@ TEST(LossScalerTest, BadOptionsNameTheirKey) {
   EXPECT_NE(message([](auto& o) { o.hysteresis = 0; }).find("hysteresis"), std::string::npos);
 }
 
+// A run config written by hand: an integer past its field's type is refused, not wrapped
+// (nlohmann's get<int> turns 4294967297 into 1 threads).
+TEST(RunConfigTest, IntegersPastTheirTypeAreRefused) {
+  nlohmann::json j = {
+      {"mode", "pretrain"}, {"data", "d"}, {"out_dir", "o"}, {"model", {{"preset", "llama-tiny"}}}};
+  ASSERT_TRUE(ParseRunConfig(j).ok());
+  nlohmann::json threads = j;
+  threads["threads"] = 4294967297LL;
+  EXPECT_EQ(ParseRunConfig(threads).status().message(),
+            "threads 4294967297 is out of range (at most 2147483647)");
+  nlohmann::json huge = j;
+  huge["lbs"] = 18446744073709551615ULL;  // past int64: get<int64_t> would read -1
+  EXPECT_EQ(ParseRunConfig(huge).status().message(),
+            "lbs 18446744073709551615 is out of range (at most 9223372036854775807)");
+}
+
 // The run config: "fp16" parses, is refused on the CPU with a message that says why, takes
 // the scaler's keys, and puts them in the resume fingerprint (fp16 runs only).
 TEST(LossScalerTest, RunConfigKeysAndFingerprint) {

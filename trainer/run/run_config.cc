@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+#include <utility>
+
 namespace bm::train {
 namespace {
 
@@ -18,6 +21,12 @@ Status Get(const nlohmann::json& j, const char* key, T* out) {
   } else {
     if (!v.is_number_integer())
       return Errorf(ErrorCode::kInvalidArgument, "{} must be an integer", key);
+    // get<T> would wrap a value past T's range (4294967297 into an int: 1).
+    const bool fits = v.is_number_unsigned() ? std::in_range<T>(v.get<uint64_t>())
+                                             : std::in_range<T>(v.get<int64_t>());
+    if (!fits)
+      return Errorf(ErrorCode::kInvalidArgument, "{} {} is out of range (at most {})", key,
+                    v.dump(), std::numeric_limits<T>::max());
   }
   *out = v.get<T>();
   return Status::Ok();

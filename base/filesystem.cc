@@ -15,24 +15,34 @@ Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::st
   return true;
 }
 
-Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir) {
+Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir,
+                                                    std::vector<std::string>* subdirs,
+                                                    std::vector<std::string>* linked) {
   std::vector<std::string> out;
-  std::function<Status(const std::string&)> walk = [&](const std::string& rel) -> Status {
+  std::function<Status(const std::string&, bool)> walk = [&](const std::string& rel,
+                                                             bool via_link) -> Status {
     std::string abs = rel.empty() ? dir : JoinPath(dir, rel);
     BM_ASSIGN_OR_RETURN(std::vector<std::string> names, fs.ListDir(abs));
     for (const std::string& name : names) {
       std::string child = rel.empty() ? name : rel + "/" + name;
       BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(JoinPath(dir, child)));
+      bool link = via_link;
+      if (linked && !link && info.exists) {
+        BM_ASSIGN_OR_RETURN(link, fs.IsSymlink(JoinPath(dir, child)));
+      }
       if (info.is_dir) {
-        BM_TRY(walk(child));
+        if (subdirs) subdirs->push_back(child);
+        BM_TRY(walk(child, link));
       } else if (info.exists) {
         out.push_back(child);
+        if (link) linked->push_back(child);
       }
     }
     return Status::Ok();
   };
-  BM_TRY(walk(""));
+  BM_TRY(walk("", false));
   std::sort(out.begin(), out.end());
+  if (linked) std::sort(linked->begin(), linked->end());
   return out;
 }
 

@@ -26,6 +26,7 @@ struct FileInfo {
   int64_t mtime_ns = 0;
   uint64_t inode = 0;
   uint64_t device = 0;
+  uint64_t links = 1;  // hard links to the file (names of its inode)
 };
 
 class Filesystem {
@@ -50,12 +51,15 @@ class Filesystem {
   virtual Status RemoveAll(const std::string& path) = 0;  // a tree; OK when missing
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   // Hard link `from` at `to`; copies when linking is impossible (another
-  // filesystem). `to` must not exist.
+  // filesystem) and when `from` is a symbolic link (its target's bytes: the
+  // target is never linked, so never changed through `to`). `to` must not exist.
   virtual Status LinkOrCopy(const std::string& from, const std::string& to) = 0;
   // Copies the bytes of `from` into a new file `to` (never a link) of mode
   // 0444, or 0555 when `executable`: an output whose mode differs from the
   // cached blob's. `to` must not exist; on failure nothing is left at `to`.
   virtual Status CopyReadOnly(const std::string& from, const std::string& to, bool executable) = 0;
+  // True when `path` itself is a symbolic link (Stat() follows links).
+  virtual Result<bool> IsSymlink(const std::string& path) = 0;
   virtual Status SetReadOnly(const std::string& path) = 0;
   virtual Status SetExecutable(const std::string& path) = 0;
   virtual Status Touch(const std::string& path) = 0;  // mtime := now (LRU bookkeeping)
@@ -71,8 +75,13 @@ class Filesystem {
 // Returns true when it wrote. Not durable: for rebuildable state.
 Result<bool> WriteFileIfChanged(Filesystem& fs, const std::string& path, std::string_view data);
 
-// Every regular file below `dir`, as paths relative to `dir`, sorted.
-Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir);
+// Every regular file below `dir`, as paths relative to `dir`, sorted, links
+// followed; with `subdirs`, every directory below `dir` too (relative, parents
+// first); with `linked`, the files reached through a symbolic link below `dir`
+// (the file, or a directory on its way, is one), sorted.
+Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::string& dir,
+                                                    std::vector<std::string>* subdirs = nullptr,
+                                                    std::vector<std::string>* linked = nullptr);
 
 std::string JoinPath(std::string_view a, std::string_view b);
 std::string DirName(std::string_view path);  // "a/b/c" -> "a/b"; "c" -> "."

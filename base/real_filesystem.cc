@@ -88,6 +88,7 @@ Result<FileInfo> RealFilesystem::Stat(const std::string& path) {
   info.size = static_cast<uint64_t>(st.st_size);
   info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   info.inode = st.st_ino;
+  info.links = st.st_nlink;
   info.device = st.st_dev;
   return info;
 }
@@ -201,6 +202,11 @@ Status RealFilesystem::Rename(const std::string& from, const std::string& to) {
 }
 
 Status RealFilesystem::LinkOrCopy(const std::string& from, const std::string& to) {
+  // link(2) does not follow a symbolic link: it would link the link itself,
+  // which dangles once moved (a relative one) and whose target, anywhere on
+  // the system, a later SetReadOnly() or Touch() would change. Copy its bytes.
+  struct stat st {};
+  if (::lstat(from.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return CopyFile(from, to);
   if (::link(from.c_str(), to.c_str()) == 0) return Status::Ok();
   if (errno == EXDEV || errno == EPERM || errno == EMLINK) return CopyFile(from, to);
   return ErrnoStatus("linking " + from + " to", to);
@@ -209,6 +215,12 @@ Status RealFilesystem::LinkOrCopy(const std::string& from, const std::string& to
 Status RealFilesystem::CopyReadOnly(const std::string& from, const std::string& to,
                                     bool executable) {
   return CopyFile(from, to, executable ? 0555 : 0444);
+}
+
+Result<bool> RealFilesystem::IsSymlink(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus("lstat", path);
+  return S_ISLNK(st.st_mode);
 }
 
 Status RealFilesystem::SetReadOnly(const std::string& path) {

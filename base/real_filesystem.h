@@ -27,6 +27,7 @@ class RealFilesystem : public Filesystem {
   Status Rename(const std::string& from, const std::string& to) override;
   Status LinkOrCopy(const std::string& from, const std::string& to) override;
   Status CopyReadOnly(const std::string& from, const std::string& to, bool executable) override;
+  Result<bool> IsSymlink(const std::string& path) override;
   Status SetReadOnly(const std::string& path) override;
   Status SetExecutable(const std::string& path) override;
   Status Touch(const std::string& path) override;

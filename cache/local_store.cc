@@ -54,7 +54,10 @@ Status LocalStore::InstallFile(Namespace ns, const Digest& key, const std::strin
   BM_TRY(fs_.MakeDirs(DirName(dest)));
   BM_TRY(fs_.MakeDirs(TempDir()));
   std::string tmp = TempDir() + "/" + UniqueName(key.Hex());
-  BM_TRY(fs_.LinkOrCopy(src, tmp));
+  // A file with other names (a step's `ln /data/x {out}/x`) is not the
+  // caller's alone: linking it would make those read-only and share the entry.
+  BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(src));
+  BM_TRY(info.links > 1 ? fs_.CopyReadOnly(src, tmp, info.executable) : fs_.LinkOrCopy(src, tmp));
   Status s = fs_.SetReadOnly(tmp);
   if (s.ok()) s = fs_.Rename(tmp, dest);
   if (!s.ok()) (void)fs_.Remove(tmp);

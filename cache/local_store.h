@@ -31,8 +31,9 @@ class LocalStore {
   Status Init();  // creates the layout; cheap when it exists
 
   Result<bool> Exists(Namespace ns, const Digest& key);
-  // Installs the file at src as the entry `key` (link or copy, then rename);
-  // src is left in place. Blobs become read-only.
+  // Installs the file at src as the entry `key` (a hard link when src has no
+  // other name, else a copy; then rename); src is left in place. Blobs become
+  // read-only.
   Status Install(Namespace ns, const Digest& key, const std::string& src);
   Status InstallBytes(Namespace ns, const Digest& key, std::string_view bytes);
   Status Evict(Namespace ns, const Digest& key);

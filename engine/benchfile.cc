@@ -92,6 +92,12 @@ Result<RawTarget> ParseTarget(const std::string& file, const toml::key& name,
   RawTarget target;
   target.name = std::string(name.str());
   target.loc = Loc(file, name.source());
+  if (target.name == "." || target.name == "..") {
+    return LocatedError(target.loc,
+                        fmt::format("bad target name '{}': its outputs would go to out/{}, "
+                                    "which is not a directory of its own",
+                                    target.name, target.name));
+  }
   if (!IsValidTargetName(target.name)) {
     return LocatedError(
         target.loc, fmt::format("bad target name '{}': names use only a-z 0-9 _ . -", target.name));

@@ -15,6 +15,7 @@
 #include "cache/run_health.h"
 #include "engine/clean_stamp.h"
 #include "engine/generate.h"
+#include "engine/out_check.h"
 #include "engine/plan.h"
 #include "engine/target_graph.h"
 #include "engine/target_state.h"
@@ -57,6 +58,7 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   GenerateOptions generate;
   generate.executor = options.executor;
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws, generate));
+  BM_TRY(CheckOutDirs(ws, gen.targets));
   Command cmd;
   cmd.argv = {*ninja, "-f", "build.ninja"};
   cmd.cwd = ws.StateDir();
@@ -105,6 +107,7 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
 Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options,
                                         const std::vector<std::string>& targets) {
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
+  BM_TRY(CheckOutDirs(ws, gen.targets));
   BM_ASSIGN_OR_RETURN(std::vector<std::string> plan, PlanBuild(ws, targets, gen.targets));
   InProcessSummary summary;
   for (const std::string& t : plan) {

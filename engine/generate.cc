@@ -117,24 +117,6 @@ Result<StatSig> StatOf(Filesystem& fs, const std::string& path) {
   return SigOf(info);
 }
 
-// Forces a step for every target whose out/NAME vanished. Removing or adding
-// out/NAME changes the mtime of out/, so when out/ has the mtime recorded in
-// .benchmake/out_checked, the per-target stats are skipped.
-Status CheckOutDirs(const Workspace& ws, const std::vector<std::string>& targets) {
-  Filesystem& fs = *ws.fs;
-  std::string checked = ws.StateDir() + "/out_checked";
-  BM_ASSIGN_OR_RETURN(FileInfo out, fs.Stat(ws.OutRoot()));
-  std::string now =
-      fmt::format("benchmake-out-checked 1\n{} {} {}\n", out.exists, out.mtime_ns, out.inode);
-  Result<std::string> before = fs.ReadFile(checked);
-  if (before.ok() && *before == now) return Status::Ok();
-  for (const std::string& t : targets) {
-    BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(ws.OutDirOf(t)));
-    if (!info.exists) BM_TRY(fs.Remove(ws.TargetFile(t, "out")));
-  }
-  return fs.WriteFileAtomic(checked, now, /*read_only=*/false, /*durable=*/false);
-}
-
 std::string TargetsNeedingPlatform(const TargetGraph& g) {
   std::string names;
   for (const Target& t : g.targets)
@@ -236,7 +218,6 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (old && !options.force) {
     BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env));
     if (valid) {
-      BM_TRY(CheckOutDirs(ws, old->targets));
       result.fast_path = true;
       result.targets = old->targets;
       result.jobs = old->jobs;
@@ -317,7 +298,6 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (!old || old->ninja != stamp.ninja || !ninja_info.exists) {
     BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
   }
-  BM_TRY(CheckOutDirs(ws, stamp.targets));
   BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp), false, /*durable=*/false));
   result.targets = stamp.targets;
   result.files_hashed = stat_cache.hashed_count();

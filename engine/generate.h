@@ -7,13 +7,12 @@
 // mtime, inode) of the BENCHFILE, of the benchmake binary and of every source
 // file, a digest of the environment that affects keys, and each target's spec
 // and params digests. When nothing of that changed, Generate() parses nothing,
-// hashes nothing and writes nothing; it only checks that each out/NAME still
-// exists (a deleted one gets its NAME.out stamp removed so ninja reruns the
-// step, which restores it from the cache). The platform facts, needed only when
-// some target is platform-dependent, come from the platform cache
-// (engine/platform_cache.h), in the fast path too: a site (engine/platform.h:
-// this machine, or a node of a Slurm placement) is probed only when what can
-// change its facts changed, so a no-op build starts no process.
+// hashes nothing and writes nothing. (Whether out/NAME still holds what its
+// step left there is the build's check, engine/out_check.h, under the
+// workspace lock: `status` and `explain` look but change no stamp.) The platform facts, needed only
+// when some target is platform-dependent, come from the platform cache (engine/platform_cache.h),
+// in the fast path too: a site (engine/platform.h: this machine, or a node of a Slurm placement) is
+// probed only when what can change its facts changed, so a no-op build starts no process.
 //
 // Stamp layout:
 //   stamp  := "benchmake-generated 1\n" line*

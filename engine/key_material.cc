@@ -10,6 +10,28 @@ constexpr std::string_view kSpecMagic = "benchmake-spec 1\n";
 
 std::string Short(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
 
+// Moves `i` back to the start of the UTF-8 character it is in.
+size_t CharStart(const std::string& v, size_t i) {
+  while (i > 0 && i < v.size() && (static_cast<unsigned char>(v[i]) & 0xC0) == 0x80) --i;
+  return i;
+}
+
+// "A → B" for two long values, each cut to about 60 characters around where
+// they first differ (Short() of two commands that differ past their first 57
+// characters printed the same text twice).
+std::string ChangeOf(const std::string& a, const std::string& b) {
+  if (a.size() <= 60 && b.size() <= 60) return a + " → " + b;
+  size_t first = 0;
+  while (first < a.size() && first < b.size() && a[first] == b[first]) ++first;
+  size_t begin = first > 20 ? first - 20 : 0;
+  auto cut = [&](const std::string& v) {
+    size_t from = CharStart(v, std::min(begin, v.size()));
+    size_t to = CharStart(v, std::min(v.size(), from + 54));
+    return (from > 0 ? "..." : "") + v.substr(from, to - from) + (to < v.size() ? "..." : "");
+  };
+  return cut(a) + " → " + cut(b);
+}
+
 // A one-word summary of platform facts for messages ("H100", "2x H100").
 std::string PlatformSummary(const std::string& facts_json) {
   nlohmann::json j = nlohmann::json::parse(facts_json, nullptr, false);
@@ -127,7 +149,7 @@ std::vector<std::string> DiffKeyMaterial(const KeyMaterial& before, const KeyMat
     } else if (!in_b) {
       out.push_back(fmt::format("{} {}: removed", tag, name));
     } else if (tag == "param") {
-      out.push_back(fmt::format("param {}: {} → {}", name, Short(a[id]), Short(b[id])));
+      out.push_back(fmt::format("param {}: {}", name, ChangeOf(a[id], b[id])));
     } else if (tag == "input") {
       out.push_back(
           fmt::format("input {}: {}", name, b[id].empty() ? "will be rebuilt" : "output changed"));
@@ -136,7 +158,7 @@ std::vector<std::string> DiffKeyMaterial(const KeyMaterial& before, const KeyMat
     } else if (tag == "rule") {
       out.push_back(fmt::format("rule {}: version {} → {}", name, a[id], b[id]));
     } else {
-      out.push_back(fmt::format("{} {}: {} → {}", tag, name, Short(a[id]), Short(b[id])));
+      out.push_back(fmt::format("{} {}: {}", tag, name, ChangeOf(a[id], b[id])));
     }
   }
   return out;

@@ -11,7 +11,8 @@ Result<Digest> SourceHasher::Hash(const std::string& path) {
     seen_.push_back({path, info});
     return stat_cache_.Hash(path, info);
   }
-  BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, path));
+  std::vector<std::string> subdirs;
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, path, &subdirs));
   Hasher tree;
   tree.Field("tree", "1");
   for (const std::string& rel : files) {
@@ -21,8 +22,13 @@ Result<Digest> SourceHasher::Hash(const std::string& path) {
     BM_ASSIGN_OR_RETURN(Digest d, stat_cache_.Hash(abs, fi));
     tree.Field(rel, d.Hex());
   }
-  // Adding or removing a file changes the directory's listing; keep its stat too.
+  // Adding or removing a file changes the listing of the directory that holds
+  // it, and only that one's mtime: keep the stat of every directory of the tree.
   seen_.push_back({path, info});
+  for (const std::string& rel : subdirs) {
+    BM_ASSIGN_OR_RETURN(FileInfo di, fs_.Stat(path + "/" + rel));
+    seen_.push_back({path + "/" + rel, di});
+  }
   return tree.Finish();
 }
 

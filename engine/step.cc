@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -9,6 +10,7 @@
 
 #include "base/terminal.h"
 #include "engine/executor.h"
+#include "engine/out_check.h"
 #include "engine/platform_cache.h"
 #include "engine/staleness.h"
 #include "engine/target_state.h"
@@ -127,7 +129,7 @@ class Stepper {
                      const std::string& fresh_dir = "") {
     std::string dir = ws_.OutDirOf(target_);
     // out/ changes below the generator's feet: its next check must look.
-    BM_TRY(fs_.Remove(ws_.StateDir() + "/out_checked"));
+    BM_TRY(ForgetOutCheck(ws_));
     BM_TRY(fs_.RemoveAll(dir));
     BM_TRY(fs_.MakeDirs(dir));
     LastBuild last;
@@ -293,12 +295,24 @@ class Stepper {
     record.key = key;
     record.target = target_;
     record.metrics = run.result.metrics;
-    BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, run.out_dir));
+    std::vector<std::string> linked;
+    BM_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                        ListFilesRecursive(fs_, run.out_dir, nullptr, &linked));
     for (const std::string& rel : files) {
       std::string path = run.out_dir + "/" + rel;
       BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
-      BM_ASSIGN_OR_RETURN(Digest d, cache_->PutFile(path));
-      record.outputs.push_back({rel, d, info.size, info.executable});
+      // A file reached through a link ({out}/data -> /datasets/x) is not the
+      // step's own: the cache takes a copy, so that linking it there does not
+      // make the original read-only and share its inode.
+      std::string own = path;
+      if (std::binary_search(linked.begin(), linked.end(), rel)) {
+        own = run.scratch + "/ingest.copy";
+        BM_TRY(fs_.CopyReadOnly(path, own, info.executable));
+      }
+      Result<Digest> d = cache_->PutFile(own);
+      if (own != path) (void)fs_.Remove(own);
+      if (!d.ok()) return d.status();
+      record.outputs.push_back({rel, *d, info.size, info.executable});
     }
     BM_ASSIGN_OR_RETURN(Digest log_digest, cache_->PutBytes(run.log_text));
     record.log_digest = log_digest.Hex();

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -44,6 +45,49 @@ TEST_F(RealFilesystemTest, LinkOrCopySharesTheInode) {
   ASSERT_TRUE(fs_.LinkOrCopy(a, b).ok());
   EXPECT_EQ(fs_.Stat(a)->inode, fs_.Stat(b)->inode);
   EXPECT_EQ(*fs_.HashFile(b), DigestOf("data"));
+}
+
+// link(2) on a symbolic link links the link: a relative one then dangles in
+// the cache, and chmod/utimes through it change its target, wherever it is.
+TEST_F(RealFilesystemTest, LinkOrCopyOfASymlinkCopiesItsTargetsBytes) {
+  std::string target = dir_ + "/target", rel = dir_ + "/rel", abs = dir_ + "/abs";
+  ASSERT_TRUE(fs_.WriteFileAtomic(target, "data").ok());
+  ASSERT_EQ(::symlink("target", rel.c_str()), 0);
+  ASSERT_EQ(::symlink(target.c_str(), abs.c_str()), 0);
+  ASSERT_TRUE(fs_.MakeDirs(dir_ + "/elsewhere").ok());
+  for (const std::string& link : {rel, abs}) {
+    std::string copy = dir_ + "/elsewhere/copy";
+    ASSERT_TRUE(fs_.LinkOrCopy(link, copy).ok()) << link;
+    struct stat st {};
+    ASSERT_EQ(::lstat(copy.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << link << ": a file, not a link";
+    EXPECT_NE(st.st_ino, fs_.Stat(target)->inode) << link << ": not the target's inode";
+    Result<std::string> bytes = fs_.ReadFile(copy);
+    ASSERT_TRUE(bytes.ok()) << link << ": " << bytes.status().message();
+    EXPECT_EQ(*bytes, "data");
+    ASSERT_TRUE(fs_.SetReadOnly(copy).ok());
+    ASSERT_EQ(::stat(target.c_str(), &st), 0);
+    EXPECT_NE(st.st_mode & 0200, 0u) << link << ": the target stays writable";
+    ASSERT_TRUE(fs_.Remove(copy).ok());
+  }
+}
+
+TEST_F(RealFilesystemTest, ListFilesRecursiveNamesTheFilesReachedThroughALink) {
+  ASSERT_TRUE(fs_.MakeDirs(dir_ + "/tree/own").ok());
+  ASSERT_TRUE(fs_.MakeDirs(dir_ + "/elsewhere/sub").ok());
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_ + "/tree/own/a", "a").ok());
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_ + "/elsewhere/sub/b", "b").ok());
+  ASSERT_EQ(::symlink((dir_ + "/elsewhere").c_str(), (dir_ + "/tree/dir").c_str()), 0);
+  ASSERT_EQ(::symlink("own/a", (dir_ + "/tree/file").c_str()), 0);
+  std::vector<std::string> linked;
+  Result<std::vector<std::string>> files =
+      ListFilesRecursive(fs_, dir_ + "/tree", nullptr, &linked);
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_EQ(*files, (std::vector<std::string>{"dir/sub/b", "file", "own/a"}));
+  EXPECT_EQ(linked, (std::vector<std::string>{"dir/sub/b", "file"}));
+  ASSERT_TRUE(fs_.CopyReadOnly(dir_ + "/tree/dir/sub/b", dir_ + "/copy", false).ok());
+  EXPECT_NE(fs_.Stat(dir_ + "/copy")->inode, fs_.Stat(dir_ + "/elsewhere/sub/b")->inode);
+  EXPECT_EQ(*fs_.ReadFile(dir_ + "/copy"), "b");
 }
 
 TEST_F(RealFilesystemTest, WriteFileIfChangedKeepsMtime) {

@@ -99,6 +99,9 @@ const ErrorCase kCases[] = {
      "bad target name 'Train': names use only a-z 0-9 _ . -"},
     {"BadQuotedTargetName", "[target.\"a b\"]\nrule = \"exec\"\ncommand = [\"x\"]\n", "1:9",
      "bad target name 'a b'"},
+    // Its characters are allowed; what it names is not a target's own directory.
+    {"DotDotTargetName", "[target.\"..\"]\nrule = \"exec\"\ncommand = [\"x\"]\n", "1:9",
+     "bad target name '..': its outputs would go to out/.., which is not a directory of its own"},
     {"UnknownSetting", "[benchmake]\njobz = 2\n", "2:1", "unknown setting 'jobz' in [benchmake]"},
     // Where steps run (engine/placement.h).
     {"UnknownExecutor", "[benchmake]\nexecutor = \"pbs\"\n", "2:12",

@@ -221,6 +221,33 @@ TEST_F(BuildScenarioTest, TouchWithoutByteChangeRerunsNothingNewBytesRerunDepend
   EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
 }
 
+// A directory input's digest covers its whole tree (as DVC hashes a tracked
+// directory); a file added below a subdirectory changes only that
+// subdirectory's mtime, which the no-op check must also watch.
+TEST_F(BuildScenarioTest, DirectoryInputRerunsWhenAFileComesOrGoesAnywhereInItsTree) {
+  fs_.Write("/ws/src/tree/top.txt", "top");
+  fs_.Write("/ws/src/tree/sub/a.txt", "a");
+  ASSERT_TRUE(fs_.MakeDirs("/ws/src/tree/sub/empty").ok());
+  SetBenchfile(R"(
+[target.tree]
+rule = "exec"
+inputs = ["src/tree"]
+command = ["write", "{out}/n", "x"]
+outputs = ["n"]
+)");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan);
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kUpToDate);
+  fs_.Write("/ws/src/tree/sub/b.txt", "b");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file added in a subdirectory";
+  fs_.Write("/ws/src/tree/sub/empty/c.txt", "c");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file added in an empty one";
+  ASSERT_TRUE(fs_.Remove("/ws/src/tree/sub/a.txt").ok());
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file removed";
+  fs_.Write("/ws/src/tree/sub/b.txt", "B");
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file changed";
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kUpToDate);
+}
+
 TEST_F(BuildScenarioTest, EarlyCutoffWhenUpstreamRerunsWithIdenticalBytes) {
   SetBenchfile(kPipeline);
   Build();
@@ -253,6 +280,22 @@ TEST_F(BuildScenarioTest, DeletingOneOutputDirRestoresOnlyThatTarget) {
   EXPECT_EQ(s.outcomes["train"], StepOutcome::kRestored);
   EXPECT_EQ(s.outcomes["data"], StepOutcome::kUpToDate);
   EXPECT_EQ(s.outcomes["eval"], StepOutcome::kUpToDate);
+}
+
+// `status` and `explain` say a target with a file gone from out/NAME will be
+// restored, but change no stamp: run beside a build (which holds the lock they
+// do not take), removing t/NAME.out just after its step wrote it would fail
+// the next step ("input train has not been built"). The build itself acts.
+TEST_F(BuildScenarioTest, InspectingAMissingOutputChangesNoStampTheBuildRestoresIt) {
+  SetBenchfile(kPipeline);
+  Build();
+  ASSERT_TRUE(fs_.Remove("/ws/out/train/model.bin").ok());
+  EXPECT_TRUE(HasReason("train", "outputs missing from out/"));
+  EXPECT_TRUE(fs_.Exists("/ws/.benchmake/t/train.out"));
+  InProcessSummary s = Build();
+  EXPECT_EQ(ran(), 0);
+  EXPECT_EQ(s.outcomes["train"], StepOutcome::kRestored);
+  EXPECT_TRUE(fs_.Exists("/ws/out/train/model.bin"));
 }
 
 TEST_F(BuildScenarioTest, CorruptBlobIsReportedEvictedAndRebuilt) {

@@ -278,6 +278,34 @@ TEST_F(E2eTest, DeletingOutRestoresEverythingAndRunsNothing) {
   EXPECT_EQ(one.output.find("eval: restored"), std::string::npos) << one.output;
 }
 
+// A file removed from out/NAME, or written to (root ignores the read-only
+// bit), is noticed by the build as `status` notices it, as ninja and Bazel
+// notice a deleted output: restored from the cache, or, when the write went
+// through the hard link into the cache's copy, found corrupt and rerun.
+TEST_F(E2eTest, AnOutputFileRemovedOrResizedByHandIsRestored) {
+  BuildOk();
+  Runs();
+  fs::remove(ws_ / "out/train/model.bin");
+  Run status = Benchmake("status");
+  EXPECT_NE(status.output.find("train   restore from cache"), std::string::npos) << status.output;
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("train: restored from cache"), std::string::npos) << r.output;
+  EXPECT_EQ(Runs(), "");
+  EXPECT_EQ(ReadText(ws_ / "out/train/model.bin"), "lbs-4\nraw\n");
+
+  // data.txt's bytes are data's alone (model.bin and eval.txt share theirs,
+  // and so their inode, which an edit of either would change for both).
+  fs::permissions(ws_ / "out/data/data.txt", fs::perms::owner_write, fs::perm_options::add);
+  std::ofstream(ws_ / "out/data/data.txt", std::ios::app) << "edited by hand\n";
+  r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("data: corrupt blob"), std::string::npos) << r.output;
+  EXPECT_EQ(Runs(), "data") << r.output;
+  EXPECT_EQ(ReadText(ws_ / "out/data/data.txt"), "raw\n");
+  EXPECT_NE(Benchmake("build").output.find("no work to do"), std::string::npos);
+}
+
 bool Executable(const fs::path& p) {
   return (fs::status(p).permissions() & fs::perms::owner_exec) != fs::perms::none;
 }
@@ -401,6 +429,57 @@ TEST_F(E2eTest, FailingStepShowsItsLogAndFails) {
   EXPECT_NE(r.output.find("oops-from-step"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("exited with status 4"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(root_ / "cache/ac") && !fs::is_empty(root_ / "cache/ac"));
+}
+
+// A step's output that is a symbolic link is stored as the bytes it points
+// to (as `cp -L` would), like Bazel resolving a tree artifact's links: the
+// cache holds no link, a relative one still reads after the move into out/,
+// and the files an absolute one names, outside the workspace, directly or
+// below a linked directory, are left alone (linking them made them read-only
+// and shared their inode with the cache). So is a file the step hard-linked
+// into {out} (`ln /data/x {out}/x`).
+TEST_F(E2eTest, SymlinkOutputsAreStoredAsTheirTargetsBytes) {
+  fs::path outside = root_ / "outside.txt", dataset = root_ / "dataset";
+  fs::path hard = root_ / "hard.txt";
+  WriteText(outside, "outside\n");
+  WriteText(dataset / "part/shard.bin", "shard\n");
+  WriteText(hard, "hard\n");
+  const fs::perms rw = fs::perms::owner_read | fs::perms::owner_write;
+  for (const fs::path& p : {outside, dataset / "part/shard.bin", hard}) fs::permissions(p, rw);
+  WriteText(ws_ / "BENCHFILE.toml",
+            "[target.links]\nrule = \"exec\"\ncommand = [\"sh\", \"-c\", \"echo model > "
+            "{out}/model.bin; ln -s model.bin {out}/latest.bin; ln -s " +
+                outside.string() + " {out}/abs.txt; ln -s " + dataset.string() +
+                " {out}/data; ln " + hard.string() +
+                " {out}/hard.txt\"]\noutputs = [\"model.bin\", \"latest.bin\", \"abs.txt\"]\n");
+  BuildOk();
+  EXPECT_EQ(ReadText(ws_ / "out/links/latest.bin"), "model\n");
+  EXPECT_EQ(ReadText(ws_ / "out/links/abs.txt"), "outside\n");
+  EXPECT_EQ(ReadText(ws_ / "out/links/data/part/shard.bin"), "shard\n");
+  EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/latest.bin"));
+  EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/abs.txt"));
+  EXPECT_FALSE(fs::is_symlink(ws_ / "out/links/data"));
+  EXPECT_EQ(ReadText(ws_ / "out/links/hard.txt"), "hard\n");
+  for (const fs::path& p : {outside, dataset / "part/shard.bin", hard}) {
+    EXPECT_EQ(fs::status(p).permissions(), rw) << p << " must not be made read-only";
+    EXPECT_EQ(fs::hard_link_count(p), 1u) << p << " must not be linked into the cache";
+  }
+  for (auto& p : fs::recursive_directory_iterator(root_ / "cache"))
+    EXPECT_FALSE(fs::is_symlink(p.symlink_status())) << p.path();
+}
+
+// Names may start with '-' (a-z 0-9 _ . -): the step ninja runs must take it
+// as the target, not as a flag (`benchmake step -f FILE -x` said "unknown flag
+// '-x' for step"); on the command line, after `--`, as in every getopt tool.
+TEST_F(E2eTest, ATargetNamedLikeAFlagBuildsAfterDoubleDash) {
+  WriteText(ws_ / "BENCHFILE.toml",
+            "[target.\"-x\"]\nrule = \"exec\"\ncommand = [\"sh\", \"-c\", \"echo x > "
+            "{out}/x\"]\noutputs = [\"x\"]\n");
+  BuildOk("build -- -x");
+  EXPECT_EQ(ReadText(ws_ / "out/-x/x"), "x\n");
+  Run explain = Benchmake("explain -- -x");
+  EXPECT_EQ(explain.exit_code, 0) << explain.output;
+  EXPECT_NE(explain.output.find("-x: up to date"), std::string::npos) << explain.output;
 }
 
 TEST_F(E2eTest, StatusGraphDebugKeyCleanAndCacheCommands) {

@@ -49,6 +49,19 @@ TEST(KeyMaterialTest, DiffNamesEachChangedField) {
   EXPECT_EQ(d, want);
 }
 
+// A long value is cut where it changed, 20 characters before the first
+// difference: `explain` of a command edited past its first 57 characters
+// printed the same 57 characters on both sides of the arrow.
+TEST(KeyMaterialTest, DiffOfLongValuesShowsWhereTheyDiffer) {
+  std::string head = R"(["sh","-c","echo data >> /tmp/engine-semantics-runs.log; cp {in.src/)";
+  KeyMaterial a, b;
+  a.fields = {{"param", "command", head + R"(raw.txt} {out}/data.txt"])"}};
+  b.fields = {{"param", "command", head + R"(raw2.txt} {out}/data.txt"])"}};
+  std::vector<std::string> want = {
+      R"(param command: ....log; cp {in.src/raw.txt} {out}/data.txt"] → ....log; cp {in.src/raw2.txt} {out}/data.txt"])"};
+  EXPECT_EQ(DiffKeyMaterial(a, b), want);
+}
+
 TEST(StalenessTest, VerdictsAndReasons) {
   TargetFacts f;
   f.material.fields = {{"param", "lbs", "4"}};
@@ -91,7 +104,7 @@ gpus = 2
   o.step_command = NinjaShellQuote("/opt/bench make/benchmake$1") + " step";
   o.gpu_pool_depth = 4;
   std::string n = RenderNinja(*g, o);
-  EXPECT_NE(n.find("command = '/opt/bench make/benchmake$$1' step $target\n"), std::string::npos)
+  EXPECT_NE(n.find("command = '/opt/bench make/benchmake$$1' step -- $target\n"), std::string::npos)
       << n;
   EXPECT_NE(n.find("restat = 1"), std::string::npos);
   EXPECT_NE(n.find("pool gpu\n  depth = 4"), std::string::npos);

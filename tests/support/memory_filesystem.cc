@@ -48,6 +48,7 @@ Result<FileInfo> MemoryFilesystem::Stat(const std::string& path) {
     info.size = it->second->data.size();
     info.mtime_ns = it->second->mtime;
     info.inode = it->second->inode;
+    info.links = static_cast<uint64_t>(it->second.use_count());  // one per path
     info.executable = it->second->executable;
   } else if (IsDirLocked(p)) {
     info.exists = true;
@@ -246,6 +247,7 @@ void MemoryFilesystem::Write(const std::string& path, std::string_view data) {
   auto it = files_.find(p);
   if (it == files_.end()) {
     files_[p] = NewFileLocked(std::string(data));
+    TouchParentLocked(p);  // a new entry, as WriteFileAtomic's
   } else {
     it->second->data = std::string(data);
     it->second->mtime = ++clock_;

@@ -75,6 +75,18 @@ bool AcceptsConnections(int port) {
   return ok;
 }
 
+bool AwaitListening(pid_t pid, int port) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    if (AcceptsConnections(port)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return false;
+}
+
 Result<int> FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return Errorf(ErrorCode::kIo, "socket: {}", strerror(errno));
@@ -139,24 +151,10 @@ Result<std::unique_ptr<NginxServer>> NginxServer::Start(NginxOptions options) {
             static_cast<char*>(nullptr));
       _exit(127);
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    bool exited = false;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int wstatus = 0;
-      if (waitpid(pid, &wstatus, WNOHANG) == pid) {
-        exited = true;
-        break;
-      }
-      if (AcceptsConnections(port)) {
-        server->port_ = port;
-        server->pid_ = pid;
-        return server;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (!exited) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
+    if (AwaitListening(pid, port)) {
+      server->port_ = port;
+      server->pid_ = pid;
+      return server;
     }
     last_error = server->ErrorLog();
   }

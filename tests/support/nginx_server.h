@@ -64,6 +64,10 @@ class NginxServer {
 Result<int> FreeLoopbackPort();
 // Whether something accepts connections on 127.0.0.1:port.
 bool AcceptsConnections(int port);
+// Waits (10 s at most) until the server just forked as `pid` accepts connections on
+// 127.0.0.1:port: true then; false when it exited or did not listen in time (then it is
+// killed), and the caller reads its log.
+bool AwaitListening(pid_t pid, int port);
 
 // Creates a fresh directory under $TMPDIR (or /tmp) named prefix-XXXXXX.
 Result<std::string> MakeTempDir(const std::string& prefix);

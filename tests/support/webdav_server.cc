@@ -6,12 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "tests/support/nginx_server.h"
 #include "tests/support/replace_all.h"
@@ -118,23 +116,10 @@ Result<std::unique_ptr<WebDavServer>> WebDavServer::Start(WebDav kind) {
       }
       _exit(127);
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    bool exited = false;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (waitpid(pid, nullptr, WNOHANG) == pid) {
-        exited = true;
-        break;
-      }
-      if (AcceptsConnections(port)) {
-        server->port_ = port;
-        server->pid_ = pid;
-        return server;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (!exited) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
+    if (AwaitListening(pid, port)) {
+      server->port_ = port;
+      server->pid_ = pid;
+      return server;
     }
     last_error = server->ErrorLog();
   }

@@ -19,6 +19,10 @@ Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::s
                                                     std::vector<std::string>* subdirs,
                                                     std::vector<std::string>* linked) {
   std::vector<std::string> out;
+  // The directories on the way down, by (device, inode): a link back to one of them is a loop,
+  // which `find -L` reports too; walked, it would end only at the system's path limit.
+  BM_ASSIGN_OR_RETURN(FileInfo top, fs.Stat(dir));
+  std::vector<std::pair<uint64_t, uint64_t>> above = {{top.device, top.inode}};
   std::function<Status(const std::string&, bool)> walk = [&](const std::string& rel,
                                                              bool via_link) -> Status {
     std::string abs = rel.empty() ? dir : JoinPath(dir, rel);
@@ -31,8 +35,16 @@ Result<std::vector<std::string>> ListFilesRecursive(Filesystem& fs, const std::s
         BM_ASSIGN_OR_RETURN(link, fs.IsSymlink(JoinPath(dir, child)));
       }
       if (info.is_dir) {
+        const std::pair<uint64_t, uint64_t> id{info.device, info.inode};
+        if (info.inode != 0 && std::find(above.begin(), above.end(), id) != above.end()) {
+          return Errorf(ErrorCode::kInvalidArgument,
+                        "{}: a directory link loop (it leads back to a directory above it)",
+                        JoinPath(dir, child));
+        }
         if (subdirs) subdirs->push_back(child);
+        above.push_back(id);
         BM_TRY(walk(child, link));
+        above.pop_back();
       } else if (info.exists) {
         out.push_back(child);
         if (link) linked->push_back(child);

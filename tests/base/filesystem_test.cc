@@ -90,6 +90,23 @@ TEST_F(RealFilesystemTest, ListFilesRecursiveNamesTheFilesReachedThroughALink) {
   EXPECT_EQ(*fs_.ReadFile(dir_ + "/copy"), "b");
 }
 
+// A link back up the tree is a loop, reported as one (find -L: "File system loop detected"),
+// not walked until the path is too long; the same directory reached twice side by side is not.
+TEST_F(RealFilesystemTest, ListFilesRecursiveRefusesADirectoryLinkLoop) {
+  ASSERT_TRUE(fs_.MakeDirs(dir_ + "/tree/sub").ok());
+  ASSERT_TRUE(fs_.WriteFileAtomic(dir_ + "/tree/sub/a", "a").ok());
+  ASSERT_EQ(::symlink("sub", (dir_ + "/tree/again").c_str()), 0);
+  Result<std::vector<std::string>> twice = ListFilesRecursive(fs_, dir_ + "/tree");
+  ASSERT_TRUE(twice.ok()) << twice.status().message();
+  EXPECT_EQ(*twice, (std::vector<std::string>{"again/a", "sub/a"}));
+  ASSERT_EQ(::symlink("..", (dir_ + "/tree/sub/up").c_str()), 0);
+  Result<std::vector<std::string>> loop = ListFilesRecursive(fs_, dir_ + "/tree");
+  ASSERT_FALSE(loop.ok());
+  EXPECT_EQ(loop.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(loop.status().message().find("/up: a directory link loop"), std::string::npos)
+      << loop.status().message();
+}
+
 TEST_F(RealFilesystemTest, WriteFileIfChangedKeepsMtime) {
   std::string p = dir_ + "/stamp";
   EXPECT_TRUE(*WriteFileIfChanged(fs_, p, "x"));

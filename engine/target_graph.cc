@@ -57,7 +57,6 @@ SourceLocation ErrorLocation(const RawTarget& raw, const ParamError& e) {
 std::string IntRangeText(int64_t min, int64_t max) {
   if (max == kInt64ParamMax)
     return min == kInt64ParamMin ? "an integer" : fmt::format("an integer of at least {}", min);
-  if (min == kInt64ParamMin) return fmt::format("an integer of at most {}", max);
   return fmt::format("an integer from {} to {}", min, max);
 }
 

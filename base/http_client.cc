@@ -96,6 +96,13 @@ void ReadResponseHead(Active& a) {
   if (curl_easy_header(a.easy, "Content-Range", 0, CURLH_HEADER, -1, &range) == CURLHE_OK) {
     r.resource_length = ContentRangeLength(range->value);
   }
+  curl_header* h = nullptr;
+  if (curl_easy_header(a.easy, "ETag", 0, CURLH_HEADER, -1, &h) == CURLHE_OK &&
+      !std::string_view(h->value).starts_with("W/")) {
+    r.validator = h->value;
+  } else if (curl_easy_header(a.easy, "Last-Modified", 0, CURLH_HEADER, -1, &h) == CURLHE_OK) {
+    r.validator = h->value;
+  }
   curl_off_t retry_after = 0;
   if (curl_easy_getinfo(a.easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK) {
     r.retry_after_seconds = retry_after;
@@ -374,6 +381,10 @@ struct Client::Impl {
     if (!o.client_cert.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, o.client_cert.c_str());
     if (!o.client_key.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, o.client_key.c_str());
     for (const std::string& h : o.headers) a.headers = curl_slist_append(a.headers, h.c_str());
+    if (t.method == Method::kGet && t.range_start > 0 && !t.if_range.empty()) {
+      std::string h = "If-Range: " + t.if_range;
+      a.headers = curl_slist_append(a.headers, h.c_str());
+    }
     if (!o.bearer_token.empty()) {
       std::string h = "Authorization: Bearer " + o.bearer_token;
       a.headers = curl_slist_append(a.headers, h.c_str());

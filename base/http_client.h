@@ -71,6 +71,9 @@ struct Response {
                                     // -1 when absent or "*"
   int64_t retry_after_seconds = 0;  // the Retry-After header (seconds, or an HTTP date
                                     // made relative), 0 when absent
+  // What a later If-Range may name (RFC 9110 §13.1.5): the strong ETag, else
+  // Last-Modified; empty when the response has neither (a weak ETag is none).
+  std::string validator;
 };
 
 // Receives the body of a GET, in order. A failed Status aborts the transfer
@@ -94,6 +97,10 @@ struct Transfer {
   Sink sink;
   OnResponse on_response;
   uint64_t range_start = 0;  // > 0: ask for bytes from here on ("Range: bytes=N-")
+  // With range_start > 0: "If-Range: <if_range>", so that a server whose
+  // resource no longer has this validator sends all of it (200), not a range
+  // of a different file. Empty: a plain Range, as curl -C - and wget -c send.
+  std::string if_range;
   // PUT: the body comes from upload_path when it is set, else from source,
   // which must produce exactly upload_size bytes.
   std::string upload_path;

@@ -29,8 +29,11 @@ void Cache::ReportRemoteProblem(const std::string& what, const Status& why) {
   setup_problem_ = why;
   ++usage_.remote_failures;
   if (health_.MarkDead(what, why.message())) {
-    std::fprintf(stderr, "benchmake: warning: remote cache %s: %s; using the local cache only\n",
-                 what.c_str(), why.message().c_str());
+    // A message that already names `what` (its context) is not prefixed twice.
+    std::string text =
+        why.message().starts_with(what + ": ") ? why.message() : what + ": " + why.message();
+    std::fprintf(stderr, "benchmake: warning: remote cache %s; using the local cache only\n",
+                 text.c_str());
   }
 }
 

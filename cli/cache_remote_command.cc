@@ -78,7 +78,8 @@ const CommandSpec& CachePushSpec() {
           "Uploads the outputs, log and action record of each TARGET (default: every target) as "
           "last materialized in this workspace to the writable remote cache ([benchmake.cache] "
           "or $BENCHMAKE_REMOTE_CACHE; docs/REMOTE_CACHE.md). Values the remote holds already "
-          "are not sent again. Unlike during a build, a failed upload is an error.",
+          "are not sent again. Unlike during a build, a failed upload is an error, and so is a "
+          "TARGET named here that this workspace has not built (unnamed ones are skipped).",
       .examples = {{"benchmake cache push", "share every built target"},
                    {"benchmake cache push pretrain", "share pretrain only"}}};
   return kSpec;
@@ -94,6 +95,7 @@ Status CachePushCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(engine::WorkspaceConfig config, engine::LoadConfig(ws));
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, engine::OpenCache(ws, config));
   uint64_t sent = 0, pushed = 0, skipped = 0;
+  std::vector<std::string> unbuilt;
   for (const std::string& t : targets) {
     BM_ASSIGN_OR_RETURN(std::optional<engine::LastBuild> last, engine::ReadLastBuild(ws, t));
     std::optional<cache::ActionRecord> record;
@@ -103,6 +105,7 @@ Status CachePushCommand(const ParsedArgs& args) {
     if (!record) {
       std::printf("%s: not built here; skipped\n", t.c_str());
       ++skipped;
+      unbuilt.push_back(t);
       continue;
     }
     uint64_t n = 0;
@@ -116,6 +119,12 @@ Status CachePushCommand(const ParsedArgs& args) {
               static_cast<unsigned long long>(pushed), static_cast<unsigned long long>(sent),
               Size(cache->usage().remote_bytes_up).c_str(),
               static_cast<unsigned long long>(skipped));
+  // Every target by default shares what was built; a target named on the
+  // command line that was not is an error, as `git push` of a missing branch.
+  if (!args.operands().empty() && !unbuilt.empty())
+    return Errorf(ErrorCode::kNotFound,
+                  "not built here, so not pushed: {}; run `benchmake build` first",
+                  fmt::join(unbuilt, ", "));
   return Status::Ok();
 }
 

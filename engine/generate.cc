@@ -16,16 +16,17 @@
 namespace bm::engine {
 namespace {
 
-constexpr std::string_view kStampMagic = "benchmake-generated 1\n";
+constexpr std::string_view kStampMagic = "benchmake-generated 2\n";
 
 struct StatSig {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   uint64_t inode = 0;
+  bool executable = false;  // chmod changes no mtime, and the bit is in a source's key
   bool operator==(const StatSig&) const = default;
 };
 
-StatSig SigOf(const FileInfo& i) { return {i.size, i.mtime_ns, i.inode}; }
+StatSig SigOf(const FileInfo& i) { return {i.size, i.mtime_ns, i.inode, i.executable}; }
 
 struct Stamp {
   StatSig benchfile, exe;
@@ -51,7 +52,9 @@ std::string EnvDigest(const std::string& executor) {
 
 std::string SerializeStamp(const Stamp& s) {
   std::string out(kStampMagic);
-  auto sig = [](const StatSig& g) { return fmt::format("{} {} {}", g.size, g.mtime_ns, g.inode); };
+  auto sig = [](const StatSig& g) {
+    return fmt::format("{} {} {} {}", g.size, g.mtime_ns, g.inode, g.executable ? 1 : 0);
+  };
   out += "benchfile " + sig(s.benchfile) + "\n";
   out += "exe " + sig(s.exe) + "\n";
   out += "env " + s.env + "\nplatform " + s.platform + "\nninja " + s.ninja + "\n";
@@ -71,7 +74,7 @@ std::optional<Stamp> ParseStamp(std::string_view text) {
   Stamp s;
   std::string kind;
   auto read_sig = [&](StatSig* g) {
-    return static_cast<bool>(in >> g->size >> g->mtime_ns >> g->inode);
+    return static_cast<bool>(in >> g->size >> g->mtime_ns >> g->inode >> g->executable);
   };
   while (in >> kind) {
     bool ok = true;

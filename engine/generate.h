@@ -15,11 +15,11 @@
 // probed only when what can change its facts changed, so a no-op build starts no process.
 //
 // Stamp layout:
-//   stamp  := "benchmake-generated 1\n" line*
+//   stamp  := "benchmake-generated 2\n" line*
 //   line   := "benchfile" stat | "exe" stat | "env" hex | "platform" (hex|"-") | "ninja" hex
 //           | "probe" site   (a ProbeSite::Key(): where the platform was probed)
 //           | "source" stat path | "target" name spec-hex params-hex
-//   stat   := size mtime_ns inode
+//   stat   := size mtime_ns inode executable(0|1)
 #pragma once
 
 #include <nlohmann/json.hpp>

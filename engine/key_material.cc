@@ -10,6 +10,15 @@ constexpr std::string_view kSpecMagic = "benchmake-spec 1\n";
 
 std::string Short(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
 
+// A source whose bytes are the same but whose executable bit changed says so.
+std::string SourceChange(std::string_view a, std::string_view b) {
+  bool ax = a.ends_with(kExecutableMark), bx = b.ends_with(kExecutableMark);
+  if (ax != bx && a.substr(0, a.size() - (ax ? kExecutableMark.size() : 0)) ==
+                      b.substr(0, b.size() - (bx ? kExecutableMark.size() : 0)))
+    return bx ? "now executable" : "no longer executable";
+  return "content changed";
+}
+
 // Moves `i` back to the start of the UTF-8 character it is in.
 size_t CharStart(const std::string& v, size_t i) {
   while (i > 0 && i < v.size() && (static_cast<unsigned char>(v[i]) & 0xC0) == 0x80) --i;
@@ -154,7 +163,7 @@ std::vector<std::string> DiffKeyMaterial(const KeyMaterial& before, const KeyMat
       out.push_back(
           fmt::format("input {}: {}", name, b[id].empty() ? "will be rebuilt" : "output changed"));
     } else if (tag == "source") {
-      out.push_back(fmt::format("source {}: content changed", name));
+      out.push_back(fmt::format("source {}: {}", name, SourceChange(a[id], b[id])));
     } else if (tag == "rule") {
       out.push_back(fmt::format("rule {}: version {} → {}", name, a[id], b[id]));
     } else {

@@ -6,7 +6,7 @@
 //   tool     benchmake = <tool salt>          (bumped when keys change meaning)
 //   rule     <name>    = <version>
 //   param    <name>    = <canonical JSON>     key parameters only, sorted by name
-//   source   <path>    = <hex digest>         source-file inputs, as written
+//   source   <path>    = <hex digest>[ executable]  source-file inputs, as written
 //   input    <target>  = <hex manifest digest> upstream outputs ("" = not yet known)
 //   platform facts     = <canonical JSON>     platform-dependent rules only
 // Key = XXH3-128 over Field(tag, name), Field("=", value) for each field.
@@ -19,12 +19,16 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/digest.h"
 #include "base/result.h"
 
 namespace bm::engine {
+
+// A source field's value ends with this when the file is executable.
+inline constexpr std::string_view kExecutableMark = " executable";
 
 struct KeyField {
   std::string tag;

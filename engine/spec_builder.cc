@@ -4,12 +4,23 @@
 
 namespace bm::engine {
 
-Result<Digest> SourceHasher::Hash(const std::string& path) {
+namespace {
+
+std::string FileValue(const Digest& d, const FileInfo& info) {
+  std::string v = d.Hex();
+  if (info.executable) v += kExecutableMark;
+  return v;
+}
+
+}  // namespace
+
+Result<std::string> SourceHasher::KeyValue(const std::string& path) {
   BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
   if (!info.exists) return Errorf(ErrorCode::kNotFound, "source {} disappeared", path);
   if (!info.is_dir) {
     seen_.push_back({path, info});
-    return stat_cache_.Hash(path, info);
+    BM_ASSIGN_OR_RETURN(Digest d, stat_cache_.Hash(path, info));
+    return FileValue(d, info);
   }
   std::vector<std::string> subdirs;
   BM_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFilesRecursive(fs_, path, &subdirs));
@@ -20,7 +31,7 @@ Result<Digest> SourceHasher::Hash(const std::string& path) {
     BM_ASSIGN_OR_RETURN(FileInfo fi, fs_.Stat(abs));
     seen_.push_back({abs, fi});
     BM_ASSIGN_OR_RETURN(Digest d, stat_cache_.Hash(abs, fi));
-    tree.Field(rel, d.Hex());
+    tree.Field(rel, FileValue(d, fi));
   }
   // Adding or removing a file changes the listing of the directory that holds
   // it, and only that one's mtime: keep the stat of every directory of the tree.
@@ -29,7 +40,7 @@ Result<Digest> SourceHasher::Hash(const std::string& path) {
     BM_ASSIGN_OR_RETURN(FileInfo di, fs_.Stat(path + "/" + rel));
     seen_.push_back({path + "/" + rel, di});
   }
-  return tree.Finish();
+  return tree.Finish().Hex();
 }
 
 Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, SourceHasher& sources,
@@ -55,8 +66,8 @@ Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, So
     if (in.is_target) {
       ups.push_back(graph.targets[static_cast<size_t>(in.target)].name);
     } else {
-      BM_ASSIGN_OR_RETURN(Digest d, sources.Hash(in.path));
-      srcs.emplace_back(in.name, d.Hex());
+      BM_ASSIGN_OR_RETURN(std::string value, sources.KeyValue(in.path));
+      srcs.emplace_back(in.name, std::move(value));
     }
   }
   std::sort(srcs.begin(), srcs.end());

@@ -1,7 +1,9 @@
 // From a validated target to what the generator writes for it: its key
 // material (the .spec, without upstream digests) and its StepParams (the
 // .params). Source-file inputs are hashed through the stat cache; a directory
-// input hashes every file below it (path and digest, sorted).
+// input hashes every file below it (path and digest, sorted). A file's
+// executable bit is part of its key, as Bazel puts it in a file's digest: a
+// step that runs `./prepare.sh` behaves differently once the bit is gone.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,7 +22,10 @@ namespace bm::engine {
 class SourceHasher {
  public:
   SourceHasher(Filesystem& fs, StatCache& stat_cache) : fs_(fs), stat_cache_(stat_cache) {}
-  Result<Digest> Hash(const std::string& path);
+  // What the key holds for a source: its digest's hex, followed by
+  // kExecutableMark when the file is executable; for a directory, the digest
+  // of every file's relative path and value.
+  Result<std::string> KeyValue(const std::string& path);
 
   struct Seen {
     std::string path;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -93,22 +94,56 @@ uint64_t FileSize(const std::string& path) {
   return ec ? 0 : static_cast<uint64_t>(size);
 }
 
-// One GET of url from the partial file's end into it.
+// Beside a partial file: the validator (ETag or Last-Modified) of the
+// resource its bytes came from, which a resume sends as If-Range.
+std::string ValidatorPath(const std::string& part) { return part + ".validator"; }
+
+void RemovePart(const std::string& part) {
+  std::error_code ec;
+  fs::remove(part, ec);
+  fs::remove(ValidatorPath(part), ec);
+}
+
+std::string ReadValidator(const std::string& part) {
+  std::ifstream in(ValidatorPath(part));
+  std::string v;
+  std::getline(in, v);
+  return v;
+}
+
+// One GET of url from the partial file's end into it. The kept bytes are
+// extended only while the server's resource has the validator they came with:
+// one that changed sends the whole new resource, which replaces them.
 Status FetchOnce(http::Client& client, const std::string& url, const std::string& part,
-                 ProgressLine& progress, http::Response* response) {
+                 ProgressLine& progress, http::Response* response, std::ostream& log) {
   const uint64_t offset = FileSize(part);
   std::FILE* f = std::fopen(part.c_str(), "ab");
   if (f == nullptr) return Errorf(ErrorCode::kIo, "cannot open {}", part);
   http::Transfer t;
   t.url = url;
   t.range_start = offset;
+  if (offset > 0) t.if_range = ReadValidator(part);
   uint64_t base = offset;
   t.on_response = [&](const http::Response& r) -> Status {
     if (r.body_offset != offset) {  // the server sent the whole resource
       if (std::fflush(f) != 0 || ::ftruncate(::fileno(f), 0) != 0) {
         return Errorf(ErrorCode::kIo, "cannot truncate {}", part);
       }
+      if (offset > 0 && !t.if_range.empty() && r.validator != t.if_range) {
+        log << fmt::format(
+            "download: {} changed on the server since the partial download "
+            "({} → {}); fetching it whole\n",
+            url, t.if_range, r.validator.empty() ? "none" : r.validator);
+      }
       base = 0;
+    }
+    if (r.body_offset == 0) {  // the bytes from here on come from this resource
+      std::error_code ec;
+      if (r.validator.empty()) {
+        fs::remove(ValidatorPath(part), ec);
+      } else {
+        std::ofstream(ValidatorPath(part), std::ios::trunc) << r.validator << "\n";
+      }
     }
     return Status::Ok();
   };
@@ -262,7 +297,7 @@ class DownloadRule final : public engine::Rule {
     for (;;) {
       ++attempts;
       http::Response response;
-      Status st = FetchOnce(client, url, part, progress, &response);
+      Status st = FetchOnce(client, url, part, progress, &response, log);
       if (st.ok()) break;
       const long http_status = response.status;
       if (http_status == 416 && response.resource_length > 0 &&
@@ -270,11 +305,11 @@ class DownloadRule final : public engine::Rule {
         break;  // the kept part is the whole file already (curl -C -, wget -c)
       }
       if (http_status == 416) {  // the partial file is not a prefix we can extend
-        fs::remove(part);
+        RemovePart(part);
         st = Errorf(ErrorCode::kCorrupt, "the server refused to resume (HTTP 416)");
       }
       if (!IsTransient(st, http_status) || attempts > retries) {
-        if (!IsTransient(st, http_status) && http_status != 416) fs::remove(part);
+        if (!IsTransient(st, http_status) && http_status != 416) RemovePart(part);
         return st.WithContext(
             fmt::format("download {} (attempt {} of {})", url, attempts, retries + 1));
       }
@@ -299,7 +334,7 @@ class DownloadRule final : public engine::Rule {
     const std::string want_xxh = p.at("xxh128");
     const std::string want_sha = p.at("sha256");
     auto mismatch = [&](const char* kind, const std::string& want, const std::string& got) {
-      fs::remove(part);
+      RemovePart(part);
       return Errorf(ErrorCode::kCorrupt, "download {}: {} mismatch: expected {}, got {}", url, kind,
                     want, got);
     };
@@ -333,10 +368,10 @@ class DownloadRule final : public engine::Rule {
       placed = ExtractArchive(part, unpack, ctx.out_dir);
     }
     if (!placed.ok()) {
-      fs::remove(part);
+      RemovePart(part);
       return placed.WithContext(fmt::format("download {}: unpack {}", url, unpack));
     }
-    fs::remove(part);
+    RemovePart(part);
     metrics["seconds"] = std::chrono::duration<double>(Clock::now() - t0).count();
     log << fmt::format("download: {} ({}) in {:.2f} s\n", filename,
                        HumanBytes(metrics["bytes"].get<double>()),

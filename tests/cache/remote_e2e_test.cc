@@ -213,6 +213,18 @@ TEST_F(RemoteE2eTest, RemoteDownBuildsLocallyAndSaysSoOnce) {
   ExpectLocalCacheClean(a_);
 }
 
+// A malformed BENCHMAKE_REMOTE_CACHE names the variable once ("remote cache
+// BENCHMAKE_REMOTE_CACHE: BENCHMAKE_REMOTE_CACHE: unknown ..." before).
+TEST_F(RemoteE2eTest, MalformedEnvironmentWarnsOnceNamingTheVariableOnce) {
+  a_.remote = remote_ + "|no_such_setting=1";
+  RunResult r = a_.Benchmake("build");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(a_.Runs(), "gen\ncount\nspeed\n");
+  EXPECT_EQ(Count(r.output, "using the local cache only"), 1u) << r.output;
+  EXPECT_EQ(Count(r.output, "BENCHMAKE_REMOTE_CACHE"), 1u) << r.output;
+  EXPECT_NE(r.output.find("'no_such_setting'"), std::string::npos) << r.output;
+}
+
 TEST_F(RemoteE2eTest, RemoteThatNeverAnswersTimesOutOnceAndTheBuildGoesOn) {
   bm::testing::RawHttpServer silent("", /*hold_open=*/true);
   ASSERT_TRUE(silent.status().ok());
@@ -329,6 +341,17 @@ TEST_F(RemoteE2eTest, PushThenPullWithoutRunning) {
   EXPECT_EQ(b_.Runs(), "");
   EXPECT_EQ(ReadFile(b_.dir + "/out/count/count.txt"), ReadFile(a_.dir + "/out/count/count.txt"));
   EXPECT_FALSE(fs::exists(b_.dir + "/out/speed"));
+  // b has pulled gen and count, not speed: pushing everything skips speed;
+  // naming it is an error (exit 1, as `git push` of a branch that does not
+  // exist), where it printed "pushed 0 targets ..." and exited 0.
+  RunResult all = b_.Benchmake("cache push");
+  EXPECT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_NE(all.output.find("pushed 2 targets (0 values sent, 0 B), 1 skipped"), std::string::npos)
+      << all.output;
+  RunResult named = b_.Benchmake("cache push speed");
+  EXPECT_EQ(named.exit_code, 1) << named.output;
+  EXPECT_NE(named.output.find("error: not built here, so not pushed: speed"), std::string::npos)
+      << named.output;
   // A read-only client cannot push, and says why.
   b_.remote = remote_ + "|remote_write=false";
   RunResult refused = b_.Benchmake("cache push");

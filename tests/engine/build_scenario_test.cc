@@ -248,6 +248,41 @@ outputs = ["n"]
   EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kUpToDate);
 }
 
+// A source's executable bit is part of its key, as in Bazel's file digests:
+// `chmod +x` changes no byte and no mtime, yet decides whether `./run.sh` runs.
+// Found by an outside check: the bit was in neither the key nor the no-op stamp.
+TEST_F(BuildScenarioTest, ExecutableBitOfASourceIsInItsKey) {
+  fs_.Write("/ws/src/run.sh", "echo hi");
+  fs_.Write("/ws/src/tree/tool.sh", "echo tool");
+  SetBenchfile(R"(
+[target.script]
+rule = "exec"
+inputs = ["src/run.sh"]
+command = ["write", "{out}/n", "x"]
+outputs = ["n"]
+
+[target.tree]
+rule = "exec"
+inputs = ["src/tree"]
+command = ["write", "{out}/n", "y"]
+outputs = ["n"]
+)");
+  Build();
+  EXPECT_EQ(ran(), 2);
+  ASSERT_TRUE(fs_.SetExecutable("/ws/src/run.sh").ok());
+  EXPECT_TRUE(HasReason("script", "source src/run.sh: now executable"));
+  InProcessSummary s = Build();
+  EXPECT_EQ(s.outcomes["script"], StepOutcome::kRan);
+  EXPECT_EQ(s.outcomes["tree"], StepOutcome::kUpToDate);
+  EXPECT_EQ(Build().outcomes["script"], StepOutcome::kUpToDate);
+  ASSERT_TRUE(fs_.SetExecutable("/ws/src/tree/tool.sh").ok());
+  EXPECT_EQ(Build().outcomes["tree"], StepOutcome::kRan) << "a file in a directory input";
+  ASSERT_TRUE(fs_.Remove("/ws/src/run.sh").ok());
+  fs_.Write("/ws/src/run.sh", "echo hi");
+  EXPECT_TRUE(HasReason("script", "source src/run.sh: no longer executable"));
+  EXPECT_EQ(Build().outcomes["script"], StepOutcome::kRestored) << "the first key again";
+}
+
 TEST_F(BuildScenarioTest, EarlyCutoffWhenUpstreamRerunsWithIdenticalBytes) {
   SetBenchfile(kPipeline);
   Build();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/digest.h"
+#include "base/http_client.h"
 #include "base/sha256.h"
 #include "rules/download_url.h"
 #include "tests/rules/text/test_data.h"
@@ -147,6 +148,56 @@ TEST_F(DownloadTest, ResumesATruncatedTransfer) {
   EXPECT_EQ(second->metrics["resumed_from"], 1000);
   EXPECT_EQ(Out("blob.bin"), data);
   EXPECT_FALSE(fs::exists(root_ + "/resume/blob.bin.part"));
+}
+
+// The file changed on the server between the interrupted download and its
+// resume: the kept bytes came with ETag "old-version", so the resume sends
+// If-Range (RFC 9110 §13.1.5) and nginx, whose ETag differs, answers with the
+// whole new file. Before, a plain Range spliced the new file's tail onto the
+// old file's head: a file of the right size that is neither.
+TEST_F(DownloadTest, AResumeOfAFileThatChangedOnTheServerFetchesItWhole) {
+  StartNginx();
+  const std::string before = RandomBytes(300000, 3), after = RandomBytes(300000, 4);
+  RawHttpServer truncating(
+      "HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n"
+      "ETag: \"old-version\"\r\n\r\n" +
+          before.substr(0, 1000),
+      false);
+  ASSERT_TRUE(truncating.status().ok());
+  ASSERT_FALSE(Download({{"url", truncating.Url("/blob.bin")}, {"retries", 0}}).ok());
+  ASSERT_EQ(fs::file_size(root_ + "/resume/blob.bin.part"), 1000u);
+
+  auto r = Download({{"url", Serve("blob.bin", after)}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(Out("blob.bin") == after) << "the old head and the new tail";
+  EXPECT_NE(log_.str().find("changed on the server since the partial download"), std::string::npos)
+      << log_.str();
+  EXPECT_TRUE(fs::is_empty(root_ + "/resume"));
+}
+
+// The same file: nginx's own ETag came with the kept bytes, so nginx honours
+// the If-Range and sends the rest alone (206, 299,000 bytes in its access log).
+TEST_F(DownloadTest, AResumeOfAnUnchangedFileSendsOnlyTheRest) {
+  StartNginx("", "access_log access.log;");
+  const std::string data = RandomBytes(300000, 5);
+  const std::string url = Serve("blob.bin", data);
+  http::Client client;
+  Result<http::Response> head = client.Head(url);
+  ASSERT_TRUE(head.ok()) << head.status().message();
+  ASSERT_TRUE(head->validator.starts_with("\""))
+      << "nginx sends a strong ETag: " << head->validator;
+  RawHttpServer truncating("HTTP/1.1 200 OK\r\nContent-Length: 300000\r\nETag: " + head->validator +
+                               "\r\n\r\n" + data.substr(0, 1000),
+                           false);
+  ASSERT_TRUE(truncating.status().ok());
+  ASSERT_FALSE(Download({{"url", truncating.Url("/blob.bin")}, {"retries", 0}}).ok());
+
+  auto r = Download({{"url", url}, {"sha256", Sha256Hex(data)}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(Out("blob.bin"), data);
+  const std::string access = ReadFile(nginx_->Dir() + "/access.log");
+  EXPECT_NE(access.find("\"GET /cache/blob.bin HTTP/1.1\" 206 299000 "), std::string::npos)
+      << access;
 }
 
 // A resumed download's progress line counts the kept bytes once: 1 MiB kept

@@ -3,6 +3,8 @@
 // stands in for benchmake-train (it records the rank variables it got and
 // succeeds, fails, hangs or is killed as $FAKE_TRAINER_<RANK> says).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -218,6 +220,42 @@ TEST_F(LauncherTest, ARankKilledMidRunFailsTheStepInBoundedTime) {
       << r.status().message();
   EXPECT_FALSE(fs::exists(root_ / "out/metrics.json"));
   std::printf("a rank killed after 0.3 s failed the step after %.2f s\n", seconds);
+}
+
+// A rank killed from outside while its peer loses it at once (as Gloo's
+// "Connection reset by peer" ends the real trainer's other ranks within
+// milliseconds): the killed rank failed first, whatever order the two are
+// reaped in, and it was not "stopped" by the launcher, which sends SIGTERM
+// first (TRAINER.md). Rank 1 holds a FIFO that rank 0 reads; rank 0 exits 1
+// on its end of file, as a rank does on its lost peer. Three runs: the two
+// ends fall within one poll of the runner most of the time.
+TEST_F(LauncherTest, ARankKilledFromOutsideIsNamedNotThePeerThatLostIt) {
+  const fs::path fifo = root_ / "peer";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  launch::LocalLauncher launcher(runner_);
+  launch::LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "if [ \"$RANK\" = 1 ]; then exec 3>\"$0\"; sleep 0.1; kill -9 $$; fi; "
+               "cat \"$0\" > /dev/null; echo lost my peer; exit 1",
+               fifo.string()};
+  spec.world_size = 2;
+  spec.rendezvous = (root_ / "work").string();
+  spec.log_path = (root_ / "step.log").string();
+  for (int run = 0; run < 3; ++run) {
+    Result<launch::LaunchResult> r = launcher.Launch(spec);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->first_failure, 1)
+        << "run " << run << ": " << launch::DescribeRankEnd(r->ranks[0], r->first_failure);
+    EXPECT_EQ(r->ranks[1].result.term_signal, SIGKILL);
+    EXPECT_FALSE(r->ranks[1].result.stopped);
+    const std::string m = launch::DescribeFailure(*r, fs_);
+    EXPECT_EQ(m.rfind("rank 1 of 2 was killed by signal 9 (SIGKILL)", 0), 0u) << m;
+    // Rank 0 exited by itself, or was stopped the launcher's way.
+    const CommandResult& peer = r->ranks[0].result;
+    EXPECT_TRUE(peer.stopped ? peer.term_signal == SIGTERM || peer.exit_code == 1
+                             : peer.exit_code == 1)
+        << launch::DescribeRankEnd(r->ranks[0], r->first_failure);
+  }
 }
 
 // ---- The launchers whose ranks are the tasks of one command (srun, mpirun):

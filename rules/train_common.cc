@@ -485,7 +485,7 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
                             launcher.name(), launch::RankLogPath(spec, 1));
   if (r.success()) return Status::Ok();
   r.unresponsive = launch::FindUnresponsiveRanks(*ctx.fs, spec);
-  if (ctx.log)
+  if (ctx.log && !r.command_failed)
     for (const launch::RankOutcome& rank : r.ranks)
       *ctx.log << fmt::format("rank {} {}\n", rank.rank,
                               launch::DescribeRankEnd(rank, r.first_failure));

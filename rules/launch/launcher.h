@@ -72,6 +72,10 @@ struct LaunchResult {
   std::vector<std::string> command;
   std::vector<RankOutcome> ranks;  // by rank
   int first_failure = -1;          // the rank whose failure ended the run; -1: all succeeded
+  // The one command (srun, mpirun) failed naming no rank: its own failure (it
+  // refused the job, or could not start the ranks). first_failure is then 0
+  // and ranks[0].result says how the command ended; no rank's end is known.
+  bool command_failed = false;
   std::vector<UnresponsiveRank> unresponsive;  // FindUnresponsiveRanks, after a failure
 
   bool success() const { return first_failure < 0; }
@@ -140,8 +144,10 @@ std::string DescribeRankEnd(const RankOutcome& rank, int first_failure);
 
 // The failed run in words: the ranks that stopped answering (they caused
 // it), which rank failed first and how, the last
-// `tail_lines` lines of that rank's log, and which ranks were stopped. Reads
-// the log through `fs`; an unreadable log is said to be so.
+// `tail_lines` lines of that rank's log, and which ranks were stopped; for a
+// command_failed run, how the command ended and twice as many lines of the
+// step log (mpirun's and srun's refusals are long and say why at the top).
+// Reads the log through `fs`; an unreadable log is said to be so.
 std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail_lines = 20);
 
 }  // namespace bm::launch

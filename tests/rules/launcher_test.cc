@@ -436,6 +436,48 @@ TEST_F(OneCommandLauncherTest, MpirunFailureNamesTheRankItReports) {
             9);
 }
 
+// mpirun itself refused (OpenMPI 4.1.4's verbatim answer to -np 4 on a
+// 2-core machine without --oversubscribe): no rank ran, so none is named;
+// the error says mpirun failed and shows its message from its first line.
+TEST_F(OneCommandLauncherTest, MpirunRefusingToStartNamesNoRank) {
+  spec_.world_size = 4;
+  Answer(
+      "--------------------------------------------------------------------------\n"
+      "There are not enough slots available in the system to satisfy the 4\n"
+      "slots that were requested by the application:\n\n  /bin/sh\n\n"
+      "Either request fewer slots for your application, or make more slots\n"
+      "available for use.\n\n"
+      "A \"slot\" is the Open MPI term for an allocatable unit where we can\n"
+      "launch a process.  The number of slots available are defined by the\n"
+      "environment in which Open MPI processes are run:\n\n"
+      "  1. Hostfile, via \"slots=N\" clauses (N defaults to number of\n"
+      "     processor cores if not provided)\n"
+      "  2. The --host command line parameter, via a \":N\" suffix on the\n"
+      "     hostname (N defaults to 1 if not provided)\n"
+      "  3. Resource manager (e.g., SLURM, PBS/Torque, LSF, etc.)\n"
+      "  4. If none of a hostfile, the --host command line parameter, or an\n"
+      "     RM is present, Open MPI defaults to the number of processor cores\n\n"
+      "In all the above cases, if you want Open MPI to default to the number\n"
+      "of hardware threads instead of the number of processor cores, use the\n"
+      "--use-hwthread-cpus option.\n\n"
+      "Alternatively, you can use the --oversubscribe option to ignore the\n"
+      "number of available slots when deciding the number of processes to\n"
+      "launch.\n"
+      "--------------------------------------------------------------------------\n",
+      1);
+  launch::MpirunLauncher launcher(runner_, fs_, {});
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->success());
+  const std::string m = launch::DescribeFailure(*r, fs_);
+  EXPECT_EQ(m.rfind("mpirun exited with status 1 without naming a rank that failed", 0), 0u) << m;
+  EXPECT_EQ(m.find("rank 0 of 4"), std::string::npos) << m;
+  EXPECT_NE(m.find("There are not enough slots available in the system to satisfy the 4\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("--oversubscribe option"), std::string::npos) << m;
+}
+
 // The wrapper on a real shell: rank 0's output stays the command's, rank k's
 // goes to its own log beside the step log.
 TEST_F(LauncherTest, RankLogWrapperSendsRanksButZeroToTheirLogs) {

@@ -160,17 +160,22 @@ TEST_F(LauncherTest, AllRanksSucceedMetricsComeFromRankZero) {
   EXPECT_NE(rule_log_.str().find("4 ranks (local launcher"), std::string::npos) << rule_log_.str();
 }
 
-// A world of one is told so, whatever a Slurm allocation around benchmake says.
+// A world of one is told so, whatever a Slurm allocation or a torchrun job
+// around benchmake says (torchrun --nproc-per-node=2 gives its second
+// process LOCAL_RANK=1, LOCAL_WORLD_SIZE=2; a world of one is local rank 0 of 1).
 TEST_F(LauncherTest, OneProcessForAWorldOfOne) {
   ::setenv("FAKE_TRAINER_ENV_DIR", root_.c_str(), 1);
   ::setenv("SLURM_PROCID", "0", 1);
   ::setenv("SLURM_NTASKS", "8", 1);
+  ::setenv("LOCAL_RANK", "1", 1);
+  ::setenv("LOCAL_WORLD_SIZE", "2", 1);
   engine::StepContext ctx = Context("TP1PP1DP1");
   Result<engine::StepResult> r = RunTrainer(TrainKind::kPretrain, ctx);
-  ::unsetenv("SLURM_PROCID");
-  ::unsetenv("SLURM_NTASKS");
+  for (const char* v : {"SLURM_PROCID", "SLURM_NTASKS", "LOCAL_RANK", "LOCAL_WORLD_SIZE"})
+    ::unsetenv(v);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(RankEnv(root_, 0), "OMP_WAIT_POLICY=passive\nRANK=0\nWORLD_SIZE=1\n");
+  EXPECT_EQ(RankEnv(root_, 0),
+            "LOCAL_RANK=0\nLOCAL_WORLD_SIZE=1\nOMP_WAIT_POLICY=passive\nRANK=0\nWORLD_SIZE=1\n");
   EXPECT_EQ(json::parse(ReadText(root_ / "work/run.json"))["threads"], 0);
   EXPECT_FALSE(fs::exists(root_ / "work/rendezvous"));
 }

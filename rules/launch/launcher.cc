@@ -98,13 +98,13 @@ std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec) {
 
 Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
                                           const LaunchSpec& spec, const Command& cmd,
-                                          RankEndParser parse) {
+                                          RankEndParser parse, std::string_view unnamed) {
   BM_ASSIGN_OR_RETURN(FileInfo before, fs.Stat(spec.log_path));
   BM_ASSIGN_OR_RETURN(CommandResult ended, runner.Run(cmd));
   LaunchResult r;
   r.command = cmd.argv;
   for (int rank = 0; rank < spec.world_size; ++rank)
-    r.ranks.push_back({rank, CommandResult{}, RankLogPath(spec, rank)});
+    r.ranks.push_back({rank, CommandResult{}, RankLogPath(spec, rank), ""});
   if (ended.success()) return r;
   std::vector<std::pair<int, CommandResult>> ends;
   Result<std::string> log = fs.ReadFile(spec.log_path);  // what this command added
@@ -125,7 +125,13 @@ Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
     r.first_failure = 0;
     r.ranks[0].result = ended;
     r.ranks[0].result.stopped = false;
+    return r;
   }
+  std::vector<bool> named(r.ranks.size(), false);
+  for (const auto& [rank, how] : ends)
+    if (rank >= 0 && rank < spec.world_size) named[static_cast<size_t>(rank)] = true;
+  for (RankOutcome& o : r.ranks)
+    if (!named[static_cast<size_t>(o.rank)]) o.unreported = std::string(unnamed);
   return r;
 }
 
@@ -147,6 +153,7 @@ std::vector<UnresponsiveRank> FindUnresponsiveRanks(Filesystem& fs, const Launch
 }
 
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure) {
+  if (!rank.unreported.empty()) return rank.unreported;
   if (rank.result.success()) return "succeeded";
   if (rank.result.stopped) {
     std::string how = rank.result.term_signal

@@ -57,6 +57,9 @@ struct RankOutcome {
   int rank = 0;
   CommandResult result;  // result.stopped: ended because another rank failed first
   std::string log_path;
+  // Set when the launcher does not report how this rank ended (mpirun names
+  // only the first rank to fail); `result` then says nothing.
+  std::string unreported;
 };
 
 // A rank that stopped answering: its heartbeat (trainer/dist/heartbeat.h)
@@ -121,13 +124,15 @@ std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec);
 // its end the ranks': all succeeded when it did; otherwise `parse` reads what
 // the command added to the step log (spec.log_path) into (rank, how it ended)
 // pairs, the first of which failed first: the ranks named after it were
-// stopped, those not named succeeded, and rank 0 failed first when none is
-// named (the launcher's own failure; the step log says why).
+// stopped, those not named succeeded — or, when `unnamed` is not empty (a
+// launcher that names only the first failure), ended in a way it did not
+// report, RankOutcome::unreported = `unnamed` — and rank 0 failed first when
+// none is named (the launcher's own failure; the step log says why).
 // LaunchResult::command is `cmd.argv`.
 using RankEndParser = std::vector<std::pair<int, CommandResult>> (*)(std::string_view log);
 Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
                                           const LaunchSpec& spec, const Command& cmd,
-                                          RankEndParser parse);
+                                          RankEndParser parse, std::string_view unnamed = "");
 
 // The ranks of a failed run whose heartbeats (RENDEZVOUS/heartbeat/rank-K)
 // stopped more than kUnresponsiveAfterS before the newest one: frozen ranks
@@ -139,7 +144,7 @@ std::vector<UnresponsiveRank> FindUnresponsiveRanks(Filesystem& fs, const Launch
 
 // How a rank ended, for people: "exited with status 1", "was killed by signal
 // 9 (SIGKILL)", "timed out (...)", "was stopped after rank 2 failed: killed by
-// signal 15 (SIGTERM)".
+// signal 15 (SIGTERM)", or RankOutcome::unreported.
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure);
 
 // The failed run in words: the ranks that stopped answering (they caused

@@ -60,7 +60,7 @@ Result<LaunchResult> LocalLauncher::Launch(const LaunchSpec& spec) {
   result.first_failure = FirstCause(group);
   for (int rank = 0; rank < spec.world_size; ++rank)
     result.ranks.push_back({rank, group.results.at(static_cast<size_t>(rank)),
-                            commands[static_cast<size_t>(rank)].log_path});
+                            commands[static_cast<size_t>(rank)].log_path, ""});
   return result;
 }
 

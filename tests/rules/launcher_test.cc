@@ -434,6 +434,10 @@ TEST_F(OneCommandLauncherTest, MpirunFailureNamesTheRankItReports) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->first_failure, 1);
   EXPECT_EQ(r->ranks[1].result.exit_code, 3);
+  // mpirun's report names only the first process to fail, then it aborts the
+  // job: how rank 0 ended is not known (not "succeeded").
+  EXPECT_EQ(launch::DescribeRankEnd(r->ranks[0], r->first_failure),
+            "ended with the job (mpirun reports only the first rank to fail)");
   EXPECT_EQ(launch::ParseMpirunReport(
                 "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 "
                 "(Killed).")[0]

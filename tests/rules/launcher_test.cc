@@ -330,11 +330,17 @@ TEST_F(OneCommandLauncherTest, SlurmRanksAreTheTasksOfOneSrun) {
                                               "--config",
                                               "/ws/work/run.json"}));
   EXPECT_EQ(r->command, c.argv) << "what the step log shows";
-  // Slurm's variables say where each task is: the launcher's own are emptied.
+  // Slurm's variables say where each task is: the launcher's own are emptied,
+  // and so are mpirun's (read before Slurm's), which a benchmake started by
+  // mpirun would pass on through --export=ALL.
   EXPECT_EQ(c.env, (std::map<std::string, std::string>{{"BENCHMAKE_COLLECTIVE_TIMEOUT", "60"},
                                                        {"BENCHMAKE_RENDEZVOUS", spec_.rendezvous},
                                                        {"LOCAL_RANK", ""},
                                                        {"LOCAL_WORLD_SIZE", ""},
+                                                       {"OMPI_COMM_WORLD_LOCAL_RANK", ""},
+                                                       {"OMPI_COMM_WORLD_LOCAL_SIZE", ""},
+                                                       {"OMPI_COMM_WORLD_RANK", ""},
+                                                       {"OMPI_COMM_WORLD_SIZE", ""},
                                                        {"OMP_WAIT_POLICY", "passive"},
                                                        {"RANK", ""},
                                                        {"WORLD_SIZE", ""}}));

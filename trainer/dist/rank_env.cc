@@ -48,8 +48,7 @@ Result<RankEnv> ReadRankEnv(const Vars& vars) {
   };
   static constexpr Names kLaunchers[] = {
       {kEnvRank, kEnvWorldSize, kEnvLocalRank, kEnvLocalWorldSize},
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-       "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {kOpenMpiRankVars[0], kOpenMpiRankVars[1], kOpenMpiRankVars[2], kOpenMpiRankVars[3]},
       {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}};
   RankEnv env;
   const char* unused = nullptr;

@@ -39,6 +39,10 @@ inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
 inline constexpr const char* kEnvLocalWorldSize = "LOCAL_WORLD_SIZE";
 inline constexpr const char* kEnvRendezvous = "BENCHMAKE_RENDEZVOUS";
 inline constexpr const char* kEnvTimeout = "BENCHMAKE_COLLECTIVE_TIMEOUT";
+// OpenMPI's names of rank, world size, local rank, local world size.
+inline constexpr const char* kOpenMpiRankVars[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                                   "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                   "OMPI_COMM_WORLD_LOCAL_SIZE"};
 
 struct RankEnv {
   int rank = 0;

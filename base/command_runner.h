@@ -31,7 +31,9 @@ struct CommandResult {
   int exit_code = 0;    // valid when term_signal == 0
   int term_signal = 0;  // the signal that ended the process, 0 if it exited
   bool timed_out = false;
-  bool stopped = false;  // RunGroup ended it because another member failed first
+  // RunGroup ended it because another member failed first; a member already
+  // ended when that failure was seen failed (or succeeded) by itself.
+  bool stopped = false;
 
   bool success() const { return exit_code == 0 && term_signal == 0 && !timed_out && !stopped; }
 };
@@ -47,7 +49,9 @@ struct GroupOptions {
 
 struct GroupResult {
   std::vector<CommandResult> results;  // one per command, in the order given
-  int first_failure = -1;  // the member whose failure stopped the others; -1: all succeeded
+  // The member whose failure stopped the others (of several found failed at
+  // one poll, the first in order); -1: all succeeded.
+  int first_failure = -1;
 
   bool success() const { return first_failure < 0; }
 };

@@ -318,6 +318,12 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
     for (size_t j = 0; j < children.size(); ++j) {
       Child& other = *children[j];
       if (j == i || !other.running()) continue;
+      // One already gone (within the same poll) ended by itself: not stopped.
+      if (::waitpid(other.pid, &other.wstatus, WNOHANG) == other.pid) {
+        other.ended = true;
+        if (other.failed()) ::kill(-other.pid, SIGKILL);
+        continue;
+      }
       other.stopped = true;
       other.Terminate(grace);
     }

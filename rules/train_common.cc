@@ -439,12 +439,16 @@ int TrainGpus(const json& p) { return p.value("device", "cpu") == "cuda" ? Train
 namespace {
 
 // One benchmake-train process: the single-rank run, where the step is placed
-// (this machine, or a srun task). It is told it is a world of one, so that
-// the variables of a Slurm allocation benchmake runs in (SLURM_PROCID,
-// SLURM_NTASKS of the whole job) do not make it wait for ranks that never come.
+// (this machine, or a srun task). It is told it is a world of one, local rank
+// 0 of 1, so that the variables of a Slurm allocation or a torchrun job
+// benchmake runs in (SLURM_PROCID, SLURM_NTASKS of the whole job; LOCAL_RANK
+// 1 of LOCAL_WORLD_SIZE 2) neither make it wait for ranks that never come nor
+// fail its check that the local rank fits the world.
 Status RunOneProcess(Command cmd, engine::StepContext& ctx) {
   cmd.env[train::dist::kEnvRank] = "0";
   cmd.env[train::dist::kEnvWorldSize] = "1";
+  cmd.env[train::dist::kEnvLocalRank] = "0";
+  cmd.env[train::dist::kEnvLocalWorldSize] = "1";
   cmd = engine::PlaceCommand(ctx.placement, std::move(cmd), TrainGpus(ctx.params));
   if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
   BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
@@ -485,7 +489,7 @@ Status RunRanks(const Command& cmd, int world, launch::Launcher& launcher,
                             launcher.name(), launch::RankLogPath(spec, 1));
   if (r.success()) return Status::Ok();
   r.unresponsive = launch::FindUnresponsiveRanks(*ctx.fs, spec);
-  if (ctx.log)
+  if (ctx.log && !r.command_failed)
     for (const launch::RankOutcome& rank : r.ranks)
       *ctx.log << fmt::format("rank {} {}\n", rank.rank,
                               launch::DescribeRankEnd(rank, r.first_failure));

@@ -39,6 +39,18 @@ std::string_view LastLines(std::string_view text, int n) {
   return text.substr(pos + 1);
 }
 
+// "\nlast lines of WHAT (PATH):\n..." with the last `n` lines of the log, or
+// why there are none.
+std::string LogTail(const std::string& what, const std::string& path, Filesystem& fs, int n) {
+  Result<std::string> log = fs.ReadFile(path);
+  if (!log.ok())
+    return fmt::format("\n({} {} cannot be read: {})", what, path, log.status().message());
+  if (log->empty()) return fmt::format("\n({} {} is empty)", what, path);
+  std::string text = fmt::format("\nlast lines of {} ({}):\n{}", what, path, LastLines(*log, n));
+  if (text.back() == '\n') text.pop_back();
+  return text;
+}
+
 }  // namespace
 
 std::string RankLogPath(const LaunchSpec& spec, int rank) {
@@ -86,13 +98,13 @@ std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec) {
 
 Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
                                           const LaunchSpec& spec, const Command& cmd,
-                                          RankEndParser parse) {
+                                          RankEndParser parse, std::string_view unnamed) {
   BM_ASSIGN_OR_RETURN(FileInfo before, fs.Stat(spec.log_path));
   BM_ASSIGN_OR_RETURN(CommandResult ended, runner.Run(cmd));
   LaunchResult r;
   r.command = cmd.argv;
   for (int rank = 0; rank < spec.world_size; ++rank)
-    r.ranks.push_back({rank, CommandResult{}, RankLogPath(spec, rank)});
+    r.ranks.push_back({rank, CommandResult{}, RankLogPath(spec, rank), ""});
   if (ended.success()) return r;
   std::vector<std::pair<int, CommandResult>> ends;
   Result<std::string> log = fs.ReadFile(spec.log_path);  // what this command added
@@ -109,10 +121,17 @@ Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
       o.result.stopped = true;
   }
   if (r.first_failure < 0) {
+    r.command_failed = true;
     r.first_failure = 0;
     r.ranks[0].result = ended;
     r.ranks[0].result.stopped = false;
+    return r;
   }
+  std::vector<bool> named(r.ranks.size(), false);
+  for (const auto& [rank, how] : ends)
+    if (rank >= 0 && rank < spec.world_size) named[static_cast<size_t>(rank)] = true;
+  for (RankOutcome& o : r.ranks)
+    if (!named[static_cast<size_t>(o.rank)]) o.unreported = std::string(unnamed);
   return r;
 }
 
@@ -134,6 +153,7 @@ std::vector<UnresponsiveRank> FindUnresponsiveRanks(Filesystem& fs, const Launch
 }
 
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure) {
+  if (!rank.unreported.empty()) return rank.unreported;
   if (rank.result.success()) return "succeeded";
   if (rank.result.stopped) {
     std::string how = rank.result.term_signal
@@ -148,6 +168,12 @@ std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail
   if (result.success() || result.first_failure >= static_cast<int>(result.ranks.size()))
     return "every rank succeeded";
   const RankOutcome& failed = result.ranks[static_cast<size_t>(result.first_failure)];
+  if (result.command_failed) {
+    std::string text = fmt::format("{} {} without naming a rank that failed",
+                                   result.command.empty() ? "the launcher" : result.command[0],
+                                   HowItEnded(failed.result));
+    return text + LogTail("the step log", failed.log_path, fs, 2 * tail_lines);
+  }
   std::vector<int> stopped;
   for (const RankOutcome& r : result.ranks)
     if (r.result.stopped) stopped.push_back(r.rank);
@@ -163,18 +189,7 @@ std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail
   if (!stopped.empty())
     text += fmt::format("; {} {} {} stopped", stopped.size() == 1 ? "rank" : "ranks",
                         fmt::join(stopped, ", "), stopped.size() == 1 ? "was" : "were");
-  Result<std::string> log = fs.ReadFile(failed.log_path);
-  if (!log.ok()) {
-    text += fmt::format("\n(rank {}'s log {} cannot be read: {})", failed.rank, failed.log_path,
-                        log.status().message());
-  } else if (log->empty()) {
-    text += fmt::format("\n(rank {}'s log {} is empty)", failed.rank, failed.log_path);
-  } else {
-    text += fmt::format("\nlast lines of rank {}'s log ({}):\n{}", failed.rank, failed.log_path,
-                        LastLines(*log, tail_lines));
-    if (text.back() == '\n') text.pop_back();
-  }
-  return text;
+  return text + LogTail(fmt::format("rank {}'s log", failed.rank), failed.log_path, fs, tail_lines);
 }
 
 }  // namespace bm::launch

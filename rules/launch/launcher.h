@@ -57,6 +57,9 @@ struct RankOutcome {
   int rank = 0;
   CommandResult result;  // result.stopped: ended because another rank failed first
   std::string log_path;
+  // Set when the launcher does not report how this rank ended (mpirun names
+  // only the first rank to fail); `result` then says nothing.
+  std::string unreported;
 };
 
 // A rank that stopped answering: its heartbeat (trainer/dist/heartbeat.h)
@@ -72,6 +75,10 @@ struct LaunchResult {
   std::vector<std::string> command;
   std::vector<RankOutcome> ranks;  // by rank
   int first_failure = -1;          // the rank whose failure ended the run; -1: all succeeded
+  // The one command (srun, mpirun) failed naming no rank: its own failure (it
+  // refused the job, or could not start the ranks). first_failure is then 0
+  // and ranks[0].result says how the command ended; no rank's end is known.
+  bool command_failed = false;
   std::vector<UnresponsiveRank> unresponsive;  // FindUnresponsiveRanks, after a failure
 
   bool success() const { return first_failure < 0; }
@@ -117,13 +124,15 @@ std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec);
 // its end the ranks': all succeeded when it did; otherwise `parse` reads what
 // the command added to the step log (spec.log_path) into (rank, how it ended)
 // pairs, the first of which failed first: the ranks named after it were
-// stopped, those not named succeeded, and rank 0 failed first when none is
-// named (the launcher's own failure; the step log says why).
+// stopped, those not named succeeded — or, when `unnamed` is not empty (a
+// launcher that names only the first failure), ended in a way it did not
+// report, RankOutcome::unreported = `unnamed` — and rank 0 failed first when
+// none is named (the launcher's own failure; the step log says why).
 // LaunchResult::command is `cmd.argv`.
 using RankEndParser = std::vector<std::pair<int, CommandResult>> (*)(std::string_view log);
 Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
                                           const LaunchSpec& spec, const Command& cmd,
-                                          RankEndParser parse);
+                                          RankEndParser parse, std::string_view unnamed = "");
 
 // The ranks of a failed run whose heartbeats (RENDEZVOUS/heartbeat/rank-K)
 // stopped more than kUnresponsiveAfterS before the newest one: frozen ranks
@@ -135,13 +144,15 @@ std::vector<UnresponsiveRank> FindUnresponsiveRanks(Filesystem& fs, const Launch
 
 // How a rank ended, for people: "exited with status 1", "was killed by signal
 // 9 (SIGKILL)", "timed out (...)", "was stopped after rank 2 failed: killed by
-// signal 15 (SIGTERM)".
+// signal 15 (SIGTERM)", or RankOutcome::unreported.
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure);
 
 // The failed run in words: the ranks that stopped answering (they caused
 // it), which rank failed first and how, the last
-// `tail_lines` lines of that rank's log, and which ranks were stopped. Reads
-// the log through `fs`; an unreadable log is said to be so.
+// `tail_lines` lines of that rank's log, and which ranks were stopped; for a
+// command_failed run, how the command ended and twice as many lines of the
+// step log (mpirun's and srun's refusals are long and say why at the top).
+// Reads the log through `fs`; an unreadable log is said to be so.
 std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail_lines = 20);
 
 }  // namespace bm::launch

@@ -5,6 +5,24 @@
 #include "trainer/dist/rank_env.h"
 
 namespace bm::launch {
+namespace {
+
+// The rank whose failure ended the run. Ranks the runner found failed at one
+// poll (not stopped by it) ended within milliseconds of each other, so its
+// order says nothing: a rank killed by a signal (SIGKILL, SIGSEGV, the OOM
+// killer) failed first, and those that exited had lost it as a peer (Gloo's
+// "Connection reset by peer").
+int FirstCause(const GroupResult& group) {
+  const int seen = group.first_failure;
+  if (seen < 0 || group.results.at(static_cast<size_t>(seen)).term_signal != 0) return seen;
+  for (size_t rank = 0; rank < group.results.size(); ++rank) {
+    const CommandResult& r = group.results[rank];
+    if (r.term_signal != 0 && !r.stopped && !r.timed_out) return static_cast<int>(rank);
+  }
+  return seen;
+}
+
+}  // namespace
 
 Result<LaunchResult> LocalLauncher::Launch(const LaunchSpec& spec) {
   if (spec.world_size < 1)
@@ -39,10 +57,10 @@ Result<LaunchResult> LocalLauncher::Launch(const LaunchSpec& spec) {
   options.straggler_seconds = spec.collective_timeout_s;
   BM_ASSIGN_OR_RETURN(GroupResult group, runner_.RunGroup(commands, options));
   LaunchResult result;
-  result.first_failure = group.first_failure;
+  result.first_failure = FirstCause(group);
   for (int rank = 0; rank < spec.world_size; ++rank)
     result.ranks.push_back({rank, group.results.at(static_cast<size_t>(rank)),
-                            commands[static_cast<size_t>(rank)].log_path});
+                            commands[static_cast<size_t>(rank)].log_path, ""});
   return result;
 }
 

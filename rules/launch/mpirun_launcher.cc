@@ -43,7 +43,8 @@ Result<LaunchResult> MpirunLauncher::Launch(const LaunchSpec& spec) {
   cmd.cwd = spec.cwd;
   cmd.log_path = spec.log_path;
   cmd.echo_to_terminal = spec.echo_rank0;
-  return RunRanksAsOneCommand(runner_, fs_, spec, cmd, &ParseMpirunReport);
+  return RunRanksAsOneCommand(runner_, fs_, spec, cmd, &ParseMpirunReport,
+                              "ended with the job (mpirun reports only the first rank to fail)");
 }
 
 }  // namespace bm::launch

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/slurm.h"
+#include "trainer/dist/rank_env.h"
 
 namespace bm::launch {
 namespace {
@@ -73,6 +74,8 @@ Result<LaunchResult> SlurmLauncher::Launch(const LaunchSpec& spec) {
   cmd.argv = RankLogWrapper(spec, "SLURM_PROCID");
   cmd.cwd = spec.cwd;
   cmd.env = SharedRankEnv(spec);
+  // Read before Slurm's: emptied, in case mpirun started benchmake.
+  for (const char* v : train::dist::kOpenMpiRankVars) cmd.env[v] = "";
   cmd.log_path = spec.log_path;
   cmd.echo_to_terminal = spec.echo_rank0;
   cmd = engine::SrunCommand(options_, job_name_, shape, std::move(cmd));

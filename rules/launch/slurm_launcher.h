@@ -8,7 +8,8 @@
 //
 // P = min(N, ranks_per_node), K = N / P (whole nodes only). Each task learns
 // its place from Slurm — SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
-// SLURM_NTASKS_PER_NODE, which trainer/dist/rank_env.h reads — and from the
+// SLURM_NTASKS_PER_NODE, which trainer/dist/rank_env.h reads (RANK... and
+// OMPI_COMM_WORLD_*, read first, are exported empty) — and from the
 // launcher only BENCHMAKE_RENDEZVOUS (the step's scratch dir: on the
 // workspace's shared filesystem, the ranks' Gloo file store) and
 // BENCHMAKE_COLLECTIVE_TIMEOUT. On cuda every task sees the GPUs of its node's

@@ -3,6 +3,8 @@
 // stands in for benchmake-train (it records the rank variables it got and
 // succeeds, fails, hangs or is killed as $FAKE_TRAINER_<RANK> says).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -158,17 +160,22 @@ TEST_F(LauncherTest, AllRanksSucceedMetricsComeFromRankZero) {
   EXPECT_NE(rule_log_.str().find("4 ranks (local launcher"), std::string::npos) << rule_log_.str();
 }
 
-// A world of one is told so, whatever a Slurm allocation around benchmake says.
+// A world of one is told so, whatever a Slurm allocation or a torchrun job
+// around benchmake says (torchrun --nproc-per-node=2 gives its second
+// process LOCAL_RANK=1, LOCAL_WORLD_SIZE=2; a world of one is local rank 0 of 1).
 TEST_F(LauncherTest, OneProcessForAWorldOfOne) {
   ::setenv("FAKE_TRAINER_ENV_DIR", root_.c_str(), 1);
   ::setenv("SLURM_PROCID", "0", 1);
   ::setenv("SLURM_NTASKS", "8", 1);
+  ::setenv("LOCAL_RANK", "1", 1);
+  ::setenv("LOCAL_WORLD_SIZE", "2", 1);
   engine::StepContext ctx = Context("TP1PP1DP1");
   Result<engine::StepResult> r = RunTrainer(TrainKind::kPretrain, ctx);
-  ::unsetenv("SLURM_PROCID");
-  ::unsetenv("SLURM_NTASKS");
+  for (const char* v : {"SLURM_PROCID", "SLURM_NTASKS", "LOCAL_RANK", "LOCAL_WORLD_SIZE"})
+    ::unsetenv(v);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(RankEnv(root_, 0), "OMP_WAIT_POLICY=passive\nRANK=0\nWORLD_SIZE=1\n");
+  EXPECT_EQ(RankEnv(root_, 0),
+            "LOCAL_RANK=0\nLOCAL_WORLD_SIZE=1\nOMP_WAIT_POLICY=passive\nRANK=0\nWORLD_SIZE=1\n");
   EXPECT_EQ(json::parse(ReadText(root_ / "work/run.json"))["threads"], 0);
   EXPECT_FALSE(fs::exists(root_ / "work/rendezvous"));
 }
@@ -218,6 +225,42 @@ TEST_F(LauncherTest, ARankKilledMidRunFailsTheStepInBoundedTime) {
       << r.status().message();
   EXPECT_FALSE(fs::exists(root_ / "out/metrics.json"));
   std::printf("a rank killed after 0.3 s failed the step after %.2f s\n", seconds);
+}
+
+// A rank killed from outside while its peer loses it at once (as Gloo's
+// "Connection reset by peer" ends the real trainer's other ranks within
+// milliseconds): the killed rank failed first, whatever order the two are
+// reaped in, and it was not "stopped" by the launcher, which sends SIGTERM
+// first (TRAINER.md). Rank 1 holds a FIFO that rank 0 reads; rank 0 exits 1
+// on its end of file, as a rank does on its lost peer. Three runs: the two
+// ends fall within one poll of the runner most of the time.
+TEST_F(LauncherTest, ARankKilledFromOutsideIsNamedNotThePeerThatLostIt) {
+  const fs::path fifo = root_ / "peer";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  launch::LocalLauncher launcher(runner_);
+  launch::LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "if [ \"$RANK\" = 1 ]; then exec 3>\"$0\"; sleep 0.1; kill -9 $$; fi; "
+               "cat \"$0\" > /dev/null; echo lost my peer; exit 1",
+               fifo.string()};
+  spec.world_size = 2;
+  spec.rendezvous = (root_ / "work").string();
+  spec.log_path = (root_ / "step.log").string();
+  for (int run = 0; run < 3; ++run) {
+    Result<launch::LaunchResult> r = launcher.Launch(spec);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->first_failure, 1)
+        << "run " << run << ": " << launch::DescribeRankEnd(r->ranks[0], r->first_failure);
+    EXPECT_EQ(r->ranks[1].result.term_signal, SIGKILL);
+    EXPECT_FALSE(r->ranks[1].result.stopped);
+    const std::string m = launch::DescribeFailure(*r, fs_);
+    EXPECT_EQ(m.rfind("rank 1 of 2 was killed by signal 9 (SIGKILL)", 0), 0u) << m;
+    // Rank 0 exited by itself, or was stopped the launcher's way.
+    const CommandResult& peer = r->ranks[0].result;
+    EXPECT_TRUE(peer.stopped ? peer.term_signal == SIGTERM || peer.exit_code == 1
+                             : peer.exit_code == 1)
+        << launch::DescribeRankEnd(r->ranks[0], r->first_failure);
+  }
 }
 
 // ---- The launchers whose ranks are the tasks of one command (srun, mpirun):
@@ -287,11 +330,17 @@ TEST_F(OneCommandLauncherTest, SlurmRanksAreTheTasksOfOneSrun) {
                                               "--config",
                                               "/ws/work/run.json"}));
   EXPECT_EQ(r->command, c.argv) << "what the step log shows";
-  // Slurm's variables say where each task is: the launcher's own are emptied.
+  // Slurm's variables say where each task is: the launcher's own are emptied,
+  // and so are mpirun's (read before Slurm's), which a benchmake started by
+  // mpirun would pass on through --export=ALL.
   EXPECT_EQ(c.env, (std::map<std::string, std::string>{{"BENCHMAKE_COLLECTIVE_TIMEOUT", "60"},
                                                        {"BENCHMAKE_RENDEZVOUS", spec_.rendezvous},
                                                        {"LOCAL_RANK", ""},
                                                        {"LOCAL_WORLD_SIZE", ""},
+                                                       {"OMPI_COMM_WORLD_LOCAL_RANK", ""},
+                                                       {"OMPI_COMM_WORLD_LOCAL_SIZE", ""},
+                                                       {"OMPI_COMM_WORLD_RANK", ""},
+                                                       {"OMPI_COMM_WORLD_SIZE", ""},
                                                        {"OMP_WAIT_POLICY", "passive"},
                                                        {"RANK", ""},
                                                        {"WORLD_SIZE", ""}}));
@@ -391,11 +440,57 @@ TEST_F(OneCommandLauncherTest, MpirunFailureNamesTheRankItReports) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->first_failure, 1);
   EXPECT_EQ(r->ranks[1].result.exit_code, 3);
+  // mpirun's report names only the first process to fail, then it aborts the
+  // job: how rank 0 ended is not known (not "succeeded").
+  EXPECT_EQ(launch::DescribeRankEnd(r->ranks[0], r->first_failure),
+            "ended with the job (mpirun reports only the first rank to fail)");
   EXPECT_EQ(launch::ParseMpirunReport(
                 "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 "
                 "(Killed).")[0]
                 .second.term_signal,
             9);
+}
+
+// mpirun itself refused (OpenMPI 4.1.4's verbatim answer to -np 4 on a
+// 2-core machine without --oversubscribe): no rank ran, so none is named;
+// the error says mpirun failed and shows its message from its first line.
+TEST_F(OneCommandLauncherTest, MpirunRefusingToStartNamesNoRank) {
+  spec_.world_size = 4;
+  Answer(
+      "--------------------------------------------------------------------------\n"
+      "There are not enough slots available in the system to satisfy the 4\n"
+      "slots that were requested by the application:\n\n  /bin/sh\n\n"
+      "Either request fewer slots for your application, or make more slots\n"
+      "available for use.\n\n"
+      "A \"slot\" is the Open MPI term for an allocatable unit where we can\n"
+      "launch a process.  The number of slots available are defined by the\n"
+      "environment in which Open MPI processes are run:\n\n"
+      "  1. Hostfile, via \"slots=N\" clauses (N defaults to number of\n"
+      "     processor cores if not provided)\n"
+      "  2. The --host command line parameter, via a \":N\" suffix on the\n"
+      "     hostname (N defaults to 1 if not provided)\n"
+      "  3. Resource manager (e.g., SLURM, PBS/Torque, LSF, etc.)\n"
+      "  4. If none of a hostfile, the --host command line parameter, or an\n"
+      "     RM is present, Open MPI defaults to the number of processor cores\n\n"
+      "In all the above cases, if you want Open MPI to default to the number\n"
+      "of hardware threads instead of the number of processor cores, use the\n"
+      "--use-hwthread-cpus option.\n\n"
+      "Alternatively, you can use the --oversubscribe option to ignore the\n"
+      "number of available slots when deciding the number of processes to\n"
+      "launch.\n"
+      "--------------------------------------------------------------------------\n",
+      1);
+  launch::MpirunLauncher launcher(runner_, fs_, {});
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->success());
+  const std::string m = launch::DescribeFailure(*r, fs_);
+  EXPECT_EQ(m.rfind("mpirun exited with status 1 without naming a rank that failed", 0), 0u) << m;
+  EXPECT_EQ(m.find("rank 0 of 4"), std::string::npos) << m;
+  EXPECT_NE(m.find("There are not enough slots available in the system to satisfy the 4\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("--oversubscribe option"), std::string::npos) << m;
 }
 
 // The wrapper on a real shell: rank 0's output stays the command's, rank k's

@@ -55,6 +55,28 @@ TEST(RankEnvTest, ReadsSlurmAndOpenMpi) {
   EXPECT_EQ(mpi->local_rank, 1);
 }
 
+// mpirun in a Slurm batch script (OpenMPI's usual way onto a Slurm cluster):
+// every rank inherits the batch step's SLURM_PROCID=0 and the job's
+// SLURM_NTASKS, as `SLURM_PROCID=0 SLURM_NTASKS=4 mpirun -np 2 env` shows
+// (OpenMPI 4.1.4); mpirun's own variables say where each rank is.
+TEST(RankEnvTest, MpirunsVariablesWinOverTheSlurmJobAroundIt) {
+  Result<RankEnv> env = ReadRankEnv({{"SLURM_PROCID", "0"},
+                                     {"SLURM_NTASKS", "4"},
+                                     {"SLURM_LOCALID", "0"},
+                                     {"SLURM_NTASKS_PER_NODE", "4"},
+                                     {"OMPI_COMM_WORLD_RANK", "1"},
+                                     {"OMPI_COMM_WORLD_SIZE", "2"},
+                                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                     {kEnvRank, ""},  // what the mpirun launcher exports
+                                     {kEnvRendezvous, "/r"}});
+  ASSERT_TRUE(env.ok()) << env.status().message();
+  EXPECT_EQ(env->rank, 1);
+  EXPECT_EQ(env->world_size, 2);
+  EXPECT_EQ(env->local_rank, 1);
+  EXPECT_EQ(env->local_world_size, 2);
+}
+
 TEST(RankEnvTest, RefusesBadValuesNamingTheVariable) {
   Result<RankEnv> bad = ReadRankEnv({{kEnvRank, "x"}});
   ASSERT_FALSE(bad.ok());

@@ -38,24 +38,28 @@ Status ReadInt(const Vars& vars, std::initializer_list<const char*> names, int* 
 }  // namespace
 
 Result<RankEnv> ReadRankEnv(const Vars& vars) {
+  // The first launcher whose rank variable is set decides, torchrun's names
+  // first (a launcher that sets RANK decides, whatever started it), then
+  // OpenMPI's, then Slurm's: mpirun's ranks inside a Slurm job (a batch
+  // script) inherit the job's SLURM_PROCID and SLURM_NTASKS, while srun never
+  // sets OMPI_COMM_WORLD_*. Each is read by its own names only.
+  struct Names {
+    const char *rank, *world_size, *local_rank, *local_world_size;
+  };
+  static constexpr Names kLaunchers[] = {
+      {kEnvRank, kEnvWorldSize, kEnvLocalRank, kEnvLocalWorldSize},
+      {kOpenMpiRankVars[0], kOpenMpiRankVars[1], kOpenMpiRankVars[2], kOpenMpiRankVars[3]},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}};
   RankEnv env;
-  // torchrun's names first, then Slurm's, then OpenMPI's: a launcher that sets
-  // RANK decides, whatever started it.
-  const bool torch_style = vars.contains(kEnvRank) && !vars.at(kEnvRank).empty();
-  const bool slurm = !torch_style && vars.contains("SLURM_PROCID");
-  if (torch_style || !slurm) {
-    BM_TRY(ReadInt(vars, {kEnvRank, "OMPI_COMM_WORLD_RANK"}, &env.rank));
-    BM_TRY(ReadInt(vars, {kEnvWorldSize, "OMPI_COMM_WORLD_SIZE"}, &env.world_size));
-    BM_TRY(ReadInt(vars, {kEnvLocalRank, "OMPI_COMM_WORLD_LOCAL_RANK"}, &env.local_rank));
+  const char* unused = nullptr;
+  for (const Names& n : kLaunchers) {
+    if (!Lookup(vars, {n.rank}, &unused)) continue;
+    BM_TRY(ReadInt(vars, {n.rank}, &env.rank));
+    BM_TRY(ReadInt(vars, {n.world_size}, &env.world_size));
+    BM_TRY(ReadInt(vars, {n.local_rank}, &env.local_rank));
     env.local_world_size = env.world_size;
-    BM_TRY(
-        ReadInt(vars, {kEnvLocalWorldSize, "OMPI_COMM_WORLD_LOCAL_SIZE"}, &env.local_world_size));
-  } else {
-    BM_TRY(ReadInt(vars, {"SLURM_PROCID"}, &env.rank));
-    BM_TRY(ReadInt(vars, {"SLURM_NTASKS"}, &env.world_size));
-    BM_TRY(ReadInt(vars, {"SLURM_LOCALID"}, &env.local_rank));
-    env.local_world_size = env.world_size;
-    BM_TRY(ReadInt(vars, {"SLURM_NTASKS_PER_NODE"}, &env.local_world_size));
+    BM_TRY(ReadInt(vars, {n.local_world_size}, &env.local_world_size));
+    break;
   }
   if (env.world_size < 1)
     return Errorf(ErrorCode::kInvalidArgument, "{} must be >= 1", kEnvWorldSize);

@@ -15,9 +15,12 @@
 //                              file store the ranks meet through        required if WORLD_SIZE > 1
 //   BENCHMAKE_COLLECTIVE_TIMEOUT  seconds a rendezvous or collective may
 //                              wait for a peer before failing            300
-// When RANK is unset, Slurm's SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID and
-// OpenMPI's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE are read
-// instead, so srun and mpirun start ranks with no wrapper.
+// When RANK is unset, OpenMPI's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK /
+// _LOCAL_SIZE are read instead, and when those are unset too, Slurm's
+// SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID / SLURM_NTASKS_PER_NODE, so
+// mpirun and srun start ranks with no wrapper (OpenMPI's before Slurm's: the
+// ranks of an mpirun inside a Slurm job inherit the job's SLURM_PROCID). The
+// four come from one launcher's names, never mixed.
 //
 // Only rank 0 writes the run's outputs (out_dir: model, metrics.json,
 // log.jsonl); every rank writes its own resume shard under resume_dir.
@@ -36,6 +39,10 @@ inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
 inline constexpr const char* kEnvLocalWorldSize = "LOCAL_WORLD_SIZE";
 inline constexpr const char* kEnvRendezvous = "BENCHMAKE_RENDEZVOUS";
 inline constexpr const char* kEnvTimeout = "BENCHMAKE_COLLECTIVE_TIMEOUT";
+// OpenMPI's names of rank, world size, local rank, local world size.
+inline constexpr const char* kOpenMpiRankVars[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                                   "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                   "OMPI_COMM_WORLD_LOCAL_SIZE"};
 
 struct RankEnv {
   int rank = 0;

@@ -17,7 +17,10 @@
 //   kConversations  JSONL {conversations: [{from: human|gpt, value}], and an
 //                   optional instruction or system} (FlagScale's Aquila data), or
 //                   a JSON list of the same objects (LLaVA's llava_v1_5_mix665k.json)
-// Blank JSONL lines are skipped. Errors name the file and line.
+// Blank JSONL lines are skipped; a UTF-8 byte order mark opening a JSON file is
+// ignored (RFC 8259 8.1). Errors name the file and line (a list: the item); text that
+// is not JSON (a syntax error, invalid UTF-8, a lone surrogate escape) also the
+// column and the parser's reason, kInvalidArgument.
 // Thread safety: pure functions.
 #pragma once
 

@@ -168,9 +168,10 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
                       "{}: max_tokens applies to text inputs; token ids ({}) are copied whole",
                       f.path, FormatName(f.format));
       }
-      BM_ASSIGN_OR_RETURN(ConvertedStats c, f.format == Format::kPaddle
-                                                ? ConvertPaddle(f.path, f.index, writer)
-                                                : ConvertNpy(f.path, eos, writer));
+      BM_ASSIGN_OR_RETURN(ConvertedStats c,
+                          f.format == Format::kPaddle
+                              ? ConvertPaddle(f.path, f.index, tokenizer->vocab_size(), writer)
+                              : ConvertNpy(f.path, eos, tokenizer->vocab_size(), writer));
       documents += c.documents;
       tokens += c.tokens;
       continue;

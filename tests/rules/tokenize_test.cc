@@ -385,6 +385,26 @@ TEST_F(TokenizeTest, PlainNpyDocumentsEndAtEndOfText) {
   for (size_t d = 0; d < want.size(); ++d) EXPECT_EQ(*train->ReadSequence(d), want[d]);
 }
 
+// Ids from another tokenizer: plain.npy holds GPT-2 ids (its first, 7954, per numpy),
+// and the bytes tokenizer has 257 (0..255, end-of-text 256). stats.json would record
+// vocab_size 257 and the trainer would size its embedding by it; the step fails instead.
+TEST_F(TokenizeTest, PretokenizedIdsOutsideTheVocabularyAreAnError) {
+  const std::string dir = SourcePath("tests/rules/testdata/pretokenized");
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {dir + "/plain.npy"}}, {"tokenizer", "bytes"}}, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("plain.npy: id 7954 at position 0 is outside the "
+                                      "tokenizer's vocabulary (0 to 256)"),
+            std::string::npos)
+      << r.status().message();
+  r = RunRule({{"input", {dir + "/tiny_ids.npy"}}, {"tokenizer", "bytes"}}, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("tiny_ids.npy: id "), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
 TEST_F(TokenizeTest, CorruptPaddleIndexIsAnError) {
   const std::string src = SourcePath("tests/rules/testdata/pretokenized");
   fs::copy_file(src + "/tiny_ids.npy", root_ + "/x_ids.npy");

@@ -114,7 +114,8 @@ class IndexedDatasetWriter {
   ~IndexedDatasetWriter();  // without Finish(): removes the temporary files
 
   // Appends one sequence. Errors: kInvalidArgument when a token does not fit
-  // the dtype (e.g. 70000 in uint16, -1 in uint8), kIo on a write error.
+  // the dtype (e.g. 70000 in uint16, -1 in uint8) or the sequence has more than
+  // 2^31 - 1 tokens (sizes are i32), kIo on a write error.
   Status AddSequence(std::span<const int32_t> tokens);
   // Closes the current document (the sequences added since the last call).
   void EndDocument();

@@ -50,7 +50,8 @@ enum class DType : uint8_t {
 // Bytes per element; 0 for a code that is not a DType.
 size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);
-// The dtype Megatron's tools pick for a vocabulary: uint16 below 65536, else int32.
+// uint16 for a vocabulary below 65536 ids, else int32. (Megatron's DType.optimal_dtype
+// switches to int32 at 65500 already; its reader takes either, by the dtype code.)
 DType DTypeForVocab(size_t vocab_size);
 
 inline constexpr char kIndexMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};

@@ -43,10 +43,13 @@ Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view nam
                   ShortenLastRead(std::move(reason)));
   } catch (const nlohmann::json::exception& e) {
     // A number too large for a double ("1e999": out_of_range.406) carries no position; the
-    // reason quotes the number.
+    // reason quotes the number. A text of one line (a JSON Lines line) is that line.
     std::string reason = e.what();
     const size_t end = reason.find("] ");
     if (end != std::string::npos) reason = reason.substr(end + 2);
+    if (text.find('\n') == std::string_view::npos) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: not valid JSON: {}", name, first_line, reason);
+    }
     return Errorf(ErrorCode::kCorrupt, "{}: not valid JSON: {}", name, reason);
   }
 }

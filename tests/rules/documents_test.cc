@@ -53,6 +53,17 @@ TEST(DocumentsTest, ErrorAtTheEndOfALongLineIsShort) {
   EXPECT_NE(s.message().find("bbb<U+0001>'"), std::string::npos) << s.message().substr(0, 300);
 }
 
+// A number beyond a double (Python's json reads it as inf; nlohmann refuses it, with no
+// position): the error still names the line, here the third.
+TEST(DocumentsTest, NumberOutOfRangeNamesTheLine) {
+  std::vector<Document> docs;
+  const Status s =
+      Parse("{\"text\": \"a\"}\n{\"text\": \"b\"}\n{\"text\": \"c\", \"score\": 1e999}\n",
+            "d.jsonl", Format::kJsonl, &docs);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "d.jsonl:3: not valid JSON: number overflow parsing '1e999'");
+}
+
 // A JSON list saved with a UTF-8 byte order mark (Windows editors do): RFC 8259
 // section 8.1 lets a parser ignore it, and Python's json.loads(bytes) does.
 TEST(DocumentsTest, ByteOrderMarkBeforeAJsonList) {

@@ -1,6 +1,5 @@
 #include "rules/pretokenized_input.h"
 
-
 #include "base/formats/npy.h"
 
 namespace bm::rules {

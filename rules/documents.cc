@@ -47,6 +47,9 @@ Result<std::string> StringField(const json& obj, std::string_view key, bool requ
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
     if (!required) return std::string();
+    if (it != obj.end()) {
+      return Errorf(ErrorCode::kInvalidArgument, "{}: \"{}\" is null, not a string", where, key);
+    }
     return Errorf(ErrorCode::kInvalidArgument, "{}: no \"{}\" field", where, key);
   }
   if (!it->is_string()) {

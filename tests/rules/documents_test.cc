@@ -64,6 +64,14 @@ TEST(DocumentsTest, NumberOutOfRangeNamesTheLine) {
   EXPECT_EQ(s.message(), "d.jsonl:3: not valid JSON: number overflow parsing '1e999'");
 }
 
+// A field that is there but null (Python's json: None) is named as null, not as missing.
+TEST(DocumentsTest, NullTextIsNamedAsNull) {
+  std::vector<Document> docs;
+  const Status s = Parse("{\"text\": \"a\"}\n{\"text\": null}\n", "d.jsonl", Format::kJsonl, &docs);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "d.jsonl:2: \"text\" is null, not a string");
+}
+
 // A JSON list saved with a UTF-8 byte order mark (Windows editors do): RFC 8259
 // section 8.1 lets a parser ignore it, and Python's json.loads(bytes) does.
 TEST(DocumentsTest, ByteOrderMarkBeforeAJsonList) {

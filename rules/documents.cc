@@ -169,6 +169,17 @@ Format DetectFormat(const std::string& path, std::string_view first_line) {
   return Format::kText;
 }
 
+std::string_view FirstNonBlankLine(std::string_view contents) {
+  for (size_t pos = 0; pos < contents.size();) {
+    size_t eol = contents.find('\n', pos);
+    if (eol == std::string_view::npos) eol = contents.size();
+    const std::string_view line = contents.substr(pos, eol - pos);
+    if (!IsBlank(line)) return line;
+    pos = eol + 1;
+  }
+  return {};
+}
+
 PromptTemplates DefaultPromptTemplates() {
   PromptTemplates t;
   t.prompt =

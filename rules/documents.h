@@ -49,8 +49,12 @@ Result<Format> ParseFormat(std::string_view name);
 // Format by file name: *_ids.npy → kPaddle, *.npy → kNpy, *.json → kAlpaca,
 // *.jsonl → kConversations when the first object has "conversations",
 // kAlpaca when it has "instruction" and "output", kJsonl otherwise; anything
-// else → kText.
+// else → kText. first_line: the file's FirstNonBlankLine.
 Format DetectFormat(const std::string& path, std::string_view first_line);
+// The first line of contents that is not blank (spaces, tabs and '\r' only),
+// without its '\n'; "" when there is none. Blank JSONL lines are skipped, so
+// format detection skips them too.
+std::string_view FirstNonBlankLine(std::string_view contents);
 
 // How instructions and conversations become prompt and response text.
 // Placeholders: {instruction} {input} {value} {system}.

@@ -434,6 +434,20 @@ TEST_F(TokenizeTest, CheckRejectsBadParameters) {
   EXPECT_TRUE(rule->Check({{"format", "auto"}, {"valid_fraction", 0.1}}).empty());
 }
 
+// The JSONL reader skips blank lines; so does the detection under "auto": a file opening
+// with blank lines is still read as the conversations its records are.
+TEST_F(TokenizeTest, AutoFormatLooksPastBlankFirstLines) {
+  const std::string in = WriteInput(
+      "c.jsonl",
+      "\n  \r\n"
+      R"({"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]})"
+      "\n");
+  auto r = RunRule({{"input", {in}}, {"valid_fraction", 0.0}}, Dir("out"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["formats"], json::array({"conversations"}));
+  EXPECT_TRUE(r->metrics["masks"].get<bool>());
+}
+
 TEST(DetectFormatTest, ByNameAndFirstLine) {
   EXPECT_EQ(DetectFormat("a/x_ids.npy", ""), Format::kPaddle);
   EXPECT_EQ(DetectFormat("x.npy", ""), Format::kNpy);

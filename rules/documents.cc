@@ -6,12 +6,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/report/json_text.h"
 #include "rules/text/line_regex.h"
 
 namespace bm::rules {
 namespace {
 
 using nlohmann::json;
+
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
 // Calls f(line, line_number) for each line (without its '\n').
 template <typename F>
@@ -27,6 +30,14 @@ Status ForEachLine(std::string_view contents, F&& f) {
   return Status::Ok();
 }
 
+// A JSON text of a data file (a line, or the whole file) parsed; an error names
+// origin:line:column and the parser's reason, and is the user's (exit 2).
+Result<json> ParseJson(std::string_view text, std::string_view origin, size_t first_line) {
+  Result<json> r = report::ParseJsonText(text, origin, static_cast<int>(first_line));
+  if (!r.ok()) return Status(ErrorCode::kInvalidArgument, r.status().message());
+  return r;
+}
+
 bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t\r") == std::string_view::npos;
 }
@@ -36,6 +47,9 @@ Result<std::string> StringField(const json& obj, std::string_view key, bool requ
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
     if (!required) return std::string();
+    if (it != obj.end()) {
+      return Errorf(ErrorCode::kInvalidArgument, "{}: \"{}\" is null, not a string", where, key);
+    }
     return Errorf(ErrorCode::kInvalidArgument, "{}: no \"{}\" field", where, key);
   }
   if (!it->is_string()) {
@@ -155,6 +169,17 @@ Format DetectFormat(const std::string& path, std::string_view first_line) {
   return Format::kText;
 }
 
+std::string_view FirstNonBlankLine(std::string_view contents) {
+  for (size_t pos = 0; pos < contents.size();) {
+    size_t eol = contents.find('\n', pos);
+    if (eol == std::string_view::npos) eol = contents.size();
+    const std::string_view line = contents.substr(pos, eol - pos);
+    if (!IsBlank(line)) return line;
+    pos = eol + 1;
+  }
+  return {};
+}
+
 PromptTemplates DefaultPromptTemplates() {
   PromptTemplates t;
   t.prompt =
@@ -199,10 +224,14 @@ Status ParseDocuments(std::string_view contents, std::string_view origin, Format
       return TextDocuments(contents, origin, options.document_start, out);
     case Format::kAlpaca:
     case Format::kConversations: {
-      const size_t first = contents.find_first_not_of(" \t\r\n");
-      if (first != std::string_view::npos && contents[first] == '[') {
-        json list = json::parse(contents, nullptr, false);
-        if (list.is_discarded() || !list.is_array()) {
+      // A UTF-8 byte order mark may open the file (RFC 8259 8.1: parsers may ignore it, as
+      // Python's json.loads of bytes and the JSON parser do).
+      std::string_view body = contents;
+      if (body.starts_with(kUtf8Bom)) body.remove_prefix(kUtf8Bom.size());
+      const size_t first = body.find_first_not_of(" \t\r\n");
+      if (first != std::string_view::npos && body[first] == '[') {
+        BM_ASSIGN_OR_RETURN(json list, ParseJson(contents, origin, 1));
+        if (!list.is_array()) {
           return Errorf(ErrorCode::kInvalidArgument, "{}: not a JSON list", origin);
         }
         for (size_t i = 0; i < list.size(); ++i) {
@@ -219,8 +248,7 @@ Status ParseDocuments(std::string_view contents, std::string_view origin, Format
       return ForEachLine(contents, [&](std::string_view line, size_t line_no) -> Status {
         if (IsBlank(line)) return Status::Ok();
         const std::string where = fmt::format("{}:{}", origin, line_no);
-        json obj = json::parse(line, nullptr, false);
-        if (obj.is_discarded()) return Errorf(ErrorCode::kInvalidArgument, "{}: not JSON", where);
+        BM_ASSIGN_OR_RETURN(json obj, ParseJson(line, origin, line_no));
         if (format == Format::kAlpaca) return AlpacaDocument(obj, options.templates, where, out);
         if (format == Format::kConversations) {
           return ConversationDocument(obj, options.templates, where, out);

@@ -17,7 +17,10 @@
 //   kConversations  JSONL {conversations: [{from: human|gpt, value}], and an
 //                   optional instruction or system} (FlagScale's Aquila data), or
 //                   a JSON list of the same objects (LLaVA's llava_v1_5_mix665k.json)
-// Blank JSONL lines are skipped. Errors name the file and line.
+// Blank JSONL lines are skipped; a UTF-8 byte order mark opening a JSON file is
+// ignored (RFC 8259 8.1). Errors name the file and line (a list: the item); text that
+// is not JSON (a syntax error, invalid UTF-8, a lone surrogate escape) also the
+// column and the parser's reason, kInvalidArgument.
 // Thread safety: pure functions.
 #pragma once
 
@@ -46,8 +49,12 @@ Result<Format> ParseFormat(std::string_view name);
 // Format by file name: *_ids.npy → kPaddle, *.npy → kNpy, *.json → kAlpaca,
 // *.jsonl → kConversations when the first object has "conversations",
 // kAlpaca when it has "instruction" and "output", kJsonl otherwise; anything
-// else → kText.
+// else → kText. first_line: the file's FirstNonBlankLine.
 Format DetectFormat(const std::string& path, std::string_view first_line);
+// The first line of contents that is not blank (spaces, tabs and '\r' only),
+// without its '\n'; "" when there is none. Blank JSONL lines are skipped, so
+// format detection skips them too.
+std::string_view FirstNonBlankLine(std::string_view contents);
 
 // How instructions and conversations become prompt and response text.
 // Placeholders: {instruction} {input} {value} {system}.

@@ -1,13 +1,11 @@
 #include "rules/pretokenized_input.h"
 
-#include <limits>
-
 #include "base/formats/npy.h"
 
 namespace bm::rules {
 namespace {
 
-Result<std::vector<int32_t>> LoadIds(const std::string& path) {
+Result<std::vector<int32_t>> LoadIds(const std::string& path, size_t vocab_size) {
   BM_ASSIGN_OR_RETURN(formats::NpyArray array, formats::ReadNpy(path));
   if (array.shape.size() != 1) {
     return Errorf(ErrorCode::kInvalidArgument, "{}: expected a 1-D id array, shape has {} dims",
@@ -16,9 +14,11 @@ Result<std::vector<int32_t>> LoadIds(const std::string& path) {
   BM_ASSIGN_OR_RETURN(std::vector<int64_t> wide, array.ToInt64());
   std::vector<int32_t> ids(wide.size());
   for (size_t i = 0; i < wide.size(); ++i) {
-    if (wide[i] < 0 || wide[i] > std::numeric_limits<int32_t>::max()) {
-      return Errorf(ErrorCode::kInvalidArgument, "{}: id {} at position {} is out of range", path,
-                    wide[i], i);
+    if (wide[i] < 0 || static_cast<uint64_t>(wide[i]) >= vocab_size) {
+      return Errorf(ErrorCode::kInvalidArgument,
+                    "{}: id {} at position {} is outside the tokenizer's vocabulary (0 to {}): "
+                    "were these ids made with another tokenizer?",
+                    path, wide[i], i, vocab_size - 1);
     }
     ids[i] = static_cast<int32_t>(wide[i]);
   }
@@ -28,8 +28,8 @@ Result<std::vector<int32_t>> LoadIds(const std::string& path) {
 }  // namespace
 
 Result<ConvertedStats> ConvertPaddle(const std::string& ids_path, const std::string& idx_path,
-                                     SplitDatasetWriter& writer) {
-  BM_ASSIGN_OR_RETURN(std::vector<int32_t> ids, LoadIds(ids_path));
+                                     size_t vocab_size, SplitDatasetWriter& writer) {
+  BM_ASSIGN_OR_RETURN(std::vector<int32_t> ids, LoadIds(ids_path, vocab_size));
   BM_ASSIGN_OR_RETURN(auto arrays, formats::ReadNpz(idx_path));
   if (!arrays.contains("lens") || !arrays.contains("docs")) {
     return Errorf(ErrorCode::kCorrupt, "{}: needs arrays 'lens' and 'docs'", idx_path);
@@ -68,9 +68,9 @@ Result<ConvertedStats> ConvertPaddle(const std::string& ids_path, const std::str
   return stats;
 }
 
-Result<ConvertedStats> ConvertNpy(const std::string& path, int32_t eot_id,
+Result<ConvertedStats> ConvertNpy(const std::string& path, int32_t eot_id, size_t vocab_size,
                                   SplitDatasetWriter& writer) {
-  BM_ASSIGN_OR_RETURN(std::vector<int32_t> ids, LoadIds(path));
+  BM_ASSIGN_OR_RETURN(std::vector<int32_t> ids, LoadIds(path, vocab_size));
   ConvertedStats stats;
   size_t begin = 0;
   for (size_t i = 0; i <= ids.size(); ++i) {

@@ -13,8 +13,9 @@
 //              document ends after each eot_id; ids after the last one (or all
 //              of them, if none) form the last document. Nothing is added.
 // Errors: kCorrupt when lens do not sum to the ids or docs is not increasing
-// from 0 to len(lens); a negative id or one that does not fit the output
-// dtype fails in the writer (kInvalidArgument).
+// from 0 to len(lens); kInvalidArgument for a negative id or one not below
+// vocab_size (ids made by another tokenizer: the trainer sizes its embedding
+// by the vocabulary stats.json records).
 #pragma once
 
 #include <string>
@@ -29,10 +30,11 @@ struct ConvertedStats {
   uint64_t tokens = 0;
 };
 
-// ids_path ends with "_ids.npy"; idx_path is its "_idx.npz".
+// ids_path ends with "_ids.npy"; idx_path is its "_idx.npz". vocab_size: the
+// tokenizer's, which every id must be below.
 Result<ConvertedStats> ConvertPaddle(const std::string& ids_path, const std::string& idx_path,
-                                     SplitDatasetWriter& writer);
-Result<ConvertedStats> ConvertNpy(const std::string& path, int32_t eot_id,
+                                     size_t vocab_size, SplitDatasetWriter& writer);
+Result<ConvertedStats> ConvertNpy(const std::string& path, int32_t eot_id, size_t vocab_size,
                                   SplitDatasetWriter& writer);
 
 }  // namespace bm::rules

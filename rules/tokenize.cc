@@ -29,11 +29,14 @@ struct InputFile {
 
 constexpr std::string_view kPaddleIds = "_ids.npy", kPaddleIdx = "_idx.npz";
 
-std::string FirstLine(const std::string& path) {
+// The file's FirstNonBlankLine, read line by line.
+std::string FirstNonBlankLineOf(const std::string& path) {
   std::ifstream in(path);
   std::string line;
-  std::getline(in, line);
-  return line;
+  while (std::getline(in, line)) {
+    if (!FirstNonBlankLine(line).empty()) return line;
+  }
+  return "";
 }
 
 // Files of the inputs in order: a directory contributes its regular files,
@@ -78,7 +81,7 @@ Result<std::vector<InputFile>> ResolveInputs(const TokenizeOptions& options) {
     if (options.format != "auto") {
       BM_ASSIGN_OR_RETURN(f, ParseFormat(options.format));
     } else if (!archive) {
-      f = DetectFormat(p, p.ends_with(".jsonl") ? FirstLine(p) : "");
+      f = DetectFormat(p, p.ends_with(".jsonl") ? FirstNonBlankLineOf(p) : "");
     }
     InputFile file{p, f, archive, ""};
     if (f == Format::kPaddle) {
@@ -104,8 +107,7 @@ Status ReadArchiveDocuments(const InputFile& f, const TokenizeOptions& options, 
     const std::string where = f.path + ":" + name;
     Format format = f.format;
     if (options.format == "auto") {
-      std::string_view first(bytes);
-      format = DetectFormat(name, first.substr(0, first.find('\n')));
+      format = DetectFormat(name, FirstNonBlankLine(bytes));
     }
     if (format == Format::kNpy || format == Format::kPaddle) {
       return Errorf(ErrorCode::kInvalidArgument,
@@ -168,9 +170,10 @@ Result<json> Tokenize(const TokenizeOptions& options, const std::string& out_dir
                       "{}: max_tokens applies to text inputs; token ids ({}) are copied whole",
                       f.path, FormatName(f.format));
       }
-      BM_ASSIGN_OR_RETURN(ConvertedStats c, f.format == Format::kPaddle
-                                                ? ConvertPaddle(f.path, f.index, writer)
-                                                : ConvertNpy(f.path, eos, writer));
+      BM_ASSIGN_OR_RETURN(ConvertedStats c,
+                          f.format == Format::kPaddle
+                              ? ConvertPaddle(f.path, f.index, tokenizer->vocab_size(), writer)
+                              : ConvertNpy(f.path, eos, tokenizer->vocab_size(), writer));
       documents += c.documents;
       tokens += c.tokens;
       continue;

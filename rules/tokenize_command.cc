@@ -1,12 +1,12 @@
 #include "rules/tokenize_command.h"
 
 #include <charconv>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 #include <thread>
 
+#include "base/real_filesystem.h"
 #include "rules/text/tokenizer.h"
 
 namespace bm::rules {
@@ -18,15 +18,13 @@ using cli::ValueKind;
 namespace {
 
 Result<std::string> ReadInput(const std::string& input, std::istream& in) {
-  std::ostringstream buf;
   if (input.empty() || input == "-") {
+    std::ostringstream buf;
     buf << in.rdbuf();
     return buf.str();
   }
-  std::ifstream file(input, std::ios::binary);
-  if (!file) return Errorf(ErrorCode::kNotFound, "cannot open {}", input);
-  buf << file.rdbuf();
-  return buf.str();
+  // Not an ifstream: one opens a directory and reads it as empty.
+  return DiskFilesystem().ReadFile(input);
 }
 
 }  // namespace

@@ -336,6 +336,12 @@ Result<IndexedDatasetWriter> IndexedDatasetWriter::Create(const std::string& pre
 
 Status IndexedDatasetWriter::AddSequence(std::span<const int32_t> tokens) {
   if (bin_ == nullptr) return Errorf(ErrorCode::kInternal, "{}: writer already finished", prefix_);
+  constexpr size_t kMaxSize = std::numeric_limits<int32_t>::max();  // sizes are i32
+  if (tokens.size() > kMaxSize) {
+    return Errorf(ErrorCode::kInvalidArgument,
+                  "{}: a sequence of {} tokens; the index holds at most {} per sequence", prefix_,
+                  tokens.size(), kMaxSize);
+  }
   const auto [lo, hi] = DTypeRange(dtype_);
   const size_t item = DTypeSize(dtype_);
   buffer_.resize(tokens.size() * item);

@@ -50,7 +50,8 @@ enum class DType : uint8_t {
 // Bytes per element; 0 for a code that is not a DType.
 size_t DTypeSize(DType dtype);
 std::string_view DTypeName(DType dtype);
-// The dtype Megatron's tools pick for a vocabulary: uint16 below 65536, else int32.
+// uint16 for a vocabulary below 65536 ids, else int32. (Megatron's DType.optimal_dtype
+// switches to int32 at 65500 already; its reader takes either, by the dtype code.)
 DType DTypeForVocab(size_t vocab_size);
 
 inline constexpr char kIndexMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
@@ -114,7 +115,8 @@ class IndexedDatasetWriter {
   ~IndexedDatasetWriter();  // without Finish(): removes the temporary files
 
   // Appends one sequence. Errors: kInvalidArgument when a token does not fit
-  // the dtype (e.g. 70000 in uint16, -1 in uint8), kIo on a write error.
+  // the dtype (e.g. 70000 in uint16, -1 in uint8) or the sequence has more than
+  // 2^31 - 1 tokens (sizes are i32), kIo on a write error.
   Status AddSequence(std::span<const int32_t> tokens);
   // Closes the current document (the sequences added since the last call).
   void EndDocument();

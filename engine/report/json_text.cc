@@ -4,6 +4,26 @@
 #include <string>
 
 namespace bm::report {
+namespace {
+
+// The parser quotes the token it stopped in ("...; last read: '<token>'"), and a string
+// token is everything since its opening quote: an error at the end of a 100 MB JSONL
+// line would be a 100 MB message. Keep the token's last bytes (cut where a UTF-8
+// character starts).
+std::string ShortenLastRead(std::string reason) {
+  constexpr std::string_view kLastRead = "last read: '";
+  constexpr size_t kKeep = 40;
+  const size_t begin = reason.find(kLastRead);
+  if (begin == std::string::npos || !reason.ends_with('\'')) return reason;
+  const size_t token = begin + kLastRead.size();
+  const size_t end = reason.size() - 1;
+  if (end - token <= kKeep) return reason;
+  size_t cut = end - kKeep;
+  while (cut < end && (static_cast<unsigned char>(reason[cut]) & 0xC0) == 0x80) ++cut;
+  return reason.substr(0, token) + "..." + reason.substr(cut);
+}
+
+}  // namespace
 
 Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view name, int first_line) {
   try {
@@ -19,13 +39,17 @@ Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view nam
     std::string reason = e.what();
     const size_t colon = reason.find(": ");
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    return Errorf(ErrorCode::kCorrupt, "{}:{}:{}: not valid JSON: {}", name, line, column, reason);
+    return Errorf(ErrorCode::kCorrupt, "{}:{}:{}: not valid JSON: {}", name, line, column,
+                  ShortenLastRead(std::move(reason)));
   } catch (const nlohmann::json::exception& e) {
     // A number too large for a double ("1e999": out_of_range.406) carries no position; the
-    // reason quotes the number.
+    // reason quotes the number. A text of one line (a JSON Lines line) is that line.
     std::string reason = e.what();
     const size_t end = reason.find("] ");
     if (end != std::string::npos) reason = reason.substr(end + 2);
+    if (text.find('\n') == std::string_view::npos) {
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: not valid JSON: {}", name, first_line, reason);
+    }
     return Errorf(ErrorCode::kCorrupt, "{}: not valid JSON: {}", name, reason);
   }
 }

@@ -12,7 +12,9 @@
 namespace bm::report {
 
 // `text` parsed; kCorrupt naming `name`, the line and the column of the error
-// otherwise (a number out of a double's range: the file and the number). `first_line` is the line
+// otherwise (a number out of a double's range: the file, the line when the text is one
+// line, and the number); the parser's
+// quote of the token it stopped in keeps its last 40 bytes. `first_line` is the line
 // number of the text's first line (a JSON Lines file passes each line's own).
 Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view name,
                                      int first_line = 1);

@@ -1,6 +1,7 @@
 #include "base/formats/megatron_dataset.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -130,6 +131,23 @@ TEST(MegatronDatasetTest, RefusesTokensOutsideTheDType) {
   const std::vector<int32_t> neg = {-1};
   EXPECT_EQ(w16->AddSequence(neg).code(), ErrorCode::kInvalidArgument);
   EXPECT_FALSE(IndexedDatasetWriter::Create(dir.path() + "/f", DType::kFloat32).ok());
+}
+
+// Megatron's index stores each sequence's length as an int32 (sizes := i32[seq_count]):
+// a sequence of 2^31 tokens (an 8 GB text tokenized as one document) must be refused,
+// not written with a negative size. The tokens are 8 GiB of mapped zero pages, never read.
+TEST(MegatronDatasetTest, RefusesASequenceLongerThanInt32Sizes) {
+  const size_t count = size_t{1} << 31;
+  void* p = ::mmap(nullptr, count * sizeof(int32_t), PROT_READ,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) GTEST_SKIP() << "cannot map 8 GiB of address space";
+  TempDir dir;
+  auto w = IndexedDatasetWriter::Create(dir.path() + "/m", DType::kUInt8);
+  ASSERT_TRUE(w.ok());
+  const Status s = w->AddSequence(std::span<const int32_t>(static_cast<const int32_t*>(p), count));
+  ::munmap(p, count * sizeof(int32_t));
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("2147483648 tokens"), std::string::npos) << s.message();
 }
 
 TEST(MegatronDatasetTest, NothingVisibleWithoutFinish) {

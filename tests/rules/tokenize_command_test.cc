@@ -76,5 +76,15 @@ TEST(TokenizeCommandTest, RejectsBadUsage) {
             ErrorCode::kNotFound);
 }
 
+// A directory is not a text: `cat DIR` says "Is a directory" and fails; it must not
+// encode as an empty input (no ids, exit 0).
+TEST(TokenizeCommandTest, ADirectoryInputIsAnError) {
+  const std::string dir = bm::text::testing::SourcePath("data");
+  auto r = RunCommand({"--vocab", kVocab, dir}, "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("Is a directory"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(dir), std::string::npos) << r.status().message();
+}
+
 }  // namespace
 }  // namespace bm::rules

@@ -385,6 +385,26 @@ TEST_F(TokenizeTest, PlainNpyDocumentsEndAtEndOfText) {
   for (size_t d = 0; d < want.size(); ++d) EXPECT_EQ(*train->ReadSequence(d), want[d]);
 }
 
+// Ids from another tokenizer: plain.npy holds GPT-2 ids (its first, 7954, per numpy),
+// and the bytes tokenizer has 257 (0..255, end-of-text 256). stats.json would record
+// vocab_size 257 and the trainer would size its embedding by it; the step fails instead.
+TEST_F(TokenizeTest, PretokenizedIdsOutsideTheVocabularyAreAnError) {
+  const std::string dir = SourcePath("tests/rules/testdata/pretokenized");
+  const std::string out = Dir("out");
+  auto r = RunRule({{"input", {dir + "/plain.npy"}}, {"tokenizer", "bytes"}}, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("plain.npy: id 7954 at position 0 is outside the "
+                                      "tokenizer's vocabulary (0 to 256)"),
+            std::string::npos)
+      << r.status().message();
+  r = RunRule({{"input", {dir + "/tiny_ids.npy"}}, {"tokenizer", "bytes"}}, out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("tiny_ids.npy: id "), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
 TEST_F(TokenizeTest, CorruptPaddleIndexIsAnError) {
   const std::string src = SourcePath("tests/rules/testdata/pretokenized");
   fs::copy_file(src + "/tiny_ids.npy", root_ + "/x_ids.npy");
@@ -412,6 +432,20 @@ TEST_F(TokenizeTest, CheckRejectsBadParameters) {
   EXPECT_TRUE(rule->Check({{"tokenizer", "auto"}, {"vocab", "data/kjv_sp.model"}}).empty());
   EXPECT_TRUE(rule->Check({{"tokenizer", "bytes"}, {"vocab", "data/gpt2.tiktoken"}}).empty());
   EXPECT_TRUE(rule->Check({{"format", "auto"}, {"valid_fraction", 0.1}}).empty());
+}
+
+// The JSONL reader skips blank lines; so does the detection under "auto": a file opening
+// with blank lines is still read as the conversations its records are.
+TEST_F(TokenizeTest, AutoFormatLooksPastBlankFirstLines) {
+  const std::string in = WriteInput(
+      "c.jsonl",
+      "\n  \r\n"
+      R"({"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]})"
+      "\n");
+  auto r = RunRule({{"input", {in}}, {"valid_fraction", 0.0}}, Dir("out"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->metrics["formats"], json::array({"conversations"}));
+  EXPECT_TRUE(r->metrics["masks"].get<bool>());
 }
 
 TEST(DetectFormatTest, ByNameAndFirstLine) {

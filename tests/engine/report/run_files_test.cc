@@ -50,7 +50,7 @@ TEST_F(RunFilesTest, OverflowingNumberIsAnError) {
   std::string path = Write("{\"format\": \"benchmake-metrics\", \"loss\": {\"final\": 1e999}}");
   Result<Measurement> m = LoadRunFiles(path);
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().message(), path + ": not valid JSON: number overflow parsing '1e999'");
+  EXPECT_EQ(m.status().message(), path + ":1: not valid JSON: number overflow parsing '1e999'");
 }
 
 // A figure of the wrong type is an error naming it, not a "-" in the table and exit 0.

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/report/json_text.h"
+#include "base/formats/json_text.h"
 #include "rules/text/line_regex.h"
 
 namespace bm::rules {
@@ -33,7 +33,7 @@ Status ForEachLine(std::string_view contents, F&& f) {
 // A JSON text of a data file (a line, or the whole file) parsed; an error names
 // origin:line:column and the parser's reason, and is the user's (exit 2).
 Result<json> ParseJson(std::string_view text, std::string_view origin, size_t first_line) {
-  Result<json> r = report::ParseJsonText(text, origin, static_cast<int>(first_line));
+  Result<json> r = formats::ParseJsonText(text, origin, static_cast<int>(first_line));
   if (!r.ok()) return Status(ErrorCode::kInvalidArgument, r.status().message());
   return r;
 }

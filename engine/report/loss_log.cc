@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "engine/report/json_text.h"
+#include "base/formats/json_text.h"
 
 namespace bm::report {
 
@@ -19,7 +19,8 @@ Result<std::vector<LossPoint>> ParseLossLog(std::string_view jsonl, std::string_
     pos = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    BM_ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonText(line, name, static_cast<int>(line_no)));
+    BM_ASSIGN_OR_RETURN(nlohmann::json j,
+                        formats::ParseJsonText(line, name, static_cast<int>(line_no)));
     if (!j.is_object()) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: not a JSON object", name, line_no);
     }

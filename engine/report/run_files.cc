@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/report/json_text.h"
+#include "base/formats/json_text.h"
 #include "engine/report/loss_log.h"
 #include "engine/report/metrics_view.h"
 #include "engine/report/report_table.h"
@@ -61,7 +61,7 @@ Result<Measurement> LoadRunFiles(const std::string& path) {
   if (fs::is_directory(metrics_path, ec)) metrics_path /= "metrics.json";
   BM_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(metrics_path.string()));
   Measurement m;
-  BM_ASSIGN_OR_RETURN(m.metrics, ParseJsonText(text, metrics_path.string()));
+  BM_ASSIGN_OR_RETURN(m.metrics, formats::ParseJsonText(text, metrics_path.string()));
   BM_TRY(CheckMetricsFormat(m.metrics, metrics_path.string()));
   fs::path log_path = metrics_path.parent_path() / "log.jsonl";
   if (fs::exists(log_path, ec)) {

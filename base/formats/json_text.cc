@@ -1,9 +1,9 @@
-#include "engine/report/json_text.h"
+#include "base/formats/json_text.h"
 
 #include <algorithm>
 #include <string>
 
-namespace bm::report {
+namespace bm::formats {
 namespace {
 
 // The parser quotes the token it stopped in ("...; last read: '<token>'"), and a string
@@ -54,4 +54,4 @@ Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view nam
   }
 }
 
-}  // namespace bm::report
+}  // namespace bm::formats

@@ -9,7 +9,7 @@
 
 #include "base/result.h"
 
-namespace bm::report {
+namespace bm::formats {
 
 // `text` parsed; kCorrupt naming `name`, the line and the column of the error
 // otherwise (a number out of a double's range: the file, the line when the text is one
@@ -19,4 +19,4 @@ namespace bm::report {
 Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view name,
                                      int first_line = 1);
 
-}  // namespace bm::report
+}  // namespace bm::formats

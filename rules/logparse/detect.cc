@@ -32,9 +32,13 @@ constexpr Kind kKinds[] = {
     {"deepspeed", IsDeepSpeedLine,
      "a DeepSpeed step, ThroughputTimer, wall_clock_breakdown timer or fp16 overflow line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
-    // Last: a log any format above recognises keeps that format.
+    {"nanotron", IsNanotronIterationLine,
+     "a Nanotron 'iteration: N / M | consumed_tokens: ... | ...' line"},
+    // Last: a log any format above recognises keeps that format (torchtune's `Step N | name:value`
+    // the loosest of all).
     {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
     {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
+    {"torchtune", IsTorchtuneStepLine, "a torchtune 'Step N | loss:X lr:Y ...' metric line"},
 };
 
 // The first line that is a Trainer dict but for its quotes: typographic ones (‘loss’, “loss”),
@@ -151,7 +155,9 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
         "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines, NeMo Automodel "
-        "'step N | epoch E | loss X | ...' lines{}",
+        "'step N | epoch E | loss X | ...' lines, Nanotron "
+        "'iteration: N / M | ... | lm_loss: X | ...' lines, torchtune "
+        "'Step N | loss:X lr:Y ...' metric lines{}",
         name, CountLines(text), TypographicDictHint(text));
   }
   const LogParser* parser = FindLogParser(d->format);

@@ -26,5 +26,9 @@ bool IsNemoAutomodelLine(std::string_view line);
 // "step:  2  loss:  7.7082  grad_norm: ...  memory: ...  tps: 301,092  ..." (torchtitan), or a
 // step line without the rate after torchtitan's `[titan]` or ezpz's `components/metrics:` prefix
 bool IsTorchtitanStepLine(std::string_view line);
+// "iteration: 992 / 1000 | consumed_tokens: 635K | ..." (Nanotron)
+bool IsNanotronIterationLine(std::string_view line);
+// "Step 1 | loss:2.0853 lr:2e-05 tokens_per_second_per_gpu:57.83" (torchtune's metric loggers)
+bool IsTorchtuneStepLine(std::string_view line);
 
 }  // namespace bm::logparse

@@ -34,6 +34,8 @@ constexpr Kind kKinds[] = {
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
     {"nanotron", IsNanotronIterationLine,
      "a Nanotron 'iteration: N / M | consumed_tokens: ... | ...' line"},
+    {"litgpt", IsLitgptLine,
+     "a LitGPT 'iter I step S | loss train: X, ... | iter time: T ms' line"},
     // Last: a log any format above recognises keeps that format (torchtune's `Step N | name:value`
     // the loosest of all).
     {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
@@ -156,7 +158,8 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
         "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines, NeMo Automodel "
         "'step N | epoch E | loss X | ...' lines, Nanotron "
-        "'iteration: N / M | ... | lm_loss: X | ...' lines, torchtune "
+        "'iteration: N / M | ... | lm_loss: X | ...' lines, LitGPT "
+        "'iter I step S | loss train: X, ... | iter time: T ms' lines, torchtune "
         "'Step N | loss:X lr:Y ...' metric lines{}",
         name, CountLines(text), TypographicDictHint(text));
   }

@@ -34,6 +34,9 @@ constexpr LogParser kParsers[] = {
      "every step after the first"},
     {"flagscale", Read<ParseMegatronLog>, 1,
      "FlagScale's cases average the step times without the first"},
+    {"litgpt", Read<ParseLitgptLog>, 1,
+     "every step after the first: the first iteration holds the start-up (compilation, the first "
+     "kernels)"},
     {"megatron", Read<ParseMegatronLog>, 1, "as FlagScale: every iteration after the first"},
     {"mllog", Read<ParseMllog>, 1, "every step after the first"},
     {"nanotron", Read<ParseNanotronLog>, 1,

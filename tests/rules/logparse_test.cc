@@ -3342,8 +3342,8 @@ TEST(Registry, FormatsByName) {
   EXPECT_EQ(FindLogParser("torchtune")->default_warmup_steps, 1);
   EXPECT_EQ(FindLogParser("nanotron")->default_warmup_steps, 1);
   EXPECT_EQ(LogParserNames(),
-            "auto, deepspeed, flagperf, flagscale, megatron, mllog, nanotron, nemo, paddle, "
-            "torchtitan, torchtune, trainer");
+            "auto, deepspeed, flagperf, flagscale, litgpt, megatron, mllog, nanotron, nemo, "
+            "paddle, torchtitan, torchtune, trainer");
 }
 
 }  // namespace

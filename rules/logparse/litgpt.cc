@@ -5,16 +5,18 @@
 //   Epoch 4 | iter 961 step 961 | loss train: 1.062, val: 1.057 | iter time: 529.46 ms (step)
 //     (since March 2024; pretrain adds ` remaining time: 0:01:54`)
 //   iter 1760 | step 220: loss 1.5947, iter time: 263.85 ms (optimizer.step)    (early 2024)
-//   iter 0 step 1: loss 10.9123, iter time: 96.36ms (optimizer.step)           (lit-gpt, 2023)
+//   iter 77 step 39: loss 10.8259, iter time: 214.40ms (optimizer.step)         (lit-gpt, 2023)
 //
+// and lit-gpt's XLA adapter script's `[rank: 0] iter 34 step 35: iter time: 3372.20ms
+// (optimizer.step)` (2023, no loss).
 // `iter` counts micro-batches (from 1; from 0 in 2023's shape), `step` the optimizer steps run so
 // far; `(step)` / `(optimizer.step)` marks the iteration that ran the optimizer. Only those lines
 // are records: a line without it is a micro-batch inside a step, whose loss is a running mean
 // across two steps' micro-batches. The loss of a marked line is its step's: the mean of rank 0's
 // losses over the step's micro-batches (a RunningMean over the accumulation window; in 2023's
 // shape the last micro-batch's alone). `iter time` is the time of that one micro-batch
-// iteration (forward, backward and the optimizer step; the finetune scripts count fetching the
-// batch, pretrain not): the step's time only without gradient accumulation, which a line shows by
+// iteration (forward, backward and the optimizer step; today's finetune scripts count fetching
+// the batch, pretrain not): the step's time only without gradient accumulation, which a line shows by
 // its iteration count matching its step (iter = step; iter + 1 = step in 2023's shape). With
 // accumulation no time per step is read (the step's other micro-batches are not timed in the
 // line). `iter N: val loss X, val time: T ms` is an evaluation after step N / the accumulation
@@ -39,7 +41,7 @@ struct LitLine {
   int64_t step = 0;
   bool zero_based = false;  // 2023's `iter I step S:`, I counted from 0
   bool marked = false;      // `(step)` / `(optimizer.step)`: the optimizer ran
-  size_t loss_at = 0;       // where the loss's number starts
+  size_t loss_at = 0;       // where the loss's number starts (npos: no loss printed)
   size_t time_at = 0;       // where iter time's number starts
 };
 
@@ -79,6 +81,8 @@ std::optional<LitLine> ReadLitLine(std::string_view line) {
     } else if (rest.starts_with(": loss ")) {
       loss_key = ": loss ";
       out.zero_based = true;
+    } else if (rest.starts_with(": iter time: ")) {
+      out.zero_based = true;  // xla/finetune/adapter.py (2023) leaves the loss out
     } else {
       return std::nullopt;
     }
@@ -94,8 +98,8 @@ std::optional<LitLine> ReadLitLine(std::string_view line) {
     return std::nullopt;
   }
   after_step = static_cast<size_t>(rest.data() - line.data());
-  out.loss_at = after_step + loss_key.size();
-  const size_t time = line.find("iter time: ", out.loss_at);
+  out.loss_at = loss_key.empty() ? std::string_view::npos : after_step + loss_key.size();
+  const size_t time = line.find("iter time: ", after_step);
   if (time == std::string_view::npos) return std::nullopt;
   out.time_at = time + 11;
   out.marked = line.find(" (step)", out.time_at) != std::string_view::npos ||
@@ -173,10 +177,14 @@ Result<ParsedLog> ParseLitgptLog(std::string_view text, std::string_view name) {
     const bool cut =
         !text.ends_with('\n') &&
         std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size());
-    Result<double> loss = LitNumber(line, l->loss_at, "loss", no, name);
-    if (!loss.ok()) {
-      error = loss.status();
-      return;
+    std::optional<double> loss;
+    if (l->loss_at != std::string_view::npos) {
+      Result<double> v = LitNumber(line, l->loss_at, "loss", no, name);
+      if (!v.ok()) {
+        error = v.status();
+        return;
+      }
+      loss = *v;
     }
     if (!l->marked) {
       if (unmarked++ == 0) unmarked_line = no;
@@ -185,7 +193,7 @@ Result<ParsedLog> ParseLitgptLog(std::string_view text, std::string_view name) {
     Iteration it;
     it.step = l->step;
     it.line = no;
-    it.loss = *loss;
+    it.loss = loss;
     const int64_t iters = l->zero_based ? l->iter + 1 : l->iter;
     if (l->step > 0 && iters % l->step == 0) {
       if (gas == 0) gas = iters / l->step;

@@ -116,6 +116,48 @@ TEST(Litgpt, EarlyShapeMarksTheOptimizerSteps) {
   EXPECT_EQ(r->log.evals[0].line, 1);
 }
 
+TEST(Litgpt, LitGpt2023Shapes) {
+  // Lightning-AI/litgpt issue #689 (2023-10-31, pretrain/redpajama.py, gradient_accumulation_steps
+  // 2, iter counted from 0): `iter 77 step 39: loss 10.8259, iter time: 214.40ms
+  // (optimizer.step)` (line 2) and every other line to `iter 97 step 49` (line 22) end steps 39-49;
+  // (77 + 1) / 39 = 2 micro-batches a step, so no step time.
+  Result<Read> r = ReadLog("litgpt_2023_redpajama_issue689.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "litgpt");
+  ASSERT_EQ(r->log.iterations.size(), 11u);
+  for (size_t i = 0; i < 11; ++i) {
+    EXPECT_EQ(r->log.iterations[i].step, 39 + static_cast<int64_t>(i));
+    EXPECT_EQ(r->log.iterations[i].line, 2 + 2 * static_cast<int64_t>(i));
+    EXPECT_EQ(r->log.iterations[i].loss, 10.8259);
+    EXPECT_FALSE(r->log.iterations[i].ms);
+  }
+  EXPECT_TRUE(r->Note("12 line(s) without (step)"));
+  EXPECT_TRUE(r->Note("gradient accumulation (2 micro-batches a step)"));
+  // Lightning-AI/litgpt issue #519 (lit-gpt's xla/finetune/adapter.py on a TPU v3-8, which leaves
+  // the loss out): `[rank: 0] iter 34 step 35: iter time: 3372.20ms (optimizer.step)` (line 1) to
+  // `iter 54 step 55` (line 21): iter + 1 = step, one micro-batch a step, so each iter time is its
+  // step's. The median of the 21 times is the 11th smallest, 3370.80 (line 17).
+  // With no loss and no batch the log gives nothing to report, and says what to set.
+  r = ReadLog("litgpt_2023_tpu_no_loss_issue519.log", "auto");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no loss and no timed step in its 21 records"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("set lbs"), std::string::npos) << r.status().message();
+  // The batch and layout are not in the paste: lbs 1, mpe 1024 and the 8 cores of a v3-8 as DP8
+  // are BENCHFILE parameters here.
+  r = ReadLog("litgpt_2023_tpu_no_loss_issue519.log", "auto",
+              {{"lbs", 1}, {"mpe", 1024}, {"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 21u);
+  EXPECT_EQ(r->log.iterations.front().step, 35);
+  EXPECT_EQ(r->log.iterations.front().ms, 3372.20);
+  EXPECT_FALSE(r->log.iterations.front().loss);
+  EXPECT_EQ(r->log.iterations[11].ms, 5788.97);  // line 12, step 46
+  EXPECT_EQ(r->log.iterations.back().step, 55);
+  EXPECT_EQ(r->ext.metrics["throughput"]["step_ms_median"].get<double>(), 3370.80);
+}
+
 TEST(Litgpt, BadInputNamesTheLine) {
   const logparse::LogParser* litgpt = logparse::FindLogParser("litgpt");
   Result<ParsedLog> loss = litgpt->parse(

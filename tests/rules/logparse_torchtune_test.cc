@@ -144,15 +144,15 @@ TEST(Torchtune, BadInputNamesTheLine) {
   EXPECT_EQ(none.status().message(),
             "x.log: no torchtune metric lines ('Step N | loss:X lr:Y "
             "tokens_per_second_per_gpu:T ...') in 1 lines");
-  // auto names every format it looks for, torchtune's and Nanotron's among them.
+  // auto names every format it looks for, torchtune's, Nanotron's and LitGPT's among them.
   Result<ParsedLog> unknown =
       logparse::FindLogParser("auto")->parse("epoch 1 done\nall good\n", "y.log");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("Nanotron 'iteration: N / M | ... | lm_loss: X | ...' "
-                                            "lines, torchtune 'Step N | loss:X lr:Y ...' metric "
-                                            "lines"),
-            std::string::npos)
-      << unknown.status().message();
+  for (const char* kind : {"torchtune 'Step N | loss:X lr:Y ...' metric lines",
+                           "Nanotron 'iteration: N / M | ... | lm_loss: X | ...' lines",
+                           "LitGPT 'iter I step S | loss train: X, ... | iter time: T ms' lines"})
+    EXPECT_NE(unknown.status().message().find(kind), std::string::npos)
+        << unknown.status().message();
   EXPECT_EQ(unknown.status().message().rfind("y.log: log_format = \"auto\" found none", 0), 0u);
 }
 

@@ -16,8 +16,8 @@
 // losses over the step's micro-batches (a RunningMean over the accumulation window; in 2023's
 // shape the last micro-batch's alone). `iter time` is the time of that one micro-batch
 // iteration (forward, backward and the optimizer step; today's finetune scripts count fetching
-// the batch, pretrain not): the step's time only without gradient accumulation, which a line shows by
-// its iteration count matching its step (iter = step; iter + 1 = step in 2023's shape). With
+// the batch, pretrain not): the step's time only without gradient accumulation, which a line shows
+// by its iteration count matching its step (iter = step; iter + 1 = step in 2023's shape). With
 // accumulation no time per step is read (the step's other micro-batches are not timed in the
 // line). `iter N: val loss X, val time: T ms` is an evaluation after step N / the accumulation
 // steps. `Memory used: X GB` (finetune, at the end) and pretrain's `| - Memory Used   : X GB` are

@@ -19,13 +19,15 @@
 // the rate read. Their ratio is the world size, read as `devices` where every line gives the same
 // whole number within their digits (below 50 devices: 1% of the ratio must not reach the next).
 // `global_batch_size` counts samples, and tokens (global_batch_size_in_tokens) since 2b141c2:
-// read as the step's samples only when it is not the step's tokens (its tokens_per_sec x time).
+// read as the step's samples only when it is not the step's tokens (its tokens_per_sec x time)
+// and is exact: below 1000 (human_format prints 1024 as `1.02K`).
 // `lm_loss` is the step's loss, averaged over the data-parallel ranks. `cuda_max_memory_reserved`
 // (on the lines of steps 1-4 and after each checkpoint interval, nanotron before 7bc9923, June
 // 2025) is torch.cuda.max_memory_reserved() of the logger rank's device in bytes, never reset.
 // `model_tflops_per_gpu` is not an MFU (no peak is printed): not read.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <functional>
 
@@ -89,7 +91,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
   log.format = "nanotron";
   Status error = Status::Ok();
   double reserved = -1;
-  int64_t gbs_tokens_line = 0;
+  int64_t gbs_tokens_line = 0, gbs_rounded_line = 0;
   double world = 0;  // tokens_per_sec / tokens_per_sec_per_gpu, where every line gives the same
   int64_t world_line = 0;
   bool world_unclear = false;
@@ -105,6 +107,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
     it.step = step;
     it.line = no;
     std::optional<double> gbs, memory, tokens_per_s;
+    bool gbs_rounded = false;
     std::string_view fields = line.substr(at);
     while (!fields.empty()) {
       const size_t bar = fields.find(" | ");
@@ -137,6 +140,9 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
           return;
         }
         *k.target = v;
+        // human_format keeps 3 digits: a count of 1000 or more (`1.02K` for 1024) is rounded.
+        if (k.key == "global_batch_size")
+          gbs_rounded = !value.empty() && std::isalpha(static_cast<unsigned char>(value.back()));
       }
     }
     if (memory && *memory > reserved) reserved = *memory;
@@ -158,6 +164,8 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
       const double step_tokens = *tokens_per_s * *it.ms / 1000.0;
       if (std::fabs(*gbs / step_tokens - 1.0) < 0.02) {
         if (gbs_tokens_line == 0) gbs_tokens_line = no;
+      } else if (gbs_rounded) {
+        if (gbs_rounded_line == 0) gbs_rounded_line = no;
       } else {
         it.samples = gbs;
       }
@@ -189,6 +197,12 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
       "{}: each Nanotron line is its own step's (time, loss, rates), not a mean since the "
       "previous line; its numbers have 3 significant digits (human_format)",
       name));
+  if (gbs_rounded_line > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: global_batch_size is printed to 3 digits (human_format: 1.02K for 1024), no exact "
+        "count of samples: none read (set gbs)",
+        name, gbs_rounded_line));
+  }
   if (gbs_tokens_line > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: global_batch_size is the step's tokens (Nanotron since 2b141c2, March 2025), not "

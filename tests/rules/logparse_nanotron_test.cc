@@ -102,6 +102,31 @@ TEST(Nanotron, EarlyLinesWithMemoryFields) {
               3 * 20 * 32 / (0.045 + 0.0412 + 0.0394) / 8, 1e-9);
 }
 
+TEST(Nanotron, SrunPrefixAndARoundedBatch) {
+  // huggingface/nanotron issue #233 (2024-11-01), a resumed run under srun (`[0434:0]:` prefix):
+  // iteration 12001 of 17500, `elapsed_time_per_iteration_ms: 28.2K | tokens_per_sec: 74.5K |
+  // tokens_per_sec_per_gpu: 2.33K | global_batch_size: 1.02K | lm_loss: 2.3 | ... |
+  // cuda_max_memory_reserved: 34.1G`. 74.5K / 2.33K = 31.97: 32 devices. 1.02K is 1020 to 3
+  // digits (74.5K x 28.2 s = 2.1M tokens, 1024 x 2048 = 2.097M): no exact samples, none read.
+  Result<Read> r = ReadLog("nanotron_issue233_srun_rounded_batch.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ParsedLog& log = r->log;
+  EXPECT_EQ(log.format, "nanotron");
+  ASSERT_EQ(log.iterations.size(), 1u);
+  const logparse::Iteration& it = log.iterations[0];
+  EXPECT_EQ(it.step, 12001);
+  EXPECT_EQ(it.ms, 28200.0);
+  EXPECT_EQ(it.tokens_per_device_per_s, 2330.0);
+  EXPECT_EQ(it.loss, 2.3);
+  EXPECT_EQ(it.lr, 0.000289);
+  EXPECT_EQ(it.grad_norm, 0.15);
+  EXPECT_FALSE(it.samples);
+  EXPECT_EQ(log.facts.at("devices").value, 32);
+  EXPECT_EQ(log.peak_memory_bytes, 34.1e9);
+  EXPECT_TRUE(r->Note("global_batch_size is printed to 3 digits"));
+  EXPECT_DOUBLE_EQ(r->ext.metrics["throughput"]["tokens_per_device_per_s"].get<double>(), 2330.0);
+}
+
 TEST(Nanotron, NotReadAsMegatronAndBadInputNamesTheLine) {
   const std::string text = testing::ReadTestData("logs/nanotron_pr23_memory_fields.log");
   // Megatron's iteration lines look alike (`iteration N/M |`): the megatron format says which

@@ -41,6 +41,7 @@ constexpr Kind kKinds[] = {
     {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
     {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
     {"torchtune", IsTorchtuneStepLine, "a torchtune 'Step N | loss:X lr:Y ...' metric line"},
+    {"torchtune", IsTorchtuneBarLine, "a torchtune training bar 'E|S|Loss: X: ... n/total [...]'"},
 };
 
 // The first line that is a Trainer dict but for its quotes: typographic ones (‘loss’, “loss”),
@@ -160,7 +161,7 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "'step N | epoch E | loss X | ...' lines, Nanotron "
         "'iteration: N / M | ... | lm_loss: X | ...' lines, LitGPT "
         "'iter I step S | loss train: X, ... | iter time: T ms' lines, torchtune "
-        "'Step N | loss:X lr:Y ...' metric lines{}",
+        "'Step N | loss:X lr:Y ...' metric lines or training bars 'E|S|Loss: X: ...'{}",
         name, CountLines(text), TypographicDictHint(text));
   }
   const LogParser* parser = FindLogParser(d->format);

@@ -33,5 +33,7 @@ bool IsNanotronIterationLine(std::string_view line);
 bool IsLitgptLine(std::string_view line);
 // "Step 1 | loss:2.0853 lr:2e-05 tokens_per_second_per_gpu:57.83" (torchtune's metric loggers)
 bool IsTorchtuneStepLine(std::string_view line);
+// "1|26|Loss: 1.2436443567276:  27%|██▋       | 27/101 [07:00<17:31, 14.21s/it]" (torchtune's bar)
+bool IsTorchtuneBarLine(std::string_view line);
 
 }  // namespace bm::logparse

@@ -23,7 +23,9 @@
 // `peak_memory_alloc` max_memory_allocated, `peak_memory_active` the active bytes' peak.
 // `grad_norm` (clip_grad_norm set) may be a tensor's repr (`tensor(1.0625, device='cuda:0')`).
 // A line with `val_loss` (the validation loop's dict) is an evaluation at its step.
-// `Model is initialized with precision torch.bfloat16.` states the precision.
+// `Model is initialized with precision torch.bfloat16.` states the precision. A log with no
+// metric line (the configs' default DiskLogger writes them to a file) is read by its training
+// bar (rules/logparse/torchtune_bar.h): each step's loss, and its time to +-1 s.
 #include <fmt/format.h>
 
 #include <functional>
@@ -31,6 +33,7 @@
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
+#include "rules/logparse/torchtune_bar.h"
 
 namespace bm::logparse {
 namespace {
@@ -78,7 +81,31 @@ std::optional<double> TorchtuneNumber(std::string_view value) {
   return ParseNumber(value);
 }
 
+// A log with the bar and no metric lines (the recipes' default DiskLogger writes them to a file):
+// the steps the bar shows.
+Result<ParsedLog> FromBars(const TorchtuneBars& bars, ParsedLog log, std::string_view name) {
+  int64_t zero_gaps = 0;
+  log.iterations = bars.Steps(&zero_gaps);
+  log.notes.push_back(fmt::format(
+      "{}:{}: no metric lines: the steps and losses of torchtune's training bar ('E|S|Loss: X'), "
+      "each step's time from the bar's elapsed whole seconds, to +-1 s a step",
+      name, bars.first_line()));
+  if (zero_gaps > 0) {
+    log.notes.push_back(fmt::format(
+        "{}: {} step(s) drawn in the same second as the step before: the bar's whole seconds "
+        "cannot time these steps, no step timed",
+        name, zero_gaps));
+  }
+  return log;
+}
+
 }  // namespace
+
+bool IsTorchtuneBarLine(std::string_view line) {
+  TorchtuneBars bar;
+  Result<bool> read = bar.Read(line, 0, "");
+  return read.ok() && *read && bar.Counted();
+}
 
 bool IsTorchtuneStepLine(std::string_view line) {
   int64_t step = 0;
@@ -93,6 +120,7 @@ Result<ParsedLog> ParseTorchtuneLog(std::string_view text, std::string_view name
   bool step0 = false, labelled = false;
   int64_t val_line = 0;
   std::vector<Iteration> records;
+  TorchtuneBars bars;
   log.lines = ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     if (size_t p = line.find("Model is initialized with precision torch.");
@@ -109,7 +137,10 @@ Result<ParsedLog> ParseTorchtuneLog(std::string_view text, std::string_view name
     }
     int64_t step = 0;
     const size_t at = TorchtuneFields(line, &step);
-    if (at == std::string_view::npos) return;
+    if (at == std::string_view::npos) {
+      if (Result<bool> bar = bars.Read(line, no, name); !bar.ok()) error = bar.status();
+      return;
+    }
     // The log's last line without its newline: its last field may be cut off.
     const bool cut =
         !text.ends_with('\n') &&
@@ -164,6 +195,7 @@ Result<ParsedLog> ParseTorchtuneLog(std::string_view text, std::string_view name
     records.push_back(it);
   });
   BM_TRY(error);
+  if (records.empty() && bars.drawings() > 0) return FromBars(bars, std::move(log), name);
   if (records.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no torchtune metric lines ('Step N | loss:X lr:Y "
@@ -182,6 +214,11 @@ Result<ParsedLog> ParseTorchtuneLog(std::string_view text, std::string_view name
         "{}: the metric lines count steps from 0 (torchtune of April 2024): step N is read as "
         "optimizer step N + 1",
         name));
+  }
+  if (bars.drawings() > 0) {
+    log.notes.push_back(
+        fmt::format("{}:{}: torchtune's training bar not read: the metric lines give the steps",
+                    name, bars.first_line()));
   }
   if (reserved_gib >= 0) {
     log.peak_memory_bytes = reserved_gib * 1024.0 * 1024.0 * 1024.0;

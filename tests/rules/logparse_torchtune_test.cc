@@ -96,6 +96,40 @@ TEST(Torchtune, StepsCountedFromZeroInApril2024) {
   EXPECT_TRUE(r->ext.metrics["throughput"]["tokens_per_device_per_s"].is_null());
 }
 
+TEST(Torchtune, TrainingBarWithoutMetricLines) {
+  // meta-pytorch/torchtune PR #2620 (LoRA on two nodes, TorchX's `[trainer0|0]:` prefix; the
+  // metric lines went to the DiskLogger's file): the bar's drawings from `1|25|Loss:
+  // 1.2621808052062988:  26%|... | 26/101 [06:45<...]` (line 1) to `1|31|Loss: ...: 32/101
+  // [08:27<...]` (line 13). After each step the update drawing shows the new count with the
+  // previous description, then set_description the step's: count n is step n here. The steps'
+  // times are the differences of {elapsed} between counts: 27 07:00 - 06:45 = 15 s, 28 20 s,
+  // 29 18 s, 30 13 s, 31 22 s, 32 08:27 - 08:13 = 14 s; 26 has no count 25 before it.
+  Result<Read> r = ReadLog("torchtune_multinode_bars_pr2620.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ParsedLog& log = r->log;
+  EXPECT_EQ(log.format, "torchtune");
+  ASSERT_EQ(log.iterations.size(), 8u);
+  EXPECT_EQ(log.iterations[0].step, 25);
+  EXPECT_EQ(log.iterations[0].loss, 1.2621808052062988);
+  EXPECT_EQ(log.iterations[0].line, 1);
+  EXPECT_FALSE(log.iterations[0].ms);
+  EXPECT_EQ(log.iterations[1].step, 26);
+  EXPECT_EQ(log.iterations[1].loss, 1.2436443567276);
+  EXPECT_FALSE(log.iterations[1].ms);
+  const double ms[] = {15000, 20000, 18000, 13000, 22000, 14000};
+  for (size_t i = 2; i < 8; ++i) {
+    EXPECT_EQ(log.iterations[i].step, 25 + static_cast<int64_t>(i));
+    EXPECT_EQ(log.iterations[i].ms, ms[i - 2]) << log.iterations[i].step;
+    EXPECT_EQ(log.iterations[i].span, 1);
+  }
+  EXPECT_EQ(log.iterations[6].loss, 1.1992870569229126);  // step 31, line 12
+  EXPECT_FALSE(log.iterations[7].loss);  // step 32: its count drawn (line 13), not its description
+  EXPECT_EQ(log.iterations[7].line, 13);
+  // The median of 13, 14, 15, 18, 20, 22 s.
+  EXPECT_EQ(r->ext.metrics["throughput"]["step_ms_median"].get<double>(), 16500.0);
+  EXPECT_TRUE(r->Note("no metric lines: the steps and losses of torchtune's training bar"));
+}
+
 TEST(Torchtune, MemoryValidationAndTensorGradNorm) {
   // The fields a recipe adds (recipes/full_finetune_distributed.py at bd2a0fc):
   // get_memory_stats' peak_memory_* (GiB) with log_peak_memory_stats, grad_norm as the tensor's

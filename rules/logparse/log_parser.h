@@ -4,7 +4,7 @@
 // accelerate), PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf
 // `:::MLLOG` events, torchtitan's `step: N  loss: X ...  tps: T` lines, Nanotron's
 // `iteration: N / M | ...` lines, LitGPT's `iter I step S | loss train: X, ... (step)` lines,
-// torchtune's `Step N | loss:X ...` lines, and `auto`, which
+// torchtune's `Step N | loss:X ...` lines (or its `E|S|Loss: X` training bar), and `auto`, which
 // recognises the format from the log. One parser per format (one file each), found by name in a
 // small registry, so that the exec rule's `log_format = "megatron"`
 // is one lookup and a new format is one file and one registry line (STYLE.md
@@ -156,7 +156,8 @@ std::vector<std::string> LogParserNameList();
 // :::MLLOG events, NeMo 2 ProgressPrinter lines, NeMo 1 training bars, Megatron iteration lines,
 // PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts, Nanotron's iteration
 // lines, LitGPT's training lines, torchtitan's training lines, NeMo Automodel's step lines,
-// torchtune's metric lines (these three last, so that a log another format recognises keeps it).
+// torchtune's metric lines, torchtune's training bars (these four last, so that a log another
+// format recognises keeps it).
 // nullopt when no line matches.
 struct Detected {
   std::string_view format;  // a registry name

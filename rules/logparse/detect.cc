@@ -32,14 +32,15 @@ constexpr Kind kKinds[] = {
     {"deepspeed", IsDeepSpeedLine,
      "a DeepSpeed step, ThroughputTimer, wall_clock_breakdown timer or fp16 overflow line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
+    // After the others: a log any format above recognises keeps that format.
+    {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
+    {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
+    // Then the formats added last, so that a log an earlier release recognised keeps its format
+    // (torchtune's `Step N | name:value` the loosest of all).
     {"nanotron", IsNanotronIterationLine,
      "a Nanotron 'iteration: N / M | consumed_tokens: ... | ...' line"},
     {"litgpt", IsLitgptLine,
      "a LitGPT 'iter I step S | loss train: X, ... | iter time: T ms' line"},
-    // Last: a log any format above recognises keeps that format (torchtune's `Step N | name:value`
-    // the loosest of all).
-    {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
-    {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
     {"torchtune", IsTorchtuneStepLine, "a torchtune 'Step N | loss:X lr:Y ...' metric line"},
     {"torchtune", IsTorchtuneBarLine, "a torchtune training bar 'E|S|Loss: X: ... n/total [...]'"},
 };

@@ -154,10 +154,11 @@ std::vector<std::string> LogParserNameList();
 // Which format a log is in, by the first line that only that format prints,
 // in this order: FlagPerf's summary (it wraps another trainer's lines) or `[PerfLog]` events,
 // :::MLLOG events, NeMo 2 ProgressPrinter lines, NeMo 1 training bars, Megatron iteration lines,
-// PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts, Nanotron's iteration
-// lines, LitGPT's training lines, torchtitan's training lines, NeMo Automodel's step lines,
-// torchtune's metric lines, torchtune's training bars (these four last, so that a log another
-// format recognises keeps it).
+// PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts, torchtitan's training
+// lines, NeMo Automodel's step lines (these two after the others: a log another format recognises
+// keeps it), then Nanotron's iteration lines, LitGPT's training lines, torchtune's metric lines and
+// training bars (the formats added last, so that a log an earlier release recognised keeps its
+// format).
 // nullopt when no line matches.
 struct Detected {
   std::string_view format;  // a registry name

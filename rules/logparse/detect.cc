@@ -32,9 +32,17 @@ constexpr Kind kKinds[] = {
     {"deepspeed", IsDeepSpeedLine,
      "a DeepSpeed step, ThroughputTimer, wall_clock_breakdown timer or fp16 overflow line"},
     {"trainer", IsTrainerDictLine, "a transformers Trainer log dict"},
-    // Last: a log any format above recognises keeps that format.
+    // After the others: a log any format above recognises keeps that format.
     {"torchtitan", IsTorchtitanStepLine, "a torchtitan 'step: N  loss: X  ...  tps: T' line"},
     {"nemo", IsNemoAutomodelLine, "a NeMo Automodel 'step N | epoch E | loss X | ...' line"},
+    // Then the formats added last, so that a log an earlier release recognised keeps its format
+    // (torchtune's `Step N | name:value` the loosest of all).
+    {"nanotron", IsNanotronIterationLine,
+     "a Nanotron 'iteration: N / M | consumed_tokens: ... | ...' line"},
+    {"litgpt", IsLitgptLine,
+     "a LitGPT 'iter I step S | loss train: X, ... | iter time: T ms' line"},
+    {"torchtune", IsTorchtuneStepLine, "a torchtune 'Step N | loss:X lr:Y ...' metric line"},
+    {"torchtune", IsTorchtuneBarLine, "a torchtune training bar 'E|S|Loss: X: ... n/total [...]'"},
 };
 
 // The first line that is a Trainer dict but for its quotes: typographic ones (‘loss’, “loss”),
@@ -151,7 +159,10 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "transformers Trainer log dicts, "
         "PaddleNLP step lines, MLPerf :::MLLOG events, FlagPerf's 'Tokens/p/s:' summary or "
         "'[PerfLog]' events, torchtitan 'step: N  loss: X  ...  tps: T' lines, NeMo Automodel "
-        "'step N | epoch E | loss X | ...' lines{}",
+        "'step N | epoch E | loss X | ...' lines, Nanotron "
+        "'iteration: N / M | ... | lm_loss: X | ...' lines, LitGPT "
+        "'iter I step S | loss train: X, ... | iter time: T ms' lines, torchtune "
+        "'Step N | loss:X lr:Y ...' metric lines or training bars 'E|S|Loss: X: ...'{}",
         name, CountLines(text), TypographicDictHint(text));
   }
   const LogParser* parser = FindLogParser(d->format);

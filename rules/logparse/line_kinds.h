@@ -26,5 +26,14 @@ bool IsNemoAutomodelLine(std::string_view line);
 // "step:  2  loss:  7.7082  grad_norm: ...  memory: ...  tps: 301,092  ..." (torchtitan), or a
 // step line without the rate after torchtitan's `[titan]` or ezpz's `components/metrics:` prefix
 bool IsTorchtitanStepLine(std::string_view line);
+// "iteration: 992 / 1000 | consumed_tokens: 635K | ..." (Nanotron)
+bool IsNanotronIterationLine(std::string_view line);
+// "Epoch 4 | iter 961 step 961 | loss train: 1.062, ... | iter time: 529.46 ms (step)", "iter 1760
+// | step 220: loss 1.5947, iter time: ...", "iter 0 step 1: loss 10.91, iter time: ..." (LitGPT)
+bool IsLitgptLine(std::string_view line);
+// "Step 1 | loss:2.0853 lr:2e-05 tokens_per_second_per_gpu:57.83" (torchtune's metric loggers)
+bool IsTorchtuneStepLine(std::string_view line);
+// "1|26|Loss: 1.2436443567276:  27%|██▋       | 27/101 [07:00<17:31, 14.21s/it]" (torchtune's bar)
+bool IsTorchtuneBarLine(std::string_view line);
 
 }  // namespace bm::logparse

@@ -2,7 +2,9 @@
 // ProgressPrinter lines, NeMo 1's training bars and NeMo Automodel's step lines, DeepSpeed's
 // engine and ThroughputTimer lines, the Hugging Face Trainer's log dicts (transformers,
 // accelerate), PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf
-// `:::MLLOG` events, torchtitan's `step: N  loss: X ...  tps: T` lines, and `auto`, which
+// `:::MLLOG` events, torchtitan's `step: N  loss: X ...  tps: T` lines, Nanotron's
+// `iteration: N / M | ...` lines, LitGPT's `iter I step S | loss train: X, ... (step)` lines,
+// torchtune's `Step N | loss:X ...` lines (or its `E|S|Loss: X` training bar), and `auto`, which
 // recognises the format from the log. One parser per format (one file each), found by name in a
 // small registry, so that the exec rule's `log_format = "megatron"`
 // is one lookup and a new format is one file and one registry line (STYLE.md
@@ -143,7 +145,8 @@ struct LogParser {
 
 // nullptr for an unknown name.
 const LogParser* FindLogParser(std::string_view name);
-// "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, torchtitan, trainer"
+// "auto, deepspeed, flagperf, flagscale, litgpt, megatron, mllog, nanotron, nemo, paddle,
+// torchtitan, torchtune, trainer"
 std::string LogParserNames();
 // The same names, one an element.
 std::vector<std::string> LogParserNameList();
@@ -152,8 +155,10 @@ std::vector<std::string> LogParserNameList();
 // in this order: FlagPerf's summary (it wraps another trainer's lines) or `[PerfLog]` events,
 // :::MLLOG events, NeMo 2 ProgressPrinter lines, NeMo 1 training bars, Megatron iteration lines,
 // PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts, torchtitan's training
-// lines, NeMo Automodel's step lines (these two last, so that a log another format recognises
-// keeps it).
+// lines, NeMo Automodel's step lines (these two after the others: a log another format recognises
+// keeps it), then Nanotron's iteration lines, LitGPT's training lines, torchtune's metric lines and
+// training bars (the formats added last, so that a log an earlier release recognised keeps its
+// format).
 // nullopt when no line matches.
 struct Detected {
   std::string_view format;  // a registry name
@@ -175,6 +180,9 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParsePaddleLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseFlagPerfLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseTorchtuneLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseLitgptLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name);
 
 }  // namespace bm::logparse

@@ -34,14 +34,23 @@ constexpr LogParser kParsers[] = {
      "every step after the first"},
     {"flagscale", Read<ParseMegatronLog>, 1,
      "FlagScale's cases average the step times without the first"},
+    {"litgpt", Read<ParseLitgptLog>, 1,
+     "every step after the first: the first iteration holds the start-up (compilation, the first "
+     "kernels)"},
     {"megatron", Read<ParseMegatronLog>, 1, "as FlagScale: every iteration after the first"},
     {"mllog", Read<ParseMllog>, 1, "every step after the first"},
+    {"nanotron", Read<ParseNanotronLog>, 1,
+     "every step after the first: step 1's time includes the first step's allocations and "
+     "kernel set-up"},
     {"nemo", Read<ParseNemoLog>, 1, "as Megatron: every step after the first"},
     {"paddle", Read<ParsePaddleLog>, 10,
      "as PaddleNLP's benchmark scripts (skip_steps = 10: the first steps are unstable)"},
     {"torchtitan", Read<ParseTorchtitanLog>, 1,
      "every step after the first: step 1's record includes the start-up (compilation, the first "
      "batches)"},
+    {"torchtune", Read<ParseTorchtuneLog>, 1,
+     "every step after the first: step 1's time runs from before the training loop (the first "
+     "batches, compilation)"},
     {"trainer", Read<ParseTrainerLog>, 1,
      "the Trainer's train_samples_per_second when the log has it (the whole run)"},
 };

@@ -3339,9 +3339,11 @@ TEST(Registry, FormatsByName) {
   EXPECT_EQ(FindLogParser("nemo2"), nullptr);
   EXPECT_EQ(FindLogParser("paddle")->default_warmup_steps, 10);
   EXPECT_EQ(FindLogParser("torchtitan")->default_warmup_steps, 1);
+  EXPECT_EQ(FindLogParser("torchtune")->default_warmup_steps, 1);
+  EXPECT_EQ(FindLogParser("nanotron")->default_warmup_steps, 1);
   EXPECT_EQ(LogParserNames(),
-            "auto, deepspeed, flagperf, flagscale, megatron, mllog, nemo, paddle, torchtitan, "
-            "trainer");
+            "auto, deepspeed, flagperf, flagscale, litgpt, megatron, mllog, nanotron, nemo, "
+            "paddle, torchtitan, torchtune, trainer");
 }
 
 }  // namespace

@@ -25,6 +25,11 @@ struct Command {
   // (`scancel` of the Slurm job a srun started). Empty: nothing. argv[0] is
   // looked up on PATH when the command starts.
   std::vector<std::string> on_interrupt;
+  // Interrupted, the command has this long to end after the forwarded signal;
+  // then what is left of its process group (the command, when it ignores the
+  // signal; a shell's background job, which ignores SIGINT) is SIGKILLed, so
+  // nothing it started outlives benchmake.
+  double interrupt_grace_seconds = 5;
 };
 
 struct CommandResult {

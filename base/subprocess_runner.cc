@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ using Clock = std::chrono::steady_clock;
 // runs; it just misses the forwarded signal.
 constexpr int kMaxForwarded = 256;
 std::atomic<pid_t> g_groups[kMaxForwarded];
+// Command::interrupt_grace_seconds of the command in the same slot, in ms.
+std::atomic<int> g_grace_ms[kMaxForwarded];
 
 // A Command::on_interrupt made ready for execve in a signal handler: every
 // string and pointer array built before, nothing allocated after.
@@ -44,6 +47,36 @@ std::mutex g_forward_mu;
 int g_forward_users = 0;  // guarded by g_forward_mu
 struct sigaction g_old_int {};
 struct sigaction g_old_term {};
+
+int64_t MonotonicMs() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1000000;
+}
+
+// After the forwarded signal: each command has its grace to end, then what
+// is left of its group is SIGKILLed. A shell's background job ignores SIGINT
+// and a command may ignore both signals; without this they outlive the
+// interrupted step, on GPUs the allocator has handed back. The command is
+// not reaped (WNOWAIT): a thread running it still sees how it ended.
+// clock_gettime, waitid, nanosleep and kill are async-signal-safe.
+void KillWhatIsLeft() {
+  const int64_t start = MonotonicMs();
+  for (int i = 0; i < kMaxForwarded; ++i) {
+    const pid_t g = g_groups[i].load();
+    if (g <= 0) continue;
+    const int64_t deadline = start + g_grace_ms[i].load();
+    for (;;) {
+      siginfo_t info{};
+      int w = ::waitid(P_PID, static_cast<id_t>(g), &info, WEXITED | WNOHANG | WNOWAIT);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 || info.si_pid == g || MonotonicMs() >= deadline) break;
+      timespec tick{0, 10 * 1000 * 1000};
+      ::nanosleep(&tick, nullptr);
+    }
+    ::kill(-g, SIGKILL);
+  }
+}
 
 void ForwardSignal(int sig) {
   for (std::atomic<pid_t>& group : g_groups) {
@@ -64,6 +97,7 @@ void ForwardSignal(int sig) {
     while (pid > 0 && ::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
   }
+  KillWhatIsLeft();
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -92,11 +126,12 @@ class ForwardingScope {
   ForwardingScope(const ForwardingScope&) = delete;
   ForwardingScope& operator=(const ForwardingScope&) = delete;
 
-  void Add(pid_t group) {
-    for (std::atomic<pid_t>& slot : g_groups) {
+  void Add(pid_t group, double grace_seconds) {
+    for (int i = 0; i < kMaxForwarded; ++i) {
       pid_t free = 0;
-      if (slot.compare_exchange_strong(free, group)) {
-        slots_.push_back(&slot);
+      if (g_groups[i].compare_exchange_strong(free, group)) {
+        g_grace_ms[i].store(static_cast<int>(std::max(grace_seconds, 0.0) * 1000));
+        slots_.push_back(&g_groups[i]);
         return;
       }
     }
@@ -391,7 +426,7 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   std::unique_ptr<PreparedExec> cancel = PrepareExec(cmd);  // outlives `forwarding`
   ForwardingScope forwarding;
   BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
-  forwarding.Add(children[0]->pid);
+  forwarding.Add(children[0]->pid, cmd.interrupt_grace_seconds);
   if (cancel) forwarding.AddCancel(cancel.get());
   Supervise(children, /*group=*/false, /*grace=*/5);
   return children[0]->Result();
@@ -417,7 +452,7 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
       Supervise(children, /*group=*/false, options.grace_seconds);
       return started;
     }
-    forwarding.Add(children.back()->pid);
+    forwarding.Add(children.back()->pid, cmd.interrupt_grace_seconds);
   }
   GroupResult result;
   result.first_failure =

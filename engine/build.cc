@@ -91,6 +91,9 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   cmd.env[kColorEnv] = options.color ? "always" : "never";
   cmd.env[options.color ? "CLICOLOR_FORCE" : "NO_COLOR"] = "1";
+  // Interrupted, ninja waits for its steps, which give their commands the
+  // default grace before killing what is left: wait longer than that.
+  cmd.interrupt_grace_seconds = 2 * Command().interrupt_grace_seconds;
   BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
   if (options.targets.empty() && !options.dry_run) BM_TRY(WriteCleanStamp(ws, gen.targets));

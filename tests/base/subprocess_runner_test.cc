@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -252,6 +253,77 @@ TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
   for (int i = 0; i < 100 && !std::filesystem::exists(forwarded); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(Slurp(forwarded), "INT\n") << "the command got the signal";
+}
+
+// The pid a command wrote to `path` once it exists (waiting up to 10 s), or 0.
+pid_t PidWrittenTo(const std::string& path) {
+  auto start = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(path) && SecondsSince(start) < 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // written whole
+  return static_cast<pid_t>(std::atoi(Slurp(path).c_str()));
+}
+
+// Whether `pid` ends within `seconds`.
+bool EndsWithin(pid_t pid, double seconds) {
+  auto start = std::chrono::steady_clock::now();
+  while (Alive(pid) && SecondsSince(start) < seconds)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return !Alive(pid);
+}
+
+// Forks a process that runs `c` through the runner, waits until the command
+// wrote its pids (`pid_file`), interrupts the process with SIGINT (what
+// Ctrl-C sends), and returns its wait status.
+int InterruptWhileRunning(const Command& c, const std::string& pid_file) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    SubprocessRunner runner;
+    (void)runner.Run(c);
+    ::_exit(0);
+  }
+  (void)PidWrittenTo(pid_file);
+  ::kill(pid, SIGINT);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  return wstatus;
+}
+
+// Ctrl-C while a shell runs a background job: the shell dies of SIGINT, but a
+// non-interactive shell's background jobs ignore SIGINT (POSIX), so the job
+// outlived the step (ninja leaves it too). What is left of the command's
+// group once the command has ended is killed before benchmake dies.
+TEST(SubprocessRunnerTest, InterruptKillsWhatTheCommandLeftRunning) {
+  const std::string job = ::testing::TempDir() + "/interrupt.job";
+  std::remove(job.c_str());
+  int wstatus = InterruptWhileRunning(Sh("sleep 30 & echo $! > " + job + "; wait"), job);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
+  pid_t background = PidWrittenTo(job);
+  ASSERT_GT(background, 0);
+  EXPECT_TRUE(EndsWithin(background, 2)) << "the background job is gone";
+  if (Alive(background)) ::kill(background, SIGKILL);
+}
+
+// A command that ignores SIGINT and SIGTERM has its interrupt grace to end;
+// then it and its children are killed, and benchmake dies of the signal.
+TEST(SubprocessRunnerTest, InterruptKillsACommandIgnoringItAfterItsGrace) {
+  const std::string pids = ::testing::TempDir() + "/interrupt.pids";
+  std::remove(pids.c_str());
+  Command c = Sh("trap '' INT TERM; sleep 30 & echo $$ $! > " + pids + "; wait");
+  c.interrupt_grace_seconds = 0.3;
+  auto start = std::chrono::steady_clock::now();
+  int wstatus = InterruptWhileRunning(c, pids);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
+  EXPECT_LT(SecondsSince(start), 5);
+  std::istringstream in(Slurp(pids));
+  pid_t shell = 0, child = 0;
+  in >> shell >> child;
+  ASSERT_GT(shell, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(EndsWithin(shell, 2)) << "the command is gone";
+  EXPECT_TRUE(EndsWithin(child, 2)) << "its child is gone";
+  for (pid_t p : {shell, child})
+    if (Alive(p)) ::kill(p, SIGKILL);
 }
 
 }  // namespace

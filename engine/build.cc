@@ -23,6 +23,8 @@
 namespace bm::engine {
 namespace {
 
+constexpr const char* kLockFdEnv = "BENCHMAKE_LOCK_FD";
+
 Result<FileLock> LockWorkspace(const Workspace& ws) {
   BM_TRY(ws.fs->MakeDirs(ws.StateDir()));
   std::string path = ws.StateDir() + "/lock";
@@ -33,7 +35,8 @@ Result<FileLock> LockWorkspace(const Workspace& ws) {
         ws.fs->ReadFile(path + ".pid").ok() ? *ws.fs->ReadFile(path + ".pid") : "?";
     while (!holder.empty() && holder.back() == '\n') holder.pop_back();
     std::fprintf(stderr,
-                 "benchmake: another build of this workspace is running (pid %s); waiting...\n",
+                 "benchmake: another build of this workspace is running (pid %s, or the steps "
+                 "it started); waiting...\n",
                  holder.c_str());
     auto start = std::chrono::steady_clock::now();
     BM_ASSIGN_OR_RETURN(lock, FileLock::Lock(path));
@@ -91,10 +94,17 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   cmd.env[kColorEnv] = options.color ? "always" : "never";
   cmd.env[options.color ? "CLICOLOR_FORCE" : "NO_COLOR"] = "1";
+  // Ninja and its steps hold the workspace lock too: killed, this build
+  // leaves them running, and the next one must wait for them rather than run
+  // the same steps in the same scratch and out/ directories beside them.
+  BM_ASSIGN_OR_RETURN(FileLock shared, lock.Inheritable());
+  cmd.env[kLockFdEnv] = std::to_string(shared.fd());
   // Interrupted, ninja waits for its steps, which give their commands the
   // default grace before killing what is left: wait longer than that.
   cmd.interrupt_grace_seconds = 2 * Command().interrupt_grace_seconds;
-  BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
+  Result<CommandResult> ran = ws.runner->Run(cmd);
+  shared.Release();
+  BM_ASSIGN_OR_RETURN(CommandResult r, std::move(ran));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
   if (options.targets.empty() && !options.dry_run) BM_TRY(WriteCleanStamp(ws, gen.targets));
   if (options.remeasure && !options.dry_run) {
@@ -105,6 +115,11 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     for (const std::string& t : options.targets) BM_TRY(RunStep(ws, t, step).status());
   }
   return Status::Ok();
+}
+
+void KeepWorkspaceLockFromCommands() {
+  const char* fd = std::getenv(kLockFdEnv);
+  if (fd && *fd) FileLock::KeepFromChildren(std::atoi(fd));
 }
 
 Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options,

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -369,6 +370,64 @@ outputs = ["x"]
   BuildOk();
   EXPECT_EQ(Runs(), "slow");
   EXPECT_EQ(ReadText(ws_ / "out/slow/x"), "done\n");
+}
+
+// `benchmake build` killed with SIGKILL leaves ninja and its steps running
+// (ninja leaves its commands so too). The next build waits for them, as for
+// a build still running (Bazel: "Another command is running"), instead of
+// running the same step beside them: that step's start removed the running
+// one's scratch directory, failing it, and both then wrote out/NAME.
+TEST_F(E2eTest, AKilledBuildsStepsKeepTheWorkspaceUntilTheyEnd) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.slow]
+rule = "exec"
+command = ["sh", "-c", "echo slow >> $RUNS_LOG; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo done > {out}/x"]
+outputs = ["x"]
+
+[target.after]
+rule = "exec"
+inputs = ["slow"]
+command = ["sh", "-c", "echo after >> $RUNS_LOG; cp {in.slow}/x {out}/y"]
+outputs = ["y"]
+)");
+  const fs::path started = root_ / "started", gate = root_ / "gate";
+  ::setenv("STARTED", started.c_str(), 1);
+  ::setenv("GATE", gate.c_str(), 1);
+  auto start_build = [&](const fs::path& output) {
+    std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > '" +
+                      output.string() + "' 2>&1";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
+  };
+  auto wait_for = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 400 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return done();
+  };
+  pid_t first = start_build(root_ / "first.txt");
+  if (!wait_for([&] { return fs::exists(started); })) {
+    WriteText(gate, "");  // no step left waiting
+    FAIL() << "the step did not start: " << ReadText(root_ / "first.txt");
+  }
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  pid_t second = start_build(root_ / "second.txt");
+  bool waited = wait_for([&] {
+    return ReadText(root_ / "second.txt").find("another build of this workspace is running") !=
+           std::string::npos;
+  });
+  WriteText(gate, "");
+  ::waitpid(second, &status, 0);
+  EXPECT_TRUE(waited) << ReadText(root_ / "second.txt");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadText(root_ / "second.txt");
+  EXPECT_EQ(Runs(), "slow after") << "each step ran once, by the killed build's ninja";
+  EXPECT_EQ(ReadText(ws_ / "out/after/y"), "done\n");
+  EXPECT_EQ(ReadText(root_ / "first.txt").find("FAILED"), std::string::npos)
+      << ReadText(root_ / "first.txt");
 }
 
 TEST_F(E2eTest, CorruptBlobIsDetectedReportedAndRebuilt) {

@@ -287,10 +287,22 @@ class Stepper {
                     drift));
   }
 
-  // Runs the rule; returns the manifest digest of what it produced.
+  // Runs the rule; returns the manifest digest of what it produced. Its
+  // scratch dir goes whether or not the cache could store the outputs (a
+  // full cache keeps no copy of them in .benchmake/tmp); its resume dir only
+  // once they are stored, for a run after room was made.
   Result<Digest> Execute(const Digest& key) {
     BM_ASSIGN_OR_RETURN(RuleRun run, RunRule(key, /*remeasure=*/false));
     CheckPlatform(run);
+    Result<Digest> stored = Store(key, run);
+    (void)fs_.RemoveAll(run.scratch);
+    if (stored.ok()) (void)fs_.RemoveAll(run.resume_dir);
+    return stored;
+  }
+
+  // Ingests what the run left in its out dir, records the action and
+  // materializes it; returns the manifest digest.
+  Result<Digest> Store(const Digest& key, const RuleRun& run) {
     cache::ActionRecord record;
     record.key = key;
     record.target = target_;
@@ -319,8 +331,6 @@ class Stepper {
     record.provenance = ProvenanceOf(run);
     BM_TRY(cache_->PutAction(record));
     BM_TRY(Materialize(record, "ran", run.out_dir));
-    (void)fs_.RemoveAll(run.scratch);
-    (void)fs_.RemoveAll(run.resume_dir);
     return cache::ManifestDigest(record.outputs);
   }
 
@@ -349,6 +359,7 @@ class Stepper {
       want = std::max<int64_t>(want, 1);
     for (int64_t i = 0; i < want; ++i) {
       BM_ASSIGN_OR_RETURN(RuleRun run, RunRule(key, /*remeasure=*/true));
+      (void)fs_.RemoveAll(run.scratch);  // a measurement's outputs are not kept
       cache::RecordedMeasurement m;
       m.metrics = run.result.metrics;
       BM_ASSIGN_OR_RETURN(Digest log_digest, cache_->PutBytes(run.log_text));
@@ -356,7 +367,6 @@ class Stepper {
       m.provenance = ProvenanceOf(run);
       record->remeasurements.push_back(std::move(m));
       BM_TRY(cache_->PutAction(*record));
-      (void)fs_.RemoveAll(run.scratch);
       (void)fs_.RemoveAll(run.resume_dir);
       ++report.remeasured;
       Notice(fmt::format("measured again in {:.2f}s ({} measurements)", run.seconds,

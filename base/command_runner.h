@@ -19,7 +19,7 @@ struct Command {
   std::string log_path;                    // stdout+stderr appended here; empty: inherit
   bool echo_to_terminal = false;           // with log_path: also copy output to our stderr
   std::optional<double> timeout_seconds;   // killed (SIGTERM, then SIGKILL) past this
-  // Run when benchmake is interrupted (SIGINT, SIGTERM) while this command
+  // Run when benchmake is interrupted (SIGINT, SIGTERM, SIGHUP) while this command
   // runs, after the signal was forwarded to it, and waited for before
   // benchmake dies: how work the command stands for elsewhere is cancelled
   // (`scancel` of the Slurm job a srun started). Empty: nothing. argv[0] is

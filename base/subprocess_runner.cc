@@ -27,7 +27,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The process groups of every running child, for the handler that forwards
-// SIGINT and SIGTERM to them. A fixed table of atomics: a signal handler may
+// SIGINT, SIGTERM and SIGHUP to them. A fixed table of atomics: a signal handler may
 // only read memory it cannot see half-written. A child beyond the table still
 // runs; it just misses the forwarded signal.
 constexpr int kMaxForwarded = 256;
@@ -47,6 +47,7 @@ std::mutex g_forward_mu;
 int g_forward_users = 0;  // guarded by g_forward_mu
 struct sigaction g_old_int {};
 struct sigaction g_old_term {};
+struct sigaction g_old_hup {};
 
 int64_t MonotonicMs() {
   timespec t{};
@@ -102,9 +103,11 @@ void ForwardSignal(int sig) {
   ::raise(sig);
 }
 
-// While alive: SIGINT and SIGTERM sent to benchmake are forwarded to the
-// groups added. The first scope installs the handler, the last restores the
-// previous one (several threads may run commands at once).
+// While alive: SIGINT, SIGTERM and SIGHUP sent to benchmake are forwarded to
+// the groups added. The first scope installs the handler, the last restores
+// the previous one (several threads may run commands at once). SIGHUP (the
+// terminal closed) stops the commands as it stops ninja, unless benchmake was
+// told to ignore it (nohup): killed by it, benchmake left them running.
 class ForwardingScope {
  public:
   ForwardingScope() {
@@ -114,6 +117,8 @@ class ForwardingScope {
     sa.sa_handler = ForwardSignal;
     ::sigaction(SIGINT, &sa, &g_old_int);
     ::sigaction(SIGTERM, &sa, &g_old_term);
+    ::sigaction(SIGHUP, nullptr, &g_old_hup);
+    if (g_old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &sa, nullptr);
   }
   ~ForwardingScope() {
     for (std::atomic<pid_t>* slot : slots_) slot->store(0);
@@ -122,6 +127,7 @@ class ForwardingScope {
     if (--g_forward_users > 0) return;
     ::sigaction(SIGINT, &g_old_int, nullptr);
     ::sigaction(SIGTERM, &g_old_term, nullptr);
+    ::sigaction(SIGHUP, &g_old_hup, nullptr);
   }
   ForwardingScope(const ForwardingScope&) = delete;
   ForwardingScope& operator=(const ForwardingScope&) = delete;

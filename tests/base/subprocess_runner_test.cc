@@ -273,9 +273,9 @@ bool EndsWithin(pid_t pid, double seconds) {
 }
 
 // Forks a process that runs `c` through the runner, waits until the command
-// wrote its pids (`pid_file`), interrupts the process with SIGINT (what
-// Ctrl-C sends), and returns its wait status.
-int InterruptWhileRunning(const Command& c, const std::string& pid_file) {
+// wrote its pids (`pid_file`), interrupts the process with `sig` (SIGINT:
+// what Ctrl-C sends), and returns its wait status.
+int InterruptWhileRunning(const Command& c, const std::string& pid_file, int sig = SIGINT) {
   pid_t pid = ::fork();
   if (pid == 0) {
     SubprocessRunner runner;
@@ -283,7 +283,7 @@ int InterruptWhileRunning(const Command& c, const std::string& pid_file) {
     ::_exit(0);
   }
   (void)PidWrittenTo(pid_file);
-  ::kill(pid, SIGINT);
+  ::kill(pid, sig);
   int wstatus = 0;
   ::waitpid(pid, &wstatus, 0);
   return wstatus;
@@ -324,6 +324,40 @@ TEST(SubprocessRunnerTest, InterruptKillsACommandIgnoringItAfterItsGrace) {
   EXPECT_TRUE(EndsWithin(child, 2)) << "its child is gone";
   for (pid_t p : {shell, child})
     if (Alive(p)) ::kill(p, SIGKILL);
+}
+
+// A closed terminal (SIGHUP) stops the command as it stops ninja; benchmake,
+// killed by it, used to leave the command running.
+TEST(SubprocessRunnerTest, HangupIsForwardedLikeAnInterrupt) {
+  const std::string pid_file = ::testing::TempDir() + "/hangup.pid";
+  std::remove(pid_file.c_str());
+  int wstatus =
+      InterruptWhileRunning(Sh("echo $$ > " + pid_file + "; exec sleep 30"), pid_file, SIGHUP);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGHUP) << "dies of the signal";
+  pid_t command = PidWrittenTo(pid_file);
+  ASSERT_GT(command, 0);
+  EXPECT_TRUE(EndsWithin(command, 2)) << "the command is gone";
+  if (Alive(command)) ::kill(command, SIGKILL);
+}
+
+// Under nohup (SIGHUP ignored) a hangup changes nothing, for benchmake and
+// for its commands.
+TEST(SubprocessRunnerTest, AnIgnoredHangupStaysIgnored) {
+  const std::string pid_file = ::testing::TempDir() + "/nohup.pid";
+  std::remove(pid_file.c_str());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGHUP, SIG_IGN);
+    SubprocessRunner runner;
+    Result<CommandResult> r = runner.Run(Sh("echo $$ > " + pid_file + "; sleep 0.5"));
+    ::_exit(r.ok() && r->success() ? 0 : 1);
+  }
+  pid_t command = PidWrittenTo(pid_file);
+  ::kill(pid, SIGHUP);
+  ::kill(command, SIGHUP);  // a hangup reaches the whole session
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "the command ran to its end";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "base/file_lock.h"
 #include "base/nearest_name.h"
+#include "base/signal_name.h"
 #include "base/subprocess_runner.h"
 #include "base/terminal.h"
 #include "cache/run_health.h"
@@ -105,6 +106,9 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   Result<CommandResult> ran = ws.runner->Run(cmd);
   shared.Release();
   BM_ASSIGN_OR_RETURN(CommandResult r, std::move(ran));
+  if (r.term_signal)  // killed from outside (the OOM killer, kill -9): its steps may still run
+    return Errorf(ErrorCode::kFailed, "build failed: ninja was killed by {}",
+                  SignalName(r.term_signal));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
   if (options.targets.empty() && !options.dry_run) BM_TRY(WriteCleanStamp(ws, gen.targets));
   if (options.remeasure && !options.dry_run) {

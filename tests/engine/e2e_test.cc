@@ -430,6 +430,22 @@ outputs = ["y"]
       << ReadText(root_ / "first.txt");
 }
 
+// ninja killed from outside (the OOM killer, kill -9): the build fails
+// naming the signal, where it said "build failed (ninja exit 0)".
+TEST_F(E2eTest, NinjaKilledByASignalIsNamed) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.k]
+rule = "exec"
+command = ["sh", "-c", "p=$PPID; while [ \"$p\" -gt 1 ] && [ \"$(cat /proc/$p/comm)\" != ninja ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; [ \"$p\" -gt 1 ] && kill -9 $p; echo x > {out}/x"]
+)");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("build failed: ninja was killed by signal 9 (SIGKILL)"),
+            std::string::npos)
+      << r.output;
+  BuildOk();  // waits for the step ninja left running (it holds the workspace)
+  EXPECT_EQ(ReadText(ws_ / "out/k/x"), "x\n");
+}
+
 TEST_F(E2eTest, CorruptBlobIsDetectedReportedAndRebuilt) {
   BuildOk();
   Runs();

@@ -124,6 +124,7 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
 void KeepWorkspaceLockFromCommands() {
   const char* fd = std::getenv(kLockFdEnv);
   if (fd && *fd) FileLock::KeepFromChildren(std::atoi(fd));
+  ::unsetenv(kLockFdEnv);  // names nothing in the commands
 }
 
 Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options,

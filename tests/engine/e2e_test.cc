@@ -430,6 +430,21 @@ outputs = ["y"]
       << ReadText(root_ / "first.txt");
 }
 
+// The lock ninja and the steps inherit stays out of the steps' commands: a
+// process a step leaves running (a server it started) must not hold the
+// workspace, nor see a variable naming a descriptor it does not have.
+TEST_F(E2eTest, AStepsCommandHoldsNoWorkspaceLock) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.fds]
+rule = "exec"
+command = ["sh", "-c", "for f in /proc/$$/fd/*; do readlink $f; done > {out}/fds; env > {out}/env"]
+)");
+  BuildOk();
+  std::string fds = ReadText(ws_ / "out/fds/fds");
+  EXPECT_NE(fds.find("/dev/"), std::string::npos) << fds;  // read at all: its stdio
+  EXPECT_EQ(fds.find(".benchmake/lock"), std::string::npos) << fds;
+  EXPECT_EQ(ReadText(ws_ / "out/fds/env").find("BENCHMAKE_LOCK_FD"), std::string::npos);
+}
+
 // ninja killed from outside (the OOM killer, kill -9): the build fails
 // naming the signal, where it said "build failed (ninja exit 0)".
 TEST_F(E2eTest, NinjaKilledByASignalIsNamed) {

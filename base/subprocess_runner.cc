@@ -159,6 +159,37 @@ class ForwardingScope {
   std::vector<std::atomic<const PreparedExec*>*> cancel_slots_;
 };
 
+sigset_t InterruptSignals() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaddset(&set, sig);
+  return set;
+}
+
+// Holds SIGINT, SIGTERM and SIGHUP back (in this thread) while children start
+// and are added to the forwarding scope: one that arrives in between is
+// handled once they are known to the handler, which otherwise forwarded it to
+// no one and left the new child running. Spawn unblocks them in the child.
+class HoldInterrupts {
+ public:
+  HoldInterrupts() {
+    sigset_t set = InterruptSignals();
+    ::pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~HoldInterrupts() { Release(); }
+  HoldInterrupts(const HoldInterrupts&) = delete;
+  HoldInterrupts& operator=(const HoldInterrupts&) = delete;
+  void Release() {
+    if (released_) return;
+    released_ = true;
+    ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t old_{};
+  bool released_ = false;
+};
+
 std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -279,6 +310,8 @@ Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
     ::setpgid(0, 0);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    sigset_t held = InterruptSignals();  // HoldInterrupts' mask, which exec would keep
+    ::sigprocmask(SIG_UNBLOCK, &held, nullptr);
     if (die_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
@@ -431,9 +464,11 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   children.push_back(std::make_unique<Child>());
   std::unique_ptr<PreparedExec> cancel = PrepareExec(cmd);  // outlives `forwarding`
   ForwardingScope forwarding;
+  HoldInterrupts hold;
   BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
   forwarding.Add(children[0]->pid, cmd.interrupt_grace_seconds);
   if (cancel) forwarding.AddCancel(cancel.get());
+  hold.Release();
   Supervise(children, /*group=*/false, /*grace=*/5);
   return children[0]->Result();
 }
@@ -445,6 +480,7 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
   for (const Command& cmd : commands)
     if (std::unique_ptr<PreparedExec> c = PrepareExec(cmd)) cancels.push_back(std::move(c));
   ForwardingScope forwarding;
+  HoldInterrupts hold;
   for (const std::unique_ptr<PreparedExec>& c : cancels) forwarding.AddCancel(c.get());
   for (const Command& cmd : commands) {
     children.push_back(std::make_unique<Child>());
@@ -460,6 +496,7 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
     }
     forwarding.Add(children.back()->pid, cmd.interrupt_grace_seconds);
   }
+  hold.Release();
   GroupResult result;
   result.first_failure =
       Supervise(children, /*group=*/true, options.grace_seconds, options.straggler_seconds);

@@ -90,6 +90,7 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   // Unknown names and targets that cannot run here fail before anything runs.
   BM_TRY(PlanBuild(ws, options.targets, gen.targets).status());
   BM_TRY(ForgetCleanStamp(ws));
+  BM_ASSIGN_OR_RETURN(const std::string generated, GeneratedState(ws, gen.targets));
   for (const std::string& t : options.targets) cmd.argv.push_back(fmt::format("t/{}.out", t));
   // Every step of this build shares one remote-cache verdict (cache/run_health.h).
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
@@ -110,7 +111,10 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     return Errorf(ErrorCode::kFailed, "build failed: ninja was killed by {}",
                   SignalName(r.term_signal));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
-  if (options.targets.empty() && !options.dry_run) BM_TRY(WriteCleanStamp(ws, gen.targets));
+  if (options.targets.empty() && !options.dry_run) {
+    Result<std::string> now = GeneratedState(ws, gen.targets);
+    if (now.ok() && *now == generated) BM_TRY(WriteCleanStamp(ws, gen.targets));
+  }
   if (options.remeasure && !options.dry_run) {
     StepOptions step;
     step.remeasure = true;

@@ -430,6 +430,45 @@ outputs = ["y"]
       << ReadText(root_ / "first.txt");
 }
 
+// `status` takes no lock and regenerates the workspace's state. Run during a
+// build after an edit, it rewrote the .spec of a target the build had already
+// built with the old parameters; the build's stamp of a clean workspace then
+// covered the new .spec and the next build said "no work to do", while
+// `status` said the target must run.
+TEST_F(E2eTest, AnEditSeenByStatusDuringABuildIsBuiltByTheNextBuild) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.d]
+rule = "exec"
+command = ["sh", "-c", "echo d >> $RUNS_LOG; echo P=1 > {out}/d"]
+
+[target.e]
+rule = "exec"
+command = ["sh", "-c", "while [ ! -e $GATE ]; do sleep 0.05; done; echo E > {out}/e"]
+)");
+  const fs::path gate = root_ / "gate";
+  ::setenv("GATE", gate.c_str(), 1);
+  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build -j 2 > '" +
+                    (root_ / "first.txt").string() + "' 2>&1";
+  pid_t first = ::fork();
+  if (first == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 400 && !fs::exists(ws_ / ".benchmake/t/d.out"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  Edit("P=1", "P=2");
+  Run status = Benchmake("status");
+  WriteText(gate, "");
+  int wstatus = 0;
+  ::waitpid(first, &wstatus, 0);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadText(root_ / "first.txt");
+  EXPECT_NE(status.output.find("P=2"), std::string::npos) << status.output;
+  Runs();
+  Run second = Benchmake("build");
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Runs(), "d") << second.output;
+  EXPECT_EQ(ReadText(ws_ / "out/d/d"), "P=2\n");
+}
+
 // The lock ninja and the steps inherit stays out of the steps' commands: a
 // process a step leaves running (a server it started) must not hold the
 // workspace, nor see a variable naming a descriptor it does not have.

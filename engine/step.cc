@@ -97,6 +97,7 @@ class Stepper {
       BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
       report.outcome = StepOutcome::kRan;
     }
+    BM_TRY(CheckSpecUnchanged(spec_text));
     BM_TRY(WriteOutStamp(ws_, target_, report.manifest));
     report.seconds = Since(start);
     if (report.outcome == StepOutcome::kRan) Notice(fmt::format("ran in {:.2f}s", report.seconds));
@@ -111,6 +112,20 @@ class Stepper {
     *options_.console << Styled(target_ + ":", Style::kSuccess, options_.color) << " " << what
                       << "\n"
                       << std::flush;
+  }
+
+  // `status`, `explain` and `graph` take no lock: run beside the build after
+  // an edit, they rewrite NAME.spec. NAME.out written now would be newer than
+  // that .spec and ninja would take the target as built for it. Failing
+  // leaves NAME.out as it was, so the next build runs the step again.
+  Status CheckSpecUnchanged(const std::string& spec_text) {
+    Result<std::string> now = fs_.ReadFile(ws_.TargetFile(target_, "spec"));
+    if (now.ok() && *now == spec_text) return Status::Ok();
+    return Errorf(ErrorCode::kFailed,
+                  "{}: its definition changed while it ran (a `benchmake status`, `explain` or "
+                  "`graph` regenerated the workspace); what it made for the old one is cached; "
+                  "build again to bring it up to date",
+                  target_);
   }
 
   Result<std::string> ReadState(std::string_view ext) {

@@ -469,6 +469,43 @@ command = ["sh", "-c", "while [ ! -e $GATE ]; do sleep 0.05; done; echo E > {out
   EXPECT_EQ(ReadText(ws_ / "out/d/d"), "P=2\n");
 }
 
+// The same edit and `status` while the target's own step runs: the step read
+// the old .spec, and the .out it wrote after the new one made ninja take the
+// target as up to date ("ninja: no work to do", `status`: "run"). The step
+// now fails, and the next build runs it for the new definition.
+TEST_F(E2eTest, AnEditSeenByStatusWhileItsStepRunsFailsTheStep) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.d]
+rule = "exec"
+command = ["sh", "-c", "echo d >> $RUNS_LOG; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo P=1 > {out}/d"]
+)");
+  const fs::path started = root_ / "started", gate = root_ / "gate";
+  ::setenv("STARTED", started.c_str(), 1);
+  ::setenv("GATE", gate.c_str(), 1);
+  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > '" +
+                    (root_ / "first.txt").string() + "' 2>&1";
+  pid_t first = ::fork();
+  if (first == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 400 && !fs::exists(started); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  Edit("P=1", "P=2");
+  Run status = Benchmake("status");
+  WriteText(gate, "");
+  int wstatus = 0;
+  ::waitpid(first, &wstatus, 0);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1) << ReadText(root_ / "first.txt");
+  EXPECT_NE(ReadText(root_ / "first.txt").find("d: its definition changed while it ran"),
+            std::string::npos)
+      << ReadText(root_ / "first.txt");
+  Runs();
+  Run second = Benchmake("build");
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Runs(), "d") << second.output;
+  EXPECT_EQ(ReadText(ws_ / "out/d/d"), "P=2\n");
+}
+
 // The lock ninja and the steps inherit stays out of the steps' commands: a
 // process a step leaves running (a server it started) must not hold the
 // workspace, nor see a variable naming a descriptor it does not have.

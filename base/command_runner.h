@@ -19,12 +19,17 @@ struct Command {
   std::string log_path;                    // stdout+stderr appended here; empty: inherit
   bool echo_to_terminal = false;           // with log_path: also copy output to our stderr
   std::optional<double> timeout_seconds;   // killed (SIGTERM, then SIGKILL) past this
-  // Run when benchmake is interrupted (SIGINT, SIGTERM) while this command
+  // Run when benchmake is interrupted (SIGINT, SIGTERM, SIGHUP) while this command
   // runs, after the signal was forwarded to it, and waited for before
   // benchmake dies: how work the command stands for elsewhere is cancelled
   // (`scancel` of the Slurm job a srun started). Empty: nothing. argv[0] is
   // looked up on PATH when the command starts.
   std::vector<std::string> on_interrupt;
+  // Interrupted, the command has this long to end after the forwarded signal;
+  // then what is left of its process group (the command, when it ignores the
+  // signal; a shell's background job, which ignores SIGINT) is SIGKILLed, so
+  // nothing it started outlives benchmake.
+  double interrupt_grace_seconds = 5;
 };
 
 struct CommandResult {

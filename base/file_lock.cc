@@ -36,6 +36,19 @@ void FileLock::Release() {
   fd_ = -1;
 }
 
+Result<FileLock> FileLock::Inheritable() const {
+  int fd = ::dup(fd_);  // no FD_CLOEXEC: the point
+  if (fd < 0) return Errorf(ErrorCode::kIo, "duplicating a lock: {}", std::strerror(errno));
+  FileLock copy;
+  copy.fd_ = fd;
+  return copy;
+}
+
+void FileLock::KeepFromChildren(int fd) {
+  int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
 Result<bool> FileLock::TryLock(const std::string& path, FileLock* lock) {
   BM_ASSIGN_OR_RETURN(int fd, OpenLockFile(path));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {

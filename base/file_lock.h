@@ -25,7 +25,17 @@ class FileLock {
   // Waits until the lock is free.
   static Result<FileLock> Lock(const std::string& path);
 
+  // A second holder of the same lock whose descriptor, unlike this one's,
+  // processes started while it lives inherit (fd() names it to them): the
+  // lock then lasts until they have all ended too, even when this process is
+  // killed. Precondition: held().
+  Result<FileLock> Inheritable() const;
+  // Keeps the inherited lock descriptor `fd` from the processes this one
+  // starts (sets FD_CLOEXEC); a descriptor that is not open is ignored.
+  static void KeepFromChildren(int fd);
+
   bool held() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   void Release();
 
  private:

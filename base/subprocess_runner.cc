@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,11 +27,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The process groups of every running child, for the handler that forwards
-// SIGINT and SIGTERM to them. A fixed table of atomics: a signal handler may
+// SIGINT, SIGTERM and SIGHUP to them. A fixed table of atomics: a signal handler may
 // only read memory it cannot see half-written. A child beyond the table still
 // runs; it just misses the forwarded signal.
 constexpr int kMaxForwarded = 256;
 std::atomic<pid_t> g_groups[kMaxForwarded];
+// Command::interrupt_grace_seconds of the command in the same slot, in ms.
+std::atomic<int> g_grace_ms[kMaxForwarded];
 
 // A Command::on_interrupt made ready for execve in a signal handler: every
 // string and pointer array built before, nothing allocated after.
@@ -44,6 +47,37 @@ std::mutex g_forward_mu;
 int g_forward_users = 0;  // guarded by g_forward_mu
 struct sigaction g_old_int {};
 struct sigaction g_old_term {};
+struct sigaction g_old_hup {};
+
+int64_t MonotonicMs() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1000000;
+}
+
+// After the forwarded signal: each command has its grace to end, then what
+// is left of its group is SIGKILLed. A shell's background job ignores SIGINT
+// and a command may ignore both signals; without this they outlive the
+// interrupted step, on GPUs the allocator has handed back. The command is
+// not reaped (WNOWAIT): a thread running it still sees how it ended.
+// clock_gettime, waitid, nanosleep and kill are async-signal-safe.
+void KillWhatIsLeft() {
+  const int64_t start = MonotonicMs();
+  for (int i = 0; i < kMaxForwarded; ++i) {
+    const pid_t g = g_groups[i].load();
+    if (g <= 0) continue;
+    const int64_t deadline = start + g_grace_ms[i].load();
+    for (;;) {
+      siginfo_t info{};
+      int w = ::waitid(P_PID, static_cast<id_t>(g), &info, WEXITED | WNOHANG | WNOWAIT);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 || info.si_pid == g || MonotonicMs() >= deadline) break;
+      timespec tick{0, 10 * 1000 * 1000};
+      ::nanosleep(&tick, nullptr);
+    }
+    ::kill(-g, SIGKILL);
+  }
+}
 
 void ForwardSignal(int sig) {
   for (std::atomic<pid_t>& group : g_groups) {
@@ -64,13 +98,16 @@ void ForwardSignal(int sig) {
     while (pid > 0 && ::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
   }
+  KillWhatIsLeft();
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
 
-// While alive: SIGINT and SIGTERM sent to benchmake are forwarded to the
-// groups added. The first scope installs the handler, the last restores the
-// previous one (several threads may run commands at once).
+// While alive: SIGINT, SIGTERM and SIGHUP sent to benchmake are forwarded to
+// the groups added. The first scope installs the handler, the last restores
+// the previous one (several threads may run commands at once). SIGHUP (the
+// terminal closed) stops the commands as it stops ninja, unless benchmake was
+// told to ignore it (nohup): killed by it, benchmake left them running.
 class ForwardingScope {
  public:
   ForwardingScope() {
@@ -80,6 +117,8 @@ class ForwardingScope {
     sa.sa_handler = ForwardSignal;
     ::sigaction(SIGINT, &sa, &g_old_int);
     ::sigaction(SIGTERM, &sa, &g_old_term);
+    ::sigaction(SIGHUP, nullptr, &g_old_hup);
+    if (g_old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &sa, nullptr);
   }
   ~ForwardingScope() {
     for (std::atomic<pid_t>* slot : slots_) slot->store(0);
@@ -88,15 +127,17 @@ class ForwardingScope {
     if (--g_forward_users > 0) return;
     ::sigaction(SIGINT, &g_old_int, nullptr);
     ::sigaction(SIGTERM, &g_old_term, nullptr);
+    ::sigaction(SIGHUP, &g_old_hup, nullptr);
   }
   ForwardingScope(const ForwardingScope&) = delete;
   ForwardingScope& operator=(const ForwardingScope&) = delete;
 
-  void Add(pid_t group) {
-    for (std::atomic<pid_t>& slot : g_groups) {
+  void Add(pid_t group, double grace_seconds) {
+    for (int i = 0; i < kMaxForwarded; ++i) {
       pid_t free = 0;
-      if (slot.compare_exchange_strong(free, group)) {
-        slots_.push_back(&slot);
+      if (g_groups[i].compare_exchange_strong(free, group)) {
+        g_grace_ms[i].store(static_cast<int>(std::max(grace_seconds, 0.0) * 1000));
+        slots_.push_back(&g_groups[i]);
         return;
       }
     }
@@ -116,6 +157,37 @@ class ForwardingScope {
  private:
   std::vector<std::atomic<pid_t>*> slots_;
   std::vector<std::atomic<const PreparedExec*>*> cancel_slots_;
+};
+
+sigset_t InterruptSignals() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaddset(&set, sig);
+  return set;
+}
+
+// Holds SIGINT, SIGTERM and SIGHUP back (in this thread) while children start
+// and are added to the forwarding scope: one that arrives in between is
+// handled once they are known to the handler, which otherwise forwarded it to
+// no one and left the new child running. Spawn unblocks them in the child.
+class HoldInterrupts {
+ public:
+  HoldInterrupts() {
+    sigset_t set = InterruptSignals();
+    ::pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~HoldInterrupts() { Release(); }
+  HoldInterrupts(const HoldInterrupts&) = delete;
+  HoldInterrupts& operator=(const HoldInterrupts&) = delete;
+  void Release() {
+    if (released_) return;
+    released_ = true;
+    ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t old_{};
+  bool released_ = false;
 };
 
 std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
@@ -238,6 +310,8 @@ Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
     ::setpgid(0, 0);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    sigset_t held = InterruptSignals();  // HoldInterrupts' mask, which exec would keep
+    ::sigprocmask(SIG_UNBLOCK, &held, nullptr);
     if (die_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
@@ -396,9 +470,11 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   children.push_back(std::make_unique<Child>());
   std::unique_ptr<PreparedExec> cancel = PrepareExec(cmd);  // outlives `forwarding`
   ForwardingScope forwarding;
+  HoldInterrupts hold;
   BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
-  forwarding.Add(children[0]->pid);
+  forwarding.Add(children[0]->pid, cmd.interrupt_grace_seconds);
   if (cancel) forwarding.AddCancel(cancel.get());
+  hold.Release();
   Supervise(children, /*group=*/false, /*grace=*/5);
   return children[0]->Result();
 }
@@ -410,6 +486,7 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
   for (const Command& cmd : commands)
     if (std::unique_ptr<PreparedExec> c = PrepareExec(cmd)) cancels.push_back(std::move(c));
   ForwardingScope forwarding;
+  HoldInterrupts hold;
   for (const std::unique_ptr<PreparedExec>& c : cancels) forwarding.AddCancel(c.get());
   for (const Command& cmd : commands) {
     children.push_back(std::make_unique<Child>());
@@ -423,8 +500,9 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
       Supervise(children, /*group=*/false, options.grace_seconds);
       return started;
     }
-    forwarding.Add(children.back()->pid);
+    forwarding.Add(children.back()->pid, cmd.interrupt_grace_seconds);
   }
+  hold.Release();
   GroupResult result;
   result.first_failure =
       Supervise(children, /*group=*/true, options.grace_seconds, options.straggler_seconds);

@@ -2,12 +2,15 @@
 //
 // Each child runs in its own process group; a timeout sends SIGTERM to the
 // group, then SIGKILL after 5 s (RunGroup: after GroupOptions::grace_seconds).
-// While commands run, SIGINT and SIGTERM sent to benchmake are forwarded to
-// their groups, and then each running command's Command::on_interrupt is run
-// and waited for, before benchmake dies of the signal. Output: appended to Command::log_path
-// (stdout and stderr together), copied to our stderr as well when echo_to_terminal; with no
-// log_path the child inherits our stdio. A program that cannot be started
-// (exec failed) is a kNotFound/kIo Status.
+// While commands run, SIGINT, SIGTERM and SIGHUP (unless ignored: nohup)
+// sent to benchmake are forwarded to their groups, then each running
+// command's Command::on_interrupt is run and waited for, then each command has
+// its interrupt_grace_seconds to end, after which what is left of its group is
+// SIGKILLed (at once when the command itself has ended), and only then does
+// benchmake die of the signal. Output: appended to Command::log_path (stdout
+// and stderr together), copied to our stderr as well when echo_to_terminal;
+// with no log_path the child inherits our stdio. A program that cannot be
+// started (exec failed) is a kNotFound/kIo Status.
 //
 // RunGroup's members also get PR_SET_PDEATHSIG = SIGKILL: they die with the
 // thread that started them (a killed `benchmake step` leaves no rank running

@@ -109,6 +109,7 @@ const CommandSpec& StepSpec() {
 }
 
 Status StepCommand(const ParsedArgs& args) {
+  engine::KeepWorkspaceLockFromCommands();
   engine::StepOptions options;
   options.remeasure = args.Has("--remeasure");
   BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));

@@ -10,6 +10,7 @@
 
 #include "base/file_lock.h"
 #include "base/nearest_name.h"
+#include "base/signal_name.h"
 #include "base/subprocess_runner.h"
 #include "base/terminal.h"
 #include "cache/run_health.h"
@@ -23,6 +24,8 @@
 namespace bm::engine {
 namespace {
 
+constexpr const char* kLockFdEnv = "BENCHMAKE_LOCK_FD";
+
 Result<FileLock> LockWorkspace(const Workspace& ws) {
   BM_TRY(ws.fs->MakeDirs(ws.StateDir()));
   std::string path = ws.StateDir() + "/lock";
@@ -33,7 +36,8 @@ Result<FileLock> LockWorkspace(const Workspace& ws) {
         ws.fs->ReadFile(path + ".pid").ok() ? *ws.fs->ReadFile(path + ".pid") : "?";
     while (!holder.empty() && holder.back() == '\n') holder.pop_back();
     std::fprintf(stderr,
-                 "benchmake: another build of this workspace is running (pid %s); waiting...\n",
+                 "benchmake: another build of this workspace is running (pid %s, or the steps "
+                 "it started); waiting...\n",
                  holder.c_str());
     auto start = std::chrono::steady_clock::now();
     BM_ASSIGN_OR_RETURN(lock, FileLock::Lock(path));
@@ -86,14 +90,31 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   // Unknown names and targets that cannot run here fail before anything runs.
   BM_TRY(PlanBuild(ws, options.targets, gen.targets).status());
   BM_TRY(ForgetCleanStamp(ws));
+  BM_ASSIGN_OR_RETURN(const std::string generated, GeneratedState(ws, gen.targets));
   for (const std::string& t : options.targets) cmd.argv.push_back(fmt::format("t/{}.out", t));
   // Every step of this build shares one remote-cache verdict (cache/run_health.h).
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   cmd.env[kColorEnv] = options.color ? "always" : "never";
   cmd.env[options.color ? "CLICOLOR_FORCE" : "NO_COLOR"] = "1";
-  BM_ASSIGN_OR_RETURN(CommandResult r, ws.runner->Run(cmd));
+  // Ninja and its steps hold the workspace lock too: killed, this build
+  // leaves them running, and the next one must wait for them rather than run
+  // the same steps in the same scratch and out/ directories beside them.
+  BM_ASSIGN_OR_RETURN(FileLock shared, lock.Inheritable());
+  cmd.env[kLockFdEnv] = std::to_string(shared.fd());
+  // Interrupted, ninja waits for its steps, which give their commands the
+  // default grace before killing what is left: wait longer than that.
+  cmd.interrupt_grace_seconds = 2 * Command().interrupt_grace_seconds;
+  Result<CommandResult> ran = ws.runner->Run(cmd);
+  shared.Release();
+  BM_ASSIGN_OR_RETURN(CommandResult r, std::move(ran));
+  if (r.term_signal)  // killed from outside (the OOM killer, kill -9): its steps may still run
+    return Errorf(ErrorCode::kFailed, "build failed: ninja was killed by {}",
+                  SignalName(r.term_signal));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);
-  if (options.targets.empty() && !options.dry_run) BM_TRY(WriteCleanStamp(ws, gen.targets));
+  if (options.targets.empty() && !options.dry_run) {
+    Result<std::string> now = GeneratedState(ws, gen.targets);
+    if (now.ok() && *now == generated) BM_TRY(WriteCleanStamp(ws, gen.targets));
+  }
   if (options.remeasure && !options.dry_run) {
     StepOptions step;
     step.remeasure = true;
@@ -102,6 +123,12 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
     for (const std::string& t : options.targets) BM_TRY(RunStep(ws, t, step).status());
   }
   return Status::Ok();
+}
+
+void KeepWorkspaceLockFromCommands() {
+  const char* fd = std::getenv(kLockFdEnv);
+  if (fd && *fd) FileLock::KeepFromChildren(std::atoi(fd));
+  ::unsetenv(kLockFdEnv);  // names nothing in the commands
 }
 
 Result<InProcessSummary> BuildInProcess(const Workspace& ws, const StepOptions& options,

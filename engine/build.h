@@ -2,7 +2,10 @@
 // same results for unit tests (no ninja, any Filesystem and CommandRunner).
 //
 // BuildWithNinja: takes the workspace lock (.benchmake/lock; a second build
-// waits and then says how long and why), runs Generate(), checks the plan
+// waits and then says how long and why) and hands it down to ninja and its
+// steps (an inherited descriptor, named by $BENCHMAKE_LOCK_FD), so that it is
+// held until every one of them has ended, even when the build itself was
+// killed (SIGKILL); runs Generate(), checks the plan
 // (engine/plan.h: every target to build can run here), and runs `ninja`
 // from PATH in .benchmake/ on the requested targets' NAME.out files. -j, -k
 // and -n pass through. kNotFound when ninja is not on PATH; kFailed when a
@@ -39,6 +42,11 @@ struct BuildOptions {
 };
 
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options);
+
+// Called first by `benchmake step`: keeps the workspace lock it inherited
+// (BuildWithNinja) from the commands it starts, so that a process a step
+// leaves behind does not hold the workspace. No-op outside a build.
+void KeepWorkspaceLockFromCommands();
 
 struct InProcessSummary {
   std::map<std::string, StepOutcome> outcomes;

@@ -40,6 +40,15 @@ Status WriteCleanStamp(const Workspace& ws, const std::vector<std::string>& targ
 
 Status ForgetCleanStamp(const Workspace& ws) { return ws.fs->Remove(StampPath(ws)); }
 
+Result<std::string> GeneratedState(const Workspace& ws, const std::vector<std::string>& targets) {
+  BM_ASSIGN_OR_RETURN(std::string state, StatLine(*ws.fs, ws.StateDir() + "/build.ninja"));
+  for (const std::string& t : targets) {
+    BM_ASSIGN_OR_RETURN(std::string line, StatLine(*ws.fs, ws.TargetFile(t, "spec")));
+    state += "\n" + line;
+  }
+  return state;
+}
+
 bool CleanStampHolds(const Workspace& ws, const std::vector<std::string>& targets) {
   Result<std::string> text = ws.fs->ReadFile(StampPath(ws));
   if (!text.ok() || text->compare(0, kCleanStampMagic.size(), kCleanStampMagic) != 0) return false;

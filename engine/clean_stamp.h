@@ -32,6 +32,14 @@ Status WriteCleanStamp(const Workspace& ws, const std::vector<std::string>& targ
 // Removes the stamp: call before ninja runs (a build cut short leaves none).
 Status ForgetCleanStamp(const Workspace& ws);
 
+// What Generate() left for ninja: the stat of build.ninja and of each target's
+// t/NAME.spec. Taken before ninja runs and again after it, the stamp is
+// written only when they are equal: `status`, `explain` and `graph` take no
+// workspace lock and regenerate, so an edit of the BENCHFILE during a build
+// rewrites a .spec that ninja read before (its target stays stale), and a stamp
+// taken over it said "no work to do".
+Result<std::string> GeneratedState(const Workspace& ws, const std::vector<std::string>& targets);
+
 // True when the stamp exists, covers exactly `targets`, and every file in it
 // has the stat it recorded. Any error reads as false.
 bool CleanStampHolds(const Workspace& ws, const std::vector<std::string>& targets);

@@ -97,6 +97,7 @@ class Stepper {
       BM_ASSIGN_OR_RETURN(report.manifest, Execute(key));
       report.outcome = StepOutcome::kRan;
     }
+    BM_TRY(CheckSpecUnchanged(spec_text));
     BM_TRY(WriteOutStamp(ws_, target_, report.manifest));
     report.seconds = Since(start);
     if (report.outcome == StepOutcome::kRan) Notice(fmt::format("ran in {:.2f}s", report.seconds));
@@ -111,6 +112,20 @@ class Stepper {
     *options_.console << Styled(target_ + ":", Style::kSuccess, options_.color) << " " << what
                       << "\n"
                       << std::flush;
+  }
+
+  // `status`, `explain` and `graph` take no lock: run beside the build after
+  // an edit, they rewrite NAME.spec. NAME.out written now would be newer than
+  // that .spec and ninja would take the target as built for it. Failing
+  // leaves NAME.out as it was, so the next build runs the step again.
+  Status CheckSpecUnchanged(const std::string& spec_text) {
+    Result<std::string> now = fs_.ReadFile(ws_.TargetFile(target_, "spec"));
+    if (now.ok() && *now == spec_text) return Status::Ok();
+    return Errorf(ErrorCode::kFailed,
+                  "{}: its definition changed while it ran (a `benchmake status`, `explain` or "
+                  "`graph` regenerated the workspace); what it made for the old one is cached; "
+                  "build again to bring it up to date",
+                  target_);
   }
 
   Result<std::string> ReadState(std::string_view ext) {
@@ -287,10 +302,22 @@ class Stepper {
                     drift));
   }
 
-  // Runs the rule; returns the manifest digest of what it produced.
+  // Runs the rule; returns the manifest digest of what it produced. Its
+  // scratch dir goes whether or not the cache could store the outputs (a
+  // full cache keeps no copy of them in .benchmake/tmp); its resume dir only
+  // once they are stored, for a run after room was made.
   Result<Digest> Execute(const Digest& key) {
     BM_ASSIGN_OR_RETURN(RuleRun run, RunRule(key, /*remeasure=*/false));
     CheckPlatform(run);
+    Result<Digest> stored = Store(key, run);
+    (void)fs_.RemoveAll(run.scratch);
+    if (stored.ok()) (void)fs_.RemoveAll(run.resume_dir);
+    return stored;
+  }
+
+  // Ingests what the run left in its out dir, records the action and
+  // materializes it; returns the manifest digest.
+  Result<Digest> Store(const Digest& key, const RuleRun& run) {
     cache::ActionRecord record;
     record.key = key;
     record.target = target_;
@@ -319,8 +346,6 @@ class Stepper {
     record.provenance = ProvenanceOf(run);
     BM_TRY(cache_->PutAction(record));
     BM_TRY(Materialize(record, "ran", run.out_dir));
-    (void)fs_.RemoveAll(run.scratch);
-    (void)fs_.RemoveAll(run.resume_dir);
     return cache::ManifestDigest(record.outputs);
   }
 
@@ -349,6 +374,7 @@ class Stepper {
       want = std::max<int64_t>(want, 1);
     for (int64_t i = 0; i < want; ++i) {
       BM_ASSIGN_OR_RETURN(RuleRun run, RunRule(key, /*remeasure=*/true));
+      (void)fs_.RemoveAll(run.scratch);  // a measurement's outputs are not kept
       cache::RecordedMeasurement m;
       m.metrics = run.result.metrics;
       BM_ASSIGN_OR_RETURN(Digest log_digest, cache_->PutBytes(run.log_text));
@@ -356,7 +382,6 @@ class Stepper {
       m.provenance = ProvenanceOf(run);
       record->remeasurements.push_back(std::move(m));
       BM_TRY(cache_->PutAction(*record));
-      (void)fs_.RemoveAll(run.scratch);
       (void)fs_.RemoveAll(run.resume_dir);
       ++report.remeasured;
       Notice(fmt::format("measured again in {:.2f}s ({} measurements)", run.seconds,

@@ -15,6 +15,9 @@
 //      measured is appended to the record's remeasurements, its outputs are
 //      discarded: out/NAME and every digest stay those of the cached artifact.
 //      (--remeasure on a step that just ran adds nothing: that run is fresh.)
+// Before 5, NAME.spec is read again: when it changed since step 1 (a `status`
+// beside the build regenerated it), the step fails and leaves NAME.out as it
+// was, whatever it cached for the key it started with.
 // A failed step records nothing in the cache and leaves NAME.out as it was;
 // its log is shown and kept in .benchmake/log/NAME.log. A killed step leaves
 // only its scratch dir, removed by the next run of the same target.

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "base/signal_name.h"
 #include "rules/external_metrics.h"
 
 namespace bm::rules {
@@ -173,7 +174,7 @@ class ExecRule : public engine::Rule {
     if (r.timed_out)
       return Errorf(ErrorCode::kTimeout, "command timed out after {}s", p["timeout"].get<double>());
     if (r.term_signal)
-      return Errorf(ErrorCode::kFailed, "command killed by signal {}", r.term_signal);
+      return Errorf(ErrorCode::kFailed, "command killed by {}", SignalName(r.term_signal));
     if (r.exit_code)
       return Errorf(ErrorCode::kFailed, "command exited with status {}", r.exit_code);
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "base/signal_name.h"
 #include "rules/launch/launcher.h"
 #include "trainer/cpu/blas_core.h"
 #include "trainer/dist/rank_env.h"
@@ -453,7 +454,8 @@ Status RunOneProcess(Command cmd, engine::StepContext& ctx) {
   if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
   BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));
   if (r.term_signal)
-    return Errorf(ErrorCode::kFailed, "benchmake-train was killed by signal {}", r.term_signal);
+    return Errorf(ErrorCode::kFailed, "benchmake-train was killed by {}",
+                  SignalName(r.term_signal));
   if (!r.success())
     return Errorf(ErrorCode::kFailed, "benchmake-train exited with status {} (its log says why)",
                   r.exit_code);

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
+#include "base/signal_name.h"
 #include "rules/launch/local_launcher.h"
 #include "rules/launch/mpirun_launcher.h"
 #include "rules/launch/slurm_launcher.h"
@@ -13,11 +13,6 @@
 
 namespace bm::launch {
 namespace {
-
-std::string SignalName(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev ? fmt::format("signal {} (SIG{})", sig, abbrev) : fmt::format("signal {}", sig);
-}
 
 std::string HowItEnded(const CommandResult& r) {
   // Ranks have no time limit of their own: only a straggler times out.

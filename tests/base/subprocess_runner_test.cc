@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -252,6 +253,111 @@ TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
   for (int i = 0; i < 100 && !std::filesystem::exists(forwarded); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(Slurp(forwarded), "INT\n") << "the command got the signal";
+}
+
+// The pid a command wrote to `path` once it exists (waiting up to 10 s), or 0.
+pid_t PidWrittenTo(const std::string& path) {
+  auto start = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(path) && SecondsSince(start) < 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // written whole
+  return static_cast<pid_t>(std::atoi(Slurp(path).c_str()));
+}
+
+// Whether `pid` ends within `seconds`.
+bool EndsWithin(pid_t pid, double seconds) {
+  auto start = std::chrono::steady_clock::now();
+  while (Alive(pid) && SecondsSince(start) < seconds)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return !Alive(pid);
+}
+
+// Forks a process that runs `c` through the runner, waits until the command
+// wrote its pids (`pid_file`), interrupts the process with `sig` (SIGINT:
+// what Ctrl-C sends), and returns its wait status.
+int InterruptWhileRunning(const Command& c, const std::string& pid_file, int sig = SIGINT) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    SubprocessRunner runner;
+    (void)runner.Run(c);
+    ::_exit(0);
+  }
+  (void)PidWrittenTo(pid_file);
+  ::kill(pid, sig);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  return wstatus;
+}
+
+// Ctrl-C while a shell runs a background job: the shell dies of SIGINT, but a
+// non-interactive shell's background jobs ignore SIGINT (POSIX), so the job
+// outlived the step (ninja leaves it too). What is left of the command's
+// group once the command has ended is killed before benchmake dies.
+TEST(SubprocessRunnerTest, InterruptKillsWhatTheCommandLeftRunning) {
+  const std::string job = ::testing::TempDir() + "/interrupt.job";
+  std::remove(job.c_str());
+  int wstatus = InterruptWhileRunning(Sh("sleep 30 & echo $! > " + job + "; wait"), job);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
+  pid_t background = PidWrittenTo(job);
+  ASSERT_GT(background, 0);
+  EXPECT_TRUE(EndsWithin(background, 2)) << "the background job is gone";
+  if (Alive(background)) ::kill(background, SIGKILL);
+}
+
+// A command that ignores SIGINT and SIGTERM has its interrupt grace to end;
+// then it and its children are killed, and benchmake dies of the signal.
+TEST(SubprocessRunnerTest, InterruptKillsACommandIgnoringItAfterItsGrace) {
+  const std::string pids = ::testing::TempDir() + "/interrupt.pids";
+  std::remove(pids.c_str());
+  Command c = Sh("trap '' INT TERM; sleep 30 & echo $$ $! > " + pids + "; wait");
+  c.interrupt_grace_seconds = 0.3;
+  auto start = std::chrono::steady_clock::now();
+  int wstatus = InterruptWhileRunning(c, pids);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
+  EXPECT_LT(SecondsSince(start), 5);
+  std::istringstream in(Slurp(pids));
+  pid_t shell = 0, child = 0;
+  in >> shell >> child;
+  ASSERT_GT(shell, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(EndsWithin(shell, 2)) << "the command is gone";
+  EXPECT_TRUE(EndsWithin(child, 2)) << "its child is gone";
+  for (pid_t p : {shell, child})
+    if (Alive(p)) ::kill(p, SIGKILL);
+}
+
+// A closed terminal (SIGHUP) stops the command as it stops ninja; benchmake,
+// killed by it, used to leave the command running.
+TEST(SubprocessRunnerTest, HangupIsForwardedLikeAnInterrupt) {
+  const std::string pid_file = ::testing::TempDir() + "/hangup.pid";
+  std::remove(pid_file.c_str());
+  int wstatus =
+      InterruptWhileRunning(Sh("echo $$ > " + pid_file + "; exec sleep 30"), pid_file, SIGHUP);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGHUP) << "dies of the signal";
+  pid_t command = PidWrittenTo(pid_file);
+  ASSERT_GT(command, 0);
+  EXPECT_TRUE(EndsWithin(command, 2)) << "the command is gone";
+  if (Alive(command)) ::kill(command, SIGKILL);
+}
+
+// Under nohup (SIGHUP ignored) a hangup changes nothing, for benchmake and
+// for its commands.
+TEST(SubprocessRunnerTest, AnIgnoredHangupStaysIgnored) {
+  const std::string pid_file = ::testing::TempDir() + "/nohup.pid";
+  std::remove(pid_file.c_str());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGHUP, SIG_IGN);
+    SubprocessRunner runner;
+    Result<CommandResult> r = runner.Run(Sh("echo $$ > " + pid_file + "; sleep 0.5"));
+    ::_exit(r.ok() && r->success() ? 0 : 1);
+  }
+  pid_t command = PidWrittenTo(pid_file);
+  ::kill(pid, SIGHUP);
+  ::kill(command, SIGHUP);  // a hangup reaches the whole session
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "the command ran to its end";
 }
 
 }  // namespace

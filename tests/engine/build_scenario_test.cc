@@ -360,6 +360,27 @@ TEST_F(BuildScenarioTest, FailedStepRecordsNothing) {
   EXPECT_TRUE(ac->empty());
 }
 
+// A step whose outputs the cache cannot store (its directory full: here the
+// log's blob cannot be written) fails naming the cache directory and leaves
+// no copy of the outputs behind in .benchmake/tmp, as a failed command does
+// not; the next build, room made, runs it and stores it.
+TEST_F(BuildScenarioTest, AFullCacheFailsTheStepAndLeavesNoScratch) {
+  SetBenchfile("[target.data]\nrule = \"exec\"\ncommand = [\"write\", \"{out}/x\", \"1\"]\n");
+  fs_.FailWritesMatching("/cache/tmp/");
+  Result<InProcessSummary> r = BuildInProcess(ws_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cache directory /cache"), std::string::npos)
+      << r.status().message();
+  Result<std::vector<std::string>> scratch = fs_.ListDir("/ws/.benchmake/tmp");
+  ASSERT_TRUE(scratch.ok());
+  EXPECT_TRUE(scratch->empty()) << scratch->front();
+  EXPECT_FALSE(fs_.Exists("/ws/.benchmake/t/data.out"));
+  EXPECT_TRUE(fs_.ListDir("/cache/ac")->empty());
+  fs_.FailWritesMatching("");
+  EXPECT_EQ(Build().ran, 1);
+  EXPECT_EQ(fs_.Read("/ws/out/data/x"), "1");
+}
+
 // Fails the first time after leaving a checkpoint in resume_dir; succeeds
 // when it finds one.
 class ResumableRule : public Rule {

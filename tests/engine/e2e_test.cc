@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -369,6 +370,171 @@ outputs = ["x"]
   BuildOk();
   EXPECT_EQ(Runs(), "slow");
   EXPECT_EQ(ReadText(ws_ / "out/slow/x"), "done\n");
+}
+
+// `benchmake build` killed with SIGKILL leaves ninja and its steps running
+// (ninja leaves its commands so too). The next build waits for them, as for
+// a build still running (Bazel: "Another command is running"), instead of
+// running the same step beside them: that step's start removed the running
+// one's scratch directory, failing it, and both then wrote out/NAME.
+TEST_F(E2eTest, AKilledBuildsStepsKeepTheWorkspaceUntilTheyEnd) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.slow]
+rule = "exec"
+command = ["sh", "-c", "echo slow >> $RUNS_LOG; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo done > {out}/x"]
+outputs = ["x"]
+
+[target.after]
+rule = "exec"
+inputs = ["slow"]
+command = ["sh", "-c", "echo after >> $RUNS_LOG; cp {in.slow}/x {out}/y"]
+outputs = ["y"]
+)");
+  const fs::path started = root_ / "started", gate = root_ / "gate";
+  ::setenv("STARTED", started.c_str(), 1);
+  ::setenv("GATE", gate.c_str(), 1);
+  auto start_build = [&](const fs::path& output) {
+    std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > '" +
+                      output.string() + "' 2>&1";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
+  };
+  auto wait_for = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 400 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return done();
+  };
+  pid_t first = start_build(root_ / "first.txt");
+  if (!wait_for([&] { return fs::exists(started); })) {
+    WriteText(gate, "");  // no step left waiting
+    FAIL() << "the step did not start: " << ReadText(root_ / "first.txt");
+  }
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  pid_t second = start_build(root_ / "second.txt");
+  bool waited = wait_for([&] {
+    return ReadText(root_ / "second.txt").find("another build of this workspace is running") !=
+           std::string::npos;
+  });
+  WriteText(gate, "");
+  ::waitpid(second, &status, 0);
+  EXPECT_TRUE(waited) << ReadText(root_ / "second.txt");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadText(root_ / "second.txt");
+  EXPECT_EQ(Runs(), "slow after") << "each step ran once, by the killed build's ninja";
+  EXPECT_EQ(ReadText(ws_ / "out/after/y"), "done\n");
+  EXPECT_EQ(ReadText(root_ / "first.txt").find("FAILED"), std::string::npos)
+      << ReadText(root_ / "first.txt");
+}
+
+// `status` takes no lock and regenerates the workspace's state. Run during a
+// build after an edit, it rewrote the .spec of a target the build had already
+// built with the old parameters; the build's stamp of a clean workspace then
+// covered the new .spec and the next build said "no work to do", while
+// `status` said the target must run.
+TEST_F(E2eTest, AnEditSeenByStatusDuringABuildIsBuiltByTheNextBuild) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.d]
+rule = "exec"
+command = ["sh", "-c", "echo d >> $RUNS_LOG; echo P=1 > {out}/d"]
+
+[target.e]
+rule = "exec"
+command = ["sh", "-c", "while [ ! -e $GATE ]; do sleep 0.05; done; echo E > {out}/e"]
+)");
+  const fs::path gate = root_ / "gate";
+  ::setenv("GATE", gate.c_str(), 1);
+  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build -j 2 > '" +
+                    (root_ / "first.txt").string() + "' 2>&1";
+  pid_t first = ::fork();
+  if (first == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 400 && !fs::exists(ws_ / ".benchmake/t/d.out"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  Edit("P=1", "P=2");
+  Run status = Benchmake("status");
+  WriteText(gate, "");
+  int wstatus = 0;
+  ::waitpid(first, &wstatus, 0);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadText(root_ / "first.txt");
+  EXPECT_NE(status.output.find("P=2"), std::string::npos) << status.output;
+  Runs();
+  Run second = Benchmake("build");
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Runs(), "d") << second.output;
+  EXPECT_EQ(ReadText(ws_ / "out/d/d"), "P=2\n");
+}
+
+// The same edit and `status` while the target's own step runs: the step read
+// the old .spec, and the .out it wrote after the new one made ninja take the
+// target as up to date ("ninja: no work to do", `status`: "run"). The step
+// now fails, and the next build runs it for the new definition.
+TEST_F(E2eTest, AnEditSeenByStatusWhileItsStepRunsFailsTheStep) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.d]
+rule = "exec"
+command = ["sh", "-c", "echo d >> $RUNS_LOG; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo P=1 > {out}/d"]
+)");
+  const fs::path started = root_ / "started", gate = root_ / "gate";
+  ::setenv("STARTED", started.c_str(), 1);
+  ::setenv("GATE", gate.c_str(), 1);
+  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > '" +
+                    (root_ / "first.txt").string() + "' 2>&1";
+  pid_t first = ::fork();
+  if (first == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 400 && !fs::exists(started); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  Edit("P=1", "P=2");
+  Run status = Benchmake("status");
+  WriteText(gate, "");
+  int wstatus = 0;
+  ::waitpid(first, &wstatus, 0);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1) << ReadText(root_ / "first.txt");
+  EXPECT_NE(ReadText(root_ / "first.txt").find("d: its definition changed while it ran"),
+            std::string::npos)
+      << ReadText(root_ / "first.txt");
+  Runs();
+  Run second = Benchmake("build");
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(Runs(), "d") << second.output;
+  EXPECT_EQ(ReadText(ws_ / "out/d/d"), "P=2\n");
+}
+
+// The lock ninja and the steps inherit stays out of the steps' commands: a
+// process a step leaves running (a server it started) must not hold the
+// workspace, nor see a variable naming a descriptor it does not have.
+TEST_F(E2eTest, AStepsCommandHoldsNoWorkspaceLock) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.fds]
+rule = "exec"
+command = ["sh", "-c", "for f in /proc/$$/fd/*; do readlink $f; done > {out}/fds; env > {out}/env"]
+)");
+  BuildOk();
+  std::string fds = ReadText(ws_ / "out/fds/fds");
+  EXPECT_NE(fds.find("/dev/"), std::string::npos) << fds;  // read at all: its stdio
+  EXPECT_EQ(fds.find(".benchmake/lock"), std::string::npos) << fds;
+  EXPECT_EQ(ReadText(ws_ / "out/fds/env").find("BENCHMAKE_LOCK_FD"), std::string::npos);
+}
+
+// ninja killed from outside (the OOM killer, kill -9): the build fails
+// naming the signal, where it said "build failed (ninja exit 0)".
+TEST_F(E2eTest, NinjaKilledByASignalIsNamed) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.k]
+rule = "exec"
+command = ["sh", "-c", "p=$PPID; while [ \"$p\" -gt 1 ] && [ \"$(cat /proc/$p/comm)\" != ninja ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; [ \"$p\" -gt 1 ] && kill -9 $p; echo x > {out}/x"]
+)");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("build failed: ninja was killed by signal 9 (SIGKILL)"),
+            std::string::npos)
+      << r.output;
+  BuildOk();  // waits for the step ninja left running (it holds the workspace)
+  EXPECT_EQ(ReadText(ws_ / "out/k/x"), "x\n");
 }
 
 TEST_F(E2eTest, CorruptBlobIsDetectedReportedAndRebuilt) {

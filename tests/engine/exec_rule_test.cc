@@ -84,6 +84,20 @@ TEST_F(ExecRuleTest, FailuresSayWhat) {
   EXPECT_NE(rule_->Run(ctx_).status().message().find("is not JSON"), std::string::npos);
 }
 
+// A command killed by a signal names it as `kill -l` does (a shell says
+// "Segmentation fault", $? = 139 = 128 + 11); a bare number sent users to a table.
+TEST_F(ExecRuleTest, ACommandKilledByASignalNamesIt) {
+  ctx_.params = Params({{"command", {"crash"}}});
+  runner_.SetHandler([](const Command&) -> Result<CommandResult> {
+    CommandResult r;
+    r.term_signal = 11;
+    return r;
+  });
+  Result<engine::StepResult> r = rule_->Run(ctx_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "command killed by signal 11 (SIGSEGV)");
+}
+
 TEST_F(ExecRuleTest, CheckRejectsEscapingOutputs) {
   std::vector<engine::ParamError> errors =
       rule_->Check(Params({{"command", {"x"}}, {"outputs", {"/abs", "a/../../b", "ok/fine"}}}));

@@ -134,7 +134,9 @@ TEST(Torchtune, MemoryValidationAndTensorGradNorm) {
   // The fields a recipe adds (recipes/full_finetune_distributed.py at bd2a0fc):
   // get_memory_stats' peak_memory_* (GiB) with log_peak_memory_stats, grad_norm as the tensor's
   // repr with clip_grad_norm, and the validation loop's `val_loss` dict at its step. Line 1 is
-  // PR #1358's step 1 with those fields appended as the recipe prints them.
+  // PR #1358's step 1 with those fields appended as the recipe prints them. No pasted log with
+  // these fields was found: their values here are invented, and what is checked is that their
+  // names, units (GiB) and forms (a tensor's repr) are read as the recipe prints them.
   const std::string text =
       "Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174 "
       "peak_memory_active:14.5 peak_memory_alloc:14.5 peak_memory_reserved:16.25 "

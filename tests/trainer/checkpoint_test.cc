@@ -218,6 +218,100 @@ TEST_F(CheckpointTest, HuggingFaceConfigFields) {
   EXPECT_EQ(ParameterCount(*c), 124'439'808);
 }
 
+// Llama-3.2-1B's config.json as meta-llama publishes it (transformers 4.45): its llama3 rope
+// scaling stretches the rotary frequencies, which this trainer's plain RoPE does not; loading it
+// would train another model than the checkpoint's.
+nlohmann::json Llama32Config() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+    "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+    "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.0.dev0", "use_cache": true, "vocab_size": 128256})");
+}
+
+TEST_F(CheckpointTest, HuggingFaceFieldsThisModelCannotFollowAreRefusedByName) {
+  auto refused = [](const nlohmann::json& j, const std::string& key) {
+    Result<ModelConfig> c = ModelConfigFromHuggingFace(j);
+    ASSERT_FALSE(c.ok()) << key << " was accepted";
+    EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument) << c.status().message();
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+  };
+  nlohmann::json llama = Llama32Config();
+  refused(llama, "rope_scaling");
+  llama["rope_scaling"] = nullptr;  // as TinyLlama's and Llama-2's: plain RoPE
+  Result<ModelConfig> c = ModelConfigFromHuggingFace(llama);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  EXPECT_EQ(c->kv_heads, 8);
+  EXPECT_TRUE(c->tied_embeddings);
+  llama["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_TRUE(ModelConfigFromHuggingFace(llama).ok());
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"hidden_act", "gelu"},
+                                                           {"attention_bias", true},
+                                                           {"mlp_bias", true},
+                                                           {"head_dim", 128}}) {
+    nlohmann::json bad = llama;
+    bad[key] = value;
+    refused(bad, key);
+  }
+  // transformers 5 writes rope_theta inside rope_parameters (modeling_rope_utils' RopeParameters).
+  nlohmann::json v5 = llama;
+  v5.erase("rope_theta");
+  v5.erase("rope_scaling");
+  v5["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "default"}};
+  c = ModelConfigFromHuggingFace(v5);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  v5["rope_parameters"]["rope_type"] = "llama3";
+  refused(v5, "rope_parameters");
+
+  nlohmann::json gpt = HuggingFaceConfig(*Preset("gpt2-124m"), 50256);
+  gpt.erase("benchmake");
+  gpt["activation_function"] = "gelu_pytorch_tanh";  // the same tanh GELU as gelu_new
+  EXPECT_TRUE(ModelConfigFromHuggingFace(gpt).ok());
+  for (auto [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"activation_function", "relu"},
+           {"scale_attn_weights", false},
+           {"scale_attn_by_inverse_layer_idx", true}}) {
+    nlohmann::json bad = gpt;
+    bad[key] = value;
+    refused(bad, key);
+  }
+}
+
+// A mistyped field is an error naming it, never an exception out of the trainer (it aborted).
+TEST_F(CheckpointTest, MistypedConfigFieldsAreErrorsNamingTheField) {
+  auto refused = [](const nlohmann::json& j, const std::string& key) {
+    Result<ModelConfig> c = ModelConfigFromHuggingFace(j);
+    ASSERT_FALSE(c.ok()) << key << " was accepted";
+    EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument) << c.status().message();
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+  };
+  nlohmann::json llama = HuggingFaceConfig(*Preset("llama-tiny"), 63);
+  nlohmann::json ours = llama;
+  ours["benchmake"]["preset"] = 5;
+  refused(ours, "preset");
+  llama.erase("benchmake");
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"model_type", 5},
+                                                           {"hidden_size", "64"},
+                                                           {"num_key_value_heads", 2.5},
+                                                           {"rms_norm_eps", "1e-5"},
+                                                           {"tie_word_embeddings", 1},
+                                                           {"rope_scaling", "linear"}}) {
+    nlohmann::json bad = llama;
+    bad[key] = value;
+    refused(bad, key);
+  }
+}
+
 TEST_F(CheckpointTest, WrongShapeIsRefused) {
   ModelConfig c = *Preset("llama-tiny");
   ASSERT_TRUE(SaveModel(dir_, c, InitParameters(c, ParamLayout(c), 1), 63).ok());

@@ -111,9 +111,9 @@ nlohmann::ordered_json LlavaHuggingFaceConfig(const LlavaConfig& c, int64_t eot_
 Result<LlavaConfig> LlavaConfigFromHuggingFace(const nlohmann::json& j) {
   if (!j.is_object()) return Status(ErrorCode::kInvalidArgument, "config.json is not an object");
   if (j.contains("benchmake")) return LlavaConfigFromJson(j["benchmake"]);
-  if (j.value("model_type", "") != "llava")
-    return Errorf(ErrorCode::kInvalidArgument, "config.json has model_type '{}', not llava",
-                  j.value("model_type", ""));
+  if (!j.contains("model_type") || j["model_type"] != "llava")
+    return Errorf(ErrorCode::kInvalidArgument, "config.json has model_type {}, not llava",
+                  j.contains("model_type") ? j["model_type"].dump() : "(none)");
   LlavaConfig c;
   BM_TRY(Get(j, "image_token_index", "", &c.image_token_id));
   std::string strategy, act;

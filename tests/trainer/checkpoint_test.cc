@@ -378,6 +378,27 @@ TEST_F(CheckpointTest, OverlappingRangesAreRefused) {
       << r.status().message();
 }
 
+// A shape whose element count overflows 64 bits: 2^62 F32 elements are 2^64 bytes, which wraps
+// to the 0 bytes the offsets give. The safetensors crate refuses such a header
+// (SafeTensorError::ValidationOverflow, checked_mul); so must we, before anything is allocated
+// (ReadSafetensors threw std::length_error allocating 2^62 floats).
+TEST_F(CheckpointTest, AShapeWhoseSizeOverflowsIsRefused) {
+  for (const char* shape : {"[4611686018427387904]", "[4294967296,4294967296,4]"}) {
+    std::string json =
+        fmt::format(R"({{"w":{{"dtype":"F32","shape":{},"data_offsets":[0,0]}}}})", shape);
+    json.append((8 - json.size() % 8) % 8, ' ');
+    std::string file(8, '\0');
+    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+    file += json;
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/big.safetensors", file).ok());
+    Result<SafetensorsFile> r = ReadSafetensors(dir_ + "/big.safetensors");
+    ASSERT_FALSE(r.ok()) << shape;
+    EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+    EXPECT_NE(r.status().message().find("tensor w"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("big.safetensors"), std::string::npos);
+  }
+}
+
 TEST_F(CheckpointTest, ReadsBf16) {
   // 1.0 and -2.0 in bf16: 0x3F80, 0xC000
   std::string json = R"({"w":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})";

@@ -312,6 +312,34 @@ TEST_F(CheckpointTest, MistypedConfigFieldsAreErrorsNamingTheField) {
   }
 }
 
+// The GPT-2 weights Hugging Face publishes (openai-community/gpt2) were saved from GPT2Model:
+// their tensors are named without GPT2LMHeadModel's base_model_prefix "transformer." ("wte.weight",
+// "h.0.attn.c_attn.weight", with the "h.N.attn.bias" mask buffers), and transformers'
+// from_pretrained reads them either way. So does an init checkpoint here; the values are the
+// same as from the prefixed file.
+TEST_F(CheckpointTest, TensorsNamedWithoutTheBaseModelPrefixLoad) {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    ModelConfig c = *Preset(preset);
+    const std::vector<float> params = InitParameters(c, ParamLayout(c), 3);
+    ASSERT_TRUE(SaveModel(dir_, c, params, 63).ok());
+    Result<SafetensorsFile> file = ReadSafetensors(dir_ + "/model.safetensors");
+    ASSERT_TRUE(file.ok());
+    const std::string prefix = c.family == Family::kGpt ? "transformer." : "model.";
+    std::vector<TensorSource> bare;
+    for (const NamedTensor& t : file->tensors)
+      bare.push_back({t.name.starts_with(prefix) ? t.name.substr(prefix.size()) : t.name,
+                      t.shape,
+                      t.data.data(),
+                      {}});
+    std::vector<float> mask(16, 1.0f);
+    if (c.family == Family::kGpt) bare.push_back({"h.0.attn.bias", {1, 1, 4, 4}, mask.data(), {}});
+    ASSERT_TRUE(WriteSafetensors(dir_ + "/bare.safetensors", bare, {{"format", "pt"}}).ok());
+    Result<std::vector<float>> loaded = LoadParameters(dir_ + "/bare.safetensors", c);
+    ASSERT_TRUE(loaded.ok()) << preset << ": " << loaded.status().message();
+    EXPECT_EQ(*loaded, params) << preset;
+  }
+}
+
 TEST_F(CheckpointTest, WrongShapeIsRefused) {
   ModelConfig c = *Preset("llama-tiny");
   ASSERT_TRUE(SaveModel(dir_, c, InitParameters(c, ParamLayout(c), 1), 63).ok());

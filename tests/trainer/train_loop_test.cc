@@ -266,5 +266,20 @@ TEST_F(TrainLoopTest, AnInitConfigWithAMistypedModelTypeIsAnErrorNamingIt) {
   EXPECT_FALSE(std::filesystem::exists(data_ + "/ftout"));
 }
 
+// stats.json is the data's: a vocab_size or eot_id that is not an integer is refused naming the
+// file and the key (nlohmann's value() threw out of RunTraining before: an abort).
+TEST_F(TrainLoopTest, AMistypedStatsJsonIsCorruptNamingTheKey) {
+  for (const char* key : {"vocab_size", "eot_id"}) {
+    nlohmann::json stats = {{"vocab_size", kVocab}, {"eot_id", kEot}};
+    stats[key] = "64";
+    std::ofstream(data_ + "/data/stats.json") << stats.dump();
+    Result<nlohmann::json> m = RunTraining(Config("out"), nullptr);
+    ASSERT_FALSE(m.ok()) << key;
+    EXPECT_EQ(m.status().code(), ErrorCode::kCorrupt) << m.status().message();
+    EXPECT_NE(m.status().message().find(data_ + "/data/stats.json: " + key), std::string::npos)
+        << m.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace bm::train

@@ -52,7 +52,12 @@ TEST_F(ResumeTest, AStateJsonOfAnotherShapeIsCorruptNamingTheFile) {
         R"({"format": "benchmake-resume", "version": 2, "fingerprint": "fp",
                                "ranks": 1, "sharded": false, "step": "6"})",
         R"({"format": "benchmake-resume", "version": 2, "fingerprint": "fp",
-                               "ranks": "1", "sharded": false, "step": 6})"}) {
+                               "ranks": "1", "sharded": false, "step": 6})",
+        R"({"format": "benchmake-resume", "version": 2, "fingerprint": "fp",
+                               "ranks": 1, "sharded": false, "step": 6, "log": [5]})",
+        R"({"format": "benchmake-resume", "version": 2, "fingerprint": "fp",
+                               "ranks": 1, "sharded": false, "step": 6,
+                               "log": [{"step": "1"}]})"}) {
     Save();
     ASSERT_TRUE(WriteFileAtomically(state, text).ok());
     Result<std::optional<ResumeState>> r = LoadResume(dir_, who_, "fp", 4, nullptr);

@@ -111,6 +111,12 @@ Result<std::optional<ResumeState>> LoadResume(const std::string& dir, const Resu
   if (s.value("version", 0) != static_cast<int>(kVersion))
     return none(fmt::format("the checkpoint has version {}; this trainer reads {}",
                             s.value("version", 0), kVersion));
+  // The log's records as StepRecord::FromJson reads them (value() on step and tokens).
+  for (const nlohmann::json& r : s.value("log", nlohmann::json::array()))
+    if (!r.is_object() || (r.contains("step") && !r["step"].is_number_integer()) ||
+        (r.contains("tokens") && !r["tokens"].is_number_integer()))
+      return Errorf(ErrorCode::kCorrupt, "{}/state.json: a log record is damaged: {}",
+                    step_dir.string(), r.dump());
   if (s.value("fingerprint", "") != fingerprint)
     return none("the checkpoint was written by a run with other settings");
   if (s.value("ranks", 0) != who.ranks || s.value("sharded", false) != who.sharded)

@@ -77,6 +77,10 @@ def text_fields(t):
         "max_position_embeddings": t.max_position_embeddings,
         "rms_norm_eps": t.rms_norm_eps,
         "rope_theta": getattr(t, "rope_theta", 10000.0),
+        # Carried so that the trainer reads transformers 5's theta (inside rope_parameters) and
+        # refuses a scaled RoPE (trainer/checkpoint/hf_config.cc) rather than drop it.
+        "rope_scaling": getattr(t, "rope_scaling", None),
+        "rope_parameters": getattr(t, "rope_parameters", None),
         "tie_word_embeddings": bool(getattr(t, "tie_word_embeddings", False)),
         "bos_token_id": t.bos_token_id,
         "eos_token_id": t.eos_token_id,
@@ -197,6 +201,8 @@ def main():
         "max_position_embeddings": cfg.max_position_embeddings,
         "rms_norm_eps": cfg.rms_norm_eps,
         "rope_theta": getattr(cfg, "rope_theta", 10000.0),
+        "rope_scaling": getattr(cfg, "rope_scaling", None),  # as text_fields says
+        "rope_parameters": getattr(cfg, "rope_parameters", None),
         "tie_word_embeddings": bool(getattr(cfg, "tie_word_embeddings", False)),
         "bos_token_id": cfg.bos_token_id,
         "eos_token_id": cfg.eos_token_id,

@@ -218,6 +218,128 @@ TEST_F(CheckpointTest, HuggingFaceConfigFields) {
   EXPECT_EQ(ParameterCount(*c), 124'439'808);
 }
 
+// Llama-3.2-1B's config.json as meta-llama publishes it (transformers 4.45): its llama3 rope
+// scaling stretches the rotary frequencies, which this trainer's plain RoPE does not; loading it
+// would train another model than the checkpoint's.
+nlohmann::json Llama32Config() {
+  return nlohmann::json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+    "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+    "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.0.dev0", "use_cache": true, "vocab_size": 128256})");
+}
+
+TEST_F(CheckpointTest, HuggingFaceFieldsThisModelCannotFollowAreRefusedByName) {
+  auto refused = [](const nlohmann::json& j, const std::string& key) {
+    Result<ModelConfig> c = ModelConfigFromHuggingFace(j);
+    ASSERT_FALSE(c.ok()) << key << " was accepted";
+    EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument) << c.status().message();
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+  };
+  nlohmann::json llama = Llama32Config();
+  refused(llama, "rope_scaling");
+  llama["rope_scaling"] = nullptr;  // as TinyLlama's and Llama-2's: plain RoPE
+  Result<ModelConfig> c = ModelConfigFromHuggingFace(llama);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  EXPECT_EQ(c->kv_heads, 8);
+  EXPECT_TRUE(c->tied_embeddings);
+  llama["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_TRUE(ModelConfigFromHuggingFace(llama).ok());
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"hidden_act", "gelu"},
+                                                           {"attention_bias", true},
+                                                           {"mlp_bias", true},
+                                                           {"head_dim", 128}}) {
+    nlohmann::json bad = llama;
+    bad[key] = value;
+    refused(bad, key);
+  }
+  // transformers 5 writes rope_theta inside rope_parameters (modeling_rope_utils' RopeParameters).
+  nlohmann::json v5 = llama;
+  v5.erase("rope_theta");
+  v5.erase("rope_scaling");
+  v5["rope_parameters"] = {{"rope_theta", 500000.0}, {"rope_type", "default"}};
+  c = ModelConfigFromHuggingFace(v5);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  v5["rope_parameters"]["rope_type"] = "llama3";
+  refused(v5, "rope_parameters");
+
+  nlohmann::json gpt = HuggingFaceConfig(*Preset("gpt2-124m"), 50256);
+  gpt.erase("benchmake");
+  gpt["activation_function"] = "gelu_pytorch_tanh";  // the same tanh GELU as gelu_new
+  EXPECT_TRUE(ModelConfigFromHuggingFace(gpt).ok());
+  for (auto [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"activation_function", "relu"},
+           {"scale_attn_weights", false},
+           {"scale_attn_by_inverse_layer_idx", true}}) {
+    nlohmann::json bad = gpt;
+    bad[key] = value;
+    refused(bad, key);
+  }
+}
+
+// A mistyped field is an error naming it, never an exception out of the trainer (it aborted).
+TEST_F(CheckpointTest, MistypedConfigFieldsAreErrorsNamingTheField) {
+  auto refused = [](const nlohmann::json& j, const std::string& key) {
+    Result<ModelConfig> c = ModelConfigFromHuggingFace(j);
+    ASSERT_FALSE(c.ok()) << key << " was accepted";
+    EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument) << c.status().message();
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+  };
+  nlohmann::json llama = HuggingFaceConfig(*Preset("llama-tiny"), 63);
+  nlohmann::json ours = llama;
+  ours["benchmake"]["preset"] = 5;
+  refused(ours, "preset");
+  llama.erase("benchmake");
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"model_type", 5},
+                                                           {"hidden_size", "64"},
+                                                           {"num_key_value_heads", 2.5},
+                                                           {"rms_norm_eps", "1e-5"},
+                                                           {"tie_word_embeddings", 1},
+                                                           {"rope_scaling", "linear"}}) {
+    nlohmann::json bad = llama;
+    bad[key] = value;
+    refused(bad, key);
+  }
+}
+
+// The GPT-2 weights Hugging Face publishes (openai-community/gpt2) were saved from GPT2Model:
+// their tensors are named without GPT2LMHeadModel's base_model_prefix "transformer." ("wte.weight",
+// "h.0.attn.c_attn.weight", with the "h.N.attn.bias" mask buffers), and transformers'
+// from_pretrained reads them either way. So does an init checkpoint here; the values are the
+// same as from the prefixed file.
+TEST_F(CheckpointTest, TensorsNamedWithoutTheBaseModelPrefixLoad) {
+  for (const char* preset : {"gpt-tiny", "llama-tiny"}) {
+    ModelConfig c = *Preset(preset);
+    const std::vector<float> params = InitParameters(c, ParamLayout(c), 3);
+    ASSERT_TRUE(SaveModel(dir_, c, params, 63).ok());
+    Result<SafetensorsFile> file = ReadSafetensors(dir_ + "/model.safetensors");
+    ASSERT_TRUE(file.ok());
+    const std::string prefix = c.family == Family::kGpt ? "transformer." : "model.";
+    std::vector<TensorSource> bare;
+    for (const NamedTensor& t : file->tensors)
+      bare.push_back({t.name.starts_with(prefix) ? t.name.substr(prefix.size()) : t.name,
+                      t.shape,
+                      t.data.data(),
+                      {}});
+    std::vector<float> mask(16, 1.0f);
+    if (c.family == Family::kGpt) bare.push_back({"h.0.attn.bias", {1, 1, 4, 4}, mask.data(), {}});
+    ASSERT_TRUE(WriteSafetensors(dir_ + "/bare.safetensors", bare, {{"format", "pt"}}).ok());
+    Result<std::vector<float>> loaded = LoadParameters(dir_ + "/bare.safetensors", c);
+    ASSERT_TRUE(loaded.ok()) << preset << ": " << loaded.status().message();
+    EXPECT_EQ(*loaded, params) << preset;
+  }
+}
+
 TEST_F(CheckpointTest, WrongShapeIsRefused) {
   ModelConfig c = *Preset("llama-tiny");
   ASSERT_TRUE(SaveModel(dir_, c, InitParameters(c, ParamLayout(c), 1), 63).ok());
@@ -282,6 +404,27 @@ TEST_F(CheckpointTest, OverlappingRangesAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("gap or overlaps"), std::string::npos)
       << r.status().message();
+}
+
+// A shape whose element count overflows 64 bits: 2^62 F32 elements are 2^64 bytes, which wraps
+// to the 0 bytes the offsets give. The safetensors crate refuses such a header
+// (SafeTensorError::ValidationOverflow, checked_mul); so must we, before anything is allocated
+// (ReadSafetensors threw std::length_error allocating 2^62 floats).
+TEST_F(CheckpointTest, AShapeWhoseSizeOverflowsIsRefused) {
+  for (const char* shape : {"[4611686018427387904]", "[4294967296,4294967296,4]"}) {
+    std::string json =
+        fmt::format(R"({{"w":{{"dtype":"F32","shape":{},"data_offsets":[0,0]}}}})", shape);
+    json.append((8 - json.size() % 8) % 8, ' ');
+    std::string file(8, '\0');
+    for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+    file += json;
+    ASSERT_TRUE(WriteFileAtomically(dir_ + "/big.safetensors", file).ok());
+    Result<SafetensorsFile> r = ReadSafetensors(dir_ + "/big.safetensors");
+    ASSERT_FALSE(r.ok()) << shape;
+    EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+    EXPECT_NE(r.status().message().find("tensor w"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("big.safetensors"), std::string::npos);
+  }
 }
 
 TEST_F(CheckpointTest, ReadsBf16) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "tests/trainer/test_data.h"
 #include "trainer/checkpoint/model_checkpoint.h"
@@ -175,6 +176,28 @@ TEST(LlavaCheckpointTest, BadFilesAreNamed) {
   s = write("", "", "image_newline");
   EXPECT_NE(s.message().find("unexpected tensor image_newline"), std::string::npos) << s.message();
   EXPECT_TRUE(write("", "", "").ok());
+}
+
+// A llava-hf config.json with a field of the wrong JSON type: an error naming it (nlohmann's
+// value() threw out of the trainer before, an abort), and model_type compared as JSON.
+TEST(LlavaCheckpointTest, MistypedConfigFieldsAreNamed) {
+  nlohmann::json hf = LlavaHuggingFaceConfig(*LlavaPreset("llava-tiny"), 2);
+  hf.erase("benchmake");
+  hf["text_config"].erase("benchmake");
+  ASSERT_TRUE(LlavaConfigFromHuggingFace(hf).ok())
+      << LlavaConfigFromHuggingFace(hf).status().message();
+  for (auto [where, key, value] : std::vector<std::tuple<std::string, std::string, nlohmann::json>>{
+           {"", "model_type", 5},
+           {"vision_config", "hidden_act", 1},
+           {"vision_config", "num_channels", "3"},
+           {"vision_config", "layer_norm_eps", "1e-5"}}) {
+    nlohmann::json bad = hf;
+    (where.empty() ? bad : bad[where])[key] = value;
+    Result<LlavaConfig> c = LlavaConfigFromHuggingFace(bad);
+    ASSERT_FALSE(c.ok()) << key;
+    EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find(key), std::string::npos) << c.status().message();
+  }
 }
 
 // LLaVA's pretraining start: CLIP's tower, the LLaMA model, a fresh projector.

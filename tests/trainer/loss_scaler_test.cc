@@ -134,6 +134,27 @@ TEST(RunConfigTest, IntegersPastTheirTypeAreRefused) {
             "lbs 18446744073709551615 is out of range (at most 9223372036854775807)");
 }
 
+// AdamW's eps and the clipping norm below 0 are refused, naming the key, as torch.optim.AdamW
+// refuses eps < 0 ("Invalid epsilon value"); a negative max_norm would turn clip_grad_norm_'s
+// coefficient negative (the gradients' signs flipped). Both ran before, silently: eps < 0 in
+// AdamW's denominator, grad_clip < 0 as "off".
+TEST(RunConfigTest, NegativeEpsAndGradClipAreRefused) {
+  nlohmann::json j = {
+      {"mode", "pretrain"}, {"data", "d"}, {"out_dir", "o"}, {"model", {{"preset", "llama-tiny"}}}};
+  for (const char* key : {"eps", "grad_clip"}) {
+    nlohmann::json zero = j;
+    zero[key] = 0.0;
+    EXPECT_TRUE(ParseRunConfig(zero).ok()) << key;  // grad_clip 0: off, as documented
+    nlohmann::json bad = j;
+    bad[key] = -1e-3;
+    Result<RunConfig> c = ParseRunConfig(bad);
+    ASSERT_FALSE(c.ok()) << key;
+    EXPECT_EQ(c.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find(std::string(key) + " must be >= 0"), std::string::npos)
+        << c.status().message();
+  }
+}
+
 // The run config: "fp16" parses, is refused on the CPU with a message that says why, takes
 // the scaler's keys, and puts them in the resume fingerprint (fp16 runs only).
 TEST(LossScalerTest, RunConfigKeysAndFingerprint) {

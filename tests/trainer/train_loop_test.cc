@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "tests/trainer/test_data.h"
+#include "trainer/checkpoint/model_checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/run/evaluate.h"
 
@@ -235,6 +236,49 @@ TEST_F(TrainLoopTest, FinetuneAndEvaluateOnMaskedData) {
   EXPECT_GT(eval["accuracy"].get<double>(), 0.9) << eval.dump();
   EXPECT_GT(eval["exact_match"].get<double>(), 0.5) << eval.dump();
   EXPECT_LT(eval["val_loss"].get<double>(), 0.5) << eval.dump();
+}
+
+// An init checkpoint whose config.json has a model_type that is not a string: the finetune
+// fails naming the file and the field, and writes nothing (it aborted on an uncaught
+// nlohmann::json type_error before, while asking whether the checkpoint is a LLaVA model).
+TEST_F(TrainLoopTest, AnInitConfigWithAMistypedModelTypeIsAnErrorNamingIt) {
+  const ModelConfig model = *Preset("llama-tiny");
+  const std::string init = data_ + "/init";
+  std::filesystem::create_directories(init);
+  ASSERT_TRUE(SaveModel(init, model, InitParameters(model, ParamLayout(model), 1), kEot).ok());
+  nlohmann::json config = nlohmann::json::parse(*ReadFileBytes(init + "/config.json"));
+  config.erase("benchmake");
+  config["model_type"] = 5;
+  ASSERT_TRUE(WriteFileAtomically(init + "/config.json", config.dump()).ok());
+  nlohmann::json ft = testing::TinyPretrainConfig(data_ + "/data", data_ + "/ftout", "");
+  ft["mode"] = "finetune";
+  ft.erase("model");
+  ft["init"] = init;
+  Result<RunConfig> run = ParseRunConfig(ft);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  Result<nlohmann::json> m = RunTraining(*run, nullptr);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), ErrorCode::kInvalidArgument) << m.status().message();
+  EXPECT_NE(m.status().message().find(init + "/config.json"), std::string::npos)
+      << m.status().message();
+  EXPECT_NE(m.status().message().find("model_type must be a string"), std::string::npos)
+      << m.status().message();
+  EXPECT_FALSE(std::filesystem::exists(data_ + "/ftout"));
+}
+
+// stats.json is the data's: a vocab_size or eot_id that is not an integer is refused naming the
+// file and the key (nlohmann's value() threw out of RunTraining before: an abort).
+TEST_F(TrainLoopTest, AMistypedStatsJsonIsCorruptNamingTheKey) {
+  for (const char* key : {"vocab_size", "eot_id"}) {
+    nlohmann::json stats = {{"vocab_size", kVocab}, {"eot_id", kEot}};
+    stats[key] = "64";
+    std::ofstream(data_ + "/data/stats.json") << stats.dump();
+    Result<nlohmann::json> m = RunTraining(Config("out"), nullptr);
+    ASSERT_FALSE(m.ok()) << key;
+    EXPECT_EQ(m.status().code(), ErrorCode::kCorrupt) << m.status().message();
+    EXPECT_NE(m.status().message().find(data_ + "/data/stats.json: " + key), std::string::npos)
+        << m.status().message();
+  }
 }
 
 }  // namespace

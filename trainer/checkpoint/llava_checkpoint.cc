@@ -111,9 +111,9 @@ nlohmann::ordered_json LlavaHuggingFaceConfig(const LlavaConfig& c, int64_t eot_
 Result<LlavaConfig> LlavaConfigFromHuggingFace(const nlohmann::json& j) {
   if (!j.is_object()) return Status(ErrorCode::kInvalidArgument, "config.json is not an object");
   if (j.contains("benchmake")) return LlavaConfigFromJson(j["benchmake"]);
-  if (j.value("model_type", "") != "llava")
-    return Errorf(ErrorCode::kInvalidArgument, "config.json has model_type '{}', not llava",
-                  j.value("model_type", ""));
+  if (!j.contains("model_type") || j["model_type"] != "llava")
+    return Errorf(ErrorCode::kInvalidArgument, "config.json has model_type {}, not llava",
+                  j.contains("model_type") ? j["model_type"].dump() : "(none)");
   LlavaConfig c;
   BM_TRY(Get(j, "image_token_index", "", &c.image_token_id));
   std::string strategy, act;
@@ -136,13 +136,18 @@ Result<LlavaConfig> LlavaConfigFromHuggingFace(const nlohmann::json& j) {
   BM_TRY(Get(v, "num_attention_heads", "vision_config", &vc.heads));
   BM_TRY(Get(v, "image_size", "vision_config", &vc.image_size));
   BM_TRY(Get(v, "patch_size", "vision_config", &vc.patch));
-  vc.channels = v.value("num_channels", int64_t{3});
-  vc.norm_eps = v.value("layer_norm_eps", 1e-5);
-  if (v.value("hidden_act", "quick_gelu") != "quick_gelu")
+  // CLIPVisionConfig's defaults for what llava-hf's configs leave out; of the wrong type, an error.
+  vc.channels = 3;
+  vc.norm_eps = 1e-5;
+  std::string vision_act = "quick_gelu";
+  if (v.contains("num_channels")) BM_TRY(Get(v, "num_channels", "vision_config", &vc.channels));
+  if (v.contains("layer_norm_eps")) BM_TRY(Get(v, "layer_norm_eps", "vision_config", &vc.norm_eps));
+  if (v.contains("hidden_act")) BM_TRY(Get(v, "hidden_act", "vision_config", &vision_act));
+  if (vision_act != "quick_gelu")
     return Errorf(ErrorCode::kInvalidArgument,
                   "config.json: vision_config.hidden_act '{}'; "
                   "CLIP's is quick_gelu",
-                  v.value("hidden_act", ""));
+                  vision_act);
   nlohmann::json text = j["text_config"];
   text.erase("benchmake");
   Result<ModelConfig> t = ModelConfigFromHuggingFace(text);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 
 #include "trainer/checkpoint/hf_config.h"
 #include "trainer/checkpoint/safetensors.h"
@@ -26,6 +27,16 @@ void Transpose(const float* in, int64_t rows, int64_t cols, float* out) {
 std::vector<int64_t> CheckpointShape(const ParamTensor& t) {
   if (!t.transposed_in_checkpoint) return t.shape;
   return {t.shape[1], t.shape[0]};
+}
+
+// transformers' base_model_prefix: a checkpoint saved from the base model (GPT2Model, LlamaModel)
+// names its tensors without it — the GPT-2 weights Hugging Face publishes do — and from_pretrained
+// reads either form. The tensor `name` (ours, prefixed) in `file`, under either.
+const MappedSafetensors::Tensor* FindTensor(const MappedSafetensors& file, const std::string& name,
+                                            Family family) {
+  if (const MappedSafetensors::Tensor* t = file.Find(name)) return t;
+  const std::string_view prefix = family == Family::kGpt ? "transformer." : "model.";
+  return name.starts_with(prefix) ? file.Find(name.substr(prefix.size())) : nullptr;
 }
 
 }  // namespace
@@ -135,17 +146,17 @@ Result<ParamSource> CheckpointParameters(const std::string& path, const ModelCon
   auto layout = std::make_shared<const ParamLayout>(config);
   // file->tensors()' entry of each layout tensor
   auto of = std::make_shared<std::vector<const MappedSafetensors::Tensor*>>();
-  std::set<std::string> expected;
+  std::set<std::string> expected;  // the file's names of the model's tensors
   for (const ParamTensor& t : layout->tensors()) {
-    expected.insert(t.name);
-    const MappedSafetensors::Tensor* n = file->Find(t.name);
+    const MappedSafetensors::Tensor* n = FindTensor(*file, t.name, config.family);
     if (!n)
       return Errorf(ErrorCode::kInvalidArgument, "{}: tensor {} is missing (the model needs it)",
                     path, t.name);
     std::vector<int64_t> shape = CheckpointShape(t);
     if (n->shape != shape)
       return Errorf(ErrorCode::kInvalidArgument, "{}: tensor {} has shape {}, the model needs {}",
-                    path, t.name, nlohmann::json(n->shape).dump(), nlohmann::json(shape).dump());
+                    path, n->name, nlohmann::json(n->shape).dump(), nlohmann::json(shape).dump());
+    expected.insert(n->name);
     of->push_back(n);
   }
   for (const MappedSafetensors::Tensor& n : file->tensors()) {

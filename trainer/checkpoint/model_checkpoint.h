@@ -58,7 +58,9 @@ class ModelWriter {
   Status failed_;
 };
 
-// Reads parameters for `config` from a safetensors file into layout order.
+// Reads parameters for `config` from a safetensors file into layout order. A tensor may also
+// be named without transformers' base_model_prefix ("transformer." for gpt, "model." for
+// llama), as a base model's checkpoint names it (the published GPT-2 weights).
 // Refuses, naming the tensor, a missing tensor, an unexpected one, or a shape
 // that differs from the model's ("tensor X has shape [64, 32] in FILE, the
 // model needs [64, 64]"); and any file the safetensors reader refuses.

@@ -89,12 +89,34 @@ Result<std::optional<ResumeState>> LoadResume(const std::string& dir, const Resu
   const fs::path step_dir = fs::path(dir) / latest;
   BM_ASSIGN_OR_RETURN(std::string state_text, ReadFileBytes((step_dir / "state.json").string()));
   nlohmann::json s = nlohmann::json::parse(state_text, nullptr, false);
-  if (s.is_discarded() || s.value("format", "") != "benchmake-resume")
+  // Each field read below must have its type (s.value() throws on another): a damaged file is
+  // kCorrupt, never an exception.
+  auto has = [&s](const char* key, bool (nlohmann::json::*is)() const noexcept) {
+    return s.contains(key) && (s[key].*is)();
+  };
+  using J = nlohmann::json;
+  if (!s.is_object() || !has("format", &J::is_string) || s["format"] != "benchmake-resume" ||
+      !has("version", &J::is_number_integer))
     return Errorf(ErrorCode::kCorrupt, "{}/state.json is not a benchmake resume state",
+                  step_dir.string());
+  if (s["version"] == kVersion &&
+      (!has("step", &J::is_number_integer) || !has("fingerprint", &J::is_string) ||
+       !has("ranks", &J::is_number_integer) || !has("sharded", &J::is_boolean) ||
+       (s.contains("log") && !s["log"].is_array()) ||
+       (s.contains("extra") && !s["extra"].is_object())))
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}/state.json: step, fingerprint, ranks, sharded, log or extra is missing or "
+                  "of another type",
                   step_dir.string());
   if (s.value("version", 0) != static_cast<int>(kVersion))
     return none(fmt::format("the checkpoint has version {}; this trainer reads {}",
                             s.value("version", 0), kVersion));
+  // The log's records as StepRecord::FromJson reads them (value() on step and tokens).
+  for (const nlohmann::json& r : s.value("log", nlohmann::json::array()))
+    if (!r.is_object() || (r.contains("step") && !r["step"].is_number_integer()) ||
+        (r.contains("tokens") && !r["tokens"].is_number_integer()))
+      return Errorf(ErrorCode::kCorrupt, "{}/state.json: a log record is damaged: {}",
+                    step_dir.string(), r.dump());
   if (s.value("fingerprint", "") != fingerprint)
     return none("the checkpoint was written by a run with other settings");
   if (s.value("ranks", 0) != who.ranks || s.value("sharded", false) != who.sharded)

@@ -193,9 +193,17 @@ Result<MappedSafetensors> MappedSafetensors::Open(const std::string& path) {
       return corrupt("tensor " + name + " lacks dtype, shape or data_offsets");
     Tensor t;
     t.name = name;
+    // numel × 4 bytes must fit 63 bits: a wrapped product could match small offsets (the
+    // safetensors crate refuses it too, as ValidationOverflow).
+    uint64_t numel = 1;
     for (const auto& d : entry["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
         return corrupt("tensor " + name + " has a bad shape");
+      const auto dim = static_cast<uint64_t>(d.get<int64_t>());
+      if (dim != 0 && numel > (uint64_t{1} << 61) / dim)
+        return corrupt(fmt::format("tensor {} has shape {}, too large to be held", name,
+                                   entry["shape"].dump()));
+      numel *= dim;
       t.shape.push_back(d.get<int64_t>());
     }
     const std::string dtype = entry["dtype"];
@@ -208,7 +216,6 @@ Result<MappedSafetensors> MappedSafetensors::Open(const std::string& path) {
     if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       return corrupt("tensor " + name + " has bad data_offsets");
     const uint64_t begin = off[0], end = off[1];
-    const uint64_t numel = static_cast<uint64_t>(Numel(t.shape));
     if (end < begin || end - begin != numel * elem)
       return corrupt(fmt::format("tensor {} spans {} bytes but shape {} of {} needs {}", name,
                                  end - begin, nlohmann::json(t.shape).dump(), dtype, numel * elem));

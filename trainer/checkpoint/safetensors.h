@@ -6,7 +6,8 @@
 //   data   := the tensors' bytes, little-endian, row-major; offsets relative to data
 //
 // The reader is strict: the header must be valid JSON of that shape, every
-// tensor's byte range must equal dtype size × shape, lie inside the file and
+// tensor's byte range must equal dtype size × shape (a shape of more than 2^61
+// elements, whose size would overflow, is refused), lie inside the file and
 // the ranges must tile the data exactly (no gaps, no overlaps), and the file
 // must not be shorter or longer than the header says. F32 is read as is, BF16
 // and F16 are widened to float. Errors are kCorrupt / kUnsupported with the

@@ -69,6 +69,11 @@ Result<nlohmann::json> ReadDataStats(const std::string& dir) {
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return Errorf(ErrorCode::kCorrupt, "{}/stats.json is not a JSON object", dir);
+  // The keys the trainer reads (with value(), which would throw on another type).
+  for (const char* key : {"vocab_size", "eot_id"})
+    if (j.contains(key) && !j[key].is_number_integer())
+      return Errorf(ErrorCode::kCorrupt, "{}/stats.json: {} must be an integer (got {})", dir, key,
+                    j[key].dump());
   return j;
 }
 

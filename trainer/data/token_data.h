@@ -47,7 +47,8 @@ class TokenData {
   std::vector<uint64_t> starts_;  // prefix sums of sequence sizes, num_sequences + 1
 };
 
-// stats.json of a tokenize output directory ({} when absent).
+// stats.json of a tokenize output directory ({} when absent); kCorrupt when it is not an object
+// or its vocab_size or eot_id is not an integer.
 Result<nlohmann::json> ReadDataStats(const std::string& dir);
 
 }  // namespace bm::train

@@ -292,6 +292,8 @@ Result<ModelConfig> ModelConfigFromJson(const nlohmann::json& json) {
     return Status(ErrorCode::kInvalidArgument, "model config must be an object");
   ModelConfig base;
   base.kv_heads = -1;  // so a missing kv_heads is caught below
+  if (json.contains("preset") && !json["preset"].is_string())
+    return Status(ErrorCode::kInvalidArgument, "model.preset must be a string");
   nlohmann::json rest = json;
   std::string preset = json.value("preset", "");
   rest.erase("preset");

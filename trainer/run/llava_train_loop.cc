@@ -90,7 +90,8 @@ bool IsLlavaRun(const RunConfig& run) {
   Result<std::string> text = ReadFileBytes(run.init + "/" + kConfigFile);
   if (!text.ok()) return false;
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  return j.is_object() && j.value("model_type", "") == "llava";
+  // Compared as JSON: a model_type of another type is not llava (and not an exception).
+  return j.is_object() && j.contains("model_type") && j["model_type"] == "llava";
 }
 
 Result<nlohmann::json> RunLlavaTraining(const RunConfig& run, std::ostream* progress,

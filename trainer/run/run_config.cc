@@ -228,6 +228,10 @@ Result<RunConfig> ParseRunConfig(const nlohmann::json& j) {
     if (c.beta1 < 0 || c.beta1 >= 1 || c.beta2 < 0 || c.beta2 >= 1)
       return invalid("beta1 and beta2 must lie in [0, 1)");
     if (c.weight_decay < 0) return invalid("weight_decay must be >= 0");
+    // torch.optim.AdamW refuses eps < 0; a negative clipping norm would flip the gradients.
+    if (!(c.eps >= 0)) return invalid("eps must be >= 0 (got {})", c.eps);
+    if (!(c.grad_clip >= 0))
+      return invalid("grad_clip must be >= 0; 0 is off (got {})", c.grad_clip);
     if (c.checkpoint_every < 0) return invalid("checkpoint_every must be >= 0");
     BM_TRY(c.loss_scaler.Validate());
   }

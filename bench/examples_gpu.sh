@@ -20,7 +20,11 @@ bin=${BIN:-$root/.devtree/bin}
 device=${DEVICE:-cuda}
 source "$(dirname "$0")/device_env.sh" "$root/.devtree"
 bm() { ours "$bin/benchmake" "$@"; }
-[[ $device == cuda ]] && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
+gpus=0
+if [[ $device == cuda ]]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+fi
 
 examples=("$@")
 if [[ ${#examples[@]} -eq 0 ]]; then
@@ -35,7 +39,16 @@ failed=0
 for ex in "${examples[@]}"; do
   ws=$tree/examples/$ex
   cp -r "$root/examples/$ex" $ws
-  sed -i "s/^device = \"cpu\"/device = \"$device\"/" $ws/BENCHFILE.toml
+  # Every smoke target on $device, but one whose layout needs more GPUs than the machine has
+  # stays on the CPU (its ranks are CPU processes there), as bench/gpu_pipeline.sh does.
+  awk -v device="$device" -v gpus="$gpus" '
+    NR == FNR { if (/^\[target\./) t = $0
+                if ($0 ~ /^layout = "TP[0-9]+PP[0-9]+DP[0-9]+"/) {
+                  n = $0; gsub(/[^0-9]+/, " ", n); split(n, d, " "); ranks[t] = d[1] * d[2] * d[3] }
+                next }
+    /^\[target\./ { t = $0 }
+    { if (!(device == "cuda" && ranks[t] > gpus)) sub(/^device = "cpu"/, "device = \"" device "\"")
+      print }' $ws/BENCHFILE.toml $ws/BENCHFILE.toml > $ws/BENCHFILE.toml.new && mv $ws/BENCHFILE.toml.new $ws/BENCHFILE.toml
   if [[ -n ${TARGETS:-} ]]; then
     read -ra targets <<< "$TARGETS"
   else

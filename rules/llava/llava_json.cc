@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/formats/json_text.h"
 #include "base/real_filesystem.h"
 
 namespace bm::rules::llava {
@@ -10,18 +11,19 @@ namespace {
 
 using nlohmann::json;
 
+// The sample's "id" as text ("" when it has none).
+Result<std::string> IdOf(const json& s) {
+  auto it = s.find("id");
+  if (it == s.end()) return std::string();
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_integer()) return it->dump();
+  return Errorf(ErrorCode::kInvalidArgument, "\"id\" is neither a string nor an integer");
+}
+
 Result<Sample> ParseSample(const json& s) {
   if (!s.is_object()) return Errorf(ErrorCode::kInvalidArgument, "is not an object");
   Sample out;
-  if (auto it = s.find("id"); it != s.end()) {
-    if (it->is_string()) {
-      out.id = it->get<std::string>();
-    } else if (it->is_number_integer()) {
-      out.id = std::to_string(it->get<int64_t>());
-    } else {
-      return Errorf(ErrorCode::kInvalidArgument, "\"id\" is neither a string nor an integer");
-    }
-  }
+  BM_ASSIGN_OR_RETURN(out.id, IdOf(s));
   if (auto it = s.find("image"); it != s.end() && !it->is_null()) {
     if (!it->is_string()) {
       return Errorf(ErrorCode::kInvalidArgument,
@@ -33,6 +35,10 @@ Result<Sample> ParseSample(const json& s) {
   auto conv = s.find("conversations");
   if (conv == s.end() || !conv->is_array()) {
     return Errorf(ErrorCode::kInvalidArgument, "has no \"conversations\" list");
+  }
+  if (conv->empty()) {
+    // LLaVA's preprocess reads source[0] and fails (IndexError) on such a sample.
+    return Errorf(ErrorCode::kInvalidArgument, "\"conversations\" is empty");
   }
   for (size_t j = 0; j < conv->size(); ++j) {
     const json& t = (*conv)[j];
@@ -74,11 +80,7 @@ Status CheckImagePath(const std::string& path) {
 }
 
 Result<std::vector<Sample>> ParseLlavaJson(std::string_view contents, const std::string& origin) {
-  json list = json::parse(contents, nullptr, false);
-  if (list.is_discarded()) {
-    return Errorf(ErrorCode::kCorrupt, "{}: not valid JSON (LLaVA's format is one JSON list)",
-                  origin);
-  }
+  BM_ASSIGN_OR_RETURN(json list, formats::ParseJsonText(contents, origin));
   if (!list.is_array()) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "{}: not a JSON list of samples ({{\"id\", \"image\", \"conversations\"}})",
@@ -90,8 +92,10 @@ Result<std::vector<Sample>> ParseLlavaJson(std::string_view contents, const std:
     Result<Sample> s = ParseSample(list[i]);
     if (!s.ok()) {
       std::string id;
-      if (list[i].is_object() && list[i].contains("id") && list[i]["id"].is_string())
-        id = list[i]["id"].get<std::string>();
+      if (list[i].is_object()) {
+        Result<std::string> named = IdOf(list[i]);
+        if (named.ok()) id = std::move(*named);
+      }
       return Errorf(s.status().code(), "{}: {}", SampleWhere(origin, i, id), s.status().message());
     }
     samples.push_back(std::move(*s));

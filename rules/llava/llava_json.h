@@ -3,10 +3,13 @@
 //   {"id": "...", "image": "relative/path.jpg", "conversations":
 //     [{"from": "human", "value": "<image>\n..."}, {"from": "gpt", "value": "..."}, ...]}
 // where "image" is absent for text-only samples (mix665k's ShareGPT part) and
-// "id" is a string or a number. Other fields are ignored.
+// "id" is a string or a number. Other fields are ignored. "conversations" must
+// hold at least one turn (LLaVA's preprocess reads its first).
 //
 // Errors (kInvalidArgument, kCorrupt for bad JSON, kNotFound/kIo for the file)
-// name the file and, for a bad sample, its index in the list and the field:
+// name the file and, for a JSON syntax error, its line and column
+// ("mix.json:3:31: not valid JSON: ..."), for a bad sample its index in the list,
+// its id and the field:
 // "mix.json: sample 12 (id \"abc\"): conversations[3].value is not a string".
 #pragma once
 

@@ -115,9 +115,9 @@ TEST(LlavaJsonTest, ErrorsNameTheFileAndTheSample) {
     EXPECT_FALSE(s.ok()) << text;
     return s.ok() ? std::string() : s.status().message();
   };
-  EXPECT_NE(error("[{").find("mix.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error("[{").find("mix.json:1:3: not valid JSON"), std::string::npos);
   EXPECT_NE(error("{}").find("mix.json: not a JSON list"), std::string::npos);
-  const std::string ok = R"({"id": "a", "conversations": []})";
+  const std::string ok = R"({"id": "a", "conversations": [{"from": "human", "value": "Hi"}]})";
   EXPECT_EQ(error("[" + ok + ", " + ok + R"(, {"id": "abc", "conversations": [{"from": "human",
     "value": 3}]}])"),
             "mix.json: sample 2 (id \"abc\"): conversations[0].value is not a string");
@@ -131,6 +131,41 @@ TEST(LlavaJsonTest, ErrorsNameTheFileAndTheSample) {
                 .find("sample 0 (id \"z\"): \"image\" is not a string"),
             std::string::npos);
   EXPECT_NE(error(R"([{"id": "z"}])").find("has no \"conversations\" list"), std::string::npos);
+}
+
+// A syntax error deep in a 665K-sample file: its line and column, where Python's
+// json.loads puts it ("Expecting value: line 3 column 31": the "}" after "[").
+TEST(LlavaJsonTest, ASyntaxErrorNamesItsLineAndColumn) {
+  Result<std::vector<Sample>> s = ParseLlavaJson(
+      "[\n"
+      "{\"id\": \"a\", \"conversations\": [{\"from\": \"human\", \"value\": \"Hi\"}]},\n"
+      "{\"id\": \"b\", \"conversations\": [}\n"
+      "]",
+      "mix.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(s.status().message().find("mix.json:3:31: not valid JSON"), std::string::npos)
+      << s.status().message();
+}
+
+// LLaVA's preprocess_v1 reads source[0]["from"]: an empty conversation list fails there
+// (IndexError), so it is the JSON's mistake, not a sample to train fully masked.
+TEST(LlavaJsonTest, AnEmptyConversationIsAnError) {
+  Result<std::vector<Sample>> s = ParseLlavaJson(
+      R"([{"id": "a", "conversations": [{"from": "human", "value": "Hi"}]},
+          {"id": "b", "image": "b.jpg", "conversations": []}])",
+      "mix.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "mix.json: sample 1 (id \"b\"): \"conversations\" is empty");
+}
+
+// mix665k's ids are strings or numbers; an error names a numeric id as well.
+TEST(LlavaJsonTest, ANumericIdIsNamedInErrors) {
+  Result<std::vector<Sample>> s = ParseLlavaJson(
+      R"([{"id": 1234, "conversations": [{"from": "human", "value": null}]}])", "mix.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(),
+            "mix.json: sample 0 (id \"1234\"): conversations[0].value is not a string");
 }
 
 TEST(LlavaJsonTest, MissingFileIsNamed) {

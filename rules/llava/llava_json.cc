@@ -80,7 +80,10 @@ Status CheckImagePath(const std::string& path) {
 }
 
 Result<std::vector<Sample>> ParseLlavaJson(std::string_view contents, const std::string& origin) {
-  BM_ASSIGN_OR_RETURN(json list, formats::ParseJsonText(contents, origin));
+  Result<json> parsed = formats::ParseJsonText(contents, origin);
+  // The user's file, as every data file's JSON is (rules/documents.cc): exit 2, not 1.
+  if (!parsed.ok()) return Status(ErrorCode::kInvalidArgument, parsed.status().message());
+  json list = std::move(*parsed);
   if (!list.is_array()) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "{}: not a JSON list of samples ({{\"id\", \"image\", \"conversations\"}})",

@@ -6,7 +6,7 @@
 // "id" is a string or a number. Other fields are ignored. "conversations" must
 // hold at least one turn (LLaVA's preprocess reads its first).
 //
-// Errors (kInvalidArgument, kCorrupt for bad JSON, kNotFound/kIo for the file)
+// Errors (kInvalidArgument, bad JSON included: exit 2; kNotFound/kIo for the file)
 // name the file and, for a JSON syntax error, its line and column
 // ("mix.json:3:31: not valid JSON: ..."), for a bad sample its index in the list,
 // its id and the field:

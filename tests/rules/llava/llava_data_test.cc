@@ -143,7 +143,7 @@ TEST(LlavaJsonTest, ASyntaxErrorNamesItsLineAndColumn) {
       "]",
       "mix.json");
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), ErrorCode::kCorrupt);
+  EXPECT_EQ(s.status().code(), ErrorCode::kInvalidArgument);  // the user's file: exit 2
   EXPECT_NE(s.status().message().find("mix.json:3:31: not valid JSON"), std::string::npos)
       << s.status().message();
 }

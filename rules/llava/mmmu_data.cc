@@ -60,8 +60,11 @@ json DecodeTableJson(const text::SentencePieceTokenizer& sp) {
 }
 
 Result<json> Run(const MmmuDataOptions& o, const std::string& out_dir, std::ostream* log) {
-  BM_ASSIGN_OR_RETURN(std::vector<train::eval::MmmuQuestion> questions,
-                      train::eval::ReadMmmuQuestions(o.questions));
+  Result<std::vector<train::eval::MmmuQuestion>> read = train::eval::ReadMmmuQuestions(o.questions);
+  // A malformed line of the user's questions file is the user's mistake (exit 2).
+  if (!read.ok() && read.status().code() == ErrorCode::kCorrupt)
+    return Status(ErrorCode::kInvalidArgument, read.status().message());
+  BM_ASSIGN_OR_RETURN(std::vector<train::eval::MmmuQuestion> questions, std::move(read));
   BM_ASSIGN_OR_RETURN(std::unique_ptr<text::SentencePieceTokenizer> sp,
                       text::SentencePieceTokenizer::Open(o.vocab));
   if (!sp->bos_id() || !sp->eos_id())

@@ -245,7 +245,10 @@ TEST_F(MmmuReadTest, MalformedLinesNameFileLineAndField) {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  EXPECT_EQ(ErrorOf("{not json"), at + "not a JSON object");
+  // A syntax error: where Python's json.loads puts it ("Expecting value: line 1 column 8").
+  const std::string syntax = ErrorOf(R"({"id": })");
+  EXPECT_EQ(syntax.rfind((dir_ / "q.jsonl").string() + ":2:8: not valid JSON: ", 0), 0u) << syntax;
+  EXPECT_EQ(ErrorOf("[1, 2]"), at + "not a JSON object");
   EXPECT_EQ(ErrorOf(good), at + "id \"validation_Art_1\" appears twice");
   EXPECT_EQ(ErrorOf(with(R"("answer": "B")", R"("answer": "C")")),
             at + "answer \"C\" is not one of the letters A to B");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/formats/json_text.h"
 #include "trainer/eval/mmmu_score.h"
 
 namespace bm::train::eval {
@@ -31,11 +32,12 @@ Result<std::vector<std::string>> StringList(const nlohmann::json& j, const char*
   return out;
 }
 
-Result<MmmuQuestion> ParseLine(const std::string& text, const std::string& at,
+Result<MmmuQuestion> ParseLine(const std::string& text, const std::string& path, int line,
                                const std::filesystem::path& dir, bool require_images) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    return Errorf(ErrorCode::kCorrupt, "{}: not a JSON object", at);
+  const std::string at = path + ":" + std::to_string(line);
+  // A syntax error names path:line:column and the parser's reason.
+  BM_ASSIGN_OR_RETURN(nlohmann::json j, formats::ParseJsonText(text, path, line));
+  if (!j.is_object()) return Errorf(ErrorCode::kCorrupt, "{}: not a JSON object", at);
   MmmuQuestion q;
   BM_ASSIGN_OR_RETURN(q.id, StringField(j, "id", at));
   BM_ASSIGN_OR_RETURN(q.subject, StringField(j, "subject", at));
@@ -94,10 +96,9 @@ Result<std::vector<MmmuQuestion>> ReadMmmuQuestions(const std::string& path, boo
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string at = path + ":" + std::to_string(line);
-    BM_ASSIGN_OR_RETURN(MmmuQuestion q, ParseLine(text, at, dir, require_images));
+    BM_ASSIGN_OR_RETURN(MmmuQuestion q, ParseLine(text, path, line, dir, require_images));
     if (!ids.insert(q.id).second)
-      return Errorf(ErrorCode::kCorrupt, "{}: id \"{}\" appears twice", at, q.id);
+      return Errorf(ErrorCode::kCorrupt, "{}:{}: id \"{}\" appears twice", path, line, q.id);
     q.line = line;
     out.push_back(std::move(q));
   }

@@ -12,7 +12,9 @@
 //   images         image_1, image_2, ... in order, relative to the JSONL file's folder;
 //                  at least image_1 (the one LLaVA-1.5 sees, see mmmu_prompt.h)
 //   other fields (img_type, topic_difficulty, subfield, explanation) are kept unread.
-// ReadMmmuQuestions refuses a malformed line naming "file:line" and the field.
+// ReadMmmuQuestions refuses a malformed line naming "file:line" and the field, or
+// "file:line:column" and the parser's reason for a line that is not JSON (kCorrupt:
+// mmmu_data, which reads the user's file, reports these as the user's, exit 2).
 #pragma once
 
 #include <string>

@@ -16,8 +16,8 @@ Result<std::string> IdOf(const json& s) {
   auto it = s.find("id");
   if (it == s.end()) return std::string();
   if (it->is_string()) return it->get<std::string>();
-  if (it->is_number_integer()) return it->dump();
-  return Errorf(ErrorCode::kInvalidArgument, "\"id\" is neither a string nor an integer");
+  if (it->is_number()) return it->dump();
+  return Errorf(ErrorCode::kInvalidArgument, "\"id\" is neither a string nor a number");
 }
 
 Result<Sample> ParseSample(const json& s) {

@@ -159,6 +159,16 @@ TEST(LlavaJsonTest, AnEmptyConversationIsAnError) {
   EXPECT_EQ(s.status().message(), "mix.json: sample 1 (id \"b\"): \"conversations\" is empty");
 }
 
+// LLaVA's training never reads "id" (LazySupervisedDataset takes "image" and
+// "conversations"): any JSON number is an id, as the header says, written as JSON
+// writes it (Python's json.dumps(2.5) == "2.5").
+TEST(LlavaJsonTest, AnyNumberIsAnId) {
+  Result<std::vector<Sample>> s = ParseLlavaJson(
+      R"([{"id": 2.5, "conversations": [{"from": "human", "value": "Hi"}]}])", "mix.json");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ((*s)[0].id, "2.5");
+}
+
 // mix665k's ids are strings or numbers; an error names a numeric id as well.
 TEST(LlavaJsonTest, ANumericIdIsNamedInErrors) {
   Result<std::vector<Sample>> s = ParseLlavaJson(

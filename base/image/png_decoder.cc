@@ -49,9 +49,14 @@ struct Header {
 // Transforms: palette to RGB (RGBA with tRNS), 1/2/4-bit gray to 8 bits (scaled to
 // 0..255), 16-bit samples to their high byte, except 16-bit gray without alpha, kept
 // whole for Pillow's clipping (see Convert below). Interlacing undone by libpng.
+//
+// CRCs as Pillow checks them: every chunk before the first IDAT, ancillary ones included (a
+// mismatch is "broken PNG file"), none from the IDAT on (Pillow never reads those CRCs).
 int ReadHeader(png_structp png, png_infop info, Header* h) {
   if (setjmp(png_jmpbuf(png))) return 1;
+  png_set_crc_action(png, PNG_CRC_DEFAULT, PNG_CRC_ERROR_QUIT);
   png_read_info(png, info);
+  png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
   h->width = png_get_image_width(png, info);
   h->height = png_get_image_height(png, info);
   const int color = png_get_color_type(png, info);
@@ -68,8 +73,21 @@ int ReadHeader(png_structp png, png_infop info, Header* h) {
   return 0;
 }
 
+// libpng has every row once its row counter passed the last row of the last pass.
+bool AllRowsRead(png_structp png, png_infop info) {
+  if (png_get_interlace_type(png, info) != PNG_INTERLACE_NONE) {
+    return png_get_current_pass_number(png) >= 7;
+  }
+  return png_get_current_row_number(png) >= png_get_image_height(png, info);
+}
+
+// libpng reads the end of the zlib stream (its Adler-32) and the IDAT's CRC within the last
+// row's call: a file cut there has every row, and Pillow, whose inflate stops at the last
+// row, reads it. A corrupt end of stream is still an error, as it is for Pillow.
 int ReadRows(png_structp png, png_infop info, png_bytepp rows, PngReader* reader) {
-  if (setjmp(png_jmpbuf(png))) return reader->rows_done ? 0 : 1;
+  if (setjmp(png_jmpbuf(png))) {
+    return reader->rows_done || (reader->ran_out && AllRowsRead(png, info)) ? 0 : 1;
+  }
   png_read_image(png, rows);
   reader->rows_done = true;
   png_read_end(png, info);
@@ -115,10 +133,11 @@ class PngGuard {
   png_infop* info_;
 };
 
-}  // namespace
-
-Result<Image> DecodePng(std::span<const uint8_t> bytes, std::string_view name,
-                        const DecodeOptions& options) {
+// One decoding pass. byte_at_a_time: libpng inflates the IDAT data one byte at a time
+// instead of taking the rest of the chunk (up to 8 KiB) in one read. *truncated: the data
+// ended early.
+Result<Image> DecodePngPass(std::span<const uint8_t> bytes, std::string_view name,
+                            const DecodeOptions& options, bool byte_at_a_time, bool* truncated) {
   PngReader reader{bytes.data(), bytes.size(), 0, false, false, {}};
   png_structp png =
       png_create_read_struct(PNG_LIBPNG_VER_STRING, &reader, OnPngError, OnPngWarning);
@@ -129,9 +148,11 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, std::string_view name,
   // No limits of libpng's own below ours: ours names the setting.
   png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
   png_set_chunk_malloc_max(png, 0);
+  if (byte_at_a_time) png_set_compression_buffer_size(png, 1);  // IDAT read size, on reading
 
   Header h{};
   if (ReadHeader(png, info, &h) != 0) {
+    *truncated = reader.ran_out;
     return Errorf(ErrorCode::kCorrupt, "{}: {} PNG header: {}", name,
                   reader.ran_out ? "truncated" : "corrupt", reader.message);
   }
@@ -154,6 +175,7 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, std::string_view name,
     rows[y] = direct ? image.row(static_cast<int>(y)) : decoded.data() + y * h.rowbytes;
   }
   if (ReadRows(png, info, rows.data(), &reader) != 0) {
+    *truncated = reader.ran_out;
     if (reader.ran_out) {
       return Errorf(ErrorCode::kCorrupt,
                     "{}: truncated PNG: the data ends before the image does ({} bytes)", name,
@@ -167,6 +189,20 @@ Result<Image> DecodePng(std::span<const uint8_t> bytes, std::string_view name,
     }
   }
   return image;
+}
+
+}  // namespace
+
+Result<Image> DecodePng(std::span<const uint8_t> bytes, std::string_view name,
+                        const DecodeOptions& options) {
+  bool truncated = false;
+  Result<Image> image = DecodePngPass(bytes, name, options, false, &truncated);
+  if (image.ok() || !truncated) return image;
+  // libpng asks for the rest of an IDAT chunk in one read, so a file cut a few bytes short
+  // of its zlib stream's end loses rows whose data it holds. Pillow inflates what there is
+  // and reads such a file whole; so does a second pass fed byte by byte (truncated files
+  // only: it is slower).
+  return DecodePngPass(bytes, name, options, true, &truncated);
 }
 
 }  // namespace bm::image

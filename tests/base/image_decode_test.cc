@@ -187,6 +187,48 @@ TEST(ImageDecodeTest, TruncatedAndCorruptPng) {
   ExpectError(DecodeImage(bad, "data.png"), ErrorCode::kCorrupt, "data.png", "PNG");
 }
 
+// rgb_32x24.png is 244 bytes: IHDR, one IDAT (data 41..227, its zlib Adler-32 at 224..227, its
+// CRC at 228..231), IEND. Pillow 9.4 reads every cut from 223 bytes on, with all the pixels
+// (its inflate stops at the last row); a cut at 222 or less it calls truncated.
+TEST(ImageDecodeTest, PngCutAfterItsLastRowReadsAsInPillow) {
+  const std::vector<uint8_t> png = Load("rgb_32x24.png");
+  ASSERT_EQ(png.size(), 244u);
+  Result<Image> whole = DecodeImage(png, "whole.png");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  for (size_t n = 223; n < png.size(); ++n) {
+    const std::vector<uint8_t> cut(png.begin(), png.begin() + static_cast<long>(n));
+    Result<Image> img = DecodeImage(cut, "cut.png");
+    ASSERT_TRUE(img.ok()) << n << " bytes: " << img.status().message();
+    EXPECT_EQ(img->rgb, whole->rgb) << n << " bytes";
+  }
+  const std::vector<uint8_t> cut(png.begin(), png.begin() + 222);
+  ExpectError(DecodeImage(cut, "cut222.png"), ErrorCode::kCorrupt, "cut222.png",
+              "truncated PNG: the data ends before the image does");
+}
+
+// Pillow checks the CRC of every chunk before the first IDAT, ancillary ones too ("broken PNG
+// file", UnidentifiedImageError), and of no chunk from the IDAT on.
+TEST(ImageDecodeTest, PngCrcsCheckedAsInPillow) {
+  const std::vector<uint8_t> png = Load("rgb_32x24.png");
+  Result<Image> whole = DecodeImage(png, "whole.png");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  std::vector<uint8_t> bad = png;
+  bad[228] ^= 1;  // the IDAT's CRC
+  Result<Image> idat = DecodeImage(bad, "idat_crc.png");
+  ASSERT_TRUE(idat.ok()) << idat.status().message();
+  EXPECT_EQ(idat->rgb, whole->rgb);
+  // A tEXt chunk "k\0v" between IHDR and IDAT, its CRC off by one bit.
+  const uint8_t text[] = {'t', 'E', 'X', 't', 'k', 0, 'v'};
+  const uint32_t crc = static_cast<uint32_t>(crc32(0, text, sizeof(text))) ^ 1u;
+  std::vector<uint8_t> chunk = {0, 0, 0, 3};
+  chunk.insert(chunk.end(), text, text + sizeof(text));
+  for (int i = 0; i < 4; ++i) chunk.push_back(static_cast<uint8_t>(crc >> (24 - 8 * i)));
+  bad = png;
+  bad.insert(bad.begin() + 33, chunk.begin(), chunk.end());
+  ExpectError(DecodeImage(bad, "text_crc.png"), ErrorCode::kCorrupt, "text_crc.png",
+              "corrupt PNG header: tEXt: CRC error");
+}
+
 TEST(ImageDecodeTest, PixelLimit) {
   DecodeOptions small;
   small.max_pixels = 32 * 24 - 1;

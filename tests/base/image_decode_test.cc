@@ -153,7 +153,8 @@ TEST(ImageDecodeTest, TruncatedJpeg) {
 
 TEST(ImageDecodeTest, CorruptJpegHeader) {
   std::vector<uint8_t> jpg = Load("rgb_32x24.jpg");
-  // Find the start-of-frame marker and make its precision 12 bits, then garbage.
+  // Find the start-of-frame marker and make its precision 12 bits (a 12-bit JPEG, such as
+  // libjpeg-turbo's testimages/monkey12.jpg, which Pillow refuses too), then garbage.
   size_t sof = 0;
   for (size_t i = 2; i + 1 < jpg.size(); ++i) {
     if (jpg[i] == 0xff && jpg[i + 1] == 0xc0) {
@@ -164,9 +165,8 @@ TEST(ImageDecodeTest, CorruptJpegHeader) {
   ASSERT_GT(sof, 0u);
   std::vector<uint8_t> bad = jpg;
   bad[sof + 4] = 12;
-  Result<Image> r = DecodeImage(bad, "twelve.jpg");
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message().rfind("twelve.jpg: ", 0), 0u) << r.status().message();
+  ExpectError(DecodeImage(bad, "twelve.jpg"), ErrorCode::kUnsupported, "twelve.jpg",
+              "12-bit JPEG samples; only 8-bit JPEGs are read");
   bad = jpg;
   for (size_t i = sof; i < sof + 12; ++i) bad[i] = 0x5a;
   ExpectError(DecodeImage(bad, "garbled.jpg"), ErrorCode::kCorrupt, "garbled.jpg", "corrupt JPEG");

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -227,6 +229,59 @@ TEST(ImageDecodeTest, PngCrcsCheckedAsInPillow) {
   bad.insert(bad.begin() + 33, chunk.begin(), chunk.end());
   ExpectError(DecodeImage(bad, "text_crc.png"), ErrorCode::kCorrupt, "text_crc.png",
               "corrupt PNG header: tEXt: CRC error");
+}
+
+// rgb_32x24.png with a chunk inserted at byte `at` (33: before the IDAT, 232: before IEND);
+// `length` overrides the length field; with `keep`, the file ends after that many bytes of it.
+std::vector<uint8_t> WithChunk(size_t at, const std::string& type, const std::vector<uint8_t>& data,
+                               uint32_t length = 0, size_t keep = SIZE_MAX) {
+  std::vector<uint8_t> typed(type.begin(), type.end());
+  typed.insert(typed.end(), data.begin(), data.end());
+  const uint32_t crc = static_cast<uint32_t>(crc32(0, typed.data(), typed.size()));
+  if (length == 0) length = static_cast<uint32_t>(data.size());
+  std::vector<uint8_t> chunk;
+  for (int i = 0; i < 4; ++i) chunk.push_back(static_cast<uint8_t>(length >> (24 - 8 * i)));
+  chunk.insert(chunk.end(), typed.begin(), typed.end());
+  for (int i = 0; i < 4; ++i) chunk.push_back(static_cast<uint8_t>(crc >> (24 - 8 * i)));
+  std::vector<uint8_t> png = Load("rgb_32x24.png");
+  png.insert(png.begin() + static_cast<long>(at), chunk.begin(), chunk.end());
+  if (keep < chunk.size()) png.resize(at + keep);
+  return png;
+}
+
+// `prefix` then n zero bytes, deflated.
+std::vector<uint8_t> Deflated(std::vector<uint8_t> prefix, size_t n) {
+  const std::vector<uint8_t> zeros(n, 0);
+  uLongf size = compressBound(static_cast<uLong>(n));
+  std::vector<uint8_t> z(size);
+  EXPECT_EQ(compress2(z.data(), &size, zeros.data(), static_cast<uLong>(n), 9), Z_OK);
+  prefix.insert(prefix.end(), z.begin(), z.begin() + static_cast<long>(size));
+  return prefix;
+}
+
+// Pillow 9.4's answers on these files: it inflates zTXt, compressed iTXt and iCCP chunks up to
+// 1 MiB (1048576 bytes read; 1048577 is ValueError "Decompressed Data Too Large", before or
+// after the IDAT), and a chunk whose data the file does not hold is OSError "Truncated File
+// Read". libpng alone inflated the 1 KB chunk whole, and allocated a chunk's claimed 2 GiB.
+TEST(ImageDecodeTest, PngMetadataBombsRefusedAsInPillow) {
+  const size_t mib = size_t{1} << 20;
+  EXPECT_TRUE(DecodeImage(WithChunk(33, "zTXt", Deflated({'k', 0, 0}, mib)), "mib.png").ok());
+  EXPECT_TRUE(
+      DecodeImage(WithChunk(33, "iTXt", Deflated({'k', 0, 0, 0, 0, 0}, mib + 1)), "raw.png").ok())
+      << "an iTXt whose compression flag is 0 is not inflated";
+  const std::string too_large = "chunk inflates to more than 1048576 bytes";
+  ExpectError(DecodeImage(WithChunk(33, "zTXt", Deflated({'k', 0, 0}, mib + 1)), "z.png"),
+              ErrorCode::kInvalidArgument, "z.png", "its zTXt " + too_large);
+  ExpectError(DecodeImage(WithChunk(232, "zTXt", Deflated({'k', 0, 0}, mib + 1)), "after.png"),
+              ErrorCode::kInvalidArgument, "after.png", "its zTXt " + too_large);
+  ExpectError(DecodeImage(WithChunk(33, "iTXt", Deflated({'k', 0, 1, 0, 0, 0}, mib + 1)), "i.png"),
+              ErrorCode::kInvalidArgument, "i.png", "its iTXt " + too_large);
+  ExpectError(DecodeImage(WithChunk(33, "iCCP", Deflated({'p', 0, 0}, mib + 1)), "icc.png"),
+              ErrorCode::kInvalidArgument, "icc.png", "its iCCP " + too_large);
+  ExpectError(DecodeImage(WithChunk(33, "tEXt", {'k', 0, 'v'}, 0x7ff00000, 11), "len.png"),
+              ErrorCode::kCorrupt, "len.png", "truncated PNG: the file ends inside its tEXt chunk");
+  ExpectError(DecodeImage(WithChunk(232, "tEXt", {'k', 0, 'v', 'v', 'v', 'v'}, 0, 12), "end.png"),
+              ErrorCode::kCorrupt, "end.png", "truncated PNG: the file ends inside its tEXt chunk");
 }
 
 TEST(ImageDecodeTest, PixelLimit) {

@@ -68,10 +68,12 @@ std::span<const uint8_t> CompressedPart(std::string_view type, std::span<const u
 }
 
 // libpng hands zTXt, iTXt and iCCP chunks here instead of inflating them (they are made
-// "unknown"; no other is kept): an error when one inflates past Pillow's limit.
+// "unknown"; no other is kept): an error when one inflates past Pillow's limit. Chunks
+// libpng does not know come here too and are skipped, critical ones included (libpng
+// would stop at those: "unhandled critical chunk"), as Pillow skips them.
 extern "C" int OnUnknownChunk(png_structp png, png_unknown_chunkp chunk) {
   const std::string_view type(reinterpret_cast<const char*>(chunk->name), 4);
-  if (type != "zTXt" && type != "iTXt" && type != "iCCP") return 0;
+  if (type != "zTXt" && type != "iTXt" && type != "iCCP") return 1;
   const std::span<const uint8_t> part = CompressedPart(type, {chunk->data, chunk->size});
   if (part.empty() || !InflatesPast(part.data(), part.size(), kMaxInflatedChunk)) return 1;
   auto* r = static_cast<PngReader*>(png_get_user_chunk_ptr(png));

@@ -259,6 +259,16 @@ std::vector<uint8_t> Deflated(std::vector<uint8_t> prefix, size_t n) {
   return prefix;
 }
 
+// A critical chunk neither knows ("CRIT") before the IDAT: Pillow 9.4 skips it and reads the
+// image; libpng alone stopped ("unhandled critical chunk").
+TEST(ImageDecodeTest, PngUnknownCriticalChunkSkippedAsInPillow) {
+  Result<Image> whole = DecodeImage(Load("rgb_32x24.png"), "whole.png");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  Result<Image> img = DecodeImage(WithChunk(33, "CRIT", {'x'}), "crit.png");
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  EXPECT_EQ(img->rgb, whole->rgb);
+}
+
 // Pillow 9.4's answers on these files: it inflates zTXt, compressed iTXt and iCCP chunks up to
 // 1 MiB (1048576 bytes read; 1048577 is ValueError "Decompressed Data Too Large", before or
 // after the IDAT), and a chunk whose data the file does not hold is OSError "Truncated File

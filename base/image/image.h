@@ -14,7 +14,10 @@
 //     1/2/4/8 bits scaled to 0..255, alpha (RGBA, LA) and tRNS dropped, not composited;
 //     16-bit RGB/RGBA keeps the high byte of each sample (Pillow's "RGB;16B" unpacker);
 //     16-bit grayscale as Pillow converts "I;16" to "RGB": values above 255 become 255.
-//     Gamma, sRGB and ICC chunks are ignored, as Pillow ignores them.
+//     Gamma, sRGB and ICC chunks are ignored, as Pillow ignores them. CRCs are checked
+//     before the first IDAT only, and a file cut after its last row's data reads whole
+//     (Pillow does both). zTXt, iTXt and iCCP chunks inflating past 1 MiB are refused
+//     (kInvalidArgument), as Pillow refuses them, and never inflated whole.
 //   GIF (giflib, base/image/gif_decoder.cc): the first frame only, on a canvas the size of
 //     the logical screen (grown when the frame reaches past it) filled with colour index 0,
 //     or the transparency index when the frame has one; indices through the frame's local

@@ -107,6 +107,12 @@ class DecoderGuard {
   Decoder* d_;
 };
 
+Status UnsupportedPrecision(std::string_view name, int precision) {
+  return Errorf(ErrorCode::kUnsupported,
+                "{}: {}-bit JPEG samples; only 8-bit JPEGs are read (Pillow refuses them too)",
+                name, precision);
+}
+
 }  // namespace
 
 Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, std::string_view name,
@@ -118,14 +124,14 @@ Result<Image> DecodeJpeg(std::span<const uint8_t> bytes, std::string_view name,
       return Errorf(ErrorCode::kCorrupt, "{}: truncated JPEG: the file ends inside its header ({})",
                     name, d.err.message);
     }
+    // An 8-bit libjpeg refuses 12-bit files in jpeg_read_header, after reading the precision.
+    if (d.err.pub.msg_code == JERR_BAD_PRECISION) {
+      return UnsupportedPrecision(name, d.cinfo.data_precision);
+    }
     return Errorf(ErrorCode::kCorrupt, "{}: corrupt JPEG header: {}", name, d.err.message);
   }
   const jpeg_decompress_struct& c = d.cinfo;
-  if (c.data_precision != 8) {
-    return Errorf(ErrorCode::kUnsupported,
-                  "{}: {}-bit JPEG samples; only 8-bit JPEGs are read (Pillow refuses them too)",
-                  name, c.data_precision);
-  }
+  if (c.data_precision != 8) return UnsupportedPrecision(name, c.data_precision);
   const int components = c.num_components;
   if (components != 1 && components != 3 && components != 4) {
     return Errorf(ErrorCode::kUnsupported,

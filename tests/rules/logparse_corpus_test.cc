@@ -10,11 +10,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "rules/exec.h"
-#include "rules/external_metrics.h"
-#include "rules/logparse/log_parser.h"
-#include "tests/support/rule_params.h"
-#include "tests/support/test_data.h"
+#include "tests/rules/read_log.h"
 
 namespace bm::rules {
 namespace {
@@ -22,51 +18,11 @@ namespace {
 using logparse::Iteration;
 using logparse::ParsedLog;
 using nlohmann::json;
+using testing_logs::Read;
+using testing_logs::ReadLog;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
-
-// exec's parameters with their defaults, `command` set, then `overrides`.
-json Params(json overrides) {
-  if (!overrides.contains("command")) overrides["command"] = json::array({"true"});
-  return testing::WithDefaults(*MakeExecRule(), std::move(overrides));
-}
-
-struct Read {
-  ParsedLog log;
-  ExternalMetrics ext;
-  const json& m() const { return ext.metrics; }
-  const Iteration* At(int64_t step) const {
-    for (const Iteration& it : log.iterations)
-      if (it.step == step) return &it;
-    return nullptr;
-  }
-  std::optional<double> Loss(int64_t step) const {
-    const Iteration* it = At(step);
-    return it ? it->loss : std::nullopt;
-  }
-  std::vector<int64_t> Steps() const {
-    std::vector<int64_t> s;
-    for (const Iteration& it : log.iterations) s.push_back(it.step);
-    return s;
-  }
-  double PerDevice() const { return m()["throughput"]["tokens_per_device_per_s"].get<double>(); }
-  bool Note(const std::string& part) const {
-    for (const std::string& n : ext.notes)
-      if (n.find(part) != std::string::npos) return true;
-    return false;
-  }
-};
-
-Result<Read> ReadLog(const std::string& file, const std::string& format, json params = {}) {
-  const logparse::LogParser* parser = logparse::FindLogParser(format);
-  if (!parser) return Errorf(ErrorCode::kInvalidArgument, "no parser {}", format);
-  Read r;
-  BM_ASSIGN_OR_RETURN(r.log, parser->parse(testing::ReadTestData("logs/" + file), file));
-  params["log_format"] = format;
-  BM_ASSIGN_OR_RETURN(r.ext, BuildExternalMetrics(*parser, r.log, file, Params(params), {}));
-  return r;
-}
 
 double Sum(std::initializer_list<double> v) { return std::accumulate(v.begin(), v.end(), 0.0); }
 

@@ -3,40 +3,16 @@
 // off each log by hand; and bad input, which names the file and line.
 #include <gtest/gtest.h>
 
-#include "rules/exec.h"
-#include "rules/external_metrics.h"
 #include "rules/logparse/log_parser.h"
-#include "tests/support/rule_params.h"
-#include "tests/support/test_data.h"
+#include "tests/rules/read_log.h"
 
 namespace bm::rules {
 namespace {
 
 using logparse::ParsedLog;
 using nlohmann::json;
-
-struct Read {
-  ParsedLog log;
-  ExternalMetrics ext;
-  bool Note(const std::string& part) const {
-    for (const std::string& n : ext.notes)
-      if (n.find(part) != std::string::npos) return true;
-    return false;
-  }
-};
-
-Result<Read> ReadLog(const std::string& file, const std::string& format, json params = {}) {
-  const logparse::LogParser* parser = logparse::FindLogParser(format);
-  if (!parser) return Errorf(ErrorCode::kInvalidArgument, "no parser {}", format);
-  Read r;
-  BM_ASSIGN_OR_RETURN(r.log, parser->parse(testing::ReadTestData("logs/" + file), file));
-  params["log_format"] = format;
-  params["command"] = json::array({"true"});
-  BM_ASSIGN_OR_RETURN(r.ext,
-                      BuildExternalMetrics(*parser, r.log, file,
-                                           testing::WithDefaults(*MakeExecRule(), params), {}));
-  return r;
-}
+using testing_logs::Read;
+using testing_logs::ReadLog;
 
 TEST(Litgpt, FinetuneWithoutAccumulationTimesEachStep) {
   // Lightning-AI/litgpt issue #1110 (2024-03-13), LoRA fine-tuning of TinyLlama: `Epoch 4 | iter

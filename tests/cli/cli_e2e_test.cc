@@ -230,6 +230,16 @@ TEST_F(CliE2e, ManRendersThePageWithEveryCommandAndFlag) {
   }
 }
 
+TEST_F(CliE2e, GroffReadsThePageWithoutWarnings) {
+  if (!OnPath("groff")) GTEST_SKIP() << "groff is not installed (Debian: groff)";
+  fs::path page = build_dir_ / "benchmake.1";
+  ASSERT_TRUE(fs::exists(page)) << page << " (built by the benchmake_man target)";
+  // Without preconv (which man runs first), as lint checks and other formatters read it.
+  Run r = Shell("groff -man -Tutf8 -ww -z '" + page.string() + "'");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "");
+}
+
 TEST_F(CliE2e, InstallPutsTheBinaryAndTheManPageInPlace) {
   if (!OnPath("cmake")) GTEST_SKIP() << "cmake is not on PATH";
   fs::path prefix = root_ / "prefix";

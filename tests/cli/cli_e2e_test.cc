@@ -1,6 +1,7 @@
 // The command line as a user meets it, through the real binary: --help of
 // every command, exit codes, did-you-mean, color, the completion scripts in
 // real shells, the man page through `man -l`, `cmake --install`.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +136,24 @@ TEST_F(CliE2e, MistakesExitTwoWithASuggestion) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("usage: benchmake step [OPTIONS] TARGET"), std::string::npos);
   EXPECT_EQ(Benchmake("--version").exit_code, 0);
+}
+
+TEST_F(CliE2e, JobsZeroMeansNoLimitAsForNinja) {
+  // `ninja -j 0` runs every ready edge at once ("0 means infinity", ninja -h):
+  // two steps that each wait for the other to start only finish side by side,
+  // even with `jobs = 1` in the BENCHFILE.
+  auto meet = [&](const char* me, const char* other) {
+    std::string dir = root_.string();
+    return fmt::format(
+        "[target.{0}]\nrule = \"exec\"\noutputs = [\"x\"]\ncommand = [\"sh\", \"-c\", "
+        "\"touch {1}/{0}; i=0; while [ ! -e {1}/{2} ]; do i=$((i+1)); [ $i -gt 100 ] && exit 1; "
+        "sleep 0.05; done; touch {{out}}/x\"]\n",
+        me, dir, other);
+  };
+  std::ofstream(root_ / "ws/BENCHFILE.toml") << "[benchmake]\njobs = 1\n"
+                                             << meet("left", "right") << meet("right", "left");
+  Run r = Benchmake("build -j 0 --color never");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 TEST_F(CliE2e, ColorFollowsTheFlagNoColorAndTheTerminal) {

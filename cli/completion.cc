@@ -15,14 +15,16 @@ const CommandSpec* FindSpec(std::string_view name, const std::vector<const Comma
 }
 
 // What the words before the cursor say: the command (null before its name), the
-// group typed so far, how many operands it has, the common flags' values, and
-// the flag waiting for its value.
+// group typed so far, how many operands it has, the common flags' values, the
+// flag waiting for its value, and whether "--" ended the flags (as ParseArgs
+// reads it: every word after it is an operand, "-x" too).
 struct Context {
   const CommandSpec* command = nullptr;
   std::string group;
   int operands = 0;
   ParsedArgs common;
   const FlagSpec* pending = nullptr;
+  bool flags_ended = false;
 };
 
 Context Read(const std::vector<std::string>& words, const std::vector<const CommandSpec*>& specs,
@@ -34,7 +36,9 @@ Context Read(const std::vector<std::string>& words, const std::vector<const Comm
       if (c.pending->name == "--directory" || c.pending->name == "--file")
         c.common.Set(c.pending->name, w);
       c.pending = nullptr;
-    } else if (w.size() > 1 && w[0] == '-') {
+    } else if (w == "--" && !c.flags_ended) {
+      c.flags_ended = true;
+    } else if (!c.flags_ended && w.size() > 1 && w[0] == '-') {
       size_t eq = w.find('=');
       const FlagSpec* f = FindFlag(current, w.substr(0, eq));
       if (f == nullptr || !f->takes_value()) continue;
@@ -109,7 +113,7 @@ std::vector<std::string> Complete(const std::vector<std::string>& words,
   if (c.pending) {
     return Matching(ValuesOf(c.pending->kind, c.pending->choices, c, specs, targets), cur);
   }
-  if (cur.starts_with("-")) {
+  if (cur.starts_with("-") && !c.flags_ended) {
     size_t eq = cur.find('=');
     if (eq == std::string::npos) return Matching(FlagNames(spec), cur);
     const FlagSpec* f = FindFlag(spec, cur.substr(0, eq));

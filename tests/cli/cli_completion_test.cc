@@ -64,6 +64,13 @@ TEST_F(CliCompletion, FlagsAndTheirValues) {
   EXPECT_EQ(Candidates({}), Words{});
 }
 
+TEST_F(CliCompletion, AfterDoubleDashEveryWordIsAnOperand) {
+  // As for the parser (and getopt): "--" ends the flags, "-x" after it is a TARGET.
+  EXPECT_EQ(Candidates({"build", "--", "-"}), Words{});
+  EXPECT_EQ(Candidates({"build", "--", "-x", "pre"}), (Words{"pretrain", "pretokenize"}));
+  EXPECT_EQ(Candidates({"step", "--", "-x", ""}), Words{});  // its one TARGET is given
+}
+
 TEST(CliCompletionScripts, CallTheBinaryWithTheWordsUpToTheCursor) {
   EXPECT_NE(BashCompletionScript().find("__complete"), std::string::npos);
   EXPECT_NE(BashCompletionScript().find("complete -F _benchmake benchmake"), std::string::npos);

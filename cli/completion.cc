@@ -15,13 +15,13 @@ const CommandSpec* FindSpec(std::string_view name, const std::vector<const Comma
 }
 
 // What the words before the cursor say: the command (null before its name), the
-// group typed so far, how many operands it has, the common flags' values, the
+// group typed so far, its operands so far, the common flags' values, the
 // flag waiting for its value, and whether "--" ended the flags (as ParseArgs
 // reads it: every word after it is an operand, "-x" too).
 struct Context {
   const CommandSpec* command = nullptr;
   std::string group;
-  int operands = 0;
+  std::vector<std::string> operands;
   ParsedArgs common;
   const FlagSpec* pending = nullptr;
   bool flags_ended = false;
@@ -48,7 +48,7 @@ Context Read(const std::vector<std::string>& words, const std::vector<const Comm
         c.common.Set(f->name, w.substr(eq + 1));
       }
     } else if (c.command) {
-      ++c.operands;
+      c.operands.push_back(w);
     } else if (!c.group.empty()) {
       c.command = FindSpec(c.group + " " + w, specs);
     } else if (IsGroup(w, specs)) {
@@ -59,6 +59,15 @@ Context Read(const std::vector<std::string>& words, const std::vector<const Comm
     }
   }
   return c;
+}
+
+// The commands of `group` without it: "stats", "gc" for "cache".
+std::vector<std::string> SecondWords(const std::string& group,
+                                     const std::vector<const CommandSpec*>& specs) {
+  std::vector<std::string> out;
+  for (const CommandSpec* s : GroupMembers(group, specs))
+    out.emplace_back(s->name.substr(group.size() + 1));
+  return out;
 }
 
 std::vector<std::string> Strings(const std::vector<std::string_view>& views) {
@@ -78,7 +87,12 @@ std::vector<std::string> ValuesOf(ValueKind kind, const std::vector<std::string_
     case ValueKind::kChoice:
       return Strings(choices);
     case ValueKind::kCommand:
-      return FirstWords(specs);
+      // A command's name, or the second word after a group's (help cache gc).
+      if (c.operands.empty()) return FirstWords(specs);
+      if (c.operands.size() == 1 && IsGroup(c.operands[0], specs)) {
+        return SecondWords(c.operands[0], specs);
+      }
+      return {};
     case ValueKind::kNone:
     case ValueKind::kText:
     case ValueKind::kNumber:
@@ -123,13 +137,10 @@ std::vector<std::string> Complete(const std::vector<std::string>& words,
   }
   if (c.command == nullptr) {
     if (c.group.empty()) return Matching(FirstWords(specs), cur);
-    std::vector<std::string> subs;
-    for (const CommandSpec* s : GroupMembers(c.group, specs))
-      subs.emplace_back(s->name.substr(c.group.size() + 1));
-    return Matching(subs, cur);
+    return Matching(SecondWords(c.group, specs), cur);
   }
   if (c.command == &top) return {};
-  if (spec.max_operands >= 0 && c.operands >= spec.max_operands) return {};
+  if (spec.max_operands >= 0 && std::ssize(c.operands) >= spec.max_operands) return {};
   return Matching(ValuesOf(spec.operand_kind, spec.operand_choices, c, specs, targets), cur);
 }
 

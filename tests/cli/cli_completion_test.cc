@@ -31,6 +31,9 @@ TEST_F(CliCompletion, CommandsThenAGroupsCommands) {
   EXPECT_EQ(Candidates({"cache", ""}), (Words{"stats", "verify", "gc", "push", "pull"}));
   EXPECT_EQ(Candidates({"-C", "ws", "cache", "p"}), (Words{"push", "pull"}));
   EXPECT_EQ(Candidates({"help", "ca"}), Words{"cache"});
+  // `benchmake help cache gc` is the help of `cache gc`.
+  EXPECT_EQ(Candidates({"help", "cache", "g"}), Words{"gc"});
+  EXPECT_EQ(Candidates({"help", "build", ""}), Words{});
   EXPECT_EQ(Candidates({"completion", ""}), (Words{"bash", "zsh"}));
 }
 

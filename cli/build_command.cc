@@ -26,7 +26,7 @@ const CommandSpec& BuildSpec() {
                  .short_name = "-j",
                  .value_name = "N",
                  .kind = ValueKind::kNumber,
-                 .help = "run N steps at once (ninja -j)",
+                 .help = "run N steps at once; 0: no limit (ninja -j)",
                  .default_text = "[benchmake] jobs in the BENCHFILE, else ninja's"},
                 {.name = "--keep-going",
                  .short_name = "-k",
@@ -73,7 +73,8 @@ Status BuildCommand(const ParsedArgs& args) {
   engine::BuildOptions options;
   options.targets = args.operands();
   if (std::optional<std::string> jobs = args.Value("--jobs")) {
-    BM_ASSIGN_OR_RETURN(options.jobs, ParseIntFlag("--jobs", *jobs));
+    BM_ASSIGN_OR_RETURN(int n, ParseIntFlag("--jobs", *jobs));
+    options.jobs = n;
   }
   if (std::optional<std::string> k = args.Value("--keep-going")) {
     BM_ASSIGN_OR_RETURN(options.keep_going, ParseIntFlag("--keep-going", *k));

@@ -15,14 +15,16 @@ const CommandSpec* FindSpec(std::string_view name, const std::vector<const Comma
 }
 
 // What the words before the cursor say: the command (null before its name), the
-// group typed so far, how many operands it has, the common flags' values, and
-// the flag waiting for its value.
+// group typed so far, its operands so far, the common flags' values, the
+// flag waiting for its value, and whether "--" ended the flags (as ParseArgs
+// reads it: every word after it is an operand, "-x" too).
 struct Context {
   const CommandSpec* command = nullptr;
   std::string group;
-  int operands = 0;
+  std::vector<std::string> operands;
   ParsedArgs common;
   const FlagSpec* pending = nullptr;
+  bool flags_ended = false;
 };
 
 Context Read(const std::vector<std::string>& words, const std::vector<const CommandSpec*>& specs,
@@ -34,7 +36,9 @@ Context Read(const std::vector<std::string>& words, const std::vector<const Comm
       if (c.pending->name == "--directory" || c.pending->name == "--file")
         c.common.Set(c.pending->name, w);
       c.pending = nullptr;
-    } else if (w.size() > 1 && w[0] == '-') {
+    } else if (w == "--" && !c.flags_ended) {
+      c.flags_ended = true;
+    } else if (!c.flags_ended && w.size() > 1 && w[0] == '-') {
       size_t eq = w.find('=');
       const FlagSpec* f = FindFlag(current, w.substr(0, eq));
       if (f == nullptr || !f->takes_value()) continue;
@@ -44,7 +48,7 @@ Context Read(const std::vector<std::string>& words, const std::vector<const Comm
         c.common.Set(f->name, w.substr(eq + 1));
       }
     } else if (c.command) {
-      ++c.operands;
+      c.operands.push_back(w);
     } else if (!c.group.empty()) {
       c.command = FindSpec(c.group + " " + w, specs);
     } else if (IsGroup(w, specs)) {
@@ -55,6 +59,15 @@ Context Read(const std::vector<std::string>& words, const std::vector<const Comm
     }
   }
   return c;
+}
+
+// The commands of `group` without it: "stats", "gc" for "cache".
+std::vector<std::string> SecondWords(const std::string& group,
+                                     const std::vector<const CommandSpec*>& specs) {
+  std::vector<std::string> out;
+  for (const CommandSpec* s : GroupMembers(group, specs))
+    out.emplace_back(s->name.substr(group.size() + 1));
+  return out;
 }
 
 std::vector<std::string> Strings(const std::vector<std::string_view>& views) {
@@ -74,7 +87,12 @@ std::vector<std::string> ValuesOf(ValueKind kind, const std::vector<std::string_
     case ValueKind::kChoice:
       return Strings(choices);
     case ValueKind::kCommand:
-      return FirstWords(specs);
+      // A command's name, or the second word after a group's (help cache gc).
+      if (c.operands.empty()) return FirstWords(specs);
+      if (c.operands.size() == 1 && IsGroup(c.operands[0], specs)) {
+        return SecondWords(c.operands[0], specs);
+      }
+      return {};
     case ValueKind::kNone:
     case ValueKind::kText:
     case ValueKind::kNumber:
@@ -109,7 +127,7 @@ std::vector<std::string> Complete(const std::vector<std::string>& words,
   if (c.pending) {
     return Matching(ValuesOf(c.pending->kind, c.pending->choices, c, specs, targets), cur);
   }
-  if (cur.starts_with("-")) {
+  if (cur.starts_with("-") && !c.flags_ended) {
     size_t eq = cur.find('=');
     if (eq == std::string::npos) return Matching(FlagNames(spec), cur);
     const FlagSpec* f = FindFlag(spec, cur.substr(0, eq));
@@ -119,13 +137,10 @@ std::vector<std::string> Complete(const std::vector<std::string>& words,
   }
   if (c.command == nullptr) {
     if (c.group.empty()) return Matching(FirstWords(specs), cur);
-    std::vector<std::string> subs;
-    for (const CommandSpec* s : GroupMembers(c.group, specs))
-      subs.emplace_back(s->name.substr(c.group.size() + 1));
-    return Matching(subs, cur);
+    return Matching(SecondWords(c.group, specs), cur);
   }
   if (c.command == &top) return {};
-  if (spec.max_operands >= 0 && c.operands >= spec.max_operands) return {};
+  if (spec.max_operands >= 0 && std::ssize(c.operands) >= spec.max_operands) return {};
   return Matching(ValuesOf(spec.operand_kind, spec.operand_choices, c, specs, targets), cur);
 }
 

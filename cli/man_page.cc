@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <optional>
 #include <sstream>
 
 namespace bm::cli {
@@ -127,15 +129,37 @@ void AppendCommand(std::string& out, const CommandSpec& s) {
   }
 }
 
+// The UTF-8 sequence at the start of `text` as groff's \[uXXXX]
+// (groff_char(7)), appended to `out`; its length in bytes, or nullopt for
+// ASCII or a malformed sequence. Raw bytes above 0x7F are no roff input:
+// groff warns "invalid input character" unless preconv runs first.
+std::optional<size_t> AppendUnicodeEscape(std::string_view text, std::string& out) {
+  const auto lead = static_cast<unsigned char>(text[0]);
+  // A lead byte 110xxxxx, 1110xxxx or 11110xxx, then 1 to 3 bytes 10xxxxxx.
+  const size_t extra = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+  if (extra == 0 || extra >= text.size()) return std::nullopt;
+  uint32_t code = lead & (0x3F >> extra);
+  for (size_t k = 1; k <= extra; ++k) {
+    const auto cont = static_cast<unsigned char>(text[k]);
+    if ((cont & 0xC0) != 0x80) return std::nullopt;
+    code = (code << 6) | (cont & 0x3F);
+  }
+  out += fmt::format("\\[u{:04X}]", code);
+  return extra + 1;
+}
+
 }  // namespace
 
 std::string RoffEscape(std::string_view text) {
   std::string out;
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == '\\') {
       out += "\\e";
     } else if (c == '-') {
       out += "\\-";
+    } else if (std::optional<size_t> length = AppendUnicodeEscape(text.substr(i), out)) {
+      i += *length - 1;
     } else {
       out += c;
     }

@@ -20,7 +20,8 @@ std::string ManPage(const std::vector<const CommandSpec*>& specs, const CommandS
                     std::string_view version);
 
 // `text` safe as roff body text: backslashes escaped, '-' as \-, a leading
-// '.' or '\'' protected.
+// '.' or '\'' protected, and every UTF-8 character as \[uXXXX], so the page is
+// plain ASCII that groff reads without preconv.
 std::string RoffEscape(std::string_view text);
 
 }  // namespace bm::cli

@@ -66,10 +66,11 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   Command cmd;
   cmd.argv = {*ninja, "-f", "build.ninja"};
   cmd.cwd = ws.StateDir();
-  int jobs = options.jobs > 0 ? options.jobs : gen.jobs;
-  if (jobs > 0) {
+  std::optional<int> jobs = options.jobs;
+  if (!jobs && gen.jobs > 0) jobs = gen.jobs;
+  if (jobs) {
     cmd.argv.push_back("-j");
-    cmd.argv.push_back(std::to_string(jobs));
+    cmd.argv.push_back(std::to_string(*jobs));
   }
   if (options.keep_going != 1) {
     cmd.argv.push_back("-k");

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,11 @@ namespace bm::engine {
 
 struct BuildOptions {
   std::vector<std::string> targets;  // empty: all
-  int jobs = 0;                      // 0: [benchmake] jobs, else ninja's default
-  int keep_going = 1;                // ninja -k
-  bool dry_run = false;              // ninja -n
+  // ninja -j: unset takes [benchmake] jobs, else ninja's default; 0 means no
+  // limit, as for ninja.
+  std::optional<int> jobs;
+  int keep_going = 1;    // ninja -k
+  bool dry_run = false;  // ninja -n
   // Color for the steps' notices and progress lines: passed to them as
   // BENCHMAKE_COLOR=always|never, and to ninja as CLICOLOR_FORCE / NO_COLOR
   // (base/terminal.h).

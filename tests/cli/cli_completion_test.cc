@@ -31,6 +31,9 @@ TEST_F(CliCompletion, CommandsThenAGroupsCommands) {
   EXPECT_EQ(Candidates({"cache", ""}), (Words{"stats", "verify", "gc", "push", "pull"}));
   EXPECT_EQ(Candidates({"-C", "ws", "cache", "p"}), (Words{"push", "pull"}));
   EXPECT_EQ(Candidates({"help", "ca"}), Words{"cache"});
+  // `benchmake help cache gc` is the help of `cache gc`.
+  EXPECT_EQ(Candidates({"help", "cache", "g"}), Words{"gc"});
+  EXPECT_EQ(Candidates({"help", "build", ""}), Words{});
   EXPECT_EQ(Candidates({"completion", ""}), (Words{"bash", "zsh"}));
 }
 
@@ -62,6 +65,13 @@ TEST_F(CliCompletion, FlagsAndTheirValues) {
   EXPECT_EQ(Candidates({"--v"}), Words{"--version"});
   EXPECT_EQ(Candidates({"bogus", ""}), Words{});
   EXPECT_EQ(Candidates({}), Words{});
+}
+
+TEST_F(CliCompletion, AfterDoubleDashEveryWordIsAnOperand) {
+  // As for the parser (and getopt): "--" ends the flags, "-x" after it is a TARGET.
+  EXPECT_EQ(Candidates({"build", "--", "-"}), Words{});
+  EXPECT_EQ(Candidates({"build", "--", "-x", "pre"}), (Words{"pretrain", "pretokenize"}));
+  EXPECT_EQ(Candidates({"step", "--", "-x", ""}), Words{});  // its one TARGET is given
 }
 
 TEST(CliCompletionScripts, CallTheBinaryWithTheWordsUpToTheCursor) {

@@ -1,6 +1,7 @@
 // The command line as a user meets it, through the real binary: --help of
 // every command, exit codes, did-you-mean, color, the completion scripts in
 // real shells, the man page through `man -l`, `cmake --install`.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,6 +138,24 @@ TEST_F(CliE2e, MistakesExitTwoWithASuggestion) {
   EXPECT_EQ(Benchmake("--version").exit_code, 0);
 }
 
+TEST_F(CliE2e, JobsZeroMeansNoLimitAsForNinja) {
+  // `ninja -j 0` runs every ready edge at once ("0 means infinity", ninja -h):
+  // two steps that each wait for the other to start only finish side by side,
+  // even with `jobs = 1` in the BENCHFILE.
+  auto meet = [&](const char* me, const char* other) {
+    std::string dir = root_.string();
+    return fmt::format(
+        "[target.{0}]\nrule = \"exec\"\noutputs = [\"x\"]\ncommand = [\"sh\", \"-c\", "
+        "\"touch {1}/{0}; i=0; while [ ! -e {1}/{2} ]; do i=$((i+1)); [ $i -gt 100 ] && exit 1; "
+        "sleep 0.05; done; touch {{out}}/x\"]\n",
+        me, dir, other);
+  };
+  std::ofstream(root_ / "ws/BENCHFILE.toml") << "[benchmake]\njobs = 1\n"
+                                             << meet("left", "right") << meet("right", "left");
+  Run r = Benchmake("build -j 0 --color never");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
 TEST_F(CliE2e, ColorFollowsTheFlagNoColorAndTheTerminal) {
   // Into a file: plain, unless --color=always (which beats NO_COLOR).
   EXPECT_EQ(Benchmake("bild").output.find('\x1b'), std::string::npos);
@@ -228,6 +247,16 @@ TEST_F(CliE2e, ManRendersThePageWithEveryCommandAndFlag) {
   for (const FlagSpec& f : CommonFlags()) {
     EXPECT_NE(r.output.find(std::string(f.name)), std::string::npos) << f.name;
   }
+}
+
+TEST_F(CliE2e, GroffReadsThePageWithoutWarnings) {
+  if (!OnPath("groff")) GTEST_SKIP() << "groff is not installed (Debian: groff)";
+  fs::path page = build_dir_ / "benchmake.1";
+  ASSERT_TRUE(fs::exists(page)) << page << " (built by the benchmake_man target)";
+  // Without preconv (which man runs first), as lint checks and other formatters read it.
+  Run r = Shell("groff -man -Tutf8 -ww -z '" + page.string() + "'");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "");
 }
 
 TEST_F(CliE2e, InstallPutsTheBinaryAndTheManPageInPlace) {

@@ -188,6 +188,10 @@ TEST(CliManPage, EscapesRoff) {
   EXPECT_EQ(RoffEscape("--jobs"), "\\-\\-jobs");
   EXPECT_EQ(RoffEscape(".benchmake/"), "\\&.benchmake/");
   EXPECT_EQ(RoffEscape("a\\b"), "a\\eb");
+  // groff_char(7): a Unicode character is \[uXXXX], 4 to 6 upper-case hex digits.
+  EXPECT_EQ(RoffEscape("4 \u2192 8"), "4 \\[u2192] 8");
+  EXPECT_EQ(RoffEscape("caf\u00e9 \U0001F600"), "caf\\[u00E9] \\[u1F600]");
+  EXPECT_EQ(RoffEscape("\xff\xe2"), "\xff\xe2");  // no UTF-8: left as it is
 }
 
 }  // namespace

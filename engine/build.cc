@@ -58,6 +58,11 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   if (!ninja.ok())
     return Errorf(ErrorCode::kNotFound, "{}; install it (Debian: apt-get install ninja-build)",
                   ninja.status().message());
+  // A directory without a BENCHFILE is no workspace: refused before the lock
+  // would leave a .benchmake/ there.
+  BM_ASSIGN_OR_RETURN(FileInfo benchfile, ws.fs->Stat(ws.benchfile));
+  if (!benchfile.exists)
+    return Errorf(ErrorCode::kInvalidArgument, "cannot read {}: no such file", ws.benchfile);
   BM_ASSIGN_OR_RETURN(FileLock lock, LockWorkspace(ws));
   GenerateOptions generate;
   generate.executor = options.executor;

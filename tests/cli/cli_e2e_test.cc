@@ -132,6 +132,14 @@ TEST_F(CliE2e, MistakesExitTwoWithASuggestion) {
   r = Benchmake("-C BENCHFILE.toml build");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "benchmake: error: -C BENCHFILE.toml: not a directory\n");
+  // A directory without a BENCHFILE: refused, and left as it was (a .benchmake/ was made there).
+  fs::create_directories(root_ / "ws/empty");
+  r = Benchmake("-C empty build");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("cannot read " + (root_ / "ws/empty/BENCHFILE.toml").string()),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::is_empty(root_ / "ws/empty"));
   r = Benchmake("step");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("usage: benchmake step [OPTIONS] TARGET"), std::string::npos);

@@ -14,14 +14,17 @@ namespace bm::cli {
 namespace {
 
 // The workspace's cache dir as kWhichCache says: read from the BENCHFILE and
-// the environment now, never from the last build's config.json.
-std::string CacheDirFor(const ParsedArgs& args) {
-  if (Result<engine::Workspace> ws = OpenWorkspaceFromFlags(args); ws.ok()) {
-    Result<std::string> text = ws->fs->ReadFile(ws->benchfile);
-    Result<engine::Benchfile> bf = text.ok() ? engine::ParseBenchfile(*text, ws->benchfile)
-                                             : Result<engine::Benchfile>(text.status());
-    if (bf.ok()) return engine::CacheDirOf(*ws, bf->settings.cache_dir);
-  }
+// the environment now, never from the last build's config.json. A -C or -f
+// that names nothing is an error, as for every other command (it was ignored:
+// the environment's cache was reported instead).
+Result<std::string> CacheDirFor(const ParsedArgs& args) {
+  BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
+  Result<std::string> text = ws.fs->ReadFile(ws.benchfile);
+  if (!text.ok() && !args.file().empty())
+    return Errorf(ErrorCode::kInvalidArgument, "-f {}: {}", args.file(), text.status().message());
+  Result<engine::Benchfile> bf = text.ok() ? engine::ParseBenchfile(*text, ws.benchfile)
+                                           : Result<engine::Benchfile>(text.status());
+  if (bf.ok()) return engine::CacheDirOf(ws, bf->settings.cache_dir);
   return cache::DefaultCacheDir();
 }
 
@@ -45,7 +48,8 @@ const CommandSpec& CacheStatsSpec() {
 }
 
 Status CacheStatsCommand(const ParsedArgs& args) {
-  cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
+  BM_ASSIGN_OR_RETURN(const std::string dir, CacheDirFor(args));
+  cache::LocalStore store(DiskFilesystem(), dir);
   BM_ASSIGN_OR_RETURN(cache::StoreStats s, cache::ComputeStats(store));
   std::printf("cache:   %s\nblobs:   %llu (%s)\nactions: %llu (%s)\ntotal:   %s\n",
               store.root().c_str(), static_cast<unsigned long long>(s.blobs),
@@ -69,7 +73,8 @@ const CommandSpec& CacheVerifySpec() {
 }
 
 Status CacheVerifyCommand(const ParsedArgs& args) {
-  cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
+  BM_ASSIGN_OR_RETURN(const std::string dir, CacheDirFor(args));
+  cache::LocalStore store(DiskFilesystem(), dir);
   BM_ASSIGN_OR_RETURN(cache::VerifyReport r, cache::Verify(store));
   for (const std::string& e : r.evicted) std::printf("corrupt, evicted: %s\n", e.c_str());
   for (const std::string& e : r.not_evicted) std::printf("corrupt, NOT evicted: %s\n", e.c_str());
@@ -109,7 +114,8 @@ Status CacheGcCommand(const ParsedArgs& args) {
                   UsageLine(CacheGcSpec()));
   }
   BM_ASSIGN_OR_RETURN(uint64_t max, cache::ParseSize(*size));
-  cache::LocalStore store(DiskFilesystem(), CacheDirFor(args));
+  BM_ASSIGN_OR_RETURN(const std::string dir, CacheDirFor(args));
+  cache::LocalStore store(DiskFilesystem(), dir);
   BM_ASSIGN_OR_RETURN(cache::GcReport r, cache::CollectGarbage(store, max));
   std::printf("removed %llu entries (%s), kept %s\n", static_cast<unsigned long long>(r.removed),
               cache::FormatSize(r.removed_bytes).c_str(), cache::FormatSize(r.kept_bytes).c_str());

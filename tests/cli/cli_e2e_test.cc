@@ -129,6 +129,14 @@ TEST_F(CliE2e, MistakesExitTwoWithASuggestion) {
   r = Benchmake("-C missing build");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "benchmake: error: -C missing: no such directory\n");
+  for (const char* command : {"cache stats", "cache verify", "cache gc --max-size 1G"}) {
+    r = Benchmake(std::string("-C missing ") + command);  // it reported the default cache
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_EQ(r.output, "benchmake: error: -C missing: no such directory\n") << command;
+  }
+  r = Benchmake("-f missing.toml cache stats");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("-f missing.toml: "), std::string::npos) << r.output;
   r = Benchmake("-C BENCHFILE.toml build");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.output, "benchmake: error: -C BENCHFILE.toml: not a directory\n");

@@ -8,13 +8,13 @@
 #include <iostream>
 #include <set>
 
-#include "base/nearest_name.h"
 #include "cache/run_health.h"
 #include "cache/usage_stats.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "engine/generate.h"
 #include "engine/inspect.h"
+#include "engine/plan.h"
 #include "engine/step.h"
 #include "engine/target_state.h"
 
@@ -23,7 +23,8 @@ namespace {
 
 // `wanted` (all when empty) and, with upstreams, everything they depend on,
 // in `order` (dependencies first).
-Result<std::vector<std::string>> Select(const std::vector<engine::TargetInspection>& all,
+Result<std::vector<std::string>> Select(const engine::Workspace& ws,
+                                        const std::vector<engine::TargetInspection>& all,
                                         const std::vector<std::string>& wanted, bool upstreams) {
   std::vector<std::string> names;
   for (const engine::TargetInspection& t : all) names.push_back(t.name);
@@ -32,7 +33,7 @@ Result<std::vector<std::string>> Select(const std::vector<engine::TargetInspecti
   std::vector<std::string> stack;
   for (const std::string& w : wanted) {
     if (std::find(names.begin(), names.end(), w) == names.end()) {
-      return Errorf(ErrorCode::kInvalidArgument, "no target '{}'{}", w, DidYouMean(w, names));
+      return engine::NoSuchTarget(ws, w, names);
     }
     stack.push_back(w);
   }
@@ -91,7 +92,7 @@ Status CachePushCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
                       engine::InspectWorkspace(ws, gen.targets));
-  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), false));
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(ws, all, args.operands(), false));
   BM_ASSIGN_OR_RETURN(engine::WorkspaceConfig config, engine::LoadConfig(ws));
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, engine::OpenCache(ws, config));
   uint64_t sent = 0, pushed = 0, skipped = 0;
@@ -151,7 +152,7 @@ Status CachePullCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(engine::GenerateResult gen, engine::Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
                       engine::InspectWorkspace(ws, gen.targets));
-  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(all, args.operands(), true));
+  BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(ws, all, args.operands(), true));
   engine::StepOptions options;
   options.console = &std::cout;
   options.restore_only = true;

@@ -1,11 +1,11 @@
 // `benchmake explain TARGET...` and `benchmake --debug-key TARGET`.
 #include <cstdio>
 
-#include "base/nearest_name.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "engine/generate.h"
 #include "engine/inspect.h"
+#include "engine/plan.h"
 #include "engine/target_graph.h"
 #include "engine/target_state.h"
 
@@ -17,14 +17,15 @@ Result<std::vector<engine::TargetInspection>> InspectAll(const engine::Workspace
   return engine::InspectWorkspace(ws, gen.targets);
 }
 
-Result<const engine::TargetInspection*> FindTarget(const std::vector<engine::TargetInspection>& all,
+Result<const engine::TargetInspection*> FindTarget(const engine::Workspace& ws,
+                                                   const std::vector<engine::TargetInspection>& all,
                                                    const std::string& name) {
   std::vector<std::string> names;
   for (const engine::TargetInspection& t : all) {
     if (t.name == name) return &t;
     names.push_back(t.name);
   }
-  return Errorf(ErrorCode::kInvalidArgument, "no target '{}'{}", name, DidYouMean(name, names));
+  return engine::NoSuchTarget(ws, name, names);
 }
 
 }  // namespace
@@ -50,7 +51,7 @@ Status ExplainCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all, InspectAll(ws));
   for (const std::string& name : args.operands()) {
-    BM_ASSIGN_OR_RETURN(const engine::TargetInspection* t, FindTarget(all, name));
+    BM_ASSIGN_OR_RETURN(const engine::TargetInspection* t, FindTarget(ws, all, name));
     const engine::Staleness& s = t->staleness;
     std::printf("%s: %s\n", t->name.c_str(),
                 s.verdict == engine::Verdict::kUpToDate
@@ -86,7 +87,7 @@ const CommandSpec& DebugKeySpec() {
 Status DebugKeyCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(engine::Workspace ws, OpenWorkspaceFromFlags(args));
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all, InspectAll(ws));
-  BM_ASSIGN_OR_RETURN(const engine::TargetInspection* t, FindTarget(all, args.operands()[0]));
+  BM_ASSIGN_OR_RETURN(const engine::TargetInspection* t, FindTarget(ws, all, args.operands()[0]));
   std::printf("# fields hashed for %s: Field(tag, name), Field(\"=\", value) each, XXH3-128\n",
               t->name.c_str());
   std::printf("%s", t->material.DebugString().c_str());

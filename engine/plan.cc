@@ -9,6 +9,12 @@
 
 namespace bm::engine {
 
+Status NoSuchTarget(const Workspace& ws, const std::string& name,
+                    const std::vector<std::string>& names) {
+  return Errorf(ErrorCode::kInvalidArgument, "no target '{}' in {}{}", name, ws.benchfile,
+                DidYouMean(name, names));
+}
+
 Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
                                            const std::vector<std::string>& targets,
                                            const std::vector<std::string>& all) {
@@ -19,8 +25,7 @@ Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
   std::deque<std::string> queue;
   for (const std::string& t : targets.empty() ? all : targets) {
     if (std::find(all.begin(), all.end(), t) == all.end()) {
-      return Errorf(ErrorCode::kInvalidArgument, "no target '{}' in {}{}", t, ws.benchfile,
-                    DidYouMean(t, all));
+      return NoSuchTarget(ws, t, all);
     }
     if (needed_by.emplace(t, t).second) queue.push_back(t);
   }

@@ -28,6 +28,11 @@
 
 namespace bm::engine {
 
+// "no target 'NAME' in BENCHFILE (did you mean 'X'?)": every command's
+// error for a target name the workspace does not have (kInvalidArgument).
+Status NoSuchTarget(const Workspace& ws, const std::string& name,
+                    const std::vector<std::string>& names);
+
 // The targets a build of `targets` brings up to date — them and everything
 // they depend on, in the order of `all` (every target of the BENCHFILE,
 // dependencies first, as GenerateResult::targets lists them) — after checking

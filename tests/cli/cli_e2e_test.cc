@@ -115,6 +115,15 @@ TEST_F(CliE2e, MistakesExitTwoWithASuggestion) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("no target 'pretrian'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("(did you mean 'pretrain'?)"), std::string::npos) << r.output;
+  // explain and cache push/pull name the BENCHFILE too, as build does (they did not).
+  for (const char* command : {"explain pretrian", "cache push pretrian", "cache pull pretrian"}) {
+    r = Benchmake(command);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.output.find("no target 'pretrian' in " + (root_ / "ws/BENCHFILE.toml").string() +
+                            " (did you mean 'pretrain'?)"),
+              std::string::npos)
+        << command << ": " << r.output;
+  }
   for (const char* command : {"explain pretrian", "report pretrian", "compare pretrian finetune"}) {
     r = Benchmake(command);
     EXPECT_EQ(r.exit_code, 2) << command;

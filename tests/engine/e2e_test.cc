@@ -128,6 +128,24 @@ class E2eTest : public ::testing::Test {
     Run r = Benchmake(args);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
+  // `benchmake ARGS` in the workspace, in the background (its output to
+  // `output`); the caller waits for the returned pid.
+  pid_t StartInBackground(const std::string& args, const fs::path& output) {
+    std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' " + args + " > '" +
+                      output.string() + "' 2>&1";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
+  }
+  // Polls `done` for up to 10 s; its last answer.
+  static bool WaitFor(const std::function<bool()>& done) {
+    for (int i = 0; i < 400 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return done();
+  }
 
   std::string binary_;
   fs::path root_, ws_;
@@ -344,15 +362,8 @@ outputs = ["x"]
 )");
   ::setenv("GATE", (root_ / "gate").c_str(), 1);
   ::setenv("PIDFILE", (root_ / "step.pid").c_str(), 1);
-  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > /dev/null 2>&1";
-  pid_t build = ::fork();
-  if (build == 0) {
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
-  for (int i = 0; i < 200 && !fs::exists(root_ / "step.pid"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_TRUE(fs::exists(root_ / "step.pid"));
+  pid_t build = StartInBackground("build", "/dev/null");
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(root_ / "step.pid"); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::istringstream pids(ReadText(root_ / "step.pid"));
   pid_t step = 0, command = 0;
@@ -392,31 +403,16 @@ outputs = ["y"]
   const fs::path started = root_ / "started", gate = root_ / "gate";
   ::setenv("STARTED", started.c_str(), 1);
   ::setenv("GATE", gate.c_str(), 1);
-  auto start_build = [&](const fs::path& output) {
-    std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > '" +
-                      output.string() + "' 2>&1";
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-      ::_exit(127);
-    }
-    return pid;
-  };
-  auto wait_for = [](const std::function<bool()>& done) {
-    for (int i = 0; i < 400 && !done(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    return done();
-  };
-  pid_t first = start_build(root_ / "first.txt");
-  if (!wait_for([&] { return fs::exists(started); })) {
+  pid_t first = StartInBackground("build", root_ / "first.txt");
+  if (!WaitFor([&] { return fs::exists(started); })) {
     WriteText(gate, "");  // no step left waiting
     FAIL() << "the step did not start: " << ReadText(root_ / "first.txt");
   }
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   int status = 0;
   ::waitpid(first, &status, 0);
-  pid_t second = start_build(root_ / "second.txt");
-  bool waited = wait_for([&] {
+  pid_t second = StartInBackground("build", root_ / "second.txt");
+  bool waited = WaitFor([&] {
     return ReadText(root_ / "second.txt").find("another build of this workspace is running") !=
            std::string::npos;
   });
@@ -446,15 +442,8 @@ command = ["sh", "-c", "while [ ! -e $GATE ]; do sleep 0.05; done; echo E > {out
 )");
   const fs::path gate = root_ / "gate";
   ::setenv("GATE", gate.c_str(), 1);
-  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build -j 2 > '" +
-                    (root_ / "first.txt").string() + "' 2>&1";
-  pid_t first = ::fork();
-  if (first == 0) {
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
-  for (int i = 0; i < 400 && !fs::exists(ws_ / ".benchmake/t/d.out"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  pid_t first = StartInBackground("build -j 2", root_ / "first.txt");
+  WaitFor([&] { return fs::exists(ws_ / ".benchmake/t/d.out"); });
   Edit("P=1", "P=2");
   Run status = Benchmake("status");
   WriteText(gate, "");
@@ -481,15 +470,8 @@ command = ["sh", "-c", "echo d >> $RUNS_LOG; touch $STARTED; while [ ! -e $GATE 
   const fs::path started = root_ / "started", gate = root_ / "gate";
   ::setenv("STARTED", started.c_str(), 1);
   ::setenv("GATE", gate.c_str(), 1);
-  std::string cmd = "cd '" + ws_.string() + "' && exec '" + binary_ + "' build > '" +
-                    (root_ / "first.txt").string() + "' 2>&1";
-  pid_t first = ::fork();
-  if (first == 0) {
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
-  for (int i = 0; i < 400 && !fs::exists(started); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  pid_t first = StartInBackground("build", root_ / "first.txt");
+  WaitFor([&] { return fs::exists(started); });
   Edit("P=1", "P=2");
   Run status = Benchmake("status");
   WriteText(gate, "");

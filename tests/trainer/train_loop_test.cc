@@ -281,5 +281,41 @@ TEST_F(TrainLoopTest, AMistypedStatsJsonIsCorruptNamingTheKey) {
   }
 }
 
+// A dataset holding an id past the vocabulary its stats.json gives (one made elsewhere, or by an
+// older tokenize) is refused as it is read, naming the file, the id and the vocabulary: the
+// embedding has 64 rows, and id 100 indexed past them before. Ids 100 sit at positions 5 and 20
+// of every 30-token document, so every 17-token window holds one.
+TEST_F(TrainLoopTest, AnIdPastTheVocabularyIsCorruptNamingTheFileAndTheId) {
+  RunConfig pre = Config("pre");
+  pre.steps = 2;
+  ASSERT_TRUE(RunTraining(pre, nullptr).ok());
+  std::vector<std::vector<int32_t>> docs = testing::PatternDocs(40, 30, kVocab, kEot, 1);
+  for (std::vector<int32_t>& doc : docs) doc[5] = doc[20] = 100;
+  testing::WriteSplit(data_ + "/data", "train", docs);
+  testing::WriteSplit(data_ + "/data", "valid", docs);
+  const std::string why = "is id 100, outside the model's vocabulary (0 to 63)";
+  RunConfig c = Config("out");
+  Result<nlohmann::json> m = RunTraining(c, nullptr);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), ErrorCode::kCorrupt) << m.status().message();
+  EXPECT_NE(m.status().message().find(data_ + "/data/train.bin: token "), std::string::npos)
+      << m.status().message();
+  EXPECT_NE(m.status().message().find(why), std::string::npos) << m.status().message();
+  EXPECT_FALSE(std::filesystem::exists(c.out_dir + "/model.safetensors"));
+
+  nlohmann::json ev = {{"mode", "evaluate"},
+                       {"data", data_ + "/data"},
+                       {"out_dir", data_ + "/evout"},
+                       {"init", pre.out_dir},
+                       {"lbs", 4},
+                       {"mpe", 16},
+                       {"threads", 2}};
+  Result<nlohmann::json> e = RunEvaluation(*ParseRunConfig(ev), nullptr);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find(data_ + "/data/valid.bin: token 5 of the stream " + why),
+            std::string::npos)
+      << e.status().message();
+}
+
 }  // namespace
 }  // namespace bm::train

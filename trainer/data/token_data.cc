@@ -6,8 +6,9 @@
 
 namespace bm::train {
 
-TokenData::TokenData(formats::IndexedDataset tokens, std::optional<formats::IndexedDataset> mask)
-    : tokens_(std::move(tokens)), mask_(std::move(mask)) {
+TokenData::TokenData(std::string prefix, formats::IndexedDataset tokens,
+                     std::optional<formats::IndexedDataset> mask)
+    : prefix_(std::move(prefix)), tokens_(std::move(tokens)), mask_(std::move(mask)) {
   starts_.reserve(tokens_.num_sequences() + 1);
   starts_.push_back(0);
   for (int32_t s : tokens_.sizes()) starts_.push_back(starts_.back() + static_cast<uint64_t>(s));
@@ -30,13 +31,27 @@ Result<TokenData> TokenData::Open(const std::string& dir, const std::string& spl
   if (tokens.num_tokens() < 2)
     return Errorf(ErrorCode::kInvalidArgument, "{} has {} tokens; training needs at least 2",
                   prefix, tokens.num_tokens());
-  return TokenData(std::move(tokens), std::move(mask));
+  return TokenData(prefix, std::move(tokens), std::move(mask));
+}
+
+Status TokenData::CheckIds(const int32_t* tokens, int64_t count, int64_t offset) const {
+  for (int64_t i = 0; i < count; ++i) {
+    if (tokens[i] >= 0 && tokens[i] < vocab_) continue;
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}.bin: token {} of the stream is id {}, outside the model's vocabulary (0 to "
+                  "{}); the data was tokenized with another vocabulary than its stats.json or "
+                  "the model's vocab says",
+                  prefix_, offset + i, tokens[i], vocab_ - 1);
+  }
+  return Status::Ok();
 }
 
 Status TokenData::Read(int64_t offset, int64_t count, int32_t* tokens, uint8_t* mask) const {
   if (offset < 0 || count < 0 || offset + count > num_tokens())
     return Errorf(ErrorCode::kInvalidArgument, "read of tokens [{}, {}) past the end ({})", offset,
                   offset + count, num_tokens());
+  const int32_t* const first = tokens;
+  const int64_t first_offset = offset, total = count;
   // the sequence holding `offset`
   size_t seq = std::upper_bound(starts_.begin(), starts_.end(), static_cast<uint64_t>(offset)) -
                starts_.begin() - 1;
@@ -60,7 +75,7 @@ Status TokenData::Read(int64_t offset, int64_t count, int32_t* tokens, uint8_t* 
     count -= n;
     ++seq;
   }
-  return Status::Ok();
+  return vocab_ > 0 ? CheckIds(first, total, first_offset) : Status::Ok();
 }
 
 Result<nlohmann::json> ReadDataStats(const std::string& dir) {

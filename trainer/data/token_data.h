@@ -36,15 +36,25 @@ class TokenData {
   int64_t sequence_size(int64_t i) const { return sequence_start(i + 1) - sequence_start(i); }
 
   // Copies stream tokens [offset, offset + count) (and their mask when `mask`
-  // is non-null: all ones without a mask file). kInvalidArgument past the end.
+  // is non-null: all ones without a mask file). kInvalidArgument past the end;
+  // kCorrupt for a token outside the vocabulary set by LimitIds.
   Status Read(int64_t offset, int64_t count, int32_t* tokens, uint8_t* mask) const;
 
- private:
-  TokenData(formats::IndexedDataset tokens, std::optional<formats::IndexedDataset> mask);
+  // From now on Read refuses an id outside [0, vocab): the model's embedding has
+  // `vocab` rows, and a dataset made elsewhere (or one whose stats.json lies) may
+  // hold larger ids, which would index past it.
+  void LimitIds(int64_t vocab) { vocab_ = vocab; }
 
+ private:
+  TokenData(std::string prefix, formats::IndexedDataset tokens,
+            std::optional<formats::IndexedDataset> mask);
+  Status CheckIds(const int32_t* tokens, int64_t count, int64_t offset) const;
+
+  std::string prefix_;  // DIR/SPLIT, for messages
   formats::IndexedDataset tokens_;
   std::optional<formats::IndexedDataset> mask_;
   std::vector<uint64_t> starts_;  // prefix sums of sequence sizes, num_sequences + 1
+  int64_t vocab_ = 0;             // 0: ids unchecked
 };
 
 // stats.json of a tokenize output directory ({} when absent); kCorrupt when it is not an object

@@ -174,6 +174,7 @@ Result<nlohmann::json> RunEvaluation(const RunConfig& run, std::ostream* progres
   BM_ASSIGN_OR_RETURN(nlohmann::json stats, ReadDataStats(run.data_dir));
   BM_ASSIGN_OR_RETURN(TokenData data, TokenData::Open(run.data_dir, "valid"));
   BM_ASSIGN_OR_RETURN(ModelSetup setup, SetUpModel(run, stats));
+  data.LimitIds(setup.model.vocab);
   BM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(run.device));
   BackendOptions options;
   options.max_batch = run.lbs;

@@ -161,6 +161,7 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
   BM_ASSIGN_OR_RETURN(TokenData data, TokenData::Open(run.data_dir, "train"));
   BM_ASSIGN_OR_RETURN(ModelSetup setup, SetUpModel(run, stats));
   const ModelConfig& model = setup.model;
+  data.LimitIds(setup.model.vocab);
   const ParamLayout layout(model);
 
   BM_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,

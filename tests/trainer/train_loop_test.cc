@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/trainer/test_data.h"
 #include "trainer/checkpoint/model_checkpoint.h"
@@ -164,6 +165,30 @@ TEST_F(TrainLoopTest, KillAndResumeEqualsUninterrupted) {
   Result<nlohmann::json> fresh = RunTraining(changed, nullptr);
   ASSERT_TRUE(fresh.ok());
   EXPECT_TRUE((*fresh)["provenance"]["resumed_from_step"].is_null());
+}
+
+// The CPU's bits follow its thread count, so `threads = 0` resumes by the count it resolved to:
+// a checkpoint of threads = 0 is resumed by threads = (this machine's cores), and not by one
+// more. The fingerprint held the 0 before: the first was refused, and a machine of other cores
+// resumed it.
+TEST_F(TrainLoopTest, AllCoresResumeByTheCountTheyResolvedTo) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  TrainHooks kill;
+  kill.after_step = [](int64_t step) { return step < 8; };  // dies after step 8, checkpoint at 5
+  for (const int threads : {cores, cores + 1}) {
+    RunConfig part = Config("part" + std::to_string(threads));
+    part.threads = 0;
+    part.resume_dir = data_ + "/resume" + std::to_string(threads);
+    part.checkpoint_every = 5;
+    EXPECT_FALSE(RunTraining(part, nullptr, kill).ok());
+    part.threads = threads;
+    Result<nlohmann::json> rerun = RunTraining(part, nullptr);
+    ASSERT_TRUE(rerun.ok()) << rerun.status().message();
+    if (threads == cores)
+      EXPECT_EQ((*rerun)["provenance"]["resumed_from_step"], 5);
+    else
+      EXPECT_TRUE((*rerun)["provenance"]["resumed_from_step"].is_null()) << threads;
+  }
 }
 
 TEST_F(TrainLoopTest, DivergenceStopsWithAClearError) {

@@ -187,8 +187,12 @@ Result<nlohmann::json> RunTraining(const RunConfig& run, std::ostream* progress,
     if (init) BM_TRY(init->Commit());
   }
 
-  // Resume from the last checkpoint of an identical run, if any.
-  const std::string fingerprint = Fingerprint(run, model);
+  // Resume from the last checkpoint of an identical run, if any. The CPU's sums follow its
+  // thread count, so the count `threads = 0` resolved to here is the one that must match (a
+  // Slurm retry on a node of other cores, or a resized container, starts over).
+  RunConfig keyed = run;
+  if (run.device == "cpu") keyed.threads = threads;
+  const std::string fingerprint = Fingerprint(keyed, model);
   // Each rank keeps its own state when they differ: ZeRO shards, or model-parallel shards.
   const bool sharded =
       (run.zero >= 1 && run.layout.dp > 1) || run.layout.tp > 1 || run.layout.pp > 1;

@@ -183,9 +183,10 @@ std::optional<double> MsOf(const Iteration& it, const Terms& t) {
   return std::nullopt;
 }
 
-// The tokens of one step over all devices: samples x mpe, else the printed
-// rate x the step's time.
+// The tokens of one step over all devices: the trainer's own count (TRL's num_tokens, padding left
+// out) over the record's steps, else samples x mpe, else the printed rate x the step's time.
 std::optional<double> StepTokens(const Iteration& it, const Terms& t) {
+  if (it.tokens && it.span > 0) return *it.tokens / static_cast<double>(it.span);
   std::optional<double> samples = SamplesOf(it, t);
   if (samples && t.mpe) return *samples * *t.mpe;
   std::optional<double> ms = MsOf(it, t);
@@ -536,6 +537,30 @@ json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::str
   return w->value;
 }
 
+// The trainer's own achieved FLOP/s per device (DeepSpeed's flops profiler) as
+// mfu.stated_flops_per_device, and over the peak as mfu.stated where the log states no MFU.
+void StatedFlops(const ParsedLog& log, std::string_view name, json& mfu,
+                 std::vector<std::string>& notes) {
+  mfu["stated_flops_per_device"] = nullptr;
+  if (!log.stated_flops_per_device) return;
+  const double flops = log.stated_flops_per_device->value;
+  mfu["stated_flops_per_device"] = flops;
+  if (!mfu["stated"].is_null()) return;
+  if (!mfu["peak_flops_per_device"].is_number()) {
+    notes.push_back(fmt::format(
+        "mfu.stated: {}:{} states {:g} FLOP/s per device, but the peak is not known (set device "
+        "or peak_tflops, and precision)",
+        name, log.stated_flops_per_device->line, flops));
+    return;
+  }
+  const double peak = mfu["peak_flops_per_device"].get<double>();
+  mfu["stated"] = flops / peak;
+  notes.push_back(fmt::format(
+      "mfu.stated: the FLOP/s per device {}:{} states ({:g}) over the peak ({:g}): one profiled "
+      "micro-batch, its FLOPs as the trainer counts them",
+      name, log.stated_flops_per_device->line, flops, peak));
+}
+
 json LossJson(const ParsedLog& log) {
   std::vector<double> losses;
   for (const Iteration& it : log.iterations)
@@ -721,6 +746,7 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
   m["flops_per_token"] = mfu["flops_per_token"];
   m["mfu"] = mfu["mfu"];
   m["mfu"]["stated"] = StatedMfu(parser, log, log_name, p, out.notes);
+  StatedFlops(log, log_name, m["mfu"], out.notes);
   if (!log.peak_memory_bytes) out.notes.push_back("mem: the log reports no memory");
   m["memory"] = {{"peak_bytes", Num(log.peak_memory_bytes)},
                  {"device_total_bytes", Num(DeviceMemory(p, platform))},
@@ -735,12 +761,17 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
                  {"step", last.step > 0 ? json(last.step) : json(nullptr)}};
   }
   double tokens = 0;
-  bool all_counted = !log.iterations.empty() && t.mpe.has_value();
+  bool all_counted = !log.iterations.empty();
   int64_t skipped = 0, nans = 0;
   for (const Iteration& it : log.iterations) {
     std::optional<double> samples = SamplesOf(it, t);
-    all_counted = all_counted && samples.has_value();
-    if (samples && t.mpe) tokens += static_cast<double>(it.span) * *samples * *t.mpe;
+    if (it.tokens) {
+      tokens += *it.tokens;  // the trainer's own count (TRL's num_tokens)
+    } else if (samples && t.mpe) {
+      tokens += static_cast<double>(it.span) * *samples * *t.mpe;
+    } else {
+      all_counted = false;
+    }
     skipped += it.skipped;
     nans += it.nan;
   }

@@ -58,8 +58,11 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // PaddleNLP's, with its lbs and gas) summary gives
 // the data-parallel ranks (total train batch size / (per device x accumulation steps)), so
 // config.dp and devices, and with them token/p/s per device; dicts numbered by the tqdm bar of
-// their step are timed by its elapsed time.
-inline constexpr int kLogReadingVersion = 7;
+// their step are timed by its elapsed time. 8: TRL's num_tokens in the Trainer's dicts gives each
+// record its tokens (the growth of the count) and, over train_runtime, the run's token rate in
+// place of train_samples_per_second x mpe; DeepSpeed's flops profiler summary gives mfu.stated and
+// mfu.stated_flops_per_device.
+inline constexpr int kLogReadingVersion = 8;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

@@ -73,6 +73,7 @@
 #include <utility>
 #include <vector>
 
+#include "rules/logparse/deepspeed_flops_profile.h"
 #include "rules/logparse/deepspeed_overflow.h"
 #include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_kinds.h"
@@ -315,6 +316,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   TrainerDictReader dicts;
   std::vector<StepAt> engine_lines, loss_lines;  // for LossStepsAhead
   DeepSpeedOverflows overflows;                  // the loss scale's skipped steps
+  FlopsProfileReader profile;                    // the flops profiler's summary
   std::map<int64_t, bool> loss_line_steps;       // step -> whether its loss line made the record
   int64_t zero_based_line = 0;                   // a first loss line at step 0
   std::optional<double> last_loss_epoch;         // the last loss line's epoch, when it names one
@@ -359,6 +361,15 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
       [&](std::string_view line, int64_t no) {
         dicts.ReadBar(line, no);  // the Trainer's bar (trainer_dicts.h)
         if (overflows.Read(line, no)) return;
+        // The flops profiler's summary: its lines name a step and numbers but are no record.
+        Result<bool> summary = profile.Read(line, no, name);
+        if (!summary.ok() || *summary) {
+          if (!summary.ok()) {
+            error = summary.status();
+            failed = true;
+          }
+          return;
+        }
         if (std::optional<int64_t> n = OverflowOptimizerStep(line)) {
           engine_lines.push_back({*n, no});  // an optimizer step count, for LossStepsAhead
           return;
@@ -526,6 +537,7 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
   }
   FillSpansFromGaps(log.iterations);
   dicts.InferUnstatedResume(name, log);  // the Trainer's closing dict (trainer_dicts.h)
+  dicts.TokensFromCounts(name, log);     // TRL's num_tokens (trainer_num_tokens.cc)
   dicts.TimeFromElapsed(name, log);      // ms-swift's elapsed time (trainer_elapsed.h)
   // Without progress lines, the overflow lines are the skipped steps (their running count
   // says the same where there are).
@@ -573,8 +585,9 @@ Result<ParsedLog> ParseDeepSpeedLog(std::string_view text, std::string_view name
     log.peak_memory_bytes = peak_gb * 1024.0 * 1024.0 * 1024.0;
     log.memory_source = "MaxMemAllocated (DeepSpeed ThroughputTimer)";
   }
-  dicts.ReportMemory(name,
-                     log);  // the Trainer dicts' (axolotl, ms-swift) when DeepSpeed's is absent
+  // The Trainer dicts' memory (axolotl, ms-swift) when DeepSpeed's is absent.
+  dicts.ReportMemory(name, log);
+  profile.Report(name, log);  // the flops profiler's FLOPS per GPU (deepspeed_flops_profile.h)
   return log;
 }
 

@@ -65,6 +65,11 @@ struct Iteration {
   // (PaddleNLP's ips_total) or per device (interval_tokens_per_second_per_device).
   std::optional<double> tokens_per_s;
   std::optional<double> tokens_per_device_per_s;
+  // The tokens of all devices the record's span processed, as the trainer counted them (TRL's
+  // num_tokens: the growth of its running count since the record before), and that running count
+  // at the record (rules/logparse/trainer_num_tokens.cc).
+  std::optional<double> tokens;
+  std::optional<double> tokens_seen;
   std::optional<double> time_ms;  // wall clock at the record, ms since the epoch (MLLOG)
   std::optional<double> lr;
   std::optional<double> grad_norm;
@@ -87,7 +92,8 @@ struct Fact {
 // RunningAvgSamplesPerSec (or, before 0.7, SamplesPerSec) at its last report,
 // the Trainer's closing train_samples_per_second, FlagPerf's Tokens/p/s or its [PerfLog]
 // FINISHED training_sequences_per_second, LLaMA-Factory's trainer_log.jsonl throughput, the
-// Trainer's train_tokens_per_second (include_num_input_tokens_seen).
+// Trainer's train_tokens_per_second (include_num_input_tokens_seen), TRL's num_tokens over the
+// Trainer's train_runtime.
 // Exactly one of the three rates is set.
 struct TrainerAverage {
   std::optional<double> samples_per_s;            // global samples per second
@@ -120,6 +126,9 @@ struct ParsedLog {
   // The trainer's own MFU for the run (FlagPerf's summary), as a fraction. Per-record figures
   // (Iteration::mfu) are averaged where the timing window is known (rules/external_metrics.cc).
   std::optional<Fact> stated_mfu;
+  // The trainer's own achieved FLOP/s per device (DeepSpeed's flops profiler: its whole-iteration
+  // FLOPS per GPU at the profiled step, rules/logparse/deepspeed_flops_profile.h).
+  std::optional<Fact> stated_flops_per_device;
   // Facts by our names: mpe, lbs, gas, gbs, tp, pp, dp, devices, layers,
   // hidden, heads, parameters. Precision separately (a word).
   std::map<std::string, Fact> facts;

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "rules/logparse/deepspeed_flops_profile.h"
 #include "rules/logparse/deepspeed_overflow.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -126,6 +127,7 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
   TrainerDictReader dicts;
   TrainerMetricsBlock block;     // `***** train metrics *****`
   DeepSpeedOverflows overflows;  // DeepSpeed's skipped steps (deepspeed_overflow.h)
+  FlopsProfileReader profile;    // DeepSpeed's flops profiler summary (deepspeed_flops_profile.h)
   Status error = Status::Ok();
   // A dict a terminal copy hard-wrapped is read joined (trainer_dicts.h).
   bool failed = false;
@@ -137,6 +139,13 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
         if (in_block) return;
         dicts.ReadBar(line, no);
         if (overflows.Read(line, no)) return;
+        if (Result<bool> summary = profile.Read(line, no, name); !summary.ok() || *summary) {
+          if (!summary.ok()) {
+            error = summary.status();
+            failed = true;
+          }
+          return;
+        }
         Result<bool> dict = dicts.ReadLine(line, no, name, steps, log);
         if (!dict.ok()) {
           error = dict.status();
@@ -232,8 +241,10 @@ Result<ParsedLog> ParseTrainerLog(std::string_view text, std::string_view name) 
     }
   }
   dicts.InferUnstatedResume(name, log);
-  dicts.TimeFromElapsed(name, log);  // the dicts' elapsed time (trainer_elapsed.h)
+  dicts.TokensFromCounts(name, log);  // TRL's num_tokens (trainer_num_tokens.cc)
+  dicts.TimeFromElapsed(name, log);   // the dicts' elapsed time (trainer_elapsed.h)
   dicts.ReportMemory(name, log);
+  profile.Report(name, log);  // the Trainer on DeepSpeed: its flops profiler's FLOPS per GPU
   if (log.trainer_average && log.trainer_average->through_step == 0 && !log.iterations.empty())
     log.trainer_average->through_step = log.iterations.back().step;
   return log;

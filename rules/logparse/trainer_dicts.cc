@@ -133,6 +133,7 @@ void TrainerDictReader::DropClosing(ParsedLog& log) {
   log.wall_s.reset();
   log.trainer_average.reset();
   closing_line_.reset();
+  closing_tokens_.reset();
   extra_closing_.clear();
   steps_run_.reset();
   closing_at_.reset();
@@ -209,6 +210,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
     }
     closing_line_ = line;
     closing_train_loss_ = Get(dict, "train_loss");
+    closing_tokens_ = Get(dict, "num_tokens");  // TRL's count at the end (trainer_num_tokens.cc)
     log.wall_s = Get(dict, "train_runtime");
     std::optional<double> rate = Get(dict, "train_samples_per_second");
     // The average is the closing dict's unless the dicts gave one (train_tokens_per_second); its
@@ -377,6 +379,7 @@ bool TrainerDictReader::Read(const TrainerDict& dict, int64_t line,
   if (!it.lr) it.lr = Get(dict, "learning_rate");
   if (!it.lr) it.lr = Get(dict, "lr");  // LLaMA-Factory's jsonl since 2024
   if (!it.grad_norm) it.grad_norm = Get(dict, "grad_norm");
+  if (!it.tokens_seen) it.tokens_seen = Get(dict, "num_tokens");  // TRL's running count
   return true;
 }
 
@@ -514,6 +517,7 @@ void TrainerDictReader::Finish(std::string_view name, std::map<int64_t, Iteratio
     if (!there.loss) there.loss = it.loss;
     if (!there.lr) there.lr = it.lr;
     if (!there.grad_norm) there.grad_norm = it.grad_norm;
+    if (!there.tokens_seen) there.tokens_seen = it.tokens_seen;
     there.line = std::min(there.line, it.line);
   }
   PlaceEvals(*at, spe, log);

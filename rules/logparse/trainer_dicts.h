@@ -90,6 +90,9 @@
 // dicts after the first are left out. The closing dict's steps run bound the steps per epoch
 // whether or not its rate is the average (a loss dict's train_tokens_per_second comes first). Its
 // own train_tokens_per_second (include_tokens_per_second) counts one device's tokens: not read.
+// TRL's trainers add num_tokens to their dicts, a running count of the tokens of all devices: the
+// records' tokens and, with train_runtime, the run's rate (TokensFromCounts,
+// trainer_num_tokens.cc).
 //
 // Thread safety: TrainerDictReader is a value type, one per log.
 #pragma once
@@ -168,6 +171,10 @@ class TrainerDictReader {
   // train_loss (trainer_dict_resume.cc). When found, the first record spans the steps from the
   // resume and the closing rate is scaled to the steps run, as for a stated resume.
   void InferUnstatedResume(std::string_view name, ParsedLog& log) const;
+  // After the records' spans are final (InferUnstatedResume done): TRL's num_tokens, the running
+  // count of the tokens of all devices its trainers keep, as each record's tokens and, with the
+  // closing dict's train_runtime, as the run's token rate (trainer_num_tokens.cc).
+  void TokensFromCounts(std::string_view name, ParsedLog& log) const;
   // After the records' spans are final: the dicts' elapsed time (ms-swift's, LLaMA-Factory's, or
   // the bar's that numbered the dict) as the time of the steps between two consecutive records
   // with no evaluation (log.evals) or checkpoint save (SawSave) between them (trainer_elapsed.h).
@@ -331,6 +338,7 @@ class TrainerDictReader {
   std::optional<size_t> average_after_;       // the same for trainer_average.through_step
   std::optional<int64_t> closing_line_;       // the closing dict's line
   std::optional<double> closing_train_loss_;  // its train_loss
+  std::optional<double> closing_tokens_;      // its num_tokens (TRL, steps after the last log)
   // The closing dict's range of steps run (n to total, at line) when neither its rounded rates
   // nor a bar settle it.
   std::optional<Bar> steps_run_;

@@ -3080,14 +3080,15 @@ TEST(Corpus, TrainerClosingDictsRoundedStepsPerSecondAndTheLastBar) {
   // The same GRPO script, a whole 43-step run: dicts at 10-40 (bars around the callback's prints,
   // as above), then the closing dict (line 133): train_steps_per_second 0.012 is rounded to 3
   // decimals (transformers speed_metrics), so x train_runtime 3462.7809 it allows 40-43 steps;
-  // the bar before it (line 114's last drawing, 43/43) settles 43.
+  // the bar before it (line 114's last drawing, 43/43) settles 43. The average is TRL's num_tokens
+  // there over train_runtime, not its train_samples_per_second 0.404 (logparse_trl_tokens_test).
   Result<Read> r = ReadLog("trainer_trl_grpo_closing_steps_per_second_3dp.log", "trainer");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_EQ(r->Loss(10), -0.0447);  // line 49
   ASSERT_TRUE(r->log.trainer_average);
   EXPECT_EQ(r->log.trainer_average->through_step, 43);
-  EXPECT_EQ(r->log.trainer_average->samples_per_s, 0.404);
+  EXPECT_DOUBLE_EQ(*r->log.trainer_average->tokens_per_s, 2079223.0 / 3462.7809);
   EXPECT_EQ(r->log.wall_s, 3462.7809);
 }
 

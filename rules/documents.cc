@@ -16,16 +16,23 @@ using nlohmann::json;
 
 constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
-// Calls f(line, line_number) for each line (without its '\n').
+// The line of a JSON Lines file that starts at `pos`, without its end ("\n", "\r\n" or a lone
+// "\r": old Mac files, which Python's text mode reads as lines too; a raw CR cannot sit inside a
+// JSON string, so a lone one always ends a line), and where the next one starts.
+std::pair<std::string_view, size_t> LineAt(std::string_view contents, size_t pos) {
+  size_t eol = contents.find_first_of("\r\n", pos);
+  if (eol == std::string_view::npos) eol = contents.size();
+  return {contents.substr(pos, eol - pos), eol + (contents.substr(eol, 2) == "\r\n" ? 2 : 1)};
+}
+
+// Calls f(line, line_number) for each line (LineAt's).
 template <typename F>
 Status ForEachLine(std::string_view contents, F&& f) {
-  size_t pos = 0, line_no = 0;
-  while (pos < contents.size()) {
-    size_t eol = contents.find('\n', pos);
-    if (eol == std::string_view::npos) eol = contents.size();
-    ++line_no;
-    BM_TRY(f(contents.substr(pos, eol - pos), line_no));
-    pos = eol + 1;
+  size_t line_no = 0;
+  for (size_t pos = 0; pos < contents.size();) {
+    const auto [line, next] = LineAt(contents, pos);
+    BM_TRY(f(line, ++line_no));
+    pos = next;
   }
   return Status::Ok();
 }
@@ -171,11 +178,9 @@ Format DetectFormat(const std::string& path, std::string_view first_line) {
 
 std::string_view FirstNonBlankLine(std::string_view contents) {
   for (size_t pos = 0; pos < contents.size();) {
-    size_t eol = contents.find('\n', pos);
-    if (eol == std::string_view::npos) eol = contents.size();
-    const std::string_view line = contents.substr(pos, eol - pos);
+    const auto [line, next] = LineAt(contents, pos);
     if (!IsBlank(line)) return line;
-    pos = eol + 1;
+    pos = next;
   }
   return {};
 }

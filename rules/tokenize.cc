@@ -34,7 +34,8 @@ std::string FirstNonBlankLineOf(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    if (!FirstNonBlankLine(line).empty()) return line;
+    if (const std::string_view first = FirstNonBlankLine(line); !first.empty())
+      return std::string(first);  // (a file of lone-CR line ends is one getline)
   }
   return "";
 }

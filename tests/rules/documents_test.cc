@@ -85,5 +85,26 @@ TEST(DocumentsTest, ByteOrderMarkBeforeAJsonList) {
   EXPECT_TRUE(docs[0].segments[1].trained);
 }
 
+// JSON Lines with old Mac line ends (a lone CR): Python's `for line in open(f)` reads three
+// lines, and an error names the third; it was one line, refused at its second "{". CRLF and mixed
+// ends read as well; the first line decides the format alone.
+TEST(DocumentsTest, LoneCarriageReturnsEndLines) {
+  std::vector<Document> docs;
+  Status s = Parse("{\"text\": \"a\"}\r{\"text\": \"bc\"}\r\n{\"text\": \"d\"}\r", "d.jsonl",
+                   Format::kJsonl, &docs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[1].segments[0].text, "bc");
+  EXPECT_EQ(docs[2].segments[0].text, "d");
+  s = Parse("{\"text\": \"a\"}\r\r{\"text\": 5}\r", "d.jsonl", Format::kJsonl, &docs);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message().rfind("d.jsonl:3: ", 0), 0u) << s.message();
+  EXPECT_EQ(FirstNonBlankLine("\r  \r{\"text\": \"a\"}\r{\"instruction\": 1, \"output\": 2}"),
+            "{\"text\": \"a\"}");
+  EXPECT_EQ(DetectFormat("d.jsonl", FirstNonBlankLine("{\"text\": \"a\"}\r{\"instruction\": "
+                                                      "\"i\", \"output\": \"o\"}\r")),
+            Format::kJsonl);
+}
+
 }  // namespace
 }  // namespace bm::rules

@@ -661,6 +661,33 @@ TEST_F(E2eTest, StatusGraphDebugKeyCleanAndCacheCommands) {
   EXPECT_EQ(Runs(), "data train eval") << "after gc everything reruns";
 }
 
+// `clean TARGET` (ninja's `-t clean TARGET`, without cleaning what TARGET was built from): only
+// out/TARGET goes; the next build restores it from the cache, runs nothing, and leaves the
+// targets after it alone (the restored bytes are the same). An unknown name is refused with the
+// nearest one, removing nothing.
+TEST_F(E2eTest, CleanOfATargetRemovesItsOutputsAndTheNextBuildRestoresIt) {
+  BuildOk();
+  Runs();
+  Run bad = Benchmake("clean trian");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("no target 'trian'"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("did you mean 'train'?"), std::string::npos) << bad.output;
+  EXPECT_TRUE(fs::exists(ws_ / "out/train"));
+  Run clean = Benchmake("clean train");
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_FALSE(fs::exists(ws_ / "out/train"));
+  EXPECT_TRUE(fs::exists(ws_ / "out/data"));
+  EXPECT_TRUE(fs::exists(ws_ / "out/eval/eval.txt"));
+  EXPECT_NE(Benchmake("status").output.find("3 targets, 1 not up to date"), std::string::npos);
+  Run build = Benchmake("build");
+  EXPECT_EQ(build.exit_code, 0) << build.output;
+  EXPECT_NE(build.output.find("train: restored from cache"), std::string::npos) << build.output;
+  EXPECT_EQ(build.output.find("eval:"), std::string::npos) << build.output;
+  EXPECT_EQ(Runs(), "");
+  EXPECT_TRUE(fs::exists(ws_ / "out/train/model.bin"));
+  EXPECT_NE(Benchmake("build").output.find("no work to do"), std::string::npos);
+}
+
 TEST_F(E2eTest, CacheCommandsUseTheCacheTheEnvironmentNamesNotTheLastBuilds) {
   BuildOk();
   Runs();

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +18,8 @@
 #include <optional>
 #include <thread>
 
+#include "base/guardian.h"
+
 extern char** environ;
 
 namespace bm {
@@ -32,6 +33,8 @@ using Clock = std::chrono::steady_clock;
 // runs; it just misses the forwarded signal.
 constexpr int kMaxForwarded = 256;
 std::atomic<pid_t> g_groups[kMaxForwarded];
+// The guardian (base/guardian.h) of the command in the same slot; 0: none.
+std::atomic<pid_t> g_guardians[kMaxForwarded];
 // Command::interrupt_grace_seconds of the command in the same slot, in ms.
 std::atomic<int> g_grace_ms[kMaxForwarded];
 
@@ -55,27 +58,40 @@ int64_t MonotonicMs() {
   return int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1000000;
 }
 
+// Waits until the child `pid` has ended or `deadline` (ms) has passed, and
+// leaves it unreaped (WNOWAIT): a thread running it still sees how it ended.
+void WaitUntilEnded(pid_t pid, int64_t deadline) {
+  for (;;) {
+    siginfo_t info{};
+    int w = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 || info.si_pid == pid || MonotonicMs() >= deadline) return;
+    timespec tick{0, 10 * 1000 * 1000};
+    ::nanosleep(&tick, nullptr);
+  }
+}
+
 // After the forwarded signal: each command has its grace to end, then what
-// is left of its group is SIGKILLed. A shell's background job ignores SIGINT
-// and a command may ignore both signals; without this they outlive the
-// interrupted step, on GPUs the allocator has handed back. The command is
-// not reaped (WNOWAIT): a thread running it still sees how it ended.
+// is left of it is SIGKILLed: its group, and, through its guardian, every
+// process it started. A shell's background job ignores SIGINT, a command may
+// ignore both signals, a daemon may have left the group (setsid); without
+// this they outlive the interrupted step, on GPUs the allocator has handed
+// back. A guardian ends once the tree has: benchmake dies after it.
 // clock_gettime, waitid, nanosleep and kill are async-signal-safe.
 void KillWhatIsLeft() {
+  // A process stuck in the kernel (uninterruptible sleep) does not hold up
+  // benchmake's death longer than this.
+  constexpr int64_t kGuardianWaitMs = 10000;
   const int64_t start = MonotonicMs();
   for (int i = 0; i < kMaxForwarded; ++i) {
     const pid_t g = g_groups[i].load();
     if (g <= 0) continue;
-    const int64_t deadline = start + g_grace_ms[i].load();
-    for (;;) {
-      siginfo_t info{};
-      int w = ::waitid(P_PID, static_cast<id_t>(g), &info, WEXITED | WNOHANG | WNOWAIT);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0 || info.si_pid == g || MonotonicMs() >= deadline) break;
-      timespec tick{0, 10 * 1000 * 1000};
-      ::nanosleep(&tick, nullptr);
-    }
+    const pid_t guardian = g_guardians[i].load();
+    WaitUntilEnded(guardian > 0 ? guardian : g, start + g_grace_ms[i].load());
     ::kill(-g, SIGKILL);
+    if (guardian <= 0) continue;
+    ::kill(guardian, SIGTERM);  // stop the whole tree now
+    WaitUntilEnded(guardian, MonotonicMs() + kGuardianWaitMs);
   }
 }
 
@@ -121,7 +137,10 @@ class ForwardingScope {
     if (g_old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &sa, nullptr);
   }
   ~ForwardingScope() {
-    for (std::atomic<pid_t>* slot : slots_) slot->store(0);
+    for (std::atomic<pid_t>* slot : slots_) {
+      g_guardians[slot - g_groups].store(0);
+      slot->store(0);
+    }
     for (std::atomic<const PreparedExec*>* slot : cancel_slots_) slot->store(nullptr);
     std::lock_guard lock(g_forward_mu);
     if (--g_forward_users > 0) return;
@@ -132,10 +151,12 @@ class ForwardingScope {
   ForwardingScope(const ForwardingScope&) = delete;
   ForwardingScope& operator=(const ForwardingScope&) = delete;
 
-  void Add(pid_t group, double grace_seconds) {
+  // `guardian`: 0 for a command started without one.
+  void Add(pid_t group, pid_t guardian, double grace_seconds) {
     for (int i = 0; i < kMaxForwarded; ++i) {
       pid_t free = 0;
       if (g_groups[i].compare_exchange_strong(free, group)) {
+        g_guardians[i].store(guardian);
         g_grace_ms[i].store(static_cast<int>(std::max(grace_seconds, 0.0) * 1000));
         slots_.push_back(&g_groups[i]);
         return;
@@ -228,12 +249,16 @@ void CloseFd(int& fd) {
 // One started command and what is known about it.
 struct Child {
   const Command* cmd = nullptr;
-  pid_t pid = -1;   // also its process group
+  pid_t pid = -1;      // the process waited for: the guardian, else the command
+  pid_t group = -1;    // the command's pid, also its process group
+  int report_fd = -1;  // read end of the guardian's report pipe; -1: no guardian
+  bool guarded = false;
   int log_fd = -1;  // Command::log_path, or -1
   int tee_fd = -1;  // read end of the output pipe when echoing to the terminal
   Clock::time_point start;
   bool ended = false;
-  int wstatus = 0;
+  int wstatus = 0;       // the command's
+  int left_running = 0;  // processes the command left behind, stopped by its guardian
   bool timed_out = false;
   bool stopped = false;
   std::optional<Clock::time_point> kill_at;  // SIGKILL due (a SIGTERM was sent)
@@ -241,6 +266,7 @@ struct Child {
   ~Child() {
     CloseFd(log_fd);
     CloseFd(tee_fd);
+    CloseFd(report_fd);
   }
   Child() = default;
   Child(const Child&) = delete;
@@ -250,11 +276,42 @@ struct Child {
   bool failed() const {
     return timed_out || (ended && (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0));
   }
-  // SIGTERM to the whole group now, SIGKILL `grace` seconds later.
+  // Waits for `pid` (blocking or not); true once it has ended and is reaped.
+  bool Wait(bool block) {
+    int st = 0;
+    pid_t w;
+    while ((w = ::waitpid(pid, &st, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (w == 0) return false;
+    Reaped(w == pid ? st : 0);
+    return true;
+  }
+  // `pid` has ended with `st`. A guardian reports how the command ended once
+  // every process of its tree has; a guardian killed before it could (kill -9
+  // by hand) ended the command with it.
+  void Reaped(int st) {
+    ended = true;
+    wstatus = st;
+    if (report_fd < 0) return;
+    GuardianReport r;
+    while (::read(report_fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) {
+      if (r.kind != GuardianReport::kEnded) continue;
+      wstatus = r.value;
+      left_running = r.extra;
+    }
+    CloseFd(report_fd);
+  }
+  // SIGTERM to the command's group now, SIGKILL `grace` seconds later.
   void Terminate(double grace) {
-    ::kill(-pid, SIGTERM);
+    ::kill(-group, SIGTERM);
     kill_at = Clock::now() +
               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
+  }
+  // SIGKILL to the command's group and, through its guardian, to every
+  // process it started.
+  void Kill() {
+    ::kill(-group, SIGKILL);
+    if (guarded && running()) ::kill(pid, SIGTERM);
   }
   CommandResult Result() const {
     CommandResult r;
@@ -266,11 +323,44 @@ struct Child {
   }
 };
 
-// Forks and execs `cmd` in its own process group. With die_with_parent the
-// child is SIGKILLed when this thread's process dies (PR_SET_PDEATHSIG), so
-// that no rank outlives a killed step and keeps a GPU the allocator has
-// already handed back. A program that cannot be started is a Status, after
-// the failed child was reaped.
+// The signal mask a command starts with: this thread's, less the interrupt
+// signals that HoldInterrupts holds back while it starts.
+sigset_t CommandMask() {
+  sigset_t mask;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigdelset(&mask, sig);
+  return mask;
+}
+
+// Reads the guardian's first record (kStarted) from `child->report_fd`
+// (non-blocking). False when the guardian ended without writing it; then it is
+// reaped.
+bool ReadStarted(Child* child, GuardianReport* r) {
+  for (;;) {
+    ssize_t n = ::read(child->report_fd, r, sizeof *r);
+    if (n == static_cast<ssize_t>(sizeof *r)) return true;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;
+    // Another guardian forked meanwhile may hold the write end for a moment
+    // (until it closes what is not its own): end of file is not enough.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(child->pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == child->pid) {
+      n = ::read(child->report_fd, r, sizeof *r);
+      if (n == static_cast<ssize_t>(sizeof *r)) return true;
+      break;
+    }
+    pollfd p{child->report_fd, POLLIN, 0};
+    ::poll(&p, 1, 50);
+  }
+  child->Wait(/*block=*/true);
+  return false;
+}
+
+// Forks and execs `cmd` in its own process group; a contained command
+// (Command::contain) under a guardian (base/guardian.h). Without one, and
+// with die_with_parent, the command is SIGKILLed when this thread's process
+// dies (PR_SET_PDEATHSIG). A program that cannot be started is a Status, after
+// the failed child (and its guardian) were reaped.
 Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   if (cmd.argv.empty()) return Errorf(ErrorCode::kInvalidArgument, "empty command");
   child->cmd = &cmd;
@@ -284,8 +374,9 @@ Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   if (tee && ::pipe2(out_pipe, O_CLOEXEC) != 0)
     return Errorf(ErrorCode::kIo, "pipe: {}", std::strerror(errno));
   child->tee_fd = out_pipe[0];
-  int err_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+  // The command's exec errors without a guardian; the guardian's reports with one.
+  int from_child[2];
+  if (::pipe2(from_child, O_CLOEXEC) != 0) {
     CloseFd(out_pipe[1]);
     return Errorf(ErrorCode::kIo, "pipe: {}", std::strerror(errno));
   }
@@ -297,54 +388,57 @@ Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   std::vector<std::string> args = cmd.argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  ExecSpec exec;
+  exec.argv = argv.data();
+  exec.envp = envp.data();
+  exec.cwd = cmd.cwd.empty() ? nullptr : cmd.cwd.c_str();
+  exec.out_fd = tee ? out_pipe[1] : child->log_fd;
+  exec.mask = CommandMask();
+  GuardianSpec guardian;
+  guardian.exec = exec;
+  guardian.parent = ::getpid();
+  guardian.report_fd = from_child[1];
+  guardian.leftover_grace_ms = static_cast<int>(std::max(cmd.interrupt_grace_seconds, 0.0) * 1000);
+  if (die_with_parent) exec.die_with = ::getpid();
 
-  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     CloseFd(out_pipe[1]);
-    ::close(err_pipe[0]);
-    ::close(err_pipe[1]);
+    ::close(from_child[0]);
+    ::close(from_child[1]);
     return Errorf(ErrorCode::kIo, "fork: {}", std::strerror(errno));
   }
   if (pid == 0) {
-    ::setpgid(0, 0);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    sigset_t held = InterruptSignals();  // HoldInterrupts' mask, which exec would keep
-    ::sigprocmask(SIG_UNBLOCK, &held, nullptr);
-    if (die_with_parent) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
-    }
-    int out = tee ? out_pipe[1] : child->log_fd;
-    if (out >= 0) {
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-    }
-    if (!cmd.cwd.empty() && ::chdir(cmd.cwd.c_str()) != 0) {
-      int e = errno;
-      (void)!::write(err_pipe[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    ::execvpe(argv[0], argv.data(), envp.data());
-    int e = errno;
-    (void)!::write(err_pipe[1], &e, sizeof e);
-    ::_exit(127);
+    ::close(from_child[0]);
+    if (cmd.contain) RunGuardian(guardian);
+    ExecCommand(exec, from_child[1]);
   }
-  ::setpgid(pid, pid);
   child->pid = pid;
   child->start = Clock::now();
-  ::close(err_pipe[1]);
+  ::close(from_child[1]);
   CloseFd(out_pipe[1]);
-  int exec_errno = 0;
-  ssize_t got = ::read(err_pipe[0], &exec_errno, sizeof exec_errno);
-  ::close(err_pipe[0]);
-  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
-    while (::waitpid(pid, &child->wstatus, 0) < 0 && errno == EINTR) {
-    }
-    child->ended = true;
-    ErrorCode code = exec_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
-    return Errorf(code, "cannot run '{}': {}", cmd.argv[0], std::strerror(exec_errno));
+  int start_errno = 0;
+  if (cmd.contain) {
+    child->guarded = true;
+    child->report_fd = from_child[0];
+    (void)::fcntl(child->report_fd, F_SETFL, O_NONBLOCK);
+    GuardianReport started;
+    if (!ReadStarted(child, &started))
+      return Errorf(ErrorCode::kIo, "cannot run '{}': its guardian process ended at once",
+                    cmd.argv[0]);
+    child->group = started.value;
+    start_errno = started.extra;
+  } else {
+    ::setpgid(pid, pid);
+    child->group = pid;
+    ssize_t got = ::read(from_child[0], &start_errno, sizeof start_errno);
+    ::close(from_child[0]);
+    if (got != static_cast<ssize_t>(sizeof start_errno)) start_errno = 0;
+  }
+  if (start_errno != 0) {
+    child->Wait(/*block=*/true);
+    ErrorCode code = start_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
+    return Errorf(code, "cannot run '{}': {}", cmd.argv[0], std::strerror(start_errno));
   }
   return Status::Ok();
 }
@@ -393,9 +487,8 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       Child& other = *children[j];
       if (j == i || !other.running()) continue;
       // One already gone (within the same poll) ended by itself: not stopped.
-      if (::waitpid(other.pid, &other.wstatus, WNOHANG) == other.pid) {
-        other.ended = true;
-        if (other.failed()) ::kill(-other.pid, SIGKILL);
+      if (other.Wait(/*block=*/false)) {
+        if (other.failed() && !other.guarded) ::kill(-other.group, SIGKILL);
         continue;
       }
       other.stopped = true;
@@ -404,10 +497,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
   };
   // One command without a timeout and without echo: nothing to do but wait.
   if (children.size() == 1 && children[0]->tee_fd < 0 && !children[0]->cmd->timeout_seconds) {
-    Child& c = *children[0];
-    while (::waitpid(c.pid, &c.wstatus, 0) < 0 && errno == EINTR) {
-    }
-    c.ended = true;
+    children[0]->Wait(/*block=*/true);
     return -1;
   }
   std::optional<Clock::time_point> first_success;
@@ -418,11 +508,10 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       Child& c = *children[i];
       busy |= c.tee_fd >= 0;
       if (!c.running()) continue;
-      pid_t w = ::waitpid(c.pid, &c.wstatus, WNOHANG);
-      if (w == c.pid || (w < 0 && errno != EINTR)) {
-        c.ended = true;
+      if (c.Wait(/*block=*/false)) {
         if (c.failed()) {
-          if (group) ::kill(-c.pid, SIGKILL);  // what the failed member left behind
+          // What the failed member left behind (a guardian has stopped it).
+          if (group && !c.guarded) ::kill(-c.group, SIGKILL);
           fail(i);
         } else if (!first_success) {
           first_success = Clock::now();
@@ -439,7 +528,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
         fail(i);
       }
       if (c.kill_at && Clock::now() >= *c.kill_at) {
-        ::kill(-c.pid, SIGKILL);
+        c.Kill();
         c.kill_at.reset();
       }
     }
@@ -447,6 +536,22 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
     PumpOutput(children, wait_ms);
     wait_ms = std::min(wait_ms * 2, 20);
   }
+}
+
+// Says in the command's log (else on our stderr) that its guardian stopped
+// processes the command left running when it ended: a daemon its outputs
+// needed explains a failure, and the log is where one looks.
+void NoteLeftovers(const Child& c) {
+  // A command benchmake stopped (a timeout, a failed peer) leaves what it
+  // leaves: no news.
+  if (c.left_running <= 0 || c.timed_out || c.stopped) return;
+  const std::string note = fmt::format(
+      "benchmake: '{}' left {} process{} running when it ended; stopped (SIGTERM, then SIGKILL "
+      "after {:g} s)\n",
+      c.cmd->argv[0], c.left_running, c.left_running == 1 ? "" : "es",
+      std::max(c.cmd->interrupt_grace_seconds, 0.0));
+  (void)!::write(c.log_fd >= 0 ? c.log_fd : 2, note.data(), note.size());
+  if (c.log_fd >= 0 && c.cmd->echo_to_terminal) (void)!::write(2, note.data(), note.size());
 }
 
 }  // namespace
@@ -472,11 +577,13 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   ForwardingScope forwarding;
   HoldInterrupts hold;
   BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
-  forwarding.Add(children[0]->pid, cmd.interrupt_grace_seconds);
+  const Child& child = *children[0];
+  forwarding.Add(child.group, child.guarded ? child.pid : 0, cmd.interrupt_grace_seconds);
   if (cancel) forwarding.AddCancel(cancel.get());
   hold.Release();
   Supervise(children, /*group=*/false, /*grace=*/5);
-  return children[0]->Result();
+  NoteLeftovers(child);
+  return child.Result();
 }
 
 Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& commands,
@@ -494,19 +601,23 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
     if (!started.ok()) {
       children.pop_back();
       for (auto& c : children) {
-        ::kill(-c->pid, SIGKILL);
+        c->Kill();
         c->stopped = true;
       }
       Supervise(children, /*group=*/false, options.grace_seconds);
       return started;
     }
-    forwarding.Add(children.back()->pid, cmd.interrupt_grace_seconds);
+    const Child& child = *children.back();
+    forwarding.Add(child.group, child.guarded ? child.pid : 0, cmd.interrupt_grace_seconds);
   }
   hold.Release();
   GroupResult result;
   result.first_failure =
       Supervise(children, /*group=*/true, options.grace_seconds, options.straggler_seconds);
-  for (auto& c : children) result.results.push_back(c->Result());
+  for (auto& c : children) {
+    NoteLeftovers(*c);
+    result.results.push_back(c->Result());
+  }
   return result;
 }
 

@@ -114,7 +114,7 @@ void RunGuardian(const GuardianSpec& spec) {
 
   const pid_t self = ::getpid();
   int status = 127 << 8;  // as a shell reports a command it could not start
-  bool ended = command.pid == 0, stop_now = false, blind = false;
+  bool ended = command.pid == 0, stop_now = false, blind = false, sweep = false;
   int left_running = 0;
   int64_t kill_at = -1;  // SIGKILL the rest from then on; -1: not yet
   for (;;) {
@@ -130,7 +130,15 @@ void RunGuardian(const GuardianSpec& spec) {
       if (p != command.pid) continue;
       status = st;
       ended = true;
-      if (stop_now) continue;
+      sweep = !stop_now;
+      // At once: of ranks that fail together, benchmake names the one that
+      // ended first, not the one whose tree was gone first.
+      Report(spec.report_fd, GuardianReport::kExited, status, 0);
+    }
+    // The common case, nothing left: no need to look.
+    if (ended && !children) break;
+    if (sweep) {
+      sweep = false;
       const int n = SignalDescendants(self, SIGTERM);
       blind = n < 0;
       if (blind) ::kill(-command.pid, SIGKILL);  // at least its process group
@@ -140,7 +148,7 @@ void RunGuardian(const GuardianSpec& spec) {
       }
     }
     // Without /proc nothing can be found: what is left goes to init.
-    if (ended && (!children || blind)) break;
+    if (ended && blind) break;
     const int64_t now = GuardianNowMs();
     const bool killing = stop_now || (kill_at >= 0 && now >= kill_at);
     if (killing && SignalDescendants(self, SIGKILL) < 0 && command.pid > 0)

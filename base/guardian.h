@@ -50,10 +50,11 @@ struct ExecSpec {
 // One record of what a guardian tells the process that forked it, written
 // whole to its report pipe (smaller than PIPE_BUF, so never split).
 struct GuardianReport {
-  enum Kind : int32_t { kStarted = 1, kEnded = 2 };
+  enum Kind : int32_t { kStarted = 1, kExited = 2, kEnded = 3 };
   int32_t kind = 0;
   // kStarted: the command's pid, also its process group (0: fork failed).
-  // kEnded: the command's wait status.
+  // kExited (the command has ended, what it started may not have) and
+  // kEnded (nothing of the tree is left): the command's wait status.
   int32_t value = 0;
   // kStarted: the errno of a failed start, 0 when the command runs.
   // kEnded: how many processes the command left running when it ended by
@@ -69,8 +70,9 @@ struct GuardianSpec {
 };
 
 // In a child forked from `spec.parent`: becomes the command's guardian. Writes
-// kStarted once the command has started (or failed to), then kEnded once the
-// command and every process it started have ended, and exits 0. Never returns.
+// kStarted once the command has started (or failed to), kExited as soon as it
+// has ended, then kEnded once every process it started has ended too, and
+// exits 0. Never returns.
 [[noreturn]] void RunGuardian(const GuardianSpec& spec);
 
 }  // namespace bm

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -257,8 +258,10 @@ struct Child {
   int tee_fd = -1;  // read end of the output pipe when echoing to the terminal
   Clock::time_point start;
   bool ended = false;
-  int wstatus = 0;       // the command's
-  int left_running = 0;  // processes the command left behind, stopped by its guardian
+  int wstatus = 0;                    // the command's
+  std::optional<int> command_status;  // reported by its guardian
+  bool exit_seen = false;             // Supervise has acted on command_status
+  int left_running = 0;               // processes the command left behind, stopped by its guardian
   bool timed_out = false;
   bool stopped = false;
   std::optional<Clock::time_point> kill_at;  // SIGKILL due (a SIGTERM was sent)
@@ -273,8 +276,11 @@ struct Child {
   Child& operator=(const Child&) = delete;
 
   bool running() const { return !ended; }
+  // Timed out, or its command ended unsuccessfully (known from its guardian
+  // before the guardian has ended).
   bool failed() const {
-    return timed_out || (ended && (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0));
+    std::optional<int> st = ended ? std::optional<int>(wstatus) : command_status;
+    return timed_out || (st && (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0));
   }
   // Waits for `pid` (blocking or not); true once it has ended and is reaped.
   bool Wait(bool block) {
@@ -286,20 +292,52 @@ struct Child {
     Reaped(w == pid ? st : 0);
     return true;
   }
-  // `pid` has ended with `st`. A guardian reports how the command ended once
-  // every process of its tree has; a guardian killed before it could (kill -9
-  // by hand) ended the command with it.
+  // `pid` has ended with `st`. A guardian has reported how the command ended;
+  // one killed before it could (kill -9 by hand) ended the command with it.
   void Reaped(int st) {
     ended = true;
     wstatus = st;
+    ReadReports();
+    if (command_status) wstatus = *command_status;
+    CloseFd(report_fd);
+  }
+  // Whether the command has ended, though its guardian may still be stopping
+  // what it left running.
+  bool CommandExited() {
+    ReadReports();
+    return ended || command_status.has_value();
+  }
+  // Whether the kernel says the command has ended (a zombie its guardian has
+  // not reaped yet, or gone), before its guardian could say so: the same fact
+  // a waitpid on the command gives, as early.
+  bool CommandGone() const {
+    if (group <= 0) return true;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(group));
+    char buf[512] = {};
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    // "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": a zombie, or
+    // one already exiting (PF_EXITING: its files are closed, so a peer it
+    // fed has seen end of file, before it is a zombie).
+    const char* paren = n > 0 ? std::strrchr(buf, ')') : nullptr;
+    if (paren == nullptr || paren[1] == '\0' || paren[2] == 'Z' || paren[2] == 'X') return true;
+    unsigned long flags = 0;
+    if (std::sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return false;
+    constexpr unsigned long kPfExiting = 0x4;  // include/linux/sched.h
+    return (flags & kPfExiting) != 0;
+  }
+  // What the guardian has written so far (the report pipe does not block).
+  void ReadReports() {
     if (report_fd < 0) return;
     GuardianReport r;
     while (::read(report_fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) {
-      if (r.kind != GuardianReport::kEnded) continue;
-      wstatus = r.value;
-      left_running = r.extra;
+      if (r.kind == GuardianReport::kExited || r.kind == GuardianReport::kEnded)
+        command_status = r.value;
+      if (r.kind == GuardianReport::kEnded) left_running = r.extra;
     }
-    CloseFd(report_fd);
   }
   // SIGTERM to the command's group now, SIGKILL `grace` seconds later.
   void Terminate(double grace) {
@@ -491,6 +529,12 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
         if (other.failed() && !other.guarded) ::kill(-other.group, SIGKILL);
         continue;
       }
+      // Its command has ended by itself; its guardian still stops what it
+      // left running, at once when it failed.
+      if (other.CommandExited() || other.CommandGone()) {
+        if (other.failed()) other.Kill();
+        continue;
+      }
       other.stopped = true;
       other.Terminate(grace);
     }
@@ -519,6 +563,17 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
         continue;
       }
       busy = true;
+      // A member's command has ended while its guardian stops what it left:
+      // the group need not wait for that to learn of a failure.
+      if (group && !c.exit_seen && c.CommandExited()) {
+        c.exit_seen = true;
+        if (c.failed()) {
+          c.Kill();
+          fail(i);
+        } else if (!first_success) {
+          first_success = Clock::now();
+        }
+      }
       const std::optional<double>& timeout = c.cmd->timeout_seconds;
       const bool straggling =
           group && stragglers && first_success && SecondsSince(*first_success) > *stragglers;

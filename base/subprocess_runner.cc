@@ -341,14 +341,14 @@ struct Child {
   }
   // SIGTERM to the command's group now, SIGKILL `grace` seconds later.
   void Terminate(double grace) {
-    ::kill(-group, SIGTERM);
+    if (group > 0) ::kill(-group, SIGTERM);
     kill_at = Clock::now() +
               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
   }
   // SIGKILL to the command's group and, through its guardian, to every
   // process it started.
   void Kill() {
-    ::kill(-group, SIGKILL);
+    if (group > 0) ::kill(-group, SIGKILL);
     if (guarded && running()) ::kill(pid, SIGTERM);
   }
   CommandResult Result() const {

@@ -13,6 +13,9 @@
 namespace bm {
 namespace {
 
+// How long SIGKILL is sent again and again to what is left before giving up.
+constexpr int64_t kGiveUpMs = 10000;
+
 int64_t GuardianNowMs() {
   timespec t{};
   ::clock_gettime(CLOCK_MONOTONIC, &t);
@@ -116,7 +119,8 @@ void RunGuardian(const GuardianSpec& spec) {
   int status = 127 << 8;  // as a shell reports a command it could not start
   bool ended = command.pid == 0, stop_now = false, blind = false, sweep = false;
   int left_running = 0;
-  int64_t kill_at = -1;  // SIGKILL the rest from then on; -1: not yet
+  int64_t kill_at = -1;        // SIGKILL the rest from then on; -1: not yet
+  int64_t killing_since = -1;  // when SIGKILL was first sent
   for (;;) {
     bool children = true;
     for (;;) {
@@ -151,6 +155,15 @@ void RunGuardian(const GuardianSpec& spec) {
     if (ended && blind) break;
     const int64_t now = GuardianNowMs();
     const bool killing = stop_now || (kill_at >= 0 && now >= kill_at);
+    if (killing && killing_since < 0) killing_since = now;
+    // What SIGKILL has not ended in this long cannot be ended (another user's,
+    // or stuck in the kernel): say so rather than hang the build. Still
+    // waited for while it is the command itself: its status is the step's.
+    if (ended && killing && now - killing_since >= kGiveUpMs) {
+      const int n = SignalDescendants(self, 0);
+      if (n > 0) Report(spec.report_fd, GuardianReport::kAbandoned, n, 0);
+      break;
+    }
     if (killing && SignalDescendants(self, SIGKILL) < 0 && command.pid > 0)
       ::kill(-command.pid, SIGKILL);
     sigset_t wanted;

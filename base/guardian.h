@@ -14,6 +14,8 @@
 //   only once no process of the tree is left (Bazel's process-wrapper kills
 //   them at once; systemd's KillMode=control-group sends SIGTERM, then
 //   SIGKILL after a timeout, as here).
+// - What ignores SIGKILL for 10 s (a setuid program, which it may not signal;
+//   a process stuck in the kernel) is given up on and reported (kAbandoned).
 // - SIGTERM to the guardian means "stop everything now": every process of the
 //   tree gets SIGKILL. It gets it from benchmake (a timeout's or an
 //   interrupt's grace is over) and from the kernel when the thread that forked
@@ -50,9 +52,11 @@ struct ExecSpec {
 // One record of what a guardian tells the process that forked it, written
 // whole to its report pipe (smaller than PIPE_BUF, so never split).
 struct GuardianReport {
-  enum Kind : int32_t { kStarted = 1, kExited = 2, kEnded = 3 };
+  enum Kind : int32_t { kStarted = 1, kExited = 2, kEnded = 3, kAbandoned = 4 };
   int32_t kind = 0;
   // kStarted: the command's pid, also its process group (0: fork failed).
+  // kAbandoned (before kEnded): how many processes SIGKILL did not end in
+  // 10 s (another user's, or stuck in the kernel); they were left running.
   // kExited (the command has ended, what it started may not have) and
   // kEnded (nothing of the tree is left): the command's wait status.
   int32_t value = 0;

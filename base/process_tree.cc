@@ -92,7 +92,7 @@ struct ProcEntry {
 };
 
 // Beyond this many processes on the machine, the rest are found by a later
-// call, once the ones signalled have gone.
+// call, once the ones found have gone.
 constexpr size_t kMaxProcs = size_t{1} << 16;
 
 }  // namespace
@@ -132,11 +132,14 @@ int SignalDescendants(pid_t root, int sig) {
       if (below) procs[i].below = changed = true;
     }
   }
-  int signalled = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (procs[i].below && ::kill(procs[i].pid, sig) == 0) ++signalled;
+  int found = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!procs[i].below) continue;
+    ++found;
+    (void)::kill(procs[i].pid, sig);  // EPERM: another user's (setuid); still counted
+  }
   ::munmap(mem, bytes);
-  return signalled;
+  return found;
 }
 
 bool CloseCloexecDescriptors(const int* keep, int n_keep) {

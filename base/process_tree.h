@@ -13,7 +13,9 @@ namespace bm {
 
 // Sends `sig` to every descendant of `root` that /proc shows now: its
 // children, their children, and so on, whatever their session or process
-// group. Returns how many were signalled, or -1 when /proc cannot be read.
+// group (`sig` 0: none is signalled). Returns how many it found, those it
+// may not signal (another user's: a setuid program) included, or -1 when
+// /proc cannot be read.
 // A process forked while this runs may be missed; a caller that must leave
 // none calls it again until `root` has no child left (a subreaper inherits
 // the children of every descendant that dies). Thread-safe.

@@ -81,6 +81,7 @@ struct Child {
   int wstatus = 0;                    // the command's
   std::optional<int> command_status;  // reported by its guardian
   bool exit_seen = false;             // Supervise has acted on command_status
+  int abandoned = 0;                  // processes of its tree SIGKILL did not end
   int left_running = 0;               // processes the command left behind, stopped by its guardian
   bool timed_out = false;
   bool stopped = false;
@@ -157,6 +158,7 @@ struct Child {
       if (r.kind == GuardianReport::kExited || r.kind == GuardianReport::kEnded)
         command_status = r.value;
       if (r.kind == GuardianReport::kEnded) left_running = r.extra;
+      if (r.kind == GuardianReport::kAbandoned) abandoned = r.value;
     }
   }
   // SIGTERM to the command's group now, SIGKILL `grace` seconds later.
@@ -417,14 +419,23 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
 // processes the command left running when it ended: a daemon its outputs
 // needed explains a failure, and the log is where one looks.
 void NoteLeftovers(const Child& c) {
+  std::string note;
   // A command benchmake stopped (a timeout, a failed peer) leaves what it
   // leaves: no news.
-  if (c.left_running <= 0 || c.timed_out || c.stopped) return;
-  const std::string note = fmt::format(
-      "benchmake: '{}' left {} process{} running when it ended; stopped (SIGTERM, then SIGKILL "
-      "after {:g} s)\n",
-      c.cmd->argv[0], c.left_running, c.left_running == 1 ? "" : "es",
-      std::max(c.cmd->interrupt_grace_seconds, 0.0));
+  if (c.left_running > 0 && !c.timed_out && !c.stopped) {
+    note += fmt::format(
+        "benchmake: '{}' left {} process{} running when it ended; stopped (SIGTERM, then SIGKILL "
+        "after {:g} s)\n",
+        c.cmd->argv[0], c.left_running, c.left_running == 1 ? "" : "es",
+        std::max(c.cmd->interrupt_grace_seconds, 0.0));
+  }
+  if (c.abandoned > 0) {
+    note += fmt::format(
+        "benchmake: {} process{} that '{}' started did not end within 10 s of SIGKILL (another "
+        "user's, or stuck in the kernel) and may still run\n",
+        c.abandoned, c.abandoned == 1 ? "" : "es", c.cmd->argv[0]);
+  }
+  if (note.empty()) return;
   (void)!::write(c.log_fd >= 0 ? c.log_fd : 2, note.data(), note.size());
   if (c.log_fd >= 0 && c.cmd->echo_to_terminal) (void)!::write(2, note.data(), note.size());
 }

@@ -200,6 +200,26 @@ TEST(ProcessContainmentTest, AStoppedGroupMembersDaemonStopsWithIt) {
   Reap(daemon);
 }
 
+// The guardian itself killed by hand (kill -9 of its pid): the command dies
+// with it (PR_SET_PDEATHSIG), and is reported killed as the guardian was.
+TEST(ProcessContainmentTest, AGuardianKilledByHandTakesTheCommandWithIt) {
+  const std::string pid_file = TempPath("guardian.pids");
+  Result<CommandResult> r = Errorf(ErrorCode::kFailed, "not run");
+  std::thread run([&] {
+    SubprocessRunner runner;
+    r = runner.Run(Shell("echo $$ $PPID > " + pid_file + "; exec sleep 30"));
+  });
+  std::vector<pid_t> pids = PidsIn(pid_file, 2);
+  ASSERT_EQ(pids.size(), 2u);
+  EXPECT_EQ(ReadAll("/proc/" + std::to_string(pids[1]) + "/comm"), "benchmake-guard\n");
+  ::kill(pids[1], SIGKILL);
+  run.join();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->term_signal, SIGKILL);
+  EXPECT_TRUE(GoneWithin(pids[0], 2)) << "the command outlived its guardian";
+  Reap(pids);
+}
+
 // The guardian in between changes nothing a command can see of how it ran:
 // its exit status, the signal that killed it, its output, its time.
 TEST(ProcessContainmentTest, AWellBehavedCommandIsUnaffected) {

@@ -26,10 +26,22 @@ struct Command {
   // looked up on PATH when the command starts.
   std::vector<std::string> on_interrupt;
   // Interrupted, the command has this long to end after the forwarded signal;
-  // then what is left of its process group (the command, when it ignores the
-  // signal; a shell's background job, which ignores SIGINT) is SIGKILLed, so
-  // nothing it started outlives benchmake.
+  // then what is left of it (the command, when it ignores the signal; a
+  // shell's background job, which ignores SIGINT; with `contain`, whatever it
+  // started in another session) is SIGKILLed, so nothing it started outlives
+  // benchmake. With `contain`, also how long the processes a command leaves
+  // running when it ends get between SIGTERM and SIGKILL.
   double interrupt_grace_seconds = 5;
+  // Contained: every process the command starts, in its process group or not
+  // (setsid, a double fork, a daemon), has ended when Run or RunGroup returns
+  // (those left running when the command ended get SIGTERM, then SIGKILL
+  // after interrupt_grace_seconds; the command's log says so), and all of
+  // them are SIGKILLed when benchmake dies, even of SIGKILL. Not contained:
+  // only the command's process group is signalled, and a command outlives a
+  // benchmake killed with SIGKILL (ninja under `benchmake build`: a killed
+  // build's steps keep the workspace until they end). SubprocessRunner does
+  // it with a guardian process (base/guardian.h).
+  bool contain = true;
 };
 
 struct CommandResult {
@@ -75,7 +87,7 @@ class CommandRunner {
   // stops the others, which get SIGTERM and, grace_seconds later, SIGKILL, so
   // the call returns within about grace_seconds of that failure. Each member
   // runs in its own process group (its children are stopped with it) and is
-  // killed if this process dies. Returns when every member has ended. A Status
+  // killed if this process dies (contained or not). Returns when every member has ended. A Status
   // error means some member could not be started; the members already started
   // have then been killed and waited for. Thread-safe in implementations.
   virtual Result<GroupResult> RunGroup(const std::vector<Command>& commands,

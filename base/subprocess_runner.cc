@@ -3,21 +3,22 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
+
+#include "base/guardian.h"
+#include "base/interrupt_forwarding.h"
 
 extern char** environ;
 
@@ -25,139 +26,6 @@ namespace bm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The process groups of every running child, for the handler that forwards
-// SIGINT, SIGTERM and SIGHUP to them. A fixed table of atomics: a signal handler may
-// only read memory it cannot see half-written. A child beyond the table still
-// runs; it just misses the forwarded signal.
-constexpr int kMaxForwarded = 256;
-std::atomic<pid_t> g_groups[kMaxForwarded];
-// Command::interrupt_grace_seconds of the command in the same slot, in ms.
-std::atomic<int> g_grace_ms[kMaxForwarded];
-
-// A Command::on_interrupt made ready for execve in a signal handler: every
-// string and pointer array built before, nothing allocated after.
-struct PreparedExec {
-  std::string path;
-  std::vector<std::string> args, env;
-  std::vector<char*> argv, envp;
-};
-std::atomic<const PreparedExec*> g_cancels[kMaxForwarded];
-std::mutex g_forward_mu;
-int g_forward_users = 0;  // guarded by g_forward_mu
-struct sigaction g_old_int {};
-struct sigaction g_old_term {};
-struct sigaction g_old_hup {};
-
-int64_t MonotonicMs() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1000000;
-}
-
-// After the forwarded signal: each command has its grace to end, then what
-// is left of its group is SIGKILLed. A shell's background job ignores SIGINT
-// and a command may ignore both signals; without this they outlive the
-// interrupted step, on GPUs the allocator has handed back. The command is
-// not reaped (WNOWAIT): a thread running it still sees how it ended.
-// clock_gettime, waitid, nanosleep and kill are async-signal-safe.
-void KillWhatIsLeft() {
-  const int64_t start = MonotonicMs();
-  for (int i = 0; i < kMaxForwarded; ++i) {
-    const pid_t g = g_groups[i].load();
-    if (g <= 0) continue;
-    const int64_t deadline = start + g_grace_ms[i].load();
-    for (;;) {
-      siginfo_t info{};
-      int w = ::waitid(P_PID, static_cast<id_t>(g), &info, WEXITED | WNOHANG | WNOWAIT);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0 || info.si_pid == g || MonotonicMs() >= deadline) break;
-      timespec tick{0, 10 * 1000 * 1000};
-      ::nanosleep(&tick, nullptr);
-    }
-    ::kill(-g, SIGKILL);
-  }
-}
-
-void ForwardSignal(int sig) {
-  for (std::atomic<pid_t>& group : g_groups) {
-    pid_t g = group.load();
-    if (g > 0) ::kill(-g, sig);
-  }
-  // Then the cancellations (scancel ...), each waited for: what they cancel
-  // outlives us otherwise. fork, execve, waitpid and _exit are async-signal-safe.
-  for (std::atomic<const PreparedExec*>& slot : g_cancels) {
-    const PreparedExec* c = slot.load();
-    if (c == nullptr) continue;
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execve(c->path.c_str(), c->argv.data(), c->envp.data());
-      ::_exit(127);
-    }
-    int wstatus = 0;
-    while (pid > 0 && ::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-  }
-  KillWhatIsLeft();
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
-// While alive: SIGINT, SIGTERM and SIGHUP sent to benchmake are forwarded to
-// the groups added. The first scope installs the handler, the last restores
-// the previous one (several threads may run commands at once). SIGHUP (the
-// terminal closed) stops the commands as it stops ninja, unless benchmake was
-// told to ignore it (nohup): killed by it, benchmake left them running.
-class ForwardingScope {
- public:
-  ForwardingScope() {
-    std::lock_guard lock(g_forward_mu);
-    if (g_forward_users++ > 0) return;
-    struct sigaction sa {};
-    sa.sa_handler = ForwardSignal;
-    ::sigaction(SIGINT, &sa, &g_old_int);
-    ::sigaction(SIGTERM, &sa, &g_old_term);
-    ::sigaction(SIGHUP, nullptr, &g_old_hup);
-    if (g_old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &sa, nullptr);
-  }
-  ~ForwardingScope() {
-    for (std::atomic<pid_t>* slot : slots_) slot->store(0);
-    for (std::atomic<const PreparedExec*>* slot : cancel_slots_) slot->store(nullptr);
-    std::lock_guard lock(g_forward_mu);
-    if (--g_forward_users > 0) return;
-    ::sigaction(SIGINT, &g_old_int, nullptr);
-    ::sigaction(SIGTERM, &g_old_term, nullptr);
-    ::sigaction(SIGHUP, &g_old_hup, nullptr);
-  }
-  ForwardingScope(const ForwardingScope&) = delete;
-  ForwardingScope& operator=(const ForwardingScope&) = delete;
-
-  void Add(pid_t group, double grace_seconds) {
-    for (int i = 0; i < kMaxForwarded; ++i) {
-      pid_t free = 0;
-      if (g_groups[i].compare_exchange_strong(free, group)) {
-        g_grace_ms[i].store(static_cast<int>(std::max(grace_seconds, 0.0) * 1000));
-        slots_.push_back(&g_groups[i]);
-        return;
-      }
-    }
-  }
-  // `cancel` (kept alive by the caller for the scope's life) runs when a
-  // signal is forwarded.
-  void AddCancel(const PreparedExec* cancel) {
-    for (std::atomic<const PreparedExec*>& slot : g_cancels) {
-      const PreparedExec* free = nullptr;
-      if (slot.compare_exchange_strong(free, cancel)) {
-        cancel_slots_.push_back(&slot);
-        return;
-      }
-    }
-  }
-
- private:
-  std::vector<std::atomic<pid_t>*> slots_;
-  std::vector<std::atomic<const PreparedExec*>*> cancel_slots_;
-};
 
 sigset_t InterruptSignals() {
   sigset_t set;
@@ -190,32 +58,6 @@ class HoldInterrupts {
   bool released_ = false;
 };
 
-std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string_view entry(*e);
-    size_t eq = entry.find('=');
-    std::string key(entry.substr(0, eq));
-    if (!extra.count(key)) env.emplace_back(entry);
-  }
-  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
-  return env;
-}
-
-std::unique_ptr<PreparedExec> PrepareExec(const Command& cmd) {
-  if (cmd.on_interrupt.empty()) return nullptr;
-  auto p = std::make_unique<PreparedExec>();
-  Result<std::string> path = FindOnPath(cmd.on_interrupt[0]);
-  p->path = path.ok() ? *path : cmd.on_interrupt[0];  // execve then fails: nothing to cancel
-  p->args = cmd.on_interrupt;
-  p->env = MergedEnvironment(cmd.env);
-  for (std::string& a : p->args) p->argv.push_back(a.data());
-  p->argv.push_back(nullptr);
-  for (std::string& e : p->env) p->envp.push_back(e.data());
-  p->envp.push_back(nullptr);
-  return p;
-}
-
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -228,12 +70,19 @@ void CloseFd(int& fd) {
 // One started command and what is known about it.
 struct Child {
   const Command* cmd = nullptr;
-  pid_t pid = -1;   // also its process group
+  pid_t pid = -1;      // the process waited for: the guardian, else the command
+  pid_t group = -1;    // the command's pid, also its process group
+  int report_fd = -1;  // read end of the guardian's report pipe; -1: no guardian
+  bool guarded = false;
   int log_fd = -1;  // Command::log_path, or -1
   int tee_fd = -1;  // read end of the output pipe when echoing to the terminal
   Clock::time_point start;
   bool ended = false;
-  int wstatus = 0;
+  int wstatus = 0;                    // the command's
+  std::optional<int> command_status;  // reported by its guardian
+  bool exit_seen = false;             // Supervise has acted on command_status
+  int abandoned = 0;                  // processes of its tree SIGKILL did not end
+  int left_running = 0;               // processes the command left behind, stopped by its guardian
   bool timed_out = false;
   bool stopped = false;
   std::optional<Clock::time_point> kill_at;  // SIGKILL due (a SIGTERM was sent)
@@ -241,20 +90,88 @@ struct Child {
   ~Child() {
     CloseFd(log_fd);
     CloseFd(tee_fd);
+    CloseFd(report_fd);
   }
   Child() = default;
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
   bool running() const { return !ended; }
+  // Timed out, or its command ended unsuccessfully (known from its guardian
+  // before the guardian has ended).
   bool failed() const {
-    return timed_out || (ended && (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0));
+    std::optional<int> st = ended ? std::optional<int>(wstatus) : command_status;
+    return timed_out || (st && (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0));
   }
-  // SIGTERM to the whole group now, SIGKILL `grace` seconds later.
+  // Waits for `pid` (blocking or not); true once it has ended and is reaped.
+  bool Wait(bool block) {
+    int st = 0;
+    pid_t w;
+    while ((w = ::waitpid(pid, &st, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (w == 0) return false;
+    Reaped(w == pid ? st : 0);
+    return true;
+  }
+  // `pid` has ended with `st`. A guardian has reported how the command ended;
+  // one killed before it could (kill -9 by hand) ended the command with it.
+  void Reaped(int st) {
+    ended = true;
+    wstatus = st;
+    ReadReports();
+    if (command_status) wstatus = *command_status;
+    CloseFd(report_fd);
+  }
+  // Whether the command has ended, though its guardian may still be stopping
+  // what it left running.
+  bool CommandExited() {
+    ReadReports();
+    return ended || command_status.has_value();
+  }
+  // Whether the kernel says the command has ended (a zombie its guardian has
+  // not reaped yet, or gone), before its guardian could say so: the same fact
+  // a waitpid on the command gives, as early.
+  bool CommandGone() const {
+    if (group <= 0) return true;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(group));
+    char buf[512] = {};
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    // "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": a zombie, or
+    // one already exiting (PF_EXITING: its files are closed, so a peer it
+    // fed has seen end of file, before it is a zombie).
+    const char* paren = n > 0 ? std::strrchr(buf, ')') : nullptr;
+    if (paren == nullptr || paren[1] == '\0' || paren[2] == 'Z' || paren[2] == 'X') return true;
+    unsigned long flags = 0;
+    if (std::sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return false;
+    constexpr unsigned long kPfExiting = 0x4;  // include/linux/sched.h
+    return (flags & kPfExiting) != 0;
+  }
+  // What the guardian has written so far (the report pipe does not block).
+  void ReadReports() {
+    if (report_fd < 0) return;
+    GuardianReport r;
+    while (::read(report_fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) {
+      if (r.kind == GuardianReport::kExited || r.kind == GuardianReport::kEnded)
+        command_status = r.value;
+      if (r.kind == GuardianReport::kEnded) left_running = r.extra;
+      if (r.kind == GuardianReport::kAbandoned) abandoned = r.value;
+    }
+  }
+  // SIGTERM to the command's group now, SIGKILL `grace` seconds later.
   void Terminate(double grace) {
-    ::kill(-pid, SIGTERM);
+    if (group > 0) ::kill(-group, SIGTERM);
     kill_at = Clock::now() +
               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace));
+  }
+  // SIGKILL to the command's group and, through its guardian, to every
+  // process it started.
+  void Kill() {
+    if (group > 0) ::kill(-group, SIGKILL);
+    if (guarded && running()) ::kill(pid, SIGTERM);
   }
   CommandResult Result() const {
     CommandResult r;
@@ -266,11 +183,44 @@ struct Child {
   }
 };
 
-// Forks and execs `cmd` in its own process group. With die_with_parent the
-// child is SIGKILLed when this thread's process dies (PR_SET_PDEATHSIG), so
-// that no rank outlives a killed step and keeps a GPU the allocator has
-// already handed back. A program that cannot be started is a Status, after
-// the failed child was reaped.
+// The signal mask a command starts with: this thread's, less the interrupt
+// signals that HoldInterrupts holds back while it starts.
+sigset_t CommandMask() {
+  sigset_t mask;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigdelset(&mask, sig);
+  return mask;
+}
+
+// Reads the guardian's first record (kStarted) from `child->report_fd`
+// (non-blocking). False when the guardian ended without writing it; then it is
+// reaped.
+bool ReadStarted(Child* child, GuardianReport* r) {
+  for (;;) {
+    ssize_t n = ::read(child->report_fd, r, sizeof *r);
+    if (n == static_cast<ssize_t>(sizeof *r)) return true;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;
+    // Another guardian forked meanwhile may hold the write end for a moment
+    // (until it closes what is not its own): end of file is not enough.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(child->pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == child->pid) {
+      n = ::read(child->report_fd, r, sizeof *r);
+      if (n == static_cast<ssize_t>(sizeof *r)) return true;
+      break;
+    }
+    pollfd p{child->report_fd, POLLIN, 0};
+    ::poll(&p, 1, 50);
+  }
+  child->Wait(/*block=*/true);
+  return false;
+}
+
+// Forks and execs `cmd` in its own process group; a contained command
+// (Command::contain) under a guardian (base/guardian.h). Without one, and
+// with die_with_parent, the command is SIGKILLed when this thread's process
+// dies (PR_SET_PDEATHSIG). A program that cannot be started is a Status, after
+// the failed child (and its guardian) were reaped.
 Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   if (cmd.argv.empty()) return Errorf(ErrorCode::kInvalidArgument, "empty command");
   child->cmd = &cmd;
@@ -284,8 +234,9 @@ Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   if (tee && ::pipe2(out_pipe, O_CLOEXEC) != 0)
     return Errorf(ErrorCode::kIo, "pipe: {}", std::strerror(errno));
   child->tee_fd = out_pipe[0];
-  int err_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+  // The command's exec errors without a guardian; the guardian's reports with one.
+  int from_child[2];
+  if (::pipe2(from_child, O_CLOEXEC) != 0) {
     CloseFd(out_pipe[1]);
     return Errorf(ErrorCode::kIo, "pipe: {}", std::strerror(errno));
   }
@@ -297,54 +248,57 @@ Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   std::vector<std::string> args = cmd.argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  ExecSpec exec;
+  exec.argv = argv.data();
+  exec.envp = envp.data();
+  exec.cwd = cmd.cwd.empty() ? nullptr : cmd.cwd.c_str();
+  exec.out_fd = tee ? out_pipe[1] : child->log_fd;
+  exec.mask = CommandMask();
+  GuardianSpec guardian;
+  guardian.exec = exec;
+  guardian.parent = ::getpid();
+  guardian.report_fd = from_child[1];
+  guardian.leftover_grace_ms = static_cast<int>(std::max(cmd.interrupt_grace_seconds, 0.0) * 1000);
+  if (die_with_parent) exec.die_with = ::getpid();
 
-  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     CloseFd(out_pipe[1]);
-    ::close(err_pipe[0]);
-    ::close(err_pipe[1]);
+    ::close(from_child[0]);
+    ::close(from_child[1]);
     return Errorf(ErrorCode::kIo, "fork: {}", std::strerror(errno));
   }
   if (pid == 0) {
-    ::setpgid(0, 0);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    sigset_t held = InterruptSignals();  // HoldInterrupts' mask, which exec would keep
-    ::sigprocmask(SIG_UNBLOCK, &held, nullptr);
-    if (die_with_parent) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
-    }
-    int out = tee ? out_pipe[1] : child->log_fd;
-    if (out >= 0) {
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-    }
-    if (!cmd.cwd.empty() && ::chdir(cmd.cwd.c_str()) != 0) {
-      int e = errno;
-      (void)!::write(err_pipe[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    ::execvpe(argv[0], argv.data(), envp.data());
-    int e = errno;
-    (void)!::write(err_pipe[1], &e, sizeof e);
-    ::_exit(127);
+    ::close(from_child[0]);
+    if (cmd.contain) RunGuardian(guardian);
+    ExecCommand(exec, from_child[1]);
   }
-  ::setpgid(pid, pid);
   child->pid = pid;
   child->start = Clock::now();
-  ::close(err_pipe[1]);
+  ::close(from_child[1]);
   CloseFd(out_pipe[1]);
-  int exec_errno = 0;
-  ssize_t got = ::read(err_pipe[0], &exec_errno, sizeof exec_errno);
-  ::close(err_pipe[0]);
-  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
-    while (::waitpid(pid, &child->wstatus, 0) < 0 && errno == EINTR) {
-    }
-    child->ended = true;
-    ErrorCode code = exec_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
-    return Errorf(code, "cannot run '{}': {}", cmd.argv[0], std::strerror(exec_errno));
+  int start_errno = 0;
+  if (cmd.contain) {
+    child->guarded = true;
+    child->report_fd = from_child[0];
+    (void)::fcntl(child->report_fd, F_SETFL, O_NONBLOCK);
+    GuardianReport started;
+    if (!ReadStarted(child, &started))
+      return Errorf(ErrorCode::kIo, "cannot run '{}': its guardian process ended at once",
+                    cmd.argv[0]);
+    child->group = started.value;
+    start_errno = started.extra;
+  } else {
+    ::setpgid(pid, pid);
+    child->group = pid;
+    ssize_t got = ::read(from_child[0], &start_errno, sizeof start_errno);
+    ::close(from_child[0]);
+    if (got != static_cast<ssize_t>(sizeof start_errno)) start_errno = 0;
+  }
+  if (start_errno != 0) {
+    child->Wait(/*block=*/true);
+    ErrorCode code = start_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
+    return Errorf(code, "cannot run '{}': {}", cmd.argv[0], std::strerror(start_errno));
   }
   return Status::Ok();
 }
@@ -393,9 +347,14 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       Child& other = *children[j];
       if (j == i || !other.running()) continue;
       // One already gone (within the same poll) ended by itself: not stopped.
-      if (::waitpid(other.pid, &other.wstatus, WNOHANG) == other.pid) {
-        other.ended = true;
-        if (other.failed()) ::kill(-other.pid, SIGKILL);
+      if (other.Wait(/*block=*/false)) {
+        if (other.failed() && !other.guarded) ::kill(-other.group, SIGKILL);
+        continue;
+      }
+      // Its command has ended by itself; its guardian still stops what it
+      // left running, at once when it failed.
+      if (other.CommandExited() || other.CommandGone()) {
+        if (other.failed()) other.Kill();
         continue;
       }
       other.stopped = true;
@@ -404,10 +363,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
   };
   // One command without a timeout and without echo: nothing to do but wait.
   if (children.size() == 1 && children[0]->tee_fd < 0 && !children[0]->cmd->timeout_seconds) {
-    Child& c = *children[0];
-    while (::waitpid(c.pid, &c.wstatus, 0) < 0 && errno == EINTR) {
-    }
-    c.ended = true;
+    children[0]->Wait(/*block=*/true);
     return -1;
   }
   std::optional<Clock::time_point> first_success;
@@ -418,11 +374,10 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       Child& c = *children[i];
       busy |= c.tee_fd >= 0;
       if (!c.running()) continue;
-      pid_t w = ::waitpid(c.pid, &c.wstatus, WNOHANG);
-      if (w == c.pid || (w < 0 && errno != EINTR)) {
-        c.ended = true;
+      if (c.Wait(/*block=*/false)) {
         if (c.failed()) {
-          if (group) ::kill(-c.pid, SIGKILL);  // what the failed member left behind
+          // What the failed member left behind (a guardian has stopped it).
+          if (group && !c.guarded) ::kill(-c.group, SIGKILL);
           fail(i);
         } else if (!first_success) {
           first_success = Clock::now();
@@ -430,6 +385,17 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
         continue;
       }
       busy = true;
+      // A member's command has ended while its guardian stops what it left:
+      // the group need not wait for that to learn of a failure.
+      if (group && !c.exit_seen && c.CommandExited()) {
+        c.exit_seen = true;
+        if (c.failed()) {
+          c.Kill();
+          fail(i);
+        } else if (!first_success) {
+          first_success = Clock::now();
+        }
+      }
       const std::optional<double>& timeout = c.cmd->timeout_seconds;
       const bool straggling =
           group && stragglers && first_success && SecondsSince(*first_success) > *stragglers;
@@ -439,7 +405,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
         fail(i);
       }
       if (c.kill_at && Clock::now() >= *c.kill_at) {
-        ::kill(-c.pid, SIGKILL);
+        c.Kill();
         c.kill_at.reset();
       }
     }
@@ -447,6 +413,31 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
     PumpOutput(children, wait_ms);
     wait_ms = std::min(wait_ms * 2, 20);
   }
+}
+
+// Says in the command's log (else on our stderr) that its guardian stopped
+// processes the command left running when it ended: a daemon its outputs
+// needed explains a failure, and the log is where one looks.
+void NoteLeftovers(const Child& c) {
+  std::string note;
+  // A command benchmake stopped (a timeout, a failed peer) leaves what it
+  // leaves: no news.
+  if (c.left_running > 0 && !c.timed_out && !c.stopped) {
+    note += fmt::format(
+        "benchmake: '{}' left {} process{} running when it ended; stopped (SIGTERM, then SIGKILL "
+        "after {:g} s)\n",
+        c.cmd->argv[0], c.left_running, c.left_running == 1 ? "" : "es",
+        std::max(c.cmd->interrupt_grace_seconds, 0.0));
+  }
+  if (c.abandoned > 0) {
+    note += fmt::format(
+        "benchmake: {} process{} that '{}' started did not end within 10 s of SIGKILL (another "
+        "user's, or stuck in the kernel) and may still run\n",
+        c.abandoned, c.abandoned == 1 ? "" : "es", c.cmd->argv[0]);
+  }
+  if (note.empty()) return;
+  (void)!::write(c.log_fd >= 0 ? c.log_fd : 2, note.data(), note.size());
+  if (c.log_fd >= 0 && c.cmd->echo_to_terminal) (void)!::write(2, note.data(), note.size());
 }
 
 }  // namespace
@@ -472,11 +463,13 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   ForwardingScope forwarding;
   HoldInterrupts hold;
   BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
-  forwarding.Add(children[0]->pid, cmd.interrupt_grace_seconds);
+  const Child& child = *children[0];
+  forwarding.Add(child.group, child.guarded ? child.pid : 0, cmd.interrupt_grace_seconds);
   if (cancel) forwarding.AddCancel(cancel.get());
   hold.Release();
   Supervise(children, /*group=*/false, /*grace=*/5);
-  return children[0]->Result();
+  NoteLeftovers(child);
+  return child.Result();
 }
 
 Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& commands,
@@ -494,19 +487,23 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
     if (!started.ok()) {
       children.pop_back();
       for (auto& c : children) {
-        ::kill(-c->pid, SIGKILL);
+        c->Kill();
         c->stopped = true;
       }
       Supervise(children, /*group=*/false, options.grace_seconds);
       return started;
     }
-    forwarding.Add(children.back()->pid, cmd.interrupt_grace_seconds);
+    const Child& child = *children.back();
+    forwarding.Add(child.group, child.guarded ? child.pid : 0, cmd.interrupt_grace_seconds);
   }
   hold.Release();
   GroupResult result;
   result.first_failure =
       Supervise(children, /*group=*/true, options.grace_seconds, options.straggler_seconds);
-  for (auto& c : children) result.results.push_back(c->Result());
+  for (auto& c : children) {
+    NoteLeftovers(*c);
+    result.results.push_back(c->Result());
+  }
   return result;
 }
 

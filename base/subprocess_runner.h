@@ -12,11 +12,19 @@
 // with no log_path the child inherits our stdio. A program that cannot be
 // started (exec failed) is a kNotFound/kIo Status.
 //
-// RunGroup's members also get PR_SET_PDEATHSIG = SIGKILL: they die with the
-// thread that started them (a killed `benchmake step` leaves no rank running
-// on GPUs it no longer holds), so call it from a thread that outlives the call.
-// The group is polled (waitpid WNOHANG) every 20 ms at most, so a failure is
-// noticed within about that.
+// A contained command (Command::contain, the default) runs under a guardian
+// (base/guardian.h): a process of its own between benchmake and the command,
+// the subreaper of the command's tree, that dies with the thread that started
+// it. So what the command leaves running when it ends, in its process group
+// or not (setsid, a daemon), is stopped (SIGTERM, SIGKILL after
+// interrupt_grace_seconds) before Run/RunGroup return and the command's log
+// says so; a timeout, a failed peer or an interrupt SIGKILLs the whole tree
+// once the grace is over; and a `benchmake step` killed with SIGKILL leaves
+// nothing of it running on GPUs it no longer holds. It costs one more fork
+// per command. An uncontained command's only kin are its process group; with
+// RunGroup it still gets PR_SET_PDEATHSIG = SIGKILL.
+// The group is polled (waitpid WNOHANG, the guardians' reports) every 20 ms at
+// most, so a failure is noticed within about that.
 //
 // Thread safety: Run() and RunGroup() may be called from several threads.
 #pragma once

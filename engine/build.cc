@@ -107,6 +107,9 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   // the same steps in the same scratch and out/ directories beside them.
   BM_ASSIGN_OR_RETURN(FileLock shared, lock.Inheritable());
   cmd.env[kLockFdEnv] = std::to_string(shared.fd());
+  // Each step contains its own command; ninja itself is left running by a
+  // build killed with SIGKILL, as above (Command::contain).
+  cmd.contain = false;
   // Interrupted, ninja waits for its steps, which give their commands the
   // default grace before killing what is left: wait longer than that.
   cmd.interrupt_grace_seconds = 2 * Command().interrupt_grace_seconds;

@@ -1,0 +1,178 @@
+#include "base/interrupt_forwarding.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+
+#include "base/subprocess_runner.h"
+
+extern char** environ;
+
+namespace bm {
+namespace {
+
+// The process groups of every running child, for the handler that forwards
+// SIGINT, SIGTERM and SIGHUP to them. A fixed table of atomics: a signal handler may
+// only read memory it cannot see half-written. A child beyond the table still
+// runs; it just misses the forwarded signal.
+constexpr int kMaxForwarded = 256;
+std::atomic<pid_t> g_groups[kMaxForwarded];
+// The guardian (base/guardian.h) of the command in the same slot; 0: none.
+std::atomic<pid_t> g_guardians[kMaxForwarded];
+// Command::interrupt_grace_seconds of the command in the same slot, in ms.
+std::atomic<int> g_grace_ms[kMaxForwarded];
+
+std::atomic<const PreparedExec*> g_cancels[kMaxForwarded];
+std::mutex g_forward_mu;
+int g_forward_users = 0;  // guarded by g_forward_mu
+struct sigaction g_old_int {};
+struct sigaction g_old_term {};
+struct sigaction g_old_hup {};
+
+int64_t MonotonicMs() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1000000;
+}
+
+// Waits until the child `pid` has ended or `deadline` (ms) has passed, and
+// leaves it unreaped (WNOWAIT): a thread running it still sees how it ended.
+void WaitUntilEnded(pid_t pid, int64_t deadline) {
+  for (;;) {
+    siginfo_t info{};
+    int w = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 || info.si_pid == pid || MonotonicMs() >= deadline) return;
+    timespec tick{0, 10 * 1000 * 1000};
+    ::nanosleep(&tick, nullptr);
+  }
+}
+
+// After the forwarded signal: each command has its grace to end, then what
+// is left of it is SIGKILLed: its group, and, through its guardian, every
+// process it started. A shell's background job ignores SIGINT, a command may
+// ignore both signals, a daemon may have left the group (setsid); without
+// this they outlive the interrupted step, on GPUs the allocator has handed
+// back. A guardian ends once the tree has: benchmake dies after it.
+// clock_gettime, waitid, nanosleep and kill are async-signal-safe.
+void KillWhatIsLeft() {
+  // A process stuck in the kernel (uninterruptible sleep) does not hold up
+  // benchmake's death longer than this.
+  constexpr int64_t kGuardianWaitMs = 10000;
+  const int64_t start = MonotonicMs();
+  for (int i = 0; i < kMaxForwarded; ++i) {
+    const pid_t g = g_groups[i].load();
+    if (g <= 0) continue;
+    const pid_t guardian = g_guardians[i].load();
+    WaitUntilEnded(guardian > 0 ? guardian : g, start + g_grace_ms[i].load());
+    ::kill(-g, SIGKILL);
+    if (guardian <= 0) continue;
+    ::kill(guardian, SIGTERM);  // stop the whole tree now
+    WaitUntilEnded(guardian, MonotonicMs() + kGuardianWaitMs);
+  }
+}
+
+void ForwardSignal(int sig) {
+  for (std::atomic<pid_t>& group : g_groups) {
+    pid_t g = group.load();
+    if (g > 0) ::kill(-g, sig);
+  }
+  // Then the cancellations (scancel ...), each waited for: what they cancel
+  // outlives us otherwise. fork, execve, waitpid and _exit are async-signal-safe.
+  for (std::atomic<const PreparedExec*>& slot : g_cancels) {
+    const PreparedExec* c = slot.load();
+    if (c == nullptr) continue;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execve(c->path.c_str(), c->argv.data(), c->envp.data());
+      ::_exit(127);
+    }
+    int wstatus = 0;
+    while (pid > 0 && ::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+  }
+  KillWhatIsLeft();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+}  // namespace
+
+ForwardingScope::ForwardingScope() {
+  std::lock_guard lock(g_forward_mu);
+  if (g_forward_users++ > 0) return;
+  struct sigaction sa {};
+  sa.sa_handler = ForwardSignal;
+  ::sigaction(SIGINT, &sa, &g_old_int);
+  ::sigaction(SIGTERM, &sa, &g_old_term);
+  ::sigaction(SIGHUP, nullptr, &g_old_hup);
+  if (g_old_hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &sa, nullptr);
+}
+
+ForwardingScope::~ForwardingScope() {
+  for (std::atomic<pid_t>* slot : slots_) {
+    g_guardians[slot - g_groups].store(0);
+    slot->store(0);
+  }
+  for (std::atomic<const PreparedExec*>* slot : cancel_slots_) slot->store(nullptr);
+  std::lock_guard lock(g_forward_mu);
+  if (--g_forward_users > 0) return;
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
+  ::sigaction(SIGHUP, &g_old_hup, nullptr);
+}
+
+void ForwardingScope::Add(pid_t group, pid_t guardian, double grace_seconds) {
+  for (int i = 0; i < kMaxForwarded; ++i) {
+    pid_t free = 0;
+    if (g_groups[i].compare_exchange_strong(free, group)) {
+      g_guardians[i].store(guardian);
+      g_grace_ms[i].store(static_cast<int>(std::max(grace_seconds, 0.0) * 1000));
+      slots_.push_back(&g_groups[i]);
+      return;
+    }
+  }
+}
+
+void ForwardingScope::AddCancel(const PreparedExec* cancel) {
+  for (std::atomic<const PreparedExec*>& slot : g_cancels) {
+    const PreparedExec* free = nullptr;
+    if (slot.compare_exchange_strong(free, cancel)) {
+      cancel_slots_.push_back(&slot);
+      return;
+    }
+  }
+}
+
+std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    size_t eq = entry.find('=');
+    std::string key(entry.substr(0, eq));
+    if (!extra.count(key)) env.emplace_back(entry);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::unique_ptr<PreparedExec> PrepareExec(const Command& cmd) {
+  if (cmd.on_interrupt.empty()) return nullptr;
+  auto p = std::make_unique<PreparedExec>();
+  Result<std::string> path = FindOnPath(cmd.on_interrupt[0]);
+  p->path = path.ok() ? *path : cmd.on_interrupt[0];  // execve then fails: nothing to cancel
+  p->args = cmd.on_interrupt;
+  p->env = MergedEnvironment(cmd.env);
+  for (std::string& a : p->args) p->argv.push_back(a.data());
+  p->argv.push_back(nullptr);
+  for (std::string& e : p->env) p->envp.push_back(e.data());
+  p->envp.push_back(nullptr);
+  return p;
+}
+
+}  // namespace bm

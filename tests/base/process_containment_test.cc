@@ -1,0 +1,267 @@
+// What a command leaves behind: processes that left its process group
+// (setsid, a double fork) or outlive it are stopped with it, and die with the
+// process that runs it, even when that one is SIGKILLed (base/guardian.h).
+// Real processes; each test checks /proc for the pids the command wrote.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "base/subprocess_runner.h"
+
+namespace bm::containment_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string ReadAll(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Command Shell(const std::string& script) {
+  Command c;
+  c.argv = {"sh", "-c", script};
+  return c;
+}
+
+// Running, not a zombie waiting for whoever inherited it to reap it.
+bool Running(pid_t pid) {
+  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+bool GoneWithin(pid_t pid, double seconds) {
+  auto start = Clock::now();
+  while (Running(pid) && Since(start) < seconds)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return !Running(pid);
+}
+
+// A fresh path under the test's temp dir.
+std::string TempPath(const std::string& name) {
+  std::string p = ::testing::TempDir() + "/containment." + name;
+  std::remove(p.c_str());
+  return p;
+}
+
+// The pids written (space or newline separated) to `path`, once it holds
+// `count` of them (waiting up to 10 s).
+std::vector<pid_t> PidsIn(const std::string& path, size_t count) {
+  auto start = Clock::now();
+  std::vector<pid_t> pids;
+  while (Since(start) < 10) {
+    pids.clear();
+    std::istringstream in(ReadAll(path));
+    for (pid_t p = 0; in >> p;) pids.push_back(p);
+    if (pids.size() >= count) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pids;
+}
+
+// Kills what a failing test left, so that it does not outlive the test run.
+void Reap(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids)
+    if (p > 0 && Running(p)) ::kill(p, SIGKILL);
+}
+
+// `setsid` puts the background job in a session (and group) of its own: the
+// group kill never reached it, and it outlived the command and the step.
+TEST(ProcessContainmentTest, ADaemonInItsOwnSessionIsStoppedWhenTheCommandEnds) {
+  const std::string pid_file = TempPath("daemon.pid"), log = TempPath("daemon.log");
+  SubprocessRunner runner;
+  Command c = Shell("setsid sleep 30 & echo $! > " + pid_file + "; echo done");
+  c.log_path = log;
+  auto start = Clock::now();
+  Result<CommandResult> r = runner.Run(c);
+  const double took = Since(start);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::vector<pid_t> daemon = PidsIn(pid_file, 1);
+  ASSERT_EQ(daemon.size(), 1u);
+  EXPECT_FALSE(Running(daemon[0])) << "gone by the time Run returns";
+  EXPECT_TRUE(r->success()) << "the command's own exit status";
+  EXPECT_LT(took, 3) << "sleep ends on SIGTERM: no grace waited for";
+  EXPECT_EQ(ReadAll(log),
+            "done\nbenchmake: 'sh' left 1 process running when it ended; stopped (SIGTERM, then "
+            "SIGKILL after 5 s)\n");
+  Reap(daemon);
+}
+
+// A double fork into a new session, ignoring SIGTERM: SIGKILL after the grace.
+TEST(ProcessContainmentTest, ADaemonIgnoringSigtermIsKilledAfterTheGrace) {
+  const std::string pid_file = TempPath("stubborn.pid");
+  SubprocessRunner runner;
+  Command c = Shell("(trap '' TERM; setsid sh -c 'echo $$ > " + pid_file +
+                    "; exec sleep 30' &); while [ ! -s " + pid_file + " ]; do sleep 0.01; done");
+  c.interrupt_grace_seconds = 0.3;
+  auto start = Clock::now();
+  Result<CommandResult> r = runner.Run(c);
+  const double took = Since(start);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->success());
+  std::vector<pid_t> daemon = PidsIn(pid_file, 1);
+  ASSERT_EQ(daemon.size(), 1u);
+  EXPECT_FALSE(Running(daemon[0]));
+  EXPECT_GE(took, 0.3) << "it had its grace";
+  EXPECT_LT(took, 3);
+  Reap(daemon);
+}
+
+// `benchmake step` killed with SIGKILL: nothing of its command's tree (three
+// levels, one of them in its own session) keeps running, on a GPU the
+// allocator has handed back. Before, the command was not even told.
+TEST(ProcessContainmentTest, AKilledRunnerTakesTheCommandsWholeTreeWithIt) {
+  const std::string pids = TempPath("tree.pids");
+  pid_t runner_pid = ::fork();
+  ASSERT_GE(runner_pid, 0);
+  if (runner_pid == 0) {
+    SubprocessRunner runner;
+    (void)runner.Run(Shell("sh -c 'setsid sleep 30 & echo $! >> " + pids + "; echo $$ >> " + pids +
+                           "; sleep 30' & echo $$ >> " + pids + "; wait"));
+    ::_exit(0);
+  }
+  std::vector<pid_t> tree = PidsIn(pids, 3);
+  ASSERT_EQ(tree.size(), 3u) << ReadAll(pids);
+  for (pid_t p : tree) EXPECT_TRUE(Running(p)) << p;
+  ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(runner_pid, &wstatus, 0), runner_pid);
+  for (pid_t p : tree) EXPECT_TRUE(GoneWithin(p, 3)) << "pid " << p << " outlived the runner";
+  Reap(tree);
+}
+
+// Ctrl-C: the forwarded SIGINT reaches the command's group, not a process
+// that left it; that one is stopped before benchmake dies of the signal.
+TEST(ProcessContainmentTest, AnInterruptStopsWhatLeftTheGroupBeforeDying) {
+  const std::string pid_file = TempPath("interrupt.pid");
+  pid_t runner_pid = ::fork();
+  ASSERT_GE(runner_pid, 0);
+  if (runner_pid == 0) {
+    SubprocessRunner runner;
+    (void)runner.Run(Shell("setsid sleep 30 & echo $! > " + pid_file + "; wait"));
+    ::_exit(0);
+  }
+  std::vector<pid_t> daemon = PidsIn(pid_file, 1);
+  ASSERT_EQ(daemon.size(), 1u);
+  ::kill(runner_pid, SIGINT);
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(runner_pid, &wstatus, 0), runner_pid);
+  EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
+  EXPECT_FALSE(Running(daemon[0])) << "gone before benchmake died";
+  Reap(daemon);
+}
+
+TEST(ProcessContainmentTest, ATimeoutStopsWhatLeftTheGroup) {
+  const std::string pid_file = TempPath("timeout.pid");
+  SubprocessRunner runner;
+  Command c = Shell("setsid sleep 30 & echo $! > " + pid_file + "; sleep 30");
+  c.timeout_seconds = 0.3;
+  Result<CommandResult> r = runner.Run(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  std::vector<pid_t> daemon = PidsIn(pid_file, 1);
+  ASSERT_EQ(daemon.size(), 1u);
+  EXPECT_FALSE(Running(daemon[0]));
+  Reap(daemon);
+}
+
+// A rank's workers (torchrun's, in their own sessions) stop with the rank.
+TEST(ProcessContainmentTest, AStoppedGroupMembersDaemonStopsWithIt) {
+  const std::string pid_file = TempPath("member.pid");
+  SubprocessRunner runner;
+  std::vector<Command> members = {
+      Shell("while [ ! -s " + pid_file + " ]; do sleep 0.01; done; exit 1"),
+      Shell("setsid sleep 30 & echo $! > " + pid_file + "; sleep 30")};
+  GroupOptions options;
+  options.grace_seconds = 0.3;
+  Result<GroupResult> r = runner.RunGroup(members, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->first_failure, 0);
+  EXPECT_TRUE(r->results[1].stopped);
+  std::vector<pid_t> daemon = PidsIn(pid_file, 1);
+  ASSERT_EQ(daemon.size(), 1u);
+  EXPECT_FALSE(Running(daemon[0]));
+  Reap(daemon);
+}
+
+// The guardian itself killed by hand (kill -9 of its pid): the command dies
+// with it (PR_SET_PDEATHSIG), and is reported killed as the guardian was.
+TEST(ProcessContainmentTest, AGuardianKilledByHandTakesTheCommandWithIt) {
+  const std::string pid_file = TempPath("guardian.pids");
+  Result<CommandResult> r = Errorf(ErrorCode::kFailed, "not run");
+  std::thread run([&] {
+    SubprocessRunner runner;
+    r = runner.Run(Shell("echo $$ $PPID > " + pid_file + "; exec sleep 30"));
+  });
+  std::vector<pid_t> pids = PidsIn(pid_file, 2);
+  ASSERT_EQ(pids.size(), 2u);
+  EXPECT_EQ(ReadAll("/proc/" + std::to_string(pids[1]) + "/comm"), "benchmake-guard\n");
+  ::kill(pids[1], SIGKILL);
+  run.join();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->term_signal, SIGKILL);
+  EXPECT_TRUE(GoneWithin(pids[0], 2)) << "the command outlived its guardian";
+  Reap(pids);
+}
+
+// The guardian in between changes nothing a command can see of how it ran:
+// its exit status, the signal that killed it, its output, its time.
+TEST(ProcessContainmentTest, AWellBehavedCommandIsUnaffected) {
+  const std::string log = TempPath("plain.log");
+  SubprocessRunner runner;
+  Command c = Shell("echo out; echo err >&2; exit 3");
+  c.log_path = log;
+  auto start = Clock::now();
+  Result<CommandResult> r = runner.Run(c);
+  EXPECT_LT(Since(start), 0.5);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->term_signal, 0);
+  EXPECT_EQ(ReadAll(log), "out\nerr\n") << "nothing added";
+
+  r = runner.Run(Shell("kill -SEGV $$"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->term_signal, SIGSEGV);
+
+  start = Clock::now();
+  r = runner.Run(Shell("sleep 0.3"));
+  const double took = Since(start);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->success());
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 0.8);
+}
+
+// Not contained (ninja under `benchmake build`): what leaves the group is
+// left alone, as before.
+TEST(ProcessContainmentTest, AnUncontainedCommandsDaemonIsLeftRunning) {
+  const std::string pid_file = TempPath("uncontained.pid");
+  SubprocessRunner runner;
+  Command c = Shell("setsid sleep 30 & echo $! > " + pid_file);
+  c.contain = false;
+  Result<CommandResult> r = runner.Run(c);
+  ASSERT_TRUE(r.ok());
+  std::vector<pid_t> daemon = PidsIn(pid_file, 1);
+  ASSERT_EQ(daemon.size(), 1u);
+  EXPECT_TRUE(Running(daemon[0]));
+  Reap(daemon);
+}
+
+}  // namespace
+}  // namespace bm::containment_test

@@ -9,15 +9,24 @@ namespace {
 
 // The rank whose failure ended the run. Ranks the runner found failed at one
 // poll (not stopped by it) ended within milliseconds of each other, so its
-// order says nothing: a rank killed by a signal (SIGKILL, SIGSEGV, the OOM
-// killer) failed first, and those that exited had lost it as a peer (Gloo's
-// "Connection reset by peer").
+// order says little: a rank killed by a signal (SIGKILL, SIGSEGV, the OOM
+// killer) failed first, then one that failed by itself; those that exited
+// with kExitPeerLost, or with 1 on "Connection reset by peer" (a command that
+// does not say it lost a peer), had lost it.
 int FirstCause(const GroupResult& group) {
   const int seen = group.first_failure;
   if (seen < 0 || group.results.at(static_cast<size_t>(seen)).term_signal != 0) return seen;
+  auto by_itself = [&](const CommandResult& r) {
+    return !r.success() && !r.stopped && !r.timed_out;
+  };
   for (size_t rank = 0; rank < group.results.size(); ++rank) {
     const CommandResult& r = group.results[rank];
-    if (r.term_signal != 0 && !r.stopped && !r.timed_out) return static_cast<int>(rank);
+    if (r.term_signal != 0 && by_itself(r)) return static_cast<int>(rank);
+  }
+  if (!LostAPeer(group.results.at(static_cast<size_t>(seen)))) return seen;
+  for (size_t rank = 0; rank < group.results.size(); ++rank) {
+    const CommandResult& r = group.results[rank];
+    if (by_itself(r) && !LostAPeer(r)) return static_cast<int>(rank);
   }
   return seen;
 }

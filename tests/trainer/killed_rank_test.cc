@@ -1,0 +1,118 @@
+// A rank killed from outside: kill -9 of one rank of a real two-rank CPU run
+// (benchmake-train processes, Gloo between them) while the ranks train. Its
+// peer loses it within milliseconds and exits by itself; the step's failure
+// must name the killed rank, never that peer (rules/launch/launcher.h) — under
+// the local launcher, and under srun on a real Slurm started on loopback
+// (tests/support/slurm_cluster.h), whose report lists the tasks in the order
+// their ends reached it. The peer exits with the trainer's "peer lost" status
+// (trainer/dist/exit_status.h), which every launcher ranks below a rank that
+// failed by itself.
+//
+// Ten runs each, killing rank 1 and rank 0 in turn: srun reported the peer's
+// end before the kill about one run in three.
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "base/real_filesystem.h"
+#include "base/subprocess_runner.h"
+#include "rules/launch/local_launcher.h"
+#include "rules/launch/slurm_launcher.h"
+#include "tests/support/slurm_cluster.h"
+#include "tests/trainer/train_ranks.h"
+#include "trainer/dist/exit_status.h"
+#include "trainer/dist/heartbeat.h"
+
+namespace bm::train::testing {
+namespace {
+
+constexpr int kRuns = 10;
+
+pid_t PidOfRank(const std::string& rendezvous, int rank) {
+  std::ifstream in(dist::HeartbeatPath(rendezvous, rank));
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+class KilledRankTest : public TrainRanksTest {
+ protected:
+  // One run of two ranks through `launcher`, rank `victim` killed with SIGKILL
+  // a second after both ranks beat (they are training by then). "" when the
+  // failure names the victim and its peer lost it; else what went wrong.
+  std::string RunAndKill(launch::Launcher& launcher, int run, int victim) {
+    const std::string name = "killed" + std::to_string(run);
+    nlohmann::json config = Config(name, "llama-tiny", "TP1PP1DP2", 2, 1, 2);
+    config["steps"] = 100000;  // still training when it is killed
+    const std::string path = dir_ + "/" + name + ".json", rdv = dir_ + "/" + name + ".rdv";
+    std::ofstream(path) << config.dump();
+    std::filesystem::create_directories(rdv);
+
+    launch::LaunchSpec spec;
+    spec.argv = {TrainerPath(), "--config", path};
+    spec.cwd = dir_;
+    spec.env = {{"OMP_WAIT_POLICY", "passive"}};
+    spec.world_size = 2;
+    spec.rendezvous = rdv;
+    spec.collective_timeout_s = 60;
+    spec.log_path = dir_ + "/" + name + ".log";
+    spec.cpus_per_rank = 1;
+    spec.grace_s = 1;
+    std::ofstream(spec.log_path).flush();  // the step log exists before the run (train_common.cc)
+
+    bool killed = false;
+    std::thread killer([&] {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while ((PidOfRank(rdv, 0) == 0 || PidOfRank(rdv, 1) == 0) &&
+             std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (const pid_t pid = PidOfRank(rdv, victim); pid > 0) killed = kill(pid, SIGKILL) == 0;
+    });
+    Result<launch::LaunchResult> r = launcher.Launch(spec);
+    killer.join();
+    if (!r.ok()) return "the launch failed: " + r.status().message();
+    if (!killed) return "the victim was never seen training";
+    RealFilesystem fs;
+    const std::string why = launch::DescribeFailure(*r, fs);
+    const int peer = 1 - victim;
+    const std::string peer_end = launch::DescribeRankEnd(r->ranks[peer], r->first_failure);
+    std::printf("run %d, rank %d killed: rank %d %s\n", run, victim, peer, peer_end.c_str());
+    if (r->first_failure != victim)
+      return fmt::format("named rank {}, not the killed rank {}: {}\n(rank {} {})",
+                         r->first_failure, victim, why, peer, peer_end);
+    const std::string expected =
+        fmt::format("rank {} of 2 was killed by signal 9 (SIGKILL)", victim);
+    if (why.rfind(expected, 0) != 0) return "the failure does not start '" + expected + "': " + why;
+    // The peer ended by itself on losing the victim (exit status 75), or was
+    // ended by the launcher first; it never failed in a way of its own.
+    const CommandResult& p = r->ranks[peer].result;
+    if (!p.stopped && !(p.term_signal == 0 && p.exit_code == dist::kExitPeerLost))
+      return fmt::format("rank {} {}, neither stopped nor lost its peer", peer, peer_end);
+    return "";
+  }
+};
+
+TEST_F(KilledRankTest, UnderTheLocalLauncherTheKilledRankIsNamed) {
+  SubprocessRunner runner;
+  launch::LocalLauncher launcher(runner);
+  for (int run = 0; run < kRuns; ++run) EXPECT_EQ(RunAndKill(launcher, run, 1 - run % 2), "");
+}
+
+TEST_F(KilledRankTest, UnderSrunTheKilledRankIsNamed) {
+  Result<std::unique_ptr<bm::testing::SlurmCluster>> cluster = bm::testing::SlurmCluster::Start();
+  if (!cluster.ok()) GTEST_SKIP() << "Slurm cannot run here: " << cluster.status().message();
+  (*cluster)->ExportEnv();
+  ::unsetenv("SLURM_JOB_ID");  // a job of its own
+  SubprocessRunner runner;
+  RealFilesystem fs;
+  engine::SlurmOptions options;
+  options.time = "5";
+  launch::SlurmLauncher launcher(runner, fs, options, "bm.killed.0123abcd");
+  for (int run = 0; run < kRuns; ++run)
+    EXPECT_EQ(RunAndKill(launcher, run, 1 - run % 2), "") << (*cluster)->Logs();
+}
+
+}  // namespace
+}  // namespace bm::train::testing

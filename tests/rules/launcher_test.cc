@@ -431,17 +431,18 @@ TEST_F(OneCommandLauncherTest, SlurmFailureNamesTheFirstRankToFail) {
 // srun lists the tasks' ends in the order they reached it, which is not the
 // order they happened: kill -9 of rank 1 of a real two-rank pretrain under srun
 // (Slurm 22.05, tests/trainer/killed_rank_test.cc) printed rank 0's end first,
-// rank 0 having exited at once on losing it. These are srun's lines of such a
-// run, verbatim. The killed rank is named; rank 0 lost it (status 75).
+// rank 0 having exited at once on losing it — in every such run. These are the
+// lines such a run added to the step log, verbatim (rank 0's last line, then
+// srun's). The killed rank is named; rank 0 lost it (status 75).
 TEST_F(OneCommandLauncherTest, SlurmNamesTheKilledTaskNotThePeerThatLostIt) {
   Answer(
       "benchmake-train: gloo AllGather of 21568 fp32 failed in group 'dp.tp0.pp0' (rank 0 of 2; "
       "global ranks 0, 1): a peer was lost (it ended, or its machine went away): "
-      "[./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:24788: Connection reset by peer\n"
+      "[./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:13747: Connection reset by peer\n"
       "srun: error: localhost: task 0: Exited with exit code 75\n"
-      "srun: launch/slurm: _step_signal: Terminating StepId=1.0\n"
+      "srun: launch/slurm: _step_signal: Terminating StepId=5.0\n"
       "srun: error: localhost: task 1: Killed\n"
-      "srun: Force Terminated StepId=1.0\n",
+      "srun: Force Terminated StepId=5.0\n",
       137);
   launch::SlurmLauncher launcher(runner_, fs_, {}, "bm.p.1");
   Result<launch::LaunchResult> r = launcher.Launch(spec_);

@@ -421,6 +421,12 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       pid_t w = ::waitpid(c.pid, &c.wstatus, WNOHANG);
       if (w == c.pid || (w < 0 && errno != EINTR)) {
         c.ended = true;
+        // Told to stop, but dead of a SIGKILL before ours was due: killed from
+        // outside (kill -9, the OOM killer) while its end was on its way — its
+        // sockets already closed, a peer already seen failing on them. It
+        // failed by itself; it was not stopped.
+        if (c.stopped && c.kill_at && WIFSIGNALED(c.wstatus) && WTERMSIG(c.wstatus) == SIGKILL)
+          c.stopped = false;
         if (c.failed()) {
           if (group) ::kill(-c.pid, SIGKILL);  // what the failed member left behind
           fail(i);

@@ -8,7 +8,8 @@
 // (trainer/dist/exit_status.h), which every launcher ranks below a rank that
 // failed by itself.
 //
-// Ten runs each, killing rank 1 and rank 0 in turn. Before the peer had a
+// Ten runs each of two ranks, killing rank 1 and rank 0 in turn, and under
+// srun four runs of four ranks, killing each once. Before the peer had a
 // status of its own, srun (Slurm 22.05) listed task 0's end first in every run
 // that killed rank 1 ("task 0: Exited with exit code 1", then "task 1:
 // Killed"), and the step named rank 0: 5 runs of 10 failed.
@@ -40,12 +41,13 @@ pid_t PidOfRank(const std::string& rendezvous, int rank) {
 
 class KilledRankTest : public TrainRanksTest {
  protected:
-  // One run of two ranks through `launcher`, rank `victim` killed with SIGKILL
-  // a second after both ranks beat (they are training by then). "" when the
-  // failure names the victim and its peer lost it; else what went wrong.
-  std::string RunAndKill(launch::Launcher& launcher, int run, int victim) {
+  // One run of `world` data-parallel ranks through `launcher`, rank `victim`
+  // killed with SIGKILL a second after every rank beat (they are training by
+  // then). "" when the failure names the victim and every other rank lost it
+  // or was stopped; else what went wrong.
+  std::string RunAndKill(launch::Launcher& launcher, int run, int victim, int world = 2) {
     const std::string name = "killed" + std::to_string(run);
-    nlohmann::json config = Config(name, "llama-tiny", "TP1PP1DP2", 2, 1, 2);
+    nlohmann::json config = Config(name, "llama-tiny", "TP1PP1DP" + std::to_string(world), 2, 1, 2);
     config["steps"] = 100000;  // still training when it is killed
     const std::string path = dir_ + "/" + name + ".json", rdv = dir_ + "/" + name + ".rdv";
     std::ofstream(path) << config.dump();
@@ -55,7 +57,7 @@ class KilledRankTest : public TrainRanksTest {
     spec.argv = {TrainerPath(), "--config", path};
     spec.cwd = dir_;
     spec.env = {{"OMP_WAIT_POLICY", "passive"}};
-    spec.world_size = 2;
+    spec.world_size = world;
     spec.rendezvous = rdv;
     spec.collective_timeout_s = 60;
     spec.log_path = dir_ + "/" + name + ".log";
@@ -66,8 +68,12 @@ class KilledRankTest : public TrainRanksTest {
     bool killed = false;
     std::thread killer([&] {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      while ((PidOfRank(rdv, 0) == 0 || PidOfRank(rdv, 1) == 0) &&
-             std::chrono::steady_clock::now() < deadline)
+      auto all_beat = [&] {
+        for (int rank = 0; rank < world; ++rank)
+          if (PidOfRank(rdv, rank) == 0) return false;
+        return true;
+      };
+      while (!all_beat() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       std::this_thread::sleep_for(std::chrono::seconds(1));
       if (const pid_t pid = PidOfRank(rdv, victim); pid > 0) killed = kill(pid, SIGKILL) == 0;
@@ -78,20 +84,26 @@ class KilledRankTest : public TrainRanksTest {
     if (!killed) return "the victim was never seen training";
     RealFilesystem fs;
     const std::string why = launch::DescribeFailure(*r, fs);
-    const int peer = 1 - victim;
-    const std::string peer_end = launch::DescribeRankEnd(r->ranks[peer], r->first_failure);
-    std::printf("run %d, rank %d killed: rank %d %s\n", run, victim, peer, peer_end.c_str());
+    std::string ends;
+    for (const launch::RankOutcome& o : r->ranks)
+      if (o.rank != victim)
+        ends += fmt::format("; rank {} {}", o.rank, launch::DescribeRankEnd(o, r->first_failure));
+    std::printf("run %d, rank %d killed%s\n", run, victim, ends.c_str());
     if (r->first_failure != victim)
-      return fmt::format("named rank {}, not the killed rank {}: {}\n(rank {} {})",
-                         r->first_failure, victim, why, peer, peer_end);
+      return fmt::format("named rank {}, not the killed rank {}: {}\n({})", r->first_failure,
+                         victim, why, ends);
     const std::string expected =
-        fmt::format("rank {} of 2 was killed by signal 9 (SIGKILL)", victim);
+        fmt::format("rank {} of {} was killed by signal 9 (SIGKILL)", victim, world);
     if (why.rfind(expected, 0) != 0) return "the failure does not start '" + expected + "': " + why;
-    // The peer ended by itself on losing the victim (exit status 75), or was
-    // ended by the launcher first; it never failed in a way of its own.
-    const CommandResult& p = r->ranks[peer].result;
-    if (!p.stopped && !(p.term_signal == 0 && p.exit_code == dist::kExitPeerLost))
-      return fmt::format("rank {} {}, neither stopped nor lost its peer", peer, peer_end);
+    // Every other rank ended by itself on losing a peer (exit status 75), or
+    // was ended by the launcher first; none failed in a way of its own.
+    for (const launch::RankOutcome& o : r->ranks) {
+      const CommandResult& p = o.result;
+      if (o.rank != victim && !p.stopped &&
+          !(p.term_signal == 0 && p.exit_code == dist::kExitPeerLost))
+        return fmt::format("rank {} {}, neither stopped nor lost a peer", o.rank,
+                           launch::DescribeRankEnd(o, r->first_failure));
+    }
     return "";
   }
 };
@@ -114,6 +126,22 @@ TEST_F(KilledRankTest, UnderSrunTheKilledRankIsNamed) {
   launch::SlurmLauncher launcher(runner, fs, options, "bm.killed.0123abcd");
   for (int run = 0; run < kRuns; ++run)
     EXPECT_EQ(RunAndKill(launcher, run, 1 - run % 2), "") << (*cluster)->Logs();
+}
+
+// Four tasks, each rank killed once, highest first: the three others lose it
+// (or each other) and srun may list them all before it, in one line.
+TEST_F(KilledRankTest, UnderSrunAKilledRankOfFourIsNamed) {
+  Result<std::unique_ptr<bm::testing::SlurmCluster>> cluster = bm::testing::SlurmCluster::Start();
+  if (!cluster.ok()) GTEST_SKIP() << "Slurm cannot run here: " << cluster.status().message();
+  (*cluster)->ExportEnv();
+  ::unsetenv("SLURM_JOB_ID");
+  SubprocessRunner runner;
+  RealFilesystem fs;
+  engine::SlurmOptions options;
+  options.time = "5";
+  launch::SlurmLauncher launcher(runner, fs, options, "bm.killed4.0123abcd");
+  for (int victim = 3; victim >= 0; --victim)
+    EXPECT_EQ(RunAndKill(launcher, 3 - victim, victim, 4), "") << (*cluster)->Logs();
 }
 
 }  // namespace

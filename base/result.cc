@@ -23,6 +23,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "timeout";
     case ErrorCode::kUnavailable:
       return "unavailable";
+    case ErrorCode::kPeerLost:
+      return "peer lost";
     case ErrorCode::kUnsupported:
       return "unsupported";
     case ErrorCode::kFailed:

@@ -35,6 +35,8 @@ enum class ErrorCode {
   kCorrupt,  // bytes that do not match their digest or format
   kTimeout,
   kUnavailable,  // a remote or a device that cannot be reached
+  kPeerLost,     // the other end of an exchange went away mid-way (its connection was reset
+                 // or closed, a remote error): the failure is the peer's, not this process's
   kUnsupported,  // a newer file version, a missing optional feature
   kFailed,       // a step or a command ran and failed
   kInternal,     // a bug in benchmake

@@ -161,6 +161,14 @@ struct Child {
       if (r.kind == GuardianReport::kAbandoned) abandoned = r.value;
     }
   }
+  // Told to stop, but dead of a SIGKILL before ours was due: killed from
+  // outside (kill -9, the OOM killer) while its end was on its way — its
+  // sockets already closed, a peer already seen failing on them. It failed by
+  // itself; it was not stopped.
+  void ForgetStopIfKilledFromOutside() {
+    const std::optional<int> st = ended ? std::optional<int>(wstatus) : command_status;
+    if (stopped && kill_at && st && WIFSIGNALED(*st) && WTERMSIG(*st) == SIGKILL) stopped = false;
+  }
   // SIGTERM to the command's group now, SIGKILL `grace` seconds later.
   void Terminate(double grace) {
     if (group > 0) ::kill(-group, SIGTERM);
@@ -375,6 +383,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       busy |= c.tee_fd >= 0;
       if (!c.running()) continue;
       if (c.Wait(/*block=*/false)) {
+        c.ForgetStopIfKilledFromOutside();
         if (c.failed()) {
           // What the failed member left behind (a guardian has stopped it).
           if (group && !c.guarded) ::kill(-c.group, SIGKILL);
@@ -389,6 +398,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       // the group need not wait for that to learn of a failure.
       if (group && !c.exit_seen && c.CommandExited()) {
         c.exit_seen = true;
+        c.ForgetStopIfKilledFromOutside();
         if (c.failed()) {
           c.Kill();
           fail(i);

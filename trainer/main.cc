@@ -6,7 +6,9 @@
 //   benchmake-train --presets             model presets with parameter counts
 //   benchmake-train --version
 //
-// Exit codes: 0 success, 2 bad configuration, 1 any other failure.
+// Exit codes: 0 success, 2 bad configuration, 75 a rank of several that
+// failed only because another rank was lost (trainer/dist/exit_status.h), 1
+// any other failure.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "trainer/dist/exit_status.h"
 #include "trainer/dist/heartbeat.h"
 #include "trainer/dist/rank_env.h"
 #include "trainer/model/config.h"
@@ -88,6 +91,8 @@ int main(int argc, char** argv) {
     bm::Result<nlohmann::json> metrics = Run(argv[2]);
     if (!metrics.ok()) {
       std::cerr << "benchmake-train: " << metrics.status().message() << "\n";
+      if (metrics.status().code() == bm::ErrorCode::kPeerLost)
+        return bm::train::dist::kExitPeerLost;
       return metrics.status().ExitCode();
     }
     return 0;

@@ -8,6 +8,7 @@
 #include "rules/launch/local_launcher.h"
 #include "rules/launch/mpirun_launcher.h"
 #include "rules/launch/slurm_launcher.h"
+#include "trainer/dist/exit_status.h"
 #include "trainer/dist/heartbeat.h"
 #include "trainer/dist/rank_env.h"
 
@@ -19,6 +20,13 @@ std::string HowItEnded(const CommandResult& r) {
   if (r.timed_out) return "timed out (still running long after another rank had finished)";
   if (r.term_signal) return "was killed by " + SignalName(r.term_signal);
   return fmt::format("exited with status {}", r.exit_code);
+}
+
+// A rank's end: HowItEnded, and what the trainer's "peer lost" status means.
+std::string HowRankEnded(const CommandResult& r) {
+  if (LostAPeer(r))
+    return HowItEnded(r) + " (it lost a peer, and no rank was seen failing by itself)";
+  return HowItEnded(r);
 }
 
 // The last `n` lines of `text` (all of it when shorter).
@@ -68,6 +76,10 @@ Result<std::unique_ptr<Launcher>> MakeLauncher(const engine::Placement& placemen
                 name);
 }
 
+bool LostAPeer(const CommandResult& r) {
+  return r.term_signal == 0 && !r.timed_out && r.exit_code == train::dist::kExitPeerLost;
+}
+
 std::vector<std::string> RankLogWrapper(const LaunchSpec& spec, std::string_view rank_var) {
   std::string_view base = spec.log_path;
   if (base.ends_with(".log")) base.remove_suffix(4);
@@ -101,30 +113,37 @@ Result<LaunchResult> RunRanksAsOneCommand(CommandRunner& runner, Filesystem& fs,
   for (int rank = 0; rank < spec.world_size; ++rank)
     r.ranks.push_back({rank, CommandResult{}, RankLogPath(spec, rank), ""});
   if (ended.success()) return r;
-  std::vector<std::pair<int, CommandResult>> ends;
+  std::vector<std::pair<int, CommandResult>> said;
   Result<std::string> log = fs.ReadFile(spec.log_path);  // what this command added
   if (log.ok() && log->size() >= before.size)
-    ends = parse(std::string_view(*log).substr(before.size));
-  for (const auto& [rank, how] : ends) {
-    if (rank < 0 || rank >= spec.world_size) continue;
-    RankOutcome& o = r.ranks[static_cast<size_t>(rank)];
-    if (!o.result.success()) continue;  // named twice: the first word stands
-    o.result = how;
-    if (r.first_failure < 0)
-      r.first_failure = rank;
-    else
-      o.result.stopped = true;
+    said = parse(std::string_view(*log).substr(before.size));
+  std::vector<std::pair<int, CommandResult>> ends;  // each rank once: the first word stands
+  std::vector<bool> named(r.ranks.size(), false);
+  for (const auto& [rank, how] : said) {
+    if (rank < 0 || rank >= spec.world_size || named[static_cast<size_t>(rank)]) continue;
+    named[static_cast<size_t>(rank)] = true;
+    ends.emplace_back(rank, how);
   }
-  if (r.first_failure < 0) {
+  if (ends.empty()) {
     r.command_failed = true;
     r.first_failure = 0;
     r.ranks[0].result = ended;
     r.ranks[0].result.stopped = false;
     return r;
   }
-  std::vector<bool> named(r.ranks.size(), false);
+  // The command lists the ends in the order they reached it: a rank that only
+  // lost a peer may come before the rank it lost.
+  r.first_failure = ends[0].first;
   for (const auto& [rank, how] : ends)
-    if (rank >= 0 && rank < spec.world_size) named[static_cast<size_t>(rank)] = true;
+    if (!LostAPeer(how)) {
+      r.first_failure = rank;
+      break;
+    }
+  for (const auto& [rank, how] : ends) {
+    CommandResult& o = r.ranks[static_cast<size_t>(rank)].result;
+    o = how;
+    o.stopped = rank != r.first_failure && !LostAPeer(how);
+  }
   for (RankOutcome& o : r.ranks)
     if (!named[static_cast<size_t>(o.rank)]) o.unreported = std::string(unnamed);
   return r;
@@ -156,7 +175,10 @@ std::string DescribeRankEnd(const RankOutcome& rank, int first_failure) {
                           : fmt::format("exited with status {}", rank.result.exit_code);
     return fmt::format("was stopped after rank {} failed: {}", first_failure, how);
   }
-  return HowItEnded(rank.result);
+  if (rank.rank != first_failure && LostAPeer(rank.result))
+    return fmt::format("lost a peer after rank {} failed ({})", first_failure,
+                       HowItEnded(rank.result));
+  return rank.rank == first_failure ? HowRankEnded(rank.result) : HowItEnded(rank.result);
 }
 
 std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail_lines) {
@@ -169,9 +191,12 @@ std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail
                                    HowItEnded(failed.result));
     return text + LogTail("the step log", failed.log_path, fs, 2 * tail_lines);
   }
-  std::vector<int> stopped;
+  std::vector<int> stopped, lost;
   for (const RankOutcome& r : result.ranks)
-    if (r.result.stopped) stopped.push_back(r.rank);
+    if (r.result.stopped)
+      stopped.push_back(r.rank);
+    else if (r.rank != failed.rank && LostAPeer(r.result))
+      lost.push_back(r.rank);
   std::string text;
   for (const UnresponsiveRank& u : result.unresponsive)
     text += fmt::format(
@@ -179,8 +204,11 @@ std::string DescribeFailure(const LaunchResult& result, Filesystem& fs, int tail
         "before the other ranks'; stopped by a signal, or its machine froze); ",
         u.rank, result.ranks.size(), u.silent_s);
   if (!result.unresponsive.empty()) text += "then ";
-  text +=
-      fmt::format("rank {} of {} {}", failed.rank, result.ranks.size(), HowItEnded(failed.result));
+  text += fmt::format("rank {} of {} {}", failed.rank, result.ranks.size(),
+                      HowRankEnded(failed.result));
+  if (!lost.empty())
+    text += fmt::format("; {} {} lost a peer (exit status {})", lost.size() == 1 ? "rank" : "ranks",
+                        fmt::join(lost, ", "), train::dist::kExitPeerLost);
   if (!stopped.empty())
     text += fmt::format("; {} {} {} stopped", stopped.size() == 1 ? "rank" : "ranks",
                         fmt::join(stopped, ", "), stopped.size() == 1 ? "was" : "were");

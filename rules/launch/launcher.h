@@ -12,6 +12,15 @@
 // the first failure (exit status, signal, timeout) stops the others within a
 // bounded time and the step fails naming that rank.
 //
+// Which rank failed first: a rank that dies takes its peers down within
+// milliseconds (their collectives break), so the order in which the launcher
+// sees the ends says little. A rank that only lost a peer says so by exiting
+// with trainer/dist/exit_status.h's kExitPeerLost (LostAPeer), and every
+// launcher names, of the ranks that failed, one that did not: a rank killed by
+// a signal or failing by itself. Within each kind, the first the launcher saw
+// (torchrun's "first observed failure"). A rank that only lost a peer is named
+// when no other rank is known to have failed.
+//
 // Logs: rank 0 writes the step log (LaunchSpec::log_path, echoed to the
 // terminal when asked), rank k > 0 writes RankLogPath(spec, k).
 //
@@ -108,6 +117,10 @@ class Launcher {
 Result<std::unique_ptr<Launcher>> MakeLauncher(const engine::Placement& placement,
                                                CommandRunner& runner, Filesystem& fs);
 
+// Whether `r` is the end of a rank that failed only because another rank was
+// lost: it exited by itself with kExitPeerLost (trainer/dist/exit_status.h).
+bool LostAPeer(const CommandResult& r);
+
 // The launchers whose ranks are the tasks of one command (srun, mpirun):
 // `argv` run by a shell that sends the output of any rank but 0 (the rank in
 // variable `rank_var`) to RankLogPath(spec, rank); rank 0's stays the
@@ -123,8 +136,10 @@ std::map<std::string, std::string> SharedRankEnv(const LaunchSpec& spec);
 // Runs `cmd`, the one command that runs every rank (srun, mpirun), and makes
 // its end the ranks': all succeeded when it did; otherwise `parse` reads what
 // the command added to the step log (spec.log_path) into (rank, how it ended)
-// pairs, the first of which failed first: the ranks named after it were
-// stopped, those not named succeeded — or, when `unnamed` is not empty (a
+// pairs, in the order the command saw them. The first of them that did not
+// only lose a peer (LostAPeer) failed first — else the first of them —; the
+// others named were stopped, except those that lost a peer, which ended by
+// themselves; those not named succeeded — or, when `unnamed` is not empty (a
 // launcher that names only the first failure), ended in a way it did not
 // report, RankOutcome::unreported = `unnamed` — and rank 0 failed first when
 // none is named (the launcher's own failure; the step log says why).
@@ -144,12 +159,13 @@ std::vector<UnresponsiveRank> FindUnresponsiveRanks(Filesystem& fs, const Launch
 
 // How a rank ended, for people: "exited with status 1", "was killed by signal
 // 9 (SIGKILL)", "timed out (...)", "was stopped after rank 2 failed: killed by
-// signal 15 (SIGTERM)", or RankOutcome::unreported.
+// signal 15 (SIGTERM)", "lost a peer after rank 2 failed (exited with status
+// 75)", or RankOutcome::unreported.
 std::string DescribeRankEnd(const RankOutcome& rank, int first_failure);
 
 // The failed run in words: the ranks that stopped answering (they caused
-// it), which rank failed first and how, the last
-// `tail_lines` lines of that rank's log, and which ranks were stopped; for a
+// it), which rank failed first and how, the last `tail_lines` lines of that
+// rank's log, which ranks lost a peer and which were stopped; for a
 // command_failed run, how the command ended and twice as many lines of the
 // step log (mpirun's and srun's refusals are long and say why at the top).
 // Reads the log through `fs`; an unreadable log is said to be so.

@@ -9,15 +9,26 @@ namespace {
 
 // The rank whose failure ended the run. Ranks the runner found failed at one
 // poll (not stopped by it) ended within milliseconds of each other, so its
-// order says nothing: a rank killed by a signal (SIGKILL, SIGSEGV, the OOM
-// killer) failed first, and those that exited had lost it as a peer (Gloo's
-// "Connection reset by peer").
+// order says little: a rank killed by a signal (SIGKILL, SIGSEGV, the OOM
+// killer) failed first, then one that failed by itself; those that exited
+// with kExitPeerLost, or with 1 on "Connection reset by peer" (a command that
+// does not say it lost a peer), had lost it.
 int FirstCause(const GroupResult& group) {
   const int seen = group.first_failure;
   if (seen < 0 || group.results.at(static_cast<size_t>(seen)).term_signal != 0) return seen;
   for (size_t rank = 0; rank < group.results.size(); ++rank) {
     const CommandResult& r = group.results[rank];
     if (r.term_signal != 0 && !r.stopped && !r.timed_out) return static_cast<int>(rank);
+  }
+  if (!LostAPeer(group.results.at(static_cast<size_t>(seen)))) return seen;
+  // The first failure seen only lost a peer: the rank it lost closed its
+  // connections as it ended, and may have been reaped only after the runner
+  // had told it to stop. benchmake-train does not catch SIGTERM, so a rank
+  // that then exited with a status of its own had failed by itself.
+  for (size_t rank = 0; rank < group.results.size(); ++rank) {
+    const CommandResult& r = group.results[rank];
+    if (r.term_signal == 0 && r.exit_code != 0 && !r.timed_out && !LostAPeer(r))
+      return static_cast<int>(rank);
   }
   return seen;
 }
@@ -61,6 +72,8 @@ Result<LaunchResult> LocalLauncher::Launch(const LaunchSpec& spec) {
   for (int rank = 0; rank < spec.world_size; ++rank)
     result.ranks.push_back({rank, group.results.at(static_cast<size_t>(rank)),
                             commands[static_cast<size_t>(rank)].log_path, ""});
+  if (result.first_failure >= 0)  // the cause was not stopped, whenever it was reaped
+    result.ranks[static_cast<size_t>(result.first_failure)].result.stopped = false;
   return result;
 }
 

@@ -154,6 +154,25 @@ TEST(SubprocessRunnerGroupTest, SigtermIgnoredMeansSigkillAfterTheGrace) {
   EXPECT_EQ(r->results[0].term_signal, SIGKILL);
 }
 
+// A member told to stop (SIGTERM, which it ignores here, as a process busy
+// dying does not act on it) that then dies of a SIGKILL the group never sent
+// — kill -9 from outside, the OOM killer — failed by itself: it is not called
+// stopped. (A rank killed with -9 closes its sockets before it can be reaped,
+// so its peer may fail, and be seen, first.)
+TEST(SubprocessRunnerGroupTest, AMemberKilledFromOutsideAfterBeingToldToStopIsNotStopped) {
+  SubprocessRunner runner;
+  std::vector<Command> group = {Sh("sleep 0.1; exit 75"), Sh("trap '' TERM; sleep 0.3; kill -9 $$")};
+  GroupOptions options;
+  options.grace_seconds = 10;  // the group's own SIGKILL would come far later
+  auto start = std::chrono::steady_clock::now();
+  Result<GroupResult> r = runner.RunGroup(group, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LT(SecondsSince(start), 5);
+  EXPECT_EQ(r->first_failure, 0);
+  EXPECT_EQ(r->results[1].term_signal, SIGKILL);
+  EXPECT_FALSE(r->results[1].stopped);
+}
+
 TEST(SubprocessRunnerGroupTest, AMemberTimingOutFailsTheGroup) {
   SubprocessRunner runner;
   std::vector<Command> group = {Sh("sleep 30"), Sh("sleep 30")};

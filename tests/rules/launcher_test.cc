@@ -263,6 +263,41 @@ TEST_F(LauncherTest, ARankKilledFromOutsideIsNamedNotThePeerThatLostIt) {
   }
 }
 
+// A rank that fails by itself (exit status 3, no signal) while its peer loses
+// it at once and says so, exiting with the trainer's "peer lost" status 75
+// (trainer/dist/exit_status.h): the rank that failed is named, whichever of
+// the two ends the runner saw first. Both ends fall within one poll most of
+// the time, where the runner lists rank 0 first; ten runs.
+TEST_F(LauncherTest, ARankFailingByItselfIsNamedNotThePeerThatLostIt) {
+  const fs::path fifo = root_ / "peer";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  launch::LocalLauncher launcher(runner_);
+  launch::LaunchSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "if [ \"$RANK\" = 1 ]; then exec 3>\"$0\"; sleep 0.1; exit 3; fi; "
+               "cat \"$0\" > /dev/null; echo lost my peer; exit 75",
+               fifo.string()};
+  spec.world_size = 2;
+  spec.rendezvous = (root_ / "work").string();
+  spec.log_path = (root_ / "step.log").string();
+  for (int run = 0; run < 10; ++run) {
+    Result<launch::LaunchResult> r = launcher.Launch(spec);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->first_failure, 1) << "run " << run << ": " << launch::DescribeFailure(*r, fs_);
+    EXPECT_EQ(r->ranks[1].result.exit_code, 3);
+    const std::string m = launch::DescribeFailure(*r, fs_);
+    EXPECT_EQ(m.rfind("rank 1 of 2 exited with status 3", 0), 0u) << m;
+    // Rank 0 lost its peer by itself, or was stopped the launcher's way.
+    const CommandResult& peer = r->ranks[0].result;
+    if (!peer.stopped) {
+      EXPECT_EQ(peer.exit_code, 75);
+      EXPECT_NE(m.find("; rank 0 lost a peer (exit status 75)\n"), std::string::npos) << m;
+      EXPECT_EQ(launch::DescribeRankEnd(r->ranks[0], 1),
+                "lost a peer after rank 1 failed (exited with status 75)");
+    }
+  }
+}
+
 // ---- The launchers whose ranks are the tasks of one command (srun, mpirun):
 // the command they build and how they read its failure, on a fake runner.
 
@@ -393,6 +428,72 @@ TEST_F(OneCommandLauncherTest, SlurmFailureNamesTheFirstRankToFail) {
   EXPECT_EQ(r->ranks[1].log_path, "/ws/.benchmake/log/p.rank-1.log");
 }
 
+// srun lists the tasks' ends in the order they reached it, which is not the
+// order they happened: kill -9 of rank 1 of a real two-rank pretrain under srun
+// (Slurm 22.05, tests/trainer/killed_rank_test.cc) printed rank 0's end first,
+// rank 0 having exited at once on losing it — in every such run. These are the
+// lines such a run added to the step log, verbatim (rank 0's last line, then
+// srun's). The killed rank is named; rank 0 lost it (status 75).
+TEST_F(OneCommandLauncherTest, SlurmNamesTheKilledTaskNotThePeerThatLostIt) {
+  Answer(
+      "benchmake-train: gloo AllGather of 21568 fp32 failed in group 'dp.tp0.pp0' (rank 0 of 2; "
+      "global ranks 0, 1): a peer was lost (it ended, or its machine went away): "
+      "[./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:13747: Connection reset by peer\n"
+      "srun: error: localhost: task 0: Exited with exit code 75\n"
+      "srun: launch/slurm: _step_signal: Terminating StepId=5.0\n"
+      "srun: error: localhost: task 1: Killed\n"
+      "srun: Force Terminated StepId=5.0\n",
+      137);
+  launch::SlurmLauncher launcher(runner_, fs_, {}, "bm.p.1");
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->first_failure, 1);
+  EXPECT_EQ(r->ranks[1].result.term_signal, SIGKILL);
+  EXPECT_FALSE(r->ranks[1].result.stopped);
+  EXPECT_EQ(r->ranks[0].result.exit_code, 75);
+  EXPECT_FALSE(r->ranks[0].result.stopped) << "it ended by itself";
+  EXPECT_EQ(launch::DescribeRankEnd(r->ranks[0], 1),
+            "lost a peer after rank 1 failed (exited with status 75)");
+  const std::string m = launch::DescribeFailure(*r, fs_);
+  EXPECT_EQ(m.rfind("rank 1 of 2 was killed by signal 9 (SIGKILL); rank 0 lost a peer (exit "
+                    "status 75)\n",
+                    0),
+            0u)
+      << m;
+}
+
+// Of four tasks, three lost a peer and are listed first, in one line; the
+// fourth failed by itself (status 3) and is named. A run in which every task
+// that failed only lost a peer names the first, saying that no rank was seen
+// failing by itself.
+TEST_F(OneCommandLauncherTest, SlurmRanksALostPeerBelowAnyOtherFailure) {
+  spec_.world_size = 4;
+  Answer(
+      "srun: error: n1: tasks 0,2-3: Exited with exit code 75\n"
+      "srun: error: n1: task 1: Exited with exit code 3\n",
+      75);
+  launch::SlurmLauncher launcher(runner_, fs_, {}, "bm.p.1");
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->first_failure, 1);
+  std::string m = launch::DescribeFailure(*r, fs_);
+  EXPECT_EQ(
+      m.rfind("rank 1 of 4 exited with status 3; ranks 0, 2, 3 lost a peer (exit status 75)\n", 0),
+      0u)
+      << m;
+
+  Answer("srun: error: n1: tasks 2-3: Exited with exit code 75\n", 75);
+  r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->first_failure, 2);
+  m = launch::DescribeFailure(*r, fs_);
+  EXPECT_EQ(m.rfind("rank 2 of 4 exited with status 75 (it lost a peer, and no rank was seen "
+                    "failing by itself); rank 3 lost a peer (exit status 75)\n",
+                    0),
+            0u)
+      << m;
+}
+
 // srun itself failed (no job): rank 0 carries it, and the step log says why.
 TEST_F(OneCommandLauncherTest, SlurmRefusalFailsRankZero) {
   Answer("srun: error: Unable to allocate resources: Invalid partition name specified\n", 1);
@@ -449,6 +550,28 @@ TEST_F(OneCommandLauncherTest, MpirunFailureNamesTheRankItReports) {
                 "(Killed).")[0]
                 .second.term_signal,
             9);
+}
+
+// mpirun names only the first rank to end: when that rank only lost a peer,
+// the rank that caused it is not known, and the error says so.
+TEST_F(OneCommandLauncherTest, MpirunReportingARankThatLostAPeerSaysNoCauseWasSeen) {
+  Answer(
+      "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+      "the job to be terminated. The first process to do so was:\n\n"
+      "  Process name: [[32359,1],0]\n  Exit code:    75\n",
+      75);
+  launch::MpirunLauncher launcher(runner_, fs_, {});
+  Result<launch::LaunchResult> r = launcher.Launch(spec_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first_failure, 0);
+  const std::string m = launch::DescribeFailure(*r, fs_);
+  EXPECT_EQ(m.rfind("rank 0 of 2 exited with status 75 (it lost a peer, and no rank was seen "
+                    "failing by itself)\n",
+                    0),
+            0u)
+      << m;
+  EXPECT_EQ(launch::DescribeRankEnd(r->ranks[1], r->first_failure),
+            "ended with the job (mpirun reports only the first rank to fail)");
 }
 
 // mpirun itself refused (OpenMPI 4.1.4's verbatim answer to -np 4 on a

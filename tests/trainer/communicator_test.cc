@@ -1,8 +1,11 @@
 // The Gloo communicator across real processes (tests/trainer/multi_rank.h):
 // every operation on every dtype and on awkward counts, checked exactly;
-// identical bits on every rank; point-to-point chains; a peer that exits and
-// one that stalls.
+// identical bits on every rank; point-to-point chains; a peer that exits, one
+// killed with SIGKILL (kPeerLost: what benchmake-train exits 75 on) and one
+// that stalls (kUnavailable).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -246,7 +249,7 @@ TEST(GlooCommunicatorTest, APeerThatExitsMidRunFailsTheOthersWithTheOperationNam
     const auto start = Clock::now();
     Status lost = c.AllReduce(x.data(), 1000, DType::kFloat32, ReduceOp::kSum);
     const double took = SecondsSince(start);
-    RANK_CHECK(lost.code() == ErrorCode::kUnavailable, "got: {}", lost.message());
+    RANK_CHECK(lost.code() == ErrorCode::kPeerLost, "got: {}", lost.message());
     RANK_CHECK(lost.message().find("AllReduce of 1000 fp32") != std::string::npos &&
                    lost.message().find("world") != std::string::npos,
                "message: {}", lost.message());
@@ -261,6 +264,50 @@ TEST(GlooCommunicatorTest, APeerThatExitsMidRunFailsTheOthersWithTheOperationNam
   AllRanksPassed(outcomes);
 }
 
+// kill -9 of a rank mid-run: the kernel closes its sockets, and its peer's
+// next collective (or the one it is in) fails with kPeerLost — the failure is
+// the peer's — at once, not after the timeout. Rank 1 dies between two
+// all-reduces or inside the second, as a rank killed from outside does; 20 MB
+// each, so that rank 0 is still exchanging when it goes.
+TEST(GlooCommunicatorTest, APeerKilledWithSigkillIsAPeerLost) {
+  const double timeout_s = 30;
+  TempDir dir;
+  auto outcomes = RunRanks(2, 60, [&](int rank) -> RankResult {
+    Result<ProcessGroups> groups = Connect(rank, 2, dir.path(), timeout_s);
+    RANK_OK(groups.status());
+    Communicator& c = *groups->world;
+    std::vector<float> x(5'000'000, 1.0f);
+    RANK_OK(c.AllReduce(x.data(), 1000, DType::kFloat32, ReduceOp::kSum));
+    if (rank == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        kill(getpid(), SIGKILL);
+      }).detach();
+      for (;;) c.AllReduce(x.data(), 5'000'000, DType::kFloat32, ReduceOp::kSum).ok();
+    }
+    const auto start = Clock::now();
+    Status lost;
+    while (lost.ok() && SecondsSince(start) < timeout_s)
+      lost = c.AllReduce(x.data(), 5'000'000, DType::kFloat32, ReduceOp::kSum);
+    const double took = SecondsSince(start);
+    RANK_CHECK(lost.code() == ErrorCode::kPeerLost, "got {}: {}", ErrorCodeName(lost.code()),
+               lost.message());
+    RANK_CHECK(lost.message().find("a peer was lost") != std::string::npos &&
+                   lost.message().find("AllReduce of 5000000 fp32") != std::string::npos,
+               "message: {}", lost.message());
+    RANK_CHECK(took < timeout_s / 2, "took {} s", took);
+    return {};
+  });
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_TRUE(WIFSIGNALED(outcomes[1].wait_status) && WTERMSIG(outcomes[1].wait_status) == SIGKILL)
+      << outcomes[1].Describe();
+  outcomes.pop_back();
+  AllRanksPassed(outcomes);
+}
+
+// A stalled peer is not a lost one: the first rank to time out fails with
+// kUnavailable. Gloo then closes that rank's connections, so the other rank
+// still waiting may see them closed just before its own timeout: kPeerLost.
 TEST(GlooCommunicatorTest, APeerThatStallsFailsTheOthersWithinTheTimeout) {
   const int n = 3;
   const double timeout_s = 1;
@@ -277,13 +324,19 @@ TEST(GlooCommunicatorTest, APeerThatStallsFailsTheOthersWithinTheTimeout) {
     const auto start = Clock::now();
     Status stalled = c.AllReduce(x.data(), 10, DType::kInt64, ReduceOp::kMax);
     const double took = SecondsSince(start);
-    RANK_CHECK(stalled.code() == ErrorCode::kUnavailable, "got: {}", stalled.message());
+    RANK_CHECK(stalled.code() == ErrorCode::kUnavailable || stalled.code() == ErrorCode::kPeerLost,
+               "got: {}", stalled.message());
     RANK_CHECK(stalled.message().find("AllReduce of 10 int64") != std::string::npos, "message: {}",
                stalled.message());
     RANK_CHECK(took >= timeout_s * 0.9 && took < timeout_s + 2, "took {} s", took);
-    return {};
+    RankResult r;
+    r.output = stalled.code() == ErrorCode::kUnavailable ? "timed out" : "lost a peer";
+    return r;
   });
   AllRanksPassed(outcomes);
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_TRUE(outcomes[0].result.output == "timed out" || outcomes[1].result.output == "timed out")
+      << outcomes[0].result.output << ", " << outcomes[1].result.output;
 }
 
 }  // namespace

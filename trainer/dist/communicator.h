@@ -43,9 +43,12 @@
 // reduces gradients in the precision the run config names.
 //
 // Errors: a Status naming the operation, the count and the peer or group,
-// never an exception or exit. A peer that died or a collective that outlasts
-// the timeout (RankEnv::timeout_s) is kUnavailable; the caller stops the run
-// (after a failure a communicator returns that failure from every call).
+// never an exception or exit. A peer that went away (its connection reset or
+// closed, NCCL's remote error) is kPeerLost: the failure is that peer's, and
+// benchmake-train then exits with trainer/dist/exit_status.h's status. A
+// collective that outlasts the timeout (RankEnv::timeout_s) is kUnavailable.
+// Either way the caller stops the run (after a failure a communicator returns
+// that failure from every call).
 // Thread safety: one thread at a time per communicator (a backend may issue
 // from a communication thread of its own, never from two at once).
 //

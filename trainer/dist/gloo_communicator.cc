@@ -82,6 +82,17 @@ ReduceFn ReduceFor(DType dtype, ReduceOp op) {
   return nullptr;
 }
 
+// Whether a Gloo transport error says the peer went away (tcp/pair.cc: a read
+// of end of file, ECONNRESET or EPIPE), rather than a timeout of this rank's
+// wait ("Read timeout", "Timed out waiting", "Application timeout caused pair
+// closure") or an error of this machine.
+bool PeerWentAway(std::string_view what) {
+  for (std::string_view sign :
+       {"Connection closed by peer", "Connection reset by peer", "Broken pipe"})
+    if (what.find(sign) != std::string_view::npos) return true;
+  return false;
+}
+
 // Slots of point-to-point messages: a prefix none of Gloo's collectives use
 // (gloo/types.h: 0x01..0x08), and the message's number within its pair.
 constexpr uint8_t kPointToPointSlotPrefix = 0x10;
@@ -245,11 +256,16 @@ class GlooCommunicator final : public Communicator {
       body();
       return Status::Ok();
     } catch (const gloo::IoException& e) {
-      failed_ =
-          Errorf(ErrorCode::kUnavailable,
-                 "gloo {} failed in group '{}' (rank {} of {}; global ranks {}): a peer "
-                 "was lost or it outlasted the {} s timeout: {}",
-                 what, group_, rank(), size(), fmt::join(members_, ", "), timeout_s_, e.what());
+      failed_ = PeerWentAway(e.what())
+                    ? Errorf(ErrorCode::kPeerLost,
+                             "gloo {} failed in group '{}' (rank {} of {}; global ranks {}): a "
+                             "peer was lost (it ended, or its machine went away): {}",
+                             what, group_, rank(), size(), fmt::join(members_, ", "), e.what())
+                    : Errorf(ErrorCode::kUnavailable,
+                             "gloo {} failed in group '{}' (rank {} of {}; global ranks {}): it "
+                             "outlasted the {} s timeout, or the network failed: {}",
+                             what, group_, rank(), size(), fmt::join(members_, ", "), timeout_s_,
+                             e.what());
     } catch (const std::exception& e) {
       failed_ = Errorf(ErrorCode::kFailed, "gloo {} failed in group '{}' (rank {} of {}): {}", what,
                        group_, rank(), size(), e.what());
@@ -325,7 +341,7 @@ Result<std::unique_ptr<Communicator>> GlooNetwork::Connect(Rendezvous& rendezvou
     gloo::rendezvous::PrefixStore store(group, rendezvous.store());
     context->connectFullMesh(store, device_);
   } catch (const std::exception& e) {
-    return Errorf(ErrorCode::kUnavailable,
+    return Errorf(PeerWentAway(e.what()) ? ErrorCode::kPeerLost : ErrorCode::kUnavailable,
                   "gloo could not connect group '{}' (global ranks {}) through {} within {} s: {}",
                   group, fmt::join(members, ", "), rendezvous.dir(), rendezvous.timeout_s(),
                   e.what());

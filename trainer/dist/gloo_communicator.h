@@ -25,11 +25,13 @@
 //   Barrier        gloo::barrier.
 // A count of 0 returns at once on every rank, without communicating.
 //
-// Failure: a peer that closes its connections (it exited or crashed) or an
-// operation that outlasts the timeout gives kUnavailable naming the operation,
-// the count, the dtype and the group; the communicator then refuses every
-// later call with the same status (Gloo's state after a failure is unknown;
-// the run stops). Connecting ignores SIGPIPE for the whole process, so that a
+// Failure: a peer whose connection was closed or reset (it exited, crashed or
+// was killed; Gloo's "Connection closed by peer", "Connection reset by peer",
+// a broken pipe) gives kPeerLost, and an operation that outlasts the timeout
+// kUnavailable, each naming the operation, the count, the dtype and the group;
+// the communicator then refuses every later call with the same status (Gloo's
+// state after a failure is unknown; the run stops). A peer that goes away while
+// the group connects is kPeerLost too. Connecting ignores SIGPIPE for the whole process, so that a
 // write to a dead peer fails with EPIPE instead of killing this rank.
 #pragma once
 

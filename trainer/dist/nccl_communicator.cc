@@ -25,10 +25,11 @@ constexpr auto kWatchInterval = std::chrono::milliseconds(50);
 
 Status NcclError(ncclResult_t result, std::string_view call, std::string_view what,
                  ncclComm_t comm) {
-  // A remote or system error is a lost peer or link; anything else is ours.
-  const ErrorCode code = result == ncclRemoteError || result == ncclSystemError
-                             ? ErrorCode::kUnavailable
-                             : ErrorCode::kFailed;
+  // A remote error is a peer that went away ("remote process exited or there was a network
+  // error", nccl.h); a system error a link or this machine; anything else is ours.
+  const ErrorCode code = result == ncclRemoteError   ? ErrorCode::kPeerLost
+                         : result == ncclSystemError ? ErrorCode::kUnavailable
+                                                     : ErrorCode::kFailed;
   const char* last = ncclGetLastError(comm);
   return Errorf(code, "{} failed: {} ({}){} [{}]", call, ncclGetErrorString(result),
                 static_cast<int>(result), last && *last ? fmt::format(": {}", last) : "", what);
@@ -330,10 +331,11 @@ class NcclCommunicator final : public Communicator {
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess &&
           async != ncclInProgress) {
-        // Between operations an error is a peer or a link that failed.
-        AbortLocked(Status(
-            ErrorCode::kUnavailable,
-            NcclError(async, "ncclCommGetAsyncError", Describe(oldest.op), comm_).message()));
+        // Between operations an error is a peer (kPeerLost) or a link that failed.
+        Status why = NcclError(async, "ncclCommGetAsyncError", Describe(oldest.op), comm_);
+        AbortLocked(why.code() == ErrorCode::kPeerLost
+                        ? why
+                        : Status(ErrorCode::kUnavailable, why.message()));
       } else if (Clock::now() - oldest.queued > timeout_) {
         AbortLocked(Errorf(ErrorCode::kUnavailable,
                            "{} did not complete within {} s of being queued: a peer died or "

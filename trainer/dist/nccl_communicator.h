@@ -16,8 +16,9 @@
 // done `timeout_s` after it was queued (a peer died or stalled), or an
 // asynchronous NCCL error (a peer's connection broke), aborts the
 // communicator with ncclCommAbort, which also releases kernels still waiting
-// for that peer; from then on every call returns kUnavailable naming the
-// operation that failed. The timeout counts from the moment an operation is
+// for that peer; from then on every call returns that failure naming the
+// operation: kPeerLost for NCCL's remote error (a peer that went away), else
+// kUnavailable. The timeout counts from the moment an operation is
 // queued, so it must exceed the longest stretch of work queued ahead of a
 // collective on its stream (a step's backward pass): RankEnv::timeout_s,
 // default 300 s.

@@ -508,9 +508,6 @@ json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_devi
             {"achieved_flops_per_device", Num(achieved)}}}};
 }
 
-// The trainer's own MFU: its figure for the run (FlagPerf's), else the time-weighted mean of the
-// MFU it printed on each record (torchtitan's) over the steps past the warm-up MeasureTiming leaves
-// out (rules/logparse/records_mfu.h), with a note naming them.
 // The warm-up steps MeasureTiming leaves out: the parameter, else the trainer average's, else the
 // format's.
 int64_t WarmupSteps(const logparse::LogParser& parser, const ParsedLog& log, const json& p) {
@@ -519,6 +516,9 @@ int64_t WarmupSteps(const logparse::LogParser& parser, const ParsedLog& log, con
   return log.trainer_average ? log.trainer_average->excluded_steps : parser.default_warmup_steps;
 }
 
+// The trainer's own MFU: its figure for the run (FlagPerf's), else the time-weighted mean of the
+// MFU it printed on each record (torchtitan's) over the steps past the warm-up MeasureTiming leaves
+// out (rules/logparse/records_mfu.h), with a note naming them.
 json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::string_view name,
                const json& p, std::vector<std::string>& notes) {
   if (log.stated_mfu) return log.stated_mfu->value;

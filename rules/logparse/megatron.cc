@@ -226,9 +226,10 @@ const FieldTarget kFields[] = {
     // FlagScale's fork on Moore Threads GPUs (2024): `chip_throughput: 1196.22 /s ` (tokens /
     // elapsed / world size), its ` |` missing before `learning rate`.
     {"chip_throughput", &Iteration::tokens_per_device_per_s, nullptr, 1, "/s"},
-    // Megatron-DeepSpeed (megatron/utils.py throughput_calculator, from 2022) and the forks that
-    // keep it (ModelLink, vendors'): its FLOPs per iteration (Narayanan et al.'s equation 3, x 4/3
-    // with activation recomputation) / (seconds per iteration x world size) / 1e12.
+    // Megatron-DeepSpeed (megatron/utils.py throughput_calculator; BigScience's fork, from its
+    // PR 210): its FLOPs per iteration (Narayanan et al.'s equation 3, x 4/3 with activation
+    // recomputation) / (seconds per iteration x world size) / 1e12; forks that print the field
+    // (ModelLink's DeepLink port, vendors' ports) keep the division by time and devices.
     {"TFLOPs", &Iteration::flops_per_device_per_s, nullptr, 1e12},
 };
 

@@ -508,16 +508,21 @@ json MfuJson(const ModelFacts& m, const Terms& t, std::optional<double> per_devi
             {"achieved_flops_per_device", Num(achieved)}}}};
 }
 
+// The warm-up steps MeasureTiming leaves out: the parameter, else the trainer average's, else the
+// format's.
+int64_t WarmupSteps(const logparse::LogParser& parser, const ParsedLog& log, const json& p) {
+  const int64_t warmup = p["excluded_warmup_steps"].get<int64_t>();
+  if (warmup >= 0) return warmup;
+  return log.trainer_average ? log.trainer_average->excluded_steps : parser.default_warmup_steps;
+}
+
 // The trainer's own MFU: its figure for the run (FlagPerf's), else the time-weighted mean of the
 // MFU it printed on each record (torchtitan's) over the steps past the warm-up MeasureTiming leaves
 // out (rules/logparse/records_mfu.h), with a note naming them.
 json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::string_view name,
                const json& p, std::vector<std::string>& notes) {
   if (log.stated_mfu) return log.stated_mfu->value;
-  int64_t warmup = p["excluded_warmup_steps"].get<int64_t>();
-  if (warmup < 0)
-    warmup =
-        log.trainer_average ? log.trainer_average->excluded_steps : parser.default_warmup_steps;
+  const int64_t warmup = WarmupSteps(parser, log, p);
   std::optional<logparse::RecordsMfu> w = logparse::MfuOverRecords(log.iterations, warmup);
   if (!w) {
     if (logparse::MfuOverRecords(log.iterations, 0)) {
@@ -537,28 +542,59 @@ json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::str
   return w->value;
 }
 
-// The trainer's own achieved FLOP/s per device (DeepSpeed's flops profiler) as
-// mfu.stated_flops_per_device, and over the peak as mfu.stated where the log states no MFU.
-void StatedFlops(const ParsedLog& log, std::string_view name, json& mfu,
-                 std::vector<std::string>& notes) {
+// The trainer's own achieved FLOP/s per device as mfu.stated_flops_per_device, and over the peak
+// as mfu.stated where the log states no MFU: the records' own figure (Megatron-DeepSpeed's
+// `TFLOPs`) over the steps past the warm-up, time-weighted as MfuOverRecords weighs an MFU, else
+// the log's one figure (DeepSpeed's flops profiler). The records' wins: it covers the steps
+// token/p/s times, where the profiler's is one micro-batch of one step, counting the FLOPs its
+// hooks see (on Megatron's layers far fewer: deepspeedai/DeepSpeed#2565); the other is noted.
+void StatedFlops(const logparse::LogParser& parser, const ParsedLog& log, std::string_view name,
+                 const json& p, json& mfu, std::vector<std::string>& notes) {
   mfu["stated_flops_per_device"] = nullptr;
-  if (!log.stated_flops_per_device) return;
-  const double flops = log.stated_flops_per_device->value;
+  const int64_t warmup = WarmupSteps(parser, log, p);
+  const std::optional<logparse::RecordsMfu> w = logparse::MfuOverRecords(
+      log.iterations, warmup, &logparse::Iteration::flops_per_device_per_s);
+  const std::optional<logparse::Fact>& profiled = log.stated_flops_per_device;
+  if (!w && !profiled) {
+    if (logparse::MfuOverRecords(log.iterations, 0, &logparse::Iteration::flops_per_device_per_s)) {
+      notes.push_back(fmt::format(
+          "mfu.stated_flops_per_device: no record after the first {} warm-up steps prints a "
+          "FLOP/s: set excluded_warmup_steps lower",
+          warmup));
+    }
+    return;
+  }
+  const double flops = w ? w->value : profiled->value;
+  const int64_t line = w ? w->line : profiled->line;
   mfu["stated_flops_per_device"] = flops;
+  if (w) {
+    notes.push_back(fmt::format(
+        "mfu.stated_flops_per_device: the FLOP/s per device {} printed on {} record(s) of steps "
+        "{}\u2013{} (after the first {} warm-up steps; line {} the last), weighted by each "
+        "record's time (its steps / its FLOP/s){}{}",
+        name, w->records, w->first_step, w->last_step, warmup, w->line,
+        w->left_out > 0 ? fmt::format("; {} record(s) of those steps print none", w->left_out)
+                        : std::string(),
+        profiled ? fmt::format("; not the flops profiler's {:g} at line {} (one profiled "
+                               "micro-batch, the FLOPs its hooks see)",
+                               profiled->value, profiled->line)
+                 : std::string()));
+  }
   if (!mfu["stated"].is_null()) return;
   if (!mfu["peak_flops_per_device"].is_number()) {
     notes.push_back(fmt::format(
         "mfu.stated: {}:{} states {:g} FLOP/s per device, but the peak is not known (set device "
         "or peak_tflops, and precision)",
-        name, log.stated_flops_per_device->line, flops));
+        name, line, flops));
     return;
   }
   const double peak = mfu["peak_flops_per_device"].get<double>();
   mfu["stated"] = flops / peak;
   notes.push_back(fmt::format(
-      "mfu.stated: the FLOP/s per device {}:{} states ({:g}) over the peak ({:g}): one profiled "
-      "micro-batch, its FLOPs as the trainer counts them",
-      name, log.stated_flops_per_device->line, flops, peak));
+      "mfu.stated: the FLOP/s per device {}:{} states ({:g}) over the peak ({:g}): {}", name, line,
+      flops, peak,
+      w ? "the records' figure over the timed steps, its FLOPs as the trainer counts them"
+        : "one profiled micro-batch, its FLOPs as the trainer counts them"));
 }
 
 json LossJson(const ParsedLog& log) {
@@ -746,7 +782,7 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
   m["flops_per_token"] = mfu["flops_per_token"];
   m["mfu"] = mfu["mfu"];
   m["mfu"]["stated"] = StatedMfu(parser, log, log_name, p, out.notes);
-  StatedFlops(log, log_name, m["mfu"], out.notes);
+  StatedFlops(parser, log, log_name, p, m["mfu"], out.notes);
   if (!log.peak_memory_bytes) out.notes.push_back("mem: the log reports no memory");
   m["memory"] = {{"peak_bytes", Num(log.peak_memory_bytes)},
                  {"device_total_bytes", Num(DeviceMemory(p, platform))},

@@ -60,8 +60,9 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // config.dp and devices, and with them token/p/s per device; dicts numbered by the tqdm bar of
 // their step are timed by its elapsed time. 8: TRL's num_tokens in the Trainer's dicts gives each
 // record its tokens (the growth of the count) and, over train_runtime, the run's token rate in
-// place of train_samples_per_second x mpe; DeepSpeed's flops profiler summary gives mfu.stated and
-// mfu.stated_flops_per_device.
+// place of train_samples_per_second x mpe; DeepSpeed's flops profiler summary (also in a
+// Megatron-DeepSpeed log) and Megatron-DeepSpeed's `TFLOPs` lines, which win, give mfu.stated and
+// mfu.stated_flops_per_device; a DeepSpeed script's loss line naming a global step is read at it.
 inline constexpr int kLogReadingVersion = 8;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,

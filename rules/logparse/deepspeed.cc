@@ -24,7 +24,9 @@
 // to the step of the engine's `step=N` line before it, else to N.
 // A loss line is any other line with a step ("step 10", "Step 10/1000",
 // "step=10", "global_step: 10") and a loss ("loss: 2.3", "Loss=2.3",
-// "loss: tensor(2.3"), case-insensitive: the first of each; a loss line
+// "loss: tensor(2.3"), case-insensitive: the first of each, except that a global step wins over
+// any other step of the line (a script's `Epoch 0, Step 9, Global Step 10, Loss: x`, whose Step
+// counts the epoch's batches from 0 and whose Global Step the optimizer's steps); a loss line
 // without a step ("[Rank 0] Loss: 10.8766", DeepSpeedExamples' HelloDeepSpeed)
 // belongs to the engine's last `step=N` line when that step has no loss yet
 // and the loss is the message's first key (DeepSpeed-Chat's evaluation print
@@ -85,30 +87,62 @@
 namespace bm::logparse {
 namespace {
 
+bool WordStart(std::string_view line, size_t at) {
+  return at == 0 ||
+         !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
+}
+
+// The integer a counter's name ending at `p` gives: spaces or quotes, '=' or ':', spaces or
+// quotes, then the integer (a number ending in a digit).
+std::optional<double> CountAfter(std::string_view line, size_t p) {
+  auto skip = [&](size_t q) {
+    while (q < line.size() && (line[q] == ' ' || line[q] == '\'' || line[q] == '"')) ++q;
+    return q;
+  };
+  p = skip(p);
+  if (p < line.size() && (line[p] == '=' || line[p] == ':')) p = skip(p + 1);
+  size_t end = 0;
+  std::string_view rest = line.substr(p);
+  std::optional<double> n = LeadingNumber(rest, &end);
+  if (n && end > 0 && std::isdigit(static_cast<unsigned char>(rest[end - 1]))) return n;
+  return std::nullopt;
+}
+
 // The counter `word` of a line ("step", "epoch") as a word, or "global_step" (not "micro_step",
-// not "steps_per_print"), then spaces or quotes, '=' or ':', spaces or quotes, an integer.
+// not "steps_per_print"), then its integer (CountAfter): the first such counter.
 std::optional<double> CounterNumber(std::string_view line, std::string_view word) {
   for (size_t at = FindNoCase(line, word); at != std::string_view::npos;
        at = FindNoCase(line, word, at + 1)) {
-    const bool word_start =
-        at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
     const bool global = word == "step" && at >= 7 && line.substr(at - 7, 7) == "global_";
-    if (!word_start && !global) continue;
-    auto skip = [&](size_t p) {
-      while (p < line.size() && (line[p] == ' ' || line[p] == '\'' || line[p] == '"')) ++p;
-      return p;
-    };
-    size_t p = skip(at + word.size());
-    if (p < line.size() && (line[p] == '=' || line[p] == ':')) p = skip(p + 1);
-    size_t end = 0;
-    std::string_view rest = line.substr(p);
-    std::optional<double> n = LeadingNumber(rest, &end);
-    if (n && end > 0 && std::isdigit(static_cast<unsigned char>(rest[end - 1]))) return n;
+    if (!WordStart(line, at) && !global) continue;
+    if (std::optional<double> n = CountAfter(line, at + word.size())) return n;
   }
   return std::nullopt;
 }
 
-std::optional<double> StepNumber(std::string_view line) { return CounterNumber(line, "step"); }
+// The global step a line names, "Global Step 10" or "global_step=10" (any case), as a word:
+// nullopt when it names none.
+std::optional<double> GlobalStepNumber(std::string_view line) {
+  constexpr std::string_view kGlobal = "global";
+  constexpr std::string_view kStep = "step";
+  for (size_t at = FindNoCase(line, kGlobal); at != std::string_view::npos;
+       at = FindNoCase(line, kGlobal, at + 1)) {
+    const size_t step_at = at + kGlobal.size() + 1;
+    if (!WordStart(line, at) || step_at + kStep.size() > line.size() ||
+        (line[step_at - 1] != ' ' && line[step_at - 1] != '_') ||
+        FindNoCase(line.substr(step_at, kStep.size()), kStep) != 0)
+      continue;
+    if (std::optional<double> n = CountAfter(line, step_at + kStep.size())) return n;
+  }
+  return std::nullopt;
+}
+
+// A loss line's step: its global step where it names one (a script's `Epoch 0, Step 9, Global
+// Step 10, Loss: x` numbers the epoch's batches from 0 as Step), else its first step counter.
+std::optional<double> StepNumber(std::string_view line) {
+  if (std::optional<double> global = GlobalStepNumber(line)) return global;
+  return CounterNumber(line, "step");
+}
 
 const char* const kFacts[][2] = {
     {"train_batch_size", "gbs"},

@@ -77,6 +77,9 @@ struct Iteration {
   // The trainer's own MFU over the record's span, a fraction (torchtitan's `mfu: U%`); one
   // figure for a window of steps: MfuOverRecords (rules/logparse/records_mfu.h).
   std::optional<double> mfu;
+  // The trainer's own achieved FLOP/s per device over the record's span (Megatron-DeepSpeed's
+  // `TFLOPs: x`, x 1e12); one figure for a window of steps as for mfu (records_mfu.h).
+  std::optional<double> flops_per_device_per_s;
   int64_t skipped = 0;  // steps of the span the optimizer skipped (overflow)
   int64_t nan = 0;      // steps of the span with a NaN or Inf loss
   int64_t line = 0;     // 1-based line it was read from
@@ -127,7 +130,9 @@ struct ParsedLog {
   // (Iteration::mfu) are averaged where the timing window is known (rules/external_metrics.cc).
   std::optional<Fact> stated_mfu;
   // The trainer's own achieved FLOP/s per device (DeepSpeed's flops profiler: its whole-iteration
-  // FLOPS per GPU at the profiled step, rules/logparse/deepspeed_flops_profile.h).
+  // FLOPS per GPU at the profiled step, rules/logparse/deepspeed_flops_profile.h). Where the
+  // records print their own (Iteration::flops_per_device_per_s), theirs win
+  // (rules/external_metrics.cc).
   std::optional<Fact> stated_flops_per_device;
   // Facts by our names: mpe, lbs, gas, gbs, tp, pp, dp, devices, layers,
   // hidden, heads, parameters. Precision separately (a word).

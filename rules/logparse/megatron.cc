@@ -63,6 +63,15 @@
 // torch's max_memory_allocated() / 2^30) sit between the iteration lines: where no
 // report_memory line gives the peak, their largest MaxMemAllocated is the memory (allocated, not
 // reserved: a lower bound, as the source says).
+// Megatron-DeepSpeed's iteration lines also print `TFLOPs: 125.18 |` (ALCF's `TFLOPs=72.91 |`):
+// throughput_calculator's FLOPs per iteration (24 x f x B x s x L x h^2 x (1 + s/6h + V/16Lh), f =
+// 4 with activation recomputation, else 3) over the seconds per iteration x world size: the
+// record's achieved FLOP/s per device. With `flops_profiler` in its ds_config, DeepSpeed's engine
+// prints its summary too (deepspeed_flops_profile.h, read as the deepspeed parser reads it): its
+// `FLOPS per GPU` is one micro-batch on rank 0, its FLOPs those the module hooks see, and it misses
+// most of a Megatron model's (deepspeedai/DeepSpeed#2565: 13.36 TFLOPS against the lines' 125.18,
+// while both give the same samples/s); the lines' figure, over the timed steps, wins
+// (rules/external_metrics.cc).
 // `consumed tokens` (also Megatron-DeepSpeed's and ModelLink's) counts all ranks' tokens since
 // the run's start: where a line prints no token rate, the growth over its steps gives one (not
 // across an excerpt's elision mark, nor a lone line's whole count after a batch-size ramp-up).
@@ -139,6 +148,7 @@
 #include <set>
 #include <span>
 
+#include "rules/logparse/deepspeed_flops_profile.h"
 #include "rules/logparse/deepspeed_progress.h"
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -216,6 +226,11 @@ const FieldTarget kFields[] = {
     // FlagScale's fork on Moore Threads GPUs (2024): `chip_throughput: 1196.22 /s ` (tokens /
     // elapsed / world size), its ` |` missing before `learning rate`.
     {"chip_throughput", &Iteration::tokens_per_device_per_s, nullptr, 1, "/s"},
+    // Megatron-DeepSpeed (megatron/utils.py throughput_calculator; BigScience's fork, from its
+    // PR 210): its FLOPs per iteration (Narayanan et al.'s equation 3, x 4/3 with activation
+    // recomputation) / (seconds per iteration x world size) / 1e12; forks that print the field
+    // (ModelLink's DeepLink port, vendors' ports) keep the division by time and devices.
+    {"TFLOPs", &Iteration::flops_per_device_per_s, nullptr, 1e12},
 };
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).
@@ -231,6 +246,8 @@ const FieldTarget kKeyValueFields[] = {
     {"number_of_nan_iterations", nullptr, &Iteration::nan},
     // The same tokens / elapsed / world size as `tokens per gpu per second (tgs)` above.
     {"tokens_per_gpu_per_second_tgs", &Iteration::tokens_per_device_per_s, nullptr},
+    // Its `TFLOPs: x |` above, as `TFLOPs=x |`.
+    {"TFLOPs", &Iteration::flops_per_device_per_s, nullptr, 1e12},
 };
 
 // Megatron-LM of July to October 2019 (pretrain_gpt2.py, abe36e2 to 73af129) and the forks that
@@ -407,6 +424,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   bool elided = false;                  // an elision mark since the last iteration line
   DeepSpeedSkipCounts deepspeed_skips;  // Megatron-DeepSpeed's engine `step=N, skipped=K` lines
   double deepspeed_peak_gib = -1;       // its ThroughputTimer's largest MaxMemAllocated
+  FlopsProfileReader profile;           // its flops profiler's summary (deepspeed_flops_profile.h)
   auto read_line = [&](std::string_view line, int64_t no) {
     if (!error.ok()) return;
     if (IsElisionMark(line)) {
@@ -419,6 +437,16 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
       return;
     }
     if (bridge_config.Read(line, no) || deepspeed_skips.Read(line, no)) return;
+    // A line of DeepSpeed's flops profiler summary is no other record (an iteration line never
+    // is one of its fields).
+    if (!IsMegatronIterationLine(line)) {
+      Result<bool> summary = profile.Read(line, no, name);
+      if (!summary.ok()) {
+        error = summary.status();
+        return;
+      }
+      if (*summary) return;
+    }
     if (std::optional<EvalLine> e = ReadEvalLine(line)) {
       if (!eval_set) eval_set = e->set;
       const bool repeat = !log.evals.empty() && log.evals.back().step == e->step;
@@ -621,6 +649,7 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   }
   if (!log.precision.empty()) log.precision_line = precision_line;
   bridge_config.Apply(log, name);
+  profile.Report(name, log);  // Megatron-DeepSpeed's flops profiler: its FLOPS per GPU
   auto stated = [&](const char* fact) -> std::optional<double> {
     auto f = log.facts.find(fact);
     return f == log.facts.end() ? std::nullopt : std::optional<double>(f->second.value);

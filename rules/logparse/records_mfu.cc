@@ -2,12 +2,14 @@
 
 namespace bm::logparse {
 
-std::optional<RecordsMfu> MfuOverRecords(const std::vector<Iteration>& its, int64_t warmup) {
+std::optional<RecordsMfu> MfuOverRecords(const std::vector<Iteration>& its, int64_t warmup,
+                                         std::optional<double> Iteration::*figure) {
   RecordsMfu r;
   double steps = 0, time = 0;  // time in units of "steps at MFU 1"
   for (const Iteration& it : its) {
     if (it.step - it.span + 1 <= warmup) continue;
-    if (!it.mfu || !(*it.mfu > 0)) {
+    const std::optional<double>& x = it.*figure;
+    if (!x || !(*x > 0)) {
       ++r.left_out;
       continue;
     }
@@ -16,7 +18,7 @@ std::optional<RecordsMfu> MfuOverRecords(const std::vector<Iteration>& its, int6
     r.line = it.line;
     ++r.records;
     steps += static_cast<double>(it.span);
-    time += static_cast<double>(it.span) / *it.mfu;
+    time += static_cast<double>(it.span) / *x;
   }
   if (r.records == 0) return std::nullopt;
   r.value = steps / time;

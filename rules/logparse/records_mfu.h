@@ -9,7 +9,10 @@
 // mean with the steps each record spans as weights (an arithmetic mean would weigh a slow
 // interval as much as a fast one of the same span, and overstate it). Records without a figure
 // (`mfu: N/A`) or with 0 (`0.00%`, below what two decimals of a percent show) are left out and
-// counted.
+// counted. A FLOP/s per device a trainer prints on each record (Iteration::flops_per_device_per_s,
+// Megatron-DeepSpeed's `TFLOPs: x` = its FLOPs per iteration / (seconds per iteration x world
+// size)) is the same kind of figure, its interval's work over its time, and is averaged the same
+// way.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -23,7 +26,7 @@
 namespace bm::logparse {
 
 struct RecordsMfu {
-  double value = 0;        // the window's MFU, a fraction
+  double value = 0;        // the window's MFU, a fraction (or FLOP/s per device)
   int64_t first_step = 0;  // the first step of the records averaged
   int64_t last_step = 0;   // the last
   int64_t records = 0;     // records averaged
@@ -31,7 +34,10 @@ struct RecordsMfu {
   int64_t line = 0;        // the last averaged record's line
 };
 
-// nullopt when no record of the window has a figure above 0.
-std::optional<RecordsMfu> MfuOverRecords(const std::vector<Iteration>& its, int64_t warmup);
+// nullopt when no record of the window has a figure above 0. `figure`: the records' field averaged
+// (Iteration::mfu, or Iteration::flops_per_device_per_s).
+std::optional<RecordsMfu> MfuOverRecords(
+    const std::vector<Iteration>& its, int64_t warmup,
+    std::optional<double> Iteration::*figure = &Iteration::mfu);
 
 }  // namespace bm::logparse

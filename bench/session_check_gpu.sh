@@ -13,7 +13,7 @@ tar -C .devtree -xJf .devtree/bin.tar.xz
 t0=$(date +%s)
 OUT=$logs bash .devtree/bench/gpu_check.sh tests > "$logs/check.log" 2>&1; echo "gpu_check tests: rc=$?"
 grep -hE '^\[  (PASSED|FAILED) |tests? failed|FAILED TEST' "$logs/check.log" | head -20
-OUT=$logs bash .devtree/bench/gpu_pipeline.sh > "$logs/pipeline.log" 2>&1; echo "gpu_pipeline: rc=$?"
+OUT=$logs bash bench/gpu_pipeline.sh > "$logs/pipeline.log" 2>&1; echo "gpu_pipeline: rc=$?"
 tail -15 "$logs/pipeline.log"
 OUT=$logs bash .devtree/bench/examples_gpu.sh > "$logs/examples.log" 2>&1; echo "examples_gpu: rc=$?"
 grep -hE 'failed|FAILED|built|error' "$logs/examples.log" | tail -15

@@ -67,6 +67,12 @@ class BridgeConfigReader {
   // context_parallel_size > 1 (the log states no data-parallel size).
   void Apply(ParsedLog& log, std::string_view name) const;
 
+  // Where the print states a model.seq_length other than the training length (dataset.
+  // sequence_length or dataset.seq_length): "NAME:L model.seq_length 131072, not NAME:L
+  // dataset.sequence_length 1024"; "" otherwise. Bridge's FLOPs (its `throughput per GPU
+  // (TFLOP/s/GPU)` and `Step Time` lines) count model.seq_length tokens a sample.
+  std::string SeqLengthMismatch(std::string_view name) const;
+
  private:
   enum class Shape { kNone, kYaml, kSummary };
   struct Value {

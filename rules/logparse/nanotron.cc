@@ -106,7 +106,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
     Iteration it;
     it.step = step;
     it.line = no;
-    std::optional<double> gbs, memory, tokens_per_s;
+    std::optional<double> gbs, memory, tokens_per_s, tflops;
     bool gbs_rounded = false;
     std::string_view fields = line.substr(at);
     while (!fields.empty()) {
@@ -130,7 +130,8 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
                           {"lm_loss", &it.loss},
                           {"lr", &it.lr},
                           {"grad_norm", &it.grad_norm},
-                          {"cuda_max_memory_reserved", &memory}};
+                          {"cuda_max_memory_reserved", &memory},
+                          {"model_tflops_per_gpu", &tflops}};
       for (const Key& k : keys) {
         if (key != k.key) continue;
         std::optional<double> v = HumanNumber(value);
@@ -145,6 +146,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
           gbs_rounded = !value.empty() && std::isalpha(static_cast<unsigned char>(value.back()));
       }
     }
+    if (tflops) it.flops_per_device_per_s = *tflops * 1e12;
     if (memory && *memory > reserved) reserved = *memory;
     if (tokens_per_s && it.tokens_per_device_per_s && *it.tokens_per_device_per_s > 0) {
       // The world size the rate was divided by, to the 3 digits of each (1% at most).

@@ -52,6 +52,11 @@ class NemoRunTableReader {
   // where they differ); the precision where the log states none.
   void Apply(ParsedLog& log, std::string_view name) const;
 
+  // Where the table states a model.config.seq_length other than data.seq_length: "NAME:L
+  // model.config.seq_length 8192, not NAME:L data.seq_length 4096"; "" otherwise. NeMo's
+  // FLOPsMeasurementCallback counts model.config.seq_length tokens a sample.
+  std::string SeqLengthMismatch(std::string_view name) const;
+
  private:
   struct Value {
     std::string text;

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "rules/logparse/log_parser.h"
@@ -39,5 +40,12 @@ struct RecordsMfu {
 std::optional<RecordsMfu> MfuOverRecords(
     const std::vector<Iteration>& its, int64_t warmup,
     std::optional<double> Iteration::*figure = &Iteration::mfu);
+
+// Takes the records' flops_per_device_per_s out (a trainer whose FLOPs count another sequence
+// length than the one trained: Megatron-Bridge's and NeMo's at model.seq_length) and adds a note,
+// "mfu.stated_flops_per_device: NAME:LINE: the WHAT of N record(s) not read: WHY", naming the
+// first record's line. Nothing when no record has one.
+void DropRecordsFlops(ParsedLog& log, std::string_view name, std::string_view what,
+                      std::string_view why);
 
 }  // namespace bm::logparse

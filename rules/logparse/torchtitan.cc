@@ -322,6 +322,7 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
     it.line = no;
     it.loss = loss;
     it.grad_norm = field("grad_norm");
+    if (std::optional<double> t = field("tflops")) it.flops_per_device_per_s = *t * 1e12;
     bool na = false;
     if (Result<std::optional<double>> mfu = TitanMfu(fields, cut, no, name, &na); !mfu.ok()) {
       if (error.ok()) error = mfu.status();

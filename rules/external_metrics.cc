@@ -544,7 +544,9 @@ json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::str
 
 // The trainer's own achieved FLOP/s per device as mfu.stated_flops_per_device, and over the peak
 // as mfu.stated where the log states no MFU: the records' own figure (Megatron-DeepSpeed's
-// `TFLOPs`) over the steps past the warm-up, time-weighted as MfuOverRecords weighs an MFU, else
+// `TFLOPs`, Megatron-LM's `throughput per GPU`, GPT-NeoX's, NeMo 2's, Nanotron's, torchtitan's:
+// Iteration::flops_per_device_per_s) over the steps past the warm-up, records not above 0 left out
+// with a note, time-weighted as MfuOverRecords weighs an MFU, else
 // the log's one figure (DeepSpeed's flops profiler). The records' wins: it covers the steps
 // token/p/s times, where the profiler's is one micro-batch of one step, counting the FLOPs its
 // hooks see (on Megatron's layers far fewer: deepspeedai/DeepSpeed#2565); the other is noted.

@@ -72,6 +72,22 @@
 // most of a Megatron model's (deepspeedai/DeepSpeed#2565: 13.36 TFLOPS against the lines' 125.18,
 // while both give the same samples/s); the lines' figure, over the timed steps, wins
 // (rules/external_metrics.cc).
+// Megatron-LM's `throughput per GPU (TFLOP/s/GPU): 402.1 |` (--log-throughput, from 2748e7c,
+// November 2023; FlagScale, Megatron-Bridge and Primus print it too) is the same kind of figure:
+// num_floating_point_operations(args, global batch) / (the interval's mean seconds per
+// iteration x world size) / 1e12, model FLOPs (forward and both backward GEMMs, no
+// recomputation). Primus prints it as a `current/mean` pair (the first read) and from July 2026
+// (868d32e) as `compute per GPU (TFLOP/s/GPU): 615.5 (avg 612.8)` (the first read; a line with
+// both labels keeps `throughput per GPU`). Core 0.16's first interval (below) gets the same FLOPs
+// over the time of the iterations after the first. Megatron-Bridge's figure counts
+// cfg.model.seq_length tokens a sample: where its config print (megatron_bridge_config.h) states
+// a model.seq_length other than the training length, the records' figures are dropped, with a
+// note. GPT-NeoX's `approx flops per GPU: 112.9TFLOPS |` (megatron/logging.py get_actual_flops,
+// human_readable_flops: a decimal prefix glued on, SiValue) counts, from 5f36401 (September 2023),
+// Megatron-DeepSpeed's formula with f = 4 under checkpoint_activations: hardware FLOPs, the
+// recomputed forward included (before it, 6 x parameters + 60 x s x h x L a token). A figure that
+// does not parse is an error naming the line; one not above 0 is left out of
+// mfu.stated_flops_per_device with a note (rules/external_metrics.cc).
 // `consumed tokens` (also Megatron-DeepSpeed's and ModelLink's) counts all ranks' tokens since
 // the run's start: where a line prints no token rate, the growth over its steps gives one (not
 // across an excerpt's elision mark, nor a lone line's whole count after a batch-size ramp-up).

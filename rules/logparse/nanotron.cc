@@ -24,7 +24,10 @@
 // `lm_loss` is the step's loss, averaged over the data-parallel ranks. `cuda_max_memory_reserved`
 // (on the lines of steps 1-4 and after each checkpoint interval, nanotron before 7bc9923, June
 // 2025) is torch.cuda.max_memory_reserved() of the logger rank's device in bytes, never reset.
-// `model_tflops_per_gpu` is not an MFU (no peak is printed): not read.
+// `model_tflops_per_gpu` (get_flops_per_sec in models/llama.py, qwen.py, ...: the model's FLOPs
+// of the global batch, 3 x forward, no causal halving, / the step's seconds / the world size /
+// 1e12) is read as the record's FLOP/s per device (mfu.stated_flops_per_device); it is no MFU (no
+// peak is printed). `hardware_tflops_per_gpu` (the same in llama.py, a placeholder) is not read.
 #include <fmt/format.h>
 
 #include <cctype>

@@ -34,8 +34,15 @@
 // is a multiple of log_interval, else a mix of two validations' values): a new or changed
 // value, or one after `Validation: iteration N/M` lines, is an evaluation at the record before
 // (AddValLossEvals). `grad_norm` is there only when a model logs it with prog_bar=True
-// (MegatronStrategy.optimizer_step logs it without: not shown); read when shown. Other fields
-// (TFLOPS_per_GPU, consumed_samples) are not read. A page that
+// (MegatronStrategy.optimizer_step logs it without: not shown); read when shown.
+// `TFLOPS_per_GPU` (`tflops_per_sec_per_gpu` before d0fc658, April 2025) is
+// FLOPsMeasurementCallback's (nemo/lightning/pytorch/callbacks/flops_callback.py): the model
+// FLOPs of the global batch (nemo/utils/flops_formulas.py: 3 x forward, causal attention halved,
+// no recomputation) at model_config.seq_length, / world size / its mean step time over
+// Lightning's log_every_n_steps; the printer averages the latest figure over its interval like the
+// rest. Read as the record's FLOP/s per device; where NeMo-Run's table (nemo_run_table.h) states
+// a model.config.seq_length other than data.seq_length, dropped with a note (it counts the
+// model's length, not the one trained). `consumed_samples` is not read. A page that
 // wrapped a line before a ` | ` continues it on lines starting with `|`: joined.
 //
 // NeMo 1's Lightning training bar (`Epoch 0: ... 50/50 [..., reduced_train_loss=11.70,

@@ -544,7 +544,9 @@ json StatedMfu(const logparse::LogParser& parser, const ParsedLog& log, std::str
 
 // The trainer's own achieved FLOP/s per device as mfu.stated_flops_per_device, and over the peak
 // as mfu.stated where the log states no MFU: the records' own figure (Megatron-DeepSpeed's
-// `TFLOPs`) over the steps past the warm-up, time-weighted as MfuOverRecords weighs an MFU, else
+// `TFLOPs`, Megatron-LM's `throughput per GPU`, GPT-NeoX's, NeMo 2's, Nanotron's, torchtitan's:
+// Iteration::flops_per_device_per_s) over the steps past the warm-up, records not above 0 left out
+// with a note, time-weighted as MfuOverRecords weighs an MFU, else
 // the log's one figure (DeepSpeed's flops profiler). The records' wins: it covers the steps
 // token/p/s times, where the profiler's is one micro-batch of one step, counting the FLOPs its
 // hooks see (on Megatron's layers far fewer: deepspeedai/DeepSpeed#2565); the other is noted.
@@ -552,6 +554,20 @@ void StatedFlops(const logparse::LogParser& parser, const ParsedLog& log, std::s
                  const json& p, json& mfu, std::vector<std::string>& notes) {
   mfu["stated_flops_per_device"] = nullptr;
   const int64_t warmup = WarmupSteps(parser, log, p);
+  // A record's figure of 0 or below (a step NeMo timed by a wall clock that stepped back, a rate
+  // below the printed digits) is no figure: MfuOverRecords leaves it out; say so.
+  int64_t not_positive = 0, not_positive_line = 0;
+  for (const logparse::Iteration& it : log.iterations) {
+    if (!it.flops_per_device_per_s || *it.flops_per_device_per_s > 0) continue;
+    not_positive_line = not_positive_line ? not_positive_line : it.line;
+    ++not_positive;
+  }
+  if (not_positive > 0) {
+    notes.push_back(fmt::format(
+        "mfu.stated_flops_per_device: {} record(s) print a FLOP/s per device that is not above 0 "
+        "({}:{} the first): no figure, left out",
+        not_positive, name, not_positive_line));
+  }
   const std::optional<logparse::RecordsMfu> w = logparse::MfuOverRecords(
       log.iterations, warmup, &logparse::Iteration::flops_per_device_per_s);
   const std::optional<logparse::Fact>& profiled = log.stated_flops_per_device;
@@ -573,8 +589,9 @@ void StatedFlops(const logparse::LogParser& parser, const ParsedLog& log, std::s
         "{}\u2013{} (after the first {} warm-up steps; line {} the last), weighted by each "
         "record's time (its steps / its FLOP/s){}{}",
         name, w->records, w->first_step, w->last_step, warmup, w->line,
-        w->left_out > 0 ? fmt::format("; {} record(s) of those steps print none", w->left_out)
-                        : std::string(),
+        w->left_out > 0
+            ? fmt::format("; {} record(s) of those steps print none above 0", w->left_out)
+            : std::string(),
         profiled ? fmt::format("; not the flops profiler's {:g} at line {} (one profiled "
                                "micro-batch, the FLOPs its hooks see)",
                                profiled->value, profiled->line)

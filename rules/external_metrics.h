@@ -63,7 +63,11 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // place of train_samples_per_second x mpe; DeepSpeed's flops profiler summary (also in a
 // Megatron-DeepSpeed log) and Megatron-DeepSpeed's `TFLOPs` lines, which win, give mfu.stated and
 // mfu.stated_flops_per_device; a DeepSpeed script's loss line naming a global step is read at it.
-inline constexpr int kLogReadingVersion = 8;
+// 9: the per-device TFLOP/s other trainers print on their records give mfu.stated_flops_per_device
+// (and mfu.stated over the peak where the log states no MFU): Megatron-LM's (FlagScale's,
+// Megatron-Bridge's, Primus's) `throughput per GPU (TFLOP/s/GPU)`, GPT-NeoX's `approx flops per
+// GPU`, NeMo 2's TFLOPS_per_GPU, Nanotron's model_tflops_per_gpu, torchtitan's tflops.
+inline constexpr int kLogReadingVersion = 9;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

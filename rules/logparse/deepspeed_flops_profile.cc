@@ -14,48 +14,6 @@ constexpr std::string_view kProfileHeader = "DeepSpeed Flops Profiler ---";
 constexpr std::string_view kProfileEnd = "Aggregated Profile per ";
 constexpr int64_t kProfileMaxLines = 40;  // the summary is about 30 lines
 
-// "2.35 TFLOPS", "487.61 ms", "382.64 G", "60 ms", "-1.16192e+18 uFLOPS": the number times its SI
-// prefix (number_to_string's T G M K m u; the old print's upper-case K too), the unit after it
-// being `unit` ("FLOPS", "s" or "" for a count). nullopt when the text is not one.
-std::optional<double> ProfileValue(std::string_view text, std::string_view unit) {
-  size_t end = 0;
-  std::optional<double> v = LeadingNumber(text, &end);
-  if (!v) return std::nullopt;
-  std::string_view rest = Trim(text.substr(end));
-  double scale = 1;
-  if (!rest.empty() && !(unit.size() > 0 && rest.starts_with(unit))) {
-    switch (rest.front()) {
-      case 'T':
-        scale = 1e12;
-        break;
-      case 'G':
-        scale = 1e9;
-        break;
-      case 'M':
-        scale = 1e6;
-        break;
-      case 'K':
-      case 'k':
-        scale = 1e3;
-        break;
-      case 'm':
-        scale = 1e-3;
-        break;
-      case 'u':
-        scale = 1e-6;
-        break;
-      default:
-        return std::nullopt;
-    }
-    rest.remove_prefix(1);
-  }
-  if (!unit.empty() && !rest.starts_with(unit)) return std::nullopt;
-  rest.remove_prefix(unit.size());
-  // What follows the value is another rank's text glued on (interleaved output) or nothing.
-  if (!rest.empty() && std::isalnum(static_cast<unsigned char>(rest.front()))) return std::nullopt;
-  return *v * scale;
-}
-
 // The text after `label` where the label begins the line's text: after a prefix (srun's `0: `, a
 // host's `10.254.21.77: `, `> `, spaces) or another rank's field glued before it, but not inside
 // another label ("/ iter latency:" in the FLOPS line).
@@ -120,7 +78,7 @@ Result<bool> FlopsProfileReader::Read(std::string_view line, int64_t line_no,
     if (!v) continue;
     field = true;
     const std::string_view text = v->substr(0, v->find("  "));
-    std::optional<double> x = ProfileValue(text, s.unit);
+    std::optional<double> x = SiValue(text, s.unit);
     if (!x) return bad(s.unit == "s" ? "a duration" : "a number", text);
     if (s.positive && !(*x > 0 && std::isfinite(*x))) {
       if (not_positive_line_ == 0) not_positive_line_ = line_no;
@@ -141,7 +99,7 @@ Result<bool> FlopsProfileReader::Read(std::string_view line, int64_t line_no,
     field = true;
     std::string_view text = Trim(line.substr(colon + 1));
     text = text.substr(0, text.find("  "));
-    std::optional<double> x = ProfileValue(text, "FLOPS");
+    std::optional<double> x = SiValue(text, "FLOPS");
     if (!x) return bad("a rate", text);
     if (!(*x > 0 && std::isfinite(*x))) {
       if (not_positive_line_ == 0) not_positive_line_ = line_no;

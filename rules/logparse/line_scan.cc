@@ -48,6 +48,50 @@ std::optional<int64_t> WholeCount(std::optional<double> v) {
   return v ? WholeCount(*v) : std::nullopt;
 }
 
+std::optional<double> SiValue(std::string_view text, std::string_view unit) {
+  size_t end = 0;
+  std::optional<double> v = LeadingNumber(text, &end);
+  if (!v) return std::nullopt;
+  std::string_view rest = Trim(text.substr(end));
+  double scale = 1;
+  if (!rest.empty() && !(unit.size() > 0 && rest.starts_with(unit))) {
+    switch (rest.front()) {
+      case 'E':
+        scale = 1e18;
+        break;
+      case 'P':
+        scale = 1e15;
+        break;
+      case 'T':
+        scale = 1e12;
+        break;
+      case 'G':
+        scale = 1e9;
+        break;
+      case 'M':
+        scale = 1e6;
+        break;
+      case 'K':
+      case 'k':
+        scale = 1e3;
+        break;
+      case 'm':
+        scale = 1e-3;
+        break;
+      case 'u':
+        scale = 1e-6;
+        break;
+      default:
+        return std::nullopt;
+    }
+    rest.remove_prefix(1);
+  }
+  if (!unit.empty() && !rest.starts_with(unit)) return std::nullopt;
+  rest.remove_prefix(unit.size());
+  if (!rest.empty() && std::isalnum(static_cast<unsigned char>(rest.front()))) return std::nullopt;
+  return *v * scale;
+}
+
 std::optional<double> GroupedNumber(std::string_view s, size_t* end) {
   size_t b = s.find_first_not_of(' ');
   if (b == std::string_view::npos) return std::nullopt;

@@ -79,6 +79,14 @@ std::optional<int64_t> WholeCount(std::optional<double> v);
 // start with one.
 std::optional<double> GroupedNumber(std::string_view s, size_t* end = nullptr);
 
+// A number with an SI prefix and a unit as trainers print rates and sizes: DeepSpeed's flops
+// profiler (number_to_string: "2.35 TFLOPS", "487.61 ms", "382.64 G", "-1.16192e+18 uFLOPS"),
+// GPT-NeoX's human_readable_flops ("112.9TFLOPS", "999.9GFLOPS", "0.0" below 1 FLOP/s): the number
+// times its prefix (P T G M K k m u, E for 1e18; none: 1), the space before the prefix optional,
+// then `unit` ("FLOPS", "s", or "" for a bare count). nullopt when the text is not one, or when a
+// letter or digit follows the unit (another rank's text glued on).
+std::optional<double> SiValue(std::string_view text, std::string_view unit);
+
 // The value of an argument line as Megatron (`  seq_length ........ 4096`)
 // and DeepSpeed (`  train_batch_size ..... 8`, or without dots when the name
 // is long: `  train_micro_batch_size_per_gpu  1`) print them, anywhere in the

@@ -77,8 +77,12 @@ struct Iteration {
   // The trainer's own MFU over the record's span, a fraction (torchtitan's `mfu: U%`); one
   // figure for a window of steps: MfuOverRecords (rules/logparse/records_mfu.h).
   std::optional<double> mfu;
-  // The trainer's own achieved FLOP/s per device over the record's span (Megatron-DeepSpeed's
-  // `TFLOPs: x`, x 1e12); one figure for a window of steps as for mfu (records_mfu.h).
+  // The trainer's own achieved FLOP/s per device over the record's span, by its own FLOPs count:
+  // Megatron-DeepSpeed's `TFLOPs: x`, Megatron-LM's (FlagScale's, Megatron-Bridge's, Primus's)
+  // `throughput per GPU (TFLOP/s/GPU): x`, GPT-NeoX's `approx flops per GPU: xTFLOPS` (hardware
+  // FLOPs under activation checkpointing), NeMo 2's `TFLOPS_per_GPU: x`, Nanotron's
+  // `model_tflops_per_gpu: x`, torchtitan's `tflops: x` (x 1e12); one figure for a window of steps
+  // as for mfu (records_mfu.h).
   std::optional<double> flops_per_device_per_s;
   int64_t skipped = 0;  // steps of the span the optimizer skipped (overflow)
   int64_t nan = 0;      // steps of the span with a NaN or Inf loss

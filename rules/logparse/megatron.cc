@@ -72,6 +72,22 @@
 // most of a Megatron model's (deepspeedai/DeepSpeed#2565: 13.36 TFLOPS against the lines' 125.18,
 // while both give the same samples/s); the lines' figure, over the timed steps, wins
 // (rules/external_metrics.cc).
+// Megatron-LM's `throughput per GPU (TFLOP/s/GPU): 402.1 |` (--log-throughput, from 2748e7c,
+// November 2023; FlagScale, Megatron-Bridge and Primus print it too) is the same kind of figure:
+// num_floating_point_operations(args, global batch) / (the interval's mean seconds per
+// iteration x world size) / 1e12, model FLOPs (forward and both backward GEMMs, no
+// recomputation). Primus prints it as a `current/mean` pair (the first read) and from July 2026
+// (868d32e) as `compute per GPU (TFLOP/s/GPU): 615.5 (avg 612.8)` (the first read; a line with
+// both labels keeps `throughput per GPU`). Core 0.16's first interval (below) gets the same FLOPs
+// over the time of the iterations after the first. Megatron-Bridge's figure counts
+// cfg.model.seq_length tokens a sample: where its config print (megatron_bridge_config.h) states
+// a model.seq_length other than the training length, the records' figures are dropped, with a
+// note. GPT-NeoX's `approx flops per GPU: 112.9TFLOPS |` (megatron/logging.py get_actual_flops,
+// human_readable_flops: a decimal prefix glued on, SiValue) counts, from 5f36401 (September 2023),
+// Megatron-DeepSpeed's formula with f = 4 under checkpoint_activations: hardware FLOPs, the
+// recomputed forward included (before it, 6 x parameters + 60 x s x h x L a token). A figure that
+// does not parse is an error naming the line; one not above 0 is left out of
+// mfu.stated_flops_per_device with a note (rules/external_metrics.cc).
 // `consumed tokens` (also Megatron-DeepSpeed's and ModelLink's) counts all ranks' tokens since
 // the run's start: where a line prints no token rate, the growth over its steps gives one (not
 // across an excerpt's elision mark, nor a lone line's whole count after a batch-size ramp-up).
@@ -156,6 +172,7 @@
 #include "rules/logparse/megatron_bridge_config.h"
 #include "rules/logparse/megatron_lines.h"
 #include "rules/logparse/megatron_spans.h"
+#include "rules/logparse/records_mfu.h"
 #include "rules/logparse/wrapped_lines.h"
 
 namespace bm::logparse {
@@ -192,6 +209,9 @@ struct FieldTarget {
   int64_t Iteration::*count;
   double scale = 1;         // what the printed number is multiplied by (seconds to ms)
   std::string_view unit{};  // printed after the number ("/s")
+  // The unit follows an SI prefix (GPT-NeoX's `112.9TFLOPS`: SiValue in line_scan.h); a bare
+  // number is in the unit itself.
+  bool prefixed = false;
 };
 
 const FieldTarget kFields[] = {
@@ -231,7 +251,21 @@ const FieldTarget kFields[] = {
     // recomputation) / (seconds per iteration x world size) / 1e12; forks that print the field
     // (ModelLink's DeepLink port, vendors' ports) keep the division by time and devices.
     {"TFLOPs", &Iteration::flops_per_device_per_s, nullptr, 1e12},
+    // Megatron-LM's --log-throughput (from 2748e7c, November 2023; FlagScale, Megatron-Bridge,
+    // Primus keep it): num_floating_point_operations(args, global batch) / (the interval's mean
+    // seconds per iteration x world size) / 1e12, model FLOPs (forward and both backward GEMMs,
+    // no recomputation). Primus prints `current/mean` (the first read).
+    {"throughput per GPU (TFLOP/s/GPU)", &Iteration::flops_per_device_per_s, nullptr, 1e12},
+    // GPT-NeoX (megatron/logging.py get_actual_flops, human_readable_flops: `112.9TFLOPS`): with
+    // checkpoint_activations its FLOPs count the recomputed forward (hardware FLOPs, from
+    // 5f36401, September 2023; before, 6 x parameters + 60 x s x h x L a token).
+    {"approx flops per GPU", &Iteration::flops_per_device_per_s, nullptr, 1, "FLOPS", true},
 };
+
+// Primus's label for Megatron's `throughput per GPU (TFLOP/s/GPU)` (its training_log patch, from
+// 868d32e, July 2026): `compute per GPU (TFLOP/s/GPU): 615.5 (avg 615.5)`, the current figure
+// first. Read where the line prints no `throughput per GPU`.
+constexpr std::string_view kPrimusCompute = "compute per GPU (TFLOP/s/GPU)";
 
 // ALCF Megatron-DeepSpeed's `name=value` fields ("lm loss" keeps its space).
 const FieldTarget kKeyValueFields[] = {
@@ -259,9 +293,16 @@ const FieldTarget kSpacedFields[] = {
     {"loss scale", &Iteration::loss_scale, nullptr},
 };
 
-// "13372.8/13364.7" (Primus: this iteration's, then a running mean) -> the first.
+// "13372.8/13364.7" (Primus: this iteration's, then a running mean) -> the first; so for
+// "615.5 (avg 615.5)" (Primus's `compute per GPU` from July 2026).
 std::optional<double> FieldNumber(std::string_view text) {
   if (std::optional<double> v = ParseNumber(text)) return v;
+  constexpr std::string_view kAvg = " (avg ";
+  if (size_t avg = text.find(kAvg); avg != std::string_view::npos && text.ends_with(')')) {
+    std::string_view mean = text.substr(avg + kAvg.size());
+    if (!ParseNumber(mean.substr(0, mean.size() - 1))) return std::nullopt;
+    return ParseNumber(text.substr(0, avg));
+  }
   size_t slash = text.find('/');
   if (slash == std::string_view::npos || !ParseNumber(text.substr(slash + 1))) return std::nullopt;
   return ParseNumber(text.substr(0, slash));
@@ -289,6 +330,7 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   it.line = line_no;
   *known = 0;
   std::optional<double> plain_loss;  // a field named just "loss" (some forks)
+  std::optional<double> compute;     // Primus's `compute per GPU (TFLOP/s/GPU)`
   auto read_field = [&](std::string_view field, auto&& self) -> Status {
     // `name: value`, else ALCF's `name=value`, else 2019's `name value`.
     size_t sep = field.rfind(':');
@@ -319,7 +361,8 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
     const FieldTarget* target = nullptr;
     for (const FieldTarget& f : table)
       if (key == f.key) target = &f;
-    if (target == nullptr && key != "loss") {
+    const bool primus_compute = target == nullptr && key == kPrimusCompute;
+    if (target == nullptr && key != "loss" && !primus_compute) {
       size_t glued = GluedKey(key, table);
       if (glued == std::string_view::npos) return Status::Ok();
       const size_t at = static_cast<size_t>(key.data() - field.data()) + glued;
@@ -327,14 +370,18 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
       return self(field.substr(at), self);
     }
     ++*known;
-    if (target != nullptr && !target->unit.empty() && text.ends_with(target->unit))
+    const bool prefixed = target != nullptr && target->prefixed;
+    if (target != nullptr && !prefixed && !target->unit.empty() && text.ends_with(target->unit))
       text = Trim(text.substr(0, text.size() - target->unit.size()));
-    std::optional<double> v = FieldNumber(text);
+    std::optional<double> v = prefixed ? SiValue(text, target->unit) : FieldNumber(text);
+    if (!v && prefixed) v = ParseNumber(text);  // below 1 kilo: no prefix, no unit (`0.0`)
     if (!v) {
       return Errorf(ErrorCode::kCorrupt, "{}:{}: '{}' is '{}', not a number", name, line_no, key,
                     text);
     }
-    if (target == nullptr) {
+    if (primus_compute) {
+      compute = *v * 1e12;
+    } else if (target == nullptr) {
       plain_loss = v;
     } else if (target->number) {
       it.*(target->number) = *v * target->scale;
@@ -360,6 +407,7 @@ Result<Iteration> ParseIterationLine(std::string_view line, size_t fields, int64
   if (std::string_view rest = line.substr(pos); rest.ends_with(kTimers))
     BM_TRY(read_field(rest.substr(0, rest.size() - kTimers.size()), read_field));
   if (!it.loss) it.loss = plain_loss;
+  if (!it.flops_per_device_per_s) it.flops_per_device_per_s = compute;
   return it;
 }
 
@@ -649,6 +697,12 @@ Result<ParsedLog> ParseMegatronLog(std::string_view text, std::string_view name)
   }
   if (!log.precision.empty()) log.precision_line = precision_line;
   bridge_config.Apply(log, name);
+  if (std::string mismatch = bridge_config.SeqLengthMismatch(name); !mismatch.empty()) {
+    DropRecordsFlops(log, name, "'throughput per GPU (TFLOP/s/GPU)'",
+                     "Megatron-Bridge counts each sample's FLOPs at its model.seq_length, not "
+                     "the length trained (" +
+                         mismatch + ")");
+  }
   profile.Report(name, log);  // Megatron-DeepSpeed's flops profiler: its FLOPS per GPU
   auto stated = [&](const char* fact) -> std::optional<double> {
     auto f = log.facts.find(fact);

@@ -154,6 +154,19 @@ bool BridgeConfigReader::ReadSummary(std::string_view content, int64_t no) {
   return false;
 }
 
+std::string BridgeConfigReader::SeqLengthMismatch(std::string_view name) const {
+  const Value* model = Find("model.seq_length");
+  if (model == nullptr) return "";
+  for (std::string_view key : {"dataset.sequence_length", "dataset.seq_length"}) {
+    const Value* data = Find(key);
+    if (data == nullptr || !ParseNumber(data->text)) continue;
+    if (ParseNumber(model->text) == ParseNumber(data->text)) return "";
+    return fmt::format("{}:{} model.seq_length {}, not {}:{} {} {}", name, model->line, model->text,
+                       name, data->line, key, data->text);
+  }
+  return "";
+}
+
 void BridgeConfigReader::Apply(ParsedLog& log, std::string_view name) const {
   std::map<std::string, std::pair<std::string_view, const Value*>> found;  // fact -> key, value
   for (const ConfigFactKey& k : kBridgeFactKeys) {

@@ -39,7 +39,9 @@
 // 2025): its time is the same interval's `elapsed time per iteration` in seconds to 2 decimals,
 // and its FLOPs count cfg.model.seq_length tokens a sample (in 2026 still the fallback without
 // packed-sequence metadata): 59892.5 "TFLOP/s/GPU" on H100s for a 1B model whose
-// model.seq_length 131072 was not the 1024 it trained (~130 with 1024).
+// model.seq_length 131072 was not the 1024 it trained (~130 with 1024). The same figure is the
+// iteration line's `throughput per GPU (TFLOP/s/GPU)` with log_throughput: megatron.cc drops it
+// where SeqLengthMismatch says the two lengths differ.
 //
 // Thread safety: a reader is one log's state; not shared.
 #pragma once
@@ -66,6 +68,12 @@ class BridgeConfigReader {
   // too where model.seq_length differs from the training length read, and where
   // context_parallel_size > 1 (the log states no data-parallel size).
   void Apply(ParsedLog& log, std::string_view name) const;
+
+  // Where the print states a model.seq_length other than the training length (dataset.
+  // sequence_length or dataset.seq_length): "NAME:L model.seq_length 131072, not NAME:L
+  // dataset.sequence_length 1024"; "" otherwise. Bridge's FLOPs (its `throughput per GPU
+  // (TFLOP/s/GPU)` and `Step Time` lines) count model.seq_length tokens a sample.
+  std::string SeqLengthMismatch(std::string_view name) const;
 
  private:
   enum class Shape { kNone, kYaml, kSummary };

@@ -132,7 +132,15 @@ void SpanElidedGaps(std::vector<Iteration>& its, const std::set<int64_t>& after_
 void SubtractFirstIteration(const Iteration& first, Iteration& second) {
   const int64_t covered = second.step - first.step + 1;  // iterations in second's averages
   const int64_t span = covered - 1;
+  const std::optional<double> covered_ms = second.ms;
   if (first.ms && second.ms) second.ms = (*second.ms * covered - *first.ms) / span;
+  // Its FLOP/s per device is one iteration's FLOPs over the mean time of all it covers (Megatron's
+  // throughput per GPU): the same FLOPs over the mean time of those after the first.
+  if (second.flops_per_device_per_s && first.ms && covered_ms && *second.ms > 0) {
+    second.flops_per_device_per_s = *second.flops_per_device_per_s * *covered_ms / *second.ms;
+  } else {
+    second.flops_per_device_per_s.reset();
+  }
   const int64_t advanced_all = covered - second.skipped;
   const int64_t advanced_first = 1 - first.skipped;
   const int64_t advanced = advanced_all - advanced_first;

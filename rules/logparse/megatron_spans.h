@@ -1,8 +1,9 @@
 // The spans and derived values of Megatron's iteration records, after the lines are read
 // (megatron.cc's top comment says why each rule holds): spans from the gaps; ms-swift's first
 // line past iteration 1; core >= 0.16's first interval, which does not reset, turned into the
-// iterations after the first; samples per step from `consumed samples` where a line prints no
-// global batch size; the token rate from `consumed tokens` where a line prints none; an
+// iterations after the first (its time, loss and counts, and its FLOP/s per device: the same
+// FLOPs an iteration over their time); samples per step from `consumed samples` where a line prints
+// no global batch size; the token rate from `consumed tokens` where a line prints none; an
 // all-skipped interval's loss dropped; a line that prints the skipped count but no loss though
 // not all its iterations were skipped, a NaN loss; a record after an excerpt's elision mark
 // (`...` for the lines a README left out), the interval, not the gap. Notes say so.

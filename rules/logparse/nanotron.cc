@@ -24,7 +24,10 @@
 // `lm_loss` is the step's loss, averaged over the data-parallel ranks. `cuda_max_memory_reserved`
 // (on the lines of steps 1-4 and after each checkpoint interval, nanotron before 7bc9923, June
 // 2025) is torch.cuda.max_memory_reserved() of the logger rank's device in bytes, never reset.
-// `model_tflops_per_gpu` is not an MFU (no peak is printed): not read.
+// `model_tflops_per_gpu` (get_flops_per_sec in models/llama.py, qwen.py, ...: the model's FLOPs
+// of the global batch, 3 x forward, no causal halving, / the step's seconds / the world size /
+// 1e12) is read as the record's FLOP/s per device (mfu.stated_flops_per_device); it is no MFU (no
+// peak is printed). `hardware_tflops_per_gpu` (the same in llama.py, a placeholder) is not read.
 #include <fmt/format.h>
 
 #include <cctype>
@@ -106,7 +109,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
     Iteration it;
     it.step = step;
     it.line = no;
-    std::optional<double> gbs, memory, tokens_per_s;
+    std::optional<double> gbs, memory, tokens_per_s, tflops;
     bool gbs_rounded = false;
     std::string_view fields = line.substr(at);
     while (!fields.empty()) {
@@ -130,7 +133,8 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
                           {"lm_loss", &it.loss},
                           {"lr", &it.lr},
                           {"grad_norm", &it.grad_norm},
-                          {"cuda_max_memory_reserved", &memory}};
+                          {"cuda_max_memory_reserved", &memory},
+                          {"model_tflops_per_gpu", &tflops}};
       for (const Key& k : keys) {
         if (key != k.key) continue;
         std::optional<double> v = HumanNumber(value);
@@ -145,6 +149,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
           gbs_rounded = !value.empty() && std::isalpha(static_cast<unsigned char>(value.back()));
       }
     }
+    if (tflops) it.flops_per_device_per_s = *tflops * 1e12;
     if (memory && *memory > reserved) reserved = *memory;
     if (tokens_per_s && it.tokens_per_device_per_s && *it.tokens_per_device_per_s > 0) {
       // The world size the rate was divided by, to the 3 digits of each (1% at most).

@@ -34,8 +34,15 @@
 // is a multiple of log_interval, else a mix of two validations' values): a new or changed
 // value, or one after `Validation: iteration N/M` lines, is an evaluation at the record before
 // (AddValLossEvals). `grad_norm` is there only when a model logs it with prog_bar=True
-// (MegatronStrategy.optimizer_step logs it without: not shown); read when shown. Other fields
-// (TFLOPS_per_GPU, consumed_samples) are not read. A page that
+// (MegatronStrategy.optimizer_step logs it without: not shown); read when shown.
+// `TFLOPS_per_GPU` (`tflops_per_sec_per_gpu` before d0fc658, April 2025) is
+// FLOPsMeasurementCallback's (nemo/lightning/pytorch/callbacks/flops_callback.py): the model
+// FLOPs of the global batch (nemo/utils/flops_formulas.py: 3 x forward, causal attention halved,
+// no recomputation) at model_config.seq_length, / world size / its mean step time over
+// Lightning's log_every_n_steps; the printer averages the latest figure over its interval like the
+// rest. Read as the record's FLOP/s per device; where NeMo-Run's table (nemo_run_table.h) states
+// a model.config.seq_length other than data.seq_length, dropped with a note (it counts the
+// model's length, not the one trained). `consumed_samples` is not read. A page that
 // wrapped a line before a ` | ` continues it on lines starting with `|`: joined.
 //
 // NeMo 1's Lightning training bar (`Epoch 0: ... 50/50 [..., reduced_train_loss=11.70,
@@ -66,6 +73,7 @@
 #include "rules/logparse/nemo_bar.h"
 #include "rules/logparse/nemo_run_table.h"
 #include "rules/logparse/nemo_setup.h"
+#include "rules/logparse/records_mfu.h"
 
 namespace bm::logparse {
 namespace {
@@ -139,7 +147,7 @@ Status ReadPrinterFields(std::string_view fields, bool cut, PrinterLine* p, std:
     std::string_view key = Trim(field.substr(0, colon));
     std::string_view value = Trim(field.substr(colon + 1));
     std::optional<double>* target = nullptr;
-    std::optional<double> ms_s;
+    std::optional<double> ms_s, tflops;
     if (key == "reduced_train_loss") target = &p->it.loss;
     if (key == "lr") target = &p->it.lr;
     if (key == "global_batch_size") target = &p->it.samples;
@@ -149,6 +157,8 @@ Status ReadPrinterFields(std::string_view fields, bool cut, PrinterLine* p, std:
     if (key == "train_step_timing in s") target = &ms_s;
     if (key == "val_loss") target = &p->val_loss;
     if (key == "grad_norm") target = &p->it.grad_norm;
+    // FLOPsMeasurementCallback's (`tflops_per_sec_per_gpu` before d0fc658, April 2025).
+    if (key == "TFLOPS_per_GPU" || key == "tflops_per_sec_per_gpu") target = &tflops;
     if (target == nullptr) continue;
     std::optional<double> v = ParseNumber(value);
     if (!v)
@@ -158,6 +168,7 @@ Status ReadPrinterFields(std::string_view fields, bool cut, PrinterLine* p, std:
                     value);
     *target = v;
     if (ms_s) p->it.ms = *ms_s * 1000.0;
+    if (tflops) p->it.flops_per_device_per_s = *tflops * 1e12;
   }
   return Status::Ok();
 }
@@ -458,6 +469,12 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   AddValLossEvals(carried, name, log);
   automodel.Finish(log, name);
   run_table.Apply(log, name);
+  if (std::string mismatch = run_table.SeqLengthMismatch(name); !mismatch.empty()) {
+    DropRecordsFlops(log, name, "TFLOPS_per_GPU",
+                     "NeMo's FLOPsMeasurementCallback counts each sample's FLOPs at the model's "
+                     "seq_length, not the length trained (" +
+                         mismatch + ")");
+  }
   return log;
 }
 

@@ -170,6 +170,17 @@ void NemoRunTableReader::FinishArgument() {
   rows_.clear();
 }
 
+std::string NemoRunTableReader::SeqLengthMismatch(std::string_view name) const {
+  auto data = values_.find(std::string_view("data.seq_length"));
+  auto model = values_.find(std::string_view("model.config.seq_length"));
+  if (data == values_.end() || model == values_.end() || !ParseNumber(data->second.text) ||
+      ParseNumber(data->second.text) == ParseNumber(model->second.text))
+    return "";
+  return fmt::format("{}:{} model.config.seq_length {}, not {}:{} data.seq_length {}", name,
+                     model->second.line, model->second.text, name, data->second.line,
+                     data->second.text);
+}
+
 void NemoRunTableReader::Apply(ParsedLog& log, std::string_view name) const {
   constexpr std::string_view kSource = "NeMo-Run's argument table";
   // A pretraining or synthetic data module's samples are seq_length tokens; a fine-tuning one's

@@ -24,7 +24,8 @@
 // a fine-tuning module's is its longest: a note), micro_batch_size (lbs) and
 // global_batch_size (gbs); trainer.strategy's tensor/pipeline_model_parallel_size (tp, pp);
 // trainer.plugins.precision ('bf16-mixed': bf16, '16-mixed': fp16, '32': fp32). Not read:
-// model.config.seq_length (the model's maximum: a note where it differs from the data's), a
+// model.config.seq_length (the model's maximum: a note where it differs from the data's, and
+// then nemo.cc drops the TFLOPS_per_GPU figures, which count it: SeqLengthMismatch), a
 // task encoder's or tokenizer's seq_length (nested deeper), devices (a string, often 'auto'),
 // only what the table states: a recipe default the table leaves out is not there. Only the
 // first table's values (printed once per dry run, again by `Launching`).
@@ -51,6 +52,11 @@ class NemoRunTableReader {
   // Adds what the table stated to `log`: a fact the log states elsewhere first is kept (a note
   // where they differ); the precision where the log states none.
   void Apply(ParsedLog& log, std::string_view name) const;
+
+  // Where the table states a model.config.seq_length other than data.seq_length: "NAME:L
+  // model.config.seq_length 8192, not NAME:L data.seq_length 4096"; "" otherwise. NeMo's
+  // FLOPsMeasurementCallback counts model.config.seq_length tokens a sample.
+  std::string SeqLengthMismatch(std::string_view name) const;
 
  private:
   struct Value {

@@ -1,5 +1,7 @@
 #include "rules/logparse/records_mfu.h"
 
+#include <fmt/format.h>
+
 namespace bm::logparse {
 
 std::optional<RecordsMfu> MfuOverRecords(const std::vector<Iteration>& its, int64_t warmup,
@@ -23,6 +25,21 @@ std::optional<RecordsMfu> MfuOverRecords(const std::vector<Iteration>& its, int6
   if (r.records == 0) return std::nullopt;
   r.value = steps / time;
   return r;
+}
+
+void DropRecordsFlops(ParsedLog& log, std::string_view name, std::string_view what,
+                      std::string_view why) {
+  int64_t dropped = 0, first = 0;
+  for (Iteration& it : log.iterations) {
+    if (!it.flops_per_device_per_s) continue;
+    it.flops_per_device_per_s.reset();
+    first = first ? first : it.line;
+    ++dropped;
+  }
+  if (dropped == 0) return;
+  log.notes.push_back(
+      fmt::format("mfu.stated_flops_per_device: {}:{}: the {} of {} record(s) not read: {}", name,
+                  first, what, dropped, why));
 }
 
 }  // namespace bm::logparse

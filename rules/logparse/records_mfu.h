@@ -9,16 +9,19 @@
 // mean with the steps each record spans as weights (an arithmetic mean would weigh a slow
 // interval as much as a fast one of the same span, and overstate it). Records without a figure
 // (`mfu: N/A`) or with 0 (`0.00%`, below what two decimals of a percent show) are left out and
-// counted. A FLOP/s per device a trainer prints on each record (Iteration::flops_per_device_per_s,
+// counted. A FLOP/s per device a trainer prints on each record (Iteration::flops_per_device_per_s:
 // Megatron-DeepSpeed's `TFLOPs: x` = its FLOPs per iteration / (seconds per iteration x world
-// size)) is the same kind of figure, its interval's work over its time, and is averaged the same
-// way.
+// size), Megatron-LM's `throughput per GPU (TFLOP/s/GPU)`, GPT-NeoX's `approx flops per GPU`,
+// NeMo 2's `TFLOPS_per_GPU`, Nanotron's `model_tflops_per_gpu`, torchtitan's `tflops`) is the
+// same kind of figure, its interval's work over its time, and is averaged the same way (NeMo's is
+// itself the printer's arithmetic mean of per-step figures over its interval).
 //
 // Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "rules/logparse/log_parser.h"
@@ -39,5 +42,12 @@ struct RecordsMfu {
 std::optional<RecordsMfu> MfuOverRecords(
     const std::vector<Iteration>& its, int64_t warmup,
     std::optional<double> Iteration::*figure = &Iteration::mfu);
+
+// Takes the records' flops_per_device_per_s out (a trainer whose FLOPs count another sequence
+// length than the one trained: Megatron-Bridge's and NeMo's at model.seq_length) and adds a note,
+// "mfu.stated_flops_per_device: NAME:LINE: the WHAT of N record(s) not read: WHY", naming the
+// first record's line. Nothing when no record has one.
+void DropRecordsFlops(ParsedLog& log, std::string_view name, std::string_view what,
+                      std::string_view why);
 
 }  // namespace bm::logparse

@@ -32,7 +32,8 @@
 // float8 or MX is active). Each record's mfu is read (Iteration::mfu); the one figure for the timed
 // steps is records_mfu.h's, where the warm-up is known.
 //
-// Per record: step, loss, grad_norm, the per-device token rate, mfu, and, when the start-up lines
+// Per record: step, loss, grad_norm, the per-device token rate, mfu, tflops (its FLOP/s per device,
+// for mfu.stated_flops_per_device; printed with `mfu: N/A` too), and, when the start-up lines
 // (rules/logparse/torchtitan_setup.h) give the tokens of one step and the world size, the
 // time per step: (global batch x sequence length, or the tokens per train step) / world size /
 // tps. A record spans the steps since the previous line (the first of a run: since the run's
@@ -322,6 +323,7 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
     it.line = no;
     it.loss = loss;
     it.grad_norm = field("grad_norm");
+    if (std::optional<double> t = field("tflops")) it.flops_per_device_per_s = *t * 1e12;
     bool na = false;
     if (Result<std::optional<double>> mfu = TitanMfu(fields, cut, no, name, &na); !mfu.ok()) {
       if (error.ok()) error = mfu.status();

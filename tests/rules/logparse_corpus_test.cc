@@ -146,8 +146,9 @@ TEST(Corpus, MegatronMixtralIssue) {
 
 TEST(Corpus, MegatronCore013ZLossMtpAndThroughputPerGpu) {
   // Ling-V2's Megatron-LM (core_v0.13.0) pretraining example, --log-interval 1: after `lm loss`
-  // come `z_loss` and `mtp_1 loss`; `throughput per GPU (TFLOP/s/GPU)` is not read; the
-  // report_memory line after iteration 1 (MiB: max reserved 66802.0).
+  // come `z_loss` and `mtp_1 loss`; `throughput per GPU (TFLOP/s/GPU)` is the record's FLOP/s
+  // per device (checked in logparse_stated_tflops_test.cc); the report_memory line after
+  // iteration 1 (MiB: max reserved 66802.0).
   Result<Read> r = ReadLog("megatron_ling_v2_core013_zloss_mtp.log", "megatron");
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->log.iterations.size(), 10u);  // lines 1, 3-11

@@ -161,7 +161,8 @@ TEST(SubprocessRunnerGroupTest, SigtermIgnoredMeansSigkillAfterTheGrace) {
 // so its peer may fail, and be seen, first.)
 TEST(SubprocessRunnerGroupTest, AMemberKilledFromOutsideAfterBeingToldToStopIsNotStopped) {
   SubprocessRunner runner;
-  std::vector<Command> group = {Sh("sleep 0.1; exit 75"), Sh("trap '' TERM; sleep 0.3; kill -9 $$")};
+  std::vector<Command> group = {Sh("sleep 0.1; exit 75"),
+                                Sh("trap '' TERM; sleep 0.3; kill -9 $$")};
   GroupOptions options;
   options.grace_seconds = 10;  // the group's own SIGKILL would come far later
   auto start = std::chrono::steady_clock::now();

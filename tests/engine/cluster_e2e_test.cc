@@ -22,24 +22,15 @@
 #include <thread>
 
 #include "tests/support/slurm_cluster.h"
+#include "tests/support/test_data.h"
 
 namespace bm::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using bm::testing::ReadText;
+using bm::testing::WriteText;
 using Clock = std::chrono::steady_clock;
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteText(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -110,10 +101,7 @@ slurm = { time = "@TIME@" }
 class ClusterE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* bin = std::getenv("BENCHMAKE_BINARY_DIR");
-    fs::path dir =
-        bin ? fs::path(bin)
-            : fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
+    const fs::path dir = bm::testing::BinaryDir();
     binary_ = (dir / "benchmake").string();
     ASSERT_TRUE(fs::exists(binary_)) << binary_ << " (set BENCHMAKE_BINARY_DIR)";
     ASSERT_TRUE(fs::exists(dir / "benchmake-train")) << "the tests train with the real trainer";

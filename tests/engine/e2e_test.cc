@@ -15,22 +15,14 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/test_data.h"
+
 namespace bm::engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteText(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
+using bm::testing::ReadText;
+using bm::testing::WriteText;
 
 // The parent of `pid` (/proc/PID/stat: "PID (COMM) STATE PPID ..."), or 0.
 pid_t ParentOf(pid_t pid) {
@@ -75,12 +67,7 @@ metrics = "metrics.json"
 class E2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // bm_test sets BENCHMAKE_BINARY_DIR; else the build tree this test lives in
-    // (build/tests/engine/engine_e2e_test → build/benchmake).
-    const char* bin = std::getenv("BENCHMAKE_BINARY_DIR");
-    fs::path dir =
-        bin ? fs::path(bin)
-            : fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
+    const fs::path dir = bm::testing::BinaryDir();
     binary_ = (dir / "benchmake").string();
     ASSERT_TRUE(fs::exists(binary_)) << binary_ << " (set BENCHMAKE_BINARY_DIR)";
     char templ[] = "/tmp/benchmake-e2e-XXXXXX";

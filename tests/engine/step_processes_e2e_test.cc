@@ -17,23 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/test_data.h"
+
 namespace bm::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using bm::testing::ReadText;
+using bm::testing::WriteText;
 using Clock = std::chrono::steady_clock;
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteText(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << text;
-}
 
 // "PID (COMM) STATE PPID ..." of a process, or "".
 std::string StatOf(pid_t pid) { return ReadText("/proc/" + std::to_string(pid) + "/stat"); }
@@ -61,10 +53,7 @@ pid_t AncestorNamed(pid_t pid, const std::string& comm) {
 class StepProcessesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* bin = std::getenv("BENCHMAKE_BINARY_DIR");
-    fs::path dir =
-        bin ? fs::path(bin)
-            : fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
+    const fs::path dir = bm::testing::BinaryDir();
     binary_ = (dir / "benchmake").string();
     ASSERT_TRUE(fs::exists(binary_)) << binary_ << " (set BENCHMAKE_BINARY_DIR)";
     char templ[] = "/tmp/benchmake-procs-XXXXXX";

@@ -18,26 +18,18 @@
 #include <regex>
 #include <sstream>
 
+#include "tests/support/test_data.h"
+
 namespace bm {
 namespace {
 
 namespace fs = std::filesystem;
+using bm::testing::BinaryDir;
+using bm::testing::ReadText;
 
 fs::path SourceDir() {
   const char* dir = std::getenv("BENCHMAKE_SOURCE_DIR");
   return dir ? fs::path(dir) : fs::path(BENCHMAKE_TEST_SOURCE_DIR);
-}
-
-fs::path BinaryDir() {
-  const char* dir = std::getenv("BENCHMAKE_BINARY_DIR");
-  return dir ? fs::path(dir) : fs::path(BENCHMAKE_TEST_BINARY_DIR);
-}
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Every folder of examples/ that holds a BENCHFILE.toml, sorted.

@@ -25,19 +25,14 @@
 #include "tests/support/fake_command_runner.h"
 #include "tests/support/memory_filesystem.h"
 #include "tests/support/rule_params.h"
+#include "tests/support/test_data.h"
 
 namespace bm::rules {
 namespace {
 
 namespace fs = std::filesystem;
+using bm::testing::ReadText;
 using nlohmann::json;
-
-std::string ReadText(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

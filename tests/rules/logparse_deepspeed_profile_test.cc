@@ -15,9 +15,7 @@ using testing_logs::Read;
 using testing_logs::ReadLog;
 
 bool HasNote(const ParsedLog& log, const std::string& part) {
-  for (const std::string& n : log.notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
+  return testing_logs::HasNote(log.notes, part);
 }
 
 TEST(DeepSpeedProfile, TrainerOnDeepSpeedStatesItsFlopsPerGpu) {

@@ -15,14 +15,9 @@ namespace bm::rules {
 namespace {
 
 using logparse::ParsedLog;
+using testing_logs::HasNote;
 using testing_logs::Read;
 using testing_logs::ReadLog;
-
-bool HasNote(const std::vector<std::string>& notes, const std::string& part) {
-  for (const std::string& n : notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
-}
 
 TEST(MegatronFlops, AlcfLinesStateTheirTflopsAndTheProfilerSummaryDisturbsNoRecord) {
   // ALCF Megatron-DeepSpeed on Sunspot (24 ranks): iteration lines 3-6 (lines 1, 7, 111, 117)

@@ -17,14 +17,9 @@ namespace bm::rules {
 namespace {
 
 using logparse::ParsedLog;
+using testing_logs::HasNote;
 using testing_logs::Read;
 using testing_logs::ReadLog;
-
-bool HasNote(const std::vector<std::string>& notes, const std::string& part) {
-  for (const std::string& n : notes)
-    if (n.find(part) != std::string::npos) return true;
-  return false;
-}
 
 double Stated(const Read& r) { return r.m()["mfu"]["stated_flops_per_device"].get<double>(); }
 

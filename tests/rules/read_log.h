@@ -22,6 +22,13 @@ inline nlohmann::json Params(nlohmann::json overrides) {
   return testing::WithDefaults(*MakeExecRule(), std::move(overrides));
 }
 
+// Whether one of `notes` contains `part`.
+inline bool HasNote(const std::vector<std::string>& notes, const std::string& part) {
+  for (const std::string& n : notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
 struct Read {
   logparse::ParsedLog log;
   ExternalMetrics ext;
@@ -41,11 +48,7 @@ struct Read {
     return s;
   }
   double PerDevice() const { return m()["throughput"]["tokens_per_device_per_s"].get<double>(); }
-  bool Note(const std::string& part) const {
-    for (const std::string& n : ext.notes)
-      if (n.find(part) != std::string::npos) return true;
-    return false;
-  }
+  bool Note(const std::string& part) const { return HasNote(ext.notes, part); }
 };
 
 // tests/data/logs/FILE read as `format` with exec's parameters `params`.

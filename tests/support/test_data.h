@@ -1,10 +1,12 @@
 // Files of the source tree for tests (SourcePath), those under tests/data/ (TestDataPath):
 // $BENCHMAKE_SOURCE_DIR (set by ctest), else the source directory bm_test compiles in
-// (BENCHMAKE_TEST_SOURCE_DIR).
-// Header-only, so that the macro is the including test's.
+// (BENCHMAKE_TEST_SOURCE_DIR). The built programs the end-to-end tests run (BinaryDir), and
+// the text files they write and read (ReadText, WriteText).
+// Header-only, so that the macros are the including test's.
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -26,6 +28,27 @@ inline std::string ReadTestData(const std::string& relative) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The build tree's top, where `benchmake` and `benchmake-train` are: $BENCHMAKE_BINARY_DIR (set
+// by ctest), else the build directory bm_test compiles in (BENCHMAKE_TEST_BINARY_DIR).
+inline std::filesystem::path BinaryDir() {
+  const char* dir = std::getenv("BENCHMAKE_BINARY_DIR");
+  return std::filesystem::path(dir ? dir : BENCHMAKE_TEST_BINARY_DIR);
+}
+
+// A whole text file, or "" when it cannot be read (the test's checks then fail).
+inline std::string ReadText(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `text` as the file `p`, its directories made first.
+inline void WriteText(const std::filesystem::path& p, const std::string& text) {
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
 }
 
 }  // namespace bm::testing

@@ -1,31 +1,20 @@
-// Paths and loaders shared by the tokenizer tests.
+// Paths and loaders shared by the tokenizer tests, by tests/support/test_data.h's rules.
 #pragma once
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/support/test_data.h"
 
 namespace bm::text::testing {
 
-inline std::string SourcePath(const std::string& relative) {
-  const char* root = std::getenv("BENCHMAKE_SOURCE_DIR");
-  return std::string(root != nullptr ? root : ".") + "/" + relative;
-}
+using bm::testing::SourcePath;
 
-// A path under the build tree (BENCHMAKE_BINARY_DIR), where test fixtures
-// put what they make (the LLaMA-2 model).
+// A path under the build tree, where test fixtures put what they make (the LLaMA-2 model).
 inline std::string BinaryPath(const std::string& relative) {
-  const char* root = std::getenv("BENCHMAKE_BINARY_DIR");
-  return std::string(root != nullptr ? root : ".") + "/" + relative;
+  return (bm::testing::BinaryDir() / relative).string();
 }
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+inline std::string ReadFile(const std::string& path) { return bm::testing::ReadText(path); }
 
 inline std::string Gpt2RankFile() { return SourcePath("data/gpt2.tiktoken"); }
 

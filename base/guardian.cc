@@ -199,8 +199,14 @@ void RunGuardian(const GuardianSpec& spec) {
       // Nobody is left to cancel what the command stands for elsewhere (the
       // Slurm job of a srun, which SIGKILL leaves running): do it before
       // the tree is stopped. Not when benchmake had stopped the tree itself
-      // or the command has ended: then there is nothing left to cancel.
-      if (!cancelled && !stop_now && !ended)
+      // or the command has ended (reaped, or a zombie whose SIGCHLD is still
+      // pending behind SIGHUP: left for the loop to reap): then there is
+      // nothing left to cancel.
+      siginfo_t exited{};
+      const bool gone = ended || (::waitid(P_PID, static_cast<id_t>(command.pid), &exited,
+                                           WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                                  exited.si_pid == command.pid);
+      if (!cancelled && !stop_now && !gone)
         (void)RunPreparedExec(*spec.cancel, &spec.exec.mask, kCancelWaitMs);
       cancelled = true;
       stop_now = true;

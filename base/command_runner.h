@@ -22,8 +22,11 @@ struct Command {
   // Run when benchmake is interrupted (SIGINT, SIGTERM, SIGHUP) while this command
   // runs, after the signal was forwarded to it, and waited for before
   // benchmake dies: how work the command stands for elsewhere is cancelled
-  // (`scancel` of the Slurm job a srun started). Empty: nothing. argv[0] is
-  // looked up on PATH when the command starts.
+  // (`scancel` of the Slurm job a srun started). With `contain`, also when
+  // benchmake dies of SIGKILL (or a crash) while it runs: run by the
+  // command's guardian, before it stops the command's tree. Not run when the
+  // command ends, or times out. Empty: nothing. argv[0] is looked up on PATH
+  // when the command starts.
   std::vector<std::string> on_interrupt;
   // Interrupted, the command has this long to end after the forwarded signal;
   // then what is left of it (the command, when it ignores the signal; a

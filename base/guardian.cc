@@ -15,6 +15,9 @@ namespace {
 
 // How long SIGKILL is sent again and again to what is left before giving up.
 constexpr int64_t kGiveUpMs = 10000;
+// How long the cancel command (scancel) is waited for when benchmake has died,
+// before the tree is stopped all the same (and the cancel command with it).
+constexpr int kCancelWaitMs = 10000;
 
 int64_t GuardianNowMs() {
   timespec t{};
@@ -96,11 +99,12 @@ void RunGuardian(const GuardianSpec& spec) {
   // A group of its own: no signal meant for benchmake's group (ninja's
   // interrupt of the step) or for the command's reaches it.
   ::setpgid(0, 0);
-  // Nothing interrupts it; it takes SIGCHLD and SIGTERM with sigtimedwait.
+  // Nothing interrupts it; it takes SIGCHLD, SIGTERM, its parent's death
+  // signal and kGuardianCancelledSignal with sigtimedwait.
   sigset_t all;
   ::sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  ::prctl(PR_SET_PDEATHSIG, kGuardianParentDeathSignal);
   if (::getppid() != spec.parent) ::_exit(0);  // benchmake died before prctl: start nothing
   ::prctl(PR_SET_NAME, "benchmake-guard");
   // Without it (Linux before 3.4) an orphan goes to init; the tree is still
@@ -118,6 +122,8 @@ void RunGuardian(const GuardianSpec& spec) {
   const pid_t self = ::getpid();
   int status = 127 << 8;  // as a shell reports a command it could not start
   bool ended = command.pid == 0, stop_now = false, blind = false, sweep = false;
+  // The cancel command has run, or must not: the interrupt handler ran it.
+  bool cancelled = spec.cancel == nullptr;
   int left_running = 0;
   int64_t kill_at = -1;        // SIGKILL the rest from then on; -1: not yet
   int64_t killing_since = -1;  // when SIGKILL was first sent
@@ -168,8 +174,8 @@ void RunGuardian(const GuardianSpec& spec) {
       ::kill(-command.pid, SIGKILL);
     sigset_t wanted;
     ::sigemptyset(&wanted);
-    ::sigaddset(&wanted, SIGCHLD);
-    ::sigaddset(&wanted, SIGTERM);
+    for (int s : {SIGCHLD, SIGTERM, kGuardianParentDeathSignal, kGuardianCancelledSignal})
+      ::sigaddset(&wanted, s);
     // Killing: look again soon for what was forked meanwhile; a process
     // killed in uninterruptible sleep (a driver call) is waited for.
     int64_t wait_ms = killing ? 10 : kill_at >= 0 ? kill_at - now : -1;
@@ -177,6 +183,34 @@ void RunGuardian(const GuardianSpec& spec) {
                      static_cast<long>(wait_ms % 1000) * 1000000};
     const int sig = ::sigtimedwait(&wanted, nullptr, wait_ms >= 0 ? &timeout : nullptr);
     if (sig == SIGTERM) stop_now = true;
+    if (sig == kGuardianCancelledSignal) cancelled = true;
+    // Benchmake has died. Not checked with getppid(): the thread that forked
+    // the guardian may die first of a killed multithreaded process, and the
+    // kernel then hands the guardian to a sibling thread (the same pid, dying
+    // too) and sends the signal again. That thread never ends before the
+    // guardian otherwise: Run and RunGroup wait for it.
+    if (sig == kGuardianParentDeathSignal) {
+      // What benchmake sent before it died may still be pending: the lowest
+      // signal number is taken first, and SIGHUP is 1.
+      sigset_t pending;
+      ::sigpending(&pending);
+      if (::sigismember(&pending, SIGTERM)) stop_now = true;
+      if (::sigismember(&pending, kGuardianCancelledSignal)) cancelled = true;
+      // Nobody is left to cancel what the command stands for elsewhere (the
+      // Slurm job of a srun, which SIGKILL leaves running): do it before
+      // the tree is stopped. Not when benchmake had stopped the tree itself
+      // or the command has ended (reaped, or a zombie whose SIGCHLD is still
+      // pending behind SIGHUP: left for the loop to reap): then there is
+      // nothing left to cancel.
+      siginfo_t exited{};
+      const bool gone = ended || (::waitid(P_PID, static_cast<id_t>(command.pid), &exited,
+                                           WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                                  exited.si_pid == command.pid);
+      if (!cancelled && !stop_now && !gone)
+        (void)RunPreparedExec(*spec.cancel, &spec.exec.mask, kCancelWaitMs);
+      cancelled = true;
+      stop_now = true;
+    }
   }
   Report(spec.report_fd, GuardianReport::kEnded, status, left_running);
   ::_exit(0);

@@ -18,11 +18,24 @@
 //   a process stuck in the kernel) is given up on and reported (kAbandoned).
 // - SIGTERM to the guardian means "stop everything now": every process of the
 //   tree gets SIGKILL. It gets it from benchmake (a timeout's or an
-//   interrupt's grace is over) and from the kernel when the thread that forked
-//   it dies (PR_SET_PDEATHSIG): a `kill -9` of `benchmake step` leaves no
-//   process of its command running.
+//   interrupt's grace is over).
+// - SIGHUP (kGuardianParentDeathSignal) means benchmake has died: the kernel
+//   sends it when the thread that forked the guardian dies
+//   (PR_SET_PDEATHSIG), and that thread waits for the guardian to end unless
+//   its process dies (kill -9, the OOM killer, a crash). The guardian runs
+//   the command's cancel command (`GuardianSpec::cancel`: Command::on_interrupt,
+//   `scancel` of the Slurm job srun started, which a SIGKILLed srun cannot
+//   release), waits for it for up to 10 s, and stops everything as on SIGTERM:
+//   a `kill -9` of `benchmake step` leaves no process of its command running,
+//   and no job of it in Slurm. It does not run the cancel command when
+//   benchmake had stopped the tree itself (a SIGTERM came first: a timeout, a
+//   failed peer, an interrupt's grace over), when the interrupt handler has
+//   already run it (SIGUSR1, kGuardianCancelledSignal), or when the command
+//   had ended.
 // - It never execs (no binary to find), so everything it does after fork is
-//   async-signal-safe: raw system calls, nothing allocated.
+//   async-signal-safe: raw system calls, nothing allocated. The cancel
+//   command is prepared (found on PATH, its argv and environment built)
+//   before the fork, and started with fork and execve.
 //
 // Linux only; needs /proc to find the tree (base/process_tree.h).
 #pragma once
@@ -32,7 +45,16 @@
 
 #include <cstdint>
 
+#include "base/prepared_exec.h"
+
 namespace bm {
+
+// What the kernel sends the guardian when benchmake (the thread that forked
+// it) dies: not SIGTERM, which benchmake sends to stop the tree itself.
+constexpr int kGuardianParentDeathSignal = SIGHUP;
+// What benchmake's interrupt handler sends each guardian once it has run the
+// commands' on_interrupt: the guardian does not run its own again.
+constexpr int kGuardianCancelledSignal = SIGUSR1;
 
 // How to start a command, prepared before fork: nothing is allocated after.
 struct ExecSpec {
@@ -71,12 +93,16 @@ struct GuardianSpec {
   pid_t parent = 0;           // the process that forked the guardian
   int report_fd = -1;         // write end of the report pipe
   int leftover_grace_ms = 0;  // leftovers: SIGTERM, then SIGKILL this long after
+  // Run when `parent` dies while the command runs (Command::on_interrupt);
+  // null: nothing. Prepared before the fork: the guardian reads its copy.
+  const PreparedExec* cancel = nullptr;
 };
 
 // In a child forked from `spec.parent`: becomes the command's guardian. Writes
 // kStarted once the command has started (or failed to), kExited as soon as it
 // has ended, then kEnded once every process it started has ended too, and
-// exits 0. Never returns.
+// exits 0. When `spec.parent` dies while the command runs, runs `spec.cancel`
+// first (above). Never returns.
 [[noreturn]] void RunGuardian(const GuardianSpec& spec);
 
 }  // namespace bm

@@ -9,9 +9,7 @@
 #include <cerrno>
 #include <mutex>
 
-#include "base/subprocess_runner.h"
-
-extern char** environ;
+#include "base/guardian.h"
 
 namespace bm {
 namespace {
@@ -83,18 +81,16 @@ void ForwardSignal(int sig) {
     if (g > 0) ::kill(-g, sig);
   }
   // Then the cancellations (scancel ...), each waited for: what they cancel
-  // outlives us otherwise. fork, execve, waitpid and _exit are async-signal-safe.
+  // outlives us otherwise. With this handler's signal mask, as before.
   for (std::atomic<const PreparedExec*>& slot : g_cancels) {
     const PreparedExec* c = slot.load();
-    if (c == nullptr) continue;
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execve(c->path.c_str(), c->argv.data(), c->envp.data());
-      ::_exit(127);
-    }
-    int wstatus = 0;
-    while (pid > 0 && ::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
+    if (c != nullptr) (void)RunPreparedExec(*c, /*mask=*/nullptr, /*timeout_ms=*/-1);
+  }
+  // They have run: a guardian does not run its command's again when we die
+  // (killed with SIGKILL during the grace below).
+  for (std::atomic<pid_t>& guardian : g_guardians) {
+    pid_t g = guardian.load();
+    if (g > 0) ::kill(g, kGuardianCancelledSignal);
   }
   KillWhatIsLeft();
   ::signal(sig, SIG_DFL);
@@ -147,32 +143,6 @@ void ForwardingScope::AddCancel(const PreparedExec* cancel) {
       return;
     }
   }
-}
-
-std::vector<std::string> MergedEnvironment(const std::map<std::string, std::string>& extra) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string_view entry(*e);
-    size_t eq = entry.find('=');
-    std::string key(entry.substr(0, eq));
-    if (!extra.count(key)) env.emplace_back(entry);
-  }
-  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
-  return env;
-}
-
-std::unique_ptr<PreparedExec> PrepareExec(const Command& cmd) {
-  if (cmd.on_interrupt.empty()) return nullptr;
-  auto p = std::make_unique<PreparedExec>();
-  Result<std::string> path = FindOnPath(cmd.on_interrupt[0]);
-  p->path = path.ok() ? *path : cmd.on_interrupt[0];  // execve then fails: nothing to cancel
-  p->args = cmd.on_interrupt;
-  p->env = MergedEnvironment(cmd.env);
-  for (std::string& a : p->args) p->argv.push_back(a.data());
-  p->argv.push_back(nullptr);
-  for (std::string& e : p->env) p->envp.push_back(e.data());
-  p->envp.push_back(nullptr);
-  return p;
 }
 
 }  // namespace bm

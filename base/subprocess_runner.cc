@@ -19,6 +19,7 @@
 
 #include "base/guardian.h"
 #include "base/interrupt_forwarding.h"
+#include "base/prepared_exec.h"
 
 extern char** environ;
 
@@ -225,11 +226,12 @@ bool ReadStarted(Child* child, GuardianReport* r) {
 }
 
 // Forks and execs `cmd` in its own process group; a contained command
-// (Command::contain) under a guardian (base/guardian.h). Without one, and
-// with die_with_parent, the command is SIGKILLed when this thread's process
-// dies (PR_SET_PDEATHSIG). A program that cannot be started is a Status, after
-// the failed child (and its guardian) were reaped.
-Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
+// (Command::contain) under a guardian (base/guardian.h), which runs `cancel`
+// (PrepareExec(cmd); null: none) should this process die while the command
+// runs. Without one, and with die_with_parent, the command is SIGKILLed when
+// this thread's process dies (PR_SET_PDEATHSIG). A program that cannot be
+// started is a Status, after the failed child (and its guardian) were reaped.
+Status Spawn(const Command& cmd, bool die_with_parent, const PreparedExec* cancel, Child* child) {
   if (cmd.argv.empty()) return Errorf(ErrorCode::kInvalidArgument, "empty command");
   child->cmd = &cmd;
   if (!cmd.log_path.empty()) {
@@ -267,6 +269,7 @@ Status Spawn(const Command& cmd, bool die_with_parent, Child* child) {
   guardian.parent = ::getpid();
   guardian.report_fd = from_child[1];
   guardian.leftover_grace_ms = static_cast<int>(std::max(cmd.interrupt_grace_seconds, 0.0) * 1000);
+  guardian.cancel = cancel;
   if (die_with_parent) exec.die_with = ::getpid();
 
   pid_t pid = ::fork();
@@ -472,10 +475,10 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   std::unique_ptr<PreparedExec> cancel = PrepareExec(cmd);  // outlives `forwarding`
   ForwardingScope forwarding;
   HoldInterrupts hold;
-  BM_TRY(Spawn(cmd, /*die_with_parent=*/false, children[0].get()));
+  if (cancel) forwarding.AddCancel(cancel.get());
+  BM_TRY(Spawn(cmd, /*die_with_parent=*/false, cancel.get(), children[0].get()));
   const Child& child = *children[0];
   forwarding.Add(child.group, child.guarded ? child.pid : 0, cmd.interrupt_grace_seconds);
-  if (cancel) forwarding.AddCancel(cancel.get());
   hold.Release();
   Supervise(children, /*group=*/false, /*grace=*/5);
   NoteLeftovers(child);
@@ -485,15 +488,17 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
 Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& commands,
                                                const GroupOptions& options) {
   std::vector<std::unique_ptr<Child>> children;
-  std::vector<std::unique_ptr<PreparedExec>> cancels;  // outlive `forwarding`
-  for (const Command& cmd : commands)
-    if (std::unique_ptr<PreparedExec> c = PrepareExec(cmd)) cancels.push_back(std::move(c));
+  // One per command (null: none); outlive `forwarding`.
+  std::vector<std::unique_ptr<PreparedExec>> cancels;
+  for (const Command& cmd : commands) cancels.push_back(PrepareExec(cmd));
   ForwardingScope forwarding;
   HoldInterrupts hold;
-  for (const std::unique_ptr<PreparedExec>& c : cancels) forwarding.AddCancel(c.get());
-  for (const Command& cmd : commands) {
+  for (const std::unique_ptr<PreparedExec>& c : cancels)
+    if (c) forwarding.AddCancel(c.get());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const Command& cmd = commands[i];
     children.push_back(std::make_unique<Child>());
-    Status started = Spawn(cmd, /*die_with_parent=*/true, children.back().get());
+    Status started = Spawn(cmd, /*die_with_parent=*/true, cancels[i].get(), children.back().get());
     if (!started.ok()) {
       children.pop_back();
       for (auto& c : children) {

@@ -20,8 +20,9 @@
 // interrupt_grace_seconds) before Run/RunGroup return and the command's log
 // says so; a timeout, a failed peer or an interrupt SIGKILLs the whole tree
 // once the grace is over; and a `benchmake step` killed with SIGKILL leaves
-// nothing of it running on GPUs it no longer holds. It costs one more fork
-// per command. An uncontained command's only kin are its process group; with
+// nothing of it running on GPUs it no longer holds, its guardian having run
+// the command's on_interrupt first (the Slurm job of a srun is cancelled). It
+// costs one more fork per command. An uncontained command's only kin are its process group; with
 // RunGroup it still gets PR_SET_PDEATHSIG = SIGKILL.
 // The group is polled (waitpid WNOHANG, the guardians' reports) every 20 ms at
 // most, so a failure is noticed within about that.

@@ -146,6 +146,147 @@ TEST(ProcessContainmentTest, AKilledRunnerTakesTheCommandsWholeTreeWithIt) {
   Reap(tree);
 }
 
+// The lines of `path` once its guardians (`guardians`) have ended (waiting up
+// to 20 s): all a cancel command could write has been written by then.
+std::string AfterGuardians(const std::string& path, const std::vector<pid_t>& guardians) {
+  for (pid_t g : guardians) EXPECT_TRUE(GoneWithin(g, 20)) << "guardian " << g;
+  return ReadAll(path);
+}
+
+// `benchmake step` killed with SIGKILL while srun runs: nobody is left to run
+// `scancel` (Command::on_interrupt), which a SIGKILLed srun cannot release.
+// The guardian runs it once, with the command's environment, while the
+// command still runs, and then stops the tree. Before, the job was left.
+TEST(ProcessContainmentTest, AKilledRunnerRunsTheCommandsCancelOnce) {
+  const std::string pids = TempPath("cancel.pids"), cancelled = TempPath("cancel.out");
+  pid_t runner_pid = ::fork();
+  ASSERT_GE(runner_pid, 0);
+  if (runner_pid == 0) {
+    SubprocessRunner runner;
+    Command c = Shell("echo $$ $PPID > " + pids + "; exec sleep 30");
+    c.env["WHY"] = "killed";
+    c.on_interrupt = {"sh", "-c",
+                      "if kill -0 $(cut -d' ' -f1 " + pids + "); then echo cancelled $WHY; " +
+                          "else echo cancelled late; fi >> " + cancelled};
+    (void)runner.Run(c);
+    ::_exit(0);
+  }
+  std::vector<pid_t> tree = PidsIn(pids, 2);  // the command, its guardian
+  ASSERT_EQ(tree.size(), 2u) << ReadAll(pids);
+  EXPECT_EQ(ReadAll("/proc/" + std::to_string(tree[1]) + "/comm"), "benchmake-guard\n");
+  ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
+  EXPECT_EQ(AfterGuardians(cancelled, {tree[1]}), "cancelled killed\n")
+      << "run once, before the command was stopped";
+  EXPECT_TRUE(GoneWithin(tree[0], 3)) << "the command outlived the runner";
+  Reap(tree);
+}
+
+// The same for each member of a group started from another thread than the
+// process's first: the one that forked the guardians may die before the
+// others of a killed process.
+TEST(ProcessContainmentTest, AKilledGroupRunsEachMembersCancelOnce) {
+  const std::string pids = TempPath("group_cancel.pids"), cancelled = TempPath("group_cancel.out");
+  pid_t runner_pid = ::fork();
+  ASSERT_GE(runner_pid, 0);
+  if (runner_pid == 0) {
+    std::vector<Command> members;
+    for (const char* rank : {"0", "1"}) {
+      members.push_back(Shell("echo $$ $PPID >> " + pids + "; exec sleep 30"));
+      members.back().on_interrupt = {"sh", "-c",
+                                     std::string("echo cancelled ") + rank + " >> " + cancelled};
+    }
+    std::thread run([&] {
+      SubprocessRunner runner;
+      (void)runner.RunGroup(members, {});
+    });
+    run.join();
+    ::_exit(0);
+  }
+  std::vector<pid_t> tree = PidsIn(pids, 4);
+  ASSERT_EQ(tree.size(), 4u) << ReadAll(pids);
+  ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
+  std::string out = AfterGuardians(cancelled, {tree[1], tree[3]});
+  EXPECT_TRUE(out == "cancelled 0\ncancelled 1\n" || out == "cancelled 1\ncancelled 0\n") << out;
+  for (pid_t p : {tree[0], tree[2]}) EXPECT_TRUE(GoneWithin(p, 3)) << p;
+  Reap(tree);
+}
+
+// A command that ended, or that benchmake stopped itself (a timeout), stands
+// for nothing left to cancel: the guardian never runs its on_interrupt, not
+// even when benchmake dies while it still stops what the command left.
+TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
+  const std::string cancelled = TempPath("no_cancel.out");
+  const std::vector<std::string> cancel = {"sh", "-c", "echo cancelled >> " + cancelled};
+  SubprocessRunner runner;
+  Command c = Shell("true");
+  c.on_interrupt = cancel;
+  Result<CommandResult> r = runner.Run(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->success());
+  c = Shell("sleep 30");
+  c.on_interrupt = cancel;
+  c.timeout_seconds = 0.3;
+  r = runner.Run(c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(ReadAll(cancelled), "") << "ended, or timed out";
+
+  // The command has ended; its guardian gives the daemon it left (which
+  // ignores SIGTERM) its grace when the runner is killed.
+  const std::string pids = TempPath("no_cancel.pids");
+  pid_t runner_pid = ::fork();
+  ASSERT_GE(runner_pid, 0);
+  if (runner_pid == 0) {
+    Command left = Shell("trap '' TERM; setsid sleep 30 & echo $! $$ $PPID > " + pids);
+    left.on_interrupt = cancel;
+    left.interrupt_grace_seconds = 30;
+    (void)runner.Run(left);
+    ::_exit(0);
+  }
+  std::vector<pid_t> tree = PidsIn(pids, 3);  // the daemon, the command, the guardian
+  ASSERT_EQ(tree.size(), 3u) << ReadAll(pids);
+  EXPECT_TRUE(GoneWithin(tree[1], 3)) << "the command ended";
+  EXPECT_TRUE(Running(tree[0])) << "the daemon is in its grace";
+  ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
+  EXPECT_EQ(AfterGuardians(cancelled, {tree[2]}), "") << "the command had ended";
+  EXPECT_TRUE(GoneWithin(tree[0], 3)) << "stopped at once all the same";
+  Reap(tree);
+}
+
+// Interrupted, benchmake runs on_interrupt itself; killed with SIGKILL during
+// the grace that follows, its guardian does not run it again.
+TEST(ProcessContainmentTest, ARunnerKilledAfterAnInterruptCancelsOnce) {
+  const std::string pids = TempPath("interrupt_cancel.pids"),
+                    cancelled = TempPath("interrupt_cancel.out");
+  pid_t runner_pid = ::fork();
+  ASSERT_GE(runner_pid, 0);
+  if (runner_pid == 0) {
+    SubprocessRunner runner;
+    Command c = Shell("trap '' INT; echo $$ $PPID > " + pids + "; sleep 30");
+    c.on_interrupt = {"sh", "-c", "echo cancelled >> " + cancelled};
+    c.interrupt_grace_seconds = 30;
+    (void)runner.Run(c);
+    ::_exit(0);
+  }
+  std::vector<pid_t> tree = PidsIn(pids, 2);
+  ASSERT_EQ(tree.size(), 2u) << ReadAll(pids);
+  ::kill(runner_pid, SIGINT);
+  auto start = Clock::now();
+  while (ReadAll(cancelled).empty() && Since(start) < 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(ReadAll(cancelled), "cancelled\n") << "the interrupt ran it";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // in the grace
+  EXPECT_TRUE(Running(tree[0]));
+  ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
+  EXPECT_EQ(AfterGuardians(cancelled, {tree[1]}), "cancelled\n") << "not run again";
+  EXPECT_TRUE(GoneWithin(tree[0], 3));
+  Reap(tree);
+}
+
 // Ctrl-C: the forwarded SIGINT reaches the command's group, not a process
 // that left it; that one is stopped before benchmake dies of the signal.
 TEST(ProcessContainmentTest, AnInterruptStopsWhatLeftTheGroupBeforeDying) {

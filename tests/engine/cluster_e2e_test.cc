@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -263,6 +264,30 @@ class ClusterE2eTest : public ::testing::Test {
     return ws;
   }
 
+  // SIGKILL, as the OOM killer or a crash ends them (no handler runs), to StartBuild's
+  // `benchmake build`, its ninja and the `benchmake step` ninja runs, but not to the step's
+  // guardian ("benchmake-guard", base/guardian.h) nor below it. The build alone is not enough:
+  // it leaves ninja and the step running (ninja is not contained), and the step still owns
+  // its job.
+  void KillBuildAndSteps() {
+    std::map<pid_t, std::vector<pid_t>> children;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string stat = ReadText(e.path() / "stat");  // "PID (COMM) STATE PPID ..."
+      const size_t paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 4 >= stat.size()) continue;
+      children[std::atoi(stat.c_str() + paren + 4)].push_back(std::atoi(name.c_str()));
+    }
+    std::vector<pid_t> doomed = {build_};
+    for (size_t i = 0; i < doomed.size(); ++i)
+      for (pid_t c : children[doomed[i]])
+        if (ReadText("/proc/" + std::to_string(c) + "/comm") != "benchmake-guard\n")
+          doomed.push_back(c);
+    for (pid_t p : doomed) ::kill(p, SIGKILL);
+  }
+
   // The failed step left no output, no stamp and no action record.
   static void ExpectNothingCached(const fs::path& ws) {
     EXPECT_FALSE(fs::exists(ws / "out/sleepy"));
@@ -358,6 +383,25 @@ TEST_F(ClusterE2eTest, CtrlCCancelsTheJob) {
   while (JobStates("sleepy") != std::vector<std::string>{"CANCELLED"} && SecondsSince(start) < 60)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(JobStates("sleepy"), std::vector<std::string>{"CANCELLED"});
+  ExpectNothingCached(ws);
+}
+
+// `benchmake build` killed with SIGKILL, with its ninja and its step: no signal handler
+// runs `scancel`, and srun, killed with SIGKILL, cannot release the job; the step's guardian
+// cancels it (base/guardian.h). Before, the job ran on until its time limit.
+TEST_F(ClusterE2eTest, AKilledBuildCancelsTheJob) {
+  START_SLURM_OR_SKIP();
+  const fs::path ws = Sleepy("5");
+  StartBuild(ws);
+  ASSERT_FALSE(WaitRunning("sleepy").empty()) << ReadText(ws / "output.txt") << cluster_->Logs();
+  KillBuildAndSteps();
+  const int status = Wait();
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  auto start = Clock::now();
+  while (JobStates("sleepy") != std::vector<std::string>{"CANCELLED"} && SecondsSince(start) < 60)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(JobStates("sleepy"), std::vector<std::string>{"CANCELLED"}) << cluster_->Logs();
+  std::printf("CANCELLED %.1f s after the kill\n", SecondsSince(start));
   ExpectNothingCached(ws);
 }
 

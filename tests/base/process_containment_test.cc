@@ -348,7 +348,10 @@ TEST(ProcessContainmentTest, AGuardianKilledByHandTakesTheCommandWithIt) {
   Result<CommandResult> r = Errorf(ErrorCode::kFailed, "not run");
   std::thread run([&] {
     SubprocessRunner runner;
-    r = runner.Run(Shell("echo $$ $PPID > " + pid_file + "; exec sleep 30"));
+    // The pids are written 0.5 s after the command started: by then its guardian has
+    // reported the start (a guardian killed before that report is a command that could not
+    // start, "its guardian process ended at once": 12 runs in 300 under load killed it there).
+    r = runner.Run(Shell("sleep 0.5; echo $$ $PPID > " + pid_file + "; exec sleep 30"));
   });
   std::vector<pid_t> pids = PidsIn(pid_file, 2);
   ASSERT_EQ(pids.size(), 2u);

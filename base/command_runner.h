@@ -12,6 +12,12 @@
 
 namespace bm {
 
+// Every process a command starts, in its process group or not (setsid, a
+// double fork, a daemon), has ended when Run or RunGroup returns: those left
+// running when the command ended get SIGTERM, then SIGKILL after
+// interrupt_grace_seconds, and the command's log says so. All of them are
+// stopped when benchmake dies, even of SIGKILL (interrupt_when_orphaned).
+// SubprocessRunner does it with a guardian process (base/guardian.h).
 struct Command {
   std::vector<std::string> argv;           // argv[0] is looked up on PATH when it has no '/'
   std::string cwd;                         // empty: the caller's
@@ -22,29 +28,29 @@ struct Command {
   // Run when benchmake is interrupted (SIGINT, SIGTERM, SIGHUP) while this command
   // runs, after the signal was forwarded to it, and waited for before
   // benchmake dies: how work the command stands for elsewhere is cancelled
-  // (`scancel` of the Slurm job a srun started). With `contain`, also when
-  // benchmake dies of SIGKILL (or a crash) while it runs: run by the
-  // command's guardian, before it stops the command's tree. Not run when the
-  // command ends, or times out. Empty: nothing. argv[0] is looked up on PATH
-  // when the command starts.
+  // (`scancel` of the Slurm job a srun started). Also when benchmake dies of
+  // SIGKILL (or a crash) while it runs: run by the command's guardian. Not
+  // run when the command ends, or times out. Empty: nothing. argv[0] is
+  // looked up on PATH when the command starts.
   std::vector<std::string> on_interrupt;
   // Interrupted, the command has this long to end after the forwarded signal;
   // then what is left of it (the command, when it ignores the signal; a
-  // shell's background job, which ignores SIGINT; with `contain`, whatever it
-  // started in another session) is SIGKILLed, so nothing it started outlives
-  // benchmake. With `contain`, also how long the processes a command leaves
-  // running when it ends get between SIGTERM and SIGKILL.
+  // shell's background job, which ignores SIGINT; whatever it started in
+  // another session) is SIGKILLed, so nothing it started outlives benchmake.
+  // Also how long the processes a command leaves running when it ends get
+  // between SIGTERM and SIGKILL.
   double interrupt_grace_seconds = 5;
-  // Contained: every process the command starts, in its process group or not
-  // (setsid, a double fork, a daemon), has ended when Run or RunGroup returns
-  // (those left running when the command ended get SIGTERM, then SIGKILL
-  // after interrupt_grace_seconds; the command's log says so), and all of
-  // them are SIGKILLed when benchmake dies, even of SIGKILL. Not contained:
-  // only the command's process group is signalled, and a command outlives a
-  // benchmake killed with SIGKILL (ninja under `benchmake build`: a killed
-  // build's steps keep the workspace until they end). SubprocessRunner does
-  // it with a guardian process (base/guardian.h).
-  bool contain = true;
+  // What the command's guardian (base/guardian.h) does when benchmake dies of
+  // SIGKILL (kill -9, the OOM killer, a crash) while the command runs. False:
+  // it runs on_interrupt and SIGKILLs the command's whole tree at once, as
+  // the GPUs the step held are free again the moment it dies
+  // (engine/gpu_allocator.h). True: it interrupts the command as benchmake's
+  // own interrupt would (SIGTERM to its process group, then on_interrupt),
+  // and SIGKILLs what is left after interrupt_grace_seconds. For ninja under
+  // `benchmake build`: ninja passes the SIGTERM to its steps, each of which
+  // stops its command and cancels its Slurm job as on Ctrl-C, and the next
+  // build does not find them still running.
+  bool interrupt_when_orphaned = false;
 };
 
 struct CommandResult {
@@ -90,7 +96,7 @@ class CommandRunner {
   // stops the others, which get SIGTERM and, grace_seconds later, SIGKILL, so
   // the call returns within about grace_seconds of that failure. Each member
   // runs in its own process group (its children are stopped with it) and is
-  // killed if this process dies (contained or not). Returns when every member has ended. A Status
+  // killed if this process dies. Returns when every member has ended. A Status
   // error means some member could not be started; the members already started
   // have then been killed and waited for. Thread-safe in implementations.
   virtual Result<GroupResult> RunGroup(const std::vector<Command>& commands,

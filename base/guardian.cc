@@ -25,6 +25,11 @@ int64_t GuardianNowMs() {
   return int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1000000;
 }
 
+// What is left is SIGKILLed from `when` on, or from an earlier time already set.
+void KillBy(int64_t when, int64_t* kill_at) {
+  if (*kill_at < 0 || when < *kill_at) *kill_at = when;
+}
+
 void Report(int fd, int32_t kind, int32_t value, int32_t extra) {
   GuardianReport r;
   r.kind = kind;
@@ -154,7 +159,7 @@ void RunGuardian(const GuardianSpec& spec) {
       if (blind) ::kill(-command.pid, SIGKILL);  // at least its process group
       if (n > 0) {
         left_running = n;
-        kill_at = GuardianNowMs() + spec.leftover_grace_ms;
+        KillBy(GuardianNowMs() + spec.leftover_grace_ms, &kill_at);
       }
     }
     // Without /proc nothing can be found: what is left goes to init.
@@ -206,10 +211,17 @@ void RunGuardian(const GuardianSpec& spec) {
       const bool gone = ended || (::waitid(P_PID, static_cast<id_t>(command.pid), &exited,
                                            WEXITED | WNOHANG | WNOWAIT) == 0 &&
                                   exited.si_pid == command.pid);
+      const bool interrupt = spec.interrupt_when_orphaned && !stop_now && !gone;
+      // As benchmake's interrupt handler would have: the signal first, so
+      // that the command stops its own work while the cancel command runs.
+      if (interrupt) ::kill(-command.pid, SIGTERM);
       if (!cancelled && !stop_now && !gone)
         (void)RunPreparedExec(*spec.cancel, &spec.exec.mask, kCancelWaitMs);
       cancelled = true;
-      stop_now = true;
+      if (interrupt)
+        KillBy(GuardianNowMs() + spec.leftover_grace_ms, &kill_at);
+      else
+        stop_now = true;
     }
   }
   Report(spec.report_fd, GuardianReport::kEnded, status, left_running);

@@ -27,7 +27,12 @@
 //   `scancel` of the Slurm job srun started, which a SIGKILLed srun cannot
 //   release), waits for it for up to 10 s, and stops everything as on SIGTERM:
 //   a `kill -9` of `benchmake step` leaves no process of its command running,
-//   and no job of it in Slurm. It does not run the cancel command when
+//   and no job of it in Slurm. With `interrupt_when_orphaned` (ninja under
+//   `benchmake build`) it first sends the command's process group SIGTERM,
+//   as benchmake's interrupt handler would have, then runs the cancel command,
+//   and stops what is left only `leftover_grace_ms` later: ninja passes the
+//   SIGTERM on to its steps, which stop their commands and cancel their jobs
+//   themselves. It does not run the cancel command when
 //   benchmake had stopped the tree itself (a SIGTERM came first: a timeout, a
 //   failed peer, an interrupt's grace over), when the interrupt handler has
 //   already run it (SIGUSR1, kGuardianCancelledSignal), or when the command
@@ -96,6 +101,10 @@ struct GuardianSpec {
   // Run when `parent` dies while the command runs (Command::on_interrupt);
   // null: nothing. Prepared before the fork: the guardian reads its copy.
   const PreparedExec* cancel = nullptr;
+  // `parent` dead, the command is interrupted (SIGTERM) and given
+  // `leftover_grace_ms` rather than killed at once
+  // (Command::interrupt_when_orphaned).
+  bool interrupt_when_orphaned = false;
 };
 
 // In a child forked from `spec.parent`: becomes the command's guardian. Writes

@@ -71,12 +71,11 @@ void CloseFd(int& fd) {
 // One started command and what is known about it.
 struct Child {
   const Command* cmd = nullptr;
-  pid_t pid = -1;      // the process waited for: the guardian, else the command
+  pid_t pid = -1;      // the process waited for: the command's guardian
   pid_t group = -1;    // the command's pid, also its process group
-  int report_fd = -1;  // read end of the guardian's report pipe; -1: no guardian
-  bool guarded = false;
-  int log_fd = -1;  // Command::log_path, or -1
-  int tee_fd = -1;  // read end of the output pipe when echoing to the terminal
+  int report_fd = -1;  // read end of the guardian's report pipe
+  int log_fd = -1;     // Command::log_path, or -1
+  int tee_fd = -1;     // read end of the output pipe when echoing to the terminal
   Clock::time_point start;
   bool ended = false;
   int wstatus = 0;                    // the command's
@@ -180,7 +179,7 @@ struct Child {
   // process it started.
   void Kill() {
     if (group > 0) ::kill(-group, SIGKILL);
-    if (guarded && running()) ::kill(pid, SIGTERM);
+    if (running()) ::kill(pid, SIGTERM);
   }
   CommandResult Result() const {
     CommandResult r;
@@ -225,13 +224,11 @@ bool ReadStarted(Child* child, GuardianReport* r) {
   return false;
 }
 
-// Forks and execs `cmd` in its own process group; a contained command
-// (Command::contain) under a guardian (base/guardian.h), which runs `cancel`
-// (PrepareExec(cmd); null: none) should this process die while the command
-// runs. Without one, and with die_with_parent, the command is SIGKILLed when
-// this thread's process dies (PR_SET_PDEATHSIG). A program that cannot be
-// started is a Status, after the failed child (and its guardian) were reaped.
-Status Spawn(const Command& cmd, bool die_with_parent, const PreparedExec* cancel, Child* child) {
+// Forks a guardian (base/guardian.h) that execs `cmd` in its own process
+// group, and runs `cancel` (PrepareExec(cmd); null: none) should this process
+// die while the command runs. A program that cannot be started is a Status,
+// after its guardian was reaped.
+Status Spawn(const Command& cmd, const PreparedExec* cancel, Child* child) {
   if (cmd.argv.empty()) return Errorf(ErrorCode::kInvalidArgument, "empty command");
   child->cmd = &cmd;
   if (!cmd.log_path.empty()) {
@@ -244,7 +241,7 @@ Status Spawn(const Command& cmd, bool die_with_parent, const PreparedExec* cance
   if (tee && ::pipe2(out_pipe, O_CLOEXEC) != 0)
     return Errorf(ErrorCode::kIo, "pipe: {}", std::strerror(errno));
   child->tee_fd = out_pipe[0];
-  // The command's exec errors without a guardian; the guardian's reports with one.
+  // The guardian's reports.
   int from_child[2];
   if (::pipe2(from_child, O_CLOEXEC) != 0) {
     CloseFd(out_pipe[1]);
@@ -270,7 +267,7 @@ Status Spawn(const Command& cmd, bool die_with_parent, const PreparedExec* cance
   guardian.report_fd = from_child[1];
   guardian.leftover_grace_ms = static_cast<int>(std::max(cmd.interrupt_grace_seconds, 0.0) * 1000);
   guardian.cancel = cancel;
-  if (die_with_parent) exec.die_with = ::getpid();
+  guardian.interrupt_when_orphaned = cmd.interrupt_when_orphaned;
 
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -281,31 +278,20 @@ Status Spawn(const Command& cmd, bool die_with_parent, const PreparedExec* cance
   }
   if (pid == 0) {
     ::close(from_child[0]);
-    if (cmd.contain) RunGuardian(guardian);
-    ExecCommand(exec, from_child[1]);
+    RunGuardian(guardian);
   }
   child->pid = pid;
   child->start = Clock::now();
   ::close(from_child[1]);
   CloseFd(out_pipe[1]);
-  int start_errno = 0;
-  if (cmd.contain) {
-    child->guarded = true;
-    child->report_fd = from_child[0];
-    (void)::fcntl(child->report_fd, F_SETFL, O_NONBLOCK);
-    GuardianReport started;
-    if (!ReadStarted(child, &started))
-      return Errorf(ErrorCode::kIo, "cannot run '{}': its guardian process ended at once",
-                    cmd.argv[0]);
-    child->group = started.value;
-    start_errno = started.extra;
-  } else {
-    ::setpgid(pid, pid);
-    child->group = pid;
-    ssize_t got = ::read(from_child[0], &start_errno, sizeof start_errno);
-    ::close(from_child[0]);
-    if (got != static_cast<ssize_t>(sizeof start_errno)) start_errno = 0;
-  }
+  child->report_fd = from_child[0];
+  (void)::fcntl(child->report_fd, F_SETFL, O_NONBLOCK);
+  GuardianReport started;
+  if (!ReadStarted(child, &started))
+    return Errorf(ErrorCode::kIo, "cannot run '{}': its guardian process ended at once",
+                  cmd.argv[0]);
+  child->group = started.value;
+  const int start_errno = started.extra;
   if (start_errno != 0) {
     child->Wait(/*block=*/true);
     ErrorCode code = start_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo;
@@ -358,10 +344,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       Child& other = *children[j];
       if (j == i || !other.running()) continue;
       // One already gone (within the same poll) ended by itself: not stopped.
-      if (other.Wait(/*block=*/false)) {
-        if (other.failed() && !other.guarded) ::kill(-other.group, SIGKILL);
-        continue;
-      }
+      if (other.Wait(/*block=*/false)) continue;
       // Its command has ended by itself; its guardian still stops what it
       // left running, at once when it failed.
       if (other.CommandExited() || other.CommandGone()) {
@@ -388,9 +371,7 @@ int Supervise(std::vector<std::unique_ptr<Child>>& children, bool group, double 
       if (c.Wait(/*block=*/false)) {
         c.ForgetStopIfKilledFromOutside();
         if (c.failed()) {
-          // What the failed member left behind (a guardian has stopped it).
-          if (group && !c.guarded) ::kill(-c.group, SIGKILL);
-          fail(i);
+          fail(i);  // what it left behind, its guardian has stopped
         } else if (!first_success) {
           first_success = Clock::now();
         }
@@ -476,9 +457,9 @@ Result<CommandResult> SubprocessRunner::Run(const Command& cmd) {
   ForwardingScope forwarding;
   HoldInterrupts hold;
   if (cancel) forwarding.AddCancel(cancel.get());
-  BM_TRY(Spawn(cmd, /*die_with_parent=*/false, cancel.get(), children[0].get()));
+  BM_TRY(Spawn(cmd, cancel.get(), children[0].get()));
   const Child& child = *children[0];
-  forwarding.Add(child.group, child.guarded ? child.pid : 0, cmd.interrupt_grace_seconds);
+  forwarding.Add(child.group, child.pid, cmd.interrupt_grace_seconds);
   hold.Release();
   Supervise(children, /*group=*/false, /*grace=*/5);
   NoteLeftovers(child);
@@ -498,7 +479,7 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
   for (size_t i = 0; i < commands.size(); ++i) {
     const Command& cmd = commands[i];
     children.push_back(std::make_unique<Child>());
-    Status started = Spawn(cmd, /*die_with_parent=*/true, cancels[i].get(), children.back().get());
+    Status started = Spawn(cmd, cancels[i].get(), children.back().get());
     if (!started.ok()) {
       children.pop_back();
       for (auto& c : children) {
@@ -509,7 +490,7 @@ Result<GroupResult> SubprocessRunner::RunGroup(const std::vector<Command>& comma
       return started;
     }
     const Child& child = *children.back();
-    forwarding.Add(child.group, child.guarded ? child.pid : 0, cmd.interrupt_grace_seconds);
+    forwarding.Add(child.group, child.pid, cmd.interrupt_grace_seconds);
   }
   hold.Release();
   GroupResult result;

@@ -12,18 +12,18 @@
 // with no log_path the child inherits our stdio. A program that cannot be
 // started (exec failed) is a kNotFound/kIo Status.
 //
-// A contained command (Command::contain, the default) runs under a guardian
-// (base/guardian.h): a process of its own between benchmake and the command,
-// the subreaper of the command's tree, that dies with the thread that started
-// it. So what the command leaves running when it ends, in its process group
-// or not (setsid, a daemon), is stopped (SIGTERM, SIGKILL after
-// interrupt_grace_seconds) before Run/RunGroup return and the command's log
-// says so; a timeout, a failed peer or an interrupt SIGKILLs the whole tree
-// once the grace is over; and a `benchmake step` killed with SIGKILL leaves
-// nothing of it running on GPUs it no longer holds, its guardian having run
-// the command's on_interrupt first (the Slurm job of a srun is cancelled). It
-// costs one more fork per command. An uncontained command's only kin are its process group; with
-// RunGroup it still gets PR_SET_PDEATHSIG = SIGKILL.
+// Every command runs under a guardian (base/guardian.h): a process of its own
+// between benchmake and the command, the subreaper of the command's tree,
+// that dies with the thread that started it. So what the command leaves
+// running when it ends, in its process group or not (setsid, a daemon), is
+// stopped (SIGTERM, SIGKILL after interrupt_grace_seconds) before
+// Run/RunGroup return and the command's log says so; a timeout, a failed peer
+// or an interrupt SIGKILLs the whole tree once the grace is over; and a
+// `benchmake step` killed with SIGKILL leaves nothing of it running on GPUs it
+// no longer holds, its guardian having run the command's on_interrupt first
+// (the Slurm job of a srun is cancelled); a `benchmake build` killed so has
+// its ninja interrupted (Command::interrupt_when_orphaned). It costs one more
+// fork per command.
 // The group is polled (waitpid WNOHANG, the guardians' reports) every 20 ms at
 // most, so a failure is noticed within about that.
 //

@@ -102,21 +102,22 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();
   cmd.env[kColorEnv] = options.color ? "always" : "never";
   cmd.env[options.color ? "CLICOLOR_FORCE" : "NO_COLOR"] = "1";
-  // Ninja and its steps hold the workspace lock too: killed, this build
-  // leaves them running, and the next one must wait for them rather than run
-  // the same steps in the same scratch and out/ directories beside them.
+  // Ninja and its steps hold the workspace lock too: while a killed build's
+  // steps still stop, the next build waits for them rather than run the same
+  // steps in the same scratch and out/ directories beside them.
   BM_ASSIGN_OR_RETURN(FileLock shared, lock.Inheritable());
   cmd.env[kLockFdEnv] = std::to_string(shared.fd());
-  // Each step contains its own command; ninja itself is left running by a
-  // build killed with SIGKILL, as above (Command::contain).
-  cmd.contain = false;
+  // Killed with SIGKILL, this build's ninja is interrupted by its guardian,
+  // and stops its steps as on Ctrl-C: each cancels its Slurm job, and none
+  // runs on unseen.
+  cmd.interrupt_when_orphaned = true;
   // Interrupted, ninja waits for its steps, which give their commands the
   // default grace before killing what is left: wait longer than that.
   cmd.interrupt_grace_seconds = 2 * Command().interrupt_grace_seconds;
   Result<CommandResult> ran = ws.runner->Run(cmd);
   shared.Release();
   BM_ASSIGN_OR_RETURN(CommandResult r, std::move(ran));
-  if (r.term_signal)  // killed from outside (the OOM killer, kill -9): its steps may still run
+  if (r.term_signal)  // killed from outside (the OOM killer, kill -9): its steps were stopped
     return Errorf(ErrorCode::kFailed, "build failed: ninja was killed by {}",
                   SignalName(r.term_signal));
   if (!r.success()) return Errorf(ErrorCode::kFailed, "build failed (ninja exit {})", r.exit_code);

@@ -293,7 +293,12 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   BM_TRY(stat_cache.Save());
   for (const auto& s : sources.seen()) stamp.sources.emplace_back(s.path, SigOf(s.info));
 
-  ninja.step_command = NinjaShellQuote(ws.self_exe) + " step -f " + NinjaShellQuote(ws.benchfile);
+  // exec: the step is ninja's own child, not a shell's. Ninja passes an
+  // interrupt to its job's process group and waits for the job alone; a shell
+  // between them would die of SIGTERM at once, ninja would exit, and the step,
+  // its output pipe gone, would die mid-way through stopping its command.
+  ninja.step_command =
+      "exec " + NinjaShellQuote(ws.self_exe) + " step -f " + NinjaShellQuote(ws.benchfile);
   ninja.gpu_pool_depth = config.gpus;
   std::string ninja_text = RenderNinja(graph, ninja);
   stamp.ninja = DigestOf(ninja_text).Hex();

@@ -17,7 +17,7 @@
 namespace bm::engine {
 
 struct NinjaOptions {
-  std::string step_command;  // e.g. "'/usr/bin/benchmake' step -f '/ws/BENCHFILE.toml'"
+  std::string step_command;  // e.g. "exec '/usr/bin/benchmake' step -f '/ws/BENCHFILE.toml'"
   int gpu_pool_depth = 1;
   // Targets that need GPUs but not this machine's (engine/placement.h,
   // UsesLocalGpus): outside the gpu pool.

@@ -213,6 +213,48 @@ TEST(ProcessContainmentTest, AKilledGroupRunsEachMembersCancelOnce) {
   Reap(tree);
 }
 
+// Ninja under `benchmake build` killed with SIGKILL: its guardian interrupts
+// it as benchmake's handler would have (SIGTERM to its group, then the
+// cancel command) and gives it its grace, so that ninja stops its steps and
+// they cancel their own work; what is still running after the grace (here a
+// daemon ignoring SIGTERM) is SIGKILLed. Before, ninja was left running.
+TEST(ProcessContainmentTest, AnOrphanedCommandIsInterruptedAndGivenItsGrace) {
+  const std::string pids = TempPath("orphan.pids"), said = TempPath("orphan.out");
+  const std::string daemon = TempPath("orphan.daemon");
+  pid_t runner_pid = ::fork();
+  ASSERT_GE(runner_pid, 0);
+  if (runner_pid == 0) {
+    SubprocessRunner runner;
+    // The daemon's pid once it has left the group and ignores SIGTERM ($! is
+    // known before either holds).
+    Command c = Shell("trap 'sleep 0.3; echo stopped >> " + said + "; exit 1' TERM; " +
+                      "setsid sh -c 'trap \"\" TERM; echo $$ > " + daemon +
+                      "; while :; do sleep 0.05; done' & while [ ! -s " + daemon +
+                      " ]; do sleep 0.01; done; echo $(cat " + daemon + ") $$ $PPID > " + pids +
+                      "; while :; do sleep 0.05; done");
+    c.on_interrupt = {"sh", "-c", "echo cancelled >> " + said};
+    c.interrupt_when_orphaned = true;
+    c.interrupt_grace_seconds = 4;
+    (void)runner.Run(c);
+    ::_exit(0);
+  }
+  std::vector<pid_t> tree = PidsIn(pids, 3);  // the daemon, the command, its guardian
+  ASSERT_EQ(tree.size(), 3u) << ReadAll(pids);
+  ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
+  auto killed = Clock::now();
+  EXPECT_TRUE(GoneWithin(tree[1], 3)) << "the command ended on its SIGTERM";
+  std::string out = ReadAll(said);
+  EXPECT_TRUE(out == "cancelled\nstopped\n" || out == "stopped\ncancelled\n")
+      << "the command had time to end by itself; the cancel ran once: " << out;
+  if (Since(killed) < 2) {
+    EXPECT_TRUE(Running(tree[0])) << "the daemon is in its grace";
+  }
+  EXPECT_TRUE(GoneWithin(tree[0], 10)) << "the daemon outlived the grace";
+  EXPECT_EQ(AfterGuardians(said, {tree[2]}), out) << "nothing ran twice";
+  Reap(tree);
+}
+
 // A command that ended, or that benchmake stopped itself (a timeout), stands
 // for nothing left to cancel: the guardian never runs its on_interrupt, not
 // even when benchmake dies while it still stops what the command left.
@@ -390,21 +432,6 @@ TEST(ProcessContainmentTest, AWellBehavedCommandIsUnaffected) {
   EXPECT_TRUE(r->success());
   EXPECT_GE(took, 0.3);
   EXPECT_LT(took, 0.8);
-}
-
-// Not contained (ninja under `benchmake build`): what leaves the group is
-// left alone, as before.
-TEST(ProcessContainmentTest, AnUncontainedCommandsDaemonIsLeftRunning) {
-  const std::string pid_file = TempPath("uncontained.pid");
-  SubprocessRunner runner;
-  Command c = Shell("setsid sleep 30 & echo $! > " + pid_file);
-  c.contain = false;
-  Result<CommandResult> r = runner.Run(c);
-  ASSERT_TRUE(r.ok());
-  std::vector<pid_t> daemon = PidsIn(pid_file, 1);
-  ASSERT_EQ(daemon.size(), 1u);
-  EXPECT_TRUE(Running(daemon[0]));
-  Reap(daemon);
 }
 
 }  // namespace

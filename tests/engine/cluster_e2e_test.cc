@@ -22,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/processes.h"
 #include "tests/support/slurm_cluster.h"
 #include "tests/support/test_data.h"
 
@@ -265,26 +266,12 @@ class ClusterE2eTest : public ::testing::Test {
   }
 
   // SIGKILL, as the OOM killer or a crash ends them (no handler runs), to StartBuild's
-  // `benchmake build`, its ninja and the `benchmake step` ninja runs, but not to the step's
-  // guardian ("benchmake-guard", base/guardian.h) nor below it. The build alone is not enough:
-  // it leaves ninja and the step running (ninja is not contained), and the step still owns
-  // its job.
-  void KillBuildAndSteps() {
-    std::map<pid_t, std::vector<pid_t>> children;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator("/proc", ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      const std::string stat = ReadText(e.path() / "stat");  // "PID (COMM) STATE PPID ..."
-      const size_t paren = stat.rfind(')');
-      if (paren == std::string::npos || paren + 4 >= stat.size()) continue;
-      children[std::atoi(stat.c_str() + paren + 4)].push_back(std::atoi(name.c_str()));
-    }
+  // `benchmake build` and, with `steps`, to its ninja's guardian, ninja and the `benchmake step`
+  // ninja runs, but not to the step's guardian ("benchmake-guard", base/guardian.h) nor below it.
+  void KillBuild(bool steps) {
     std::vector<pid_t> doomed = {build_};
-    for (size_t i = 0; i < doomed.size(); ++i)
-      for (pid_t c : children[doomed[i]])
-        if (ReadText("/proc/" + std::to_string(c) + "/comm") != "benchmake-guard\n")
-          doomed.push_back(c);
+    for (pid_t p : steps ? bm::testing::Descendants(build_) : std::vector<pid_t>{})
+      if (bm::testing::AncestorNamed(p, "benchmake") == build_) doomed.push_back(p);
     for (pid_t p : doomed) ::kill(p, SIGKILL);
   }
 
@@ -386,15 +373,18 @@ TEST_F(ClusterE2eTest, CtrlCCancelsTheJob) {
   ExpectNothingCached(ws);
 }
 
-// `benchmake build` killed with SIGKILL, with its ninja and its step: no signal handler
-// runs `scancel`, and srun, killed with SIGKILL, cannot release the job; the step's guardian
-// cancels it (base/guardian.h). Before, the job ran on until its time limit.
-TEST_F(ClusterE2eTest, AKilledBuildCancelsTheJob) {
+// `benchmake build` killed with SIGKILL (with its ninja and its step, or alone) runs no
+// handler, and srun, SIGKILLed, cannot release its job. Killed with the build, the step's
+// guardian cancels it; the build killed alone, its ninja's guardian interrupts ninja, whose
+// step cancels it as on Ctrl-C (base/guardian.h). Before, the job ran on until its time limit.
+class KilledBuildTest : public ClusterE2eTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(KilledBuildTest, CancelsTheJob) {
   START_SLURM_OR_SKIP();
   const fs::path ws = Sleepy("5");
   StartBuild(ws);
   ASSERT_FALSE(WaitRunning("sleepy").empty()) << ReadText(ws / "output.txt") << cluster_->Logs();
-  KillBuildAndSteps();
+  KillBuild(/*steps=*/GetParam());
   const int status = Wait();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   auto start = Clock::now();
@@ -404,6 +394,11 @@ TEST_F(ClusterE2eTest, AKilledBuildCancelsTheJob) {
   std::printf("CANCELLED %.1f s after the kill\n", SecondsSince(start));
   ExpectNothingCached(ws);
 }
+
+INSTANTIATE_TEST_SUITE_P(ClusterE2eTest, KilledBuildTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "WithItsNinjaAndStep" : "Alone";
+                         });
 
 // A step past its time limit (one minute: Slurm's unit) fails naming TIMEOUT.
 TEST_F(ClusterE2eTest, AStepPastItsTimeLimitFailsNamingTimeout) {

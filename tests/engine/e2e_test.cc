@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +15,9 @@
 #include <functional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
+#include "tests/support/processes.h"
 #include "tests/support/test_data.h"
 
 namespace bm::engine {
@@ -22,14 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using bm::testing::ReadText;
+using bm::testing::Running;
 using bm::testing::WriteText;
-
-// The parent of `pid` (/proc/PID/stat: "PID (COMM) STATE PPID ..."), or 0.
-pid_t ParentOf(pid_t pid) {
-  std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  return paren == std::string::npos ? 0 : std::atoi(stat.c_str() + paren + 4);
-}
 
 // The first line `command` prints (through sh), or "".
 std::string ReadCommandOutput(const std::string& command) {
@@ -362,9 +359,7 @@ outputs = ["x"]
   // The step is the command's closest `benchmake` ancestor (its parent is
   // the step's guardian, base/guardian.h).
   const pid_t command = std::atoi(ReadText(root_ / "step.pid").c_str());
-  pid_t step = ParentOf(command);
-  while (step > 1 && ReadText("/proc/" + std::to_string(step) + "/comm") != "benchmake\n")
-    step = ParentOf(step);
+  const pid_t step = bm::testing::AncestorNamed(command, "benchmake");
   ASSERT_GT(step, 1);
   ASSERT_EQ(::kill(step, SIGKILL), 0);
   int status = 0;
@@ -379,15 +374,17 @@ outputs = ["x"]
   EXPECT_EQ(ReadText(ws_ / "out/slow/x"), "done\n");
 }
 
-// `benchmake build` killed with SIGKILL leaves ninja and its steps running
-// (ninja leaves its commands so too). The next build waits for them, as for
-// a build still running (Bazel: "Another command is running"), instead of
-// running the same step beside them: that step's start removed the running
-// one's scratch directory, failing it, and both then wrote out/NAME.
-TEST_F(E2eTest, AKilledBuildsStepsKeepTheWorkspaceUntilTheyEnd) {
+// `benchmake build` killed with SIGKILL (kill -9, the OOM killer): no handler
+// runs, but its ninja's guardian interrupts ninja, which stops its steps as
+// on Ctrl-C. Nothing of the build is left running, and a build started at
+// once waits for the steps to end (Bazel: "Another command is running")
+// rather than run the same step beside them in the same scratch and out/
+// directories. Before, ninja and the step ran on unseen, holding the
+// workspace until the step had ended by itself.
+TEST_F(E2eTest, AKilledBuildStopsItsStepsAndTheNextOneRunsThemAgain) {
   WriteText(ws_ / "BENCHFILE.toml", R"([target.slow]
 rule = "exec"
-command = ["sh", "-c", "echo slow >> $RUNS_LOG; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo done > {out}/x"]
+command = ["sh", "-c", "echo slow >> $RUNS_LOG; trap 'sleep 1; echo term >> $RUNS_LOG; exit 1' TERM; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo done > {out}/x"]
 outputs = ["x"]
 
 [target.after]
@@ -404,22 +401,28 @@ outputs = ["y"]
     WriteText(gate, "");  // no step left waiting
     FAIL() << "the step did not start: " << ReadText(root_ / "first.txt");
   }
+  const std::vector<pid_t> tree = bm::testing::Descendants(first);
+  ASSERT_GE(tree.size(), 5u) << "a guardian, ninja, the step, its guardian, its command";
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   int status = 0;
   ::waitpid(first, &status, 0);
   pid_t second = StartInBackground("build", root_ / "second.txt");
-  bool waited = WaitFor([&] {
+  const bool waited = WaitFor([&] {
     return ReadText(root_ / "second.txt").find("another build of this workspace is running") !=
            std::string::npos;
   });
+  const bool stopped = WaitFor(
+      [&] { return std::none_of(tree.begin(), tree.end(), [](pid_t p) { return Running(p); }); });
   WriteText(gate, "");
   ::waitpid(second, &status, 0);
+  for (pid_t p : tree)
+    if (Running(p)) ::kill(p, SIGKILL);  // what a failed test left
+  EXPECT_TRUE(stopped) << "the killed build's processes ran on";
   EXPECT_TRUE(waited) << ReadText(root_ / "second.txt");
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadText(root_ / "second.txt");
-  EXPECT_EQ(Runs(), "slow after") << "each step ran once, by the killed build's ninja";
+  EXPECT_EQ(Runs(), "slow term slow after")
+      << "the step was interrupted, not cached, and ran again";
   EXPECT_EQ(ReadText(ws_ / "out/after/y"), "done\n");
-  EXPECT_EQ(ReadText(root_ / "first.txt").find("FAILED"), std::string::npos)
-      << ReadText(root_ / "first.txt");
 }
 
 // `status` takes no lock and regenerates the workspace's state. Run during a
@@ -500,18 +503,24 @@ command = ["sh", "-c", "for f in /proc/$$/fd/*; do readlink $f; done > {out}/fds
 }
 
 // ninja killed from outside (the OOM killer, kill -9): the build fails
-// naming the signal, where it said "build failed (ninja exit 0)".
+// naming the signal, where it said "build failed (ninja exit 0)", and the
+// step ninja left running is stopped by ninja's guardian (once, the first
+// time it runs), not left holding the workspace; the next build runs it.
 TEST_F(E2eTest, NinjaKilledByASignalIsNamed) {
   WriteText(ws_ / "BENCHFILE.toml", R"([target.k]
 rule = "exec"
-command = ["sh", "-c", "p=$PPID; while [ \"$p\" -gt 1 ] && [ \"$(cat /proc/$p/comm)\" != ninja ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; [ \"$p\" -gt 1 ] && kill -9 $p; echo x > {out}/x"]
+command = ["sh", "-c", "echo k >> $RUNS_LOG; if [ ! -e $KILLED ]; then touch $KILLED; p=$PPID; while [ \"$p\" -gt 1 ] && [ \"$(cat /proc/$p/comm)\" != ninja ]; do p=$(cut -d' ' -f4 /proc/$p/stat); done; [ \"$p\" -gt 1 ] && kill -9 $p; sleep 30; fi; echo x > {out}/x"]
 )");
+  ::setenv("KILLED", (root_ / "killed").c_str(), 1);
   Run r = Benchmake("build");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("build failed: ninja was killed by signal 9 (SIGKILL)"),
             std::string::npos)
       << r.output;
-  BuildOk();  // waits for the step ninja left running (it holds the workspace)
+  EXPECT_NE(r.output.find("ninja' left"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(ws_ / "out/k/x"));
+  BuildOk();
+  EXPECT_EQ(Runs(), "k k");
   EXPECT_EQ(ReadText(ws_ / "out/k/x"), "x\n");
 }
 

@@ -17,38 +17,18 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/processes.h"
 #include "tests/support/test_data.h"
 
 namespace bm::engine {
 namespace {
 
 namespace fs = std::filesystem;
+using bm::testing::AncestorNamed;
 using bm::testing::ReadText;
+using bm::testing::Running;
 using bm::testing::WriteText;
 using Clock = std::chrono::steady_clock;
-
-// "PID (COMM) STATE PPID ..." of a process, or "".
-std::string StatOf(pid_t pid) { return ReadText("/proc/" + std::to_string(pid) + "/stat"); }
-
-// Running, not a zombie waiting for whoever inherited it to reap it.
-bool Running(pid_t pid) {
-  std::string stat = StatOf(pid);
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
-// The closest ancestor of `pid` whose name is `comm`, or 0.
-pid_t AncestorNamed(pid_t pid, const std::string& comm) {
-  for (int depth = 0; pid > 1 && depth < 16; ++depth) {
-    std::string stat = StatOf(pid);
-    size_t paren = stat.rfind(')');
-    if (paren == std::string::npos) return 0;
-    pid = std::atoi(stat.c_str() + paren + 4);
-    std::string name = ReadText("/proc/" + std::to_string(pid) + "/comm");
-    if (name == comm + "\n") return pid;
-  }
-  return 0;
-}
 
 class StepProcessesTest : public ::testing::Test {
  protected:
@@ -175,6 +155,30 @@ outputs = ["x"]
   int status = Wait(build);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << Output();
   EXPECT_FALSE(Running(pids[0])) << "the setsid grandchild outlived the interrupted build";
+}
+
+// A build stopped with SIGTERM (a CI job's or a batch system's time limit, a
+// `kill`) passes it to each step through ninja, which waits for its job: the
+// step is ninja's child itself (`exec benchmake step`), so its command gets
+// its grace to stop (a checkpoint, a cancelled job). With a shell between
+// ninja and the step, the shell died of SIGTERM at once, ninja exited, and
+// the step, its output pipe gone, died before its command had stopped (the
+// trap below never wrote). SIGINT the shell waits out.
+TEST_F(StepProcessesTest, AStoppedBuildGivesItsStepsCommandItsGrace) {
+  WriteText(ws_ / "BENCHFILE.toml", R"([target.g]
+rule = "exec"
+command = ["sh", "-c", "trap 'sleep 1; echo stopped > $MARK; exit 1' INT TERM; echo $$ >> $PIDS; while :; do sleep 0.05; done"]
+outputs = ["x"]
+)");
+  const fs::path mark = root_ / "mark";
+  ::setenv("MARK", mark.c_str(), 1);
+  pid_t build = StartInBackground("build");
+  ASSERT_TRUE(WaitFor([&] { return Pids().size() == 1; })) << Output();
+  ASSERT_EQ(::kill(build, SIGTERM), 0);
+  int status = Wait(build);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << Output();
+  EXPECT_EQ(ReadText(mark), "stopped\n") << Output();
+  EXPECT_FALSE(Running(Pids()[0]));
 }
 
 }  // namespace

@@ -16,18 +16,15 @@
 #include <vector>
 
 #include "base/subprocess_runner.h"
+#include "tests/support/processes.h"
+#include "tests/support/test_data.h"
 
 namespace bm::containment_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string ReadAll(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using bm::testing::ReadText;
+using bm::testing::Running;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -39,13 +36,6 @@ Command Shell(const std::string& script) {
   return c;
 }
 
-// Running, not a zombie waiting for whoever inherited it to reap it.
-bool Running(pid_t pid) {
-  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
 bool GoneWithin(pid_t pid, double seconds) {
   auto start = Clock::now();
   while (Running(pid) && Since(start) < seconds)
@@ -53,11 +43,24 @@ bool GoneWithin(pid_t pid, double seconds) {
   return !Running(pid);
 }
 
-// A fresh path under the test's temp dir.
+// A fresh path in a directory of this process's own, removed when the tests
+// end: two runs of these tests at once must not read each other's pids (and
+// kill what the other's pids have become since).
 std::string TempPath(const std::string& name) {
-  std::string p = ::testing::TempDir() + "/containment." + name;
-  std::remove(p.c_str());
-  return p;
+  static const std::filesystem::path dir = [] {
+    std::string templ = ::testing::TempDir() + "/containment-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) std::abort();
+    return std::filesystem::path(templ);
+  }();
+  static const struct RemoveAtExit {
+    ~RemoveAtExit() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_at_exit;
+  const std::filesystem::path p = dir / name;
+  std::filesystem::remove(p);
+  return p.string();
 }
 
 // The pids written (space or newline separated) to `path`, once it holds
@@ -67,7 +70,7 @@ std::vector<pid_t> PidsIn(const std::string& path, size_t count) {
   std::vector<pid_t> pids;
   while (Since(start) < 10) {
     pids.clear();
-    std::istringstream in(ReadAll(path));
+    std::istringstream in(ReadText(path));
     for (pid_t p = 0; in >> p;) pids.push_back(p);
     if (pids.size() >= count) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -97,7 +100,7 @@ TEST(ProcessContainmentTest, ADaemonInItsOwnSessionIsStoppedWhenTheCommandEnds) 
   EXPECT_FALSE(Running(daemon[0])) << "gone by the time Run returns";
   EXPECT_TRUE(r->success()) << "the command's own exit status";
   EXPECT_LT(took, 3) << "sleep ends on SIGTERM: no grace waited for";
-  EXPECT_EQ(ReadAll(log),
+  EXPECT_EQ(ReadText(log),
             "done\nbenchmake: 'sh' left 1 process running when it ended; stopped (SIGTERM, then "
             "SIGKILL after 5 s)\n");
   Reap(daemon);
@@ -137,7 +140,7 @@ TEST(ProcessContainmentTest, AKilledRunnerTakesTheCommandsWholeTreeWithIt) {
     ::_exit(0);
   }
   std::vector<pid_t> tree = PidsIn(pids, 3);
-  ASSERT_EQ(tree.size(), 3u) << ReadAll(pids);
+  ASSERT_EQ(tree.size(), 3u) << ReadText(pids);
   for (pid_t p : tree) EXPECT_TRUE(Running(p)) << p;
   ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
   int wstatus = 0;
@@ -150,7 +153,7 @@ TEST(ProcessContainmentTest, AKilledRunnerTakesTheCommandsWholeTreeWithIt) {
 // to 20 s): all a cancel command could write has been written by then.
 std::string AfterGuardians(const std::string& path, const std::vector<pid_t>& guardians) {
   for (pid_t g : guardians) EXPECT_TRUE(GoneWithin(g, 20)) << "guardian " << g;
-  return ReadAll(path);
+  return ReadText(path);
 }
 
 // `benchmake step` killed with SIGKILL while srun runs: nobody is left to run
@@ -172,8 +175,8 @@ TEST(ProcessContainmentTest, AKilledRunnerRunsTheCommandsCancelOnce) {
     ::_exit(0);
   }
   std::vector<pid_t> tree = PidsIn(pids, 2);  // the command, its guardian
-  ASSERT_EQ(tree.size(), 2u) << ReadAll(pids);
-  EXPECT_EQ(ReadAll("/proc/" + std::to_string(tree[1]) + "/comm"), "benchmake-guard\n");
+  ASSERT_EQ(tree.size(), 2u) << ReadText(pids);
+  EXPECT_EQ(ReadText("/proc/" + std::to_string(tree[1]) + "/comm"), "benchmake-guard\n");
   ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
   ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
   EXPECT_EQ(AfterGuardians(cancelled, {tree[1]}), "cancelled killed\n")
@@ -204,7 +207,7 @@ TEST(ProcessContainmentTest, AKilledGroupRunsEachMembersCancelOnce) {
     ::_exit(0);
   }
   std::vector<pid_t> tree = PidsIn(pids, 4);
-  ASSERT_EQ(tree.size(), 4u) << ReadAll(pids);
+  ASSERT_EQ(tree.size(), 4u) << ReadText(pids);
   ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
   ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
   std::string out = AfterGuardians(cancelled, {tree[1], tree[3]});
@@ -239,12 +242,12 @@ TEST(ProcessContainmentTest, AnOrphanedCommandIsInterruptedAndGivenItsGrace) {
     ::_exit(0);
   }
   std::vector<pid_t> tree = PidsIn(pids, 3);  // the daemon, the command, its guardian
-  ASSERT_EQ(tree.size(), 3u) << ReadAll(pids);
+  ASSERT_EQ(tree.size(), 3u) << ReadText(pids);
   ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
   ASSERT_EQ(::waitpid(runner_pid, nullptr, 0), runner_pid);
   auto killed = Clock::now();
   EXPECT_TRUE(GoneWithin(tree[1], 3)) << "the command ended on its SIGTERM";
-  std::string out = ReadAll(said);
+  std::string out = ReadText(said);
   EXPECT_TRUE(out == "cancelled\nstopped\n" || out == "stopped\ncancelled\n")
       << "the command had time to end by itself; the cancel ran once: " << out;
   if (Since(killed) < 2) {
@@ -273,7 +276,7 @@ TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
   r = runner.Run(c);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->timed_out);
-  EXPECT_EQ(ReadAll(cancelled), "") << "ended, or timed out";
+  EXPECT_EQ(ReadText(cancelled), "") << "ended, or timed out";
 
   // The command has ended; its guardian gives the daemon it left (which
   // ignores SIGTERM) its grace when the runner is killed.
@@ -288,7 +291,7 @@ TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
     ::_exit(0);
   }
   std::vector<pid_t> tree = PidsIn(pids, 3);  // the daemon, the command, the guardian
-  ASSERT_EQ(tree.size(), 3u) << ReadAll(pids);
+  ASSERT_EQ(tree.size(), 3u) << ReadText(pids);
   EXPECT_TRUE(GoneWithin(tree[1], 3)) << "the command ended";
   EXPECT_TRUE(Running(tree[0])) << "the daemon is in its grace";
   ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
@@ -314,12 +317,12 @@ TEST(ProcessContainmentTest, ARunnerKilledAfterAnInterruptCancelsOnce) {
     ::_exit(0);
   }
   std::vector<pid_t> tree = PidsIn(pids, 2);
-  ASSERT_EQ(tree.size(), 2u) << ReadAll(pids);
+  ASSERT_EQ(tree.size(), 2u) << ReadText(pids);
   ::kill(runner_pid, SIGINT);
   auto start = Clock::now();
-  while (ReadAll(cancelled).empty() && Since(start) < 10)
+  while (ReadText(cancelled).empty() && Since(start) < 10)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(ReadAll(cancelled), "cancelled\n") << "the interrupt ran it";
+  ASSERT_EQ(ReadText(cancelled), "cancelled\n") << "the interrupt ran it";
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // in the grace
   EXPECT_TRUE(Running(tree[0]));
   ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
@@ -397,7 +400,7 @@ TEST(ProcessContainmentTest, AGuardianKilledByHandTakesTheCommandWithIt) {
   });
   std::vector<pid_t> pids = PidsIn(pid_file, 2);
   ASSERT_EQ(pids.size(), 2u);
-  EXPECT_EQ(ReadAll("/proc/" + std::to_string(pids[1]) + "/comm"), "benchmake-guard\n");
+  EXPECT_EQ(ReadText("/proc/" + std::to_string(pids[1]) + "/comm"), "benchmake-guard\n");
   ::kill(pids[1], SIGKILL);
   run.join();
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -419,7 +422,7 @@ TEST(ProcessContainmentTest, AWellBehavedCommandIsUnaffected) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_EQ(r->term_signal, 0);
-  EXPECT_EQ(ReadAll(log), "out\nerr\n") << "nothing added";
+  EXPECT_EQ(ReadText(log), "out\nerr\n") << "nothing added";
 
   r = runner.Run(Shell("kill -SEGV $$"));
   ASSERT_TRUE(r.ok());

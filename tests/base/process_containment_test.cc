@@ -23,6 +23,7 @@ namespace bm::containment_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using bm::testing::PrivateTempPath;
 using bm::testing::ReadText;
 using bm::testing::Running;
 
@@ -41,26 +42,6 @@ bool GoneWithin(pid_t pid, double seconds) {
   while (Running(pid) && Since(start) < seconds)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return !Running(pid);
-}
-
-// A fresh path in a directory of this process's own, removed when the tests
-// end: two runs of these tests at once must not read each other's pids (and
-// kill what the other's pids have become since).
-std::string TempPath(const std::string& name) {
-  static const std::filesystem::path dir = [] {
-    std::string templ = ::testing::TempDir() + "/containment-XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) std::abort();
-    return std::filesystem::path(templ);
-  }();
-  static const struct RemoveAtExit {
-    ~RemoveAtExit() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } remove_at_exit;
-  const std::filesystem::path p = dir / name;
-  std::filesystem::remove(p);
-  return p.string();
 }
 
 // The pids written (space or newline separated) to `path`, once it holds
@@ -87,7 +68,7 @@ void Reap(const std::vector<pid_t>& pids) {
 // `setsid` puts the background job in a session (and group) of its own: the
 // group kill never reached it, and it outlived the command and the step.
 TEST(ProcessContainmentTest, ADaemonInItsOwnSessionIsStoppedWhenTheCommandEnds) {
-  const std::string pid_file = TempPath("daemon.pid"), log = TempPath("daemon.log");
+  const std::string pid_file = PrivateTempPath("daemon.pid"), log = PrivateTempPath("daemon.log");
   SubprocessRunner runner;
   Command c = Shell("setsid sleep 30 & echo $! > " + pid_file + "; echo done");
   c.log_path = log;
@@ -108,7 +89,7 @@ TEST(ProcessContainmentTest, ADaemonInItsOwnSessionIsStoppedWhenTheCommandEnds) 
 
 // A double fork into a new session, ignoring SIGTERM: SIGKILL after the grace.
 TEST(ProcessContainmentTest, ADaemonIgnoringSigtermIsKilledAfterTheGrace) {
-  const std::string pid_file = TempPath("stubborn.pid");
+  const std::string pid_file = PrivateTempPath("stubborn.pid");
   SubprocessRunner runner;
   Command c = Shell("(trap '' TERM; setsid sh -c 'echo $$ > " + pid_file +
                     "; exec sleep 30' &); while [ ! -s " + pid_file + " ]; do sleep 0.01; done");
@@ -130,7 +111,7 @@ TEST(ProcessContainmentTest, ADaemonIgnoringSigtermIsKilledAfterTheGrace) {
 // levels, one of them in its own session) keeps running, on a GPU the
 // allocator has handed back. Before, the command was not even told.
 TEST(ProcessContainmentTest, AKilledRunnerTakesTheCommandsWholeTreeWithIt) {
-  const std::string pids = TempPath("tree.pids");
+  const std::string pids = PrivateTempPath("tree.pids");
   pid_t runner_pid = ::fork();
   ASSERT_GE(runner_pid, 0);
   if (runner_pid == 0) {
@@ -161,7 +142,8 @@ std::string AfterGuardians(const std::string& path, const std::vector<pid_t>& gu
 // The guardian runs it once, with the command's environment, while the
 // command still runs, and then stops the tree. Before, the job was left.
 TEST(ProcessContainmentTest, AKilledRunnerRunsTheCommandsCancelOnce) {
-  const std::string pids = TempPath("cancel.pids"), cancelled = TempPath("cancel.out");
+  const std::string pids = PrivateTempPath("cancel.pids"),
+                    cancelled = PrivateTempPath("cancel.out");
   pid_t runner_pid = ::fork();
   ASSERT_GE(runner_pid, 0);
   if (runner_pid == 0) {
@@ -189,7 +171,8 @@ TEST(ProcessContainmentTest, AKilledRunnerRunsTheCommandsCancelOnce) {
 // process's first: the one that forked the guardians may die before the
 // others of a killed process.
 TEST(ProcessContainmentTest, AKilledGroupRunsEachMembersCancelOnce) {
-  const std::string pids = TempPath("group_cancel.pids"), cancelled = TempPath("group_cancel.out");
+  const std::string pids = PrivateTempPath("group_cancel.pids"),
+                    cancelled = PrivateTempPath("group_cancel.out");
   pid_t runner_pid = ::fork();
   ASSERT_GE(runner_pid, 0);
   if (runner_pid == 0) {
@@ -222,8 +205,8 @@ TEST(ProcessContainmentTest, AKilledGroupRunsEachMembersCancelOnce) {
 // they cancel their own work; what is still running after the grace (here a
 // daemon ignoring SIGTERM) is SIGKILLed. Before, ninja was left running.
 TEST(ProcessContainmentTest, AnOrphanedCommandIsInterruptedAndGivenItsGrace) {
-  const std::string pids = TempPath("orphan.pids"), said = TempPath("orphan.out");
-  const std::string daemon = TempPath("orphan.daemon");
+  const std::string pids = PrivateTempPath("orphan.pids"), said = PrivateTempPath("orphan.out");
+  const std::string daemon = PrivateTempPath("orphan.daemon");
   pid_t runner_pid = ::fork();
   ASSERT_GE(runner_pid, 0);
   if (runner_pid == 0) {
@@ -262,7 +245,7 @@ TEST(ProcessContainmentTest, AnOrphanedCommandIsInterruptedAndGivenItsGrace) {
 // for nothing left to cancel: the guardian never runs its on_interrupt, not
 // even when benchmake dies while it still stops what the command left.
 TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
-  const std::string cancelled = TempPath("no_cancel.out");
+  const std::string cancelled = PrivateTempPath("no_cancel.out");
   const std::vector<std::string> cancel = {"sh", "-c", "echo cancelled >> " + cancelled};
   SubprocessRunner runner;
   Command c = Shell("true");
@@ -280,7 +263,7 @@ TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
 
   // The command has ended; its guardian gives the daemon it left (which
   // ignores SIGTERM) its grace when the runner is killed.
-  const std::string pids = TempPath("no_cancel.pids");
+  const std::string pids = PrivateTempPath("no_cancel.pids");
   pid_t runner_pid = ::fork();
   ASSERT_GE(runner_pid, 0);
   if (runner_pid == 0) {
@@ -304,8 +287,8 @@ TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
 // Interrupted, benchmake runs on_interrupt itself; killed with SIGKILL during
 // the grace that follows, its guardian does not run it again.
 TEST(ProcessContainmentTest, ARunnerKilledAfterAnInterruptCancelsOnce) {
-  const std::string pids = TempPath("interrupt_cancel.pids"),
-                    cancelled = TempPath("interrupt_cancel.out");
+  const std::string pids = PrivateTempPath("interrupt_cancel.pids"),
+                    cancelled = PrivateTempPath("interrupt_cancel.out");
   pid_t runner_pid = ::fork();
   ASSERT_GE(runner_pid, 0);
   if (runner_pid == 0) {
@@ -335,7 +318,7 @@ TEST(ProcessContainmentTest, ARunnerKilledAfterAnInterruptCancelsOnce) {
 // Ctrl-C: the forwarded SIGINT reaches the command's group, not a process
 // that left it; that one is stopped before benchmake dies of the signal.
 TEST(ProcessContainmentTest, AnInterruptStopsWhatLeftTheGroupBeforeDying) {
-  const std::string pid_file = TempPath("interrupt.pid");
+  const std::string pid_file = PrivateTempPath("interrupt.pid");
   pid_t runner_pid = ::fork();
   ASSERT_GE(runner_pid, 0);
   if (runner_pid == 0) {
@@ -354,7 +337,7 @@ TEST(ProcessContainmentTest, AnInterruptStopsWhatLeftTheGroupBeforeDying) {
 }
 
 TEST(ProcessContainmentTest, ATimeoutStopsWhatLeftTheGroup) {
-  const std::string pid_file = TempPath("timeout.pid");
+  const std::string pid_file = PrivateTempPath("timeout.pid");
   SubprocessRunner runner;
   Command c = Shell("setsid sleep 30 & echo $! > " + pid_file + "; sleep 30");
   c.timeout_seconds = 0.3;
@@ -369,7 +352,7 @@ TEST(ProcessContainmentTest, ATimeoutStopsWhatLeftTheGroup) {
 
 // A rank's workers (torchrun's, in their own sessions) stop with the rank.
 TEST(ProcessContainmentTest, AStoppedGroupMembersDaemonStopsWithIt) {
-  const std::string pid_file = TempPath("member.pid");
+  const std::string pid_file = PrivateTempPath("member.pid");
   SubprocessRunner runner;
   std::vector<Command> members = {
       Shell("while [ ! -s " + pid_file + " ]; do sleep 0.01; done; exit 1"),
@@ -389,7 +372,7 @@ TEST(ProcessContainmentTest, AStoppedGroupMembersDaemonStopsWithIt) {
 // The guardian itself killed by hand (kill -9 of its pid): the command dies
 // with it (PR_SET_PDEATHSIG), and is reported killed as the guardian was.
 TEST(ProcessContainmentTest, AGuardianKilledByHandTakesTheCommandWithIt) {
-  const std::string pid_file = TempPath("guardian.pids");
+  const std::string pid_file = PrivateTempPath("guardian.pids");
   Result<CommandResult> r = Errorf(ErrorCode::kFailed, "not run");
   std::thread run([&] {
     SubprocessRunner runner;
@@ -412,7 +395,7 @@ TEST(ProcessContainmentTest, AGuardianKilledByHandTakesTheCommandWithIt) {
 // The guardian in between changes nothing a command can see of how it ran:
 // its exit status, the signal that killed it, its output, its time.
 TEST(ProcessContainmentTest, AWellBehavedCommandIsUnaffected) {
-  const std::string log = TempPath("plain.log");
+  const std::string log = PrivateTempPath("plain.log");
   SubprocessRunner runner;
   Command c = Shell("echo out; echo err >&2; exit 3");
   c.log_path = log;

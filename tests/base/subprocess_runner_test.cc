@@ -13,19 +13,18 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/processes.h"
+#include "tests/support/test_data.h"
+
 namespace bm {
 namespace {
 
-std::string Slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using bm::testing::PrivateTempPath;
+using bm::testing::ReadText;
+using bm::testing::Running;
 
 TEST(SubprocessRunnerTest, ExitCodeEnvCwdAndLog) {
-  std::string log = ::testing::TempDir() + "/runner_test.log";
-  std::remove(log.c_str());
+  std::string log = PrivateTempPath("runner_test.log");
   SubprocessRunner runner;
   Command c;
   c.argv = {"sh", "-c", "echo out $FOO; pwd; echo err >&2; exit 3"};
@@ -36,7 +35,7 @@ TEST(SubprocessRunnerTest, ExitCodeEnvCwdAndLog) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_FALSE(r->success());
-  EXPECT_EQ(Slurp(log), "out bar\n/tmp\nerr\n");
+  EXPECT_EQ(ReadText(log), "out bar\n/tmp\nerr\n");
 }
 
 TEST(SubprocessRunnerTest, MissingProgramIsAStatus) {
@@ -61,15 +60,14 @@ TEST(SubprocessRunnerTest, TimeoutKillsTheProcessGroup) {
 }
 
 TEST(SubprocessRunnerTest, TeeCopiesToLog) {
-  std::string log = ::testing::TempDir() + "/runner_tee.log";
-  std::remove(log.c_str());
+  std::string log = PrivateTempPath("runner_tee.log");
   SubprocessRunner runner;
   Command c;
   c.argv = {"sh", "-c", "echo live"};
   c.log_path = log;
   c.echo_to_terminal = true;
   ASSERT_TRUE(runner.Run(c)->success());
-  EXPECT_EQ(Slurp(log), "live\n");
+  EXPECT_EQ(ReadText(log), "live\n");
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -82,22 +80,15 @@ Command Sh(const std::string& script) {
   return c;
 }
 
-// Running, not a zombie waiting for whoever inherited it to reap it.
-bool Alive(pid_t pid) {
-  std::string stat = Slurp("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
 TEST(SubprocessRunnerGroupTest, AllSucceedEachWithItsEnvAndLog) {
-  std::string dir = ::testing::TempDir();
+  std::string dir = PrivateTempPath("group");
+  std::filesystem::create_directories(dir);
   SubprocessRunner runner;
   std::vector<Command> group;
   for (int i = 0; i < 3; ++i) {
     Command c = Sh("sleep 0.1; echo member $ME");
     c.env["ME"] = std::to_string(i);
     c.log_path = dir + "/group_ok." + std::to_string(i) + ".log";
-    std::remove(c.log_path.c_str());
     group.push_back(c);
   }
   Result<GroupResult> r = runner.RunGroup(group, {});
@@ -106,15 +97,14 @@ TEST(SubprocessRunnerGroupTest, AllSucceedEachWithItsEnvAndLog) {
   ASSERT_EQ(r->results.size(), 3u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(r->results[i].success());
-    EXPECT_EQ(Slurp(group[i].log_path), "member " + std::to_string(i) + "\n");
+    EXPECT_EQ(ReadText(group[i].log_path), "member " + std::to_string(i) + "\n");
   }
 }
 
 // The first failure stops the rest at once, their children included: a member
 // that fails after 0.2 s ends a group whose others would sleep for 30 s.
 TEST(SubprocessRunnerGroupTest, FirstFailureStopsTheOthersAndTheirChildren) {
-  std::string pidfile = ::testing::TempDir() + "/group_grandchild.pid";
-  std::remove(pidfile.c_str());
+  std::string pidfile = PrivateTempPath("group_grandchild.pid");
   SubprocessRunner runner;
   std::vector<Command> group = {Sh("sleep 30"), Sh("sleep 0.2; exit 3"),
                                 Sh("sleep 30 & echo $! > " + pidfile + "; wait")};
@@ -131,9 +121,9 @@ TEST(SubprocessRunnerGroupTest, FirstFailureStopsTheOthersAndTheirChildren) {
     EXPECT_EQ(r->results[i].term_signal, SIGTERM) << i;
     EXPECT_FALSE(r->results[i].success()) << i;
   }
-  pid_t grandchild = std::stoi(Slurp(pidfile));
+  pid_t grandchild = std::stoi(ReadText(pidfile));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_FALSE(Alive(grandchild)) << "the stopped member's child died with its group";
+  EXPECT_FALSE(Running(grandchild)) << "the stopped member's child died with its group";
 }
 
 // A member that ignores SIGTERM is killed grace_seconds later; one killed by
@@ -206,7 +196,7 @@ TEST(SubprocessRunnerGroupTest, StragglersAfterASuccessAreTimedOut) {
 // True when some process's command line contains `needle`.
 bool AnyProcessRuns(const std::string& needle) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::string cmdline = Slurp(entry.path().string() + "/cmdline");
+    std::string cmdline = ReadText(entry.path().string() + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find(needle) != std::string::npos) return true;
   }
@@ -229,8 +219,7 @@ TEST(SubprocessRunnerGroupTest, AMemberThatCannotStartKillsTheStartedOnes) {
 }
 
 TEST(SubprocessRunnerGroupTest, EchoedMemberStillWritesItsLog) {
-  std::string log = ::testing::TempDir() + "/group_tee.log";
-  std::remove(log.c_str());
+  std::string log = PrivateTempPath("group_tee.log");
   SubprocessRunner runner;
   std::vector<Command> group = {Sh("echo live"), Sh("true")};
   group[0].log_path = log;
@@ -238,17 +227,17 @@ TEST(SubprocessRunnerGroupTest, EchoedMemberStillWritesItsLog) {
   Result<GroupResult> r = runner.RunGroup(group, {});
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->success());
-  EXPECT_EQ(Slurp(log), "live\n");
+  EXPECT_EQ(ReadText(log), "live\n");
 }
 
 // Interrupted while a command runs, benchmake forwards the signal to it, then
 // runs the command's on_interrupt (how a Slurm job is cancelled) and waits for
 // it before dying of the signal itself.
 TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = PrivateTempPath("interrupt");
+  std::filesystem::create_directories(dir);
   const std::string started = dir + "/interrupt.started", cancelled = dir + "/interrupt.cancelled",
                     forwarded = dir + "/interrupt.forwarded";
-  for (const std::string& f : {started, cancelled, forwarded}) std::remove(f.c_str());
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -268,11 +257,12 @@ TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
   int wstatus = 0;
   ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
   EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
-  EXPECT_EQ(Slurp(cancelled), "cancelled ctrl-c\n") << "on_interrupt ran, with the command's env, "
-                                                       "and was waited for";
+  EXPECT_EQ(ReadText(cancelled), "cancelled ctrl-c\n")
+      << "on_interrupt ran, with the command's env, "
+         "and was waited for";
   for (int i = 0; i < 100 && !std::filesystem::exists(forwarded); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(Slurp(forwarded), "INT\n") << "the command got the signal";
+  EXPECT_EQ(ReadText(forwarded), "INT\n") << "the command got the signal";
 }
 
 // The pid a command wrote to `path` once it exists (waiting up to 10 s), or 0.
@@ -281,15 +271,15 @@ pid_t PidWrittenTo(const std::string& path) {
   while (!std::filesystem::exists(path) && SecondsSince(start) < 10)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // written whole
-  return static_cast<pid_t>(std::atoi(Slurp(path).c_str()));
+  return static_cast<pid_t>(std::atoi(ReadText(path).c_str()));
 }
 
 // Whether `pid` ends within `seconds`.
 bool EndsWithin(pid_t pid, double seconds) {
   auto start = std::chrono::steady_clock::now();
-  while (Alive(pid) && SecondsSince(start) < seconds)
+  while (Running(pid) && SecondsSince(start) < seconds)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return !Alive(pid);
+  return !Running(pid);
 }
 
 // Forks a process that runs `c` through the runner, waits until the command
@@ -314,28 +304,26 @@ int InterruptWhileRunning(const Command& c, const std::string& pid_file, int sig
 // outlived the step (ninja leaves it too). What is left of the command's
 // group once the command has ended is killed before benchmake dies.
 TEST(SubprocessRunnerTest, InterruptKillsWhatTheCommandLeftRunning) {
-  const std::string job = ::testing::TempDir() + "/interrupt.job";
-  std::remove(job.c_str());
+  const std::string job = PrivateTempPath("interrupt.job");
   int wstatus = InterruptWhileRunning(Sh("sleep 30 & echo $! > " + job + "; wait"), job);
   EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
   pid_t background = PidWrittenTo(job);
   ASSERT_GT(background, 0);
   EXPECT_TRUE(EndsWithin(background, 2)) << "the background job is gone";
-  if (Alive(background)) ::kill(background, SIGKILL);
+  if (Running(background)) ::kill(background, SIGKILL);
 }
 
 // A command that ignores SIGINT and SIGTERM has its interrupt grace to end;
 // then it and its children are killed, and benchmake dies of the signal.
 TEST(SubprocessRunnerTest, InterruptKillsACommandIgnoringItAfterItsGrace) {
-  const std::string pids = ::testing::TempDir() + "/interrupt.pids";
-  std::remove(pids.c_str());
+  const std::string pids = PrivateTempPath("interrupt.pids");
   Command c = Sh("trap '' INT TERM; sleep 30 & echo $$ $! > " + pids + "; wait");
   c.interrupt_grace_seconds = 0.3;
   auto start = std::chrono::steady_clock::now();
   int wstatus = InterruptWhileRunning(c, pids);
   EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGINT) << "dies of the signal";
   EXPECT_LT(SecondsSince(start), 5);
-  std::istringstream in(Slurp(pids));
+  std::istringstream in(ReadText(pids));
   pid_t shell = 0, child = 0;
   in >> shell >> child;
   ASSERT_GT(shell, 0);
@@ -343,28 +331,26 @@ TEST(SubprocessRunnerTest, InterruptKillsACommandIgnoringItAfterItsGrace) {
   EXPECT_TRUE(EndsWithin(shell, 2)) << "the command is gone";
   EXPECT_TRUE(EndsWithin(child, 2)) << "its child is gone";
   for (pid_t p : {shell, child})
-    if (Alive(p)) ::kill(p, SIGKILL);
+    if (Running(p)) ::kill(p, SIGKILL);
 }
 
 // A closed terminal (SIGHUP) stops the command as it stops ninja; benchmake,
 // killed by it, used to leave the command running.
 TEST(SubprocessRunnerTest, HangupIsForwardedLikeAnInterrupt) {
-  const std::string pid_file = ::testing::TempDir() + "/hangup.pid";
-  std::remove(pid_file.c_str());
+  const std::string pid_file = PrivateTempPath("hangup.pid");
   int wstatus =
       InterruptWhileRunning(Sh("echo $$ > " + pid_file + "; exec sleep 30"), pid_file, SIGHUP);
   EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGHUP) << "dies of the signal";
   pid_t command = PidWrittenTo(pid_file);
   ASSERT_GT(command, 0);
   EXPECT_TRUE(EndsWithin(command, 2)) << "the command is gone";
-  if (Alive(command)) ::kill(command, SIGKILL);
+  if (Running(command)) ::kill(command, SIGKILL);
 }
 
 // Under nohup (SIGHUP ignored) a hangup changes nothing, for benchmake and
 // for its commands.
 TEST(SubprocessRunnerTest, AnIgnoredHangupStaysIgnored) {
-  const std::string pid_file = ::testing::TempDir() + "/nohup.pid";
-  std::remove(pid_file.c_str());
+  const std::string pid_file = PrivateTempPath("nohup.pid");
   pid_t pid = ::fork();
   if (pid == 0) {
     ::signal(SIGHUP, SIG_IGN);

@@ -1,9 +1,12 @@
 // Files of the source tree for tests (SourcePath), those under tests/data/ (TestDataPath):
 // $BENCHMAKE_SOURCE_DIR (set by ctest), else the source directory bm_test compiles in
 // (BENCHMAKE_TEST_SOURCE_DIR). The built programs the end-to-end tests run (BinaryDir), and
-// the text files they write and read (ReadText, WriteText).
+// the text files they write and read (ReadText, WriteText), in a directory of the process's own
+// (PrivateTempPath).
 // Header-only, so that the macros are the including test's.
 #pragma once
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -49,6 +52,27 @@ inline std::string ReadText(const std::filesystem::path& p) {
 inline void WriteText(const std::filesystem::path& p, const std::string& text) {
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << text;
+}
+
+// A fresh path (nothing there) in a temporary directory of this process's own, removed when
+// the process exits: two runs of the same tests at once (ctest beside a run by hand) must not
+// read each other's files, least of all the pids that one kills.
+inline std::string PrivateTempPath(const std::string& name) {
+  static const std::filesystem::path dir = [] {
+    std::string templ = std::filesystem::temp_directory_path() / "benchmake-test-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) std::abort();
+    return std::filesystem::path(templ);
+  }();
+  static const struct RemoveAtExit {
+    ~RemoveAtExit() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_at_exit;
+  const std::filesystem::path p = dir / name;
+  std::error_code ec;
+  std::filesystem::remove(p, ec);
+  return p.string();
 }
 
 }  // namespace bm::testing

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 using bm::testing::PrivateTempPath;
 using bm::testing::ReadText;
 using bm::testing::Running;
+using bm::testing::WriteText;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -418,6 +420,67 @@ TEST(ProcessContainmentTest, AWellBehavedCommandIsUnaffected) {
   EXPECT_TRUE(r->success());
   EXPECT_GE(took, 0.3);
   EXPECT_LT(took, 0.8);
+}
+
+// A process SIGKILL cannot end (another user's, one stuck in the kernel) is
+// given up on 10 s after the first SIGKILL and named in the command's log,
+// rather than hanging the step for ever. Stuck for real: the command's
+// background job is frozen in a cgroup v1 freezer, where a SIGKILL stays
+// pending (state D) until it is thawed.
+TEST(ProcessContainmentTest, WhatSigkillCannotEndIsGivenUpOnAndNamed) {
+  const std::filesystem::path freezer =
+      "/sys/fs/cgroup/freezer/benchmake-test-" + std::to_string(::getpid());
+  std::error_code ec;
+  if (!std::filesystem::create_directory(freezer, ec))
+    GTEST_SKIP() << "needs a writable cgroup v1 freezer (root, /sys/fs/cgroup/freezer): "
+                 << ec.message();
+  const std::string pid_file = PrivateTempPath("frozen.pid"), frozen = PrivateTempPath("frozen"),
+                    log = PrivateTempPath("frozen.log");
+  Command c = Shell("sleep 60 & echo $! > " + pid_file + "; while [ ! -e " + frozen +
+                    " ]; do sleep 0.01; done");
+  c.log_path = log;
+  c.interrupt_grace_seconds = 0.2;
+  SubprocessRunner runner;
+  Result<CommandResult> r = Status::Ok();
+  double took = 0;
+  std::atomic<bool> done = false;
+  std::thread run([&] {
+    auto start = Clock::now();
+    r = runner.Run(c);
+    took = Since(start);
+    done = true;
+  });
+  auto thaw = [&] { WriteText(freezer / "freezer.state", "THAWED\n"); };
+  const std::vector<pid_t> stuck = PidsIn(pid_file, 1);
+  if (stuck.size() == 1) {
+    WriteText(freezer / "cgroup.procs", std::to_string(stuck[0]) + "\n");
+    WriteText(freezer / "freezer.state", "FROZEN\n");
+    for (auto start = Clock::now();
+         ReadText(freezer / "freezer.state") != "FROZEN\n" && Since(start) < 10;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  WriteText(frozen, "");
+  // Never given up on, Run would wait for ever: thawed, the process dies.
+  for (auto start = Clock::now(); !done && Since(start) < 30;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!done) thaw();
+  run.join();
+  const std::string said = ReadText(log);
+  const bool still_there = stuck.size() == 1 && Running(stuck[0]);
+  thaw();
+  const bool gone_once_thawed = stuck.size() == 1 && GoneWithin(stuck[0], 5);
+  Reap(stuck);
+  std::filesystem::remove(freezer, ec);
+  ASSERT_EQ(stuck.size(), 1u);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->success());
+  EXPECT_GE(took, 10) << "given up on 10 s after the first SIGKILL";
+  EXPECT_LT(took, 20);
+  EXPECT_NE(said.find("1 process that 'sh' started did not end within 10 s of SIGKILL"),
+            std::string::npos)
+      << said;
+  EXPECT_TRUE(still_there) << "SIGKILL could not end it while frozen";
+  EXPECT_TRUE(gone_once_thawed) << "its pending SIGKILL ended it once thawed";
 }
 
 }  // namespace

@@ -127,6 +127,7 @@ void RunGuardian(const GuardianSpec& spec) {
   const pid_t self = ::getpid();
   int status = 127 << 8;  // as a shell reports a command it could not start
   bool ended = command.pid == 0, stop_now = false, blind = false, sweep = false;
+  bool orphaned = false;  // the parent's death was handled
   // The cancel command has run, or must not: the interrupt handler ran it.
   bool cancelled = spec.cancel == nullptr;
   int left_running = 0;
@@ -192,9 +193,12 @@ void RunGuardian(const GuardianSpec& spec) {
     // Benchmake has died. Not checked with getppid(): the thread that forked
     // the guardian may die first of a killed multithreaded process, and the
     // kernel then hands the guardian to a sibling thread (the same pid, dying
-    // too) and sends the signal again. That thread never ends before the
-    // guardian otherwise: Run and RunGroup wait for it.
-    if (sig == kGuardianParentDeathSignal) {
+    // too) and sends the signal again, which changes nothing (an orphaned
+    // command that has ended meanwhile keeps what is left its grace). That
+    // thread never ends before the guardian otherwise: Run and RunGroup wait
+    // for it.
+    if (sig == kGuardianParentDeathSignal && !orphaned) {
+      orphaned = true;
       // What benchmake sent before it died may still be pending: the lowest
       // signal number is taken first, and SIGHUP is 1.
       sigset_t pending;

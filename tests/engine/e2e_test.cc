@@ -380,11 +380,12 @@ outputs = ["x"]
 // once waits for the steps to end (Bazel: "Another command is running")
 // rather than run the same step beside them in the same scratch and out/
 // directories. Before, ninja and the step ran on unseen, holding the
-// workspace until the step had ended by itself.
+// workspace until the step had ended by itself. The step's command takes 2 s
+// of its 5 s grace to stop, so the next build finds the lock still held.
 TEST_F(E2eTest, AKilledBuildStopsItsStepsAndTheNextOneRunsThemAgain) {
   WriteText(ws_ / "BENCHFILE.toml", R"([target.slow]
 rule = "exec"
-command = ["sh", "-c", "echo slow >> $RUNS_LOG; trap 'sleep 1; echo term >> $RUNS_LOG; exit 1' TERM; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo done > {out}/x"]
+command = ["sh", "-c", "echo slow >> $RUNS_LOG; trap 'sleep 2; echo term >> $RUNS_LOG; exit 1' TERM; touch $STARTED; while [ ! -e $GATE ]; do sleep 0.05; done; echo done > {out}/x"]
 outputs = ["x"]
 
 [target.after]

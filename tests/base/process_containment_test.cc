@@ -445,7 +445,7 @@ TEST(ProcessContainmentTest, WhatSigkillCannotEndIsGivenUpOnAndNamed) {
   c.log_path = log;
   c.interrupt_grace_seconds = 0.2;
   SubprocessRunner runner;
-  Result<CommandResult> r = Status::Ok();
+  Result<CommandResult> r = Errorf(ErrorCode::kFailed, "Run has not returned");
   double took = 0;
   std::atomic<bool> done = false;
   std::thread run([&] {

@@ -163,13 +163,17 @@ outputs = ["x"]
 // its grace to stop (a checkpoint, a cancelled job). With a shell between
 // ninja and the step, the shell died of SIGTERM at once, ninja exited, and
 // the step, its output pipe gone, died before its command had stopped (the
-// trap below never wrote). SIGINT the shell waits out.
-TEST_F(StepProcessesTest, AStoppedBuildGivesItsStepsCommandItsGrace) {
-  WriteText(ws_ / "BENCHFILE.toml", R"([target.g]
+// trap below never wrote). SIGINT the shell waits out. Also for a step that
+// streams its progress (ninja's console pool: in ninja's own process group,
+// which gets the signal from benchmake directly).
+class StoppedBuildTest : public StepProcessesTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(StoppedBuildTest, GivesItsStepsCommandItsGrace) {
+  WriteText(ws_ / "BENCHFILE.toml", std::string(R"([target.g]
 rule = "exec"
 command = ["sh", "-c", "trap 'sleep 1; echo stopped > $MARK; exit 1' INT TERM; echo $$ >> $PIDS; while :; do sleep 0.05; done"]
 outputs = ["x"]
-)");
+)") + (GetParam() ? "progress = true\n" : ""));
   const fs::path mark = root_ / "mark";
   ::setenv("MARK", mark.c_str(), 1);
   pid_t build = StartInBackground("build");
@@ -180,6 +184,11 @@ outputs = ["x"]
   EXPECT_EQ(ReadText(mark), "stopped\n") << Output();
   EXPECT_FALSE(Running(Pids()[0]));
 }
+
+INSTANTIATE_TEST_SUITE_P(StepProcessesTest, StoppedBuildTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "InTheConsolePool" : "InItsOwnGroup";
+                         });
 
 }  // namespace
 }  // namespace bm::engine

@@ -46,6 +46,19 @@ bool GoneWithin(pid_t pid, double seconds) {
   return !Running(pid);
 }
 
+// A process of its own that runs `c` under a SubprocessRunner and exits: the
+// benchmake a test kills or interrupts. The caller waits for it.
+pid_t RunInAChild(const Command& c) {
+  const pid_t pid = ::fork();
+  if (pid < 0) std::abort();
+  if (pid == 0) {
+    SubprocessRunner runner;
+    (void)runner.Run(c);
+    ::_exit(0);
+  }
+  return pid;
+}
+
 // The pids written (space or newline separated) to `path`, once it holds
 // `count` of them (waiting up to 10 s).
 std::vector<pid_t> PidsIn(const std::string& path, size_t count) {
@@ -114,14 +127,9 @@ TEST(ProcessContainmentTest, ADaemonIgnoringSigtermIsKilledAfterTheGrace) {
 // allocator has handed back. Before, the command was not even told.
 TEST(ProcessContainmentTest, AKilledRunnerTakesTheCommandsWholeTreeWithIt) {
   const std::string pids = PrivateTempPath("tree.pids");
-  pid_t runner_pid = ::fork();
-  ASSERT_GE(runner_pid, 0);
-  if (runner_pid == 0) {
-    SubprocessRunner runner;
-    (void)runner.Run(Shell("sh -c 'setsid sleep 30 & echo $! >> " + pids + "; echo $$ >> " + pids +
-                           "; sleep 30' & echo $$ >> " + pids + "; wait"));
-    ::_exit(0);
-  }
+  pid_t runner_pid =
+      RunInAChild(Shell("sh -c 'setsid sleep 30 & echo $! >> " + pids + "; echo $$ >> " + pids +
+                        "; sleep 30' & echo $$ >> " + pids + "; wait"));
   std::vector<pid_t> tree = PidsIn(pids, 3);
   ASSERT_EQ(tree.size(), 3u) << ReadText(pids);
   for (pid_t p : tree) EXPECT_TRUE(Running(p)) << p;
@@ -146,18 +154,12 @@ std::string AfterGuardians(const std::string& path, const std::vector<pid_t>& gu
 TEST(ProcessContainmentTest, AKilledRunnerRunsTheCommandsCancelOnce) {
   const std::string pids = PrivateTempPath("cancel.pids"),
                     cancelled = PrivateTempPath("cancel.out");
-  pid_t runner_pid = ::fork();
-  ASSERT_GE(runner_pid, 0);
-  if (runner_pid == 0) {
-    SubprocessRunner runner;
-    Command c = Shell("echo $$ $PPID > " + pids + "; exec sleep 30");
-    c.env["WHY"] = "killed";
-    c.on_interrupt = {"sh", "-c",
-                      "if kill -0 $(cut -d' ' -f1 " + pids + "); then echo cancelled $WHY; " +
-                          "else echo cancelled late; fi >> " + cancelled};
-    (void)runner.Run(c);
-    ::_exit(0);
-  }
+  Command c = Shell("echo $$ $PPID > " + pids + "; exec sleep 30");
+  c.env["WHY"] = "killed";
+  c.on_interrupt = {"sh", "-c",
+                    "if kill -0 $(cut -d' ' -f1 " + pids + "); then echo cancelled $WHY; " +
+                        "else echo cancelled late; fi >> " + cancelled};
+  pid_t runner_pid = RunInAChild(c);
   std::vector<pid_t> tree = PidsIn(pids, 2);  // the command, its guardian
   ASSERT_EQ(tree.size(), 2u) << ReadText(pids);
   EXPECT_EQ(ReadText("/proc/" + std::to_string(tree[1]) + "/comm"), "benchmake-guard\n");
@@ -209,23 +211,17 @@ TEST(ProcessContainmentTest, AKilledGroupRunsEachMembersCancelOnce) {
 TEST(ProcessContainmentTest, AnOrphanedCommandIsInterruptedAndGivenItsGrace) {
   const std::string pids = PrivateTempPath("orphan.pids"), said = PrivateTempPath("orphan.out");
   const std::string daemon = PrivateTempPath("orphan.daemon");
-  pid_t runner_pid = ::fork();
-  ASSERT_GE(runner_pid, 0);
-  if (runner_pid == 0) {
-    SubprocessRunner runner;
-    // The daemon's pid once it has left the group and ignores SIGTERM ($! is
-    // known before either holds).
-    Command c = Shell("trap 'sleep 0.3; echo stopped >> " + said + "; exit 1' TERM; " +
-                      "setsid sh -c 'trap \"\" TERM; echo $$ > " + daemon +
-                      "; while :; do sleep 0.05; done' & while [ ! -s " + daemon +
-                      " ]; do sleep 0.01; done; echo $(cat " + daemon + ") $$ $PPID > " + pids +
-                      "; while :; do sleep 0.05; done");
-    c.on_interrupt = {"sh", "-c", "echo cancelled >> " + said};
-    c.interrupt_when_orphaned = true;
-    c.interrupt_grace_seconds = 4;
-    (void)runner.Run(c);
-    ::_exit(0);
-  }
+  // The daemon's pid once it has left the group and ignores SIGTERM ($! is
+  // known before either holds).
+  Command c = Shell("trap 'sleep 0.3; echo stopped >> " + said + "; exit 1' TERM; " +
+                    "setsid sh -c 'trap \"\" TERM; echo $$ > " + daemon +
+                    "; while :; do sleep 0.05; done' & while [ ! -s " + daemon +
+                    " ]; do sleep 0.01; done; echo $(cat " + daemon + ") $$ $PPID > " + pids +
+                    "; while :; do sleep 0.05; done");
+  c.on_interrupt = {"sh", "-c", "echo cancelled >> " + said};
+  c.interrupt_when_orphaned = true;
+  c.interrupt_grace_seconds = 4;
+  pid_t runner_pid = RunInAChild(c);
   std::vector<pid_t> tree = PidsIn(pids, 3);  // the daemon, the command, its guardian
   ASSERT_EQ(tree.size(), 3u) << ReadText(pids);
   ASSERT_EQ(::kill(runner_pid, SIGKILL), 0);
@@ -270,15 +266,10 @@ TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
   // The command has ended; its guardian gives the daemon it left (which
   // ignores SIGTERM) its grace when the runner is killed.
   const std::string pids = PrivateTempPath("no_cancel.pids");
-  pid_t runner_pid = ::fork();
-  ASSERT_GE(runner_pid, 0);
-  if (runner_pid == 0) {
-    Command left = Shell("trap '' TERM; setsid sleep 30 & echo $! $$ $PPID > " + pids);
-    left.on_interrupt = cancel;
-    left.interrupt_grace_seconds = 30;
-    (void)runner.Run(left);
-    ::_exit(0);
-  }
+  Command left = Shell("trap '' TERM; setsid sleep 30 & echo $! $$ $PPID > " + pids);
+  left.on_interrupt = cancel;
+  left.interrupt_grace_seconds = 30;
+  pid_t runner_pid = RunInAChild(left);
   std::vector<pid_t> tree = PidsIn(pids, 3);  // the daemon, the command, the guardian
   ASSERT_EQ(tree.size(), 3u) << ReadText(pids);
   EXPECT_TRUE(GoneWithin(tree[1], 3)) << "the command ended";
@@ -295,16 +286,10 @@ TEST(ProcessContainmentTest, NoCancelForACommandThatEndedOrTimedOut) {
 TEST(ProcessContainmentTest, ARunnerKilledAfterAnInterruptCancelsOnce) {
   const std::string pids = PrivateTempPath("interrupt_cancel.pids"),
                     cancelled = PrivateTempPath("interrupt_cancel.out");
-  pid_t runner_pid = ::fork();
-  ASSERT_GE(runner_pid, 0);
-  if (runner_pid == 0) {
-    SubprocessRunner runner;
-    Command c = Shell("trap '' INT; echo $$ $PPID > " + pids + "; sleep 30");
-    c.on_interrupt = {"sh", "-c", "echo cancelled >> " + cancelled};
-    c.interrupt_grace_seconds = 30;
-    (void)runner.Run(c);
-    ::_exit(0);
-  }
+  Command c = Shell("trap '' INT; echo $$ $PPID > " + pids + "; sleep 30");
+  c.on_interrupt = {"sh", "-c", "echo cancelled >> " + cancelled};
+  c.interrupt_grace_seconds = 30;
+  pid_t runner_pid = RunInAChild(c);
   std::vector<pid_t> tree = PidsIn(pids, 2);
   ASSERT_EQ(tree.size(), 2u) << ReadText(pids);
   ::kill(runner_pid, SIGINT);
@@ -325,13 +310,7 @@ TEST(ProcessContainmentTest, ARunnerKilledAfterAnInterruptCancelsOnce) {
 // that left it; that one is stopped before benchmake dies of the signal.
 TEST(ProcessContainmentTest, AnInterruptStopsWhatLeftTheGroupBeforeDying) {
   const std::string pid_file = PrivateTempPath("interrupt.pid");
-  pid_t runner_pid = ::fork();
-  ASSERT_GE(runner_pid, 0);
-  if (runner_pid == 0) {
-    SubprocessRunner runner;
-    (void)runner.Run(Shell("setsid sleep 30 & echo $! > " + pid_file + "; wait"));
-    ::_exit(0);
-  }
+  pid_t runner_pid = RunInAChild(Shell("setsid sleep 30 & echo $! > " + pid_file + "; wait"));
   std::vector<pid_t> daemon = PidsIn(pid_file, 1);
   ASSERT_EQ(daemon.size(), 1u);
   ::kill(runner_pid, SIGINT);

@@ -1414,6 +1414,28 @@ TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 34.84359335899353 * kGiB);
 }
 
+TEST(Corpus, ErnieKitSftLossesInExponentNotation) {
+  // ERNIEKit SFT of ERNIE-4.5-0.3B for sentiment labels (1 GPU, GAS 8, logging_steps 1): the loss
+  // falls below 1e-4 within 18 steps, and Python prints it in exponent notation (`loss:
+  // 4.877e-05`, line 3) as it does the learning rate (`9.5e-06`, line 4). max_memory_reserved
+  // grows from 13.730960607528687 (lines 1-2) to 14.651019811630249 GiB (lines 3-5).
+  Result<Read> r = ReadLog("erniekit_sft_sentiment_loss_exponent_notation.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{16, 17, 18, 19, 20}));
+  EXPECT_EQ(r->Loss(16), 0.00050533);  // line 1
+  EXPECT_EQ(r->Loss(18), 4.877e-05);   // line 3
+  EXPECT_EQ(r->Loss(19), 9.17e-06);    // line 4
+  EXPECT_EQ(r->Loss(20), 3.71e-06);    // line 5
+  EXPECT_EQ(*r->At(19)->lr, 9.5e-06);
+  EXPECT_EQ(r->m()["loss"]["min"], 3.71e-06);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 14.651019811630249 * kGiB);
+  // No `Total train batch size` line in the excerpt: 5.4334 / 0.6792 = 7.9997, a whole 8 within
+  // the two rates' 4 decimals (line 3).
+  EXPECT_EQ(r->At(18)->samples, 8.0);
+  EXPECT_DOUBLE_EQ(*r->At(18)->ms, 1000 / 0.6792);
+}
+
 TEST(Corpus, ErnieKitDpoRecordsAfterTqdmBars) {
   // Each record follows a `TrainProcess:  10%|...| 1/10 [00:18<02:44, 18.24s/it]` bar on its line
   // (lines 8-14); the batch, with no block line, is the ratio: 1.9727 / 0.0548 = 35.998 -> 36
@@ -3783,6 +3805,11 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"erniekit_dpo_bar_glued_records.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
+      {"paddlenlp25_ernie_trainer_interval20_issue4949.log", "paddle"},
+      {"paddlenlp_npu_uie_nan_loss_bare_records_issue9693.log", "paddle"},
+      {"paddle_paddlemix_uvit_two_runs_unrounded_rates.log", "paddle"},
+      {"erniekit_sft_sentiment_loss_exponent_notation.log", "paddle"},
+      {"flagperf_perflog_glm_kunlunxin_eval_accuracy_pr31.log", "flagperf"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
       {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
       {"flagperf_perflog_cpm_readme_tail.log", "flagperf"},

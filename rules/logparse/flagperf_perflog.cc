@@ -14,16 +14,23 @@
 // train_one_epoch counts it per batch), with its loss, learning_rate, the samples per step
 // (num_trained_samples = global_steps x the global batch, so their ratio) and the step's rate
 // as printed: "seq/s" or "img/s" (samples/s over the last optimizer step) or "tokens/s".
-// EVALUATE events with a value give evals (eval_loss at value.global_steps). FINISHED's
-// training_sequences_per_second (global batch x global_steps / raw_train_time, evaluation
-// included) is the trainer's average over the run, and e2e_time its wall time.
+// EVALUATE events with a value give evals (eval_loss at value.global_steps). The real logs'
+// EVALUATE carries no value: glm's trainer logs it right after the STEP_END of the step it
+// evaluated at, whose state holds the result (eval_accuracy; every STEP_END repeats the last
+// evaluation's), so an EVALUATE logged within 5 ms of the STEP_END just before it is an eval of
+// that STEP_END's eval_accuracy at its step (a STEP_END logged steps earlier, log_freq > 1,
+// holds an older evaluation's). FINISHED's training_sequences_per_second (global batch x
+// global_steps / raw_train_time, evaluation included) is the trainer's average over the run,
+// and e2e_time its wall time.
 #include "rules/logparse/flagperf_perflog.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -31,6 +38,8 @@
 namespace bm::logparse {
 
 constexpr std::string_view kHeader = "[PerfLog] ";
+// Two events one trainer call logs back to back (STEP_END, then EVALUATE), far less than a step.
+constexpr double kBackToBackMs = 5;
 
 bool IsFlagPerfEventLine(std::string_view line) {
   size_t at = line.find(kHeader);
@@ -44,6 +53,13 @@ Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLo
   const int64_t total_lines = CountLines(text);
   std::map<int64_t, Iteration> steps;
   int64_t last_step = 0;
+  // The event line before, when it was a STEP_END whose state holds an eval_accuracy, and its
+  // time_ms.
+  struct Accuracy {
+    EvalPoint eval;
+    std::optional<double> ms;
+  };
+  std::optional<Accuracy> step_end_accuracy;
   ForEachLine(text, [&](std::string_view line, int64_t no) {
     if (!error.ok() || !IsFlagPerfEventLine(line)) return;
     std::string_view rest = Trim(line.substr(line.find(kHeader) + kHeader.size()));
@@ -56,6 +72,9 @@ Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLo
     }
     const std::string event = e["event"];
     const nlohmann::json& value = e.contains("value") ? e["value"] : nlohmann::json();
+    const std::optional<double> time_ms =
+        e.contains("metadata") ? JsonNumber(e["metadata"], "time_ms") : std::nullopt;
+    std::optional<Accuracy> accuracy_before = std::exchange(step_end_accuracy, std::nullopt);
     if (event == "STEP_END") {
       std::optional<int64_t> step = WholeCount(JsonNumber(value, "global_steps"));
       if (!step || *step < 1) return;  // a case whose state names no step
@@ -69,14 +88,20 @@ Status ReadFlagPerfEvents(std::string_view text, std::string_view name, ParsedLo
       it.samples_per_s = JsonNumber(value, "seq/s");
       if (!it.samples_per_s) it.samples_per_s = JsonNumber(value, "img/s");
       it.tokens_per_s = JsonNumber(value, "tokens/s");
-      if (e.contains("metadata")) it.time_ms = JsonNumber(e["metadata"], "time_ms");
+      it.time_ms = time_ms;
+      if (std::optional<double> acc = JsonNumber(value, "eval_accuracy"))
+        step_end_accuracy = Accuracy{{*step, *acc, no}, time_ms};
       steps.emplace(it.step, it);  // the first a step logged (several ranks' logs concatenated)
       last_step = std::max(last_step, it.step);
     } else if (event == "EVALUATE") {
-      std::optional<double> loss = JsonNumber(value, "eval_loss");
-      if (!loss) return;
-      log.evals.push_back({WholeCount(JsonNumber(value, "global_steps")).value_or(0), *loss, no});
-      log.eval_what = "FlagPerf EVALUATE eval_loss";
+      if (std::optional<double> loss = JsonNumber(value, "eval_loss")) {
+        log.evals.push_back({WholeCount(JsonNumber(value, "global_steps")).value_or(0), *loss, no});
+        log.eval_what = "FlagPerf EVALUATE eval_loss";
+      } else if (value.is_null() && accuracy_before && accuracy_before->ms && time_ms &&
+                 std::abs(*time_ms - *accuracy_before->ms) <= kBackToBackMs) {
+        log.evals.push_back(accuracy_before->eval);
+        log.eval_what = "FlagPerf eval_accuracy (the STEP_END before an EVALUATE)";
+      }
     } else if (event == "FINISHED") {
       if (std::optional<double> sps = JsonNumber(value, "training_sequences_per_second")) {
         TrainerAverage avg;

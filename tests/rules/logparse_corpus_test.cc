@@ -1294,6 +1294,84 @@ TEST(Corpus, PaddleNlpFp16OptimizerNotRunIsASkippedStep) {
   EXPECT_NEAR(*r->At(19)->samples, 16.0, 1e-9);
 }
 
+TEST(Corpus, PaddleNlp25TotalBatchOverTheInterval) {
+  // PaddleNLP's Trainer of February 2023 (ERNIE-1.0 pre-training, logging every 20 steps, one
+  // device): interval_samples_per_second 7.979 = interval_steps_per_second 7.979 (line 10), so
+  // the ratio is the total train batch of line 5 (1), not one step's batch over the 20 steps as
+  // in 2022 (1 / 20): no note. The sequence length (512) is set here; the excerpt does not give
+  // it.
+  Result<Read> r = ReadLog("paddlenlp25_ernie_trainer_interval20_issue4949.log", "auto",
+                           {{"mpe", 512}, {"excluded_warmup_steps", 20}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{20, 40}));
+  EXPECT_EQ(r->At(20)->span, 20);
+  EXPECT_EQ(r->At(40)->span, 20);
+  EXPECT_EQ(r->Loss(20), 10.70859375);  // line 10
+  EXPECT_EQ(r->Loss(40), 10.84414062);  // line 11
+  EXPECT_EQ(*r->At(40)->lr, 4e-07);
+  EXPECT_EQ(r->At(20)->samples, 1.0);
+  EXPECT_EQ(r->At(40)->samples, 1.0);
+  EXPECT_FALSE(r->Note("not the total train batch size"));
+  // 2.5065 s over the 20 steps of line 10 (20 / 2.5065 = 7.979 steps/s).
+  EXPECT_DOUBLE_EQ(*r->At(20)->ms, 1000 / 7.979);
+  EXPECT_EQ(r->m()["config"]["dp"], 1);  // 1 / (1 per device x 1 accumulation step)
+  // Steps 21-40 (line 11): 20 sequences of 512 tokens in 20 / 18.378 s on one device.
+  EXPECT_DOUBLE_EQ(r->PerDevice(), 18.378 * 512);
+}
+
+TEST(Corpus, PaddleNlpNpuNanLossesInBareRecords) {
+  // PaddleNLP's Trainer of December 2024 on an Ascend 910B3 (UIE fine-tuning): the records
+  // without the logger's `[...] [    INFO] - ` prefix, samples/s and steps/s printed unrounded,
+  // `loss: nan` in five of the six (lines 1, 3-6) and `loss: 0.0` between them (line 2), the
+  // record of step 80 glued after a tqdm bar (line 4). 44.09766862567628 / 2.7561042891047673 =
+  // 16 samples a step.
+  Result<Read> r = ReadLog("paddlenlp_npu_uie_nan_loss_bare_records_issue9693.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{50, 60, 70, 80, 90, 100}));
+  EXPECT_EQ(r->At(50)->span, 10);
+  ASSERT_TRUE(r->Loss(50));
+  EXPECT_TRUE(std::isnan(*r->Loss(50)));
+  ASSERT_TRUE(r->Loss(80));
+  EXPECT_TRUE(std::isnan(*r->Loss(80)));  // line 4, after the bar
+  EXPECT_EQ(r->Loss(60), 0.0);
+  EXPECT_EQ(r->At(60)->nan, 0);
+  EXPECT_EQ(r->At(100)->nan, 1);
+  // One NaN step a record: a lower bound, each record spanning 10 steps.
+  EXPECT_EQ(r->m()["provenance"]["nan_iterations"], 5);
+  EXPECT_TRUE(
+      r->Note("loss: 5 record(s) from paddlenlp_npu_uie_nan_loss_bare_records_issue9693"
+              ".log:1 (step 50) have a NaN or Inf loss"));
+  EXPECT_NEAR(*r->At(60)->samples, 16.0, 1e-9);
+  EXPECT_DOUBLE_EQ(*r->At(50)->ms, 1000 / 2.7561042891047673);
+  // Step 80's interval_runtime 70.2024 s holds the evaluation at the end of the first epoch
+  // (73 steps: epoch 0.6849 at step 50), which the excerpt does not show: the record keeps it.
+  EXPECT_DOUBLE_EQ(*r->At(80)->ms, 1000 / 0.14244523969284797);
+  EXPECT_TRUE(r->m()["memory"]["peak_bytes"].is_null());  // the log reports none
+}
+
+TEST(Corpus, PaddleMixTwoRunsInCommentsRestartAtStepOne) {
+  // PaddleMIX's U-ViT script keeps two runs' first records as shell comments (`# [...] [    INFO]
+  // - loss: ...`): lines 1-6 a run to step 6, lines 9-13 a second run from step 1 again, whose
+  // records replace the first run's. The rates are printed unrounded: 6.570357298475159 /
+  // 0.2053236655773487 = 32 samples a step (the script's 8 per device on 4 GPUs).
+  Result<Read> r = ReadLog("paddle_paddlemix_uvit_two_runs_unrounded_rates.log", "auto",
+                           {{"excluded_warmup_steps", 1}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(r->log.restarts, 1);
+  EXPECT_TRUE(r->Note("the step count went back 1 time(s)"));
+  EXPECT_EQ(r->Loss(1), 1.08284163);  // line 9, not line 1's 1.08327329
+  EXPECT_EQ(r->Loss(5), 1.07917476);  // line 13
+  EXPECT_EQ(r->At(1)->line, 9);
+  EXPECT_NEAR(*r->At(1)->samples, 32.0, 1e-9);
+  EXPECT_NEAR(*r->At(4)->samples, 32.0, 1e-9);  // 240.6310226005515 / 7.519719456267234
+  EXPECT_DOUBLE_EQ(*r->At(2)->ms, 1000 / 7.594648279558405);  // line 10
+  EXPECT_EQ(*r->At(5)->lr, 2e-07);
+}
+
 TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
   // Each line wrapped in colorlog's codes, one glued to a number: line 5 ends `= 8\x1b[0m\r`.
   // Before, that line was an error ("'Total train batch size' is '8\x1b[0m', not a number").
@@ -1334,6 +1412,28 @@ TEST(Corpus, ErnieKitSftThroughColorlogCodes) {
   EXPECT_EQ(r->log.evals[0].value, 4.969167232513428);
   EXPECT_EQ(r->log.evals[0].line, 33);
   EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 34.84359335899353 * kGiB);
+}
+
+TEST(Corpus, ErnieKitSftLossesInExponentNotation) {
+  // ERNIEKit SFT of ERNIE-4.5-0.3B for sentiment labels (1 GPU, GAS 8, logging_steps 1): the loss
+  // falls below 1e-4 within 18 steps, and Python prints it in exponent notation (`loss:
+  // 4.877e-05`, line 3) as it does the learning rate (`9.5e-06`, line 4). max_memory_reserved
+  // grows from 13.730960607528687 (lines 1-2) to 14.651019811630249 GiB (lines 3-5).
+  Result<Read> r = ReadLog("erniekit_sft_sentiment_loss_exponent_notation.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "paddle");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{16, 17, 18, 19, 20}));
+  EXPECT_EQ(r->Loss(16), 0.00050533);  // line 1
+  EXPECT_EQ(r->Loss(18), 4.877e-05);   // line 3
+  EXPECT_EQ(r->Loss(19), 9.17e-06);    // line 4
+  EXPECT_EQ(r->Loss(20), 3.71e-06);    // line 5
+  EXPECT_EQ(*r->At(19)->lr, 9.5e-06);
+  EXPECT_EQ(r->m()["loss"]["min"], 3.71e-06);
+  EXPECT_DOUBLE_EQ(*r->log.peak_memory_bytes, 14.651019811630249 * kGiB);
+  // No `Total train batch size` line in the excerpt: 5.4334 / 0.6792 = 7.9997, a whole 8 within
+  // the two rates' 4 decimals (line 3).
+  EXPECT_EQ(r->At(18)->samples, 8.0);
+  EXPECT_DOUBLE_EQ(*r->At(18)->ms, 1000 / 0.6792);
 }
 
 TEST(Corpus, ErnieKitDpoRecordsAfterTqdmBars) {
@@ -2115,6 +2215,35 @@ TEST(Corpus, FlagPerfPerfLogEventsBertPaddleAuto) {
   EXPECT_EQ(r->Loss(41020), 1.298828125);
   EXPECT_DOUBLE_EQ(*r->At(41020)->samples, 10500864.0 / 41020);
   EXPECT_EQ(*r->log.trainer_average->samples_per_s, 1221.242941532543);
+}
+
+TEST(Corpus, FlagPerfPerfLogGlmKunlunxinEvalAccuracy) {
+  // FlagPerf's GLM case on Kunlunxin R300 (1x8): STEP_END at every step, each carrying the
+  // trainer state's eval_accuracy (the last evaluation's: 0.7769 at 2399, line 1), the STEP_END
+  // of step 2400 (line 2) with the evaluation that step ran, 0.8004 (the 0.8 target, so
+  // end_training), and EVALUATE after it in the same millisecond (line 3), without a value.
+  // Before, no evaluation was read.
+  Result<Read> r = ReadLog("flagperf_perflog_glm_kunlunxin_eval_accuracy_pr31.log", "auto",
+                           {{"mpe", 512}, {"layout", "TP1PP1DP8"}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->log.format, "flagperf");
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2399, 2400}));
+  EXPECT_EQ(r->Loss(2399), 0.2211799919605255);
+  EXPECT_EQ(r->Loss(2400), 0.6775041818618774);
+  EXPECT_EQ(*r->At(2400)->lr, 5.467496542185339e-06);
+  EXPECT_EQ(*r->At(2399)->samples, 32);  // 76768 / 2399
+  EXPECT_EQ(*r->At(2400)->samples, 32);  // 76800 / 2400
+  EXPECT_EQ(*r->At(2400)->samples_per_s, 3.946610529871572);
+  ASSERT_EQ(r->log.evals.size(), 1u);
+  EXPECT_EQ(r->log.evals[0].step, 2400);
+  EXPECT_EQ(r->log.evals[0].value, 0.8003999590873718);
+  EXPECT_EQ(r->log.evals[0].line, 2);
+  EXPECT_EQ(r->m()["eval"]["step"], 2400);
+  // The steps' own rates (seq/s: 32 samples over each step's time, the evaluation of step 2400,
+  // 631 s between the two lines' time_ms, not in it): 64 x 512 tokens over 8 devices. The
+  // sequence length and the layout are set here; the log gives neither.
+  EXPECT_DOUBLE_EQ(r->PerDevice(),
+                   64 * 512 / (32 / 3.9555062554611267 + 32 / 3.946610529871572) / 8);
 }
 
 // ---- auto -----------------------------------------------------------------
@@ -3676,6 +3805,11 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"erniekit_dpo_bar_glued_records.log", "paddle"},
       {"trainer_llamafactory_issue774_jsonl.log", "trainer"},
       {"paddle_erniekit_single_line.log", "paddle"},
+      {"paddlenlp25_ernie_trainer_interval20_issue4949.log", "paddle"},
+      {"paddlenlp_npu_uie_nan_loss_bare_records_issue9693.log", "paddle"},
+      {"paddle_paddlemix_uvit_two_runs_unrounded_rates.log", "paddle"},
+      {"erniekit_sft_sentiment_loss_exponent_notation.log", "paddle"},
+      {"flagperf_perflog_glm_kunlunxin_eval_accuracy_pr31.log", "flagperf"},
       {"flagperf_llama2_7b_deepspeed.log", "flagperf"},
       {"flagperf_aquila2_7b_summary_only.log", "flagperf"},
       {"flagperf_perflog_cpm_readme_tail.log", "flagperf"},

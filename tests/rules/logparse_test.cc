@@ -1218,6 +1218,36 @@ TEST(FlagPerf, PerfLogEventsAndABrokenOne) {
       ParseFlagPerfLog(log + "[PerfLog] {\"event\": \"STEP_END\", \"val", "cut_last.log").ok());
 }
 
+TEST(FlagPerf, EvaluateWithoutValueTakesTheAccuracyOfTheStepEndJustBefore) {
+  // glm's trainer: STEP_END carries the state's eval_accuracy (the last evaluation's), EVALUATE
+  // follows the STEP_END of the step it evaluated at, in the same millisecond, without a value.
+  const std::string step_end_20 =
+      "[PerfLog] {\"event\": \"STEP_END\", \"value\": {\"loss\": 0.5, \"eval_accuracy\": 0.75, "
+      "\"global_steps\": 20, \"num_trained_samples\": 640}, \"metadata\": {\"time_ms\": 9000}}\n";
+  const std::string evaluate_at_9000 =
+      "[PerfLog] {\"event\": \"EVALUATE\", \"metadata\": {\"time_ms\": 9000}}\n";
+  Result<ParsedLog> r = ParseFlagPerfLog(step_end_20 + evaluate_at_9000, "glm.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 20);
+  EXPECT_EQ(r->evals[0].value, 0.75);
+  EXPECT_EQ(r->evals[0].line, 1);
+  // Logged every 10 steps (log_freq 10): an evaluation at step 25 follows the STEP_END of step 20
+  // seconds later; that STEP_END's accuracy is an older evaluation's: no eval.
+  Result<ParsedLog> stale = ParseFlagPerfLog(
+      step_end_20 + "[PerfLog] {\"event\": \"EVALUATE\", \"metadata\": {\"time_ms\": 14000}}\n",
+      "glm_freq10.log");
+  ASSERT_TRUE(stale.ok()) << stale.status().message();
+  EXPECT_TRUE(stale->evals.empty());
+  // Another event between them: no eval either.
+  Result<ParsedLog> between = ParseFlagPerfLog(
+      step_end_20 + "[PerfLog] {\"event\": \"STEP_BEGIN\", \"metadata\": {\"time_ms\": 9000}}\n" +
+          evaluate_at_9000,
+      "glm_between.log");
+  ASSERT_TRUE(between.ok()) << between.status().message();
+  EXPECT_TRUE(between->evals.empty());
+}
+
 TEST(LineScan, CarriageReturnsSplitALineIntoSegments) {
   std::vector<std::pair<std::string, int64_t>> seen;
   int64_t n = ForEachLine("a\n\r 10%|#| 1/9\r{'loss': 1}\r\nb\r\n\nc",

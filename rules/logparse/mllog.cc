@@ -12,7 +12,8 @@
 // reduced_train_loss as NeMo's references since 2025 log it, value.lr, value.grad_norm,
 // value.train_step_time: the step's own seconds, as NeMo-RL's GRPO reference logs it in a
 // second tracked_stats event of the step, or "train_step_timing in s" as NVIDIA's GPT-3 does), at
-// metadata.step when the event has one (0 included). Not training steps: a tracked_stats
+// metadata.step when the event has one (0 included), else at its step_num (NVIDIA's v4.0 Stable
+// Diffusion mlperf_logging_utils.py, whose tracked_stats loss and lr name no other position). Not training steps: a tracked_stats
 // event with none of these (validation_time alone); one with throughput alone (the MLPerf v5.1
 // submissions' log_throughput -- AMD callbacks.py, Cisco custom_callbacks.py, Dell NeMo
 // _log_throughputs -- set its metadata.step to global_step x gbs: samples); one with
@@ -32,7 +33,8 @@
 // Habana's (one block for the whole run) give no block that spans steps: their eval_accuracy
 // events' epoch_num, in the same tokens, place the steps, each timed from the previous
 // evaluation's start (eval_start, else the eval_accuracy; the first from run_start), less
-// the evaluations the log brackets. NVIDIA's v5.0 NeMo
+// the evaluations the log brackets; tinygrad's BERT (no blocks either) is placed alike by the
+// step_num its eval_start names. NVIDIA's v5.0 NeMo
 // MetricsLogger logs tracked_stats at "step" = (step + 1) x gbs, samples: read as steps over gbs
 // when every such step is a positive multiple of gbs and the last one before each eval_accuracy
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
@@ -376,11 +378,19 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // (MaxText's early_stop_check logs block_stop with the block's first_epoch_num and no
   // epoch_count) or the whole run (Habana's one block): the evaluations' epoch_num, in tokens,
   // place the steps, each timed from the previous evaluation's start (the first: run_start).
-  if (steps.empty() && token_unit) {
+  // tinygrad's BERT (model_train.py) has no training events and no blocks either, and its
+  // eval_start names the step (step_num): placed by that step alike.
+  if (steps.empty() && (token_unit || std::any_of(eval_at.begin(), eval_at.end(),
+                                                  [](const auto& at) { return at.step.has_value(); }))) {
+    bool by_tokens = false;
     for (size_t i = 0; i < log.evals.size(); ++i) {
-      if (!eval_at[i].tokens || !ev.eval_began[i]) continue;
-      const int64_t step = token_step(*eval_at[i].tokens);
+      if (!ev.eval_began[i]) continue;
+      const bool tokens = token_unit && eval_at[i].tokens;
+      if (!tokens && !eval_at[i].step) continue;
+      const int64_t step = tokens ? token_step(*eval_at[i].tokens)
+                                  : static_cast<int64_t>(std::llround(*eval_at[i].step));
       if (step <= 0 || steps.contains(step)) continue;
+      by_tokens = by_tokens || tokens;
       Iteration it;
       it.step = step;
       it.time_ms = *ev.eval_began[i];
@@ -388,12 +398,14 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       steps[step] = it;
     }
     if (!steps.empty()) {
-      in_tokens = true;
+      in_tokens = in_tokens || by_tokens;
       log.notes.push_back(fmt::format(
-          "{}: no train_loss events, and no block that spans steps: steps placed by the "
-          "eval_accuracy events' epoch_num and timed between the evaluations (less what the log "
-          "brackets as evaluation), with no training loss",
-          name));
+          "{}: no train_loss events, and no block that spans steps: steps placed by {} and timed "
+          "between the evaluations (less what the log brackets as evaluation), with no training "
+          "loss",
+          name,
+          by_tokens ? "the eval_accuracy events' epoch_num"
+                    : "the step each evaluation's eval_start names"));
     }
   }
   if (in_tokens) {

@@ -21,6 +21,13 @@ std::optional<double> TrackedLoss(const nlohmann::json& value) {
   return std::nullopt;
 }
 
+// The step an event names: metadata.step, else step_num, as NVIDIA's v4.0 Stable Diffusion
+// names a tracked_stats' step (mlperf_logging_utils.py) and tinygrad an eval_start's.
+std::optional<double> NamedStep(const nlohmann::json& meta) {
+  if (std::optional<double> step = JsonNumber(meta, "step")) return step;
+  return JsonNumber(meta, "step_num");
+}
+
 }  // namespace
 
 Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
@@ -53,7 +60,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     std::optional<double> time_ms = JsonNumber(e, "time_ms");
     // The event's place in the run, which steps are computed from: a number from 0 to 2^53 (an
     // epoch fraction allowed), as WholeCount's bounds.
-    for (const char* place : {"step", "samples_count", "epoch_num"}) {
+    for (const char* place : {"step", "step_num", "samples_count", "epoch_num"}) {
       std::optional<double> v = JsonNumber(meta, place);
       if (v && !WholeCount(std::floor(*v))) {
         error = Errorf(ErrorCode::kCorrupt, "{}:{}: metadata '{}' is {}, not a place in the run",
@@ -119,7 +126,9 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       ev.eval_open = time_ms;
       std::optional<double> tokens = samples ? std::nullopt : JsonNumber(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
-      ev.open_eval_at = {JsonNumber(meta, "step"), samples, tokens};
+      // tinygrad's BERT names the step (step_num) beside epoch_num; where the eval_start names
+      // samples_count, they place it, not its step_num.
+      ev.open_eval_at = {samples ? JsonNumber(meta, "step") : NamedStep(meta), samples, tokens};
     } else if (key == mllog::kEvalStop) {
       if (time_ms && ev.eval_open) ev.paused.push_back({*ev.eval_open, *time_ms});
       ev.eval_open.reset();
@@ -143,7 +152,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
         ev.step_at_eval.push_back({*ev.last_plain_step, *at.samples});
       log.eval_what = "MLPerf eval_accuracy";
     } else if (key == mllog::kTrainLoss || key == kTrackedStats) {
-      std::optional<double> step = JsonNumber(meta, "step");
+      std::optional<double> step = NamedStep(meta);
       const bool loss_event = key == mllog::kTrainLoss;
       if (!loss_event) ++ev.tracked;
       if (std::optional<double> gib = JsonNumber(value, "max_memory_usage")) {

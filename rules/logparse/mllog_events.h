@@ -23,7 +23,7 @@ namespace bm::logparse {
 struct MllogEvents {
   struct Raw {
     Iteration it;
-    std::optional<double> step;  // metadata.step as logged (0 included)
+    std::optional<double> step;  // metadata.step (else step_num) as logged (0 included)
     std::optional<double> samples_count;
     std::optional<double> own_ms;  // tracked_stats' train_step_time, in ms
     bool timing_in_s = false;      // NeMo 1's "train_step_timing in s" (GPT-3: step in tokens)
@@ -41,8 +41,9 @@ struct MllogEvents {
   std::vector<Raw> raws;
   std::vector<std::pair<Block, Block>> blocks;  // start, stop
   std::optional<Block> open_block;
-  // Where each eval_accuracy is: the enclosing eval_start's step or samples_count (the run's
-  // step count; AMD's eval_accuracy names the Lightning logger's 0-based step x gbs), else its own.
+  // Where each eval_accuracy is: the enclosing eval_start's step (tinygrad's step_num) or
+  // samples_count (the run's step count; AMD's eval_accuracy names the Lightning logger's 0-based
+  // step x gbs), else its own.
   struct EvalAt {
     std::optional<double> step, samples, tokens;
   };

@@ -13,18 +13,18 @@
 // value.train_step_time: the step's own seconds, as NeMo-RL's GRPO reference logs it in a
 // second tracked_stats event of the step, or "train_step_timing in s" as NVIDIA's GPT-3 does), at
 // metadata.step when the event has one (0 included), else at its step_num (NVIDIA's v4.0 Stable
-// Diffusion mlperf_logging_utils.py, whose tracked_stats loss and lr name no other position). Not training steps: a tracked_stats
-// event with none of these (validation_time alone); one with throughput alone (the MLPerf v5.1
-// submissions' log_throughput -- AMD callbacks.py, Cisco custom_callbacks.py, Dell NeMo
-// _log_throughputs -- set its metadata.step to global_step x gbs: samples); one with
-// train_step_time alone, a samples_count and no step (mlperf_common's _log_train_step_time: the
-// mean over the block since the previous one, its samples_count the block's, not the run's); one
-// with throughput and train_step_time and no loss, wherever it sits (mlperf_common's
-// _log_training_throughput before 2025-07: the block's mean at "step" = the block's first sample,
-// from 0; its max_memory_usage, round(torch.cuda.max_memory_allocated() / 2**30, 3) on the
-// logging rank, is the log's peak memory); one with train_step_time alone at a fractional "step"
-// (NVIDIA's HugeCTR DLRM v6.0 on_training_end: the run's mean step time at "step" = current_iter /
-// iter_per_epoch, an epoch fraction). Units other than steps: NVIDIA's GPT-3 (v4.x
+// Diffusion mlperf_logging_utils.py, whose tracked_stats loss and lr name no other position). Not
+// training steps: a tracked_stats event with none of these (validation_time alone); one with
+// throughput alone (the MLPerf v5.1 submissions' log_throughput -- AMD callbacks.py, Cisco
+// custom_callbacks.py, Dell NeMo _log_throughputs -- set its metadata.step to global_step x gbs:
+// samples); one with train_step_time alone, a samples_count and no step (mlperf_common's
+// _log_train_step_time: the mean over the block since the previous one, its samples_count the
+// block's, not the run's); one with throughput and train_step_time and no loss, wherever it sits
+// (mlperf_common's _log_training_throughput before 2025-07: the block's mean at "step" = the
+// block's first sample, from 0; its max_memory_usage, round(torch.cuda.max_memory_allocated() /
+// 2**30, 3) on the logging rank, is the log's peak memory); one with train_step_time alone at a
+// fractional "step" (NVIDIA's HugeCTR DLRM v6.0 on_training_end: the run's mean step time at "step"
+// = current_iter / iter_per_epoch, an epoch fraction). Units other than steps: NVIDIA's GPT-3 (v4.x
 // custom_callbacks.py compute_consumed_mllog_tokens) counts tokens since the resume in the blocks'
 // first_epoch_num/epoch_count, epoch_num and "train_step_timing in s"'s step: read as steps over
 // global_batch_size x max_sequence_length when the log states both and every such position is a
@@ -380,8 +380,9 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // place the steps, each timed from the previous evaluation's start (the first: run_start).
   // tinygrad's BERT (model_train.py) has no training events and no blocks either, and its
   // eval_start names the step (step_num): placed by that step alike.
-  if (steps.empty() && (token_unit || std::any_of(eval_at.begin(), eval_at.end(),
-                                                  [](const auto& at) { return at.step.has_value(); }))) {
+  if (steps.empty() &&
+      (token_unit || std::any_of(eval_at.begin(), eval_at.end(),
+                                 [](const auto& at) { return at.step.has_value(); }))) {
     bool by_tokens = false;
     for (size_t i = 0; i < log.evals.size(); ++i) {
       if (!ev.eval_began[i]) continue;

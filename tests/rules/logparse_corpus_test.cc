@@ -2142,7 +2142,7 @@ TEST(Corpus, MlperfFujitsuSdTrackedStatsAtStepNum) {
   // (1714725977648), what is left of the gap from line 102's record.
   EXPECT_DOUBLE_EQ(*r->At(2000)->ms, (1714725977648.0 - 1714725928218.0) / 100);
   EXPECT_EQ(r->Loss(2200), 0.3510939372239239);  // line 113
-  EXPECT_EQ(r->log.facts.at("gbs").value, 256);   // line 2
+  EXPECT_EQ(r->log.facts.at("gbs").value, 256);  // line 2
   EXPECT_FALSE(r->log.wall_s);
   EXPECT_TRUE(r->Note("mllog_fujitsu_sd_tracked_stats_step_num.log:18: run_start but no run_stop"));
 }

@@ -132,6 +132,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     } else if (key == mllog::kEvalStop) {
       if (time_ms && ev.eval_open) ev.paused.push_back({*ev.eval_open, *time_ms});
       ev.eval_open.reset();
+      ev.closed_eval_at = ev.open_eval_at;
       ev.open_eval_at = {};
     } else if (key == mllog::kEvalAccuracy && value.is_number()) {
       // Stable Diffusion's references log two eval_accuracy events an evaluation, FID and CLIP,
@@ -143,9 +144,14 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       log.evals.push_back({0, value.get<double>(), no});
       std::optional<double> tokens = samples ? std::nullopt : JsonNumber(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
+      // tinygrad's BERT prints eval_accuracy after its eval_stop, naming the eval_start's
+      // epoch_num but not its step_num: it is at that eval_start's place.
+      const EvalAt& closed = ev.closed_eval_at;
+      const bool after_its_stop = !samples && closed.step && tokens && closed.tokens == tokens;
       const EvalAt at = ev.open_eval_at.step || ev.open_eval_at.samples || ev.open_eval_at.tokens
                             ? ev.open_eval_at
-                            : EvalAt{std::nullopt, samples, tokens};
+                        : after_its_stop ? closed
+                                         : EvalAt{std::nullopt, samples, tokens};
       ev.eval_at.push_back(at);
       ev.eval_began.push_back(ev.eval_open ? ev.eval_open : time_ms);
       if (at.samples && ev.last_plain_step)

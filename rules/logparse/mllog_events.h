@@ -54,6 +54,8 @@ struct MllogEvents {
   // "CLIP").
   std::vector<std::string> eval_metrics;
   EvalAt open_eval_at;
+  // The last eval_stop's evaluation, for an eval_accuracy printed after it (tinygrad's BERT).
+  EvalAt closed_eval_at;
   std::optional<double> run_start, run_stop;
   // run_stop's metadata.status ("success", "aborted"; "" when it names none) and the lines.
   std::string run_status;

@@ -66,9 +66,10 @@
 // the log has run_start and no run_stop (a killed or crashed run). A line with ":::MLLOG" and no
 // JSON object after it is a print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG
 // Weight initialization: {...}")` on every rank): skipped, with a note. An object that does not
-// parse is an error unless it is the last line (cut off). tracked_stats' throughput is not used:
-// its unit differs between benchmarks (samples/s, tokens/s, sequences/s). The only memory figure is
-// mlperf_common's max_memory_usage.
+// parse is an error unless it is the last line (cut off) or names a key
+// read nowhere here (Lambda's v4.1 results: one line garbled by a text substitution; skipped, with
+// a note). tracked_stats' throughput is not used: its unit differs between benchmarks (samples/s,
+// tokens/s, sequences/s). The only memory figure is mlperf_common's max_memory_usage.
 //
 // One pass reads the events (mllog_events.h); this file numbers and times them.
 
@@ -431,6 +432,12 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         "mean step time at an epoch fraction (NVIDIA's HugeCTR DLRM on_training_end: step = "
         "current_iter / iter_per_epoch), no training step",
         name, ev.epoch_mean_line, *ev.epoch_mean_step_s));
+  }
+  if (ev.garbled > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} :::MLLOG line(s) garbled mid-log (no JSON object; the first names key \"{}\", "
+        "which nothing here reads) skipped",
+        name, ev.garbled_line, ev.garbled, ev.garbled_key));
   }
   if (stray > 0) {
     log.notes.push_back(fmt::format(

@@ -28,6 +28,28 @@ std::optional<double> NamedStep(const nlohmann::json& meta) {
   return JsonNumber(meta, "step_num");
 }
 
+// The keys the events below are read from: a line garbled mid-log is an error only when it names
+// one of them (or none).
+bool IsReadKey(std::string_view key) {
+  for (std::string_view k :
+       {mllog::kRunStart, mllog::kRunStop, mllog::kEpochStop, mllog::kGlobalBatchSize,
+        mllog::kMaxSequenceLength, std::string_view("init_checkpoint_step"),
+        mllog::kGradientAccumulationSteps, mllog::kBlockStart, mllog::kBlockStop, mllog::kEvalStart,
+        mllog::kEvalStop, mllog::kEvalAccuracy, mllog::kTrainLoss, kTrackedStats})
+    if (key == k) return true;
+  return false;
+}
+
+// The key a line that is no JSON object still names in its text (`"key": "init_start"`), if any.
+std::optional<std::string_view> KeyInText(std::string_view rest) {
+  constexpr std::string_view kKey = "\"key\": \"";
+  const size_t at = rest.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t from = at + kKey.size(), to = rest.find('"', from);
+  if (to == std::string_view::npos) return std::nullopt;
+  return rest.substr(from, to - from);
+}
+
 }  // namespace
 
 Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
@@ -49,6 +71,13 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     nlohmann::json e = nlohmann::json::parse(rest, nullptr, false);
     if (e.is_discarded() || !e.is_object() || !e.contains("key") || !e["key"].is_string()) {
       if (no == total_lines) return;  // a last line cut off mid-way
+      // Lambda's v4.1 results have one line garbled by a text substitution (`"value":
+      // nullLambdaorkspace/...` in an init_start): skipped, with a note, when the key it still
+      // names is one nothing here reads.
+      if (std::optional<std::string_view> k = KeyInText(rest); k && !IsReadKey(*k)) {
+        if (ev.garbled++ == 0) ev.garbled_line = no, ev.garbled_key = std::string(*k);
+        return;
+      }
       error =
           Errorf(ErrorCode::kCorrupt, "{}:{}: an :::MLLOG line that is not a JSON event", name, no);
       return;

@@ -75,6 +75,10 @@ struct MllogEvents {
   std::vector<std::pair<double, double>> paused;
   std::optional<double> eval_open, between_blocks;
   int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
+  // Lines with ":::MLLOG {" that are no JSON object but name a key nothing here reads (garbled
+  // mid-log), the first's line and key.
+  int64_t garbled = 0, garbled_line = 0;
+  std::string garbled_key;
   // A train_step_time alone at a fractional "step": the run's mean at an epoch fraction (NVIDIA's
   // HugeCTR DLRM), its value and line.
   std::optional<double> epoch_mean_step_s;
@@ -94,7 +98,7 @@ struct MllogEvents {
 
 // Reads `text`'s events into `ev`, and the facts, the evaluations and log.lines into `log`;
 // kCorrupt ("NAME:LINE: ...") for an :::MLLOG line that is not a JSON event, unless it is the
-// last line (cut off).
+// last line (cut off) or names a key that nothing here reads (garbled; counted in `ev`).
 Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
                        MllogEvents& ev);
 

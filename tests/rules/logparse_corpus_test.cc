@@ -2088,6 +2088,31 @@ TEST(Corpus, MlperfAmdNemoLoraBlocksNameTheirGlobalStep) {
   EXPECT_TRUE(r->Note("steps timed by the block_start/block_stop events"));
 }
 
+TEST(Corpus, MlperfLambdaLoraLineGarbledMidLogIsSkipped) {
+  // Lambda's llama2_70b_lora (v4.1, 4x8 H100, NVIDIA's NeMo 24.04 implementation under srun -l,
+  // " 0: " before every line), lines 778-934 of the result: line 2, an init_start, was garbled by
+  // a text substitution (`"value": nullLambdaorkspace/ft-llm/custom_callbacks.py", ...`: no JSON
+  // object), which made the whole log an error; no event read here is lost with it. Blocks at
+  // cumulative samples_count (line 116: 0, line 120: 1536), global_batch_size 8 (line 9).
+  Result<Read> r = ReadLog("mllog_lambda_llama2_70b_lora_garbled_line.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{192, 240, 288, 336, 384, 432}));
+  // Line 116 (block_start 1727545458319) to line 120 (block_stop 1727545673837) over 1536 / 8.
+  EXPECT_DOUBLE_EQ(*r->At(192)->ms, (1727545673837.0 - 1727545458319.0) / 192);
+  // Line 151 (block_start 1727545914752) to line 153 (block_stop 1727545960884): 48 steps.
+  EXPECT_DOUBLE_EQ(*r->At(432)->ms, (1727545960884.0 - 1727545914752.0) / 48);
+  ASSERT_EQ(r->log.evals.size(), 6u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 125: 1536 / 8
+  EXPECT_EQ(r->log.evals[0].value, 0.9422376155853271);
+  EXPECT_EQ(r->log.evals[5].step, 432);  // line 155: 3456 / 8
+  EXPECT_EQ(r->log.evals[5].value, 0.9229034185409546);
+  // run_start (line 115, 1727545458319) to run_stop (line 157, 1727545972048, "success").
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1727545972048.0 - 1727545458319.0) / 1000);
+  EXPECT_TRUE(
+      r->Note("mllog_lambda_llama2_70b_lora_garbled_line.log:2: 1 :::MLLOG line(s) "
+              "garbled mid-log (no JSON object; the first names key \"init_start\""));
+}
+
 TEST(Corpus, MlperfNvidiaSdRunStopStampedBeforeTheOfflineEvaluations) {
   // NVIDIA's stable_diffusion (v4.1, 8 H100, NeMo 24.09, /workspace/sd/callbacks.py): blocks of
   // 100 steps (value "training_step", samples_count 0 to 102400 at global_batch_size 1024, lines
@@ -3843,6 +3868,7 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"mllog_fujitsu_sd_tracked_stats_step_num.log", "mllog"},
       {"mllog_tinycorp_bert_eval_step_num.log", "mllog"},
       {"mllog_nv_rgat_epoch_fraction_evals.log", "mllog"},
+      {"mllog_lambda_llama2_70b_lora_garbled_line.log", "mllog"},
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
       {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
       {"megatron_bridge_pr841_wrapped_86col.log", "megatron"},

@@ -457,13 +457,22 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     std::string why = events > 0 ? "" : OtherFormatHint(text, "mllog");
     // Retinanet's and rgat's implementations (and tinygrad's) time whole epochs: epoch_start and
     // epoch_stop at epoch_num, with no step or samples_count inside them.
-    const std::string epochs_say =
+    std::string epochs_say =
         ev.epoch_stops > 0
             ? fmt::format(
                   "; its {} epoch_stop event(s) (the first at line {}) time whole epochs "
                   "by epoch_num and place no step",
                   ev.epoch_stops, ev.epoch_stop_line)
             : std::string();
+    // rgat's and HugeCTR DLRM's (v4.0 to v5.1) evaluate at epoch fractions (epoch_num 0.05, ...).
+    for (size_t i = 0; i < log.evals.size(); ++i) {
+      const std::optional<double>& epoch = eval_at[i].tokens;
+      if (!epoch || *epoch == std::floor(*epoch)) continue;
+      epochs_say += fmt::format(
+          "; its evaluations are at epoch fractions (epoch_num {:g} at line {}), no step either",
+          *epoch, log.evals[i].line);
+      break;
+    }
     if (epoch_blocks_line > 0 && !token_unit && !(gbs && fact("mpe"))) {
       // BERT's reference (packed samples): one block for the epoch, throughput-only
       // tracked_stats, evaluations at epoch_num = samples that no batch size divides.

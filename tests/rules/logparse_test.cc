@@ -309,6 +309,13 @@ TEST(LineScan, StepsAreWholeCountsNotCastsOfAnyNumber) {
       "step.txt");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "step.txt:1: metadata 'step' is 1e+20, not a place in the run");
+  r = ParseMllog(event +
+                     "\"key\": \"tracked_stats\", \"value\": {\"loss\": 2.5}, \"metadata\": "
+                     "{\"step_num\": -100}}\n",
+                 "step_num.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "step_num.txt:1: metadata 'step_num' is -100, not a place in the run");
 }
 
 TEST(Trainer, BarsOfHugeCountsAreNoHang) {

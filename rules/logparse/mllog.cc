@@ -66,10 +66,10 @@
 // the log has run_start and no run_stop (a killed or crashed run). A line with ":::MLLOG" and no
 // JSON object after it is a print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG
 // Weight initialization: {...}")` on every rank): skipped, with a note. An object that does not
-// parse is an error unless it is the last line (cut off) or names a key
-// read nowhere here (Lambda's v4.1 results: one line garbled by a text substitution; skipped, with
-// a note). tracked_stats' throughput is not used: its unit differs between benchmarks (samples/s,
-// tokens/s, sequences/s). The only memory figure is mlperf_common's max_memory_usage.
+// parse is an error unless it is the last line (cut off) or names a key read nowhere here
+// (Lambda's v4.1 results: one line garbled by a text substitution; skipped, with a note).
+// tracked_stats' throughput is not used: its unit differs between benchmarks (samples/s, tokens/s,
+// sequences/s). The only memory figure is mlperf_common's max_memory_usage.
 //
 // One pass reads the events (mllog_events.h); this file numbers and times them.
 

@@ -12,18 +12,19 @@
 // reduced_train_loss as NeMo's references since 2025 log it, value.lr, value.grad_norm,
 // value.train_step_time: the step's own seconds, as NeMo-RL's GRPO reference logs it in a
 // second tracked_stats event of the step, or "train_step_timing in s" as NVIDIA's GPT-3 does), at
-// metadata.step when the event has one (0 included). Not training steps: a tracked_stats
-// event with none of these (validation_time alone); one with throughput alone (the MLPerf v5.1
-// submissions' log_throughput -- AMD callbacks.py, Cisco custom_callbacks.py, Dell NeMo
-// _log_throughputs -- set its metadata.step to global_step x gbs: samples); one with
-// train_step_time alone, a samples_count and no step (mlperf_common's _log_train_step_time: the
-// mean over the block since the previous one, its samples_count the block's, not the run's); one
-// with throughput and train_step_time and no loss, wherever it sits (mlperf_common's
-// _log_training_throughput before 2025-07: the block's mean at "step" = the block's first sample,
-// from 0; its max_memory_usage, round(torch.cuda.max_memory_allocated() / 2**30, 3) on the
-// logging rank, is the log's peak memory); one with train_step_time alone at a fractional "step"
-// (NVIDIA's HugeCTR DLRM v6.0 on_training_end: the run's mean step time at "step" = current_iter /
-// iter_per_epoch, an epoch fraction). Units other than steps: NVIDIA's GPT-3 (v4.x
+// metadata.step when the event has one (0 included), else at its step_num (NVIDIA's v4.0 Stable
+// Diffusion mlperf_logging_utils.py, whose tracked_stats loss and lr name no other position). Not
+// training steps: a tracked_stats event with none of these (validation_time alone); one with
+// throughput alone (the MLPerf v5.1 submissions' log_throughput -- AMD callbacks.py, Cisco
+// custom_callbacks.py, Dell NeMo _log_throughputs -- set its metadata.step to global_step x gbs:
+// samples); one with train_step_time alone, a samples_count and no step (mlperf_common's
+// _log_train_step_time: the mean over the block since the previous one, its samples_count the
+// block's, not the run's); one with throughput and train_step_time and no loss, wherever it sits
+// (mlperf_common's _log_training_throughput before 2025-07: the block's mean at "step" = the
+// block's first sample, from 0; its max_memory_usage, round(torch.cuda.max_memory_allocated() /
+// 2**30, 3) on the logging rank, is the log's peak memory); one with train_step_time alone at a
+// fractional "step" (NVIDIA's HugeCTR DLRM v6.0 on_training_end: the run's mean step time at "step"
+// = current_iter / iter_per_epoch, an epoch fraction). Units other than steps: NVIDIA's GPT-3 (v4.x
 // custom_callbacks.py compute_consumed_mllog_tokens) counts tokens since the resume in the blocks'
 // first_epoch_num/epoch_count, epoch_num and "train_step_timing in s"'s step: read as steps over
 // global_batch_size x max_sequence_length when the log states both and every such position is a
@@ -32,7 +33,8 @@
 // Habana's (one block for the whole run) give no block that spans steps: their eval_accuracy
 // events' epoch_num, in the same tokens, place the steps, each timed from the previous
 // evaluation's start (eval_start, else the eval_accuracy; the first from run_start), less
-// the evaluations the log brackets. NVIDIA's v5.0 NeMo
+// the evaluations the log brackets; tinygrad's BERT (no blocks either) is placed alike by the
+// step_num its eval_start names. NVIDIA's v5.0 NeMo
 // MetricsLogger logs tracked_stats at "step" = (step + 1) x gbs, samples: read as steps over gbs
 // when every such step is a positive multiple of gbs and the last one before each eval_accuracy
 // placed by samples_count equals that samples_count (steps would be gbs times smaller).
@@ -64,9 +66,10 @@
 // the log has run_start and no run_stop (a killed or crashed run). A line with ":::MLLOG" and no
 // JSON object after it is a print that mentions the tag (the llama3.1 reference's `print(f":::MLLOG
 // Weight initialization: {...}")` on every rank): skipped, with a note. An object that does not
-// parse is an error unless it is the last line (cut off). tracked_stats' throughput is not used:
-// its unit differs between benchmarks (samples/s, tokens/s, sequences/s). The only memory figure is
-// mlperf_common's max_memory_usage.
+// parse is an error unless it is the last line (cut off) or names a key read nowhere here
+// (Lambda's v4.1 results: one line garbled by a text substitution; skipped, with a note).
+// tracked_stats' throughput is not used: its unit differs between benchmarks (samples/s, tokens/s,
+// sequences/s). The only memory figure is mlperf_common's max_memory_usage.
 //
 // One pass reads the events (mllog_events.h); this file numbers and times them.
 
@@ -376,11 +379,20 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // (MaxText's early_stop_check logs block_stop with the block's first_epoch_num and no
   // epoch_count) or the whole run (Habana's one block): the evaluations' epoch_num, in tokens,
   // place the steps, each timed from the previous evaluation's start (the first: run_start).
-  if (steps.empty() && token_unit) {
+  // tinygrad's BERT (model_train.py) has no training events and no blocks either, and its
+  // eval_start names the step (step_num): placed by that step alike.
+  if (steps.empty() &&
+      (token_unit || std::any_of(eval_at.begin(), eval_at.end(),
+                                 [](const auto& at) { return at.step.has_value(); }))) {
+    bool by_tokens = false;
     for (size_t i = 0; i < log.evals.size(); ++i) {
-      if (!eval_at[i].tokens || !ev.eval_began[i]) continue;
-      const int64_t step = token_step(*eval_at[i].tokens);
+      if (!ev.eval_began[i]) continue;
+      const bool tokens = token_unit && eval_at[i].tokens;
+      if (!tokens && !eval_at[i].step) continue;
+      const int64_t step = tokens ? token_step(*eval_at[i].tokens)
+                                  : static_cast<int64_t>(std::llround(*eval_at[i].step));
       if (step <= 0 || steps.contains(step)) continue;
+      by_tokens = by_tokens || tokens;
       Iteration it;
       it.step = step;
       it.time_ms = *ev.eval_began[i];
@@ -388,12 +400,14 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
       steps[step] = it;
     }
     if (!steps.empty()) {
-      in_tokens = true;
+      in_tokens = in_tokens || by_tokens;
       log.notes.push_back(fmt::format(
-          "{}: no train_loss events, and no block that spans steps: steps placed by the "
-          "eval_accuracy events' epoch_num and timed between the evaluations (less what the log "
-          "brackets as evaluation), with no training loss",
-          name));
+          "{}: no train_loss events, and no block that spans steps: steps placed by {} and timed "
+          "between the evaluations (less what the log brackets as evaluation), with no training "
+          "loss",
+          name,
+          by_tokens ? "the eval_accuracy events' epoch_num"
+                    : "the step each evaluation's eval_start names"));
     }
   }
   if (in_tokens) {
@@ -419,6 +433,12 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         "current_iter / iter_per_epoch), no training step",
         name, ev.epoch_mean_line, *ev.epoch_mean_step_s));
   }
+  if (ev.garbled > 0) {
+    log.notes.push_back(fmt::format(
+        "{}:{}: {} :::MLLOG line(s) garbled mid-log (no JSON object; the first names key \"{}\", "
+        "which nothing here reads) skipped",
+        name, ev.garbled_line, ev.garbled, ev.garbled_key));
+  }
   if (stray > 0) {
     log.notes.push_back(fmt::format(
         "{}:{}: {} line(s) with ':::MLLOG' but no JSON event after it (a print that mentions "
@@ -437,13 +457,22 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     std::string why = events > 0 ? "" : OtherFormatHint(text, "mllog");
     // Retinanet's and rgat's implementations (and tinygrad's) time whole epochs: epoch_start and
     // epoch_stop at epoch_num, with no step or samples_count inside them.
-    const std::string epochs_say =
+    std::string epochs_say =
         ev.epoch_stops > 0
             ? fmt::format(
                   "; its {} epoch_stop event(s) (the first at line {}) time whole epochs "
                   "by epoch_num and place no step",
                   ev.epoch_stops, ev.epoch_stop_line)
             : std::string();
+    // rgat's and HugeCTR DLRM's (v4.0 to v5.1) evaluate at epoch fractions (epoch_num 0.05, ...).
+    for (size_t i = 0; i < log.evals.size(); ++i) {
+      const std::optional<double>& epoch = eval_at[i].tokens;
+      if (!epoch || *epoch == std::floor(*epoch)) continue;
+      epochs_say += fmt::format(
+          "; its evaluations are at epoch fractions (epoch_num {:g} at line {}), no step either",
+          *epoch, log.evals[i].line);
+      break;
+    }
     if (epoch_blocks_line > 0 && !token_unit && !(gbs && fact("mpe"))) {
       // BERT's reference (packed samples): one block for the epoch, throughput-only
       // tracked_stats, evaluations at epoch_num = samples that no batch size divides.

@@ -21,6 +21,35 @@ std::optional<double> TrackedLoss(const nlohmann::json& value) {
   return std::nullopt;
 }
 
+// The step an event names: metadata.step, else step_num, as NVIDIA's v4.0 Stable Diffusion
+// names a tracked_stats' step (mlperf_logging_utils.py) and tinygrad an eval_start's.
+std::optional<double> NamedStep(const nlohmann::json& meta) {
+  if (std::optional<double> step = JsonNumber(meta, "step")) return step;
+  return JsonNumber(meta, "step_num");
+}
+
+// The keys the events below are read from: a line garbled mid-log is an error only when it names
+// one of them (or none).
+bool IsReadKey(std::string_view key) {
+  for (std::string_view k :
+       {mllog::kRunStart, mllog::kRunStop, mllog::kEpochStop, mllog::kGlobalBatchSize,
+        mllog::kMaxSequenceLength, std::string_view("init_checkpoint_step"),
+        mllog::kGradientAccumulationSteps, mllog::kBlockStart, mllog::kBlockStop, mllog::kEvalStart,
+        mllog::kEvalStop, mllog::kEvalAccuracy, mllog::kTrainLoss, kTrackedStats})
+    if (key == k) return true;
+  return false;
+}
+
+// The key a line that is no JSON object still names in its text (`"key": "init_start"`), if any.
+std::optional<std::string_view> KeyInText(std::string_view rest) {
+  constexpr std::string_view kKey = "\"key\": \"";
+  const size_t at = rest.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t from = at + kKey.size(), to = rest.find('"', from);
+  if (to == std::string_view::npos) return std::nullopt;
+  return rest.substr(from, to - from);
+}
+
 }  // namespace
 
 Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
@@ -42,6 +71,13 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     nlohmann::json e = nlohmann::json::parse(rest, nullptr, false);
     if (e.is_discarded() || !e.is_object() || !e.contains("key") || !e["key"].is_string()) {
       if (no == total_lines) return;  // a last line cut off mid-way
+      // Lambda's v4.1 results have one line garbled by a text substitution (`"value":
+      // nullLambdaorkspace/...` in an init_start): skipped, with a note, when the key it still
+      // names is one nothing here reads.
+      if (std::optional<std::string_view> k = KeyInText(rest); k && !IsReadKey(*k)) {
+        if (ev.garbled++ == 0) ev.garbled_line = no, ev.garbled_key = std::string(*k);
+        return;
+      }
       error =
           Errorf(ErrorCode::kCorrupt, "{}:{}: an :::MLLOG line that is not a JSON event", name, no);
       return;
@@ -53,7 +89,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     std::optional<double> time_ms = JsonNumber(e, "time_ms");
     // The event's place in the run, which steps are computed from: a number from 0 to 2^53 (an
     // epoch fraction allowed), as WholeCount's bounds.
-    for (const char* place : {"step", "samples_count", "epoch_num"}) {
+    for (const char* place : {"step", "step_num", "samples_count", "epoch_num"}) {
       std::optional<double> v = JsonNumber(meta, place);
       if (v && !WholeCount(std::floor(*v))) {
         error = Errorf(ErrorCode::kCorrupt, "{}:{}: metadata '{}' is {}, not a place in the run",
@@ -119,10 +155,13 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       ev.eval_open = time_ms;
       std::optional<double> tokens = samples ? std::nullopt : JsonNumber(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
-      ev.open_eval_at = {JsonNumber(meta, "step"), samples, tokens};
+      // tinygrad's BERT names the step (step_num) beside epoch_num; where the eval_start names
+      // samples_count, they place it, not its step_num.
+      ev.open_eval_at = {samples ? JsonNumber(meta, "step") : NamedStep(meta), samples, tokens};
     } else if (key == mllog::kEvalStop) {
       if (time_ms && ev.eval_open) ev.paused.push_back({*ev.eval_open, *time_ms});
       ev.eval_open.reset();
+      ev.closed_eval_at = ev.open_eval_at;
       ev.open_eval_at = {};
     } else if (key == mllog::kEvalAccuracy && value.is_number()) {
       // Stable Diffusion's references log two eval_accuracy events an evaluation, FID and CLIP,
@@ -134,16 +173,21 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       log.evals.push_back({0, value.get<double>(), no});
       std::optional<double> tokens = samples ? std::nullopt : JsonNumber(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
+      // tinygrad's BERT prints eval_accuracy after its eval_stop, naming the eval_start's
+      // epoch_num but not its step_num: it is at that eval_start's place.
+      const EvalAt& closed = ev.closed_eval_at;
+      const bool after_its_stop = !samples && closed.step && tokens && closed.tokens == tokens;
       const EvalAt at = ev.open_eval_at.step || ev.open_eval_at.samples || ev.open_eval_at.tokens
                             ? ev.open_eval_at
-                            : EvalAt{std::nullopt, samples, tokens};
+                        : after_its_stop ? closed
+                                         : EvalAt{std::nullopt, samples, tokens};
       ev.eval_at.push_back(at);
       ev.eval_began.push_back(ev.eval_open ? ev.eval_open : time_ms);
       if (at.samples && ev.last_plain_step)
         ev.step_at_eval.push_back({*ev.last_plain_step, *at.samples});
       log.eval_what = "MLPerf eval_accuracy";
     } else if (key == mllog::kTrainLoss || key == kTrackedStats) {
-      std::optional<double> step = JsonNumber(meta, "step");
+      std::optional<double> step = NamedStep(meta);
       const bool loss_event = key == mllog::kTrainLoss;
       if (!loss_event) ++ev.tracked;
       if (std::optional<double> gib = JsonNumber(value, "max_memory_usage")) {

@@ -23,7 +23,7 @@ namespace bm::logparse {
 struct MllogEvents {
   struct Raw {
     Iteration it;
-    std::optional<double> step;  // metadata.step as logged (0 included)
+    std::optional<double> step;  // metadata.step (else step_num) as logged (0 included)
     std::optional<double> samples_count;
     std::optional<double> own_ms;  // tracked_stats' train_step_time, in ms
     bool timing_in_s = false;      // NeMo 1's "train_step_timing in s" (GPT-3: step in tokens)
@@ -41,8 +41,9 @@ struct MllogEvents {
   std::vector<Raw> raws;
   std::vector<std::pair<Block, Block>> blocks;  // start, stop
   std::optional<Block> open_block;
-  // Where each eval_accuracy is: the enclosing eval_start's step or samples_count (the run's
-  // step count; AMD's eval_accuracy names the Lightning logger's 0-based step x gbs), else its own.
+  // Where each eval_accuracy is: the enclosing eval_start's step (tinygrad's step_num) or
+  // samples_count (the run's step count; AMD's eval_accuracy names the Lightning logger's 0-based
+  // step x gbs), else its own.
   struct EvalAt {
     std::optional<double> step, samples, tokens;
   };
@@ -53,6 +54,8 @@ struct MllogEvents {
   // "CLIP").
   std::vector<std::string> eval_metrics;
   EvalAt open_eval_at;
+  // The last eval_stop's evaluation, for an eval_accuracy printed after it (tinygrad's BERT).
+  EvalAt closed_eval_at;
   std::optional<double> run_start, run_stop;
   // run_stop's metadata.status ("success", "aborted"; "" when it names none) and the lines.
   std::string run_status;
@@ -72,6 +75,10 @@ struct MllogEvents {
   std::vector<std::pair<double, double>> paused;
   std::optional<double> eval_open, between_blocks;
   int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
+  // Lines with ":::MLLOG {" that are no JSON object but name a key nothing here reads (garbled
+  // mid-log), the first's line and key.
+  int64_t garbled = 0, garbled_line = 0;
+  std::string garbled_key;
   // A train_step_time alone at a fractional "step": the run's mean at an epoch fraction (NVIDIA's
   // HugeCTR DLRM), its value and line.
   std::optional<double> epoch_mean_step_s;
@@ -91,7 +98,7 @@ struct MllogEvents {
 
 // Reads `text`'s events into `ev`, and the facts, the evaluations and log.lines into `log`;
 // kCorrupt ("NAME:LINE: ...") for an :::MLLOG line that is not a JSON event, unless it is the
-// last line (cut off).
+// last line (cut off) or names a key that nothing here reads (garbled; counted in `ev`).
 Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
                        MllogEvents& ev);
 

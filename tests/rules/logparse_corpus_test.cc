@@ -2161,6 +2161,164 @@ TEST(Corpus, MlperfCommonBlockStatsAtStepZeroAreNoRecords) {
   EXPECT_TRUE(r->Note(":47: 6 tracked_stats train_step_time"));
 }
 
+TEST(Corpus, MlperfAmdNemoLoraBlocksNameTheirGlobalStep) {
+  // AMD's llama2_70b_lora (v5.1, one MI300X node, AMD's NeMo implementation,
+  // src/callbacks/custom_callbacks.py): no training records; blocks at the cumulative
+  // samples_count (line 22: 0, line 24: 1536) whose block_stop also names curr_global_step (192)
+  // and self.gbs (8), a tracked_stats {"throughput"} at "step" = samples before each block_stop
+  // (line 23: 1536), global_batch_size 8 (line 9).
+  Result<Read> r = ReadLog("mllog_amd_nemo_llama2_70b_lora_curr_global_step.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{192, 240, 288, 336, 384, 432, 480}));
+  EXPECT_FALSE(r->Loss(192));
+  // Line 22 (block_start 1755477365577) to line 24 (block_stop 1755478097187) over 1536 / 8.
+  EXPECT_DOUBLE_EQ(*r->At(192)->ms, (1755478097187.0 - 1755477365577.0) / 192);
+  // Line 28 (block_start 1755478128188) to line 30 (block_stop 1755478309685): 48 steps.
+  EXPECT_DOUBLE_EQ(*r->At(240)->ms, (1755478309685.0 - 1755478128188.0) / 48);
+  // Line 58 (block_start 1755479189164) to line 60 (block_stop 1755479370742).
+  EXPECT_DOUBLE_EQ(*r->At(480)->ms, (1755479370742.0 - 1755479189164.0) / 48);
+  ASSERT_EQ(r->log.evals.size(), 7u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 26: samples_count 1536 / 8
+  EXPECT_EQ(r->log.evals[0].value, 0.9382773041725159);
+  EXPECT_EQ(r->log.evals[6].step, 480);  // line 62: 3840 / 8
+  EXPECT_EQ(r->log.evals[6].value, 0.923464298248291);
+  // run_start (line 21, 1755477365577) to run_stop (line 64, 1755479401425, "success"; its own
+  // "duration" by the callback's clock: "2035.847635269165 sec").
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1755479401425.0 - 1755477365577.0) / 1000);
+  EXPECT_TRUE(r->Note("steps timed by the block_start/block_stop events"));
+}
+
+TEST(Corpus, MlperfLambdaLoraLineGarbledMidLogIsSkipped) {
+  // Lambda's llama2_70b_lora (v4.1, 4x8 H100, NVIDIA's NeMo 24.04 implementation under srun -l,
+  // " 0: " before every line), lines 778-934 of the result: line 2, an init_start, was garbled by
+  // a text substitution (`"value": nullLambdaorkspace/ft-llm/custom_callbacks.py", ...`: no JSON
+  // object), which made the whole log an error; no event read here is lost with it. Blocks at
+  // cumulative samples_count (line 116: 0, line 120: 1536), global_batch_size 8 (line 9).
+  Result<Read> r = ReadLog("mllog_lambda_llama2_70b_lora_garbled_line.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Steps(), (std::vector<int64_t>{192, 240, 288, 336, 384, 432}));
+  // Line 116 (block_start 1727545458319) to line 120 (block_stop 1727545673837) over 1536 / 8.
+  EXPECT_DOUBLE_EQ(*r->At(192)->ms, (1727545673837.0 - 1727545458319.0) / 192);
+  // Line 151 (block_start 1727545914752) to line 153 (block_stop 1727545960884): 48 steps.
+  EXPECT_DOUBLE_EQ(*r->At(432)->ms, (1727545960884.0 - 1727545914752.0) / 48);
+  ASSERT_EQ(r->log.evals.size(), 6u);
+  EXPECT_EQ(r->log.evals[0].step, 192);  // line 125: 1536 / 8
+  EXPECT_EQ(r->log.evals[0].value, 0.9422376155853271);
+  EXPECT_EQ(r->log.evals[5].step, 432);  // line 155: 3456 / 8
+  EXPECT_EQ(r->log.evals[5].value, 0.9229034185409546);
+  // run_start (line 115, 1727545458319) to run_stop (line 157, 1727545972048, "success").
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1727545972048.0 - 1727545458319.0) / 1000);
+  EXPECT_TRUE(
+      r->Note("mllog_lambda_llama2_70b_lora_garbled_line.log:2: 1 :::MLLOG line(s) "
+              "garbled mid-log (no JSON object; the first names key \"init_start\""));
+}
+
+TEST(Corpus, MlperfNvidiaSdRunStopStampedBeforeTheOfflineEvaluations) {
+  // NVIDIA's stable_diffusion (v4.1, 8 H100, NeMo 24.09, /workspace/sd/callbacks.py): blocks of
+  // 100 steps (value "training_step", samples_count 0 to 102400 at global_batch_size 1024, lines
+  // 12, 29-30) with a throughput-only tracked_stats at step_num after each, training on to step
+  // 3500 (line 132); the checkpoints are evaluated offline after training (lines 134-141: FID,
+  // then CLIP, at samples_count 2048000 and 2560000), and run_stop comes last (line 142) but is
+  // stamped at step 2500's block_stop (line 102, 1726879297395), the checkpoint that reached the
+  // target ("step_num": 2500).
+  Result<Read> r = ReadLog("mllog_nv_sd_v41_run_stop_before_offline_evals.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 35u);
+  EXPECT_EQ(r->Steps().front(), 100);
+  EXPECT_EQ(r->Steps().back(), 3500);  // line 132: 3584000 / 1024
+  EXPECT_FALSE(r->Loss(100));
+  // Lines 29-30: block_start 1726878976336 to block_stop 1726878987828 over 100 steps.
+  EXPECT_DOUBLE_EQ(*r->At(100)->ms, (1726878987828.0 - 1726878976336.0) / 100);
+  // Lines 101-102: block_start 1726879285173 to block_stop 1726879297395.
+  EXPECT_DOUBLE_EQ(*r->At(2500)->ms, (1726879297395.0 - 1726879285173.0) / 100);
+  // Lines 131-132: block_start 1726879414052 to block_stop 1726879426980.
+  EXPECT_DOUBLE_EQ(*r->At(3500)->ms, (1726879426980.0 - 1726879414052.0) / 100);
+  ASSERT_EQ(r->log.evals.size(), 2u);     // FID (lines 136, 140); CLIP (137, 141) left out
+  EXPECT_EQ(r->log.evals[0].step, 2000);  // line 136: 2048000 / 1024
+  EXPECT_EQ(r->log.evals[0].value, 96.78894140859427);
+  EXPECT_EQ(r->log.evals[1].step, 2500);  // line 140: 2560000 / 1024
+  EXPECT_EQ(r->log.evals[1].value, 88.51338542754172);
+  EXPECT_EQ(r->log.eval_what, "MLPerf eval_accuracy FID");
+  // run_start (line 28, 1726878976334) to run_stop's stamp (line 142, 1726879297395): MLPerf's
+  // time to train, though the line is printed after the offline evaluations.
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1726879297395.0 - 1726878976334.0) / 1000);
+  EXPECT_FALSE(r->Note("run_start but no run_stop"));
+}
+
+TEST(Corpus, MlperfFujitsuSdTrackedStatsAtStepNum) {
+  // Fujitsu's stable_diffusion (v4.0, 4 H100, NVIDIA's v4.0 NeMo implementation under srun -l,
+  // "0: " before every line), lines 592-705 of the result: one tracked_stats {throughput, loss,
+  // lr} per block of 100 steps, printed after the block_stop, naming its step as "step_num" only
+  // (line 48: step_num 100, no samples_count). They were numbered in order (1, 2, ...), each
+  // timed as one step over 100 steps' time. The excerpt ends mid-run: no run_stop.
+  Result<Read> r = ReadLog("mllog_fujitsu_sd_tracked_stats_step_num.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 22u);  // lines 48, 51, ..., 113
+  EXPECT_EQ(r->Steps().front(), 100);
+  EXPECT_EQ(r->Steps().back(), 2200);
+  EXPECT_EQ(r->At(1), nullptr);
+  EXPECT_EQ(r->Loss(100), 1.1177679331582582);  // line 48
+  EXPECT_EQ(*r->At(100)->lr, 2.557442485340289e-06);
+  // run_start (line 18, 1714724929129) to step 100's record (line 48), less block_stop (line
+  // 47, 1714725013660) to the next block_start (line 49): run_start to that block_stop.
+  EXPECT_EQ(r->At(100)->span, 100);
+  EXPECT_DOUBLE_EQ(*r->At(100)->ms, (1714725013660.0 - 1714724929129.0) / 100);
+  // Step 2000 (line 105): block_start line 103 (1714725928218) to block_stop line 104
+  // (1714725977648), what is left of the gap from line 102's record.
+  EXPECT_DOUBLE_EQ(*r->At(2000)->ms, (1714725977648.0 - 1714725928218.0) / 100);
+  EXPECT_EQ(r->Loss(2200), 0.3510939372239239);  // line 113
+  EXPECT_EQ(r->log.facts.at("gbs").value, 256);  // line 2
+  EXPECT_FALSE(r->log.wall_s);
+  EXPECT_TRUE(r->Note("mllog_fujitsu_sd_tracked_stats_step_num.log:18: run_start but no run_stop"));
+}
+
+TEST(Corpus, MlperfTinycorpBertPlacedByTheStepItsEvalStartNames) {
+  // tinycorp's BERT on tinybox 8xMI300X (v5.0, tinygrad examples/mlperf/model_train.py): no
+  // training events and no blocks; each eval_start names epoch_num (samples: 149504 = 146 x
+  // global_batch_size 1024, line 11) and step_num (line 29: 146), its eval_stop the evaluation's
+  // own samples_count (10240, line 30). max_sequence_length 512 (line 12). It was an error (no
+  // training step, the epoch_stop at line 95 placing none).
+  Result<Read> r = ReadLog("mllog_tinycorp_bert_eval_step_num.log", "mllog");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->log.iterations.size(), 22u);  // eval_start lines 29, 32, ..., 92
+  EXPECT_EQ(r->Steps().front(), 146);
+  EXPECT_EQ(r->Steps().back(), 3212);  // line 92
+  EXPECT_FALSE(r->Loss(146));
+  // run_start (line 9, 1745532618573) to the first eval_start (line 29, 1745533321994).
+  EXPECT_EQ(r->At(146)->span, 146);
+  EXPECT_DOUBLE_EQ(*r->At(146)->ms, (1745533321994.0 - 1745532618573.0) / 146);
+  // eval_stop (line 30, 1745533363168) to the next eval_start (line 32, 1745533638843).
+  EXPECT_DOUBLE_EQ(*r->At(292)->ms, (1745533638843.0 - 1745533363168.0) / 146);
+  // eval_stop (line 90, 1745538996846) to the last eval_start (line 92, 1745539272384).
+  EXPECT_DOUBLE_EQ(*r->At(3212)->ms, (1745539272384.0 - 1745538996846.0) / 146);
+  ASSERT_EQ(r->log.evals.size(), 22u);
+  EXPECT_EQ(r->log.evals[0].step, 146);
+  EXPECT_EQ(r->log.evals[0].value, 0.37238641977310183);  // line 31
+  EXPECT_EQ(r->log.evals[21].step, 3212);
+  EXPECT_EQ(r->log.evals[21].value, 0.7201055765151978);  // line 94
+  EXPECT_EQ(r->log.facts.at("mpe").value, 512);
+  // run_start (line 9) to run_stop (line 96, 1745539277038, "success").
+  EXPECT_DOUBLE_EQ(*r->log.wall_s, (1745539277038.0 - 1745532618573.0) / 1000);
+  EXPECT_TRUE(r->Note("placed by the step each evaluation's eval_start names"));
+}
+
+TEST(Corpus, MlperfNvidiaRgatEvaluationsAtEpochFractionsSayWhyNoStep) {
+  // NVIDIA's rgat (v5.1, DGL, 8 GPUs): one epoch (epoch_start line 25, epoch_stop line 87),
+  // evaluations at epoch_num 0.05, 0.1, ... 1.0 (lines 26-85), one tracked_stats {train_time,
+  // throughput, train_accuracy, max_memory_usage} at epoch_num 1.0 (line 86) and one {walltime}
+  // (line 88): no training statistics and no position in steps (train_samples 94605581, line 23,
+  // is no multiple of global_batch_size 32768, line 17): not read, and the error says why (as for
+  // NVIDIA's HugeCTR DLRM of v4.0 to v5.1, whose evaluations are at epoch fractions too).
+  Result<Read> r = ReadLog("mllog_nv_rgat_epoch_fraction_evals.log", "mllog");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "mllog_nv_rgat_epoch_fraction_evals.log: no training step in 90 lines: none of its 2 "
+            "tracked_stats events holds a training loss, lr, grad_norm or step time, and it has "
+            "no block_stop events; its 1 epoch_stop event(s) (the first at line 87) time whole "
+            "epochs by epoch_num and place no step; its evaluations are at epoch fractions "
+            "(epoch_num 0.05 at line 27), no step either");
+}
+
 // ---- FlagPerf -------------------------------------------------------------
 
 TEST(Corpus, FlagPerfSummaryOverDeepSpeed) {
@@ -3841,6 +3999,12 @@ TEST(Corpus, AutoRecognisesEveryLog) {
       {"megatron_bridge_llmb_resumed_memory_gb.log", "megatron"},
       {"deepspeed_slamllm_micro_batch_steps.log", "deepspeed"},
       {"mllog_nv_flux1_train_loss_lr.log", "mllog"},
+      {"mllog_amd_nemo_llama2_70b_lora_curr_global_step.log", "mllog"},
+      {"mllog_nv_sd_v41_run_stop_before_offline_evals.log", "mllog"},
+      {"mllog_fujitsu_sd_tracked_stats_step_num.log", "mllog"},
+      {"mllog_tinycorp_bert_eval_step_num.log", "mllog"},
+      {"mllog_nv_rgat_epoch_fraction_evals.log", "mllog"},
+      {"mllog_lambda_llama2_70b_lora_garbled_line.log", "mllog"},
       {"megatron_fl_core0182_ascend_default0.log", "megatron"},
       {"megatron_swift_issue7832_memory_gib_interval5.log", "megatron"},
       {"megatron_bridge_pr841_wrapped_86col.log", "megatron"},

@@ -309,6 +309,13 @@ TEST(LineScan, StepsAreWholeCountsNotCastsOfAnyNumber) {
       "step.txt");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "step.txt:1: metadata 'step' is 1e+20, not a place in the run");
+  r = ParseMllog(event +
+                     "\"key\": \"tracked_stats\", \"value\": {\"loss\": 2.5}, \"metadata\": "
+                     "{\"step_num\": -100}}\n",
+                 "step_num.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "step_num.txt:1: metadata 'step_num' is -100, not a place in the run");
 }
 
 TEST(Trainer, BarsOfHugeCountsAreNoHang) {
@@ -947,6 +954,24 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
   Result<ParsedLog> r = ParseMllog(good + ":::MLLOG {\"key\": \n" + good, "broken.txt");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "broken.txt:2: an :::MLLOG line that is not a JSON event");
+  // Garbled the way Lambda's v4.1 results are (a text substitution inside the line), a line that
+  // names a key read here is an error still; one naming a key nothing reads is skipped.
+  const std::string garbled_stop =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 2, \"event_type\": \"INTERVAL_END\", \"key\": "
+      "\"block_stop\", \"value\": nullLambdaorkspace/x.py\", \"lineno\": 112}}\n";
+  r = ParseMllog(good + garbled_stop + good, "garbled.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "garbled.txt:2: an :::MLLOG line that is not a JSON event");
+  const std::string garbled_init =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 2, \"event_type\": \"INTERVAL_START\", \"key\": "
+      "\"init_start\", \"value\": nullLambdaorkspace/x.py\", \"lineno\": 207}}\n";
+  r = ParseMllog(good + garbled_init + good, "garbled.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.find(
+               "garbled.txt:2: 1 :::MLLOG line(s) garbled mid-log (no JSON object; the first "
+               "names key \"init_start\"") != std::string::npos;
+  }));
   r = ParseMllog(":::MLLOG {\"namespace\": \"\", \"key\": \"run_start\", \"value\": null}\n",
                  "no_loss.txt");
   ASSERT_FALSE(r.ok());

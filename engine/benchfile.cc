@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "base/nearest_name.h"
+
 namespace bm::engine {
 namespace {
 
@@ -78,10 +80,12 @@ Status ParseSettings(const std::string& file, const toml::table& t, Settings* se
     } else {
       return LocatedError(
           Loc(file, key.source()),
-          fmt::format("unknown setting '{}' in [benchmake] (known: cache_dir, jobs, gpus, "
+          fmt::format("unknown setting '{}' in [benchmake]{} (known: cache_dir, jobs, gpus, "
                       "executor, launcher, and the tables [benchmake.cache], [benchmake.slurm], "
                       "[benchmake.mpirun])",
-                      k));
+                      k,
+                      DidYouMean(k, {"cache_dir", "jobs", "gpus", "executor", "launcher", "cache",
+                                     "slurm", "mpirun"})));
     }
   }
   return Status::Ok();
@@ -183,7 +187,11 @@ Result<Benchfile> ParseBenchfile(std::string_view text, const std::string& path)
         bf.targets.push_back(std::move(t));
       }
     } else {
-      bf.extra[k] = ToJson(node);
+      return LocatedError(Loc(path, key.source()),
+                          fmt::format("unknown top-level {} '{}'{} (a BENCHFILE holds the tables "
+                                      "[benchmake] and [target.NAME] only)",
+                                      node.is_table() ? "table" : "key", k,
+                                      DidYouMean(k, {"benchmake", "target"})));
     }
   }
   // toml++ iterates tables in key order; keep the file order for messages.

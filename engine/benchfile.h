@@ -8,12 +8,13 @@
 //   [benchmake.slurm]      the Slurm executor's settings (engine/placement.h)
 //   [benchmake.mpirun]     the mpirun launcher's settings (engine/placement.h)
 //   [target.NAME]          rule = "exec", then the rule's parameters
-//   any other top-level table is kept in Benchfile::extra for other modules
-//   (e.g. [report]).
+// Nothing else: any other top-level key or table is an error ([targets.x], a
+// typo of [target.x], would otherwise declare no target without a word).
 // Values become nlohmann::json: integers int64, floats double, dates strings.
 //
 // Errors: kInvalidArgument, message "FILE:LINE:COL: what is wrong" (TOML
-// syntax, duplicate target, bad target name, missing or non-string rule).
+// syntax, unknown top-level key or [benchmake] setting, duplicate target, bad
+// target name, missing or non-string rule).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -63,8 +64,7 @@ struct Settings {
 struct Benchfile {
   std::string path;
   Settings settings;
-  std::vector<RawTarget> targets;                   // in file order
-  nlohmann::json extra = nlohmann::json::object();  // other top-level tables
+  std::vector<RawTarget> targets;  // in file order
 };
 
 Result<Benchfile> ParseBenchfile(std::string_view text, const std::string& path);

@@ -124,7 +124,6 @@ class Validator {
     graph_.benchfile = bf_.path;
     graph_.workspace_dir = dir_;
     graph_.settings = bf_.settings;
-    graph_.extra = bf_.extra;
     for (const RawTarget& raw : bf_.targets) {
       if (graph_.index.count(raw.name)) {
         Error(raw.loc, fmt::format("duplicate target '{}'", raw.name));

@@ -45,7 +45,6 @@ struct TargetGraph {
   std::string benchfile;      // absolute path
   std::string workspace_dir;  // its directory
   Settings settings;
-  nlohmann::json extra;
   std::vector<Target> targets;       // in file order
   std::map<std::string, int> index;  // name → position
   std::vector<int> order;            // dependencies first

@@ -102,7 +102,18 @@ const ErrorCase kCases[] = {
     // Its characters are allowed; what it names is not a target's own directory.
     {"DotDotTargetName", "[target.\"..\"]\nrule = \"exec\"\ncommand = [\"x\"]\n", "1:9",
      "bad target name '..': its outputs would go to out/.., which is not a directory of its own"},
-    {"UnknownSetting", "[benchmake]\njobz = 2\n", "2:1", "unknown setting 'jobz' in [benchmake]"},
+    {"UnknownSetting", "[benchmake]\njobz = 2\n", "2:1",
+     "unknown setting 'jobz' in [benchmake] (did you mean 'jobs'?)"},
+    // A typo of [target.a] declared no target at all, and the build did nothing, silently.
+    {"UnknownTopLevelTable", "[targets.a]\nrule = \"exec\"\ncommand = [\"x\"]\n", "1:2",
+     "unknown top-level table 'targets' (did you mean 'target'?) (a BENCHFILE holds the tables "
+     "[benchmake] and [target.NAME] only)"},
+    {"UnknownTopLevelTableAfterTargets",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\n\n[report]\nformat = \"md\"\n", "5:2",
+     "unknown top-level table 'report' (a BENCHFILE"},
+    // A setting of [benchmake] written before any table.
+    {"UnknownTopLevelKey", "jobs = 2\n\n[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\n", "1:1",
+     "unknown top-level key 'jobs'"},
     // Where steps run (engine/placement.h).
     {"UnknownExecutor", "[benchmake]\nexecutor = \"pbs\"\n", "2:12",
      "[benchmake] executor must be \"local\" or \"slurm\", not \"pbs\""},

@@ -66,8 +66,11 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // 9: the per-device TFLOP/s other trainers print on their records give mfu.stated_flops_per_device
 // (and mfu.stated over the peak where the log states no MFU): Megatron-LM's (FlagScale's,
 // Megatron-Bridge's, Primus's) `throughput per GPU (TFLOP/s/GPU)`, GPT-NeoX's `approx flops per
-// GPU`, NeMo 2's TFLOPS_per_GPU, Nanotron's model_tflops_per_gpu, torchtitan's tflops.
-inline constexpr int kLogReadingVersion = 9;
+// GPU`, NeMo 2's TFLOPS_per_GPU, Nanotron's model_tflops_per_gpu, torchtitan's tflops. 10: MLPerf
+// events placed by their step_num (tracked_stats, eval_start) and an eval_accuracy printed after
+// its eval_stop; FlagPerf's EVALUATE without a value is an eval of the STEP_END's eval_accuracy
+// logged just before it.
+inline constexpr int kLogReadingVersion = 10;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

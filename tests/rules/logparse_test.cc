@@ -972,6 +972,18 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
                "garbled.txt:2: 1 :::MLLOG line(s) garbled mid-log (no JSON object; the first "
                "names key \"init_start\"") != std::string::npos;
   }));
+  // This fuzzing round (mllog_nv_flux1_train_loss_lr.log, a byte flipped in a key, reduced): the
+  // key a garbled line names, quoted in the note, was its raw bytes, no UTF-8, and writing
+  // metrics.json (which holds the notes) threw nlohmann's type_error 316.
+  const std::string garbled_key =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 2, \"event_type\": \"POINT_IN_TIME\", \"key\": "
+      "\"e\xb1valuation_frequency\", \"value\": 262144, \"metadata\": {\"lineno\": 297}}\n";
+  r = ParseMllog(good + garbled_key + good, "garbled.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->notes).dump());
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.find("the first names key \"e\xef\xbf\xbdvaluation_frequency\"") != std::string::npos;
+  }));
   r = ParseMllog(":::MLLOG {\"namespace\": \"\", \"key\": \"run_start\", \"value\": null}\n",
                  "no_loss.txt");
   ASSERT_FALSE(r.ok());

@@ -435,7 +435,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   }
   if (ev.garbled > 0) {
     log.notes.push_back(fmt::format(
-        "{}:{}: {} :::MLLOG line(s) garbled mid-log (no JSON object; the first names key {}, "
+        "{}:{}: {} :::MLLOG line(s) garbled mid-log (no JSON object; the first names key \"{}\", "
         "which nothing here reads) skipped",
         name, ev.garbled_line, ev.garbled, ev.garbled_key));
   }

@@ -77,8 +77,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       if (std::optional<std::string_view> k = KeyInText(rest); k && !IsReadKey(*k)) {
         if (ev.garbled++ == 0) {
           ev.garbled_line = no;
-          ev.garbled_key = nlohmann::json(std::string(*k))
-                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+          ev.garbled_key = NoteText(*k);
         }
         return;
       }

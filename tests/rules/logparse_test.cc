@@ -694,6 +694,20 @@ TEST(Nemo, AutomodelValidationLineShapes) {
   EXPECT_EQ(r->evals[0].step, 20);
   EXPECT_EQ(r->evals[0].value, 2.05);
   EXPECT_EQ(r->eval_what, "NeMo Automodel '[val] ... | loss X' (validation set \"squad\")");
+  // This fuzzing round (nemo_automodel_mi355x_expected_output.log, a byte of the set's name that
+  // is no UTF-8, reduced): the label held the name's raw bytes, and writing metrics.json (its
+  // eval.task) threw nlohmann's type_error 316.
+  r = ParseNemoLog(
+      "step 5  | epoch 0 | loss 1.5928 | grad_norm 24.2663 | mem 5.10 GiB | tps "
+      "2807.56(350.95/gpu)\n"
+      "[val] name \"d\xb1"
+      "fault\" | step 9  | epoch 0 | loss 1.7634\n",
+      "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->eval_what).dump());
+  EXPECT_EQ(r->eval_what,
+            "NeMo Automodel '[val] ... | loss X' (validation set \"d\xef\xbf\xbd"
+            "fault\")");
   // A single `mem:` line (Automodel before August 2025, micro-batch steps counted from 1): the
   // spacing of the lines is unknown, the printed step is read, with a note saying so.
   r = ParseNemoLog(
@@ -3274,6 +3288,23 @@ TEST(Torchtitan, MfuPerRecordAndWhatTheLinesSayOfIt) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "x.log:1: torchtitan's 'mfu' is 'high', not a percentage or N/A");
+
+  // This fuzzing round (a byte of the device's name that is no UTF-8, reduced): the note quoted
+  // the name's raw bytes, and writing metrics.json (which holds the notes) threw nlohmann's
+  // type_error 316.
+  r = ParseTorchtitanLog(
+      "[titan] 2025-05-13 18:27:50,000 - root - WARNING - Peak flops undefined for: NVIDIA "
+      "B\xb1"
+      "00, fallback to A100\n"
+      "[titan] 2025-05-13 18:27:58,957 - root - INFO - step:  1  loss: 12.2382  memory: "
+      "30.54GiB(17.12%)  tps: 691  tflops: 40.00  mfu: 12.82%\n",
+      "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->notes).dump());
+  EXPECT_TRUE(
+      note("x.log:1: torchtitan's peak table does not know the device ('NVIDIA "
+           "B\xef\xbf\xbd"
+           "00')"));
 }
 
 TEST(Torchtitan, MfuOverRecordsWeighsEachRecordByItsTime) {

@@ -163,6 +163,9 @@ void TrainerDictReader::RestartAt(int64_t step, int64_t line, std::map<int64_t, 
   restarts_at_.push_back({line, step, last_});
   steps.erase(steps.lower_bound(step), steps.end());
   std::erase_if(dicts_, [&](const Numbered& d) { return d.step >= step; });
+  // An evaluation after a dict erased keeps the step it was read at (PlaceEvals reads the dict
+  // before it).
+  std::erase_if(eval_after_, [&](const EvalAfter& e) { return e.after > dicts_.size(); });
   DropClosing(log);  // the earlier run closed: its figures are not the later run's
   ++log.restarts;
 }

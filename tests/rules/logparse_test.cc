@@ -337,6 +337,29 @@ TEST(Trainer, BarsOfHugeCountsAreNoHang) {
   EXPECT_EQ(r->iterations[1].loss, 0.0);
 }
 
+TEST(Trainer, EvalBeforeARestartKeepsItsStep) {
+  // This fuzzing round (trainer_trl_llava_4g_epochs_closing_range.log with an ms-swift dict
+  // spliced in, reduced): a dict naming step 6 after seven counted ones restarts the run there and
+  // drops the dicts of steps 6 and 7, but the evaluation read after the seventh still pointed past
+  // them: PlaceEvals read beyond the steps it inferred (ASan heap-buffer-overflow).
+  const std::string log =
+      "{'loss': '7.181', 'epoch': '0.016'}\n"
+      "{'loss': '4.239', 'epoch': '0.032'}\n"
+      "{'loss': '4.086', 'epoch': '0.048'}\n"
+      "{'loss': '3.903', 'epoch': '0.064'}\n"
+      "{'loss': '3.772', 'epoch': '0.08'}\n"
+      "{'loss': '3.719', 'epoch': '0.112'}\n"
+      "{'loss': '3.712', 'epoch': '0.128'}\n"
+      "{'eval_loss': '3.705', 'epoch': '0.96'}\n"
+      "{'loss': '1.322', 'epoch': '0.096', 'global_step/max_steps': '6/189'}\n";
+  Result<ParsedLog> r = FindLogParser("trainer")->parse(log, "restart.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->restarts, 1);
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 7);
+  EXPECT_EQ(r->evals[0].value, 3.705);
+}
+
 TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
   // Megatron-Bridge's `Step Time` line (print_rank_0) without the iteration line it precedes
   // (print_rank_last): rank 0's output of a pipeline-parallel run, or a README's one line (the

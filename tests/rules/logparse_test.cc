@@ -360,6 +360,26 @@ TEST(Trainer, EvalBeforeARestartKeepsItsStep) {
   EXPECT_EQ(r->evals[0].value, 3.705);
 }
 
+TEST(Trainer, TokenRateOfTheRunBeforeIsDroppedWithIt) {
+  // This fuzzing round (trainer_live/tokens_seen.buffered.log mutated, reduced): the epoch going
+  // back at line 3 starts another run, dropping the dicts before it, but the
+  // train_tokens_per_second average read at line 2 was kept, pointing at a dropped dict: Finish
+  // read past the steps it inferred for its through_step (ASan heap-buffer-overflow). It is the run
+  // before's, dropped too.
+  const std::string log =
+      "{'loss': '6.099', 'train_tokens_per_second': '6553'}\n"
+      "{'loss': '6.087', 'epoch': '1.667', 'num_input_tokens_seen': 5120, "
+      "'train_tokens_per_second': '7970'}\n"
+      " 8.44it/s]{'loss': '6.125', 'epoch': '1.333'}\n"
+      "| 1/1 [00:00<00:00";
+  Result<ParsedLog> r = FindLogParser("trainer")->parse(log, "runs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->restarts, 1);
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].loss, 6.125);
+  EXPECT_FALSE(r->trainer_average);
+}
+
 TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
   // Megatron-Bridge's `Step Time` line (print_rank_0) without the iteration line it precedes
   // (print_rank_last): rank 0's output of a pipeline-parallel run, or a README's one line (the

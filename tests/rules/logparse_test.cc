@@ -667,6 +667,18 @@ TEST(Nemo, RunTableOfAFineTuningRecipe) {
   EXPECT_TRUE(
       noted("tp: ft.log:1 says 1, NeMo-Run's argument table ft.log:12 says 2 "
             "(trainer.strategy.tensor_model_parallel_size): 1 kept"));
+
+  // This fuzzing round (nemo2_run_table_mock_negative_step_time.log, the data module's name with a
+  // byte that is no UTF-8, reduced): the note held the raw bytes, and writing metrics.json threw
+  // nlohmann's type_error 316.
+  std::string garbled = text;
+  garbled.replace(garbled.find("SquadDataModule"), 5, "Sq\xb1");
+  r = ParseNemoLog(garbled, "ft.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->notes).dump());
+  EXPECT_TRUE(
+      noted("data.seq_length 2048 is Sq\xef\xbf\xbd"
+            "DataModule's longest sample"));
 }
 
 TEST(Nemo, AutomodelMalformedAndCutLines) {
@@ -2682,6 +2694,17 @@ TEST(Megatron, ValidationLinesAreEvals) {
   EXPECT_EQ(r->evals[1].step, 20);
   EXPECT_EQ(r->evals[1].value, 1.7);
   EXPECT_EQ(r->eval_what, "Megatron validation-wiki loss (the first loss's value)");
+
+  // This fuzzing round (a set's name with a byte that is no UTF-8, found by checking the other
+  // places log text goes into metrics.json after the mllog case): the label held the raw bytes,
+  // and writing metrics.json (its eval.task) threw nlohmann's type_error 316.
+  r = ParseMegatronLog(
+      " iteration       10/      20 | lm loss: 2.0 |\n"
+      " validation-w\xb1 loss at iteration 10 | lm loss value: 1.900000E+00 |\n",
+      "v.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->eval_what).dump());
+  EXPECT_EQ(r->eval_what, "Megatron validation-w\xef\xbf\xbd loss (the first loss's value)");
 }
 
 TEST(Megatron, MindSpeedFsdpMonitorRateAndValidationLines) {

@@ -294,6 +294,12 @@ std::optional<std::string> WithoutTerminalEscapes(std::string_view text) {
   return out;
 }
 
+std::string NoteText(std::string_view text) {
+  const std::string quoted = nlohmann::json(std::string(text))
+                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return quoted.substr(1, quoted.size() - 2);
+}
+
 std::optional<double> JsonNumber(const nlohmann::json& o, const char* key) {
   if (!o.is_object()) return std::nullopt;
   auto it = o.find(key);

@@ -20,6 +20,12 @@ std::string_view Trim(std::string_view s);
 // o[key] when o is a JSON object holding a number there (MLPerf's and FlagPerf's events).
 std::optional<double> JsonNumber(const nlohmann::json& o, const char* key);
 
+// Text of the log for a note or a label (a garbled MLPerf key, a validation set's name, a device's
+// name), which metrics.json holds: as the contents of a JSON string (quotes, backslashes and
+// control characters escaped), its bytes that are no UTF-8 as U+FFFD, so that writing metrics.json
+// cannot throw (nlohmann's type_error 316).
+std::string NoteText(std::string_view text);
+
 // Calls fn(line, line_no) for every line of text ("\n"-separated, 1-based
 // numbers). A line with carriage returns inside (tqdm redrawing its bar, then
 // printing a record over it) is read as its "\r"-separated segments, each

@@ -178,7 +178,7 @@ std::optional<EvalLine> ReadEvalLine(std::string_view line) {
   std::string_view rest = line.substr(value + key_size);
   std::optional<double> loss = ParseNumber(rest.substr(0, rest.find('|')));
   if (!loss) return std::nullopt;
-  return EvalLine{std::string(line.substr(v + 10, at - v - 10)), *step, *loss};
+  return EvalLine{NoteText(line.substr(v + 10, at - v - 10)), *step, *loss};
 }
 
 }  // namespace bm::logparse

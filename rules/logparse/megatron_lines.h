@@ -56,7 +56,7 @@ bool ParameterLinesMissRanks(const std::set<std::vector<int>>& ranks, std::optio
 // ("", "-NAME"), the step and the (first) loss's value. nullopt for any other line, the test
 // set's included.
 struct EvalLine {
-  std::string set;
+  std::string set;  // as NoteText
   int64_t step = 0;
   double value = 0;
 };

@@ -75,7 +75,10 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       // nullLambdaorkspace/...` in an init_start): skipped, with a note, when the key it still
       // names is one nothing here reads.
       if (std::optional<std::string_view> k = KeyInText(rest); k && !IsReadKey(*k)) {
-        if (ev.garbled++ == 0) ev.garbled_line = no, ev.garbled_key = std::string(*k);
+        if (ev.garbled++ == 0) {
+          ev.garbled_line = no;
+          ev.garbled_key = NoteText(*k);
+        }
         return;
       }
       error =

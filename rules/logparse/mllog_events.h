@@ -76,7 +76,7 @@ struct MllogEvents {
   std::optional<double> eval_open, between_blocks;
   int64_t events = 0, stray = 0, stray_line = 0, block_means = 0, block_means_line = 0;
   // Lines with ":::MLLOG {" that are no JSON object but name a key nothing here reads (garbled
-  // mid-log), the first's line and key.
+  // mid-log), the first's line and key (NoteText: a garbled line's bytes may be no UTF-8).
   int64_t garbled = 0, garbled_line = 0;
   std::string garbled_key;
   // A train_step_time alone at a fractional "step": the run's mean at an epoch fraction (NVIDIA's

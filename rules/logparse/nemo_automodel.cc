@@ -67,7 +67,7 @@ Result<std::optional<AutomodelLine>> ReadAutomodelLine(std::string_view line, in
       named = Trim(named);
       if (named.ends_with('|')) named = Trim(named.substr(0, named.size() - 1));
     }
-    out.val_name = std::string(named);
+    out.val_name = NoteText(named);
   }
   std::string_view fields = line.substr(at);
   bool have_step = false;

@@ -39,7 +39,7 @@ namespace bm::logparse {
 
 struct AutomodelLine {
   bool val = false;          // a `[val] ...` line: it.loss is the validation loss
-  std::string val_name;      // its name ("" for `[val] step`)
+  std::string val_name;      // its name ("" for `[val] step`), as NoteText
   int64_t printed_step = 0;  // StepScheduler.step as printed
   Iteration it;              // step (printed + 1), loss, grad_norm, lr, tokens_per_s; span 1
   std::optional<double> mem_gib;

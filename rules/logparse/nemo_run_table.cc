@@ -198,7 +198,8 @@ void NemoRunTableReader::Apply(ParsedLog& log, std::string_view name) const {
       log.notes.push_back(fmt::format(
           "mpe: {}:{} data.seq_length {} is {}'s longest sample, not every sample's length: not "
           "read (set mpe)",
-          name, it->second.line, it->second.text, kind.empty() ? "the data module" : kind));
+          name, it->second.line, NoteText(it->second.text),
+          kind.empty() ? std::string("the data module") : NoteText(kind)));
       continue;
     }
     if (std::optional<double> v = ParseNumber(it->second.text))

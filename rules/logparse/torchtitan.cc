@@ -145,8 +145,8 @@ void ReadTitanPeakLine(std::string_view line, int64_t no, TitanMfuLines& m) {
     std::string_view rest = line.substr(at + 24);
     rest = rest.substr(0, rest.find(", fallback to"));
     m.fallback_line = no;
-    m.fallback_device =
-        Trim(rest.substr(rest.find(':') == std::string_view::npos ? 0 : rest.find(':') + 1));
+    m.fallback_device = NoteText(
+        Trim(rest.substr(rest.find(':') == std::string_view::npos ? 0 : rest.find(':') + 1)));
     return;
   }
   if (size_t at = line.find("Peak FLOPS used for computing MFU:"); at != std::string_view::npos) {

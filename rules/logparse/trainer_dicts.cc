@@ -129,6 +129,10 @@ bool TrainerDictReader::ReadResume(std::string_view line, int64_t line_no,
 }
 
 void TrainerDictReader::DropClosing(ParsedLog& log) {
+  if (average_after_ && *average_after_ > dicts_.size()) {  // read at a loss dict dropped
+    log.trainer_average.reset();
+    average_after_.reset();
+  }
   if (!closing_line_) return;
   log.wall_s.reset();
   log.trainer_average.reset();
@@ -146,9 +150,9 @@ void TrainerDictReader::NewRun(int64_t line, double from, double to,
   steps.clear();
   log.evals.clear();
   eval_after_.clear();
+  dicts_.clear();
   DropClosing(log);  // the run before it closed: its figures are not this run's
   ++log.restarts;
-  dicts_.clear();
   seen_.clear();
   counted_ = 0;
   last_ = 0;
@@ -163,6 +167,9 @@ void TrainerDictReader::RestartAt(int64_t step, int64_t line, std::map<int64_t, 
   restarts_at_.push_back({line, step, last_});
   steps.erase(steps.lower_bound(step), steps.end());
   std::erase_if(dicts_, [&](const Numbered& d) { return d.step >= step; });
+  // An evaluation after a dict erased keeps the step it was read at (PlaceEvals reads the dict
+  // before it).
+  std::erase_if(eval_after_, [&](const EvalAfter& e) { return e.after > dicts_.size(); });
   DropClosing(log);  // the earlier run closed: its figures are not the later run's
   ++log.restarts;
 }

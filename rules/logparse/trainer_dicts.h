@@ -257,7 +257,8 @@ class TrainerDictReader {
   void NewRun(int64_t line, double from, double to, std::map<int64_t, Iteration>& steps,
               ParsedLog& log);
   // The closing dict read so far and what came from it (wall time, the average), left out: a
-  // later run starts (NewRun, RestartAt).
+  // later run starts (NewRun, RestartAt). So is an average a loss dict gave (the Trainer's
+  // train_tokens_per_second) when that dict is no longer in dicts_ (called after erasing them).
   void DropClosing(ParsedLog& log);
   // The steps Finish infers for dicts_ (see Finish), or nullopt when the log allows several.
   // `spe` gets the steps-per-epoch range every dict's epoch allows at those steps.

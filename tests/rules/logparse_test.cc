@@ -337,6 +337,49 @@ TEST(Trainer, BarsOfHugeCountsAreNoHang) {
   EXPECT_EQ(r->iterations[1].loss, 0.0);
 }
 
+TEST(Trainer, EvalBeforeARestartKeepsItsStep) {
+  // This fuzzing round (trainer_trl_llava_4g_epochs_closing_range.log with an ms-swift dict
+  // spliced in, reduced): a dict naming step 6 after seven counted ones restarts the run there and
+  // drops the dicts of steps 6 and 7, but the evaluation read after the seventh still pointed past
+  // them: PlaceEvals read beyond the steps it inferred (ASan heap-buffer-overflow).
+  const std::string log =
+      "{'loss': '7.181', 'epoch': '0.016'}\n"
+      "{'loss': '4.239', 'epoch': '0.032'}\n"
+      "{'loss': '4.086', 'epoch': '0.048'}\n"
+      "{'loss': '3.903', 'epoch': '0.064'}\n"
+      "{'loss': '3.772', 'epoch': '0.08'}\n"
+      "{'loss': '3.719', 'epoch': '0.112'}\n"
+      "{'loss': '3.712', 'epoch': '0.128'}\n"
+      "{'eval_loss': '3.705', 'epoch': '0.96'}\n"
+      "{'loss': '1.322', 'epoch': '0.096', 'global_step/max_steps': '6/189'}\n";
+  Result<ParsedLog> r = FindLogParser("trainer")->parse(log, "restart.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->restarts, 1);
+  ASSERT_EQ(r->evals.size(), 1u);
+  EXPECT_EQ(r->evals[0].step, 7);
+  EXPECT_EQ(r->evals[0].value, 3.705);
+}
+
+TEST(Trainer, TokenRateOfTheRunBeforeIsDroppedWithIt) {
+  // This fuzzing round (trainer_live/tokens_seen.buffered.log mutated, reduced): the epoch going
+  // back at line 3 starts another run, dropping the dicts before it, but the
+  // train_tokens_per_second average read at line 2 was kept, pointing at a dropped dict: Finish
+  // read past the steps it inferred for its through_step (ASan heap-buffer-overflow). It is the run
+  // before's, dropped too.
+  const std::string log =
+      "{'loss': '6.099', 'train_tokens_per_second': '6553'}\n"
+      "{'loss': '6.087', 'epoch': '1.667', 'num_input_tokens_seen': 5120, "
+      "'train_tokens_per_second': '7970'}\n"
+      " 8.44it/s]{'loss': '6.125', 'epoch': '1.333'}\n"
+      "| 1/1 [00:00<00:00";
+  Result<ParsedLog> r = FindLogParser("trainer")->parse(log, "runs.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->restarts, 1);
+  ASSERT_EQ(r->iterations.size(), 1u);
+  EXPECT_EQ(r->iterations[0].loss, 6.125);
+  EXPECT_FALSE(r->trainer_average);
+}
+
 TEST(Megatron, BridgeStepTimeLinesWithoutIterationLinesSayWhy) {
   // Megatron-Bridge's `Step Time` line (print_rank_0) without the iteration line it precedes
   // (print_rank_last): rank 0's output of a pipeline-parallel run, or a README's one line (the
@@ -624,6 +667,18 @@ TEST(Nemo, RunTableOfAFineTuningRecipe) {
   EXPECT_TRUE(
       noted("tp: ft.log:1 says 1, NeMo-Run's argument table ft.log:12 says 2 "
             "(trainer.strategy.tensor_model_parallel_size): 1 kept"));
+
+  // This fuzzing round (nemo2_run_table_mock_negative_step_time.log, the data module's name with a
+  // byte that is no UTF-8, reduced): the note held the raw bytes, and writing metrics.json threw
+  // nlohmann's type_error 316.
+  std::string garbled = text;
+  garbled.replace(garbled.find("SquadDataModule"), 5, "Sq\xb1");
+  r = ParseNemoLog(garbled, "ft.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->notes).dump());
+  EXPECT_TRUE(
+      noted("data.seq_length 2048 is Sq\xef\xbf\xbd"
+            "DataModule's longest sample"));
 }
 
 TEST(Nemo, AutomodelMalformedAndCutLines) {
@@ -694,6 +749,20 @@ TEST(Nemo, AutomodelValidationLineShapes) {
   EXPECT_EQ(r->evals[0].step, 20);
   EXPECT_EQ(r->evals[0].value, 2.05);
   EXPECT_EQ(r->eval_what, "NeMo Automodel '[val] ... | loss X' (validation set \"squad\")");
+  // This fuzzing round (nemo_automodel_mi355x_expected_output.log, a byte of the set's name that
+  // is no UTF-8, reduced): the label held the name's raw bytes, and writing metrics.json (its
+  // eval.task) threw nlohmann's type_error 316.
+  r = ParseNemoLog(
+      "step 5  | epoch 0 | loss 1.5928 | grad_norm 24.2663 | mem 5.10 GiB | tps "
+      "2807.56(350.95/gpu)\n"
+      "[val] name \"d\xb1"
+      "fault\" | step 9  | epoch 0 | loss 1.7634\n",
+      "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->eval_what).dump());
+  EXPECT_EQ(r->eval_what,
+            "NeMo Automodel '[val] ... | loss X' (validation set \"d\xef\xbf\xbd"
+            "fault\")");
   // A single `mem:` line (Automodel before August 2025, micro-batch steps counted from 1): the
   // spacing of the lines is unknown, the printed step is read, with a note saying so.
   r = ParseNemoLog(
@@ -971,6 +1040,18 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
     return n.find(
                "garbled.txt:2: 1 :::MLLOG line(s) garbled mid-log (no JSON object; the first "
                "names key \"init_start\"") != std::string::npos;
+  }));
+  // This fuzzing round (mllog_nv_flux1_train_loss_lr.log, a byte flipped in a key, reduced): the
+  // key a garbled line names, quoted in the note, was its raw bytes, no UTF-8, and writing
+  // metrics.json (which holds the notes) threw nlohmann's type_error 316.
+  const std::string garbled_key =
+      ":::MLLOG {\"namespace\": \"\", \"time_ms\": 2, \"event_type\": \"POINT_IN_TIME\", \"key\": "
+      "\"e\xb1valuation_frequency\", \"value\": 262144, \"metadata\": {\"lineno\": 297}}\n";
+  r = ParseMllog(good + garbled_key + good, "garbled.txt");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->notes).dump());
+  EXPECT_TRUE(std::any_of(r->notes.begin(), r->notes.end(), [](const std::string& n) {
+    return n.find("the first names key \"e\xef\xbf\xbdvaluation_frequency\"") != std::string::npos;
   }));
   r = ParseMllog(":::MLLOG {\"namespace\": \"\", \"key\": \"run_start\", \"value\": null}\n",
                  "no_loss.txt");
@@ -2613,6 +2694,17 @@ TEST(Megatron, ValidationLinesAreEvals) {
   EXPECT_EQ(r->evals[1].step, 20);
   EXPECT_EQ(r->evals[1].value, 1.7);
   EXPECT_EQ(r->eval_what, "Megatron validation-wiki loss (the first loss's value)");
+
+  // This fuzzing round (a set's name with a byte that is no UTF-8, found by checking the other
+  // places log text goes into metrics.json after the mllog case): the label held the raw bytes,
+  // and writing metrics.json (its eval.task) threw nlohmann's type_error 316.
+  r = ParseMegatronLog(
+      " iteration       10/      20 | lm loss: 2.0 |\n"
+      " validation-w\xb1 loss at iteration 10 | lm loss value: 1.900000E+00 |\n",
+      "v.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->eval_what).dump());
+  EXPECT_EQ(r->eval_what, "Megatron validation-w\xef\xbf\xbd loss (the first loss's value)");
 }
 
 TEST(Megatron, MindSpeedFsdpMonitorRateAndValidationLines) {
@@ -3262,6 +3354,23 @@ TEST(Torchtitan, MfuPerRecordAndWhatTheLinesSayOfIt) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "x.log:1: torchtitan's 'mfu' is 'high', not a percentage or N/A");
+
+  // This fuzzing round (a byte of the device's name that is no UTF-8, reduced): the note quoted
+  // the name's raw bytes, and writing metrics.json (which holds the notes) threw nlohmann's
+  // type_error 316.
+  r = ParseTorchtitanLog(
+      "[titan] 2025-05-13 18:27:50,000 - root - WARNING - Peak flops undefined for: NVIDIA "
+      "B\xb1"
+      "00, fallback to A100\n"
+      "[titan] 2025-05-13 18:27:58,957 - root - INFO - step:  1  loss: 12.2382  memory: "
+      "30.54GiB(17.12%)  tps: 691  tflops: 40.00  mfu: 12.82%\n",
+      "x.log");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NO_THROW(nlohmann::json(r->notes).dump());
+  EXPECT_TRUE(
+      note("x.log:1: torchtitan's peak table does not know the device ('NVIDIA "
+           "B\xef\xbf\xbd"
+           "00')"));
 }
 
 TEST(Torchtitan, MfuOverRecordsWeighsEachRecordByItsTime) {

@@ -887,7 +887,13 @@ Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx) {
                     "the command wrote {{out}}/{} itself, which log_format writes: drop one", own);
     }
   }
-  BM_TRY(fs.WriteFileAtomic(ctx.out_dir + "/metrics.json", ext.metrics.dump(2) + "\n"));
+  // The parsers quote log text in notes and labels through NoteText (invalid UTF-8 as U+FFFD);
+  // a place that does not would make dump() throw here or in the action record. Backstop: the
+  // metrics as written, any such byte replaced, are the step's metrics too.
+  const std::string metrics_text =
+      ext.metrics.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  ext.metrics = json::parse(metrics_text);
+  BM_TRY(fs.WriteFileAtomic(ctx.out_dir + "/metrics.json", metrics_text));
   BM_TRY(fs.WriteFileAtomic(ctx.out_dir + "/log.jsonl", ext.log_jsonl));
   if (ctx.log) {
     const json& th = ext.metrics["throughput"];

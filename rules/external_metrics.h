@@ -69,7 +69,8 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // GPU`, NeMo 2's TFLOPS_per_GPU, Nanotron's model_tflops_per_gpu, torchtitan's tflops. 10: MLPerf
 // events placed by their step_num (tracked_stats, eval_start) and an eval_accuracy printed after
 // its eval_stop; FlagPerf's EVALUATE without a value is an eval of the STEP_END's eval_accuracy
-// logged just before it.
+// logged just before it; a Trainer restart or new run drops the evaluations and the token-rate
+// average of the dicts it drops; log text in notes and labels with invalid UTF-8 as U+FFFD.
 inline constexpr int kLogReadingVersion = 10;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,

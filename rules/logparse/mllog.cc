@@ -381,9 +381,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // place the steps, each timed from the previous evaluation's start (the first: run_start).
   // tinygrad's BERT (model_train.py) has no training events and no blocks either, and its
   // eval_start names the step (step_num): placed by that step alike.
-  if (steps.empty() &&
-      (token_unit || std::any_of(eval_at.begin(), eval_at.end(),
-                                 [](const auto& at) { return at.step.has_value(); }))) {
+  if (steps.empty()) {
     bool by_tokens = false;
     for (size_t i = 0; i < log.evals.size(); ++i) {
       if (!ev.eval_began[i]) continue;

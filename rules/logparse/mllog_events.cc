@@ -13,6 +13,7 @@ namespace bm::logparse {
 namespace {
 
 constexpr std::string_view kTrackedStats = "tracked_stats";
+constexpr std::string_view kInitCheckpointStep = "init_checkpoint_step";
 
 // tracked_stats' training loss, by the names the references give it.
 std::optional<double> TrackedLoss(const nlohmann::json& value) {
@@ -33,9 +34,9 @@ std::optional<double> NamedStep(const nlohmann::json& meta) {
 bool IsReadKey(std::string_view key) {
   for (std::string_view k :
        {mllog::kRunStart, mllog::kRunStop, mllog::kEpochStop, mllog::kGlobalBatchSize,
-        mllog::kMaxSequenceLength, std::string_view("init_checkpoint_step"),
-        mllog::kGradientAccumulationSteps, mllog::kBlockStart, mllog::kBlockStop, mllog::kEvalStart,
-        mllog::kEvalStop, mllog::kEvalAccuracy, mllog::kTrainLoss, kTrackedStats})
+        mllog::kMaxSequenceLength, kInitCheckpointStep, mllog::kGradientAccumulationSteps,
+        mllog::kBlockStart, mllog::kBlockStop, mllog::kEvalStart, mllog::kEvalStop,
+        mllog::kEvalAccuracy, mllog::kTrainLoss, kTrackedStats})
     if (key == k) return true;
   return false;
 }
@@ -120,7 +121,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       SetFact(log, "gbs", value.get<double>(), no);
     } else if (key == mllog::kMaxSequenceLength && value.is_number()) {
       SetFact(log, "mpe", value.get<double>(), no);
-    } else if (key == "init_checkpoint_step" && value.is_number()) {
+    } else if (key == kInitCheckpointStep && value.is_number()) {
       ev.init_checkpoint = value.get<double>();
     } else if (key == mllog::kGradientAccumulationSteps && value.is_number()) {
       SetFact(log, "gas", value.get<double>(), no);

@@ -655,6 +655,25 @@ std::string LogJsonl(const ParsedLog& log, const Terms& t) {
   return out;
 }
 
+// An MLPerf log's own result (docs/METRICS.md, "mlperf").
+json MlperfJson(const logparse::MlperfRun& run, size_t evaluations) {
+  auto text = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  return {{"benchmark", text(run.benchmark)},
+          {"submitter", text(run.submitter)},
+          {"division", text(run.division)},
+          {"platform", text(run.platform)},
+          {"status", text(run.status)},
+          {"time_to_train_s", Num(run.time_to_train_s)},
+          {"run_s", Num(run.run_s)},
+          {"epochs", run.epochs ? json(*run.epochs) : json(nullptr)},
+          {"epoch_s_median", Num(run.epoch_s_median)},
+          {"train_samples", Num(run.train_samples)},
+          {"eval_samples", Num(run.eval_samples)},
+          {"evaluations", evaluations},
+          {"eval_epoch_num", Num(run.eval_epoch_num)},
+          {"read_by", run.by_time_to_train ? "time to train" : "training steps"}};
+}
+
 }  // namespace
 
 std::vector<ParamSpec> ExternalLogParams() {
@@ -755,7 +774,8 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
   BM_ASSIGN_OR_RETURN(std::optional<Timing> timed,
                       MeasureTiming(parser, log, log_name, t, p, out.notes));
   json loss = LossJson(log);
-  if (!timed && loss.is_null() && log.evals.empty()) {
+  const bool has_time_to_train = log.mlperf && log.mlperf->by_time_to_train;
+  if (!timed && loss.is_null() && log.evals.empty() && !has_time_to_train) {
     return Errorf(ErrorCode::kInvalidArgument,
                   "{}: nothing to report: no loss and no timed step in its {} records ({})",
                   log_name, log.iterations.size(), out.notes.empty() ? "" : out.notes.back());
@@ -830,6 +850,7 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
   }
   m["tokens"] = all_counted ? Count(tokens) : json(nullptr);
   m["wall_s"] = Num(log.wall_s);
+  m["mlperf"] = log.mlperf ? MlperfJson(*log.mlperf, log.evals.size()) : json(nullptr);
   m["cpu_s"] = nullptr;
   if (!device.empty() && !p["device"].get<std::string>().empty())
     m["platform"] = {{"gpus", json::array({{{"name", device}}})}, {"source", "parameter device"}};
@@ -902,6 +923,9 @@ Result<engine::StepResult> MetricsFromLog(engine::StepContext& ctx) {
             ? fmt::format("token/p/s {:.1f} ({})", th["tokens_per_device_per_s"].get<double>(),
                           th["method"].get<std::string>())
             : std::string("token/p/s unknown (see the notes)");
+    if (const json& ttt = ext.metrics["mlperf"];
+        ttt.is_object() && ttt["time_to_train_s"].is_number())
+      rate += fmt::format("; MLPerf time to train {:.1f} s", ttt["time_to_train_s"].get<double>());
     *ctx.log << fmt::format(
         "{} log {}: {} records{}; {}\n", ext.metrics["provenance"]["trainer"].get<std::string>(),
         name, log.iterations.size(),

@@ -70,8 +70,10 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // events placed by their step_num (tracked_stats, eval_start) and an eval_accuracy printed after
 // its eval_stop; FlagPerf's EVALUATE without a value is an eval of the STEP_END's eval_accuracy
 // logged just before it; a Trainer restart or new run drops the evaluations and the token-rate
-// average of the dicts it drops; log text in notes and labels with invalid UTF-8 as U+FFFD.
-inline constexpr int kLogReadingVersion = 10;
+// average of the dicts it drops; log text in notes and labels with invalid UTF-8 as U+FFFD. 11: an
+// MLPerf log's `mlperf` block (the time to train, the submission, the epochs it times), and the
+// epoch-timed benchmarks (ResNet, SSD, U-Net3D, BERT, DLRM, R-GAT) read by it, not refused.
+inline constexpr int kLogReadingVersion = 11;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "engine/report/number_format.h"
 
 namespace bm::report {
@@ -31,10 +33,22 @@ const std::vector<DisplayColumn>& ResultColumns() {
       {"mfu_6n", "MFU (6N)", true, StatCell(&ReportRow::mfu_6n, Quantity::kMfu)},
       {"mfu_palm", "MFU (PaLM)", true, StatCell(&ReportRow::mfu_palm, Quantity::kMfu)},
       {"eval", "eval", false, EvalText},
+      {"time_to_train", "time to train (min)", true,
+       StatCell(&ReportRow::time_to_train_s, Quantity::kMinutes), true},
       {"rounds", "rounds", true, [](const ReportRow& r) { return fmt::format("{}", r.rounds()); }},
       {"measured", "measured", false, OriginText},
   };
   return kColumns;
+}
+
+std::vector<DisplayColumn> ShownColumns(const std::vector<ReportRow>& rows) {
+  std::vector<DisplayColumn> shown;
+  for (const DisplayColumn& c : ResultColumns()) {
+    if (!c.only_when_present || std::any_of(rows.begin(), rows.end(),
+                                            [&](const ReportRow& r) { return !c.cell(r).empty(); }))
+      shown.push_back(c);
+  }
+  return shown;
 }
 
 const std::vector<std::string>& ProvenanceHeaders() {

@@ -22,9 +22,14 @@ struct DisplayColumn {
   std::string header;    // "token/p/s"
   bool numeric = false;  // right-aligned
   std::function<std::string(const ReportRow&)> cell;
+  // Shown only when a row has a value (MLPerf's time to train): a table of runs that have none
+  // keeps the suites' columns alone.
+  bool only_when_present = false;
 };
 
 const std::vector<DisplayColumn>& ResultColumns();
+// The columns a table of `rows` shows: every column, less those only_when_present with no value.
+std::vector<DisplayColumn> ShownColumns(const std::vector<ReportRow>& rows);
 
 // One line per round: case | round | measured | host | date | trainer build | source.
 const std::vector<std::string>& ProvenanceHeaders();

@@ -99,6 +99,7 @@ Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
   add("perplexity", "perplexity", Quantity::kPerplexity, &ReportRow::perplexity);
   add("accuracy", "accuracy", Quantity::kAccuracy, &ReportRow::accuracy);
   add("exact match", "exact_match", Quantity::kAccuracy, &ReportRow::exact_match);
+  add("time to train (min)", "time_to_train_s", Quantity::kMinutes, &ReportRow::time_to_train_s);
 
   const nlohmann::json& ma = a.measurements.back().metrics;
   const nlohmann::json& mb = b.measurements.back().metrics;

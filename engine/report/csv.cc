@@ -36,7 +36,7 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
       "mfu_6n_pct,mfu_6n_pct_min,mfu_6n_pct_max,mfu_palm_pct,mfu_palm_pct_min,"
       "mfu_palm_pct_max,mem_peak_gib,mem_peak_gib_min,mem_peak_gib_max,mem_total_gib,"
       "step_ms,loss,energy_mj_per_token,watts_per_device,val_loss,perplexity,accuracy_pct,"
-      "exact_match_pct,eval_task,host,measured_at,trainer_build\n";
+      "exact_match_pct,eval_task,time_to_train_min,host,measured_at,trainer_build\n";
   std::string out = kHeader;
   for (const ReportRow& r : rows) {
     Provenance newest = r.provenance.empty() ? Provenance{} : r.provenance.back();
@@ -74,6 +74,7 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
         Num(r.accuracy, Quantity::kAccuracy),
         Num(r.exact_match, Quantity::kAccuracy),
         r.eval_task,
+        Num(r.time_to_train_s, Quantity::kMinutes),
         newest.host,
         newest.measured_at,
         newest.trainer_build,

@@ -152,7 +152,8 @@ std::string RenderHtml(const std::vector<MeasuredTarget>& targets, const std::st
 
   std::vector<std::string> ids, headers;
   std::vector<bool> numeric, restored;
-  for (const DisplayColumn& c : ResultColumns()) {
+  const std::vector<DisplayColumn> columns = ShownColumns(rows);
+  for (const DisplayColumn& c : columns) {
     ids.push_back(c.id);
     headers.push_back(c.header);
     numeric.push_back(c.numeric);
@@ -160,7 +161,7 @@ std::string RenderHtml(const std::vector<MeasuredTarget>& targets, const std::st
   std::vector<std::vector<std::string>> cells;
   for (const ReportRow& r : rows) {
     std::vector<std::string> line;
-    for (const DisplayColumn& c : ResultColumns()) line.push_back(c.cell(r));
+    for (const DisplayColumn& c : columns) line.push_back(c.cell(r));
     cells.push_back(std::move(line));
     restored.push_back(r.restored > 0);
   }

@@ -28,6 +28,7 @@ nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
     Put(metrics, "perplexity", r.perplexity);
     Put(metrics, "accuracy", r.accuracy);
     Put(metrics, "exact_match", r.exact_match);
+    Put(metrics, "time_to_train_s", r.time_to_train_s);
     nlohmann::json measurements = nlohmann::json::array();
     for (const Provenance& p : r.provenance) {
       measurements.push_back({{"origin", std::string(OriginName(p.origin))},

@@ -43,7 +43,8 @@ std::string MarkdownTable(const std::vector<std::string>& headers,
 std::string RenderMarkdown(const std::vector<ReportRow>& rows) {
   std::vector<std::string> headers;
   std::vector<bool> right;
-  for (const DisplayColumn& c : ResultColumns()) {
+  const std::vector<DisplayColumn> columns = ShownColumns(rows);
+  for (const DisplayColumn& c : columns) {
     headers.push_back(c.header);
     right.push_back(c.numeric);
   }
@@ -51,7 +52,7 @@ std::string RenderMarkdown(const std::vector<ReportRow>& rows) {
   std::vector<std::vector<std::string>> provenance;
   for (const ReportRow& row : rows) {
     std::vector<std::string> line;
-    for (const DisplayColumn& c : ResultColumns()) line.push_back(c.cell(row));
+    for (const DisplayColumn& c : columns) line.push_back(c.cell(row));
     cells.push_back(std::move(line));
     for (auto& p : ProvenanceCells(row)) provenance.push_back(std::move(p));
   }

@@ -13,6 +13,7 @@ int Decimals(Quantity q) {
     case Quantity::kPerplexity:
     case Quantity::kRelDiff:
     case Quantity::kJoulesPerToken:
+    case Quantity::kMinutes:
       return 2;
     default:
       return 1;
@@ -29,6 +30,8 @@ double Scaled(Quantity q, double value) {
       return value / (1024.0 * 1024.0 * 1024.0);
     case Quantity::kJoulesPerToken:
       return value * 1000;
+    case Quantity::kMinutes:
+      return value / 60;
     default:
       return value;
   }

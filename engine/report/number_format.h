@@ -39,6 +39,7 @@ enum class Quantity {
   kRelDiff,         // a fraction, shown as a percent with 2 decimals
   kJoulesPerToken,  // joules, shown in mJ with 2 decimals
   kWatts,
+  kMinutes,  // seconds, shown in minutes with 2 decimals (MLPerf's time to train)
 };
 
 // The decimals of CSV's plain numbers.

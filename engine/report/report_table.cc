@@ -31,7 +31,8 @@ constexpr RowFigure kRowFigures[] = {
     {"eval.val_loss", &ReportRow::val_loss},
     {"eval.perplexity", &ReportRow::perplexity},
     {"eval.accuracy", &ReportRow::accuracy},
-    {"eval.exact_match", &ReportRow::exact_match}};
+    {"eval.exact_match", &ReportRow::exact_match},
+    {"mlperf.time_to_train_s", &ReportRow::time_to_train_s}};
 
 }  // namespace
 

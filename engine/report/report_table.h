@@ -12,6 +12,7 @@
 //                            has no column for them)
 //   val_loss, perplexity,    eval.val_loss, eval.perplexity, eval.accuracy
 //   accuracy, exact_match    (fractions), eval.exact_match, eval.task
+//   time_to_train_s          mlperf.time_to_train_s (an MLPerf log's result, seconds)
 // The trainer, platform, layout and fix_hp come from the newest measurement
 // (metrics_view.h); rounds of one target share their action key, hence them.
 //
@@ -52,6 +53,7 @@ struct ReportRow {
   std::optional<Stat> accuracy;     // multiple-choice, a fraction
   std::optional<Stat> exact_match;  // greedy decoding on instruction data, a fraction
   std::string eval_task;
+  std::optional<Stat> time_to_train_s;  // MLPerf's (mlperf.time_to_train_s), seconds
 
   int fresh = 0;  // rounds by origin
   int restored = 0;

@@ -119,6 +119,27 @@ struct EvalPoint {
   int64_t line = 0;
 };
 
+// MLPerf's own result for a run (`:::MLLOG` logs): what mlperf_logging's result summarizer scores,
+// the time to train, with the submission it names and the epochs it timed.
+struct MlperfRun {
+  std::string benchmark, submitter, division, platform;  // submission_* ("" when not logged)
+  std::string status;                     // run_stop's metadata.status ("" when it names none)
+  std::optional<double> run_s;            // run_start to run_stop, seconds
+  std::optional<double> time_to_train_s;  // run_s of a run whose status is "success"
+  // The epochs the log times (an epoch_start and an epoch_stop of one epoch_num; the last may be
+  // cut short by run_stop) and the median of their seconds; nullopt where none is timed (BERT,
+  // DLRM, R-GAT stop at an epoch_num other than their start's: samples, epoch fractions).
+  std::optional<int64_t> epochs;
+  std::optional<double> epoch_s_median;
+  std::optional<double> train_samples, eval_samples;  // as logged (NVIDIA's SSD: iterations)
+  // The last evaluation's metadata.epoch_num (or its eval_start's) as logged: an epoch, an epoch
+  // fraction, or in some benchmarks samples (BERT) or tokens (GPT-3).
+  std::optional<double> eval_epoch_num;
+  // The log places no training step (ResNet, SSD, U-Net3D, BERT, R-GAT, DLRM time whole epochs or
+  // evaluate at epoch fractions): the run is read by these figures and its evaluations alone.
+  bool by_time_to_train = false;
+};
+
 struct ParsedLog {
   // Strictly ascending step. Empty only when the log gives its throughput as
   // a trainer figure (FlagPerf's summary without the trainer's own lines, the Trainer's closing
@@ -127,7 +148,8 @@ struct ParsedLog {
   std::optional<double> peak_memory_bytes;  // per device, the largest any rank reported
   std::string memory_source;                // what the number is ("max reserved (report_memory)")
   std::optional<TrainerAverage> trainer_average;
-  std::optional<double> wall_s;  // start to end of the run, when the log says (MLLOG, Trainer)
+  std::optional<double> wall_s;     // start to end of the run, when the log says (MLLOG, Trainer)
+  std::optional<MlperfRun> mlperf;  // an MLPerf log's result (mllog)
   std::vector<EvalPoint> evals;
   std::string eval_what;  // "MLPerf eval_accuracy", "Trainer eval_loss"
   // The trainer's own MFU for the run (FlagPerf's summary), as a fraction. Per-record figures

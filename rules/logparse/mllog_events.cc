@@ -32,11 +32,27 @@ std::optional<double> NamedStep(const nlohmann::json& meta) {
 // The keys the events below are read from: a line garbled mid-log is an error only when it names
 // one of them (or none).
 bool IsReadKey(std::string_view key) {
-  for (std::string_view k :
-       {mllog::kRunStart, mllog::kRunStop, mllog::kEpochStop, mllog::kGlobalBatchSize,
-        mllog::kMaxSequenceLength, kInitCheckpointStep, mllog::kGradientAccumulationSteps,
-        mllog::kBlockStart, mllog::kBlockStop, mllog::kEvalStart, mllog::kEvalStop,
-        mllog::kEvalAccuracy, mllog::kTrainLoss, kTrackedStats})
+  for (std::string_view k : {mllog::kRunStart,
+                             mllog::kRunStop,
+                             mllog::kEpochStart,
+                             mllog::kEpochStop,
+                             mllog::kSubmissionBenchmark,
+                             mllog::kSubmissionOrg,
+                             mllog::kSubmissionDivision,
+                             mllog::kSubmissionPlatform,
+                             mllog::kTrainSamples,
+                             mllog::kEvalSamples,
+                             mllog::kGlobalBatchSize,
+                             mllog::kMaxSequenceLength,
+                             kInitCheckpointStep,
+                             mllog::kGradientAccumulationSteps,
+                             mllog::kBlockStart,
+                             mllog::kBlockStop,
+                             mllog::kEvalStart,
+                             mllog::kEvalStop,
+                             mllog::kEvalAccuracy,
+                             mllog::kTrainLoss,
+                             kTrackedStats})
     if (key == k) return true;
   return false;
 }
@@ -49,6 +65,15 @@ std::optional<std::string_view> KeyInText(std::string_view rest) {
   const size_t from = at + kKey.size(), to = rest.find('"', from);
   if (to == std::string_view::npos) return std::nullopt;
   return rest.substr(from, to - from);
+}
+
+// Where a submission_* event's text goes, nullptr for another key.
+std::string* SubmissionField(std::string_view key, MllogEvents& ev) {
+  if (key == mllog::kSubmissionBenchmark) return &ev.benchmark;
+  if (key == mllog::kSubmissionOrg) return &ev.submitter;
+  if (key == mllog::kSubmissionDivision) return &ev.division;
+  if (key == mllog::kSubmissionPlatform) return &ev.platform;
+  return nullptr;
 }
 
 }  // namespace
@@ -110,8 +135,19 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       ev.run_status = meta.is_object() && meta.contains("status") && meta["status"].is_string()
                           ? meta["status"].get<std::string>()
                           : std::string();
+    } else if (key == mllog::kEpochStart) {
+      if (std::optional<double> epoch = JsonNumber(meta, "epoch_num"); epoch && time_ms)
+        ev.epoch_began.try_emplace(*epoch, *time_ms);
     } else if (key == mllog::kEpochStop) {
       if (ev.epoch_stops++ == 0) ev.epoch_stop_line = no;
+      if (std::optional<double> epoch = JsonNumber(meta, "epoch_num"); epoch && time_ms)
+        ev.epoch_ended[*epoch] = *time_ms;
+    } else if (std::string* field = SubmissionField(key, ev); field && value.is_string()) {
+      if (field->empty()) *field = NoteText(value.get<std::string>());  // the first of each
+    } else if ((key == mllog::kTrainSamples || key == mllog::kEvalSamples) && value.is_number()) {
+      std::optional<double>& into =
+          key == mllog::kTrainSamples ? ev.train_samples : ev.eval_samples;
+      if (!into) into = value.get<double>();
     } else if (key == mllog::kGlobalBatchSize && value.is_number()) {
       if (std::optional<int64_t> gbs = WholeCount(value.get<double>()); !gbs || *gbs < 1) {
         error = Errorf(ErrorCode::kCorrupt, "{}:{}: global_batch_size is {}, not a batch size",

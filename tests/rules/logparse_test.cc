@@ -1094,8 +1094,8 @@ TEST(Mllog, PackedBertSaysWhatIsMissing) {
             "events holds a training loss, lr, grad_norm or step time, and the blocks name "
             "first_epoch_num/epoch_count (epochs) but no samples_count or step; the "
             "eval_accuracy events' epoch_num (150053 at line 6) is not a multiple of "
-            "global_batch_size 768 (packed or variable-size samples), so it places no step "
-            "either");
+            "global_batch_size 768 (an epoch, or packed or variable-size samples), so it places "
+            "no step either");
 }
 
 TEST(Mllog, RunStartWithoutRunStopSaysSo) {

@@ -21,6 +21,8 @@ TEST(NumberFormat, FixedDecimalsPerQuantity) {
   EXPECT_EQ(FormatValue(Quantity::kRelDiff, 0.0087), "0.87%");
   EXPECT_EQ(FormatValue(Quantity::kJoulesPerToken, 0.17584228), "175.84");  // mJ
   EXPECT_EQ(FormatValue(Quantity::kWatts, 688.04), "688.0");
+  EXPECT_EQ(FormatValue(Quantity::kMinutes, 798.372), "13.31");  // seconds shown in minutes
+  EXPECT_EQ(FormatPlain(Quantity::kMinutes, 2878.403), "47.97");
 }
 
 TEST(NumberFormat, PlainNumbersForCsv) {

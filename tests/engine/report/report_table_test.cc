@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/report/compare.h"
+#include "engine/report/csv.h"
+#include "engine/report/markdown.h"
 #include "engine/report/metrics_view.h"
 #include "tests/engine/report/fixtures.h"
 
@@ -71,6 +74,41 @@ TEST(ReportTable, RoundsAreAggregatedAndOriginsCounted) {
   EXPECT_EQ(OriginText(row), "2 fresh + 1 cache");
   EXPECT_EQ(PlatformText(row), "H100 80GB HBM3\u00d78");
   EXPECT_EQ(MemText(row), "62/80");  // whole GiB, as the suites print it
+}
+
+// An MLPerf run read by its time to train (docs/METRICS.md "mlperf"): NVIDIA's v4.0 ResNet result,
+// run_start to run_stop 798.372 s = 13.3062 minutes, shown as 13.31.
+MeasuredTarget MlperfResnet(double seconds) {
+  nlohmann::json m = {{"mlperf", {{"benchmark", "resnet"}, {"time_to_train_s", seconds}}},
+                      {"provenance", {{"trainer", "mllog"}}}};
+  return {"resnet", "measure", {Measurement{m, {}, {}}}};
+}
+
+TEST(ReportTable, TimeToTrainColumnOnlyWhenARowHasOne) {
+  const MeasuredTarget resnet = MlperfResnet(798.372);
+  const ReportRow row = BuildRow(resnet);
+  ASSERT_TRUE(row.time_to_train_s);
+  EXPECT_EQ(row.time_to_train_s->median, 798.372);
+  const ReportRow plain = BuildRow(testing::LoadFixtureSet().at(0));
+  EXPECT_FALSE(plain.time_to_train_s);
+
+  const std::string with = RenderMarkdown({plain, row});
+  EXPECT_NE(with.find("| time to train (min) |"), std::string::npos) << with;
+  EXPECT_NE(with.find("| 13.31 |"), std::string::npos) << with;
+  const std::string without = RenderMarkdown({plain});
+  EXPECT_EQ(without.find("time to train"), std::string::npos) << "the suites' columns alone";
+
+  const std::string csv = RenderCsv({row});
+  EXPECT_NE(csv.find(",time_to_train_min,"), std::string::npos);
+  EXPECT_NE(csv.find(",13.31,"), std::string::npos) << csv;
+
+  // compare: the two runs' time to train side by side (minutes); 798.372 s against 900 s.
+  const Comparison c = Compare(resnet, MlperfResnet(900));
+  auto ttt = std::find_if(c.metrics.begin(), c.metrics.end(),
+                          [](const MetricDelta& d) { return d.id == "time_to_train_s"; });
+  ASSERT_NE(ttt, c.metrics.end());
+  EXPECT_EQ(*ttt->a, 798.372);
+  EXPECT_EQ(*ttt->b, 900);
 }
 
 TEST(ReportTable, ACpuRunsMemoryIsMarkedHost) {

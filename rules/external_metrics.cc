@@ -815,7 +815,15 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
                      {"measured_steps", timing.measured_steps},
                      {"excluded_warmup_steps", timing.excluded_warmup_steps},
                      {"method", timed ? json(timing.method) : json(nullptr)}};
-  json mfu = MfuJson(model, t, per_device, p, platform, out.notes);
+  // A run read by its time to train has no token rate: what MFU would need from the BENCHFILE
+  // (parameters, a peak) would not give one, so the notes do not ask for it.
+  std::vector<std::string> mfu_notes;
+  json mfu = MfuJson(model, t, per_device, p, platform, mfu_notes);
+  if (has_time_to_train) {
+    out.notes.push_back("MFU: none for a run read by its time to train (no token rate)");
+  } else {
+    out.notes.insert(out.notes.end(), mfu_notes.begin(), mfu_notes.end());
+  }
   m["flops_per_token"] = mfu["flops_per_token"];
   m["mfu"] = mfu["mfu"];
   m["mfu"]["stated"] = StatedMfu(parser, log, log_name, p, out.notes);

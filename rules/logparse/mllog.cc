@@ -69,7 +69,13 @@
 // parse is an error unless it is the last line (cut off) or names a key read nowhere here
 // (Lambda's v4.1 results: one line garbled by a text substitution; skipped, with a note).
 // tracked_stats' throughput is not used: its unit differs between benchmarks (samples/s, tokens/s,
-// sequences/s). The only memory figure is mlperf_common's max_memory_usage.
+// sequences/s; global images/s in NVIDIA's ResNet, per GPU in its SSD). The only memory figure is
+// mlperf_common's max_memory_usage. Every log also gets MLPerf's own result (MlperfRun): the
+// submission_* events, the status, run_start to run_stop, the epochs the log times (epoch_start
+// and epoch_stop of one epoch_num) and train_samples/eval_samples as logged. The epoch-timed
+// benchmarks (ResNet, SSD/RetinaNet, U-Net3D, BERT, DLRM, R-GAT), which place no step, are read by
+// that result and their evaluations when the log has run_start and a run_stop, an epoch or an
+// evaluation; otherwise the reason no step was placed is the error.
 //
 // One pass reads the events (mllog_events.h); this file numbers and times them.
 
@@ -138,11 +144,7 @@ void KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
 // MLPerf's result as its result summarizer reads it (mlperf_logging: run_start to run_stop of a run
 // whose run_stop says "success"), the submission the log names, and the epochs it timed.
 MlperfRun RunResult(const MllogEvents& ev, bool by_time_to_train) {
-  MlperfRun run;
-  run.benchmark = ev.benchmark;
-  run.submitter = ev.submitter;
-  run.division = ev.division;
-  run.platform = ev.platform;
+  MlperfRun run = ev.named;
   run.status = ev.run_status;
   if (ev.run_start && ev.run_stop) run.run_s = (*ev.run_stop - *ev.run_start) / 1000.0;
   if (run.run_s && run.status == "success") run.time_to_train_s = run.run_s;
@@ -158,8 +160,6 @@ MlperfRun RunResult(const MllogEvents& ev, bool by_time_to_train) {
     const size_t n = seconds.size();
     run.epoch_s_median = n % 2 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
   }
-  run.train_samples = ev.train_samples;
-  run.eval_samples = ev.eval_samples;
   if (!ev.eval_at.empty()) run.eval_epoch_num = ev.eval_at.back().tokens;
   run.by_time_to_train = by_time_to_train;
   return run;

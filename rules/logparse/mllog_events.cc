@@ -69,10 +69,10 @@ std::optional<std::string_view> KeyInText(std::string_view rest) {
 
 // Where a submission_* event's text goes, nullptr for another key.
 std::string* SubmissionField(std::string_view key, MllogEvents& ev) {
-  if (key == mllog::kSubmissionBenchmark) return &ev.benchmark;
-  if (key == mllog::kSubmissionOrg) return &ev.submitter;
-  if (key == mllog::kSubmissionDivision) return &ev.division;
-  if (key == mllog::kSubmissionPlatform) return &ev.platform;
+  if (key == mllog::kSubmissionBenchmark) return &ev.named.benchmark;
+  if (key == mllog::kSubmissionOrg) return &ev.named.submitter;
+  if (key == mllog::kSubmissionDivision) return &ev.named.division;
+  if (key == mllog::kSubmissionPlatform) return &ev.named.platform;
   return nullptr;
 }
 
@@ -146,7 +146,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       if (field->empty()) *field = NoteText(value.get<std::string>());  // the first of each
     } else if ((key == mllog::kTrainSamples || key == mllog::kEvalSamples) && value.is_number()) {
       std::optional<double>& into =
-          key == mllog::kTrainSamples ? ev.train_samples : ev.eval_samples;
+          key == mllog::kTrainSamples ? ev.named.train_samples : ev.named.eval_samples;
       if (!into) into = value.get<double>();
     } else if (key == mllog::kGlobalBatchSize && value.is_number()) {
       if (std::optional<int64_t> gbs = WholeCount(value.get<double>()); !gbs || *gbs < 1) {

@@ -73,10 +73,9 @@ struct MllogEvents {
   int64_t epoch_stops = 0, epoch_stop_line = 0;
   // Each epoch_num's first epoch_start and last epoch_stop, time_ms.
   std::map<double, double> epoch_began, epoch_ended;
-  // What the run names: submission_benchmark, _org, _division, _platform; train_samples and
-  // eval_samples as logged (the first of each).
-  std::string benchmark, submitter, division, platform;
-  std::optional<double> train_samples, eval_samples;
+  // What the run names, the first of each: submission_benchmark, _org, _division, _platform,
+  // train_samples and eval_samples (mllog.cc adds the rest of MLPerf's result).
+  MlperfRun named;
   // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next
   // block_start (the blocks are the training between evaluations).
   std::vector<std::pair<double, double>> paused;

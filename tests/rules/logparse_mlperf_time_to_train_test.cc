@@ -34,6 +34,10 @@ void ExpectReadByTimeToTrain(const Read& r) {
   EXPECT_TRUE(m["config"]["steps"].is_null());
   EXPECT_EQ(m["mlperf"]["read_by"], "time to train");
   EXPECT_EQ(m["provenance"]["trainer"], "mllog");
+  // No advice that would not help: parameters or a peak give no MFU without a token rate.
+  EXPECT_TRUE(r.Note("MFU: none for a run read by its time to train (no token rate)"));
+  EXPECT_FALSE(r.Note("set model (a preset) or parameters"));
+  EXPECT_FALSE(r.Note("set precision or peak_tflops"));
 }
 
 TEST(MlperfTimeToTrain, NvidiaResnetEpochs) {

@@ -838,7 +838,8 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
   if (!log.evals.empty()) {
     const logparse::EvalPoint& last = log.evals.back();
     m["eval"] = {{"task", log.eval_what + " (log)"},
-                 {"val_loss", last.value},
+                 {"val_loss", log.eval_is_accuracy ? json(nullptr) : json(last.value)},
+                 {"accuracy", log.eval_is_accuracy ? json(last.value) : json(nullptr)},
                  {"step", last.step > 0 ? json(last.step) : json(nullptr)}};
   }
   double tokens = 0;

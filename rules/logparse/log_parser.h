@@ -152,6 +152,9 @@ struct ParsedLog {
   std::optional<MlperfRun> mlperf;  // an MLPerf log's result (mllog)
   std::vector<EvalPoint> evals;
   std::string eval_what;  // "MLPerf eval_accuracy", "Trainer eval_loss"
+  // The evaluations' values are classification accuracies (fractions), not losses: MLPerf's ResNet
+  // (top-1), BERT (masked-LM) and GNN/R-GAT (node classification) quality targets.
+  bool eval_is_accuracy = false;
   // The trainer's own MFU for the run (FlagPerf's summary), as a fraction. Per-record figures
   // (Iteration::mfu) are averaged where the timing window is known (rules/external_metrics.cc).
   std::optional<Fact> stated_mfu;

@@ -77,6 +77,7 @@ inline constexpr std::string_view kSubmissionOrg = "submission_org";
 inline constexpr std::string_view kSubmissionDivision = "submission_division";
 inline constexpr std::string_view kSubmissionStatus = "submission_status";
 inline constexpr std::string_view kSubmissionPlatform = "submission_platform";
+inline constexpr std::string_view kTargetAccuracy = "target_accuracy";
 
 inline int64_t WallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -73,8 +73,10 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // average of the dicts it drops; log text in notes and labels with invalid UTF-8 as U+FFFD. 11: an
 // MLPerf log's `mlperf` block (the time to train, the submission, the epochs it times), and the
 // epoch-timed benchmarks (ResNet, SSD, U-Net3D, BERT, DLRM, R-GAT) read by it, not refused. 12: the
-// evaluations of MLPerf's ResNet, BERT and GNN/R-GAT are eval.accuracy, not eval.val_loss.
-inline constexpr int kLogReadingVersion = 12;
+// evaluations of MLPerf's ResNet, BERT and GNN/R-GAT are eval.accuracy, not eval.val_loss. 13: an
+// MLPerf benchmark's quality metric and target (eval.quality); SSD's mAP, U-Net3D's Dice, DLRM's
+// AUC, Stable Diffusion's FID and the like leave eval.val_loss; eval.task without " (log)".
+inline constexpr int kLogReadingVersion = 13;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

@@ -99,6 +99,9 @@ Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
   add("perplexity", "perplexity", Quantity::kPerplexity, &ReportRow::perplexity);
   add("accuracy", "accuracy", Quantity::kAccuracy, &ReportRow::accuracy);
   add("exact match", "exact_match", Quantity::kAccuracy, &ReportRow::exact_match);
+  const std::string quality = fmt::format(
+      "quality ({})", ra.quality_metric.empty() ? rb.quality_metric : ra.quality_metric);
+  add(quality.c_str(), "quality", Quantity::kScore, &ReportRow::quality);
   add("time to train (min)", "time_to_train_s", Quantity::kMinutes, &ReportRow::time_to_train_s);
 
   const nlohmann::json& ma = a.measurements.back().metrics;

@@ -28,6 +28,7 @@ nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
     Put(metrics, "perplexity", r.perplexity);
     Put(metrics, "accuracy", r.accuracy);
     Put(metrics, "exact_match", r.exact_match);
+    Put(metrics, "quality", r.quality);
     Put(metrics, "time_to_train_s", r.time_to_train_s);
     nlohmann::json measurements = nlohmann::json::array();
     for (const Provenance& p : r.provenance) {
@@ -48,6 +49,14 @@ nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
                     {"metrics", std::move(metrics)},
                     {"eval_task", r.eval_task},
                     {"measurements", std::move(measurements)}});
+    if (!r.quality_metric.empty() || r.quality_target) {
+      auto or_null = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      list.back()["quality"] = {
+          {"metric",
+           r.quality_metric.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.quality_metric)},
+          {"target", or_null(r.quality_target)},
+          {"higher_is_better", or_null(r.quality_higher_is_better)}};
+    }
   }
   return out;
 }

@@ -7,11 +7,13 @@
 //              "metrics": {NAME: {"median", "min", "max", "n"}, ...},
 //              "eval_task",
 //              "measurements": [{"origin", "host", "measured_at", "trainer_build",
-//                                "source"}, ...]}]}
+//                                "source"}, ...],
+//              "quality": {"metric", "target", "higher_is_better"}}]}
 // NAME ∈ tokens_per_device_per_s, step_ms, mfu_6n, mfu_palm, mem_peak_bytes,
 // mem_total_bytes, loss, joules_per_token, watts_per_device, val_loss, perplexity, accuracy,
-// exact_match; absent metrics are
-// left out. Output is pretty-printed with 2 spaces and a final newline.
+// exact_match, quality, time_to_train_s; absent metrics are left out, and so is "quality" of a
+// row whose evaluation names no quality metric or target. Output is pretty-printed with 2 spaces
+// and a final newline.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -8,6 +8,8 @@ namespace bm::report {
 
 int Decimals(Quantity q) {
   switch (q) {
+    case Quantity::kScore:
+      return 5;
     case Quantity::kLoss:
       return 3;
     case Quantity::kPerplexity:
@@ -61,6 +63,14 @@ std::string GroupThousands(std::string number) {
   return out + number.substr(end);
 }
 
+// A score as is, to 5 decimals without trailing zeros: 0.34123, 0.34, 90.
+std::string ScoreText(double value) {
+  std::string s = FormatFixed(value, Decimals(Quantity::kScore));
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
 std::string FormatValue(Quantity q, double value, bool with_unit) {
   double shown = Scaled(q, value);
   std::string s;
@@ -71,6 +81,9 @@ std::string FormatValue(Quantity q, double value, bool with_unit) {
     case Quantity::kGiB:  // whole GiB as the suites print them; small (CPU) sizes keep a decimal
       s = FormatFixed(shown, std::abs(shown) >= 9.95 ? 0 : 1);
       break;
+    case Quantity::kScore:
+      s = ScoreText(shown);
+      break;
     default:
       s = FormatFixed(shown, Decimals(q));
   }
@@ -79,6 +92,7 @@ std::string FormatValue(Quantity q, double value, bool with_unit) {
 }
 
 std::string FormatPlain(Quantity q, double value) {
+  if (q == Quantity::kScore) return ScoreText(value);
   return FormatFixed(Scaled(q, value), Decimals(q));
 }
 

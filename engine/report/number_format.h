@@ -18,6 +18,8 @@
 //   relative difference      percent        0.87%                  0.87
 //   energy per token         mJ             175.84                 175.84
 //   power per device         W              688.0                  688.0
+//   time to train            minutes        13.31                  13.31
+//   quality score            -              0.34123, 0.34, 90      0.34123
 //
 // Thread safety: pure functions.
 #pragma once
@@ -40,6 +42,7 @@ enum class Quantity {
   kJoulesPerToken,  // joules, shown in mJ with 2 decimals
   kWatts,
   kMinutes,  // seconds, shown in minutes with 2 decimals (MLPerf's time to train)
+  kScore,    // a quality score as is, to 5 decimals, no trailing zeros (mAP 0.34123, target 0.34)
 };
 
 // The decimals of CSV's plain numbers.

@@ -32,6 +32,7 @@ constexpr RowFigure kRowFigures[] = {
     {"eval.perplexity", &ReportRow::perplexity},
     {"eval.accuracy", &ReportRow::accuracy},
     {"eval.exact_match", &ReportRow::exact_match},
+    {"eval.quality.value", &ReportRow::quality},
     {"mlperf.time_to_train_s", &ReportRow::time_to_train_s}};
 
 }  // namespace
@@ -52,6 +53,12 @@ ReportRow BuildRow(const MeasuredTarget& t) {
   row.eval_task = StringAt(newest, "eval.task").value_or("");
 
   for (const RowFigure& f : RowFigures()) row.*f.field = Over(t, f.path);
+  if (row.val_loss || row.accuracy) row.quality.reset();  // shown as a loss or an accuracy
+  row.quality_metric = StringAt(newest, "eval.quality.metric").value_or("");
+  row.quality_target = NumberAt(newest, "eval.quality.target");
+  if (const nlohmann::json* h = ValueAt(newest, "eval.quality.higher_is_better");
+      h != nullptr && h->is_boolean())
+    row.quality_higher_is_better = h->get<bool>();
 
   for (const Measurement& m : t.measurements) {
     switch (m.provenance.origin) {
@@ -113,6 +120,17 @@ std::string EvalText(const ReportRow& row) {
   add("ppl", Quantity::kPerplexity, row.perplexity);
   add("acc", Quantity::kAccuracy, row.accuracy);
   add("em", Quantity::kAccuracy, row.exact_match);
+  add(row.quality_metric.empty() ? "quality" : row.quality_metric.c_str(), Quantity::kScore,
+      row.quality);
+  if (!out.empty() && row.quality_target) {
+    const Quantity q = row.val_loss   ? Quantity::kLoss
+                       : row.accuracy ? Quantity::kAccuracy
+                                      : Quantity::kScore;
+    const char* side = !row.quality_higher_is_better   ? ""
+                       : *row.quality_higher_is_better ? "\u2265"
+                                                       : "\u2264";
+    out += fmt::format(", target {}{}", side, FormatValue(q, *row.quality_target));
+  }
   if (!out.empty() && !row.eval_task.empty()) out += fmt::format(" ({})", row.eval_task);
   return out;
 }

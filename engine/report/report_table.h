@@ -53,6 +53,13 @@ struct ReportRow {
   std::optional<Stat> accuracy;     // multiple-choice, a fraction
   std::optional<Stat> exact_match;  // greedy decoding on instruction data, a fraction
   std::string eval_task;
+  // The evaluation's quality metric (eval.quality): its value where it is neither a loss nor an
+  // accuracy (mAP, Dice, AUC, FID), its name, and the target in its direction (the newest
+  // measurement's).
+  std::optional<Stat> quality;
+  std::string quality_metric;
+  std::optional<double> quality_target;
+  std::optional<bool> quality_higher_is_better;
   std::optional<Stat> time_to_train_s;  // MLPerf's (mlperf.time_to_train_s), seconds
 
   int fresh = 0;  // rounds by origin

@@ -119,6 +119,20 @@ struct EvalPoint {
   int64_t line = 0;
 };
 
+// What a log's evaluations measure, where the log names it: MLPerf's benchmarks state a quality
+// metric and the target a run trains to (rules/logparse/mlperf_quality.h).
+struct EvalMetric {
+  // Where the value goes in metrics.json's eval block: val_loss (a loss or log perplexity),
+  // accuracy (a classification accuracy, a fraction), or neither (mAP, Dice, AUC, FID, ...): the
+  // quality block alone.
+  enum class Kind { kLoss, kAccuracy, kScore };
+  Kind kind = Kind::kLoss;
+  std::string name;                      // "top-1 accuracy", "mAP", "log perplexity"; "" unknown
+  std::optional<bool> higher_is_better;  // nullopt: not known
+  std::optional<double> target;          // the quality a run must reach, nullopt: none stated
+  bool target_strict = false;            // the target is to be passed, not met (GRPO's `v > 0.69`)
+};
+
 // MLPerf's own result for a run (`:::MLLOG` logs): what mlperf_logging's result summarizer scores,
 // the time to train, with the submission it names and the epochs it timed.
 struct MlperfRun {
@@ -151,10 +165,10 @@ struct ParsedLog {
   std::optional<double> wall_s;     // start to end of the run, when the log says (MLLOG, Trainer)
   std::optional<MlperfRun> mlperf;  // an MLPerf log's result (mllog)
   std::vector<EvalPoint> evals;
-  std::string eval_what;  // "MLPerf eval_accuracy", "Trainer eval_loss"
-  // The evaluations' values are classification accuracies (fractions), not losses: MLPerf's ResNet
-  // (top-1), BERT (masked-LM) and GNN/R-GAT (node classification) quality targets.
-  bool eval_is_accuracy = false;
+  std::string eval_what;  // "MLPerf resnet eval_accuracy", "Trainer eval_loss"
+  // What the evaluations measure where the log says (an MLPerf benchmark's quality metric);
+  // nullopt: a validation loss.
+  std::optional<EvalMetric> eval_metric;
   // The trainer's own MFU for the run (FlagPerf's summary), as a fraction. Per-record figures
   // (Iteration::mfu) are averaged where the timing window is known (rules/external_metrics.cc).
   std::optional<Fact> stated_mfu;

@@ -92,6 +92,7 @@
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
 #include "rules/logparse/mllog_events.h"
+#include "rules/logparse/mlperf_quality.h"
 
 namespace bm::logparse {
 
@@ -119,9 +120,11 @@ void KeepEvals(MllogEvents& ev, ParsedLog& log, Keep keep) {
   ev.eval_began.resize(out);
 }
 
-void KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
+// Returns the metric kept ("" where no evaluation names one).
+std::string KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
   const std::vector<std::string>& metrics = ev.eval_metrics;
-  if (std::all_of(metrics.begin(), metrics.end(), [](const auto& m) { return m.empty(); })) return;
+  if (std::all_of(metrics.begin(), metrics.end(), [](const auto& m) { return m.empty(); }))
+    return "";
   const std::string keep =
       std::find(metrics.begin(), metrics.end(), "FID") != metrics.end()
           ? std::string("FID")
@@ -139,6 +142,26 @@ void KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
         "of the series",
         name, keep, n, metric));
   }
+  return keep;
+}
+
+// What the series measures: the benchmark's quality metric and target (mlperf_quality.h). A target
+// the run's code logs (target_accuracy) is the run's own: it wins over the rules' table, with a
+// note where the two differ, and gives a benchmark the table does not know a target without a
+// name or direction. Not for Stable Diffusion's series of one metric: its log names one target.
+std::optional<EvalMetric> SeriesMetric(const MllogEvents& ev, std::string_view series_metric,
+                                       std::string_view name, std::vector<std::string>& notes) {
+  std::optional<EvalMetric> metric = MlperfQuality(ev.named.benchmark, series_metric);
+  if (!ev.target_accuracy || !series_metric.empty()) return metric;
+  if (!metric) {
+    metric.emplace();
+  } else if (metric->target && *metric->target != *ev.target_accuracy) {
+    notes.push_back(fmt::format(
+        "{}:{}: target_accuracy {} is the run's quality target, not MLPerf's rules' {} for {}",
+        name, ev.target_line, *ev.target_accuracy, *metric->target, ev.named.benchmark));
+  }
+  metric->target = ev.target_accuracy;
+  return metric;
 }
 
 // MLPerf's result as its result summarizer reads it (mlperf_logging: run_start to run_stop of a run
@@ -181,7 +204,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   using Block = MllogEvents::Block;
   MllogEvents ev;
   BM_TRY(ReadMllogEvents(text, name, log, ev));
-  KeepOneEvalMetric(ev, name, log);
+  const std::string series_metric = KeepOneEvalMetric(ev, name, log);
   auto& raws = ev.raws;
   auto& blocks = ev.blocks;
   auto& eval_at = ev.eval_at;
@@ -640,11 +663,7 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         name, ev.run_start_line));
   }
   log.mlperf = RunResult(ev, by_time_to_train);
-  // MLPerf Training's rules state these quality targets as accuracies (75.90% top-1, 0.720
-  // masked-LM accuracy, 72.0% node classification); the other benchmarks' eval_accuracy is a loss
-  // or log perplexity (the LLMs), mAP, Dice, AUC or FID.
-  for (const char* b : {"resnet", "bert", "gnn", "rgat"})
-    log.eval_is_accuracy = log.eval_is_accuracy || log.mlperf->benchmark == b;
+  if (!log.evals.empty()) log.eval_metric = SeriesMetric(ev, series_metric, name, log.notes);
   return log;
 }
 

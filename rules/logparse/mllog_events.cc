@@ -42,6 +42,7 @@ bool IsReadKey(std::string_view key) {
                              mllog::kSubmissionPlatform,
                              mllog::kTrainSamples,
                              mllog::kEvalSamples,
+                             mllog::kTargetAccuracy,
                              mllog::kGlobalBatchSize,
                              mllog::kMaxSequenceLength,
                              kInitCheckpointStep,
@@ -148,6 +149,11 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       std::optional<double>& into =
           key == mllog::kTrainSamples ? ev.named.train_samples : ev.named.eval_samples;
       if (!into) into = value.get<double>();
+    } else if (key == mllog::kTargetAccuracy && value.is_number()) {
+      if (!ev.target_accuracy) {
+        ev.target_accuracy = value.get<double>();
+        ev.target_line = no;
+      }
     } else if (key == mllog::kGlobalBatchSize && value.is_number()) {
       if (std::optional<int64_t> gbs = WholeCount(value.get<double>()); !gbs || *gbs < 1) {
         error = Errorf(ErrorCode::kCorrupt, "{}:{}: global_batch_size is {}, not a batch size",

@@ -76,6 +76,10 @@ struct MllogEvents {
   // What the run names, the first of each: submission_benchmark, _org, _division, _platform,
   // train_samples and eval_samples (mllog.cc adds the rest of MLPerf's result).
   MlperfRun named;
+  // The quality target the run's code logs (target_accuracy; newer references log it), the first,
+  // and its line.
+  std::optional<double> target_accuracy;
+  int64_t target_line = 0;
   // Time the log brackets as not training: eval_start..eval_stop, and block_stop..the next
   // block_start (the blocks are the training between evaluations).
   std::vector<std::pair<double, double>> paused;

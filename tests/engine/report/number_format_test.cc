@@ -23,6 +23,14 @@ TEST(NumberFormat, FixedDecimalsPerQuantity) {
   EXPECT_EQ(FormatValue(Quantity::kWatts, 688.04), "688.0");
   EXPECT_EQ(FormatValue(Quantity::kMinutes, 798.372), "13.31");  // seconds shown in minutes
   EXPECT_EQ(FormatPlain(Quantity::kMinutes, 2878.403), "47.97");
+  // A quality score to 5 decimals, without trailing zeros: AUC targets differ in the fifth.
+  EXPECT_EQ(FormatValue(Quantity::kScore, 0.8029667139053345), "0.80297");
+  EXPECT_EQ(FormatValue(Quantity::kScore, 0.80275), "0.80275");
+  EXPECT_EQ(FormatValue(Quantity::kScore, 0.34), "0.34");
+  EXPECT_EQ(FormatValue(Quantity::kScore, 90.0), "90");
+  EXPECT_EQ(FormatValue(Quantity::kScore, 88.51338542754172), "88.51339");
+  EXPECT_EQ(FormatValue(Quantity::kScore, 0.000001), "0");
+  EXPECT_EQ(FormatPlain(Quantity::kScore, 646.0821975894278), "646.0822");
 }
 
 TEST(NumberFormat, PlainNumbersForCsv) {

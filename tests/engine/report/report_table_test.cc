@@ -111,6 +111,65 @@ TEST(ReportTable, TimeToTrainColumnOnlyWhenARowHasOne) {
   EXPECT_EQ(*ttt->b, 900);
 }
 
+// An MLPerf evaluation's quality metric as metrics.json's eval block holds it (docs/METRICS.md
+// "eval"): Dell's v5.0 RetinaNet, mAP 0.3439874455060702 at its last evaluation, the rules' 34.0%.
+MeasuredTarget MlperfEval(nlohmann::json eval) {
+  nlohmann::json m = {{"eval", std::move(eval)}, {"provenance", {{"trainer", "mllog"}}}};
+  return {"retinanet", "measure", {Measurement{m, {}, {}}}};
+}
+
+TEST(ReportTable, QualityScoreByItsMetricWithTheTarget) {
+  const MeasuredTarget map = MlperfEval({{"task", "MLPerf eval_accuracy"},
+                                         {"val_loss", nullptr},
+                                         {"accuracy", nullptr},
+                                         {"quality",
+                                          {{"metric", "mAP"},
+                                           {"value", 0.3439874455060702},
+                                           {"higher_is_better", true},
+                                           {"target", 0.34},
+                                           {"reached", true}}}});
+  const ReportRow row = BuildRow(map);
+  ASSERT_TRUE(row.quality);
+  EXPECT_EQ(EvalText(row), "mAP 0.34399, target \u22650.34 (MLPerf eval_accuracy)");
+  const std::string csv = RenderCsv({row});
+  EXPECT_NE(csv.find(",quality,quality_metric,quality_target,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.34399,mAP,0.34,"), std::string::npos) << csv;
+
+  // An accuracy keeps its column and percent; the target is shown as one.
+  const ReportRow resnet = BuildRow(MlperfEval({{"task", "MLPerf eval_accuracy"},
+                                                {"accuracy", 0.75936},
+                                                {"quality",
+                                                 {{"metric", "top-1 accuracy"},
+                                                  {"value", 0.75936},
+                                                  {"higher_is_better", true},
+                                                  {"target", 0.759}}}}));
+  EXPECT_FALSE(resnet.quality) << "shown as the accuracy";
+  EXPECT_EQ(EvalText(resnet), "acc 75.9%, target \u226575.9% (MLPerf eval_accuracy)");
+  // A loss below its target (Llama 2 70B LoRA's 0.925 eval loss).
+  const ReportRow lora = BuildRow(MlperfEval({{"task", "MLPerf eval_accuracy"},
+                                              {"val_loss", 0.9244517683982849},
+                                              {"quality",
+                                               {{"metric", "eval loss"},
+                                                {"value", 0.9244517683982849},
+                                                {"higher_is_better", false},
+                                                {"target", 0.925}}}}));
+  EXPECT_EQ(EvalText(lora), "val 0.924, target \u22640.925 (MLPerf eval_accuracy)");
+  // A target without a direction (a benchmark the rules do not name): no side.
+  const ReportRow unknown =
+      BuildRow(MlperfEval({{"task", "MLPerf eval_accuracy"},
+                           {"val_loss", 0.58},
+                           {"quality", {{"metric", nullptr}, {"value", 0.58}, {"target", 0.6}}}}));
+  EXPECT_EQ(EvalText(unknown), "val 0.580, target 0.600 (MLPerf eval_accuracy)");
+
+  // compare: the two runs' mAP side by side, labelled by the metric.
+  const Comparison c = Compare(map, map);
+  auto q = std::find_if(c.metrics.begin(), c.metrics.end(),
+                        [](const MetricDelta& d) { return d.id == "quality"; });
+  ASSERT_NE(q, c.metrics.end());
+  EXPECT_EQ(q->name, "quality (mAP)");
+  EXPECT_EQ(*q->a, 0.3439874455060702);
+}
+
 TEST(ReportTable, ACpuRunsMemoryIsMarkedHost) {
   ReportRow row;
   row.device = "cpu";

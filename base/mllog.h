@@ -24,6 +24,7 @@
 // Thread safety: a Logger writes whole lines; callers serialize use.
 #pragma once
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -78,6 +79,15 @@ inline constexpr std::string_view kSubmissionDivision = "submission_division";
 inline constexpr std::string_view kSubmissionStatus = "submission_status";
 inline constexpr std::string_view kSubmissionPlatform = "submission_platform";
 inline constexpr std::string_view kTargetAccuracy = "target_accuracy";
+
+// A benchmark's name as MLPerf's rules write it: lower case, '_' for '-' (Primus logs
+// "gpt-oss-20b" for gpt_oss_20b).
+inline std::string BenchmarkName(std::string_view logged) {
+  std::string out;
+  for (char c : logged)
+    out += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 inline int64_t WallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -33,8 +33,7 @@ const std::vector<DisplayColumn>& ResultColumns() {
       {"mfu_6n", "MFU (6N)", true, StatCell(&ReportRow::mfu_6n, Quantity::kMfu)},
       {"mfu_palm", "MFU (PaLM)", true, StatCell(&ReportRow::mfu_palm, Quantity::kMfu)},
       {"eval", "eval", false, EvalText},
-      {"time_to_train", "time to train (min)", true,
-       StatCell(&ReportRow::time_to_train_s, Quantity::kMinutes), true},
+      {"time_to_train", "time to train (min)", true, TimeToTrainText, true},
       {"rounds", "rounds", true, [](const ReportRow& r) { return fmt::format("{}", r.rounds()); }},
       {"measured", "measured", false, OriginText},
   };
@@ -68,7 +67,7 @@ std::vector<std::vector<std::string>> ProvenanceCells(const ReportRow& row) {
   return lines;
 }
 
-const std::string& Legend() {
+std::string Legend(const std::vector<DisplayColumn>& shown) {
   static const std::string kLegend =
       "trainer: what measured the run (benchmake-train, or the external trainer whose log was "
       "parsed). layout: TPxPPyDPz. fix_hp: MPE (sequence length), LBS (micro-batch), GAS when "
@@ -80,7 +79,15 @@ const std::string& Legend() {
       "median (min–max). measured: fresh = measured by this build; cache = an earlier "
       "measurement restored from the cache; file = read from a metrics.json. Rounding: "
       "docs/REPORTS.md.";
-  return kLegend;
+  const bool time_to_train = std::any_of(
+      shown.begin(), shown.end(), [](const DisplayColumn& c) { return c.id == "time_to_train"; });
+  if (!time_to_train) return kLegend;
+  return kLegend +
+         " time to train: MLPerf's, run_start to run_stop of a run that reached its quality "
+         "target, in minutes; over three or more runs MLPerf's score, the mean less the fastest "
+         "and the slowest (four each for U-Net3D; a run that did not converge counts as one of "
+         "the slowest), with the converged runs' range and the runs counted (of the number "
+         "MLPerf asks for the benchmark).";
 }
 
 }  // namespace bm::report

@@ -35,7 +35,8 @@ std::vector<DisplayColumn> ShownColumns(const std::vector<ReportRow>& rows);
 const std::vector<std::string>& ProvenanceHeaders();
 std::vector<std::vector<std::string>> ProvenanceCells(const ReportRow& row);
 
-// The legend printed under the tables (units, MFU definitions, rounding).
-const std::string& Legend();
+// The legend printed under the tables (units, MFU definitions, rounding), and what the optional
+// columns of `shown` mean.
+std::string Legend(const std::vector<DisplayColumn>& shown);
 
 }  // namespace bm::report

@@ -103,6 +103,13 @@ Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
       "quality ({})", ra.quality_metric.empty() ? rb.quality_metric : ra.quality_metric);
   add(quality.c_str(), "quality", Quantity::kScore, &ReportRow::quality);
   add("time to train (min)", "time_to_train_s", Quantity::kMinutes, &ReportRow::time_to_train_s);
+  auto score = [](const ReportRow& r) {
+    return r.mlperf_score ? r.mlperf_score->seconds : std::nullopt;
+  };
+  if (score(ra) || score(rb)) {
+    c.metrics.push_back(
+        {"MLPerf score (min)", "mlperf_score_s", Quantity::kMinutes, score(ra), score(rb)});
+  }
 
   const nlohmann::json& ma = a.measurements.back().metrics;
   const nlohmann::json& mb = b.measurements.back().metrics;

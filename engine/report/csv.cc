@@ -36,8 +36,8 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
       "mfu_6n_pct,mfu_6n_pct_min,mfu_6n_pct_max,mfu_palm_pct,mfu_palm_pct_min,"
       "mfu_palm_pct_max,mem_peak_gib,mem_peak_gib_min,mem_peak_gib_max,mem_total_gib,"
       "step_ms,loss,energy_mj_per_token,watts_per_device,val_loss,perplexity,accuracy_pct,"
-      "exact_match_pct,quality,quality_metric,quality_target,eval_task,time_to_train_min,host,"
-      "measured_at,trainer_build\n";
+      "exact_match_pct,quality,quality_metric,quality_target,eval_task,time_to_train_min,"
+      "mlperf_score_min,mlperf_runs,host,measured_at,trainer_build\n";
   std::string out = kHeader;
   for (const ReportRow& r : rows) {
     Provenance newest = r.provenance.empty() ? Provenance{} : r.provenance.back();
@@ -79,6 +79,10 @@ std::string RenderCsv(const std::vector<ReportRow>& rows) {
         r.quality_target ? FormatPlain(Quantity::kScore, *r.quality_target) : "",
         r.eval_task,
         Num(r.time_to_train_s, Quantity::kMinutes),
+        r.mlperf_score && r.mlperf_score->seconds
+            ? FormatPlain(Quantity::kMinutes, *r.mlperf_score->seconds)
+            : "",
+        r.mlperf_score ? fmt::format("{}", r.mlperf_score->runs) : "",
         newest.host,
         newest.measured_at,
         newest.trainer_build,

@@ -180,7 +180,7 @@ std::string RenderHtml(const std::vector<MeasuredTarget>& targets, const std::st
   out += "<h2>Provenance</h2>\n" + Table("provenance", prov_ids, ProvenanceHeaders(),
                                          std::vector<bool>(prov_ids.size(), false), prov,
                                          prov_restored);
-  out += "<p class=\"legend-text\">" + XmlEscape(Legend()) + "</p>\n";
+  out += "<p class=\"legend-text\">" + XmlEscape(Legend(columns)) + "</p>\n";
   out += "<script type=\"application/json\" id=\"report-data\">\n" +
          ScriptSafe(ReportJson(rows).dump(1)) + "\n</script>\n</body>\n</html>\n";
   return out;

@@ -49,6 +49,13 @@ nlohmann::json ReportJson(const std::vector<ReportRow>& rows) {
                     {"metrics", std::move(metrics)},
                     {"eval_task", r.eval_task},
                     {"measurements", std::move(measurements)}});
+    if (const std::optional<MlperfScore>& s = r.mlperf_score) {
+      list.back()["mlperf_score"] = {
+          {"time_to_train_s", s->seconds ? nlohmann::json(*s->seconds) : nlohmann::json(nullptr)},
+          {"runs", s->runs},
+          {"not_converged", s->not_converged},
+          {"required", s->required > 0 ? nlohmann::json(s->required) : nlohmann::json(nullptr)}};
+    }
     if (!r.quality_metric.empty() || r.quality_target) {
       auto or_null = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
       list.back()["quality"] = {

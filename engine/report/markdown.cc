@@ -58,7 +58,7 @@ std::string RenderMarkdown(const std::vector<ReportRow>& rows) {
   }
   std::string out = "## Results\n\n" + MarkdownTable(headers, cells, right);
   out += "\n## Provenance\n\n" + MarkdownTable(ProvenanceHeaders(), provenance);
-  out += "\n" + Legend() + "\n";
+  out += "\n" + Legend(columns) + "\n";
   return out;
 }
 

@@ -60,6 +60,14 @@ ReportRow BuildRow(const MeasuredTarget& t) {
       h != nullptr && h->is_boolean())
     row.quality_higher_is_better = h->get<bool>();
 
+  std::vector<std::optional<double>> runs;
+  for (const Measurement& m : t.measurements) {
+    if (const nlohmann::json* r = ValueAt(m.metrics, "mlperf"); r != nullptr && r->is_object())
+      runs.push_back(NumberAt(m.metrics, "mlperf.time_to_train_s"));
+  }
+  if (!runs.empty())
+    row.mlperf_score = ScoreMlperfRuns(StringAt(newest, "mlperf.benchmark").value_or(""), runs);
+
   for (const Measurement& m : t.measurements) {
     switch (m.provenance.origin) {
       case Origin::kFresh:
@@ -133,6 +141,22 @@ std::string EvalText(const ReportRow& row) {
   }
   if (!out.empty() && !row.eval_task.empty()) out += fmt::format(" ({})", row.eval_task);
   return out;
+}
+
+std::string TimeToTrainText(const ReportRow& row) {
+  if (!row.time_to_train_s) return "";
+  const std::optional<MlperfScore>& s = row.mlperf_score;
+  if (!s || !s->seconds) return FormatStat(Quantity::kMinutes, *row.time_to_train_s);
+  std::string detail;
+  const Stat& t = *row.time_to_train_s;
+  if (t.varies()) {
+    detail = fmt::format("{}\u2013{}; ", FormatValue(Quantity::kMinutes, t.min),
+                         FormatValue(Quantity::kMinutes, t.max));
+  }
+  detail += s->required > s->runs ? fmt::format("{} of {} runs", s->runs, s->required)
+                                  : fmt::format("{} runs", s->runs);
+  if (s->not_converged > 0) detail += fmt::format(", {} not converged", s->not_converged);
+  return fmt::format("{} ({})", FormatValue(Quantity::kMinutes, *s->seconds), detail);
 }
 
 std::string MemText(const ReportRow& row) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/report/measurement.h"
+#include "engine/report/mlperf_score.h"
 #include "engine/report/stat.h"
 
 namespace bm::report {
@@ -61,6 +62,9 @@ struct ReportRow {
   std::optional<double> quality_target;
   std::optional<bool> quality_higher_is_better;
   std::optional<Stat> time_to_train_s;  // MLPerf's (mlperf.time_to_train_s), seconds
+  // MLPerf's score over the rounds whose metrics have an `mlperf` block (mlperf_score.h); nullopt
+  // when none has.
+  std::optional<MlperfScore> mlperf_score;
 
   int fresh = 0;  // rounds by origin
   int restored = 0;
@@ -95,6 +99,11 @@ std::string EvalText(const ReportRow& row);
 // "44/80" GiB, "44/?" when the device total is unknown; "" without a peak.
 // A spread over rounds shows on the peak: "44 (43–45)/80".
 // A CPU run's memory is the host's: "0.4/7.7 host" (its RAM, docs/METRICS.md).
+// MLPerf's time to train in minutes: one run's, or over several MLPerf's score (the olympic mean,
+// mlperf_score.h) with the converged runs' range and the runs it counts: "13.31 (12.90–13.80; 3 of
+// 5 runs)"; where the score cannot be had (two runs), the median (min–max) as other cells.
+std::string TimeToTrainText(const ReportRow& row);
+
 std::string MemText(const ReportRow& row);
 
 // Whether the row measured a CPU run (device "cpu"): its memory is host memory.

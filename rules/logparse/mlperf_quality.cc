@@ -1,7 +1,8 @@
 #include "rules/logparse/mlperf_quality.h"
 
-#include <cctype>
 #include <string>
+
+#include "base/mllog.h"
 
 namespace bm::logparse {
 namespace {
@@ -46,18 +47,11 @@ constexpr Quality kQualities[] = {
     {"flux1", "", "eval loss", Kind::kLoss, false, 0.586, false},
 };
 
-std::string Normalized(std::string_view benchmark) {
-  std::string out;
-  for (char c : benchmark)
-    out += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 std::optional<EvalMetric> MlperfQuality(std::string_view benchmark,
                                         std::string_view series_metric) {
-  const std::string b = Normalized(benchmark);
+  const std::string b = mllog::BenchmarkName(benchmark);
   for (const Quality& q : kQualities) {
     if (q.benchmark != b || q.series_metric != series_metric) continue;
     EvalMetric m;

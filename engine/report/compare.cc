@@ -72,6 +72,31 @@ std::optional<double> Median(const std::optional<Stat>& s) {
   return s ? std::optional<double>(s->median) : std::nullopt;
 }
 
+// Each run's eval.quality.reached, nullopt when either does not say.
+std::optional<Comparison::QualityCheck> QualityTargets(const Comparison& c, const ReportRow& ra,
+                                                       const ReportRow& rb,
+                                                       const nlohmann::json& ma,
+                                                       const nlohmann::json& mb) {
+  const nlohmann::json* a = ValueAt(ma, "eval.quality.reached");
+  const nlohmann::json* b = ValueAt(mb, "eval.quality.reached");
+  if (a == nullptr || b == nullptr || !a->is_boolean() || !b->is_boolean()) return std::nullopt;
+  const std::string evals =
+      fmt::format("{}: {}; {}: {}", c.a_label, EvalText(ra), c.b_label, EvalText(rb));
+  if (a->get<bool>() && b->get<bool>()) {
+    return Comparison::QualityCheck{
+        true, fmt::format("QUALITY REACHED: both runs reached their quality target, what MLPerf "
+                          "checks of a run read by its time to train (no loss curve to align). {}.",
+                          evals)};
+  }
+  const std::string missed =
+      !a->get<bool>() && !b->get<bool>()
+          ? "neither run reached its quality target"
+          : fmt::format("{} did not reach its quality target in any evaluation",
+                        a->get<bool>() ? c.b_label : c.a_label);
+  return Comparison::QualityCheck{false,
+                                  fmt::format("QUALITY NOT REACHED: {}. {}.", missed, evals)};
+}
+
 }  // namespace
 
 Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
@@ -121,6 +146,7 @@ Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
   if (ca == nullptr || cb == nullptr) {
     c.alignment_note =
         fmt::format("{} has no loss curve (log.jsonl)", ca == nullptr ? c.a_label : c.b_label);
+    c.quality = QualityTargets(c, ra, rb, ma, mb);
     return c;
   }
   Result<Alignment> al = CheckLossAlignment(ca->losses, cb->losses, options);
@@ -133,6 +159,7 @@ Comparison Compare(const MeasuredTarget& a, const MeasuredTarget& b,
 }
 
 std::string Comparison::Verdict() const {
+  if (!alignment && quality) return quality->verdict;
   if (!alignment) return "loss alignment not checked: " + alignment_note;
   const Alignment& al = *alignment;
   std::string head = fmt::format(

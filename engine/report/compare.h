@@ -43,8 +43,16 @@ struct Comparison {
   std::vector<Difference> differences;
   std::optional<Alignment> alignment;  // nullopt: not checked, see alignment_note
   std::string alignment_note;          // why not checked ("B has no loss curve")
+  // Two runs read by MLPerf's time to train have no loss curve: what MLPerf checks of a run
+  // instead, that its evaluations reached the benchmark's quality target (eval.quality.reached),
+  // decides. nullopt where the loss curves were compared or a side does not say.
+  struct QualityCheck {
+    bool pass = false;
+    std::string verdict;
+  };
+  std::optional<QualityCheck> quality;
 
-  bool aligned() const { return alignment && alignment->pass; }
+  bool aligned() const { return alignment ? alignment->pass : quality && quality->pass; }
   // One sentence: why the alignment failed (or that it passed).
   std::string Verdict() const;
 };

@@ -41,7 +41,7 @@ std::string RenderComparisonMarkdown(const Comparison& c) {
     out += fmt::format("- {}{}: {} \u2192 {}\n", d.field, tag ? " (platform)" : "", d.a, d.b);
   }
 
-  out += "\n### Loss alignment\n\n";
+  out += c.quality ? "\n### Quality target\n\n" : "\n### Loss alignment\n\n";
   if (!c.alignment) return out + c.Verdict() + "\n";
   const Alignment& al = *c.alignment;
   out += fmt::format("Rule: from step {} on, mean |loss_B - loss_A| / loss_A below {}.\n\n",
@@ -102,6 +102,7 @@ std::string RenderComparisonJson(const Comparison& c) {
   } else {
     j["alignment"] = nullptr;
   }
+  j["quality_reached"] = c.quality ? nlohmann::json(c.quality->pass) : nlohmann::json(nullptr);
   j["verdict"] = c.Verdict();
   return j.dump(2) + "\n";
 }

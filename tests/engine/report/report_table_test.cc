@@ -170,6 +170,50 @@ TEST(ReportTable, QualityScoreByItsMetricWithTheTarget) {
   EXPECT_EQ(*q->a, 0.3439874455060702);
 }
 
+// Two runs read by their time to train: no loss curve, so MLPerf's own check decides compare's
+// verdict, each run's evaluations reaching the quality target.
+MeasuredTarget MapRun(const std::string& name, double map, bool reached) {
+  MeasuredTarget t = MlperfEval({{"task", "MLPerf eval_accuracy"},
+                                 {"quality",
+                                  {{"metric", "mAP"},
+                                   {"value", map},
+                                   {"higher_is_better", true},
+                                   {"target", 0.34},
+                                   {"reached", reached}}}});
+  t.target = name;
+  return t;
+}
+
+TEST(ReportTable, CompareOfTimeToTrainRunsChecksTheirQualityTargets) {
+  const Comparison ok = Compare(MapRun("a100", 0.3441, true), MapRun("h100", 0.3402, true));
+  EXPECT_TRUE(ok.aligned());
+  EXPECT_FALSE(ok.alignment);
+  EXPECT_EQ(ok.Verdict(),
+            "QUALITY REACHED: both runs reached their quality target, what MLPerf checks of a run "
+            "read by its time to train (no loss curve to align). a100: mAP 0.3441, target "
+            "\u22650.34 (MLPerf eval_accuracy); h100: mAP 0.3402, target "
+            "\u22650.34 (MLPerf eval_accuracy).");
+  EXPECT_NE(RenderComparisonMarkdown(ok).find("### Quality target"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(RenderComparisonJson(ok))["quality_reached"], true);
+
+  const Comparison missed = Compare(MapRun("a100", 0.3441, true), MapRun("h100", 0.3312, false));
+  EXPECT_FALSE(missed.aligned());
+  EXPECT_EQ(missed.Verdict().rfind("QUALITY NOT REACHED: h100 did not reach its quality target "
+                                   "in any evaluation. a100: mAP 0.3441",
+                                   0),
+            0u)
+      << missed.Verdict();
+  EXPECT_EQ(Compare(MapRun("a", 0.1, false), MapRun("b", 0.2, false))
+                .Verdict()
+                .rfind("QUALITY NOT REACHED: neither run reached its quality target.", 0),
+            0u);
+  // A side that does not say (no target, or not an MLPerf run): not checked, as before.
+  const Comparison unknown = Compare(MapRun("a", 0.3441, true), MlperfResnet(798.372));
+  EXPECT_FALSE(unknown.aligned());
+  EXPECT_FALSE(unknown.quality);
+  EXPECT_EQ(unknown.Verdict(), "loss alignment not checked: a has no loss curve (log.jsonl)");
+}
+
 TEST(ReportTable, ACpuRunsMemoryIsMarkedHost) {
   ReportRow row;
   row.device = "cpu";

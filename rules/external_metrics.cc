@@ -101,7 +101,10 @@ class Facts {
 // devices and mpe are nullopt when neither the log nor the BENCHFILE says.
 struct Terms {
   int64_t tp = 1, pp = 1, dp = 1;
+  // devices, and with it the layout, nullopt when neither the log nor the BENCHFILE says (then
+  // tp, pp and dp are 1 for the arithmetic, and metrics.json states only the logged tp and pp).
   std::optional<int64_t> devices;
+  bool tp_logged = false, pp_logged = false;
   std::optional<double> mpe;
   std::optional<double> lbs, gas, gbs;
   std::string precision;
@@ -138,6 +141,8 @@ Result<Terms> ResolveTerms(const ParsedLog& log, const Facts& f, const json& p) 
     BM_ASSIGN_OR_RETURN(std::optional<int64_t> devices, f.LoggedRanks("devices"));
     t.tp = tp.value_or(1);
     t.pp = pp.value_or(1);
+    t.tp_logged = tp.has_value();
+    t.pp_logged = pp.has_value();
     if (!devices && p["gpus"].get<int64_t>() > 0) devices = p["gpus"].get<int64_t>();
     if (dp) {
       t.dp = *dp;
@@ -817,13 +822,15 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
       {"lbs", Count(t.lbs)},
       {"mpe", Count(t.mpe)},
       {"gas", Count(t.gas)},
-      {"dp", t.dp},
-      {"tp", t.tp},
-      {"pp", t.pp},
+      {"dp", t.devices ? json(t.dp) : json(nullptr)},
+      {"tp", t.devices || t.tp_logged ? json(t.tp) : json(nullptr)},
+      {"pp", t.devices || t.pp_logged ? json(t.pp) : json(nullptr)},
       {"gbs", Count(t.gbs)},
-      {"layout",
-       train::ParallelLayout{static_cast<int>(t.tp), static_cast<int>(t.pp), static_cast<int>(t.dp)}
-           .ToString()},
+      {"layout", t.devices ? json(train::ParallelLayout{static_cast<int>(t.tp),
+                                                        static_cast<int>(t.pp),
+                                                        static_cast<int>(t.dp)}
+                                      .ToString())
+                           : json(nullptr)},
       {"devices", t.devices ? json(*t.devices) : json(nullptr)},
       {"precision", t.precision.empty() ? json(nullptr) : json(t.precision)},
       {"steps", log.iterations.empty() ? json(nullptr) : json(log.iterations.back().step)},

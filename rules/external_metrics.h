@@ -75,8 +75,10 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // epoch-timed benchmarks (ResNet, SSD, U-Net3D, BERT, DLRM, R-GAT) read by it, not refused. 12: the
 // evaluations of MLPerf's ResNet, BERT and GNN/R-GAT are eval.accuracy, not eval.val_loss. 13: an
 // MLPerf benchmark's quality metric and target (eval.quality); SSD's mAP, U-Net3D's Dice, DLRM's
-// AUC, Stable Diffusion's FID and the like leave eval.val_loss; eval.task without " (log)".
-inline constexpr int kLogReadingVersion = 13;
+// AUC, Stable Diffusion's FID and the like leave eval.val_loss; eval.task without " (log)". 14: a
+// log that states no device count (nor the BENCHFILE) gets config.devices, layout and dp null, and tp
+// and pp only as logged, not TP1PP1DP1.
+inline constexpr int kLogReadingVersion = 14;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

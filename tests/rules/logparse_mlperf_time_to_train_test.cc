@@ -34,6 +34,13 @@ void ExpectReadByTimeToTrain(const Read& r) {
   EXPECT_TRUE(m["config"]["steps"].is_null());
   EXPECT_EQ(m["mlperf"]["read_by"], "time to train");
   EXPECT_EQ(m["provenance"]["trainer"], "mllog");
+  // An MLPerf log names no device count or layout (submission_platform is a system's name): none
+  // is claimed, where a default TP1PP1DP1 would read as one device.
+  EXPECT_TRUE(m["config"]["devices"].is_null());
+  EXPECT_TRUE(m["config"]["layout"].is_null());
+  EXPECT_TRUE(m["config"]["dp"].is_null());
+  EXPECT_TRUE(m["config"]["tp"].is_null());
+  EXPECT_TRUE(m["config"]["pp"].is_null());
   // No advice that would not help: parameters or a peak give no MFU without a token rate.
   EXPECT_TRUE(r.Note("MFU: none for a run read by its time to train (no token rate)"));
   EXPECT_FALSE(r.Note("set model (a preset) or parameters"));
@@ -266,6 +273,14 @@ TEST(MlperfTimeToTrain, RunStopWithoutStatusIsNoTimeToTrain) {
   EXPECT_EQ(*r->mlperf->epochs, 1);
   EXPECT_DOUBLE_EQ(*r->mlperf->epoch_s_median, 60.0);
   EXPECT_TRUE(testing_logs::HasNote(r->notes, "nostatus.txt:4: run_stop names no status"));
+}
+
+TEST(MlperfTimeToTrain, TheBenchfileGivesTheDeviceCount) {
+  // "1xNVIDIA DGX H100" is one node of 8 GPUs; the log says so nowhere else: `gpus` does.
+  Result<Read> r = ReadLog("mllog_nv_resnet_mxnet_epoch_throughput.log", "mllog", {{"gpus", 8}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->m()["config"]["devices"], 8);
+  EXPECT_EQ(r->m()["config"]["layout"], "TP1PP1DP8");
 }
 
 }  // namespace

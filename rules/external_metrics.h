@@ -77,8 +77,9 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // MLPerf benchmark's quality metric and target (eval.quality); SSD's mAP, U-Net3D's Dice, DLRM's
 // AUC, Stable Diffusion's FID and the like leave eval.val_loss; eval.task without " (log)". 14: a
 // log that states no device count (nor the BENCHFILE) gets config.devices, layout and dp null, and tp
-// and pp only as logged, not TP1PP1DP1.
-inline constexpr int kLogReadingVersion = 14;
+// and pp only as logged, not TP1PP1DP1. 15: an MLPerf evaluation at a step past the one run_stop
+// names (MaxDiffusion's checkpoints evaluated after the run) is left out of the series.
+inline constexpr int kLogReadingVersion = 15;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

@@ -344,6 +344,25 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
     else if (token_unit && eval_at[i].tokens)
       log.evals[i].step = token_step(*eval_at[i].tokens);
   }
+  // MaxDiffusion evaluates its checkpoints offline after training, and its run_stop names the step
+  // whose evaluation reached the target (and that step's time): a later checkpoint's evaluation
+  // is past the run (v4.1's FID 92.19 at step 10000 of a run stopped at 8000 by FID 79.66).
+  if (ev.run_stop_step) {
+    int64_t past = 0, first_past = 0;
+    KeepEvals(ev, log, [&](size_t i) {
+      const std::optional<double>& at = eval_at[i].named_step;
+      if (!at || *at <= *ev.run_stop_step) return true;
+      first_past = first_past ? first_past : log.evals[i].line;
+      ++past;
+      return false;
+    });
+    if (past > 0) {
+      log.notes.push_back(fmt::format(
+          "{}:{}: {} eval_accuracy event(s) at a step past the step {:.0f} that run_stop names "
+          "(line {}: the run stopped there; checkpoints evaluated after training) left out",
+          name, first_past, past, *ev.run_stop_step, ev.run_stop_line));
+    }
+  }
   // An evaluation at a step that already has one repeats it (MaxDiffusion's closing summary).
   std::set<int64_t> evaluated;
   int64_t repeats = 0, first_repeat = 0;

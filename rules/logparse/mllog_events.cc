@@ -133,6 +133,7 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     } else if (key == mllog::kRunStop) {
       ev.run_stop = time_ms;
       ev.run_stop_line = no;
+      ev.run_stop_step = NamedStep(meta);
       ev.run_status = meta.is_object() && meta.contains("status") && meta["status"].is_string()
                           ? meta["status"].get<std::string>()
                           : std::string();
@@ -203,7 +204,8 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       if (tokens) ev.token_positions.push_back(*tokens);
       // tinygrad's BERT names the step (step_num) beside epoch_num; where the eval_start names
       // samples_count, they place it, not its step_num.
-      ev.open_eval_at = {samples ? JsonNumber(meta, "step") : NamedStep(meta), samples, tokens};
+      ev.open_eval_at = {samples ? JsonNumber(meta, "step") : NamedStep(meta), samples, tokens,
+                         std::nullopt};
     } else if (key == mllog::kEvalStop) {
       if (time_ms && ev.eval_open) ev.paused.push_back({*ev.eval_open, *time_ms});
       ev.eval_open.reset();
@@ -223,10 +225,11 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       // epoch_num but not its step_num: it is at that eval_start's place.
       const EvalAt& closed = ev.closed_eval_at;
       const bool after_its_stop = !samples && closed.step && tokens && closed.tokens == tokens;
-      const EvalAt at = ev.open_eval_at.step || ev.open_eval_at.samples || ev.open_eval_at.tokens
-                            ? ev.open_eval_at
-                        : after_its_stop ? closed
-                                         : EvalAt{std::nullopt, samples, tokens};
+      EvalAt at = ev.open_eval_at.step || ev.open_eval_at.samples || ev.open_eval_at.tokens
+                      ? ev.open_eval_at
+                  : after_its_stop ? closed
+                                   : EvalAt{std::nullopt, samples, tokens, std::nullopt};
+      at.named_step = NamedStep(meta);
       ev.eval_at.push_back(at);
       ev.eval_began.push_back(ev.eval_open ? ev.eval_open : time_ms);
       if (at.samples && ev.last_plain_step)

@@ -47,6 +47,8 @@ struct MllogEvents {
   // step x gbs), else its own.
   struct EvalAt {
     std::optional<double> step, samples, tokens;
+    // The eval_accuracy event's own metadata.step (else step_num), as run_stop names its step.
+    std::optional<double> named_step;
   };
   std::vector<EvalAt> eval_at;
   // When each evaluation began: its eval_start's time_ms, else the eval_accuracy's own.
@@ -61,6 +63,9 @@ struct MllogEvents {
   // run_stop's metadata.status ("success", "aborted"; "" when it names none) and the lines.
   std::string run_status;
   int64_t run_start_line = 0, run_stop_line = 0;
+  // The step run_stop names (metadata.step, else step_num: MaxDiffusion, NVIDIA's Stable
+  // Diffusion, the LLM references), as logged.
+  std::optional<double> run_stop_step;
   // Each block_stop that names a samples_count: its line, that count, the step it names
   // (mlperf_common and Megatron-Bridge's callbacks do) and its time_ms.
   struct BlockStopAt {

@@ -91,6 +91,26 @@ TEST(MlperfQuality, StableDiffusionKeepsFidLowerIsBetter) {
   EXPECT_EQ(aborted.m()["eval"]["quality"]["reached"], false);
 }
 
+TEST(MlperfQuality, AnEvaluationPastTheStepRunStopNamesIsNotTheRuns) {
+  // Google's v4.1 MaxDiffusion run (TPU v5p-16): checkpoints 6000, 8000, 10000 evaluated offline
+  // after training, FID 107.39 (line 48), 79.66 (line 52), 92.19 (line 56); the closing summary
+  // repeats step 8000's (lines 57-58) and run_stop (line 59) names step_num 8000, where FID first
+  // met 90. The run's last evaluation is step 8000's, reached; step 10000's is past the run.
+  Read r = MustRead("mllog_google_maxdiffusion_sd_offline_evals_past_run_stop.log");
+  ASSERT_EQ(r.log.evals.size(), 2u);
+  EXPECT_EQ(r.log.evals[0].step, 6000);
+  EXPECT_DOUBLE_EQ(r.log.evals[0].value, 107.3924738956324);
+  EXPECT_EQ(r.log.evals[1].step, 8000);
+  EXPECT_DOUBLE_EQ(r.log.evals[1].value, 79.66178107713978);
+  const json& q = r.m()["eval"]["quality"];
+  EXPECT_DOUBLE_EQ(q["value"].get<double>(), 79.66178107713978);
+  EXPECT_EQ(q["reached"], true);
+  EXPECT_TRUE(r.Note(
+      "log:56: 1 eval_accuracy event(s) at a step past the step 8000 that run_stop names (line "
+      "59: the run stopped there; checkpoints evaluated after training) left out"))
+      << r.ext.notes.size();
+}
+
 TEST(MlperfQuality, ResnetIsTopOneAccuracy) {
   // NVIDIA's ResNet: 0.75936 >= 0.759 (success); the aborted run's best of nine is 0.75882.
   Read ok = MustRead("mllog_nv_resnet_mxnet_epoch_throughput.log");

@@ -54,6 +54,7 @@ std::string DeviceName(const nlohmann::json& metrics) {
   if (name.empty()) name = StringAt(metrics, "platform.device").value_or("");
   if (name.empty() && !cpu_run) name = StringAt(metrics, "platform.gpu_name").value_or("");
   if (name.empty()) name = config_device.value_or("");
+  if (name.empty()) name = StringAt(metrics, "mlperf.platform").value_or("");
   constexpr std::string_view kVendor = "NVIDIA ";
   if (name.size() > kVendor.size() && name.compare(0, kVendor.size(), kVendor) == 0) {
     name.erase(0, kVendor.size());

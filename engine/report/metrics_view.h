@@ -25,7 +25,8 @@ std::string ScalarText(const nlohmann::json& value);
 
 // The device name: the first GPU's name without a leading "NVIDIA "
 // (platform.gpus[0].name), else provenance.device_name, else platform.device,
-// else platform.gpu_name, else config.device, else "". A run with
+// else platform.gpu_name, else config.device, else the MLPerf submission's platform
+// (mlperf.platform: "8xNVIDIA DGX H100", the system as submitted), else "". A run with
 // config.device "cpu" is "cpu".
 std::string DeviceName(const nlohmann::json& metrics);
 

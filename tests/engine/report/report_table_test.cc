@@ -100,6 +100,12 @@ TEST(ReportTable, TimeToTrainColumnOnlyWhenARowHasOne) {
 
   const std::string csv = RenderCsv({row});
   EXPECT_NE(csv.find(",time_to_train_min,"), std::string::npos);
+  // No device or count: the submission's platform names the system (NVIDIA's, one DGX H100).
+  nlohmann::json named = resnet.measurements[0].metrics;
+  named["mlperf"]["platform"] = "1xNVIDIA DGX H100";
+  EXPECT_EQ(DeviceName(named), "1xNVIDIA DGX H100");
+  named["config"]["device"] = "H100";
+  EXPECT_EQ(DeviceName(named), "H100") << "a device the BENCHFILE names wins";
   EXPECT_NE(csv.find(",13.31,"), std::string::npos) << csv;
 
   // compare: the two runs' time to train side by side (minutes); 798.372 s against 900 s.

@@ -59,7 +59,10 @@
 // one (AMD's eval_accuracy names the logger's 0-based step x gbs); Stable Diffusion logs two an
 // evaluation (metadata.metric FID, then CLIP): the series holds FID's where the log names it (else
 // the first metric's), named in eval_what, and a note counts the others. An evaluation at a step
-// already evaluated (MaxDiffusion's closing summary) is a repeat, left out. Facts:
+// already evaluated (MaxDiffusion's closing summary) is a repeat, left out, and so is one whose own
+// step is past the step run_stop names (MaxDiffusion's checkpoints evaluated after the run). What
+// the series measures is the benchmark's quality metric and target (mlperf_quality.h; a logged
+// target_accuracy wins). Facts:
 // global_batch_size (gbs), max_sequence_length (mpe), gradient_accumulation_steps (gas); run_start
 // to run_stop is wall_s, MLPerf's time to train (result_summarizer) only when run_stop's status is
 // "success": a note says so when it is not ("aborted": the quality target not reached), or when

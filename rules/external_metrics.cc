@@ -685,8 +685,9 @@ json MlperfJson(const logparse::MlperfRun& run, size_t evaluations) {
 json QualityJson(const ParsedLog& log) {
   if (!log.eval_metric) return nullptr;
   const logparse::EvalMetric& m = *log.eval_metric;
-  json reached = nullptr;
+  json reached = m.reached ? json(*m.reached) : json(nullptr);
   for (const logparse::EvalPoint& e : log.evals) {
+    if (m.reached) break;  // the parser's: a target of two metrics
     if (std::optional<bool> meets = logparse::MeetsTarget(m, e.value)) {
       reached = reached.is_boolean() ? json(reached.get<bool>() || *meets) : json(*meets);
     }
@@ -826,11 +827,11 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
       {"tp", t.devices || t.tp_logged ? json(t.tp) : json(nullptr)},
       {"pp", t.devices || t.pp_logged ? json(t.pp) : json(nullptr)},
       {"gbs", Count(t.gbs)},
-      {"layout", t.devices ? json(train::ParallelLayout{static_cast<int>(t.tp),
-                                                        static_cast<int>(t.pp),
-                                                        static_cast<int>(t.dp)}
-                                      .ToString())
-                           : json(nullptr)},
+      {"layout", t.devices
+                     ? json(train::ParallelLayout{static_cast<int>(t.tp), static_cast<int>(t.pp),
+                                                  static_cast<int>(t.dp)}
+                                .ToString())
+                     : json(nullptr)},
       {"devices", t.devices ? json(*t.devices) : json(nullptr)},
       {"precision", t.precision.empty() ? json(nullptr) : json(t.precision)},
       {"steps", log.iterations.empty() ? json(nullptr) : json(log.iterations.back().step)},

@@ -78,8 +78,10 @@ std::vector<engine::ParamSpec> ExternalLogParams();
 // AUC, Stable Diffusion's FID and the like leave eval.val_loss; eval.task without " (log)". 14: a
 // log that states no device count (nor the BENCHFILE) gets config.devices, layout and dp null, and tp
 // and pp only as logged, not TP1PP1DP1. 15: an MLPerf evaluation at a step past the one run_stop
-// names (MaxDiffusion's checkpoints evaluated after the run) is left out of the series.
-inline constexpr int kLogReadingVersion = 15;
+// names (MaxDiffusion's checkpoints evaluated after the run) is left out of the series. 16: Mask
+// R-CNN's {"BBOX", "SEGM"} evaluations are read (box mAP the series); eval.quality.reached of Stable
+// Diffusion and Mask R-CNN asks both metrics of one evaluation.
+inline constexpr int kLogReadingVersion = 16;
 
 // Load-time checks: a known log_format, a relative log path, a valid layout,
 // non-negative sizes, model or parameters (not both; layers/hidden only

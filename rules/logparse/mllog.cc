@@ -167,6 +167,36 @@ std::optional<EvalMetric> SeriesMetric(const MllogEvents& ev, std::string_view s
   return metric;
 }
 
+// Whether one evaluation met every target of a benchmark whose target asks two metrics of one
+// evaluation (MLPerf's compliance checker: Stable Diffusion's aggregated_eval_accuracy, FID and
+// CLIP at one samples_count; Mask R-CNN's BBOX and SEGM of one event); nullopt for the others.
+std::optional<bool> JointlyReached(const MllogEvents& ev, std::string_view name,
+                                   std::vector<std::string>& notes) {
+  const auto metrics = MlperfJointQualities(ev.named.benchmark);
+  if (metrics.size() < 2) return std::nullopt;
+  std::map<double, std::map<std::string, double>> at;  // position: metric: value
+  for (const MllogEvents::MetricValue& v : ev.metric_values) at[v.position][v.metric] = v.value;
+  bool reached = false;
+  for (const auto& [position, values] : at) {
+    bool all = true;
+    for (const auto& [metric, m] : metrics) {
+      auto it = values.find(metric);
+      all = all && it != values.end() && MeetsTarget(m, it->second).value_or(false);
+    }
+    reached = reached || all;
+  }
+  std::string asked;
+  for (const auto& [metric, m] : metrics) {
+    asked += fmt::format("{}{} {} {}", asked.empty() ? "" : " and ", metric,
+                         *m.higher_is_better ? ">=" : "<=", *m.target);
+  }
+  notes.push_back(fmt::format(
+      "{}: MLPerf's target for {} asks {} of one evaluation: eval.quality.reached checks them "
+      "together ({})",
+      name, ev.named.benchmark, asked, reached ? "met" : "not met at any evaluation"));
+  return reached;
+}
+
 // MLPerf's result as its result summarizer reads it (mlperf_logging: run_start to run_stop of a run
 // whose run_stop says "success"), the submission the log names, and the epochs it timed.
 MlperfRun RunResult(const MllogEvents& ev, bool by_time_to_train) {
@@ -602,10 +632,17 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
                                     : std::string("it has no block_stop events"),
                     epochs_say);
     }
+    // A log cut off before the run began (v2.1 ASUSTeK DLRM result_2: the submission and
+    // hyperparameter events, then nothing) says so rather than only what it lacks.
+    const std::string unstarted =
+        events > 0 && ev.run_start_line == 0 && log.evals.empty()
+            ? "; nor run_start or any evaluation: the run never started (the log is cut off, or "
+              "the job failed while setting up)"
+            : "";
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no MLPerf train_loss, tracked_stats or block_stop events (':::MLLOG {{... "
-                  "\"key\": \"train_loss\" ...}}') in {} lines ({} :::MLLOG events){}{}",
-                  name, log.lines, events, epochs_say, why);
+                  "\"key\": \"train_loss\" ...}}') in {} lines ({} :::MLLOG events){}{}{}",
+                  name, log.lines, events, epochs_say, unstarted, why);
   };
   if (log.iterations.empty()) {
     Status why = no_step();
@@ -685,7 +722,16 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         name, ev.run_start_line));
   }
   log.mlperf = RunResult(ev, by_time_to_train);
-  if (!log.evals.empty()) log.eval_metric = SeriesMetric(ev, series_metric, name, log.notes);
+  if (!log.evals.empty()) {
+    log.eval_metric = SeriesMetric(ev, series_metric, name, log.notes);
+    if (log.eval_metric) log.eval_metric->reached = JointlyReached(ev, name, log.notes);
+  }
+  if (ev.eval_not_number > 0) {
+    log.notes.push_back(
+        fmt::format("{}:{}: {} eval_accuracy event(s) whose value is no number (nor Mask R-CNN's "
+                    "{{\"BBOX\", \"SEGM\"}}) left out",
+                    name, ev.eval_not_number_line, ev.eval_not_number));
+  }
   return log;
 }
 

@@ -77,6 +77,31 @@ std::string* SubmissionField(std::string_view key, MllogEvents& ev) {
   return nullptr;
 }
 
+// An eval_accuracy event's value for the series: a number, or the box mAP of Mask R-CNN's
+// {"BBOX": b, "SEGM": s}; nullopt for anything else. Also notes the metric the
+// value is of in ev.eval_metrics (Stable Diffusion's metadata.metric, FID or CLIP: mllog.cc keeps
+// one metric's; "BBOX") and every named value in ev.metric_values.
+std::optional<double> EvalValue(const nlohmann::json& value, const nlohmann::json& meta,
+                                std::optional<double> samples, int64_t line, MllogEvents& ev) {
+  std::string metric = meta.is_object() && meta.contains("metric") && meta["metric"].is_string()
+                           ? meta["metric"].get<std::string>()
+                           : std::string();
+  const double position = samples ? *samples : NamedStep(meta).value_or(static_cast<double>(line));
+  std::optional<double> number, segm;
+  if (value.is_number()) {
+    number = value.get<double>();
+  } else if (value.is_object()) {
+    number = JsonNumber(value, "BBOX");
+    segm = JsonNumber(value, "SEGM");
+    if (number && metric.empty()) metric = "BBOX";
+  }
+  if (!number) return number;
+  ev.eval_metrics.push_back(metric);
+  if (!metric.empty()) ev.metric_values.push_back({metric, *number, position});
+  if (segm) ev.metric_values.push_back({"SEGM", *segm, position});
+  return number;
+}
+
 }  // namespace
 
 Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& log,
@@ -211,14 +236,13 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
       ev.eval_open.reset();
       ev.closed_eval_at = ev.open_eval_at;
       ev.open_eval_at = {};
-    } else if (key == mllog::kEvalAccuracy && value.is_number()) {
-      // Stable Diffusion's references log two eval_accuracy events an evaluation, FID and CLIP,
-      // told apart by metadata.metric (mllog.cc keeps one metric's).
-      ev.eval_metrics.push_back(meta.is_object() && meta.contains("metric") &&
-                                        meta["metric"].is_string()
-                                    ? meta["metric"].get<std::string>()
-                                    : std::string());
-      log.evals.push_back({0, value.get<double>(), no});
+    } else if (key == mllog::kEvalAccuracy) {
+      const std::optional<double> v = EvalValue(value, meta, samples, no, ev);
+      if (!v) {
+        if (ev.eval_not_number++ == 0) ev.eval_not_number_line = no;
+        return;
+      }
+      log.evals.push_back({0, *v, no});
       std::optional<double> tokens = samples ? std::nullopt : JsonNumber(meta, "epoch_num");
       if (tokens) ev.token_positions.push_back(*tokens);
       // tinygrad's BERT prints eval_accuracy after its eval_stop, naming the eval_start's

@@ -56,6 +56,18 @@ struct MllogEvents {
   // Each eval_accuracy's metadata.metric ("" when it names none; Stable Diffusion's "FID" and
   // "CLIP").
   std::vector<std::string> eval_metrics;
+  // Each value an eval_accuracy event gives a named metric, for the quality targets that ask two
+  // metrics of one evaluation (Stable Diffusion's FID and CLIP: two events at one samples_count;
+  // Mask R-CNN's BBOX and SEGM: one event's object): the metric, its value, and the evaluation's
+  // position (samples_count, else its step, else the event's line).
+  struct MetricValue {
+    std::string metric;
+    double value = 0;
+    double position = 0;
+  };
+  std::vector<MetricValue> metric_values;
+  // eval_accuracy events whose value is neither a number nor Mask R-CNN's object, the first's line.
+  int64_t eval_not_number = 0, eval_not_number_line = 0;
   EvalAt open_eval_at;
   // The last eval_stop's evaluation, for an eval_accuracy printed after it (tinygrad's BERT).
   EvalAt closed_eval_at;

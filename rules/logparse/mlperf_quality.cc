@@ -36,6 +36,8 @@ constexpr Quality kQualities[] = {
     {"dlrm_dcnv2", "", "AUC", Kind::kScore, true, 0.80275, false},
     {"stable_diffusion", "FID", "FID", Kind::kScore, false, 90.0, false},
     {"stable_diffusion", "CLIP", "CLIP score", Kind::kScore, true, 0.15, false},
+    {"maskrcnn", "BBOX", "box mAP", Kind::kScore, true, 0.377, false},
+    {"maskrcnn", "SEGM", "mask mAP", Kind::kScore, true, 0.339, false},
     {"rnnt", "", "word error rate", Kind::kScore, false, 0.058, false},
     {"minigo", "", "win rate", Kind::kScore, true, 0.5, false},
     {"gpt3", "", "log perplexity", Kind::kLoss, false, 2.69, false},
@@ -47,22 +49,35 @@ constexpr Quality kQualities[] = {
     {"flux1", "", "eval loss", Kind::kLoss, false, 0.586, false},
 };
 
+EvalMetric MetricOf(const Quality& q) {
+  EvalMetric m;
+  m.kind = q.kind;
+  m.name = q.name;
+  m.higher_is_better = q.higher_is_better;
+  m.target = q.target;
+  m.target_strict = q.strict;
+  return m;
+}
+
 }  // namespace
 
 std::optional<EvalMetric> MlperfQuality(std::string_view benchmark,
                                         std::string_view series_metric) {
   const std::string b = mllog::BenchmarkName(benchmark);
   for (const Quality& q : kQualities) {
-    if (q.benchmark != b || q.series_metric != series_metric) continue;
-    EvalMetric m;
-    m.kind = q.kind;
-    m.name = q.name;
-    m.higher_is_better = q.higher_is_better;
-    m.target = q.target;
-    m.target_strict = q.strict;
-    return m;
+    if (q.benchmark == b && q.series_metric == series_metric) return MetricOf(q);
   }
   return std::nullopt;
+}
+
+std::vector<std::pair<std::string, EvalMetric>> MlperfJointQualities(std::string_view benchmark) {
+  const std::string b = mllog::BenchmarkName(benchmark);
+  std::vector<std::pair<std::string, EvalMetric>> out;
+  for (const Quality& q : kQualities) {
+    if (q.benchmark == b && !q.series_metric.empty())
+      out.emplace_back(std::string(q.series_metric), MetricOf(q));
+  }
+  return out;
 }
 
 std::optional<bool> MeetsTarget(const EvalMetric& metric, double value) {

@@ -10,7 +10,10 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "rules/logparse/log_parser.h"
 
@@ -19,8 +22,13 @@ namespace bm::logparse {
 // The metric of `benchmark` ("resnet"; case and '-' for '_' ignored: Primus logs "gpt-oss-20b"),
 // nullopt for a benchmark not in the table. `series_metric` is the metadata.metric of the
 // evaluations the series keeps: Stable Diffusion logs two, FID (lower is better, target 90) and
-// CLIP (higher, 0.15); "" elsewhere.
+// CLIP (higher, 0.15), Mask R-CNN one object of two, BBOX (box mAP, 0.377) and SEGM (mask mAP,
+// 0.339); "" elsewhere.
 std::optional<EvalMetric> MlperfQuality(std::string_view benchmark, std::string_view series_metric);
+
+// The metrics whose targets `benchmark` asks of one evaluation, by the eval_accuracy events'
+// metric (Stable Diffusion: FID and CLIP; Mask R-CNN: BBOX and SEGM); empty for the others.
+std::vector<std::pair<std::string, EvalMetric>> MlperfJointQualities(std::string_view benchmark);
 
 // Whether `value` reaches `metric`'s target in its direction (`v >= 0.759`, `v <= 0.925`, or
 // passes it where the check is strict); nullopt when the metric has no target or no direction.

@@ -111,6 +111,28 @@ TEST(MlperfQuality, AnEvaluationPastTheStepRunStopNamesIsNotTheRuns) {
       << r.ext.notes.size();
 }
 
+TEST(MlperfQuality, MaskRcnnIsBoxAndMaskMapOfOneEvaluation) {
+  // NVIDIA's v3.0 Mask R-CNN logs each evaluation as {"BBOX": b, "SEGM": s}; the rules' "0.377 Box
+  // min AP and 0.339 Mask min AP", checked together (`v['value']['BBOX'] >= 0.377 and
+  // v['value']['SEGM'] >= 0.339`). 17 evaluations; line 526 has BBOX 0.37655 (short of 0.377),
+  // line 551 BBOX 0.37815 and SEGM 0.34541: the first to meet both. run_start (line 113) to
+  // run_stop (line 553): 1684009376527 - 1684009130378 ms.
+  Read r = MustRead("mllog_nv_maskrcnn_bbox_segm_object.log");
+  ASSERT_EQ(r.log.evals.size(), 17u);
+  EXPECT_DOUBLE_EQ(r.log.evals.back().value, 0.37815377313295656);
+  EXPECT_EQ(r.log.evals.back().line, 551);
+  const json& e = r.m()["eval"];
+  EXPECT_TRUE(e["val_loss"].is_null());
+  EXPECT_EQ(e["quality"]["metric"], "box mAP");
+  EXPECT_DOUBLE_EQ(e["quality"]["target"].get<double>(), 0.377);
+  EXPECT_EQ(e["quality"]["reached"], true);
+  EXPECT_TRUE(
+      r.Note("MLPerf's target for maskrcnn asks BBOX >= 0.377 and SEGM >= 0.339 of one "
+             "evaluation: eval.quality.reached checks them together (met)"));
+  EXPECT_NEAR(r.m()["mlperf"]["time_to_train_s"].get<double>(), 246.149, 1e-9);
+  EXPECT_EQ(r.m()["mlperf"]["evaluations"], 17);
+}
+
 TEST(MlperfQuality, ResnetIsTopOneAccuracy) {
   // NVIDIA's ResNet: 0.75936 >= 0.759 (success); the aborted run's best of nine is 0.75882.
   Read ok = MustRead("mllog_nv_resnet_mxnet_epoch_throughput.log");
@@ -235,6 +257,51 @@ TEST(MlperfQuality, LoggedTargetWinsOverTheRulesWithANote) {
   EXPECT_TRUE(r.Note(
       "hand.log:2: target_accuracy 0.345 is the run's quality target, not MLPerf's rules' 0.34 "
       "for retinanet"));
+}
+
+// The same hand-written log shape for the benchmarks whose target asks two metrics of one
+// evaluation: each line an eval_accuracy of `value` (JSON) with `meta` (JSON object members).
+std::string JointLog(const std::string& benchmark,
+                     const std::vector<std::pair<std::string, std::string>>& evals) {
+  std::string t;
+  int64_t ms = 1000;
+  auto line = [&](const std::string& key, const std::string& value, const std::string& meta) {
+    t += ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(ms++) +
+         ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"" + key + "\", \"value\": " + value +
+         ", \"metadata\": {" + meta + "}}\n";
+  };
+  line("submission_benchmark", "\"" + benchmark + "\"", "");
+  line("global_batch_size", "8", "");
+  line("run_start", "null", "");
+  for (int step = 1; step <= 4; ++step)
+    line("train_loss", "2.5", "\"samples_count\": " + std::to_string(step * 8));
+  for (const auto& [value, meta] : evals) line("eval_accuracy", value, meta);
+  line("run_stop", "null", "\"status\": \"success\"");
+  return t;
+}
+
+TEST(MlperfQuality, BothMetricsAtOneEvaluationOrNotReached) {
+  // Mask R-CNN: box mAP met at one evaluation, mask mAP at the other; never both.
+  Read split =
+      ParseHand(JointLog("maskrcnn", {{"{\"BBOX\": 0.38, \"SEGM\": 0.33}", "\"epoch_num\": 1"},
+                                      {"{\"BBOX\": 0.37, \"SEGM\": 0.35}", "\"epoch_num\": 2"}}));
+  EXPECT_EQ(split.m()["eval"]["quality"]["reached"], false);
+  EXPECT_DOUBLE_EQ(split.m()["eval"]["quality"]["value"].get<double>(), 0.37);  // BBOX's series
+  Read both = ParseHand(JointLog("maskrcnn", {{"{\"BBOX\": 0.38, \"SEGM\": 0.34}", ""}}));
+  EXPECT_EQ(both.m()["eval"]["quality"]["reached"], true);
+  // Stable Diffusion: FID 85 (<= 90) at 16 samples with CLIP 0.14 (< 0.15); CLIP 0.16 at 32 with
+  // FID 95: no evaluation meets both, though each series alone would.
+  Read sd = ParseHand(
+      JointLog("stable_diffusion", {{"85", "\"metric\": \"FID\", \"samples_count\": 16"},
+                                    {"0.14", "\"metric\": \"CLIP\", \"samples_count\": 16"},
+                                    {"95", "\"metric\": \"FID\", \"samples_count\": 32"},
+                                    {"0.16", "\"metric\": \"CLIP\", \"samples_count\": 32"}}));
+  EXPECT_EQ(sd.m()["eval"]["quality"]["metric"], "FID");
+  EXPECT_EQ(sd.m()["eval"]["quality"]["reached"], false);
+  // A value that is neither a number nor that object: left out, with a note.
+  Read odd = ParseHand(JointLog("retinanet", {{"\"0.35\"", ""}, {"0.36", ""}}));
+  ASSERT_EQ(odd.log.evals.size(), 1u);
+  EXPECT_TRUE(odd.Note("1 eval_accuracy event(s) whose value is no number"));
 }
 
 TEST(MlperfQuality, OtherFormatsHaveNoQualityBlock) {

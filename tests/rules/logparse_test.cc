@@ -1058,6 +1058,18 @@ TEST(Mllog, BrokenEventInTheMiddleIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no MLPerf train_loss, tracked_stats or block_stop events"),
             std::string::npos);
+  EXPECT_EQ(r.status().message().find("never started"), std::string::npos) << "it did start";
+  // Cut off before run_start (as a v2.1 DLRM result is, after its hyperparameters): it says so.
+  r = ParseMllog(
+      ":::MLLOG {\"namespace\": \"\", \"key\": \"submission_benchmark\", \"value\": \"dlrm\"}\n"
+      ":::MLLOG {\"namespace\": \"\", \"key\": \"global_batch_size\", \"value\": 55296}\n",
+      "cut.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "cut.txt: no MLPerf train_loss, tracked_stats or block_stop events (':::MLLOG {... "
+            "\"key\": \"train_loss\" ...}') in 2 lines (2 :::MLLOG events); nor run_start or any "
+            "evaluation: the run never started (the log is cut off, or the job failed while "
+            "setting up)");
 }
 
 TEST(Mllog, PackedBertSaysWhatIsMissing) {

@@ -801,9 +801,12 @@ Result<ExternalMetrics> BuildExternalMetrics(const logparse::LogParser& requeste
   json loss = LossJson(log);
   const bool has_time_to_train = log.mlperf && log.mlperf->by_time_to_train;
   if (!timed && loss.is_null() && log.evals.empty() && !has_time_to_train) {
+    // An MLPerf run that never reached run_stop (crashed, killed, cut off) says so first.
+    const bool unfinished = log.mlperf && !log.mlperf->run_s;
     return Errorf(ErrorCode::kInvalidArgument,
-                  "{}: nothing to report: no loss and no timed step in its {} records ({})",
-                  log_name, log.iterations.size(), out.notes.empty() ? "" : out.notes.back());
+                  "{}: nothing to report: no loss and no timed step in its {} records ({}){}",
+                  log_name, log.iterations.size(), out.notes.empty() ? "" : out.notes.back(),
+                  unfinished ? "; the MLPerf run has no run_stop: it did not finish" : "");
   }
   Timing timing = timed.value_or(Timing{});
   if (!timed) FillStepTimeWithoutRate(parser, log, t, p, timing);

@@ -304,6 +304,20 @@ TEST(MlperfQuality, BothMetricsAtOneEvaluationOrNotReached) {
   EXPECT_TRUE(odd.Note("1 eval_accuracy event(s) whose value is no number"));
 }
 
+TEST(MlperfQuality, ARunThatCrashedBeforeRunStopSaysSo) {
+  // HPE's v5.0 Stable Diffusion result_9: 60 training blocks, then every rank's Hydra error in the
+  // first evaluation; no eval_accuracy, no run_stop. Nothing to report, and why.
+  Result<Read> r = ReadLog("mllog_hpe_sd_crashed_before_run_stop.log", "mllog");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nothing to report: no loss and no timed step in its 60 "
+                                      "records"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("; the MLPerf run has no run_stop: it did not finish"),
+            std::string::npos)
+      << r.status().message();
+}
+
 TEST(MlperfQuality, OtherFormatsHaveNoQualityBlock) {
   // A Megatron log's validation loss: a loss, no metric named.
   Result<Read> r = ReadLog("megatron_issue1152_fp8_validation.log", "megatron");

@@ -199,24 +199,28 @@ TEST(MlperfQuality, BenchmarkNamesAsLogged) {
   EXPECT_EQ(MlperfQuality("stable_diffusion", "CLIP")->higher_is_better, true);
 }
 
-// A log written by hand, two evaluations of a benchmark MLPerf's rules do not name.
-std::string HandLog(const std::string& benchmark, const std::string& target) {
+// A log written by hand: `benchmark`, a logged target_accuracy unless `target` is "", four
+// training steps of 8 samples, then each of `evals` (an eval_accuracy's value as JSON and its
+// metadata's members), one event a millisecond.
+using Evals = std::vector<std::pair<std::string, std::string>>;
+std::string HandLog(const std::string& benchmark, const std::string& target,
+                    const Evals& evals = {{"0.61", "\"samples_count\": 16"},
+                                          {"0.58", "\"samples_count\": 32"}}) {
   std::string t;
-  auto line = [&](int64_t ms, const std::string& key, const std::string& value,
-                  const std::string& meta) {
-    t += ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(ms) +
+  int64_t ms = 1000;
+  auto line = [&](const std::string& key, const std::string& value, const std::string& meta) {
+    t += ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(ms++) +
          ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"" + key + "\", \"value\": " + value +
          ", \"metadata\": {" + meta + "}}\n";
   };
-  line(1000, "submission_benchmark", "\"" + benchmark + "\"", "");
-  if (!target.empty()) line(1001, "target_accuracy", target, "");
-  line(1002, "global_batch_size", "8", "");
-  line(1003, "run_start", "null", "");
+  line("submission_benchmark", "\"" + benchmark + "\"", "");
+  if (!target.empty()) line("target_accuracy", target, "");
+  line("global_batch_size", "8", "");
+  line("run_start", "null", "");
   for (int step = 1; step <= 4; ++step)
-    line(1003 + step * 100, "train_loss", "2.5", "\"samples_count\": " + std::to_string(step * 8));
-  line(1250, "eval_accuracy", "0.61", "\"samples_count\": 16");
-  line(1450, "eval_accuracy", "0.58", "\"samples_count\": 32");
-  line(1500, "run_stop", "null", "\"status\": \"success\"");
+    line("train_loss", "2.5", "\"samples_count\": " + std::to_string(step * 8));
+  for (const auto& [value, meta] : evals) line("eval_accuracy", value, meta);
+  line("run_stop", "null", "\"status\": \"success\"");
   return t;
 }
 
@@ -259,47 +263,26 @@ TEST(MlperfQuality, LoggedTargetWinsOverTheRulesWithANote) {
       "for retinanet"));
 }
 
-// The same hand-written log shape for the benchmarks whose target asks two metrics of one
-// evaluation: each line an eval_accuracy of `value` (JSON) with `meta` (JSON object members).
-std::string JointLog(const std::string& benchmark,
-                     const std::vector<std::pair<std::string, std::string>>& evals) {
-  std::string t;
-  int64_t ms = 1000;
-  auto line = [&](const std::string& key, const std::string& value, const std::string& meta) {
-    t += ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(ms++) +
-         ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"" + key + "\", \"value\": " + value +
-         ", \"metadata\": {" + meta + "}}\n";
-  };
-  line("submission_benchmark", "\"" + benchmark + "\"", "");
-  line("global_batch_size", "8", "");
-  line("run_start", "null", "");
-  for (int step = 1; step <= 4; ++step)
-    line("train_loss", "2.5", "\"samples_count\": " + std::to_string(step * 8));
-  for (const auto& [value, meta] : evals) line("eval_accuracy", value, meta);
-  line("run_stop", "null", "\"status\": \"success\"");
-  return t;
-}
-
 TEST(MlperfQuality, BothMetricsAtOneEvaluationOrNotReached) {
   // Mask R-CNN: box mAP met at one evaluation, mask mAP at the other; never both.
-  Read split =
-      ParseHand(JointLog("maskrcnn", {{"{\"BBOX\": 0.38, \"SEGM\": 0.33}", "\"epoch_num\": 1"},
-                                      {"{\"BBOX\": 0.37, \"SEGM\": 0.35}", "\"epoch_num\": 2"}}));
+  Read split = ParseHand(HandLog("maskrcnn", "",
+                                 {{"{\"BBOX\": 0.38, \"SEGM\": 0.33}", "\"epoch_num\": 1"},
+                                  {"{\"BBOX\": 0.37, \"SEGM\": 0.35}", "\"epoch_num\": 2"}}));
   EXPECT_EQ(split.m()["eval"]["quality"]["reached"], false);
   EXPECT_DOUBLE_EQ(split.m()["eval"]["quality"]["value"].get<double>(), 0.37);  // BBOX's series
-  Read both = ParseHand(JointLog("maskrcnn", {{"{\"BBOX\": 0.38, \"SEGM\": 0.34}", ""}}));
+  Read both = ParseHand(HandLog("maskrcnn", "", {{"{\"BBOX\": 0.38, \"SEGM\": 0.34}", ""}}));
   EXPECT_EQ(both.m()["eval"]["quality"]["reached"], true);
   // Stable Diffusion: FID 85 (<= 90) at 16 samples with CLIP 0.14 (< 0.15); CLIP 0.16 at 32 with
   // FID 95: no evaluation meets both, though each series alone would.
-  Read sd = ParseHand(
-      JointLog("stable_diffusion", {{"85", "\"metric\": \"FID\", \"samples_count\": 16"},
-                                    {"0.14", "\"metric\": \"CLIP\", \"samples_count\": 16"},
-                                    {"95", "\"metric\": \"FID\", \"samples_count\": 32"},
-                                    {"0.16", "\"metric\": \"CLIP\", \"samples_count\": 32"}}));
+  Read sd = ParseHand(HandLog("stable_diffusion", "",
+                              {{"85", "\"metric\": \"FID\", \"samples_count\": 16"},
+                               {"0.14", "\"metric\": \"CLIP\", \"samples_count\": 16"},
+                               {"95", "\"metric\": \"FID\", \"samples_count\": 32"},
+                               {"0.16", "\"metric\": \"CLIP\", \"samples_count\": 32"}}));
   EXPECT_EQ(sd.m()["eval"]["quality"]["metric"], "FID");
   EXPECT_EQ(sd.m()["eval"]["quality"]["reached"], false);
   // A value that is neither a number nor that object: left out, with a note.
-  Read odd = ParseHand(JointLog("retinanet", {{"\"0.35\"", ""}, {"0.36", ""}}));
+  Read odd = ParseHand(HandLog("retinanet", "", {{"\"0.35\"", ""}, {"0.36", ""}}));
   ASSERT_EQ(odd.log.evals.size(), 1u);
   EXPECT_TRUE(odd.Note("1 eval_accuracy event(s) whose value is no number"));
 }

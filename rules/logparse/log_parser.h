@@ -131,9 +131,9 @@ struct EvalMetric {
   std::optional<bool> higher_is_better;  // nullopt: not known
   std::optional<double> target;          // the quality a run must reach, nullopt: none stated
   bool target_strict = false;            // the target is to be passed, not met (GRPO's `v > 0.69`)
-  // Whether an evaluation reached the target, where the parser decides it: MLPerf's targets that
-  // ask two metrics of one evaluation (Stable Diffusion's FID and CLIP, Mask R-CNN's box and mask
-  // mAP), which the series of one metric cannot tell. nullopt: judged by the series' values.
+  // Whether an evaluation reached the target: one of the series, or where MLPerf's target asks two
+  // metrics of one evaluation (Stable Diffusion's FID and CLIP, Mask R-CNN's box and mask mAP),
+  // one that met both. nullopt: no target or no direction.
   std::optional<bool> reached;
 };
 

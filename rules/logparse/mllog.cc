@@ -123,6 +123,19 @@ void KeepEvals(MllogEvents& ev, ParsedLog& log, Keep keep) {
   ev.eval_began.resize(out);
 }
 
+// Leaves out the evaluations i for which drop(i) holds (as KeepEvals); returns how many and the
+// first one's line.
+template <class Drop>
+std::pair<int64_t, int64_t> DropEvals(MllogEvents& ev, ParsedLog& log, Drop drop) {
+  int64_t n = 0, first = 0;
+  KeepEvals(ev, log, [&](size_t i) {
+    if (!drop(i)) return true;
+    if (n++ == 0) first = log.evals[i].line;
+    return false;
+  });
+  return {n, first};
+}
+
 // Returns the metric kept ("" where no evaluation names one).
 std::string KeepOneEvalMetric(MllogEvents& ev, std::string_view name, ParsedLog& log) {
   const std::vector<std::string>& metrics = ev.eval_metrics;
@@ -381,13 +394,9 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   // whose evaluation reached the target (and that step's time): a later checkpoint's evaluation
   // is past the run (v4.1's FID 92.19 at step 10000 of a run stopped at 8000 by FID 79.66).
   if (ev.run_stop_step) {
-    int64_t past = 0, first_past = 0;
-    KeepEvals(ev, log, [&](size_t i) {
+    const auto [past, first_past] = DropEvals(ev, log, [&](size_t i) {
       const std::optional<double>& at = eval_at[i].named_step;
-      if (!at || *at <= *ev.run_stop_step) return true;
-      first_past = first_past ? first_past : log.evals[i].line;
-      ++past;
-      return false;
+      return at && *at > *ev.run_stop_step;
     });
     if (past > 0) {
       log.notes.push_back(fmt::format(
@@ -398,12 +407,8 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   }
   // An evaluation at a step that already has one repeats it (MaxDiffusion's closing summary).
   std::set<int64_t> evaluated;
-  int64_t repeats = 0, first_repeat = 0;
-  KeepEvals(ev, log, [&](size_t i) {
-    if (log.evals[i].step <= 0 || evaluated.insert(log.evals[i].step).second) return true;
-    first_repeat = first_repeat ? first_repeat : log.evals[i].line;
-    ++repeats;
-    return false;
+  const auto [repeats, first_repeat] = DropEvals(ev, log, [&](size_t i) {
+    return log.evals[i].step > 0 && !evaluated.insert(log.evals[i].step).second;
   });
   if (repeats > 0) {
     log.notes.push_back(fmt::format(
@@ -724,7 +729,10 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
   log.mlperf = RunResult(ev, by_time_to_train);
   if (!log.evals.empty()) {
     log.eval_metric = SeriesMetric(ev, series_metric, name, log.notes);
-    if (log.eval_metric) log.eval_metric->reached = JointlyReached(ev, name, log.notes);
+    if (EvalMetric* m = log.eval_metric ? &*log.eval_metric : nullptr) {
+      m->reached = JointlyReached(ev, name, log.notes);
+      if (!m->reached) m->reached = AnyMeetsTarget(*m, log.evals);
+    }
   }
   if (ev.eval_not_number > 0) {
     log.notes.push_back(

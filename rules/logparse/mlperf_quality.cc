@@ -1,5 +1,6 @@
 #include "rules/logparse/mlperf_quality.h"
 
+#include <algorithm>
 #include <string>
 
 #include "base/mllog.h"
@@ -78,6 +79,12 @@ std::vector<std::pair<std::string, EvalMetric>> MlperfJointQualities(std::string
       out.emplace_back(std::string(q.series_metric), MetricOf(q));
   }
   return out;
+}
+
+std::optional<bool> AnyMeetsTarget(const EvalMetric& metric, const std::vector<EvalPoint>& evals) {
+  if (!metric.target || !metric.higher_is_better) return std::nullopt;
+  return std::any_of(evals.begin(), evals.end(),
+                     [&](const EvalPoint& e) { return *MeetsTarget(metric, e.value); });
 }
 
 std::optional<bool> MeetsTarget(const EvalMetric& metric, double value) {

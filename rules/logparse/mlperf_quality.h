@@ -34,4 +34,8 @@ std::vector<std::pair<std::string, EvalMetric>> MlperfJointQualities(std::string
 // passes it where the check is strict); nullopt when the metric has no target or no direction.
 std::optional<bool> MeetsTarget(const EvalMetric& metric, double value);
 
+// Whether any of `evals` reaches `metric`'s target, as MLPerf's compliance checker asks of a run
+// (at least one eval_accuracy); nullopt as MeetsTarget.
+std::optional<bool> AnyMeetsTarget(const EvalMetric& metric, const std::vector<EvalPoint>& evals);
+
 }  // namespace bm::logparse

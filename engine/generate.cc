@@ -290,6 +290,9 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
     stamp.targets.push_back(t.name);
     stamp.digests[t.name] = {spec_hex, params_hex};
   }
+  std::map<std::string, std::string> where;
+  for (const Target& t : graph.targets) where[t.name] = t.loc.ToString();
+  BM_TRY(WriteTargetLocations(ws, where));
   BM_TRY(stat_cache.Save());
   for (const auto& s : sources.seen()) stamp.sources.emplace_back(s.path, SigOf(s.info));
 

@@ -29,7 +29,7 @@ Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
     }
     if (needed_by.emplace(t, t).second) queue.push_back(t);
   }
-  std::vector<std::string> errors;
+  std::vector<std::pair<std::string, std::string>> errors;  // (target, what), sorted below
   while (!queue.empty()) {
     const std::string name = queue.front();
     queue.pop_front();
@@ -48,21 +48,29 @@ Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
       auto layout = step.params.find("layout");
       const bool named =
           layout != step.params.end() && layout->is_string() && !layout->get<std::string>().empty();
-      errors.push_back(fmt::format(
-          "{} needs {} GPU(s){} but this machine has {} ([benchmake] gpus or $BENCHMAKE_GPUS "
-          "set the count)",
-          who, step.gpus, named ? " for layout " + layout->get<std::string>() : std::string(),
-          config.gpus));
+      errors.emplace_back(
+          name, fmt::format("{} needs {} GPU(s){} but this machine has {} ([benchmake] gpus or "
+                            "$BENCHMAKE_GPUS set the count)",
+                            who, step.gpus,
+                            named ? " for layout " + layout->get<std::string>() : std::string(),
+                            config.gpus));
     }
     for (const std::string& why : rule->Unsupported(step.params))
-      errors.push_back(fmt::format("{} cannot run here: {}", who, why));
+      errors.emplace_back(name, fmt::format("{} cannot run here: {}", who, why));
     for (const std::string& up : step.upstream_targets) {
       if (needed_by.emplace(up, root).second) queue.push_back(up);
     }
   }
   if (!errors.empty()) {
+    // Each line at its target's [target.NAME], as the BENCHFILE's own errors are.
+    const std::map<std::string, std::string> where = ReadTargetLocations(ws);
     std::sort(errors.begin(), errors.end());
-    return Errorf(ErrorCode::kInvalidArgument, "{}; nothing was run{}", fmt::join(errors, "\n"),
+    std::vector<std::string> lines;
+    for (const auto& [target, what] : errors) {
+      auto at = where.find(target);
+      lines.push_back(at == where.end() ? what : at->second + ": " + what);
+    }
+    return Errorf(ErrorCode::kInvalidArgument, "{}; nothing was run{}", fmt::join(lines, "\n"),
                   targets.empty() ? " (name the targets to build: benchmake build TARGET...)" : "");
   }
   std::vector<std::string> order;

@@ -8,12 +8,14 @@
 // It reads what Generate() wrote (t/NAME.params: rule, parameters, GPUs,
 // upstream targets; config.json: the GPU count), so it costs the same on the
 // no-op fast path. A target that cannot run here fails the build before
-// anything runs, one line per target and reason (sorted), e.g.
+// anything runs, one line per target and reason (sorted), each at the
+// target's [target.NAME] in its BENCHFILE (what Generate() recorded), e.g.
 //
-//   target 'gpt3_cpu' cannot run here: precision 'bf16' on device cpu: the cpu
-//   backend is fp32 only ...
-//   target 'gpt3_pp' needs 8 GPU(s) for layout TP1PP2DP4 but this machine has 1
-//   ([benchmake] gpus or $BENCHMAKE_GPUS set the count); nothing was run
+//   /w/BENCHFILE.toml:12:9: target 'gpt3_cpu' cannot run here: precision 'bf16'
+//   on device cpu: the cpu backend is fp32 only ...
+//   /w/BENCHFILE.toml:30:9: target 'gpt3_pp' needs 8 GPU(s) for layout TP1PP2DP4
+//   but this machine has 1 ([benchmake] gpus or $BENCHMAKE_GPUS set the count);
+//   nothing was run
 //
 // with "(needed by 'Y')" after a name that only a requested target Y needs.
 // Errors: kInvalidArgument for those, and for an unknown target (with the

@@ -2,12 +2,15 @@
 
 #include <ctime>
 
+#include "base/filesystem.h"
+
 namespace bm::engine {
 namespace {
 
 constexpr std::string_view kOutMagic = "benchmake-out 1\n";
 constexpr std::string_view kParamsMagic = "benchmake-params 1\n";
 constexpr std::string_view kLastMagic = "benchmake-last 1\n";
+constexpr std::string_view kLocationsMagic = "benchmake-locations 1\n";
 
 std::optional<nlohmann::json> ParseWithMagic(std::string_view text, std::string_view magic) {
   if (text.substr(0, magic.size()) != magic) return std::nullopt;
@@ -17,6 +20,22 @@ std::optional<nlohmann::json> ParseWithMagic(std::string_view text, std::string_
 }
 
 }  // namespace
+
+Status WriteTargetLocations(const Workspace& ws, const std::map<std::string, std::string>& where) {
+  const std::string text = std::string(kLocationsMagic) + nlohmann::json(where).dump() + "\n";
+  return WriteFileIfChanged(*ws.fs, ws.StateDir() + "/locations", text).status();
+}
+
+std::map<std::string, std::string> ReadTargetLocations(const Workspace& ws) {
+  Result<std::string> text = ws.fs->ReadFile(ws.StateDir() + "/locations");
+  if (!text.ok()) return {};
+  std::optional<nlohmann::json> j = ParseWithMagic(*text, kLocationsMagic);
+  std::map<std::string, std::string> where;
+  if (j && j->is_object())
+    for (const auto& [name, loc] : j->items())
+      if (loc.is_string()) where[name] = loc.get<std::string>();
+  return where;
+}
 
 std::string NowIso8601() {
   std::time_t now = std::time(nullptr);

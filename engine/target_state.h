@@ -3,9 +3,13 @@
 //   NAME.out    := "benchmake-out 1\n" hex32 "\n"         manifest digest
 //   NAME.params := "benchmake-params 1\n" json             StepParams
 //   NAME.last   := "benchmake-last 1\n" json               LastBuild
+// and, one for all targets, .benchmake/locations :=
+//   "benchmake-locations 1\n" json {NAME: "FILE:LINE:COL"}  where each target is declared
+// (not a ninja input: moving a target in its BENCHFILE runs no step).
 // Readers treat a missing or foreign file as absent (state is rebuildable).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -56,6 +60,12 @@ Status WriteLastBuild(const Workspace& ws, const std::string& target, const Last
 // True when every file of `last` is still in out/NAME with the recorded size
 // and inode (what materialization left there).
 Result<bool> OutputsPresent(const Workspace& ws, const std::string& target, const LastBuild& last);
+
+// Where each target is declared ([target.NAME]'s NAME), for messages about a
+// target after the BENCHFILE is loaded (engine/plan.h). Written only when it
+// changes; Read gives an empty map for a missing or foreign file.
+Status WriteTargetLocations(const Workspace& ws, const std::map<std::string, std::string>& where);
+std::map<std::string, std::string> ReadTargetLocations(const Workspace& ws);
 
 std::string NowIso8601();
 

@@ -7,10 +7,13 @@
 //     config.json                  resolved settings the steps read (cache dir, remotes)
 //     generated                    no-op fast path stamp (engine/generate.h)
 //     stat_cache                   source file digests (base/stat_cache.h)
-//     platform                     platform facts of this build, for humans ("benchmake-platform
-//     1\n" json) t/NAME.spec                  key material without upstream digests
-//     (key_material.h) t/NAME.params                what the step runs: rule, all params, input
-//     paths t/NAME.out                   digest of NAME's output manifest (restat stamp)
+//     platform                     platform facts of this build, for humans
+//                                  ("benchmake-platform 2\n" json)
+//     locations                    each target's FILE:LINE:COL, for the plan's messages
+//                                  (engine/target_state.h)
+//     t/NAME.spec                  key material without upstream digests (key_material.h)
+//     t/NAME.params                what the step runs: rule, all params, input paths
+//     t/NAME.out                   digest of NAME's output manifest (restat stamp)
 //     t/NAME.last                  the last materialization: key, material, manifest
 //     log/NAME.log                 the last run's log
 //     tmp/ resume/ lock

@@ -480,19 +480,21 @@ gpus = 8
   Result<InProcessSummary> r = BuildInProcess(ws_, {}, {"report_full"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  // At the target's [target.NAME], as the BENCHFILE's own errors are.
   EXPECT_EQ(r.status().message(),
-            "target 'full_tp2' (needed by 'report_full') cannot run here: layout TP2PP1DP4: "
-            "tensor parallelism is not implemented; nothing was run");
+            "/ws/BENCHFILE.toml:13:9: target 'full_tp2' (needed by 'report_full') cannot run "
+            "here: layout TP2PP1DP4: tensor parallelism is not implemented; nothing was run");
   EXPECT_EQ(rule->runs, 0);
   EXPECT_FALSE(fs_.Exists("/ws/out/data")) << "the exec dependency did not run either";
   // Building everything names every such target (the GPU count: the engine's
   // own check, [benchmake] gpus unset, none detected) and says how to build others.
   r = BuildInProcess(ws_);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("target 'full_tp2' cannot run here"), std::string::npos)
+  EXPECT_NE(r.status().message().find("/ws/BENCHFILE.toml:13:9: target 'full_tp2' cannot run here"),
+            std::string::npos)
       << r.status().message();
-  EXPECT_NE(r.status().message().find("target 'eight_gpus' needs 8 GPU(s) for layout TP1PP1DP8 "
-                                      "but this machine has 0"),
+  EXPECT_NE(r.status().message().find("/ws/BENCHFILE.toml:23:9: target 'eight_gpus' needs 8 GPU(s) "
+                                      "for layout TP1PP1DP8 but this machine has 0"),
             std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("name the targets to build"), std::string::npos);
@@ -503,6 +505,17 @@ gpus = 8
   EXPECT_EQ(r->ran, 2);
   EXPECT_EQ(rule->runs, 1);
   EXPECT_TRUE(fs_.Exists("/ws/out/smoke/result.txt"));
+  // Two lines above the target move it: the next refusal names its new line, and the
+  // target built before stays built (the locations are no step's input).
+  SetBenchfile("# the layouts\n#\n" + fs_.Read(ws_.benchfile));
+  r = BuildInProcess(ws_, {}, {"full_tp2"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("/ws/BENCHFILE.toml:15:9: target 'full_tp2' cannot run", 0),
+            0u)
+      << r.status().message();
+  r = BuildInProcess(ws_, {}, {"smoke"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->ran, 0);
   // An unknown name is bad input, with the nearest name.
   r = BuildInProcess(ws_, {}, {"smokes"});
   ASSERT_FALSE(r.ok());
@@ -722,7 +735,9 @@ gpus = 4
   Result<InProcessSummary> r = BuildInProcess(ws_, options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(r.status().message().rfind("target 'big' needs 8 GPU(s) but this machine has 4", 0), 0u)
+  EXPECT_EQ(r.status().message().rfind(
+                "/ws/BENCHFILE.toml:21:9: target 'big' needs 8 GPU(s) but this machine has 4", 0),
+            0u)
       << r.status().message();
   EXPECT_EQ(ran(), 0) << "not even the data step";
   Edit("gpus = 8", "gpus = 4");

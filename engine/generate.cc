@@ -254,9 +254,6 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   if (!stamp.probe_sites.empty()) {
     BM_ASSIGN_OR_RETURN(facts, ProbeSites(ws, stamp.probe_sites, TargetsNeedingPlatform(graph)));
     stamp.platform = DigestOf(facts.dump()).Hex();
-    BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/platform",
-                              "benchmake-platform 2\n" + facts.dump(1) + "\n")
-               .status());
   }
 
   WorkspaceConfig config;
@@ -266,17 +263,27 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   config.gpus = graph.settings.gpus >= 0 ? graph.settings.gpus
                 : needs_gpus ? DetectGpuCount(*ws.runner, local_facts, ws.StateDir() + "/tmp", fs)
                              : 0;
-  BM_TRY(SaveConfig(ws, config));
 
+  // Every target's key material first: a source that cannot be hashed refuses the
+  // BENCHFILE before any of the state below changes.
   StatCache stat_cache(fs, ws.StateDir() + "/stat_cache");
   BM_TRY(stat_cache.Load());
   SourceHasher sources(fs, stat_cache);
+  std::vector<std::pair<std::string, std::string>> texts;  // (spec, params), graph.order's
   for (int i : graph.order) {
     const Target& t = graph.targets[static_cast<size_t>(i)];
     const StepParams& p = params.at(t.name);
     BM_ASSIGN_OR_RETURN(KeyMaterial spec, BuildSpec(graph, t, sources, PlatformOf(t, p, facts)));
-    std::string spec_text = spec.Serialize();
-    std::string params_text = SerializeStepParams(p);
+    texts.emplace_back(spec.Serialize(), SerializeStepParams(p));
+  }
+  if (!stamp.probe_sites.empty())
+    BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/platform",
+                              "benchmake-platform 2\n" + facts.dump(1) + "\n")
+               .status());
+  BM_TRY(SaveConfig(ws, config));
+  for (size_t n = 0; n < texts.size(); ++n) {
+    const Target& t = graph.targets[static_cast<size_t>(graph.order[n])];
+    const auto& [spec_text, params_text] = texts[n];
     std::string spec_hex = DigestOf(spec_text).Hex(), params_hex = DigestOf(params_text).Hex();
     bool known = old && old->digests.count(t.name);
     if (!known || old->digests[t.name].first != spec_hex) {

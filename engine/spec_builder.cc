@@ -66,8 +66,13 @@ Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, So
     if (in.is_target) {
       ups.push_back(graph.targets[static_cast<size_t>(in.target)].name);
     } else {
-      BM_ASSIGN_OR_RETURN(std::string value, sources.KeyValue(in.path));
-      srcs.emplace_back(in.name, std::move(value));
+      // A source that cannot be hashed (unreadable, a directory holding a link loop) is
+      // named where the BENCHFILE names it.
+      Result<std::string> value = sources.KeyValue(in.path);
+      if (!value.ok())
+        return Errorf(value.status().code(), "{}: source '{}': {}", in.loc.ToString(), in.name,
+                      value.status().message());
+      srcs.emplace_back(in.name, std::move(*value));
     }
   }
   std::sort(srcs.begin(), srcs.end());

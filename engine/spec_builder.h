@@ -40,6 +40,8 @@ class SourceHasher {
 };
 
 // `platform` is used only when the target's rule is platform-dependent.
+// Errors: a source file or directory that cannot be hashed, as "FILE:LINE:COL: source 'NAME':
+// ..." at the input's place in the BENCHFILE (the filesystem's code kept).
 Result<KeyMaterial> BuildSpec(const TargetGraph& graph, const Target& target, SourceHasher& sources,
                               const nlohmann::json& platform);
 

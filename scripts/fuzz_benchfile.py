@@ -12,7 +12,8 @@ runs `benchmake build -n` and `benchmake status` on it. Best with a sanitizer bu
 A finding is: a sanitizer report, an uncaught exception or a signal, an exit code other than
 0 or 2, no end within the time limit, an exit 2 whose message names no place in the mutated
 BENCHFILE (listed apart: some errors rightly name another file), or a refused mutant that
-changed the workspace (anything under out/ or .benchmake/ but the lock).
+changed the workspace (anything under out/, or under .benchmake/ but the lock when the
+BENCHFILE did not load).
 
   python3 scripts/fuzz_benchfile.py --benchmake build-asan/benchmake [--mutants 200] [--seed 1]
 
@@ -35,6 +36,8 @@ VALUES = ['""', '0', '-1', '1e309', 'nan', '-inf', 'true', '[]', '{}', '"x"', '1
           '"{in.nowhere}"', '"{out}/../../x"', '-0', '"cuda:99"', '"TP3PP1DP1"', '"TP1PP1DP0"',
           '100000000000', '"fp8"', '0x10', '1_000']
 
+# Refusals of a BENCHFILE that loaded (engine/plan.h): the generator's state is rightly new.
+PLAN_REFUSAL = re.compile(r"cannot run here|needs \d+ GPU\(s\)")
 SANITIZER = re.compile(r'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:|'
                        r'terminate called|Assertion .* failed')
 
@@ -119,6 +122,9 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--timeout', type=float, default=120)
     ap.add_argument('--keep', help='a folder for the mutants of the findings')
+    ap.add_argument('--accepted', action='store_true',
+                    help='list the value mutants that were accepted, with the line (to review: '
+                         'a value that should have been refused)')
     args = ap.parse_args()
     root = subprocess.run(['git', 'rev-parse', '--show-toplevel'], check=True,
                           capture_output=True, text=True).stdout.strip()
@@ -131,7 +137,7 @@ def main():
                BENCHMAKE_GPUS='8',
                ASAN_OPTIONS='detect_leaks=1:abort_on_error=0',
                UBSAN_OPTIONS='print_stacktrace=1:halt_on_error=1')
-    counts, findings, placeless = {}, [], []
+    counts, findings, placeless, accepted = {}, [], [], []
     for rel in tracked_benchfiles(root):
         path = os.path.join(tree, rel)
         ws = os.path.dirname(path)
@@ -158,12 +164,19 @@ def main():
                     bad = f'exit {rc}'
                 elif rc == 2:
                     after = snapshot(ws)
+                    if PLAN_REFUSAL.search(err):  # a loaded BENCHFILE: its state is new
+                        after, before = ({k: v for k, v in m.items() if k.startswith('out')}
+                                         for m in (after, before))
                     if after != before:
                         changed = sorted(k for k in set(after) | set(before)
                                          if after.get(k) != before.get(k))
                         bad = 'refused but the workspace changed: ' + ', '.join(changed[:5])
                     elif not re.search(re.escape(os.path.basename(path)) + r':\d+:\d+', err):
                         placeless.append(f'{tag}: {err.strip()[:300]}')
+                if rc == 0 and cmd[0] == 'build' and re.match(r'(value|number|unquote) at', what):
+                    line = int(what.rsplit(' ', 1)[1])
+                    text = mutant.decode('utf-8', 'replace').split('\n')[line - 1]
+                    accepted.append(f'{rel}:{line}: {text[:160]}')
                 if bad:
                     findings.append(f'{tag}: {bad}\n    {err.strip()[-1500:]}')
                     if args.keep:
@@ -177,6 +190,10 @@ def main():
     print(f'refused without a place in the BENCHFILE: {len(placeless)}')
     for line in placeless:
         print('  ' + line)
+    if args.accepted:
+        print(f'value mutants accepted: {len(accepted)}')
+        for line in accepted:
+            print('  ' + line)
     print(f'findings: {len(findings)}')
     for line in findings:
         print('  ' + line)

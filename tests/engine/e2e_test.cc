@@ -574,6 +574,32 @@ TEST_F(E2eTest, BenchfileErrorsExitTwoWithLocation) {
       << r.output;
 }
 
+// A source that cannot be hashed (here a directory holding a link back to itself) is named
+// at its place in the BENCHFILE, and the state of the last build stays as it was, also
+// that of a target before it whose key changed in the same edit.
+TEST_F(E2eTest, ASourceThatCannotBeHashedIsNamedWhereTheBenchfileNamesIt) {
+  BuildOk();
+  auto state = [&] {
+    std::string all;
+    for (const char* f : {"config.json", "t/data.spec", "t/data.params", "generated"})
+      all += ReadText(ws_ / ".benchmake" / f) + "\n";
+    return all;
+  };
+  const std::string before = state();
+  fs::create_directories(ws_ / "src/loop/sub");
+  fs::create_directory_symlink("..", ws_ / "src/loop/sub/back");
+  Edit("cp {in.src/raw.txt}", "cp -f {in.src/raw.txt}");
+  Edit("inputs = [\"train\"]", "inputs = [\"train\", \"src/loop\"]");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("BENCHFILE.toml:17:20: source 'src/loop': " +
+                          (ws_ / "src/loop").string() + "/sub/back: a directory link loop"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(state(), before);
+  EXPECT_EQ(Runs(), "data train eval") << "only the first build's";
+}
+
 TEST_F(E2eTest, FailingStepShowsItsLogAndFails) {
   WriteText(ws_ / "BENCHFILE.toml",
             "[target.bad]\nrule = \"exec\"\ncommand = [\"sh\", \"-c\", \"echo oops-from-step; exit "

@@ -768,6 +768,8 @@ std::vector<engine::ParamError> CheckExternalLogParams(const json& p) {
       errors.push_back({"model", m.status().message()});
     } else if (Result<train::ModelConfig> o = train::ApplyOverrides(*m, p["overrides"]); !o.ok()) {
       errors.push_back({"overrides", o.status().message()});
+    } else if (Status valid = train::Validate(*o); !valid.ok()) {
+      errors.push_back({"overrides", valid.message()});  // as pretrain refuses the same model
     }
     for (const char* n : {"parameters", "layers", "hidden"})
       if (p[n].get<double>() > 0)

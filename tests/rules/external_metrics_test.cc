@@ -508,6 +508,11 @@ TEST(ExecCheck, LogParametersAreChecked) {
   EXPECT_EQ(errors({{"log_format", "megatron"}, {"model", "llama2-7b"}, {"parameters", 7e9}}),
             std::vector<std::string>{
                 "parameters: parameters comes from model 'llama2-7b': set one of them"});
+  // A geometry no model has is refused as pretrain refuses it (its FLOPs would be wrong).
+  EXPECT_EQ(errors({{"log_format", "trainer"},
+                    {"model", "llama-small"},
+                    {"overrides", {{"heads", 4}, {"kv_heads", 3}}}}),
+            std::vector<std::string>{"overrides: kv_heads (3) must divide heads (4)"});
   EXPECT_EQ(errors({{"log_format", "megatron"}, {"layout", "TP2XX"}}).size(), 1u);
   EXPECT_EQ(errors({{"log_format", "megatron"}, {"model", "llama-9"}})[0].rfind("model: ", 0), 0u);
 }

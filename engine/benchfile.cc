@@ -15,29 +15,53 @@ SourceLocation Loc(const std::string& file, const toml::source_region& region) {
                         static_cast<int>(region.begin.column)};
 }
 
-nlohmann::json ToJson(const toml::node& node) {
+// A TOML date or time inside `node` (the first, depth first), or nullptr: no parameter or
+// setting takes one, and an unquoted date is more likely a string missing its quotes.
+const toml::node* FindDateTime(const toml::node& node) {
+  if (node.is_date() || node.is_time() || node.is_date_time()) return &node;
+  if (auto* a = node.as_array())
+    for (const toml::node& e : *a)
+      if (const toml::node* d = FindDateTime(e)) return d;
+  if (auto* t = node.as_table())
+    for (const auto& [k, v] : *t)
+      if (const toml::node* d = FindDateTime(v)) return d;
+  return nullptr;
+}
+
+nlohmann::json ToJsonValue(const toml::node& node) {
   if (auto* s = node.as_string()) return s->get();
   if (auto* i = node.as_integer()) return static_cast<int64_t>(i->get());
   if (auto* f = node.as_floating_point()) return f->get();
   if (auto* b = node.as_boolean()) return b->get();
   if (auto* a = node.as_array()) {
     nlohmann::json out = nlohmann::json::array();
-    for (const toml::node& e : *a) out.push_back(ToJson(e));
+    for (const toml::node& e : *a) out.push_back(ToJsonValue(e));
     return out;
   }
-  if (auto* t = node.as_table()) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& [k, v] : *t) out[std::string(k.str())] = ToJson(v);
-    return out;
+  nlohmann::json out = nlohmann::json::object();
+  if (auto* t = node.as_table())
+    for (const auto& [k, v] : *t) out[std::string(k.str())] = ToJsonValue(v);
+  return out;
+}
+
+// `node` as JSON; `what` ("parameter 'log'", "[benchmake] executor") names it in the error
+// for a date or time, at the date's place.
+Result<nlohmann::json> ToJson(const std::string& file, const toml::node& node,
+                              std::string_view what) {
+  if (const toml::node* d = FindDateTime(node)) {
+    std::ostringstream text;
+    if (auto* date = d->as_date())
+      text << date->get();
+    else if (auto* time = d->as_time())
+      text << time->get();
+    else
+      text << d->as_date_time()->get();
+    return LocatedError(Loc(file, d->source()),
+                        fmt::format("{} holds a TOML date or time ({}); benchmake takes none: "
+                                    "quote it for a string (\"{}\")",
+                                    what, text.str(), text.str()));
   }
-  std::ostringstream os;  // dates and times
-  if (auto* d = node.as_date())
-    os << d->get();
-  else if (auto* tm = node.as_time())
-    os << tm->get();
-  else if (auto* dt = node.as_date_time())
-    os << dt->get();
-  return os.str();
+  return ToJsonValue(node);
 }
 
 Status ParseSettings(const std::string& file, const toml::table& t, Settings* settings) {
@@ -56,23 +80,29 @@ Status ParseSettings(const std::string& file, const toml::table& t, Settings* se
                                              std::numeric_limits<int>::max(), n));
       (k == "jobs" ? settings->jobs : settings->gpus) = static_cast<int>(n);
     } else if (IsPlacementSetting(k)) {
-      Status s = ApplyPlacementSetting(settings->placement, k, ToJson(node));
+      BM_ASSIGN_OR_RETURN(nlohmann::json value, ToJson(file, node, "[benchmake] " + k));
+      Status s = ApplyPlacementSetting(settings->placement, k, value);
       if (!s.ok()) return LocatedError(loc, "[benchmake] " + s.message());
     } else if (k == "slurm" || k == "mpirun") {
       if (!node.is_table())
         return LocatedError(loc, fmt::format("[benchmake.{}] must be a table", k));
       for (const auto& [skey, snode] : *node.as_table()) {
-        Status s = k == "slurm"
-                       ? ApplySlurmSetting(settings->placement.slurm, skey.str(), ToJson(snode),
-                                           /*workspace=*/true)
-                       : ApplyMpirunSetting(settings->placement.mpirun, skey.str(), ToJson(snode));
+        BM_ASSIGN_OR_RETURN(
+            nlohmann::json value,
+            ToJson(file, snode, fmt::format("[benchmake.{}] {}", k, std::string(skey.str()))));
+        Status s = k == "slurm" ? ApplySlurmSetting(settings->placement.slurm, skey.str(), value,
+                                                    /*workspace=*/true)
+                                : ApplyMpirunSetting(settings->placement.mpirun, skey.str(), value);
         if (!s.ok())
           return LocatedError(Loc(file, skey.source()), "[benchmake." + k + "] " + s.message());
       }
     } else if (k == "cache") {
       if (!node.is_table()) return LocatedError(loc, "[benchmake.cache] must be a table");
       for (const auto& [ckey, cnode] : *node.as_table()) {
-        Status s = cache::ApplyRemoteSetting(settings->remote, ckey.str(), ToJson(cnode));
+        BM_ASSIGN_OR_RETURN(
+            nlohmann::json value,
+            ToJson(file, cnode, fmt::format("[benchmake.cache] {}", std::string(ckey.str()))));
+        Status s = cache::ApplyRemoteSetting(settings->remote, ckey.str(), value);
         if (!s.ok()) {
           return LocatedError(Loc(file, ckey.source()), "[benchmake.cache] " + s.message());
         }
@@ -121,7 +151,7 @@ Result<RawTarget> ParseTarget(const std::string& file, const toml::key& name,
     }
     RawParam p;
     p.name = k;
-    p.value = ToJson(value);
+    BM_ASSIGN_OR_RETURN(p.value, ToJson(file, value, fmt::format("parameter '{}'", k)));
     p.key_loc = Loc(file, key.source());
     p.value_loc = Loc(file, value.source());
     if (auto* a = value.as_array()) {

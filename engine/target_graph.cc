@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <set>
@@ -43,6 +44,18 @@ bool HoldsNul(const nlohmann::json& v) {
 }
 
 // Where a rule's error is reported: the list element, the parameter's value, else the target.
+// True when `path` is the workspace directory `dir` or a directory above it, by their names
+// (".", "", "..", "/"): hashed as a source it would take in out/ and .benchmake/.
+bool HoldsWorkspace(const std::string& dir, const std::string& path) {
+  auto normal = [](const std::string& p) {
+    std::string n = std::filesystem::path(p).lexically_normal().string();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();
+    return n;
+  };
+  const std::string d = normal(dir), p = normal(path);
+  return d == p || p == "/" || d.rfind(p + "/", 0) == 0;
+}
+
 SourceLocation ErrorLocation(const RawTarget& raw, const ParamError& e) {
   for (const RawParam& p : raw.params) {
     if (p.name != e.param) continue;
@@ -268,6 +281,10 @@ class Validator {
       }
     }
     for (auto& [name, loc] : items) {
+      if (name.empty()) {
+        Error(loc, fmt::format("empty name in {}: a target or a source path", p.name));
+        continue;
+      }
       InputRef in{p.name, name, false, -1, "", loc};
       auto it = graph_.index.find(name);
       if (it != graph_.index.end()) {
@@ -277,6 +294,12 @@ class Validator {
         continue;
       }
       in.path = JoinPath(dir_, name);
+      if (HoldsWorkspace(dir_, in.path)) {
+        Error(loc, fmt::format("source '{}' in {} holds this workspace, whose out/ and .benchmake/ "
+                               "change with every build: name the files or directories it reads",
+                               name, p.name));
+        continue;
+      }
       Result<FileInfo> info = fs_.Stat(in.path);
       if (info.ok() && info->exists) {
         t.inputs.push_back(in);

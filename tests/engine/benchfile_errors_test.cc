@@ -87,6 +87,29 @@ const ErrorCase kCases[] = {
      "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ninputs = [\"src/a.txt\", "
      "\"data/missing.txt\"]\n",
      "4:24", "source file 'data/missing.txt' not found"},
+    // An input that holds the workspace would hash out/ and .benchmake/, which every build
+    // changes; an empty name named the workspace's directory.
+    {"EmptyInputName",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ninputs = [\"src/a.txt\", \"\"]\n", "4:24",
+     "empty name in inputs: a target or a source path"},
+    {"InputOfTheWorkspaceItself",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ninputs = [\"./\"]\n", "4:11",
+     "source './' in inputs holds this workspace, whose out/ and .benchmake/ change with every "
+     "build"},
+    {"InputAboveTheWorkspace",
+     "[target.t]\nrule = \"tokenize\"\ninput = [\"src/a.txt\"]\nvocab = \"src/..//..\"\n", "4:9",
+     "source 'src/..//..' in vocab holds this workspace"},
+    {"InputOfTheRoot", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ninputs = [\"/\"]\n", "4:11",
+     "source '/' in inputs holds this workspace"},
+    // An unquoted date is a TOML date-time, which no parameter or setting takes.
+    {"DateForAString",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\nlog = 2024-01-01T00:00:00Z\n", "4:7",
+     "parameter 'log' holds a TOML date or time (2024-01-01T00:00:00Z); benchmake takes none: "
+     "quote it for a string (\"2024-01-01T00:00:00Z\")"},
+    {"TimeInAList", "[target.a]\nrule = \"exec\"\ncommand = [\"sleep\", 07:32:00]\n", "3:21",
+     "parameter 'command' holds a TOML date or time (07:32:00)"},
+    {"DateInASetting", "[benchmake.slurm]\ntime = 1979-05-27\n", "2:8",
+     "[benchmake.slurm] time holds a TOML date or time (1979-05-27)"},
     {"DuplicateName",
      "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\n\n[target.a]\nrule = \"exec\"\n", "5:1",
      "duplicate target 'a'"},

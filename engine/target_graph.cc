@@ -43,7 +43,6 @@ bool HoldsNul(const nlohmann::json& v) {
   return false;
 }
 
-// Where a rule's error is reported: the list element, the parameter's value, else the target.
 // True when `path` is the workspace directory `dir` or a directory above it, by their names
 // (".", "", "..", "/"): hashed as a source it would take in out/ and .benchmake/.
 bool HoldsWorkspace(const std::string& dir, const std::string& path) {
@@ -56,6 +55,7 @@ bool HoldsWorkspace(const std::string& dir, const std::string& path) {
   return d == p || p == "/" || d.rfind(p + "/", 0) == 0;
 }
 
+// Where a rule's error is reported: the list element, the parameter's value, else the target.
 SourceLocation ErrorLocation(const RawTarget& raw, const ParamError& e) {
   for (const RawParam& p : raw.params) {
     if (p.name != e.param) continue;

@@ -253,6 +253,7 @@ Status IndexedDataset::ReadTokens(size_t sequence, size_t offset, size_t count,
                   "tokens [{}, {}) of sequence {} are outside the dataset ({} sequences)", offset,
                   offset + count, sequence, sizes_.size());
   }
+  if (count == 0) return Status::Ok();  // `out` may be an empty vector's null data()
   const size_t item = DTypeSize(dtype_);
   const uint8_t* src = static_cast<const uint8_t*>(bin_map_) + pointers_[sequence] + offset * item;
   switch (dtype_) {

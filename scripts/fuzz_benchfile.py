@@ -38,6 +38,11 @@ VALUES = ['""', '0', '-1', '1e309', 'nan', '-inf', 'true', '[]', '{}', '"x"', '1
 
 # Refusals of a BENCHFILE that loaded (engine/plan.h): the generator's state is rightly new.
 PLAN_REFUSAL = re.compile(r"cannot run here|needs \d+ GPU\(s\)")
+# Lines of structure inserted anywhere. Not `executor = "slurm"`: its platform probe through srun
+# fails (exit 1, naming srun's error) where no cluster runs, as it should.
+STRUCTURE = ['[benchmake]', '[target.x]', 'rule = "exec"', '[[target.a]]', 'target = 1',
+             '[benchmake.slurm]', 'jobs = "2"', '[target]', 'rule = "pretrain"', 'inputs = []',
+             '[benchmake.cache]', 'url = "http://127.0.0.1:1/"', 'gpus = 3', 'layout = "TP2PP2DP1"', 'device = "cuda"', '[target."a.b".c]']
 SANITIZER = re.compile(r'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:|'
                        r'terminate called|Assertion .* failed')
 
@@ -52,7 +57,7 @@ def mutate(text, rng):
     """One mutant of `text` and what was done, as bytes (flips may make it invalid UTF-8)."""
     lines = text.split('\n')
     kind = rng.choice(['delete', 'double', 'value', 'value', 'value', 'key', 'self_input',
-                       'truncate', 'flip', 'number', 'unquote', 'swap_targets'])
+                       'truncate', 'flip', 'number', 'unquote', 'swap_targets', 'insert'])
     assign = [i for i, l in enumerate(lines) if re.match(r'\s*[A-Za-z_"][^=#]*=', l)]
     if kind == 'delete':
         i = rng.randrange(len(lines))
@@ -78,6 +83,10 @@ def mutate(text, rng):
         else:
             lines[i] = key + '=' + value.replace('"', '', 1)
         return '\n'.join(lines).encode(), f'{kind} at line {i + 1}'
+    if kind == 'insert':  # a line of structure where it does not belong
+        i = rng.randrange(len(lines) + 1)
+        line = rng.choice(STRUCTURE)
+        return '\n'.join(lines[:i] + [line] + lines[i:]).encode(), f'insert {line!r} at {i + 1}'
     if kind == 'self_input':
         heads = [(i, m.group(1)) for i, l in enumerate(lines)
                  for m in [re.match(r'\[target\.("?[^\]]+"?)\]', l)] if m]

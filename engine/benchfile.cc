@@ -15,53 +15,41 @@ SourceLocation Loc(const std::string& file, const toml::source_region& region) {
                         static_cast<int>(region.begin.column)};
 }
 
-// A TOML date or time inside `node` (the first, depth first), or nullptr: no parameter or
-// setting takes one, and an unquoted date is more likely a string missing its quotes.
-const toml::node* FindDateTime(const toml::node& node) {
-  if (node.is_date() || node.is_time() || node.is_date_time()) return &node;
-  if (auto* a = node.as_array())
-    for (const toml::node& e : *a)
-      if (const toml::node* d = FindDateTime(e)) return d;
-  if (auto* t = node.as_table())
-    for (const auto& [k, v] : *t)
-      if (const toml::node* d = FindDateTime(v)) return d;
-  return nullptr;
-}
-
-nlohmann::json ToJsonValue(const toml::node& node) {
-  if (auto* s = node.as_string()) return s->get();
-  if (auto* i = node.as_integer()) return static_cast<int64_t>(i->get());
-  if (auto* f = node.as_floating_point()) return f->get();
-  if (auto* b = node.as_boolean()) return b->get();
-  if (auto* a = node.as_array()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const toml::node& e : *a) out.push_back(ToJsonValue(e));
-    return out;
-  }
-  nlohmann::json out = nlohmann::json::object();
-  if (auto* t = node.as_table())
-    for (const auto& [k, v] : *t) out[std::string(k.str())] = ToJsonValue(v);
-  return out;
-}
-
-// `node` as JSON; `what` ("parameter 'log'", "[benchmake] executor") names it in the error
-// for a date or time, at the date's place.
+// `node` as JSON. A TOML date or time, which no parameter or setting takes (an unquoted date
+// is more likely a string missing its quotes), is an error at its place; `what` ("parameter
+// 'log'", "[benchmake] executor") names the value it is in.
 Result<nlohmann::json> ToJson(const std::string& file, const toml::node& node,
                               std::string_view what) {
-  if (const toml::node* d = FindDateTime(node)) {
-    std::ostringstream text;
-    if (auto* date = d->as_date())
-      text << date->get();
-    else if (auto* time = d->as_time())
-      text << time->get();
-    else
-      text << d->as_date_time()->get();
-    return LocatedError(Loc(file, d->source()),
-                        fmt::format("{} holds a TOML date or time ({}); benchmake takes none: "
-                                    "quote it for a string (\"{}\")",
-                                    what, text.str(), text.str()));
+  if (auto* s = node.as_string()) return nlohmann::json(s->get());
+  if (auto* i = node.as_integer()) return nlohmann::json(static_cast<int64_t>(i->get()));
+  if (auto* f = node.as_floating_point()) return nlohmann::json(f->get());
+  if (auto* b = node.as_boolean()) return nlohmann::json(b->get());
+  if (auto* a = node.as_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const toml::node& e : *a) {
+      BM_ASSIGN_OR_RETURN(nlohmann::json v, ToJson(file, e, what));
+      out.push_back(std::move(v));
+    }
+    return out;
   }
-  return ToJsonValue(node);
+  if (auto* t = node.as_table()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : *t) {
+      BM_ASSIGN_OR_RETURN(out[std::string(k.str())], ToJson(file, v, what));
+    }
+    return out;
+  }
+  std::ostringstream text;
+  if (auto* date = node.as_date())
+    text << date->get();
+  else if (auto* time = node.as_time())
+    text << time->get();
+  else if (auto* date_time = node.as_date_time())
+    text << date_time->get();
+  return LocatedError(Loc(file, node.source()),
+                      fmt::format("{} holds a TOML date or time ({}); benchmake takes none: "
+                                  "quote it for a string (\"{}\")",
+                                  what, text.str(), text.str()));
 }
 
 Status ParseSettings(const std::string& file, const toml::table& t, Settings* settings) {

@@ -1,10 +1,14 @@
 #include "cache/action_record.h"
 
+#include <algorithm>
+
 namespace bm::cache {
 namespace {
 
 constexpr std::string_view kMagic = "benchmake-action ";
-constexpr int kVersion = 1;
+// 2: the header carries the digest of the JSON's bytes. 1 (no digest) is still read: the records
+// earlier releases left in caches stay usable.
+constexpr int kVersion = 2;
 
 nlohmann::json ProvenanceToJson(const Provenance& p) {
   return {{"host", p.host},
@@ -77,7 +81,8 @@ std::string SerializeRecord(const ActionRecord& r) {
                       {"provenance", ProvenanceToJson(m.provenance)}});
     }
   }
-  return fmt::format("{}{}\n{}\n", kMagic, kVersion, j.dump(1));
+  const std::string body = j.dump(1) + "\n";
+  return fmt::format("{}{} {}\n{}", kMagic, kVersion, DigestOf(body).Hex(), body);
 }
 
 Result<ActionRecord> ParseRecord(std::string_view bytes) {
@@ -85,15 +90,24 @@ Result<ActionRecord> ParseRecord(std::string_view bytes) {
     return Errorf(ErrorCode::kCorrupt, "not an action record");
   size_t nl = bytes.find('\n');
   if (nl == std::string_view::npos) return Errorf(ErrorCode::kCorrupt, "truncated action record");
-  std::string version(bytes.substr(kMagic.size(), nl - kMagic.size()));
-  if (version != std::to_string(kVersion)) {
+  const std::string_view header = bytes.substr(kMagic.size(), nl - kMagic.size());
+  const std::string_view body = bytes.substr(nl + 1);
+  const std::string_view version = header.substr(0, header.find(' '));
+  if (version == std::to_string(kVersion)) {
+    // The JSON can be damaged into other JSON (a file name, a metric's digit): only its digest
+    // tells.
+    const std::string_view check = header.substr(std::min(header.size(), version.size() + 1));
+    if (DigestOf(body).Hex() != check)
+      return Errorf(ErrorCode::kCorrupt,
+                    "action record damaged: its bytes do not match its digest");
+  } else if (header != "1") {
     return Errorf(ErrorCode::kUnsupported,
                   "action record version {} (this benchmake reads {}): upgrade benchmake", version,
                   kVersion);
   }
   ActionRecord r;
   try {
-    nlohmann::json j = nlohmann::json::parse(bytes.substr(nl + 1));
+    nlohmann::json j = nlohmann::json::parse(body);
     BM_ASSIGN_OR_RETURN(r.key, Digest::FromHex(j.at("key").get<std::string>()));
     r.target = j.value("target", "");
     BM_ASSIGN_OR_RETURN(r.outputs, ManifestFromJson(j.at("outputs")));

@@ -2,7 +2,11 @@
 // manifest, the step's metrics, the digest of its log, and its provenance.
 //
 // Serialized form (STYLE §5):
-//   record := "benchmake-action 1\n" json
+//   record := "benchmake-action 2 " hex32 "\n" json
+//             (hex32: XXH3-128 of the json's bytes, its closing newline included, checked on
+//             every read: a record is keyed by its action, not by its bytes, so a flipped bit
+//             could otherwise still parse, as another file name or another metric)
+//           | "benchmake-action 1\n" json   (earlier releases: read, without the check)
 //   json   := { "key": hex32, "target": str,
 //               "outputs": [ { "path": str, "digest": hex32, "size": int, "exec": bool } ],
 //               "metrics": object, "log": hex32 | "",
@@ -15,7 +19,7 @@
 // `rounds = N` rerun a platform-dependent step and record what it measured
 // here, reusing the outputs above, whose digests never change.
 // Outputs are sorted by path. A record with a newer version is refused with a
-// hint to upgrade; a malformed one is kCorrupt (the caller evicts it).
+// hint to upgrade; a malformed or damaged one is kCorrupt (the caller evicts it).
 #pragma once
 
 #include <cstdint>

@@ -80,10 +80,71 @@ TEST_F(CacheTest, ActionRecordRoundTripAndVersionCheck) {
   EXPECT_EQ((*got)->outputs, r.outputs);
   EXPECT_EQ((*got)->metrics["tokens_per_s"], 123.5);
   std::string text = SerializeRecord(r);
-  EXPECT_EQ(text.rfind("benchmake-action 1\n", 0), 0u);
-  Result<ActionRecord> newer = ParseRecord("benchmake-action 2\n{}");
+  const size_t nl = text.find('\n');
+  EXPECT_EQ(text.substr(0, nl), "benchmake-action 2 " + DigestOf(text.substr(nl + 1)).Hex());
+  Result<ActionRecord> newer = ParseRecord("benchmake-action 3\n{}");
   EXPECT_EQ(newer.status().code(), ErrorCode::kUnsupported);
   EXPECT_NE(newer.status().message().find("upgrade benchmake"), std::string::npos);
+}
+
+// A record as release 0.1.0 wrote it (version 1, no digest; a workspace's words target, as
+// found in its cache) is still read.
+TEST_F(CacheTest, AVersionOneRecordIsStillRead) {
+  const std::string v1 = R"(benchmake-action 1
+{
+ "key": "270ea1aa3c937a5fe8312d88cc5f348c",
+ "log": "2d88a37da68b2ff3b50c1a736b2b6b81",
+ "metrics": {},
+ "outputs": [
+  {
+   "digest": "79933d528d5bf17919a1c73bff71b02b",
+   "exec": false,
+   "path": "words.txt",
+   "size": 18369
+  }
+ ],
+ "provenance": {
+  "benchmake": "0.1.0",
+  "date": "2026-12-03T13:53:19Z",
+  "duration_s": 0.041447423,
+  "host": "vm",
+  "platform": {}
+ },
+ "target": "words"
+}
+)";
+  Result<ActionRecord> r = ParseRecord(v1);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->key.Hex(), "270ea1aa3c937a5fe8312d88cc5f348c");
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_EQ(r->outputs[0].path, "words.txt");
+  EXPECT_EQ(r->outputs[0].size, 18369u);
+}
+
+// A bit flipped in a record can leave valid JSON that says something else: a file name
+// (`config.json` read as `config.jskn` restored a target with the wrong file, found by
+// scripts/fuzz_state.py) or a metric's digit. Such a record is a miss, and evicted.
+TEST_F(CacheTest, ARecordDamagedIntoOtherJsonIsAMissAndEvicted) {
+  ActionRecord r;
+  r.key = DigestOf("key");
+  r.target = "train";
+  r.outputs = {{"config.json", DigestOf("c"), 1, false}};
+  r.metrics = {{"tokens_per_s", 1234.5}};
+  for (const std::string& from : {std::string("config.json"), std::string("1234.5")}) {
+    std::string text = SerializeRecord(r);
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos);
+    text[at + from.size() - 3] ^= 0x02;  // "config.jqon", "1236.5": still JSON
+    ASSERT_TRUE(nlohmann::json::accept(text.substr(text.find('\n') + 1)));
+    Result<ActionRecord> parsed = ParseRecord(text);
+    EXPECT_EQ(parsed.status().code(), ErrorCode::kCorrupt) << from;
+    EXPECT_NE(parsed.status().message().find("do not match its digest"), std::string::npos);
+    ASSERT_TRUE(cache_.local().InstallBytes(Namespace::kAc, r.key, text).ok());
+    Result<std::optional<ActionRecord>> got = cache_.GetAction(r.key);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_FALSE(got->has_value()) << from;
+    EXPECT_FALSE(fs_.Exists(cache_.local().PathOf(Namespace::kAc, r.key)));
+  }
 }
 
 TEST_F(CacheTest, MalformedRecordIsAMissAndEvicted) {

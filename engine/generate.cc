@@ -204,15 +204,19 @@ nlohmann::json PlatformOf(const Target& t, const StepParams& p, const nlohmann::
   return f;
 }
 
+std::string StampPath(const Workspace& ws) { return ws.StateDir() + "/generated"; }
+
 }  // namespace
 
 Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws) {
   return LoadGraph(*ws.fs, *ws.rules, ws.benchfile);
 }
 
+Status ForgetGenerated(const Workspace& ws) { return ws.fs->Remove(StampPath(ws)); }
+
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options) {
   Filesystem& fs = *ws.fs;
-  std::string stamp_path = ws.StateDir() + "/generated";
+  std::string stamp_path = StampPath(ws);
   std::string env = EnvDigest(options.executor);
   std::optional<Stamp> old;
   if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);

@@ -48,6 +48,10 @@ struct GenerateOptions {
 
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options = {});
 
+// Removes the fast path's stamp, so that the next Generate() writes again every spec and params
+// whose bytes differ from what the BENCHFILE makes (one found damaged). OK when missing.
+Status ForgetGenerated(const Workspace& ws);
+
 // The validated graph (parses the BENCHFILE; no state written).
 Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws);
 

@@ -97,7 +97,7 @@ Result<KeyMaterial> KeyMaterial::Parse(std::string_view text) {
   }
   KeyMaterial m;
   text.remove_prefix(kSpecMagic.size());
-  while (!text.empty()) {
+  for (int line_no = 2; !text.empty(); ++line_no) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
@@ -105,7 +105,7 @@ Result<KeyMaterial> KeyMaterial::Parse(std::string_view text) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_array() || j.size() != 3 || !j[0].is_string() || !j[1].is_string() ||
         !j[2].is_string()) {
-      return Errorf(ErrorCode::kCorrupt, "bad spec line '{}'", line);
+      return Errorf(ErrorCode::kCorrupt, "line {}: bad spec line '{}'", line_no, line);
     }
     m.fields.push_back(
         KeyField{j[0].get<std::string>(), j[1].get<std::string>(), j[2].get<std::string>()});

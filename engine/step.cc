@@ -10,6 +10,7 @@
 
 #include "base/terminal.h"
 #include "engine/executor.h"
+#include "engine/generate.h"
 #include "engine/out_check.h"
 #include "engine/platform_cache.h"
 #include "engine/staleness.h"
@@ -50,12 +51,16 @@ class Stepper {
     BM_ASSIGN_OR_RETURN(cache_, OpenCache(ws_, config));
     config_ = config;
     BM_ASSIGN_OR_RETURN(std::string spec_text, ReadState("spec"));
-    BM_ASSIGN_OR_RETURN(material_, KeyMaterial::Parse(spec_text));
+    Result<KeyMaterial> material = KeyMaterial::Parse(spec_text);
+    if (!material.ok()) return Damaged("spec", material.status());
+    material_ = std::move(*material);
     BM_ASSIGN_OR_RETURN(std::string params_text, ReadState("params"));
-    BM_ASSIGN_OR_RETURN(params_, ParseStepParams(params_text));
+    Result<StepParams> params = ParseStepParams(params_text);
+    if (!params.ok()) return Damaged("params", params.status());
+    params_ = std::move(*params);
     for (const std::string& up : material_.Upstreams()) {
       BM_ASSIGN_OR_RETURN(std::optional<Digest> d, ReadOutStamp(ws_, up));
-      if (!d) return Errorf(ErrorCode::kFailed, "{}: input {} has not been built", target_, up);
+      if (!d) return UpstreamNotBuilt(up);
       material_.SetInput(up, d->Hex());
     }
     TargetFacts facts;
@@ -129,12 +134,39 @@ class Stepper {
   }
 
   Result<std::string> ReadState(std::string_view ext) {
-    Result<std::string> text = fs_.ReadFile(ws_.TargetFile(target_, ext));
+    const std::string path = ws_.TargetFile(target_, ext);
+    Result<std::string> text = fs_.ReadFile(path);
     if (!text.ok()) {
+      if (Result<FileInfo> info = fs_.Stat(path); info.ok() && info->exists)
+        return Damaged(ext, text.status());
       return Errorf(ErrorCode::kNotFound, "no state for target '{}' ({}); run `benchmake build`",
                     target_, text.status().message());
     }
     return text;
+  }
+
+  // The generator writes NAME.spec and NAME.params atomically, so one that does not parse was
+  // damaged by something else (a disk, a hand): named, and the generator's stamp forgotten so
+  // that the next build writes it again from the BENCHFILE.
+  Status Damaged(std::string_view ext, const Status& why) {
+    (void)ForgetGenerated(ws_);
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}: {} is damaged ({}); the next `benchmake build` writes it again", target_,
+                  ws_.TargetFile(target_, ext), why.message());
+  }
+
+  // An input target without a stamp. Ninja ran this step because that stamp exists: one that
+  // does not read as a stamp (damaged) is removed, so that the next build runs (restores) `up`.
+  Status UpstreamNotBuilt(const std::string& up) {
+    const std::string stamp = ws_.TargetFile(up, "out");
+    Result<FileInfo> info = fs_.Stat(stamp);
+    if (!info.ok() || !info->exists)
+      return Errorf(ErrorCode::kFailed, "{}: input {} has not been built", target_, up);
+    BM_TRY(fs_.RemoveAll(stamp));
+    return Errorf(ErrorCode::kFailed,
+                  "{}: input {}'s stamp {} is damaged; removed, so that the next `benchmake "
+                  "build` restores {}",
+                  target_, up, stamp, up);
   }
 
   // Links the record's outputs into out/NAME and remembers them in NAME.last.

@@ -1,6 +1,11 @@
 // `benchmake step NAME`: what one ninja edge does.
 //
-//   1. key material = NAME.spec + each upstream's NAME.out digest; key = its hash
+//   1. key material = NAME.spec + each upstream's NAME.out digest; key = its hash.
+//      State the generator wrote that does not read (NAME.spec, NAME.params:
+//      damaged by a disk or a hand) fails the step naming the file, and forgets
+//      the generator's stamp so that the next build writes it again; an
+//      upstream's NAME.out that does not read is removed, so that the next
+//      build restores that target
 //   2. Assess() (staleness.h) with the last materialization and the cache
 //   3. up to date → nothing; restore → materialize the cached outputs into
 //      out/NAME (hard links), verifying every blob; a corrupt blob is reported,

@@ -548,6 +548,71 @@ TEST_F(E2eTest, CorruptBlobIsDetectedReportedAndRebuilt) {
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
 }
 
+// A record damaged into other JSON (a bit of an output's name flipped) is no hit: evicted, and
+// the step runs again, instead of restoring a file under the damaged name.
+TEST_F(E2eTest, ADamagedActionRecordIsEvictedAndTheStepRunsAgain) {
+  BuildOk();
+  Runs();
+  int damaged = 0;
+  for (auto& p : fs::recursive_directory_iterator(root_ / "cache/ac")) {
+    if (!p.is_regular_file()) continue;
+    std::string text = ReadText(p.path());
+    const size_t at = text.find("\"model.bin\"");
+    if (at == std::string::npos) continue;
+    text[at + 3] ^= 0x01;  // "model.bin" -> "mndel.bin"
+    fs::permissions(p.path(), fs::perms::owner_write, fs::perm_options::add);
+    std::ofstream(p.path(), std::ios::trunc) << text;
+    ++damaged;
+  }
+  ASSERT_EQ(damaged, 1);
+  fs::remove_all(ws_ / "out");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("corrupt action record"), std::string::npos) << r.output;
+  EXPECT_EQ(Runs(), "train");
+  EXPECT_EQ(ReadText(ws_ / "out/train/model.bin"), "lbs-4\nraw\n");
+  EXPECT_FALSE(fs::exists(ws_ / "out/train/mndel.bin"));
+}
+
+// benchmake writes its state atomically; a file of it damaged by something else is named, and
+// the build after it mends it without running a step again.
+TEST_F(E2eTest, ADamagedSpecIsNamedAndTheNextBuildWritesItAgain) {
+  BuildOk();
+  Runs();
+  const fs::path spec = ws_ / ".benchmake/t/train.spec";
+  const std::string good = ReadText(spec);
+  std::ofstream(spec, std::ios::app) << "garbage\n";
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("train: " + spec.string() + " is damaged (line "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("bad spec line 'garbage'); the next `benchmake build` writes it again"),
+            std::string::npos)
+      << r.output;
+  BuildOk();
+  EXPECT_EQ(ReadText(spec), good);
+  EXPECT_EQ(Runs(), "");
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+}
+
+TEST_F(E2eTest, ADamagedStampOfAnInputIsRemovedAndTheNextBuildRestoresIt) {
+  BuildOk();
+  Runs();
+  const fs::path stamp = ws_ / ".benchmake/t/data.out";
+  WriteText(stamp, "benchmake-out 1\nnot a digest\n");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("train: input data's stamp " + stamp.string() +
+                          " is damaged; removed, so that the next `benchmake build` restores data"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(stamp));
+  BuildOk();
+  EXPECT_EQ(Runs(), "");
+  EXPECT_TRUE(fs::exists(stamp));
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+}
+
 TEST_F(E2eTest, ConcurrentBuildsInOneWorkspaceFinishCorrectly) {
   Edit("echo data >> $RUNS_LOG;", "echo data >> $RUNS_LOG; sleep 1;");
   std::string cmd = "cd '" + ws_.string() + "' && '" + binary_ + "' build";

@@ -33,7 +33,8 @@
 // (`iteration nan/`, NeMo's `global_step: inf`; a DeepSpeed, PaddleNLP or Trainer line with such a
 // step is no record: WholeCount in rules/logparse/line_scan.h); a complete
 // Megatron iteration line from which no field was read (a NeMo 2 line read as Megatron says to set
-// "nemo"); a log without a single record, naming what was looked for and, when another format's
+// "nemo"); NeMo Automodel records beside NeMo 2 / NeMo 1 ones (two runs' steps, numbered
+// differently); a log without a single record, naming what was looked for and, when another format's
 // lines are there, which log_format reads them ("NAME: no Megatron iteration lines (...) in 61
 // lines; line 12 is a transformers Trainer log dict: set log_format = \"trainer\"").
 //

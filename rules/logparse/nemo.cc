@@ -283,6 +283,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   bool pending_open = false;  // the pending line's last piece ends with `|`
   std::vector<CarriedValLoss> carried;
   bool validation_seen = false;
+  int64_t lightning_line = 0;  // the first NeMo 2 or NeMo 1 record (Automodel's are apart)
   auto flush = [&]() {
     if (!pending) return;
     Iteration& it = pending->it;
@@ -294,6 +295,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
       carried.push_back({it.step, *pending->val_loss, it.line, validation_seen});
     validation_seen = false;
     ++printer_lines;
+    if (lightning_line == 0) lightning_line = it.line;
     AddIteration(log.iterations, it, &log.restarts);
     pending.reset();
   };
@@ -337,6 +339,7 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
           error = bar.status();
         } else if (bar->has_value()) {
           const NemoBar& b = **bar;
+          if (lightning_line == 0) lightning_line = no;
           if (b.consumed_samples || !bar_consumed.contains(b.it.step))
             bar_consumed[b.it.step] = b.consumed_samples;  // a cut redraw keeps the first's
           if (b.step_rounded && rounded_line == 0) rounded_line = no;
@@ -367,6 +370,17 @@ Result<ParsedLog> ParseNemoLog(std::string_view text, std::string_view name) {
   });
   if (error.ok()) flush();
   BM_TRY(error);
+  // Automodel numbers its steps its own way (Finish): records of both cannot be one series.
+  if (const int64_t automodel_line = automodel.first_record_line();
+      automodel_line > 0 && lightning_line > 0) {
+    return Errorf(ErrorCode::kCorrupt,
+                  "{}:{}: a {} record in a log whose line {} is a {} record: two trainers' "
+                  "steps in one log are not one run; give each run its own log",
+                  name, std::max(automodel_line, lightning_line),
+                  automodel_line > lightning_line ? "NeMo Automodel" : "NeMo 2 / NeMo 1",
+                  std::min(automodel_line, lightning_line),
+                  automodel_line > lightning_line ? "NeMo 2 / NeMo 1" : "NeMo Automodel");
+  }
   if (log.iterations.empty()) {
     return Errorf(ErrorCode::kCorrupt,
                   "{}: no NeMo 2 ProgressPrinter lines ('Training epoch E, iteration N/M | ... | "

@@ -61,6 +61,8 @@ class AutomodelReader {
                     ParsedLog& log);
   // The step numbering, the memory (when the log has no other figure) and a note.
   void Finish(ParsedLog& log, std::string_view name) const;
+  // The line of the first record read, 0 when none.
+  int64_t first_record_line() const { return lines_.empty() ? 0 : lines_.front(); }
 
  private:
   std::vector<int64_t> lines_;    // the lines of the records read

@@ -5,12 +5,14 @@
 // crash or exception (run it in the sanitizer build), an error names the log and, where it names a
 // line, one the log has; a read log's records ascend by step, each names a line of the log, and
 // its metrics serialize. BENCHMAKE_LOG_MUTANTS (default 4 a log) and BENCHMAKE_LOG_MUTATION_SEED
-// (default 1) widen the search by hand.
+// (default 1) widen the search by hand; BENCHMAKE_LOG_MUTATION_KEEP=DIR keeps the mutants that
+// break a promise there.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <regex>
 #include <string>
@@ -223,6 +225,12 @@ TEST(LogMutation, EveryMutantIsReadOrRefusedByItsPlace) {
       const std::string mutant = Mutate(text, other, rng, &what);
       std::vector<std::string> tried = {"auto", formats[rng() % formats.size()]};
       if (FindLogParser(own)) tried.push_back(own);
+      // A mutant that breaks a promise is kept for reading where asked.
+      auto keep = [&] {
+        if (const char* dir = std::getenv("BENCHMAKE_LOG_MUTATION_KEEP"))
+          std::ofstream(std::string(dir) + "/" + base + "." + std::to_string(m), std::ios::binary)
+              << mutant;
+      };
       for (const std::string& format : tried) {
         SCOPED_TRACE(base + " (" + what + ") as " + format);
         const logparse::LogParser* parser = FindLogParser(format);
@@ -234,10 +242,14 @@ TEST(LogMutation, EveryMutantIsReadOrRefusedByItsPlace) {
         EXPECT_LT(s, 5.0) << "reading took " << s << " s";
         if (!log.ok()) {
           ++refused;
-          EXPECT_EQ(BadMessage(log.status().message(), base, mutant), "") << log.status().message();
+          const std::string bad = BadMessage(log.status().message(), base, mutant);
+          EXPECT_EQ(bad, "") << log.status().message();
+          if (!bad.empty()) keep();
           continue;
         }
-        EXPECT_EQ(Broken(*log, mutant), "");
+        const std::string broken = Broken(*log, mutant);
+        EXPECT_EQ(broken, "");
+        if (!broken.empty()) keep();
         nlohmann::json params = {{"log_format", format}};
         Result<ExternalMetrics> ext =
             BuildExternalMetrics(*parser, *log, base, testing_logs::Params(params), {});

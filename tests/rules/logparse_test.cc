@@ -715,6 +715,34 @@ TEST(Nemo, AutomodelMalformedAndCutLines) {
   EXPECT_EQ(r->peak_memory_bytes, 29.67 * 1024 * 1024 * 1024);
 }
 
+TEST(Nemo, AutomodelAndProgressPrinterRecordsInOneLogAreRefused) {
+  // Automodel numbers its steps its own way (micro-batches before August 2025): beside a NeMo 2
+  // ProgressPrinter line (BioNeMo's ESM-2 log) its records made steps 4, 1, 2 (found by
+  // logparse_mutation_test). Two runs' lines: refused at the later kind's first line.
+  constexpr std::string_view kAutomodel =
+      "INFO:root:step 4 | epoch 0 | loss 1.5514 | grad_norm 102.0000 | mem: 11.66 GiB | tps "
+      "6924.50\n"
+      "INFO:root:step 8 | epoch 0 | loss 0.7913 | grad_norm 46.2500 | mem: 14.58 GiB | tps "
+      "9328.79\n";
+  constexpr std::string_view kPrinter =
+      " 0: Training epoch 0, iteration 28/99 | lr: 5.6e-06 | global_batch_size: 32 | "
+      "global_step: 28 | reduced_train_loss: 2.778 | train_step_timing in s: 0.189 | "
+      "consumed_samples: 928 | val_loss: 2.861 | val_ppl: 17.57\n";
+  Result<ParsedLog> r = ParseNemoLog(std::string(kAutomodel) + std::string(kPrinter), "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "x.log:3: a NeMo 2 / NeMo 1 record in a log whose line 1 is a NeMo Automodel record: "
+            "two trainers' steps in one log are not one run; give each run its own log");
+  r = ParseNemoLog(std::string(kPrinter) + std::string(kAutomodel), "x.log");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "x.log:2: a NeMo Automodel record in a log whose line 1 is a NeMo 2 / NeMo 1 record: "
+            "two trainers' steps in one log are not one run; give each run its own log");
+  // Each alone is read.
+  EXPECT_TRUE(ParseNemoLog(kAutomodel, "x.log").ok());
+  EXPECT_TRUE(ParseNemoLog(kPrinter, "x.log").ok());
+}
+
 TEST(Nemo, AutomodelValidationLineShapes) {
   // `[val] step N` (train_ft before November 2025, the VLM recipes) and `[val] NAME | step N`
   // (the KD recipes) are evaluations like `[val] name "NAME" | step N`, never training records.

@@ -1,13 +1,13 @@
 #include "cache/action_record.h"
 
-#include <algorithm>
+#include "base/sealed_text.h"
 
 namespace bm::cache {
 namespace {
 
-constexpr std::string_view kMagic = "benchmake-action ";
-// 2: the header carries the digest of the JSON's bytes. 1 (no digest) is still read: the records
-// earlier releases left in caches stay usable.
+constexpr std::string_view kMagic = "benchmake-action";
+// 2: sealed (base/sealed_text.h). 1 (no digest) is still read: the records earlier releases left
+// in caches stay usable.
 constexpr int kVersion = 2;
 
 nlohmann::json ProvenanceToJson(const Provenance& p) {
@@ -81,33 +81,19 @@ std::string SerializeRecord(const ActionRecord& r) {
                       {"provenance", ProvenanceToJson(m.provenance)}});
     }
   }
-  const std::string body = j.dump(1) + "\n";
-  return fmt::format("{}{} {}\n{}", kMagic, kVersion, DigestOf(body).Hex(), body);
+  return SealText(kMagic, kVersion, j.dump(1) + "\n");
 }
 
 Result<ActionRecord> ParseRecord(std::string_view bytes) {
-  if (bytes.substr(0, kMagic.size()) != kMagic)
-    return Errorf(ErrorCode::kCorrupt, "not an action record");
-  size_t nl = bytes.find('\n');
-  if (nl == std::string_view::npos) return Errorf(ErrorCode::kCorrupt, "truncated action record");
-  const std::string_view header = bytes.substr(kMagic.size(), nl - kMagic.size());
-  const std::string_view body = bytes.substr(nl + 1);
-  const std::string_view version = header.substr(0, header.find(' '));
-  if (version == std::to_string(kVersion)) {
-    // The JSON can be damaged into other JSON (a file name, a metric's digit): only its digest
-    // tells.
-    const std::string_view check = header.substr(std::min(header.size(), version.size() + 1));
-    if (DigestOf(body).Hex() != check)
-      return Errorf(ErrorCode::kCorrupt,
-                    "action record damaged: its bytes do not match its digest");
-  } else if (header != "1") {
-    return Errorf(ErrorCode::kUnsupported,
-                  "action record version {} (this benchmake reads {}): upgrade benchmake", version,
-                  kVersion);
+  Result<UnsealedText> text = UnsealText(bytes, kMagic, kVersion, 2);
+  if (!text.ok()) {
+    const bool newer = text.status().code() == ErrorCode::kUnsupported;
+    return Status(text.status().code(), "action record: " + text.status().message() +
+                                            (newer ? ": upgrade benchmake" : ""));
   }
   ActionRecord r;
   try {
-    nlohmann::json j = nlohmann::json::parse(body);
+    nlohmann::json j = nlohmann::json::parse(text->body);
     BM_ASSIGN_OR_RETURN(r.key, Digest::FromHex(j.at("key").get<std::string>()));
     r.target = j.value("target", "");
     BM_ASSIGN_OR_RETURN(r.outputs, ManifestFromJson(j.at("outputs")));

@@ -212,7 +212,11 @@ Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws) {
   return LoadGraph(*ws.fs, *ws.rules, ws.benchfile);
 }
 
-Status ForgetGenerated(const Workspace& ws) { return ws.fs->Remove(StampPath(ws)); }
+Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const Status& why) {
+  (void)ws.fs->Remove(StampPath(ws));  // without it, the message's promise is the only loss
+  return Errorf(ErrorCode::kCorrupt, "{}: {}; the next `benchmake build` writes it again", path,
+                why.message());
+}
 
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options) {
   Filesystem& fs = *ws.fs;

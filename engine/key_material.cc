@@ -3,10 +3,16 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/sealed_text.h"
+
 namespace bm::engine {
 namespace {
 
-constexpr std::string_view kSpecMagic = "benchmake-spec 1\n";
+constexpr std::string_view kSpecMagic = "benchmake-spec";
+// 2: sealed (base/sealed_text.h): a bit flipped in a value would still parse, as another key
+// (another lr), under which the step would cache what the real one made. 1: earlier releases'
+// (a .last keeps its material).
+constexpr int kSpecVersion = 2;
 
 std::string Short(const std::string& v) { return v.size() > 60 ? v.substr(0, 57) + "..." : v; }
 
@@ -82,21 +88,24 @@ Digest KeyMaterial::Key() const {
 }
 
 std::string KeyMaterial::Serialize() const {
-  std::string out(kSpecMagic);
+  std::string body;
   for (const KeyField& f : fields) {
-    out += nlohmann::json::array({f.tag, f.name, f.value}).dump();
-    out += '\n';
+    body += nlohmann::json::array({f.tag, f.name, f.value}).dump();
+    body += '\n';
   }
-  return out;
+  return SealText(kSpecMagic, kSpecVersion, body);
 }
 
-Result<KeyMaterial> KeyMaterial::Parse(std::string_view text) {
-  if (text.substr(0, kSpecMagic.size()) != kSpecMagic) {
-    return Errorf(ErrorCode::kCorrupt,
-                  "not a benchmake spec (or a newer version: rebuild with `benchmake clean`)");
+Result<KeyMaterial> KeyMaterial::Parse(std::string_view spec) {
+  Result<UnsealedText> sealed = UnsealText(spec, kSpecMagic, kSpecVersion, 2);
+  if (!sealed.ok()) {
+    return Status(sealed.status().code(),
+                  sealed.status().code() == ErrorCode::kUnsupported
+                      ? "spec " + sealed.status().message() + ": rebuild with `benchmake clean`"
+                      : sealed.status().message());
   }
+  std::string_view text = sealed->body;
   KeyMaterial m;
-  text.remove_prefix(kSpecMagic.size());
   for (int line_no = 2; !text.empty(); ++line_no) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);

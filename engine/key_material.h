@@ -12,7 +12,8 @@
 // Key = XXH3-128 over Field(tag, name), Field("=", value) for each field.
 //
 // Spec file layout (.benchmake/t/NAME.spec; STYLE §5):
-//   spec  := "benchmake-spec 1\n" line*
+//   spec  := "benchmake-spec 2 " hex32 "\n" line*   (sealed: base/sealed_text.h; version 1,
+//            without hex32, is still read)
 //   line  := json-array [tag, name, value] '\n'
 // In the .spec file, `input` values are empty: the step fills them from the
 // upstream .out files when it runs (upstream outputs, not keys, feed the key).

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/nearest_name.h"
+#include "engine/generate.h"
 #include "engine/target_state.h"
 
 namespace bm::engine {
@@ -34,7 +35,10 @@ Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
     const std::string name = queue.front();
     queue.pop_front();
     BM_ASSIGN_OR_RETURN(std::string text, ws.fs->ReadFile(ws.TargetFile(name, "params")));
-    BM_ASSIGN_OR_RETURN(StepParams step, ParseStepParams(text));
+    Result<StepParams> parsed = ParseStepParams(text);
+    if (!parsed.ok())
+      return GeneratedFileDamaged(ws, ws.TargetFile(name, "params"), parsed.status());
+    const StepParams& step = *parsed;
     const Rule* rule = ws.rules->Find(step.rule);
     if (rule == nullptr) {
       return Errorf(ErrorCode::kCorrupt, "target '{}' names rule '{}', which this build lacks",

@@ -145,14 +145,9 @@ class Stepper {
     return text;
   }
 
-  // The generator writes NAME.spec and NAME.params atomically, so one that does not parse was
-  // damaged by something else (a disk, a hand): named, and the generator's stamp forgotten so
-  // that the next build writes it again from the BENCHFILE.
+  // NAME.spec or NAME.params damaged: named, and written again by the next build.
   Status Damaged(std::string_view ext, const Status& why) {
-    (void)ForgetGenerated(ws_);
-    return Errorf(ErrorCode::kCorrupt,
-                  "{}: {} is damaged ({}); the next `benchmake build` writes it again", target_,
-                  ws_.TargetFile(target_, ext), why.message());
+    return GeneratedFileDamaged(ws_, ws_.TargetFile(target_, ext), why).WithContext(target_);
   }
 
   // An input target without a stamp. Ninja ran this step because that stamp exists: one that

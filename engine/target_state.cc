@@ -3,12 +3,16 @@
 #include <ctime>
 
 #include "base/filesystem.h"
+#include "base/sealed_text.h"
 
 namespace bm::engine {
 namespace {
 
 constexpr std::string_view kOutMagic = "benchmake-out 1\n";
-constexpr std::string_view kParamsMagic = "benchmake-params 1\n";
+// 2: sealed (base/sealed_text.h): a damaged value would still parse, and the step would run with
+// it under the key of the BENCHFILE's. 1: earlier releases' (the generator writes 2 over them).
+constexpr std::string_view kParamsMagic = "benchmake-params";
+constexpr int kParamsVersion = 2;
 constexpr std::string_view kLastMagic = "benchmake-last 1\n";
 constexpr std::string_view kLocationsMagic = "benchmake-locations 1\n";
 
@@ -54,26 +58,28 @@ std::string SerializeStepParams(const StepParams& p) {
                       {"platform_dependent", p.platform_dependent},
                       {"gpus", p.gpus},
                       {"placement", PlacementToJson(p.placement)}};
-  return std::string(kParamsMagic) + j.dump() + "\n";
+  return SealText(kParamsMagic, kParamsVersion, j.dump() + "\n");
 }
 
 Result<StepParams> ParseStepParams(std::string_view text) {
-  std::optional<nlohmann::json> j = ParseWithMagic(text, kParamsMagic);
-  if (!j || !j->is_object())
+  Result<UnsealedText> sealed = UnsealText(text, kParamsMagic, kParamsVersion, 2);
+  if (!sealed.ok()) return Status(sealed.status().code(), "params: " + sealed.status().message());
+  nlohmann::json j = nlohmann::json::parse(sealed->body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
     return Errorf(ErrorCode::kCorrupt, "bad .params file; run `benchmake build`");
   StepParams p;
   try {
-    p.rule = j->at("rule").get<std::string>();
-    p.params = j->at("params");
-    p.inputs = j->at("inputs").get<std::map<std::string, std::string>>();
-    p.upstream_targets = j->at("upstream").get<std::vector<std::string>>();
-    p.platform_dependent = j->at("platform_dependent").get<bool>();
-    p.gpus = j->at("gpus").get<int>();
+    p.rule = j.at("rule").get<std::string>();
+    p.params = j.at("params");
+    p.inputs = j.at("inputs").get<std::map<std::string, std::string>>();
+    p.upstream_targets = j.at("upstream").get<std::vector<std::string>>();
+    p.platform_dependent = j.at("platform_dependent").get<bool>();
+    p.gpus = j.at("gpus").get<int>();
   } catch (const nlohmann::json::exception& e) {
     return Errorf(ErrorCode::kCorrupt, "bad .params file: {}", e.what());
   }
-  if (j->contains("placement")) {
-    Result<Placement> placement = PlacementFromJson((*j)["placement"]);
+  if (j.contains("placement")) {
+    Result<Placement> placement = PlacementFromJson(j["placement"]);
     if (!placement.ok())
       return Errorf(ErrorCode::kCorrupt, "bad .params file: {}", placement.status().message());
     p.placement = std::move(*placement);

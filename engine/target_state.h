@@ -1,7 +1,7 @@
 // Per-target state files in .benchmake/t/ (see workspace.h), each starting
 // with a magic and a version:
 //   NAME.out    := "benchmake-out 1\n" hex32 "\n"         manifest digest
-//   NAME.params := "benchmake-params 1\n" json             StepParams
+//   NAME.params := "benchmake-params 2 " hex32 "\n" json  StepParams (sealed: base/sealed_text.h)
 //   NAME.last   := "benchmake-last 1\n" json               LastBuild
 // and, one for all targets, .benchmake/locations :=
 //   "benchmake-locations 1\n" json {NAME: "FILE:LINE:COL"}  where each target is declared

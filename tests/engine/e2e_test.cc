@@ -581,18 +581,46 @@ TEST_F(E2eTest, ADamagedSpecIsNamedAndTheNextBuildWritesItAgain) {
   Runs();
   const fs::path spec = ws_ / ".benchmake/t/train.spec";
   const std::string good = ReadText(spec);
-  std::ofstream(spec, std::ios::app) << "garbage\n";
+  // `echo lbs-4` -> `echo lbs-5`: still a spec, of another key.
+  std::string damaged = good;
+  damaged[damaged.find("lbs-4") + 4] ^= 0x01;
+  WriteText(spec, damaged);
   Run r = Benchmake("build");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("train: " + spec.string() + " is damaged (line "), std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("bad spec line 'garbage'); the next `benchmake build` writes it again"),
+  EXPECT_NE(r.output.find("train: " + spec.string() +
+                          ": damaged: its bytes do not match its digest; the next `benchmake "
+                          "build` writes it again"),
             std::string::npos)
       << r.output;
   BuildOk();
   EXPECT_EQ(ReadText(spec), good);
   EXPECT_EQ(Runs(), "");
   EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+}
+
+// The step runs with NAME.params under the key of NAME.spec: a damaged value there would have it
+// cache what `echo lbs-5` makes under the key of `echo lbs-4`.
+TEST_F(E2eTest, DamagedParamsAreNamedAndTheNextBuildWritesThemAgain) {
+  BuildOk();
+  Runs();
+  const fs::path params = ws_ / ".benchmake/t/train.params";
+  const std::string good = ReadText(params);
+  std::string damaged = good;
+  damaged[damaged.find("lbs-4") + 4] ^= 0x01;
+  WriteText(params, damaged);
+  fs::remove_all(ws_ / "out/train");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(params.string() +
+                          ": params: damaged: its bytes do not match its digest; the next "
+                          "`benchmake build` writes it again"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(Runs(), "");
+  BuildOk();
+  EXPECT_EQ(ReadText(params), good);
+  EXPECT_EQ(Runs(), "");
+  EXPECT_EQ(ReadText(ws_ / "out/train/model.bin"), "lbs-4\nraw\n");
 }
 
 TEST_F(E2eTest, ADamagedStampOfAnInputIsRemovedAndTheNextBuildRestoresIt) {

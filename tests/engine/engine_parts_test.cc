@@ -24,11 +24,86 @@ TEST(KeyMaterialTest, SerializeParseRoundTripAndKeyDependsOnEveryField) {
   Result<KeyMaterial> back = KeyMaterial::Parse(m.Serialize());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, m);
-  EXPECT_EQ(m.Serialize().rfind("benchmake-spec 1\n", 0), 0u);
+  EXPECT_EQ(m.Serialize().rfind("benchmake-spec 2 ", 0), 0u);
   KeyMaterial other = m;
   other.SetInput("data", "ab");
   EXPECT_NE(other.Key(), m.Key());
-  EXPECT_FALSE(KeyMaterial::Parse("benchmake-spec 2\n").ok());
+  Result<KeyMaterial> newer = KeyMaterial::Parse("benchmake-spec 3\n");
+  EXPECT_EQ(newer.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(newer.status().message().find("benchmake clean"), std::string::npos);
+}
+
+// The material of an exec target as release 0.1.0 kept it in its NAME.last (version 1, no
+// seal), with the key 0.1.0 computed for it (the same .last's "key", and its cache record's
+// name): still read, to the same key, written back sealed: an upgrade keeps every cached key.
+TEST(KeyMaterialTest, AVersionOneSpecIsReadToTheKeyItHadAndWrittenSealed) {
+  const std::string v1 =
+      "benchmake-spec 1\n"
+      R"(["tool","benchmake","benchmake-key-1"])"
+      "\n"
+      R"(["rule","exec","1"])"
+      "\n"
+      R"(["param","command","[\"sh\",\"-c\",\"tr -cs 'A-Za-z' '\\\\n' < {in.corpus}/corpus.txt | sort | uniq -c | sort -rn > {out}/words.txt\"]"])"
+      "\n"
+      R"(["param","device","\"\""])"
+      "\n"
+      R"(["param","env","{}"])"
+      "\n"
+      R"(["param","excluded_warmup_steps","-1"])"
+      "\n"
+      R"(["param","gas","0"])"
+      "\n"
+      R"(["param","gpus","0"])"
+      "\n"
+      R"(["param","hidden","0"])"
+      "\n"
+      R"(["param","inputs","[\"corpus\"]"])"
+      "\n"
+      R"(["param","layers","0"])"
+      "\n"
+      R"(["param","layout","\"\""])"
+      "\n"
+      R"(["param","lbs","0"])"
+      "\n"
+      R"(["param","log","\"\""])"
+      "\n"
+      R"(["param","log_format","\"none\""])"
+      "\n"
+      R"(["param","metrics","\"\""])"
+      "\n"
+      R"(["param","model","\"\""])"
+      "\n"
+      R"(["param","mpe","0"])"
+      "\n"
+      R"(["param","outputs","[\"words.txt\"]"])"
+      "\n"
+      R"(["param","overrides","{}"])"
+      "\n"
+      R"(["param","parameters","0.0"])"
+      "\n"
+      R"(["param","peak_tflops","0.0"])"
+      "\n"
+      R"(["param","precision","\"\""])"
+      "\n"
+      R"(["param","shell","false"])"
+      "\n"
+      R"(["input","corpus","45d2771ffddaac505e35534c1a07cc1e"])"
+      "\n";
+  Result<KeyMaterial> m = KeyMaterial::Parse(v1);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->Key().Hex(), "270ea1aa3c937a5fe8312d88cc5f348c");
+  const std::string sealed = m->Serialize();
+  EXPECT_EQ(sealed.rfind("benchmake-spec 2 ", 0), 0u);
+  Result<KeyMaterial> back = KeyMaterial::Parse(sealed);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->Key().Hex(), "270ea1aa3c937a5fe8312d88cc5f348c");
+  // A bit flipped in a value still parses as a spec, of another key: the seal refuses it.
+  std::string flipped = sealed;
+  flipped[flipped.find("\"gas\",\"0\"") + 7] ^= 0x01;  // gas "1"
+  Result<KeyMaterial> damaged = KeyMaterial::Parse(flipped);
+  EXPECT_EQ(damaged.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(damaged.status().message().find("do not match its digest"), std::string::npos)
+      << damaged.status().message();
 }
 
 TEST(KeyMaterialTest, DiffNamesEachChangedField) {

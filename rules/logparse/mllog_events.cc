@@ -144,7 +144,8 @@ Status ReadMllogEvents(std::string_view text, std::string_view name, ParsedLog& 
     std::optional<double> time_ms = JsonNumber(e, "time_ms");
     // The event's place in the run, which steps are computed from: a number from 0 to 2^53 (an
     // epoch fraction allowed), as WholeCount's bounds.
-    for (const char* place : {"step", "step_num", "samples_count", "epoch_num"}) {
+    for (const char* place :
+         {"step", "step_num", "samples_count", "epoch_num", "first_epoch_num", "epoch_count"}) {
       std::optional<double> v = JsonNumber(meta, place);
       if (v && !WholeCount(std::floor(*v))) {
         error = Errorf(ErrorCode::kCorrupt, "{}:{}: metadata '{}' is {}, not a place in the run",

@@ -316,6 +316,15 @@ TEST(LineScan, StepsAreWholeCountsNotCastsOfAnyNumber) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "step_num.txt:1: metadata 'step_num' is -100, not a place in the run");
+  // MaxText's blocks place themselves by first_epoch_num (tokens): a digit damaged into an
+  // exponent (logparse_mutation_test: 1107296256 -> 110729e256) made a step of -2^63.
+  r = ParseMllog(event +
+                     "\"key\": \"block_start\", \"value\": null, \"metadata\": {\"epoch_count\": "
+                     "50331648, \"first_epoch_num\": 110729e256}}\n",
+                 "tokens.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "tokens.txt:1: metadata 'first_epoch_num' is 1.10729e+261, not a place in the run");
 }
 
 TEST(Trainer, BarsOfHugeCountsAreNoHang) {

@@ -213,7 +213,9 @@ Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws) {
 }
 
 Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const Status& why) {
-  (void)ws.fs->Remove(StampPath(ws));  // without it, the message's promise is the only loss
+  // Both removed (a directory in the file's place too): best effort, the message stands.
+  (void)ws.fs->RemoveAll(path);
+  (void)ws.fs->Remove(StampPath(ws));
   return Errorf(ErrorCode::kCorrupt, "{}: {}; the next `benchmake build` writes it again", path,
                 why.message());
 }

@@ -49,9 +49,10 @@ struct GenerateOptions {
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options = {});
 
 // A spec or params (`path`) that does not read (`why`): the generator writes them atomically and
-// seals them, so something else damaged it (a disk, a hand). Forgets the fast path's stamp, so
-// that the next Generate() writes again every file whose bytes differ from what the BENCHFILE
-// makes, and returns kCorrupt "PATH: WHY; the next `benchmake build` writes it again".
+// seals them, so something else damaged it (a disk, a hand). Removes it and forgets the fast
+// path's stamp, so that the next Generate() writes again every file whose bytes differ from what
+// the BENCHFILE makes, and returns kCorrupt "PATH: WHY; the next `benchmake build` writes it
+// again".
 Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const Status& why);
 
 // The validated graph (parses the BENCHFILE; no state written).

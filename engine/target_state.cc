@@ -63,7 +63,7 @@ std::string SerializeStepParams(const StepParams& p) {
 
 Result<StepParams> ParseStepParams(std::string_view text) {
   Result<UnsealedText> sealed = UnsealText(text, kParamsMagic, kParamsVersion, 2);
-  if (!sealed.ok()) return Status(sealed.status().code(), "params: " + sealed.status().message());
+  if (!sealed.ok()) return sealed.status();
   nlohmann::json j = nlohmann::json::parse(sealed->body, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return Errorf(ErrorCode::kCorrupt, "bad .params file; run `benchmake build`");

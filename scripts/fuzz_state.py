@@ -9,7 +9,8 @@ is read as stale and the steps run again, or the cache's copy is verified and us
 with exit 1 or 2 naming what it could not read (and, where it says the next build mends it, the
 next build does); `status`, `build -n`, `explain` and `report` end
 with 0, 1 or 2 and no crash; a build that succeeded leaves a workspace whose next build has
-nothing to do. A cache file is damaged, then `clean` and `build` make benchmake restore from it.
+nothing to do. A cache file is damaged, then (`cache verify` and) `clean` and `build` make
+benchmake restore from it.
 
 For each mutant it builds a small workspace from nothing (exec steps, a download, a tokenize, a
 4-step CPU pretrain, an exec reading a Megatron log: about 2 s; out/ holds hard links into the
@@ -210,6 +211,8 @@ def main():
         what = f'#{i} {rel}: {how}'
         steps = []
         if rel.startswith('cache/'):
+            if rng.random() < 0.3:
+                steps.append(['cache', 'verify'])  # evicts what it finds damaged
             steps.append(['clean'])
         else:
             steps.append(rng.choice(COMMANDS))

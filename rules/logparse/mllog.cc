@@ -416,10 +416,10 @@ Result<ParsedLog> ParseMllog(std::string_view text, std::string_view name) {
         "repeat) left out",
         name, first_repeat, repeats));
   }
-  // Blocks placed by tokens count only when the tokens could be turned into steps.
-  std::erase_if(blocks, [&](const auto& b) {
-    return !token_unit && !b.first.samples && !b.first.step && !b.second.step;
-  });
+  // A block counts when both its ends are placed: by a step, samples, or tokens that could be
+  // turned into steps (a block_stop of another log's kind, placed by none, was read as step -2^63).
+  auto placed = [&](const Block& b) { return b.step || b.samples || (b.tokens && token_unit); };
+  std::erase_if(blocks, [&](const auto& b) { return !placed(b.first) || !placed(b.second); });
   bool timed_by_blocks = steps.empty() && !blocks.empty() && gbs && *gbs > 0;
   in_tokens = in_tokens || (timed_by_blocks && token_unit && !blocks.front().first.samples);
   if (timed_by_blocks) {

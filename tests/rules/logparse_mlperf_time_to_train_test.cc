@@ -148,6 +148,34 @@ TEST(MlperfTimeToTrain, GigaComputingUnet3dBlocksWithoutEpochs) {
   EXPECT_EQ(*run.eval_epoch_num, 241920);
 }
 
+TEST(MlperfTimeToTrain, ABlockEndOfAnotherLogsKindChangesNothing) {
+  // NVIDIA's DLRM block_stop (samples_count and step; line 37 of its log) after one of the
+  // U-Net3D blocks above, which place themselves by epochs alone (logparse_mutation_test): that
+  // block, placed at one end only, was read from an empty position, as step -2^63. Left out, the
+  // log reads as without the line.
+  const std::string unet =
+      testing::ReadTestData("logs/mllog_gigacomputing_unet3d_blocks_no_epochs_crlf.log");
+  const std::string dlrm =
+      testing::ReadTestData("logs/mllog_nv_dlrm_hugectr_epoch_fraction_step.log");
+  size_t at = 0;
+  for (int line = 1; line < 274; ++line) at = unet.find('\n', at) + 1;
+  size_t from = 0;
+  for (int line = 1; line < 37; ++line) from = dlrm.find('\n', from) + 1;
+  const std::string block_stop = dlrm.substr(from, dlrm.find('\n', from) + 1 - from);
+  ASSERT_NE(block_stop.find("\"key\": \"block_stop\""), std::string::npos) << block_stop;
+  Result<ParsedLog> mixed = ParseMllog(unet.substr(0, at) + block_stop + unet.substr(at), "u.log");
+  Result<ParsedLog> plain = ParseMllog(unet, "u.log");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  ASSERT_EQ(mixed->iterations.size(), plain->iterations.size());
+  for (size_t i = 0; i < plain->iterations.size(); ++i) {
+    EXPECT_EQ(mixed->iterations[i].step, plain->iterations[i].step);
+    EXPECT_EQ(mixed->iterations[i].span, plain->iterations[i].span);
+    EXPECT_GE(mixed->iterations[i].span, 1);
+  }
+  EXPECT_EQ(*mixed->mlperf->time_to_train_s, *plain->mlperf->time_to_train_s);
+}
+
 TEST(MlperfTimeToTrain, NvidiaBertEvaluationsAtSamples) {
   // v4.1 NVIDIA eos_ngc23.04_pytorch bert: 347.703 s; one epoch_start at epoch_num 0 and one
   // epoch_stop at 2698169 (samples: no epoch timed); 18 evaluations, the last 0.7203474640846252

@@ -219,7 +219,7 @@ Status Cache::PushRecord(const ActionRecord& record, uint64_t* uploaded) {
       if (!*exists) pushes.push_back({Namespace::kCas, d, local_.PathOf(Namespace::kCas, d)});
     }
     for (const RemotePush& p : pushes) {
-      BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(p.src_path));
+      BM_ASSIGN_OR_RETURN(FileInfo info, local_.StatEntry(p.ns, p.key));
       if (!info.exists) {
         return Errorf(ErrorCode::kNotFound, "blob {} of {} is not in the local cache", p.key.Hex(),
                       record.target);
@@ -299,7 +299,7 @@ Result<bool> Cache::HasBlob(const Digest& digest) {
 
 Status Cache::Materialize(const Digest& digest, const std::string& dest, bool executable) {
   std::string path = local_.PathOf(Namespace::kCas, digest);
-  BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
+  BM_ASSIGN_OR_RETURN(FileInfo info, local_.StatEntry(Namespace::kCas, digest));
   if (!info.exists) {
     BM_TRY(FetchFromRemotes(Namespace::kCas, digest));
     BM_ASSIGN_OR_RETURN(info, fs_.Stat(path));
@@ -318,7 +318,7 @@ Status Cache::Materialize(const Digest& digest, const std::string& dest, bool ex
 
 Result<std::string> Cache::ReadBlob(const Digest& digest) {
   std::string path = local_.PathOf(Namespace::kCas, digest);
-  BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
+  BM_ASSIGN_OR_RETURN(FileInfo info, local_.StatEntry(Namespace::kCas, digest));
   if (!info.exists) BM_TRY(FetchFromRemotes(Namespace::kCas, digest));
   BM_ASSIGN_OR_RETURN(std::string bytes, fs_.ReadFile(path));
   if (!(DigestOf(bytes) == digest)) {
@@ -330,7 +330,7 @@ Result<std::string> Cache::ReadBlob(const Digest& digest) {
 
 Result<std::optional<ActionRecord>> Cache::GetAction(const Digest& key) {
   std::string path = local_.PathOf(Namespace::kAc, key);
-  BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
+  BM_ASSIGN_OR_RETURN(FileInfo info, local_.StatEntry(Namespace::kAc, key));
   std::string origin;
   if (info.exists) {
     ++usage_.local_hits;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 
 namespace bm::cache {
 namespace {
@@ -40,8 +41,18 @@ Status LocalStore::Init() {
   }());
 }
 
+Result<FileInfo> LocalStore::StatEntry(Namespace ns, const Digest& key) {
+  std::string path = PathOf(ns, key);
+  BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(path));
+  if (!info.is_dir) return info;
+  BM_TRY(InCache(root_, fs_.RemoveAll(path)));
+  std::fprintf(stderr, "benchmake: warning: cache entry %s was a directory, not a file; removed\n",
+               path.c_str());
+  return FileInfo{};
+}
+
 Result<bool> LocalStore::Exists(Namespace ns, const Digest& key) {
-  BM_ASSIGN_OR_RETURN(FileInfo info, fs_.Stat(PathOf(ns, key)));
+  BM_ASSIGN_OR_RETURN(FileInfo info, StatEntry(ns, key));
   return info.exists;
 }
 

@@ -30,6 +30,10 @@ class LocalStore {
 
   Status Init();  // creates the layout; cheap when it exists
 
+  // The entry's file. A directory where an entry belongs (the store renames only files into
+  // place, so one is damage: a hand's, a restore's) is removed, with a warning, and the entry
+  // reads as missing: a miss, fetched or built again (and installed past, as rename(2) cannot).
+  Result<FileInfo> StatEntry(Namespace ns, const Digest& key);
   Result<bool> Exists(Namespace ns, const Digest& key);
   // Installs the file at src as the entry `key` (a hard link when src has no
   // other name, else a copy; then rename); src is left in place. Blobs become

@@ -17,6 +17,7 @@ struct Entry {
   std::string name;
   uint64_t size;
   int64_t mtime_ns;
+  bool is_dir;  // damage: the store renames only files into place
 };
 
 Result<std::vector<Entry>> ListEntries(LocalStore& store) {
@@ -33,8 +34,9 @@ Result<std::vector<Entry>> ListEntries(LocalStore& store) {
       for (const std::string& name : names) {
         std::string path = dir + "/" + name;
         BM_ASSIGN_OR_RETURN(FileInfo info, fs.Stat(path));
-        if (!info.exists || info.is_dir) continue;
-        entries.push_back(Entry{ns, path, name, info.size, info.mtime_ns});
+        if (!info.exists) continue;
+        entries.push_back(
+            Entry{ns, path, name, info.is_dir ? 0 : info.size, info.mtime_ns, info.is_dir});
       }
     }
   }
@@ -82,6 +84,7 @@ Result<StoreStats> ComputeStats(LocalStore& store) {
   BM_ASSIGN_OR_RETURN(std::vector<Entry> entries, ListEntries(store));
   StoreStats stats;
   for (const Entry& e : entries) {
+    if (e.is_dir) continue;
     if (e.ns == Namespace::kCas) {
       ++stats.blobs;
       stats.blob_bytes += e.size;
@@ -100,7 +103,9 @@ Result<VerifyReport> Verify(LocalStore& store) {
   for (const Entry& e : entries) {
     ++report.checked;
     std::string problem;
-    if (e.ns == Namespace::kCas) {
+    if (e.is_dir) {
+      problem = "a directory, not a file";
+    } else if (e.ns == Namespace::kCas) {
       Result<Digest> d = fs.HashFile(e.path);
       if (!d.ok())
         problem = d.status().message();
@@ -116,7 +121,7 @@ Result<VerifyReport> Verify(LocalStore& store) {
         problem = "record is for key " + r->key.Hex();
     }
     if (!problem.empty()) {
-      Status removed = fs.Remove(e.path);
+      Status removed = e.is_dir ? fs.RemoveAll(e.path) : fs.Remove(e.path);
       if (removed.ok())
         report.evicted.push_back(e.path + ": " + problem);
       else
@@ -142,6 +147,7 @@ Result<GcReport> CollectGarbage(LocalStore& store, uint64_t max_bytes, int64_t n
   for (const Entry& e : entries) total += e.size;
   for (const Entry& e : entries) {
     if (total <= max_bytes) break;
+    if (e.is_dir) continue;  // verify's to report
     BM_TRY(fs.Remove(e.path));
     total -= e.size;
     ++report.removed;

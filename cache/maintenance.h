@@ -4,7 +4,7 @@
 // store holds at most max_bytes, and removes what killed processes left in
 // <root>/tmp/: anything there untouched for an hour (ccache's rule), whatever
 // max_bytes. Verify re-hashes every blob and re-parses every action record;
-// what does not match is reported and evicted.
+// what does not match, or is a directory where an entry belongs, is reported and evicted.
 //
 // Thread safety: safe to run beside builds (an evicted entry is a miss).
 #pragma once

@@ -67,6 +67,30 @@ TEST_F(CacheTest, CorruptBlobIsEvictedAndReported) {
   EXPECT_EQ(cache_.Materialize(*d, "/ws/x/model.bin").code(), ErrorCode::kNotFound);
 }
 
+// The store renames only files into place: a directory where an entry belongs is damage,
+// removed and taken for a miss (it used to fail every build that met it, naming EISDIR).
+TEST_F(CacheTest, ADirectoryWhereAnEntryBelongsIsRemovedAndAMiss) {
+  Digest d = *cache_.PutBytes("weights");
+  std::string blob = cache_.local().PathOf(Namespace::kCas, d);
+  ASSERT_TRUE(fs_.RemoveAll(blob).ok());
+  fs_.Write(blob + "/inside", "x");
+  ASSERT_TRUE(fs_.Stat(blob)->is_dir);
+  fs_.Write("/ws/x/.keep", "");
+  EXPECT_EQ(cache_.Materialize(d, "/ws/x/model.bin").code(), ErrorCode::kNotFound);
+  EXPECT_FALSE(fs_.Exists(blob)) << "removed";
+  EXPECT_FALSE(fs_.Exists(blob + "/inside"));
+  ASSERT_TRUE(cache_.PutBytes("weights").ok());
+  EXPECT_EQ(fs_.Read(blob), "weights");
+
+  Digest key = DigestOf("k");
+  std::string ac = cache_.local().PathOf(Namespace::kAc, key);
+  fs_.Write(ac + "/inside", "x");
+  Result<std::optional<ActionRecord>> got = cache_.GetAction(key);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_FALSE(got->has_value());
+  EXPECT_FALSE(fs_.Exists(ac));
+}
+
 TEST_F(CacheTest, ActionRecordRoundTripAndVersionCheck) {
   ActionRecord r;
   r.key = DigestOf("key");
@@ -197,6 +221,24 @@ TEST_F(CacheTest, VerifyFindsCorruption) {
   EXPECT_EQ(r->evicted.size(), 1u);
   Result<StoreStats> s = ComputeStats(cache_.local());
   EXPECT_EQ(s->blobs, 0u);
+}
+
+TEST_F(CacheTest, VerifyReportsAndRemovesADirectoryWhereAnEntryBelongs) {
+  Digest d = *cache_.PutBytes("x");
+  std::string blob = cache_.local().PathOf(Namespace::kCas, d);
+  ASSERT_TRUE(fs_.RemoveAll(blob).ok());
+  fs_.Write(blob + "/inside", "0123456789");
+  Result<StoreStats> before = ComputeStats(cache_.local());
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->blobs, 0u) << "no blob";
+  Result<GcReport> gc = CollectGarbage(cache_.local(), 0);
+  ASSERT_TRUE(gc.ok()) << gc.status().message();
+  EXPECT_EQ(gc->removed, 0u);
+  Result<VerifyReport> r = Verify(cache_.local());
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->evicted.size(), 1u);
+  EXPECT_EQ(r->evicted[0], blob + ": a directory, not a file");
+  EXPECT_FALSE(fs_.Exists(blob));
 }
 
 TEST_F(CacheTest, VerifyDoesNotCallACorruptEntryEvictedWhenItCouldNotRemoveIt) {

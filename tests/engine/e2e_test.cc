@@ -548,6 +548,48 @@ TEST_F(E2eTest, CorruptBlobIsDetectedReportedAndRebuilt) {
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
 }
 
+// A directory where a cache entry belongs (damage: the store renames only files into place) is
+// a miss: removed with a warning, and the step runs again. It used to fail every build (EISDIR).
+TEST_F(E2eTest, ADirectoryWhereACacheEntryBelongsIsAMissAndTheStepRunsAgain) {
+  BuildOk();
+  Runs();
+  std::vector<fs::path> entries;
+  for (auto& p : fs::recursive_directory_iterator(root_ / "cache/cas"))
+    if (p.is_regular_file() && ReadText(p.path()) == "lbs-4\nraw\n") entries.push_back(p.path());
+  ASSERT_EQ(entries.size(), 1u);
+  for (const fs::path& entry : entries) {
+    fs::remove(entry);
+    fs::create_directories(entry / "inside");
+  }
+  fs::remove_all(ws_ / "out");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(
+      r.output.find("cache entry " + entries[0].string() + " was a directory, not a file; removed"),
+      std::string::npos)
+      << r.output;
+  EXPECT_EQ(Runs(), "train");
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+  EXPECT_TRUE(fs::is_regular_file(entries[0]));
+
+  // An action record's place: `cache verify` names it and removes it; the build after runs
+  // the step again.
+  fs::path record;
+  for (auto& p : fs::recursive_directory_iterator(root_ / "cache/ac"))
+    if (p.is_regular_file() && ReadText(p.path()).find("\"model.bin\"") != std::string::npos)
+      record = p.path();
+  ASSERT_FALSE(record.empty());
+  fs::remove(record);
+  fs::create_directories(record / "inside");
+  Run verify = Benchmake("cache verify");
+  EXPECT_NE(verify.output.find(record.string() + ": a directory, not a file"), std::string::npos)
+      << verify.output;
+  EXPECT_FALSE(fs::exists(record));
+  fs::remove_all(ws_ / "out");
+  BuildOk();
+  EXPECT_EQ(Runs(), "train");
+}
+
 // A record damaged into other JSON (a bit of an output's name flipped) is no hit: evicted, and
 // the step runs again, instead of restoring a file under the damaged name.
 TEST_F(E2eTest, ADamagedActionRecordIsEvictedAndTheStepRunsAgain) {

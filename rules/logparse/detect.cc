@@ -43,6 +43,7 @@ constexpr Kind kKinds[] = {
      "a LitGPT 'iter I step S | loss train: X, ... | iter time: T ms' line"},
     {"torchtune", IsTorchtuneStepLine, "a torchtune 'Step N | loss:X lr:Y ...' metric line"},
     {"torchtune", IsTorchtuneBarLine, "a torchtune training bar 'E|S|Loss: X: ... n/total [...]'"},
+    {"maxtext", IsMaxtextStepLine, "a MaxText 'completed step: N, seconds: S, ...' line"},
 };
 
 // The first line that is a Trainer dict but for its quotes: typographic ones (‘loss’, “loss”),
@@ -162,7 +163,8 @@ Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name) {
         "'step N | epoch E | loss X | ...' lines, Nanotron "
         "'iteration: N / M | ... | lm_loss: X | ...' lines, LitGPT "
         "'iter I step S | loss train: X, ... | iter time: T ms' lines, torchtune "
-        "'Step N | loss:X lr:Y ...' metric lines or training bars 'E|S|Loss: X: ...'{}",
+        "'Step N | loss:X lr:Y ...' metric lines or training bars 'E|S|Loss: X: ...', MaxText "
+        "'completed step: N, seconds: S, ...' lines{}",
         name, CountLines(text), TypographicDictHint(text));
   }
   const LogParser* parser = FindLogParser(d->format);

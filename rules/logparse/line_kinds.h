@@ -35,5 +35,7 @@ bool IsLitgptLine(std::string_view line);
 bool IsTorchtuneStepLine(std::string_view line);
 // "1|26|Loss: 1.2436443567276:  27%|██▋       | 27/101 [07:00<17:31, 14.21s/it]" (torchtune's bar)
 bool IsTorchtuneBarLine(std::string_view line);
+// "completed step: 9, seconds: 5.667, TFLOP/s/device: 134.924, ..." (MaxText)
+bool IsMaxtextStepLine(std::string_view line);
 
 }  // namespace bm::logparse

@@ -4,7 +4,8 @@
 // accelerate), PaddleNLP's step lines, FlagPerf's summary and `[PerfLog]` events, MLPerf
 // `:::MLLOG` events, torchtitan's `step: N  loss: X ...  tps: T` lines, Nanotron's
 // `iteration: N / M | ...` lines, LitGPT's `iter I step S | loss train: X, ... (step)` lines,
-// torchtune's `Step N | loss:X ...` lines (or its `E|S|Loss: X` training bar), and `auto`, which
+// torchtune's `Step N | loss:X ...` lines (or its `E|S|Loss: X` training bar), MaxText's
+// `completed step: N, seconds: S, ...` lines, and `auto`, which
 // recognises the format from the log. One parser per format (one file each), found by name in a
 // small registry, so that the exec rule's `log_format = "megatron"`
 // is one lookup and a new format is one file and one registry line (STYLE.md
@@ -34,9 +35,9 @@
 // step is no record: WholeCount in rules/logparse/line_scan.h); a complete
 // Megatron iteration line from which no field was read (a NeMo 2 line read as Megatron says to set
 // "nemo"); NeMo Automodel records beside NeMo 2 / NeMo 1 ones (two runs' steps, numbered
-// differently); a log without a single record, naming what was looked for and, when another format's
-// lines are there, which log_format reads them ("NAME: no Megatron iteration lines (...) in 61
-// lines; line 12 is a transformers Trainer log dict: set log_format = \"trainer\"").
+// differently); a log without a single record, naming what was looked for and, when another
+// format's lines are there, which log_format reads them ("NAME: no Megatron iteration lines (...)
+// in 61 lines; line 12 is a transformers Trainer log dict: set log_format = \"trainer\"").
 //
 // Thread safety: pure functions; the registry is immutable.
 #pragma once
@@ -207,8 +208,8 @@ struct LogParser {
 
 // nullptr for an unknown name.
 const LogParser* FindLogParser(std::string_view name);
-// "auto, deepspeed, flagperf, flagscale, litgpt, megatron, mllog, nanotron, nemo, paddle,
-// torchtitan, torchtune, trainer"
+// "auto, deepspeed, flagperf, flagscale, litgpt, maxtext, megatron, mllog, nanotron, nemo,
+// paddle, torchtitan, torchtune, trainer"
 std::string LogParserNames();
 // The same names, one an element.
 std::vector<std::string> LogParserNameList();
@@ -219,8 +220,8 @@ std::vector<std::string> LogParserNameList();
 // PaddleNLP step lines, DeepSpeed's engine and timer lines, Trainer dicts, torchtitan's training
 // lines, NeMo Automodel's step lines (these two after the others: a log another format recognises
 // keeps it), then Nanotron's iteration lines, LitGPT's training lines, torchtune's metric lines and
-// training bars (the formats added last, so that a log an earlier release recognised keeps its
-// format).
+// training bars, MaxText's step lines (the formats added last, so that a log an earlier release
+// recognised keeps its format).
 // nullopt when no line matches.
 struct Detected {
   std::string_view format;  // a registry name
@@ -245,6 +246,7 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
 Result<ParsedLog> ParseTorchtuneLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseLitgptLog(std::string_view text, std::string_view name);
+Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name);
 Result<ParsedLog> ParseAutoLog(std::string_view text, std::string_view name);
 
 }  // namespace bm::logparse

@@ -37,6 +37,9 @@ constexpr LogParser kParsers[] = {
     {"litgpt", Read<ParseLitgptLog>, 1,
      "every step after the first: the first iteration holds the start-up (compilation, the first "
      "kernels)"},
+    {"maxtext", Read<ParseMaxtextLog>, 2,
+     "every step after the first two: step 0's time holds the compilation, and the host runs a "
+     "step ahead of the device, so step 1's is its dispatch alone"},
     {"megatron", Read<ParseMegatronLog>, 1, "as FlagScale: every iteration after the first"},
     {"mllog", Read<ParseMllog>, 1, "every step after the first"},
     {"nanotron", Read<ParseNanotronLog>, 1,

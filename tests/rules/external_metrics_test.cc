@@ -484,19 +484,19 @@ TEST(ExecCheck, LogParametersAreChecked) {
       errors({{"log_format", "levanter"}}),
       std::vector<std::string>{
           "log_format: unknown log_format 'levanter': one of none, auto, deepspeed, flagperf, "
-          "flagscale, litgpt, megatron, mllog, nanotron, nemo, paddle, torchtitan, torchtune, "
-          "trainer"});
+          "flagscale, litgpt, maxtext, megatron, mllog, nanotron, nemo, paddle, torchtitan, "
+          "torchtune, trainer"});
   EXPECT_EQ(
       errors({{"log_format", "megatorn"}}),
       std::vector<std::string>{
           "log_format: unknown log_format 'megatorn' (did you mean 'megatron'?): one of none, "
-          "auto, deepspeed, flagperf, flagscale, litgpt, megatron, mllog, nanotron, nemo, paddle, "
-          "torchtitan, torchtune, trainer"});
+          "auto, deepspeed, flagperf, flagscale, litgpt, maxtext, megatron, mllog, nanotron, nemo, "
+          "paddle, torchtitan, torchtune, trainer"});
   EXPECT_EQ(errors({{"mpe", 4096}}),
             std::vector<std::string>{
                 "mpe: mpe describes a parsed log: set log_format too (one of auto, deepspeed, "
-                "flagperf, flagscale, litgpt, megatron, mllog, nanotron, nemo, paddle, torchtitan, "
-                "torchtune, trainer)"});
+                "flagperf, flagscale, litgpt, maxtext, megatron, mllog, nanotron, nemo, paddle, "
+                "torchtitan, torchtune, trainer)"});
   EXPECT_EQ(errors({{"log_format", "megatron"},
                     {"log", "../x.log"},
                     {"metrics", "m.json"},

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <string>
 
 namespace bm::logparse {
@@ -201,6 +202,11 @@ bool IsElisionMark(std::string_view line) {
   }
   if (t == "\xE2\x80\xA6") return true;  // U+2026, the ellipsis character, in UTF-8
   return t.size() >= 3 && t.find_first_not_of('.') == std::string_view::npos;
+}
+
+bool IsCutLastLine(std::string_view text, std::string_view line) {
+  return !text.ends_with('\n') && !std::less<const char*>()(line.data(), text.data()) &&
+         std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size());
 }
 
 void AddIteration(std::vector<Iteration>& its, Iteration it, int64_t* restarts) {

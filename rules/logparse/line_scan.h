@@ -126,6 +126,11 @@ bool NameStartsAt(std::string_view line, size_t at);
 // `...`, `......`, `…`, `[...]`, `(...)`, `<snip>` (spaces around it ignored).
 bool IsElisionMark(std::string_view line);
 
+// Whether `line`, a view into `text`, is its last line and ends without a newline: a log cut off
+// there, whose last field may be cut short. A line that is no view into `text` (a joined copy)
+// never is.
+bool IsCutLastLine(std::string_view text, std::string_view line);
+
 // Appends `it` keeping the series strictly ascending: a record equal to the
 // last one (another rank's copy) is dropped; any other record for a step at
 // or below the last is a resumed run's, and replaces the records from that

@@ -26,8 +26,6 @@
 // time: not read.
 #include <fmt/format.h>
 
-#include <functional>
-
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -174,9 +172,7 @@ Result<ParsedLog> ParseLitgptLog(std::string_view text, std::string_view name) {
     std::optional<LitLine> l = ReadLitLine(line);
     if (!l) return;
     // The log's last line without its newline: its last field may be cut off.
-    const bool cut =
-        !text.ends_with('\n') &&
-        std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size());
+    const bool cut = IsCutLastLine(text, line);
     std::optional<double> loss;
     if (l->loss_at != std::string_view::npos) {
       Result<double> v = LitNumber(line, l->loss_at, "loss", no, name);

@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -130,6 +129,56 @@ bool HostCopy(const std::vector<Iteration>& its, const Iteration& it) {
   return *same->loss == *it.loss || (std::isnan(*same->loss) && std::isnan(*it.loss));
 }
 
+// The start-up's lines: `Config param NAME: VALUE`, `Num_devices: N, shape (...)`, `number
+// parameters: X billion`, each read into a fact; whether the line is one of them.
+bool ReadStartUpLine(std::string_view line, int64_t no, std::string_view name, ParsedLog& log) {
+  constexpr std::string_view kConfig = "Config param ";
+  if (const size_t at = After(line, kConfig); at != std::string_view::npos) {
+    std::string_view rest = line.substr(at);
+    const size_t colon = rest.find(": ");
+    if (colon == std::string_view::npos) return true;
+    std::string_view key = rest.substr(0, colon), value = Trim(rest.substr(colon + 2));
+    const ConfigFactKey keys[] = {{"max_target_length", "mpe"},
+                                  {"per_device_batch_size", "lbs"},
+                                  {"gradient_accumulation_steps", "gas"},
+                                  {"base_num_decoder_layers", "layers"},
+                                  {"base_emb_dim", "hidden"},
+                                  {"base_num_query_heads", "heads"}};
+    for (const ConfigFactKey& k : keys) {
+      if (key != k.path) continue;
+      std::optional<double> v = ParseNumber(value);
+      if (v && WholeCount(*v) && *v > 0)
+        SetConfigFact(log, name, k.fact, *v, no, "MaxText's config print", key);
+    }
+    if (key == "dtype") {
+      const std::string_view precision = value == "bfloat16"  ? "bf16"
+                                         : value == "float16" ? "fp16"
+                                         : value == "float32" ? "fp32"
+                                                              : "";
+      if (!precision.empty())
+        SetConfigPrecision(log, name, precision, no, "MaxText's config print", key);
+    }
+    return true;
+  }
+  if (const size_t at = After(line, "Num_devices: "); at != std::string_view::npos) {
+    size_t end = 0;
+    std::optional<int64_t> n = WholeCount(LeadingNumber(line.substr(at), &end));
+    if (n && *n > 0 && line.substr(at + end).starts_with(",")) SetFact(log, "devices", *n, no);
+    return true;
+  }
+  if (const size_t at = After(line, "number parameters: "); at != std::string_view::npos) {
+    size_t end = 0;
+    std::optional<double> billions = LeadingNumber(line.substr(at), &end);
+    if (billions && *billions > 0 && Trim(line.substr(at + end)) == "billion") {
+      SetFact(log, "parameters", *billions * 1e9, no);
+      log.notes.push_back(fmt::format(
+          "{}:{}: the parameter count is MaxText's, in billions to three decimals", name, no));
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool IsMaxtextStepLine(std::string_view line) {
@@ -147,9 +196,7 @@ Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name) 
     if (!error.ok()) return;
     const std::string_view whole = line;
     line = WithoutRayRepeats(line);
-    const bool cut =
-        line.size() == whole.size() && !text.ends_with('\n') &&
-        std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size());
+    const bool cut = line.size() == whole.size() && IsCutLastLine(text, line);
     if (const size_t at = EvalStart(line); at != std::string_view::npos) {
       std::string_view rest = line.substr(at);
       const size_t comma = rest.find(", ");
@@ -173,50 +220,7 @@ Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name) 
     }
     if (line.find("Memstats: ") != std::string_view::npos && memstats_line == 0) memstats_line = no;
     if (tunix_line == 0 && IsTunixStepLine(line)) tunix_line = no;
-    constexpr std::string_view kConfig = "Config param ";
-    if (const size_t at = After(line, kConfig); at != std::string_view::npos) {
-      std::string_view rest = line.substr(at);
-      const size_t colon = rest.find(": ");
-      if (colon == std::string_view::npos) return;
-      std::string_view key = rest.substr(0, colon), value = Trim(rest.substr(colon + 2));
-      const ConfigFactKey keys[] = {{"max_target_length", "mpe"},
-                                    {"per_device_batch_size", "lbs"},
-                                    {"gradient_accumulation_steps", "gas"},
-                                    {"base_num_decoder_layers", "layers"},
-                                    {"base_emb_dim", "hidden"},
-                                    {"base_num_query_heads", "heads"}};
-      for (const ConfigFactKey& k : keys) {
-        if (key != k.path) continue;
-        std::optional<double> v = ParseNumber(value);
-        if (v && WholeCount(*v) && *v > 0)
-          SetConfigFact(log, name, k.fact, *v, no, "MaxText's config print", key);
-      }
-      if (key == "dtype") {
-        const std::string_view precision = value == "bfloat16"  ? "bf16"
-                                           : value == "float16" ? "fp16"
-                                           : value == "float32" ? "fp32"
-                                                                : "";
-        if (!precision.empty())
-          SetConfigPrecision(log, name, precision, no, "MaxText's config print", key);
-      }
-      return;
-    }
-    if (const size_t at = After(line, "Num_devices: "); at != std::string_view::npos) {
-      size_t end = 0;
-      std::optional<int64_t> n = WholeCount(LeadingNumber(line.substr(at), &end));
-      if (n && *n > 0 && line.substr(at + end).starts_with(",")) SetFact(log, "devices", *n, no);
-      return;
-    }
-    if (const size_t at = After(line, "number parameters: "); at != std::string_view::npos) {
-      size_t end = 0;
-      std::optional<double> billions = LeadingNumber(line.substr(at), &end);
-      if (billions && *billions > 0 && Trim(line.substr(at + end)) == "billion") {
-        SetFact(log, "parameters", *billions * 1e9, no);
-        log.notes.push_back(fmt::format(
-            "{}:{}: the parameter count is MaxText's, in billions to three decimals", name, no));
-      }
-      return;
-    }
+    if (ReadStartUpLine(line, no, name, log)) return;
     std::optional<StepStart> start = FindStep(line);
     if (!start) return;
     if (!start->step) {

@@ -32,7 +32,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <functional>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -103,9 +102,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
     int64_t step = 0;
     const size_t at = NanotronFields(line, &step);
     if (at == std::string_view::npos) return;
-    const bool cut =
-        !text.ends_with('\n') &&
-        std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size());
+    const bool cut = IsCutLastLine(text, line);
     Iteration it;
     it.step = step;
     it.line = no;

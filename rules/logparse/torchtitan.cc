@@ -53,7 +53,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
@@ -288,10 +287,7 @@ Result<ParsedLog> ParseTorchtitanLog(std::string_view text, std::string_view nam
       return;
     }
     // The log's last line without its newline (a joined line is a copy: never that).
-    const bool cut =
-        !text.ends_with('\n') &&
-        std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size()) &&
-        !std::less<const char*>()(line.data(), text.data());
+    const bool cut = IsCutLastLine(text, line);
     std::string_view fields = line.substr(s.at);
     auto field = [&](std::string_view key) {
       Result<std::optional<double>> v = TitanField(fields, key, cut, no, name);

@@ -28,8 +28,6 @@
 // bar (rules/logparse/torchtune_bar.h): each step's loss, and its time to +-1 s.
 #include <fmt/format.h>
 
-#include <functional>
-
 #include "rules/logparse/line_kinds.h"
 #include "rules/logparse/line_scan.h"
 #include "rules/logparse/log_parser.h"
@@ -142,9 +140,7 @@ Result<ParsedLog> ParseTorchtuneLog(std::string_view text, std::string_view name
       return;
     }
     // The log's last line without its newline: its last field may be cut off.
-    const bool cut =
-        !text.ends_with('\n') &&
-        std::equal_to<const char*>()(line.data() + line.size(), text.data() + text.size());
+    const bool cut = IsCutLastLine(text, line);
     Iteration it;
     it.step = step;
     it.line = no;

@@ -590,6 +590,25 @@ TEST_F(E2eTest, ADirectoryWhereACacheEntryBelongsIsAMissAndTheStepRunsAgain) {
   EXPECT_EQ(Runs(), "train");
 }
 
+// Ninja's build log in .benchmake/ replaced by a directory stopped ninja with "Error writing to
+// build log: Is a directory", naming no path: it is removed, with a warning naming it.
+TEST_F(E2eTest, ADirectoryWhereNinjasLogBelongsIsRemoved) {
+  BuildOk();
+  Runs();
+  const fs::path log = ws_ / ".benchmake/.ninja_log";
+  ASSERT_TRUE(fs::is_regular_file(log));
+  fs::remove(log);
+  fs::create_directories(log / "inside");
+  fs::remove_all(ws_ / "out/eval");
+  Run r = Benchmake("build");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(log.string() + " was a directory, not ninja's log; removed"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::is_regular_file(log));
+  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+}
+
 // A record damaged into other JSON (a bit of an output's name flipped) is no hit: evicted, and
 // the step runs again, instead of restoring a file under the damaged name.
 TEST_F(E2eTest, ADamagedActionRecordIsEvictedAndTheStepRunsAgain) {

@@ -19,7 +19,8 @@
 // no recomputation) / seconds: read as the record's rates. During a batch-size ramp-up
 // (`[Rampup Batch Size Phase] completed step: ...`) and at the profiler's boundary steps
 // (`completed profiler activation/deactivation step: N`, no seconds) the rates are not printed:
-// such a record has its loss alone. `loss` is the step's mean loss over its tokens (padding left
+// such a record has its loss alone (a ramp-up step's seconds time a smaller batch than the
+// start-up states: not read). `loss` is the step's mean loss over its tokens (padding left
 // out: `total_weights` counts the real ones).
 //
 // Also read: `Completed eval after train step N, loss=x, ...` (`_log_eval_metrics`: the mean loss
@@ -261,10 +262,11 @@ Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name) 
         }
       }
     }
-    if (seconds) it.ms = *seconds * 1000.0;
+    // A ramp-up step's batch is smaller than the one the start-up states: it is not timed.
+    const bool rampup = line.find("[Rampup Batch Size Phase]") != std::string_view::npos;
+    if (rampup && rampup_line == 0) rampup_line = no;
+    if (seconds && !rampup) it.ms = *seconds * 1000.0;
     if (tflops) it.flops_per_device_per_s = *tflops * 1e12;
-    if (line.find("[Rampup Batch Size Phase]") != std::string_view::npos && rampup_line == 0)
-      rampup_line = no;
     if (start->hidden && hidden_line == 0) hidden_line = no;
     if (HostCopy(log.iterations, it)) {
       if (copies++ == 0) first_copy_line = no;
@@ -309,8 +311,8 @@ Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name) 
   }
   if (rampup_line > 0) {
     log.notes.push_back(fmt::format(
-        "{}:{}: a batch-size ramp-up step: MaxText prints no rates for it, and its tokens are not "
-        "the full batch's: no throughput from those steps",
+        "{}:{}: a batch-size ramp-up step: MaxText prints no rates for it, and its batch is not "
+        "the full one: those steps are not timed",
         name, rampup_line));
   }
   if (hidden_line > 0) {

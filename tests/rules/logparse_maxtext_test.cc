@@ -180,6 +180,36 @@ TEST(Maxtext, EvaluationsAloneAreNoTrainingLog) {
       << r.status().message();
 }
 
+TEST(Maxtext, RampUpStepsAreNotTimed) {
+  // The guide's run as MaxText prints it under a batch-size ramp-up to step 4
+  // (`rampup_end_step`): `[Rampup Batch Size Phase] ` before steps 0-4 and no rates on them
+  // (metric_logger.py `_log_training_metrics`). Their batch is not the full 24 a device: only
+  // printed steps 5-9 (28.340 s) are timed.
+  std::string text = testing::ReadTestData("logs/maxtext_docs_tpu_v5p_deepseek2_16b_startup.log");
+  for (int step = 0; step <= 4; ++step) {
+    const std::string head = "completed step: " + std::to_string(step) + ", seconds: ";
+    const size_t at = text.find(head);
+    ASSERT_NE(at, std::string::npos);
+    const size_t rates = text.find(", TFLOP/s/device: ", at);
+    const size_t weights = text.find(", total_weights: ", at);
+    text.erase(rates, weights - rates);
+    text.insert(at, "[Rampup Batch Size Phase] ");
+  }
+  const logparse::LogParser* parser = logparse::FindLogParser("maxtext");
+  Result<ParsedLog> log = parser->parse(text, "ramp.log");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_FALSE(log->iterations[4].ms);
+  EXPECT_EQ(log->iterations[4].loss, 11.110);
+  EXPECT_EQ(log->iterations[5].ms, 5668.0);
+  Result<ExternalMetrics> ext = BuildExternalMetrics(
+      *parser, *log, "ramp.log", testing_logs::Params({{"log_format", "maxtext"}}), {});
+  ASSERT_TRUE(ext.ok()) << ext.status().message();
+  EXPECT_EQ(ext->metrics["throughput"]["measured_steps"], 5);
+  EXPECT_NEAR(ext->metrics["throughput"]["tokens_per_device_per_s"].get<double>(),
+              5 * 24 * 2048 / (5.668 + 5.668 + 5.669 + 5.668 + 5.667), 1e-9);
+  EXPECT_TRUE(testing_logs::HasNote(log->notes, "ramp.log:33: a batch-size ramp-up step"));
+}
+
 TEST(Maxtext, BadFieldsNameTheLine) {
   const std::string good =
       testing::ReadTestData("logs/maxtext_docs_tpu_v5p_deepseek2_16b_startup.log");

@@ -4,6 +4,8 @@
 // input, which names the file and line.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "rules/logparse/log_parser.h"
 #include "tests/rules/read_log.h"
 #include "tests/support/test_data.h"
@@ -178,6 +180,32 @@ TEST(Maxtext, EvaluationsAloneAreNoTrainingLog) {
           "in 8 lines (its 2 evaluation line(s), the first at line 4, are no training steps)"),
       std::string::npos)
       << r.status().message();
+}
+
+TEST(Maxtext, ALossGoneNan) {
+  // A Gemma3-like model on a TPU v6e (8 devices) whose loss turns `nan` at step 9 (line 16) and
+  // stays so, between TensorBoard's `x2num.py:13] NaN or Inf found in input tensor.` warnings:
+  // steps 9-12, four NaN steps; the time and rates of every step are read.
+  Result<Read> r = ReadLog("maxtext_tpu_v6e_loss_nan.log", "auto");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ParsedLog& log = r->log;
+  ASSERT_EQ(log.iterations.size(), 13u);
+  EXPECT_EQ(r->Loss(9), 11.938);
+  ASSERT_TRUE(r->Loss(10));
+  EXPECT_TRUE(std::isnan(*r->Loss(10)));
+  EXPECT_EQ(log.iterations[9].line, 16);
+  EXPECT_EQ(log.iterations[9].nan, 1);
+  EXPECT_EQ(log.iterations[12].nan, 1);
+  EXPECT_EQ(log.iterations[8].nan, 0);
+  EXPECT_EQ(r->m()["provenance"]["nan_iterations"], 4);
+  // Printed steps 2-12 (4.570 s), the printed rates each weighted by its time.
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 11);
+  EXPECT_NEAR(r->PerDevice(),
+              (19041.686 * 0.215 + 9448.085 * 0.434 + 9433.680 * 0.434 + 9447.649 * 0.434 +
+               9245.716 * 0.443 + 9254.155 * 0.443 + 9320.466 * 0.439 + 9317.922 * 0.440 +
+               9423.869 * 0.435 + 9606.004 * 0.426 + 9603.144 * 0.427) /
+                  4.570,
+              1e-6);
 }
 
 TEST(Maxtext, RampUpStepsAreNotTimed) {

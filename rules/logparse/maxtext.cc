@@ -10,10 +10,12 @@
 // run under Tunix, whose PeftTrainer prints `Train step N training loss: ...` beside it, counts
 // from 1: step N). `seconds` is the host's time
 // between the returns of two consecutive `p_train_step` dispatches (train.py's step_time_delta):
-// JAX dispatches asynchronously and the host runs one step ahead, blocking when it reads the
-// previous step's metrics, so step 0's time holds the compilation, step 1's only its dispatch
-// (0.3 s of a 5.7 s step in MaxText's own guide), and from step 2 on a step's seconds are a
-// step of the device's time: the default warm-up leaves out two steps. `Tokens/s/device` =
+// JAX dispatches asynchronously and the host blocks only when it reads a step's metrics, so the
+// first step's time holds the compilation and, while the device's queue fills, the next one or
+// two time their dispatch alone (0.319 s of a 5.66 s step in MaxText's own guide; 0.277 s and
+// 0.215 s of 0.43 s on a TPU v6e; MaxText's benchmark scripts average the last steps only);
+// from there on a step's seconds are a step of the device's time: the default warm-up leaves out
+// three steps. `Tokens/s/device` =
 // per_device_batch_size x max_target_length / seconds, `TFLOP/s/device` = the model FLOPs of a
 // device's step (calculate_tflops_training_per_device: the weights' matmuls x 6 and attention's,
 // no recomputation) / seconds: read as the record's rates. During a batch-size ramp-up

@@ -30,6 +30,7 @@ TEST(Maxtext, TheGuidesRunWithItsStartUp) {
   EXPECT_EQ(log.iterations[0].line, 33);
   EXPECT_EQ(log.iterations[0].ms, 44923.0);  // step 0: the compilation
   EXPECT_EQ(log.iterations[1].ms, 319.0);    // step 1: its dispatch alone
+  EXPECT_EQ(log.iterations[2].ms, 5658.0);
   EXPECT_EQ(log.iterations[9].tokens_per_device_per_s, 8672.758);
   EXPECT_EQ(log.iterations[9].flops_per_device_per_s, 134.924e12);
   EXPECT_EQ(r->Loss(1), 12.038);
@@ -41,13 +42,13 @@ TEST(Maxtext, TheGuidesRunWithItsStartUp) {
   EXPECT_EQ(log.facts.at("parameters").value, 15.933e9);
   EXPECT_FALSE(log.peak_memory_bytes);  // Memstats (line 25) are bytes in use, no peak
   const json& m = r->m();
-  // Printed steps 2-9 (45.069 s), 24 x 2048 tokens a device each.
-  EXPECT_EQ(m["throughput"]["measured_steps"], 8);
-  EXPECT_EQ(m["throughput"]["excluded_warmup_steps"], 2);
-  EXPECT_NEAR(r->PerDevice(), 8 * 24 * 2048 / 45.069, 1e-9);
+  // Printed steps 3-9 (39.411 s), 24 x 2048 tokens a device each.
+  EXPECT_EQ(m["throughput"]["measured_steps"], 7);
+  EXPECT_EQ(m["throughput"]["excluded_warmup_steps"], 3);
+  EXPECT_NEAR(r->PerDevice(), 7 * 24 * 2048 / 39.411, 1e-9);
   // The records' TFLOP/s/device over the same steps, each step weighted by its time
-  // (records_mfu.h): 8 / the sum of 1 / TFLOP/s.
-  EXPECT_NEAR(m["mfu"]["stated_flops_per_device"].get<double>(), 135.731571e12, 1e6);
+  // (records_mfu.h): 7 / the sum of 1 / TFLOP/s.
+  EXPECT_NEAR(m["mfu"]["stated_flops_per_device"].get<double>(), 135.813908e12, 1e6);
   EXPECT_EQ(m["model"]["parameters"], 15.933e9);
   EXPECT_TRUE(
       r->Note("log_format auto: read as maxtext "
@@ -77,10 +78,11 @@ TEST(Maxtext, AGpuRunOf2024WithoutTokenRates) {
   EXPECT_EQ(log.facts.at("mpe").value, 2048);
   EXPECT_EQ(log.precision, "bf16");
   EXPECT_EQ(log.facts.at("parameters").value, 6.738e9);
-  // Printed steps 2-29 (136.813 s), 12 x 2048 tokens a device each: the global batch 12 x 8.
-  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 28);
-  EXPECT_NEAR(r->PerDevice(), 28 * 12 * 2048 / 136.813, 1e-9);
-  EXPECT_NEAR(r->m()["mfu"]["stated_flops_per_device"].get<double>(), 211.449791e12, 1e6);
+  // Printed steps 3-29 (133.760 s; step 1 took 176.734 s, step 2 3.053 s of ~4.5), 12 x 2048
+  // tokens a device each: the global batch 12 x 8.
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 27);
+  EXPECT_NEAR(r->PerDevice(), 27 * 12 * 2048 / 133.760, 1e-9);
+  EXPECT_NEAR(r->m()["mfu"]["stated_flops_per_device"].get<double>(), 208.552145e12, 1e6);
 }
 
 TEST(Maxtext, RayMultiHostCopiesAndRepeats) {
@@ -109,22 +111,21 @@ TEST(Maxtext, TheNewestFieldsAfterTheLoss) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{2, 3, 4}));
   EXPECT_EQ(r->Loss(4), 12.979);
-  // Printed steps 2 and 3 (10.228 s and 10.344 s); step 1 (0.631 s) is a warm-up step.
-  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 2);
-  EXPECT_NEAR(r->PerDevice(), (19222.175 * 10.228 + 19006.461 * 10.344) / (10.228 + 10.344), 1e-6);
+  // Printed step 3 alone (10.344 s): steps 0-2 are the warm-up (1, 0.631 s, is a dispatch alone).
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 1);
+  EXPECT_NEAR(r->PerDevice(), 19006.461, 1e-6);
 }
 
 TEST(Maxtext, AnExcerptWithElisionsAsItIs) {
   // maxtest's guide: steps 0-4 with the author's `...` lines between; step 2 printed at 0.002 s
-  // (19,907,654.921 tokens/s/device), after step 1's 12.444 s: the host's intervals as printed.
+  // (19,907,654.921 tokens/s/device) after step 1's 12.444 s, inside the warm-up: printed steps
+  // 3 and 4 are timed.
   Result<Read> r = ReadLog("maxtext_tpu_maxtest_v5p_getting_started.log", "maxtext");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->Steps(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
   EXPECT_EQ(r->Loss(5), 9.610);
-  EXPECT_NEAR(
-      r->PerDevice(),
-      (19907654.921 * 0.002 + 4195.595 * 11.715 + 4221.032 * 11.645) / (0.002 + 11.715 + 11.645),
-      1e-6);
+  EXPECT_EQ(r->At(3)->ms, 2.0);
+  EXPECT_NEAR(r->PerDevice(), (4195.595 * 11.715 + 4221.032 * 11.645) / (11.715 + 11.645), 1e-6);
 }
 
 TEST(Maxtext, ATunixRunCountsFromOne) {
@@ -149,9 +150,9 @@ TEST(Maxtext, ATunixRunCountsFromOne) {
   EXPECT_EQ(log.facts.at("devices").line, 1);
   EXPECT_EQ(log.facts.at("parameters").value, 0.596e9);
   EXPECT_TRUE(r->Note("maxtext_tunix_dpo_qwen3_start.log:128: a post-training run under Tunix"));
-  // Printed steps 3-30 (7.002 s).
-  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 28);
-  EXPECT_NEAR(r->PerDevice(), 16377.786665, 1e-6);
+  // Printed steps 4-30 (6.748 s; step 2 took 0.570 s, the others 0.25).
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 27);
+  EXPECT_NEAR(r->PerDevice(), 16388.303072, 1e-6);
 
   // Its end: steps 495-500 and the evaluation after step 500 (line 19, loss=0.516; Tunix's own
   // line 18 says 0.604500 and is not read).
@@ -198,13 +199,14 @@ TEST(Maxtext, ALossGoneNan) {
   EXPECT_EQ(log.iterations[12].nan, 1);
   EXPECT_EQ(log.iterations[8].nan, 0);
   EXPECT_EQ(r->m()["provenance"]["nan_iterations"], 4);
-  // Printed steps 2-12 (4.570 s), the printed rates each weighted by its time.
-  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 11);
+  // Printed steps 3-12 (4.355 s; steps 1 and 2, 0.277 s and 0.215 s, time their dispatch alone),
+  // the printed rates each weighted by its time.
+  EXPECT_EQ(r->m()["throughput"]["measured_steps"], 10);
   EXPECT_NEAR(r->PerDevice(),
-              (19041.686 * 0.215 + 9448.085 * 0.434 + 9433.680 * 0.434 + 9447.649 * 0.434 +
-               9245.716 * 0.443 + 9254.155 * 0.443 + 9320.466 * 0.439 + 9317.922 * 0.440 +
-               9423.869 * 0.435 + 9606.004 * 0.426 + 9603.144 * 0.427) /
-                  4.570,
+              (9448.085 * 0.434 + 9433.680 * 0.434 + 9447.649 * 0.434 + 9245.716 * 0.443 +
+               9254.155 * 0.443 + 9320.466 * 0.439 + 9317.922 * 0.440 + 9423.869 * 0.435 +
+               9606.004 * 0.426 + 9603.144 * 0.427) /
+                  4.355,
               1e-6);
 }
 

@@ -3554,7 +3554,7 @@ TEST(Registry, FormatsByName) {
   EXPECT_EQ(FindLogParser("torchtitan")->default_warmup_steps, 1);
   EXPECT_EQ(FindLogParser("torchtune")->default_warmup_steps, 1);
   EXPECT_EQ(FindLogParser("nanotron")->default_warmup_steps, 1);
-  EXPECT_EQ(FindLogParser("maxtext")->default_warmup_steps, 2);
+  EXPECT_EQ(FindLogParser("maxtext")->default_warmup_steps, 3);
   EXPECT_EQ(LogParserNames(),
             "auto, deepspeed, flagperf, flagscale, litgpt, maxtext, megatron, mllog, nanotron, "
             "nemo, paddle, torchtitan, torchtune, trainer");

@@ -208,9 +208,9 @@ Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name) 
       if (comma != std::string_view::npos && rest.substr(comma + 2).starts_with("loss=")) {
         std::string_view value = rest.substr(comma + 2 + 5);
         const size_t end = value.find(',');
-        if (end == std::string_view::npos && cut) return;  // the cut-off last field
-        loss = ParseNumber(value.substr(0, end));
+        if (end != std::string_view::npos || !cut) loss = ParseNumber(value.substr(0, end));
       }
+      if (cut && (comma == std::string_view::npos || !loss)) return;  // cut off before its loss
       if (!step || !loss) {
         error = Errorf(ErrorCode::kCorrupt,
                        "{}:{}: a MaxText evaluation line without a whole step and a loss (as in "

@@ -240,6 +240,28 @@ TEST(Maxtext, RampUpStepsAreNotTimed) {
   EXPECT_TRUE(testing_logs::HasNote(log->notes, "ramp.log:33: a batch-size ramp-up step"));
 }
 
+TEST(Maxtext, ALogCutInAnEvaluationLine) {
+  // The Tunix run's end cut inside its evaluation line (line 19) at three places: before the
+  // step's comma, inside the loss, after it; the lines before are read, the cut evaluation only
+  // where its loss is whole (a comma after it).
+  const std::string text = testing::ReadTestData("logs/maxtext_tunix_dpo_qwen3_end.log");
+  const size_t eval = text.find("Completed eval after train step 500, loss=0.516, ");
+  ASSERT_NE(eval, std::string::npos);
+  const logparse::LogParser* parser = logparse::FindLogParser("maxtext");
+  struct Cut {
+    std::string_view through;
+    size_t evals;
+  };
+  for (const Cut& c : {Cut{"Completed eval after train step 50", 0},
+                       Cut{"Completed eval after train step 500, loss=0.5", 0},
+                       Cut{"Completed eval after train step 500, loss=0.516, perp", 1}}) {
+    Result<ParsedLog> log = parser->parse(text.substr(0, eval + c.through.size()), "cut.log");
+    ASSERT_TRUE(log.ok()) << c.through << ": " << log.status().message();
+    EXPECT_EQ(log->iterations.size(), 5u) << c.through;
+    EXPECT_EQ(log->evals.size(), c.evals) << c.through;
+  }
+}
+
 TEST(Maxtext, BadFieldsNameTheLine) {
   const std::string good =
       testing::ReadTestData("logs/maxtext_docs_tpu_v5p_deepseek2_16b_startup.log");

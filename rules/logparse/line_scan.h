@@ -131,6 +131,23 @@ bool IsElisionMark(std::string_view line);
 // never is.
 bool IsCutLastLine(std::string_view text, std::string_view line);
 
+// The `key: value` fields of a record's text, separated by `sep` (" | ", ", "): fn(key, value),
+// both trimmed, for each; a field without ": " is skipped, and so is the last one where the
+// record is a cut-off last line (`cut`: IsCutLastLine), which may be cut short. fn returns
+// whether to go on.
+template <typename Fn>
+void ForEachKeyValue(std::string_view fields, std::string_view sep, bool cut, Fn&& fn) {
+  while (!fields.empty()) {
+    const size_t end = fields.find(sep);
+    if (end == std::string_view::npos && cut) return;
+    std::string_view field = Trim(fields.substr(0, end));
+    fields = end == std::string_view::npos ? std::string_view() : fields.substr(end + sep.size());
+    const size_t colon = field.find(": ");
+    if (colon == std::string_view::npos) continue;
+    if (!fn(field.substr(0, colon), Trim(field.substr(colon + 2)))) return;
+  }
+}
+
 // Appends `it` keeping the series strictly ascending: a record equal to the
 // last one (another rank's copy) is dropped; any other record for a step at
 // or below the last is a resumed run's, and replaces the records from that

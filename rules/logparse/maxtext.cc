@@ -236,16 +236,7 @@ Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name) 
     it.step = *start->step;  // as printed: made 1-based below
     it.line = no;
     std::optional<double> seconds, tflops;
-    std::string_view fields = start->fields;
-    while (!fields.empty()) {
-      const size_t comma = fields.find(", ");
-      if (comma == std::string_view::npos && cut) break;  // the cut-off last field
-      std::string_view field = Trim(fields.substr(0, comma));
-      fields = comma == std::string_view::npos ? std::string_view() : fields.substr(comma + 2);
-      const size_t colon = field.find(": ");
-      if (colon == std::string_view::npos) continue;
-      std::string_view key = field.substr(0, colon);
-      std::string_view value = Trim(field.substr(colon + 2));
+    ForEachKeyValue(start->fields, ", ", cut, [&](std::string_view key, std::string_view value) {
       struct Key {
         std::string_view key;
         std::optional<double>* target;
@@ -260,10 +251,12 @@ Result<ParsedLog> ParseMaxtextLog(std::string_view text, std::string_view name) 
         if (!*k.target) {
           error = Errorf(ErrorCode::kCorrupt, "{}:{}: MaxText's '{}' is '{}', not a number", name,
                          no, key, value);
-          return;
+          return false;
         }
       }
-    }
+      return true;
+    });
+    if (!error.ok()) return;
     // A ramp-up step's batch is smaller than the one the start-up states: it is not timed.
     const bool rampup = line.find("[Rampup Batch Size Phase]") != std::string_view::npos;
     if (rampup && rampup_line == 0) rampup_line = no;

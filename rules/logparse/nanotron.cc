@@ -108,16 +108,7 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
     it.line = no;
     std::optional<double> gbs, memory, tokens_per_s, tflops;
     bool gbs_rounded = false;
-    std::string_view fields = line.substr(at);
-    while (!fields.empty()) {
-      const size_t bar = fields.find(" | ");
-      if (bar == std::string_view::npos && cut) break;  // the cut-off last field
-      std::string_view field = Trim(fields.substr(0, bar));
-      fields = bar == std::string_view::npos ? std::string_view() : fields.substr(bar + 3);
-      const size_t colon = field.find(": ");
-      if (colon == std::string_view::npos) continue;
-      std::string_view key = field.substr(0, colon);
-      std::string_view value = Trim(field.substr(colon + 2));
+    ForEachKeyValue(line.substr(at), " | ", cut, [&](std::string_view key, std::string_view value) {
       struct Key {
         std::string_view key;
         std::optional<double>* target;
@@ -138,14 +129,16 @@ Result<ParsedLog> ParseNanotronLog(std::string_view text, std::string_view name)
         if (!v) {
           error = Errorf(ErrorCode::kCorrupt, "{}:{}: Nanotron's '{}' is '{}', not a number", name,
                          no, key, value);
-          return;
+          return false;
         }
         *k.target = v;
         // human_format keeps 3 digits: a count of 1000 or more (`1.02K` for 1024) is rounded.
         if (k.key == "global_batch_size")
           gbs_rounded = !value.empty() && std::isalpha(static_cast<unsigned char>(value.back()));
       }
-    }
+      return true;
+    });
+    if (!error.ok()) return;
     if (tflops) it.flops_per_device_per_s = *tflops * 1e12;
     if (memory && *memory > reserved) reserved = *memory;
     if (tokens_per_s && it.tokens_per_device_per_s && *it.tokens_per_device_per_s > 0) {

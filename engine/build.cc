@@ -51,24 +51,6 @@ Result<FileLock> LockWorkspace(const Workspace& ws) {
   return lock;
 }
 
-// Ninja's own files in .benchmake/, its build log and deps log: a directory in a file's place (a
-// hand's or a restore's damage) stops ninja with "Error writing to build log: Is a directory",
-// which names no path. They record only what ninja ran, so such a directory is removed, with a
-// warning naming it, and ninja starts them again.
-Status RemoveDirectoriesWhereNinjasLogsBelong(const Workspace& ws) {
-  for (const char* file : {"/.ninja_log", "/.ninja_deps"}) {
-    const std::string path = ws.StateDir() + file;
-    BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(path));
-    if (!info.is_dir) continue;
-    BM_TRY(ws.fs->RemoveAll(path));
-    std::fprintf(stderr,
-                 "benchmake: warning: %s was a directory, not ninja's log; removed (ninja "
-                 "starts it again)\n",
-                 path.c_str());
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
@@ -115,7 +97,8 @@ Status BuildWithNinja(const Workspace& ws, const BuildOptions& options) {
   BM_TRY(PlanBuild(ws, options.targets, gen.targets).status());
   BM_TRY(ForgetCleanStamp(ws));
   BM_ASSIGN_OR_RETURN(const std::string generated, GeneratedState(ws, gen.targets));
-  BM_TRY(RemoveDirectoriesWhereNinjasLogsBelong(ws));
+  BM_TRY(RemoveDirectoryWhereStateBelongs(ws, ws.StateDir() + "/.ninja_log", "ninja's log"));
+  BM_TRY(RemoveDirectoryWhereStateBelongs(ws, ws.StateDir() + "/.ninja_deps", "ninja's deps log"));
   for (const std::string& t : options.targets) cmd.argv.push_back(fmt::format("t/{}.out", t));
   // Every step of this build shares one remote-cache verdict (cache/run_health.h).
   cmd.env["BENCHMAKE_RUN_ID"] = cache::RunHealth::NewRunId();

@@ -1,5 +1,6 @@
 #include "engine/generate.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -220,9 +221,23 @@ Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const 
                 why.message());
 }
 
+Status RemoveDirectoryWhereStateBelongs(const Workspace& ws, const std::string& path,
+                                        std::string_view what) {
+  BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(path));
+  if (!info.is_dir) return Status::Ok();
+  BM_TRY(ws.fs->RemoveAll(path));
+  std::fprintf(stderr,
+               "benchmake: warning: %s was a directory, not %.*s; removed, to be written again\n",
+               path.c_str(), static_cast<int>(what.size()), what.data());
+  return Status::Ok();
+}
+
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options) {
   Filesystem& fs = *ws.fs;
   std::string stamp_path = StampPath(ws);
+  BM_TRY(RemoveDirectoryWhereStateBelongs(ws, stamp_path, "the generator's stamp"));
+  BM_TRY(
+      RemoveDirectoryWhereStateBelongs(ws, ws.StateDir() + "/build.ninja", "ninja's build file"));
   std::string env = EnvDigest(options.executor);
   std::optional<Stamp> old;
   if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);

@@ -55,6 +55,13 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
 // again".
 Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const Status& why);
 
+// A directory where one of the files benchmake or ninja keep in .benchmake/ belongs (`path`,
+// `what` it stands in for): a hand's or a restore's damage, since they are only ever written
+// whole, which stops every build at EISDIR. Removed, with a warning naming it, so that the file
+// is written again; nothing done where there is none.
+Status RemoveDirectoryWhereStateBelongs(const Workspace& ws, const std::string& path,
+                                        std::string_view what);
+
 // The validated graph (parses the BENCHFILE; no state written).
 Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws);
 

@@ -590,23 +590,27 @@ TEST_F(E2eTest, ADirectoryWhereACacheEntryBelongsIsAMissAndTheStepRunsAgain) {
   EXPECT_EQ(Runs(), "train");
 }
 
-// Ninja's build log in .benchmake/ replaced by a directory stopped ninja with "Error writing to
-// build log: Is a directory", naming no path: it is removed, with a warning naming it.
-TEST_F(E2eTest, ADirectoryWhereNinjasLogBelongsIsRemoved) {
+// A directory where a file of .benchmake/ belongs stopped every build at EISDIR: ninja's
+// "Error writing to build log: Is a directory" (naming no path), "loading 'build.ninja': Is a
+// directory", "renaming to .../generated: Is a directory". It is removed, with a warning naming
+// it, and the file written again.
+TEST_F(E2eTest, ADirectoryWhereAStateFileBelongsIsRemoved) {
   BuildOk();
   Runs();
-  const fs::path log = ws_ / ".benchmake/.ninja_log";
-  ASSERT_TRUE(fs::is_regular_file(log));
-  fs::remove(log);
-  fs::create_directories(log / "inside");
-  fs::remove_all(ws_ / "out/eval");
-  Run r = Benchmake("build");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find(log.string() + " was a directory, not ninja's log; removed"),
-            std::string::npos)
-      << r.output;
-  EXPECT_TRUE(fs::is_regular_file(log));
-  EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n");
+  for (const char* name : {".ninja_log", "build.ninja", "generated"}) {
+    const fs::path file = ws_ / ".benchmake" / name;
+    ASSERT_TRUE(fs::is_regular_file(file)) << name;
+    fs::remove(file);
+    fs::create_directories(file / "inside");
+    fs::remove_all(ws_ / "out/eval");
+    Run r = Benchmake("build");
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    EXPECT_NE(r.output.find(file.string() + " was a directory, not "), std::string::npos)
+        << r.output;
+    EXPECT_TRUE(fs::is_regular_file(file)) << name;
+    EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n") << name;
+  }
+  EXPECT_EQ(Runs(), "") << "restored from the cache, never run again";
 }
 
 // A record damaged into other JSON (a bit of an output's name flipped) is no hit: evicted, and

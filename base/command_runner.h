@@ -26,7 +26,7 @@ struct Command {
   bool echo_to_terminal = false;           // with log_path: also copy output to our stderr
   std::optional<double> timeout_seconds;   // killed (SIGTERM, then SIGKILL) past this
   // Run when benchmake is interrupted (SIGINT, SIGTERM, SIGHUP) while this command
-  // runs, after the signal was forwarded to it, and waited for before
+  // runs, and waited for, before the signal is forwarded to it and
   // benchmake dies: how work the command stands for elsewhere is cancelled
   // (`scancel` of the Slurm job a srun started). Also when benchmake dies of
   // SIGKILL (or a crash) while it runs: run by the command's guardian. Not

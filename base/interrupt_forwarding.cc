@@ -76,12 +76,11 @@ void KillWhatIsLeft() {
 }
 
 void ForwardSignal(int sig) {
-  for (std::atomic<pid_t>& group : g_groups) {
-    pid_t g = group.load();
-    if (g > 0) ::kill(-g, sig);
-  }
-  // Then the cancellations (scancel ...), each waited for: what they cancel
-  // outlives us otherwise. With this handler's signal mask, as before.
+  // The cancellations (scancel ...) first, each waited for: what they cancel
+  // outlives us otherwise. Before the signal: srun passes a SIGTERM on to its
+  // tasks, and when their death ends the job before scancel reaches it, the
+  // job ends FAILED, not CANCELLED (seen on a loaded machine). Cancelled
+  // first, srun sees its job end. With this handler's signal mask.
   for (std::atomic<const PreparedExec*>& slot : g_cancels) {
     const PreparedExec* c = slot.load();
     if (c != nullptr) (void)RunPreparedExec(*c, /*mask=*/nullptr, /*timeout_ms=*/-1);
@@ -91,6 +90,10 @@ void ForwardSignal(int sig) {
   for (std::atomic<pid_t>& guardian : g_guardians) {
     pid_t g = guardian.load();
     if (g > 0) ::kill(g, kGuardianCancelledSignal);
+  }
+  for (std::atomic<pid_t>& group : g_groups) {
+    pid_t g = group.load();
+    if (g > 0) ::kill(-g, sig);
   }
   KillWhatIsLeft();
   ::signal(sig, SIG_DFL);

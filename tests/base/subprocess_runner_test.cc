@@ -230,9 +230,11 @@ TEST(SubprocessRunnerGroupTest, EchoedMemberStillWritesItsLog) {
   EXPECT_EQ(ReadText(log), "live\n");
 }
 
-// Interrupted while a command runs, benchmake forwards the signal to it, then
-// runs the command's on_interrupt (how a Slurm job is cancelled) and waits for
-// it before dying of the signal itself.
+// Interrupted while a command runs, benchmake runs the command's on_interrupt
+// (how a Slurm job is cancelled) and waits for it, then forwards the signal to
+// the command, and dies of the signal itself. Cancel first: srun passes a
+// SIGTERM on to its tasks, and their death would end the job FAILED before
+// scancel could end it CANCELLED.
 TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
   const std::string dir = PrivateTempPath("interrupt");
   std::filesystem::create_directories(dir);
@@ -242,8 +244,8 @@ TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     SubprocessRunner runner;
-    Command c = Sh("trap 'kill $!; echo INT > " + forwarded + "; exit 130' INT; touch " + started +
-                   "; sleep 30 & wait");
+    Command c = Sh("trap 'kill $!; test -e " + cancelled + " && echo INT after the cancel > " +
+                   forwarded + "; exit 130' INT; touch " + started + "; sleep 30 & wait");
     c.env["WHY"] = "ctrl-c";
     c.on_interrupt = {"sh", "-c", "sleep 0.2; echo cancelled $WHY > " + cancelled};
     (void)runner.Run(c);
@@ -262,7 +264,8 @@ TEST(SubprocessRunnerTest, InterruptRunsOnInterruptThenDies) {
          "and was waited for";
   for (int i = 0; i < 100 && !std::filesystem::exists(forwarded); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(ReadText(forwarded), "INT\n") << "the command got the signal";
+  EXPECT_EQ(ReadText(forwarded), "INT after the cancel\n")
+      << "the command got the signal once on_interrupt had ended";
 }
 
 // The pid a command wrote to `path` once it exists (waiting up to 10 s), or 0.

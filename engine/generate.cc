@@ -174,7 +174,22 @@ Result<Placement> WorkspacePlacement(const Workspace& ws, const TargetGraph& gra
   return p;
 }
 
-Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env) {
+// Whether t/NAME.EXT is a file (not missing, a dangling link or a directory,
+// which is removed with a warning).
+Result<bool> GeneratedFilePresent(const Workspace& ws, const std::string& target,
+                                  std::string_view ext) {
+  const std::string path = ws.TargetFile(target, ext);
+  BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(path));
+  if (info.is_dir)
+    BM_TRY(RemoveDirectoryWhereStateBelongs(ws, path, fmt::format("a target's .{}", ext)));
+  return info.exists && !info.is_dir;
+}
+
+// Whether the stamp still describes the BENCHFILE, the sources, the binary and the environment;
+// with `look_past_stamp`, also whether what it wrote is still there: build.ninja with the bytes
+// it wrote, and every target's spec and params.
+Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::string& env,
+                           bool look_past_stamp) {
   Filesystem& fs = *ws.fs;
   BM_ASSIGN_OR_RETURN(FileInfo ninja_file, fs.Stat(ws.StateDir() + "/build.ninja"));
   if (!ninja_file.exists) return false;
@@ -191,6 +206,14 @@ Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::s
     if (!facts.ok()) return false;  // the slow path reports why
     if (DigestOf(facts->dump()).Hex() != stamp.platform) return false;
   }
+  if (!look_past_stamp) return true;
+  Result<std::string> ninja_text = fs.ReadFile(ws.StateDir() + "/build.ninja");
+  if (!ninja_text.ok() || DigestOf(*ninja_text).Hex() != stamp.ninja) return false;
+  for (const std::string& t : stamp.targets)
+    for (std::string_view ext : {"spec", "params"}) {
+      BM_ASSIGN_OR_RETURN(bool there, GeneratedFilePresent(ws, t, ext));
+      if (!there) return false;
+    }
   return true;
 }
 
@@ -221,6 +244,17 @@ Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const 
                 why.message());
 }
 
+Result<std::string> ReadGeneratedFile(const Workspace& ws, const std::string& target,
+                                      std::string_view ext) {
+  const std::string path = ws.TargetFile(target, ext);
+  Result<std::string> text = ws.fs->ReadFile(path);
+  if (text.ok()) return text;
+  Result<FileInfo> info = ws.fs->Stat(path);
+  if (info.ok() && !info->exists)
+    return GeneratedFileDamaged(ws, path, Errorf(ErrorCode::kNotFound, "missing"));
+  return GeneratedFileDamaged(ws, path, text.status());
+}
+
 Status RemoveDirectoryWhereStateBelongs(const Workspace& ws, const std::string& path,
                                         std::string_view what) {
   BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(path));
@@ -244,7 +278,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
 
   GenerateResult result;
   if (old && !options.force) {
-    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env));
+    BM_ASSIGN_OR_RETURN(bool valid, FastPathValid(ws, *old, env, options.look_past_stamp));
     if (valid) {
       result.fast_path = true;
       result.targets = old->targets;
@@ -311,12 +345,14 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
     const auto& [spec_text, params_text] = texts[n];
     std::string spec_hex = DigestOf(spec_text).Hex(), params_hex = DigestOf(params_text).Hex();
     bool known = old && old->digests.count(t.name);
-    if (!known || old->digests[t.name].first != spec_hex) {
+    BM_ASSIGN_OR_RETURN(bool spec_there, GeneratedFilePresent(ws, t.name, "spec"));
+    if (!known || old->digests[t.name].first != spec_hex || !spec_there) {
       BM_ASSIGN_OR_RETURN(bool wrote,
                           WriteFileIfChanged(fs, ws.TargetFile(t.name, "spec"), spec_text));
       result.specs_written += wrote ? 1 : 0;
     }
-    if (!known || old->digests[t.name].second != params_hex) {
+    BM_ASSIGN_OR_RETURN(bool params_there, GeneratedFilePresent(ws, t.name, "params"));
+    if (!known || old->digests[t.name].second != params_hex || !params_there) {
       BM_TRY(WriteFileIfChanged(fs, ws.TargetFile(t.name, "params"), params_text).status());
     }
     stamp.targets.push_back(t.name);
@@ -337,10 +373,7 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   ninja.gpu_pool_depth = config.gpus;
   std::string ninja_text = RenderNinja(graph, ninja);
   stamp.ninja = DigestOf(ninja_text).Hex();
-  BM_ASSIGN_OR_RETURN(FileInfo ninja_info, fs.Stat(ws.StateDir() + "/build.ninja"));
-  if (!old || old->ninja != stamp.ninja || !ninja_info.exists) {
-    BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
-  }
+  BM_TRY(WriteFileIfChanged(fs, ws.StateDir() + "/build.ninja", ninja_text).status());
   BM_TRY(fs.WriteFileAtomic(stamp_path, SerializeStamp(stamp), false, /*durable=*/false));
   result.targets = stamp.targets;
   result.files_hashed = stat_cache.hashed_count();

@@ -44,6 +44,11 @@ struct GenerateOptions {
   // The executor the build asks for (--executor): "local", "slurm", or "" for
   // $BENCHMAKE_EXECUTOR, else the BENCHFILE's (engine/placement.h).
   std::string executor;
+  // The fast path also looks at what the generator wrote: build.ninja's bytes and every target's
+  // spec and params. For a caller about to start ninja: a file removed or damaged by hand, which
+  // the stamp cannot tell, is written again (ninja cannot make a spec it needs, and fails on a
+  // damaged build.ninja). A no-op's cost: the stats and the read are left out of it.
+  bool look_past_stamp = false;
 };
 
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options = {});
@@ -54,6 +59,11 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
 // the BENCHFILE makes, and returns kCorrupt "PATH: WHY; the next `benchmake build` writes it
 // again".
 Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const Status& why);
+
+// The text of t/TARGET.EXT (spec or params), or, when it does not read (removed by hand, a
+// dangling link, a directory), GeneratedFileDamaged's error: the next build writes it again.
+Result<std::string> ReadGeneratedFile(const Workspace& ws, const std::string& target,
+                                      std::string_view ext);
 
 // A directory where one of the files benchmake or ninja keep in .benchmake/ belongs (`path`,
 // `what` it stands in for): a hand's or a restore's damage, since they are only ever written

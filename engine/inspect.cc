@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "engine/generate.h"
 #include "engine/target_state.h"
 
 namespace bm::engine {
@@ -15,8 +16,10 @@ Result<std::vector<TargetInspection>> InspectWorkspace(const Workspace& ws,
   for (const std::string& name : order) {
     TargetInspection ti;
     ti.name = name;
-    BM_ASSIGN_OR_RETURN(std::string spec_text, ws.fs->ReadFile(ws.TargetFile(name, "spec")));
-    BM_ASSIGN_OR_RETURN(KeyMaterial material, KeyMaterial::Parse(spec_text));
+    BM_ASSIGN_OR_RETURN(std::string spec_text, ReadGeneratedFile(ws, name, "spec"));
+    Result<KeyMaterial> parsed = KeyMaterial::Parse(spec_text);
+    if (!parsed.ok()) return GeneratedFileDamaged(ws, ws.TargetFile(name, "spec"), parsed.status());
+    KeyMaterial& material = *parsed;
     if (Result<std::string> p = ws.fs->ReadFile(ws.TargetFile(name, "params")); p.ok()) {
       if (Result<StepParams> sp = ParseStepParams(*p); sp.ok()) ti.rule = sp->rule;
     }

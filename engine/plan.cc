@@ -34,7 +34,7 @@ Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
   while (!queue.empty()) {
     const std::string name = queue.front();
     queue.pop_front();
-    BM_ASSIGN_OR_RETURN(std::string text, ws.fs->ReadFile(ws.TargetFile(name, "params")));
+    BM_ASSIGN_OR_RETURN(std::string text, ReadGeneratedFile(ws, name, "params"));
     Result<StepParams> parsed = ParseStepParams(text);
     if (!parsed.ok())
       return GeneratedFileDamaged(ws, ws.TargetFile(name, "params"), parsed.status());

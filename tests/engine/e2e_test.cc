@@ -613,6 +613,62 @@ TEST_F(E2eTest, ADirectoryWhereAStateFileBelongsIsRemoved) {
   EXPECT_EQ(Runs(), "") << "restored from the cache, never run again";
 }
 
+// A target's t/NAME.spec or .params removed by hand (or replaced by a dangling link or a
+// directory), or build.ninja cut short, is written again by the next build, and nothing runs
+// again. The generator's fast path trusts its stamp, and ninja, which has no rule to make a spec,
+// failed every build with "'t/train.spec', needed by 't/train.out', missing and no known rule to
+// make it" (or "build.ninja:5: unexpected EOF") until the file was removed by hand.
+TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
+  BuildOk();
+  Runs();
+  const fs::path t = ws_ / ".benchmake/t";
+  const std::string spec = ReadText(t / "train.spec"), params = ReadText(t / "train.params"),
+                    ninja = ReadText(ws_ / ".benchmake/build.ninja");
+  const std::vector<std::pair<std::string, std::function<void()>>> damages = {
+      {"spec removed", [&] { fs::remove(t / "train.spec"); }},
+      {"params removed", [&] { fs::remove(t / "train.params"); }},
+      {"spec a dangling link",
+       [&] {
+         fs::remove(t / "train.spec");
+         fs::create_symlink(ws_ / "nowhere", t / "train.spec");
+       }},
+      {"params a directory",
+       [&] {
+         fs::remove(t / "train.params");
+         fs::create_directories(t / "train.params/inside");
+       }},
+      {"t/ removed", [&] { fs::remove_all(t); }},
+      {"build.ninja cut short",
+       [&] { fs::resize_file(ws_ / ".benchmake/build.ninja", ninja.size() / 2); }},
+  };
+  for (const auto& [what, damage] : damages) {
+    damage();
+    fs::remove_all(ws_ / "out/eval");  // a build with something to do (a no-op reads no params)
+    Run r = Benchmake("build");
+    EXPECT_EQ(r.exit_code, 0) << what << ": " << r.output;
+    EXPECT_EQ(ReadText(t / "train.spec"), spec) << what;
+    EXPECT_EQ(ReadText(t / "train.params"), params) << what;
+    EXPECT_EQ(ReadText(ws_ / ".benchmake/build.ninja"), ninja) << what;
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(t / "train.spec"))) << what;
+    EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n") << what;
+    EXPECT_EQ(Runs(), "") << what << ": restored from the cache, nothing ran again";
+    EXPECT_NE(Benchmake("build").output.find("no work to do"), std::string::npos) << what;
+  }
+
+  // `status` (which reads the specs) names the missing one and forgets the generator's stamp:
+  // the next command writes it again.
+  fs::remove(t / "eval.spec");
+  Run status = Benchmake("status");
+  EXPECT_EQ(status.exit_code, 1) << status.output;
+  EXPECT_NE(status.output.find((t / "eval.spec").string() +
+                               ": missing; the next `benchmake build` writes it again"),
+            std::string::npos)
+      << status.output;
+  status = Benchmake("status");
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_TRUE(fs::is_regular_file(t / "eval.spec"));
+}
+
 // A record damaged into other JSON (a bit of an output's name flipped) is no hit: evicted, and
 // the step runs again, instead of restoring a file under the damaged name.
 TEST_F(E2eTest, ADamagedActionRecordIsEvictedAndTheStepRunsAgain) {

@@ -1,6 +1,9 @@
 #include "rules/exec.h"
 
 #include <cctype>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "base/signal_name.h"
 #include "rules/external_metrics.h"
@@ -33,17 +36,36 @@ bool IsRelativeInside(std::string_view p) {
   return true;
 }
 
-// Replaces {out}, {in.NAME}, ... ; unknown placeholders are an error.
-Result<std::string> Expand(std::string_view text, const engine::StepContext& ctx) {
-  std::string out;
+// Calls fn(offset, name) for each "{name}" of `text`, in order: the placeholders, and any other
+// braces (a shell's ${VAR}), which the caller keeps as they are.
+template <typename Fn>
+void ForEachBraced(std::string_view text, Fn fn) {
   size_t pos = 0;
   while (pos < text.size()) {
-    size_t open = text.find('{', pos);
-    if (open == std::string_view::npos) break;
-    size_t close = text.find('}', open);
-    if (close == std::string_view::npos) break;
+    const size_t open = text.find('{', pos);
+    if (open == std::string_view::npos) return;
+    const size_t close = text.find('}', open);
+    if (close == std::string_view::npos) return;
+    fn(open, text.substr(open + 1, close - open - 1));
+    pos = close + 1;
+  }
+}
+
+// The input a "{in.NAME}" placeholder names, or nullopt for another name.
+std::optional<std::string_view> InputOf(std::string_view braced) {
+  if (braced.substr(0, 3) != "in.") return std::nullopt;
+  return braced.substr(3);
+}
+
+// Replaces {out}, {in.NAME}, ...; other braces are kept (Check refuses an {in.NAME} that names
+// no input before anything runs).
+std::string Expand(std::string_view text, const engine::StepContext& ctx) {
+  std::string out;
+  size_t pos = 0;
+  ForEachBraced(text, [&](size_t open, std::string_view name) {
     out.append(text.substr(pos, open - pos));
-    std::string name(text.substr(open + 1, close - open - 1));
+    pos = open + name.size() + 2;
+    const std::optional<std::string_view> input = InputOf(name);
     if (name == "out")
       out += ctx.out_dir;
     else if (name == "scratch")
@@ -52,17 +74,27 @@ Result<std::string> Expand(std::string_view text, const engine::StepContext& ctx
       out += ctx.workspace_dir;
     else if (name == "resume")
       out += ctx.resume_dir;
-    else if (name.rfind("in.", 0) == 0 && ctx.inputs.count(name.substr(3)))
-      out += ctx.inputs.at(name.substr(3));
-    else if (name.rfind("in.", 0) == 0)
-      return Errorf(ErrorCode::kInvalidArgument, "{{{}}}: no input named '{}'", name,
-                    name.substr(3));
+    else if (input && ctx.inputs.count(std::string(*input)))
+      out += ctx.inputs.at(std::string(*input));
     else
-      out.append(text.substr(open, close - open + 1));  // not ours (e.g. shell ${VAR})
-    pos = close + 1;
-  }
+      out.append(text.substr(open, pos - open));  // not ours (e.g. shell ${VAR})
+  });
   out.append(text.substr(pos));
   return out;
+}
+
+// "{in.NAME}" placeholders of `text` whose NAME is not in `inputs`: what is wrong with each.
+std::vector<std::string> UnknownInputs(std::string_view text, const json& inputs) {
+  std::vector<std::string> wrong;
+  ForEachBraced(text, [&](size_t, std::string_view name) {
+    const std::optional<std::string_view> input = InputOf(name);
+    if (!input) return;
+    for (const json& i : inputs)
+      if (i.get<std::string>() == *input) return;
+    wrong.push_back(fmt::format("{{{}}}: no input named '{}' (inputs: {})", name, *input,
+                                inputs.empty() ? "none" : inputs.dump()));
+  });
+  return wrong;
 }
 
 class ExecRule : public engine::Rule {
@@ -110,6 +142,15 @@ class ExecRule : public engine::Rule {
     // const json's operator[] on a missing key is undefined (ASan: a use after free)
     if (!p.contains("command") || p["command"].empty())
       errors.push_back({"command", "command must not be empty"});
+    const json inputs = p.value("inputs", json::array());
+    const json command = p.value("command", json::array());
+    for (size_t i = 0; i < command.size(); ++i)
+      for (std::string& e : UnknownInputs(command[i].get<std::string>(), inputs))
+        errors.push_back({"command", std::move(e), static_cast<int>(i)});
+    const json env = p.value("env", json::object());
+    for (const auto& [k, v] : env.items())
+      for (std::string& e : UnknownInputs(v.get<std::string>(), inputs))
+        errors.push_back({"env", fmt::format("{}: {}", k, e)});
     const json outputs = p.value("outputs", json::array());
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (!IsRelativeInside(outputs[i].get<std::string>()))
@@ -145,10 +186,7 @@ class ExecRule : public engine::Rule {
   Result<engine::StepResult> Run(engine::StepContext& ctx) const override {
     const json& p = ctx.params;
     Command cmd;
-    for (const auto& a : p["command"]) {
-      BM_ASSIGN_OR_RETURN(std::string arg, Expand(a.get<std::string>(), ctx));
-      cmd.argv.push_back(std::move(arg));
-    }
+    for (const auto& a : p["command"]) cmd.argv.push_back(Expand(a.get<std::string>(), ctx));
     if (p["shell"].get<bool>()) {
       std::string script;
       for (const std::string& a : cmd.argv) script += (script.empty() ? "" : " ") + a;
@@ -165,9 +203,7 @@ class ExecRule : public engine::Rule {
     cmd.env["BENCHMAKE_TARGET"] = ctx.target;
     cmd.env["BENCHMAKE_TOOLS_DIR"] = ctx.tools_dir;
     for (const auto& [name, path] : ctx.inputs) cmd.env[EnvName(name)] = path;
-    for (const auto& [k, v] : p["env"].items()) {
-      BM_ASSIGN_OR_RETURN(cmd.env[k], Expand(v.get<std::string>(), ctx));
-    }
+    for (const auto& [k, v] : p["env"].items()) cmd.env[k] = Expand(v.get<std::string>(), ctx);
     cmd = engine::PlaceCommand(ctx.placement, std::move(cmd), gpus(p));
     if (ctx.log) *ctx.log << "$ " << fmt::format("{}", fmt::join(cmd.argv, " ")) << "\n";
     BM_ASSIGN_OR_RETURN(CommandResult r, ctx.runner->Run(cmd));

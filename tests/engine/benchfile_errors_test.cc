@@ -32,6 +32,15 @@ const ErrorCase kCases[] = {
      "parameter 'command' holds a NUL character (\\u0000)"},
     {"NanFloat", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ntimeout = nan\n", "4:11",
      "parameter 'timeout' must be a number, not nan"},
+    // An {in.NAME} naming no input failed the step when it ran, after its inputs had been built,
+    // and named no place in the BENCHFILE. Other braces (a shell's ${VAR}) are no placeholder.
+    {"PlaceholderNamesNoInput",
+     "[target.a]\nrule = \"exec\"\ninputs = [\"src/a.txt\"]\n"
+     "command = [\"sh\", \"-c\", \"cat {in.src/a.txt} ${HOME} {in.b}\"]\n",
+     "4:24", "{in.b}: no input named 'b' (inputs: [\"src/a.txt\"])"},
+    {"EnvPlaceholderNamesNoInput",
+     "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\nenv = { DATA = \"{in.corpus}\" }\n", "4:7",
+     "DATA: {in.corpus}: no input named 'corpus' (inputs: none)"},
     {"NegativeTimeout", "[target.a]\nrule = \"exec\"\ncommand = [\"x\"]\ntimeout = -1.0\n", "4:11",
      "timeout must be >= 0 (0: none)"},
     // A count past an int would wrap (2^63 - 1 GPUs: -1, which no machine lacks).

@@ -78,8 +78,6 @@ TEST_F(ExecRuleTest, FailuresSayWhat) {
             std::string::npos);
   ctx_.params = Params({{"command", {"fail", "7"}}});
   EXPECT_NE(rule_->Run(ctx_).status().message().find("exited with status 7"), std::string::npos);
-  ctx_.params = Params({{"command", {"write", "{in.nope}", "1"}}});
-  EXPECT_NE(rule_->Run(ctx_).status().message().find("no input named 'nope'"), std::string::npos);
   ctx_.params = Params({{"command", {"write", "{out}/x", "not json"}}, {"metrics", "x"}});
   EXPECT_NE(rule_->Run(ctx_).status().message().find("is not JSON"), std::string::npos);
 }
@@ -96,6 +94,26 @@ TEST_F(ExecRuleTest, ACommandKilledByASignalNamesIt) {
   Result<engine::StepResult> r = rule_->Run(ctx_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "command killed by signal 11 (SIGSEGV)");
+}
+
+// {in.NAME} must name an input: Check refuses it in `command` (at its element) and in `env`;
+// a shell's braces are no placeholder, and are kept as written.
+TEST_F(ExecRuleTest, CheckRejectsAPlaceholderNamingNoInput) {
+  std::vector<engine::ParamError> errors =
+      rule_->Check(Params({{"command", {"sh", "-c", "cat {in.a.txt} {in.nope} ${X} {in.}"}},
+                           {"inputs", {"a.txt"}},
+                           {"env", {{"K", "{in.a.txt}"}, {"L", "x{in.gone}"}}}}));
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_EQ(errors[0].param, "command");
+  EXPECT_EQ(errors[0].element, 2);
+  EXPECT_EQ(errors[0].message, "{in.nope}: no input named 'nope' (inputs: [\"a.txt\"])");
+  EXPECT_EQ(errors[1].message, "{in.}: no input named '' (inputs: [\"a.txt\"])");
+  EXPECT_EQ(errors[2].param, "env");
+  EXPECT_EQ(errors[2].message, "L: {in.gone}: no input named 'gone' (inputs: [\"a.txt\"])");
+
+  ctx_.params = Params({{"command", {"write", "{out}/x", "${X}{y}"}}});
+  ASSERT_TRUE(rule_->Run(ctx_).ok());
+  EXPECT_EQ(runner_.commands().at(0).argv.back(), "${X}{y}");
 }
 
 TEST_F(ExecRuleTest, CheckRejectsEscapingOutputs) {

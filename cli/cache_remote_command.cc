@@ -93,7 +93,7 @@ Status CachePushCommand(const ParsedArgs& args) {
   BM_ASSIGN_OR_RETURN(std::vector<engine::TargetInspection> all,
                       engine::InspectWorkspace(ws, gen.targets));
   BM_ASSIGN_OR_RETURN(std::vector<std::string> targets, Select(ws, all, args.operands(), false));
-  BM_ASSIGN_OR_RETURN(engine::WorkspaceConfig config, engine::LoadConfig(ws));
+  BM_ASSIGN_OR_RETURN(engine::WorkspaceConfig config, engine::LoadGeneratedConfig(ws));
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, engine::OpenCache(ws, config));
   uint64_t sent = 0, pushed = 0, skipped = 0;
   std::vector<std::string> unbuilt;

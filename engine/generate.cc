@@ -207,6 +207,7 @@ Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::s
     if (DigestOf(facts->dump()).Hex() != stamp.platform) return false;
   }
   if (!look_past_stamp) return true;
+  if (!LoadConfig(ws).ok()) return false;
   Result<std::string> ninja_text = fs.ReadFile(ws.StateDir() + "/build.ninja");
   if (!ninja_text.ok() || DigestOf(*ninja_text).Hex() != stamp.ninja) return false;
   for (const std::string& t : stamp.targets)
@@ -240,8 +241,10 @@ Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const 
   // Both removed (a directory in the file's place too): best effort, the message stands.
   (void)ws.fs->RemoveAll(path);
   (void)ws.fs->Remove(StampPath(ws));
-  return Errorf(ErrorCode::kCorrupt, "{}: {}; the next `benchmake build` writes it again", path,
-                why.message());
+  // A reader's message that names the file already is not prefixed with it again.
+  const bool named = why.message().find(path) != std::string::npos;
+  return Errorf(ErrorCode::kCorrupt, "{}{}{}; the next `benchmake build` writes it again",
+                named ? "" : path, named ? "" : ": ", why.message());
 }
 
 Result<std::string> ReadGeneratedFile(const Workspace& ws, const std::string& target,
@@ -253,6 +256,16 @@ Result<std::string> ReadGeneratedFile(const Workspace& ws, const std::string& ta
   if (info.ok() && !info->exists)
     return GeneratedFileDamaged(ws, path, Errorf(ErrorCode::kNotFound, "missing"));
   return GeneratedFileDamaged(ws, path, text.status());
+}
+
+Result<WorkspaceConfig> LoadGeneratedConfig(const Workspace& ws) {
+  Result<WorkspaceConfig> config = LoadConfig(ws);
+  if (config.ok()) return config;
+  const std::string path = ws.StateDir() + "/config.json";
+  Result<FileInfo> info = ws.fs->Stat(path);
+  if (info.ok() && !info->exists)
+    return GeneratedFileDamaged(ws, path, Errorf(ErrorCode::kNotFound, "missing"));
+  return GeneratedFileDamaged(ws, path, config.status());
 }
 
 Status RemoveDirectoryWhereStateBelongs(const Workspace& ws, const std::string& path,

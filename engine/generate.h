@@ -44,10 +44,10 @@ struct GenerateOptions {
   // The executor the build asks for (--executor): "local", "slurm", or "" for
   // $BENCHMAKE_EXECUTOR, else the BENCHFILE's (engine/placement.h).
   std::string executor;
-  // The fast path also looks at what the generator wrote: build.ninja's bytes and every target's
-  // spec and params. For a caller about to start ninja: a file removed or damaged by hand, which
-  // the stamp cannot tell, is written again (ninja cannot make a spec it needs, and fails on a
-  // damaged build.ninja). A no-op's cost: the stats and the read are left out of it.
+  // The fast path also looks at what the generator wrote: build.ninja's bytes, config.json, and
+  // every target's spec and params. For a caller about to start ninja: a file removed or damaged by
+  // hand, which the stamp cannot tell, is written again (ninja cannot make a spec it needs, and
+  // fails on a damaged build.ninja). A no-op's cost: the stats and the read are left out of it.
   bool look_past_stamp = false;
 };
 
@@ -64,6 +64,10 @@ Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const 
 // dangling link, a directory), GeneratedFileDamaged's error: the next build writes it again.
 Result<std::string> ReadGeneratedFile(const Workspace& ws, const std::string& target,
                                       std::string_view ext);
+
+// The workspace's config.json (LoadConfig), for a caller after Generate(), which wrote it: one
+// that does not read is GeneratedFileDamaged.
+Result<WorkspaceConfig> LoadGeneratedConfig(const Workspace& ws);
 
 // A directory where one of the files benchmake or ninja keep in .benchmake/ belongs (`path`,
 // `what` it stands in for): a hand's or a restore's damage, since they are only ever written

@@ -9,7 +9,7 @@ namespace bm::engine {
 
 Result<std::vector<TargetInspection>> InspectWorkspace(const Workspace& ws,
                                                        const std::vector<std::string>& order) {
-  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws));
+  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadGeneratedConfig(ws));
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, OpenCache(ws, config));
   std::map<std::string, std::string> predicted;  // target → manifest hex ("" = unknown)
   std::vector<TargetInspection> out;

@@ -19,7 +19,7 @@ Status NoSuchTarget(const Workspace& ws, const std::string& name,
 Result<std::vector<std::string>> PlanBuild(const Workspace& ws,
                                            const std::vector<std::string>& targets,
                                            const std::vector<std::string>& all) {
-  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws));
+  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadGeneratedConfig(ws));
   // Breadth first from the requested targets; needed_by keeps the first
   // requested target that reached each one, for the message.
   std::map<std::string, std::string> needed_by;

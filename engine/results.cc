@@ -9,7 +9,7 @@ namespace bm::engine {
 Result<std::vector<TargetResult>> LoadResults(const Workspace& ws) {
   BM_ASSIGN_OR_RETURN(GenerateResult gen, Generate(ws));
   BM_ASSIGN_OR_RETURN(std::vector<TargetInspection> inspections, InspectWorkspace(ws, gen.targets));
-  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadConfig(ws));
+  BM_ASSIGN_OR_RETURN(WorkspaceConfig config, LoadGeneratedConfig(ws));
   BM_ASSIGN_OR_RETURN(std::unique_ptr<cache::Cache> cache, OpenCache(ws, config));
   std::vector<TargetResult> out;
   for (const TargetInspection& ti : inspections) {

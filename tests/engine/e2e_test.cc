@@ -614,16 +614,18 @@ TEST_F(E2eTest, ADirectoryWhereAStateFileBelongsIsRemoved) {
 }
 
 // A target's t/NAME.spec or .params removed by hand (or replaced by a dangling link or a
-// directory), or build.ninja cut short, is written again by the next build, and nothing runs
-// again. The generator's fast path trusts its stamp, and ninja, which has no rule to make a spec,
-// failed every build with "'t/train.spec', needed by 't/train.out', missing and no known rule to
-// make it" (or "build.ninja:5: unexpected EOF") until the file was removed by hand.
+// directory), build.ninja cut short, or config.json removed or garbled, is written again by the
+// next build, and nothing runs again. The generator's fast path trusts its stamp, and ninja, which
+// has no rule to make a spec, failed every build with "'t/train.spec', needed by 't/train.out',
+// missing and no known rule to make it" (or "build.ninja:5: unexpected EOF") until the file was
+// removed by hand.
 TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
   BuildOk();
   Runs();
   const fs::path t = ws_ / ".benchmake/t";
   const std::string spec = ReadText(t / "train.spec"), params = ReadText(t / "train.params"),
-                    ninja = ReadText(ws_ / ".benchmake/build.ninja");
+                    ninja = ReadText(ws_ / ".benchmake/build.ninja"),
+                    config = ReadText(ws_ / ".benchmake/config.json");
   const std::vector<std::pair<std::string, std::function<void()>>> damages = {
       {"spec removed", [&] { fs::remove(t / "train.spec"); }},
       {"params removed", [&] { fs::remove(t / "train.params"); }},
@@ -640,6 +642,9 @@ TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
       {"t/ removed", [&] { fs::remove_all(t); }},
       {"build.ninja cut short",
        [&] { fs::resize_file(ws_ / ".benchmake/build.ninja", ninja.size() / 2); }},
+      {"config.json removed", [&] { fs::remove(ws_ / ".benchmake/config.json"); }},
+      {"config.json garbled",
+       [&] { fs::resize_file(ws_ / ".benchmake/config.json", config.size() / 2); }},
   };
   for (const auto& [what, damage] : damages) {
     damage();
@@ -649,6 +654,7 @@ TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
     EXPECT_EQ(ReadText(t / "train.spec"), spec) << what;
     EXPECT_EQ(ReadText(t / "train.params"), params) << what;
     EXPECT_EQ(ReadText(ws_ / ".benchmake/build.ninja"), ninja) << what;
+    EXPECT_EQ(ReadText(ws_ / ".benchmake/config.json"), config) << what;
     EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(t / "train.spec"))) << what;
     EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n") << what;
     EXPECT_EQ(Runs(), "") << what << ": restored from the cache, nothing ran again";
@@ -667,6 +673,19 @@ TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
   status = Benchmake("status");
   EXPECT_EQ(status.exit_code, 0) << status.output;
   EXPECT_TRUE(fs::is_regular_file(t / "eval.spec"));
+
+  // The same for config.json (it said "has no build state; run `benchmake build` first", and
+  // every build, whose fast path never wrote it, said so too).
+  fs::remove(ws_ / ".benchmake/config.json");
+  status = Benchmake("status");
+  EXPECT_EQ(status.exit_code, 1) << status.output;
+  EXPECT_NE(status.output.find((ws_ / ".benchmake/config.json").string() +
+                               ": missing; the next `benchmake build` writes it again"),
+            std::string::npos)
+      << status.output;
+  status = Benchmake("status");
+  EXPECT_EQ(status.exit_code, 0) << status.output;
+  EXPECT_EQ(ReadText(ws_ / ".benchmake/config.json"), config);
 }
 
 // A record damaged into other JSON (a bit of an output's name flipped) is no hit: evicted, and

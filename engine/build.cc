@@ -29,6 +29,7 @@ constexpr const char* kLockFdEnv = "BENCHMAKE_LOCK_FD";
 Result<FileLock> LockWorkspace(const Workspace& ws) {
   BM_TRY(ws.fs->MakeDirs(ws.StateDir()));
   std::string path = ws.StateDir() + "/lock";
+  BM_TRY(RemoveDirectoryWhereStateBelongs(ws, path, "the workspace's lock"));
   FileLock lock;
   BM_ASSIGN_OR_RETURN(bool got, FileLock::TryLock(path, &lock));
   if (!got) {

@@ -38,7 +38,7 @@ Status WriteCleanStamp(const Workspace& ws, const std::vector<std::string>& targ
   return ws.fs->WriteFileAtomic(StampPath(ws), text, false, /*durable=*/false);
 }
 
-Status ForgetCleanStamp(const Workspace& ws) { return ws.fs->Remove(StampPath(ws)); }
+Status ForgetCleanStamp(const Workspace& ws) { return ws.fs->RemoveAll(StampPath(ws)); }
 
 Result<std::string> GeneratedState(const Workspace& ws, const std::vector<std::string>& targets) {
   BM_ASSIGN_OR_RETURN(std::string state, StatLine(*ws.fs, ws.StateDir() + "/build.ninja"));

@@ -185,6 +185,17 @@ Result<bool> GeneratedFilePresent(const Workspace& ws, const std::string& target
   return info.exists && !info.is_dir;
 }
 
+// Whether the generator's files of `target` are there (GeneratedFilePresent); a directory where
+// the build's own (ninja's stamp, the last build's record) belong is removed too.
+Result<bool> TargetStateFilesPresent(const Workspace& ws, const std::string& target) {
+  bool present = true;
+  for (std::string_view ext : {"spec", "params", "out", "last"}) {
+    BM_ASSIGN_OR_RETURN(bool there, GeneratedFilePresent(ws, target, ext));
+    if (ext == "spec" || ext == "params") present = present && there;
+  }
+  return present;
+}
+
 // Whether the stamp still describes the BENCHFILE, the sources, the binary and the environment;
 // with `look_past_stamp`, also whether what it wrote is still there: build.ninja with the bytes
 // it wrote, and every target's spec and params.
@@ -210,12 +221,12 @@ Result<bool> FastPathValid(const Workspace& ws, const Stamp& stamp, const std::s
   if (!LoadConfig(ws).ok()) return false;
   Result<std::string> ninja_text = fs.ReadFile(ws.StateDir() + "/build.ninja");
   if (!ninja_text.ok() || DigestOf(*ninja_text).Hex() != stamp.ninja) return false;
-  for (const std::string& t : stamp.targets)
-    for (std::string_view ext : {"spec", "params"}) {
-      BM_ASSIGN_OR_RETURN(bool there, GeneratedFilePresent(ws, t, ext));
-      if (!there) return false;
-    }
-  return true;
+  bool present = true;
+  for (const std::string& t : stamp.targets) {
+    BM_ASSIGN_OR_RETURN(bool there, TargetStateFilesPresent(ws, t));
+    present = present && there;
+  }
+  return present;
 }
 
 // The platform facts in a platform-dependent target's key: those of the site
@@ -285,6 +296,8 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
   BM_TRY(RemoveDirectoryWhereStateBelongs(ws, stamp_path, "the generator's stamp"));
   BM_TRY(
       RemoveDirectoryWhereStateBelongs(ws, ws.StateDir() + "/build.ninja", "ninja's build file"));
+  BM_TRY(RemoveDirectoryWhereStateBelongs(ws, ws.StateDir() + "/config.json",
+                                          "the workspace's config"));
   std::string env = EnvDigest(options.executor);
   std::optional<Stamp> old;
   if (Result<std::string> text = fs.ReadFile(stamp_path); text.ok()) old = ParseStamp(*text);
@@ -358,14 +371,13 @@ Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& opti
     const auto& [spec_text, params_text] = texts[n];
     std::string spec_hex = DigestOf(spec_text).Hex(), params_hex = DigestOf(params_text).Hex();
     bool known = old && old->digests.count(t.name);
-    BM_ASSIGN_OR_RETURN(bool spec_there, GeneratedFilePresent(ws, t.name, "spec"));
-    if (!known || old->digests[t.name].first != spec_hex || !spec_there) {
+    BM_ASSIGN_OR_RETURN(bool there, TargetStateFilesPresent(ws, t.name));
+    if (!known || old->digests[t.name].first != spec_hex || !there) {
       BM_ASSIGN_OR_RETURN(bool wrote,
                           WriteFileIfChanged(fs, ws.TargetFile(t.name, "spec"), spec_text));
       result.specs_written += wrote ? 1 : 0;
     }
-    BM_ASSIGN_OR_RETURN(bool params_there, GeneratedFilePresent(ws, t.name, "params"));
-    if (!known || old->digests[t.name].second != params_hex || !params_there) {
+    if (!known || old->digests[t.name].second != params_hex || !there) {
       BM_TRY(WriteFileIfChanged(fs, ws.TargetFile(t.name, "params"), params_text).status());
     }
     stamp.targets.push_back(t.name);

@@ -50,6 +50,9 @@ std::map<std::string, std::vector<Entry>> ParseChecked(std::string_view text) {
 
 Result<bool> StillHolds(const Workspace& ws, const std::string& target,
                         const std::vector<Entry>& entries) {
+  // The record the entries came from: without it `status` calls the target never built.
+  BM_ASSIGN_OR_RETURN(FileInfo last, ws.fs->Stat(ws.TargetFile(target, "last")));
+  if (!last.exists || last.is_dir) return false;
   for (const Entry& e : entries) {
     std::string path = ws.OutDirOf(target) + (e.path == "." ? "" : "/" + e.path);
     BM_ASSIGN_OR_RETURN(FileInfo info, ws.fs->Stat(path));
@@ -68,11 +71,11 @@ Result<std::vector<Entry>> CheckFromLastBuild(const Workspace& ws, const std::st
   if (present && last) {
     BM_ASSIGN_OR_RETURN(present, OutputsPresent(ws, target, *last));
   }
-  if (!present) {
-    BM_TRY(ws.fs->Remove(ws.TargetFile(target, "out")));
+  // No record (removed by hand): the step restores out/NAME and writes it again.
+  if (!present || !last) {
+    BM_TRY(ws.fs->RemoveAll(ws.TargetFile(target, "out")));
     return std::vector<Entry>();
   }
-  if (!last) return std::vector<Entry>();  // nothing of ours to watch
   std::vector<Entry> entries = {{0, dir.inode, "."}};
   for (const LastBuild::Materialized& f : last->files) entries.push_back({f.size, f.inode, f.path});
   return entries;
@@ -95,7 +98,7 @@ Status CheckOutDirs(const Workspace& ws, const std::vector<std::string>& targets
       if (holds)
         entries = std::move(it->second);
       else
-        BM_TRY(ws.fs->Remove(ws.TargetFile(t, "out")));
+        BM_TRY(ws.fs->RemoveAll(ws.TargetFile(t, "out")));
     }
     for (const Entry& e : entries) text += fmt::format("{} {} {} {}\n", t, e.size, e.inode, e.path);
   }
@@ -103,6 +106,6 @@ Status CheckOutDirs(const Workspace& ws, const std::vector<std::string>& targets
   return ws.fs->WriteFileAtomic(CheckedPath(ws), text, /*read_only=*/false, /*durable=*/false);
 }
 
-Status ForgetOutCheck(const Workspace& ws) { return ws.fs->Remove(CheckedPath(ws)); }
+Status ForgetOutCheck(const Workspace& ws) { return ws.fs->RemoveAll(CheckedPath(ws)); }
 
 }  // namespace bm::engine

@@ -15,7 +15,9 @@
 //
 // Reading every NAME.last on each build would parse JSON per target, so the
 // stats a check found good are kept in .benchmake/out_checked, and the next
-// check compares against those alone; a step that materializes removes the
+// check compares against those alone (and stats NAME.last: a target whose
+// record is gone or unreadable loses its stamp too, and its step restores
+// out/NAME and writes the record again); a step that materializes removes the
 // file (ForgetOutCheck), and the next check reads NAME.last again.
 //
 // File (.benchmake/out_checked):

@@ -626,7 +626,7 @@ TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
   const std::string spec = ReadText(t / "train.spec"), params = ReadText(t / "train.params"),
                     ninja = ReadText(ws_ / ".benchmake/build.ninja"),
                     config = ReadText(ws_ / ".benchmake/config.json");
-  const std::vector<std::pair<std::string, std::function<void()>>> damages = {
+  std::vector<std::pair<std::string, std::function<void()>>> damages = {
       {"spec removed", [&] { fs::remove(t / "train.spec"); }},
       {"params removed", [&] { fs::remove(t / "train.params"); }},
       {"spec a dangling link",
@@ -640,12 +640,22 @@ TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
          fs::create_directories(t / "train.params/inside");
        }},
       {"t/ removed", [&] { fs::remove_all(t); }},
+      // Without its record `status` called train never built while `build` said no work to do.
+      {"train.last removed", [&] { fs::remove(t / "train.last"); }},
       {"build.ninja cut short",
        [&] { fs::resize_file(ws_ / ".benchmake/build.ninja", ninja.size() / 2); }},
       {"config.json removed", [&] { fs::remove(ws_ / ".benchmake/config.json"); }},
       {"config.json garbled",
        [&] { fs::resize_file(ws_ / ".benchmake/config.json", config.size() / 2); }},
   };
+  // A directory where a file of .benchmake/ belongs failed every build at EISDIR ("renaming to
+  // .../config.json: Is a directory", "removing .../t/train.out: Is a directory").
+  for (const char* name : {"config.json", "clean", "lock", "t/train.out", "t/train.last"})
+    damages.emplace_back(std::string(name) + " a directory", [this, name] {
+      const fs::path file = ws_ / ".benchmake" / name;
+      fs::remove(file);
+      fs::create_directories(file / "inside");
+    });
   for (const auto& [what, damage] : damages) {
     damage();
     fs::remove_all(ws_ / "out/eval");  // a build with something to do (a no-op reads no params)
@@ -659,7 +669,10 @@ TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
     EXPECT_EQ(ReadText(ws_ / "out/eval/eval.txt"), "lbs-4\nraw\n") << what;
     EXPECT_EQ(Runs(), "") << what << ": restored from the cache, nothing ran again";
     EXPECT_NE(Benchmake("build").output.find("no work to do"), std::string::npos) << what;
+    EXPECT_NE(Benchmake("status").output.find(", 0 not up to date"), std::string::npos) << what;
   }
+  for (const char* name : {"config.json", "clean", "lock", "t/train.out", "t/train.last"})
+    EXPECT_TRUE(fs::is_regular_file(ws_ / ".benchmake" / name)) << name;
 
   // `status` (which reads the specs) names the missing one and forgets the generator's stamp:
   // the next command writes it again.

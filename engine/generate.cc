@@ -249,13 +249,17 @@ Result<TargetGraph> LoadWorkspaceGraph(const Workspace& ws) {
 }
 
 Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const Status& why) {
+  // A file that is not there (removed by hand, a dangling link) is said to be missing, whatever
+  // the reader made of it.
+  Result<FileInfo> info = ws.fs->Stat(path);
+  const std::string what = info.ok() && !info->exists ? "missing" : why.message();
   // Both removed (a directory in the file's place too): best effort, the message stands.
   (void)ws.fs->RemoveAll(path);
   (void)ws.fs->Remove(StampPath(ws));
   // A reader's message that names the file already is not prefixed with it again.
-  const bool named = why.message().find(path) != std::string::npos;
+  const bool named = what.find(path) != std::string::npos;
   return Errorf(ErrorCode::kCorrupt, "{}{}{}; the next `benchmake build` writes it again",
-                named ? "" : path, named ? "" : ": ", why.message());
+                named ? "" : path, named ? "" : ": ", what);
 }
 
 Result<std::string> ReadGeneratedFile(const Workspace& ws, const std::string& target,
@@ -263,20 +267,13 @@ Result<std::string> ReadGeneratedFile(const Workspace& ws, const std::string& ta
   const std::string path = ws.TargetFile(target, ext);
   Result<std::string> text = ws.fs->ReadFile(path);
   if (text.ok()) return text;
-  Result<FileInfo> info = ws.fs->Stat(path);
-  if (info.ok() && !info->exists)
-    return GeneratedFileDamaged(ws, path, Errorf(ErrorCode::kNotFound, "missing"));
   return GeneratedFileDamaged(ws, path, text.status());
 }
 
 Result<WorkspaceConfig> LoadGeneratedConfig(const Workspace& ws) {
   Result<WorkspaceConfig> config = LoadConfig(ws);
   if (config.ok()) return config;
-  const std::string path = ws.StateDir() + "/config.json";
-  Result<FileInfo> info = ws.fs->Stat(path);
-  if (info.ok() && !info->exists)
-    return GeneratedFileDamaged(ws, path, Errorf(ErrorCode::kNotFound, "missing"));
-  return GeneratedFileDamaged(ws, path, config.status());
+  return GeneratedFileDamaged(ws, ws.StateDir() + "/config.json", config.status());
 }
 
 Status RemoveDirectoryWhereStateBelongs(const Workspace& ws, const std::string& path,

@@ -53,11 +53,11 @@ struct GenerateOptions {
 
 Result<GenerateResult> Generate(const Workspace& ws, const GenerateOptions& options = {});
 
-// A spec or params (`path`) that does not read (`why`): the generator writes them atomically and
-// seals them, so something else damaged it (a disk, a hand). Removes it and forgets the fast
-// path's stamp, so that the next Generate() writes again every file whose bytes differ from what
-// the BENCHFILE makes, and returns kCorrupt "PATH: WHY; the next `benchmake build` writes it
-// again".
+// A spec, params or config.json (`path`) that does not read (`why`; "missing" when it is not
+// there): the generator writes them atomically (and seals specs and params), so something else
+// damaged it (a disk, a hand). Removes it and forgets the fast path's stamp, so that the next
+// Generate() writes again every file whose bytes differ from what the BENCHFILE makes, and
+// returns kCorrupt "PATH: WHY; the next `benchmake build` writes it again".
 Status GeneratedFileDamaged(const Workspace& ws, const std::string& path, const Status& why);
 
 // The text of t/TARGET.EXT (spec or params), or, when it does not read (removed by hand, a

@@ -674,31 +674,22 @@ TEST_F(E2eTest, AGeneratedFileRemovedByHandIsWrittenAgain) {
   for (const char* name : {"config.json", "clean", "lock", "t/train.out", "t/train.last"})
     EXPECT_TRUE(fs::is_regular_file(ws_ / ".benchmake" / name)) << name;
 
-  // `status` (which reads the specs) names the missing one and forgets the generator's stamp:
-  // the next command writes it again.
-  fs::remove(t / "eval.spec");
-  Run status = Benchmake("status");
-  EXPECT_EQ(status.exit_code, 1) << status.output;
-  EXPECT_NE(status.output.find((t / "eval.spec").string() +
-                               ": missing; the next `benchmake build` writes it again"),
-            std::string::npos)
-      << status.output;
-  status = Benchmake("status");
-  EXPECT_EQ(status.exit_code, 0) << status.output;
-  EXPECT_TRUE(fs::is_regular_file(t / "eval.spec"));
-
-  // The same for config.json (it said "has no build state; run `benchmake build` first", and
-  // every build, whose fast path never wrote it, said so too).
-  fs::remove(ws_ / ".benchmake/config.json");
-  status = Benchmake("status");
-  EXPECT_EQ(status.exit_code, 1) << status.output;
-  EXPECT_NE(status.output.find((ws_ / ".benchmake/config.json").string() +
-                               ": missing; the next `benchmake build` writes it again"),
-            std::string::npos)
-      << status.output;
-  status = Benchmake("status");
-  EXPECT_EQ(status.exit_code, 0) << status.output;
-  EXPECT_EQ(ReadText(ws_ / ".benchmake/config.json"), config);
+  // `status` (which reads the specs and config.json) names the missing one and forgets the
+  // generator's stamp: the next command writes it again. Of config.json it said "has no build
+  // state; run `benchmake build` first", and so did every build, whose fast path never wrote it.
+  for (const fs::path& file : {t / "eval.spec", ws_ / ".benchmake/config.json"}) {
+    const std::string text = ReadText(file);
+    fs::remove(file);
+    Run status = Benchmake("status");
+    EXPECT_EQ(status.exit_code, 1) << status.output;
+    EXPECT_NE(
+        status.output.find(file.string() + ": missing; the next `benchmake build` writes it again"),
+        std::string::npos)
+        << status.output;
+    status = Benchmake("status");
+    EXPECT_EQ(status.exit_code, 0) << status.output;
+    EXPECT_EQ(ReadText(file), text) << file;
+  }
 }
 
 // A record damaged into other JSON (a bit of an output's name flipped) is no hit: evicted, and

@@ -39,11 +39,15 @@ Command Shell(const std::string& script) {
   return c;
 }
 
+// Seen not running once is gone: a process that is exiting can read as gone and then, for one
+// more read of /proc, as running (CI of b0ec409 failed on that flip, in 0.4 s of a 3 s wait).
 bool GoneWithin(pid_t pid, double seconds) {
   auto start = Clock::now();
-  while (Running(pid) && Since(start) < seconds)
+  for (;;) {
+    if (!Running(pid)) return true;
+    if (Since(start) >= seconds) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return !Running(pid);
+  }
 }
 
 // A process of its own that runs `c` under a SubprocessRunner and exits: the
